@@ -1,0 +1,536 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The one place where gpuclient talks to a cloud.
+
+* Compute and image go through the openstacksdk connection that OSC already
+  holds (``client_manager.sdk_connection``).
+* Placement goes through a keystoneauth ``Adapter`` on the same session. Its
+  maximum microversion is read once per process (lazily, on the first
+  Placement call) and every call sends the microversion it needs.
+* Every HTTP, SDK or connection error leaves this module as an
+  ``osc_lib.exceptions.CommandError`` that carries the server's message and
+  says what to do.
+"""
+
+import concurrent.futures
+import contextlib
+import json
+import logging
+import re
+import threading
+import urllib.parse
+
+from keystoneauth1 import adapter as ks_adapter
+from keystoneauth1 import exceptions as ks_exc
+from openstack import exceptions as sdk_exc
+from osc_lib import exceptions
+
+from gpuclient import hosts
+from gpuclient.i18n import _
+
+LOG = logging.getLogger(__name__)
+
+# Microversions this client needs, named by what needs them.
+PLACEMENT_TREE_VERSION = (1, 14)  # parent/root provider uuids
+PLACEMENT_SUMMARY_VERSION = (1, 29)  # whole-tree provider summaries
+PLACEMENT_NOVA_VERSION = (1, 36)  # what Nova 34's scheduler sends
+COMPUTE_HYPERVISOR_UUID_VERSION = '2.53'  # hypervisor id == provider uuid
+
+# Bound on concurrent per-provider requests (the fallback path only).
+MAX_WORKERS = 8
+
+
+def version_str(version):
+    return '%d.%d' % version
+
+
+def parse_version(text):
+    """'1.36' -> (1, 36); None when the text is not a microversion."""
+    match = re.fullmatch(r'v?(\d+)\.(\d+)', str(text or '').strip())
+    if not match:
+        return None
+    return int(match.group(1)), int(match.group(2))
+
+
+class APIError(exceptions.CommandError):
+    """An API call failed; ``status`` is the HTTP status (None if none)."""
+
+    def __init__(self, message, status=None):
+        super().__init__(message)
+        self.status = status
+
+
+class NotFound(APIError):
+    pass
+
+
+class Conflict(APIError):
+    pass
+
+
+def server_message(body, limit=400):
+    """Best-effort human message from an OpenStack error body.
+
+    Placement answers ``{"errors": [{"detail": ...}]}``, Nova
+    ``{"itemNotFound": {"message": ...}}``, Glance and proxies may answer
+    plain text or HTML: never assume JSON.
+    """
+    if body is None:
+        return ''
+    if isinstance(body, bytes):
+        body = body.decode('utf-8', 'replace')
+    text = body if isinstance(body, str) else None
+    data = body
+    if text is not None:
+        try:
+            data = json.loads(text)
+        except ValueError:
+            data = None
+    messages = []
+    if isinstance(data, dict):
+        if isinstance(data.get('errors'), list):
+            for err in data['errors']:
+                if isinstance(err, dict):
+                    messages.append(
+                        str(err.get('detail') or err.get('title') or '')
+                    )
+        elif 'message' in data:
+            messages.append(str(data['message']))
+        elif len(data) == 1:
+            inner = next(iter(data.values()))
+            if isinstance(inner, dict) and 'message' in inner:
+                messages.append(str(inner['message']))
+    if not messages and text is not None:
+        # HTML or text: strip tags and collapse white space.
+        messages.append(re.sub(r'<[^>]+>', ' ', text))
+    message = ' '.join(' '.join(messages).split())
+    if len(message) > limit:
+        message = message[: limit - 3] + '...'
+    return message
+
+
+def error_for_status(service, what, status, message, endpoint=None):
+    """Build the CommandError for an HTTP error status."""
+    detail = (': %s' % message) if message else ''
+    if status == 401:
+        return APIError(
+            _(
+                '%(what)s: authentication failed%(detail)s. Check the '
+                'credentials of the cloud you named (clouds.yaml or OS_* '
+                'variables).'
+            )
+            % {'what': what, 'detail': detail},
+            status,
+        )
+    if status == 403:
+        return APIError(
+            _(
+                '%(what)s: forbidden%(detail)s. This requires admin: use '
+                'an account with the admin role (for example --os-cloud '
+                'with an admin user).'
+            )
+            % {'what': what, 'detail': detail},
+            status,
+        )
+    if status == 404:
+        return NotFound(
+            _('%(what)s: no such resource in %(service)s%(detail)s.')
+            % {'what': what, 'service': service, 'detail': detail},
+            status,
+        )
+    if status == 406:
+        return APIError(
+            _(
+                '%(what)s: %(service)s at %(endpoint)s does not accept the '
+                'microversion this call needs%(detail)s. Upgrade '
+                '%(service)s or use a cloud with a newer one.'
+            )
+            % {
+                'what': what,
+                'service': service,
+                'endpoint': endpoint or '?',
+                'detail': detail,
+            },
+            status,
+        )
+    if status == 409:
+        return Conflict(
+            _(
+                '%(what)s: conflict%(detail)s. Something else changed it '
+                'at the same time: run the command again.'
+            )
+            % {'what': what, 'detail': detail},
+            status,
+        )
+    if status is not None and status >= 500:
+        return APIError(
+            _(
+                '%(what)s: %(service)s failed with HTTP %(status)s'
+                '%(detail)s. Check the %(service)s service logs.'
+            )
+            % {
+                'what': what,
+                'service': service,
+                'status': status,
+                'detail': detail,
+            },
+            status,
+        )
+    return APIError(
+        _('%(what)s: %(service)s answered HTTP %(status)s%(detail)s.')
+        % {
+            'what': what,
+            'service': service,
+            'status': status,
+            'detail': detail,
+        },
+        status,
+    )
+
+
+def _connection_error(service, what, exc, endpoint=None):
+    where = endpoint or _('its catalog endpoint')
+    return APIError(
+        _(
+            '%(what)s: cannot connect to %(service)s at %(where)s '
+            '(%(error)s). Is the service running, and is that endpoint '
+            'reachable from here (see --os-interface and --os-region-name)?'
+        )
+        % {
+            'what': what,
+            'service': service,
+            'where': where,
+            'error': exc,
+        }
+    )
+
+
+def _endpoint_of(url):
+    parts = urllib.parse.urlsplit(url or '')
+    if not parts.scheme:
+        return None
+    return '%s://%s' % (parts.scheme, parts.netloc)
+
+
+@contextlib.contextmanager
+def translate_errors(service, what):
+    """Turn SDK and keystoneauth exceptions into CommandErrors."""
+    try:
+        yield
+    except exceptions.CommandError:
+        raise
+    except sdk_exc.HttpException as exc:
+        status = getattr(exc, 'status_code', None)
+        message = server_message(getattr(exc, 'details', None)) or (
+            server_message(getattr(exc, 'message', None))
+        )
+        url = getattr(getattr(exc, 'response', None), 'url', None)
+        raise error_for_status(
+            service, what, status, message, _endpoint_of(url)
+        ) from exc
+    except ks_exc.EndpointNotFound as exc:
+        raise APIError(
+            _(
+                '%(what)s: the service catalog has no %(service)s endpoint '
+                'for this region and interface (%(error)s). Check '
+                '--os-region-name and --os-interface.'
+            )
+            % {'what': what, 'service': service, 'error': exc}
+        ) from exc
+    except sdk_exc.EndpointNotFound as exc:
+        raise APIError(
+            _(
+                '%(what)s: the service catalog has no %(service)s endpoint '
+                '(%(error)s). Check --os-region-name and --os-interface.'
+            )
+            % {'what': what, 'service': service, 'error': exc}
+        ) from exc
+    except ks_exc.ConnectionError as exc:
+        raise _connection_error(service, what, exc) from exc
+    except ks_exc.HttpError as exc:
+        raise error_for_status(
+            service, what, exc.http_status, server_message(exc.details)
+        ) from exc
+    except sdk_exc.SDKException as exc:
+        raise APIError('%s: %s' % (what, exc)) from exc
+
+
+def _check_response(service, what, response, endpoint=None):
+    if response.status_code < 400:
+        return response
+    raise error_for_status(
+        service,
+        what,
+        response.status_code,
+        server_message(response.text),
+        endpoint,
+    )
+
+
+def _json(response):
+    if response.status_code == 204 or not response.content:
+        return None
+    try:
+        return response.json()
+    except ValueError:
+        return None
+
+
+class Placement:
+    """Placement over a keystoneauth Adapter with explicit microversions."""
+
+    service = 'Placement'
+    _max_versions = {}  # endpoint URL -> (major, minor), once per process
+    _lock = threading.Lock()
+
+    def __init__(self, session, region_name=None, interface=None):
+        self._adapter = ks_adapter.Adapter(
+            session=session,
+            service_type='placement',
+            region_name=region_name,
+            interface=interface,
+        )
+        self._endpoint = None
+        self.request_count = 0
+
+    @property
+    def endpoint(self):
+        if self._endpoint is None:
+            what = _('Looking up the Placement endpoint')
+            with translate_errors(self.service, what):
+                endpoint = self._adapter.get_endpoint()
+            if not endpoint:
+                raise APIError(
+                    _(
+                        '%(what)s: the service catalog has no placement '
+                        'endpoint. Check --os-region-name and --os-interface.'
+                    )
+                    % {'what': what}
+                )
+            self._endpoint = endpoint.rstrip('/')
+        return self._endpoint
+
+    def _send(self, method, path, what, version=None, **kwargs):
+        kwargs.setdefault('raise_exc', False)
+        if version is not None:
+            kwargs['microversion'] = version_str(version)
+        endpoint = self.endpoint
+        self.request_count += 1
+        with translate_errors(self.service, what):
+            try:
+                response = self._adapter.request(path, method, **kwargs)
+            except ks_exc.ConnectionError as exc:
+                raise _connection_error(
+                    self.service, what, exc, endpoint
+                ) from exc
+        return _check_response(self.service, what, response, endpoint)
+
+    def max_version(self):
+        """The server's maximum microversion, read once per process."""
+        endpoint = self.endpoint
+        with self._lock:
+            known = self._max_versions.get(endpoint)
+        if known is not None:
+            return known
+        response = self._send(
+            'GET', '/', _('Reading the Placement API version')
+        )
+        data = _json(response) or {}
+        best = (1, 0)
+        for entry in data.get('versions') or []:
+            found = parse_version(entry.get('max_version'))
+            if found and found > best:
+                best = found
+        with self._lock:
+            self._max_versions[endpoint] = best
+        return best
+
+    def require(self, version, what):
+        """Refuse, before sending it, a call the server cannot serve."""
+        have = self.max_version()
+        if have < version:
+            raise APIError(
+                _(
+                    '%(what)s needs Placement API microversion %(need)s, but '
+                    'the Placement service at %(endpoint)s supports only up '
+                    'to %(have)s. Upgrade Placement (1.29 came with Rocky, '
+                    '1.36 with Train).'
+                )
+                % {
+                    'what': what,
+                    'need': version_str(version),
+                    'endpoint': self.endpoint,
+                    'have': version_str(have),
+                }
+            )
+
+    def get(self, path, version, what, params=None):
+        self.require(version, what)
+        return _json(self._send('GET', path, what, version, params=params))
+
+    # -- reads -------------------------------------------------------------
+
+    def resource_providers(self):
+        what = _('Listing resource providers')
+        data = self.get('/resource_providers', PLACEMENT_TREE_VERSION, what)
+        return data['resource_providers']
+
+    def resource_classes(self):
+        what = _('Listing resource classes')
+        data = self.get('/resource_classes', (1, 2), what)
+        return [rc['name'] for rc in data['resource_classes']]
+
+    def allocation_candidates(self, resources, version=None, **params):
+        """GET /allocation_candidates; ``resources`` is {class: amount}."""
+        version = version or PLACEMENT_SUMMARY_VERSION
+        query = dict(params)
+        query['resources'] = ','.join(
+            '%s:%d' % (rc, amount) for rc, amount in sorted(resources.items())
+        )
+        what = _('Asking Placement for allocation candidates (%s)') % (
+            query['resources']
+        )
+        return self.get('/allocation_candidates', version, what, query)
+
+    def provider_detail(self, uuid, with_traits=False):
+        """Inventories, usages (and traits) of one provider, as a summary.
+
+        The slow path: used only for trees that no allocation-candidates
+        answer covered.
+        """
+        what = _('Reading resource provider %s') % uuid
+        base = '/resource_providers/%s' % uuid
+        inv = self.get(base + '/inventories', (1, 0), what)
+        use = self.get(base + '/usages', (1, 0), what)
+        summary = hosts.summary_from_inventory(
+            inv['inventories'], use['usages']
+        )
+        if with_traits:
+            traits = self.get(base + '/traits', (1, 6), what)
+            summary['traits'] = traits['traits']
+        return summary
+
+    def provider_details(self, uuids, with_traits=False):
+        """provider_detail for many providers, concurrently and bounded."""
+        uuids = list(uuids)
+        if not uuids:
+            return {}
+        self.max_version()  # negotiate once, before the threads start
+        workers = min(MAX_WORKERS, len(uuids))
+        with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+            results = pool.map(
+                lambda u: self.provider_detail(u, with_traits), uuids
+            )
+            return dict(zip(uuids, results, strict=True))
+
+    def gpu_snapshot(self, gpu_classes, wanted_roots=None, with_traits=False):
+        """Capacity and usage of every provider in the GPU-relevant trees.
+
+        One ``GET /resource_providers`` and one allocation-candidates query
+        for ``VCPU:1`` cover every tree with a free VCPU (their
+        ``provider_summaries`` hold the whole tree from 1.29). Trees left
+        over (bare-metal nodes, which have no VCPU) get one query per GPU
+        class; what is still left (full hosts, used nodes) is read provider
+        by provider, concurrently and bounded. ``wanted_roots`` (a set of
+        root provider uuids, or None for all) limits that last step.
+
+        Returns a hosts.Snapshot.
+        """
+        providers = self.resource_providers()
+        snapshot = hosts.Snapshot(providers)
+        queries = [('VCPU', 1)] + [(rc, 1) for rc in sorted(gpu_classes)]
+        for rc, amount in queries:
+            missing = snapshot.missing_roots(wanted_roots)
+            if not missing:
+                break
+            if rc != 'VCPU' and not snapshot.may_hold(rc, missing):
+                continue
+            answer = self.allocation_candidates({rc: amount})
+            snapshot.add_candidates(rc, answer)
+        missing = snapshot.missing_roots(wanted_roots)
+        if missing:
+            uuids = snapshot.providers_in_trees(missing)
+            details = self.provider_details(uuids, with_traits=with_traits)
+            snapshot.add_details(details)
+        return snapshot
+
+
+class Compute:
+    """Nova through the SDK's compute proxy."""
+
+    service = 'Nova'
+
+    def __init__(self, proxy):
+        self._proxy = proxy
+
+    def hypervisors(self):
+        """Every hypervisor, at a microversion where id is the provider uuid.
+
+        Sends 2.53 explicitly whatever --os-compute-api-version says, and
+        follows the pagination links.
+        """
+        what = _('Listing hypervisors (compute API %s)') % (
+            COMPUTE_HYPERVISOR_UUID_VERSION
+        )
+        found = []
+        url = '/os-hypervisors/detail'
+        params = {}
+        with translate_errors(self.service, what):
+            while url:
+                response = self._proxy.get(
+                    url,
+                    microversion=COMPUTE_HYPERVISOR_UUID_VERSION,
+                    params=params,
+                    raise_exc=False,
+                )
+                _check_response(self.service, what, response)
+                data = _json(response) or {}
+                found.extend(data.get('hypervisors') or [])
+                url = None
+                for link in data.get('hypervisors_links') or []:
+                    if link.get('rel') == 'next' and found:
+                        url = '/os-hypervisors/detail'
+                        params = {'marker': found[-1]['id']}
+        return found
+
+    def aggregates(self):
+        with translate_errors(self.service, _('Listing host aggregates')):
+            return list(self._proxy.aggregates())
+
+
+class GpuClient:
+    """What ``client_manager.gpu`` is: the per-service clients, lazily."""
+
+    def __init__(
+        self, session, sdk_connection, region_name=None, interface=None
+    ):
+        self._session = session
+        self._conn = sdk_connection
+        self._region_name = region_name
+        self._interface = interface
+        self._placement = None
+        self._compute = None
+
+    @property
+    def placement(self):
+        if self._placement is None:
+            self._placement = Placement(
+                self._session, self._region_name, self._interface
+            )
+        return self._placement
+
+    @property
+    def compute(self):
+        if self._compute is None:
+            self._compute = Compute(self._conn.compute)
+        return self._compute

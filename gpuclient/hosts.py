@@ -1,0 +1,256 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Pure: which hosts offer GPUs, and how many are free.
+
+No I/O here: the client layer feeds in what Placement and Nova answered
+(provider lists, allocation-candidate provider summaries, inventories and
+usages) and this module turns it into one row per host and GPU class.
+"""
+
+import fnmatch
+
+from gpuclient.i18n import _
+
+# GPU resource classes shown by default (CLI.md, "Hosts"): vGPUs, whole
+# physical GPUs, NVIDIA and AMD PCI devices reported by Nova's PCI in
+# Placement, and custom classes naming a GPU (Ironic node classes such as
+# CUSTOM_BAREMETAL_GPU_H100, per-type mdev classes). Intel GPUs share the
+# vendor id 8086 with NICs: name them with --resource-class or pool them.
+DEFAULT_GPU_CLASS_PATTERNS = (
+    'VGPU',
+    'PGPU',
+    'CUSTOM_PCI_10DE_*',
+    'CUSTOM_PCI_1002_*',
+    'CUSTOM_*GPU*',
+)
+
+
+def gpu_classes(existing, pool_classes=(), extra=()):
+    """The GPU classes to report.
+
+    ``existing`` are the classes Placement knows; defaults match against
+    them. Pool classes and ``extra`` (--resource-class) are always
+    included.
+    """
+    found = set(pool_classes) | set(extra)
+    for name in existing:
+        for pattern in DEFAULT_GPU_CLASS_PATTERNS:
+            if fnmatch.fnmatchcase(name, pattern):
+                found.add(name)
+    found.discard(None)
+    return found
+
+
+def capacity(total, reserved, allocation_ratio):
+    """Placement's capacity: ``(total - reserved) * allocation_ratio``."""
+    return int((total - reserved) * allocation_ratio)
+
+
+def summary_from_inventory(inventories, usages):
+    """A provider summary (as in allocation candidates) from the slow path.
+
+    ``inventories`` is the body of GET .../inventories ``inventories``
+    member, ``usages`` the ``usages`` member of GET .../usages.
+    """
+    resources = {}
+    for rc, inv in inventories.items():
+        resources[rc] = {
+            'capacity': capacity(
+                inv.get('total', 0),
+                inv.get('reserved', 0),
+                inv.get('allocation_ratio', 1.0),
+            ),
+            'used': int(usages.get(rc, 0) or 0),
+        }
+    return {'resources': resources, 'traits': None}
+
+
+class Snapshot:
+    """Providers of a cloud and the capacity/usage known for them."""
+
+    def __init__(self, providers):
+        self.providers = {}
+        for rp in providers:
+            self._add_provider(
+                rp['uuid'],
+                rp.get('name'),
+                rp.get('parent_provider_uuid'),
+                rp.get('root_provider_uuid'),
+            )
+        self.summaries = {}
+        self.covered = set()
+        self.queried = []  # [(resource class, number of candidates)]
+        self.slow_roots = set()
+
+    def _add_provider(self, uuid, name, parent, root):
+        self.providers[uuid] = {
+            'uuid': uuid,
+            'name': name or uuid,
+            'parent': parent,
+            'root': root or uuid,
+        }
+
+    def roots(self):
+        return {rp['root'] for rp in self.providers.values()}
+
+    def missing_roots(self, wanted=None):
+        """Roots (of those wanted) whose trees nothing has covered yet."""
+        roots = self.roots()
+        if wanted is not None:
+            roots &= set(wanted)
+        return roots - self.covered
+
+    def providers_in_trees(self, roots):
+        roots = set(roots)
+        return sorted(
+            uuid for uuid, rp in self.providers.items() if rp['root'] in roots
+        )
+
+    def add_candidates(self, resource_class, answer):
+        """Take in a GET /allocation_candidates answer (>= 1.29)."""
+        answer = answer or {}
+        self.queried.append(
+            (resource_class, len(answer.get('allocation_requests') or []))
+        )
+        for uuid, summary in (answer.get('provider_summaries') or {}).items():
+            if uuid not in self.providers:
+                # Created after we listed providers: keep what we know.
+                self._add_provider(
+                    uuid,
+                    None,
+                    summary.get('parent_provider_uuid'),
+                    summary.get('root_provider_uuid'),
+                )
+            self.summaries[uuid] = {
+                'resources': dict(summary.get('resources') or {}),
+                'traits': summary.get('traits'),
+            }
+            self.covered.add(self.providers[uuid]['root'])
+
+    def add_details(self, details):
+        """Take in per-provider summaries read on the slow path."""
+        for uuid, summary in details.items():
+            self.summaries[uuid] = summary
+            root = self.providers[uuid]['root']
+            self.covered.add(root)
+            self.slow_roots.add(root)
+
+    def free(self, uuid, resource_class):
+        res = self.summaries.get(uuid, {}).get('resources', {})
+        item = res.get(resource_class)
+        if not item:
+            return 0
+        return item['capacity'] - item['used']
+
+    def truncation_suspects(self):
+        """Queried classes whose answer left out a tree that could serve it.
+
+        A tree read on the slow path that has a free unit of a class we
+        asked allocation candidates for should have been in that answer:
+        Placement's ``max_allocation_candidates`` cut it short.
+        """
+        suspects = []
+        for rc, count in self.queried:
+            trees = set()
+            for root in self.slow_roots:
+                for uuid in self.providers_in_trees([root]):
+                    if self.free(uuid, rc) >= 1:
+                        trees.add(root)
+            if trees:
+                suspects.append((rc, count, len(trees)))
+        return suspects
+
+    def notes(self):
+        """Warnings for the operator about how complete the data is."""
+        notes = []
+        for rc, count, trees in self.truncation_suspects():
+            notes.append(
+                _(
+                    'Placement answered resources=%(rc)s:1 with %(count)d '
+                    'allocation candidates but left out %(trees)d provider '
+                    'tree(s) with a free %(rc)s: its '
+                    '[placement]max_allocation_candidates setting probably '
+                    'truncated the answer. Those trees were read provider '
+                    'by provider, so the figures are complete.'
+                )
+                % {'rc': rc, 'count': count, 'trees': trees}
+            )
+        return notes
+
+
+def host_rows(
+    snapshot, hypervisors, classes, pools_by_host=None, unmapped=False
+):
+    """One row per (host, GPU class).
+
+    ``hypervisors`` are os-hypervisors entries at compute API >= 2.53 (the
+    id is the root provider uuid; ``service.host`` is the Nova host). Trees
+    that no hypervisor maps to are left out unless ``unmapped``, where the
+    root provider's name stands in for the host.
+
+    Returns (rows, unmapped_gpu_trees) where rows are dicts with host,
+    pools, resource_class, devices, total, used, free, providers (names)
+    and traits ({provider name: traits} where known).
+    """
+    pools_by_host = pools_by_host or {}
+    root_host = {}
+    for hv in hypervisors:
+        service = hv.get('service') or {}
+        host = service.get('host') or hv.get('hypervisor_hostname')
+        root_host[hv['id']] = host
+    classes = set(classes)
+    rows = {}
+    unmapped_trees = set()
+    for uuid in sorted(snapshot.summaries):
+        provider = snapshot.providers[uuid]
+        root = provider['root']
+        resources = snapshot.summaries[uuid].get('resources') or {}
+        gpu = [rc for rc in resources if rc in classes]
+        if not gpu:
+            continue
+        host = root_host.get(root)
+        mapped = host is not None
+        if not mapped:
+            unmapped_trees.add(root)
+            if not unmapped:
+                continue
+            host = snapshot.providers[root]['name']
+        for rc in gpu:
+            item = resources[rc]
+            row = rows.setdefault(
+                (host, rc),
+                {
+                    'host': host,
+                    'mapped': mapped,
+                    'pools': pools_by_host.get(host, []),
+                    'resource_class': rc,
+                    'devices': 0,
+                    'total': 0,
+                    'used': 0,
+                    'free': 0,
+                    'providers': [],
+                    'traits': {},
+                },
+            )
+            row['devices'] += 1
+            row['total'] += item['capacity']
+            row['used'] += item['used']
+            row['free'] = row['total'] - row['used']
+            row['providers'].append(provider['name'])
+            traits = snapshot.summaries[uuid].get('traits')
+            if traits is not None:
+                row['traits'][provider['name']] = sorted(traits)
+    ordered = [rows[key] for key in sorted(rows)]
+    for row in ordered:
+        row['providers'].sort()
+    return ordered, unmapped_trees

@@ -1,0 +1,65 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""OpenStackClient wiring for ``openstack gpu``.
+
+This module is imported by every ``openstack`` invocation (it is an
+``openstack.cli.extension`` entry point), so it imports nothing beyond the
+standard library and osc-lib at module level: the client layer and the
+commands are loaded only when a ``gpu`` command runs.
+"""
+
+import logging
+
+from osc_lib import utils
+
+from gpuclient.i18n import _
+
+LOG = logging.getLogger(__name__)
+
+API_NAME = 'gpu'
+DEFAULT_API_VERSION = '1'
+API_VERSION_OPTION = 'os_gpu_api_version'
+API_VERSIONS = ('1',)
+
+
+def make_client(instance):
+    """Return the gpuclient client layer for an OSC ClientManager."""
+    from gpuclient import client
+
+    LOG.debug('Instantiating gpuclient client layer')
+    return client.GpuClient(
+        session=instance.session,
+        sdk_connection=instance.sdk_connection,
+        region_name=instance.region_name,
+        interface=instance.interface,
+    )
+
+
+def build_option_parser(parser):
+    """Add the plugin's global option.
+
+    Only ``--os-gpu-api-version``: the Placement microversion is negotiated
+    per call, so there is deliberately no ``--os-placement-api-version``
+    here (osc-placement owns that option).
+    """
+    parser.add_argument(
+        '--os-gpu-api-version',
+        metavar='<gpu-api-version>',
+        default=utils.env('OS_GPU_API_VERSION', default=DEFAULT_API_VERSION),
+        help=_(
+            'gpuclient command set version, default=%s '
+            '(Env: OS_GPU_API_VERSION)'
+        )
+        % DEFAULT_API_VERSION,
+    )
+    return parser

@@ -1,0 +1,155 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``openstack gpu host list``."""
+
+import logging
+
+from osc_lib import exceptions
+from osc_lib.cli import format_columns
+from osc_lib.command import command
+
+from gpuclient import hosts
+from gpuclient import names
+from gpuclient import pools as pools_mod
+from gpuclient.i18n import _
+
+LOG = logging.getLogger(__name__)
+
+
+class ListHost(command.Lister):
+    _description = _(
+        'List compute hosts that offer GPUs, with their GPU capacity and '
+        'usage as Placement counts them (one row per host and GPU class)'
+    )
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument(
+            '--pool',
+            metavar='<pool>',
+            help=_('Only hosts in this GPU pool (name)'),
+        )
+        parser.add_argument(
+            '--resource-class',
+            metavar='<resource-class>',
+            action='append',
+            default=[],
+            dest='resource_classes',
+            help=_(
+                'Also count this resource class as a GPU class, e.g. an '
+                'Intel GPU class or CUSTOM_BAREMETAL_GPU (repeat option to '
+                'add several). Defaults: VGPU, PGPU, CUSTOM_PCI_10DE_*, '
+                'CUSTOM_PCI_1002_*, CUSTOM_*GPU* and the classes of GPU '
+                'pools.'
+            ),
+        )
+        parser.add_argument(
+            '--unmapped',
+            action='store_true',
+            help=_(
+                'Also list GPU provider trees that no Nova hypervisor maps '
+                'to (for example providers left behind by a deleted '
+                'compute service), named by their root provider'
+            ),
+        )
+        parser.add_argument(
+            '--long',
+            action='store_true',
+            help=_('List additional fields in output (device providers '
+                   'and their traits)'),
+        )
+        return parser
+
+    def take_action(self, parsed_args):
+        client = self.app.client_manager.gpu
+        extra = [
+            names.normalize_resource_class(rc)
+            for rc in parsed_args.resource_classes
+        ]
+        pools = pools_mod.pools_from_aggregates(client.compute.aggregates())
+        if parsed_args.pool and parsed_args.pool not in pools:
+            raise exceptions.CommandError(
+                _(
+                    'No GPU pool named %(pool)s. Known pools: %(known)s '
+                    '(see "openstack gpu pool list").'
+                )
+                % {
+                    'pool': parsed_args.pool,
+                    'known': ', '.join(sorted(pools)) or _('none'),
+                }
+            )
+        hypervisors = client.compute.hypervisors()
+        if parsed_args.pool:
+            members = set(pools[parsed_args.pool]['hosts'])
+            hypervisors = [
+                hv
+                for hv in hypervisors
+                if (hv.get('service') or {}).get('host') in members
+            ]
+        classes = hosts.gpu_classes(
+            client.placement.resource_classes(),
+            [p['resource_class'] for p in pools.values()],
+            extra,
+        )
+        wanted = None
+        if not parsed_args.unmapped or parsed_args.pool:
+            wanted = {hv['id'] for hv in hypervisors}
+        snapshot = client.placement.gpu_snapshot(
+            classes, wanted_roots=wanted, with_traits=parsed_args.long
+        )
+        rows, unmapped = hosts.host_rows(
+            snapshot,
+            hypervisors,
+            classes,
+            pools_mod.pools_by_host(pools),
+            unmapped=parsed_args.unmapped and not parsed_args.pool,
+        )
+        for note in snapshot.notes():
+            LOG.warning(note)
+        if unmapped and not parsed_args.unmapped and not parsed_args.pool:
+            LOG.warning(
+                _(
+                    '%d GPU provider tree(s) have no Nova hypervisor and are '
+                    'not shown; use --unmapped to list them.'
+                ),
+                len(unmapped),
+            )
+        columns = (
+            'Host',
+            'Pools',
+            'Resource Class',
+            'Devices',
+            'Total',
+            'Used',
+            'Free',
+        )
+        if parsed_args.long:
+            columns += ('Device Providers', 'Traits')
+        data = []
+        for row in rows:
+            item = (
+                row['host'],
+                format_columns.ListColumn(row['pools']),
+                row['resource_class'],
+                row['devices'],
+                row['total'],
+                row['used'],
+                row['free'],
+            )
+            if parsed_args.long:
+                item += (
+                    format_columns.ListColumn(row['providers']),
+                    format_columns.DictListColumn(row['traits']),
+                )
+            data.append(item)
+        return columns, data
