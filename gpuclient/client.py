@@ -453,8 +453,6 @@ class Placement:
             missing = snapshot.missing_roots(wanted_roots)
             if not missing:
                 break
-            if rc != 'VCPU' and not snapshot.may_hold(rc, missing):
-                continue
             answer = self.allocation_candidates({rc: amount})
             snapshot.add_candidates(rc, answer)
         missing = snapshot.missing_roots(wanted_roots)

@@ -1,0 +1,198 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Pure host/capacity logic, on provider trees shaped like the seeds'."""
+
+from gpuclient import hosts
+from gpuclient.tests.unit import base
+from gpuclient.tests.unit import fakes
+
+
+def snapshot_of(cloud, queries=('VCPU',), slow=()):
+    """Build a Snapshot the way the client layer does, from a FakeCloud."""
+    snap = hosts.Snapshot(cloud.providers_body()['resource_providers'])
+    for rc in queries:
+        snap.add_candidates(rc, cloud.candidates_body(rc))
+    details = {}
+    for root in slow:
+        for p in cloud.tree(root):
+            details[p.uuid] = hosts.summary_from_inventory(
+                p.inventory, p.used
+            )
+    snap.add_details(details)
+    return snap
+
+
+class TestGpuClasses(base.TestCase):
+    def test_defaults_match_gpu_classes_only(self):
+        existing = [
+            'VCPU', 'MEMORY_MB', 'VGPU', 'PGPU', 'CUSTOM_PCI_10DE_2331',
+            'CUSTOM_PCI_1002_74A1', 'CUSTOM_PCI_8086_1572',
+            'CUSTOM_BAREMETAL_GPU_H100', 'CUSTOM_BAREMETAL_LARGE',
+            'SRIOV_NET_VF',
+        ]
+        self.assertEqual(
+            {
+                'VGPU', 'PGPU', 'CUSTOM_PCI_10DE_2331',
+                'CUSTOM_PCI_1002_74A1', 'CUSTOM_BAREMETAL_GPU_H100',
+            },
+            hosts.gpu_classes(existing),
+        )
+
+    def test_pool_and_extra_classes_are_added(self):
+        found = hosts.gpu_classes(
+            ['VCPU'], ['CUSTOM_BAREMETAL_LARGE', None],
+            ['CUSTOM_PCI_8086_56C0'],
+        )
+        self.assertEqual(
+            {'CUSTOM_BAREMETAL_LARGE', 'CUSTOM_PCI_8086_56C0'}, found
+        )
+
+
+class TestCapacity(base.TestCase):
+    def test_capacity_formula(self):
+        # Placement: int((total - reserved) * allocation_ratio)
+        self.assertEqual(4, hosts.capacity(4, 0, 1.0))
+        self.assertEqual(3, hosts.capacity(4, 1, 1.0))
+        self.assertEqual(120, hosts.capacity(32, 2, 4.0))
+        self.assertEqual(1, hosts.capacity(3, 0, 0.5))
+
+    def test_summary_from_inventory(self):
+        summary = hosts.summary_from_inventory(
+            {'VGPU': fakes.inv(4, reserved=1), 'VCPU': fakes.inv(8, ratio=2)},
+            {'VGPU': 2},
+        )
+        self.assertEqual(
+            {'VGPU': {'capacity': 3, 'used': 2},
+             'VCPU': {'capacity': 16, 'used': 0}},
+            summary['resources'],
+        )
+
+
+class TestHostRows(base.TestCase):
+    def setUp(self):
+        super().setUp()
+        cloud = fakes.FakeCloud()
+        # The seed's passthrough host; its node name differs from the
+        # service host, as libvirt's FQDN does.
+        cloud.pci_host('gpu-pt-1', used=1, nodename='gpu-pt-1.gpu.test')
+        cloud.vgpu_host('gpu-vgpu-1', used=(3, 0), traits=['CUSTOM_NV_35'])
+        self.bm = cloud.baremetal_node('bm-compute-1', fakes.uid('node-1'))
+        cloud.compute_host('plain-1')
+        self.cloud = cloud
+        self.classes = hosts.gpu_classes(cloud.resource_classes())
+
+    def rows(self, **kwargs):
+        snap = snapshot_of(
+            self.cloud, queries=('VCPU', 'CUSTOM_BAREMETAL_GPU_H100')
+        )
+        return hosts.host_rows(
+            snap, self.cloud.hypervisors, self.classes, **kwargs
+        )
+
+    def test_one_row_per_host_and_class(self):
+        rows, unmapped = self.rows(
+            pools_by_host={'gpu-pt-1': ['solver']}
+        )
+        self.assertEqual(set(), unmapped)
+        got = [
+            (r['host'], r['pools'], r['resource_class'], r['devices'],
+             r['total'], r['used'], r['free'])
+            for r in rows
+        ]
+        self.assertEqual(
+            [
+                ('bm-compute-1', [], 'CUSTOM_BAREMETAL_GPU_H100', 1, 1, 0, 1),
+                ('gpu-pt-1', ['solver'], 'CUSTOM_PCI_10DE_2331', 4, 4, 1, 3),
+                ('gpu-vgpu-1', [], 'VGPU', 2, 8, 3, 5),
+            ],
+            got,
+        )
+
+    def test_host_is_the_service_host_not_the_provider_name(self):
+        rows, _ = self.rows()
+        pt = [r for r in rows if r['resource_class'].startswith('CUSTOM_PCI')]
+        self.assertEqual('gpu-pt-1', pt[0]['host'])
+        self.assertEqual(
+            ['gpu-pt-1.gpu.test_0000:%02x:00.0' % n
+             for n in (0x81, 0x82, 0x83, 0x84)],
+            pt[0]['providers'],
+        )
+
+    def test_traits_per_device_provider(self):
+        rows, _ = self.rows()
+        vgpu = [r for r in rows if r['resource_class'] == 'VGPU'][0]
+        self.assertEqual(
+            {'gpu-vgpu-1_pci_0000_84_00_0': ['CUSTOM_NV_35'],
+             'gpu-vgpu-1_pci_0000_85_00_0': ['CUSTOM_NV_35']},
+            vgpu['traits'],
+        )
+
+    def test_unmapped_trees_hidden_unless_asked(self):
+        orphan = self.cloud.vgpu_host('gone-1')
+        self.cloud.hypervisors = [
+            h for h in self.cloud.hypervisors if h['id'] != orphan.uuid
+        ]
+        rows, unmapped = self.rows()
+        self.assertEqual({orphan.uuid}, unmapped)
+        self.assertNotIn('gone-1', [r['host'] for r in rows])
+        rows, _ = self.rows(unmapped=True)
+        gone = [r for r in rows if r['host'] == 'gone-1']
+        self.assertEqual(1, len(gone))
+        self.assertFalse(gone[0]['mapped'])
+
+
+class TestSnapshot(base.TestCase):
+    def test_vcpu_query_covers_every_tree_with_free_vcpu(self):
+        cloud = fakes.FakeCloud()
+        a = cloud.pci_host('a')
+        full = cloud.pci_host('full', vcpus=2, used_vcpus=8)
+        node = cloud.baremetal_node('bm', 'node-1')
+        snap = snapshot_of(cloud)
+        self.assertEqual({full.uuid, node.uuid}, snap.missing_roots())
+        self.assertEqual({full.uuid}, snap.missing_roots({a.uuid, full.uuid}))
+        self.assertEqual(5, len(snap.providers_in_trees([full.uuid])))
+
+    def test_full_host_is_found_by_its_gpu_class(self):
+        cloud = fakes.FakeCloud()
+        full = cloud.pci_host('full', vcpus=2, used_vcpus=8)
+        snap = snapshot_of(cloud, queries=('VCPU', 'CUSTOM_PCI_10DE_2331'))
+        self.assertEqual(set(), snap.missing_roots())
+        self.assertEqual(0, snap.free(full.uuid, 'VCPU'))
+
+    def test_truncation_detected_from_slow_path(self):
+        cloud = fakes.FakeCloud()
+        first = cloud.pci_host('a')
+        second = cloud.pci_host('b')
+        snap = hosts.Snapshot(cloud.providers_body()['resource_providers'])
+        # max_allocation_candidates=1: only host a answered
+        snap.add_candidates('VCPU', cloud.candidates_body('VCPU', limit=1))
+        self.assertEqual({second.uuid}, snap.missing_roots())
+        self.assertIn(first.uuid, snap.covered)
+        details = {
+            p.uuid: hosts.summary_from_inventory(p.inventory, p.used)
+            for p in cloud.tree(second)
+        }
+        snap.add_details(details)
+        self.assertEqual([('VCPU', 1, 1)], snap.truncation_suspects())
+        self.assertEqual(1, len(snap.notes()))
+        self.assertIn('max_allocation_candidates', snap.notes()[0])
+
+    def test_no_truncation_note_for_a_full_host(self):
+        cloud = fakes.FakeCloud()
+        cloud.pci_host('a')
+        full = cloud.pci_host('full', vcpus=2, used_vcpus=8, used=4)
+        snap = snapshot_of(
+            cloud, queries=('VCPU', 'CUSTOM_PCI_10DE_2331'), slow=[full]
+        )
+        self.assertEqual([], snap.truncation_suspects())
+        self.assertEqual([], snap.notes())
