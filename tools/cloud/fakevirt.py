@@ -1,0 +1,217 @@
+"""Fake virt drivers for the test cloud's GPU hosts (nova 34).
+
+Each driver reports hardware the way one of Nova's real drivers does, so
+that Nova's own resource tracker (not a script) builds the provider trees in
+Placement:
+
+* ``PassthroughDriver``: 4 whole GPUs 10de:2331 as ``type-PCI`` devices on
+  2 NUMA nodes; with ``[pci] report_in_placement`` Nova turns them into
+  ``CUSTOM_PCI_10DE_2331`` child providers.  The node name is the host's
+  FQDN, as libvirt reports it, so it differs from the service host.
+* ``VgpuDriver``: 2 pGPU child providers with ``VGPU`` inventory, as the
+  libvirt driver makes them; no type trait (tagging is gpuclient's job) and,
+  like libvirt, it leaves alone traits that an operator adds to them.
+* ``MigDriver``: 7 VF child providers with ``VGPU`` total 1 each, which is
+  what MIG-backed vGPU on SR-IOV cards looks like.
+* ``FakeIronicDriver``: one bare-metal node as Nova's Ironic driver reports
+  it: node UUID as node name, one unit of the node's resource class, no
+  VCPU/MEMORY_MB/DISK_GB, ``reserved=1`` while in use, and the node's traits
+  replace the provider's traits at every update.  Its class name contains
+  "ironic" on purpose: nova-compute checks ``'ironic' in compute_driver`` to
+  skip the local node identity file and the host rename check.
+* ``PlainDriver``: no GPU.
+
+Nova 34 loads ``nova.virt.<compute_driver>`` only, so nova-compute must be
+started through ``cloud.compute``, which makes this module importable as
+``nova.virt.gpufake``.  These classes use Nova internals
+(``nova.virt.fake``, ``nova.virt.node``, the PCI device dict format, the
+NUMA objects): keep them pinned to the nova version in requirements.txt.
+"""
+
+from nova import objects
+import nova.conf
+from nova.virt import fake
+from nova.virt.ironic import driver as ironic_driver
+import nova.virt.node
+from oslo_serialization import jsonutils
+
+from cloud import hosts
+from cloud.hosts import node_uuid
+
+CONF = nova.conf.CONF
+GIB_MB = 1024
+
+
+class _Base(fake.FakeDriver):
+    """A single-node fake driver with a stable node identity."""
+
+    vcpus = 64
+    memory_mb = 512 * GIB_MB
+    local_gb = 3500
+
+    def __init__(self, virtapi, read_only=False):
+        super().__init__(virtapi, read_only=read_only)
+        # libvirt writes $state_path/compute_id on first start; the fake
+        # driver does not, and a restart of nova-compute then refuses to
+        # start ("No local node identity found").
+        if nova.virt.node.read_local_node_uuid() is None:
+            nova.virt.node.write_local_node_uuid(
+                node_uuid(self.nodename(CONF.host)))
+
+    @staticmethod
+    def nodename(host):
+        return host
+
+    def init_host(self, host):
+        self._host = host
+        self._set_nodes([self.nodename(host)])
+
+    def get_nodenames_by_uuid(self, refresh=False):
+        return {node_uuid(n): n for n in self.get_available_nodes()}
+
+    def get_available_resource(self, nodename):
+        res = super().get_available_resource(nodename)
+        if res:
+            res['uuid'] = node_uuid(nodename)
+        return res
+
+
+class PlainDriver(_Base):
+    """A compute host without GPUs."""
+
+
+class PassthroughDriver(_Base):
+    """Whole GPUs for PCI passthrough, half on each of 2 NUMA nodes."""
+
+    DOMAIN = hosts.PT_DOMAIN
+    VENDOR_ID = '10de'
+    PRODUCT_ID = '2331'
+    # (PCI address, NUMA node)
+    GPUS = (('0000:41:00.0', 0), ('0000:42:00.0', 0),
+            ('0000:c1:00.0', 1), ('0000:c2:00.0', 1))
+    NUMA_NODES = 2
+
+    @classmethod
+    def nodename(cls, host):
+        # libvirt reports the FQDN: the root provider and the hypervisor
+        # are named gpu-pt-1.gpu.test while the service host is gpu-pt-1.
+        return '%s.%s' % (host, cls.DOMAIN)
+
+    def _numa_topology(self):
+        per_cpus = self.vcpus // self.NUMA_NODES
+        per_mem = self.memory_mb // self.NUMA_NODES
+        cells = []
+        for cell in range(self.NUMA_NODES):
+            cpus = set(range(cell * per_cpus, (cell + 1) * per_cpus))
+            cells.append(objects.NUMACell(
+                id=cell, socket=cell, cpuset=cpus, pcpuset=set(),
+                memory=per_mem, cpu_usage=0, memory_usage=0,
+                pinned_cpus=set(), siblings=[{c} for c in sorted(cpus)],
+                mempages=[objects.NUMAPagesTopology(
+                    size_kb=4, total=per_mem * 256, used=0, reserved=0)],
+                network_metadata=objects.NetworkMetadata(
+                    physnets=set(), tunneled=False)))
+        return objects.NUMATopology(cells=cells)
+
+    def get_available_resource(self, nodename):
+        res = super().get_available_resource(nodename)
+        if not res:
+            return res
+        res['numa_topology'] = self._numa_topology()._to_json()
+        res['pci_passthrough_devices'] = jsonutils.dumps([
+            {
+                'address': address,
+                'vendor_id': self.VENDOR_ID,
+                'product_id': self.PRODUCT_ID,
+                'dev_type': 'type-PCI',
+                'parent_addr': None,
+                'numa_node': numa_node,
+                'label': 'label_%s_%s' % (self.VENDOR_ID, self.PRODUCT_ID),
+            } for address, numa_node in self.GPUS])
+        return res
+
+
+class VgpuDriver(_Base):
+    """pGPUs offering mediated devices: one VGPU child provider each."""
+
+    # PCI addresses of the devices offering vGPUs, vGPUs per device
+    DEVICES = ('0000:84:00.0', '0000:85:00.0')
+    VGPUS_PER_DEVICE = 4
+
+    def update_provider_tree(self, provider_tree, nodename,
+                             allocations=None):
+        super().update_provider_tree(provider_tree, nodename,
+                                     allocations=allocations)
+        for address in self.DEVICES:
+            # the libvirt driver's naming: <nodename>_pci_0000_84_00_0
+            name = '%s_pci_%s' % (
+                nodename, address.replace(':', '_').replace('.', '_'))
+            if not provider_tree.exists(name):
+                provider_tree.new_child(name, nodename)
+            total = self.VGPUS_PER_DEVICE
+            provider_tree.update_inventory(name, {'VGPU': {
+                'total': total, 'reserved': 0, 'min_unit': 1,
+                'max_unit': total, 'step_size': 1,
+                'allocation_ratio': 1.0}})
+            # No update_traits(): like libvirt, traits on pGPU providers
+            # belong to the operator (gpuclient tags the vGPU type there).
+
+
+class MigDriver(VgpuDriver):
+    """MIG-backed vGPU on an SR-IOV card: one vGPU per VF provider."""
+
+    DEVICES = tuple('0000:41:%02x.%d' % divmod(fn, 8)
+                    for fn in range(4, 11))
+    VGPUS_PER_DEVICE = 1
+
+
+class FakeIronicDriver(_Base):
+    """One bare-metal node, reported as Nova's Ironic driver reports it."""
+
+    capabilities = dict(ironic_driver.IronicDriver.capabilities)
+    RESOURCE_CLASS = hosts.BM_RESOURCE_CLASS
+    # The node's traits in Ironic; the driver sets exactly these.
+    NODE_TRAITS = ('HW_CPU_X86_AVX512F', 'CUSTOM_GPU_H100_SXM')
+
+    def __init__(self, virtapi, read_only=False):
+        # Ironic keeps no local node identity (nova-compute skips the
+        # compute_id check for drivers named "ironic").
+        fake.FakeDriver.__init__(self, virtapi, read_only=read_only)
+
+    @staticmethod
+    def nodename(host):
+        return hosts.baremetal_node(host)
+
+    def get_nodenames_by_uuid(self, refresh=False):
+        return {n: n for n in self.get_available_nodes()}
+
+    def get_available_resource(self, nodename):
+        if nodename not in self.get_available_nodes():
+            return {}
+        return {
+            'uuid': nodename,
+            'hypervisor_hostname': nodename,
+            'hypervisor_type': 'ironic',
+            'hypervisor_version': 1,
+            # As the Ironic driver: no VCPU/RAM/disk figures, everything is
+            # in the node's custom resource class.
+            'vcpus': 0, 'vcpus_used': 0,
+            'memory_mb': 0, 'memory_mb_used': 0,
+            'local_gb': 0, 'local_gb_used': 0,
+            'disk_available_least': 0,
+            'cpu_info': None,
+            'supported_instances': [('x86_64', 'baremetal', 'hvm')],
+            'numa_topology': None,
+            'stats': {'resource_class': 'baremetal.gpu-h100'},
+        }
+
+    def update_provider_tree(self, provider_tree, nodename,
+                             allocations=None):
+        # ironic: reserved while an instance is on the node (and while the
+        # node is unavailable: cleaning, maintenance, ...)
+        in_use = bool(self.instances)
+        provider_tree.update_inventory(nodename, {self.RESOURCE_CLASS: {
+            'total': 1, 'reserved': int(in_use), 'min_unit': 1,
+            'max_unit': 1, 'step_size': 1, 'allocation_ratio': 1.0}})
+        # ironic: the node's traits replace whatever the provider has
+        provider_tree.update_traits(nodename, list(self.NODE_TRAITS))
