@@ -1,0 +1,125 @@
+"""Base class for functional tests: the real ``openstack`` CLI, real cloud.
+
+The cloud is the one named by ``OS_CLOUD`` (tools/run-functional brings up
+the project's test cloud and exports it; a devstack gate sets its own).
+Host names default to the test cloud's and can be overridden for another
+cloud: GPUCLIENT_PT_HOST, GPUCLIENT_VGPU_HOST, GPUCLIENT_MIG_HOST,
+GPUCLIENT_BM_HOST, GPUCLIENT_PLAIN_HOST.
+"""
+
+import json
+import os
+import subprocess
+import uuid
+
+import testtools
+
+ADMIN_CLOUD = os.environ.get('OS_CLOUD', 'gpuclient-admin')
+MEMBER_CLOUD = os.environ.get('GPUCLIENT_MEMBER_CLOUD', 'gpuclient-member')
+PT_HOST = os.environ.get('GPUCLIENT_PT_HOST', 'gpu-pt-1')
+VGPU_HOST = os.environ.get('GPUCLIENT_VGPU_HOST', 'gpu-vgpu-1')
+MIG_HOST = os.environ.get('GPUCLIENT_MIG_HOST', 'gpu-mig-1')
+BM_HOST = os.environ.get('GPUCLIENT_BM_HOST', 'bm-compute-1')
+PLAIN_HOST = os.environ.get('GPUCLIENT_PLAIN_HOST', 'plain-1')
+IMAGE = os.environ.get('GPUCLIENT_IMAGE', 'gpuclient-tiny')
+# servers are created with this compute API version (--nic none: 2.37+)
+COMPUTE_API = '2.74'
+OPENSTACK = os.environ.get('GPUCLIENT_OPENSTACK', 'openstack')
+
+
+def _configured():
+    if os.environ.get('OS_CLOUD'):
+        return True
+    return bool(os.environ.get('OS_CLIENT_CONFIG_FILE'))
+
+
+class CommandFailed(Exception):
+    def __init__(self, argv, rc, stdout, stderr):
+        super().__init__('%s exited %d:\n%s' % (' '.join(argv), rc,
+                                                (stderr or stdout).strip()))
+        self.rc = rc
+        self.stdout = stdout
+        self.stderr = stderr
+
+
+@testtools.skipUnless(_configured(), 'no cloud configured: set OS_CLOUD '
+                      '(or run tools/run-functional, which brings up the '
+                      'test cloud)')
+class FunctionalTestCase(testtools.TestCase):
+    """Runs the real ``openstack`` executable against a real cloud."""
+
+    cloud = ADMIN_CLOUD
+    member_cloud = MEMBER_CLOUD
+
+    def openstack_raw(self, *args, cloud=None, timeout=300):
+        """Run ``openstack ARGS``; return (rc, stdout, stderr)."""
+        argv = [OPENSTACK, '--os-cloud', cloud or self.cloud, *args]
+        env = dict(os.environ, PYTHONWARNINGS='ignore')
+        proc = subprocess.run(argv, capture_output=True, text=True,
+                              env=env, timeout=timeout)
+        return proc.returncode, proc.stdout, proc.stderr
+
+    def openstack(self, *args, cloud=None, parse=True, timeout=300):
+        """Run ``openstack ARGS [-f json]``; fail on a non-zero exit.
+
+        Returns the parsed JSON output when PARSE (None for no output),
+        else the output text.
+        """
+        args = list(args) + (['-f', 'json'] if parse else [])
+        rc, out, err = self.openstack_raw(*args, cloud=cloud,
+                                          timeout=timeout)
+        if rc:
+            raise CommandFailed(['openstack', *args], rc, out, err)
+        if not parse:
+            return out
+        return json.loads(out) if out.strip() else None
+
+    def unique_name(self, prefix):
+        return 'gpuclient-ft-%s-%s' % (prefix, uuid.uuid4().hex[:8])
+
+    # helpers that clean up after themselves
+
+    def create_flavor(self, properties, vcpus=1, ram=512, disk=1):
+        name = self.unique_name('flavor')
+        args = ['flavor', 'create', '--vcpus', str(vcpus), '--ram',
+                str(ram), '--disk', str(disk)]
+        for key, value in properties.items():
+            args += ['--property', '%s=%s' % (key, value)]
+        flavor = self.openstack(*args, name)
+        self.addCleanup(self.openstack, 'flavor', 'delete', flavor['id'],
+                        parse=False)
+        return flavor
+
+    def boot(self, flavor, image=IMAGE, expect_status='ACTIVE'):
+        """Boot a server (no network) and wait; delete it at cleanup."""
+        name = self.unique_name('server')
+        rc, out, err = self.openstack_raw(
+            '--os-compute-api-version', COMPUTE_API, 'server', 'create',
+            '--flavor', flavor, '--image', image, '--nic', 'none', '--wait',
+            name, '-f', 'json')
+        # cleanup even when the boot failed: the server may exist in ERROR
+        self.addCleanup(self._delete_server, name)
+        server = json.loads(out) if rc == 0 and out.strip() else None
+        if server is None:
+            server = self.openstack('--os-compute-api-version', COMPUTE_API,
+                                    'server', 'show', name)
+        if server['status'] != expect_status:
+            self.fail('server %s is %s, not %s: %s %s' % (
+                name, server['status'], expect_status,
+                server.get('fault'), err.strip()))
+        return server
+
+    def _delete_server(self, name):
+        rc, _out, err = self.openstack_raw('server', 'delete', '--wait',
+                                           name)
+        if rc and 'No Server found' not in err:
+            raise CommandFailed(['server', 'delete', name], rc, '', err)
+
+    def allocations(self, consumer):
+        """{resource class: amount} over all providers of CONSUMER."""
+        totals = {}
+        for row in self.openstack('resource', 'provider', 'allocation',
+                                  'show', consumer):
+            for rc, amount in row['resources'].items():
+                totals[rc] = totals.get(rc, 0) + amount
+        return totals

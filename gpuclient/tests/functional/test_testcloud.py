@@ -1,0 +1,167 @@
+"""The test cloud is what the functional tests assume (issue 3).
+
+Provider trees as Nova's resource tracker reports them for each kind of GPU
+host, and one boot per kind with the real CLI: passthrough, vGPU, bare
+metal.  Against another cloud (OS_CLOUD set by a gate) the host names come
+from GPUCLIENT_*_HOST.
+"""
+
+import re
+import time
+
+from gpuclient.tests.functional import base
+
+PCI_CLASS = 'CUSTOM_PCI_10DE_2331'
+BM_CLASS = 'CUSTOM_BAREMETAL_GPU_H100'
+UUID_RE = re.compile(r'^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-'
+                     r'[0-9a-f]{12}$')
+PLACEMENT_TRAITS = ('--os-placement-api-version', '1.6')
+
+
+class TestTestCloud(base.FunctionalTestCase):
+
+    _hypervisors = None
+
+    def hypervisor(self, host):
+        """The hypervisor (= root provider) of nova service host HOST.
+
+        Through os-hypervisors: its name may differ from the service host.
+        """
+        cls = type(self)
+        if cls._hypervisors is None:
+            cls._hypervisors = {}
+            for row in self.openstack('hypervisor', 'list'):
+                hv = self.openstack('--os-compute-api-version', '2.53',
+                                    'hypervisor', 'show', row['ID'])
+                cls._hypervisors[hv['service_host']] = hv
+        self.assertIn(host, cls._hypervisors)
+        return cls._hypervisors[host]
+
+    def tree(self, host):
+        """(root provider, {child name: {class: inventory row}})."""
+        root = self.hypervisor(host)['id']
+        rps = self.openstack('resource', 'provider', 'list', '--in-tree',
+                             root)
+        children = {}
+        for rp in rps:
+            if rp['uuid'] == root:
+                continue
+            self.assertEqual(root, rp['parent_provider_uuid'])
+            children[rp['name']] = self.inventory(rp['uuid'])
+            children[rp['name']]['uuid'] = rp['uuid']
+        return root, children
+
+    def inventory(self, rp):
+        return {row['resource_class']: row for row in self.openstack(
+            'resource', 'provider', 'inventory', 'list', rp)}
+
+    def traits(self, rp):
+        return {row['name'] for row in self.openstack(
+            *PLACEMENT_TRAITS, 'resource', 'provider', 'trait', 'list', rp)}
+
+    # ------------------------------------------------------ provider trees
+
+    def test_passthrough_tree(self):
+        hv = self.hypervisor(base.PT_HOST)
+        # libvirt-style FQDN node name: differs from the service host
+        self.assertNotEqual(base.PT_HOST, hv['hypervisor_hostname'])
+        root, children = self.tree(base.PT_HOST)
+        self.assertEqual(4, len(children))
+        for name, inv in children.items():
+            self.assertIn(PCI_CLASS, inv, name)
+            self.assertEqual(1, inv[PCI_CLASS]['total'])
+        self.assertIn('VCPU', self.inventory(root))
+
+    def test_vgpu_tree(self):
+        root, children = self.tree(base.VGPU_HOST)
+        self.assertEqual(2, len(children))
+        for name, inv in children.items():
+            self.assertEqual(4, inv['VGPU']['total'], name)
+            # no type trait from the driver: tagging is gpuclient's job
+            self.assertEqual(set(), {t for t in self.traits(inv['uuid'])
+                                     if t.startswith('CUSTOM_')})
+        self.assertIn('VCPU', self.inventory(root))
+
+    def test_mig_tree(self):
+        _root, children = self.tree(base.MIG_HOST)
+        self.assertEqual(7, len(children))
+        for name, inv in children.items():
+            self.assertEqual(1, inv['VGPU']['total'], name)
+
+    def test_baremetal_tree(self):
+        hv = self.hypervisor(base.BM_HOST)
+        self.assertRegex(hv['hypervisor_hostname'], UUID_RE)
+        root, children = self.tree(base.BM_HOST)
+        self.assertEqual({}, children)
+        inv = self.inventory(root)
+        self.assertEqual({BM_CLASS}, set(inv))
+        self.assertEqual(1, inv[BM_CLASS]['total'])
+
+    def test_plain_tree(self):
+        root, children = self.tree(base.PLAIN_HOST)
+        self.assertEqual({}, children)
+        self.assertEqual({'VCPU', 'MEMORY_MB', 'DISK_GB'},
+                         set(self.inventory(root)))
+
+    def test_driver_owned_traits(self):
+        """Bare-metal node traits are the driver's; pGPU traits are not.
+
+        A trait put by hand on the Ironic-like node disappears at a later
+        periodic update; one put on a vGPU pGPU provider stays.
+        """
+        trait = 'CUSTOM_GPUCLIENT_FT_%s' % self.unique_name('t')[-8:].upper()
+        self.openstack('trait', 'create', trait, parse=False)
+        self.addCleanup(self.openstack, 'trait', 'delete', trait,
+                        parse=False)
+        bm_root, _ = self.tree(base.BM_HOST)
+        _root, children = self.tree(base.VGPU_HOST)
+        pgpu = sorted(children.values(), key=lambda c: c['uuid'])[0]['uuid']
+        for rp in (bm_root, pgpu):
+            args = []
+            for t in sorted(self.traits(rp) | {trait}):
+                args += ['--trait', t]
+            self.openstack(*PLACEMENT_TRAITS, 'resource', 'provider',
+                           'trait', 'set', *args, rp)
+        self.addCleanup(self._remove_trait, pgpu, trait)
+        deadline = time.monotonic() + 90
+        while trait in self.traits(bm_root):
+            if time.monotonic() > deadline:
+                self.fail('hand-made trait on the bare-metal node provider '
+                          'was not replaced by the driver')
+            time.sleep(3)
+        self.assertIn(trait, self.traits(pgpu))
+        self.assertIn('COMPUTE_NODE', self.traits(bm_root))
+
+    def _remove_trait(self, rp, trait):
+        args = []
+        for t in sorted(self.traits(rp) - {trait}):
+            args += ['--trait', t]
+        if args:
+            self.openstack(*PLACEMENT_TRAITS, 'resource', 'provider',
+                           'trait', 'set', *args, rp)
+        else:
+            self.openstack(*PLACEMENT_TRAITS, 'resource', 'provider',
+                           'trait', 'delete', rp, parse=False)
+
+    # ------------------------------------------------------ boots
+
+    def test_boot_passthrough(self):
+        flavor = self.create_flavor({'pci_passthrough:alias': 'h100:1'})
+        server = self.boot(flavor['id'])
+        self.assertEqual(base.PT_HOST, server['OS-EXT-SRV-ATTR:host'])
+        self.assertEqual(1, self.allocations(server['id'])[PCI_CLASS])
+
+    def test_boot_vgpu(self):
+        flavor = self.create_flavor({'resources:VGPU': '1'})
+        server = self.boot(flavor['id'])
+        self.assertIn(server['OS-EXT-SRV-ATTR:host'],
+                      (base.VGPU_HOST, base.MIG_HOST))
+        self.assertEqual(1, self.allocations(server['id'])['VGPU'])
+
+    def test_boot_baremetal(self):
+        flavor = self.create_flavor({
+            'resources:%s' % BM_CLASS: '1', 'resources:VCPU': '0',
+            'resources:MEMORY_MB': '0', 'resources:DISK_GB': '0'})
+        server = self.boot(flavor['id'])
+        self.assertEqual(base.BM_HOST, server['OS-EXT-SRV-ATTR:host'])
+        self.assertEqual({BM_CLASS: 1}, self.allocations(server['id']))
