@@ -26,6 +26,61 @@ from gpuclient.i18n import _
 LOG = logging.getLogger(__name__)
 
 
+def collect(client, pool=None, resource_classes=(), unmapped=False,
+            long=False):
+    """Read what ``gpu host list`` shows: (rows, notes for the operator).
+
+    A fixed number of requests whatever the number of hosts: aggregates,
+    hypervisors, resource classes, providers and allocation candidates (see
+    ``Placement.gpu_snapshot``).
+    """
+    extra = [names.normalize_resource_class(rc) for rc in resource_classes]
+    pools = pools_mod.pools_from_aggregates(client.compute.aggregates())
+    if pool and pool not in pools:
+        raise exceptions.CommandError(
+            _(
+                'No GPU pool named %(pool)s. Known pools: %(known)s '
+                '(see "openstack gpu pool list").'
+            )
+            % {'pool': pool, 'known': ', '.join(sorted(pools)) or _('none')}
+        )
+    hypervisors = client.compute.hypervisors()
+    if pool:
+        members = set(pools[pool]['hosts'])
+        hypervisors = [
+            hv
+            for hv in hypervisors
+            if (hv.get('service') or {}).get('host') in members
+        ]
+        unmapped = False
+    classes = hosts.gpu_classes(
+        client.placement.resource_classes(),
+        [p['resource_class'] for p in pools.values()],
+        extra,
+    )
+    wanted = None if unmapped else {hv['id'] for hv in hypervisors}
+    snapshot = client.placement.gpu_snapshot(
+        classes, wanted_roots=wanted, with_traits=long
+    )
+    rows, unmapped_trees = hosts.host_rows(
+        snapshot,
+        hypervisors,
+        classes,
+        pools_mod.pools_by_host(pools),
+        unmapped=unmapped,
+    )
+    notes = snapshot.notes()
+    if unmapped_trees and not unmapped and not pool:
+        notes.append(
+            _(
+                '%d GPU provider tree(s) have no Nova hypervisor and are '
+                'not shown; use --unmapped to list them.'
+            )
+            % len(unmapped_trees)
+        )
+    return rows, notes
+
+
 class ListHost(command.Lister):
     _description = _(
         'List compute hosts that offer GPUs, with their GPU capacity and '
@@ -71,59 +126,15 @@ class ListHost(command.Lister):
         return parser
 
     def take_action(self, parsed_args):
-        client = self.app.client_manager.gpu
-        extra = [
-            names.normalize_resource_class(rc)
-            for rc in parsed_args.resource_classes
-        ]
-        pools = pools_mod.pools_from_aggregates(client.compute.aggregates())
-        if parsed_args.pool and parsed_args.pool not in pools:
-            raise exceptions.CommandError(
-                _(
-                    'No GPU pool named %(pool)s. Known pools: %(known)s '
-                    '(see "openstack gpu pool list").'
-                )
-                % {
-                    'pool': parsed_args.pool,
-                    'known': ', '.join(sorted(pools)) or _('none'),
-                }
-            )
-        hypervisors = client.compute.hypervisors()
-        if parsed_args.pool:
-            members = set(pools[parsed_args.pool]['hosts'])
-            hypervisors = [
-                hv
-                for hv in hypervisors
-                if (hv.get('service') or {}).get('host') in members
-            ]
-        classes = hosts.gpu_classes(
-            client.placement.resource_classes(),
-            [p['resource_class'] for p in pools.values()],
-            extra,
+        rows, notes = collect(
+            self.app.client_manager.gpu,
+            pool=parsed_args.pool,
+            resource_classes=parsed_args.resource_classes,
+            unmapped=parsed_args.unmapped,
+            long=parsed_args.long,
         )
-        wanted = None
-        if not parsed_args.unmapped or parsed_args.pool:
-            wanted = {hv['id'] for hv in hypervisors}
-        snapshot = client.placement.gpu_snapshot(
-            classes, wanted_roots=wanted, with_traits=parsed_args.long
-        )
-        rows, unmapped = hosts.host_rows(
-            snapshot,
-            hypervisors,
-            classes,
-            pools_mod.pools_by_host(pools),
-            unmapped=parsed_args.unmapped and not parsed_args.pool,
-        )
-        for note in snapshot.notes():
+        for note in notes:
             LOG.warning(note)
-        if unmapped and not parsed_args.unmapped and not parsed_args.pool:
-            LOG.warning(
-                _(
-                    '%d GPU provider tree(s) have no Nova hypervisor and are '
-                    'not shown; use --unmapped to list them.'
-                ),
-                len(unmapped),
-            )
         columns = (
             'Host',
             'Pools',
