@@ -246,6 +246,50 @@ def _cloud_processes():
     return found
 
 
+def _proc_table():
+    """{pid: (ppid, pgid)} of every live process."""
+    table = {}
+    for entry in os.listdir('/proc'):
+        if entry.isdigit():
+            try:
+                with open('/proc/%s/stat' % entry) as f:
+                    fields = f.read().rsplit(')', 1)[1].split()
+            except OSError:
+                continue
+            if fields[0] != 'Z':
+                table[int(entry)] = (int(fields[1]), int(fields[2]))
+    return table
+
+
+def _memory():
+    """(processes, RSS MiB, PSS MiB) of the recorded process trees."""
+    roots = {p for p in _recorded().values() if p}
+    table = _proc_table()
+    members = {p for p, (_ppid, pgid) in table.items()
+               if p in roots or pgid in roots}
+    grew = True
+    while grew:  # children of members (beam's helpers, ...)
+        new = {p for p, (ppid, _pg) in table.items()
+               if ppid in members} - members
+        members |= new
+        grew = bool(new)
+    rss = pss = 0
+    for pid in members:
+        try:
+            with open('/proc/%d/smaps_rollup' % pid) as f:
+                for line in f:
+                    key, value = line.split(':', 1)
+                    if key in ('Rss', 'Pss'):
+                        kb = int(value.split()[0])
+                        if key == 'Rss':
+                            rss += kb
+                        else:
+                            pss += kb
+        except OSError:
+            pass
+    return len(members), rss // 1024, pss // 1024
+
+
 def _signal_group(pid, sig):
     try:
         os.killpg(pid, sig)
@@ -774,7 +818,8 @@ def cmd_status(args):
                                       hv['service']['host'], hv['state']))
         rps = session.get('placement', '/resource_providers',
                           microversion='1.14')['resource_providers']
-        print('\nresource providers: %d (%d seed-gpu-*)' % (
+        print('\nmemory: %d processes, RSS %d MiB, PSS %d MiB' % _memory())
+        print('resource providers: %d (%d seed-gpu-*)' % (
             len(rps), sum(r['name'].startswith('seed-gpu-') for r in rps)))
     except Exception as exc:  # noqa: BLE001
         print('APIs not answering: %s' % exc)

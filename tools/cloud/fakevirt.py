@@ -75,6 +75,11 @@ class _Base(fake.FakeDriver):
             res['uuid'] = node_uuid(nodename)
         return res
 
+    def get_host_uptime(self):
+        # libvirt answers with `uptime`; the fake driver raises
+        # NotImplementedError (an ERROR trace per "hypervisor show").
+        return ' 00:00:00 up 1 day,  0:00,  0 users,  load average: 0.00'
+
 
 class PlainDriver(_Base):
     """A compute host without GPUs."""
