@@ -121,6 +121,7 @@ def server_message(body, limit=400):
 
 def error_for_status(service, what, status, message, endpoint=None):
     """Build the CommandError for an HTTP error status."""
+    message = (message or '').rstrip('. ')
     detail = (': %s' % message) if message else ''
     if status == 401:
         return APIError(

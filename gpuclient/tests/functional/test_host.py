@@ -29,12 +29,8 @@ class TestHostList(base.FunctionalTestCase):
         rows = self.openstack('gpu', 'host', 'list', *args, cloud=cloud)
         return {(r['Host'], r['Resource Class']): r for r in rows}
 
-    def provider_figures(self, names):
+    def provider_figures(self, names, uuids):
         """(devices, capacity, used) summed over providers named NAMES."""
-        uuids = {
-            rp['name']: rp['uuid']
-            for rp in self.openstack('resource', 'provider', 'list')
-        }
         capacity = used = 0
         for name in names:
             uuid = uuids[name]
@@ -62,6 +58,10 @@ class TestHostList(base.FunctionalTestCase):
         self.assertEqual(base.PT_HOST, server['OS-EXT-SRV-ATTR:host'])
 
         rows = self.host_list('--long')
+        uuids = {
+            rp['name']: rp['uuid']
+            for rp in self.openstack('resource', 'provider', 'list')
+        }
         for key in (
             (base.PT_HOST, PCI_CLASS),
             (base.VGPU_HOST, 'VGPU'),
@@ -71,7 +71,7 @@ class TestHostList(base.FunctionalTestCase):
             self.assertIn(key, rows)
             row = rows[key]
             devices, capacity, used = self.provider_figures(
-                row['Device Providers']
+                row['Device Providers'], uuids
             )
             self.assertEqual(
                 (devices, capacity, used, capacity - used),
