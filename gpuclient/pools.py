@@ -13,8 +13,28 @@
 """Pure: GPU pools <-> Nova host aggregate metadata.
 
 A pool is a host aggregate whose metadata carries ``gpu_pool``; ordinary
-aggregates are never treated as pools.
+aggregates are never treated as pools. Everything a pool is can be read
+back from the aggregate alone:
+
+=====================  ==================================================
+``gpu_pool``           the pool name
+``gpu_pool_mode``      passthrough, vgpu, mig or baremetal
+``gpu_resource_class`` the Placement class one GPU is
+``gpu_alias``          passthrough: the ``[pci] alias`` flavors ask for
+``gpu_pci_id``         passthrough: ``VENDOR:PRODUCT``
+``gpu_vgpu_type``      vgpu: the mdev type (``nvidia-35``)
+``gpu_mig_profile``    mig: the MIG profile (``3g.40gb``)
+``trait:CUSTOM_GPU_POOL_<NAME>=required``  isolation (``--isolate``)
+``filter_tenant_id``, ``filter_tenant_id2``...  project limits
+=====================  ==================================================
 """
+
+import re
+
+from osc_lib import exceptions
+
+from gpuclient import names
+from gpuclient.i18n import _
 
 POOL_KEY = 'gpu_pool'
 MODE_KEY = 'gpu_pool_mode'
@@ -23,8 +43,42 @@ ALIAS_KEY = 'gpu_alias'
 PCI_ID_KEY = 'gpu_pci_id'
 VGPU_TYPE_KEY = 'gpu_vgpu_type'
 MIG_PROFILE_KEY = 'gpu_mig_profile'
+TENANT_KEY = 'filter_tenant_id'
+TRAIT_PREFIX = 'trait:'
+REQUIRED = 'required'
+POOL_TRAIT_PREFIX = 'GPU_POOL_'
+MIG_TRAIT_PREFIX = 'MIG_'
 
-MODES = ('passthrough', 'vgpu', 'mig', 'baremetal')
+PASSTHROUGH = 'passthrough'
+VGPU = 'vgpu'
+MIG = 'mig'
+BAREMETAL = 'baremetal'
+MODES = (PASSTHROUGH, VGPU, MIG, BAREMETAL)
+
+# Options that belong to one mode only.
+MODE_OPTIONS = {
+    'alias': PASSTHROUGH,
+    'pci_id': PASSTHROUGH,
+    'vgpu_type': VGPU,
+    'mig_profile': MIG,
+}
+OPTION_FLAGS = {
+    'alias': '--alias',
+    'pci_id': '--pci-id',
+    'vgpu_type': '--vgpu-type',
+    'mig_profile': '--mig-profile',
+    'resource_class': '--resource-class',
+}
+
+# Aggregate metadata values that Nova's AggregateInstanceExtraSpecsFilter
+# would read as operators, and Nova's own reserved keys.
+_OPERATOR_RE = re.compile(
+    r'^\s*(=|==|!=|>=|<=|s==|s!=|s>=|s>|s<=|s<|<in>|<all-in>|<or>)'
+)
+_PCI_ID_RE = re.compile(r'^[0-9a-fA-F]{4}:[0-9a-fA-F]{4}$')
+_RESERVED_PROPERTY_RE = re.compile(
+    r'^(gpu_|filter_tenant_id|trait:|availability_zone$)'
+)
 
 
 def _get(obj, key, default=None):
@@ -33,24 +87,244 @@ def _get(obj, key, default=None):
     return getattr(obj, key, default)
 
 
+def _error(message, **kwargs):
+    return exceptions.CommandError(message % kwargs if kwargs else message)
+
+
+def pool_trait(name):
+    """The isolation trait of a pool: ``CUSTOM_GPU_POOL_<NAME>``."""
+    return names.normalize_trait(POOL_TRAIT_PREFIX + name)
+
+
+def validate_name(name):
+    """Refuse names Nova would misread (CLI.md, "Name rules")."""
+    if not name or not name.strip():
+        raise _error(_('A pool name cannot be empty.'))
+    if name != name.strip():
+        raise _error(
+            _('Pool name %(name)r has leading or trailing spaces: Nova '
+              'does not accept them in aggregate names.'), name=name)
+    if len(name) > 255:
+        raise _error(_('Pool name is longer than 255 characters.'))
+    if ',' in name:
+        raise _error(
+            _('Pool name %(name)r contains a comma: Nova splits aggregate '
+              'metadata values on commas, so flavors could never match it. '
+              'Choose a name without commas.'), name=name)
+    if _OPERATOR_RE.match(name):
+        raise _error(
+            _('Pool name %(name)r starts with an operator token (=, s==, '
+              '<in>, <or>, ...) that Nova\'s aggregate extra-spec filter '
+              'would interpret. Choose another name.'), name=name)
+    if not re.search('[0-9A-Za-z]', name):
+        raise _error(
+            _('Pool name %(name)r has no letter or digit, so it has no '
+              'trait name. Choose another name.'), name=name)
+    return name
+
+
+def normalize_pci_id(pci_id):
+    if not pci_id or not _PCI_ID_RE.match(pci_id.strip()):
+        raise _error(
+            _('Invalid PCI id %(id)r: give VENDOR:PRODUCT as two groups of '
+              '4 hexadecimal digits, e.g. 10de:2331 (see lspci -nn).'),
+            id=pci_id)
+    return pci_id.strip().lower()
+
+
+def validate_alias(alias):
+    if not alias or not re.fullmatch(r'[A-Za-z0-9_.\-]+', alias):
+        raise _error(
+            _('Invalid PCI alias %(alias)r: use letters, digits, ".", "-" '
+              'and "_" (flavors ask for it as pci_passthrough:alias='
+              '<alias>:<count>).'), alias=alias)
+    return alias
+
+
+def type_trait(mode, vgpu_type=None, mig_profile=None):
+    """The trait that tells a vGPU/MIG pool's pGPU providers apart."""
+    if mode == VGPU and vgpu_type:
+        return names.normalize_trait(vgpu_type)
+    if mode == MIG and mig_profile:
+        return names.normalize_trait(MIG_TRAIT_PREFIX + mig_profile)
+    return None
+
+
+def validate_properties(properties):
+    for key in properties or {}:
+        if _RESERVED_PROPERTY_RE.match(key):
+            raise _error(
+                _('Property %(key)s is managed by gpuclient (pool fields, '
+                  'isolation, projects, zone): use the matching option '
+                  'instead.'), key=key)
+    return dict(properties or {})
+
+
+def build_spec(name, mode, alias=None, pci_id=None, vgpu_type=None,
+               mig_profile=None, resource_class=None, isolate=False,
+               zone=None, projects=(), properties=None):
+    """Validate create options and return the pool they describe.
+
+    Raises CommandError, before anything is written, for a bad name, a
+    mode/option combination that makes no sense, a malformed PCI id or
+    resource class, or a reserved property.
+    """
+    validate_name(name)
+    if mode not in MODES:
+        raise _error(_('Unknown mode %(mode)r: choose one of %(modes)s.'),
+                     mode=mode, modes=', '.join(MODES))
+    given = {'alias': alias, 'pci_id': pci_id, 'vgpu_type': vgpu_type,
+             'mig_profile': mig_profile}
+    for option, value in given.items():
+        if value and MODE_OPTIONS[option] != mode:
+            raise _error(
+                _('%(flag)s is for %(owner)s pools, not %(mode)s pools.'),
+                flag=OPTION_FLAGS[option], owner=MODE_OPTIONS[option],
+                mode=mode)
+    spec = {
+        'name': name,
+        'mode': mode,
+        'alias': None,
+        'pci_id': None,
+        'vgpu_type': None,
+        'mig_profile': None,
+        'isolate': bool(isolate),
+        'zone': zone or None,
+        'projects': list(projects or ()),
+        'properties': validate_properties(properties),
+    }
+    rc = names.normalize_resource_class(resource_class) if (
+        resource_class) else None
+    if mode == PASSTHROUGH:
+        if not alias or not pci_id:
+            raise _error(
+                _('A passthrough pool needs both --alias (the [pci] alias '
+                  'in nova.conf, e.g. h100) and --pci-id VENDOR:PRODUCT '
+                  '(e.g. 10de:2331).'))
+        spec['alias'] = validate_alias(alias)
+        spec['pci_id'] = normalize_pci_id(pci_id)
+        vendor, product = spec['pci_id'].upper().split(':')
+        rc = rc or 'CUSTOM_PCI_%s_%s' % (vendor, product)
+    elif mode == VGPU:
+        if not vgpu_type:
+            raise _error(
+                _('A vgpu pool needs --vgpu-type, the mdev type its pGPUs '
+                  'serve (e.g. nvidia-35; see enabled_mdev_types).'))
+        spec['vgpu_type'] = vgpu_type.strip()
+        rc = rc or 'VGPU'
+    elif mode == MIG:
+        if not mig_profile:
+            raise _error(
+                _('A mig pool needs --mig-profile, the MIG profile of its '
+                  'slices (e.g. 3g.40gb).'))
+        spec['mig_profile'] = mig_profile.strip()
+        rc = rc or 'VGPU'
+    elif mode == BAREMETAL:
+        if not rc:
+            raise _error(
+                _('A baremetal pool needs --resource-class, the Ironic '
+                  'nodes\' resource class (e.g. baremetal.gpu-h100, which '
+                  'Nova reports as CUSTOM_BAREMETAL_GPU_H100).'))
+        if isolate:
+            raise _error(
+                _('--isolate is refused for baremetal pools: bare-metal '
+                  'nodes offer no VCPU, so ordinary flavors never fit them, '
+                  'and Nova\'s Ironic driver replaces the traits of node '
+                  'providers, so an isolation trait would not stay. Limit '
+                  'the pool to projects with --project instead.'))
+    spec['resource_class'] = rc
+    return spec
+
+
+def type_trait_of(pool):
+    """Type trait of a pool (dict), or None when it needs none.
+
+    With a per-type resource class (``--resource-class``, Nova's
+    ``[mdev_<type>] mdev_class``) the class tells types apart: no trait.
+    """
+    if pool['mode'] not in (VGPU, MIG) or pool['resource_class'] != 'VGPU':
+        return None
+    return type_trait(pool['mode'], pool.get('vgpu_type'),
+                      pool.get('mig_profile'))
+
+
+def project_metadata(project_ids):
+    """filter_tenant_id, filter_tenant_id2, ... one project each."""
+    metadata = {}
+    for index, project in enumerate(project_ids):
+        key = TENANT_KEY if index == 0 else '%s%d' % (TENANT_KEY, index + 1)
+        metadata[key] = project
+    return metadata
+
+
+def metadata_for(spec):
+    """The aggregate metadata that records a pool."""
+    metadata = dict(spec.get('properties') or {})
+    metadata.update({
+        POOL_KEY: spec['name'],
+        MODE_KEY: spec['mode'],
+        RESOURCE_CLASS_KEY: spec['resource_class'],
+    })
+    for key, field in ((ALIAS_KEY, 'alias'), (PCI_ID_KEY, 'pci_id'),
+                       (VGPU_TYPE_KEY, 'vgpu_type'),
+                       (MIG_PROFILE_KEY, 'mig_profile')):
+        if spec.get(field):
+            metadata[key] = spec[field]
+    if spec.get('isolate'):
+        metadata[TRAIT_PREFIX + pool_trait(spec['name'])] = REQUIRED
+    metadata.update(project_metadata(spec.get('projects') or ()))
+    return metadata
+
+
 def is_pool(aggregate):
     return POOL_KEY in (_get(aggregate, 'metadata') or {})
+
+
+def _projects_from(metadata):
+    found = []
+    keys = sorted(
+        (k for k in metadata if k.startswith(TENANT_KEY)),
+        key=lambda k: (len(k), k),
+    )
+    for key in keys:
+        for value in str(metadata[key]).split(','):
+            value = value.strip()
+            if value and value not in found:
+                found.append(value)
+    return found
 
 
 def pool_from_aggregate(aggregate):
     """Decode one aggregate (SDK resource or dict) into a pool dict."""
     metadata = dict(_get(aggregate, 'metadata') or {})
-    return {
-        'name': metadata.get(POOL_KEY) or _get(aggregate, 'name'),
+    name = metadata.get(POOL_KEY) or _get(aggregate, 'name')
+    trait = pool_trait(name) if re.search('[0-9A-Za-z]', name or '') else None
+    isolated = metadata.get(TRAIT_PREFIX + (trait or '')) == REQUIRED
+    properties = {
+        k: v for k, v in metadata.items()
+        if not _RESERVED_PROPERTY_RE.match(k)
+    }
+    pool = {
+        'name': name,
         'aggregate': _get(aggregate, 'name'),
         'aggregate_id': _get(aggregate, 'id'),
         'aggregate_uuid': _get(aggregate, 'uuid'),
         'mode': metadata.get(MODE_KEY),
         'resource_class': metadata.get(RESOURCE_CLASS_KEY),
+        'alias': metadata.get(ALIAS_KEY),
+        'pci_id': metadata.get(PCI_ID_KEY),
+        'vgpu_type': metadata.get(VGPU_TYPE_KEY),
+        'mig_profile': metadata.get(MIG_PROFILE_KEY),
+        'isolate': isolated,
+        'pool_trait': trait,
+        'projects': _projects_from(metadata),
+        'properties': properties,
         'hosts': sorted(_get(aggregate, 'hosts') or []),
-        'zone': _get(aggregate, 'availability_zone'),
+        'zone': _get(aggregate, 'availability_zone') or None,
         'metadata': metadata,
     }
+    pool['type_trait'] = type_trait_of(pool)
+    return pool
 
 
 def pools_from_aggregates(aggregates):
@@ -69,4 +343,63 @@ def pools_by_host(pools):
     for pool in pools.values():
         for host in pool['hosts']:
             result.setdefault(host, []).append(pool['name'])
-    return {host: sorted(names) for host, names in result.items()}
+    return {host: sorted(found) for host, found in result.items()}
+
+
+def device(pool):
+    """What one GPU of the pool is, in a few words (for listings)."""
+    if pool['mode'] == PASSTHROUGH:
+        return '%s (%s)' % (pool.get('alias'), pool.get('pci_id'))
+    if pool['mode'] == VGPU:
+        return '%s (%s)' % (pool.get('vgpu_type'), pool['resource_class'])
+    if pool['mode'] == MIG:
+        return '%s (%s)' % (pool.get('mig_profile'), pool['resource_class'])
+    return pool.get('resource_class') or ''
+
+
+COMPARED_FIELDS = ('mode', 'resource_class', 'alias', 'pci_id', 'vgpu_type',
+                   'mig_profile', 'isolate', 'zone', 'projects',
+                   'properties')
+
+
+def differences(spec, pool, hosts=()):
+    """[(field, wanted, existing)] between a create request and a pool."""
+    found = []
+    for field in COMPARED_FIELDS:
+        want, have = spec.get(field), pool.get(field)
+        if field == 'projects':
+            want, have = sorted(want or []), sorted(have or [])
+        if field == 'properties':
+            want, have = dict(want or {}), dict(have or {})
+        if (want or None) != (have or None):
+            found.append((field, want, have))
+    missing = sorted(set(hosts) - set(pool['hosts']))
+    extra = sorted(set(pool['hosts']) - set(hosts))
+    if missing or extra:
+        found.append(('hosts', sorted(hosts), pool['hosts']))
+    return found
+
+
+def check_trait_collision(name, pools):
+    """Refuse a name whose isolation trait another pool already has."""
+    trait = pool_trait(name)
+    for other in pools.values():
+        if other['name'] != name and other.get('pool_trait') == trait:
+            raise _error(
+                _('Pool name %(name)s normalises to trait %(trait)s, which '
+                  'pool %(other)s already uses. Choose a name that differs '
+                  'in letters or digits.'),
+                name=name, trait=trait, other=other['name'])
+    return trait
+
+
+def metadata_changes(old, new):
+    """{key: value or None} to turn metadata ``old`` into ``new``.
+
+    Nova's set-metadata action deletes a key given the value None.
+    """
+    changes = {k: v for k, v in new.items() if old.get(k) != v}
+    for key in old:
+        if key not in new:
+            changes[key] = None
+    return changes

@@ -1,0 +1,171 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Pure pool encoding: options -> spec -> aggregate metadata -> pool."""
+
+from osc_lib import exceptions
+
+from gpuclient import pools
+from gpuclient.tests.unit import base
+
+
+class Aggregate:
+    def __init__(self, name, metadata, hosts=(), zone=None):
+        self.name = name
+        self.id = 7
+        self.uuid = 'agg-uuid-' + name
+        self.metadata = metadata
+        self.hosts = list(hosts)
+        self.availability_zone = zone
+
+
+class TestBuildSpec(base.TestCase):
+    def test_seed_pools_round_trip(self):
+        """The seeds' three pools plus MIG: spec -> metadata -> pool."""
+        cases = [
+            (dict(name='solver', mode='passthrough', alias='h100',
+                  pci_id='10DE:2331'),
+             {'gpu_pool': 'solver', 'gpu_pool_mode': 'passthrough',
+              'gpu_resource_class': 'CUSTOM_PCI_10DE_2331',
+              'gpu_alias': 'h100', 'gpu_pci_id': '10de:2331'},
+             None),
+            (dict(name='workstation', mode='vgpu', vgpu_type='nvidia-35',
+                  isolate=True),
+             {'gpu_pool': 'workstation', 'gpu_pool_mode': 'vgpu',
+              'gpu_resource_class': 'VGPU', 'gpu_vgpu_type': 'nvidia-35',
+              'trait:CUSTOM_GPU_POOL_WORKSTATION': 'required'},
+             'CUSTOM_NVIDIA_35'),
+            (dict(name='mig', mode='mig', mig_profile='3g.40gb'),
+             {'gpu_pool': 'mig', 'gpu_pool_mode': 'mig',
+              'gpu_resource_class': 'VGPU', 'gpu_mig_profile': '3g.40gb'},
+             'CUSTOM_MIG_3G_40GB'),
+            (dict(name='training', mode='baremetal',
+                  resource_class='baremetal.gpu-h100',
+                  projects=['p1', 'p2']),
+             {'gpu_pool': 'training', 'gpu_pool_mode': 'baremetal',
+              'gpu_resource_class': 'CUSTOM_BAREMETAL_GPU_H100',
+              'filter_tenant_id': 'p1', 'filter_tenant_id2': 'p2'},
+             None),
+            (dict(name='vg-class', mode='vgpu', vgpu_type='nvidia-36',
+                  resource_class='CUSTOM_VGPU_NVIDIA_36'),
+             {'gpu_pool': 'vg-class', 'gpu_pool_mode': 'vgpu',
+              'gpu_resource_class': 'CUSTOM_VGPU_NVIDIA_36',
+              'gpu_vgpu_type': 'nvidia-36'},
+             None),
+        ]
+        for kwargs, metadata, type_trait in cases:
+            spec = pools.build_spec(**kwargs)
+            self.assertEqual(metadata, pools.metadata_for(spec))
+            pool = pools.pool_from_aggregate(
+                Aggregate(kwargs['name'], pools.metadata_for(spec), ['h1']))
+            self.assertEqual(type_trait, pool['type_trait'], kwargs)
+            self.assertEqual([], pools.differences(spec, pool, ['h1']))
+            self.assertEqual(spec['isolate'], pool['isolate'])
+
+    def test_bad_input(self):
+        cases = [
+            (dict(name='a,b', mode='vgpu', vgpu_type='t'), 'comma'),
+            (dict(name='s==x', mode='vgpu', vgpu_type='t'), 'operator'),
+            (dict(name='<in>x', mode='vgpu', vgpu_type='t'), 'operator'),
+            (dict(name=' x', mode='vgpu', vgpu_type='t'), 'spaces'),
+            (dict(name='---', mode='vgpu', vgpu_type='t'), 'no letter'),
+            (dict(name='', mode='vgpu', vgpu_type='t'), 'empty'),
+            (dict(name='x', mode='gpu'), 'Unknown mode'),
+            (dict(name='x', mode='passthrough', alias='h100'), '--pci-id'),
+            (dict(name='x', mode='passthrough', alias='h100',
+                  pci_id='10de-2331'), 'Invalid PCI id'),
+            (dict(name='x', mode='passthrough', alias='h100',
+                  pci_id='10de:23311'), 'Invalid PCI id'),
+            (dict(name='x', mode='passthrough', alias='h1:00',
+                  pci_id='10de:2331'), 'Invalid PCI alias'),
+            (dict(name='x', mode='vgpu'), '--vgpu-type'),
+            (dict(name='x', mode='vgpu', vgpu_type='t', alias='a'),
+             '--alias is for passthrough pools'),
+            (dict(name='x', mode='mig'), '--mig-profile'),
+            (dict(name='x', mode='mig', mig_profile='1g', vgpu_type='t'),
+             '--vgpu-type is for vgpu pools'),
+            (dict(name='x', mode='baremetal'), '--resource-class'),
+            (dict(name='x', mode='baremetal', resource_class='b.g',
+                  isolate=True), 'Ironic driver'),
+            (dict(name='x', mode='vgpu', vgpu_type='t',
+                  properties={'gpu_pool': 'y'}), 'managed by gpuclient'),
+            (dict(name='x', mode='vgpu', vgpu_type='t',
+                  properties={'filter_tenant_id': 'p'}),
+             'managed by gpuclient'),
+            (dict(name='x', mode='vgpu', vgpu_type='t',
+                  resource_class='...'), 'Invalid resource class'),
+        ]
+        for kwargs, message in cases:
+            exc = self.assertRaises(
+                exceptions.CommandError, pools.build_spec, **kwargs)
+            self.assertIn(message, str(exc), kwargs)
+
+
+class TestDecode(base.TestCase):
+    def test_only_gpu_pool_aggregates_are_pools(self):
+        found = pools.pools_from_aggregates([
+            Aggregate('ssd', {'ssd': 'true'}),
+            Aggregate('solver', {'gpu_pool': 'solver',
+                                 'gpu_pool_mode': 'passthrough'}, ['a']),
+        ])
+        self.assertEqual(['solver'], list(found))
+        self.assertEqual({'a': ['solver']}, pools.pools_by_host(found))
+
+    def test_hand_made_projects_and_properties(self):
+        pool = pools.pool_from_aggregate(Aggregate('p', {
+            'gpu_pool': 'p', 'gpu_pool_mode': 'vgpu',
+            'gpu_resource_class': 'VGPU', 'gpu_vgpu_type': 'nvidia-35',
+            'filter_tenant_id': 'a,b', 'filter_tenant_id2': 'c',
+            'group_policy': 'isolate', 'owner': 'team-x',
+        }))
+        self.assertEqual(['a', 'b', 'c'], pool['projects'])
+        self.assertEqual({'group_policy': 'isolate', 'owner': 'team-x'},
+                         pool['properties'])
+        self.assertFalse(pool['isolate'])
+
+
+class TestHelpers(base.TestCase):
+    def test_differences(self):
+        spec = pools.build_spec('p', 'vgpu', vgpu_type='nvidia-35',
+                                isolate=True)
+        pool = pools.pool_from_aggregate(Aggregate('p', {
+            'gpu_pool': 'p', 'gpu_pool_mode': 'vgpu',
+            'gpu_resource_class': 'VGPU', 'gpu_vgpu_type': 'nvidia-36',
+        }, ['h1']))
+        self.assertEqual(
+            [('vgpu_type', 'nvidia-35', 'nvidia-36'),
+             ('isolate', True, False),
+             ('hosts', [], ['h1'])],
+            pools.differences(spec, pool, []),
+        )
+
+    def test_trait_collision(self):
+        existing = pools.pools_from_aggregates([
+            Aggregate('gpu-a', {'gpu_pool': 'gpu-a', 'gpu_pool_mode': 'vgpu'})
+        ])
+        exc = self.assertRaises(
+            exceptions.CommandError, pools.check_trait_collision, 'GPU_A',
+            existing)
+        self.assertIn('CUSTOM_GPU_POOL_GPU_A', str(exc))
+        self.assertEqual('CUSTOM_GPU_POOL_GPU_B',
+                         pools.check_trait_collision('gpu-b', existing))
+
+    def test_metadata_changes(self):
+        self.assertEqual(
+            {'b': '3', 'c': None, 'd': '4'},
+            pools.metadata_changes({'a': '1', 'b': '2', 'c': '3'},
+                                   {'a': '1', 'b': '3', 'd': '4'}))
+
+    def test_device(self):
+        spec = pools.build_spec('s', 'passthrough', alias='h100',
+                                pci_id='10de:2331')
+        self.assertEqual('h100 (10de:2331)', pools.device(spec))
