@@ -44,7 +44,9 @@ LOG = logging.getLogger(__name__)
 PLACEMENT_TREE_VERSION = (1, 14)  # parent/root provider uuids
 PLACEMENT_SUMMARY_VERSION = (1, 29)  # whole-tree provider summaries
 PLACEMENT_NOVA_VERSION = (1, 36)  # what Nova 34's scheduler sends
+PLACEMENT_TRAITS_VERSION = (1, 6)  # traits API
 COMPUTE_HYPERVISOR_UUID_VERSION = '2.53'  # hypervisor id == provider uuid
+COMPUTE_FLAVOR_SPECS_VERSION = '2.61'  # extra_specs in flavor lists
 
 # Bound on concurrent per-provider requests (the fallback path only).
 MAX_WORKERS = 8
@@ -464,6 +466,98 @@ class Placement:
         return snapshot
 
 
+    # -- pools: providers, traits and aggregates ---------------------------
+
+    def send(self, method, path, version, what, body=None, params=None):
+        """A write (or read) with a required microversion; JSON or None."""
+        self.require(version, what)
+        kwargs = {'params': params}
+        if body is not None:
+            kwargs['json'] = body
+        return _json(self._send(method, path, what, version, **kwargs))
+
+    def inventories(self, uuid):
+        what = _('Reading inventories of resource provider %s') % uuid
+        data = self.get('/resource_providers/%s/inventories' % uuid,
+                        (1, 0), what)
+        return data['inventories']
+
+    def traits(self, uuid):
+        """(traits, provider generation) of one provider."""
+        what = _('Reading traits of resource provider %s') % uuid
+        data = self.get('/resource_providers/%s/traits' % uuid,
+                        PLACEMENT_TRAITS_VERSION, what)
+        return data['traits'], data['resource_provider_generation']
+
+    def update_traits(self, uuid, add=(), remove=(), retries=5):
+        """Add/remove traits on a provider, keeping the others.
+
+        Read-modify-write on the provider generation; a generation
+        conflict (Nova's resource tracker writing at the same time) is
+        retried. Returns (added, removed): what actually changed.
+        """
+        what = _('Setting traits of resource provider %s') % uuid
+        for attempt in range(retries):
+            traits, generation = self.traits(uuid)
+            current = set(traits)
+            wanted = (current | set(add)) - set(remove)
+            if wanted == current:
+                return set(), set()
+            try:
+                self.send(
+                    'PUT', '/resource_providers/%s/traits' % uuid,
+                    PLACEMENT_TRAITS_VERSION, what,
+                    body={'traits': sorted(wanted),
+                          'resource_provider_generation': generation},
+                )
+            except Conflict:
+                if attempt == retries - 1:
+                    raise
+                LOG.debug('generation conflict on %s, retrying', uuid)
+                continue
+            return wanted - current, current - wanted
+        return set(), set()
+
+    def existing_traits(self, names):
+        what = _('Listing traits')
+        data = self.get('/traits', PLACEMENT_TRAITS_VERSION, what,
+                        params={'name': 'in:' + ','.join(sorted(names))})
+        return set(data['traits'])
+
+    def ensure_traits(self, names):
+        """Create the custom traits that are missing; return those made."""
+        names = set(names)
+        if not names:
+            return set()
+        made = set()
+        for name in sorted(names - self.existing_traits(names)):
+            what = _('Creating trait %s') % name
+            self.send('PUT', '/traits/%s' % name, PLACEMENT_TRAITS_VERSION,
+                      what)
+            made.add(name)
+        return made
+
+    def delete_trait(self, name):
+        """Delete a custom trait; False when a provider still has it."""
+        what = _('Deleting trait %s') % name
+        try:
+            self.send('DELETE', '/traits/%s' % name,
+                      PLACEMENT_TRAITS_VERSION, what)
+        except Conflict:
+            return False
+        except NotFound:
+            return True
+        return True
+
+    def members_of(self, aggregate_uuid):
+        """Uuids of the providers in a Placement aggregate."""
+        what = _('Listing resource providers in aggregate %s') % (
+            aggregate_uuid)
+        data = self.get('/resource_providers', PLACEMENT_TREE_VERSION, what,
+                        params={'member_of': aggregate_uuid})
+        return {rp['uuid'] for rp in data['resource_providers']}
+
+
 class Compute:
     """Nova through the SDK's compute proxy."""
 
@@ -506,6 +600,88 @@ class Compute:
         with translate_errors(self.service, _('Listing host aggregates')):
             return list(self._proxy.aggregates())
 
+    # -- pools: services, aggregates ---------------------------------------
+
+    def compute_services(self):
+        """nova-compute services as dicts: host, zone, status, state."""
+        what = _('Listing compute services')
+        with translate_errors(self.service, what):
+            return [
+                {'host': svc.host, 'zone': svc.availability_zone,
+                 'status': svc.status, 'state': svc.state, 'id': svc.id}
+                for svc in self._proxy.services(binary='nova-compute')
+            ]
+
+    def host_has_servers(self, host):
+        what = _('Listing servers on host %s') % host
+        with translate_errors(self.service, what):
+            for _server in self._proxy.servers(
+                all_projects=True, compute_host=host, limit=1
+            ):
+                return True
+        return False
+
+    def create_aggregate(self, name, zone=None):
+        what = _('Creating host aggregate %s') % name
+        with translate_errors(self.service, what):
+            return self._proxy.create_aggregate(
+                name=name, availability_zone=zone
+            )
+
+    def set_aggregate_metadata(self, aggregate, metadata):
+        """Set keys (value None deletes a key); returns the aggregate."""
+        what = _('Setting metadata of host aggregate %s') % aggregate.name
+        with translate_errors(self.service, what):
+            return self._proxy.set_aggregate_metadata(aggregate, metadata)
+
+    def add_host(self, aggregate, host):
+        what = _('Adding host %(host)s to host aggregate %(agg)s') % {
+            'host': host, 'agg': aggregate.name}
+        with translate_errors(self.service, what):
+            return self._proxy.add_host_to_aggregate(aggregate, host)
+
+    def remove_host(self, aggregate, host):
+        what = _('Removing host %(host)s from host aggregate %(agg)s') % {
+            'host': host, 'agg': aggregate.name}
+        with translate_errors(self.service, what):
+            return self._proxy.remove_host_from_aggregate(aggregate, host)
+
+    def delete_aggregate(self, aggregate):
+        what = _('Deleting host aggregate %s') % aggregate.name
+        with translate_errors(self.service, what):
+            self._proxy.delete_aggregate(aggregate, ignore_missing=True)
+
+    def get_aggregate(self, aggregate):
+        what = _('Reading host aggregate %s') % aggregate.name
+        with translate_errors(self.service, what):
+            return self._proxy.get_aggregate(aggregate)
+
+    def flavors(self):
+        """Every flavor (public and private) with its extra specs.
+
+        One paged ``GET /flavors/detail`` at compute API 2.61, where extra
+        specs come inline: no request per flavor.
+        """
+        what = _('Listing flavors (compute API %s)') % (
+            COMPUTE_FLAVOR_SPECS_VERSION)
+        found = []
+        params = {'is_public': 'None'}
+        with translate_errors(self.service, what):
+            while True:
+                response = self._proxy.get(
+                    '/flavors/detail',
+                    microversion=COMPUTE_FLAVOR_SPECS_VERSION,
+                    params=params, raise_exc=False)
+                _check_response(self.service, what, response)
+                data = _json(response) or {}
+                page = data.get('flavors') or []
+                found.extend(page)
+                more = [link for link in data.get('flavors_links') or []
+                        if link.get('rel') == 'next']
+                if not more or not page:
+                    return found
+                params = {'is_public': 'None', 'marker': page[-1]['id']}
+
 
 class GpuClient:
     """What ``client_manager.gpu`` is: the per-service clients, lazily."""
@@ -533,3 +709,23 @@ class GpuClient:
         if self._compute is None:
             self._compute = Compute(self._conn.compute)
         return self._compute
+
+    def project_id(self, name_or_id):
+        """A Keystone project id from a name or id."""
+        what = _('Looking up project %s') % name_or_id
+        try:
+            with translate_errors('Keystone', what):
+                project = self._conn.identity.find_project(
+                    name_or_id, ignore_missing=True
+                )
+        except APIError as exc:
+            if exc.status == 403 and re.fullmatch(r'[0-9a-f]{32}',
+                                                  name_or_id):
+                # not allowed to look it up, but it is an id
+                return name_or_id
+            raise
+        if project is None:
+            raise NotFound(
+                _('No project with name or ID %s. Check the name, or give '
+                  'the project ID.') % name_or_id, 404)
+        return project.id
