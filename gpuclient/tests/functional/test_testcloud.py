@@ -75,11 +75,11 @@ class TestTestCloud(base.FunctionalTestCase):
     def test_vgpu_tree(self):
         root, children = self.tree(base.VGPU_HOST)
         self.assertEqual(2, len(children))
+        # (The driver sets no type trait there, tagging types is gpuclient's
+        # job; not asserted: a pool on this shared cloud may have tagged
+        # them.  test_driver_owned_traits shows such traits are kept.)
         for name, inv in children.items():
             self.assertEqual(4, inv['VGPU']['total'], name)
-            # no type trait from the driver: tagging is gpuclient's job
-            self.assertEqual(set(), {t for t in self.traits(inv['uuid'])
-                                     if t.startswith('CUSTOM_')})
         self.assertIn('VCPU', self.inventory(root))
 
     def test_mig_tree(self):
