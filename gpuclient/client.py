@@ -304,6 +304,7 @@ class Placement:
             interface=interface,
         )
         self._endpoint = None
+        self._classes = None
         self.request_count = 0
 
     @property
@@ -389,9 +390,12 @@ class Placement:
         return data['resource_providers']
 
     def resource_classes(self):
-        what = _('Listing resource classes')
-        data = self.get('/resource_classes', (1, 2), what)
-        return [rc['name'] for rc in data['resource_classes']]
+        """Names of the resource classes Placement knows (read once)."""
+        if self._classes is None:
+            what = _('Listing resource classes')
+            data = self.get('/resource_classes', (1, 2), what)
+            self._classes = [rc['name'] for rc in data['resource_classes']]
+        return list(self._classes)
 
     def allocation_candidates(self, resources, version=None, **params):
         """GET /allocation_candidates; ``resources`` is {class: amount}."""
@@ -451,7 +455,11 @@ class Placement:
         """
         providers = self.resource_providers()
         snapshot = hosts.Snapshot(providers)
-        queries = [('VCPU', 1)] + [(rc, 1) for rc in sorted(gpu_classes)]
+        # a class Placement does not know would be a 400: nobody offers it
+        known = set(self.resource_classes())
+        queries = [('VCPU', 1)] + [
+            (rc, 1) for rc in sorted(gpu_classes) if rc in known
+        ]
         for rc, amount in queries:
             missing = snapshot.missing_roots(wanted_roots)
             if not missing:

@@ -403,3 +403,141 @@ def metadata_changes(old, new):
         if key not in new:
             changes[key] = None
     return changes
+
+
+# -- what a pool's hosts look like in Placement (pure, on a Snapshot) -----
+
+def device_providers(snapshot, roots, resource_class):
+    """Providers in the trees of ``roots`` with inventory of the class."""
+    return [
+        uuid for uuid in snapshot.providers_in_trees(roots)
+        if resource_class in (
+            snapshot.summaries.get(uuid, {}).get('resources') or {})
+    ]
+
+
+def vgpu_children(snapshot, roots):
+    """pGPU (or VF) child providers with VGPU inventory."""
+    return [
+        uuid for uuid in device_providers(snapshot, roots, 'VGPU')
+        if snapshot.providers[uuid]['parent']
+    ]
+
+
+def traits_of(snapshot, uuid):
+    return set(snapshot.summaries.get(uuid, {}).get('traits') or ())
+
+
+def host_problems(pool, host, roots, snapshot, other_pools):
+    """Why ``host`` cannot join ``pool`` (list of messages; empty if fine).
+
+    The pool's class must really be offered in the host's provider trees,
+    and a vgpu/mig pool's pGPU providers must not carry another pool's type
+    trait (one vGPU type per pGPU).
+    """
+    rc = pool['resource_class']
+    if not roots:
+        return [_('%(host)s has no compute node in Placement (no '
+                  'hypervisor maps to it yet).') % {'host': host}]
+    problems = []
+    if not device_providers(snapshot, roots, rc):
+        problems.append(
+            _('%(host)s offers no %(rc)s in Placement: check the nova.conf '
+              'of that host (%(hint)s) and "openstack gpu host list".')
+            % {'host': host, 'rc': rc, 'hint': _CLASS_HINTS.get(
+                pool['mode'], '')})
+    mine = pool.get('type_trait')
+    if mine:
+        others = {
+            other['type_trait']: other['name']
+            for other in other_pools.values()
+            if other.get('type_trait') and other['name'] != pool['name']
+            and other['type_trait'] != mine
+        }
+        for uuid in vgpu_children(snapshot, roots):
+            for trait in sorted(traits_of(snapshot, uuid) & set(others)):
+                problems.append(
+                    _('%(host)s: pGPU provider %(rp)s already serves '
+                      '%(trait)s for pool %(other)s (one vGPU type per '
+                      'physical GPU).')
+                    % {'host': host, 'rp': snapshot.providers[uuid]['name'],
+                       'trait': trait, 'other': others[trait]})
+    return problems
+
+
+_CLASS_HINTS = {
+    PASSTHROUGH: '[pci] device_spec and report_in_placement',
+    VGPU: '[devices] enabled_mdev_types and [mdev_<type>]',
+    MIG: '[devices] enabled_mdev_types and [mdev_<type>]',
+    BAREMETAL: 'the Ironic nodes\' resource_class',
+}
+
+
+def drift(pool, host_roots, snapshot, placement_members):
+    """Where a pool is not what its metadata says (list of messages).
+
+    ``host_roots`` maps each member host to its root provider uuids;
+    ``placement_members`` is the set of provider uuids in the pool's
+    Placement aggregate (None when it could not be read).
+    """
+    found = []
+    for host in pool['hosts']:
+        roots = host_roots.get(host) or []
+        if not roots:
+            found.append(_('%s: no compute node in Placement.') % host)
+            continue
+        if pool['isolate']:
+            for root in roots:
+                if pool['pool_trait'] not in traits_of(snapshot, root):
+                    found.append(
+                        _('%(host)s: root provider %(rp)s lacks '
+                          '%(trait)s, so isolated flavors cannot land '
+                          'there (run "openstack gpu pool set %(pool)s '
+                          '--isolate" to put it back).')
+                        % {'host': host,
+                           'rp': snapshot.providers.get(
+                               root, {}).get('name', root),
+                           'trait': pool['pool_trait'],
+                           'pool': pool['name']})
+        if pool.get('type_trait'):
+            for uuid in vgpu_children(snapshot, roots):
+                if pool['type_trait'] not in traits_of(snapshot, uuid):
+                    found.append(
+                        _('%(host)s: pGPU provider %(rp)s lacks %(trait)s '
+                          '(Nova re-creates a provider without operator '
+                          'traits when its inventory drops to 0 and comes '
+                          'back; run "openstack gpu pool add host %(pool)s '
+                          '%(host)s" to put it back).')
+                        % {'host': host,
+                           'rp': snapshot.providers[uuid]['name'],
+                           'trait': pool['type_trait'],
+                           'pool': pool['name']})
+        if placement_members is not None:
+            missing = [r for r in roots if r not in placement_members]
+            if missing:
+                found.append(
+                    _('%(host)s: not in the pool\'s Placement aggregate, '
+                      'so isolation and aggregate-based scheduling ignore '
+                      'it (run "nova-manage placement sync_aggregates").')
+                    % {'host': host})
+    return found
+
+
+ISOLATION_LIMITS = _(
+    'Isolation keeps out flavors and images that do not require '
+    'the pool trait; an image owner can still set that trait on an image '
+    'and get in. Protect trait:CUSTOM_GPU_POOL_* image properties with '
+    'Glance property protections, or limit the pool to projects '
+    '(--project).'
+)
+
+
+STEERING_KEY = 'aggregate_instance_extra_specs:' + POOL_KEY
+
+
+def pool_flavors(flavors, name):
+    """Names of the flavors steered to pool ``name`` (sorted)."""
+    return sorted(
+        flavor['name'] for flavor in flavors
+        if (flavor.get('extra_specs') or {}).get(STEERING_KEY) == name
+    )

@@ -53,11 +53,15 @@ def collect(client, pool=None, resource_classes=(), unmapped=False,
             if (hv.get('service') or {}).get('host') in members
         ]
         unmapped = False
+    known = client.placement.resource_classes()
     classes = hosts.gpu_classes(
-        client.placement.resource_classes(),
-        [p['resource_class'] for p in pools.values()],
-        extra,
+        known, [p['resource_class'] for p in pools.values()], extra
     )
+    notes = [
+        _('Placement has no resource class %s: no host offers it.') % rc
+        for rc in extra
+        if rc not in known
+    ]
     wanted = None if unmapped else {hv['id'] for hv in hypervisors}
     snapshot = client.placement.gpu_snapshot(
         classes, wanted_roots=wanted, with_traits=long
@@ -69,7 +73,7 @@ def collect(client, pool=None, resource_classes=(), unmapped=False,
         pools_mod.pools_by_host(pools),
         unmapped=unmapped,
     )
-    notes = snapshot.notes()
+    notes += snapshot.notes()
     if unmapped_trees and not unmapped and not pool:
         notes.append(
             _(

@@ -1,0 +1,378 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``openstack gpu pool ...``: GPU pools kept as Nova host aggregates."""
+
+import logging
+
+from osc_lib import exceptions
+from osc_lib.cli import format_columns
+from osc_lib.cli import parseractions
+from osc_lib.command import command
+
+from gpuclient import pool_ops
+from gpuclient import pools
+from gpuclient.i18n import _
+from gpuclient.v1 import host as host_cmd
+
+LOG = logging.getLogger(__name__)
+
+POOL_FIELDS = (
+    'name', 'mode', 'device', 'resource_class', 'hosts', 'isolated',
+    'isolation_trait', 'type_trait', 'zone', 'projects', 'properties',
+    'aggregate',
+)
+
+
+def pool_item(pool):
+    """(fields, values) of a pool for ShowOne commands."""
+    values = (
+        pool['name'],
+        pool['mode'],
+        pools.device(pool),
+        pool['resource_class'],
+        format_columns.ListColumn(pool['hosts']),
+        pool['isolate'],
+        pool['pool_trait'] if pool['isolate'] else None,
+        pool.get('type_trait'),
+        pool.get('zone'),
+        format_columns.ListColumn(pool.get('projects') or []),
+        format_columns.DictColumn(pool.get('properties') or {}),
+        pool.get('aggregate'),
+    )
+    return POOL_FIELDS, values
+
+
+def gpu_figures(rows, pool):
+    """{host: {total, used, free}} of the pool's class on its hosts."""
+    figures = {}
+    for row in rows:
+        if row['host'] in pool['hosts'] and (
+                row['resource_class'] == pool['resource_class']):
+            figures[row['host']] = {
+                'devices': row['devices'], 'total': row['total'],
+                'used': row['used'], 'free': row['free']}
+    return figures
+
+
+def _add_pool_arg(parser, nargs=None):
+    parser.add_argument(
+        'pool', metavar='<pool>', nargs=nargs,
+        help=_('GPU pool (name)') if nargs is None else _(
+            'GPU pool(s) to delete (name)'))
+
+
+def _add_property_arg(parser, help_text):
+    parser.add_argument(
+        '--property', metavar='<key=value>', dest='properties',
+        action=parseractions.KeyValueAction, default={}, help=help_text)
+
+
+def _add_project_arg(parser, help_text):
+    parser.add_argument(
+        '--project', metavar='<project>', dest='projects', action='append',
+        default=[], help=help_text)
+
+
+class CreatePool(command.ShowOne):
+    _description = _(
+        'Create a GPU pool: a Nova host aggregate whose metadata records '
+        'what the pool hands out, with its hosts, optional isolation and '
+        'project limits. All or nothing; re-running an identical create '
+        'changes nothing.')
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('name', metavar='<name>',
+                            help=_('New pool name (also the aggregate '
+                                   'name)'))
+        parser.add_argument(
+            '--mode', metavar='<mode>', required=True,
+            choices=pools.MODES,
+            help=_('How the pool hands out GPUs: passthrough, vgpu, mig or '
+                   'baremetal (required)'))
+        parser.add_argument(
+            '--alias', metavar='<alias>',
+            help=_('passthrough: the [pci] alias flavors ask for (as in '
+                   'nova.conf, e.g. h100)'))
+        parser.add_argument(
+            '--pci-id', metavar='<vendor:product>',
+            help=_('passthrough: PCI vendor and product id, e.g. 10de:2331'))
+        parser.add_argument(
+            '--vgpu-type', metavar='<type>',
+            help=_('vgpu: the mdev type of the pool\'s pGPUs, e.g. '
+                   'nvidia-35 (tagged on them as trait CUSTOM_<TYPE>)'))
+        parser.add_argument(
+            '--mig-profile', metavar='<profile>',
+            help=_('mig: the MIG profile of the slices, e.g. 3g.40gb '
+                   '(tagged as trait CUSTOM_MIG_<PROFILE>)'))
+        parser.add_argument(
+            '--resource-class', metavar='<resource-class>',
+            help=_('baremetal (required): the nodes\' resource class, e.g. '
+                   'baremetal.gpu-h100; passthrough: the class set in '
+                   '[pci] device_spec; vgpu/mig: a per-type class from '
+                   '[mdev_<type>] mdev_class (then no type trait is used)'))
+        parser.add_argument(
+            '--zone', metavar='<availability-zone>',
+            help=_('Availability zone of the pool\'s hosts'))
+        parser.add_argument(
+            '--host', metavar='<host>', dest='hosts', action='append',
+            default=[],
+            help=_('Compute host to add, as "openstack compute service '
+                   'list" names it (repeat option to add several)'))
+        parser.add_argument(
+            '--isolate', action='store_true',
+            help=_('Keep flavors that do not ask for this pool off its '
+                   'hosts (trait CUSTOM_GPU_POOL_<NAME> on the hosts and '
+                   'required by the aggregate; needs [scheduler] '
+                   'enable_isolated_aggregate_filtering)'))
+        _add_project_arg(
+            parser, _('Only this project may use the pool\'s hosts (name or '
+                      'ID; repeat option for several; needs the '
+                      'AggregateMultiTenancyIsolation filter)'))
+        _add_property_arg(
+            parser, _('Other aggregate metadata to set (repeat option to '
+                      'set several)'))
+        return parser
+
+    def take_action(self, parsed_args):
+        client = self.app.client_manager.gpu
+        spec = pools.build_spec(
+            parsed_args.name, parsed_args.mode, alias=parsed_args.alias,
+            pci_id=parsed_args.pci_id, vgpu_type=parsed_args.vgpu_type,
+            mig_profile=parsed_args.mig_profile,
+            resource_class=parsed_args.resource_class,
+            isolate=parsed_args.isolate, zone=parsed_args.zone,
+            properties=parsed_args.properties)
+        spec['projects'] = [
+            client.project_id(p) for p in parsed_args.projects]
+        pool, created = pool_ops.create(client, spec, parsed_args.hosts)
+        if not created:
+            LOG.warning(_('Pool %s already exists with these settings: '
+                          'nothing changed.'), pool['name'])
+        return pool_item(pool)
+
+
+class ListPool(command.Lister):
+    _description = _('List GPU pools (host aggregates that carry gpu_pool '
+                     'metadata; ordinary aggregates are not shown)')
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument(
+            '--mode', metavar='<mode>', choices=pools.MODES,
+            help=_('Only pools of this mode'))
+        parser.add_argument(
+            '--long', action='store_true',
+            help=_('List additional fields in output (GPU totals, '
+                   'projects)'))
+        return parser
+
+    def take_action(self, parsed_args):
+        client = self.app.client_manager.gpu
+        found = pools.pools_from_aggregates(client.compute.aggregates())
+        selected = [
+            found[name] for name in sorted(found)
+            if not parsed_args.mode or found[name]['mode'] == parsed_args.mode
+        ]
+        columns = ('Name', 'Mode', 'Device', 'Hosts', 'Isolated', 'Zone')
+        rows = None
+        if parsed_args.long:
+            columns += ('GPUs Total', 'GPUs Used', 'GPUs Free', 'Projects')
+            rows, notes = host_cmd.collect(client)
+            for note in notes:
+                LOG.debug(note)
+        data = []
+        for pool in selected:
+            item = (
+                pool['name'], pool['mode'], pools.device(pool),
+                format_columns.ListColumn(pool['hosts']), pool['isolate'],
+                pool.get('zone'),
+            )
+            if parsed_args.long:
+                figures = gpu_figures(rows, pool).values()
+                item += (
+                    sum(f['total'] for f in figures),
+                    sum(f['used'] for f in figures),
+                    sum(f['free'] for f in figures),
+                    format_columns.ListColumn(pool['projects']),
+                )
+            data.append(item)
+        return columns, data
+
+
+class ShowPool(command.ShowOne):
+    _description = _(
+        'Show a GPU pool: its hosts and their GPU figures, its GPU flavors, '
+        'and where the cloud has drifted from what the pool says')
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        _add_pool_arg(parser)
+        return parser
+
+    def take_action(self, parsed_args):
+        client = self.app.client_manager.gpu
+        view = pool_ops.View(client)
+        pool = view.pool(parsed_args.pool)
+        rows, _notes = host_cmd.collect(client, pool=pool['name'])
+        snapshot = view.snapshot(pool['hosts'], pool['resource_class'])
+        host_roots = {h: view.roots(h) for h in pool['hosts']}
+        drift = pools.drift(pool, host_roots, snapshot,
+                            pool_ops.members_of(client, pool))
+        flavors = pools.pool_flavors(client.compute.flavors(), pool['name'])
+        notes = []
+        if pool['isolate']:
+            notes.append(pools.ISOLATION_LIMITS)
+        columns, values = pool_item(pool)
+        columns += ('gpus', 'flavors', 'drift', 'notes')
+        values += (
+            format_columns.DictColumn({
+                host: '%(used)d used / %(total)d total' % f
+                for host, f in gpu_figures(rows, pool).items()}),
+            format_columns.ListColumn(flavors),
+            format_columns.ListColumn(drift),
+            format_columns.ListColumn(notes),
+        )
+        return columns, values
+
+
+class SetPool(command.ShowOne):
+    _description = _('Set GPU pool isolation, projects and properties')
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        _add_pool_arg(parser)
+        group = parser.add_mutually_exclusive_group()
+        group.add_argument(
+            '--isolate', dest='isolate', action='store_true', default=None,
+            help=_('Isolate the pool: put its trait on every member host '
+                   'and require it on the aggregate'))
+        group.add_argument(
+            '--no-isolate', dest='isolate', action='store_false',
+            help=_('Stop isolating the pool: take the requirement and the '
+                   'trait off again'))
+        _add_project_arg(
+            parser, _('Add a project that may use the pool (name or ID; '
+                      'repeat option for several)'))
+        _add_property_arg(
+            parser, _('Property to set on the pool\'s aggregate (repeat '
+                      'option to set several)'))
+        return parser
+
+    def take_action(self, parsed_args):
+        client = self.app.client_manager.gpu
+        pool = None
+        if parsed_args.isolate is not None:
+            pool, _changed = pool_ops.set_isolation(
+                client, parsed_args.pool, parsed_args.isolate)
+        if parsed_args.projects or parsed_args.properties:
+            pool, _changed = pool_ops.update_metadata(
+                client, parsed_args.pool,
+                projects_add=parsed_args.projects,
+                properties=parsed_args.properties)
+        if pool is None:
+            pool = pool_ops.View(client).pool(parsed_args.pool)
+        return pool_item(pool)
+
+
+class UnsetPool(command.ShowOne):
+    _description = _('Unset GPU pool projects and properties')
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        _add_pool_arg(parser)
+        _add_project_arg(
+            parser, _('Project to remove from the pool (name or ID; repeat '
+                      'option for several)'))
+        parser.add_argument(
+            '--property', metavar='<key>', dest='properties',
+            action='append', default=[],
+            help=_('Property to remove from the pool\'s aggregate (repeat '
+                   'option to remove several)'))
+        return parser
+
+    def take_action(self, parsed_args):
+        client = self.app.client_manager.gpu
+        pool, _changed = pool_ops.update_metadata(
+            client, parsed_args.pool,
+            projects_remove=parsed_args.projects,
+            remove_properties=parsed_args.properties)
+        return pool_item(pool)
+
+
+class AddHostPool(command.ShowOne):
+    _description = _(
+        'Add compute hosts to a GPU pool: aggregate membership, isolation '
+        'trait and vGPU type traits, host by host')
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        _add_pool_arg(parser)
+        parser.add_argument(
+            'hosts', metavar='<host>', nargs='+',
+            help=_('Compute host(s) to add, as "openstack compute service '
+                   'list" names them'))
+        return parser
+
+    def take_action(self, parsed_args):
+        pool = pool_ops.add_hosts(self.app.client_manager.gpu,
+                                  parsed_args.pool, parsed_args.hosts)
+        return pool_item(pool)
+
+
+class RemoveHostPool(command.ShowOne):
+    _description = _(
+        'Remove compute hosts from a GPU pool, taking off only the traits '
+        'this pool put there')
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        _add_pool_arg(parser)
+        parser.add_argument(
+            'hosts', metavar='<host>', nargs='+',
+            help=_('Compute host(s) to remove'))
+        return parser
+
+    def take_action(self, parsed_args):
+        pool = pool_ops.remove_hosts(self.app.client_manager.gpu,
+                                     parsed_args.pool, parsed_args.hosts)
+        return pool_item(pool)
+
+
+class DeletePool(command.Command):
+    _description = _('Delete GPU pool(s)')
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        _add_pool_arg(parser, nargs='+')
+        parser.add_argument(
+            '--force', action='store_true',
+            help=_('Remove the pool\'s hosts (and the traits it put on '
+                   'them) first'))
+        return parser
+
+    def take_action(self, parsed_args):
+        client = self.app.client_manager.gpu
+        failures = 0
+        for name in parsed_args.pool:
+            try:
+                pool_ops.delete(client, name, force=parsed_args.force)
+            except exceptions.CommandError as exc:
+                failures += 1
+                LOG.error(_('Failed to delete pool %(name)s: %(error)s'),
+                          {'name': name, 'error': exc})
+        if failures:
+            total = len(parsed_args.pool)
+            raise exceptions.CommandError(
+                _('%(failures)s of %(total)s pools failed to delete.')
+                % {'failures': failures, 'total': total})
