@@ -13,6 +13,7 @@ import signal
 import string
 import subprocess
 import sys
+import sysconfig
 import threading
 import time
 
@@ -89,6 +90,15 @@ class CloudError(Exception):
 
 def _missing_apt_packages():
     missing = []
+    if not os.path.exists(os.path.join(BIN, 'python')):
+        # what "python3 -m venv" and building uWSGI need
+        try:
+            import ensurepip  # noqa: F401
+        except ImportError:
+            missing.append('python3-venv')
+        include = sysconfig.get_paths()['include']
+        if not os.path.exists(os.path.join(include, 'Python.h')):
+            missing.append('python3-dev')
     for pkg in APT_PACKAGES:
         out = subprocess.run(
             ['dpkg-query', '-W', '-f=${Status}', pkg],
@@ -163,11 +173,32 @@ def _alive(pid):
     return state != 'Z'
 
 
+def _ours(name, pid):
+    """Is PID still the process recorded as NAME (not a reused PID)?"""
+    try:
+        with open('/proc/%d/cmdline' % pid, 'rb') as f:
+            cmd = f.read()
+        with open('/proc/%d/comm' % pid) as f:
+            comm = f.read().strip()
+    except OSError:
+        return False
+    if name == 'epmd':
+        return comm == 'epmd'
+    return any(mark in cmd for mark in (
+        STATE.encode(), VENV.encode(), b'gpuclient-'))
+
+
 def _recorded():
+    """{name: pid} of the recorded processes that are still ours."""
     if not os.path.isdir(PIDS):
         return {}
-    names = [f[:-4] for f in os.listdir(PIDS) if f.endswith('.pid')]
-    return {n: _read_pid(n) for n in names}
+    found = {}
+    for f in os.listdir(PIDS):
+        if f.endswith('.pid'):
+            name = f[:-4]
+            pid = _read_pid(name)
+            found[name] = pid if pid and _ours(name, pid) else None
+    return found
 
 
 def _spawn(name, argv, env=None, cwd=None):
