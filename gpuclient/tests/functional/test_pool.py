@@ -1,0 +1,321 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``openstack gpu pool ...`` against a real cloud.
+
+What the commands did is read back with plain OSC commands (``aggregate
+show``, ``resource provider trait list``, ``resource provider aggregate
+list``), and isolation and project limits are proven by Nova itself:
+``server create --host H`` (compute API 2.74) still runs Placement and every
+scheduler filter for H.
+"""
+
+import json
+
+from gpuclient.tests.functional import base
+
+PCI_CLASS = 'CUSTOM_PCI_10DE_2331'
+TRAITS_API = ('--os-placement-api-version', '1.6')
+AGG_API = ('--os-placement-api-version', '1.19')
+
+
+class PoolTestCase(base.FunctionalTestCase):
+    _roots = None
+
+    def root(self, host):
+        """Root provider uuid of a Nova host, through os-hypervisors."""
+        cls = type(self)
+        if cls._roots is None:
+            cls._roots = {}
+            for row in self.openstack('hypervisor', 'list'):
+                hv = self.openstack('--os-compute-api-version', '2.53',
+                                    'hypervisor', 'show', row['ID'])
+                cls._roots[hv['service_host']] = hv['id']
+        return cls._roots[host]
+
+    def children(self, host):
+        root = self.root(host)
+        return [rp['uuid'] for rp in self.openstack(
+            'resource', 'provider', 'list', '--in-tree', root)
+            if rp['uuid'] != root]
+
+    def traits(self, rp):
+        return {row['name'] for row in self.openstack(
+            *TRAITS_API, 'resource', 'provider', 'trait', 'list', rp)}
+
+    def create_pool(self, *args):
+        name = self.unique_name('pool')
+        pool = self.openstack('gpu', 'pool', 'create', name, *args)
+        self.addCleanup(self.delete_pool, name)
+        return pool
+
+    def delete_pool(self, name):
+        rc, _out, err = self.openstack_raw('gpu', 'pool', 'delete',
+                                           '--force', name)
+        if rc and 'No GPU pool named' not in err:
+            self.fail('could not delete pool %s: %s' % (name, err))
+
+    def aggregate(self, name):
+        return self.openstack('aggregate', 'show', name)
+
+
+class TestPoolModes(PoolTestCase):
+    def test_passthrough_isolated(self):
+        pool = self.create_pool('--mode', 'passthrough', '--alias', 'h100',
+                                '--pci-id', '10de:2331', '--host',
+                                base.PT_HOST, '--isolate')
+        trait = pool['isolation_trait']
+        self.assertEqual('CUSTOM_GPU_POOL_' + pool['name'].upper().replace(
+            '-', '_'), trait)
+        agg = self.aggregate(pool['name'])
+        self.assertEqual([base.PT_HOST], agg['hosts'])
+        self.assertEqual({
+            'gpu_pool': pool['name'], 'gpu_pool_mode': 'passthrough',
+            'gpu_resource_class': PCI_CLASS, 'gpu_alias': 'h100',
+            'gpu_pci_id': '10de:2331', 'trait:%s' % trait: 'required',
+        }, agg['properties'])
+        root = self.root(base.PT_HOST)
+        self.assertIn(trait, self.traits(root))
+        # Nova mirrored the membership into Placement
+        aggs = self.openstack(*AGG_API, 'resource', 'provider', 'aggregate',
+                              'list', root)
+        self.assertIn(agg['uuid'], [a['uuid'] for a in aggs])
+        # the PCI device providers keep Nova's traits only
+        for child in self.children(base.PT_HOST):
+            self.assertNotIn(trait, self.traits(child))
+
+        shown = self.openstack('gpu', 'pool', 'show', pool['name'])
+        self.assertEqual([], shown['drift'])
+        self.assertIn('Glance property protections', shown['notes'][0])
+        self.assertIn(base.PT_HOST, shown['gpus'])
+
+        # isolation off and on again, read back from Placement
+        self.openstack('gpu', 'pool', 'set', pool['name'], '--no-isolate')
+        self.assertNotIn(trait, self.traits(root))
+        self.assertNotIn('trait:%s' % trait,
+                         self.aggregate(pool['name'])['properties'])
+        self.openstack('gpu', 'pool', 'set', pool['name'], '--isolate')
+        self.assertIn(trait, self.traits(root))
+
+        # drift: take the trait off by hand, pool show notices
+        keep = sorted(self.traits(root) - {trait})
+        args = []
+        for t in keep:
+            args += ['--trait', t]
+        self.openstack(*TRAITS_API, 'resource', 'provider', 'trait', 'set',
+                       *args, root)
+        shown = self.openstack('gpu', 'pool', 'show', pool['name'])
+        self.assertEqual(1, len(shown['drift']))
+        self.assertIn('lacks %s' % trait, shown['drift'][0])
+
+        # delete --force leaves no trait and no aggregate behind
+        self.openstack('gpu', 'pool', 'set', pool['name'], '--isolate')
+        self.openstack('gpu', 'pool', 'delete', '--force', pool['name'],
+                       parse=False)
+        self.assertNotIn(trait, self.traits(root))
+        rc, _out, _err = self.openstack_raw('aggregate', 'show',
+                                            pool['name'])
+        self.assertEqual(1, rc)
+        self.assertNotIn(trait, [t['name'] for t in self.openstack(
+            'trait', 'list')])
+
+    def test_vgpu_add_remove_host(self):
+        pool = self.create_pool('--mode', 'vgpu', '--vgpu-type',
+                                'nvidia-35')
+        self.assertEqual('CUSTOM_NVIDIA_35', pool['type_trait'])
+        self.openstack('gpu', 'pool', 'add', 'host', pool['name'],
+                       base.VGPU_HOST)
+        pgpus = self.children(base.VGPU_HOST)
+        self.assertEqual(2, len(pgpus))
+        for rp in pgpus:
+            self.assertIn('CUSTOM_NVIDIA_35', self.traits(rp))
+        # re-adding is safe; another type on the same pGPUs is refused
+        self.openstack('gpu', 'pool', 'add', 'host', pool['name'],
+                       base.VGPU_HOST)
+        rc, _out, err = self.openstack_raw(
+            'gpu', 'pool', 'create', self.unique_name('other'), '--mode',
+            'vgpu', '--vgpu-type', 'nvidia-36', '--host', base.VGPU_HOST)
+        self.assertEqual(1, rc)
+        self.assertIn('one vGPU type per physical GPU', err)
+        self.openstack('gpu', 'pool', 'remove', 'host', pool['name'],
+                       base.VGPU_HOST)
+        self.assertEqual([], self.aggregate(pool['name'])['hosts'])
+        for rp in pgpus:
+            self.assertNotIn('CUSTOM_NVIDIA_35', self.traits(rp))
+
+    def test_mig_and_baremetal(self):
+        mig = self.create_pool('--mode', 'mig', '--mig-profile', '3g.40gb',
+                               '--host', base.MIG_HOST)
+        for rp in self.children(base.MIG_HOST):
+            self.assertIn('CUSTOM_MIG_3G_40GB', self.traits(rp))
+        bm = self.create_pool('--mode', 'baremetal', '--resource-class',
+                              'baremetal.gpu-h100', '--host', base.BM_HOST)
+        self.assertEqual('CUSTOM_BAREMETAL_GPU_H100', bm['resource_class'])
+        self.assertIsNone(bm['isolation_trait'])
+        listed = {p['Name']: p for p in self.openstack(
+            'gpu', 'pool', 'list', '--long')}
+        self.assertEqual(7, listed[mig['name']]['GPUs Total'])
+        self.assertEqual(1, listed[bm['name']]['GPUs Total'])
+        only = self.openstack('gpu', 'pool', 'list', '--mode', 'mig')
+        self.assertIn(mig['name'], [p['Name'] for p in only])
+        self.assertNotIn(bm['name'], [p['Name'] for p in only])
+        # ordinary aggregates are not pools
+        plain = self.unique_name('agg')
+        self.openstack('aggregate', 'create', plain)
+        self.addCleanup(self.openstack, 'aggregate', 'delete', plain,
+                        parse=False)
+        self.assertNotIn(plain, [p['Name'] for p in self.openstack(
+            'gpu', 'pool', 'list')])
+
+    def test_create_is_idempotent(self):
+        args = ('--mode', 'mig', '--mig-profile', '1g.10gb', '--host',
+                base.MIG_HOST)
+        pool = self.create_pool(*args)
+        before = self.aggregate(pool['name'])
+        rc, out, err = self.openstack_raw('gpu', 'pool', 'create',
+                                          pool['name'], *args, '-f', 'json')
+        self.assertEqual(0, rc, err)
+        self.assertIn('nothing changed', err)
+        self.assertEqual(pool['name'], json.loads(out)['name'])
+        self.assertEqual(before, self.aggregate(pool['name']))
+
+
+class TestPoolScheduling(PoolTestCase):
+    """Nova, not metadata, proves isolation and project limits."""
+
+    def boot_on(self, flavor, host, cloud=None, expect='ACTIVE'):
+        name = self.unique_name('server')
+        args = ['--os-compute-api-version', '2.74', 'server', 'create',
+                '--flavor', flavor, '--image', base.IMAGE, '--nic', 'none',
+                '--wait']
+        if host:
+            args += ['--host', host]
+        args.append(name)
+        rc, out, err = self.openstack_raw(*args, cloud=cloud)
+        self.addCleanup(self.openstack_raw, 'server', 'delete', '--wait',
+                        name, cloud=cloud)
+        server = self.openstack('server', 'show', name, cloud=cloud)
+        self.assertEqual(expect, server['status'], '%s %s' % (
+            server.get('fault'), err))
+        return server
+
+    def test_isolated_pool_keeps_ordinary_flavors_out(self):
+        pool = self.create_pool('--mode', 'passthrough', '--alias', 'h100',
+                                '--pci-id', '10de:2331', '--host',
+                                base.PT_HOST, '--isolate')
+        ordinary = self.create_flavor({})
+        server = self.boot_on(ordinary['id'], base.PT_HOST, expect='ERROR')
+        self.assertIn('No valid host', str(server.get('fault')))
+        allowed = self.create_flavor({
+            'trait:%s' % pool['isolation_trait']: 'required'})
+        server = self.boot_on(allowed['id'], base.PT_HOST)
+        self.assertEqual(base.PT_HOST, server['OS-EXT-SRV-ATTR:host'])
+
+    def test_project_limited_pool(self):
+        self.create_pool('--mode', 'passthrough', '--alias', 'h100',
+                         '--pci-id', '10de:2331', '--host', base.PT_HOST,
+                         '--project', 'gpuclient-demo')
+        flavor = self.create_flavor({'pci_passthrough:alias': 'h100:1'})
+        # the admin project is not listed: refused on the pool's host
+        server = self.boot_on(flavor['id'], None, expect='ERROR')
+        self.assertIn('No valid host', str(server.get('fault')))
+        # the listed project gets in
+        server = self.boot_on(flavor['id'], None, cloud=self.member_cloud)
+        self.assertEqual('ACTIVE', server['status'])
+
+
+class TestPoolBadInput(PoolTestCase):
+    """Each bad call: exit 1, one line, nothing changed in the cloud."""
+
+    def state(self, names):
+        aggregates = {
+            a['Name']: a for a in self.openstack('aggregate', 'list',
+                                                 '--long')}
+        traits = sorted(t['name'] for t in self.openstack('trait', 'list')
+                        if t['name'].startswith('CUSTOM_GPU_POOL_'))
+        hosts = self.openstack('gpu', 'host', 'list', '--long')
+        root_traits = {h: sorted(self.traits(self.root(h)))
+                       for h in (base.PT_HOST, base.VGPU_HOST)}
+        return {
+            'aggregates': {n: aggregates.get(n) for n in names},
+            'pool_traits': traits,
+            'hosts': sorted(json.dumps(h, sort_keys=True) for h in hosts),
+            'root_traits': root_traits,
+        }
+
+    def test_bad_input_changes_nothing(self):
+        pool = self.create_pool('--mode', 'vgpu', '--vgpu-type',
+                                'nvidia-35', '--host', base.VGPU_HOST)
+        with_host = pool['name']
+        ordinary = self.unique_name('agg')
+        self.openstack('aggregate', 'create', '--zone', 'zone-a', ordinary)
+        self.addCleanup(self.openstack, 'aggregate', 'delete', ordinary,
+                        parse=False)
+        self.openstack('aggregate', 'add', 'host', ordinary, base.PT_HOST)
+        self.addCleanup(self.openstack, 'aggregate', 'remove', 'host',
+                        ordinary, base.PT_HOST)
+        new = self.unique_name('bad')
+        pt = ['--mode', 'passthrough', '--alias', 'h100', '--pci-id',
+              '10de:2331']
+        cases = [
+            (['create', new, '--mode', 'passthrough', '--alias', 'h100'],
+             '--pci-id'),
+            (['create', new, '--mode', 'passthrough', '--alias', 'h100',
+              '--pci-id', '10de-2331'], 'Invalid PCI id'),
+            (['create', new, *pt, '--host', 'no-such-host'],
+             'Unknown compute host'),
+            (['create', ordinary, *pt], 'not a GPU pool'),
+            (['create', new + ',x', *pt], 'comma'),
+            (['create', 's==' + new, *pt], 'operator'),
+            (['create', new, '--mode', 'baremetal', '--resource-class',
+              'baremetal.gpu-h100', '--isolate'], 'Ironic driver'),
+            (['create', new, *pt, '--zone', 'zone-b', '--host',
+              base.PT_HOST], 'one zone only'),
+            (['create', new, '--mode', 'passthrough', '--alias', 'h100',
+              '--pci-id', '10de:9999', '--host', base.PT_HOST],
+             'offers no CUSTOM_PCI_10DE_9999'),
+            (['create', new, '--mode', 'vgpu', '--vgpu-type', 'nvidia-36',
+              '--host', base.VGPU_HOST], 'one vGPU type per physical GPU'),
+            (['create', new, *pt, '--vgpu-type', 'nvidia-35'],
+             '--vgpu-type is for vgpu pools'),
+            (['create', new, '--mode', 'vgpu'], '--vgpu-type'),
+            (['create', new, '--mode', 'baremetal'], '--resource-class'),
+            (['create', new, *pt, '--property', 'gpu_pool=x'],
+             'managed by gpuclient'),
+            (['create', new, *pt, '--project', 'no-such-project'],
+             'No project'),
+            (['create', with_host.upper(), *pt], 'already uses'),
+            (['remove', 'host', with_host, base.PT_HOST], 'Not in pool'),
+            (['delete', with_host], '1 of 1 pools failed to delete'),
+            (['set', new, '--isolate'], 'No GPU pool named'),
+            (['add', 'host', with_host, 'no-such-host'],
+             'Unknown compute host'),
+        ]
+        names = [new, ordinary, with_host, new + ',x', 's==' + new,
+                 with_host.upper()]
+        before = self.state(names)
+        for args, message in cases:
+            rc, out, err = self.openstack_raw('gpu', 'pool', *args)
+            self.assertEqual(1, rc, args)
+            self.assertIn(message, err, args)
+            lines = [line for line in err.splitlines() if line.strip()]
+            # delete logs the pool's own error, then the N-of-M line
+            self.assertLessEqual(len(lines), 2 if args[0] == 'delete'
+                                 else 1, err)
+        self.assertEqual(before, self.state(names))
+
+    def test_non_admin(self):
+        rc, _out, err = self.openstack_raw(
+            'gpu', 'pool', 'create', self.unique_name('pool'), '--mode',
+            'vgpu', '--vgpu-type', 'nvidia-35', cloud=self.member_cloud)
+        self.assertEqual(1, rc)
+        self.assertIn('requires admin', err)
