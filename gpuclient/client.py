@@ -690,6 +690,134 @@ class Compute:
                     return found
                 params = {'is_public': 'None', 'marker': page[-1]['id']}
 
+    # -- flavors (gpu flavor) ------------------------------------------------
+    # Raw calls at compute API 2.61: descriptions (2.55) and extra specs
+    # (2.61) come in every flavor body; answers are plain dicts.
+
+    def _flavor_call(self, method, url, what, body=None, ok_missing=False):
+        with translate_errors(self.service, what):
+            kwargs = {'microversion': COMPUTE_FLAVOR_SPECS_VERSION,
+                      'raise_exc': False}
+            if body is not None:
+                kwargs['json'] = body
+            response = getattr(self._proxy, method)(url, **kwargs)
+            if ok_missing and response.status_code == 404:
+                return None
+            _check_response(self.service, what, response)
+            return _json(response) or {}
+
+    def find_flavor(self, name_or_id, ignore_missing=False):
+        """One flavor (dict with extra_specs) by ID or exact name."""
+        what = _('Reading flavor %s') % name_or_id
+        quoted = urllib.parse.quote(name_or_id, safe='')
+        data = self._flavor_call('get', '/flavors/%s' % quoted, what,
+                                 ok_missing=True)
+        if data:
+            return data['flavor']
+        found = [f for f in self.flavors() if f.get('name') == name_or_id]
+        if len(found) == 1:
+            return found[0]
+        if found:
+            raise APIError(
+                _('%(n)d flavors are named %(name)s: give the flavor ID.')
+                % {'n': len(found), 'name': name_or_id})
+        if ignore_missing:
+            return None
+        raise NotFound(
+            _('No flavor with name or ID %s (see "openstack gpu flavor '
+              'list").') % name_or_id, 404)
+
+    def create_flavor(self, **fields):
+        """POST /flavors; FIELDS as in Nova's flavor body."""
+        what = _('Creating flavor %s') % fields.get('name')
+        body = {'flavor': {k: v for k, v in fields.items()
+                           if v is not None}}
+        return self._flavor_call('post', '/flavors', what, body)['flavor']
+
+    def set_flavor_extra_specs(self, flavor_id, extra_specs):
+        what = _('Setting extra specs of flavor %s') % flavor_id
+        return self._flavor_call(
+            'post', '/flavors/%s/os-extra_specs' % flavor_id, what,
+            {'extra_specs': extra_specs})['extra_specs']
+
+    def add_flavor_access(self, flavor_id, project_id):
+        what = _('Giving project %(project)s access to flavor %(flavor)s') % {
+            'project': project_id, 'flavor': flavor_id}
+        self._flavor_call('post', '/flavors/%s/action' % flavor_id, what,
+                          {'addTenantAccess': {'tenant': project_id}})
+
+    def flavor_access(self, flavor_id):
+        """Project ids that may use a private flavor."""
+        what = _('Reading the access list of flavor %s') % flavor_id
+        data = self._flavor_call(
+            'get', '/flavors/%s/os-flavor-access' % flavor_id, what)
+        return sorted(a['tenant_id'] for a in data.get('flavor_access', []))
+
+    def delete_flavor(self, flavor_id):
+        what = _('Deleting flavor %s') % flavor_id
+        self._flavor_call('delete', '/flavors/%s' % flavor_id, what)
+
+
+class Image:
+    """Glance through the SDK's image proxy, as plain dicts.
+
+    Glance v2 keeps image properties as top-level members of the image, so
+    the raw JSON is what ``gpu image`` reads and JSON-patches.
+    """
+
+    service = 'Glance'
+    PATCH_TYPE = 'application/openstack-images-v2.1-json-patch'
+
+    def __init__(self, proxy):
+        self._proxy = proxy
+
+    def _call(self, method, url, what, ok_missing=False, **kwargs):
+        with translate_errors(self.service, what):
+            response = getattr(self._proxy, method)(
+                url, raise_exc=False, **kwargs)
+            if ok_missing and response.status_code == 404:
+                return None
+            _check_response(self.service, what, response)
+            return _json(response) or {}
+
+    def find_image(self, name_or_id):
+        """One image (dict) by ID or exact name."""
+        what = _('Reading image %s') % name_or_id
+        if re.fullmatch(r'[0-9a-fA-F-]{32,36}', name_or_id):
+            image = self._call('get', '/images/%s' % name_or_id, what,
+                               ok_missing=True)
+            if image:
+                return image
+        data = self._call('get', '/images', what,
+                          params={'name': name_or_id})
+        found = data.get('images') or []
+        if len(found) == 1:
+            return found[0]
+        if found:
+            raise APIError(
+                _('%(n)d images are named %(name)s: give the image ID.')
+                % {'n': len(found), 'name': name_or_id})
+        raise NotFound(
+            _('No image with name or ID %s (see "openstack image list").')
+            % name_or_id, 404)
+
+    def update_properties(self, image, changes):
+        """Set (value) or remove (None) image properties in one PATCH."""
+        what = _('Updating properties of image %s') % image['id']
+        patch = []
+        for key, value in sorted(changes.items()):
+            if value is None:
+                if key in image:
+                    patch.append({'op': 'remove', 'path': '/' + key})
+            else:
+                op = 'replace' if key in image else 'add'
+                patch.append({'op': op, 'path': '/' + key, 'value': value})
+        if not patch:
+            return image
+        return self._call('patch', '/images/%s' % image['id'], what,
+                          json=patch,
+                          headers={'Content-Type': self.PATCH_TYPE})
+
 
 class GpuClient:
     """What ``client_manager.gpu`` is: the per-service clients, lazily."""
@@ -717,6 +845,12 @@ class GpuClient:
         if self._compute is None:
             self._compute = Compute(self._conn.compute)
         return self._compute
+
+    @property
+    def image(self):
+        if getattr(self, '_image', None) is None:
+            self._image = Image(self._conn.image)
+        return self._image
 
     def project_id(self, name_or_id):
         """A Keystone project id from a name or id."""

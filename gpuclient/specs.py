@@ -654,13 +654,17 @@ def matching_pools(reading, pools):
     """Names of the pools a flavor can land in, by its aggregate keys.
 
     ``gpu_pool`` names one; hand-made steering (``gpu=true``) matches
-    every pool whose aggregate carries the same plain values.
+    every pool whose aggregate carries the same plain values and whose
+    mode is the flavor's (when both are known).
     """
     steering = reading['steering']
     if not steering:
         return []
     found = []
     for name, pool in sorted(pools.items()):
+        if (reading['mode'] and pool.get('mode')
+                and reading['mode'] != pool['mode']):
+            continue
         metadata = pool.get('metadata') or {}
         for key, value in steering.items():
             plain = _plain_value(value)

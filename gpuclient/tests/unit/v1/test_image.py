@@ -1,0 +1,143 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``openstack gpu image set/show`` against a fake Glance."""
+
+from unittest import mock
+
+from openstack.image.v2 import _proxy as image_proxy
+from osc_lib import exceptions
+
+from gpuclient import client
+from gpuclient.tests.unit import base
+from gpuclient.tests.unit import fakes
+from gpuclient.v1 import image as image_cmd
+
+IMAGE_ID = fakes.uid('image-1')
+
+
+class FakeGlance:
+    def __init__(self):
+        self.images = {IMAGE_ID: {'id': IMAGE_ID, 'name': 'ubuntu-gpu',
+                                  'status': 'active'}}
+        self.patches = []
+
+    def get(self, url, params=None, **kwargs):
+        if url == '/images':
+            return fakes.make_response(200, {'images': [
+                i for i in self.images.values()
+                if i['name'] == params['name']]})
+        image_id = url.rsplit('/', 1)[1]
+        if image_id in self.images:
+            return fakes.make_response(200, self.images[image_id])
+        return fakes.make_response(404, '<html>404 Not Found</html>')
+
+    def patch(self, url, json=None, headers=None, **kwargs):
+        self.patches.append((url, json, headers))
+        image = self.images[url.rsplit('/', 1)[1]]
+        for op in json:
+            key = op['path'].lstrip('/')
+            if op['op'] == 'remove':
+                del image[key]
+            else:
+                image[key] = op['value']
+        return fakes.make_response(200, image)
+
+
+class ImageTestCase(base.CommandTestCase):
+    def setUp(self):
+        super().setUp()
+        self.glance = FakeGlance()
+        proxy = mock.Mock(spec=image_proxy.Proxy)
+        proxy.get.side_effect = self.glance.get
+        proxy.patch.side_effect = self.glance.patch
+        conn = mock.Mock()
+        conn.image = proxy
+        self.cm = mock.Mock()
+        self.cm.gpu = client.GpuClient(None, conn)
+
+    def run_cmd(self, cls, args):
+        cmd = cls(self.make_app(self.cm), None)
+        return cmd.take_action(self.check_parser(cmd, list(args)))
+
+    @property
+    def image(self):
+        return self.glance.images[IMAGE_ID]
+
+
+class TestSetImage(ImageTestCase):
+    def test_parser(self):
+        cmd = image_cmd.SetImage(self.make_app(None), None)
+        self.check_parser(cmd, ['img'], [
+            ('image', 'img'), ('q35', True), ('uefi', True),
+            ('secure_boot', False), ('hide_hypervisor_id', False)])
+        self.check_parser(cmd, ['img', '--no-q35', '--no-uefi',
+                                '--secure-boot', '--hide-hypervisor-id'], [
+            ('q35', False), ('uefi', False), ('secure_boot', True),
+            ('hide_hypervisor_id', True)])
+        self.assertRaises(base.ParserError, self.check_parser, cmd, [])
+
+    def test_defaults_by_name(self):
+        self.run_cmd(image_cmd.SetImage, ['ubuntu-gpu'])
+        self.assertEqual('q35', self.image['hw_machine_type'])
+        self.assertEqual('uefi', self.image['hw_firmware_type'])
+        ((url, patch, headers),) = self.glance.patches
+        self.assertEqual('/images/%s' % IMAGE_ID, url)
+        self.assertEqual(
+            'application/openstack-images-v2.1-json-patch',
+            headers['Content-Type'])
+        self.assertEqual({'add'}, {op['op'] for op in patch})
+        # again: nothing to do, no request
+        self.run_cmd(image_cmd.SetImage, [IMAGE_ID])
+        self.assertEqual(1, len(self.glance.patches))
+
+    def test_secure_boot_and_hidden_id(self):
+        self.image['hw_hide_hypervisor_id'] = 'true'
+        self.image['hw_firmware_type'] = 'bios'
+        self.run_cmd(image_cmd.SetImage, [IMAGE_ID, '--secure-boot',
+                                          '--hide-hypervisor-id'])
+        self.assertEqual('required', self.image['os_secure_boot'])
+        self.assertEqual('true', self.image['img_hide_hypervisor_id'])
+        self.assertEqual('uefi', self.image['hw_firmware_type'])
+        self.assertNotIn('hw_hide_hypervisor_id', self.image)
+        ops = {op['path']: op['op'] for op in self.glance.patches[0][1]}
+        self.assertEqual('replace', ops['/hw_firmware_type'])
+        self.assertEqual('remove', ops['/hw_hide_hypervisor_id'])
+
+    def test_refused(self):
+        exc = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                                image_cmd.SetImage,
+                                [IMAGE_ID, '--secure-boot', '--no-uefi'])
+        self.assertIn('--secure-boot needs', str(exc))
+        exc = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                                image_cmd.SetImage, ['nope'])
+        self.assertIn('No image with name or ID nope', str(exc))
+        self.assertEqual([], self.glance.patches)
+
+
+class TestShowImage(ImageTestCase):
+    def test_parser(self):
+        cmd = image_cmd.ShowImage(self.make_app(None), None)
+        self.check_parser(cmd, ['img'], [('image', 'img')])
+
+    def test_show(self):
+        self.image.update(hw_machine_type='q35', hw_firmware_type='bios',
+                          hw_hide_hypervisor_id='true')
+        columns, values = self.run_cmd(image_cmd.ShowImage, ['ubuntu-gpu'])
+        shown = dict(zip(columns, values, strict=True))
+        self.assertEqual('q35', shown['hw_machine_type'])
+        self.assertEqual('true', shown['hw_hide_hypervisor_id'])
+        self.assertFalse(shown['gpu_ready'])
+        warnings = list(shown['warnings']._value)
+        self.assertEqual(2, len(warnings))
+        self.assertIn('BIOS firmware', warnings[0])
+        self.assertIn('img_hide_hypervisor_id', warnings[1])

@@ -1,0 +1,410 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``openstack gpu flavor create/list/show/delete``."""
+
+import logging
+
+from osc_lib import exceptions
+from osc_lib.cli import format_columns
+from osc_lib.cli import parseractions
+from osc_lib.command import command
+
+from gpuclient import client as client_mod
+from gpuclient import pools as pools_mod
+from gpuclient import specs
+from gpuclient.i18n import _
+
+LOG = logging.getLogger(__name__)
+
+
+def read_pools(client, required=True):
+    """{name: pool} with the SDK aggregate of each; {} if not allowed.
+
+    Listing aggregates needs admin; reading flavors does not, so a list or
+    show by a non-admin goes on without pools (``required=False``).
+    """
+    try:
+        aggregates = client.compute.aggregates()
+    except client_mod.APIError as exc:
+        if required or exc.status != 403:
+            raise
+        return {}, {}
+    by_id = {getattr(a, 'id', None): a for a in aggregates}
+    return pools_mod.pools_from_aggregates(aggregates), by_id
+
+
+def unknown_pool(name, pools):
+    return exceptions.CommandError(
+        _('No GPU pool named %(pool)s. Known pools: %(known)s (see '
+          '"openstack gpu pool list").')
+        % {'pool': name, 'known': ', '.join(sorted(pools)) or _('none')})
+
+
+def flavor_projects(client, flavor):
+    if flavor.get('os-flavor-access:is_public', True):
+        return []
+    return client.compute.flavor_access(flavor['id'])
+
+
+def _as_request(flavor, projects):
+    return {
+        'vcpus': flavor.get('vcpus'),
+        'ram': flavor.get('ram'),
+        'disk': flavor.get('disk'),
+        'ephemeral': flavor.get('OS-FLV-EXT-DATA:ephemeral', 0),
+        'swap': flavor.get('swap') or 0,
+        'is_public': flavor.get('os-flavor-access:is_public', True),
+        'description': flavor.get('description'),
+        'extra_specs': flavor.get('extra_specs') or {},
+        'projects': projects,
+    }
+
+
+def create(client, name, pool, vcpus, ram, disk, ephemeral=0, swap=0,
+           gpus=1, numa_policy=None, public=True, projects=(),
+           description=None, properties=None):
+    """All-or-nothing ``gpu flavor create``.
+
+    Returns (flavor dict, projects, warnings, created). Everything that
+    can be refused is refused before the first write; after the flavor
+    exists, any failure deletes it again (and undoes the pool aggregate
+    change).
+    """
+    specs.check_sizes(vcpus, ram, disk, ephemeral, swap)
+    if projects and public:
+        raise exceptions.CommandError(
+            _('--project is only allowed with --private.'))
+    pools, aggregates = read_pools(client)
+    if pool not in pools:
+        raise unknown_pool(pool, pools)
+    the_pool = pools[pool]
+    derived = specs.derive(the_pool, gpus=gpus, numa_policy=numa_policy,
+                           properties=properties)
+    warnings = list(derived['warnings'])
+    agg_changes = specs.aggregate_changes(the_pool,
+                                          derived['aggregate_metadata'])
+    project_ids = []
+    for project in projects or ():
+        project_id = client.project_id(project)
+        if project_id not in project_ids:
+            project_ids.append(project_id)
+    wanted = {
+        'vcpus': vcpus, 'ram': ram, 'disk': disk, 'ephemeral': ephemeral,
+        'swap': swap, 'is_public': public, 'description': description,
+        'extra_specs': derived['extra_specs'], 'projects': project_ids,
+    }
+    aggregate = aggregates.get(the_pool['aggregate_id'])
+
+    existing = [f for f in client.compute.flavors() if f.get('name') == name]
+    if existing:
+        flavor = existing[0]
+        have = _as_request(flavor, flavor_projects(client, flavor))
+        differences = specs.flavor_differences(wanted, have)
+        if differences:
+            raise exceptions.CommandError(
+                _('Flavor %(name)s already exists with other settings: '
+                  '%(diff)s. Delete it first (openstack gpu flavor delete '
+                  '%(name)s) or choose another name.')
+                % {'name': name,
+                   'diff': specs.describe_differences(differences)})
+        if agg_changes:
+            client.compute.set_aggregate_metadata(aggregate, agg_changes)
+            warnings.append(
+                _('Set %(meta)s on the aggregate of pool %(pool)s, which '
+                  'the flavor needs.')
+                % {'meta': _format_meta(agg_changes), 'pool': pool})
+        warnings.append(
+            _('Flavor %s already exists with these settings: nothing to '
+              'do.') % name)
+        return flavor, have['projects'], warnings, False
+
+    flavor = client.compute.create_flavor(
+        name=name, vcpus=vcpus, ram=ram, disk=disk,
+        swap=swap, description=description,
+        **{'OS-FLV-EXT-DATA:ephemeral': ephemeral,
+           'os-flavor-access:is_public': public})
+    aggregate_done = False
+    try:
+        flavor['extra_specs'] = client.compute.set_flavor_extra_specs(
+            flavor['id'], derived['extra_specs'])
+        for project_id in project_ids:
+            client.compute.add_flavor_access(flavor['id'], project_id)
+        if agg_changes:
+            client.compute.set_aggregate_metadata(aggregate, agg_changes)
+            aggregate_done = True
+            warnings.append(
+                _('Set %(meta)s on the aggregate of pool %(pool)s: '
+                  'AggregateInstanceExtraSpecsFilter matches the flavor\'s '
+                  'unscoped keys against it.')
+                % {'meta': _format_meta(agg_changes), 'pool': pool})
+    except Exception as exc:
+        undone = _undo(client, flavor, aggregate, agg_changes,
+                       aggregate_done)
+        raise exceptions.CommandError(
+            '%s %s' % (str(exc).rstrip(), undone)) from exc
+    return flavor, project_ids, warnings, True
+
+
+def _format_meta(metadata):
+    return ', '.join('%s=%s' % item for item in sorted(metadata.items()))
+
+
+def _undo(client, flavor, aggregate, agg_changes, aggregate_done):
+    """Delete a half-made flavor; return what to tell the operator."""
+    left = []
+    if aggregate_done:
+        try:
+            client.compute.set_aggregate_metadata(
+                aggregate, {key: None for key in agg_changes})
+        except Exception as exc:  # report, keep undoing
+            LOG.debug('undoing aggregate metadata: %s', exc)
+            left.append(_('remove %(meta)s from aggregate %(agg)s by hand')
+                        % {'meta': _format_meta(agg_changes),
+                           'agg': getattr(aggregate, 'name', '?')})
+    try:
+        client.compute.delete_flavor(flavor['id'])
+    except Exception as exc:
+        LOG.debug('deleting half-made flavor: %s', exc)
+        left.append(_('delete flavor %s by hand (openstack flavor '
+                      'delete)') % flavor['id'])
+    if left:
+        return _('Could not undo everything: %s.') % '; '.join(left)
+    return _('Flavor %s was deleted again: nothing was changed.') % (
+        flavor.get('name'))
+
+
+def show_data(flavor, reading, projects, pools, notes=()):
+    """(columns, values) of one GPU flavor."""
+    extra = flavor.get('extra_specs') or {}
+    pool = reading['pool'] or ', '.join(
+        specs.matching_pools(reading, pools))
+    rows = (
+        ('id', flavor.get('id')),
+        ('name', flavor.get('name')),
+        ('description', flavor.get('description')),
+        ('vcpus', flavor.get('vcpus')),
+        ('ram', flavor.get('ram')),
+        ('disk', flavor.get('disk')),
+        ('ephemeral', flavor.get('OS-FLV-EXT-DATA:ephemeral', 0)),
+        ('swap', flavor.get('swap') or 0),
+        ('is_public', flavor.get('os-flavor-access:is_public', True)),
+        ('projects', format_columns.ListColumn(projects)),
+        ('pool', pool or None),
+        ('mode', reading['mode']),
+        ('gpus', reading['gpus']),
+        ('patterns', format_columns.ListColumn(reading['patterns'])),
+        ('request', format_columns.DictColumn(specs.request_text(reading))),
+        ('numa_policy', reading['numa_policy']),
+        ('group_policy', reading['group_policy']),
+        ('properties', format_columns.DictColumn(extra)),
+        ('notes', format_columns.ListColumn(list(notes))),
+    )
+    return tuple(r[0] for r in rows), tuple(r[1] for r in rows)
+
+
+def find_gpu_flavor(client, name_or_id, pools):
+    flavor = client.compute.find_flavor(name_or_id)
+    reading = specs.read(flavor.get('extra_specs'), pools)
+    return flavor, reading
+
+
+def _add_size_options(parser):
+    for flag, meta, helptext, required in (
+        ('--vcpus', '<vcpus>', _('Number of vCPUs'), True),
+        ('--ram', '<size-mb>', _('Memory size in MB'), True),
+        ('--disk', '<size-gb>', _('Root disk size in GB (0: the image '
+                                  'size, for volume-backed servers)'), True),
+        ('--ephemeral', '<size-gb>', _('Ephemeral disk size in GB '
+                                       '(default 0)'), False),
+        ('--swap', '<size-mb>', _('Swap size in MB (default 0)'), False),
+    ):
+        parser.add_argument(flag, metavar=meta, type=int, required=required,
+                            default=None if required else 0, help=helptext)
+
+
+class CreateFlavor(command.ShowOne):
+    _description = _(
+        'Create a GPU flavor for a pool: the extra specs are derived from '
+        'the pool (steering to its hosts, the GPU request, isolation '
+        'trait), and the flavor, its extra specs and project access are '
+        'created all or nothing')
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('name', metavar='<flavor-name>',
+                            help=_('New flavor name'))
+        parser.add_argument('--pool', metavar='<pool>', required=True,
+                            help=_('GPU pool whose GPUs the flavor asks for '
+                                   '(name)'))
+        parser.add_argument(
+            '--gpus', metavar='<count>', type=int, default=1,
+            help=_('GPUs per instance (default 1). Several vGPUs become one '
+                   'request group each with group_policy=isolate; MIG and '
+                   'bare-metal flavors take 1'))
+        _add_size_options(parser)
+        parser.add_argument(
+            '--numa-policy', metavar='<policy>', choices=specs.NUMA_POLICIES,
+            help=_('PCI NUMA affinity policy of passthrough GPUs (%s; '
+                   'default preferred). Acts only when the instance has a '
+                   'NUMA topology') % ', '.join(specs.NUMA_POLICIES))
+        public = parser.add_mutually_exclusive_group()
+        public.add_argument('--public', dest='public', action='store_true',
+                            default=True,
+                            help=_('Flavor is available to other projects '
+                                   '(default)'))
+        public.add_argument('--private', dest='public',
+                            action='store_false',
+                            help=_('Flavor is not available to other '
+                                   'projects'))
+        parser.add_argument(
+            '--project', metavar='<project>', action='append', default=[],
+            dest='projects',
+            help=_('Allow <project> to use the private flavor (name or ID; '
+                   'repeat option to allow several; needs --private)'))
+        parser.add_argument('--description', metavar='<description>',
+                            help=_('Description of the flavor'))
+        parser.add_argument(
+            '--property', metavar='<key=value>',
+            action=parseractions.KeyValueAction, dest='properties',
+            help=_('Another extra spec to set (repeat option to set '
+                   'several); refused when it contradicts the derived ones '
+                   'or when Nova would reject it'))
+        return parser
+
+    def take_action(self, parsed_args):
+        client = self.app.client_manager.gpu
+        flavor, projects, warnings, _created = create(
+            client, parsed_args.name, parsed_args.pool,
+            vcpus=parsed_args.vcpus, ram=parsed_args.ram,
+            disk=parsed_args.disk, ephemeral=parsed_args.ephemeral,
+            swap=parsed_args.swap, gpus=parsed_args.gpus,
+            numa_policy=parsed_args.numa_policy, public=parsed_args.public,
+            projects=parsed_args.projects,
+            description=parsed_args.description,
+            properties=parsed_args.properties)
+        for warning in warnings:
+            LOG.warning(warning)
+        pools, _aggregates = read_pools(client, required=False)
+        reading = specs.read(flavor.get('extra_specs'), pools)
+        return show_data(flavor, reading, projects, pools)
+
+
+class ListFlavor(command.Lister):
+    _description = _(
+        'List GPU flavors: every flavor whose extra specs ask for GPUs (PCI '
+        'alias, VGPU, GPU resource classes, bare-metal GPU nodes, Cyborg '
+        'device profiles) or steer to a GPU pool, made by gpuclient or '
+        'not')
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('--pool', metavar='<pool>',
+                            help=_('Only flavors of this GPU pool (name)'))
+        parser.add_argument(
+            '--long', action='store_true', default=False,
+            help=_('List additional fields in output (request groups and '
+                   'traits, visibility, projects)'))
+        return parser
+
+    def take_action(self, parsed_args):
+        client = self.app.client_manager.gpu
+        pools, _aggregates = read_pools(client,
+                                        required=bool(parsed_args.pool))
+        if parsed_args.pool and parsed_args.pool not in pools:
+            raise unknown_pool(parsed_args.pool, pools)
+        columns = ('ID', 'Name', 'Pool', 'Mode', 'GPUs', 'VCPUs', 'RAM',
+                   'Disk')
+        if parsed_args.long:
+            columns += ('Request', 'Is Public', 'Projects')
+        rows = []
+        for flavor in sorted(client.compute.flavors(),
+                             key=lambda f: (f.get('name') or '', f['id'])):
+            reading = specs.read(flavor.get('extra_specs'), pools)
+            if not reading['is_gpu']:
+                continue
+            in_pools = ([reading['pool']] if reading['pool']
+                        else specs.matching_pools(reading, pools))
+            if parsed_args.pool and parsed_args.pool not in in_pools:
+                continue
+            row = (flavor['id'], flavor.get('name'),
+                   ', '.join(p for p in in_pools if p) or None,
+                   reading['mode'], reading['gpus'], flavor.get('vcpus'),
+                   flavor.get('ram'), flavor.get('disk'))
+            if parsed_args.long:
+                public = flavor.get('os-flavor-access:is_public', True)
+                row += (
+                    format_columns.DictColumn(specs.request_text(reading)),
+                    public,
+                    format_columns.ListColumn(
+                        flavor_projects(client, flavor)),
+                )
+            rows.append(row)
+        return columns, rows
+
+
+class ShowFlavor(command.ShowOne):
+    _description = _(
+        'Show a GPU flavor and what it asks for, read back from its extra '
+        'specs (pool, mode, GPUs per instance, request groups), with '
+        'anything that would make Nova do something else')
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('flavor', metavar='<flavor>',
+                            help=_('Flavor to display (name or ID)'))
+        return parser
+
+    def take_action(self, parsed_args):
+        client = self.app.client_manager.gpu
+        pools, _aggregates = read_pools(client, required=False)
+        flavor, reading = find_gpu_flavor(client, parsed_args.flavor, pools)
+        if not reading['is_gpu']:
+            raise exceptions.CommandError(
+                _('Flavor %s is not a GPU flavor: its extra specs ask for '
+                  'no GPU and steer to no GPU pool. Use "openstack flavor '
+                  'show".') % parsed_args.flavor)
+        notes = specs.problems(flavor.get('extra_specs'), reading, pools)
+        return show_data(flavor, reading, flavor_projects(client, flavor),
+                         pools, notes)
+
+
+class DeleteFlavor(command.Command):
+    _description = _('Delete GPU flavor(s); other flavors are refused')
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('flavors', metavar='<flavor>', nargs='+',
+                            help=_('GPU flavor(s) to delete (name or ID)'))
+        return parser
+
+    def take_action(self, parsed_args):
+        client = self.app.client_manager.gpu
+        pools, _aggregates = read_pools(client, required=False)
+        failed = 0
+        for name in parsed_args.flavors:
+            try:
+                flavor, reading = find_gpu_flavor(client, name, pools)
+                if not reading['is_gpu']:
+                    raise exceptions.CommandError(
+                        _('it is not a GPU flavor (use "openstack flavor '
+                          'delete")'))
+                client.compute.delete_flavor(flavor['id'])
+            except exceptions.CommandError as exc:
+                failed += 1
+                LOG.error(_('Failed to delete flavor with name or ID '
+                            '%(flavor)s: %(error)s'),
+                          {'flavor': name, 'error': exc})
+        if failed:
+            raise exceptions.CommandError(
+                _('%(failed)d of %(total)d flavors failed to delete.')
+                % {'failed': failed, 'total': len(parsed_args.flavors)})
