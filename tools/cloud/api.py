@@ -121,7 +121,8 @@ def _one(items):
     return items[0] if items else None
 
 
-def register(session, demo_project, demo_user, password):
+def register(session, demo_project, demo_user, password,
+             operator_user=None):
     """Service users, services, endpoints, and the demo project and user.
 
     Idempotent (safe to run again on a registered Keystone).
@@ -179,6 +180,14 @@ def register(session, demo_project, demo_user, password):
     demo = project(demo_project)
     member = user(demo_user, demo['id'])
     grant(demo['id'], member['id'], 'member')
+    if operator_user:
+        # admin, but Nova's policy override denies it flavor extra specs
+        if find('roles', 'roles', 'no_extra_specs') is None:
+            session.post(idn, '/roles', {'role': {'name': 'no_extra_specs'}})
+        admin = project('admin')
+        operator = user(operator_user, admin['id'])
+        for role in ('admin', 'no_extra_specs'):
+            grant(admin['id'], operator['id'], role)
 
 
 def upload_image(session, name, data):

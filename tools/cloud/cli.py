@@ -37,6 +37,9 @@ PASSWORD = 'secret'
 DB_USER = 'gpuclient'
 DEMO_PROJECT = 'gpuclient-demo'
 DEMO_USER = 'gpuclient-demo'
+# admin + no_extra_specs: Nova's policy (etc/nova-policy.yaml) denies it
+# flavor extra specs, for fault-injection tests
+OPERATOR_USER = 'gpuclient-flavor-operator'
 IMAGE = 'gpuclient-tiny'
 RABBIT = '/usr/lib/rabbitmq/bin'
 # port -> what listens there (all on 127.0.0.1)
@@ -465,6 +468,17 @@ clouds:
     region_name: RegionOne
     identity_api_version: 3
     interface: public
+  gpuclient-flavor-operator:
+    auth:
+      auth_url: http://127.0.0.1:5000/v3
+      username: {operator_user}
+      password: {password}
+      project_name: admin
+      user_domain_name: Default
+      project_domain_name: Default
+    region_name: RegionOne
+    identity_api_version: 3
+    interface: public
   gpuclient-member:
     auth:
       auth_url: http://127.0.0.1:5000/v3
@@ -501,6 +515,8 @@ def _write_config():
                 os.path.join(etc, 'nova', 'nova-compute-%s.conf' % h.name),
                 host=h.name, driver=h.driver, extra=h.extra_conf)
     shutil.copy(os.path.join(CLOUD_DIR, 'etc', 'rabbitmq.conf'), etc)
+    shutil.copy(os.path.join(CLOUD_DIR, 'etc', 'nova-policy.yaml'),
+                os.path.join(etc, 'nova', 'policy.yaml'))
     shutil.copy(os.path.join(VENV, 'etc', 'nova', 'api-paste.ini'),
                 os.path.join(etc, 'nova'))
     shutil.copy(os.path.join(VENV, 'etc', 'glance', 'glance-api-paste.ini'),
@@ -509,7 +525,8 @@ def _write_config():
         f.write('[].\n')
     with open(os.path.join(STATE, 'clouds.yaml'), 'w') as f:
         f.write(CLOUDS_YAML.format(password=PASSWORD, demo_user=DEMO_USER,
-                                   demo_project=DEMO_PROJECT))
+                                   demo_project=DEMO_PROJECT,
+                                   operator_user=OPERATOR_USER))
 
 
 # ---------------------------------------------------------------- start-up
@@ -745,7 +762,8 @@ def start(timeline):
     _start_wsgi('keystone')
     _wait('keystone', _http_up(api.KEYSTONE), 120)
     session = api.Session()
-    api.register(session, DEMO_PROJECT, DEMO_USER, PASSWORD)
+    api.register(session, DEMO_PROJECT, DEMO_USER, PASSWORD,
+                 OPERATOR_USER)
     timeline('keystone up; services, endpoints, project %s and user %s '
              'registered' % (DEMO_PROJECT, DEMO_USER))
     glance.result()
