@@ -119,17 +119,22 @@ def main():
                      [os.path.join(ROOT, 'tools', 'testcloud'),
                       'seed-hosts', str(args.hosts)], check=True)
         print('seeded in %.1f s' % t)
-    gpu = client.GpuClient(
-        conn.session, conn,
-        region_name=conn.config.get_region_name('placement'),
-        interface=conn.config.get_interface('placement'),
-    )
+    def new_client():
+        # a fresh client layer per run, as each `openstack` process has;
+        # the Placement version, read once per process, stays known
+        return client.GpuClient(
+            conn.session, conn,
+            region_name=conn.config.get_region_name('placement'),
+            interface=conn.config.get_interface('placement'),
+        )
+
     counter = Counter(conn.session)
-    # warm up: token, catalog, microversion negotiation, caches
-    host.collect(gpu, unmapped=True)
+    # warm up: token, catalog, microversion negotiation
+    host.collect(new_client(), unmapped=True)
 
     times, requests = [], []
     for _ in range(args.runs):
+        gpu = new_client()
         counter.count = 0
         t, (rows, notes) = timed(host.collect, gpu, unmapped=True)
         times.append(t)
