@@ -310,43 +310,40 @@ class UnsetPool(command.ShowOne):
         return pool_item(pool)
 
 
-class AddHostPool(command.ShowOne):
+class _HostsCommand(command.ShowOne):
+    """pool add host / remove host: POOL HOST [HOST ...]."""
+
+    hosts_help = None
+    operation = None
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        _add_pool_arg(parser)
+        parser.add_argument('hosts', metavar='<host>', nargs='+',
+                            help=self.hosts_help)
+        return parser
+
+    def take_action(self, parsed_args):
+        pool = type(self).operation(self.app.client_manager.gpu,
+                                    parsed_args.pool, parsed_args.hosts)
+        return pool_item(pool)
+
+
+class AddHostPool(_HostsCommand):
     _description = _(
         'Add compute hosts to a GPU pool: aggregate membership, isolation '
         'trait and vGPU type traits, host by host')
-
-    def get_parser(self, prog_name):
-        parser = super().get_parser(prog_name)
-        _add_pool_arg(parser)
-        parser.add_argument(
-            'hosts', metavar='<host>', nargs='+',
-            help=_('Compute host(s) to add, as "openstack compute service '
-                   'list" names them'))
-        return parser
-
-    def take_action(self, parsed_args):
-        pool = pool_ops.add_hosts(self.app.client_manager.gpu,
-                                  parsed_args.pool, parsed_args.hosts)
-        return pool_item(pool)
+    hosts_help = _('Compute host(s) to add, as "openstack compute service '
+                   'list" names them')
+    operation = pool_ops.add_hosts
 
 
-class RemoveHostPool(command.ShowOne):
+class RemoveHostPool(_HostsCommand):
     _description = _(
         'Remove compute hosts from a GPU pool, taking off only the traits '
         'this pool put there')
-
-    def get_parser(self, prog_name):
-        parser = super().get_parser(prog_name)
-        _add_pool_arg(parser)
-        parser.add_argument(
-            'hosts', metavar='<host>', nargs='+',
-            help=_('Compute host(s) to remove'))
-        return parser
-
-    def take_action(self, parsed_args):
-        pool = pool_ops.remove_hosts(self.app.client_manager.gpu,
-                                     parsed_args.pool, parsed_args.hosts)
-        return pool_item(pool)
+    hosts_help = _('Compute host(s) to remove')
+    operation = pool_ops.remove_hosts
 
 
 class DeletePool(command.Command):
