@@ -44,9 +44,9 @@ from gpuclient import specs
 try:
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
-        import nova.conf
         from nova import context as nova_context
         from nova import objects
+        import nova.conf
         from nova.pci import request as pci_request
         from nova.scheduler import request_filter
         from nova.scheduler import utils as sched_utils

@@ -1,0 +1,277 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""gpuclient.request: the translation, table-driven, on plain dicts.
+
+The expected queries are the ones Nova 34 sends (checked by
+test_request_nova against Nova's own code where Nova is importable).
+"""
+
+from osc_lib import exceptions
+
+from gpuclient import pools as pools_mod
+from gpuclient import request
+from gpuclient import specs
+from gpuclient.tests.unit import base
+
+ROOT = ('root_required', 'OWNER_NOVA,!COMPUTE_STATUS_DISABLED')
+LIMIT = ('limit', '1000')
+SIZE = 'DISK_GB:20,MEMORY_MB:8192,VCPU:4'
+PCI = 'CUSTOM_PCI_10DE_2331'
+
+
+def flavor(vcpus=4, ram=8192, disk=20, ephemeral=0, swap=0, **extra):
+    return {'vcpus': vcpus, 'ram': ram, 'disk': disk,
+            'OS-FLV-EXT-DATA:ephemeral': ephemeral, 'swap': swap,
+            'extra_specs': extra}
+
+
+def pool(name, mode, isolate=False, projects=(), **kwargs):
+    spec = pools_mod.build_spec(name, mode, isolate=isolate,
+                                projects=projects, **kwargs)
+    aggregate = {'name': name, 'id': 7, 'uuid': 'uuid-' + name,
+                 'hosts': ['host-' + name], 'availability_zone': None,
+                 'metadata': pools_mod.metadata_for(spec)}
+    return pools_mod.pool_from_aggregate(aggregate), aggregate
+
+
+PT, PT_AGG = pool('solver', 'passthrough', isolate=True, alias='h100',
+                  pci_id='10de:2331')
+VG, VG_AGG = pool('render', 'vgpu', vgpu_type='nvidia-35',
+                  projects=['p1'])
+MIG, MIG_AGG = pool('slices', 'mig', isolate=True, mig_profile='3g.40gb')
+BM, BM_AGG = pool('metal', 'baremetal', resource_class='baremetal.gpu-h100')
+POOLS = {p['name']: p for p in (PT, VG, MIG, BM)}
+AGGS = [PT_AGG, VG_AGG, MIG_AGG, BM_AGG]
+SEED_H100 = flavor(**{'pci_passthrough:alias': 'h100:1',
+                      'aggregate_instance_extra_specs:gpu': 'true',
+                      'hw:pci_numa_affinity_policy': 'preferred'})
+SEED_VGPU = flavor(**{'resources:VGPU': '1',
+                      'aggregate_instance_extra_specs:gpu': 'true'})
+
+
+def derived(the_pool, gpus=1, **sizes):
+    return flavor(**sizes, **specs.derive(the_pool, gpus=gpus)[
+        'extra_specs'])
+
+
+def pci(n, alias='h100'):
+    suffix = 'pci-%s-%d' % (alias, n)
+    return [('required' + suffix, 'OWNER_NOVA'),
+            ('resources' + suffix, PCI + ':1')]
+
+
+# (name, flavor, image, build kwargs, expected params without limit/root)
+CASES = [
+    ('seed g1.h100.1', SEED_H100, {}, {},
+     pci(0) + [('resources', SIZE)]),
+    ('seed g1.vgpu.1', SEED_VGPU, {}, {},
+     [('resources', SIZE + ',VGPU:1')]),
+    ('seed h100 next to isolated pools', SEED_H100, {},
+     {'aggregates': AGGS},
+     [('member_of', '!in:uuid-slices,uuid-solver')] + pci(0)
+     + [('resources', SIZE)]),
+    ('passthrough pool', derived(PT), {}, {'aggregates': AGGS},
+     [('member_of', '!in:uuid-slices'), ('required', 'CUSTOM_GPU_POOL_SOLVER')]
+     + pci(0) + [('resources', SIZE)]),
+    ('passthrough pool, 2 GPUs: group_policy none', derived(PT, gpus=2), {},
+     {'aggregates': AGGS},
+     [('group_policy', 'none'), ('member_of', '!in:uuid-slices'),
+      ('required', 'CUSTOM_GPU_POOL_SOLVER')] + pci(0) + pci(1)
+     + [('resources', SIZE)]),
+    ('vgpu pool', derived(VG), {}, {'aggregates': AGGS},
+     [('member_of', '!in:uuid-slices,uuid-solver'),
+      ('required', 'CUSTOM_NVIDIA_35'), ('resources', SIZE + ',VGPU:1')]),
+    ('vgpu pool, 2 vGPUs: granular', derived(VG, gpus=2), {},
+     {'aggregates': AGGS},
+     [('group_policy', 'isolate'),
+      ('member_of', '!in:uuid-slices,uuid-solver'),
+      ('required1', 'CUSTOM_NVIDIA_35'), ('required2', 'CUSTOM_NVIDIA_35'),
+      ('resources', SIZE), ('resources1', 'VGPU:1'),
+      ('resources2', 'VGPU:1')]),
+    ('mig pool', derived(MIG), {}, {'aggregates': AGGS},
+     [('member_of', '!in:uuid-solver'),
+      ('required', 'CUSTOM_GPU_POOL_SLICES,CUSTOM_MIG_3G_40GB'),
+      ('resources', SIZE + ',VGPU:1')]),
+    ('baremetal pool: sizes zeroed', derived(BM, vcpus=8), {},
+     {'aggregates': AGGS},
+     [('member_of', '!in:uuid-slices,uuid-solver'),
+      ('resources', 'CUSTOM_BAREMETAL_GPU_H100:1')]),
+    ('PCPU', flavor(**{'hw:cpu_policy': 'dedicated'}), {}, {},
+     [('resources', 'DISK_GB:20,MEMORY_MB:8192,PCPU:4')]),
+    ('boot from volume: no root disk', flavor(ephemeral=5, swap=1025), {},
+     {'boot_from_volume': True},
+     [('resources', 'DISK_GB:7,MEMORY_MB:8192,VCPU:4')]),
+    ('swap rounded up to GB', flavor(ephemeral=5, swap=1025), {}, {},
+     [('resources', 'DISK_GB:27,MEMORY_MB:8192,VCPU:4')]),
+    ('image traits let a flavor into an isolated pool', SEED_VGPU,
+     {'trait:CUSTOM_GPU_POOL_SOLVER': 'required', 'hw_disk_bus': 'scsi'},
+     {'aggregates': AGGS},
+     [('member_of', '!in:uuid-slices'),
+      ('required', 'CUSTOM_GPU_POOL_SOLVER'),
+      ('resources', SIZE + ',VGPU:1')]),
+    ('secure boot from the image', flavor(),
+     {'os_secure_boot': 'required', 'hw_firmware_type': 'uefi'}, {},
+     [('required', 'COMPUTE_SECURITY_UEFI_SECURE_BOOT'),
+      ('resources', SIZE)]),
+    ('socket NUMA policy', flavor(**{
+        'pci_passthrough:alias': 'h100:1',
+        'hw:pci_numa_affinity_policy': 'socket'}), {}, {},
+     pci(0) + [('required', 'COMPUTE_SOCKET_PCI_NUMA_AFFINITY'),
+               ('resources', SIZE)]),
+    ('availability zone', SEED_VGPU, {},
+     {'aggregates': [{'name': 'z', 'uuid': 'uuid-z', 'hosts': [],
+                      'metadata': {'availability_zone': 'az1'}}],
+      'zone': 'az1'},
+     [('member_of', 'in:uuid-z'), ('resources', SIZE + ',VGPU:1')]),
+]
+
+
+class TestBuild(base.TestCase):
+    def setUp(self):
+        super().setUp()
+        self.settings = request.load_settings()
+
+    def test_cases(self):
+        for name, the_flavor, image, kwargs, expected in CASES:
+            query = request.build(the_flavor, image, self.settings,
+                                  pools=POOLS, **kwargs)
+            want = sorted(expected + [LIMIT, ROOT])
+            self.assertEqual(want, request.query_params(query), name)
+
+    def test_querystring_is_urlencoded_and_sorted(self):
+        query = request.build(SEED_VGPU, {}, self.settings)
+        self.assertEqual(
+            'limit=1000&resources=DISK_GB%3A20%2CMEMORY_MB%3A8192%2CVCPU%3A4'
+            '%2CVGPU%3A1&root_required=OWNER_NOVA%2C%21COMPUTE_STATUS_'
+            'DISABLED', request.querystring(query))
+
+    def test_isolated_aggregates_named(self):
+        query = request.build(SEED_VGPU, {}, self.settings, aggregates=AGGS)
+        self.assertEqual(
+            [('slices', ['CUSTOM_GPU_POOL_SLICES']),
+             ('solver', ['CUSTOM_GPU_POOL_SOLVER'])],
+            sorted((a['aggregate'], a['traits'])
+                   for a in query['isolated']))
+
+    def test_isolation_off(self):
+        settings = request.load_settings(
+            overrides={'enable_isolated_aggregate_filtering': 'false'})
+        query = request.build(SEED_VGPU, {}, settings, aggregates=AGGS)
+        self.assertNotIn('member_of', dict(request.query_params(query)))
+
+    def test_unknown_alias_says_what_to_do(self):
+        exc = self.assertRaises(
+            exceptions.CommandError, request.build,
+            flavor(**{'pci_passthrough:alias': 'a100:1'}), {}, self.settings)
+        self.assertIn('--alias-map a100=VENDOR:PRODUCT', str(exc))
+
+    def test_alias_map_option_beats_pool(self):
+        settings = request.load_settings(alias_maps=['h100=CUSTOM_H100'])
+        query = request.build(SEED_H100, {}, settings, pools=POOLS)
+        self.assertEqual({'CUSTOM_H100': 1},
+                         query['groups']['pci-h100-0']['resources'])
+
+    def test_pci_not_in_placement(self):
+        settings = request.load_settings(
+            overrides={'pci_in_placement': 'no'})
+        query = request.build(SEED_H100, {}, settings)
+        self.assertEqual([''], list(query['groups']))
+        self.assertIn('pci_in_placement', query['not_covered'][0])
+
+    def test_config_file(self):
+        conf = ('[scheduler]\nmax_placement_results = 5\n'
+                'enable_isolated_aggregate_filtering = False\n'
+                '[filter_scheduler]\nenabled_filters = ComputeFilter\n'
+                '[pci]\nalias = {"name": "a", "vendor_id": "10de", '
+                '"product_id": "20b5"}\n'
+                'alias = {"name": "b", "resource_class": "gpu_b", '
+                '"traits": "fast,CUSTOM_X"}\n')
+        settings = request.load_settings(conf)
+        self.assertEqual(5, settings['max_placement_results'])
+        self.assertFalse(settings['enable_isolated_aggregate_filtering'])
+        self.assertEqual(('ComputeFilter',), settings['enabled_filters'])
+        self.assertEqual('CUSTOM_PCI_10DE_20B5',
+                         settings['aliases']['a']['resource_class'])
+        self.assertEqual({'resource_class': 'CUSTOM_GPU_B',
+                          'traits': {'CUSTOM_FAST', 'CUSTOM_X'},
+                          'source': 'config'}, settings['aliases']['b'])
+        self.assertEqual('config', settings['sources']['pci_in_placement']
+                         .replace('default', 'config'))
+
+    def test_bad_settings(self):
+        self.assertRaises(exceptions.CommandError, request.load_settings,
+                          overrides={'nope': '1'})
+        self.assertRaises(exceptions.CommandError, request.load_settings,
+                          overrides={'max_placement_results': '0'})
+        self.assertRaises(exceptions.CommandError, request.load_settings,
+                          alias_maps=['h100'])
+
+    def test_tenant_aggregates_required(self):
+        settings = request.load_settings(overrides={
+            'limit_tenants_to_placement_aggregate': 'true',
+            'placement_aggregate_required_for_tenants': 'true'})
+        query = request.build(SEED_VGPU, {}, settings, aggregates=AGGS,
+                              project_id='p1')
+        self.assertIn(('member_of', 'in:uuid-render'),
+                      request.query_params(query))
+        self.assertRaises(exceptions.CommandError, request.build,
+                          SEED_VGPU, {}, settings, aggregates=AGGS,
+                          project_id='p2')
+
+    def test_flavor_image_conflict(self):
+        self.assertRaises(
+            exceptions.CommandError, request.build,
+            flavor(**{'os:secure_boot': 'required'}),
+            {'os_secure_boot': 'disabled'}, self.settings)
+
+    def test_notes_for_what_nova_ignores(self):
+        query = request.build(flavor(**{
+            'resources:NOT_A_CLASS': '1', 'resources:VGPU': '-1',
+            'trait:X': 'preferred', 'group_policy': 'sometimes'}), {},
+            self.settings)
+        self.assertEqual(4, len(query['notes']))
+
+
+class TestFromResources(base.TestCase):
+    def test_per_device_classes_expand(self):
+        query = request.from_resources(
+            [(PCI, 2), ('VCPU', 1), ('CUSTOM_BAREMETAL_GPU_H100', 1)],
+            required=['CUSTOM_X', '!CUSTOM_Y'])
+        params = request.query_params(query)
+        self.assertIn(('group_policy', 'none'), params)
+        self.assertIn(('resources', 'CUSTOM_BAREMETAL_GPU_H100:1,VCPU:1'),
+                      params)
+        self.assertIn(('required', 'CUSTOM_X,!CUSTOM_Y'), params)
+        numbered = [v for k, v in params
+                    if k.startswith('resourcesdev-')]
+        self.assertEqual([PCI + ':1', PCI + ':1'], numbered)
+        self.assertEqual([PCI, 'CUSTOM_BAREMETAL_GPU_H100'],
+                         request.gpu_classes(query))
+
+    def test_vgpu_one_device(self):
+        query = request.from_resources([('VGPU', 1)])
+        self.assertEqual(
+            [LIMIT, ('resourcesdev-vgpu-0', 'VGPU:1'), ROOT],
+            request.query_params(query))
+
+    def test_pool_class_is_per_device(self):
+        pools = {'p': {'name': 'p', 'mode': 'vgpu',
+                       'resource_class': 'CUSTOM_NVIDIA_35'}}
+        self.assertTrue(request.is_per_device('CUSTOM_NVIDIA_35', pools))
+        self.assertFalse(request.is_per_device('CUSTOM_BAREMETAL_X', pools))
+
+
+class TestCpuSpec(base.TestCase):
+    def test_parse(self):
+        self.assertEqual({0, 1, 3}, request.parse_cpu_spec('0-3,^2'))
+        self.assertEqual({2, 3}, request.parse_cpu_spec('0-3,^0-1'))
