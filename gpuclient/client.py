@@ -409,6 +409,25 @@ class Placement:
         )
         return self.get('/allocation_candidates', version, what, query)
 
+    # -- gpu candidates ------------------------------------------------------
+
+    def candidates_query(self, params, version=PLACEMENT_NOVA_VERSION,
+                         what=None):
+        """GET /allocation_candidates with a query given as (key, value)
+        pairs, sent in that order (the query Nova's scheduler builds)."""
+        what = what or _('Asking Placement for allocation candidates')
+        return self.get('/allocation_candidates', version, what,
+                        list(params))
+
+    def provider_allocations(self, uuid):
+        """{consumer uuid: {class: amount}} allocated from one provider."""
+        what = _('Reading allocations of resource provider %s') % uuid
+        data = self.get('/resource_providers/%s/allocations' % uuid,
+                        (1, 0), what) or {}
+        return {consumer: dict(item.get('resources') or {})
+                for consumer, item in (data.get('allocations')
+                                       or {}).items()}
+
     def provider_detail(self, uuid, with_traits=False):
         """Inventories, usages (and traits) of one provider, as a summary.
 
@@ -851,6 +870,11 @@ class GpuClient:
         if getattr(self, '_image', None) is None:
             self._image = Image(self._conn.image)
         return self._image
+
+    def current_project_id(self):
+        """The project the command runs in (its token's scope)."""
+        with translate_errors('Keystone', _('Reading the current project')):
+            return self._session.get_project_id()
 
     def project_id(self, name_or_id):
         """A Keystone project id from a name or id."""

@@ -1,0 +1,638 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Pure: what Placement's answer means per host, and why hosts are out.
+
+* ``candidate_rows``: one row per host from a ``GET /allocation_candidates``
+  answer (microversion >= 1.34: ``mappings``; provider summaries of whole
+  trees).
+* ``post_filters``: the scheduler filters Nova runs after Placement that the
+  API lets a client judge (ComputeFilter on services,
+  AggregateInstanceExtraSpecsFilter, AggregateMultiTenancyIsolation), the
+  way Nova 34 runs them; ``NOT_CHECKED`` names the others.
+* ``requirements``: the parts of a request that can be dropped one at a
+  time (bounded), each with its relaxed request; ``why_not``: which
+  requirement eliminated which host, in operator terms, from the answers
+  to those relaxed queries and the provider summaries they carry.
+"""
+
+from gpuclient import request as request_mod
+from gpuclient.i18n import _
+
+AGGREGATE_SCOPE = 'aggregate_instance_extra_specs'
+MAX_RELAXED = 8  # relaxed queries at most
+MAX_DETAIL_HOSTS = 4  # hosts whose trees may be read provider by provider
+MAX_ALLOCATION_READS = 16  # providers whose allocations may be read
+MAX_SERVERS_SHOWN = 8
+
+# enabled_filters this module judges, and those it cannot (with why)
+CHECKED_FILTERS = ('ComputeFilter', 'AggregateInstanceExtraSpecsFilter',
+                   'AggregateMultiTenancyIsolation')
+NOT_CHECKED = {
+    'NUMATopologyFilter': _('NUMA fit of CPUs, memory and PCI devices '
+                            '(hw:pci_numa_affinity_policy) on the host'),
+    'PciPassthroughFilter': _('the PCI device pools the compute host '
+                              'reports to Nova (NUMA, device type)'),
+    'ComputeCapabilitiesFilter': _('capabilities: extra specs against '
+                                   'the hypervisor details'),
+    'ImagePropertiesFilter': _('image architecture, hypervisor type and '
+                               'version against the host'),
+    'ServerGroupAffinityFilter': _('server group affinity (no group given)'),
+    'ServerGroupAntiAffinityFilter': _('server group anti-affinity (no '
+                                       'group given)'),
+}
+
+
+def _get(obj, key, default=None):
+    if isinstance(obj, dict):
+        return obj.get(key, default)
+    return getattr(obj, key, default)
+
+
+# -- hosts and trees ----------------------------------------------------------
+
+def root_hosts(hypervisors):
+    """{root provider uuid: Nova host} (compute API >= 2.53)."""
+    found = {}
+    for hv in hypervisors:
+        service = hv.get('service') or {}
+        found[hv['id']] = service.get('host') or hv.get(
+            'hypervisor_hostname')
+    return found
+
+
+class Trees:
+    """Provider summaries gathered from every answer (and slow reads)."""
+
+    def __init__(self):
+        self.providers = {}  # uuid -> summary + name, parent, root
+
+    def add_answer(self, answer):
+        for uuid, summary in ((answer or {}).get('provider_summaries')
+                              or {}).items():
+            self.add(uuid, summary)
+
+    def add(self, uuid, summary, name=None):
+        entry = self.providers.setdefault(uuid, {'name': name or uuid})
+        if name:
+            entry['name'] = name
+        entry['resources'] = dict(summary.get('resources') or {})
+        entry['traits'] = set(summary.get('traits') or ())
+        entry['parent'] = summary.get('parent_provider_uuid')
+        entry['root'] = summary.get('root_provider_uuid') or uuid
+
+    def name_providers(self, providers):
+        for rp in providers:
+            if rp['uuid'] in self.providers:
+                self.providers[rp['uuid']]['name'] = rp.get('name') or (
+                    rp['uuid'])
+
+    def known_roots(self):
+        return {p['root'] for p in self.providers.values()}
+
+    def tree(self, root):
+        return {u: p for u, p in self.providers.items() if p['root'] == root}
+
+    def name(self, uuid):
+        return self.providers.get(uuid, {}).get('name', uuid)
+
+    def free(self, uuid, rc):
+        item = self.providers.get(uuid, {}).get('resources', {}).get(rc)
+        if not item:
+            return 0
+        return item['capacity'] - item['used']
+
+
+def _gpu_traits(group, root_traits):
+    """Traits a GPU provider itself must have for ``group``."""
+    return {t for t in group['required']
+            if t not in root_traits and t != request_mod.OWNER_NOVA}
+
+
+def gpu_devices(trees, root, rc, traits=()):
+    """[(uuid, capacity, used)] of providers in a tree offering ``rc``."""
+    found = []
+    for uuid, provider in sorted(trees.tree(root).items()):
+        item = provider['resources'].get(rc)
+        if item and set(traits) <= provider['traits']:
+            found.append((uuid, item['capacity'], item['used']))
+    return found
+
+
+def candidate_rows(answer, request, hypervisors, trees, pools_by_host=None):
+    """One row per host that Placement offered.
+
+    A row: host, pools, roots (node names), candidates (allocation
+    requests), gpu_providers ({group: [provider names]}), gpus_free,
+    gpus_total, free ({VCPU, MEMORY_MB, DISK_GB, PCPU}: free units on the
+    roots).
+    """
+    pools_by_host = pools_by_host or {}
+    hosts = root_hosts(hypervisors)
+    gpu_classes = set(request_mod.gpu_classes(request))
+    suffix_label = {s: s or _('(unnumbered)') for s in request['groups']}
+    rows = {}
+    for candidate in (answer or {}).get('allocation_requests') or []:
+        allocations = candidate.get('allocations') or {}
+        roots = {trees.providers.get(u, {}).get('root', u)
+                 for u in allocations}
+        for root in roots:
+            host = hosts.get(root) or trees.name(root)
+            row = rows.setdefault(host, {
+                'host': host, 'mapped': root in hosts,
+                'pools': pools_by_host.get(host, []), 'roots': set(),
+                'candidates': 0, 'gpu_providers': {}})
+            row['roots'].add(root)
+            row['candidates'] += 1
+        by_rp = {}
+        for suffix, uuids in (candidate.get('mappings') or {}).items():
+            for uuid in uuids:
+                by_rp.setdefault(uuid, []).append(suffix)
+        for uuid, alloc in allocations.items():
+            if not gpu_classes & set(alloc.get('resources') or {}):
+                continue
+            root = trees.providers.get(uuid, {}).get('root', uuid)
+            host = hosts.get(root) or trees.name(root)
+            for suffix in by_rp.get(uuid, ['']):
+                label = suffix_label.get(suffix, suffix)
+                names = rows[host]['gpu_providers'].setdefault(label, [])
+                if trees.name(uuid) not in names:
+                    names.append(trees.name(uuid))
+    for row in rows.values():
+        root_traits = set()
+        for root in row['roots']:
+            root_traits |= trees.providers.get(root, {}).get('traits', set())
+        free = total = 0
+        seen = set()
+        for group in request['groups'].values():
+            if not group['gpu']:
+                continue
+            for rc in group['resources']:
+                if rc not in gpu_classes:
+                    continue
+                for root in row['roots']:
+                    for uuid, cap, used in gpu_devices(
+                            trees, root, rc, _gpu_traits(group, root_traits)):
+                        if (uuid, rc) not in seen:
+                            seen.add((uuid, rc))
+                            free += cap - used
+                            total += cap
+        row['gpus_free'], row['gpus_total'] = free, total
+        row['free'] = {}
+        for rc in ('VCPU', 'PCPU', 'MEMORY_MB', 'DISK_GB'):
+            amount = sum(trees.free(root, rc) for root in row['roots'])
+            has = any(rc in trees.providers.get(root, {}).get(
+                'resources', {}) for root in row['roots'])
+            if has or rc != 'PCPU':
+                row['free'][rc] = amount
+        row['roots'] = sorted(trees.name(r) for r in row['roots'])
+        for names in row['gpu_providers'].values():
+            names.sort()
+    return [rows[h] for h in sorted(rows)]
+
+
+# -- filters after Placement --------------------------------------------------
+
+def extra_specs_match(value, req):
+    """nova.scheduler.filters.extra_specs_ops.match, for one value."""
+    words = req.split()
+    op = words.pop(0) if words else None
+    methods = {
+        '=': lambda x, y: float(x) >= float(y),
+        '<in>': lambda x, y: y in x,
+        '<all-in>': lambda x, y: all(v in x for v in y),
+        '==': lambda x, y: float(x) == float(y),
+        '!=': lambda x, y: float(x) != float(y),
+        '>=': lambda x, y: float(x) >= float(y),
+        '<=': lambda x, y: float(x) <= float(y),
+        's==': lambda x, y: x == y, 's!=': lambda x, y: x != y,
+        's<': lambda x, y: x < y, 's<=': lambda x, y: x <= y,
+        's>': lambda x, y: x > y, 's>=': lambda x, y: x >= y,
+    }
+    method = methods.get(op)
+    if op != '<or>' and not method:
+        return value == req
+    if value is None:
+        return False
+    if op == '<or>':
+        while words:
+            if words.pop(0) == value:
+                return True
+            if not words:
+                break
+            words.pop(0)
+        return False
+    if not words:
+        return False
+    try:
+        if op == '<all-in>':
+            return method(value, words)
+        return method(value, words[0])
+    except ValueError:
+        return False
+
+
+def host_metadata(aggregates, host):
+    """Nova's aggregate_metadata_get_by_host: {key: set of values}."""
+    metadata = {}
+    for aggregate in aggregates:
+        if host not in (_get(aggregate, 'hosts') or []):
+            continue
+        for key, value in (_get(aggregate, 'metadata') or {}).items():
+            metadata.setdefault(key, set()).update(
+                v.strip() for v in str(value).split(','))
+    return metadata
+
+
+def extra_specs_reasons(extra_specs, metadata):
+    """AggregateInstanceExtraSpecsFilter: why a host fails, or []."""
+    reasons = []
+    for key, req in sorted((extra_specs or {}).items()):
+        scope = key.split(':', 1)
+        if len(scope) > 1:
+            if scope[0] != AGGREGATE_SCOPE:
+                continue
+            del scope[0]
+        meta_key = scope[0]
+        values = metadata.get(meta_key)
+        if not values:
+            reasons.append({'filter': 'AggregateInstanceExtraSpecsFilter',
+                            'key': key, 'value': req, 'have': None})
+            continue
+        if not any(extra_specs_match(v, str(req)) for v in values):
+            reasons.append({'filter': 'AggregateInstanceExtraSpecsFilter',
+                            'key': key, 'value': req,
+                            'have': ','.join(sorted(values))})
+    return reasons
+
+
+def post_filters(hosts, extra_specs, aggregates, services, project_id,
+                 enabled_filters, pools=None):
+    """{host: [reason dicts]} for hosts the judged filters remove."""
+    enabled = set(enabled_filters or ())
+    by_host = {s['host']: s for s in services or ()}
+    pools = pools or {}
+    out = {}
+    for host in hosts:
+        reasons = []
+        service = by_host.get(host)
+        if 'ComputeFilter' in enabled and service is not None:
+            if service.get('status') == 'disabled':
+                reasons.append({'filter': 'ComputeFilter',
+                                'why': 'disabled'})
+            elif service.get('state') == 'down':
+                reasons.append({'filter': 'ComputeFilter', 'why': 'down'})
+        metadata = host_metadata(aggregates, host)
+        if 'AggregateInstanceExtraSpecsFilter' in enabled:
+            reasons += extra_specs_reasons(extra_specs, metadata)
+        if 'AggregateMultiTenancyIsolation' in enabled and metadata:
+            tenants = set()
+            for key, values in metadata.items():
+                if key.startswith('filter_tenant_id'):
+                    tenants |= values
+            if tenants and project_id not in tenants:
+                reasons.append({
+                    'filter': 'AggregateMultiTenancyIsolation',
+                    'projects': sorted(tenants),
+                    'pools': sorted(
+                        p['name'] for p in pools.values()
+                        if host in p['hosts'] and p['projects'])})
+        if reasons:
+            out[host] = reasons
+    return out
+
+
+def post_filter_text(host, reason, project_id):
+    kind = reason['filter']
+    if kind == 'ComputeFilter':
+        if reason['why'] == 'disabled':
+            return _('%s: its nova-compute service is disabled '
+                     '(ComputeFilter; enable it with "openstack compute '
+                     'service set --enable").') % host
+        return _('%s: its nova-compute service is down (ComputeFilter).') % (
+            host)
+    if kind == 'AggregateInstanceExtraSpecsFilter':
+        key, value = reason['key'], reason['value']
+        plain = key.split(':', 1)[-1]
+        if plain == 'gpu_pool':
+            lead = _('%(host)s: not in pool %(pool)s') % {
+                'host': host, 'pool': value}
+        elif reason['have'] is None:
+            lead = _('%(host)s: no aggregate of the host has %(key)s') % {
+                'host': host, 'key': plain}
+        else:
+            lead = _('%(host)s: its aggregates have %(key)s=%(have)s') % {
+                'host': host, 'key': plain, 'have': reason['have']}
+        return _('%(lead)s (%(spec)s=%(value)s; '
+                 'AggregateInstanceExtraSpecsFilter)') % {
+                     'lead': lead, 'spec': key, 'value': value}
+    if kind == 'AggregateMultiTenancyIsolation':
+        where = (_('pool %s') % ', '.join(reason['pools'])
+                 if reason['pools'] else _('its aggregates'))
+        return _('%(host)s: %(where)s is limited to project(s) %(projects)s, '
+                 'not %(project)s (AggregateMultiTenancyIsolation).') % {
+                     'host': host, 'where': where,
+                     'projects': ', '.join(reason['projects']),
+                     'project': project_id}
+    return '%s: %s' % (host, kind)
+
+
+# -- relaxed queries ----------------------------------------------------------
+
+def _has_resources(req):
+    return any(g['resources'] for g in req['groups'].values())
+
+
+def requirements(request, pools=None):
+    """[{'id', 'kind', 'label', 'request'}]: one relaxed request each.
+
+    Bounded by MAX_RELAXED: GPU groups (dropped together), the instance's
+    own resources, isolated aggregates (each), required aggregates, root
+    traits (each), other traits (each); extra ones are dropped together.
+    """
+    found = []
+
+    def add(rid, kind, label, relaxed, **extra):
+        if _has_resources(relaxed):
+            found.append(dict(extra, id=rid, kind=kind, label=label,
+                              request=relaxed))
+
+    gpu = request_mod.gpu_classes(request)
+    if gpu:
+        relaxed = request_mod.copy(request)
+        for suffix, group in list(relaxed['groups'].items()):
+            for rc in gpu:
+                group['resources'].pop(rc, None)
+            if suffix and group['gpu'] and not group['resources']:
+                del relaxed['groups'][suffix]
+        _fix_policy(relaxed)
+        add('gpu', 'gpu', _('the GPU request (%s)') % ', '.join(gpu),
+            relaxed)
+    own = request['groups'].get('', {}).get('resources', {})
+    sizes = sorted(rc for rc in own if rc not in gpu)
+    if sizes:
+        relaxed = request_mod.copy(request)
+        relaxed['groups']['']['resources'] = {
+            k: v for k, v in own.items() if k in gpu}
+        add('size', 'size', _('the instance size (%s)') % ', '.join(
+            '%s=%d' % (rc, own[rc]) for rc in sizes), relaxed)
+    for isolated in request.get('isolated') or ():
+        relaxed = request_mod.copy(request)
+        relaxed['groups']['']['forbidden_aggregates'].discard(
+            isolated['uuid'])
+        add('isolated:' + isolated['uuid'], 'isolated',
+            _('isolated aggregate %s') % isolated['aggregate'], relaxed,
+            aggregate=isolated)
+    if request['groups'].get('', {}).get('member_of'):
+        relaxed = request_mod.copy(request)
+        relaxed['groups']['']['member_of'] = []
+        add('member_of', 'member_of', _('availability zone / project '
+                                        'aggregates'), relaxed)
+    for trait in sorted(request['root_required']) + [
+            '!' + t for t in sorted(request['root_forbidden'])]:
+        relaxed = request_mod.copy(request)
+        if trait.startswith('!'):
+            relaxed['root_forbidden'].discard(trait[1:])
+        else:
+            relaxed['root_required'].discard(trait)
+        add('root:' + trait, 'root_trait', _('root provider trait %s')
+            % trait, relaxed, trait=trait)
+    traits = set()
+    for group in request['groups'].values():
+        traits |= group['required'] | {'!' + t for t in group['forbidden']}
+    traits.discard(request_mod.OWNER_NOVA)
+    for trait in sorted(traits):
+        relaxed = request_mod.copy(request)
+        for group in relaxed['groups'].values():
+            group['required'].discard(trait)
+            group['forbidden'].discard(trait.lstrip('!'))
+        add('trait:' + trait, 'trait', _('trait %s') % trait, relaxed,
+            trait=trait)
+    if len(found) > MAX_RELAXED:
+        found = found[:MAX_RELAXED]
+    return found
+
+
+def _fix_policy(req):
+    if len([s for s in req['groups'] if s]) < 2 and req.get('group_policy'):
+        req['group_policy'] = None
+
+
+def candidate_roots(answer):
+    roots = set()
+    summaries = (answer or {}).get('provider_summaries') or {}
+    for candidate in (answer or {}).get('allocation_requests') or []:
+        for uuid in candidate.get('allocations') or {}:
+            roots.add((summaries.get(uuid) or {}).get(
+                'root_provider_uuid') or uuid)
+    return roots
+
+
+# -- why not ------------------------------------------------------------------
+
+def _servers(allocations, uuids):
+    found = []
+    for uuid in uuids:
+        for consumer in sorted(allocations.get(uuid) or ()):
+            if consumer not in found:
+                found.append(consumer)
+    return found
+
+
+def gpu_reason(host, roots, request, trees, allocations):
+    """Operator terms for 'the GPU request does not fit on this host'."""
+    texts = []
+    wanted = {}
+    for group in request['groups'].values():
+        if not group['gpu']:
+            continue
+        for rc, amount in group['resources'].items():
+            if rc in request_mod.COMPUTE_CLASSES:
+                continue
+            key = (rc, frozenset(group['required']))
+            wanted[key] = wanted.get(key, 0) + amount
+    for (rc, required), amount in sorted(wanted.items(),
+                                         key=lambda i: i[0][0]):
+        root_traits = set()
+        for root in roots:
+            root_traits |= trees.providers.get(root, {}).get('traits', set())
+        need = {t for t in required if t not in root_traits
+                and t != request_mod.OWNER_NOVA}
+        devices, typed = [], []
+        for root in roots:
+            devices += gpu_devices(trees, root, rc)
+            typed += gpu_devices(trees, root, rc, need)
+        if not devices:
+            texts.append(_('%(host)s: no %(rc)s inventory') % {
+                'host': host, 'rc': rc})
+            continue
+        if not typed:
+            texts.append(_('%(host)s: its %(n)d %(rc)s provider(s) lack '
+                           'trait(s) %(traits)s') % {
+                               'host': host, 'n': len(devices), 'rc': rc,
+                               'traits': ', '.join(sorted(need))})
+            continue
+        free = sum(cap - used for _u, cap, used in typed)
+        total = sum(cap for _u, cap, _used in typed)
+        used_by = _servers(allocations, [u for u, _c, used in typed if used])
+        shown = ', '.join(used_by[:MAX_SERVERS_SHOWN]) + (
+            ', ...' if len(used_by) > MAX_SERVERS_SHOWN else '')
+        servers = (_(' (servers %s)') % shown) if used_by else ''
+        if free <= 0:
+            if len(typed) == total:
+                text = _('%(host)s: all %(n)d %(rc)s devices are allocated'
+                         '%(servers)s')
+            else:
+                text = _('%(host)s: all %(total)d %(rc)s units on %(n)d '
+                         'device(s) are allocated%(servers)s')
+        else:
+            text = _('%(host)s: %(free)d of %(total)d %(rc)s free, the '
+                     'request needs %(amount)d%(servers)s')
+        texts.append(text % {'host': host, 'n': len(typed), 'rc': rc,
+                             'total': total, 'free': free, 'amount': amount,
+                             'servers': servers})
+    return texts or [_('%s: the GPU request does not fit') % host]
+
+
+def size_reason(host, roots, request, trees):
+    own = request['groups'].get('', {}).get('resources', {})
+    texts = []
+    for rc, amount in sorted(own.items()):
+        if rc not in request_mod.COMPUTE_CLASSES:
+            continue
+        have = [trees.providers.get(r, {}).get('resources', {}).get(rc)
+                for r in roots]
+        if not any(have):
+            texts.append(_('%(host)s: no %(rc)s inventory (the flavor asks '
+                           'for %(rc)s=%(amount)d)') % {
+                               'host': host, 'rc': rc, 'amount': amount})
+            continue
+        free = max(trees.free(r, rc) for r in roots)
+        if free < amount:
+            texts.append(_('%(host)s: %(free)d %(rc)s free, the flavor asks '
+                           'for %(amount)d') % {'host': host, 'free': free,
+                                                'rc': rc, 'amount': amount})
+    return texts or [_('%s: the instance size does not fit') % host]
+
+
+def requirement_text(host, roots, req, request, trees, allocations):
+    kind = req['kind']
+    if kind == 'gpu':
+        return gpu_reason(host, roots, request, trees, allocations)
+    if kind == 'size':
+        return size_reason(host, roots, request, trees)
+    if kind == 'isolated':
+        agg = req['aggregate']
+        return [_('%(host)s: isolated pool \'%(agg)s\' requires trait '
+                  '%(traits)s, the flavor (and image) do not ask for it') % {
+                      'host': host, 'agg': agg['aggregate'],
+                      'traits': ', '.join(agg['traits'])}]
+    if kind == 'member_of':
+        return [_('%s: not in the aggregates of the requested availability '
+                  'zone or project') % host]
+    if kind == 'root_trait':
+        trait = req['trait']
+        if trait == '!' + request_mod.STATUS_DISABLED:
+            return [_('%s: its compute node provider has '
+                      'COMPUTE_STATUS_DISABLED (the service is disabled)')
+                    % host]
+        if trait.startswith('!'):
+            return [_('%(host)s: its compute node provider has %(trait)s')
+                    % {'host': host, 'trait': trait[1:]}]
+        return [_('%(host)s: its compute node provider lacks %(trait)s') % {
+            'host': host, 'trait': trait}]
+    trait = req['trait']
+    if trait.startswith('!'):
+        return [_('%(host)s: the flavor forbids trait %(trait)s, which the '
+                  'host has') % {'host': host, 'trait': trait[1:]}]
+    return [_('%(host)s: no provider has trait %(trait)s, which the flavor '
+              '(or image) requires') % {'host': host, 'trait': trait}]
+
+
+def local_failures(host, roots, request, reqs, trees):
+    """Requirements a known tree fails, judged from its summaries."""
+    failing = []
+    root_traits = set()
+    for root in roots:
+        root_traits |= trees.providers.get(root, {}).get('traits', set())
+    for req in reqs:
+        kind = req['kind']
+        if kind == 'root_trait':
+            trait = req['trait']
+            bad = (trait[1:] in root_traits if trait.startswith('!')
+                   else trait not in root_traits)
+        elif kind == 'isolated':
+            bad = host in req['aggregate']['hosts']
+        elif kind == 'size':
+            own = request['groups'].get('', {}).get('resources', {})
+            bad = any(max([trees.free(r, rc) for r in roots] or [0]) < n
+                      for rc, n in own.items()
+                      if rc in request_mod.COMPUTE_CLASSES)
+        elif kind == 'gpu':
+            bad = False
+            for group in request['groups'].values():
+                for rc, n in group['resources'].items():
+                    if not group['gpu'] or rc in request_mod.COMPUTE_CLASSES:
+                        continue
+                    need = _gpu_traits(group, root_traits)
+                    free = sum(c - u for root in roots
+                               for _x, c, u in gpu_devices(trees, root, rc,
+                                                           need))
+                    bad = bad or free < n
+        else:
+            continue
+        if bad:
+            failing.append(req)
+    return failing
+
+
+def why_not(hosts_roots, offered_roots, relaxed, request, trees,
+            allocations, post, project_id, unread=()):
+    """{host: [reason texts]} for every host not offered.
+
+    ``hosts_roots`` {host: set of root uuids}; ``offered_roots`` the roots
+    of the real answer; ``relaxed`` [(requirement, roots of its answer)];
+    ``post`` the post_filters result; ``unread`` hosts whose trees were not
+    read (bounded).
+    """
+    out = {}
+    for host, roots in sorted(hosts_roots.items()):
+        texts = []
+        if not roots & offered_roots:
+            single = [req for req, found in relaxed if roots & found]
+            if single:
+                for req in single:
+                    texts += requirement_text(host, roots, req, request,
+                                              trees, allocations)
+            elif roots & trees.known_roots():
+                several = local_failures(host, roots, request,
+                                         [r for r, _f in relaxed], trees)
+                for req in several:
+                    texts += requirement_text(host, roots, req, request,
+                                              trees, allocations)
+                if not texts:
+                    texts.append(_('%s: Placement offers no candidate '
+                                   '(several requirements fail together)')
+                                 % host)
+            elif host in unread:
+                texts.append(_('%s: Placement offers no candidate; its '
+                               'provider tree was not read (too many hosts '
+                               'to explain)') % host)
+            else:
+                texts.append(_('%s: no provider tree in Placement matches '
+                               'even one relaxed request (no inventory of '
+                               'what the flavor asks for)') % host)
+        for reason in post.get(host, ()):
+            texts.append(post_filter_text(host, reason, project_id))
+        if texts:
+            out[host] = texts
+    return out

@@ -1,0 +1,405 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``openstack gpu candidates``."""
+
+import json
+import logging
+import os
+
+from osc_lib import exceptions
+from osc_lib.cli import format_columns
+from osc_lib.cli import parseractions
+from osc_lib.command import command
+
+from gpuclient import client as client_mod
+from gpuclient import explain
+from gpuclient import names
+from gpuclient import pools as pools_mod
+from gpuclient import request
+from gpuclient.i18n import _
+
+LOG = logging.getLogger(__name__)
+CONF_ENV = 'GPUCLIENT_NOVA_CONF'
+COLUMNS = ('Host', 'Pool', 'GPU Providers', 'GPUs Free', 'GPUs Total',
+           'Free VCPU', 'Free MEMORY_MB', 'Free DISK_GB')
+
+
+def _aggregate_dict(aggregate):
+    get = explain._get
+    return {'name': get(aggregate, 'name'), 'uuid': get(aggregate, 'uuid'),
+            'hosts': list(get(aggregate, 'hosts') or []),
+            'metadata': dict(get(aggregate, 'metadata') or {}),
+            'availability_zone': get(aggregate, 'availability_zone')}
+
+
+def _parse_resources(texts):
+    found = []
+    for text in texts or ():
+        rc, sep, amount = text.partition('=')
+        try:
+            number = int(amount)
+        except ValueError:
+            number = -1
+        if not sep or not rc.strip() or number < 0:
+            raise exceptions.CommandError(
+                _('--resource %s: give CLASS=N, e.g. '
+                  'CUSTOM_PCI_10DE_2331=1 or VCPU=4.') % text)
+        found.append((names.normalize_resource_class(rc.strip()), number))
+    return found
+
+
+def read_settings(path=None, overrides=None, alias_maps=()):
+    """Settings from the config file (option or $GPUCLIENT_NOVA_CONF)."""
+    path = path or os.environ.get(CONF_ENV)
+    text = None
+    if path:
+        try:
+            with open(os.path.expanduser(path)) as conf:
+                text = conf.read()
+        except OSError as exc:
+            raise exceptions.CommandError(
+                _('Cannot read the Nova settings file %(path)s (%(error)s): '
+                  'give a readable nova.conf-style file with --nova-conf.')
+                % {'path': path, 'error': exc.strerror or exc}) from exc
+    settings = request.load_settings(text, overrides, alias_maps)
+    settings['file'] = path
+    return settings
+
+
+def collect(client, flavor=None, resources=(), required=(), image=None,
+            pool=None, project=None, zone=None, boot_from_volume=False,
+            limit=None, explain_all=False, settings=None):
+    """Everything ``gpu candidates`` shows, as one dict.
+
+    Requests: aggregates, flavor (1-2), image (0-2), hypervisors, compute
+    services, providers and one allocation-candidates query; with an
+    explanation, at most MAX_RELAXED relaxed queries, the trees of at most
+    MAX_DETAIL_HOSTS hosts and the allocations of at most
+    MAX_ALLOCATION_READS providers.
+    """
+    settings = settings or request.load_settings()
+    aggregates = [_aggregate_dict(a) for a in client.compute.aggregates()]
+    pools = pools_mod.pools_from_aggregates(aggregates)
+    if pool and pool not in pools:
+        raise exceptions.CommandError(
+            _('No GPU pool named %(pool)s. Known pools: %(known)s (see '
+              '"openstack gpu pool list").')
+            % {'pool': pool, 'known': ', '.join(sorted(pools)) or _('none')})
+    project_id = (client.project_id(project) if project
+                  else client.current_project_id())
+    the_flavor = client.compute.find_flavor(flavor) if flavor else None
+    the_image = client.image.find_image(image) if image else {}
+    if the_flavor is not None:
+        req = request.build(the_flavor, the_image, settings, pools=pools,
+                            aggregates=aggregates, project_id=project_id,
+                            zone=zone, boot_from_volume=boot_from_volume)
+    else:
+        req = request.from_resources(
+            resources, required, settings, pools=pools,
+            aggregates=aggregates, project_id=project_id, zone=zone)
+    if limit:
+        req['limit'] = limit
+    params = request.query_params(req)
+    placement = client.placement
+    answer = placement.candidates_query(params)
+    hypervisors = client.compute.hypervisors()
+    services = client.compute.compute_services()
+    providers = placement.resource_providers()
+    trees = explain.Trees()
+    trees.add_answer(answer)
+    trees.name_providers(providers)
+    by_host = pools_mod.pools_by_host(pools)
+    rows = explain.candidate_rows(answer, req, hypervisors, trees, by_host)
+    hosts_roots = {}
+    for root, host in explain.root_hosts(hypervisors).items():
+        hosts_roots.setdefault(host, set()).add(root)
+    extra_specs = (the_flavor or {}).get('extra_specs') or {}
+    post = explain.post_filters(
+        sorted(hosts_roots), extra_specs, aggregates, services, project_id,
+        settings['enabled_filters'], pools)
+    members = set(pools[pool]['hosts']) if pool else None
+    kept = [row for row in rows if row['host'] not in post
+            and (members is None or row['host'] in members)]
+    count = len(answer.get('allocation_requests') or [])
+    notes = list(req['notes'])
+    if req.get('limit') and count >= req['limit']:
+        notes.append(_(
+            'Placement returned %(count)d allocation candidates, the limit '
+            'of this query (%(limit)d, Nova\'s [scheduler] '
+            'max_placement_results): hosts beyond it are not shown, as Nova '
+            'would not see them either. Raise --limit to see more.')
+            % {'count': count, 'limit': req['limit']})
+    enabled = settings['enabled_filters']
+    not_checked = {name: why for name, why in explain.NOT_CHECKED.items()
+                   if name in enabled}
+    result = {
+        'flavor': (the_flavor or {}).get('name'),
+        'image': (the_image or {}).get('name'),
+        'project_id': project_id,
+        'microversion': client_mod.version_str(request.MICROVERSION),
+        'query': request.querystring(req),
+        'groups': request.describe(req),
+        'candidates': count,
+        'hosts': kept,
+        'filtered': {host: [explain.post_filter_text(host, r, project_id)
+                            for r in reasons]
+                     for host, reasons in post.items()
+                     if host in {row['host'] for row in rows}},
+        'notes': notes,
+        'not_covered': req['not_covered'],
+        'not_checked': not_checked,
+        'settings': {key: (list(value) if isinstance(value, tuple)
+                           else value)
+                     for key, value in settings.items()
+                     if key in request.DEFAULT_SETTINGS},
+        'settings_sources': settings['sources'],
+        'settings_file': settings.get('file'),
+        'aliases': {name: {'resource_class': alias['resource_class'],
+                           'traits': sorted(alias.get('traits') or ()),
+                           'source': alias.get('source')}
+                    for name, alias in sorted(
+                        dict(request.pool_aliases(pools),
+                             **settings['aliases']).items())},
+        'placement_requests': 0,
+        'eliminated': {},
+        'maybe_truncated': bool(req.get('limit') and count >= req['limit']),
+    }
+    if explain_all or not kept:
+        result['eliminated'] = _explain(
+            placement, req, answer, trees, providers, hosts_roots, post,
+            project_id, members)
+    result['placement_requests'] = placement.request_count
+    return result
+
+
+def _explain(placement, req, answer, trees, providers, hosts_roots, post,
+             project_id, members):
+    offered = explain.candidate_roots(answer)
+    relaxed = []
+    for requirement in explain.requirements(req):
+        relaxed_answer = placement.candidates_query(
+            [p for p in request.query_params(requirement['request'])
+             if p != ('resources', '')],
+            what=_('Asking Placement for allocation candidates without %s')
+            % requirement['label'])
+        trees.add_answer(relaxed_answer)
+        relaxed.append((requirement,
+                        explain.candidate_roots(relaxed_answer) - offered))
+    wanted = {h: r for h, r in hosts_roots.items()
+              if members is None or h in members}
+    missing = sorted(h for h, roots in wanted.items()
+                     if not roots & offered
+                     and not roots & trees.known_roots())
+    read, unread = missing[:explain.MAX_DETAIL_HOSTS], set(
+        missing[explain.MAX_DETAIL_HOSTS:])
+    if read:
+        roots = set().union(*(wanted[h] for h in read))
+        in_trees = [rp for rp in providers
+                    if (rp.get('root_provider_uuid') or rp['uuid']) in roots]
+        details = placement.provider_details(
+            [rp['uuid'] for rp in in_trees], with_traits=True)
+        for rp in in_trees:
+            summary = dict(details[rp['uuid']],
+                           parent_provider_uuid=rp.get(
+                               'parent_provider_uuid'),
+                           root_provider_uuid=rp.get('root_provider_uuid'))
+            trees.add(rp['uuid'], summary, rp.get('name'))
+    gpu = set(request.gpu_classes(req))
+    used_gpus = []
+    for roots in wanted.values():
+        if roots & offered:
+            continue
+        for root in sorted(roots):
+            for uuid, provider in sorted(trees.tree(root).items()):
+                if any(provider['resources'].get(rc, {}).get('used')
+                       for rc in gpu):
+                    used_gpus.append(uuid)
+    allocations = {}
+    for uuid in used_gpus[:explain.MAX_ALLOCATION_READS]:
+        allocations[uuid] = sorted(placement.provider_allocations(uuid))
+    return explain.why_not(wanted, offered, relaxed, req, trees,
+                           allocations, post, project_id, unread)
+
+
+def _row(host):
+    providers = sorted({name for names_ in host['gpu_providers'].values()
+                        for name in names_})
+    free = host['free']
+    return (host['host'], ', '.join(host['pools']) or None,
+            format_columns.ListColumn(providers), host['gpus_free'],
+            host['gpus_total'], free.get('VCPU', free.get('PCPU')),
+            free.get('MEMORY_MB'), free.get('DISK_GB'))
+
+
+def explanation_lines(result, full=False):
+    """Text for the operator: why not, and with --explain the settings."""
+    lines = []
+    if full:
+        lines.append(_('Placement query (microversion %(mv)s): '
+                       'GET /allocation_candidates?%(query)s')
+                     % {'mv': result['microversion'],
+                        'query': result['query']})
+        for label, text in sorted(result['groups'].items()):
+            lines.append('  %s: %s' % (label, text))
+        sources = result['settings_sources']
+        lines.append(_('Nova settings (%s):') % (
+            result['settings_file'] or _('defaults and options')))
+        for key, value in sorted(result['settings'].items()):
+            if isinstance(value, list):
+                value = ','.join(value)
+            lines.append('  %s = %s (%s)' % (key, value, sources.get(key)))
+        for name, alias in result['aliases'].items():
+            lines.append(_('  PCI alias %(name)s -> %(rc)s%(traits)s '
+                           '(%(source)s)') % {
+                               'name': name, 'rc': alias['resource_class'],
+                               'traits': (' ' + ','.join(alias['traits'])
+                                          if alias['traits'] else ''),
+                               'source': alias['source']})
+        for name, why in sorted(result['not_checked'].items()):
+            lines.append(_('Not checked: %(filter)s (%(why)s)') % {
+                'filter': name, 'why': why})
+        for text in result['not_covered']:
+            lines.append(_('Not translated: %s') % text)
+    if result['eliminated']:
+        lines.append(_('Why not:'))
+        for _host, texts in sorted(result['eliminated'].items()):
+            for text in texts:
+                lines.append('  ' + text)
+    for note in result['notes']:
+        lines.append(_('Note: %s') % note)
+    return lines
+
+
+class Candidates(command.Lister):
+    _description = _(
+        'List the hosts Nova would consider for a flavor (and image) now: '
+        'the Placement query Nova\'s scheduler sends, then the scheduler '
+        'filters the API lets a client judge. With --explain, or when no '
+        'host remains, say which requirement eliminated which host. Needs '
+        'admin (aggregates, hypervisors, Placement)')
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        what = parser.add_mutually_exclusive_group(required=True)
+        what.add_argument(
+            '--flavor', metavar='<flavor>',
+            help=_('Flavor to place (name or ID)'))
+        what.add_argument(
+            '--resource', metavar='<class=amount>', action='append',
+            dest='resources',
+            help=_('Ask for a resource instead of a flavor, e.g. '
+                   'CUSTOM_PCI_10DE_2331=2 (repeat option for several). A '
+                   'per-device class (CUSTOM_PCI_*, VGPU, the class of a '
+                   'passthrough, vgpu or mig pool) becomes one single-unit '
+                   'request group per device, as Nova does for PCI aliases'))
+        parser.add_argument(
+            '--required', metavar='<trait>', action='append', default=[],
+            dest='required',
+            help=_('With --resource: a trait the host must have (!TRAIT: '
+                   'must not have; repeat option for several)'))
+        parser.add_argument(
+            '--image', metavar='<image>',
+            help=_('Image to boot (name or ID): its trait:* properties and '
+                   'the options that translate to traits count'))
+        parser.add_argument(
+            '--pool', metavar='<pool>',
+            help=_('Only show hosts of this GPU pool (name)'))
+        parser.add_argument(
+            '--project', metavar='<project>',
+            help=_('Project that would boot the server (name or ID; '
+                   'default: the current project): decides project-limited '
+                   'pools'))
+        parser.add_argument(
+            '--availability-zone', metavar='<zone-name>', dest='zone',
+            help=_('Availability zone the server would be booted in'))
+        parser.add_argument(
+            '--boot-from-volume', action='store_true',
+            help=_('The server boots from a volume: the flavor\'s root disk '
+                   'is not asked from the host'))
+        parser.add_argument(
+            '--limit', metavar='<count>', type=int,
+            help=_('Placement result limit for this query (default: Nova\'s '
+                   '[scheduler] max_placement_results, 1000 unless '
+                   'configured)'))
+        parser.add_argument(
+            '--explain', action='store_true',
+            help=_('Print the query, the Nova settings assumed and why each '
+                   'other host is out (done anyway when no host remains)'))
+        parser.add_argument(
+            '--alias-map', metavar='<alias=vendor:product|class>',
+            action='append', default=[], dest='alias_maps',
+            help=_('What a PCI alias of nova.conf is, for flavors that no '
+                   'GPU pool describes: h100=10de:2331 or a100=CUSTOM_A100 '
+                   '(repeat option for several)'))
+        parser.add_argument(
+            '--nova-conf', metavar='<file>',
+            help=_('nova.conf-style file with the scheduler\'s settings '
+                   '([scheduler], [filter_scheduler], [pci] alias, '
+                   '[gpuclient] owner_nova); default $%s, else built-in '
+                   'defaults (see --explain)') % CONF_ENV)
+        parser.add_argument(
+            '--setting', metavar='<key=value>', dest='settings',
+            action=parseractions.KeyValueAction, default={},
+            help=_('Override one Nova setting, e.g. pci_in_placement=false '
+                   'or max_placement_results=50 (repeat option for '
+                   'several)'))
+        return parser
+
+    def take_action(self, parsed_args):
+        if parsed_args.required and not parsed_args.resources:
+            raise exceptions.CommandError(
+                _('--required goes with --resource; a flavor brings its '
+                  'own traits (trait:*=required extra specs).'))
+        if parsed_args.limit is not None and parsed_args.limit < 1:
+            raise exceptions.CommandError(_('--limit must be at least 1.'))
+        settings = read_settings(parsed_args.nova_conf, parsed_args.settings,
+                                 parsed_args.alias_maps)
+        result = collect(
+            self.app.client_manager.gpu, flavor=parsed_args.flavor,
+            resources=_parse_resources(parsed_args.resources),
+            required=parsed_args.required, image=parsed_args.image,
+            pool=parsed_args.pool, project=parsed_args.project,
+            zone=parsed_args.zone,
+            boot_from_volume=parsed_args.boot_from_volume,
+            limit=parsed_args.limit, explain_all=parsed_args.explain,
+            settings=settings)
+        self._result = result
+        self._explain = parsed_args.explain
+        return COLUMNS, [_row(host) for host in result['hosts']]
+
+    def produce_output(self, parsed_args, column_names, data):
+        result = getattr(self, '_result', None)
+        if result is None:
+            return super().produce_output(parsed_args, column_names, data)
+        if parsed_args.formatter in ('json', 'yaml'):
+            for host in result['hosts']:
+                host['roots'] = list(host['roots'])
+            if parsed_args.formatter == 'json':
+                text = json.dumps(result, indent=None if getattr(
+                    parsed_args, 'noindent', False) else 2, sort_keys=True,
+                    default=sorted)
+            else:
+                import yaml
+                text = yaml.safe_dump(json.loads(json.dumps(
+                    result, default=sorted)), default_flow_style=False)
+            self.app.stdout.write(text + '\n')
+            return 0
+        status = super().produce_output(parsed_args, column_names, data)
+        lines = explanation_lines(result, full=self._explain)
+        if parsed_args.formatter == 'table':
+            for line in lines:
+                self.app.stdout.write(line + '\n')
+        else:
+            for line in lines:
+                LOG.warning(line)
+        return status
