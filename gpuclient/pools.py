@@ -454,14 +454,19 @@ def host_problems(pool, host, roots, snapshot, other_pools):
             if other.get('type_trait') and other['name'] != pool['name']
             and other['type_trait'] != mine
         }
+        taken = {}
         for uuid in vgpu_children(snapshot, roots):
-            for trait in sorted(traits_of(snapshot, uuid) & set(others)):
-                problems.append(
-                    _('%(host)s: pGPU provider %(rp)s already serves '
-                      '%(trait)s for pool %(other)s (one vGPU type per '
-                      'physical GPU).')
-                    % {'host': host, 'rp': snapshot.providers[uuid]['name'],
-                       'trait': trait, 'other': others[trait]})
+            for trait in traits_of(snapshot, uuid) & set(others):
+                taken.setdefault(trait, []).append(
+                    snapshot.providers[uuid]['name'])
+        for trait in sorted(taken):
+            problems.append(
+                _('%(host)s: %(count)d pGPU provider(s) already serve '
+                  '%(trait)s for pool %(other)s (one vGPU type per physical '
+                  'GPU): %(rps)s.')
+                % {'host': host, 'count': len(taken[trait]),
+                   'trait': trait, 'other': others[trait],
+                   'rps': ', '.join(sorted(taken[trait]))})
     return problems
 
 

@@ -324,7 +324,8 @@ class TestHosts(PoolOpsTestCase):
             exceptions.CommandError, pool_ops.create, self.client,
             self.spec('ws2', 'vgpu', vgpu_type='nvidia-36'),
             ['gpu-vgpu-1'])
-        self.assertIn('already serves CUSTOM_NVIDIA_35 for pool ws',
+        self.assertIn('2 pGPU provider(s) already serve CUSTOM_NVIDIA_35 for '
+                      'pool ws',
                       str(exc))
 
     def test_remove_takes_off_only_this_pools_traits(self):
