@@ -535,14 +535,3 @@ ISOLATION_LIMITS = _(
     'Glance property protections, or limit the pool to projects '
     '(--project).'
 )
-
-
-STEERING_KEY = 'aggregate_instance_extra_specs:' + POOL_KEY
-
-
-def pool_flavors(flavors, name):
-    """Names of the flavors steered to pool ``name`` (sorted)."""
-    return sorted(
-        flavor['name'] for flavor in flavors
-        if (flavor.get('extra_specs') or {}).get(STEERING_KEY) == name
-    )

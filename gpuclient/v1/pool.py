@@ -21,6 +21,7 @@ from osc_lib.command import command
 
 from gpuclient import pool_ops
 from gpuclient import pools
+from gpuclient import specs
 from gpuclient.i18n import _
 from gpuclient.v1 import host as host_cmd
 
@@ -229,7 +230,11 @@ class ShowPool(command.ShowOne):
         host_roots = {h: view.roots(h) for h in pool['hosts']}
         drift = pools.drift(pool, host_roots, snapshot,
                             pool_ops.members_of(client, pool))
-        flavors = pools.pool_flavors(client.compute.flavors(), pool['name'])
+        flavors = sorted(
+            flavor['name'] for flavor in client.compute.flavors()
+            if pool['name'] in specs.matching_pools(
+                specs.read(flavor.get('extra_specs'), view.pools),
+                view.pools))
         notes = []
         if pool['isolate']:
             notes.append(pools.ISOLATION_LIMITS)
