@@ -349,6 +349,13 @@ def post_filter_text(host, reason, project_id):
 # -- relaxed queries ----------------------------------------------------------
 
 def _has_resources(req):
+    """Placement can be asked: some resources, and no resourceless
+    unsuffixed group (a 400 without same_subtree)."""
+    own = req['groups'].get('')
+    if own is not None and not own['resources'] and (
+            own['required'] or own['forbidden'] or own['member_of']
+            or own['forbidden_aggregates']):
+        return False
     return any(g['resources'] for g in req['groups'].values())
 
 
@@ -614,8 +621,12 @@ def why_not(hosts_roots, offered_roots, relaxed, request, trees,
                     texts += requirement_text(host, roots, req, request,
                                               trees, allocations)
             elif roots & trees.known_roots():
-                several = local_failures(host, roots, request,
-                                         [r for r, _f in relaxed], trees)
+                judged = [r for r, _f in relaxed]
+                kinds = {r['kind'] for r in judged}
+                judged += [{'kind': kind, 'id': kind} for kind in
+                           ('size', 'gpu') if kind not in kinds]
+                several = local_failures(host, roots, request, judged,
+                                         trees)
                 for req in several:
                     texts += requirement_text(host, roots, req, request,
                                               trees, allocations)

@@ -187,11 +187,17 @@ def _explain(placement, req, answer, trees, providers, hosts_roots, post,
     offered = explain.candidate_roots(answer)
     relaxed = []
     for requirement in explain.requirements(req):
-        relaxed_answer = placement.candidates_query(
-            [p for p in request.query_params(requirement['request'])
-             if p != ('resources', '')],
-            what=_('Asking Placement for allocation candidates without %s')
-            % requirement['label'])
+        try:
+            relaxed_answer = placement.candidates_query(
+                [p for p in request.query_params(requirement['request'])
+                 if p != ('resources', '')],
+                what=_('Asking Placement for allocation candidates '
+                       'without %s') % requirement['label'])
+        except client_mod.APIError as exc:
+            if exc.status != 400:
+                raise
+            LOG.debug('relaxed query refused: %s', exc)
+            continue
         trees.add_answer(relaxed_answer)
         relaxed.append((requirement,
                         explain.candidate_roots(relaxed_answer) - offered))

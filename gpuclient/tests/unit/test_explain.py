@@ -199,3 +199,35 @@ class TestCandidateRows(base.TestCase):
         self.assertEqual({suffix: ['dev-2', 'pci-3']}, row['gpu_providers'])
         self.assertEqual({'VCPU': 256, 'MEMORY_MB': 523776,
                           'DISK_GB': 3500}, row['free'])
+
+
+class TestRelaxedQueriesPlacementAccepts(base.TestCase):
+    def test_no_resourceless_unsuffixed_group(self):
+        # isolated passthrough pool flavor: dropping the instance size
+        # would leave required=CUSTOM_GPU_POOL_X without resources, which
+        # Placement refuses (400): that relaxation is not sent
+        settings = request.load_settings(alias_maps=['h100=10de:2331'])
+        flavor = {'vcpus': 1, 'ram': 512, 'disk': 1, 'extra_specs': {
+            'pci_passthrough:alias': 'h100:1',
+            'trait:CUSTOM_GPU_POOL_X': 'required'}}
+        req = request.build(flavor, {}, settings)
+        ids = [r['id'] for r in explain.requirements(req)]
+        self.assertNotIn('size', ids)
+        self.assertIn('gpu', ids)
+        for requirement in explain.requirements(req):
+            own = requirement['request']['groups'].get('')
+            self.assertTrue(own is None or own['resources'])
+
+    def test_size_judged_locally_when_not_relaxed(self):
+        settings = request.load_settings(alias_maps=['h100=10de:2331'])
+        flavor = {'vcpus': 999, 'ram': 512, 'disk': 1, 'extra_specs': {
+            'pci_passthrough:alias': 'h100:1',
+            'trait:CUSTOM_GPU_POOL_X': 'required'}}
+        req = request.build(flavor, {}, settings)
+        trees = explain.Trees()
+        for uuid, item in pt_tree(used=0).items():
+            trees.add(uuid, item)
+        out = explain.why_not({'gpu-pt-1': {PT_ROOT}}, set(), [], req,
+                              trees, {}, {}, 'p1')
+        self.assertIn('gpu-pt-1: 256 VCPU free, the flavor asks for 999',
+                      out['gpu-pt-1'])
