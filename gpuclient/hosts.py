@@ -75,6 +75,18 @@ def summary_from_inventory(inventories, usages):
     return {'resources': resources, 'traits': None}
 
 
+def device_figures(item):
+    """(total, used, free) of one provider's class, from its summary.
+
+    Total is Placement's capacity, except that it never falls below what is
+    allocated: Nova's Ironic driver reserves a node's whole inventory while
+    the node is in use, so capacity drops to 0 while the instance still
+    holds its unit; that node counts as total 1, used 1, free 0.
+    """
+    capacity, used = item['capacity'], item['used']
+    return max(capacity, used), used, max(capacity - used, 0)
+
+
 class Snapshot:
     """Providers of a cloud and the capacity/usage known for them."""
 
@@ -242,10 +254,11 @@ def host_rows(
                     'traits': {},
                 },
             )
+            total, used, free = device_figures(item)
             row['devices'] += 1
-            row['total'] += item['capacity']
-            row['used'] += item['used']
-            row['free'] = row['total'] - row['used']
+            row['total'] += total
+            row['used'] += used
+            row['free'] += free
             row['providers'].append(provider['name'])
             traits = snapshot.summaries[uuid].get('traits')
             if traits is not None:

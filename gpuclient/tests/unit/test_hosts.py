@@ -78,6 +78,20 @@ class TestCapacity(base.TestCase):
         )
 
 
+class TestDeviceFigures(base.TestCase):
+    def test_figures(self):
+        cases = [
+            ({'capacity': 4, 'used': 1}, (4, 1, 3)),
+            ({'capacity': 1, 'used': 1}, (1, 1, 0)),
+            # Ironic: node in use is reserved, capacity 0, still allocated
+            ({'capacity': 0, 'used': 1}, (1, 1, 0)),
+            # over-committed after an allocation ratio change
+            ({'capacity': 2, 'used': 3}, (3, 3, 0)),
+        ]
+        for item, expected in cases:
+            self.assertEqual(expected, hosts.device_figures(item), item)
+
+
 class TestHostRows(base.TestCase):
     def setUp(self):
         super().setUp()
