@@ -23,7 +23,8 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-REPOS = (('unit', '.stestr'), ('functional', '.stestr-functional'))
+# stestr's --repo-url names the directory that holds .stestr
+REPOS = (('unit', '.'), ('functional', '.stestr-functional'))
 
 
 def stats(bindir, repo):
