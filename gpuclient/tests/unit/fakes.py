@@ -53,6 +53,18 @@ def uid(name):
     return str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, name))
 
 
+class Aggregate:
+    """A host aggregate as the SDK returns it (the attributes we read)."""
+
+    def __init__(self, name, metadata=None, hosts=(), zone=None):
+        self.name = name
+        self.id = uid('agg-id-' + name)
+        self.uuid = uid('agg-' + name)
+        self.metadata = dict(metadata or {})
+        self.hosts = list(hosts)
+        self.availability_zone = zone
+
+
 class Provider:
     """One resource provider of a fake cloud."""
 

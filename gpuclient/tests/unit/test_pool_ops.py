@@ -31,16 +31,6 @@ from gpuclient.tests.unit import fakes
 URL = fakes.PLACEMENT_URL
 
 
-class Aggregate:
-    def __init__(self, name, zone=None, metadata=None, hosts=()):
-        self.name = name
-        self.id = abs(hash(name)) % 1000
-        self.uuid = fakes.uid('agg-' + name)
-        self.availability_zone = zone
-        self.metadata = dict(metadata or {})
-        self.hosts = list(hosts)
-
-
 class FakeCompute:
     """State behind a mock(spec=compute Proxy) for aggregate calls."""
 
@@ -69,7 +59,7 @@ class FakeCompute:
 
     def create(self, name, availability_zone=None):
         self.calls.append(('create', name))
-        agg = Aggregate(name, availability_zone)
+        agg = fakes.Aggregate(name, zone=availability_zone)
         self.cloud.aggregates.append(agg)
         return agg
 
@@ -246,7 +236,7 @@ class TestCreate(PoolOpsTestCase):
         self.assertIn("hosts: ['gpu-pt-1'] (requested [])", str(exc))
 
     def test_ordinary_aggregate_is_not_touched(self):
-        self.cloud.aggregates.append(Aggregate('solver'))
+        self.cloud.aggregates.append(fakes.Aggregate('solver'))
         exc = self.assertRaises(
             exceptions.CommandError, pool_ops.create, self.client,
             self.spec(), [])
@@ -271,7 +261,7 @@ class TestCreate(PoolOpsTestCase):
 
     def test_zone_rules(self):
         self.cloud.aggregates.append(
-            Aggregate('rack1', zone='az1', hosts=['gpu-pt-1']))
+            fakes.Aggregate('rack1', zone='az1', hosts=['gpu-pt-1']))
         exc = self.assertRaises(
             exceptions.CommandError, pool_ops.create, self.client,
             self.spec(zone='az2'), ['gpu-pt-1'])

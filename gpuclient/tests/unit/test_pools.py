@@ -16,16 +16,7 @@ from osc_lib import exceptions
 
 from gpuclient import pools
 from gpuclient.tests.unit import base
-
-
-class Aggregate:
-    def __init__(self, name, metadata, hosts=(), zone=None):
-        self.name = name
-        self.id = 7
-        self.uuid = 'agg-uuid-' + name
-        self.metadata = metadata
-        self.hosts = list(hosts)
-        self.availability_zone = zone
+from gpuclient.tests.unit import fakes
 
 
 class TestBuildSpec(base.TestCase):
@@ -66,7 +57,8 @@ class TestBuildSpec(base.TestCase):
             spec = pools.build_spec(**kwargs)
             self.assertEqual(metadata, pools.metadata_for(spec))
             pool = pools.pool_from_aggregate(
-                Aggregate(kwargs['name'], pools.metadata_for(spec), ['h1']))
+                fakes.Aggregate(kwargs['name'], pools.metadata_for(spec),
+                                ['h1']))
             self.assertEqual(type_trait, pool['type_trait'], kwargs)
             self.assertEqual([], pools.differences(spec, pool, ['h1']))
             self.assertEqual(spec['isolate'], pool['isolate'])
@@ -113,15 +105,15 @@ class TestBuildSpec(base.TestCase):
 class TestDecode(base.TestCase):
     def test_only_gpu_pool_aggregates_are_pools(self):
         found = pools.pools_from_aggregates([
-            Aggregate('ssd', {'ssd': 'true'}),
-            Aggregate('solver', {'gpu_pool': 'solver',
+            fakes.Aggregate('ssd', {'ssd': 'true'}),
+            fakes.Aggregate('solver', {'gpu_pool': 'solver',
                                  'gpu_pool_mode': 'passthrough'}, ['a']),
         ])
         self.assertEqual(['solver'], list(found))
         self.assertEqual({'a': ['solver']}, pools.pools_by_host(found))
 
     def test_hand_made_projects_and_properties(self):
-        pool = pools.pool_from_aggregate(Aggregate('p', {
+        pool = pools.pool_from_aggregate(fakes.Aggregate('p', {
             'gpu_pool': 'p', 'gpu_pool_mode': 'vgpu',
             'gpu_resource_class': 'VGPU', 'gpu_vgpu_type': 'nvidia-35',
             'filter_tenant_id': 'a,b', 'filter_tenant_id2': 'c',
@@ -137,7 +129,7 @@ class TestHelpers(base.TestCase):
     def test_differences(self):
         spec = pools.build_spec('p', 'vgpu', vgpu_type='nvidia-35',
                                 isolate=True)
-        pool = pools.pool_from_aggregate(Aggregate('p', {
+        pool = pools.pool_from_aggregate(fakes.Aggregate('p', {
             'gpu_pool': 'p', 'gpu_pool_mode': 'vgpu',
             'gpu_resource_class': 'VGPU', 'gpu_vgpu_type': 'nvidia-36',
         }, ['h1']))
@@ -150,7 +142,8 @@ class TestHelpers(base.TestCase):
 
     def test_trait_collision(self):
         existing = pools.pools_from_aggregates([
-            Aggregate('gpu-a', {'gpu_pool': 'gpu-a', 'gpu_pool_mode': 'vgpu'})
+            fakes.Aggregate('gpu-a', {'gpu_pool': 'gpu-a',
+                                      'gpu_pool_mode': 'vgpu'})
         ])
         exc = self.assertRaises(
             exceptions.CommandError, pools.check_trait_collision, 'GPU_A',

@@ -31,16 +31,6 @@ FLAVOR = {'id': 'f1', 'name': 'g1.h100.1', 'vcpus': 1, 'ram': 512,
                           'hw:pci_numa_affinity_policy': 'preferred'}}
 
 
-class Aggregate:
-    def __init__(self, name, hosts, metadata):
-        self.name = name
-        self.id = fakes.uid(name)
-        self.uuid = fakes.uid(name)
-        self.hosts = hosts
-        self.metadata = metadata
-        self.availability_zone = None
-
-
 class Service:
     def __init__(self, host, status='enabled'):
         self.host = host
@@ -56,7 +46,7 @@ class CandidatesTestCase(base.CommandTestCase):
         self.cloud = fakes.FakeCloud()
         self.cloud.hypervisors = recorded.HYPERVISORS
         self.cloud.aggregates = [
-            Aggregate('gpu', ['gpu-pt-1'], {'gpu': 'true'})]
+            fakes.Aggregate('gpu', {'gpu': 'true'}, hosts=['gpu-pt-1'])]
         self.answers = {}
         self.placement = self.useFixture(fakes.PlacementFixture(self.cloud))
         self.placement.mock.get(fakes.PLACEMENT_URL

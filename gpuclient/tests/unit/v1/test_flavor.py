@@ -27,19 +27,9 @@ from gpuclient.v1 import flavor as flavor_cmd
 STEER = 'aggregate_instance_extra_specs:gpu_pool'
 
 
-class Aggregate:
-    def __init__(self, name, metadata, hosts=('h1',)):
-        self.name = name
-        self.id = fakes.uid(name)
-        self.uuid = fakes.uid(name)
-        self.hosts = list(hosts)
-        self.metadata = dict(metadata)
-        self.availability_zone = None
-
-
 def pool_aggregate(name, mode, **kwargs):
-    return Aggregate(name, pools.metadata_for(
-        pools.build_spec(name, mode, **kwargs)))
+    return fakes.Aggregate(name, pools.metadata_for(
+        pools.build_spec(name, mode, **kwargs)), hosts=['h1'])
 
 
 class FakeNova:
@@ -148,7 +138,7 @@ class FlavorTestCase(base.CommandTestCase):
             pool_aggregate('mig', 'mig', mig_profile='3g.40gb'),
             pool_aggregate('training', 'baremetal',
                            resource_class='baremetal.gpu-h100'),
-            Aggregate('ssd', {'ssd': 'true'}),
+            fakes.Aggregate('ssd', {'ssd': 'true'}, hosts=['h1']),
         ]
         proxy = mock.Mock(spec=compute_proxy.Proxy)
         proxy.get.side_effect = self.nova.get

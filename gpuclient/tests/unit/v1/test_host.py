@@ -23,16 +23,6 @@ COLUMNS = (
 )
 
 
-class Aggregate:
-    def __init__(self, name, hosts, metadata):
-        self.name = name
-        self.id = fakes.uid(name)
-        self.uuid = fakes.uid(name)
-        self.hosts = hosts
-        self.metadata = metadata
-        self.availability_zone = None
-
-
 class HostListTestCase(base.CommandTestCase):
     def setUp(self):
         super().setUp()
@@ -181,10 +171,13 @@ class TestHostList(HostListTestCase):
     def test_pool_filter_and_column(self):
         self.seed_cloud()
         self.cloud.aggregates = [
-            Aggregate('solver', ['gpu-pt-1', 'gpu-pt-2'],
-                      {'gpu_pool': 'solver', 'gpu_pool_mode': 'passthrough',
-                       'gpu_resource_class': 'CUSTOM_PCI_10DE_2331'}),
-            Aggregate('ordinary', ['gpu-vgpu-1'], {'ssd': 'true'}),
+            fakes.Aggregate(
+                'solver',
+                {'gpu_pool': 'solver', 'gpu_pool_mode': 'passthrough',
+                 'gpu_resource_class': 'CUSTOM_PCI_10DE_2331'},
+                hosts=['gpu-pt-1', 'gpu-pt-2']),
+            fakes.Aggregate('ordinary', {'ssd': 'true'},
+                            hosts=['gpu-vgpu-1']),
         ]
         _, rows = self.run_cmd(['--pool', 'solver'])
         self.assertEqual(['gpu-pt-1', 'gpu-pt-2'], [r[0] for r in rows])
