@@ -343,16 +343,7 @@ def _wait_dead(pids, timeout):
 
 
 def _group_alive(pgid):
-    for entry in os.listdir('/proc'):
-        if entry.isdigit():
-            try:
-                with open('/proc/%s/stat' % entry) as f:
-                    fields = f.read().rsplit(')', 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[2]) == pgid and fields[0] != 'Z':
-                return True
-    return False
+    return any(group == pgid for _ppid, group in _proc_table().values())
 
 
 def stop(timeline):

@@ -24,6 +24,8 @@ PLAIN_HOST = os.environ.get('GPUCLIENT_PLAIN_HOST', 'plain-1')
 IMAGE = os.environ.get('GPUCLIENT_IMAGE', 'gpuclient-tiny')
 # servers are created with this compute API version (--nic none: 2.37+)
 COMPUTE_API = '2.74'
+# provider traits need Placement 1.6
+PLACEMENT_TRAITS = ('--os-placement-api-version', '1.6')
 OPENSTACK = os.environ.get('GPUCLIENT_OPENSTACK', 'openstack')
 
 
@@ -73,6 +75,34 @@ class FunctionalTestCase(testtools.TestCase):
         if not parse:
             return out
         return json.loads(out) if out.strip() else None
+
+    # Nova hosts and their Placement providers, read with plain OSC
+
+    _hypervisors = {}  # per cloud: {service host: hypervisor}
+
+    def hypervisor(self, host):
+        """The hypervisor of Nova service host HOST (compute API 2.53).
+
+        Its id is the host's root provider uuid; its name may differ from
+        the service host (FQDN, Ironic node uuid), so never match names.
+        """
+        known = FunctionalTestCase._hypervisors.setdefault(self.cloud, {})
+        if host not in known:
+            for row in self.openstack('hypervisor', 'list'):
+                hv = self.openstack('--os-compute-api-version', '2.53',
+                                    'hypervisor', 'show', row['ID'])
+                known[hv['service_host']] = hv
+        self.assertIn(host, known)
+        return known[host]
+
+    def root_provider(self, host):
+        """Placement root provider uuid of Nova service host HOST."""
+        return self.hypervisor(host)['id']
+
+    def traits(self, rp):
+        """The traits of resource provider RP (a set)."""
+        return {row['name'] for row in self.openstack(
+            *PLACEMENT_TRAITS, 'resource', 'provider', 'trait', 'list', rp)}
 
     def unique_name(self, prefix):
         return 'gpuclient-ft-%s-%s' % (prefix, uuid.uuid4().hex[:8])

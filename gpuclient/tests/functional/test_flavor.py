@@ -35,7 +35,7 @@ BM_CLASS = 'CUSTOM_BAREMETAL_GPU_H100'
 STEER = 'aggregate_instance_extra_specs:gpu_pool'
 OPERATOR_CLOUD = os.environ.get('GPUCLIENT_FLAVOR_OPERATOR_CLOUD',
                                 'gpuclient-flavor-operator')
-PLACEMENT_TRAITS = ('--os-placement-api-version', '1.6')
+PLACEMENT_TRAITS = base.PLACEMENT_TRAITS
 SIZES = ('--vcpus', '1', '--ram', '512', '--disk', '1')
 
 
@@ -54,15 +54,6 @@ def _clouds():
 class GpuFlavorTestCase(base.FunctionalTestCase):
     """Hand-made pools, flavors and servers that clean up after themselves."""
 
-    def root_provider(self, host):
-        """Placement root provider uuid of a Nova host (via hypervisors)."""
-        for hv in self.openstack('--os-compute-api-version', '2.53',
-                                 'hypervisor', 'list'):
-            name = hv['Hypervisor Hostname']
-            if name == host or name.startswith(host + '.'):
-                return hv['ID']
-        self.fail('no hypervisor for host %s' % host)
-
     def gpu_children(self, host, resource_class='VGPU'):
         root = self.root_provider(host)
         found = []
@@ -80,9 +71,7 @@ class GpuFlavorTestCase(base.FunctionalTestCase):
     def update_traits(self, provider, add=(), remove=()):
         """Read-modify-write of a provider's traits, retried on conflict."""
         for attempt in range(5):
-            current = {t['name'] for t in self.openstack(
-                *PLACEMENT_TRAITS, 'resource', 'provider', 'trait', 'list',
-                provider)}
+            current = self.traits(provider)
             wanted = (current | set(add)) - set(remove)
             if wanted == current:
                 return
@@ -232,10 +221,7 @@ class TestFlavorModes(GpuFlavorTestCase):
                                                  'VGPU', 1)
         (provider,) = [rp for rp, res in allocations.items()
                        if 'VGPU' in res]
-        provider_traits = {t['name'] for t in self.openstack(
-            *PLACEMENT_TRAITS, 'resource', 'provider', 'trait', 'list',
-            provider)}
-        self.assertIn(trait, provider_traits)
+        self.assertIn(trait, self.traits(provider))
         # the MIG host has VGPU inventory too, but not this type or pool
         self.assert_refused_on(flavor['name'], base.MIG_HOST)
 

@@ -24,33 +24,16 @@ import json
 from gpuclient.tests.functional import base
 
 PCI_CLASS = 'CUSTOM_PCI_10DE_2331'
-TRAITS_API = ('--os-placement-api-version', '1.6')
+TRAITS_API = base.PLACEMENT_TRAITS
 AGG_API = ('--os-placement-api-version', '1.19')
 
 
 class PoolTestCase(base.FunctionalTestCase):
-    _roots = None
-
-    def root(self, host):
-        """Root provider uuid of a Nova host, through os-hypervisors."""
-        cls = type(self)
-        if cls._roots is None:
-            cls._roots = {}
-            for row in self.openstack('hypervisor', 'list'):
-                hv = self.openstack('--os-compute-api-version', '2.53',
-                                    'hypervisor', 'show', row['ID'])
-                cls._roots[hv['service_host']] = hv['id']
-        return cls._roots[host]
-
     def children(self, host):
-        root = self.root(host)
+        root = self.root_provider(host)
         return [rp['uuid'] for rp in self.openstack(
             'resource', 'provider', 'list', '--in-tree', root)
             if rp['uuid'] != root]
-
-    def traits(self, rp):
-        return {row['name'] for row in self.openstack(
-            *TRAITS_API, 'resource', 'provider', 'trait', 'list', rp)}
 
     def create_pool(self, *args):
         name = self.unique_name('pool')
@@ -83,7 +66,7 @@ class TestPoolModes(PoolTestCase):
             'gpu_resource_class': PCI_CLASS, 'gpu_alias': 'h100',
             'gpu_pci_id': '10de:2331', 'trait:%s' % trait: 'required',
         }, agg['properties'])
-        root = self.root(base.PT_HOST)
+        root = self.root_provider(base.PT_HOST)
         self.assertIn(trait, self.traits(root))
         # Nova mirrored the membership into Placement
         aggs = self.openstack(*AGG_API, 'resource', 'provider', 'aggregate',
@@ -243,7 +226,7 @@ class TestPoolBadInput(PoolTestCase):
         traits = sorted(t['name'] for t in self.openstack('trait', 'list')
                         if t['name'].startswith('CUSTOM_GPU_POOL_'))
         hosts = self.openstack('gpu', 'host', 'list', '--long')
-        root_traits = {h: sorted(self.traits(self.root(h)))
+        root_traits = {h: sorted(self.traits(self.root_provider(h)))
                        for h in (base.PT_HOST, base.VGPU_HOST)}
         return {
             'aggregates': {n: aggregates.get(n) for n in names},

@@ -15,31 +15,14 @@ PCI_CLASS = 'CUSTOM_PCI_10DE_2331'
 BM_CLASS = 'CUSTOM_BAREMETAL_GPU_H100'
 UUID_RE = re.compile(r'^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-'
                      r'[0-9a-f]{12}$')
-PLACEMENT_TRAITS = ('--os-placement-api-version', '1.6')
+PLACEMENT_TRAITS = base.PLACEMENT_TRAITS
 
 
 class TestTestCloud(base.FunctionalTestCase):
 
-    _hypervisors = None
-
-    def hypervisor(self, host):
-        """The hypervisor (= root provider) of nova service host HOST.
-
-        Through os-hypervisors: its name may differ from the service host.
-        """
-        cls = type(self)
-        if cls._hypervisors is None:
-            cls._hypervisors = {}
-            for row in self.openstack('hypervisor', 'list'):
-                hv = self.openstack('--os-compute-api-version', '2.53',
-                                    'hypervisor', 'show', row['ID'])
-                cls._hypervisors[hv['service_host']] = hv
-        self.assertIn(host, cls._hypervisors)
-        return cls._hypervisors[host]
-
     def tree(self, host):
         """(root provider, {child name: {class: inventory row}})."""
-        root = self.hypervisor(host)['id']
+        root = self.root_provider(host)
         rps = self.openstack('resource', 'provider', 'list', '--in-tree',
                              root)
         children = {}
@@ -54,10 +37,6 @@ class TestTestCloud(base.FunctionalTestCase):
     def inventory(self, rp):
         return {row['resource_class']: row for row in self.openstack(
             'resource', 'provider', 'inventory', 'list', rp)}
-
-    def traits(self, rp):
-        return {row['name'] for row in self.openstack(
-            *PLACEMENT_TRAITS, 'resource', 'provider', 'trait', 'list', rp)}
 
     # ------------------------------------------------------ provider trees
 
