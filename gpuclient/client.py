@@ -564,6 +564,11 @@ class Placement:
             made.add(name)
         return made
 
+    def create_trait(self, name):
+        """Create one custom trait (PUT is idempotent: 201 or 204)."""
+        what = _('Creating trait %s') % name
+        self.send('PUT', '/traits/%s' % name, PLACEMENT_TRAITS_VERSION, what)
+
     def delete_trait(self, name):
         """Delete a custom trait; False when a provider still has it."""
         what = _('Deleting trait %s') % name
@@ -603,25 +608,26 @@ class Compute:
             COMPUTE_HYPERVISOR_UUID_VERSION
         )
         found = []
-        url = '/os-hypervisors/detail'
         params = {}
         with translate_errors(self.service, what):
-            while url:
+            while True:
                 response = self._proxy.get(
-                    url,
+                    '/os-hypervisors/detail',
                     microversion=COMPUTE_HYPERVISOR_UUID_VERSION,
                     params=params,
                     raise_exc=False,
                 )
                 _check_response(self.service, what, response)
                 data = _json(response) or {}
-                found.extend(data.get('hypervisors') or [])
-                url = None
-                for link in data.get('hypervisors_links') or []:
-                    if link.get('rel') == 'next' and found:
-                        url = '/os-hypervisors/detail'
-                        params = {'marker': found[-1]['id']}
-        return found
+                page = data.get('hypervisors') or []
+                found.extend(page)
+                more = [link for link in data.get('hypervisors_links') or []
+                        if link.get('rel') == 'next']
+                # an empty page ends the list even if it carries a next
+                # link: its marker would be the one just sent
+                if not more or not page:
+                    return found
+                params = {'marker': page[-1]['id']}
 
     def aggregates(self):
         with translate_errors(self.service, _('Listing host aggregates')):
@@ -765,6 +771,21 @@ class Compute:
         self._flavor_call('post', '/flavors/%s/action' % flavor_id, what,
                           {'addTenantAccess': {'tenant': project_id}})
 
+    def remove_flavor_access(self, flavor_id, project_id):
+        what = _('Taking access to flavor %(flavor)s from project '
+                 '%(project)s') % {'project': project_id,
+                                   'flavor': flavor_id}
+        self._flavor_call('post', '/flavors/%s/action' % flavor_id, what,
+                          {'removeTenantAccess': {'tenant': project_id}})
+
+    def delete_flavor_extra_spec(self, flavor_id, key):
+        what = _('Deleting extra spec %(key)s of flavor %(flavor)s') % {
+            'key': key, 'flavor': flavor_id}
+        quoted = urllib.parse.quote(key, safe='')
+        self._flavor_call(
+            'delete', '/flavors/%s/os-extra_specs/%s' % (flavor_id, quoted),
+            what, ok_missing=True)
+
     def flavor_access(self, flavor_id):
         """Project ids that may use a private flavor."""
         what = _('Reading the access list of flavor %s') % flavor_id
@@ -798,6 +819,24 @@ class Image:
                 return None
             _check_response(self.service, what, response)
             return _json(response) or {}
+
+    def images(self, page_size=200):
+        """Every image the caller can see (dicts), following next links."""
+        what = _('Listing images')
+        found, params = [], {'limit': page_size}
+        url = '/images'
+        while url:
+            data = self._call('get', url, what, params=params)
+            page = data.get('images') or []
+            found.extend(page)
+            nxt = data.get('next')
+            if not nxt or not page:
+                break
+            parts = urllib.parse.urlsplit(nxt)
+            url = parts.path.replace('/v2', '', 1) if (
+                parts.path.startswith('/v2/')) else parts.path
+            params = dict(urllib.parse.parse_qsl(parts.query))
+        return found
 
     def find_image(self, name_or_id):
         """One image (dict) by ID or exact name."""

@@ -10,13 +10,15 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Multi-step pool operations: complete, or undone.
+"""Pool writes: observe, plan, apply.
 
-Each operation reads what it needs once, checks everything it can before
-the first write (pure checks in ``gpuclient.pools``), then writes through
-the client layer in steps. A step knows how to undo exactly what it did; a
-failure undoes the steps done so far (for a whole create) or for the host
-being changed (add/remove host), and the error says what was done.
+Each operation reads what it depends on once (``View``: aggregates,
+services, hypervisors, the affected provider trees with their traits, and
+the flavors and images a change can affect), asks ``gpuclient.pool_plan``
+for the steps, and either returns the plan (``dry_run``) or applies it
+with ``gpuclient.journal``. Because the plan is computed from what the
+cloud holds, Placement included, re-running an interrupted or failed
+command finishes it.
 """
 
 import logging
@@ -24,6 +26,8 @@ import logging
 from osc_lib import exceptions
 
 from gpuclient import client as client_mod
+from gpuclient import journal
+from gpuclient import pool_plan
 from gpuclient import pools
 from gpuclient.i18n import _
 
@@ -32,13 +36,27 @@ LOG = logging.getLogger(__name__)
 DEFAULT_ZONE = 'nova'
 
 
+def _aggregate_dict(agg):
+    return {'name': agg.name, 'hosts': list(agg.hosts or []),
+            'metadata': dict(agg.metadata or {}),
+            'zone': agg.availability_zone or None,
+            'id': getattr(agg, 'id', None), 'uuid': getattr(agg, 'uuid', None)}
+
+
+def warn_problems(problems):
+    for _agg, _pool, message in problems:
+        LOG.warning(message)
+
+
 class View:
     """What the cloud says about pools and hosts, read once."""
 
-    def __init__(self, client):
+    def __init__(self, client, warn=True):
         self.client = client
         self.aggregates = client.compute.aggregates()
-        self.pools = pools.pools_from_aggregates(self.aggregates)
+        self.pools, self.problems = pools.scan(self.aggregates)
+        if warn:
+            warn_problems(self.problems)
         self._services = None
         self._hypervisors = None
 
@@ -61,13 +79,7 @@ class View:
         return None
 
     def pool(self, name):
-        if name not in self.pools:
-            raise exceptions.CommandError(
-                _('No GPU pool named %(name)s. Known pools: %(known)s (see '
-                  '"openstack gpu pool list").')
-                % {'name': name,
-                   'known': ', '.join(sorted(self.pools)) or _('none')})
-        return self.pools[name]
+        return self.observed().pool(name)
 
     def roots(self, host):
         """Root provider uuids of a Nova host (several for Ironic)."""
@@ -120,343 +132,155 @@ class View:
             {resource_class}, wanted_roots=roots, with_traits=True
         )
 
-    def check_can_join(self, pool, hosts, snapshot):
-        problems = []
-        for host in hosts:
-            problems += pools.host_problems(
-                pool, host, self.roots(host), snapshot, self.pools)
-        if problems:
-            raise exceptions.CommandError(' '.join(problems))
+    def observed(self, hosts=(), resource_class=None, traits=(),
+                 flavors=False, images=False, access_for=None):
+        """A pool_plan.Observed of the given hosts (and dependents)."""
+        hosts = list(hosts)
+        snapshot = (self.snapshot(hosts, resource_class)
+                    if hosts and resource_class else None)
+        existing = (self.client.placement.existing_traits(set(traits))
+                    if traits else set())
+        flavor_list = self.client.compute.flavors() if flavors else None
+        access = {}
+        if access_for is not None and flavor_list:
+            obs = pool_plan.Observed([_aggregate_dict(a)
+                                      for a in self.aggregates])
+            for flavor in pool_plan.flavors_of(obs, access_for):
+                if not flavor.get('os-flavor-access:is_public', True):
+                    access[flavor['id']] = self.client.compute.flavor_access(
+                        flavor['id'])
+        return pool_plan.Observed(
+            [_aggregate_dict(a) for a in self.aggregates],
+            roots={h: self.roots(h) for h in hosts}, snapshot=snapshot,
+            existing_traits=existing, flavors=flavor_list, access=access,
+            images=self.client.image.images() if images else None)
 
 
-class Step:
-    """One write and how to undo it."""
-
-    def __init__(self, what, do, undo=None):
-        self.what = what
-        self._do = do
-        self._undo = undo
-        self.result = None
-
-    def do(self):
-        self.result = self._do()
-
-    def undo(self):
-        if self._undo is not None:
-            self._undo(self.result)
+def _traits_of(pool):
+    return {t for t in (pool['pool_trait'], pool.get('type_trait')) if t}
 
 
-def run_steps(steps):
-    """Run steps in order; on failure undo the done ones, then re-raise."""
-    done = []
-    try:
-        for step in steps:
-            step.do()
-            done.append(step)
-    except Exception:
-        unwind(done)
-        raise
-    return done
+def _finish(client, plan, dry_run, on_step=None):
+    """Apply (or, for a dry run, only return) a plan."""
+    for warning in plan.warnings:
+        LOG.warning(warning)
+    if dry_run or not plan:
+        return plan
+    executor = journal.apply(client, plan, on_step=on_step)
+    for warning in executor.warnings:
+        LOG.warning(warning)
+    return plan
 
 
-def unwind(done):
-    for step in reversed(done):
-        try:
-            step.undo()
-        except Exception as exc:  # keep undoing the rest
-            LOG.error(_('Could not undo "%(what)s": %(error)s'),
-                      {'what': step.what, 'error': exc})
+def _read_back(client, name):
+    view = View(client, warn=False)
+    return view.pool(name)
 
 
-def _trait_step(placement, uuid, trait, add=True):
-    def do():
-        if add:
-            return placement.update_traits(uuid, add=[trait])[0]
-        return placement.update_traits(uuid, remove=[trait])[1]
-
-    def undo(changed):
-        if not changed:
-            return
-        if add:
-            placement.update_traits(uuid, remove=changed)
-        else:
-            placement.update_traits(uuid, add=changed)
-
-    verb = _('add') if add else _('remove')
-    return Step('%s %s on %s' % (verb, trait, uuid), do, undo)
-
-
-def join_steps(view, aggregate, pool, host, snapshot):
-    """Steps that make ``host`` a member of ``pool``."""
-    compute, placement = view.client.compute, view.client.placement
-    roots = view.roots(host)
-    steps = []
-    if host not in (aggregate.hosts or []):
-        steps.append(Step(
-            _('add %s to the aggregate') % host,
-            lambda: compute.add_host(aggregate, host),
-            lambda _r: compute.remove_host(aggregate, host)))
-    if pool['isolate']:
-        for root in roots:
-            steps.append(_trait_step(placement, root, pool['pool_trait']))
-    if pool.get('type_trait'):
-        for uuid in pools.vgpu_children(snapshot, roots):
-            steps.append(_trait_step(placement, uuid, pool['type_trait']))
-    return steps
-
-
-def leave_steps(view, aggregate, pool, host, snapshot):
-    """Steps that take ``host`` out of ``pool``, and only this pool's marks.
-
-    The isolation trait is the pool's own. A type trait stays where another
-    pool holding the host serves the same type.
-    """
-    compute, placement = view.client.compute, view.client.placement
-    roots = view.roots(host)
-    steps = []
-    if pool.get('type_trait'):
-        shared = any(
-            other['name'] != pool['name'] and host in other['hosts']
-            and other.get('type_trait') == pool['type_trait']
-            for other in view.pools.values())
-        if not shared:
-            for uuid in pools.vgpu_children(snapshot, roots):
-                steps.append(_trait_step(placement, uuid,
-                                         pool['type_trait'], add=False))
-    if pool['isolate']:
-        for root in roots:
-            steps.append(_trait_step(placement, root, pool['pool_trait'],
-                                     add=False))
-    steps.append(Step(
-        _('remove %s from the aggregate') % host,
-        lambda: compute.remove_host(aggregate, host),
-        lambda _r: compute.add_host(aggregate, host)))
-    return steps
-
-
-def _needed_traits(pool):
-    needed = set()
-    if pool['isolate']:
-        needed.add(pool['pool_trait'])
-    if pool.get('type_trait'):
-        needed.add(pool['type_trait'])
-    return needed
-
-
-def _pool_of(spec, aggregate_name, hosts):
-    pool = dict(spec)
-    pool['aggregate'] = aggregate_name
-    pool['pool_trait'] = pools.pool_trait(spec['name'])
-    pool['type_trait'] = pools.type_trait_of(spec)
-    pool['hosts'] = list(hosts)
-    return pool
-
-
-def _describe(differences):
-    return '; '.join(
-        '%s: %s (requested %s)' % (field, have, want)
-        for field, want, have in differences)
-
-
-def create(client, spec, hosts):
-    """Create a pool. Returns (pool, created): created False = no-op."""
+def create(client, spec, hosts, dry_run=False, on_step=None):
+    """Create a pool, or finish one. Returns (pool or None, plan)."""
     view = View(client)
     hosts = list(dict.fromkeys(hosts))
-    existing = view.aggregate(spec['name'])
-    if existing is not None:
-        if not pools.is_pool(existing):
-            raise exceptions.CommandError(
-                _('A host aggregate named %s already exists and is not a '
-                  'GPU pool: gpuclient does not touch ordinary aggregates. '
-                  'Choose another pool name.') % spec['name'])
-        pool = pools.pool_from_aggregate(existing)
-        diffs = pools.differences(spec, pool, hosts)
-        if diffs:
-            raise exceptions.CommandError(
-                _('Pool %(name)s already exists with other settings: '
-                  '%(diff)s. Use "openstack gpu pool set" or "add host", or '
-                  'delete it first.')
-                % {'name': spec['name'], 'diff': _describe(diffs)})
-        return pool, False
-    pools.check_trait_collision(spec['name'], view.pools)
     view.check_hosts_exist(hosts)
-    view.check_zone(spec['zone'], hosts)
-    pool = _pool_of(spec, spec['name'], hosts)
-    snapshot = view.snapshot(hosts, pool['resource_class'])
-    view.check_can_join(pool, hosts, snapshot)
-
-    done = []
-    try:
-        aggregate = client.compute.create_aggregate(spec['name'],
-                                                    spec['zone'])
-        done.append(Step(_('create the aggregate'), lambda: None,
-                         lambda _r: client.compute.delete_aggregate(
-                             aggregate)))
-        aggregate = client.compute.set_aggregate_metadata(
-            aggregate, pools.metadata_for(spec))
-        made = client.placement.ensure_traits(_needed_traits(pool))
-        done.append(Step(_('create traits'), lambda: None, lambda _r: [
-            client.placement.delete_trait(t) for t in sorted(made)]))
-        for host in hosts:
-            done += run_steps(join_steps(view, aggregate, pool, host,
-                                         snapshot))
-    except exceptions.CommandError as exc:
-        unwind(done)
-        raise exceptions.CommandError(
-            _('Creating pool %(name)s failed, and what it had made was '
-              'removed: %(error)s') % {'name': spec['name'], 'error': exc}
-        ) from exc
-    aggregate = client.compute.get_aggregate(aggregate)
-    return pools.pool_from_aggregate(aggregate), True
+    existing = view.aggregate(spec['name'])
+    view.check_zone(spec['zone'], hosts,
+                    own_aggregate=existing.name if existing else None)
+    traits = {pools.pool_trait(spec['name'])} if spec['isolate'] else set()
+    if pools.type_trait_of(spec):
+        traits.add(pools.type_trait_of(spec))
+    obs = view.observed(hosts, spec['resource_class'], traits)
+    plan = pool_plan.create(obs, spec, hosts)
+    _finish(client, plan, dry_run, on_step)
+    return (None if dry_run else _read_back(client, spec['name'])), plan
 
 
-def add_hosts(client, name, hosts):
-    """Add hosts one by one; a failed host is left as it was."""
+def add_hosts(client, name, hosts, dry_run=False, on_step=None):
     view = View(client)
     pool = view.pool(name)
-    aggregate = view.aggregate(pool['aggregate'])
     hosts = list(dict.fromkeys(hosts))
     view.check_hosts_exist(hosts)
     view.check_zone(pool['zone'], hosts, own_aggregate=pool['aggregate'])
-    snapshot = view.snapshot(hosts, pool['resource_class'])
-    view.check_can_join(pool, hosts, snapshot)
-    _per_host(view, hosts, lambda host: join_steps(
-        view, aggregate, pool, host, snapshot), _('Adding'), name)
-    if pool['isolate'] or pool.get('type_trait'):
-        client.placement.ensure_traits(_needed_traits(pool))
-    return pools.pool_from_aggregate(client.compute.get_aggregate(aggregate))
+    obs = view.observed(hosts, pool['resource_class'], _traits_of(pool))
+    plan = pool_plan.add_hosts(obs, name, hosts)
+    _finish(client, plan, dry_run, on_step)
+    return (None if dry_run else _read_back(client, name)), plan
 
 
-def remove_hosts(client, name, hosts):
+def remove_hosts(client, name, hosts, dry_run=False, on_step=None):
     view = View(client)
     pool = view.pool(name)
-    aggregate = view.aggregate(pool['aggregate'])
-    hosts = list(dict.fromkeys(hosts))
-    strangers = [h for h in hosts if h not in pool['hosts']]
-    if strangers:
-        raise exceptions.CommandError(
-            _('Not in pool %(pool)s: %(hosts)s. Its hosts: %(members)s.')
-            % {'pool': name, 'hosts': ', '.join(strangers),
-               'members': ', '.join(pool['hosts']) or _('none')})
-    snapshot = view.snapshot(hosts, pool['resource_class'])
-    _per_host(view, hosts, lambda host: leave_steps(
-        view, aggregate, pool, host, snapshot), _('Removing'), name)
-    return pools.pool_from_aggregate(client.compute.get_aggregate(aggregate))
+    obs = view.observed(list(dict.fromkeys(hosts)), pool['resource_class'])
+    plan = pool_plan.remove_hosts(obs, name, hosts)
+    _finish(client, plan, dry_run, on_step)
+    return (None if dry_run else _read_back(client, name)), plan
 
 
-def _per_host(view, hosts, steps_for, verb, name):
-    done = []
-    for index, host in enumerate(hosts):
-        try:
-            run_steps(steps_for(host))
-        except exceptions.CommandError as exc:
-            raise exceptions.CommandError(
-                _('%(verb)s host %(host)s (pool %(pool)s) failed and was '
-                  'undone for that host: %(error)s Done: %(done)s. Not '
-                  'attempted: %(left)s.')
-                % {'verb': verb, 'host': host, 'pool': name, 'error': exc,
-                   'done': ', '.join(done) or _('none'),
-                   'left': ', '.join(hosts[index + 1:]) or _('none')}
-            ) from exc
-        done.append(host)
-    return done
-
-
-def set_isolation(client, name, isolate):
-    """Turn isolation on (traits first, then metadata) or off."""
+def set_isolation(client, name, isolate, update_dependents=False,
+                  dry_run=False, on_step=None):
+    """Turn isolation on (or repair it) or off."""
     view = View(client)
     pool = view.pool(name)
-    if pool['isolate'] == isolate:
-        return pool, False
-    if isolate and pool['mode'] == pools.BAREMETAL:
-        pools.build_spec(pool['name'], pool['mode'],
-                         resource_class=pool['resource_class'], isolate=True)
-    aggregate = view.aggregate(pool['aggregate'])
-    trait = pool['pool_trait']
-    key = pools.TRAIT_PREFIX + trait
-    placement = client.placement
-    roots = [r for host in pool['hosts'] for r in view.roots(host)]
-    steps = []
-    if isolate:
-        made = placement.ensure_traits({trait})
-        steps += [_trait_step(placement, r, trait) for r in roots]
-        steps.append(Step(
-            _('set %s on the aggregate') % key,
-            lambda: client.compute.set_aggregate_metadata(
-                aggregate, {key: pools.REQUIRED}),
-            lambda _r: client.compute.set_aggregate_metadata(
-                aggregate, {key: None})))
-    else:
-        made = set()
-        steps.append(Step(
-            _('remove %s from the aggregate') % key,
-            lambda: client.compute.set_aggregate_metadata(
-                aggregate, {key: None}),
-            lambda _r: client.compute.set_aggregate_metadata(
-                aggregate, {key: pools.REQUIRED})))
-        steps += [_trait_step(placement, r, trait, add=False)
-                  for r in roots]
-    try:
-        run_steps(steps)
-    except exceptions.CommandError:
-        for t in made:
-            placement.delete_trait(t)
-        raise
-    if not isolate:
-        placement.delete_trait(trait)
-    return pools.pool_from_aggregate(
-        client.compute.get_aggregate(aggregate)), True
+    obs = view.observed(pool['hosts'], pool['resource_class'],
+                        {pool['pool_trait']}, flavors=True,
+                        images=not isolate)
+    plan = pool_plan.set_isolation(obs, name, isolate,
+                                   update_dependents=update_dependents)
+    _finish(client, plan, dry_run, on_step)
+    return (None if dry_run else _read_back(client, name)), plan
 
 
 def update_metadata(client, name, projects_add=(), projects_remove=(),
-                    properties=None, remove_properties=()):
-    """Projects and free properties of a pool, in one metadata write."""
+                    properties=None, remove_properties=(), open_to_all=False,
+                    update_dependents=False, dry_run=False, on_step=None):
+    """Projects and free properties of a pool, in one metadata write.
+
+    Projects are one metadata key each, so concurrent changes never lose
+    one; the result is read back and checked.
+    """
     view = View(client)
     pool = view.pool(name)
-    aggregate = view.aggregate(pool['aggregate'])
-    pools.validate_properties(properties)
-    for key in remove_properties:
-        pools.validate_properties({key: None})
-    projects = list(pool['projects'])
+    add = []
     for project in projects_add:
         pid = client.project_id(project)
-        if pid not in projects:
-            projects.append(pid)
+        if pid not in add:
+            add.append(pid)
+    remove = []
     for project in projects_remove:
-        pid = project if project in projects else client.project_id(project)
-        if pid not in projects:
-            raise exceptions.CommandError(
-                _('Project %(project)s is not a project of pool %(pool)s.')
-                % {'project': project, 'pool': name})
-        projects.remove(pid)
-    old = pool['metadata']
-    new = {k: v for k, v in old.items()
-           if not k.startswith(pools.TENANT_KEY)
-           and k not in remove_properties}
-    new.update(pools.project_metadata(projects))
-    new.update(properties or {})
-    changes = pools.metadata_changes(old, new)
-    if changes:
-        aggregate = client.compute.set_aggregate_metadata(aggregate, changes)
-    return pools.pool_from_aggregate(aggregate), bool(changes)
+        pid = project if project in pool['projects'] else (
+            client.project_id(project))
+        if pid not in remove:
+            remove.append(pid)
+    obs = view.observed(flavors=bool(remove), access_for=pool if remove
+                        else None)
+    plan = pool_plan.update_metadata(
+        obs, name, projects_add=add, projects_remove=remove,
+        properties=properties, remove_properties=remove_properties,
+        open_to_all=open_to_all, update_dependents=update_dependents)
+    _finish(client, plan, dry_run, on_step)
+    if dry_run:
+        return None, plan
+    pool = _read_back(client, name)
+    lost = [p for p in add if p not in pool['projects']]
+    kept = [p for p in remove if p in pool['projects']]
+    if lost or kept:
+        raise exceptions.CommandError(
+            _('Pool %(pool)s does not show the project change after '
+              'writing it (missing: %(lost)s; still there: %(kept)s): '
+              'something changed it at the same time. Run the command '
+              'again.')
+            % {'pool': name, 'lost': ', '.join(lost) or _('none'),
+               'kept': ', '.join(kept) or _('none')})
+    return pool, plan
 
 
-def delete(client, name, force=False):
+def delete(client, name, force=False, dry_run=False, on_step=None):
     view = View(client)
     pool = view.pool(name)
-    aggregate = view.aggregate(pool['aggregate'])
-    if pool['hosts']:
-        if not force:
-            raise exceptions.CommandError(
-                _('Pool %(pool)s still has hosts (%(hosts)s): remove them '
-                  'with "openstack gpu pool remove host", or use --force.')
-                % {'pool': name, 'hosts': ', '.join(pool['hosts'])})
-        remove_hosts(client, name, pool['hosts'])
-        aggregate = client.compute.get_aggregate(aggregate)
-    client.compute.delete_aggregate(aggregate)
-    for trait in (pool['pool_trait'], pool.get('type_trait')):
-        if trait and trait.startswith('CUSTOM_GPU_POOL_'):
-            client.placement.delete_trait(trait)
+    obs = view.observed(pool['hosts'], pool['resource_class'],
+                        {pool['pool_trait']}, flavors=True, images=True)
+    plan = pool_plan.delete(obs, name, force=force)
+    _finish(client, plan, dry_run, on_step)
+    return plan
 
 
 def members_of(client, pool):

@@ -25,8 +25,19 @@ back from the aggregate alone:
 ``gpu_vgpu_type``      vgpu: the mdev type (``nvidia-35``)
 ``gpu_mig_profile``    mig: the MIG profile (``3g.40gb``)
 ``trait:CUSTOM_GPU_POOL_<NAME>=required``  isolation (``--isolate``)
-``filter_tenant_id``, ``filter_tenant_id2``...  project limits
+``filter_tenant_id_<project id>=<project id>``  project limits, one key
+                       per project (AggregateMultiTenancyIsolation and
+                       Nova's tenant prefilter match the key prefix), so
+                       concurrent changes never overwrite each other;
+                       older ``filter_tenant_id``, ``filter_tenant_id2``
+                       keys are read and rewritten on the next change
+``gpu_tagged:<provider uuid>=<trait>``  a type trait this pool put on a
+                       pGPU provider (only those are removed again)
 =====================  ==================================================
+
+Aggregates that carry ``gpu_pool`` but cannot be read as a pool (a bad
+name, mode or class), and pool names claimed by several aggregates, are
+reported by ``scan`` and skipped: they never break other commands.
 """
 
 import re
@@ -44,6 +55,8 @@ PCI_ID_KEY = 'gpu_pci_id'
 VGPU_TYPE_KEY = 'gpu_vgpu_type'
 MIG_PROFILE_KEY = 'gpu_mig_profile'
 TENANT_KEY = 'filter_tenant_id'
+OWNED_PREFIX = 'gpu_tagged:'
+MAX_TRAIT_LENGTH = 255  # Placement's limit on trait names
 TRAIT_PREFIX = 'trait:'
 REQUIRED = 'required'
 POOL_TRAIT_PREFIX = 'GPU_POOL_'
@@ -75,6 +88,7 @@ OPTION_FLAGS = {
 _OPERATOR_RE = re.compile(
     r'^\s*(=|==|!=|>=|<=|s==|s!=|s>=|s>|s<=|s<|<in>|<all-in>|<or>)'
 )
+_PROJECT_ID_RE = re.compile(r'^[a-zA-Z0-9-_.]{1,200}$')
 _PCI_ID_RE = re.compile(r'^[0-9a-fA-F]{4}:[0-9a-fA-F]{4}$')
 _RESERVED_PROPERTY_RE = re.compile(
     r'^(gpu_|filter_tenant_id|trait:|availability_zone$)'
@@ -120,6 +134,14 @@ def validate_name(name):
         raise _error(
             _('Pool name %(name)r has no letter or digit, so it has no '
               'trait name. Choose another name.'), name=name)
+    longest = MAX_TRAIT_LENGTH - len('CUSTOM_' + POOL_TRAIT_PREFIX)
+    if len(name) > longest:
+        raise _error(
+            _('Pool name is %(length)d characters long: its isolation trait '
+              'CUSTOM_GPU_POOL_<NAME> would exceed Placement\'s limit of '
+              '%(max)d characters. Choose a name of at most %(left)d '
+              'characters.'),
+            length=len(name), max=MAX_TRAIT_LENGTH, left=longest)
     return name
 
 
@@ -232,7 +254,7 @@ def build_spec(name, mode, alias=None, pci_id=None, vgpu_type=None,
                   'and Nova\'s Ironic driver replaces the traits of node '
                   'providers, so an isolation trait would not stay. Limit '
                   'the pool to projects with --project instead.'))
-    spec['resource_class'] = rc
+    spec['resource_class'] = names.check_gpu_class(rc)
     return spec
 
 
@@ -248,13 +270,57 @@ def type_trait_of(pool):
                       pool.get('mig_profile'))
 
 
+def project_key(project_id):
+    """The metadata key of one project: ``filter_tenant_id_<id>``."""
+    if not _PROJECT_ID_RE.match(project_id or ''):
+        raise _error(
+            _('Project ID %(id)r cannot be a metadata key: Nova accepts '
+              'only letters, digits, "-", "_", "." and ":".'), id=project_id)
+    return '%s_%s' % (TENANT_KEY, project_id)
+
+
 def project_metadata(project_ids):
-    """filter_tenant_id, filter_tenant_id2, ... one project each."""
-    metadata = {}
-    for index, project in enumerate(project_ids):
-        key = TENANT_KEY if index == 0 else '%s%d' % (TENANT_KEY, index + 1)
-        metadata[key] = project
-    return metadata
+    """One metadata key per project."""
+    return {project_key(p): p for p in project_ids}
+
+
+def legacy_project_keys(metadata):
+    """Project keys not in the one-key-per-project form."""
+    return sorted(
+        k for k, v in metadata.items()
+        if k.startswith(TENANT_KEY) and k != '%s_%s' % (TENANT_KEY, v))
+
+
+def project_changes(metadata, add=(), remove=()):
+    """Metadata changes that add/remove projects, one key per project.
+
+    Legacy keys (``filter_tenant_id``, ``filter_tenant_id2``, or a comma
+    list) are rewritten into per-project keys in the same write.
+    """
+    changes = {}
+    legacy = legacy_project_keys(metadata)
+    if legacy:
+        for project in _projects_from({k: metadata[k] for k in legacy}):
+            changes[project_key(project)] = project
+        for key in legacy:
+            changes[key] = None
+    for project in add:
+        changes[project_key(project)] = project
+    for project in remove:
+        key = project_key(project)
+        changes[key] = None if (key in metadata or key in changes) else None
+    return {k: v for k, v in changes.items()
+            if not (v is None and k not in metadata)}
+
+
+def owned_traits(metadata):
+    """{provider uuid: trait} this pool put on pGPU providers."""
+    return {k[len(OWNED_PREFIX):]: v for k, v in metadata.items()
+            if k.startswith(OWNED_PREFIX)}
+
+
+def owned_key(uuid):
+    return OWNED_PREFIX + uuid
 
 
 def metadata_for(spec):
@@ -327,14 +393,76 @@ def pool_from_aggregate(aggregate):
     return pool
 
 
-def pools_from_aggregates(aggregates):
-    """Every pool among the aggregates, keyed by pool name."""
-    pools = {}
+def _check_readable(pool):
+    """Why an aggregate with gpu_pool cannot be used as a pool, or None."""
+    metadata = pool['metadata']
+    try:
+        validate_name(metadata.get(POOL_KEY) or '')
+    except exceptions.CommandError as exc:
+        return str(exc)
+    if pool['mode'] not in MODES:
+        return _('unknown mode %r') % pool['mode']
+    rc = pool['resource_class']
+    if not rc:
+        return _('no %s') % RESOURCE_CLASS_KEY
+    try:
+        names.check_gpu_class(names.normalize_resource_class(rc))
+    except exceptions.CommandError as exc:
+        return str(exc)
+    needs = {PASSTHROUGH: ('alias', 'pci_id'), VGPU: ('vgpu_type',),
+             MIG: ('mig_profile',)}.get(pool['mode'], ())
+    missing = [f for f in needs if not pool.get(f)]
+    if missing:
+        return _('a %(mode)s pool without %(fields)s') % {
+            'mode': pool['mode'], 'fields': ', '.join(missing)}
+    return None
+
+
+def scan(aggregates):
+    """(pools by name, problems) over all aggregates.
+
+    ``problems`` is a list of (aggregate name, pool name, message) for
+    aggregates that carry ``gpu_pool`` but cannot be read as a pool, and
+    for pool names (or isolation traits) claimed by several aggregates:
+    those are all skipped, never half-used.
+    """
+    found, problems, claims = {}, [], {}
     for aggregate in aggregates:
-        if is_pool(aggregate):
+        if not is_pool(aggregate):
+            continue
+        agg_name = _get(aggregate, 'name')
+        try:
             pool = pool_from_aggregate(aggregate)
-            pools[pool['name']] = pool
-    return pools
+            reason = _check_readable(pool)
+        except (exceptions.CommandError, ValueError, TypeError) as exc:
+            pool, reason = None, str(exc)
+        if reason:
+            value = str((_get(aggregate, 'metadata') or {}).get(POOL_KEY))
+            problems.append((agg_name, value[:60], _(
+                'aggregate %(agg)s is marked as GPU pool but cannot be read '
+                'as one: %(reason)s. Fix or remove its gpu_* metadata '
+                '("openstack aggregate show %(agg)s").')
+                % {'agg': agg_name, 'reason': reason}))
+            continue
+        claims.setdefault(pool['pool_trait'], []).append(pool)
+    for trait, claimed in sorted(claims.items()):
+        if len(claimed) == 1:
+            found[claimed[0]['name']] = claimed[0]
+            continue
+        aggs = ', '.join(sorted(p['aggregate'] for p in claimed))
+        for pool in claimed:
+            problems.append((pool['aggregate'], pool['name'], _(
+                'pool %(pool)s is claimed by several aggregates (%(aggs)s, '
+                'sharing trait %(trait)s) and is skipped: remove gpu_pool '
+                'from all but one ("openstack aggregate unset --property '
+                'gpu_pool <aggregate>").')
+                % {'pool': pool['name'], 'aggs': aggs, 'trait': trait}))
+    return found, problems
+
+
+def pools_from_aggregates(aggregates):
+    """Every readable, unambiguous pool among the aggregates, by name."""
+    return scan(aggregates)[0]
 
 
 def pools_by_host(pools):

@@ -19,168 +19,18 @@ from osc_lib.cli import format_columns
 from osc_lib.cli import parseractions
 from osc_lib.command import command
 
-from gpuclient import client as client_mod
-from gpuclient import pools as pools_mod
+from gpuclient import flavor_ops
+from gpuclient import journal
 from gpuclient import specs
 from gpuclient.i18n import _
+from gpuclient.v1 import pool as pool_cmd
 
 LOG = logging.getLogger(__name__)
 
 
-def read_pools(client, required=True):
-    """{name: pool} with the SDK aggregate of each; {} if not allowed.
-
-    Listing aggregates needs admin; reading flavors does not, so a list or
-    show by a non-admin goes on without pools (``required=False``).
-    """
-    try:
-        aggregates = client.compute.aggregates()
-    except client_mod.APIError as exc:
-        if required or exc.status != 403:
-            raise
-        return {}, {}
-    by_id = {getattr(a, 'id', None): a for a in aggregates}
-    return pools_mod.pools_from_aggregates(aggregates), by_id
-
-
-def unknown_pool(name, pools):
-    return exceptions.CommandError(
-        _('No GPU pool named %(pool)s. Known pools: %(known)s (see '
-          '"openstack gpu pool list").')
-        % {'pool': name, 'known': ', '.join(sorted(pools)) or _('none')})
-
-
-def flavor_projects(client, flavor):
-    if flavor.get('os-flavor-access:is_public', True):
-        return []
-    return client.compute.flavor_access(flavor['id'])
-
-
-def _as_request(flavor, projects):
-    return {
-        'vcpus': flavor.get('vcpus'),
-        'ram': flavor.get('ram'),
-        'disk': flavor.get('disk'),
-        'ephemeral': flavor.get('OS-FLV-EXT-DATA:ephemeral', 0),
-        'swap': flavor.get('swap') or 0,
-        'is_public': flavor.get('os-flavor-access:is_public', True),
-        'description': flavor.get('description'),
-        'extra_specs': flavor.get('extra_specs') or {},
-        'projects': projects,
-    }
-
-
-def create(client, name, pool, vcpus, ram, disk, ephemeral=0, swap=0,
-           gpus=1, numa_policy=None, public=True, projects=(),
-           description=None, properties=None):
-    """All-or-nothing ``gpu flavor create``.
-
-    Returns (flavor dict, projects, warnings, created). Everything that
-    can be refused is refused before the first write; after the flavor
-    exists, any failure deletes it again (and undoes the pool aggregate
-    change).
-    """
-    specs.check_sizes(vcpus, ram, disk, ephemeral, swap)
-    if projects and public:
-        raise exceptions.CommandError(
-            _('--project is only allowed with --private.'))
-    pools, aggregates = read_pools(client)
-    if pool not in pools:
-        raise unknown_pool(pool, pools)
-    the_pool = pools[pool]
-    derived = specs.derive(the_pool, gpus=gpus, numa_policy=numa_policy,
-                           properties=properties)
-    warnings = list(derived['warnings'])
-    agg_changes = specs.aggregate_changes(the_pool,
-                                          derived['aggregate_metadata'])
-    project_ids = []
-    for project in projects or ():
-        project_id = client.project_id(project)
-        if project_id not in project_ids:
-            project_ids.append(project_id)
-    wanted = {
-        'vcpus': vcpus, 'ram': ram, 'disk': disk, 'ephemeral': ephemeral,
-        'swap': swap, 'is_public': public, 'description': description,
-        'extra_specs': derived['extra_specs'], 'projects': project_ids,
-    }
-    aggregate = aggregates.get(the_pool['aggregate_id'])
-
-    existing = [f for f in client.compute.flavors() if f.get('name') == name]
-    if existing:
-        flavor = existing[0]
-        have = _as_request(flavor, flavor_projects(client, flavor))
-        differences = specs.flavor_differences(wanted, have)
-        if differences:
-            raise exceptions.CommandError(
-                _('Flavor %(name)s already exists with other settings: '
-                  '%(diff)s. Delete it first (openstack gpu flavor delete '
-                  '%(name)s) or choose another name.')
-                % {'name': name,
-                   'diff': specs.describe_differences(differences)})
-        if agg_changes:
-            client.compute.set_aggregate_metadata(aggregate, agg_changes)
-            warnings.append(
-                _('Set %(meta)s on the aggregate of pool %(pool)s, which '
-                  'the flavor needs.')
-                % {'meta': _format_meta(agg_changes), 'pool': pool})
-        warnings.append(
-            _('Flavor %s already exists with these settings: nothing to '
-              'do.') % name)
-        return flavor, have['projects'], warnings, False
-
-    flavor = client.compute.create_flavor(
-        name=name, vcpus=vcpus, ram=ram, disk=disk,
-        swap=swap, description=description,
-        **{'OS-FLV-EXT-DATA:ephemeral': ephemeral,
-           'os-flavor-access:is_public': public})
-    aggregate_done = False
-    try:
-        flavor['extra_specs'] = client.compute.set_flavor_extra_specs(
-            flavor['id'], derived['extra_specs'])
-        for project_id in project_ids:
-            client.compute.add_flavor_access(flavor['id'], project_id)
-        if agg_changes:
-            client.compute.set_aggregate_metadata(aggregate, agg_changes)
-            aggregate_done = True
-            warnings.append(
-                _('Set %(meta)s on the aggregate of pool %(pool)s: '
-                  'AggregateInstanceExtraSpecsFilter matches the flavor\'s '
-                  'unscoped keys against it.')
-                % {'meta': _format_meta(agg_changes), 'pool': pool})
-    except Exception as exc:
-        undone = _undo(client, flavor, aggregate, agg_changes,
-                       aggregate_done)
-        raise exceptions.CommandError(
-            '%s %s' % (str(exc).rstrip(), undone)) from exc
-    return flavor, project_ids, warnings, True
-
-
-def _format_meta(metadata):
-    return ', '.join('%s=%s' % item for item in sorted(metadata.items()))
-
-
-def _undo(client, flavor, aggregate, agg_changes, aggregate_done):
-    """Delete a half-made flavor; return what to tell the operator."""
-    left = []
-    if aggregate_done:
-        try:
-            client.compute.set_aggregate_metadata(
-                aggregate, {key: None for key in agg_changes})
-        except Exception as exc:  # report, keep undoing
-            LOG.debug('undoing aggregate metadata: %s', exc)
-            left.append(_('remove %(meta)s from aggregate %(agg)s by hand')
-                        % {'meta': _format_meta(agg_changes),
-                           'agg': getattr(aggregate, 'name', '?')})
-    try:
-        client.compute.delete_flavor(flavor['id'])
-    except Exception as exc:
-        LOG.debug('deleting half-made flavor: %s', exc)
-        left.append(_('delete flavor %s by hand (openstack flavor '
-                      'delete)') % flavor['id'])
-    if left:
-        return _('Could not undo everything: %s.') % '; '.join(left)
-    return _('Flavor %s was deleted again: nothing was changed.') % (
-        flavor.get('name'))
+read_pools = flavor_ops.read_pools
+unknown_pool = flavor_ops.unknown_pool
+flavor_projects = flavor_ops.flavor_projects
 
 
 def show_data(flavor, reading, projects, pools, notes=()):
@@ -279,11 +129,12 @@ class CreateFlavor(command.ShowOne):
             help=_('Another extra spec to set (repeat option to set '
                    'several); refused when it contradicts the derived ones '
                    'or when Nova would reject it'))
+        pool_cmd.add_dry_run_arg(parser)
         return parser
 
     def take_action(self, parsed_args):
         client = self.app.client_manager.gpu
-        flavor, projects, warnings, _created = create(
+        flavor, projects, warnings, plan = flavor_ops.create(
             client, parsed_args.name, parsed_args.pool,
             vcpus=parsed_args.vcpus, ram=parsed_args.ram,
             disk=parsed_args.disk, ephemeral=parsed_args.ephemeral,
@@ -291,9 +142,11 @@ class CreateFlavor(command.ShowOne):
             numa_policy=parsed_args.numa_policy, public=parsed_args.public,
             projects=parsed_args.projects,
             description=parsed_args.description,
-            properties=parsed_args.properties)
+            properties=parsed_args.properties, dry_run=parsed_args.dry_run)
         for warning in warnings:
             LOG.warning(warning)
+        if parsed_args.dry_run:
+            return pool_cmd.plan_item(plan)
         pools, _aggregates = read_pools(client, required=False)
         reading = specs.read(flavor.get('extra_specs'), pools)
         return show_data(flavor, reading, projects, pools)
@@ -385,6 +238,7 @@ class DeleteFlavor(command.Command):
         parser = super().get_parser(prog_name)
         parser.add_argument('flavors', metavar='<flavor>', nargs='+',
                             help=_('GPU flavor(s) to delete (name or ID)'))
+        pool_cmd.add_dry_run_arg(parser)
         return parser
 
     def take_action(self, parsed_args):
@@ -398,7 +252,12 @@ class DeleteFlavor(command.Command):
                     raise exceptions.CommandError(
                         _('it is not a GPU flavor (use "openstack flavor '
                           'delete")'))
-                client.compute.delete_flavor(flavor['id'])
+                plan = flavor_ops.plan_delete([flavor])
+                if parsed_args.dry_run:
+                    for line in plan.lines():
+                        self.app.stdout.write(line + '\n')
+                else:
+                    journal.apply(client, plan)
             except exceptions.CommandError as exc:
                 failed += 1
                 LOG.error(_('Failed to delete flavor with name or ID '

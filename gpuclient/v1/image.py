@@ -17,8 +17,10 @@ import logging
 from osc_lib.cli import format_columns
 from osc_lib.command import command
 
+from gpuclient import flavor_ops
 from gpuclient import images
 from gpuclient.i18n import _
+from gpuclient.v1 import pool as pool_cmd
 
 LOG = logging.getLogger(__name__)
 
@@ -51,20 +53,22 @@ class SetImage(command.Command):
                    '(img_hide_hypervisor_id=true), for guest drivers that '
                    'refuse to run in a VM; removes the misspelt '
                    'hw_hide_hypervisor_id'))
+        pool_cmd.add_dry_run_arg(parser)
         return parser
 
     def take_action(self, parsed_args):
-        glance = self.app.client_manager.gpu.image
-        image = glance.find_image(parsed_args.image)
-        changes = images.plan(
-            image, q35=parsed_args.q35, uefi=parsed_args.uefi,
+        client = self.app.client_manager.gpu
+        plan = flavor_ops.set_image(
+            client, parsed_args.image, dry_run=parsed_args.dry_run,
+            q35=parsed_args.q35, uefi=parsed_args.uefi,
             secure_boot=parsed_args.secure_boot,
             hide_hypervisor_id=parsed_args.hide_hypervisor_id)
-        if not changes:
+        if parsed_args.dry_run:
+            for line in plan.lines():
+                self.app.stdout.write(line + '\n')
+        elif not plan:
             LOG.info(_('Image %s already has these properties: nothing to '
-                       'do.'), image.get('name') or image['id'])
-            return
-        glance.update_properties(image, changes)
+                       'do.'), parsed_args.image)
 
 
 class ShowImage(command.ShowOne):

@@ -19,6 +19,7 @@ from osc_lib.cli import format_columns
 from osc_lib.cli import parseractions
 from osc_lib.command import command
 
+from gpuclient import plan as plan_mod
 from gpuclient import pool_ops
 from gpuclient import pools
 from gpuclient import specs
@@ -65,6 +66,34 @@ def gpu_figures(rows, pool):
     return figures
 
 
+class PlanColumn(format_columns.ListColumn):
+    """Plan lines: one per line in a table, a list in JSON/YAML."""
+
+    def human_readable(self):
+        return '\n'.join(self._value or [])
+
+
+def plan_item(plan):
+    """(fields, values) of a --dry-run: the plan and its warnings."""
+    return (('dry_run', 'plan', 'warnings'),
+            (True, PlanColumn(plan.lines()), PlanColumn(plan.warnings)))
+
+
+def add_dry_run_arg(parser):
+    parser.add_argument(
+        '--dry-run', action='store_true', default=False,
+        help=_('Show the plan (every step, each with its undo) and change '
+               'nothing'))
+
+
+def add_update_dependents_arg(parser):
+    parser.add_argument(
+        '--update-dependents', action='store_true', default=False,
+        help=_('Also change the flavors (and images) that depend on this '
+               'change, in the same all-or-nothing plan, instead of '
+               'refusing and listing them'))
+
+
 def _add_pool_arg(parser, nargs=None):
     parser.add_argument(
         'pool', metavar='<pool>', nargs=nargs,
@@ -86,10 +115,11 @@ def _add_project_arg(parser, help_text):
 
 class CreatePool(command.ShowOne):
     _description = _(
-        'Create a GPU pool: a Nova host aggregate whose metadata records '
-        'what the pool hands out, with its hosts, optional isolation and '
-        'project limits. All or nothing; re-running an identical create '
-        'changes nothing.')
+        'Create a GPU pool.\n\n'
+        'A Nova host aggregate whose metadata records what the pool hands '
+        'out, with its hosts, optional isolation and project limits. All '
+        'or nothing; re-running the same create finishes an interrupted '
+        'one and otherwise changes nothing.')
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -143,6 +173,7 @@ class CreatePool(command.ShowOne):
         _add_property_arg(
             parser, _('Other aggregate metadata to set (repeat option to '
                       'set several)'))
+        add_dry_run_arg(parser)
         return parser
 
     def take_action(self, parsed_args):
@@ -156,8 +187,11 @@ class CreatePool(command.ShowOne):
             properties=parsed_args.properties)
         spec['projects'] = [
             client.project_id(p) for p in parsed_args.projects]
-        pool, created = pool_ops.create(client, spec, parsed_args.hosts)
-        if not created:
+        pool, plan = pool_ops.create(client, spec, parsed_args.hosts,
+                                     dry_run=parsed_args.dry_run)
+        if parsed_args.dry_run:
+            return plan_item(plan)
+        if not plan:
             LOG.warning(_('Pool %s already exists with these settings: '
                           'nothing changed.'), pool['name'])
         return pool_item(pool)
@@ -180,7 +214,8 @@ class ListPool(command.Lister):
 
     def take_action(self, parsed_args):
         client = self.app.client_manager.gpu
-        found = pools.pools_from_aggregates(client.compute.aggregates())
+        found, problems = pools.scan(client.compute.aggregates())
+        pool_ops.warn_problems(problems)
         selected = [
             found[name] for name in sorted(found)
             if not parsed_args.mode or found[name]['mode'] == parsed_args.mode
@@ -252,7 +287,12 @@ class ShowPool(command.ShowOne):
 
 
 class SetPool(command.ShowOne):
-    _description = _('Set GPU pool isolation, projects and properties')
+    _description = _(
+        'Set GPU pool isolation, projects and properties.\n\n'
+        '--isolate on an isolated pool repairs members that lack the '
+        'trait. A change that would break flavors or images (isolation '
+        'on or off) is refused with their list unless --update-dependents '
+        'changes them too.')
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -260,8 +300,9 @@ class SetPool(command.ShowOne):
         group = parser.add_mutually_exclusive_group()
         group.add_argument(
             '--isolate', dest='isolate', action='store_true', default=None,
-            help=_('Isolate the pool: put its trait on every member host '
-                   'and require it on the aggregate'))
+            help=_('Isolate the pool (or repair its isolation): put its '
+                   'trait on every member host and require it on the '
+                   'aggregate'))
         group.add_argument(
             '--no-isolate', dest='isolate', action='store_false',
             help=_('Stop isolating the pool: take the requirement and the '
@@ -272,26 +313,47 @@ class SetPool(command.ShowOne):
         _add_property_arg(
             parser, _('Property to set on the pool\'s aggregate (repeat '
                       'option to set several)'))
+        add_update_dependents_arg(parser)
+        add_dry_run_arg(parser)
         return parser
 
     def take_action(self, parsed_args):
         client = self.app.client_manager.gpu
-        pool = None
+        pool, plans = None, []
         if parsed_args.isolate is not None:
-            pool, _changed = pool_ops.set_isolation(
-                client, parsed_args.pool, parsed_args.isolate)
+            pool, plan = pool_ops.set_isolation(
+                client, parsed_args.pool, parsed_args.isolate,
+                update_dependents=parsed_args.update_dependents,
+                dry_run=parsed_args.dry_run)
+            plans.append(plan)
         if parsed_args.projects or parsed_args.properties:
-            pool, _changed = pool_ops.update_metadata(
+            pool, plan = pool_ops.update_metadata(
                 client, parsed_args.pool,
                 projects_add=parsed_args.projects,
-                properties=parsed_args.properties)
+                properties=parsed_args.properties,
+                update_dependents=parsed_args.update_dependents,
+                dry_run=parsed_args.dry_run)
+            plans.append(plan)
+        if parsed_args.dry_run:
+            return plan_item(_merge(plans, parsed_args.pool))
         if pool is None:
             pool = pool_ops.View(client).pool(parsed_args.pool)
         return pool_item(pool)
 
 
+def _merge(plans, name):
+    merged = plan_mod.Plan(_('Changing pool %s') % name)
+    for plan in plans:
+        merged.extend(plan.steps)
+        merged.warnings += plan.warnings
+    return merged
+
+
 class UnsetPool(command.ShowOne):
-    _description = _('Unset GPU pool projects and properties')
+    _description = _(
+        'Unset GPU pool projects and properties.\n\n'
+        'Removing the last project of a limited pool opens it to every '
+        'project: that needs --open-to-all.')
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -304,14 +366,25 @@ class UnsetPool(command.ShowOne):
             action='append', default=[],
             help=_('Property to remove from the pool\'s aggregate (repeat '
                    'option to remove several)'))
+        parser.add_argument(
+            '--open-to-all', action='store_true', default=False,
+            help=_('Allow removing the last project, which opens the pool '
+                   'to every project'))
+        add_update_dependents_arg(parser)
+        add_dry_run_arg(parser)
         return parser
 
     def take_action(self, parsed_args):
         client = self.app.client_manager.gpu
-        pool, _changed = pool_ops.update_metadata(
+        pool, plan = pool_ops.update_metadata(
             client, parsed_args.pool,
             projects_remove=parsed_args.projects,
-            remove_properties=parsed_args.properties)
+            remove_properties=parsed_args.properties,
+            open_to_all=parsed_args.open_to_all,
+            update_dependents=parsed_args.update_dependents,
+            dry_run=parsed_args.dry_run)
+        if parsed_args.dry_run:
+            return plan_item(plan)
         return pool_item(pool)
 
 
@@ -326,18 +399,24 @@ class _HostsCommand(command.ShowOne):
         _add_pool_arg(parser)
         parser.add_argument('hosts', metavar='<host>', nargs='+',
                             help=self.hosts_help)
+        add_dry_run_arg(parser)
         return parser
 
     def take_action(self, parsed_args):
-        pool = type(self).operation(self.app.client_manager.gpu,
-                                    parsed_args.pool, parsed_args.hosts)
+        pool, plan = type(self).operation(
+            self.app.client_manager.gpu, parsed_args.pool, parsed_args.hosts,
+            dry_run=parsed_args.dry_run)
+        if parsed_args.dry_run:
+            return plan_item(plan)
         return pool_item(pool)
 
 
 class AddHostPool(_HostsCommand):
     _description = _(
-        'Add compute hosts to a GPU pool: aggregate membership, isolation '
-        'trait and vGPU type traits, host by host')
+        'Add compute hosts to a GPU pool.\n\n'
+        'Aggregate membership, isolation trait and vGPU type traits (only '
+        'on pGPUs that serve no other type), all or nothing; re-running '
+        'repairs a member that lost its traits.')
     hosts_help = _('Compute host(s) to add, as "openstack compute service '
                    'list" names them')
     operation = pool_ops.add_hosts
@@ -345,14 +424,17 @@ class AddHostPool(_HostsCommand):
 
 class RemoveHostPool(_HostsCommand):
     _description = _(
-        'Remove compute hosts from a GPU pool, taking off only the traits '
-        'this pool put there')
+        'Remove compute hosts from a GPU pool.\n\n'
+        'Takes off only the traits this pool recorded putting there.')
     hosts_help = _('Compute host(s) to remove')
     operation = pool_ops.remove_hosts
 
 
 class DeletePool(command.Command):
-    _description = _('Delete GPU pool(s)')
+    _description = _(
+        'Delete GPU pool(s).\n\n'
+        'Refused while flavors or images depend on the pool (they are '
+        'listed with the command that fixes them).')
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -361,6 +443,7 @@ class DeletePool(command.Command):
             '--force', action='store_true',
             help=_('Remove the pool\'s hosts (and the traits it put on '
                    'them) first'))
+        add_dry_run_arg(parser)
         return parser
 
     def take_action(self, parsed_args):
@@ -368,11 +451,16 @@ class DeletePool(command.Command):
         failures = 0
         for name in parsed_args.pool:
             try:
-                pool_ops.delete(client, name, force=parsed_args.force)
+                plan = pool_ops.delete(client, name, force=parsed_args.force,
+                                       dry_run=parsed_args.dry_run)
             except exceptions.CommandError as exc:
                 failures += 1
                 LOG.error(_('Failed to delete pool %(name)s: %(error)s'),
                           {'name': name, 'error': exc})
+                continue
+            if parsed_args.dry_run:
+                for line in plan.lines():
+                    self.app.stdout.write(line + '\n')
         if failures:
             total = len(parsed_args.pool)
             raise exceptions.CommandError(

@@ -1,0 +1,216 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""GPU flavor and image writes: observe, plan, apply.
+
+``plan_create`` is pure: from the pool, the options and the flavor of that
+name if one exists, the steps that create the flavor (or finish one whose
+create was interrupted: same sizes, a subset of the extra specs and
+projects). ``create``, ``delete`` and ``set_image`` observe, plan, and
+apply with ``gpuclient.journal`` (or return the plan for ``--dry-run``).
+"""
+
+import logging
+
+from osc_lib import exceptions
+
+from gpuclient import client as client_mod
+from gpuclient import images as images_mod
+from gpuclient import journal
+from gpuclient import plan as plan_mod
+from gpuclient import pools as pools_mod
+from gpuclient import specs
+from gpuclient.i18n import _
+
+LOG = logging.getLogger(__name__)
+
+
+def read_pools(client, required=True):
+    """{name: pool} with the SDK aggregate of each; {} if not allowed.
+
+    Listing aggregates needs admin; reading flavors does not, so a list or
+    show by a non-admin goes on without pools (``required=False``).
+    Malformed or duplicate pool aggregates are warned about and skipped.
+    """
+    try:
+        aggregates = client.compute.aggregates()
+    except client_mod.APIError as exc:
+        if required or exc.status != 403:
+            raise
+        return {}, {}
+    by_id = {getattr(a, 'id', None): a for a in aggregates}
+    found, problems = pools_mod.scan(aggregates)
+    for _agg, _pool, message in problems:
+        LOG.warning(message)
+    return found, by_id
+
+
+def unknown_pool(name, pools):
+    return exceptions.CommandError(
+        _('No GPU pool named %(pool)s. Known pools: %(known)s (see '
+          '"openstack gpu pool list").')
+        % {'pool': name, 'known': ', '.join(sorted(pools)) or _('none')})
+
+
+def as_request(flavor, projects):
+    """A Nova flavor (dict) in the shape of a create request."""
+    return {
+        'vcpus': flavor.get('vcpus'),
+        'ram': flavor.get('ram'),
+        'disk': flavor.get('disk'),
+        'ephemeral': flavor.get('OS-FLV-EXT-DATA:ephemeral', 0),
+        'swap': flavor.get('swap') or 0,
+        'is_public': flavor.get('os-flavor-access:is_public', True),
+        'description': flavor.get('description'),
+        'extra_specs': flavor.get('extra_specs') or {},
+        'projects': projects,
+    }
+
+
+def _format_meta(metadata):
+    return ', '.join('%s=%s' % item for item in sorted(metadata.items()))
+
+
+def plan_create(name, pool, wanted, agg_changes, existing=None):
+    """Pure: the plan of ``gpu flavor create``.
+
+    ``wanted`` is the request (as ``as_request`` shapes it), ``existing``
+    the flavor of that name as a request, or None. An existing flavor that
+    is an interrupted create of the same request (same sizes, its specs and
+    projects a subset of those wanted) is finished; any other is refused.
+    """
+    result = plan_mod.Plan(_('Creating flavor %s') % name,
+                           rerun=_('the same "openstack gpu flavor create" '
+                                   'command'))
+    want_specs = wanted['extra_specs']
+    if existing is not None:
+        have_specs = existing['extra_specs']
+        partial = dict(existing, extra_specs={
+            k: v for k, v in want_specs.items() if k in have_specs})
+        partial['projects'] = [p for p in wanted['projects']
+                               if p in existing['projects']]
+        extra_specs = {k for k in have_specs if k not in want_specs}
+        extra_projects = [p for p in existing['projects']
+                          if p not in wanted['projects']]
+        differences = specs.flavor_differences(
+            dict(wanted, extra_specs=partial['extra_specs'],
+                 projects=partial['projects']), partial)
+        differences += [(k, None, have_specs[k]) for k in sorted(extra_specs)]
+        if extra_projects:
+            differences.append(('projects', ','.join(wanted['projects']),
+                                ','.join(existing['projects'])))
+        if differences:
+            raise exceptions.CommandError(
+                _('Flavor %(name)s already exists with other settings: '
+                  '%(diff)s. Delete it first (openstack gpu flavor delete '
+                  '%(name)s) or choose another name.')
+                % {'name': name,
+                   'diff': specs.describe_differences(differences)})
+        old_specs = have_specs
+        old_projects = existing['projects']
+    else:
+        fields = {
+            'vcpus': wanted['vcpus'], 'ram': wanted['ram'],
+            'disk': wanted['disk'], 'swap': wanted['swap'],
+            'description': wanted['description'],
+            'OS-FLV-EXT-DATA:ephemeral': wanted['ephemeral'],
+            'os-flavor-access:is_public': wanted['is_public'],
+        }
+        result.add(plan_mod.create_flavor(
+            name, {k: v for k, v in fields.items() if v is not None}))
+        old_specs, old_projects = {}, []
+    result.add(plan_mod.flavor_specs(name, old_specs, want_specs))
+    for project in wanted['projects']:
+        if project not in old_projects:
+            result.add(plan_mod.add_access(name, project))
+    if agg_changes:
+        result.add(plan_mod.set_metadata(
+            pool['aggregate'], pool['metadata'], agg_changes))
+        result.warnings.append(
+            _('Sets %(meta)s on the aggregate of pool %(pool)s: '
+              'AggregateInstanceExtraSpecsFilter matches the flavor\'s '
+              'unscoped keys against it.')
+            % {'meta': _format_meta(agg_changes), 'pool': pool['name']})
+    return result
+
+
+def create(client, name, pool, vcpus, ram, disk, ephemeral=0, swap=0,
+           gpus=1, numa_policy=None, public=True, projects=(),
+           description=None, properties=None, dry_run=False, on_step=None):
+    """``gpu flavor create``: returns (flavor or None, projects, warnings,
+    plan)."""
+    specs.check_sizes(vcpus, ram, disk, ephemeral, swap)
+    specs.check_gpus(gpus)
+    if projects and public:
+        raise exceptions.CommandError(
+            _('--project is only allowed with --private.'))
+    pools, _aggregates = read_pools(client)
+    if pool not in pools:
+        raise unknown_pool(pool, pools)
+    the_pool = pools[pool]
+    derived = specs.derive(the_pool, gpus=gpus, numa_policy=numa_policy,
+                           properties=properties)
+    agg_changes = specs.aggregate_changes(the_pool,
+                                          derived['aggregate_metadata'])
+    project_ids = []
+    for project in projects or ():
+        project_id = client.project_id(project)
+        if project_id not in project_ids:
+            project_ids.append(project_id)
+    wanted = {
+        'vcpus': vcpus, 'ram': ram, 'disk': disk, 'ephemeral': ephemeral,
+        'swap': swap, 'is_public': public, 'description': description,
+        'extra_specs': derived['extra_specs'], 'projects': project_ids,
+    }
+    existing = [f for f in client.compute.flavors() if f.get('name') == name]
+    have = None
+    if existing:
+        have = as_request(existing[0], flavor_projects(client, existing[0]))
+    plan = plan_create(name, the_pool, wanted, agg_changes, have)
+    warnings = list(derived['warnings']) + plan.warnings
+    if dry_run:
+        return None, project_ids, warnings, plan
+    if not plan:
+        warnings.append(_('Flavor %s already exists with these settings: '
+                          'nothing to do.') % name)
+    else:
+        executor = journal.apply(client, plan, on_step=on_step)
+        warnings += executor.warnings
+    flavor = client.compute.find_flavor(name)
+    return flavor, project_ids, warnings, plan
+
+
+def flavor_projects(client, flavor):
+    if flavor.get('os-flavor-access:is_public', True):
+        return []
+    return client.compute.flavor_access(flavor['id'])
+
+
+def plan_delete(flavors):
+    """Pure: delete these flavors (dicts); not undone (IDs would change)."""
+    result = plan_mod.Plan(_('Deleting flavors'))
+    for flavor in flavors:
+        result.add(plan_mod.delete_flavor(
+            flavor['id'], '%s (%s)' % (flavor.get('name'), flavor['id'])))
+    return result
+
+
+def set_image(client, image_name, dry_run=False, **options):
+    """``gpu image set``: returns the plan (empty: nothing to do)."""
+    image = client.image.find_image(image_name)
+    changes = images_mod.plan(image, **options)
+    result = plan_mod.Plan(
+        _('Updating image %s') % (image.get('name') or image['id']))
+    result.add(plan_mod.update_image(image, changes or {}))
+    if result and not dry_run:
+        journal.apply(client, result)
+    return result

@@ -1,0 +1,373 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Apply a plan (``gpuclient.plan``) with a journal.
+
+* Steps run in order through the client layer. SIGINT and SIGTERM that
+  arrive meanwhile are deferred to the next step boundary.
+* When a step fails, its outcome is checked by reading the cloud back: a
+  write that happened although its answer was lost (a dropped connection, a
+  proxy's HTML page) counts as done and the plan goes on.
+* Otherwise, or when interrupted, the journal undoes what it did, newest
+  first (a step whose outcome could not be read is undone too: inverses are
+  idempotent), and raises one CommandError that says what failed, whether
+  everything was undone, and, when an undo failed as well, exactly what is
+  left and that re-running the command finishes it.
+"""
+
+import contextlib
+import logging
+import signal
+import threading
+
+from osc_lib import exceptions
+
+from gpuclient import client as client_mod
+from gpuclient.i18n import _
+
+LOG = logging.getLogger(__name__)
+
+
+class Interrupted(Exception):
+    def __init__(self, signum):
+        super().__init__(signum)
+        self.signum = signum
+
+    def __str__(self):
+        try:
+            name = signal.Signals(self.signum).name
+        except ValueError:
+            name = str(self.signum)
+        return _('interrupted by %s') % name
+
+
+class ApplyError(exceptions.CommandError):
+    """A plan failed. ``left`` lists the steps whose effect remains."""
+
+    def __init__(self, message, failed=None, left=(), undo_failures=()):
+        super().__init__(message)
+        self.failed = failed
+        self.left = list(left)
+        self.undo_failures = list(undo_failures)
+
+
+@contextlib.contextmanager
+def deferred_signals(signals=(signal.SIGINT, signal.SIGTERM)):
+    """Record SIGINT/SIGTERM instead of acting on them; yield the record."""
+    received = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+    previous = {}
+
+    def handler(signum, _frame):
+        LOG.warning(_('Received %s: finishing the current step, then '
+                      'undoing.'), signal.Signals(signum).name)
+        received.append(signum)
+
+    for signum in signals:
+        previous[signum] = signal.signal(signum, handler)
+    try:
+        yield received
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+
+
+class Executor:
+    """Runs plan operations through a GpuClient, and reads them back."""
+
+    def __init__(self, client):
+        self.client = client
+        self._aggregates = None
+        self._flavor_ids = {}
+        self.warnings = []
+
+    # -- lookups --------------------------------------------------------------
+
+    def aggregate(self, name, refresh=False):
+        if self._aggregates is None or refresh or name not in (
+                self._aggregates):
+            self._aggregates = {
+                a.name: a for a in self.client.compute.aggregates()}
+        return self._aggregates.get(name)
+
+    def _need_aggregate(self, name):
+        agg = self.aggregate(name)
+        if agg is None:
+            raise client_mod.NotFound(
+                _('Host aggregate %s does not exist (any more).') % name,
+                404)
+        return agg
+
+    def flavor_id(self, name, refresh=False):
+        if refresh or name not in self._flavor_ids:
+            flavor = self.client.compute.find_flavor(name,
+                                                     ignore_missing=True)
+            self._flavor_ids[name] = flavor['id'] if flavor else None
+        return self._flavor_ids[name]
+
+    def _need_flavor(self, name):
+        flavor_id = self.flavor_id(name)
+        if flavor_id is None:
+            raise client_mod.NotFound(_('Flavor %s does not exist.') % name,
+                                      404)
+        return flavor_id
+
+    # -- do -------------------------------------------------------------------
+
+    def run(self, step):
+        getattr(self, '_do_' + step.op.replace('.', '_'))(**step.args)
+
+    def _do_aggregate_create(self, name, zone=None, metadata=None):
+        if self.aggregate(name, refresh=True) is None:
+            self._aggregates[name] = self.client.compute.create_aggregate(
+                name, zone)
+        if metadata:
+            self._do_aggregate_metadata(name, metadata)
+
+    def _do_aggregate_delete(self, name):
+        agg = self.aggregate(name, refresh=True)
+        if agg is not None:
+            self.client.compute.delete_aggregate(agg)
+        self._aggregates.pop(name, None)
+
+    def _do_aggregate_metadata(self, name, metadata):
+        agg = self._need_aggregate(name)
+        self._aggregates[name] = self.client.compute.set_aggregate_metadata(
+            agg, metadata)
+
+    def _do_aggregate_add_host(self, name, host):
+        agg = self._need_aggregate(name)
+        try:
+            self._aggregates[name] = self.client.compute.add_host(agg, host)
+        except client_mod.Conflict:
+            if host not in (self.aggregate(name, True).hosts or []):
+                raise
+
+    def _do_aggregate_remove_host(self, name, host):
+        agg = self._need_aggregate(name)
+        try:
+            self._aggregates[name] = self.client.compute.remove_host(
+                agg, host)
+        except client_mod.NotFound:
+            agg = self.aggregate(name, True)
+            if agg is not None and host in (agg.hosts or []):
+                raise
+
+    def _do_trait_create(self, trait):
+        self.client.placement.create_trait(trait)
+
+    def _do_trait_delete(self, trait):
+        if not self.client.placement.delete_trait(trait):
+            self.warnings.append(
+                _('Trait %s is still on resource providers that gpuclient '
+                  'did not tag, so it was kept.') % trait)
+
+    def _do_provider_add_traits(self, uuid, traits, label=None):
+        self.client.placement.update_traits(uuid, add=traits)
+
+    def _do_provider_remove_traits(self, uuid, traits, label=None):
+        self.client.placement.update_traits(uuid, remove=traits)
+
+    def _do_flavor_create(self, name, fields):
+        flavor = self.client.compute.create_flavor(name=name, **fields)
+        self._flavor_ids[name] = flavor['id']
+
+    def _do_flavor_delete(self, name):
+        flavor_id = self.flavor_id(name, refresh=True)
+        if flavor_id is not None:
+            self.client.compute.delete_flavor(flavor_id)
+        self._flavor_ids[name] = None
+
+    def _do_flavor_specs(self, name, set=None, unset=()):
+        flavor_id = self._need_flavor(name)
+        if set:
+            self.client.compute.set_flavor_extra_specs(flavor_id, set)
+        for key in unset:
+            self.client.compute.delete_flavor_extra_spec(flavor_id, key)
+
+    def _do_flavor_add_access(self, name, project):
+        flavor_id = self._need_flavor(name)
+        try:
+            self.client.compute.add_flavor_access(flavor_id, project)
+        except client_mod.Conflict:
+            if project not in self.client.compute.flavor_access(flavor_id):
+                raise
+
+    def _do_flavor_remove_access(self, name, project):
+        flavor_id = self._need_flavor(name)
+        try:
+            self.client.compute.remove_flavor_access(flavor_id, project)
+        except client_mod.NotFound:
+            if project in self.client.compute.flavor_access(flavor_id):
+                raise
+
+    def _do_image_update(self, id, name, changes):
+        image = self.client.image.find_image(id)
+        self.client.image.update_properties(image, changes)
+
+    # -- read back --------------------------------------------------------
+
+    def holds(self, step):
+        """True when the cloud shows the step's effect, False when not."""
+        op, args = step.op, step.args
+        if op.startswith('aggregate.'):
+            agg = self.aggregate(args['name'], refresh=True)
+            if op == 'aggregate.create':
+                return agg is not None
+            if op == 'aggregate.delete':
+                return agg is None
+            if agg is None:
+                return False
+            if op == 'aggregate.metadata':
+                meta = dict(agg.metadata or {})
+                return all(meta.get(k) == v
+                           for k, v in args['metadata'].items())
+            member = args['host'] in (agg.hosts or [])
+            return member if op == 'aggregate.add_host' else not member
+        if op.startswith('trait.'):
+            exists = bool(self.client.placement.existing_traits(
+                {args['trait']}))
+            return exists if op == 'trait.create' else not exists
+        if op.startswith('provider.'):
+            have = set(self.client.placement.traits(args['uuid'])[0])
+            if op == 'provider.add_traits':
+                return set(args['traits']) <= have
+            return not (set(args['traits']) & have)
+        if op.startswith('flavor.'):
+            flavor_id = self.flavor_id(args['name'], refresh=True)
+            if op == 'flavor.create':
+                return flavor_id is not None
+            if op == 'flavor.delete':
+                return flavor_id is None
+            if flavor_id is None:
+                return False
+            if op == 'flavor.specs':
+                specs = self.client.compute.find_flavor(flavor_id).get(
+                    'extra_specs') or {}
+                return (all(specs.get(k) == v
+                            for k, v in (args['set'] or {}).items())
+                        and not set(args['unset']) & set(specs))
+            access = self.client.compute.flavor_access(flavor_id)
+            if op == 'flavor.add_access':
+                return args['project'] in access
+            return args['project'] not in access
+        if op == 'image.update':
+            image = self.client.image.find_image(args['id'])
+            return all(image.get(k) == v for k, v in args['changes'].items())
+        raise ValueError(op)
+
+    def try_holds(self, step):
+        """holds(), or None when the cloud cannot be read."""
+        try:
+            return self.holds(step)
+        except Exception as exc:  # noqa: BLE001 - reported as unknown
+            LOG.debug('cannot read back %s: %s', step.what, exc)
+            return None
+
+
+def _error_text(exc):
+    return str(exc).strip().rstrip('.') or exc.__class__.__name__
+
+
+def apply(client, plan, on_step=None, executor=None):
+    """Apply ``plan``; return the Executor (its ``warnings``).
+
+    ``on_step(index, step)`` is called before each step (tests use it to
+    interrupt at a given step).
+    """
+    executor = executor or Executor(client)
+    done = []
+    failure = None
+    unknown = None
+    with deferred_signals() as received:
+        for index, step in enumerate(plan.steps):
+            if received:
+                failure = (index, step, Interrupted(received[0]), False)
+                break
+            if on_step is not None:
+                on_step(index, step)
+            LOG.debug('step %d/%d: %s', index + 1, len(plan), step.what)
+            try:
+                executor.run(step)
+            except Exception as exc:  # noqa: BLE001 - any failure undoes
+                held = executor.try_holds(step)
+                if held:
+                    LOG.debug('%s failed (%s) but took effect',
+                              step.what, exc)
+                    done.append(step)
+                    continue
+                if held is None:
+                    unknown = step
+                failure = (index, step, exc, True)
+                break
+            done.append(step)
+        else:
+            if received and len(plan.steps):
+                LOG.warning(_('The last step had already started: the '
+                              'command completed.'))
+            return executor
+        undone, left, undo_failures = _unwind(executor, done, unknown)
+    raise _failure_error(plan, failure, done, undone, left, undo_failures)
+
+
+def _unwind(executor, done, unknown):
+    undone, left, failures = [], [], []
+    todo = list(reversed(done))
+    if unknown is not None:
+        todo.insert(0, unknown)
+    for step in todo:
+        if step.inverse is None:
+            left.append(step)
+            continue
+        try:
+            executor.run(step.inverse)
+        except Exception as exc:  # noqa: BLE001 - keep undoing the rest
+            if executor.try_holds(step.inverse):
+                undone.append(step)
+                continue
+            LOG.error(_('Could not undo "%(what)s": %(error)s'),
+                      {'what': step.what, 'error': _error_text(exc)})
+            failures.append((step, exc))
+            if step is not unknown:
+                left.append(step)
+            continue
+        undone.append(step)
+    return undone, left, failures
+
+
+def _failure_error(plan, failure, done, undone, left, undo_failures):
+    index, step, exc, _ran = failure
+    head = _('%(title)s failed at step %(k)d of %(n)d (%(what)s): '
+             '%(error)s.') % {
+        'title': plan.title, 'k': index + 1, 'n': len(plan),
+        'what': step.what, 'error': _error_text(exc)}
+    rerun = plan.rerun or _('the same command')
+    if not left and not undo_failures:
+        if done:
+            tail = _('Everything it had done was undone (%d step(s)): the '
+                     'cloud is as it was.') % len(done)
+        else:
+            tail = _('Nothing had been changed.')
+        tail += ' ' + _('Fix the cause and run %s again.') % rerun
+    else:
+        parts = [_('Undoing failed too, so this is left: %s.') % '; '.join(
+            s.what for s in reversed(left)) if left else '']
+        for failed, error in undo_failures:
+            parts.append(_('Could not undo "%(what)s": %(error)s.') % {
+                'what': failed.what, 'error': _error_text(error)})
+        parts.append(_('Run %s again to finish it from where it '
+                       'stopped.') % rerun)
+        tail = ' '.join(p for p in parts if p)
+    return ApplyError('%s %s' % (head, tail), failed=step, left=left,
+                      undo_failures=undo_failures)

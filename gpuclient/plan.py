@@ -1,0 +1,305 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Pure: the steps of a write, each with its inverse.
+
+A write command observes the cloud, asks a planner (``pool_plan``,
+``flavor_plan``, ``images``) for the steps from what *is* to what is asked,
+and hands the plan to ``gpuclient.journal``, which applies it. A step is
+data: an operation name, its arguments and a sentence; its inverse is
+another step. Every operation is idempotent ("make X so"), and so is every
+inverse, which is what lets the journal undo a step whose outcome it does
+not know and lets a re-run converge.
+
+Operations (arguments):
+
+====================  ===================================================
+aggregate.create      name, zone, metadata (set right after)
+aggregate.delete      name
+aggregate.metadata    name, metadata ({key: value, or None to delete})
+aggregate.add_host    name, host
+aggregate.remove_host name, host
+trait.create          trait
+trait.delete          trait
+provider.add_traits   uuid, traits, label
+provider.remove_traits uuid, traits, label
+flavor.create         name, fields (Nova's flavor body)
+flavor.delete         name
+flavor.specs          name, set ({key: value}), unset (keys)
+flavor.add_access     name, project
+flavor.remove_access  name, project
+image.update          id, name, changes ({property: value, or None})
+====================  ===================================================
+"""
+
+from gpuclient.i18n import _
+
+OPERATIONS = (
+    'aggregate.create', 'aggregate.delete', 'aggregate.metadata',
+    'aggregate.add_host', 'aggregate.remove_host', 'trait.create',
+    'trait.delete', 'provider.add_traits', 'provider.remove_traits',
+    'flavor.create', 'flavor.delete', 'flavor.specs', 'flavor.add_access',
+    'flavor.remove_access',
+    'image.update',
+)
+
+
+class Step:
+    """One idempotent write, what it is in words, and its inverse."""
+
+    def __init__(self, op, what, inverse=None, **args):
+        if op not in OPERATIONS:
+            raise ValueError('unknown operation %s' % op)
+        self.op = op
+        self.what = what
+        self.args = args
+        self.inverse = inverse
+
+    def __repr__(self):
+        return 'Step(%s, %r)' % (self.op, self.args)
+
+    def __eq__(self, other):
+        return (isinstance(other, Step) and self.op == other.op
+                and self.args == other.args)
+
+    def as_dict(self):
+        return {'op': self.op, 'what': self.what, 'args': self.args,
+                'undo': self.inverse.what if self.inverse else None}
+
+
+class Plan:
+    """The ordered steps of one command, plus what to tell the operator."""
+
+    def __init__(self, title, steps=(), warnings=(), rerun=None):
+        self.title = title
+        self.steps = list(steps)
+        self.warnings = list(warnings)
+        self.rerun = rerun
+
+    def __bool__(self):
+        return bool(self.steps)
+
+    def __len__(self):
+        return len(self.steps)
+
+    def __iter__(self):
+        return iter(self.steps)
+
+    def add(self, step):
+        if step is not None:
+            self.steps.append(step)
+        return step
+
+    def extend(self, steps):
+        for step in steps:
+            self.add(step)
+
+    def lines(self):
+        """Numbered plan lines for --dry-run."""
+        if not self.steps:
+            return [_('%s: nothing to do, the cloud already matches.')
+                    % self.title]
+        out = []
+        for index, step in enumerate(self.steps, 1):
+            undo = (_(' (undo: %s)') % step.inverse.what if step.inverse
+                    else _(' (not undone on failure)'))
+            out.append('%d. %s%s' % (index, step.what, undo))
+        return out
+
+
+def _meta_text(metadata):
+    return ', '.join(
+        ('%s=%s' % (k, v)) if v is not None else _('%s (removed)') % k
+        for k, v in sorted(metadata.items()))
+
+
+# -- step constructors: each builds the step and its inverse --------------
+
+def create_aggregate(name, zone=None):
+    return Step('aggregate.create',
+                _('create host aggregate %(name)s%(zone)s')
+                % {'name': name,
+                   'zone': (_(' in zone %s') % zone) if zone else ''},
+                inverse=Step('aggregate.delete',
+                             _('delete host aggregate %s') % name, name=name),
+                name=name, zone=zone, metadata={})
+
+
+def delete_aggregate(name, zone=None, metadata=None):
+    """Delete an (empty) aggregate; undone by creating it with metadata."""
+    undo = Step('aggregate.create', _('create host aggregate %s again')
+                % name, name=name, zone=zone, metadata=dict(metadata or {}))
+    return Step('aggregate.delete', _('delete host aggregate %s') % name,
+                inverse=undo, name=name)
+
+
+def set_metadata(name, old, changes):
+    """Set ``changes`` on aggregate ``name`` whose metadata is ``old``."""
+    changes = {k: v for k, v in changes.items() if old.get(k) != v}
+    if not changes:
+        return None
+    restore = {k: old.get(k) for k in changes}
+    return Step('aggregate.metadata',
+                _('set metadata of aggregate %(name)s: %(meta)s')
+                % {'name': name, 'meta': _meta_text(changes)},
+                inverse=Step('aggregate.metadata',
+                             _('restore metadata of aggregate %(name)s: '
+                               '%(meta)s')
+                             % {'name': name, 'meta': _meta_text(restore)},
+                             name=name, metadata=restore),
+                name=name, metadata=changes)
+
+
+def add_host(name, host):
+    return Step('aggregate.add_host',
+                _('add host %(host)s to aggregate %(name)s')
+                % {'host': host, 'name': name},
+                inverse=Step('aggregate.remove_host',
+                             _('remove host %(host)s from aggregate '
+                               '%(name)s') % {'host': host, 'name': name},
+                             name=name, host=host),
+                name=name, host=host)
+
+
+def remove_host(name, host):
+    return Step('aggregate.remove_host',
+                _('remove host %(host)s from aggregate %(name)s')
+                % {'host': host, 'name': name},
+                inverse=Step('aggregate.add_host',
+                             _('add host %(host)s to aggregate %(name)s '
+                               'again') % {'host': host, 'name': name},
+                             name=name, host=host),
+                name=name, host=host)
+
+
+def create_trait(trait):
+    return Step('trait.create', _('create trait %s') % trait,
+                inverse=Step('trait.delete', _('delete trait %s') % trait,
+                             trait=trait),
+                trait=trait)
+
+
+def delete_trait(trait):
+    return Step('trait.delete', _('delete trait %s') % trait,
+                inverse=Step('trait.create', _('create trait %s again')
+                             % trait, trait=trait),
+                trait=trait)
+
+
+def add_traits(uuid, traits, label=None):
+    traits = sorted(traits)
+    label = label or uuid
+    return Step('provider.add_traits',
+                _('add trait %(traits)s to resource provider %(rp)s')
+                % {'traits': ', '.join(traits), 'rp': label},
+                inverse=Step('provider.remove_traits',
+                             _('remove trait %(traits)s from resource '
+                               'provider %(rp)s')
+                             % {'traits': ', '.join(traits), 'rp': label},
+                             uuid=uuid, traits=traits, label=label),
+                uuid=uuid, traits=traits, label=label)
+
+
+def remove_traits(uuid, traits, label=None):
+    traits = sorted(traits)
+    label = label or uuid
+    return Step('provider.remove_traits',
+                _('remove trait %(traits)s from resource provider %(rp)s')
+                % {'traits': ', '.join(traits), 'rp': label},
+                inverse=Step('provider.add_traits',
+                             _('add trait %(traits)s to resource provider '
+                               '%(rp)s again')
+                             % {'traits': ', '.join(traits), 'rp': label},
+                             uuid=uuid, traits=traits, label=label),
+                uuid=uuid, traits=traits, label=label)
+
+
+def create_flavor(name, fields):
+    return Step('flavor.create', _('create flavor %s') % name,
+                inverse=Step('flavor.delete', _('delete flavor %s') % name,
+                             name=name),
+                name=name, fields=dict(fields))
+
+
+def delete_flavor(name, label=None):
+    """Irreversible: a re-created flavor would get another ID.
+
+    ``name`` is what finds the flavor (a name or an ID).
+    """
+    return Step('flavor.delete', _('delete flavor %s') % (label or name),
+                name=name)
+
+
+def flavor_specs(name, old, set_specs=None, unset=()):
+    """Set and unset extra specs of flavor ``name`` whose specs are old."""
+    set_specs = {k: v for k, v in (set_specs or {}).items()
+                 if old.get(k) != v}
+    unset = sorted(k for k in unset if k in old and k not in set_specs)
+    if not set_specs and not unset:
+        return None
+    restore = {k: old[k] for k in list(set_specs) + unset if k in old}
+    drop = sorted(k for k in set_specs if k not in old)
+    parts = ['%s=%s' % kv for kv in sorted(set_specs.items())]
+    parts += [_('%s (removed)') % k for k in unset]
+    undo_parts = ['%s=%s' % kv for kv in sorted(restore.items())]
+    undo_parts += [_('%s (removed)') % k for k in drop]
+    return Step('flavor.specs',
+                _('set extra specs of flavor %(name)s: %(specs)s')
+                % {'name': name, 'specs': ', '.join(parts)},
+                inverse=Step('flavor.specs',
+                             _('restore extra specs of flavor %(name)s: '
+                               '%(specs)s')
+                             % {'name': name, 'specs': ', '.join(undo_parts)},
+                             name=name, set=restore, unset=drop),
+                name=name, set=set_specs, unset=unset)
+
+
+def add_access(name, project):
+    return Step('flavor.add_access',
+                _('give project %(project)s access to flavor %(name)s')
+                % {'project': project, 'name': name},
+                inverse=Step('flavor.remove_access',
+                             _('take access to flavor %(name)s from project '
+                               '%(project)s')
+                             % {'project': project, 'name': name},
+                             name=name, project=project),
+                name=name, project=project)
+
+
+def remove_access(name, project):
+    return Step('flavor.remove_access',
+                _('take access to flavor %(name)s from project %(project)s')
+                % {'project': project, 'name': name},
+                inverse=Step('flavor.add_access',
+                             _('give project %(project)s access to flavor '
+                               '%(name)s again')
+                             % {'project': project, 'name': name},
+                             name=name, project=project),
+                name=name, project=project)
+
+
+def update_image(image, changes):
+    """Set (value) or remove (None) properties of an image (dict)."""
+    changes = {k: v for k, v in changes.items() if image.get(k) != v}
+    if not changes:
+        return None
+    label = image.get('name') or image['id']
+    restore = {k: image.get(k) for k in changes}
+    return Step('image.update',
+                _('set properties of image %(name)s: %(meta)s')
+                % {'name': label, 'meta': _meta_text(changes)},
+                inverse=Step('image.update',
+                             _('restore properties of image %(name)s: '
+                               '%(meta)s')
+                             % {'name': label, 'meta': _meta_text(restore)},
+                             id=image['id'], name=label, changes=restore),
+                id=image['id'], name=label, changes=changes)

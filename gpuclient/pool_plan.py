@@ -1,0 +1,551 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Pure: the plan of every pool write, from what the cloud holds now.
+
+Each planner takes an ``Observed`` (what ``pool_ops`` read: aggregates,
+pools, the member hosts' provider trees with traits, existing traits, and
+when a change can affect them, flavors, their access lists and images) and
+returns a ``plan.Plan``. Nothing here talks to a cloud.
+
+Order rules that keep every intermediate state harmless:
+
+* joining: ownership record, then traits on the providers, then the host
+  into the aggregate (an isolated aggregate never holds a host that pool
+  flavors cannot use because its trait is missing);
+* leaving: the reverse;
+* isolation on: trait, providers, flavors, then the aggregate requirement;
+  isolation off: flavors and images first, then the requirement, the
+  providers and the trait (no flavor ever requires a trait that is gone).
+"""
+
+from osc_lib import exceptions
+
+from gpuclient import plan as plan_mod
+from gpuclient import pools as pools_mod
+from gpuclient import specs
+from gpuclient.i18n import _
+
+TRAIT_SPEC_PREFIX = 'trait'
+
+
+class Observed:
+    """What a pool write read from the cloud (plain data)."""
+
+    def __init__(self, aggregates, roots=None, snapshot=None,
+                 existing_traits=(), flavors=None, access=None,
+                 images=None):
+        # aggregates: [{'name', 'hosts', 'metadata', 'zone'}]
+        self.aggregates = {a['name']: a for a in aggregates}
+        self.pools, self.problems = pools_mod.scan(
+            [_AggregateView(a) for a in aggregates])
+        self.roots = roots or {}
+        self.snapshot = snapshot
+        self.existing_traits = set(existing_traits)
+        self.flavors = flavors
+        self.access = access or {}
+        self.images = images
+
+    def traits(self, uuid):
+        if self.snapshot is None:
+            return set()
+        return pools_mod.traits_of(self.snapshot, uuid)
+
+    def label(self, uuid):
+        if self.snapshot is None:
+            return uuid
+        return self.snapshot.providers.get(uuid, {}).get('name', uuid)
+
+    def pool(self, name):
+        if name not in self.pools:
+            bad = [msg for _agg, pool, msg in self.problems if pool == name]
+            if bad:
+                raise exceptions.CommandError(' '.join(bad))
+            raise exceptions.CommandError(
+                _('No GPU pool named %(name)s. Known pools: %(known)s (see '
+                  '"openstack gpu pool list").')
+                % {'name': name,
+                   'known': ', '.join(sorted(self.pools)) or _('none')})
+        return self.pools[name]
+
+
+class _AggregateView:
+    def __init__(self, data):
+        self.name = data['name']
+        self.metadata = data.get('metadata') or {}
+        self.hosts = data.get('hosts') or []
+        self.availability_zone = data.get('zone')
+        self.id = data.get('id')
+        self.uuid = data.get('uuid')
+
+
+def _error(message, **kwargs):
+    return exceptions.CommandError(message % kwargs if kwargs else message)
+
+
+def _is_type_trait(trait):
+    return (trait.startswith('CUSTOM_')
+            and not trait.startswith('CUSTOM_' + pools_mod.POOL_TRAIT_PREFIX))
+
+
+# -- hosts --------------------------------------------------------------------
+
+def join_steps(obs, pool, host, metadata):
+    """Steps that make ``host`` a full member of ``pool``.
+
+    ``metadata`` is the aggregate metadata as it will be when these steps
+    run (ownership records are added to it). Returns (steps, notes).
+    Raises when the host has no pGPU free to serve the pool's type.
+    """
+    agg = pool['aggregate']
+    roots = obs.roots.get(host) or []
+    steps, notes, records = [], [], {}
+    trait_steps = []
+    if pool['isolate']:
+        for root in roots:
+            if pool['pool_trait'] not in obs.traits(root):
+                trait_steps.append(plan_mod.add_traits(
+                    root, [pool['pool_trait']], obs.label(root)))
+    mine = pool.get('type_trait')
+    if mine:
+        owned = pools_mod.owned_traits(metadata)
+        serving, other = 0, []
+        for uuid in pools_mod.vgpu_children(obs.snapshot, roots):
+            traits = obs.traits(uuid)
+            if mine in traits:
+                serving += 1
+                continue
+            others = sorted(t for t in traits if _is_type_trait(t))
+            if others:
+                other.append('%s (%s)' % (obs.label(uuid),
+                                          ', '.join(others)))
+                continue
+            serving += 1
+            if owned.get(uuid) != mine:
+                records[pools_mod.owned_key(uuid)] = mine
+            trait_steps.append(plan_mod.add_traits(uuid, [mine],
+                                                   obs.label(uuid)))
+        if other:
+            notes.append(
+                _('%(host)s: %(n)d pGPU provider(s) already serve another '
+                  'type and were left alone: %(rps)s.')
+                % {'host': host, 'n': len(other), 'rps': ', '.join(other)})
+        if not serving:
+            raise _error(
+                _('%(host)s has no pGPU provider that can serve %(trait)s: '
+                  'every one already carries another type trait (%(rps)s). '
+                  'One vGPU type per physical GPU: free a pGPU first '
+                  '("openstack resource provider trait delete").'),
+                host=host, trait=mine, rps=', '.join(other) or _('none'))
+    if records:
+        steps.append(plan_mod.set_metadata(agg, metadata, records))
+        metadata.update(records)
+    steps += trait_steps
+    if host not in obs.aggregates[agg]['hosts']:
+        steps.append(plan_mod.add_host(agg, host))
+    return steps, notes
+
+
+def leave_steps(obs, pool, host, metadata):
+    """Steps that take ``host`` out of ``pool``, and only this pool's marks.
+
+    Type traits go only where this pool recorded putting them, and stay
+    (their record moving to that pool) where another pool holding the host
+    serves the same type. Returns (steps, notes).
+    """
+    agg = pool['aggregate']
+    roots = obs.roots.get(host) or []
+    steps, notes, drop = [], [], {}
+    mine = pool.get('type_trait')
+    in_tree = set(obs.snapshot.providers_in_trees(roots)) if (
+        obs.snapshot is not None) else set()
+    owned = {u: t for u, t in pools_mod.owned_traits(metadata).items()
+             if u in in_tree}
+    heir = next((p for p in obs.pools.values()
+                 if p['name'] != pool['name'] and host in p['hosts']
+                 and mine and p.get('type_trait') == mine), None)
+    for uuid, trait in sorted(owned.items()):
+        drop[pools_mod.owned_key(uuid)] = None
+        if heir is not None and trait == heir.get('type_trait'):
+            heir_meta = obs.aggregates[heir['aggregate']]['metadata']
+            steps.append(plan_mod.set_metadata(
+                heir['aggregate'], heir_meta,
+                {pools_mod.owned_key(uuid): trait}))
+            continue
+        if trait in obs.traits(uuid):
+            steps.append(plan_mod.remove_traits(uuid, [trait],
+                                                obs.label(uuid)))
+    if mine and heir is None:
+        kept = [obs.label(u) for u in pools_mod.vgpu_children(
+            obs.snapshot, roots) if mine in obs.traits(u) and u not in owned]
+        if kept:
+            notes.append(
+                _('%(host)s: %(trait)s stays on %(rps)s: this pool did not '
+                  'put it there (set by hand or before gpuclient recorded '
+                  'its traits). Remove it with "openstack resource provider '
+                  'trait delete" if nothing needs it.')
+                % {'host': host, 'trait': mine, 'rps': ', '.join(kept)})
+    if pool['isolate']:
+        for root in roots:
+            if pool['pool_trait'] in obs.traits(root):
+                steps.append(plan_mod.remove_traits(
+                    root, [pool['pool_trait']], obs.label(root)))
+    if host in obs.aggregates[agg]['hosts']:
+        steps.append(plan_mod.remove_host(agg, host))
+    step = plan_mod.set_metadata(agg, metadata, drop)
+    if step is not None:
+        steps.append(step)
+        for key in drop:
+            metadata.pop(key, None)
+    return steps, notes
+
+
+def _trait_steps(obs, pool):
+    needed = set()
+    if pool['isolate']:
+        needed.add(pool['pool_trait'])
+    if pool.get('type_trait'):
+        needed.add(pool['type_trait'])
+    return [plan_mod.create_trait(t)
+            for t in sorted(needed - obs.existing_traits)]
+
+
+def _check_members(obs, pool, hosts):
+    problems = []
+    for host in hosts:
+        problems += pools_mod.host_problems(
+            pool, host, obs.roots.get(host) or [], obs.snapshot, obs.pools)
+    if problems:
+        raise exceptions.CommandError(' '.join(problems))
+
+
+# -- create / add / remove ----------------------------------------------------
+
+def create(obs, spec, hosts):
+    """Plan ``pool create``: from nothing, or finishing an earlier one."""
+    name = spec['name']
+    title = _('Creating pool %s') % name
+    hosts = list(dict.fromkeys(hosts))
+    existing = obs.aggregates.get(name)
+    result = plan_mod.Plan(title, rerun='"openstack gpu pool create %s ..."'
+                           % name)
+    if existing is not None and pools_mod.POOL_KEY in existing['metadata']:
+        pool = obs.pool(name)
+        diffs = [d for d in pools_mod.differences(spec, pool)]
+        if diffs:
+            raise _error(
+                _('Pool %(name)s already exists with other settings: '
+                  '%(diff)s. Use "openstack gpu pool set" or "add host", or '
+                  'delete it first.'),
+                name=name, diff=_describe(diffs))
+        extra = sorted(set(pool['hosts']) - set(hosts))
+        if extra:
+            raise _error(
+                _('Pool %(name)s already exists with more hosts (%(extra)s) '
+                  'than asked for: use "openstack gpu pool remove host".'),
+                name=name, extra=', '.join(extra))
+        metadata = dict(existing['metadata'])
+    else:
+        if existing is not None:
+            if existing['metadata'] or existing['hosts']:
+                raise _error(
+                    _('A host aggregate named %s already exists and is not '
+                      'a GPU pool: gpuclient does not touch ordinary '
+                      'aggregates. Choose another pool name.'), name)
+            result.warnings.append(
+                _('Host aggregate %s exists, empty and without metadata '
+                  '(left by an interrupted create): it becomes the '
+                  'pool.') % name)
+        else:
+            result.add(plan_mod.create_aggregate(name, spec['zone']))
+        pools_mod.check_trait_collision(name, obs.pools)
+        pool = _pool_of(spec, name)
+        metadata = {}
+        result.add(plan_mod.set_metadata(name, {},
+                                         pools_mod.metadata_for(spec)))
+        metadata.update(pools_mod.metadata_for(spec))
+        obs.aggregates.setdefault(name, {'name': name, 'hosts': [],
+                                         'metadata': {}, 'zone': None})
+    _check_members(obs, pool, hosts)
+    result.extend(_trait_steps(obs, pool))
+    for host in hosts:
+        steps, notes = join_steps(obs, pool, host, metadata)
+        result.extend(steps)
+        result.warnings += notes
+    return result
+
+
+def _pool_of(spec, aggregate_name):
+    pool = dict(spec)
+    pool['aggregate'] = aggregate_name
+    pool['pool_trait'] = pools_mod.pool_trait(spec['name'])
+    pool['type_trait'] = pools_mod.type_trait_of(spec)
+    pool['hosts'] = []
+    return pool
+
+
+def _describe(differences):
+    return '; '.join('%s: %s (requested %s)' % (field, have, want)
+                     for field, want, have in differences)
+
+
+def add_hosts(obs, name, hosts):
+    pool = obs.pool(name)
+    hosts = list(dict.fromkeys(hosts))
+    result = plan_mod.Plan(
+        _('Adding %(hosts)s to pool %(pool)s')
+        % {'hosts': ', '.join(hosts), 'pool': name},
+        rerun='"openstack gpu pool add host %s %s"' % (name, ' '.join(hosts)))
+    _check_members(obs, pool, hosts)
+    result.extend(_trait_steps(obs, pool))
+    metadata = dict(obs.aggregates[pool['aggregate']]['metadata'])
+    for host in hosts:
+        steps, notes = join_steps(obs, pool, host, metadata)
+        result.extend(steps)
+        result.warnings += notes
+    return result
+
+
+def remove_hosts(obs, name, hosts):
+    pool = obs.pool(name)
+    hosts = list(dict.fromkeys(hosts))
+    strangers = [h for h in hosts if h not in pool['hosts']]
+    if strangers:
+        raise _error(
+            _('Not in pool %(pool)s: %(hosts)s. Its hosts: %(members)s.'),
+            pool=name, hosts=', '.join(strangers),
+            members=', '.join(pool['hosts']) or _('none'))
+    result = plan_mod.Plan(
+        _('Removing %(hosts)s from pool %(pool)s')
+        % {'hosts': ', '.join(hosts), 'pool': name},
+        rerun='"openstack gpu pool remove host %s %s"'
+        % (name, ' '.join(hosts)))
+    metadata = dict(obs.aggregates[pool['aggregate']]['metadata'])
+    for host in hosts:
+        steps, notes = leave_steps(obs, pool, host, metadata)
+        result.extend(steps)
+        result.warnings += notes
+    return result
+
+
+# -- dependents ---------------------------------------------------------------
+
+def flavors_of(obs, pool):
+    """Flavors that steer to the pool or would land on it (dicts)."""
+    found = []
+    for flavor in obs.flavors or []:
+        reading = specs.read(flavor.get('extra_specs'), obs.pools)
+        pools_in = ([reading['pool']] if reading['pool']
+                    else specs.matching_pools(reading, obs.pools))
+        if pool['name'] in pools_in:
+            found.append(flavor)
+    return found
+
+
+def trait_keys(extra_specs, trait):
+    """Keys of extra specs (or image properties) requiring ``trait``."""
+    found = []
+    for key, value in (extra_specs or {}).items():
+        parsed = specs.parse_group_key(key)
+        if parsed and parsed[0] == TRAIT_SPEC_PREFIX and (
+                parsed[2] == trait) and str(value) == specs.REQUIRED:
+            found.append(key)
+    return sorted(found)
+
+
+def flavors_requiring(obs, trait):
+    return [f for f in obs.flavors or []
+            if trait_keys(f.get('extra_specs'), trait)]
+
+
+def images_requiring(obs, trait):
+    return [i for i in obs.images or []
+            if i.get('trait:%s' % trait) == specs.REQUIRED]
+
+
+def _names(items):
+    return ', '.join(sorted(i.get('name') or i['id'] for i in items))
+
+
+# -- set / unset --------------------------------------------------------------
+
+def set_isolation(obs, name, isolate, update_dependents=False):
+    pool = obs.pool(name)
+    trait = pool['pool_trait']
+    key = pools_mod.TRAIT_PREFIX + trait
+    agg = pool['aggregate']
+    metadata = obs.aggregates[agg]['metadata']
+    roots = [r for host in pool['hosts'] for r in obs.roots.get(host) or []]
+    flag = '--update-dependents'
+    if isolate:
+        if pool['mode'] == pools_mod.BAREMETAL:
+            pools_mod.build_spec(pool['name'], pool['mode'],
+                                 resource_class=pool['resource_class'],
+                                 isolate=True)
+        result = plan_mod.Plan(_('Isolating pool %s') % name,
+                               rerun='"openstack gpu pool set %s --isolate"'
+                               % name)
+        if trait not in obs.existing_traits:
+            result.add(plan_mod.create_trait(trait))
+        for root in roots:
+            if trait not in obs.traits(root):
+                result.add(plan_mod.add_traits(root, [trait],
+                                               obs.label(root)))
+        stale = [f for f in flavors_of(obs, pool)
+                 if not trait_keys(f.get('extra_specs'), trait)]
+        if stale and not update_dependents:
+            raise _error(
+                _('Isolating pool %(pool)s would keep its flavors %(flavors)s '
+                  'off its hosts: they do not require %(trait)s. Run again '
+                  'with %(flag)s to add trait:%(trait)s=required to them, or '
+                  'set it yourself ("openstack flavor set --property '
+                  'trait:%(trait)s=required <flavor>").'),
+                pool=name, flavors=_names(stale), trait=trait, flag=flag)
+        for flavor in stale:
+            result.add(plan_mod.flavor_specs(
+                flavor['name'], flavor.get('extra_specs') or {},
+                {'trait:%s' % trait: specs.REQUIRED}))
+        result.add(plan_mod.set_metadata(agg, metadata,
+                                         {key: pools_mod.REQUIRED}))
+        return result
+    result = plan_mod.Plan(_('Ending isolation of pool %s') % name,
+                           rerun='"openstack gpu pool set %s --no-isolate"'
+                           % name)
+    flavors = flavors_requiring(obs, trait)
+    images = images_requiring(obs, trait)
+    if (flavors or images) and not update_dependents:
+        raise _error(
+            _('Flavors %(flavors)s and images %(images)s require %(trait)s, '
+              'which ending isolation deletes: they would get "No valid '
+              'host" (and so would resize, migrate and evacuate of their '
+              'servers). Run again with %(flag)s to remove the requirement '
+              'from them in the same change, or remove it yourself '
+              '("openstack flavor unset --property trait:%(trait)s", '
+              '"openstack image unset --property trait:%(trait)s").'),
+            flavors=_names(flavors) or _('none'),
+            images=_names(images) or _('none'), trait=trait, flag=flag)
+    for flavor in flavors:
+        result.add(plan_mod.flavor_specs(
+            flavor['name'], flavor.get('extra_specs') or {},
+            unset=trait_keys(flavor.get('extra_specs'), trait)))
+    for image in images:
+        result.add(plan_mod.update_image(image, {'trait:%s' % trait: None}))
+    result.add(plan_mod.set_metadata(agg, metadata, {key: None}))
+    for root in roots:
+        if trait in obs.traits(root):
+            result.add(plan_mod.remove_traits(root, [trait],
+                                              obs.label(root)))
+    if trait in obs.existing_traits:
+        result.add(plan_mod.delete_trait(trait))
+    return result
+
+
+def update_metadata(obs, name, projects_add=(), projects_remove=(),
+                    properties=None, remove_properties=(),
+                    open_to_all=False, update_dependents=False):
+    """Plan projects and properties changes (project ids given)."""
+    pool = obs.pool(name)
+    agg = pool['aggregate']
+    metadata = obs.aggregates[agg]['metadata']
+    pools_mod.validate_properties(properties)
+    for key in remove_properties:
+        pools_mod.validate_properties({key: None})
+    current = pool['projects']
+    for project in projects_remove:
+        if project not in current:
+            raise _error(
+                _('Project %(project)s is not a project of pool %(pool)s '
+                  '(its projects: %(projects)s).'),
+                project=project, pool=name,
+                projects=', '.join(current) or _('none: open to all'))
+    remaining = [p for p in current if p not in projects_remove]
+    remaining += [p for p in projects_add if p not in remaining]
+    if current and not remaining and not open_to_all:
+        raise _error(
+            _('Removing %(projects)s would leave pool %(pool)s with no '
+              'project, which opens it to every project. Add --open-to-all '
+              'if that is what you want, or add the project that should '
+              'keep it first.'),
+            projects=', '.join(projects_remove), pool=name)
+    result = plan_mod.Plan(
+        _('Changing pool %s') % name,
+        rerun=_('the same "openstack gpu pool set/unset %s" command') % name)
+    if projects_remove:
+        losing = []
+        for flavor in flavors_of(obs, pool):
+            access = obs.access.get(flavor['id']) or []
+            for project in projects_remove:
+                if project in access:
+                    losing.append((flavor, project))
+        if losing and not update_dependents:
+            raise _error(
+                _('Private flavors of pool %(pool)s are given to projects '
+                  'you are removing (%(pairs)s): those projects could no '
+                  'longer use them. Run again with --update-dependents to '
+                  'take that access away in the same change, or use '
+                  '"openstack flavor unset --project".'),
+                pool=name, pairs=', '.join(
+                    '%s: %s' % (f['name'], p) for f, p in losing))
+        for flavor, project in losing:
+            result.add(plan_mod.remove_access(flavor['name'], project))
+    changes = pools_mod.project_changes(
+        metadata, add=[p for p in projects_add if p not in current],
+        remove=projects_remove)
+    changes.update(properties or {})
+    for key in remove_properties:
+        if key in metadata:
+            changes[key] = None
+    result.add(plan_mod.set_metadata(agg, metadata, changes))
+    return result
+
+
+def delete(obs, name, force=False):
+    pool = obs.pool(name)
+    trait = pool['pool_trait']
+    dependents = flavors_of(obs, pool) + [
+        f for f in flavors_requiring(obs, trait)
+        if f not in flavors_of(obs, pool)]
+    images = images_requiring(obs, trait)
+    if dependents or images:
+        fixes = []
+        if dependents:
+            fixes.append('"openstack gpu flavor delete %s"'
+                         % ' '.join(sorted(f['name'] for f in dependents)))
+        if images:
+            fixes.append('"openstack image unset --property trait:%s %s"'
+                         % (trait, ' '.join(sorted(i['id'] for i in images))))
+        raise _error(
+            _('Pool %(pool)s still has dependents that would be left '
+              'pointing at a pool that no longer exists: flavors '
+              '%(flavors)s, images %(images)s. Delete or change them first '
+              '(%(fixes)s).'),
+            pool=name, flavors=_names(dependents) or _('none'),
+            images=_names(images) or _('none'), fixes='; '.join(fixes))
+    if pool['hosts'] and not force:
+        raise _error(
+            _('Pool %(pool)s still has hosts (%(hosts)s): remove them with '
+              '"openstack gpu pool remove host", or use --force.'),
+            pool=name, hosts=', '.join(pool['hosts']))
+    result = plan_mod.Plan(_('Deleting pool %s') % name,
+                           rerun='"openstack gpu pool delete --force %s"'
+                           % name)
+    metadata = dict(obs.aggregates[pool['aggregate']]['metadata'])
+    for host in pool['hosts']:
+        steps, notes = leave_steps(obs, pool, host, metadata)
+        result.extend(steps)
+        result.warnings += notes
+    if trait in obs.existing_traits:
+        result.add(plan_mod.delete_trait(trait))
+    result.add(plan_mod.delete_aggregate(
+        pool['aggregate'], pool['zone'],
+        {k: v for k, v in metadata.items() if v is not None}))
+    return result
