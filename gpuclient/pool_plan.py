@@ -240,7 +240,8 @@ def create(obs, spec, hosts):
                            % name)
     if existing is not None and pools_mod.POOL_KEY in existing['metadata']:
         pool = obs.pool(name)
-        diffs = [d for d in pools_mod.differences(spec, pool)]
+        diffs = [d for d in pools_mod.differences(spec, pool)
+                 if d[0] != 'hosts']
         if diffs:
             raise _error(
                 _('Pool %(name)s already exists with other settings: '
