@@ -581,6 +581,13 @@ class Placement:
             return True
         return True
 
+    def providers_with_trait(self, trait):
+        """Uuids of the providers that have ``trait``."""
+        what = _('Listing resource providers with trait %s') % trait
+        data = self.get('/resource_providers', (1, 18), what,
+                        params={'required': trait})
+        return {rp['uuid'] for rp in data['resource_providers']}
+
     def members_of(self, aggregate_uuid):
         """Uuids of the providers in a Placement aggregate."""
         what = _('Listing resource providers in aggregate %s') % (

@@ -95,14 +95,15 @@ def plan_create(name, pool, wanted, agg_changes, existing=None):
     if existing is not None:
         have_specs = existing['extra_specs']
         partial = dict(existing, extra_specs={
-            k: v for k, v in want_specs.items() if k in have_specs})
+            k: v for k, v in have_specs.items() if k in want_specs})
         partial['projects'] = [p for p in wanted['projects']
                                if p in existing['projects']]
         extra_specs = {k for k in have_specs if k not in want_specs}
         extra_projects = [p for p in existing['projects']
                           if p not in wanted['projects']]
         differences = specs.flavor_differences(
-            dict(wanted, extra_specs=partial['extra_specs'],
+            dict(wanted, extra_specs={k: want_specs[k]
+                                      for k in partial['extra_specs']},
                  projects=partial['projects']), partial)
         differences += [(k, None, have_specs[k]) for k in sorted(extra_specs)]
         if extra_projects:

@@ -130,8 +130,11 @@ class Executor:
 
     def _do_aggregate_create(self, name, zone=None, metadata=None):
         if self.aggregate(name, refresh=True) is None:
-            self._aggregates[name] = self.client.compute.create_aggregate(
-                name, zone)
+            made = self.client.compute.create_aggregate(name, zone)
+            if getattr(made, 'id', None) is None:
+                # an answer that was not Nova's (a proxy page): look it up
+                made = self._need_aggregate(name)
+            self._aggregates[name] = made
         if metadata:
             self._do_aggregate_metadata(name, metadata)
 
@@ -143,13 +146,12 @@ class Executor:
 
     def _do_aggregate_metadata(self, name, metadata):
         agg = self._need_aggregate(name)
-        self._aggregates[name] = self.client.compute.set_aggregate_metadata(
-            agg, metadata)
+        self.client.compute.set_aggregate_metadata(agg, metadata)
 
     def _do_aggregate_add_host(self, name, host):
         agg = self._need_aggregate(name)
         try:
-            self._aggregates[name] = self.client.compute.add_host(agg, host)
+            self.client.compute.add_host(agg, host)
         except client_mod.Conflict:
             if host not in (self.aggregate(name, True).hosts or []):
                 raise
@@ -157,8 +159,7 @@ class Executor:
     def _do_aggregate_remove_host(self, name, host):
         agg = self._need_aggregate(name)
         try:
-            self._aggregates[name] = self.client.compute.remove_host(
-                agg, host)
+            self.client.compute.remove_host(agg, host)
         except client_mod.NotFound:
             agg = self.aggregate(name, True)
             if agg is not None and host in (agg.hosts or []):
@@ -169,6 +170,10 @@ class Executor:
 
     def _do_trait_delete(self, trait):
         if not self.client.placement.delete_trait(trait):
+            if not self.client.placement.providers_with_trait(trait):
+                raise client_mod.Conflict(
+                    _('Placement refused to delete trait %s although no '
+                      'resource provider has it.') % trait, 409)
             self.warnings.append(
                 _('Trait %s is still on resource providers that gpuclient '
                   'did not tag, so it was kept.') % trait)
@@ -224,7 +229,9 @@ class Executor:
         if op.startswith('aggregate.'):
             agg = self.aggregate(args['name'], refresh=True)
             if op == 'aggregate.create':
-                return agg is not None
+                return agg is not None and all(
+                    (agg.metadata or {}).get(k) == v
+                    for k, v in (args.get('metadata') or {}).items())
             if op == 'aggregate.delete':
                 return agg is None
             if agg is None:
@@ -280,6 +287,16 @@ def _error_text(exc):
     return str(exc).strip().rstrip('.') or exc.__class__.__name__
 
 
+def _several_writes(step):
+    """Steps that are more than one write can fail half-way."""
+    if step.op == 'flavor.specs':
+        return bool(step.args.get('set')) + len(step.args.get('unset')
+                                                 or ()) > 1
+    if step.op == 'aggregate.create':
+        return bool(step.args.get('metadata'))
+    return False
+
+
 def apply(client, plan, on_step=None, executor=None):
     """Apply ``plan``; return the Executor (its ``warnings``).
 
@@ -307,8 +324,8 @@ def apply(client, plan, on_step=None, executor=None):
                               step.what, exc)
                     done.append(step)
                     continue
-                if held is None:
-                    unknown = step
+                if held is None or _several_writes(step):
+                    unknown = step  # maybe (partly) done: undo it too
                 failure = (index, step, exc, True)
                 break
             done.append(step)
@@ -317,57 +334,74 @@ def apply(client, plan, on_step=None, executor=None):
                 LOG.warning(_('The last step had already started: the '
                               'command completed.'))
             return executor
-        undone, left, undo_failures = _unwind(executor, done, unknown)
-    raise _failure_error(plan, failure, done, undone, left, undo_failures)
+        undone, left, kept, undo_failure = _unwind(executor, done, unknown)
+    raise _failure_error(plan, failure, done, left, kept, undo_failure)
 
 
 def _unwind(executor, done, unknown):
-    undone, left, failures = [], [], []
+    """Undo newest first; stop at the first undo that fails.
+
+    Stopping there leaves the cloud at a prefix of the plan (plus the
+    failed step, maybe), which a re-run of the same command completes.
+    Returns (undone, left, kept, undo_failure): ``left`` the steps whose
+    effect remains because undoing stopped, ``kept`` the steps that cannot
+    be undone, ``undo_failure`` (step, exception) or None.
+    """
+    undone, kept = [], []
     todo = list(reversed(done))
     if unknown is not None:
         todo.insert(0, unknown)
-    for step in todo:
+    for position, step in enumerate(todo):
         if step.inverse is None:
-            left.append(step)
+            kept.append(step)
             continue
         try:
             executor.run(step.inverse)
-        except Exception as exc:  # noqa: BLE001 - keep undoing the rest
+        except Exception as exc:  # noqa: BLE001 - reported below
             if executor.try_holds(step.inverse):
                 undone.append(step)
                 continue
             LOG.error(_('Could not undo "%(what)s": %(error)s'),
                       {'what': step.what, 'error': _error_text(exc)})
-            failures.append((step, exc))
-            if step is not unknown:
-                left.append(step)
-            continue
+            left = [s for s in todo[position:] if s.inverse is not None]
+            kept += [s for s in todo[position:] if s.inverse is None]
+            return undone, left, kept, (step, exc)
         undone.append(step)
-    return undone, left, failures
+    return undone, [], kept, None
 
 
-def _failure_error(plan, failure, done, undone, left, undo_failures):
+def _failure_error(plan, failure, done, left, kept, undo_failure):
     index, step, exc, _ran = failure
-    head = _('%(title)s failed at step %(k)d of %(n)d (%(what)s): '
-             '%(error)s.') % {
-        'title': plan.title, 'k': index + 1, 'n': len(plan),
-        'what': step.what, 'error': _error_text(exc)}
-    rerun = plan.rerun or _('the same command')
-    if not left and not undo_failures:
-        if done:
-            tail = _('Everything it had done was undone (%d step(s)): the '
-                     'cloud is as it was.') % len(done)
-        else:
-            tail = _('Nothing had been changed.')
-        tail += ' ' + _('Fix the cause and run %s again.') % rerun
+    values = {'title': plan.title, 'k': index + 1, 'n': len(plan),
+              'what': step.what, 'error': _error_text(exc)}
+    if isinstance(exc, Interrupted):
+        head = _('%(title)s was %(error)s after step %(done)d of %(n)d.') % (
+            dict(values, done=index))
     else:
-        parts = [_('Undoing failed too, so this is left: %s.') % '; '.join(
-            s.what for s in reversed(left)) if left else '']
-        for failed, error in undo_failures:
-            parts.append(_('Could not undo "%(what)s": %(error)s.') % {
-                'what': failed.what, 'error': _error_text(error)})
+        head = _('%(title)s failed at step %(k)d of %(n)d (%(what)s): '
+                 '%(error)s.') % values
+    rerun = plan.rerun or _('the same command')
+    parts = []
+    if undo_failure is None and not kept:
+        if done:
+            parts.append(_('Everything it had done was undone (%d '
+                           'step(s)): the cloud is as it was.') % len(done))
+        else:
+            parts.append(_('Nothing had been changed.'))
+        parts.append(_('Fix the cause and run %s again.') % rerun)
+    else:
+        if kept:
+            parts.append(_('Not undone (cannot be): %s.') % '; '.join(
+                s.what for s in reversed(kept)))
+        if undo_failure is not None:
+            failed, error = undo_failure
+            parts.append(
+                _('Undoing failed too (could not undo "%(what)s": '
+                  '%(error)s), so this is left: %(left)s.')
+                % {'what': failed.what, 'error': _error_text(error),
+                   'left': '; '.join(s.what for s in reversed(left))})
         parts.append(_('Run %s again to finish it from where it '
                        'stopped.') % rerun)
-        tail = ' '.join(p for p in parts if p)
-    return ApplyError('%s %s' % (head, tail), failed=step, left=left,
-                      undo_failures=undo_failures)
+    return ApplyError('%s %s' % (head, ' '.join(parts)), failed=step,
+                      left=left + kept,
+                      undo_failures=[undo_failure] if undo_failure else [])

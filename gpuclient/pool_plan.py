@@ -259,9 +259,9 @@ def create(obs, spec, hosts):
         if existing is not None:
             if existing['metadata'] or existing['hosts']:
                 raise _error(
-                    _('A host aggregate named %s already exists and is not '
-                      'a GPU pool: gpuclient does not touch ordinary '
-                      'aggregates. Choose another pool name.'), name)
+                    _('A host aggregate named %(name)s already exists and '
+                      'is not a GPU pool: gpuclient does not touch ordinary '
+                      'aggregates. Choose another pool name.'), name=name)
             result.warnings.append(
                 _('Host aggregate %s exists, empty and without metadata '
                   '(left by an interrupted create): it becomes the '

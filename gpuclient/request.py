@@ -427,10 +427,24 @@ def _pci_suffix(alias, index, taken):
     return suffix
 
 
+def _check_alias_total(value, requests):
+    """Refuse a flavor asking for more than names.MAX_GPUS PCI devices."""
+    total = sum(count for _alias, count in requests if count > 0)
+    if total > names.MAX_GPUS:
+        raise _error(
+            _('The flavor asks for %(total)d PCI devices (%(key)s=%(value)s), '
+              'and Nova asks Placement for each device in its own request '
+              'group; gpuclient translates at most %(max)d GPUs per '
+              'instance, more than any server holds. Fix the flavor\'s '
+              '%(key)s extra spec (counts adding up to %(max)d or less).'),
+            total=total, key=ALIAS_SPEC, value=value, max=names.MAX_GPUS)
+
+
 def _add_pci_groups(builder, specs, settings, pools):
     requests = _parse_alias_requests(specs.get(ALIAS_SPEC))
     if not requests:
         return
+    _check_alias_total(specs.get(ALIAS_SPEC), requests)
     if not settings.get('pci_in_placement'):
         builder.not_covered.append(
             _('PCI devices (%s): [filter_scheduler] pci_in_placement is '
@@ -769,6 +783,44 @@ def is_per_device(rc, pools=None):
     return rc.startswith('CUSTOM_PCI_') or rc in per_device_classes(pools)
 
 
+def check_resource_amounts(resources, pools=None):
+    """Refuse ``--resource`` amounts that would build an absurd query.
+
+    ``resources`` is [(normalised class, amount)]. Refused, with
+    CommandError: an amount above Placement's names.MAX_AMOUNT; more than
+    names.MAX_GPUS of a GPU class; per-device classes (``is_per_device``,
+    one request group per unit) adding up to more than names.MAX_GPUS
+    groups. Without ``pools`` (before any I/O) the pools' own classes are
+    judged by name only; ``from_resources`` checks again with the pools.
+    """
+    pool_classes = {p.get('resource_class')
+                    for p in (pools or {}).values()} - {None}
+    groups = 0
+    for rc, amount in resources:
+        if amount > names.MAX_AMOUNT:
+            raise _error(
+                _('--resource %(rc)s=%(amount)d: Placement takes amounts up '
+                  'to %(max)d. Give a smaller amount.'),
+                rc=rc, amount=amount, max=names.MAX_AMOUNT)
+        if specs_mod.is_gpu_class(rc, pool_classes) and (
+                amount > names.MAX_GPUS):
+            raise _error(
+                _('--resource %(rc)s=%(amount)d: %(rc)s is a GPU class and '
+                  'an instance has at most %(max)d GPUs. Give an amount '
+                  'from 1 to %(max)d.'),
+                rc=rc, amount=amount, max=names.MAX_GPUS)
+        if is_per_device(rc, pools) and amount > 0:
+            groups += amount
+    if groups > names.MAX_GPUS:
+        raise _error(
+            _('--resource: %(groups)d devices of per-device classes '
+              '(CUSTOM_PCI_*, VGPU, PGPU, the classes of passthrough, vgpu '
+              'and mig pools), one Placement request group each as Nova '
+              'asks for them; at most %(max)d GPUs per instance. Ask for '
+              '%(max)d or fewer in all.'),
+            groups=groups, max=names.MAX_GPUS)
+
+
 def from_resources(resources, required=(), settings=None, pools=None,
                    aggregates=(), project_id=None, zone=None):
     """``--resource RC=N`` and ``--required TRAIT``, as Nova would send.
@@ -779,11 +831,16 @@ def from_resources(resources, required=(), settings=None, pools=None,
     group.
     """
     settings = settings or load_settings()
+    resources = [(names.normalize_resource_class(rc), amount)
+                 for rc, amount in resources]
+    check_resource_amounts(resources, pools)
     builder = _Builder(settings)
+    devices = {}
     for rc, amount in resources:
-        rc = names.normalize_resource_class(rc)
         if is_per_device(rc, pools) and amount > 0:
-            for index in range(amount):
+            first = devices.get(rc, 0)
+            devices[rc] = first + amount
+            for index in range(first, first + amount):
                 suffix = 'dev-%s-%d' % (rc.lower().replace('_', '-')[:50],
                                         index)
                 group = builder.group(

@@ -63,7 +63,7 @@ _RESOURCES_RE = re.compile(r'^resources(?P<group>%s)?:(?P<name>.*)$' % _GROUP)
 _TRAIT_RE = re.compile(r'^trait(?P<group>%s)?:(?P<name>.*)$' % _GROUP)
 _GROUPISH_RE = re.compile(r'^(resources|trait)[^:]*:')
 _CUSTOM_NAME_RE = re.compile(r'^CUSTOM_[A-Z0-9_]+$')
-_STANDARD_TRAIT_RE = re.compile(r'^[A-Z0-9_]+$')
+_MAX_NAME = 255
 _ALIAS_VALUE_RE = re.compile(r'[^:]+:\d+(?:\s*,\s*[^:]+:\d+)*')
 _CPU_MASK = r'\^?\d+((-\d+)?(,\^?\d+(-\d+)?)?)*'
 _TRUE = ('1', 't', 'true', 'on', 'y', 'yes')
@@ -191,6 +191,37 @@ def _check_value(key, value, rule):
             key=key, value=value, bad=bad)
 
 
+def alias_count(value):
+    """Devices a ``pci_passthrough:alias`` value asks for (summed)."""
+    return sum(count for count in parse_aliases(value).values()
+               if count > 0)
+
+
+def _check_alias_count(key, value):
+    total = alias_count(value)
+    if total > names.MAX_GPUS:
+        raise _error(
+            _('Invalid extra spec %(key)s=%(value)s: it asks for %(total)d '
+              'PCI devices, and Nova makes one Placement request group per '
+              'device; at most %(max)d GPUs per instance. Give counts that '
+              'add up to %(max)d or less.'),
+            key=key, value=value, total=total, max=names.MAX_GPUS)
+
+
+def check_gpus(gpus):
+    """Refuse a ``--gpus`` outside 1..names.MAX_GPUS (no I/O)."""
+    if gpus is None:
+        return 1
+    if gpus < 1:
+        raise _error(_('--gpus must be at least 1 (got %d).') % gpus)
+    if gpus > names.MAX_GPUS:
+        raise _error(
+            _('--gpus %(gpus)d: at most %(max)d GPUs per instance (Nova '
+              'asks Placement for each GPU in its own request group). Give '
+              '--gpus from 1 to %(max)d.'), gpus=gpus, max=names.MAX_GPUS)
+    return gpus
+
+
 def parse_group_key(key):
     """('resources'|'trait', group suffix or '', name) or None."""
     for kind, regex in (('resources', _RESOURCES_RE), ('trait', _TRAIT_RE)):
@@ -210,11 +241,16 @@ def validate_spec(key, value):
     and ``group_policy``. Not checked: ``capabilities:``, ``vmware:`` and
     namespaces Nova does not know (Nova accepts those as they are).
     Stricter than Nova: negative resource amounts (Nova's scheduler ignores
-    them quietly).
+    them quietly), amounts above Placement's names.MAX_AMOUNT, more than
+    names.MAX_GPUS of a GPU class in one key or of PCI devices in
+    ``pci_passthrough:alias`` (one request group each), and names longer
+    than Placement's 255 characters or ``CUSTOM_`` alone.
     """
     value = '' if value is None else str(value)
     if key in KNOWN_SPECS:
         _check_value(key, value, KNOWN_SPECS[key])
+        if key == ALIAS_SPEC:
+            _check_alias_count(key, value)
         return
     for regex, rule in _KNOWN_PATTERNS:
         if regex.match(key):
@@ -224,12 +260,14 @@ def validate_spec(key, value):
     if parsed:
         kind, _group, name = parsed
         if kind == 'resources':
-            if (name not in names.STANDARD_RESOURCE_CLASSES
-                    and not _CUSTOM_NAME_RE.match(name)):
+            if ((name not in names.STANDARD_RESOURCE_CLASSES
+                    and not _CUSTOM_NAME_RE.match(name))
+                    or len(name) > _MAX_NAME):
                 raise _error(
                     _('Invalid extra spec %(key)s: %(name)s is not a '
                       'resource class (a standard one such as VGPU, or '
-                      'CUSTOM_ followed by A-Z, 0-9 and _).'),
+                      'CUSTOM_ followed by A-Z, 0-9 and _, at most 255 '
+                      'characters).'),
                     key=key, name=name)
             try:
                 amount = int(value.strip())
@@ -241,12 +279,24 @@ def validate_spec(key, value):
                       'must be an integer of at least 0 (Nova ignores '
                       'other amounts without a word).'),
                     key=key, value=value)
+            if amount > names.MAX_AMOUNT:
+                raise _error(
+                    _('Invalid extra spec %(key)s=%(value)s: Placement '
+                      'takes amounts up to %(max)d. Give a smaller '
+                      'amount.'), key=key, value=value,
+                    max=names.MAX_AMOUNT)
+            if is_gpu_class(name) and amount > names.MAX_GPUS:
+                raise _error(
+                    _('Invalid extra spec %(key)s=%(value)s: at most '
+                      '%(max)d GPUs per instance. Give an amount from 1 to '
+                      '%(max)d.'), key=key, value=value, max=names.MAX_GPUS)
         else:
-            if not _STANDARD_TRAIT_RE.match(name):
+            if not names.is_trait_name(name):
                 raise _error(
                     _('Invalid extra spec %(key)s: %(name)s is not a trait '
-                      'name (A-Z, 0-9 and _; custom traits start with '
-                      'CUSTOM_).'), key=key, name=name)
+                      'name (A-Z, 0-9 and _, at most 255 characters; custom '
+                      'traits are CUSTOM_ followed by at least one of '
+                      'those).'), key=key, name=name)
             if value not in (REQUIRED, FORBIDDEN):
                 raise _error(
                     _('Invalid extra spec %(key)s=%(value)s: a trait is '
@@ -434,17 +484,15 @@ def _check_property(key, value, derived, pool):
 def derive(pool, gpus=1, numa_policy=None, properties=None):
     """Extra specs for a flavor of ``pool`` (CLI.md's table).
 
-    Returns a dict: ``extra_specs``, ``aggregate_metadata`` (keys the pool
+    ``gpus`` is 1 to names.MAX_GPUS (``check_gpus``). Returns a dict:
+    ``extra_specs``, ``aggregate_metadata`` (keys the pool
     aggregate must carry as well: ``group_policy=isolate`` for several
     vGPUs, because AggregateInstanceExtraSpecsFilter matches unscoped
     keys) and ``warnings`` (strings for the operator). Raises CommandError
     for options that make no sense for the pool and for ``properties``
     that contradict the derived keys or that Nova would reject.
     """
-    if gpus is None:
-        gpus = 1
-    if gpus < 1:
-        raise _error(_('--gpus must be at least 1 (got %d).') % gpus)
+    gpus = check_gpus(gpus)
     if numa_policy and numa_policy not in NUMA_POLICIES:
         raise _error(_('Unknown --numa-policy %(policy)s: choose one of '
                        '%(all)s.'), policy=numa_policy,
@@ -540,6 +588,9 @@ def read(extra_specs, pools=None):
     ``traits`` ({group: {trait: required|forbidden}}), ``aliases``,
     ``device_profile``, ``numa_policy``, ``group_policy``, ``patterns``
     (which GPU patterns it uses) and ``is_gpu``.
+
+    Reading never refuses a flavor (``flavor list`` shows every one):
+    ``problems`` says when ``gpus`` is above names.MAX_GPUS.
     """
     specs = dict(extra_specs or {})
     pools = pools or {}
@@ -686,6 +737,13 @@ def problems(extra_specs, reading, pools):
             'does not exist: the flavor cannot schedule.') % reading['pool'])
     if reading['numa_policy'] and not has_numa_topology(specs):
         found.append(numa_warning(reading['numa_policy']))
+    if (reading['gpus'] or 0) > names.MAX_GPUS:
+        found.append(_(
+            'the flavor asks for %(gpus)d GPUs per instance, more than '
+            'the %(max)d gpuclient allows (more than any server holds): it '
+            'will not schedule, and gpu candidates refuses PCI aliases '
+            'asking for that many. Fix its extra specs, or delete it.') % {
+                'gpus': reading['gpus'], 'max': names.MAX_GPUS})
     numbered = [g for g in reading['resources'] if g]
     if len(numbered) > 1 and not reading['group_policy']:
         found.append(_(

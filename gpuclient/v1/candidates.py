@@ -55,7 +55,21 @@ def _parse_resources(texts):
                 _('--resource %s: give CLASS=N, e.g. '
                   'CUSTOM_PCI_10DE_2331=1 or VCPU=4.') % text)
         found.append((names.normalize_resource_class(rc.strip()), number))
+    # bounds (names.MAX_GPUS, names.MAX_AMOUNT), before any request
+    request.check_resource_amounts(found)
     return found
+
+
+def _check_required(traits):
+    for text in traits or ():
+        name = text[1:] if text.startswith('!') else text
+        if not names.is_trait_name(name):
+            raise exceptions.CommandError(
+                _('--required %s: give a trait name as Placement spells '
+                  'it, upper case: a standard trait (A-Z, 0-9 and _, such '
+                  'as HW_CPU_X86_AVX2) or CUSTOM_ followed by those, at '
+                  'most 255 characters; !TRAIT for a forbidden one.')
+                % text)
 
 
 def read_settings(path=None, overrides=None, alias_maps=()):
@@ -368,11 +382,13 @@ class Candidates(command.Lister):
                   'own traits (trait:*=required extra specs).'))
         if parsed_args.limit is not None and parsed_args.limit < 1:
             raise exceptions.CommandError(_('--limit must be at least 1.'))
+        _check_required(parsed_args.required)
+        resources = _parse_resources(parsed_args.resources)
         settings = read_settings(parsed_args.nova_conf, parsed_args.settings,
                                  parsed_args.alias_maps)
         result = collect(
             self.app.client_manager.gpu, flavor=parsed_args.flavor,
-            resources=_parse_resources(parsed_args.resources),
+            resources=resources,
             required=parsed_args.required, image=parsed_args.image,
             pool=parsed_args.pool, project=parsed_args.project,
             zone=parsed_args.zone,

@@ -15,17 +15,28 @@
 Placement is faked at the HTTP level with requests-mock, so the real
 client layer (keystoneauth Adapter, microversion headers, error
 translation) runs in every command test. The SDK compute proxy is a
-``mock.Mock(spec=Proxy)``.
+``mock.Mock(spec=Proxy)`` whose calls FakeCompute answers.
+
+The fakes are as strict as the services they play: Placement refuses
+unknown traits and stale provider generations, Nova refuses to delete an
+aggregate that still has hosts, pages its lists, gives integer hypervisor
+ids below compute API 2.53 and lists only public flavors unless asked
+``is_public=None``.
 """
 
+import http
 import json
+import re
 from unittest import mock
+import urllib.parse
 import uuid as uuidlib
 
 import fixtures
 from keystoneauth1 import session as ks_session
 from keystoneauth1 import token_endpoint
+from openstack import exceptions as sdk_exc
 from openstack.compute.v2 import _proxy as compute_proxy
+from openstack.image.v2 import _proxy as image_proxy
 import requests
 from requests_mock.contrib import fixture as rm_fixture
 
@@ -33,6 +44,20 @@ from gpuclient import client
 
 PLACEMENT_URL = 'http://placement.example:8778'
 PLACEMENT_MAX = '1.39'
+NOVA_URL = 'http://nova.example/v2.1'
+# Nova's [api]max_limit (its default): the longest page it answers.
+NOVA_MAX_LIMIT = 1000
+
+# Standard (os-traits) traits the fake Placement knows from the start;
+# traits already on a provider of the cloud exist too. Any other trait must
+# be created (PUT /traits/CUSTOM_...) before a provider can have it.
+STANDARD_TRAITS = frozenset({
+    'COMPUTE_NODE', 'COMPUTE_MANAGED_PCI_DEVICE', 'OWNER_NOVA',
+    'COMPUTE_STATUS_DISABLED', 'HW_CPU_X86_AVX2', 'HW_GPU_API_CUDA_V12_0',
+})
+# What a concurrent writer (nova-compute's resource tracker disabling the
+# service) puts on a provider while gpuclient is changing its traits.
+CONCURRENT_TRAIT = 'COMPUTE_STATUS_DISABLED'
 
 
 def make_response(status=200, body=None, url='http://nova.example/v2.1'):
@@ -76,6 +101,7 @@ class Provider:
         self.inventory = dict(inventory or {})
         self.used = dict(used or {})
         self.traits = list(traits)
+        self.generation = 1
 
     @property
     def root(self):
@@ -116,6 +142,9 @@ class FakeCloud:
         self.providers = []
         self.hypervisors = []
         self.aggregates = []
+        self.flavors = []  # Nova flavor bodies as at compute API 2.61
+        self.images = []  # Glance v2 image bodies
+        self.busy = set()  # hosts with instances
 
     def add(self, provider):
         self.providers.append(provider)
@@ -197,6 +226,26 @@ class FakeCloud:
         )
         return root
 
+    def add_flavor(self, name, public=True, extra_specs=None,
+                   description=None, vcpus=1, ram=512, disk=1):
+        flavor = {
+            'id': uid('flavor-' + name), 'name': name, 'vcpus': vcpus,
+            'ram': ram, 'disk': disk, 'swap': 0,
+            'OS-FLV-EXT-DATA:ephemeral': 0, 'rxtx_factor': 1.0,
+            'os-flavor-access:is_public': public,
+            'OS-FLV-DISABLED:disabled': False,
+            'description': description,
+            'extra_specs': dict(extra_specs or {}),
+        }
+        self.flavors.append(flavor)
+        return flavor
+
+    def provider(self, uuid):
+        for p in self.providers:
+            if p.uuid == uuid:
+                return p
+        return None
+
     def tree(self, root):
         return [p for p in self.providers if p.root is root]
 
@@ -214,7 +263,7 @@ class FakeCloud:
                 {
                     'uuid': p.uuid,
                     'name': p.name,
-                    'generation': 1,
+                    'generation': p.generation,
                     'parent_provider_uuid': p.parent and p.parent.uuid,
                     'root_provider_uuid': p.root.uuid,
                 }
@@ -256,8 +305,27 @@ class FakeCloud:
         return {'allocation_requests': found, 'provider_summaries': summaries}
 
 
+def placement_error(context, status, detail, code=None):
+    """Placement's error body (and status) for a requests-mock answer."""
+    context.status_code = status
+    error = {'status': status, 'title': http.HTTPStatus(status).phrase,
+             'detail': detail}
+    if code:
+        error['code'] = code
+    return {'errors': [error]}
+
+
 class PlacementFixture(fixtures.Fixture):
-    """requests-mock answers for a FakeCloud's Placement."""
+    """requests-mock answers for a FakeCloud's Placement.
+
+    Provider traits are stateful, with generations. ``traits`` holds the
+    traits that exist beside those on providers (standard ones and the
+    custom ones created). ``conflicts[uuid] = n`` makes the next n trait
+    writes on that provider lose a race: a concurrent writer adds
+    CONCURRENT_TRAIT and bumps the generation first, so the write is a 409
+    and only a retry that reads the traits again keeps the writer's trait.
+    ``failures[uuid] = status`` answers trait writes with that status.
+    """
 
     def __init__(self, cloud, max_version=PLACEMENT_MAX, limit=None):
         super().__init__()
@@ -269,6 +337,10 @@ class PlacementFixture(fixtures.Fixture):
         self.mock = self.useFixture(rm_fixture.Fixture())
         client.Placement._max_versions.clear()
         self.addCleanup(client.Placement._max_versions.clear)
+        self.traits = set(STANDARD_TRAITS)
+        self.conflicts = {}
+        self.failures = {}
+        self.concurrent_writes = []  # provider uuids a racer wrote to
         url = PLACEMENT_URL
         self.mock.get(
             url + '/',
@@ -296,31 +368,138 @@ class PlacementFixture(fixtures.Fixture):
             },
         )
         self.mock.get(url + '/allocation_candidates', json=self._candidates)
-        for p in self.cloud.providers:
-            base = '%s/resource_providers/%s' % (url, p.uuid)
-            self.mock.get(
-                base + '/inventories',
-                json={
-                    'inventories': p.inventory,
-                    'resource_provider_generation': 1,
-                },
-            )
-            self.mock.get(
-                base + '/usages',
-                json={
-                    'usages': {rc: p.used.get(rc, 0) for rc in p.inventory},
-                    'resource_provider_generation': 1,
-                },
-            )
-            self.mock.get(
-                base + '/traits',
-                json={'traits': p.traits, 'resource_provider_generation': 1},
-            )
+        provider_url = re.compile(
+            re.escape(url) + r'/resource_providers/([^/?]+)/'
+            r'(inventories|usages|traits)(\?|$)')
+        self.mock.get(provider_url, json=self._provider_get)
+        self.mock.put(provider_url, json=self._provider_put)
+        self.mock.get(url + '/traits', json=self._list_traits)
+        trait_url = re.compile(re.escape(url) + r'/traits/([^/?]+)$')
+        self.mock.put(trait_url, json=self._create_trait)
+        self.mock.delete(trait_url, json=self._delete_trait)
 
     def _candidates(self, request, context):
         resources = request.qs['resources'][0].upper()
         rc, _amount = resources.split(':')
         return self.cloud.candidates_body(rc, self.limit)
+
+    # -- providers ----------------------------------------------------------
+
+    def _provider(self, request, context):
+        """(provider, what) from the URL; provider None after a 404."""
+        match = re.search(r'/resource_providers/([^/?]+)/([a-z]+)',
+                          urllib.parse.urlsplit(request.url).path)
+        uuid, what = match.group(1), match.group(2)
+        provider = self.cloud.provider(uuid)
+        if provider is None:
+            return None, placement_error(
+                context, 404,
+                'No resource provider with uuid %s found' % uuid,
+                'placement.undefined_code')
+        return provider, what
+
+    def _provider_get(self, request, context):
+        p, what = self._provider(request, context)
+        if p is None:
+            return what
+        if what == 'inventories':
+            return {'inventories': p.inventory,
+                    'resource_provider_generation': p.generation}
+        if what == 'usages':
+            return {'usages': {rc: p.used.get(rc, 0) for rc in p.inventory},
+                    'resource_provider_generation': p.generation}
+        return {'traits': list(p.traits),
+                'resource_provider_generation': p.generation}
+
+    def _provider_put(self, request, context):
+        p, what = self._provider(request, context)
+        if p is None:
+            return what
+        if what != 'traits':
+            return placement_error(context, 405, 'not faked')
+        if self.failures.get(p.uuid):
+            return placement_error(context, self.failures[p.uuid],
+                                   'injected failure')
+        if self.conflicts.get(p.uuid):
+            self.conflicts[p.uuid] -= 1
+            self.concurrent_write(p)
+        body = request.json()
+        if body.get('resource_provider_generation') != p.generation:
+            return placement_error(
+                context, 409,
+                "Resource provider's generation already changed. Please "
+                "update the generation and try again.",
+                'placement.concurrent_update')
+        unknown = sorted(set(body['traits']) - self.existing_traits())
+        if unknown:
+            return placement_error(
+                context, 400, 'No such trait(s): %s.' % ', '.join(unknown))
+        p.traits = list(body['traits'])
+        p.generation += 1
+        return {'traits': list(p.traits),
+                'resource_provider_generation': p.generation}
+
+    def concurrent_write(self, provider, trait=CONCURRENT_TRAIT):
+        """Another writer changes the provider's traits (and generation)."""
+        if trait not in provider.traits:
+            provider.traits.append(trait)
+        provider.generation += 1
+        self.concurrent_writes.append(provider.uuid)
+
+    # -- traits ---------------------------------------------------------------
+
+    def existing_traits(self):
+        found = set(self.traits)
+        for p in self.cloud.providers:
+            found.update(p.traits)
+        return found
+
+    @staticmethod
+    def _trait_name(request):
+        path = urllib.parse.urlsplit(request.url).path
+        return urllib.parse.unquote(path.rsplit('/', 1)[1])
+
+    def _list_traits(self, request, context):
+        query = urllib.parse.parse_qs(urllib.parse.urlsplit(request.url).query)
+        names = sorted(self.existing_traits())
+        wanted = (query.get('name') or [''])[0]
+        if wanted.startswith('in:'):
+            asked = set(wanted[3:].split(','))
+            names = [n for n in names if n in asked]
+        elif wanted.startswith('startswith:'):
+            names = [n for n in names if n.startswith(wanted[11:])]
+        return {'traits': names}
+
+    def _create_trait(self, request, context):
+        name = self._trait_name(request)
+        if not re.fullmatch(r'CUSTOM_[A-Z0-9_]+', name) or len(name) > 255:
+            return placement_error(
+                context, 400,
+                'The trait is invalid. A valid trait must be no longer than '
+                '255 characters, start with the prefix "CUSTOM_" and use '
+                'following characters: "A"-"Z", "0"-"9" and "_"')
+        if name in self.existing_traits():
+            context.status_code = 204
+        else:
+            self.traits.add(name)
+            context.status_code = 201
+        return None
+
+    def _delete_trait(self, request, context):
+        name = self._trait_name(request)
+        if name in STANDARD_TRAITS or not name.startswith('CUSTOM_'):
+            return placement_error(
+                context, 400, 'Cannot delete standard trait %s.' % name)
+        if any(name in p.traits for p in self.cloud.providers):
+            return placement_error(
+                context, 409,
+                'The trait %s is in use by a resource provider.' % name)
+        if name not in self.traits:
+            return placement_error(context, 404,
+                                   'No such trait(s): %s.' % name)
+        self.traits.discard(name)
+        context.status_code = 204
+        return None
 
     def requests(self, path=None):
         """Requests sent to Placement (optionally only to ``path``)."""
@@ -332,38 +511,285 @@ class PlacementFixture(fixtures.Fixture):
             sent = [r for r in sent if r.path == path]
         return sent
 
+    def puts(self):
+        """The provider trait writes sent."""
+        return [r for r in self.mock.request_history
+                if r.method == 'PUT' and r.path.endswith('/traits')]
+
+
+def _version(text):
+    found = client.parse_version(text)
+    return found or (2, 1)
+
+
+def _page(items, params, key, max_limit):
+    """Nova's paging: ``marker`` (an id), ``limit`` capped by max_limit.
+
+    Returns (page, links): a next link (the request's query plus the
+    marker) when the page is full, as Nova does, so a last page that is
+    exactly full is followed by an empty one. Raises ValueError (a 400)
+    for a marker that matches nothing.
+    """
+    limit = min(int(params.get('limit') or max_limit), max_limit)
+    start = 0
+    marker = params.get('marker')
+    if marker is not None:
+        ids = [str(item['id']) for item in items]
+        if str(marker) not in ids:
+            raise ValueError('Marker %s could not be found.' % marker)
+        start = ids.index(str(marker)) + 1
+    page = items[start:start + limit]
+    links = []
+    if page and len(page) == limit:
+        query = dict(params, marker=page[-1]['id'])
+        links.append({'rel': 'next', 'href': '%s/%s?%s' % (
+            NOVA_URL, key, urllib.parse.urlencode(sorted(query.items())))})
+    return page, links
+
+
+class FakeCompute:
+    """Nova behind a mock(spec=compute Proxy): raw GETs and aggregates.
+
+    Raw ``get`` serves ``/os-hypervisors/detail`` and ``/flavors/detail``
+    as Nova does (paged by ``max_limit``, microversion-dependent); every
+    raw GET is recorded in ``gets`` as (url, microversion, params).
+    Aggregate calls keep their state in the FakeCloud and refuse what Nova
+    refuses.
+    """
+
+    def __init__(self, cloud, proxy, max_limit=NOVA_MAX_LIMIT):
+        self.cloud = cloud
+        self.max_limit = max_limit
+        self.gets = []
+        self.calls = []
+        self.fail_add_host = set()
+        proxy.get.side_effect = self.get
+        proxy.aggregates.side_effect = lambda **kw: list(cloud.aggregates)
+        proxy.create_aggregate.side_effect = self.create
+        proxy.set_aggregate_metadata.side_effect = self.set_metadata
+        proxy.add_host_to_aggregate.side_effect = self.add_host
+        proxy.remove_host_from_aggregate.side_effect = self.remove_host
+        proxy.delete_aggregate.side_effect = self.delete
+        proxy.get_aggregate.side_effect = self.get_aggregate
+        proxy.services.side_effect = self.services
+        proxy.servers.side_effect = lambda **kw: iter(
+            [object()] if kw.get('compute_host') in cloud.busy else [])
+
+    # -- raw GETs -------------------------------------------------------------
+
+    def get(self, url, microversion=None, params=None, **kwargs):
+        params = dict(params or {})
+        self.gets.append((url, microversion, params))
+        version = _version(microversion)
+        try:
+            if url == '/os-hypervisors/detail':
+                return make_response(200, self.hypervisors(version, params))
+            if url == '/flavors/detail':
+                return make_response(200, self.flavors(version, params))
+        except ValueError as exc:
+            return make_response(400, {'badRequest': {
+                'message': str(exc), 'code': 400}})
+        return make_response(404, {'itemNotFound': {
+            'message': 'The resource could not be found.', 'code': 404}})
+
+    def hypervisors(self, version, params):
+        """Below 2.53 ids are integers (not provider uuids); no paging
+        below 2.33."""
+        found = []
+        for index, hv in enumerate(self.cloud.hypervisors):
+            hv = dict(hv)
+            if version < (2, 53):
+                hv['id'] = index + 1
+                if 'service' in hv:
+                    hv['service'] = dict(hv['service'], id=index + 1)
+            found.append(hv)
+        if version < (2, 33):
+            return {'hypervisors': found}
+        page, links = _page(found, params, 'os-hypervisors/detail',
+                            self.max_limit)
+        body = {'hypervisors': page}
+        if links:
+            body['hypervisors_links'] = links
+        return body
+
+    def flavors(self, version, params):
+        """Public flavors only unless is_public says otherwise (``None``:
+        all, ``false``: private only), sorted by id, paged."""
+        is_public = params.get('is_public')
+        if is_public is None:
+            want = True
+        elif str(is_public).lower() == 'none':
+            want = None
+        elif str(is_public).lower() in ('true', '1', 'yes', 'on'):
+            want = True
+        elif str(is_public).lower() in ('false', '0', 'no', 'off'):
+            want = False
+        else:
+            raise ValueError('Invalid is_public filter [%s]' % is_public)
+        found = []
+        for flavor in sorted(self.cloud.flavors, key=lambda f: f['id']):
+            if want is not None and (
+                    flavor['os-flavor-access:is_public'] != want):
+                continue
+            flavor = dict(flavor)
+            if version < (2, 61):
+                flavor.pop('extra_specs', None)
+            if version < (2, 55):
+                flavor.pop('description', None)
+            found.append(flavor)
+        page, links = _page(found, params, 'flavors/detail',
+                            self.max_limit)
+        body = {'flavors': page}
+        if links:
+            body['flavors_links'] = links
+        return body
+
+    # -- aggregates and services ----------------------------------------------
+
+    def _find(self, agg):
+        for found in self.cloud.aggregates:
+            if found is agg or found.id == getattr(agg, 'id', agg):
+                return found
+        raise sdk_exc.NotFoundException(
+            message='Not Found', http_status=404,
+            details='Aggregate %s could not be found.' % getattr(
+                agg, 'id', agg))
+
+    def services(self, **query):
+        seen = {}
+        for hv in self.cloud.hypervisors:
+            host = hv['service']['host']
+            seen.setdefault(host, mock.Mock(
+                host=host, availability_zone='nova', status='enabled',
+                state='up', id=hv['service'].get('id') or uid('svc-' + host),
+                binary='nova-compute'))
+        return list(seen.values())
+
+    def create(self, name, availability_zone=None):
+        self.calls.append(('create', name))
+        if any(a.name == name for a in self.cloud.aggregates):
+            raise sdk_exc.ConflictException(
+                message='Conflict', http_status=409,
+                details='Aggregate %s already exists.' % name)
+        agg = Aggregate(name, zone=availability_zone)
+        self.cloud.aggregates.append(agg)
+        return agg
+
+    def set_metadata(self, agg, metadata):
+        agg = self._find(agg)
+        self.calls.append(('metadata', agg.name, dict(metadata)))
+        for key, value in metadata.items():
+            if value is None:
+                agg.metadata.pop(key, None)
+            else:
+                agg.metadata[key] = value
+        return agg
+
+    def add_host(self, agg, host):
+        agg = self._find(agg)
+        self.calls.append(('add', agg.name, host))
+        if host in self.fail_add_host:
+            raise sdk_exc.HttpException(
+                message='boom', details='Compute service is down',
+                http_status=500)
+        if host not in {s.host for s in self.services()}:
+            raise sdk_exc.NotFoundException(
+                message='Not Found', http_status=404,
+                details='Compute host %s could not be found.' % host)
+        if host in agg.hosts:
+            raise sdk_exc.ConflictException(
+                message='Conflict', http_status=409,
+                details='Aggregate %s already has host %s.' % (agg.id, host))
+        agg.hosts.append(host)
+        return agg
+
+    def remove_host(self, agg, host):
+        agg = self._find(agg)
+        self.calls.append(('remove', agg.name, host))
+        if host not in agg.hosts:
+            raise sdk_exc.NotFoundException(
+                message='Not Found', http_status=404,
+                details='Aggregate %s has no host %s.' % (agg.id, host))
+        agg.hosts.remove(host)
+        return agg
+
+    def delete(self, agg, ignore_missing=True):
+        try:
+            agg = self._find(agg)
+        except sdk_exc.NotFoundException:
+            if ignore_missing:
+                return None
+            raise
+        self.calls.append(('delete', agg.name))
+        if agg.hosts:
+            raise sdk_exc.BadRequestException(
+                message='Bad Request', http_status=400,
+                details='Cannot remove aggregate %s. Reason: Host aggregate '
+                        'is not empty.' % agg.id)
+        self.cloud.aggregates.remove(agg)
+        return None
+
+    def get_aggregate(self, agg):
+        return self._find(agg)
+
+
+class FakeGlance:
+    """Glance v2 image listing behind a mock image proxy's raw ``get``:
+    paged by ``limit`` and ``marker``, with a ``next`` link on a full
+    page."""
+
+    def __init__(self, cloud, proxy):
+        self.cloud = cloud
+        self.gets = []
+        proxy.get.side_effect = self.get
+
+    def get(self, url, params=None, **kwargs):
+        params = dict(params or {})
+        self.gets.append((url, params))
+        if url != '/images':
+            return make_response(404, '404 Not Found')
+        try:
+            page, _links = _page(self.cloud.images, params, 'images',
+                                 int(params.get('limit') or 25))
+        except ValueError as exc:
+            return make_response(400, str(exc))
+        body = {'images': page, 'first': '/v2/images',
+                'schema': '/v2/schemas/images'}
+        if _links:
+            body['next'] = '/v2/images?%s' % urllib.parse.urlencode(
+                sorted(dict(params, marker=page[-1]['id']).items()))
+        return make_response(200, body)
+
 
 class ClientManagerFixture(fixtures.Fixture):
     """A client manager whose ``gpu`` is the real client layer.
 
     Placement: a keystoneauth session whose endpoint is PLACEMENT_URL
-    (answered by PlacementFixture). Compute: an SDK proxy mock whose raw
-    ``get`` serves the FakeCloud's hypervisors.
+    (answered by PlacementFixture). Compute: an SDK proxy mock answered by
+    a FakeCompute (``nova``) over the FakeCloud; ``max_limit`` plays Nova's
+    [api]max_limit (the page size). Image: a mock proxy whose raw ``get``
+    lists the FakeCloud's images (``glance``).
     """
 
-    def __init__(self, cloud):
+    def __init__(self, cloud, max_limit=NOVA_MAX_LIMIT):
         super().__init__()
         self.cloud = cloud
+        self.max_limit = max_limit
 
     def _setUp(self):
         session = ks_session.Session(
             auth=token_endpoint.Token(PLACEMENT_URL, 'token')
         )
         self.compute = mock.Mock(spec=compute_proxy.Proxy)
-        self.compute.get.side_effect = self._compute_get
-        self.compute.aggregates.side_effect = lambda: list(
-            self.cloud.aggregates
-        )
+        self.nova = FakeCompute(self.cloud, self.compute, self.max_limit)
+        self.image = mock.Mock(spec=image_proxy.Proxy)
+        self.glance = FakeGlance(self.cloud, self.image)
         conn = mock.Mock()
         conn.compute = self.compute
+        conn.image = self.image
         self.gpu = client.GpuClient(session, conn, 'RegionOne', 'public')
         self.client_manager = mock.Mock()
         self.client_manager.gpu = self.gpu
 
     def _compute_get(self, url, microversion=None, params=None, **kwargs):
-        if url.startswith('/os-hypervisors/detail'):
-            return make_response(
-                200,
-                {'hypervisors': self.cloud.hypervisors},
-            )
-        return make_response(404, {'itemNotFound': {'message': 'nope'}})
+        return self.nova.get(url, microversion, params, **kwargs)

@@ -148,6 +148,210 @@ class TestPlacement(base.TestCase):
         )
 
 
+class TestTraits(base.TestCase):
+    """Trait writes against a Placement as strict as the real one."""
+
+    def setUp(self):
+        super().setUp()
+        self.cloud = fakes.FakeCloud()
+        root = self.cloud.pci_host('gpu-pt-1', count=1)
+        self.device = self.cloud.tree(root)[1]
+        self.placement = self.useFixture(fakes.PlacementFixture(self.cloud))
+        self.cm = self.useFixture(fakes.ClientManagerFixture(self.cloud))
+        self.client = self.cm.gpu.placement
+
+    def test_retry_keeps_what_a_concurrent_writer_added(self):
+        self.client.ensure_traits({'CUSTOM_GPU_POOL_SOLVER'})
+        self.placement.conflicts[self.device.uuid] = 1
+        added, removed = self.client.update_traits(
+            self.device.uuid, add=['CUSTOM_GPU_POOL_SOLVER'],
+            remove=['OWNER_NOVA'])
+        # the racer's COMPUTE_STATUS_DISABLED survives the retry
+        self.assertEqual(
+            ['COMPUTE_MANAGED_PCI_DEVICE', 'COMPUTE_STATUS_DISABLED',
+             'CUSTOM_GPU_POOL_SOLVER'],
+            sorted(self.device.traits))
+        self.assertEqual(({'CUSTOM_GPU_POOL_SOLVER'}, {'OWNER_NOVA'}),
+                         (added, removed))
+        self.assertEqual([self.device.uuid], self.placement.concurrent_writes)
+        puts = self.placement.puts()
+        self.assertEqual(2, len(puts))
+        self.assertEqual(
+            {'traits': ['COMPUTE_MANAGED_PCI_DEVICE',
+                        'COMPUTE_STATUS_DISABLED', 'CUSTOM_GPU_POOL_SOLVER'],
+             'resource_provider_generation': 2},
+            puts[1].json())
+
+    def test_five_conflicts_give_up_and_say_run_again(self):
+        self.client.ensure_traits({'CUSTOM_GPU_POOL_SOLVER'})
+        self.placement.conflicts[self.device.uuid] = 5
+        exc = self.assertRaises(
+            client.Conflict, self.client.update_traits, self.device.uuid,
+            add=['CUSTOM_GPU_POOL_SOLVER'])
+        self.assertEqual(
+            "Setting traits of resource provider %s: conflict: Resource "
+            "provider's generation already changed. Please update the "
+            "generation and try again. Something else changed it at the "
+            "same time: run the command again." % self.device.uuid,
+            str(exc))
+        self.assertEqual(409, exc.status)
+        self.assertEqual(5, len(self.placement.puts()))
+        self.assertNotIn('CUSTOM_GPU_POOL_SOLVER', self.device.traits)
+
+    def test_unknown_trait_refused(self):
+        # Placement: a trait must exist before a provider can have it
+        exc = self.assertRaises(
+            client.APIError, self.client.update_traits, self.device.uuid,
+            add=['CUSTOM_NEVER_CREATED'])
+        self.assertEqual(400, exc.status)
+        self.assertIn('No such trait(s): CUSTOM_NEVER_CREATED.', str(exc))
+        self.assertEqual(['COMPUTE_MANAGED_PCI_DEVICE', 'OWNER_NOVA'],
+                         self.device.traits)
+
+    def test_create_and_delete_custom_traits(self):
+        self.assertEqual({'CUSTOM_A'},
+                         self.client.ensure_traits({'CUSTOM_A', 'OWNER_NOVA'}))
+        self.assertEqual(set(), self.client.ensure_traits({'CUSTOM_A'}))
+        self.client.update_traits(self.device.uuid, add=['CUSTOM_A'])
+        self.assertFalse(self.client.delete_trait('CUSTOM_A'))  # in use
+        self.client.update_traits(self.device.uuid, remove=['CUSTOM_A'])
+        self.assertTrue(self.client.delete_trait('CUSTOM_A'))
+        self.assertEqual(set(), self.client.existing_traits({'CUSTOM_A'}))
+
+
+def hypervisor_page(ids, more):
+    body = {'hypervisors': [{'id': i, 'hypervisor_hostname': i,
+                             'service': {'host': i}} for i in ids]}
+    if more:
+        body['hypervisors_links'] = [
+            {'rel': 'next', 'href': 'http://nova.example/v2.1/'
+             'os-hypervisors/detail?marker=%s' % (ids[-1] if ids else 'x')}]
+    return fakes.make_response(200, body)
+
+
+class TestComputeLists(base.TestCase):
+    """Hypervisor and flavor lists: microversions and pages."""
+
+    def setUp(self):
+        super().setUp()
+        self.cloud = fakes.FakeCloud()
+
+    def compute(self, max_limit=fakes.NOVA_MAX_LIMIT):
+        self.cm = self.useFixture(
+            fakes.ClientManagerFixture(self.cloud, max_limit=max_limit))
+        return self.cm.gpu.compute
+
+    def sent(self, url):
+        return [(version, params) for sent_url, version, params
+                in self.cm.nova.gets if sent_url == url]
+
+    def hosts(self, n):
+        return [self.cloud.compute_host('h%d' % i).uuid for i in range(n)]
+
+    def test_hypervisor_ids_are_provider_uuids_at_2_53(self):
+        uuids = self.hosts(2)
+        compute = self.compute()
+        self.assertEqual(uuids, [hv['id'] for hv in compute.hypervisors()])
+        self.assertEqual([('2.53', {})], self.sent('/os-hypervisors/detail'))
+        # what a client that sent less would have got
+        old = self.cm.nova.get('/os-hypervisors/detail', '2.52').json()
+        self.assertEqual([1, 2], [hv['id'] for hv in old['hypervisors']])
+
+    def test_hypervisor_pages_followed_with_the_last_marker(self):
+        uuids = self.hosts(5)
+        found = self.compute(max_limit=2).hypervisors()
+        self.assertEqual(uuids, [hv['id'] for hv in found])
+        self.assertEqual(
+            [('2.53', {}), ('2.53', {'marker': uuids[1]}),
+             ('2.53', {'marker': uuids[3]})],
+            self.sent('/os-hypervisors/detail'))
+
+    def test_exactly_full_last_hypervisor_page(self):
+        # Nova links a full page; the page after it is empty, unlinked
+        uuids = self.hosts(4)
+        found = self.compute(max_limit=2).hypervisors()
+        self.assertEqual(uuids, [hv['id'] for hv in found])
+        self.assertEqual(
+            [{}, {'marker': uuids[1]}, {'marker': uuids[3]}],
+            [params for _v, params in self.sent('/os-hypervisors/detail')])
+
+    def test_empty_hypervisor_page_with_a_next_link_ends_the_list(self):
+        compute = self.compute()
+        # a third call would raise StopIteration: no endless loop
+        self.cm.compute.get.side_effect = [
+            hypervisor_page(['a', 'b'], more=True),
+            hypervisor_page([], more=True),
+        ]
+        self.assertEqual(['a', 'b'],
+                         [hv['id'] for hv in compute.hypervisors()])
+        self.assertEqual(
+            [{}, {'marker': 'b'}],
+            [c.kwargs['params'] for c in self.cm.compute.get.call_args_list])
+
+    def flavors(self):
+        for name, public in (('g1', True), ('g2', False), ('g3', True),
+                             ('g4', False), ('g5', True)):
+            self.cloud.add_flavor(
+                name, public=public,
+                extra_specs={'resources:VGPU': '1'} if name == 'g1' else {})
+        return sorted(fakes.uid('flavor-g%d' % i) for i in range(1, 6))
+
+    def test_flavor_pages_public_and_private(self):
+        ids = self.flavors()
+        found = self.compute(max_limit=2).flavors()
+        self.assertEqual(ids, [f['id'] for f in found])
+        self.assertEqual({'resources:VGPU': '1'}, next(
+            f['extra_specs'] for f in found if f['name'] == 'g1'))
+        self.assertEqual(
+            [('2.61', {'is_public': 'None'}),
+             ('2.61', {'is_public': 'None', 'marker': ids[1]}),
+             ('2.61', {'is_public': 'None', 'marker': ids[3]})],
+            self.sent('/flavors/detail'))
+
+    def test_fake_nova_lists_public_flavors_unless_asked(self):
+        self.flavors()
+        self.compute()
+
+        def names(**params):
+            body = self.cm.nova.get('/flavors/detail', '2.61', params).json()
+            return sorted(f['name'] for f in body['flavors'])
+
+        self.assertEqual(['g1', 'g3', 'g5'], names())
+        self.assertEqual(['g1', 'g2', 'g3', 'g4', 'g5'],
+                         names(is_public='None'))
+        self.assertEqual(['g2', 'g4'], names(is_public='false'))
+
+    def test_empty_flavor_page_with_a_next_link_ends_the_list(self):
+        compute = self.compute()
+        link = [{'rel': 'next', 'href': 'http://nova.example/v2.1/flavors/'
+                 'detail?marker=f1'}]
+        self.cm.compute.get.side_effect = [
+            fakes.make_response(200, {'flavors': [{'id': 'f1'}],
+                                      'flavors_links': link}),
+            fakes.make_response(200, {'flavors': [], 'flavors_links': link}),
+        ]
+        self.assertEqual([{'id': 'f1'}], compute.flavors())
+        self.assertEqual(2, self.cm.compute.get.call_count)
+
+
+class TestFakeNovaAggregates(base.TestCase):
+    def test_aggregate_with_hosts_cannot_be_deleted(self):
+        cloud = fakes.FakeCloud()
+        cloud.compute_host('h1')
+        cm = self.useFixture(fakes.ClientManagerFixture(cloud))
+        compute = cm.gpu.compute
+        agg = compute.create_aggregate('pool')
+        compute.add_host(agg, 'h1')
+        exc = self.assertRaises(client.APIError, compute.delete_aggregate,
+                                agg)
+        self.assertEqual(400, exc.status)
+        self.assertIn('Host aggregate is not empty', str(exc))
+        self.assertEqual([agg], cloud.aggregates)
+        compute.remove_host(agg, 'h1')
+        compute.delete_aggregate(agg)
+        self.assertEqual([], cloud.aggregates)
+
+
 class TestServerMessage(base.TestCase):
     def test_bodies(self):
         cases = [

@@ -205,8 +205,15 @@ class TestBuild(base.TestCase):
         self.assertEqual({'resource_class': 'CUSTOM_GPU_B',
                           'traits': {'CUSTOM_FAST', 'CUSTOM_X'},
                           'source': 'config'}, settings['aliases']['b'])
-        self.assertEqual('config', settings['sources']['pci_in_placement']
-                         .replace('default', 'config'))
+        # the file sets three settings and not pci_in_placement
+        self.assertEqual(
+            {'max_placement_results': 'config',
+             'enable_isolated_aggregate_filtering': 'config',
+             'enabled_filters': 'config', 'pci_in_placement': 'default'},
+            {key: settings['sources'][key] for key in (
+                'max_placement_results',
+                'enable_isolated_aggregate_filtering', 'enabled_filters',
+                'pci_in_placement')})
 
     def test_bad_settings(self):
         self.assertRaises(exceptions.CommandError, request.load_settings,
@@ -275,3 +282,89 @@ class TestCpuSpec(base.TestCase):
     def test_parse(self):
         self.assertEqual({0, 1, 3}, request.parse_cpu_spec('0-3,^2'))
         self.assertEqual({2, 3}, request.parse_cpu_spec('0-3,^0-1'))
+
+
+class TestBounds(base.TestCase):
+    """No flavor or --resource builds an enormous request (issue 9)."""
+
+    def setUp(self):
+        super().setUp()
+        self.settings = request.load_settings()
+
+    def test_alias_count_at_the_bound(self):
+        query = request.build(flavor(**{'pci_passthrough:alias': 'h100:64'}),
+                              {}, self.settings, pools=POOLS)
+        self.assertEqual(64, len([s for s in query['groups']
+                                  if s.startswith('pci-')]))
+
+    def test_alias_count_refused_before_any_group(self):
+        for value, total in (('h100:1000000000', 1000000000),
+                             ('h100:65', 65), ('h100:40, h100:40', 80)):
+            exc = self.assertRaises(
+                exceptions.CommandError, request.build,
+                flavor(**{'pci_passthrough:alias': value}), {},
+                self.settings, pools=POOLS)
+            message = str(exc)
+            self.assertIn('asks for %d PCI devices' % total, message)
+            self.assertIn('at most 64 GPUs per instance', message)
+            self.assertIn("Fix the flavor's pci_passthrough:alias", message)
+
+    def test_alias_count_refused_without_pci_in_placement(self):
+        settings = request.load_settings(
+            overrides={'pci_in_placement': 'no'})
+        self.assertRaisesRegex(
+            exceptions.CommandError, 'asks for 1000 PCI devices',
+            request.build, flavor(**{'pci_passthrough:alias': 'h100:1000'}),
+            {}, settings)
+
+    def test_per_device_groups_at_the_bound(self):
+        query = request.from_resources([('VGPU', 32), (PCI, 32)])
+        self.assertEqual(64, len([s for s in query['groups'] if s]))
+
+    def test_resources_refused(self):
+        cases = [
+            ([('VGPU', 200000)], '--resource VGPU=200000: VGPU is a GPU '
+             'class and an instance has at most 64 GPUs'),
+            ([(PCI, 65)], 'at most 64 GPUs'),
+            ([('CUSTOM_BAREMETAL_GPU_H100', 100)], 'at most 64 GPUs'),
+            ([('VGPU', 40), (PCI, 40)],
+             '--resource: 80 devices of per-device classes'),
+            ([('VGPU', 40), ('VGPU', 40)],
+             '--resource: 80 devices of per-device classes'),
+            ([('MEMORY_MB', 2147483648)],
+             '--resource MEMORY_MB=2147483648: Placement takes amounts up '
+             'to 2147483647'),
+        ]
+        for resources, message in cases:
+            exc = self.assertRaises(exceptions.CommandError,
+                                    request.from_resources, resources)
+            self.assertIn(message, str(exc), resources)
+            self.assertRaisesRegex(exceptions.CommandError, 'at most|up to',
+                                   request.check_resource_amounts,
+                                   resources)
+
+    def test_non_gpu_amounts_only_bounded_by_placement(self):
+        query = request.from_resources([('MEMORY_MB', 2147483647),
+                                        ('VCPU', 100000)])
+        self.assertEqual({'MEMORY_MB': 2147483647, 'VCPU': 100000},
+                         query['groups']['']['resources'])
+
+    def test_pool_classes_counted_with_the_pools(self):
+        pools = {'p': {'name': 'p', 'mode': 'vgpu',
+                       'resource_class': 'CUSTOM_NVIDIA_35'}}
+        # unknown to the name patterns: only the pools tell
+        request.check_resource_amounts([('CUSTOM_NVIDIA_35', 100)])
+        exc = self.assertRaises(exceptions.CommandError,
+                                request.from_resources,
+                                [('CUSTOM_NVIDIA_35', 100)], pools=pools)
+        self.assertIn('CUSTOM_NVIDIA_35 is a GPU class', str(exc))
+        exc = self.assertRaises(exceptions.CommandError,
+                                request.from_resources,
+                                [('CUSTOM_NVIDIA_35', 40), ('VGPU', 40)],
+                                pools=pools)
+        self.assertIn('80 devices of per-device classes', str(exc))
+
+    def test_repeated_per_device_class_adds_devices(self):
+        query = request.from_resources([('VGPU', 1), ('VGPU', 2)])
+        self.assertEqual(['dev-vgpu-0', 'dev-vgpu-1', 'dev-vgpu-2'],
+                         sorted(s for s in query['groups'] if s))

@@ -454,3 +454,108 @@ class TestDifferences(base.TestCase):
             exc = self.assertRaises(exceptions.CommandError,
                                     specs.check_sizes, *args)
             self.assertIn(flag, str(exc))
+
+
+class TestBounds(base.TestCase):
+    """No option or extra spec builds an enormous request (issue 9)."""
+
+    def test_gpus_bounds(self):
+        self.assertEqual(1, specs.check_gpus(None))
+        self.assertEqual(64, specs.check_gpus(64))
+        for gpus in (0, -3):
+            self.assertRaisesRegex(exceptions.CommandError,
+                                   r'--gpus must be at least 1 \(got %d\)'
+                                   % gpus, specs.check_gpus, gpus)
+        for gpus in (65, 20000):
+            self.assertRaisesRegex(
+                exceptions.CommandError,
+                '--gpus %d: at most 64 GPUs per instance .* Give --gpus '
+                'from 1 to 64' % gpus, specs.check_gpus, gpus)
+
+    def test_derive_at_the_bound(self):
+        extra = specs.derive(PT, gpus=64)['extra_specs']
+        self.assertEqual('h100:64', extra['pci_passthrough:alias'])
+        extra = specs.derive(VG, gpus=64)['extra_specs']
+        self.assertEqual('1', extra['resources64:VGPU'])
+        self.assertEqual(64, len([k for k in extra
+                                  if k.startswith('resources')]))
+
+    def test_derive_refuses_too_many_gpus_for_every_mode(self):
+        for pool in (PT, VG, VG_CLASS, MIG, BM):
+            exc = self.assertRaises(exceptions.CommandError, specs.derive,
+                                    pool, gpus=20000)
+            self.assertIn('--gpus 20000: at most 64 GPUs per instance',
+                          str(exc), pool['name'])
+            self.assertIn('Give --gpus from 1 to 64', str(exc))
+
+    def test_alias_count_summed(self):
+        self.assertEqual(3, specs.alias_count('a:1, b:2'))
+        self.assertEqual(64, specs.alias_count('a:32,a:32'))
+        specs.validate_spec('pci_passthrough:alias', 'h100:64')
+        specs.validate_spec('pci_passthrough:alias', 'a:32, b:32')
+        for value, total in (('h100:1000000000', 1000000000),
+                             ('h100:65', 65), ('a:40, b:40', 80),
+                             ('a:33,a:32', 65)):
+            exc = self.assertRaises(exceptions.CommandError,
+                                    specs.validate_spec,
+                                    'pci_passthrough:alias', value)
+            message = str(exc)
+            self.assertIn('asks for %d PCI devices' % total, message)
+            self.assertIn('at most 64 GPUs per instance', message)
+            self.assertIn('add up to 64 or less', message)
+
+    def test_resource_amounts(self):
+        specs.validate_spec('resources:VGPU', '64')
+        specs.validate_spec('resources:MEMORY_MB', '2147483647')
+        exc = self.assertRaises(exceptions.CommandError, specs.validate_spec,
+                                'resources:MEMORY_MB', '2147483648')
+        self.assertIn('Placement takes amounts up to 2147483647',
+                      str(exc))
+        for key in ('resources:VGPU', 'resources3:PGPU',
+                    'resources:CUSTOM_PCI_10DE_2331',
+                    'resources:CUSTOM_BAREMETAL_GPU_H100'):
+            exc = self.assertRaises(exceptions.CommandError,
+                                    specs.validate_spec, key, '200000')
+            self.assertIn('%s=200000: at most 64 GPUs per instance' % key,
+                          str(exc))
+            self.assertIn('Give an amount from 1 to 64', str(exc))
+
+    def test_name_lengths(self):
+        long_class = 'CUSTOM_' + 'X' * 249
+        exc = self.assertRaises(exceptions.CommandError, specs.validate_spec,
+                                'resources:' + long_class, '1')
+        self.assertIn('at most 255 characters', str(exc))
+        specs.validate_spec('resources:' + long_class[:-1], '1')
+
+    def test_trait_names_in_properties(self):
+        for name in ('CUSTOM_', 'custom_x', 'CUSTOM_x', 'HW-CPU',
+                     'CUSTOM_' + 'X' * 249, 'hw_cpu_x86_avx2'):
+            exc = self.assertRaises(exceptions.CommandError, specs.derive,
+                                    VG, properties={'trait:' + name:
+                                                    'required'})
+            self.assertIn('%s is not a trait name' % name, str(exc))
+            self.assertIn('custom traits are CUSTOM_ followed by', str(exc))
+        extra = specs.derive(VG, properties={
+            'trait:HW_CPU_X86_AVX2': 'required',
+            'trait9:CUSTOM_FAST_NIC': 'forbidden'})['extra_specs']
+        self.assertEqual('required', extra['trait:HW_CPU_X86_AVX2'])
+        self.assertEqual('forbidden', extra['trait9:CUSTOM_FAST_NIC'])
+
+    def test_resource_amounts_in_properties(self):
+        exc = self.assertRaises(exceptions.CommandError, specs.derive, PT,
+                                properties={'resources:MEMORY_MB':
+                                            str(10 ** 12)})
+        self.assertIn('Placement takes amounts up to 2147483647', str(exc))
+
+    def test_reading_a_huge_flavor_is_a_problem_not_an_error(self):
+        # flavor list and show must still show hand-made flavors
+        extra = {'pci_passthrough:alias': 'h100:1000000000'}
+        result = specs.read(extra)
+        self.assertEqual(1000000000, result['gpus'])
+        found = specs.problems(extra, result, {})
+        self.assertEqual(1, len(found))
+        self.assertIn('asks for 1000000000 GPUs per instance, more than '
+                      'the 64 gpuclient allows',
+                      found[0])
+        extra = {'pci_passthrough:alias': 'h100:64'}
+        self.assertEqual([], specs.problems(extra, specs.read(extra), {}))

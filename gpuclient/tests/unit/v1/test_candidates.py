@@ -147,9 +147,12 @@ class TestTakeAction(CandidatesTestCase):
              '(servers a, b, c, d)'], result['eliminated']['gpu-pt-1'])
         self.assertIn('plain-1: no CUSTOM_PCI_10DE_2331 inventory',
                       result['eliminated']['plain-1'])
-        self.assertIn('not in aggregate', ' '.join(
-            result['eliminated']['plain-1']).replace(
-                'no aggregate of the host has gpu', 'not in aggregate'))
+        # the flavor's aggregate_instance_extra_specs:gpu=true, and the
+        # only aggregate with gpu=true holds gpu-pt-1 alone
+        self.assertIn('plain-1: no aggregate of the host has gpu '
+                      '(aggregate_instance_extra_specs:gpu=true; '
+                      'AggregateInstanceExtraSpecsFilter)',
+                      result['eliminated']['plain-1'])
         sent = self.placement.requests('/allocation_candidates')
         self.assertLessEqual(len(sent), 1 + candidates.explain.MAX_RELAXED)
         allocations = [r for r in self.placement.requests()
@@ -203,3 +206,48 @@ class TestTakeAction(CandidatesTestCase):
         exc = self.assertRaises(exceptions.CommandError, self.run_cmd,
                                 ['--flavor', 'g1.h100.1'])
         self.assertIn('--alias-map h100=VENDOR:PRODUCT', str(exc))
+
+
+class TestBounds(CandidatesTestCase):
+    """--resource and --required are judged before any request."""
+
+    def assert_refused_before_io(self, args, message):
+        exc = self.assertRaises(exceptions.CommandError, self.run_cmd, args)
+        self.assertIn(message, str(exc))
+        self.assertEqual([], self.placement.requests())
+        self.cm.compute.get.assert_not_called()
+
+    def test_gpu_class_amounts(self):
+        self.assert_refused_before_io(
+            ['--resource', 'VGPU=200000'],
+            '--resource VGPU=200000: VGPU is a GPU class and an instance '
+            'has at most 64 GPUs. Give an amount from 1 to 64.')
+        self.assert_refused_before_io(
+            ['--resource', 'custom_pci_10de_2331=65'],
+            '--resource CUSTOM_PCI_10DE_2331=65: CUSTOM_PCI_10DE_2331 is a '
+            'GPU class')
+
+    def test_per_device_groups_summed(self):
+        self.assert_refused_before_io(
+            ['--resource', 'VGPU=40', '--resource', 'PGPU=40'],
+            '--resource: 80 devices of per-device classes')
+
+    def test_placement_maximum(self):
+        self.assert_refused_before_io(
+            ['--resource', 'MEMORY_MB=99999999999'],
+            '--resource MEMORY_MB=99999999999: Placement takes amounts up '
+            'to 2147483647')
+
+    def test_required_trait_names(self):
+        for trait in ('custom_x', '!CUSTOM_', 'HW-CPU',
+                      'CUSTOM_' + 'X' * 249):
+            self.assert_refused_before_io(
+                ['--resource', 'VGPU=1', '--required', trait],
+                '--required %s: give a trait name as Placement spells it'
+                % trait)
+
+    def test_parse_resources_at_the_bound(self):
+        self.assertEqual(
+            [('VGPU', 64), ('MEMORY_MB', 2147483647)],
+            candidates._parse_resources(['VGPU=64',
+                                         'MEMORY_MB=2147483647']))

@@ -1,0 +1,485 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Fault injection for functional tests: fail the k-th write, in-process.
+
+A test builds a ``GpuClient`` on the real cloud (``make_client``), installs
+a ``FaultInjector`` on it and arms it: the k-th write (POST, PUT, PATCH or
+DELETE) that the client sends to Nova, Placement or Glance then fails in
+one of four ways (``KINDS``), while every other request goes through
+untouched. Keystone's token requests are never counted.
+
+The injector is a ``requests`` transport adapter mounted on the
+keystoneauth session's ``requests.Session``, so it sits below keystoneauth
+and the SDK: what the client layer sees is what it would see from a real
+failing service or a real dropped connection.
+
+``cloud_state`` and ``diff_states`` say whether a failed command left the
+cloud as it was (or as far as it got): a snapshot of everything gpuclient
+writes (host aggregates, custom provider traits, pool traits, flavors) and
+a readable difference of two snapshots.
+
+Typical use::
+
+    client = faults.make_client()
+    injector = self.useFixture(faults.FaultInjector(client))
+    injector.reset()
+    run(client)                       # learn N = len(injector.writes)
+    for k in range(1, N + 1):
+        before = faults.cloud_state(client, names=[prefix])
+        injector.arm(k, 'drop')
+        ...
+"""
+
+import http.client
+import io
+import json
+import logging
+import os
+import re
+import threading
+import urllib.parse
+import uuid
+
+import fixtures
+import openstack
+import requests
+from requests import adapters as req_adapters
+from urllib3 import exceptions as urllib3_exc
+from urllib3 import response as urllib3_response
+
+from gpuclient import client as gpu_client
+
+LOG = logging.getLogger(__name__)
+
+KINDS = ('500', '409', 'drop', 'nonjson')
+WRITE_METHODS = frozenset(('POST', 'PUT', 'PATCH', 'DELETE'))
+# path fragments of Keystone requests (token requests above all), which
+# are never counted whatever the catalog says
+IDENTITY_MARKERS = ('/identity', '/v3/auth')
+SERVICES = ('compute', 'placement', 'image', 'identity')
+NONJSON_BODY = b'<html><body>Bad Gateway from proxy</body></html>'
+POOL_TRAIT_PREFIX = 'CUSTOM_GPU_POOL_'
+TRAITS_VERSION = gpu_client.PLACEMENT_TRAITS_VERSION
+
+
+def make_client(cloud=None):
+    """A GpuClient for CLOUD (default: $OS_CLOUD), wired as OSC wires it."""
+    conn = openstack.connect(cloud=cloud or os.environ.get('OS_CLOUD'))
+    return gpu_client.GpuClient(
+        session=conn.session,
+        sdk_connection=conn,
+        region_name=conn.config.get_region_name(),
+        interface=conn.config.get_interface(),
+    )
+
+
+def _base_url(url):
+    """An endpoint without its trailing version and project segments."""
+    parts = urllib.parse.urlsplit(url or '')
+    segments = [s for s in parts.path.split('/') if s]
+    while segments and (
+        re.fullmatch(r'v\d+(\.\d+)?', segments[-1])
+        or re.fullmatch(r'[0-9a-f]{32}', segments[-1])
+        or '%(' in segments[-1]
+        or segments[-1].startswith('$(')
+    ):
+        segments.pop()
+    path = ('/' + '/'.join(segments)) if segments else ''
+    return '%s://%s%s' % (parts.scheme, parts.netloc, path)
+
+
+def _under(url, base):
+    return url == base or url.startswith((base + '/', base + '?'))
+
+
+def _error_body(service, status, request_id):
+    """The JSON body a real service would send for an injected error."""
+    if status == 409:
+        if service in ('compute', 'image'):
+            return {'conflictingRequest': {
+                'code': 409, 'message': 'injected conflict'}}
+        return {'errors': [{
+            'status': 409, 'title': 'Conflict',
+            'detail': 'injected conflict',
+            'code': 'placement.concurrent_update'}]}
+    if service in ('compute', 'image'):
+        return {'computeFault': {
+            'code': 500,
+            'message': 'Unexpected API Error (injected fault). Please '
+                       'report this at http://bugs.launchpad.net/nova/ and '
+                       'attach the Nova API log if possible.'}}
+    return {'errors': [{
+        'status': 500, 'title': 'Internal Server Error',
+        'detail': 'injected server error', 'request_id': request_id}]}
+
+
+class _FaultAdapter(req_adapters.HTTPAdapter):
+    """Transport adapter that asks its injector what to do per request.
+
+    Requests it does not fail are forwarded through the adapter that was
+    mounted before it (keystoneauth's keep-alive adapter), so connection
+    pooling and socket options stay as they were.
+    """
+
+    def __init__(self, injector, inner):
+        super().__init__()
+        self._injector = injector
+        self._inner = inner
+
+    def _forward(self, request, **kwargs):
+        if self._inner is not None:
+            return self._inner.send(request, **kwargs)
+        return super().send(request, **kwargs)
+
+    def _fake(self, request, status, reason, body, content_type,
+              request_id=None):
+        headers = {
+            'Content-Type': content_type,
+            'Content-Length': str(len(body)),
+            'x-openstack-request-id': request_id or 'req-%s' % uuid.uuid4(),
+        }
+        raw = urllib3_response.HTTPResponse(
+            body=io.BytesIO(body), headers=headers, status=status,
+            reason=reason, preload_content=False, decode_content=False,
+            request_method=request.method, request_url=request.url)
+        return self.build_response(request, raw)
+
+    def send(self, request, **kwargs):
+        kind, service = self._injector._on_request(request.method,
+                                                    request.url)
+        if kind is None:
+            return self._forward(request, **kwargs)
+        LOG.info('injecting %s fault into %s %s', kind, request.method,
+                 request.url)
+        if kind in ('500', '409'):
+            status = int(kind)
+            reason = http.client.responses[status]
+            rid = 'req-%s' % uuid.uuid4()
+            body = json.dumps(_error_body(service, status, rid)).encode()
+            return self._fake(request, status, reason, body,
+                              'application/json', rid)
+        # 'drop' and 'nonjson': the write reaches the service and happens
+        response = self._forward(request, **kwargs)
+        try:
+            response.content  # noqa: B018 - read it all, free the socket
+        finally:
+            response.close()
+        if kind == 'drop':
+            raise requests.exceptions.ConnectionError(
+                urllib3_exc.ProtocolError(
+                    'Connection aborted.',
+                    http.client.RemoteDisconnected(
+                        'Remote end closed connection without response '
+                        '(injected drop)')),
+                request=request)
+        return self._fake(request, 200, 'OK', NONJSON_BODY,
+                          'text/html; charset=UTF-8')
+
+    def release(self):
+        """Close this adapter's own pools only (not the inner adapter's)."""
+        super().close()
+
+    def close(self):
+        # the session closes the adapters it has mounted: this one stands
+        # for the inner one while installed
+        super().close()
+        if self._inner is not None:
+            self._inner.close()
+
+
+class FaultInjector(fixtures.Fixture):
+    """Fails the k-th write a GpuClient sends, once.
+
+    ``target`` is a GpuClient (its keystoneauth session and its SDK
+    connection's session are both covered) or a keystoneauth Session.
+
+    Counted: POST, PUT, PATCH and DELETE requests to any service but
+    Keystone (Nova, Placement and Glance for gpuclient). ``writes`` lists
+    them, as (method, url), since the last ``arm`` or ``reset``
+    (``requests`` lists every request, counted or not); ``fired`` is the
+    (method, url) that was failed, None until then. Use it with
+    ``useFixture`` or as a context manager: it uninstalls itself.
+    """
+
+    def __init__(self, target):
+        super().__init__()
+        self._target = target
+        self._lock = threading.Lock()
+        self._k = None
+        self._kind = None
+        self._more = {}
+        self.fired_more = []
+        self._endpoints = {}  # service type -> base URL
+        self.writes = []
+        self.requests = []  # every request, counted or not
+        self.fired = None
+
+    # -- installing ------------------------------------------------------
+
+    def _ks_sessions(self):
+        target = self._target
+        if isinstance(target, gpu_client.GpuClient):
+            found = [target._session]
+            conn = getattr(target, '_conn', None)
+            if conn is not None:
+                found.append(conn.session)
+        else:
+            found = [target]
+        unique = []
+        for sess in found:
+            if all(sess is not other for other in unique):
+                unique.append(sess)
+        return unique
+
+    def _resolve_endpoints(self, ks_session):
+        """Base URLs of the services, from the catalog and the auth URL."""
+        interface = region = None
+        if isinstance(self._target, gpu_client.GpuClient):
+            interface = self._target._interface
+            region = self._target._region_name
+        auth_url = getattr(getattr(ks_session, 'auth', None), 'auth_url',
+                           None)
+        if auth_url:
+            self._endpoints['identity'] = _base_url(auth_url)
+        for service in SERVICES:
+            try:
+                url = ks_session.get_endpoint(
+                    service_type=service, interface=interface or 'public',
+                    region_name=region)
+            except Exception as exc:  # noqa: BLE001 - best effort only
+                LOG.debug('no %s endpoint: %s', service, exc)
+                continue
+            if url:
+                self._endpoints[service] = _base_url(url)
+        identity = self._endpoints.get('identity')
+        if identity and not urllib.parse.urlsplit(identity).path:
+            # Keystone at the root of an origin: only when that origin is
+            # its alone (its own port), or it would swallow every service
+            if any(_under(base, identity) for name, base in
+                   self._endpoints.items() if name != 'identity'):
+                del self._endpoints['identity']
+
+    def _setUp(self):
+        sessions = self._ks_sessions()
+        for ks_session in sessions:
+            self._resolve_endpoints(ks_session)
+        for ks_session in sessions:
+            req_session = ks_session.session
+            for prefix in ('http://', 'https://'):
+                inner = req_session.adapters.get(prefix)
+                adapter = _FaultAdapter(self, inner)
+                req_session.mount(prefix, adapter)
+                self.addCleanup(self._unmount, req_session, prefix, inner,
+                                adapter)
+        self.addCleanup(self.disarm)
+
+    @staticmethod
+    def _unmount(req_session, prefix, inner, adapter):
+        if inner is not None:
+            req_session.mount(prefix, inner)
+        else:
+            req_session.adapters.pop(prefix, None)
+        adapter.release()
+
+    # -- what is counted -------------------------------------------------
+
+    def service_of(self, url):
+        """'compute', 'placement', 'image', 'identity' or None for URL."""
+        best = None
+        for name, base in self._endpoints.items():
+            if _under(url, base) and (best is None
+                                      or len(base) > len(best[1])):
+                best = (name, base)
+        return best[0] if best else None
+
+    def counts(self, method, url):
+        """Whether a request is a write this injector counts."""
+        if method.upper() not in WRITE_METHODS:
+            return False
+        path = urllib.parse.urlsplit(url).path
+        if any(marker in path for marker in IDENTITY_MARKERS):
+            return False
+        return self.service_of(url) != 'identity'
+
+    def _on_request(self, method, url):
+        """Record a request; (fault kind or None, service) for it."""
+        with self._lock:
+            self.requests.append((method.upper(), url))
+        if not self.counts(method, url):
+            return None, None
+        with self._lock:
+            self.writes.append((method.upper(), url))
+            count = len(self.writes)
+            if count in self._more:
+                kind = self._more.pop(count)
+                self.fired_more.append((method.upper(), url))
+                return kind, self.service_of(url)
+            if self._k is None or count != self._k:
+                return None, None
+            kind = self._kind
+            self._k = self._kind = None
+            self.fired = (method.upper(), url)
+        return kind, self.service_of(url)
+
+    # -- the test's controls ---------------------------------------------
+
+    def arm(self, k, kind, more=None):
+        """Fail the K-th (1-based) counted write from now, in way KIND.
+
+        ``more`` ({index: kind}) fails further writes too (an undo that
+        fails as well); ``fired_more`` lists them once they fired.
+        """
+        if kind not in KINDS:
+            raise ValueError('fault kind %r is not one of %s'
+                             % (kind, ', '.join(KINDS)))
+        if int(k) < 1:
+            raise ValueError('k is 1-based, not %r' % (k,))
+        with self._lock:
+            self.writes = []
+            self.requests = []
+            self.fired = None
+            self._k = int(k)
+            self._kind = kind
+            self._more = dict(more or {})
+            self.fired_more = []
+
+    def disarm(self):
+        """No fault from now on (writes stay recorded)."""
+        with self._lock:
+            self._k = self._kind = None
+            self._more = {}
+
+    def reset(self):
+        """Disarm and start counting writes afresh."""
+        with self._lock:
+            self._k = self._kind = None
+            self.writes = []
+            self.requests = []
+            self.fired = None
+
+    @property
+    def armed(self):
+        return self._k is not None
+
+
+# -- what gpuclient writes, as comparable plain data -------------------------
+
+def _wanted(name, names):
+    if names is None:
+        return True
+    if isinstance(names, str):
+        names = [names]
+    return any((name or '').startswith(prefix) for prefix in names)
+
+
+def cloud_state(client, names=None):
+    """A JSON-serialisable snapshot of what gpuclient writes.
+
+    ``aggregates``: name -> {hosts, metadata, availability_zone};
+    ``provider_traits``: provider uuid -> sorted CUSTOM_* traits (Nova's
+    own standard traits come and go with its resource tracker);
+    ``pool_traits``: sorted existing CUSTOM_GPU_POOL_* traits;
+    ``flavors``: name -> {vcpus, ram, disk, is_public, extra_specs, access}
+    (access: sorted project ids, for private flavors only).
+    NAMES, a prefix or list of prefixes, keeps only the aggregates and
+    flavors whose name starts with one of them.
+    """
+    state = {'aggregates': {}, 'provider_traits': {}, 'pool_traits': [],
+             'flavors': {}}
+    for agg in client.compute.aggregates():
+        if not _wanted(agg.name, names):
+            continue
+        state['aggregates'][agg.name] = {
+            'hosts': sorted(agg.hosts or []),
+            'metadata': dict(agg.metadata or {}),
+            'availability_zone': agg.availability_zone,
+        }
+
+    placement = client.placement
+    data = placement.get('/resource_providers', TRAITS_VERSION,
+                         'Listing resource providers')
+    for rp in data['resource_providers']:
+        try:
+            traits = placement.get(
+                '/resource_providers/%s/traits' % rp['uuid'],
+                TRAITS_VERSION,
+                'Reading traits of resource provider %s' % rp['uuid'])
+        except gpu_client.NotFound:
+            continue  # deleted since the list
+        state['provider_traits'][rp['uuid']] = sorted(
+            t for t in traits['traits'] if t.startswith('CUSTOM_'))
+    data = placement.get('/traits', TRAITS_VERSION, 'Listing pool traits',
+                         params={'name': 'startswith:' + POOL_TRAIT_PREFIX})
+    state['pool_traits'] = sorted(data['traits'])
+
+    for flavor in client.compute.flavors():
+        if not _wanted(flavor.get('name'), names):
+            continue
+        is_public = flavor.get('os-flavor-access:is_public', True)
+        access = None
+        if not is_public:
+            try:
+                access = client.compute.flavor_access(flavor['id'])
+            except gpu_client.APIError:
+                # deleted since the list (Nova answers 500, not 404, when
+                # the flavor of an access list is gone)
+                if client.compute.find_flavor(
+                        flavor['id'], ignore_missing=True) is None:
+                    continue
+                raise
+        state['flavors'][flavor['name']] = {
+            'vcpus': flavor.get('vcpus'),
+            'ram': flavor.get('ram'),
+            'disk': flavor.get('disk'),
+            'is_public': is_public,
+            'extra_specs': dict(flavor.get('extra_specs') or {}),
+            'access': access,
+        }
+    return state
+
+
+def _diff(path, before, after, out):
+    if isinstance(before, dict) and isinstance(after, dict):
+        for key in sorted(set(before) | set(after), key=str):
+            where = '%s[%s]' % (path, key) if path else str(key)
+            if key not in after:
+                out.append('- %s: %s' % (where, json.dumps(
+                    before[key], sort_keys=True)))
+            elif key not in before:
+                out.append('+ %s: %s' % (where, json.dumps(
+                    after[key], sort_keys=True)))
+            else:
+                _diff(where, before[key], after[key], out)
+    elif isinstance(before, list) and isinstance(after, list):
+        if before != after:
+            gone = [x for x in before if x not in after]
+            new = [x for x in after if x not in before]
+            if gone or new:
+                out.append('~ %s: %s%s' % (
+                    path,
+                    ('removed %s' % json.dumps(gone)) if gone else '',
+                    ('%sadded %s' % ('; ' if gone else '', json.dumps(new)))
+                    if new else ''))
+            else:
+                out.append('~ %s: %s -> %s' % (
+                    path, json.dumps(before), json.dumps(after)))
+    elif before != after:
+        out.append('~ %s: %s -> %s' % (
+            path, json.dumps(before), json.dumps(after)))
+
+
+def diff_states(before, after):
+    """Readable differences from BEFORE to AFTER ([] when equal)."""
+    out = []
+    _diff('', before, after, out)
+    return out

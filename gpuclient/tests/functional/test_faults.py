@@ -1,0 +1,260 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Fault injection at every write of every multi-step command (issue 9).
+
+One process, through the same operations the commands call
+(``pool_ops``, ``flavor_ops``), against the real cloud. For each command
+the number N of writes it makes is learnt from a clean run; then for every
+k in 1..N and each fault kind (a 500 or a 409 that Nova/Placement never
+saw, a dropped connection or a proxy's HTML page after the write happened)
+the k-th write fails. After each run either
+
+* the command succeeded and the cloud is in the success state, or
+* the cloud is as it was before, or
+* the error names what is left ("Undoing failed too, ... this is left")
+  and re-running the command reaches the success state.
+
+A second pass fails the k-th write *and* the first undo write after it.
+The total number of points is printed in the test's details and on stdout.
+"""
+
+import os
+import signal
+import time
+
+from osc_lib import exceptions
+from testtools import content
+
+from gpuclient import flavor_ops
+from gpuclient import pool_ops
+from gpuclient import pools
+from gpuclient.tests.functional import base
+from gpuclient.tests.functional import faults
+
+PREFIX = 'gpuclient-ft-fault'
+MATRIX_COUNTS = {}
+
+
+def _spec(name, isolate=True):
+    return pools.build_spec(name, 'vgpu', vgpu_type='nvidia-35',
+                            isolate=isolate)
+
+
+class FaultMatrixTestCase(base.FunctionalTestCase):
+    """Runs one command under every fault point."""
+
+    def setUp(self):
+        super().setUp()
+        self.admin = faults.make_client()
+        self.client = faults.make_client()
+        self.injector = self.useFixture(faults.FaultInjector(self.client))
+        self.name = self.unique_name('fault')
+        self.addCleanup(self.cleanup)
+        self.points = []
+
+    def state(self):
+        return faults.cloud_state(self.admin, names=[PREFIX])
+
+    def cleanup(self):
+        """Remove every pool/flavor/aggregate of this test, fault-free."""
+        for flavor in self.admin.compute.flavors():
+            if (flavor.get('name') or '').startswith(self.name):
+                self.admin.compute.delete_flavor(flavor['id'])
+        view = pool_ops.View(self.admin, warn=False)
+        for pool in list(view.pools.values()):
+            if pool['name'].startswith(self.name):
+                pool_ops.delete(self.admin, pool['name'], force=True)
+        for agg in self.admin.compute.aggregates():
+            if agg.name.startswith(self.name):
+                for host in agg.hosts or []:
+                    self.admin.compute.remove_host(agg, host)
+                self.admin.compute.delete_aggregate(agg)
+        self.admin.placement.delete_trait(pools.pool_trait(self.name))
+
+    def run_matrix(self, label, command, revert, kinds=faults.KINDS,
+                   undo_faults=False):
+        """command(client): the write; revert(): success state -> before."""
+        before = self.state()
+        self.injector.reset()
+        started = time.time()
+        command(self.client)
+        writes = len(self.injector.writes)
+        success = self.state()
+        self.assertNotEqual(before, success)
+        revert()
+        self.assertEqual([], faults.diff_states(before, self.state()))
+        self.assertGreater(writes, 1, '%s is not multi-step' % label)
+        plans = [(kind, None) for kind in kinds]
+        if undo_faults:
+            plans.append(('500', '500'))
+        for kind, undo_kind in plans:
+            for k in range(1, writes + 1):
+                more = {k + 1: undo_kind} if undo_kind else None
+                self.injector.arm(k, kind, more=more)
+                error = None
+                try:
+                    command(self.client)
+                except exceptions.CommandError as exc:
+                    error = str(exc)
+                self.injector.disarm()
+                after = self.state()
+                where = '%s, write %d of %d, %s%s: %s' % (
+                    label, k, writes, kind,
+                    ' + failing undo' if undo_kind else '', error)
+                if error is None:
+                    self.assertEqual(
+                        [], faults.diff_states(success, after), where)
+                    outcome = 'completed'
+                elif not faults.diff_states(before, after):
+                    self.assertIn('failed at step', error, where)
+                    outcome = 'rolled back'
+                else:
+                    self.assertIn('this is left', error, where)
+                    self.assertIn('again to finish it', error, where)
+                    command(self.client)  # the re-run, no fault
+                    self.assertEqual(
+                        [], faults.diff_states(success, self.state()), where)
+                    outcome = 'left, re-run converged'
+                self.points.append((label, k, kind, undo_kind, outcome))
+                if error is None or outcome != 'rolled back':
+                    revert()
+                    self.assertEqual(
+                        [], faults.diff_states(before, self.state()), where)
+        summary = {}
+        for point in self.points:
+            summary[point[-1]] = summary.get(point[-1], 0) + 1
+        MATRIX_COUNTS[label] = (len(self.points), writes, summary)
+        report = '%s: %d writes, %d fault points in %.0f s: %s' % (
+            label, writes, len(self.points), time.time() - started,
+            ', '.join('%s %d' % kv for kv in sorted(summary.items())))
+        self.addDetail('fault-matrix', content.text_content(report))
+        print(report)  # noqa: T201 - stestr shows it with the test output
+
+
+class TestPoolFaults(FaultMatrixTestCase):
+    def test_create_isolated_two_host_pool(self):
+        hosts = [base.VGPU_HOST, base.MIG_HOST]
+
+        def command(client):
+            pool_ops.create(client, _spec(self.name), hosts)
+
+        def revert():
+            pool_ops.delete(self.admin, self.name, force=True)
+
+        self.run_matrix('pool create', command, revert, undo_faults=True)
+
+    def test_add_and_remove_host(self):
+        pool_ops.create(self.admin, _spec(self.name), [base.VGPU_HOST])
+
+        def add(client):
+            pool_ops.add_hosts(client, self.name, [base.MIG_HOST])
+
+        def remove(client):
+            pool_ops.remove_hosts(client, self.name, [base.MIG_HOST])
+
+        self.run_matrix('pool add host', add,
+                        lambda: remove(self.admin))
+        add(self.admin)
+        self.points = []
+        self.run_matrix('pool remove host', remove,
+                        lambda: add(self.admin))
+
+    def test_isolation_off_and_on_with_dependents(self):
+        pool_ops.create(self.admin, _spec(self.name),
+                        [base.VGPU_HOST, base.MIG_HOST])
+        flavor_ops.create(self.admin, self.name + '-f', self.name, 1, 512, 1)
+
+        def off(client):
+            pool_ops.set_isolation(client, self.name, False,
+                                   update_dependents=True)
+
+        def on(client):
+            pool_ops.set_isolation(client, self.name, True,
+                                   update_dependents=True)
+
+        self.run_matrix('pool set --no-isolate', off,
+                        lambda: on(self.admin))
+        off(self.admin)
+        self.points = []
+        self.run_matrix('pool set --isolate', on, lambda: off(self.admin))
+
+    def test_delete_force(self):
+        hosts = [base.VGPU_HOST, base.MIG_HOST]
+
+        def delete(client):
+            pool_ops.delete(client, self.name, force=True)
+
+        pool_ops.create(self.admin, _spec(self.name), hosts)
+        self.run_matrix(
+            'pool delete --force', delete,
+            lambda: pool_ops.create(self.admin, _spec(self.name), hosts))
+
+
+class TestFlavorFaults(FaultMatrixTestCase):
+    def test_private_multi_vgpu_flavor_create(self):
+        pool_ops.create(self.admin, _spec(self.name, isolate=False),
+                        [base.VGPU_HOST])
+        project = self.admin.current_project_id()
+        name = self.name + '-f'
+
+        def command(client):
+            flavor_ops.create(client, name, self.name, 1, 512, 1, gpus=2,
+                              public=False, projects=[project])
+
+        def revert():
+            flavor = self.admin.compute.find_flavor(name)
+            self.admin.compute.delete_flavor(flavor['id'])
+            agg = pool_ops.View(self.admin).aggregate(self.name)
+            self.admin.compute.set_aggregate_metadata(
+                agg, {'group_policy': None})
+
+        self.run_matrix('flavor create', command, revert)
+
+
+class TestInterrupts(FaultMatrixTestCase):
+    def test_sigint_and_sigterm_at_every_step(self):
+        """A signal before step k: undone, then the re-run converges."""
+        hosts = [base.VGPU_HOST, base.MIG_HOST]
+        before = self.state()
+        plan = pool_ops.create(self.client, _spec(self.name), hosts,
+                               dry_run=True)[1]
+        outcomes = []
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            for k in range(1, len(plan) + 1):
+                def on_step(index, _step, k=k, signum=signum):
+                    if index == k - 1:
+                        os.kill(os.getpid(), signum)
+                error = None
+                try:
+                    pool_ops.create(self.client, _spec(self.name), hosts,
+                                    on_step=on_step)
+                except exceptions.CommandError as exc:
+                    error = str(exc)
+                where = 'signal %d during step %d' % (signum, k)
+                if k == len(plan):
+                    # the last step had started: the command completes
+                    self.assertIsNone(error, where)
+                    pool_ops.delete(self.admin, self.name, force=True)
+                    continue
+                self.assertIsNotNone(error, where)
+                self.assertIn('interrupted by', error, where)
+                self.assertEqual([], faults.diff_states(before, self.state()),
+                                 where)
+                outcomes.append(k)
+        # after all that, a plain re-run makes the whole pool
+        pool_ops.create(self.client, _spec(self.name), hosts)
+        again = pool_ops.create(self.client, _spec(self.name), hosts,
+                                dry_run=True)[1]
+        self.assertEqual(0, len(again), again.lines())
+        self.addDetail('interrupts', content.text_content(
+            '%d interrupted runs, all undone' % len(outcomes)))
