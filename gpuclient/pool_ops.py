@@ -144,7 +144,8 @@ class View:
         access = {}
         if access_for is not None and flavor_list:
             obs = pool_plan.Observed([_aggregate_dict(a)
-                                      for a in self.aggregates])
+                                      for a in self.aggregates],
+                                     flavors=flavor_list)
             for flavor in pool_plan.flavors_of(obs, access_for):
                 if not flavor.get('os-flavor-access:is_public', True):
                     access[flavor['id']] = self.client.compute.flavor_access(

@@ -35,7 +35,7 @@ def collect(client, pool=None, resource_classes=(), unmapped=False,
     ``Placement.gpu_snapshot``).
     """
     extra = [names.normalize_resource_class(rc) for rc in resource_classes]
-    pools = pools_mod.pools_from_aggregates(client.compute.aggregates())
+    pools, problems = pools_mod.scan(client.compute.aggregates())
     if pool and pool not in pools:
         raise exceptions.CommandError(
             _(
@@ -57,7 +57,8 @@ def collect(client, pool=None, resource_classes=(), unmapped=False,
     classes = hosts.gpu_classes(
         known, [p['resource_class'] for p in pools.values()], extra
     )
-    notes = [
+    notes = [message for _agg, _pool, message in problems]
+    notes += [
         _('Placement has no resource class %s: no host offers it.') % rc
         for rc in extra
         if rc not in known

@@ -517,6 +517,8 @@ class TestApply(JournalTestCase):
                       str(error))
 
     def test_undo_that_fails_says_what_is_left(self):
+        # Undoing stops at the first undo that fails: what is left is the
+        # prefix of the plan up to that step, which a re-run completes.
         texts = [s.what for s in pool_plan_steps()]
         success = self.success_state(pool_plan_steps())
         for k in range(2, 6):
@@ -524,36 +526,55 @@ class TestApply(JournalTestCase):
             client.cloud.fail(k, 'error')
             client.cloud.fail(k + 1, 'error')  # undoing step k - 1
             plan = pool_plan_steps()
+            prefix = self.success_state(plan_mod.Plan('prefix',
+                                                      plan.steps[:k - 1]))
             error = self.assertRaises(journal.ApplyError, journal.apply,
                                       client, plan)
             message = str(error)
-            self.assertEqual([plan.steps[k - 2]], error.left, k)
+            self.assertEqual(list(reversed(plan.steps[:k - 1])), error.left,
+                             k)
             self.assertEqual([plan.steps[k - 2]],
                              [s for s, _exc in error.undo_failures], k)
-            self.assertIn('failed at step %d of 5 (%s)' % (k, texts[k - 1]),
-                          message)
-            self.assertIn('Undoing failed too, so this is left: %s.'
+            self.assertEqual(plan.steps[k - 1], error.failed, k)
+            # no undo was tried after the one that failed
+            self.assertEqual(k + 1, client.cloud.writes, k)
+            self.assertEqual(prefix, client.cloud.state(), k)
+            self.assertIn('Creating pool a100 failed at step %d of 5 (%s): '
+                          % (k, texts[k - 1]), message)
+            self.assertIn('Undoing failed too (could not undo "%s": '
                           % texts[k - 2], message)
-            self.assertIn('Could not undo "%s"' % texts[k - 2], message)
+            self.assertIn('500 Internal Server Error), so this is left: '
+                          '%s.' % '; '.join(texts[:k - 1]), message)
             self.assertIn('Run "openstack gpu pool create a100 ..." again '
                           'to finish it from where it stopped.', message)
             self.assertNotIn('Everything it had done was undone', message)
+            self.assertNotIn('Not undone (cannot be)', message)
+            self.assertIn('Could not undo "%s"' % texts[k - 2],
+                          self.logger.output)
             # Every step is idempotent: the same plan, applied again on
             # what was left, reaches the state a clean run reaches.
             journal.apply(client, plan)
             self.assertEqual(success, client.cloud.state(), k)
 
-    def test_undo_failures_are_all_listed_newest_first(self):
-        self.cloud.fail(5, 'error')
-        for number in range(6, 10):  # every undo write
-            self.cloud.fail(number, 'error')
+    def test_undoing_stops_at_the_first_undo_that_fails(self):
+        self.cloud.fail(5, 'error')  # add host
+        self.cloud.fail(6, 'error')  # undoing "add trait" (step 4)
         plan = pool_plan_steps()
+        prefix = self.success_state(plan_mod.Plan('prefix', plan.steps[:4]))
         error = self.assertRaises(journal.ApplyError, journal.apply,
                                   self.client, plan)
+        # the older undos were not tried: the cloud holds steps 1-4
+        self.assertEqual(6, self.cloud.writes)
+        self.assertEqual(prefix, self.cloud.state())
         self.assertEqual(list(reversed(plan.steps[:4])), error.left)
+        self.assertEqual([plan.steps[3]],
+                         [s for s, _exc in error.undo_failures])
         texts = [s.what for s in plan.steps[:4]]
-        self.assertIn('Undoing failed too, so this is left: %s.'
-                      % '; '.join(texts), str(error))
+        self.assertIn('Undoing failed too (could not undo "%s": traits of '
+                      '%s: 500 Internal Server Error), so this is left: '
+                      '%s. Run "openstack gpu pool create a100 ..." again '
+                      'to finish it from where it stopped.'
+                      % (texts[3], ROOT1, '; '.join(texts)), str(error))
         journal.apply(self.client, plan)
         self.assertEqual(self.success_state(plan), self.cloud.state())
 
@@ -614,9 +635,15 @@ class TestReadBack(JournalTestCase):
         self.cloud.fail(4, 'error')  # undo: the metadata after the create
         error = self.assertRaises(journal.ApplyError, journal.apply,
                                   self.client, plan)
-        if self.cloud.state() != before:
-            self.assertNotIn('the cloud is as it was', str(error))
-            self.assertEqual([plan.steps[0]], error.left)
+        # the aggregate came back without its metadata: not as it was
+        self.assertNotEqual(before, self.cloud.state())
+        self.assertEqual({}, self.cloud.state()['aggregates']['old'][2])
+        self.assertNotIn('the cloud is as it was', str(error))
+        self.assertEqual([plan.steps[0]], error.left)
+        self.assertIn('Undoing failed too (could not undo "delete host '
+                      'aggregate old": set metadata of old: 500 Internal '
+                      'Server Error), so this is left: delete host '
+                      'aggregate old.', str(error))
 
 
 class TestFlavorPlans(JournalTestCase):
@@ -700,8 +727,11 @@ class TestFlavorPlans(JournalTestCase):
                                   self.client, plan)
         self.assertEqual(['g2'], sorted(self.cloud.state()['flavors']))
         self.assertEqual([plan.steps[0]], error.left)
-        self.assertIn(plan.steps[0].what, str(error))
-        self.assertIn('again to finish it', str(error))
+        self.assertIn('Deleting flavors failed at step 2 of 2 (%s): '
+                      % plan.steps[1].what, str(error))
+        self.assertIn('Not undone (cannot be): %s. Run the same command '
+                      'again to finish it from where it stopped.'
+                      % plan.steps[0].what, str(error))
 
     def test_irreversible_delete_is_not_called_a_failed_undo(self):
         # No undo of "delete flavor g1" was tried (the plan says "not
@@ -769,12 +799,15 @@ class TestSignals(JournalTestCase):
                 journal.ApplyError, journal.apply, client, plan,
                 on_step=self._kill_at(1, signum))
             self.assertEqual(before, client.cloud.state(), name)
-            self.assertIn('interrupted by %s' % name, str(error))
             # the step under way when the signal came is finished, then
             # undone with the others; nothing after it starts
-            self.assertIn('failed at step 3 of 5', str(error))
-            self.assertIn('Everything it had done was undone (2 step(s))',
+            self.assertIn('Creating pool a100 was interrupted by %s after '
+                          'step 2 of 5. Everything it had done was undone '
+                          '(2 step(s)): the cloud is as it was.' % name,
                           str(error))
+            self.assertNotIn('failed at step', str(error))
+            self.assertEqual(plan.steps[2], error.failed, name)
+            self.assertEqual([], error.left, name)
             self.assertEqual(
                 ['create aggregate a100', 'set metadata of a100',
                  'set metadata of a100', 'delete aggregate a100'],

@@ -10,7 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Pool operations: all-or-nothing, host by host, and only our traits.
+"""Pool operations: observe, plan, apply; all or nothing over all hosts,
+re-runs finish what was interrupted, and only our traits are removed.
 
 Placement is answered by requests-mock with provider traits kept in the
 FakeCloud (generations included); the SDK compute proxy is a spec'd mock
@@ -19,6 +20,7 @@ whose aggregate calls keep their state in plain objects.
 
 import re
 from unittest import mock
+import urllib.parse
 
 from openstack.compute.v2 import _proxy as compute_proxy
 from osc_lib import exceptions
@@ -32,12 +34,20 @@ URL = fakes.PLACEMENT_URL
 
 
 class FakeCompute:
-    """State behind a mock(spec=compute Proxy) for aggregate calls."""
+    """State behind a mock(spec=compute Proxy) for aggregate calls, and
+    the raw flavor writes a pool change makes to its dependents (extra
+    specs, access lists) over the FakeCloud's flavors."""
 
     def __init__(self, cloud, proxy):
         self.cloud = cloud
         self.calls = []
         self.fail_add_host = set()
+        self.access = {}  # flavor id -> [project ids]
+        raw_get = proxy.get.side_effect
+        proxy.get.side_effect = lambda url, **kw: self.flavor_get(
+            raw_get, url, **kw)
+        proxy.post.side_effect = self.flavor_post
+        proxy.delete.side_effect = self.flavor_delete
         proxy.aggregates.side_effect = lambda: list(cloud.aggregates)
         proxy.create_aggregate.side_effect = self.create
         proxy.set_aggregate_metadata.side_effect = self.set_metadata
@@ -49,6 +59,49 @@ class FakeCompute:
         proxy.servers.side_effect = lambda **kw: iter(
             [object()] if kw.get('compute_host') in cloud.busy else [])
         proxy.find_project = None
+
+    # -- flavors (raw calls at compute API 2.61) ------------------------------
+
+    def _flavor(self, url):
+        parts = url.strip('/').split('/')
+        for flavor in self.cloud.flavors:
+            if flavor['id'] == parts[1]:
+                return flavor, parts[2:]
+        return None, parts[2:]
+
+    def flavor_get(self, raw_get, url, **kwargs):
+        flavor, rest = self._flavor(url)
+        if flavor is not None and rest == ['os-flavor-access']:
+            return fakes.make_response(200, {'flavor_access': [
+                {'flavor_id': flavor['id'], 'tenant_id': project}
+                for project in self.access.get(flavor['id'], [])]})
+        return raw_get(url, **kwargs)
+
+    def flavor_post(self, url, json=None, **kwargs):
+        flavor, rest = self._flavor(url)
+        if flavor is None:
+            return fakes.make_response(404, {'itemNotFound': {
+                'message': 'Flavor could not be found.'}})
+        if rest == ['os-extra_specs']:
+            self.calls.append(('specs', flavor['name'],
+                               dict(json['extra_specs'])))
+            flavor['extra_specs'].update(json['extra_specs'])
+            return fakes.make_response(200, json)
+        if rest == ['action'] and 'removeTenantAccess' in json:
+            project = json['removeTenantAccess']['tenant']
+            self.calls.append(('unshare', flavor['name'], project))
+            self.access.get(flavor['id'], []).remove(project)
+            return fakes.make_response(200, {})
+        raise AssertionError(url)
+
+    def flavor_delete(self, url, **kwargs):
+        flavor, rest = self._flavor(url)
+        if flavor is None or rest[:1] != ['os-extra_specs']:
+            raise AssertionError(url)
+        key = urllib.parse.unquote(rest[1])
+        self.calls.append(('unset', flavor['name'], key))
+        flavor['extra_specs'].pop(key)
+        return fakes.make_response(202, None)
 
     def services(self, **query):
         return [
@@ -198,9 +251,12 @@ class PoolOpsTestCase(base.TestCase):
 
 class TestCreate(PoolOpsTestCase):
     def test_isolated_passthrough(self):
-        pool, created = pool_ops.create(
+        pool, plan = pool_ops.create(
             self.client, self.spec(isolate=True), ['gpu-pt-1'])
-        self.assertTrue(created)
+        self.assertEqual(
+            ['aggregate.create', 'aggregate.metadata', 'trait.create',
+             'provider.add_traits', 'aggregate.add_host'],
+            [step.op for step in plan])
         agg = self.cloud.aggregates[0]
         self.assertEqual(['gpu-pt-1'], agg.hosts)
         self.assertEqual('required',
@@ -221,27 +277,63 @@ class TestCreate(PoolOpsTestCase):
     def test_identical_create_is_a_no_op(self):
         pool_ops.create(self.client, self.spec(isolate=True), ['gpu-pt-1'])
         before = len(self.compute.calls), len(self.placement.puts())
-        pool, created = pool_ops.create(
+        pool, plan = pool_ops.create(
             self.client, self.spec(isolate=True), ['gpu-pt-1'])
-        self.assertFalse(created)
+        self.assertEqual([], plan.steps)
         self.assertEqual(before, (len(self.compute.calls),
                                   len(self.placement.puts())))
+        self.assertEqual(['gpu-pt-1'], pool['hosts'])
+        self.assertTrue(pool['isolate'])
 
     def test_conflicting_create_shows_the_difference(self):
         pool_ops.create(self.client, self.spec(), ['gpu-pt-1'])
+        calls = list(self.compute.calls)
         exc = self.assertRaises(
             exceptions.CommandError, pool_ops.create, self.client,
-            self.spec(isolate=True), [])
-        self.assertIn('isolate: False (requested True)', str(exc))
-        self.assertIn("hosts: ['gpu-pt-1'] (requested [])", str(exc))
-
-    def test_ordinary_aggregate_is_not_touched(self):
-        self.cloud.aggregates.append(fakes.Aggregate('solver'))
+            self.spec(isolate=True), ['gpu-pt-1'])
+        self.assertIn('Pool solver already exists with other settings: '
+                      'isolate: False (requested True). Use "openstack gpu '
+                      'pool set" or "add host", or delete it first.',
+                      str(exc))
+        # the same settings with fewer hosts: a create does not remove
         exc = self.assertRaises(
             exceptions.CommandError, pool_ops.create, self.client,
             self.spec(), [])
-        self.assertIn('not a GPU pool', str(exc))
-        self.assertEqual([], self.compute.calls)
+        self.assertIn('Pool solver already exists with more hosts '
+                      '(gpu-pt-1) than asked for: use "openstack gpu pool '
+                      'remove host".', str(exc))
+        self.assertEqual(calls, self.compute.calls)
+        self.assertEqual(['gpu-pt-1'], self.cloud.aggregates[0].hosts)
+
+    def test_ordinary_aggregate_is_not_touched(self):
+        for metadata, hosts in (({'ssd': 'true'}, []), ({}, ['plain-1'])):
+            aggregate = fakes.Aggregate('solver', metadata, hosts)
+            self.cloud.aggregates = [aggregate]
+            exc = self.assertRaises(
+                exceptions.CommandError, pool_ops.create, self.client,
+                self.spec(), [])
+            self.assertIn('A host aggregate named solver already exists '
+                          'and is not a GPU pool', str(exc))
+            self.assertEqual([], self.compute.calls)
+            self.assertEqual((metadata, hosts),
+                             (aggregate.metadata, aggregate.hosts))
+
+    def test_empty_aggregate_left_by_a_create_is_adopted(self):
+        empty = fakes.Aggregate('solver')
+        self.cloud.aggregates.append(empty)
+        pool, plan = pool_ops.create(self.client, self.spec(isolate=True),
+                                     ['gpu-pt-1'])
+        self.assertEqual(
+            ['aggregate.metadata', 'trait.create', 'provider.add_traits',
+             'aggregate.add_host'], [step.op for step in plan])
+        self.assertNotIn('create', [c[0] for c in self.compute.calls])
+        self.assertEqual([empty], self.cloud.aggregates)
+        self.assertEqual('solver', empty.metadata['gpu_pool'])
+        self.assertEqual(['gpu-pt-1'], empty.hosts)
+        self.assertTrue(pool['isolate'])
+        self.assertIn('Host aggregate solver exists, empty and without '
+                      'metadata (left by an interrupted create): it becomes '
+                      'the pool.', self.logger.output)
 
     def test_checks_before_the_first_write(self):
         cases = [
@@ -275,17 +367,74 @@ class TestCreate(PoolOpsTestCase):
         self.assertEqual([], self.compute.calls)
 
     def test_failure_after_the_aggregate_exists_removes_everything(self):
+        traits = list(self.pt.traits)
         self.placement.failures[self.pt.uuid] = 500
         exc = self.assertRaises(
             exceptions.CommandError, pool_ops.create, self.client,
             self.spec(isolate=True), ['gpu-pt-1'])
-        self.assertIn('what it had made was removed', str(exc))
+        self.assertIn('Creating pool solver failed at step 4 of 5 (add '
+                      'trait CUSTOM_GPU_POOL_SOLVER to resource provider '
+                      'gpu-pt-1.test): ', str(exc))
         self.assertIn('injected failure', str(exc))
+        self.assertIn('Everything it had done was undone (3 step(s)): the '
+                      'cloud is as it was. Fix the cause and run "openstack '
+                      'gpu pool create solver ..." again.', str(exc))
         self.assertEqual([], self.cloud.aggregates)
         self.assertNotIn('CUSTOM_GPU_POOL_SOLVER', self.placement.traits)
+        self.assertEqual(traits, self.pt.traits)
+        # the host never joined: its trait comes first
         self.assertEqual(
-            ['create', 'metadata', 'add', 'remove', 'delete'],
+            ['create', 'metadata', 'metadata', 'delete'],
             [c[0] for c in self.compute.calls])
+
+    def test_rerun_finishes_an_interrupted_create(self):
+        class Killed(Exception):
+            pass
+
+        def kill_at(at):
+            def on_step(index, step):
+                if index == at:
+                    raise Killed()
+            return on_step
+
+        # killed before the metadata: an empty aggregate is left
+        self.assertRaises(Killed, pool_ops.create, self.client,
+                          self.spec(isolate=True), ['gpu-pt-1'],
+                          on_step=kill_at(1))
+        self.assertEqual([('create', 'solver')], self.compute.calls)
+        # killed again before the host's trait
+        self.assertRaises(Killed, pool_ops.create, self.client,
+                          self.spec(isolate=True), ['gpu-pt-1'],
+                          on_step=kill_at(2))
+        self.assertEqual('solver', self.cloud.aggregates[0].metadata[
+            'gpu_pool'])
+        self.assertIn('CUSTOM_GPU_POOL_SOLVER', self.placement.traits)
+        self.assertNotIn('CUSTOM_GPU_POOL_SOLVER', self.pt.traits)
+        pool, plan = pool_ops.create(self.client, self.spec(isolate=True),
+                                     ['gpu-pt-1'])
+        # only what was missing
+        self.assertEqual(['provider.add_traits', 'aggregate.add_host'],
+                         [step.op for step in plan])
+        self.assertEqual(1, len(self.cloud.aggregates))
+        self.assertEqual(['gpu-pt-1'], self.cloud.aggregates[0].hosts)
+        self.assertIn('CUSTOM_GPU_POOL_SOLVER', self.pt.traits)
+        self.assertTrue(pool['isolate'])
+        self.assertEqual(['gpu-pt-1'], pool['hosts'])
+        # and once complete, the same create is a no-op
+        pool, plan = pool_ops.create(self.client, self.spec(isolate=True),
+                                     ['gpu-pt-1'])
+        self.assertEqual([], plan.steps)
+
+    def test_dry_run_writes_nothing(self):
+        traits = set(self.placement.traits)
+        pool, plan = pool_ops.create(self.client, self.spec(isolate=True),
+                                     ['gpu-pt-1'], dry_run=True)
+        self.assertIsNone(pool)
+        self.assertEqual(5, len(plan))
+        self.assertEqual([], self.compute.calls)
+        self.assertEqual([], self.placement.puts())
+        self.assertEqual(traits, self.placement.traits)
+        self.assertEqual([], self.cloud.aggregates)
 
     def test_generation_conflict_is_retried(self):
         self.placement.conflicts[self.pt.uuid] = 2
@@ -294,18 +443,68 @@ class TestCreate(PoolOpsTestCase):
 
 
 class TestHosts(PoolOpsTestCase):
-    def test_add_hosts_reports_what_was_done(self):
+    def test_add_hosts_is_all_or_nothing(self):
         pool_ops.create(self.client, self.spec('ws', 'vgpu'), [])
-        second = self.second
+        metadata = dict(self.cloud.aggregates[0].metadata)
         self.compute.fail_add_host.add('gpu-vgpu-2')
         exc = self.assertRaises(
             exceptions.CommandError, pool_ops.add_hosts, self.client, 'ws',
             ['gpu-vgpu-1', 'gpu-vgpu-2'])
-        self.assertIn('Adding host gpu-vgpu-2 (pool ws) failed', str(exc))
-        self.assertIn('Done: gpu-vgpu-1', str(exc))
-        self.assertEqual(['gpu-vgpu-1'], self.cloud.aggregates[0].hosts)
-        for p in self.cloud.tree(second):
-            self.assertNotIn('CUSTOM_NVIDIA_35', p.traits)
+        self.assertIn('Adding gpu-vgpu-1, gpu-vgpu-2 to pool ws failed at '
+                      'step 8 of 8 (add host gpu-vgpu-2 to aggregate ws): ',
+                      str(exc))
+        self.assertIn('Compute service is down', str(exc))
+        self.assertIn('Everything it had done was undone (7 step(s)): the '
+                      'cloud is as it was. Fix the cause and run "openstack '
+                      'gpu pool add host ws gpu-vgpu-1 gpu-vgpu-2" again.',
+                      str(exc))
+        # gpu-vgpu-1 had joined: it left again, with its traits and records
+        self.assertEqual([], self.cloud.aggregates[0].hosts)
+        self.assertEqual(metadata, self.cloud.aggregates[0].metadata)
+        for root in (self.vgpu, self.second):
+            for p in self.cloud.tree(root):
+                self.assertNotIn('CUSTOM_NVIDIA_35', p.traits)
+        # fixed: the same command adds both
+        self.compute.fail_add_host.clear()
+        pool, plan = pool_ops.add_hosts(self.client, 'ws',
+                                        ['gpu-vgpu-1', 'gpu-vgpu-2'])
+        self.assertEqual(['gpu-vgpu-1', 'gpu-vgpu-2'], pool['hosts'])
+        for root in (self.vgpu, self.second):
+            for p in self.cloud.tree(root):
+                if p.parent:
+                    self.assertEqual(['CUSTOM_NVIDIA_35'], p.traits)
+                    self.assertEqual('CUSTOM_NVIDIA_35',
+                                     self.cloud.aggregates[0].metadata[
+                                         'gpu_tagged:' + p.uuid])
+
+    def test_remove_hosts_is_all_or_nothing(self):
+        pool_ops.create(self.client, self.spec('ws', 'vgpu', isolate=True),
+                        ['gpu-vgpu-1', 'gpu-vgpu-2'])
+        agg = self.cloud.aggregates[0]
+        before = (sorted(agg.hosts), dict(agg.metadata),
+                  {p.uuid: sorted(p.traits) for p in self.cloud.providers})
+        pgpu = next(p for p in self.cloud.tree(self.second) if p.parent)
+        self.placement.failures[pgpu.uuid] = 500
+        exc = self.assertRaises(
+            exceptions.CommandError, pool_ops.remove_hosts, self.client,
+            'ws', ['gpu-vgpu-1', 'gpu-vgpu-2'])
+        self.assertIn('Removing gpu-vgpu-1, gpu-vgpu-2 from pool ws failed '
+                      'at step', str(exc))
+        self.assertIn('Everything it had done was undone', str(exc))
+        self.assertEqual(before, (
+            sorted(agg.hosts), dict(agg.metadata),
+            {p.uuid: sorted(p.traits) for p in self.cloud.providers}))
+        del self.placement.failures[pgpu.uuid]
+        pool, plan = pool_ops.remove_hosts(self.client, 'ws',
+                                           ['gpu-vgpu-1', 'gpu-vgpu-2'])
+        self.assertEqual([], pool['hosts'])
+        self.assertEqual([], agg.hosts)
+        self.assertEqual([], [k for k in agg.metadata
+                              if k.startswith('gpu_tagged:')])
+        for root in (self.vgpu, self.second):
+            for p in self.cloud.tree(root):
+                self.assertNotIn('CUSTOM_NVIDIA_35', p.traits)
+                self.assertNotIn('CUSTOM_GPU_POOL_WS', p.traits)
 
     def test_one_type_per_pgpu(self):
         pool_ops.create(self.client, self.spec('ws', 'vgpu'),
@@ -346,11 +545,13 @@ class TestHosts(PoolOpsTestCase):
 class TestSetAndDelete(PoolOpsTestCase):
     def test_isolation_on_and_off(self):
         pool_ops.create(self.client, self.spec(), ['gpu-pt-1'])
-        pool, changed = pool_ops.set_isolation(self.client, 'solver', True)
-        self.assertTrue(changed)
+        pool, plan = pool_ops.set_isolation(self.client, 'solver', True)
+        self.assertEqual(
+            ['trait.create', 'provider.add_traits', 'aggregate.metadata'],
+            [step.op for step in plan])
         self.assertTrue(pool['isolate'])
         self.assertIn('CUSTOM_GPU_POOL_SOLVER', self.pt.traits)
-        pool, changed = pool_ops.set_isolation(self.client, 'solver', False)
+        pool, plan = pool_ops.set_isolation(self.client, 'solver', False)
         self.assertFalse(pool['isolate'])
         self.assertNotIn('CUSTOM_GPU_POOL_SOLVER', self.pt.traits)
         self.assertNotIn('CUSTOM_GPU_POOL_SOLVER', self.placement.traits)
@@ -371,12 +572,17 @@ class TestSetAndDelete(PoolOpsTestCase):
             properties={'owner': 'x'})
         self.assertEqual(['id-a', 'id-b'], pool['projects'])
         agg = self.cloud.aggregates[0]
-        self.assertEqual('id-a', agg.metadata['filter_tenant_id'])
-        self.assertEqual('id-b', agg.metadata['filter_tenant_id2'])
+        # one key per project
+        self.assertEqual(
+            {'filter_tenant_id_id-a': 'id-a', 'filter_tenant_id_id-b': 'id-b'},
+            {k: v for k, v in agg.metadata.items()
+             if k.startswith('filter')})
+        self.assertEqual('x', agg.metadata['owner'])
         pool, _ = pool_ops.update_metadata(
             self.client, 'solver', projects_remove=['id-a'],
             remove_properties=['owner'])
-        self.assertEqual({'filter_tenant_id': 'id-b'}, {
+        self.assertEqual(['id-b'], pool['projects'])
+        self.assertEqual({'filter_tenant_id_id-b': 'id-b'}, {
             k: v for k, v in agg.metadata.items() if k.startswith('filter')})
         self.assertNotIn('owner', agg.metadata)
         exc = self.assertRaises(

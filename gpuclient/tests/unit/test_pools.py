@@ -44,7 +44,7 @@ class TestBuildSpec(base.TestCase):
                   projects=['p1', 'p2']),
              {'gpu_pool': 'training', 'gpu_pool_mode': 'baremetal',
               'gpu_resource_class': 'CUSTOM_BAREMETAL_GPU_H100',
-              'filter_tenant_id': 'p1', 'filter_tenant_id2': 'p2'},
+              'filter_tenant_id_p1': 'p1', 'filter_tenant_id_p2': 'p2'},
              None),
             (dict(name='vg-class', mode='vgpu', vgpu_type='nvidia-36',
                   resource_class='CUSTOM_VGPU_NVIDIA_36'),
@@ -106,11 +106,46 @@ class TestDecode(base.TestCase):
     def test_only_gpu_pool_aggregates_are_pools(self):
         found = pools.pools_from_aggregates([
             fakes.Aggregate('ssd', {'ssd': 'true'}),
-            fakes.Aggregate('solver', {'gpu_pool': 'solver',
-                                 'gpu_pool_mode': 'passthrough'}, ['a']),
+            fakes.Aggregate('solver', {
+                'gpu_pool': 'solver', 'gpu_pool_mode': 'passthrough',
+                'gpu_resource_class': 'CUSTOM_PCI_10DE_2331',
+                'gpu_alias': 'h100', 'gpu_pci_id': '10de:2331'}, ['a']),
         ])
         self.assertEqual(['solver'], list(found))
         self.assertEqual({'a': ['solver']}, pools.pools_by_host(found))
+
+    def test_unreadable_pool_aggregates_are_reported_and_skipped(self):
+        solver = {'gpu_pool': 'solver', 'gpu_pool_mode': 'passthrough',
+                  'gpu_resource_class': 'CUSTOM_PCI_10DE_2331',
+                  'gpu_alias': 'h100', 'gpu_pci_id': '10de:2331'}
+        found, problems = pools.scan([
+            fakes.Aggregate('solver', solver, ['a']),
+            # a passthrough pool needs its alias and PCI id
+            fakes.Aggregate('half', {
+                'gpu_pool': 'half', 'gpu_pool_mode': 'passthrough',
+                'gpu_resource_class': 'CUSTOM_PCI_10DE_2331'}),
+            fakes.Aggregate('no-class', {'gpu_pool': 'no-class',
+                                         'gpu_pool_mode': 'vgpu',
+                                         'gpu_vgpu_type': 'nvidia-35'}),
+            fakes.Aggregate('long', dict(solver, gpu_pool='x' * 250)),
+            # one pool name (one isolation trait) claimed twice
+            fakes.Aggregate('twin-1', dict(solver, gpu_pool='twin')),
+            fakes.Aggregate('twin-2', dict(solver, gpu_pool='TWIN')),
+        ])
+        self.assertEqual(['solver'], list(found))
+        messages = {agg: msg for agg, _pool, msg in problems}
+        self.assertEqual(['half', 'long', 'no-class', 'twin-1', 'twin-2'],
+                         sorted(messages))
+        self.assertIn('aggregate half is marked as GPU pool but cannot be '
+                      'read as one: a passthrough pool without alias, '
+                      'pci_id.', messages['half'])
+        self.assertIn('no gpu_resource_class', messages['no-class'])
+        self.assertIn('aggregate long is marked as GPU pool but cannot be '
+                      'read as one: Invalid trait name', messages['long'])
+        self.assertIn('longer than 255 characters', messages['long'])
+        self.assertIn('claimed by several aggregates (twin-1, twin-2, '
+                      'sharing trait CUSTOM_GPU_POOL_TWIN)',
+                      messages['twin-1'])
 
     def test_hand_made_projects_and_properties(self):
         pool = pools.pool_from_aggregate(fakes.Aggregate('p', {
@@ -143,8 +178,11 @@ class TestHelpers(base.TestCase):
     def test_trait_collision(self):
         existing = pools.pools_from_aggregates([
             fakes.Aggregate('gpu-a', {'gpu_pool': 'gpu-a',
-                                      'gpu_pool_mode': 'vgpu'})
+                                      'gpu_pool_mode': 'vgpu',
+                                      'gpu_resource_class': 'VGPU',
+                                      'gpu_vgpu_type': 'nvidia-35'})
         ])
+        self.assertEqual(['gpu-a'], list(existing))
         exc = self.assertRaises(
             exceptions.CommandError, pools.check_trait_collision, 'GPU_A',
             existing)

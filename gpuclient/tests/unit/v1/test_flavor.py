@@ -12,6 +12,8 @@
 
 """``openstack gpu flavor create/list/show/delete`` against a fake Nova."""
 
+import copy
+import io
 from unittest import mock
 
 from openstack import exceptions as sdk_exc
@@ -164,9 +166,16 @@ class FlavorTestCase(base.CommandTestCase):
         self.cm.gpu = self.gpu
 
     def run_cmd(self, cls, args):
-        cmd = cls(self.make_app(self.cm), None)
+        app = self.make_app(self.cm)
+        self.stdout = app.stdout = io.StringIO()
+        cmd = cls(app, None)
         parsed = self.check_parser(cmd, list(args))
         return cmd.take_action(parsed)
+
+    def state(self):
+        return (copy.deepcopy(self.nova.flavors),
+                copy.deepcopy(self.nova.access),
+                {a.name: dict(a.metadata) for a in self.nova.aggregates})
 
     def aggregate(self, name):
         return next(a for a in self.nova.aggregates if a.name == name)
@@ -188,7 +197,11 @@ class TestCreateParser(FlavorTestCase):
             [('name', 'f1'), ('pool', 'ws'), ('gpus', 1), ('vcpus', 2),
              ('ram', 1024), ('disk', 10), ('ephemeral', 0), ('swap', 0),
              ('numa_policy', None), ('public', True), ('projects', []),
-             ('description', None), ('properties', None)])
+             ('description', None), ('properties', None),
+             ('dry_run', False)])
+        self.check_parser(
+            cmd, ['f1', '--pool', 'ws', '--vcpus', '2', '--ram', '1024',
+                  '--disk', '10', '--dry-run'], [('dry_run', True)])
 
     def test_all_options(self):
         cmd = flavor_cmd.CreateFlavor(self.make_app(None), None)
@@ -315,13 +328,59 @@ class TestCreate(FlavorTestCase):
         self.assertIn('group_policy=none', str(exc))
         self.assertEqual([], self.nova.writes())
 
+    def test_dry_run(self):
+        before = self.state()
+        columns, values = self.run_cmd(
+            flavor_cmd.CreateFlavor,
+            ['g1', '--pool', 'ws', '--gpus', '2', '--private', '--project',
+             'alpha', '--dry-run'] + SIZES)
+        shown = as_dict(columns, values)
+        self.assertEqual(('dry_run', 'plan', 'warnings'), columns)
+        self.assertIs(True, shown['dry_run'])
+        specs = ('aggregate_instance_extra_specs:gpu_pool=ws, '
+                 'group_policy=isolate, resources1:VGPU=1, '
+                 'resources2:VGPU=1, trait1:CUSTOM_NVIDIA_35=required, '
+                 'trait2:CUSTOM_NVIDIA_35=required, '
+                 'trait:CUSTOM_GPU_POOL_WS=required')
+        self.assertEqual([
+            '1. create flavor g1 (undo: delete flavor g1)',
+            '2. set extra specs of flavor g1: %s (undo: restore extra specs '
+            'of flavor g1: %s)' % (specs, ', '.join(
+                '%s (removed)' % kv.split('=')[0]
+                for kv in specs.split(', '))),
+            '3. give project %s access to flavor g1 (undo: take access to '
+            'flavor g1 from project %s)' % ('a' * 32, 'a' * 32),
+            '4. set metadata of aggregate ws: group_policy=isolate (undo: '
+            'restore metadata of aggregate ws: group_policy (removed))'],
+            shown['plan'].split('\n'))
+        self.assertIn('Sets group_policy=isolate on the aggregate of pool '
+                      'ws', shown['warnings'])
+        self.assertEqual([], self.nova.writes())
+        self.assertEqual(before, self.state())
+        # an existing flavor with these settings: nothing to do
+        self.run_cmd(flavor_cmd.CreateFlavor, ['g1', '--pool', 'mig']
+                     + SIZES)
+        writes = len(self.nova.writes())
+        columns, values = self.run_cmd(
+            flavor_cmd.CreateFlavor,
+            ['g1', '--pool', 'mig', '--dry-run'] + SIZES)
+        self.assertEqual('Creating flavor g1: nothing to do, the cloud '
+                         'already matches.',
+                         as_dict(columns, values)['plan'])
+        self.assertEqual(writes, len(self.nova.writes()))
+
     def test_extra_specs_denied_deletes_flavor(self):
         self.nova.fail[('post', '/os-extra_specs')] = 403
         exc = self.assertRaises(
             exceptions.CommandError, self.run_cmd, flavor_cmd.CreateFlavor,
             ['g1', '--pool', 'ws'] + SIZES)
-        self.assertIn('forbidden', str(exc))
-        self.assertIn('was deleted again', str(exc))
+        self.assertIn('Creating flavor g1 failed at step 2 of 2 (set extra '
+                      'specs of flavor g1: ', str(exc))
+        self.assertIn('forbidden: Policy says no', str(exc))
+        self.assertIn('Everything it had done was undone (1 step(s)): the '
+                      'cloud is as it was. Fix the cause and run the same '
+                      '"openstack gpu flavor create" command again.',
+                      str(exc))
         self.assertEqual({}, self.nova.flavors)
 
     def test_access_failure_deletes_flavor(self):
@@ -330,7 +389,11 @@ class TestCreate(FlavorTestCase):
             exceptions.CommandError, self.run_cmd, flavor_cmd.CreateFlavor,
             ['g1', '--pool', 'ws', '--private', '--project', 'alpha']
             + SIZES)
-        self.assertIn('was deleted again', str(exc))
+        self.assertIn('Creating flavor g1 failed at step 3 of 3 (give '
+                      'project %s access to flavor g1): ' % ('a' * 32),
+                      str(exc))
+        self.assertIn('Everything it had done was undone (2 step(s)): the '
+                      'cloud is as it was.', str(exc))
         self.assertEqual({}, self.nova.flavors)
 
     def test_aggregate_failure_deletes_flavor(self):
@@ -338,7 +401,11 @@ class TestCreate(FlavorTestCase):
         exc = self.assertRaises(
             exceptions.CommandError, self.run_cmd, flavor_cmd.CreateFlavor,
             ['g1', '--pool', 'ws', '--gpus', '2'] + SIZES)
-        self.assertIn('was deleted again', str(exc))
+        self.assertIn('Creating flavor g1 failed at step 3 of 3 (set '
+                      'metadata of aggregate ws: group_policy=isolate): ',
+                      str(exc))
+        self.assertIn('Everything it had done was undone (2 step(s)): the '
+                      'cloud is as it was.', str(exc))
         self.assertEqual({}, self.nova.flavors)
         self.assertNotIn('group_policy', self.aggregate('ws').metadata)
 
@@ -348,8 +415,26 @@ class TestCreate(FlavorTestCase):
         exc = self.assertRaises(
             exceptions.CommandError, self.run_cmd, flavor_cmd.CreateFlavor,
             ['g1', '--pool', 'ws'] + SIZES)
-        self.assertIn('Could not undo everything', str(exc))
-        self.assertIn('by hand', str(exc))
+        self.assertIn('Creating flavor g1 failed at step 2 of 2', str(exc))
+        self.assertIn('Undoing failed too (could not undo "create flavor '
+                      'g1": ', str(exc))
+        self.assertIn('), so this is left: create flavor g1. Run the same '
+                      '"openstack gpu flavor create" command again to '
+                      'finish it from where it stopped.', str(exc))
+        self.assertNotIn('the cloud is as it was', str(exc))
+        # the flavor is left, without its extra specs ...
+        (flavor,) = self.nova.flavors.values()
+        self.assertEqual({}, flavor['extra_specs'])
+        # ... and the same command, once Nova lets it, finishes the create
+        self.nova.fail.clear()
+        self.run_cmd(flavor_cmd.CreateFlavor, ['g1', '--pool', 'ws']
+                     + SIZES)
+        (again,) = self.nova.flavors.values()
+        self.assertEqual(flavor['id'], again['id'])
+        self.assertEqual({
+            STEER: 'ws', 'resources:VGPU': '1',
+            'trait:CUSTOM_GPU_POOL_WS': 'required',
+            'trait:CUSTOM_NVIDIA_35': 'required'}, again['extra_specs'])
 
 
 class TestList(FlavorTestCase):
@@ -446,8 +531,30 @@ class TestShow(FlavorTestCase):
 class TestDelete(FlavorTestCase):
     def test_parser(self):
         cmd = flavor_cmd.DeleteFlavor(self.make_app(None), None)
-        self.check_parser(cmd, ['a', 'b'], [('flavors', ['a', 'b'])])
+        self.check_parser(cmd, ['a', 'b'], [('flavors', ['a', 'b']),
+                                            ('dry_run', False)])
+        self.check_parser(cmd, ['a', '--dry-run'], [('dry_run', True)])
         self.assertRaises(base.ParserError, self.check_parser, cmd, [])
+
+    def test_dry_run(self):
+        flavor = self.nova.add_flavor('g1', {'resources:VGPU': '1'})
+        self.nova.add_flavor('m1.small')
+        before = self.state()
+        self.assertIsNone(self.run_cmd(flavor_cmd.DeleteFlavor,
+                                       ['g1', '--dry-run']))
+        self.assertEqual(
+            ['1. delete flavor g1 (%s) (not undone on failure)'
+             % flavor['id']], self.stdout.getvalue().splitlines())
+        self.assertEqual([], self.nova.writes())
+        self.assertEqual(before, self.state())
+        # refused like the delete itself, and nothing printed for it
+        exc = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                                flavor_cmd.DeleteFlavor,
+                                ['m1.small', '--dry-run'])
+        self.assertEqual('1 of 1 flavors failed to delete.', str(exc))
+        self.assertIn('not a GPU flavor', self.logger.output)
+        self.assertEqual('', self.stdout.getvalue())
+        self.assertEqual(before, self.state())
 
     def test_delete(self):
         self.nova.add_flavor('g1', {'resources:VGPU': '1'})

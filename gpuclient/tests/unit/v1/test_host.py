@@ -174,7 +174,8 @@ class TestHostList(HostListTestCase):
             fakes.Aggregate(
                 'solver',
                 {'gpu_pool': 'solver', 'gpu_pool_mode': 'passthrough',
-                 'gpu_resource_class': 'CUSTOM_PCI_10DE_2331'},
+                 'gpu_resource_class': 'CUSTOM_PCI_10DE_2331',
+                 'gpu_alias': 'h100', 'gpu_pci_id': '10de:2331'},
                 hosts=['gpu-pt-1', 'gpu-pt-2']),
             fakes.Aggregate('ordinary', {'ssd': 'true'},
                             hosts=['gpu-vgpu-1']),
@@ -182,6 +183,28 @@ class TestHostList(HostListTestCase):
         _, rows = self.run_cmd(['--pool', 'solver'])
         self.assertEqual(['gpu-pt-1', 'gpu-pt-2'], [r[0] for r in rows])
         self.assertEqual(['solver', 'solver'], [r[1] for r in rows])
+
+    def test_unreadable_pool_is_reported_and_skipped(self):
+        self.seed_cloud()
+        self.cloud.aggregates = [
+            fakes.Aggregate(
+                'solver',
+                {'gpu_pool': 'solver', 'gpu_pool_mode': 'passthrough',
+                 'gpu_resource_class': 'CUSTOM_PCI_10DE_2331',
+                 'gpu_alias': 'h100', 'gpu_pci_id': '10de:2331'},
+                hosts=['gpu-pt-1']),
+            fakes.Aggregate(
+                'broken', {'gpu_pool': 'broken', 'gpu_pool_mode': 'sriov',
+                           'gpu_resource_class': 'VGPU'},
+                hosts=['gpu-vgpu-1']),
+        ]
+        _, rows = self.run_cmd()
+        pools = {r[0]: r[1] for r in rows}
+        self.assertEqual('solver', pools['gpu-pt-1'])
+        self.assertEqual('', pools['gpu-vgpu-1'])
+        self.assertIn("aggregate broken is marked as GPU pool but cannot be "
+                      "read as one: unknown mode 'sriov'",
+                      self.logger.output)
 
     def test_unknown_pool(self):
         self.seed_cloud()

@@ -12,6 +12,8 @@
 
 """``openstack gpu image set/show`` against a fake Glance."""
 
+import copy
+import io
 from unittest import mock
 
 from openstack.image.v2 import _proxy as image_proxy
@@ -66,7 +68,9 @@ class ImageTestCase(base.CommandTestCase):
         self.cm.gpu = client.GpuClient(None, conn)
 
     def run_cmd(self, cls, args):
-        cmd = cls(self.make_app(self.cm), None)
+        app = self.make_app(self.cm)
+        self.stdout = app.stdout = io.StringIO()
+        cmd = cls(app, None)
         return cmd.take_action(self.check_parser(cmd, list(args)))
 
     @property
@@ -79,7 +83,9 @@ class TestSetImage(ImageTestCase):
         cmd = image_cmd.SetImage(self.make_app(None), None)
         self.check_parser(cmd, ['img'], [
             ('image', 'img'), ('q35', True), ('uefi', True),
-            ('secure_boot', False), ('hide_hypervisor_id', False)])
+            ('secure_boot', False), ('hide_hypervisor_id', False),
+            ('dry_run', False)])
+        self.check_parser(cmd, ['img', '--dry-run'], [('dry_run', True)])
         self.check_parser(cmd, ['img', '--no-q35', '--no-uefi',
                                 '--secure-boot', '--hide-hypervisor-id'], [
             ('q35', False), ('uefi', False), ('secure_boot', True),
@@ -112,6 +118,30 @@ class TestSetImage(ImageTestCase):
         ops = {op['path']: op['op'] for op in self.glance.patches[0][1]}
         self.assertEqual('replace', ops['/hw_firmware_type'])
         self.assertEqual('remove', ops['/hw_hide_hypervisor_id'])
+
+    def test_dry_run(self):
+        self.image['hw_hide_hypervisor_id'] = 'true'
+        before = copy.deepcopy(self.glance.images)
+        self.assertIsNone(self.run_cmd(image_cmd.SetImage, [
+            'ubuntu-gpu', '--secure-boot', '--hide-hypervisor-id',
+            '--dry-run']))
+        self.assertEqual([
+            '1. set properties of image ubuntu-gpu: hw_firmware_type=uefi, '
+            'hw_hide_hypervisor_id (removed), hw_machine_type=q35, '
+            'img_hide_hypervisor_id=true, os_secure_boot=required (undo: '
+            'restore properties of image ubuntu-gpu: hw_firmware_type '
+            '(removed), hw_hide_hypervisor_id=true, hw_machine_type '
+            '(removed), img_hide_hypervisor_id (removed), os_secure_boot '
+            '(removed))'], self.stdout.getvalue().splitlines())
+        self.assertEqual([], self.glance.patches)
+        self.assertEqual(before, self.glance.images)
+        # once set, a dry run says there is nothing to do
+        self.run_cmd(image_cmd.SetImage, [IMAGE_ID])
+        self.run_cmd(image_cmd.SetImage, [IMAGE_ID, '--dry-run'])
+        self.assertEqual(['Updating image ubuntu-gpu: nothing to do, the '
+                          'cloud already matches.'],
+                         self.stdout.getvalue().splitlines())
+        self.assertEqual(1, len(self.glance.patches))
 
     def test_refused(self):
         exc = self.assertRaises(exceptions.CommandError, self.run_cmd,

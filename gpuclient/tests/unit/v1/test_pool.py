@@ -12,6 +12,8 @@
 
 """``openstack gpu pool ...`` commands: parsers and take_action."""
 
+import copy
+import io
 from unittest import mock
 
 from osc_lib import exceptions
@@ -20,15 +22,40 @@ from gpuclient.tests.unit import base
 from gpuclient.tests.unit import test_pool_ops
 from gpuclient.v1 import pool as pool_cmd
 
+STEER = 'aggregate_instance_extra_specs:gpu_pool'
+SOLVER_TRAIT = 'CUSTOM_GPU_POOL_SOLVER'
+
 
 class PoolCommandTestCase(test_pool_ops.PoolOpsTestCase,
                           base.CommandTestCase):
     def run_cmd(self, cls, args):
         cm = mock.Mock()
         cm.gpu = self.client
-        cmd = cls(self.make_app(cm), None)
+        app = self.make_app(cm)
+        self.stdout = app.stdout = io.StringIO()
+        cmd = cls(app, None)
         parsed = self.check_parser(cmd, args)
         return cmd.take_action(parsed)
+
+    def state(self):
+        """Everything a pool write can change in the fake cloud."""
+        return {
+            'aggregates': {a.name: (a.availability_zone, sorted(a.hosts),
+                                    dict(a.metadata))
+                           for a in self.cloud.aggregates},
+            'provider traits': {p.uuid: sorted(p.traits)
+                                for p in self.cloud.providers},
+            'traits': sorted(self.placement.traits),
+            'flavors': copy.deepcopy(self.cloud.flavors),
+            'access': copy.deepcopy(self.compute.access),
+        }
+
+    def writes(self):
+        """Writes sent so far: Nova calls and Placement non-GETs."""
+        return (list(self.compute.calls),
+                ['%s %s' % (r.method, r.path)
+                 for r in self.placement.mock.request_history
+                 if r.method != 'GET'])
 
     def as_dict(self, result):
         columns, values = result
@@ -61,6 +88,44 @@ class TestParsers(base.CommandTestCase):
                          .isolate)
         self.assertRaises(base.ParserError, self.check_parser, cmd,
                           ['p', '--isolate', '--no-isolate'])
+
+    def test_dry_run_option(self):
+        for cls, args in (
+                (pool_cmd.CreatePool, ['p', '--mode', 'vgpu']),
+                (pool_cmd.SetPool, ['p']),
+                (pool_cmd.UnsetPool, ['p']),
+                (pool_cmd.AddHostPool, ['p', 'h']),
+                (pool_cmd.RemoveHostPool, ['p', 'h']),
+                (pool_cmd.DeletePool, ['p'])):
+            cmd = cls(self.make_app(None), None)
+            self.assertFalse(self.check_parser(cmd, args).dry_run,
+                             cls.__name__)
+            self.assertTrue(
+                self.check_parser(cmd, args + ['--dry-run']).dry_run,
+                cls.__name__)
+
+    def test_update_dependents_and_open_to_all(self):
+        cmd = pool_cmd.SetPool(self.make_app(None), None)
+        self.check_parser(cmd, ['p'], [('update_dependents', False),
+                                       ('dry_run', False)])
+        self.check_parser(cmd, ['p', '--no-isolate', '--update-dependents'],
+                          [('isolate', False), ('update_dependents', True)])
+        # opening a pool is an unset
+        self.assertRaises(base.ParserError, self.check_parser, cmd,
+                          ['p', '--open-to-all'])
+        cmd = pool_cmd.UnsetPool(self.make_app(None), None)
+        self.check_parser(cmd, ['p'], [
+            ('projects', []), ('properties', []), ('open_to_all', False),
+            ('update_dependents', False)])
+        self.check_parser(cmd, ['p', '--project', 'x', '--open-to-all',
+                                '--update-dependents'], [
+            ('projects', ['x']), ('open_to_all', True),
+            ('update_dependents', True)])
+        for cls, args in ((pool_cmd.CreatePool, ['p', '--mode', 'vgpu']),
+                          (pool_cmd.DeletePool, ['p'])):
+            cmd = cls(self.make_app(None), None)
+            self.assertRaises(base.ParserError, self.check_parser, cmd,
+                              args + ['--update-dependents'])
 
     def test_hosts_required(self):
         for cls in (pool_cmd.AddHostPool, pool_cmd.RemoveHostPool):
@@ -142,3 +207,280 @@ class TestCommands(PoolCommandTestCase):
                                 ['solver', 'nope', '--force'])
         self.assertEqual('1 of 2 pools failed to delete.', str(exc))
         self.assertEqual([], self.cloud.aggregates)
+
+
+class TestDryRun(PoolCommandTestCase):
+    """--dry-run shows the plan, numbered, each step with its undo, and
+    writes nothing."""
+
+    def create(self, *extra):
+        return self.as_dict(self.run_cmd(pool_cmd.CreatePool, [
+            'solver', '--mode', 'passthrough', '--alias', 'h100',
+            '--pci-id', '10de:2331', *extra]))
+
+    def dry_run(self, cls, args):
+        before, writes = self.state(), self.writes()
+        shown = self.as_dict(self.run_cmd(cls, args + ['--dry-run']))
+        self.assertEqual(before, self.state())
+        self.assertEqual(writes, self.writes())
+        self.assertIs(True, shown['dry_run'])
+        return shown['plan'].split('\n'), shown['warnings']
+
+    def pgpu_labels(self, root):
+        return sorted(p.name for p in self.cloud.tree(root) if p.parent)
+
+    def test_create(self):
+        lines, warnings = self.dry_run(pool_cmd.CreatePool, [
+            'solver', '--mode', 'passthrough', '--alias', 'h100',
+            '--pci-id', '10de:2331', '--host', 'gpu-pt-1', '--isolate'])
+        self.assertEqual([
+            '1. create host aggregate solver (undo: delete host aggregate '
+            'solver)',
+            '2. set metadata of aggregate solver: gpu_alias=h100, '
+            'gpu_pci_id=10de:2331, gpu_pool=solver, '
+            'gpu_pool_mode=passthrough, '
+            'gpu_resource_class=CUSTOM_PCI_10DE_2331, '
+            'trait:CUSTOM_GPU_POOL_SOLVER=required (undo: restore metadata '
+            'of aggregate solver: gpu_alias (removed), gpu_pci_id '
+            '(removed), gpu_pool (removed), gpu_pool_mode (removed), '
+            'gpu_resource_class (removed), trait:CUSTOM_GPU_POOL_SOLVER '
+            '(removed))',
+            '3. create trait CUSTOM_GPU_POOL_SOLVER (undo: delete trait '
+            'CUSTOM_GPU_POOL_SOLVER)',
+            '4. add trait CUSTOM_GPU_POOL_SOLVER to resource provider '
+            'gpu-pt-1.test (undo: remove trait CUSTOM_GPU_POOL_SOLVER from '
+            'resource provider gpu-pt-1.test)',
+            '5. add host gpu-pt-1 to aggregate solver (undo: remove host '
+            'gpu-pt-1 from aggregate solver)'], lines)
+        self.assertEqual('', warnings)
+        self.assertEqual([], self.cloud.aggregates)
+        self.assertEqual(([], []), self.writes())
+        # the pool exists and is complete: the plan is empty
+        self.create('--host', 'gpu-pt-1', '--isolate')
+        lines, _warnings = self.dry_run(pool_cmd.CreatePool, [
+            'solver', '--mode', 'passthrough', '--alias', 'h100',
+            '--pci-id', '10de:2331', '--host', 'gpu-pt-1', '--isolate'])
+        self.assertEqual(['Creating pool solver: nothing to do, the cloud '
+                          'already matches.'], lines)
+
+    def test_set(self):
+        self.create('--host', 'gpu-pt-1')
+        lines, _warnings = self.dry_run(pool_cmd.SetPool, [
+            'solver', '--isolate', '--property', 'owner=x', '--project',
+            'research'])
+        self.assertEqual([
+            '1. create trait CUSTOM_GPU_POOL_SOLVER (undo: delete trait '
+            'CUSTOM_GPU_POOL_SOLVER)',
+            '2. add trait CUSTOM_GPU_POOL_SOLVER to resource provider '
+            'gpu-pt-1.test (undo: remove trait CUSTOM_GPU_POOL_SOLVER from '
+            'resource provider gpu-pt-1.test)',
+            '3. set metadata of aggregate solver: '
+            'trait:CUSTOM_GPU_POOL_SOLVER=required (undo: restore metadata '
+            'of aggregate solver: trait:CUSTOM_GPU_POOL_SOLVER (removed))',
+            '4. set metadata of aggregate solver: '
+            'filter_tenant_id_id-research=id-research, owner=x (undo: '
+            'restore metadata of aggregate solver: '
+            'filter_tenant_id_id-research (removed), owner (removed))'],
+            lines)
+        self.assertNotIn(SOLVER_TRAIT, self.pt.traits)
+        # applied, the same change does what the plan said
+        shown = self.as_dict(self.run_cmd(pool_cmd.SetPool, [
+            'solver', '--isolate', '--property', 'owner=x', '--project',
+            'research']))
+        self.assertTrue(shown['isolated'])
+        self.assertEqual('id-research', shown['projects'])
+        self.assertIn(SOLVER_TRAIT, self.pt.traits)
+
+    def test_unset(self):
+        self.create('--project', 'research', '--property', 'owner=x')
+        lines, _warnings = self.dry_run(pool_cmd.UnsetPool, [
+            'solver', '--property', 'owner', '--project', 'research',
+            '--open-to-all'])
+        self.assertEqual([
+            '1. set metadata of aggregate solver: '
+            'filter_tenant_id_id-research (removed), owner (removed) (undo: '
+            'restore metadata of aggregate solver: '
+            'filter_tenant_id_id-research=id-research, owner=x)'], lines)
+        self.assertEqual('x', self.cloud.aggregates[0].metadata['owner'])
+
+    def test_add_and_remove_host(self):
+        self.run_cmd(pool_cmd.CreatePool, [
+            'ws', '--mode', 'vgpu', '--vgpu-type', 'nvidia-35'])
+        pgpus = self.pgpu_labels(self.vgpu)
+        keys = sorted('gpu_tagged:%s' % p.uuid for p in self.pgpus())
+        lines, _warnings = self.dry_run(pool_cmd.AddHostPool,
+                                        ['ws', 'gpu-vgpu-1'])
+        self.assertEqual(4, len(lines))
+        self.assertEqual(
+            '1. set metadata of aggregate ws: %s (undo: restore metadata of '
+            'aggregate ws: %s)' % (
+                ', '.join('%s=CUSTOM_NVIDIA_35' % k for k in keys),
+                ', '.join('%s (removed)' % k for k in keys)), lines[0])
+        self.assertEqual(
+            ['add trait CUSTOM_NVIDIA_35 to resource provider %s (undo: '
+             'remove trait CUSTOM_NVIDIA_35 from resource provider %s)'
+             % (name, name) for name in pgpus],
+            sorted(line.split('. ', 1)[1] for line in lines[1:3]))
+        self.assertEqual('4. add host gpu-vgpu-1 to aggregate ws (undo: '
+                         'remove host gpu-vgpu-1 from aggregate ws)',
+                         lines[3])
+        self.assertEqual([], self.cloud.aggregates[0].hosts)
+        self.run_cmd(pool_cmd.AddHostPool, ['ws', 'gpu-vgpu-1'])
+        lines, _warnings = self.dry_run(pool_cmd.RemoveHostPool,
+                                        ['ws', 'gpu-vgpu-1'])
+        self.assertEqual(4, len(lines))
+        self.assertEqual(
+            ['remove trait CUSTOM_NVIDIA_35 from resource provider %s '
+             '(undo: add trait CUSTOM_NVIDIA_35 to resource provider %s '
+             'again)' % (name, name) for name in pgpus],
+            sorted(line.split('. ', 1)[1] for line in lines[:2]))
+        self.assertEqual('3. remove host gpu-vgpu-1 from aggregate ws (undo: '
+                         'add host gpu-vgpu-1 to aggregate ws again)',
+                         lines[2])
+        self.assertEqual(
+            '4. set metadata of aggregate ws: %s (undo: restore metadata of '
+            'aggregate ws: %s)' % (
+                ', '.join('%s (removed)' % k for k in keys),
+                ', '.join('%s=CUSTOM_NVIDIA_35' % k for k in keys)),
+            lines[3])
+        self.assertEqual(['gpu-vgpu-1'], self.cloud.aggregates[0].hosts)
+        for p in self.pgpus():
+            self.assertEqual(['CUSTOM_NVIDIA_35'], p.traits)
+
+    def test_delete(self):
+        self.create('--host', 'gpu-pt-1', '--isolate')
+        before, writes = self.state(), self.writes()
+        self.assertIsNone(self.run_cmd(pool_cmd.DeletePool,
+                                       ['solver', '--force', '--dry-run']))
+        self.assertEqual([
+            '1. remove trait CUSTOM_GPU_POOL_SOLVER from resource provider '
+            'gpu-pt-1.test (undo: add trait CUSTOM_GPU_POOL_SOLVER to '
+            'resource provider gpu-pt-1.test again)',
+            '2. remove host gpu-pt-1 from aggregate solver (undo: add host '
+            'gpu-pt-1 to aggregate solver again)',
+            '3. delete trait CUSTOM_GPU_POOL_SOLVER (undo: create trait '
+            'CUSTOM_GPU_POOL_SOLVER again)',
+            '4. delete host aggregate solver (undo: create host aggregate '
+            'solver again)'], self.stdout.getvalue().splitlines())
+        self.assertEqual(before, self.state())
+        self.assertEqual(writes, self.writes())
+        # a dry run is refused like the delete itself
+        exc = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                                pool_cmd.DeletePool, ['solver', '--dry-run'])
+        self.assertEqual('1 of 1 pools failed to delete.', str(exc))
+        self.assertIn('still has hosts', self.logger.output)
+        self.assertEqual('', self.stdout.getvalue())
+        self.assertEqual(before, self.state())
+
+
+class TestDependents(PoolCommandTestCase):
+    """--update-dependents changes the flavors a pool change would break,
+    in the same plan; without it the change is refused and names them;
+    --open-to-all is needed to remove a limited pool's last project."""
+
+    def setUp(self):
+        super().setUp()
+        self.run_cmd(pool_cmd.CreatePool, [
+            'solver', '--mode', 'passthrough', '--alias', 'h100',
+            '--pci-id', '10de:2331', '--host', 'gpu-pt-1'])
+
+    def test_no_isolate(self):
+        self.run_cmd(pool_cmd.SetPool, ['solver', '--isolate'])
+        flavor = self.cloud.add_flavor('g1.solver', extra_specs={
+            STEER: 'solver', 'pci_passthrough:alias': 'h100:1',
+            'trait:' + SOLVER_TRAIT: 'required'})
+        before = self.state()
+        exc = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                                pool_cmd.SetPool, ['solver', '--no-isolate'])
+        self.assertIn('Flavors g1.solver and images none require '
+                      'CUSTOM_GPU_POOL_SOLVER, which ending isolation '
+                      'deletes', str(exc))
+        self.assertIn('Run again with --update-dependents', str(exc))
+        self.assertEqual(before, self.state())
+        shown = self.as_dict(self.run_cmd(pool_cmd.SetPool, [
+            'solver', '--no-isolate', '--update-dependents', '--dry-run']))
+        lines = shown['plan'].split('\n')
+        # the flavor first: no flavor ever requires a deleted trait
+        self.assertEqual(
+            '1. set extra specs of flavor g1.solver: '
+            'trait:CUSTOM_GPU_POOL_SOLVER (removed) (undo: restore extra '
+            'specs of flavor g1.solver: '
+            'trait:CUSTOM_GPU_POOL_SOLVER=required)', lines[0])
+        self.assertEqual('4. delete trait CUSTOM_GPU_POOL_SOLVER (undo: '
+                         'create trait CUSTOM_GPU_POOL_SOLVER again)',
+                         lines[-1])
+        self.assertEqual(before, self.state())
+        shown = self.as_dict(self.run_cmd(pool_cmd.SetPool, [
+            'solver', '--no-isolate', '--update-dependents']))
+        self.assertFalse(shown['isolated'])
+        self.assertEqual({STEER: 'solver', 'pci_passthrough:alias': 'h100:1'},
+                         flavor['extra_specs'])
+        self.assertNotIn(SOLVER_TRAIT, self.pt.traits)
+        self.assertNotIn(SOLVER_TRAIT, self.placement.traits)
+        self.assertEqual(('unset', 'g1.solver', 'trait:' + SOLVER_TRAIT),
+                         next(c for c in self.compute.calls
+                              if c[0] == 'unset'))
+
+    def test_isolate(self):
+        flavor = self.cloud.add_flavor('g1.solver', extra_specs={
+            STEER: 'solver', 'pci_passthrough:alias': 'h100:1'})
+        before = self.state()
+        exc = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                                pool_cmd.SetPool, ['solver', '--isolate'])
+        self.assertIn('Isolating pool solver would keep its flavors '
+                      'g1.solver off its hosts: they do not require '
+                      'CUSTOM_GPU_POOL_SOLVER. Run again with '
+                      '--update-dependents', str(exc))
+        self.assertEqual(before, self.state())
+        shown = self.as_dict(self.run_cmd(pool_cmd.SetPool, [
+            'solver', '--isolate', '--update-dependents']))
+        self.assertTrue(shown['isolated'])
+        self.assertEqual('required',
+                         flavor['extra_specs']['trait:' + SOLVER_TRAIT])
+        self.assertIn(SOLVER_TRAIT, self.pt.traits)
+        # the flavor got the trait before the aggregate required it
+        ops = [c[0] for c in self.compute.calls]
+        self.assertLess(ops.index('specs'), len(ops) - 1)
+        self.assertEqual(('metadata', 'solver',
+                          {'trait:' + SOLVER_TRAIT: 'required'}),
+                         self.compute.calls[-1])
+
+    def test_unset_last_project(self):
+        self.run_cmd(pool_cmd.SetPool, ['solver', '--project', 'research'])
+        flavor = self.cloud.add_flavor('g1.private', public=False,
+                                       extra_specs={STEER: 'solver'})
+        self.compute.access[flavor['id']] = ['id-other', 'id-research']
+        before = self.state()
+        exc = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                                pool_cmd.UnsetPool,
+                                ['solver', '--project', 'research'])
+        self.assertIn('Removing id-research would leave pool solver with no '
+                      'project, which opens it to every project. Add '
+                      '--open-to-all', str(exc))
+        exc = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                                pool_cmd.UnsetPool,
+                                ['solver', '--project', 'research',
+                                 '--open-to-all'])
+        self.assertIn('Private flavors of pool solver are given to projects '
+                      'you are removing (g1.private: id-research)', str(exc))
+        self.assertIn('Run again with --update-dependents', str(exc))
+        self.assertEqual(before, self.state())
+        shown = self.as_dict(self.run_cmd(pool_cmd.UnsetPool, [
+            'solver', '--project', 'research', '--open-to-all',
+            '--update-dependents', '--dry-run']))
+        self.assertEqual([
+            '1. take access to flavor g1.private from project id-research '
+            '(undo: give project id-research access to flavor g1.private '
+            'again)',
+            '2. set metadata of aggregate solver: '
+            'filter_tenant_id_id-research (removed) (undo: restore metadata '
+            'of aggregate solver: filter_tenant_id_id-research=id-research)'],
+            shown['plan'].split('\n'))
+        self.assertEqual(before, self.state())
+        shown = self.as_dict(self.run_cmd(pool_cmd.UnsetPool, [
+            'solver', '--project', 'research', '--open-to-all',
+            '--update-dependents']))
+        self.assertEqual('', shown['projects'])
+        self.assertEqual([], [k for k in self.cloud.aggregates[0].metadata
+                              if k.startswith('filter_tenant_id')])
+        self.assertEqual(['id-other'], self.compute.access[flavor['id']])
