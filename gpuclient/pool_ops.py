@@ -27,6 +27,7 @@ from osc_lib import exceptions
 
 from gpuclient import client as client_mod
 from gpuclient import journal
+from gpuclient import plan as plan_mod
 from gpuclient import pool_plan
 from gpuclient import pools
 from gpuclient.i18n import _
@@ -260,7 +261,11 @@ def update_metadata(client, name, projects_add=(), projects_remove=(),
     _finish(client, plan, dry_run, on_step)
     if dry_run:
         return None, plan
-    pool = _read_back(client, name)
+    return _check_projects(_read_back(client, name), add, remove), plan
+
+
+def _check_projects(pool, add, remove):
+    """The read-back pool, after checking the project change is there."""
     lost = [p for p in add if p not in pool['projects']]
     kept = [p for p in remove if p in pool['projects']]
     if lost or kept:
@@ -269,9 +274,45 @@ def update_metadata(client, name, projects_add=(), projects_remove=(),
               'writing it (missing: %(lost)s; still there: %(kept)s): '
               'something changed it at the same time. Run the command '
               'again.')
-            % {'pool': name, 'lost': ', '.join(lost) or _('none'),
+            % {'pool': pool['name'], 'lost': ', '.join(lost) or _('none'),
                'kept': ', '.join(kept) or _('none')})
-    return pool, plan
+    return pool
+
+
+def set_pool(client, name, isolate=None, projects_add=(), properties=None,
+             update_dependents=False, dry_run=False, on_step=None):
+    """``gpu pool set``: isolation, projects and properties in one plan."""
+    if isolate is None:
+        return update_metadata(
+            client, name, projects_add=projects_add, properties=properties,
+            update_dependents=update_dependents, dry_run=dry_run,
+            on_step=on_step)
+    if not projects_add and not properties:
+        return set_isolation(client, name, isolate, update_dependents,
+                             dry_run=dry_run, on_step=on_step)
+    view = View(client)
+    pool = view.pool(name)
+    add = []
+    for project in projects_add:
+        pid = client.project_id(project)
+        if pid not in add:
+            add.append(pid)
+    obs = view.observed(pool['hosts'], pool['resource_class'],
+                        {pool['pool_trait']}, flavors=True,
+                        images=not isolate)
+    first = pool_plan.set_isolation(obs, name, isolate,
+                                    update_dependents=update_dependents)
+    second = pool_plan.update_metadata(obs, name, projects_add=add,
+                                       properties=properties)
+    plan = plan_mod.Plan(_('Changing pool %s') % name,
+                         first.steps + second.steps,
+                         first.warnings + second.warnings,
+                         rerun=_('the same "openstack gpu pool set %s" '
+                                 'command') % name)
+    _finish(client, plan, dry_run, on_step)
+    if dry_run:
+        return None, plan
+    return _check_projects(_read_back(client, name), add, ()), plan
 
 
 def delete(client, name, force=False, dry_run=False, on_step=None):

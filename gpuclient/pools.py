@@ -442,7 +442,7 @@ def scan(aggregates):
                 'aggregate %(agg)s is marked as GPU pool but cannot be read '
                 'as one: %(reason)s. Fix or remove its gpu_* metadata '
                 '("openstack aggregate show %(agg)s").')
-                % {'agg': agg_name, 'reason': reason}))
+                % {'agg': agg_name, 'reason': reason.rstrip('. ')}))
             continue
         claims.setdefault(pool['pool_trait'], []).append(pool)
     for trait, claimed in sorted(claims.items()):

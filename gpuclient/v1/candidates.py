@@ -103,7 +103,9 @@ def collect(client, flavor=None, resources=(), required=(), image=None,
     """
     settings = settings or request.load_settings()
     aggregates = [_aggregate_dict(a) for a in client.compute.aggregates()]
-    pools = pools_mod.pools_from_aggregates(aggregates)
+    pools, problems = pools_mod.scan(aggregates)
+    for _agg, _pool, message in problems:
+        LOG.warning(message)
     if pool and pool not in pools:
         raise exceptions.CommandError(
             _('No GPU pool named %(pool)s. Known pools: %(known)s (see '

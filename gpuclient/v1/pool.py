@@ -19,7 +19,6 @@ from osc_lib.cli import format_columns
 from osc_lib.cli import parseractions
 from osc_lib.command import command
 
-from gpuclient import plan as plan_mod
 from gpuclient import pool_ops
 from gpuclient import pools
 from gpuclient import specs
@@ -319,34 +318,15 @@ class SetPool(command.ShowOne):
 
     def take_action(self, parsed_args):
         client = self.app.client_manager.gpu
-        pool, plans = None, []
-        if parsed_args.isolate is not None:
-            pool, plan = pool_ops.set_isolation(
-                client, parsed_args.pool, parsed_args.isolate,
-                update_dependents=parsed_args.update_dependents,
-                dry_run=parsed_args.dry_run)
-            plans.append(plan)
-        if parsed_args.projects or parsed_args.properties:
-            pool, plan = pool_ops.update_metadata(
-                client, parsed_args.pool,
-                projects_add=parsed_args.projects,
-                properties=parsed_args.properties,
-                update_dependents=parsed_args.update_dependents,
-                dry_run=parsed_args.dry_run)
-            plans.append(plan)
+        pool, plan = pool_ops.set_pool(
+            client, parsed_args.pool, isolate=parsed_args.isolate,
+            projects_add=parsed_args.projects,
+            properties=parsed_args.properties,
+            update_dependents=parsed_args.update_dependents,
+            dry_run=parsed_args.dry_run)
         if parsed_args.dry_run:
-            return plan_item(_merge(plans, parsed_args.pool))
-        if pool is None:
-            pool = pool_ops.View(client).pool(parsed_args.pool)
+            return plan_item(plan)
         return pool_item(pool)
-
-
-def _merge(plans, name):
-    merged = plan_mod.Plan(_('Changing pool %s') % name)
-    for plan in plans:
-        merged.extend(plan.steps)
-        merged.warnings += plan.warnings
-    return merged
 
 
 class UnsetPool(command.ShowOne):
