@@ -48,6 +48,10 @@ class SafetyTestCase(test_pool.PoolTestCase):
                 if t['name'].startswith('CUSTOM_GPU_POOL_')}
 
     def set_traits(self, rp, traits):
+        if not traits:
+            self.openstack(*TRAITS_API, 'resource', 'provider', 'trait',
+                           'delete', rp, parse=False)
+            return
         args = []
         for trait in sorted(traits):
             args += ['--trait', trait]
@@ -162,6 +166,11 @@ class TestOwnership(SafetyTestCase):
         self.assertEqual(2, len(pgpus))
         hand, free = pgpus
         before = self.traits(hand)
+        self.assertNotIn('CUSTOM_NVIDIA_35', before | self.traits(free))
+        self.openstack(*TRAITS_API, 'trait', 'create', 'CUSTOM_NVIDIA_36',
+                       parse=False)
+        self.addCleanup(self.openstack_raw, *TRAITS_API, 'trait', 'delete',
+                        'CUSTOM_NVIDIA_36')
         self.addCleanup(self.set_traits, hand, before)
         # an operator marks one pGPU for another type, as Nova's docs say
         self.set_traits(hand, before | {'CUSTOM_NVIDIA_36'})
@@ -170,8 +179,8 @@ class TestOwnership(SafetyTestCase):
         self.assertNotIn('CUSTOM_NVIDIA_35', self.traits(hand))
         self.assertIn('CUSTOM_NVIDIA_36', self.traits(hand))
         self.assertIn('CUSTOM_NVIDIA_35', self.traits(free))
-        # the operator also tags the free pGPU's type by hand... no: marks
-        # the second type's pGPU with 35 too; remove host must keep it
+        # the operator now marks that pGPU for nvidia-35 by hand: the pool
+        # did not put it there, so remove host must keep it
         self.set_traits(hand, before | {'CUSTOM_NVIDIA_35'})
         self.openstack('gpu', 'pool', 'remove', 'host', pool['name'],
                        base.VGPU_HOST)
