@@ -15,6 +15,7 @@
 import json
 import logging
 import os
+import re
 
 from osc_lib import exceptions
 from osc_lib.cli import format_columns
@@ -127,7 +128,22 @@ def collect(client, flavor=None, resources=(), required=(), image=None,
         req['limit'] = limit
     params = request.query_params(req)
     placement = client.placement
-    answer = placement.candidates_query(params)
+    try:
+        answer = placement.candidates_query(params)
+    except client_mod.APIError as exc:
+        unknown = re.search(r'No such trait\(s\):\s*([A-Z0-9_, ]+)',
+                            str(exc))
+        if exc.status != 400 or not unknown:
+            raise
+        traits = unknown.group(1).strip(' ,')
+        raise exceptions.CommandError(
+            _('The request requires trait(s) %(traits)s, which Placement '
+              'does not know: no host has them, so Nova answers "No valid '
+              'host" for it (and for resize, migrate and evacuate of its '
+              'servers). Remove the requirement ("openstack flavor unset '
+              '--property trait:<TRAIT> <flavor>", or the image property), '
+              'or put the trait back on the hosts that should take it.')
+            % {'traits': traits}) from exc
     hypervisors = client.compute.hypervisors()
     services = client.compute.compute_services()
     providers = placement.resource_providers()

@@ -110,6 +110,15 @@ class TestDependents(SafetyTestCase):
         server = self.boot(flavor)
         self.assertEqual(base.PT_HOST, server['OS-EXT-SRV-ATTR:host'])
 
+    def test_candidates_explains_an_unknown_trait(self):
+        """A flavor made by hand that requires a trait nobody has."""
+        trait = 'CUSTOM_GPUCLIENT_FT_NO_SUCH_TRAIT'
+        flavor = self.create_flavor({'trait:%s' % trait: 'required'})
+        err = self.fails('gpu', 'candidates', '--flavor', flavor['name'],
+                         expect=trait)
+        self.assertIn('No valid host', err)
+        self.assertNotIn('HTTP 400', err)
+
     def test_delete_refused_while_flavors_steer_to_pool(self):
         pool = self.create_pool('--mode', 'mig', '--mig-profile', '3g.40gb',
                                 '--host', base.MIG_HOST)
