@@ -28,8 +28,10 @@ A second pass fails the k-th write *and* the first undo write after it.
 The total number of points is printed in the test's details and on stdout.
 """
 
+import concurrent.futures
 import os
 import signal
+import threading
 import time
 
 from osc_lib import exceptions
@@ -79,7 +81,10 @@ class FaultMatrixTestCase(base.FunctionalTestCase):
                 for host in agg.hosts or []:
                     self.admin.compute.remove_host(agg, host)
                 self.admin.compute.delete_aggregate(agg)
-        self.admin.placement.delete_trait(pools.pool_trait(self.name))
+        for trait in self.admin.placement.existing_traits(
+                {pools.pool_trait(self.name + suffix)
+                 for suffix in ('', '-0', '-1', '-2', '-3')}):
+            self.admin.placement.delete_trait(trait)
 
     def run_matrix(self, label, command, revert, kinds=faults.KINDS,
                    undo_faults=False):
@@ -258,3 +263,41 @@ class TestInterrupts(FaultMatrixTestCase):
         self.assertEqual(0, len(again), again.lines())
         self.addDetail('interrupts', content.text_content(
             '%d interrupted runs, all undone' % len(outcomes)))
+
+
+class TestConcurrency(FaultMatrixTestCase):
+    def test_parallel_add_host_to_pools_sharing_a_provider(self):
+        """Isolated pools joined in parallel: every trait lands on the root.
+
+        Each add host writes its pool's trait on the same root provider
+        (read-modify-write on the provider generation, while Nova's resource
+        tracker writes there too): none may be lost.
+        """
+        count = 4
+        names = ['%s-%d' % (self.name, i) for i in range(count)]
+        for name in names:
+            pool_ops.create(self.admin, pools.build_spec(
+                name, 'passthrough', alias='h100', pci_id='10de:2331',
+                isolate=True), [])
+        clients = [faults.make_client() for _ in names]
+        barrier = threading.Barrier(count)
+
+        def add(index):
+            barrier.wait()
+            pool_ops.add_hosts(clients[index], names[index], [base.PT_HOST])
+
+        with concurrent.futures.ThreadPoolExecutor(count) as runner:
+            list(runner.map(add, range(count)))
+        root = self.root_provider(base.PT_HOST)
+        traits = set(self.admin.placement.traits(root)[0])
+        for name in names:
+            self.assertIn(pools.pool_trait(name), traits)
+            agg = pool_ops.View(self.admin, warn=False).aggregate(name)
+            self.assertEqual([base.PT_HOST], agg.hosts)
+        # and the same in parallel the other way
+        with concurrent.futures.ThreadPoolExecutor(count) as runner:
+            list(runner.map(lambda i: pool_ops.remove_hosts(
+                clients[i], names[i], [base.PT_HOST]), range(count)))
+        traits = set(self.admin.placement.traits(root)[0])
+        for name in names:
+            self.assertNotIn(pools.pool_trait(name), traits)
