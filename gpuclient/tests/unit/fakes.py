@@ -20,8 +20,10 @@ translation) runs in every command test. The SDK compute proxy is a
 The fakes are as strict as the services they play: Placement refuses
 unknown traits and stale provider generations, Nova refuses to delete an
 aggregate that still has hosts, pages its lists, gives integer hypervisor
-ids below compute API 2.53 and lists only public flavors unless asked
-``is_public=None``.
+ids below compute API 2.53, lists only public flavors unless asked
+``is_public=None`` and refuses flavor writes it would refuse (a name in
+use, an extra spec or a project that is not there, access to a public
+flavor).
 """
 
 import http
@@ -143,6 +145,7 @@ class FakeCloud:
         self.hypervisors = []
         self.aggregates = []
         self.flavors = []  # Nova flavor bodies as at compute API 2.61
+        self.flavor_access = {}  # private flavor id -> [project ids]
         self.images = []  # Glance v2 image bodies
         self.busy = set()  # hosts with instances
 
@@ -227,11 +230,12 @@ class FakeCloud:
         return root
 
     def add_flavor(self, name, public=True, extra_specs=None,
-                   description=None, vcpus=1, ram=512, disk=1):
+                   description=None, vcpus=1, ram=512, disk=1, swap=0,
+                   ephemeral=0, flavor_id=None):
         flavor = {
-            'id': uid('flavor-' + name), 'name': name, 'vcpus': vcpus,
-            'ram': ram, 'disk': disk, 'swap': 0,
-            'OS-FLV-EXT-DATA:ephemeral': 0, 'rxtx_factor': 1.0,
+            'id': flavor_id or uid('flavor-' + name), 'name': name,
+            'vcpus': vcpus, 'ram': ram, 'disk': disk, 'swap': swap,
+            'OS-FLV-EXT-DATA:ephemeral': ephemeral, 'rxtx_factor': 1.0,
             'os-flavor-access:is_public': public,
             'OS-FLV-DISABLED:disabled': False,
             'description': description,
@@ -547,39 +551,151 @@ def _page(items, params, key, max_limit):
     return page, links
 
 
-class FakeCompute:
-    """Nova behind a mock(spec=compute Proxy): raw GETs and aggregates.
+# Nova's error body: its key for each status (computeFault otherwise).
+NOVA_FAULTS = {400: 'badRequest', 403: 'forbidden', 404: 'itemNotFound',
+               409: 'conflictingRequest'}
+# What an injected failure (FakeCompute.fail) says, by status.
+INJECTED = {403: 'Policy says no'}
+# The fields of a flavor create request Nova knows (description: 2.55).
+FLAVOR_FIELDS = frozenset({
+    'name', 'id', 'ram', 'vcpus', 'disk', 'OS-FLV-EXT-DATA:ephemeral',
+    'swap', 'rxtx_factor', 'os-flavor-access:is_public'})
+# The least value of each numeric flavor field.
+FLAVOR_MINIMUM = {'ram': 1, 'vcpus': 1, 'disk': 0,
+                  'OS-FLV-EXT-DATA:ephemeral': 0, 'swap': 0}
+EXTRA_SPEC_KEY = re.compile(r'[a-zA-Z0-9-_:. ]{1,255}')
 
-    Raw ``get`` serves ``/os-hypervisors/detail`` and ``/flavors/detail``
-    as Nova does (paged by ``max_limit``, microversion-dependent); every
-    raw GET is recorded in ``gets`` as (url, microversion, params).
-    Aggregate calls keep their state in the FakeCloud and refuse what Nova
-    refuses.
+
+def nova_error(status, message):
+    """Nova's error answer, e.g. {"itemNotFound": {"message": ...}}."""
+    key = NOVA_FAULTS.get(status, 'computeFault')
+    return make_response(status, {key: {'message': message, 'code': status}})
+
+
+def sdk_error(status, details):
+    """The exception the SDK raises for a Nova error status."""
+    cls = {
+        400: sdk_exc.BadRequestException,
+        403: sdk_exc.ForbiddenException,
+        404: sdk_exc.NotFoundException,
+        409: sdk_exc.ConflictException,
+    }.get(status, sdk_exc.HttpException)
+    return cls(message=http.HTTPStatus(status).phrase, http_status=status,
+               details=details)
+
+
+def injected(status):
+    return INJECTED.get(status, 'Injected failure')
+
+
+def render_flavor(flavor, version):
+    """A flavor body as Nova shows it at ``version``."""
+    flavor = dict(flavor, extra_specs=dict(flavor['extra_specs']))
+    if version < (2, 61):
+        flavor.pop('extra_specs')
+    if version < (2, 55):
+        flavor.pop('description', None)
+    return flavor
+
+
+def _segments(url):
+    """'/flavors/a%2Fb/os-extra_specs/k' -> ['flavors', 'a/b', ...]."""
+    path = urllib.parse.urlsplit(url).path.strip('/')
+    return [urllib.parse.unquote(part) for part in path.split('/')]
+
+
+def _is_count(value):
+    """An integer as Nova's flavor schema takes it (or its digits)."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (
+        isinstance(value, str) and value.strip().isdigit())
+
+
+class FakeCompute:
+    """Nova behind a mock(spec=compute Proxy): raw calls and aggregates.
+
+    Raw calls are answered as Nova answers them at the microversion sent:
+
+    - ``get``: ``/os-hypervisors/detail`` and ``/flavors/detail`` (paged
+      by ``max_limit``), ``/flavors/{id}`` (by ID only) and
+      ``/flavors/{id}/os-flavor-access`` (a 404 for a public flavor);
+    - ``post``: ``/flavors`` (refuses fields Nova does not know, bad
+      sizes, a name or ID in use), ``/flavors/{id}/os-extra_specs`` and
+      ``/flavors/{id}/action`` with addTenantAccess (409 for a public
+      flavor or a project already there) or removeTenantAccess (404 for a
+      project not there);
+    - ``delete``: ``/flavors/{id}/os-extra_specs/{key}`` (404 for a key
+      the flavor lacks) and ``/flavors/{id}``.
+
+    Aggregate and service calls keep their state in the FakeCloud and
+    refuse what Nova refuses: a duplicate aggregate, an unknown host, a
+    host added twice, removing a host that is not there, deleting an
+    aggregate with hosts. Hosts in ``cloud.busy`` have servers.
+
+    Records: ``sent``, every raw call as (method, url, microversion);
+    ``gets``, every raw GET as (url, microversion, params); ``calls``,
+    every write asked for (done, refused or failed; not those on an
+    aggregate that does not exist), flavors by name:
+    ('create', aggregate), ('metadata', aggregate, metadata), ('add',
+    aggregate, host), ('remove', aggregate, host), ('delete', aggregate),
+    ('create_flavor', name), ('specs', flavor, extra specs), ('unset',
+    flavor, key), ('share', flavor, project), ('unshare', flavor,
+    project), ('delete_flavor', flavor).
+
+    Faults: ``fail[(method, url suffix)] = status`` answers the raw calls
+    that match with that status before doing anything (403: "Policy says
+    no"); ``fail[('metadata', aggregate name)] = status`` does the same to
+    metadata writes of that aggregate; adding a host in ``fail_add_host``
+    fails with a 500 (Compute service is down).
     """
 
     def __init__(self, cloud, proxy, max_limit=NOVA_MAX_LIMIT):
         self.cloud = cloud
         self.max_limit = max_limit
+        self.sent = []
         self.gets = []
         self.calls = []
+        self.fail = {}
         self.fail_add_host = set()
         proxy.get.side_effect = self.get
+        proxy.post.side_effect = self.post
+        proxy.delete.side_effect = self.delete
         proxy.aggregates.side_effect = lambda **kw: list(cloud.aggregates)
-        proxy.create_aggregate.side_effect = self.create
-        proxy.set_aggregate_metadata.side_effect = self.set_metadata
-        proxy.add_host_to_aggregate.side_effect = self.add_host
-        proxy.remove_host_from_aggregate.side_effect = self.remove_host
-        proxy.delete_aggregate.side_effect = self.delete
+        proxy.create_aggregate.side_effect = self.create_aggregate
+        proxy.set_aggregate_metadata.side_effect = (
+            self.set_aggregate_metadata)
+        proxy.add_host_to_aggregate.side_effect = self.add_host_to_aggregate
+        proxy.remove_host_from_aggregate.side_effect = (
+            self.remove_host_from_aggregate)
+        proxy.delete_aggregate.side_effect = self.delete_aggregate
         proxy.get_aggregate.side_effect = self.get_aggregate
         proxy.services.side_effect = self.services
         proxy.servers.side_effect = lambda **kw: iter(
             [object()] if kw.get('compute_host') in cloud.busy else [])
 
-    # -- raw GETs -------------------------------------------------------------
+    # -- raw calls ------------------------------------------------------------
+
+    def _injected(self, method, url):
+        """The injected failure answer for this call, or None."""
+        for (fail_method, suffix), status in self.fail.items():
+            if fail_method == method and url.endswith(suffix):
+                return nova_error(status, injected(status))
+        return None
+
+    def _write(self, call, method, url, action):
+        """Record a write, then fail it as injected or do it."""
+        self.calls.append(call)
+        failed = self._injected(method, url)
+        return failed if failed is not None else action()
 
     def get(self, url, microversion=None, params=None, **kwargs):
         params = dict(params or {})
+        self.sent.append(('get', url, microversion))
         self.gets.append((url, microversion, params))
+        failed = self._injected('get', url)
+        if failed is not None:
+            return failed
         version = _version(microversion)
         try:
             if url == '/os-hypervisors/detail':
@@ -587,10 +703,68 @@ class FakeCompute:
             if url == '/flavors/detail':
                 return make_response(200, self.flavors(version, params))
         except ValueError as exc:
-            return make_response(400, {'badRequest': {
-                'message': str(exc), 'code': 400}})
-        return make_response(404, {'itemNotFound': {
-            'message': 'The resource could not be found.', 'code': 404}})
+            return nova_error(400, str(exc))
+        parts = _segments(url)
+        if parts[0] == 'flavors' and len(parts) == 2:
+            flavor = self._flavor(parts[1])
+            if flavor is None:
+                return self._no_flavor(parts[1])
+            return make_response(
+                200, {'flavor': render_flavor(flavor, version)})
+        if parts[0] == 'flavors' and parts[2:] == ['os-flavor-access']:
+            return self._access_list(parts[1])
+        return nova_error(404, 'The resource could not be found.')
+
+    def post(self, url, microversion=None, json=None, **kwargs):
+        self.sent.append(('post', url, microversion))
+        version = _version(microversion)
+        body = json if isinstance(json, dict) else {}
+        parts = _segments(url)
+        if parts == ['flavors']:
+            name = (body.get('flavor') or {}).get('name')
+            return self._write(('create_flavor', name), 'post', url,
+                               lambda: self._create_flavor(body, version))
+        if parts[0] != 'flavors' or len(parts) != 3:
+            raise AssertionError('FakeCompute: unexpected POST %s' % url)
+        label = self._label(parts[1])
+        if parts[2] == 'os-extra_specs':
+            return self._write(
+                ('specs', label, dict(body.get('extra_specs') or {})),
+                'post', url, lambda: self._set_specs(parts[1], body))
+        if parts[2] == 'action' and len(body) == 1:
+            action, args = next(iter(body.items()))
+            project = (args or {}).get('tenant')
+            if action == 'addTenantAccess':
+                return self._write(
+                    ('share', label, project), 'post', url,
+                    lambda: self._add_access(parts[1], project, version))
+            if action == 'removeTenantAccess':
+                return self._write(
+                    ('unshare', label, project), 'post', url,
+                    lambda: self._remove_access(parts[1], project))
+        raise AssertionError('FakeCompute: unexpected POST %s %s'
+                             % (url, json))
+
+    def delete(self, url, microversion=None, **kwargs):
+        self.sent.append(('delete', url, microversion))
+        parts = _segments(url)
+        if parts[0] == 'flavors' and len(parts) == 2:
+            return self._write(('delete_flavor', self._label(parts[1])),
+                               'delete', url,
+                               lambda: self._delete_flavor(parts[1]))
+        if parts[0] == 'flavors' and len(parts) == 4 and (
+                parts[2] == 'os-extra_specs'):
+            return self._write(
+                ('unset', self._label(parts[1]), parts[3]), 'delete', url,
+                lambda: self._unset_spec(parts[1], parts[3]))
+        raise AssertionError('FakeCompute: unexpected DELETE %s' % url)
+
+    def _paged(self, found, params, collection, path):
+        page, links = _page(found, params, path, self.max_limit)
+        body = {collection: page}
+        if links:
+            body[collection + '_links'] = links
+        return body
 
     def hypervisors(self, version, params):
         """Below 2.53 ids are integers (not provider uuids); no paging
@@ -605,12 +779,8 @@ class FakeCompute:
             found.append(hv)
         if version < (2, 33):
             return {'hypervisors': found}
-        page, links = _page(found, params, 'os-hypervisors/detail',
-                            self.max_limit)
-        body = {'hypervisors': page}
-        if links:
-            body['hypervisors_links'] = links
-        return body
+        return self._paged(found, params, 'hypervisors',
+                           'os-hypervisors/detail')
 
     def flavors(self, version, params):
         """Public flavors only unless is_public says otherwise (``None``:
@@ -626,23 +796,153 @@ class FakeCompute:
             want = False
         else:
             raise ValueError('Invalid is_public filter [%s]' % is_public)
-        found = []
-        for flavor in sorted(self.cloud.flavors, key=lambda f: f['id']):
-            if want is not None and (
-                    flavor['os-flavor-access:is_public'] != want):
-                continue
-            flavor = dict(flavor)
-            if version < (2, 61):
-                flavor.pop('extra_specs', None)
-            if version < (2, 55):
-                flavor.pop('description', None)
-            found.append(flavor)
-        page, links = _page(found, params, 'flavors/detail',
-                            self.max_limit)
-        body = {'flavors': page}
-        if links:
-            body['flavors_links'] = links
-        return body
+        found = [
+            render_flavor(flavor, version)
+            for flavor in sorted(self.cloud.flavors, key=lambda f: f['id'])
+            if want is None or flavor['os-flavor-access:is_public'] == want
+        ]
+        return self._paged(found, params, 'flavors', 'flavors/detail')
+
+    # -- flavors --------------------------------------------------------------
+
+    def _flavor(self, flavor_id):
+        for flavor in self.cloud.flavors:
+            if flavor['id'] == flavor_id:
+                return flavor
+        return None
+
+    def _label(self, flavor_id):
+        """A flavor's name for ``calls`` (its ID if there is none)."""
+        flavor = self._flavor(flavor_id)
+        return flavor['name'] if flavor else flavor_id
+
+    @staticmethod
+    def _no_flavor(flavor_id):
+        return nova_error(404, 'Flavor %s could not be found.' % flavor_id)
+
+    def _create_flavor(self, body, version):
+        fields = body.get('flavor')
+        if not isinstance(fields, dict) or set(body) != {'flavor'}:
+            return nova_error(400, "Invalid input for field/attribute "
+                                   "flavor. Value: %s." % body)
+        known = FLAVOR_FIELDS | (
+            {'description'} if version >= (2, 55) else set())
+        unknown = sorted(set(fields) - known)
+        if unknown:
+            return nova_error(400, 'Additional properties are not allowed '
+                                   '(%s were unexpected)' % ', '.join(
+                                       repr(k) for k in unknown))
+        for key in ('name', 'ram', 'vcpus', 'disk'):
+            if key not in fields:
+                return nova_error(400, "'%s' is a required property" % key)
+        name = fields['name']
+        if not isinstance(name, str) or not 1 <= len(name) <= 255 or (
+                name != name.strip()):
+            return nova_error(400, 'Invalid input for field/attribute '
+                                   'name. Value: %s.' % name)
+        for key, least in FLAVOR_MINIMUM.items():
+            value = fields.get(key, least)
+            if not _is_count(value) or int(value) < least:
+                return nova_error(400, 'Invalid input for field/attribute '
+                                       '%s. Value: %s.' % (key, value))
+        public = fields.get('os-flavor-access:is_public', True)
+        if not isinstance(public, bool):
+            return nova_error(400, 'Invalid input for field/attribute '
+                                   'os-flavor-access:is_public. Value: '
+                                   '%s.' % public)
+        if any(f['name'] == name for f in self.cloud.flavors):
+            return nova_error(409, 'Flavor with name %s already exists.'
+                              % name)
+        flavor_id = fields.get('id') or str(uuidlib.uuid4())
+        if self._flavor(flavor_id) is not None:
+            return nova_error(409, 'Flavor with ID %s already exists.'
+                              % flavor_id)
+        flavor = self.cloud.add_flavor(
+            name, public=public, description=fields.get('description'),
+            vcpus=int(fields['vcpus']), ram=int(fields['ram']),
+            disk=int(fields['disk']), swap=int(fields.get('swap', 0)),
+            ephemeral=int(fields.get('OS-FLV-EXT-DATA:ephemeral', 0)),
+            flavor_id=flavor_id)
+        if 'rxtx_factor' in fields:
+            flavor['rxtx_factor'] = float(fields['rxtx_factor'])
+        return make_response(200, {'flavor': render_flavor(flavor, version)})
+
+    def _set_specs(self, flavor_id, body):
+        flavor = self._flavor(flavor_id)
+        if flavor is None:
+            return self._no_flavor(flavor_id)
+        specs = body.get('extra_specs')
+        if not isinstance(specs, dict) or set(body) != {'extra_specs'}:
+            return nova_error(400, 'Invalid input for field/attribute '
+                                   'extra_specs. Value: %s.' % body)
+        for key, value in specs.items():
+            if not EXTRA_SPEC_KEY.fullmatch(key) or isinstance(
+                    value, bool) or not isinstance(
+                    value, (str, int, float)) or len(str(value)) > 255:
+                return nova_error(400, 'Invalid input for field/attribute '
+                                       'extra_specs. Value: %s.' % specs)
+        flavor['extra_specs'].update({k: str(v) for k, v in specs.items()})
+        return make_response(200, {'extra_specs': specs})
+
+    def _unset_spec(self, flavor_id, key):
+        flavor = self._flavor(flavor_id)
+        if flavor is None:
+            return self._no_flavor(flavor_id)
+        if key not in flavor['extra_specs']:
+            return nova_error(404, 'Flavor %s has no extra specs with key '
+                                   '%s.' % (flavor_id, key))
+        del flavor['extra_specs'][key]
+        return make_response(202, None)
+
+    def _access_answer(self, flavor_id):
+        return make_response(200, {'flavor_access': [
+            {'flavor_id': flavor_id, 'tenant_id': project}
+            for project in self.cloud.flavor_access.get(flavor_id, [])]})
+
+    def _access_list(self, flavor_id):
+        flavor = self._flavor(flavor_id)
+        if flavor is None:
+            return self._no_flavor(flavor_id)
+        if flavor['os-flavor-access:is_public']:
+            return nova_error(404, 'Access list not available for public '
+                                   'flavors.')
+        return self._access_answer(flavor_id)
+
+    def _add_access(self, flavor_id, project, version):
+        flavor = self._flavor(flavor_id)
+        if flavor is None:
+            return self._no_flavor(flavor_id)
+        if not isinstance(project, str) or not project:
+            return nova_error(400, 'Invalid input for field/attribute '
+                                   'tenant. Value: %s.' % project)
+        if flavor['os-flavor-access:is_public'] and version >= (2, 7):
+            return nova_error(409, 'Can not add access to a public flavor.')
+        projects = self.cloud.flavor_access.setdefault(flavor_id, [])
+        if project in projects:
+            return nova_error(409, 'Flavor access already exists for flavor '
+                                   '%s and project %s combination.'
+                              % (flavor_id, project))
+        projects.append(project)
+        return self._access_answer(flavor_id)
+
+    def _remove_access(self, flavor_id, project):
+        flavor = self._flavor(flavor_id)
+        if flavor is None:
+            return self._no_flavor(flavor_id)
+        projects = self.cloud.flavor_access.get(flavor_id, [])
+        if project not in projects:
+            return nova_error(404, 'Flavor access not found for %s / %s '
+                                   'combination.' % (flavor_id, project))
+        projects.remove(project)
+        return self._access_answer(flavor_id)
+
+    def _delete_flavor(self, flavor_id):
+        flavor = self._flavor(flavor_id)
+        if flavor is None:
+            return self._no_flavor(flavor_id)
+        self.cloud.flavors.remove(flavor)
+        self.cloud.flavor_access.pop(flavor_id, None)
+        return make_response(202, None)
 
     # -- aggregates and services ----------------------------------------------
 
@@ -650,10 +950,8 @@ class FakeCompute:
         for found in self.cloud.aggregates:
             if found is agg or found.id == getattr(agg, 'id', agg):
                 return found
-        raise sdk_exc.NotFoundException(
-            message='Not Found', http_status=404,
-            details='Aggregate %s could not be found.' % getattr(
-                agg, 'id', agg))
+        raise sdk_error(404, 'Aggregate %s could not be found.'
+                        % getattr(agg, 'id', agg))
 
     def services(self, **query):
         seen = {}
@@ -665,19 +963,20 @@ class FakeCompute:
                 binary='nova-compute'))
         return list(seen.values())
 
-    def create(self, name, availability_zone=None):
+    def create_aggregate(self, name, availability_zone=None):
         self.calls.append(('create', name))
         if any(a.name == name for a in self.cloud.aggregates):
-            raise sdk_exc.ConflictException(
-                message='Conflict', http_status=409,
-                details='Aggregate %s already exists.' % name)
+            raise sdk_error(409, 'Aggregate %s already exists.' % name)
         agg = Aggregate(name, zone=availability_zone)
         self.cloud.aggregates.append(agg)
         return agg
 
-    def set_metadata(self, agg, metadata):
+    def set_aggregate_metadata(self, agg, metadata):
         agg = self._find(agg)
         self.calls.append(('metadata', agg.name, dict(metadata)))
+        status = self.fail.get(('metadata', agg.name))
+        if status:
+            raise sdk_error(status, injected(status))
         for key, value in metadata.items():
             if value is None:
                 agg.metadata.pop(key, None)
@@ -685,35 +984,30 @@ class FakeCompute:
                 agg.metadata[key] = value
         return agg
 
-    def add_host(self, agg, host):
+    def add_host_to_aggregate(self, agg, host):
         agg = self._find(agg)
         self.calls.append(('add', agg.name, host))
         if host in self.fail_add_host:
-            raise sdk_exc.HttpException(
-                message='boom', details='Compute service is down',
-                http_status=500)
+            raise sdk_error(500, 'Compute service is down')
         if host not in {s.host for s in self.services()}:
-            raise sdk_exc.NotFoundException(
-                message='Not Found', http_status=404,
-                details='Compute host %s could not be found.' % host)
+            raise sdk_error(404, 'Compute host %s could not be found.'
+                            % host)
         if host in agg.hosts:
-            raise sdk_exc.ConflictException(
-                message='Conflict', http_status=409,
-                details='Aggregate %s already has host %s.' % (agg.id, host))
+            raise sdk_error(409, 'Aggregate %s already has host %s.'
+                            % (agg.id, host))
         agg.hosts.append(host)
         return agg
 
-    def remove_host(self, agg, host):
+    def remove_host_from_aggregate(self, agg, host):
         agg = self._find(agg)
         self.calls.append(('remove', agg.name, host))
         if host not in agg.hosts:
-            raise sdk_exc.NotFoundException(
-                message='Not Found', http_status=404,
-                details='Aggregate %s has no host %s.' % (agg.id, host))
+            raise sdk_error(404, 'Aggregate %s has no host %s.'
+                            % (agg.id, host))
         agg.hosts.remove(host)
         return agg
 
-    def delete(self, agg, ignore_missing=True):
+    def delete_aggregate(self, agg, ignore_missing=True):
         try:
             agg = self._find(agg)
         except sdk_exc.NotFoundException:
@@ -722,10 +1016,8 @@ class FakeCompute:
             raise
         self.calls.append(('delete', agg.name))
         if agg.hosts:
-            raise sdk_exc.BadRequestException(
-                message='Bad Request', http_status=400,
-                details='Cannot remove aggregate %s. Reason: Host aggregate '
-                        'is not empty.' % agg.id)
+            raise sdk_error(400, 'Cannot remove aggregate %s. Reason: Host '
+                                 'aggregate is not empty.' % agg.id)
         self.cloud.aggregates.remove(agg)
         return None
 

@@ -352,6 +352,73 @@ class TestFakeNovaAggregates(base.TestCase):
         self.assertEqual([], cloud.aggregates)
 
 
+class TestFakeNovaFlavors(base.TestCase):
+    """The fake Nova refuses the flavor writes Nova refuses."""
+
+    def setUp(self):
+        super().setUp()
+        self.cloud = fakes.FakeCloud()
+        cm = self.useFixture(fakes.ClientManagerFixture(self.cloud))
+        self.nova = cm.nova
+        self.compute = cm.gpu.compute
+
+    def test_create(self):
+        flavor = self.compute.create_flavor(name='f', vcpus=1, ram=512,
+                                            disk=0)
+        self.assertEqual([flavor], self.compute.flavors())
+        for fields, status in (
+                (dict(name='f', vcpus=1, ram=512, disk=0), 409),
+                (dict(name='g', vcpus=0, ram=512, disk=0), 400),
+                (dict(name='g', vcpus=1, disk=0), 400),
+                (dict(name='g', vcpus=1, ram=512, disk=0, foo=1), 400)):
+            exc = self.assertRaises(client.APIError,
+                                    self.compute.create_flavor, **fields)
+            self.assertEqual(status, exc.status, fields)
+        self.assertEqual(1, len(self.cloud.flavors))
+
+    def test_access(self):
+        public = self.cloud.add_flavor('public')
+        private = self.cloud.add_flavor('private', public=False)
+        exc = self.assertRaises(client.APIError,
+                                self.compute.add_flavor_access,
+                                public['id'], 'p1')
+        self.assertEqual(409, exc.status)
+        self.assertRaises(client.NotFound, self.compute.flavor_access,
+                          public['id'])
+        self.compute.add_flavor_access(private['id'], 'p1')
+        self.assertRaises(client.Conflict, self.compute.add_flavor_access,
+                          private['id'], 'p1')
+        self.assertEqual(['p1'], self.compute.flavor_access(private['id']))
+        self.compute.remove_flavor_access(private['id'], 'p1')
+        self.assertRaises(client.NotFound,
+                          self.compute.remove_flavor_access,
+                          private['id'], 'p1')
+        self.assertEqual([], self.compute.flavor_access(private['id']))
+
+    def test_extra_specs_and_delete(self):
+        flavor = self.cloud.add_flavor('f', extra_specs={'a': '1'})
+        self.compute.set_flavor_extra_specs(flavor['id'], {'b': '2'})
+        self.assertEqual({'a': '1', 'b': '2'}, flavor['extra_specs'])
+        self.assertRaises(client.APIError,
+                          self.compute.set_flavor_extra_specs,
+                          flavor['id'], {'bad/key': '1'})
+        self.compute.delete_flavor_extra_spec(flavor['id'], 'a')
+        # a key the flavor lacks is a 404 (which the client takes as done)
+        self.assertEqual(404, self.nova.delete(
+            '/flavors/%s/os-extra_specs/a' % flavor['id']).status_code)
+        self.compute.delete_flavor_extra_spec(flavor['id'], 'a')
+        self.assertEqual({'b': '2'}, flavor['extra_specs'])
+        self.compute.delete_flavor(flavor['id'])
+        self.assertEqual([], self.cloud.flavors)
+        self.assertRaises(client.NotFound, self.compute.delete_flavor,
+                          flavor['id'])
+        self.assertEqual(
+            [('specs', 'f', {'b': '2'}), ('specs', 'f', {'bad/key': '1'}),
+             ('unset', 'f', 'a'), ('unset', 'f', 'a'),
+             ('unset', 'f', 'a'), ('delete_flavor', 'f'),
+             ('delete_flavor', flavor['id'])], self.nova.calls)
+
+
 class TestServerMessage(base.TestCase):
     def test_bodies(self):
         cases = [

@@ -14,13 +14,13 @@
 re-runs finish what was interrupted, and only our traits are removed.
 
 Placement is answered by requests-mock with provider traits kept in the
-FakeCloud (generations included); the SDK compute proxy is a spec'd mock
-whose aggregate calls keep their state in plain objects.
+FakeCloud (generations included); Nova by fakes.FakeCompute behind a
+spec'd mock of the SDK compute proxy, as strict as Nova (aggregates, and
+the raw flavor writes a pool change makes to its dependents).
 """
 
 import re
 from unittest import mock
-import urllib.parse
 
 from openstack.compute.v2 import _proxy as compute_proxy
 from osc_lib import exceptions
@@ -31,123 +31,6 @@ from gpuclient.tests.unit import base
 from gpuclient.tests.unit import fakes
 
 URL = fakes.PLACEMENT_URL
-
-
-class FakeCompute:
-    """State behind a mock(spec=compute Proxy) for aggregate calls, and
-    the raw flavor writes a pool change makes to its dependents (extra
-    specs, access lists) over the FakeCloud's flavors."""
-
-    def __init__(self, cloud, proxy):
-        self.cloud = cloud
-        self.calls = []
-        self.fail_add_host = set()
-        self.access = {}  # flavor id -> [project ids]
-        raw_get = proxy.get.side_effect
-        proxy.get.side_effect = lambda url, **kw: self.flavor_get(
-            raw_get, url, **kw)
-        proxy.post.side_effect = self.flavor_post
-        proxy.delete.side_effect = self.flavor_delete
-        proxy.aggregates.side_effect = lambda: list(cloud.aggregates)
-        proxy.create_aggregate.side_effect = self.create
-        proxy.set_aggregate_metadata.side_effect = self.set_metadata
-        proxy.add_host_to_aggregate.side_effect = self.add_host
-        proxy.remove_host_from_aggregate.side_effect = self.remove_host
-        proxy.delete_aggregate.side_effect = self.delete
-        proxy.get_aggregate.side_effect = lambda agg: agg
-        proxy.services.side_effect = self.services
-        proxy.servers.side_effect = lambda **kw: iter(
-            [object()] if kw.get('compute_host') in cloud.busy else [])
-        proxy.find_project = None
-
-    # -- flavors (raw calls at compute API 2.61) ------------------------------
-
-    def _flavor(self, url):
-        parts = url.strip('/').split('/')
-        for flavor in self.cloud.flavors:
-            if flavor['id'] == parts[1]:
-                return flavor, parts[2:]
-        return None, parts[2:]
-
-    def flavor_get(self, raw_get, url, **kwargs):
-        flavor, rest = self._flavor(url)
-        if flavor is not None and rest == ['os-flavor-access']:
-            return fakes.make_response(200, {'flavor_access': [
-                {'flavor_id': flavor['id'], 'tenant_id': project}
-                for project in self.access.get(flavor['id'], [])]})
-        return raw_get(url, **kwargs)
-
-    def flavor_post(self, url, json=None, **kwargs):
-        flavor, rest = self._flavor(url)
-        if flavor is None:
-            return fakes.make_response(404, {'itemNotFound': {
-                'message': 'Flavor could not be found.'}})
-        if rest == ['os-extra_specs']:
-            self.calls.append(('specs', flavor['name'],
-                               dict(json['extra_specs'])))
-            flavor['extra_specs'].update(json['extra_specs'])
-            return fakes.make_response(200, json)
-        if rest == ['action'] and 'removeTenantAccess' in json:
-            project = json['removeTenantAccess']['tenant']
-            self.calls.append(('unshare', flavor['name'], project))
-            self.access.get(flavor['id'], []).remove(project)
-            return fakes.make_response(200, {})
-        raise AssertionError(url)
-
-    def flavor_delete(self, url, **kwargs):
-        flavor, rest = self._flavor(url)
-        if flavor is None or rest[:1] != ['os-extra_specs']:
-            raise AssertionError(url)
-        key = urllib.parse.unquote(rest[1])
-        self.calls.append(('unset', flavor['name'], key))
-        flavor['extra_specs'].pop(key)
-        return fakes.make_response(202, None)
-
-    def services(self, **query):
-        return [
-            mock.Mock(host=hv['service']['host'], availability_zone='nova',
-                      status='enabled', state='up', id=hv['service']['id'])
-            for hv in self.cloud.hypervisors
-        ]
-
-    def create(self, name, availability_zone=None):
-        self.calls.append(('create', name))
-        agg = fakes.Aggregate(name, zone=availability_zone)
-        self.cloud.aggregates.append(agg)
-        return agg
-
-    def set_metadata(self, agg, metadata):
-        self.calls.append(('metadata', agg.name, dict(metadata)))
-        for key, value in metadata.items():
-            if value is None:
-                agg.metadata.pop(key, None)
-            else:
-                agg.metadata[key] = value
-        return agg
-
-    def add_host(self, agg, host):
-        self.calls.append(('add', agg.name, host))
-        if host in self.fail_add_host:
-            from openstack import exceptions as sdk_exc
-            raise sdk_exc.HttpException(
-                message='boom', details='Compute service is down',
-                http_status=500)
-        if host in agg.hosts:
-            from openstack import exceptions as sdk_exc
-            raise sdk_exc.ConflictException(
-                message='conflict', details='already in aggregate',
-                http_status=409)
-        agg.hosts.append(host)
-        return agg
-
-    def remove_host(self, agg, host):
-        self.calls.append(('remove', agg.name, host))
-        agg.hosts.remove(host)
-        return agg
-
-    def delete(self, agg, ignore_missing=True):
-        self.calls.append(('delete', agg.name))
-        self.cloud.aggregates.remove(agg)
 
 
 class TraitPlacementFixture(fakes.PlacementFixture):
@@ -223,7 +106,6 @@ class PoolOpsTestCase(base.TestCase):
     def setUp(self):
         super().setUp()
         self.cloud = fakes.FakeCloud()
-        self.cloud.busy = set()
         self.pt = self.cloud.pci_host('gpu-pt-1', nodename='gpu-pt-1.test')
         self.vgpu = self.cloud.vgpu_host('gpu-vgpu-1')
         self.bm = self.cloud.baremetal_node('bm-1', fakes.uid('node'))
@@ -231,7 +113,7 @@ class PoolOpsTestCase(base.TestCase):
         self.second = self.cloud.vgpu_host('gpu-vgpu-2')
         self.placement = self.useFixture(TraitPlacementFixture(self.cloud))
         cm = self.useFixture(fakes.ClientManagerFixture(self.cloud))
-        self.compute = FakeCompute(self.cloud, cm.compute)
+        self.compute = cm.nova
         self.client = cm.gpu
         self.client._conn.identity.find_project.side_effect = (
             lambda name, ignore_missing: mock.Mock(
@@ -603,9 +485,10 @@ class TestSetAndDelete(PoolOpsTestCase):
 
 class TestProxySpec(base.TestCase):
     def test_fake_uses_real_proxy_methods(self):
-        # every method FakeCompute wires exists on the SDK proxy
-        for name in ('aggregates', 'create_aggregate',
-                     'set_aggregate_metadata', 'add_host_to_aggregate',
-                     'remove_host_from_aggregate', 'delete_aggregate',
-                     'get_aggregate', 'services', 'servers'):
+        # every method fakes.FakeCompute wires exists on the SDK proxy
+        for name in ('get', 'post', 'delete', 'aggregates',
+                     'create_aggregate', 'set_aggregate_metadata',
+                     'add_host_to_aggregate', 'remove_host_from_aggregate',
+                     'delete_aggregate', 'get_aggregate', 'services',
+                     'servers'):
             self.assertTrue(hasattr(compute_proxy.Proxy, name), name)

@@ -10,17 +10,16 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""``openstack gpu flavor create/list/show/delete`` against a fake Nova."""
+"""``openstack gpu flavor create/list/show/delete`` against the strict fake
+Nova of fakes.FakeCompute."""
 
 import copy
 import io
 from unittest import mock
 
-from openstack import exceptions as sdk_exc
-from openstack.compute.v2 import _proxy as compute_proxy
 from osc_lib import exceptions
+from requests_mock.contrib import fixture as rm_fixture
 
-from gpuclient import client
 from gpuclient import pools
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import fakes
@@ -34,105 +33,14 @@ def pool_aggregate(name, mode, **kwargs):
         pools.build_spec(name, mode, **kwargs)), hosts=['h1'])
 
 
-class FakeNova:
-    """Flavors behind raw compute proxy calls, aggregates behind the SDK."""
-
-    def __init__(self):
-        self.flavors = {}
-        self.access = {}
-        self.aggregates = []
-        self.fail = {}  # (method, url suffix) -> HTTP status
-        self.calls = []
-
-    def add_flavor(self, name, extra_specs=None, public=True, **sizes):
-        flavor = {
-            'id': fakes.uid('flavor-' + name), 'name': name,
-            'vcpus': sizes.get('vcpus', 1), 'ram': sizes.get('ram', 512),
-            'disk': sizes.get('disk', 1), 'swap': 0,
-            'OS-FLV-EXT-DATA:ephemeral': 0,
-            'os-flavor-access:is_public': public, 'description': None,
-            'extra_specs': dict(extra_specs or {}),
-        }
-        self.flavors[flavor['id']] = flavor
-        return flavor
-
-    def _answer(self, method, url, status, body):
-        for (fail_method, suffix), fail_status in self.fail.items():
-            if fail_method == method and url.endswith(suffix):
-                return fakes.make_response(
-                    fail_status, {'forbidden': {'message': 'Policy says '
-                                                'no'}})
-        return fakes.make_response(status, body)
-
-    def get(self, url, microversion=None, params=None, **kwargs):
-        self.calls.append(('get', url, microversion))
-        parts = url.strip('/').split('/')
-        if url == '/flavors/detail':
-            return self._answer('get', url, 200, {
-                'flavors': list(self.flavors.values())})
-        if len(parts) == 2 and parts[1] in self.flavors:
-            return self._answer('get', url, 200,
-                                {'flavor': self.flavors[parts[1]]})
-        if len(parts) == 3 and parts[2] == 'os-flavor-access':
-            return self._answer('get', url, 200, {'flavor_access': [
-                {'flavor_id': parts[1], 'tenant_id': t}
-                for t in self.access.get(parts[1], [])]})
-        return fakes.make_response(404, {'itemNotFound': {
-            'message': 'Flavor %s could not be found.' % parts[-1]}})
-
-    def post(self, url, microversion=None, json=None, **kwargs):
-        self.calls.append(('post', url, microversion))
-        parts = url.strip('/').split('/')
-        if url == '/flavors':
-            body = json['flavor']
-            flavor = self.add_flavor(
-                body['name'], public=body['os-flavor-access:is_public'],
-                vcpus=body['vcpus'], ram=body['ram'], disk=body['disk'])
-            flavor['description'] = body.get('description')
-            return self._answer('post', url, 200, {'flavor': flavor})
-        flavor_id = parts[1]
-        if parts[2] == 'os-extra_specs':
-            answer = self._answer('post', url, 200, json)
-            if answer.status_code == 200:
-                self.flavors[flavor_id]['extra_specs'].update(
-                    json['extra_specs'])
-            return answer
-        if parts[2] == 'action':
-            answer = self._answer('post', url, 200, {})
-            if answer.status_code == 200:
-                self.access.setdefault(flavor_id, []).append(
-                    json['addTenantAccess']['tenant'])
-            return answer
-        raise AssertionError(url)
-
-    def delete(self, url, microversion=None, **kwargs):
-        self.calls.append(('delete', url, microversion))
-        flavor_id = url.strip('/').split('/')[1]
-        answer = self._answer('delete', url, 202, None)
-        if answer.status_code < 400:
-            self.flavors.pop(flavor_id, None)
-        return answer
-
-    def set_aggregate_metadata(self, aggregate, metadata):
-        self.calls.append(('aggregate', aggregate.name, dict(metadata)))
-        if self.fail.get(('aggregate', aggregate.name)):
-            raise sdk_exc.ForbiddenException('Policy says no')
-        for key, value in metadata.items():
-            if value is None:
-                aggregate.metadata.pop(key, None)
-            else:
-                aggregate.metadata[key] = value
-        return aggregate
-
-    def writes(self):
-        return [c for c in self.calls if c[0] != 'get']
-
-
 class FlavorTestCase(base.CommandTestCase):
     def setUp(self):
         super().setUp()
-        self.nova = FakeNova()
-        self.nova.aggregates = [
+        # no Placement: a request to it fails the test
+        self.useFixture(rm_fixture.Fixture())
+        self.cloud = fakes.FakeCloud()
+        self.cloud.compute_host('h1')
+        self.cloud.aggregates = [
             pool_aggregate('solver', 'passthrough', alias='h100',
                            pci_id='10de:2331'),
             pool_aggregate('ws', 'vgpu', vgpu_type='nvidia-35',
@@ -142,15 +50,9 @@ class FlavorTestCase(base.CommandTestCase):
                            resource_class='baremetal.gpu-h100'),
             fakes.Aggregate('ssd', {'ssd': 'true'}, hosts=['h1']),
         ]
-        proxy = mock.Mock(spec=compute_proxy.Proxy)
-        proxy.get.side_effect = self.nova.get
-        proxy.post.side_effect = self.nova.post
-        proxy.delete.side_effect = self.nova.delete
-        proxy.aggregates.side_effect = lambda: list(self.nova.aggregates)
-        proxy.set_aggregate_metadata.side_effect = (
-            self.nova.set_aggregate_metadata)
-        conn = mock.Mock()
-        conn.compute = proxy
+        self.cm = self.useFixture(fakes.ClientManagerFixture(self.cloud))
+        self.nova = self.cm.nova
+        self.gpu = self.cm.gpu
         self.projects = {'alpha': 'a' * 32, 'beta': 'b' * 32}
 
         def find_project(name_or_id, ignore_missing=True):
@@ -160,25 +62,22 @@ class FlavorTestCase(base.CommandTestCase):
                 return mock.Mock(id=name_or_id)
             return None
 
-        conn.identity.find_project.side_effect = find_project
-        self.gpu = client.GpuClient(None, conn, 'RegionOne', 'public')
-        self.cm = mock.Mock()
-        self.cm.gpu = self.gpu
+        self.gpu._conn.identity.find_project.side_effect = find_project
 
     def run_cmd(self, cls, args):
-        app = self.make_app(self.cm)
+        app = self.make_app(self.cm.client_manager)
         self.stdout = app.stdout = io.StringIO()
         cmd = cls(app, None)
         parsed = self.check_parser(cmd, list(args))
         return cmd.take_action(parsed)
 
     def state(self):
-        return (copy.deepcopy(self.nova.flavors),
-                copy.deepcopy(self.nova.access),
-                {a.name: dict(a.metadata) for a in self.nova.aggregates})
+        return (copy.deepcopy(self.cloud.flavors),
+                copy.deepcopy(self.cloud.flavor_access),
+                {a.name: dict(a.metadata) for a in self.cloud.aggregates})
 
     def aggregate(self, name):
-        return next(a for a in self.nova.aggregates if a.name == name)
+        return next(a for a in self.cloud.aggregates if a.name == name)
 
 
 def as_dict(columns, values):
@@ -239,7 +138,7 @@ class TestCreate(FlavorTestCase):
             flavor_cmd.CreateFlavor,
             ['g1.ws.2', '--pool', 'ws', '--gpus', '2'] + SIZES)
         shown = as_dict(columns, values)
-        (flavor,) = self.nova.flavors.values()
+        (flavor,) = self.cloud.flavors
         self.assertEqual({
             STEER: 'ws',
             'trait:CUSTOM_GPU_POOL_WS': 'required',
@@ -252,7 +151,7 @@ class TestCreate(FlavorTestCase):
         self.assertEqual(('ws', 'vgpu', 2),
                          (shown['pool'], shown['mode'], shown['gpus']))
         # every call sent at compute API 2.61
-        self.assertEqual({'2.61'}, {c[2] for c in self.nova.calls
+        self.assertEqual({'2.61'}, {c[2] for c in self.nova.sent
                                     if c[0] in ('get', 'post')})
         self.assertIn('SR-IOV', self.logger.output)
         self.assertIn('group_policy=isolate on the aggregate',
@@ -263,20 +162,20 @@ class TestCreate(FlavorTestCase):
                      ['g1.h100.1', '--pool', 'solver', '--private',
                       '--project', 'alpha', '--project', 'b' * 32]
                      + SIZES)
-        (flavor,) = self.nova.flavors.values()
+        (flavor,) = self.cloud.flavors
         self.assertFalse(flavor['os-flavor-access:is_public'])
         self.assertEqual(['a' * 32, 'b' * 32],
-                         self.nova.access[flavor['id']])
+                         self.cloud.flavor_access[flavor['id']])
         self.assertEqual('h100:1',
                          flavor['extra_specs']['pci_passthrough:alias'])
 
     def test_identical_is_noop(self):
         args = ['g1', '--pool', 'mig'] + SIZES
         self.run_cmd(flavor_cmd.CreateFlavor, args)
-        writes = len(self.nova.writes())
+        writes = len(self.nova.calls)
         columns, values = self.run_cmd(flavor_cmd.CreateFlavor, args)
-        self.assertEqual(writes, len(self.nova.writes()))
-        self.assertEqual(1, len(self.nova.flavors))
+        self.assertEqual(writes, len(self.nova.calls))
+        self.assertEqual(1, len(self.cloud.flavors))
         self.assertIn('already exists with these settings',
                       self.logger.output)
         self.assertEqual('mig', as_dict(columns, values)['mode'])
@@ -284,13 +183,13 @@ class TestCreate(FlavorTestCase):
     def test_different_same_name(self):
         self.run_cmd(flavor_cmd.CreateFlavor, ['g1', '--pool', 'mig']
                      + SIZES)
-        writes = len(self.nova.writes())
+        writes = len(self.nova.calls)
         exc = self.assertRaises(
             exceptions.CommandError, self.run_cmd, flavor_cmd.CreateFlavor,
             ['g1', '--pool', 'mig', '--vcpus', '8', '--ram', '2048',
              '--disk', '10'])
         self.assertIn('vcpus: 8 (existing 4)', str(exc))
-        self.assertEqual(writes, len(self.nova.writes()))
+        self.assertEqual(writes, len(self.nova.calls))
 
     def test_refused_before_any_write(self):
         cases = [
@@ -317,8 +216,8 @@ class TestCreate(FlavorTestCase):
             ['g1', '--pool', 'ws', '--vcpus', '1', '--ram', '-1',
              '--disk', '1'])
         self.assertIn('--ram -1', str(exc))
-        self.assertEqual([], self.nova.writes())
-        self.assertEqual({}, self.nova.flavors)
+        self.assertEqual([], self.nova.calls)
+        self.assertEqual([], self.cloud.flavors)
 
     def test_conflicting_aggregate_policy(self):
         self.aggregate('ws').metadata['group_policy'] = 'none'
@@ -326,7 +225,7 @@ class TestCreate(FlavorTestCase):
             exceptions.CommandError, self.run_cmd, flavor_cmd.CreateFlavor,
             ['g1', '--pool', 'ws', '--gpus', '2'] + SIZES)
         self.assertIn('group_policy=none', str(exc))
-        self.assertEqual([], self.nova.writes())
+        self.assertEqual([], self.nova.calls)
 
     def test_dry_run(self):
         before = self.state()
@@ -355,19 +254,19 @@ class TestCreate(FlavorTestCase):
             shown['plan'].split('\n'))
         self.assertIn('Sets group_policy=isolate on the aggregate of pool '
                       'ws', shown['warnings'])
-        self.assertEqual([], self.nova.writes())
+        self.assertEqual([], self.nova.calls)
         self.assertEqual(before, self.state())
         # an existing flavor with these settings: nothing to do
         self.run_cmd(flavor_cmd.CreateFlavor, ['g1', '--pool', 'mig']
                      + SIZES)
-        writes = len(self.nova.writes())
+        writes = len(self.nova.calls)
         columns, values = self.run_cmd(
             flavor_cmd.CreateFlavor,
             ['g1', '--pool', 'mig', '--dry-run'] + SIZES)
         self.assertEqual('Creating flavor g1: nothing to do, the cloud '
                          'already matches.',
                          as_dict(columns, values)['plan'])
-        self.assertEqual(writes, len(self.nova.writes()))
+        self.assertEqual(writes, len(self.nova.calls))
 
     def test_extra_specs_denied_deletes_flavor(self):
         self.nova.fail[('post', '/os-extra_specs')] = 403
@@ -381,7 +280,7 @@ class TestCreate(FlavorTestCase):
                       'cloud is as it was. Fix the cause and run the same '
                       '"openstack gpu flavor create" command again.',
                       str(exc))
-        self.assertEqual({}, self.nova.flavors)
+        self.assertEqual([], self.cloud.flavors)
 
     def test_access_failure_deletes_flavor(self):
         self.nova.fail[('post', '/action')] = 409
@@ -394,10 +293,10 @@ class TestCreate(FlavorTestCase):
                       str(exc))
         self.assertIn('Everything it had done was undone (2 step(s)): the '
                       'cloud is as it was.', str(exc))
-        self.assertEqual({}, self.nova.flavors)
+        self.assertEqual([], self.cloud.flavors)
 
     def test_aggregate_failure_deletes_flavor(self):
-        self.nova.fail[('aggregate', 'ws')] = 403
+        self.nova.fail[('metadata', 'ws')] = 403
         exc = self.assertRaises(
             exceptions.CommandError, self.run_cmd, flavor_cmd.CreateFlavor,
             ['g1', '--pool', 'ws', '--gpus', '2'] + SIZES)
@@ -406,7 +305,7 @@ class TestCreate(FlavorTestCase):
                       str(exc))
         self.assertIn('Everything it had done was undone (2 step(s)): the '
                       'cloud is as it was.', str(exc))
-        self.assertEqual({}, self.nova.flavors)
+        self.assertEqual([], self.cloud.flavors)
         self.assertNotIn('group_policy', self.aggregate('ws').metadata)
 
     def test_undo_failure_is_reported(self):
@@ -423,13 +322,13 @@ class TestCreate(FlavorTestCase):
                       'finish it from where it stopped.', str(exc))
         self.assertNotIn('the cloud is as it was', str(exc))
         # the flavor is left, without its extra specs ...
-        (flavor,) = self.nova.flavors.values()
+        (flavor,) = self.cloud.flavors
         self.assertEqual({}, flavor['extra_specs'])
         # ... and the same command, once Nova lets it, finishes the create
         self.nova.fail.clear()
         self.run_cmd(flavor_cmd.CreateFlavor, ['g1', '--pool', 'ws']
                      + SIZES)
-        (again,) = self.nova.flavors.values()
+        (again,) = self.cloud.flavors
         self.assertEqual(flavor['id'], again['id'])
         self.assertEqual({
             STEER: 'ws', 'resources:VGPU': '1',
@@ -440,19 +339,21 @@ class TestCreate(FlavorTestCase):
 class TestList(FlavorTestCase):
     def setUp(self):
         super().setUp()
-        self.nova.add_flavor('m1.small', {'hw:cpu_policy': 'dedicated'})
-        self.nova.add_flavor('g1.h100.1', {
+        self.cloud.add_flavor('m1.small', extra_specs={
+            'hw:cpu_policy': 'dedicated'})
+        self.cloud.add_flavor('g1.h100.1', extra_specs={
             'pci_passthrough:alias': 'h100:1',
             'aggregate_instance_extra_specs:gpu': 'true',
             'hw:pci_numa_affinity_policy': 'preferred'}, vcpus=16)
-        self.nova.add_flavor('g1.vgpu.1', {
+        self.cloud.add_flavor('g1.vgpu.1', extra_specs={
             'resources:VGPU': '1',
             'aggregate_instance_extra_specs:gpu': 'true'}, vcpus=8)
-        self.ws = self.nova.add_flavor('ws.2', {
+        self.ws = self.cloud.add_flavor('ws.2', extra_specs={
             STEER: 'ws', 'resources1:VGPU': '1', 'resources2:VGPU': '1',
             'group_policy': 'isolate'}, public=False)
-        self.nova.access[self.ws['id']] = ['a' * 32]
-        self.nova.add_flavor('cyborg', {'accel:device_profile': 'dp'})
+        self.cloud.flavor_access[self.ws['id']] = ['a' * 32]
+        self.cloud.add_flavor('cyborg', extra_specs={
+            'accel:device_profile': 'dp'})
 
     def test_parser(self):
         cmd = flavor_cmd.ListFlavor(self.make_app(None), None)
@@ -499,7 +400,7 @@ class TestShow(FlavorTestCase):
         self.assertRaises(base.ParserError, self.check_parser, cmd, [])
 
     def test_show_seed_by_name_and_id(self):
-        flavor = self.nova.add_flavor('g1.h100.1', {
+        flavor = self.cloud.add_flavor('g1.h100.1', extra_specs={
             'pci_passthrough:alias': 'h100:1',
             'aggregate_instance_extra_specs:gpu': 'true',
             'hw:pci_numa_affinity_policy': 'preferred'})
@@ -512,14 +413,14 @@ class TestShow(FlavorTestCase):
             self.assertIn('NUMA topology', shown['notes'])
 
     def test_show_problems(self):
-        self.nova.add_flavor('ws.2', {
+        self.cloud.add_flavor('ws.2', extra_specs={
             STEER: 'ws', 'resources1:VGPU': '1', 'resources2:VGPU': '1',
             'group_policy': 'isolate'})
         columns, values = self.run_cmd(flavor_cmd.ShowFlavor, ['ws.2'])
         self.assertIn('lacks it', as_dict(columns, values)['notes'])
 
     def test_not_gpu_and_missing(self):
-        self.nova.add_flavor('m1.small')
+        self.cloud.add_flavor('m1.small')
         exc = self.assertRaises(exceptions.CommandError, self.run_cmd,
                                 flavor_cmd.ShowFlavor, ['m1.small'])
         self.assertIn('not a GPU flavor', str(exc))
@@ -537,15 +438,16 @@ class TestDelete(FlavorTestCase):
         self.assertRaises(base.ParserError, self.check_parser, cmd, [])
 
     def test_dry_run(self):
-        flavor = self.nova.add_flavor('g1', {'resources:VGPU': '1'})
-        self.nova.add_flavor('m1.small')
+        flavor = self.cloud.add_flavor('g1', extra_specs={
+            'resources:VGPU': '1'})
+        self.cloud.add_flavor('m1.small')
         before = self.state()
         self.assertIsNone(self.run_cmd(flavor_cmd.DeleteFlavor,
                                        ['g1', '--dry-run']))
         self.assertEqual(
             ['1. delete flavor g1 (%s) (not undone on failure)'
              % flavor['id']], self.stdout.getvalue().splitlines())
-        self.assertEqual([], self.nova.writes())
+        self.assertEqual([], self.nova.calls)
         self.assertEqual(before, self.state())
         # refused like the delete itself, and nothing printed for it
         exc = self.assertRaises(exceptions.CommandError, self.run_cmd,
@@ -557,16 +459,16 @@ class TestDelete(FlavorTestCase):
         self.assertEqual(before, self.state())
 
     def test_delete(self):
-        self.nova.add_flavor('g1', {'resources:VGPU': '1'})
+        self.cloud.add_flavor('g1', extra_specs={'resources:VGPU': '1'})
         self.assertIsNone(self.run_cmd(flavor_cmd.DeleteFlavor, ['g1']))
-        self.assertEqual({}, self.nova.flavors)
+        self.assertEqual([], self.cloud.flavors)
 
     def test_n_of_m(self):
-        keep = self.nova.add_flavor('m1.small')
-        self.nova.add_flavor('g1', {'resources:VGPU': '1'})
+        keep = self.cloud.add_flavor('m1.small')
+        self.cloud.add_flavor('g1', extra_specs={'resources:VGPU': '1'})
         exc = self.assertRaises(exceptions.CommandError, self.run_cmd,
                                 flavor_cmd.DeleteFlavor,
                                 ['m1.small', 'g1', 'nope'])
         self.assertEqual('2 of 3 flavors failed to delete.', str(exc))
-        self.assertEqual([keep['id']], list(self.nova.flavors))
+        self.assertEqual([keep['id']], [f['id'] for f in self.cloud.flavors])
         self.assertIn('not a GPU flavor', self.logger.output)

@@ -47,7 +47,7 @@ class PoolCommandTestCase(test_pool_ops.PoolOpsTestCase,
                                 for p in self.cloud.providers},
             'traits': sorted(self.placement.traits),
             'flavors': copy.deepcopy(self.cloud.flavors),
-            'access': copy.deepcopy(self.compute.access),
+            'access': copy.deepcopy(self.cloud.flavor_access),
         }
 
     def writes(self):
@@ -449,7 +449,7 @@ class TestDependents(PoolCommandTestCase):
         self.run_cmd(pool_cmd.SetPool, ['solver', '--project', 'research'])
         flavor = self.cloud.add_flavor('g1.private', public=False,
                                        extra_specs={STEER: 'solver'})
-        self.compute.access[flavor['id']] = ['id-other', 'id-research']
+        self.cloud.flavor_access[flavor['id']] = ['id-other', 'id-research']
         before = self.state()
         exc = self.assertRaises(exceptions.CommandError, self.run_cmd,
                                 pool_cmd.UnsetPool,
@@ -483,4 +483,4 @@ class TestDependents(PoolCommandTestCase):
         self.assertEqual('', shown['projects'])
         self.assertEqual([], [k for k in self.cloud.aggregates[0].metadata
                               if k.startswith('filter_tenant_id')])
-        self.assertEqual(['id-other'], self.compute.access[flavor['id']])
+        self.assertEqual(['id-other'], self.cloud.flavor_access[flavor['id']])
