@@ -317,9 +317,12 @@ def set_pool(client, name, isolate=None, projects_add=(), properties=None,
 
 def delete(client, name, force=False, dry_run=False, on_step=None):
     view = View(client)
-    pool = view.pool(name)
-    obs = view.observed(pool['hosts'], pool['resource_class'],
-                        {pool['pool_trait']}, flavors=True, images=True)
+    if name not in view.pools and view.aggregate(name) is not None:
+        obs = view.observed(traits={pools.pool_trait(name)})
+    else:
+        pool = view.pool(name)
+        obs = view.observed(pool['hosts'], pool['resource_class'],
+                            {pool['pool_trait']}, flavors=True, images=True)
     plan = pool_plan.delete(obs, name, force=force)
     _finish(client, plan, dry_run, on_step)
     return plan

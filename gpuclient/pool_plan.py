@@ -510,6 +510,19 @@ def update_metadata(obs, name, projects_add=(), projects_remove=(),
 
 
 def delete(obs, name, force=False):
+    leftover = obs.aggregates.get(name)
+    if (name not in obs.pools and leftover is not None
+            and not leftover['metadata'] and not leftover['hosts']):
+        # what an interrupted delete (or create) left: finish it
+        result = plan_mod.Plan(_('Deleting pool %s') % name)
+        result.warnings.append(
+            _('Host aggregate %s is empty and has no metadata (left by an '
+              'interrupted create or delete): deleting it.') % name)
+        trait = pools_mod.pool_trait(name)
+        if trait in obs.existing_traits:
+            result.add(plan_mod.delete_trait(trait))
+        result.add(plan_mod.delete_aggregate(name, leftover['zone']))
+        return result
     pool = obs.pool(name)
     trait = pool['pool_trait']
     dependents = flavors_of(obs, pool) + [

@@ -755,3 +755,22 @@ class TestObserved(PlanTestCase):
         self.assertEqual('anything', obs.label('anything'))
         self.assertIsInstance(
             pool_plan.delete(obs, 'a100'), plan_mod.Plan)
+
+
+class TestDeleteLeftover(testtools.TestCase):
+    def test_empty_aggregate_left_by_an_interrupted_delete_is_finished(self):
+        obs = pool_plan.Observed(
+            [{'name': 'solver', 'hosts': [], 'metadata': {}, 'zone': None}],
+            existing_traits={'CUSTOM_GPU_POOL_SOLVER'})
+        plan = pool_plan.delete(obs, 'solver', force=True)
+        self.assertEqual(['trait.delete', 'aggregate.delete'],
+                         [step.op for step in plan])
+        self.assertIn('left by an interrupted', plan.warnings[0])
+
+    def test_ordinary_aggregate_is_not_a_pool(self):
+        obs = pool_plan.Observed(
+            [{'name': 'rack1', 'hosts': ['h1'], 'metadata': {'ssd': 'true'},
+              'zone': None}])
+        exc = self.assertRaises(exceptions.CommandError, pool_plan.delete,
+                                obs, 'rack1')
+        self.assertIn('No GPU pool named rack1', str(exc))
