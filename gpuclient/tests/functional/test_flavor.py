@@ -411,6 +411,8 @@ class TestFlavorBadInput(GpuFlavorTestCase):
         for args, message in cases:
             name = self.unique_name('bad')
             attempted.append(name)
+            # registered first: a create that wrongly succeeds is removed
+            self.addCleanup(self.openstack_raw, 'flavor', 'delete', name)
             argv = list(args)
             for flag, value in zip(SIZES[::2], SIZES[1::2], strict=True):
                 if flag not in argv:
@@ -429,6 +431,7 @@ class TestFlavorBadInput(GpuFlavorTestCase):
         # a member (not admin) cannot create GPU flavors
         name = self.unique_name('bad')
         attempted.append(name)
+        self.addCleanup(self.openstack_raw, 'flavor', 'delete', name)
         rc, _out, err = self.openstack_raw(
             'gpu', 'flavor', 'create', name, '--pool', vgpu, *SIZES,
             cloud=self.member_cloud)

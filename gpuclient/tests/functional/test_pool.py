@@ -285,6 +285,9 @@ class TestPoolBadInput(PoolTestCase):
         ]
         names = [new, ordinary, with_host, new + ',x', 's==' + new,
                  with_host.upper()]
+        # registered first: a create that wrongly succeeds is removed
+        for name in (new, with_host.upper()):
+            self.addCleanup(self.delete_pool, name)
         before = self.state(names)
         for args, message in cases:
             rc, out, err = self.openstack_raw('gpu', 'pool', *args)
