@@ -26,8 +26,10 @@ import concurrent.futures
 import contextlib
 import json
 import logging
+import random
 import re
 import threading
+import time
 import urllib.parse
 
 from keystoneauth1 import adapter as ks_adapter
@@ -47,6 +49,9 @@ PLACEMENT_NOVA_VERSION = (1, 36)  # what Nova 34's scheduler sends
 PLACEMENT_TRAITS_VERSION = (1, 6)  # traits API
 COMPUTE_HYPERVISOR_UUID_VERSION = '2.53'  # hypervisor id == provider uuid
 COMPUTE_FLAVOR_SPECS_VERSION = '2.61'  # extra_specs in flavor lists
+
+# Placement HTTP 500 messages that mean "try again" (concurrent writes).
+_TRANSIENT_500 = ('deadlock', 'concurrently updated', 'please retry')
 
 # Bound on concurrent per-provider requests (the fallback path only).
 MAX_WORKERS = 8
@@ -541,6 +546,21 @@ class Placement:
                 if attempt == retries - 1:
                     raise
                 LOG.debug('generation conflict on %s, retrying', uuid)
+                continue
+            except APIError as exc:
+                # Under concurrent writes to one provider Placement at
+                # times answers HTTP 500 with a database deadlock or
+                # "Another thread concurrently updated the resource
+                # provider data. Please retry your update."; the write is
+                # guarded by the generation, so re-reading and trying
+                # again is safe
+                text = str(exc).lower()
+                if (exc.status is None or exc.status < 500
+                        or not any(m in text for m in _TRANSIENT_500)
+                        or attempt == retries - 1):
+                    raise
+                LOG.debug('transient Placement error on %s, retrying', uuid)
+                time.sleep(random.uniform(0.05, 0.2) * (attempt + 1))
                 continue
             return wanted - current, current - wanted
         return set(), set()

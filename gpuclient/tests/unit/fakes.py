@@ -343,6 +343,7 @@ class PlacementFixture(fixtures.Fixture):
         self.addCleanup(client.Placement._max_versions.clear)
         self.traits = set(STANDARD_TRAITS)
         self.conflicts = {}
+        self.deadlocks = {}  # uuid -> n: the next n trait PUTs deadlock
         self.failures = {}
         self.concurrent_writes = []  # provider uuids a racer wrote to
         url = PLACEMENT_URL
@@ -424,6 +425,12 @@ class PlacementFixture(fixtures.Fixture):
         if self.failures.get(p.uuid):
             return placement_error(context, self.failures[p.uuid],
                                    'injected failure')
+        if self.deadlocks.get(p.uuid):
+            self.deadlocks[p.uuid] -= 1
+            return placement_error(
+                context, 500, "(pymysql.err.OperationalError) (1213, "
+                "'Deadlock found when trying to get lock; try restarting "
+                "transaction')")
         if self.conflicts.get(p.uuid):
             self.conflicts[p.uuid] -= 1
             self.concurrent_write(p)

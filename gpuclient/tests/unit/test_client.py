@@ -12,6 +12,7 @@
 
 """The client layer: negotiation, microversions, error translation."""
 
+import fixtures
 from keystoneauth1 import exceptions as ks_exc
 from openstack import exceptions as sdk_exc
 from osc_lib import exceptions
@@ -181,6 +182,27 @@ class TestTraits(base.TestCase):
                         'COMPUTE_STATUS_DISABLED', 'CUSTOM_GPU_POOL_SOLVER'],
              'resource_provider_generation': 2},
             puts[1].json())
+
+    def test_database_deadlock_is_retried(self):
+        """Placement's MariaDB deadlocks under concurrent trait writes."""
+        self.useFixture(fixtures.MockPatch('time.sleep'))
+        self.client.ensure_traits({'CUSTOM_GPU_POOL_SOLVER'})
+        self.placement.deadlocks[self.device.uuid] = 2
+        added, _removed = self.client.update_traits(
+            self.device.uuid, add=['CUSTOM_GPU_POOL_SOLVER'])
+        self.assertEqual({'CUSTOM_GPU_POOL_SOLVER'}, added)
+        self.assertIn('CUSTOM_GPU_POOL_SOLVER', self.device.traits)
+        self.assertEqual(3, len(self.placement.puts()))
+
+    def test_other_server_errors_are_not_retried(self):
+        self.client.ensure_traits({'CUSTOM_GPU_POOL_SOLVER'})
+        self.placement.failures[self.device.uuid] = 500
+        exc = self.assertRaises(
+            client.APIError, self.client.update_traits, self.device.uuid,
+            add=['CUSTOM_GPU_POOL_SOLVER'])
+        self.assertIn('Placement failed with HTTP 500: injected failure',
+                      str(exc))
+        self.assertEqual(1, len(self.placement.puts()))
 
     def test_five_conflicts_give_up_and_say_run_again(self):
         self.client.ensure_traits({'CUSTOM_GPU_POOL_SOLVER'})
