@@ -159,68 +159,69 @@ def set_metadata(name, old, changes):
                 name=name, metadata=changes)
 
 
+# Operations that are each other's inverse, and how a step says itself.
+_TEXTS = {
+    'aggregate.add_host': _('add host %(host)s to aggregate %(name)s'),
+    'aggregate.remove_host': _('remove host %(host)s from aggregate '
+                               '%(name)s'),
+    'trait.create': _('create trait %(trait)s'),
+    'trait.delete': _('delete trait %(trait)s'),
+    'provider.add_traits': _('add trait %(traits)s to resource provider '
+                             '%(label)s'),
+    'provider.remove_traits': _('remove trait %(traits)s from resource '
+                                'provider %(label)s'),
+    'flavor.add_access': _('give project %(project)s access to flavor '
+                           '%(name)s'),
+    'flavor.remove_access': _('take access to flavor %(name)s from '
+                              'project %(project)s'),
+}
+_REMOVALS = ('aggregate.remove_host', 'trait.delete',
+             'provider.remove_traits', 'flavor.remove_access')
+_OPPOSITE = {}
+for _one, _other in (('aggregate.add_host', 'aggregate.remove_host'),
+                     ('trait.create', 'trait.delete'),
+                     ('provider.add_traits', 'provider.remove_traits'),
+                     ('flavor.add_access', 'flavor.remove_access')):
+    _OPPOSITE[_one], _OPPOSITE[_other] = _other, _one
+
+
+def _mirrored(op, **args):
+    """A step whose inverse is the opposite operation on the same args."""
+    text = dict(args)
+    if 'traits' in args:
+        text['traits'] = ', '.join(args['traits'])
+    undo = _OPPOSITE[op]
+    undo_text = _TEXTS[undo] % text
+    if op in _REMOVALS:
+        undo_text = _('%s again') % undo_text
+    return Step(op, _TEXTS[op] % text,
+                inverse=Step(undo, undo_text, **args), **args)
+
+
 def add_host(name, host):
-    return Step('aggregate.add_host',
-                _('add host %(host)s to aggregate %(name)s')
-                % {'host': host, 'name': name},
-                inverse=Step('aggregate.remove_host',
-                             _('remove host %(host)s from aggregate '
-                               '%(name)s') % {'host': host, 'name': name},
-                             name=name, host=host),
-                name=name, host=host)
+    return _mirrored('aggregate.add_host', name=name, host=host)
 
 
 def remove_host(name, host):
-    return Step('aggregate.remove_host',
-                _('remove host %(host)s from aggregate %(name)s')
-                % {'host': host, 'name': name},
-                inverse=Step('aggregate.add_host',
-                             _('add host %(host)s to aggregate %(name)s '
-                               'again') % {'host': host, 'name': name},
-                             name=name, host=host),
-                name=name, host=host)
+    return _mirrored('aggregate.remove_host', name=name, host=host)
 
 
 def create_trait(trait):
-    return Step('trait.create', _('create trait %s') % trait,
-                inverse=Step('trait.delete', _('delete trait %s') % trait,
-                             trait=trait),
-                trait=trait)
+    return _mirrored('trait.create', trait=trait)
 
 
 def delete_trait(trait):
-    return Step('trait.delete', _('delete trait %s') % trait,
-                inverse=Step('trait.create', _('create trait %s again')
-                             % trait, trait=trait),
-                trait=trait)
+    return _mirrored('trait.delete', trait=trait)
 
 
 def add_traits(uuid, traits, label=None):
-    traits = sorted(traits)
-    label = label or uuid
-    return Step('provider.add_traits',
-                _('add trait %(traits)s to resource provider %(rp)s')
-                % {'traits': ', '.join(traits), 'rp': label},
-                inverse=Step('provider.remove_traits',
-                             _('remove trait %(traits)s from resource '
-                               'provider %(rp)s')
-                             % {'traits': ', '.join(traits), 'rp': label},
-                             uuid=uuid, traits=traits, label=label),
-                uuid=uuid, traits=traits, label=label)
+    return _mirrored('provider.add_traits', uuid=uuid, traits=sorted(traits),
+                     label=label or uuid)
 
 
 def remove_traits(uuid, traits, label=None):
-    traits = sorted(traits)
-    label = label or uuid
-    return Step('provider.remove_traits',
-                _('remove trait %(traits)s from resource provider %(rp)s')
-                % {'traits': ', '.join(traits), 'rp': label},
-                inverse=Step('provider.add_traits',
-                             _('add trait %(traits)s to resource provider '
-                               '%(rp)s again')
-                             % {'traits': ', '.join(traits), 'rp': label},
-                             uuid=uuid, traits=traits, label=label),
-                uuid=uuid, traits=traits, label=label)
+    return _mirrored('provider.remove_traits', uuid=uuid,
+                     traits=sorted(traits), label=label or uuid)
 
 
 def create_flavor(name, fields):
@@ -264,27 +265,11 @@ def flavor_specs(name, old, set_specs=None, unset=()):
 
 
 def add_access(name, project):
-    return Step('flavor.add_access',
-                _('give project %(project)s access to flavor %(name)s')
-                % {'project': project, 'name': name},
-                inverse=Step('flavor.remove_access',
-                             _('take access to flavor %(name)s from project '
-                               '%(project)s')
-                             % {'project': project, 'name': name},
-                             name=name, project=project),
-                name=name, project=project)
+    return _mirrored('flavor.add_access', name=name, project=project)
 
 
 def remove_access(name, project):
-    return Step('flavor.remove_access',
-                _('take access to flavor %(name)s from project %(project)s')
-                % {'project': project, 'name': name},
-                inverse=Step('flavor.add_access',
-                             _('give project %(project)s access to flavor '
-                               '%(name)s again')
-                             % {'project': project, 'name': name},
-                             name=name, project=project),
-                name=name, project=project)
+    return _mirrored('flavor.remove_access', name=name, project=project)
 
 
 def update_image(image, changes):
