@@ -942,6 +942,16 @@ class GpuClient:
         with translate_errors('Keystone', _('Reading the current project')):
             return self._session.get_project_id()
 
+    def project_ids(self, names_or_ids):
+        """Keystone project ids of several names or ids, in order, once
+        each."""
+        found = []
+        for name_or_id in names_or_ids:
+            project_id = self.project_id(name_or_id)
+            if project_id not in found:
+                found.append(project_id)
+        return found
+
     def project_id(self, name_or_id):
         """A Keystone project id from a name or id."""
         what = _('Looking up project %s') % name_or_id

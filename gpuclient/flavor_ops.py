@@ -54,11 +54,7 @@ def read_pools(client, required=True):
     return found, by_id
 
 
-def unknown_pool(name, pools):
-    return exceptions.CommandError(
-        _('No GPU pool named %(pool)s. Known pools: %(known)s (see '
-          '"openstack gpu pool list").')
-        % {'pool': name, 'known': ', '.join(sorted(pools)) or _('none')})
+unknown_pool = pools_mod.unknown_pool
 
 
 def as_request(flavor, projects):
@@ -162,11 +158,7 @@ def create(client, name, pool, vcpus, ram, disk, ephemeral=0, swap=0,
                            properties=properties)
     agg_changes = specs.aggregate_changes(the_pool,
                                           derived['aggregate_metadata'])
-    project_ids = []
-    for project in projects or ():
-        project_id = client.project_id(project)
-        if project_id not in project_ids:
-            project_ids.append(project_id)
+    project_ids = client.project_ids(projects or ())
     wanted = {
         'vcpus': vcpus, 'ram': ram, 'disk': disk, 'ephemeral': ephemeral,
         'swap': swap, 'is_public': public, 'description': description,

@@ -241,11 +241,7 @@ def update_metadata(client, name, projects_add=(), projects_remove=(),
     """
     view = View(client)
     pool = view.pool(name)
-    add = []
-    for project in projects_add:
-        pid = client.project_id(project)
-        if pid not in add:
-            add.append(pid)
+    add = client.project_ids(projects_add)
     remove = []
     for project in projects_remove:
         pid = project if project in pool['projects'] else (
@@ -292,11 +288,7 @@ def set_pool(client, name, isolate=None, projects_add=(), properties=None,
                              dry_run=dry_run, on_step=on_step)
     view = View(client)
     pool = view.pool(name)
-    add = []
-    for project in projects_add:
-        pid = client.project_id(project)
-        if pid not in add:
-            add.append(pid)
+    add = client.project_ids(projects_add)
     obs = view.observed(pool['hosts'], pool['resource_class'],
                         {pool['pool_trait']}, flavors=True,
                         images=not isolate)

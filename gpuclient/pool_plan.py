@@ -70,11 +70,7 @@ class Observed:
             bad = [msg for _agg, pool, msg in self.problems if pool == name]
             if bad:
                 raise exceptions.CommandError(' '.join(bad))
-            raise exceptions.CommandError(
-                _('No GPU pool named %(name)s. Known pools: %(known)s (see '
-                  '"openstack gpu pool list").')
-                % {'name': name,
-                   'known': ', '.join(sorted(self.pools)) or _('none')})
+            raise pools_mod.unknown_pool(name, self.pools)
         return self.pools[name]
 
 
@@ -209,6 +205,14 @@ def leave_steps(obs, pool, host, metadata):
     return steps, notes
 
 
+def _per_host(result, steps_for, obs, pool, hosts, metadata):
+    """Add join_steps or leave_steps of each host (and their notes)."""
+    for host in hosts:
+        steps, notes = steps_for(obs, pool, host, metadata)
+        result.extend(steps)
+        result.warnings += notes
+
+
 def _trait_steps(obs, pool):
     needed = set()
     if pool['isolate']:
@@ -278,10 +282,7 @@ def create(obs, spec, hosts):
                                          'metadata': {}, 'zone': None})
     _check_members(obs, pool, hosts)
     result.extend(_trait_steps(obs, pool))
-    for host in hosts:
-        steps, notes = join_steps(obs, pool, host, metadata)
-        result.extend(steps)
-        result.warnings += notes
+    _per_host(result, join_steps, obs, pool, hosts, metadata)
     return result
 
 
@@ -309,10 +310,7 @@ def add_hosts(obs, name, hosts):
     _check_members(obs, pool, hosts)
     result.extend(_trait_steps(obs, pool))
     metadata = dict(obs.aggregates[pool['aggregate']]['metadata'])
-    for host in hosts:
-        steps, notes = join_steps(obs, pool, host, metadata)
-        result.extend(steps)
-        result.warnings += notes
+    _per_host(result, join_steps, obs, pool, hosts, metadata)
     return result
 
 
@@ -331,10 +329,7 @@ def remove_hosts(obs, name, hosts):
         rerun='"openstack gpu pool remove host %s %s"'
         % (name, ' '.join(hosts)))
     metadata = dict(obs.aggregates[pool['aggregate']]['metadata'])
-    for host in hosts:
-        steps, notes = leave_steps(obs, pool, host, metadata)
-        result.extend(steps)
-        result.warnings += notes
+    _per_host(result, leave_steps, obs, pool, hosts, metadata)
     return result
 
 
@@ -553,10 +548,7 @@ def delete(obs, name, force=False):
                            rerun='"openstack gpu pool delete --force %s"'
                            % name)
     metadata = dict(obs.aggregates[pool['aggregate']]['metadata'])
-    for host in pool['hosts']:
-        steps, notes = leave_steps(obs, pool, host, metadata)
-        result.extend(steps)
-        result.warnings += notes
+    _per_host(result, leave_steps, obs, pool, pool['hosts'], metadata)
     if trait in obs.existing_traits:
         result.add(plan_mod.delete_trait(trait))
     result.add(plan_mod.delete_aggregate(

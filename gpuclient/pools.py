@@ -105,6 +105,14 @@ def _error(message, **kwargs):
     return exceptions.CommandError(message % kwargs if kwargs else message)
 
 
+def unknown_pool(name, pools):
+    """The error for a pool name that is not among ``pools``."""
+    return _error(
+        _('No GPU pool named %(pool)s. Known pools: %(known)s (see '
+          '"openstack gpu pool list").'),
+        pool=name, known=', '.join(sorted(pools)) or _('none'))
+
+
 def pool_trait(name):
     """The isolation trait of a pool: ``CUSTOM_GPU_POOL_<NAME>``."""
     return names.normalize_trait(POOL_TRAIT_PREFIX + name)

@@ -108,10 +108,7 @@ def collect(client, flavor=None, resources=(), required=(), image=None,
     for _agg, _pool, message in problems:
         LOG.warning(message)
     if pool and pool not in pools:
-        raise exceptions.CommandError(
-            _('No GPU pool named %(pool)s. Known pools: %(known)s (see '
-              '"openstack gpu pool list").')
-            % {'pool': pool, 'known': ', '.join(sorted(pools)) or _('none')})
+        raise pools_mod.unknown_pool(pool, pools)
     project_id = (client.project_id(project) if project
                   else client.current_project_id())
     the_flavor = client.compute.find_flavor(flavor) if flavor else None

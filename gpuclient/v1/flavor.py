@@ -254,8 +254,7 @@ class DeleteFlavor(command.Command):
                           'delete")'))
                 plan = flavor_ops.plan_delete([flavor])
                 if parsed_args.dry_run:
-                    for line in plan.lines():
-                        self.app.stdout.write(line + '\n')
+                    pool_cmd.write_plan(self.app, plan)
                 else:
                     journal.apply(client, plan)
             except exceptions.CommandError as exc:

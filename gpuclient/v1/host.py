@@ -14,7 +14,6 @@
 
 import logging
 
-from osc_lib import exceptions
 from osc_lib.cli import format_columns
 from osc_lib.command import command
 
@@ -37,13 +36,7 @@ def collect(client, pool=None, resource_classes=(), unmapped=False,
     extra = [names.normalize_resource_class(rc) for rc in resource_classes]
     pools, problems = pools_mod.scan(client.compute.aggregates())
     if pool and pool not in pools:
-        raise exceptions.CommandError(
-            _(
-                'No GPU pool named %(pool)s. Known pools: %(known)s '
-                '(see "openstack gpu pool list").'
-            )
-            % {'pool': pool, 'known': ', '.join(sorted(pools)) or _('none')}
-        )
+        raise pools_mod.unknown_pool(pool, pools)
     hypervisors = client.compute.hypervisors()
     if pool:
         members = set(pools[pool]['hosts'])

@@ -64,8 +64,7 @@ class SetImage(command.Command):
             secure_boot=parsed_args.secure_boot,
             hide_hypervisor_id=parsed_args.hide_hypervisor_id)
         if parsed_args.dry_run:
-            for line in plan.lines():
-                self.app.stdout.write(line + '\n')
+            pool_cmd.write_plan(self.app, plan)
         elif not plan:
             LOG.info(_('Image %s already has these properties: nothing to '
                        'do.'), parsed_args.image)

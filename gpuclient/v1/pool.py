@@ -78,6 +78,12 @@ def plan_item(plan):
             (True, PlanColumn(plan.lines()), PlanColumn(plan.warnings)))
 
 
+def write_plan(app, plan):
+    """--dry-run of a command without fields: the plan lines on stdout."""
+    for line in plan.lines():
+        app.stdout.write(line + '\n')
+
+
 def add_dry_run_arg(parser):
     parser.add_argument(
         '--dry-run', action='store_true', default=False,
@@ -184,8 +190,7 @@ class CreatePool(command.ShowOne):
             resource_class=parsed_args.resource_class,
             isolate=parsed_args.isolate, zone=parsed_args.zone,
             properties=parsed_args.properties)
-        spec['projects'] = [
-            client.project_id(p) for p in parsed_args.projects]
+        spec['projects'] = client.project_ids(parsed_args.projects)
         pool, plan = pool_ops.create(client, spec, parsed_args.hosts,
                                      dry_run=parsed_args.dry_run)
         if parsed_args.dry_run:
@@ -439,8 +444,7 @@ class DeletePool(command.Command):
                           {'name': name, 'error': exc})
                 continue
             if parsed_args.dry_run:
-                for line in plan.lines():
-                    self.app.stdout.write(line + '\n')
+                write_plan(self.app, plan)
         if failures:
             total = len(parsed_args.pool)
             raise exceptions.CommandError(
