@@ -47,6 +47,7 @@ PLACEMENT_TREE_VERSION = (1, 14)  # parent/root provider uuids
 PLACEMENT_SUMMARY_VERSION = (1, 29)  # whole-tree provider summaries
 PLACEMENT_NOVA_VERSION = (1, 36)  # what Nova 34's scheduler sends
 PLACEMENT_TRAITS_VERSION = (1, 6)  # traits API
+PLACEMENT_AGGREGATES_VERSION = (1, 19)  # aggregates with generation
 COMPUTE_HYPERVISOR_UUID_VERSION = '2.53'  # hypervisor id == provider uuid
 COMPUTE_FLAVOR_SPECS_VERSION = '2.61'  # extra_specs in flavor lists
 
@@ -55,6 +56,14 @@ _TRANSIENT_500 = ('deadlock', 'concurrently updated', 'please retry')
 
 # Bound on concurrent per-provider requests (the fallback path only).
 MAX_WORKERS = 8
+
+# How often a write that lost a race is tried again.
+RETRIES = 5
+
+
+def _backoff(attempt):
+    """Sleep a little longer after each lost race (with jitter)."""
+    time.sleep(random.uniform(0.05, 0.2) * (attempt + 1))
 
 
 def version_str(version):
@@ -528,18 +537,45 @@ class Placement:
         conflict (Nova's resource tracker writing at the same time) is
         retried. Returns (added, removed): what actually changed.
         """
-        what = _('Setting traits of resource provider %s') % uuid
+        return self._update_set(
+            uuid, 'traits', PLACEMENT_TRAITS_VERSION, self.traits,
+            _('Setting traits of resource provider %s') % uuid,
+            add, remove, retries)
+
+    def aggregates(self, uuid):
+        """(aggregate uuids, provider generation) of one provider."""
+        what = _('Reading aggregates of resource provider %s') % uuid
+        data = self.get('/resource_providers/%s/aggregates' % uuid,
+                        PLACEMENT_AGGREGATES_VERSION, what)
+        return data['aggregates'], data['resource_provider_generation']
+
+    def update_aggregates(self, uuid, add=(), remove=(), retries=5):
+        """Add/remove Placement aggregates of a provider, keeping others.
+
+        What ``nova-manage placement sync_aggregates`` does for a host
+        whose Nova aggregate membership was not mirrored. Returns (added,
+        removed).
+        """
+        return self._update_set(
+            uuid, 'aggregates', PLACEMENT_AGGREGATES_VERSION,
+            self.aggregates,
+            _('Setting aggregates of resource provider %s') % uuid,
+            add, remove, retries)
+
+    def _update_set(self, uuid, field, version, read, what, add, remove,
+                    retries):
+        """Read-modify-write of a provider's trait or aggregate set."""
         for attempt in range(retries):
-            traits, generation = self.traits(uuid)
-            current = set(traits)
+            items, generation = read(uuid)
+            current = set(items)
             wanted = (current | set(add)) - set(remove)
             if wanted == current:
                 return set(), set()
             try:
                 self.send(
-                    'PUT', '/resource_providers/%s/traits' % uuid,
-                    PLACEMENT_TRAITS_VERSION, what,
-                    body={'traits': sorted(wanted),
+                    'PUT', '/resource_providers/%s/%s' % (uuid, field),
+                    version, what,
+                    body={field: sorted(wanted),
                           'resource_provider_generation': generation},
                 )
             except Conflict:
@@ -560,7 +596,7 @@ class Placement:
                         or attempt == retries - 1):
                     raise
                 LOG.debug('transient Placement error on %s, retrying', uuid)
-                time.sleep(random.uniform(0.05, 0.2) * (attempt + 1))
+                _backoff(attempt)
                 continue
             return wanted - current, current - wanted
         return set(), set()
@@ -700,11 +736,27 @@ class Compute:
         with translate_errors(self.service, what):
             return self._proxy.add_host_to_aggregate(aggregate, host)
 
-    def remove_host(self, aggregate, host):
+    def remove_host(self, aggregate, host, retries=RETRIES):
+        """Remove a host; retry when Nova lost a race in Placement.
+
+        Nova takes the host's provider out of the Placement aggregate
+        first and answers 409 when that loses a generation race (another
+        aggregate change, the resource tracker), before it changes its
+        own aggregate: trying again is safe.
+        """
         what = _('Removing host %(host)s from host aggregate %(agg)s') % {
             'host': host, 'agg': aggregate.name}
-        with translate_errors(self.service, what):
-            return self._proxy.remove_host_from_aggregate(aggregate, host)
+        for attempt in range(retries):
+            try:
+                with translate_errors(self.service, what):
+                    return self._proxy.remove_host_from_aggregate(
+                        aggregate, host)
+            except Conflict as exc:
+                if (attempt == retries - 1
+                        or 'resource provider' not in str(exc).lower()):
+                    raise
+                LOG.debug('Placement race removing %s, retrying', host)
+                _backoff(attempt)
 
     def delete_aggregate(self, aggregate):
         what = _('Deleting host aggregate %s') % aggregate.name

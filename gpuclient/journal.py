@@ -148,15 +148,20 @@ class Executor:
         agg = self._need_aggregate(name)
         self.client.compute.set_aggregate_metadata(agg, metadata)
 
-    def _do_aggregate_add_host(self, name, host):
+    def _do_aggregate_add_host(self, name, host, providers=()):
         agg = self._need_aggregate(name)
         try:
             self.client.compute.add_host(agg, host)
         except client_mod.Conflict:
             if host not in (self.aggregate(name, True).hosts or []):
                 raise
+        # Nova mirrors the host into the Placement aggregate (which
+        # isolation and project limits rely on) but only logs it when
+        # that loses a race: finish the mirror, as "nova-manage placement
+        # sync_aggregates" would
+        self._mirror(agg, providers, add=True)
 
-    def _do_aggregate_remove_host(self, name, host):
+    def _do_aggregate_remove_host(self, name, host, providers=()):
         agg = self._need_aggregate(name)
         try:
             self.client.compute.remove_host(agg, host)
@@ -164,6 +169,22 @@ class Executor:
             agg = self.aggregate(name, True)
             if agg is not None and host in (agg.hosts or []):
                 raise
+        # Nova unmirrors only the host's first node
+        self._mirror(agg, providers, add=False)
+
+    def _mirror(self, agg, providers, add):
+        uuid = getattr(agg, 'uuid', None)
+        if not uuid:
+            return
+        change = {'add' if add else 'remove': [uuid]}
+        for provider in providers:
+            self.client.placement.update_aggregates(provider, **change)
+
+    def _mirrored(self, agg, providers):
+        """The Placement aggregates of ``providers`` that hold ``agg``."""
+        uuid = getattr(agg, 'uuid', None)
+        return [p for p in providers
+                if uuid in self.client.placement.aggregates(p)[0]]
 
     def _do_trait_create(self, trait):
         self.client.placement.create_trait(trait)
@@ -241,7 +262,11 @@ class Executor:
                 return all(meta.get(k) == v
                            for k, v in args['metadata'].items())
             member = args['host'] in (agg.hosts or [])
-            return member if op == 'aggregate.add_host' else not member
+            mirrored = self._mirrored(agg, args.get('providers') or ())
+            if op == 'aggregate.add_host':
+                return member and len(mirrored) == len(
+                    args.get('providers') or ())
+            return not member and not mirrored
         if op.startswith('trait.'):
             exists = bool(self.client.placement.existing_traits(
                 {args['trait']}))

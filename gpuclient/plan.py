@@ -26,8 +26,8 @@ Operations (arguments):
 aggregate.create      name, zone, metadata (set right after)
 aggregate.delete      name
 aggregate.metadata    name, metadata ({key: value, or None to delete})
-aggregate.add_host    name, host
-aggregate.remove_host name, host
+aggregate.add_host    name, host, providers (its roots: Placement mirror)
+aggregate.remove_host name, host, providers
 trait.create          trait
 trait.delete          trait
 provider.add_traits   uuid, traits, label
@@ -198,12 +198,15 @@ def _mirrored(op, **args):
                 inverse=Step(undo, undo_text, **args), **args)
 
 
-def add_host(name, host):
-    return _mirrored('aggregate.add_host', name=name, host=host)
+def add_host(name, host, providers=()):
+    """``providers``: the host's root providers, mirrored in Placement."""
+    return _mirrored('aggregate.add_host', name=name, host=host,
+                     providers=sorted(providers))
 
 
-def remove_host(name, host):
-    return _mirrored('aggregate.remove_host', name=name, host=host)
+def remove_host(name, host, providers=()):
+    return _mirrored('aggregate.remove_host', name=name, host=host,
+                     providers=sorted(providers))
 
 
 def create_trait(trait):

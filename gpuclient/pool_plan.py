@@ -147,7 +147,7 @@ def join_steps(obs, pool, host, metadata):
         metadata.update(records)
     steps += trait_steps
     if host not in obs.aggregates[agg]['hosts']:
-        steps.append(plan_mod.add_host(agg, host))
+        steps.append(plan_mod.add_host(agg, host, roots))
     return steps, notes
 
 
@@ -196,7 +196,7 @@ def leave_steps(obs, pool, host, metadata):
                 steps.append(plan_mod.remove_traits(
                     root, [pool['pool_trait']], obs.label(root)))
     if host in obs.aggregates[agg]['hosts']:
-        steps.append(plan_mod.remove_host(agg, host))
+        steps.append(plan_mod.remove_host(agg, host, roots))
     step = plan_mod.set_metadata(agg, metadata, drop)
     if step is not None:
         steps.append(step)

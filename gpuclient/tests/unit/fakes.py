@@ -103,6 +103,7 @@ class Provider:
         self.inventory = dict(inventory or {})
         self.used = dict(used or {})
         self.traits = list(traits)
+        self.aggregates = []  # Placement aggregate uuids
         self.generation = 1
 
     @property
@@ -375,7 +376,7 @@ class PlacementFixture(fixtures.Fixture):
         self.mock.get(url + '/allocation_candidates', json=self._candidates)
         provider_url = re.compile(
             re.escape(url) + r'/resource_providers/([^/?]+)/'
-            r'(inventories|usages|traits)(\?|$)')
+            r'(inventories|usages|traits|aggregates)(\?|$)')
         self.mock.get(provider_url, json=self._provider_get)
         self.mock.put(provider_url, json=self._provider_put)
         self.mock.get(url + '/traits', json=self._list_traits)
@@ -413,6 +414,9 @@ class PlacementFixture(fixtures.Fixture):
         if what == 'usages':
             return {'usages': {rc: p.used.get(rc, 0) for rc in p.inventory},
                     'resource_provider_generation': p.generation}
+        if what == 'aggregates':
+            return {'aggregates': list(p.aggregates),
+                    'resource_provider_generation': p.generation}
         return {'traits': list(p.traits),
                 'resource_provider_generation': p.generation}
 
@@ -420,6 +424,16 @@ class PlacementFixture(fixtures.Fixture):
         p, what = self._provider(request, context)
         if p is None:
             return what
+        if what == 'aggregates':
+            body = request.json()
+            if body.get('resource_provider_generation') != p.generation:
+                return placement_error(
+                    context, 409, "Resource provider's generation already "
+                    "changed.", 'placement.concurrent_update')
+            p.aggregates = list(body['aggregates'])
+            p.generation += 1
+            return {'aggregates': list(p.aggregates),
+                    'resource_provider_generation': p.generation}
         if what != 'traits':
             return placement_error(context, 405, 'not faked')
         if self.failures.get(p.uuid):
@@ -655,6 +669,11 @@ class FakeCompute:
     no"); ``fail[('metadata', aggregate name)] = status`` does the same to
     metadata writes of that aggregate; adding a host in ``fail_add_host``
     fails with a 500 (Compute service is down).
+
+    Like Nova, adding or removing a host mirrors it into the Placement
+    aggregate of its first node. ``unmirrored`` hosts lose that race on
+    add (Nova logs it and answers 200); ``remove_conflicts[host] = n``
+    makes the next n removals lose it (Nova answers 409, changes nothing).
     """
 
     def __init__(self, cloud, proxy, max_limit=NOVA_MAX_LIMIT):
@@ -665,6 +684,8 @@ class FakeCompute:
         self.calls = []
         self.fail = {}
         self.fail_add_host = set()
+        self.unmirrored = set()
+        self.remove_conflicts = {}
         proxy.get.side_effect = self.get
         proxy.post.side_effect = self.post
         proxy.delete.side_effect = self.delete
@@ -1003,7 +1024,18 @@ class FakeCompute:
             raise sdk_error(409, 'Aggregate %s already has host %s.'
                             % (agg.id, host))
         agg.hosts.append(host)
+        node = self._first_node(host)
+        if node is not None and host not in self.unmirrored:
+            if agg.uuid not in node.aggregates:
+                node.aggregates.append(agg.uuid)
+                node.generation += 1
         return agg
+
+    def _first_node(self, host):
+        for hv in self.cloud.hypervisors:
+            if hv['service']['host'] == host:
+                return self.cloud.provider(hv['id'])
+        return None
 
     def remove_host_from_aggregate(self, agg, host):
         agg = self._find(agg)
@@ -1011,6 +1043,15 @@ class FakeCompute:
         if host not in agg.hosts:
             raise sdk_error(404, 'Aggregate %s has no host %s.'
                             % (agg.id, host))
+        node = self._first_node(host)
+        if self.remove_conflicts.get(host):
+            self.remove_conflicts[host] -= 1
+            raise sdk_error(
+                409, 'A conflict was encountered attempting to update '
+                'resource provider %s (generation 7)' % node.uuid)
+        if node is not None and agg.uuid in node.aggregates:
+            node.aggregates.remove(agg.uuid)
+            node.generation += 1
         agg.hosts.remove(host)
         return agg
 

@@ -388,6 +388,38 @@ class TestHosts(PoolOpsTestCase):
                 self.assertNotIn('CUSTOM_NVIDIA_35', p.traits)
                 self.assertNotIn('CUSTOM_GPU_POOL_WS', p.traits)
 
+    def test_placement_mirror_is_finished_and_removal_races_retried(self):
+        pool_ops.create(self.client, self.spec(), [])
+        agg = self.cloud.aggregates[0]
+        # Nova lost the race mirroring the host into Placement (it only
+        # logs that): the host must still end up in the Placement aggregate
+        self.compute.unmirrored.add('gpu-pt-1')
+        pool_ops.add_hosts(self.client, 'solver', ['gpu-pt-1'])
+        self.assertEqual(['gpu-pt-1'], agg.hosts)
+        self.assertEqual([agg.uuid], self.pt.aggregates)
+        # Nova answers 409 twice (its Placement write lost a race, nothing
+        # changed): the removal is tried again and goes through
+        self.compute.remove_conflicts['gpu-pt-1'] = 2
+        pool_ops.remove_hosts(self.client, 'solver', ['gpu-pt-1'])
+        self.assertEqual([], agg.hosts)
+        self.assertEqual([], self.pt.aggregates)
+        self.assertEqual(3, self.compute.calls.count(
+            ('remove', 'solver', 'gpu-pt-1')))
+
+    def test_removal_losing_every_race_is_undone(self):
+        pool_ops.create(self.client, self.spec(isolate=True), ['gpu-pt-1'])
+        agg = self.cloud.aggregates[0]
+        self.compute.remove_conflicts['gpu-pt-1'] = 100
+        exc = self.assertRaises(exceptions.CommandError,
+                                pool_ops.remove_hosts, self.client, 'solver',
+                                ['gpu-pt-1'])
+        self.assertIn('Something else changed it at the same time',
+                      str(exc))
+        self.assertIn('Everything it had done was undone', str(exc))
+        self.assertEqual(['gpu-pt-1'], agg.hosts)
+        self.assertEqual([agg.uuid], self.pt.aggregates)
+        self.assertIn('CUSTOM_GPU_POOL_SOLVER', self.pt.traits)
+
     def test_one_type_per_pgpu(self):
         pool_ops.create(self.client, self.spec('ws', 'vgpu'),
                         ['gpu-vgpu-1'])

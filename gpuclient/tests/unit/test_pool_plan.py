@@ -552,8 +552,8 @@ class TestAddHost(PlanTestCase):
         self.assertEqual(
             {'uuid': dev('cmp3', 0), 'traits': [NVIDIA_35],
              'label': 'cmp3_gpu_0'}, result.steps[2].args)
-        self.assertEqual({'name': 'v35', 'host': 'cmp3'},
-                         result.steps[3].args)
+        self.assertEqual({'name': 'v35', 'host': 'cmp3',
+                          'providers': ['rp-cmp3']}, result.steps[3].args)
         self.assertEqual(1, len(result.warnings))
         self.assertIn('cmp3_gpu_1 (%s)' % NVIDIA_36, result.warnings[0])
 
