@@ -14,9 +14,12 @@
 
 * Compute and image go through the openstacksdk connection that OSC already
   holds (``client_manager.sdk_connection``).
-* Placement goes through a keystoneauth ``Adapter`` on the same session. Its
-  maximum microversion is read once per process (lazily, on the first
-  Placement call) and every call sends the microversion it needs.
+* Placement goes through the same connection's placement proxy (a
+  keystoneauth ``Adapter``), so clouds.yaml's ``placement_endpoint_override``,
+  interface and region apply. Its maximum microversion comes from the
+  endpoint's version discovery, once per process and endpoint (lazily, on
+  the first Placement call), and every call sends the microversion it
+  needs.
 * Every HTTP, SDK or connection error leaves this module as an
   ``osc_lib.exceptions.CommandError`` that carries the server's message and
   says what to do.
@@ -32,7 +35,6 @@ import threading
 import time
 import urllib.parse
 
-from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import exceptions as ks_exc
 from openstack import exceptions as sdk_exc
 from osc_lib import exceptions
@@ -50,6 +52,15 @@ PLACEMENT_TRAITS_VERSION = (1, 6)  # traits API
 PLACEMENT_AGGREGATES_VERSION = (1, 19)  # aggregates with generation
 COMPUTE_HYPERVISOR_UUID_VERSION = '2.53'  # hypervisor id == provider uuid
 COMPUTE_FLAVOR_SPECS_VERSION = '2.61'  # extra_specs in flavor lists
+# limits.absolute: API name -> openstacksdk AbsoluteLimits attribute
+COMPUTE_ABSOLUTE_LIMITS = (
+    ('maxTotalInstances', 'instances'),
+    ('totalInstancesUsed', 'instances_used'),
+    ('maxTotalCores', 'total_cores'),
+    ('totalCoresUsed', 'total_cores_used'),
+    ('maxTotalRAMSize', 'total_ram'),
+    ('totalRAMUsed', 'total_ram_used'),
+)
 
 # Placement HTTP 500 messages that mean "try again" (concurrent writes).
 _TRANSIENT_500 = ('deadlock', 'concurrently updated', 'please retry')
@@ -303,20 +314,35 @@ def _json(response):
         return None
 
 
+def _microversion(version):
+    """A discovered (major, minor) as ints; None when there is none."""
+    try:
+        major, minor = version
+        return int(major), int(minor)
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
 class Placement:
-    """Placement over a keystoneauth Adapter with explicit microversions."""
+    """Placement over openstacksdk's placement proxy, explicit microversions.
+
+    ``adapter`` is ``connection.placement`` of OSC's SDK connection (a
+    keystoneauth ``Adapter`` subclass), so what clouds.yaml and the
+    ``--os-*`` options say about Placement applies: region, interface,
+    ``placement_endpoint_override``. Requests are raw because the client
+    needs exact microversions and query shapes (repeated ``required``,
+    numbered groups, ``same_subtree``, ``in:`` filters) and whole
+    ``provider_summaries``, which the SDK's resources do not give. Every
+    request names its microversion, so a default microversion configured
+    for the proxy (``placement_api_version``) is never sent instead.
+    """
 
     service = 'Placement'
     _max_versions = {}  # endpoint URL -> (major, minor), once per process
     _lock = threading.Lock()
 
-    def __init__(self, session, region_name=None, interface=None):
-        self._adapter = ks_adapter.Adapter(
-            session=session,
-            service_type='placement',
-            region_name=region_name,
-            interface=interface,
-        )
+    def __init__(self, adapter):
+        self._adapter = adapter
         self._endpoint = None
         self._classes = None
         self.request_count = 0
@@ -340,8 +366,10 @@ class Placement:
 
     def _send(self, method, path, what, version=None, **kwargs):
         kwargs.setdefault('raise_exc', False)
-        if version is not None:
-            kwargs['microversion'] = version_str(version)
+        # always explicit: None keeps the adapter's default_microversion
+        # out (keystoneauth only fills in a missing key)
+        kwargs['microversion'] = (
+            version_str(version) if version is not None else None)
         endpoint = self.endpoint
         self.request_count += 1
         with translate_errors(self.service, what):
@@ -354,21 +382,33 @@ class Placement:
         return _check_response(self.service, what, response, endpoint)
 
     def max_version(self):
-        """The server's maximum microversion, read once per process."""
+        """The server's maximum microversion, read once per process.
+
+        From keystoneauth's version discovery of the endpoint (the
+        session caches the document), kept per endpoint URL.
+        """
         endpoint = self.endpoint
         with self._lock:
             known = self._max_versions.get(endpoint)
         if known is not None:
             return known
-        response = self._send(
-            'GET', '/', _('Reading the Placement API version')
-        )
-        data = _json(response) or {}
-        best = (1, 0)
-        for entry in data.get('versions') or []:
-            found = parse_version(entry.get('max_version'))
-            if found and found > best:
-                best = found
+        what = _('Reading the Placement API version')
+        with translate_errors(self.service, what):
+            data = self._adapter.get_endpoint_data()
+        best = _microversion(getattr(data, 'max_microversion', None))
+        if best is None:
+            # keystoneauth swallows connection and HTTP errors of
+            # discovery: one plain request says what went wrong
+            self._send('GET', '/', what)
+            raise APIError(
+                _(
+                    '%(what)s: Placement at %(endpoint)s publishes no '
+                    'microversion range in its version document. Check '
+                    'that this is a Placement endpoint (service catalog, '
+                    'or placement_endpoint_override in clouds.yaml).'
+                )
+                % {'what': what, 'endpoint': endpoint}
+            )
         with self._lock:
             self._max_versions[endpoint] = best
         return best
@@ -672,6 +712,9 @@ class Compute:
         )
         found = []
         params = {}
+        # raw, for the microversion: the SDK's Hypervisor negotiates up to
+        # 2.88, which drops cpu_info, vcpus, memory_mb and the other fields
+        # the host filters read; 2.53 is the oldest where id is the uuid
         with translate_errors(self.service, what):
             while True:
                 response = self._proxy.get(
@@ -778,6 +821,10 @@ class Compute:
             COMPUTE_FLAVOR_SPECS_VERSION)
         found = []
         params = {'is_public': 'None'}
+        # raw, for the microversion: the SDK's Flavor negotiates the
+        # highest one the server has up to 2.61, and below 2.61 lists come
+        # without extra specs (silently wrong pools); 2.61 sent explicitly
+        # fails loudly instead. The plain dicts are what flavor plans diff
         with translate_errors(self.service, what):
             while True:
                 response = self._proxy.get(
@@ -876,6 +923,21 @@ class Compute:
         what = _('Deleting flavor %s') % flavor_id
         self._flavor_call('delete', '/flavors/%s' % flavor_id, what)
 
+    def project_limits(self, project_id):
+        """Absolute compute limits and usage of a project, as the API
+        names them (maxTotalInstances, totalInstancesUsed, ...).
+
+        ``GET /limits?tenant_id=`` (another project: admin); instances,
+        cores and RAM are the same at every microversion.
+        """
+        what = _('Reading the compute limits of project %s') % project_id
+        with translate_errors(self.service, what):
+            # tenant_id=, the name Nova reads: the SDK's project_id alias
+            # sends ?project_id=, which Nova ignores (own project's limits)
+            absolute = self._proxy.get_limits(tenant_id=project_id).absolute
+        return {wire: getattr(absolute, attribute, None)
+                for wire, attribute in COMPUTE_ABSOLUTE_LIMITS}
+
 
 class Image:
     """Glance through the SDK's image proxy, as plain dicts.
@@ -891,6 +953,9 @@ class Image:
         self._proxy = proxy
 
     def _call(self, method, url, what, ok_missing=False, **kwargs):
+        # raw, for the body shape: the SDK's Image moves properties it does
+        # not know under ``properties`` and computes its own JSON patch;
+        # gpuclient reads and patches the top-level members Glance keeps
         with translate_errors(self.service, what):
             response = getattr(self._proxy, method)(
                 url, raise_exc=False, **kwargs)
@@ -972,9 +1037,11 @@ class GpuClient:
     @property
     def placement(self):
         if self._placement is None:
-            self._placement = Placement(
-                self._session, self._region_name, self._interface
-            )
+            # the SDK's proxy: clouds.yaml placement_* settings apply
+            with translate_errors('Placement',
+                                  _('Connecting to Placement')):
+                proxy = self._conn.placement
+            self._placement = Placement(proxy)
         return self._placement
 
     @property
@@ -994,23 +1061,58 @@ class GpuClient:
         with translate_errors('Keystone', _('Reading the current project')):
             return self._session.get_project_id()
 
-    def project_ids(self, names_or_ids):
+    def project_ids(self, names_or_ids, domain=None):
         """Keystone project ids of several names or ids, in order, once
-        each."""
+        each.
+
+        ``domain`` (--project-domain: a domain name or ID) scopes the names
+        as in OSC's own commands: it is looked up once, with OSC's identity
+        helper, and the projects are found in it.
+        """
+        domain_id = self.domain_id(domain) if domain else None
         found = []
         for name_or_id in names_or_ids:
-            project_id = self.project_id(name_or_id)
+            project_id = self._find_project_id(name_or_id, domain_id, domain)
             if project_id not in found:
                 found.append(project_id)
         return found
 
-    def project_id(self, name_or_id):
-        """A Keystone project id from a name or id."""
+    def project_id(self, name_or_id, domain=None):
+        """A Keystone project id from a name or id (see project_ids)."""
+        return self.project_ids([name_or_id], domain)[0]
+
+    def domain_id(self, name_or_id):
+        """A Keystone domain id from a name or id (OSC's helper)."""
+        # imported here: plugin loading stays cheap for other commands
+        from openstackclient.identity import common as identity_common
+
+        what = _('Looking up domain %s') % name_or_id
+        try:
+            with translate_errors('Keystone', what):
+                return identity_common.find_domain_id_sdk(
+                    self._conn.identity, name_or_id)
+        except APIError:
+            raise
+        except exceptions.CommandError as exc:
+            # OSC's helper raises a CommandError without a message
+            raise NotFound(
+                _('No domain with name or ID %s. Check the name ("openstack '
+                  'domain list"), or give the domain ID.') % name_or_id,
+                404) from exc
+
+    def _find_project_id(self, name_or_id, domain_id=None, domain=None):
+        """The project's id; like OSC's ``find_project_id_sdk``, except
+        that when Keystone forbids the lookup only an ID-shaped value is
+        taken as it is (OSC would take a name too, and a project name
+        written as a project id into aggregate metadata or flavor access
+        silently lets nobody in).
+        """
         what = _('Looking up project %s') % name_or_id
+        query = {'domain_id': domain_id} if domain_id else {}
         try:
             with translate_errors('Keystone', what):
                 project = self._conn.identity.find_project(
-                    name_or_id, ignore_missing=True
+                    name_or_id, ignore_missing=True, **query
                 )
         except APIError as exc:
             if exc.status == 403 and re.fullmatch(r'[0-9a-f]{32}',
@@ -1019,6 +1121,13 @@ class GpuClient:
                 return name_or_id
             raise
         if project is None:
+            if domain_id:
+                raise NotFound(
+                    _('No project with name or ID %(project)s in domain '
+                      '%(domain)s. Check both names ("openstack project '
+                      'list --domain %(domain)s"), or give the project '
+                      'ID.') % {'project': name_or_id, 'domain': domain},
+                    404)
             raise NotFound(
                 _('No project with name or ID %s. Check the name, or give '
                   'the project ID.') % name_or_id, 404)

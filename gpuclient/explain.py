@@ -17,14 +17,17 @@
   trees).
 * ``post_filters``: the scheduler filters Nova runs after Placement that the
   API lets a client judge (ComputeFilter on services,
-  AggregateInstanceExtraSpecsFilter, AggregateMultiTenancyIsolation), the
-  way Nova 34 runs them; ``NOT_CHECKED`` names the others.
+  AggregateInstanceExtraSpecsFilter, AggregateMultiTenancyIsolation, and
+  through gpuclient.host_filters ImagePropertiesFilter and
+  ComputeCapabilitiesFilter), the way Nova 34 runs them; ``NOT_CHECKED``
+  names the others.
 * ``requirements``: the parts of a request that can be dropped one at a
   time (bounded), each with its relaxed request; ``why_not``: which
   requirement eliminated which host, in operator terms, from the answers
   to those relaxed queries and the provider summaries they carry.
 """
 
+from gpuclient import host_filters
 from gpuclient import request as request_mod
 from gpuclient.i18n import _
 
@@ -36,16 +39,13 @@ MAX_SERVERS_SHOWN = 8
 
 # enabled_filters this module judges, and those it cannot (with why)
 CHECKED_FILTERS = ('ComputeFilter', 'AggregateInstanceExtraSpecsFilter',
-                   'AggregateMultiTenancyIsolation')
+                   'AggregateMultiTenancyIsolation', 'ImagePropertiesFilter',
+                   'ComputeCapabilitiesFilter')
 NOT_CHECKED = {
     'NUMATopologyFilter': _('NUMA fit of CPUs, memory and PCI devices '
                             '(hw:pci_numa_affinity_policy) on the host'),
     'PciPassthroughFilter': _('the PCI device pools the compute host '
                               'reports to Nova (NUMA, device type)'),
-    'ComputeCapabilitiesFilter': _('capabilities: extra specs against '
-                                   'the hypervisor details'),
-    'ImagePropertiesFilter': _('image architecture, hypervisor type and '
-                               'version against the host'),
     'ServerGroupAffinityFilter': _('server group affinity (no group given)'),
     'ServerGroupAntiAffinityFilter': _('server group anti-affinity (no '
                                        'group given)'),
@@ -203,40 +203,12 @@ def candidate_rows(answer, request, hypervisors, trees, pools_by_host=None):
 # -- filters after Placement --------------------------------------------------
 
 def extra_specs_match(value, req):
-    """nova.scheduler.filters.extra_specs_ops.match, for one value."""
-    words = req.split()
-    op = words.pop(0) if words else None
-    methods = {
-        '=': lambda x, y: float(x) >= float(y),
-        '<in>': lambda x, y: y in x,
-        '<all-in>': lambda x, y: all(v in x for v in y),
-        '==': lambda x, y: float(x) == float(y),
-        '!=': lambda x, y: float(x) != float(y),
-        '>=': lambda x, y: float(x) >= float(y),
-        '<=': lambda x, y: float(x) <= float(y),
-        's==': lambda x, y: x == y, 's!=': lambda x, y: x != y,
-        's<': lambda x, y: x < y, 's<=': lambda x, y: x <= y,
-        's>': lambda x, y: x > y, 's>=': lambda x, y: x >= y,
-    }
-    method = methods.get(op)
-    if op != '<or>' and not method:
-        return value == req
-    if value is None:
-        return False
-    if op == '<or>':
-        while words:
-            if words.pop(0) == value:
-                return True
-            if not words:
-                break
-            words.pop(0)
-        return False
-    if not words:
-        return False
+    """Nova's extra_specs_ops.match for AggregateInstanceExtraSpecsFilter.
+
+    That filter treats a numeric operator on a non-number as no match.
+    """
     try:
-        if op == '<all-in>':
-            return method(value, words)
-        return method(value, words[0])
+        return host_filters.spec_match(value, req)
     except ValueError:
         return False
 
@@ -276,9 +248,18 @@ def extra_specs_reasons(extra_specs, metadata):
 
 
 def post_filters(hosts, extra_specs, aggregates, services, project_id,
-                 enabled_filters, pools=None):
-    """{host: [reason dicts]} for hosts the judged filters remove."""
+                 enabled_filters, pools=None, hypervisors=(), image=None,
+                 default_arch=None):
+    """{host: [reason dicts]} for hosts the judged filters remove.
+
+    ``hypervisors`` (compute API 2.53 details) and ``image`` (its
+    properties) feed ImagePropertiesFilter and ComputeCapabilitiesFilter
+    (gpuclient.host_filters); a host whose nodes they cannot judge is not
+    removed (see host_filters.unchecked).
+    """
     enabled = set(enabled_filters or ())
+    nodes = host_filters.nodes_by_host(hypervisors)
+    wanted = host_filters.image_requirements(image, default_arch)
     by_host = {s['host']: s for s in services or ()}
     pools = pools or {}
     out = {}
@@ -306,6 +287,20 @@ def post_filters(hosts, extra_specs, aggregates, services, project_id,
                     'pools': sorted(
                         p['name'] for p in pools.values()
                         if host in p['hosts'] and p['projects'])})
+        if 'ImagePropertiesFilter' in enabled and nodes.get(host):
+            status, detail = host_filters.judge_host(
+                nodes[host],
+                lambda node: host_filters.judge_image(node, wanted))
+            if status == host_filters.FAIL:
+                reasons.append({'filter': 'ImagePropertiesFilter',
+                                'detail': detail, 'wanted': wanted})
+        if 'ComputeCapabilitiesFilter' in enabled and nodes.get(host):
+            status, detail = host_filters.judge_host(
+                nodes[host], lambda node: host_filters.judge_capabilities(
+                    node, extra_specs))
+            if status == host_filters.FAIL:
+                reasons.append({'filter': 'ComputeCapabilitiesFilter',
+                                'detail': detail})
         if reasons:
             out[host] = reasons
     return out
@@ -343,6 +338,11 @@ def post_filter_text(host, reason, project_id):
                      'host': host, 'where': where,
                      'projects': ', '.join(reason['projects']),
                      'project': project_id}
+    if kind == 'ImagePropertiesFilter':
+        return host_filters.image_text(host, reason['detail'],
+                                       reason['wanted'])
+    if kind == 'ComputeCapabilitiesFilter':
+        return host_filters.capabilities_text(host, reason['detail'])
     return '%s: %s' % (host, kind)
 
 

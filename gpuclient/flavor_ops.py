@@ -142,7 +142,8 @@ def plan_create(name, pool, wanted, agg_changes, existing=None):
 
 def create(client, name, pool, vcpus, ram, disk, ephemeral=0, swap=0,
            gpus=1, numa_policy=None, public=True, projects=(),
-           description=None, properties=None, dry_run=False, on_step=None):
+           description=None, properties=None, dry_run=False, on_step=None,
+           project_domain=None):
     """``gpu flavor create``: returns (flavor or None, projects, warnings,
     plan)."""
     specs.check_sizes(vcpus, ram, disk, ephemeral, swap)
@@ -158,7 +159,7 @@ def create(client, name, pool, vcpus, ram, disk, ephemeral=0, swap=0,
                            properties=properties)
     agg_changes = specs.aggregate_changes(the_pool,
                                           derived['aggregate_metadata'])
-    project_ids = client.project_ids(projects or ())
+    project_ids = client.project_ids(projects or (), project_domain)
     wanted = {
         'vcpus': vcpus, 'ram': ram, 'disk': disk, 'ephemeral': ephemeral,
         'swap': swap, 'is_public': public, 'description': description,
@@ -204,6 +205,20 @@ def set_image(client, image_name, dry_run=False, **options):
     result = plan_mod.Plan(
         _('Updating image %s') % (image.get('name') or image['id']))
     result.add(plan_mod.update_image(image, changes or {}))
+    if result and not dry_run:
+        journal.apply(client, result)
+    return result
+
+
+def unset_image(client, image_name, dry_run=False, **options):
+    """``gpu image unset``: returns the plan; its warnings name what is
+    left because gpuclient did not set it."""
+    image = client.image.find_image(image_name)
+    changes, notes = images_mod.plan_unset(image, **options)
+    result = plan_mod.Plan(
+        _('Updating image %s') % (image.get('name') or image['id']),
+        warnings=notes)
+    result.add(plan_mod.update_image(image, changes))
     if result and not dry_run:
         journal.apply(client, result)
     return result

@@ -49,50 +49,144 @@ def _secure_boot_wanted(value):
     return value in ('required', 'optional')
 
 
-def plan(image, q35=True, uefi=True, secure_boot=False,
-         hide_hypervisor_id=False):
+# What ``gpu image set --x`` writes, and what ``--no-x`` writes (None: it
+# removes the property instead; see ``plan``).
+SET_VALUES = {
+    MACHINE_TYPE: Q35,
+    FIRMWARE_TYPE: UEFI,
+    SECURE_BOOT: 'required',
+    HIDE_ID: 'true',
+}
+OFF_VALUES = {
+    MACHINE_TYPE: None,
+    FIRMWARE_TYPE: 'bios',
+    SECURE_BOOT: 'disabled',
+    HIDE_ID: 'false',
+}
+# option name (as in the parsers) -> property
+OPTIONS = (
+    ('q35', MACHINE_TYPE),
+    ('uefi', FIRMWARE_TYPE),
+    ('secure_boot', SECURE_BOOT),
+    ('hide_hypervisor_id', HIDE_ID),
+)
+
+
+def _label(image):
+    return image.get('name') or image.get('id')
+
+
+def _after(image, changes):
+    result = dict(image)
+    for key, value in changes.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = value
+    return result
+
+
+def _check_secure_boot(image, changes, remedy):
+    """Refuse changes that leave secure boot without q35 and UEFI.
+
+    Nova refuses to boot an image whose ``os_secure_boot`` asks for secure
+    boot without UEFI firmware on a q35 machine. Only a change to one of
+    the three properties can break that, so an image already in that state
+    and left alone is not refused here (``gpu image show`` warns).
+    """
+    if not {MACHINE_TYPE, FIRMWARE_TYPE, SECURE_BOOT} & set(changes):
+        return
+    result = _after(image, changes)
+    secure = result.get(SECURE_BOOT)
+    if not _secure_boot_wanted(secure):
+        return
+    if is_q35(result.get(MACHINE_TYPE)) and result.get(FIRMWARE_TYPE) == UEFI:
+        return
+    raise exceptions.CommandError(
+        _('Image %(image)s would have %(key)s=%(value)s without a q35 '
+          'machine and UEFI firmware, which Nova refuses to boot. '
+          '%(remedy)s') % {'image': _label(image), 'key': SECURE_BOOT,
+                           'value': secure, 'remedy': remedy})
+
+
+def plan(image, q35=None, uefi=None, secure_boot=None,
+         hide_hypervisor_id=None):
     """{property: value, or None to remove it} for ``gpu image set``.
 
     ``image`` is the image as Glance returns it (properties at top level).
-    ``q35=False``/``uefi=False`` (``--no-q35``/``--no-uefi``) remove a q35
-    machine type or UEFI firmware that is set, and leave other values
-    alone. Raises CommandError for a combination Nova would refuse to
-    boot.
+    Each option is True (``--x``), False (``--no-x``) or None (not given:
+    the property is left alone, so no option changes nothing).
+
+    ``--x`` writes the value in ``SET_VALUES`` unless the image already
+    has it (any q35 machine type, e.g. ``pc-q35-8.2``, counts; so does any
+    true spelling of ``img_hide_hypervisor_id``). ``--no-x`` writes the
+    explicit "off" value Nova defines (``hw_firmware_type=bios``,
+    ``os_secure_boot=disabled``, ``img_hide_hypervisor_id=false``); no
+    machine type means "not q35" on every architecture, so ``--no-q35``
+    removes a q35 machine type (the host's default applies) and keeps any
+    other. Either ``--hide-hypervisor-id`` or its ``--no-`` form removes
+    the misspelt ``hw_hide_hypervisor_id``, which Nova ignores.
+
+    Raises CommandError for a result Nova would refuse to boot.
     """
-    if secure_boot and not (q35 and uefi):
-        raise exceptions.CommandError(
-            _('--secure-boot needs a q35 machine and UEFI firmware: drop '
-              '--no-q35 and --no-uefi, or drop --secure-boot.'))
     changes = {}
     machine = image.get(MACHINE_TYPE)
-    firmware = image.get(FIRMWARE_TYPE)
-    if q35:
-        if not is_q35(machine):
-            changes[MACHINE_TYPE] = Q35
-    elif is_q35(machine):
+    if q35 is True and not is_q35(machine):
+        changes[MACHINE_TYPE] = Q35
+    elif q35 is False and is_q35(machine):
         changes[MACHINE_TYPE] = None
-    if uefi:
-        if firmware != UEFI:
-            changes[FIRMWARE_TYPE] = UEFI
-    elif firmware == UEFI:
-        changes[FIRMWARE_TYPE] = None
-    if secure_boot:
-        if image.get(SECURE_BOOT) != 'required':
-            changes[SECURE_BOOT] = 'required'
-    elif (not (q35 and uefi)
-          and _secure_boot_wanted(image.get(SECURE_BOOT))):
-        raise exceptions.CommandError(
-            _('Image %(image)s has %(key)s=%(value)s, which needs a q35 '
-              'machine and UEFI firmware. Remove it first (openstack image '
-              'unset --property %(key)s %(image)s) or keep q35 and UEFI.')
-            % {'image': image.get('name') or image.get('id'),
-               'key': SECURE_BOOT, 'value': image.get(SECURE_BOOT)})
-    if hide_hypervisor_id:
-        if str(image.get(HIDE_ID, '')).lower() not in _TRUE:
-            changes[HIDE_ID] = 'true'
+    for wanted, key in ((uefi, FIRMWARE_TYPE), (secure_boot, SECURE_BOOT)):
+        if wanted is None:
+            continue
+        value = SET_VALUES[key] if wanted else OFF_VALUES[key]
+        if image.get(key) != value:
+            changes[key] = value
+    if hide_hypervisor_id is not None:
+        have = str(image.get(HIDE_ID, '')).lower()
+        if hide_hypervisor_id and have not in _TRUE:
+            changes[HIDE_ID] = SET_VALUES[HIDE_ID]
+        elif not hide_hypervisor_id and have not in _FALSE:
+            changes[HIDE_ID] = OFF_VALUES[HIDE_ID]
         if WRONG_HIDE_ID in image:
             changes[WRONG_HIDE_ID] = None
+    if secure_boot:
+        remedy = _('Add --q35 and --uefi (or drop --secure-boot).')
+    else:
+        remedy = _('Add --no-secure-boot, or keep q35 and UEFI.')
+    _check_secure_boot(image, changes, remedy)
     return changes
+
+
+def plan_unset(image, q35=False, uefi=False, secure_boot=False,
+               hide_hypervisor_id=False):
+    """(changes, notes) for ``gpu image unset``: remove what set added.
+
+    A property is removed only when it holds the value ``gpu image set``
+    writes (``SET_VALUES``); any other value was put there by someone
+    else and is left, with a note saying so and how to remove it. No
+    option removes nothing.
+    """
+    wanted = {'q35': q35, 'uefi': uefi, 'secure_boot': secure_boot,
+              'hide_hypervisor_id': hide_hypervisor_id}
+    changes, notes = {}, []
+    for option, key in OPTIONS:
+        if not wanted[option] or key not in image:
+            continue
+        have = image.get(key)
+        mine = SET_VALUES[key]
+        if str(have).lower() == mine:
+            changes[key] = None
+        else:
+            notes.append(
+                _('%(key)s=%(value)s is not the value gpuclient sets '
+                  '(%(mine)s): left as it is. To remove it anyway: '
+                  'openstack image unset --property %(key)s %(image)s')
+                % {'key': key, 'value': have, 'mine': mine,
+                   'image': _label(image)})
+    _check_secure_boot(image, changes, _(
+        'Add --secure-boot to remove os_secure_boot too (or openstack '
+        'image unset --property os_secure_boot).'))
+    return changes, notes
 
 
 def report(image):
@@ -106,7 +200,7 @@ def report(image):
         warnings.append(_(
             '%s is not set: Nova uses the host\'s default machine type '
             '(i440fx "pc" on most hosts), where GPUs with large PCI BARs '
-            'may fail to initialise. Run "openstack gpu image set".')
+            'may fail to initialise. Run "openstack gpu image set --q35".')
             % MACHINE_TYPE)
     elif not is_q35(machine):
         warnings.append(_(
@@ -117,7 +211,7 @@ def report(image):
         warnings.append(_(
             '%s is not set, so the guest boots with BIOS firmware, which '
             'cannot map the large PCI BARs of datacenter GPUs (A100, H100, '
-            '...). Run "openstack gpu image set".') % FIRMWARE_TYPE)
+            '...). Run "openstack gpu image set --uefi".') % FIRMWARE_TYPE)
     elif firmware not in FIRMWARES:
         warnings.append(_(
             '%(key)s=%(value)s is not a firmware Nova knows (bios or '

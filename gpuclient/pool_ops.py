@@ -26,6 +26,7 @@ import logging
 from osc_lib import exceptions
 
 from gpuclient import client as client_mod
+from gpuclient import host_names
 from gpuclient import journal
 from gpuclient import plan as plan_mod
 from gpuclient import pool_plan
@@ -89,16 +90,34 @@ class View:
             if (hv.get('service') or {}).get('host') == host
         )
 
+    def resolve_hosts(self, names, members=None):
+        """The compute hosts meant by names, in order, each once.
+
+        A name may be the compute service host, or a hypervisor hostname,
+        hypervisor id, resource provider name or uuid of exactly one host
+        (``gpuclient.host_names``). Providers are read only when services
+        and hypervisors do not explain a name. Says on stderr which host a
+        name resolved to when it was not the host's own; an ambiguous name
+        is a CommandError, and so is an unknown one unless ``members`` (a
+        pool's hosts, which count as hosts even when Nova no longer lists
+        their service) is given: then it is kept for the planner to refuse
+        as not in the pool.
+        """
+        names = list(names)
+        known = {svc['host'] for svc in self.services} | set(members or ())
+        result = host_names.resolve(names, known, self.hypervisors)
+        if result.unknown:
+            result = host_names.resolve(
+                names, known, self.hypervisors,
+                self.client.placement.resource_providers())
+        result.check(unknown=members is None)
+        for note in result.notes():
+            LOG.warning(note)
+        return result.hosts(keep_unknown=members is not None)
+
     def check_hosts_exist(self, hosts):
-        known = {svc['host'] for svc in self.services}
-        unknown = [h for h in hosts if h not in known]
-        if unknown:
-            raise exceptions.CommandError(
-                _('Unknown compute host(s): %(unknown)s. Compute hosts: '
-                  '%(known)s (names as in "openstack compute service '
-                  'list").')
-                % {'unknown': ', '.join(unknown),
-                   'known': ', '.join(sorted(known)) or _('none')})
+        """Resolve names to compute hosts (see ``resolve_hosts``)."""
+        return self.resolve_hosts(hosts)
 
     def check_zone(self, zone, hosts, own_aggregate=None):
         """Nova's rules: one zone per host; no move with instances."""
@@ -182,8 +201,7 @@ def _read_back(client, name):
 def create(client, spec, hosts, dry_run=False, on_step=None):
     """Create a pool, or finish one. Returns (pool or None, plan)."""
     view = View(client)
-    hosts = list(dict.fromkeys(hosts))
-    view.check_hosts_exist(hosts)
+    hosts = view.resolve_hosts(hosts)
     existing = view.aggregate(spec['name'])
     view.check_zone(spec['zone'], hosts,
                     own_aggregate=existing.name if existing else None)
@@ -199,8 +217,7 @@ def create(client, spec, hosts, dry_run=False, on_step=None):
 def add_hosts(client, name, hosts, dry_run=False, on_step=None):
     view = View(client)
     pool = view.pool(name)
-    hosts = list(dict.fromkeys(hosts))
-    view.check_hosts_exist(hosts)
+    hosts = view.resolve_hosts(hosts)
     view.check_zone(pool['zone'], hosts, own_aggregate=pool['aggregate'])
     obs = view.observed(hosts, pool['resource_class'], _traits_of(pool))
     plan = pool_plan.add_hosts(obs, name, hosts)
@@ -211,7 +228,8 @@ def add_hosts(client, name, hosts, dry_run=False, on_step=None):
 def remove_hosts(client, name, hosts, dry_run=False, on_step=None):
     view = View(client)
     pool = view.pool(name)
-    obs = view.observed(list(dict.fromkeys(hosts)), pool['resource_class'])
+    hosts = view.resolve_hosts(hosts, members=pool['hosts'])
+    obs = view.observed(hosts, pool['resource_class'])
     plan = pool_plan.remove_hosts(obs, name, hosts)
     _finish(client, plan, dry_run, on_step)
     return (None if dry_run else _read_back(client, name)), plan
@@ -233,7 +251,8 @@ def set_isolation(client, name, isolate, update_dependents=False,
 
 def update_metadata(client, name, projects_add=(), projects_remove=(),
                     properties=None, remove_properties=(), open_to_all=False,
-                    update_dependents=False, dry_run=False, on_step=None):
+                    update_dependents=False, dry_run=False, on_step=None,
+                    project_domain=None):
     """Projects and free properties of a pool, in one metadata write.
 
     Projects are one metadata key each, so concurrent changes never lose
@@ -241,11 +260,11 @@ def update_metadata(client, name, projects_add=(), projects_remove=(),
     """
     view = View(client)
     pool = view.pool(name)
-    add = client.project_ids(projects_add)
+    add = client.project_ids(projects_add, project_domain)
     remove = []
     for project in projects_remove:
         pid = project if project in pool['projects'] else (
-            client.project_id(project))
+            client.project_id(project, project_domain))
         if pid not in remove:
             remove.append(pid)
     obs = view.observed(flavors=bool(remove), access_for=pool if remove
@@ -276,19 +295,20 @@ def _check_projects(pool, add, remove):
 
 
 def set_pool(client, name, isolate=None, projects_add=(), properties=None,
-             update_dependents=False, dry_run=False, on_step=None):
+             update_dependents=False, dry_run=False, on_step=None,
+             project_domain=None):
     """``gpu pool set``: isolation, projects and properties in one plan."""
     if isolate is None:
         return update_metadata(
             client, name, projects_add=projects_add, properties=properties,
             update_dependents=update_dependents, dry_run=dry_run,
-            on_step=on_step)
+            on_step=on_step, project_domain=project_domain)
     if not projects_add and not properties:
         return set_isolation(client, name, isolate, update_dependents,
                              dry_run=dry_run, on_step=on_step)
     view = View(client)
     pool = view.pool(name)
-    add = client.project_ids(projects_add)
+    add = client.project_ids(projects_add, project_domain)
     obs = view.observed(pool['hosts'], pool['resource_class'],
                         {pool['pool_trait']}, flavors=True,
                         images=not isolate)

@@ -614,8 +614,27 @@ _CLASS_HINTS = {
 }
 
 
+# Kinds of drift ``pool show`` reports (the ``problem`` of a finding).
+NO_COMPUTE_NODE = 'no_compute_node'
+MISSING_ISOLATION_TRAIT = 'missing_isolation_trait'
+MISSING_TYPE_TRAIT = 'missing_type_trait'
+NOT_IN_PLACEMENT_AGGREGATE = 'not_in_placement_aggregate'
+
+
+def _finding(problem, host, provider=None, trait=None, fix=None):
+    return {'host': host, 'problem': problem, 'provider': provider,
+            'trait': trait, 'fix': fix}
+
+
 def drift(pool, host_roots, snapshot, placement_members):
-    """Where a pool is not what its metadata says (list of messages).
+    """Where a pool is not what its metadata says: a list of findings.
+
+    Each finding is data: ``{'host', 'problem', 'provider', 'trait',
+    'fix'}`` where ``problem`` is one of NO_COMPUTE_NODE,
+    MISSING_ISOLATION_TRAIT, MISSING_TYPE_TRAIT or
+    NOT_IN_PLACEMENT_AGGREGATE, ``provider`` the provider's name (or
+    None), ``trait`` the missing trait (or None) and ``fix`` the command
+    that repairs it (or None). ``drift_text`` says it in a sentence.
 
     ``host_roots`` maps each member host to its root provider uuids;
     ``placement_members`` is the set of provider uuids in the pool's
@@ -625,43 +644,53 @@ def drift(pool, host_roots, snapshot, placement_members):
     for host in pool['hosts']:
         roots = host_roots.get(host) or []
         if not roots:
-            found.append(_('%s: no compute node in Placement.') % host)
+            found.append(_finding(NO_COMPUTE_NODE, host))
             continue
         if pool['isolate']:
             for root in roots:
                 if pool['pool_trait'] not in traits_of(snapshot, root):
-                    found.append(
-                        _('%(host)s: root provider %(rp)s lacks '
-                          '%(trait)s, so isolated flavors cannot land '
-                          'there (run "openstack gpu pool set %(pool)s '
-                          '--isolate" to put it back).')
-                        % {'host': host,
-                           'rp': snapshot.providers.get(
-                               root, {}).get('name', root),
-                           'trait': pool['pool_trait'],
-                           'pool': pool['name']})
+                    found.append(_finding(
+                        MISSING_ISOLATION_TRAIT, host,
+                        provider=snapshot.providers.get(
+                            root, {}).get('name', root),
+                        trait=pool['pool_trait'],
+                        fix='openstack gpu pool set %s --isolate'
+                        % pool['name']))
         if pool.get('type_trait'):
             for uuid in vgpu_children(snapshot, roots):
                 if pool['type_trait'] not in traits_of(snapshot, uuid):
-                    found.append(
-                        _('%(host)s: pGPU provider %(rp)s lacks %(trait)s '
-                          '(Nova re-creates a provider without operator '
-                          'traits when its inventory drops to 0 and comes '
-                          'back; run "openstack gpu pool add host %(pool)s '
-                          '%(host)s" to put it back).')
-                        % {'host': host,
-                           'rp': snapshot.providers[uuid]['name'],
-                           'trait': pool['type_trait'],
-                           'pool': pool['name']})
+                    found.append(_finding(
+                        MISSING_TYPE_TRAIT, host,
+                        provider=snapshot.providers[uuid]['name'],
+                        trait=pool['type_trait'],
+                        fix='openstack gpu pool add host %s %s'
+                        % (pool['name'], host)))
         if placement_members is not None:
-            missing = [r for r in roots if r not in placement_members]
-            if missing:
-                found.append(
-                    _('%(host)s: not in the pool\'s Placement aggregate, '
-                      'so isolation and aggregate-based scheduling ignore '
-                      'it (run "nova-manage placement sync_aggregates").')
-                    % {'host': host})
+            if [r for r in roots if r not in placement_members]:
+                found.append(_finding(
+                    NOT_IN_PLACEMENT_AGGREGATE, host,
+                    fix='nova-manage placement sync_aggregates'))
     return found
+
+
+def drift_text(finding):
+    """One drift finding (from ``drift``) as a sentence for people."""
+    texts = {
+        NO_COMPUTE_NODE: _('%(host)s: no compute node in Placement.'),
+        MISSING_ISOLATION_TRAIT: _(
+            '%(host)s: root provider %(provider)s lacks %(trait)s, so '
+            'isolated flavors cannot land there (run "%(fix)s" to put it '
+            'back).'),
+        MISSING_TYPE_TRAIT: _(
+            '%(host)s: pGPU provider %(provider)s lacks %(trait)s (Nova '
+            're-creates a provider without operator traits when its '
+            'inventory drops to 0 and comes back; run "%(fix)s" to put it '
+            'back).'),
+        NOT_IN_PLACEMENT_AGGREGATE: _(
+            '%(host)s: not in the pool\'s Placement aggregate, so isolation '
+            'and aggregate-based scheduling ignore it (run "%(fix)s").'),
+    }
+    return texts[finding['problem']] % finding
 
 
 ISOLATION_LIMITS = _(

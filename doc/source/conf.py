@@ -11,6 +11,7 @@
 # under the License.
 
 extensions = [
+    'openstackdocstheme',
     'cliff.sphinxext',
 ]
 
@@ -19,8 +20,16 @@ master_doc = 'index'
 project = 'gpuclient'
 copyright = '2026, gpuclient developers'
 exclude_patterns = ['build']
-pygments_style = 'sphinx'
-html_theme = 'alabaster'
+pygments_style = 'native'
+
+# openstackdocstheme, as OpenStack projects' docs: the "edit on opendev"
+# links point at this repository (setup.cfg's home_page); the version comes
+# from the installed package (pbr). No bug tracker link: the project's issues
+# are not on Launchpad or StoryBoard, so bug_project stays unset.
+html_theme = 'openstackdocs'
+openstackdocs_repo_name = 'openstack/gpuclient'
+openstackdocs_auto_name = False
+openstackdocs_pdf_link = False
 
 # autoprogram-cliff: the CLI reference is generated from the commands'
 # own parsers (the entry points in setup.cfg).

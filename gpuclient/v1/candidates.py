@@ -12,11 +12,13 @@
 
 """``openstack gpu candidates``."""
 
-import json
+import argparse
 import logging
 import os
 import re
 
+from cliff import columns as cliff_columns
+from openstackclient.identity import common as identity_common
 from osc_lib import exceptions
 from osc_lib.cli import format_columns
 from osc_lib.cli import parseractions
@@ -24,6 +26,7 @@ from osc_lib.command import command
 
 from gpuclient import client as client_mod
 from gpuclient import explain
+from gpuclient import host_filters
 from gpuclient import names
 from gpuclient import pools as pools_mod
 from gpuclient import request
@@ -31,8 +34,14 @@ from gpuclient.i18n import _
 
 LOG = logging.getLogger(__name__)
 CONF_ENV = 'GPUCLIENT_NOVA_CONF'
-COLUMNS = ('Host', 'Pool', 'GPU Providers', 'GPUs Free', 'GPUs Total',
-           'Free VCPU', 'Free MEMORY_MB', 'Free DISK_GB')
+CONF_DIR_ENV = 'GPUCLIENT_NOVA_CONF_DIR'
+# one output shape: every formatter gives these rows; --long and --explain
+# add columns at the end
+COLUMNS = ('Host', 'Pool', 'GPU Providers', 'GPUs Total', 'GPUs Used',
+           'GPUs Free', 'Free VCPU', 'Free PCPU', 'Free RAM (MiB)',
+           'Free Disk (GiB)')
+LONG_COLUMNS = ('Nodes', 'Allocation Candidates')
+EXPLAIN_COLUMNS = ('Candidate', 'Reason')
 
 
 def _aggregate_dict(aggregate):
@@ -61,39 +70,72 @@ def _parse_resources(texts):
     return found
 
 
-def _check_required(traits):
+def _check_traits(option, traits, forbidden_mark=False):
+    """Trait names as Placement spells them; ``!TRAIT`` if FORBIDDEN_MARK."""
     for text in traits or ():
-        name = text[1:] if text.startswith('!') else text
+        name = text[1:] if forbidden_mark and text.startswith('!') else text
         if not names.is_trait_name(name):
             raise exceptions.CommandError(
-                _('--required %s: give a trait name as Placement spells '
-                  'it, upper case: a standard trait (A-Z, 0-9 and _, such '
-                  'as HW_CPU_X86_AVX2) or CUSTOM_ followed by those, at '
-                  'most 255 characters; !TRAIT for a forbidden one.')
-                % text)
+                _('%(option)s %(text)s: give a trait name as Placement '
+                  'spells it, upper case: a standard trait (A-Z, 0-9 and _, '
+                  'such as HW_CPU_X86_AVX2) or CUSTOM_ followed by those, at '
+                  'most 255 characters; a trait the host must not have goes '
+                  'to --forbidden TRAIT.')
+                % {'option': option, 'text': text})
 
 
-def read_settings(path=None, overrides=None, alias_maps=()):
-    """Settings from the config file (option or $GPUCLIENT_NOVA_CONF)."""
-    path = path or os.environ.get(CONF_ENV)
-    text = None
-    if path:
+def _read_conf(path, what):
+    try:
+        with open(os.path.expanduser(path)) as conf:
+            return conf.read()
+    except OSError as exc:
+        raise exceptions.CommandError(
+            _('Cannot read the Nova settings %(what)s %(path)s (%(error)s): '
+              'give a readable nova.conf-style file with --nova-conf or a '
+              'directory of *.conf files with --nova-conf-dir.')
+            % {'what': what, 'path': path,
+               'error': exc.strerror or exc}) from exc
+
+
+def read_settings(path=None, overrides=None, alias_maps=(), conf_dir=None):
+    """Settings from nova.conf-style files, read as Nova reads them.
+
+    PATH: one file or a list (--nova-conf, repeatable; default
+    $GPUCLIENT_NOVA_CONF), like oslo.config's --config-file; CONF_DIR: one
+    directory or a list (--nova-conf-dir; default
+    $GPUCLIENT_NOVA_CONF_DIR) whose *.conf files are read after them,
+    sorted, like --config-dir. Later files win; multi-valued options
+    ([pci] alias) collect every file's values.
+    """
+    paths = [path] if isinstance(path, str) else list(path or ())
+    dirs = [conf_dir] if isinstance(conf_dir, str) else list(conf_dir or ())
+    if not paths and os.environ.get(CONF_ENV):
+        paths = [os.environ[CONF_ENV]]
+    if not dirs and os.environ.get(CONF_DIR_ENV):
+        dirs = [os.environ[CONF_DIR_ENV]]
+    files = [(p, _read_conf(p, _('file'))) for p in paths]
+    for folder in dirs:
         try:
-            with open(os.path.expanduser(path)) as conf:
-                text = conf.read()
+            names = os.listdir(os.path.expanduser(folder))
         except OSError as exc:
             raise exceptions.CommandError(
-                _('Cannot read the Nova settings file %(path)s (%(error)s): '
-                  'give a readable nova.conf-style file with --nova-conf.')
-                % {'path': path, 'error': exc.strerror or exc}) from exc
-    settings = request.load_settings(text, overrides, alias_maps)
-    settings['file'] = path
+                _('Cannot read the Nova settings directory %(path)s '
+                  '(%(error)s): give a directory of *.conf files with '
+                  '--nova-conf-dir.')
+                % {'path': folder, 'error': exc.strerror or exc}) from exc
+        for name in request.conf_dir_files(names):
+            full = os.path.join(folder, name)
+            if os.path.isfile(os.path.expanduser(full)):
+                files.append((full, _read_conf(full, _('file'))))
+    settings = request.load_settings(files, overrides, alias_maps)
+    settings['file'] = ', '.join(name for name, _text in files) or None
     return settings
 
 
 def collect(client, flavor=None, resources=(), required=(), image=None,
             pool=None, project=None, zone=None, boot_from_volume=False,
-            limit=None, explain_all=False, settings=None):
+            limit=None, explain_all=False, settings=None,
+            project_domain=None):
     """Everything ``gpu candidates`` shows, as one dict.
 
     Requests: aggregates, flavor (1-2), image (0-2), hypervisors, compute
@@ -109,7 +151,7 @@ def collect(client, flavor=None, resources=(), required=(), image=None,
         LOG.warning(message)
     if pool and pool not in pools:
         raise pools_mod.unknown_pool(pool, pools)
-    project_id = (client.project_id(project) if project
+    project_id = (client.project_id(project, project_domain) if project
                   else client.current_project_id())
     the_flavor = client.compute.find_flavor(flavor) if flavor else None
     the_image = client.image.find_image(image) if image else {}
@@ -153,9 +195,13 @@ def collect(client, flavor=None, resources=(), required=(), image=None,
     for root, host in explain.root_hosts(hypervisors).items():
         hosts_roots.setdefault(host, set()).add(root)
     extra_specs = (the_flavor or {}).get('extra_specs') or {}
+    # [filter_scheduler] image_properties_default_architecture (unset
+    # unless the settings give it)
+    default_arch = settings.get('image_properties_default_architecture')
     post = explain.post_filters(
         sorted(hosts_roots), extra_specs, aggregates, services, project_id,
-        settings['enabled_filters'], pools)
+        settings['enabled_filters'], pools, hypervisors=hypervisors,
+        image=the_image, default_arch=default_arch)
     members = set(pools[pool]['hosts']) if pool else None
     kept = [row for row in rows if row['host'] not in post
             and (members is None or row['host'] in members)]
@@ -171,6 +217,13 @@ def collect(client, flavor=None, resources=(), required=(), image=None,
     enabled = settings['enabled_filters']
     not_checked = {name: why for name, why in explain.NOT_CHECKED.items()
                    if name in enabled}
+    # ImagePropertiesFilter and ComputeCapabilitiesFilter are judged; only
+    # what the compute API does not show stays "not checked"
+    for name in (host_filters.IMAGE_FILTER, host_filters.CAPABILITIES_FILTER):
+        not_checked.pop(name, None)
+    not_checked.update(host_filters.unchecked(
+        sorted(hosts_roots), hypervisors, extra_specs, the_image, enabled,
+        default_arch))
     result = {
         'flavor': (the_flavor or {}).get('name'),
         'image': (the_image or {}).get('name'),
@@ -201,14 +254,48 @@ def collect(client, flavor=None, resources=(), required=(), image=None,
                              **settings['aliases']).items())},
         'placement_requests': 0,
         'eliminated': {},
+        'quota': None,
         'maybe_truncated': bool(req.get('limit') and count >= req['limit']),
     }
     if explain_all or not kept:
         result['eliminated'] = _explain(
             placement, req, answer, trees, providers, hosts_roots, post,
             project_id, members)
+        result['quota'] = _quota(client, project_id, the_flavor, req)
+        if result['quota']['excess']:
+            notes.insert(0, host_filters.quota_text(
+                project_id, result['quota']['excess']))
+        for name, why in result['quota']['not_checked'].items():
+            not_checked[name] = why
     result['placement_requests'] = placement.request_count
     return result
+
+
+def _quota(client, project_id, flavor, req):
+    """The project's instances, cores and RAM quota against one boot."""
+    own = req['groups'].get('', {}).get('resources', {})
+    if flavor is not None:
+        cores, ram = flavor.get('vcpus') or 0, flavor.get('ram') or 0
+    else:
+        cores = own.get('VCPU', 0) + own.get('PCPU', 0)
+        ram = own.get('MEMORY_MB', 0)
+    found = {'excess': [], 'not_checked': {}}
+    try:
+        absolute = client.compute.project_limits(project_id)
+    except client_mod.APIError as exc:
+        found['not_checked']['Quota'] = _(
+            'the compute limits of project %(project)s could not be read: '
+            '%(error)s') % {'project': project_id, 'error': exc}
+        absolute = {}
+    found['excess'] = host_filters.quota_excess(
+        absolute, instances=1, cores=cores, ram=ram)
+    if request.gpu_classes(req):
+        found['not_checked']['Quota (unified limits)'] = _(
+            'limits on %s under [quota] driver = '
+            'nova.quota.UnifiedLimitsDriver (class:<resource class> '
+            'registered limits in Keystone); instances, cores and RAM are '
+            'checked') % ', '.join(request.gpu_classes(req))
+    return found
 
 
 def _explain(placement, req, answer, trees, providers, hosts_roots, post,
@@ -266,18 +353,67 @@ def _explain(placement, req, answer, trees, providers, hosts_roots, post,
                            allocations, post, project_id, unread)
 
 
+class ReasonColumn(cliff_columns.FormattableColumn):
+    """Why a host is out: a list in json/yaml, '; ' between reasons else."""
+
+    def human_readable(self):
+        return '; '.join(self._value or ())
+
+    def machine_readable(self):
+        return list(self._value or ())
+
+
 def _row(host):
     providers = sorted({name for names_ in host['gpu_providers'].values()
                         for name in names_})
     free = host['free']
     return (host['host'], ', '.join(host['pools']) or None,
-            format_columns.ListColumn(providers), host['gpus_free'],
-            host['gpus_total'], free.get('VCPU', free.get('PCPU')),
-            free.get('MEMORY_MB'), free.get('DISK_GB'))
+            format_columns.ListColumn(providers), host['gpus_total'],
+            host['gpus_total'] - host['gpus_free'], host['gpus_free'],
+            free.get('VCPU'), free.get('PCPU'), free.get('MEMORY_MB'),
+            free.get('DISK_GB'))
 
 
-def explanation_lines(result, full=False):
-    """Text for the operator: why not, and with --explain the settings."""
+def _reason(host, text):
+    """A why-not text without its leading 'HOST: ' (the row names it)."""
+    lead = '%s: ' % host
+    return text[len(lead):] if text.startswith(lead) else text
+
+
+def table(result, long=False, explain=False):
+    """(columns, rows) of ``gpu candidates``, the same for every formatter.
+
+    One row per candidate host (sorted); with EXPLAIN, then one row per
+    host ruled out (sorted), with Candidate False and its reasons, and
+    no free amounts (it is not a candidate).
+    """
+    columns = (COLUMNS + (LONG_COLUMNS if long else ())
+               + (EXPLAIN_COLUMNS if explain else ()))
+    rows = []
+    for host in result['hosts']:
+        row = _row(host)
+        if long:
+            row += (format_columns.ListColumn(host['roots']),
+                    host['candidates'])
+        if explain:
+            row += (True, ReasonColumn([]))
+        rows.append(row)
+    if explain:
+        listed = {host['host'] for host in result['hosts']}
+        for host, texts in sorted(result['eliminated'].items()):
+            if host in listed:
+                continue
+            row = (host,) + (None,) * (len(COLUMNS) - 1)
+            if long:
+                row += (None, None)
+            row += (False, ReasonColumn([_reason(host, t) for t in texts]))
+            rows.append(row)
+    return columns, rows
+
+
+def explanation_lines(result, full=False, why_not=True):
+    """Text for stderr: with FULL the query, settings and what is not
+    checked; with WHY_NOT the reasons hosts are out; always the notes."""
     lines = []
     if full:
         lines.append(_('Placement query (microversion %(mv)s): '
@@ -305,7 +441,7 @@ def explanation_lines(result, full=False):
                 'filter': name, 'why': why})
         for text in result['not_covered']:
             lines.append(_('Not translated: %s') % text)
-    if result['eliminated']:
+    if why_not and result['eliminated']:
         lines.append(_('Why not:'))
         for _host, texts in sorted(result['eliminated'].items()):
             for text in texts:
@@ -317,11 +453,15 @@ def explanation_lines(result, full=False):
 
 class Candidates(command.Lister):
     _description = _(
-        'List the hosts Nova would consider for a flavor (and image) now: '
-        'the Placement query Nova\'s scheduler sends, then the scheduler '
-        'filters the API lets a client judge. With --explain, or when no '
-        'host remains, say which requirement eliminated which host. Needs '
-        'admin (aggregates, hypervisors, Placement)')
+        'List the hosts Nova would consider for a flavor now\n\n'
+        'One row per host that could take the flavor (and image) now: the '
+        'Placement query Nova\'s scheduler sends, then the scheduler '
+        'filters the API lets a client judge. With --explain the hosts '
+        'ruled out are rows too (Candidate False, with the Reason), and '
+        'the query, the Nova settings assumed and what is not checked are '
+        'written to stderr. Without --explain, when no host remains, why '
+        'not is written to stderr. Stdout holds only rows, in every '
+        'format. Needs admin (aggregates, hypervisors, Placement).')
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -340,8 +480,14 @@ class Candidates(command.Lister):
         parser.add_argument(
             '--required', metavar='<trait>', action='append', default=[],
             dest='required',
-            help=_('With --resource: a trait the host must have (!TRAIT: '
-                   'must not have; repeat option for several)'))
+            help=_('With --resource: a trait the host must have (repeat '
+                   'option for several; !TRAIT, Placement\'s spelling, is '
+                   'the same as --forbidden TRAIT)'))
+        parser.add_argument(
+            '--forbidden', metavar='<trait>', action='append', default=[],
+            dest='forbidden',
+            help=_('With --resource: a trait the host must not have '
+                   '(repeat option for several)'))
         parser.add_argument(
             '--image', metavar='<image>',
             help=_('Image to boot (name or ID): its trait:* properties and '
@@ -354,9 +500,14 @@ class Candidates(command.Lister):
             help=_('Project that would boot the server (name or ID; '
                    'default: the current project): decides project-limited '
                    'pools'))
+        identity_common.add_project_domain_option_to_parser(parser)
         parser.add_argument(
-            '--availability-zone', metavar='<zone-name>', dest='zone',
+            '--zone', metavar='<zone>', dest='zone',
             help=_('Availability zone the server would be booted in'))
+        # deprecated spelling of --zone, kept working for old scripts
+        parser.add_argument(
+            '--availability-zone', metavar='<zone>',
+            dest='availability_zone', help=argparse.SUPPRESS)
         parser.add_argument(
             '--boot-from-volume', action='store_true',
             help=_('The server boots from a volume: the flavor\'s root disk '
@@ -367,9 +518,15 @@ class Candidates(command.Lister):
                    '[scheduler] max_placement_results, 1000 unless '
                    'configured)'))
         parser.add_argument(
+            '--long', action='store_true', default=False,
+            help=_('List additional fields in output (the compute nodes '
+                   'and the number of allocation candidates per host)'))
+        parser.add_argument(
             '--explain', action='store_true',
-            help=_('Print the query, the Nova settings assumed and why each '
-                   'other host is out (done anyway when no host remains)'))
+            help=_('Also list the hosts ruled out, with the reason '
+                   '(Candidate and Reason columns), and write the query, '
+                   'the Nova settings assumed and what is not checked to '
+                   'stderr'))
         parser.add_argument(
             '--alias-map', metavar='<alias=vendor:product|class>',
             action='append', default=[], dest='alias_maps',
@@ -377,11 +534,19 @@ class Candidates(command.Lister):
                    'GPU pool describes: h100=10de:2331 or a100=CUSTOM_A100 '
                    '(repeat option for several)'))
         parser.add_argument(
-            '--nova-conf', metavar='<file>',
+            '--nova-conf', metavar='<file>', action='append',
             help=_('nova.conf-style file with the scheduler\'s settings '
                    '([scheduler], [filter_scheduler], [pci] alias, '
-                   '[gpuclient] owner_nova); default $%s, else built-in '
-                   'defaults (see --explain)') % CONF_ENV)
+                   '[gpuclient] owner_nova), read as Nova reads it; repeat '
+                   'option for several, later files win (as Nova\'s '
+                   '--config-file); default $%s, else built-in defaults '
+                   '(see --explain)') % CONF_ENV)
+        parser.add_argument(
+            '--nova-conf-dir', metavar='<directory>', action='append',
+            help=_('Directory whose .conf files are read in sorted order '
+                   'after the --nova-conf files, as Nova\'s --config-dir '
+                   '(e.g. /etc/nova/nova.conf.d; repeat option for several); '
+                   'default $%s') % CONF_DIR_ENV)
         parser.add_argument(
             '--setting', metavar='<key=value>', dest='settings',
             action=parseractions.KeyValueAction, default={},
@@ -390,53 +555,50 @@ class Candidates(command.Lister):
                    'several)'))
         return parser
 
-    def take_action(self, parsed_args):
-        if parsed_args.required and not parsed_args.resources:
+    def _zone(self, parsed_args):
+        old = parsed_args.availability_zone
+        if old is None:
+            return parsed_args.zone
+        if parsed_args.zone is not None and parsed_args.zone != old:
             raise exceptions.CommandError(
-                _('--required goes with --resource; a flavor brings its '
-                  'own traits (trait:*=required extra specs).'))
+                _('--zone %(zone)s and --availability-zone %(old)s differ: '
+                  'give --zone alone (--availability-zone is its deprecated '
+                  'spelling).') % {'zone': parsed_args.zone, 'old': old})
+        LOG.warning(_('--availability-zone is deprecated, use --zone.'))
+        return old
+
+    def take_action(self, parsed_args):
+        traits = parsed_args.required + parsed_args.forbidden
+        if traits and not parsed_args.resources:
+            raise exceptions.CommandError(
+                _('--required and --forbidden go with --resource; a flavor '
+                  'brings its own traits (trait:*=required or forbidden '
+                  'extra specs).'))
         if parsed_args.limit is not None and parsed_args.limit < 1:
             raise exceptions.CommandError(_('--limit must be at least 1.'))
-        _check_required(parsed_args.required)
+        _check_traits('--required', parsed_args.required,
+                      forbidden_mark=True)
+        _check_traits('--forbidden', parsed_args.forbidden)
+        zone = self._zone(parsed_args)
         resources = _parse_resources(parsed_args.resources)
         settings = read_settings(parsed_args.nova_conf, parsed_args.settings,
-                                 parsed_args.alias_maps)
+                                 parsed_args.alias_maps,
+                                 conf_dir=parsed_args.nova_conf_dir)
         result = collect(
             self.app.client_manager.gpu, flavor=parsed_args.flavor,
             resources=resources,
-            required=parsed_args.required, image=parsed_args.image,
+            required=parsed_args.required + [
+                '!' + trait for trait in parsed_args.forbidden],
+            image=parsed_args.image,
             pool=parsed_args.pool, project=parsed_args.project,
-            zone=parsed_args.zone,
+            project_domain=parsed_args.project_domain,
+            zone=zone,
             boot_from_volume=parsed_args.boot_from_volume,
             limit=parsed_args.limit, explain_all=parsed_args.explain,
             settings=settings)
-        self._result = result
-        self._explain = parsed_args.explain
-        return COLUMNS, [_row(host) for host in result['hosts']]
-
-    def produce_output(self, parsed_args, column_names, data):
-        result = getattr(self, '_result', None)
-        if result is None:
-            return super().produce_output(parsed_args, column_names, data)
-        if parsed_args.formatter in ('json', 'yaml'):
-            for host in result['hosts']:
-                host['roots'] = list(host['roots'])
-            if parsed_args.formatter == 'json':
-                text = json.dumps(result, indent=None if getattr(
-                    parsed_args, 'noindent', False) else 2, sort_keys=True,
-                    default=sorted)
-            else:
-                import yaml
-                text = yaml.safe_dump(json.loads(json.dumps(
-                    result, default=sorted)), default_flow_style=False)
-            self.app.stdout.write(text + '\n')
-            return 0
-        status = super().produce_output(parsed_args, column_names, data)
-        lines = explanation_lines(result, full=self._explain)
-        if parsed_args.formatter == 'table':
-            for line in lines:
-                self.app.stdout.write(line + '\n')
-        else:
-            for line in lines:
-                LOG.warning(line)
-        return status
+        # stdout holds rows only, in every format: the rest is for people
+        for line in explanation_lines(result, full=parsed_args.explain,
+                                      why_not=not parsed_args.explain):
+            self.app.stderr.write(line + '\n')
+        return table(result, long=parsed_args.long,
+                     explain=parsed_args.explain)

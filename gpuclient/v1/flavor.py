@@ -14,6 +14,7 @@
 
 import logging
 
+from openstackclient.identity import common as identity_common
 from osc_lib import exceptions
 from osc_lib.cli import format_columns
 from osc_lib.cli import parseractions
@@ -84,10 +85,10 @@ def _add_size_options(parser):
 
 class CreateFlavor(command.ShowOne):
     _description = _(
-        'Create a GPU flavor for a pool: the extra specs are derived from '
-        'the pool (steering to its hosts, the GPU request, isolation '
-        'trait), and the flavor, its extra specs and project access are '
-        'created all or nothing')
+        'Create a GPU flavor for a pool.\n\n'
+        'The extra specs are derived from the pool (steering to its hosts, '
+        'the GPU request, isolation trait), and the flavor, its extra '
+        'specs and project access are created all or nothing.')
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -121,6 +122,7 @@ class CreateFlavor(command.ShowOne):
             dest='projects',
             help=_('Allow <project> to use the private flavor (name or ID; '
                    'repeat option to allow several; needs --private)'))
+        identity_common.add_project_domain_option_to_parser(parser)
         parser.add_argument('--description', metavar='<description>',
                             help=_('Description of the flavor'))
         parser.add_argument(
@@ -141,6 +143,7 @@ class CreateFlavor(command.ShowOne):
             swap=parsed_args.swap, gpus=parsed_args.gpus,
             numa_policy=parsed_args.numa_policy, public=parsed_args.public,
             projects=parsed_args.projects,
+            project_domain=parsed_args.project_domain,
             description=parsed_args.description,
             properties=parsed_args.properties, dry_run=parsed_args.dry_run)
         for warning in warnings:
@@ -154,10 +157,10 @@ class CreateFlavor(command.ShowOne):
 
 class ListFlavor(command.Lister):
     _description = _(
-        'List GPU flavors: every flavor whose extra specs ask for GPUs (PCI '
-        'alias, VGPU, GPU resource classes, bare-metal GPU nodes, Cyborg '
-        'device profiles) or steer to a GPU pool, made by gpuclient or '
-        'not')
+        'List GPU flavors.\n\n'
+        'Every flavor whose extra specs ask for GPUs (PCI alias, VGPU, GPU '
+        'resource classes, bare-metal GPU nodes, Cyborg device profiles) '
+        'or steer to a GPU pool, made by gpuclient or not.')
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -207,9 +210,10 @@ class ListFlavor(command.Lister):
 
 class ShowFlavor(command.ShowOne):
     _description = _(
-        'Show a GPU flavor and what it asks for, read back from its extra '
-        'specs (pool, mode, GPUs per instance, request groups), with '
-        'anything that would make Nova do something else')
+        'Show a GPU flavor and what it asks for.\n\n'
+        'Read back from its extra specs (pool, mode, GPUs per instance, '
+        'request groups), with anything that would make Nova do something '
+        'else.')
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -232,7 +236,10 @@ class ShowFlavor(command.ShowOne):
 
 
 class DeleteFlavor(command.Command):
-    _description = _('Delete GPU flavor(s); other flavors are refused')
+    _description = _(
+        'Delete GPU flavor(s).\n\n'
+        'Flavors that ask for no GPU are refused: use openstack flavor '
+        'delete for them.')
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)

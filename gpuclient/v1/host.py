@@ -81,8 +81,10 @@ def collect(client, pool=None, resource_classes=(), unmapped=False,
 
 class ListHost(command.Lister):
     _description = _(
-        'List compute hosts that offer GPUs, with their GPU capacity and '
-        'usage as Placement counts them (one row per host and GPU class)'
+        'List compute hosts that offer GPUs.\n\n'
+        'One row per host and GPU class, with GPU figures (total, used, '
+        'free) as Placement counts them: the total is the capacity, '
+        'total minus reserved times allocation_ratio.'
     )
 
     def get_parser(self, prog_name):
@@ -101,9 +103,10 @@ class ListHost(command.Lister):
             help=_(
                 'Also count this resource class as a GPU class, e.g. an '
                 'Intel GPU class or CUSTOM_BAREMETAL_GPU (repeat option to '
-                'add several). Defaults: VGPU, PGPU, CUSTOM_PCI_10DE_*, '
-                'CUSTOM_PCI_1002_*, CUSTOM_*GPU* and the classes of GPU '
-                'pools.'
+                'add several). Defaults: VGPU, PGPU, NVIDIA and AMD PCI '
+                'classes (CUSTOM_PCI_10DE_<product>, '
+                'CUSTOM_PCI_1002_<product>), custom classes with GPU in '
+                'their name and the classes of GPU pools.'
             ),
         )
         parser.add_argument(

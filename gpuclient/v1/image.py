@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""``openstack gpu image set/show``."""
+"""``openstack gpu image set/unset/show``."""
 
 import logging
 
@@ -25,44 +25,71 @@ from gpuclient.v1 import pool as pool_cmd
 LOG = logging.getLogger(__name__)
 
 
+# (option, property, help of --x, help of --no-x)
+_PAIRS = (
+    ('q35', images.MACHINE_TYPE,
+     _('Set hw_machine_type=q35 (PCI Express machine; kept if the image '
+       'already names a q35 machine such as pc-q35-8.2)'),
+     _('Remove a q35 machine type (other machine types are kept); the '
+       'host\'s default machine type then applies')),
+    ('uefi', images.FIRMWARE_TYPE,
+     _('Set hw_firmware_type=uefi (needed to map the large PCI BARs of '
+       'datacenter GPUs)'),
+     _('Set hw_firmware_type=bios')),
+    ('secure-boot', images.SECURE_BOOT,
+     _('Set os_secure_boot=required; needs q35 and UEFI (given in the same '
+       'command or already set)'),
+     _('Set os_secure_boot=disabled')),
+    ('hide-hypervisor-id', images.HIDE_ID,
+     _('Set img_hide_hypervisor_id=true: hide the hypervisor from the '
+       'guest, for guest drivers that refuse to run in a VM (also removes '
+       'the misspelt hw_hide_hypervisor_id)'),
+     _('Set img_hide_hypervisor_id=false (also removes the misspelt '
+       'hw_hide_hypervisor_id)')),
+)
+
+
+def _add_image_arg(parser, help_text):
+    parser.add_argument('image', metavar='<image>', help=help_text)
+
+
 class SetImage(command.Command):
     _description = _(
-        'Prepare an image for GPU guests: q35 machine type and UEFI '
-        'firmware (large PCI BARs), optionally secure boot and a hidden '
-        'hypervisor id')
+        'Set the image properties GPU guests need.\n\n'
+        'Only the options given change the image: --q35 and --uefi for '
+        'GPUs with large PCI BARs, --secure-boot, --hide-hypervisor-id. '
+        'Each has a --no- form that writes the explicit "off" value '
+        '(hw_firmware_type=bios, os_secure_boot=disabled, '
+        'img_hide_hypervisor_id=false); --no-q35 removes a q35 machine '
+        'type, as no machine type fits every architecture. All or '
+        'nothing; a combination Nova would refuse to boot is refused.')
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
-        parser.add_argument('image', metavar='<image>',
-                            help=_('Image to modify (name or ID)'))
-        parser.add_argument(
-            '--no-q35', dest='q35', action='store_false', default=True,
-            help=_('Do not set hw_machine_type=q35 (and remove a q35 '
-                   'machine type that is set)'))
-        parser.add_argument(
-            '--no-uefi', dest='uefi', action='store_false', default=True,
-            help=_('Do not set hw_firmware_type=uefi (and remove UEFI '
-                   'firmware that is set)'))
-        parser.add_argument(
-            '--secure-boot', action='store_true', default=False,
-            help=_('Require secure boot (os_secure_boot=required); needs '
-                   'q35 and UEFI'))
-        parser.add_argument(
-            '--hide-hypervisor-id', action='store_true', default=False,
-            help=_('Hide the hypervisor from the guest '
-                   '(img_hide_hypervisor_id=true), for guest drivers that '
-                   'refuse to run in a VM; removes the misspelt '
-                   'hw_hide_hypervisor_id'))
+        _add_image_arg(parser, _('Image to modify (name or ID)'))
+        for option, _key, on_help, off_help in _PAIRS:
+            dest = option.replace('-', '_')
+            group = parser.add_mutually_exclusive_group()
+            group.add_argument('--' + option, dest=dest,
+                               action='store_true', default=None,
+                               help=on_help)
+            group.add_argument('--no-' + option, dest=dest,
+                               action='store_false', help=off_help)
         pool_cmd.add_dry_run_arg(parser)
         return parser
 
     def take_action(self, parsed_args):
         client = self.app.client_manager.gpu
+        options = {option: getattr(parsed_args, option)
+                   for option, _key in images.OPTIONS}
+        if all(value is None for value in options.values()):
+            LOG.warning(_('No property given: nothing to change. Give '
+                          '--q35, --uefi, --secure-boot or '
+                          '--hide-hypervisor-id (or a --no- form).'))
+            return
         plan = flavor_ops.set_image(
             client, parsed_args.image, dry_run=parsed_args.dry_run,
-            q35=parsed_args.q35, uefi=parsed_args.uefi,
-            secure_boot=parsed_args.secure_boot,
-            hide_hypervisor_id=parsed_args.hide_hypervisor_id)
+            **options)
         if parsed_args.dry_run:
             pool_cmd.write_plan(self.app, plan)
         elif not plan:
@@ -70,11 +97,51 @@ class SetImage(command.Command):
                        'do.'), parsed_args.image)
 
 
+class UnsetImage(command.Command):
+    _description = _(
+        'Unset the image properties gpu image set added.\n\n'
+        'A property is removed only when it holds the value gpuclient sets '
+        '(hw_machine_type=q35, hw_firmware_type=uefi, '
+        'os_secure_boot=required, img_hide_hypervisor_id=true); another '
+        'value is left, with a warning that says how to remove it. No '
+        'option changes nothing.')
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        _add_image_arg(parser, _('Image to modify (name or ID)'))
+        for option, key, _on_help, _off_help in _PAIRS:
+            parser.add_argument(
+                '--' + option, dest=option.replace('-', '_'),
+                action='store_true', default=False,
+                help=_('Remove %(key)s if it is %(value)s') % {
+                    'key': key, 'value': images.SET_VALUES[key]})
+        pool_cmd.add_dry_run_arg(parser)
+        return parser
+
+    def take_action(self, parsed_args):
+        client = self.app.client_manager.gpu
+        options = {option: getattr(parsed_args, option)
+                   for option, _key in images.OPTIONS}
+        if not any(options.values()):
+            LOG.warning(_('No property given: nothing to remove. Give '
+                          '--q35, --uefi, --secure-boot or '
+                          '--hide-hypervisor-id.'))
+            return
+        plan = flavor_ops.unset_image(
+            client, parsed_args.image, dry_run=parsed_args.dry_run,
+            **options)
+        for warning in plan.warnings:
+            LOG.warning(warning)
+        if parsed_args.dry_run:
+            pool_cmd.write_plan(self.app, plan)
+
+
 class ShowImage(command.ShowOne):
     _description = _(
-        'Show the GPU-relevant properties of an image (machine type, '
-        'firmware, secure boot, hidden hypervisor id) and what is missing '
-        'or contradictory')
+        'Show the GPU-relevant properties of an image.\n\n'
+        'Machine type, firmware, secure boot and hidden hypervisor id, '
+        'whether the image is ready for GPU guests, and what is missing or '
+        'contradictory.')
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)

@@ -14,6 +14,7 @@
 
 import logging
 
+from openstackclient.identity import common as identity_common
 from osc_lib import exceptions
 from osc_lib.cli import format_columns
 from osc_lib.cli import parseractions
@@ -28,9 +29,9 @@ from gpuclient.v1 import host as host_cmd
 LOG = logging.getLogger(__name__)
 
 POOL_FIELDS = (
-    'name', 'mode', 'device', 'resource_class', 'hosts', 'isolated',
-    'isolation_trait', 'type_trait', 'zone', 'projects', 'properties',
-    'aggregate',
+    'name', 'mode', 'resource_class', 'alias', 'pci_id', 'vgpu_type',
+    'mig_profile', 'hosts', 'isolated', 'isolation_trait', 'type_trait',
+    'zone', 'projects', 'properties', 'aggregate',
 )
 
 
@@ -39,8 +40,11 @@ def pool_item(pool):
     values = (
         pool['name'],
         pool['mode'],
-        pools.device(pool),
         pool['resource_class'],
+        pool.get('alias'),
+        pool.get('pci_id'),
+        pool.get('vgpu_type'),
+        pool.get('mig_profile'),
         format_columns.ListColumn(pool['hosts']),
         pool['isolate'],
         pool['pool_trait'] if pool['isolate'] else None,
@@ -54,15 +58,39 @@ def pool_item(pool):
 
 
 def gpu_figures(rows, pool):
-    """{host: {total, used, free}} of the pool's class on its hosts."""
-    figures = {}
+    """{host: {total, used, free}} of the pool's class on its hosts.
+
+    Every member host is there: one that offers none of the pool's class
+    counts 0 / 0 / 0.
+    """
+    figures = {host: {'total': 0, 'used': 0, 'free': 0}
+               for host in pool['hosts']}
     for row in rows:
-        if row['host'] in pool['hosts'] and (
+        if row['host'] in figures and (
                 row['resource_class'] == pool['resource_class']):
             figures[row['host']] = {
-                'devices': row['devices'], 'total': row['total'],
-                'used': row['used'], 'free': row['free']}
+                'total': row['total'], 'used': row['used'],
+                'free': row['free']}
     return figures
+
+
+class GpusColumn(format_columns.DictColumn):
+    """Per-host GPU figures: a dict of dicts in JSON/YAML, one line per
+    host (total, used, free) in a table."""
+
+    def human_readable(self):
+        return '\n'.join(
+            _('%(host)s: total %(total)d, used %(used)d, free %(free)d')
+            % dict(figures, host=host)
+            for host, figures in sorted((self._value or {}).items()))
+
+
+class DriftColumn(format_columns.ListColumn):
+    """Drift findings: a list of dicts in JSON/YAML, one sentence per
+    finding in a table."""
+
+    def human_readable(self):
+        return '\n'.join(pools.drift_text(f) for f in self._value or [])
 
 
 class PlanColumn(format_columns.ListColumn):
@@ -116,6 +144,7 @@ def _add_project_arg(parser, help_text):
     parser.add_argument(
         '--project', metavar='<project>', dest='projects', action='append',
         default=[], help=help_text)
+    identity_common.add_project_domain_option_to_parser(parser)
 
 
 class CreatePool(command.ShowOne):
@@ -164,7 +193,9 @@ class CreatePool(command.ShowOne):
             '--host', metavar='<host>', dest='hosts', action='append',
             default=[],
             help=_('Compute host to add, as "openstack compute service '
-                   'list" names it (repeat option to add several)'))
+                   'list" names it, or its hypervisor hostname or a '
+                   'resource provider name or UUID of its tree (repeat '
+                   'option to add several)'))
         parser.add_argument(
             '--isolate', action='store_true',
             help=_('Keep flavors that do not ask for this pool off its '
@@ -190,7 +221,8 @@ class CreatePool(command.ShowOne):
             resource_class=parsed_args.resource_class,
             isolate=parsed_args.isolate, zone=parsed_args.zone,
             properties=parsed_args.properties)
-        spec['projects'] = client.project_ids(parsed_args.projects)
+        spec['projects'] = client.project_ids(parsed_args.projects,
+                                              parsed_args.project_domain)
         pool, plan = pool_ops.create(client, spec, parsed_args.hosts,
                                      dry_run=parsed_args.dry_run)
         if parsed_args.dry_run:
@@ -202,8 +234,10 @@ class CreatePool(command.ShowOne):
 
 
 class ListPool(command.Lister):
-    _description = _('List GPU pools (host aggregates that carry gpu_pool '
-                     'metadata; ordinary aggregates are not shown)')
+    _description = _(
+        'List GPU pools.\n\n'
+        'GPU pools are the host aggregates that carry gpu_pool metadata; '
+        'ordinary aggregates are not shown.')
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -252,8 +286,12 @@ class ListPool(command.Lister):
 
 class ShowPool(command.ShowOne):
     _description = _(
-        'Show a GPU pool: its hosts and their GPU figures, its GPU flavors, '
-        'and where the cloud has drifted from what the pool says')
+        'Show a GPU pool.\n\n'
+        'Its settings, member hosts with their GPU figures (total, used, '
+        'free), its GPU flavors, and where the cloud has drifted from what '
+        'the pool says (each finding with the command that repairs it). '
+        'For an isolated pool, the limits of isolation are printed on '
+        'stderr.')
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -274,29 +312,26 @@ class ShowPool(command.ShowOne):
             if pool['name'] in specs.matching_pools(
                 specs.read(flavor.get('extra_specs'), view.pools),
                 view.pools))
-        notes = []
         if pool['isolate']:
-            notes.append(pools.ISOLATION_LIMITS)
+            LOG.warning(pools.ISOLATION_LIMITS)
         columns, values = pool_item(pool)
-        columns += ('gpus', 'flavors', 'drift', 'notes')
+        columns += ('gpus', 'flavors', 'drift')
         values += (
-            format_columns.DictColumn({
-                host: '%(used)d used / %(total)d total' % f
-                for host, f in gpu_figures(rows, pool).items()}),
+            GpusColumn(gpu_figures(rows, pool)),
             format_columns.ListColumn(flavors),
-            format_columns.ListColumn(drift),
-            format_columns.ListColumn(notes),
+            DriftColumn(drift),
         )
         return columns, values
 
 
-class SetPool(command.ShowOne):
+class SetPool(command.Command):
     _description = _(
         'Set GPU pool isolation, projects and properties.\n\n'
         '--isolate on an isolated pool repairs members that lack the '
         'trait. A change that would break flavors or images (isolation '
         'on or off) is refused with their list unless --update-dependents '
-        'changes them too.')
+        'changes them too. Prints nothing on success; --dry-run prints '
+        'the plan.')
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -323,22 +358,23 @@ class SetPool(command.ShowOne):
 
     def take_action(self, parsed_args):
         client = self.app.client_manager.gpu
-        pool, plan = pool_ops.set_pool(
+        _pool, plan = pool_ops.set_pool(
             client, parsed_args.pool, isolate=parsed_args.isolate,
             projects_add=parsed_args.projects,
+            project_domain=parsed_args.project_domain,
             properties=parsed_args.properties,
             update_dependents=parsed_args.update_dependents,
             dry_run=parsed_args.dry_run)
         if parsed_args.dry_run:
-            return plan_item(plan)
-        return pool_item(pool)
+            write_plan(self.app, plan)
 
 
-class UnsetPool(command.ShowOne):
+class UnsetPool(command.Command):
     _description = _(
         'Unset GPU pool projects and properties.\n\n'
         'Removing the last project of a limited pool opens it to every '
-        'project: that needs --open-to-all.')
+        'project: that needs --open-to-all. Prints nothing on success; '
+        '--dry-run prints the plan.')
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -361,16 +397,16 @@ class UnsetPool(command.ShowOne):
 
     def take_action(self, parsed_args):
         client = self.app.client_manager.gpu
-        pool, plan = pool_ops.update_metadata(
+        _pool, plan = pool_ops.update_metadata(
             client, parsed_args.pool,
             projects_remove=parsed_args.projects,
+            project_domain=parsed_args.project_domain,
             remove_properties=parsed_args.properties,
             open_to_all=parsed_args.open_to_all,
             update_dependents=parsed_args.update_dependents,
             dry_run=parsed_args.dry_run)
         if parsed_args.dry_run:
-            return plan_item(plan)
-        return pool_item(pool)
+            write_plan(self.app, plan)
 
 
 class _HostsCommand(command.ShowOne):
@@ -403,7 +439,8 @@ class AddHostPool(_HostsCommand):
         'on pGPUs that serve no other type), all or nothing; re-running '
         'repairs a member that lost its traits.')
     hosts_help = _('Compute host(s) to add, as "openstack compute service '
-                   'list" names them')
+                   'list" names them, or their hypervisor hostnames or '
+                   'resource provider names or UUIDs')
     operation = pool_ops.add_hosts
 
 
@@ -411,7 +448,8 @@ class RemoveHostPool(_HostsCommand):
     _description = _(
         'Remove compute hosts from a GPU pool.\n\n'
         'Takes off only the traits this pool recorded putting there.')
-    hosts_help = _('Compute host(s) to remove')
+    hosts_help = _('Compute host(s) to remove (compute host, hypervisor '
+                   'hostname or resource provider name or UUID)')
     operation = pool_ops.remove_hosts
 
 

@@ -10,10 +10,19 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-extensions = ['reno.sphinxext']
+extensions = [
+    'openstackdocstheme',
+    'reno.sphinxext',
+]
 source_suffix = '.rst'
 master_doc = 'index'
 project = 'gpuclient Release Notes'
 copyright = '2026, gpuclient developers'
 exclude_patterns = []
-html_theme = 'alabaster'
+# the same theme as doc/source; release notes are not versioned (reno lists
+# every release on one page)
+html_theme = 'openstackdocs'
+openstackdocs_repo_name = 'openstack/gpuclient'
+openstackdocs_auto_name = False
+release = ''
+version = ''

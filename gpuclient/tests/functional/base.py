@@ -104,6 +104,15 @@ class FunctionalTestCase(testtools.TestCase):
         return {row['name'] for row in self.openstack(
             *PLACEMENT_TRAITS, 'resource', 'provider', 'trait', 'list', rp)}
 
+    def delete_pool(self, name):
+        rc, _out, err = self.openstack_raw('gpu', 'pool', 'delete',
+                                           '--force', name)
+        if rc and 'No GPU pool named' not in err:
+            self.fail('could not delete pool %s: %s' % (name, err))
+
+    def aggregate(self, name):
+        return self.openstack('aggregate', 'show', name)
+
     def unique_name(self, prefix):
         return 'gpuclient-ft-%s-%s' % (prefix, uuid.uuid4().hex[:8])
 

@@ -19,6 +19,8 @@ is shared: other tests' servers may hold GPUs, so a mismatch is checked
 again once before it fails, and nothing assumes a host is idle.
 """
 
+import csv
+import io
 import json
 
 from gpuclient.tests.functional import base
@@ -38,12 +40,6 @@ class CandidatesTestCase(base.FunctionalTestCase):
         self.addCleanup(self.delete_pool, name)
         return json.loads(out)
 
-    def delete_pool(self, name):
-        rc, _out, err = self.openstack_raw('gpu', 'pool', 'delete',
-                                           '--force', name)
-        if rc and 'No GPU pool named' not in err:
-            self.fail('could not delete pool %s: %s' % (name, err))
-
     def gpu_flavor(self, pool, *args):
         name = self.unique_name('flavor')
         self.openstack('gpu', 'flavor', 'create', name, '--pool', pool,
@@ -52,10 +48,24 @@ class CandidatesTestCase(base.FunctionalTestCase):
         return name
 
     def candidates(self, *args, cloud=None):
+        """The rows of ``gpu candidates ARGS -f json``."""
         return self.openstack('gpu', 'candidates', *args, cloud=cloud)
 
     def hosts(self, *args):
-        return {row['host'] for row in self.candidates(*args)['hosts']}
+        return {row['Host'] for row in self.candidates(*args)}
+
+    def explain(self, *args, fmt='json'):
+        """(stdout, stderr) of ``gpu candidates ARGS --explain -f FMT``."""
+        argv = ('gpu', 'candidates', *args, '--explain', '-f', fmt)
+        rc, out, err = self.openstack_raw(*argv)
+        if rc:
+            raise base.CommandFailed(['openstack', *argv], rc, out, err)
+        return out, err
+
+    def ruled_out(self, rows):
+        """{host: [reasons]} of the rows --explain adds."""
+        return {row['Host']: row['Reason'] for row in rows
+                if not row['Candidate']}
 
     def boots_on(self, flavor, host):
         """True when Nova boots FLAVOR on HOST (the server is deleted)."""
@@ -127,13 +137,14 @@ class TestWhyNot(CandidatesTestCase):
                                 '--pci-id', '10de:2331', '--host',
                                 base.PT_HOST)
         flavor = self.gpu_flavor(pool['name'])
-        rows = self.candidates('--flavor', flavor)['hosts']
-        free = rows[0]['gpus_free'] if rows else 0
+        rows = self.candidates('--flavor', flavor)
+        free = rows[0]['GPUs Free'] if rows else 0
         servers = [self.boot(flavor, base.PT_HOST)['id']
                    for _i in range(free)]
-        result = self.candidates('--flavor', flavor)
-        self.assertEqual([], result['hosts'])
-        texts = result['eliminated'][base.PT_HOST]
+        rows = json.loads(self.explain('--flavor', flavor)[0])
+        self.assertEqual([], [row for row in rows if row['Candidate']])
+        out = self.ruled_out(rows)
+        texts = out[base.PT_HOST]
         full = [t for t in texts if 'devices are allocated' in t]
         self.assertEqual(1, len(full), texts)
         self.assertIn(PCI_CLASS, full[0])
@@ -141,22 +152,23 @@ class TestWhyNot(CandidatesTestCase):
             self.assertIn(server, full[0])
         # the other hosts are out for the pool steering or the class
         self.assertIn('not in pool %s' % pool['name'],
-                      ' '.join(result['eliminated'][base.PLAIN_HOST]))
+                      ' '.join(out[base.PLAIN_HOST]))
 
     def test_isolated_pool_keeps_ordinary_flavors_out(self):
         pool = self.create_pool('--mode', 'passthrough', '--alias', 'h100',
                                 '--pci-id', '10de:2331', '--host',
                                 base.PT_HOST, '--isolate')
         ordinary = self.create_flavor({})['name']
-        result = self.candidates('--flavor', ordinary, '--explain')
-        listed = {row['host'] for row in result['hosts']}
+        out, err = self.explain('--flavor', ordinary)
+        rows = json.loads(out)
+        listed = {row['Host'] for row in rows if row['Candidate']}
         self.assertNotIn(base.PT_HOST, listed)
         self.assertIn(base.PLAIN_HOST, listed)
-        text = ' '.join(result['eliminated'][base.PT_HOST])
+        text = ' '.join(self.ruled_out(rows)[base.PT_HOST])
         self.assertIn("isolated pool '%s'" % pool['name'], text)
         self.assertIn(pool['isolation_trait'], text)
-        self.assertIn('!in:', result['query'].replace('%21', '!').replace(
-            '%3A', ':'))
+        # the query is on stderr
+        self.assertIn('!in:', err.replace('%21', '!').replace('%3A', ':'))
         self.assertFalse(self.boots_on(ordinary, base.PT_HOST))
 
     def test_project_limited_pool(self):
@@ -167,10 +179,11 @@ class TestWhyNot(CandidatesTestCase):
         self.assertEqual(
             {base.PT_HOST},
             self.hosts('--flavor', flavor, '--project', 'gpuclient-demo'))
-        result = self.candidates('--flavor', flavor)  # the admin project
-        self.assertEqual([], result['hosts'])
+        # the admin project
+        rows = json.loads(self.explain('--flavor', flavor)[0])
+        self.assertEqual([], [row for row in rows if row['Candidate']])
         self.assertIn('AggregateMultiTenancyIsolation',
-                      ' '.join(result['eliminated'][base.PT_HOST]))
+                      ' '.join(self.ruled_out(rows)[base.PT_HOST]))
         # Nova agrees: the admin project cannot boot there
         self.assertFalse(self.boots_on(flavor, base.PT_HOST))
 
@@ -182,8 +195,132 @@ class TestWhyNot(CandidatesTestCase):
         self.addCleanup(self.openstack, 'compute', 'service', 'set',
                         '--enable', base.PLAIN_HOST, 'nova-compute',
                         parse=False)
-        result = self.candidates('--flavor', flavor, '--explain')
+        rows = json.loads(self.explain('--flavor', flavor)[0])
         self.assertNotIn(base.PLAIN_HOST,
-                         {row['host'] for row in result['hosts']})
+                         {row['Host'] for row in rows if row['Candidate']})
         self.assertIn('disabled',
-                      ' '.join(result['eliminated'][base.PLAIN_HOST]))
+                      ' '.join(self.ruled_out(rows)[base.PLAIN_HOST]))
+
+
+class TestOutputShape(CandidatesTestCase):
+    def test_formats_give_the_same_rows_and_stdout_only_rows(self):
+        """-f json, csv and value: the same rows, and nothing else on
+        stdout; one row per nova-compute host Nova has."""
+        flavor = self.create_flavor({})['name']
+        services = self.openstack('compute', 'service', 'list',
+                                  '--service', 'nova-compute')
+        for _attempt in range(3):  # the cloud is shared: amounts may move
+            out, err = self.explain('--flavor', flavor)
+            data = json.loads(out)  # all of stdout is one JSON document
+            columns = list(data[0])
+            rows = [[item[c] for c in columns] for item in data]
+            out_csv, err_csv = self.explain('--flavor', flavor, fmt='csv')
+            out_value, err_value = self.explain('--flavor', flavor,
+                                                fmt='value')
+            as_csv = [columns] + [['' if v is None else str(v) for v in row]
+                                  for row in rows]
+            as_value = [' '.join(str(v) for v in row) for row in rows]
+            if (list(csv.reader(io.StringIO(out_csv))) == as_csv
+                    and out_value.splitlines() == as_value):
+                break
+        self.assertEqual(as_csv, list(csv.reader(io.StringIO(out_csv))))
+        self.assertEqual(as_value, out_value.splitlines())
+        self.assertEqual(['Host', 'Pool', 'GPU Providers', 'GPUs Total',
+                          'GPUs Used', 'GPUs Free', 'Free VCPU',
+                          'Free PCPU', 'Free RAM (MiB)', 'Free Disk (GiB)',
+                          'Candidate', 'Reason'], columns)
+        # every compute host is a row: a candidate or ruled out, with why
+        self.assertEqual({s['Host'] for s in services},
+                         {row['Host'] for row in data})
+        for row in data:
+            self.assertEqual(not row['Candidate'], bool(row['Reason']), row)
+        # the explanation is on stderr, in every format
+        for text in (err, err_csv, err_value):
+            self.assertIn('Placement query (microversion', text)
+            self.assertIn('Nova settings', text)
+            self.assertNotIn('Placement query', out_csv + out_value)
+
+
+class TestHostFilters(CandidatesTestCase):
+    """ImagePropertiesFilter and ComputeCapabilitiesFilter, judged from
+    the compute API, agree with Nova: what they rule out, Nova refuses
+    ("No valid host"); what they keep stays a candidate."""
+
+    def arch(self, host):
+        # the premise, read from Nova: the hosts are x86_64 machines
+        return self.hypervisor(host)['cpu_info']['arch']
+
+    def filter_reasons(self, name, *args):
+        """{host: reasons naming filter NAME} and the candidate hosts."""
+        rows = json.loads(self.explain(*args)[0])
+        out = {host: [r for r in reasons if name in r]
+               for host, reasons in self.ruled_out(rows).items()}
+        return ({h: r for h, r in out.items() if r},
+                {row['Host'] for row in rows if row['Candidate']})
+
+    def assert_no_valid_host(self, flavor, image=base.IMAGE):
+        server = self.boot_refused(flavor, image)
+        self.assertEqual('ERROR', server['status'])
+        self.assertIn('No valid host', str(server.get('fault')))
+
+    def boot_refused(self, flavor, image):
+        name = self.unique_name('server')
+        self.addCleanup(self._delete_server, name)
+        self.openstack_raw(
+            '--os-compute-api-version', base.COMPUTE_API, 'server', 'create',
+            '--flavor', flavor, '--image', image, '--nic', 'none', '--wait',
+            name)
+        return self.openstack('--os-compute-api-version', base.COMPUTE_API,
+                              'server', 'show', name)
+
+    def test_capabilities_extra_spec(self):
+        self.assertEqual('x86_64', self.arch(base.PLAIN_HOST))
+        other = self.create_flavor(
+            {'capabilities:cpu_info:arch': 's== aarch64'})
+        same = self.create_flavor(
+            {'capabilities:cpu_info:arch': '<or> aarch64 <or> x86_64'})
+        # Nova holds the extra spec as written
+        self.assertEqual(
+            {'capabilities:cpu_info:arch': 's== aarch64'},
+            self.openstack('flavor', 'show', other['id'])['properties'])
+        reasons, kept = self.filter_reasons(
+            'ComputeCapabilitiesFilter', '--flavor', other['name'])
+        self.assertEqual(set(), kept)
+        self.assertIn(base.PLAIN_HOST, reasons)
+        self.assertIn('capabilities:cpu_info:arch=s== aarch64, the host has '
+                      'x86_64', reasons[base.PLAIN_HOST][0])
+        reasons, kept = self.filter_reasons(
+            'ComputeCapabilitiesFilter', '--flavor', same['name'])
+        # only a node without cpu_info (Ironic) fails it, in Nova too
+        for host in reasons:
+            self.assertEqual({}, self.hypervisor(host)['cpu_info'])
+        self.assertNotIn(base.PLAIN_HOST, reasons)
+        self.assertIn(base.PLAIN_HOST, kept)
+        self.assert_no_valid_host(other['name'])
+
+    def test_image_architecture(self):
+        self.assertEqual('x86_64', self.arch(base.PLAIN_HOST))
+        flavor = self.create_flavor({})['name']
+        images = {}
+        for arch in ('aarch64', 'x86_64'):
+            name = self.unique_name('image-' + arch)
+            self.openstack('image', 'create', '--file', '/dev/null',
+                           '--disk-format', 'raw', '--container-format',
+                           'bare', '--property', 'architecture=' + arch,
+                           name)
+            self.addCleanup(self.openstack_raw, 'image', 'delete', name)
+            images[arch] = name
+            # Glance holds the property Nova's filter reads
+            self.assertEqual(arch, self.openstack(
+                'image', 'show', name)['properties']['architecture'])
+        reasons, kept = self.filter_reasons(
+            'ImagePropertiesFilter', '--flavor', flavor,
+            '--image', images['aarch64'])
+        self.assertEqual(set(), kept)
+        self.assertIn('architecture=aarch64', reasons[base.PLAIN_HOST][0])
+        reasons, kept = self.filter_reasons(
+            'ImagePropertiesFilter', '--flavor', flavor,
+            '--image', images['x86_64'])
+        self.assertEqual({}, reasons)
+        self.assertIn(base.PLAIN_HOST, kept)
+        self.assert_no_valid_host(flavor, images['aarch64'])

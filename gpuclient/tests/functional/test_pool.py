@@ -35,20 +35,22 @@ class PoolTestCase(base.FunctionalTestCase):
             'resource', 'provider', 'list', '--in-tree', root)
             if rp['uuid'] != root]
 
+    def pci_capacity(self, host, resource_class=PCI_CLASS):
+        """Placement's capacity of RESOURCE_CLASS in HOST's tree."""
+        total = 0
+        for rp in self.children(host):
+            for inv in self.openstack('resource', 'provider', 'inventory',
+                                      'list', rp):
+                if inv['resource_class'] == resource_class:
+                    total += int((inv['total'] - inv['reserved'])
+                                 * inv['allocation_ratio'])
+        return total
+
     def create_pool(self, *args):
         name = self.unique_name('pool')
         pool = self.openstack('gpu', 'pool', 'create', name, *args)
         self.addCleanup(self.delete_pool, name)
         return pool
-
-    def delete_pool(self, name):
-        rc, _out, err = self.openstack_raw('gpu', 'pool', 'delete',
-                                           '--force', name)
-        if rc and 'No GPU pool named' not in err:
-            self.fail('could not delete pool %s: %s' % (name, err))
-
-    def aggregate(self, name):
-        return self.openstack('aggregate', 'show', name)
 
 
 class TestPoolModes(PoolTestCase):
@@ -76,17 +78,30 @@ class TestPoolModes(PoolTestCase):
         for child in self.children(base.PT_HOST):
             self.assertNotIn(trait, self.traits(child))
 
-        shown = self.openstack('gpu', 'pool', 'show', pool['name'])
+        rc, out, err = self.openstack_raw('gpu', 'pool', 'show',
+                                          pool['name'], '-f', 'json')
+        self.assertEqual(0, rc, err)
+        shown = json.loads(out)
         self.assertEqual([], shown['drift'])
-        self.assertIn('Glance property protections', shown['notes'][0])
-        self.assertIn(base.PT_HOST, shown['gpus'])
+        # the limits of isolation are said on stderr, not in the data
+        self.assertNotIn('notes', shown)
+        self.assertIn('Glance property protections', err)
+        # per-host GPU figures are numbers, as Placement counts them
+        figures = shown['gpus'][base.PT_HOST]
+        self.assertEqual(['total', 'used', 'free'], list(figures))
+        self.assertEqual(figures['total'], figures['used'] + figures['free'])
+        self.assertEqual(self.pci_capacity(base.PT_HOST), figures['total'])
 
-        # isolation off and on again, read back from Placement
-        self.openstack('gpu', 'pool', 'set', pool['name'], '--no-isolate')
+        # isolation off and on again, read back from Placement; set prints
+        # nothing, as openstack aggregate set does
+        self.assertEqual('', self.openstack(
+            'gpu', 'pool', 'set', pool['name'], '--no-isolate',
+            parse=False))
         self.assertNotIn(trait, self.traits(root))
         self.assertNotIn('trait:%s' % trait,
                          self.aggregate(pool['name'])['properties'])
-        self.openstack('gpu', 'pool', 'set', pool['name'], '--isolate')
+        self.assertEqual('', self.openstack(
+            'gpu', 'pool', 'set', pool['name'], '--isolate', parse=False))
         self.assertIn(trait, self.traits(root))
 
         # drift: take the trait off by hand, pool show notices
@@ -97,11 +112,17 @@ class TestPoolModes(PoolTestCase):
         self.openstack(*TRAITS_API, 'resource', 'provider', 'trait', 'set',
                        *args, root)
         shown = self.openstack('gpu', 'pool', 'show', pool['name'])
-        self.assertEqual(1, len(shown['drift']))
-        self.assertIn('lacks %s' % trait, shown['drift'][0])
+        self.assertEqual([{
+            'host': base.PT_HOST, 'problem': 'missing_isolation_trait',
+            'provider': self.openstack('resource', 'provider', 'show',
+                                       root)['name'],
+            'trait': trait,
+            'fix': 'openstack gpu pool set %s --isolate' % pool['name']}],
+            shown['drift'])
 
         # delete --force leaves no trait and no aggregate behind
-        self.openstack('gpu', 'pool', 'set', pool['name'], '--isolate')
+        self.openstack('gpu', 'pool', 'set', pool['name'], '--isolate',
+                       parse=False)
         self.openstack('gpu', 'pool', 'delete', '--force', pool['name'],
                        parse=False)
         self.assertNotIn(trait, self.traits(root))

@@ -82,8 +82,9 @@ class TestDependents(SafetyTestCase):
         self.assertIn(trait, self.pool_traits())
         self.assertEqual('required', self.specs(flavor)['trait:' + trait])
 
-        self.openstack('gpu', 'pool', 'set', name, '--no-isolate',
-                       '--update-dependents')
+        self.assertEqual('', self.openstack(
+            'gpu', 'pool', 'set', name, '--no-isolate',
+            '--update-dependents', parse=False))
         self.assertNotIn('trait:' + trait, self.specs(flavor))
         self.assertNotIn(trait, self.traits(root))
         self.assertNotIn(trait, self.pool_traits())
@@ -103,8 +104,9 @@ class TestDependents(SafetyTestCase):
                    expect=flavor)
         self.assertFalse(self.openstack('gpu', 'pool', 'show',
                                         name)['isolated'])
-        self.openstack('gpu', 'pool', 'set', name, '--isolate',
-                       '--update-dependents')
+        self.assertEqual('', self.openstack(
+            'gpu', 'pool', 'set', name, '--isolate', '--update-dependents',
+            parse=False))
         trait = 'CUSTOM_GPU_POOL_' + name.upper().replace('-', '_')
         self.assertEqual('required', self.specs(flavor)['trait:' + trait])
         server = self.boot(flavor)
@@ -146,8 +148,9 @@ class TestProjects(SafetyTestCase):
         self.fails('gpu', 'pool', 'unset', pool['name'], '--project',
                    project, expect='--open-to-all')
         self.assertIn(key, self.aggregate(pool['name'])['properties'])
-        self.openstack('gpu', 'pool', 'unset', pool['name'], '--project',
-                       project, '--open-to-all')
+        self.assertEqual('', self.openstack(
+            'gpu', 'pool', 'unset', pool['name'], '--project', project,
+            '--open-to-all', parse=False))
         self.assertNotIn(key, self.aggregate(pool['name'])['properties'])
 
     def test_parallel_project_adds_lose_nothing(self):
@@ -159,8 +162,9 @@ class TestProjects(SafetyTestCase):
                 lambda p: self.openstack_raw('gpu', 'pool', 'set',
                                              pool['name'], '--project', p),
                 projects))
-        for rc, _out, err in results:
+        for rc, out, err in results:
             self.assertEqual(0, rc, err)
+            self.assertEqual('', out)
         props = self.aggregate(pool['name'])['properties']
         for project in projects:
             self.assertEqual(project, props.get('filter_tenant_id_' +
@@ -214,8 +218,10 @@ class TestConvergence(SafetyTestCase):
         # and the remedy pool show prints works on an isolated pool
         self.set_traits(root, self.traits(root) - {trait})
         drift = self.openstack('gpu', 'pool', 'show', pool['name'])['drift']
-        self.assertIn('--isolate', drift[0])
-        self.openstack('gpu', 'pool', 'set', pool['name'], '--isolate')
+        self.assertEqual('openstack gpu pool set %s --isolate'
+                         % pool['name'], drift[0]['fix'])
+        self.openstack('gpu', 'pool', 'set', pool['name'], '--isolate',
+                       parse=False)
         self.assertIn(trait, self.traits(root))
 
     def test_sigint_during_create_then_rerun(self):

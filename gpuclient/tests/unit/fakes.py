@@ -36,6 +36,7 @@ import uuid as uuidlib
 import fixtures
 from keystoneauth1 import session as ks_session
 from keystoneauth1 import token_endpoint
+from openstack import connection
 from openstack import exceptions as sdk_exc
 from openstack.compute.v2 import _proxy as compute_proxy
 from openstack.image.v2 import _proxy as image_proxy
@@ -357,6 +358,7 @@ class PlacementFixture(fixtures.Fixture):
                         'min_version': '1.0',
                         'max_version': self.max_version,
                         'status': 'CURRENT',
+                        'links': [{'rel': 'self', 'href': ''}],
                     }
                 ]
             },
@@ -1127,6 +1129,10 @@ class ClientManagerFixture(fixtures.Fixture):
         conn = mock.Mock()
         conn.compute = self.compute
         conn.image = self.image
+        # Placement: the real SDK proxy on the session, made on first use
+        sdk = connection.Connection(session=session, region_name='RegionOne',
+                                    interface='public')
+        type(conn).placement = property(lambda _conn: sdk.placement)
         self.gpu = client.GpuClient(session, conn, 'RegionOne', 'public')
         self.client_manager = mock.Mock()
         self.client_manager.gpu = self.gpu

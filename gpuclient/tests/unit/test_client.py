@@ -14,15 +14,28 @@
 
 import fixtures
 from keystoneauth1 import exceptions as ks_exc
+from keystoneauth1 import fixture as ks_fixture
+from openstack import config as os_config
+from openstack import connection
 from openstack import exceptions as sdk_exc
 from osc_lib import exceptions
 import requests
+from requests_mock.contrib import fixture as rm_fixture
+import yaml
 
 from gpuclient import client
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import fakes
 
 URL = fakes.PLACEMENT_URL
+OVERRIDE_URL = 'http://placement-override.example:8780/placement'
+
+
+def version_document(max_version):
+    """Placement's root document (what keystoneauth discovers)."""
+    return {'versions': [{
+        'id': 'v1.0', 'min_version': '1.0', 'max_version': max_version,
+        'status': 'CURRENT', 'links': [{'rel': 'self', 'href': ''}]}]}
 
 
 class TestPlacement(base.TestCase):
@@ -39,7 +52,7 @@ class TestPlacement(base.TestCase):
         p.resource_providers()
         p.resource_classes()
         # a second client in the same process does not ask again
-        other = client.Placement(p._adapter.session)
+        other = client.Placement(p._adapter)
         other.resource_providers()
         self.assertEqual(1, len(self.placement.requests('/')))
 
@@ -61,10 +74,7 @@ class TestPlacement(base.TestCase):
         )
 
     def test_old_server_refused_before_the_call(self):
-        self.placement.mock.get(
-            URL + '/',
-            json={'versions': [{'id': 'v1.0', 'max_version': '1.20'}]},
-        )
+        self.placement.mock.get(URL + '/', json=version_document('1.20'))
         client.Placement._max_versions.clear()
         p = self.cm.gpu.placement
         exc = self.assertRaises(
@@ -147,6 +157,122 @@ class TestPlacement(base.TestCase):
             3 * len(tree),
             len([r for r in self.placement.requests() if r.path != '/']),
         )
+
+
+class TestPlacementTransport(base.TestCase):
+    """Placement goes through the SDK connection's placement proxy, so
+    what a clouds.yaml says about Placement applies."""
+
+    AUTH_URL = 'http://keystone.example/identity/v3'
+    CATALOG = {  # (interface, region) -> Placement URL in the catalog
+        ('public', 'RegionOne'): 'http://public-one.example/placement',
+        ('internal', 'RegionOne'): 'http://internal-one.example/placement',
+        ('public', 'RegionTwo'): 'http://public-two.example/placement',
+    }
+
+    def setUp(self):
+        super().setUp()
+        self.mock = self.useFixture(rm_fixture.Fixture())
+        token = ks_fixture.V3Token()
+        service = token.add_service('placement')
+        for (interface, region), url in self.CATALOG.items():
+            service.add_endpoint(interface, url, region=region)
+        self.mock.post(self.AUTH_URL + '/auth/tokens', json=token,
+                       headers={'X-Subject-Token': 'subject-token'})
+        for number, url in enumerate(
+                sorted(self.CATALOG.values()) + [OVERRIDE_URL]):
+            # a different maximum at every endpoint: 1.30, 1.31, ...
+            for root in (url, url + '/'):
+                self.mock.get(root,
+                              json=version_document('1.%d' % (30 + number)))
+            self.mock.get(url + '/resource_providers',
+                          json={'resource_providers': []})
+        client.Placement._max_versions.clear()
+        self.addCleanup(client.Placement._max_versions.clear)
+
+    def gpu_client(self, **settings):
+        """A GpuClient over a Connection made from a clouds.yaml."""
+        cloud = {'auth_type': 'v3token',
+                 'auth': {'auth_url': self.AUTH_URL, 'token': 'secret',
+                          'project_id': 'p1'},
+                 'region_name': 'RegionOne', 'interface': 'public'}
+        cloud.update(settings)
+        path = self.useFixture(fixtures.TempDir()).join('clouds.yaml')
+        with open(path, 'w') as out:
+            yaml.safe_dump({'clouds': {'gpu-test': cloud}}, out)
+        config = os_config.OpenStackConfig(
+            config_files=[path], vendor_files=[], secure_files=[],
+            load_envvars=False)
+        conn = connection.Connection(config=config.get_one('gpu-test'))
+        return client.GpuClient(conn.session, conn)
+
+    def placement_requests(self, since=0):
+        return [r for r in self.mock.request_history[since:]
+                if r.method == 'GET' and 'keystone' not in r.netloc]
+
+    def test_endpoint_interface_and_region_from_clouds_yaml(self):
+        cases = [
+            ({}, self.CATALOG['public', 'RegionOne']),
+            ({'region_name': 'RegionTwo'}, self.CATALOG['public',
+                                                        'RegionTwo']),
+            ({'placement_interface': 'internal'},
+             self.CATALOG['internal', 'RegionOne']),
+            ({'interface': 'internal'}, self.CATALOG['internal',
+                                                     'RegionOne']),
+            ({'placement_endpoint_override': OVERRIDE_URL}, OVERRIDE_URL),
+        ]
+        for settings, expected in cases:
+            before = len(self.mock.request_history)
+            client.Placement._max_versions.clear()
+            placement = self.gpu_client(**settings).placement
+            self.assertEqual([], placement.resource_providers())
+            self.assertEqual(expected, placement.endpoint.rstrip('/'),
+                             settings)
+            used = {'%s://%s' % (r.scheme, r.netloc)
+                    for r in self.placement_requests(before)}
+            self.assertEqual({client._endpoint_of(expected)}, used,
+                             settings)
+            # the maximum is the one that endpoint's document publishes
+            number = (sorted(self.CATALOG.values()) + [OVERRIDE_URL]).index(
+                expected)
+            self.assertEqual((1, 30 + number), placement.max_version(),
+                             settings)
+
+    def test_configured_default_microversion_is_never_sent(self):
+        placement = self.gpu_client(
+            placement_endpoint_override=OVERRIDE_URL,
+            placement_api_version='1.2').placement
+        placement.resource_providers()
+        sent = [(r.path, r.headers.get('OpenStack-API-Version'))
+                for r in self.placement_requests()]
+        self.assertIn(('/placement/resource_providers', 'placement 1.14'),
+                      sent)
+        self.assertNotIn('placement 1.2', [v for _p, v in sent])
+
+    def test_unreachable_override_is_named(self):
+        for root in (OVERRIDE_URL, OVERRIDE_URL + '/'):
+            self.mock.get(root, exc=requests.exceptions.ConnectionError(
+                'Connection refused'))
+        placement = self.gpu_client(
+            placement_endpoint_override=OVERRIDE_URL).placement
+        exc = self.assertRaises(exceptions.CommandError,
+                                placement.resource_providers)
+        self.assertIn('cannot connect to Placement at %s' % OVERRIDE_URL,
+                      str(exc))
+
+    def test_document_without_microversions(self):
+        for root in (OVERRIDE_URL, OVERRIDE_URL + '/'):
+            self.mock.get(root, json={'versions': [{
+                'id': 'v1.0', 'status': 'CURRENT',
+                'links': [{'rel': 'self', 'href': ''}]}]})
+        placement = self.gpu_client(
+            placement_endpoint_override=OVERRIDE_URL).placement
+        exc = self.assertRaises(exceptions.CommandError,
+                                placement.resource_providers)
+        self.assertIn('publishes no microversion range', str(exc))
+        self.assertIn(OVERRIDE_URL, str(exc))
+        self.assertEqual([], [r for r in self.placement_requests()
+                              if r.path.endswith('/resource_providers')])
 
 
 class TestTraits(base.TestCase):

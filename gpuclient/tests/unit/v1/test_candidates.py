@@ -12,11 +12,13 @@
 
 """``openstack gpu candidates``: parser, output, request counts."""
 
+import csv
 import io
 import json
 import urllib.parse
 
 from osc_lib import exceptions
+import yaml
 
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import fakes
@@ -83,8 +85,25 @@ class CandidatesTestCase(base.CommandTestCase):
     def run_cmd(self, args):
         cmd = candidates.Candidates(self.make_app(self.cm.client_manager),
                                     None)
+        cmd.app.stderr = io.StringIO()
         parsed = self.check_parser(cmd, args)
         return cmd, parsed, cmd.take_action(parsed)
+
+    def run_output(self, args):
+        """(stdout, stderr) of the whole command, formatter included."""
+        cmd = candidates.Candidates(self.make_app(self.cm.client_manager),
+                                    None)
+        cmd.app.stdout, cmd.app.stderr = io.StringIO(), io.StringIO()
+        cmd.run(self.check_parser(cmd, args))
+        return cmd.app.stdout.getvalue(), cmd.app.stderr.getvalue()
+
+    def one_candidate(self):
+        """Placement offers gpu-pt-1 (3 of its 4 H100s used)."""
+        self.answers['main'] = {'allocation_requests': [
+            {'allocations': {'root-pt': {'resources': {'VCPU': 1}},
+                             'pci-3': {'resources': {PCI: 1}}},
+             'mappings': {'': ['root-pt'], 'pci-h100-0': ['pci-3']}}],
+            'provider_summaries': recorded.pt_tree(used=3)}
 
 
 class TestParser(CandidatesTestCase):
@@ -98,35 +117,66 @@ class TestParser(CandidatesTestCase):
         cmd = candidates.Candidates(self.make_app(None), None)
         self.check_parser(cmd, [
             '--resource', 'VGPU=2', '--resource', 'VCPU=1', '--required',
-            'CUSTOM_X', '--image', 'i', '--pool', 'p', '--project', 'q',
-            '--availability-zone', 'az', '--boot-from-volume', '--limit',
-            '5', '--explain', '--alias-map', 'h100=10de:2331',
-            '--nova-conf', '/x', '--setting', 'pci_in_placement=false'], [
+            'CUSTOM_X', '--forbidden', 'CUSTOM_Y', '--image', 'i', '--pool',
+            'p', '--project', 'q', '--zone', 'az', '--boot-from-volume',
+            '--limit', '5', '--long', '--explain', '--alias-map',
+            'h100=10de:2331', '--nova-conf', '/x', '--setting',
+            'pci_in_placement=false'], [
             ('resources', ['VGPU=2', 'VCPU=1']), ('required', ['CUSTOM_X']),
-            ('image', 'i'), ('pool', 'p'), ('project', 'q'), ('zone', 'az'),
-            ('boot_from_volume', True), ('limit', 5), ('explain', True),
-            ('alias_maps', ['h100=10de:2331']), ('nova_conf', '/x'),
+            ('forbidden', ['CUSTOM_Y']), ('image', 'i'), ('pool', 'p'),
+            ('project', 'q'), ('zone', 'az'), ('availability_zone', None),
+            ('boot_from_volume', True), ('limit', 5), ('long', True),
+            ('explain', True), ('alias_maps', ['h100=10de:2331']),
+            ('nova_conf', ['/x']),
             ('settings', {'pci_in_placement': 'false'})])
         self.assertRaises(base.ParserError, self.check_parser, cmd,
                           ['--resource', 'VGPU=1', '--limit', 'many'])
 
+    def test_availability_zone_is_a_hidden_deprecated_alias(self):
+        cmd = candidates.Candidates(self.make_app(None), None)
+        parser = cmd.get_parser('gpu candidates')
+        self.assertIn('--zone <zone>', parser.format_help())
+        self.assertNotIn('--availability-zone', parser.format_help())
+        parsed = self.check_parser(
+            cmd, ['--resource', 'VGPU=1', '--availability-zone', 'az1'])
+        self.assertEqual('az1', cmd._zone(parsed))
+        self.assertIn('--availability-zone is deprecated, use --zone',
+                      self.logger.output)
+        parsed = self.check_parser(
+            cmd, ['--resource', 'VGPU=1', '--zone', 'az1',
+                  '--availability-zone', 'az2'])
+        exc = self.assertRaises(exceptions.CommandError, cmd._zone, parsed)
+        self.assertIn('give --zone alone', str(exc))
+
+    def test_description_starts_with_one_short_line(self):
+        text = candidates.Candidates(self.make_app(None),
+                                     None).get_description()
+        first, blank, details = text.split('\n', 2)
+        self.assertLess(len(first), 80)
+        self.assertEqual('', blank)
+        self.assertIn('--explain', details)
+
 
 class TestTakeAction(CandidatesTestCase):
     def test_candidates_and_request_count(self):
-        main = {'allocation_requests': [
-            {'allocations': {'root-pt': {'resources': {'VCPU': 1}},
-                             'pci-3': {'resources': {PCI: 1}}},
-             'mappings': {'': ['root-pt'], 'pci-h100-0': ['pci-3']}}],
-            'provider_summaries': recorded.pt_tree(used=3)}
-        self.answers['main'] = main
-        _cmd, _parsed, (columns, rows) = self.run_cmd(
+        self.one_candidate()
+        cmd, _parsed, (columns, rows) = self.run_cmd(
             ['--flavor', 'g1.h100.1', '--alias-map', 'h100=10de:2331'])
-        self.assertEqual(candidates.COLUMNS, columns)
+        self.assertEqual(
+            ('Host', 'Pool', 'GPU Providers', 'GPUs Total', 'GPUs Used',
+             'GPUs Free', 'Free VCPU', 'Free PCPU', 'Free RAM (MiB)',
+             'Free Disk (GiB)'), columns)
         self.assertEqual(1, len(rows))
-        row = rows[0]
-        self.assertEqual(('gpu-pt-1', None, ['pci-3'], 1, 4, 256),
-                         (row[0], row[1], row[2].machine_readable(),
-                          row[3], row[4], row[5]))
+        row = dict(zip(columns, rows[0], strict=True))
+        row['GPU Providers'] = row['GPU Providers'].machine_readable()
+        # pt_tree(used=3): 4 devices, 3 allocated; the root's inventory
+        self.assertEqual(
+            {'Host': 'gpu-pt-1', 'Pool': None, 'GPU Providers': ['pci-3'],
+             'GPUs Total': 4, 'GPUs Used': 3, 'GPUs Free': 1,
+             'Free VCPU': 256, 'Free PCPU': None, 'Free RAM (MiB)': 523776,
+             'Free Disk (GiB)': 3500}, row)
+        # a host with candidates and no note: nothing for stderr
+        self.assertEqual('', cmd.app.stderr.getvalue())
         sent = self.placement.requests('/allocation_candidates')
         self.assertEqual(1, len(sent))
         self.assertEqual('1.36', sent[0].headers['OpenStack-API-Version']
@@ -137,46 +187,94 @@ class TestTakeAction(CandidatesTestCase):
         # per candidate or per host
         self.assertEqual(3, len(self.placement.requests()))
 
-    def test_no_host_explains_with_bounded_requests(self):
-        cmd, _parsed, (_columns, rows) = self.run_cmd(
+    def test_pcpu_has_its_own_column(self):
+        tree = recorded.pt_tree(used=3)
+        tree['root-pt'] = recorded.summary(
+            'root-pt', {'PCPU': (64, 4), 'MEMORY_MB': (1024, 0),
+                        'DISK_GB': (10, 0)}, ['OWNER_NOVA'])
+        self.answers['main'] = {'allocation_requests': [
+            {'allocations': {'root-pt': {'resources': {'PCPU': 1}},
+                             'pci-3': {'resources': {PCI: 1}}},
+             'mappings': {}}], 'provider_summaries': tree}
+        _cmd, _parsed, (columns, rows) = self.run_cmd(
             ['--flavor', 'g1.h100.1', '--alias-map', 'h100=10de:2331'])
-        self.assertEqual([], rows)
-        result = cmd._result
-        self.assertEqual(
-            ['gpu-pt-1: all 4 CUSTOM_PCI_10DE_2331 devices are allocated '
-             '(servers a, b, c, d)'], result['eliminated']['gpu-pt-1'])
-        self.assertIn('plain-1: no CUSTOM_PCI_10DE_2331 inventory',
-                      result['eliminated']['plain-1'])
+        row = dict(zip(columns, rows[0], strict=True))
+        self.assertEqual(60, row['Free PCPU'])
+        self.assertNotEqual(60, row['Free VCPU'])
+
+    def test_long_adds_nodes_and_candidate_count(self):
+        self.one_candidate()
+        _cmd, _parsed, (columns, rows) = self.run_cmd(
+            ['--flavor', 'g1.h100.1', '--alias-map', 'h100=10de:2331',
+             '--long'])
+        self.assertEqual(candidates.COLUMNS + ('Nodes',
+                                               'Allocation Candidates'),
+                         columns)
+        self.assertEqual(['root-pt'], rows[0][-2].machine_readable())
+        self.assertEqual(1, rows[0][-1])
+
+    def test_no_host_explains_on_stderr_with_bounded_requests(self):
+        stdout, stderr = self.run_output(
+            ['--flavor', 'g1.h100.1', '--alias-map', 'h100=10de:2331',
+             '-f', 'json'])
+        self.assertEqual([], json.loads(stdout))
+        lines = stderr.splitlines()
+        self.assertEqual('Why not:', lines[0])
+        self.assertIn('  gpu-pt-1: all 4 CUSTOM_PCI_10DE_2331 devices are '
+                      'allocated (servers a, b, c, d)', lines)
+        self.assertIn('  plain-1: no CUSTOM_PCI_10DE_2331 inventory', lines)
         # the flavor's aggregate_instance_extra_specs:gpu=true, and the
         # only aggregate with gpu=true holds gpu-pt-1 alone
-        self.assertIn('plain-1: no aggregate of the host has gpu '
+        self.assertIn('  plain-1: no aggregate of the host has gpu '
                       '(aggregate_instance_extra_specs:gpu=true; '
-                      'AggregateInstanceExtraSpecsFilter)',
-                      result['eliminated']['plain-1'])
+                      'AggregateInstanceExtraSpecsFilter)', lines)
+        # the query and settings only with --explain
+        self.assertNotIn('Placement query', stderr)
         sent = self.placement.requests('/allocation_candidates')
         self.assertLessEqual(len(sent), 1 + candidates.explain.MAX_RELAXED)
         allocations = [r for r in self.placement.requests()
                        if r.path.endswith('/allocations')]
         self.assertEqual(4, len(allocations))
-        # what table output prints after the (empty) table
-        lines = candidates.explanation_lines(result)
-        self.assertEqual('Why not:', lines[0])
-        self.assertIn('  gpu-pt-1: all 4 CUSTOM_PCI_10DE_2331 devices are '
-                      'allocated (servers a, b, c, d)', lines)
 
-    def test_json_has_the_whole_structure(self):
-        cmd, parsed, (columns, rows) = self.run_cmd(
+    def test_explain_lists_ruled_out_hosts_with_reasons(self):
+        self.one_candidate()
+        cmd, _parsed, (columns, rows) = self.run_cmd(
             ['--flavor', 'g1.h100.1', '--alias-map', 'h100=10de:2331',
-             '--explain', '-f', 'json'])
-        cmd.app.stdout = io.StringIO()
-        cmd.produce_output(parsed, columns, rows)
-        data = json.loads(cmd.app.stdout.getvalue())
-        self.assertTrue(data['query'].startswith('limit=1000&'))
-        self.assertEqual('1.36', data['microversion'])
-        self.assertEqual(True, data['settings']['pci_in_placement'])
-        self.assertEqual('option', data['aliases']['h100']['source'])
-        self.assertIn('NUMATopologyFilter', data['not_checked'])
-        self.assertIn('gpu-pt-1', data['eliminated'])
+             '--explain'])
+        self.assertEqual(candidates.COLUMNS + ('Candidate', 'Reason'),
+                         columns)
+        by_host = {row[0]: dict(zip(columns, row, strict=True))
+                   for row in rows}
+        self.assertEqual({'gpu-pt-1', 'gpu-vgpu-1', 'plain-1'},
+                         set(by_host))
+        self.assertEqual('gpu-pt-1', rows[0][0])  # candidates first
+        self.assertIs(True, by_host['gpu-pt-1']['Candidate'])
+        self.assertEqual([], by_host['gpu-pt-1']['Reason'].machine_readable())
+        self.assertEqual(1, by_host['gpu-pt-1']['GPUs Free'])
+        for host in ('gpu-vgpu-1', 'plain-1'):
+            row = by_host[host]
+            self.assertIs(False, row['Candidate'])
+            # not a candidate: no free amounts are claimed for it
+            self.assertEqual([None] * (len(candidates.COLUMNS) - 1),
+                             [row[c] for c in candidates.COLUMNS[1:]])
+        reasons = by_host['plain-1']['Reason'].machine_readable()
+        # the reasons of _explain, without the host name the row carries
+        self.assertIn('no CUSTOM_PCI_10DE_2331 inventory', reasons)
+        self.assertIn('no aggregate of the host has gpu '
+                      '(aggregate_instance_extra_specs:gpu=true; '
+                      'AggregateInstanceExtraSpecsFilter)', reasons)
+        self.assertEqual('; '.join(reasons),
+                         by_host['plain-1']['Reason'].human_readable())
+        self.assertTrue(by_host['gpu-vgpu-1']['Reason'].machine_readable())
+        stderr = cmd.app.stderr.getvalue()
+        self.assertIn('Placement query (microversion 1.36): '
+                      'GET /allocation_candidates?limit=1000&', stderr)
+        self.assertIn('pci_in_placement = True (default)', stderr)
+        self.assertIn('PCI alias h100 -> CUSTOM_PCI_10DE_2331 (option)',
+                      stderr)
+        self.assertIn('Not checked: NUMATopologyFilter', stderr)
+        # the reasons are rows, not repeated on stderr
+        self.assertNotIn('Why not', stderr)
 
     def test_truncation_note(self):
         main = {'allocation_requests': [
@@ -185,11 +283,21 @@ class TestTakeAction(CandidatesTestCase):
              'mappings': {}}],
             'provider_summaries': recorded.pt_tree(used=3)}
         self.answers['main'] = main
-        cmd, _parsed, _out = self.run_cmd(
+        stdout, stderr = self.run_output(
             ['--flavor', 'g1.h100.1', '--alias-map', 'h100=10de:2331',
-             '--limit', '1'])
-        self.assertTrue(cmd._result['maybe_truncated'])
-        self.assertIn('Raise --limit', cmd._result['notes'][-1])
+             '--limit', '1', '-f', 'value', '-c', 'Host'])
+        self.assertEqual('gpu-pt-1\n', stdout)
+        self.assertIn('Note: Placement returned 1 allocation candidates',
+                      stderr)
+        self.assertIn('Raise --limit', stderr)
+
+    def test_forbidden_traits_are_sent_forbidden(self):
+        self.run_cmd(['--resource', 'VCPU=1', '--required', 'CUSTOM_A',
+                      '--forbidden', 'CUSTOM_B', '--required', '!CUSTOM_C'])
+        sent = self.placement.requests('/allocation_candidates')[0]
+        query = urllib.parse.parse_qs(sent.query.upper())
+        self.assertEqual(['!CUSTOM_B,!CUSTOM_C,CUSTOM_A'],
+                         [','.join(sorted(query['REQUIRED'][0].split(',')))])
 
     def test_unknown_pool_and_bad_resource(self):
         self.assertRaises(exceptions.CommandError, self.run_cmd,
@@ -198,6 +306,10 @@ class TestTakeAction(CandidatesTestCase):
                           ['--resource', 'VGPU'])
         self.assertRaises(exceptions.CommandError, self.run_cmd,
                           ['--flavor', 'g1.h100.1', '--required', 'X'])
+        exc = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                                ['--flavor', 'g1.h100.1', '--forbidden',
+                                 'CUSTOM_X'])
+        self.assertIn('go with --resource', str(exc))
         self.assertRaises(exceptions.CommandError, self.run_cmd,
                           ['--resource', 'VGPU=1', '--nova-conf',
                            '/no/such/file'])
@@ -206,6 +318,90 @@ class TestTakeAction(CandidatesTestCase):
         exc = self.assertRaises(exceptions.CommandError, self.run_cmd,
                                 ['--flavor', 'g1.h100.1'])
         self.assertIn('--alias-map h100=VENDOR:PRODUCT', str(exc))
+
+
+class TestOutputShape(CandidatesTestCase):
+    """Every formatter gives the same rows; stdout holds rows only."""
+
+    ARGS = ['--flavor', 'g1.h100.1', '--alias-map', 'h100=10de:2331',
+            '--explain']
+
+    def setUp(self):
+        super().setUp()
+        self.one_candidate()
+
+    def json_rows(self, *extra):
+        stdout, stderr = self.run_output(self.ARGS + ['-f', 'json',
+                                                      *extra])
+        # the whole of stdout is the JSON document: nothing else on it
+        return json.loads(stdout), stderr
+
+    def test_rows_identical_across_formatters(self):
+        data, _stderr = self.json_rows()
+        self.assertEqual(3, len(data))
+        columns = list(data[0])
+        self.assertEqual(list(candidates.COLUMNS
+                              + candidates.EXPLAIN_COLUMNS), columns)
+        rows = [[item[c] for c in columns] for item in data]
+
+        stdout, _stderr = self.run_output(self.ARGS + ['-f', 'yaml'])
+        self.assertEqual(data, yaml.safe_load(stdout))
+
+        stdout, _stderr = self.run_output(self.ARGS + ['-f', 'csv'])
+        self.assertEqual(
+            [columns] + [['' if v is None else str(v) for v in row]
+                         for row in rows],
+            list(csv.reader(io.StringIO(stdout))))
+
+        stdout, _stderr = self.run_output(self.ARGS + ['-f', 'value'])
+        self.assertEqual([' '.join(str(v) for v in row) for row in rows],
+                         stdout.splitlines())
+
+        stdout, _stderr = self.run_output(self.ARGS + ['-f', 'table'])
+        lines = stdout.splitlines()
+        self.assertTrue(all(line[:1] in '+|' for line in lines), stdout)
+        cells = [[cell.strip() for cell in line.split('|')[1:-1]]
+                 for line in lines if line.startswith('|')]
+
+        def human(column, value):
+            if isinstance(value, list):
+                return ('; ' if column == 'Reason' else ', ').join(value)
+            return str(value)  # None too: cliff's table shows 'None'
+        self.assertEqual(
+            [columns] + [[human(c, v)
+                          for c, v in zip(columns, row, strict=True)]
+                         for row in rows], cells)
+
+    def test_stdout_holds_only_rows(self):
+        data, stderr = self.json_rows()
+        self.assertEqual({'gpu-pt-1': True, 'gpu-vgpu-1': False,
+                          'plain-1': False},
+                         {row['Host']: row['Candidate'] for row in data})
+        for text in ('Placement query', 'Nova settings', 'PCI alias h100',
+                     'Not checked:'):
+            self.assertIn(text, stderr)
+        stdout, stderr = self.run_output(self.ARGS + ['-f', 'table'])
+        self.assertNotIn('Placement query', stdout)
+        self.assertNotIn('Not checked', stdout)
+        self.assertIn('Placement query', stderr)
+
+    def test_columns_select_and_sort(self):
+        data, _stderr = self.json_rows()
+        picked, _stderr = self.json_rows('-c', 'Host', '-c', 'Reason')
+        self.assertEqual([{'Host': row['Host'], 'Reason': row['Reason']}
+                          for row in data], picked)
+        stdout, _stderr = self.run_output(
+            self.ARGS + ['-f', 'value', '-c', 'Host', '--sort-column',
+                         'Host', '--sort-descending'])
+        self.assertEqual(sorted((row['Host'] for row in data),
+                                reverse=True), stdout.split())
+        stdout, _stderr = self.run_output(
+            self.ARGS + ['-f', 'csv', '-c', 'Host', '-c', 'GPUs Free',
+                         '--sort-column', 'GPUs Free'])
+        found = list(csv.reader(io.StringIO(stdout)))
+        self.assertEqual(['Host', 'GPUs Free'], found[0])
+        # None sorts last (cliff): the one candidate comes first
+        self.assertEqual(['gpu-pt-1', '1'], found[1])
 
 
 class TestBounds(CandidatesTestCase):
@@ -243,7 +439,8 @@ class TestBounds(CandidatesTestCase):
                       'CUSTOM_' + 'X' * 249):
             self.assert_refused_before_io(
                 ['--resource', 'VGPU=1', '--required', trait],
-                '--required %s: give a trait name as Placement spells it'
+                '--required %s: give a trait name as Placement '
+                'spells it'
                 % trait)
 
     def test_parse_resources_at_the_bound(self):

@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""``openstack gpu image set/show`` against a fake Glance."""
+"""``openstack gpu image set/unset/show`` against a fake Glance."""
 
 import copy
 import io
@@ -82,18 +82,34 @@ class TestSetImage(ImageTestCase):
     def test_parser(self):
         cmd = image_cmd.SetImage(self.make_app(None), None)
         self.check_parser(cmd, ['img'], [
-            ('image', 'img'), ('q35', True), ('uefi', True),
-            ('secure_boot', False), ('hide_hypervisor_id', False),
+            ('image', 'img'), ('q35', None), ('uefi', None),
+            ('secure_boot', None), ('hide_hypervisor_id', None),
             ('dry_run', False)])
         self.check_parser(cmd, ['img', '--dry-run'], [('dry_run', True)])
-        self.check_parser(cmd, ['img', '--no-q35', '--no-uefi',
-                                '--secure-boot', '--hide-hypervisor-id'], [
-            ('q35', False), ('uefi', False), ('secure_boot', True),
+        self.check_parser(cmd, ['img', '--q35', '--uefi', '--secure-boot',
+                                '--hide-hypervisor-id'], [
+            ('q35', True), ('uefi', True), ('secure_boot', True),
             ('hide_hypervisor_id', True)])
+        self.check_parser(cmd, ['img', '--no-q35', '--no-uefi',
+                                '--no-secure-boot',
+                                '--no-hide-hypervisor-id'], [
+            ('q35', False), ('uefi', False), ('secure_boot', False),
+            ('hide_hypervisor_id', False)])
         self.assertRaises(base.ParserError, self.check_parser, cmd, [])
+        for option in ('q35', 'uefi', 'secure-boot', 'hide-hypervisor-id'):
+            self.assertRaises(base.ParserError, self.check_parser, cmd,
+                              ['img', '--' + option, '--no-' + option])
 
-    def test_defaults_by_name(self):
-        self.run_cmd(image_cmd.SetImage, ['ubuntu-gpu'])
+    def test_no_option_changes_nothing(self):
+        self.image['hw_firmware_type'] = 'bios'
+        before = copy.deepcopy(self.glance.images)
+        self.assertIsNone(self.run_cmd(image_cmd.SetImage, ['ubuntu-gpu']))
+        self.assertEqual(before, self.glance.images)
+        self.assertEqual([], self.glance.patches)
+        self.assertIn('nothing to change', self.logger.output)
+
+    def test_q35_uefi_by_name(self):
+        self.run_cmd(image_cmd.SetImage, ['ubuntu-gpu', '--q35', '--uefi'])
         self.assertEqual('q35', self.image['hw_machine_type'])
         self.assertEqual('uefi', self.image['hw_firmware_type'])
         ((url, patch, headers),) = self.glance.patches
@@ -103,13 +119,14 @@ class TestSetImage(ImageTestCase):
             headers['Content-Type'])
         self.assertEqual({'add'}, {op['op'] for op in patch})
         # again: nothing to do, no request
-        self.run_cmd(image_cmd.SetImage, [IMAGE_ID])
+        self.run_cmd(image_cmd.SetImage, [IMAGE_ID, '--q35', '--uefi'])
         self.assertEqual(1, len(self.glance.patches))
 
     def test_secure_boot_and_hidden_id(self):
         self.image['hw_hide_hypervisor_id'] = 'true'
         self.image['hw_firmware_type'] = 'bios'
-        self.run_cmd(image_cmd.SetImage, [IMAGE_ID, '--secure-boot',
+        self.run_cmd(image_cmd.SetImage, [IMAGE_ID, '--q35', '--uefi',
+                                          '--secure-boot',
                                           '--hide-hypervisor-id'])
         self.assertEqual('required', self.image['os_secure_boot'])
         self.assertEqual('true', self.image['img_hide_hypervisor_id'])
@@ -119,12 +136,25 @@ class TestSetImage(ImageTestCase):
         self.assertEqual('replace', ops['/hw_firmware_type'])
         self.assertEqual('remove', ops['/hw_hide_hypervisor_id'])
 
+    def test_no_forms(self):
+        self.image.update(hw_machine_type='q35', hw_firmware_type='uefi',
+                          os_secure_boot='required',
+                          img_hide_hypervisor_id='true')
+        self.run_cmd(image_cmd.SetImage, [
+            IMAGE_ID, '--no-q35', '--no-uefi', '--no-secure-boot',
+            '--no-hide-hypervisor-id'])
+        self.assertNotIn('hw_machine_type', self.image)
+        self.assertEqual(('bios', 'disabled', 'false'), (
+            self.image['hw_firmware_type'], self.image['os_secure_boot'],
+            self.image['img_hide_hypervisor_id']))
+        self.assertEqual(1, len(self.glance.patches))
+
     def test_dry_run(self):
         self.image['hw_hide_hypervisor_id'] = 'true'
         before = copy.deepcopy(self.glance.images)
         self.assertIsNone(self.run_cmd(image_cmd.SetImage, [
-            'ubuntu-gpu', '--secure-boot', '--hide-hypervisor-id',
-            '--dry-run']))
+            'ubuntu-gpu', '--q35', '--uefi', '--secure-boot',
+            '--hide-hypervisor-id', '--dry-run']))
         self.assertEqual([
             '1. set properties of image ubuntu-gpu: hw_firmware_type=uefi, '
             'hw_hide_hypervisor_id (removed), hw_machine_type=q35, '
@@ -136,8 +166,8 @@ class TestSetImage(ImageTestCase):
         self.assertEqual([], self.glance.patches)
         self.assertEqual(before, self.glance.images)
         # once set, a dry run says there is nothing to do
-        self.run_cmd(image_cmd.SetImage, [IMAGE_ID])
-        self.run_cmd(image_cmd.SetImage, [IMAGE_ID, '--dry-run'])
+        self.run_cmd(image_cmd.SetImage, [IMAGE_ID, '--q35'])
+        self.run_cmd(image_cmd.SetImage, [IMAGE_ID, '--q35', '--dry-run'])
         self.assertEqual(['Updating image ubuntu-gpu: nothing to do, the '
                           'cloud already matches.'],
                          self.stdout.getvalue().splitlines())
@@ -146,11 +176,69 @@ class TestSetImage(ImageTestCase):
     def test_refused(self):
         exc = self.assertRaises(exceptions.CommandError, self.run_cmd,
                                 image_cmd.SetImage,
-                                [IMAGE_ID, '--secure-boot', '--no-uefi'])
-        self.assertIn('--secure-boot needs', str(exc))
+                                [IMAGE_ID, '--secure-boot', '--q35'])
+        self.assertIn('Add --q35 and --uefi', str(exc))
         exc = self.assertRaises(exceptions.CommandError, self.run_cmd,
-                                image_cmd.SetImage, ['nope'])
+                                image_cmd.SetImage, ['nope', '--q35'])
         self.assertIn('No image with name or ID nope', str(exc))
+        self.assertEqual([], self.glance.patches)
+
+
+class TestUnsetImage(ImageTestCase):
+    def test_parser(self):
+        cmd = image_cmd.UnsetImage(self.make_app(None), None)
+        self.check_parser(cmd, ['img'], [
+            ('image', 'img'), ('q35', False), ('uefi', False),
+            ('secure_boot', False), ('hide_hypervisor_id', False),
+            ('dry_run', False)])
+        self.check_parser(cmd, ['img', '--q35', '--uefi', '--secure-boot',
+                                '--hide-hypervisor-id', '--dry-run'], [
+            ('q35', True), ('uefi', True), ('secure_boot', True),
+            ('hide_hypervisor_id', True), ('dry_run', True)])
+        self.assertRaises(base.ParserError, self.check_parser, cmd,
+                          ['img', '--no-q35'])
+
+    def test_removes_what_set_added(self):
+        before = copy.deepcopy(self.image)
+        self.run_cmd(image_cmd.SetImage, [IMAGE_ID, '--q35', '--uefi',
+                                          '--secure-boot',
+                                          '--hide-hypervisor-id'])
+        self.run_cmd(image_cmd.UnsetImage, [
+            'ubuntu-gpu', '--q35', '--uefi', '--secure-boot',
+            '--hide-hypervisor-id'])
+        self.assertEqual(before, self.image)
+        self.assertEqual({'remove'},
+                         {op['op'] for op in self.glance.patches[1][1]})
+        self.assertEqual('', self.stdout.getvalue())
+
+    def test_other_values_left_and_said(self):
+        self.image.update(hw_machine_type='pc-q35-8.2',
+                          hw_firmware_type='uefi')
+        self.run_cmd(image_cmd.UnsetImage, [IMAGE_ID, '--q35', '--uefi'])
+        self.assertEqual('pc-q35-8.2', self.image['hw_machine_type'])
+        self.assertNotIn('hw_firmware_type', self.image)
+        self.assertIn('hw_machine_type=pc-q35-8.2 is not the value '
+                      'gpuclient sets', self.logger.output)
+
+    def test_no_option_and_dry_run(self):
+        self.image.update(hw_machine_type='q35', hw_firmware_type='uefi')
+        before = copy.deepcopy(self.glance.images)
+        self.assertIsNone(self.run_cmd(image_cmd.UnsetImage, [IMAGE_ID]))
+        self.run_cmd(image_cmd.UnsetImage, [IMAGE_ID, '--uefi',
+                                            '--dry-run'])
+        self.assertEqual([
+            '1. set properties of image ubuntu-gpu: hw_firmware_type '
+            '(removed) (undo: restore properties of image ubuntu-gpu: '
+            'hw_firmware_type=uefi)'], self.stdout.getvalue().splitlines())
+        self.assertEqual(before, self.glance.images)
+        self.assertEqual([], self.glance.patches)
+
+    def test_refused_while_secure_boot_needs_it(self):
+        self.image.update(hw_machine_type='q35', hw_firmware_type='uefi',
+                          os_secure_boot='required')
+        exc = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                                image_cmd.UnsetImage, [IMAGE_ID, '--uefi'])
+        self.assertIn('Add --secure-boot', str(exc))
         self.assertEqual([], self.glance.patches)
 
 

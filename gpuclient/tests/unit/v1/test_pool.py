@@ -13,13 +13,18 @@
 """``openstack gpu pool ...`` commands: parsers and take_action."""
 
 import copy
+import inspect
 import io
 from unittest import mock
 
 from osc_lib import exceptions
+from osc_lib.command import command
 
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import test_pool_ops
+from gpuclient.v1 import flavor as flavor_cmd
+from gpuclient.v1 import host as host_cmd
+from gpuclient.v1 import image as image_cmd
 from gpuclient.v1 import pool as pool_cmd
 
 STEER = 'aggregate_instance_extra_specs:gpu_pool'
@@ -56,6 +61,14 @@ class PoolCommandTestCase(test_pool_ops.PoolOpsTestCase,
                 ['%s %s' % (r.method, r.path)
                  for r in self.placement.mock.request_history
                  if r.method != 'GET'])
+
+    def show_data(self, pool):
+        """pool show as -f json/yaml get it: {field: machine value}."""
+        with mock.patch.object(self.client.compute, 'flavors',
+                               return_value=[]):
+            columns, values = self.run_cmd(pool_cmd.ShowPool, [pool])
+        return {c: v.machine_readable() if hasattr(v, 'machine_readable')
+                else v for c, v in zip(columns, values, strict=True)}
 
     def as_dict(self, result):
         columns, values = result
@@ -157,8 +170,56 @@ class TestCommands(PoolCommandTestCase):
             shown = self.as_dict(self.run_cmd(pool_cmd.ShowPool,
                                               ['solver']))
         self.assertEqual('g1', shown['flavors'])
-        self.assertEqual("gpu-pt-1='0 used / 4 total'", shown['gpus'])
-        self.assertIn('Glance property protections', shown['notes'])
+        self.assertEqual('gpu-pt-1: total 4, used 0, free 4', shown['gpus'])
+        self.assertEqual('', shown['drift'])
+        self.assertNotIn('notes', shown)
+        # the limits of isolation go to stderr, not into the data
+        self.assertIn('Glance property protections', self.logger.output)
+
+    def test_show_fields_are_data(self):
+        self.create('--host', 'gpu-pt-1', '--isolate')
+        shown = self.show_data('solver')
+        self.assertEqual(
+            ('solver', 'passthrough', 'CUSTOM_PCI_10DE_2331', 'h100',
+             '10de:2331', None, None, ['gpu-pt-1'], True, SOLVER_TRAIT),
+            (shown['name'], shown['mode'], shown['resource_class'],
+             shown['alias'], shown['pci_id'], shown['vgpu_type'],
+             shown['mig_profile'], shown['hosts'], shown['isolated'],
+             shown['isolation_trait']))
+        self.assertEqual({'gpu-pt-1': {'total': 4, 'used': 0, 'free': 4}},
+                         shown['gpus'])
+        self.assertEqual(['total', 'used', 'free'],
+                         list(shown['gpus']['gpu-pt-1']))
+        self.assertEqual([], shown['flavors'])
+        self.assertEqual([], shown['drift'])
+        # drift is data too: take the trait off the member's provider
+        self.pt.traits.remove(SOLVER_TRAIT)
+        shown = self.show_data('solver')
+        self.assertEqual([{
+            'host': 'gpu-pt-1', 'problem': 'missing_isolation_trait',
+            'provider': 'gpu-pt-1.test', 'trait': SOLVER_TRAIT,
+            'fix': 'openstack gpu pool set solver --isolate'}],
+            shown['drift'])
+        columns, values = self.run_cmd(pool_cmd.ShowPool, ['solver'])
+        table = dict(zip(columns, values, strict=True))
+        self.assertEqual(
+            'gpu-pt-1: root provider gpu-pt-1.test lacks %s, so isolated '
+            'flavors cannot land there (run "openstack gpu pool set solver '
+            '--isolate" to put it back).' % SOLVER_TRAIT,
+            table['drift'].human_readable())
+
+    def test_show_vgpu_pool(self):
+        self.run_cmd(pool_cmd.CreatePool, [
+            'ws', '--mode', 'vgpu', '--vgpu-type', 'nvidia-35', '--host',
+            'gpu-vgpu-1'])
+        shown = self.show_data('ws')
+        self.assertEqual(('nvidia-35', None, None),
+                         (shown['vgpu_type'], shown['alias'],
+                          shown['pci_id']))
+        figures = shown['gpus']['gpu-vgpu-1']
+        self.assertEqual(figures['total'],
+                         figures['used'] + figures['free'])
+        self.assertEqual(8, figures['total'])
 
     def test_identical_create_warns(self):
         self.create()
@@ -184,13 +245,17 @@ class TestCommands(PoolCommandTestCase):
         shown = self.as_dict(self.run_cmd(pool_cmd.AddHostPool, [
             'solver', 'gpu-pt-1']))
         self.assertEqual('gpu-pt-1', shown['hosts'])
-        shown = self.as_dict(self.run_cmd(pool_cmd.SetPool, [
+        # set and unset print nothing, as openstack aggregate set does
+        self.assertIsNone(self.run_cmd(pool_cmd.SetPool, [
             'solver', '--isolate', '--property', 'owner=x']))
+        self.assertEqual('', self.stdout.getvalue())
+        shown = self.show_data('solver')
         self.assertTrue(shown['isolated'])
-        self.assertEqual("owner='x'", shown['properties'])
-        shown = self.as_dict(self.run_cmd(pool_cmd.UnsetPool, [
+        self.assertEqual({'owner': 'x'}, shown['properties'])
+        self.assertIsNone(self.run_cmd(pool_cmd.UnsetPool, [
             'solver', '--property', 'owner']))
-        self.assertEqual('', shown['properties'])
+        self.assertEqual('', self.stdout.getvalue())
+        self.assertEqual({}, self.show_data('solver')['properties'])
         shown = self.as_dict(self.run_cmd(pool_cmd.RemoveHostPool, [
             'solver', 'gpu-pt-1']))
         self.assertEqual('', shown['hosts'])
@@ -220,9 +285,13 @@ class TestDryRun(PoolCommandTestCase):
 
     def dry_run(self, cls, args):
         before, writes = self.state(), self.writes()
-        shown = self.as_dict(self.run_cmd(cls, args + ['--dry-run']))
+        result = self.run_cmd(cls, args + ['--dry-run'])
         self.assertEqual(before, self.state())
         self.assertEqual(writes, self.writes())
+        if result is None:
+            # a command that prints nothing on success prints its plan
+            return self.stdout.getvalue().splitlines(), None
+        shown = self.as_dict(result)
         self.assertIs(True, shown['dry_run'])
         return shown['plan'].split('\n'), shown['warnings']
 
@@ -284,11 +353,15 @@ class TestDryRun(PoolCommandTestCase):
             lines)
         self.assertNotIn(SOLVER_TRAIT, self.pt.traits)
         # applied, the same change does what the plan said
-        shown = self.as_dict(self.run_cmd(pool_cmd.SetPool, [
+        self.run_cmd(pool_cmd.SetPool, [
             'solver', '--isolate', '--property', 'owner=x', '--project',
-            'research']))
-        self.assertTrue(shown['isolated'])
-        self.assertEqual('id-research', shown['projects'])
+            'research'])
+        self.assertEqual('', self.stdout.getvalue())
+        self.assertEqual({'owner': 'x', 'trait:' + SOLVER_TRAIT: 'required',
+                          'filter_tenant_id_id-research': 'id-research'},
+                         {k: v for k, v in
+                          self.cloud.aggregates[0].metadata.items()
+                          if not k.startswith('gpu_')})
         self.assertIn(SOLVER_TRAIT, self.pt.traits)
 
     def test_unset(self):
@@ -397,9 +470,9 @@ class TestDependents(PoolCommandTestCase):
                       'deletes', str(exc))
         self.assertIn('Run again with --update-dependents', str(exc))
         self.assertEqual(before, self.state())
-        shown = self.as_dict(self.run_cmd(pool_cmd.SetPool, [
-            'solver', '--no-isolate', '--update-dependents', '--dry-run']))
-        lines = shown['plan'].split('\n')
+        self.run_cmd(pool_cmd.SetPool, [
+            'solver', '--no-isolate', '--update-dependents', '--dry-run'])
+        lines = self.stdout.getvalue().splitlines()
         # the flavor first: no flavor ever requires a deleted trait
         self.assertEqual(
             '1. set extra specs of flavor g1.solver: '
@@ -410,9 +483,9 @@ class TestDependents(PoolCommandTestCase):
                          'create trait CUSTOM_GPU_POOL_SOLVER again)',
                          lines[-1])
         self.assertEqual(before, self.state())
-        shown = self.as_dict(self.run_cmd(pool_cmd.SetPool, [
-            'solver', '--no-isolate', '--update-dependents']))
-        self.assertFalse(shown['isolated'])
+        self.run_cmd(pool_cmd.SetPool, [
+            'solver', '--no-isolate', '--update-dependents'])
+        self.assertFalse(self.show_data('solver')['isolated'])
         self.assertEqual({STEER: 'solver', 'pci_passthrough:alias': 'h100:1'},
                          flavor['extra_specs'])
         self.assertNotIn(SOLVER_TRAIT, self.pt.traits)
@@ -432,9 +505,9 @@ class TestDependents(PoolCommandTestCase):
                       'CUSTOM_GPU_POOL_SOLVER. Run again with '
                       '--update-dependents', str(exc))
         self.assertEqual(before, self.state())
-        shown = self.as_dict(self.run_cmd(pool_cmd.SetPool, [
-            'solver', '--isolate', '--update-dependents']))
-        self.assertTrue(shown['isolated'])
+        self.run_cmd(pool_cmd.SetPool, [
+            'solver', '--isolate', '--update-dependents'])
+        self.assertTrue(self.show_data('solver')['isolated'])
         self.assertEqual('required',
                          flavor['extra_specs']['trait:' + SOLVER_TRAIT])
         self.assertIn(SOLVER_TRAIT, self.pt.traits)
@@ -465,9 +538,9 @@ class TestDependents(PoolCommandTestCase):
                       'you are removing (g1.private: id-research)', str(exc))
         self.assertIn('Run again with --update-dependents', str(exc))
         self.assertEqual(before, self.state())
-        shown = self.as_dict(self.run_cmd(pool_cmd.UnsetPool, [
+        self.run_cmd(pool_cmd.UnsetPool, [
             'solver', '--project', 'research', '--open-to-all',
-            '--update-dependents', '--dry-run']))
+            '--update-dependents', '--dry-run'])
         self.assertEqual([
             '1. take access to flavor g1.private from project id-research '
             '(undo: give project id-research access to flavor g1.private '
@@ -475,12 +548,32 @@ class TestDependents(PoolCommandTestCase):
             '2. set metadata of aggregate solver: '
             'filter_tenant_id_id-research (removed) (undo: restore metadata '
             'of aggregate solver: filter_tenant_id_id-research=id-research)'],
-            shown['plan'].split('\n'))
+            self.stdout.getvalue().splitlines())
         self.assertEqual(before, self.state())
-        shown = self.as_dict(self.run_cmd(pool_cmd.UnsetPool, [
+        self.run_cmd(pool_cmd.UnsetPool, [
             'solver', '--project', 'research', '--open-to-all',
-            '--update-dependents']))
-        self.assertEqual('', shown['projects'])
+            '--update-dependents'])
+        self.assertEqual([], self.show_data('solver')['projects'])
         self.assertEqual([], [k for k in self.cloud.aggregates[0].metadata
                               if k.startswith('filter_tenant_id')])
         self.assertEqual(['id-other'], self.cloud.flavor_access[flavor['id']])
+
+
+class TestDescriptions(base.TestCase):
+    """openstack help lists only a description's first line: one short
+    sentence, then a blank line before any details."""
+
+    def test_first_line_short(self):
+        classes = [
+            cls for module in (host_cmd, pool_cmd, flavor_cmd, image_cmd)
+            for _name, cls in inspect.getmembers(module, inspect.isclass)
+            if issubclass(cls, command.Command)
+            and cls.__module__ == module.__name__
+            and cls.__dict__.get('_description')]
+        self.assertGreaterEqual(len(classes), 15)
+        for cls in classes:
+            lines = str(cls._description).split('\n')
+            self.assertLessEqual(len(lines[0]), 60, cls.__name__)
+            self.assertTrue(lines[0].endswith('.'), cls.__name__)
+            if len(lines) > 1:
+                self.assertEqual('', lines[1], cls.__name__)

@@ -1,0 +1,203 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Pure: the compute host an operator means by a name.
+
+Nova's aggregate API takes the compute *service* host (``openstack compute
+service list``). Operators often copy a name from ``openstack hypervisor
+list`` (the hypervisor hostname, often a FQDN such as
+``gpu-pt-1.gpu.test`` for service host ``gpu-pt-1``) or from ``openstack
+resource provider list`` (root providers are named after the hypervisor
+hostname; child providers after their device). Each of these names one
+compute host; this module finds which, with no I/O: the client layer feeds
+in the service hosts, the os-hypervisors entries (compute API >= 2.53,
+where the hypervisor id is its root provider's uuid and ``service.host``
+its compute host) and, when needed, Placement's provider list.
+
+A bare-metal (Ironic) compute host has one hypervisor per node: the node
+(hypervisor hostname or id, which is the node's uuid, or its provider's
+name or uuid) resolves to the compute host that manages it. Ironic's own
+node *names* are not known to Nova or Placement and are not resolved.
+"""
+
+import collections
+
+from osc_lib import exceptions
+
+from gpuclient.i18n import _
+
+# How a name matched a host (``Resolved.via``).
+SERVICE_HOST = 'service host'
+HYPERVISOR_HOSTNAME = 'hypervisor hostname'
+HYPERVISOR_ID = 'hypervisor id'
+PROVIDER_NAME = 'resource provider name'
+PROVIDER_UUID = 'resource provider uuid'
+
+_VIA_TEXT = {
+    SERVICE_HOST: _('compute service host'),
+    HYPERVISOR_HOSTNAME: _('hypervisor hostname'),
+    HYPERVISOR_ID: _('hypervisor id'),
+    PROVIDER_NAME: _('resource provider name'),
+    PROVIDER_UUID: _('resource provider uuid'),
+}
+
+Resolved = collections.namedtuple('Resolved', 'name host via')
+
+
+def _service_host(hypervisor):
+    return (hypervisor.get('service') or {}).get('host')
+
+
+def index(hosts, hypervisors, providers=None):
+    """{name: {host: via}} of every name that designates a compute host.
+
+    ``hosts`` are the compute service hosts (the names Nova's aggregate API
+    takes); ``hypervisors`` os-hypervisors entries at compute API >= 2.53;
+    ``providers`` Placement providers with ``uuid``, ``name`` and
+    ``root_provider_uuid`` (None: not read).
+    """
+    names = collections.defaultdict(dict)
+
+    def add(name, host, via):
+        if name and host:
+            names[name].setdefault(host, via)
+
+    for host in hosts:
+        add(host, host, SERVICE_HOST)
+    root_host = {}
+    for hv in hypervisors:
+        host = _service_host(hv)
+        if not host:
+            continue
+        root_host[hv.get('id')] = host
+        add(hv.get('hypervisor_hostname'), host, HYPERVISOR_HOSTNAME)
+        add(hv.get('id'), host, HYPERVISOR_ID)
+    for rp in providers or ():
+        host = root_host.get(rp.get('root_provider_uuid') or rp.get('uuid'))
+        add(rp.get('name'), host, PROVIDER_NAME)
+        add(rp.get('uuid'), host, PROVIDER_UUID)
+    return names
+
+
+class Resolution:
+    """What a list of names resolved to.
+
+    ``resolved``: Resolved(name, host, via) per name that designates one
+    host; ``unknown``: names that designate none; ``ambiguous``: {name:
+    {host: via}} for names that designate several.
+    """
+
+    def __init__(self, names, resolved, unknown, ambiguous, hosts,
+                 hypervisors):
+        self.names = list(names)
+        self.resolved = resolved
+        self.unknown = unknown
+        self.ambiguous = ambiguous
+        self._hosts = sorted(set(hosts))
+        self._hypervisors = hypervisors
+
+    def hosts(self, keep_unknown=False):
+        """The compute hosts, in the order the names came, each once.
+
+        Unknown names are left out, or with ``keep_unknown`` kept as they
+        are (for a caller with a better message for them).
+        """
+        found = {r.name: r.host for r in self.resolved}
+        return list(dict.fromkeys(
+            found.get(name, name) for name in self.names
+            if name in found or (keep_unknown and name in self.unknown)))
+
+    def notes(self):
+        """For the operator: names that were not a compute host's own."""
+        return [
+            _('"%(name)s" is the %(via)s of compute host %(host)s: using '
+              '%(host)s.')
+            % {'name': r.name, 'via': _VIA_TEXT[r.via], 'host': r.host}
+            for r in self.resolved if r.via != SERVICE_HOST]
+
+    def _choices(self):
+        """Compute hosts, with their hypervisor hostname where it differs.
+
+        A host with several hypervisors (Ironic) shows their number only:
+        there may be thousands.
+        """
+        by_host = collections.defaultdict(list)
+        for hv in self._hypervisors:
+            if _service_host(hv):
+                by_host[_service_host(hv)].append(
+                    hv.get('hypervisor_hostname'))
+        choices = []
+        for host in self._hosts:
+            names = by_host.get(host) or []
+            if len(names) == 1 and names[0] and names[0] != host:
+                choices.append(_('%(host)s (hypervisor %(hv)s)')
+                               % {'host': host, 'hv': names[0]})
+            elif len(names) > 1:
+                choices.append(_('%(host)s (%(count)d hypervisors)')
+                               % {'host': host, 'count': len(names)})
+            else:
+                choices.append(host)
+        return ', '.join(choices) or _('none')
+
+    def check(self, unknown=True):
+        """Raise a CommandError for ambiguous (and unknown) names."""
+        if self.ambiguous:
+            parts = []
+            for name in sorted(self.ambiguous):
+                matches = self.ambiguous[name]
+                parts.append(
+                    _('"%(name)s" is %(matches)s')
+                    % {'name': name, 'matches': _(', ').join(
+                        _('the %(via)s of %(host)s')
+                        % {'via': _VIA_TEXT[matches[host]], 'host': host}
+                        for host in sorted(matches))})
+            raise exceptions.CommandError(
+                _('Ambiguous host name(s): %(parts)s. Give the compute host '
+                  'as "openstack compute service list" names it: one of '
+                  '%(choices)s.')
+                % {'parts': '; '.join(parts), 'choices': self._choices()})
+        if unknown and self.unknown:
+            raise exceptions.CommandError(
+                _('Unknown compute host(s): %(unknown)s. Give a compute host '
+                  'as "openstack compute service list" names it, or the '
+                  'hypervisor hostname or resource provider name of one. '
+                  'Compute hosts: %(choices)s.')
+                % {'unknown': ', '.join(self.unknown),
+                   'choices': self._choices()})
+
+
+def resolve(names, hosts, hypervisors, providers=None):
+    """Resolve names to compute hosts; returns a Resolution.
+
+    A name that is a compute host (one of ``hosts``) is that host, even if
+    it also is another host's hypervisor hostname: that is the name Nova's
+    own API takes, and what worked before keeps working. Otherwise a name
+    matching hypervisors or providers of exactly one host resolves to that
+    host; several hosts make it ambiguous, none unknown.
+    """
+    names = list(names)
+    table = index(hosts, hypervisors, providers)
+    resolved, unknown, ambiguous = [], [], {}
+    for name in names:
+        matches = table.get(name) or {}
+        own = [h for h, via in matches.items() if via == SERVICE_HOST]
+        if own:
+            resolved.append(Resolved(name, own[0], SERVICE_HOST))
+        elif len(matches) == 1:
+            (host, via), = matches.items()
+            resolved.append(Resolved(name, host, via))
+        elif matches:
+            ambiguous[name] = dict(matches)
+        elif name not in unknown:
+            unknown.append(name)
+    return Resolution(names, resolved, unknown, ambiguous, hosts,
+                      hypervisors)

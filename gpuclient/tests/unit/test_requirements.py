@@ -1,0 +1,191 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""requirements.txt and test-requirements.txt name what the code imports.
+
+Every module gpuclient/ imports (outside the tests) is the standard
+library, gpuclient, or a package of requirements.txt; every module the
+tests import is also allowed from test-requirements.txt. An import inside
+``try: ... except ImportError`` is optional (the Nova differential test)
+and not counted.
+"""
+
+import ast
+import importlib.metadata
+import os
+import re
+import sys
+
+import fixtures
+
+import gpuclient
+from gpuclient.tests.unit import base
+
+PACKAGE = os.path.dirname(os.path.abspath(gpuclient.__file__))
+ROOT = os.path.dirname(PACKAGE)
+TESTS = os.path.join(PACKAGE, 'tests')
+
+
+def normalize(name):
+    return re.sub(r'[-_.]+', '-', name).lower()
+
+
+def requirement_names(path):
+    """Normalized distribution names in a pip requirements file."""
+    found = set()
+    with open(path) as text:
+        for line in text:
+            match = re.match(r'\s*([A-Za-z0-9][A-Za-z0-9._-]*)', line)
+            if match and not line.lstrip().startswith(('#', '-')):
+                found.add(normalize(match.group(1)))
+    return found
+
+
+_CATCH_IMPORT_ERROR = ('ImportError', 'ModuleNotFoundError', 'Exception',
+                       'BaseException')
+
+
+def _catches_import_error(handler):
+    if handler.type is None:
+        return True
+    types = (handler.type.elts if isinstance(handler.type, ast.Tuple)
+             else [handler.type])
+    return any(isinstance(t, ast.Name) and t.id in _CATCH_IMPORT_ERROR
+               for t in types)
+
+
+def _optional(node, parents):
+    """Whether an import sits in a try whose handlers catch ImportError."""
+    for parent in parents.get(node, ()):
+        if isinstance(parent, ast.Try) and any(
+                _catches_import_error(h) for h in parent.handlers):
+            return True
+    return False
+
+
+def imported_modules(source):
+    """Top-level names of the modules SOURCE imports, optional ones out."""
+    tree = ast.parse(source)
+    parents = {}
+
+    def walk(node, chain):
+        for child in ast.iter_child_nodes(node):
+            parents[child] = chain + (node,)
+            walk(child, chain + (node,))
+
+    walk(tree, ())
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module]
+        else:
+            continue
+        if _optional(node, parents):
+            continue
+        found.update(name.split('.')[0] for name in names)
+    return found
+
+
+def third_party(paths):
+    """{top-level module: files} for modules not stdlib nor gpuclient."""
+    found = {}
+    for path in paths:
+        with open(path) as src:
+            for name in imported_modules(src.read()):
+                if name in sys.stdlib_module_names or name == 'gpuclient':
+                    continue
+                found.setdefault(name, []).append(
+                    os.path.relpath(path, ROOT))
+    return found
+
+
+def python_files(top, skip=None):
+    for folder, dirs, files in os.walk(top):
+        if skip and os.path.abspath(folder) == skip:
+            dirs[:] = []
+            continue
+        for name in files:
+            if name.endswith('.py'):
+                yield os.path.join(folder, name)
+
+
+class TestImportedModules(base.TestCase):
+    def test_optional_and_nested_imports(self):
+        source = (
+            'import os\n'
+            'from a.b import c\n'
+            'def f():\n'
+            '    import d\n'
+            'try:\n'
+            '    import nova.conf\n'
+            'except ImportError:\n'
+            '    nova = None\n'
+            'try:\n'
+            '    import e\n'
+            'finally:\n'
+            '    pass\n'
+            'try:\n'
+            '    with x:\n'
+            '        import f\n'
+            'except (ValueError, Exception):\n'
+            '    pass\n'
+            'try:\n'
+            '    import g\n'
+            'except ValueError:\n'
+            '    pass\n'
+            'from . import sibling\n')
+        self.assertEqual({'os', 'a', 'd', 'e', 'g'},
+                         imported_modules(source))
+
+    def test_requirement_names(self):
+        path = self.useFixture(fixtures.TempDir()).join('r.txt')
+        with open(path, 'w') as out:
+            out.write('# comment\npbr>=6.1.1 # Apache-2.0\n'
+                      'oslo.i18n>=3.15.3\n-r other.txt\nPyYAML>=6.0\n')
+        self.assertEqual({'pbr', 'oslo-i18n', 'pyyaml'},
+                         requirement_names(path))
+
+
+class TestRequirementFiles(base.TestCase):
+    def setUp(self):
+        super().setUp()
+        if not os.path.exists(os.path.join(ROOT, 'requirements.txt')):
+            self.skipTest('not a source tree (no requirements.txt)')
+        self.distributions = importlib.metadata.packages_distributions()
+
+    def missing(self, modules, allowed):
+        """Modules whose distribution is not ALLOWED, with their files."""
+        wrong = {}
+        for module, files in sorted(modules.items()):
+            dists = {normalize(d)
+                     for d in self.distributions.get(module, ())}
+            if not dists & allowed:
+                wrong[module] = (sorted(dists) or ['not installed'],
+                                 sorted(files))
+        return wrong
+
+    def test_package_imports_are_requirements(self):
+        runtime = requirement_names(os.path.join(ROOT, 'requirements.txt'))
+        modules = third_party(python_files(PACKAGE, skip=TESTS))
+        # what gpuclient imports today, so the check cannot pass empty
+        self.assertIn('osc_lib', modules)
+        self.assertEqual({}, self.missing(modules, runtime))
+
+    def test_test_imports_are_requirements(self):
+        allowed = (
+            requirement_names(os.path.join(ROOT, 'requirements.txt'))
+            | requirement_names(os.path.join(ROOT, 'test-requirements.txt')))
+        modules = third_party(python_files(TESTS))
+        self.assertIn('testtools', modules)
+        self.assertEqual({}, self.missing(modules, allowed))
