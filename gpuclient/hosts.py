@@ -72,6 +72,10 @@ def summary_from_inventory(inventories, usages):
             ),
             'used': int(usages.get(rc, 0) or 0),
         }
+        # what summaries lack and exact fit counts use
+        for key in ('min_unit', 'max_unit', 'step_size'):
+            if key in inv:
+                resources[rc][key] = inv[key]
     return {'resources': resources, 'traits': None}
 
 

@@ -20,6 +20,7 @@ from osc_lib.command import command
 from gpuclient import hosts
 from gpuclient import names
 from gpuclient import pools as pools_mod
+from gpuclient import snapshot
 from gpuclient.i18n import _
 
 LOG = logging.getLogger(__name__)
@@ -29,45 +30,43 @@ def collect(client, pool=None, resource_classes=(), unmapped=False,
             long=False):
     """Read what ``gpu host list`` shows: (rows, notes for the operator).
 
-    A fixed number of requests whatever the number of hosts: aggregates,
-    hypervisors, resource classes, providers and allocation candidates (see
-    ``Placement.gpu_snapshot``).
+    One snapshot of the cloud (``gpuclient.snapshot.read``): a fixed
+    number of requests whatever the number of hosts.
     """
     extra = [names.normalize_resource_class(rc) for rc in resource_classes]
-    pools, problems = pools_mod.scan(client.compute.aggregates())
-    if pool and pool not in pools:
-        raise pools_mod.unknown_pool(pool, pools)
-    hypervisors = client.compute.hypervisors()
+    members = None
+    aggregates = client.compute.aggregates()
     if pool:
+        # the pool is checked before Placement is read
+        pools, _problems = pools_mod.scan(aggregates)
+        if pool not in pools:
+            raise pools_mod.unknown_pool(pool, pools)
         members = set(pools[pool]['hosts'])
+        unmapped = False
+    cloud = snapshot.read(client, extra_classes=extra, wanted_hosts=members,
+                          mapped_only=not unmapped, with_traits=long,
+                          aggregates=aggregates)
+    hypervisors = cloud.hypervisors
+    if members is not None:
         hypervisors = [
             hv
             for hv in hypervisors
             if (hv.get('service') or {}).get('host') in members
         ]
-        unmapped = False
-    known = client.placement.resource_classes()
-    classes = hosts.gpu_classes(
-        known, [p['resource_class'] for p in pools.values()], extra
-    )
-    notes = [message for _agg, _pool, message in problems]
+    notes = [message for _agg, _pool, message in cloud.problems]
     notes += [
         _('Placement has no resource class %s: no host offers it.') % rc
         for rc in extra
-        if rc not in known
+        if rc not in cloud.known_classes
     ]
-    wanted = None if unmapped else {hv['id'] for hv in hypervisors}
-    snapshot = client.placement.gpu_snapshot(
-        classes, wanted_roots=wanted, with_traits=long
-    )
     rows, unmapped_trees = hosts.host_rows(
-        snapshot,
+        cloud.placement,
         hypervisors,
-        classes,
-        pools_mod.pools_by_host(pools),
+        cloud.gpu_classes,
+        pools_mod.pools_by_host(cloud.pools),
         unmapped=unmapped,
     )
-    notes += snapshot.notes()
+    notes += cloud.placement.notes()
     if unmapped_trees and not unmapped and not pool:
         notes.append(
             _(

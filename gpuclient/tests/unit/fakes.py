@@ -150,6 +150,7 @@ class FakeCloud:
         self.flavor_access = {}  # private flavor id -> [project ids]
         self.images = []  # Glance v2 image bodies
         self.busy = set()  # hosts with instances
+        self.disabled = set()  # hosts whose nova-compute is disabled
 
     def add(self, provider):
         self.providers.append(provider)
@@ -988,7 +989,9 @@ class FakeCompute:
         for hv in self.cloud.hypervisors:
             host = hv['service']['host']
             seen.setdefault(host, mock.Mock(
-                host=host, availability_zone='nova', status='enabled',
+                host=host, availability_zone='nova',
+                status='disabled' if host in self.cloud.disabled
+                else 'enabled',
                 state='up', id=hv['service'].get('id') or uid('svc-' + host),
                 binary='nova-compute'))
         return list(seen.values())

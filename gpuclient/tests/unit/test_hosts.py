@@ -71,9 +71,12 @@ class TestCapacity(base.TestCase):
             {'VGPU': fakes.inv(4, reserved=1), 'VCPU': fakes.inv(8, ratio=2)},
             {'VGPU': 2},
         )
+        # the allocation limits stay: exact fit counts need them
         self.assertEqual(
-            {'VGPU': {'capacity': 3, 'used': 2},
-             'VCPU': {'capacity': 16, 'used': 0}},
+            {'VGPU': {'capacity': 3, 'used': 2, 'min_unit': 1,
+                      'max_unit': 4, 'step_size': 1},
+             'VCPU': {'capacity': 16, 'used': 0, 'min_unit': 1,
+                      'max_unit': 8, 'step_size': 1}},
             summary['resources'],
         )
 

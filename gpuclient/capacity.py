@@ -1,0 +1,340 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Pure: how many more of each GPU flavor fit, and which GPUs are stranded.
+
+Everything is asked of one ``gpuclient.snapshot.Cloud``:
+
+* each flavor becomes the Placement request Nova's scheduler sends
+  (``gpuclient.request.build``: device groups, ``group_policy``, traits,
+  isolation and project aggregates, root requirements);
+* hosts that the filters Nova applies after Placement would remove
+  (``gpuclient.explain.post_filters``: disabled or down services,
+  aggregate extra specs, project-limited aggregates, host capabilities)
+  fit nothing;
+* on every other host the count is ``gpuclient.fit.fit_count`` over each
+  of its provider trees: how many copies of the request fit at once into
+  the free inventory (capacity, ``max_unit``, ``step_size``,
+  ``group_policy=isolate``). Identical trees are counted once per flavor.
+
+A GPU is **stranded** when it is free and no GPU flavor can use it now:
+no flavor asks for what its provider offers (class, amount, traits), or
+the flavors that would use it fit nowhere on its host (no RAM or VCPU
+left, host out of scheduling, ...). The reason says which.
+"""
+
+from osc_lib import exceptions
+
+from gpuclient import explain
+from gpuclient import fit as fit_mod
+from gpuclient import request as request_mod
+from gpuclient import specs
+from gpuclient.i18n import _
+
+# no more counted per host and flavor (a bound, not a figure anyone meets)
+FIT_LIMIT = 10000
+
+
+def gpu_flavors(flavors, pools, wanted=None):
+    """[(flavor, reading)] of the GPU flavors, or those named in WANTED.
+
+    WANTED: flavor names or IDs; one that is not a GPU flavor still
+    counts (the operator asked for it).
+    """
+    found = []
+    for flavor in sorted(flavors, key=lambda f: (f.get('name') or '',
+                                                 f['id'])):
+        reading = specs.read(flavor.get('extra_specs'), pools)
+        if wanted is not None:
+            if flavor['id'] not in wanted and flavor.get('name') not in (
+                    wanted):
+                continue
+        elif not reading['is_gpu']:
+            continue
+        found.append((flavor, reading))
+    return found
+
+
+def resolve_flavors(flavors, names):
+    """IDs of the flavors named (name or ID); CommandError for unknown."""
+    found = set()
+    for name in names:
+        matches = [f['id'] for f in flavors
+                   if f['id'] == name or f.get('name') == name]
+        if len(matches) != 1:
+            raise exceptions.CommandError(
+                (_('No flavor with name or ID %s. See "openstack flavor '
+                   'list --all".') if not matches else
+                 _('Several flavors are named %s: give its ID.')) % name)
+        found.add(matches[0])
+    return found
+
+
+def flavor_pools(reading, pools):
+    """Pools a flavor steers to (empty: it does not steer)."""
+    if reading['pool']:
+        return [reading['pool']] if reading['pool'] in pools else []
+    return specs.matching_pools(reading, pools)
+
+
+def _signature(tree):
+    """Equal for trees that any request fits into equally often."""
+    depth = {}
+
+    def level(uuid):
+        if uuid not in depth:
+            parent = tree[uuid]['parent']
+            depth[uuid] = 0 if parent is None else level(parent) + 1
+        return depth[uuid]
+
+    entries = []
+    for uuid, rp in tree.items():
+        entries.append((
+            level(uuid), tuple(sorted(rp['traits'])),
+            tuple(sorted(rp['aggregates'])),
+            tuple(sorted((rc, tuple(sorted(inv.items())))
+                         for rc, inv in rp['inventory'].items()))))
+    return tuple(sorted(entries))
+
+
+class Fits:
+    """Fit counts of flavors on hosts, over one Cloud."""
+
+    def __init__(self, cloud, settings, project_id,
+                 fit_count=fit_mod.fit_count):
+        self.cloud = cloud
+        self.settings = settings
+        self.project_id = project_id
+        self.fit_count = fit_count
+        self.host_roots = cloud.host_roots()
+        self._trees = {}
+        self._cache = {}
+        self.requests = {}
+        self.post = {}
+        self.fits = {}  # flavor id -> {host: count}
+
+    def tree(self, host, root):
+        key = (host, root)
+        if key not in self._trees:
+            tree = self.cloud.tree(root, self.cloud.root_aggregates(host))
+            self._trees[key] = (tree, _signature(tree))
+        return self._trees[key]
+
+    def add(self, flavor):
+        """Count FLAVOR on every host; {host: count}."""
+        fid = flavor['id']
+        if fid in self.fits:
+            return self.fits[fid]
+        cloud = self.cloud
+        req = request_mod.build(
+            flavor, None, self.settings, pools=cloud.pools,
+            aggregates=cloud.aggregates, project_id=self.project_id)
+        self.requests[fid] = req
+        post = explain.post_filters(
+            sorted(self.host_roots), flavor.get('extra_specs') or {},
+            cloud.aggregates, cloud.services, self.project_id,
+            self.settings['enabled_filters'], cloud.pools,
+            hypervisors=cloud.hypervisors)
+        self.post[fid] = post
+        classes = set(request_mod.gpu_classes(req))
+        counts = {}
+        for host, roots in sorted(self.host_roots.items()):
+            if host in post:
+                counts[host] = 0
+                continue
+            total = 0
+            for root in sorted(roots):
+                tree, signature = self.tree(host, root)
+                if classes and not any(
+                        rp['inventory'].get(rc, {}).get('free')
+                        for rp in tree.values() for rc in classes):
+                    continue
+                key = (fid, signature)
+                if key not in self._cache:
+                    self._cache[key] = self.fit_count(tree, req,
+                                                      limit=FIT_LIMIT)
+                total += self._cache[key]
+            counts[host] = total
+        self.fits[fid] = counts
+        return counts
+
+
+def _serves(rp, root, req):
+    """Could one group of REQ take units from provider RP (a tree entry)?"""
+    for suffix, group in req['groups'].items():
+        for rc, amount in group['resources'].items():
+            inv = rp['inventory'].get(rc)
+            if not amount or not inv or inv['free'] < amount:
+                continue
+            if (amount < inv['min_unit'] or amount > inv['max_unit']
+                    or amount % max(inv['step_size'], 1)):
+                continue
+            traits = set(rp['traits'])
+            if not suffix:
+                # the unnumbered group's traits may sit on the root
+                traits |= set(root['traits'])
+            if not group['required'] <= traits:
+                continue
+            if group['forbidden'] & set(rp['traits']):
+                continue
+            return True
+    return False
+
+
+def _blocker(fits, flavor, host, roots):
+    """Why FLAVOR fits nowhere on HOST (one sentence)."""
+    post = fits.post[flavor['id']].get(host)
+    if post:
+        return explain.post_filter_text(host, post[0], fits.project_id)
+    req = fits.requests[flavor['id']]
+    own = req['groups'].get('', {}).get('resources', {})
+    for rc in request_mod.COMPUTE_CLASSES:
+        need = own.get(rc)
+        if not need:
+            continue
+        free = max((fits.tree(host, r)[0][r]['inventory'].get(rc, {}).get(
+            'free', 0) for r in roots), default=0)
+        if free < need:
+            return _('%(host)s has %(free)d %(rc)s free and %(flavor)s '
+                     'needs %(need)d') % {
+                         'host': host, 'free': free, 'rc': rc,
+                         'flavor': flavor.get('name'), 'need': need}
+    return _('%(flavor)s does not fit on %(host)s (its request as a whole: '
+             'see "openstack gpu candidates --flavor %(flavor)s '
+             '--explain")') % {'flavor': flavor.get('name'), 'host': host}
+
+
+def stranded(fits, all_gpu_flavors, host, resource_class):
+    """(free units no GPU flavor can use now, [reasons]) on one host."""
+    count, reasons = 0, []
+    roots = sorted(fits.host_roots.get(host, ()))
+    for root in roots:
+        tree = fits.tree(host, root)[0]
+        for _uuid, rp in sorted(tree.items()):
+            free = rp['inventory'].get(resource_class, {}).get('free', 0)
+            if not free:
+                continue
+            users = [f for f in all_gpu_flavors
+                     if _serves(rp, tree[root], fits.requests[f['id']])]
+            if any(fits.fits[f['id']].get(host) for f in users):
+                continue
+            count += free
+            if not users:
+                traits = sorted(t for t in rp['traits']
+                                if t.startswith('CUSTOM_'))
+                reasons.append(
+                    _('%(rp)s: no GPU flavor asks for what it offers '
+                      '(%(free)d free %(rc)s%(traits)s)') % {
+                          'rp': rp['name'], 'free': free,
+                          'rc': resource_class,
+                          'traits': (', ' + ', '.join(traits)
+                                     if traits else '')})
+            else:
+                reasons.append(_('%(rp)s: %(why)s') % {
+                    'rp': rp['name'],
+                    'why': _blocker(fits, users[0], host, roots)})
+    return count, reasons
+
+
+def _figures(cloud, roots, resource_class):
+    total = used = free = 0
+    for root in roots:
+        for _u, _n, t, u, f in cloud.gpu_providers(root, resource_class):
+            total, used, free = total + t, used + u, free + f
+    return total, used, free
+
+
+def _flavor_class(reading, req, pools, pool):
+    if pool and pools.get(pool, {}).get('resource_class'):
+        return pools[pool]['resource_class']
+    classes = request_mod.gpu_classes(req)
+    return classes[0] if classes else None
+
+
+def rows(cloud, settings, project_id, wanted_flavors=None, pool=None,
+         long=False, fit_count=fit_mod.fit_count):
+    """Rows of ``gpu capacity list`` as dicts (see module docstring).
+
+    One row per flavor and pool (and host with LONG): flavor, pool, host,
+    resource_class, fits, total, used, free, utilisation (percent, None
+    without GPUs), stranded, stranded_reasons.
+    """
+    pools = cloud.pools
+    fits = Fits(cloud, settings, project_id, fit_count=fit_count)
+    every_gpu = gpu_flavors(cloud.flavors or [], pools)
+    for flavor, _reading in every_gpu:
+        fits.add(flavor)
+    chosen = (gpu_flavors(cloud.flavors or [], pools, wanted_flavors)
+              if wanted_flavors is not None else every_gpu)
+    all_flavors = [f for f, _r in every_gpu]
+    found = []
+    strand_cache = {}
+    for flavor, reading in chosen:
+        counts = fits.add(flavor)
+        req = fits.requests[flavor['id']]
+        targets = flavor_pools(reading, pools)
+        groups = []
+        if targets:
+            groups = [(p, sorted(pools[p]['hosts'])) for p in targets]
+        else:
+            by_pool = {}
+            for host in sorted(fits.host_roots):
+                in_pools = [p for p, d in pools.items()
+                            if host in d['hosts']] or [None]
+                rc = _flavor_class(reading, req, pools, None)
+                if not counts.get(host) and not (
+                        rc and _figures(cloud, fits.host_roots[host],
+                                        rc)[0]):
+                    continue
+                for p in in_pools:
+                    by_pool.setdefault(p, []).append(host)
+            groups = sorted(by_pool.items(), key=lambda i: i[0] or '')
+        for pool_name, members in groups:
+            if pool and pool_name != pool:
+                continue
+            rc = _flavor_class(reading, req, pools, pool_name)
+            per_host = []
+            for host in members:
+                total, used, free = (
+                    _figures(cloud, fits.host_roots.get(host, ()), rc)
+                    if rc else (0, 0, 0))
+                key = (host, rc)
+                if key not in strand_cache:
+                    strand_cache[key] = (stranded(fits, all_flavors, host,
+                                                  rc) if rc else (0, []))
+                count, reasons = strand_cache[key]
+                per_host.append({
+                    'host': host, 'fits': counts.get(host, 0),
+                    'total': total, 'used': used, 'free': free,
+                    'stranded': count, 'stranded_reasons': reasons})
+            base = {'flavor': flavor.get('name') or flavor['id'],
+                    'pool': pool_name, 'resource_class': rc}
+            if long:
+                for item in per_host:
+                    found.append(dict(base, **item, utilisation=_percent(
+                        item['used'], item['total'])))
+                continue
+            summed = {k: sum(item[k] for item in per_host)
+                      for k in ('fits', 'total', 'used', 'free', 'stranded')}
+            found.append(dict(
+                base, host=None, utilisation=_percent(summed['used'],
+                                                      summed['total']),
+                stranded_reasons=[r for item in per_host
+                                  for r in item['stranded_reasons']],
+                **summed))
+    return found
+
+
+def _percent(used, total):
+    if not total:
+        return None
+    return round(100.0 * used / total, 1)

@@ -1,0 +1,146 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""One snapshot of the cloud that read commands ask their questions of.
+
+``read`` (the only function here that does I/O, through the client layer)
+takes a fixed number of requests whatever the number of hosts or flavors:
+host aggregates, hypervisors, compute services, flavors (when asked),
+resource classes, and the Placement snapshot of ``Placement.gpu_snapshot``
+(the provider list, one allocation-candidates answer whose provider
+summaries cover every tree with a free VCPU, one per GPU class for the
+trees left, and a per-provider read only for trees no summary covers).
+
+``Cloud`` is plain data with pure questions: which roots a host has, the
+aggregates a root is in, a provider tree in the shape ``gpuclient.fit``
+counts in.
+"""
+
+from gpuclient import hosts
+from gpuclient import pools as pools_mod
+
+
+def _aggregate_dict(agg):
+    if isinstance(agg, dict):
+        return agg
+    return {'name': agg.name, 'uuid': getattr(agg, 'uuid', None),
+            'hosts': list(agg.hosts or []),
+            'metadata': dict(agg.metadata or {}),
+            'availability_zone': agg.availability_zone}
+
+
+class Cloud:
+    """What one read of the cloud saw (plain data, pure questions)."""
+
+    def __init__(self, aggregates, hypervisors, services, placement,
+                 flavors=None, gpu_classes=()):
+        self.aggregates = [_aggregate_dict(a) for a in aggregates]
+        self.pools, self.problems = pools_mod.scan(self.aggregates)
+        self.hypervisors = list(hypervisors)
+        self.services = list(services)
+        self.placement = placement  # hosts.Snapshot
+        self.flavors = flavors
+        self.gpu_classes = set(gpu_classes)
+        self.known_classes = set()
+
+    def host_roots(self):
+        """{compute host: set of root provider uuids} (Ironic: several)."""
+        found = {}
+        for hv in self.hypervisors:
+            host = (hv.get('service') or {}).get('host')
+            if host:
+                found.setdefault(host, set()).add(hv['id'])
+        return found
+
+    def root_aggregates(self, host):
+        """Aggregate uuids of a host: what Nova mirrors into Placement."""
+        return {a['uuid'] for a in self.aggregates
+                if a.get('uuid') and host in a['hosts']}
+
+    def tree(self, root, aggregates=()):
+        """One provider tree as ``gpuclient.fit`` takes it.
+
+        Inventories come from the provider summaries, which carry
+        capacity and usage but not min_unit, max_unit and step_size:
+        those are known only for providers read one by one, and are
+        otherwise taken as Nova's drivers report them for devices (1, the
+        capacity, 1). ``aggregates`` are the root's aggregate uuids.
+        """
+        snap = self.placement
+        tree = {}
+        for uuid in snap.providers_in_trees([root]):
+            provider = snap.providers[uuid]
+            summary = snap.summaries.get(uuid) or {}
+            inventory = {}
+            for rc, item in (summary.get('resources') or {}).items():
+                capacity = item.get('capacity', 0)
+                inventory[rc] = {
+                    'free': max(capacity - item.get('used', 0), 0),
+                    'min_unit': item.get('min_unit', 1),
+                    'max_unit': item.get('max_unit') or max(capacity, 1),
+                    'step_size': item.get('step_size', 1),
+                }
+            parent = provider['parent'] if uuid != root else None
+            tree[uuid] = {
+                'parent': parent,
+                'name': provider['name'],
+                'traits': set(summary.get('traits') or ()),
+                'aggregates': set(aggregates) if uuid == root else set(),
+                'inventory': inventory,
+            }
+        return tree
+
+    def gpu_providers(self, root, resource_class):
+        """[(uuid, name, total, used, free)] of a class in one tree."""
+        snap = self.placement
+        found = []
+        for uuid in snap.providers_in_trees([root]):
+            resources = (snap.summaries.get(uuid) or {}).get(
+                'resources') or {}
+            item = resources.get(resource_class)
+            if item:
+                total, used, free = hosts.device_figures(item)
+                found.append((uuid, snap.providers[uuid]['name'], total,
+                              used, free))
+        return found
+
+
+def read(client, extra_classes=(), with_flavors=False, wanted_hosts=None,
+         mapped_only=False, with_traits=True, aggregates=None):
+    """A Cloud, read in a fixed number of requests (see the module).
+
+    WANTED_HOSTS (compute host names) or MAPPED_ONLY (every tree a Nova
+    hypervisor maps to) limit the per-provider reads of trees that no
+    summary covers; WITH_TRAITS reads those providers' traits too.
+    AGGREGATES: the host aggregates, when the caller already read them.
+    """
+    if aggregates is None:
+        aggregates = client.compute.aggregates()
+    pools, _problems = pools_mod.scan(
+        [_aggregate_dict(a) for a in aggregates])
+    hypervisors = client.compute.hypervisors()
+    services = client.compute.compute_services()
+    known = client.placement.resource_classes()
+    classes = hosts.gpu_classes(
+        known, [p['resource_class'] for p in pools.values()], extra_classes)
+    wanted = None
+    if wanted_hosts is not None or mapped_only:
+        wanted = {hv['id'] for hv in hypervisors
+                  if wanted_hosts is None or (hv.get('service') or {}).get(
+                      'host') in wanted_hosts}
+    placement = client.placement.gpu_snapshot(
+        classes, wanted_roots=wanted, with_traits=with_traits)
+    flavors = client.compute.flavors() if with_flavors else None
+    cloud = Cloud(aggregates, hypervisors, services, placement,
+                  flavors=flavors, gpu_classes=classes)
+    cloud.known_classes = set(known)
+    return cloud

@@ -1,0 +1,148 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""gpu capacity list, proven by boots: it says N, N servers go ACTIVE,
+one more gets "No valid host", and deleting one makes room for one.
+"""
+
+import time
+import uuid
+
+from gpuclient.tests.functional import base
+
+BM_CLASS = 'CUSTOM_BAREMETAL_GPU_H100'
+# the test cloud's GPU hosts have 512 GiB (512 MiB reserved): two of these
+# fit on one host, a third does not, whatever GPUs are left
+BIG_RAM = 200000
+
+
+class CapacityTestCase(base.FunctionalTestCase):
+    def make_pool(self, mode, host, *options):
+        name = self.unique_name(mode)
+        tag = uuid.uuid4().hex[:6]
+        extra = {
+            'passthrough': ('--alias', 'h100', '--pci-id', '10de:2331'),
+            'vgpu': ('--vgpu-type', 'ft-%s' % tag),
+            'mig': ('--mig-profile', 'ft.%s' % tag),
+            'baremetal': ('--resource-class', BM_CLASS),
+        }[mode]
+        rc, _out, err = self.openstack_raw(
+            'gpu', 'pool', 'create', name, '--mode', mode, *extra,
+            '--host', host, *options)
+        self.addCleanup(self.delete_pool, name)
+        self.assertEqual(0, rc, err)
+        return name
+
+    def make_flavor(self, pool, gpus=1, ram=512):
+        name = self.unique_name('flavor')
+        rc, _out, err = self.openstack_raw(
+            'gpu', 'flavor', 'create', name, '--pool', pool, '--gpus',
+            str(gpus), '--vcpus', '1', '--ram', str(ram), '--disk', '1')
+        self.addCleanup(self.openstack_raw, 'flavor', 'delete', name)
+        self.assertEqual(0, rc, err)
+        return name
+
+    def capacity(self, flavor, *args):
+        rows = self.openstack('gpu', 'capacity', 'list', '--flavor',
+                              flavor, *args)
+        self.assertEqual(1, len(rows), rows)
+        return rows[0]
+
+    def fits(self, flavor):
+        return self.capacity(flavor)['Fits']
+
+    def boot_refused(self, flavor):
+        server = self.boot(flavor, expect_status='ERROR')
+        self.assertIn('No valid host', str(server.get('fault')))
+
+    def boot_all(self, flavor, count):
+        return [self.boot(flavor) for _ in range(count)]
+
+    def delete(self, server):
+        self.openstack('server', 'delete', '--wait', server['id'],
+                       parse=False)
+
+    def wait_fits(self, flavor, expected, timeout=90):
+        """Capacity after a delete (Ironic gives its node back late)."""
+        deadline = time.time() + timeout
+        while True:
+            found = self.fits(flavor)
+            if found == expected or time.time() > deadline:
+                return found
+            time.sleep(3)
+
+
+class TestCapacityByBoots(CapacityTestCase):
+    def test_passthrough_one_and_two_gpus(self):
+        pool = self.make_pool('passthrough', base.PT_HOST)
+        one = self.make_flavor(pool)
+        two = self.make_flavor(pool, gpus=2)
+        row = self.capacity(one)
+        # what Placement holds: 4 free H100 on the host
+        self.assertEqual((4, 4, 0, 4), (row['Fits'], row['GPUs Total'],
+                                        row['GPUs Used'], row['GPUs Free']))
+        self.assertEqual(2, self.fits(two))
+        pair = self.boot_all(two, 2)
+        self.assertEqual((0, 0), (self.fits(one), self.fits(two)))
+        self.boot_refused(one)
+        self.delete(pair[0])
+        self.assertEqual((2, 1), (self.fits(one), self.fits(two)))
+        self.boot_all(one, 2)
+        self.assertEqual(0, self.fits(one))
+        self.boot_refused(one)
+
+    def test_vgpu_one_and_two(self):
+        pool = self.make_pool('vgpu', base.VGPU_HOST)
+        one = self.make_flavor(pool)
+        two = self.make_flavor(pool, gpus=2)
+        # 2 pGPUs of 4 vGPUs: 8 single, 4 pairs (one vGPU on each pGPU)
+        self.assertEqual((8, 4), (self.fits(one), self.fits(two)))
+        servers = self.boot_all(two, 4)
+        self.assertEqual((0, 0), (self.fits(one), self.fits(two)))
+        self.boot_refused(two)
+        self.delete(servers[0])
+        self.assertEqual((2, 1), (self.fits(one), self.fits(two)))
+
+    def test_mig_and_ram_stranding(self):
+        pool = self.make_pool('mig', base.MIG_HOST)
+        small = self.make_flavor(pool)
+        big = self.make_flavor(pool, ram=BIG_RAM)
+        self.assertEqual(7, self.fits(small))
+        # RAM, not GPUs, limits the big one
+        self.assertEqual(2, self.fits(big))
+        servers = self.boot_all(big, 2)
+        self.assertEqual(0, self.fits(big))
+        self.boot_refused(big)
+        # the small flavor can still use the 5 free slices: none stranded
+        self.assertEqual(5, self.fits(small))
+        self.assertEqual(0, self.capacity(small)['Stranded'])
+        # without it, nothing can: the 5 free slices are stranded by RAM
+        self.openstack('flavor', 'delete', small, parse=False)
+        row = self.capacity(big, '--long')
+        self.assertEqual((base.MIG_HOST, 0, 5, 5),
+                         (row['Host'], row['Fits'], row['GPUs Free'],
+                          row['Stranded']))
+        self.assertEqual(5, len(row['Stranded Reason']))
+        self.assertIn('MEMORY_MB free and %s needs %d' % (big, BIG_RAM),
+                      row['Stranded Reason'][0])
+        self.delete(servers[0])
+        self.assertEqual(1, self.fits(big))
+
+    def test_baremetal(self):
+        pool = self.make_pool('baremetal', base.BM_HOST)
+        flavor = self.make_flavor(pool)
+        self.assertEqual(1, self.fits(flavor))
+        server = self.boot(flavor)
+        self.assertEqual(0, self.fits(flavor))
+        self.boot_refused(flavor)
+        self.delete(server)
+        self.assertEqual(1, self.wait_fits(flavor, 1))

@@ -1,0 +1,493 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``-f openmetrics``: read back with Prometheus' own parsers.
+
+The rows are made from a small cloud model (pools, hosts, flavors); every
+value and label the parser reads back is checked against that model, not
+against text written in the test.
+"""
+
+import configparser
+import io
+import json
+import os
+import subprocess
+import sys
+
+from cliff.formatters import json_format
+from osc_lib import exceptions
+from osc_lib.cli import format_columns
+from osc_lib.command import command
+from prometheus_client import parser as classic_parser
+from prometheus_client.openmetrics import parser as om_parser
+from stevedore import extension
+
+from gpuclient import formatters
+from gpuclient.tests.unit import base
+from gpuclient.tests.unit.v1 import test_candidates
+from gpuclient.tests.unit.v1 import test_host
+from gpuclient.v1 import candidates
+from gpuclient.v1 import capacity as capacity_cmd
+from gpuclient.v1 import host
+
+COLUMNS = ('Flavor', 'Pool', 'Resource Class', 'Fits', 'GPUs Total',
+           'GPUs Used', 'GPUs Free', 'Utilisation (%)', 'Stranded',
+           'Stranded Reason')
+LONG_COLUMNS = COLUMNS[:2] + ('Host',) + COLUMNS[2:]
+
+# pool -> (resource class, {host: (total, used, stranded, reason)})
+POOLS = {
+    'solver': ('CUSTOM_PCI_10DE_2331', {
+        'gpu-pt-1': (4, 1, 0, ''),
+        'gpu-pt-2': (4, 3, 1, 'no RAM left on the host for any flavor'),
+    }),
+    'workstation': ('VGPU', {
+        'gpu-vgpu-1': (8, 7, 1, 'every flavor asks for 2 VGPU'),
+        'gpu-vgpu-2': (0, 0, 0, ''),  # no GPU left in inventory
+    }),
+}
+# flavor -> (pool, {host: fits})
+FLAVORS = {
+    'g1.h100.1': ('solver', {'gpu-pt-1': 3, 'gpu-pt-2': 0}),
+    'g1.h100.2': ('solver', {'gpu-pt-1': 1, 'gpu-pt-2': 0}),
+    'g1.vgpu.2': ('workstation', {'gpu-vgpu-1': 0, 'gpu-vgpu-2': 0}),
+}
+
+
+def utilisation(total, used):
+    return None if not total else round(100.0 * used / total, 1)
+
+
+def capacity_rows(pools=POOLS, flavors=FLAVORS, long=False):
+    """The rows ``gpu capacity list`` gives for the model."""
+    rows = []
+    for flavor, (pool, fits) in flavors.items():
+        rc, hosts = pools[pool]
+        if long:
+            for name, (total, used, stranded, reason) in hosts.items():
+                rows.append((flavor, pool, name, rc, fits[name], total,
+                             used, total - used,
+                             utilisation(total, used), stranded, reason))
+            continue
+        total = sum(h[0] for h in hosts.values())
+        used = sum(h[1] for h in hosts.values())
+        stranded = sum(h[2] for h in hosts.values())
+        reason = '; '.join(h[3] for h in hosts.values() if h[3])
+        rows.append((flavor, pool, rc, sum(fits.values()), total, used,
+                     total - used, utilisation(total, used), stranded,
+                     reason))
+    return rows
+
+
+def parse(text):
+    """{family: (type, unit, [(labels, value)])}, by the OpenMetrics parser.
+
+    It refuses what is not OpenMetrics 1.0.0 (no # EOF, a line after it,
+    metadata after samples, a unit that does not end the name...).
+    """
+    return {
+        family.name: (family.type, family.unit,
+                      [(s.labels, s.value) for s in family.samples])
+        for family in om_parser.text_string_to_metric_families(text)
+    }
+
+
+def series(parsed, name):
+    return {tuple(sorted(labels.items())): value
+            for labels, value in parsed[name][2]}
+
+
+def key(**labels):
+    return tuple(sorted(labels.items()))
+
+
+class TestRender(base.TestCase):
+    def test_long_rows_read_back(self):
+        text, left_out = formatters.render(LONG_COLUMNS,
+                                           capacity_rows(long=True))
+        self.assertEqual([], left_out)
+        parsed = parse(text)
+        self.assertEqual({'gauge'}, {t for t, _u, _s in parsed.values()})
+        self.assertEqual('ratio',
+                         parsed['gpuclient_gpu_utilisation_ratio'][1])
+
+        fits = {key(flavor=f, pool=p, host=h): n
+                for f, (p, per_host) in FLAVORS.items()
+                for h, n in per_host.items()}
+        self.assertEqual(fits, series(parsed, 'gpuclient_flavor_fits'))
+
+        gpus, ratio, stranded, reasons = {}, {}, {}, {}
+        for pool, (rc, hosts) in POOLS.items():
+            for name, (total, used, strand, reason) in hosts.items():
+                labels = dict(pool=pool, host=name, resource_class=rc)
+                for state, value in (('total', total), ('used', used),
+                                     ('free', total - used)):
+                    gpus[key(state=state, **labels)] = value
+                if total:
+                    ratio[key(**labels)] = used / total
+                stranded[key(**labels)] = strand
+                if reason:
+                    reasons[key(reason=reason, **labels)] = strand
+        self.assertEqual(gpus, series(parsed, 'gpuclient_gpus'))
+        found = series(parsed, 'gpuclient_gpu_utilisation_ratio')
+        self.assertEqual(set(ratio), set(found))
+        for labels, value in ratio.items():
+            self.assertAlmostEqual(value, found[labels], places=3)
+        self.assertEqual(stranded, series(parsed, 'gpuclient_gpus_stranded'))
+        self.assertEqual(reasons,
+                         series(parsed, 'gpuclient_gpus_stranded_reason'))
+
+    def test_rows_of_the_capacity_command(self):
+        # the command's own table(): same columns, its reasons column
+        names = dict(zip(LONG_COLUMNS, (
+            'flavor', 'pool', 'host', 'resource_class', 'fits', 'total',
+            'used', 'free', 'utilisation', 'stranded', 'stranded_reasons'),
+            strict=True))
+        for long in (False, True):
+            dicts = []
+            for row in capacity_rows(long=long):
+                item = dict(zip((names[c] for c in (
+                    LONG_COLUMNS if long else COLUMNS)), row, strict=True))
+                item['stranded_reasons'] = [
+                    r for r in [item['stranded_reasons']] if r]
+                dicts.append(item)
+            columns, rows = capacity_cmd.table(dicts, long=long)
+            self.assertEqual(list(LONG_COLUMNS if long else COLUMNS),
+                             list(columns))
+            parsed = parse(formatters.render(columns, rows)[0])
+            reasons = series(parsed, 'gpuclient_gpus_stranded_reason')
+            self.assertEqual(
+                {d['stranded_reasons'][0] for d in dicts
+                 if d['stranded_reasons']},
+                {dict(labels)['reason'] for labels in reasons})
+            self.assertEqual(len(dicts),
+                             len(parsed['gpuclient_flavor_fits'][2]))
+
+    def test_no_duplicate_series(self):
+        # the GPU figures of a pool repeat on the row of each of its
+        # flavors: every series is written once
+        for long, columns in ((False, COLUMNS), (True, LONG_COLUMNS)):
+            rows = capacity_rows(long=long)
+            text, _left_out = formatters.render(columns, rows)
+            parsed = parse(text)
+            for name, (_type, _unit, samples) in parsed.items():
+                labelsets = [tuple(sorted(labels.items()))
+                             for labels, _value in samples]
+                self.assertEqual(len(set(labelsets)), len(labelsets), name)
+            hosts = sum(len(h) for _rc, h in POOLS.values())
+            places = hosts if long else len(POOLS)
+            self.assertEqual(3 * places, len(parsed['gpuclient_gpus'][2]))
+            self.assertEqual(places,
+                             len(parsed['gpuclient_gpus_stranded'][2]))
+            self.assertEqual(len(rows),
+                             len(parsed['gpuclient_flavor_fits'][2]))
+
+    def test_rows_without_host_have_no_host_label(self):
+        text, _left_out = formatters.render(COLUMNS, capacity_rows())
+        parsed = parse(text)
+        fits = {key(flavor=f, pool=p): sum(per_host.values())
+                for f, (p, per_host) in FLAVORS.items()}
+        self.assertEqual(fits, series(parsed, 'gpuclient_flavor_fits'))
+        for name, (_type, _unit, samples) in parsed.items():
+            for labels, _value in samples:
+                self.assertNotIn('host', labels, name)
+        solver = key(pool='solver', resource_class='CUSTOM_PCI_10DE_2331')
+        self.assertEqual(
+            8, series(parsed, 'gpuclient_gpus')[solver + (('state',
+                                                          'total'),)])
+        self.assertAlmostEqual(
+            0.5, series(parsed, 'gpuclient_gpu_utilisation_ratio')[solver])
+
+    def test_exposition_ends_with_eof(self):
+        text, _left_out = formatters.render(COLUMNS, capacity_rows())
+        self.assertEqual('# EOF', text.splitlines()[-1])
+        self.assertTrue(text.endswith('\n'))
+        # the parser refuses anything after # EOF and a missing # EOF
+        self.assertRaises(ValueError, parse, text + 'x 1\n')
+        self.assertRaises(ValueError, parse, text[:-len('# EOF\n')])
+
+    def test_no_rows(self):
+        text, _left_out = formatters.render(LONG_COLUMNS, [])
+        parsed = parse(text)
+        self.assertEqual({f.name for f in formatters.FAMILIES}, set(parsed))
+        self.assertEqual([], [s for _t, _u, s in parsed.values() if s])
+
+    def test_classic_text_parser_reads_it_too(self):
+        # node-exporter's textfile collector reads the classic format
+        text, _left_out = formatters.render(LONG_COLUMNS,
+                                            capacity_rows(long=True))
+        classic = {f.name: {tuple(sorted(s.labels.items())): s.value
+                            for s in f.samples}
+                   for f in classic_parser.text_string_to_metric_families(
+                       text)}
+        parsed = parse(text)
+        self.assertEqual({name: series(parsed, name) for name in parsed},
+                         classic)
+        for line in text.splitlines():
+            if line.startswith('# TYPE '):
+                self.assertEqual('gauge', line.split()[-1])
+            if not line.startswith('#'):
+                # no timestamp: the textfile collector refuses them
+                self.assertEqual(2, len(line.rsplit('} ', 1)), line)
+                self.assertNotIn(' ', line.rsplit('} ', 1)[1])
+
+    def test_label_escaping(self):
+        awkward = {
+            'pool': 'quote " back\\slash\nnew line',
+            'flavor': 'g1."x"\\\\2',
+            'host': 'h\\n-not-a-newline',
+            'reason': 'line one\nline "two" \\ end, ünïcode',
+        }
+        pools = {awkward['pool']: ('VGPU', {awkward['host']: (
+            2, 1, 1, awkward['reason'])})}
+        flavors = {awkward['flavor']: (awkward['pool'],
+                                       {awkward['host']: 0})}
+        text, _left_out = formatters.render(
+            LONG_COLUMNS, capacity_rows(pools, flavors, long=True))
+        # one sample per line: the newlines are escaped
+        samples = [line for line in text.splitlines()
+                   if not line.startswith('#')]
+        self.assertEqual(1 + 3 + 1 + 1 + 1, len(samples))
+        parsed = parse(text)
+        self.assertEqual(
+            [{'flavor': awkward['flavor'], 'pool': awkward['pool'],
+              'host': awkward['host']}],
+            [labels for labels, _v in parsed['gpuclient_flavor_fits'][2]])
+        self.assertEqual(
+            [{'pool': awkward['pool'], 'host': awkward['host'],
+              'resource_class': 'VGPU', 'reason': awkward['reason']}],
+            [labels for labels, _v
+             in parsed['gpuclient_gpus_stranded_reason'][2]])
+
+    def test_formattable_columns_and_empty_cells(self):
+        rows = [('g1.vgpu.2', 'workstation', 'VGPU', 0, 0, 0, 0, None, 2,
+                 format_columns.ListColumn(['a', 'b']))]
+        text, _left_out = formatters.render(COLUMNS, rows)
+        parsed = parse(text)
+        # no utilisation for a pool without GPUs rather than a made-up 0
+        self.assertEqual([], parsed['gpuclient_gpu_utilisation_ratio'][2])
+        self.assertEqual(
+            [({'pool': 'workstation', 'resource_class': 'VGPU',
+               'reason': 'a; b'}, 2)],
+            parsed['gpuclient_gpus_stranded_reason'][2])
+
+    def test_numbers_as_text_and_floats(self):
+        rows = [('f', 'p', 'VGPU', '3', 4, 1, 3, '33.3', 0.0, '')]
+        parsed = parse(formatters.render(COLUMNS, rows)[0])
+        self.assertEqual([({'flavor': 'f', 'pool': 'p'}, 3)],
+                         parsed['gpuclient_flavor_fits'][2])
+        self.assertAlmostEqual(
+            0.333, parsed['gpuclient_gpu_utilisation_ratio'][2][0][1])
+        self.assertIn('gpuclient_gpu_utilisation_ratio{pool="p",'
+                      'resource_class="VGPU"} 0.333\n',
+                      formatters.render(COLUMNS, rows)[0])
+
+    def test_not_a_number_is_refused(self):
+        for bad in ('many', True, ['1']):
+            rows = [('f', 'p', 'VGPU', bad, 4, 1, 3, 25.0, 0, '')]
+            exc = self.assertRaises(formatters.OpenMetricsError,
+                                    formatters.render, COLUMNS, rows)
+            self.assertIn('Column "Fits" holds', str(exc))
+
+    def test_conflicting_rows_are_refused(self):
+        rows = capacity_rows()
+        # the second solver flavor sees another GPU total for the pool
+        rows[1] = rows[1][:4] + (rows[1][4] + 1,) + rows[1][5:]
+        exc = self.assertRaises(formatters.OpenMetricsError,
+                                formatters.render, COLUMNS, rows)
+        self.assertIn('gpuclient_gpus{pool="solver",resource_class='
+                      '"CUSTOM_PCI_10DE_2331",state="total"} two values '
+                      '(8 and 9)', str(exc))
+
+    def test_foreign_columns_are_refused(self):
+        for columns in (test_host.COLUMNS, candidates.COLUMNS,
+                        ('Name', 'Pool', 'Fits')):
+            exc = self.assertRaises(formatters.OpenMetricsError,
+                                    formatters.render, columns, [])
+            unknown = [c for c in columns
+                       if c not in formatters.CAPACITY_COLUMNS]
+            self.assertIn('columns it does not know: %s.'
+                          % ', '.join(unknown), str(exc))
+            self.assertIn('openstack gpu capacity list', str(exc))
+
+    def test_subsets(self):
+        rows = capacity_rows(long=True)
+
+        def pick(*columns):
+            at = [LONG_COLUMNS.index(c) for c in columns]
+            return columns, [[row[i] for i in at] for row in rows]
+
+        text, left_out = formatters.render(*pick('Flavor', 'Pool', 'Host',
+                                                 'Fits'))
+        self.assertEqual(['gpuclient_flavor_fits'], list(parse(text)))
+        self.assertEqual(len(rows),
+                         len(parse(text)['gpuclient_flavor_fits'][2]))
+        self.assertEqual(
+            {'gpuclient_gpus', 'gpuclient_gpu_utilisation_ratio',
+             'gpuclient_gpus_stranded', 'gpuclient_gpus_stranded_reason'},
+            {name for name, _missing in left_out})
+        self.assertIn(('gpuclient_gpus', ['Resource Class', 'GPUs Total or '
+                                          'GPUs Used or GPUs Free']),
+                      left_out)
+        self.assertIn(('gpuclient_gpus_stranded_reason',
+                       ['Resource Class', 'Stranded Reason', 'Stranded']),
+                      left_out)
+
+        text, left_out = formatters.render(*pick(
+            'Pool', 'Host', 'Resource Class', 'GPUs Free', 'Stranded'))
+        parsed = parse(text)
+        self.assertEqual({'gpuclient_gpus', 'gpuclient_gpus_stranded'},
+                         set(parsed))
+        self.assertEqual({'free'}, {labels['state'] for labels, _v
+                                    in parsed['gpuclient_gpus'][2]})
+        self.assertIn(('gpuclient_gpus{state="total"}', ['GPUs Total']),
+                      left_out)
+        self.assertIn(('gpuclient_gpus_stranded_reason',
+                       ['Stranded Reason']), left_out)
+        self.assertIn(('gpuclient_flavor_fits', ['Flavor', 'Fits']),
+                      left_out)
+        # without Host, the per-host figures of a pool would collide
+        exc = self.assertRaises(formatters.OpenMetricsError,
+                                formatters.render, *pick(
+                                    'Pool', 'Resource Class', 'GPUs Total'))
+        self.assertIn('two values', str(exc))
+
+    def test_nothing_to_make_is_refused(self):
+        exc = self.assertRaises(formatters.OpenMetricsError,
+                                formatters.render, ('Pool', 'Fits'), [])
+        self.assertIn('can make no metric from the columns Pool, Fits: '
+                      'gpuclient_flavor_fits needs Flavor', str(exc))
+        self.assertIn('Select those columns with -c', str(exc))
+
+
+class FakeCapacity(command.Lister):
+    """A Lister with the capacity columns, as cliff runs it."""
+
+    rows = ()
+    columns = LONG_COLUMNS
+
+    def take_action(self, parsed_args):
+        return self.columns, list(self.rows)
+
+
+def formatter_plugins():
+    return extension.ExtensionManager.make_test_instance([
+        extension.Extension('json', None, json_format.JSONFormatter,
+                            json_format.JSONFormatter()),
+        extension.Extension('openmetrics', None,
+                            formatters.OpenMetricsFormatter,
+                            formatters.OpenMetricsFormatter()),
+    ])
+
+
+class TestThroughCliff(base.CommandTestCase):
+    def run_lister(self, cmd, args):
+        cmd._formatter_plugins = formatter_plugins()
+        cmd.app.stdout = io.StringIO()
+        cmd.run(self.check_parser(cmd, args))
+        return cmd.app.stdout.getvalue()
+
+    def capacity(self, rows, *args):
+        cmd = FakeCapacity(self.make_app(None), None)
+        cmd.rows = rows
+        return self.run_lister(cmd, ['-f', 'openmetrics', *args])
+
+    def test_same_figures_as_json(self):
+        rows = capacity_rows(long=True)
+        cmd = FakeCapacity(self.make_app(None), None)
+        cmd.rows = rows
+        data = json.loads(self.run_lister(cmd, ['-f', 'json']))
+        parsed = parse(self.capacity(rows))
+        fits = series(parsed, 'gpuclient_flavor_fits')
+        self.assertEqual(len(data), len(fits))
+        for item in data:
+            self.assertEqual(item['Fits'], fits[key(
+                flavor=item['Flavor'], pool=item['Pool'],
+                host=item['Host'])])
+        self.assertEqual('', self.logger.output)
+
+    def test_column_subset_says_what_is_left_out(self):
+        text = self.capacity(capacity_rows(long=True), '-c', 'Flavor',
+                             '-c', 'pool', '-c', 'host', '-c', 'fits',
+                             '--sort-column', 'Fits')
+        self.assertEqual(['gpuclient_flavor_fits'], list(parse(text)))
+        values = [v for _l, v in parse(text)['gpuclient_flavor_fits'][2]]
+        self.assertEqual(sorted(values), values)
+        self.assertIn('-f openmetrics: gpuclient_gpus left out: it needs '
+                      'the column(s) Resource Class, GPUs Total or GPUs '
+                      'Used or GPUs Free.\n', self.logger.output)
+
+    def test_refusal_is_a_command_error(self):
+        exc = self.assertRaises(exceptions.CommandError, self.capacity,
+                                capacity_rows(long=True), '-c', 'Pool')
+        self.assertIn('can make no metric', str(exc))
+
+
+class TestHostListRefused(test_host.HostListTestCase):
+    """``openstack gpu host list -f openmetrics``: an error, no output."""
+
+    def test_host_list(self):
+        self.seed_cloud()
+        self.placement = self.useFixture(
+            test_host.fakes.PlacementFixture(self.cloud))
+        self.cm = self.useFixture(
+            test_host.fakes.ClientManagerFixture(self.cloud))
+        cmd = host.ListHost(self.make_app(self.cm.client_manager), None)
+        cmd._formatter_plugins = formatter_plugins()
+        cmd.app.stdout = io.StringIO()
+        parsed = self.check_parser(cmd, ['-f', 'openmetrics'])
+        exc = self.assertRaises(exceptions.CommandError, cmd.run, parsed)
+        self.assertIn('columns it does not know: Pools, Devices, Total, '
+                      'Used, Free.', str(exc))
+        self.assertEqual('', cmd.app.stdout.getvalue())
+
+
+class TestCandidatesRefused(test_candidates.CandidatesTestCase):
+    def test_candidates(self):
+        self.one_candidate()
+        cmd = candidates.Candidates(
+            self.make_app(self.cm.client_manager), None)
+        cmd._formatter_plugins = formatter_plugins()
+        cmd.app.stdout, cmd.app.stderr = io.StringIO(), io.StringIO()
+        parsed = self.check_parser(cmd, ['--flavor', 'g1.h100.1',
+                                         '--alias-map', 'h100=10de:2331',
+                                         '-f', 'openmetrics'])
+        exc = self.assertRaises(exceptions.CommandError, cmd.run, parsed)
+        self.assertIn('GPU Providers', str(exc))
+        self.assertEqual('', cmd.app.stdout.getvalue())
+
+
+class TestWiring(base.TestCase):
+    def test_entry_point(self):
+        root = os.path.dirname(os.path.dirname(
+            os.path.abspath(formatters.__file__)))
+        config = configparser.ConfigParser()
+        config.read(os.path.join(root, 'setup.cfg'))
+        entries = dict(
+            (part.strip() for part in line.split('=', 1)) for line in
+            config['entry_points']['cliff.formatter.list'].split('\n')
+            if line.strip())
+        target = entries['openmetrics']
+        module, _colon, name = target.partition(':')
+        self.assertEqual((formatters.__name__, 'OpenMetricsFormatter'),
+                         (module, name))
+
+    def test_import_is_cheap(self):
+        # cliff imports it for every Lister of every openstack command
+        code = ('import sys, logging, math, cliff.formatters.base; '
+                'before = set(sys.modules); import gpuclient.formatters; '
+                'print(",".join(sorted(set(sys.modules) - before)))')
+        out = subprocess.run([sys.executable, '-c', code], check=True,
+                             capture_output=True, text=True).stdout
+        self.assertEqual(['gpuclient', 'gpuclient.formatters'],
+                         out.strip().split(','))

@@ -1,0 +1,159 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""gpu capacity list over a fake cloud: the whole path, snapshot to rows."""
+
+from osc_lib import exceptions
+
+from gpuclient import pools
+from gpuclient import specs
+from gpuclient.tests.unit import base
+from gpuclient.tests.unit import fakes
+from gpuclient.v1 import capacity as capacity_cmd
+
+PT_SPEC = pools.build_spec('solver', 'passthrough', alias='h100',
+                           pci_id='10de:2331')
+VGPU_SPEC = pools.build_spec('ws', 'vgpu', vgpu_type='nvidia-35')
+
+
+def derive(spec, gpus=1):
+    pool = pools.pool_from_aggregate(
+        fakes.Aggregate(spec['name'], pools.metadata_for(spec)))
+    return specs.derive(pool, gpus=gpus)
+
+
+class CapacityTestCase(base.CommandTestCase):
+    def setUp(self):
+        super().setUp()
+        self.cloud = fakes.FakeCloud()
+        # 4 H100s, 1 used; 32 VCPU (x4), 256 GiB
+        self.pt = self.cloud.pci_host('gpu-pt-1', used=1)
+        # 2 pGPUs of 4 vGPUs; the first has 3 used, so 1 + 4 free
+        self.vgpu = self.cloud.vgpu_host('gpu-vgpu-1', used=(3, 0),
+                                         traits=['CUSTOM_NVIDIA_35'])
+        self.cloud.compute_host('plain-1')
+        for root in self.cloud.providers:
+            if root.parent is None:
+                # Nova 34 marks its compute nodes (root_required=OWNER_NOVA)
+                root.traits.append('OWNER_NOVA')
+        self.cloud.aggregates += [
+            fakes.Aggregate('solver', pools.metadata_for(PT_SPEC),
+                            ['gpu-pt-1']),
+            fakes.Aggregate('ws', pools.metadata_for(VGPU_SPEC),
+                            ['gpu-vgpu-1']),
+        ]
+
+    def flavor(self, name, spec, gpus=1, **sizes):
+        derived = derive(spec, gpus)
+        # what gpu flavor create adds to the pool (group_policy=isolate)
+        for agg in self.cloud.aggregates:
+            if agg.name == spec['name']:
+                agg.metadata.update(derived['aggregate_metadata'])
+        return self.cloud.add_flavor(
+            name, extra_specs=derived['extra_specs'], **sizes)
+
+    def run_cmd(self, *args):
+        self.useFixture(fakes.PlacementFixture(self.cloud))
+        cm = self.useFixture(fakes.ClientManagerFixture(self.cloud))
+        cmd = capacity_cmd.ListCapacity(self.make_app(cm.client_manager),
+                                        None)
+        parsed = self.check_parser(cmd, list(args))
+        columns, data = cmd.take_action(parsed)
+        return [dict(zip(columns, (
+            v.machine_readable() if hasattr(v, 'machine_readable') else v
+            for v in row), strict=True)) for row in data]
+
+
+class TestFits(CapacityTestCase):
+    def test_passthrough_and_vgpu_counts(self):
+        self.flavor('g1.h100.1', PT_SPEC)
+        self.flavor('g1.h100.2', PT_SPEC, gpus=2)
+        self.flavor('v1.small', VGPU_SPEC)
+        self.flavor('v1.pair', VGPU_SPEC, gpus=2)
+        rows = {r['Flavor']: r for r in self.run_cmd()}
+        # 3 free H100s: three 1-GPU servers, one 2-GPU server
+        self.assertEqual(3, rows['g1.h100.1']['Fits'])
+        self.assertEqual(1, rows['g1.h100.2']['Fits'])
+        self.assertEqual((4, 1, 3), (rows['g1.h100.1']['GPUs Total'],
+                                     rows['g1.h100.1']['GPUs Used'],
+                                     rows['g1.h100.1']['GPUs Free']))
+        self.assertEqual(25.0, rows['g1.h100.1']['Utilisation (%)'])
+        self.assertEqual('solver', rows['g1.h100.1']['Pool'])
+        # 1 + 4 free vGPUs: five single ones; pairs need two pGPUs each
+        # (group_policy=isolate), and the first pGPU has one left: one pair
+        self.assertEqual(5, rows['v1.small']['Fits'])
+        self.assertEqual(1, rows['v1.pair']['Fits'])
+        self.assertEqual('VGPU', rows['v1.pair']['Resource Class'])
+        for row in rows.values():
+            self.assertEqual(0, row['Stranded'])
+
+    def test_host_ram_limits_fits_and_strands_the_rest(self):
+        # 256 GiB - 512 MiB reserved: 100 GiB per server leaves room for 2
+        self.flavor('g1.big', PT_SPEC, ram=102400)
+        rows = self.run_cmd('--long', '--pool', 'solver')
+        self.assertEqual(1, len(rows))
+        row = rows[0]
+        self.assertEqual('gpu-pt-1', row['Host'])
+        self.assertEqual(2, row['Fits'])
+        # every free H100 is usable while the flavor fits somewhere
+        self.assertEqual(0, row['Stranded'])
+        self.pt.used['MEMORY_MB'] = 262144 - 512 - 1024
+        row = self.run_cmd('--long', '--pool', 'solver')[0]
+        self.assertEqual(0, row['Fits'])
+        self.assertEqual(3, row['Stranded'])
+        self.assertEqual(3, len(row['Stranded Reason']))
+        self.assertIn('has 1024 MEMORY_MB free and g1.big needs 102400',
+                      row['Stranded Reason'][0])
+
+    def test_vgpu_left_over_for_pairs_only_is_stranded(self):
+        # only pairs exist: 1 vGPU left on a pGPU with no partner free
+        self.vgpu_flavor = self.flavor('v1.pair', VGPU_SPEC, gpus=2)
+        second = [p for p in self.cloud.tree(self.vgpu) if p.parent][1]
+        second.used['VGPU'] = 4
+        rows = self.run_cmd('--long')
+        row = [r for r in rows if r['Flavor'] == 'v1.pair'][0]
+        self.assertEqual(0, row['Fits'])
+        self.assertEqual(1, row['Stranded'])
+        self.assertIn('v1.pair does not fit on gpu-vgpu-1',
+                      row['Stranded Reason'][0])
+
+    def test_disabled_host_fits_nothing(self):
+        self.flavor('g1.h100.1', PT_SPEC)
+        self.cloud.disabled.add('gpu-pt-1')
+        row = self.run_cmd()[0]
+        self.assertEqual(0, row['Fits'])
+        self.assertEqual(3, row['Stranded'])
+        self.assertIn('nova-compute service is disabled',
+                      row['Stranded Reason'][0])
+
+    def test_isolated_pool_keeps_unsteered_flavors_out(self):
+        spec = pools.build_spec('solver', 'passthrough', alias='h100',
+                                pci_id='10de:2331', isolate=True)
+        self.cloud.aggregates[0].metadata = pools.metadata_for(spec)
+        self.pt.traits.append(pools.pool_trait('solver'))
+        self.flavor('g1.h100.1', spec)
+        # a hand-made flavor asking for the same device without the trait
+        self.cloud.add_flavor('raw', extra_specs={
+            'resources:CUSTOM_PCI_10DE_2331': '1'})
+        rows = {r['Flavor']: r for r in self.run_cmd()}
+        self.assertEqual(3, rows['g1.h100.1']['Fits'])
+        # the pool offers its class, but isolation keeps the flavor out
+        self.assertEqual(('solver', 0), (rows['raw']['Pool'],
+                                         rows['raw']['Fits']))
+
+    def test_unknown_flavor_and_pool(self):
+        exc = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                                '--flavor', 'nope')
+        self.assertIn('No flavor with name or ID nope', str(exc))
+        exc = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                                '--pool', 'nope')
+        self.assertIn('No GPU pool named nope', str(exc))

@@ -1,0 +1,124 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""openstack gpu capacity list"""
+
+import logging
+
+from cliff import columns as cliff_columns
+from openstackclient.identity import common as identity_common
+from osc_lib.command import command
+
+from gpuclient import capacity
+from gpuclient import formatters
+from gpuclient import pools as pools_mod
+from gpuclient import snapshot
+from gpuclient.i18n import _
+from gpuclient.v1 import candidates as candidates_cmd
+
+LOG = logging.getLogger(__name__)
+
+# one list of names, which the openmetrics formatter reads too
+COLUMNS = tuple(c for c in formatters.CAPACITY_COLUMNS
+                if c != formatters.HOST)
+
+
+class ReasonsColumn(cliff_columns.FormattableColumn):
+    """Reasons: a list in json/yaml, '; ' between them elsewhere."""
+
+    def human_readable(self):
+        return '; '.join(self._value or ())
+
+    def machine_readable(self):
+        return list(self._value or ())
+
+
+def table(rows, long=False):
+    """(columns, rows) of ``gpu capacity list`` for every formatter."""
+    columns = COLUMNS
+    if long:
+        columns = formatters.CAPACITY_COLUMNS
+    data = []
+    for row in rows:
+        item = (row['flavor'], row['pool'])
+        if long:
+            item += (row['host'],)
+        item += (row['resource_class'], row['fits'], row['total'],
+                 row['used'], row['free'], row['utilisation'],
+                 row['stranded'], ReasonsColumn(row['stranded_reasons']))
+        data.append(item)
+    return columns, data
+
+
+class ListCapacity(command.Lister):
+    _description = _(
+        'List how many more of each GPU flavor fit now\n\n'
+        'For every GPU flavor (or those given) and pool: how many more '
+        'servers fit right now (with --long per host), counted exactly '
+        'from the free inventory of each host\'s provider trees for the '
+        'Placement request Nova sends for the flavor (device groups, '
+        'group_policy, traits, isolation, project aggregates), with the '
+        'hosts Nova\'s filters would remove counted as 0; and the pool\'s '
+        'GPUs of that class: total, used, free, utilisation, and stranded '
+        'GPUs (free, but no GPU flavor can use them now) with the reason. '
+        'Read in a fixed number of requests whatever the number of hosts '
+        'and flavors. Needs admin (aggregates, hypervisors, Placement).')
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument(
+            '--pool', metavar='<pool>',
+            help=_('Only rows of this GPU pool (name)'))
+        parser.add_argument(
+            '--flavor', metavar='<flavor>', action='append', dest='flavors',
+            help=_('Only this flavor (name or ID; repeat option for '
+                   'several). Default: every GPU flavor'))
+        parser.add_argument(
+            '--project', metavar='<project>',
+            help=_('Project that would boot the servers (name or ID; '
+                   'default: the current project): decides '
+                   'project-limited pools'))
+        identity_common.add_project_domain_option_to_parser(parser)
+        parser.add_argument(
+            '--nova-conf', metavar='<file>', action='append',
+            help=_('nova.conf-style file with the scheduler\'s settings '
+                   '(enabled filters, isolated-aggregate filtering, PCI '
+                   'aliases; repeat option for several); default $%s, '
+                   'else the defaults "gpu candidates --explain" '
+                   'shows') % candidates_cmd.CONF_ENV)
+        parser.add_argument(
+            '--long', action='store_true', default=False,
+            help=_('One row per flavor, pool and host'))
+        return parser
+
+    def take_action(self, parsed_args):
+        client = self.app.client_manager.gpu
+        settings = candidates_cmd.read_settings(parsed_args.nova_conf)
+        project_id = (
+            client.project_id(parsed_args.project,
+                              parsed_args.project_domain)
+            if parsed_args.project else client.current_project_id())
+        cloud = snapshot.read(client, with_flavors=True, mapped_only=True)
+        for _agg, _pool, message in cloud.problems:
+            LOG.warning(message)
+        if parsed_args.pool and parsed_args.pool not in cloud.pools:
+            raise pools_mod.unknown_pool(parsed_args.pool, cloud.pools)
+        wanted = None
+        if parsed_args.flavors:
+            wanted = capacity.resolve_flavors(cloud.flavors,
+                                              parsed_args.flavors)
+        rows = capacity.rows(cloud, settings, project_id,
+                             wanted_flavors=wanted, pool=parsed_args.pool,
+                             long=parsed_args.long)
+        for note in cloud.placement.notes():
+            LOG.warning(note)
+        return table(rows, long=parsed_args.long)
