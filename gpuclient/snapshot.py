@@ -20,6 +20,10 @@ resource classes, and the Placement snapshot of ``Placement.gpu_snapshot``
 summaries cover every tree with a free VCPU, one per GPU class for the
 trees left, and a per-provider read only for trees no summary covers).
 
+``gpu host list`` and ``gpu capacity list`` ask their questions of it;
+``gpu candidates`` takes its Nova side from it (``with_placement=False``)
+and asks Placement the flavor's own query.
+
 ``Cloud`` is plain data with pure questions: which roots a host has, the
 aggregates a root is in, a provider tree in the shape ``gpuclient.fit``
 counts in.
@@ -29,13 +33,17 @@ from gpuclient import hosts
 from gpuclient import pools as pools_mod
 
 
-def _aggregate_dict(agg):
-    if isinstance(agg, dict):
-        return agg
-    return {'name': agg.name, 'uuid': getattr(agg, 'uuid', None),
-            'hosts': list(agg.hosts or []),
-            'metadata': dict(agg.metadata or {}),
-            'availability_zone': agg.availability_zone}
+def aggregate_dict(agg):
+    """A host aggregate (SDK resource or dict) as plain data."""
+    def get(key):
+        if isinstance(agg, dict):
+            return agg.get(key)
+        return getattr(agg, key, None)
+
+    return {'name': get('name'), 'uuid': get('uuid'),
+            'hosts': list(get('hosts') or []),
+            'metadata': dict(get('metadata') or {}),
+            'availability_zone': get('availability_zone')}
 
 
 class Cloud:
@@ -43,7 +51,7 @@ class Cloud:
 
     def __init__(self, aggregates, hypervisors, services, placement,
                  flavors=None, gpu_classes=()):
-        self.aggregates = [_aggregate_dict(a) for a in aggregates]
+        self.aggregates = [aggregate_dict(a) for a in aggregates]
         self.pools, self.problems = pools_mod.scan(self.aggregates)
         self.hypervisors = list(hypervisors)
         self.services = list(services)
@@ -115,20 +123,27 @@ class Cloud:
 
 
 def read(client, extra_classes=(), with_flavors=False, wanted_hosts=None,
-         mapped_only=False, with_traits=True, aggregates=None):
+         mapped_only=False, with_traits=True, aggregates=None,
+         with_placement=True):
     """A Cloud, read in a fixed number of requests (see the module).
 
     WANTED_HOSTS (compute host names) or MAPPED_ONLY (every tree a Nova
     hypervisor maps to) limit the per-provider reads of trees that no
     summary covers; WITH_TRAITS reads those providers' traits too.
     AGGREGATES: the host aggregates, when the caller already read them.
+    Without WITH_PLACEMENT only Nova is read (``placement`` is None):
+    for a command that asks Placement its own question.
     """
     if aggregates is None:
         aggregates = client.compute.aggregates()
     pools, _problems = pools_mod.scan(
-        [_aggregate_dict(a) for a in aggregates])
+        [aggregate_dict(a) for a in aggregates])
     hypervisors = client.compute.hypervisors()
     services = client.compute.compute_services()
+    flavors = client.compute.flavors() if with_flavors else None
+    if not with_placement:
+        return Cloud(aggregates, hypervisors, services, None,
+                     flavors=flavors)
     known = client.placement.resource_classes()
     classes = hosts.gpu_classes(
         known, [p['resource_class'] for p in pools.values()], extra_classes)
@@ -139,7 +154,6 @@ def read(client, extra_classes=(), with_flavors=False, wanted_hosts=None,
                       'host') in wanted_hosts}
     placement = client.placement.gpu_snapshot(
         classes, wanted_roots=wanted, with_traits=with_traits)
-    flavors = client.compute.flavors() if with_flavors else None
     cloud = Cloud(aggregates, hypervisors, services, placement,
                   flavors=flavors, gpu_classes=classes)
     cloud.known_classes = set(known)

@@ -30,6 +30,7 @@ from gpuclient import host_filters
 from gpuclient import names
 from gpuclient import pools as pools_mod
 from gpuclient import request
+from gpuclient import snapshot
 from gpuclient.i18n import _
 
 LOG = logging.getLogger(__name__)
@@ -42,14 +43,6 @@ COLUMNS = ('Host', 'Pool', 'GPU Providers', 'GPUs Total', 'GPUs Used',
            'Free Disk (GiB)')
 LONG_COLUMNS = ('Nodes', 'Allocation Candidates')
 EXPLAIN_COLUMNS = ('Candidate', 'Reason')
-
-
-def _aggregate_dict(aggregate):
-    get = explain._get
-    return {'name': get(aggregate, 'name'), 'uuid': get(aggregate, 'uuid'),
-            'hosts': list(get(aggregate, 'hosts') or []),
-            'metadata': dict(get(aggregate, 'metadata') or {}),
-            'availability_zone': get(aggregate, 'availability_zone')}
 
 
 def _parse_resources(texts):
@@ -145,9 +138,11 @@ def collect(client, flavor=None, resources=(), required=(), image=None,
     MAX_ALLOCATION_READS providers.
     """
     settings = settings or request.load_settings()
-    aggregates = [_aggregate_dict(a) for a in client.compute.aggregates()]
-    pools, problems = pools_mod.scan(aggregates)
-    for _agg, _pool, message in problems:
+    # Nova's side from the snapshot other read commands use; Placement is
+    # asked this flavor's own question below
+    cloud = snapshot.read(client, with_placement=False)
+    aggregates, pools = cloud.aggregates, cloud.pools
+    for _agg, _pool, message in cloud.problems:
         LOG.warning(message)
     if pool and pool not in pools:
         raise pools_mod.unknown_pool(pool, pools)
@@ -183,8 +178,7 @@ def collect(client, flavor=None, resources=(), required=(), image=None,
               '--property trait:<TRAIT> <flavor>", or the image property), '
               'or put the trait back on the hosts that should take it.')
             % {'traits': traits}) from exc
-    hypervisors = client.compute.hypervisors()
-    services = client.compute.compute_services()
+    hypervisors, services = cloud.hypervisors, cloud.services
     providers = placement.resource_providers()
     trees = explain.Trees()
     trees.add_answer(answer)

@@ -188,6 +188,8 @@ class TestCandidatesOption(base.CommandTestCase):
         client = mock.Mock()
         client.project_id.side_effect = RuntimeError('stop here')
         client.compute.aggregates.return_value = []
+        client.compute.hypervisors.return_value = []
+        client.compute.compute_services.return_value = []
         self.assertRaises(RuntimeError, candidates.collect, client,
                           resources={'VGPU': 1}, project='research',
                           project_domain='dom-b', settings={})
