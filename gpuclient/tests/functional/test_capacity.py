@@ -112,7 +112,19 @@ class TestCapacityByBoots(CapacityTestCase):
         self.delete(servers[0])
         self.assertEqual((2, 1), (self.fits(one), self.fits(two)))
 
+    def unlimited_ram(self):
+        """Lift the project's RAM quota (Nova refuses a big boot before
+        scheduling otherwise); put it back at cleanup."""
+        limits = {row['Name']: row['Value'] for row in self.openstack(
+            'limits', 'show', '--absolute')}
+        project = self.openstack('token', 'issue')['project_id']
+        self.openstack('quota', 'set', '--ram', '-1', project, parse=False)
+        self.addCleanup(self.openstack, 'quota', 'set', '--ram',
+                        str(limits['max_total_ram_size']), project,
+                        parse=False)
+
     def test_mig_and_ram_stranding(self):
+        self.unlimited_ram()
         pool = self.make_pool('mig', base.MIG_HOST)
         small = self.make_flavor(pool)
         big = self.make_flavor(pool, ram=BIG_RAM)

@@ -1,0 +1,572 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Pure: the nova.conf settings the GPU pools need, and how to lay them out.
+
+Input: the pools (``gpuclient.pools.scan``), the provider trees of their
+hosts (``trees_from_snapshot``) and, for MIG pools, the mdev type of each
+profile when the operator gives it. Output (``build``): a ``Config``, that
+is ``{target: {section: {key: value}}}`` where a target is ``ALL`` (every
+Nova service), ``API``, ``SCHEDULER`` or ``('host', <compute host>)``, and
+a value is a string, or a list of strings for Nova's multi-valued options
+(``[pci] alias`` and ``device_spec``); plus notes per target for what the
+cloud cannot tell. Renderers: ``render_ini``, ``kolla_files`` (the
+Kolla-Ansible override tree) and ``diff`` against an existing
+configuration parsed with ``gpuclient.request.parse_ini``.
+
+Only keys gpuclient owns are produced:
+
+========================  ===================================================
+every service             ``[pci] alias`` of each passthrough pool
+nova-scheduler            ``[filter_scheduler] enabled_filters``,
+                          ``pci_in_placement``; ``[scheduler]
+                          enable_isolated_aggregate_filtering``
+passthrough host          ``[pci] device_spec``, ``report_in_placement``
+vgpu / mig host           ``[devices] enabled_mdev_types``, ``[mdev_<type>]
+                          device_addresses`` (and ``mdev_class``)
+baremetal host            nothing (said so)
+========================  ===================================================
+
+Where providers come from (Nova 34): the libvirt driver names a pGPU (or
+SR-IOV VF) provider ``<nodename>_pci_0000_84_00_0`` (its libvirt node
+device name), PCI in Placement names a device provider
+``<nodename>_0000:41:00.0`` (the address in upper case).
+"""
+
+import json
+import re
+
+from gpuclient import pools as pools_mod
+from gpuclient.i18n import _
+
+ALL = 'all'
+API = 'nova-api'
+SCHEDULER = 'nova-scheduler'
+HOST = 'host'
+
+# Nova 34's default [filter_scheduler] enabled_filters, in its order
+NOVA_DEFAULT_FILTERS = (
+    'ComputeFilter', 'ComputeCapabilitiesFilter', 'ImagePropertiesFilter',
+    'ServerGroupAntiAffinityFilter', 'ServerGroupAffinityFilter',
+)
+PCI_FILTER = 'PciPassthroughFilter'
+AGGREGATE_FILTER = 'AggregateInstanceExtraSpecsFilter'
+TENANT_FILTER = 'AggregateMultiTenancyIsolation'
+NUMA_FILTER = 'NUMATopologyFilter'
+GPU_FILTERS = (PCI_FILTER, AGGREGATE_FILTER, TENANT_FILTER, NUMA_FILTER)
+# the alias policy of the seed and of `gpu flavor create`'s default
+DEFAULT_NUMA_POLICY = 'preferred'
+TRUE = 'true'
+
+# options whose values are lists (oslo ListOpt): compared as sets
+LIST_KEYS = {('filter_scheduler', 'enabled_filters'),
+             ('devices', 'enabled_mdev_types')}
+# options Nova reads several times (oslo MultiStrOpt): JSON values
+MULTI_KEYS = {('pci', 'alias'), ('pci', 'device_spec')}
+BOOL_KEYS = {('pci', 'report_in_placement'),
+             ('filter_scheduler', 'pci_in_placement'),
+             ('scheduler', 'enable_isolated_aggregate_filtering')}
+
+_LIBVIRT_PCI_RE = re.compile(
+    r'pci_([0-9a-fA-F]{4})_([0-9a-fA-F]{2})_([0-9a-fA-F]{2})_([0-7])$')
+_PLACEMENT_PCI_RE = re.compile(
+    r'([0-9a-fA-F]{4}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.([0-7])$')
+
+
+def host_target(host):
+    return (HOST, host)
+
+
+def target_label(target):
+    if target == ALL:
+        return _('every Nova service')
+    if isinstance(target, tuple):
+        return _('nova-compute on %s') % target[1]
+    return target
+
+
+def _order(target):
+    if target == ALL:
+        return (0, '')
+    if target == API:
+        return (1, '')
+    if target == SCHEDULER:
+        return (2, '')
+    return (3, target[1])
+
+
+class Config:
+    """{target: {section: {key: value}}} plus notes per target."""
+
+    def __init__(self):
+        self.targets = {}
+        self.notes = {}
+
+    def set(self, target, section, key, value):
+        self.targets.setdefault(target, {}).setdefault(section, {})[key] = (
+            value)
+
+    def add(self, target, section, key, value):
+        """Append to a multi-valued option, once per value."""
+        values = self.targets.setdefault(target, {}).setdefault(
+            section, {}).setdefault(key, [])
+        if value not in values:
+            values.append(value)
+
+    def note(self, target, text):
+        notes = self.notes.setdefault(target, [])
+        if text not in notes:
+            notes.append(text)
+
+    def ordered(self):
+        """Targets with settings or notes, in rendering order."""
+        return sorted(set(self.targets) | set(self.notes), key=_order)
+
+    def effective(self, target):
+        """What one service reads: ALL, then its own settings."""
+        merged = {}
+        for part in (ALL, target) if target != ALL else (ALL,):
+            for section, keys in self.targets.get(part, {}).items():
+                into = merged.setdefault(section, {})
+                for key, value in keys.items():
+                    if isinstance(value, list):
+                        into.setdefault(key, [])
+                        into[key] = into[key] + [
+                            v for v in value if v not in into[key]]
+                    else:
+                        into[key] = value
+        return merged
+
+
+# -- provider trees ------------------------------------------------------
+
+def pci_address(name, root_name=None):
+    """The PCI address a device provider's name carries, or None.
+
+    ``gpu-1_pci_0000_84_00_0`` (libvirt pGPU / VF) and
+    ``gpu-1.example_0000:41:00.0`` (PCI in Placement) both give
+    ``0000:84:00.0`` / ``0000:41:00.0`` (lower case, as sysfs writes it).
+    """
+    if not name:
+        return None
+    tail = name
+    if root_name and name.startswith(root_name + '_'):
+        tail = name[len(root_name) + 1:]
+    for regex in (_LIBVIRT_PCI_RE, _PLACEMENT_PCI_RE):
+        found = regex.search(tail)
+        if found:
+            return '%s:%s:%s.%s' % tuple(g.lower() for g in found.groups())
+    return None
+
+
+def trees_from_snapshot(snapshot, host_roots):
+    """{host: [device provider]} from a hosts.Snapshot.
+
+    A device provider is a non-root provider in the host's trees, as a dict:
+    uuid, name, root_name, address (or None), resources ({class: capacity})
+    and traits (a set). ``host_roots`` maps each host to its root provider
+    uuids.
+    """
+    trees = {}
+    for host, roots in host_roots.items():
+        devices = []
+        for uuid in snapshot.providers_in_trees(roots):
+            rp = snapshot.providers[uuid]
+            if not rp['parent']:
+                continue
+            root_name = snapshot.providers.get(rp['root'], {}).get('name')
+            summary = snapshot.summaries.get(uuid) or {}
+            devices.append({
+                'uuid': uuid,
+                'name': rp['name'],
+                'root_name': root_name,
+                'address': pci_address(rp['name'], root_name),
+                'resources': {rc: item.get('capacity', 0) for rc, item in
+                              (summary.get('resources') or {}).items()},
+                'traits': set(summary.get('traits') or ()),
+            })
+        trees[host] = sorted(devices, key=lambda d: d['name'])
+    return trees
+
+
+# -- building --------------------------------------------------------------
+
+def _json(data):
+    return json.dumps(data, separators=(', ', ': '))
+
+
+def default_pci_class(pci_id):
+    vendor, _sep, product = pci_id.partition(':')
+    return 'CUSTOM_PCI_%s_%s' % (vendor.upper(), product.upper())
+
+
+def alias_json(pool, numa_policy=DEFAULT_NUMA_POLICY):
+    """The ``[pci] alias`` value of a passthrough pool."""
+    vendor, _sep, product = pool['pci_id'].partition(':')
+    data = {'name': pool['alias'], 'vendor_id': vendor,
+            'product_id': product, 'device_type': 'type-PCI'}
+    if pool['resource_class'] != default_pci_class(pool['pci_id']):
+        # Nova: an alias with resource_class asks Placement for that class
+        data['resource_class'] = pool['resource_class']
+    if numa_policy:
+        data['numa_policy'] = numa_policy
+    return _json(data)
+
+
+def device_spec_json(pool):
+    """The ``[pci] device_spec`` value of a passthrough pool."""
+    vendor, _sep, product = pool['pci_id'].partition(':')
+    data = {'vendor_id': vendor, 'product_id': product}
+    if pool['resource_class'] != default_pci_class(pool['pci_id']):
+        data['resource_class'] = pool['resource_class']
+    return _json(data)
+
+
+def _filters(pools):
+    wanted = set()
+    for pool in pools:
+        wanted.add(AGGREGATE_FILTER)
+        if pool['mode'] == pools_mod.PASSTHROUGH:
+            # flavors carry hw:pci_numa_affinity_policy, and the alias a
+            # numa_policy: NUMATopologyFilter makes them count
+            wanted.update((PCI_FILTER, NUMA_FILTER))
+        if pool.get('projects'):
+            wanted.add(TENANT_FILTER)
+    return list(NOVA_DEFAULT_FILTERS) + [
+        f for f in GPU_FILTERS if f in wanted]
+
+
+def _mdev_devices(pool, devices):
+    """The device providers of a host that serve a vgpu/mig pool's type."""
+    rc = pool['resource_class']
+    if rc != 'VGPU':
+        return [d for d in devices if rc in d['resources']]
+    owned = set(pools_mod.owned_traits(pool.get('metadata') or {}))
+    trait = pool.get('type_trait')
+    return [d for d in devices if 'VGPU' in d['resources'] and (
+        (trait and trait in d['traits']) or d['uuid'] in owned)]
+
+
+def _pool_type(pool, mig_types):
+    if pool['mode'] == pools_mod.VGPU:
+        return pool['vgpu_type']
+    return (mig_types or {}).get(pool['mig_profile'])
+
+
+def build(pools, trees, mig_types=None, numa_policy=DEFAULT_NUMA_POLICY):
+    """The Config the pools need (see the module doc).
+
+    ``pools``: {name: pool} as ``pools.scan`` returns them; ``trees``:
+    {host: [device provider]} from ``trees_from_snapshot`` for the pools'
+    hosts (a host missing there is said to have no provider in Placement);
+    ``mig_types``: {MIG profile: mdev type}, which the cloud does not
+    record.
+    """
+    config = Config()
+    chosen = [pools[name] for name in sorted(pools)]
+    if not chosen:
+        config.note(ALL, _('No GPU pool: nothing to configure (see '
+                           '"openstack gpu pool list").'))
+        return config
+    for pool in chosen:
+        if pool['mode'] == pools_mod.PASSTHROUGH:
+            config.add(ALL, 'pci', 'alias', alias_json(pool, numa_policy))
+    config.set(SCHEDULER, 'filter_scheduler', 'enabled_filters',
+               ','.join(_filters(chosen)))
+    config.note(SCHEDULER, _(
+        'enabled_filters: Nova\'s default filters plus those the pools '
+        'need; keep any other filter you enable.'))
+    if any(p['mode'] == pools_mod.PASSTHROUGH for p in chosen):
+        config.set(SCHEDULER, 'filter_scheduler', 'pci_in_placement', TRUE)
+    if any(p['isolate'] for p in chosen):
+        config.set(SCHEDULER, 'scheduler',
+                   'enable_isolated_aggregate_filtering', TRUE)
+    hosts = sorted({h for p in chosen for h in p['hosts']})
+    for host in hosts:
+        _build_host(config, host, [p for p in chosen if host in p['hosts']],
+                    trees, mig_types)
+    return config
+
+
+def _build_host(config, host, pools, trees, mig_types):
+    target = host_target(host)
+    devices = trees.get(host)
+    if devices is None:
+        config.note(target, _(
+            'No compute node of %s in Placement: its provider tree could '
+            'not be read, so only what the pools record is written.')
+            % host)
+        devices = []
+    types = {}  # mdev type -> {'addresses': [...], 'class': rc}
+    for pool in pools:
+        mode = pool['mode']
+        if mode == pools_mod.BAREMETAL:
+            config.note(target, _(
+                'Pool %(pool)s (baremetal): nothing in nova.conf; the '
+                'Ironic nodes report %(rc)s from their resource_class.')
+                % {'pool': pool['name'], 'rc': pool['resource_class']})
+            continue
+        if mode == pools_mod.PASSTHROUGH:
+            config.add(target, 'pci', 'device_spec', device_spec_json(pool))
+            config.set(target, 'pci', 'report_in_placement', TRUE)
+            if not [d for d in devices
+                    if pool['resource_class'] in d['resources']]:
+                config.note(target, _(
+                    'Pool %(pool)s: no %(rc)s provider on %(host)s in '
+                    'Placement yet; nova-compute creates them once it runs '
+                    'with this device_spec.')
+                    % {'pool': pool['name'], 'rc': pool['resource_class'],
+                       'host': host})
+            continue
+        mdev_type = _pool_type(pool, mig_types)
+        serving = _mdev_devices(pool, devices)
+        addresses = sorted(d['address'] for d in serving if d['address'])
+        unnamed = sorted(d['name'] for d in serving if not d['address'])
+        if unnamed:
+            config.note(target, _(
+                'Pool %(pool)s: providers %(rps)s carry no PCI address in '
+                'their name; add their addresses by hand.')
+                % {'pool': pool['name'], 'rps': ', '.join(unnamed)})
+        if not mdev_type:
+            config.note(target, _(
+                'Pool %(pool)s: the cloud does not record which mdev type '
+                'serves MIG profile %(profile)s, so [devices] and [mdev_*] '
+                'are not written for it (VFs: %(addr)s). Give it with '
+                '--mig-mdev-type %(profile)s=<type> (see '
+                'mdev_supported_types/*/name on the host).')
+                % {'pool': pool['name'], 'profile': pool['mig_profile'],
+                   'addr': ', '.join(addresses) or _('none found')})
+            continue
+        if not addresses:
+            config.note(target, _(
+                'Pool %(pool)s: no provider on %(host)s serves %(type)s '
+                'yet, so [mdev_%(type)s] device_addresses is not written: '
+                'run "openstack gpu pool add host %(pool)s %(host)s" once '
+                'the host reports VGPU.')
+                % {'pool': pool['name'], 'host': host, 'type': mdev_type})
+        entry = types.setdefault(mdev_type, {'addresses': [], 'class': None})
+        entry['addresses'] += [a for a in addresses
+                               if a not in entry['addresses']]
+        if pool['resource_class'] != 'VGPU':
+            entry['class'] = pool['resource_class']
+    mine = {uuid for entry in [_mdev_devices(p, devices) for p in pools
+                               if p['mode'] in (pools_mod.VGPU,
+                                                pools_mod.MIG)]
+            for uuid in (d['uuid'] for d in entry)}
+    untagged = sorted(d['address'] or d['name'] for d in devices
+                      if 'VGPU' in d['resources'] and d['uuid'] not in mine)
+    if untagged and any(p['mode'] in (pools_mod.VGPU, pools_mod.MIG)
+                        for p in pools):
+        config.note(target, _(
+            'pGPUs %(rps)s offer VGPU but carry no pool\'s type trait: the '
+            'cloud cannot tell their mdev type, so they are left out. Tag '
+            'them by adding the host to the pool that should use them.')
+            % {'rps': ', '.join(untagged)})
+    if types:
+        config.set(target, 'devices', 'enabled_mdev_types',
+                   ','.join(sorted(types)))
+        for mdev_type in sorted(types):
+            section = 'mdev_%s' % mdev_type
+            if types[mdev_type]['addresses']:
+                config.set(target, section, 'device_addresses',
+                           ','.join(types[mdev_type]['addresses']))
+            if types[mdev_type]['class']:
+                config.set(target, section, 'mdev_class',
+                           types[mdev_type]['class'])
+
+
+# -- rendering ---------------------------------------------------------------
+
+def _comment(text, width=76):
+    lines, line = [], '#'
+    for word in text.split():
+        if len(line) + 1 + len(word) > width and line != '#':
+            lines.append(line)
+            line = '#'
+        line += ' ' + word
+    lines.append(line)
+    return lines
+
+
+def render_target(config, target, header=True):
+    """The nova.conf text of one target (sections in a stable order)."""
+    lines = []
+    if header:
+        lines += _comment(_('gpuclient: %s') % target_label(target))
+    for note in config.notes.get(target, ()):
+        lines += _comment(note)
+    for section in sorted(config.targets.get(target, {})):
+        keys = config.targets[target][section]
+        lines.append('[%s]' % section)
+        for key in sorted(keys):
+            values = keys[key] if isinstance(keys[key], list) else [keys[key]]
+            lines += ['%s = %s' % (key, value) for value in values]
+    return '\n'.join(lines) + '\n'
+
+
+def render_ini(config):
+    """Every target's sections, one block per service or host."""
+    return '\n'.join(render_target(config, t) for t in config.ordered())
+
+
+KOLLA_ALL = 'nova.conf'
+KOLLA_COMPUTE = 'nova/nova-compute.conf'
+
+
+def kolla_path(target):
+    """Where Kolla-Ansible reads a target's overrides, relative to
+    ``/etc/kolla/config`` (``node_custom_config``)."""
+    if target == ALL:
+        return KOLLA_ALL
+    if isinstance(target, tuple):
+        return 'nova/%s/nova.conf' % target[1]
+    return 'nova/%s.conf' % target
+
+
+def ini_path(target):
+    """File names for ``--layout ini --output-dir``."""
+    if target == ALL:
+        return 'nova.conf'
+    if isinstance(target, tuple):
+        return 'nova-compute-%s.conf' % target[1]
+    return '%s.conf' % target
+
+
+def files(config, layout='kolla'):
+    """[(relative path, text)] for the layout ('kolla' or 'ini')."""
+    path = kolla_path if layout == 'kolla' else ini_path
+    return [(path(t), render_target(config, t)) for t in config.ordered()]
+
+
+def render_kolla(config):
+    """The Kolla-Ansible tree as one text, each file under its path."""
+    parts = []
+    for path, text in files(config, 'kolla'):
+        parts.append('# ==> %s <==\n%s' % (path, text))
+    return '\n'.join(parts)
+
+
+def kolla_reads(target):
+    """The override files Kolla merges for a target, in its order."""
+    if target == ALL:
+        return ['global.conf', KOLLA_ALL]
+    if isinstance(target, tuple):
+        return ['global.conf', KOLLA_ALL, KOLLA_COMPUTE,
+                kolla_path(target)]
+    return ['global.conf', KOLLA_ALL, kolla_path(target)]
+
+
+# -- diff --------------------------------------------------------------------
+
+MISSING = 'missing'
+DIFFERS = 'differs'
+
+
+def _json_or_text(text):
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _items(text):
+    return [v.strip() for v in str(text).split(',') if v.strip()]
+
+
+def _bool(text):
+    return str(text).strip().lower() in ('1', 't', 'true', 'on', 'y', 'yes')
+
+
+def _compare(section, key, want, have):
+    """None when ``have`` (a list of values, as parse_ini) satisfies
+    ``want``; else (kind, text of what is there)."""
+    if not have:
+        return MISSING, None
+    if (section, key) in MULTI_KEYS:
+        present = [_json_or_text(v) for v in have]
+        lacking = [w for w in want if _json_or_text(w) not in present]
+        if not lacking:
+            return None
+        names = {(_json_or_text(w) or {}).get('name') for w in lacking
+                 if isinstance(_json_or_text(w), dict)} - {None}
+        clash = [v for v in have if isinstance(_json_or_text(v), dict)
+                 and _json_or_text(v).get('name') in names]
+        return (DIFFERS if clash else MISSING), '; '.join(clash) or None
+    last = have[-1]
+    if (section, key) in LIST_KEYS:
+        if set(_items(want)) <= set(_items(last)):
+            return None
+        return DIFFERS, last
+    if (section, key) in BOOL_KEYS:
+        return None if _bool(last) == _bool(want) else (DIFFERS, last)
+    if key == 'device_addresses':
+        return None if set(_items(last)) == set(_items(want)) else (
+            DIFFERS, last)
+    return None if last.strip() == want else (DIFFERS, last)
+
+
+def diff(config, existing):
+    """What existing configurations lack or contradict.
+
+    ``existing``: {target: parsed ini} (``request.parse_ini`` /
+    ``merge_ini`` of what that service reads), for the targets to check.
+    Returns [{target, section, key, kind, want, have}], kind MISSING or
+    DIFFERS; list options are satisfied by a superset (other filters may
+    be enabled), multi-valued ones when every wanted value is there.
+    """
+    found = []
+    for target in sorted(existing, key=_order):
+        have_ini = existing[target]
+        for section, keys in sorted(config.effective(target).items()):
+            for key in sorted(keys):
+                want = keys[key]
+                have = (have_ini.get(section) or {}).get(key) or []
+                result = _compare(section, key, want, have)
+                if result is None:
+                    continue
+                wants = want if isinstance(want, list) else [want]
+                if (section, key) in MULTI_KEYS:
+                    present = [_json_or_text(v) for v in have]
+                    wants = [w for w in wants
+                             if _json_or_text(w) not in present]
+                found.append({'target': target, 'section': section,
+                              'key': key, 'kind': result[0],
+                              'want': wants, 'have': result[1]})
+    return found
+
+
+def render_diff(findings, where=None):
+    """The findings as text (one line per value; ``where`` maps a target
+    to the files read for it)."""
+    if not findings:
+        return _('# no differences: the configuration has every setting '
+                 'the pools need\n')
+    lines, last = [], None
+    for item in findings:
+        if item['target'] != last:
+            last = item['target']
+            if lines:
+                lines.append('')
+            label = target_label(last)
+            if where and where.get(last):
+                label += ' (%s)' % ', '.join(where[last])
+            lines += _comment(label)
+        for want in item['want']:
+            if item['kind'] == MISSING:
+                lines.append('+ [%s] %s = %s' % (item['section'],
+                                                  item['key'], want))
+            else:
+                lines.append('- [%s] %s = %s' % (item['section'],
+                                                  item['key'], item['have']))
+                lines.append('+ [%s] %s = %s' % (item['section'],
+                                                  item['key'], want))
+    return '\n'.join(lines) + '\n'

@@ -1,0 +1,294 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""gpuclient.nova_config (pure) per mode, its renderers and its diff.
+
+Nova's own reading of the rendered files is test_nova_config_nova (it
+shares these cases).
+"""
+
+import json
+
+from gpuclient import hosts
+from gpuclient import nova_config as nc
+from gpuclient import request
+from gpuclient.tests.unit import base
+from gpuclient.tests.unit.test_nova_config_nova import cases
+from gpuclient.tests.unit.test_nova_config_nova import device
+from gpuclient.tests.unit.test_nova_config_nova import pool
+
+PT = nc.host_target('gpu-pt-1')
+VG = nc.host_target('gpu-vgpu-1')
+MIG = nc.host_target('gpu-mig-1')
+BM = nc.host_target('bm-compute-1')
+
+
+def build(case, **kwargs):
+    pools, trees, mig_types = cases()[case]
+    return nc.build(pools, trees, kwargs.pop('mig_types', mig_types),
+                    **kwargs)
+
+
+class TestAddresses(base.TestCase):
+    def test_provider_names(self):
+        table = [
+            ('gpu-1_pci_0000_84_00_0', 'gpu-1', '0000:84:00.0'),
+            ('gpu-mig-1_pci_0000_41_00_5', 'gpu-mig-1', '0000:41:00.5'),
+            # PCI in Placement: upper-case address after the node name
+            ('gpu-pt-1.gpu.test_0000:C1:00.0', 'gpu-pt-1.gpu.test',
+             '0000:c1:00.0'),
+            # a node name that itself looks like an address part
+            ('n_pci_0000_01_00_0_pci_0000_af_00_7', 'n_pci_0000_01_00_0',
+             '0000:af:00.7'),
+            ('gpu-1_mtty_mtty', 'gpu-1', None),
+            ('gpu-1_pci_0000_84_00_9', 'gpu-1', None),  # function 0-7
+            (None, None, None),
+        ]
+        for name, root, want in table:
+            self.assertEqual(want, nc.pci_address(name, root), name)
+
+    def test_trees_from_snapshot(self):
+        snap = hosts.Snapshot([
+            {'uuid': 'r', 'name': 'gpu-1', 'parent_provider_uuid': None,
+             'root_provider_uuid': 'r'},
+            {'uuid': 'c', 'name': 'gpu-1_pci_0000_84_00_0',
+             'parent_provider_uuid': 'r', 'root_provider_uuid': 'r'},
+            {'uuid': 'o', 'name': 'other_pci_0000_85_00_0',
+             'parent_provider_uuid': 'x', 'root_provider_uuid': 'x'},
+        ])
+        snap.add_details({'c': {'resources': {'VGPU': {'capacity': 4,
+                                                       'used': 1}},
+                                'traits': ['CUSTOM_NVIDIA_35']}})
+        trees = nc.trees_from_snapshot(snap, {'gpu-1': ['r']})
+        self.assertEqual(['gpu-1'], list(trees))
+        [dev] = trees['gpu-1']
+        self.assertEqual(('c', '0000:84:00.0', {'VGPU': 4},
+                          {'CUSTOM_NVIDIA_35'}),
+                         (dev['uuid'], dev['address'], dev['resources'],
+                          dev['traits']))
+
+
+class TestBuildPerMode(base.TestCase):
+    def test_passthrough(self):
+        config = build('passthrough')
+        [alias] = config.targets[nc.ALL]['pci']['alias']
+        self.assertEqual({'name': 'h100', 'vendor_id': '10de',
+                          'product_id': '2331', 'device_type': 'type-PCI',
+                          'numa_policy': 'preferred'}, json.loads(alias))
+        self.assertEqual({'pci': {
+            'device_spec': ['{"vendor_id": "10de", "product_id": "2331"}'],
+            'report_in_placement': 'true'}}, config.targets[PT])
+        sched = config.targets[nc.SCHEDULER]
+        filters = sched['filter_scheduler']['enabled_filters'].split(',')
+        for name in ('PciPassthroughFilter',
+                     'AggregateInstanceExtraSpecsFilter',
+                     'NUMATopologyFilter') + nc.NOVA_DEFAULT_FILTERS:
+            self.assertIn(name, filters)
+        self.assertNotIn('AggregateMultiTenancyIsolation', filters)
+        self.assertEqual('true', sched['filter_scheduler']['pci_in_placement'])
+        self.assertNotIn('scheduler', sched)  # no isolated pool
+
+    def test_passthrough_other_class_and_policy(self):
+        solver = pool('solver', 'passthrough', ['h1'], alias='a100',
+                      pci_id='10de:20b5', resource_class='CUSTOM_A100')
+        config = nc.build({'solver': solver}, {'h1': []},
+                          numa_policy='required')
+        alias = json.loads(config.targets[nc.ALL]['pci']['alias'][0])
+        self.assertEqual(('CUSTOM_A100', 'required'),
+                         (alias['resource_class'], alias['numa_policy']))
+        spec = json.loads(config.targets[nc.host_target('h1')]['pci'][
+            'device_spec'][0])
+        self.assertEqual('CUSTOM_A100', spec['resource_class'])
+        # no device provider of the class yet: said so
+        self.assertIn('no CUSTOM_A100 provider', ' '.join(
+            config.notes[nc.host_target('h1')]))
+
+    def test_vgpu_several_types_on_one_host(self):
+        config = build('vgpu')
+        self.assertEqual({
+            'devices': {'enabled_mdev_types': 'nvidia-35,nvidia-36'},
+            'mdev_nvidia-35': {
+                'device_addresses': '0000:84:00.0,0000:86:00.0'},
+            'mdev_nvidia-36': {'device_addresses': '0000:85:00.0'},
+        }, config.targets[VG])
+        sched = config.targets[nc.SCHEDULER]
+        filters = sched['filter_scheduler']['enabled_filters'].split(',')
+        # ws36 is project-limited, ws35 isolated
+        self.assertIn('AggregateMultiTenancyIsolation', filters)
+        self.assertNotIn('PciPassthroughFilter', filters)
+        self.assertEqual('true', sched['scheduler'][
+            'enable_isolated_aggregate_filtering'])
+        self.assertNotIn('pci', config.targets.get(nc.ALL, {}))
+
+    def test_vgpu_per_type_class(self):
+        config = build('vgpu-class')
+        self.assertEqual({
+            'devices': {'enabled_mdev_types': 'nvidia-37'},
+            'mdev_nvidia-37': {'device_addresses': '0000:3b:00.0',
+                               'mdev_class': 'CUSTOM_VGPU_NVIDIA_37'},
+        }, config.targets[nc.host_target('gpu-vgpu-2')])
+
+    def test_vgpu_untagged_pgpu_is_said_not_guessed(self):
+        vg = pool('ws', 'vgpu', ['h'], vgpu_type='nvidia-35')
+        tree = [device('h', '0000:84:00.0', {'VGPU': 4},
+                       ['CUSTOM_NVIDIA_35']),
+                device('h', '0000:85:00.0', {'VGPU': 4})]
+        config = nc.build({'ws': vg}, {'h': tree})
+        target = nc.host_target('h')
+        self.assertEqual('0000:84:00.0', config.targets[target][
+            'mdev_nvidia-35']['device_addresses'])
+        self.assertIn('0000:85:00.0', ' '.join(config.notes[target]))
+
+    def test_vgpu_provider_recorded_by_pool_counts(self):
+        """A pGPU the pool tagged (gpu_tagged:) whose trait Nova wiped."""
+        rp = device('h', '0000:84:00.0', {'VGPU': 4})
+        vg = pool('ws', 'vgpu', ['h'], vgpu_type='nvidia-35',
+                  tagged={'gpu_tagged:' + rp['uuid']: 'CUSTOM_NVIDIA_35'})
+        config = nc.build({'ws': vg}, {'h': [rp]})
+        self.assertEqual('0000:84:00.0', config.targets[
+            nc.host_target('h')]['mdev_nvidia-35']['device_addresses'])
+
+    def test_vgpu_host_without_providers(self):
+        vg = pool('ws', 'vgpu', ['h'], vgpu_type='nvidia-35')
+        config = nc.build({'ws': vg}, {})
+        target = nc.host_target('h')
+        self.assertEqual({'devices': {'enabled_mdev_types': 'nvidia-35'}},
+                         config.targets[target])
+        notes = ' '.join(config.notes[target])
+        self.assertIn('No compute node of h in Placement', notes)
+        self.assertIn('device_addresses is not written', notes)
+
+    def test_mig(self):
+        config = build('mig')
+        self.assertEqual({
+            'devices': {'enabled_mdev_types': 'nvidia-700'},
+            'mdev_nvidia-700': {'device_addresses':
+                                '0000:41:00.4,0000:41:00.5,0000:41:00.6'},
+        }, config.targets[MIG])
+
+    def test_mig_without_type_is_a_comment(self):
+        config = build('mig-unknown-type')
+        self.assertNotIn(MIG, config.targets)
+        notes = ' '.join(config.notes[MIG])
+        self.assertIn('--mig-mdev-type 3g.40gb=<type>', notes)
+        self.assertIn('0000:41:00.6', notes)
+
+    def test_baremetal_nothing_said_so(self):
+        config = build('baremetal')
+        self.assertNotIn(BM, config.targets)
+        self.assertIn('nothing in nova.conf', config.notes[BM][0])
+        sched = config.targets[nc.SCHEDULER]['filter_scheduler']
+        self.assertEqual(['AggregateInstanceExtraSpecsFilter'],
+                         sched['enabled_filters'].split(',')[
+                             len(nc.NOVA_DEFAULT_FILTERS):])
+        self.assertNotIn(nc.ALL, config.targets)
+
+    def test_no_pools(self):
+        config = nc.build({}, {})
+        self.assertEqual({}, config.targets)
+        self.assertIn('No GPU pool', config.notes[nc.ALL][0])
+
+
+class TestRender(base.TestCase):
+    def test_ini_reads_back(self):
+        """What render_ini writes, parse_ini reads as the Config."""
+        config = build('all')
+        text = nc.render_ini(config)
+        for target in config.ordered():
+            block = nc.render_target(config, target)
+            self.assertIn(block, text)
+            parsed = request.parse_ini(block)
+            want = {s: {k: v if isinstance(v, list) else [v]
+                        for k, v in keys.items()}
+                    for s, keys in config.targets.get(target, {}).items()}
+            self.assertEqual(want, parsed, target)
+
+    def test_kolla_paths(self):
+        config = build('all')
+        paths = [p for p, _text in nc.files(config, 'kolla')]
+        self.assertEqual([
+            'nova.conf', 'nova/nova-scheduler.conf',
+            'nova/bm-compute-1/nova.conf', 'nova/gpu-mig-1/nova.conf',
+            'nova/gpu-pt-1/nova.conf', 'nova/gpu-vgpu-1/nova.conf'], paths)
+        self.assertEqual(
+            ['global.conf', 'nova.conf', 'nova/nova-compute.conf',
+             'nova/gpu-pt-1/nova.conf'], nc.kolla_reads(PT))
+        text = nc.render_kolla(config)
+        self.assertIn('# ==> nova/gpu-vgpu-1/nova.conf <==\n', text)
+
+    def test_effective(self):
+        config = build('all')
+        effective = config.effective(PT)
+        self.assertEqual(['alias', 'device_spec', 'report_in_placement'],
+                         sorted(effective['pci']))
+
+
+class TestDiff(base.TestCase):
+    def existing(self, config, target):
+        """The effective config of TARGET as parse_ini would read it."""
+        return request.parse_ini(nc.render_target(config, nc.ALL)
+                                 + nc.render_target(config, target))
+
+    def test_own_output_has_no_differences(self):
+        config = build('all')
+        for target in config.ordered():
+            self.assertEqual([], nc.diff(config, {
+                target: self.existing(config, target)}), target)
+        self.assertIn('no differences', nc.render_diff([]))
+
+    def test_missing_and_contradicting(self):
+        config = build('all')
+        text = (
+            '[pci]\n'
+            'alias = {"name": "h100", "vendor_id": "10de", '
+            '"product_id": "2330"}\n'
+            'alias = {"name": "other", "vendor_id": "1002"}\n'
+            '[filter_scheduler]\n'
+            'enabled_filters = ComputeFilter,PciPassthroughFilter\n'
+            'pci_in_placement = False\n'
+            '[scheduler]\n'
+            'enable_isolated_aggregate_filtering = 1\n')
+        found = nc.diff(config, {nc.SCHEDULER: request.parse_ini(text)})
+        by_key = {(f['section'], f['key']): f for f in found}
+        self.assertEqual({('pci', 'alias'),
+                          ('filter_scheduler', 'enabled_filters'),
+                          ('filter_scheduler', 'pci_in_placement')},
+                         set(by_key))
+        self.assertEqual(nc.DIFFERS, by_key[('pci', 'alias')]['kind'])
+        self.assertIn('2330', by_key[('pci', 'alias')]['have'])
+        out = nc.render_diff(found, {nc.SCHEDULER: ['x.conf']})
+        self.assertIn('nova-scheduler (x.conf)', out)
+        self.assertIn('- [filter_scheduler] pci_in_placement = False', out)
+        self.assertIn('+ [filter_scheduler] pci_in_placement = true', out)
+
+    def test_superset_filters_and_extra_aliases_are_fine(self):
+        config = build('passthrough')
+        text = nc.render_target(config, nc.ALL).replace(
+            '[pci]\n', '[pci]\nalias = {"name": "x", "vendor_id": "8086", '
+            '"product_id": "1234"}\n') + nc.render_target(
+                config, nc.SCHEDULER).replace(
+                    'ComputeFilter,', 'ComputeFilter,SameHostFilter,')
+        self.assertEqual([], nc.diff(config, {
+            nc.SCHEDULER: request.parse_ini(text)}))
+
+    def test_host_addresses_compared_as_sets(self):
+        config = build('vgpu')
+        good = self.existing(config, VG)
+        good['mdev_nvidia-35']['device_addresses'] = [
+            '0000:86:00.0, 0000:84:00.0']
+        self.assertEqual([], nc.diff(config, {VG: good}))
+        good['mdev_nvidia-35']['device_addresses'] = ['0000:84:00.0']
+        del good['mdev_nvidia-36']
+        found = nc.diff(config, {VG: good})
+        self.assertEqual([(nc.DIFFERS, 'mdev_nvidia-35'),
+                          (nc.MISSING, 'mdev_nvidia-36')],
+                         [(f['kind'], f['section']) for f in found])

@@ -1,0 +1,256 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""gpuclient.nova_config's files, loaded with Nova's own option definitions.
+
+Every file ``gpu config show`` renders (both layouts, every mode) is read
+by oslo.config with the options Nova registers (``nova.conf``, then
+``register_dynamic_opts`` for the ``[mdev_*]`` groups, as nova-compute
+does); every key must be a registered option and every value valid for it,
+the ``[pci] alias`` JSON as ``nova.pci.request.get_alias_from_config``
+validates it, ``[pci] device_spec`` as ``nova.pci.whitelist.Whitelist``
+does, and every enabled filter must be one of Nova's. It skips where Nova
+cannot be imported; CI runs it with the test cloud's interpreter
+(tools/run-functional)::
+
+    /var/tmp/gpuclient-testcloud/venv/bin/python -m unittest \\
+        gpuclient.tests.unit.test_nova_config_nova
+
+Standard library unittest only (that venv has no test tools); the cases
+are shared with test_nova_config.
+"""
+
+import os
+import tempfile
+import unittest
+import warnings
+
+from gpuclient import nova_config
+from gpuclient import pools as pools_mod
+from gpuclient import request
+
+try:
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        from nova import exception as nova_exception
+        import nova.conf
+        from nova.pci import request as pci_request
+        from nova.pci import whitelist
+        from nova.scheduler import filters as nova_filters
+        from oslo_config import cfg
+    HAVE_NOVA = True
+except Exception:  # ImportError and anything nova's import may raise
+    HAVE_NOVA = False
+
+
+def pool(name, mode, hosts, tagged=None, **kwargs):
+    """A pool as pools.scan reads it back from its aggregate."""
+    spec = pools_mod.build_spec(name, mode, **kwargs)
+    metadata = pools_mod.metadata_for(spec)
+    metadata.update(tagged or {})
+    return pools_mod.pool_from_aggregate({
+        'name': name, 'metadata': metadata, 'hosts': hosts,
+        'id': 1, 'uuid': 'agg-' + name})
+
+
+def device(root, address, resources, traits=(), libvirt=True, uuid=None):
+    """A device provider as nova names it (libvirt pGPU or PCI in
+    Placement)."""
+    if libvirt:
+        name = '%s_pci_%s' % (root, address.replace(':', '_').replace(
+            '.', '_'))
+    else:
+        name = '%s_%s' % (root, address.upper())
+    return {'uuid': uuid or 'rp-' + name, 'name': name, 'root_name': root,
+            'address': nova_config.pci_address(name, root),
+            'resources': dict(resources), 'traits': set(traits)}
+
+
+def cases():
+    """{case: (pools, trees, mig_types)}, one per mode and mix."""
+    pt = pool('solver', 'passthrough', ['gpu-pt-1'], alias='h100',
+              pci_id='10de:2331')
+    vg35 = pool('ws35', 'vgpu', ['gpu-vgpu-1'], vgpu_type='nvidia-35',
+                isolate=True)
+    vg36 = pool('ws36', 'vgpu', ['gpu-vgpu-1'], vgpu_type='nvidia-36',
+                projects=['p1'])
+    vgcls = pool('wscls', 'vgpu', ['gpu-vgpu-2'], vgpu_type='nvidia-37',
+                 resource_class='CUSTOM_VGPU_NVIDIA_37')
+    mig = pool('slices', 'mig', ['gpu-mig-1'], mig_profile='3g.40gb')
+    bm = pool('training', 'baremetal', ['bm-compute-1'],
+              resource_class='baremetal.gpu-h100')
+    pt_root = 'gpu-pt-1.gpu.test'
+    pt_tree = [device(pt_root, a, {'CUSTOM_PCI_10DE_2331': 1},
+                      libvirt=False)
+               for a in ('0000:41:00.0', '0000:c1:00.0')]
+    vgpu_tree = [
+        device('gpu-vgpu-1', '0000:84:00.0', {'VGPU': 4},
+               ['CUSTOM_NVIDIA_35']),
+        device('gpu-vgpu-1', '0000:85:00.0', {'VGPU': 4},
+               ['CUSTOM_NVIDIA_36']),
+        device('gpu-vgpu-1', '0000:86:00.0', {'VGPU': 4},
+               ['CUSTOM_NVIDIA_35']),
+    ]
+    cls_tree = [device('gpu-vgpu-2', '0000:3b:00.0',
+                       {'CUSTOM_VGPU_NVIDIA_37': 8})]
+    mig_tree = [device('gpu-mig-1', '0000:41:00.%d' % fn, {'VGPU': 1},
+                       ['CUSTOM_MIG_3G_40GB']) for fn in (4, 5, 6)]
+    return {
+        'passthrough': ({'solver': pt}, {'gpu-pt-1': pt_tree}, None),
+        'vgpu': ({'ws35': vg35, 'ws36': vg36},
+                 {'gpu-vgpu-1': vgpu_tree}, None),
+        'vgpu-class': ({'wscls': vgcls}, {'gpu-vgpu-2': cls_tree}, None),
+        'mig': ({'slices': mig}, {'gpu-mig-1': mig_tree},
+                {'3g.40gb': 'nvidia-700'}),
+        'mig-unknown-type': ({'slices': mig}, {'gpu-mig-1': mig_tree},
+                             None),
+        'baremetal': ({'training': bm}, {'bm-compute-1': []}, None),
+        'all': ({'solver': pt, 'ws35': vg35, 'ws36': vg36, 'slices': mig,
+                 'training': bm},
+                {'gpu-pt-1': pt_tree, 'gpu-vgpu-1': vgpu_tree,
+                 'gpu-mig-1': mig_tree, 'bm-compute-1': []},
+                {'3g.40gb': 'nvidia-700'}),
+    }
+
+
+def rendered_files():
+    """[(case, layout, path, text)] for every case and layout."""
+    found = []
+    for name, (pools, trees, mig_types) in sorted(cases().items()):
+        config = nova_config.build(pools, trees, mig_types)
+        for layout in ('ini', 'kolla'):
+            for path, text in nova_config.files(config, layout):
+                found.append((name, layout, path, text))
+    return found
+
+
+@unittest.skipUnless(HAVE_NOVA, 'nova is not importable (CI runs this with '
+                     'the test cloud\'s interpreter: tools/run-functional)')
+class TestNovaReadsRenderedFiles(unittest.TestCase):
+    """Nova's option definitions accept every rendered file."""
+
+    def load(self, text):
+        """A ConfigOpts with Nova's options that has read TEXT."""
+        with tempfile.NamedTemporaryFile('w', suffix='.conf',
+                                         delete=False) as conf:
+            conf.write(text)
+        self.addCleanup(os.unlink, conf.name)
+        # Nova's own ConfigOpts, every option registered as its services
+        # register them (nova.conf registers on import)
+        conf_opts = nova.conf.CONF
+        conf_opts(['--config-file', conf.name], project='nova',
+                  default_config_files=[], default_config_dirs=[])
+        self.addCleanup(conf_opts.clear)
+        nova.conf.devices.register_dynamic_opts(conf_opts)
+        return conf_opts
+
+    def check_file(self, label, text):
+        conf_opts = self.load(text)
+        ini = request.parse_ini(text, label)
+        for section, keys in ini.items():
+            for key in keys:
+                try:
+                    group = (conf_opts if section == 'DEFAULT'
+                             else conf_opts[section])
+                    # reading an option converts and validates its value
+                    value = group[key]
+                except (cfg.NoSuchOptError, cfg.NoSuchGroupError) as exc:
+                    self.fail('%s: [%s] %s is not a Nova option: %s'
+                              % (label, section, key, exc))
+                except (cfg.ConfigFileValueError, ValueError) as exc:
+                    self.fail('%s: [%s] %s has a value Nova refuses: %s'
+                              % (label, section, key, exc))
+                self.assertIsNotNone(value)
+        # the JSON options, validated by Nova's own code
+        enabled = set(conf_opts.devices.enabled_mdev_types)
+        for section in ini:
+            if section.startswith('mdev_'):
+                # groups of other files stay registered: Nova reads only
+                # the types enabled here
+                self.assertIn(section[len('mdev_'):], enabled,
+                              '%s: [%s] is not an enabled mdev type'
+                              % (label, section))
+        try:
+            pci_request.get_alias_from_config.cache_clear()
+            aliases = pci_request.get_alias_from_config()
+        except nova_exception.PciInvalidAlias as exc:
+            self.fail('%s: [pci] alias refused by Nova: %s' % (label, exc))
+        finally:
+            pci_request.get_alias_from_config.cache_clear()
+        try:
+            specs = whitelist.Whitelist(conf_opts.pci.device_spec).specs
+        except nova_exception.PciConfigInvalidSpec as exc:
+            self.fail('%s: [pci] device_spec refused by Nova: %s'
+                      % (label, exc))
+        known = {cls.__name__ for cls in nova_filters.all_filters()}
+        for name in conf_opts.filter_scheduler.enabled_filters:
+            self.assertIn(name, known, '%s: no Nova filter %s'
+                          % (label, name))
+        return conf_opts, aliases, specs
+
+    def test_every_rendered_file(self):
+        checked = 0
+        for case, layout, path, text in rendered_files():
+            with self.subTest(case=case, layout=layout, path=path):
+                self.check_file('%s/%s/%s' % (case, layout, path), text)
+                checked += 1
+        self.assertGreater(checked, 10)
+
+    def test_nova_reads_what_gpuclient_meant(self):
+        pools, trees, mig_types = cases()['all']
+        config = nova_config.build(pools, trees, mig_types)
+        text = '\n'.join(nova_config.render_target(
+            config, t) for t in (nova_config.ALL,
+                                 nova_config.host_target('gpu-vgpu-1')))
+        conf_opts, aliases, _specs = self.check_file('vgpu host', text)
+        self.assertEqual(['nvidia-35', 'nvidia-36'],
+                         sorted(conf_opts.devices.enabled_mdev_types))
+        self.assertEqual(['0000:84:00.0', '0000:86:00.0'],
+                         conf_opts['mdev_nvidia-35'].device_addresses)
+        self.assertEqual(['0000:85:00.0'],
+                         conf_opts['mdev_nvidia-36'].device_addresses)
+        self.assertEqual('preferred', aliases['h100'][0])
+        self.assertEqual([{'vendor_id': '10de', 'product_id': '2331',
+                           'dev_type': 'type-PCI'}], aliases['h100'][1])
+        conf_opts, _aliases, specs = self.check_file(
+            'pt host', nova_config.render_target(
+                config, nova_config.host_target('gpu-pt-1')))
+        self.assertTrue(conf_opts.pci.report_in_placement)
+        self.assertEqual(1, len(specs))
+        self.assertTrue(specs[0].match({
+            'vendor_id': '10de', 'product_id': '2331',
+            'address': '0000:41:00.0', 'parent_addr': None,
+            'dev_type': 'type-PCI'}))
+
+    def test_the_check_catches_errors(self):
+        """The checks fail on what Nova refuses (so they can fail)."""
+        bad = {
+            'unknown option': '[pci]\nno_such_option = 1\n',
+            'bad boolean': '[pci]\nreport_in_placement = maybe\n',
+            'bad alias': '[pci]\nalias = {"name": "x", "numa_policy": '
+                         '"sometimes", "vendor_id": "10de", '
+                         '"product_id": "2331"}\n',
+            'bad device_spec': '[pci]\ndevice_spec = {"vendor_id": '
+                               '"10dex"}\n',
+            'bad mdev_class': '[devices]\nenabled_mdev_types = a\n'
+                              '[mdev_a]\nmdev_class = vgpu\n',
+            'unknown filter': '[filter_scheduler]\nenabled_filters = '
+                              'NoSuchFilter\n',
+        }
+        for name, text in bad.items():
+            with self.subTest(name=name):
+                self.assertRaises(self.failureException, self.check_file,
+                                  name, text)
+
+
+if __name__ == '__main__':
+    unittest.main()

@@ -1,0 +1,146 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``openstack gpu config show`` over a fake cloud."""
+
+import io
+import os
+from unittest import mock
+
+import fixtures
+from osc_lib import exceptions
+
+from gpuclient import pool_ops
+from gpuclient import request
+from gpuclient.tests.unit import base
+from gpuclient.tests.unit import test_pool_ops
+from gpuclient.v1 import config as config_cmd
+
+
+class ConfigTestCase(test_pool_ops.PoolOpsTestCase, base.CommandTestCase):
+    def setUp(self):
+        super().setUp()
+        pool_ops.create(self.client, self.spec(), ['gpu-pt-1'])
+        pool_ops.create(self.client, self.spec('ws', 'vgpu', isolate=True),
+                        ['gpu-vgpu-1'])
+        self.out = self.useFixture(fixtures.TempDir()).path
+
+    def run_cmd(self, *args):
+        cm = mock.Mock()
+        cm.gpu = self.client
+        app = self.make_app(cm)
+        self.stdout = app.stdout = io.StringIO()
+        cmd = config_cmd.ShowConfig(app, None)
+        parsed = self.check_parser(cmd, list(args))
+        rc = cmd.take_action(parsed)
+        return rc, self.stdout.getvalue()
+
+
+class TestParser(ConfigTestCase):
+    def test_defaults(self):
+        cmd = config_cmd.ShowConfig(self.make_app(None), None)
+        self.check_parser(cmd, [], [
+            ('pool', []), ('host', []), ('layout', 'ini'),
+            ('output_dir', None), ('diff', None), ('mig_mdev_type', []),
+            ('numa_policy', 'preferred')])
+
+    def test_bad_layout(self):
+        cmd = config_cmd.ShowConfig(self.make_app(None), None)
+        self.assertRaises(base.ParserError, self.check_parser, cmd,
+                          ['--layout', 'yaml'])
+
+    def test_every_option_has_help(self):
+        parser = config_cmd.ShowConfig(self.make_app(None), None).get_parser(
+            'x')
+        for action in parser._actions:
+            self.assertTrue(action.help, action.dest)
+
+
+class TestShow(ConfigTestCase):
+    def test_ini_from_the_cloud(self):
+        rc, text = self.run_cmd()
+        self.assertEqual(0, rc)
+        ini = request.parse_ini(text)
+        # the pGPU addresses come from the provider names in Placement
+        self.assertEqual(['0000:84:00.0,0000:85:00.0'],
+                         ini['mdev_nvidia-35']['device_addresses'])
+        self.assertEqual(['nvidia-35'],
+                         ini['devices']['enabled_mdev_types'])
+        self.assertEqual(['true'], ini['scheduler'][
+            'enable_isolated_aggregate_filtering'])
+        self.assertIn('"name": "h100"', ini['pci']['alias'][0])
+        self.assertIn('# gpuclient: nova-compute on gpu-pt-1', text)
+
+    def test_one_pool_one_host(self):
+        _rc, text = self.run_cmd('--pool', 'ws', '--host', 'gpu-vgpu-1')
+        self.assertNotIn('[pci]', text)
+        self.assertNotIn('PciPassthroughFilter', text)
+        self.assertIn('[mdev_nvidia-35]', text)
+
+    def test_unknown_pool(self):
+        error = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                                  '--pool', 'nope')
+        self.assertIn('No GPU pool named nope', str(error))
+
+    def test_host_not_in_pools(self):
+        error = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                                  '--pool', 'ws', '--host', 'gpu-pt-1')
+        self.assertIn('gpu-pt-1 is in none of the pools', str(error))
+
+    def test_bad_mig_type(self):
+        error = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                                  '--mig-mdev-type', '3g.40gb')
+        self.assertIn('PROFILE=MDEV_TYPE', str(error))
+
+    def test_kolla_output_dir_and_diff(self):
+        rc, text = self.run_cmd('--layout', 'kolla', '--output-dir',
+                                self.out)
+        self.assertEqual(0, rc)
+        written = text.split()
+        self.assertEqual(sorted(os.path.join(self.out, p) for p in (
+            'nova.conf', 'nova/nova-scheduler.conf',
+            'nova/gpu-pt-1/nova.conf', 'nova/gpu-vgpu-1/nova.conf')),
+            sorted(written))
+        with open(os.path.join(self.out, 'nova/gpu-pt-1/nova.conf')) as f:
+            self.assertIn('report_in_placement = true', f.read())
+        # what it wrote has everything
+        rc, text = self.run_cmd('--diff', self.out)
+        self.assertEqual((0, True), (rc, 'no differences' in text))
+        # never overwrites
+        error = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                                  '--layout', 'kolla', '--output-dir',
+                                  self.out)
+        self.assertIn('does not overwrite', str(error))
+        # a host file lost: its keys are missing, exit 1
+        os.unlink(os.path.join(self.out, 'nova/gpu-vgpu-1/nova.conf'))
+        rc, text = self.run_cmd('--diff', self.out)
+        self.assertEqual(1, rc)
+        self.assertIn('+ [mdev_nvidia-35] device_addresses = '
+                      '0000:84:00.0,0000:85:00.0', text)
+        self.assertNotIn('gpu-pt-1', text)
+
+    def test_diff_one_file_for_one_host(self):
+        path = os.path.join(self.out, 'nova.conf')
+        with open(path, 'w') as f:
+            f.write('[pci]\nreport_in_placement = false\n')
+        rc, text = self.run_cmd('--diff', path, '--host', 'gpu-pt-1')
+        self.assertEqual(1, rc)
+        self.assertIn('- [pci] report_in_placement = false', text)
+        self.assertIn('+ [pci] device_spec = ', text)
+        error = self.assertRaises(
+            exceptions.CommandError, self.run_cmd, '--diff',
+            os.path.join(self.out, 'missing.conf'))
+        self.assertIn('Cannot read', str(error))
+
+    def test_diff_and_output_dir_refused(self):
+        self.assertRaises(exceptions.CommandError, self.run_cmd,
+                          '--diff', self.out, '--output-dir', self.out)
