@@ -248,6 +248,7 @@ def collect(client, flavor=None, resources=(), required=(), image=None,
                              **settings['aliases']).items())},
         'placement_requests': 0,
         'eliminated': {},
+        'pools_by_host': by_host,
         'quota': None,
         'maybe_truncated': bool(req.get('limit') and count >= req['limit']),
     }
@@ -378,8 +379,8 @@ def table(result, long=False, explain=False):
     """(columns, rows) of ``gpu candidates``, the same for every formatter.
 
     One row per candidate host (sorted); with EXPLAIN, then one row per
-    host ruled out (sorted), with Candidate False and its reasons, and
-    no free amounts (it is not a candidate).
+    host ruled out (sorted), with its pools, Candidate False and its
+    reasons, and no free amounts (it is not a candidate).
     """
     columns = (COLUMNS + (LONG_COLUMNS if long else ())
                + (EXPLAIN_COLUMNS if explain else ()))
@@ -397,7 +398,9 @@ def table(result, long=False, explain=False):
         for host, texts in sorted(result['eliminated'].items()):
             if host in listed:
                 continue
-            row = (host,) + (None,) * (len(COLUMNS) - 1)
+            pools = ', '.join(result.get('pools_by_host', {}).get(
+                host) or ()) or None
+            row = (host, pools) + (None,) * (len(COLUMNS) - 2)
             if long:
                 row += (None, None)
             row += (False, ReasonColumn([_reason(host, t) for t in texts]))

@@ -254,9 +254,17 @@ class TestTakeAction(CandidatesTestCase):
         for host in ('gpu-vgpu-1', 'plain-1'):
             row = by_host[host]
             self.assertIs(False, row['Candidate'])
-            # not a candidate: no free amounts are claimed for it
+            # not a candidate: its pools (none here), but no free amounts
             self.assertEqual([None] * (len(candidates.COLUMNS) - 1),
                              [row[c] for c in candidates.COLUMNS[1:]])
+        # a ruled-out host in pools names them
+        columns, rows = candidates.table(
+            {'hosts': [], 'eliminated': {'gpu-vgpu-1': ['gpu-vgpu-1: x']},
+             'pools_by_host': {'gpu-vgpu-1': ['ws', 'ws2']}}, explain=True)
+        row = dict(zip(columns, rows[0], strict=True))
+        self.assertEqual(('gpu-vgpu-1', 'ws, ws2', False, ['x']),
+                         (row['Host'], row['Pool'], row['Candidate'],
+                          row['Reason'].machine_readable()))
         reasons = by_host['plain-1']['Reason'].machine_readable()
         # the reasons of _explain, without the host name the row carries
         self.assertIn('no CUSTOM_PCI_10DE_2331 inventory', reasons)
