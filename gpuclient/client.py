@@ -517,7 +517,8 @@ class Placement:
         """Capacity and usage of every provider in the GPU-relevant trees.
 
         One ``GET /resource_providers`` and one allocation-candidates query
-        for ``VCPU:1`` cover every tree with a free VCPU (their
+        for ``VCPU:1`` (sent at the same time, with the resource class
+        list) cover every tree with a free VCPU (their
         ``provider_summaries`` hold the whole tree from 1.29). Trees left
         over (bare-metal nodes, which have no VCPU) get one query per GPU
         class; what is still left (full hosts, used nodes) is read provider
@@ -526,10 +527,19 @@ class Placement:
 
         Returns a hosts.Snapshot.
         """
-        providers = self.resource_providers()
+        self.max_version()  # negotiate once, before the threads start
+        # the two large answers (every provider; every tree with a free
+        # VCPU) and the class list are independent: read them at once
+        with concurrent.futures.ThreadPoolExecutor(3) as pool:
+            listed = pool.submit(self.resource_providers)
+            classes = pool.submit(self.resource_classes)
+            first = (pool.submit(self.allocation_candidates, {'VCPU': 1})
+                     if wanted_roots is None or wanted_roots else None)
+            providers = listed.result()
+            known = set(classes.result())
+            answers = {('VCPU', 1): first.result()} if first else {}
         snapshot = hosts.Snapshot(providers)
         # a class Placement does not know would be a 400: nobody offers it
-        known = set(self.resource_classes())
         queries = [('VCPU', 1)] + [
             (rc, 1) for rc in sorted(gpu_classes) if rc in known
         ]
@@ -537,7 +547,9 @@ class Placement:
             missing = snapshot.missing_roots(wanted_roots)
             if not missing:
                 break
-            answer = self.allocation_candidates({rc: amount})
+            answer = answers.pop((rc, amount), None)
+            if answer is None:
+                answer = self.allocation_candidates({rc: amount})
             snapshot.add_candidates(rc, answer)
         missing = snapshot.missing_roots(wanted_roots)
         if missing:

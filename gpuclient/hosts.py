@@ -96,6 +96,7 @@ class Snapshot:
 
     def __init__(self, providers):
         self.providers = {}
+        self._by_root = None
         for rp in providers:
             self._add_provider(
                 rp['uuid'],
@@ -109,6 +110,7 @@ class Snapshot:
         self.slow_roots = set()
 
     def _add_provider(self, uuid, name, parent, root):
+        self._by_root = None
         self.providers[uuid] = {
             'uuid': uuid,
             'name': name or uuid,
@@ -127,10 +129,15 @@ class Snapshot:
         return roots - self.covered
 
     def providers_in_trees(self, roots):
-        roots = set(roots)
-        return sorted(
-            uuid for uuid, rp in self.providers.items() if rp['root'] in roots
-        )
+        if self._by_root is None:
+            # indexed once: asked per host, a scan would be quadratic
+            self._by_root = {}
+            for uuid, rp in self.providers.items():
+                self._by_root.setdefault(rp['root'], []).append(uuid)
+        found = []
+        for root in set(roots):
+            found.extend(self._by_root.get(root, ()))
+        return sorted(found)
 
     def add_candidates(self, resource_class, answer):
         """Take in a GET /allocation_candidates answer (>= 1.29)."""
