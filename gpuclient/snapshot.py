@@ -59,6 +59,10 @@ class Cloud:
         self.flavors = flavors
         self.gpu_classes = set(gpu_classes)
         self.known_classes = set()
+        self.images = None  # Glance images (dicts), when read
+        # {pool name: provider uuids in its Placement aggregate, or None
+        # when it could not be read}, when read
+        self.pool_members = {}
 
     def host_roots(self):
         """{compute host: set of root provider uuids} (Ironic: several)."""
@@ -124,7 +128,7 @@ class Cloud:
 
 def read(client, extra_classes=(), with_flavors=False, wanted_hosts=None,
          mapped_only=False, with_traits=True, aggregates=None,
-         with_placement=True):
+         with_placement=True, with_images=False, with_pool_members=False):
     """A Cloud, read in a fixed number of requests (see the module).
 
     WANTED_HOSTS (compute host names) or MAPPED_ONLY (every tree a Nova
@@ -133,6 +137,9 @@ def read(client, extra_classes=(), with_flavors=False, wanted_hosts=None,
     AGGREGATES: the host aggregates, when the caller already read them.
     Without WITH_PLACEMENT only Nova is read (``placement`` is None):
     for a command that asks Placement its own question.
+    WITH_IMAGES reads every image the caller sees (paged);
+    WITH_POOL_MEMBERS reads each pool's Placement aggregate members (one
+    request per pool, none per host).
     """
     if aggregates is None:
         aggregates = client.compute.aggregates()
@@ -157,4 +164,16 @@ def read(client, extra_classes=(), with_flavors=False, wanted_hosts=None,
     cloud = Cloud(aggregates, hypervisors, services, placement,
                   flavors=flavors, gpu_classes=classes)
     cloud.known_classes = set(known)
+    if with_images:
+        cloud.images = client.image.images()
+    if with_pool_members:
+        for name, pool in sorted(pools.items()):
+            cloud.pool_members[name] = _pool_members(client, pool)
     return cloud
+
+
+def _pool_members(client, pool):
+    """Providers in a pool's Placement aggregate, or None if unknown."""
+    if not pool.get('aggregate_uuid'):
+        return None
+    return client.placement.members_of(pool['aggregate_uuid'])

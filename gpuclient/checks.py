@@ -1,0 +1,663 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Pure: misconfigurations that make GPU instances fail or land wrong.
+
+Every check is a small function ``(cloud, settings) -> [Finding]`` over
+one ``gpuclient.snapshot.Cloud`` (read with flavors, images and pool
+members) and registered by name in ``CHECKS``. ``settings`` are the
+scheduler's settings read from ``--nova-conf`` files
+(``gpuclient.request.load_settings``), or None when no file was given:
+checks that judge nova.conf then stay silent, and the others assume
+Nova's defaults as ``gpu candidates`` does.
+
+A ``Finding`` says how bad it is (``error``: a user gets "No valid host",
+a refused request or an instance on the wrong hosts; ``warning``: a
+likely mistake that may be intended), which check found it, the object,
+the symptom a user would see, and the exact command or nova.conf line
+that fixes it.
+
+Which images are "used with" passthrough flavors cannot be read from the
+cloud (any image boots with any flavor): when the cloud has a
+passthrough GPU flavor, every active image that is not q35 + UEFI is
+reported, as a warning.
+"""
+
+import collections
+
+from osc_lib import exceptions
+
+from gpuclient import capacity as capacity_mod
+from gpuclient import explain
+from gpuclient import hosts as hosts_mod
+from gpuclient import images as images_mod
+from gpuclient import nova_config
+from gpuclient import pools as pools_mod
+from gpuclient import request as request_mod
+from gpuclient import specs as specs_mod
+from gpuclient.i18n import _
+
+ERROR = 'error'
+WARNING = 'warning'
+SEVERITIES = (ERROR, WARNING)
+# unmapped trees named in one finding, at most
+EXAMPLES = 3
+
+Finding = collections.namedtuple(
+    'Finding', ['severity', 'check', 'object', 'symptom', 'fix', 'pools'])
+
+CHECKS = collections.OrderedDict()
+
+
+def register(name):
+    """Register a check function under NAME (order = report order)."""
+    def wrap(func):
+        CHECKS[name] = func
+        return func
+    return wrap
+
+
+def finding(severity, check, obj, symptom, fix, pools=()):
+    return Finding(severity, check, obj, symptom, fix, tuple(sorted(pools)))
+
+
+# -- shared questions --------------------------------------------------------
+
+def _root_hosts(cloud):
+    return {root: host for host, roots in cloud.host_roots().items()
+            for root in roots}
+
+
+def _tree_classes(cloud, root):
+    """{class: [(provider uuid, capacity, max_unit)]} of GPU classes."""
+    snap = cloud.placement
+    found = {}
+    for uuid in snap.providers_in_trees([root]):
+        resources = (snap.summaries.get(uuid) or {}).get('resources') or {}
+        for rc, item in resources.items():
+            if rc in cloud.gpu_classes:
+                total = hosts_mod.device_figures(item)[0]
+                found.setdefault(rc, []).append(
+                    (uuid, total, item.get('max_unit') or total))
+    return found
+
+
+def _gpu_flavors(cloud):
+    """[(flavor, reading)] of every GPU flavor, by name."""
+    return capacity_mod.gpu_flavors(cloud.flavors or [], cloud.pools)
+
+
+def _flavor_label(flavor):
+    return flavor.get('name') or flavor['id']
+
+
+def _target_hosts(cloud, reading):
+    """(hosts a flavor can land on, its pools): pool hosts if it steers."""
+    steered = capacity_mod.flavor_pools(reading, cloud.pools)
+    if reading['steering']:
+        found = set()
+        for name in steered:
+            found.update(cloud.pools[name]['hosts'])
+        return sorted(found), steered
+    return sorted(cloud.host_roots()), steered
+
+
+# -- pools -------------------------------------------------------------------
+
+@register('pool-drift')
+def pool_drift(cloud, settings):
+    """Members without their trait, outside the Placement aggregate, or
+    without a compute node (``pools.drift``, as ``gpu pool show``)."""
+    host_roots = cloud.host_roots()
+    found = []
+    for name, pool in sorted(cloud.pools.items()):
+        roots = {h: sorted(host_roots.get(h, ())) for h in pool['hosts']}
+        for item in pools_mod.drift(pool, roots, cloud.placement,
+                                    cloud.pool_members.get(name)):
+            fix = item['fix'] or 'openstack gpu pool remove host %s %s' % (
+                name, item['host'])
+            found.append(finding(
+                ERROR, 'pool-drift', 'pool %s / host %s' % (
+                    name, item['host']),
+                pools_mod.drift_text(item), fix, [name]))
+    return found
+
+
+@register('pool-unpooled-hosts')
+def unpooled_hosts(cloud, settings):
+    """GPU hosts in no pool (a warning: a cloud may not use pools)."""
+    pooled = pools_mod.pools_by_host(cloud.pools)
+    found = []
+    for host, roots in sorted(cloud.host_roots().items()):
+        if host in pooled:
+            continue
+        classes = set()
+        for root in roots:
+            classes.update(_tree_classes(cloud, root))
+        if not classes:
+            continue
+        found.append(finding(
+            WARNING, 'pool-unpooled-hosts', 'host %s' % host,
+            _('%(host)s offers %(rcs)s but is in no GPU pool: any flavor '
+              'asking for that class may land there, and pool flavors '
+              'never do.') % {'host': host, 'rcs': ', '.join(sorted(
+                  classes))},
+            'openstack gpu pool add host <pool> %s' % host))
+    return found
+
+
+@register('pool-no-devices')
+def pool_no_devices(cloud, settings):
+    """Pool members that offer none of the pool's class (or whose pGPUs
+    serve another pool's vGPU type)."""
+    host_roots = cloud.host_roots()
+    found = []
+    for name, pool in sorted(cloud.pools.items()):
+        for host in pool['hosts']:
+            roots = sorted(host_roots.get(host, ()))
+            if not roots:
+                continue  # pool-drift reports it
+            for message in pools_mod.host_problems(
+                    pool, host, roots, cloud.placement, cloud.pools):
+                found.append(finding(
+                    ERROR, 'pool-no-devices', 'pool %s / host %s' % (
+                        name, host),
+                    message,
+                    'openstack gpu pool remove host %s %s  (or configure '
+                    'the host: openstack gpu config show --pool %s)'
+                    % (name, host, name),
+                    [name]))
+    return found
+
+
+@register('pool-aggregates')
+def pool_aggregates(cloud, settings):
+    """Aggregates marked as pools that cannot be read, or that claim the
+    same pool."""
+    found = []
+    for aggregate, pool, message in cloud.problems:
+        found.append(finding(
+            ERROR, 'pool-aggregates', 'aggregate %s' % aggregate, message,
+            'openstack aggregate unset --property gpu_pool %s' % aggregate,
+            [pool]))
+    return found
+
+
+# -- flavors -----------------------------------------------------------------
+
+def _known_traits(cloud):
+    """Traits of every provider in a tree a hypervisor maps to, or None
+    when some provider's traits were not read."""
+    snap = cloud.placement
+    roots = _root_hosts(cloud)
+    traits = set()
+    for uuid in snap.providers_in_trees(roots):
+        summary = snap.summaries.get(uuid)
+        if summary is None or summary.get('traits') is None:
+            return None
+        traits.update(summary['traits'])
+    return traits
+
+
+def _trait_fix(trait, group, flavor, cloud):
+    for name, pool in sorted(cloud.pools.items()):
+        if pool['isolate'] and pool['pool_trait'] == trait:
+            return 'openstack gpu pool set %s --isolate' % name
+        if pool.get('type_trait') == trait and pool['hosts']:
+            return 'openstack gpu pool add host %s %s' % (
+                name, ' '.join(pool['hosts']))
+    return 'openstack flavor unset --property trait%s:%s %s' % (
+        group, trait, _flavor_label(flavor))
+
+
+@register('flavor-unknown-trait')
+def flavor_unknown_trait(cloud, settings):
+    """GPU flavors requiring a trait that no compute host's provider has."""
+    known = _known_traits(cloud)
+    if known is None:
+        return []
+    found = []
+    for flavor, reading in _gpu_flavors(cloud):
+        for group, wanted in sorted(reading['traits'].items()):
+            for trait, value in sorted(wanted.items()):
+                if value != specs_mod.REQUIRED or trait in known:
+                    continue
+                found.append(finding(
+                    ERROR, 'flavor-unknown-trait',
+                    'flavor %s' % _flavor_label(flavor),
+                    _('requires trait %(trait)s, which no resource '
+                      'provider of a compute host has: every boot fails '
+                      'with "No valid host".') % {'trait': trait},
+                    _trait_fix(trait, group, flavor, cloud),
+                    capacity_mod.flavor_pools(reading, cloud.pools)))
+    return found
+
+
+def _tree_fits(groups, group_policy, offered):
+    """Could the GPU groups ever fit into one tree's GPU providers?
+
+    ``groups``: [(suffix, class, amount)]; ``offered``: {class:
+    [(uuid, capacity, max_unit)]}. Capacity, not free inventory: this is
+    about "never", not "now".
+    """
+    for rc in {rc for _s, rc, _a in groups}:
+        mine = [(s, a) for s, r, a in groups if r == rc]
+        providers = offered.get(rc) or []
+        if not providers:
+            return False
+        biggest = max(min(cap, unit) for _u, cap, unit in providers)
+        if any(a > biggest for _s, a in mine):
+            return False
+        if sum(a for _s, a in mine) > sum(cap for _u, cap, _m in providers):
+            return False
+        numbered = [s for s, _a in mine if s]
+        if group_policy == 'isolate' and len(numbered) > len(providers):
+            return False
+    return True
+
+
+def _largest(trees, rc):
+    """(most of RC in one tree, most providers of RC in one tree, most
+    of RC one provider gives one request group)."""
+    most = count = unit = 0
+    for offered in trees:
+        providers = offered.get(rc) or []
+        most = max(most, sum(cap for _u, cap, _m in providers))
+        count = max(count, len(providers))
+        unit = max([unit] + [min(cap, m) for _u, cap, m in providers])
+    return most, count, unit
+
+
+@register('flavor-too-many-devices')
+def flavor_too_many_devices(cloud, settings):
+    """GPU flavors asking for more devices than any host (of their pool)
+    offers: multi-vGPU flavors on pools with fewer pGPUs included."""
+    settings = settings or request_mod.load_settings()
+    host_roots = cloud.host_roots()
+    found = []
+    for flavor, reading in _gpu_flavors(cloud):
+        try:
+            req = request_mod.build(flavor, settings=settings,
+                                    pools=cloud.pools,
+                                    aggregates=cloud.aggregates)
+        except exceptions.CommandError:
+            continue  # an unknown PCI alias: flavor-pci-alias says it
+        classes = request_mod.gpu_classes(req)
+        groups = [(suffix, rc, group['resources'][rc])
+                  for suffix, group in sorted(req['groups'].items())
+                  for rc in classes if rc in group['resources']]
+        if not groups:
+            continue
+        hosts, steered = _target_hosts(cloud, reading)
+        if reading['steering'] and not hosts:
+            continue  # steers to no pool or to empty pools: not a size
+        trees = [_tree_classes(cloud, root) for host in hosts
+                 for root in sorted(host_roots.get(host, ()))]
+        if any(_tree_fits(groups, req['group_policy'], t) for t in trees):
+            continue
+        where = (_('pool %s') % ', '.join(steered) if steered
+                 else _('the cloud'))
+        asked = ', '.join('%s=%d' % (rc, sum(a for _s, r, a in groups
+                                             if r == rc))
+                          for rc in sorted({g[1] for g in groups}))
+        offered = []
+        for rc in sorted({g[1] for g in groups}):
+            most, count, unit = _largest(trees, rc)
+            offered.append(_('%(rc)s=%(most)d on %(count)d provider(s), at '
+                             'most %(unit)d per request group')
+                           % {'rc': rc, 'most': most, 'count': count,
+                              'unit': unit})
+        fix = (_('openstack gpu pool add host %s <host with more GPUs>')
+               % steered[0] if steered else
+               _('openstack flavor delete %s  (and create it asking for '
+                 'fewer GPUs)') % _flavor_label(flavor))
+        found.append(finding(
+            ERROR, 'flavor-too-many-devices',
+            'flavor %s' % _flavor_label(flavor),
+            _('asks for %(asked)s in %(groups)d request group(s) '
+              '(group_policy=%(policy)s) but the largest host of '
+              '%(where)s offers %(offered)s (Placement takes one group\'s '
+              'amount of a class from one provider): every boot fails '
+              'with "No valid host".')
+            % {'asked': asked, 'groups': len(groups),
+               'policy': req['group_policy'] or 'none',
+               'where': where, 'offered': ', '.join(offered)},
+            fix, steered))
+    return found
+
+
+@register('flavor-unscoped-keys')
+def flavor_unscoped_keys(cloud, settings):
+    """Unscoped extra specs (``group_policy``, ...) that
+    AggregateInstanceExtraSpecsFilter matches against aggregate metadata
+    and that no target host's aggregates satisfy."""
+    settings = settings or request_mod.load_settings()
+    if 'AggregateInstanceExtraSpecsFilter' not in settings[
+            'enabled_filters']:
+        return []
+    found = []
+    for flavor, reading in _gpu_flavors(cloud):
+        extra = flavor.get('extra_specs') or {}
+        unscoped = {k: v for k, v in extra.items() if ':' not in k}
+        if not unscoped:
+            continue
+        hosts, steered = _target_hosts(cloud, reading)
+        if not hosts:
+            continue
+        failing = {}
+        for host in hosts:
+            reasons = explain.extra_specs_reasons(
+                unscoped, explain.host_metadata(cloud.aggregates, host))
+            for reason in reasons:
+                failing.setdefault(reason['key'], set()).add(host)
+        for key, bad in sorted(failing.items()):
+            if bad != set(hosts):
+                continue
+            targets = [cloud.pools[p]['aggregate'] for p in steered] or [
+                '<aggregate of the GPU hosts>']
+            found.append(finding(
+                ERROR, 'flavor-unscoped-keys',
+                'flavor %s' % _flavor_label(flavor),
+                _('extra spec %(key)s=%(value)s has no scope, so '
+                  'AggregateInstanceExtraSpecsFilter wants it in the '
+                  'aggregate metadata of the host, and none of its %(n)d '
+                  'target host(s) has it: every boot fails with "No valid '
+                  'host".') % {'key': key, 'value': unscoped[key],
+                               'n': len(hosts)},
+                '; '.join('openstack aggregate set --property %s=%s %s'
+                          % (key, unscoped[key], agg) for agg in targets),
+                steered))
+    return found
+
+
+@register('flavor-public-limited-pool')
+def flavor_public_limited_pool(cloud, settings):
+    """Public flavors of pools limited to projects."""
+    found = []
+    for flavor, reading in _gpu_flavors(cloud):
+        if not flavor.get('os-flavor-access:is_public', True):
+            continue
+        for name in capacity_mod.flavor_pools(reading, cloud.pools):
+            pool = cloud.pools[name]
+            if not pool['projects']:
+                continue
+            found.append(finding(
+                WARNING, 'flavor-public-limited-pool',
+                'flavor %s' % _flavor_label(flavor),
+                _('is public but pool %(pool)s is limited to %(n)d '
+                  'project(s): every other project sees the flavor and '
+                  'gets "No valid host".') % {
+                      'pool': name, 'n': len(pool['projects'])},
+                'openstack flavor delete %(f)s; openstack gpu flavor '
+                'create %(f)s --pool %(pool)s --gpus %(gpus)s --vcpus '
+                '%(vcpus)s --ram %(ram)s --disk %(disk)s --private %(prj)s'
+                % {'f': _flavor_label(flavor), 'pool': name,
+                   'gpus': reading['gpus'] or 1,
+                   'vcpus': flavor.get('vcpus'), 'ram': flavor.get('ram'),
+                   'disk': flavor.get('disk'),
+                   'prj': ' '.join('--project %s' % p
+                                   for p in pool['projects'])},
+                [name]))
+    return found
+
+
+@register('flavor-pci-alias')
+def flavor_pci_alias(cloud, settings):
+    """PCI aliases of flavors that nova.conf does not define (needs
+    ``--nova-conf``): Nova refuses to create the server."""
+    if settings is None:
+        return []
+    defined = settings.get('aliases') or {}
+    by_alias = {p['alias']: p for p in cloud.pools.values()
+                if p.get('alias') and p.get('pci_id')}
+    found = []
+    for flavor, reading in _gpu_flavors(cloud):
+        for alias in sorted(reading['aliases']):
+            if alias in defined:
+                continue
+            pool = by_alias.get(alias)
+            line = ('[pci] alias = %s' % nova_config.alias_json(pool)
+                    if pool else
+                    '[pci] alias = {"name": "%s", "vendor_id": "<vendor>", '
+                    '"product_id": "<product>"}' % alias)
+            found.append(finding(
+                ERROR, 'flavor-pci-alias',
+                'flavor %s' % _flavor_label(flavor),
+                _('asks for PCI alias %(alias)s, which nova.conf does not '
+                  'define: Nova refuses to create the server ("PCI alias '
+                  '%(alias)s is not defined").') % {'alias': alias},
+                line, [pool['name']] if pool else []))
+    return found
+
+
+# -- images ------------------------------------------------------------------
+
+def _active_images(cloud):
+    return sorted((i for i in cloud.images or ()
+                   if i.get('status', 'active') == 'active'),
+                  key=lambda i: (i.get('name') or '', i['id']))
+
+
+@register('image-firmware')
+def image_firmware(cloud, settings):
+    """Active images without q35 and UEFI, when passthrough GPU flavors
+    exist (any image may be booted with them)."""
+    passthrough = sorted(
+        name for name, pool in cloud.pools.items()
+        if pool['mode'] == pools_mod.PASSTHROUGH)
+    if not any(r['mode'] == pools_mod.PASSTHROUGH
+               for _f, r in _gpu_flavors(cloud)):
+        return []
+    found = []
+    for image in _active_images(cloud):
+        machine = image.get(images_mod.MACHINE_TYPE)
+        firmware = image.get(images_mod.FIRMWARE_TYPE)
+        if images_mod.is_q35(machine) and firmware == images_mod.UEFI:
+            continue
+        found.append(finding(
+            WARNING, 'image-firmware',
+            'image %s' % (image.get('name') or image['id']),
+            _('%(mt)s=%(machine)s, %(fw)s=%(firmware)s: booted with a '
+              'passthrough GPU flavor, GPUs with large PCI BARs may fail '
+              'to initialise in the guest (q35 and UEFI needed).')
+            % {'mt': images_mod.MACHINE_TYPE, 'machine': machine or '-',
+               'fw': images_mod.FIRMWARE_TYPE, 'firmware': firmware or '-'},
+            'openstack gpu image set --q35 --uefi %s' % image['id'],
+            passthrough))
+    return found
+
+
+@register('image-pool-trait')
+def image_pool_trait(cloud, settings):
+    """Images requiring a pool's isolation trait: any flavor booted with
+    them lands in the isolated pool (the isolation loophole)."""
+    by_trait = {p['pool_trait']: name for name, p in cloud.pools.items()}
+    found = []
+    for image in _active_images(cloud):
+        for key, value in sorted(image.items()):
+            if not (str(key).startswith(pools_mod.TRAIT_PREFIX)
+                    and str(value) == pools_mod.REQUIRED):
+                continue
+            trait = key[len(pools_mod.TRAIT_PREFIX):]
+            if not trait.startswith('CUSTOM_' + pools_mod.POOL_TRAIT_PREFIX):
+                continue
+            pool = by_trait.get(trait)
+            found.append(finding(
+                ERROR, 'image-pool-trait',
+                'image %s' % (image.get('name') or image['id']),
+                _('requires %(trait)s: servers of any flavor booted from '
+                  'it land on the isolated GPU hosts of pool %(pool)s, '
+                  'using capacity meant for GPU flavors.')
+                % {'trait': trait, 'pool': pool or '-'},
+                'openstack image unset --property %s %s' % (
+                    key, image['id']),
+                [pool] if pool else []))
+    return found
+
+
+# -- scheduler settings (with --nova-conf) ----------------------------------
+
+def _filters_line(settings, missing):
+    filters = list(settings['enabled_filters']) + [missing]
+    return '[filter_scheduler] enabled_filters = %s' % ','.join(filters)
+
+
+@register('scheduler-settings')
+def scheduler_settings(cloud, settings):
+    """Pool features nova.conf does not enforce (needs ``--nova-conf``)."""
+    if settings is None:
+        return []
+    found = []
+    filters = set(settings['enabled_filters'])
+    isolated = sorted(n for n, p in cloud.pools.items() if p['isolate'])
+    if isolated and not settings['enable_isolated_aggregate_filtering']:
+        found.append(finding(
+            ERROR, 'scheduler-settings',
+            'enable_isolated_aggregate_filtering',
+            _('pools %s are isolated but the scheduler does not filter '
+              'isolated aggregates: ordinary flavors land on their GPU '
+              'hosts.') % ', '.join(isolated),
+            '[scheduler] enable_isolated_aggregate_filtering = True',
+            isolated))
+    limited = sorted(n for n, p in cloud.pools.items() if p['projects'])
+    if (limited and 'AggregateMultiTenancyIsolation' not in filters
+            and not settings['limit_tenants_to_placement_aggregate']):
+        found.append(finding(
+            ERROR, 'scheduler-settings', 'AggregateMultiTenancyIsolation',
+            _('pools %s are limited to projects but neither '
+              'AggregateMultiTenancyIsolation nor '
+              'limit_tenants_to_placement_aggregate is on: every project '
+              'can use their hosts.') % ', '.join(limited),
+            _filters_line(settings, 'AggregateMultiTenancyIsolation'),
+            limited))
+    steering = [(f, r) for f, r in _gpu_flavors(cloud) if r['steering']]
+    if steering and 'AggregateInstanceExtraSpecsFilter' not in filters:
+        names = sorted(_flavor_label(f) for f, _r in steering)
+        pools = sorted({p for _f, r in steering
+                        for p in capacity_mod.flavor_pools(r, cloud.pools)})
+        found.append(finding(
+            ERROR, 'scheduler-settings',
+            'AggregateInstanceExtraSpecsFilter',
+            _('flavors %s steer to aggregates (aggregate_instance_extra_'
+              'specs:*) but AggregateInstanceExtraSpecsFilter is off: '
+              'their servers land on any host with the resources.')
+            % ', '.join(names),
+            _filters_line(settings, 'AggregateInstanceExtraSpecsFilter'),
+            pools))
+    pci = [(f, r) for f, r in _gpu_flavors(cloud) if r['aliases']]
+    if pci and not settings['pci_in_placement']:
+        names = sorted(_flavor_label(f) for f, _r in pci)
+        found.append(finding(
+            WARNING, 'scheduler-settings', 'pci_in_placement',
+            _('flavors %s ask for PCI aliases but [filter_scheduler] '
+              'pci_in_placement is off: Placement is not asked for the '
+              'devices, so pool isolation and device traits do not steer '
+              'them and only PciPassthroughFilter picks the host.')
+            % ', '.join(names),
+            '[filter_scheduler] pci_in_placement = True'))
+    return found
+
+
+# -- Placement ---------------------------------------------------------------
+
+@register('placement-unmapped-trees')
+def placement_unmapped_trees(cloud, settings):
+    """GPU provider trees no hypervisor maps to: one finding per class."""
+    snap = cloud.placement
+    mapped = _root_hosts(cloud)
+    by_class = {}
+    for uuid in sorted(snap.summaries):
+        root = snap.providers[uuid]['root']
+        if root in mapped:
+            continue
+        for rc in (snap.summaries[uuid].get('resources') or {}):
+            if rc in cloud.gpu_classes:
+                by_class.setdefault(rc, set()).add(root)
+    found = []
+    for rc, roots in sorted(by_class.items()):
+        names = sorted(snap.providers[r]['name'] for r in roots)
+        example = sorted(roots, key=lambda r: snap.providers[r]['name'])[0]
+        found.append(finding(
+            WARNING, 'placement-unmapped-trees',
+            _('%(n)d provider tree(s) with %(rc)s') % {
+                'n': len(roots), 'rc': rc},
+            _('Placement counts their %(rc)s but no Nova hypervisor maps '
+              'to them (%(names)s%(more)s): stale compute nodes, or hosts '
+              'not yet in Nova; no server lands there.')
+            % {'rc': rc, 'names': ', '.join(names[:EXAMPLES]),
+               'more': ', ...' if len(names) > EXAMPLES else ''},
+            _('openstack resource provider delete %(uuid)s  (each stale '
+              'root; list: openstack resource provider list --resource '
+              '%(rc)s=1)') % {'uuid': example, 'rc': rc}))
+    return found
+
+
+@register('placement-disabled-service')
+def placement_disabled_service(cloud, settings):
+    """Disabled nova-compute services whose hosts hold GPU capacity."""
+    host_roots = cloud.host_roots()
+    by_host = pools_mod.pools_by_host(cloud.pools)
+    found = []
+    for service in sorted(cloud.services, key=lambda s: s.get('host') or ''):
+        if service.get('status') != 'disabled':
+            continue
+        host = service.get('host')
+        classes = {}
+        for root in sorted(host_roots.get(host, ())):
+            for rc, providers in _tree_classes(cloud, root).items():
+                classes[rc] = classes.get(rc, 0) + sum(
+                    cap for _u, cap, _m in providers)
+        if not any(classes.values()):
+            continue
+        found.append(finding(
+            WARNING, 'placement-disabled-service', 'host %s' % host,
+            _('nova-compute on %(host)s is disabled but its %(gpus)s are '
+              'still counted as capacity: no server lands there.')
+            % {'host': host, 'gpus': ', '.join(
+                '%d %s' % (n, rc) for rc, n in sorted(classes.items()))},
+            'openstack compute service set --enable %s nova-compute' % host,
+            by_host.get(host, ())))
+    return found
+
+
+# -- running -----------------------------------------------------------------
+
+def unknown_checks(names):
+    """Names that are not checks (for --check)."""
+    return sorted(set(names or ()) - set(CHECKS))
+
+
+def run(cloud, settings=None, names=None, pool=None):
+    """Findings of the checks NAMES (default: all), errors first.
+
+    POOL keeps only findings about that pool.
+    """
+    found = []
+    for name, func in CHECKS.items():
+        if names and name not in names:
+            continue
+        for item in func(cloud, settings):
+            if pool is not None and pool not in item.pools:
+                continue
+            found.append(item)
+    order = {name: i for i, name in enumerate(CHECKS)}
+    found.sort(key=lambda f: (SEVERITIES.index(f.severity),
+                              order[f.check], f.object))
+    return found
+
+
+def exit_status(findings, strict=False):
+    """1 when an error (with STRICT: any finding) was found, else 0."""
+    for item in findings:
+        if item.severity == ERROR or strict:
+            return 1
+    return 0

@@ -1,0 +1,411 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""gpuclient.checks over plain clouds: each misconfiguration is found
+under its check name, and the cloud after the suggested fix is clean."""
+
+from gpuclient import checks
+from gpuclient import hosts
+from gpuclient import pools
+from gpuclient import request
+from gpuclient import snapshot
+from gpuclient import specs
+from gpuclient.tests.unit import base
+from gpuclient.tests.unit import fakes
+
+PT_SPEC = pools.build_spec('solver', 'passthrough', alias='h100',
+                           pci_id='10de:2331')
+VGPU_SPEC = pools.build_spec('ws', 'vgpu', vgpu_type='nvidia-35')
+ISO_SPEC = pools.build_spec('solver', 'passthrough', alias='h100',
+                            pci_id='10de:2331', isolate=True)
+LIMITED_SPEC = pools.build_spec('solver', 'passthrough', alias='h100',
+                                pci_id='10de:2331', projects=['p1'])
+GOOD_IMAGE = {'id': 'img-good', 'name': 'good', 'status': 'active',
+              'hw_machine_type': 'q35', 'hw_firmware_type': 'uefi'}
+
+
+def conf(text):
+    return request.load_settings(text)
+
+
+class ChecksTestCase(base.TestCase):
+    def setUp(self):
+        super().setUp()
+        self.fc = fakes.FakeCloud()
+        self.pt = self.fc.pci_host('gpu-pt-1')
+        self.fc.vgpu_host('gpu-vgpu-1', traits=['CUSTOM_NVIDIA_35'])
+        self.fc.compute_host('plain-1')
+        self.fc.images.append(dict(GOOD_IMAGE))
+        self.members = None
+
+    def pool(self, spec, hosts_=()):
+        agg = fakes.Aggregate(spec['name'], pools.metadata_for(spec),
+                              list(hosts_))
+        self.fc.aggregates.append(agg)
+        if spec.get('isolate'):
+            for host in hosts_:
+                self.root(host).traits.append(pools.pool_trait(
+                    spec['name']))
+        return agg
+
+    def root(self, host):
+        return [self.fc.provider(hv['id']) for hv in self.fc.hypervisors
+                if hv['service']['host'] == host][0]
+
+    def flavor(self, name, spec, gpus=1, public=True, **extra):
+        pool = pools.pool_from_aggregate(
+            fakes.Aggregate(spec['name'], pools.metadata_for(spec)))
+        derived = specs.derive(pool, gpus=gpus)
+        for agg in self.fc.aggregates:
+            if agg.name == spec['name']:
+                agg.metadata.update(derived['aggregate_metadata'])
+        extra_specs = dict(derived['extra_specs'], **extra)
+        return self.fc.add_flavor(name, public=public,
+                                  extra_specs=extra_specs)
+
+    def cloud(self):
+        fc = self.fc
+        snap = hosts.Snapshot(fc.providers_body()['resource_providers'])
+        snap.add_details({p.uuid: fc.summary(p) for p in fc.providers})
+        services = [{'host': hv['service']['host'],
+                     'status': ('disabled' if hv['service']['host']
+                                in fc.disabled else 'enabled'),
+                     'state': 'up'} for hv in fc.hypervisors]
+        aggregates = [snapshot.aggregate_dict(a) for a in fc.aggregates]
+        found, _problems = pools.scan(aggregates)
+        classes = hosts.gpu_classes(
+            fc.resource_classes(),
+            [p['resource_class'] for p in found.values()])
+        cloud = snapshot.Cloud(fc.aggregates, fc.hypervisors, services,
+                               snap, flavors=fc.flavors,
+                               gpu_classes=classes)
+        cloud.images = fc.images
+        for name, pool in cloud.pools.items():
+            if self.members is not None:
+                cloud.pool_members[name] = self.members
+            else:
+                cloud.pool_members[name] = {
+                    self.root(h).uuid for h in pool['hosts']}
+        return cloud
+
+    def run_checks(self, settings=None, **kwargs):
+        return checks.run(self.cloud(), settings, **kwargs)
+
+    def named(self, check, settings=None):
+        return [f for f in self.run_checks(settings) if f.check == check]
+
+    def assert_found(self, check, settings=None, severity=checks.ERROR):
+        found = self.named(check, settings)
+        self.assertTrue(found, 'no %s finding in %s' % (
+            check, self.run_checks(settings)))
+        self.assertEqual({severity}, {f.severity for f in found})
+        return found
+
+    def clean_cloud(self):
+        """Every GPU host pooled, GPU flavors fitting: no finding."""
+        self.pool(PT_SPEC, ['gpu-pt-1'])
+        self.pool(VGPU_SPEC, ['gpu-vgpu-1'])
+        self.flavor('pt.1', PT_SPEC)
+        self.flavor('ws.1', VGPU_SPEC)
+
+
+class TestClean(ChecksTestCase):
+    def test_clean_cloud_has_no_finding(self):
+        self.clean_cloud()
+        self.assertEqual([], self.run_checks())
+        self.assertEqual([], self.run_checks(conf(
+            '[pci]\nalias = {"name": "h100", "vendor_id": "10de", '
+            '"product_id": "2331"}\n')))
+        self.assertEqual(0, checks.exit_status([], strict=True))
+
+
+class TestPools(ChecksTestCase):
+    def test_missing_isolation_trait_and_fix(self):
+        self.pool(ISO_SPEC, ['gpu-pt-1'])
+        self.root('gpu-pt-1').traits.remove(pools.pool_trait('solver'))
+        found = self.assert_found('pool-drift')
+        self.assertEqual('openstack gpu pool set solver --isolate',
+                         found[0].fix)
+        self.root('gpu-pt-1').traits.append(pools.pool_trait('solver'))
+        self.assertEqual([], self.named('pool-drift'))
+
+    def test_not_in_placement_aggregate(self):
+        self.pool(PT_SPEC, ['gpu-pt-1'])
+        self.members = set()
+        found = self.assert_found('pool-drift')
+        self.assertEqual('nova-manage placement sync_aggregates',
+                         found[0].fix)
+        self.members = {self.pt.uuid}
+        self.assertEqual([], self.named('pool-drift'))
+
+    def test_unpooled_gpu_host_is_a_warning(self):
+        self.pool(PT_SPEC, ['gpu-pt-1'])
+        found = self.assert_found('pool-unpooled-hosts',
+                                 severity=checks.WARNING)
+        self.assertEqual(['host gpu-vgpu-1'], [f.object for f in found])
+        self.assertIn('gpu-vgpu-1', found[0].fix)
+        self.assertEqual(0, checks.exit_status(found))
+        self.assertEqual(1, checks.exit_status(found, strict=True))
+
+    def test_pool_host_without_the_class(self):
+        self.pool(PT_SPEC, ['gpu-pt-1', 'plain-1'])
+        found = self.assert_found('pool-no-devices')
+        self.assertEqual(['pool solver / host plain-1'],
+                         [f.object for f in found])
+        self.assertTrue(found[0].fix.startswith(
+            'openstack gpu pool remove host solver plain-1  ('))
+        self.fc.aggregates[0].hosts.remove('plain-1')
+        self.assertEqual([], self.named('pool-no-devices'))
+
+    def test_duplicate_pool_aggregates(self):
+        self.pool(PT_SPEC, ['gpu-pt-1'])
+        self.fc.aggregates.append(fakes.Aggregate(
+            'solver-copy', pools.metadata_for(PT_SPEC)))
+        found = self.assert_found('pool-aggregates')
+        self.assertEqual({'aggregate solver', 'aggregate solver-copy'},
+                         {f.object for f in found})
+        del self.fc.aggregates[1].metadata[pools.POOL_KEY]
+        self.assertEqual([], self.named('pool-aggregates'))
+
+    def test_pool_option_keeps_that_pools_findings(self):
+        self.pool(PT_SPEC, ['gpu-pt-1', 'plain-1'])
+        self.pool(VGPU_SPEC, ['gpu-vgpu-1', 'plain-1'])
+        found = self.run_checks(pool='ws')
+        self.assertEqual(['pool ws / host plain-1'],
+                         [f.object for f in found])
+
+
+class TestFlavors(ChecksTestCase):
+    def test_unknown_trait(self):
+        self.clean_cloud()
+        self.flavor('pt.avx', PT_SPEC, **{'trait:CUSTOM_NOPE': 'required'})
+        found = self.assert_found('flavor-unknown-trait')
+        self.assertEqual(
+            'openstack flavor unset --property trait:CUSTOM_NOPE pt.avx',
+            found[0].fix)
+        self.pt.traits.append('CUSTOM_NOPE')
+        self.assertEqual([], self.named('flavor-unknown-trait'))
+
+    def test_unknown_pool_trait_points_at_pool_set(self):
+        self.pool(ISO_SPEC, ['gpu-pt-1'])
+        self.flavor('pt.1', ISO_SPEC)
+        self.root('gpu-pt-1').traits.remove(pools.pool_trait('solver'))
+        found = self.assert_found('flavor-unknown-trait')
+        self.assertEqual('openstack gpu pool set solver --isolate',
+                         found[0].fix)
+
+    def test_more_devices_than_any_pool_host(self):
+        self.clean_cloud()
+        self.flavor('pt.8', PT_SPEC, gpus=8)
+        found = self.assert_found('flavor-too-many-devices')
+        self.assertEqual(['flavor pt.8'], [f.object for f in found])
+        self.assertIn('CUSTOM_PCI_10DE_2331=4', found[0].symptom)
+        self.fc.pci_host('gpu-pt-2', count=8)
+        self.fc.aggregates[0].hosts.append('gpu-pt-2')
+        self.assertEqual([], self.named('flavor-too-many-devices'))
+
+    def test_multi_vgpu_needs_as_many_pgpus(self):
+        self.clean_cloud()
+        # 3 vGPUs, group_policy=isolate: 3 pGPUs, the host has 2
+        self.flavor('ws.3', VGPU_SPEC, gpus=3)
+        found = self.assert_found('flavor-too-many-devices')
+        self.assertIn('VGPU=3', found[0].symptom)
+        self.fc.vgpu_host('gpu-vgpu-2', pgpus=4,
+                          traits=['CUSTOM_NVIDIA_35'])
+        self.fc.aggregates[1].hosts.append('gpu-vgpu-2')
+        self.assertEqual([], self.named('flavor-too-many-devices'))
+
+    def test_unscoped_group_policy_trap(self):
+        self.clean_cloud()
+        self.flavor('ws.2', VGPU_SPEC, gpus=2)
+        # the pool's aggregate lost what gpu flavor create put there
+        del self.fc.aggregates[1].metadata['group_policy']
+        found = self.assert_found('flavor-unscoped-keys')
+        self.assertEqual(
+            'openstack aggregate set --property group_policy=isolate ws',
+            found[0].fix)
+        self.fc.aggregates[1].metadata['group_policy'] = 'isolate'
+        self.assertEqual([], self.named('flavor-unscoped-keys'))
+
+    def test_flavor_of_a_pool_without_hosts_is_no_size_question(self):
+        self.pool(PT_SPEC)
+        self.flavor('pt.8', PT_SPEC, gpus=8)
+        self.assertEqual([], self.named('flavor-too-many-devices'))
+        self.fc.aggregates[0].hosts.append('gpu-pt-1')
+        self.assertEqual(['flavor pt.8'], [
+            f.object for f in self.named('flavor-too-many-devices')])
+
+    def test_unscoped_keys_silent_without_the_filter(self):
+        self.clean_cloud()
+        self.flavor('ws.2', VGPU_SPEC, gpus=2)
+        del self.fc.aggregates[1].metadata['group_policy']
+        settings = conf('[filter_scheduler]\nenabled_filters = '
+                        'ComputeFilter\n')
+        self.assertEqual([], self.named('flavor-unscoped-keys', settings))
+
+    def test_public_flavor_of_limited_pool(self):
+        self.pool(LIMITED_SPEC, ['gpu-pt-1'])
+        self.flavor('pt.1', LIMITED_SPEC)
+        found = self.assert_found('flavor-public-limited-pool',
+                                 severity=checks.WARNING)
+        self.assertIn('--private --project p1', found[0].fix)
+        self.fc.flavors[0]['os-flavor-access:is_public'] = False
+        self.assertEqual([], self.named('flavor-public-limited-pool'))
+
+    def test_pci_alias_missing_from_nova_conf(self):
+        self.clean_cloud()
+        self.assertEqual([], self.named('flavor-pci-alias'))  # no conf
+        found = self.assert_found('flavor-pci-alias', conf(''))
+        self.assertTrue(found[0].fix.startswith('[pci] alias = '))
+        self.assertIn('"name": "h100"', found[0].fix)
+        fixed = conf('[pci]\nalias = %s\n' % found[0].fix.split(' = ')[1])
+        self.assertEqual([], self.named('flavor-pci-alias', fixed))
+
+
+class TestImages(ChecksTestCase):
+    def test_bios_image_with_passthrough_flavors(self):
+        self.clean_cloud()
+        self.fc.images.append({'id': 'img-bios', 'name': 'cirros',
+                               'status': 'active'})
+        found = self.assert_found('image-firmware', severity=checks.WARNING)
+        self.assertEqual(['image cirros'], [f.object for f in found])
+        self.assertEqual('openstack gpu image set --q35 --uefi img-bios',
+                         found[0].fix)
+        self.fc.images[-1].update(hw_machine_type='q35',
+                                  hw_firmware_type='uefi')
+        self.assertEqual([], self.named('image-firmware'))
+
+    def test_images_not_judged_without_passthrough_flavors(self):
+        self.pool(VGPU_SPEC, ['gpu-vgpu-1'])
+        self.flavor('ws.1', VGPU_SPEC)
+        self.fc.images.append({'id': 'img-bios', 'status': 'active'})
+        self.assertEqual([], self.named('image-firmware'))
+
+    def test_image_requiring_pool_trait(self):
+        self.clean_cloud()
+        trait = pools.pool_trait('solver')
+        self.fc.images.append({'id': 'img-x', 'name': 'x',
+                               'status': 'active',
+                               'hw_machine_type': 'q35',
+                               'hw_firmware_type': 'uefi',
+                               'trait:' + trait: 'required'})
+        found = self.assert_found('image-pool-trait')
+        self.assertEqual('openstack image unset --property trait:%s img-x'
+                         % trait, found[0].fix)
+        self.assertEqual(('solver',), found[0].pools)
+        del self.fc.images[-1]['trait:' + trait]
+        self.assertEqual([], self.named('image-pool-trait'))
+
+
+class TestScheduler(ChecksTestCase):
+    def test_isolation_without_filtering(self):
+        self.pool(ISO_SPEC, ['gpu-pt-1'])
+        bad = conf('[scheduler]\nenable_isolated_aggregate_filtering = '
+                   'false\n')
+        found = self.assert_found('scheduler-settings', bad)
+        self.assertEqual(
+            '[scheduler] enable_isolated_aggregate_filtering = True',
+            found[0].fix)
+        self.assertEqual([], self.named('scheduler-settings', conf(
+            '[scheduler]\n' + found[0].fix.split('] ')[1] + '\n')))
+        self.assertEqual([], self.named('scheduler-settings'))  # no conf
+
+    def test_projects_without_tenant_filter(self):
+        self.pool(LIMITED_SPEC, ['gpu-pt-1'])
+        bad = conf('[filter_scheduler]\nenabled_filters = ComputeFilter,'
+                   'AggregateInstanceExtraSpecsFilter\n')
+        found = self.assert_found('scheduler-settings', bad)
+        self.assertEqual(['AggregateMultiTenancyIsolation'],
+                         [f.object for f in found])
+        fixed = conf('[filter_scheduler]\n%s\n'
+                     % found[0].fix.split('] ')[1])
+        self.assertEqual([], self.named('scheduler-settings', fixed))
+
+    def test_steering_without_extra_specs_filter(self):
+        self.clean_cloud()
+        bad = conf('[filter_scheduler]\nenabled_filters = ComputeFilter\n')
+        found = self.assert_found('scheduler-settings', bad)
+        self.assertEqual(['AggregateInstanceExtraSpecsFilter'],
+                         [f.object for f in found])
+
+    def test_pci_in_placement_off(self):
+        self.clean_cloud()
+        found = self.assert_found('scheduler-settings', conf(
+            '[filter_scheduler]\npci_in_placement = false\n'),
+            severity=checks.WARNING)
+        self.assertEqual('[filter_scheduler] pci_in_placement = True',
+                         found[0].fix)
+
+
+class TestPlacement(ChecksTestCase):
+    def test_unmapped_trees_aggregate_per_class(self):
+        self.clean_cloud()
+        for i in range(5):
+            self.fc.add(fakes.Provider(
+                'ghost-%d' % i,
+                inventory={'CUSTOM_PCI_10DE_2331': fakes.inv(2)}))
+        found = self.assert_found('placement-unmapped-trees',
+                                 severity=checks.WARNING)
+        self.assertEqual(1, len(found))
+        self.assertEqual('5 provider tree(s) with CUSTOM_PCI_10DE_2331',
+                         found[0].object)
+        self.assertIn('ghost-0, ghost-1, ghost-2, ...', found[0].symptom)
+        self.assertIn(fakes.uid('ghost-0'), found[0].fix)
+        # not about any pool
+        self.assertEqual([], [f for f in self.run_checks(pool='solver')
+                              if f.check == 'placement-unmapped-trees'])
+        self.fc.providers = [p for p in self.fc.providers
+                             if not p.name.startswith('ghost')]
+        self.assertEqual([], self.named('placement-unmapped-trees'))
+
+    def test_disabled_service_with_gpus(self):
+        self.clean_cloud()
+        self.fc.disabled.add('gpu-pt-1')
+        found = self.assert_found('placement-disabled-service',
+                                 severity=checks.WARNING)
+        self.assertIn('4 CUSTOM_PCI_10DE_2331', found[0].symptom)
+        self.assertEqual(
+            'openstack compute service set --enable gpu-pt-1 nova-compute',
+            found[0].fix)
+        self.fc.disabled.add('plain-1')  # no GPUs: nothing to say
+        self.assertEqual(1, len(self.named('placement-disabled-service')))
+
+
+class TestRun(ChecksTestCase):
+    def test_errors_first_and_only_named_checks(self):
+        self.pool(PT_SPEC, ['gpu-pt-1', 'plain-1'])
+        found = self.run_checks()
+        self.assertEqual(checks.ERROR, found[0].severity)
+        self.assertEqual(checks.WARNING, found[-1].severity)
+        only = self.run_checks(names=['pool-unpooled-hosts'])
+        self.assertEqual({'pool-unpooled-hosts'}, {f.check for f in only})
+        self.assertEqual(1, checks.exit_status(found))
+
+    def test_unknown_checks(self):
+        self.assertEqual(['nope'], checks.unknown_checks(
+            ['nope', 'pool-drift']))
+
+
+class TestOneGroup(ChecksTestCase):
+    def test_one_group_cannot_span_providers(self):
+        # 2 whole GPUs in one group: Placement takes them from one
+        # provider, and each PCI provider has 1
+        self.clean_cloud()
+        self.fc.add_flavor('pt.2.one', extra_specs={
+            'resources:CUSTOM_PCI_10DE_2331': '2'})
+        found = self.assert_found('flavor-too-many-devices')
+        self.assertIn('at most 1 per request group', found[0].symptom)
+        self.fc.flavors[-1]['extra_specs'] = {
+            'resources1:CUSTOM_PCI_10DE_2331': '1',
+            'resources2:CUSTOM_PCI_10DE_2331': '1',
+            'group_policy': 'isolate'}
+        self.assertEqual([], self.named('flavor-too-many-devices'))

@@ -1,0 +1,99 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""gpu check over a fake cloud: snapshot to rows, and the exit status."""
+
+import io
+import json
+
+from osc_lib import exceptions
+
+from gpuclient import pools
+from gpuclient.tests.unit import base
+from gpuclient.tests.unit import fakes
+from gpuclient.v1 import check as check_cmd
+
+PT_SPEC = pools.build_spec('solver', 'passthrough', alias='h100',
+                           pci_id='10de:2331')
+
+
+class CheckTestCase(base.CommandTestCase):
+    def setUp(self):
+        super().setUp()
+        self.cloud = fakes.FakeCloud()
+        self.cloud.pci_host('gpu-pt-1')
+        self.cloud.compute_host('plain-1')
+        self.cloud.aggregates.append(fakes.Aggregate(
+            'solver', pools.metadata_for(PT_SPEC), ['gpu-pt-1']))
+        self.useFixture(fakes.PlacementFixture(self.cloud))
+        cm = self.useFixture(fakes.ClientManagerFixture(self.cloud))
+        self.app = self.make_app(cm.client_manager)
+        self.app.stdout = io.StringIO()
+        self.cmd = check_cmd.Check(self.app, None)
+
+    def rows(self, *args):
+        parsed = self.check_parser(self.cmd, list(args))
+        columns, data = self.cmd.take_action(parsed)
+        return [dict(zip(columns, row, strict=True)) for row in data]
+
+    def run_cmd(self, *args):
+        parsed = self.check_parser(self.cmd, ['-f', 'json'] + list(args))
+        status = self.cmd.run(parsed)
+        return status, json.loads(self.app.stdout.getvalue())
+
+
+class TestCheck(CheckTestCase):
+    def test_parser(self):
+        self.check_parser(self.cmd, [
+            '--nova-conf', 'a.conf', '--check', 'pool-drift', '--check',
+            'pool-aggregates', '--pool', 'solver', '--strict'], [
+            ('nova_conf', ['a.conf']),
+            ('checks', ['pool-drift', 'pool-aggregates']),
+            ('pool', 'solver'), ('strict', True)])
+
+    def test_clean_cloud_exits_0(self):
+        status, rows = self.run_cmd()
+        self.assertEqual(0, status)
+        self.assertEqual([], rows)
+
+    def test_error_rows_print_and_exit_1(self):
+        self.cloud.aggregates[0].hosts.append('plain-1')
+        status, rows = self.run_cmd()
+        self.assertEqual(1, status)
+        self.assertEqual(
+            [('error', 'pool-no-devices', 'pool solver / host plain-1')],
+            [(r['Severity'], r['Check'], r['Object']) for r in rows])
+        self.assertEqual(list(check_cmd.COLUMNS), list(rows[0]))
+
+    def test_warnings_exit_1_only_with_strict(self):
+        self.cloud.vgpu_host('gpu-vgpu-1')  # a GPU host in no pool
+        status, rows = self.run_cmd()
+        self.assertEqual((0, ['pool-unpooled-hosts']),
+                         (status, [r['Check'] for r in rows]))
+        self.app.stdout = io.StringIO()
+        status, _rows = self.run_cmd('--strict')
+        self.assertEqual(1, status)
+
+    def test_check_and_pool_options(self):
+        self.cloud.vgpu_host('gpu-vgpu-1')
+        self.cloud.aggregates[0].hosts.append('plain-1')
+        self.assertEqual(['pool-unpooled-hosts'], [
+            r['Check'] for r in self.rows('--check', 'pool-unpooled-hosts')])
+        self.assertEqual(['pool-no-devices'], [
+            r['Check'] for r in self.rows('--pool', 'solver')])
+
+    def test_unknown_check_and_pool_are_refused(self):
+        error = self.assertRaises(exceptions.CommandError, self.rows,
+                                  '--check', 'nope')
+        self.assertIn('pool-drift', str(error))
+        self.assertRaises(exceptions.CommandError, self.rows,
+                          '--pool', 'nope')

@@ -1,0 +1,98 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""openstack gpu check"""
+
+import logging
+import os
+
+from osc_lib import exceptions
+from osc_lib.command import command
+
+from gpuclient import checks
+from gpuclient import pools as pools_mod
+from gpuclient import snapshot
+from gpuclient.i18n import _
+from gpuclient.v1 import candidates as candidates_cmd
+
+LOG = logging.getLogger(__name__)
+
+COLUMNS = ('Severity', 'Check', 'Object', 'Symptom', 'Fix')
+
+
+def table(findings):
+    """(columns, rows) of ``gpu check`` for every formatter."""
+    return COLUMNS, [(f.severity, f.check, f.object, f.symptom, f.fix)
+                     for f in findings]
+
+
+class Check(command.Lister):
+    _description = _(
+        'Find GPU misconfigurations before users do\n\n'
+        'Reads the cloud once (pools, hosts, Placement trees, flavors, '
+        'images; with --nova-conf the scheduler settings too) and prints '
+        'one row per finding: severity (error: instances fail or land on '
+        'the wrong hosts; warning: a likely mistake), the check, the '
+        'object, the symptom a user would see and the command or '
+        'nova.conf line that fixes it. Exit status 1 when an error was '
+        'found (with --strict, any finding), so it can gate a deployment '
+        'pipeline. Checks: %s. Needs admin.') % ', '.join(checks.CHECKS)
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument(
+            '--nova-conf', metavar='<file>', action='append',
+            help=_('nova.conf-style file of the scheduler and API (repeat '
+                   'option for several; default $%s): enables the checks '
+                   'of scheduler settings and PCI aliases')
+            % candidates_cmd.CONF_ENV)
+        parser.add_argument(
+            '--check', metavar='<name>', action='append', dest='checks',
+            help=_('Run only this check (repeat option for several; '
+                   'one of %s). Default: all')
+            % ', '.join(checks.CHECKS))
+        parser.add_argument(
+            '--pool', metavar='<pool>',
+            help=_('Only findings about this GPU pool (name)'))
+        parser.add_argument(
+            '--strict', action='store_true', default=False,
+            help=_('Exit with status 1 on warnings too'))
+        return parser
+
+    def take_action(self, parsed_args):
+        unknown = checks.unknown_checks(parsed_args.checks)
+        if unknown:
+            raise exceptions.CommandError(
+                _('Unknown check(s) %(bad)s: choose among %(all)s.')
+                % {'bad': ', '.join(unknown),
+                   'all': ', '.join(checks.CHECKS)})
+        settings = None
+        if parsed_args.nova_conf or os.environ.get(candidates_cmd.CONF_ENV):
+            settings = candidates_cmd.read_settings(parsed_args.nova_conf)
+        client = self.app.client_manager.gpu
+        cloud = snapshot.read(client, with_flavors=True, mapped_only=True,
+                              with_images=True, with_pool_members=True)
+        if parsed_args.pool and parsed_args.pool not in cloud.pools:
+            raise pools_mod.unknown_pool(parsed_args.pool, cloud.pools)
+        for note in cloud.placement.notes():
+            LOG.warning(note)
+        findings = checks.run(cloud, settings, names=parsed_args.checks,
+                              pool=parsed_args.pool)
+        self._status = checks.exit_status(findings, parsed_args.strict)
+        return table(findings)
+
+    def run(self, parsed_args):
+        # rows are printed by the Lister; the exit status says whether
+        # any of them is an error (what a pipeline gate reads)
+        self._status = 0
+        result = super().run(parsed_args)
+        return result or self._status
