@@ -253,7 +253,7 @@ def _figures(cloud, roots, resource_class):
     return total, used, free
 
 
-def _flavor_class(reading, req, pools, pool):
+def _flavor_class(req, pools, pool):
     if pool and pools.get(pool, {}).get('resource_class'):
         return pools[pool]['resource_class']
     classes = request_mod.gpu_classes(req)
@@ -290,7 +290,7 @@ def rows(cloud, settings, project_id, wanted_flavors=None, pool=None,
             for host in sorted(fits.host_roots):
                 in_pools = [p for p, d in pools.items()
                             if host in d['hosts']] or [None]
-                rc = _flavor_class(reading, req, pools, None)
+                rc = _flavor_class(req, pools, None)
                 if not counts.get(host) and not (
                         rc and _figures(cloud, fits.host_roots[host],
                                         rc)[0]):
@@ -301,7 +301,7 @@ def rows(cloud, settings, project_id, wanted_flavors=None, pool=None,
         for pool_name, members in groups:
             if pool and pool_name != pool:
                 continue
-            rc = _flavor_class(reading, req, pools, pool_name)
+            rc = _flavor_class(req, pools, pool_name)
             per_host = []
             for host in members:
                 total, used, free = (

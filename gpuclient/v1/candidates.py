@@ -348,8 +348,19 @@ def _explain(placement, req, answer, trees, providers, hosts_roots, post,
                            allocations, post, project_id, unread)
 
 
+def add_boot_project_args(parser):
+    """--project and --project-domain: the project that would boot."""
+    parser.add_argument(
+        '--project', metavar='<project>',
+        help=_('Project that would boot the server (name or ID; '
+               'default: the current project): decides project-limited '
+               'pools'))
+    identity_common.add_project_domain_option_to_parser(parser)
+
+
 class ReasonColumn(cliff_columns.FormattableColumn):
-    """Why a host is out: a list in json/yaml, '; ' between reasons else."""
+    """Reasons (why a host is out, why GPUs are stranded): a list in
+    json/yaml, '; ' between them elsewhere."""
 
     def human_readable(self):
         return '; '.join(self._value or ())
@@ -492,12 +503,7 @@ class Candidates(command.Lister):
         parser.add_argument(
             '--pool', metavar='<pool>',
             help=_('Only show hosts of this GPU pool (name)'))
-        parser.add_argument(
-            '--project', metavar='<project>',
-            help=_('Project that would boot the server (name or ID; '
-                   'default: the current project): decides project-limited '
-                   'pools'))
-        identity_common.add_project_domain_option_to_parser(parser)
+        add_boot_project_args(parser)
         parser.add_argument(
             '--zone', metavar='<zone>', dest='zone',
             help=_('Availability zone the server would be booted in'))

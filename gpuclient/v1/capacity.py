@@ -14,8 +14,6 @@
 
 import logging
 
-from cliff import columns as cliff_columns
-from openstackclient.identity import common as identity_common
 from osc_lib.command import command
 
 from gpuclient import capacity
@@ -32,16 +30,6 @@ COLUMNS = tuple(c for c in formatters.CAPACITY_COLUMNS
                 if c != formatters.HOST)
 
 
-class ReasonsColumn(cliff_columns.FormattableColumn):
-    """Reasons: a list in json/yaml, '; ' between them elsewhere."""
-
-    def human_readable(self):
-        return '; '.join(self._value or ())
-
-    def machine_readable(self):
-        return list(self._value or ())
-
-
 def table(rows, long=False):
     """(columns, rows) of ``gpu capacity list`` for every formatter."""
     columns = COLUMNS
@@ -54,7 +42,8 @@ def table(rows, long=False):
             item += (row['host'],)
         item += (row['resource_class'], row['fits'], row['total'],
                  row['used'], row['free'], row['utilisation'],
-                 row['stranded'], ReasonsColumn(row['stranded_reasons']))
+                 row['stranded'], candidates_cmd.ReasonColumn(
+                     row['stranded_reasons']))
         data.append(item)
     return columns, data
 
@@ -82,12 +71,7 @@ class ListCapacity(command.Lister):
             '--flavor', metavar='<flavor>', action='append', dest='flavors',
             help=_('Only this flavor (name or ID; repeat option for '
                    'several). Default: every GPU flavor'))
-        parser.add_argument(
-            '--project', metavar='<project>',
-            help=_('Project that would boot the servers (name or ID; '
-                   'default: the current project): decides '
-                   'project-limited pools'))
-        identity_common.add_project_domain_option_to_parser(parser)
+        candidates_cmd.add_boot_project_args(parser)
         parser.add_argument(
             '--nova-conf', metavar='<file>', action='append',
             help=_('nova.conf-style file with the scheduler\'s settings '
