@@ -7,10 +7,15 @@ cloud: GPUCLIENT_PT_HOST, GPUCLIENT_VGPU_HOST, GPUCLIENT_MIG_HOST,
 GPUCLIENT_BM_HOST, GPUCLIENT_PLAIN_HOST.
 """
 
+import contextlib
+import io
 import json
+import logging
 import os
 import subprocess
+import time
 import uuid
+import warnings
 
 import testtools
 
@@ -27,6 +32,131 @@ COMPUTE_API = '2.74'
 # provider traits need Placement 1.6
 PLACEMENT_TRAITS = ('--os-placement-api-version', '1.6')
 OPENSTACK = os.environ.get('GPUCLIENT_OPENSTACK', 'openstack')
+# ``openstack gpu ...`` always runs as the real executable. The other
+# commands (the proofs: what Nova, Placement, Glance and Keystone hold, and
+# the setup) run the same OSC shell in this process, which saves the
+# interpreter start of every call; GPUCLIENT_FT_SUBPROCESS=1 runs them as
+# processes too.
+ALL_SUBPROCESS = os.environ.get('GPUCLIENT_FT_SUBPROCESS') == '1'
+# how often a --wait of a server create/delete asks Nova (OSC waits 5 s)
+POLL = 0.5
+# global options that take a value (to find the command word)
+_VALUED_GLOBALS = ('--os-cloud', '--os-compute-api-version',
+                   '--os-placement-api-version', '--os-image-api-version',
+                   '--os-identity-api-version', '--os-project-name',
+                   '--os-project-domain-name')
+
+
+def _command_word(argv):
+    """The first word of the command in ``argv`` (after global options)."""
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in _VALUED_GLOBALS:
+            skip = True
+        elif not arg.startswith('-'):
+            return arg
+    return None
+
+
+def _run_shell(argv):
+    """Run OSC's shell on ARGV in this process: (rc, stdout, stderr)."""
+    from osc_lib import clientmanager
+    from openstackclient.common import clientmanager as osc_clientmanager
+    from openstackclient import shell
+
+    # OSC caches each service's client on the ClientManager *class*: in one
+    # process a second cloud would reuse the first cloud's clients
+    for cls in osc_clientmanager.ClientManager.__mro__:
+        for attr in vars(cls).values():
+            if isinstance(attr, clientmanager.ClientCache):
+                attr._handle = None
+    out, err = io.StringIO(), io.StringIO()
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    levels = {name: logger.level
+              for name, logger in logging.root.manager.loggerDict.items()
+              if isinstance(logger, logging.Logger)}
+    try:
+        with contextlib.redirect_stdout(out), \
+                contextlib.redirect_stderr(err), \
+                warnings.catch_warnings():
+            warnings.simplefilter('ignore')
+            try:
+                rc = shell.main(list(argv))
+            except SystemExit as exc:  # argparse errors, --help
+                rc = exc.code if isinstance(exc.code, int) else 1
+    finally:
+        # the shell adds its own log handlers on every run: drop them
+        root.handlers[:] = handlers
+        root.setLevel(level)
+        for name, logger in logging.root.manager.loggerDict.items():
+            if isinstance(logger, logging.Logger):
+                logger.setLevel(levels.get(name, logging.NOTSET))
+    return rc or 0, out.getvalue(), err.getvalue()
+
+
+def _globals_of(argv):
+    """The global options of ARGV (everything before the command word)."""
+    word = _command_word(argv)
+    return list(argv[:argv.index(word)]) if word else list(argv)
+
+
+def _run_in_process(argv):
+    """Like running ``openstack ARGV``, in this process.
+
+    ``server create/delete --wait`` are run without ``--wait`` and then
+    waited for here, asking every POLL seconds instead of OSC's 5.
+    """
+    argv = list(argv)
+    word = _command_word(argv)
+    after = argv[argv.index(word):] if word else []
+    if after[:2] not in (['server', 'create'], ['server', 'delete']) or (
+            '--wait' not in after):
+        return _run_shell(argv)
+    argv.remove('--wait')
+    glob = _globals_of(argv)
+    if after[1] == 'delete':
+        names = [a for a in after[2:] if not a.startswith('-')]
+        ids = []
+        for name in names:
+            rc, out, _err = _run_shell(glob + ['server', 'show', name, '-c',
+                                               'id', '-f', 'value'])
+            if rc == 0:
+                ids.append(out.strip())
+        rc, out, err = _run_shell(argv)
+        if rc:
+            return rc, out, err
+        deadline = time.monotonic() + 300
+        while ids and time.monotonic() < deadline:
+            ids = [i for i in ids if _run_shell(
+                glob + ['server', 'show', i, '-c', 'id'])[0] == 0]
+            if ids:
+                time.sleep(POLL)
+        if ids:
+            return 1, out, 'Error deleting server: %s\n' % ', '.join(ids)
+        return rc, out, err
+    # server create: its output, after the wait, is the server's details
+    rc, out, err = _run_shell(argv + ['-f', 'json', '-c', 'id']
+                              if '-f' not in argv else argv)
+    if rc:
+        return rc, out, err
+    server_id = json.loads(out)['id']
+    show = glob + ['server', 'show', server_id]
+    fmt = argv[argv.index('-f'):argv.index('-f') + 2] if '-f' in argv else []
+    deadline = time.monotonic() + 300
+    while True:
+        rc, text, err2 = _run_shell(show + ['-f', 'json'])
+        status = json.loads(text)['status'] if rc == 0 else None
+        if status not in (None, 'BUILD') or time.monotonic() > deadline:
+            break
+        time.sleep(POLL)
+    if status != 'ACTIVE':
+        return 1, '', err + 'Error creating server %s: it is %s\n' % (
+            server_id, status)
+    rc, text, err2 = _run_shell(show + fmt)
+    return rc, text, err + err2
 
 
 def _configured():
@@ -55,11 +185,25 @@ class FunctionalTestCase(testtools.TestCase):
 
     def openstack_raw(self, *args, cloud=None, timeout=300):
         """Run ``openstack ARGS``; return (rc, stdout, stderr)."""
+        if not ALL_SUBPROCESS and _command_word(args) != 'gpu':
+            return _run_in_process(['--os-cloud', cloud or self.cloud,
+                                    *args])
         argv = [OPENSTACK, '--os-cloud', cloud or self.cloud, *args]
         env = dict(os.environ, PYTHONWARNINGS='ignore')
         proc = subprocess.run(argv, capture_output=True, text=True,
                               env=env, timeout=timeout)
         return proc.returncode, proc.stdout, proc.stderr
+
+    def openstack_matrix(self, index, *args, cloud=None):
+        """``openstack_raw`` for case INDEX of a matrix of many cases.
+
+        The first case runs the real executable; the others run the same
+        OSC shell, with the plugin, in this process (a matrix costs one
+        interpreter start, not one per case).
+        """
+        if index == 0 or ALL_SUBPROCESS:
+            return self.openstack_raw(*args, cloud=cloud)
+        return _run_shell(['--os-cloud', cloud or self.cloud, *args])
 
     def openstack(self, *args, cloud=None, parse=True, timeout=300):
         """Run ``openstack ARGS [-f json]``; fail on a non-zero exit.

@@ -408,7 +408,7 @@ class TestFlavorBadInput(GpuFlavorTestCase):
         ]
         before = self.openstack('aggregate', 'show', vgpu)['properties']
         attempted = []
-        for args, message in cases:
+        for index, (args, message) in enumerate(cases):
             name = self.unique_name('bad')
             attempted.append(name)
             # registered first: a create that wrongly succeeds is removed
@@ -417,8 +417,8 @@ class TestFlavorBadInput(GpuFlavorTestCase):
             for flag, value in zip(SIZES[::2], SIZES[1::2], strict=True):
                 if flag not in argv:
                     argv += [flag, value]
-            rc, _out, err = self.openstack_raw('gpu', 'flavor', 'create',
-                                               name, *argv)
+            rc, _out, err = self.openstack_matrix(index, 'gpu', 'flavor',
+                                                  'create', name, *argv)
             self.assert_one_line_error(rc, err, message, args)
         # the same name with other settings: refused, the flavor unchanged
         rc, _out, err = self.openstack_raw(

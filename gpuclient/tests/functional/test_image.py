@@ -120,9 +120,9 @@ class TestGpuImage(base.FunctionalTestCase):
              'No image with name'),
             ('set', [plain['id'], '--q35'], self.member_cloud, 'No image'),
         ]
-        for verb, args, cloud, message in cases:
-            rc, _out, err = self.openstack_raw('gpu', 'image', verb, *args,
-                                               cloud=cloud)
+        for index, (verb, args, cloud, message) in enumerate(cases):
+            rc, _out, err = self.openstack_matrix(index, 'gpu', 'image', verb,
+                                                  *args, cloud=cloud)
             lines = [line for line in err.splitlines() if line.strip()]
             self.assertEqual(1, rc, (args, err))
             self.assertEqual(1, len(lines), (args, err))

@@ -310,8 +310,8 @@ class TestPoolBadInput(PoolTestCase):
         for name in (new, with_host.upper()):
             self.addCleanup(self.delete_pool, name)
         before = self.state(names)
-        for args, message in cases:
-            rc, out, err = self.openstack_raw('gpu', 'pool', *args)
+        for index, (args, message) in enumerate(cases):
+            rc, out, err = self.openstack_matrix(index, 'gpu', 'pool', *args)
             self.assertEqual(1, rc, args)
             self.assertIn(message, err, args)
             lines = [line for line in err.splitlines() if line.strip()]

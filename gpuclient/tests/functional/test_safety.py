@@ -245,21 +245,33 @@ class TestConvergence(SafetyTestCase):
             if proc.returncode == 0:
                 break  # it had finished: nothing left to interrupt
             rc, _out, _err = self.openstack_raw('aggregate', 'show', name)
+            if rc == 0:
+                # the signal came after the last write (while the command
+                # printed or the interpreter exited): then the pool must be
+                # whole, never half made
+                self.assert_whole_pool(name, outcomes)
+                break
             # interrupted: either before the first write, or undone
             self.assertEqual(1, rc, outcomes)
         # the re-run converges to the whole pool
-        pool = self.openstack('gpu', 'pool', 'create', name, '--mode',
-                              'vgpu', '--vgpu-type', 'nvidia-35', '--host',
-                              base.VGPU_HOST, '--host', base.MIG_HOST,
-                              '--isolate')
+        self.openstack('gpu', 'pool', 'create', name, '--mode', 'vgpu',
+                       '--vgpu-type', 'nvidia-35', '--host', base.VGPU_HOST,
+                       '--host', base.MIG_HOST, '--isolate')
+        self.assert_whole_pool(name, outcomes)
+        self.addDetail('sigint-outcomes', _text(json.dumps(outcomes)))
+
+    def assert_whole_pool(self, name, outcomes):
+        """Both hosts in the aggregate, with their traits, and no drift."""
+        agg = self.aggregate(name)
+        self.assertEqual({base.VGPU_HOST, base.MIG_HOST}, set(agg['hosts']),
+                         outcomes)
+        pool = self.openstack('gpu', 'pool', 'show', name)
         trait = pool['isolation_trait']
         for host in (base.VGPU_HOST, base.MIG_HOST):
             self.assertIn(trait, self.traits(self.root_provider(host)))
         for rp in self.children(base.VGPU_HOST):
             self.assertIn('CUSTOM_NVIDIA_35', self.traits(rp))
-        self.assertEqual([], self.openstack('gpu', 'pool', 'show',
-                                            name)['drift'])
-        self.addDetail('sigint-outcomes', _text(json.dumps(outcomes)))
+        self.assertEqual([], pool['drift'], outcomes)
 
 
 class TestTolerance(SafetyTestCase):
