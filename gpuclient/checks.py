@@ -42,6 +42,7 @@ from gpuclient import hosts as hosts_mod
 from gpuclient import images as images_mod
 from gpuclient import nova_config
 from gpuclient import pools as pools_mod
+from gpuclient import quota as quota_mod
 from gpuclient import request as request_mod
 from gpuclient import specs as specs_mod
 from gpuclient.i18n import _
@@ -189,6 +190,62 @@ def pool_aggregates(cloud, settings):
             ERROR, 'pool-aggregates', 'aggregate %s' % aggregate, message,
             'openstack aggregate unset --property gpu_pool %s' % aggregate,
             [pool]))
+    return found
+
+
+@register('pool-projects')
+def pool_projects(cloud, settings):
+    """Project limits that let the wrong projects in or nobody at all:
+    a project name where Nova compares IDs, a deleted project (needs the
+    Keystone project list, ``cloud.projects``).
+
+    The fixes rewrite the one metadata key in place (one write), so the
+    pool is never open to every project on the way.
+    """
+    known = cloud.projects
+    if not known:
+        return []  # not read, or Keystone did not let us list projects
+    by_name = {}
+    for project_id, project_name in known.items():
+        by_name.setdefault(project_name, []).append(project_id)
+    found = []
+    for name, pool in sorted(cloud.pools.items()):
+        entries = pools_mod.project_entries(pool['metadata'])
+        live = [v for _k, v in entries if v in known]
+        for key, value in entries:
+            if value in known:
+                continue
+            values = [v for k, v in entries if k == key]
+            if value in by_name:
+                symptom = _(
+                    '%(key)s=%(value)s names a project by name; Nova '
+                    'compares project IDs, so project %(value)s cannot '
+                    'use the pool') % {'key': key, 'value': value}
+                values = [by_name[value][0] if v == value else v
+                          for v in values]
+            else:
+                symptom = _('%(key)s=%(value)s is no project Keystone '
+                            'knows (deleted?)') % {'key': key,
+                                                    'value': value}
+                values = [v for v in values if v != value]
+                if not live:
+                    values = values or ['<the project ID that should use '
+                                        'it>']
+            if not live:
+                symptom += _(': no listed project can use the pool, its '
+                             'hosts refuse every project.')
+            else:
+                symptom += '.'
+            if values:
+                fix = 'openstack aggregate set --property %s=%s %s' % (
+                    key, ','.join(values), pool['aggregate'])
+            else:
+                fix = 'openstack aggregate unset --property %s %s' % (
+                    key, pool['aggregate'])
+            found.append(finding(
+                ERROR if (value in by_name or not live) else WARNING,
+                'pool-projects', 'pool %s / %s' % (name, key), symptom,
+                fix, [name]))
     return found
 
 
@@ -564,6 +621,46 @@ def scheduler_settings(cloud, settings):
               'them and only PciPassthroughFilter picks the host.')
             % ', '.join(names),
             '[filter_scheduler] pci_in_placement = True'))
+    return found
+
+
+@register('quota-gpu-limits')
+def quota_gpu_limits(cloud, settings):
+    """GPU pools without an enforced GPU quota, or whose boots Nova's
+    unified limits strategy refuses (needs ``--nova-conf``; the strategy
+    also needs the registered limits, ``cloud.registered_limits``)."""
+    conf = (settings or {}).get('quota')
+    if conf is None or not cloud.pools:
+        return []
+    by_class = quota_mod.pools_by_class(cloud.pools)
+    if conf['driver'] != quota_mod.UNIFIED_DRIVER:
+        return [finding(
+            WARNING, 'quota-gpu-limits', '[quota] driver',
+            _('Nova\'s quota driver %(driver)s counts instances, cores and '
+              'RAM, never GPUs: one project can take every GPU of pools '
+              '%(pools)s.') % {'driver': conf['driver'],
+                               'pools': ', '.join(sorted(cloud.pools))},
+            _('%(fix)s, with an [oslo_limit] section for Nova\'s Keystone '
+              'user (endpoint_service_type = compute), in nova-api\'s and '
+              'nova-conductor\'s nova.conf; then "openstack gpu quota set"')
+            % {'fix': quota_mod.FIX_DRIVER}, cloud.pools)]
+    registered = getattr(cloud, 'registered_limits', None)
+    if registered is None:
+        return []
+    found = []
+    for rc, fix in quota_mod.strategy_problems(by_class, registered, conf):
+        found.append(finding(
+            ERROR, 'quota-gpu-limits', quota_mod.resource_name(rc),
+            _('no registered limit for %(name)s and [quota] '
+              'unified_limits_resource_strategy = %(strategy)s with '
+              'unified_limits_resource_list = %(list)s: Nova refuses every '
+              'boot of pools %(pools)s as over quota in projects without '
+              'their own limit.')
+            % {'name': quota_mod.resource_name(rc),
+               'strategy': conf['strategy'],
+               'list': ','.join(conf['resource_list']) or '(empty)',
+               'pools': ', '.join(by_class[rc])},
+            fix, by_class[rc]))
     return found
 
 

@@ -50,8 +50,11 @@ PLACEMENT_SUMMARY_VERSION = (1, 29)  # whole-tree provider summaries
 PLACEMENT_NOVA_VERSION = (1, 36)  # what Nova 34's scheduler sends
 PLACEMENT_TRAITS_VERSION = (1, 6)  # traits API
 PLACEMENT_AGGREGATES_VERSION = (1, 19)  # aggregates with generation
+PLACEMENT_USAGES_VERSION = (1, 9)  # GET /usages?project_id=
 COMPUTE_HYPERVISOR_UUID_VERSION = '2.53'  # hypervisor id == provider uuid
 COMPUTE_FLAVOR_SPECS_VERSION = '2.61'  # extra_specs in flavor lists
+COMPUTE_EMBEDDED_FLAVOR_VERSION = '2.47'  # flavor + extra specs in servers
+COMPUTE_USAGE_LINKS_VERSION = '2.40'  # paged os-simple-tenant-usage
 # limits.absolute: API name -> openstacksdk AbsoluteLimits attribute
 COMPUTE_ABSOLUTE_LIMITS = (
     ('maxTotalInstances', 'instances'),
@@ -473,6 +476,14 @@ class Placement:
         return self.get('/allocation_candidates', version, what,
                         list(params))
 
+    def project_usages(self, project_id):
+        """{resource class: amount} PROJECT_ID holds (``GET /usages``),
+        what Nova's unified limits count."""
+        what = _('Reading the Placement usages of project %s') % project_id
+        data = self.get('/usages', PLACEMENT_USAGES_VERSION, what,
+                        params={'project_id': project_id})
+        return dict((data or {}).get('usages') or {})
+
     def provider_allocations(self, uuid):
         """{consumer uuid: {class: amount}} allocated from one provider."""
         what = _('Reading allocations of resource provider %s') % uuid
@@ -481,6 +492,18 @@ class Placement:
         return {consumer: dict(item.get('resources') or {})
                 for consumer, item in (data.get('allocations')
                                        or {}).items()}
+
+    def providers_allocations(self, uuids):
+        """provider_allocations of many providers, concurrently, bounded:
+        {provider uuid: {consumer uuid: {class: amount}}}."""
+        uuids = sorted(set(uuids))
+        if not uuids:
+            return {}
+        self.max_version()  # negotiate once, before the threads start
+        with concurrent.futures.ThreadPoolExecutor(
+                min(MAX_WORKERS, len(uuids))) as pool:
+            return dict(zip(uuids, pool.map(self.provider_allocations,
+                                            uuids), strict=True))
 
     def provider_detail(self, uuid, with_traits=False):
         """Inventories, usages (and traits) of one provider, as a summary.
@@ -935,6 +958,69 @@ class Compute:
         what = _('Deleting flavor %s') % flavor_id
         self._flavor_call('delete', '/flavors/%s' % flavor_id, what)
 
+    def _paged_get(self, url, what, version, params, key):
+        """Every item of a paged Nova list (``<key>_links`` next)."""
+        found = []
+        params = dict(params)
+        with translate_errors(self.service, what):
+            while True:
+                response = self._proxy.get(url, microversion=version,
+                                           params=params, raise_exc=False)
+                _check_response(self.service, what, response)
+                data = _json(response) or {}
+                page = data.get(key)
+                if isinstance(page, dict):  # tenant_usage (one project)
+                    page = page.get('server_usages') or []
+                found.extend(page or [])
+                more = [link for link in data.get(key + '_links') or []
+                        if link.get('rel') == 'next']
+                if not more or not page:
+                    return found
+                query = urllib.parse.urlsplit(more[0]['href']).query
+                params = dict(params, marker=dict(
+                    urllib.parse.parse_qsl(query)).get('marker'))
+
+    def servers_detail(self, all_projects=False, project_id=None,
+                       changes_since=None):
+        """Servers with their embedded flavor (extra specs included),
+        as dicts: ``GET /servers/detail`` at compute API 2.47, paged.
+
+        CHANGES_SINCE (ISO time) lists servers changed since then,
+        deleted ones included (Nova's ``changes-since``).
+        """
+        what = _('Listing servers (compute API %s)') % (
+            COMPUTE_EMBEDDED_FLAVOR_VERSION)
+        params = {}
+        if all_projects:
+            params['all_tenants'] = 1
+        if project_id:
+            params['project_id'] = project_id
+        if changes_since:
+            params['changes-since'] = changes_since
+        return self._paged_get('/servers/detail', what,
+                               COMPUTE_EMBEDDED_FLAVOR_VERSION, params,
+                               'servers')
+
+    def server_usages(self, start, end, project_id=None):
+        """Nova's per-server usage in [START, END) (naive UTC datetimes),
+        deleted servers included: ``os-simple-tenant-usage`` at 2.40,
+        every project (admin) or one (``PROJECT_ID``), paged.
+        """
+        fmt = '%Y-%m-%dT%H:%M:%S.%f'
+        params = {'start': start.strftime(fmt), 'end': end.strftime(fmt)}
+        if project_id:
+            what = _('Reading the server usage of project %s') % project_id
+            return self._paged_get(
+                '/os-simple-tenant-usage/%s' % project_id, what,
+                COMPUTE_USAGE_LINKS_VERSION, params, 'tenant_usage')
+        what = _('Reading the server usage of every project')
+        params['detailed'] = 1
+        usages = self._paged_get('/os-simple-tenant-usage', what,
+                                 COMPUTE_USAGE_LINKS_VERSION, params,
+                                 'tenant_usages')
+        return [item for tenant in usages
+                for item in tenant.get('server_usages') or []]
+
     def project_limits(self, project_id):
         """Absolute compute limits and usage of a project, as the API
         names them (maxTotalInstances, totalInstancesUsed, ...).
@@ -1033,6 +1119,137 @@ class Image:
                           headers={'Content-Type': self.PATCH_TYPE})
 
 
+class Limits:
+    """Keystone unified limits of the compute service (Nova's quotas),
+    through the SDK's identity proxy, as plain dicts.
+
+    Limits are kept per service and region: the compute service's id and
+    region come from the token's catalog (no request; members see it
+    too), the region from --os-region-name when given.
+    """
+
+    service = 'Keystone'
+
+    def __init__(self, proxy, session, region_name=None):
+        self._proxy = proxy
+        self._session = session
+        self._region_name = region_name
+        self._scope = None
+
+    def scope(self):
+        """(compute service id, region id or None) of Nova's limits."""
+        if self._scope is not None:
+            return self._scope
+        what = _('Looking up the compute service in the catalog')
+        get_access = getattr(self._session.auth, 'get_access', None)
+        if get_access is None:
+            raise APIError(
+                _('%s: this authentication has no service catalog (token '
+                  'and endpoint given?); Nova\'s limits are kept under the '
+                  'compute service of the catalog: authenticate with a '
+                  'user.') % what)
+        with translate_errors(self.service, what):
+            catalog = get_access(self._session).service_catalog.catalog or []
+        entries = [e for e in catalog if e.get('type') == 'compute']
+        if len(entries) != 1 or not entries[0].get('id'):
+            raise APIError(
+                _('%(what)s: %(n)d compute services in the catalog. Nova '
+                  'keeps its limits under one compute service: check the '
+                  'catalog ("openstack catalog list").')
+                % {'what': what, 'n': len(entries)})
+        regions = sorted({ep.get('region_id') or ep.get('region')
+                          for ep in entries[0].get('endpoints') or ()
+                          if ep.get('region_id') or ep.get('region')})
+        region = self._region_name
+        if not region and len(regions) > 1:
+            raise APIError(
+                _('%(what)s: the compute service has endpoints in regions '
+                  '%(regions)s; limits are per region: give '
+                  '--os-region-name.')
+                % {'what': what, 'regions': ', '.join(regions)})
+        if not region and regions:
+            region = regions[0]
+        self._scope = (entries[0]['id'], region)
+        return self._scope
+
+    def _query(self, **extra):
+        service_id, region = self.scope()
+        query = {'service_id': service_id}
+        if region:
+            query['region_id'] = region
+        query.update({k: v for k, v in extra.items() if v})
+        return query
+
+    def registered(self):
+        """{resource name: {'id', 'limit'}}: the defaults of every
+        project."""
+        what = _('Listing the registered limits of the compute service')
+        with translate_errors(self.service, what):
+            items = list(self._proxy.registered_limits(**self._query()))
+        return {r.resource_name: {'id': r.id, 'limit': r.default_limit}
+                for r in items}
+
+    def limits(self, project_id=None):
+        """[{'id', 'project_id', 'resource_name', 'resource_limit'}]:
+        project limits (of PROJECT_ID, or every one the caller sees)."""
+        what = _('Listing the project limits of the compute service')
+        with translate_errors(self.service, what):
+            items = list(self._proxy.limits(
+                **self._query(project_id=project_id)))
+        return [{'id': r.id, 'project_id': r.project_id,
+                 'resource_name': r.resource_name,
+                 'resource_limit': r.resource_limit} for r in items]
+
+    def create_registered(self, name, value):
+        service_id, region = self.scope()
+        what = _('Creating the registered limit %s') % name
+        with translate_errors(self.service, what):
+            self._proxy.create_registered_limit(
+                service_id=service_id, region_id=region,
+                resource_name=name, default_limit=value)
+
+    def update_registered(self, limit_id, value):
+        what = _('Updating the registered limit %s') % limit_id
+        with translate_errors(self.service, what):
+            self._proxy.update_registered_limit(limit_id,
+                                                default_limit=value)
+
+    def delete_registered(self, limit_id):
+        what = _('Deleting the registered limit %s') % limit_id
+        with translate_errors(self.service, what):
+            self._proxy.delete_registered_limit(limit_id)
+
+    def create_limit(self, project_id, name, value):
+        service_id, region = self.scope()
+        what = _('Creating the limit %(name)s of project %(project)s') % {
+            'name': name, 'project': project_id}
+        with translate_errors(self.service, what):
+            self._proxy.create_limit(
+                service_id=service_id, region_id=region,
+                project_id=project_id, resource_name=name,
+                resource_limit=value)
+
+    def update_limit(self, limit_id, value):
+        what = _('Updating the limit %s') % limit_id
+        with translate_errors(self.service, what):
+            self._proxy.update_limit(limit_id, resource_limit=value)
+
+    def delete_limit(self, limit_id):
+        what = _('Deleting the limit %s') % limit_id
+        with translate_errors(self.service, what):
+            self._proxy.delete_limit(limit_id)
+
+    def project_names(self):
+        """{project id: name} of the projects the caller may list, or
+        {} when Keystone does not let it."""
+        try:
+            with translate_errors(self.service, _('Listing projects')):
+                return {p.id: p.name for p in self._proxy.projects()}
+        except APIError as exc:
+            LOG.debug('project names not readable: %s', exc)
+            return {}
+
+
 class GpuClient:
     """What ``client_manager.gpu`` is: the per-service clients, lazily."""
 
@@ -1068,10 +1285,23 @@ class GpuClient:
             self._image = Image(self._conn.image)
         return self._image
 
+    @property
+    def limits(self):
+        if getattr(self, '_limits', None) is None:
+            self._limits = Limits(self._conn.identity, self._session,
+                                  self._region_name)
+        return self._limits
+
     def current_project_id(self):
         """The project the command runs in (its token's scope)."""
         with translate_errors('Keystone', _('Reading the current project')):
             return self._session.get_project_id()
+
+    def current_project(self):
+        """(id, name) of the project the command runs in."""
+        with translate_errors('Keystone', _('Reading the current project')):
+            access = self._session.auth.get_access(self._session)
+        return access.project_id, access.project_name
 
     def project_ids(self, names_or_ids, domain=None):
         """Keystone project ids of several names or ids, in order, once

@@ -368,6 +368,20 @@ def _projects_from(metadata):
     return found
 
 
+def project_entries(metadata):
+    """[(metadata key, project value)] of a pool's project limits.
+
+    A key holding a comma list gives one entry per value.
+    """
+    entries = []
+    for key in sorted((k for k in metadata if k.startswith(TENANT_KEY)),
+                      key=lambda k: (len(k), k)):
+        for value in str(metadata[key]).split(','):
+            if value.strip():
+                entries.append((key, value.strip()))
+    return entries
+
+
 def pool_from_aggregate(aggregate):
     """Decode one aggregate (SDK resource or dict) into a pool dict."""
     metadata = dict(_get(aggregate, 'metadata') or {})

@@ -63,6 +63,8 @@ class Cloud:
         # {pool name: provider uuids in its Placement aggregate, or None
         # when it could not be read}, when read
         self.pool_members = {}
+        # {project id: name} from Keystone, when read (None: not read)
+        self.projects = None
 
     def host_roots(self):
         """{compute host: set of root provider uuids} (Ironic: several)."""
@@ -128,7 +130,8 @@ class Cloud:
 
 def read(client, extra_classes=(), with_flavors=False, wanted_hosts=None,
          mapped_only=False, with_traits=True, aggregates=None,
-         with_placement=True, with_images=False, with_pool_members=False):
+         with_placement=True, with_images=False, with_pool_members=False,
+         with_projects=False):
     """A Cloud, read in a fixed number of requests (see the module).
 
     WANTED_HOSTS (compute host names) or MAPPED_ONLY (every tree a Nova
@@ -140,6 +143,8 @@ def read(client, extra_classes=(), with_flavors=False, wanted_hosts=None,
     WITH_IMAGES reads every image the caller sees (paged);
     WITH_POOL_MEMBERS reads each pool's Placement aggregate members (one
     request per pool, none per host).
+    WITH_PROJECTS reads Keystone's project list (one request), only when
+    some pool is limited to projects.
     """
     if aggregates is None:
         aggregates = client.compute.aggregates()
@@ -169,6 +174,9 @@ def read(client, extra_classes=(), with_flavors=False, wanted_hosts=None,
     if with_pool_members:
         for name, pool in sorted(pools.items()):
             cloud.pool_members[name] = _pool_members(client, pool)
+    if with_projects and any(p['projects'] for p in pools.values()):
+        # {} when Keystone does not let the caller list projects
+        cloud.projects = client.limits.project_names() or None
     return cloud
 
 

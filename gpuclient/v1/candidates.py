@@ -29,6 +29,7 @@ from gpuclient import explain
 from gpuclient import host_filters
 from gpuclient import names
 from gpuclient import pools as pools_mod
+from gpuclient import quota
 from gpuclient import request
 from gpuclient import snapshot
 from gpuclient.i18n import _
@@ -121,6 +122,10 @@ def read_settings(path=None, overrides=None, alias_maps=(), conf_dir=None):
             if os.path.isfile(os.path.expanduser(full)):
                 files.append((full, _read_conf(full, _('file'))))
     settings = request.load_settings(files, overrides, alias_maps)
+    # [quota]: whether Nova enforces GPU quotas (gpu quota, gpu check)
+    settings['quota'] = quota.conf_settings(request.merge_ini(
+        request.parse_ini(text, source) for source, text in files)) if (
+            files) else None
     settings['file'] = ', '.join(name for name, _text in files) or None
     return settings
 
@@ -256,7 +261,11 @@ def collect(client, flavor=None, resources=(), required=(), image=None,
         result['eliminated'] = _explain(
             placement, req, answer, trees, providers, hosts_roots, post,
             project_id, members)
-        result['quota'] = _quota(client, project_id, the_flavor, req)
+        result['quota'] = _quota(client, project_id, the_flavor, req,
+                                 settings.get('quota'))
+        if result['quota']['gpu_excess']:
+            notes.insert(0, quota.excess_text(
+                project_id, result['quota']['gpu_excess']))
         if result['quota']['excess']:
             notes.insert(0, host_filters.quota_text(
                 project_id, result['quota']['excess']))
@@ -266,15 +275,16 @@ def collect(client, flavor=None, resources=(), required=(), image=None,
     return result
 
 
-def _quota(client, project_id, flavor, req):
-    """The project's instances, cores and RAM quota against one boot."""
+def _quota(client, project_id, flavor, req, conf=None):
+    """The project's instances, cores and RAM quota against one boot, and
+    its unified GPU limits (CONF: nova.conf [quota], when read)."""
     own = req['groups'].get('', {}).get('resources', {})
     if flavor is not None:
         cores, ram = flavor.get('vcpus') or 0, flavor.get('ram') or 0
     else:
         cores = own.get('VCPU', 0) + own.get('PCPU', 0)
         ram = own.get('MEMORY_MB', 0)
-    found = {'excess': [], 'not_checked': {}}
+    found = {'excess': [], 'gpu_excess': [], 'not_checked': {}}
     try:
         absolute = client.compute.project_limits(project_id)
     except client_mod.APIError as exc:
@@ -285,12 +295,38 @@ def _quota(client, project_id, flavor, req):
     found['excess'] = host_filters.quota_excess(
         absolute, instances=1, cores=cores, ram=ram)
     if request.gpu_classes(req):
-        found['not_checked']['Quota (unified limits)'] = _(
-            'limits on %s under [quota] driver = '
-            'nova.quota.UnifiedLimitsDriver (class:<resource class> '
-            'registered limits in Keystone); instances, cores and RAM are '
-            'checked') % ', '.join(request.gpu_classes(req))
+        _gpu_quota(client, project_id, req, conf, absolute, found)
     return found
+
+
+def _gpu_quota(client, project_id, req, conf, absolute, found):
+    """Unified GPU limits against one boot, into FOUND."""
+    classes = request.gpu_classes(req)
+    asked = {}
+    for group in req['groups'].values():
+        for rc, amount in group.get('resources', {}).items():
+            if rc in classes:
+                asked[rc] = asked.get(rc, 0) + amount
+    try:
+        registered = {n: r['limit']
+                      for n, r in client.limits.registered().items()}
+        own = {item['resource_name']: item['resource_limit']
+               for item in client.limits.limits(project_id)
+               if item['project_id'] == project_id}
+        state, why = quota.enforcement(conf, absolute, own, registered)
+        if state == quota.LEGACY:
+            found['not_checked']['Quota (GPUs)'] = _(
+                'Nova does not count GPUs against a quota (%s)') % why
+            return
+        usages = client.placement.project_usages(project_id)
+    except client_mod.APIError as exc:
+        found['not_checked']['Quota (GPUs)'] = _(
+            'the unified limits of project %(project)s on %(classes)s '
+            'could not be read: %(error)s') % {
+                'project': project_id, 'classes': ', '.join(classes),
+                'error': exc}
+        return
+    found['gpu_excess'] = quota.excess(asked, own, registered, usages, conf)
 
 
 def _explain(placement, req, answer, trees, providers, hosts_roots, post,

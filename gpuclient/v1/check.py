@@ -80,11 +80,22 @@ class Check(command.Lister):
             settings = candidates_cmd.read_settings(parsed_args.nova_conf)
         client = self.app.client_manager.gpu
         cloud = snapshot.read(client, with_flavors=True, mapped_only=True,
-                              with_images=True, with_pool_members=True)
+                              with_images=True, with_pool_members=True,
+                              with_projects=True)
         if parsed_args.pool and parsed_args.pool not in cloud.pools:
             raise pools_mod.unknown_pool(parsed_args.pool, cloud.pools)
         for note in cloud.placement.notes():
             LOG.warning(note)
+        if (settings or {}).get('quota') and cloud.pools:
+            # the quota-gpu-limits check judges the registered limits
+            try:
+                registered = client.limits.registered()
+                cloud.registered_limits = {
+                    n: r['limit'] for n, r in registered.items()}
+            except exceptions.CommandError as exc:
+                LOG.warning(_('Registered limits not read (%s): the '
+                              'quota-gpu-limits check judges the driver '
+                              'only.'), exc)
         findings = checks.run(cloud, settings, names=parsed_args.checks,
                               pool=parsed_args.pool)
         self._status = checks.exit_status(findings, parsed_args.strict)

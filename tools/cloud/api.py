@@ -121,6 +121,25 @@ def _one(items):
     return items[0] if items else None
 
 
+def ensure_service(session, name, stype, url, description=''):
+    """Keystone service STYPE with public/internal/admin endpoints URL."""
+    idn = 'identity'
+    svc = _one([s for s in session.get(idn, '/services')['services']
+                if s['type'] == stype])
+    if svc is None:
+        svc = session.post(idn, '/services', {'service': {
+            'name': name, 'type': stype,
+            'description': description}})['service']
+    have = {e['interface'] for e in session.get(
+        idn, '/endpoints?service_id=%s' % svc['id'])['endpoints']}
+    for iface in ('public', 'internal', 'admin'):
+        if iface not in have:
+            session.post(idn, '/endpoints', {'endpoint': {
+                'service_id': svc['id'], 'interface': iface,
+                'url': url, 'region_id': 'RegionOne'}})
+    return svc
+
+
 def register(session, demo_project, demo_user, password,
              operator_user=None):
     """Service users, services, endpoints, and the demo project and user.
@@ -162,21 +181,9 @@ def register(session, demo_project, demo_user, password,
             svc_user = user(name, service_project['id'])
             for role in ('admin', 'service'):
                 grant(service_project['id'], svc_user['id'], role)
-        svc = _one([s for s in session.get(idn, '/services')['services']
-                    if s['type'] == stype])
-        if svc is None:
-            svc = session.post(idn, '/services', {'service': {
-                'name': name, 'type': stype,
-                'description': ('neutron READ-ONLY STUB of the gpuclient '
-                                'test cloud, not Neutron')
-                if stype == 'network' else ''}})['service']
-        have = {e['interface'] for e in session.get(
-            idn, '/endpoints?service_id=%s' % svc['id'])['endpoints']}
-        for iface in ('public', 'internal', 'admin'):
-            if iface not in have:
-                session.post(idn, '/endpoints', {'endpoint': {
-                    'service_id': svc['id'], 'interface': iface,
-                    'url': url, 'region_id': 'RegionOne'}})
+        ensure_service(session, name, stype, url, description=(
+            'neutron READ-ONLY STUB of the gpuclient test cloud, not '
+            'Neutron') if stype == 'network' else '')
     demo = project(demo_project)
     member = user(demo_user, demo['id'])
     grant(demo['id'], member['id'], 'member')

@@ -19,6 +19,7 @@ import time
 
 from cloud import api
 from cloud import hosts as hostlib
+from cloud import ironic
 
 TOOLS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLOUD_DIR = os.path.join(TOOLS, 'cloud')
@@ -352,6 +353,8 @@ def stop(timeline):
         timeline('nothing recorded in %s: nothing to stop' % PIDS)
         return
     groups = [(n, pids[n]) for n in OPENSTACK_SERVICES if pids.get(n)]
+    groups += [(n, pids[n]) for n in ironic.process_names(OPENSTACK_SERVICES)
+               if pids.get(n)]
     for _name, pid in groups:
         _signal_group(pid, signal.SIGTERM)
     deadline = time.monotonic() + 30
@@ -505,6 +508,8 @@ def _write_config():
         _render('nova-compute.conf',
                 os.path.join(etc, 'nova', 'nova-compute-%s.conf' % h.name),
                 host=h.name, driver=h.driver, extra=h.extra_conf)
+    if ironic.HOST:  # opt-in: GPUCLIENT_TESTCLOUD_IRONIC_HOST
+        ironic.write_config(ironic.HOST)
     shutil.copy(os.path.join(CLOUD_DIR, 'etc', 'rabbitmq.conf'), etc)
     shutil.copy(os.path.join(CLOUD_DIR, 'etc', 'nova-policy.yaml'),
                 os.path.join(etc, 'nova', 'policy.yaml'))
@@ -594,6 +599,35 @@ def _setup_keystone():
                '--bootstrap-internal-url', url,
                '--bootstrap-public-url', url,
                '--bootstrap-region-id', 'RegionOne'], 'setup-keystone.log')
+
+
+# Nova's unified limits (etc/nova.conf [quota] driver): Keystone registered
+# limits of the compute service, what "nova-manage limits
+# migrate_to_unified_limits" copies from Nova's legacy defaults. None for
+# GPU classes (class:VGPU, ...): unlimited until a test sets a limit.
+REGISTERED_LIMITS = {
+    'servers': 10, 'class:VCPU': 20, 'class:MEMORY_MB': 51200,
+    'server_metadata_items': 128, 'server_injected_files': 5,
+    'server_injected_file_content_bytes': 10240,
+    'server_injected_file_path_bytes': 255, 'server_key_pairs': 100,
+    'server_groups': 10, 'server_group_members': 10,
+}
+
+
+def _register_limits(session):
+    """Create REGISTERED_LIMITS for the compute service (idempotent)."""
+    compute = [s for s in session.get('identity', '/services')['services']
+               if s['type'] == 'compute'][0]
+    have = {r['resource_name'] for r in session.get(
+        'identity', '/registered_limits?service_id=%s' % compute['id'])[
+            'registered_limits']}
+    todo = [{'service_id': compute['id'], 'region_id': 'RegionOne',
+             'resource_name': name, 'default_limit': value}
+            for name, value in sorted(REGISTERED_LIMITS.items())
+            if name not in have]
+    if todo:
+        session.post('identity', '/registered_limits',
+                     {'registered_limits': todo})
 
 
 def _setup_nova():
@@ -755,6 +789,7 @@ def start(timeline):
     session = api.Session()
     api.register(session, DEMO_PROJECT, DEMO_USER, PASSWORD,
                  OPERATOR_USER)
+    _register_limits(session)
     timeline('keystone up; services, endpoints, project %s and user %s '
              'registered' % (DEMO_PROJECT, DEMO_USER))
     glance.result()
@@ -768,6 +803,8 @@ def start(timeline):
     _start_nova()
     timeline('nova-api, conductor, scheduler and %d nova-computes started'
              % len(hostlib.HOSTS))
+    if ironic.HOST:  # discovered with the other hosts below
+        ironic.start(timeline, ironic.HOST, discover=False)
     _wait('glance', _http_up(api.ENDPOINTS['image']), 120)
     api.upload_image(session, IMAGE, _tiny_image())
     timeline('image %s uploaded' % IMAGE)
@@ -856,6 +893,9 @@ def cmd_status(args):
         for hv in hvs:
             print('%-38s %-14s %s' % (hv['hypervisor_hostname'],
                                       hv['service']['host'], hv['state']))
+        bare_metal = ironic.status()
+        if bare_metal:
+            print('\n' + '\n'.join(bare_metal))
         rps = session.get('placement', '/resource_providers',
                           microversion='1.14')['resource_providers']
         print('\nmemory: %d processes, RSS %d MiB, PSS %d MiB' % _memory())

@@ -62,9 +62,9 @@ def _command_word(argv):
 
 def _run_shell(argv):
     """Run OSC's shell on ARGV in this process: (rc, stdout, stderr)."""
-    from osc_lib import clientmanager
-    from openstackclient.common import clientmanager as osc_clientmanager
     from openstackclient import shell
+    from openstackclient.common import clientmanager as osc_clientmanager
+    from osc_lib import clientmanager
 
     # OSC caches each service's client on the ClientManager *class*: in one
     # process a second cloud would reuse the first cloud's clients

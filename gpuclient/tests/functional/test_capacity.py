@@ -114,13 +114,21 @@ class TestCapacityByBoots(CapacityTestCase):
 
     def unlimited_ram(self):
         """Lift the project's RAM quota (Nova refuses a big boot before
-        scheduling otherwise); put it back at cleanup."""
+        scheduling otherwise): the legacy quota, and a Keystone project
+        limit for Nova's unified limits (the test cloud's driver, where
+        "quota set" changes nothing); put both back at cleanup."""
         limits = {row['Name']: row['Value'] for row in self.openstack(
             'limits', 'show', '--absolute')}
         project = self.openstack('token', 'issue')['project_id']
         self.openstack('quota', 'set', '--ram', '-1', project, parse=False)
         self.addCleanup(self.openstack, 'quota', 'set', '--ram',
                         str(limits['max_total_ram_size']), project,
+                        parse=False)
+        limit = self.openstack(
+            'limit', 'create', '--service', 'compute', '--region',
+            'RegionOne', '--project', project, '--resource-limit', '-1',
+            'class:MEMORY_MB')
+        self.addCleanup(self.openstack, 'limit', 'delete', limit['id'],
                         parse=False)
 
     def test_mig_and_ram_stranding(self):

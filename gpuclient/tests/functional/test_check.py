@@ -26,14 +26,11 @@ One CLI-level test runs ``openstack gpu check`` for its exit status and
 rows.
 """
 
-import contextlib
-import io
 import json
 import os
 import shlex
 import uuid
 
-from openstackclient import shell
 from osc_lib import exceptions
 from testtools import content
 
@@ -75,7 +72,7 @@ class CheckCorpusTestCase(base.FunctionalTestCase):
         # once per client, and a fault may add one
         return snapshot.read(faults.make_client(), with_flavors=True,
                              mapped_only=True, with_images=True,
-                             with_pool_members=True)
+                             with_pool_members=True, with_projects=True)
 
     def mine(self, found):
         return [f for f in found if self.tag in f.object]
@@ -108,11 +105,9 @@ class CheckCorpusTestCase(base.FunctionalTestCase):
         for command in fix.split('  (')[0].split('; '):
             argv = shlex.split(command)
             self.assertEqual('openstack', argv[0], fix)
-            out, err = io.StringIO(), io.StringIO()
-            with contextlib.redirect_stdout(out), \
-                    contextlib.redirect_stderr(err):
-                rc = shell.main(['--os-cloud', self.cloud, *argv[1:]])
-            self.assertEqual(0, rc, '%s: %s' % (command, err.getvalue()))
+            rc, _out, err = base._run_shell(['--os-cloud', self.cloud,
+                                             *argv[1:]])
+            self.assertEqual(0, rc, '%s: %s' % (command, err))
 
     # setup and cleanup in-process (the fixes go through the CLI)
 
@@ -313,10 +308,43 @@ class CheckCorpusTestCase(base.FunctionalTestCase):
         hit = self.expect(cloud, 'placement-unmapped-trees', obj)
         self.assertIn(ghost, hit.fix)
         self.apply(hit.fix)
+        # 12. a project limit written with the project's name
+        admin_id, admin_name = self.admin.current_project()
+        agg = [a for a in self.admin.compute.aggregates()
+               if a.name == lim_spec['name']][0]
+        self.admin.compute.set_aggregate_metadata(
+            agg, {'filter_tenant_id_ft': admin_name})
         cloud = self.read()
         self.gone(cloud, 'placement-unmapped-trees', obj)
+        obj = 'pool %s / filter_tenant_id_ft' % lim_spec['name']
+        hit = self.expect(cloud, 'pool-projects', obj)
+        self.assertIn('filter_tenant_id_ft=%s ' % admin_id, hit.fix)
+        self.apply(hit.fix)
 
-        # 12-16. nova.conf (pure: the last read, settings changed)
+        # 13. a disabled compute service whose host holds GPUs
+        self.openstack('compute', 'service', 'set', '--disable',
+                       base.BM_HOST, 'nova-compute', parse=False)
+        self.addCleanup(self.openstack, 'compute', 'service', 'set',
+                        '--enable', base.BM_HOST, 'nova-compute',
+                        parse=False)
+        cloud = self.read()
+        self.gone(cloud, 'pool-projects', obj)
+        obj = 'host %s' % base.BM_HOST
+        hit = self.expect(cloud, 'placement-disabled-service', obj)
+        self.apply(hit.fix)
+
+        # 14. a GPU host in no pool (the fix: pool it)
+        cloud = self.read()
+        self.gone(cloud, 'placement-disabled-service', obj)
+        hit = self.expect(cloud, 'pool-unpooled-hosts', obj)
+        self.assertEqual('openstack gpu pool add host <pool> %s'
+                         % base.BM_HOST, hit.fix)
+        self.make_pool('bm', [base.BM_HOST], mode='baremetal',
+                       resource_class='CUSTOM_BAREMETAL_GPU_H100')
+        cloud = self.read()
+        self.gone(cloud, 'pool-unpooled-hosts', obj)
+
+        # 15-19. nova.conf (pure: the last read, settings changed)
         base_conf = conf or '[DEFAULT]\n'
         flavor_obj = 'flavor %s' % public
         hit = self.expect(cloud, 'flavor-pci-alias', flavor_obj,

@@ -176,6 +176,68 @@ class TestPools(ChecksTestCase):
         del self.fc.aggregates[1].metadata[pools.POOL_KEY]
         self.assertEqual([], self.named('pool-aggregates'))
 
+    def project_cloud(self, metadata):
+        self.pool(PT_SPEC, ['gpu-pt-1'])
+        self.pool(VGPU_SPEC, ['gpu-vgpu-1'])
+        self.fc.aggregates[0].metadata.update(metadata)
+        cloud = self.cloud()
+        cloud.projects = {'p1': 'team-a', 'p2': 'team-b'}
+        return cloud
+
+    def test_project_limits_with_a_name_or_a_deleted_project(self):
+        cloud = self.project_cloud({'filter_tenant_id_p1': 'p1',
+                                    'filter_tenant_id_x': 'team-b',
+                                    'filter_tenant_id_gone': 'gone'})
+        found = {f.object: f for f in checks.run(
+            cloud, names=['pool-projects'])}
+        self.assertEqual({'pool solver / filter_tenant_id_x',
+                          'pool solver / filter_tenant_id_gone'},
+                         set(found))
+        by_name = found['pool solver / filter_tenant_id_x']
+        self.assertEqual(checks.ERROR, by_name.severity)
+        self.assertEqual(
+            'openstack aggregate set --property filter_tenant_id_x=p2 '
+            'solver', by_name.fix)
+        gone = found['pool solver / filter_tenant_id_gone']
+        # p1 still uses the pool: a dead entry is a warning
+        self.assertEqual(checks.WARNING, gone.severity)
+        self.assertEqual('openstack aggregate unset --property '
+                         'filter_tenant_id_gone solver', gone.fix)
+
+    def test_only_dead_projects_close_the_pool(self):
+        cloud = self.project_cloud({'filter_tenant_id': 'gone1,gone2'})
+        found = checks.run(cloud, names=['pool-projects'])
+        self.assertEqual(2, len(found))
+        self.assertEqual({checks.ERROR}, {f.severity for f in found})
+        self.assertIn('refuse every project', found[0].symptom)
+        # the key is rewritten in place, never unset (that would open
+        # the pool to every project)
+        self.assertEqual(
+            ['openstack aggregate set --property filter_tenant_id=gone2 '
+             'solver',
+             'openstack aggregate set --property filter_tenant_id=gone1 '
+             'solver'], [f.fix for f in found])
+
+    def test_a_dead_project_in_a_list_with_live_ones(self):
+        cloud = self.project_cloud({'filter_tenant_id': 'p1,gone,p2'})
+        found = checks.run(cloud, names=['pool-projects'])
+        self.assertEqual([checks.WARNING], [f.severity for f in found])
+        self.assertEqual('openstack aggregate set --property '
+                         'filter_tenant_id=p1,p2 solver', found[0].fix)
+
+    def test_projects_fixed_or_not_read(self):
+        cloud = self.project_cloud({'filter_tenant_id': 'gone'})
+        self.assertEqual(1, len(checks.run(cloud, names=['pool-projects'])))
+        cloud.projects = None  # Keystone not read: nothing judged
+        self.assertEqual([], checks.run(cloud, names=['pool-projects']))
+        # the fix applied: a live project, the dead entry gone
+        metadata = self.fc.aggregates[0].metadata
+        del metadata['filter_tenant_id']
+        metadata['filter_tenant_id_p1'] = 'p1'
+        cloud = self.cloud()
+        cloud.projects = {'p1': 'team-a'}
+        self.assertEqual([], checks.run(cloud, names=['pool-projects']))
+
     def test_pool_option_keeps_that_pools_findings(self):
         self.pool(PT_SPEC, ['gpu-pt-1', 'plain-1'])
         self.pool(VGPU_SPEC, ['gpu-vgpu-1', 'plain-1'])

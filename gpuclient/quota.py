@@ -1,0 +1,366 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Pure: GPU quotas as Nova's unified limits enforce them.
+
+Nova counts GPUs against a quota only with ``[quota] driver =
+nova.quota.UnifiedLimitsDriver``: Keystone holds a *registered limit*
+(the default of every project) and *project limits* of the compute
+service on resources named ``class:<resource class>``; Nova compares them
+with the project's Placement usage (``GET /usages?project_id=``) plus what
+the flavor asks, at server create and resize (``nova.limit.placement``).
+
+The rules here are Nova 34's (``nova.limit.utils.should_enforce``):
+
+* the limit is the project limit, else the registered limit;
+* a negative limit is unlimited;
+* a limit of 0 (or none at all) is enforced when a registered limit of
+  that resource exists; otherwise ``[quota]
+  unified_limits_resource_strategy`` decides: ``require`` (default)
+  enforces 0 for the resources in ``unified_limits_resource_list``
+  (default ``servers``) and leaves the others unlimited; ``ignore``
+  leaves the listed ones unlimited and enforces 0 for every other.
+
+Nova counts by class, not by pool: two pools of one class share one
+quota. No function here does I/O.
+"""
+
+import fnmatch
+
+from osc_lib import exceptions
+
+from gpuclient import hosts
+from gpuclient import names
+from gpuclient import pools as pools_mod
+from gpuclient.i18n import _
+
+PREFIX = 'class:'
+UNIFIED_DRIVER = 'nova.quota.UnifiedLimitsDriver'
+LEGACY_DRIVER = 'nova.quota.DbQuotaDriver'
+REQUIRE, IGNORE = 'require', 'ignore'
+DEFAULT_STRATEGY = REQUIRE
+DEFAULT_RESOURCE_LIST = ('servers',)
+# Keystone's largest limit (a signed 32-bit integer)
+MAX_LIMIT = 2147483647
+# where a limit comes from
+PROJECT, DEFAULT, NONE = 'project', 'default', 'none'
+# what Nova's enforcement is
+UNIFIED, LEGACY, UNKNOWN = 'unified', 'legacy', 'unknown'
+# legacy name in GET /limits -> unified limit resource name
+LEGACY_NAMES = (
+    ('maxTotalInstances', 'servers'),
+    ('maxTotalCores', 'class:VCPU'),
+    ('maxTotalRAMSize', 'class:MEMORY_MB'),
+)
+FIX_DRIVER = '[quota] driver = %s' % UNIFIED_DRIVER
+
+
+def resource_name(resource_class):
+    """``VGPU`` -> ``class:VGPU`` (the unified limit's resource name)."""
+    return PREFIX + resource_class
+
+
+def class_of(name):
+    """``class:VGPU`` -> ``VGPU``; None for other resource names."""
+    if isinstance(name, str) and name.startswith(PREFIX):
+        return name[len(PREFIX):] or None
+    return None
+
+
+def is_gpu_class(resource_class, pools=None):
+    """A class gpuclient reports: a pool's, VGPU/PGPU or a GPU-like
+    custom class (the patterns of ``gpu host list``)."""
+    if resource_class in {p.get('resource_class')
+                          for p in (pools or {}).values()}:
+        return True
+    return any(fnmatch.fnmatchcase(resource_class, pattern)
+               for pattern in hosts.DEFAULT_GPU_CLASS_PATTERNS)
+
+
+def pools_by_class(pools):
+    """{resource class: [pool names]} (a class shared is one quota)."""
+    found = {}
+    for name, pool in sorted(pools.items()):
+        if pool.get('resource_class'):
+            found.setdefault(pool['resource_class'], []).append(name)
+    return found
+
+
+def target_class(pools, pool=None, resource_class=None):
+    """The resource class --pool or --resource-class names, or CommandError.
+
+    A pool maps to its ``gpu_resource_class``; a class is normalised as
+    Placement spells it and must be a GPU class (not VCPU, MEMORY_MB...:
+    ``openstack limit`` sets those).
+    """
+    if pool is not None:
+        if pool not in pools:
+            raise pools_mod.unknown_pool(pool, pools)
+        return pools[pool]['resource_class']
+    return names.check_gpu_class(resource_class)
+
+
+def check_gpus(value):
+    """A GPU count for a limit: 0 ... MAX_LIMIT, or CommandError."""
+    try:
+        number = int(str(value).strip())
+    except (TypeError, ValueError):
+        number = None
+    if number is None or number < 0 or number > MAX_LIMIT:
+        raise exceptions.CommandError(
+            _('--gpus %(value)s: give a whole number of GPUs from 0 (no GPU '
+              'of this class) to %(max)d; to lift a project\'s limit, '
+              '"openstack gpu quota delete" it (the default applies again).')
+            % {'value': value, 'max': MAX_LIMIT})
+    return number
+
+
+def shared_note(resource_class, pools):
+    """A note when several pools share RESOURCE_CLASS, else None."""
+    sharing = pools_by_class(pools).get(resource_class) or []
+    if len(sharing) < 2:
+        return None
+    return _('Pools %(pools)s share resource class %(rc)s: Nova counts by '
+             'class, so they share one quota.') % {
+                 'pools': ', '.join(sharing), 'rc': resource_class}
+
+
+# -- nova.conf ---------------------------------------------------------------
+
+def conf_settings(ini):
+    """The [quota] settings of a parsed nova.conf (``request.parse_ini`` /
+    ``merge_ini`` output): driver, strategy, resource list and, for each,
+    where it came from ('config' or 'default')."""
+    section = (ini or {}).get('quota') or {}
+
+    def last(key):
+        values = section.get(key) or []
+        return values[-1].strip() if values else None
+
+    driver = last('driver')
+    strategy = last('unified_limits_resource_strategy')
+    listed = last('unified_limits_resource_list')
+    return {
+        'driver': driver or LEGACY_DRIVER,
+        'strategy': (strategy or DEFAULT_STRATEGY).lower(),
+        'resource_list': (tuple(item.strip() for item in listed.split(',')
+                                if item.strip())
+                          if listed is not None else DEFAULT_RESOURCE_LIST),
+        'sources': {'driver': 'config' if driver else 'default',
+                    'strategy': 'config' if strategy else 'default',
+                    'resource_list': ('config' if listed is not None
+                                      else 'default')},
+    }
+
+
+def enforcement(conf=None, absolute=None, project_limits=None,
+                registered=None):
+    """(UNIFIED | LEGACY | UNKNOWN, why) for Nova's quota driver.
+
+    CONF (``conf_settings``) decides when given. Otherwise Nova's own
+    answer tells a legacy driver apart: under unified limits ``GET
+    /limits?tenant_id=`` (ABSOLUTE) reports Keystone's servers, class:VCPU
+    and class:MEMORY_MB limits of the project (project limit, else
+    registered, else 0); any difference means Nova reads its own quota
+    tables. Equal figures cannot prove unified limits (an operator may
+    have copied the legacy defaults): UNKNOWN.
+    """
+    if conf is not None:
+        if conf['driver'] == UNIFIED_DRIVER:
+            return UNIFIED, _('nova.conf [quota] driver = %s') % (
+                UNIFIED_DRIVER)
+        return LEGACY, _('nova.conf [quota] driver = %s') % conf['driver']
+    if not absolute:
+        return UNKNOWN, _('Nova\'s quota driver could not be read')
+    project_limits = project_limits or {}
+    registered = registered or {}
+    differs = []
+    for wire, name in LEGACY_NAMES:
+        reported = absolute.get(wire)
+        if not isinstance(reported, int):
+            continue
+        expected = project_limits.get(name, registered.get(name, 0))
+        if reported != expected:
+            differs.append('%s %d (Keystone: %d)' % (wire, reported,
+                                                      expected))
+    if differs:
+        return LEGACY, _('Nova reports %s: not Keystone\'s limits, so it '
+                         'does not use unified limits') % ', '.join(differs)
+    return UNKNOWN, _('Nova\'s limits match Keystone\'s; give --nova-conf '
+                      'to be sure of [quota] driver')
+
+
+def legacy_text(why):
+    return _('Nova does not enforce GPU quotas (%(why)s): its legacy quota '
+             'driver counts instances, cores and RAM only. Set %(fix)s and '
+             'an [oslo_limit] section for Nova\'s Keystone user '
+             '(endpoint_service_type = compute, endpoint_region_name) in '
+             'the nova.conf of nova-api and nova-conductor, create the '
+             'registered limits "nova-manage limits '
+             'migrate_to_unified_limits" copies, then restart them.') % {
+                 'why': why, 'fix': FIX_DRIVER}
+
+
+# -- limits as Nova applies them ---------------------------------------------
+
+def missing_enforced(name, conf=None):
+    """Does Nova enforce 0 for NAME when no limit is registered for it?"""
+    conf = conf or conf_settings(None)
+    listed = name in conf['resource_list']
+    if conf['strategy'] == IGNORE:
+        return not listed
+    return listed
+
+
+def effective(resource_class, project_limits, registered, conf=None):
+    """{'limit', 'source', 'enforced'} of one class for one project.
+
+    ``limit`` is the number Keystone holds (project, else registered,
+    else None); ``enforced`` what Nova applies: an int, or None for
+    unlimited (negative, or 0/missing that the strategy does not enforce).
+    CONF defaults to Nova's defaults (require, [servers]).
+    """
+    name = resource_name(resource_class)
+    if name in (project_limits or {}):
+        limit, source = project_limits[name], PROJECT
+    elif name in (registered or {}):
+        limit, source = registered[name], DEFAULT
+    else:
+        limit, source = None, NONE
+    if limit is not None and limit > 0:
+        enforced = limit
+    elif limit is not None and limit < 0:
+        enforced = None
+    elif name in (registered or {}) or missing_enforced(name, conf):
+        enforced = 0
+    else:
+        enforced = None
+    return {'limit': limit, 'source': source, 'enforced': enforced}
+
+
+def quota_classes(pools, project_limits=(), registered=(), usages=()):
+    """Sorted GPU classes to show: every pool's, and GPU classes with a
+    limit or a usage."""
+    found = set(pools_by_class(pools))
+    for name in list(project_limits) + list(registered):
+        rc = class_of(name)
+        if rc and is_gpu_class(rc, pools):
+            found.add(rc)
+    for rc in usages or ():
+        if is_gpu_class(rc, pools):
+            found.add(rc)
+    return sorted(found)
+
+
+def show_rows(pools, project_limits, registered, usages, conf=None):
+    """One dict per GPU class: resource, resource_class, pools, limit
+    (as enforced; None = unlimited), source, in_use, free (None when
+    unlimited)."""
+    by_class = pools_by_class(pools)
+    rows = []
+    for rc in quota_classes(pools, project_limits, registered, usages):
+        found = effective(rc, project_limits, registered, conf)
+        used = int((usages or {}).get(rc, 0))
+        limit = found['enforced']
+        rows.append({
+            'resource': resource_name(rc), 'resource_class': rc,
+            'pools': by_class.get(rc, []), 'limit': limit,
+            'source': found['source'], 'in_use': used,
+            'free': None if limit is None else max(limit - used, 0),
+        })
+    return rows
+
+
+def list_rows(pools, limits):
+    """Project limits on GPU classes: [{project_id, resource_class, pools,
+    limit}] sorted by project and class. LIMITS: dicts with project_id,
+    resource_name, resource_limit."""
+    by_class = pools_by_class(pools)
+    rows = []
+    for item in limits:
+        rc = class_of(item.get('resource_name'))
+        if not rc or not item.get('project_id') or not is_gpu_class(
+                rc, pools):
+            continue
+        rows.append({'project_id': item['project_id'],
+                     'resource_class': rc, 'pools': by_class.get(rc, []),
+                     'limit': (None if (item.get('resource_limit') or 0) < 0
+                               else item.get('resource_limit'))})
+    rows.sort(key=lambda r: (r['project_id'], r['resource_class']))
+    return rows
+
+
+def excess(asked, project_limits, registered, usages, conf=None):
+    """[{'resource', 'limit', 'used', 'asked', 'source'}] of the GPU classes
+    ASKED ({class: amount}) that Nova's unified limits would refuse:
+    used + asked > the enforced limit."""
+    found = []
+    for rc, amount in sorted((asked or {}).items()):
+        if not amount:
+            continue
+        limit = effective(rc, project_limits, registered, conf)
+        if limit['enforced'] is None:
+            continue
+        used = int((usages or {}).get(rc, 0))
+        if used + amount > limit['enforced']:
+            found.append({'resource': resource_name(rc),
+                          'limit': limit['enforced'], 'used': used,
+                          'asked': amount, 'source': limit['source']})
+    return found
+
+
+def excess_text(project_id, found):
+    parts = ['%s: %d used + %d asked > %d (%s)' % (
+        e['resource'], e['used'], e['asked'], e['limit'],
+        _('project limit') if e['source'] == PROJECT else
+        _('registered default') if e['source'] == DEFAULT else
+        _('no registered limit: 0 by [quota] unified_limits_resource_'
+          'strategy')) for e in found]
+    return _('Project %(project)s is over its GPU quota (%(parts)s): Nova '
+             'refuses the boot before scheduling. Free some, or raise it '
+             'with "openstack gpu quota set --project %(project)s".') % {
+                 'project': project_id, 'parts': '; '.join(parts)}
+
+
+def strategy_problems(resource_classes, registered, conf):
+    """[(class, fix)] of GPU classes whose missing registered limit the
+    strategy turns into 0 (every boot of a project without its own limit
+    refused)."""
+    found = []
+    for rc in sorted(resource_classes):
+        name = resource_name(rc)
+        if name in (registered or {}) or not missing_enforced(name, conf):
+            continue
+        if conf['strategy'] == IGNORE:
+            listed = list(conf['resource_list']) + [name]
+            setting = '[quota] unified_limits_resource_list = %s' % ','.join(
+                listed)
+        else:
+            listed = [r for r in conf['resource_list'] if r != name]
+            setting = '[quota] unified_limits_resource_list = %s' % ','.join(
+                listed)
+        found.append((rc, _('openstack gpu quota set --default '
+                            '--resource-class %(rc)s --gpus <n>, or '
+                            '%(setting)s') % {'rc': rc, 'setting': setting}))
+    return found
+
+
+def strategy_text(problems, conf):
+    return _('[quota] unified_limits_resource_strategy = %(strategy)s with '
+             'unified_limits_resource_list = %(list)s and no registered '
+             'limit for %(classes)s: Nova refuses every boot asking for '
+             'them in projects without their own limit. Fix: %(fixes)s.') % {
+                 'strategy': conf['strategy'],
+                 'list': ','.join(conf['resource_list']) or '(empty)',
+                 'classes': ', '.join(resource_name(rc)
+                                      for rc, _fix in problems),
+                 'fixes': '; '.join(fix for _rc, fix in problems)}

@@ -1,0 +1,482 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""gpuclient.quota (pure), client.Limits and the gpu quota commands."""
+
+from unittest import mock
+
+from openstack import exceptions as sdk_exc
+from osc_lib import exceptions
+
+from gpuclient import checks
+from gpuclient import client
+from gpuclient import quota
+from gpuclient import request
+from gpuclient.tests.unit import base
+from gpuclient.v1 import quota as quota_cmd
+
+PT = 'CUSTOM_PCI_10DE_2331'
+
+
+def pool(name, rc, mode='passthrough'):
+    return {'name': name, 'resource_class': rc, 'mode': mode}
+
+
+POOLS = {'h100': pool('h100', PT), 'h100-b': pool('h100-b', PT),
+         'a10': pool('a10', 'VGPU', 'vgpu')}
+
+
+def conf(text):
+    return quota.conf_settings(request.parse_ini(text))
+
+
+UNIFIED = '[quota]\ndriver = nova.quota.UnifiedLimitsDriver\n'
+
+
+class TestPure(base.TestCase):
+
+    def test_names(self):
+        self.assertEqual('class:VGPU', quota.resource_name('VGPU'))
+        self.assertEqual('VGPU', quota.class_of('class:VGPU'))
+        self.assertIsNone(quota.class_of('servers'))
+        self.assertIsNone(quota.class_of('class:'))
+
+    def test_target_class(self):
+        self.assertEqual(PT, quota.target_class(POOLS, pool='h100'))
+        self.assertEqual('VGPU', quota.target_class(
+            POOLS, resource_class='vgpu'))
+        self.assertEqual('CUSTOM_BAREMETAL_GPU_H100', quota.target_class(
+            POOLS, resource_class='baremetal.gpu-h100'))
+        error = self.assertRaises(exceptions.CommandError,
+                                  quota.target_class, POOLS, pool='nope')
+        self.assertIn('No GPU pool named nope', str(error))
+        for bad in ('VCPU', 'MEMORY_MB'):
+            self.assertRaises(exceptions.CommandError, quota.target_class,
+                              POOLS, resource_class=bad)
+
+    def test_check_gpus(self):
+        for good, want in (('0', 0), ('2', 2), (' 7 ', 7),
+                           (str(quota.MAX_LIMIT), quota.MAX_LIMIT)):
+            self.assertEqual(want, quota.check_gpus(good))
+        for bad in ('-1', 'two', '', '1.5', str(quota.MAX_LIMIT + 1), None):
+            error = self.assertRaises(exceptions.CommandError,
+                                      quota.check_gpus, bad)
+            self.assertIn('--gpus %s' % bad, str(error))
+
+    def test_shared_class(self):
+        self.assertEqual({PT: ['h100', 'h100-b'], 'VGPU': ['a10']},
+                         quota.pools_by_class(POOLS))
+        self.assertIn('h100, h100-b share', quota.shared_note(PT, POOLS))
+        self.assertIsNone(quota.shared_note('VGPU', POOLS))
+
+    def test_conf_settings(self):
+        self.assertEqual(
+            (quota.LEGACY_DRIVER, 'require', ('servers',)),
+            (lambda c: (c['driver'], c['strategy'], c['resource_list']))(
+                conf('[DEFAULT]\n')))
+        found = conf(UNIFIED + 'unified_limits_resource_strategy = ignore\n'
+                     'unified_limits_resource_list = servers, class:VGPU\n')
+        self.assertEqual((quota.UNIFIED_DRIVER, 'ignore',
+                          ('servers', 'class:VGPU')),
+                         (found['driver'], found['strategy'],
+                          found['resource_list']))
+        self.assertEqual((), conf(
+            UNIFIED + 'unified_limits_resource_list =\n')['resource_list'])
+
+    def test_effective(self):
+        """Nova's should_enforce, case by case."""
+        require = conf(UNIFIED)
+        require_vgpu = conf(UNIFIED + 'unified_limits_resource_list = '
+                            'servers,class:VGPU\n')
+        ignore_none = conf(UNIFIED + 'unified_limits_resource_strategy = '
+                           'ignore\nunified_limits_resource_list =\n')
+        cases = [
+            # project, registered, conf -> (limit, source, enforced)
+            ({'class:VGPU': 2}, {'class:VGPU': 8}, require,
+             (2, 'project', 2)),
+            ({}, {'class:VGPU': 8}, require, (8, 'default', 8)),
+            ({}, {'class:VGPU': -1}, require, (-1, 'default', None)),
+            ({'class:VGPU': -1}, {'class:VGPU': 0}, require,
+             (-1, 'project', None)),
+            ({}, {'class:VGPU': 0}, require, (0, 'default', 0)),
+            ({}, {}, require, (None, 'none', None)),
+            ({}, {}, require_vgpu, (None, 'none', 0)),
+            ({}, {}, ignore_none, (None, 'none', 0)),
+            # a project limit of 0 without a registered one: the strategy
+            ({'class:VGPU': 0}, {}, require, (0, 'project', None)),
+            ({'class:VGPU': 0}, {}, require_vgpu, (0, 'project', 0)),
+        ]
+        for own, registered, settings, want in cases:
+            got = quota.effective('VGPU', own, registered, settings)
+            self.assertEqual(want, (got['limit'], got['source'],
+                                    got['enforced']), (own, registered))
+
+    def test_show_rows(self):
+        rows = quota.show_rows(
+            POOLS, {'class:VGPU': 4},
+            {'class:VGPU': 8, 'class:%s' % PT: 2, 'servers': 10,
+             'class:VCPU': 20},
+            {'VGPU': 3, PT: 2, 'VCPU': 5, 'CUSTOM_GPU_L4': 1})
+        self.assertEqual(
+            [('CUSTOM_GPU_L4', [], None, 'none', 1, None),
+             (PT, ['h100', 'h100-b'], 2, 'default', 2, 0),
+             ('VGPU', ['a10'], 4, 'project', 3, 1)],
+            [(r['resource_class'], r['pools'], r['limit'], r['source'],
+              r['in_use'], r['free']) for r in rows])
+
+    def test_list_rows(self):
+        rows = quota.list_rows(POOLS, [
+            {'project_id': 'p2', 'resource_name': 'class:VGPU',
+             'resource_limit': 1},
+            {'project_id': 'p1', 'resource_name': 'class:%s' % PT,
+             'resource_limit': -1},
+            {'project_id': 'p1', 'resource_name': 'class:VCPU',
+             'resource_limit': 40},
+            {'project_id': 'p1', 'resource_name': 'servers',
+             'resource_limit': 4}])
+        self.assertEqual([('p1', PT, None), ('p2', 'VGPU', 1)],
+                         [(r['project_id'], r['resource_class'], r['limit'])
+                          for r in rows])
+
+    def test_excess(self):
+        found = quota.excess({PT: 1, 'VGPU': 0}, {'class:%s' % PT: 2}, {},
+                             {PT: 2})
+        self.assertEqual([{'resource': 'class:%s' % PT, 'limit': 2,
+                           'used': 2, 'asked': 1, 'source': 'project'}],
+                         found)
+        self.assertIn('2 used + 1 asked > 2', quota.excess_text('p', found))
+        self.assertEqual([], quota.excess({PT: 1}, {'class:%s' % PT: 3},
+                                          {}, {PT: 2}))
+        # no limit anywhere: unlimited under Nova's default strategy
+        self.assertEqual([], quota.excess({PT: 4}, {}, {}, {PT: 100}))
+
+    def test_enforcement(self):
+        self.assertEqual(quota.UNIFIED,
+                         quota.enforcement(conf(UNIFIED))[0])
+        self.assertEqual(quota.LEGACY,
+                         quota.enforcement(conf('[quota]\n'))[0])
+        absolute = {'maxTotalInstances': 10, 'maxTotalCores': 20,
+                    'maxTotalRAMSize': 51200}
+        # Keystone has nothing: unified Nova would report 0s
+        state, why = quota.enforcement(None, absolute, {}, {})
+        self.assertEqual(quota.LEGACY, state)
+        self.assertIn('maxTotalInstances 10 (Keystone: 0)', why)
+        registered = {'servers': 10, 'class:VCPU': 20,
+                      'class:MEMORY_MB': 51200}
+        self.assertEqual(quota.UNKNOWN, quota.enforcement(
+            None, absolute, {}, registered)[0])
+        self.assertEqual(quota.LEGACY, quota.enforcement(
+            None, absolute, {'class:VCPU': 40}, registered)[0])
+        self.assertEqual(quota.UNKNOWN, quota.enforcement(None, {})[0])
+
+    def test_strategy_problems(self):
+        self.assertEqual([], quota.strategy_problems(
+            ['VGPU'], {}, conf(UNIFIED)))
+        problems = quota.strategy_problems(
+            ['VGPU', PT], {'class:%s' % PT: 4},
+            conf(UNIFIED + 'unified_limits_resource_strategy = ignore\n'
+                 'unified_limits_resource_list = servers\n'))
+        self.assertEqual(['VGPU'], [rc for rc, _fix in problems])
+        self.assertIn('unified_limits_resource_list = servers,class:VGPU',
+                      problems[0][1])
+        problems = quota.strategy_problems(
+            ['VGPU'], {}, conf(UNIFIED + 'unified_limits_resource_list = '
+                               'servers,class:VGPU\n'))
+        self.assertIn('unified_limits_resource_list = servers',
+                      problems[0][1])
+        self.assertIn('--default --resource-class VGPU', problems[0][1])
+
+
+class FakeCloud:
+    """What checks.quota_gpu_limits reads of a snapshot."""
+
+    def __init__(self, pools, registered=None):
+        self.pools = pools
+        if registered is not None:
+            self.registered_limits = registered
+
+
+class TestCheck(base.TestCase):
+
+    def run_check(self, cloud, text):
+        settings = {'quota': conf(text)} if text is not None else None
+        return checks.quota_gpu_limits(cloud, settings)
+
+    def test_silent_without_nova_conf_or_pools(self):
+        self.assertEqual([], self.run_check(FakeCloud(POOLS), None))
+        self.assertEqual([], self.run_check(FakeCloud({}), '[quota]\n'))
+
+    def test_legacy_driver(self):
+        found = self.run_check(FakeCloud(POOLS), '[DEFAULT]\n')
+        self.assertEqual([('warning', '[quota] driver')],
+                         [(f.severity, f.object) for f in found])
+        self.assertIn(quota.FIX_DRIVER, found[0].fix)
+        self.assertEqual(('a10', 'h100', 'h100-b'), found[0].pools)
+
+    def test_strategy_refuses(self):
+        text = UNIFIED + ('unified_limits_resource_strategy = ignore\n'
+                          'unified_limits_resource_list = servers\n')
+        found = self.run_check(FakeCloud(POOLS, {'class:VGPU': 2}), text)
+        self.assertEqual([('error', 'class:%s' % PT, ('h100', 'h100-b'))],
+                         [(f.severity, f.object, f.pools) for f in found])
+        self.assertEqual([], self.run_check(
+            FakeCloud(POOLS, {'class:VGPU': 2, 'class:%s' % PT: -1}), text))
+        self.assertEqual([], self.run_check(FakeCloud(POOLS, {}), UNIFIED))
+        self.assertIn('quota-gpu-limits', checks.CHECKS)
+
+
+def sdk_limit(**kw):
+    return mock.Mock(**kw)
+
+
+class TestLimitsClient(base.TestCase):
+
+    def make(self, catalog, region=None):
+        proxy = mock.Mock()
+        session = mock.Mock()
+        access = session.auth.get_access.return_value
+        access.service_catalog.catalog = catalog
+        return client.Limits(proxy, session, region), proxy
+
+    COMPUTE = {'type': 'compute', 'id': 'svc-nova', 'endpoints': [
+        {'region_id': 'RegionOne', 'interface': 'public'},
+        {'region_id': 'RegionOne', 'interface': 'internal'}]}
+
+    def test_scope_from_catalog(self):
+        limits, proxy = self.make([{'type': 'identity', 'id': 'k'},
+                                   self.COMPUTE])
+        self.assertEqual(('svc-nova', 'RegionOne'), limits.scope())
+        proxy.registered_limits.return_value = [sdk_limit(
+            resource_name='class:VGPU', id='r1', default_limit=4)]
+        self.assertEqual({'class:VGPU': {'id': 'r1', 'limit': 4}},
+                         limits.registered())
+        proxy.registered_limits.assert_called_once_with(
+            service_id='svc-nova', region_id='RegionOne')
+        limits.create_limit('p1', 'class:VGPU', 2)
+        proxy.create_limit.assert_called_once_with(
+            service_id='svc-nova', region_id='RegionOne', project_id='p1',
+            resource_name='class:VGPU', resource_limit=2)
+
+    def test_regions(self):
+        two = dict(self.COMPUTE, endpoints=[{'region_id': 'A'},
+                                            {'region_id': 'B'}])
+        limits, _proxy = self.make([two])
+        error = self.assertRaises(client.APIError, limits.scope)
+        self.assertIn('--os-region-name', str(error))
+        limits, _proxy = self.make([two], region='B')
+        self.assertEqual(('svc-nova', 'B'), limits.scope())
+        limits, _proxy = self.make([])
+        self.assertRaises(client.APIError, limits.scope)
+
+    def test_forbidden(self):
+        limits, proxy = self.make([self.COMPUTE])
+        response = mock.Mock(status_code=403, headers={}, url='http://k')
+        proxy.create_limit.side_effect = sdk_exc.HttpException(
+            message='You are not authorized', response=response,
+            http_status=403)
+        error = self.assertRaises(client.APIError, limits.create_limit,
+                                  'p', 'class:VGPU', 1)
+        self.assertEqual(403, error.status)
+
+
+def aggregate(name, rc, mode='passthrough'):
+    return {'name': name, 'uuid': name + '-uuid', 'hosts': [],
+            'availability_zone': None,
+            'metadata': {'gpu_pool': name, 'gpu_pool_mode': mode,
+                         'gpu_resource_class': rc, 'gpu_alias': 'h100',
+                         'gpu_pci_id': '10de:2331'}}
+
+
+class TestCommands(base.CommandTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.gpu = mock.Mock()
+        self.gpu.compute.aggregates.return_value = [
+            aggregate('h100', PT), aggregate('h100-b', PT)]
+        self.gpu.project_id.side_effect = lambda name, domain=None: 'p-' + name
+        self.gpu.current_project_id.return_value = 'p-own'
+        self.limits = self.gpu.limits = mock.Mock(spec=client.Limits)
+        self.limits.registered.return_value = {}
+        self.limits.limits.return_value = []
+        self.app = self.make_app(mock.Mock(gpu=self.gpu))
+
+    def run_cmd(self, cls, args):
+        cmd = cls(self.app, None)
+        parsed = self.check_parser(cmd, args)
+        return cmd.take_action(parsed)
+
+    def writes(self):
+        return [c for c in self.limits.method_calls
+                if c[0].startswith(('create', 'update', 'delete'))]
+
+    def test_parser_needs_one_of_each(self):
+        cmd = quota_cmd.SetQuota(self.app, None)
+        for args in (['--pool', 'h100', '--gpus', '1'],
+                     ['--project', 'a', '--gpus', '1'],
+                     ['--project', 'a', '--default', '--pool', 'h100',
+                      '--gpus', '1'],
+                     ['--project', 'a', '--pool', 'h100']):
+            self.assertRaises(base.ParserError, self.check_parser, cmd,
+                              args)
+
+    def test_set_project_creates_registered_first(self):
+        self.run_cmd(quota_cmd.SetQuota, ['--project', 'team', '--pool',
+                                          'h100', '--gpus', '2'])
+        self.assertEqual([
+            mock.call.create_registered('class:%s' % PT, -1),
+            mock.call.create_limit('p-team', 'class:%s' % PT, 2)],
+            self.writes())
+        self.assertIn('share', self.logger.output)
+
+    def test_set_project_updates(self):
+        self.limits.registered.return_value = {
+            'class:%s' % PT: {'id': 'r', 'limit': -1}}
+        self.limits.limits.return_value = [
+            {'id': 'l1', 'project_id': 'p-team',
+             'resource_name': 'class:%s' % PT, 'resource_limit': 2}]
+        self.run_cmd(quota_cmd.SetQuota, ['--project', 'team', '--pool',
+                                          'h100', '--gpus', '3'])
+        self.assertEqual([mock.call.update_limit('l1', 3)], self.writes())
+
+    def test_set_default_refused_while_projects_use_it(self):
+        self.limits.registered.return_value = {
+            'class:%s' % PT: {'id': 'r', 'limit': -1}}
+        self.limits.limits.return_value = [
+            {'id': 'l1', 'project_id': 'p-team',
+             'resource_name': 'class:%s' % PT, 'resource_limit': 2}]
+        error = self.assertRaises(
+            exceptions.CommandError, self.run_cmd, quota_cmd.SetQuota,
+            ['--default', '--resource-class', PT, '--gpus', '4'])
+        self.assertIn('p-team', str(error))
+        self.assertEqual([], self.writes())
+        self.limits.limits.return_value = []
+        self.run_cmd(quota_cmd.SetQuota,
+                     ['--default', '--resource-class', PT, '--gpus', '4'])
+        self.assertEqual([mock.call.update_registered('r', 4)],
+                         self.writes())
+
+    def test_bad_input_writes_nothing(self):
+        for args in (['--project', 't', '--pool', 'nope', '--gpus', '1'],
+                     ['--project', 't', '--pool', 'h100', '--gpus', '-2'],
+                     ['--project', 't', '--resource-class', 'VCPU',
+                      '--gpus', '1'],
+                     ['--default', '--pool', 'h100', '--gpus', 'x']):
+            self.assertRaises(exceptions.CommandError, self.run_cmd,
+                              quota_cmd.SetQuota, args)
+        self.assertEqual([], self.writes())
+
+    def test_delete(self):
+        error = self.assertRaises(
+            exceptions.CommandError, self.run_cmd, quota_cmd.DeleteQuota,
+            ['--project', 'team', '--pool', 'h100'])
+        self.assertIn('no limit of its own', str(error))
+        self.limits.limits.return_value = [
+            {'id': 'l1', 'project_id': 'p-team',
+             'resource_name': 'class:%s' % PT, 'resource_limit': 2}]
+        self.run_cmd(quota_cmd.DeleteQuota,
+                     ['--project', 'team', '--pool', 'h100'])
+        self.assertEqual([mock.call.delete_limit('l1')], self.writes())
+
+    def test_show(self):
+        self.limits.registered.return_value = {
+            'class:%s' % PT: {'id': 'r', 'limit': 4}}
+        self.limits.limits.return_value = [
+            {'id': 'l1', 'project_id': 'p-team',
+             'resource_name': 'class:%s' % PT, 'resource_limit': 2}]
+        self.gpu.placement.project_usages.return_value = {PT: 2, 'VCPU': 2}
+        self.gpu.compute.project_limits.return_value = {
+            'maxTotalInstances': 10, 'maxTotalCores': 20,
+            'maxTotalRAMSize': 51200}
+        columns, rows = self.run_cmd(quota_cmd.ShowQuota,
+                                     ['--project', 'team'])
+        self.assertEqual(quota_cmd.SHOW_COLUMNS, columns)
+        self.assertEqual(1, len(rows))
+        row = dict(zip(columns, rows[0], strict=True))
+        self.assertEqual((PT, 2, 'project', 2, 0), (
+            row['Resource Class'], row['Limit'].machine_readable(),
+            row['Source'], row['In Use'], row['Free'].machine_readable()))
+        self.gpu.placement.project_usages.assert_called_once_with('p-team')
+        # Nova reports legacy figures Keystone does not hold: a note
+        self.assertIn('Nova does not enforce GPU quotas', self.logger.output)
+
+    def test_list(self):
+        self.limits.limits.return_value = [
+            {'id': 'l1', 'project_id': 'p-team',
+             'resource_name': 'class:%s' % PT, 'resource_limit': 2},
+            {'id': 'l2', 'project_id': 'p-team',
+             'resource_name': 'class:VCPU', 'resource_limit': 2}]
+        self.limits.project_names.return_value = {'p-team': 'team'}
+        columns, rows = self.run_cmd(quota_cmd.ListQuota, [])
+        self.assertEqual([('p-team', 'team', 'class:%s' % PT, PT)],
+                         [tuple(r[:4]) for r in rows])
+
+
+class TestCandidatesQuota(base.TestCase):
+    """gpu candidates --explain: unified GPU limits as the reason."""
+
+    REQ = {'groups': {'': {'resources': {'VCPU': 1, 'MEMORY_MB': 512},
+                           'gpu': False},
+                      '1': {'resources': {PT: 1}, 'gpu': True},
+                      '2': {'resources': {PT: 1}, 'gpu': True}}}
+
+    def make_client(self, own, registered, usages):
+        gpu = mock.Mock()
+        gpu.compute.project_limits.return_value = {
+            'maxTotalInstances': 10, 'totalInstancesUsed': 0,
+            'maxTotalCores': 20, 'totalCoresUsed': 0,
+            'maxTotalRAMSize': 51200, 'totalRAMUsed': 0}
+        gpu.limits.registered.return_value = {
+            n: {'id': n, 'limit': v} for n, v in registered.items()}
+        gpu.limits.limits.return_value = [
+            {'id': 'l', 'project_id': 'p', 'resource_name': n,
+             'resource_limit': v} for n, v in own.items()]
+        gpu.placement.project_usages.return_value = usages
+        return gpu
+
+    LEGACY_DEFAULTS = {'servers': 10, 'class:VCPU': 20,
+                       'class:MEMORY_MB': 51200}
+
+    def test_over_gpu_quota(self):
+        from gpuclient.v1 import candidates
+
+        gpu = self.make_client({'class:%s' % PT: 3}, self.LEGACY_DEFAULTS,
+                               {PT: 2})
+        found = candidates._quota(gpu, 'p', {'vcpus': 1, 'ram': 512},
+                                  self.REQ)
+        self.assertEqual([], found['excess'])
+        self.assertEqual([('class:%s' % PT, 3, 2, 2)],
+                         [(e['resource'], e['limit'], e['used'], e['asked'])
+                          for e in found['gpu_excess']])
+        gpu = self.make_client({'class:%s' % PT: 4}, self.LEGACY_DEFAULTS,
+                               {PT: 2})
+        self.assertEqual([], candidates._quota(
+            gpu, 'p', {'vcpus': 1, 'ram': 512}, self.REQ)['gpu_excess'])
+
+    def test_legacy_nova_is_not_checked(self):
+        from gpuclient.v1 import candidates
+
+        # Keystone has no registered servers, VCPU or RAM limits: Nova's
+        # 10/20/51200 are its own
+        gpu = self.make_client({'class:%s' % PT: 3},
+                               {'class:%s' % PT: -1}, {PT: 2})
+        found = candidates._quota(gpu, 'p', {'vcpus': 1, 'ram': 512},
+                                  self.REQ)
+        self.assertEqual([], found['gpu_excess'])
+        self.assertIn('does not count GPUs',
+                      found['not_checked']['Quota (GPUs)'])
+        gpu.placement.project_usages.assert_not_called()
+        # nova.conf says unified: judged
+        found = candidates._quota(gpu, 'p', {'vcpus': 1, 'ram': 512},
+                                  self.REQ, conf(UNIFIED))
+        self.assertEqual(['class:%s' % PT],
+                         [e['resource'] for e in found['gpu_excess']])

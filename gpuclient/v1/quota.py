@@ -1,0 +1,312 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""openstack gpu quota set / show / list / delete
+
+GPU quotas are Keystone unified limits of the compute service on
+``class:<resource class>``, which Nova enforces with ``[quota] driver =
+nova.quota.UnifiedLimitsDriver`` (see ``gpuclient.quota``).
+"""
+
+import logging
+import os
+
+from cliff import columns as cliff_columns
+from osc_lib import exceptions
+from osc_lib.cli import format_columns
+from osc_lib.command import command
+
+from gpuclient import pools as pools_mod
+from gpuclient import quota
+from gpuclient import snapshot
+from gpuclient.i18n import _
+
+LOG = logging.getLogger(__name__)
+
+SHOW_COLUMNS = ('Resource', 'Resource Class', 'Pools', 'Limit', 'Source',
+                'In Use', 'Free')
+LIST_COLUMNS = ('Project ID', 'Project', 'Resource', 'Resource Class',
+                'Pools', 'Limit')
+
+
+class LimitColumn(cliff_columns.FormattableColumn):
+    """A limit: a number, or None (unlimited; "unlimited" in tables)."""
+
+    def human_readable(self):
+        return _('unlimited') if self._value is None else str(self._value)
+
+    def machine_readable(self):
+        return self._value
+
+
+def _add_target_args(parser, verb):
+    who = parser.add_mutually_exclusive_group(required=True)
+    who.add_argument(
+        '--project', metavar='<project>',
+        help=_('%s the limit of this project (name or ID)') % verb)
+    who.add_argument(
+        '--default', action='store_true', default=False,
+        help=_('%s the registered limit: the default of every project '
+               'without its own') % verb)
+    from openstackclient.identity import common as identity_common
+
+    identity_common.add_project_domain_option_to_parser(parser)
+    what = parser.add_mutually_exclusive_group(required=True)
+    what.add_argument(
+        '--pool', metavar='<pool>',
+        help=_('GPU pool (name): its resource class is limited (pools '
+               'sharing a class share one quota)'))
+    what.add_argument(
+        '--resource-class', metavar='<class>',
+        help=_('GPU resource class (VGPU, PGPU or a custom class such as '
+               'CUSTOM_PCI_10DE_2331), without a '
+               'pool'))
+
+
+def _pools(client):
+    pools, problems = pools_mod.scan(
+        [snapshot.aggregate_dict(a) for a in client.compute.aggregates()])
+    for _agg, _pool, message in problems:
+        LOG.warning(message)
+    return pools
+
+
+def _target(client, parsed_args):
+    """(pools, resource class, project id or None) of set/delete, checked
+    before any write."""
+    pools = _pools(client)
+    rc = quota.target_class(pools, parsed_args.pool,
+                            parsed_args.resource_class)
+    project_id = None
+    if parsed_args.project:
+        project_id = client.project_id(parsed_args.project,
+                                       parsed_args.project_domain)
+    note = quota.shared_note(rc, pools)
+    if note:
+        LOG.warning(note)
+    return pools, rc, project_id
+
+
+def _referencing(limits, name):
+    return sorted({item['project_id'] for item in limits
+                   if item['resource_name'] == name})
+
+
+class SetQuota(command.Command):
+    _description = _(
+        'Set the GPU quota of a project, or the default of every project\n\n'
+        'Writes a Keystone unified limit of the compute service on '
+        'class:<resource class> (a pool stands for its class): a project '
+        'limit with --project, the registered limit with --default. Nova '
+        'enforces it at server create and resize when it runs [quota] '
+        'driver = nova.quota.UnifiedLimitsDriver. Keystone keeps a project '
+        'limit only under a registered limit: when the class has none, '
+        'one of -1 (unlimited, what Nova applies to a class without one '
+        'under its default strategy) is created first. Needs admin.')
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        _add_target_args(parser, _('Set'))
+        parser.add_argument(
+            '--gpus', metavar='<count>', required=True,
+            help=_('How many GPUs of the class (vGPUs for VGPU) the '
+                   'project may hold at once: 0 or more'))
+        return parser
+
+    def take_action(self, parsed_args):
+        gpus = quota.check_gpus(parsed_args.gpus)
+        client = self.app.client_manager.gpu
+        _pools_found, rc, project_id = _target(client, parsed_args)
+        name = quota.resource_name(rc)
+        limits = client.limits
+        registered = limits.registered()
+        if parsed_args.default:
+            users = _referencing(limits.limits(), name)
+            existing = registered.get(name)
+            if existing and existing['limit'] == gpus:
+                return
+            if existing and users:
+                raise exceptions.CommandError(
+                    _('Keystone does not change the registered limit '
+                      '%(name)s while projects have their own limit on it '
+                      '(%(projects)s). Set those projects with --project, '
+                      'or delete their limits ("openstack gpu quota delete '
+                      '--project <project> --resource-class %(rc)s") '
+                      'first.')
+                    % {'name': name, 'projects': ', '.join(users), 'rc': rc})
+            if existing:
+                limits.update_registered(existing['id'], gpus)
+            else:
+                limits.create_registered(name, gpus)
+            return
+        own = [item for item in limits.limits(project_id)
+               if item['resource_name'] == name
+               and item['project_id'] == project_id]
+        if own:
+            if own[0]['resource_limit'] != gpus:
+                limits.update_limit(own[0]['id'], gpus)
+            return
+        if name not in registered:
+            limits.create_registered(name, -1)
+            LOG.warning(_('Created the registered limit %s = -1 (unlimited: '
+                          'projects without their own limit keep what Nova '
+                          'applied before); Keystone keeps project limits '
+                          'only under a registered one.'), name)
+        limits.create_limit(project_id, name, gpus)
+
+
+class DeleteQuota(command.Command):
+    _description = _(
+        'Delete the GPU quota of a project, or the default\n\n'
+        'Deletes the Keystone limit on class:<resource class>: a project '
+        'then has the registered limit (the default); without a registered '
+        'limit Nova applies its [quota] unified_limits_resource_strategy. '
+        'Needs admin.')
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        _add_target_args(parser, _('Delete'))
+        return parser
+
+    def take_action(self, parsed_args):
+        client = self.app.client_manager.gpu
+        _pools_found, rc, project_id = _target(client, parsed_args)
+        name = quota.resource_name(rc)
+        limits = client.limits
+        if parsed_args.default:
+            existing = limits.registered().get(name)
+            if existing is None:
+                raise exceptions.CommandError(
+                    _('There is no registered limit %s: nothing to delete '
+                      '(see "openstack gpu quota show").') % name)
+            users = _referencing(limits.limits(), name)
+            if users:
+                raise exceptions.CommandError(
+                    _('Keystone does not delete the registered limit %(name)s '
+                      'while projects have their own limit on it '
+                      '(%(projects)s): delete those first.')
+                    % {'name': name, 'projects': ', '.join(users)})
+            limits.delete_registered(existing['id'])
+            return
+        own = [item for item in limits.limits(project_id)
+               if item['resource_name'] == name
+               and item['project_id'] == project_id]
+        if not own:
+            raise exceptions.CommandError(
+                _('Project %(project)s has no limit of its own on %(name)s: '
+                  'nothing to delete (see "openstack gpu quota list").')
+                % {'project': project_id, 'name': name})
+        limits.delete_limit(own[0]['id'])
+
+
+class ShowQuota(command.Lister):
+    _description = _(
+        'Show the GPU quota of a project\n\n'
+        'One row per GPU resource class (of a pool, or with a limit or '
+        'usage): the limit Nova enforces under unified limits (the '
+        'project\'s own, else the registered default, else what [quota] '
+        'unified_limits_resource_strategy makes of none), where it comes '
+        'from, the GPUs in use (Placement usages of the project) and how '
+        'many more it may take. Pools sharing a class share one quota. '
+        'Notes on stderr say when Nova does not enforce GPU quotas.')
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument(
+            '--project', metavar='<project>',
+            help=_('Project (name or ID; default: the current project)'))
+        from openstackclient.identity import common as identity_common
+
+        identity_common.add_project_domain_option_to_parser(parser)
+        parser.add_argument(
+            '--nova-conf', metavar='<file>', action='append',
+            help=_('nova.conf-style file of nova-api (repeat option for '
+                   'several; default $GPUCLIENT_NOVA_CONF): its [quota] '
+                   'driver and unified_limits_resource_strategy/_list are '
+                   'applied; without it Nova\'s defaults are assumed'))
+        return parser
+
+    def take_action(self, parsed_args):
+        from gpuclient.v1 import candidates as candidates_cmd
+
+        client = self.app.client_manager.gpu
+        conf = None
+        if parsed_args.nova_conf or os.environ.get(candidates_cmd.CONF_ENV):
+            conf = candidates_cmd.read_settings(
+                parsed_args.nova_conf).get('quota')
+        if parsed_args.project:
+            project_id = client.project_id(parsed_args.project,
+                                           parsed_args.project_domain)
+        else:
+            project_id = client.current_project_id()
+        pools = _pools(client)
+        registered = {n: r['limit'] for n, r in
+                      client.limits.registered().items()}
+        own = {item['resource_name']: item['resource_limit']
+               for item in client.limits.limits(project_id)
+               if item['project_id'] == project_id}
+        usages = client.placement.project_usages(project_id)
+        absolute = None
+        if conf is None:
+            try:
+                absolute = client.compute.project_limits(project_id)
+            except exceptions.CommandError as exc:
+                LOG.debug('compute limits not readable: %s', exc)
+        rows = quota.show_rows(pools, own, registered, usages, conf)
+        for note in notes(conf, absolute, own, registered,
+                          [r['resource_class'] for r in rows], pools):
+            LOG.warning(note)
+        return SHOW_COLUMNS, [
+            (r['resource'], r['resource_class'],
+             format_columns.ListColumn(r['pools']), LimitColumn(r['limit']),
+             r['source'], r['in_use'], LimitColumn(r['free']))
+            for r in rows]
+
+
+def notes(conf, absolute, own, registered, classes, pools):
+    """stderr notes of ``gpu quota show``: enforcement, strategy, sharing."""
+    found = []
+    state, why = quota.enforcement(conf, absolute, own, registered)
+    if state == quota.LEGACY:
+        found.append(quota.legacy_text(why))
+    elif state == quota.UNKNOWN:
+        LOG.debug('quota driver: %s', why)
+    problems = quota.strategy_problems(
+        [rc for rc in classes if quota.resource_name(rc) not in own],
+        registered, conf or quota.conf_settings(None))
+    if problems:
+        found.append(quota.strategy_text(
+            problems, conf or quota.conf_settings(None)))
+    for rc in classes:
+        note = quota.shared_note(rc, pools)
+        if note:
+            found.append(note)
+    return found
+
+
+class ListQuota(command.Lister):
+    _description = _(
+        'List the projects with a GPU quota of their own\n\n'
+        'One row per project limit on a GPU class (Keystone unified limits '
+        'of the compute service); the registered defaults are in "gpu '
+        'quota show". Needs admin to see every project.')
+
+    def take_action(self, parsed_args):
+        client = self.app.client_manager.gpu
+        pools = _pools(client)
+        rows = quota.list_rows(pools, client.limits.limits())
+        names = client.limits.project_names() if rows else {}
+        return LIST_COLUMNS, [
+            (r['project_id'], names.get(r['project_id'], ''),
+             quota.resource_name(r['resource_class']), r['resource_class'],
+             format_columns.ListColumn(r['pools']), LimitColumn(r['limit']))
+            for r in rows]
