@@ -36,6 +36,7 @@ import collections
 
 from osc_lib import exceptions
 
+from gpuclient import baremetal
 from gpuclient import capacity as capacity_mod
 from gpuclient import explain
 from gpuclient import hosts as hosts_mod
@@ -81,12 +82,14 @@ def _root_hosts(cloud):
 def _tree_classes(cloud, root):
     """{class: [(provider uuid, capacity, max_unit)]} of GPU classes."""
     snap = cloud.placement
+    ironic = root in cloud.node_roots()
     found = {}
     for uuid in snap.providers_in_trees([root]):
         resources = (snap.summaries.get(uuid) or {}).get('resources') or {}
         for rc, item in resources.items():
             if rc in cloud.gpu_classes:
-                total = hosts_mod.device_figures(item)[0]
+                total = hosts_mod.device_figures(
+                    item, node=baremetal.is_node_item(rc, item, ironic))[0]
                 found.setdefault(rc, []).append(
                     (uuid, total, item.get('max_unit') or total))
     return found
@@ -723,6 +726,37 @@ def placement_disabled_service(cloud, settings):
                 '%d %s' % (n, rc) for rc, n in sorted(classes.items()))},
             'openstack compute service set --enable %s nova-compute' % host,
             by_host.get(host, ())))
+    return found
+
+
+@register('baremetal-node-traits')
+def baremetal_node_traits(cloud, settings):
+    """Ironic nodes of baremetal pools whose traits differ from what a
+    pool flavor requires or forbids (fixed on the node: Nova copies node
+    traits to Placement and overwrites provider traits)."""
+    found = []
+    for item in baremetal.trait_mismatches(
+            cloud.pools, _gpu_flavors(cloud), cloud.host_roots(),
+            cloud.placement.summaries):
+        parts = []
+        if item['missing']:
+            parts.append(_('lacks %s') % ', '.join(item['missing']))
+        if item['extra']:
+            parts.append(_('has forbidden %s') % ', '.join(item['extra']))
+        symptom = _('node %(node)s %(what)s, which flavor %(flavor)s of '
+                    'pool %(pool)s asks about: ') % {
+                        'node': item['node'], 'what': _(' and ').join(parts),
+                        'flavor': _flavor_label(item['flavor']),
+                        'pool': item['pool']}
+        if item['any_fits']:
+            symptom += _('that flavor never lands on this node.')
+        else:
+            symptom += _('no node of the pool matches, so every boot of it '
+                         'fails with "No valid host".')
+        found.append(finding(
+            WARNING if item['any_fits'] else ERROR, 'baremetal-node-traits',
+            'pool %s / node %s' % (item['pool'], item['node']), symptom,
+            baremetal.trait_fix(item), [item['pool']]))
     return found
 
 

@@ -39,6 +39,7 @@ from keystoneauth1 import exceptions as ks_exc
 from openstack import exceptions as sdk_exc
 from osc_lib import exceptions
 
+from gpuclient import baremetal
 from gpuclient import hosts
 from gpuclient.i18n import _
 
@@ -55,6 +56,10 @@ COMPUTE_HYPERVISOR_UUID_VERSION = '2.53'  # hypervisor id == provider uuid
 COMPUTE_FLAVOR_SPECS_VERSION = '2.61'  # extra_specs in flavor lists
 COMPUTE_EMBEDDED_FLAVOR_VERSION = '2.47'  # flavor + extra specs in servers
 COMPUTE_USAGE_LINKS_VERSION = '2.40'  # paged os-simple-tenant-usage
+BAREMETAL_TRAITS_VERSION = '1.37'  # node traits in GET /nodes?fields=
+BAREMETAL_NODE_FIELDS = ('uuid', 'name', 'provision_state', 'maintenance',
+                         'maintenance_reason', 'power_state',
+                         'resource_class', 'traits')
 # limits.absolute: API name -> openstacksdk AbsoluteLimits attribute
 COMPUTE_ABSOLUTE_LIMITS = (
     ('maxTotalInstances', 'instances'),
@@ -1119,6 +1124,56 @@ class Image:
                           headers={'Content-Type': self.PATCH_TYPE})
 
 
+class Baremetal:
+    """Ironic's node list through the SDK's baremetal proxy (read only).
+
+    Optional detail for bare-metal answers that stand on Placement alone:
+    ``nodes`` is None when the catalog has no Ironic endpoint, {} when
+    Ironic lists nothing or refuses the caller (its default policy hides
+    nodes from project-scoped tokens, admin ones included).
+    """
+
+    service = 'Ironic'
+
+    def __init__(self, connection):
+        self._conn = connection
+
+    def nodes(self, page_size=1000):
+        """{node uuid: baremetal.node_dict}, {} or None (see the class)."""
+        what = _('Listing bare-metal nodes (Ironic API %s)') % (
+            BAREMETAL_TRAITS_VERSION)
+        try:
+            proxy = self._conn.baremetal
+            params = {'fields': ','.join(BAREMETAL_NODE_FIELDS),
+                      'limit': page_size}
+            found = {}
+            while True:
+                response = proxy.get(
+                    '/nodes', microversion=BAREMETAL_TRAITS_VERSION,
+                    params=params, raise_exc=False)
+                if response.status_code in (401, 403):
+                    LOG.debug('%s: HTTP %s', what, response.status_code)
+                    return {}
+                _check_response(self.service, what, response)
+                page = (_json(response) or {}).get('nodes') or []
+                for node in page:
+                    item = baremetal.node_dict(node)
+                    found[item['uuid']] = item
+                if len(page) < page_size:
+                    return found
+                params = dict(params, marker=page[-1]['uuid'])
+        except (sdk_exc.ServiceDisabledException, ks_exc.EndpointNotFound,
+                sdk_exc.EndpointNotFound) as exc:
+            LOG.debug('%s: no Ironic endpoint (%s)', what, exc)
+            return None
+        except (APIError, ks_exc.ClientException,
+                sdk_exc.SDKException) as exc:
+            # detail only: the Placement-based answer stands
+            LOG.warning(_('%(what)s failed, node states are not shown: '
+                          '%(error)s'), {'what': what, 'error': exc})
+            return None
+
+
 class Limits:
     """Keystone unified limits of the compute service (Nova's quotas),
     through the SDK's identity proxy, as plain dicts.
@@ -1284,6 +1339,12 @@ class GpuClient:
         if getattr(self, '_image', None) is None:
             self._image = Image(self._conn.image)
         return self._image
+
+    @property
+    def baremetal(self):
+        if getattr(self, '_baremetal', None) is None:
+            self._baremetal = Baremetal(self._conn)
+        return self._baremetal
 
     @property
     def limits(self):

@@ -27,6 +27,7 @@
   to those relaxed queries and the provider summaries they carry.
 """
 
+from gpuclient import baremetal
 from gpuclient import host_filters
 from gpuclient import request as request_mod
 from gpuclient.i18n import _
@@ -75,6 +76,10 @@ class Trees:
 
     def __init__(self):
         self.providers = {}  # uuid -> summary + name, parent, root
+        # roots of Ironic nodes (baremetal.node_roots of the hypervisors)
+        self.node_roots = set()
+        # {node uuid: baremetal.node_dict} when Ironic was read, else None
+        self.ironic_nodes = None
 
     def add_answer(self, answer):
         for uuid, summary in ((answer or {}).get('provider_summaries')
@@ -111,6 +116,17 @@ class Trees:
             return 0
         return item['capacity'] - item['used']
 
+    def is_node(self, uuid, rc):
+        """Is class RC of provider UUID a bare-metal node?"""
+        provider = self.providers.get(uuid) or {}
+        item = (provider.get('resources') or {}).get(rc)
+        return bool(item) and baremetal.is_node_item(
+            rc, item, provider.get('root', uuid) in self.node_roots)
+
+    def node(self, uuid):
+        """Ironic's view of a node (dict), when Ironic was read."""
+        return (self.ironic_nodes or {}).get(uuid)
+
 
 def _gpu_traits(group, root_traits):
     """Traits a GPU provider itself must have for ``group``."""
@@ -119,13 +135,39 @@ def _gpu_traits(group, root_traits):
 
 
 def gpu_devices(trees, root, rc, traits=()):
-    """[(uuid, capacity, used)] of providers in a tree offering ``rc``."""
+    """[(uuid, capacity, used)] of providers in a tree offering ``rc``.
+
+    A bare-metal node counts capacity 1 whatever the ironic driver
+    reserved (``baremetal.node_figures``): capacity - used is never < 0.
+    """
     found = []
     for uuid, provider in sorted(trees.tree(root).items()):
         item = provider['resources'].get(rc)
         if item and set(traits) <= provider['traits']:
+            if trees.is_node(uuid, rc):
+                _total, used, free = baremetal.node_figures(item)
+                # an unavailable node has no capacity (and nothing used)
+                found.append((uuid, used + free, used))
+                continue
             found.append((uuid, item['capacity'], item['used']))
     return found
+
+
+def node_reasons(host, roots, trees, allocations, classes):
+    """Why each bare-metal node of ROOTS (of CLASSES) takes no server."""
+    texts = []
+    for root in sorted(roots):
+        for uuid, provider in sorted(trees.tree(root).items()):
+            for rc in sorted(classes):
+                if rc not in provider['resources'] or not trees.is_node(
+                        uuid, rc):
+                    continue
+                text = baremetal.node_reason(
+                    host, uuid, provider['resources'][rc], trees.node(uuid),
+                    _servers(allocations, [uuid])[:MAX_SERVERS_SHOWN])
+                if text:
+                    texts.append(text)
+    return texts
 
 
 def candidate_rows(answer, request, hypervisors, trees, pools_by_host=None):
@@ -488,7 +530,13 @@ def gpu_reason(host, roots, request, trees, allocations):
                                'host': host, 'n': len(devices), 'rc': rc,
                                'traits': ', '.join(sorted(need))})
             continue
-        free = sum(cap - used for _u, cap, used in typed)
+        if all(trees.is_node(u, rc) for u, _c, _x in typed):
+            nodes = node_reasons(host, roots, trees, allocations, {rc})
+            if len(nodes) == len(typed):
+                # every node of the class is out: name each one
+                texts += nodes
+                continue
+        free = sum(max(cap - used, 0) for _u, cap, used in typed)
         total = sum(cap for _u, cap, _used in typed)
         used_by = _servers(allocations, [u for u, _c, used in typed if used])
         shown = ', '.join(used_by[:MAX_SERVERS_SHOWN]) + (
@@ -591,7 +639,7 @@ def local_failures(host, roots, request, reqs, trees):
                     if not group['gpu'] or rc in request_mod.COMPUTE_CLASSES:
                         continue
                     need = _gpu_traits(group, root_traits)
-                    free = sum(c - u for root in roots
+                    free = sum(max(c - u, 0) for root in roots
                                for _x, c, u in gpu_devices(trees, root, rc,
                                                            need))
                     bad = bad or free < n
@@ -642,6 +690,11 @@ def why_not(hosts_roots, offered_roots, relaxed, request, trees,
                 texts.append(_('%s: no provider tree in Placement matches '
                                'even one relaxed request (no inventory of '
                                'what the flavor asks for)') % host)
+        else:
+            # an Ironic host is offered while some of its nodes are not
+            texts += node_reasons(
+                host, (roots & trees.node_roots) - offered_roots, trees,
+                allocations, request_mod.gpu_classes(request))
         for reason in post.get(host, ()):
             texts.append(post_filter_text(host, reason, project_id))
         if texts:

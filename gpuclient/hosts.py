@@ -19,6 +19,7 @@ usages) and this module turns it into one row per host and GPU class.
 
 import fnmatch
 
+from gpuclient import baremetal
 from gpuclient.i18n import _
 
 # GPU resource classes shown by default (CLI.md, "Hosts"): vGPUs, whole
@@ -79,14 +80,18 @@ def summary_from_inventory(inventories, usages):
     return {'resources': resources, 'traits': None}
 
 
-def device_figures(item):
+def device_figures(item, node=False):
     """(total, used, free) of one provider's class, from its summary.
 
     Total is Placement's capacity, except that it never falls below what is
     allocated: Nova's Ironic driver reserves a node's whole inventory while
     the node is in use, so capacity drops to 0 while the instance still
     holds its unit; that node counts as total 1, used 1, free 0.
+    NODE (a bare-metal node, ``baremetal.is_node_item``): total is 1
+    whatever the driver reserved (``baremetal.node_figures``).
     """
+    if node:
+        return baremetal.node_figures(item)
     capacity, used = item['capacity'], item['used']
     return max(capacity, used), used, max(capacity - used, 0)
 
@@ -223,9 +228,14 @@ def host_rows(
 
     Returns (rows, unmapped_gpu_trees) where rows are dicts with host,
     pools, resource_class, devices, total, used, free, providers (names)
-    and traits ({provider name: traits} where known).
+    and traits ({provider name: traits} where known). Bare-metal node
+    classes (``baremetal.is_node_item``) count one device per node: used
+    the nodes in use, free the available ones, and ``unavailable`` the
+    nodes the ironic driver reserved (total = used + free + unavailable);
+    ``nodes`` is then {node provider uuid: its class entry}.
     """
     pools_by_host = pools_by_host or {}
+    ironic_roots = baremetal.node_roots(hypervisors)
     root_host = {}
     for hv in hypervisors:
         service = hv.get('service') or {}
@@ -263,9 +273,16 @@ def host_rows(
                     'free': 0,
                     'providers': [],
                     'traits': {},
+                    'unavailable': 0,
+                    'nodes': {},
                 },
             )
-            total, used, free = device_figures(item)
+            node = baremetal.is_node_item(rc, item, root in ironic_roots)
+            total, used, free = device_figures(item, node=node)
+            if node:
+                row['nodes'][uuid] = item
+                if baremetal.node_state(item) == baremetal.UNAVAILABLE:
+                    row['unavailable'] += 1
             row['devices'] += 1
             row['total'] += total
             row['used'] += used

@@ -30,6 +30,7 @@ Order rules that keep every intermediate state harmless:
 
 from osc_lib import exceptions
 
+from gpuclient import baremetal
 from gpuclient import plan as plan_mod
 from gpuclient import pools as pools_mod
 from gpuclient import specs
@@ -93,6 +94,16 @@ def _is_type_trait(trait):
             and not trait.startswith('CUSTOM_' + pools_mod.POOL_TRAIT_PREFIX))
 
 
+def _root_traits_step(obs, root, traits):
+    """Step adding TRAITS to a root provider; refused on an Ironic node,
+    whose provider traits Nova's ironic driver replaces."""
+    summary = (obs.snapshot.summaries.get(root)
+               if obs.snapshot is not None else None)
+    if baremetal.summary_is_node(summary):
+        raise baremetal.refuse_provider_traits(obs.label(root), traits)
+    return plan_mod.add_traits(root, traits, obs.label(root))
+
+
 # -- hosts --------------------------------------------------------------------
 
 def join_steps(obs, pool, host, metadata):
@@ -109,8 +120,8 @@ def join_steps(obs, pool, host, metadata):
     if pool['isolate']:
         for root in roots:
             if pool['pool_trait'] not in obs.traits(root):
-                trait_steps.append(plan_mod.add_traits(
-                    root, [pool['pool_trait']], obs.label(root)))
+                trait_steps.append(_root_traits_step(
+                    obs, root, [pool['pool_trait']]))
     mine = pool.get('type_trait')
     if mine:
         owned = pools_mod.owned_traits(metadata)
@@ -394,8 +405,7 @@ def set_isolation(obs, name, isolate, update_dependents=False):
             result.add(plan_mod.create_trait(trait))
         for root in roots:
             if trait not in obs.traits(root):
-                result.add(plan_mod.add_traits(root, [trait],
-                                               obs.label(root)))
+                result.add(_root_traits_step(obs, root, [trait]))
         stale = [f for f in flavors_of(obs, pool)
                  if not trait_keys(f.get('extra_specs'), trait)]
         if stale and not update_dependents:

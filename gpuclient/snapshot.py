@@ -29,6 +29,7 @@ aggregates a root is in, a provider tree in the shape ``gpuclient.fit``
 counts in.
 """
 
+from gpuclient import baremetal
 from gpuclient import hosts
 from gpuclient import pools as pools_mod
 
@@ -113,16 +114,29 @@ class Cloud:
             }
         return tree
 
+    def node_roots(self):
+        """Root provider uuids of Ironic nodes (``baremetal.node_roots``)."""
+        if getattr(self, '_node_roots', None) is None:
+            # asked per tree: computed once
+            self._node_roots = baremetal.node_roots(self.hypervisors)
+        return self._node_roots
+
     def gpu_providers(self, root, resource_class):
-        """[(uuid, name, total, used, free)] of a class in one tree."""
+        """[(uuid, name, total, used, free)] of a class in one tree.
+
+        A bare-metal node counts 1, whatever the ironic driver reserved.
+        """
         snap = self.placement
+        ironic = root in self.node_roots()
         found = []
         for uuid in snap.providers_in_trees([root]):
             resources = (snap.summaries.get(uuid) or {}).get(
                 'resources') or {}
             item = resources.get(resource_class)
             if item:
-                total, used, free = hosts.device_figures(item)
+                total, used, free = hosts.device_figures(
+                    item, node=baremetal.is_node_item(
+                        resource_class, item, ironic))
                 found.append((uuid, snap.providers[uuid]['name'], total,
                               used, free))
         return found

@@ -24,6 +24,7 @@ from osc_lib.cli import format_columns
 from osc_lib.cli import parseractions
 from osc_lib.command import command
 
+from gpuclient import baremetal
 from gpuclient import client as client_mod
 from gpuclient import explain
 from gpuclient import host_filters
@@ -186,6 +187,7 @@ def collect(client, flavor=None, resources=(), required=(), image=None,
     hypervisors, services = cloud.hypervisors, cloud.services
     providers = placement.resource_providers()
     trees = explain.Trees()
+    trees.node_roots = baremetal.node_roots(hypervisors)
     trees.add_answer(answer)
     trees.name_providers(providers)
     by_host = pools_mod.pools_by_host(pools)
@@ -258,6 +260,7 @@ def collect(client, flavor=None, resources=(), required=(), image=None,
         'maybe_truncated': bool(req.get('limit') and count >= req['limit']),
     }
     if explain_all or not kept:
+        _read_ironic(client, trees, hosts_roots, members, notes)
         result['eliminated'] = _explain(
             placement, req, answer, trees, providers, hosts_roots, post,
             project_id, members)
@@ -329,6 +332,26 @@ def _gpu_quota(client, project_id, req, conf, absolute, found):
     found['gpu_excess'] = quota.excess(asked, own, registered, usages, conf)
 
 
+def _read_ironic(client, trees, hosts_roots, members, notes):
+    """Ironic's view of the nodes, when some host explained has nodes.
+
+    Optional detail: without an Ironic endpoint nothing is said; when
+    Ironic lists none of the nodes (its policy hides them from
+    project-scoped tokens) a note says so and Placement's answer stands.
+    """
+    roots = set()
+    for host, host_roots in hosts_roots.items():
+        if members is None or host in members:
+            roots |= host_roots
+    nodes = roots & trees.node_roots
+    if not nodes:
+        return
+    trees.ironic_nodes = client.baremetal.nodes()
+    note = baremetal.hidden_note(nodes, trees.ironic_nodes)
+    if note:
+        notes.append(note)
+
+
 def _explain(placement, req, answer, trees, providers, hosts_roots, post,
              project_id, members):
     offered = explain.candidate_roots(answer)
@@ -350,13 +373,19 @@ def _explain(placement, req, answer, trees, providers, hosts_roots, post,
                         explain.candidate_roots(relaxed_answer) - offered))
     wanted = {h: r for h, r in hosts_roots.items()
               if members is None or h in members}
-    missing = sorted(h for h, roots in wanted.items()
-                     if not roots & offered
-                     and not roots & trees.known_roots())
+    known = trees.known_roots()
+
+    def unknown(roots):
+        if roots & offered:
+            # an offered Ironic host: its nodes that were not offered
+            return (roots & trees.node_roots) - known
+        return set() if roots & known else roots
+
+    missing = sorted(h for h, roots in wanted.items() if unknown(roots))
     read, unread = missing[:explain.MAX_DETAIL_HOSTS], set(
         missing[explain.MAX_DETAIL_HOSTS:])
     if read:
-        roots = set().union(*(wanted[h] for h in read))
+        roots = set().union(*(unknown(wanted[h]) for h in read))
         in_trees = [rp for rp in providers
                     if (rp.get('root_provider_uuid') or rp['uuid']) in roots]
         details = placement.provider_details(
@@ -371,7 +400,7 @@ def _explain(placement, req, answer, trees, providers, hosts_roots, post,
     used_gpus = []
     for roots in wanted.values():
         if roots & offered:
-            continue
+            roots = (roots & trees.node_roots) - offered
         for root in sorted(roots):
             for uuid, provider in sorted(trees.tree(root).items()):
                 if any(provider['resources'].get(rc, {}).get('used')
@@ -438,7 +467,10 @@ def table(result, long=False, explain=False):
             row += (format_columns.ListColumn(host['roots']),
                     host['candidates'])
         if explain:
-            row += (True, ReasonColumn([]))
+            # an Ironic host's nodes that are out (the host is offered)
+            row += (True, ReasonColumn([
+                _reason(host['host'], t)
+                for t in result['eliminated'].get(host['host'], ())]))
         rows.append(row)
     if explain:
         listed = {host['host'] for host in result['hosts']}

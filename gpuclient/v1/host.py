@@ -17,6 +17,7 @@ import logging
 from osc_lib.cli import format_columns
 from osc_lib.command import command
 
+from gpuclient import baremetal
 from gpuclient import hosts
 from gpuclient import names
 from gpuclient import pools as pools_mod
@@ -67,6 +68,19 @@ def collect(client, pool=None, resource_classes=(), unmapped=False,
         unmapped=unmapped,
     )
     notes += cloud.placement.notes()
+    node_items = {uuid: item for row in rows
+                  for uuid, item in row['nodes'].items()}
+    ironic = None
+    if long and node_items:
+        # optional detail: Ironic's own state of each node
+        ironic = client.baremetal.nodes()
+        note = baremetal.hidden_note(node_items, ironic)
+        if note:
+            notes.append(note)
+    for row in rows:
+        row['node_states'] = [
+            baremetal.state_text(uuid, item, (ironic or {}).get(uuid))
+            for uuid, item in sorted(row['nodes'].items())]
     if unmapped_trees and not unmapped and not pool:
         notes.append(
             _(
@@ -83,7 +97,11 @@ class ListHost(command.Lister):
         'List compute hosts that offer GPUs.\n\n'
         'One row per host and GPU class, with GPU figures (total, used, '
         'free) as Placement counts them: the total is the capacity, '
-        'total minus reserved times allocation_ratio.'
+        'total minus reserved times allocation_ratio. Bare-metal '
+        '(Ironic) classes count nodes: total the nodes, used those in '
+        'use, free the available ones; with --long, Unavailable counts '
+        'the nodes the ironic driver reserved (maintenance, cleaning, not '
+        'available in Ironic) and Node States names each node\'s state.'
     )
 
     def get_parser(self, prog_name):
@@ -121,7 +139,9 @@ class ListHost(command.Lister):
             '--long',
             action='store_true',
             help=_('List additional fields in output (device providers '
-                   'and their traits)'),
+                   'and their traits; for bare-metal classes the nodes '
+                   'the ironic driver reserved and each node\'s state, '
+                   'from Ironic when the token may list its nodes)'),
         )
         return parser
 
@@ -145,7 +165,8 @@ class ListHost(command.Lister):
             'Free',
         )
         if parsed_args.long:
-            columns += ('Device Providers', 'Traits')
+            columns += ('Device Providers', 'Traits', 'Unavailable',
+                        'Node States')
         data = []
         for row in rows:
             item = (
@@ -161,6 +182,8 @@ class ListHost(command.Lister):
                 item += (
                     format_columns.ListColumn(row['providers']),
                     format_columns.DictListColumn(row['traits']),
+                    row['unavailable'] if row['nodes'] else None,
+                    format_columns.ListColumn(row['node_states']),
                 )
             data.append(item)
         return columns, data

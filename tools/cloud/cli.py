@@ -505,11 +505,12 @@ def _write_config():
     with open(os.path.join(etc, 'nova', 'nova-api.conf'), 'w') as f:
         f.write('[DEFAULT]\nlog_file = %s/nova-api.log\n' % LOGS)
     for h in hostlib.HOSTS:
+        if h.driver == hostlib.IRONIC:
+            continue  # cloud.ironic renders its compute's conf
         _render('nova-compute.conf',
                 os.path.join(etc, 'nova', 'nova-compute-%s.conf' % h.name),
                 host=h.name, driver=h.driver, extra=h.extra_conf)
-    if ironic.HOST:  # opt-in: GPUCLIENT_TESTCLOUD_IRONIC_HOST
-        ironic.write_config(ironic.HOST)
+    ironic.write_config(ironic.HOST)
     shutil.copy(os.path.join(CLOUD_DIR, 'etc', 'rabbitmq.conf'), etc)
     shutil.copy(os.path.join(CLOUD_DIR, 'etc', 'nova-policy.yaml'),
                 os.path.join(etc, 'nova', 'policy.yaml'))
@@ -675,6 +676,8 @@ def _start_nova():
             os.path.join(BIN, 'nova-' + svc), *conf,
             '--log-file', os.path.join(LOGS, 'nova-%s.log' % svc)])
     for h in hostlib.HOSTS:
+        if h.driver == hostlib.IRONIC:
+            continue  # started by cloud.ironic once Ironic has its nodes
         _spawn('nova-compute-' + h.name, [
             os.path.join(BIN, 'python'), '-m', 'cloud.compute', *conf,
             '--config-file',
@@ -722,7 +725,8 @@ def _computes_up(session):
 def healthy():
     """True if every recorded process is alive and the cloud answers."""
     pids = _recorded()
-    expected = set(OPENSTACK_SERVICES) | {'mariadb', 'rabbitmq'}
+    expected = set(OPENSTACK_SERVICES) | {'mariadb', 'rabbitmq',
+                                          ironic.PROCESS}
     if not expected <= set(pids) or not all(
             _alive(pids[n]) for n in expected):
         return False
@@ -803,12 +807,15 @@ def start(timeline):
     _start_nova()
     timeline('nova-api, conductor, scheduler and %d nova-computes started'
              % len(hostlib.HOSTS))
-    if ironic.HOST:  # discovered with the other hosts below
-        ironic.start(timeline, ironic.HOST, discover=False)
+    # Ironic, its nodes and the bare-metal host's nova-compute, while the
+    # image is uploaded (discovered with the other hosts below)
+    bare_metal = pool.submit(ironic.start, timeline, ironic.HOST,
+                             discover=False)
     _wait('glance', _http_up(api.ENDPOINTS['image']), 120)
     api.upload_image(session, IMAGE, _tiny_image())
     timeline('image %s uploaded' % IMAGE)
     _wait('placement', _http_up(api.ENDPOINTS['placement'] + '/'), 60)
+    bare_metal.result()
     _wait('compute provider trees in placement',
           lambda: _providers_ready(session), 240, interval=1)
     timeline('every compute reported its provider tree to placement')

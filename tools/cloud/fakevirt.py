@@ -13,13 +13,10 @@ Placement:
   like libvirt, it leaves alone traits that an operator adds to them.
 * ``MigDriver``: 7 VF child providers with ``VGPU`` total 1 each, which is
   what MIG-backed vGPU on SR-IOV cards looks like.
-* ``FakeIronicDriver``: one bare-metal node as Nova's Ironic driver reports
-  it: node UUID as node name, one unit of the node's resource class, no
-  VCPU/MEMORY_MB/DISK_GB, ``reserved=1`` while in use, and the node's traits
-  replace the provider's traits at every update.  Its class name contains
-  "ironic" on purpose: nova-compute checks ``'ironic' in compute_driver`` to
-  skip the local node identity file and the host rename check.
 * ``PlainDriver``: no GPU.
+
+The bare-metal host is not here: it runs Nova's real ironic driver in front
+of real Ironic (``cloud.ironic``).
 
 Nova 34 loads ``nova.virt.<compute_driver>`` only, so nova-compute must be
 started through ``cloud.compute``, which makes this module importable as
@@ -31,7 +28,6 @@ NUMA objects): keep them pinned to the nova version in requirements.txt.
 from nova import objects
 import nova.conf
 from nova.virt import fake
-from nova.virt.ironic import driver as ironic_driver
 import nova.virt.node
 from oslo_serialization import jsonutils
 
@@ -168,55 +164,3 @@ class MigDriver(VgpuDriver):
     DEVICES = tuple('0000:41:%02x.%d' % divmod(fn, 8)
                     for fn in range(4, 11))
     VGPUS_PER_DEVICE = 1
-
-
-class FakeIronicDriver(_Base):
-    """One bare-metal node, reported as Nova's Ironic driver reports it."""
-
-    capabilities = dict(ironic_driver.IronicDriver.capabilities)
-    RESOURCE_CLASS = hosts.BM_RESOURCE_CLASS
-    # The node's traits in Ironic; the driver sets exactly these.
-    NODE_TRAITS = ('HW_CPU_X86_AVX512F', 'CUSTOM_GPU_H100_SXM')
-
-    def __init__(self, virtapi, read_only=False):
-        # Ironic keeps no local node identity (nova-compute skips the
-        # compute_id check for drivers named "ironic").
-        fake.FakeDriver.__init__(self, virtapi, read_only=read_only)
-
-    @staticmethod
-    def nodename(host):
-        return hosts.baremetal_node(host)
-
-    def get_nodenames_by_uuid(self, refresh=False):
-        return {n: n for n in self.get_available_nodes()}
-
-    def get_available_resource(self, nodename):
-        if nodename not in self.get_available_nodes():
-            return {}
-        return {
-            'uuid': nodename,
-            'hypervisor_hostname': nodename,
-            'hypervisor_type': 'ironic',
-            'hypervisor_version': 1,
-            # As the Ironic driver: no VCPU/RAM/disk figures, everything is
-            # in the node's custom resource class.
-            'vcpus': 0, 'vcpus_used': 0,
-            'memory_mb': 0, 'memory_mb_used': 0,
-            'local_gb': 0, 'local_gb_used': 0,
-            'disk_available_least': 0,
-            'cpu_info': None,
-            'supported_instances': [('x86_64', 'baremetal', 'hvm')],
-            'numa_topology': None,
-            'stats': {'resource_class': 'baremetal.gpu-h100'},
-        }
-
-    def update_provider_tree(self, provider_tree, nodename,
-                             allocations=None):
-        # ironic: reserved while an instance is on the node (and while the
-        # node is unavailable: cleaning, maintenance, ...)
-        in_use = bool(self.instances)
-        provider_tree.update_inventory(nodename, {self.RESOURCE_CLASS: {
-            'total': 1, 'reserved': int(in_use), 'min_unit': 1,
-            'max_unit': 1, 'step_size': 1, 'allocation_ratio': 1.0}})
-        # ironic: the node's traits replace whatever the provider has
-        provider_tree.update_traits(nodename, list(self.NODE_TRAITS))

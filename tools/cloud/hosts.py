@@ -12,6 +12,9 @@ Host = collections.namedtuple(
 
 PT_DOMAIN = 'gpu.test'
 BM_RESOURCE_CLASS = 'CUSTOM_BAREMETAL_GPU_H100'
+# the driver of a host served by Nova's ironic driver (started by
+# cloud.ironic, not cloud.compute)
+IRONIC = 'ironic.IronicDriver'
 PCI_RESOURCE_CLASS = 'CUSTOM_PCI_10DE_2331'
 
 
@@ -34,10 +37,9 @@ HOSTS = (
          'report_in_placement = true\n'),
     Host('gpu-vgpu-1', 'vgpu', 'VgpuDriver', 'gpu-vgpu-1', 'VGPU', 2, ''),
     Host('gpu-mig-1', 'mig', 'MigDriver', 'gpu-mig-1', 'VGPU', 7, ''),
-    # Ironic-like: the provider traits are the driver's, refreshed from
-    # Placement every 10 s so hand-made ones are noticed and replaced.
-    Host('bm-compute-1', 'baremetal', 'FakeIronicDriver',
-         baremetal_node('bm-compute-1'), BM_RESOURCE_CLASS, 0,
-         '[compute]\nresource_provider_association_refresh = 10\n'),
+    # Nova's real ironic driver in front of real Ironic (cloud.ironic,
+    # fake-hardware nodes); the nodename is its first node's UUID.
+    Host('bm-compute-1', 'baremetal', IRONIC,
+         baremetal_node('bm-compute-1'), BM_RESOURCE_CLASS, 0, ''),
     Host('plain-1', 'plain', 'PlainDriver', 'plain-1', 'VCPU', 0, ''),
 )

@@ -47,10 +47,9 @@ DB = 'ironic'
 SERVICE_USER = 'ironic'
 PROCESS = 'ironic'
 DEFAULT_HOST = 'bm-compute-1'
-# Opt-in for tools/testcloud up (cloud.cli's hooks): the service host of the
-# ironic nova-compute, e.g. bm-ironic-1 beside the imitation bm-compute-1.
-# Unset: up starts no Ironic.
-HOST = os.environ.get('GPUCLIENT_TESTCLOUD_IRONIC_HOST') or None
+# The service host of the ironic nova-compute that tools/testcloud up starts
+# (the test cloud's bare-metal host, cloud.hosts).
+HOST = [h.name for h in hostlib.HOSTS if h.driver == hostlib.IRONIC][0]
 NODES = 2
 RESOURCE_CLASS = 'baremetal.gpu-h100'
 # Nova's ironic driver normalises the node's class to this Placement class
@@ -358,8 +357,8 @@ def forget(host=DEFAULT_HOST, count=NODES):
     """Undo a hot-add: HOST's compute service and providers, Keystone
     entries, the database and the configuration.  Call after stop().
 
-    Not for bm-compute-1 on a cloud whose bm-compute-1 is the imitation
-    driver: its configuration file would be deleted."""
+    Not for the test cloud's own bare-metal host (``HOST``): that one
+    goes with ``tools/testcloud down``."""
     session = api.Session()
     svcs = session.get('compute', '/os-services?host=%s' % host,
                        microversion='2.53')['services']

@@ -158,11 +158,18 @@ class TestCapacityByBoots(CapacityTestCase):
         self.assertEqual(1, self.fits(big))
 
     def test_baremetal(self):
+        # real Ironic: the host's nova-compute serves 2 fake-hardware nodes
         pool = self.make_pool('baremetal', base.BM_HOST)
         flavor = self.make_flavor(pool)
-        self.assertEqual(1, self.fits(flavor))
-        server = self.boot(flavor)
-        self.assertEqual(0, self.fits(flavor))
+        row = self.capacity(flavor)
+        self.assertEqual((2, 2, 0, 2), (row['Fits'], row['GPUs Total'],
+                                        row['GPUs Used'], row['GPUs Free']))
+        servers = self.boot_all(flavor, 2)
+        # the ironic driver also reserves a node while it is in use: the
+        # figures stay total 2, used 2, free 0 (never -1)
+        row = self.capacity(flavor)
+        self.assertEqual((0, 2, 2, 0), (row['Fits'], row['GPUs Total'],
+                                        row['GPUs Used'], row['GPUs Free']))
         self.boot_refused(flavor)
-        self.delete(server)
+        self.delete(servers[0])
         self.assertEqual(1, self.wait_fits(flavor, 1))

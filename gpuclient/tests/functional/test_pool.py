@@ -168,7 +168,8 @@ class TestPoolModes(PoolTestCase):
         listed = {p['Name']: p for p in self.openstack(
             'gpu', 'pool', 'list', '--long')}
         self.assertEqual(7, listed[mig['name']]['GPUs Total'])
-        self.assertEqual(1, listed[bm['name']]['GPUs Total'])
+        # the bare-metal host serves 2 Ironic nodes: one GPU server each
+        self.assertEqual(2, listed[bm['name']]['GPUs Total'])
         only = self.openstack('gpu', 'pool', 'list', '--mode', 'mig')
         self.assertIn(mig['name'], [p['Name'] for p in only])
         self.assertNotIn(bm['name'], [p['Name'] for p in only])

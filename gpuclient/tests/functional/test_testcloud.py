@@ -23,6 +23,10 @@ class TestTestCloud(base.FunctionalTestCase):
     def tree(self, host):
         """(root provider, {child name: {class: inventory row}})."""
         root = self.root_provider(host)
+        return root, self.children_of(root)
+
+    def children_of(self, root):
+        """{child name: {class: inventory row}} of ROOT's tree."""
         rps = self.openstack('resource', 'provider', 'list', '--in-tree',
                              root)
         children = {}
@@ -32,7 +36,7 @@ class TestTestCloud(base.FunctionalTestCase):
             self.assertEqual(root, rp['parent_provider_uuid'])
             children[rp['name']] = self.inventory(rp['uuid'])
             children[rp['name']]['uuid'] = rp['uuid']
-        return root, children
+        return children
 
     def inventory(self, rp):
         return {row['resource_class']: row for row in self.openstack(
@@ -68,13 +72,18 @@ class TestTestCloud(base.FunctionalTestCase):
             self.assertEqual(1, inv['VGPU']['total'], name)
 
     def test_baremetal_tree(self):
-        hv = self.hypervisor(base.BM_HOST)
-        self.assertRegex(hv['hypervisor_hostname'], UUID_RE)
-        root, children = self.tree(base.BM_HOST)
-        self.assertEqual({}, children)
-        inv = self.inventory(root)
-        self.assertEqual({BM_CLASS}, set(inv))
-        self.assertEqual(1, inv[BM_CLASS]['total'])
+        # Nova's ironic driver: one hypervisor and one root provider per
+        # Ironic node, named by the node's UUID, all of one service host
+        nodes = [hv for hv in self.openstack(
+            '--os-compute-api-version', '2.53', 'hypervisor', 'list',
+            '--long') if hv['Hypervisor Type'] == 'ironic']
+        self.assertEqual(2, len(nodes), nodes)
+        for node in nodes:
+            self.assertRegex(node['Hypervisor Hostname'], UUID_RE)
+            self.assertEqual({}, self.children_of(node['ID']))
+            inv = self.inventory(node['ID'])
+            self.assertEqual({BM_CLASS}, set(inv))
+            self.assertEqual(1, inv[BM_CLASS]['total'])
 
     def test_plain_tree(self):
         root, children = self.tree(base.PLAIN_HOST)

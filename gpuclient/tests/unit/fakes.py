@@ -151,6 +151,12 @@ class FakeCloud:
         self.images = []  # Glance v2 image bodies
         self.busy = set()  # hosts with instances
         self.disabled = set()  # hosts whose nova-compute is disabled
+        # Ironic (ironic_node): its nodes; no endpoint in the catalog
+        # unless ironic_endpoint; ironic_hidden plays the default policy
+        # for project-scoped tokens (200 and no nodes)
+        self.ironic_nodes = []
+        self.ironic_endpoint = False
+        self.ironic_hidden = False
 
     def add(self, provider):
         self.providers.append(provider)
@@ -230,6 +236,41 @@ class FakeCloud:
                 'status': 'enabled',
             }
         )
+        return root
+
+    def ironic_node(self, host, name, provision_state='available',
+                    maintenance=False, power_state='power off', used=False,
+                    traits=('CUSTOM_GPU_H100',),
+                    node_class='baremetal.gpu-h100',
+                    resource_class='CUSTOM_BAREMETAL_GPU_H100',
+                    hypervisor_type='ironic'):
+        """An Ironic node as Nova 34's ironic driver shows it.
+
+        Provider and hypervisor named by the node uuid (uid(name)), one
+        unit of its class, no VCPU; reserved = 1 while an instance is on
+        it (USED: provision state active), in maintenance, not available
+        or without a power state. Also listed by the fake Ironic.
+        """
+        if used:
+            provision_state = 'active'
+        reserved = int(used or maintenance or not power_state
+                       or provision_state != 'available')
+        root = self.add(Provider(
+            name, inventory={resource_class: inv(1, reserved=reserved)},
+            used={resource_class: int(used)},
+            traits=list(traits) + ['COMPUTE_NODE']))
+        root.name = root.uuid
+        self.hypervisors.append({
+            'id': root.uuid, 'hypervisor_hostname': root.uuid,
+            'hypervisor_type': hypervisor_type,
+            'service': {'host': host, 'id': uid('svc-' + host)},
+            'state': 'up', 'status': 'enabled'})
+        self.ironic_nodes.append({
+            'uuid': root.uuid, 'name': name,
+            'provision_state': provision_state, 'maintenance': maintenance,
+            'maintenance_reason': 'testing' if maintenance else None,
+            'power_state': power_state, 'resource_class': node_class,
+            'traits': list(traits)})
         return root
 
     def add_flavor(self, name, public=True, extra_specs=None,
@@ -1106,6 +1147,35 @@ class FakeGlance:
         return make_response(200, body)
 
 
+class FakeIronic:
+    """Ironic's GET /nodes over a FakeCloud (the baremetal proxy's get)."""
+
+    def __init__(self, cloud):
+        self.cloud = cloud
+        self.calls = []  # (url, microversion, params)
+
+    def get(self, url, microversion=None, params=None, raise_exc=True,
+            **kwargs):
+        if not self.cloud.ironic_endpoint:
+            raise sdk_exc.ServiceDisabledException(
+                'The service is not present in the service catalog')
+        self.calls.append((url, microversion, dict(params or {})))
+        if url != '/nodes':
+            return make_response(404, {'error_message': 'not found'})
+        nodes = [] if self.cloud.ironic_hidden else self.cloud.ironic_nodes
+        fields = (params or {}).get('fields')
+        if fields:
+            keep = fields.split(',')
+            nodes = [{k: n.get(k) for k in keep} for n in nodes]
+        nodes = sorted(nodes, key=lambda n: n['uuid'])
+        marker = (params or {}).get('marker')
+        if marker:
+            nodes = [n for n in nodes if n['uuid'] > marker]
+        limit = int((params or {}).get('limit') or 1000)
+        return make_response(200, {'nodes': nodes[:limit]},
+                             url='http://ironic.example/v1/nodes')
+
+
 class ClientManagerFixture(fixtures.Fixture):
     """A client manager whose ``gpu`` is the real client layer.
 
@@ -1132,6 +1202,8 @@ class ClientManagerFixture(fixtures.Fixture):
         conn = mock.Mock()
         conn.compute = self.compute
         conn.image = self.image
+        self.ironic = FakeIronic(self.cloud)
+        conn.baremetal = self.ironic
         # Placement: the real SDK proxy on the session, made on first use
         sdk = connection.Connection(session=session, region_name='RegionOne',
                                     interface='public')

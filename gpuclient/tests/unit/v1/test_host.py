@@ -141,7 +141,8 @@ class TestHostList(HostListTestCase):
     def test_long_adds_providers_and_traits(self):
         self.cloud.vgpu_host('gpu-vgpu-1', traits=['CUSTOM_NVIDIA_35'])
         columns, rows = self.run_cmd(['--long'])
-        self.assertEqual(COLUMNS + ('Device Providers', 'Traits'), columns)
+        self.assertEqual(COLUMNS + ('Device Providers', 'Traits',
+                                    'Unavailable', 'Node States'), columns)
         self.assertEqual(
             "gpu-vgpu-1_pci_0000_84_00_0, gpu-vgpu-1_pci_0000_85_00_0",
             rows[0][7],
