@@ -100,6 +100,9 @@ class TestBaremetal(base.FunctionalTestCase):
                 usages.get(BM_CLASS, 0))
 
     def wait(self, what, check, timeout=60):
+        """Poll CHECK; Nova's ironic driver reports a node's maintenance
+        to Placement at its next resource update (10 s here), but the
+        first ones after nova-compute starts were seen to take longer."""
         deadline = time.monotonic() + timeout
         while True:
             value = check()
@@ -147,7 +150,7 @@ class TestBaremetal(base.FunctionalTestCase):
         self.ironic.set_maintenance(node, True)
         self.wait('reserved=1 on %s' % node,
                   lambda: self.provider_figures(node) == (1, 1, 0),
-                  timeout=40)
+                  timeout=120)
         host = [r for r in self.openstack('gpu', 'host', 'list', '--long',
                                           '--pool', pool)
                 if r['Resource Class'] == BM_CLASS][0]
@@ -165,3 +168,47 @@ class TestBaremetal(base.FunctionalTestCase):
         named = [t for t in reasons if node in t]
         self.assertEqual(1, len(named), reasons)
         self.assertIn(RESERVED_REASON, named[0])
+
+    def candidate_hosts(self, flavor):
+        return {row['Host'] for row in self.openstack(
+            'gpu', 'candidates', '--flavor', flavor)}
+
+    def boots_on_host(self, flavor):
+        """Nova's own answer: the status of a boot pinned to BM_HOST."""
+        name = self.unique_name('server')
+        self.addCleanup(self._delete_server, name)
+        self.openstack_raw(
+            '--os-compute-api-version', base.COMPUTE_API, 'server', 'create',
+            '--flavor', flavor, '--image', base.IMAGE, '--nic', 'none',
+            '--host', base.BM_HOST, '--wait', name)
+        server = self.openstack('--os-compute-api-version', base.COMPUTE_API,
+                                'server', 'show', name)
+        return server['status']
+
+    def test_all_nodes_in_maintenance_leave_the_candidates(self):
+        """As Nova's scheduler sees it: out while every node is in
+        maintenance, back when maintenance is cleared."""
+        pool = self.create_pool()
+        flavor = self.gpu_flavor(pool)
+        nodes = [r for r in self.openstack('gpu', 'host', 'list', '--long',
+                                           '--pool', pool)
+                 if r['Resource Class'] == BM_CLASS][0]['Device Providers']
+        self.assertEqual(2, len(nodes), nodes)
+        self.assertIn(base.BM_HOST, self.candidate_hosts(flavor))
+        for node in nodes:
+            self.addCleanup(self.ironic.set_maintenance, node, False)
+            self.ironic.set_maintenance(node, True)
+        for node in nodes:
+            self.wait('reserved=1 on %s' % node,
+                      lambda node=node: self.provider_figures(node) == (
+                          1, 1, 0), timeout=120)
+        self.assertNotIn(base.BM_HOST, self.candidate_hosts(flavor))
+        self.assertEqual('ERROR', self.boots_on_host(flavor))
+        for node in nodes:
+            self.ironic.set_maintenance(node, False)
+        for node in nodes:
+            self.wait('reserved=0 on %s' % node,
+                      lambda node=node: self.provider_figures(node) == (
+                          1, 0, 0), timeout=120)
+        self.assertIn(base.BM_HOST, self.candidate_hosts(flavor))
+        self.assertEqual('ACTIVE', self.boots_on_host(flavor))

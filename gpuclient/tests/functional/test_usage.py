@@ -10,9 +10,10 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""gpu server list and gpu usage list, proven by three boots in two
-projects: a passthrough server with 2 GPUs and a vGPU server as admin, a
-vGPU server as a member; the admin's vGPU server is deleted partway.
+"""gpu server list and gpu usage list, proven by boots in two projects: a
+passthrough server with 2 GPUs, a vGPU, a MIG and a bare-metal (Ironic)
+server as admin, a vGPU server as a member; the admin's vGPU server is
+deleted partway.
 
 GPU-hours are checked against each server's own launch time (Nova's
 ``OS-SRV-USG:launched_at``) and the time its delete returned, the seats
@@ -92,6 +93,10 @@ class UsageTestCase(base.FunctionalTestCase):
                                  'h100', '--pci-id', '10de:2331')
         vgpu_pool = self.make_pool('vgpu', base.VGPU_HOST, '--vgpu-type',
                                    'ft-%s' % tag)
+        mig_pool = self.make_pool('mig', base.MIG_HOST, '--mig-profile',
+                                  '3g.40gb')
+        bm_pool = self.make_pool('baremetal', base.BM_HOST,
+                                 '--resource-class', 'baremetal.gpu-h100')
         pt_flavor = self.make_flavor(pt_pool, gpus=2)
         vgpu_flavor = self.make_flavor(vgpu_pool)
         admin_project = self.openstack('token', 'issue')['project_id']
@@ -102,6 +107,8 @@ class UsageTestCase(base.FunctionalTestCase):
         pt = self.boot_as(self.cloud, pt_flavor)
         gone = self.boot_as(self.cloud, vgpu_flavor)
         kept = self.boot_as(self.member_cloud, vgpu_flavor)
+        mig = self.boot_as(self.cloud, self.make_flavor(mig_pool))
+        node = self.boot_as(self.cloud, self.make_flavor(bm_pool))
 
         # gpu server list: every mode's devices are Placement's
         rows = {r['ID']: r for r in self.openstack(
@@ -109,7 +116,10 @@ class UsageTestCase(base.FunctionalTestCase):
         for server, gpu_class, mode, pool, gpus in (
                 (pt, 'CUSTOM_PCI_10DE_2331', 'passthrough', pt_pool, 2),
                 (gone, 'VGPU', 'vgpu', vgpu_pool, 1),
-                (kept, 'VGPU', 'vgpu', vgpu_pool, 1)):
+                (kept, 'VGPU', 'vgpu', vgpu_pool, 1),
+                (mig, 'VGPU', 'mig', mig_pool, 1),
+                (node, 'CUSTOM_BAREMETAL_GPU_H100', 'baremetal', bm_pool,
+                 1)):
             row = rows[server['id']]
             held = self.gpu_allocations(server['id'], gpu_class)
             self.assertEqual(sorted(held), row['Device Providers'])
