@@ -20,6 +20,7 @@ user: Ironic's default policy hides nodes from project-scoped admins.
 import json
 import time
 
+from keystoneauth1 import exceptions as ks_exceptions
 from keystoneauth1 import session as ks_session
 from keystoneauth1.identity import v3
 import openstack.config
@@ -47,6 +48,13 @@ class SystemIronic:
             verify=config.config.get('verify', True))
         self.interface = config.config.get('interface') or 'public'
 
+    def endpoint(self):
+        try:
+            return self.session.get_endpoint(service_type='baremetal',
+                                             interface=self.interface)
+        except ks_exceptions.EndpointNotFound:
+            return None
+
     def _call(self, method, path, **kwargs):
         return self.session.request(
             path, method, endpoint_filter={
@@ -69,6 +77,9 @@ class TestBaremetal(base.FunctionalTestCase):
     def setUp(self):
         super().setUp()
         self.ironic = SystemIronic()
+        if not self.ironic.endpoint():
+            # a cloud without Ironic (a devstack gate without it)
+            self.skipTest('no baremetal endpoint in the catalog')
 
     def create_pool(self):
         name = self.unique_name('pool')
