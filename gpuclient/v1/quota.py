@@ -25,6 +25,7 @@ from osc_lib import exceptions
 from osc_lib.cli import format_columns
 from osc_lib.command import command
 
+from gpuclient import pool_ops
 from gpuclient import pools as pools_mod
 from gpuclient import quota
 from gpuclient import snapshot
@@ -75,8 +76,7 @@ def _add_target_args(parser, verb):
 def _pools(client):
     pools, problems = pools_mod.scan(
         [snapshot.aggregate_dict(a) for a in client.compute.aggregates()])
-    for _agg, _pool, message in problems:
-        LOG.warning(message)
+    pool_ops.warn_problems(problems)
     return pools
 
 
