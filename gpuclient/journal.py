@@ -242,6 +242,37 @@ class Executor:
         image = self.client.image.find_image(id)
         self.client.image.update_properties(image, changes)
 
+    def limit(self, project, name):
+        """{'id', 'limit'} of Keystone limit NAME of PROJECT (None: the
+        registered limit), or None."""
+        limits = self.client.limits
+        if project is None:
+            return limits.registered().get(name)
+        for item in limits.limits(project):
+            if (item['project_id'] == project
+                    and item['resource_name'] == name):
+                return {'id': item['id'], 'limit': item['resource_limit']}
+        return None
+
+    def _do_limit_set(self, project, name, limit):
+        have = self.limit(project, name)
+        limits = self.client.limits
+        if have is None and project is None:
+            limits.create_registered(name, limit)
+        elif have is None:
+            limits.create_limit(project, name, limit)
+        elif have['limit'] != limit and project is None:
+            limits.update_registered(have['id'], limit)
+        elif have['limit'] != limit:
+            limits.update_limit(have['id'], limit)
+
+    def _do_limit_delete(self, project, name):
+        have = self.limit(project, name)
+        if have is not None and project is None:
+            self.client.limits.delete_registered(have['id'])
+        elif have is not None:
+            self.client.limits.delete_limit(have['id'])
+
     # -- read back --------------------------------------------------------
 
     def holds(self, step):
@@ -297,6 +328,11 @@ class Executor:
         if op == 'image.update':
             image = self.client.image.find_image(args['id'])
             return all(image.get(k) == v for k, v in args['changes'].items())
+        if op.startswith('limit.'):
+            have = self.limit(args['project'], args['name'])
+            if op == 'limit.set':
+                return have is not None and have['limit'] == args['limit']
+            return have is None
         raise ValueError(op)
 
     def try_holds(self, step):

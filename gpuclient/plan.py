@@ -38,6 +38,8 @@ flavor.specs          name, set ({key: value}), unset (keys)
 flavor.add_access     name, project
 flavor.remove_access  name, project
 image.update          id, name, changes ({property: value, or None})
+limit.set             project (None: the registered default), name, limit
+limit.delete          project (None: the registered default), name
 ====================  ===================================================
 """
 
@@ -49,7 +51,7 @@ OPERATIONS = (
     'trait.delete', 'provider.add_traits', 'provider.remove_traits',
     'flavor.create', 'flavor.delete', 'flavor.specs', 'flavor.add_access',
     'flavor.remove_access',
-    'image.update',
+    'image.update', 'limit.set', 'limit.delete',
 )
 
 
@@ -291,3 +293,42 @@ def update_image(image, changes):
                              % {'name': label, 'meta': _meta_text(restore)},
                              id=image['id'], name=label, changes=restore),
                 id=image['id'], name=label, changes=changes)
+
+
+def _limit_text(project, name, limit=None):
+    values = {'name': name, 'project': project, 'limit': limit}
+    if project is None:
+        if limit is None:
+            return _('delete the registered limit %(name)s') % values
+        return _('set the registered limit %(name)s to %(limit)s') % values
+    if limit is None:
+        return _('delete the limit %(name)s of project %(project)s') % values
+    return _('set the limit %(name)s of project %(project)s to '
+             '%(limit)s') % values
+
+
+def set_limit(project, name, limit, old=None):
+    """Make the Keystone limit NAME of PROJECT (None: the registered
+    limit) LIMIT; ``old`` is its value now, None when there is none.
+
+    Limits are named by (project, resource name), not by ID: a limit
+    re-created by an undo is the same quota.
+    """
+    if old == limit:
+        return None
+    if old is None:
+        undo = Step('limit.delete', _limit_text(project, name),
+                    project=project, name=name)
+    else:
+        undo = Step('limit.set', _limit_text(project, name, old),
+                    project=project, name=name, limit=old)
+    return Step('limit.set', _limit_text(project, name, limit),
+                inverse=undo, project=project, name=name, limit=limit)
+
+
+def delete_limit(project, name, old):
+    """Delete the Keystone limit NAME of PROJECT (None: registered)."""
+    return Step('limit.delete', _limit_text(project, name),
+                inverse=Step('limit.set', _limit_text(project, name, old),
+                             project=project, name=name, limit=old),
+                project=project, name=name)

@@ -40,6 +40,7 @@ from osc_lib import exceptions
 
 from gpuclient import hosts
 from gpuclient import names
+from gpuclient import plan as plan_mod
 from gpuclient import pools as pools_mod
 from gpuclient.i18n import _
 
@@ -132,6 +133,97 @@ def shared_note(resource_class, pools):
     return _('Pools %(pools)s share resource class %(rc)s: Nova counts by '
              'class, so they share one quota.') % {
                  'pools': ', '.join(sharing), 'rc': resource_class}
+
+
+# -- writes: plans for "gpu quota set" and "gpu quota delete" ---------------
+
+def _referencing(limits, name):
+    return sorted({item['project_id'] for item in limits
+                   if item['resource_name'] == name})
+
+
+def _own(limits, project_id, name):
+    """The value of PROJECT_ID's own limit NAME in LIMITS, or None."""
+    for item in limits:
+        if (item['project_id'] == project_id
+                and item['resource_name'] == name):
+            return item['resource_limit']
+    return None
+
+
+def _title(verb, resource_class, project_id):
+    values = {'verb': verb, 'rc': resource_class, 'project': project_id}
+    if project_id is None:
+        return _('%(verb)s the default GPU quota on %(rc)s') % values
+    return _('%(verb)s the GPU quota on %(rc)s of project %(project)s') % (
+        values)
+
+
+def plan_set(resource_class, gpus, project_id, registered, limits):
+    """The plan of "gpu quota set": from Keystone's limits as they are.
+
+    ``registered``: {resource name: {'id', 'limit'}}; ``limits``: project
+    limits ({'project_id', 'resource_name', 'resource_limit'}), all of
+    them for the default (PROJECT_ID None), else those of the project.
+    Keystone's own refusals are raised here, before any write.
+    """
+    name = resource_name(resource_class)
+    result = plan_mod.Plan(_title(_('Setting'), resource_class, project_id))
+    existing = registered.get(name)
+    if project_id is None:
+        users = _referencing(limits, name)
+        if existing and existing['limit'] != gpus and users:
+            raise exceptions.CommandError(
+                _('Keystone does not change the registered limit '
+                  '%(name)s while projects have their own limit on it '
+                  '(%(projects)s). Set those projects with --project, '
+                  'or delete their limits ("openstack gpu quota delete '
+                  '--project <project> --resource-class %(rc)s") '
+                  'first.')
+                % {'name': name, 'projects': ', '.join(users),
+                   'rc': resource_class})
+        result.add(plan_mod.set_limit(
+            None, name, gpus, existing['limit'] if existing else None))
+        return result
+    if existing is None:
+        result.add(plan_mod.set_limit(None, name, -1))
+        result.warnings.append(
+            _('The registered limit %s = -1 comes first (unlimited: '
+              'projects without their own limit keep what Nova applied '
+              'before); Keystone keeps project limits only under a '
+              'registered one.') % name)
+    result.add(plan_mod.set_limit(project_id, name, gpus,
+                                  _own(limits, project_id, name)))
+    return result
+
+
+def plan_delete(resource_class, project_id, registered, limits):
+    """The plan of "gpu quota delete" (arguments as for plan_set)."""
+    name = resource_name(resource_class)
+    result = plan_mod.Plan(_title(_('Deleting'), resource_class, project_id))
+    if project_id is None:
+        existing = registered.get(name)
+        if existing is None:
+            raise exceptions.CommandError(
+                _('There is no registered limit %s: nothing to delete '
+                  '(see "openstack gpu quota show").') % name)
+        users = _referencing(limits, name)
+        if users:
+            raise exceptions.CommandError(
+                _('Keystone does not delete the registered limit %(name)s '
+                  'while projects have their own limit on it '
+                  '(%(projects)s): delete those first.')
+                % {'name': name, 'projects': ', '.join(users)})
+        result.add(plan_mod.delete_limit(None, name, existing['limit']))
+        return result
+    own = _own(limits, project_id, name)
+    if own is None:
+        raise exceptions.CommandError(
+            _('Project %(project)s has no limit of its own on %(name)s: '
+              'nothing to delete (see "openstack gpu quota list").')
+            % {'project': project_id, 'name': name})
+    result.add(plan_mod.delete_limit(project_id, name, own))
+    return result
 
 
 # -- nova.conf ---------------------------------------------------------------

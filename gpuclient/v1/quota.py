@@ -96,9 +96,27 @@ def _target(client, parsed_args):
     return pools, rc, project_id
 
 
-def _referencing(limits, name):
-    return sorted({item['project_id'] for item in limits
-                   if item['resource_name'] == name})
+def plan_and_apply(client, planner, *args, dry_run=False):
+    """Read Keystone's limits, plan with quota.plan_set/plan_delete
+    (PLANNER) from them, apply the plan with the journal unless DRY_RUN;
+    return the plan. ARGS: the planner's, up to the project id."""
+    from gpuclient import journal
+
+    project_id = args[-1]
+    plan = planner(*args, client.limits.registered(),
+                   client.limits.limits(project_id))
+    for warning in plan.warnings:
+        LOG.warning(warning)
+    if plan and not dry_run:
+        journal.apply(client, plan)
+    return plan
+
+
+def _finish(app, plan, dry_run):
+    if dry_run:
+        from gpuclient.v1 import pool as pool_cmd
+
+        pool_cmd.write_plan(app, plan)
 
 
 class SetQuota(command.Command):
@@ -116,6 +134,9 @@ class SetQuota(command.Command):
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         _add_target_args(parser, _('Set'))
+        from gpuclient.v1 import pool as pool_cmd
+
+        pool_cmd.add_dry_run_arg(parser)
         parser.add_argument(
             '--gpus', metavar='<count>', required=True,
             help=_('How many GPUs of the class (vGPUs for VGPU) the '
@@ -126,42 +147,9 @@ class SetQuota(command.Command):
         gpus = quota.check_gpus(parsed_args.gpus)
         client = self.app.client_manager.gpu
         _pools_found, rc, project_id = _target(client, parsed_args)
-        name = quota.resource_name(rc)
-        limits = client.limits
-        registered = limits.registered()
-        if parsed_args.default:
-            users = _referencing(limits.limits(), name)
-            existing = registered.get(name)
-            if existing and existing['limit'] == gpus:
-                return
-            if existing and users:
-                raise exceptions.CommandError(
-                    _('Keystone does not change the registered limit '
-                      '%(name)s while projects have their own limit on it '
-                      '(%(projects)s). Set those projects with --project, '
-                      'or delete their limits ("openstack gpu quota delete '
-                      '--project <project> --resource-class %(rc)s") '
-                      'first.')
-                    % {'name': name, 'projects': ', '.join(users), 'rc': rc})
-            if existing:
-                limits.update_registered(existing['id'], gpus)
-            else:
-                limits.create_registered(name, gpus)
-            return
-        own = [item for item in limits.limits(project_id)
-               if item['resource_name'] == name
-               and item['project_id'] == project_id]
-        if own:
-            if own[0]['resource_limit'] != gpus:
-                limits.update_limit(own[0]['id'], gpus)
-            return
-        if name not in registered:
-            limits.create_registered(name, -1)
-            LOG.warning(_('Created the registered limit %s = -1 (unlimited: '
-                          'projects without their own limit keep what Nova '
-                          'applied before); Keystone keeps project limits '
-                          'only under a registered one.'), name)
-        limits.create_limit(project_id, name, gpus)
+        plan = plan_and_apply(client, quota.plan_set, rc, gpus, project_id,
+                              dry_run=parsed_args.dry_run)
+        _finish(self.app, plan, parsed_args.dry_run)
 
 
 class DeleteQuota(command.Command):
@@ -175,37 +163,17 @@ class DeleteQuota(command.Command):
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         _add_target_args(parser, _('Delete'))
+        from gpuclient.v1 import pool as pool_cmd
+
+        pool_cmd.add_dry_run_arg(parser)
         return parser
 
     def take_action(self, parsed_args):
         client = self.app.client_manager.gpu
         _pools_found, rc, project_id = _target(client, parsed_args)
-        name = quota.resource_name(rc)
-        limits = client.limits
-        if parsed_args.default:
-            existing = limits.registered().get(name)
-            if existing is None:
-                raise exceptions.CommandError(
-                    _('There is no registered limit %s: nothing to delete '
-                      '(see "openstack gpu quota show").') % name)
-            users = _referencing(limits.limits(), name)
-            if users:
-                raise exceptions.CommandError(
-                    _('Keystone does not delete the registered limit %(name)s '
-                      'while projects have their own limit on it '
-                      '(%(projects)s): delete those first.')
-                    % {'name': name, 'projects': ', '.join(users)})
-            limits.delete_registered(existing['id'])
-            return
-        own = [item for item in limits.limits(project_id)
-               if item['resource_name'] == name
-               and item['project_id'] == project_id]
-        if not own:
-            raise exceptions.CommandError(
-                _('Project %(project)s has no limit of its own on %(name)s: '
-                  'nothing to delete (see "openstack gpu quota list").')
-                % {'project': project_id, 'name': name})
-        limits.delete_limit(own[0]['id'])
+        plan = plan_and_apply(client, quota.plan_delete, rc, project_id,
+                              dry_run=parsed_args.dry_run)
+        _finish(self.app, plan, parsed_args.dry_run)
 
 
 class ShowQuota(command.Lister):

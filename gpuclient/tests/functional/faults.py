@@ -14,9 +14,9 @@
 
 A test builds a ``GpuClient`` on the real cloud (``make_client``), installs
 a ``FaultInjector`` on it and arms it: the k-th write (POST, PUT, PATCH or
-DELETE) that the client sends to Nova, Placement or Glance then fails in
-one of four ways (``KINDS``), while every other request goes through
-untouched. Keystone's token requests are never counted.
+DELETE) that the client sends to Nova, Placement, Glance or Keystone's
+limits API then fails in one of four ways (``KINDS``), while every other
+request goes through untouched. Keystone's token requests are never counted.
 
 The injector is a ``requests`` transport adapter mounted on the
 keystoneauth session's ``requests.Session``, so it sits below keystoneauth
@@ -66,6 +66,8 @@ WRITE_METHODS = frozenset(('POST', 'PUT', 'PATCH', 'DELETE'))
 # path fragments of Keystone requests (token requests above all), which
 # are never counted whatever the catalog says
 IDENTITY_MARKERS = ('/identity', '/v3/auth')
+# Keystone writes that are counted: limits and registered limits
+LIMITS_PATH = re.compile(r'/v3/(registered_)?limits(/|$)')
 SERVICES = ('compute', 'placement', 'image', 'identity')
 NONJSON_BODY = b'<html><body>Bad Gateway from proxy</body></html>'
 POOL_TRAIT_PREFIX = 'CUSTOM_GPU_POOL_'
@@ -307,6 +309,8 @@ class FaultInjector(fixtures.Fixture):
         if method.upper() not in WRITE_METHODS:
             return False
         path = urllib.parse.urlsplit(url).path
+        if LIMITS_PATH.search(path):
+            return True  # Keystone's unified limits: gpu quota writes
         if any(marker in path for marker in IDENTITY_MARKERS):
             return False
         return self.service_of(url) != 'identity'

@@ -33,6 +33,7 @@ import os
 import signal
 import threading
 import time
+import uuid as uuid_mod
 
 from osc_lib import exceptions
 from testtools import content
@@ -40,8 +41,10 @@ from testtools import content
 from gpuclient import flavor_ops
 from gpuclient import pool_ops
 from gpuclient import pools
+from gpuclient import quota
 from gpuclient.tests.functional import base
 from gpuclient.tests.functional import faults
+from gpuclient.v1 import quota as quota_cmd
 
 PREFIX = 'gpuclient-ft-fault'
 MATRIX_COUNTS = {}
@@ -224,6 +227,43 @@ class TestFlavorFaults(FaultMatrixTestCase):
                 agg, {'group_policy': None})
 
         self.run_matrix('flavor create', command, revert)
+
+
+class TestQuotaFaults(FaultMatrixTestCase):
+    """gpu quota set of a class without a registered limit: two writes
+    to Keystone's limits API (the registered -1, then the project's)."""
+
+    def setUp(self):
+        super().setUp()
+        self.rc = 'CUSTOM_FT_%s' % uuid_mod.uuid4().hex[:8].upper()
+        self.project = self.admin.current_project_id()
+        self.addCleanup(self.remove_limits)
+
+    def state(self):
+        name = quota.resource_name(self.rc)
+        registered = self.admin.limits.registered().get(name)
+        own = [item['resource_limit']
+               for item in self.admin.limits.limits(self.project)
+               if item['resource_name'] == name]
+        return {'registered': registered and registered['limit'],
+                'project': own}
+
+    def remove_limits(self):
+        name = quota.resource_name(self.rc)
+        for item in self.admin.limits.limits(self.project):
+            if item['resource_name'] == name:
+                self.admin.limits.delete_limit(item['id'])
+        registered = self.admin.limits.registered().get(name)
+        if registered:
+            self.admin.limits.delete_registered(registered['id'])
+
+    def test_set_project_limit_of_a_new_class(self):
+        def command(client):
+            quota_cmd.plan_and_apply(client, quota.plan_set, self.rc, 3,
+                                     self.project)
+
+        self.run_matrix('quota set', command, self.remove_limits,
+                        undo_faults=True)
 
 
 class TestInterrupts(FaultMatrixTestCase):

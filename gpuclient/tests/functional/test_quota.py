@@ -163,8 +163,9 @@ class TestQuota(base.FunctionalTestCase):
                                      row['Free']))
 
     def test_bad_input_changes_nothing(self):
-        """A member setting limits is refused (CLI); the other bad inputs
-        run through the command layer in this process."""
+        """A member setting limits is refused and --dry-run writes nothing
+        (CLI); the other bad inputs run through the command layer in this
+        process."""
         project = self.make_project()
         before = (self.keystone_limits(project), self.registered())
         member_project = self.openstack(
@@ -184,6 +185,13 @@ class TestQuota(base.FunctionalTestCase):
              '--gpus 2147483648'),
             (['--resource-class', 'VCPU', '--gpus', '1'], 'VCPU'),
         ]
+        # --dry-run prints the plan and changes nothing
+        rc, out, err = self.openstack_raw(
+            'gpu', 'quota', 'set', '--project', project['id'],
+            '--resource-class', 'VGPU', '--gpus', '5', '--dry-run')
+        self.assertEqual(0, rc, err)
+        self.assertIn('set the limit class:VGPU of project %s to 5'
+                      % project['id'], out)
         for args, message in cases:
             rc, _out, err = base._run_shell(
                 ['--os-cloud', self.cloud, 'gpu', 'quota', 'set',

@@ -12,6 +12,7 @@
 
 """gpuclient.quota (pure), client.Limits and the gpu quota commands."""
 
+import io
 from unittest import mock
 
 from openstack import exceptions as sdk_exc
@@ -19,6 +20,7 @@ from osc_lib import exceptions
 
 from gpuclient import checks
 from gpuclient import client
+from gpuclient import journal
 from gpuclient import quota
 from gpuclient import request
 from gpuclient.tests.unit import base
@@ -194,6 +196,221 @@ class TestPure(base.TestCase):
         self.assertIn('unified_limits_resource_list = servers',
                       problems[0][1])
         self.assertIn('--default --resource-class VGPU', problems[0][1])
+
+
+def limit(project, name, value, limit_id=None):
+    return {'id': limit_id or 'l-%s' % project, 'project_id': project,
+            'resource_name': name, 'resource_limit': value}
+
+
+class TestPlans(base.TestCase):
+    """quota.plan_set / plan_delete: steps from Keystone's limits."""
+
+    NAME = 'class:%s' % PT
+
+    def test_set_project_without_registered(self):
+        plan = quota.plan_set(PT, 2, 'p1', {}, [])
+        self.assertEqual(
+            [('limit.set', None, -1, 'limit.delete'),
+             ('limit.set', 'p1', 2, 'limit.delete')],
+            [(s.op, s.args['project'], s.args['limit'], s.inverse.op)
+             for s in plan])
+        self.assertIn('-1 comes first', plan.warnings[0])
+        self.assertEqual(
+            '1. set the registered limit %s to -1 (undo: delete the '
+            'registered limit %s)' % (self.NAME, self.NAME),
+            plan.lines()[0])
+
+    def test_set_project_update_and_no_op(self):
+        registered = {self.NAME: {'id': 'r', 'limit': 4}}
+        plan = quota.plan_set(PT, 3, 'p1', registered,
+                              [limit('p1', self.NAME, 2)])
+        self.assertEqual(1, len(plan))
+        self.assertEqual(('limit.set', 3, 2), (
+            plan.steps[0].op, plan.steps[0].args['limit'],
+            plan.steps[0].inverse.args['limit']))
+        self.assertFalse(quota.plan_set(PT, 2, 'p1', registered,
+                                        [limit('p1', self.NAME, 2)]))
+        # another project's limit is not this project's
+        plan = quota.plan_set(PT, 2, 'p1', registered,
+                              [limit('p2', self.NAME, 2)])
+        self.assertEqual('limit.delete', plan.steps[0].inverse.op)
+
+    def test_set_default(self):
+        registered = {self.NAME: {'id': 'r', 'limit': -1}}
+        users = [limit('p2', self.NAME, 1), limit('p1', self.NAME, 1)]
+        error = self.assertRaises(exceptions.CommandError, quota.plan_set,
+                                  PT, 4, None, registered, users)
+        self.assertIn('(p1, p2)', str(error))
+        # the same value: nothing to do, not refused
+        self.assertFalse(quota.plan_set(PT, -1, None, registered, users))
+        plan = quota.plan_set(PT, 4, None, registered, [])
+        self.assertEqual((None, 4, -1), (
+            plan.steps[0].args['project'], plan.steps[0].args['limit'],
+            plan.steps[0].inverse.args['limit']))
+        plan = quota.plan_set(PT, 4, None, {}, [])
+        self.assertEqual('limit.delete', plan.steps[0].inverse.op)
+
+    def test_delete(self):
+        registered = {self.NAME: {'id': 'r', 'limit': 4}}
+        error = self.assertRaises(exceptions.CommandError, quota.plan_delete,
+                                  PT, 'p1', registered, [])
+        self.assertIn('no limit of its own', str(error))
+        plan = quota.plan_delete(PT, 'p1', registered,
+                                 [limit('p1', self.NAME, 2)])
+        self.assertEqual([('limit.delete', 'limit.set', 2)], [
+            (s.op, s.inverse.op, s.inverse.args['limit']) for s in plan])
+        error = self.assertRaises(
+            exceptions.CommandError, quota.plan_delete, PT, None,
+            registered, [limit('p1', self.NAME, 2)])
+        self.assertIn('(p1)', str(error))
+        error = self.assertRaises(exceptions.CommandError, quota.plan_delete,
+                                  PT, None, {}, [])
+        self.assertIn('no registered limit', str(error))
+        plan = quota.plan_delete(PT, None, registered, [])
+        self.assertEqual((None, 4), (plan.steps[0].inverse.args['project'],
+                                     plan.steps[0].inverse.args['limit']))
+
+
+class FakeLimits:
+    """Keystone's limits in memory, as client.Limits shows them; the
+    k-th write can fail before ('error') or after ('lost') it happens.
+    Like Keystone, it refuses a project limit without a registered one
+    and deleting a registered limit projects still use."""
+
+    def __init__(self, registered=None, limits=None):
+        self.registered_limits = dict(registered or {})  # name -> value
+        self.project_limits = dict(limits or {})  # (project, name) -> value
+        self.writes = 0
+        self.faults = {}
+
+    def state(self):
+        return dict(self.registered_limits), dict(self.project_limits)
+
+    def _write(self, what, action):
+        self.writes += 1
+        kind = self.faults.pop(self.writes, None)
+        if kind == 'error':
+            raise client.APIError('%s: 500 Internal Server Error' % what, 500)
+        action()
+        if kind == 'lost':
+            raise client.APIError('%s: Connection aborted' % what)
+
+    def registered(self):
+        return {n: {'id': 'r-' + n, 'limit': v}
+                for n, v in self.registered_limits.items()}
+
+    def limits(self, project_id=None):
+        return [limit(p, n, v, 'l-%s-%s' % (p, n))
+                for (p, n), v in sorted(self.project_limits.items())
+                if project_id in (None, p)]
+
+    def create_registered(self, name, value):
+        def action():
+            if name in self.registered_limits:
+                raise client.Conflict('duplicate %s' % name, 409)
+            self.registered_limits[name] = value
+        self._write('create registered %s' % name, action)
+
+    def update_registered(self, limit_id, value):
+        name = limit_id[2:]
+        self._write('update registered %s' % name,
+                    lambda: self.registered_limits.__setitem__(name, value))
+
+    def delete_registered(self, limit_id):
+        name = limit_id[2:]
+
+        def action():
+            if any(n == name for _p, n in self.project_limits):
+                raise client.APIError('registered %s in use' % name, 403)
+            del self.registered_limits[name]
+        self._write('delete registered %s' % name, action)
+
+    def create_limit(self, project_id, name, value):
+        def action():
+            if name not in self.registered_limits:
+                raise client.APIError('no registered limit %s' % name, 403)
+            self.project_limits[(project_id, name)] = value
+        self._write('create limit %s' % name, action)
+
+    def _key(self, limit_id):
+        return next(k for k in self.project_limits
+                    if 'l-%s-%s' % k == limit_id)
+
+    def update_limit(self, limit_id, value):
+        key = self._key(limit_id)
+        self._write('update limit %s' % (key,),
+                    lambda: self.project_limits.__setitem__(key, value))
+
+    def delete_limit(self, limit_id):
+        key = self._key(limit_id)
+        self._write('delete limit %s' % (key,),
+                    lambda: self.project_limits.pop(key))
+
+
+class TestApply(base.TestCase):
+    """Quota plans through the journal: all or nothing, at every fault."""
+
+    NAME = 'class:%s' % PT
+
+    def apply(self, limits, plan):
+        journal.apply(mock.Mock(limits=limits), plan)
+
+    def test_set_project_at_every_fault(self):
+        goal = ({self.NAME: -1}, {('p1', self.NAME): 2})
+        for k in (1, 2):
+            for kind in ('error', 'lost'):
+                limits = FakeLimits()
+                limits.faults[k] = kind
+                plan = quota.plan_set(PT, 2, 'p1', *self._read(limits, 'p1'))
+                if kind == 'lost':
+                    # the write happened: read back, the plan goes on
+                    self.apply(limits, plan)
+                    self.assertEqual(goal, limits.state(), (k, kind))
+                    continue
+                error = self.assertRaises(journal.ApplyError, self.apply,
+                                          limits, plan)
+                self.assertEqual(({}, {}), limits.state(), (k, kind))
+                self.assertIn('Nothing had been changed' if k == 1 else
+                              'the cloud is as it was', str(error))
+                # the re-run converges
+                self.apply(limits, quota.plan_set(
+                    PT, 2, 'p1', *self._read(limits, 'p1')))
+                self.assertEqual(goal, limits.state())
+
+    def test_failed_undo_names_what_is_left(self):
+        limits = FakeLimits()
+        limits.faults.update({2: 'error', 3: 'error'})
+        error = self.assertRaises(
+            journal.ApplyError, self.apply, limits,
+            quota.plan_set(PT, 2, 'p1', *self._read(limits, 'p1')))
+        self.assertEqual(({self.NAME: -1}, {}), limits.state())
+        self.assertIn('so this is left: set the registered limit %s to -1'
+                      % self.NAME, str(error))
+        self.apply(limits, quota.plan_set(PT, 2, 'p1',
+                                          *self._read(limits, 'p1')))
+        self.assertEqual(({self.NAME: -1}, {('p1', self.NAME): 2}),
+                         limits.state())
+
+    def test_delete_and_default(self):
+        limits = FakeLimits({self.NAME: 4}, {('p1', self.NAME): 2})
+        self.apply(limits, quota.plan_delete(PT, 'p1',
+                                             *self._read(limits, 'p1')))
+        self.assertEqual(({self.NAME: 4}, {}), limits.state())
+        limits.faults[limits.writes + 1] = 'error'
+        self.assertRaises(journal.ApplyError, self.apply, limits,
+                          quota.plan_set(PT, 6, None,
+                                         *self._read(limits, None)))
+        self.assertEqual(({self.NAME: 4}, {}), limits.state())
+        self.apply(limits, quota.plan_set(PT, 6, None,
+                                          *self._read(limits, None)))
+        self.apply(limits, quota.plan_delete(PT, None,
+                                             *self._read(limits, None)))
+        self.assertEqual(({}, {}), limits.state())
+
+    @staticmethod
+    def _read(limits, project_id):
+        return limits.registered(), limits.limits(project_id)
 
 
 class FakeCloud:
@@ -374,6 +591,20 @@ class TestCommands(base.CommandTestCase):
             self.assertRaises(exceptions.CommandError, self.run_cmd,
                               quota_cmd.SetQuota, args)
         self.assertEqual([], self.writes())
+
+    def test_dry_run_writes_nothing(self):
+        self.app.stdout = io.StringIO()
+        self.run_cmd(quota_cmd.SetQuota, ['--project', 'team', '--pool',
+                                          'h100', '--gpus', '2',
+                                          '--dry-run'])
+        self.assertEqual([], self.writes())
+        self.assertEqual(
+            ['1. set the registered limit class:%s to -1 (undo: delete the '
+             'registered limit class:%s)' % (PT, PT),
+             '2. set the limit class:%s of project p-team to 2 (undo: '
+             'delete the limit class:%s of project p-team)' % (PT, PT)],
+            self.app.stdout.getvalue().splitlines())
+        self.assertIn('-1 comes first', self.logger.output)
 
     def test_delete(self):
         error = self.assertRaises(
