@@ -196,6 +196,42 @@ def pool_aggregates(cloud, settings):
     return found
 
 
+@register('pool-shared-alias')
+def pool_shared_alias(cloud, settings):
+    """Passthrough pools of different PCI ids sharing one alias name:
+    Nova takes one spec per alias with pci_in_placement
+    (``nova_config.alias_conflicts``)."""
+    found = []
+    for alias, group, shared in nova_config.alias_conflicts(
+            cloud.pools.values()):
+        names = [p['name'] for p in group]
+        if shared:
+            found.append(finding(
+                WARNING, 'pool-shared-alias', 'alias %s' % alias,
+                _('pools %(pools)s share alias %(alias)s with different '
+                  'PCI ids: two alias lines of one name are refused by '
+                  'Nova with pci_in_placement (PciInvalidAlias); one alias '
+                  'naming their class %(rc)s serves both.') % {
+                      'pools': ', '.join(names), 'alias': alias,
+                      'rc': shared},
+                '[pci] alias = %s' % nova_config.shared_alias_json(
+                    alias, shared, nova_config.DEFAULT_NUMA_POLICY),
+                names))
+            continue
+        found.append(finding(
+            ERROR, 'pool-shared-alias', 'alias %s' % alias,
+            _('pools %(pools)s share alias %(alias)s but have different '
+              'resource classes: no alias Nova accepts with '
+              'pci_in_placement selects both, so the flavors of all but '
+              'one pool get "No valid host".') % {
+                  'pools': ', '.join(names), 'alias': alias},
+            _('give each PCI id its own alias (recreate pool %(pool)s '
+              'with --alias <name>), or one --resource-class for the '
+              'pools') % {'pool': names[-1]},
+            names))
+    return found
+
+
 @register('pool-projects')
 def pool_projects(cloud, settings):
     """Project limits that let the wrong projects in or nobody at all:

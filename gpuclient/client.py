@@ -965,6 +965,11 @@ class Compute:
 
     def _paged_get(self, url, what, version, params, key):
         """Every item of a paged Nova list (``<key>_links`` next)."""
+        # raw, for two page shapes the SDK does not follow alike: a list
+        # (servers, tenant_usages) and one project's tenant_usage, a dict
+        # whose server_usages are paged by tenant_usage_links (the SDK's
+        # get_usage fetches the first page only). The marker is taken
+        # from the next link, as Nova writes it.
         found = []
         params = dict(params)
         with translate_errors(self.service, what):
@@ -995,6 +1000,12 @@ class Compute:
         """
         what = _('Listing servers (compute API %s)') % (
             COMPUTE_EMBEDDED_FLAVOR_VERSION)
+        # raw, for the microversion and the fields: 2.47 pinned gives the
+        # embedded flavor with its extra specs in one shape on every cloud
+        # (the SDK's Server negotiates up to 2.100, and below 2.47 has a
+        # flavor id only: silently no GPUs); usage.server_rows reads Nova's
+        # own keys (OS-EXT-SRV-ATTR:host, OS-SRV-USG:launched_at, tenant_id)
+        # from the plain dicts, which the SDK renames
         params = {}
         if all_projects:
             params['all_tenants'] = 1
@@ -1012,6 +1023,10 @@ class Compute:
         every project (admin) or one (``PROJECT_ID``), paged.
         """
         fmt = '%Y-%m-%dT%H:%M:%S.%f'
+        # raw, for the microversion and the page links: 2.40 adds
+        # tenant_usage(s)_links, which _paged_get follows for one project
+        # too (the SDK's get_usage reads one page: a project with more
+        # servers than Nova's page size would lose GPU-hours)
         params = {'start': start.strftime(fmt), 'end': end.strftime(fmt)}
         if project_id:
             what = _('Reading the server usage of project %s') % project_id
@@ -1142,6 +1157,11 @@ class Baremetal:
         """{node uuid: baremetal.node_dict}, {} or None (see the class)."""
         what = _('Listing bare-metal nodes (Ironic API %s)') % (
             BAREMETAL_TRAITS_VERSION)
+        # raw, for the fields and the refusal: GET /nodes?fields= at 1.37
+        # (node traits) returns only BAREMETAL_NODE_FIELDS, as plain dicts
+        # for baremetal.node_dict, in one request per page; a 401/403 (the
+        # default policy hides nodes from project-scoped tokens) is "not
+        # shown", not an error, which needs the response, not an exception
         try:
             proxy = self._conn.baremetal
             params = {'fields': ','.join(BAREMETAL_NODE_FIELDS),

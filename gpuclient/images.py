@@ -157,14 +157,23 @@ def plan(image, q35=None, uefi=None, secure_boot=None,
     return changes
 
 
+def own_values(key):
+    """The values ``gpu image set`` writes for ``key``: --x's and --no-x's."""
+    return tuple(value for value in (SET_VALUES[key], OFF_VALUES[key])
+                 if value is not None)
+
+
 def plan_unset(image, q35=False, uefi=False, secure_boot=False,
                hide_hypervisor_id=False):
     """(changes, notes) for ``gpu image unset``: remove what set added.
 
-    A property is removed only when it holds the value ``gpu image set``
-    writes (``SET_VALUES``); any other value was put there by someone
-    else and is left, with a note saying so and how to remove it. No
-    option removes nothing.
+    A property is removed only when it holds a value ``gpu image set``
+    writes: the ``--x`` value (``SET_VALUES``) or the explicit "off" value
+    of ``--no-x`` (``OFF_VALUES``: ``hw_firmware_type=bios``,
+    ``os_secure_boot=disabled``, ``img_hide_hypervisor_id=false``). Any
+    other value (``pc-q35-8.2``, ``os_secure_boot=optional``, ...) was put
+    there by someone else and is left, with a note saying so and how to
+    remove it. No option removes nothing.
     """
     wanted = {'q35': q35, 'uefi': uefi, 'secure_boot': secure_boot,
               'hide_hypervisor_id': hide_hypervisor_id}
@@ -173,15 +182,15 @@ def plan_unset(image, q35=False, uefi=False, secure_boot=False,
         if not wanted[option] or key not in image:
             continue
         have = image.get(key)
-        mine = SET_VALUES[key]
-        if str(have).lower() == mine:
+        mine = own_values(key)
+        if str(have).lower() in mine:
             changes[key] = None
         else:
             notes.append(
-                _('%(key)s=%(value)s is not the value gpuclient sets '
+                _('%(key)s=%(value)s is not a value gpuclient sets '
                   '(%(mine)s): left as it is. To remove it anyway: '
                   'openstack image unset --property %(key)s %(image)s')
-                % {'key': key, 'value': have, 'mine': mine,
+                % {'key': key, 'value': have, 'mine': ' or '.join(mine),
                    'image': _label(image)})
     _check_secure_boot(image, changes, _(
         'Add --secure-boot to remove os_secure_boot too (or openstack '

@@ -26,12 +26,15 @@
 
 import contextlib
 import logging
+import os
 import signal
+import sys
 import threading
 
 from osc_lib import exceptions
 
 from gpuclient import client as client_mod
+from gpuclient import plan as plan_mod
 from gpuclient.i18n import _
 
 LOG = logging.getLogger(__name__)
@@ -431,6 +434,17 @@ def _unwind(executor, done, unknown):
     return undone, [], kept, None
 
 
+def invoked_command(argv=None):
+    """The exact command to re-run: this process's own ``openstack ...``
+    arguments when it is the OSC executable (every write command, pool,
+    flavor, image and quota alike), else None (library use: the plan's
+    own hint is used)."""
+    argv = sys.argv if argv is None else argv
+    if not argv or os.path.basename(argv[0]) != 'openstack':
+        return None
+    return plan_mod.command_line(argv[1:])
+
+
 def _failure_error(plan, failure, done, left, kept, undo_failure):
     index, step, exc, _ran = failure
     values = {'title': plan.title, 'k': index + 1, 'n': len(plan),
@@ -441,7 +455,7 @@ def _failure_error(plan, failure, done, left, kept, undo_failure):
     else:
         head = _('%(title)s failed at step %(k)d of %(n)d (%(what)s): '
                  '%(error)s.') % values
-    rerun = plan.rerun or _('the same command')
+    rerun = invoked_command() or plan.rerun or _('the same command')
     parts = []
     if undo_failure is None and not kept:
         if done:

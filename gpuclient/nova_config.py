@@ -16,7 +16,8 @@ Input: the pools (``gpuclient.pools.scan``), the provider trees of their
 hosts (``trees_from_snapshot``) and, for MIG pools, the mdev type of each
 profile when the operator gives it. Output (``build``): a ``Config``, that
 is ``{target: {section: {key: value}}}`` where a target is ``ALL`` (every
-Nova service), ``API``, ``SCHEDULER`` or ``('host', <compute host>)``, and
+Nova service), ``API``, ``SCHEDULER``, ``CONDUCTOR`` or ``('host', <compute
+host>)``, and
 a value is a string, or a list of strings for Nova's multi-valued options
 (``[pci] alias`` and ``device_spec``); plus notes per target for what the
 cloud cannot tell. Renderers: ``render_ini``, ``kolla_files`` (the
@@ -26,9 +27,12 @@ configuration parsed with ``gpuclient.request.parse_ini``.
 Only keys gpuclient owns are produced:
 
 ========================  ===================================================
-every service             ``[pci] alias`` of each passthrough pool
-nova-scheduler            ``[filter_scheduler] enabled_filters``,
-                          ``pci_in_placement``; ``[scheduler]
+every service             ``[pci] alias`` of each passthrough pool;
+                          ``[filter_scheduler] pci_in_placement`` (Nova
+                          reads it in nova-api, nova-scheduler and every
+                          nova-conductor)
+nova-scheduler            ``[filter_scheduler] enabled_filters``;
+                          ``[scheduler]
                           enable_isolated_aggregate_filtering``
 passthrough host          ``[pci] device_spec``, ``report_in_placement``
 vgpu / mig host           ``[devices] enabled_mdev_types``, ``[mdev_<type>]
@@ -45,12 +49,19 @@ device name), PCI in Placement names a device provider
 import json
 import re
 
+from osc_lib import exceptions
+
+from gpuclient import host_names
 from gpuclient import pools as pools_mod
+from gpuclient import specs as specs_mod
 from gpuclient.i18n import _
 
 ALL = 'all'
 API = 'nova-api'
 SCHEDULER = 'nova-scheduler'
+CONDUCTOR = 'nova-conductor'
+# the controller services that read [pci] alias and pci_in_placement
+CONTROLLERS = (API, SCHEDULER, CONDUCTOR)
 HOST = 'host'
 
 # Nova 34's default [filter_scheduler] enabled_filters, in its order
@@ -72,6 +83,9 @@ LIST_KEYS = {('filter_scheduler', 'enabled_filters'),
              ('devices', 'enabled_mdev_types')}
 # options Nova reads several times (oslo MultiStrOpt): JSON values
 MULTI_KEYS = {('pci', 'alias'), ('pci', 'device_spec')}
+# sections only the controller services read: a compute host's file is
+# not compared on them even though it reads the ALL target
+CONTROLLER_SECTIONS = ('filter_scheduler', 'scheduler')
 BOOL_KEYS = {('pci', 'report_in_placement'),
              ('filter_scheduler', 'pci_in_placement'),
              ('scheduler', 'enable_isolated_aggregate_filtering')}
@@ -101,7 +115,9 @@ def _order(target):
         return (1, '')
     if target == SCHEDULER:
         return (2, '')
-    return (3, target[1])
+    if target == CONDUCTOR:
+        return (3, '')
+    return (4, target[1])
 
 
 class Config:
@@ -198,6 +214,64 @@ def trees_from_snapshot(snapshot, host_roots):
     return trees
 
 
+def resolve_hosts(cloud, names, members):
+    """(compute hosts meant by NAMES, notes), over the snapshot's
+    services, hypervisors and provider list (``host_names``); a name that
+    is no member of the pools shown is a CommandError."""
+    known = {svc.get('host') for svc in cloud.services} | set(members)
+    providers = [{'uuid': rp['uuid'], 'name': rp['name'],
+                  'root_provider_uuid': rp['root']}
+                 for rp in cloud.placement.providers.values()]
+    result = host_names.resolve(list(names), known, cloud.hypervisors,
+                                providers)
+    result.check(unknown=False)
+    found = result.hosts(keep_unknown=True)
+    return found, result.notes()
+
+
+def from_cloud(cloud, pool_names=(), hosts=(), mig_types=None,
+               numa_policy=DEFAULT_NUMA_POLICY):
+    """(Config, notes) from one ``snapshot.Cloud`` (read with flavors).
+
+    POOL_NAMES limit the pools (default: all), HOSTS (any name
+    ``host_names`` resolves) the compute hosts shown; the controller part
+    is always there. Notes are for the operator: what the snapshot says
+    about itself and which host a name resolved to.
+    """
+    notes = [message for _agg, _pool, message in cloud.problems]
+    notes += cloud.placement.notes()
+    chosen = dict(cloud.pools)
+    if pool_names:
+        for name in pool_names:
+            if name not in cloud.pools:
+                raise pools_mod.unknown_pool(name, cloud.pools)
+        chosen = {n: cloud.pools[n] for n in pool_names}
+    members = sorted({h for p in chosen.values() for h in p['hosts']})
+    if hosts:
+        hosts, resolved = resolve_hosts(cloud, hosts, members)
+        notes += resolved
+        for host in hosts:
+            if host not in members:
+                raise exceptions.CommandError(
+                    _('Host %(host)s is in none of the pools shown (%(pools)s)'
+                      ': see "openstack gpu host list" for its pools.')
+                    % {'host': host,
+                       'pools': ', '.join(sorted(chosen)) or _('none')})
+    host_roots = cloud.host_roots()
+    trees = trees_from_snapshot(
+        cloud.placement, {h: sorted(host_roots[h]) for h in members
+                          if host_roots.get(h)})
+    config = build(chosen, trees, mig_types=mig_types,
+                   numa_policy=numa_policy, flavors=cloud.flavors)
+    if hosts:
+        keep = {host_target(h) for h in hosts}
+        for part in (config.targets, config.notes):
+            for target in list(part):
+                if isinstance(target, tuple) and target not in keep:
+                    del part[target]
+    return config, notes
+
+
 # -- building --------------------------------------------------------------
 
 def _json(data):
@@ -220,6 +294,123 @@ def alias_json(pool, numa_policy=DEFAULT_NUMA_POLICY):
     if numa_policy:
         data['numa_policy'] = numa_policy
     return _json(data)
+
+
+def shared_alias_json(name, resource_class, numa_policy):
+    """One ``[pci] alias`` for pools of one class but several PCI ids:
+    the class alone (Nova 34 accepts an alias without vendor_id and
+    product_id when it names a resource_class)."""
+    data = {'name': name, 'device_type': 'type-PCI',
+            'resource_class': resource_class}
+    if numa_policy:
+        data['numa_policy'] = numa_policy
+    return _json(data)
+
+
+def alias_groups(pools):
+    """{alias name: [passthrough pool]} of every alias, pools by name."""
+    groups = {}
+    for pool in sorted(pools, key=lambda p: p['name']):
+        if pool['mode'] == pools_mod.PASSTHROUGH and pool.get('alias'):
+            groups.setdefault(pool['alias'], []).append(pool)
+    return groups
+
+
+def alias_conflicts(pools):
+    """[(alias, [pools], shared class or None)] for aliases that pools of
+    different PCI ids or classes share.
+
+    Nova keeps one spec per alias name when ``pci_in_placement`` is on
+    (two ``alias`` lines with one name: PciInvalidAlias). Pools of one
+    class can share the alias through that class alone (shared class
+    given); pools of different classes cannot (None).
+    """
+    found = []
+    for name, group in sorted(alias_groups(pools).items()):
+        kinds = {(p['pci_id'], p['resource_class']) for p in group}
+        if len(kinds) < 2:
+            continue
+        classes = {p['resource_class'] for p in group}
+        found.append((name, group,
+                      classes.pop() if len(classes) == 1 else None))
+    return found
+
+
+def alias_policy(alias, flavors, default=DEFAULT_NUMA_POLICY):
+    """(numa_policy of an alias, note or None) from the flavors asking
+    for it: their ``hw:pci_numa_affinity_policy`` when they agree, else
+    DEFAULT, with a note that it is assumed. ``flavors``: dicts with
+    ``extra_specs``, or None when not read."""
+    if flavors is None:
+        return default, _(
+            'Alias %(alias)s: numa_policy %(policy)s is assumed '
+            '(--numa-policy); the flavors were not read.') % {
+                'alias': alias, 'policy': default}
+    seen = {}
+    for flavor in flavors:
+        extra = flavor.get('extra_specs') or {}
+        if alias not in specs_mod.parse_aliases(
+                extra.get(specs_mod.ALIAS_SPEC)):
+            continue
+        policy = extra.get(specs_mod.NUMA_SPEC)
+        if policy:
+            seen.setdefault(policy, []).append(
+                flavor.get('name') or flavor.get('id'))
+    if len(seen) == 1:
+        return next(iter(seen)), None
+    if not seen:
+        return default, _(
+            'Alias %(alias)s: numa_policy %(policy)s is assumed '
+            '(--numa-policy): no flavor asking for it sets '
+            'hw:pci_numa_affinity_policy.') % {
+                'alias': alias, 'policy': default}
+    return default, _(
+        'Alias %(alias)s: its flavors set different '
+        'hw:pci_numa_affinity_policy (%(seen)s), so numa_policy '
+        '%(policy)s is assumed (--numa-policy); each flavor\'s own policy '
+        'overrides it.') % {
+            'alias': alias, 'policy': default,
+            'seen': '; '.join('%s: %s' % (p, ', '.join(sorted(f)))
+                              for p, f in sorted(seen.items()))}
+
+
+def _add_aliases(config, pools, flavors, numa_policy):
+    conflicts = {name: shared for name, _group, shared
+                 in alias_conflicts(pools)}
+    for name, group in sorted(alias_groups(pools).items()):
+        policy, note = alias_policy(name, flavors, numa_policy)
+        if note:
+            config.note(ALL, note)
+        if name not in conflicts:
+            config.add(ALL, 'pci', 'alias', alias_json(group[0], policy))
+            continue
+        labels = ', '.join('%s (%s, %s)' % (
+            p['name'], p['pci_id'], p['resource_class']) for p in group)
+        shared = conflicts[name]
+        if shared:
+            # Nova refuses two alias lines of one name when
+            # pci_in_placement is on: the shared class alone selects both
+            config.add(ALL, 'pci', 'alias',
+                       shared_alias_json(name, shared, policy))
+            config.note(ALL, _(
+                'Alias %(alias)s is shared by pools %(pools)s: Nova takes '
+                'one spec per alias with pci_in_placement, so the alias '
+                'names their common resource class only.') % {
+                    'alias': name, 'pools': labels})
+            continue
+        # different classes: no one alias Nova accepts selects both, so
+        # the first pool's only; the others' flavors find no host
+        config.add(ALL, 'pci', 'alias', alias_json(group[0], policy))
+        config.note(ALL, _(
+            'Alias %(alias)s is shared by pools %(pools)s of different '
+            'resource classes: Nova takes one spec per alias with '
+            'pci_in_placement (two would be refused: PciInvalidAlias), so '
+            'only %(first)s\'s is written and the flavors of %(others)s get '
+            '"No valid host". Fix: one alias per PCI id (recreate a pool '
+            'with its own --alias), or one --resource-class for both '
+            'pools.') % {
+                'alias': name, 'pools': labels, 'first': group[0]['name'],
+                'others': ', '.join(p['name'] for p in group[1:])})
 
 
 def device_spec_json(pool):
@@ -262,14 +453,17 @@ def _pool_type(pool, mig_types):
     return (mig_types or {}).get(pool['mig_profile'])
 
 
-def build(pools, trees, mig_types=None, numa_policy=DEFAULT_NUMA_POLICY):
+def build(pools, trees, mig_types=None, numa_policy=DEFAULT_NUMA_POLICY,
+          flavors=None):
     """The Config the pools need (see the module doc).
 
     ``pools``: {name: pool} as ``pools.scan`` returns them; ``trees``:
     {host: [device provider]} from ``trees_from_snapshot`` for the pools'
     hosts (a host missing there is said to have no provider in Placement);
     ``mig_types``: {MIG profile: mdev type}, which the cloud does not
-    record.
+    record; ``flavors`` (dicts with ``extra_specs``, or None when not
+    read) give each alias its numa_policy (``alias_policy``), else
+    ``numa_policy``.
     """
     config = Config()
     chosen = [pools[name] for name in sorted(pools)]
@@ -277,16 +471,16 @@ def build(pools, trees, mig_types=None, numa_policy=DEFAULT_NUMA_POLICY):
         config.note(ALL, _('No GPU pool: nothing to configure (see '
                            '"openstack gpu pool list").'))
         return config
-    for pool in chosen:
-        if pool['mode'] == pools_mod.PASSTHROUGH:
-            config.add(ALL, 'pci', 'alias', alias_json(pool, numa_policy))
+    _add_aliases(config, chosen, flavors, numa_policy)
     config.set(SCHEDULER, 'filter_scheduler', 'enabled_filters',
                ','.join(_filters(chosen)))
     config.note(SCHEDULER, _(
         'enabled_filters: Nova\'s default filters plus those the pools '
         'need; keep any other filter you enable.'))
     if any(p['mode'] == pools_mod.PASSTHROUGH for p in chosen):
-        config.set(SCHEDULER, 'filter_scheduler', 'pci_in_placement', TRUE)
+        # Nova 34: read by nova-api, nova-scheduler and every
+        # nova-conductor, so in the file every service reads
+        config.set(ALL, 'filter_scheduler', 'pci_in_placement', TRUE)
     if any(p['isolate'] for p in chosen):
         config.set(SCHEDULER, 'scheduler',
                    'enable_isolated_aggregate_filtering', TRUE)
@@ -346,13 +540,6 @@ def _build_host(config, host, pools, trees, mig_types):
                 % {'pool': pool['name'], 'profile': pool['mig_profile'],
                    'addr': ', '.join(addresses) or _('none found')})
             continue
-        if not addresses:
-            config.note(target, _(
-                'Pool %(pool)s: no provider on %(host)s serves %(type)s '
-                'yet, so [mdev_%(type)s] device_addresses is not written: '
-                'run "openstack gpu pool add host %(pool)s %(host)s" once '
-                'the host reports VGPU.')
-                % {'pool': pool['name'], 'host': host, 'type': mdev_type})
         entry = types.setdefault(mdev_type, {'addresses': [], 'class': None})
         entry['addresses'] += [a for a in addresses
                                if a not in entry['addresses']]
@@ -371,6 +558,32 @@ def _build_host(config, host, pools, trees, mig_types):
             'cloud cannot tell their mdev type, so they are left out. Tag '
             'them by adding the host to the pool that should use them.')
             % {'rps': ', '.join(untagged)})
+    for mdev_type in sorted(types):
+        if types[mdev_type]['addresses']:
+            continue
+        # Nova 34 (libvirt driver, _get_supported_vgpu_types): an enabled
+        # type without [mdev_<type>] device_addresses becomes the type of
+        # every pGPU no other type lists
+        owners = ', '.join(sorted(p['name'] for p in pools if _pool_type(
+            p, mig_types) == mdev_type))
+        if len(types) > 1 or untagged:
+            del types[mdev_type]
+            config.note(target, _(
+                'Type %(type)s (pool %(pool)s): no pGPU of %(host)s is '
+                'known to serve it, so it is left out of enabled_mdev_types:'
+                ' without [mdev_%(type)s] device_addresses Nova would make '
+                'it the type of every pGPU not listed for another type. '
+                'Run "openstack gpu pool add host %(pool)s %(host)s" once '
+                'the host reports VGPU.')
+                % {'pool': owners, 'host': host, 'type': mdev_type})
+        else:
+            config.note(target, _(
+                'Type %(type)s (pool %(pool)s): no pGPU of %(host)s is '
+                'known yet, so [mdev_%(type)s] device_addresses is not '
+                'written and Nova uses %(type)s for every pGPU of the host. '
+                'Run "openstack gpu pool add host %(pool)s %(host)s" once '
+                'the host reports VGPU to list them.')
+                % {'pool': owners, 'host': host, 'type': mdev_type})
     if types:
         config.set(target, 'devices', 'enabled_mdev_types',
                    ','.join(sorted(types)))
@@ -519,7 +732,9 @@ def diff(config, existing):
 
     ``existing``: {target: parsed ini} (``request.parse_ini`` /
     ``merge_ini`` of what that service reads), for the targets to check.
-    Returns [{target, section, key, kind, want, have}], kind MISSING or
+    Compute hosts are not compared on the scheduler's sections
+    (``CONTROLLER_SECTIONS``). Returns [{target, section, key, kind,
+    want, have}], kind MISSING or
     DIFFERS; list options are satisfied by a superset (other filters may
     be enabled), multi-valued ones when every wanted value is there.
     """
@@ -527,6 +742,8 @@ def diff(config, existing):
     for target in sorted(existing, key=_order):
         have_ini = existing[target]
         for section, keys in sorted(config.effective(target).items()):
+            if isinstance(target, tuple) and section in CONTROLLER_SECTIONS:
+                continue
             for key in sorted(keys):
                 want = keys[key]
                 have = (have_ini.get(section) or {}).get(key) or []

@@ -78,6 +78,36 @@ class Step:
                 'undo': self.inverse.what if self.inverse else None}
 
 
+# global options whose value must not be echoed in an error message
+_SECRET_WORDS = ('password', 'token', 'secret', 'passcode')
+
+
+def command_line(argv):
+    """The command a re-run hint names, from the CLI's argv (without the
+    program), quoted for a shell: '"openstack gpu pool create ..."' with
+    the operator's own arguments. Options carrying a secret (--os-password,
+    --os-token, ...) are left out, and so is --dry-run. None when ARGV is
+    empty.
+    """
+    import shlex  # noqa: PLC0415 - only when a write fails
+
+    kept, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+            continue
+        name = arg.split('=', 1)[0]
+        if name.startswith('--') and any(w in name for w in _SECRET_WORDS):
+            skip = '=' not in arg
+            continue
+        if arg == '--dry-run':
+            continue
+        kept.append(arg)
+    if not kept:
+        return None
+    return '"openstack %s"' % shlex.join(kept)
+
+
 class Plan:
     """The ordered steps of one command, plus what to tell the operator."""
 

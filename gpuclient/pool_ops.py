@@ -252,11 +252,14 @@ def set_isolation(client, name, isolate, update_dependents=False,
 def update_metadata(client, name, projects_add=(), projects_remove=(),
                     properties=None, remove_properties=(), open_to_all=False,
                     update_dependents=False, dry_run=False, on_step=None,
-                    project_domain=None):
+                    project_domain=None, allow_public_flavors=False):
     """Projects and free properties of a pool, in one metadata write.
 
     Projects are one metadata key each, so concurrent changes never lose
-    one; the result is read back and checked.
+    one; the result is read back and checked. Two concurrent removals of
+    the last two projects would open the pool: the read-back sees a pool
+    with no project that this command did not open, and puts back the
+    project(s) it removed.
     """
     view = View(client)
     pool = view.pool(name)
@@ -267,16 +270,39 @@ def update_metadata(client, name, projects_add=(), projects_remove=(),
             client.project_id(project, project_domain))
         if pid not in remove:
             remove.append(pid)
-    obs = view.observed(flavors=bool(remove), access_for=pool if remove
-                        else None)
+    limiting = bool(add) and not pool['projects']
+    obs = view.observed(flavors=bool(remove) or limiting,
+                        access_for=pool if remove else None)
     plan = pool_plan.update_metadata(
         obs, name, projects_add=add, projects_remove=remove,
         properties=properties, remove_properties=remove_properties,
-        open_to_all=open_to_all, update_dependents=update_dependents)
+        open_to_all=open_to_all, update_dependents=update_dependents,
+        allow_public_flavors=allow_public_flavors)
     _finish(client, plan, dry_run, on_step)
     if dry_run:
         return None, plan
-    return _check_projects(_read_back(client, name), add, remove), plan
+    after = _read_back(client, name)
+    if remove and not after['projects'] and not open_to_all:
+        _restore_projects(client, after, remove)
+    return _check_projects(after, add, remove), plan
+
+
+def _restore_projects(client, pool, removed):
+    """The pool lost its last project to a concurrent change while this
+    command removed some: put those back (the pool stays limited) and
+    say so."""
+    agg = View(client, warn=False).aggregate(pool['aggregate'])
+    client.compute.set_aggregate_metadata(
+        agg, {pools.project_key(p): p for p in removed})
+    raise exceptions.CommandError(
+        _('Pool %(pool)s had no project left after removing %(removed)s: '
+          'another change removed its other projects at the same time, '
+          'which opens the pool to every project. %(removed)s was put back, '
+          'so the pool stays limited to it. Check its projects ("openstack '
+          'gpu pool show %(pool)s"), add the project that should keep the '
+          'pool, then remove %(removed)s again (or use --open-to-all if the '
+          'pool should open).')
+        % {'pool': pool['name'], 'removed': ', '.join(removed)})
 
 
 def _check_projects(pool, add, remove):
@@ -296,13 +322,14 @@ def _check_projects(pool, add, remove):
 
 def set_pool(client, name, isolate=None, projects_add=(), properties=None,
              update_dependents=False, dry_run=False, on_step=None,
-             project_domain=None):
+             project_domain=None, allow_public_flavors=False):
     """``gpu pool set``: isolation, projects and properties in one plan."""
     if isolate is None:
         return update_metadata(
             client, name, projects_add=projects_add, properties=properties,
             update_dependents=update_dependents, dry_run=dry_run,
-            on_step=on_step, project_domain=project_domain)
+            on_step=on_step, project_domain=project_domain,
+            allow_public_flavors=allow_public_flavors)
     if not projects_add and not properties:
         return set_isolation(client, name, isolate, update_dependents,
                              dry_run=dry_run, on_step=on_step)
@@ -314,8 +341,9 @@ def set_pool(client, name, isolate=None, projects_add=(), properties=None,
                         images=not isolate)
     first = pool_plan.set_isolation(obs, name, isolate,
                                     update_dependents=update_dependents)
-    second = pool_plan.update_metadata(obs, name, projects_add=add,
-                                       properties=properties)
+    second = pool_plan.update_metadata(
+        obs, name, projects_add=add, properties=properties,
+        allow_public_flavors=allow_public_flavors)
     plan = plan_mod.Plan(_('Changing pool %s') % name,
                          first.steps + second.steps,
                          first.warnings + second.warnings,

@@ -89,9 +89,21 @@ def _error(message, **kwargs):
     return exceptions.CommandError(message % kwargs if kwargs else message)
 
 
-def _is_type_trait(trait):
-    return (trait.startswith('CUSTOM_')
-            and not trait.startswith('CUSTOM_' + pools_mod.POOL_TRAIT_PREFIX))
+def _known_type_traits(obs):
+    """Type traits the pools use or recorded putting on providers."""
+    known = {p.get('type_trait') for p in obs.pools.values()}
+    for agg in obs.aggregates.values():
+        known.update(pools_mod.owned_traits(agg.get('metadata') or {})
+                     .values())
+    known.discard(None)
+    return known
+
+
+def _is_type_trait(trait, known=()):
+    """A vGPU/MIG type trait, not a pool trait nor an operator's label."""
+    if trait.startswith('CUSTOM_' + pools_mod.POOL_TRAIT_PREFIX):
+        return False
+    return pools_mod.is_type_trait(trait, known)
 
 
 def _root_traits_step(obs, root, traits):
@@ -125,13 +137,14 @@ def join_steps(obs, pool, host, metadata):
     mine = pool.get('type_trait')
     if mine:
         owned = pools_mod.owned_traits(metadata)
+        known = _known_type_traits(obs)
         serving, other = 0, []
         for uuid in pools_mod.vgpu_children(obs.snapshot, roots):
             traits = obs.traits(uuid)
             if mine in traits:
                 serving += 1
                 continue
-            others = sorted(t for t in traits if _is_type_trait(t))
+            others = sorted(t for t in traits if _is_type_trait(t, known))
             if others:
                 other.append('%s (%s)' % (obs.label(uuid),
                                           ', '.join(others)))
@@ -251,8 +264,7 @@ def create(obs, spec, hosts):
     title = _('Creating pool %s') % name
     hosts = list(dict.fromkeys(hosts))
     existing = obs.aggregates.get(name)
-    result = plan_mod.Plan(title, rerun='"openstack gpu pool create %s ..."'
-                           % name)
+    result = plan_mod.Plan(title, rerun=create_command(spec, hosts))
     if existing is not None and pools_mod.POOL_KEY in existing['metadata']:
         pool = obs.pool(name)
         diffs = [d for d in pools_mod.differences(spec, pool)
@@ -295,6 +307,42 @@ def create(obs, spec, hosts):
     result.extend(_trait_steps(obs, pool))
     _per_host(result, join_steps, obs, pool, hosts, metadata)
     return result
+
+
+def _default_class(spec):
+    """The class a pool gets without --resource-class (None: required)."""
+    if spec['mode'] == pools_mod.BAREMETAL:
+        return None
+    options = {key: spec.get(key)
+               for key, mode in pools_mod.MODE_OPTIONS.items()
+               if mode == spec['mode']}
+    return pools_mod.build_spec(spec['name'], spec['mode'],
+                                **options)['resource_class']
+
+
+def create_command(spec, hosts):
+    """The ``pool create`` command that asks for SPEC and HOSTS, quoted."""
+    args = ['gpu', 'pool', 'create', '--mode', spec['mode']]
+    for key, flag in sorted(pools_mod.OPTION_FLAGS.items()):
+        if key == 'resource_class':
+            continue
+        if spec.get(key):
+            args += [flag, spec[key]]
+    if spec.get('resource_class') and (
+            spec['resource_class'] != _default_class(spec)):
+        args += ['--resource-class', spec['resource_class']]
+    if spec.get('isolate'):
+        args.append('--isolate')
+    if spec.get('zone'):
+        args += ['--zone', spec['zone']]
+    for project in spec.get('projects') or ():
+        args += ['--project', project]
+    for key, value in sorted((spec.get('properties') or {}).items()):
+        args += ['--property', '%s=%s' % (key, value)]
+    for host in hosts:
+        args += ['--host', host]
+    args.append(spec['name'])
+    return plan_mod.command_line(args)
 
 
 def _pool_of(spec, aggregate_name):
@@ -455,10 +503,32 @@ def set_isolation(obs, name, isolate, update_dependents=False):
     return result
 
 
+def _recreate_command(obs, pool, flavor, projects):
+    """The ``gpu flavor create`` that makes FLAVOR again, private."""
+    reading = specs.read(flavor.get('extra_specs'), obs.pools)
+    args = ['gpu', 'flavor', 'create', '--pool', pool['name'],
+            '--vcpus', str(flavor.get('vcpus')), '--ram',
+            str(flavor.get('ram')), '--disk', str(flavor.get('disk'))]
+    if reading.get('gpus') and reading['gpus'] != 1:
+        args += ['--gpus', str(reading['gpus'])]
+    args.append('--private')
+    for project in projects:
+        args += ['--project', project]
+    args.append(flavor['name'])
+    return plan_mod.command_line(args)
+
+
 def update_metadata(obs, name, projects_add=(), projects_remove=(),
                     properties=None, remove_properties=(),
-                    open_to_all=False, update_dependents=False):
-    """Plan projects and properties changes (project ids given)."""
+                    open_to_all=False, update_dependents=False,
+                    allow_public_flavors=False):
+    """Plan projects and properties changes (project ids given).
+
+    Limiting an open pool (its first project) is refused while the pool
+    has public flavors, unless ``allow_public_flavors``: every other
+    project still sees them and gets "No valid host" with them, and Nova
+    cannot make a public flavor private (it has to be re-created).
+    """
     pool = obs.pool(name)
     agg = pool['aggregate']
     metadata = obs.aggregates[agg]['metadata']
@@ -485,6 +555,30 @@ def update_metadata(obs, name, projects_add=(), projects_remove=(),
     result = plan_mod.Plan(
         _('Changing pool %s') % name,
         rerun=_('the same "openstack gpu pool set/unset %s" command') % name)
+    if not current and remaining:
+        public = [f for f in flavors_of(obs, pool)
+                  if f.get('os-flavor-access:is_public', True)]
+        if public and not allow_public_flavors:
+            raise _error(
+                _('Limiting pool %(pool)s to %(projects)s would make its '
+                  'public flavors %(flavors)s unusable by every other '
+                  'project (they still see them, and get "No valid host"). '
+                  'Nova cannot make a public flavor private: delete and '
+                  're-create each one private for the pool\'s projects '
+                  '(%(fixes)s), or run again with --allow-public-flavors to '
+                  'limit the pool anyway.'),
+                pool=name, projects=', '.join(remaining),
+                flavors=_names(public), fixes='; '.join(
+                    '"openstack gpu flavor delete %s", then %s'
+                    % (f['name'], _recreate_command(obs, pool, f, remaining))
+                    for f in sorted(public, key=lambda f: f['name'])))
+        if public:
+            result.warnings.append(
+                _('Pool %(pool)s is limited to %(projects)s but keeps public '
+                  'flavors (%(flavors)s): other projects get "No valid '
+                  'host" with them.')
+                % {'pool': name, 'projects': ', '.join(remaining),
+                   'flavors': _names(public)})
     if projects_remove:
         losing = []
         for flavor in flavors_of(obs, pool):
@@ -518,7 +612,16 @@ def delete(obs, name, force=False):
     leftover = obs.aggregates.get(name)
     if (name not in obs.pools and leftover is not None
             and not leftover['metadata'] and not leftover['hosts']):
-        # what an interrupted delete (or create) left: finish it
+        # what an interrupted delete (or create) left, or an ordinary
+        # aggregate nobody filled yet: nothing tells them apart
+        if not force:
+            raise _error(
+                _('Host aggregate %(name)s is empty and has no gpu_* '
+                  'metadata: it is not a GPU pool, though an interrupted '
+                  '"gpu pool create" or "gpu pool delete" leaves one like '
+                  'it. If it is such a leftover, run again with --force to '
+                  'delete it; otherwise use "openstack aggregate delete".'),
+                name=name)
         result = plan_mod.Plan(_('Deleting pool %s') % name)
         result.warnings.append(
             _('Host aggregate %s is empty and has no metadata (left by an '

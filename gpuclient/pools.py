@@ -321,6 +321,26 @@ def project_changes(metadata, add=(), remove=()):
             if not (v is None and k not in metadata)}
 
 
+# The type traits gpuclient makes (type_trait): a vGPU type's mdev name
+# normalised (NVIDIA's nvidia-<n>, Intel GVT-g's i915-GVTg_V<n>_<n>, the
+# kernel samples mtty-<n> and mdpy[-<name>]) and CUSTOM_MIG_<profile>.
+# Operators following Nova's docs name vGPU type traits the same way
+# (CUSTOM_NVIDIA_11). Any other CUSTOM_ trait on a pGPU is a label.
+_TYPE_TRAIT_RE = re.compile(
+    r'CUSTOM_(NVIDIA_\d+|I915_GVTG_V\d+_\d+|MTTY_\d+|MDPY\w*|'
+    + MIG_TRAIT_PREFIX + r'\w+)')
+
+
+def is_type_trait(trait, known=()):
+    """Whether ``trait`` on a pGPU provider says which type it serves.
+
+    True for the shapes ``type_trait`` makes and for ``known`` traits (the
+    type traits of the pools and those their ownership records name);
+    False for other labels (CUSTOM_NVLINK).
+    """
+    return bool(_TYPE_TRAIT_RE.fullmatch(trait)) or trait in known
+
+
 def owned_traits(metadata):
     """{provider uuid: trait} this pool put on pGPU providers."""
     return {k[len(OWNED_PREFIX):]: v for k, v in metadata.items()

@@ -15,6 +15,14 @@
 Reads the last run of the unit (.stestr) and functional
 (.stestr-functional) repositories with the tox environment's stestr and
 subunit-stats. Used by .ci/run after the tests.
+
+For the functional run it also sums the fault-injection matrices: each
+matrix of gpuclient/tests/functional/test_faults.py attaches one
+"fault points: LABEL: N (...)" line to its test, and this prints one
+"fault matrix: N fault points in M matrices" line (the attachments are
+read with python-subunit, in the tox environment's python:
+``test_summary.py --details`` prints the text attachments of a subunit
+stream on stdin).
 """
 
 import os
@@ -25,19 +33,61 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # stestr's --repo-url names the directory that holds .stestr
 REPOS = (('unit', '.'), ('functional', '.stestr-functional'))
+FAULT_LINE = re.compile(r'^fault points: (.+): (\d+)\b', re.MULTILINE)
 
 
-def stats(bindir, repo):
-    last = subprocess.run(
+def last_stream(bindir, repo):
+    """The subunit stream of the repository's last run (bytes)."""
+    return subprocess.run(
         [os.path.join(bindir, 'stestr'), '--repo-url', repo, 'last',
          '--subunit'],
         cwd=ROOT, capture_output=True,
-    )
-    if not last.stdout:
+    ).stdout
+
+
+def print_details(stream, out):
+    """Write every text attachment of a subunit v2 STREAM to OUT."""
+    import subunit  # noqa: PLC0415 - only in the tox environment
+    import testtools  # noqa: PLC0415
+
+    chunks = {}
+
+    class Collect(testtools.StreamResult):
+        def status(self, test_id=None, file_name=None, file_bytes=None,
+                   **kwargs):
+            if file_name and file_bytes:
+                key = (test_id, file_name)
+                chunks[key] = chunks.get(key, b'') + bytes(file_bytes)
+
+    subunit.ByteStreamToStreamResult(stream).run(Collect())
+    for (_test, _name), data in chunks.items():
+        out.write(data.decode('utf-8', 'replace').rstrip('\n') + '\n')
+
+
+def fault_total(text):
+    """(points, matrices) of the "fault points" lines in TEXT; each matrix
+    counts once even when its line appears twice (detail and stdout)."""
+    found = dict(FAULT_LINE.findall(text))
+    return sum(int(n) for n in found.values()), len(found)
+
+
+def fault_points(bindir, stream):
+    text = subprocess.run(
+        [os.path.join(bindir, 'python'), os.path.abspath(__file__),
+         '--details'],
+        input=stream, capture_output=True,
+    ).stdout.decode()
+    return fault_total(text)
+
+
+def stats(bindir, repo, stream=None):
+    if stream is None:
+        stream = last_stream(bindir, repo)
+    if not stream:
         return None
     out = subprocess.run(
         [os.path.join(bindir, 'subunit-stats')],
-        input=last.stdout, capture_output=True,
+        input=stream, capture_output=True,
     ).stdout.decode()
     found = {}
     for key in ('Total', 'Passed', 'Failed', 'Skipped'):
@@ -47,6 +97,9 @@ def stats(bindir, repo):
 
 
 def main():
+    if sys.argv[1:] == ['--details']:
+        print_details(sys.stdin.buffer, sys.stdout)
+        return 0
     bindir = os.path.join(ROOT, '.tox', 'py3', 'bin')
     if not os.path.exists(os.path.join(bindir, 'stestr')):
         print('no tox py3 environment: nothing to summarise')
@@ -54,11 +107,17 @@ def main():
     for label, repo in REPOS:
         if not os.path.isdir(os.path.join(ROOT, repo)):
             continue
-        found = stats(bindir, repo)
+        stream = last_stream(bindir, repo)
+        found = stats(bindir, repo, stream)
         if found is None:
             continue
         print('%s: %d passed, %d failed, %d skipped'
               % (label, found['Passed'], found['Failed'], found['Skipped']))
+        if label == 'functional':
+            points, matrices = fault_points(bindir, stream)
+            if matrices:
+                print('fault matrix: %d fault points in %d matrices'
+                      % (points, matrices))
     return 0
 
 

@@ -131,6 +131,60 @@ def read_settings(path=None, overrides=None, alias_maps=(), conf_dir=None):
     return settings
 
 
+def add_nova_conf_args(parser, overrides=False):
+    """The nova.conf options, the same in every command that reads it.
+
+    --nova-conf and --nova-conf-dir (``gpu candidates``, ``gpu capacity
+    list``, ``gpu check``, ``gpu quota show``); with OVERRIDES also
+    --setting and --alias-map, for the commands that build Nova's
+    Placement request from the settings (candidates, capacity).
+    """
+    if overrides:
+        parser.add_argument(
+            '--alias-map', metavar='<alias=vendor:product|class>',
+            action='append', default=[], dest='alias_maps',
+            help=_('What a PCI alias of nova.conf is, for flavors that no '
+                   'GPU pool describes: h100=10de:2331 or a100=CUSTOM_A100 '
+                   '(repeat option for several)'))
+    parser.add_argument(
+        '--nova-conf', metavar='<file>', action='append',
+        help=_('nova.conf-style file of Nova\'s scheduler and API '
+               '([scheduler], [filter_scheduler], [pci] alias, [quota], '
+               '[gpuclient]), read as Nova reads it; repeat option for '
+               'several, later files win (as Nova\'s --config-file); '
+               'default $%s, else Nova\'s defaults (see gpu candidates '
+               '--explain)') % CONF_ENV)
+    parser.add_argument(
+        '--nova-conf-dir', metavar='<directory>', action='append',
+        help=_('Directory whose .conf files are read in sorted order '
+               'after the --nova-conf files, as Nova\'s --config-dir '
+               '(e.g. /etc/nova/nova.conf.d; repeat option for several); '
+               'default $%s') % CONF_DIR_ENV)
+    if overrides:
+        parser.add_argument(
+            '--setting', metavar='<key=value>', dest='settings',
+            action=parseractions.KeyValueAction, default={},
+            help=_('Override one Nova setting, e.g. pci_in_placement=false '
+                   'or max_placement_results=50 (repeat option for '
+                   'several)'))
+
+
+def nova_conf_given(parsed_args):
+    """Was a nova.conf given: an option of add_nova_conf_args or its
+    environment variable ($GPUCLIENT_NOVA_CONF, $GPUCLIENT_NOVA_CONF_DIR)?
+    """
+    return bool(parsed_args.nova_conf or parsed_args.nova_conf_dir
+                or os.environ.get(CONF_ENV) or os.environ.get(CONF_DIR_ENV))
+
+
+def settings_from_args(parsed_args):
+    """read_settings with the options of add_nova_conf_args."""
+    return read_settings(parsed_args.nova_conf,
+                         getattr(parsed_args, 'settings', None),
+                         getattr(parsed_args, 'alias_maps', ()),
+                         conf_dir=parsed_args.nova_conf_dir)
+
+
 def collect(client, flavor=None, resources=(), required=(), image=None,
             pool=None, project=None, zone=None, boot_from_volume=False,
             limit=None, explain_all=False, settings=None,
@@ -529,7 +583,7 @@ def explanation_lines(result, full=False, why_not=True):
 
 class Candidates(command.Lister):
     _description = _(
-        'List the hosts Nova would consider for a flavor now\n\n'
+        'List the hosts Nova would consider for a flavor now.\n\n'
         'One row per host that could take the flavor (and image) now: the '
         'Placement query Nova\'s scheduler sends, then the scheduler '
         'filters the API lets a client judge. With --explain the hosts '
@@ -598,32 +652,7 @@ class Candidates(command.Lister):
                    '(Candidate and Reason columns), and write the query, '
                    'the Nova settings assumed and what is not checked to '
                    'stderr'))
-        parser.add_argument(
-            '--alias-map', metavar='<alias=vendor:product|class>',
-            action='append', default=[], dest='alias_maps',
-            help=_('What a PCI alias of nova.conf is, for flavors that no '
-                   'GPU pool describes: h100=10de:2331 or a100=CUSTOM_A100 '
-                   '(repeat option for several)'))
-        parser.add_argument(
-            '--nova-conf', metavar='<file>', action='append',
-            help=_('nova.conf-style file with the scheduler\'s settings '
-                   '([scheduler], [filter_scheduler], [pci] alias, '
-                   '[gpuclient] owner_nova), read as Nova reads it; repeat '
-                   'option for several, later files win (as Nova\'s '
-                   '--config-file); default $%s, else built-in defaults '
-                   '(see --explain)') % CONF_ENV)
-        parser.add_argument(
-            '--nova-conf-dir', metavar='<directory>', action='append',
-            help=_('Directory whose .conf files are read in sorted order '
-                   'after the --nova-conf files, as Nova\'s --config-dir '
-                   '(e.g. /etc/nova/nova.conf.d; repeat option for several); '
-                   'default $%s') % CONF_DIR_ENV)
-        parser.add_argument(
-            '--setting', metavar='<key=value>', dest='settings',
-            action=parseractions.KeyValueAction, default={},
-            help=_('Override one Nova setting, e.g. pci_in_placement=false '
-                   'or max_placement_results=50 (repeat option for '
-                   'several)'))
+        add_nova_conf_args(parser, overrides=True)
         return parser
 
     def _zone(self, parsed_args):
@@ -652,9 +681,7 @@ class Candidates(command.Lister):
         _check_traits('--forbidden', parsed_args.forbidden)
         zone = self._zone(parsed_args)
         resources = _parse_resources(parsed_args.resources)
-        settings = read_settings(parsed_args.nova_conf, parsed_args.settings,
-                                 parsed_args.alias_maps,
-                                 conf_dir=parsed_args.nova_conf_dir)
+        settings = settings_from_args(parsed_args)
         result = collect(
             self.app.client_manager.gpu, flavor=parsed_args.flavor,
             resources=resources,

@@ -50,7 +50,7 @@ def table(rows, long=False):
 
 class ListCapacity(command.Lister):
     _description = _(
-        'List how many more of each GPU flavor fit now\n\n'
+        'List how many more of each GPU flavor fit now.\n\n'
         'For every GPU flavor (or those given) and pool: how many more '
         'servers fit right now (with --long per host), counted exactly '
         'from the free inventory of each host\'s provider trees for the '
@@ -72,13 +72,7 @@ class ListCapacity(command.Lister):
             help=_('Only this flavor (name or ID; repeat option for '
                    'several). Default: every GPU flavor'))
         candidates_cmd.add_boot_project_args(parser)
-        parser.add_argument(
-            '--nova-conf', metavar='<file>', action='append',
-            help=_('nova.conf-style file with the scheduler\'s settings '
-                   '(enabled filters, isolated-aggregate filtering, PCI '
-                   'aliases; repeat option for several); default $%s, '
-                   'else the defaults "gpu candidates --explain" '
-                   'shows') % candidates_cmd.CONF_ENV)
+        candidates_cmd.add_nova_conf_args(parser, overrides=True)
         parser.add_argument(
             '--long', action='store_true', default=False,
             help=_('One row per flavor, pool and host'))
@@ -86,7 +80,7 @@ class ListCapacity(command.Lister):
 
     def take_action(self, parsed_args):
         client = self.app.client_manager.gpu
-        settings = candidates_cmd.read_settings(parsed_args.nova_conf)
+        settings = candidates_cmd.settings_from_args(parsed_args)
         project_id = (
             client.project_id(parsed_args.project,
                               parsed_args.project_domain)

@@ -13,7 +13,6 @@
 """openstack gpu check"""
 
 import logging
-import os
 
 from osc_lib import exceptions
 from osc_lib.command import command
@@ -37,9 +36,11 @@ def table(findings):
 
 class Check(command.Lister):
     _description = _(
-        'Find GPU misconfigurations before users do\n\n'
+        'Find GPU misconfigurations before users do.\n\n'
         'Reads the cloud once (pools, hosts, Placement trees, flavors, '
-        'images; with --nova-conf the scheduler settings too) and prints '
+        'images; with --nova-conf or --nova-conf-dir the scheduler '
+        'settings too, which the checks of scheduler settings and PCI '
+        'aliases need) and prints '
         'one row per finding: severity (error: instances fail or land on '
         'the wrong hosts; warning: a likely mistake), the check, the '
         'object, the symptom a user would see and the command or '
@@ -49,12 +50,7 @@ class Check(command.Lister):
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
-        parser.add_argument(
-            '--nova-conf', metavar='<file>', action='append',
-            help=_('nova.conf-style file of the scheduler and API (repeat '
-                   'option for several; default $%s): enables the checks '
-                   'of scheduler settings and PCI aliases')
-            % candidates_cmd.CONF_ENV)
+        candidates_cmd.add_nova_conf_args(parser)
         parser.add_argument(
             '--check', metavar='<name>', action='append', dest='checks',
             help=_('Run only this check (repeat option for several; '
@@ -76,8 +72,8 @@ class Check(command.Lister):
                 % {'bad': ', '.join(unknown),
                    'all': ', '.join(checks.CHECKS)})
         settings = None
-        if parsed_args.nova_conf or os.environ.get(candidates_cmd.CONF_ENV):
-            settings = candidates_cmd.read_settings(parsed_args.nova_conf)
+        if candidates_cmd.nova_conf_given(parsed_args):
+            settings = candidates_cmd.settings_from_args(parsed_args)
         client = self.app.client_manager.gpu
         cloud = snapshot.read(client, with_flavors=True, mapped_only=True,
                               with_images=True, with_pool_members=True,

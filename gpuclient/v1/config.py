@@ -26,9 +26,9 @@ from osc_lib import exceptions
 from osc_lib.command import command
 
 from gpuclient import nova_config
-from gpuclient import pool_ops
 from gpuclient import pools as pools_mod
 from gpuclient import request
+from gpuclient import snapshot
 from gpuclient.i18n import _
 
 LOG = logging.getLogger(__name__)
@@ -56,16 +56,17 @@ def _parse_files(paths):
 def read_existing(path, config, hosts=()):
     """({target: parsed ini}, {target: [files]}) for ``--diff PATH``.
 
-    A directory is a Kolla-Ansible config dir: each service and host is
-    compared with the files Kolla merges for it. A file is one service's
+    A directory is a Kolla-Ansible config dir: nova-api, nova-scheduler,
+    nova-conductor and each host are compared with the files Kolla merges
+    for them. A file is one service's
     nova.conf: compared with what the one --host needs, else with what
     nova-scheduler (and every service) needs.
     """
     path = os.path.expanduser(path)
     if os.path.isdir(path):
         existing, where = {}, {}
-        targets = [t for t in config.ordered() if t != nova_config.ALL]
-        for target in targets or [nova_config.SCHEDULER]:
+        hosts_shown = [t for t in config.ordered() if isinstance(t, tuple)]
+        for target in list(nova_config.CONTROLLERS) + hosts_shown:
             reads = [os.path.join(path, f)
                      for f in nova_config.kolla_reads(target)]
             existing[target] = _parse_files(reads)
@@ -96,43 +97,23 @@ def _parse_mig_types(texts):
 
 def collect(client, pool_names=(), hosts=(), mig_types=None,
             numa_policy=nova_config.DEFAULT_NUMA_POLICY):
-    """Read pools and their hosts' provider trees; return the Config."""
-    view = pool_ops.View(client)
-    chosen = dict(view.pools)
-    if pool_names:
-        for name in pool_names:
-            if name not in view.pools:
-                raise pools_mod.unknown_pool(name, view.pools)
-        chosen = {n: view.pools[n] for n in pool_names}
-    if hosts:
-        members = {h for p in chosen.values() for h in p['hosts']}
-        hosts = view.resolve_hosts(hosts, members=members)
-        for host in hosts:
-            if host not in members:
-                raise exceptions.CommandError(
-                    _('Host %(host)s is in none of the pools shown (%(pools)s)'
-                      ': see "openstack gpu host list" for its pools.')
-                    % {'host': host,
-                       'pools': ', '.join(sorted(chosen)) or _('none')})
-    members = sorted({h for p in chosen.values() for h in p['hosts']})
-    host_roots = {h: view.roots(h) for h in members}
-    roots = {r for rs in host_roots.values() for r in rs}
-    trees = {}
-    if roots:
-        classes = {p['resource_class'] for p in chosen.values()} | {'VGPU'}
-        snapshot = client.placement.gpu_snapshot(
-            classes, wanted_roots=roots, with_traits=True)
-        trees = nova_config.trees_from_snapshot(
-            snapshot, {h: r for h, r in host_roots.items() if r})
-    config = nova_config.build(chosen, trees, mig_types=mig_types,
-                               numa_policy=numa_policy)
-    if hosts:
-        keep = {nova_config.host_target(h) for h in hosts}
-        for part in (config.targets, config.notes):
-            for target in list(part):
-                if isinstance(target, tuple) and target not in keep:
-                    del part[target]
-    return config
+    """(Config, notes): one snapshot of the cloud (``snapshot.read``,
+    with flavors for the aliases' NUMA policy, Placement trees of the
+    pools' hosts only), shaped by ``nova_config.from_cloud``."""
+    aggregates = client.compute.aggregates()
+    pools, _problems = pools_mod.scan(
+        [snapshot.aggregate_dict(a) for a in aggregates])
+    for name in pool_names:
+        # checked before anything else is read
+        if name not in pools:
+            raise pools_mod.unknown_pool(name, pools)
+    chosen = [pools[n] for n in (pool_names or pools)]
+    cloud = snapshot.read(
+        client, extra_classes=('VGPU',), with_flavors=True,
+        wanted_hosts={h for p in chosen for h in p['hosts']},
+        with_traits=True, aggregates=aggregates)
+    return nova_config.from_cloud(cloud, pool_names, hosts, mig_types,
+                                  numa_policy)
 
 
 def write_files(directory, file_list):
@@ -166,7 +147,7 @@ def write_files(directory, file_list):
 
 class ShowConfig(command.Command):
     _description = _(
-        "Show the nova.conf settings the GPU pools need\n\n"
+        "Show the nova.conf settings the GPU pools need.\n\n"
         "Rendered from the cloud's state (pools, and each pGPU's PCI "
         "address read from Placement): [pci] alias and device_spec, "
         "[devices] enabled_mdev_types and [mdev_<type>] device_addresses, "
@@ -214,10 +195,11 @@ class ShowConfig(command.Command):
             '--numa-policy', metavar='<policy>',
             choices=('required', 'legacy', 'preferred', 'socket'),
             default=nova_config.DEFAULT_NUMA_POLICY,
-            help=_('numa_policy of the [pci] aliases (required, legacy, '
-                   'preferred or socket; default: preferred, as gpu flavor '
-                   'create). A flavor\'s hw:pci_numa_affinity_policy '
-                   'overrides it.'))
+            help=_('numa_policy of a [pci] alias whose flavors do not '
+                   'agree on one hw:pci_numa_affinity_policy (required, '
+                   'legacy, preferred or socket; default: preferred, as '
+                   'gpu flavor create); otherwise the flavors\' policy is '
+                   'used. A flavor\'s own policy overrides the alias\'s.'))
         return parser
 
     def take_action(self, parsed_args):
@@ -225,10 +207,12 @@ class ShowConfig(command.Command):
             raise exceptions.CommandError(
                 _('--diff and --output-dir do not go together: compare '
                   'first, then write to an empty directory.'))
-        config = collect(
+        config, notes = collect(
             self.app.client_manager.gpu, parsed_args.pool, parsed_args.host,
             _parse_mig_types(parsed_args.mig_mdev_type),
             parsed_args.numa_policy)
+        for note in notes:
+            LOG.warning(note)
         out = self.app.stdout
         if parsed_args.diff:
             existing, where = read_existing(parsed_args.diff, config,

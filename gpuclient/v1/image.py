@@ -100,11 +100,12 @@ class SetImage(command.Command):
 class UnsetImage(command.Command):
     _description = _(
         'Unset the image properties gpu image set added.\n\n'
-        'A property is removed only when it holds the value gpuclient sets '
-        '(hw_machine_type=q35, hw_firmware_type=uefi, '
-        'os_secure_boot=required, img_hide_hypervisor_id=true); another '
-        'value is left, with a warning that says how to remove it. No '
-        'option changes nothing.')
+        'A property is removed only when it holds a value gpu image set '
+        'writes: the --x value (hw_machine_type=q35, hw_firmware_type=uefi, '
+        'os_secure_boot=required, img_hide_hypervisor_id=true) or the '
+        '--no-x value (hw_firmware_type=bios, os_secure_boot=disabled, '
+        'img_hide_hypervisor_id=false). Another value is left, with a '
+        'warning that says how to remove it. No option changes nothing.')
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -114,7 +115,8 @@ class UnsetImage(command.Command):
                 '--' + option, dest=option.replace('-', '_'),
                 action='store_true', default=False,
                 help=_('Remove %(key)s if it is %(value)s') % {
-                    'key': key, 'value': images.SET_VALUES[key]})
+                    'key': key,
+                    'value': ' or '.join(images.own_values(key))})
         pool_cmd.add_dry_run_arg(parser)
         return parser
 

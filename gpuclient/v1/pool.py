@@ -352,6 +352,12 @@ class SetPool(command.Command):
         _add_property_arg(
             parser, _('Property to set on the pool\'s aggregate (repeat '
                       'option to set several)'))
+        parser.add_argument(
+            '--allow-public-flavors', action='store_true', default=False,
+            help=_('Allow limiting an open pool to projects while it has '
+                   'public flavors (other projects keep seeing them and get '
+                   '"No valid host"); without it, that is refused with the '
+                   'commands that re-create them private'))
         add_update_dependents_arg(parser)
         add_dry_run_arg(parser)
         return parser
@@ -364,6 +370,7 @@ class SetPool(command.Command):
             project_domain=parsed_args.project_domain,
             properties=parsed_args.properties,
             update_dependents=parsed_args.update_dependents,
+            allow_public_flavors=parsed_args.allow_public_flavors,
             dry_run=parsed_args.dry_run)
         if parsed_args.dry_run:
             write_plan(self.app, plan)

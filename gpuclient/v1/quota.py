@@ -18,7 +18,6 @@ nova.quota.UnifiedLimitsDriver`` (see ``gpuclient.quota``).
 """
 
 import logging
-import os
 
 from cliff import columns as cliff_columns
 from osc_lib import exceptions
@@ -121,7 +120,7 @@ def _finish(app, plan, dry_run):
 
 class SetQuota(command.Command):
     _description = _(
-        'Set the GPU quota of a project, or the default of every project\n\n'
+        'Set a project\'s GPU quota, or every project\'s default.\n\n'
         'Writes a Keystone unified limit of the compute service on '
         'class:<resource class> (a pool stands for its class): a project '
         'limit with --project, the registered limit with --default. Nova '
@@ -154,7 +153,7 @@ class SetQuota(command.Command):
 
 class DeleteQuota(command.Command):
     _description = _(
-        'Delete the GPU quota of a project, or the default\n\n'
+        'Delete the GPU quota of a project, or the default.\n\n'
         'Deletes the Keystone limit on class:<resource class>: a project '
         'then has the registered limit (the default); without a registered '
         'limit Nova applies its [quota] unified_limits_resource_strategy. '
@@ -178,14 +177,18 @@ class DeleteQuota(command.Command):
 
 class ShowQuota(command.Lister):
     _description = _(
-        'Show the GPU quota of a project\n\n'
+        'Show the GPU quota of a project.\n\n'
         'One row per GPU resource class (of a pool, or with a limit or '
         'usage): the limit Nova enforces under unified limits (the '
         'project\'s own, else the registered default, else what [quota] '
         'unified_limits_resource_strategy makes of none), where it comes '
         'from, the GPUs in use (Placement usages of the project) and how '
         'many more it may take. Pools sharing a class share one quota. '
-        'Notes on stderr say when Nova does not enforce GPU quotas.')
+        'With --nova-conf or --nova-conf-dir, nova-api\'s [quota] driver '
+        'and unified_limits_resource_strategy/_list apply; without them, '
+        'Nova\'s default strategy, and the driver judged from Nova\'s '
+        'limits. Notes on stderr say when Nova does not enforce GPU '
+        'quotas.')
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -195,12 +198,9 @@ class ShowQuota(command.Lister):
         from openstackclient.identity import common as identity_common
 
         identity_common.add_project_domain_option_to_parser(parser)
-        parser.add_argument(
-            '--nova-conf', metavar='<file>', action='append',
-            help=_('nova.conf-style file of nova-api (repeat option for '
-                   'several; default $GPUCLIENT_NOVA_CONF): its [quota] '
-                   'driver and unified_limits_resource_strategy/_list are '
-                   'applied; without it Nova\'s defaults are assumed'))
+        from gpuclient.v1 import candidates as candidates_cmd
+
+        candidates_cmd.add_nova_conf_args(parser)
         return parser
 
     def take_action(self, parsed_args):
@@ -208,9 +208,8 @@ class ShowQuota(command.Lister):
 
         client = self.app.client_manager.gpu
         conf = None
-        if parsed_args.nova_conf or os.environ.get(candidates_cmd.CONF_ENV):
-            conf = candidates_cmd.read_settings(
-                parsed_args.nova_conf).get('quota')
+        if candidates_cmd.nova_conf_given(parsed_args):
+            conf = candidates_cmd.settings_from_args(parsed_args).get('quota')
         if parsed_args.project:
             project_id = client.project_id(parsed_args.project,
                                            parsed_args.project_domain)
@@ -263,7 +262,7 @@ def notes(conf, absolute, own, registered, classes, pools):
 
 class ListQuota(command.Lister):
     _description = _(
-        'List the projects with a GPU quota of their own\n\n'
+        'List the projects with a GPU quota of their own.\n\n'
         'One row per project limit on a GPU class (Keystone unified limits '
         'of the compute service); the registered defaults are in "gpu '
         'quota show". Needs admin to see every project.')

@@ -85,6 +85,30 @@ def _used_gpu_providers(cloud, roots=None):
     return sorted(found)
 
 
+def resolve_host(cloud, name):
+    """(compute host, notes) meant by NAME, from the snapshot alone.
+
+    As ``pool_ops.View.resolve_hosts`` (``gpu pool add host``, ``gpu
+    config show --host``): the compute service host, or the hypervisor
+    hostname, hypervisor id, resource provider name or uuid (root or
+    child) of exactly one host (``gpuclient.host_names``). The provider
+    list is already in the snapshot: no request is added. The notes say
+    which host a name that is not the host's own resolved to; an
+    ambiguous or unknown name is a CommandError.
+    """
+    known = ({svc['host'] for svc in cloud.services}
+             | set(cloud.host_roots()))
+    result = host_names.resolve([name], known, cloud.hypervisors)
+    if result.unknown:
+        providers = [{'uuid': uuid, 'name': rp['name'],
+                      'root_provider_uuid': rp['root']}
+                     for uuid, rp in cloud.placement.providers.items()]
+        result = host_names.resolve([name], known, cloud.hypervisors,
+                                    providers)
+    result.check(unknown=True)
+    return result.hosts()[0], result.notes()
+
+
 def collect(client, parsed_args):
     """(rows, notes): what ``gpu server list`` shows.
 
@@ -125,11 +149,8 @@ def collect(client, parsed_args):
         raise pools_mod.unknown_pool(parsed_args.pool, cloud.pools)
     host_roots = cloud.host_roots()
     if parsed_args.host:
-        known = {svc['host'] for svc in cloud.services} | set(host_roots)
-        result = host_names.resolve([parsed_args.host], known,
-                                    cloud.hypervisors)
-        result.check(unknown=True)
-        host = result.hosts()[0]
+        host, resolved = resolve_host(cloud, parsed_args.host)
+        notes += resolved
         roots = set(host_roots.get(host, ()))
     if parsed_args.pool:
         pool_roots = set()
@@ -149,7 +170,7 @@ def collect(client, parsed_args):
 
 class ListServer(command.Lister):
     _description = _(
-        'List servers that hold GPUs, and which devices\n\n'
+        'List servers that hold GPUs, and which devices.\n\n'
         'One row per server: its host, pool, mode, the resource class and '
         'number of GPUs it holds, and the devices (PCI address, pGPU, MIG '
         'slice or bare-metal node), from the providers of its Placement '
@@ -165,8 +186,10 @@ class ListServer(command.Lister):
             help=_('Only servers whose GPUs come from this GPU pool (name)'))
         parser.add_argument(
             '--host', metavar='<host>',
-            help=_('Only servers on this compute host (service host, '
-                   'hypervisor hostname or provider name; admin)'))
+            help=_('Only servers on this compute host, as "openstack '
+                   'compute service list" names it, or its hypervisor '
+                   'hostname or a resource provider name or UUID of its '
+                   'tree (admin)'))
         add_project_args(parser, _('servers'))
         parser.add_argument(
             '--long', action='store_true', default=False,

@@ -100,7 +100,7 @@ def collect(client, parsed_args, now=None):
 
 class ListUsage(command.Lister):
     _description = _(
-        'List GPU-hours per project, pool, flavor or class over a period\n\n'
+        'List GPU-hours per project, pool, flavor or class.\n\n'
         'From Nova\'s server usage (os-simple-tenant-usage), which keeps '
         'servers deleted during the period, times the GPUs each server\'s '
         'embedded flavor asks for (so flavor edits do not rewrite '

@@ -10,7 +10,10 @@ Placement:
   FQDN, as libvirt reports it, so it differs from the service host.
 * ``VgpuDriver``: 2 pGPU child providers with ``VGPU`` inventory, as the
   libvirt driver makes them; no type trait (tagging is gpuclient's job) and,
-  like libvirt, it leaves alone traits that an operator adds to them.
+  like libvirt, it leaves alone traits that an operator adds to them. The
+  pGPUs are those ``[devices] enabled_mdev_types`` and their
+  ``[mdev_<type>] device_addresses`` list (as libvirt reads them), so the
+  host's nova.conf drives them; without them, ``DEVICES``.
 * ``MigDriver``: 7 VF child providers with ``VGPU`` total 1 each, which is
   what MIG-backed vGPU on SR-IOV cards looks like.
 * ``PlainDriver``: no GPU.
@@ -135,15 +138,32 @@ class PassthroughDriver(_Base):
 class VgpuDriver(_Base):
     """pGPUs offering mediated devices: one VGPU child provider each."""
 
-    # PCI addresses of the devices offering vGPUs, vGPUs per device
+    # PCI addresses of the devices offering vGPUs when nova.conf lists
+    # none, vGPUs per device
     DEVICES = ('0000:84:00.0', '0000:85:00.0')
     VGPUS_PER_DEVICE = 4
+
+    @classmethod
+    def devices(cls, conf=CONF):
+        """The pGPU addresses: every ``device_addresses`` of the enabled
+        mdev types, in order, else DEVICES."""
+        types = list(conf.devices.enabled_mdev_types or ())
+        if not types:
+            return cls.DEVICES
+        # the [mdev_<type>] groups, as the libvirt driver registers them
+        nova.conf.devices.register_dynamic_opts(conf)
+        found = []
+        for mdev_type in types:
+            for address in conf['mdev_%s' % mdev_type].device_addresses:
+                if address not in found:
+                    found.append(address)
+        return tuple(found) or cls.DEVICES
 
     def update_provider_tree(self, provider_tree, nodename,
                              allocations=None):
         super().update_provider_tree(provider_tree, nodename,
                                      allocations=allocations)
-        for address in self.DEVICES:
+        for address in self.devices():
             # the libvirt driver's naming: <nodename>_pci_0000_84_00_0
             name = '%s_pci_%s' % (
                 nodename, address.replace(':', '_').replace('.', '_'))

@@ -35,7 +35,12 @@ HOSTS = (
          '[pci]\n'
          'device_spec = {"vendor_id": "10de", "product_id": "2331"}\n'
          'report_in_placement = true\n'),
-    Host('gpu-vgpu-1', 'vgpu', 'VgpuDriver', 'gpu-vgpu-1', 'VGPU', 2, ''),
+    # the fake driver reports the pGPUs [mdev_nvidia-35] lists
+    Host('gpu-vgpu-1', 'vgpu', 'VgpuDriver', 'gpu-vgpu-1', 'VGPU', 2,
+         '[devices]\n'
+         'enabled_mdev_types = nvidia-35\n'
+         '[mdev_nvidia-35]\n'
+         'device_addresses = 0000:84:00.0,0000:85:00.0\n'),
     Host('gpu-mig-1', 'mig', 'MigDriver', 'gpu-mig-1', 'VGPU', 7, ''),
     # Nova's real ironic driver in front of real Ironic (cloud.ironic,
     # fake-hardware nodes); the nodename is its first node's UUID.

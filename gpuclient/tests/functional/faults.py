@@ -386,7 +386,16 @@ def _wanted(name, names):
     return any((name or '').startswith(prefix) for prefix in names)
 
 
-def cloud_state(client, names=None):
+# Glance's own members of an image; every other member is a property
+GLANCE_FIELDS = frozenset({
+    'id', 'name', 'status', 'visibility', 'protected', 'os_hidden',
+    'checksum', 'os_hash_algo', 'os_hash_value', 'owner', 'size',
+    'virtual_size', 'min_ram', 'min_disk', 'disk_format',
+    'container_format', 'created_at', 'updated_at', 'tags', 'self', 'file',
+    'schema', 'direct_url', 'locations', 'stores'})
+
+
+def cloud_state(client, names=None, providers=()):
     """A JSON-serialisable snapshot of what gpuclient writes.
 
     ``aggregates``: name -> {hosts, metadata, availability_zone};
@@ -394,22 +403,34 @@ def cloud_state(client, names=None):
     own standard traits come and go with its resource tracker);
     ``pool_traits``: sorted existing CUSTOM_GPU_POOL_* traits;
     ``flavors``: name -> {vcpus, ram, disk, is_public, extra_specs, access}
-    (access: sorted project ids, for private flavors only).
-    NAMES, a prefix or list of prefixes, keeps only the aggregates and
-    flavors whose name starts with one of them.
+    (access: sorted project ids, for private flavors only);
+    ``mirror``: provider uuid -> sorted names of the kept aggregates whose
+    uuid is among the provider's Placement aggregates (Nova's mirror of
+    host membership, what isolation and project limits filter on), for
+    each uuid of PROVIDERS (one request each);
+    ``images``: name -> properties (members that are not Glance's own).
+    NAMES, a prefix or list of prefixes, keeps only the aggregates,
+    flavors and images whose name starts with one of them.
     """
     state = {'aggregates': {}, 'provider_traits': {}, 'pool_traits': [],
-             'flavors': {}}
+             'flavors': {}, 'mirror': {}, 'images': {}}
+    placement = client.placement
+    # the mirror first: an aggregate made after this read is then known
+    # by name below, not mistaken for one of ours
+    mirrored = {rp: set(placement.aggregates(rp)[0]) for rp in providers}
+    by_uuid = {}
     for agg in client.compute.aggregates():
         if not _wanted(agg.name, names):
             continue
+        by_uuid[agg.uuid] = agg.name
         state['aggregates'][agg.name] = {
             'hosts': sorted(agg.hosts or []),
             'metadata': dict(agg.metadata or {}),
             'availability_zone': agg.availability_zone,
         }
-
-    placement = client.placement
+    for rp, aggs in mirrored.items():
+        state['mirror'][rp] = sorted(by_uuid[a] for a in aggs
+                                       if a in by_uuid)
     data = placement.get('/resource_providers', TRAITS_VERSION,
                          'Listing resource providers')
     for rp in data['resource_providers']:
@@ -449,6 +470,10 @@ def cloud_state(client, names=None):
             'extra_specs': dict(flavor.get('extra_specs') or {}),
             'access': access,
         }
+    for image in client.image.images():
+        if _wanted(image.get('name'), names):
+            state['images'][image['name']] = {
+                k: v for k, v in image.items() if k not in GLANCE_FIELDS}
     return state
 
 

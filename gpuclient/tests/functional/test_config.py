@@ -14,11 +14,12 @@
 
 On the project's test cloud the rendered keys are compared, key for key,
 with the configuration its services run with (``etc/nova/nova.conf`` and
-``nova-compute-<host>.conf`` next to its clouds.yaml) and, for the vGPU
-host, whose fake driver stands in for ``[devices]``/``[mdev_*]``, with the
-pGPU addresses that driver reports and Placement holds. On another cloud
-the comparison with files is skipped (they are not readable from here) and
-only Placement is compared.
+``nova-compute-<host>.conf`` next to its clouds.yaml), for the vGPU host
+too: its fake driver reports the pGPUs its ``[mdev_*] device_addresses``
+list, which Placement holds. A test cloud started before that host's
+conf had ``[devices]`` skips the vGPU comparison (after all the others).
+On another cloud the comparison with files is skipped (they are not
+readable from here) and only Placement is compared.
 """
 
 import ast
@@ -81,6 +82,16 @@ class TestConfigShow(base.FunctionalTestCase):
         self.addCleanup(self.delete_pool, vg)
         self.openstack('gpu', 'pool', 'create', vg, '--mode', 'vgpu',
                        '--vgpu-type', VGPU_TYPE, '--host', base.VGPU_HOST)
+        # the alias's numa_policy comes from its flavors when they agree,
+        # else --numa-policy (preferred): with this flavor it is preferred
+        # whatever other flavors asking for h100 say
+        flavor = self.unique_name('cfg-pt')
+        self.addCleanup(self.openstack, 'flavor', 'delete', flavor,
+                        parse=False)
+        self.openstack('flavor', 'create', flavor, '--vcpus', '1', '--ram',
+                       '64', '--disk', '1', '--private', '--property',
+                       'pci_passthrough:alias=%s:1' % alias, '--property',
+                       'hw:pci_numa_affinity_policy=preferred')
         out = tempfile.mkdtemp(prefix='gpuclient-ft-config-')
         self.addCleanup(shutil.rmtree, out, True)
         written = self.openstack(
@@ -96,9 +107,13 @@ class TestConfigShow(base.FunctionalTestCase):
                                         'nova.conf'))
         vg_conf = read_ini(os.path.join(out, 'nova', base.VGPU_HOST,
                                         'nova.conf'))
-        # only keys gpuclient owns, where they belong
-        self.assertEqual({'pci': ['alias']},
+        # only keys gpuclient owns, where they belong: pci_in_placement
+        # where nova-api, nova-scheduler and nova-conductor all read it
+        self.assertEqual({'filter_scheduler': ['pci_in_placement'],
+                          'pci': ['alias']},
                          {s: sorted(k) for s, k in every.items()})
+        self.assertEqual({'filter_scheduler': ['enabled_filters']},
+                         {s: sorted(k) for s, k in sched.items()})
         self.assertEqual({'pci': ['device_spec', 'report_in_placement']},
                          {s: sorted(k) for s, k in pt_conf.items()})
         self.assertEqual(['devices', 'mdev_%s' % VGPU_TYPE],
@@ -151,9 +166,28 @@ class TestConfigShow(base.FunctionalTestCase):
             set(controller['filter_scheduler']['enabled_filters'][-1]
                 .split(',')))
         self.assertEqual(controller['filter_scheduler']['pci_in_placement'],
-                         filters['pci_in_placement'])
+                         every['filter_scheduler']['pci_in_placement'])
         # and --diff agrees: the test cloud's scheduler lacks nothing
         rc, stdout, stderr = self.openstack_raw(
             'gpu', 'config', 'show', '--pool', pt, '--pool', vg,
             '--diff', os.path.join(etc, 'nova.conf'))
         self.assertEqual(0, rc, stdout + stderr)
+
+        # vGPU: key for key against the vGPU host's nova-compute, whose
+        # fake driver reports the pGPUs its [mdev_*] device_addresses list
+        vg_etc = read_ini(os.path.join(etc, 'nova.conf'), os.path.join(
+            etc, 'nova-compute-%s.conf' % base.VGPU_HOST))
+        if 'devices' not in vg_etc:
+            self.skipTest('the running test cloud predates [devices] in '
+                          'nova-compute-%s.conf (restart it: tools/testcloud'
+                          ' down && up); everything else was compared'
+                          % base.VGPU_HOST)
+        for section, keys in vg_conf.items():
+            for key, values in keys.items():
+                have = vg_etc.get(section, {}).get(key)
+                self.assertTrue(have, '[%s] %s' % (section, key))
+                self.assertEqual(set(values[-1].split(',')),
+                                 set(have[-1].split(',')),
+                                 '[%s] %s' % (section, key))
+        self.assertEqual(sorted(s for s in vg_etc if s.startswith('mdev_')),
+                         sorted(s for s in vg_conf if s.startswith('mdev_')))

@@ -25,7 +25,9 @@ the k-th write fails. After each run either
   and re-running the command reaches the success state.
 
 A second pass fails the k-th write *and* the first undo write after it.
-The total number of points is printed in the test's details and on stdout.
+Each matrix adds a detail "fault-matrix: LABEL" holding one line
+"fault points: LABEL: N ..." (also printed); tools/test_summary.py sums
+those lines of a run into one total.
 """
 
 import concurrent.futures
@@ -47,7 +49,6 @@ from gpuclient.tests.functional import faults
 from gpuclient.v1 import quota as quota_cmd
 
 PREFIX = 'gpuclient-ft-fault'
-MATRIX_COUNTS = {}
 
 
 def _spec(name, isolate=True):
@@ -66,9 +67,17 @@ class FaultMatrixTestCase(base.FunctionalTestCase):
         self.name = self.unique_name('fault')
         self.addCleanup(self.cleanup)
         self.points = []
+        self._roots = None
 
     def state(self):
-        return faults.cloud_state(self.admin, names=[PREFIX])
+        if self._roots is None:
+            # the pool hosts' root providers: their Placement aggregates
+            # (Nova's mirror of membership) are part of the state
+            view = pool_ops.View(self.admin, warn=False)
+            self._roots = [r for host in (base.VGPU_HOST, base.MIG_HOST)
+                           for r in view.roots(host)]
+        return faults.cloud_state(self.admin, names=[PREFIX],
+                                  providers=self._roots)
 
     def cleanup(self):
         """Remove every pool/flavor/aggregate of this test, fault-free."""
@@ -127,6 +136,7 @@ class FaultMatrixTestCase(base.FunctionalTestCase):
                     self.assertIn('failed at step', error, where)
                     outcome = 'rolled back'
                 else:
+                    where += '; left: %s' % faults.diff_states(before, after)
                     self.assertIn('this is left', error, where)
                     self.assertIn('again to finish it', error, where)
                     command(self.client)  # the re-run, no fault
@@ -138,14 +148,17 @@ class FaultMatrixTestCase(base.FunctionalTestCase):
                     revert()
                     self.assertEqual(
                         [], faults.diff_states(before, self.state()), where)
+        points = [p for p in self.points if p[0] == label]
         summary = {}
-        for point in self.points:
+        for point in points:
             summary[point[-1]] = summary.get(point[-1], 0) + 1
-        MATRIX_COUNTS[label] = (len(self.points), writes, summary)
-        report = '%s: %d writes, %d fault points in %.0f s: %s' % (
-            label, writes, len(self.points), time.time() - started,
-            ', '.join('%s %d' % kv for kv in sorted(summary.items())))
-        self.addDetail('fault-matrix', content.text_content(report))
+        report = 'fault points: %s: %d (%d writes; %s) in %.0f s' % (
+            label, len(points), writes,
+            ', '.join('%s %d' % kv for kv in sorted(summary.items())),
+            time.time() - started)
+        # one detail per matrix: a test running two keeps both
+        self.addDetail('fault-matrix: %s' % label,
+                       content.text_content(report))
         print(report)  # noqa: T201 - stestr shows it with the test output
 
 
@@ -173,7 +186,6 @@ class TestPoolFaults(FaultMatrixTestCase):
         self.run_matrix('pool add host', add,
                         lambda: remove(self.admin))
         add(self.admin)
-        self.points = []
         self.run_matrix('pool remove host', remove,
                         lambda: add(self.admin))
 
@@ -181,6 +193,14 @@ class TestPoolFaults(FaultMatrixTestCase):
         pool_ops.create(self.admin, _spec(self.name),
                         [base.VGPU_HOST, base.MIG_HOST])
         flavor_ops.create(self.admin, self.name + '-f', self.name, 1, 512, 1)
+        # an image that requires the pool trait: ending isolation removes
+        # the requirement (an image.update under fault too)
+        prop = 'trait:%s' % pools.pool_trait(self.name)
+        image = self.openstack('image', 'create', '--disk-format', 'raw',
+                               '--container-format', 'bare', '--property',
+                               '%s=required' % prop, self.name + '-img')
+        self.addCleanup(self.openstack, 'image', 'delete', image['id'],
+                        parse=False)
 
         def off(client):
             pool_ops.set_isolation(client, self.name, False,
@@ -190,10 +210,14 @@ class TestPoolFaults(FaultMatrixTestCase):
             pool_ops.set_isolation(client, self.name, True,
                                    update_dependents=True)
 
-        self.run_matrix('pool set --no-isolate', off,
-                        lambda: on(self.admin))
+        def revert_off():
+            on(self.admin)
+            self.admin.image.update_properties(
+                self.admin.image.find_image(image['id']),
+                {prop: 'required'})
+
+        self.run_matrix('pool set --no-isolate', off, revert_off)
         off(self.admin)
-        self.points = []
         self.run_matrix('pool set --isolate', on, lambda: off(self.admin))
 
     def test_delete_force(self):
@@ -206,6 +230,38 @@ class TestPoolFaults(FaultMatrixTestCase):
         self.run_matrix(
             'pool delete --force', delete,
             lambda: pool_ops.create(self.admin, _spec(self.name), hosts))
+
+
+class TestProjectFaults(FaultMatrixTestCase):
+    def test_unset_project_with_dependents(self):
+        """Removing a project from a limited pool takes it off the pool's
+        private flavors in the same plan (one write per flavor, then the
+        metadata)."""
+        keep = self.admin.current_project_id()
+        gone = faults.make_client(self.member_cloud).current_project_id()
+        self.assertNotEqual(keep, gone)
+        pool_ops.create(self.admin, pools.build_spec(
+            self.name, 'vgpu', vgpu_type='nvidia-35',
+            projects=[keep, gone]), [])
+        flavors = [self.name + '-f%d' % i for i in range(2)]
+        for flavor in flavors:
+            flavor_ops.create(self.admin, flavor, self.name, 1, 512, 1,
+                              public=False, projects=[keep, gone])
+
+        def command(client):
+            pool_ops.update_metadata(client, self.name,
+                                     projects_remove=[gone],
+                                     update_dependents=True)
+
+        def revert():
+            pool_ops.update_metadata(self.admin, self.name,
+                                     projects_add=[gone])
+            for flavor in flavors:
+                self.admin.compute.add_flavor_access(
+                    self.admin.compute.find_flavor(flavor)['id'], gone)
+
+        self.run_matrix('pool unset --project --update-dependents', command,
+                        revert)
 
 
 class TestFlavorFaults(FaultMatrixTestCase):

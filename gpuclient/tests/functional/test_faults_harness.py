@@ -31,10 +31,12 @@ from gpuclient.tests.functional import faults
 
 
 def named_diff(before, after):
-    """diff_states limited to the name-filtered parts (aggregates, flavors):
-    provider and pool traits are cloud-wide, and other tests change them."""
+    """diff_states limited to the name-filtered parts (aggregates, flavors,
+    images, the mirror of named aggregates): provider and pool traits are
+    cloud-wide, and other tests change them."""
     return [line for line in faults.diff_states(before, after)
-            if line[2:].startswith(('aggregates', 'flavors'))]
+            if line[2:].startswith(('aggregates', 'flavors', 'images',
+                                    'mirror'))]
 
 
 class FaultHarnessTest(base.FunctionalTestCase):
@@ -188,7 +190,7 @@ class FaultHarnessTest(base.FunctionalTestCase):
         self.assertEqual([], diff)
         self.assertEqual(first, json.loads(json.dumps(first)))
         self.assertEqual({'aggregates', 'provider_traits', 'pool_traits',
-                          'flavors'}, set(first))
+                          'flavors', 'mirror', 'images'}, set(first))
         for traits in first['provider_traits'].values():
             self.assertTrue(all(t.startswith('CUSTOM_') for t in traits))
 
@@ -229,3 +231,20 @@ class FaultHarnessTest(base.FunctionalTestCase):
         self.assertEqual(['+ flavors[%s]' % flavor_name],
                          [line.split(':')[0] for line in
                           named_diff(after, last)])
+
+        # the Placement mirror of a host's membership, and image properties
+        root = self.root_provider(base.PLAIN_HOST)
+        image_name = prefix + '-img'
+        image = self.openstack('image', 'create', '--disk-format', 'raw',
+                               '--container-format', 'bare', '--property',
+                               'trait:CUSTOM_X=required', image_name)
+        self.addCleanup(self.openstack, 'image', 'delete', image['id'],
+                        parse=False)
+        self.addCleanup(self.admin.compute.remove_host, agg, base.PLAIN_HOST)
+        self.client.compute.add_host(agg, base.PLAIN_HOST)
+        final = faults.cloud_state(self.client, names=[prefix],
+                                   providers=[root])
+        self.assertEqual({root: [name]}, final['mirror'])
+        self.assertEqual('required',
+                         final['images'][image_name]['trait:CUSTOM_X'])
+        self.assertNotIn('id', final['images'][image_name])

@@ -11,11 +11,14 @@
 # under the License.
 
 """Names operators copy: hosts as ``hypervisor list`` and ``resource
-provider list`` show them, projects of the same name in two domains.
+provider list`` show them (``gpu pool add host``, ``gpu server list
+--host``), projects of the same name in two domains.
 
 Proven by what Nova then holds (aggregate hosts and metadata, flavor
 access), read back with plain OSC commands.
 """
+
+import json
 
 from gpuclient.tests.functional import base
 
@@ -57,6 +60,23 @@ class TestHostNames(IdentityTestCase):
         self.assertIn('Unknown compute host(s): %s.nope' % hv_name, err)
         self.assertIn('%s (hypervisor %s)' % (base.PT_HOST, hv_name), err)
         self.assertEqual([], self.aggregate(name)['hosts'])
+
+    def test_server_list_host_by_child_provider_name(self):
+        root = self.root_provider(base.MIG_HOST)
+        children = [rp for rp in self.openstack(
+            '--os-placement-api-version', '1.14', 'resource', 'provider',
+            'list', '--in-tree', root) if rp['uuid'] != root]
+        self.assertTrue(children, 'no child provider under %s' % root)
+        child = sorted(rp['name'] for rp in children)[0]
+        rc, out, err = self.openstack_raw('gpu', 'server', 'list', '--host',
+                                          child, '-f', 'json')
+        self.assertEqual(0, rc, err)
+        self.assertIn('"%s" is the resource provider name of compute host '
+                      '%s: using %s.' % (child, base.MIG_HOST, base.MIG_HOST),
+                      err)
+        # only that host's servers (whoever booted them)
+        self.assertEqual(set(), {row['Host'] for row in json.loads(out)}
+                         - {base.MIG_HOST})
 
 
 class TestProjectDomain(IdentityTestCase):

@@ -166,6 +166,27 @@ class TestPools(ChecksTestCase):
         self.fc.aggregates[0].hosts.remove('plain-1')
         self.assertEqual([], self.named('pool-no-devices'))
 
+    def test_pools_sharing_an_alias(self):
+        self.pool(PT_SPEC, ['gpu-pt-1'])
+        self.assertEqual([], self.named('pool-shared-alias'))
+        other = pools.build_spec('solver2', 'passthrough', alias='h100',
+                                 pci_id='10de:20b5')
+        self.pool(other)
+        found = self.assert_found('pool-shared-alias')
+        self.assertEqual((('solver', 'solver2'), 'alias h100'),
+                         (found[0].pools, found[0].object))
+        self.assertIn('--resource-class', found[0].fix)
+        # one class for both: Nova accepts the class-only alias (warning)
+        for agg, pci_id in zip(self.fc.aggregates, ('2331', '20b5'),
+                                  strict=True):
+            spec = pools.build_spec(
+                agg.name, 'passthrough', alias='h100',
+                pci_id='10de:' + pci_id, resource_class='CUSTOM_H100')
+            agg.metadata = pools.metadata_for(spec)
+        found = self.assert_found('pool-shared-alias',
+                                  severity=checks.WARNING)
+        self.assertIn('"resource_class": "CUSTOM_H100"', found[0].fix)
+
     def test_duplicate_pool_aggregates(self):
         self.pool(PT_SPEC, ['gpu-pt-1'])
         self.fc.aggregates.append(fakes.Aggregate(

@@ -124,6 +124,29 @@ class TestZuulJob(base.TestCase):
         self.assertIn('gpuclient', plugins)
         self.assertTrue(plugins['gpuclient'].endswith('/gpuclient'))
 
+    def test_differential_tests_run_with_novas_python(self):
+        # devstack's defaults (stackrc): DEST=/opt/stack, DATA_DIR=$DEST/data,
+        # DEVSTACK_VENV=$DATA_DIR/venv with GLOBAL_VENV, where Nova and the
+        # plugin's setup_develop install
+        env = self.jobs['gpuclient-functional-devstack']['vars'][
+            'tox_environment']
+        self.assertEqual(
+            os.path.join('/opt/stack', 'data', 'venv', 'bin', 'python'),
+            env['GPUCLIENT_NOVA_PYTHON'])
+        # tox passes it on, and run-functional uses it and fails when it
+        # is set but missing, instead of skipping the differential tests
+        with open(os.path.join(TOP, 'tox.ini')) as f:
+            functional = f.read().split('[testenv:functional]')[1]
+        self.assertIn('GPUCLIENT_*', functional.split('\n[')[0])
+        with open(os.path.join(TOP, 'tools', 'run-functional')) as f:
+            runner = f.read()
+        self.assertIn('NOVA_PYTHON=${GPUCLIENT_NOVA_PYTHON:-', runner)
+        self.assertIn('-n "${GPUCLIENT_NOVA_PYTHON:-}" ]; then', runner)
+        # the plugin installs gpuclient into devstack's python (the venv
+        # above), where the differential tests import it
+        calls = StubDevstack(self).run('stack', 'install')
+        self.assertIn('setup_develop', [c[0] for c in calls])
+
     def test_plugin_name_matches_settings(self):
         # devstack loads devstack/ of the repo enabled as NAME; settings
         # must define the same NAME

@@ -142,18 +142,52 @@ class TestPlanUnset(base.TestCase):
                                 dict(changed, **removed).items()
                                 if v is not None})
 
+    def test_removes_what_set_no_writes(self):
+        # set --no-uefi --no-secure-boot --no-hide-hypervisor-id writes
+        # explicit "off" values: unset removes them as its own
+        options = {'uefi': False, 'secure_boot': False,
+                   'hide_hypervisor_id': False}
+        added = images.plan(BARE, **options)
+        self.assertEqual({'hw_firmware_type': 'bios',
+                          'os_secure_boot': 'disabled',
+                          'img_hide_hypervisor_id': 'false'}, added)
+        changed = dict(BARE, **added)
+        removed, notes = images.plan_unset(changed, **self.ALL)
+        self.assertEqual([], notes)
+        self.assertEqual({key: None for key in added}, removed)
+        self.assertEqual(BARE, {k: v for k, v in
+                                dict(changed, **removed).items()
+                                if v is not None})
+        # one at a time, too
+        for option, key in images.OPTIONS:
+            if key not in added:
+                continue
+            self.assertEqual(({key: None}, []),
+                             images.plan_unset(changed, **{option: True}))
+
     def test_other_values_are_left_and_said(self):
         image = dict(BARE, hw_machine_type='pc-q35-8.2',
-                     hw_firmware_type='bios', os_secure_boot='disabled',
-                     img_hide_hypervisor_id='false')
+                     hw_firmware_type='efi', os_secure_boot='optional',
+                     img_hide_hypervisor_id='yes')
         changes, notes = images.plan_unset(image, **self.ALL)
         self.assertEqual({}, changes)
         self.assertEqual(4, len(notes))
         for key, note in zip(images.PROPERTIES, notes, strict=True):
-            self.assertIn('%s=%s is not the value gpuclient sets'
+            self.assertIn('%s=%s is not a value gpuclient sets'
                           % (key, image[key]), note)
             self.assertIn('openstack image unset --property %s %s'
                           % (key, BARE['name']), note)
+        # the note names both values gpuclient writes
+        self.assertIn('(uefi or bios)', notes[1])
+        self.assertIn('(required or disabled)', notes[2])
+        self.assertIn('(true or false)', notes[3])
+        # a hand-set value stays next to one of gpuclient's, which goes
+        mixed = dict(image, os_secure_boot='disabled')
+        changes, notes = images.plan_unset(mixed, uefi=True,
+                                           secure_boot=True)
+        self.assertEqual({'os_secure_boot': None}, changes)
+        self.assertEqual(1, len(notes))
+        self.assertIn('hw_firmware_type=efi', notes[0])
 
     def test_keeps_secure_boot_bootable(self):
         exc = self.assertRaises(exceptions.CommandError, images.plan_unset,

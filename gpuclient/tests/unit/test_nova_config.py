@@ -94,8 +94,16 @@ class TestBuildPerMode(base.TestCase):
                      'NUMATopologyFilter') + nc.NOVA_DEFAULT_FILTERS:
             self.assertIn(name, filters)
         self.assertNotIn('AggregateMultiTenancyIsolation', filters)
-        self.assertEqual('true', sched['filter_scheduler']['pci_in_placement'])
         self.assertNotIn('scheduler', sched)  # no isolated pool
+        # Nova 34 reads pci_in_placement in nova-api, nova-scheduler and
+        # every nova-conductor: it goes where all of them read it
+        self.assertEqual('true', config.targets[nc.ALL]['filter_scheduler'][
+            'pci_in_placement'])
+        self.assertNotIn('pci_in_placement', sched['filter_scheduler'])
+        for target in nc.CONTROLLERS + (PT,):
+            self.assertEqual('true', config.effective(target)[
+                'filter_scheduler']['pci_in_placement'], target)
+            self.assertIn('alias', config.effective(target)['pci'])
 
     def test_passthrough_other_class_and_policy(self):
         solver = pool('solver', 'passthrough', ['h1'], alias='a100',
@@ -157,6 +165,33 @@ class TestBuildPerMode(base.TestCase):
         self.assertEqual('0000:84:00.0', config.targets[
             nc.host_target('h')]['mdev_nvidia-35']['device_addresses'])
 
+    def test_type_without_pgpus_left_out_beside_other_types(self):
+        """Nova makes a type without device_addresses the type of every
+        unlisted pGPU: only kept when it is the host's only type."""
+        vg35 = pool('ws35', 'vgpu', ['h'], vgpu_type='nvidia-35')
+        vg36 = pool('ws36', 'vgpu', ['h'], vgpu_type='nvidia-36')
+        tree = [device('h', '0000:84:00.0', {'VGPU': 4},
+                       ['CUSTOM_NVIDIA_35'])]
+        config = nc.build({'ws35': vg35, 'ws36': vg36}, {'h': tree})
+        target = nc.host_target('h')
+        self.assertEqual({
+            'devices': {'enabled_mdev_types': 'nvidia-35'},
+            'mdev_nvidia-35': {'device_addresses': '0000:84:00.0'},
+        }, config.targets[target])
+        notes = ' '.join(config.notes[target])
+        self.assertIn('nvidia-36 (pool ws36)', notes)
+        self.assertIn('left out of enabled_mdev_types', notes)
+
+    def test_only_type_left_out_beside_untagged_pgpus(self):
+        vg = pool('ws', 'vgpu', ['h'], vgpu_type='nvidia-35')
+        tree = [device('h', '0000:84:00.0', {'VGPU': 4})]  # no trait
+        config = nc.build({'ws': vg}, {'h': tree})
+        target = nc.host_target('h')
+        self.assertNotIn(target, config.targets)
+        notes = ' '.join(config.notes[target])
+        self.assertIn('left out of enabled_mdev_types', notes)
+        self.assertIn('0000:84:00.0', notes)
+
     def test_vgpu_host_without_providers(self):
         vg = pool('ws', 'vgpu', ['h'], vgpu_type='nvidia-35')
         config = nc.build({'ws': vg}, {})
@@ -166,6 +201,8 @@ class TestBuildPerMode(base.TestCase):
         notes = ' '.join(config.notes[target])
         self.assertIn('No compute node of h in Placement', notes)
         self.assertIn('device_addresses is not written', notes)
+        # the only type, no other pGPU: kept, and said what Nova does
+        self.assertIn('Nova uses nvidia-35 for every pGPU', notes)
 
     def test_mig(self):
         config = build('mig')
@@ -198,6 +235,79 @@ class TestBuildPerMode(base.TestCase):
         self.assertIn('No GPU pool', config.notes[nc.ALL][0])
 
 
+def flavor(name, alias, policy=None):
+    extra = {'pci_passthrough:alias': '%s:1' % alias}
+    if policy:
+        extra['hw:pci_numa_affinity_policy'] = policy
+    return {'id': 'id-' + name, 'name': name, 'extra_specs': extra}
+
+
+class TestAliases(base.TestCase):
+    def aliases(self, config):
+        return [json.loads(a) for a in config.targets[nc.ALL]['pci'][
+            'alias']]
+
+    def test_same_device_in_two_pools_is_one_alias(self):
+        a = pool('a', 'passthrough', ['h1'], alias='gpu', pci_id='10de:2331')
+        b = pool('b', 'passthrough', ['h2'], alias='gpu', pci_id='10de:2331')
+        config = nc.build({'a': a, 'b': b}, {'h1': [], 'h2': []})
+        self.assertEqual(1, len(self.aliases(config)))
+        self.assertEqual([], nc.alias_conflicts([a, b]))
+
+    def test_shared_alias_one_class_names_the_class(self):
+        a = pool('a', 'passthrough', ['h1'], alias='gpu', pci_id='10de:2331',
+                 resource_class='CUSTOM_GPU')
+        b = pool('b', 'passthrough', ['h2'], alias='gpu', pci_id='10de:20b5',
+                 resource_class='CUSTOM_GPU')
+        config = nc.build({'a': a, 'b': b}, {'h1': [], 'h2': []})
+        [alias] = self.aliases(config)
+        self.assertEqual({'name': 'gpu', 'device_type': 'type-PCI',
+                          'resource_class': 'CUSTOM_GPU',
+                          'numa_policy': 'preferred'}, alias)
+        self.assertIn('common resource class', ' '.join(config.notes[nc.ALL]))
+        self.assertEqual([('gpu', ['a', 'b'], 'CUSTOM_GPU')], [
+            (n, [p['name'] for p in g], c)
+            for n, g, c in nc.alias_conflicts([a, b])])
+
+    def test_shared_alias_two_classes_writes_one_and_says_why(self):
+        a = pool('a', 'passthrough', ['h1'], alias='gpu', pci_id='10de:2331')
+        b = pool('b', 'passthrough', ['h2'], alias='gpu', pci_id='10de:20b5')
+        config = nc.build({'a': a, 'b': b}, {'h1': [], 'h2': []})
+        [alias] = self.aliases(config)
+        self.assertEqual('2331', alias['product_id'])
+        notes = ' '.join(config.notes[nc.ALL])
+        self.assertIn('PciInvalidAlias', notes)
+        self.assertIn('one alias per PCI id', notes)
+        self.assertIn('one --resource-class for both pools', notes)
+        [(_name, _group, shared)] = nc.alias_conflicts([a, b])
+        self.assertIsNone(shared)
+
+    def test_numa_policy_from_the_flavors(self):
+        a = pool('a', 'passthrough', ['h1'], alias='gpu', pci_id='10de:2331')
+        table = [
+            # flavors, policy written, assumed?
+            ([flavor('f1', 'gpu', 'required'),
+              flavor('f2', 'gpu', 'required'), flavor('f3', 'gpu'),
+              flavor('other', 'x', 'socket')], 'required', False),
+            ([flavor('f1', 'gpu', 'required'),
+              flavor('f2', 'gpu', 'socket')], 'legacy', True),
+            ([flavor('f1', 'gpu')], 'legacy', True),
+            ([], 'legacy', True),
+            (None, 'legacy', True),
+        ]
+        for flavors, want, assumed in table:
+            config = nc.build({'a': a}, {'h1': []}, numa_policy='legacy',
+                              flavors=flavors)
+            [alias] = self.aliases(config)
+            self.assertEqual(want, alias['numa_policy'], flavors)
+            notes = ' '.join(config.notes.get(nc.ALL, ()))
+            self.assertEqual(assumed, 'is assumed' in notes, flavors)
+        config = nc.build({'a': a}, {'h1': []}, flavors=[
+            flavor('f1', 'gpu', 'required'), flavor('f2', 'gpu', 'socket')])
+        self.assertIn('required: f1; socket: f2',
+                      ' '.join(config.notes[nc.ALL]))
+
+
 class TestRender(base.TestCase):
     def test_ini_reads_back(self):
         """What render_ini writes, parse_ini reads as the Config."""
@@ -222,6 +332,9 @@ class TestRender(base.TestCase):
         self.assertEqual(
             ['global.conf', 'nova.conf', 'nova/nova-compute.conf',
              'nova/gpu-pt-1/nova.conf'], nc.kolla_reads(PT))
+        self.assertEqual(
+            ['global.conf', 'nova.conf', 'nova/nova-conductor.conf'],
+            nc.kolla_reads(nc.CONDUCTOR))
         text = nc.render_kolla(config)
         self.assertIn('# ==> nova/gpu-vgpu-1/nova.conf <==\n', text)
 

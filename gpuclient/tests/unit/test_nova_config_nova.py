@@ -18,8 +18,11 @@ by oslo.config with the options Nova registers (``nova.conf``, then
 does); every key must be a registered option and every value valid for it,
 the ``[pci] alias`` JSON as ``nova.pci.request.get_alias_from_config``
 validates it, ``[pci] device_spec`` as ``nova.pci.whitelist.Whitelist``
-does, and every enabled filter must be one of Nova's. It skips where Nova
-cannot be imported; CI runs it with the test cloud's interpreter
+does, and every enabled filter must be one of Nova's. Each file is read
+alone, then, per service, the files that service reads are read together
+(several ``--config-file``, as Kolla-Ansible merges them), so the aliases
+are validated with the ``pci_in_placement`` every service sees. It skips
+where Nova cannot be imported; CI runs it with the test cloud's interpreter
 (tools/run-functional)::
 
     /var/tmp/gpuclient-testcloud/venv/bin/python -m unittest \\
@@ -30,6 +33,7 @@ are shared with test_nova_config.
 """
 
 import os
+import sys
 import tempfile
 import unittest
 import warnings
@@ -50,6 +54,24 @@ try:
     HAVE_NOVA = True
 except Exception:  # ImportError and anything nova's import may raise
     HAVE_NOVA = False
+
+TOOLS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.dirname(os.path.abspath(__file__))))), 'tools')
+
+
+def import_fakevirt():
+    """The test cloud's fake virt drivers (tools/cloud), or None."""
+    if not HAVE_NOVA:
+        return None
+    if TOOLS not in sys.path:
+        sys.path.append(TOOLS)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')
+            from cloud import fakevirt
+    except Exception:
+        return None
+    return fakevirt
 
 
 def pool(name, mode, hosts, tagged=None, **kwargs):
@@ -86,6 +108,15 @@ def cases():
     vgcls = pool('wscls', 'vgpu', ['gpu-vgpu-2'], vgpu_type='nvidia-37',
                  resource_class='CUSTOM_VGPU_NVIDIA_37')
     mig = pool('slices', 'mig', ['gpu-mig-1'], mig_profile='3g.40gb')
+    # one alias name, two PCI ids: of one class, or of two
+    sh_a = pool('sh-a', 'passthrough', ['gpu-pt-1'], alias='gpu',
+                pci_id='10de:2331', resource_class='CUSTOM_GPU')
+    sh_b = pool('sh-b', 'passthrough', ['gpu-pt-2'], alias='gpu',
+                pci_id='10de:20b5', resource_class='CUSTOM_GPU')
+    two_a = pool('two-a', 'passthrough', ['gpu-pt-1'], alias='gpu',
+                 pci_id='10de:2331')
+    two_b = pool('two-b', 'passthrough', ['gpu-pt-2'], alias='gpu',
+                 pci_id='10de:20b5')
     bm = pool('training', 'baremetal', ['bm-compute-1'],
               resource_class='baremetal.gpu-h100')
     pt_root = 'gpu-pt-1.gpu.test'
@@ -114,6 +145,10 @@ def cases():
         'mig-unknown-type': ({'slices': mig}, {'gpu-mig-1': mig_tree},
                              None),
         'baremetal': ({'training': bm}, {'bm-compute-1': []}, None),
+        'shared-alias': ({'sh-a': sh_a, 'sh-b': sh_b},
+                         {'gpu-pt-1': [], 'gpu-pt-2': []}, None),
+        'shared-alias-classes': ({'two-a': two_a, 'two-b': two_b},
+                                 {'gpu-pt-1': [], 'gpu-pt-2': []}, None),
         'all': ({'solver': pt, 'ws35': vg35, 'ws36': vg36, 'slices': mig,
                  'training': bm},
                 {'gpu-pt-1': pt_tree, 'gpu-vgpu-1': vgpu_tree,
@@ -138,24 +173,30 @@ def rendered_files():
 class TestNovaReadsRenderedFiles(unittest.TestCase):
     """Nova's option definitions accept every rendered file."""
 
-    def load(self, text):
-        """A ConfigOpts with Nova's options that has read TEXT."""
-        with tempfile.NamedTemporaryFile('w', suffix='.conf',
-                                         delete=False) as conf:
-            conf.write(text)
-        self.addCleanup(os.unlink, conf.name)
+    def load(self, *texts):
+        """A ConfigOpts with Nova's options that has read TEXTS, one
+        --config-file each, in order (later files win, as in Nova)."""
+        args = []
+        for text in texts:
+            with tempfile.NamedTemporaryFile('w', suffix='.conf',
+                                             delete=False) as conf:
+                conf.write(text)
+            self.addCleanup(os.unlink, conf.name)
+            args += ['--config-file', conf.name]
         # Nova's own ConfigOpts, every option registered as its services
         # register them (nova.conf registers on import)
         conf_opts = nova.conf.CONF
-        conf_opts(['--config-file', conf.name], project='nova',
+        conf_opts(args, project='nova',
                   default_config_files=[], default_config_dirs=[])
         self.addCleanup(conf_opts.clear)
         nova.conf.devices.register_dynamic_opts(conf_opts)
         return conf_opts
 
-    def check_file(self, label, text):
-        conf_opts = self.load(text)
-        ini = request.parse_ini(text, label)
+    def check_file(self, label, text, *more):
+        """Check TEXT (and MORE files read after it, merged)."""
+        conf_opts = self.load(text, *more)
+        ini = request.merge_ini(request.parse_ini(t, label)
+                                for t in (text,) + more)
         for section, keys in ini.items():
             for key in keys:
                 try:
@@ -205,6 +246,46 @@ class TestNovaReadsRenderedFiles(unittest.TestCase):
                 checked += 1
         self.assertGreater(checked, 10)
 
+    def test_what_each_service_reads_merged(self):
+        """Per service, the files it reads, loaded together."""
+        checked = 0
+        for case, (pools, trees, mig_types) in sorted(cases().items()):
+            config = nova_config.build(pools, trees, mig_types)
+            kolla = dict(nova_config.files(config, 'kolla'))
+            hosts = [t for t in config.ordered() if isinstance(t, tuple)]
+            for target in list(nova_config.CONTROLLERS) + hosts:
+                texts = [kolla[p] for p in nova_config.kolla_reads(target)
+                         if p in kolla]
+                if not texts:
+                    continue
+                with self.subTest(case=case, target=target):
+                    conf_opts, _aliases, _specs = self.check_file(
+                        '%s/%s' % (case, target), *texts)
+                    if 'pci' in config.targets.get(nova_config.ALL, {}):
+                        self.assertTrue(
+                            conf_opts.filter_scheduler.pci_in_placement)
+                    checked += 1
+        self.assertGreater(checked, 20)
+
+    def test_shared_alias_is_one_nova_accepts(self):
+        for case, want in (
+                ('shared-alias', [{'resource_class': 'CUSTOM_GPU',
+                                   'dev_type': 'type-PCI'}]),
+                ('shared-alias-classes', [{'vendor_id': '10de',
+                                           'product_id': '2331',
+                                           'dev_type': 'type-PCI'}])):
+            pools, trees, mig_types = cases()[case]
+            config = nova_config.build(pools, trees, mig_types)
+            text = nova_config.render_target(config, nova_config.ALL)
+            _conf, aliases, _specs = self.check_file(case, text)
+            self.assertEqual(want, aliases['gpu'][1], case)
+            # what gpuclient avoids: both pools' aliases, refused by Nova
+            both = text + ''.join(
+                '[pci]\nalias = %s\n' % nova_config.alias_json(p)
+                for p in pools.values())
+            self.assertRaises(self.failureException, self.check_file,
+                              case + ' both', both)
+
     def test_nova_reads_what_gpuclient_meant(self):
         pools, trees, mig_types = cases()['all']
         config = nova_config.build(pools, trees, mig_types)
@@ -250,6 +331,39 @@ class TestNovaReadsRenderedFiles(unittest.TestCase):
             with self.subTest(name=name):
                 self.assertRaises(self.failureException, self.check_file,
                                   name, text)
+
+
+@unittest.skipUnless(HAVE_NOVA, 'nova is not importable')
+class TestTestCloudVgpuDriverReadsTheConfig(unittest.TestCase):
+    """The test cloud's fake vGPU driver reports the pGPUs the rendered
+    [devices]/[mdev_*] keys list, as the libvirt driver would use them."""
+
+    def conf(self, text):
+        with tempfile.NamedTemporaryFile('w', suffix='.conf',
+                                         delete=False) as conf:
+            conf.write(text)
+        self.addCleanup(os.unlink, conf.name)
+        conf_opts = cfg.ConfigOpts()
+        nova.conf.devices.register_opts(conf_opts)
+        conf_opts(['--config-file', conf.name], project='nova',
+                  default_config_files=[], default_config_dirs=[])
+        return conf_opts
+
+    def test_devices_from_the_rendered_config(self):
+        fakevirt = import_fakevirt()
+        self.assertIsNotNone(fakevirt, 'tools/cloud/fakevirt.py')
+        driver = fakevirt.VgpuDriver
+        self.assertEqual(driver.DEVICES, driver.devices(self.conf('')))
+        pools, trees, mig_types = cases()['vgpu']
+        config = nova_config.build(pools, trees, mig_types)
+        text = nova_config.render_target(
+            config, nova_config.host_target('gpu-vgpu-1'))
+        self.assertEqual(
+            ('0000:84:00.0', '0000:86:00.0', '0000:85:00.0'),
+            driver.devices(self.conf(text)))
+        # MIG keeps its own VFs when nova.conf lists none
+        self.assertEqual(fakevirt.MigDriver.DEVICES,
+                         fakevirt.MigDriver.devices(self.conf('')))
 
 
 if __name__ == '__main__':

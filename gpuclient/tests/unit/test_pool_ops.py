@@ -13,13 +13,14 @@
 """Pool operations: observe, plan, apply; all or nothing over all hosts,
 re-runs finish what was interrupted, and only our traits are removed.
 
-Placement is answered by requests-mock with provider traits kept in the
-FakeCloud (generations included); Nova by fakes.FakeCompute behind a
-spec'd mock of the SDK compute proxy, as strict as Nova (aggregates, and
-the raw flavor writes a pool change makes to its dependents).
+Placement is answered by the strict fakes.PlacementFixture: provider
+traits with generations, unknown traits refused with a 400 as Placement
+does, a 409 that comes from a concurrent writer adding its own trait;
+Nova by fakes.FakeCompute behind a spec'd mock of the SDK compute proxy,
+as strict as Nova (aggregates, and the raw flavor writes a pool change
+makes to its dependents).
 """
 
-import re
 from unittest import mock
 
 from openstack.compute.v2 import _proxy as compute_proxy
@@ -29,77 +30,6 @@ from gpuclient import pool_ops
 from gpuclient import pools
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import fakes
-
-URL = fakes.PLACEMENT_URL
-
-
-class TraitPlacementFixture(fakes.PlacementFixture):
-    """Adds stateful trait and aggregate-membership answers."""
-
-    def _setUp(self):
-        super()._setUp()
-        self.traits = {'COMPUTE_NODE', 'OWNER_NOVA',
-                       'COMPUTE_MANAGED_PCI_DEVICE'}
-        self.generations = {p.uuid: 1 for p in self.cloud.providers}
-        self.conflicts = {}  # uuid -> number of 409s to answer first
-        self.failures = {}   # uuid -> status to answer on PUT traits
-        for p in self.cloud.providers:
-            path = '%s/resource_providers/%s/traits' % (URL, p.uuid)
-            self.mock.get(path, json=self._get_traits(p))
-            self.mock.put(path, json=self._put_traits(p))
-        self.mock.get(URL + '/traits', json=self._list_traits)
-        trait_url = re.compile(re.escape(URL) + '/traits/[A-Z0-9_]+$')
-        self.mock.put(trait_url, status_code=201, json=self._create_trait)
-        self.mock.delete(trait_url, status_code=204,
-                         json=self._delete_trait)
-
-    def _get_traits(self, p):
-        def answer(request, context):
-            return {'traits': list(p.traits),
-                    'resource_provider_generation':
-                    self.generations[p.uuid]}
-        return answer
-
-    def _put_traits(self, p):
-        def answer(request, context):
-            if self.failures.get(p.uuid):
-                context.status_code = self.failures[p.uuid]
-                return {'errors': [{'detail': 'injected failure'}]}
-            body = request.json()
-            if self.conflicts.get(p.uuid):
-                self.conflicts[p.uuid] -= 1
-                self.generations[p.uuid] += 1
-                context.status_code = 409
-                return {'errors': [{'detail': 'generation conflict'}]}
-            if body['resource_provider_generation'] != (
-                    self.generations[p.uuid]):
-                context.status_code = 409
-                return {'errors': [{'detail': 'generation conflict'}]}
-            p.traits = list(body['traits'])
-            self.generations[p.uuid] += 1
-            return {'traits': p.traits, 'resource_provider_generation':
-                    self.generations[p.uuid]}
-        return answer
-
-    def _list_traits(self, request, context):
-        wanted = request.qs['name'][0].split(':', 1)[1].upper().split(',')
-        return {'traits': sorted(t for t in self.traits if t in wanted)}
-
-    def _create_trait(self, request, context):
-        self.traits.add(request.path.rsplit('/', 1)[1].upper())
-        return None
-
-    def _delete_trait(self, request, context):
-        name = request.path.rsplit('/', 1)[1].upper()
-        if any(name in p.traits for p in self.cloud.providers):
-            context.status_code = 409
-            return {'errors': [{'detail': 'trait in use'}]}
-        self.traits.discard(name)
-        return None
-
-    def puts(self):
-        return [r for r in self.mock.request_history
-                if r.method == 'PUT' and r.path.endswith('/traits')]
 
 
 class PoolOpsTestCase(base.TestCase):
@@ -111,7 +41,7 @@ class PoolOpsTestCase(base.TestCase):
         self.bm = self.cloud.baremetal_node('bm-1', fakes.uid('node'))
         self.cloud.compute_host('plain-1')
         self.second = self.cloud.vgpu_host('gpu-vgpu-2')
-        self.placement = self.useFixture(TraitPlacementFixture(self.cloud))
+        self.placement = self.useFixture(fakes.PlacementFixture(self.cloud))
         cm = self.useFixture(fakes.ClientManagerFixture(self.cloud))
         self.compute = cm.nova
         self.client = cm.gpu
@@ -258,9 +188,14 @@ class TestCreate(PoolOpsTestCase):
                       'trait CUSTOM_GPU_POOL_SOLVER to resource provider '
                       'gpu-pt-1.test): ', str(exc))
         self.assertIn('injected failure', str(exc))
+        # the exact command, not "...": rebuilt from the request when
+        # called as a library, the operator's own argv from the CLI
         self.assertIn('Everything it had done was undone (3 step(s)): the '
                       'cloud is as it was. Fix the cause and run "openstack '
-                      'gpu pool create solver ..." again.', str(exc))
+                      'gpu pool create --mode passthrough --alias h100 '
+                      '--pci-id 10de:2331 --isolate --host gpu-pt-1 solver" '
+                      'again.', str(exc))
+        self.assertNotIn('...', str(exc))
         self.assertEqual([], self.cloud.aggregates)
         self.assertNotIn('CUSTOM_GPU_POOL_SOLVER', self.placement.traits)
         self.assertEqual(traits, self.pt.traits)
@@ -513,6 +448,89 @@ class TestSetAndDelete(PoolOpsTestCase):
         self.assertEqual([], self.cloud.aggregates)
         self.assertNotIn('CUSTOM_GPU_POOL_SOLVER', self.pt.traits)
         self.assertNotIn('CUSTOM_GPU_POOL_SOLVER', self.placement.traits)
+
+
+class TestFollowups(PoolOpsTestCase):
+    def test_limiting_an_open_pool_with_public_flavors(self):
+        pool_ops.create(self.client, self.spec(), ['gpu-pt-1'])
+        self.cloud.add_flavor('pub', extra_specs={
+            'aggregate_instance_extra_specs:gpu_pool': 'solver',
+            'pci_passthrough:alias': 'h100:1'})
+        agg = self.cloud.aggregates[0]
+        metadata = dict(agg.metadata)
+        exc = self.assertRaises(
+            exceptions.CommandError, pool_ops.set_pool, self.client,
+            'solver', projects_add=['id-a'])
+        self.assertIn('Limiting pool solver to id-a would make its public '
+                      'flavors pub unusable by every other project',
+                      str(exc))
+        self.assertIn('"openstack gpu flavor delete pub", then "openstack '
+                      'gpu flavor create --pool solver --vcpus', str(exc))
+        self.assertIn('--private --project id-a pub"', str(exc))
+        self.assertIn('--allow-public-flavors', str(exc))
+        self.assertEqual(metadata, agg.metadata)
+        pool, _plan = pool_ops.set_pool(self.client, 'solver',
+                                        projects_add=['id-a'],
+                                        allow_public_flavors=True)
+        self.assertEqual(['id-a'], pool['projects'])
+        self.assertIn('keeps public flavors (pub)', self.logger.output)
+        # a pool already limited: adding a project changes nothing for
+        # other projects, no refusal
+        pool, _plan = pool_ops.set_pool(self.client, 'solver',
+                                        projects_add=['id-b'])
+        self.assertEqual(['id-a', 'id-b'], pool['projects'])
+
+    def test_concurrent_removal_of_the_last_projects_is_put_back(self):
+        pool_ops.create(self.client, self.spec(projects=['id-a', 'id-b']),
+                        [])
+        agg = self.cloud.aggregates[0]
+
+        def racer(index, step):
+            # the other "unset --project id-b" lands just before ours
+            agg.metadata.pop('filter_tenant_id_id-b', None)
+
+        exc = self.assertRaises(
+            exceptions.CommandError, pool_ops.update_metadata, self.client,
+            'solver', projects_remove=['id-a'], on_step=racer)
+        self.assertIn('Pool solver had no project left after removing '
+                      'id-a', str(exc))
+        self.assertIn('id-a was put back', str(exc))
+        self.assertEqual({'filter_tenant_id_id-a': 'id-a'},
+                         {k: v for k, v in agg.metadata.items()
+                          if k.startswith('filter')})
+        # asked for: --open-to-all opens it
+        pool, _plan = pool_ops.update_metadata(
+            self.client, 'solver', projects_remove=['id-a'],
+            open_to_all=True)
+        self.assertEqual([], pool['projects'])
+
+    def test_delete_of_an_ordinary_empty_aggregate_needs_force(self):
+        plain = fakes.Aggregate('solver')
+        self.cloud.aggregates.append(plain)
+        exc = self.assertRaises(exceptions.CommandError, pool_ops.delete,
+                                self.client, 'solver')
+        self.assertIn('Host aggregate solver is empty and has no gpu_* '
+                      'metadata: it is not a GPU pool', str(exc))
+        self.assertIn('run again with --force', str(exc))
+        self.assertEqual([plain], self.cloud.aggregates)
+        pool_ops.delete(self.client, 'solver', force=True)
+        self.assertEqual([], self.cloud.aggregates)
+
+
+class TestRerunCommand(base.TestCase):
+    def test_command_line(self):
+        from gpuclient import journal
+        from gpuclient import plan as plan_mod
+        self.assertEqual(
+            '"openstack --os-cloud c gpu pool set --project \'a b\' p"',
+            journal.invoked_command(
+                ['/usr/bin/openstack', '--os-cloud', 'c',
+                 '--os-password', 's3cret', '--os-token=t', 'gpu', 'pool',
+                 'set', '--project', 'a b', 'p']))
+        self.assertIsNone(journal.invoked_command(['python', '-m', 'x']))
+        self.assertEqual('"openstack gpu image set i"',
+                         plan_mod.command_line(['gpu', 'image', 'set',
+                                                '--dry-run', 'i']))
 
 
 class TestProxySpec(base.TestCase):

@@ -574,13 +574,33 @@ class TestAddHost(PlanTestCase):
 
     def test_refused_when_every_pgpu_serves_another_type(self):
         world = self.world(devices=[('VGPU', [NVIDIA_36]),
-                                    ('VGPU', ['CUSTOM_RACK_A'])])
+                                    ('VGPU', ['CUSTOM_MIG_3G_40GB'])])
         message = self.refused(pool_plan.add_hosts, world.observed(),
                                      'v35', ['cmp3'])
         self.assertIn('cmp3 has no pGPU provider that can serve %s'
                       % NVIDIA_35, message)
         self.assertIn('cmp3_gpu_0 (%s)' % NVIDIA_36, message)
-        self.assertIn('cmp3_gpu_1 (CUSTOM_RACK_A)', message)
+        self.assertIn('cmp3_gpu_1 (CUSTOM_MIG_3G_40GB)', message)
+
+    def test_an_operator_label_is_not_a_type(self):
+        # CUSTOM_NVLINK is not of the shape of a type trait: the pGPU is
+        # tagged (and recorded), with no warning
+        world = self.world(devices=[('VGPU', ['CUSTOM_NVLINK'])])
+        world.existing.add(NVIDIA_35)
+        result = pool_plan.add_hosts(world.observed(), 'v35', ['cmp3'])
+        self.assertEqual(['aggregate.metadata', 'provider.add_traits',
+                          'aggregate.add_host'], ops(result))
+        self.assertEqual([], result.warnings)
+
+    def test_a_trait_another_pool_recorded_is_a_type(self):
+        # an unusual type name is still a type once a pool recorded it
+        world = self.world(devices=[('VGPU', ['CUSTOM_ACME_7'])])
+        world.aggregate('other', {'gpu_pool': 'other', 'gpu_mode':
+                                  'passthrough', 'gpu_tagged:x':
+                                  'CUSTOM_ACME_7'}, [])
+        message = self.refused(pool_plan.add_hosts, world.observed(),
+                               'v35', ['cmp3'])
+        self.assertIn('cmp3_gpu_0 (CUSTOM_ACME_7)', message)
 
     def test_refused_when_another_pool_owns_the_pgpus(self):
         world = self.world(devices=[('VGPU', [NVIDIA_36])])

@@ -442,6 +442,36 @@ class TestServerList(CommandTestCase):
         self.assertRaises(exceptions.CommandError, self.run_cmd,
                           server_cmd.ListServer, '--host', 'nope')
 
+    def test_host_by_hypervisor_or_provider_name(self):
+        _rows, by_host = self.count(server_cmd.ListServer, '--host',
+                                    'gpu-mig-1')
+        self.assertNotIn('using gpu-mig-1', self.logger.output)
+        for name, via in [
+                ('gpu-mig-1_pci_0000_85_00_0', 'resource provider name'),
+                (self.provider('gpu-mig-1_pci_0000_85_00_0').uuid,
+                 'resource provider uuid'),
+                ('gpu-mig-1', None)]:
+            rows, sent = self.count(server_cmd.ListServer, '--host', name)
+            self.assertEqual(['m1'], [r['ID'] for r in rows], name)
+            self.assertEqual(['gpu-mig-1'], [r['Host'] for r in rows])
+            # the provider list is in the snapshot: no request more
+            self.assertEqual(by_host, sent, name)
+            if via:
+                self.assertIn('"%s" is the %s of compute host gpu-mig-1: '
+                              'using gpu-mig-1.' % (name, via),
+                              self.logger.output)
+        rows = self.run_cmd(server_cmd.ListServer, '--host',
+                            'gpu-pt-1.gpu.test')
+        self.assertEqual(['pt'], [r['ID'] for r in rows])
+        self.assertIn('"gpu-pt-1.gpu.test" is the hypervisor hostname of '
+                      'compute host gpu-pt-1: using gpu-pt-1.',
+                      self.logger.output)
+        exc = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                                server_cmd.ListServer, '--host',
+                                'gpu-mig-1_pci_0000_99_00_0')
+        self.assertIn('Unknown compute host(s): gpu-mig-1_pci_0000_99_00_0',
+                      str(exc))
+
     def test_requests_do_not_grow_with_servers(self):
         _rows, before = self.count(server_cmd.ListServer)
         # 3 more servers on the pGPUs that already have usage

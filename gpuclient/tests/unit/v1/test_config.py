@@ -21,6 +21,7 @@ from osc_lib import exceptions
 
 from gpuclient import pool_ops
 from gpuclient import request
+from gpuclient import snapshot
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import test_pool_ops
 from gpuclient.v1 import config as config_cmd
@@ -140,6 +141,68 @@ class TestShow(ConfigTestCase):
             exceptions.CommandError, self.run_cmd, '--diff',
             os.path.join(self.out, 'missing.conf'))
         self.assertIn('Cannot read', str(error))
+
+    def test_diff_kolla_checks_every_controller(self):
+        """pci_in_placement only in nova-scheduler's file: nova-api and
+        nova-conductor lack it (Nova reads it in all three)."""
+        rc, _text = self.run_cmd('--layout', 'kolla', '--output-dir',
+                                 self.out)
+        self.assertEqual(0, rc)
+        every = os.path.join(self.out, 'nova.conf')
+        with open(every) as f:
+            text = f.read()
+        self.assertIn('pci_in_placement = true', text)
+        with open(every, 'w') as f:
+            f.write(text.replace('pci_in_placement = true\n', ''))
+        with open(os.path.join(self.out, 'nova/nova-scheduler.conf'),
+                  'a') as f:
+            f.write('[filter_scheduler]\npci_in_placement = true\n')
+        rc, text = self.run_cmd('--diff', self.out)
+        self.assertEqual(1, rc)
+        blocks = text.split('\n\n')
+        lacking = [b.splitlines()[0] for b in blocks
+                   if '+ [filter_scheduler] pci_in_placement = true' in b]
+        self.assertEqual(2, len(lacking), text)
+        self.assertIn('# nova-api (', lacking[0])
+        self.assertIn('# nova-conductor (', lacking[1])
+        self.assertNotIn('# nova-scheduler', text)
+
+    def test_one_snapshot_and_constant_requests(self):
+        """One snapshot.read, whatever the number of pool hosts; no other
+        Placement request."""
+        read = mock.Mock(wraps=snapshot.read)
+        self.useFixture(fixtures.MockPatchObject(snapshot, 'read', read))
+        self.useFixture(fixtures.MockPatchObject(
+            pool_ops, 'View', side_effect=AssertionError('View used')))
+        counts = []
+        for extra in (0, 6):
+            for i in range(extra):
+                self.cloud.vgpu_host('vg-%d' % i)
+                self.cloud.aggregates[-1].hosts.append('vg-%d' % i)
+            before = len(self.placement.requests())
+            rc, text = self.run_cmd()
+            self.assertEqual(0, rc)
+            counts.append(len(self.placement.requests()) - before)
+        self.assertEqual(2, read.call_count)
+        self.assertEqual(counts[0], counts[1])
+        self.assertTrue(read.call_args.kwargs['with_flavors'])
+        self.assertIn('# gpuclient: nova-compute on vg-5', text)
+
+    def test_alias_policy_from_the_pool_flavors(self):
+        self.cloud.add_flavor('pt.req', extra_specs={
+            'pci_passthrough:alias': 'h100:1',
+            'hw:pci_numa_affinity_policy': 'required'})
+        _rc, text = self.run_cmd()
+        ini = request.parse_ini(text)
+        self.assertIn('"numa_policy": "required"', ini['pci']['alias'][0])
+        self.assertNotIn('is assumed', text)
+
+    def test_host_by_hypervisor_name_says_so(self):
+        with self.assertLogs(config_cmd.LOG.name, 'WARNING') as logs:
+            _rc, text = self.run_cmd('--host', 'gpu-pt-1.test')
+        self.assertIn('# gpuclient: nova-compute on gpu-pt-1', text)
+        self.assertNotIn('gpu-vgpu-1', text)
+        self.assertIn('using gpu-pt-1', ' '.join(logs.output))
 
     def test_diff_and_output_dir_refused(self):
         self.assertRaises(exceptions.CommandError, self.run_cmd,

@@ -211,14 +211,32 @@ class TestUnsetImage(ImageTestCase):
                          {op['op'] for op in self.glance.patches[1][1]})
         self.assertEqual('', self.stdout.getvalue())
 
+    def test_removes_what_set_no_added(self):
+        before = copy.deepcopy(self.image)
+        self.run_cmd(image_cmd.SetImage, [IMAGE_ID, '--no-uefi',
+                                          '--no-secure-boot',
+                                          '--no-hide-hypervisor-id'])
+        self.assertEqual(('bios', 'disabled', 'false'), (
+            self.image['hw_firmware_type'], self.image['os_secure_boot'],
+            self.image['img_hide_hypervisor_id']))
+        self.run_cmd(image_cmd.UnsetImage, [
+            IMAGE_ID, '--uefi', '--secure-boot', '--hide-hypervisor-id'])
+        self.assertEqual(before, self.image)
+        self.assertNotIn('not a value gpuclient sets', self.logger.output)
+
     def test_other_values_left_and_said(self):
         self.image.update(hw_machine_type='pc-q35-8.2',
-                          hw_firmware_type='uefi')
-        self.run_cmd(image_cmd.UnsetImage, [IMAGE_ID, '--q35', '--uefi'])
+                          hw_firmware_type='uefi',
+                          img_hide_hypervisor_id='yes')
+        self.run_cmd(image_cmd.UnsetImage, [IMAGE_ID, '--q35', '--uefi',
+                                            '--hide-hypervisor-id'])
         self.assertEqual('pc-q35-8.2', self.image['hw_machine_type'])
+        self.assertEqual('yes', self.image['img_hide_hypervisor_id'])
         self.assertNotIn('hw_firmware_type', self.image)
-        self.assertIn('hw_machine_type=pc-q35-8.2 is not the value '
-                      'gpuclient sets', self.logger.output)
+        self.assertIn('hw_machine_type=pc-q35-8.2 is not a value '
+                      'gpuclient sets (q35)', self.logger.output)
+        self.assertIn('img_hide_hypervisor_id=yes is not a value '
+                      'gpuclient sets (true or false)', self.logger.output)
 
     def test_no_option_and_dry_run(self):
         self.image.update(hw_machine_type='q35', hw_firmware_type='uefi')

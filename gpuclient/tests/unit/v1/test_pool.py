@@ -13,18 +13,13 @@
 """``openstack gpu pool ...`` commands: parsers and take_action."""
 
 import copy
-import inspect
 import io
 from unittest import mock
 
 from osc_lib import exceptions
-from osc_lib.command import command
 
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import test_pool_ops
-from gpuclient.v1 import flavor as flavor_cmd
-from gpuclient.v1 import host as host_cmd
-from gpuclient.v1 import image as image_cmd
 from gpuclient.v1 import pool as pool_cmd
 
 STEER = 'aggregate_instance_extra_specs:gpu_pool'
@@ -558,22 +553,3 @@ class TestDependents(PoolCommandTestCase):
                               if k.startswith('filter_tenant_id')])
         self.assertEqual(['id-other'], self.cloud.flavor_access[flavor['id']])
 
-
-class TestDescriptions(base.TestCase):
-    """openstack help lists only a description's first line: one short
-    sentence, then a blank line before any details."""
-
-    def test_first_line_short(self):
-        classes = [
-            cls for module in (host_cmd, pool_cmd, flavor_cmd, image_cmd)
-            for _name, cls in inspect.getmembers(module, inspect.isclass)
-            if issubclass(cls, command.Command)
-            and cls.__module__ == module.__name__
-            and cls.__dict__.get('_description')]
-        self.assertGreaterEqual(len(classes), 15)
-        for cls in classes:
-            lines = str(cls._description).split('\n')
-            self.assertLessEqual(len(lines[0]), 60, cls.__name__)
-            self.assertTrue(lines[0].endswith('.'), cls.__name__)
-            if len(lines) > 1:
-                self.assertEqual('', lines[1], cls.__name__)
