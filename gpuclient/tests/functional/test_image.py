@@ -86,6 +86,10 @@ class TestGpuImage(base.FunctionalTestCase):
                           'os_secure_boot': 'disabled',
                           'img_hide_hypervisor_id': 'false'},
                          self.gpu_properties(image))
+        # the --no- values are gpuclient's too: unset removes them
+        self.openstack('gpu', 'image', 'unset', image['id'], '--uefi',
+                       '--secure-boot', '--hide-hypervisor-id', parse=False)
+        self.assertEqual({}, self.gpu_properties(image))
 
     def test_unset_removes_what_set_added(self):
         image = self.make_image('hw_machine_type=pc-q35-8.2')
@@ -97,7 +101,7 @@ class TestGpuImage(base.FunctionalTestCase):
         self.assertEqual(0, rc, err)
         self.assertEqual('', out)
         # q35 came from elsewhere (a versioned machine): kept, and said so
-        self.assertIn('hw_machine_type=pc-q35-8.2 is not the value '
+        self.assertIn('hw_machine_type=pc-q35-8.2 is not a value '
                       'gpuclient sets', err)
         self.assertEqual({'hw_machine_type': 'pc-q35-8.2'},
                          self.gpu_properties(image))

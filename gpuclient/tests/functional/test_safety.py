@@ -153,6 +153,28 @@ class TestProjects(SafetyTestCase):
             '--open-to-all', parse=False))
         self.assertNotIn(key, self.aggregate(pool['name'])['properties'])
 
+    def test_limiting_open_pool_with_public_flavor(self):
+        project = self.project()
+        # no host: nothing of the shared hosts is touched
+        pool = self.create_pool('--mode', 'mig', '--mig-profile', '1g.10gb')
+        name = pool['name']
+        flavor = self.pool_flavor(name)  # public, as flavors are by default
+        before = self.aggregate(name)['properties']
+        err = self.fails('gpu', 'pool', 'set', name, '--project', project,
+                         expect='--allow-public-flavors')
+        self.assertIn('openstack gpu flavor delete %s' % flavor, err)
+        self.assertIn('--private --project %s %s' % (project, flavor), err)
+        # refused: the pool stays open to every project
+        self.assertEqual(before, self.aggregate(name)['properties'])
+
+        rc, out, err = self.openstack_raw('gpu', 'pool', 'set', name,
+                                          '--project', project,
+                                          '--allow-public-flavors')
+        self.assertEqual(0, rc, out + err)
+        self.assertIn(flavor, err)  # the warning names what stays public
+        self.assertEqual(project, self.aggregate(name)['properties'].get(
+            'filter_tenant_id_' + project))
+
     def test_parallel_project_adds_lose_nothing(self):
         pool = self.create_pool('--mode', 'mig', '--mig-profile', '2g.20gb',
                                 '--host', base.MIG_HOST)

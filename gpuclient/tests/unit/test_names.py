@@ -36,9 +36,10 @@ class TestResourceClass(base.TestCase):
 
     def test_invalid(self):
         for bad in ('', '   ', '...', None, 'x' * 300):
-            self.assertRaises(
+            error = self.assertRaises(
                 exceptions.CommandError, names.normalize_resource_class, bad
             )
+            self.assertIn('Invalid resource class %r' % bad, str(error))
 
 
 class TestTrait(base.TestCase):
@@ -54,7 +55,9 @@ class TestTrait(base.TestCase):
         )
 
     def test_invalid(self):
-        self.assertRaises(exceptions.CommandError, names.normalize_trait, '-')
+        error = self.assertRaises(exceptions.CommandError,
+                                  names.normalize_trait, '-')
+        self.assertIn("Invalid trait name '-'", str(error))
 
 
 class TestBounds(base.TestCase):

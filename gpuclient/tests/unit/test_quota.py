@@ -62,8 +62,11 @@ class TestPure(base.TestCase):
                                   quota.target_class, POOLS, pool='nope')
         self.assertIn('No GPU pool named nope', str(error))
         for bad in ('VCPU', 'MEMORY_MB'):
-            self.assertRaises(exceptions.CommandError, quota.target_class,
-                              POOLS, resource_class=bad)
+            error = self.assertRaises(exceptions.CommandError,
+                                      quota.target_class, POOLS,
+                                      resource_class=bad)
+            self.assertIn("%s cannot be a pool's GPU resource class" % bad,
+                          str(error))
 
     def test_check_gpus(self):
         for good, want in (('0', 0), ('2', 2), (' 7 ', 7),
@@ -583,13 +586,18 @@ class TestCommands(base.CommandTestCase):
                          self.writes())
 
     def test_bad_input_writes_nothing(self):
-        for args in (['--project', 't', '--pool', 'nope', '--gpus', '1'],
-                     ['--project', 't', '--pool', 'h100', '--gpus', '-2'],
-                     ['--project', 't', '--resource-class', 'VCPU',
-                      '--gpus', '1'],
-                     ['--default', '--pool', 'h100', '--gpus', 'x']):
-            self.assertRaises(exceptions.CommandError, self.run_cmd,
-                              quota_cmd.SetQuota, args)
+        for args, message in (
+                (['--project', 't', '--pool', 'nope', '--gpus', '1'],
+                 'No GPU pool named nope'),
+                (['--project', 't', '--pool', 'h100', '--gpus', '-2'],
+                 '--gpus -2: give a whole number'),
+                (['--project', 't', '--resource-class', 'VCPU', '--gpus',
+                  '1'], "VCPU cannot be a pool's GPU resource class"),
+                (['--default', '--pool', 'h100', '--gpus', 'x'],
+                 '--gpus x: give a whole number')):
+            error = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                                      quota_cmd.SetQuota, args)
+            self.assertIn(message, str(error))
         self.assertEqual([], self.writes())
 
     def test_dry_run_writes_nothing(self):

@@ -216,12 +216,19 @@ class TestBuild(base.TestCase):
                 'pci_in_placement')})
 
     def test_bad_settings(self):
-        self.assertRaises(exceptions.CommandError, request.load_settings,
-                          overrides={'nope': '1'})
-        self.assertRaises(exceptions.CommandError, request.load_settings,
-                          overrides={'max_placement_results': '0'})
-        self.assertRaises(exceptions.CommandError, request.load_settings,
-                          alias_maps=['h100'])
+        error = self.assertRaises(exceptions.CommandError,
+                                  request.load_settings,
+                                  overrides={'nope': '1'})
+        self.assertIn('Unknown setting nope', str(error))
+        error = self.assertRaises(exceptions.CommandError,
+                                  request.load_settings,
+                                  overrides={'max_placement_results': '0'})
+        self.assertIn('max_placement_results=0: give a positive integer',
+                      str(error))
+        error = self.assertRaises(exceptions.CommandError,
+                                  request.load_settings, alias_maps=['h100'])
+        self.assertIn("--alias-map 'h100': give ALIAS=VENDOR:PRODUCT",
+                      str(error))
 
     def test_tenant_aggregates_required(self):
         settings = request.load_settings(overrides={
@@ -231,15 +238,19 @@ class TestBuild(base.TestCase):
                               project_id='p1')
         self.assertIn(('member_of', 'in:uuid-render'),
                       request.query_params(query))
-        self.assertRaises(exceptions.CommandError, request.build,
-                          SEED_VGPU, {}, settings, aggregates=AGGS,
-                          project_id='p2')
+        error = self.assertRaises(exceptions.CommandError, request.build,
+                                  SEED_VGPU, {}, settings, aggregates=AGGS,
+                                  project_id='p2')
+        self.assertIn('Project p2 is in no aggregate', str(error))
+        self.assertIn('No hosts available for tenant', str(error))
 
     def test_flavor_image_conflict(self):
-        self.assertRaises(
+        error = self.assertRaises(
             exceptions.CommandError, request.build,
             flavor(**{'os:secure_boot': 'required'}),
             {'os_secure_boot': 'disabled'}, self.settings)
+        self.assertIn('os:secure_boot=required and the image '
+                      'os_secure_boot=disabled', str(error))
 
     def test_notes_for_what_nova_ignores(self):
         query = request.build(flavor(**{

@@ -221,8 +221,10 @@ class TestDerive(base.TestCase):
         self.assertEqual('1', extra['resources3:SRIOV_NET_VF'])
         # multi-vGPU: group_policy isolate given again is fine, none is not
         specs.derive(VG, gpus=2, properties={'group_policy': 'isolate'})
-        self.assertRaises(exceptions.CommandError, specs.derive, VG, gpus=2,
-                          properties={'group_policy': 'none'})
+        error = self.assertRaises(exceptions.CommandError, specs.derive, VG,
+                                  gpus=2, properties={'group_policy': 'none'})
+        self.assertIn('--property group_policy=none contradicts',
+                      str(error))
 
 
 class TestValidateSpec(base.TestCase):

@@ -93,12 +93,13 @@ class TestParsing(base.TestCase):
 
     def test_bad_times_and_periods(self):
         for text in ('yesterday', '2026-13-01', ''):
-            self.assertRaises(exceptions.CommandError, usage.parse_time,
-                              text)
-        self.assertRaises(exceptions.CommandError, usage.check_period,
-                          at(10), at(10))
-        self.assertRaises(exceptions.CommandError, usage.check_period,
-                          at(10), at(5))
+            error = self.assertRaises(exceptions.CommandError,
+                                      usage.parse_time, text)
+            self.assertIn('%r is not a time' % text, str(error))
+        for end in (at(10), at(5)):
+            error = self.assertRaises(exceptions.CommandError,
+                                      usage.check_period, at(10), end)
+            self.assertIn('The period is empty', str(error))
         usage.check_period(at(5), at(10))
 
     def test_rates(self):
@@ -106,8 +107,10 @@ class TestParsing(base.TestCase):
                          usage.parse_rates(['vgpu=0.4',
                                             'CUSTOM_PCI_10DE_2331=2']))
         for text in ('VGPU', 'VGPU=', '=1', 'VGPU=cheap', 'VGPU=-1'):
-            self.assertRaises(exceptions.CommandError, usage.parse_rates,
-                              [text])
+            error = self.assertRaises(exceptions.CommandError,
+                                      usage.parse_rates, [text])
+            self.assertIn('--rate %r: give <resource class>=' % text,
+                          str(error))
 
 
 class TestDevices(base.TestCase):
@@ -437,10 +440,12 @@ class TestServerList(CommandTestCase):
             server_cmd.ListServer, '--pool', 'ws')])
         self.assertEqual(['pt'], [r['ID'] for r in self.run_cmd(
             server_cmd.ListServer, '--host', 'gpu-pt-1.gpu.test')])
-        self.assertRaises(exceptions.CommandError, self.run_cmd,
-                          server_cmd.ListServer, '--pool', 'nope')
-        self.assertRaises(exceptions.CommandError, self.run_cmd,
-                          server_cmd.ListServer, '--host', 'nope')
+        error = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                                  server_cmd.ListServer, '--pool', 'nope')
+        self.assertIn('No GPU pool named nope', str(error))
+        error = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                                  server_cmd.ListServer, '--host', 'nope')
+        self.assertIn('Unknown compute host(s): nope', str(error))
 
     def test_host_by_hypervisor_or_provider_name(self):
         _rows, by_host = self.count(server_cmd.ListServer, '--host',
@@ -502,8 +507,10 @@ class TestServerList(CommandTestCase):
         self.assertEqual([], [r for r in self.placement.mock.request_history
                               if '/allocations' in r.path])
         self.assertIn('need admin', self.logger.output)
-        self.assertRaises(exceptions.CommandError, self.run_cmd,
-                          server_cmd.ListServer, '--host', 'gpu-mig-1')
+        error = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                                  server_cmd.ListServer, '--host',
+                                  'gpu-mig-1')
+        self.assertIn('--host needs admin', str(error))
 
     def test_member_asking_for_another_project(self):
         self.nova.forbidden |= {'aggregates', 'all_tenants'}
@@ -577,11 +584,14 @@ class TestUsageList(CommandTestCase):
         self.assertIn('your own project', str(error))
 
     def test_bad_input(self):
-        for args in (['--start', 'soon'],
-                     self.period('--rate', 'VGPU'),
-                     ['--start', '2026-11-02', '--end', '2026-11-01'],
-                     self.period('--pool', 'nope')):
-            self.assertRaises(exceptions.CommandError, self.run_cmd,
-                              usage_cmd.ListUsage, *args)
+        for args, message in (
+                (['--start', 'soon'], "--start 'soon' is not a time"),
+                (self.period('--rate', 'VGPU'), "--rate 'VGPU': give"),
+                (['--start', '2026-11-02', '--end', '2026-11-01'],
+                 'The period is empty'),
+                (self.period('--pool', 'nope'), 'No GPU pool named nope')):
+            error = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                                      usage_cmd.ListUsage, *args)
+            self.assertIn(message, str(error))
         self.assertRaises(base.ParserError, self.run_cmd,
                           usage_cmd.ListUsage, *self.period('--by', 'host'))

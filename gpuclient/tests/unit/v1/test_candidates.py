@@ -308,19 +308,25 @@ class TestTakeAction(CandidatesTestCase):
                          [','.join(sorted(query['REQUIRED'][0].split(',')))])
 
     def test_unknown_pool_and_bad_resource(self):
-        self.assertRaises(exceptions.CommandError, self.run_cmd,
-                          ['--resource', 'VGPU=1', '--pool', 'nope'])
-        self.assertRaises(exceptions.CommandError, self.run_cmd,
-                          ['--resource', 'VGPU'])
-        self.assertRaises(exceptions.CommandError, self.run_cmd,
-                          ['--flavor', 'g1.h100.1', '--required', 'X'])
+        error = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                                  ['--resource', 'VGPU=1', '--pool', 'nope'])
+        self.assertIn('No GPU pool named nope', str(error))
+        error = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                                  ['--resource', 'VGPU'])
+        self.assertIn('--resource VGPU: give CLASS=N', str(error))
+        error = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                                  ['--flavor', 'g1.h100.1', '--required',
+                                   'X'])
+        self.assertIn('go with --resource', str(error))
         exc = self.assertRaises(exceptions.CommandError, self.run_cmd,
                                 ['--flavor', 'g1.h100.1', '--forbidden',
                                  'CUSTOM_X'])
         self.assertIn('go with --resource', str(exc))
-        self.assertRaises(exceptions.CommandError, self.run_cmd,
-                          ['--resource', 'VGPU=1', '--nova-conf',
-                           '/no/such/file'])
+        error = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                                  ['--resource', 'VGPU=1', '--nova-conf',
+                                   '/no/such/file'])
+        self.assertIn('Cannot read the Nova settings file /no/such/file',
+                      str(error))
 
     def test_unresolved_alias_says_what_to_do(self):
         exc = self.assertRaises(exceptions.CommandError, self.run_cmd,

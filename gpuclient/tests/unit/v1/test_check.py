@@ -95,5 +95,6 @@ class TestCheck(CheckTestCase):
         error = self.assertRaises(exceptions.CommandError, self.rows,
                                   '--check', 'nope')
         self.assertIn('pool-drift', str(error))
-        self.assertRaises(exceptions.CommandError, self.rows,
-                          '--pool', 'nope')
+        error = self.assertRaises(exceptions.CommandError, self.rows,
+                                  '--pool', 'nope')
+        self.assertIn('No GPU pool named nope', str(error))

@@ -205,5 +205,8 @@ class TestShow(ConfigTestCase):
         self.assertIn('using gpu-pt-1', ' '.join(logs.output))
 
     def test_diff_and_output_dir_refused(self):
-        self.assertRaises(exceptions.CommandError, self.run_cmd,
-                          '--diff', self.out, '--output-dir', self.out)
+        error = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                                  '--diff', self.out, '--output-dir',
+                                  self.out)
+        self.assertIn('--diff and --output-dir do not go together',
+                      str(error))
