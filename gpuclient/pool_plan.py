@@ -67,12 +67,7 @@ class Observed:
         return self.snapshot.providers.get(uuid, {}).get('name', uuid)
 
     def pool(self, name):
-        if name not in self.pools:
-            bad = [msg for _agg, pool, msg in self.problems if pool == name]
-            if bad:
-                raise exceptions.CommandError(' '.join(bad))
-            raise pools_mod.unknown_pool(name, self.pools)
-        return self.pools[name]
+        return pools_mod.lookup(self.pools, self.problems, name)
 
 
 class _AggregateView:

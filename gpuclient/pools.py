@@ -113,6 +113,18 @@ def unknown_pool(name, pools):
         pool=name, known=', '.join(sorted(pools)) or _('none'))
 
 
+def lookup(pools, problems, name):
+    """The pool NAME among POOLS (from ``scan``), or CommandError: what
+    is wrong with its aggregate when PROBLEMS name it, else the pools
+    there are."""
+    if name not in pools:
+        bad = [message for _agg, pool, message in problems if pool == name]
+        if bad:
+            raise exceptions.CommandError(' '.join(bad))
+        raise unknown_pool(name, pools)
+    return pools[name]
+
+
 def pool_trait(name):
     """The isolation trait of a pool: ``CUSTOM_GPU_POOL_<NAME>``."""
     return names.normalize_trait(POOL_TRAIT_PREFIX + name)

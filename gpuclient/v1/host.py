@@ -47,8 +47,19 @@ def collect(client, pool=None, resource_classes=(), unmapped=False,
     cloud = snapshot.read(client, extra_classes=extra, wanted_hosts=members,
                           mapped_only=not unmapped, with_traits=long,
                           aggregates=aggregates)
+    return rows_of(client, cloud, pool=pool, extra=extra, unmapped=unmapped,
+                   long=long)
+
+
+def rows_of(client, cloud, pool=None, extra=(), unmapped=False, long=False):
+    """(rows, notes) of ``gpu host list`` from a snapshot (``cloud``).
+
+    Only with LONG, and only when some host has Ironic nodes, is the
+    client asked anything more: Ironic's own state of the nodes.
+    """
     hypervisors = cloud.hypervisors
-    if members is not None:
+    if pool:
+        members = set(cloud.pools[pool]['hosts'])
         hypervisors = [
             hv
             for hv in hypervisors

@@ -22,6 +22,7 @@ from osc_lib.command import command
 
 from gpuclient import pool_ops
 from gpuclient import pools
+from gpuclient import snapshot
 from gpuclient import specs
 from gpuclient.i18n import _
 from gpuclient.v1 import host as host_cmd
@@ -252,7 +253,14 @@ class ListPool(command.Lister):
 
     def take_action(self, parsed_args):
         client = self.app.client_manager.gpu
-        found, problems = pools.scan(client.compute.aggregates())
+        cloud = None
+        if parsed_args.long:
+            # one snapshot: the pools and their hosts' GPU figures
+            cloud = snapshot.read(client, mapped_only=True,
+                                  with_traits=False)
+            found, problems = cloud.pools, cloud.problems
+        else:
+            found, problems = pools.scan(client.compute.aggregates())
         pool_ops.warn_problems(problems)
         selected = [
             found[name] for name in sorted(found)
@@ -262,7 +270,7 @@ class ListPool(command.Lister):
         rows = None
         if parsed_args.long:
             columns += ('GPUs Total', 'GPUs Used', 'GPUs Free', 'Projects')
-            rows, notes = host_cmd.collect(client)
+            rows, notes = host_cmd.rows_of(client, cloud)
             for note in notes:
                 LOG.debug(note)
         data = []
@@ -300,18 +308,26 @@ class ShowPool(command.ShowOne):
 
     def take_action(self, parsed_args):
         client = self.app.client_manager.gpu
-        view = pool_ops.View(client)
-        pool = view.pool(parsed_args.pool)
-        rows, _notes = host_cmd.collect(client, pool=pool['name'])
-        snapshot = view.snapshot(pool['hosts'], pool['resource_class'])
-        host_roots = {h: view.roots(h) for h in pool['hosts']}
-        drift = pools.drift(pool, host_roots, snapshot,
+        # one snapshot of the cloud, its Placement part limited to the
+        # pool's hosts (so the pool is found before Placement is read)
+        aggregates = client.compute.aggregates()
+        found, problems = pools.scan(
+            [snapshot.aggregate_dict(a) for a in aggregates])
+        pool_ops.warn_problems(problems)
+        pool = pools.lookup(found, problems, parsed_args.pool)
+        cloud = snapshot.read(client, wanted_hosts=set(pool['hosts']),
+                              with_traits=True, with_flavors=True,
+                              aggregates=aggregates)
+        rows, _notes = host_cmd.rows_of(client, cloud, pool=pool['name'])
+        host_roots = {host: sorted(roots) for host, roots in
+                      cloud.host_roots().items() if host in pool['hosts']}
+        drift = pools.drift(pool, host_roots, cloud.placement,
                             pool_ops.members_of(client, pool))
         flavors = sorted(
-            flavor['name'] for flavor in client.compute.flavors()
+            flavor['name'] for flavor in cloud.flavors
             if pool['name'] in specs.matching_pools(
-                specs.read(flavor.get('extra_specs'), view.pools),
-                view.pools))
+                specs.read(flavor.get('extra_specs'), cloud.pools),
+                cloud.pools))
         if pool['isolate']:
             LOG.warning(pools.ISOLATION_LIMITS)
         columns, values = pool_item(pool)

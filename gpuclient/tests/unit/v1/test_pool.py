@@ -203,6 +203,24 @@ class TestCommands(PoolCommandTestCase):
             '--isolate" to put it back).' % SOLVER_TRAIT,
             table['drift'].human_readable())
 
+    def test_show_and_list_long_read_one_snapshot(self):
+        """Each Nova list is read once, whatever the number of hosts."""
+        self.create('--host', 'gpu-pt-1', '--isolate')
+        compute = self.client.compute
+        for cls, args in ((pool_cmd.ShowPool, ['solver']),
+                          (pool_cmd.ListPool, ['--long'])):
+            with mock.patch.object(compute, 'aggregates',
+                                   wraps=compute.aggregates) as aggs, \
+                    mock.patch.object(compute, 'hypervisors',
+                                      wraps=compute.hypervisors) as hvs, \
+                    mock.patch.object(compute, 'flavors',
+                                      return_value=[]) as flavors:
+                self.run_cmd(cls, args)
+            self.assertEqual((1, 1), (aggs.call_count, hvs.call_count),
+                             cls)
+            self.assertEqual(cls is pool_cmd.ShowPool,
+                             flavors.call_count == 1)
+
     def test_show_vgpu_pool(self):
         self.run_cmd(pool_cmd.CreatePool, [
             'ws', '--mode', 'vgpu', '--vgpu-type', 'nvidia-35', '--host',
