@@ -455,7 +455,8 @@ def _failure_error(plan, failure, done, left, kept, undo_failure):
     else:
         head = _('%(title)s failed at step %(k)d of %(n)d (%(what)s): '
                  '%(error)s.') % values
-    rerun = invoked_command() or plan.rerun or _('the same command')
+    rerun = ((plan.rerun if plan.rerun_fixed else None) or invoked_command()
+             or plan.rerun or _('the same command'))
     parts = []
     if undo_failure is None and not kept:
         if done:

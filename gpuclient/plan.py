@@ -111,11 +111,17 @@ def command_line(argv):
 class Plan:
     """The ordered steps of one command, plus what to tell the operator."""
 
-    def __init__(self, title, steps=(), warnings=(), rerun=None):
+    def __init__(self, title, steps=(), warnings=(), rerun=None,
+                 rerun_fixed=False):
+        """RERUN: the command that finishes the plan when the operator's
+        own command line is not known; RERUN_FIXED: use RERUN even when it
+        is (the operator's command would not converge, e.g. a delete
+        that needs --force once its aggregate is left empty)."""
         self.title = title
         self.steps = list(steps)
         self.warnings = list(warnings)
         self.rerun = rerun
+        self.rerun_fixed = rerun_fixed
 
     def __bool__(self):
         return bool(self.steps)

@@ -654,7 +654,7 @@ def delete(obs, name, force=False):
             pool=name, hosts=', '.join(pool['hosts']))
     result = plan_mod.Plan(_('Deleting pool %s') % name,
                            rerun='"openstack gpu pool delete --force %s"'
-                           % name)
+                           % name, rerun_fixed=True)
     metadata = dict(obs.aggregates[pool['aggregate']]['metadata'])
     _per_host(result, leave_steps, obs, pool, pool['hosts'], metadata)
     if trait in obs.existing_traits:

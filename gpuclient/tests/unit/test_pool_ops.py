@@ -533,6 +533,28 @@ class TestRerunCommand(base.TestCase):
                                                 '--dry-run', 'i']))
 
 
+    def test_delete_names_force_whatever_the_command_line(self):
+        """A delete whose undo fails leaves an aggregate without its
+        metadata, which only "pool delete --force" deletes: the hint says
+        so even when the operator typed no --force."""
+        from gpuclient import journal
+        from gpuclient import plan as plan_mod
+        fixed = plan_mod.Plan('Deleting pool p', rerun='"openstack gpu '
+                              'pool delete --force p"', rerun_fixed=True)
+        free = plan_mod.Plan('Setting pool p', rerun='"x"')
+        argv = ['/usr/bin/openstack', 'gpu', 'pool', 'delete', 'p']
+        failure = (0, plan_mod.delete_trait('CUSTOM_GPU_POOL_P'),
+                   RuntimeError('boom'), True)
+        with mock.patch('sys.argv', argv):
+            text = str(journal._failure_error(fixed, failure, [], [], [],
+                                              None))
+            self.assertIn('run "openstack gpu pool delete --force p" '
+                          'again', text)
+            text = str(journal._failure_error(free, failure, [], [], [],
+                                              None))
+            self.assertIn('run "openstack gpu pool delete p" again', text)
+
+
 class TestProxySpec(base.TestCase):
     def test_fake_uses_real_proxy_methods(self):
         # every method fakes.FakeCompute wires exists on the SDK proxy
