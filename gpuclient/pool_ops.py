@@ -292,8 +292,13 @@ def _restore_projects(client, pool, removed):
     command removed some: put those back (the pool stays limited) and
     say so."""
     agg = View(client, warn=False).aggregate(pool['aggregate'])
-    client.compute.set_aggregate_metadata(
-        agg, {pools.project_key(p): p for p in removed})
+    # a plan of its own, applied like every write (journal, undo)
+    restore = plan_mod.Plan(_('Putting back projects of pool %s')
+                            % pool['name'])
+    restore.add(plan_mod.set_metadata(
+        pool['aggregate'], dict(agg.metadata or {}),
+        {pools.project_key(p): p for p in removed}))
+    journal.apply(client, restore)
     raise exceptions.CommandError(
         _('Pool %(pool)s had no project left after removing %(removed)s: '
           'another change removed its other projects at the same time, '
