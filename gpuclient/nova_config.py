@@ -51,7 +51,6 @@ import re
 
 from osc_lib import exceptions
 
-from gpuclient import host_names
 from gpuclient import pools as pools_mod
 from gpuclient import specs as specs_mod
 from gpuclient.i18n import _
@@ -214,21 +213,6 @@ def trees_from_snapshot(snapshot, host_roots):
     return trees
 
 
-def resolve_hosts(cloud, names, members):
-    """(compute hosts meant by NAMES, notes), over the snapshot's
-    services, hypervisors and provider list (``host_names``); a name that
-    is no member of the pools shown is a CommandError."""
-    known = {svc.get('host') for svc in cloud.services} | set(members)
-    providers = [{'uuid': rp['uuid'], 'name': rp['name'],
-                  'root_provider_uuid': rp['root']}
-                 for rp in cloud.placement.providers.values()]
-    result = host_names.resolve(list(names), known, cloud.hypervisors,
-                                providers)
-    result.check(unknown=False)
-    found = result.hosts(keep_unknown=True)
-    return found, result.notes()
-
-
 def from_cloud(cloud, pool_names=(), hosts=(), mig_types=None,
                numa_policy=DEFAULT_NUMA_POLICY):
     """(Config, notes) from one ``snapshot.Cloud`` (read with flavors).
@@ -248,7 +232,7 @@ def from_cloud(cloud, pool_names=(), hosts=(), mig_types=None,
         chosen = {n: cloud.pools[n] for n in pool_names}
     members = sorted({h for p in chosen.values() for h in p['hosts']})
     if hosts:
-        hosts, resolved = resolve_hosts(cloud, hosts, members)
+        hosts, resolved = cloud.resolve_hosts(hosts, members)
         notes += resolved
         for host in hosts:
             if host not in members:

@@ -30,6 +30,7 @@ counts in.
 """
 
 from gpuclient import baremetal
+from gpuclient import host_names
 from gpuclient import hosts
 from gpuclient import pools as pools_mod
 
@@ -75,6 +76,31 @@ class Cloud:
             if host:
                 found.setdefault(host, set()).add(hv['id'])
         return found
+
+    def resolve_hosts(self, names, members=None):
+        """(compute hosts meant by NAMES, notes), from this snapshot alone.
+
+        As ``pool_ops.View.resolve_hosts``: a name may be the compute
+        service host, or the hypervisor hostname, hypervisor id, resource
+        provider name or uuid (root or child) of exactly one host
+        (``gpuclient.host_names``). The notes say which host a name that
+        is not the host's own resolved to. An ambiguous name is a
+        CommandError, and so is an unknown one unless MEMBERS (a pool's
+        hosts, hosts even when Nova no longer lists them) is given: then
+        it is returned as it is, for the caller to refuse.
+        """
+        known = ({svc.get('host') for svc in self.services}
+                 | set(self.host_roots()) | set(members or ()))
+        result = host_names.resolve(list(names), known, self.hypervisors)
+        if result.unknown and self.placement is not None:
+            providers = [{'uuid': uuid, 'name': rp['name'],
+                          'root_provider_uuid': rp['root']}
+                         for uuid, rp in self.placement.providers.items()]
+            result = host_names.resolve(list(names), known,
+                                        self.hypervisors, providers)
+        result.check(unknown=members is None)
+        return (result.hosts(keep_unknown=members is not None),
+                result.notes())
 
     def root_aggregates(self, host):
         """Aggregate uuids of a host: what Nova mirrors into Placement."""

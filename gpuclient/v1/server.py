@@ -19,7 +19,6 @@ from osc_lib.cli import format_columns
 from osc_lib.command import command
 
 from gpuclient import client as client_mod
-from gpuclient import host_names
 from gpuclient import pools as pools_mod
 from gpuclient import snapshot
 from gpuclient import usage
@@ -85,30 +84,6 @@ def _used_gpu_providers(cloud, roots=None):
     return sorted(found)
 
 
-def resolve_host(cloud, name):
-    """(compute host, notes) meant by NAME, from the snapshot alone.
-
-    As ``pool_ops.View.resolve_hosts`` (``gpu pool add host``, ``gpu
-    config show --host``): the compute service host, or the hypervisor
-    hostname, hypervisor id, resource provider name or uuid (root or
-    child) of exactly one host (``gpuclient.host_names``). The provider
-    list is already in the snapshot: no request is added. The notes say
-    which host a name that is not the host's own resolved to; an
-    ambiguous or unknown name is a CommandError.
-    """
-    known = ({svc['host'] for svc in cloud.services}
-             | set(cloud.host_roots()))
-    result = host_names.resolve([name], known, cloud.hypervisors)
-    if result.unknown:
-        providers = [{'uuid': uuid, 'name': rp['name'],
-                      'root_provider_uuid': rp['root']}
-                     for uuid, rp in cloud.placement.providers.items()]
-        result = host_names.resolve([name], known, cloud.hypervisors,
-                                    providers)
-    result.check(unknown=True)
-    return result.hosts()[0], result.notes()
-
-
 def collect(client, parsed_args):
     """(rows, notes): what ``gpu server list`` shows.
 
@@ -149,7 +124,8 @@ def collect(client, parsed_args):
         raise pools_mod.unknown_pool(parsed_args.pool, cloud.pools)
     host_roots = cloud.host_roots()
     if parsed_args.host:
-        host, resolved = resolve_host(cloud, parsed_args.host)
+        found, resolved = cloud.resolve_hosts([parsed_args.host])
+        host = found[0]
         notes += resolved
         roots = set(host_roots.get(host, ()))
     if parsed_args.pool:
