@@ -897,14 +897,24 @@ class Compute:
             _check_response(self.service, what, response)
             return _json(response) or {}
 
-    def find_flavor(self, name_or_id, ignore_missing=False):
-        """One flavor (dict with extra_specs) by ID or exact name."""
-        what = _('Reading flavor %s') % name_or_id
-        quoted = urllib.parse.quote(name_or_id, safe='')
+    def get_flavor(self, flavor_id):
+        """Flavor FLAVOR_ID (dict with extra_specs) by ID only, or None.
+
+        What a write acts on: ``find_flavor`` would take a name when no
+        flavor has that ID.
+        """
+        what = _('Reading flavor %s') % flavor_id
+        quoted = urllib.parse.quote(flavor_id, safe='')
         data = self._flavor_call('get', '/flavors/%s' % quoted, what,
                                  ok_missing=True)
-        if data:
-            return data['flavor']
+        return data['flavor'] if data else None
+
+    def find_flavor(self, name_or_id, ignore_missing=False):
+        """One flavor (dict with extra_specs) by ID or exact name (the ID
+        first, as Nova and OSC do: for what the operator typed)."""
+        flavor = self.get_flavor(name_or_id)
+        if flavor is not None:
+            return flavor
         found = [f for f in self.flavors() if f.get('name') == name_or_id]
         if len(found) == 1:
             return found[0]

@@ -76,13 +76,16 @@ def _format_meta(metadata):
     return ', '.join('%s=%s' % item for item in sorted(metadata.items()))
 
 
-def plan_create(name, pool, wanted, agg_changes, existing=None):
+def plan_create(name, pool, wanted, agg_changes, existing=None,
+                existing_id=None):
     """Pure: the plan of ``gpu flavor create``.
 
     ``wanted`` is the request (as ``as_request`` shapes it), ``existing``
-    the flavor of that name as a request, or None. An existing flavor that
-    is an interrupted create of the same request (same sizes, its specs and
-    projects a subset of those wanted) is finished; any other is refused.
+    the flavor of that name (found by exact name among names, never as an
+    ID) as a request and ``existing_id`` its ID, or None. An existing
+    flavor that is an interrupted create of the same request (same sizes,
+    its specs and projects a subset of those wanted) is finished; any
+    other is refused.
     """
     result = plan_mod.Plan(_('Creating flavor %s') % name,
                            rerun=_('the same "openstack gpu flavor create" '
@@ -125,10 +128,14 @@ def plan_create(name, pool, wanted, agg_changes, existing=None):
         result.add(plan_mod.create_flavor(
             name, {k: v for k, v in fields.items() if v is not None}))
         old_specs, old_projects = {}, []
-    result.add(plan_mod.flavor_specs(name, old_specs, want_specs))
+    # None: the flavor this plan creates (the journal knows its ID)
+    flavor_id = existing_id if existing is not None else None
+    result.add(plan_mod.flavor_specs(name, old_specs, want_specs,
+                                     flavor_id=flavor_id))
     for project in wanted['projects']:
         if project not in old_projects:
-            result.add(plan_mod.add_access(name, project))
+            result.add(plan_mod.add_access(name, project,
+                                           flavor_id=flavor_id))
     if agg_changes:
         result.add(plan_mod.set_metadata(
             pool['aggregate'], pool['metadata'], agg_changes))
@@ -165,11 +172,19 @@ def create(client, name, pool, vcpus, ram, disk, ephemeral=0, swap=0,
         'swap': swap, 'is_public': public, 'description': description,
         'extra_specs': derived['extra_specs'], 'projects': project_ids,
     }
+    # a new name is a name: never looked up as an ID (Nova's GET
+    # /flavors/<x> would find the flavor whose ID is x)
     existing = [f for f in client.compute.flavors() if f.get('name') == name]
-    have = None
+    if len(existing) > 1:
+        raise exceptions.CommandError(
+            _('%(n)d flavors are named %(name)s: delete the extra ones '
+              '(openstack flavor delete <ID>) or choose another name.')
+            % {'n': len(existing), 'name': name})
+    have = flavor_id = None
     if existing:
+        flavor_id = existing[0]['id']
         have = as_request(existing[0], flavor_projects(client, existing[0]))
-    plan = plan_create(name, the_pool, wanted, agg_changes, have)
+    plan = plan_create(name, the_pool, wanted, agg_changes, have, flavor_id)
     warnings = list(derived['warnings']) + plan.warnings
     if dry_run:
         return None, project_ids, warnings, plan
@@ -179,7 +194,8 @@ def create(client, name, pool, vcpus, ram, disk, ephemeral=0, swap=0,
     else:
         executor = journal.apply(client, plan, on_step=on_step)
         warnings += executor.warnings
-    flavor = client.compute.find_flavor(name)
+        flavor_id = flavor_id or executor.created_flavor(name)
+    flavor = client.compute.get_flavor(flavor_id)
     return flavor, project_ids, warnings, plan
 
 
@@ -193,8 +209,7 @@ def plan_delete(flavors):
     """Pure: delete these flavors (dicts); not undone (IDs would change)."""
     result = plan_mod.Plan(_('Deleting flavors'))
     for flavor in flavors:
-        result.add(plan_mod.delete_flavor(
-            flavor['id'], '%s (%s)' % (flavor.get('name'), flavor['id'])))
+        result.add(plan_mod.delete_flavor(flavor['id'], flavor.get('name')))
     return result
 
 

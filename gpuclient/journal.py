@@ -16,7 +16,19 @@
   arrive meanwhile are deferred to the next step boundary.
 * When a step fails, its outcome is checked by reading the cloud back: a
   write that happened although its answer was lost (a dropped connection, a
-  proxy's HTML page) counts as done and the plan goes on.
+  proxy's HTML page) counts as done and the plan goes on. A write the
+  service refused (a 4xx answer) is not read back: it did not happen, and
+  what the cloud holds instead is someone else's. The journal adopts only
+  what the plan observed as absent and made itself: an aggregate, host or
+  flavor access that another writer added after the plan looked fails the
+  step and is named, never taken over (nor removed by the undo).
+* Flavors are acted on by ID (Nova looks ``/flavors/<x>`` up as an ID
+  first); a flavor the plan creates is known by the ID its create
+  returned, and its undo deletes that ID only.
+* An undo that restores values read at plan time (aggregate metadata,
+  flavor extra specs, image properties) restores a key only while it still
+  holds what the plan wrote; a key another writer changed since is left
+  as it is and named.
 * Otherwise, or when interrupted, the journal undoes what it did, newest
   first (a step whose outcome could not be read is undone too: inverses are
   idempotent), and raises one CommandError that says what failed, whether
@@ -63,6 +75,11 @@ class ApplyError(exceptions.CommandError):
         self.undo_failures = list(undo_failures)
 
 
+class NotOurs(client_mod.Conflict):
+    """A step found another writer's object where the plan saw none: it
+    did nothing, and its undo must not touch that object."""
+
+
 @contextlib.contextmanager
 def deferred_signals(signals=(signal.SIGINT, signal.SIGTERM)):
     """Record SIGINT/SIGTERM instead of acting on them; yield the record."""
@@ -92,8 +109,13 @@ class Executor:
     def __init__(self, client):
         self.client = client
         self._aggregates = None
-        self._flavor_ids = {}
+        # flavors this plan creates: name -> the create's fields, and
+        # name -> the ID Nova gave it (what its undo deletes)
+        self._creating = {}
+        self._created = {}
         self.warnings = []
+        # undo keys left because another writer changed them since
+        self.left_to_others = []
 
     # -- lookups --------------------------------------------------------------
 
@@ -112,19 +134,68 @@ class Executor:
                 404)
         return agg
 
-    def flavor_id(self, name, refresh=False):
-        if refresh or name not in self._flavor_ids:
-            flavor = self.client.compute.find_flavor(name,
-                                                     ignore_missing=True)
-            self._flavor_ids[name] = flavor['id'] if flavor else None
-        return self._flavor_ids[name]
+    def created_flavor(self, name):
+        """The ID of flavor NAME that this plan created, or None.
 
-    def _need_flavor(self, name):
-        flavor_id = self.flavor_id(name)
+        Known from the create's answer, or (the answer lost) the one
+        flavor named NAME with the create's sizes: the plan observed no
+        flavor of that name, so a match by exact name among names is the
+        one it made. Never looked up as an ID.
+        """
+        if name not in self._created and name in self._creating:
+            fields = self._creating[name]
+            found = [f for f in self.client.compute.flavors()
+                     if f.get('name') == name
+                     and all(f.get(k) == fields[k]
+                             for k in ('vcpus', 'ram', 'disk')
+                             if k in fields)]
+            if len(found) == 1:
+                self._created[name] = found[0]['id']
+        return self._created.get(name)
+
+    def _flavor_ref(self, flavor_id, name):
+        """The ID a flavor step acts on: its own, or (None) the one this
+        plan's create returned."""
+        if flavor_id is not None:
+            return flavor_id
+        flavor_id = self.created_flavor(name)
         if flavor_id is None:
-            raise client_mod.NotFound(_('Flavor %s does not exist.') % name,
-                                      404)
+            raise client_mod.NotFound(
+                _('Flavor %s was not created by this command, so it is '
+                  'left alone.') % name, 404)
         return flavor_id
+
+    def _flavor(self, flavor_id, name):
+        """Flavor ``flavor_id`` (dict) if it still has the name ``name``,
+        else None (gone, or another flavor)."""
+        flavor = self.client.compute.get_flavor(flavor_id)
+        if flavor is None or flavor.get('name') != name:
+            return None
+        return flavor
+
+    def _not_ours(self, what):
+        return NotOurs(
+            _('%s was made by another writer after this command looked at '
+              'the cloud: gpuclient does not take it over. See who made it, '
+              'then run the command again.') % what, 409)
+
+    def _unchanged(self, restore, expect, current, label):
+        """The keys of RESTORE (undo values) whose value in CURRENT is
+        still what the step wrote (EXPECT); the others are someone else's
+        now: left, and named."""
+        if expect is None:
+            return restore
+        keep = {}
+        for key, value in restore.items():
+            now = current.get(key)
+            if now == expect.get(key) or now == value:
+                keep[key] = value
+            else:
+                self.left_to_others.append(
+                    _('%(key)s of %(label)s (now %(now)s, set by another '
+                      'writer)') % {'key': key, 'label': label,
+                                    'now': _value_text(now)})
+        return keep
 
     # -- do -------------------------------------------------------------------
 
@@ -132,12 +203,18 @@ class Executor:
         getattr(self, '_do_' + step.op.replace('.', '_'))(**step.args)
 
     def _do_aggregate_create(self, name, zone=None, metadata=None):
-        if self.aggregate(name, refresh=True) is None:
+        # the plan observed no aggregate of that name: one there now (or
+        # Nova's 409) is another writer's
+        if self.aggregate(name, refresh=True) is not None:
+            raise self._not_ours(_('Host aggregate %s') % name)
+        try:
             made = self.client.compute.create_aggregate(name, zone)
-            if getattr(made, 'id', None) is None:
-                # an answer that was not Nova's (a proxy page): look it up
-                made = self._need_aggregate(name)
-            self._aggregates[name] = made
+        except client_mod.Conflict:
+            raise self._not_ours(_('Host aggregate %s') % name) from None
+        if getattr(made, 'id', None) is None:
+            # an answer that was not Nova's (a proxy page): look it up
+            made = self._need_aggregate(name)
+        self._aggregates[name] = made
         if metadata:
             self._do_aggregate_metadata(name, metadata)
 
@@ -147,8 +224,15 @@ class Executor:
             self.client.compute.delete_aggregate(agg)
         self._aggregates.pop(name, None)
 
-    def _do_aggregate_metadata(self, name, metadata):
+    def _do_aggregate_metadata(self, name, metadata, expect=None):
         agg = self._need_aggregate(name)
+        if expect is not None:
+            agg = self.aggregate(name, refresh=True) or agg
+            metadata = self._unchanged(
+                metadata, expect, agg.metadata or {},
+                _('host aggregate %s') % name)
+            if not metadata:
+                return
         self.client.compute.set_aggregate_metadata(agg, metadata)
 
     def _do_aggregate_add_host(self, name, host, providers=()):
@@ -158,6 +242,8 @@ class Executor:
         except client_mod.Conflict:
             if host not in (self.aggregate(name, True).hosts or []):
                 raise
+            raise self._not_ours(_('Host %(host)s in aggregate %(name)s')
+                                 % {'host': host, 'name': name}) from None
         # Nova mirrors the host into the Placement aggregate (which
         # isolation and project limits rely on) but only logs it when
         # that loses a race: finish the mirror, as "nova-manage placement
@@ -209,41 +295,65 @@ class Executor:
         self.client.placement.update_traits(uuid, remove=traits)
 
     def _do_flavor_create(self, name, fields):
+        self._creating[name] = fields
         flavor = self.client.compute.create_flavor(name=name, **fields)
-        self._flavor_ids[name] = flavor['id']
+        self._created[name] = flavor['id']
 
-    def _do_flavor_delete(self, name):
-        flavor_id = self.flavor_id(name, refresh=True)
-        if flavor_id is not None:
+    def _do_flavor_delete(self, name, id=None):  # noqa: A002 - Nova's word
+        try:
+            flavor_id = self._flavor_ref(id, name)
+        except client_mod.NotFound:
+            return  # a create that did not happen: nothing to delete
+        try:
             self.client.compute.delete_flavor(flavor_id)
-        self._flavor_ids[name] = None
+        except client_mod.NotFound:
+            pass
+        if self._created.get(name) == flavor_id:
+            del self._created[name]
+            self._creating.pop(name, None)
 
-    def _do_flavor_specs(self, name, set=None, unset=()):
-        flavor_id = self._need_flavor(name)
+    def _do_flavor_specs(self, name, id=None, set=None,  # noqa: A002
+                         unset=(), expect=None):
+        flavor_id = self._flavor_ref(id, name)
+        if expect is not None:
+            flavor = self._flavor(flavor_id, name)
+            current = (flavor or {}).get('extra_specs') or {}
+            label = _('flavor %s') % name
+            set = self._unchanged(set or {}, expect, current, label)
+            unset = list(self._unchanged(dict.fromkeys(unset), expect,
+                                         current, label))
         if set:
             self.client.compute.set_flavor_extra_specs(flavor_id, set)
         for key in unset:
             self.client.compute.delete_flavor_extra_spec(flavor_id, key)
 
-    def _do_flavor_add_access(self, name, project):
-        flavor_id = self._need_flavor(name)
+    def _do_flavor_add_access(self, name, project, id=None):  # noqa: A002
+        flavor_id = self._flavor_ref(id, name)
         try:
             self.client.compute.add_flavor_access(flavor_id, project)
         except client_mod.Conflict:
             if project not in self.client.compute.flavor_access(flavor_id):
                 raise
+            raise self._not_ours(
+                _('Access of project %(project)s to flavor %(name)s')
+                % {'project': project, 'name': name}) from None
 
-    def _do_flavor_remove_access(self, name, project):
-        flavor_id = self._need_flavor(name)
+    def _do_flavor_remove_access(self, name, project,
+                                 id=None):  # noqa: A002
+        flavor_id = self._flavor_ref(id, name)
         try:
             self.client.compute.remove_flavor_access(flavor_id, project)
         except client_mod.NotFound:
             if project in self.client.compute.flavor_access(flavor_id):
                 raise
 
-    def _do_image_update(self, id, name, changes):
+    def _do_image_update(self, id, name, changes,  # noqa: A002
+                         expect=None):
         image = self.client.image.find_image(id)
-        self.client.image.update_properties(image, changes)
+        changes = self._unchanged(changes, expect, image,
+                                  _('image %s') % name)
+        if changes:
+            self.client.image.update_properties(image, changes)
 
     def limit(self, project, name):
         """{'id', 'limit'} of Keystone limit NAME of PROJECT (None: the
@@ -292,9 +402,8 @@ class Executor:
             if agg is None:
                 return False
             if op == 'aggregate.metadata':
-                meta = dict(agg.metadata or {})
-                return all(meta.get(k) == v
-                           for k, v in args['metadata'].items())
+                return _holds_values(agg.metadata or {}, args['metadata'],
+                                     args.get('expect'))
             member = args['host'] in (agg.hosts or [])
             mirrored = self._mirrored(agg, args.get('providers') or ())
             if op == 'aggregate.add_host':
@@ -310,27 +419,33 @@ class Executor:
             if op == 'provider.add_traits':
                 return set(args['traits']) <= have
             return not (set(args['traits']) & have)
+        if op == 'flavor.create':
+            flavor_id = self.created_flavor(args['name'])
+            return flavor_id is not None and self._flavor(
+                flavor_id, args['name']) is not None
         if op.startswith('flavor.'):
-            flavor_id = self.flavor_id(args['name'], refresh=True)
-            if op == 'flavor.create':
-                return flavor_id is not None
+            try:
+                flavor_id = self._flavor_ref(args.get('id'), args['name'])
+            except client_mod.NotFound:
+                # a flavor this plan never created: nothing to delete
+                return op == 'flavor.delete'
             if op == 'flavor.delete':
-                return flavor_id is None
-            if flavor_id is None:
+                return self.client.compute.get_flavor(flavor_id) is None
+            flavor = self._flavor(flavor_id, args['name'])
+            if flavor is None:
                 return False
             if op == 'flavor.specs':
-                specs = self.client.compute.find_flavor(flavor_id).get(
-                    'extra_specs') or {}
-                return (all(specs.get(k) == v
-                            for k, v in (args['set'] or {}).items())
-                        and not set(args['unset']) & set(specs))
+                specs = flavor.get('extra_specs') or {}
+                wanted = dict(args['set'] or {},
+                              **dict.fromkeys(args['unset']))
+                return _holds_values(specs, wanted, args.get('expect'))
             access = self.client.compute.flavor_access(flavor_id)
             if op == 'flavor.add_access':
                 return args['project'] in access
             return args['project'] not in access
         if op == 'image.update':
             image = self.client.image.find_image(args['id'])
-            return all(image.get(k) == v for k, v in args['changes'].items())
+            return _holds_values(image, args['changes'], args.get('expect'))
         if op.startswith('limit.'):
             have = self.limit(args['project'], args['name'])
             if op == 'limit.set':
@@ -345,6 +460,27 @@ class Executor:
         except Exception as exc:  # noqa: BLE001 - reported as unknown
             LOG.debug('cannot read back %s: %s', step.what, exc)
             return None
+
+
+def _holds_values(current, wanted, expect=None):
+    """CURRENT holds WANTED ({key: value, None: absent}); with EXPECT (an
+    undo), a key that holds neither the step's value nor the undo's is
+    another writer's and left: it counts as held."""
+    return all(current.get(k) == v
+               or (expect is not None and current.get(k) != expect.get(k))
+               for k, v in wanted.items())
+
+
+def _value_text(value):
+    return _('removed') if value is None else value
+
+
+def refused(exc):
+    """The service answered and refused the write (4xx): it did not
+    happen, so reading the cloud back would only find another writer's."""
+    status = getattr(exc, 'status', None)
+    return (isinstance(exc, client_mod.APIError) and status is not None
+            and 400 <= status < 500)
 
 
 def _error_text(exc):
@@ -382,13 +518,14 @@ def apply(client, plan, on_step=None, executor=None):
             try:
                 executor.run(step)
             except Exception as exc:  # noqa: BLE001 - any failure undoes
-                held = executor.try_holds(step)
+                held = False if refused(exc) else executor.try_holds(step)
                 if held:
                     LOG.debug('%s failed (%s) but took effect',
                               step.what, exc)
                     done.append(step)
                     continue
-                if held is None or _several_writes(step):
+                if not isinstance(exc, NotOurs) and (
+                        held is None or _several_writes(step)):
                     unknown = step  # maybe (partly) done: undo it too
                 failure = (index, step, exc, True)
                 break
@@ -399,7 +536,8 @@ def apply(client, plan, on_step=None, executor=None):
                               'command completed.'))
             return executor
         undone, left, kept, undo_failure = _unwind(executor, done, unknown)
-    raise _failure_error(plan, failure, done, left, kept, undo_failure)
+    raise _failure_error(plan, failure, done, left, kept, undo_failure,
+                         executor.left_to_others)
 
 
 def _unwind(executor, done, unknown):
@@ -445,7 +583,8 @@ def invoked_command(argv=None):
     return plan_mod.command_line(argv[1:])
 
 
-def _failure_error(plan, failure, done, left, kept, undo_failure):
+def _failure_error(plan, failure, done, left, kept, undo_failure,
+                   others=()):
     index, step, exc, _ran = failure
     values = {'title': plan.title, 'k': index + 1, 'n': len(plan),
               'what': step.what, 'error': _error_text(exc)}
@@ -458,8 +597,14 @@ def _failure_error(plan, failure, done, left, kept, undo_failure):
     rerun = ((plan.rerun if plan.rerun_fixed else None) or invoked_command()
              or plan.rerun or _('the same command'))
     parts = []
+    if others:
+        parts.append(_('Left as another writer changed them after this '
+                       'command had: %s.') % '; '.join(others))
     if undo_failure is None and not kept:
-        if done:
+        if done and others:
+            parts.append(_('Everything else it had done was undone (%d '
+                           'step(s)).') % len(done))
+        elif done:
             parts.append(_('Everything it had done was undone (%d '
                            'step(s)): the cloud is as it was.') % len(done))
         else:

@@ -25,7 +25,8 @@ Operations (arguments):
 ====================  ===================================================
 aggregate.create      name, zone, metadata (set right after)
 aggregate.delete      name
-aggregate.metadata    name, metadata ({key: value, or None to delete})
+aggregate.metadata    name, metadata ({key: value, or None to delete}),
+                      expect (an undo: {key: what the step set})
 aggregate.add_host    name, host, providers (its roots: Placement mirror)
 aggregate.remove_host name, host, providers
 trait.create          trait
@@ -33,14 +34,26 @@ trait.delete          trait
 provider.add_traits   uuid, traits, label
 provider.remove_traits uuid, traits, label
 flavor.create         name, fields (Nova's flavor body)
-flavor.delete         name
-flavor.specs          name, set ({key: value}), unset (keys)
-flavor.add_access     name, project
-flavor.remove_access  name, project
-image.update          id, name, changes ({property: value, or None})
+flavor.delete         id, name
+flavor.specs          id, name, set ({key: value}), unset (keys), expect
+flavor.add_access     id, name, project
+flavor.remove_access  id, name, project
+image.update          id, name, changes ({property: value, or None}),
+                      expect
 limit.set             project (None: the registered default), name, limit
 limit.delete          project (None: the registered default), name
 ====================  ===================================================
+
+Flavors are addressed by ID, never by name: Nova's ``GET /flavors/<x>``
+takes ``x`` as an ID first, so a flavor named like another flavor's ID
+would be the other one. A planner resolves each flavor once, by exact name
+among names, and gives its steps the ID; ``id`` None is the flavor this
+plan creates, whose ID the journal takes from the create's answer (its
+undo deletes that ID and no other).
+
+An undo that puts back a value read at plan time carries ``expect``, what
+the step wrote: the journal restores a key only while it still holds that
+value, and leaves (and names) a key another writer changed since.
 """
 
 from gpuclient.i18n import _
@@ -193,7 +206,8 @@ def set_metadata(name, old, changes):
                              _('restore metadata of aggregate %(name)s: '
                                '%(meta)s')
                              % {'name': name, 'meta': _meta_text(restore)},
-                             name=name, metadata=restore),
+                             name=name, metadata=restore,
+                             expect=dict(changes)),
                 name=name, metadata=changes)
 
 
@@ -266,23 +280,24 @@ def remove_traits(uuid, traits, label=None):
 
 
 def create_flavor(name, fields):
+    """Create flavor ``name``; undone by deleting the ID Nova gave it."""
     return Step('flavor.create', _('create flavor %s') % name,
                 inverse=Step('flavor.delete', _('delete flavor %s') % name,
-                             name=name),
+                             id=None, name=name),
                 name=name, fields=dict(fields))
 
 
-def delete_flavor(name, label=None):
-    """Irreversible: a re-created flavor would get another ID.
+def delete_flavor(flavor_id, name):
+    """Irreversible: a re-created flavor would get another ID."""
+    return Step('flavor.delete', _('delete flavor %(name)s (%(id)s)')
+                % {'name': name, 'id': flavor_id}, id=flavor_id, name=name)
 
-    ``name`` is what finds the flavor (a name or an ID).
+
+def flavor_specs(name, old, set_specs=None, unset=(), *, flavor_id):
+    """Set and unset extra specs of flavor ``name`` whose specs are old.
+
+    ``flavor_id``: the flavor's ID (None: the flavor this plan creates).
     """
-    return Step('flavor.delete', _('delete flavor %s') % (label or name),
-                name=name)
-
-
-def flavor_specs(name, old, set_specs=None, unset=()):
-    """Set and unset extra specs of flavor ``name`` whose specs are old."""
     set_specs = {k: v for k, v in (set_specs or {}).items()
                  if old.get(k) != v}
     unset = sorted(k for k in unset if k in old and k not in set_specs)
@@ -290,6 +305,7 @@ def flavor_specs(name, old, set_specs=None, unset=()):
         return None
     restore = {k: old[k] for k in list(set_specs) + unset if k in old}
     drop = sorted(k for k in set_specs if k not in old)
+    expect = dict(set_specs, **{k: None for k in unset})
     parts = ['%s=%s' % kv for kv in sorted(set_specs.items())]
     parts += [_('%s (removed)') % k for k in unset]
     undo_parts = ['%s=%s' % kv for kv in sorted(restore.items())]
@@ -301,16 +317,20 @@ def flavor_specs(name, old, set_specs=None, unset=()):
                              _('restore extra specs of flavor %(name)s: '
                                '%(specs)s')
                              % {'name': name, 'specs': ', '.join(undo_parts)},
-                             name=name, set=restore, unset=drop),
-                name=name, set=set_specs, unset=unset)
+                             id=flavor_id, name=name, set=restore,
+                             unset=drop, expect=expect),
+                id=flavor_id, name=name, set=set_specs, unset=unset)
 
 
-def add_access(name, project):
-    return _mirrored('flavor.add_access', name=name, project=project)
+def add_access(name, project, *, flavor_id):
+    """``flavor_id``: None for the flavor this plan creates."""
+    return _mirrored('flavor.add_access', id=flavor_id, name=name,
+                     project=project)
 
 
-def remove_access(name, project):
-    return _mirrored('flavor.remove_access', name=name, project=project)
+def remove_access(name, project, *, flavor_id):
+    return _mirrored('flavor.remove_access', id=flavor_id, name=name,
+                     project=project)
 
 
 def update_image(image, changes):
@@ -327,7 +347,8 @@ def update_image(image, changes):
                              _('restore properties of image %(name)s: '
                                '%(meta)s')
                              % {'name': label, 'meta': _meta_text(restore)},
-                             id=image['id'], name=label, changes=restore),
+                             id=image['id'], name=label, changes=restore,
+                             expect=dict(changes)),
                 id=image['id'], name=label, changes=changes)
 
 

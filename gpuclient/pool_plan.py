@@ -462,7 +462,8 @@ def set_isolation(obs, name, isolate, update_dependents=False):
         for flavor in stale:
             result.add(plan_mod.flavor_specs(
                 flavor['name'], flavor.get('extra_specs') or {},
-                {'trait:%s' % trait: specs.REQUIRED}))
+                {'trait:%s' % trait: specs.REQUIRED},
+                flavor_id=flavor['id']))
         result.add(plan_mod.set_metadata(agg, metadata,
                                          {key: pools_mod.REQUIRED}))
         return result
@@ -485,7 +486,8 @@ def set_isolation(obs, name, isolate, update_dependents=False):
     for flavor in flavors:
         result.add(plan_mod.flavor_specs(
             flavor['name'], flavor.get('extra_specs') or {},
-            unset=trait_keys(flavor.get('extra_specs'), trait)))
+            unset=trait_keys(flavor.get('extra_specs'), trait),
+            flavor_id=flavor['id']))
     for image in images:
         result.add(plan_mod.update_image(image, {'trait:%s' % trait: None}))
     result.add(plan_mod.set_metadata(agg, metadata, {key: None}))
@@ -591,7 +593,8 @@ def update_metadata(obs, name, projects_add=(), projects_remove=(),
                 pool=name, pairs=', '.join(
                     '%s: %s' % (f['name'], p) for f, p in losing))
         for flavor, project in losing:
-            result.add(plan_mod.remove_access(flavor['name'], project))
+            result.add(plan_mod.remove_access(flavor['name'], project,
+                                              flavor_id=flavor['id']))
     changes = pools_mod.project_changes(
         metadata, add=[p for p in projects_add if p not in current],
         remove=projects_remove)

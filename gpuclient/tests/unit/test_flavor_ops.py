@@ -72,11 +72,13 @@ class TestPlanCreate(testtools.TestCase):
                 'OS-FLV-EXT-DATA:ephemeral': 0,
                 'os-flavor-access:is_public': False}},
             plan.steps[0].args)
-        self.assertEqual({'name': 'g1', 'set': SPECS, 'unset': []},
-                         plan.steps[1].args)
+        # id None: the flavor this plan creates (the journal takes its ID
+        # from the create's answer, never looks the name up as an ID)
+        self.assertEqual({'id': None, 'name': 'g1', 'set': SPECS,
+                          'unset': []}, plan.steps[1].args)
         self.assertEqual(
-            [{'name': 'g1', 'project': 'p1'},
-             {'name': 'g1', 'project': 'p2'}],
+            [{'id': None, 'name': 'g1', 'project': 'p1'},
+             {'id': None, 'name': 'g1', 'project': 'p2'}],
             [plan.steps[2].args, plan.steps[3].args])
         self.assertEqual(
             {'name': 'gpu-a100', 'metadata': {'group_policy': 'isolate'}},
@@ -113,13 +115,14 @@ class TestPlanCreate(testtools.TestCase):
             existing = wanted(extra_specs=have_specs,
                               projects=have_projects)
             plan = flavor_ops.plan_create('g1', POOL, wanted(), {},
-                                          existing)
+                                          existing, 'f-1')
             self.assertEqual(expected_ops, ops(plan), label)
             self.assertNotIn('flavor.create', ops(plan), label)
             if missing is not None:
                 self.assertEqual(missing, plan.steps[0].args['set'], label)
                 self.assertEqual([], plan.steps[0].args['unset'], label)
-            self.assertEqual({'name': 'g1', 'project': 'p2'},
+            # an existing flavor is acted on by the ID the planner found
+            self.assertEqual({'id': 'f-1', 'name': 'g1', 'project': 'p2'},
                              plan.steps[-1].args, label)
 
     def test_finishing_sets_the_aggregate_metadata_too(self):
@@ -186,7 +189,8 @@ class TestPlanDelete(testtools.TestCase):
         plan = flavor_ops.plan_delete([
             {'id': 'f1', 'name': 'g1'}, {'id': 'f2', 'name': 'g2'}])
         self.assertEqual(['flavor.delete', 'flavor.delete'], ops(plan))
-        self.assertEqual([{'name': 'f1'}, {'name': 'f2'}],
+        self.assertEqual([{'id': 'f1', 'name': 'g1'},
+                          {'id': 'f2', 'name': 'g2'}],
                          [s.args for s in plan])
         self.assertEqual(
             ['1. delete flavor g1 (f1) (not undone on failure)',

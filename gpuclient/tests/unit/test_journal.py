@@ -14,9 +14,11 @@
 
 The client layer is an in-memory fake (below) that behaves like Nova,
 Placement and Glance where it matters here (Nova refuses a duplicate host
-and deleting an aggregate with hosts; Placement refuses unknown traits and
-deleting a trait in use) and can fail its k-th write: before doing it
-('error', 'value') or after (an answer 'lost').
+and deleting an aggregate with hosts, takes a flavor's ID from the create
+request when given and looks ``/flavors/<x>`` up by ID only, so a flavor
+named like another's ID is found as the other; Placement refuses unknown
+traits and deleting a trait in use) and can fail its k-th write: before
+doing it ('error', 'value', 'refused': a 400) or after (an answer 'lost').
 """
 
 import copy
@@ -84,6 +86,8 @@ class FakeCloud:
                 '%s: 500 Internal Server Error' % what, 500)
         if kind == 'value':
             raise ValueError('Expecting value: line 1 column 1 (char 0)')
+        if kind == 'refused':
+            raise client_mod.APIError('%s: 400 Bad Request' % what, 400)
         result = action()
         if kind == 'lost':
             raise client_mod.APIError(
@@ -102,6 +106,7 @@ class FakeCloud:
                 f['name']: (f['vcpus'], f['ram'], dict(f['extra_specs']),
                             sorted(self.access.get(f['id'], [])))
                 for f in self.flavors.values()},
+            'flavor_ids': {f['id']: f['name'] for f in self.flavors.values()},
             'images': copy.deepcopy(self.images),
         }
 
@@ -189,7 +194,17 @@ class FakeCompute:
             raise client_mod.NotFound(
                 'Flavor %s could not be found.' % flavor_id, 404) from None
 
+    def flavors(self):
+        return [copy.deepcopy(f) for f in self.cloud.flavors.values()]
+
+    def get_flavor(self, flavor_id):
+        """By ID only, as Nova's GET /flavors/<id>."""
+        if flavor_id in self.cloud.flavors:
+            return copy.deepcopy(self.cloud.flavors[flavor_id])
+        return None
+
     def find_flavor(self, name_or_id, ignore_missing=False):
+        # the ID first, as the real client layer (and OSC) do
         if name_or_id in self.cloud.flavors:
             return copy.deepcopy(self.cloud.flavors[name_or_id])
         found = [f for f in self.cloud.flavors.values()
@@ -207,8 +222,12 @@ class FakeCompute:
                 raise client_mod.Conflict(
                     'Flavor with name %s already exists.' % fields['name'],
                     409)
-            flavor = dict(fields, id='flavor-%d' % next(self.cloud.ids),
-                          extra_specs={})
+            flavor_id = fields.get('id') or 'flavor-%d' % next(
+                self.cloud.ids)
+            if flavor_id in self.cloud.flavors:
+                raise client_mod.Conflict(
+                    'Flavor with ID %s already exists.' % flavor_id, 409)
+            flavor = dict(fields, id=flavor_id, extra_specs={})
             flavor.setdefault('vcpus', None)
             flavor.setdefault('ram', None)
             self.cloud.flavors[flavor['id']] = flavor
@@ -348,6 +367,19 @@ def pool_plan_steps():
     ], rerun='"openstack gpu pool create a100 ..."')
 
 
+def rerun(client, plan):
+    """Apply PLAN again as a re-run of its command would.
+
+    A re-run plans from what is: no step for what an earlier run already
+    did (the planners diff; ``pool_plan.create`` adopts the empty aggregate
+    an interrupted create left). The journal itself never adopts an
+    aggregate, host or access that appeared after the plan looked.
+    """
+    executor = journal.Executor(client)
+    steps = [s for s in plan.steps if not executor.holds(s)]
+    return journal.apply(client, plan_mod.Plan(plan.title, steps))
+
+
 def two_host_plan(client):
     """Add two hosts to an existing isolated pool, trait by trait."""
     client.cloud.traits.add(POOL_TRAIT)
@@ -383,7 +415,7 @@ class JournalTestCase(testtools.TestCase):
         other.cloud.access = copy.deepcopy(self.cloud.access)
         other.cloud.images = copy.deepcopy(self.cloud.images)
         other.cloud.ids = itertools.count(1000)
-        journal.apply(other, plan)
+        rerun(other, plan)
         return other.cloud.state()
 
 
@@ -425,7 +457,7 @@ class TestApply(JournalTestCase):
         plan = pool_plan_steps()
         journal.apply(self.client, plan)
         done = self.cloud.state()
-        journal.apply(self.client, plan)
+        rerun(self.client, plan)
         self.assertEqual(done, self.cloud.state())
 
     def test_failure_at_every_step_undoes_everything(self):
@@ -553,7 +585,7 @@ class TestApply(JournalTestCase):
                           self.logger.output)
             # Every step is idempotent: the same plan, applied again on
             # what was left, reaches the state a clean run reaches.
-            journal.apply(client, plan)
+            rerun(client, plan)
             self.assertEqual(success, client.cloud.state(), k)
 
     def test_undoing_stops_at_the_first_undo_that_fails(self):
@@ -575,7 +607,7 @@ class TestApply(JournalTestCase):
                       '%s. Run "openstack gpu pool create a100 ..." again '
                       'to finish it from where it stopped.'
                       % (texts[3], ROOT1, '; '.join(texts)), str(error))
-        journal.apply(self.client, plan)
+        rerun(self.client, plan)
         self.assertEqual(self.success_state(plan), self.cloud.state())
 
     def test_undo_whose_answer_is_lost_counts_as_undone(self):
@@ -685,9 +717,10 @@ class TestFlavorPlans(JournalTestCase):
         before = self.cloud.state()
         plan = plan_mod.Plan('Changing flavor g1', [
             plan_mod.flavor_specs('g1', {'a': '1', 'gone': 'x'},
-                                  {'a': '2', 'new': 'y'}, unset=['gone']),
-            plan_mod.remove_access('g1', 'p1'),
-            plan_mod.add_access('g1', 'p2'),
+                                  {'a': '2', 'new': 'y'}, unset=['gone'],
+                                  flavor_id=flavor['id']),
+            plan_mod.remove_access('g1', 'p1', flavor_id=flavor['id']),
+            plan_mod.add_access('g1', 'p2', flavor_id=flavor['id']),
         ])
         self.cloud.fail(4, 'error')  # specs are 2 writes, then 1 each
         self.assertRaises(journal.ApplyError, journal.apply, self.client,
@@ -707,7 +740,8 @@ class TestFlavorPlans(JournalTestCase):
         self.cloud.writes = 0
         before = self.cloud.state()
         plan = plan_mod.Plan('Ending isolation of pool a100', [
-            plan_mod.flavor_specs('g1', old, unset=sorted(old)),
+            plan_mod.flavor_specs('g1', old, unset=sorted(old),
+                                  flavor_id=flavor['id']),
         ])
         self.cloud.fail(2, 'error')  # the second DELETE
         error = self.assertRaises(journal.ApplyError, journal.apply,
@@ -848,3 +882,252 @@ class TestSignals(JournalTestCase):
         self.assertEqual('interrupted by SIGINT',
                          str(journal.Interrupted(signal.SIGINT)))
         self.assertEqual('interrupted by 250', str(journal.Interrupted(250)))
+
+
+class TestFlavorsById(JournalTestCase):
+    """A flavor named like another flavor's ID (issue 21, defect 1)."""
+
+    def setUp(self):
+        super().setUp()
+        # a plain flavor whose ID is 42, and a plan for a flavor named 42
+        self.plain = self.client.compute.create_flavor(
+            name='plain', vcpus=1, ram=512, id='42')
+        self.client.compute.set_flavor_extra_specs('42', {'hw:a': '1'})
+        self.cloud.writes = 0
+        self.before = self.cloud.state()
+        self.plan = flavor_ops.plan_create('42', {'name': 'a100'},
+                                           TestFlavorPlans.WANTED, {})
+
+    def new_flavors(self):
+        return [f for f in self.cloud.flavors.values() if f['name'] == '42']
+
+    def test_undo_deletes_the_created_id_not_the_named_one(self):
+        self.cloud.fail(2, 'refused')  # Nova refuses the extra specs
+        error = self.assertRaises(journal.ApplyError, journal.apply,
+                                  self.client, self.plan)
+        self.assertEqual(self.before, self.cloud.state())
+        self.assertEqual([], self.new_flavors())
+        self.assertIn('the cloud is as it was', str(error))
+
+    def test_refused_create_is_not_read_back_as_done(self):
+        self.cloud.fail(1, 'refused')
+        error = self.assertRaises(journal.ApplyError, journal.apply,
+                                  self.client, self.plan)
+        self.assertIn('failed at step 1 of 4 (create flavor 42)', str(error))
+        self.assertIn('Nothing had been changed.', str(error))
+        self.assertEqual(self.before, self.cloud.state())
+        self.assertEqual(1, self.cloud.writes)
+
+    def test_lost_create_is_found_by_name_among_names(self):
+        self.cloud.fail(1, 'lost')
+        executor = journal.apply(self.client, self.plan)
+        (new,) = self.new_flavors()
+        self.assertEqual(new['id'], executor.created_flavor('42'))
+        self.assertEqual(TestFlavorPlans.WANTED['extra_specs'],
+                         new['extra_specs'])
+        self.assertEqual(['p1', 'p2'], self.cloud.access[new['id']])
+        self.assertEqual({'hw:a': '1'}, self.cloud.flavors['42'][
+            'extra_specs'])
+        self.assertNotIn('42', self.cloud.access)
+
+    def test_lost_create_then_failure_deletes_the_one_it_made(self):
+        self.cloud.fail(1, 'lost')
+        self.cloud.fail(3, 'error')
+        self.assertRaises(journal.ApplyError, journal.apply, self.client,
+                          self.plan)
+        self.assertEqual(self.before, self.cloud.state())
+
+    def test_steps_on_an_existing_flavor_use_its_id(self):
+        new = self.client.compute.create_flavor(name='42', vcpus=1, ram=512)
+        before = self.cloud.state()
+        plan = plan_mod.Plan('Isolating pool a100', [
+            plan_mod.flavor_specs('42', {}, {'trait:X': 'required'},
+                                  flavor_id=new['id']),
+            plan_mod.add_access('42', 'p1', flavor_id=new['id']),
+        ])
+        self.cloud.fail(self.cloud.writes + 2, 'error')
+        self.assertRaises(journal.ApplyError, journal.apply, self.client,
+                          plan)
+        self.assertEqual(before, self.cloud.state())
+        journal.apply(self.client, plan)
+        self.assertEqual({'trait:X': 'required'},
+                         self.cloud.flavors[new['id']]['extra_specs'])
+        self.assertEqual({'hw:a': '1'},
+                         self.cloud.flavors['42']['extra_specs'])
+
+    def test_a_step_for_a_flavor_it_did_not_create_fails(self):
+        plan = plan_mod.Plan('Changing flavor 42', [
+            plan_mod.flavor_specs('42', {}, {'k': 'v'}, flavor_id=None)])
+        error = self.assertRaises(journal.ApplyError, journal.apply,
+                                  self.client, plan)
+        self.assertIn('Flavor 42 was not created by this command', str(error))
+        self.assertEqual(self.before, self.cloud.state())
+
+    def test_delete_by_id_read_back_by_id(self):
+        # a flavor whose name is the plain flavor's ID: deleting it by its
+        # own ID leaves the plain one, and the read-back is by ID
+        new = self.client.compute.create_flavor(name='42', vcpus=1, ram=512)
+        self.cloud.writes = 0
+        self.cloud.fail(1, 'lost')
+        plan = flavor_ops.plan_delete([new])
+        journal.apply(self.client, plan)
+        self.assertEqual({'42': 'plain'}, self.cloud.state()['flavor_ids'])
+
+
+class TestAdoption(JournalTestCase):
+    """Another writer's objects are never taken over (defect 8)."""
+
+    def other_writer(self, step_index, action):
+        def on_step(index, step):
+            if index == step_index:
+                action()
+        return on_step
+
+    def test_aggregate_made_meanwhile_is_not_adopted(self):
+        plan = pool_plan_steps()
+
+        def make():
+            agg = FakeAggregate(next(self.cloud.ids), 'a100',
+                                metadata={'theirs': '1'})
+            self.cloud.aggregates[agg.id] = agg
+
+        error = self.assertRaises(
+            journal.ApplyError, journal.apply, self.client, plan,
+            on_step=self.other_writer(0, make))
+        self.assertIn('Host aggregate a100 was made by another writer after '
+                      'this command looked at the cloud', str(error))
+        self.assertEqual({'a100': (None, [], {'theirs': '1'})},
+                         self.cloud.state()['aggregates'])
+        self.assertEqual([], self.cloud.write_log)
+
+    def test_novas_409_on_create_is_not_adopted(self):
+        # the other writer wins the race after the journal's own check
+        plan = plan_mod.Plan('Creating pool a100', [
+            plan_mod.create_aggregate('a100'),
+            plan_mod.set_metadata('a100', {}, {'gpu_pool': 'a100'})])
+        create = self.client.compute.create_aggregate
+
+        def racing(name, zone=None):
+            agg = FakeAggregate(next(self.cloud.ids), name)
+            self.cloud.aggregates[agg.id] = agg
+            return create(name, zone)
+
+        self.client.compute.create_aggregate = racing
+        error = self.assertRaises(journal.ApplyError, journal.apply,
+                                  self.client, plan)
+        self.assertIn('was made by another writer', str(error))
+        self.assertEqual({'a100': (None, [], {})},
+                         self.cloud.state()['aggregates'])
+
+    def test_host_added_meanwhile_is_not_adopted(self):
+        plan = two_host_plan(self.client)
+
+        def add():
+            agg = next(iter(self.cloud.aggregates.values()))
+            agg.hosts.append('cmp1')
+
+        error = self.assertRaises(
+            journal.ApplyError, journal.apply, self.client, plan,
+            on_step=self.other_writer(1, add))
+        self.assertIn('Host cmp1 in aggregate a100 was made by another '
+                      'writer', str(error))
+        self.assertIn('the cloud is as it was', str(error))
+        # the other writer's host stays; the journal's own trait is undone
+        self.assertEqual(['cmp1'],
+                         self.cloud.state()['aggregates']['a100'][1])
+        self.assertEqual([], self.cloud.state()['providers'][ROOT1])
+
+    def test_access_given_meanwhile_is_not_adopted(self):
+        flavor = self.client.compute.create_flavor(name='g1', vcpus=1,
+                                                   ram=512)
+        plan = plan_mod.Plan('Creating flavor g1', [
+            plan_mod.flavor_specs('g1', {}, {'a': '1'},
+                                  flavor_id=flavor['id']),
+            plan_mod.add_access('g1', 'p1', flavor_id=flavor['id'])])
+        error = self.assertRaises(
+            journal.ApplyError, journal.apply, self.client, plan,
+            on_step=self.other_writer(1, lambda: self.cloud.access.setdefault(
+                flavor['id'], []).append('p1')))
+        self.assertIn('Access of project p1 to flavor g1 was made by '
+                      'another writer', str(error))
+        self.assertEqual(['p1'], self.cloud.access[flavor['id']])
+        self.assertEqual({}, self.cloud.flavors[flavor['id']]['extra_specs'])
+
+
+class TestUndoComparesFirst(JournalTestCase):
+    """An undo restores a key only while it holds what the plan wrote."""
+
+    def failing_after(self, plan, change):
+        """Apply PLAN + a failing step; CHANGE runs before the last."""
+        plan.add(plan_mod.create_trait('CUSTOM_LAST'))
+        last = len(plan) - 1
+
+        def on_step(index, step):
+            if index == last:
+                change()
+                self.cloud.fail(self.cloud.writes + 1, 'error')
+
+        return self.assertRaises(journal.ApplyError, journal.apply,
+                                 self.client, plan, on_step=on_step)
+
+    def test_aggregate_metadata(self):
+        agg = self.client.compute.create_aggregate('a100')
+        self.client.compute.set_aggregate_metadata(agg, {'k': 'old',
+                                                         'j': 'old'})
+        plan = plan_mod.Plan('Changing pool a100', [plan_mod.set_metadata(
+            'a100', {'k': 'old', 'j': 'old'}, {'k': 'ours', 'j': 'ours'})])
+
+        def theirs():
+            self.cloud.aggregates[agg.id].metadata['k'] = 'theirs'
+
+        error = self.failing_after(plan, theirs)
+        self.assertEqual({'k': 'theirs', 'j': 'old'},
+                         self.cloud.state()['aggregates']['a100'][2])
+        self.assertIn('Left as another writer changed them after this '
+                      'command had: k of host aggregate a100 (now theirs, '
+                      'set by another writer).', str(error))
+        self.assertNotIn('the cloud is as it was', str(error))
+
+    def test_flavor_specs(self):
+        flavor = self.client.compute.create_flavor(name='g1', vcpus=1,
+                                                   ram=512)
+        self.client.compute.set_flavor_extra_specs(flavor['id'],
+                                                   {'k': 'old', 'u': 'old'})
+        plan = plan_mod.Plan('Changing flavor g1', [plan_mod.flavor_specs(
+            'g1', {'k': 'old', 'u': 'old'}, {'k': 'ours', 'n': 'ours'},
+            unset=['u'], flavor_id=flavor['id'])])
+
+        def theirs():
+            specs = self.cloud.flavors[flavor['id']]['extra_specs']
+            specs.update(k='theirs', n='theirs', u='theirs')
+
+        error = self.failing_after(plan, theirs)
+        self.assertEqual({'k': 'theirs', 'n': 'theirs', 'u': 'theirs'},
+                         self.cloud.flavors[flavor['id']]['extra_specs'])
+        for key in ('k', 'n', 'u'):
+            self.assertIn('%s of flavor g1 (now theirs' % key, str(error))
+
+    def test_image_properties(self):
+        self.cloud.images['img-1'] = {'id': 'img-1', 'name': 'ubuntu',
+                                      'a': 'old', 'b': 'old'}
+        plan = plan_mod.Plan('Changing image', [plan_mod.update_image(
+            self.cloud.images['img-1'], {'a': 'ours', 'b': None})])
+
+        def theirs():
+            self.cloud.images['img-1']['a'] = 'theirs'
+
+        error = self.failing_after(plan, theirs)
+        self.assertEqual({'id': 'img-1', 'name': 'ubuntu', 'a': 'theirs',
+                          'b': 'old'}, self.cloud.images['img-1'])
+        self.assertIn('a of image ubuntu (now theirs', str(error))
+
+    def test_unchanged_keys_are_restored(self):
+        agg = self.client.compute.create_aggregate('a100')
+        self.client.compute.set_aggregate_metadata(agg, {'k': 'old'})
+        before = self.cloud.state()
+        plan = plan_mod.Plan('Changing pool a100', [plan_mod.set_metadata(
+            'a100', {'k': 'old'}, {'k': 'ours'})])
+        error = self.failing_after(plan, lambda: None)
+        self.assertEqual(before['aggregates'],
+                         self.cloud.state()['aggregates'])
+        self.assertIn('the cloud is as it was', str(error))

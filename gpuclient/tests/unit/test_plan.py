@@ -84,15 +84,20 @@ class TestStepConstructors(testtools.TestCase):
          lambda: plan.create_flavor('g1', {'vcpus': 4, 'ram': 1024}),
          'flavor.create',
          {'name': 'g1', 'fields': {'vcpus': 4, 'ram': 1024}},
-         'flavor.delete', {'name': 'g1'}),
+         # id None: the ID the create returns, and only that one
+         'flavor.delete', {'id': None, 'name': 'g1'}),
         ('add_access',
-         lambda: plan.add_access('g1', 'proj1'),
-         'flavor.add_access', {'name': 'g1', 'project': 'proj1'},
-         'flavor.remove_access', {'name': 'g1', 'project': 'proj1'}),
+         lambda: plan.add_access('g1', 'proj1', flavor_id='f-1'),
+         'flavor.add_access', {'id': 'f-1', 'name': 'g1',
+                               'project': 'proj1'},
+         'flavor.remove_access', {'id': 'f-1', 'name': 'g1',
+                                  'project': 'proj1'}),
         ('remove_access',
-         lambda: plan.remove_access('g1', 'proj1'),
-         'flavor.remove_access', {'name': 'g1', 'project': 'proj1'},
-         'flavor.add_access', {'name': 'g1', 'project': 'proj1'}),
+         lambda: plan.remove_access('g1', 'proj1', flavor_id='f-1'),
+         'flavor.remove_access', {'id': 'f-1', 'name': 'g1',
+                                  'project': 'proj1'},
+         'flavor.add_access', {'id': 'f-1', 'name': 'g1',
+                               'project': 'proj1'}),
     ]
 
     def test_constructors(self):
@@ -127,10 +132,10 @@ class TestStepConstructors(testtools.TestCase):
                          plan.remove_host('agg', 'h').inverse)
 
     def test_access_steps_are_each_others_inverse(self):
-        self.assertEqual(plan.remove_access('f', 'p'),
-                         plan.add_access('f', 'p').inverse)
-        self.assertEqual(plan.add_access('f', 'p'),
-                         plan.remove_access('f', 'p').inverse)
+        self.assertEqual(plan.remove_access('f', 'p', flavor_id='1'),
+                         plan.add_access('f', 'p', flavor_id='1').inverse)
+        self.assertEqual(plan.add_access('f', 'p', flavor_id='1'),
+                         plan.remove_access('f', 'p', flavor_id='1').inverse)
 
     def test_texts(self):
         self.assertEqual('create host aggregate gpu-a100 in zone az1',
@@ -165,7 +170,7 @@ class TestStepConstructors(testtools.TestCase):
             {'op': 'trait.create', 'what': 'create trait CUSTOM_A',
              'args': {'trait': 'CUSTOM_A'}, 'undo': 'delete trait CUSTOM_A'},
             plan.create_trait('CUSTOM_A').as_dict())
-        self.assertIsNone(plan.delete_flavor('f1').as_dict()['undo'])
+        self.assertIsNone(plan.delete_flavor('f1', 'g1').as_dict()['undo'])
 
 
 class TestSetMetadata(testtools.TestCase):
@@ -183,9 +188,11 @@ class TestSetMetadata(testtools.TestCase):
             step.args)
         # the inverse restores old values, and deletes (None) what was new
         self.assertEqual('aggregate.metadata', step.inverse.op)
+        # ... while they still hold what the step set (expect)
         self.assertEqual(
             {'name': 'agg',
-             'metadata': {'color': 'red', 'new': None, 'gone': 'x'}},
+             'metadata': {'color': 'red', 'new': None, 'gone': 'x'},
+             'expect': {'color': 'blue', 'new': 'yes', 'gone': None}},
             step.inverse.args)
         self.assertEqual(
             'set metadata of aggregate agg: color=blue, gone (removed), '
@@ -218,19 +225,22 @@ class TestFlavorSpecs(testtools.TestCase):
         step = plan.flavor_specs(
             'g1', old, {'resources:VGPU': '2', 'group_policy': 'isolate',
                         'hw:cpu_policy': 'dedicated'},
-            unset=['trait:CUSTOM_X', 'absent:key'])
+            unset=['trait:CUSTOM_X', 'absent:key'], flavor_id='f-1')
         self.assertEqual('flavor.specs', step.op)
         self.assertEqual(
-            {'name': 'g1',
+            {'id': 'f-1', 'name': 'g1',
              'set': {'resources:VGPU': '2', 'group_policy': 'isolate'},
              'unset': ['trait:CUSTOM_X']},
             step.args)
-        # undo: changed and unset keys get their old value, new keys go
+        # undo: changed and unset keys get their old value, new keys go,
+        # each only while it holds what the step wrote (expect)
         self.assertEqual('flavor.specs', step.inverse.op)
         self.assertEqual(
-            {'name': 'g1',
+            {'id': 'f-1', 'name': 'g1',
              'set': {'resources:VGPU': '1', 'trait:CUSTOM_X': 'required'},
-             'unset': ['group_policy']},
+             'unset': ['group_policy'],
+             'expect': {'resources:VGPU': '2', 'group_policy': 'isolate',
+                        'trait:CUSTOM_X': None}},
             step.inverse.args)
         self.assertEqual(
             'set extra specs of flavor g1: group_policy=isolate, '
@@ -242,10 +252,11 @@ class TestFlavorSpecs(testtools.TestCase):
 
     def test_set_wins_over_unset_of_the_same_key(self):
         step = plan.flavor_specs('g1', {'k': 'old'}, {'k': 'new'},
-                                 unset=['k'])
-        self.assertEqual({'name': 'g1', 'set': {'k': 'new'}, 'unset': []},
-                         step.args)
-        self.assertEqual({'name': 'g1', 'set': {'k': 'old'}, 'unset': []},
+                                 unset=['k'], flavor_id=None)
+        self.assertEqual({'id': None, 'name': 'g1', 'set': {'k': 'new'},
+                          'unset': []}, step.args)
+        self.assertEqual({'id': None, 'name': 'g1', 'set': {'k': 'old'},
+                          'unset': [], 'expect': {'k': 'new'}},
                          step.inverse.args)
 
     def test_nothing_changes(self):
@@ -255,7 +266,8 @@ class TestFlavorSpecs(testtools.TestCase):
                 ('unset absent keys', {'a': '1'}, {}, ['b']),
         ]:
             self.assertIsNone(
-                plan.flavor_specs('g1', old, set_specs, unset), label)
+                plan.flavor_specs('g1', old, set_specs, unset,
+                                  flavor_id='f-1'), label)
 
 
 class TestUpdateImage(testtools.TestCase):
@@ -277,7 +289,9 @@ class TestUpdateImage(testtools.TestCase):
         self.assertEqual(
             {'id': 'img-1', 'name': 'ubuntu',
              'changes': {'trait:CUSTOM_X': 'required',
-                         'img_hide_hypervisor_id': None}},
+                         'img_hide_hypervisor_id': None},
+             'expect': {'trait:CUSTOM_X': None,
+                        'img_hide_hypervisor_id': 'true'}},
             step.inverse.args)
         self.assertEqual(
             'set properties of image ubuntu: img_hide_hypervisor_id=true, '
@@ -348,7 +362,8 @@ class TestRoundTrips(testtools.TestCase):
         for set_specs, unset in [({'a': '9'}, ()), ({'d': '4'}, ()),
                                  ({}, ['b']),
                                  ({'a': '9', 'd': '4'}, ['b', 'c', 'x'])]:
-            step = plan.flavor_specs('g1', self.OLD, set_specs, unset)
+            step = plan.flavor_specs('g1', self.OLD, set_specs, unset,
+                                     flavor_id='f-1')
             new = _apply_specs(self.OLD, step)
             self.assertEqual(
                 self.OLD, _apply_specs(new, step.inverse), set_specs)
@@ -357,12 +372,11 @@ class TestRoundTrips(testtools.TestCase):
 class TestDeleteFlavor(testtools.TestCase):
 
     def test_irreversible(self):
-        step = plan.delete_flavor('f-id', 'g1 (f-id)')
+        step = plan.delete_flavor('f-id', 'g1')
         self.assertEqual('flavor.delete', step.op)
-        self.assertEqual({'name': 'f-id'}, step.args)
+        self.assertEqual({'id': 'f-id', 'name': 'g1'}, step.args)
         self.assertIsNone(step.inverse)
         self.assertEqual('delete flavor g1 (f-id)', step.what)
-        self.assertEqual('delete flavor g1', plan.delete_flavor('g1').what)
 
 
 class TestPlan(testtools.TestCase):
@@ -372,7 +386,7 @@ class TestPlan(testtools.TestCase):
         result.add(plan.create_aggregate('a100'))
         result.add(None)  # a constructor that found nothing to do
         result.extend([plan.create_trait('CUSTOM_GPU_POOL_A100'), None,
-                       plan.delete_flavor('f-id', 'g1 (f-id)')])
+                       plan.delete_flavor('f-id', 'g1')])
         self.assertEqual(3, len(result))
         self.assertTrue(result)
         self.assertEqual(

@@ -95,8 +95,8 @@ class World:
                 'resources': {rc: {'capacity': 4, 'used': 0}},
                 'traits': list(traits)}
 
-    def flavor(self, name, extra_specs, public=True):
-        self.flavors.append({'id': 'id-' + name, 'name': name,
+    def flavor(self, name, extra_specs, public=True, flavor_id=None):
+        self.flavors.append({'id': flavor_id or 'id-' + name, 'name': name,
                              'extra_specs': dict(extra_specs),
                              'os-flavor-access:is_public': public})
 
@@ -193,10 +193,11 @@ class TestIsolationOff(PlanTestCase):
             ['flavor.specs', 'flavor.specs', 'aggregate.metadata',
              'provider.remove_traits', 'trait.delete'], ops(result))
         self.assertEqual(
-            {'name': 'g1', 'set': {}, 'unset': ['trait:' + A100_TRAIT]},
+            {'id': 'id-g1', 'name': 'g1', 'set': {},
+             'unset': ['trait:' + A100_TRAIT]},
             result.steps[0].args)
         self.assertEqual(
-            {'name': 'g2', 'set': {},
+            {'id': 'id-g2', 'name': 'g2', 'set': {},
              'unset': ['trait1:' + A100_TRAIT, 'trait:' + A100_TRAIT]},
             result.steps[1].args)
         self.assertEqual(
@@ -260,7 +261,8 @@ class TestIsolationOn(PlanTestCase):
             ['trait.create', 'provider.add_traits', 'flavor.specs',
              'aggregate.metadata'], ops(result))
         self.assertEqual(
-            {'name': 'g1', 'set': {'trait:' + A100_TRAIT: 'required'},
+            {'id': 'id-g1', 'name': 'g1',
+             'set': {'trait:' + A100_TRAIT: 'required'},
              'unset': []}, result.steps[2].args)
         self.assertEqual(
             {'name': 'a100',
@@ -268,6 +270,18 @@ class TestIsolationOn(PlanTestCase):
             result.steps[3].args)
         self.check_before(result, lambda s: s.op != 'aggregate.metadata',
                           lambda s: s.op == 'aggregate.metadata')
+
+    def test_dependent_flavor_steps_carry_the_flavor_id(self):
+        # a plain flavor whose ID is the pool flavor's name: Nova's GET
+        # /flavors/g1 would find it, so the step must name the ID
+        world = self.world()
+        world.flavor('plain', {}, flavor_id='g1')
+        result = pool_plan.set_isolation(world.observed(), 'a100', True,
+                                         update_dependents=True)
+        (step,) = [s for s in result if s.op == 'flavor.specs']
+        self.assertEqual(('id-g1', 'g1'),
+                         (step.args['id'], step.args['name']))
+        self.assertEqual('id-g1', step.inverse.args['id'])
 
     def test_repairs_a_root_that_lost_the_trait(self):
         # (6) already isolated, but cmp2's root lacks the trait
@@ -444,7 +458,7 @@ class TestProjects(PlanTestCase):
                                            update_dependents=True)
         self.assertEqual(['flavor.remove_access', 'aggregate.metadata'],
                          ops(result))
-        self.assertEqual({'name': 'g1', 'project': 'p1'},
+        self.assertEqual({'id': 'id-g1', 'name': 'g1', 'project': 'p1'},
                          result.steps[0].args)
 
     def test_properties(self):

@@ -308,6 +308,28 @@ class TestCreate(FlavorTestCase):
         self.assertEqual([], self.cloud.flavors)
         self.assertNotIn('group_policy', self.aggregate('ws').metadata)
 
+    def test_named_like_another_flavors_id(self):
+        # Nova's GET /flavors/42 is the flavor whose ID is 42, whatever
+        # flavor is named 42: the create acts on the ID it made
+        self.cloud.add_flavor('plain', extra_specs={'hw:a': '1'},
+                              flavor_id='42')
+        before = self.state()
+        self.nova.fail[('post', '/os-extra_specs')] = 400
+        exc = self.assertRaises(
+            exceptions.CommandError, self.run_cmd, flavor_cmd.CreateFlavor,
+            ['42', '--pool', 'ws'] + SIZES)
+        self.assertIn('the cloud is as it was', str(exc))
+        self.assertEqual(before, self.state())
+        self.nova.fail.clear()
+        columns, values = self.run_cmd(flavor_cmd.CreateFlavor,
+                                       ['42', '--pool', 'ws'] + SIZES)
+        shown = as_dict(columns, values)
+        (new,) = [f for f in self.cloud.flavors if f['name'] == '42']
+        self.assertNotEqual('42', new['id'])
+        self.assertEqual((new['id'], '42'), (shown['id'], shown['name']))
+        self.assertEqual('ws', new['extra_specs'][STEER])
+        self.assertEqual(before[0][0], self.cloud.flavors[0])
+
     def test_undo_failure_is_reported(self):
         self.nova.fail[('post', '/os-extra_specs')] = 403
         self.nova.fail[('delete', '')] = 500
