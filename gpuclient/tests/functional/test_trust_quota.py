@@ -46,97 +46,96 @@ NOVA_CONF = os.environ.get(
 
 class TestQuotaOtherProjects(base.FunctionalTestCase):
 
+    def setUp(self):
+        super().setUp()
+        self.classes = []
+        self.addCleanup(self.forget)
+
     def resource_class(self):
         rc = 'CUSTOM_GPU_FT%s' % uuid.uuid4().hex[:10].upper()
-        self.addCleanup(self.forget, 'class:' + rc)
+        self.classes.append('class:' + rc)
         return rc
 
-    def forget(self, name):
-        """Delete every limit on NAME, then its registered limit (plain
-        OSC; Keystone refuses the other order)."""
-        for row in self.openstack('limit', 'list', '--resource-name', name):
-            self.openstack('limit', 'delete', row['ID'], parse=False)
-        for row in self.openstack('registered', 'limit', 'list',
-                                  '--resource-name', name):
-            self.openstack('registered', 'limit', 'delete', row['ID'],
-                           parse=False)
+    def forget(self):
+        """Delete every limit on this test's classes, then their
+        registered limits (plain OSC; Keystone refuses the other order)."""
+        for kind in (('limit',), ('registered', 'limit')):
+            ids = [row['ID'] for row in self.openstack(*kind, 'list')
+                   if row['Resource Name'] in self.classes]
+            if ids:
+                self.openstack(*kind, 'delete', *ids, parse=False)
 
-    def registered(self, name):
-        """The registered limit NAME as Keystone holds it, or None."""
-        rows = self.openstack('registered', 'limit', 'list',
-                              '--resource-name', name)
-        self.assertLessEqual(len(rows), 1, rows)
-        return rows[0]['Default Limit'] if rows else None
-
-    def project_limits(self, name):
-        """{project id: limit} of every project limit on NAME."""
-        return {row['Project ID']: row['Resource Limit']
-                for row in self.openstack('limit', 'list',
-                                          '--resource-name', name)}
-
-    def make_project(self):
-        project = self.openstack('project', 'create',
-                                 self.unique_name('quota'))
-        self.addCleanup(self.openstack, 'project', 'delete', project['id'],
-                        parse=False)
-        return project
+    def keystone(self):
+        """({resource name: default limit}, {resource name: {project id:
+        limit}}) of this test's classes, as Keystone holds them."""
+        registered = {row['Resource Name']: row['Default Limit']
+                      for row in self.openstack('registered', 'limit',
+                                                'list')
+                      if row['Resource Name'] in self.classes}
+        limits = {}
+        for row in self.openstack('limit', 'list'):
+            if row['Resource Name'] in self.classes:
+                limits.setdefault(row['Resource Name'], {})[
+                    row['Project ID']] = row['Resource Limit']
+        return registered, limits
 
     def test_registered_limit_follows_the_strategy(self):
         """Under ``ignore`` (a class without a registered limit is 0 for
         every project) the registered limit created is 0; under the
         cloud's own nova.conf (Nova's default ``require``: unlimited) it
         is -1. Other projects keep what Nova gave them, and --dry-run
-        shows the registered-limit step saying so."""
+        shows the registered-limit step saying so; without --nova-conf
+        the plan says what it assumed."""
         if not os.path.isfile(NOVA_CONF):
             self.skipTest('the cloud\'s nova.conf (%s) is not readable: set '
                           'GPUCLIENT_FT_NOVA_CONF' % NOVA_CONF)
-        project = self.make_project()
-        other = self.openstack('token', 'issue')['project_id']
+        # project A: the current one (the classes are this test's own: no
+        # other test sees their limits)
+        project = self.openstack('token', 'issue')['project_id']
         ignore = self.useFixture(fixtures.TempDir()).join('ignore.conf')
         with open(ignore, 'w') as f:
             f.write('[quota]\nunified_limits_resource_strategy = ignore\n')
-        # (nova.conf files, registered limit expected, what others get)
-        cases = [((NOVA_CONF, ignore), 0, '0 GPUs'),
-                 ((NOVA_CONF,), -1, 'unlimited')]
-        for files, keep, others in cases:
-            rc = self.resource_class()
-            name = 'class:' + rc
-            conf_args = []
-            for path in files:
-                conf_args += ['--nova-conf', path]
-            args = ('gpu', 'quota', 'set', '--project', project['id'],
-                    '--resource-class', rc, '--gpus', '2', *conf_args)
-            code, out, err = self.openstack_raw(*args, '--dry-run')
+        under_ignore, under_cloud, assumed = (
+            self.resource_class() for _ in range(3))
+
+        def quota_set(index, rc, *extra):
+            # the first call runs the real executable, the others the same
+            # shell in this process (openstack_matrix)
+            code, out, err = self.openstack_matrix(
+                index, 'gpu', 'quota', 'set', '--project', project,
+                '--resource-class', rc, '--gpus', '2', *extra)
             self.assertEqual(0, code, err)
-            lines = out.splitlines()
-            self.assertEqual(2, len(lines), out)
-            self.assertTrue(lines[0].startswith(
-                '1. set the registered limit %s to %d (every project '
-                'without its own limit keeps what Nova gives it now: %s; '
-                % (name, keep, others)), lines[0])
-            self.assertIn('read from the nova.conf given', lines[0])
-            self.assertIn('creates it at %d' % keep, err)
-            # the dry run wrote nothing
-            self.assertIsNone(self.registered(name))
-            self.assertEqual({}, self.project_limits(name))
-            code, out, err = self.openstack_raw(*args)
-            self.assertEqual(0, code, err)
-            # Keystone: the project's own limit, and the registered limit
-            # the plan named (the default of every other project, which
-            # has no limit of its own: it gets what Nova gave it before)
-            self.assertEqual(keep, self.registered(name))
-            self.assertEqual({project['id']: 2}, self.project_limits(name))
-            self.assertNotIn(other, self.project_limits(name))
-        # without --nova-conf the plan says what it assumed
-        rc = self.resource_class()
-        code, out, err = self.openstack_raw(
-            'gpu', 'quota', 'set', '--project', project['id'],
-            '--resource-class', rc, '--gpus', '1', '--dry-run')
-        self.assertEqual(0, code, err)
-        self.assertIn('set the registered limit class:%s to -1' % rc, out)
-        self.assertIn("assumed Nova's defaults: [quota] "
-                      'unified_limits_resource_strategy = require', out)
-        self.assertIsNone(self.registered('class:' + rc))
+            return out, err
+
+        ignore_args = ('--nova-conf', NOVA_CONF, '--nova-conf', ignore)
+        out, err = quota_set(0, under_ignore, *ignore_args, '--dry-run')
+        lines = out.splitlines()
+        self.assertEqual(2, len(lines), out)
+        self.assertTrue(lines[0].startswith(
+            '1. set the registered limit class:%s to 0 (every project '
+            'without its own limit keeps what Nova gives it now: 0 GPUs; '
+            '[quota] unified_limits_resource_strategy = ignore, '
+            'unified_limits_resource_list = servers, read from the '
+            'nova.conf given)' % under_ignore), lines[0])
+        self.assertIn('creates it at 0', err)
+        quota_set(1, under_ignore, *ignore_args)
+        quota_set(2, under_cloud, '--nova-conf', NOVA_CONF)
+        out, err = quota_set(3, assumed, '--dry-run')
+        self.assertTrue(out.startswith(
+            '1. set the registered limit class:%s to -1 (every project '
+            'without its own limit keeps what Nova gives it now: unlimited; '
+            "assumed Nova's defaults: [quota] unified_limits_resource_"
+            'strategy = require, unified_limits_resource_list = servers; no '
+            '--nova-conf given)' % assumed), out)
+        # Keystone: the project's own limit, and the registered limit the
+        # plan named (the default of every other project, none of which
+        # has a limit of its own: they get what Nova gave them before);
+        # the dry runs wrote nothing
+        registered, limits = self.keystone()
+        self.assertEqual({'class:' + under_ignore: 0,
+                          'class:' + under_cloud: -1}, registered)
+        self.assertEqual({'class:' + under_ignore: {project: 2},
+                          'class:' + under_cloud: {project: 2}}, limits)
 
 
 class TestRerunHintSecrets(test_flavor.GpuFlavorTestCase):
