@@ -169,9 +169,9 @@ def _gpus_text(enforced):
 def _strategy_said(conf):
     """How the plan names Nova's [quota] strategy: read from nova.conf
     (CONF given) or assumed (Nova's defaults)."""
-    values = {'strategy': (conf or conf_settings(None))['strategy'],
-              'list': ','.join((conf or conf_settings(None))[
-                  'resource_list']) or '(empty)'}
+    shown = conf or conf_settings(None)
+    values = {'strategy': shown['strategy'],
+              'list': ','.join(shown['resource_list']) or '(empty)'}
     if conf is None:
         return _('assumed Nova\'s defaults: [quota] '
                  'unified_limits_resource_strategy = %(strategy)s, '
