@@ -576,11 +576,15 @@ def invoked_command(argv=None):
     """The exact command to re-run: this process's own ``openstack ...``
     arguments when it is the OSC executable (every write command, pool,
     flavor, image and quota alike), else None (library use: the plan's
-    own hint is used)."""
+    own hint is used). Secrets are left out as OSC's parser read them:
+    an abbreviated --os-passw is the password (``plan.redact``)."""
     argv = sys.argv if argv is None else argv
     if not argv or os.path.basename(argv[0]) != 'openstack':
         return None
-    return plan_mod.command_line(argv[1:])
+    from gpuclient import plugin
+
+    return plan_mod.command_line(argv[1:], plugin.global_parser(),
+                                 plugin.secret_dests())
 
 
 def _failure_error(plan, failure, done, left, kept, undo_failure,

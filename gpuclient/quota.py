@@ -159,13 +159,85 @@ def _title(verb, resource_class, project_id):
         values)
 
 
-def plan_set(resource_class, gpus, project_id, registered, limits):
+def _gpus_text(enforced):
+    """What a project gets: None (unlimited) or a number of GPUs."""
+    if enforced is None:
+        return _('unlimited')
+    return _('%d GPUs') % enforced
+
+
+def _strategy_said(conf):
+    """How the plan names Nova's [quota] strategy: read from nova.conf
+    (CONF given) or assumed (Nova's defaults)."""
+    shown = conf or conf_settings(None)
+    values = {'strategy': shown['strategy'],
+              'list': ','.join(shown['resource_list']) or '(empty)'}
+    if conf is None:
+        return _('assumed Nova\'s defaults: [quota] '
+                 'unified_limits_resource_strategy = %(strategy)s, '
+                 'unified_limits_resource_list = %(list)s; no --nova-conf '
+                 'given') % values
+    return _('[quota] unified_limits_resource_strategy = %(strategy)s, '
+             'unified_limits_resource_list = %(list)s, read from the '
+             'nova.conf given') % values
+
+
+def others_now(name, registered, conf=None):
+    """What Nova gives NAME in a project without its own limit: the
+    registered limit's value as enforced (None: unlimited), else what the
+    strategy makes of none."""
+    return effective(class_of(name), {}, {n: r['limit'] for n, r in
+                                          (registered or {}).items()},
+                     conf)['enforced']
+
+
+def keeping_default(name, conf=None):
+    """The registered limit that keeps what Nova gives NAME now when it
+    has none: 0 where the strategy enforces a missing one as 0, else -1
+    (unlimited). Nova enforces a registered 0 as 0 and a negative as
+    unlimited (``nova.limit.utils.should_enforce``), whatever the
+    strategy."""
+    return 0 if missing_enforced(name, conf) else -1
+
+
+def _others_note(name, registered, limit, conf):
+    """What a registered limit NAME of LIMIT (None: deleted) changes for
+    the projects without their own limit, for the plan's step."""
+    before = others_now(name, registered, conf)
+    if limit is None:  # the registered limit deleted: the strategy decides
+        after = 0 if missing_enforced(name, conf) else None
+    else:
+        after = None if limit < 0 else limit
+    values = {'before': _gpus_text(before), 'after': _gpus_text(after)}
+    if before == after:
+        text = _('every project without its own limit keeps what Nova '
+                 'gives it now: %(before)s') % values
+    else:
+        text = _('every project without its own limit: %(before)s now, '
+                 '%(after)s after') % values
+    if name not in (registered or {}) or limit is None:
+        text += '; ' + _strategy_said(conf)
+    return text
+
+
+def plan_set(resource_class, gpus, project_id, registered, limits,
+             conf=None):
     """The plan of "gpu quota set": from Keystone's limits as they are.
 
     ``registered``: {resource name: {'id', 'limit'}}; ``limits``: project
     limits ({'project_id', 'resource_name', 'resource_limit'}), all of
     them for the default (PROJECT_ID None), else those of the project.
+    CONF: nova-api's [quota] settings (``conf_settings``), None when not
+    known (Nova's defaults are assumed, and the plan says so).
     Keystone's own refusals are raised here, before any write.
+
+    Keystone keeps a project limit only under a registered limit of the
+    same resource (it answers 403 "no corresponding registered limit"
+    otherwise), and a registered limit is the default of every other
+    project. When there is none, the plan creates the one that keeps
+    what Nova gives the other projects now (``keeping_default``: 0 under
+    a strategy that enforces a missing limit as 0, -1 otherwise) and
+    its step says so; ``--default`` sets another value explicitly.
     """
     name = resource_name(resource_class)
     result = plan_mod.Plan(_title(_('Setting'), resource_class, project_id))
@@ -183,21 +255,31 @@ def plan_set(resource_class, gpus, project_id, registered, limits):
                 % {'name': name, 'projects': ', '.join(users),
                    'rc': resource_class})
         result.add(plan_mod.set_limit(
-            None, name, gpus, existing['limit'] if existing else None))
+            None, name, gpus, existing['limit'] if existing else None,
+            note=_others_note(name, registered, gpus, conf)))
         return result
     if existing is None:
-        result.add(plan_mod.set_limit(None, name, -1))
+        keep = keeping_default(name, conf)
+        result.add(plan_mod.set_limit(
+            None, name, keep,
+            note=_others_note(name, registered, keep, conf)))
         result.warnings.append(
-            _('The registered limit %s = -1 comes first (unlimited: '
-              'projects without their own limit keep what Nova applied '
-              'before); Keystone keeps project limits only under a '
-              'registered one.') % name)
+            _('%(name)s has no registered limit, and Keystone keeps a '
+              'project limit only under one: the plan creates it at '
+              '%(keep)d, so that every other project keeps what Nova '
+              'gives it now (%(now)s; %(strategy)s). To give them '
+              'something else, run "openstack gpu quota set --default '
+              '--resource-class %(rc)s --gpus <n>" first.')
+            % {'name': name, 'keep': keep, 'rc': resource_class,
+               'now': _gpus_text(others_now(name, registered, conf)),
+               'strategy': _strategy_said(conf)})
     result.add(plan_mod.set_limit(project_id, name, gpus,
                                   _own(limits, project_id, name)))
     return result
 
 
-def plan_delete(resource_class, project_id, registered, limits):
+def plan_delete(resource_class, project_id, registered, limits,
+                conf=None):
     """The plan of "gpu quota delete" (arguments as for plan_set)."""
     name = resource_name(resource_class)
     result = plan_mod.Plan(_title(_('Deleting'), resource_class, project_id))
@@ -214,7 +296,9 @@ def plan_delete(resource_class, project_id, registered, limits):
                   'while projects have their own limit on it '
                   '(%(projects)s): delete those first.')
                 % {'name': name, 'projects': ', '.join(users)})
-        result.add(plan_mod.delete_limit(None, name, existing['limit']))
+        result.add(plan_mod.delete_limit(
+            None, name, existing['limit'],
+            note=_others_note(name, registered, None, conf)))
         return result
     own = _own(limits, project_id, name)
     if own is None:

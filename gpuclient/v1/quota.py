@@ -70,6 +70,21 @@ def _add_target_args(parser, verb):
         help=_('GPU resource class (VGPU, PGPU or a custom class such as '
                'CUSTOM_PCI_10DE_2331), without a '
                'pool'))
+    from gpuclient.v1 import candidates as candidates_cmd
+
+    # [quota] unified_limits_resource_strategy: what a project without its
+    # own limit gets when the class has no registered limit
+    candidates_cmd.add_nova_conf_args(parser)
+
+
+def _quota_conf(parsed_args):
+    """nova-api's [quota] settings from --nova-conf/--nova-conf-dir (or
+    their environment variables), None when none was given."""
+    from gpuclient.v1 import candidates as candidates_cmd
+
+    if not candidates_cmd.nova_conf_given(parsed_args):
+        return None
+    return candidates_cmd.settings_from_args(parsed_args).get('quota')
 
 
 def _pools(client):
@@ -95,15 +110,16 @@ def _target(client, parsed_args):
     return pools, rc, project_id
 
 
-def plan_and_apply(client, planner, *args, dry_run=False):
+def plan_and_apply(client, planner, *args, dry_run=False, conf=None):
     """Read Keystone's limits, plan with quota.plan_set/plan_delete
-    (PLANNER) from them, apply the plan with the journal unless DRY_RUN;
+    (PLANNER) from them and nova-api's [quota] settings CONF (None: Nova's
+    defaults, assumed), apply the plan with the journal unless DRY_RUN;
     return the plan. ARGS: the planner's, up to the project id."""
     from gpuclient import journal
 
     project_id = args[-1]
     plan = planner(*args, client.limits.registered(),
-                   client.limits.limits(project_id))
+                   client.limits.limits(project_id), conf=conf)
     for warning in plan.warnings:
         LOG.warning(warning)
     if plan and not dry_run:
@@ -126,9 +142,16 @@ class SetQuota(command.Command):
         'limit with --project, the registered limit with --default. Nova '
         'enforces it at server create and resize when it runs [quota] '
         'driver = nova.quota.UnifiedLimitsDriver. Keystone keeps a project '
-        'limit only under a registered limit: when the class has none, '
-        'one of -1 (unlimited, what Nova applies to a class without one '
-        'under its default strategy) is created first. Needs admin.')
+        'limit only under a registered limit, the default of every other '
+        'project: when the class has none, --project creates one first '
+        'that keeps what Nova gives the other projects now, as nova-api\'s '
+        '[quota] unified_limits_resource_strategy and '
+        'unified_limits_resource_list make of a class without one (0 '
+        'where they enforce it as 0, else -1, unlimited). Give nova-api\'s '
+        'nova.conf with --nova-conf or --nova-conf-dir; without them '
+        'Nova\'s defaults (require, servers: unlimited) are assumed and the '
+        'plan says so. --default sets the registered limit itself. Needs '
+        'admin.')
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -147,7 +170,8 @@ class SetQuota(command.Command):
         client = self.app.client_manager.gpu
         _pools_found, rc, project_id = _target(client, parsed_args)
         plan = plan_and_apply(client, quota.plan_set, rc, gpus, project_id,
-                              dry_run=parsed_args.dry_run)
+                              dry_run=parsed_args.dry_run,
+                              conf=_quota_conf(parsed_args))
         _finish(self.app, plan, parsed_args.dry_run)
 
 
@@ -156,8 +180,9 @@ class DeleteQuota(command.Command):
         'Delete the GPU quota of a project, or the default.\n\n'
         'Deletes the Keystone limit on class:<resource class>: a project '
         'then has the registered limit (the default); without a registered '
-        'limit Nova applies its [quota] unified_limits_resource_strategy. '
-        'Needs admin.')
+        'limit Nova applies its [quota] unified_limits_resource_strategy '
+        '(read with --nova-conf; the plan of --default says what every '
+        'project without its own limit gets after). Needs admin.')
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -171,7 +196,8 @@ class DeleteQuota(command.Command):
         client = self.app.client_manager.gpu
         _pools_found, rc, project_id = _target(client, parsed_args)
         plan = plan_and_apply(client, quota.plan_delete, rc, project_id,
-                              dry_run=parsed_args.dry_run)
+                              dry_run=parsed_args.dry_run,
+                              conf=_quota_conf(parsed_args))
         _finish(self.app, plan, parsed_args.dry_run)
 
 
@@ -204,12 +230,8 @@ class ShowQuota(command.Lister):
         return parser
 
     def take_action(self, parsed_args):
-        from gpuclient.v1 import candidates as candidates_cmd
-
         client = self.app.client_manager.gpu
-        conf = None
-        if candidates_cmd.nova_conf_given(parsed_args):
-            conf = candidates_cmd.settings_from_args(parsed_args).get('quota')
+        conf = _quota_conf(parsed_args)
         if parsed_args.project:
             project_id = client.project_id(parsed_args.project,
                                            parsed_args.project_domain)

@@ -15,6 +15,7 @@
 import io
 from unittest import mock
 
+import fixtures
 from openstack import exceptions as sdk_exc
 from osc_lib import exceptions
 
@@ -212,17 +213,90 @@ class TestPlans(base.TestCase):
     NAME = 'class:%s' % PT
 
     def test_set_project_without_registered(self):
-        plan = quota.plan_set(PT, 2, 'p1', {}, [])
-        self.assertEqual(
-            [('limit.set', None, -1, 'limit.delete'),
-             ('limit.set', 'p1', 2, 'limit.delete')],
-            [(s.op, s.args['project'], s.args['limit'], s.inverse.op)
-             for s in plan])
-        self.assertIn('-1 comes first', plan.warnings[0])
-        self.assertEqual(
-            '1. set the registered limit %s to -1 (undo: delete the '
-            'registered limit %s)' % (self.NAME, self.NAME),
-            plan.lines()[0])
+        """Keystone keeps a project limit only under a registered one:
+        the plan creates the registered limit that keeps what Nova gives
+        every other project now, as the strategy makes of none (Nova's
+        nova.limit.utils.should_enforce), and its step says so."""
+        # (nova.conf [quota], registered limit planned, others get, said)
+        cases = [
+            (None, -1, 'unlimited', "assumed Nova's defaults: [quota] "
+             'unified_limits_resource_strategy = require, '
+             'unified_limits_resource_list = servers; no --nova-conf'),
+            (UNIFIED, -1, 'unlimited', 'read from the nova.conf given'),
+            (UNIFIED + 'unified_limits_resource_strategy = require\n'
+             'unified_limits_resource_list = servers,class:%s\n' % PT,
+             0, '0 GPUs', 'strategy = require, unified_limits_resource_'
+             'list = servers,class:%s, read from' % PT),
+            (UNIFIED + 'unified_limits_resource_strategy = ignore\n',
+             0, '0 GPUs', 'strategy = ignore, unified_limits_resource_list '
+             '= servers, read from'),
+            (UNIFIED + 'unified_limits_resource_strategy = ignore\n'
+             'unified_limits_resource_list = servers,class:%s\n' % PT,
+             -1, 'unlimited', 'strategy = ignore'),
+            (UNIFIED + 'unified_limits_resource_strategy = ignore\n'
+             'unified_limits_resource_list =\n', 0, '0 GPUs',
+             'unified_limits_resource_list = (empty)'),
+        ]
+        for text, keep, others, said in cases:
+            settings = None if text is None else conf(text)
+            plan = quota.plan_set(PT, 2, 'p1', {}, [], conf=settings)
+            self.assertEqual(
+                [('limit.set', None, keep, 'limit.delete'),
+                 ('limit.set', 'p1', 2, 'limit.delete')],
+                [(s.op, s.args['project'], s.args['limit'], s.inverse.op)
+                 for s in plan], text)
+            first = plan.lines()[0]
+            self.assertTrue(first.startswith(
+                '1. set the registered limit %s to %d (every project '
+                'without its own limit keeps what Nova gives it now: %s; '
+                % (self.NAME, keep, others)), first)
+            self.assertIn(said, first)
+            self.assertIn('(undo: delete the registered limit %s)'
+                          % self.NAME, first)
+            self.assertIn('creates it at %d, so that every other project '
+                          'keeps what Nova gives it now (%s;'
+                          % (keep, others), plan.warnings[0])
+            self.assertIn('gpu quota set --default --resource-class %s'
+                          % PT, plan.warnings[0])
+            # what Nova gives the others is the same before and after
+            registered = {self.NAME: {'id': 'r', 'limit': keep}}
+            self.assertEqual(
+                quota.effective(PT, {}, {}, settings)['enforced'],
+                quota.effective(PT, {}, {self.NAME: keep},
+                                settings)['enforced'])
+            # under that registered limit, only the project limit is set
+            plan = quota.plan_set(PT, 2, 'p1', registered, [],
+                                  conf=settings)
+            self.assertEqual([('p1', 2)], [
+                (s.args['project'], s.args['limit']) for s in plan])
+            self.assertEqual([], plan.warnings)
+
+    def test_registered_limit_steps_say_what_others_get(self):
+        ignore = conf(UNIFIED + 'unified_limits_resource_strategy = '
+                      'ignore\n')
+        cases = [
+            # (registered now, conf, planner, args, expected in step 1)
+            ({}, ignore, quota.plan_set, (4, None),
+             'to 4 (every project without its own limit: 0 GPUs now, '
+             '4 GPUs after; [quota] unified_limits_resource_strategy = '
+             'ignore'),
+            ({}, None, quota.plan_set, (4, None),
+             'to 4 (every project without its own limit: unlimited now, '
+             "4 GPUs after; assumed Nova's defaults"),
+            ({self.NAME: {'id': 'r', 'limit': -1}}, ignore, quota.plan_set,
+             (0, None), 'to 0 (every project without its own limit: '
+             'unlimited now, 0 GPUs after) (undo'),
+            ({self.NAME: {'id': 'r', 'limit': 4}}, ignore,
+             quota.plan_delete, (None,), 'delete the registered limit '
+             '%s (every project without its own limit: 4 GPUs now, 0 GPUs '
+             'after; [quota] unified_limits_resource_strategy = ignore'
+             % self.NAME),
+            ({self.NAME: {'id': 'r', 'limit': 4}}, None, quota.plan_delete,
+             (None,), '4 GPUs now, unlimited after; assumed'),
+        ]
+        for registered, settings, planner, args, expected in cases:
+            plan = planner(PT, *args, registered, [], conf=settings)
+            self.assertIn(expected, plan.lines()[0])
 
     def test_set_project_update_and_no_op(self):
         registered = {self.NAME: {'id': 'r', 'limit': 4}}
@@ -606,13 +680,32 @@ class TestCommands(base.CommandTestCase):
                                           'h100', '--gpus', '2',
                                           '--dry-run'])
         self.assertEqual([], self.writes())
+        lines = self.app.stdout.getvalue().splitlines()
+        self.assertEqual(2, len(lines), lines)
+        self.assertTrue(lines[0].startswith(
+            '1. set the registered limit class:%s to -1 (every project '
+            'without its own limit keeps what Nova gives it now: unlimited; '
+            "assumed Nova's defaults" % PT), lines[0])
         self.assertEqual(
-            ['1. set the registered limit class:%s to -1 (undo: delete the '
-             'registered limit class:%s)' % (PT, PT),
-             '2. set the limit class:%s of project p-team to 2 (undo: '
-             'delete the limit class:%s of project p-team)' % (PT, PT)],
-            self.app.stdout.getvalue().splitlines())
-        self.assertIn('-1 comes first', self.logger.output)
+            '2. set the limit class:%s of project p-team to 2 (undo: '
+            'delete the limit class:%s of project p-team)' % (PT, PT),
+            lines[1])
+        self.assertIn('creates it at -1', self.logger.output)
+
+    def test_set_project_reads_the_strategy(self):
+        """--nova-conf (or $GPUCLIENT_NOVA_CONF) with strategy ignore: the
+        registered limit planned is 0, what Nova gives the others now."""
+        path = self.useFixture(fixtures.TempDir()).join('nova.conf')
+        with open(path, 'w') as f:
+            f.write(UNIFIED + 'unified_limits_resource_strategy = ignore\n')
+        self.run_cmd(quota_cmd.SetQuota, ['--project', 'team', '--pool',
+                                          'h100', '--gpus', '2',
+                                          '--nova-conf', path])
+        self.assertEqual([
+            mock.call.create_registered('class:%s' % PT, 0),
+            mock.call.create_limit('p-team', 'class:%s' % PT, 2)],
+            self.writes())
+        self.assertIn('read from the nova.conf given', self.logger.output)
 
     def test_delete(self):
         error = self.assertRaises(
