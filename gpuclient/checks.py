@@ -356,6 +356,9 @@ def _tree_fits(groups, group_policy, offered):
         if sum(a for _s, a in mine) > sum(cap for _u, cap, _m in providers):
             return False
         numbered = [s for s, _a in mine if s]
+        # isolate: Placement (_satisfies_group_policy) wants one distinct
+        # provider per numbered group, so N groups fit on N providers
+        # and fail on N-1 (none: groups may share a provider)
         if group_policy == 'isolate' and len(numbered) > len(providers):
             return False
     return True

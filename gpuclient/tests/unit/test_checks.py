@@ -492,3 +492,47 @@ class TestOneGroup(ChecksTestCase):
             'resources2:CUSTOM_PCI_10DE_2331': '1',
             'group_policy': 'isolate'}
         self.assertEqual([], self.named('flavor-too-many-devices'))
+
+
+class TestIsolateEdges(ChecksTestCase):
+    """group_policy=isolate: Placement's _satisfies_group_policy wants as
+    many distinct providers as numbered groups (N groups fit on N
+    providers, not on N-1); group_policy=none lets the groups share one
+    provider with room for them."""
+
+    CASES = [
+        # (numbered groups, pGPUs of the host, policy, fits?)
+        (2, 2, 'isolate', True),
+        (2, 1, 'isolate', False),
+        (3, 3, 'isolate', True),
+        (3, 2, 'isolate', False),
+        (1, 1, 'isolate', True),
+        (2, 1, 'none', True),
+        (3, 1, 'none', True),
+    ]
+
+    def test_tree_fits_edges(self):
+        for groups, pgpus, policy, fits in self.CASES:
+            offered = {'VGPU': [('pgpu-%d' % i, 4, 4)
+                                for i in range(pgpus)]}
+            asked = [(str(n + 1), 'VGPU', 1) for n in range(groups)]
+            self.assertEqual(
+                fits, checks._tree_fits(asked, policy, offered),
+                '%d groups on %d pGPUs, group_policy=%s'
+                % (groups, pgpus, policy))
+
+    def test_check_edges_on_a_cloud(self):
+        for groups, pgpus, policy, fits in self.CASES:
+            self.fc = fakes.FakeCloud()
+            self.fc.vgpu_host('gpu-vgpu-1', pgpus=pgpus,
+                              traits=['CUSTOM_NVIDIA_35'])
+            self.pool(VGPU_SPEC, ['gpu-vgpu-1'])
+            extra = {'resources%d:VGPU' % (n + 1): '1'
+                     for n in range(groups)}
+            extra['group_policy'] = policy
+            self.fc.add_flavor('ws.n', extra_specs=extra)
+            found = self.named('flavor-too-many-devices')
+            case = '%d groups on %d pGPUs, group_policy=%s' % (
+                groups, pgpus, policy)
+            self.assertEqual([] if fits else ['flavor ws.n'],
+                             [f.object for f in found], case)
