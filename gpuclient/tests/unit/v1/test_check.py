@@ -49,11 +49,13 @@ class CheckTestCase(base.CommandTestCase):
         self.cmd = check_cmd.Check(self.app, None)
 
     def rows(self, *args):
+        self.cloud.mirror()
         parsed = self.check_parser(self.cmd, list(args))
         columns, data = self.cmd.take_action(parsed)
         return [dict(zip(columns, row, strict=True)) for row in data]
 
     def run_cmd(self, *args):
+        self.cloud.mirror()
         parsed = self.check_parser(self.cmd, ['-f', 'json'] + list(args))
         status = self.cmd.run(parsed)
         return status, json.loads(self.app.stdout.getvalue())
