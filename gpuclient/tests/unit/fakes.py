@@ -1393,3 +1393,73 @@ class ClientManagerFixture(fixtures.Fixture):
 
     def _compute_get(self, url, microversion=None, params=None, **kwargs):
         return self.nova.get(url, microversion, params, **kwargs)
+
+
+class FakeKeystoneLimits:
+    """Keystone's unified limits behind the SDK identity proxy's limit
+    calls, as strict as keystone/limit (schema.py, backends/sql.py): the
+    create fields are Keystone's own (an unknown one, or a required one
+    missing, is a 400: the SDK drops attributes its resource lacks, so
+    Keystone sees the required field missing), and a second limit for the
+    same service, region, resource (and project) is a 409 "Duplicate
+    entry". Install with ``install(proxy)`` on a mock identity proxy.
+    """
+
+    REGISTERED = frozenset({'service_id', 'region_id', 'resource_name',
+                            'default_limit', 'description'})
+    REGISTERED_REQUIRED = frozenset({'service_id', 'resource_name',
+                                     'default_limit'})
+    LIMIT = frozenset({'project_id', 'domain_id', 'service_id', 'region_id',
+                       'resource_name', 'resource_limit', 'description'})
+    LIMIT_REQUIRED = frozenset({'project_id', 'service_id', 'resource_name',
+                                'resource_limit'})
+
+    def __init__(self):
+        self.registered = []
+        self.project_limits = []
+
+    def install(self, proxy):
+        proxy.registered_limits.side_effect = self.list_registered
+        proxy.limits.side_effect = self.list_limits
+        proxy.create_registered_limit.side_effect = self.create_registered
+        proxy.create_limit.side_effect = self.create_limit
+
+    @staticmethod
+    def _validate(attrs, allowed, required):
+        unknown = sorted(set(attrs) - allowed)
+        missing = sorted(k for k in required if attrs.get(k) is None)
+        if unknown or missing:
+            raise sdk_error(400, 'Invalid input for field/attribute: %s'
+                            % ', '.join(unknown + missing))
+
+    @staticmethod
+    def _match(item, query):
+        return all(getattr(item, k, None) == v for k, v in query.items())
+
+    def list_registered(self, **query):
+        return [r for r in self.registered if self._match(r, query)]
+
+    def list_limits(self, **query):
+        return [r for r in self.project_limits if self._match(r, query)]
+
+    def _create(self, items, attrs, key):
+        same = [r for r in items
+                if all(getattr(r, k, None) == attrs.get(k) for k in key)]
+        if same:
+            raise sdk_error(409, 'Conflict occurred attempting to store '
+                            'limit - Duplicate entry.')
+        item = mock.Mock(id=uuidlib.uuid4().hex, **{
+            k: attrs.get(k) for k in self.LIMIT | self.REGISTERED})
+        items.append(item)
+        return item
+
+    def create_registered(self, **attrs):
+        self._validate(attrs, self.REGISTERED, self.REGISTERED_REQUIRED)
+        return self._create(self.registered, attrs,
+                            ('service_id', 'region_id', 'resource_name'))
+
+    def create_limit(self, **attrs):
+        self._validate(attrs, self.LIMIT, self.LIMIT_REQUIRED)
+        return self._create(self.project_limits, attrs,
+                            ('service_id', 'region_id', 'resource_name',
+                             'project_id'))

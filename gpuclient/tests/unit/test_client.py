@@ -12,6 +12,8 @@
 
 """The client layer: negotiation, microversions, error translation."""
 
+from unittest import mock
+
 import fixtures
 from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import fixture as ks_fixture
@@ -721,3 +723,30 @@ class TestStrictPlacementFake(base.TestCase):
             raise_exc=False,
             headers={'OpenStack-API-Version': 'placement 1.1'})
         self.assertEqual(400, put.status_code)
+
+
+class TestStrictKeystoneLimits(base.TestCase):
+    """client.Limits against Keystone's field names and its 409."""
+
+    def setUp(self):
+        super().setUp()
+        self.keystone = fakes.FakeKeystoneLimits()
+        proxy = mock.Mock()
+        self.keystone.install(proxy)
+        self.limits = client.Limits(proxy, mock.Mock(), 'RegionOne')
+        self.limits._scope = ('nova-service', 'RegionOne')
+
+    def test_created_limits_read_back_and_duplicates_refused(self):
+        self.limits.create_registered('class:VGPU', 4)
+        self.limits.create_limit('p1', 'class:VGPU', 2)
+        self.assertEqual({'class:VGPU': 4}, {
+            n: r['limit'] for n, r in self.limits.registered().items()})
+        self.assertEqual([('p1', 'class:VGPU', 2)], [
+            (r['project_id'], r['resource_name'], r['resource_limit'])
+            for r in self.limits.limits('p1')])
+        for create in (lambda: self.limits.create_registered('class:VGPU',
+                                                             8),
+                       lambda: self.limits.create_limit('p1', 'class:VGPU',
+                                                        3)):
+            error = self.assertRaises(exceptions.CommandError, create)
+            self.assertIn('Duplicate entry', str(error))
