@@ -17,8 +17,13 @@ one ``gpuclient.snapshot.Cloud`` (read with flavors, images and pool
 members) and registered by name in ``CHECKS``. ``settings`` are the
 scheduler's settings read from ``--nova-conf`` files
 (``gpuclient.request.load_settings``), or None when no file was given:
-checks that judge nova.conf then stay silent, and the others assume
-Nova's defaults as ``gpu candidates`` does.
+the others assume the settings gpuclient renders (``gpu config show``),
+as ``gpu candidates`` does.
+
+A check never stays silent about an object it cannot judge (nova.conf
+not given, Keystone's projects or some provider's traits not read, an
+alias nothing describes): it reports a warning naming the object and
+what would let it judge (``not_judged``).
 
 A ``Finding`` says how bad it is (``error``: a user gets "No valid host",
 a refused request or an instance on the wrong hosts; ``warning``: a
@@ -70,6 +75,17 @@ def register(name):
 
 def finding(severity, check, obj, symptom, fix, pools=()):
     return Finding(severity, check, obj, symptom, fix, tuple(sorted(pools)))
+
+
+# what lets the checks of nova.conf judge
+NOVA_CONF_FIX = ('openstack gpu check --nova-conf /etc/nova/nova.conf  '
+                 '(the nova.conf of nova-api and nova-scheduler)')
+
+
+def not_judged(check, obj, why, fix, pools=()):
+    """A warning: CHECK cannot judge OBJ (WHY), FIX would let it."""
+    return finding(WARNING, check, obj,
+                   _('not judged: %s.') % why, fix, pools)
 
 
 # -- shared questions --------------------------------------------------------
@@ -243,7 +259,17 @@ def pool_projects(cloud, settings):
     """
     known = cloud.projects
     if not known:
-        return []  # not read, or Keystone did not let us list projects
+        # not read, or Keystone did not let us list projects
+        return [not_judged(
+            'pool-projects', 'pool %s' % name,
+            _('pool %(pool)s is limited to projects %(prj)s, and Keystone\'s '
+              'project list was not read, so whether they are live '
+              'project IDs is not known') % {
+                  'pool': name, 'prj': ', '.join(pool['projects'])},
+            _('run gpu check with a token that may list projects (admin)'),
+            [name])
+            for name, pool in sorted(cloud.pools.items())
+            if pool['projects']]
     by_name = {}
     for project_id, project_name in known.items():
         by_name.setdefault(project_name, []).append(project_id)
@@ -319,13 +345,24 @@ def _trait_fix(trait, group, flavor, cloud):
 def flavor_unknown_trait(cloud, settings):
     """GPU flavors requiring a trait that no compute host's provider has."""
     known = _known_traits(cloud)
-    if known is None:
-        return []
     found = []
     for flavor, reading in _gpu_flavors(cloud):
         for group, wanted in sorted(reading['traits'].items()):
             for trait, value in sorted(wanted.items()):
-                if value != specs_mod.REQUIRED or trait in known:
+                if value != specs_mod.REQUIRED:
+                    continue
+                if known is None:
+                    found.append(not_judged(
+                        'flavor-unknown-trait',
+                        'flavor %s' % _flavor_label(flavor),
+                        _('it requires trait %(trait)s and the traits of '
+                          'some compute host\'s resource providers were '
+                          'not read') % {'trait': trait},
+                        _('run gpu check again (it reads every provider\'s '
+                          'traits)'),
+                        capacity_mod.flavor_pools(reading, cloud.pools)))
+                    continue
+                if trait in known:
                     continue
                 found.append(finding(
                     ERROR, 'flavor-unknown-trait',
@@ -356,6 +393,9 @@ def _tree_fits(groups, group_policy, offered):
         if sum(a for _s, a in mine) > sum(cap for _u, cap, _m in providers):
             return False
         numbered = [s for s, _a in mine if s]
+        # isolate: Placement (_satisfies_group_policy) wants one distinct
+        # provider per numbered group, so N groups fit on N providers
+        # and fail on N-1 (none: groups may share a provider)
         if group_policy == 'isolate' and len(numbered) > len(providers):
             return False
     return True
@@ -385,7 +425,15 @@ def flavor_too_many_devices(cloud, settings):
             req = request_mod.build(flavor, settings=settings,
                                     pools=cloud.pools,
                                     aggregates=cloud.aggregates)
-        except exceptions.CommandError:
+        except exceptions.CommandError as exc:
+            if not _unresolved_aliases(reading, settings, cloud.pools):
+                found.append(not_judged(
+                    'flavor-too-many-devices',
+                    'flavor %s' % _flavor_label(flavor),
+                    _('its request cannot be built (%s)') % exc,
+                    'openstack gpu candidates --flavor %s --explain'
+                    % _flavor_label(flavor),
+                    capacity_mod.flavor_pools(reading, cloud.pools)))
             continue  # an unknown PCI alias: flavor-pci-alias says it
         classes = request_mod.gpu_classes(req)
         groups = [(suffix, rc, group['resources'][rc])
@@ -395,7 +443,20 @@ def flavor_too_many_devices(cloud, settings):
             continue
         hosts, steered = _target_hosts(cloud, reading)
         if reading['steering'] and not hosts:
-            continue  # steers to no pool or to empty pools: not a size
+            # steers to no pool or to empty pools: not a size question,
+            # but no boot lands anywhere until a host joins
+            found.append(finding(
+                WARNING, 'flavor-too-many-devices',
+                'flavor %s' % _flavor_label(flavor),
+                _('steers to %(where)s, which has no host: every boot '
+                  'fails with "No valid host" until one is added (its '
+                  'size is not judged).') % {
+                      'where': (_('pool %s') % ', '.join(steered))
+                      if steered else _('an aggregate that is no pool')},
+                'openstack gpu pool add host %s <host>' % (
+                    steered[0] if steered else '<pool>'),
+                steered))
+            continue
         trees = [_tree_classes(cloud, root) for host in hosts
                  for root in sorted(host_roots.get(host, ()))]
         if any(_tree_fits(groups, req['group_policy'], t) for t in trees):
@@ -511,7 +572,7 @@ def flavor_pci_alias(cloud, settings):
     """PCI aliases of flavors that nova.conf does not define (needs
     ``--nova-conf``): Nova refuses to create the server."""
     if settings is None:
-        return []
+        return _pci_alias_not_judged(cloud)
     defined = settings.get('aliases') or {}
     by_alias = {p['alias']: p for p in cloud.pools.values()
                 if p.get('alias') and p.get('pci_id')}
@@ -535,6 +596,47 @@ def flavor_pci_alias(cloud, settings):
     return found
 
 
+def _unresolved_aliases(reading, settings, pools):
+    """The PCI aliases of a flavor neither SETTINGS nor a pool describes."""
+    described = set((settings or {}).get('aliases') or ()) | set(
+        request_mod.pool_aliases(pools))
+    return sorted(set(reading['aliases']) - described)
+
+
+def _pci_alias_not_judged(cloud):
+    """Without nova.conf: a warning per flavor whose alias nothing
+    describes (it cannot boot unless nova.conf defines it), and one for
+    the aliases pools describe (assumed as gpu config show renders)."""
+    found = []
+    assumed = {}
+    for flavor, reading in _gpu_flavors(cloud):
+        unknown = _unresolved_aliases(reading, None, cloud.pools)
+        for alias in unknown:
+            found.append(not_judged(
+                'flavor-pci-alias', 'flavor %s' % _flavor_label(flavor),
+                _('it asks for PCI alias %(alias)s, which no GPU pool '
+                  'describes, and nova.conf was not given: unless nova.conf '
+                  '[pci] alias defines %(alias)s, Nova refuses every server '
+                  'of it ("PCI alias %(alias)s is not defined")')
+                % {'alias': alias}, NOVA_CONF_FIX))
+        for alias in set(reading['aliases']) - set(unknown):
+            assumed.setdefault(alias, []).append(flavor)
+    if assumed:
+        flavors = sorted({_flavor_label(f) for group in assumed.values()
+                          for f in group})
+        pools = {p['name'] for p in cloud.pools.values()
+                 if p.get('alias') in assumed}
+        found.append(not_judged(
+            'flavor-pci-alias', 'nova.conf [pci] alias',
+            _('nova.conf was not given, so whether it defines PCI aliases '
+              '%(aliases)s of flavors %(flavors)s is not known (assumed as '
+              'gpu config show renders them for their pools)')
+            % {'aliases': ', '.join(sorted(assumed)),
+               'flavors': ', '.join(flavors)},
+            NOVA_CONF_FIX, pools))
+    return found
+
+
 # -- images ------------------------------------------------------------------
 
 def _active_images(cloud):
@@ -553,6 +655,12 @@ def image_firmware(cloud, settings):
     if not any(r['mode'] == pools_mod.PASSTHROUGH
                for _f, r in _gpu_flavors(cloud)):
         return []
+    if cloud.images is None:
+        return [not_judged(
+            'image-firmware', 'images',
+            _('passthrough GPU flavors exist and Glance\'s images were not '
+              'read'), _('run gpu check again (it reads the images)'),
+            passthrough)]
     found = []
     for image in _active_images(cloud):
         machine = image.get(images_mod.MACHINE_TYPE)
@@ -611,7 +719,7 @@ def _filters_line(settings, missing):
 def scheduler_settings(cloud, settings):
     """Pool features nova.conf does not enforce (needs ``--nova-conf``)."""
     if settings is None:
-        return []
+        return _scheduler_not_judged(cloud)
     found = []
     filters = set(settings['enabled_filters'])
     isolated = sorted(n for n, p in cloud.pools.items() if p['isolate'])
@@ -663,14 +771,54 @@ def scheduler_settings(cloud, settings):
     return found
 
 
+def _scheduler_not_judged(cloud):
+    """Without nova.conf: one warning naming what the pools rely on."""
+    relied, pools = [], set()
+    isolated = sorted(n for n, p in cloud.pools.items() if p['isolate'])
+    if isolated:
+        relied.append(_('enable_isolated_aggregate_filtering (isolated '
+                        'pools %s)') % ', '.join(isolated))
+    limited = sorted(n for n, p in cloud.pools.items() if p['projects'])
+    if limited:
+        relied.append(_('AggregateMultiTenancyIsolation or '
+                        'limit_tenants_to_placement_aggregate (pools %s '
+                        'limited to projects)') % ', '.join(limited))
+    pools.update(isolated + limited)
+    flavors = _gpu_flavors(cloud)
+    for setting, wanted in (
+            ('AggregateInstanceExtraSpecsFilter',
+             [(f, r) for f, r in flavors if r['steering']]),
+            ('pci_in_placement', [(f, r) for f, r in flavors
+                                  if r['aliases']])):
+        if wanted:
+            relied.append(_('%(setting)s (flavors %(flavors)s)') % {
+                'setting': setting, 'flavors': ', '.join(sorted(
+                    _flavor_label(f) for f, _r in wanted))})
+            pools.update(p for _f, r in wanted
+                         for p in capacity_mod.flavor_pools(r, cloud.pools))
+    if not relied:
+        return []
+    return [not_judged(
+        'scheduler-settings', 'nova.conf',
+        _('nova.conf was not given, so whether the scheduler enforces what '
+          'the GPU pools rely on is not known: %s') % '; '.join(relied),
+        NOVA_CONF_FIX, pools)]
+
+
 @register('quota-gpu-limits')
 def quota_gpu_limits(cloud, settings):
     """GPU pools without an enforced GPU quota, or whose boots Nova's
     unified limits strategy refuses (needs ``--nova-conf``; the strategy
     also needs the registered limits, ``cloud.registered_limits``)."""
     conf = (settings or {}).get('quota')
-    if conf is None or not cloud.pools:
+    if not cloud.pools:
         return []
+    if conf is None:
+        return [not_judged(
+            'quota-gpu-limits', 'nova.conf [quota]',
+            _('nova.conf was not given, so whether Nova counts the GPUs of '
+              'pools %s against quotas is not known')
+            % ', '.join(sorted(cloud.pools)), NOVA_CONF_FIX, cloud.pools)]
     by_class = quota_mod.pools_by_class(cloud.pools)
     if conf['driver'] != quota_mod.UNIFIED_DRIVER:
         return [finding(
@@ -685,7 +833,17 @@ def quota_gpu_limits(cloud, settings):
             % {'fix': quota_mod.FIX_DRIVER}, cloud.pools)]
     registered = getattr(cloud, 'registered_limits', None)
     if registered is None:
-        return []
+        return [not_judged(
+            'quota-gpu-limits', 'registered limits',
+            _('Keystone\'s registered limits were not read (%(why)s), so '
+              'whether [quota] unified_limits_resource_strategy = '
+              '%(strategy)s refuses the boots of pools %(pools)s is not '
+              'known') % {
+                  'why': getattr(cloud, 'registered_limits_error', None)
+                  or _('not asked'), 'strategy': conf['strategy'],
+                  'pools': ', '.join(sorted(cloud.pools))},
+            _('run gpu check with a token that may read registered limits '
+              '(admin)'), cloud.pools)]
     found = []
     for rc, fix in quota_mod.strategy_problems(by_class, registered, conf):
         found.append(finding(

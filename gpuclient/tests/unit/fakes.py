@@ -44,6 +44,7 @@ import requests
 from requests_mock.contrib import fixture as rm_fixture
 
 from gpuclient import client
+from gpuclient.client import version_str
 
 PLACEMENT_URL = 'http://placement.example:8778'
 PLACEMENT_MAX = '1.39'
@@ -288,6 +289,17 @@ class FakeCloud:
         self.flavors.append(flavor)
         return flavor
 
+    def mirror(self):
+        """Put each host aggregate's uuid on its hosts' root providers, as
+        Nova's add host does in Placement (GET /resource_providers?
+        member_of= then finds them)."""
+        for agg in self.aggregates:
+            for hv in self.hypervisors:
+                root = self.provider(hv['id'])
+                if (hv['service']['host'] in agg.hosts and root is not None
+                        and agg.uuid not in root.aggregates):
+                    root.aggregates.append(agg.uuid)
+
     def provider(self, uuid):
         for p in self.providers:
             if p.uuid == uuid:
@@ -305,7 +317,9 @@ class FakeCloud:
 
     # -- rendered Placement answers --------------------------------------
 
-    def providers_body(self):
+    def providers_body(self, providers=None):
+        """GET /resource_providers at 1.14 (PROVIDERS: default all)."""
+        providers = self.providers if providers is None else providers
         return {
             'resource_providers': [
                 {
@@ -315,7 +329,7 @@ class FakeCloud:
                     'parent_provider_uuid': p.parent and p.parent.uuid,
                     'root_provider_uuid': p.root.uuid,
                 }
-                for p in self.providers
+                for p in providers
             ]
         }
 
@@ -405,10 +419,8 @@ class PlacementFixture(fixtures.Fixture):
                 ]
             },
         )
-        self.mock.get(
-            url + '/resource_providers',
-            json=lambda req, ctx: self.cloud.providers_body(),
-        )
+        self.mock.get(url + '/resource_providers',
+                      json=self._versioned((1, 0), self._providers))
         self.mock.get(
             url + '/resource_classes',
             json=lambda req, ctx: {
@@ -417,20 +429,117 @@ class PlacementFixture(fixtures.Fixture):
                 ]
             },
         )
-        self.mock.get(url + '/allocation_candidates', json=self._candidates)
+        self.mock.get(url + '/allocation_candidates',
+                      json=self._versioned((1, 10), self._candidates))
         provider_url = re.compile(
             re.escape(url) + r'/resource_providers/([^/?]+)/'
             r'(inventories|usages|traits|aggregates)(\?|$)')
-        self.mock.get(provider_url, json=self._provider_get)
-        self.mock.put(provider_url, json=self._provider_put)
-        self.mock.get(url + '/traits', json=self._list_traits)
+        self.mock.get(provider_url,
+                      json=self._versioned((1, 0), self._provider_get))
+        self.mock.put(provider_url,
+                      json=self._versioned((1, 0), self._provider_put))
+        self.mock.get(url + '/traits',
+                      json=self._versioned((1, 6), self._list_traits))
         trait_url = re.compile(re.escape(url) + r'/traits/([^/?]+)$')
-        self.mock.put(trait_url, json=self._create_trait)
-        self.mock.delete(trait_url, json=self._delete_trait)
+        self.mock.put(trait_url,
+                      json=self._versioned((1, 6), self._create_trait))
+        self.mock.delete(trait_url,
+                         json=self._versioned((1, 6), self._delete_trait))
+
+    # -- microversions (placement/microversion.py, handlers/*) ---------------
+
+    @staticmethod
+    def version(request):
+        """The microversion a request asks for (1.0 without a header)."""
+        header = request.headers.get('OpenStack-API-Version') or ''
+        found = client.parse_version(header.replace('placement', '').strip())
+        return found or (1, 0)
+
+    def _versioned(self, minimum, handler):
+        """HANDLER as Placement routes it: 406 above the maximum
+        (microversion-parse), 404 below the handler's version_handler."""
+        def answer(request, context):
+            want = self.version(request)
+            if want > client.parse_version(self.max_version):
+                return placement_error(
+                    context, 406, 'Unacceptable version header: %s'
+                    % version_str(want))
+            if want < minimum:
+                return placement_error(
+                    context, 404, 'The resource could not be found.')
+            return handler(request, context)
+        return answer
+
+    # query parameters of GET /resource_providers, by microversion
+    # (placement/schemas/resource_provider.py GET_RPS_SCHEMA_*)
+    PROVIDER_QUERY = ((1, 18, {'required'}), (1, 14, {'in_tree'}),
+                      (1, 4, {'resources'}), (1, 3, {'member_of'}),
+                      (1, 0, {'name', 'uuid'}))
+
+    def _providers(self, request, context):
+        want = self.version(request)
+        allowed = set()
+        for major, minor, names in self.PROVIDER_QUERY:
+            if want >= (major, minor):
+                allowed |= names
+        query = urllib.parse.parse_qs(
+            urllib.parse.urlsplit(request.url).query)
+        unknown = sorted(set(query) - allowed)
+        if unknown:
+            return placement_error(
+                context, 400, 'Invalid query string parameters: '
+                'Additional properties are not allowed (%s unexpected)'
+                % ', '.join(repr(u) for u in unknown))
+        found = list(self.cloud.providers)
+        for value in query.get('member_of', ()):
+            wanted = set(value[3:].split(',') if value.startswith('in:')
+                         else [value])
+            found = [p for p in found if wanted & set(p.aggregates)]
+        for value in query.get('in_tree', ()):
+            tree = self.cloud.provider(value)
+            found = [p for p in found if tree and p.root is tree.root]
+        for value in query.get('required', ()):
+            traits = {t for t in value.split(',') if not t.startswith('!')}
+            missing = sorted(traits - self.existing_traits())
+            if missing:
+                return placement_error(
+                    context, 400, 'Invalid trait(s) in "required" '
+                    'parameter: No such trait(s): %s.' % ', '.join(missing))
+            found = [p for p in found if traits <= set(p.traits)]
+        for key in ('name', 'uuid'):
+            for value in query.get(key, ()):
+                found = [p for p in found if getattr(p, key) == value]
+        body = self.cloud.providers_body(found)
+        if want < (1, 14):  # parent and root: 1.14
+            for item in body['resource_providers']:
+                del item['parent_provider_uuid'], item['root_provider_uuid']
+        return body
 
     def _candidates(self, request, context):
-        resources = request.qs['resources'][0].upper()
-        rc, _amount = resources.split(':')
+        """Single-class ``resources=RC:1``; bad syntax and unknown traits
+        are 400s as Placement answers them (util.normalize_resources_qs_
+        param; TraitNotFound)."""
+        query = urllib.parse.parse_qs(
+            urllib.parse.urlsplit(request.url).query)
+        for key, values in query.items():
+            if key.startswith('resources'):
+                for value in values:
+                    if not re.fullmatch(r'([A-Z0-9_]+:\d+)(,[A-Z0-9_]+:\d+)*',
+                                        value):
+                        return placement_error(
+                            context, 400, 'Badly formed resources '
+                            'parameter. Expected resources query string '
+                            'parameter in form: ?resources=VCPU:2,'
+                            'MEMORY_MB:1024. Got: %s.' % value)
+            if key.startswith('required'):
+                names = {t.lstrip('!') for v in values
+                         for t in v.replace('in:', '').split(',')}
+                missing = sorted(names - self.existing_traits())
+                if missing:
+                    return placement_error(
+                        context, 400, 'No such trait(s): %s.'
+                        % ', '.join(missing))
+        rc, _amount = query['resources'][0].split(':')
         return self.cloud.candidates_body(rc, self.limit)
 
     # -- providers ----------------------------------------------------------
@@ -459,8 +568,17 @@ class PlacementFixture(fixtures.Fixture):
             return {'usages': {rc: p.used.get(rc, 0) for rc in p.inventory},
                     'resource_provider_generation': p.generation}
         if what == 'aggregates':
+            want = self.version(request)
+            if want < (1, 1):  # version_handler('1.1')
+                return placement_error(
+                    context, 404, 'The resource could not be found.')
+            if want < (1, 19):  # the generation: 1.19
+                return {'aggregates': list(p.aggregates)}
             return {'aggregates': list(p.aggregates),
                     'resource_provider_generation': p.generation}
+        if what == 'traits' and self.version(request) < (1, 6):
+            return placement_error(
+                context, 404, 'The resource could not be found.')
         return {'traits': list(p.traits),
                 'resource_provider_generation': p.generation}
 
@@ -470,6 +588,21 @@ class PlacementFixture(fixtures.Fixture):
             return what
         if what == 'aggregates':
             body = request.json()
+            want = self.version(request)
+            if want < (1, 1):
+                return placement_error(
+                    context, 404, 'The resource could not be found.')
+            if want < (1, 19):  # a plain list of uuids, no generation
+                if not isinstance(body, list):
+                    return placement_error(
+                        context, 400, 'JSON does not validate: %r is not '
+                        "of type 'array'" % (body,))
+                p.aggregates = list(body)
+                return {'aggregates': list(p.aggregates)}
+            if not isinstance(body, dict) or 'aggregates' not in body:
+                return placement_error(
+                    context, 400, "JSON does not validate: 'aggregates' "
+                    'is a required property')
             if body.get('resource_provider_generation') != p.generation:
                 return placement_error(
                     context, 409, "Resource provider's generation already "
@@ -480,6 +613,9 @@ class PlacementFixture(fixtures.Fixture):
                     'resource_provider_generation': p.generation}
         if what != 'traits':
             return placement_error(context, 405, 'not faked')
+        if self.version(request) < (1, 6):
+            return placement_error(
+                context, 404, 'The resource could not be found.')
         if self.failures.get(p.uuid):
             return placement_error(context, self.failures[p.uuid],
                                    'injected failure')
@@ -591,29 +727,72 @@ def _version(text):
     return found or (2, 1)
 
 
-def _page(items, params, key, max_limit):
+def _page(items, params, key, max_limit, id_key='id'):
     """Nova's paging: ``marker`` (an id), ``limit`` capped by max_limit.
 
     Returns (page, links): a next link (the request's query plus the
     marker) when the page is full, as Nova does, so a last page that is
     exactly full is followed by an empty one. Raises ValueError (a 400)
-    for a marker that matches nothing.
+    for a marker that matches nothing. ``id_key``: the field the marker
+    names (``instance_id`` for os-simple-tenant-usage).
     """
     limit = min(int(params.get('limit') or max_limit), max_limit)
     start = 0
     marker = params.get('marker')
     if marker is not None:
-        ids = [str(item['id']) for item in items]
+        ids = [str(item[id_key]) for item in items]
         if str(marker) not in ids:
             raise ValueError('Marker %s could not be found.' % marker)
         start = ids.index(str(marker)) + 1
     page = items[start:start + limit]
     links = []
     if page and len(page) == limit:
-        query = dict(params, marker=page[-1]['id'])
+        query = dict(params, marker=page[-1][id_key])
         links.append({'rel': 'next', 'href': '%s/%s?%s' % (
             NOVA_URL, key, urllib.parse.urlencode(sorted(query.items())))})
     return page, links
+
+
+def simple_tenant_usage(usages, path, params, max_limit, seen=None):
+    """Nova's answer to ``GET /os-simple-tenant-usage[/<project>]`` at
+    2.40 (nova/api/openstack/compute/simple_tenant_usage.py): the
+    servers' usages are paged (``limit``, capped by [api]max_limit, and
+    ``marker``, the ``instance_id`` of the last server of the previous
+    page; an unknown marker is a 400), the page grouped by project, with
+    a ``tenant_usages_links`` (``tenant_usage_links``) next link when the
+    page is full. SEEN (a list) records each query and whether its answer
+    had a next link: the same query again right after such an answer is a
+    pager that would loop forever against Nova (AssertionError).
+    """
+    query = (path, tuple(sorted((params or {}).items())))
+    if seen is not None:
+        if seen and seen[-1] == (query, True):
+            raise AssertionError('the page just answered with a next link '
+                                 'asked for again (a pager looping '
+                                 'forever): %s %s' % query)
+    project = path.rstrip('/').rpartition('/')[2]
+    if project != 'os-simple-tenant-usage':
+        usages = [u for u in usages if u['tenant_id'] == project]
+    try:
+        page, links = _page(list(usages), dict(params or {}), path.strip('/'),
+                            max_limit, id_key='instance_id')
+    except ValueError as exc:
+        return nova_error(400, str(exc))
+    if seen is not None:
+        seen.append((query, bool(links)))
+    if project != 'os-simple-tenant-usage':
+        body = {'tenant_usage': {'tenant_id': project,
+                                 'server_usages': page} if page else {}}
+        if links:
+            body['tenant_usage_links'] = links
+        return make_response(200, body)
+    projects = sorted({u['tenant_id'] for u in page})
+    body = {'tenant_usages': [
+        {'tenant_id': p, 'server_usages': [
+            u for u in page if u['tenant_id'] == p]} for p in projects]}
+    if links:
+        body['tenant_usages_links'] = links
+    return make_response(200, body)
 
 
 # Nova's error body: its key for each status (computeFault otherwise).
@@ -1214,3 +1393,73 @@ class ClientManagerFixture(fixtures.Fixture):
 
     def _compute_get(self, url, microversion=None, params=None, **kwargs):
         return self.nova.get(url, microversion, params, **kwargs)
+
+
+class FakeKeystoneLimits:
+    """Keystone's unified limits behind the SDK identity proxy's limit
+    calls, as strict as keystone/limit (schema.py, backends/sql.py): the
+    create fields are Keystone's own (an unknown one, or a required one
+    missing, is a 400: the SDK drops attributes its resource lacks, so
+    Keystone sees the required field missing), and a second limit for the
+    same service, region, resource (and project) is a 409 "Duplicate
+    entry". Install with ``install(proxy)`` on a mock identity proxy.
+    """
+
+    REGISTERED = frozenset({'service_id', 'region_id', 'resource_name',
+                            'default_limit', 'description'})
+    REGISTERED_REQUIRED = frozenset({'service_id', 'resource_name',
+                                     'default_limit'})
+    LIMIT = frozenset({'project_id', 'domain_id', 'service_id', 'region_id',
+                       'resource_name', 'resource_limit', 'description'})
+    LIMIT_REQUIRED = frozenset({'project_id', 'service_id', 'resource_name',
+                                'resource_limit'})
+
+    def __init__(self):
+        self.registered = []
+        self.project_limits = []
+
+    def install(self, proxy):
+        proxy.registered_limits.side_effect = self.list_registered
+        proxy.limits.side_effect = self.list_limits
+        proxy.create_registered_limit.side_effect = self.create_registered
+        proxy.create_limit.side_effect = self.create_limit
+
+    @staticmethod
+    def _validate(attrs, allowed, required):
+        unknown = sorted(set(attrs) - allowed)
+        missing = sorted(k for k in required if attrs.get(k) is None)
+        if unknown or missing:
+            raise sdk_error(400, 'Invalid input for field/attribute: %s'
+                            % ', '.join(unknown + missing))
+
+    @staticmethod
+    def _match(item, query):
+        return all(getattr(item, k, None) == v for k, v in query.items())
+
+    def list_registered(self, **query):
+        return [r for r in self.registered if self._match(r, query)]
+
+    def list_limits(self, **query):
+        return [r for r in self.project_limits if self._match(r, query)]
+
+    def _create(self, items, attrs, key):
+        same = [r for r in items
+                if all(getattr(r, k, None) == attrs.get(k) for k in key)]
+        if same:
+            raise sdk_error(409, 'Conflict occurred attempting to store '
+                            'limit - Duplicate entry.')
+        item = mock.Mock(id=uuidlib.uuid4().hex, **{
+            k: attrs.get(k) for k in self.LIMIT | self.REGISTERED})
+        items.append(item)
+        return item
+
+    def create_registered(self, **attrs):
+        self._validate(attrs, self.REGISTERED, self.REGISTERED_REQUIRED)
+        return self._create(self.registered, attrs,
+                            ('service_id', 'region_id', 'resource_name'))
+
+    def create_limit(self, **attrs):
+        self._validate(attrs, self.LIMIT, self.LIMIT_REQUIRED)
+        return self._create(self.project_limits, attrs,
+                            ('service_id', 'region_id', 'resource_name',
+                             'project_id'))

@@ -16,6 +16,7 @@ under its check name, and the cloud after the suggested fix is clean."""
 from gpuclient import checks
 from gpuclient import hosts
 from gpuclient import pools
+from gpuclient import quota
 from gpuclient import request
 from gpuclient import snapshot
 from gpuclient import specs
@@ -34,7 +35,22 @@ GOOD_IMAGE = {'id': 'img-good', 'name': 'good', 'status': 'active',
 
 
 def conf(text):
-    return request.load_settings(text)
+    """Settings as gpu check reads --nova-conf (with its [quota])."""
+    settings = request.load_settings(text)
+    settings['quota'] = quota.conf_settings(request.parse_ini(text))
+    return settings
+
+
+# a nova.conf with which the clean cloud has nothing to say
+GOOD_CONF = ('[pci]\nalias = {"name": "h100", "vendor_id": "10de", '
+             '"product_id": "2331"}\n[quota]\n'
+             'driver = nova.quota.UnifiedLimitsDriver\n'
+             'unified_limits_resource_strategy = ignore\n')
+
+
+def not_judged(found):
+    return [(f.check, f.object) for f in found
+            if f.symptom.startswith('not judged')]
 
 
 class ChecksTestCase(base.TestCase):
@@ -121,10 +137,20 @@ class ChecksTestCase(base.TestCase):
 class TestClean(ChecksTestCase):
     def test_clean_cloud_has_no_finding(self):
         self.clean_cloud()
-        self.assertEqual([], self.run_checks())
-        self.assertEqual([], self.run_checks(conf(
-            '[pci]\nalias = {"name": "h100", "vendor_id": "10de", '
-            '"product_id": "2331"}\n')))
+        # without nova.conf: only the checks of nova.conf, saying so
+        found = self.run_checks()
+        self.assertEqual([
+            ('flavor-pci-alias', 'nova.conf [pci] alias'),
+            ('scheduler-settings', 'nova.conf'),
+            ('quota-gpu-limits', 'nova.conf [quota]')], not_judged(found))
+        self.assertEqual({checks.WARNING}, {f.severity for f in found})
+        self.assertEqual(len(found), len(not_judged(found)))
+        self.assertEqual(0, checks.exit_status(found))
+        self.assertEqual(1, checks.exit_status(found, strict=True))
+        cloud = self.cloud()
+        cloud.registered_limits = {'class:CUSTOM_PCI_10DE_2331': 4,
+                                   'class:VGPU': 8}
+        self.assertEqual([], checks.run(cloud, conf(GOOD_CONF)))
         self.assertEqual(0, checks.exit_status([], strict=True))
 
 
@@ -249,8 +275,9 @@ class TestPools(ChecksTestCase):
     def test_projects_fixed_or_not_read(self):
         cloud = self.project_cloud({'filter_tenant_id': 'gone'})
         self.assertEqual(1, len(checks.run(cloud, names=['pool-projects'])))
-        cloud.projects = None  # Keystone not read: nothing judged
-        self.assertEqual([], checks.run(cloud, names=['pool-projects']))
+        cloud.projects = None  # Keystone not read: said, not judged
+        self.assertEqual([('pool-projects', 'pool solver')], not_judged(
+            checks.run(cloud, names=['pool-projects'])))
         # the fix applied: a live project, the dead entry gone
         metadata = self.fc.aggregates[0].metadata
         del metadata['filter_tenant_id']
@@ -263,7 +290,7 @@ class TestPools(ChecksTestCase):
         self.pool(PT_SPEC, ['gpu-pt-1', 'plain-1'])
         self.pool(VGPU_SPEC, ['gpu-vgpu-1', 'plain-1'])
         found = self.run_checks(pool='ws')
-        self.assertEqual(['pool ws / host plain-1'],
+        self.assertEqual(['pool ws / host plain-1', 'nova.conf [quota]'],
                          [f.object for f in found])
 
 
@@ -322,7 +349,11 @@ class TestFlavors(ChecksTestCase):
     def test_flavor_of_a_pool_without_hosts_is_no_size_question(self):
         self.pool(PT_SPEC)
         self.flavor('pt.8', PT_SPEC, gpus=8)
-        self.assertEqual([], self.named('flavor-too-many-devices'))
+        # not a size, but said: no boot lands until a host joins
+        found = self.named('flavor-too-many-devices')
+        self.assertEqual([(checks.WARNING, 'flavor pt.8',
+                           'openstack gpu pool add host solver <host>')],
+                         [(f.severity, f.object, f.fix) for f in found])
         self.fc.aggregates[0].hosts.append('gpu-pt-1')
         self.assertEqual(['flavor pt.8'], [
             f.object for f in self.named('flavor-too-many-devices')])
@@ -346,7 +377,9 @@ class TestFlavors(ChecksTestCase):
 
     def test_pci_alias_missing_from_nova_conf(self):
         self.clean_cloud()
-        self.assertEqual([], self.named('flavor-pci-alias'))  # no conf
+        self.assertEqual(  # no conf: said, not judged
+            [('flavor-pci-alias', 'nova.conf [pci] alias')],
+            not_judged(self.named('flavor-pci-alias')))
         found = self.assert_found('flavor-pci-alias', conf(''))
         self.assertTrue(found[0].fix.startswith('[pci] alias = '))
         self.assertIn('"name": "h100"', found[0].fix)
@@ -400,7 +433,9 @@ class TestScheduler(ChecksTestCase):
             found[0].fix)
         self.assertEqual([], self.named('scheduler-settings', conf(
             '[scheduler]\n' + found[0].fix.split('] ')[1] + '\n')))
-        self.assertEqual([], self.named('scheduler-settings'))  # no conf
+        self.assertEqual(  # no conf: said, not judged
+            [('scheduler-settings', 'nova.conf')],
+            not_judged(self.named('scheduler-settings')))
 
     def test_projects_without_tenant_filter(self):
         self.pool(LIMITED_SPEC, ['gpu-pt-1'])
@@ -492,3 +527,170 @@ class TestOneGroup(ChecksTestCase):
             'resources2:CUSTOM_PCI_10DE_2331': '1',
             'group_policy': 'isolate'}
         self.assertEqual([], self.named('flavor-too-many-devices'))
+
+
+class TestIsolateEdges(ChecksTestCase):
+    """group_policy=isolate: Placement's _satisfies_group_policy wants as
+    many distinct providers as numbered groups (N groups fit on N
+    providers, not on N-1); group_policy=none lets the groups share one
+    provider with room for them."""
+
+    CASES = [
+        # (numbered groups, pGPUs of the host, policy, fits?)
+        (2, 2, 'isolate', True),
+        (2, 1, 'isolate', False),
+        (3, 3, 'isolate', True),
+        (3, 2, 'isolate', False),
+        (1, 1, 'isolate', True),
+        (2, 1, 'none', True),
+        (3, 1, 'none', True),
+    ]
+
+    def test_tree_fits_edges(self):
+        for groups, pgpus, policy, fits in self.CASES:
+            offered = {'VGPU': [('pgpu-%d' % i, 4, 4)
+                                for i in range(pgpus)]}
+            asked = [(str(n + 1), 'VGPU', 1) for n in range(groups)]
+            self.assertEqual(
+                fits, checks._tree_fits(asked, policy, offered),
+                '%d groups on %d pGPUs, group_policy=%s'
+                % (groups, pgpus, policy))
+
+    def test_check_edges_on_a_cloud(self):
+        for groups, pgpus, policy, fits in self.CASES:
+            self.fc = fakes.FakeCloud()
+            self.fc.vgpu_host('gpu-vgpu-1', pgpus=pgpus,
+                              traits=['CUSTOM_NVIDIA_35'])
+            self.pool(VGPU_SPEC, ['gpu-vgpu-1'])
+            extra = {'resources%d:VGPU' % (n + 1): '1'
+                     for n in range(groups)}
+            extra['group_policy'] = policy
+            self.fc.add_flavor('ws.n', extra_specs=extra)
+            found = self.named('flavor-too-many-devices')
+            case = '%d groups on %d pGPUs, group_policy=%s' % (
+                groups, pgpus, policy)
+            self.assertEqual([] if fits else ['flavor ws.n'],
+                             [f.object for f in found], case)
+
+
+class TestNotJudged(ChecksTestCase):
+    """A check that cannot judge an object says so (a warning naming the
+    object and what would let it judge), never nothing; with what it
+    lacked, it judges (an error, or nothing)."""
+
+    def unknown_alias(self):
+        # defect 10: an alias no pool describes, nine devices
+        self.clean_cloud()
+        self.fc.add_flavor('gpu.h100x9', extra_specs={
+            'pci_passthrough:alias': 'a100:9'})
+
+    def no_projects(self):
+        self.pool(LIMITED_SPEC, ['gpu-pt-1'])
+        self.flavor('pt.1', LIMITED_SPEC, public=False)
+
+    def isolated(self):
+        self.pool(ISO_SPEC, ['gpu-pt-1'])
+
+    def traits_unread(self):
+        self.clean_cloud()
+        self.flavor('pt.avx', PT_SPEC, **{'trait:HW_CPU_X86_AVX2':
+                                          'required'})
+
+    # (name, setup, cloud change, check, object, fix says,
+    #  settings that let it judge, severity then (None: nothing))
+    CASES = [
+        ('pci alias nothing describes', unknown_alias, None,
+         'flavor-pci-alias', 'flavor gpu.h100x9', '--nova-conf',
+         GOOD_CONF, checks.ERROR),
+        ('pci aliases pools describe', unknown_alias, None,
+         'flavor-pci-alias', 'nova.conf [pci] alias', '--nova-conf',
+         GOOD_CONF, None),
+        ('scheduler settings', isolated, None, 'scheduler-settings',
+         'nova.conf', '--nova-conf',
+         '[scheduler]\nenable_isolated_aggregate_filtering = false\n',
+         checks.ERROR),
+        ('quota driver', isolated, None, 'quota-gpu-limits',
+         'nova.conf [quota]', '--nova-conf', '[DEFAULT]\n',
+         checks.WARNING),
+        ('registered limits', isolated, None, 'quota-gpu-limits',
+         'registered limits', 'registered limits',
+         '[quota]\ndriver = nova.quota.UnifiedLimitsDriver\n'
+         'unified_limits_resource_strategy = ignore\n', None),
+        ('project list', no_projects, 'projects', 'pool-projects',
+         'pool solver', 'list projects', None, None),
+        ('provider traits', traits_unread, 'traits',
+         'flavor-unknown-trait', 'flavor pt.avx', 'traits', None, None),
+        ('images', ChecksTestCase.clean_cloud, 'images',
+         'image-firmware', 'images', 'images', None, checks.WARNING),
+    ]
+
+    def judge(self, change, settings, check):
+        cloud = self.cloud()
+        if change == 'projects':
+            cloud.projects = None
+        elif change == 'traits':
+            for summary in cloud.placement.summaries.values():
+                summary['traits'] = None
+        elif change == 'images':
+            cloud.images = None
+        if check == 'quota-gpu-limits' and settings and 'ignore' in str(
+                settings['quota']):
+            cloud.registered_limits = None  # Keystone refused them
+        return [f for f in checks.run(cloud, settings, names=[check])]
+
+    def test_each_check_says_what_it_cannot_judge(self):
+        for (case, setup, change, check, obj, fix, judging,
+             then) in self.CASES:
+            self.fc = fakes.FakeCloud()
+            self.pt = self.fc.pci_host('gpu-pt-1')
+            self.fc.vgpu_host('gpu-vgpu-1', traits=['CUSTOM_NVIDIA_35'])
+            self.fc.images.append(dict(GOOD_IMAGE))
+            setup(self)
+            settings = None
+            if check == 'quota-gpu-limits' and obj == 'registered limits':
+                settings = conf(judging)
+            found = self.judge(change, settings, check)
+            hits = [f for f in found if f.object == obj]
+            self.assertEqual([checks.WARNING], [f.severity for f in hits],
+                             '%s: %s' % (case, found))
+            self.assertTrue(hits[0].symptom.startswith('not judged: '),
+                            case)
+            self.assertIn(fix, hits[0].fix, case)
+            if judging is None or settings is not None:
+                continue
+            # given what it lacked, the check judges the same object
+            judged = [f for f in checks.run(self.cloud(), conf(judging),
+                                            names=[check])
+                      if not f.symptom.startswith('not judged')]
+            if then is None:
+                self.assertEqual([], [f for f in judged if f.object == obj],
+                                 case)
+            else:
+                self.assertIn(then, [f.severity for f in judged], case)
+
+    def test_unknown_alias_is_an_error_with_nova_conf(self):
+        # the issue's flavor: no pool has alias h100 here
+        self.pool(VGPU_SPEC, ['gpu-vgpu-1'])
+        self.fc.add_flavor('gpu.h100x9', extra_specs={
+            'pci_passthrough:alias': 'h100:9'})
+        found = self.named('flavor-pci-alias')
+        self.assertEqual([(checks.WARNING, 'flavor gpu.h100x9')],
+                         [(f.severity, f.object) for f in found])
+        self.assertIn('which no GPU pool describes', found[0].symptom)
+        self.assertIn('h100', found[0].symptom)
+        self.assertEqual(checks.NOVA_CONF_FIX, found[0].fix)
+        # and it is not sized either, nor silently: flavor-pci-alias says
+        self.assertEqual([], self.named('flavor-too-many-devices'))
+        found = self.named('flavor-pci-alias', conf('[DEFAULT]\n'))
+        self.assertEqual([(checks.ERROR, 'flavor gpu.h100x9')],
+                         [(f.severity, f.object) for f in found])
+
+    def test_a_request_that_cannot_be_built_is_said(self):
+        self.clean_cloud()
+        self.fc.add_flavor('pt.bad', extra_specs={
+            'pci_passthrough:alias': 'h100:99'})
+        found = self.named('flavor-too-many-devices')
+        self.assertEqual([(checks.WARNING, 'flavor pt.bad')],
+                         [(f.severity, f.object) for f in found])
+        self.assertIn('not judged: its request cannot be built',
+                      found[0].symptom)

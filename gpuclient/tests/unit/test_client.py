@@ -12,6 +12,8 @@
 
 """The client layer: negotiation, microversions, error translation."""
 
+from unittest import mock
+
 import fixtures
 from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import fixture as ks_fixture
@@ -644,3 +646,107 @@ class TestVersions(base.TestCase):
         self.assertEqual((2, 1), client.parse_version('v2.1'))
         self.assertIsNone(client.parse_version('latest'))
         self.assertIsNone(client.parse_version(None))
+
+
+class TestStrictPlacementFake(base.TestCase):
+    """The fake Placement answers as the real one (placement/handlers):
+    the client's queries are judged, not merely recorded."""
+
+    def setUp(self):
+        super().setUp()
+        self.cloud = fakes.FakeCloud()
+        self.cloud.pci_host('gpu-pt-1')
+        self.cloud.vgpu_host('gpu-vgpu-1')
+        self.agg = fakes.Aggregate('solver', hosts=['gpu-pt-1'])
+        self.cloud.aggregates.append(self.agg)
+        self.cloud.mirror()
+        self.placement = self.useFixture(fakes.PlacementFixture(self.cloud))
+        self.cm = self.useFixture(fakes.ClientManagerFixture(self.cloud))
+        self.p = self.cm.gpu.placement
+        self.pt_root = self.cloud.hypervisors[0]['id']
+
+    def raw(self, path, version, params=None):
+        return self.p._adapter.get(
+            path, params=params, raise_exc=False,
+            headers={'OpenStack-API-Version': 'placement %s' % version})
+
+    def test_client_reads_answered_by_what_they_ask(self):
+        self.assertEqual({self.pt_root}, self.p.members_of(self.agg.uuid))
+        self.assertEqual(set(), self.p.members_of(fakes.uid('other')))
+        self.assertEqual({self.pt_root},
+                         self.p.providers_with_trait('COMPUTE_NODE') & {
+                             self.pt_root})
+        aggregates, generation = self.p.aggregates(self.pt_root)
+        self.assertEqual(([self.agg.uuid], 1), (aggregates, generation))
+
+    def test_query_parameters_by_microversion(self):
+        for path, version, params, status in (
+                ('/resource_providers', '1.14', {'member_of': 'x'}, 200),
+                ('/resource_providers', '1.2', {'member_of': 'x'}, 400),
+                ('/resource_providers', '1.13', {'in_tree': 'x'}, 400),
+                ('/resource_providers', '1.17', {'required': 'X'}, 400),
+                ('/resource_providers', '1.18', {'required': 'CUSTOM_NO'},
+                 400),
+                ('/resource_providers', '1.18', {'members_of': 'x'}, 400),
+                ('/resource_providers', '1.40', {}, 406),
+                ('/resource_providers/%s/aggregates', '1.0', {}, 404),
+                ('/traits', '1.5', {}, 404),
+                ('/allocation_candidates', '1.9', {'resources': 'VCPU:1'},
+                 404),
+                ('/allocation_candidates', '1.29', {'resources': 'VCPU'},
+                 400),
+                ('/allocation_candidates', '1.29', {
+                    'resources': 'VCPU:1', 'required': 'CUSTOM_NOPE'}, 400),
+                ('/allocation_candidates', '1.29', {'resources': 'VCPU:1'},
+                 200)):
+            response = self.raw(path.replace('%s', self.pt_root), version,
+                                params)
+            self.assertEqual(status, response.status_code,
+                             '%s %s %s' % (path, version, params))
+
+    def test_fields_by_microversion(self):
+        old = self.raw('/resource_providers', '1.13').json()
+        self.assertNotIn('root_provider_uuid', old['resource_providers'][0])
+        tree = self.raw('/resource_providers', '1.14', {
+            'in_tree': self.pt_root}).json()['resource_providers']
+        self.assertEqual({self.pt_root}, {
+            rp['root_provider_uuid'] for rp in tree})
+        self.assertEqual(5, len(tree))  # the root and its four GPUs
+        path = '/resource_providers/%s/aggregates' % self.pt_root
+        self.assertEqual({'aggregates': [self.agg.uuid]},
+                         self.raw(path, '1.1').json())
+        self.assertIn('resource_provider_generation',
+                      self.raw(path, '1.19').json())
+        # a PUT at 1.1 takes a plain list; the 1.19 body is a 400 there
+        put = self.p._adapter.put(
+            path, json={'aggregates': [], 'resource_provider_generation': 0},
+            raise_exc=False,
+            headers={'OpenStack-API-Version': 'placement 1.1'})
+        self.assertEqual(400, put.status_code)
+
+
+class TestStrictKeystoneLimits(base.TestCase):
+    """client.Limits against Keystone's field names and its 409."""
+
+    def setUp(self):
+        super().setUp()
+        self.keystone = fakes.FakeKeystoneLimits()
+        proxy = mock.Mock()
+        self.keystone.install(proxy)
+        self.limits = client.Limits(proxy, mock.Mock(), 'RegionOne')
+        self.limits._scope = ('nova-service', 'RegionOne')
+
+    def test_created_limits_read_back_and_duplicates_refused(self):
+        self.limits.create_registered('class:VGPU', 4)
+        self.limits.create_limit('p1', 'class:VGPU', 2)
+        self.assertEqual({'class:VGPU': 4}, {
+            n: r['limit'] for n, r in self.limits.registered().items()})
+        self.assertEqual([('p1', 'class:VGPU', 2)], [
+            (r['project_id'], r['resource_name'], r['resource_limit'])
+            for r in self.limits.limits('p1')])
+        for create in (lambda: self.limits.create_registered('class:VGPU',
+                                                             8),
+                       lambda: self.limits.create_limit('p1', 'class:VGPU',
+                                                        3)):
+            error = self.assertRaises(exceptions.CommandError, create)
+            self.assertIn('Duplicate entry', str(error))

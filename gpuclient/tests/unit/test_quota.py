@@ -505,8 +505,11 @@ class TestCheck(base.TestCase):
         settings = {'quota': conf(text)} if text is not None else None
         return checks.quota_gpu_limits(cloud, settings)
 
-    def test_silent_without_nova_conf_or_pools(self):
-        self.assertEqual([], self.run_check(FakeCloud(POOLS), None))
+    def test_not_judged_without_nova_conf_silent_without_pools(self):
+        found = self.run_check(FakeCloud(POOLS), None)
+        self.assertEqual([('warning', 'nova.conf [quota]')],
+                         [(f.severity, f.object) for f in found])
+        self.assertTrue(found[0].symptom.startswith('not judged: '))
         self.assertEqual([], self.run_check(FakeCloud({}), '[quota]\n'))
 
     def test_legacy_driver(self):

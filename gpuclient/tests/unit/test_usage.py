@@ -273,6 +273,7 @@ class FakeServers:
         self.usages = []
         self.forbidden = set()  # 'aggregates', 'list', 'all_tenants'
         self.gets = []
+        self.usage_queries = []  # os-simple-tenant-usage queries sent
         cm.compute.get.side_effect = self.get
         aggregates = cm.compute.aggregates.side_effect
 
@@ -302,19 +303,10 @@ class FakeServers:
             self.gets.append((path, params))
             assert microversion == '2.40', microversion
             project = path.rpartition('/')[2]
-            if project == 'os-simple-tenant-usage':
-                if 'list' in self.forbidden:
-                    return fakes.nova_error(403, 'Policy says no')
-                projects = sorted({u['tenant_id'] for u in self.usages})
-                return fakes.make_response(200, {'tenant_usages': [
-                    {'tenant_id': p, 'server_usages': [
-                        u for u in self.usages if u['tenant_id'] == p]}
-                    for p in projects]})
             if 'list' in self.forbidden and project != MEMBER:
                 return fakes.nova_error(403, 'Policy says no')
-            return fakes.make_response(200, {'tenant_usage': {
-                'tenant_id': project, 'server_usages': [
-                    u for u in self.usages if u['tenant_id'] == project]}})
+            return fakes.simple_tenant_usage(self.usages, path, params,
+                                             self.page, self.usage_queries)
         return self.nova.get(url, microversion, params, **kwargs)
 
 
@@ -567,6 +559,31 @@ class TestUsageList(CommandTestCase):
         # aggregates, usage, servers, deleted servers; no Placement
         self.assertEqual(4, after)
         self.assertEqual(0, len(self.placement.mock.request_history))
+
+    def test_usage_pages_followed_by_instance_marker(self):
+        # Nova pages os-simple-tenant-usage by server (marker: the last
+        # instance_id); a page of 2 gives the figures of one page
+        for i in range(5):
+            self.nova.usages.append(server_usage(
+                'more%d' % i, at(i), at(60 + i), project=MEMBER))
+        whole = self.run_cmd(usage_cmd.ListUsage, *self.period(
+            '--by', 'project'))
+        self.nova.page = 2
+        self.nova.usage_queries.clear()
+        self.assertEqual(whole, self.run_cmd(
+            usage_cmd.ListUsage, *self.period('--by', 'project')))
+        markers = [dict(q[1]).get('marker')
+                   for q, _next in self.nova.usage_queries]
+        ids = [u['instance_id'] for u in self.nova.usages]
+        self.assertEqual([None] + ids[1::2], markers)
+        # one project's usage too (tenant_usage_links)
+        self.nova.forbidden |= {'aggregates', 'list', 'all_tenants'}
+        self.cm.gpu.current_project = lambda: (MEMBER, 'demo')
+        self.nova.usage_queries.clear()
+        rows = self.run_cmd(usage_cmd.ListUsage, *self.period(
+            '--by', 'project'))
+        self.assertEqual([r for r in whole if r['Project'] == MEMBER], rows)
+        self.assertEqual(4, len(self.nova.usage_queries))
 
     def test_member_view(self):
         self.nova.forbidden |= {'aggregates', 'list', 'all_tenants'}

@@ -15,6 +15,7 @@
 import io
 import json
 
+import fixtures
 from osc_lib import exceptions
 
 from gpuclient import pools
@@ -24,6 +25,13 @@ from gpuclient.v1 import check as check_cmd
 
 PT_SPEC = pools.build_spec('solver', 'passthrough', alias='h100',
                            pci_id='10de:2331')
+# what gpu check says without --nova-conf about a pool and no flavor
+NOT_JUDGED = ('warning', 'quota-gpu-limits', 'nova.conf [quota]')
+
+
+def judged(rows):
+    """The rows but the "not judged" warnings of a run without nova.conf."""
+    return [r for r in rows if not r['Symptom'].startswith('not judged')]
 
 
 class CheckTestCase(base.CommandTestCase):
@@ -41,11 +49,13 @@ class CheckTestCase(base.CommandTestCase):
         self.cmd = check_cmd.Check(self.app, None)
 
     def rows(self, *args):
+        self.cloud.mirror()
         parsed = self.check_parser(self.cmd, list(args))
         columns, data = self.cmd.take_action(parsed)
         return [dict(zip(columns, row, strict=True)) for row in data]
 
     def run_cmd(self, *args):
+        self.cloud.mirror()
         parsed = self.check_parser(self.cmd, ['-f', 'json'] + list(args))
         status = self.cmd.run(parsed)
         return status, json.loads(self.app.stdout.getvalue())
@@ -63,14 +73,36 @@ class TestCheck(CheckTestCase):
     def test_clean_cloud_exits_0(self):
         status, rows = self.run_cmd()
         self.assertEqual(0, status)
-        self.assertEqual([], rows)
+        # without --nova-conf the quota check says it could not judge
+        self.assertEqual([NOT_JUDGED], [
+            (r['Severity'], r['Check'], r['Object']) for r in rows])
+        self.assertIn('--nova-conf', rows[0]['Fix'])
+        self.app.stdout = io.StringIO()
+        self.assertEqual(1, self.run_cmd('--strict')[0])
+
+    def test_registered_limits_not_read_is_said(self):
+        path = self.useFixture(fixtures.TempDir()).join('nova.conf')
+        with open(path, 'w') as conf:
+            conf.write('[quota]\ndriver = nova.quota.UnifiedLimitsDriver\n')
+        # Keystone refuses the registered limits (a token without admin)
+        self.app.client_manager.gpu.limits._scope = ('nova-id', None)
+        self.app.client_manager.gpu._conn.identity.registered_limits.\
+            side_effect = fakes.sdk_error(403, 'Forbidden')
+        status, rows = self.run_cmd('--nova-conf', path, '--check',
+                                    'quota-gpu-limits')
+        self.assertEqual(0, status)
+        self.assertEqual([('warning', 'registered limits')], [
+            (r['Severity'], r['Object']) for r in rows])
+        self.assertIn('not judged: Keystone\'s registered limits were not '
+                      'read', rows[0]['Symptom'])
 
     def test_error_rows_print_and_exit_1(self):
         self.cloud.aggregates[0].hosts.append('plain-1')
         status, rows = self.run_cmd()
         self.assertEqual(1, status)
         self.assertEqual(
-            [('error', 'pool-no-devices', 'pool solver / host plain-1')],
+            [('error', 'pool-no-devices', 'pool solver / host plain-1'),
+             NOT_JUDGED],
             [(r['Severity'], r['Check'], r['Object']) for r in rows])
         self.assertEqual(list(check_cmd.COLUMNS), list(rows[0]))
 
@@ -78,7 +110,7 @@ class TestCheck(CheckTestCase):
         self.cloud.vgpu_host('gpu-vgpu-1')  # a GPU host in no pool
         status, rows = self.run_cmd()
         self.assertEqual((0, ['pool-unpooled-hosts']),
-                         (status, [r['Check'] for r in rows]))
+                         (status, [r['Check'] for r in judged(rows)]))
         self.app.stdout = io.StringIO()
         status, _rows = self.run_cmd('--strict')
         self.assertEqual(1, status)
@@ -89,7 +121,7 @@ class TestCheck(CheckTestCase):
         self.assertEqual(['pool-unpooled-hosts'], [
             r['Check'] for r in self.rows('--check', 'pool-unpooled-hosts')])
         self.assertEqual(['pool-no-devices'], [
-            r['Check'] for r in self.rows('--pool', 'solver')])
+            r['Check'] for r in judged(self.rows('--pool', 'solver'))])
 
     def test_unknown_check_and_pool_are_refused(self):
         error = self.assertRaises(exceptions.CommandError, self.rows,

@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Break a rule on purpose and see which test fails (the testing guide's
+mutation probe table).
+
+For each mutation: replace one exact text in one file (it must occur
+once), run the unit tests named for it with the py3 tox environment's
+stestr, restore the file, and print "caught" (a test failed) or
+"MISSED". Exit status 1 when a mutation was missed. The file is always
+restored, also on Ctrl-C.
+
+    tox -e py3 --notest && python tools/mutation_probe.py
+"""
+
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+STESTR = os.path.join(ROOT, '.tox', 'py3', 'bin', 'stestr')
+
+# (name, file, text, replacement, test regex)
+MUTATIONS = [
+    ('paging marker (os-simple-tenant-usage)', 'gpuclient/client.py',
+     "urllib.parse.parse_qsl(query)).get('marker'))",
+     "urllib.parse.parse_qsl(query)).get('limit'))",
+     'test_usage.TestUsageList.test_usage_pages_followed_by_instance_'
+     'marker'),
+    ('Keystone field name (registered limit)', 'gpuclient/client.py',
+     'resource_name=name, default_limit=value)',
+     'resource_name=name, limit=value)',
+     'test_client.TestStrictKeystoneLimits'),
+    ('members_of sends in_tree=', 'gpuclient/client.py',
+     "params={'member_of': aggregate_uuid})",
+     "params={'in_tree': aggregate_uuid})",
+     'test_client.TestStrictPlacementFake'),
+    ('aggregates at Placement 1.1', 'gpuclient/client.py',
+     'PLACEMENT_AGGREGATES_VERSION = (1, 19)',
+     'PLACEMENT_AGGREGATES_VERSION = (1, 1)',
+     'test_client.TestStrictPlacementFake'),
+    ('isolate boundary >=', 'gpuclient/checks.py',
+     "group_policy == 'isolate' and len(numbered) > len(providers)",
+     "group_policy == 'isolate' and len(numbered) >= len(providers)",
+     'test_checks.TestIsolateEdges'),
+]
+
+
+def probe(path, text, replacement, tests):
+    full = os.path.join(ROOT, path)
+    with open(full) as source:
+        original = source.read()
+    if original.count(text) != 1:
+        return 'NOT APPLIED (text found %d times)' % original.count(text)
+    try:
+        with open(full, 'w') as source:
+            source.write(original.replace(text, replacement))
+        run = subprocess.run([STESTR, 'run', tests], cwd=ROOT,
+                             capture_output=True, text=True)
+    finally:
+        with open(full, 'w') as source:
+            source.write(original)
+    return 'caught' if run.returncode else 'MISSED'
+
+
+def main():
+    missed = 0
+    for name, path, text, replacement, tests in MUTATIONS:
+        outcome = probe(path, text, replacement, tests)
+        missed += outcome != 'caught'
+        print('%-42s %-22s %-8s %s' % (name, path, outcome, tests))
+    return 1 if missed else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
