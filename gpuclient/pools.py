@@ -306,6 +306,13 @@ def check_writable(spec):
               'characters.'),
             length=len(name), key=len(key), max=nova_rules.MAX_LENGTH,
             left=len(name) - (len(key) - nova_rules.MAX_LENGTH))
+    spec_key = 'resources:' + spec['resource_class']
+    if len(spec_key) > nova_rules.MAX_LENGTH:
+        raise _error(
+            _('--resource-class is too long: the flavor extra spec '
+              'resources:<class> would be %(key)d characters, and Nova '
+              'takes at most %(max)d. Give a shorter class.'),
+            key=len(spec_key), max=nova_rules.MAX_LENGTH)
     trait = type_trait_of(spec)
     if trait and len(TRAIT_PREFIX + trait) > nova_rules.MAX_LENGTH:
         flag = OPTION_FLAGS['vgpu_type' if spec['mode'] == VGPU

@@ -21,8 +21,6 @@ skip fails the build; in the py3 environment it skips).
 import types
 import unittest
 
-import testtools
-
 from gpuclient import aggregate_filter
 
 try:
@@ -77,7 +75,7 @@ FILTER_CASES = [
 NOVA_RAISES = ('numeric operator on a word',)
 
 
-class TestAggregateFilter(testtools.TestCase):
+class TestAggregateFilter(unittest.TestCase):
 
     def test_table(self):
         for name, metadatas, extra_specs, failing in FILTER_CASES:
@@ -99,7 +97,7 @@ class TestAggregateFilter(testtools.TestCase):
 
 @unittest.skipUnless(HAVE_NOVA, 'nova is not importable here (run with the '
                      'test cloud\'s Python)')
-class TestAggregateFilterNova(testtools.TestCase):
+class TestAggregateFilterNova(unittest.TestCase):
     """The table of TestAggregateFilter, answered by Nova's filter."""
 
     def test_same_answers_as_nova(self):
@@ -161,7 +159,7 @@ BROKEN_CASES = [
 ]
 
 
-class TestBrokenBy(testtools.TestCase):
+class TestBrokenBy(unittest.TestCase):
 
     def test_table(self):
         for name, aggregates, changes, broken in BROKEN_CASES:

@@ -130,6 +130,10 @@ class TestPoolInput(testtools.TestCase):
         # a per-type class needs no trait
         pools.build_spec('p', 'vgpu', vgpu_type='n' * 243,
                          resource_class='CUSTOM_VGPU_N')
+        # resources:<class> is 255 with a 245-character class
+        pools.build_spec('p', 'baremetal', resource_class='C' * 238)
+        message = self.refused('p', 'baremetal', resource_class='C' * 239)
+        self.assertIn('--resource-class is too long', message)
 
     def test_bad_property_keys_and_values(self):
         for properties, text in (({'gpu/model': 'x'}, "'gpu/model'"),
