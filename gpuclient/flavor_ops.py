@@ -26,6 +26,7 @@ from osc_lib import exceptions
 from gpuclient import client as client_mod
 from gpuclient import images as images_mod
 from gpuclient import journal
+from gpuclient import nova_rules
 from gpuclient import plan as plan_mod
 from gpuclient import pools as pools_mod
 from gpuclient import specs
@@ -155,6 +156,8 @@ def create(client, name, pool, vcpus, ram, disk, ephemeral=0, swap=0,
     plan)."""
     specs.check_sizes(vcpus, ram, disk, ephemeral, swap)
     specs.check_gpus(gpus)
+    nova_rules.check_name(name, _('flavor name'))
+    nova_rules.check_description(description)
     if projects and public:
         raise exceptions.CommandError(
             _('--project is only allowed with --private.'))
@@ -185,6 +188,7 @@ def create(client, name, pool, vcpus, ram, disk, ephemeral=0, swap=0,
         flavor_id = existing[0]['id']
         have = as_request(existing[0], flavor_projects(client, existing[0]))
     plan = plan_create(name, the_pool, wanted, agg_changes, have, flavor_id)
+    nova_rules.check_plan(plan)
     warnings = list(derived['warnings']) + plan.warnings
     if dry_run:
         return None, project_ids, warnings, plan

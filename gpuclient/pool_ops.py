@@ -28,6 +28,7 @@ from osc_lib import exceptions
 from gpuclient import client as client_mod
 from gpuclient import host_names
 from gpuclient import journal
+from gpuclient import nova_rules
 from gpuclient import plan as plan_mod
 from gpuclient import pool_plan
 from gpuclient import pools
@@ -182,7 +183,9 @@ def _traits_of(pool):
 
 
 def _finish(client, plan, dry_run, on_step=None):
-    """Apply (or, for a dry run, only return) a plan."""
+    """Apply (or, for a dry run, only return) a plan, once Nova's and
+    Placement's input rules pass on every step (nothing written else)."""
+    nova_rules.check_plan(plan)
     for warning in plan.warnings:
         LOG.warning(warning)
     if dry_run or not plan:
@@ -271,7 +274,9 @@ def update_metadata(client, name, projects_add=(), projects_remove=(),
         if pid not in remove:
             remove.append(pid)
     limiting = bool(add) and not pool['projects']
-    obs = view.observed(flavors=bool(remove) or limiting,
+    # flavors may steer on any key that changes (pool_plan.steering_steps)
+    obs = view.observed(flavors=bool(remove or properties
+                                     or remove_properties) or limiting,
                         access_for=pool if remove else None)
     plan = pool_plan.update_metadata(
         obs, name, projects_add=add, projects_remove=remove,
@@ -348,6 +353,7 @@ def set_pool(client, name, isolate=None, projects_add=(), properties=None,
                                     update_dependents=update_dependents)
     second = pool_plan.update_metadata(
         obs, name, projects_add=add, properties=properties,
+        update_dependents=update_dependents,
         allow_public_flavors=allow_public_flavors)
     plan = plan_mod.Plan(_('Changing pool %s') % name,
                          first.steps + second.steps,

@@ -17,20 +17,52 @@ pools, the member hosts' provider trees with traits, existing traits, and
 when a change can affect them, flavors, their access lists and images) and
 returns a ``plan.Plan``. Nothing here talks to a cloud.
 
-Order rules that keep every intermediate state harmless:
+Order rules. The journal stops at any step and undoes newest first, so
+every prefix of a plan is a state the cloud can be left in. Each is
+between the state before and the state asked for: a pool's flavors and
+images can boot on every host where they could both before and after
+(none loses its hosts for the time of the change, or because an undo
+failed), and nothing gets onto a host where it could neither before nor
+after (isolation never leaks). Nova's rules that decide it:
+
+* ``request_filter.isolate_aggregates``: a host in an aggregate with
+  ``trait:T=required`` metadata is forbidden (Placement
+  ``member_of=!in:``) to a request whose flavor and image do not require
+  T; Placement then gives a host only if its tree has every required
+  trait;
+* AggregateInstanceExtraSpecsFilter (``aggregate_filter``): a flavor's
+  unscoped and ``aggregate_instance_extra_specs:`` keys must match the
+  metadata of the host's aggregates.
+
+Hence:
 
 * joining: ownership record, then traits on the providers, then the host
   into the aggregate (an isolated aggregate never holds a host that pool
   flavors cannot use because its trait is missing);
-* leaving: the reverse;
-* isolation on: trait, providers, flavors, then the aggregate requirement;
-  isolation off: flavors and images first, then the requirement, the
-  providers and the trait (no flavor ever requires a trait that is gone).
+* leaving: the reverse (the host leaves the aggregate last: a host out of
+  the aggregate still carrying the pool trait would take in flavors meant
+  for the pool only while it still has the trait);
+* isolation on: trait, providers, flavors (they now require a trait every
+  host has), then the aggregate requirement (which keeps out only what
+  does not require it);
+* isolation off: the aggregate requirement first (its flavors and images
+  still require the trait, which every host still has), then flavors and
+  images, then the providers and the trait (no flavor ever requires a
+  trait that is gone). Removing the flavors' requirement first would
+  leave them forbidden from their own isolated aggregate until the next
+  step, and for good if that step failed and its undo did too;
+* a metadata key that flavors steer on (``update_metadata`` with
+  ``--update-dependents``): a changed key first gets old and new values
+  both (comma list: the filter takes any), then the flavors follow, then
+  the new value alone; a removed key leaves the flavors first, then the
+  aggregate.
 """
 
 from osc_lib import exceptions
 
+from gpuclient import aggregate_filter
 from gpuclient import baremetal
+from gpuclient import nova_rules
 from gpuclient import plan as plan_mod
 from gpuclient import pools as pools_mod
 from gpuclient import specs
@@ -483,6 +515,9 @@ def set_isolation(obs, name, isolate, update_dependents=False):
               '"openstack image unset --property trait:%(trait)s").'),
             flavors=_names(flavors) or _('none'),
             images=_names(images) or _('none'), trait=trait, flag=flag)
+    # the aggregate's requirement goes first: the flavors and images still
+    # require the trait, which the hosts still have (see the module doc)
+    result.add(plan_mod.set_metadata(agg, metadata, {key: None}))
     for flavor in flavors:
         result.add(plan_mod.flavor_specs(
             flavor['name'], flavor.get('extra_specs') or {},
@@ -490,7 +525,6 @@ def set_isolation(obs, name, isolate, update_dependents=False):
             flavor_id=flavor['id']))
     for image in images:
         result.add(plan_mod.update_image(image, {'trait:%s' % trait: None}))
-    result.add(plan_mod.set_metadata(agg, metadata, {key: None}))
     for root in roots:
         if trait in obs.traits(root):
             result.add(plan_mod.remove_traits(root, [trait],
@@ -525,6 +559,9 @@ def update_metadata(obs, name, projects_add=(), projects_remove=(),
     has public flavors, unless ``allow_public_flavors``: every other
     project still sees them and gets "No valid host" with them, and Nova
     cannot make a public flavor private (it has to be re-created).
+    A change of a key that flavors steer on (``group_policy``, an
+    ``aggregate_instance_extra_specs:`` key) is refused unless
+    ``update_dependents`` (``steering_steps``).
     """
     pool = obs.pool(name)
     agg = pool['aggregate']
@@ -602,8 +639,127 @@ def update_metadata(obs, name, projects_add=(), projects_remove=(),
     for key in remove_properties:
         if key in metadata:
             changes[key] = None
-    result.add(plan_mod.set_metadata(agg, metadata, changes))
+    bridge, steps, notes = steering_steps(obs, pool, changes,
+                                          update_dependents)
+    result.add(plan_mod.set_metadata(agg, metadata, bridge))
+    result.extend(steps)
+    result.warnings += notes
+    result.add(plan_mod.set_metadata(
+        agg, aggregate_filter.changed(metadata, bridge), changes))
     return result
+
+
+def _spec_text(flavor, keys):
+    specs_of = flavor.get('extra_specs') or {}
+    return ', '.join(
+        '%s=%s' % (spec, specs_of[spec]) for key in keys
+        for spec, _req in aggregate_filter.spec_keys(specs_of)[key])
+
+
+def _bridge(old, new):
+    """An aggregate value holding the values of OLD and NEW (None when
+    Nova could not take it)."""
+    parts = [p.strip() for p in str(old).split(',')]
+    parts += [p.strip() for p in str(new).split(',') if p.strip() not in
+              parts]
+    value = ','.join(parts)
+    return value if len(value) <= nova_rules.MAX_LENGTH else None
+
+
+def _follow(flavor, keys, changes):
+    """(set, unset) of the flavor's specs to follow CHANGES, or the
+    reason they cannot (a string)."""
+    extra_specs = flavor.get('extra_specs') or {}
+    set_specs, unset = {}, []
+    for key in keys:
+        follow = aggregate_filter.follow(extra_specs, key, changes[key])
+        if follow is None:
+            return _('no single value of %(key)s=%(value)s for it to want; '
+                     'set the one it should want yourself') % {
+                'key': key, 'value': changes[key]}
+        set_specs.update(follow[0])
+        unset += follow[1]
+    for spec, value in set_specs.items():
+        try:
+            specs.validate_spec(spec, value)
+        except exceptions.CommandError as exc:
+            return str(exc).rstrip('.')
+    after = aggregate_filter.changed(extra_specs, dict(
+        set_specs, **{spec: None for spec in unset}))
+    reading = specs.read(after)
+    if len([g for g in reading['resources'] if g]) > 1 and (
+            not reading['group_policy']):
+        return _('without group_policy, Nova refuses to boot a flavor with '
+                 'several numbered request groups')
+    return set_specs, unset
+
+
+def steering_steps(obs, pool, changes, update_dependents=False):
+    """(bridge, steps, notes) for the flavors that steer on the aggregate keys
+    that CHANGES ({key: value, or None to remove}) change on the pool's
+    aggregate (``aggregate_filter.broken_by``).
+
+    Refused without ``update_dependents``. Else ``bridge`` ({key: old and
+    new values}) is for the aggregate first, then ``steps`` make the
+    flavors' specs follow, then the caller sets CHANGES (see the module
+    doc for why). Refused too when a flavor cannot follow: a new value
+    that is a comma list, one Nova's validators refuse for that spec
+    (``group_policy=other``), or removing ``group_policy`` from a flavor
+    with several numbered request groups.
+    """
+    broken = aggregate_filter.broken_by(
+        obs.flavors, list(obs.aggregates.values()), pool['aggregate'],
+        changes)
+    if not broken:
+        return {}, [], []
+    flag = '--update-dependents'
+    keys = sorted({k for _flavor, ks in broken for k in ks})
+    if not update_dependents:
+        raise _error(
+            _('Changing %(keys)s on pool %(pool)s would keep flavors '
+              '%(flavors)s off its hosts: AggregateInstanceExtraSpecsFilter '
+              'matches their extra specs (%(specs)s) against the '
+              'aggregate\'s metadata. Run again with %(flag)s to change '
+              'those specs in the same change, or change them yourself '
+              '("openstack flavor set --property" or "openstack flavor unset '
+              '--property").'),
+            keys=', '.join(keys), pool=pool['name'],
+            flavors=_names([f for f, _ks in broken]), flag=flag,
+            specs='; '.join('%s: %s' % (f.get('name') or f['id'],
+                                        _spec_text(f, ks))
+                            for f, ks in broken))
+    metadata = obs.aggregates[pool['aggregate']]['metadata']
+    steps, stuck = [], []
+    for flavor, flavor_keys in broken:
+        follow = _follow(flavor, flavor_keys, changes)
+        if isinstance(follow, str):
+            stuck.append('%s (%s)' % (flavor.get('name') or flavor['id'],
+                                      follow))
+            continue
+        steps.append(plan_mod.flavor_specs(
+            flavor['name'], flavor.get('extra_specs') or {}, *follow,
+            flavor_id=flavor['id']))
+    if stuck:
+        raise _error(
+            _('%(flag)s cannot keep flavors of pool %(pool)s matching '
+              '%(keys)s: %(stuck)s. Change or delete those flavors first, '
+              'or leave %(keys)s as it is.'),
+            flag=flag, pool=pool['name'], keys=', '.join(keys),
+            stuck='; '.join(stuck))
+    bridge, notes = {}, []
+    for key in keys:
+        if changes[key] is None or metadata.get(key) is None:
+            continue
+        value = _bridge(metadata[key], changes[key])
+        if value is not None:
+            bridge[key] = value
+        else:
+            notes.append(
+                _('%(key)s cannot hold its old and new values together '
+                  '(longer than Nova takes): its flavors cannot schedule to '
+                  'pool %(pool)s between two steps of this change.')
+                % {'key': key, 'pool': pool['name']})
+    return bridge, [s for s in steps if s is not None], notes
 
 
 def delete(obs, name, force=False):

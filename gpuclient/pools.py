@@ -45,6 +45,7 @@ import re
 from osc_lib import exceptions
 
 from gpuclient import names
+from gpuclient import nova_rules
 from gpuclient.i18n import _
 
 POOL_KEY = 'gpu_pool'
@@ -193,7 +194,8 @@ def type_trait(mode, vgpu_type=None, mig_profile=None):
 
 
 def validate_properties(properties):
-    for key in properties or {}:
+    for key, value in (properties or {}).items():
+        nova_rules.check_pair(key, value, '--property')
         if _RESERVED_PROPERTY_RE.match(key):
             raise _error(
                 _('Property %(key)s is managed by gpuclient (pool fields, '
@@ -275,7 +277,53 @@ def build_spec(name, mode, alias=None, pci_id=None, vgpu_type=None,
                   'providers, so an isolation trait would not stay. Limit '
                   'the pool to projects with --project instead.'))
     spec['resource_class'] = names.check_gpu_class(rc)
+    check_writable(spec)
     return spec
+
+
+def check_writable(spec):
+    """Refuse a pool whose own writes, or its isolation's and its
+    flavors' later, Nova or Placement would refuse (``nova_rules``): the
+    aggregate name and zone, the values of its metadata, and the derived
+    keys ``trait:CUSTOM_GPU_POOL_<NAME>`` and ``trait:<type trait>``
+    (aggregate metadata and flavor extra specs, at most 255
+    characters)."""
+    name = spec['name']
+    nova_rules.check_name(name, _('pool name'))
+    if spec.get('zone'):
+        nova_rules.check_name(spec['zone'], '--zone', colon=False)
+    for field in ('alias', 'vgpu_type', 'mig_profile'):
+        if spec.get(field):
+            nova_rules.check_value(OPTION_FLAGS[field], spec[field],
+                                   _('option'))
+    key = TRAIT_PREFIX + pool_trait(name)
+    if len(key) > nova_rules.MAX_LENGTH:
+        raise _error(
+            _('Pool name is %(length)d characters long: its isolation key '
+              'trait:CUSTOM_GPU_POOL_<NAME> (aggregate metadata, and extra '
+              'spec of its flavors) would be %(key)d characters, and Nova '
+              'takes at most %(max)d. Choose a name of at most %(left)d '
+              'characters.'),
+            length=len(name), key=len(key), max=nova_rules.MAX_LENGTH,
+            left=len(name) - (len(key) - nova_rules.MAX_LENGTH))
+    spec_key = 'resources:' + spec['resource_class']
+    if len(spec_key) > nova_rules.MAX_LENGTH:
+        raise _error(
+            _('--resource-class is too long: the flavor extra spec '
+              'resources:<class> would be %(key)d characters, and Nova '
+              'takes at most %(max)d. Give a shorter class.'),
+            key=len(spec_key), max=nova_rules.MAX_LENGTH)
+    trait = type_trait_of(spec)
+    if trait and len(TRAIT_PREFIX + trait) > nova_rules.MAX_LENGTH:
+        flag = OPTION_FLAGS['vgpu_type' if spec['mode'] == VGPU
+                            else 'mig_profile']
+        raise _error(
+            _('%(flag)s is too long: its type trait %(trait)s... would make '
+              'the flavor extra spec trait:<trait> %(key)d characters, and '
+              'Nova takes at most %(max)d. Give a shorter type, or a '
+              'per-type --resource-class (then no type trait is used).'),
+            flag=flag, trait=trait[:40], key=len(TRAIT_PREFIX + trait),
+            max=nova_rules.MAX_LENGTH)
 
 
 def type_trait_of(pool):

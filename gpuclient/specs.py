@@ -32,6 +32,7 @@ import re
 from osc_lib import exceptions
 
 from gpuclient import names
+from gpuclient import nova_rules
 from gpuclient import pools as pools_mod
 from gpuclient.i18n import _
 
@@ -505,6 +506,7 @@ def derive(pool, gpus=1, numa_policy=None, properties=None):
     merged = dict(specs)
     for key, value in sorted((properties or {}).items()):
         _check_property(key, value, specs, pool)
+        nova_rules.check_pair(key, value, '--property')
         merged[key] = str(value)
     if numa_policy and not has_numa_topology(merged):
         warnings.insert(0, numa_warning(numa_policy))

@@ -345,9 +345,9 @@ class SetPool(command.Command):
         'Set GPU pool isolation, projects and properties.\n\n'
         '--isolate on an isolated pool repairs members that lack the '
         'trait. A change that would break flavors or images (isolation '
-        'on or off) is refused with their list unless --update-dependents '
-        'changes them too. Prints nothing on success; --dry-run prints '
-        'the plan.')
+        'on or off, a property flavors steer on) is refused with their '
+        'list unless --update-dependents changes them too. Prints nothing '
+        'on success; --dry-run prints the plan.')
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -396,7 +396,9 @@ class UnsetPool(command.Command):
     _description = _(
         'Unset GPU pool projects and properties.\n\n'
         'Removing the last project of a limited pool opens it to every '
-        'project: that needs --open-to-all. Prints nothing on success; '
+        'project: that needs --open-to-all. Removing a property that '
+        'flavors steer on is refused with their list unless '
+        '--update-dependents changes them too. Prints nothing on success; '
         '--dry-run prints the plan.')
 
     def get_parser(self, prog_name):

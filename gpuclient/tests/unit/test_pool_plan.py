@@ -180,7 +180,7 @@ class TestIsolationOff(PlanTestCase):
                       % A100_TRAIT, message)
         self.assertIn('--update-dependents', message)
 
-    def test_update_dependents_unsets_flavors_first(self):
+    def test_update_dependents_lifts_the_requirement_first(self):
         world = self.world()
         # a second flavor asks for the trait in a numbered group too
         world.flavor('g2', {POOL_SPEC: 'a100',
@@ -190,27 +190,31 @@ class TestIsolationOff(PlanTestCase):
         result = pool_plan.set_isolation(world.observed(), 'a100', False,
                                          update_dependents=True)
         self.assertEqual(
-            ['flavor.specs', 'flavor.specs', 'aggregate.metadata',
+            ['aggregate.metadata', 'flavor.specs', 'flavor.specs',
              'provider.remove_traits', 'trait.delete'], ops(result))
+        self.assertEqual(
+            {'name': 'a100', 'metadata': {'trait:' + A100_TRAIT: None}},
+            result.steps[0].args)
         self.assertEqual(
             {'id': 'id-g1', 'name': 'g1', 'set': {},
              'unset': ['trait:' + A100_TRAIT]},
-            result.steps[0].args)
+            result.steps[1].args)
         self.assertEqual(
             {'id': 'id-g2', 'name': 'g2', 'set': {},
              'unset': ['trait1:' + A100_TRAIT, 'trait:' + A100_TRAIT]},
-            result.steps[1].args)
-        self.assertEqual(
-            {'name': 'a100', 'metadata': {'trait:' + A100_TRAIT: None}},
             result.steps[2].args)
         self.assertEqual(
             {'uuid': root('cmp1'), 'traits': [A100_TRAIT], 'label': 'cmp1'},
             result.steps[3].args)
         self.assertEqual({'trait': A100_TRAIT}, result.steps[4].args)
+        # the flavors stop requiring the trait once nothing requires it of
+        # them (the aggregate), and before the hosts lose it
+        self.check_before(result, lambda s: s.op == 'aggregate.metadata',
+                          lambda s: s.op == 'flavor.specs')
         self.check_before(result, lambda s: s.op == 'flavor.specs',
-                          lambda s: s.op == 'aggregate.metadata')
+                          lambda s: s.op == 'provider.remove_traits')
 
-    def test_update_dependents_updates_images_before_the_requirement(self):
+    def test_update_dependents_updates_images_after_the_requirement(self):
         world = self.world()
         world.images.append({'id': 'img-1', 'name': 'ubuntu-gpu',
                              'trait:' + A100_TRAIT: 'required'})
@@ -218,12 +222,12 @@ class TestIsolationOff(PlanTestCase):
         result = pool_plan.set_isolation(world.observed(), 'a100', False,
                                          update_dependents=True)
         self.assertEqual(
-            ['flavor.specs', 'image.update', 'aggregate.metadata',
+            ['aggregate.metadata', 'flavor.specs', 'image.update',
              'provider.remove_traits', 'trait.delete'], ops(result))
         self.assertEqual(
             {'id': 'img-1', 'name': 'ubuntu-gpu',
              'changes': {'trait:' + A100_TRAIT: None}},
-            result.steps[1].args)
+            result.steps[2].args)
 
     def test_without_dependents(self):
         result = pool_plan.set_isolation(a100_world().observed(), 'a100',

@@ -486,12 +486,20 @@ class TestDependents(PoolCommandTestCase):
         self.run_cmd(pool_cmd.SetPool, [
             'solver', '--no-isolate', '--update-dependents', '--dry-run'])
         lines = self.stdout.getvalue().splitlines()
-        # the flavor first: no flavor ever requires a deleted trait
+        # the aggregate's requirement first (the flavor still requires a
+        # trait the hosts still have), then the flavor, before the trait
+        # goes: no flavor is ever kept out of its pool or requires a
+        # deleted trait
         self.assertEqual(
-            '1. set extra specs of flavor g1.solver: '
+            '1. set metadata of aggregate solver: '
+            'trait:CUSTOM_GPU_POOL_SOLVER (removed) (undo: restore metadata '
+            'of aggregate solver: trait:CUSTOM_GPU_POOL_SOLVER=required)',
+            lines[0])
+        self.assertEqual(
+            '2. set extra specs of flavor g1.solver: '
             'trait:CUSTOM_GPU_POOL_SOLVER (removed) (undo: restore extra '
             'specs of flavor g1.solver: '
-            'trait:CUSTOM_GPU_POOL_SOLVER=required)', lines[0])
+            'trait:CUSTOM_GPU_POOL_SOLVER=required)', lines[1])
         self.assertEqual('4. delete trait CUSTOM_GPU_POOL_SOLVER (undo: '
                          'create trait CUSTOM_GPU_POOL_SOLVER again)',
                          lines[-1])
