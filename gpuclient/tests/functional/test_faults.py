@@ -17,7 +17,9 @@ One process, through the same operations the commands call
 the number N of writes it makes is learnt from a clean run; then for every
 k in 1..N and each fault kind (a 500 or a 409 that Nova/Placement never
 saw, a dropped connection or a proxy's HTML page after the write happened)
-the k-th write fails. After each run either
+the k-th write fails (TestHungService: the k-th write hangs until the
+real read timeout, or is abandoned by a second SIGINT). After each run
+either
 
 * the command succeeded and the cloud is in the success state, or
 * the cloud is as it was before, or
@@ -56,13 +58,20 @@ def _spec(name, isolate=True):
                             isolate=isolate)
 
 
+# the read timeout (seconds) of the client under a hung service: short, so
+# each hung write costs little; long enough for the real services' answers
+HANG_TIMEOUT = float(os.environ.get('GPUCLIENT_FT_HANG_TIMEOUT', '2'))
+
+
 class FaultMatrixTestCase(base.FunctionalTestCase):
     """Runs one command under every fault point."""
+
+    api_timeout = None  # of the client under faults (None: gpuclient's)
 
     def setUp(self):
         super().setUp()
         self.admin = faults.make_client()
-        self.client = faults.make_client()
+        self.client = faults.make_client(api_timeout=self.api_timeout)
         self.injector = self.useFixture(faults.FaultInjector(self.client))
         self.name = self.unique_name('fault')
         self.addCleanup(self.cleanup)
@@ -128,7 +137,13 @@ class FaultMatrixTestCase(base.FunctionalTestCase):
                 where = '%s, write %d of %d, %s%s: %s' % (
                     label, k, writes, kind,
                     ' + failing undo' if undo_kind else '', error)
-                if error is None:
+                if kind == 'hang' and error is not None:
+                    # the real read timeout fired, and was a failed step
+                    self.assertIn('did not answer in time', error, where)
+                if kind == 'sigint2':
+                    outcome = self._abandoned(command, error, before,
+                                              success, where)
+                elif error is None:
                     self.assertEqual(
                         [], faults.diff_states(success, after), where)
                     outcome = 'completed'
@@ -144,11 +159,12 @@ class FaultMatrixTestCase(base.FunctionalTestCase):
                         [], faults.diff_states(success, self.state()), where)
                     outcome = 'left, re-run converged'
                 self.points.append((label, k, kind, undo_kind, outcome))
-                if error is None or outcome != 'rolled back':
+                if outcome not in ('rolled back', 'abandoned, nothing left'):
                     revert()
                     self.assertEqual(
                         [], faults.diff_states(before, self.state()), where)
         points = [p for p in self.points if p[0] == label]
+        self.assertEqual(len(plans) * writes, len(points), label)
         summary = {}
         for point in points:
             summary[point[-1]] = summary.get(point[-1], 0) + 1
@@ -160,6 +176,24 @@ class FaultMatrixTestCase(base.FunctionalTestCase):
         self.addDetail('fault-matrix: %s' % label,
                        content.text_content(report))
         print(report)  # noqa: T201 - stestr shows it with the test output
+
+
+    def _abandoned(self, command, error, before, success, where):
+        """The outcome of a second Ctrl-C during the hung write: the
+        error names the running step as unknown; whatever is left, a
+        re-run (no fault) reaches the success state."""
+        self.assertIsNotNone(error, where)
+        self.assertIn('was abandoned by a second SIGINT during step', error,
+                      where)
+        self.assertIn('Nothing more was undone', error, where)
+        self.assertIn('may or may not have happened', error, where)
+        if not faults.diff_states(before, self.state()):
+            return 'abandoned, nothing left'
+        self.assertIn('again to finish it', error, where)
+        command(self.client)  # the re-run, no fault
+        self.assertEqual([], faults.diff_states(success, self.state()),
+                         where)
+        return 'abandoned, re-run converged'
 
 
 class TestPoolFaults(FaultMatrixTestCase):
@@ -320,6 +354,45 @@ class TestQuotaFaults(FaultMatrixTestCase):
 
         self.run_matrix('quota set', command, self.remove_limits,
                         undo_faults=True)
+
+
+class TestHungService(FaultMatrixTestCase):
+    """A service that takes a write and never answers (faults.HungServer).
+
+    'hang': the write never arrived; 'hang-after': it happened, its answer
+    never came; both end in the session's real read timeout (HANG_TIMEOUT,
+    GPUCLIENT_FT_HANG_TIMEOUT), a failed step read back like any other.
+    'sigint2': as 'hang-after', and Ctrl-C twice while it waits: the step
+    is abandoned at once and the error names what may be left.
+    """
+
+    api_timeout = HANG_TIMEOUT
+
+    def test_pool_create_under_a_hung_service(self):
+        hosts = [base.VGPU_HOST]
+
+        def command(client):
+            pool_ops.create(client, _spec(self.name), hosts)
+
+        def revert():
+            pool_ops.delete(self.admin, self.name, force=True)
+
+        self.run_matrix('pool create, hung service', command, revert,
+                        kinds=faults.HANG_KINDS)
+
+
+class TestQuotaHungService(TestQuotaFaults):
+    """TestQuotaFaults's quota set under a hung Keystone limits API."""
+
+    api_timeout = HANG_TIMEOUT
+
+    def test_set_project_limit_of_a_new_class(self):
+        def command(client):
+            quota_cmd.plan_and_apply(client, quota.plan_set, self.rc, 3,
+                                     self.project)
+
+        self.run_matrix('quota set, hung service', command,
+                        self.remove_limits, kinds=faults.HANG_KINDS)
 
 
 class TestInterrupts(FaultMatrixTestCase):
