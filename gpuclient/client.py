@@ -1233,9 +1233,13 @@ class Baremetal:
                 for node in page:
                     item = baremetal.node_dict(node)
                     found[item['uuid']] = item
-                if len(page) < page_size:
+                # Ironic caps a page at its [api]max_limit, which may be
+                # less than page_size, and links the next page: follow it
+                nxt = (_json(response) or {}).get('next')
+                if not nxt or not page:
                     return found
-                params = dict(params, marker=page[-1]['uuid'])
+                params = dict(params, **dict(urllib.parse.parse_qsl(
+                    urllib.parse.urlsplit(nxt).query)))
         except (sdk_exc.ServiceDisabledException, ks_exc.EndpointNotFound,
                 sdk_exc.EndpointNotFound) as exc:
             LOG.debug('%s: no Ironic endpoint (%s)', what, exc)
@@ -1370,13 +1374,40 @@ class Limits:
 
     def project_names(self):
         """{project id: name} of the projects the caller may list, or
-        {} when Keystone does not let it."""
+        {} when Keystone does not let it.
+
+        Keystone does not page: with ``list_limit`` set it answers the
+        first ones only (``truncated``), so a project missing here is not
+        gone: see find_projects.
+        """
         try:
             with translate_errors(self.service, _('Listing projects')):
                 return {p.id: p.name for p in self._proxy.projects()}
         except APIError as exc:
             LOG.debug('project names not readable: %s', exc)
             return {}
+
+    def find_projects(self, names_or_ids):
+        """{project id: name} of those of NAMES_OR_IDS that Keystone
+        finds, by ID first, then by name (one lookup each).
+
+        A value Keystone does not let the caller look up is given as
+        {value: None}: not known to be gone.
+        """
+        found = {}
+        for value in sorted(set(names_or_ids)):
+            what = _('Looking up project %s') % value
+            try:
+                with translate_errors(self.service, what):
+                    project = self._proxy.find_project(
+                        value, ignore_missing=True)
+            except APIError as exc:
+                LOG.debug('%s: %s', what, exc)
+                found[value] = None
+                continue
+            if project is not None:
+                found[project.id] = project.name
+        return found
 
 
 class GpuClient:
