@@ -443,15 +443,17 @@ def _apply(executor, plan, on_step, received, progress):
         try:
             executor.run(step)
         except Exception as exc:  # noqa: BLE001 - any failure undoes
-            # a timed-out request too: its write may have happened
             held = executor.try_holds(step)
             if held:
                 LOG.debug('%s failed (%s) but took effect',
                           step.what, exc)
                 done.append(step)
                 continue
-            if held is None or _several_writes(step):
-                progress.unknown = step  # maybe (partly) done: undo it too
+            if (held is None or _several_writes(step)
+                    or isinstance(exc, client_mod.TimedOut)):
+                # maybe (partly) done, or a timed-out write the service may
+                # still carry out after the read-back: undo it too
+                progress.unknown = step
             progress.failure = (index, step, exc, True)
             break
         done.append(step)

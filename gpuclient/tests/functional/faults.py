@@ -62,15 +62,21 @@ from urllib3 import exceptions as urllib3_exc
 from urllib3 import response as urllib3_response
 
 from gpuclient import client as gpu_client
+from gpuclient import pools as pool_mod
 
 LOG = logging.getLogger(__name__)
 
 KINDS = ('500', '409', 'drop', 'nonjson')
 # a hung service (see HungServer): the write never reaches it ('hang'), or
-# it happened and its answer never comes ('hang-after'); both end in the
-# session's real read timeout. 'sigint2': as 'hang-after', and the
+# it happened and its answer never comes ('hang-after'); both end in a real
+# read timeout of the request. 'sigint2': as 'hang-after', and the
 # process gets SIGINT twice while it waits (the operator's second Ctrl-C)
 HANG_KINDS = ('hang', 'hang-after', 'sigint2')
+# the read timeout (seconds) of a hung request: the session's own, capped
+# at this (GPUCLIENT_FT_HANG_TIMEOUT), so that a hung write costs little
+# while every other request keeps gpuclient's timeouts (the real services
+# of a loaded test cloud take seconds at times)
+HANG_TIMEOUT = float(os.environ.get('GPUCLIENT_FT_HANG_TIMEOUT', '1'))
 # seconds between the two SIGINTs of 'sigint2' (each its own handler run)
 SIGINT_GAP = 0.2
 WRITE_METHODS = frozenset(('POST', 'PUT', 'PATCH', 'DELETE'))
@@ -85,14 +91,9 @@ POOL_TRAIT_PREFIX = 'CUSTOM_GPU_POOL_'
 TRAITS_VERSION = gpu_client.PLACEMENT_TRAITS_VERSION
 
 
-def make_client(cloud=None, api_timeout=None):
-    """A GpuClient for CLOUD (default: $OS_CLOUD), wired as OSC wires it.
-
-    API_TIMEOUT (seconds) as clouds.yaml's ``api_timeout`` would set it
-    (default: gpuclient's own connect and read timeouts).
-    """
-    conn = openstack.connect(cloud=cloud or os.environ.get('OS_CLOUD'),
-                             api_timeout=api_timeout)
+def make_client(cloud=None):
+    """A GpuClient for CLOUD (default: $OS_CLOUD), wired as OSC wires it."""
+    conn = openstack.connect(cloud=cloud or os.environ.get('OS_CLOUD'))
     return gpu_client.GpuClient(
         session=conn.session,
         sdk_connection=conn,
@@ -263,6 +264,14 @@ class _ProxyHandler(http.server.BaseHTTPRequestHandler):
     do_POST = do_PUT = do_PATCH = do_DELETE = _hang  # noqa: N815
 
 
+def _capped(timeout, most):
+    """A requests timeout (None, seconds or (connect, read)) whose read
+    part is at most MOST."""
+    if isinstance(timeout, tuple):
+        return (timeout[0], min(timeout[1] or most, most))
+    return (timeout, min(timeout or most, most))
+
+
 class _FaultAdapter(req_adapters.HTTPAdapter):
     """Transport adapter that asks its injector what to do per request.
 
@@ -328,8 +337,9 @@ class _FaultAdapter(req_adapters.HTTPAdapter):
                           'text/html; charset=UTF-8')
 
     def _hang(self, request, kind, **kwargs):
-        """Send REQUEST to a HungServer: the session's read timeout (in
-        ``kwargs``, as keystoneauth passes it) is what ends the wait."""
+        """Send REQUEST to a HungServer: the read timeout that keystoneauth
+        passes (the session's, capped at HANG_TIMEOUT) ends the wait, in
+        urllib3, as it would for a hung service."""
         if kind != 'hang':
             # the write reaches the service and happens
             response = self._forward(request, **kwargs)
@@ -347,6 +357,7 @@ class _FaultAdapter(req_adapters.HTTPAdapter):
         if kind == 'sigint2':
             threading.Thread(target=self._ctrl_c_twice, args=(server,),
                              daemon=True).start()
+        kwargs['timeout'] = _capped(kwargs.get('timeout'), HANG_TIMEOUT)
         try:
             return super().send(hung, **kwargs)
         finally:
@@ -579,13 +590,15 @@ GLANCE_FIELDS = frozenset({
     'schema', 'direct_url', 'locations', 'stores'})
 
 
-def cloud_state(client, names=None, providers=()):
+def cloud_state(client, names=None, providers=(), traits_of=None):
     """A JSON-serialisable snapshot of what gpuclient writes.
 
     ``aggregates``: name -> {hosts, metadata, availability_zone};
     ``provider_traits``: provider uuid -> sorted CUSTOM_* traits (Nova's
-    own standard traits come and go with its resource tracker);
-    ``pool_traits``: sorted existing CUSTOM_GPU_POOL_* traits;
+    own standard traits come and go with its resource tracker; with NAMES,
+    the pool traits of pools named so only);
+    ``pool_traits``: sorted existing CUSTOM_GPU_POOL_* traits (with NAMES,
+    of pools named so);
     ``flavors``: name -> {vcpus, ram, disk, is_public, extra_specs, access}
     (access: sorted project ids, for private flavors only);
     ``mirror``: provider uuid -> sorted names of the kept aggregates whose
@@ -594,10 +607,17 @@ def cloud_state(client, names=None, providers=()):
     each uuid of PROVIDERS (one request each);
     ``images``: name -> properties (members that are not Glance's own).
     NAMES, a prefix or list of prefixes, keeps only the aggregates,
-    flavors and images whose name starts with one of them.
+    flavors and images whose name starts with one of them. TRAITS_OF
+    (provider uuids) reads the traits of those providers only (one
+    request each) instead of every provider's.
     """
     state = {'aggregates': {}, 'provider_traits': {}, 'pool_traits': [],
              'flavors': {}, 'mirror': {}, 'images': {}}
+    # with NAMES, the traits are those of pools so named: what gpuclient
+    # writes onto providers (other tests' pools come and go meanwhile)
+    ours = 'CUSTOM_' if names is None else tuple(
+        pool_mod.pool_trait(prefix)
+        for prefix in ([names] if isinstance(names, str) else names))
     placement = client.placement
     # the mirror first: an aggregate made after this read is then known
     # by name below, not mistaken for one of ours
@@ -615,21 +635,23 @@ def cloud_state(client, names=None, providers=()):
     for rp, aggs in mirrored.items():
         state['mirror'][rp] = sorted(by_uuid[a] for a in aggs
                                        if a in by_uuid)
-    data = placement.get('/resource_providers', TRAITS_VERSION,
-                         'Listing resource providers')
-    for rp in data['resource_providers']:
+    if traits_of is None:
+        listed = placement.get('/resource_providers', TRAITS_VERSION,
+                               'Listing resource providers')
+        traits_of = [rp['uuid'] for rp in listed['resource_providers']]
+    for rp_uuid in traits_of:
         try:
             traits = placement.get(
-                '/resource_providers/%s/traits' % rp['uuid'],
-                TRAITS_VERSION,
-                'Reading traits of resource provider %s' % rp['uuid'])
+                '/resource_providers/%s/traits' % rp_uuid, TRAITS_VERSION,
+                'Reading traits of resource provider %s' % rp_uuid)
         except gpu_client.NotFound:
             continue  # deleted since the list
-        state['provider_traits'][rp['uuid']] = sorted(
-            t for t in traits['traits'] if t.startswith('CUSTOM_'))
+        state['provider_traits'][rp_uuid] = sorted(
+            t for t in traits['traits'] if t.startswith(ours))
     data = placement.get('/traits', TRAITS_VERSION, 'Listing pool traits',
                          params={'name': 'startswith:' + POOL_TRAIT_PREFIX})
-    state['pool_traits'] = sorted(data['traits'])
+    state['pool_traits'] = sorted(t for t in data['traits']
+                                  if names is None or t.startswith(ours))
 
     for flavor in client.compute.flavors():
         if not _wanted(flavor.get('name'), names):
