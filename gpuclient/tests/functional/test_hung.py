@@ -37,21 +37,16 @@ import yaml
 
 from gpuclient.tests.functional import base
 from gpuclient.tests.functional import faults
+from gpuclient.tests.functional import test_transport
 
 TEMP_CLOUD = 'gpuclient-hung'
 TIMEOUT = 2  # api_timeout of the temporary cloud, seconds
 
 
-class TestHungPlacement(base.FunctionalTestCase):
+class TestHungPlacement(test_transport.TestPlacementEndpointOverride):
+    """Its setUp reads the test cloud's clouds.yaml (self.clouds)."""
 
-    def setUp(self):
-        super().setUp()
-        path = os.environ.get('OS_CLIENT_CONFIG_FILE')
-        if not path:
-            self.skipTest('needs OS_CLIENT_CONFIG_FILE (the test cloud\'s '
-                          'clouds.yaml) to copy a cloud from')
-        with open(path) as conf:
-            self.clouds = yaml.safe_load(conf)['clouds']
+    test_override_is_used = None  # test_transport's own test runs there
 
     def with_placement_at(self, url, **settings):
         entry = dict(self.clouds[self.cloud],
