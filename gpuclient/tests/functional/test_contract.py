@@ -138,8 +138,8 @@ class TestPlacement(ContractTestCase):
     def test_allocation_candidates(self):
         root = self.root()
         got = self.p.allocation_candidates(
-            {'VCPU': 1}, in_tree=root)
-        sdk = self.rest('placement', '/allocation_candidates', '1.29',
+            {'VCPU': 1}, version=(1, 31), in_tree=root)
+        sdk = self.rest('placement', '/allocation_candidates', '1.31',
                         resources='VCPU:1', in_tree=root)
         self.assertEqual(set(sdk['provider_summaries']),
                          set(got['provider_summaries']))
@@ -588,7 +588,8 @@ class TestLimits(ContractTestCase):
         super().setUp()
         self.lim = self.gpu.limits
         self.project = self.sdk.current_project_id
-        self.service = self.sdk.identity.find_service('compute').id
+        self.service = next(iter(self.sdk.identity.services(
+            type='compute'))).id
 
     def resource(self):
         return 'class:CUSTOM_FT_CONTRACT_%s' % _hex()
