@@ -179,7 +179,9 @@ class TestPlacement(ContractTestCase):
         inv = self.rest('placement', '/resource_providers/%s/inventories'
                         % root, '1.0')['inventories']
         self.assertEqual(set(inv), set(detail['resources']))
-        self.assertEqual(inv['VCPU']['total'] - inv['VCPU']['reserved'],
+        vcpu = inv['VCPU']
+        self.assertEqual(int((vcpu['total'] - vcpu['reserved'])
+                             * vcpu['allocation_ratio']),
                          detail['resources']['VCPU']['capacity'])
         self.assertEqual(self.sdk_traits(root), set(detail['traits']))
 
