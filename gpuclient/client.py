@@ -79,6 +79,33 @@ MAX_WORKERS = 8
 # How often a write that lost a race is tried again.
 RETRIES = 5
 
+# HTTP timeouts (seconds) when the cloud's clouds.yaml sets no api_timeout:
+# a service that accepts and never answers fails the call instead of
+# hanging the command (connect, then each read of the answer).
+CONNECT_TIMEOUT = 10.0
+READ_TIMEOUT = 120.0
+
+
+def set_timeouts(session, api_timeout=None):
+    """Give a keystoneauth session connect and read timeouts.
+
+    A timeout the session already has (a library caller's, or
+    ``openstack.connect(api_timeout=...)``) is kept. Otherwise
+    ``api_timeout`` (clouds.yaml's, which OSC's ClientManager does not
+    pass on) is used for both, as openstacksdk does; without it,
+    (CONNECT_TIMEOUT, READ_TIMEOUT). keystoneauth hands the value to
+    ``requests`` for every request of the session, token requests
+    included.
+    """
+    if not hasattr(session, 'timeout') or session.timeout is not None:
+        return  # not a keystoneauth session (a test's), or set already
+    if api_timeout not in (None, ''):
+        session.timeout = float(api_timeout)
+    else:
+        # requests takes a (connect, read) pair; keystoneauth passes the
+        # session's value through unchanged
+        session.timeout = (CONNECT_TIMEOUT, READ_TIMEOUT)
+
 
 def _backoff(attempt):
     """Sleep a little longer after each lost race (with jitter)."""
@@ -251,6 +278,29 @@ def _connection_error(service, what, exc, endpoint=None):
     )
 
 
+class TimedOut(APIError):
+    """A request got no answer in time: a write may have happened."""
+
+
+def _timeout_error(service, what, exc):
+    return TimedOut(
+        _(
+            '%(what)s: %(service)s did not answer in time (%(error)s). '
+            'The service may be hung or overloaded; a write may or may not '
+            'have taken effect. Check the %(service)s service; gpuclient '
+            'waits api_timeout seconds of the cloud in clouds.yaml, or '
+            '%(connect)d s to connect and %(read)d s for an answer.'
+        )
+        % {
+            'what': what,
+            'service': service,
+            'error': exc,
+            'connect': CONNECT_TIMEOUT,
+            'read': READ_TIMEOUT,
+        }
+    )
+
+
 def _endpoint_of(url):
     parts = urllib.parse.urlsplit(url or '')
     if not parts.scheme:
@@ -291,6 +341,8 @@ def translate_errors(service, what):
             )
             % {'what': what, 'service': service, 'error': exc}
         ) from exc
+    except ks_exc.ConnectTimeout as exc:
+        raise _timeout_error(service, what, exc) from exc
     except ks_exc.ConnectionError as exc:
         raise _connection_error(service, what, exc) from exc
     except ks_exc.HttpError as exc:
@@ -383,6 +435,8 @@ class Placement:
         with translate_errors(self.service, what):
             try:
                 response = self._adapter.request(path, method, **kwargs)
+            except ks_exc.ConnectTimeout:
+                raise
             except ks_exc.ConnectionError as exc:
                 raise _connection_error(
                     self.service, what, exc, endpoint
@@ -1189,9 +1243,13 @@ class Baremetal:
                 for node in page:
                     item = baremetal.node_dict(node)
                     found[item['uuid']] = item
-                if len(page) < page_size:
+                # Ironic caps a page at its [api]max_limit, which may be
+                # less than page_size, and links the next page: follow it
+                nxt = (_json(response) or {}).get('next')
+                if not nxt or not page:
                     return found
-                params = dict(params, marker=page[-1]['uuid'])
+                params = dict(params, **dict(urllib.parse.parse_qsl(
+                    urllib.parse.urlsplit(nxt).query)))
         except (sdk_exc.ServiceDisabledException, ks_exc.EndpointNotFound,
                 sdk_exc.EndpointNotFound) as exc:
             LOG.debug('%s: no Ironic endpoint (%s)', what, exc)
@@ -1326,7 +1384,12 @@ class Limits:
 
     def project_names(self):
         """{project id: name} of the projects the caller may list, or
-        {} when Keystone does not let it."""
+        {} when Keystone does not let it.
+
+        Keystone does not page: with ``list_limit`` set it answers the
+        first ones only (``truncated``), so a project missing here is not
+        gone: see find_projects.
+        """
         try:
             with translate_errors(self.service, _('Listing projects')):
                 return {p.id: p.name for p in self._proxy.projects()}
@@ -1334,15 +1397,42 @@ class Limits:
             LOG.debug('project names not readable: %s', exc)
             return {}
 
+    def find_projects(self, names_or_ids):
+        """{project id: name} of those of NAMES_OR_IDS that Keystone
+        finds, by ID first, then by name (one lookup each).
+
+        A value Keystone does not let the caller look up is given as
+        {value: None}: not known to be gone.
+        """
+        found = {}
+        for value in sorted(set(names_or_ids)):
+            what = _('Looking up project %s') % value
+            try:
+                with translate_errors(self.service, what):
+                    project = self._proxy.find_project(
+                        value, ignore_missing=True)
+            except APIError as exc:
+                LOG.debug('%s: %s', what, exc)
+                found[value] = None
+                continue
+            if project is not None:
+                found[project.id] = project.name
+        return found
+
 
 class GpuClient:
     """What ``client_manager.gpu`` is: the per-service clients, lazily."""
 
     def __init__(
-        self, session, sdk_connection, region_name=None, interface=None
+        self, session, sdk_connection, region_name=None, interface=None,
+        api_timeout=None,
     ):
         self._session = session
         self._conn = sdk_connection
+        # every request of both sessions (OSC's and the SDK connection's,
+        # one object under OSC) gets connect and read timeouts
+        set_timeouts(session, api_timeout)
+        set_timeouts(getattr(sdk_connection, 'session', None), api_timeout)
         self._region_name = region_name
         self._interface = interface
         self._placement = None

@@ -12,8 +12,12 @@
 
 """Apply a plan (``gpuclient.plan``) with a journal.
 
-* Steps run in order through the client layer. SIGINT and SIGTERM that
-  arrive meanwhile are deferred to the next step boundary.
+* Steps run in order through the client layer. SIGINT, SIGTERM and SIGHUP
+  that arrive meanwhile are deferred to the next step boundary; every
+  request is bounded by the session's timeouts (``client.set_timeouts``),
+  so the boundary comes. A second SIGINT or SIGTERM abandons the running
+  step at once: nothing more is undone, and the error names the step whose
+  outcome is unknown and the steps in effect (a re-run finishes the plan).
 * When a step fails, its outcome is checked by reading the cloud back: a
   write that happened although its answer was lost (a dropped connection, a
   proxy's HTML page) counts as done and the plan goes on. A write the
@@ -80,9 +84,35 @@ class NotOurs(client_mod.Conflict):
     did nothing, and its undo must not touch that object."""
 
 
+class Abandoned(BaseException):
+    """A second signal: the running step is given up at once.
+
+    A BaseException, like KeyboardInterrupt, so that no ``except
+    Exception`` on the way (the SDK's, keystoneauth's, the journal's own)
+    takes it for a failed request.
+    """
+
+    def __init__(self, signum):
+        super().__init__(signum)
+        self.signum = signum
+
+
+# deferred by apply(): Ctrl-C, kill, and the hang-up of a dropped ssh
+# session (the process would otherwise die between two steps)
+DEFERRED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# a second one of these abandons the running step; SIGHUP never does (a
+# dropped terminal can send several, and nobody is there to read why)
+ABANDONING = (signal.SIGINT, signal.SIGTERM)
+
+
 @contextlib.contextmanager
-def deferred_signals(signals=(signal.SIGINT, signal.SIGTERM)):
-    """Record SIGINT/SIGTERM instead of acting on them; yield the record."""
+def deferred_signals(signals=DEFERRED):
+    """Record SIGNALS instead of acting on them; yield the record.
+
+    The first one lets the running step finish (its request is bounded by
+    the session's timeouts), then the journal undoes. A second SIGINT or
+    SIGTERM raises Abandoned in the running step, whatever it waits for.
+    """
     received = []
     if threading.current_thread() is not threading.main_thread():
         yield received
@@ -90,9 +120,16 @@ def deferred_signals(signals=(signal.SIGINT, signal.SIGTERM)):
     previous = {}
 
     def handler(signum, _frame):
-        LOG.warning(_('Received %s: finishing the current step, then '
-                      'undoing.'), signal.Signals(signum).name)
+        again = [s for s in received if s in ABANDONING]
         received.append(signum)
+        name = signal.Signals(signum).name
+        if again and signum in ABANDONING:
+            LOG.warning(_('Received %s again: abandoning the running '
+                          'step.'), name)
+            raise Abandoned(signum)
+        LOG.warning(_('Received %s: finishing the current step, then '
+                      'undoing (Ctrl-C again abandons the step at once, '
+                      'and nothing is undone).'), name)
 
     for signum in signals:
         previous[signum] = signal.signal(signum, handler)
@@ -497,50 +534,122 @@ def _several_writes(step):
     return False
 
 
+class _Progress:
+    """Where apply() is: what a second signal leaves behind."""
+
+    def __init__(self):
+        self.index = None  # the step running (or last run)
+        self.step = None
+        self.done = []  # steps in effect
+        self.unknown = None  # a failed step that may have taken effect
+        self.undoing = False
+        self.todo = []  # what _unwind has to undo, newest first
+        self.undone = []
+        self.failure = None
+
+
 def apply(client, plan, on_step=None, executor=None):
     """Apply ``plan``; return the Executor (its ``warnings``).
 
     ``on_step(index, step)`` is called before each step (tests use it to
-    interrupt at a given step).
+    interrupt at a given step). A second SIGINT or SIGTERM (see
+    deferred_signals) abandons the running step or the undoing at once and
+    raises an ApplyError naming what may be left.
     """
     executor = executor or Executor(client)
-    done = []
-    failure = None
-    unknown = None
+    progress = _Progress()
     with deferred_signals() as received:
-        for index, step in enumerate(plan.steps):
-            if received:
-                failure = (index, step, Interrupted(received[0]), False)
-                break
-            if on_step is not None:
-                on_step(index, step)
-            LOG.debug('step %d/%d: %s', index + 1, len(plan), step.what)
-            try:
-                executor.run(step)
-            except Exception as exc:  # noqa: BLE001 - any failure undoes
-                held = False if refused(exc) else executor.try_holds(step)
-                if held:
-                    LOG.debug('%s failed (%s) but took effect',
-                              step.what, exc)
-                    done.append(step)
-                    continue
-                if not isinstance(exc, NotOurs) and (
-                        held is None or _several_writes(step)):
-                    unknown = step  # maybe (partly) done: undo it too
-                failure = (index, step, exc, True)
-                break
-            done.append(step)
-        else:
-            if received and len(plan.steps):
-                LOG.warning(_('The last step had already started: the '
-                              'command completed.'))
-            return executor
-        undone, left, kept, undo_failure = _unwind(executor, done, unknown)
-    raise _failure_error(plan, failure, done, left, kept, undo_failure,
-                         executor.left_to_others)
+        try:
+            return _apply(executor, plan, on_step, received, progress)
+        except Abandoned as exc:
+            error = _abandoned_error(plan, progress, exc.signum)
+    raise error
 
 
-def _unwind(executor, done, unknown):
+def _apply(executor, plan, on_step, received, progress):
+    done = progress.done
+    for index, step in enumerate(plan.steps):
+        if received:
+            progress.failure = (index, step, Interrupted(received[0]), False)
+            break
+        progress.index, progress.step = index, step
+        if on_step is not None:
+            on_step(index, step)
+        LOG.debug('step %d/%d: %s', index + 1, len(plan), step.what)
+        try:
+            executor.run(step)
+        except Exception as exc:  # noqa: BLE001 - any failure undoes
+            held = False if refused(exc) else executor.try_holds(step)
+            if held:
+                LOG.debug('%s failed (%s) but took effect',
+                          step.what, exc)
+                done.append(step)
+                continue
+            if not isinstance(exc, NotOurs) and (
+                    held is None or _several_writes(step)
+                    or isinstance(exc, client_mod.TimedOut)):
+                # maybe (partly) done, or a timed-out write the service may
+                # still carry out after the read-back: undo it too
+                progress.unknown = step
+            progress.failure = (index, step, exc, True)
+            break
+        done.append(step)
+    else:
+        if received and len(plan.steps):
+            LOG.warning(_('The last step had already started: the '
+                          'command completed.'))
+        return executor
+    progress.undoing = True
+    undone, left, kept, undo_failure = _unwind(
+        executor, done, progress.unknown, progress)
+    raise _failure_error(plan, progress.failure, done, left, kept,
+                         undo_failure, executor.left_to_others)
+
+
+def _abandoned_error(plan, progress, signum):
+    """The ApplyError of a second signal: what may be left, by name."""
+    values = {'title': plan.title, 'n': len(plan),
+              'signal': signal.Signals(signum).name}
+    if progress.undoing:
+        # the step being undone is among the remaining ones: its inverse
+        # may have half happened
+        left = [s for s in progress.todo
+                if s not in progress.undone and s.inverse is not None]
+        kept = [s for s in progress.todo if s.inverse is None]
+        head = _('%(title)s failed (%(error)s) and was abandoned while '
+                 'undoing, by a second %(signal)s.') % dict(
+                     values, error=_error_text(progress.failure[2]))
+        unknown = left[:1]
+        effect = left[1:] + kept
+    elif progress.step is None:
+        head = _('%(title)s was abandoned by a second %(signal)s before '
+                 'its first step.') % values
+        unknown, effect = [], []
+    else:
+        head = _('%(title)s was abandoned by a second %(signal)s during '
+                 'step %(k)d of %(n)d (%(what)s).') % dict(
+                     values, k=progress.index + 1, what=progress.step.what)
+        # the running step: its request was sent, or not; its answer lost
+        unknown = [progress.step]
+        effect = list(reversed(progress.done))
+    parts = [head, _('Nothing more was undone.')]
+    if unknown:
+        parts.append(_('Its outcome is unknown, this may or may not have '
+                       'happened: %s.') % unknown[0].what)
+    if effect:
+        parts.append(_('This is in effect: %s.') % '; '.join(
+            s.what for s in effect))
+    if unknown or effect:
+        parts.append(_('Run %s again to finish it from where it '
+                       'stopped.') % _rerun(plan))
+    else:
+        parts.append(_('Nothing had been changed.'))
+    LOG.debug('abandoned: %s', ' '.join(parts))
+    return ApplyError(' '.join(parts), failed=progress.step,
+                      left=effect + unknown)
+
+
+def _unwind(executor, done, unknown, progress=None):
     """Undo newest first; stop at the first undo that fails.
 
     Stopping there leaves the cloud at a prefix of the plan (plus the
@@ -553,6 +662,8 @@ def _unwind(executor, done, unknown):
     todo = list(reversed(done))
     if unknown is not None:
         todo.insert(0, unknown)
+    if progress is not None:  # for a second signal meanwhile
+        progress.todo, undone = todo, progress.undone
     for position, step in enumerate(todo):
         if step.inverse is None:
             kept.append(step)
@@ -587,6 +698,12 @@ def invoked_command(argv=None):
                                  plugin.secret_dests())
 
 
+def _rerun(plan):
+    """The command that finishes PLAN, as the operator should type it."""
+    return ((plan.rerun if plan.rerun_fixed else None) or invoked_command()
+            or plan.rerun or _('the same command'))
+
+
 def _failure_error(plan, failure, done, left, kept, undo_failure,
                    others=()):
     index, step, exc, _ran = failure
@@ -598,8 +715,7 @@ def _failure_error(plan, failure, done, left, kept, undo_failure,
     else:
         head = _('%(title)s failed at step %(k)d of %(n)d (%(what)s): '
                  '%(error)s.') % values
-    rerun = ((plan.rerun if plan.rerun_fixed else None) or invoked_command()
-             or plan.rerun or _('the same command'))
+    rerun = _rerun(plan)
     parts = []
     if others:
         parts.append(_('Left as another writer changed them after this '

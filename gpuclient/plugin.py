@@ -42,7 +42,29 @@ def make_client(instance):
         sdk_connection=instance.sdk_connection,
         region_name=instance.region_name,
         interface=instance.interface,
+        api_timeout=_api_timeout(instance),
     )
+
+
+def _api_timeout(instance):
+    """The cloud's clouds.yaml ``api_timeout``, or None.
+
+    OSC's ClientManager sets its CloudRegion's ``api_timeout`` to None
+    (its session never times out), so the value is read again from the
+    cloud's own configuration, as openstacksdk resolves it (profiles and
+    the ``<service>_timeout`` spellings included).
+    """
+    options = getattr(instance, '_cli_options', None)
+    loader = getattr(options, '_openstack_config', None)
+    if loader is None:
+        return None
+    try:
+        region = loader.get_one(cloud=options.name, validate=False)
+    except Exception as exc:  # noqa: BLE001 - the defaults apply
+        LOG.debug('cannot read api_timeout of cloud %s: %s',
+                  getattr(options, 'name', None), exc)
+        return None
+    return region.config.get('api_timeout')
 
 
 def build_option_parser(parser):

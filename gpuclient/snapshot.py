@@ -215,9 +215,28 @@ def read(client, extra_classes=(), with_flavors=False, wanted_hosts=None,
         for name, pool in sorted(pools.items()):
             cloud.pool_members[name] = _pool_members(client, pool)
     if with_projects and any(p['projects'] for p in pools.values()):
-        # {} when Keystone does not let the caller list projects
-        cloud.projects = client.limits.project_names() or None
+        cloud.projects = _projects(client, pools)
     return cloud
+
+
+def _projects(client, pools):
+    """{project id: name} of Keystone's projects, or None when Keystone
+    does not let the caller list them.
+
+    A pool's project value missing from the list is looked up by ID (and
+    name) before the checks may call it gone: Keystone truncates lists at
+    its ``list_limit`` and does not page. A value that cannot be looked up
+    is kept with name None (not known to be gone).
+    """
+    known = client.limits.project_names()
+    if not known:
+        return None
+    values = {value for pool in pools.values()
+              for _key, value in pools_mod.project_entries(pool['metadata'])}
+    missing = values - set(known)
+    if missing:
+        known.update(client.limits.find_projects(missing))
+    return known
 
 
 def _pool_members(client, pool):

@@ -33,6 +33,7 @@ import shutil
 import signal
 import subprocess
 import time
+import urllib.parse
 
 from cloud import api
 from cloud import cli
@@ -197,7 +198,14 @@ class Ironic:
     def nodes(self):
         fields = ('uuid,name,provision_state,power_state,maintenance,'
                   'resource_class,traits,instance_uuid,shard,last_error')
-        return self.call('GET', '/v1/nodes?fields=%s' % fields)['nodes']
+        found, path = [], '/v1/nodes?fields=%s' % fields
+        while path:  # pages of [api]max_limit nodes, linked by "next"
+            data = self.call('GET', path)
+            found.extend(data['nodes'])
+            nxt = urllib.parse.urlsplit(data.get('next') or '')
+            path = ('%s?%s' % (nxt.path, nxt.query)
+                    if data['nodes'] and nxt.path else None)
+        return found
 
 
 def _wait_state(client, uuid, state, timeout=60, field='provision_state'):

@@ -41,12 +41,16 @@ Typical use::
 """
 
 import http.client
+import http.server
 import io
 import json
 import logging
 import os
 import re
+import signal
+import socket
 import threading
+import time
 import urllib.parse
 import uuid
 
@@ -58,10 +62,23 @@ from urllib3 import exceptions as urllib3_exc
 from urllib3 import response as urllib3_response
 
 from gpuclient import client as gpu_client
+from gpuclient import pools as pool_mod
 
 LOG = logging.getLogger(__name__)
 
 KINDS = ('500', '409', 'drop', 'nonjson')
+# a hung service (see HungServer): the write never reaches it ('hang'), or
+# it happened and its answer never comes ('hang-after'); both end in a real
+# read timeout of the request. 'sigint2': as 'hang-after', and the
+# process gets SIGINT twice while it waits (the operator's second Ctrl-C)
+HANG_KINDS = ('hang', 'hang-after', 'sigint2')
+# the read timeout (seconds) of a hung request: the session's own, capped
+# at this (GPUCLIENT_FT_HANG_TIMEOUT), so that a hung write costs little
+# while every other request keeps gpuclient's timeouts (the real services
+# of a loaded test cloud take seconds at times)
+HANG_TIMEOUT = float(os.environ.get('GPUCLIENT_FT_HANG_TIMEOUT', '1'))
+# seconds between the two SIGINTs of 'sigint2' (each its own handler run)
+SIGINT_GAP = 0.2
 WRITE_METHODS = frozenset(('POST', 'PUT', 'PATCH', 'DELETE'))
 # path fragments of Keystone requests (token requests above all), which
 # are never counted whatever the catalog says
@@ -125,6 +142,136 @@ def _error_body(service, status, request_id):
         'detail': 'injected server error', 'request_id': request_id}]}
 
 
+class HungServer:
+    """A TCP server on 127.0.0.1 that accepts, reads, and never answers.
+
+    What a hung Placement or Nova looks like from the client: the
+    connection is made, the request is sent, no byte comes back, so only
+    the client's own read timeout ends the wait. ``arrived`` is set when a
+    request has come in. Connections are held until ``close()``; the
+    server stops by itself after ``hold`` idle seconds (``closed``).
+    """
+
+    def __init__(self, hold=120.0):
+        self._hold = hold
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._sock.bind(('127.0.0.1', 0))
+        self._sock.listen(16)
+        self._sock.settimeout(0.2)
+        self.port = self._sock.getsockname()[1]
+        self.url = 'http://127.0.0.1:%d' % self.port
+        self.arrived = threading.Event()
+        self._held = []
+        self._closed = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    @property
+    def closed(self):
+        return self._closed.is_set()
+
+    def _serve(self):
+        deadline = time.time() + self._hold
+        while not self._closed.is_set() and time.time() < deadline:
+            try:
+                conn, _addr = self._sock.accept()
+            except OSError:
+                continue  # the accept timeout: look at the clock again
+            deadline = time.time() + self._hold
+            conn.settimeout(2.0)
+            self._held.append(conn)
+            try:
+                if conn.recv(65536):
+                    self.arrived.set()
+            except OSError:
+                pass
+        self.close()
+
+    def close(self):
+        self._closed.set()
+        for conn in self._held + [self._sock]:
+            try:
+                conn.close()
+            except OSError:
+                pass
+
+
+class HangingProxy(http.server.ThreadingHTTPServer):
+    """An HTTP proxy on 127.0.0.1 to one real service that hangs writes.
+
+    GETs are forwarded to UPSTREAM (the real Placement, say) and answered
+    as it answers; a POST, PUT, PATCH or DELETE is read and never answered
+    (the service hung on the write): ``hung`` is set. For real processes
+    pointed at it through ``<service>_endpoint_override`` in a clouds.yaml.
+    """
+
+    daemon_threads = True
+
+    def __init__(self, upstream, hold=60.0):
+        self.upstream = urllib.parse.urlsplit(upstream)
+        self.hold = hold
+        self.hung = threading.Event()
+        self.release = threading.Event()
+        super().__init__(('127.0.0.1', 0), _ProxyHandler)
+        self.url = 'http://127.0.0.1:%d%s' % (self.server_address[1],
+                                              self.upstream.path)
+        self._thread = threading.Thread(target=self.serve_forever,
+                                        kwargs={'poll_interval': 0.2},
+                                        daemon=True)
+        self._thread.start()
+
+    def close(self):
+        self.release.set()
+        self.shutdown()
+        self.server_close()
+
+
+class _ProxyHandler(http.server.BaseHTTPRequestHandler):
+    protocol_version = 'HTTP/1.1'
+
+    def log_message(self, fmt, *args):
+        LOG.debug('hanging proxy: %s', fmt % args)
+
+    def do_GET(self):  # noqa: N802 - http.server's name
+        up = self.server.upstream
+        conn = http.client.HTTPConnection(up.hostname, up.port, timeout=30)
+        headers = {k: v for k, v in self.headers.items()
+                   if k.lower() not in ('host', 'connection')}
+        try:
+            conn.request('GET', self.path, headers=headers)
+            answer = conn.getresponse()
+            body = answer.read()
+        finally:
+            conn.close()
+        self.send_response(answer.status, answer.reason)
+        for key, value in answer.getheaders():
+            if key.lower() not in ('connection', 'transfer-encoding',
+                                   'content-length'):
+                self.send_header(key, value)
+        self.send_header('Content-Length', str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _hang(self):
+        length = int(self.headers.get('Content-Length') or 0)
+        if length:
+            self.rfile.read(length)
+        self.server.hung.set()
+        self.server.release.wait(self.server.hold)
+        self.close_connection = True
+
+    do_POST = do_PUT = do_PATCH = do_DELETE = _hang  # noqa: N815
+
+
+def _capped(timeout, most):
+    """A requests timeout (None, seconds or (connect, read)) whose read
+    part is at most MOST."""
+    if isinstance(timeout, tuple):
+        return (timeout[0], min(timeout[1] or most, most))
+    return (timeout, min(timeout or most, most))
+
+
 class _FaultAdapter(req_adapters.HTTPAdapter):
     """Transport adapter that asks its injector what to do per request.
 
@@ -163,6 +310,8 @@ class _FaultAdapter(req_adapters.HTTPAdapter):
             return self._forward(request, **kwargs)
         LOG.info('injecting %s fault into %s %s', kind, request.method,
                  request.url)
+        if kind in HANG_KINDS:
+            return self._hang(request, kind, **kwargs)
         if kind in ('500', '409'):
             status = int(kind)
             reason = http.client.responses[status]
@@ -186,6 +335,43 @@ class _FaultAdapter(req_adapters.HTTPAdapter):
                 request=request)
         return self._fake(request, 200, 'OK', NONJSON_BODY,
                           'text/html; charset=UTF-8')
+
+    def _hang(self, request, kind, **kwargs):
+        """Send REQUEST to a HungServer: the read timeout that keystoneauth
+        passes (the session's, capped at HANG_TIMEOUT) ends the wait, in
+        urllib3, as it would for a hung service."""
+        if kind != 'hang':
+            # the write reaches the service and happens
+            response = self._forward(request, **kwargs)
+            try:
+                response.content  # noqa: B018 - read it all
+            finally:
+                response.close()
+        server = self._injector.hung_server()
+        parts = urllib.parse.urlsplit(request.url)
+        hung = request.copy()
+        hung.url = urllib.parse.urlunsplit(
+            ('http', '127.0.0.1:%d' % server.port, parts.path, parts.query,
+             ''))
+        server.arrived.clear()
+        if kind == 'sigint2':
+            threading.Thread(target=self._ctrl_c_twice, args=(server,),
+                             daemon=True).start()
+        kwargs['timeout'] = _capped(kwargs.get('timeout'), HANG_TIMEOUT)
+        try:
+            return super().send(hung, **kwargs)
+        finally:
+            server.arrived.clear()
+
+    @staticmethod
+    def _ctrl_c_twice(server):
+        """SIGINT to this process twice while it waits for SERVER: two
+        handler runs (the gap lets the first one run)."""
+        for _attempt in range(2):
+            if not server.arrived.wait(10):
+                return  # the request is over: no stray signal
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(SIGINT_GAP)
 
     def release(self):
         """Close this adapter's own pools only (not the inner adapter's)."""
@@ -225,6 +411,15 @@ class FaultInjector(fixtures.Fixture):
         self.writes = []
         self.requests = []  # every request, counted or not
         self.fired = None
+        self._hung = None
+
+    def hung_server(self):
+        """The HungServer that the hang kinds send to (one, lazily)."""
+        with self._lock:
+            if self._hung is None or self._hung.closed:
+                self._hung = HungServer()
+                self.addCleanup(self._hung.close)
+            return self._hung
 
     # -- installing ------------------------------------------------------
 
@@ -343,9 +538,9 @@ class FaultInjector(fixtures.Fixture):
         ``more`` ({index: kind}) fails further writes too (an undo that
         fails as well); ``fired_more`` lists them once they fired.
         """
-        if kind not in KINDS:
+        if kind not in KINDS + HANG_KINDS:
             raise ValueError('fault kind %r is not one of %s'
-                             % (kind, ', '.join(KINDS)))
+                             % (kind, ', '.join(KINDS + HANG_KINDS)))
         if int(k) < 1:
             raise ValueError('k is 1-based, not %r' % (k,))
         with self._lock:
@@ -395,13 +590,15 @@ GLANCE_FIELDS = frozenset({
     'schema', 'direct_url', 'locations', 'stores'})
 
 
-def cloud_state(client, names=None, providers=()):
+def cloud_state(client, names=None, providers=(), traits_of=None):
     """A JSON-serialisable snapshot of what gpuclient writes.
 
     ``aggregates``: name -> {hosts, metadata, availability_zone};
     ``provider_traits``: provider uuid -> sorted CUSTOM_* traits (Nova's
-    own standard traits come and go with its resource tracker);
-    ``pool_traits``: sorted existing CUSTOM_GPU_POOL_* traits;
+    own standard traits come and go with its resource tracker; with NAMES,
+    the pool traits of pools named so only);
+    ``pool_traits``: sorted existing CUSTOM_GPU_POOL_* traits (with NAMES,
+    of pools named so);
     ``flavors``: name -> {vcpus, ram, disk, is_public, extra_specs, access}
     (access: sorted project ids, for private flavors only);
     ``mirror``: provider uuid -> sorted names of the kept aggregates whose
@@ -410,10 +607,17 @@ def cloud_state(client, names=None, providers=()):
     each uuid of PROVIDERS (one request each);
     ``images``: name -> properties (members that are not Glance's own).
     NAMES, a prefix or list of prefixes, keeps only the aggregates,
-    flavors and images whose name starts with one of them.
+    flavors and images whose name starts with one of them. TRAITS_OF
+    (provider uuids) reads the traits of those providers only (one
+    request each) instead of every provider's.
     """
     state = {'aggregates': {}, 'provider_traits': {}, 'pool_traits': [],
              'flavors': {}, 'mirror': {}, 'images': {}}
+    # with NAMES, the traits are those of pools so named: what gpuclient
+    # writes onto providers (other tests' pools come and go meanwhile)
+    ours = 'CUSTOM_' if names is None else tuple(
+        pool_mod.pool_trait(prefix)
+        for prefix in ([names] if isinstance(names, str) else names))
     placement = client.placement
     # the mirror first: an aggregate made after this read is then known
     # by name below, not mistaken for one of ours
@@ -431,21 +635,23 @@ def cloud_state(client, names=None, providers=()):
     for rp, aggs in mirrored.items():
         state['mirror'][rp] = sorted(by_uuid[a] for a in aggs
                                        if a in by_uuid)
-    data = placement.get('/resource_providers', TRAITS_VERSION,
-                         'Listing resource providers')
-    for rp in data['resource_providers']:
+    if traits_of is None:
+        listed = placement.get('/resource_providers', TRAITS_VERSION,
+                               'Listing resource providers')
+        traits_of = [rp['uuid'] for rp in listed['resource_providers']]
+    for rp_uuid in traits_of:
         try:
             traits = placement.get(
-                '/resource_providers/%s/traits' % rp['uuid'],
-                TRAITS_VERSION,
-                'Reading traits of resource provider %s' % rp['uuid'])
+                '/resource_providers/%s/traits' % rp_uuid, TRAITS_VERSION,
+                'Reading traits of resource provider %s' % rp_uuid)
         except gpu_client.NotFound:
             continue  # deleted since the list
-        state['provider_traits'][rp['uuid']] = sorted(
-            t for t in traits['traits'] if t.startswith('CUSTOM_'))
+        state['provider_traits'][rp_uuid] = sorted(
+            t for t in traits['traits'] if t.startswith(ours))
     data = placement.get('/traits', TRAITS_VERSION, 'Listing pool traits',
                          params={'name': 'startswith:' + POOL_TRAIT_PREFIX})
-    state['pool_traits'] = sorted(data['traits'])
+    state['pool_traits'] = sorted(t for t in data['traits']
+                                  if names is None or t.startswith(ours))
 
     for flavor in client.compute.flavors():
         if not _wanted(flavor.get('name'), names):

@@ -17,7 +17,9 @@ One process, through the same operations the commands call
 the number N of writes it makes is learnt from a clean run; then for every
 k in 1..N and each fault kind (a 500 or a 409 that Nova/Placement never
 saw, a dropped connection or a proxy's HTML page after the write happened)
-the k-th write fails. After each run either
+the k-th write fails (TestHungService: the k-th write hangs until the
+real read timeout, or is abandoned by a second SIGINT). After each run
+either
 
 * the command succeeded and the cloud is in the success state, or
 * the cloud is as it was before, or
@@ -59,6 +61,10 @@ def _spec(name, isolate=True):
 class FaultMatrixTestCase(base.FunctionalTestCase):
     """Runs one command under every fault point."""
 
+    # the state reads the traits of the pool hosts' root providers only
+    # (where pools put theirs), not of every provider: cheaper per point
+    roots_only = False
+
     def setUp(self):
         super().setUp()
         self.admin = faults.make_client()
@@ -76,8 +82,9 @@ class FaultMatrixTestCase(base.FunctionalTestCase):
             view = pool_ops.View(self.admin, warn=False)
             self._roots = [r for host in (base.VGPU_HOST, base.MIG_HOST)
                            for r in view.roots(host)]
-        return faults.cloud_state(self.admin, names=[PREFIX],
-                                  providers=self._roots)
+        return faults.cloud_state(
+            self.admin, names=[PREFIX], providers=self._roots,
+            traits_of=self._roots if self.roots_only else None)
 
     def cleanup(self):
         """Remove every pool/flavor/aggregate of this test, fault-free."""
@@ -128,7 +135,13 @@ class FaultMatrixTestCase(base.FunctionalTestCase):
                 where = '%s, write %d of %d, %s%s: %s' % (
                     label, k, writes, kind,
                     ' + failing undo' if undo_kind else '', error)
-                if error is None:
+                if kind == 'hang' and error is not None:
+                    # the real read timeout fired, and was a failed step
+                    self.assertIn('did not answer in time', error, where)
+                if kind == 'sigint2':
+                    outcome = self._abandoned(command, error, before,
+                                              success, where)
+                elif error is None:
                     self.assertEqual(
                         [], faults.diff_states(success, after), where)
                     outcome = 'completed'
@@ -144,11 +157,12 @@ class FaultMatrixTestCase(base.FunctionalTestCase):
                         [], faults.diff_states(success, self.state()), where)
                     outcome = 'left, re-run converged'
                 self.points.append((label, k, kind, undo_kind, outcome))
-                if error is None or outcome != 'rolled back':
+                if outcome not in ('rolled back', 'abandoned, nothing left'):
                     revert()
                     self.assertEqual(
                         [], faults.diff_states(before, self.state()), where)
         points = [p for p in self.points if p[0] == label]
+        self.assertEqual(len(plans) * writes, len(points), label)
         summary = {}
         for point in points:
             summary[point[-1]] = summary.get(point[-1], 0) + 1
@@ -160,6 +174,24 @@ class FaultMatrixTestCase(base.FunctionalTestCase):
         self.addDetail('fault-matrix: %s' % label,
                        content.text_content(report))
         print(report)  # noqa: T201 - stestr shows it with the test output
+
+
+    def _abandoned(self, command, error, before, success, where):
+        """The outcome of a second Ctrl-C during the hung write: the
+        error names the running step as unknown; whatever is left, a
+        re-run (no fault) reaches the success state."""
+        self.assertIsNotNone(error, where)
+        self.assertIn('was abandoned by a second SIGINT during step', error,
+                      where)
+        self.assertIn('Nothing more was undone', error, where)
+        self.assertIn('may or may not have happened', error, where)
+        if not faults.diff_states(before, self.state()):
+            return 'abandoned, nothing left'
+        self.assertIn('again to finish it', error, where)
+        command(self.client)  # the re-run, no fault
+        self.assertEqual([], faults.diff_states(success, self.state()),
+                         where)
+        return 'abandoned, re-run converged'
 
 
 class TestPoolFaults(FaultMatrixTestCase):
@@ -320,6 +352,44 @@ class TestQuotaFaults(FaultMatrixTestCase):
 
         self.run_matrix('quota set', command, self.remove_limits,
                         undo_faults=True)
+
+
+class TestHungService(FaultMatrixTestCase):
+    """A service that takes a write and never answers (faults.HungServer).
+
+    'hang': the write never arrived; 'hang-after': it happened, its answer
+    never came; both end in a real read timeout (faults.HANG_TIMEOUT, 1 s;
+    GPUCLIENT_FT_HANG_TIMEOUT), a failed step read back like any other.
+    'sigint2': as 'hang-after', and Ctrl-C twice while it waits: the step
+    is abandoned at once and the error names what may be left.
+    """
+
+    roots_only = True
+
+    def test_create_isolated_pool_under_a_hung_service(self):
+        """A pool without hosts: Nova's aggregate and metadata writes and
+        Placement's trait write (few writes: each point costs a timeout
+        and command runs)."""
+        def command(client):
+            pool_ops.create(client, _spec(self.name), [])
+
+        def revert():
+            pool_ops.delete(self.admin, self.name, force=True)
+
+        self.run_matrix('pool create, hung service', command, revert,
+                        kinds=faults.HANG_KINDS)
+
+
+class TestQuotaHungService(TestQuotaFaults):
+    """TestQuotaFaults's quota set under a hung Keystone limits API."""
+
+    def test_set_project_limit_of_a_new_class(self):
+        def command(client):
+            quota_cmd.plan_and_apply(client, quota.plan_set, self.rc, 3,
+                                     self.project)
+
+        self.run_matrix('quota set, hung service', command,
+                        self.remove_limits, kinds=faults.HANG_KINDS)
 
 
 class TestInterrupts(FaultMatrixTestCase):

@@ -156,6 +156,7 @@ class FakeCloud:
         # unless ironic_endpoint; ironic_hidden plays the default policy
         # for project-scoped tokens (200 and no nodes)
         self.ironic_nodes = []
+        self.ironic_max_limit = 1000  # Ironic's [api]max_limit
         self.ironic_endpoint = False
         self.ironic_hidden = False
 
@@ -1350,9 +1351,17 @@ class FakeIronic:
         marker = (params or {}).get('marker')
         if marker:
             nodes = [n for n in nodes if n['uuid'] > marker]
-        limit = int((params or {}).get('limit') or 1000)
-        return make_response(200, {'nodes': nodes[:limit]},
-                             url='http://ironic.example/v1/nodes')
+        # Ironic caps a page at [api]max_limit and links the next page
+        # whenever a page is full, whatever limit was asked for
+        limit = min(int((params or {}).get('limit') or 1000),
+                    self.cloud.ironic_max_limit)
+        page = nodes[:limit]
+        body = {'nodes': page}
+        if page and len(page) == limit:
+            query = dict(params or {}, limit=limit, marker=page[-1]['uuid'])
+            body['next'] = 'http://ironic.example/v1/nodes?%s' % (
+                urllib.parse.urlencode(query))
+        return make_response(200, body, url='http://ironic.example/v1/nodes')
 
 
 class ClientManagerFixture(fixtures.Fixture):

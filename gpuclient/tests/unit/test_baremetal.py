@@ -331,6 +331,19 @@ class TestIronicReader(base.TestCase):
                          (maint['maintenance'], maint['maintenance_reason'],
                           maint['traits']))
 
+    def test_pages_shorter_than_asked_for_are_followed(self):
+        # Ironic's [api]max_limit below the page size asked for: every
+        # page is short, and the next link says there is more
+        self.cloud.ironic_endpoint = True
+        self.cloud.ironic_max_limit = 2
+        nodes = self.cm.gpu.baremetal.nodes()
+        self.assertEqual({n['uuid'] for n in self.cloud.ironic_nodes},
+                         set(nodes))
+        pages = -(-len(self.cloud.ironic_nodes) // 2)
+        self.assertLessEqual(pages, len(self.cm.ironic.calls))
+        markers = [p.get('marker') for _u, _v, p in self.cm.ironic.calls]
+        self.assertEqual(len(markers), len(set(markers)))
+
     def test_hidden_nodes_are_an_empty_answer(self):
         self.cloud.ironic_endpoint = True
         self.cloud.ironic_hidden = True

@@ -13,7 +13,10 @@
 """gpuclient.checks over plain clouds: each misconfiguration is found
 under its check name, and the cloud after the suggested fix is clean."""
 
+from openstack import exceptions as sdk_exc
+
 from gpuclient import checks
+from gpuclient import client as client_mod
 from gpuclient import hosts
 from gpuclient import pools
 from gpuclient import quota
@@ -285,6 +288,39 @@ class TestPools(ChecksTestCase):
         cloud = self.cloud()
         cloud.projects = {'p1': 'team-a'}
         self.assertEqual([], checks.run(cloud, names=['pool-projects']))
+
+    def test_a_truncated_project_list_calls_no_live_project_gone(self):
+        # Keystone's list_limit: the list stops after 2 projects and
+        # says "truncated"; it does not page. p3 is alive, beyond it
+        keystone = TruncatingKeystone(
+            {'p1': 'team-a', 'p2': 'team-b', 'p3': 'team-c'}, list_limit=2,
+            forbidden={'hidden'})
+        limits = client_mod.Limits(keystone, session=None)
+        cloud = self.project_cloud({
+            'filter_tenant_id': 'p1,p3,gone,hidden',
+            'filter_tenant_id_x': 'team-c'})
+        pools_read = {name: {'metadata': pool['metadata']}
+                      for name, pool in cloud.pools.items()}
+        cloud.projects = snapshot._projects(
+            type('C', (), {'limits': limits})(), pools_read)
+        self.assertEqual({'p1', 'p2', 'p3', 'hidden'}, set(cloud.projects))
+        found = {f.object: f for f in checks.run(
+            cloud, names=['pool-projects'])}
+        self.assertEqual({'pool solver / filter_tenant_id',
+                          'pool solver / filter_tenant_id_x'}, set(found))
+        # only "gone" is called deleted; p3 and the project Keystone does
+        # not let us look up ("hidden") stay
+        self.assertIn('filter_tenant_id=gone is no project',
+                      found['pool solver / filter_tenant_id'].symptom)
+        self.assertEqual('openstack aggregate set --property '
+                         'filter_tenant_id=p1,p3,hidden solver',
+                         found['pool solver / filter_tenant_id'].fix)
+        # a name beyond the list is found by name, and named as a name
+        self.assertIn('names a project by name',
+                      found['pool solver / filter_tenant_id_x'].symptom)
+        # one list, then one lookup per value missing from it
+        self.assertEqual(['list', 'find gone', 'find hidden', 'find p3',
+                          'find team-c'], keystone.calls)
 
     def test_pool_option_keeps_that_pools_findings(self):
         self.pool(PT_SPEC, ['gpu-pt-1', 'plain-1'])
@@ -694,3 +730,33 @@ class TestNotJudged(ChecksTestCase):
                          [(f.severity, f.object) for f in found])
         self.assertIn('not judged: its request cannot be built',
                       found[0].symptom)
+
+
+class TruncatingKeystone:
+    """Keystone's projects as the SDK's identity proxy gives them: the
+    list cut at ``list_limit`` (Keystone does not page), ``find_project``
+    by ID, then by name; 403 for the FORBIDDEN values."""
+
+    def __init__(self, projects, list_limit, forbidden=()):
+        self._projects = [type('Project', (), {'id': i, 'name': n})()
+                          for i, n in sorted(projects.items())]
+        self._limit = list_limit
+        self._forbidden = set(forbidden)
+        self.calls = []
+
+    def projects(self):
+        self.calls.append('list')
+        return iter(self._projects[:self._limit])
+
+    def find_project(self, value, ignore_missing=True):
+        self.calls.append('find %s' % value)
+        if value in self._forbidden:
+            raise sdk_exc.ForbiddenException(message='forbidden',
+                                             http_status=403)
+        for project in self._projects:
+            if project.id == value:
+                return project
+        for project in self._projects:
+            if project.name == value:
+                return project
+        return None

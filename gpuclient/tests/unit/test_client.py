@@ -192,8 +192,14 @@ class TestPlacementTransport(base.TestCase):
         client.Placement._max_versions.clear()
         self.addCleanup(client.Placement._max_versions.clear)
 
-    def gpu_client(self, **settings):
+    def gpu_client(self, api_timeout=None, **settings):
         """A GpuClient over a Connection made from a clouds.yaml."""
+        config = self.cloud_config(**settings)
+        conn = connection.Connection(config=config.get_one('gpu-test'))
+        return client.GpuClient(conn.session, conn, api_timeout=api_timeout)
+
+    def cloud_config(self, **settings):
+        """An OpenStackConfig of one cloud, gpu-test, with SETTINGS."""
         cloud = {'auth_type': 'v3token',
                  'auth': {'auth_url': self.AUTH_URL, 'token': 'secret',
                           'project_id': 'p1'},
@@ -202,11 +208,9 @@ class TestPlacementTransport(base.TestCase):
         path = self.useFixture(fixtures.TempDir()).join('clouds.yaml')
         with open(path, 'w') as out:
             yaml.safe_dump({'clouds': {'gpu-test': cloud}}, out)
-        config = os_config.OpenStackConfig(
+        return os_config.OpenStackConfig(
             config_files=[path], vendor_files=[], secure_files=[],
             load_envvars=False)
-        conn = connection.Connection(config=config.get_one('gpu-test'))
-        return client.GpuClient(conn.session, conn)
 
     def placement_requests(self, since=0):
         return [r for r in self.mock.request_history[since:]
@@ -239,6 +243,54 @@ class TestPlacementTransport(base.TestCase):
                 expected)
             self.assertEqual((1, 30 + number), placement.max_version(),
                              settings)
+
+    def sent_timeouts(self, placement):
+        before = len(self.mock.request_history)
+        placement.resource_providers()
+        return {r.timeout for r in self.mock.request_history[before:]}
+
+    def test_every_request_has_connect_and_read_timeouts(self):
+        gpu = self.gpu_client()
+        self.assertEqual((client.CONNECT_TIMEOUT, client.READ_TIMEOUT),
+                         gpu._session.timeout)
+        # the token request and Placement's alike
+        self.assertEqual({(10.0, 120.0)}, self.sent_timeouts(gpu.placement))
+
+    def test_api_timeout_of_clouds_yaml_is_honoured(self):
+        # through openstacksdk (the session has it) ...
+        config = self.cloud_config(api_timeout=7)
+        conn = connection.Connection(config=config.get_one('gpu-test'))
+        self.assertEqual({7.0}, self.sent_timeouts(
+            client.GpuClient(conn.session, conn).placement))
+        # ... and under OSC, which sets its session's api_timeout to None:
+        # the plugin reads the cloud's own value again
+        from gpuclient import plugin
+        region = config.get_one('gpu-test')
+        region.config['api_timeout'] = None
+        region._openstack_config = config
+        instance = type('CM', (), {
+            '_cli_options': region, 'session': region.get_session(),
+            'region_name': 'RegionOne', 'interface': 'public'})()
+        self.assertIsNone(instance.session.timeout)
+        instance.sdk_connection = connection.Connection(config=region)
+        self.assertEqual(7, plugin._api_timeout(instance))
+        gpu = plugin.make_client(instance)
+        self.assertEqual({7.0}, self.sent_timeouts(gpu.placement))
+
+    def test_a_timed_out_request_is_a_clear_error(self):
+        for exc in (requests.exceptions.ReadTimeout('read timed out'),
+                    requests.exceptions.ConnectTimeout('connect timed out')):
+            self.mock.get(OVERRIDE_URL + '/resource_providers', exc=exc)
+            placement = self.gpu_client(
+                placement_endpoint_override=OVERRIDE_URL).placement
+            error = self.assertRaises(client.TimedOut,
+                                      placement.resource_providers)
+            self.assertIn('Listing resource providers: Placement did not '
+                          'answer in time (Request to %s/resource_providers '
+                          'timed out)' % OVERRIDE_URL, str(error))
+            self.assertIn('a write may or may not have taken effect',
+                          str(error))
+            self.assertIn('api_timeout', str(error))
 
     def test_configured_default_microversion_is_never_sent(self):
         placement = self.gpu_client(

@@ -797,7 +797,7 @@ class TestSignals(JournalTestCase):
     def setUp(self):
         super().setUp()
         self.caught = []
-        for signum in (signal.SIGINT, signal.SIGTERM):
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             # A handler of our own: if the journal failed to defer a
             # signal, it lands here instead of ending the test run.
             old = signal.signal(signum, self._record)
@@ -876,6 +876,93 @@ class TestSignals(JournalTestCase):
         self.assertRaises(journal.ApplyError, journal.apply, self.client,
                           pool_plan_steps())
         self.assertEqual(before, self.cloud.state())
+        self.assertEqual([], self.caught)
+
+    def _hang_in_trait_create(self, second):
+        """Step 3 (trait create) gets SECOND while its request is under
+        way (a hung service: the write happened, no answer yet)."""
+        real = FakePlacement(self.cloud).create_trait
+
+        def create_trait(name):
+            real(name)
+            os.kill(os.getpid(), second)
+            if second != signal.SIGHUP:
+                self.fail('a second signal did not abandon the step')
+
+        self.client.placement.create_trait = create_trait
+
+    def test_second_sigint_abandons_the_running_step(self):
+        for second in (signal.SIGINT, signal.SIGTERM):
+            client = self.client = FakeClient()
+            self.cloud = client.cloud
+            self._hang_in_trait_create(second)
+            plan = pool_plan_steps()
+            error = self.assertRaises(
+                journal.ApplyError, journal.apply, client, plan,
+                on_step=self._kill_at(2, signal.SIGINT))
+            steps = [s.what for s in plan.steps]
+            self.assertEqual(
+                'Creating pool a100 was abandoned by a second %s during '
+                'step 3 of 5 (%s). Nothing more was undone. Its outcome is '
+                'unknown, this may or may not have happened: %s. This is '
+                'in effect: %s; %s. Run "openstack gpu pool create a100 '
+                '..." again to finish it from where it stopped.' % (
+                    signal.Signals(second).name, steps[2], steps[2],
+                    steps[1], steps[0]), str(error))
+            # nothing was undone: the cloud holds steps 1-3
+            self.assertEqual(['create aggregate a100', 'set metadata of '
+                              'a100', 'create trait ' + POOL_TRAIT],
+                             self.cloud.write_log)
+            self.assertIs(plan.steps[2], error.failed)
+            self.assertEqual([plan.steps[1], plan.steps[0], plan.steps[2]],
+                             error.left)
+            self.assertEqual(self._record, signal.getsignal(signal.SIGINT))
+            self.assertEqual(self._record, signal.getsignal(signal.SIGTERM))
+            self.assertEqual([], self.caught)
+        # the re-run finishes the plan
+        success = self.success_state(pool_plan_steps())
+        del self.client.placement.create_trait
+        rerun(self.client, pool_plan_steps())
+        self.assertEqual(success, self.cloud.state())
+
+    def test_sighup_is_deferred_and_never_abandons(self):
+        before = self.cloud.state()
+        self._hang_in_trait_create(signal.SIGHUP)
+        error = self.assertRaises(
+            journal.ApplyError, journal.apply, self.client,
+            pool_plan_steps(), on_step=self._kill_at(2, signal.SIGHUP))
+        # two hang-ups: the step finished, then everything was undone
+        self.assertIn('was interrupted by SIGHUP after step 3 of 5. '
+                      'Everything it had done was undone (3 step(s))',
+                      str(error))
+        self.assertEqual(before, self.cloud.state())
+        self.assertEqual(self._record, signal.getsignal(signal.SIGHUP))
+        self.assertEqual([], self.caught)
+
+    def test_second_sigint_during_undo_names_what_is_left(self):
+        self.cloud.fail(5, 'error')
+        real = self.client.placement.update_traits
+
+        def update_traits(uuid, add=(), remove=()):
+            if remove:  # undoing step 4: Ctrl-C twice
+                os.kill(os.getpid(), signal.SIGINT)
+                os.kill(os.getpid(), signal.SIGINT)
+            return real(uuid, add=add, remove=remove)
+
+        self.client.placement.update_traits = update_traits
+        plan = pool_plan_steps()
+        error = self.assertRaises(journal.ApplyError, journal.apply,
+                                  self.client, plan)
+        steps = [s.what for s in plan.steps]
+        self.assertIn(
+            'and was abandoned while undoing, by a second SIGINT. Nothing '
+            'more was undone. Its outcome is unknown, this may or may not '
+            'have happened: %s. This is in effect: %s; %s; %s. Run' % (
+                steps[3], steps[2], steps[1], steps[0]), str(error))
+        self.assertTrue(str(error).startswith('Creating pool a100 failed ('))
+        # the trait is still on the provider: the undo never ran
+        self.assertIn(POOL_TRAIT, self.cloud.providers[ROOT1])
+        self.assertEqual(plan.steps[2::-1] + [plan.steps[3]], error.left)
         self.assertEqual([], self.caught)
 
     def test_interrupted_message(self):
