@@ -46,11 +46,17 @@ def _hex():
 class ContractTestCase(base.FunctionalTestCase):
     """A GpuClient and a plain openstacksdk connection to the same cloud."""
 
+    # one GpuClient and one SDK connection for the whole module: a test
+    # reads and writes through them, it never changes their set-up, and
+    # authenticating twice per test was most of the suite's time
+    _shared = {}
+
     def setUp(self):
         super().setUp()
-        self.gpu = faults.make_client(self.cloud)
-        self.sdk = openstack.connect(cloud=self.cloud)
-        self.addCleanup(self.sdk.close)
+        if self.cloud not in self._shared:
+            self._shared[self.cloud] = (faults.make_client(self.cloud),
+                                        openstack.connect(cloud=self.cloud))
+        self.gpu, self.sdk = self._shared[self.cloud]
 
     # plain reads -----------------------------------------------------------
 
