@@ -94,6 +94,12 @@ class Aggregate:
         self.availability_zone = zone
 
 
+def _zone(agg):
+    """The availability zone of a fake aggregate (metadata or create)."""
+    return (agg.metadata or {}).get('availability_zone') or (
+        agg.availability_zone)
+
+
 class Provider:
     """One resource provider of a fake cloud."""
 
@@ -1231,6 +1237,16 @@ class FakeCompute:
         status = self.fail.get(('metadata', agg.name))
         if status:
             raise sdk_error(status, injected(status))
+        if 'availability_zone' in metadata:
+            if not metadata['availability_zone']:
+                raise sdk_error(400, 'Aggregate %s does not support empty '
+                                'named availability zone' % agg.name)
+            zones = self._other_zones(agg.hosts, agg,
+                                      metadata['availability_zone'])
+            if zones:
+                raise sdk_error(400, 'Cannot update aggregate %s. Reason: '
+                                'One or more hosts already in availability '
+                                'zone(s) %s.' % (agg.id, zones))
         for key, value in metadata.items():
             if value is None:
                 agg.metadata.pop(key, None)
@@ -1249,6 +1265,12 @@ class FakeCompute:
         if host in agg.hosts:
             raise sdk_error(409, 'Aggregate %s already has host %s.'
                             % (agg.id, host))
+        # Nova's is_safe_to_update_az: a host is in one zone at most
+        zones = self._other_zones([host], agg, _zone(agg))
+        if zones:
+            raise sdk_error(409, 'Cannot add host to aggregate %s. Reason: '
+                            'One or more hosts already in availability '
+                            'zone(s) %s.' % (agg.id, zones))
         agg.hosts.append(host)
         node = self._first_node(host)
         if node is not None and host not in self.unmirrored:
@@ -1256,6 +1278,15 @@ class FakeCompute:
                 node.aggregates.append(agg.uuid)
                 node.generation += 1
         return agg
+
+    def _other_zones(self, hosts, agg, zone):
+        """The zones other than ZONE of the other aggregates of HOSTS (a
+        zone-less aggregate: nothing to compare)."""
+        if not zone:
+            return []
+        return sorted({_zone(a) for a in self.cloud.aggregates
+                       if a is not agg and _zone(a) and _zone(a) != zone
+                       and set(hosts) & set(a.hosts)})
 
     def _first_node(self, host):
         for hv in self.cloud.hypervisors:

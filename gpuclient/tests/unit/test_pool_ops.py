@@ -23,6 +23,7 @@ makes to its dependents).
 
 from unittest import mock
 
+from openstack import exceptions as sdk_exc
 from openstack.compute.v2 import _proxy as compute_proxy
 from osc_lib import exceptions
 
@@ -78,6 +79,33 @@ class TestCreate(PoolOpsTestCase):
         self.assertIn('CUSTOM_GPU_POOL_SOLVER', self.placement.traits)
         self.assertEqual(['gpu-pt-1'], pool['hosts'])
         self.assertTrue(pool['isolate'])
+
+    def test_host_of_another_zone_refused_before_any_write(self):
+        # Nova keeps a host in one zone: the fake refuses the add with 409
+        # as Nova does (so a missing plan check fails mid-plan here), and
+        # the plan refuses it before the first write
+        east = self.compute.create_aggregate('east', availability_zone='east')
+        self.compute.add_host_to_aggregate(east, 'gpu-pt-1')
+        calls = list(self.compute.calls)
+        exc = self.assertRaises(
+            exceptions.CommandError, pool_ops.create, self.client,
+            self.spec(zone='west'), ['gpu-pt-1'])
+        self.assertIn('Host gpu-pt-1 is in availability zone east (aggregate '
+                      'east) and a host can be in one zone only', str(exc))
+        self.assertEqual(calls, self.compute.calls)
+        self.assertEqual(['east'], [a.name for a in self.cloud.aggregates])
+        # the same zone, or a pool without one, is fine
+        pool_ops.create(self.client, self.spec(zone='east'), ['gpu-pt-1'])
+        pool_ops.create(self.client, self.spec('open'), ['gpu-pt-1'])
+
+    def test_fake_refuses_a_host_in_two_zones(self):
+        east = self.compute.create_aggregate('east', availability_zone='east')
+        west = self.compute.create_aggregate('west', availability_zone='west')
+        self.compute.add_host_to_aggregate(east, 'gpu-pt-1')
+        exc = self.assertRaises(sdk_exc.ConflictException,
+                                self.compute.add_host_to_aggregate,
+                                west, 'gpu-pt-1')
+        self.assertEqual(409, exc.status_code)
 
     def test_vgpu_type_trait_on_pgpus_only(self):
         pool_ops.create(self.client, self.spec('ws', 'vgpu'),
