@@ -92,11 +92,7 @@ class TestHungPlacement(test_transport.TestPlacementEndpointOverride):
     def test_second_sigint_during_a_hung_write(self):
         conn = openstack.connect(cloud=self.cloud)
         self.addCleanup(conn.close)
-        upstream = conn.session.get_endpoint(
-            service_type='placement',
-            interface=conn.config.get_interface('placement'),
-            region_name=conn.config.get_region_name('placement'))
-        proxy = faults.HangingProxy(upstream)
+        proxy = faults.HangingProxy(self.catalog_url())
         self.addCleanup(proxy.close)
         env = self.with_placement_at(proxy.url)
         name = self.unique_name('hung')
