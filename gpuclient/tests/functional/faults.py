@@ -79,6 +79,10 @@ HANG_KINDS = ('hang', 'hang-after', 'sigint2')
 HANG_TIMEOUT = float(os.environ.get('GPUCLIENT_FT_HANG_TIMEOUT', '1'))
 # seconds between the two SIGINTs of 'sigint2' (each its own handler run)
 SIGINT_GAP = 0.2
+# the read timeout of a 'sigint2' request: the second SIGINT ends its wait,
+# so the timeout only bounds a test gone wrong; it must not fire first on a
+# loaded machine (then the step fails by timeout, not by abandonment)
+SIGINT2_TIMEOUT = 60.0
 WRITE_METHODS = frozenset(('POST', 'PUT', 'PATCH', 'DELETE'))
 # path fragments of Keystone requests (token requests above all), which
 # are never counted whatever the catalog says
@@ -357,7 +361,9 @@ class _FaultAdapter(req_adapters.HTTPAdapter):
         if kind == 'sigint2':
             threading.Thread(target=self._ctrl_c_twice, args=(server,),
                              daemon=True).start()
-        kwargs['timeout'] = _capped(kwargs.get('timeout'), HANG_TIMEOUT)
+        kwargs['timeout'] = _capped(
+            kwargs.get('timeout'),
+            SIGINT2_TIMEOUT if kind == 'sigint2' else HANG_TIMEOUT)
         try:
             return super().send(hung, **kwargs)
         finally:
