@@ -294,8 +294,12 @@ class ListQuota(command.Lister):
         pools = _pools(client)
         rows = quota.list_rows(pools, client.limits.limits())
         names = client.limits.project_names() if rows else {}
+        # Keystone truncates its list at list_limit: look the rest up
+        missing = {r['project_id'] for r in rows} - set(names)
+        if missing:
+            names.update(client.limits.find_projects(missing))
         return LIST_COLUMNS, [
-            (r['project_id'], names.get(r['project_id'], ''),
+            (r['project_id'], names.get(r['project_id']) or '',
              quota.resource_name(r['resource_class']), r['resource_class'],
              format_columns.ListColumn(r['pools']), LimitColumn(r['limit']))
             for r in rows]

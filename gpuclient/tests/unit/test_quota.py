@@ -755,6 +755,26 @@ class TestCommands(base.CommandTestCase):
         self.assertEqual([('p-team', 'team', 'class:%s' % PT, PT)],
                          [tuple(r[:4]) for r in rows])
 
+    def test_list_names_projects_a_truncated_list_left_out(self):
+        self.limits.limits.return_value = [
+            {'id': 'l1', 'project_id': 'p-team',
+             'resource_name': 'class:%s' % PT, 'resource_limit': 2},
+            {'id': 'l2', 'project_id': 'p-late',
+             'resource_name': 'class:%s' % PT, 'resource_limit': 1},
+            {'id': 'l3', 'project_id': 'p-hidden',
+             'resource_name': 'class:%s' % PT, 'resource_limit': 1}]
+        # Keystone's list stopped at list_limit: p-late is looked up by
+        # ID; p-hidden cannot be looked up (None: left blank)
+        self.limits.project_names.return_value = {'p-team': 'team'}
+        self.limits.find_projects.return_value = {'p-late': 'late',
+                                                  'p-hidden': None}
+        columns, rows = self.run_cmd(quota_cmd.ListQuota, [])
+        self.limits.find_projects.assert_called_once_with(
+            {'p-late', 'p-hidden'})
+        self.assertEqual(
+            [('p-hidden', ''), ('p-late', 'late'), ('p-team', 'team')],
+            sorted(tuple(r[:2]) for r in rows))
+
 
 class TestCandidatesQuota(base.TestCase):
     """gpu candidates --explain: unified GPU limits as the reason."""
