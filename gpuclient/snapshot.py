@@ -220,20 +220,26 @@ def read(client, extra_classes=(), with_flavors=False, wanted_hosts=None,
 
 
 def _projects(client, pools):
+    """{project id: name} of Keystone's projects and of every pool's
+    project values, or None (see project_names)."""
+    return project_names(client, {
+        value for pool in pools.values()
+        for _key, value in pools_mod.project_entries(pool['metadata'])})
+
+
+def project_names(client, values):
     """{project id: name} of Keystone's projects, or None when Keystone
     does not let the caller list them.
 
-    A pool's project value missing from the list is looked up by ID (and
-    name) before the checks may call it gone: Keystone truncates lists at
-    its ``list_limit`` and does not page. A value that cannot be looked up
-    is kept with name None (not known to be gone).
+    A value of VALUES missing from the list is looked up by ID (and name)
+    before anyone may call it gone: Keystone truncates lists at its
+    ``list_limit`` and does not page. A value that cannot be looked up is
+    kept with name None (not known to be gone).
     """
     known = client.limits.project_names()
     if not known:
         return None
-    values = {value for pool in pools.values()
-              for _key, value in pools_mod.project_entries(pool['metadata'])}
-    missing = values - set(known)
+    missing = set(values) - set(known)
     if missing:
         known.update(client.limits.find_projects(missing))
     return known

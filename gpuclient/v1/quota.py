@@ -293,11 +293,8 @@ class ListQuota(command.Lister):
         client = self.app.client_manager.gpu
         pools = _pools(client)
         rows = quota.list_rows(pools, client.limits.limits())
-        names = client.limits.project_names() if rows else {}
-        # Keystone truncates its list at list_limit: look the rest up
-        missing = {r['project_id'] for r in rows} - set(names)
-        if missing:
-            names.update(client.limits.find_projects(missing))
+        names = (snapshot.project_names(
+            client, {r['project_id'] for r in rows}) if rows else None) or {}
         return LIST_COLUMNS, [
             (r['project_id'], names.get(r['project_id']) or '',
              quota.resource_name(r['resource_class']), r['resource_class'],
