@@ -34,7 +34,7 @@ API_VERSIONS = ('1',)
 
 def make_client(instance):
     """Return the gpuclient client layer for an OSC ClientManager."""
-    from gpuclient import client
+    from gpuclient.cloud import client
 
     LOG.debug('Instantiating gpuclient client layer')
     return client.GpuClient(

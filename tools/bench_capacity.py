@@ -64,9 +64,9 @@ from bench_host_list import timed
 from keystoneauth1 import adapter
 import openstack
 
-from gpuclient import capacity
-from gpuclient import client
-from gpuclient import snapshot
+from gpuclient.cloud import client
+from gpuclient.ops import snapshot
+from gpuclient.rules import capacity
 from gpuclient.v1 import candidates as candidates_cmd
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

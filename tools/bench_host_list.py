@@ -42,7 +42,7 @@ import time
 from keystoneauth1 import adapter
 import openstack
 
-from gpuclient import client
+from gpuclient.cloud import client
 from gpuclient.v1 import host
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -24,16 +24,16 @@ from osc_lib.cli import format_columns
 from osc_lib.cli import parseractions
 from osc_lib.command import command
 
-from gpuclient import baremetal
-from gpuclient import client as client_mod
-from gpuclient import explain
-from gpuclient import host_filters
-from gpuclient import names
-from gpuclient import pools as pools_mod
-from gpuclient import quota
-from gpuclient import request
-from gpuclient import snapshot
+from gpuclient.cloud import client as client_mod
 from gpuclient.i18n import _
+from gpuclient.ops import snapshot
+from gpuclient.rules import baremetal
+from gpuclient.rules import explain
+from gpuclient.rules import host_filters
+from gpuclient.rules import names
+from gpuclient.rules import pools as pools_mod
+from gpuclient.rules import quota
+from gpuclient.rules import request
 
 LOG = logging.getLogger(__name__)
 CONF_ENV = 'GPUCLIENT_NOVA_CONF'

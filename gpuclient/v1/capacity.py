@@ -16,11 +16,11 @@ import logging
 
 from osc_lib.command import command
 
-from gpuclient import capacity
 from gpuclient import formatters
-from gpuclient import pools as pools_mod
-from gpuclient import snapshot
 from gpuclient.i18n import _
+from gpuclient.ops import snapshot
+from gpuclient.rules import capacity
+from gpuclient.rules import pools as pools_mod
 from gpuclient.v1 import candidates as candidates_cmd
 
 LOG = logging.getLogger(__name__)

@@ -17,10 +17,10 @@ import logging
 from osc_lib import exceptions
 from osc_lib.command import command
 
-from gpuclient import checks
-from gpuclient import pools as pools_mod
-from gpuclient import snapshot
 from gpuclient.i18n import _
+from gpuclient.ops import snapshot
+from gpuclient.rules import checks
+from gpuclient.rules import pools as pools_mod
 from gpuclient.v1 import candidates as candidates_cmd
 
 LOG = logging.getLogger(__name__)

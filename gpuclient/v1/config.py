@@ -25,11 +25,11 @@ import os
 from osc_lib import exceptions
 from osc_lib.command import command
 
-from gpuclient import nova_config
-from gpuclient import pools as pools_mod
-from gpuclient import request
-from gpuclient import snapshot
 from gpuclient.i18n import _
+from gpuclient.ops import snapshot
+from gpuclient.rules import nova_config
+from gpuclient.rules import pools as pools_mod
+from gpuclient.rules import request
 
 LOG = logging.getLogger(__name__)
 LAYOUTS = ('ini', 'kolla')

@@ -20,10 +20,10 @@ from osc_lib.cli import format_columns
 from osc_lib.cli import parseractions
 from osc_lib.command import command
 
-from gpuclient import flavor_ops
-from gpuclient import journal
-from gpuclient import specs
 from gpuclient.i18n import _
+from gpuclient.ops import flavor_ops
+from gpuclient.ops import journal
+from gpuclient.rules import specs
 from gpuclient.v1 import pool as pool_cmd
 
 LOG = logging.getLogger(__name__)

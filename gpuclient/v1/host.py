@@ -17,12 +17,12 @@ import logging
 from osc_lib.cli import format_columns
 from osc_lib.command import command
 
-from gpuclient import baremetal
-from gpuclient import hosts
-from gpuclient import names
-from gpuclient import pools as pools_mod
-from gpuclient import snapshot
 from gpuclient.i18n import _
+from gpuclient.ops import snapshot
+from gpuclient.rules import baremetal
+from gpuclient.rules import hosts
+from gpuclient.rules import names
+from gpuclient.rules import pools as pools_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -31,7 +31,7 @@ def collect(client, pool=None, resource_classes=(), unmapped=False,
             long=False):
     """Read what ``gpu host list`` shows: (rows, notes for the operator).
 
-    One snapshot of the cloud (``gpuclient.snapshot.read``): a fixed
+    One snapshot of the cloud (``gpuclient.ops.snapshot.read``): a fixed
     number of requests whatever the number of hosts.
     """
     extra = [names.normalize_resource_class(rc) for rc in resource_classes]

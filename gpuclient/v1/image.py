@@ -17,9 +17,9 @@ import logging
 from osc_lib.cli import format_columns
 from osc_lib.command import command
 
-from gpuclient import flavor_ops
-from gpuclient import images
 from gpuclient.i18n import _
+from gpuclient.ops import flavor_ops
+from gpuclient.rules import images
 from gpuclient.v1 import pool as pool_cmd
 
 LOG = logging.getLogger(__name__)

@@ -20,11 +20,11 @@ from osc_lib.cli import format_columns
 from osc_lib.cli import parseractions
 from osc_lib.command import command
 
-from gpuclient import pool_ops
-from gpuclient import pools
-from gpuclient import snapshot
-from gpuclient import specs
 from gpuclient.i18n import _
+from gpuclient.ops import pool_ops
+from gpuclient.ops import snapshot
+from gpuclient.rules import pools
+from gpuclient.rules import specs
 from gpuclient.v1 import host as host_cmd
 
 LOG = logging.getLogger(__name__)

@@ -14,7 +14,7 @@
 
 GPU quotas are Keystone unified limits of the compute service on
 ``class:<resource class>``, which Nova enforces with ``[quota] driver =
-nova.quota.UnifiedLimitsDriver`` (see ``gpuclient.quota``).
+nova.quota.UnifiedLimitsDriver`` (see ``gpuclient.rules.quota``).
 """
 
 import logging
@@ -24,11 +24,11 @@ from osc_lib import exceptions
 from osc_lib.cli import format_columns
 from osc_lib.command import command
 
-from gpuclient import pool_ops
-from gpuclient import pools as pools_mod
-from gpuclient import quota
-from gpuclient import snapshot
 from gpuclient.i18n import _
+from gpuclient.ops import pool_ops
+from gpuclient.ops import snapshot
+from gpuclient.rules import pools as pools_mod
+from gpuclient.rules import quota
 
 LOG = logging.getLogger(__name__)
 
@@ -115,7 +115,7 @@ def plan_and_apply(client, planner, *args, dry_run=False, conf=None):
     (PLANNER) from them and nova-api's [quota] settings CONF (None: Nova's
     defaults, assumed), apply the plan with the journal unless DRY_RUN;
     return the plan. ARGS: the planner's, up to the project id."""
-    from gpuclient import journal
+    from gpuclient.ops import journal
 
     project_id = args[-1]
     plan = planner(*args, client.limits.registered(),

@@ -18,11 +18,11 @@ from osc_lib import exceptions
 from osc_lib.cli import format_columns
 from osc_lib.command import command
 
-from gpuclient import client as client_mod
-from gpuclient import pools as pools_mod
-from gpuclient import snapshot
-from gpuclient import usage
+from gpuclient.cloud import client as client_mod
 from gpuclient.i18n import _
+from gpuclient.ops import snapshot
+from gpuclient.rules import pools as pools_mod
+from gpuclient.rules import usage
 
 LOG = logging.getLogger(__name__)
 

@@ -18,9 +18,9 @@ import logging
 from osc_lib import exceptions
 from osc_lib.command import command
 
-from gpuclient import pools as pools_mod
-from gpuclient import usage
 from gpuclient.i18n import _
+from gpuclient.rules import pools as pools_mod
+from gpuclient.rules import usage
 from gpuclient.v1 import server as server_cmd
 
 LOG = logging.getLogger(__name__)

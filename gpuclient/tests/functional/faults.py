@@ -61,8 +61,8 @@ from requests import adapters as req_adapters
 from urllib3 import exceptions as urllib3_exc
 from urllib3 import response as urllib3_response
 
-from gpuclient import client as gpu_client
-from gpuclient import pools as pool_mod
+from gpuclient.cloud import client as gpu_client
+from gpuclient.rules import pools as pool_mod
 
 LOG = logging.getLogger(__name__)
 

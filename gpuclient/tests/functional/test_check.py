@@ -34,12 +34,12 @@ import uuid
 from osc_lib import exceptions
 from testtools import content
 
-from gpuclient import checks
-from gpuclient import client as gpu_client
-from gpuclient import pool_ops
-from gpuclient import pools
-from gpuclient import request
-from gpuclient import snapshot
+from gpuclient.cloud import client as gpu_client
+from gpuclient.ops import pool_ops
+from gpuclient.ops import snapshot
+from gpuclient.rules import checks
+from gpuclient.rules import pools
+from gpuclient.rules import request
 from gpuclient.tests.functional import base
 from gpuclient.tests.functional import faults
 

@@ -28,7 +28,7 @@ import os
 import shutil
 import tempfile
 
-from gpuclient import request
+from gpuclient.rules import request
 from gpuclient.tests.functional import base
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(

@@ -30,7 +30,7 @@ import uuid as uuid_mod
 
 import openstack
 
-from gpuclient import client as gpu_client
+from gpuclient.cloud import client as gpu_client
 from gpuclient.tests.functional import base
 from gpuclient.tests.functional import faults
 

@@ -42,10 +42,10 @@ import uuid as uuid_mod
 from osc_lib import exceptions
 from testtools import content
 
-from gpuclient import flavor_ops
-from gpuclient import pool_ops
-from gpuclient import pools
-from gpuclient import quota
+from gpuclient.ops import flavor_ops
+from gpuclient.ops import pool_ops
+from gpuclient.rules import pools
+from gpuclient.rules import quota
 from gpuclient.tests.functional import base
 from gpuclient.tests.functional import faults
 from gpuclient.v1 import quota as quota_cmd

@@ -25,7 +25,7 @@ import uuid
 
 from osc_lib import exceptions
 
-from gpuclient import client as gpu_client
+from gpuclient.cloud import client as gpu_client
 from gpuclient.tests.functional import base
 from gpuclient.tests.functional import faults
 

@@ -27,7 +27,7 @@ import uuid
 
 import yaml
 
-from gpuclient import pools
+from gpuclient.rules import pools
 from gpuclient.tests.functional import base
 
 PCI_CLASS = 'CUSTOM_PCI_10DE_2331'

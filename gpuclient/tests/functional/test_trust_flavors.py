@@ -28,10 +28,10 @@ import random
 
 import openstack
 
-from gpuclient import flavor_ops
-from gpuclient import journal
-from gpuclient import pool_ops
-from gpuclient import pools
+from gpuclient.ops import flavor_ops
+from gpuclient.ops import journal
+from gpuclient.ops import pool_ops
+from gpuclient.rules import pools
 from gpuclient.tests.functional import faults
 from gpuclient.tests.functional import test_pool
 

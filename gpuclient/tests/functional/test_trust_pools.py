@@ -30,7 +30,7 @@ import json
 import openstack
 from osc_lib import exceptions
 
-from gpuclient import pool_ops
+from gpuclient.ops import pool_ops
 from gpuclient.tests.functional import base
 from gpuclient.tests.functional import faults
 from gpuclient.tests.functional import test_pool

@@ -31,7 +31,7 @@ import uuid
 
 import fixtures
 
-from gpuclient import pools
+from gpuclient.rules import pools
 from gpuclient.tests.functional import base
 from gpuclient.tests.functional import test_flavor
 

@@ -43,8 +43,8 @@ from openstack.image.v2 import _proxy as image_proxy
 import requests
 from requests_mock.contrib import fixture as rm_fixture
 
-from gpuclient import client
-from gpuclient.client import version_str
+from gpuclient.cloud import client
+from gpuclient.cloud.client import version_str
 
 PLACEMENT_URL = 'http://placement.example:8778'
 PLACEMENT_MAX = '1.39'

@@ -21,7 +21,7 @@ skip fails the build; in the py3 environment it skips).
 import types
 import unittest
 
-from gpuclient import aggregate_filter
+from gpuclient.rules import aggregate_filter
 
 try:
     from nova import objects

@@ -19,15 +19,15 @@ import logging
 import fixtures
 from osc_lib import exceptions
 
-from gpuclient import baremetal
-from gpuclient import capacity
-from gpuclient import checks
-from gpuclient import explain
-from gpuclient import hosts
-from gpuclient import pool_plan
-from gpuclient import pools as pools_mod
-from gpuclient import request
-from gpuclient import snapshot
+from gpuclient.ops import snapshot
+from gpuclient.rules import baremetal
+from gpuclient.rules import capacity
+from gpuclient.rules import checks
+from gpuclient.rules import explain
+from gpuclient.rules import hosts
+from gpuclient.rules import pool_plan
+from gpuclient.rules import pools as pools_mod
+from gpuclient.rules import request
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import fakes
 from gpuclient.v1 import candidates

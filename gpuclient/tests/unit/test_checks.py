@@ -10,19 +10,19 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""gpuclient.checks over plain clouds: each misconfiguration is found
+"""gpuclient.rules.checks over plain clouds: each misconfiguration is found
 under its check name, and the cloud after the suggested fix is clean."""
 
 from openstack import exceptions as sdk_exc
 
-from gpuclient import checks
-from gpuclient import client as client_mod
-from gpuclient import hosts
-from gpuclient import pools
-from gpuclient import quota
-from gpuclient import request
-from gpuclient import snapshot
-from gpuclient import specs
+from gpuclient.cloud import client as client_mod
+from gpuclient.ops import snapshot
+from gpuclient.rules import checks
+from gpuclient.rules import hosts
+from gpuclient.rules import pools
+from gpuclient.rules import quota
+from gpuclient.rules import request
+from gpuclient.rules import specs
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import fakes
 

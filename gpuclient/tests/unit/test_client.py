@@ -25,7 +25,7 @@ import requests
 from requests_mock.contrib import fixture as rm_fixture
 import yaml
 
-from gpuclient import client
+from gpuclient.cloud import client
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import fakes
 

@@ -20,7 +20,7 @@ in untested against the real services).
 
 import inspect
 
-from gpuclient import client
+from gpuclient.cloud import client
 from gpuclient.tests.functional import test_contract
 from gpuclient.tests.unit import base
 

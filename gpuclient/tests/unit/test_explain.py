@@ -10,10 +10,10 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""gpuclient.explain on recorded Placement answers (plain dicts)."""
+"""gpuclient.rules.explain on recorded Placement answers (plain dicts)."""
 
-from gpuclient import explain
-from gpuclient import request
+from gpuclient.rules import explain
+from gpuclient.rules import request
 from gpuclient.tests.unit import base
 
 PCI = 'CUSTOM_PCI_10DE_2331'

@@ -10,15 +10,15 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""gpuclient.fit: one case per Placement rule, a brute-force reference on
+"""gpuclient.rules.fit: one case per Placement rule, a brute-force reference on
 random small trees, and realistic hosts with answers derived by hand."""
 
 import collections
 import itertools
 import random
 
-from gpuclient import fit
-from gpuclient import request as request_mod
+from gpuclient.rules import fit
+from gpuclient.rules import request as request_mod
 from gpuclient.tests.unit import base
 
 PCI = 'CUSTOM_PCI_10DE_2331'
@@ -56,7 +56,7 @@ def req(groups, policy=None, root_required=(), root_forbidden=()):
 def brute_force(tree, request, most=60):
     """Every assignment of groups to providers, for k = 0, 1, 2, ... copies.
 
-    Written from the rules in gpuclient.fit's docstring, sharing no code
+    Written from the rules in gpuclient.rules.fit's docstring, sharing no code
     with it.
     """
     root = [u for u, r in tree.items() if r['parent'] is None][0]

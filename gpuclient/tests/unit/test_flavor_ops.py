@@ -10,12 +10,12 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The plans of gpu flavor create and delete (gpuclient.flavor_ops)."""
+"""The plans of gpu flavor create and delete (gpuclient.ops.flavor_ops)."""
 
 from osc_lib import exceptions
 import testtools
 
-from gpuclient import flavor_ops
+from gpuclient.ops import flavor_ops
 
 POOL = {
     'name': 'a100', 'aggregate': 'gpu-a100',

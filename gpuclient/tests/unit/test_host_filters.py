@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""gpuclient.host_filters, with plain data and against Nova's own filters.
+"""gpuclient.rules.host_filters, with plain data and against Nova's filters.
 
 The differential part builds a ComputeNode, lets Nova's HostState read it
 (``HostState._update_from_compute_node``) and runs Nova's
@@ -28,8 +28,8 @@ import json
 import unittest
 import warnings
 
-from gpuclient import explain
-from gpuclient import host_filters as hf
+from gpuclient.rules import explain
+from gpuclient.rules import host_filters as hf
 
 try:
     with warnings.catch_warnings():
@@ -388,7 +388,7 @@ class TestProjectLimits(unittest.TestCase):
         try:
             from openstack.compute.v2 import limits
 
-            from gpuclient import client
+            from gpuclient.cloud import client
         except ImportError:
             self.skipTest('openstacksdk is not importable here')
         proxy = mock.Mock()

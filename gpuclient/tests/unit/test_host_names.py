@@ -16,7 +16,7 @@ compute API (2.53) and Placement answers."""
 
 from osc_lib import exceptions
 
-from gpuclient import host_names
+from gpuclient.rules import host_names
 from gpuclient.tests.unit import base
 
 PT_ROOT = '11111111-1111-1111-1111-111111111111'

@@ -12,7 +12,7 @@
 
 """Pure host/capacity logic, on provider trees shaped like the seeds'."""
 
-from gpuclient import hosts
+from gpuclient.rules import hosts
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import fakes
 

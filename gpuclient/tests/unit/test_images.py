@@ -14,7 +14,7 @@
 
 from osc_lib import exceptions
 
-from gpuclient import images
+from gpuclient.rules import images
 from gpuclient.tests.unit import base
 
 BARE = {'id': 'img-1', 'name': 'ubuntu-24.04-gpu'}

@@ -30,10 +30,10 @@ import signal
 import fixtures
 import testtools
 
-from gpuclient import client as client_mod
-from gpuclient import flavor_ops
-from gpuclient import journal
-from gpuclient import plan as plan_mod
+from gpuclient.cloud import client as client_mod
+from gpuclient.ops import flavor_ops
+from gpuclient.ops import journal
+from gpuclient.rules import plan as plan_mod
 
 ROOT1 = 'aaaaaaaa-0000-0000-0000-000000000001'
 ROOT2 = 'aaaaaaaa-0000-0000-0000-000000000002'

@@ -21,7 +21,7 @@ import fixtures
 from osc_lib import exceptions
 import testtools
 
-from gpuclient import request
+from gpuclient.rules import request
 from gpuclient.tests.unit import base
 from gpuclient.v1 import candidates
 

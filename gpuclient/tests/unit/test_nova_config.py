@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""gpuclient.nova_config (pure) per mode, its renderers and its diff.
+"""gpuclient.rules.nova_config (pure) per mode, its renderers and its diff.
 
 Nova's own reading of the rendered files is test_nova_config_nova (it
 shares these cases).
@@ -18,9 +18,9 @@ shares these cases).
 
 import json
 
-from gpuclient import hosts
-from gpuclient import nova_config as nc
-from gpuclient import request
+from gpuclient.rules import hosts
+from gpuclient.rules import nova_config as nc
+from gpuclient.rules import request
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit.test_nova_config_nova import cases
 from gpuclient.tests.unit.test_nova_config_nova import device

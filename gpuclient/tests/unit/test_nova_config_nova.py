@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""gpuclient.nova_config's files, loaded with Nova's own option definitions.
+"""gpuclient.rules.nova_config's files, loaded with Nova's option definitions.
 
 Every file ``gpu config show`` renders (both layouts, every mode) is read
 by oslo.config with the options Nova registers (``nova.conf``, then
@@ -38,9 +38,9 @@ import tempfile
 import unittest
 import warnings
 
-from gpuclient import nova_config
-from gpuclient import pools as pools_mod
-from gpuclient import request
+from gpuclient.rules import nova_config
+from gpuclient.rules import pools as pools_mod
+from gpuclient.rules import request
 
 try:
     with warnings.catch_warnings():

@@ -10,16 +10,16 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Nova's and Placement's input rules (gpuclient.nova_rules), and the
+"""Nova's and Placement's input rules (gpuclient.rules.nova_rules), and the
 commands' planners refusing what Nova would refuse part-way (issue 21)."""
 
 from osc_lib import exceptions
 import testtools
 
-from gpuclient import nova_rules
-from gpuclient import plan as plan_mod
-from gpuclient import pools
-from gpuclient import specs
+from gpuclient.rules import nova_rules
+from gpuclient.rules import plan as plan_mod
+from gpuclient.rules import pools
+from gpuclient.rules import specs
 from gpuclient.tests.unit import test_pool_plan as tpp
 
 # (key, Nova takes it): parameter_types.metadata's key pattern
@@ -154,7 +154,7 @@ class TestPoolInput(testtools.TestCase):
     def test_set_and_unset_properties(self):
         world = tpp.World()
         world.aggregate('a100', tpp.a100_metadata(False))
-        from gpuclient import pool_plan
+        from gpuclient.rules import pool_plan
         for kwargs in ({'properties': {'gpu/model': 'x'}},
                        {'remove_properties': ['gpu/model']}):
             error = self.assertRaises(exceptions.CommandError,

@@ -10,11 +10,11 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Steps and their inverses, and how a plan reads (gpuclient.plan)."""
+"""Steps and their inverses, and how a plan reads (gpuclient.rules.plan)."""
 
 import testtools
 
-from gpuclient import plan
+from gpuclient.rules import plan
 
 UUID = '11111111-2222-3333-4444-555555555555'
 

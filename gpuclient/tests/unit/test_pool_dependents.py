@@ -23,9 +23,9 @@
 
 import copy
 
-from gpuclient import aggregate_filter
-from gpuclient import pool_plan
-from gpuclient import request
+from gpuclient.rules import aggregate_filter
+from gpuclient.rules import pool_plan
+from gpuclient.rules import request
 from gpuclient.tests.unit import test_pool_plan as tpp
 
 SCOPED = 'aggregate_instance_extra_specs:'

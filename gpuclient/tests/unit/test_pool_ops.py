@@ -27,8 +27,8 @@ from openstack import exceptions as sdk_exc
 from openstack.compute.v2 import _proxy as compute_proxy
 from osc_lib import exceptions
 
-from gpuclient import pool_ops
-from gpuclient import pools
+from gpuclient.ops import pool_ops
+from gpuclient.rules import pools
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import fakes
 
@@ -547,8 +547,8 @@ class TestFollowups(PoolOpsTestCase):
 
 class TestRerunCommand(base.TestCase):
     def test_command_line(self):
-        from gpuclient import journal
-        from gpuclient import plan as plan_mod
+        from gpuclient.ops import journal
+        from gpuclient.rules import plan as plan_mod
         self.assertEqual(
             '"openstack --os-cloud c gpu pool set --project \'a b\' p"',
             journal.invoked_command(
@@ -565,8 +565,8 @@ class TestRerunCommand(base.TestCase):
         """A delete whose undo fails leaves an aggregate without its
         metadata, which only "pool delete --force" deletes: the hint says
         so even when the operator typed no --force."""
-        from gpuclient import journal
-        from gpuclient import plan as plan_mod
+        from gpuclient.ops import journal
+        from gpuclient.rules import plan as plan_mod
         fixed = plan_mod.Plan('Deleting pool p', rerun='"openstack gpu '
                               'pool delete --force p"', rerun_fixed=True)
         free = plan_mod.Plan('Setting pool p', rerun='"x"')

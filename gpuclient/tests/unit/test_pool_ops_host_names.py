@@ -15,7 +15,7 @@ and ``resource provider list``, and write the compute host to Nova."""
 
 from osc_lib import exceptions
 
-from gpuclient import pool_ops
+from gpuclient.ops import pool_ops
 from gpuclient.tests.unit import test_pool_ops
 
 

@@ -10,17 +10,17 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Pool planners (gpuclient.pool_plan) over plain observed data."""
+"""Pool planners (gpuclient.rules.pool_plan) over plain observed data."""
 
 import copy
 
 from osc_lib import exceptions
 import testtools
 
-from gpuclient import hosts as hosts_mod
-from gpuclient import plan as plan_mod
-from gpuclient import pool_plan
-from gpuclient import pools
+from gpuclient.rules import hosts as hosts_mod
+from gpuclient.rules import plan as plan_mod
+from gpuclient.rules import pool_plan
+from gpuclient.rules import pools
 
 PCI_RC = 'CUSTOM_PCI_10DE_20B5'
 A100_TRAIT = 'CUSTOM_GPU_POOL_A100'

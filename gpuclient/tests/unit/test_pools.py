@@ -14,7 +14,7 @@
 
 from osc_lib import exceptions
 
-from gpuclient import pools
+from gpuclient.rules import pools
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import fakes
 

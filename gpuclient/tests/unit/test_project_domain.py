@@ -21,7 +21,7 @@ from openstack import exceptions as sdk_exc
 from openstack.identity.v3 import _proxy as identity_proxy
 from osc_lib import exceptions
 
-from gpuclient import client as client_mod
+from gpuclient.cloud import client as client_mod
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import test_pool_ops
 from gpuclient.v1 import candidates

@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""gpuclient.quota (pure), client.Limits and the gpu quota commands."""
+"""gpuclient.rules.quota (pure), client.Limits and the gpu quota commands."""
 
 import io
 from unittest import mock
@@ -19,11 +19,11 @@ import fixtures
 from openstack import exceptions as sdk_exc
 from osc_lib import exceptions
 
-from gpuclient import checks
-from gpuclient import client
-from gpuclient import journal
-from gpuclient import quota
-from gpuclient import request
+from gpuclient.cloud import client
+from gpuclient.ops import journal
+from gpuclient.rules import checks
+from gpuclient.rules import quota
+from gpuclient.rules import request
 from gpuclient.tests.unit import base
 from gpuclient.v1 import quota as quota_cmd
 

@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""gpuclient.request: the translation, table-driven, on plain dicts.
+"""gpuclient.rules.request: the translation, table-driven, on plain dicts.
 
 The expected queries are the ones Nova 34 sends (checked by
 test_request_nova against Nova's own code where Nova is importable).
@@ -18,9 +18,9 @@ test_request_nova against Nova's own code where Nova is importable).
 
 from osc_lib import exceptions
 
-from gpuclient import pools as pools_mod
-from gpuclient import request
-from gpuclient import specs
+from gpuclient.rules import pools as pools_mod
+from gpuclient.rules import request
+from gpuclient.rules import specs
 from gpuclient.tests.unit import base
 
 ROOT = ('root_required', 'OWNER_NOVA,!COMPUTE_STATUS_DISABLED')

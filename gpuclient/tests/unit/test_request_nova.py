@@ -10,11 +10,12 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Differential test: gpuclient.request against Nova's own scheduler code.
+"""Differential test: gpuclient.rules.request against Nova's scheduler code.
 
 The same flavors, images, aggregates and settings go to
-``gpuclient.request.build`` and to Nova's path (``RequestSpec.from_components``
-with PCI requests from the flavor, ``request_filter.process_reqspec``,
+``gpuclient.rules.request.build`` and to Nova's path
+(``RequestSpec.from_components`` with PCI requests from the flavor,
+``request_filter.process_reqspec``,
 ``utils.resources_from_request_spec``, ``ResourceRequest.to_querystring``).
 Only Nova's database is faked (aggregate lookups by metadata, the minimum
 compute service version), with the semantics of its SQL queries.
@@ -37,9 +38,9 @@ import urllib.parse
 import uuid
 import warnings
 
-from gpuclient import pools as pools_mod
-from gpuclient import request
-from gpuclient import specs
+from gpuclient.rules import pools as pools_mod
+from gpuclient.rules import request
+from gpuclient.rules import specs
 
 try:
     with warnings.catch_warnings():

@@ -19,9 +19,9 @@ import shlex
 
 import testtools
 
-from gpuclient import journal
-from gpuclient import plan
 from gpuclient import plugin
+from gpuclient.ops import journal
+from gpuclient.rules import plan
 
 TAIL = ['gpu', 'quota', 'set', '--project', 'p', '--resource-class', 'VGPU',
         '--gpus', '2']

@@ -14,8 +14,8 @@
 
 from osc_lib import exceptions
 
-from gpuclient import pools
-from gpuclient import specs
+from gpuclient.rules import pools
+from gpuclient.rules import specs
 from gpuclient.tests.unit import base
 
 STEER = 'aggregate_instance_extra_specs:gpu_pool'

@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""gpuclient.usage (pure) and the gpu server list / gpu usage list
+"""gpuclient.rules.usage (pure) and the gpu server list / gpu usage list
 commands over a fake cloud, with their request counts."""
 
 import datetime
@@ -19,9 +19,9 @@ import urllib.parse
 
 from osc_lib import exceptions
 
-from gpuclient import pools
-from gpuclient import specs
-from gpuclient import usage
+from gpuclient.rules import pools
+from gpuclient.rules import specs
+from gpuclient.rules import usage
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import fakes
 from gpuclient.v1 import server as server_cmd

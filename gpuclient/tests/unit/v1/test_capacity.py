@@ -14,8 +14,8 @@
 
 from osc_lib import exceptions
 
-from gpuclient import pools
-from gpuclient import specs
+from gpuclient.rules import pools
+from gpuclient.rules import specs
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import fakes
 from gpuclient.v1 import capacity as capacity_cmd

@@ -18,7 +18,7 @@ import json
 import fixtures
 from osc_lib import exceptions
 
-from gpuclient import pools
+from gpuclient.rules import pools
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import fakes
 from gpuclient.v1 import check as check_cmd

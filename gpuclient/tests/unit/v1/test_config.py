@@ -19,9 +19,9 @@ from unittest import mock
 import fixtures
 from osc_lib import exceptions
 
-from gpuclient import pool_ops
-from gpuclient import request
-from gpuclient import snapshot
+from gpuclient.ops import pool_ops
+from gpuclient.ops import snapshot
+from gpuclient.rules import request
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import test_pool_ops
 from gpuclient.v1 import config as config_cmd

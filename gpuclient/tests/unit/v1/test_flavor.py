@@ -20,7 +20,7 @@ from unittest import mock
 from osc_lib import exceptions
 from requests_mock.contrib import fixture as rm_fixture
 
-from gpuclient import pools
+from gpuclient.rules import pools
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import fakes
 from gpuclient.v1 import flavor as flavor_cmd

@@ -19,7 +19,7 @@ from unittest import mock
 from openstack.image.v2 import _proxy as image_proxy
 from osc_lib import exceptions
 
-from gpuclient import client
+from gpuclient.cloud import client
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import fakes
 from gpuclient.v1 import image as image_cmd

@@ -24,7 +24,7 @@ from unittest import mock
 
 import fixtures
 
-from gpuclient import client
+from gpuclient.cloud import client
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import test_quota
 from gpuclient.tests.unit.v1 import test_capacity

@@ -38,16 +38,16 @@ on its provider (``refuse_provider_traits``) and ``gpu check`` compares
 them with what the flavors of bare-metal pools require
 (``trait_findings``).
 
-Ironic's own view (``gpuclient.client.Baremetal``) is optional detail:
+Ironic's own view (``gpuclient.cloud.client.Baremetal``) is optional detail:
 its default policy hides nodes from project-scoped tokens, even admin
 ones, so the Placement-based answer never depends on it.
 """
 
 from osc_lib import exceptions
 
-from gpuclient import pools as pools_mod
-from gpuclient import specs as specs_mod
 from gpuclient.i18n import _
+from gpuclient.rules import pools as pools_mod
+from gpuclient.rules import specs as specs_mod
 
 NODE_CLASS_PREFIX = 'CUSTOM_BAREMETAL'
 IRONIC_HYPERVISOR_TYPE = 'ironic'

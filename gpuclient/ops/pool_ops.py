@@ -14,9 +14,9 @@
 
 Each operation reads what it depends on once (``View``: aggregates,
 services, hypervisors, the affected provider trees with their traits, and
-the flavors and images a change can affect), asks ``gpuclient.pool_plan``
+the flavors and images a change can affect), asks ``gpuclient.rules.pool_plan``
 for the steps, and either returns the plan (``dry_run``) or applies it
-with ``gpuclient.journal``. Because the plan is computed from what the
+with ``gpuclient.ops.journal``. Because the plan is computed from what the
 cloud holds, Placement included, re-running an interrupted or failed
 command finishes it.
 """
@@ -25,14 +25,14 @@ import logging
 
 from osc_lib import exceptions
 
-from gpuclient import client as client_mod
-from gpuclient import host_names
-from gpuclient import journal
-from gpuclient import nova_rules
-from gpuclient import plan as plan_mod
-from gpuclient import pool_plan
-from gpuclient import pools
+from gpuclient.cloud import client as client_mod
 from gpuclient.i18n import _
+from gpuclient.ops import journal
+from gpuclient.rules import host_names
+from gpuclient.rules import nova_rules
+from gpuclient.rules import plan as plan_mod
+from gpuclient.rules import pool_plan
+from gpuclient.rules import pools
 
 LOG = logging.getLogger(__name__)
 
@@ -96,7 +96,7 @@ class View:
 
         A name may be the compute service host, or a hypervisor hostname,
         hypervisor id, resource provider name or uuid of exactly one host
-        (``gpuclient.host_names``). Providers are read only when services
+        (``gpuclient.rules.host_names``). Providers are read only when services
         and hypervisors do not explain a name. Says on stderr which host a
         name resolved to when it was not the host's own; an ambiguous name
         is a CommandError, and so is an unknown one unless ``members`` (a

@@ -31,10 +31,10 @@ import re
 
 from osc_lib import exceptions
 
-from gpuclient import names
-from gpuclient import nova_rules
-from gpuclient import pools as pools_mod
 from gpuclient.i18n import _
+from gpuclient.rules import names
+from gpuclient.rules import nova_rules
+from gpuclient.rules import pools as pools_mod
 
 AGGREGATE_PREFIX = 'aggregate_instance_extra_specs:'
 POOL_SPEC = AGGREGATE_PREFIX + pools_mod.POOL_KEY

@@ -38,10 +38,10 @@ import urllib.parse
 
 from osc_lib import exceptions
 
-from gpuclient import names
-from gpuclient import pools as pools_mod
-from gpuclient import specs as specs_mod
 from gpuclient.i18n import _
+from gpuclient.rules import names
+from gpuclient.rules import pools as pools_mod
+from gpuclient.rules import specs as specs_mod
 
 MICROVERSION = (1, 36)  # nova.scheduler.client.report.SAME_SUBTREE_VERSION
 

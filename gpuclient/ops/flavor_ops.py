@@ -16,21 +16,21 @@
 name if one exists, the steps that create the flavor (or finish one whose
 create was interrupted: same sizes, a subset of the extra specs and
 projects). ``create``, ``delete`` and ``set_image`` observe, plan, and
-apply with ``gpuclient.journal`` (or return the plan for ``--dry-run``).
+apply with ``gpuclient.ops.journal`` (or return the plan for ``--dry-run``).
 """
 
 import logging
 
 from osc_lib import exceptions
 
-from gpuclient import client as client_mod
-from gpuclient import images as images_mod
-from gpuclient import journal
-from gpuclient import nova_rules
-from gpuclient import plan as plan_mod
-from gpuclient import pools as pools_mod
-from gpuclient import specs
+from gpuclient.cloud import client as client_mod
 from gpuclient.i18n import _
+from gpuclient.ops import journal
+from gpuclient.rules import images as images_mod
+from gpuclient.rules import nova_rules
+from gpuclient.rules import plan as plan_mod
+from gpuclient.rules import pools as pools_mod
+from gpuclient.rules import specs
 
 LOG = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@
 
 A write command observes the cloud, asks a planner (``pool_plan``,
 ``flavor_plan``, ``images``) for the steps from what *is* to what is asked,
-and hands the plan to ``gpuclient.journal``, which applies it. A step is
+and hands the plan to ``gpuclient.ops.journal``, which applies it. A step is
 data: an operation name, its arguments and a sentence; its inverse is
 another step. Every operation is idempotent ("make X so"), and so is every
 inverse, which is what lets the journal undo a step whose outcome it does

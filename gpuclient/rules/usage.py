@@ -18,7 +18,7 @@ extra specs), the cloud snapshot (hypervisors, pools, providers) and the
 Placement allocations of the GPU providers that have usage; ``gpu usage
 list`` gives it Nova's per-server usage (``os-simple-tenant-usage``, which
 keeps deleted servers) and the same servers. What a server asks for is
-read from its *embedded* flavor (``gpuclient.specs.read``), so a flavor
+read from its *embedded* flavor (``gpuclient.rules.specs.read``), so a flavor
 edited or deleted later does not rewrite history.
 """
 
@@ -27,11 +27,11 @@ import re
 
 from osc_lib import exceptions
 
-from gpuclient import names
-from gpuclient import pools as pools_mod
-from gpuclient import request as request_mod
-from gpuclient import specs
 from gpuclient.i18n import _
+from gpuclient.rules import names
+from gpuclient.rules import pools as pools_mod
+from gpuclient.rules import request as request_mod
+from gpuclient.rules import specs
 
 # --by keys: option value -> (row key, column name)
 BY_KEYS = {
@@ -161,7 +161,7 @@ def server_rows(servers, cloud=None, allocations=None, host=None,
                 pool=None):
     """One row per server that holds GPUs.
 
-    CLOUD (a ``gpuclient.snapshot.Cloud``, or None in a member's view)
+    CLOUD (a ``gpuclient.ops.snapshot.Cloud``, or None in a member's view)
     gives hypervisors, pools and providers; ALLOCATIONS is {provider
     uuid: {consumer uuid: {class: amount}}} of GPU providers. Without a
     cloud the GPUs come from the embedded flavor and the devices are

@@ -25,14 +25,14 @@ trees left, and a per-provider read only for trees no summary covers).
 and asks Placement the flavor's own query.
 
 ``Cloud`` is plain data with pure questions: which roots a host has, the
-aggregates a root is in, a provider tree in the shape ``gpuclient.fit``
+aggregates a root is in, a provider tree in the shape ``gpuclient.rules.fit``
 counts in.
 """
 
-from gpuclient import baremetal
-from gpuclient import host_names
-from gpuclient import hosts
-from gpuclient import pools as pools_mod
+from gpuclient.rules import baremetal
+from gpuclient.rules import host_names
+from gpuclient.rules import hosts
+from gpuclient.rules import pools as pools_mod
 
 
 def aggregate_dict(agg):
@@ -83,7 +83,7 @@ class Cloud:
         As ``pool_ops.View.resolve_hosts``: a name may be the compute
         service host, or the hypervisor hostname, hypervisor id, resource
         provider name or uuid (root or child) of exactly one host
-        (``gpuclient.host_names``). The notes say which host a name that
+        (``gpuclient.rules.host_names``). The notes say which host a name that
         is not the host's own resolved to. An ambiguous name is a
         CommandError, and so is an unknown one unless MEMBERS (a pool's
         hosts, hosts even when Nova no longer lists them) is given: then
@@ -108,7 +108,7 @@ class Cloud:
                 if a.get('uuid') and host in a['hosts']}
 
     def tree(self, root, aggregates=()):
-        """One provider tree as ``gpuclient.fit`` takes it.
+        """One provider tree as ``gpuclient.rules.fit`` takes it.
 
         Inventories come from the provider summaries, which carry
         capacity and usage but not min_unit, max_unit and step_size:

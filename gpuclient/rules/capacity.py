@@ -12,16 +12,16 @@
 
 """Pure: how many more of each GPU flavor fit, and which GPUs are stranded.
 
-Everything is asked of one ``gpuclient.snapshot.Cloud``:
+Everything is asked of one ``gpuclient.ops.snapshot.Cloud``:
 
 * each flavor becomes the Placement request Nova's scheduler sends
-  (``gpuclient.request.build``: device groups, ``group_policy``, traits,
+  (``gpuclient.rules.request.build``: device groups, ``group_policy``, traits,
   isolation and project aggregates, root requirements);
 * hosts that the filters Nova applies after Placement would remove
-  (``gpuclient.explain.post_filters``: disabled or down services,
+  (``gpuclient.rules.explain.post_filters``: disabled or down services,
   aggregate extra specs, project-limited aggregates, host capabilities)
   fit nothing;
-* on every other host the count is ``gpuclient.fit.fit_count`` over each
+* on every other host the count is ``gpuclient.rules.fit.fit_count`` over each
   of its provider trees: how many copies of the request fit at once into
   the free inventory (capacity, ``max_unit``, ``step_size``,
   ``group_policy=isolate``). Identical trees are counted once per flavor.
@@ -34,11 +34,11 @@ left, host out of scheduling, ...). The reason says which.
 
 from osc_lib import exceptions
 
-from gpuclient import explain
-from gpuclient import fit as fit_mod
-from gpuclient import request as request_mod
-from gpuclient import specs
 from gpuclient.i18n import _
+from gpuclient.rules import explain
+from gpuclient.rules import fit as fit_mod
+from gpuclient.rules import request as request_mod
+from gpuclient.rules import specs
 
 # no more counted per host and flavor (a bound, not a figure anyone meets)
 FIT_LIMIT = 10000

@@ -19,8 +19,8 @@ usages) and this module turns it into one row per host and GPU class.
 
 import fnmatch
 
-from gpuclient import baremetal
 from gpuclient.i18n import _
+from gpuclient.rules import baremetal
 
 # GPU resource classes shown by default (CLI.md, "Hosts"): vGPUs, whole
 # physical GPUs, NVIDIA and AMD PCI devices reported by Nova's PCI in

@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Apply a plan (``gpuclient.plan``) with a journal.
+"""Apply a plan (``gpuclient.rules.plan``) with a journal.
 
 * Steps run in order through the client layer. SIGINT, SIGTERM and SIGHUP
   that arrive meanwhile are deferred to the next step boundary; every
@@ -49,9 +49,9 @@ import threading
 
 from osc_lib import exceptions
 
-from gpuclient import client as client_mod
-from gpuclient import plan as plan_mod
+from gpuclient.cloud import client as client_mod
 from gpuclient.i18n import _
+from gpuclient.rules import plan as plan_mod
 
 LOG = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@
 
 """Pure: the nova.conf settings the GPU pools need, and how to lay them out.
 
-Input: the pools (``gpuclient.pools.scan``), the provider trees of their
+Input: the pools (``gpuclient.rules.pools.scan``), the provider trees of their
 hosts (``trees_from_snapshot``) and, for MIG pools, the mdev type of each
 profile when the operator gives it. Output (``build``): a ``Config``, that
 is ``{target: {section: {key: value}}}`` where a target is ``ALL`` (every
@@ -22,7 +22,7 @@ a value is a string, or a list of strings for Nova's multi-valued options
 (``[pci] alias`` and ``device_spec``); plus notes per target for what the
 cloud cannot tell. Renderers: ``render_ini``, ``kolla_files`` (the
 Kolla-Ansible override tree) and ``diff`` against an existing
-configuration parsed with ``gpuclient.request.parse_ini``.
+configuration parsed with ``gpuclient.rules.request.parse_ini``.
 
 Only keys gpuclient owns are produced:
 
@@ -51,9 +51,9 @@ import re
 
 from osc_lib import exceptions
 
-from gpuclient import pools as pools_mod
-from gpuclient import specs as specs_mod
 from gpuclient.i18n import _
+from gpuclient.rules import pools as pools_mod
+from gpuclient.rules import specs as specs_mod
 
 ALL = 'all'
 API = 'nova-api'

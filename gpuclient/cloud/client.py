@@ -39,9 +39,9 @@ from keystoneauth1 import exceptions as ks_exc
 from openstack import exceptions as sdk_exc
 from osc_lib import exceptions
 
-from gpuclient import baremetal
-from gpuclient import hosts
 from gpuclient.i18n import _
+from gpuclient.rules import baremetal
+from gpuclient.rules import hosts
 
 LOG = logging.getLogger(__name__)
 

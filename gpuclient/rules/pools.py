@@ -44,9 +44,9 @@ import re
 
 from osc_lib import exceptions
 
-from gpuclient import names
-from gpuclient import nova_rules
 from gpuclient.i18n import _
+from gpuclient.rules import names
+from gpuclient.rules import nova_rules
 
 POOL_KEY = 'gpu_pool'
 MODE_KEY = 'gpu_pool_mode'

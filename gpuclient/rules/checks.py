@@ -13,10 +13,10 @@
 """Pure: misconfigurations that make GPU instances fail or land wrong.
 
 Every check is a small function ``(cloud, settings) -> [Finding]`` over
-one ``gpuclient.snapshot.Cloud`` (read with flavors, images and pool
+one ``gpuclient.ops.snapshot.Cloud`` (read with flavors, images and pool
 members) and registered by name in ``CHECKS``. ``settings`` are the
 scheduler's settings read from ``--nova-conf`` files
-(``gpuclient.request.load_settings``), or None when no file was given:
+(``gpuclient.rules.request.load_settings``), or None when no file was given:
 the others assume the settings gpuclient renders (``gpu config show``),
 as ``gpu candidates`` does.
 
@@ -41,17 +41,17 @@ import collections
 
 from osc_lib import exceptions
 
-from gpuclient import baremetal
-from gpuclient import capacity as capacity_mod
-from gpuclient import explain
-from gpuclient import hosts as hosts_mod
-from gpuclient import images as images_mod
-from gpuclient import nova_config
-from gpuclient import pools as pools_mod
-from gpuclient import quota as quota_mod
-from gpuclient import request as request_mod
-from gpuclient import specs as specs_mod
 from gpuclient.i18n import _
+from gpuclient.rules import baremetal
+from gpuclient.rules import capacity as capacity_mod
+from gpuclient.rules import explain
+from gpuclient.rules import hosts as hosts_mod
+from gpuclient.rules import images as images_mod
+from gpuclient.rules import nova_config
+from gpuclient.rules import pools as pools_mod
+from gpuclient.rules import quota as quota_mod
+from gpuclient.rules import request as request_mod
+from gpuclient.rules import specs as specs_mod
 
 ERROR = 'error'
 WARNING = 'warning'

@@ -60,13 +60,13 @@ Hence:
 
 from osc_lib import exceptions
 
-from gpuclient import aggregate_filter
-from gpuclient import baremetal
-from gpuclient import nova_rules
-from gpuclient import plan as plan_mod
-from gpuclient import pools as pools_mod
-from gpuclient import specs
 from gpuclient.i18n import _
+from gpuclient.rules import aggregate_filter
+from gpuclient.rules import baremetal
+from gpuclient.rules import nova_rules
+from gpuclient.rules import plan as plan_mod
+from gpuclient.rules import pools as pools_mod
+from gpuclient.rules import specs
 
 TRAIT_SPEC_PREFIX = 'trait'
 

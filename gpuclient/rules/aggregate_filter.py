@@ -33,7 +33,7 @@ once K changes. ``broken_by`` answers that for a planned metadata change;
 ``follow`` says how a flavor's specs change to keep matching.
 """
 
-from gpuclient import host_filters
+from gpuclient.rules import host_filters
 
 SCOPE = 'aggregate_instance_extra_specs'
 

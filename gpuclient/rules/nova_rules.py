@@ -35,8 +35,8 @@ import unicodedata
 
 from osc_lib import exceptions
 
-from gpuclient import names
 from gpuclient.i18n import _
+from gpuclient.rules import names
 
 MAX_LENGTH = 255
 _KEY_RE = re.compile(r'[a-zA-Z0-9\-_:. ]{1,%d}' % MAX_LENGTH)

@@ -18,7 +18,7 @@
 * ``post_filters``: the scheduler filters Nova runs after Placement that the
   API lets a client judge (ComputeFilter on services,
   AggregateInstanceExtraSpecsFilter, AggregateMultiTenancyIsolation, and
-  through gpuclient.host_filters ImagePropertiesFilter and
+  through gpuclient.rules.host_filters ImagePropertiesFilter and
   ComputeCapabilitiesFilter), the way Nova 34 runs them; ``NOT_CHECKED``
   names the others.
 * ``requirements``: the parts of a request that can be dropped one at a
@@ -27,10 +27,10 @@
   to those relaxed queries and the provider summaries they carry.
 """
 
-from gpuclient import baremetal
-from gpuclient import host_filters
-from gpuclient import request as request_mod
 from gpuclient.i18n import _
+from gpuclient.rules import baremetal
+from gpuclient.rules import host_filters
+from gpuclient.rules import request as request_mod
 
 AGGREGATE_SCOPE = 'aggregate_instance_extra_specs'
 MAX_RELAXED = 8  # relaxed queries at most
@@ -296,7 +296,7 @@ def post_filters(hosts, extra_specs, aggregates, services, project_id,
 
     ``hypervisors`` (compute API 2.53 details) and ``image`` (its
     properties) feed ImagePropertiesFilter and ComputeCapabilitiesFilter
-    (gpuclient.host_filters); a host whose nodes they cannot judge is not
+    (gpuclient.rules.host_filters); a host whose nodes they cannot judge is not
     removed (see host_filters.unchecked).
     """
     enabled = set(enabled_filters or ())

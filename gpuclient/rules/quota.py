@@ -38,11 +38,11 @@ import fnmatch
 
 from osc_lib import exceptions
 
-from gpuclient import hosts
-from gpuclient import names
-from gpuclient import plan as plan_mod
-from gpuclient import pools as pools_mod
 from gpuclient.i18n import _
+from gpuclient.rules import hosts
+from gpuclient.rules import names
+from gpuclient.rules import plan as plan_mod
+from gpuclient.rules import pools as pools_mod
 
 PREFIX = 'class:'
 UNIFIED_DRIVER = 'nova.quota.UnifiedLimitsDriver'
