@@ -65,9 +65,9 @@ from keystoneauth1 import adapter
 import openstack
 
 from gpuclient.cloud import client
+from gpuclient.ops import nova_settings
 from gpuclient.ops import snapshot
 from gpuclient.rules import capacity
-from gpuclient.v1 import candidates as candidates_cmd
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TESTCLOUD = os.path.join(ROOT, 'tools', 'testcloud')
@@ -319,7 +319,7 @@ def measure(args, compute, placement, counter, new_client, flavors,
         new_client, counter, args.runs)
     added = add_synthetic_hypervisors(cloud)
     ids = [f.id for f in flavors]
-    settings = candidates_cmd.read_settings(args.nova_conf)
+    settings = nova_settings.read_settings(args.nova_conf)
     cpu, rows, totals = gpuclient_compute(cloud, settings, project_id, ids,
                                           args.compute_runs)
     if args.no_os_capacity:
@@ -385,7 +385,7 @@ def main():
                         help='nova.conf-style file with the scheduler\'s '
                         'settings, as "gpu capacity list --nova-conf" '
                         '(repeat option for several; default $%s, else the '
-                        'test cloud\'s %s)' % (candidates_cmd.CONF_ENV,
+                        'test cloud\'s %s)' % (nova_settings.CONF_ENV,
                                                TESTCLOUD_NOVA_CONF))
     parser.add_argument('--no-os-capacity', action='store_true',
                         help='skip the os-capacity comparison (minutes at '
@@ -396,7 +396,7 @@ def main():
     args = parser.parse_args()
     if not args.cloud:
         sys.exit('set OS_CLOUD (eval "$(tools/testcloud env)")')
-    if not args.nova_conf and not os.environ.get(candidates_cmd.CONF_ENV) \
+    if not args.nova_conf and not os.environ.get(nova_settings.CONF_ENV) \
             and os.path.exists(TESTCLOUD_NOVA_CONF):
         args.nova_conf = [TESTCLOUD_NOVA_CONF]
     if min(args.flavors, args.runs, args.compute_runs) < 1:

@@ -43,6 +43,7 @@ from keystoneauth1 import adapter
 import openstack
 
 from gpuclient.cloud import client
+from gpuclient.ops import host_ops
 from gpuclient.v1 import host
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -130,7 +131,7 @@ def main():
 
     counter = Counter(conn.session)
     # warm up: token, catalog, microversion negotiation
-    host.collect(new_client(), unmapped=True)
+    host_ops.collect(new_client(), unmapped=True)
 
     times, requests = [], []
     for _ in range(args.runs):

@@ -241,3 +241,9 @@ def unset_image(client, image_name, dry_run=False, **options):
     if result and not dry_run:
         journal.apply(client, result)
     return result
+
+
+def find_gpu_flavor(client, name_or_id, pools):
+    flavor = client.compute.find_flavor(name_or_id)
+    reading = specs.read(flavor.get('extra_specs'), pools)
+    return flavor, reading

@@ -27,12 +27,15 @@ from osc_lib import exceptions
 
 from gpuclient.cloud import client as client_mod
 from gpuclient.i18n import _
+from gpuclient.ops import host_ops
 from gpuclient.ops import journal
+from gpuclient.ops import snapshot
 from gpuclient.rules import host_names
 from gpuclient.rules import nova_rules
 from gpuclient.rules import plan as plan_mod
 from gpuclient.rules import pool_plan
 from gpuclient.rules import pools
+from gpuclient.rules import specs
 
 LOG = logging.getLogger(__name__)
 
@@ -388,3 +391,52 @@ def members_of(client, pool):
     except client_mod.APIError as exc:
         LOG.debug('cannot read placement aggregate: %s', exc)
         return None
+
+
+def list_pools(client, mode=None, long=False):
+    """(pools of MODE, sorted by name; host rows or None) of ``gpu pool
+    list``: the aggregates alone, or with LONG one snapshot (the pools
+    and their hosts' GPU figures)."""
+    cloud = None
+    if long:
+        cloud = snapshot.read(client, mapped_only=True, with_traits=False)
+        found, problems = cloud.pools, cloud.problems
+    else:
+        found, problems = pools.scan(client.compute.aggregates())
+    warn_problems(problems)
+    selected = [found[name] for name in sorted(found)
+                if not mode or found[name]['mode'] == mode]
+    rows = None
+    if long:
+        rows, notes = host_ops.rows_of(client, cloud)
+        for note in notes:
+            LOG.debug(note)
+    return selected, rows
+
+
+def show(client, name):
+    """What ``gpu pool show`` shows: {pool, gpus, flavors, drift}.
+
+    One snapshot of the cloud, its Placement part limited to the pool's
+    hosts (so the pool is found before Placement is read).
+    """
+    aggregates = client.compute.aggregates()
+    found, problems = pools.scan(
+        [snapshot.aggregate_dict(a) for a in aggregates])
+    warn_problems(problems)
+    pool = pools.lookup(found, problems, name)
+    cloud = snapshot.read(client, wanted_hosts=set(pool['hosts']),
+                          with_traits=True, with_flavors=True,
+                          aggregates=aggregates)
+    rows, _notes = host_ops.rows_of(client, cloud, pool=pool['name'])
+    host_roots = {host: sorted(roots) for host, roots in
+                  cloud.host_roots().items() if host in pool['hosts']}
+    drift = pools.drift(pool, host_roots, cloud.placement,
+                        members_of(client, pool))
+    flavors = sorted(
+        flavor['name'] for flavor in cloud.flavors
+        if pool['name'] in specs.matching_pools(
+            specs.read(flavor.get('extra_specs'), cloud.pools),
+            cloud.pools))
+    return {'pool': pool, 'gpus': pools.gpu_figures(rows, pool),
+            'flavors': flavors, 'drift': drift}

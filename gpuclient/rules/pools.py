@@ -794,3 +794,20 @@ ISOLATION_LIMITS = _(
     'Glance property protections, or limit the pool to projects '
     '(--project).'
 )
+
+
+def gpu_figures(rows, pool):
+    """{host: {total, used, free}} of the pool's class on its hosts.
+
+    Every member host is there: one that offers none of the pool's class
+    counts 0 / 0 / 0.
+    """
+    figures = {host: {'total': 0, 'used': 0, 'free': 0}
+               for host in pool['hosts']}
+    for row in rows:
+        if row['host'] in figures and (
+                row['resource_class'] == pool['resource_class']):
+            figures[row['host']] = {
+                'total': row['total'], 'used': row['used'],
+                'free': row['free']}
+    return figures

@@ -18,10 +18,8 @@ from osc_lib.command import command
 
 from gpuclient import formatters
 from gpuclient.i18n import _
-from gpuclient.ops import snapshot
-from gpuclient.rules import capacity
-from gpuclient.rules import pools as pools_mod
-from gpuclient.v1 import candidates as candidates_cmd
+from gpuclient.ops import capacity_ops
+from gpuclient.v1 import common
 
 LOG = logging.getLogger(__name__)
 
@@ -42,7 +40,7 @@ def table(rows, long=False):
             item += (row['host'],)
         item += (row['resource_class'], row['fits'], row['total'],
                  row['used'], row['free'], row['utilisation'],
-                 row['stranded'], candidates_cmd.ReasonColumn(
+                 row['stranded'], common.ReasonColumn(
                      row['stranded_reasons']))
         data.append(item)
     return columns, data
@@ -71,32 +69,19 @@ class ListCapacity(command.Lister):
             '--flavor', metavar='<flavor>', action='append', dest='flavors',
             help=_('Only this flavor (name or ID; repeat option for '
                    'several). Default: every GPU flavor'))
-        candidates_cmd.add_boot_project_args(parser)
-        candidates_cmd.add_nova_conf_args(parser, overrides=True)
+        common.add_boot_project_args(parser)
+        common.add_nova_conf_args(parser, overrides=True)
         parser.add_argument(
             '--long', action='store_true', default=False,
             help=_('One row per flavor, pool and host'))
         return parser
 
     def take_action(self, parsed_args):
-        client = self.app.client_manager.gpu
-        settings = candidates_cmd.settings_from_args(parsed_args)
-        project_id = (
-            client.project_id(parsed_args.project,
-                              parsed_args.project_domain)
-            if parsed_args.project else client.current_project_id())
-        cloud = snapshot.read(client, with_flavors=True, mapped_only=True)
-        for _agg, _pool, message in cloud.problems:
-            LOG.warning(message)
-        if parsed_args.pool and parsed_args.pool not in cloud.pools:
-            raise pools_mod.unknown_pool(parsed_args.pool, cloud.pools)
-        wanted = None
-        if parsed_args.flavors:
-            wanted = capacity.resolve_flavors(cloud.flavors,
-                                              parsed_args.flavors)
-        rows = capacity.rows(cloud, settings, project_id,
-                             wanted_flavors=wanted, pool=parsed_args.pool,
-                             long=parsed_args.long)
-        for note in cloud.placement.notes():
-            LOG.warning(note)
+        rows = capacity_ops.collect(
+            self.app.client_manager.gpu,
+            common.settings_from_args(parsed_args),
+            project=parsed_args.project,
+            project_domain=parsed_args.project_domain,
+            pool=parsed_args.pool, flavors=parsed_args.flavors,
+            long=parsed_args.long)
         return table(rows, long=parsed_args.long)

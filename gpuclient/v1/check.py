@@ -18,10 +18,9 @@ from osc_lib import exceptions
 from osc_lib.command import command
 
 from gpuclient.i18n import _
-from gpuclient.ops import snapshot
+from gpuclient.ops import check_ops
 from gpuclient.rules import checks
-from gpuclient.rules import pools as pools_mod
-from gpuclient.v1 import candidates as candidates_cmd
+from gpuclient.v1 import common
 
 LOG = logging.getLogger(__name__)
 
@@ -50,7 +49,7 @@ class Check(command.Lister):
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
-        candidates_cmd.add_nova_conf_args(parser)
+        common.add_nova_conf_args(parser)
         parser.add_argument(
             '--check', metavar='<name>', action='append', dest='checks',
             help=_('Run only this check (repeat option for several; '
@@ -72,27 +71,11 @@ class Check(command.Lister):
                 % {'bad': ', '.join(unknown),
                    'all': ', '.join(checks.CHECKS)})
         settings = None
-        if candidates_cmd.nova_conf_given(parsed_args):
-            settings = candidates_cmd.settings_from_args(parsed_args)
-        client = self.app.client_manager.gpu
-        cloud = snapshot.read(client, with_flavors=True, mapped_only=True,
-                              with_images=True, with_pool_members=True,
-                              with_projects=True)
-        if parsed_args.pool and parsed_args.pool not in cloud.pools:
-            raise pools_mod.unknown_pool(parsed_args.pool, cloud.pools)
-        for note in cloud.placement.notes():
-            LOG.warning(note)
-        if (settings or {}).get('quota') and cloud.pools:
-            # the quota-gpu-limits check judges the registered limits
-            try:
-                registered = client.limits.registered()
-                cloud.registered_limits = {
-                    n: r['limit'] for n, r in registered.items()}
-            except exceptions.CommandError as exc:
-                # the quota-gpu-limits check says it could not judge
-                cloud.registered_limits_error = str(exc)
-        findings = checks.run(cloud, settings, names=parsed_args.checks,
-                              pool=parsed_args.pool)
+        if common.nova_conf_given(parsed_args):
+            settings = common.settings_from_args(parsed_args)
+        findings = check_ops.run(
+            self.app.client_manager.gpu, settings,
+            names=parsed_args.checks, pool=parsed_args.pool)
         self._status = checks.exit_status(findings, parsed_args.strict)
         return table(findings)
 

@@ -20,66 +20,16 @@ into place or redirected to a file, like a file's contents.
 """
 
 import logging
-import os
 
 from osc_lib import exceptions
 from osc_lib.command import command
 
 from gpuclient.i18n import _
-from gpuclient.ops import snapshot
+from gpuclient.ops import config_ops
 from gpuclient.rules import nova_config
-from gpuclient.rules import pools as pools_mod
-from gpuclient.rules import request
 
 LOG = logging.getLogger(__name__)
 LAYOUTS = ('ini', 'kolla')
-
-
-def _read(path):
-    try:
-        with open(path) as conf:
-            return conf.read()
-    except OSError as exc:
-        raise exceptions.CommandError(
-            _('Cannot read %(path)s (%(error)s): give --diff a readable '
-              'nova.conf or a Kolla-Ansible config directory (such as '
-              '/etc/kolla/config).')
-            % {'path': path, 'error': exc.strerror or exc}) from exc
-
-
-def _parse_files(paths):
-    """merge_ini over the files that exist, in order."""
-    return request.merge_ini(request.parse_ini(_read(p), p) for p in paths
-                             if os.path.isfile(p))
-
-
-def read_existing(path, config, hosts=()):
-    """({target: parsed ini}, {target: [files]}) for ``--diff PATH``.
-
-    A directory is a Kolla-Ansible config dir: nova-api, nova-scheduler,
-    nova-conductor and each host are compared with the files Kolla merges
-    for them. A file is one service's
-    nova.conf: compared with what the one --host needs, else with what
-    nova-scheduler (and every service) needs.
-    """
-    path = os.path.expanduser(path)
-    if os.path.isdir(path):
-        existing, where = {}, {}
-        hosts_shown = [t for t in config.ordered() if isinstance(t, tuple)]
-        for target in list(nova_config.CONTROLLERS) + hosts_shown:
-            reads = [os.path.join(path, f)
-                     for f in nova_config.kolla_reads(target)]
-            existing[target] = _parse_files(reads)
-            where[target] = [f for f in reads if os.path.isfile(f)] or [
-                _('no file')]
-        return existing, where
-    if len(hosts) > 1:
-        raise exceptions.CommandError(
-            _('--diff with a file compares one service\'s nova.conf: give '
-              'at most one --host (or a Kolla config directory).'))
-    target = (nova_config.host_target(hosts[0]) if hosts
-              else nova_config.SCHEDULER)
-    return {target: request.parse_ini(_read(path), path)}, {target: [path]}
 
 
 def _parse_mig_types(texts):
@@ -93,56 +43,6 @@ def _parse_mig_types(texts):
                   '/sys/bus/pci/devices/<VF>/mdev_supported_types).') % text)
         found[profile.strip()] = mdev_type.strip()
     return found
-
-
-def collect(client, pool_names=(), hosts=(), mig_types=None,
-            numa_policy=nova_config.DEFAULT_NUMA_POLICY):
-    """(Config, notes): one snapshot of the cloud (``snapshot.read``,
-    with flavors for the aliases' NUMA policy, Placement trees of the
-    pools' hosts only), shaped by ``nova_config.from_cloud``."""
-    aggregates = client.compute.aggregates()
-    pools, _problems = pools_mod.scan(
-        [snapshot.aggregate_dict(a) for a in aggregates])
-    for name in pool_names:
-        # checked before anything else is read
-        if name not in pools:
-            raise pools_mod.unknown_pool(name, pools)
-    chosen = [pools[n] for n in (pool_names or pools)]
-    cloud = snapshot.read(
-        client, extra_classes=('VGPU',), with_flavors=True,
-        wanted_hosts={h for p in chosen for h in p['hosts']},
-        with_traits=True, aggregates=aggregates)
-    return nova_config.from_cloud(cloud, pool_names, hosts, mig_types,
-                                  numa_policy)
-
-
-def write_files(directory, file_list):
-    """Write [(relative path, text)] under DIRECTORY; never overwrite."""
-    directory = os.path.expanduser(directory)
-    taken = [p for p, _text in file_list
-             if os.path.exists(os.path.join(directory, p))]
-    if taken:
-        raise exceptions.CommandError(
-            _('%(dir)s already holds %(files)s: gpuclient does not '
-              'overwrite configuration files (they may hold other '
-              'settings). Compare with --diff %(dir)s, or write to an empty '
-              'directory and merge.')
-            % {'dir': directory, 'files': ', '.join(taken)})
-    written = []
-    for path, text in file_list:
-        full = os.path.join(directory, path)
-        try:
-            os.makedirs(os.path.dirname(full), exist_ok=True)
-            with open(full, 'x') as out:
-                out.write(text)
-        except OSError as exc:
-            raise exceptions.CommandError(
-                _('Cannot write %(path)s (%(error)s); written so far: '
-                  '%(done)s.')
-                % {'path': full, 'error': exc.strerror or exc,
-                   'done': ', '.join(written) or _('nothing')}) from exc
-        written.append(full)
-    return written
 
 
 class ShowConfig(command.Command):
@@ -207,7 +107,7 @@ class ShowConfig(command.Command):
             raise exceptions.CommandError(
                 _('--diff and --output-dir do not go together: compare '
                   'first, then write to an empty directory.'))
-        config, notes = collect(
+        config, notes = config_ops.collect(
             self.app.client_manager.gpu, parsed_args.pool, parsed_args.host,
             _parse_mig_types(parsed_args.mig_mdev_type),
             parsed_args.numa_policy)
@@ -215,13 +115,13 @@ class ShowConfig(command.Command):
             LOG.warning(note)
         out = self.app.stdout
         if parsed_args.diff:
-            existing, where = read_existing(parsed_args.diff, config,
-                                            parsed_args.host)
+            existing, where = config_ops.read_existing(
+                parsed_args.diff, config, parsed_args.host)
             findings = nova_config.diff(config, existing)
             out.write(nova_config.render_diff(findings, where))
             return 1 if findings else 0
         if parsed_args.output_dir:
-            for path in write_files(
+            for path in config_ops.write_files(
                     parsed_args.output_dir,
                     nova_config.files(config, parsed_args.layout)):
                 out.write(path + '\n')

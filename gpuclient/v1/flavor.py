@@ -24,7 +24,7 @@ from gpuclient.i18n import _
 from gpuclient.ops import flavor_ops
 from gpuclient.ops import journal
 from gpuclient.rules import specs
-from gpuclient.v1 import pool as pool_cmd
+from gpuclient.v1 import common
 
 LOG = logging.getLogger(__name__)
 
@@ -61,12 +61,6 @@ def show_data(flavor, reading, projects, pools, notes=()):
         ('notes', format_columns.ListColumn(list(notes))),
     )
     return tuple(r[0] for r in rows), tuple(r[1] for r in rows)
-
-
-def find_gpu_flavor(client, name_or_id, pools):
-    flavor = client.compute.find_flavor(name_or_id)
-    reading = specs.read(flavor.get('extra_specs'), pools)
-    return flavor, reading
 
 
 def _add_size_options(parser):
@@ -131,7 +125,7 @@ class CreateFlavor(command.ShowOne):
             help=_('Another extra spec to set (repeat option to set '
                    'several); refused when it contradicts the derived ones '
                    'or when Nova would reject it'))
-        pool_cmd.add_dry_run_arg(parser)
+        common.add_dry_run_arg(parser)
         return parser
 
     def take_action(self, parsed_args):
@@ -149,7 +143,7 @@ class CreateFlavor(command.ShowOne):
         for warning in warnings:
             LOG.warning(warning)
         if parsed_args.dry_run:
-            return pool_cmd.plan_item(plan)
+            return common.plan_item(plan)
         pools, _aggregates = read_pools(client, required=False)
         reading = specs.read(flavor.get('extra_specs'), pools)
         return show_data(flavor, reading, projects, pools)
@@ -224,7 +218,8 @@ class ShowFlavor(command.ShowOne):
     def take_action(self, parsed_args):
         client = self.app.client_manager.gpu
         pools, _aggregates = read_pools(client, required=False)
-        flavor, reading = find_gpu_flavor(client, parsed_args.flavor, pools)
+        flavor, reading = flavor_ops.find_gpu_flavor(
+            client, parsed_args.flavor, pools)
         if not reading['is_gpu']:
             raise exceptions.CommandError(
                 _('Flavor %s is not a GPU flavor: its extra specs ask for '
@@ -245,7 +240,7 @@ class DeleteFlavor(command.Command):
         parser = super().get_parser(prog_name)
         parser.add_argument('flavors', metavar='<flavor>', nargs='+',
                             help=_('GPU flavor(s) to delete (name or ID)'))
-        pool_cmd.add_dry_run_arg(parser)
+        common.add_dry_run_arg(parser)
         return parser
 
     def take_action(self, parsed_args):
@@ -254,14 +249,15 @@ class DeleteFlavor(command.Command):
         failed = 0
         for name in parsed_args.flavors:
             try:
-                flavor, reading = find_gpu_flavor(client, name, pools)
+                flavor, reading = flavor_ops.find_gpu_flavor(
+                    client, name, pools)
                 if not reading['is_gpu']:
                     raise exceptions.CommandError(
                         _('it is not a GPU flavor (use "openstack flavor '
                           'delete")'))
                 plan = flavor_ops.plan_delete([flavor])
                 if parsed_args.dry_run:
-                    pool_cmd.write_plan(self.app, plan)
+                    common.write_plan(self.app, plan)
                 else:
                     journal.apply(client, plan)
             except exceptions.CommandError as exc:

@@ -20,7 +20,7 @@ from osc_lib.command import command
 from gpuclient.i18n import _
 from gpuclient.ops import flavor_ops
 from gpuclient.rules import images
-from gpuclient.v1 import pool as pool_cmd
+from gpuclient.v1 import common
 
 LOG = logging.getLogger(__name__)
 
@@ -75,7 +75,7 @@ class SetImage(command.Command):
                                help=on_help)
             group.add_argument('--no-' + option, dest=dest,
                                action='store_false', help=off_help)
-        pool_cmd.add_dry_run_arg(parser)
+        common.add_dry_run_arg(parser)
         return parser
 
     def take_action(self, parsed_args):
@@ -91,7 +91,7 @@ class SetImage(command.Command):
             client, parsed_args.image, dry_run=parsed_args.dry_run,
             **options)
         if parsed_args.dry_run:
-            pool_cmd.write_plan(self.app, plan)
+            common.write_plan(self.app, plan)
         elif not plan:
             LOG.info(_('Image %s already has these properties: nothing to '
                        'do.'), parsed_args.image)
@@ -117,7 +117,7 @@ class UnsetImage(command.Command):
                 help=_('Remove %(key)s if it is %(value)s') % {
                     'key': key,
                     'value': ' or '.join(images.own_values(key))})
-        pool_cmd.add_dry_run_arg(parser)
+        common.add_dry_run_arg(parser)
         return parser
 
     def take_action(self, parsed_args):
@@ -135,7 +135,7 @@ class UnsetImage(command.Command):
         for warning in plan.warnings:
             LOG.warning(warning)
         if parsed_args.dry_run:
-            pool_cmd.write_plan(self.app, plan)
+            common.write_plan(self.app, plan)
 
 
 class ShowImage(command.ShowOne):

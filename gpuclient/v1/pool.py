@@ -22,10 +22,8 @@ from osc_lib.command import command
 
 from gpuclient.i18n import _
 from gpuclient.ops import pool_ops
-from gpuclient.ops import snapshot
 from gpuclient.rules import pools
-from gpuclient.rules import specs
-from gpuclient.v1 import host as host_cmd
+from gpuclient.v1 import common
 
 LOG = logging.getLogger(__name__)
 
@@ -58,23 +56,6 @@ def pool_item(pool):
     return POOL_FIELDS, values
 
 
-def gpu_figures(rows, pool):
-    """{host: {total, used, free}} of the pool's class on its hosts.
-
-    Every member host is there: one that offers none of the pool's class
-    counts 0 / 0 / 0.
-    """
-    figures = {host: {'total': 0, 'used': 0, 'free': 0}
-               for host in pool['hosts']}
-    for row in rows:
-        if row['host'] in figures and (
-                row['resource_class'] == pool['resource_class']):
-            figures[row['host']] = {
-                'total': row['total'], 'used': row['used'],
-                'free': row['free']}
-    return figures
-
-
 class GpusColumn(format_columns.DictColumn):
     """Per-host GPU figures: a dict of dicts in JSON/YAML, one line per
     host (total, used, free) in a table."""
@@ -92,40 +73,6 @@ class DriftColumn(format_columns.ListColumn):
 
     def human_readable(self):
         return '\n'.join(pools.drift_text(f) for f in self._value or [])
-
-
-class PlanColumn(format_columns.ListColumn):
-    """Plan lines: one per line in a table, a list in JSON/YAML."""
-
-    def human_readable(self):
-        return '\n'.join(self._value or [])
-
-
-def plan_item(plan):
-    """(fields, values) of a --dry-run: the plan and its warnings."""
-    return (('dry_run', 'plan', 'warnings'),
-            (True, PlanColumn(plan.lines()), PlanColumn(plan.warnings)))
-
-
-def write_plan(app, plan):
-    """--dry-run of a command without fields: the plan lines on stdout."""
-    for line in plan.lines():
-        app.stdout.write(line + '\n')
-
-
-def add_dry_run_arg(parser):
-    parser.add_argument(
-        '--dry-run', action='store_true', default=False,
-        help=_('Show the plan (every step, each with its undo) and change '
-               'nothing'))
-
-
-def add_update_dependents_arg(parser):
-    parser.add_argument(
-        '--update-dependents', action='store_true', default=False,
-        help=_('Also change the flavors (and images) that depend on this '
-               'change, in the same all-or-nothing plan, instead of '
-               'refusing and listing them'))
 
 
 def _add_pool_arg(parser, nargs=None):
@@ -210,7 +157,7 @@ class CreatePool(command.ShowOne):
         _add_property_arg(
             parser, _('Other aggregate metadata to set (repeat option to '
                       'set several)'))
-        add_dry_run_arg(parser)
+        common.add_dry_run_arg(parser)
         return parser
 
     def take_action(self, parsed_args):
@@ -227,7 +174,7 @@ class CreatePool(command.ShowOne):
         pool, plan = pool_ops.create(client, spec, parsed_args.hosts,
                                      dry_run=parsed_args.dry_run)
         if parsed_args.dry_run:
-            return plan_item(plan)
+            return common.plan_item(plan)
         if not plan:
             LOG.warning(_('Pool %s already exists with these settings: '
                           'nothing changed.'), pool['name'])
@@ -252,27 +199,12 @@ class ListPool(command.Lister):
         return parser
 
     def take_action(self, parsed_args):
-        client = self.app.client_manager.gpu
-        cloud = None
-        if parsed_args.long:
-            # one snapshot: the pools and their hosts' GPU figures
-            cloud = snapshot.read(client, mapped_only=True,
-                                  with_traits=False)
-            found, problems = cloud.pools, cloud.problems
-        else:
-            found, problems = pools.scan(client.compute.aggregates())
-        pool_ops.warn_problems(problems)
-        selected = [
-            found[name] for name in sorted(found)
-            if not parsed_args.mode or found[name]['mode'] == parsed_args.mode
-        ]
+        selected, rows = pool_ops.list_pools(
+            self.app.client_manager.gpu, mode=parsed_args.mode,
+            long=parsed_args.long)
         columns = ('Name', 'Mode', 'Device', 'Hosts', 'Isolated', 'Zone')
-        rows = None
         if parsed_args.long:
             columns += ('GPUs Total', 'GPUs Used', 'GPUs Free', 'Projects')
-            rows, notes = host_cmd.rows_of(client, cloud)
-            for note in notes:
-                LOG.debug(note)
         data = []
         for pool in selected:
             item = (
@@ -281,7 +213,7 @@ class ListPool(command.Lister):
                 pool.get('zone'),
             )
             if parsed_args.long:
-                figures = gpu_figures(rows, pool).values()
+                figures = pools.gpu_figures(rows, pool).values()
                 item += (
                     sum(f['total'] for f in figures),
                     sum(f['used'] for f in figures),
@@ -307,35 +239,17 @@ class ShowPool(command.ShowOne):
         return parser
 
     def take_action(self, parsed_args):
-        client = self.app.client_manager.gpu
-        # one snapshot of the cloud, its Placement part limited to the
-        # pool's hosts (so the pool is found before Placement is read)
-        aggregates = client.compute.aggregates()
-        found, problems = pools.scan(
-            [snapshot.aggregate_dict(a) for a in aggregates])
-        pool_ops.warn_problems(problems)
-        pool = pools.lookup(found, problems, parsed_args.pool)
-        cloud = snapshot.read(client, wanted_hosts=set(pool['hosts']),
-                              with_traits=True, with_flavors=True,
-                              aggregates=aggregates)
-        rows, _notes = host_cmd.rows_of(client, cloud, pool=pool['name'])
-        host_roots = {host: sorted(roots) for host, roots in
-                      cloud.host_roots().items() if host in pool['hosts']}
-        drift = pools.drift(pool, host_roots, cloud.placement,
-                            pool_ops.members_of(client, pool))
-        flavors = sorted(
-            flavor['name'] for flavor in cloud.flavors
-            if pool['name'] in specs.matching_pools(
-                specs.read(flavor.get('extra_specs'), cloud.pools),
-                cloud.pools))
+        shown = pool_ops.show(self.app.client_manager.gpu,
+                              parsed_args.pool)
+        pool = shown['pool']
         if pool['isolate']:
             LOG.warning(pools.ISOLATION_LIMITS)
         columns, values = pool_item(pool)
         columns += ('gpus', 'flavors', 'drift')
         values += (
-            GpusColumn(gpu_figures(rows, pool)),
-            format_columns.ListColumn(flavors),
-            DriftColumn(drift),
+            GpusColumn(shown['gpus']),
+            format_columns.ListColumn(shown['flavors']),
+            DriftColumn(shown['drift']),
         )
         return columns, values
 
@@ -374,8 +288,8 @@ class SetPool(command.Command):
                    'public flavors (other projects keep seeing them and get '
                    '"No valid host"); without it, that is refused with the '
                    'commands that re-create them private'))
-        add_update_dependents_arg(parser)
-        add_dry_run_arg(parser)
+        common.add_update_dependents_arg(parser)
+        common.add_dry_run_arg(parser)
         return parser
 
     def take_action(self, parsed_args):
@@ -389,7 +303,7 @@ class SetPool(command.Command):
             allow_public_flavors=parsed_args.allow_public_flavors,
             dry_run=parsed_args.dry_run)
         if parsed_args.dry_run:
-            write_plan(self.app, plan)
+            common.write_plan(self.app, plan)
 
 
 class UnsetPool(command.Command):
@@ -416,8 +330,8 @@ class UnsetPool(command.Command):
             '--open-to-all', action='store_true', default=False,
             help=_('Allow removing the last project, which opens the pool '
                    'to every project'))
-        add_update_dependents_arg(parser)
-        add_dry_run_arg(parser)
+        common.add_update_dependents_arg(parser)
+        common.add_dry_run_arg(parser)
         return parser
 
     def take_action(self, parsed_args):
@@ -431,7 +345,7 @@ class UnsetPool(command.Command):
             update_dependents=parsed_args.update_dependents,
             dry_run=parsed_args.dry_run)
         if parsed_args.dry_run:
-            write_plan(self.app, plan)
+            common.write_plan(self.app, plan)
 
 
 class _HostsCommand(command.ShowOne):
@@ -445,7 +359,7 @@ class _HostsCommand(command.ShowOne):
         _add_pool_arg(parser)
         parser.add_argument('hosts', metavar='<host>', nargs='+',
                             help=self.hosts_help)
-        add_dry_run_arg(parser)
+        common.add_dry_run_arg(parser)
         return parser
 
     def take_action(self, parsed_args):
@@ -453,7 +367,7 @@ class _HostsCommand(command.ShowOne):
             self.app.client_manager.gpu, parsed_args.pool, parsed_args.hosts,
             dry_run=parsed_args.dry_run)
         if parsed_args.dry_run:
-            return plan_item(plan)
+            return common.plan_item(plan)
         return pool_item(pool)
 
 
@@ -491,7 +405,7 @@ class DeletePool(command.Command):
             '--force', action='store_true',
             help=_('Remove the pool\'s hosts (and the traits it put on '
                    'them) first'))
-        add_dry_run_arg(parser)
+        common.add_dry_run_arg(parser)
         return parser
 
     def take_action(self, parsed_args):
@@ -507,7 +421,7 @@ class DeletePool(command.Command):
                           {'name': name, 'error': exc})
                 continue
             if parsed_args.dry_run:
-                write_plan(self.app, plan)
+                common.write_plan(self.app, plan)
         if failures:
             total = len(parsed_args.pool)
             raise exceptions.CommandError(

@@ -25,10 +25,10 @@ from osc_lib.cli import format_columns
 from osc_lib.command import command
 
 from gpuclient.i18n import _
-from gpuclient.ops import pool_ops
+from gpuclient.ops import quota_ops
 from gpuclient.ops import snapshot
-from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import quota
+from gpuclient.v1 import common
 
 LOG = logging.getLogger(__name__)
 
@@ -70,68 +70,25 @@ def _add_target_args(parser, verb):
         help=_('GPU resource class (VGPU, PGPU or a custom class such as '
                'CUSTOM_PCI_10DE_2331), without a '
                'pool'))
-    from gpuclient.v1 import candidates as candidates_cmd
 
     # [quota] unified_limits_resource_strategy: what a project without its
     # own limit gets when the class has no registered limit
-    candidates_cmd.add_nova_conf_args(parser)
+    common.add_nova_conf_args(parser)
 
 
 def _quota_conf(parsed_args):
     """nova-api's [quota] settings from --nova-conf/--nova-conf-dir (or
     their environment variables), None when none was given."""
-    from gpuclient.v1 import candidates as candidates_cmd
 
-    if not candidates_cmd.nova_conf_given(parsed_args):
+    if not common.nova_conf_given(parsed_args):
         return None
-    return candidates_cmd.settings_from_args(parsed_args).get('quota')
-
-
-def _pools(client):
-    pools, problems = pools_mod.scan(
-        [snapshot.aggregate_dict(a) for a in client.compute.aggregates()])
-    pool_ops.warn_problems(problems)
-    return pools
-
-
-def _target(client, parsed_args):
-    """(pools, resource class, project id or None) of set/delete, checked
-    before any write."""
-    pools = _pools(client)
-    rc = quota.target_class(pools, parsed_args.pool,
-                            parsed_args.resource_class)
-    project_id = None
-    if parsed_args.project:
-        project_id = client.project_id(parsed_args.project,
-                                       parsed_args.project_domain)
-    note = quota.shared_note(rc, pools)
-    if note:
-        LOG.warning(note)
-    return pools, rc, project_id
-
-
-def plan_and_apply(client, planner, *args, dry_run=False, conf=None):
-    """Read Keystone's limits, plan with quota.plan_set/plan_delete
-    (PLANNER) from them and nova-api's [quota] settings CONF (None: Nova's
-    defaults, assumed), apply the plan with the journal unless DRY_RUN;
-    return the plan. ARGS: the planner's, up to the project id."""
-    from gpuclient.ops import journal
-
-    project_id = args[-1]
-    plan = planner(*args, client.limits.registered(),
-                   client.limits.limits(project_id), conf=conf)
-    for warning in plan.warnings:
-        LOG.warning(warning)
-    if plan and not dry_run:
-        journal.apply(client, plan)
-    return plan
+    return common.settings_from_args(parsed_args).get('quota')
 
 
 def _finish(app, plan, dry_run):
     if dry_run:
-        from gpuclient.v1 import pool as pool_cmd
 
-        pool_cmd.write_plan(app, plan)
+        common.write_plan(app, plan)
 
 
 class SetQuota(command.Command):
@@ -156,9 +113,8 @@ class SetQuota(command.Command):
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         _add_target_args(parser, _('Set'))
-        from gpuclient.v1 import pool as pool_cmd
 
-        pool_cmd.add_dry_run_arg(parser)
+        common.add_dry_run_arg(parser)
         parser.add_argument(
             '--gpus', metavar='<count>', required=True,
             help=_('How many GPUs of the class (vGPUs for VGPU) the '
@@ -168,10 +124,12 @@ class SetQuota(command.Command):
     def take_action(self, parsed_args):
         gpus = quota.check_gpus(parsed_args.gpus)
         client = self.app.client_manager.gpu
-        _pools_found, rc, project_id = _target(client, parsed_args)
-        plan = plan_and_apply(client, quota.plan_set, rc, gpus, project_id,
-                              dry_run=parsed_args.dry_run,
-                              conf=_quota_conf(parsed_args))
+        _pools_found, rc, project_id = quota_ops.target(
+            client, parsed_args.pool, parsed_args.resource_class,
+            parsed_args.project, parsed_args.project_domain)
+        plan = quota_ops.plan_and_apply(
+            client, quota.plan_set, rc, gpus, project_id,
+            dry_run=parsed_args.dry_run, conf=_quota_conf(parsed_args))
         _finish(self.app, plan, parsed_args.dry_run)
 
 
@@ -187,17 +145,18 @@ class DeleteQuota(command.Command):
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         _add_target_args(parser, _('Delete'))
-        from gpuclient.v1 import pool as pool_cmd
 
-        pool_cmd.add_dry_run_arg(parser)
+        common.add_dry_run_arg(parser)
         return parser
 
     def take_action(self, parsed_args):
         client = self.app.client_manager.gpu
-        _pools_found, rc, project_id = _target(client, parsed_args)
-        plan = plan_and_apply(client, quota.plan_delete, rc, project_id,
-                              dry_run=parsed_args.dry_run,
-                              conf=_quota_conf(parsed_args))
+        _pools_found, rc, project_id = quota_ops.target(
+            client, parsed_args.pool, parsed_args.resource_class,
+            parsed_args.project, parsed_args.project_domain)
+        plan = quota_ops.plan_and_apply(
+            client, quota.plan_delete, rc, project_id,
+            dry_run=parsed_args.dry_run, conf=_quota_conf(parsed_args))
         _finish(self.app, plan, parsed_args.dry_run)
 
 
@@ -224,9 +183,8 @@ class ShowQuota(command.Lister):
         from openstackclient.identity import common as identity_common
 
         identity_common.add_project_domain_option_to_parser(parser)
-        from gpuclient.v1 import candidates as candidates_cmd
 
-        candidates_cmd.add_nova_conf_args(parser)
+        common.add_nova_conf_args(parser)
         return parser
 
     def take_action(self, parsed_args):
@@ -237,7 +195,7 @@ class ShowQuota(command.Lister):
                                            parsed_args.project_domain)
         else:
             project_id = client.current_project_id()
-        pools = _pools(client)
+        pools = quota_ops.read_pools(client)
         registered = {n: r['limit'] for n, r in
                       client.limits.registered().items()}
         own = {item['resource_name']: item['resource_limit']
@@ -291,7 +249,7 @@ class ListQuota(command.Lister):
 
     def take_action(self, parsed_args):
         client = self.app.client_manager.gpu
-        pools = _pools(client)
+        pools = quota_ops.read_pools(client)
         rows = quota.list_rows(pools, client.limits.limits())
         names = (snapshot.project_names(
             client, {r['project_id'] for r in rows}) if rows else None) or {}

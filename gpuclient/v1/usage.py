@@ -12,90 +12,18 @@
 
 """``openstack gpu usage list``."""
 
-import datetime
 import logging
 
-from osc_lib import exceptions
 from osc_lib.command import command
 
 from gpuclient.i18n import _
-from gpuclient.rules import pools as pools_mod
+from gpuclient.ops import usage_ops
 from gpuclient.rules import usage
-from gpuclient.v1 import server as server_cmd
+from gpuclient.v1 import common
 
 LOG = logging.getLogger(__name__)
 
 DIGITS = 4  # GPU-hours and cost: to the third of a second of one GPU
-
-
-def _nova_iso(when):
-    return when.strftime('%Y-%m-%dT%H:%M:%SZ')
-
-
-def collect(client, parsed_args, now=None):
-    """(rows, notes): GPU-hours over the period, grouped.
-
-    Requests, whatever the number of servers: host aggregates (pools;
-    refused to a member, who then sees their own project), Nova's server
-    usage for the period (paged), the servers with their embedded
-    flavors (paged), the servers changed since the start (deleted ones,
-    paged) only when the usage names servers the first list lacks, and
-    the flavor list only when Nova no longer lists some server at all.
-    """
-    start = usage.parse_time(parsed_args.start, '--start')
-    end = (usage.parse_time(parsed_args.end, '--end') if parsed_args.end
-           else (now or datetime.datetime.now(datetime.timezone.utc)
-                 ).replace(tzinfo=None))
-    usage.check_period(start, end)
-    rates = usage.parse_rates(parsed_args.rates) if parsed_args.rates \
-        else None
-    by = []
-    for key in parsed_args.by or usage.DEFAULT_BY:
-        if key not in by:
-            by.append(key)
-    project_id, own_id = server_cmd.target_project(client, parsed_args)
-    notes = []
-    try:
-        aggregates = client.compute.aggregates()
-    except exceptions.CommandError as exc:
-        if not server_cmd.forbidden(exc):
-            raise
-        aggregates = None
-    if aggregates is None:
-        # a member: their own project, pools named by the flavors only
-        if project_id not in (None, own_id):
-            raise server_cmd.not_yours(parsed_args.project, own_id)
-        pools = {}
-        project_id = own_id
-        usages = client.compute.server_usages(start, end, own_id)
-        all_projects = False
-    else:
-        pools, problems = pools_mod.scan(aggregates)
-        notes += [message for _agg, _pool, message in problems]
-        if parsed_args.pool and parsed_args.pool not in pools:
-            raise pools_mod.unknown_pool(parsed_args.pool, pools)
-        usages = client.compute.server_usages(start, end, project_id)
-        all_projects = project_id != own_id
-    listed = {}
-    wanted = {u.get('instance_id') for u in usages}
-    if wanted:
-        query = {'all_projects': all_projects,
-                 'project_id': project_id if all_projects else None}
-        for server in client.compute.servers_detail(**query):
-            listed[server['id']] = server
-        if wanted - set(listed):
-            for server in client.compute.servers_detail(
-                    changes_since=_nova_iso(start), **query):
-                listed.setdefault(server['id'], server)
-    flavors = None
-    if wanted - set(listed):
-        flavors = {f.get('name'): f for f in client.compute.flavors()}
-    items, more = usage.usage_items(usages, listed, start, end, pools,
-                                    flavors)
-    notes += more
-    rows, more = usage.usage_rows(items, by, rates, parsed_args.pool)
-    notes += more
-    return by, rows, notes
 
 
 class ListUsage(command.Lister):
@@ -119,7 +47,7 @@ class ListUsage(command.Lister):
         parser.add_argument(
             '--end', metavar='<time>',
             help=_('End of the period (as --start; default: now)'))
-        server_cmd.add_project_args(parser, _('usage'))
+        common.add_project_args(parser, _('usage'))
         parser.add_argument(
             '--pool', metavar='<pool>',
             help=_('Only GPUs of this GPU pool (name)'))
@@ -138,7 +66,12 @@ class ListUsage(command.Lister):
         return parser
 
     def take_action(self, parsed_args):
-        by, rows, notes = collect(self.app.client_manager.gpu, parsed_args)
+        by, rows, notes = usage_ops.collect(
+            self.app.client_manager.gpu, parsed_args.start,
+            end=parsed_args.end, project=parsed_args.project,
+            project_domain=parsed_args.project_domain,
+            pool=parsed_args.pool, by=parsed_args.by,
+            rates=parsed_args.rates)
         for note in notes:
             LOG.warning(note)
         columns = tuple(usage.BY_KEYS[k] for k in by) + (

@@ -44,11 +44,11 @@ from testtools import content
 
 from gpuclient.ops import flavor_ops
 from gpuclient.ops import pool_ops
+from gpuclient.ops import quota_ops
 from gpuclient.rules import pools
 from gpuclient.rules import quota
 from gpuclient.tests.functional import base
 from gpuclient.tests.functional import faults
-from gpuclient.v1 import quota as quota_cmd
 
 PREFIX = 'gpuclient-ft-fault'
 
@@ -353,7 +353,7 @@ class TestQuotaFaults(FaultMatrixTestCase):
 
     def test_set_project_limit_of_a_new_class(self):
         def command(client):
-            quota_cmd.plan_and_apply(client, quota.plan_set, self.rc, 3,
+            quota_ops.plan_and_apply(client, quota.plan_set, self.rc, 3,
                                      self.project)
 
         self.run_matrix('quota set', command, self.remove_limits,
@@ -391,7 +391,7 @@ class TestQuotaHungService(TestQuotaFaults):
 
     def test_set_project_limit_of_a_new_class(self):
         def command(client):
-            quota_cmd.plan_and_apply(client, quota.plan_set, self.rc, 3,
+            quota_ops.plan_and_apply(client, quota.plan_set, self.rc, 3,
                                      self.project)
 
         self.run_matrix('quota set, hung service', command,

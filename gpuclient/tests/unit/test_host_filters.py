@@ -341,11 +341,11 @@ class TestQuota(unittest.TestCase):
 
 
 class TestQuotaInCandidates(unittest.TestCase):
-    """candidates._quota: what the flavor (or --resource) asks counts."""
+    """candidate_ops._quota: what the flavor (or --resource) asks counts."""
 
     def setUp(self):
         try:
-            from gpuclient.v1 import candidates
+            from gpuclient.ops import candidate_ops as candidates
         except ImportError:  # osc-lib missing (the test cloud's venv)
             self.skipTest('osc-lib is not importable here')
         self.candidates = candidates

@@ -21,9 +21,9 @@ import fixtures
 from osc_lib import exceptions
 import testtools
 
+from gpuclient.ops import nova_settings
 from gpuclient.rules import request
 from gpuclient.tests.unit import base
-from gpuclient.v1 import candidates
 
 try:
     from oslo_config import cfg as oslo_cfg
@@ -151,13 +151,13 @@ class TestParse(base.TestCase):
 
 
 class TestReadSettings(base.TestCase):
-    """candidates.read_settings: --nova-conf (repeatable), --nova-conf-dir
+    """nova_settings.read_settings: --nova-conf (repeatable), --nova-conf-dir
     and their environment variables."""
 
     def setUp(self):
         super().setUp()
         self.tmp = self.useFixture(fixtures.TempDir()).path
-        for name in (candidates.CONF_ENV, candidates.CONF_DIR_ENV):
+        for name in (nova_settings.CONF_ENV, nova_settings.CONF_DIR_ENV):
             self.useFixture(fixtures.EnvironmentVariable(name))
 
     def write(self, name, text):
@@ -180,10 +180,10 @@ class TestReadSettings(base.TestCase):
                    '[pci]\nalias = %s\n' % json.dumps(H100))
         self.write('nova.conf.d/99-ignored.txt',
                    '[scheduler]\nmax_placement_results = 99\n')
-        settings = candidates.read_settings([main, extra])
+        settings = nova_settings.read_settings([main, extra])
         self.assertEqual(6, settings['max_placement_results'])
         self.assertEqual('%s, %s' % (main, extra), settings['file'])
-        settings = candidates.read_settings([main], conf_dir=[folder])
+        settings = nova_settings.read_settings([main], conf_dir=[folder])
         self.assertEqual(8, settings['max_placement_results'])
         self.assertEqual(['h100'], sorted(settings['aliases']))
         self.assertNotIn('99-ignored', settings['file'])
@@ -194,32 +194,32 @@ class TestReadSettings(base.TestCase):
         folder = os.path.join(self.tmp, 'd')
         self.write('d/a.conf', '[filter_scheduler]\n'
                    'pci_in_placement = false\n')
-        self.useFixture(fixtures.EnvironmentVariable(candidates.CONF_ENV,
+        self.useFixture(fixtures.EnvironmentVariable(nova_settings.CONF_ENV,
                                                      main))
         self.useFixture(fixtures.EnvironmentVariable(
-            candidates.CONF_DIR_ENV, folder))
-        settings = candidates.read_settings()
+            nova_settings.CONF_DIR_ENV, folder))
+        settings = nova_settings.read_settings()
         self.assertEqual(5, settings['max_placement_results'])
         self.assertFalse(settings['pci_in_placement'])
         # options replace the environment
         other = self.write('other.conf', '[scheduler]\n'
                            'max_placement_results = 3\n')
-        self.assertEqual(3, candidates.read_settings(
+        self.assertEqual(3, nova_settings.read_settings(
             [other])['max_placement_results'])
 
     def test_no_files_is_defaults(self):
-        settings = candidates.read_settings()
+        settings = nova_settings.read_settings()
         self.assertIsNone(settings['file'])
         self.assertEqual(request.DEFAULT_SETTINGS['max_placement_results'],
                          settings['max_placement_results'])
 
     def test_unreadable(self):
         exc = self.assertRaises(exceptions.CommandError,
-                                candidates.read_settings,
+                                nova_settings.read_settings,
                                 [os.path.join(self.tmp, 'missing.conf')])
         self.assertIn('missing.conf', str(exc))
         exc = self.assertRaises(exceptions.CommandError,
-                                candidates.read_settings,
+                                nova_settings.read_settings,
                                 conf_dir=[os.path.join(self.tmp, 'nodir')])
         self.assertIn('nodir', str(exc))
         self.assertIn('--nova-conf-dir', str(exc))
@@ -298,7 +298,7 @@ class TestSameAsOsloConfig(base.TestCase):
              default_config_files=[], default_config_dirs=[])
         self.addCleanup(conf.reset)
 
-        ours = candidates.read_settings(files, conf_dir=[folder])
+        ours = nova_settings.read_settings(files, conf_dir=[folder])
         self.assertEqual(conf.scheduler.max_placement_results,
                          ours['max_placement_results'])
         self.assertEqual(7, ours['max_placement_results'])

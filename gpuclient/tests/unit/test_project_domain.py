@@ -22,6 +22,7 @@ from openstack.identity.v3 import _proxy as identity_proxy
 from osc_lib import exceptions
 
 from gpuclient.cloud import client as client_mod
+from gpuclient.ops import candidate_ops
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import test_pool_ops
 from gpuclient.v1 import candidates
@@ -190,7 +191,7 @@ class TestCandidatesOption(base.CommandTestCase):
         client.compute.aggregates.return_value = []
         client.compute.hypervisors.return_value = []
         client.compute.compute_services.return_value = []
-        self.assertRaises(RuntimeError, candidates.collect, client,
+        self.assertRaises(RuntimeError, candidate_ops.collect, client,
                           resources={'VGPU': 1}, project='research',
                           project_domain='dom-b', settings={})
         client.project_id.assert_called_once_with('research', 'dom-b')

@@ -20,6 +20,7 @@ from openstack import exceptions as sdk_exc
 from osc_lib import exceptions
 
 from gpuclient.cloud import client
+from gpuclient.ops import candidate_ops
 from gpuclient.ops import journal
 from gpuclient.rules import checks
 from gpuclient.rules import quota
@@ -802,11 +803,10 @@ class TestCandidatesQuota(base.TestCase):
                        'class:MEMORY_MB': 51200}
 
     def test_over_gpu_quota(self):
-        from gpuclient.v1 import candidates
 
         gpu = self.make_client({'class:%s' % PT: 3}, self.LEGACY_DEFAULTS,
                                {PT: 2})
-        found = candidates._quota(gpu, 'p', {'vcpus': 1, 'ram': 512},
+        found = candidate_ops._quota(gpu, 'p', {'vcpus': 1, 'ram': 512},
                                   self.REQ)
         self.assertEqual([], found['excess'])
         self.assertEqual([('class:%s' % PT, 3, 2, 2)],
@@ -814,24 +814,23 @@ class TestCandidatesQuota(base.TestCase):
                           for e in found['gpu_excess']])
         gpu = self.make_client({'class:%s' % PT: 4}, self.LEGACY_DEFAULTS,
                                {PT: 2})
-        self.assertEqual([], candidates._quota(
+        self.assertEqual([], candidate_ops._quota(
             gpu, 'p', {'vcpus': 1, 'ram': 512}, self.REQ)['gpu_excess'])
 
     def test_legacy_nova_is_not_checked(self):
-        from gpuclient.v1 import candidates
 
         # Keystone has no registered servers, VCPU or RAM limits: Nova's
         # 10/20/51200 are its own
         gpu = self.make_client({'class:%s' % PT: 3},
                                {'class:%s' % PT: -1}, {PT: 2})
-        found = candidates._quota(gpu, 'p', {'vcpus': 1, 'ram': 512},
+        found = candidate_ops._quota(gpu, 'p', {'vcpus': 1, 'ram': 512},
                                   self.REQ)
         self.assertEqual([], found['gpu_excess'])
         self.assertIn('does not count GPUs',
                       found['not_checked']['Quota (GPUs)'])
         gpu.placement.project_usages.assert_not_called()
         # nova.conf says unified: judged
-        found = candidates._quota(gpu, 'p', {'vcpus': 1, 'ram': 512},
+        found = candidate_ops._quota(gpu, 'p', {'vcpus': 1, 'ram': 512},
                                   self.REQ, conf(UNIFIED))
         self.assertEqual(['class:%s' % PT],
                          [e['resource'] for e in found['gpu_excess']])

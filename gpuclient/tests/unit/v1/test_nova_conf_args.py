@@ -25,6 +25,9 @@ from unittest import mock
 import fixtures
 
 from gpuclient.cloud import client
+from gpuclient.ops import nova_settings
+from gpuclient.rules import capacity as capacity_rules
+from gpuclient.rules import checks as checks_rules
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import test_quota
 from gpuclient.tests.unit.v1 import test_capacity
@@ -32,6 +35,7 @@ from gpuclient.tests.unit.v1 import test_check
 from gpuclient.v1 import candidates as candidates_cmd
 from gpuclient.v1 import capacity as capacity_cmd
 from gpuclient.v1 import check as check_cmd
+from gpuclient.v1 import common
 from gpuclient.v1 import quota as quota_cmd
 
 COMMANDS = {
@@ -56,7 +60,7 @@ class ConfDirMixin:
     """A temporary conf directory, and no nova.conf in the environment."""
 
     def clean_environment(self):
-        for name in (candidates_cmd.CONF_ENV, candidates_cmd.CONF_DIR_ENV):
+        for name in (nova_settings.CONF_ENV, nova_settings.CONF_DIR_ENV):
             self.useFixture(fixtures.EnvironmentVariable(name))
 
     def conf_dir(self, text, name='50-gpu.conf'):
@@ -96,19 +100,19 @@ class TestNovaConfGiven(ConfDirMixin, base.TestCase):
         return mock.Mock(nova_conf=nova_conf, nova_conf_dir=nova_conf_dir)
 
     def test_options_and_environment(self):
-        self.assertFalse(candidates_cmd.nova_conf_given(self.parsed()))
-        self.assertTrue(candidates_cmd.nova_conf_given(
+        self.assertFalse(common.nova_conf_given(self.parsed()))
+        self.assertTrue(common.nova_conf_given(
             self.parsed(nova_conf=['a.conf'])))
-        self.assertTrue(candidates_cmd.nova_conf_given(
+        self.assertTrue(common.nova_conf_given(
             self.parsed(nova_conf_dir=['d'])))
         self.useFixture(fixtures.EnvironmentVariable(
-            candidates_cmd.CONF_DIR_ENV, '/etc/nova/nova.conf.d'))
-        self.assertTrue(candidates_cmd.nova_conf_given(self.parsed()))
+            nova_settings.CONF_DIR_ENV, '/etc/nova/nova.conf.d'))
+        self.assertTrue(common.nova_conf_given(self.parsed()))
         self.useFixture(fixtures.EnvironmentVariable(
-            candidates_cmd.CONF_DIR_ENV))
+            nova_settings.CONF_DIR_ENV))
         self.useFixture(fixtures.EnvironmentVariable(
-            candidates_cmd.CONF_ENV, '/etc/nova/nova.conf'))
-        self.assertTrue(candidates_cmd.nova_conf_given(self.parsed()))
+            nova_settings.CONF_ENV, '/etc/nova/nova.conf'))
+        self.assertTrue(common.nova_conf_given(self.parsed()))
 
 
 class TestCheckReadsConfDir(ConfDirMixin, test_check.CheckTestCase):
@@ -117,7 +121,7 @@ class TestCheckReadsConfDir(ConfDirMixin, test_check.CheckTestCase):
         self.clean_environment()
 
     def settings_seen(self, *args):
-        with mock.patch.object(check_cmd.checks, 'run',
+        with mock.patch.object(checks_rules, 'run',
                                return_value=[]) as run:
             self.rows(*args)
         return run.call_args[0][1]
@@ -130,7 +134,7 @@ class TestCheckReadsConfDir(ConfDirMixin, test_check.CheckTestCase):
         self.assertIn('50-gpu.conf', settings['file'])
         # $GPUCLIENT_NOVA_CONF_DIR alone is a nova.conf too
         self.useFixture(fixtures.EnvironmentVariable(
-            candidates_cmd.CONF_DIR_ENV, folder))
+            nova_settings.CONF_DIR_ENV, folder))
         settings = self.settings_seen()
         self.assertEqual(7, settings['max_placement_results'])
 
@@ -165,7 +169,7 @@ class TestQuotaShowReadsConfDir(ConfDirMixin, base.CommandTestCase):
 
     def test_dir_environment_alone_is_read(self):
         self.useFixture(fixtures.EnvironmentVariable(
-            candidates_cmd.CONF_DIR_ENV, self.conf_dir(UNIFIED)))
+            nova_settings.CONF_DIR_ENV, self.conf_dir(UNIFIED)))
         self.run_cmd(quota_cmd.ShowQuota, ['--project', 'team'])
         # nova.conf says unified limits: Nova's answer is not needed
         self.gpu.compute.project_limits.assert_not_called()
@@ -186,7 +190,7 @@ class TestCapacityReadsConfDir(ConfDirMixin, test_capacity.CapacityTestCase):
         self.clean_environment()
 
     def settings_seen(self, *args):
-        with mock.patch.object(capacity_cmd.capacity, 'rows',
+        with mock.patch.object(capacity_rules, 'rows',
                                return_value=[]) as rows:
             self.run_cmd(*args)
         return rows.call_args[0][1]
@@ -204,5 +208,5 @@ class TestCapacityReadsConfDir(ConfDirMixin, test_capacity.CapacityTestCase):
         self.assertEqual('CUSTOM_A100',
                          settings['aliases']['a100']['resource_class'])
         self.useFixture(fixtures.EnvironmentVariable(
-            candidates_cmd.CONF_DIR_ENV, folder))
+            nova_settings.CONF_DIR_ENV, folder))
         self.assertEqual(7, self.settings_seen()['max_placement_results'])

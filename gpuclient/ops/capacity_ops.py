@@ -1,0 +1,46 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``gpu capacity list``: one snapshot, then the pure fit per flavor.
+
+Requests: the snapshot with flavors (a fixed number whatever the number
+of hosts and flavors) and, with a project named, its lookup.
+"""
+
+import logging
+
+from gpuclient.ops import snapshot
+from gpuclient.rules import capacity
+from gpuclient.rules import pools as pools_mod
+
+LOG = logging.getLogger(__name__)
+
+
+def collect(client, settings, project=None, project_domain=None, pool=None,
+            flavors=None, long=False):
+    """Rows of ``gpu capacity list`` (``capacity.rows``); warnings are
+    logged."""
+    project_id = (client.project_id(project, project_domain) if project
+                  else client.current_project_id())
+    cloud = snapshot.read(client, with_flavors=True, mapped_only=True)
+    for _agg, _pool, message in cloud.problems:
+        LOG.warning(message)
+    if pool and pool not in cloud.pools:
+        raise pools_mod.unknown_pool(pool, cloud.pools)
+    wanted = None
+    if flavors:
+        wanted = capacity.resolve_flavors(cloud.flavors, flavors)
+    rows = capacity.rows(cloud, settings, project_id,
+                         wanted_flavors=wanted, pool=pool, long=long)
+    for note in cloud.placement.notes():
+        LOG.warning(note)
+    return rows

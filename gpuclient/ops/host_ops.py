@@ -1,0 +1,97 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``gpu host list``: one snapshot of the cloud, shaped into host rows.
+"""
+
+from gpuclient.i18n import _
+from gpuclient.ops import snapshot
+from gpuclient.rules import baremetal
+from gpuclient.rules import hosts
+from gpuclient.rules import names
+from gpuclient.rules import pools as pools_mod
+
+
+def collect(client, pool=None, resource_classes=(), unmapped=False,
+            long=False):
+    """Read what ``gpu host list`` shows: (rows, notes for the operator).
+
+    One snapshot of the cloud (``gpuclient.ops.snapshot.read``): a fixed
+    number of requests whatever the number of hosts.
+    """
+    extra = [names.normalize_resource_class(rc) for rc in resource_classes]
+    members = None
+    aggregates = client.compute.aggregates()
+    if pool:
+        # the pool is checked before Placement is read
+        pools, _problems = pools_mod.scan(aggregates)
+        if pool not in pools:
+            raise pools_mod.unknown_pool(pool, pools)
+        members = set(pools[pool]['hosts'])
+        unmapped = False
+    cloud = snapshot.read(client, extra_classes=extra, wanted_hosts=members,
+                          mapped_only=not unmapped, with_traits=long,
+                          aggregates=aggregates)
+    return rows_of(client, cloud, pool=pool, extra=extra, unmapped=unmapped,
+                   long=long)
+
+
+def rows_of(client, cloud, pool=None, extra=(), unmapped=False, long=False):
+    """(rows, notes) of ``gpu host list`` from a snapshot (``cloud``).
+
+    Only with LONG, and only when some host has Ironic nodes, is the
+    client asked anything more: Ironic's own state of the nodes.
+    """
+    hypervisors = cloud.hypervisors
+    if pool:
+        members = set(cloud.pools[pool]['hosts'])
+        hypervisors = [
+            hv
+            for hv in hypervisors
+            if (hv.get('service') or {}).get('host') in members
+        ]
+    notes = [message for _agg, _pool, message in cloud.problems]
+    notes += [
+        _('Placement has no resource class %s: no host offers it.') % rc
+        for rc in extra
+        if rc not in cloud.known_classes
+    ]
+    rows, unmapped_trees = hosts.host_rows(
+        cloud.placement,
+        hypervisors,
+        cloud.gpu_classes,
+        pools_mod.pools_by_host(cloud.pools),
+        unmapped=unmapped,
+    )
+    notes += cloud.placement.notes()
+    node_items = {uuid: item for row in rows
+                  for uuid, item in row['nodes'].items()}
+    ironic = None
+    if long and node_items:
+        # optional detail: Ironic's own state of each node
+        ironic = client.baremetal.nodes()
+        note = baremetal.hidden_note(node_items, ironic)
+        if note:
+            notes.append(note)
+    for row in rows:
+        row['node_states'] = [
+            baremetal.state_text(uuid, item, (ironic or {}).get(uuid))
+            for uuid, item in sorted(row['nodes'].items())]
+    if unmapped_trees and not unmapped and not pool:
+        notes.append(
+            _(
+                '%d GPU provider tree(s) have no Nova hypervisor and are '
+                'not shown; use --unmapped to list them.'
+            )
+            % len(unmapped_trees)
+        )
+    return rows, notes

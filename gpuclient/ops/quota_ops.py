@@ -1,0 +1,64 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``gpu quota set/delete/show/list``: read Keystone's limits, plan with
+``gpuclient.rules.quota``, apply with the journal.
+"""
+
+import logging
+
+from gpuclient.ops import pool_ops
+from gpuclient.ops import snapshot
+from gpuclient.rules import pools as pools_mod
+from gpuclient.rules import quota
+
+LOG = logging.getLogger(__name__)
+
+
+def read_pools(client):
+    pools, problems = pools_mod.scan(
+        [snapshot.aggregate_dict(a) for a in client.compute.aggregates()])
+    pool_ops.warn_problems(problems)
+    return pools
+
+
+def target(client, pool, resource_class, project=None, project_domain=None):
+    """(pools, resource class, project id or None) of set/delete, checked
+    before any write."""
+    pools = read_pools(client)
+    rc = quota.target_class(pools, pool,
+                            resource_class)
+    project_id = None
+    if project:
+        project_id = client.project_id(project,
+                                       project_domain)
+    note = quota.shared_note(rc, pools)
+    if note:
+        LOG.warning(note)
+    return pools, rc, project_id
+
+
+def plan_and_apply(client, planner, *args, dry_run=False, conf=None):
+    """Read Keystone's limits, plan with quota.plan_set/plan_delete
+    (PLANNER) from them and nova-api's [quota] settings CONF (None: Nova's
+    defaults, assumed), apply the plan with the journal unless DRY_RUN;
+    return the plan. ARGS: the planner's, up to the project id."""
+    from gpuclient.ops import journal
+
+    project_id = args[-1]
+    plan = planner(*args, client.limits.registered(),
+                   client.limits.limits(project_id), conf=conf)
+    for warning in plan.warnings:
+        LOG.warning(warning)
+    if plan and not dry_run:
+        journal.apply(client, plan)
+    return plan

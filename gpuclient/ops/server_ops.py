@@ -1,0 +1,126 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``gpu server list``: the servers that hold GPUs, from one snapshot,
+the server list and the allocations of the GPU providers in use; and
+the target project of the read commands (admin or member).
+"""
+
+from osc_lib import exceptions
+
+from gpuclient.cloud import client as client_mod
+from gpuclient.i18n import _
+from gpuclient.ops import snapshot
+from gpuclient.rules import pools as pools_mod
+from gpuclient.rules import usage
+
+
+def target_project(client, project=None, project_domain=None):
+    """(project id or None, own project id): None is "every project"."""
+    own_id, own_name = client.current_project()
+    wanted = project
+    if not wanted:
+        return None, own_id
+    if wanted in (own_id, own_name) and not project_domain:
+        return own_id, own_id
+    try:
+        return client.project_id(wanted, project_domain), own_id
+    except client_mod.APIError as exc:
+        if exc.status == 403:
+            raise not_yours(wanted, own_name) from exc
+        raise
+
+
+def not_yours(project, own_name):
+    return exceptions.CommandError(
+        _('You may only see your own project (%(own)s), not %(project)s: '
+          'Nova lets only admins read other projects\' servers and usage. '
+          'Drop --project, or use an account with the admin role.')
+        % {'own': own_name, 'project': project})
+
+
+def forbidden(exc):
+    return isinstance(exc, client_mod.APIError) and exc.status == 403
+
+
+def _used_gpu_providers(cloud, roots=None):
+    """GPU providers with usage (in the trees of ROOTS, when given)."""
+    snap = cloud.placement
+    found = []
+    for uuid, summary in snap.summaries.items():
+        if roots is not None and snap.providers[uuid]['root'] not in roots:
+            continue
+        for rc, item in (summary.get('resources') or {}).items():
+            if rc in cloud.gpu_classes and item.get('used'):
+                found.append(uuid)
+                break
+    return sorted(found)
+
+
+def collect(client, project=None, project_domain=None, host=None,
+            pool=None):
+    """(rows, notes): what ``gpu server list`` shows.
+
+    Admin: the cloud snapshot (a fixed number of requests), the servers
+    of every project (or one) with their embedded flavors (paged), and
+    the allocations of the GPU providers that have usage (one request
+    per used GPU provider, concurrently; never one per server). Member:
+    the own project's servers only, GPUs from their embedded flavors.
+    """
+    project_id, own_id = target_project(client, project, project_domain)
+    notes = []
+    try:
+        cloud = snapshot.read(client, mapped_only=True, with_traits=False)
+    except exceptions.CommandError as exc:
+        if not forbidden(exc):
+            raise
+        cloud = None
+    if cloud is None:
+        if project_id not in (None, own_id):
+            raise not_yours(project, own_id)
+        if host:
+            raise exceptions.CommandError(_(
+                '--host needs admin: Nova shows hosts to admins only. Drop '
+                '--host, or use an account with the admin role.'))
+        servers = client.compute.servers_detail()
+        notes.append(_(
+            'Showing your project\'s servers only, with the GPUs their '
+            'flavors ask for: hosts, pools and devices need admin (Nova '
+            'hides hosts, Placement allocations are admin-only).'))
+        rows = usage.server_rows(servers, None, host=None,
+                                 pool=pool)
+        return rows, notes
+    for _agg, _pool, message in cloud.problems:
+        notes.append(message)
+    roots = None
+    if pool and pool not in cloud.pools:
+        raise pools_mod.unknown_pool(pool, cloud.pools)
+    host_roots = cloud.host_roots()
+    if host:
+        found, resolved = cloud.resolve_hosts([host])
+        host = found[0]
+        notes += resolved
+        roots = set(host_roots.get(host, ()))
+    if pool:
+        pool_roots = set()
+        for member in cloud.pools[pool]['hosts']:
+            pool_roots |= host_roots.get(member, set())
+        roots = pool_roots if roots is None else roots & pool_roots
+    servers = client.compute.servers_detail(
+        all_projects=project_id != own_id, project_id=project_id
+        if project_id != own_id else None)
+    allocations = client.placement.providers_allocations(
+        _used_gpu_providers(cloud, roots))
+    rows = usage.server_rows(servers, cloud, allocations, host=host,
+                             pool=pool)
+    notes += cloud.placement.notes()
+    return rows, notes

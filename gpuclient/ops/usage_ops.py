@@ -1,0 +1,95 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``gpu usage list``: Nova's server usage for a period, joined with the
+servers' embedded flavors and the pools, in a fixed number of requests.
+"""
+
+import datetime
+
+from osc_lib import exceptions
+
+from gpuclient.ops import server_ops
+from gpuclient.rules import pools as pools_mod
+from gpuclient.rules import usage
+
+
+def _nova_iso(when):
+    return when.strftime('%Y-%m-%dT%H:%M:%SZ')
+
+
+def collect(client, start, end=None, project=None, project_domain=None,
+            pool=None, by=None, rates=None, now=None):
+    """(rows, notes): GPU-hours over the period, grouped.
+
+    Requests, whatever the number of servers: host aggregates (pools;
+    refused to a member, who then sees their own project), Nova's server
+    usage for the period (paged), the servers with their embedded
+    flavors (paged), the servers changed since the start (deleted ones,
+    paged) only when the usage names servers the first list lacks, and
+    the flavor list only when Nova no longer lists some server at all.
+    """
+    start = usage.parse_time(start, '--start')
+    end = (usage.parse_time(end, '--end') if end
+           else (now or datetime.datetime.now(datetime.timezone.utc)
+                 ).replace(tzinfo=None))
+    usage.check_period(start, end)
+    rates = usage.parse_rates(rates) if rates else None
+    keys = []
+    for key in by or usage.DEFAULT_BY:
+        if key not in keys:
+            keys.append(key)
+    by = keys
+    project_id, own_id = server_ops.target_project(
+        client, project, project_domain)
+    notes = []
+    try:
+        aggregates = client.compute.aggregates()
+    except exceptions.CommandError as exc:
+        if not server_ops.forbidden(exc):
+            raise
+        aggregates = None
+    if aggregates is None:
+        # a member: their own project, pools named by the flavors only
+        if project_id not in (None, own_id):
+            raise server_ops.not_yours(project, own_id)
+        pools = {}
+        project_id = own_id
+        usages = client.compute.server_usages(start, end, own_id)
+        all_projects = False
+    else:
+        pools, problems = pools_mod.scan(aggregates)
+        notes += [message for _agg, _pool, message in problems]
+        if pool and pool not in pools:
+            raise pools_mod.unknown_pool(pool, pools)
+        usages = client.compute.server_usages(start, end, project_id)
+        all_projects = project_id != own_id
+    listed = {}
+    wanted = {u.get('instance_id') for u in usages}
+    if wanted:
+        query = {'all_projects': all_projects,
+                 'project_id': project_id if all_projects else None}
+        for server in client.compute.servers_detail(**query):
+            listed[server['id']] = server
+        if wanted - set(listed):
+            for server in client.compute.servers_detail(
+                    changes_since=_nova_iso(start), **query):
+                listed.setdefault(server['id'], server)
+    flavors = None
+    if wanted - set(listed):
+        flavors = {f.get('name'): f for f in client.compute.flavors()}
+    items, more = usage.usage_items(usages, listed, start, end, pools,
+                                    flavors)
+    notes += more
+    rows, more = usage.usage_rows(items, by, rates, pool)
+    notes += more
+    return by, rows, notes

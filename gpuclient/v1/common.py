@@ -1,0 +1,149 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Option blocks and output pieces shared by the command modules.
+
+A command module imports this module, never a sibling command module:
+the nova.conf options, the boot project, the read commands' --project,
+--dry-run and --update-dependents, and the plan of a --dry-run.
+"""
+
+import os
+
+from cliff import columns as cliff_columns
+from openstackclient.identity import common as identity_common
+from osc_lib.cli import format_columns
+from osc_lib.cli import parseractions
+
+from gpuclient.i18n import _
+from gpuclient.ops import nova_settings
+
+
+def add_nova_conf_args(parser, overrides=False):
+    """The nova.conf options, the same in every command that reads it.
+
+    --nova-conf and --nova-conf-dir (``gpu candidates``, ``gpu capacity
+    list``, ``gpu check``, ``gpu quota show``); with OVERRIDES also
+    --setting and --alias-map, for the commands that build Nova's
+    Placement request from the settings (candidates, capacity).
+    """
+    if overrides:
+        parser.add_argument(
+            '--alias-map', metavar='<alias=vendor:product|class>',
+            action='append', default=[], dest='alias_maps',
+            help=_('What a PCI alias of nova.conf is, for flavors that no '
+                   'GPU pool describes: h100=10de:2331 or a100=CUSTOM_A100 '
+                   '(repeat option for several)'))
+    parser.add_argument(
+        '--nova-conf', metavar='<file>', action='append',
+        help=_('nova.conf-style file of Nova\'s scheduler and API '
+               '([scheduler], [filter_scheduler], [pci] alias, [quota], '
+               '[gpuclient]), read as Nova reads it; repeat option for '
+               'several, later files win (as Nova\'s --config-file); '
+               'default $%s, else Nova\'s defaults (see gpu candidates '
+               '--explain)') % nova_settings.CONF_ENV)
+    parser.add_argument(
+        '--nova-conf-dir', metavar='<directory>', action='append',
+        help=_('Directory whose .conf files are read in sorted order '
+               'after the --nova-conf files, as Nova\'s --config-dir '
+               '(e.g. /etc/nova/nova.conf.d; repeat option for several); '
+               'default $%s') % nova_settings.CONF_DIR_ENV)
+    if overrides:
+        parser.add_argument(
+            '--setting', metavar='<key=value>', dest='settings',
+            action=parseractions.KeyValueAction, default={},
+            help=_('Override one Nova setting, e.g. pci_in_placement=false '
+                   'or max_placement_results=50 (repeat option for '
+                   'several)'))
+
+
+def nova_conf_given(parsed_args):
+    """Was a nova.conf given: an option of add_nova_conf_args or its
+    environment variable ($GPUCLIENT_NOVA_CONF, $GPUCLIENT_NOVA_CONF_DIR)?
+    """
+    return bool(parsed_args.nova_conf or parsed_args.nova_conf_dir
+                or os.environ.get(nova_settings.CONF_ENV)
+                or os.environ.get(nova_settings.CONF_DIR_ENV))
+
+
+def settings_from_args(parsed_args):
+    """nova_settings.read_settings with the options of add_nova_conf_args."""
+    return nova_settings.read_settings(parsed_args.nova_conf,
+                         getattr(parsed_args, 'settings', None),
+                         getattr(parsed_args, 'alias_maps', ()),
+                         conf_dir=parsed_args.nova_conf_dir)
+
+
+def add_boot_project_args(parser):
+    """--project and --project-domain: the project that would boot."""
+    parser.add_argument(
+        '--project', metavar='<project>',
+        help=_('Project that would boot the server (name or ID; '
+               'default: the current project): decides project-limited '
+               'pools'))
+    identity_common.add_project_domain_option_to_parser(parser)
+
+
+class ReasonColumn(cliff_columns.FormattableColumn):
+    """Reasons (why a host is out, why GPUs are stranded): a list in
+    json/yaml, '; ' between them elsewhere."""
+
+    def human_readable(self):
+        return '; '.join(self._value or ())
+
+    def machine_readable(self):
+        return list(self._value or ())
+
+
+def add_project_args(parser, what):
+    """--project and --project-domain of the read commands."""
+    parser.add_argument(
+        '--project', metavar='<project>',
+        help=_('Only %s of this project (name or ID). Default: every '
+               'project for an admin, your own project otherwise') % what)
+    from openstackclient.identity import common as identity_common
+
+    identity_common.add_project_domain_option_to_parser(parser)
+
+
+class PlanColumn(format_columns.ListColumn):
+    """Plan lines: one per line in a table, a list in JSON/YAML."""
+
+    def human_readable(self):
+        return '\n'.join(self._value or [])
+
+
+def plan_item(plan):
+    """(fields, values) of a --dry-run: the plan and its warnings."""
+    return (('dry_run', 'plan', 'warnings'),
+            (True, PlanColumn(plan.lines()), PlanColumn(plan.warnings)))
+
+
+def write_plan(app, plan):
+    """--dry-run of a command without fields: the plan lines on stdout."""
+    for line in plan.lines():
+        app.stdout.write(line + '\n')
+
+
+def add_dry_run_arg(parser):
+    parser.add_argument(
+        '--dry-run', action='store_true', default=False,
+        help=_('Show the plan (every step, each with its undo) and change '
+               'nothing'))
+
+
+def add_update_dependents_arg(parser):
+    parser.add_argument(
+        '--update-dependents', action='store_true', default=False,
+        help=_('Also change the flavors (and images) that depend on this '
+               'change, in the same all-or-nothing plan, instead of '
+               'refusing and listing them'))
