@@ -44,7 +44,6 @@ import openstack
 
 from gpuclient.cloud import client
 from gpuclient.ops import host_ops
-from gpuclient.v1 import host
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -137,7 +136,7 @@ def main():
     for _ in range(args.runs):
         gpu = new_client()
         counter.count = 0
-        t, (rows, notes) = timed(host.collect, gpu, unmapped=True)
+        t, (rows, notes) = timed(host_ops.collect, gpu, unmapped=True)
         times.append(t)
         requests.append(counter.count)
     hosts = {row['host'] for row in rows}

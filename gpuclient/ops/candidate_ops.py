@@ -26,6 +26,7 @@ from gpuclient.ops import snapshot
 from gpuclient.rules import baremetal
 from gpuclient.rules import explain
 from gpuclient.rules import host_filters
+from gpuclient.rules import host_names
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import quota
 from gpuclient.rules import request
@@ -95,7 +96,7 @@ def collect(client, flavor=None, resources=(), required=(), image=None,
     by_host = pools_mod.pools_by_host(pools)
     rows = explain.candidate_rows(answer, req, hypervisors, trees, by_host)
     hosts_roots = {}
-    for root, host in explain.root_hosts(hypervisors).items():
+    for root, host in host_names.root_hosts(hypervisors).items():
         hosts_roots.setdefault(host, set()).add(root)
     extra_specs = (the_flavor or {}).get('extra_specs') or {}
     # [filter_scheduler] image_properties_default_architecture (unset

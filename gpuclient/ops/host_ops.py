@@ -16,6 +16,7 @@
 from gpuclient.i18n import _
 from gpuclient.ops import snapshot
 from gpuclient.rules import baremetal
+from gpuclient.rules import host_names
 from gpuclient.rules import hosts
 from gpuclient.rules import names
 from gpuclient.rules import pools as pools_mod
@@ -57,7 +58,7 @@ def rows_of(client, cloud, pool=None, extra=(), unmapped=False, long=False):
         hypervisors = [
             hv
             for hv in hypervisors
-            if (hv.get('service') or {}).get('host') in members
+            if host_names.nova_host(hv) in members
         ]
     notes = [message for _agg, _pool, message in cloud.problems]
     notes += [

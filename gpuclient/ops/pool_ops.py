@@ -91,7 +91,7 @@ class View:
         """Root provider uuids of a Nova host (several for Ironic)."""
         return sorted(
             hv['id'] for hv in self.hypervisors
-            if (hv.get('service') or {}).get('host') == host
+            if host_names.nova_host(hv) == host
         )
 
     def resolve_hosts(self, names, members=None):

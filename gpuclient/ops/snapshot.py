@@ -70,12 +70,7 @@ class Cloud:
 
     def host_roots(self):
         """{compute host: set of root provider uuids} (Ironic: several)."""
-        found = {}
-        for hv in self.hypervisors:
-            host = (hv.get('service') or {}).get('host')
-            if host:
-                found.setdefault(host, set()).add(hv['id'])
-        return found
+        return host_names.host_roots(self.hypervisors)
 
     def resolve_hosts(self, names, members=None):
         """(compute hosts meant by NAMES, notes), from this snapshot alone.
@@ -202,8 +197,8 @@ def read(client, extra_classes=(), with_flavors=False, wanted_hosts=None,
     wanted = None
     if wanted_hosts is not None or mapped_only:
         wanted = {hv['id'] for hv in hypervisors
-                  if wanted_hosts is None or (hv.get('service') or {}).get(
-                      'host') in wanted_hosts}
+                  if wanted_hosts is None
+                  or host_names.nova_host(hv) in wanted_hosts}
     placement = client.placement.gpu_snapshot(
         classes, wanted_roots=wanted, with_traits=with_traits)
     cloud = Cloud(aggregates, hypervisors, services, placement,

@@ -30,6 +30,7 @@
 from gpuclient.i18n import _
 from gpuclient.rules import baremetal
 from gpuclient.rules import host_filters
+from gpuclient.rules import host_names
 from gpuclient.rules import request as request_mod
 
 AGGREGATE_SCOPE = 'aggregate_instance_extra_specs'
@@ -60,16 +61,6 @@ def _get(obj, key, default=None):
 
 
 # -- hosts and trees ----------------------------------------------------------
-
-def root_hosts(hypervisors):
-    """{root provider uuid: Nova host} (compute API >= 2.53)."""
-    found = {}
-    for hv in hypervisors:
-        service = hv.get('service') or {}
-        found[hv['id']] = service.get('host') or hv.get(
-            'hypervisor_hostname')
-    return found
-
 
 class Trees:
     """Provider summaries gathered from every answer (and slow reads)."""
@@ -179,7 +170,7 @@ def candidate_rows(answer, request, hypervisors, trees, pools_by_host=None):
     roots).
     """
     pools_by_host = pools_by_host or {}
-    hosts = root_hosts(hypervisors)
+    hosts = host_names.root_hosts(hypervisors)
     gpu_classes = set(request_mod.gpu_classes(request))
     suffix_label = {s: s or _('(unnumbered)') for s in request['groups']}
     rows = {}

@@ -41,6 +41,7 @@ import json
 import re
 
 from gpuclient.i18n import _
+from gpuclient.rules import host_names
 
 IMAGE_FILTER = 'ImagePropertiesFilter'
 CAPABILITIES_FILTER = 'ComputeCapabilitiesFilter'
@@ -360,7 +361,7 @@ def host_state(hypervisor):
     for attribute, field in HOST_STATE_FIELDS.items():
         if field in hv:
             state[attribute] = hv[field]
-    state['host'] = (hv.get('service') or {}).get('host')
+    state['host'] = host_names.nova_host(hv)
     if 'local_gb_used' in hv and hv['local_gb_used'] is not None:
         state['disk_mb_used'] = hv['local_gb_used'] * 1024
     free_gb, least = hv.get('free_disk_gb'), hv.get('disk_available_least')
@@ -481,9 +482,9 @@ def nodes_by_host(hypervisors):
     """{Nova host: [hypervisor dicts]} (compute API >= 2.53)."""
     found = {}
     for hv in hypervisors or ():
-        host = (hv.get('service') or {}).get('host') or hv.get(
-            'hypervisor_hostname')
-        found.setdefault(host, []).append(hv)
+        host = host_names.nova_host(hv)
+        if host:
+            found.setdefault(host, []).append(hv)
     return found
 
 

@@ -53,8 +53,38 @@ _VIA_TEXT = {
 Resolved = collections.namedtuple('Resolved', 'name host via')
 
 
-def _service_host(hypervisor):
-    return (hypervisor.get('service') or {}).get('host')
+def nova_host(hypervisor):
+    """The Nova host of a hypervisor (compute API >= 2.53), or None.
+
+    The one map from hypervisors (and so root providers, whose uuid is the
+    hypervisor id) to Nova hosts, which every command uses: the compute
+    service host, the name aggregates, the scheduler and ``openstack
+    compute service list`` use. A hypervisor without one is no host:
+    Nova's aggregate API refuses its name and Nova lists none such (it
+    skips compute nodes whose service is gone), so its tree is unmapped
+    for every command alike, never named by its hypervisor hostname.
+    """
+    return (hypervisor.get('service') or {}).get('host') or None
+
+
+def root_hosts(hypervisors):
+    """{root provider uuid: Nova host} (``nova_host``)."""
+    found = {}
+    for hv in hypervisors or ():
+        host = nova_host(hv)
+        if host:
+            found[hv['id']] = host
+    return found
+
+
+def host_roots(hypervisors):
+    """{Nova host: set of root provider uuids} (Ironic: several)."""
+    found = {}
+    for hv in hypervisors or ():
+        host = nova_host(hv)
+        if host:
+            found.setdefault(host, set()).add(hv['id'])
+    return found
 
 
 def index(hosts, hypervisors, providers=None):
@@ -75,7 +105,7 @@ def index(hosts, hypervisors, providers=None):
         add(host, host, SERVICE_HOST)
     root_host = {}
     for hv in hypervisors:
-        host = _service_host(hv)
+        host = nova_host(hv)
         if not host:
             continue
         root_host[hv.get('id')] = host
@@ -132,8 +162,8 @@ class Resolution:
         """
         by_host = collections.defaultdict(list)
         for hv in self._hypervisors:
-            if _service_host(hv):
-                by_host[_service_host(hv)].append(
+            if nova_host(hv):
+                by_host[nova_host(hv)].append(
                     hv.get('hypervisor_hostname'))
         choices = []
         for host in self._hosts:

@@ -21,6 +21,7 @@ import fnmatch
 
 from gpuclient.i18n import _
 from gpuclient.rules import baremetal
+from gpuclient.rules import host_names
 
 # GPU resource classes shown by default (CLI.md, "Hosts"): vGPUs, whole
 # physical GPUs, NVIDIA and AMD PCI devices reported by Nova's PCI in
@@ -236,11 +237,7 @@ def host_rows(
     """
     pools_by_host = pools_by_host or {}
     ironic_roots = baremetal.node_roots(hypervisors)
-    root_host = {}
-    for hv in hypervisors:
-        service = hv.get('service') or {}
-        host = service.get('host') or hv.get('hypervisor_hostname')
-        root_host[hv['id']] = host
+    root_host = host_names.root_hosts(hypervisors)
     classes = set(classes)
     rows = {}
     unmapped_trees = set()

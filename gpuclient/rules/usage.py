@@ -28,6 +28,7 @@ import re
 from osc_lib import exceptions
 
 from gpuclient.i18n import _
+from gpuclient.rules import host_names
 from gpuclient.rules import names
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import request as request_mod
@@ -172,8 +173,7 @@ def server_rows(servers, cloud=None, allocations=None, host=None,
     classes = cloud.gpu_classes if cloud is not None else set()
     root_host = {}
     if cloud is not None:
-        for hv in cloud.hypervisors:
-            root_host[hv['id']] = (hv.get('service') or {}).get('host')
+        root_host = host_names.root_hosts(cloud.hypervisors)
     held = {}  # consumer -> [(provider uuid, class, amount)]
     for provider, consumers in sorted((allocations or {}).items()):
         for consumer, resources in consumers.items():

@@ -13,6 +13,7 @@
 """gpuclient.rules.explain on recorded Placement answers (plain dicts)."""
 
 from gpuclient.rules import explain
+from gpuclient.rules import host_names
 from gpuclient.rules import request
 from gpuclient.tests.unit import base
 
@@ -81,7 +82,7 @@ class TestWhyNot(base.TestCase):
             trees.add_answer(answer)
             relaxed.append((requirement, explain.candidate_roots(answer)))
         hosts = {}
-        for root, host in explain.root_hosts(HYPERVISORS).items():
+        for root, host in host_names.root_hosts(HYPERVISORS).items():
             hosts.setdefault(host, set()).add(root)
         return explain.why_not(hosts, set(), relaxed, req, trees,
                                allocations or {}, post or {}, 'p1')

@@ -12,6 +12,9 @@
 
 """Pure host/capacity logic, on provider trees shaped like the seeds'."""
 
+from gpuclient.ops import snapshot
+from gpuclient.rules import host_filters
+from gpuclient.rules import host_names
 from gpuclient.rules import hosts
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import fakes
@@ -95,7 +98,9 @@ class TestDeviceFigures(base.TestCase):
             self.assertEqual(expected, hosts.device_figures(item), item)
 
 
-class TestHostRows(base.TestCase):
+class HostRowsFixture:
+    """The seed's hosts, and host_rows over them."""
+
     def setUp(self):
         super().setUp()
         cloud = fakes.FakeCloud()
@@ -115,6 +120,9 @@ class TestHostRows(base.TestCase):
         return hosts.host_rows(
             snap, self.cloud.hypervisors, self.classes, **kwargs
         )
+
+
+class TestHostRows(HostRowsFixture, base.TestCase):
 
     def test_one_row_per_host_and_class(self):
         rows, unmapped = self.rows(
@@ -213,3 +221,53 @@ class TestSnapshot(base.TestCase):
         )
         self.assertEqual([], snap.truncation_suspects())
         self.assertEqual([], snap.notes())
+
+
+class TestOneHostMap(HostRowsFixture, base.TestCase):
+    """Every consumer maps hypervisors to Nova hosts alike
+    (``host_names.nova_host``): by the compute service host, never by a
+    hypervisor hostname, and a hypervisor without a service host is no
+    host for any of them (its tree is unmapped)."""
+
+    def setUp(self):
+        super().setUp()
+        for hv in self.cloud.hypervisors:
+            if hv['service']['host'] == 'gpu-vgpu-1':
+                hv['service'] = None
+                self.orphan = hv
+
+    def test_hypervisor_without_service_host_is_no_host_anywhere(self):
+        hypervisors = self.cloud.hypervisors
+        orphan_name = self.orphan['hypervisor_hostname']
+        rows, unmapped = self.rows()
+        self.assertNotIn(orphan_name, {r['host'] for r in rows})
+        self.assertNotIn('gpu-vgpu-1', {r['host'] for r in rows})
+        self.assertIn(self.orphan['id'], unmapped)
+        self.assertNotIn(self.orphan['id'],
+                         host_names.root_hosts(hypervisors))
+        cloud = snapshot.Cloud([], hypervisors, [], None)
+        self.assertEqual(host_names.host_roots(hypervisors),
+                         cloud.host_roots())
+        self.assertNotIn(orphan_name, cloud.host_roots())
+        self.assertNotIn(orphan_name, host_filters.nodes_by_host(hypervisors))
+        self.assertNotIn(None, host_filters.nodes_by_host(hypervisors))
+        self.assertNotIn(orphan_name, host_names.index([], hypervisors))
+        self.assertIsNone(host_filters.host_state(self.orphan)['host'])
+
+    def test_service_host_unlike_its_hypervisor_name(self):
+        hypervisors = self.cloud.hypervisors
+        (pt,) = [hv for hv in hypervisors
+                 if hv['hypervisor_hostname'] == 'gpu-pt-1.gpu.test']
+        self.assertEqual('gpu-pt-1', host_names.root_hosts(hypervisors)[
+            pt['id']])
+        self.assertEqual({pt['id']}, host_names.host_roots(hypervisors)[
+            'gpu-pt-1'])
+        rows, _unmapped = self.rows()
+        self.assertIn('gpu-pt-1', {r['host'] for r in rows})
+        self.assertNotIn('gpu-pt-1.gpu.test', {r['host'] for r in rows})
+        self.assertEqual([pt], host_filters.nodes_by_host(hypervisors)[
+            'gpu-pt-1'])
+        self.assertEqual('gpu-pt-1', host_filters.host_state(pt)['host'])
+        self.assertEqual({'gpu-pt-1': host_names.HYPERVISOR_HOSTNAME},
+                         host_names.index([], hypervisors)[
+                             'gpu-pt-1.gpu.test'])
