@@ -210,8 +210,8 @@ def diagram(imports):
         (floor_of(a), floor_of(b)) for a, b, _ in violations(imports))
     order = list(FLOORS) + sorted(
         {f for edge in counts for f in edge} - set(FLOORS))
-    lines = ['Floors (the direction is v1 -> ops -> {rules, cloud}; '
-             'top-level modules are shared):', '']
+    lines = ['Floors (v1 -> ops -> {rules, cloud}; the top-level modules '
+             'are shared):', '']
     for floor in order:
         if floor in by_floor:
             n = len(by_floor[floor])
