@@ -10,9 +10,18 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
+import os
+import sys
+
+# doc/source/_ext: this project's own Sphinx extensions (gpuclient_layers
+# draws the floors of contributor/architecture from tools/layers.py).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                '_ext'))
+
 extensions = [
     'openstackdocstheme',
     'cliff.sphinxext',
+    'gpuclient_layers',
 ]
 
 source_suffix = '.rst'

@@ -1,0 +1,259 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The floors keep their direction: v1 -> ops -> {rules, cloud}.
+
+tools/layers.py reads the imports (lazy ones too) of gpuclient/ and tools/;
+the rules are its rule_broken(). KNOWN lists the breaks that exist today,
+so that the list can only shrink: a new break fails test_no_new_violation,
+and a mended one fails test_known_is_not_stale until it leaves KNOWN.
+"""
+
+import functools
+import importlib.util
+import os
+import textwrap
+
+import fixtures
+
+from gpuclient.tests.unit import base
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))
+SCRIPT = os.path.join(ROOT, 'tools', 'layers.py')
+
+KNOWN = {
+    # cloud turns Ironic nodes into rules' baremetal.node_dict records.
+    ('gpuclient.cloud.client', 'gpuclient.rules.baremetal'),
+    # cloud builds rules' hosts.Snapshot and inventory summaries.
+    ('gpuclient.cloud.client', 'gpuclient.rules.hosts'),
+    # Catches client_mod.APIError, prints client_mod.version_str.
+    ('gpuclient.v1.candidates', 'gpuclient.cloud.client'),
+    # Catches client_mod.APIError (a 403 is "not your project").
+    ('gpuclient.v1.server', 'gpuclient.cloud.client'),
+    # The nova.conf and boot-project options, ReasonColumn.
+    ('gpuclient.v1.capacity', 'gpuclient.v1.candidates'),
+    # The nova.conf options.
+    ('gpuclient.v1.check', 'gpuclient.v1.candidates'),
+    # add_dry_run_arg, plan_item and write_plan.
+    ('gpuclient.v1.flavor', 'gpuclient.v1.pool'),
+    # add_dry_run_arg and write_plan.
+    ('gpuclient.v1.image', 'gpuclient.v1.pool'),
+    # The host rows (rows_of) of pool list and pool show.
+    ('gpuclient.v1.pool', 'gpuclient.v1.host'),
+    # The nova.conf options.
+    ('gpuclient.v1.quota', 'gpuclient.v1.candidates'),
+    # add_dry_run_arg and write_plan.
+    ('gpuclient.v1.quota', 'gpuclient.v1.pool'),
+    # The project options and the 403 helpers.
+    ('gpuclient.v1.usage', 'gpuclient.v1.server'),
+    # read_settings and CONF_ENV of the nova.conf options.
+    ('tools.bench_capacity', 'gpuclient.v1.candidates'),
+    # Times host.collect, which belongs in ops/.
+    ('tools.bench_host_list', 'gpuclient.v1.host'),
+}
+
+
+def load_layers():
+    spec = importlib.util.spec_from_file_location('gpuclient_layers',
+                                                  SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+layers = load_layers()
+
+
+@functools.cache
+def tree_graph():
+    # Parsed once per test process: the tree does not change under a run.
+    return layers.graph(ROOT)
+
+
+class TestTree(base.TestCase):
+    """The repository's own imports."""
+
+    def setUp(self):
+        super().setUp()
+        self.graph = tree_graph()
+        self.found = {(a, b): rule
+                      for a, b, rule in layers.violations(self.graph)}
+
+    def test_reads_the_package(self):
+        # A sanity check that the graph is the real one, not empty.
+        self.assertIn('gpuclient.plugin', self.graph)
+        self.assertIn('gpuclient.ops.journal', self.graph)
+        self.assertIn('gpuclient.rules.plan',
+                      self.graph['gpuclient.ops.journal'])
+        self.assertNotIn('gpuclient.tests.unit.base', self.graph)
+        self.assertNotIn('gpuclient.tests.unit.test_layers', self.graph)
+
+    def test_sees_lazy_imports(self):
+        # journal imports the plugin inside a function.
+        self.assertIn('gpuclient.plugin',
+                      self.graph['gpuclient.ops.journal'])
+
+    def test_no_new_violation(self):
+        new = sorted('%s -> %s: %s' % (a, b, rule)
+                     for (a, b), rule in self.found.items()
+                     if (a, b) not in KNOWN)
+        self.assertEqual([], new)
+
+    def test_known_is_not_stale(self):
+        stale = sorted(pair for pair in KNOWN if pair not in self.found)
+        self.assertEqual([], stale, 'mended: remove from KNOWN')
+
+
+class TestChecker(base.TestCase):
+    """The checker on a tiny package written to a temporary directory."""
+
+    def setUp(self):
+        super().setUp()
+        self.root = self.useFixture(fixtures.TempDir()).path
+        for package in ('gpuclient', 'gpuclient/v1', 'gpuclient/ops',
+                        'gpuclient/rules', 'gpuclient/cloud',
+                        'gpuclient/tests'):
+            self.write(package + '/__init__.py', '')
+        self.write('gpuclient/i18n.py', '')
+        self.write('gpuclient/plugin.py', 'from gpuclient.cloud import api\n')
+        self.write('gpuclient/cloud/api.py', 'from gpuclient import i18n\n')
+        self.write('gpuclient/rules/specs.py', 'X = 1\n')
+        self.write('gpuclient/ops/pools.py',
+                   'from gpuclient.rules import specs as s\n'
+                   'import gpuclient.cloud.api\n')
+        self.write('gpuclient/v1/common.py', '')
+        self.write('gpuclient/v1/pool.py',
+                   'from gpuclient.ops import pools\n'
+                   'from gpuclient.rules.specs import X\n'
+                   'from gpuclient.v1 import common\n')
+
+    def write(self, rel, text):
+        path = os.path.join(self.root, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, 'w') as f:
+            f.write(textwrap.dedent(text))
+
+    def pairs(self):
+        return [(a, b) for a, b, _ in
+                layers.violations(layers.graph(self.root))]
+
+    def test_clean_package(self):
+        self.assertEqual([], self.pairs())
+
+    def test_import_forms(self):
+        g = layers.graph(self.root)
+        self.assertEqual({'gpuclient.rules.specs', 'gpuclient.cloud.api'},
+                         g['gpuclient.ops.pools'])
+        self.assertEqual({'gpuclient.ops.pools', 'gpuclient.rules.specs',
+                          'gpuclient.v1.common'},
+                         g['gpuclient.v1.pool'])
+        self.assertEqual({'gpuclient.i18n'}, g['gpuclient.cloud.api'])
+
+    def test_floor_of(self):
+        self.assertEqual('v1', layers.floor_of('gpuclient.v1'))
+        self.assertEqual('rules', layers.floor_of('gpuclient.rules.specs'))
+        self.assertEqual('top', layers.floor_of('gpuclient.formatters'))
+        self.assertEqual('top', layers.floor_of('gpuclient'))
+        self.assertEqual('tools', layers.floor_of('tools.bench_startup'))
+        self.assertIsNone(layers.floor_of('osc_lib.command'))
+
+    def test_rules_importing_cloud(self):
+        self.write('gpuclient/rules/fit.py',
+                   'from gpuclient.cloud import api\n')
+        self.assertEqual([('gpuclient.rules.fit', 'gpuclient.cloud.api')],
+                         self.pairs())
+
+    def test_cloud_importing_rules(self):
+        self.write('gpuclient/cloud/api.py',
+                   'from gpuclient.rules.specs import X\n')
+        self.assertEqual([('gpuclient.cloud.api', 'gpuclient.rules.specs')],
+                         self.pairs())
+
+    def test_ops_importing_v1(self):
+        self.write('gpuclient/ops/flavors.py',
+                   'import gpuclient.v1.pool\n')
+        self.assertEqual([('gpuclient.ops.flavors', 'gpuclient.v1.pool')],
+                         self.pairs())
+
+    def test_v1_importing_cloud(self):
+        self.write('gpuclient/v1/host.py',
+                   'from gpuclient.cloud import api as client_mod\n')
+        self.assertEqual([('gpuclient.v1.host', 'gpuclient.cloud.api')],
+                         self.pairs())
+
+    def test_v1_importing_a_sibling(self):
+        self.write('gpuclient/v1/flavor.py',
+                   'from gpuclient.v1 import common\n'
+                   'from gpuclient.v1 import pool as pool_cmd\n')
+        self.assertEqual([('gpuclient.v1.flavor', 'gpuclient.v1.pool')],
+                         self.pairs())
+
+    def test_lazy_import_in_a_function(self):
+        self.write('gpuclient/rules/fit.py', '''\
+            def fit():
+                if True:
+                    from gpuclient.ops import pools
+                return pools
+            ''')
+        self.assertEqual([('gpuclient.rules.fit', 'gpuclient.ops.pools')],
+                         self.pairs())
+
+    def test_relative_imports(self):
+        self.write('gpuclient/rules/fit.py',
+                   'from . import specs\n'
+                   'from ..ops import pools\n'
+                   'from .. import i18n\n')
+        g = layers.graph(self.root)
+        self.assertEqual({'gpuclient.rules.specs', 'gpuclient.ops.pools',
+                          'gpuclient.i18n'}, g['gpuclient.rules.fit'])
+        self.assertEqual([('gpuclient.rules.fit', 'gpuclient.ops.pools')],
+                         self.pairs())
+
+    def test_tools_importing_v1(self):
+        self.write('tools/bench.py', 'from gpuclient.v1 import pool\n')
+        self.write('tools/script', '#!/usr/bin/env python3\n'
+                   'from gpuclient.v1 import pool\n')
+        self.write('tools/notes', 'from gpuclient.v1 import pool\n')
+        self.assertEqual([('tools.bench', 'gpuclient.v1.pool'),
+                          ('tools.script', 'gpuclient.v1.pool')],
+                         self.pairs())
+
+    def test_top_level_importing_a_floor(self):
+        self.write('gpuclient/i18n.py', 'from gpuclient.rules import specs\n')
+        self.assertEqual([('gpuclient.i18n', 'gpuclient.rules.specs')],
+                         self.pairs())
+
+    def test_tests_are_not_read(self):
+        self.write('gpuclient/tests/test_x.py',
+                   'from gpuclient.cloud import api\n'
+                   'from gpuclient.v1 import pool\n')
+        self.assertNotIn('gpuclient.tests.test_x', layers.graph(self.root))
+        self.assertEqual([], self.pairs())
+
+    def test_diagram_counts(self):
+        text = layers.diagram(layers.graph(self.root))
+        self.assertIn('v1     -> ops    (1 import)', text)
+        self.assertIn('ops    -> cloud  (1 import)', text)
+        self.write('gpuclient/rules/fit.py',
+                   'from gpuclient.cloud import api\n')
+        text = layers.diagram(layers.graph(self.root))
+        self.assertIn('rules  -> cloud  (1 import; 1 breaks a rule)', text)
+        self.assertEqual(['gpuclient.rules', 'gpuclient.rules.fit',
+                          'gpuclient.rules.specs'],
+                         layers.modules_by_floor(
+                             layers.graph(self.root))['rules'])
+
+    def test_script_exit_status(self):
+        self.assertEqual(0, layers.main([self.root]))
+        self.write('gpuclient/ops/flavors.py', 'import gpuclient.v1.pool\n')
+        self.assertEqual(1, layers.main([self.root]))
