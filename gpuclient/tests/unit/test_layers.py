@@ -36,30 +36,6 @@ KNOWN = {
     ('gpuclient.cloud.client', 'gpuclient.rules.baremetal'),
     # cloud builds rules' hosts.Snapshot and inventory summaries.
     ('gpuclient.cloud.client', 'gpuclient.rules.hosts'),
-    # Catches client_mod.APIError, prints client_mod.version_str.
-    ('gpuclient.v1.candidates', 'gpuclient.cloud.client'),
-    # Catches client_mod.APIError (a 403 is "not your project").
-    ('gpuclient.v1.server', 'gpuclient.cloud.client'),
-    # The nova.conf and boot-project options, ReasonColumn.
-    ('gpuclient.v1.capacity', 'gpuclient.v1.candidates'),
-    # The nova.conf options.
-    ('gpuclient.v1.check', 'gpuclient.v1.candidates'),
-    # add_dry_run_arg, plan_item and write_plan.
-    ('gpuclient.v1.flavor', 'gpuclient.v1.pool'),
-    # add_dry_run_arg and write_plan.
-    ('gpuclient.v1.image', 'gpuclient.v1.pool'),
-    # The host rows (rows_of) of pool list and pool show.
-    ('gpuclient.v1.pool', 'gpuclient.v1.host'),
-    # The nova.conf options.
-    ('gpuclient.v1.quota', 'gpuclient.v1.candidates'),
-    # add_dry_run_arg and write_plan.
-    ('gpuclient.v1.quota', 'gpuclient.v1.pool'),
-    # The project options and the 403 helpers.
-    ('gpuclient.v1.usage', 'gpuclient.v1.server'),
-    # read_settings and CONF_ENV of the nova.conf options.
-    ('tools.bench_capacity', 'gpuclient.v1.candidates'),
-    # Times host.collect, which belongs in ops/.
-    ('tools.bench_host_list', 'gpuclient.v1.host'),
 }
 
 
