@@ -51,8 +51,7 @@ def collect(client, flavor=None, resources=(), required=(), image=None,
     # asked this flavor's own question below
     cloud = snapshot.read(client, with_placement=False)
     aggregates, pools = cloud.aggregates, cloud.pools
-    for _agg, _pool, message in cloud.problems:
-        LOG.warning(message)
+    snapshot.warn_problems(cloud.problems)
     if pool and pool not in pools:
         raise pools_mod.unknown_pool(pool, pools)
     project_id = (client.project_id(project, project_domain) if project

@@ -32,8 +32,7 @@ def collect(client, settings, project=None, project_domain=None, pool=None,
     project_id = (client.project_id(project, project_domain) if project
                   else client.current_project_id())
     cloud = snapshot.read(client, with_flavors=True, mapped_only=True)
-    for _agg, _pool, message in cloud.problems:
-        LOG.warning(message)
+    snapshot.warn_problems(cloud.problems)
     if pool and pool not in cloud.pools:
         raise pools_mod.unknown_pool(pool, cloud.pools)
     wanted = None

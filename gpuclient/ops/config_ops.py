@@ -79,7 +79,7 @@ def collect(client, pool_names=(), hosts=(), mig_types=None,
     pools' hosts only), shaped by ``nova_config.from_cloud``."""
     aggregates = client.compute.aggregates()
     pools, _problems = pools_mod.scan(
-        [snapshot.aggregate_dict(a) for a in aggregates])
+        [pools_mod.aggregate_dict(a) for a in aggregates])
     for name in pool_names:
         # checked before anything else is read
         if name not in pools:

@@ -26,6 +26,7 @@ from osc_lib import exceptions
 from gpuclient.cloud import client as client_mod
 from gpuclient.i18n import _
 from gpuclient.ops import journal
+from gpuclient.ops import snapshot
 from gpuclient.rules import images as images_mod
 from gpuclient.rules import nova_rules
 from gpuclient.rules import plan as plan_mod
@@ -50,8 +51,7 @@ def read_pools(client, required=True):
         return {}, {}
     by_id = {getattr(a, 'id', None): a for a in aggregates}
     found, problems = pools_mod.scan(aggregates)
-    for _agg, _pool, message in problems:
-        LOG.warning(message)
+    snapshot.warn_problems(problems)
     return found, by_id
 
 

@@ -42,18 +42,6 @@ LOG = logging.getLogger(__name__)
 DEFAULT_ZONE = 'nova'
 
 
-def _aggregate_dict(agg):
-    return {'name': agg.name, 'hosts': list(agg.hosts or []),
-            'metadata': dict(agg.metadata or {}),
-            'zone': agg.availability_zone or None,
-            'id': getattr(agg, 'id', None), 'uuid': getattr(agg, 'uuid', None)}
-
-
-def warn_problems(problems):
-    for _agg, _pool, message in problems:
-        LOG.warning(message)
-
-
 class View:
     """What the cloud says about pools and hosts, read once."""
 
@@ -62,7 +50,7 @@ class View:
         self.aggregates = client.compute.aggregates()
         self.pools, self.problems = pools.scan(self.aggregates)
         if warn:
-            warn_problems(self.problems)
+            snapshot.warn_problems(self.problems)
         self._services = None
         self._hypervisors = None
 
@@ -167,7 +155,7 @@ class View:
         flavor_list = self.client.compute.flavors() if flavors else None
         access = {}
         if access_for is not None and flavor_list:
-            obs = pool_plan.Observed([_aggregate_dict(a)
+            obs = pool_plan.Observed([pools.aggregate_dict(a)
                                       for a in self.aggregates],
                                      flavors=flavor_list)
             for flavor in pool_plan.flavors_of(obs, access_for):
@@ -175,7 +163,7 @@ class View:
                     access[flavor['id']] = self.client.compute.flavor_access(
                         flavor['id'])
         return pool_plan.Observed(
-            [_aggregate_dict(a) for a in self.aggregates],
+            [pools.aggregate_dict(a) for a in self.aggregates],
             roots={h: self.roots(h) for h in hosts}, snapshot=snapshot,
             existing_traits=existing, flavors=flavor_list, access=access,
             images=self.client.image.images() if images else None)
@@ -403,7 +391,7 @@ def list_pools(client, mode=None, long=False):
         found, problems = cloud.pools, cloud.problems
     else:
         found, problems = pools.scan(client.compute.aggregates())
-    warn_problems(problems)
+    snapshot.warn_problems(problems)
     selected = [found[name] for name in sorted(found)
                 if not mode or found[name]['mode'] == mode]
     rows = None
@@ -422,8 +410,8 @@ def show(client, name):
     """
     aggregates = client.compute.aggregates()
     found, problems = pools.scan(
-        [snapshot.aggregate_dict(a) for a in aggregates])
-    warn_problems(problems)
+        [pools.aggregate_dict(a) for a in aggregates])
+    snapshot.warn_problems(problems)
     pool = pools.lookup(found, problems, name)
     cloud = snapshot.read(client, wanted_hosts=set(pool['hosts']),
                           with_traits=True, with_flavors=True,

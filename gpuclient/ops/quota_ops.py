@@ -16,7 +16,6 @@
 
 import logging
 
-from gpuclient.ops import pool_ops
 from gpuclient.ops import snapshot
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import quota
@@ -26,8 +25,8 @@ LOG = logging.getLogger(__name__)
 
 def read_pools(client):
     pools, problems = pools_mod.scan(
-        [snapshot.aggregate_dict(a) for a in client.compute.aggregates()])
-    pool_ops.warn_problems(problems)
+        [pools_mod.aggregate_dict(a) for a in client.compute.aggregates()])
+    snapshot.warn_problems(problems)
     return pools
 
 

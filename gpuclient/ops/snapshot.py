@@ -29,23 +29,21 @@ aggregates a root is in, a provider tree in the shape ``gpuclient.rules.fit``
 counts in.
 """
 
+import logging
+
 from gpuclient.rules import baremetal
 from gpuclient.rules import host_names
 from gpuclient.rules import hosts
 from gpuclient.rules import pools as pools_mod
 
+LOG = logging.getLogger(__name__)
 
-def aggregate_dict(agg):
-    """A host aggregate (SDK resource or dict) as plain data."""
-    def get(key):
-        if isinstance(agg, dict):
-            return agg.get(key)
-        return getattr(agg, key, None)
 
-    return {'name': get('name'), 'uuid': get('uuid'),
-            'hosts': list(get('hosts') or []),
-            'metadata': dict(get('metadata') or {}),
-            'availability_zone': get('availability_zone')}
+def warn_problems(problems):
+    """The one way a damaged pool is reported: one warning per aggregate
+    that ``pools.scan`` skipped (``problems``), naming it and its fix."""
+    for _agg, _pool, message in problems:
+        LOG.warning(message)
 
 
 class Cloud:
@@ -53,7 +51,7 @@ class Cloud:
 
     def __init__(self, aggregates, hypervisors, services, placement,
                  flavors=None, gpu_classes=()):
-        self.aggregates = [aggregate_dict(a) for a in aggregates]
+        self.aggregates = [pools_mod.aggregate_dict(a) for a in aggregates]
         self.pools, self.problems = pools_mod.scan(self.aggregates)
         self.hypervisors = list(hypervisors)
         self.services = list(services)
@@ -184,7 +182,7 @@ def read(client, extra_classes=(), with_flavors=False, wanted_hosts=None,
     if aggregates is None:
         aggregates = client.compute.aggregates()
     pools, _problems = pools_mod.scan(
-        [aggregate_dict(a) for a in aggregates])
+        [pools_mod.aggregate_dict(a) for a in aggregates])
     hypervisors = client.compute.hypervisors()
     services = client.compute.compute_services()
     flavors = client.compute.flavors() if with_flavors else None

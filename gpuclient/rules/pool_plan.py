@@ -77,10 +77,9 @@ class Observed:
     def __init__(self, aggregates, roots=None, snapshot=None,
                  existing_traits=(), flavors=None, access=None,
                  images=None):
-        # aggregates: [{'name', 'hosts', 'metadata', 'zone'}]
+        # aggregates: [pools.aggregate_dict]
         self.aggregates = {a['name']: a for a in aggregates}
-        self.pools, self.problems = pools_mod.scan(
-            [_AggregateView(a) for a in aggregates])
+        self.pools, self.problems = pools_mod.scan(aggregates)
         self.roots = roots or {}
         self.snapshot = snapshot
         self.existing_traits = set(existing_traits)
@@ -100,16 +99,6 @@ class Observed:
 
     def pool(self, name):
         return pools_mod.lookup(self.pools, self.problems, name)
-
-
-class _AggregateView:
-    def __init__(self, data):
-        self.name = data['name']
-        self.metadata = data.get('metadata') or {}
-        self.hosts = data.get('hosts') or []
-        self.availability_zone = data.get('zone')
-        self.id = data.get('id')
-        self.uuid = data.get('uuid')
 
 
 def _error(message, **kwargs):
@@ -329,7 +318,8 @@ def create(obs, spec, hosts):
                                          pools_mod.metadata_for(spec)))
         metadata.update(pools_mod.metadata_for(spec))
         obs.aggregates.setdefault(name, {'name': name, 'hosts': [],
-                                         'metadata': {}, 'zone': None})
+                                         'metadata': {},
+                                         'availability_zone': None})
     _check_members(obs, pool, hosts)
     result.extend(_trait_steps(obs, pool))
     _per_host(result, join_steps, obs, pool, hosts, metadata)
@@ -783,7 +773,8 @@ def delete(obs, name, force=False):
         trait = pools_mod.pool_trait(name)
         if trait in obs.existing_traits:
             result.add(plan_mod.delete_trait(trait))
-        result.add(plan_mod.delete_aggregate(name, leftover['zone']))
+        result.add(plan_mod.delete_aggregate(name,
+                                              leftover['availability_zone']))
         return result
     pool = obs.pool(name)
     trait = pool['pool_trait']

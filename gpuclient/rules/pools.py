@@ -520,6 +520,17 @@ def _check_readable(pool):
     return None
 
 
+def aggregate_dict(aggregate):
+    """A host aggregate (SDK resource or dict) as the one plain shape every
+    consumer reads: name, id, uuid, hosts, metadata and availability_zone
+    (Nova's own key; None when the aggregate names no zone)."""
+    return {'name': _get(aggregate, 'name'), 'id': _get(aggregate, 'id'),
+            'uuid': _get(aggregate, 'uuid'),
+            'hosts': list(_get(aggregate, 'hosts') or []),
+            'metadata': dict(_get(aggregate, 'metadata') or {}),
+            'availability_zone': _get(aggregate, 'availability_zone') or None}
+
+
 def scan(aggregates):
     """(pools by name, problems) over all aggregates.
 

@@ -233,7 +233,7 @@ class TestTraits(base.TestCase):
     def cloud_with(self, extra_specs):
         self.cloud.add_flavor('bm.h100', vcpus=0, ram=0, disk=0,
                               extra_specs=extra_specs)
-        aggs = [snapshot.aggregate_dict(a) for a in self.cloud.aggregates]
+        aggs = [pools_mod.aggregate_dict(a) for a in self.cloud.aggregates]
         cloud = snapshot.Cloud(aggs, self.cloud.hypervisors, [],
                                placement_snapshot(self.cloud),
                                flavors=self.cloud.flavors,

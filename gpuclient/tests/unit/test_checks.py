@@ -20,6 +20,7 @@ from gpuclient.ops import snapshot
 from gpuclient.rules import checks
 from gpuclient.rules import hosts
 from gpuclient.rules import pools
+from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import quota
 from gpuclient.rules import request
 from gpuclient.rules import specs
@@ -99,7 +100,7 @@ class ChecksTestCase(base.TestCase):
                      'status': ('disabled' if hv['service']['host']
                                 in fc.disabled else 'enabled'),
                      'state': 'up'} for hv in fc.hypervisors]
-        aggregates = [snapshot.aggregate_dict(a) for a in fc.aggregates]
+        aggregates = [pools_mod.aggregate_dict(a) for a in fc.aggregates]
         found, _problems = pools.scan(aggregates)
         classes = hosts.gpu_classes(
             fc.resource_classes(),

@@ -73,7 +73,8 @@ class World:
 
     def aggregate(self, name, metadata=None, hosts=(), zone=None):
         self.aggregates.append({'name': name, 'metadata': dict(metadata or {}),
-                                'hosts': list(hosts), 'zone': zone,
+                                'hosts': list(hosts),
+                                'availability_zone': zone,
                                 'id': len(self.aggregates) + 1})
 
     def host(self, host, root_traits=(), devices=()):
@@ -798,7 +799,8 @@ class TestObserved(PlanTestCase):
 class TestDeleteLeftover(testtools.TestCase):
     def test_empty_aggregate_left_by_an_interrupted_delete_is_finished(self):
         obs = pool_plan.Observed(
-            [{'name': 'solver', 'hosts': [], 'metadata': {}, 'zone': None}],
+            [{'name': 'solver', 'hosts': [], 'metadata': {},
+              'availability_zone': None}],
             existing_traits={'CUSTOM_GPU_POOL_SOLVER'})
         plan = pool_plan.delete(obs, 'solver', force=True)
         self.assertEqual(['trait.delete', 'aggregate.delete'],
@@ -808,7 +810,7 @@ class TestDeleteLeftover(testtools.TestCase):
     def test_ordinary_aggregate_is_not_a_pool(self):
         obs = pool_plan.Observed(
             [{'name': 'rack1', 'hosts': ['h1'], 'metadata': {'ssd': 'true'},
-              'zone': None}])
+              'availability_zone': None}])
         exc = self.assertRaises(exceptions.CommandError, pool_plan.delete,
                                 obs, 'rack1')
         self.assertIn('No GPU pool named rack1', str(exc))
