@@ -25,7 +25,6 @@ import logging
 
 from osc_lib import exceptions
 
-from gpuclient.cloud import client as client_mod
 from gpuclient.i18n import _
 from gpuclient.ops import host_ops
 from gpuclient.ops import journal
@@ -83,33 +82,15 @@ class View:
         )
 
     def resolve_hosts(self, names, members=None):
-        """The compute hosts meant by names, in order, each once.
-
-        A name may be the compute service host, or a hypervisor hostname,
-        hypervisor id, resource provider name or uuid of exactly one host
-        (``gpuclient.rules.host_names``). Providers are read only when services
-        and hypervisors do not explain a name. Says on stderr which host a
-        name resolved to when it was not the host's own; an ambiguous name
-        is a CommandError, and so is an unknown one unless ``members`` (a
-        pool's hosts, which count as hosts even when Nova no longer lists
-        their service) is given: then it is kept for the planner to refuse
-        as not in the pool.
-        """
-        names = list(names)
-        known = {svc['host'] for svc in self.services} | set(members or ())
-        result = host_names.resolve(names, known, self.hypervisors)
-        if result.unknown:
-            result = host_names.resolve(
-                names, known, self.hypervisors,
-                self.client.placement.resource_providers())
-        result.check(unknown=members is None)
-        for note in result.notes():
+        """``snapshot.resolve_hosts`` with Placement's providers (read only
+        when services and hypervisors do not explain a name); the notes go
+        to stderr."""
+        hosts, notes = snapshot.resolve_hosts(
+            names, self.services, self.hypervisors,
+            self.client.placement.resource_providers, members)
+        for note in notes:
             LOG.warning(note)
-        return result.hosts(keep_unknown=members is not None)
-
-    def check_hosts_exist(self, hosts):
-        """Resolve names to compute hosts (see ``resolve_hosts``)."""
-        return self.resolve_hosts(hosts)
+        return hosts
 
     def check_zone(self, zone, hosts, own_aggregate=None):
         """Nova's rules: one zone per host; no move with instances."""
@@ -370,17 +351,6 @@ def delete(client, name, force=False, dry_run=False, on_step=None):
     return plan
 
 
-def members_of(client, pool):
-    """Placement aggregate members, or None when it cannot be read."""
-    if not pool.get('aggregate_uuid'):
-        return None
-    try:
-        return client.placement.members_of(pool['aggregate_uuid'])
-    except client_mod.APIError as exc:
-        LOG.debug('cannot read placement aggregate: %s', exc)
-        return None
-
-
 def list_pools(client, mode=None, long=False):
     """(pools of MODE, sorted by name; host rows or None) of ``gpu pool
     list``: the aggregates alone, or with LONG one snapshot (the pools
@@ -420,7 +390,7 @@ def show(client, name):
     host_roots = {host: sorted(roots) for host, roots in
                   cloud.host_roots().items() if host in pool['hosts']}
     drift = pools.drift(pool, host_roots, cloud.placement,
-                        members_of(client, pool))
+                        snapshot.members_of(client, pool))
     flavors = sorted(
         flavor['name'] for flavor in cloud.flavors
         if pool['name'] in specs.matching_pools(

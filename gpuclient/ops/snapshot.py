@@ -31,6 +31,7 @@ counts in.
 
 import logging
 
+from gpuclient.cloud import client as client_mod
 from gpuclient.rules import baremetal
 from gpuclient.rules import host_names
 from gpuclient.rules import hosts
@@ -73,27 +74,17 @@ class Cloud:
     def resolve_hosts(self, names, members=None):
         """(compute hosts meant by NAMES, notes), from this snapshot alone.
 
-        As ``pool_ops.View.resolve_hosts``: a name may be the compute
-        service host, or the hypervisor hostname, hypervisor id, resource
-        provider name or uuid (root or child) of exactly one host
-        (``gpuclient.rules.host_names``). The notes say which host a name that
-        is not the host's own resolved to. An ambiguous name is a
-        CommandError, and so is an unknown one unless MEMBERS (a pool's
-        hosts, hosts even when Nova no longer lists them) is given: then
-        it is returned as it is, for the caller to refuse.
+        ``resolve_hosts`` with this snapshot's providers (see there).
         """
-        known = ({svc.get('host') for svc in self.services}
-                 | set(self.host_roots()) | set(members or ()))
-        result = host_names.resolve(list(names), known, self.hypervisors)
-        if result.unknown and self.placement is not None:
-            providers = [{'uuid': uuid, 'name': rp['name'],
-                          'root_provider_uuid': rp['root']}
-                         for uuid, rp in self.placement.providers.items()]
-            result = host_names.resolve(list(names), known,
-                                        self.hypervisors, providers)
-        result.check(unknown=members is None)
-        return (result.hosts(keep_unknown=members is not None),
-                result.notes())
+        def providers():
+            if self.placement is None:
+                return None
+            return [{'uuid': uuid, 'name': rp['name'],
+                     'root_provider_uuid': rp['root']}
+                    for uuid, rp in self.placement.providers.items()]
+
+        return resolve_hosts(names, self.services, self.hypervisors,
+                             providers, members)
 
     def root_aggregates(self, host):
         """Aggregate uuids of a host: what Nova mirrors into Placement."""
@@ -206,7 +197,7 @@ def read(client, extra_classes=(), with_flavors=False, wanted_hosts=None,
         cloud.images = client.image.images()
     if with_pool_members:
         for name, pool in sorted(pools.items()):
-            cloud.pool_members[name] = _pool_members(client, pool)
+            cloud.pool_members[name] = members_of(client, pool)
     if with_projects and any(p['projects'] for p in pools.values()):
         cloud.projects = _projects(client, pools)
     return cloud
@@ -238,8 +229,44 @@ def project_names(client, values):
     return known
 
 
-def _pool_members(client, pool):
-    """Providers in a pool's Placement aggregate, or None if unknown."""
+def members_of(client, pool):
+    """Providers in a pool's Placement aggregate, or None when unknown
+    (no aggregate uuid, or Placement cannot be read)."""
     if not pool.get('aggregate_uuid'):
         return None
-    return client.placement.members_of(pool['aggregate_uuid'])
+    try:
+        return client.placement.members_of(pool['aggregate_uuid'])
+    except client_mod.APIError as exc:
+        LOG.debug('cannot read placement aggregate: %s', exc)
+        return None
+
+
+def resolve_hosts(names, services, hypervisors, read_providers,
+                  members=None):
+    """(compute hosts meant by NAMES, in order and each once; notes).
+
+    The one resolution of host names, for reads and writes alike: a name
+    may be the compute service host, or the hypervisor hostname,
+    hypervisor id, resource provider name or uuid (root or child) of
+    exactly one host (``gpuclient.rules.host_names``); the providers
+    (READ_PROVIDERS(), dicts with uuid, name, root_provider_uuid) are
+    asked for only when services and hypervisors do not explain a name.
+    The notes say which host a name that is not the host's own resolved
+    to. An ambiguous name is a CommandError, and so is an unknown one
+    unless MEMBERS (a pool's hosts, hosts even when Nova no longer lists
+    their service) is given: then it is returned as it is, for the caller
+    to refuse as not in the pool.
+    """
+    names = list(names)
+    known = ({svc.get('host') for svc in services}
+             | set(host_names.host_roots(hypervisors)) | set(members or ()))
+    known.discard(None)
+    result = host_names.resolve(names, known, hypervisors)
+    if result.unknown:
+        providers = read_providers()
+        if providers is not None:
+            result = host_names.resolve(names, known, hypervisors,
+                                        providers)
+    result.check(unknown=members is None)
+    return (result.hosts(keep_unknown=members is not None),
+            result.notes())
