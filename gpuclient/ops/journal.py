@@ -710,6 +710,14 @@ class _Progress:
         self.failure = None
 
 
+def run(client, plan, dry_run=False, on_step=None):
+    """What a write command does with its plan: nothing when the plan is
+    empty or for a dry run (returns None), else ``apply`` it (returns
+    the Executor, for its ``warnings`` and the flavors it created)."""
+    if not plan or dry_run:
+        return None
+    return apply(client, plan, on_step=on_step)
+
 def apply(client, plan, on_step=None, executor=None):
     """Apply ``plan``; return the Executor (its ``warnings``).
 

@@ -16,6 +16,7 @@ operations and step builders of gpuclient.rules.plan."""
 import inspect
 from unittest import mock
 
+import fixtures
 import testtools
 
 from gpuclient.ops import journal
@@ -124,3 +125,29 @@ class TestOperations(testtools.TestCase):
 
     def test_unknown_operation(self):
         self.assertRaises(ValueError, journal.operation, 'nova.reboot')
+
+
+class TestRun(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.apply = self.useFixture(fixtures.MockPatchObject(
+            journal, 'apply')).mock
+        self.client = mock.Mock()
+        self.plan = plan.Plan('Creating trait', [
+            plan.create_trait('CUSTOM_GPU')])
+
+    def test_empty_plan_is_not_applied(self):
+        self.assertIsNone(journal.run(self.client, plan.Plan('Nothing')))
+        self.apply.assert_not_called()
+
+    def test_dry_run_is_not_applied(self):
+        self.assertIsNone(journal.run(self.client, self.plan, dry_run=True))
+        self.apply.assert_not_called()
+
+    def test_plan_is_applied(self):
+        on_step = mock.Mock()
+        executor = journal.run(self.client, self.plan, on_step=on_step)
+        self.apply.assert_called_once_with(self.client, self.plan,
+                                           on_step=on_step)
+        self.assertIs(self.apply.return_value, executor)
