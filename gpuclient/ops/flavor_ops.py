@@ -192,11 +192,11 @@ def create(client, name, pool, vcpus, ram, disk, ephemeral=0, swap=0,
     warnings = list(derived['warnings']) + plan.warnings
     if dry_run:
         return None, project_ids, warnings, plan
-    if not plan:
+    executor = journal.run(client, plan, on_step=on_step)
+    if executor is None:
         warnings.append(_('Flavor %s already exists with these settings: '
                           'nothing to do.') % name)
     else:
-        executor = journal.apply(client, plan, on_step=on_step)
         warnings += executor.warnings
         flavor_id = flavor_id or executor.created_flavor(name)
     flavor = client.compute.get_flavor(flavor_id)
@@ -224,8 +224,7 @@ def set_image(client, image_name, dry_run=False, **options):
     result = plan_mod.Plan(
         _('Updating image %s') % (image.get('name') or image['id']))
     result.add(plan_mod.update_image(image, changes or {}))
-    if result and not dry_run:
-        journal.apply(client, result)
+    journal.run(client, result, dry_run=dry_run)
     return result
 
 
@@ -238,8 +237,7 @@ def unset_image(client, image_name, dry_run=False, **options):
         _('Updating image %s') % (image.get('name') or image['id']),
         warnings=notes)
     result.add(plan_mod.update_image(image, changes))
-    if result and not dry_run:
-        journal.apply(client, result)
+    journal.run(client, result, dry_run=dry_run)
     return result
 
 

@@ -40,6 +40,7 @@
   left and that re-running the command finishes it.
 """
 
+import collections
 import contextlib
 import logging
 import os
@@ -237,7 +238,7 @@ class Executor:
     # -- do -------------------------------------------------------------------
 
     def run(self, step):
-        getattr(self, '_do_' + step.op.replace('.', '_'))(**step.args)
+        operation(step.op).do(self, **step.args)
 
     def _do_aggregate_create(self, name, zone=None, metadata=None):
         # the plan observed no aggregate of that name: one there now (or
@@ -427,68 +428,122 @@ class Executor:
 
     def holds(self, step):
         """True when the cloud shows the step's effect, False when not."""
-        op, args = step.op, step.args
-        if op.startswith('aggregate.'):
-            agg = self.aggregate(args['name'], refresh=True)
-            if op == 'aggregate.create':
-                return agg is not None and all(
-                    (agg.metadata or {}).get(k) == v
-                    for k, v in (args.get('metadata') or {}).items())
-            if op == 'aggregate.delete':
-                return agg is None
-            if agg is None:
-                return False
-            if op == 'aggregate.metadata':
-                return _holds_values(agg.metadata or {}, args['metadata'],
-                                     args.get('expect'))
-            member = args['host'] in (agg.hosts or [])
-            mirrored = self._mirrored(agg, args.get('providers') or ())
-            if op == 'aggregate.add_host':
-                return member and len(mirrored) == len(
-                    args.get('providers') or ())
-            return not member and not mirrored
-        if op.startswith('trait.'):
-            exists = bool(self.client.placement.existing_traits(
-                {args['trait']}))
-            return exists if op == 'trait.create' else not exists
-        if op.startswith('provider.'):
-            have = set(self.client.placement.traits(args['uuid'])[0])
-            if op == 'provider.add_traits':
-                return set(args['traits']) <= have
-            return not (set(args['traits']) & have)
-        if op == 'flavor.create':
-            flavor_id = self.created_flavor(args['name'])
-            return flavor_id is not None and self._flavor(
-                flavor_id, args['name']) is not None
-        if op.startswith('flavor.'):
-            try:
-                flavor_id = self._flavor_ref(args.get('id'), args['name'])
-            except client_mod.NotFound:
-                # a flavor this plan never created: nothing to delete
-                return op == 'flavor.delete'
-            if op == 'flavor.delete':
-                return self.client.compute.get_flavor(flavor_id) is None
-            flavor = self._flavor(flavor_id, args['name'])
-            if flavor is None:
-                return False
-            if op == 'flavor.specs':
-                specs = flavor.get('extra_specs') or {}
-                wanted = dict(args['set'] or {},
-                              **dict.fromkeys(args['unset']))
-                return _holds_values(specs, wanted, args.get('expect'))
-            access = self.client.compute.flavor_access(flavor_id)
-            if op == 'flavor.add_access':
-                return args['project'] in access
-            return args['project'] not in access
-        if op == 'image.update':
-            image = self.client.image.find_image(args['id'])
-            return _holds_values(image, args['changes'], args.get('expect'))
-        if op.startswith('limit.'):
-            have = self.limit(args['project'], args['name'])
-            if op == 'limit.set':
-                return have is not None and have['limit'] == args['limit']
-            return have is None
-        raise ValueError(op)
+        return operation(step.op).holds(self, **step.args)
+
+    def _holds_aggregate_create(self, name, zone=None, metadata=None):
+        agg = self.aggregate(name, refresh=True)
+        return agg is not None and all(
+            (agg.metadata or {}).get(k) == v
+            for k, v in (metadata or {}).items())
+
+    def _holds_aggregate_delete(self, name):
+        return self.aggregate(name, refresh=True) is None
+
+    def _holds_aggregate_metadata(self, name, metadata, expect=None):
+        agg = self.aggregate(name, refresh=True)
+        if agg is None:
+            return False
+        return _holds_values(agg.metadata or {}, metadata, expect)
+
+    def _membership(self, name, host, providers):
+        """(aggregate NAME read anew or None, HOST is in it, the
+        Placement aggregates of PROVIDERS that hold it)."""
+        agg = self.aggregate(name, refresh=True)
+        if agg is None:
+            return None, False, []
+        return (agg, host in (agg.hosts or []),
+                self._mirrored(agg, providers or ()))
+
+    def _holds_aggregate_add_host(self, name, host, providers=()):
+        agg, member, mirrored = self._membership(name, host, providers)
+        if agg is None:
+            return False
+        return member and len(mirrored) == len(providers or ())
+
+    def _holds_aggregate_remove_host(self, name, host, providers=()):
+        agg, member, mirrored = self._membership(name, host, providers)
+        if agg is None:
+            return False
+        return not member and not mirrored
+
+    def _trait_exists(self, trait):
+        return bool(self.client.placement.existing_traits({trait}))
+
+    def _holds_trait_create(self, trait):
+        return self._trait_exists(trait)
+
+    def _holds_trait_delete(self, trait):
+        return not self._trait_exists(trait)
+
+    def _provider_traits(self, uuid):
+        return set(self.client.placement.traits(uuid)[0])
+
+    def _holds_provider_add_traits(self, uuid, traits, label=None):
+        return set(traits) <= self._provider_traits(uuid)
+
+    def _holds_provider_remove_traits(self, uuid, traits, label=None):
+        return not (set(traits) & self._provider_traits(uuid))
+
+    def _holds_flavor_create(self, name, fields):
+        flavor_id = self.created_flavor(name)
+        return flavor_id is not None and self._flavor(
+            flavor_id, name) is not None
+
+    def _holds_flavor_delete(self, name, id=None):  # noqa: A002
+        try:
+            flavor_id = self._flavor_ref(id, name)
+        except client_mod.NotFound:
+            # a flavor this plan never created: nothing to delete
+            return True
+        return self.client.compute.get_flavor(flavor_id) is None
+
+    def _named_flavor(self, flavor_id, name):
+        """(ID, flavor) of flavor ``flavor_id`` (None: the one this plan
+        created) if it is there with the name NAME, else (ID, None)."""
+        try:
+            flavor_id = self._flavor_ref(flavor_id, name)
+        except client_mod.NotFound:
+            return None, None
+        return flavor_id, self._flavor(flavor_id, name)
+
+    def _holds_flavor_specs(self, name, set,  # noqa: A002
+                            unset, id=None, expect=None):  # noqa: A002
+        _flavor_id, flavor = self._named_flavor(id, name)
+        if flavor is None:
+            return False
+        specs = flavor.get('extra_specs') or {}
+        wanted = dict(set or {}, **dict.fromkeys(unset))
+        return _holds_values(specs, wanted, expect)
+
+    def _access(self, flavor_id, name):
+        """The projects with access to the flavor, or None when it is
+        not there (with that name)."""
+        flavor_id, flavor = self._named_flavor(flavor_id, name)
+        if flavor is None:
+            return None
+        return self.client.compute.flavor_access(flavor_id)
+
+    def _holds_flavor_add_access(self, name, project,
+                                 id=None):  # noqa: A002
+        access = self._access(id, name)
+        return access is not None and project in access
+
+    def _holds_flavor_remove_access(self, name, project,
+                                    id=None):  # noqa: A002
+        access = self._access(id, name)
+        return access is not None and project not in access
+
+    def _holds_image_update(self, id, name, changes,  # noqa: A002
+                            expect=None):
+        image = self.client.image.find_image(id)
+        return _holds_values(image, changes, expect)
+
+    def _holds_limit_set(self, project, name, limit):
+        have = self.limit(project, name)
+        return have is not None and have['limit'] == limit
+
+    def _holds_limit_delete(self, project, name):
+        return self.limit(project, name) is None
 
     def try_holds(self, step):
         """holds(), or None when the cloud cannot be read."""
@@ -497,6 +552,113 @@ class Executor:
         except Exception as exc:  # noqa: BLE001 - reported as unknown
             LOG.debug('cannot read back %s: %s', step.what, exc)
             return None
+
+
+
+class Operation(collections.namedtuple('Operation', 'do holds inverse')):
+    """One journal operation: ``do(executor, **args)`` carries it out,
+    ``holds(executor, **args)`` reads back whether the cloud shows it, and
+    ``inverse`` names the operation of the step that undoes it (as the
+    step builders of ``gpuclient.rules.plan`` pair them): one name, a
+    tuple of the names it can be (limit.set: limit.delete when there was
+    no limit, limit.set with the old value else), or None when it is not
+    undone (flavor.delete: a re-created flavor would get another ID)."""
+
+    __slots__ = ()
+
+    def inverses(self):
+        """The names ``inverse`` allows, as a tuple."""
+        if self.inverse is None:
+            return ()
+        if isinstance(self.inverse, str):
+            return (self.inverse,)
+        return tuple(self.inverse)
+
+
+OPERATIONS = {
+    'aggregate.create': Operation(
+        do=Executor._do_aggregate_create,
+        holds=Executor._holds_aggregate_create,
+        inverse='aggregate.delete'),
+    'aggregate.delete': Operation(
+        do=Executor._do_aggregate_delete,
+        holds=Executor._holds_aggregate_delete,
+        inverse='aggregate.create'),
+    # undone by itself, with the old values (and ``expect``)
+    'aggregate.metadata': Operation(
+        do=Executor._do_aggregate_metadata,
+        holds=Executor._holds_aggregate_metadata,
+        inverse='aggregate.metadata'),
+    'aggregate.add_host': Operation(
+        do=Executor._do_aggregate_add_host,
+        holds=Executor._holds_aggregate_add_host,
+        inverse='aggregate.remove_host'),
+    'aggregate.remove_host': Operation(
+        do=Executor._do_aggregate_remove_host,
+        holds=Executor._holds_aggregate_remove_host,
+        inverse='aggregate.add_host'),
+    'trait.create': Operation(
+        do=Executor._do_trait_create,
+        holds=Executor._holds_trait_create,
+        inverse='trait.delete'),
+    'trait.delete': Operation(
+        do=Executor._do_trait_delete,
+        holds=Executor._holds_trait_delete,
+        inverse='trait.create'),
+    'provider.add_traits': Operation(
+        do=Executor._do_provider_add_traits,
+        holds=Executor._holds_provider_add_traits,
+        inverse='provider.remove_traits'),
+    'provider.remove_traits': Operation(
+        do=Executor._do_provider_remove_traits,
+        holds=Executor._holds_provider_remove_traits,
+        inverse='provider.add_traits'),
+    # its undo deletes the ID the create returned
+    'flavor.create': Operation(
+        do=Executor._do_flavor_create,
+        holds=Executor._holds_flavor_create,
+        inverse='flavor.delete'),
+    # not undone: a re-created flavor would get another ID
+    'flavor.delete': Operation(
+        do=Executor._do_flavor_delete,
+        holds=Executor._holds_flavor_delete,
+        inverse=None),
+    # undone by itself, with the old values
+    'flavor.specs': Operation(
+        do=Executor._do_flavor_specs,
+        holds=Executor._holds_flavor_specs,
+        inverse='flavor.specs'),
+    'flavor.add_access': Operation(
+        do=Executor._do_flavor_add_access,
+        holds=Executor._holds_flavor_add_access,
+        inverse='flavor.remove_access'),
+    'flavor.remove_access': Operation(
+        do=Executor._do_flavor_remove_access,
+        holds=Executor._holds_flavor_remove_access,
+        inverse='flavor.add_access'),
+    # undone by itself, with the old values
+    'image.update': Operation(
+        do=Executor._do_image_update,
+        holds=Executor._holds_image_update,
+        inverse='image.update'),
+    # no limit before: deleted; else set to the old value
+    'limit.set': Operation(
+        do=Executor._do_limit_set,
+        holds=Executor._holds_limit_set,
+        inverse=('limit.delete', 'limit.set')),
+    'limit.delete': Operation(
+        do=Executor._do_limit_delete,
+        holds=Executor._holds_limit_delete,
+        inverse='limit.set'),
+}
+
+
+def operation(name):
+    """The Operation named NAME (one of ``plan.OPERATIONS``)."""
+    try:
+        return OPERATIONS[name]
+    except KeyError:
+        raise ValueError(name) from None
 
 
 def _holds_values(current, wanted, expect=None):
@@ -547,6 +709,14 @@ class _Progress:
         self.undone = []
         self.failure = None
 
+
+def run(client, plan, dry_run=False, on_step=None):
+    """What a write command does with its plan: nothing when the plan is
+    empty or for a dry run (returns None), else ``apply`` it (returns
+    the Executor, for its ``warnings`` and the flavors it created)."""
+    if not plan or dry_run:
+        return None
+    return apply(client, plan, on_step=on_step)
 
 def apply(client, plan, on_step=None, executor=None):
     """Apply ``plan``; return the Executor (its ``warnings``).

@@ -160,10 +160,8 @@ def _finish(client, plan, dry_run, on_step=None):
     nova_rules.check_plan(plan)
     for warning in plan.warnings:
         LOG.warning(warning)
-    if dry_run or not plan:
-        return plan
-    executor = journal.apply(client, plan, on_step=on_step)
-    for warning in executor.warnings:
+    executor = journal.run(client, plan, dry_run=dry_run, on_step=on_step)
+    for warning in executor.warnings if executor else ():
         LOG.warning(warning)
     return plan
 

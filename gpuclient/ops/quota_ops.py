@@ -58,6 +58,5 @@ def plan_and_apply(client, planner, *args, dry_run=False, conf=None):
                    client.limits.limits(project_id), conf=conf)
     for warning in plan.warnings:
         LOG.warning(warning)
-    if plan and not dry_run:
-        journal.apply(client, plan)
+    journal.run(client, plan, dry_run=dry_run)
     return plan

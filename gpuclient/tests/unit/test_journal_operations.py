@@ -1,0 +1,153 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The journal's table of operations (journal.OPERATIONS) against the
+operations and step builders of gpuclient.rules.plan."""
+
+import inspect
+from unittest import mock
+
+import fixtures
+import testtools
+
+from gpuclient.ops import journal
+from gpuclient.rules import plan
+
+UUID = '11111111-2222-3333-4444-555555555555'
+IMAGE = {'id': 'img-1', 'name': 'ubuntu', 'os_distro': 'ubuntu'}
+
+# plan's public functions that build no step
+NOT_BUILDERS = {'command_line', 'redact', 'strip_userinfo'}
+
+
+def sample_steps():
+    """(builder name, step) for every step builder of plan, each way it
+    can pair a step with its inverse, from plain arguments."""
+    return [
+        ('create_aggregate', plan.create_aggregate('agg', 'nova')),
+        ('delete_aggregate', plan.delete_aggregate('agg', 'nova',
+                                                   {'gpu': 'true'})),
+        ('set_metadata', plan.set_metadata('agg', {'a': '1'},
+                                           {'a': '2', 'b': '3'})),
+        ('add_host', plan.add_host('agg', 'host1', [UUID])),
+        ('remove_host', plan.remove_host('agg', 'host1', [UUID])),
+        ('create_trait', plan.create_trait('CUSTOM_GPU')),
+        ('delete_trait', plan.delete_trait('CUSTOM_GPU')),
+        ('add_traits', plan.add_traits(UUID, ['CUSTOM_GPU'], 'host1')),
+        ('remove_traits', plan.remove_traits(UUID, ['CUSTOM_GPU'],
+                                             'host1')),
+        ('create_flavor', plan.create_flavor('gpu.small', {'vcpus': 4})),
+        ('delete_flavor', plan.delete_flavor('f-1', 'gpu.small')),
+        ('flavor_specs', plan.flavor_specs(
+            'gpu.small', {'a': '1', 'c': '3'}, {'a': '2', 'b': '3'}, ['c'],
+            flavor_id='f-1')),
+        ('flavor_specs', plan.flavor_specs('gpu.new', {}, {'a': '1'},
+                                           flavor_id=None)),
+        ('add_access', plan.add_access('gpu.small', 'p1', flavor_id='f-1')),
+        ('remove_access', plan.remove_access('gpu.small', 'p1',
+                                             flavor_id='f-1')),
+        ('update_image', plan.update_image(IMAGE, {'os_distro': None,
+                                                   'hw': 'q35'})),
+        ('set_limit', plan.set_limit('p1', 'class:VGPU', 2)),
+        ('set_limit', plan.set_limit('p1', 'class:VGPU', 2, old=1)),
+        ('set_limit', plan.set_limit(None, 'class:VGPU', 0, old=4)),
+        ('delete_limit', plan.delete_limit('p1', 'class:VGPU', 1)),
+    ]
+
+
+class TestOperations(testtools.TestCase):
+
+    def test_table_is_plans_operations(self):
+        self.assertEqual(sorted(plan.OPERATIONS),
+                         sorted(journal.OPERATIONS))
+        self.assertEqual(len(plan.OPERATIONS), len(journal.OPERATIONS))
+
+    def test_every_inverse_is_an_operation(self):
+        for name, operation in journal.OPERATIONS.items():
+            self.assertIsInstance(operation, journal.Operation)
+            self.assertTrue(callable(operation.do), name)
+            self.assertTrue(callable(operation.holds), name)
+            for inverse in operation.inverses():
+                self.assertIn(inverse, journal.OPERATIONS, name)
+
+    def test_builders_pair_as_the_table_says(self):
+        seen = set()
+        for builder, step in sample_steps():
+            self.assertIsNotNone(step, builder)
+            seen.add(step.op)
+            operation = journal.OPERATIONS[step.op]
+            if step.inverse is None:
+                self.assertIsNone(operation.inverse, builder)
+                continue
+            self.assertIn(step.inverse.op, operation.inverses(), builder)
+        # the samples cover every operation
+        self.assertEqual(set(plan.OPERATIONS), seen | {
+            s.inverse.op for _b, s in sample_steps() if s.inverse})
+
+    def test_every_builder_is_sampled(self):
+        builders = {
+            name for name, func in inspect.getmembers(plan,
+                                                      inspect.isfunction)
+            if not name.startswith('_') and func.__module__ == plan.__name__
+        } - NOT_BUILDERS
+        self.assertEqual(builders, {b for b, _s in sample_steps()})
+
+    def test_every_inverse_a_builder_makes_is_in_the_table(self):
+        # an inverse is listed only where some builder makes it
+        made = {}
+        for _builder, step in sample_steps():
+            if step.inverse is not None:
+                made.setdefault(step.op, set()).add(step.inverse.op)
+        for name, operation in journal.OPERATIONS.items():
+            if name in made:
+                self.assertEqual(made[name], set(operation.inverses()),
+                                 name)
+
+    def test_run_and_holds_dispatch_through_the_table(self):
+        step = plan.create_trait('CUSTOM_GPU')
+        do, holds = mock.Mock(), mock.Mock(return_value=True)
+        fake = journal.Operation(do=do, holds=holds, inverse='trait.delete')
+        executor = journal.Executor(mock.Mock())
+        with mock.patch.dict(journal.OPERATIONS, {'trait.create': fake}):
+            executor.run(step)
+            self.assertTrue(executor.holds(step))
+        do.assert_called_once_with(executor, trait='CUSTOM_GPU')
+        holds.assert_called_once_with(executor, trait='CUSTOM_GPU')
+
+    def test_unknown_operation(self):
+        self.assertRaises(ValueError, journal.operation, 'nova.reboot')
+
+
+class TestRun(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.apply = self.useFixture(fixtures.MockPatchObject(
+            journal, 'apply')).mock
+        self.client = mock.Mock()
+        self.plan = plan.Plan('Creating trait', [
+            plan.create_trait('CUSTOM_GPU')])
+
+    def test_empty_plan_is_not_applied(self):
+        self.assertIsNone(journal.run(self.client, plan.Plan('Nothing')))
+        self.apply.assert_not_called()
+
+    def test_dry_run_is_not_applied(self):
+        self.assertIsNone(journal.run(self.client, self.plan, dry_run=True))
+        self.apply.assert_not_called()
+
+    def test_plan_is_applied(self):
+        on_step = mock.Mock()
+        executor = journal.run(self.client, self.plan, on_step=on_step)
+        self.apply.assert_called_once_with(self.client, self.plan,
+                                           on_step=on_step)
+        self.assertIs(self.apply.return_value, executor)
