@@ -573,11 +573,6 @@ def scan(aggregates):
     return found, problems
 
 
-def pools_from_aggregates(aggregates):
-    """Every readable, unambiguous pool among the aggregates, by name."""
-    return scan(aggregates)[0]
-
-
 def pools_by_host(pools):
     """{host: [pool names]} for the given pools."""
     result = {}
@@ -632,18 +627,6 @@ def check_trait_collision(name, pools):
                   'in letters or digits.'),
                 name=name, trait=trait, other=other['name'])
     return trait
-
-
-def metadata_changes(old, new):
-    """{key: value or None} to turn metadata ``old`` into ``new``.
-
-    Nova's set-metadata action deletes a key given the value None.
-    """
-    changes = {k: v for k, v in new.items() if old.get(k) != v}
-    for key in old:
-        if key not in new:
-            changes[key] = None
-    return changes
 
 
 # -- what a pool's hosts look like in Placement (pure, on a Snapshot) -----

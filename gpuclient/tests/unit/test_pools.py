@@ -104,7 +104,7 @@ class TestBuildSpec(base.TestCase):
 
 class TestDecode(base.TestCase):
     def test_only_gpu_pool_aggregates_are_pools(self):
-        found = pools.pools_from_aggregates([
+        found, _problems = pools.scan([
             fakes.Aggregate('ssd', {'ssd': 'true'}),
             fakes.Aggregate('solver', {
                 'gpu_pool': 'solver', 'gpu_pool_mode': 'passthrough',
@@ -176,7 +176,7 @@ class TestHelpers(base.TestCase):
         )
 
     def test_trait_collision(self):
-        existing = pools.pools_from_aggregates([
+        existing, _problems = pools.scan([
             fakes.Aggregate('gpu-a', {'gpu_pool': 'gpu-a',
                                       'gpu_pool_mode': 'vgpu',
                                       'gpu_resource_class': 'VGPU',
@@ -189,12 +189,6 @@ class TestHelpers(base.TestCase):
         self.assertIn('CUSTOM_GPU_POOL_GPU_A', str(exc))
         self.assertEqual('CUSTOM_GPU_POOL_GPU_B',
                          pools.check_trait_collision('gpu-b', existing))
-
-    def test_metadata_changes(self):
-        self.assertEqual(
-            {'b': '3', 'c': None, 'd': '4'},
-            pools.metadata_changes({'a': '1', 'b': '2', 'c': '3'},
-                                   {'a': '1', 'b': '3', 'd': '4'}))
 
     def test_device(self):
         spec = pools.build_spec('s', 'passthrough', alias='h100',
