@@ -48,7 +48,7 @@ MUTATIONS = [
      'PLACEMENT_AGGREGATES_VERSION = (1, 19)',
      'PLACEMENT_AGGREGATES_VERSION = (1, 1)',
      'test_client.TestStrictPlacementFake'),
-    ('isolate boundary >=', 'gpuclient/checks.py',
+    ('isolate boundary >=', 'gpuclient/rules/checks.py',
      "group_policy == 'isolate' and len(numbered) > len(providers)",
      "group_policy == 'isolate' and len(numbered) >= len(providers)",
      'test_checks.TestIsolateEdges'),
