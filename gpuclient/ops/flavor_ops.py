@@ -55,7 +55,6 @@ def read_pools(client, required=True):
     return found, by_id
 
 
-unknown_pool = pools_mod.unknown_pool
 
 
 def as_request(flavor, projects):
@@ -163,7 +162,7 @@ def create(client, name, pool, vcpus, ram, disk, ephemeral=0, swap=0,
             _('--project is only allowed with --private.'))
     pools, _aggregates = read_pools(client)
     if pool not in pools:
-        raise unknown_pool(pool, pools)
+        raise pools_mod.unknown_pool(pool, pools)
     the_pool = pools[pool]
     derived = specs.derive(the_pool, gpus=gpus, numa_policy=numa_policy,
                            properties=properties)
@@ -245,3 +244,25 @@ def find_gpu_flavor(client, name_or_id, pools):
     flavor = client.compute.find_flavor(name_or_id)
     reading = specs.read(flavor.get('extra_specs'), pools)
     return flavor, reading
+
+
+def list_flavors(client, pool=None, long=False):
+    """[(flavor, specs reading, pools, projects or None)] of ``gpu flavor
+    list``: the GPU flavors (of POOL), sorted by name; with LONG the
+    projects of each private flavor (one request per private flavor)."""
+    pools, _aggregates = read_pools(client, required=bool(pool))
+    if pool and pool not in pools:
+        raise pools_mod.unknown_pool(pool, pools)
+    found = []
+    for flavor in sorted(client.compute.flavors(),
+                         key=lambda f: (f.get('name') or '', f['id'])):
+        reading = specs.read(flavor.get('extra_specs'), pools)
+        if not reading['is_gpu']:
+            continue
+        in_pools = ([reading['pool']] if reading['pool']
+                    else specs.matching_pools(reading, pools))
+        if pool and pool not in in_pools:
+            continue
+        projects = flavor_projects(client, flavor) if long else None
+        found.append((flavor, reading, in_pools, projects))
+    return found

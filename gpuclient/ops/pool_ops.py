@@ -171,8 +171,16 @@ def _read_back(client, name):
     return view.pool(name)
 
 
-def create(client, spec, hosts, dry_run=False, on_step=None):
-    """Create a pool, or finish one. Returns (pool or None, plan)."""
+def create(client, spec, hosts, dry_run=False, on_step=None, projects=None,
+           project_domain=None):
+    """Create a pool, or finish one. Returns (pool or None, plan).
+
+    PROJECTS (names or IDs, in PROJECT_DOMAIN), when given, are resolved
+    first and limit the pool to them (the spec's ``projects``).
+    """
+    if projects is not None:
+        spec = dict(spec, projects=client.project_ids(projects,
+                                                      project_domain))
     view = View(client)
     hosts = view.resolve_hosts(hosts)
     existing = view.aggregate(spec['name'])

@@ -16,6 +16,8 @@
 
 import logging
 
+from osc_lib import exceptions
+
 from gpuclient.ops import snapshot
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import quota
@@ -60,3 +62,59 @@ def plan_and_apply(client, planner, *args, dry_run=False, conf=None):
         LOG.warning(warning)
     journal.run(client, plan, dry_run=dry_run)
     return plan
+
+
+def show(client, project=None, project_domain=None, conf=None):
+    """(rows, notes) of ``gpu quota show``: the project's limit per GPU
+    class (``quota.show_rows``) and the notes on enforcement, strategy
+    and sharing. CONF: nova-api's [quota] settings, or None."""
+    if project:
+        project_id = client.project_id(project, project_domain)
+    else:
+        project_id = client.current_project_id()
+    pools = read_pools(client)
+    registered = {n: r['limit'] for n, r in
+                  client.limits.registered().items()}
+    own = {item['resource_name']: item['resource_limit']
+           for item in client.limits.limits(project_id)
+           if item['project_id'] == project_id}
+    usages = client.placement.project_usages(project_id)
+    absolute = None
+    if conf is None:
+        try:
+            absolute = client.compute.project_limits(project_id)
+        except exceptions.CommandError as exc:
+            LOG.debug('compute limits not readable: %s', exc)
+    rows = quota.show_rows(pools, own, registered, usages, conf)
+    return rows, notes(conf, absolute, own, registered,
+                       [r['resource_class'] for r in rows], pools)
+
+
+def notes(conf, absolute, own, registered, classes, pools):
+    """stderr notes of ``gpu quota show``: enforcement, strategy, sharing."""
+    found = []
+    state, why = quota.enforcement(conf, absolute, own, registered)
+    if state == quota.LEGACY:
+        found.append(quota.legacy_text(why))
+    elif state == quota.UNKNOWN:
+        LOG.debug('quota driver: %s', why)
+    problems = quota.strategy_problems(
+        [rc for rc in classes if quota.resource_name(rc) not in own],
+        registered, conf or quota.conf_settings(None))
+    if problems:
+        found.append(quota.strategy_text(
+            problems, conf or quota.conf_settings(None)))
+    for rc in classes:
+        note = quota.shared_note(rc, pools)
+        if note:
+            found.append(note)
+    return found
+
+
+def list_limits(client):
+    """(rows, {project id: name}) of ``gpu quota list``."""
+    pools = read_pools(client)
+    rows = quota.list_rows(pools, client.limits.limits())
+    names = (snapshot.project_names(
+        client, {r['project_id'] for r in rows}) if rows else None) or {}
+    return rows, names

@@ -29,9 +29,6 @@ from gpuclient.v1 import common
 LOG = logging.getLogger(__name__)
 
 
-read_pools = flavor_ops.read_pools
-unknown_pool = flavor_ops.unknown_pool
-flavor_projects = flavor_ops.flavor_projects
 
 
 def show_data(flavor, reading, projects, pools, notes=()):
@@ -144,7 +141,7 @@ class CreateFlavor(command.ShowOne):
             LOG.warning(warning)
         if parsed_args.dry_run:
             return common.plan_item(plan)
-        pools, _aggregates = read_pools(client, required=False)
+        pools, _aggregates = flavor_ops.read_pools(client, required=False)
         reading = specs.read(flavor.get('extra_specs'), pools)
         return show_data(flavor, reading, projects, pools)
 
@@ -167,36 +164,24 @@ class ListFlavor(command.Lister):
         return parser
 
     def take_action(self, parsed_args):
-        client = self.app.client_manager.gpu
-        pools, _aggregates = read_pools(client,
-                                        required=bool(parsed_args.pool))
-        if parsed_args.pool and parsed_args.pool not in pools:
-            raise unknown_pool(parsed_args.pool, pools)
+        found = flavor_ops.list_flavors(
+            self.app.client_manager.gpu, pool=parsed_args.pool,
+            long=parsed_args.long)
         columns = ('ID', 'Name', 'Pool', 'Mode', 'GPUs', 'VCPUs', 'RAM',
                    'Disk')
         if parsed_args.long:
             columns += ('Request', 'Is Public', 'Projects')
         rows = []
-        for flavor in sorted(client.compute.flavors(),
-                             key=lambda f: (f.get('name') or '', f['id'])):
-            reading = specs.read(flavor.get('extra_specs'), pools)
-            if not reading['is_gpu']:
-                continue
-            in_pools = ([reading['pool']] if reading['pool']
-                        else specs.matching_pools(reading, pools))
-            if parsed_args.pool and parsed_args.pool not in in_pools:
-                continue
+        for flavor, reading, in_pools, projects in found:
             row = (flavor['id'], flavor.get('name'),
                    ', '.join(p for p in in_pools if p) or None,
                    reading['mode'], reading['gpus'], flavor.get('vcpus'),
                    flavor.get('ram'), flavor.get('disk'))
             if parsed_args.long:
-                public = flavor.get('os-flavor-access:is_public', True)
                 row += (
                     format_columns.DictColumn(specs.request_text(reading)),
-                    public,
-                    format_columns.ListColumn(
-                        flavor_projects(client, flavor)),
+                    flavor.get('os-flavor-access:is_public', True),
+                    format_columns.ListColumn(projects),
                 )
             rows.append(row)
         return columns, rows
@@ -217,7 +202,7 @@ class ShowFlavor(command.ShowOne):
 
     def take_action(self, parsed_args):
         client = self.app.client_manager.gpu
-        pools, _aggregates = read_pools(client, required=False)
+        pools, _aggregates = flavor_ops.read_pools(client, required=False)
         flavor, reading = flavor_ops.find_gpu_flavor(
             client, parsed_args.flavor, pools)
         if not reading['is_gpu']:
@@ -226,8 +211,9 @@ class ShowFlavor(command.ShowOne):
                   'no GPU and steer to no GPU pool. Use "openstack flavor '
                   'show".') % parsed_args.flavor)
         notes = specs.problems(flavor.get('extra_specs'), reading, pools)
-        return show_data(flavor, reading, flavor_projects(client, flavor),
-                         pools, notes)
+        return show_data(flavor, reading,
+                         flavor_ops.flavor_projects(client, flavor), pools,
+                         notes)
 
 
 class DeleteFlavor(command.Command):
@@ -245,7 +231,7 @@ class DeleteFlavor(command.Command):
 
     def take_action(self, parsed_args):
         client = self.app.client_manager.gpu
-        pools, _aggregates = read_pools(client, required=False)
+        pools, _aggregates = flavor_ops.read_pools(client, required=False)
         failed = 0
         for name in parsed_args.flavors:
             try:

@@ -169,10 +169,10 @@ class CreatePool(command.ShowOne):
             resource_class=parsed_args.resource_class,
             isolate=parsed_args.isolate, zone=parsed_args.zone,
             properties=parsed_args.properties)
-        spec['projects'] = client.project_ids(parsed_args.projects,
-                                              parsed_args.project_domain)
-        pool, plan = pool_ops.create(client, spec, parsed_args.hosts,
-                                     dry_run=parsed_args.dry_run)
+        pool, plan = pool_ops.create(
+            client, spec, parsed_args.hosts, dry_run=parsed_args.dry_run,
+            projects=parsed_args.projects,
+            project_domain=parsed_args.project_domain)
         if parsed_args.dry_run:
             return common.plan_item(plan)
         if not plan:

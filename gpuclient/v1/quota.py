@@ -20,13 +20,11 @@ nova.quota.UnifiedLimitsDriver`` (see ``gpuclient.rules.quota``).
 import logging
 
 from cliff import columns as cliff_columns
-from osc_lib import exceptions
 from osc_lib.cli import format_columns
 from osc_lib.command import command
 
 from gpuclient.i18n import _
 from gpuclient.ops import quota_ops
-from gpuclient.ops import snapshot
 from gpuclient.rules import quota
 from gpuclient.v1 import common
 
@@ -188,56 +186,16 @@ class ShowQuota(command.Lister):
         return parser
 
     def take_action(self, parsed_args):
-        client = self.app.client_manager.gpu
-        conf = _quota_conf(parsed_args)
-        if parsed_args.project:
-            project_id = client.project_id(parsed_args.project,
-                                           parsed_args.project_domain)
-        else:
-            project_id = client.current_project_id()
-        pools = quota_ops.read_pools(client)
-        registered = {n: r['limit'] for n, r in
-                      client.limits.registered().items()}
-        own = {item['resource_name']: item['resource_limit']
-               for item in client.limits.limits(project_id)
-               if item['project_id'] == project_id}
-        usages = client.placement.project_usages(project_id)
-        absolute = None
-        if conf is None:
-            try:
-                absolute = client.compute.project_limits(project_id)
-            except exceptions.CommandError as exc:
-                LOG.debug('compute limits not readable: %s', exc)
-        rows = quota.show_rows(pools, own, registered, usages, conf)
-        for note in notes(conf, absolute, own, registered,
-                          [r['resource_class'] for r in rows], pools):
+        rows, notes = quota_ops.show(
+            self.app.client_manager.gpu, parsed_args.project,
+            parsed_args.project_domain, _quota_conf(parsed_args))
+        for note in notes:
             LOG.warning(note)
         return SHOW_COLUMNS, [
             (r['resource'], r['resource_class'],
              format_columns.ListColumn(r['pools']), LimitColumn(r['limit']),
              r['source'], r['in_use'], LimitColumn(r['free']))
             for r in rows]
-
-
-def notes(conf, absolute, own, registered, classes, pools):
-    """stderr notes of ``gpu quota show``: enforcement, strategy, sharing."""
-    found = []
-    state, why = quota.enforcement(conf, absolute, own, registered)
-    if state == quota.LEGACY:
-        found.append(quota.legacy_text(why))
-    elif state == quota.UNKNOWN:
-        LOG.debug('quota driver: %s', why)
-    problems = quota.strategy_problems(
-        [rc for rc in classes if quota.resource_name(rc) not in own],
-        registered, conf or quota.conf_settings(None))
-    if problems:
-        found.append(quota.strategy_text(
-            problems, conf or quota.conf_settings(None)))
-    for rc in classes:
-        note = quota.shared_note(rc, pools)
-        if note:
-            found.append(note)
-    return found
 
 
 class ListQuota(command.Lister):
@@ -248,11 +206,7 @@ class ListQuota(command.Lister):
         'quota show". Needs admin to see every project.')
 
     def take_action(self, parsed_args):
-        client = self.app.client_manager.gpu
-        pools = quota_ops.read_pools(client)
-        rows = quota.list_rows(pools, client.limits.limits())
-        names = (snapshot.project_names(
-            client, {r['project_id'] for r in rows}) if rows else None) or {}
+        rows, names = quota_ops.list_limits(self.app.client_manager.gpu)
         return LIST_COLUMNS, [
             (r['project_id'], names.get(r['project_id']) or '',
              quota.resource_name(r['resource_class']), r['resource_class'],
