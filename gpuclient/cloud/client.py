@@ -40,8 +40,6 @@ from openstack import exceptions as sdk_exc
 from osc_lib import exceptions
 
 from gpuclient.i18n import _
-from gpuclient.rules import baremetal
-from gpuclient.rules import hosts
 
 LOG = logging.getLogger(__name__)
 
@@ -565,7 +563,8 @@ class Placement:
                                             uuids), strict=True))
 
     def provider_detail(self, uuid, with_traits=False):
-        """Inventories, usages (and traits) of one provider, as a summary.
+        """Inventories, usages (and traits) of one provider, as Placement
+        answers them: {'inventories', 'usages'[, 'traits']}.
 
         The slow path: used only for trees that no allocation-candidates
         answer covered.
@@ -574,13 +573,12 @@ class Placement:
         base = '/resource_providers/%s' % uuid
         inv = self.get(base + '/inventories', (1, 0), what)
         use = self.get(base + '/usages', (1, 0), what)
-        summary = hosts.summary_from_inventory(
-            inv['inventories'], use['usages']
-        )
+        detail = {'inventories': inv['inventories'],
+                  'usages': use['usages']}
         if with_traits:
             traits = self.get(base + '/traits', (1, 6), what)
-            summary['traits'] = traits['traits']
-        return summary
+            detail['traits'] = traits['traits']
+        return detail
 
     def provider_details(self, uuids, with_traits=False):
         """provider_detail for many providers, concurrently and bounded."""
@@ -594,52 +592,6 @@ class Placement:
                 lambda u: self.provider_detail(u, with_traits), uuids
             )
             return dict(zip(uuids, results, strict=True))
-
-    def gpu_snapshot(self, gpu_classes, wanted_roots=None, with_traits=False):
-        """Capacity and usage of every provider in the GPU-relevant trees.
-
-        One ``GET /resource_providers`` and one allocation-candidates query
-        for ``VCPU:1`` (sent at the same time, with the resource class
-        list) cover every tree with a free VCPU (their
-        ``provider_summaries`` hold the whole tree from 1.29). Trees left
-        over (bare-metal nodes, which have no VCPU) get one query per GPU
-        class; what is still left (full hosts, used nodes) is read provider
-        by provider, concurrently and bounded. ``wanted_roots`` (a set of
-        root provider uuids, or None for all) limits that last step.
-
-        Returns a hosts.Snapshot.
-        """
-        self.max_version()  # negotiate once, before the threads start
-        # the two large answers (every provider; every tree with a free
-        # VCPU) and the class list are independent: read them at once
-        with concurrent.futures.ThreadPoolExecutor(3) as pool:
-            listed = pool.submit(self.resource_providers)
-            classes = pool.submit(self.resource_classes)
-            first = (pool.submit(self.allocation_candidates, {'VCPU': 1})
-                     if wanted_roots is None or wanted_roots else None)
-            providers = listed.result()
-            known = set(classes.result())
-            answers = {('VCPU', 1): first.result()} if first else {}
-        snapshot = hosts.Snapshot(providers)
-        # a class Placement does not know would be a 400: nobody offers it
-        queries = [('VCPU', 1)] + [
-            (rc, 1) for rc in sorted(gpu_classes) if rc in known
-        ]
-        for rc, amount in queries:
-            missing = snapshot.missing_roots(wanted_roots)
-            if not missing:
-                break
-            answer = answers.pop((rc, amount), None)
-            if answer is None:
-                answer = self.allocation_candidates({rc: amount})
-            snapshot.add_candidates(rc, answer)
-        missing = snapshot.missing_roots(wanted_roots)
-        if missing:
-            uuids = snapshot.providers_in_trees(missing)
-            details = self.provider_details(uuids, with_traits=with_traits)
-            snapshot.add_details(details)
-        return snapshot
-
 
     # -- pools: providers, traits and aggregates ---------------------------
 
@@ -1218,12 +1170,13 @@ class Baremetal:
         self._conn = connection
 
     def nodes(self, page_size=1000):
-        """{node uuid: baremetal.node_dict}, {} or None (see the class)."""
+        """{node uuid: node as Ironic answers it}, {} or None (see the
+        class)."""
         what = _('Listing bare-metal nodes (Ironic API %s)') % (
             BAREMETAL_TRAITS_VERSION)
         # raw, for the fields and the refusal: GET /nodes?fields= at 1.37
-        # (node traits) returns only BAREMETAL_NODE_FIELDS, as plain dicts
-        # for baremetal.node_dict, in one request per page; a 401/403 (the
+        # (node traits) returns only BAREMETAL_NODE_FIELDS, as plain dicts,
+        # in one request per page; a 401/403 (the
         # default policy hides nodes from project-scoped tokens) is "not
         # shown", not an error, which needs the response, not an exception
         try:
@@ -1241,8 +1194,7 @@ class Baremetal:
                 _check_response(self.service, what, response)
                 page = (_json(response) or {}).get('nodes') or []
                 for node in page:
-                    item = baremetal.node_dict(node)
-                    found[item['uuid']] = item
+                    found[node.get('uuid') or node.get('id')] = node
                 # Ironic caps a page at its [api]max_limit, which may be
                 # less than page_size, and links the next page: follow it
                 nxt = (_json(response) or {}).get('next')

@@ -28,6 +28,7 @@ from osc_lib import exceptions
 from gpuclient.cloud import client as client_mod
 from gpuclient.i18n import _
 from gpuclient.ops import journal
+from gpuclient.ops import snapshot as snapshot_mod
 from gpuclient.rules import host_names
 from gpuclient.rules import nova_rules
 from gpuclient.rules import plan as plan_mod
@@ -149,9 +150,9 @@ class View:
         roots = set()
         for host in hosts:
             roots.update(self.roots(host))
-        return self.client.placement.gpu_snapshot(
-            {resource_class}, wanted_roots=roots, with_traits=True
-        )
+        return snapshot_mod.placement_snapshot(
+            self.client.placement, {resource_class}, wanted_roots=roots,
+            with_traits=True)
 
     def observed(self, hosts=(), resource_class=None, traits=(),
                  flavors=False, images=False, access_for=None):

@@ -400,7 +400,7 @@ def _read_ironic(client, trees, hosts_roots, members, notes):
     nodes = roots & trees.node_roots
     if not nodes:
         return
-    trees.ironic_nodes = client.baremetal.nodes()
+    trees.ironic_nodes = snapshot.ironic_nodes(client)
     note = baremetal.hidden_note(nodes, trees.ironic_nodes)
     if note:
         notes.append(note)
@@ -442,8 +442,8 @@ def _explain(placement, req, answer, trees, providers, hosts_roots, post,
         roots = set().union(*(unknown(wanted[h]) for h in read))
         in_trees = [rp for rp in providers
                     if (rp.get('root_provider_uuid') or rp['uuid']) in roots]
-        details = placement.provider_details(
-            [rp['uuid'] for rp in in_trees], with_traits=True)
+        details = snapshot.provider_summaries(
+            placement, [rp['uuid'] for rp in in_trees], with_traits=True)
         for rp in in_trees:
             summary = dict(details[rp['uuid']],
                            parent_provider_uuid=rp.get(

@@ -31,6 +31,7 @@ import uuid as uuid_mod
 import openstack
 
 from gpuclient.cloud import client as gpu_client
+from gpuclient.ops import snapshot
 from gpuclient.tests.functional import base
 from gpuclient.tests.functional import faults
 
@@ -184,12 +185,14 @@ class TestPlacement(ContractTestCase):
         detail = self.p.provider_detail(root, with_traits=True)
         inv = self.rest('placement', '/resource_providers/%s/inventories'
                         % root, '1.0')['inventories']
-        self.assertEqual(set(inv), set(detail['resources']))
+        self.assertEqual(inv, detail['inventories'])
+        self.assertIn('VCPU', detail['usages'])
+        self.assertEqual(self.sdk_traits(root), set(detail['traits']))
         vcpu = inv['VCPU']
+        summary = snapshot.provider_summary(detail)
         self.assertEqual(int((vcpu['total'] - vcpu['reserved'])
                              * vcpu['allocation_ratio']),
-                         detail['resources']['VCPU']['capacity'])
-        self.assertEqual(self.sdk_traits(root), set(detail['traits']))
+                         summary['resources']['VCPU']['capacity'])
 
     def test_provider_details(self):
         root = self.root()
@@ -197,16 +200,8 @@ class TestPlacement(ContractTestCase):
         inv = self.rest('placement', '/resource_providers/%s/inventories'
                         % root, '1.0')['inventories']
         self.assertEqual({root}, set(details))
-        self.assertEqual(set(inv), set(details[root]['resources']))
-
-    def test_gpu_snapshot(self):
-        root = self.root()
-        snap = self.p.gpu_snapshot(set(), wanted_roots={root})
-        sdk = {rp['uuid'] for rp in self.rest(
-            'placement', '/resource_providers', TREE)['resource_providers']}
-        self.assertEqual(sdk, set(snap.providers))
-        self.assertEqual(set(), snap.missing_roots({root}))
-        self.assertIn('VCPU', snap.summaries[root]['resources'])
+        self.assertEqual(inv, details[root]['inventories'])
+        self.assertNotIn('traits', details[root])
 
     def test_send(self):
         trait = 'CUSTOM_FT_CONTRACT_%s' % _hex()
@@ -309,6 +304,21 @@ class TestPlacement(ContractTestCase):
             member_of=agg)['resource_providers']}
         self.assertEqual({root}, sdk)
         self.assertEqual(sdk, self.p.members_of(agg))
+
+
+class TestPlacementSnapshot(ContractTestCase):
+    """ops.snapshot's reads of Placement (not a client class: not in
+    CONTRACTS)."""
+
+    def test_placement_snapshot(self):
+        root = self.root()
+        snap = snapshot.placement_snapshot(self.gpu.placement, set(),
+                                           wanted_roots={root})
+        sdk = {rp['uuid'] for rp in self.rest(
+            'placement', '/resource_providers', TREE)['resource_providers']}
+        self.assertEqual(sdk, set(snap.providers))
+        self.assertEqual(set(), snap.missing_roots({root}))
+        self.assertIn('VCPU', snap.summaries[root]['resources'])
 
 
 class TestCompute(ContractTestCase):
