@@ -25,7 +25,7 @@ import logging
 
 from osc_lib import exceptions
 
-from gpuclient.cloud import client as client_mod
+from gpuclient.cloud import errors
 from gpuclient.i18n import _
 from gpuclient.ops import journal
 from gpuclient.ops import snapshot as snapshot_mod
@@ -386,6 +386,6 @@ def members_of(client, pool):
         return None
     try:
         return client.placement.members_of(pool['aggregate_uuid'])
-    except client_mod.APIError as exc:
+    except errors.APIError as exc:
         LOG.debug('cannot read placement aggregate: %s', exc)
         return None

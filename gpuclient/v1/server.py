@@ -18,7 +18,7 @@ from osc_lib import exceptions
 from osc_lib.cli import format_columns
 from osc_lib.command import command
 
-from gpuclient.cloud import client as client_mod
+from gpuclient.cloud import errors
 from gpuclient.i18n import _
 from gpuclient.ops import snapshot
 from gpuclient.rules import pools as pools_mod
@@ -52,7 +52,7 @@ def target_project(client, parsed_args):
         return own_id, own_id
     try:
         return client.project_id(wanted, parsed_args.project_domain), own_id
-    except client_mod.APIError as exc:
+    except errors.APIError as exc:
         if exc.status == 403:
             raise not_yours(wanted, own_name) from exc
         raise
@@ -67,7 +67,7 @@ def not_yours(project, own_name):
 
 
 def forbidden(exc):
-    return isinstance(exc, client_mod.APIError) and exc.status == 403
+    return isinstance(exc, errors.APIError) and exc.status == 403
 
 
 def _used_gpu_providers(cloud, roots=None):
