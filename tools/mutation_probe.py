@@ -31,20 +31,21 @@ STESTR = os.path.join(ROOT, '.tox', 'py3', 'bin', 'stestr')
 
 # (name, file, text, replacement, test regex)
 MUTATIONS = [
-    ('paging marker (os-simple-tenant-usage)', 'gpuclient/client.py',
-     "urllib.parse.parse_qsl(query)).get('marker'))",
-     "urllib.parse.parse_qsl(query)).get('limit'))",
+    ('paging marker (os-simple-tenant-usage)', 'gpuclient/cloud/pager.py',
+     "_query(more[0]['href']).get('marker')",
+     "_query(more[0]['href']).get('limit')",
      'test_usage.TestUsageList.test_usage_pages_followed_by_instance_'
      'marker'),
-    ('Keystone field name (registered limit)', 'gpuclient/client.py',
+    ('Keystone field name (registered limit)',
+     'gpuclient/cloud/identity.py',
      'resource_name=name, default_limit=value)',
      'resource_name=name, limit=value)',
      'test_client.TestStrictKeystoneLimits'),
-    ('members_of sends in_tree=', 'gpuclient/client.py',
+    ('members_of sends in_tree=', 'gpuclient/cloud/placement.py',
      "params={'member_of': aggregate_uuid})",
      "params={'in_tree': aggregate_uuid})",
      'test_client.TestStrictPlacementFake'),
-    ('aggregates at Placement 1.1', 'gpuclient/client.py',
+    ('aggregates at Placement 1.1', 'gpuclient/cloud/versions.py',
      'PLACEMENT_AGGREGATES_VERSION = (1, 19)',
      'PLACEMENT_AGGREGATES_VERSION = (1, 1)',
      'test_client.TestStrictPlacementFake'),

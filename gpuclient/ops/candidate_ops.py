@@ -20,7 +20,8 @@ import re
 
 from osc_lib import exceptions
 
-from gpuclient.cloud import client as client_mod
+from gpuclient.cloud import errors
+from gpuclient.cloud import versions
 from gpuclient.i18n import _
 from gpuclient.ops import snapshot
 from gpuclient.rules import baremetal
@@ -72,7 +73,7 @@ def collect(client, flavor=None, resources=(), required=(), image=None,
     placement = client.placement
     try:
         answer = placement.candidates_query(params)
-    except client_mod.APIError as exc:
+    except errors.APIError as exc:
         unknown = re.search(r'No such trait\(s\):\s*([A-Z0-9_, ]+)',
                             str(exc))
         if exc.status != 400 or not unknown:
@@ -131,7 +132,7 @@ def collect(client, flavor=None, resources=(), required=(), image=None,
         'flavor': (the_flavor or {}).get('name'),
         'image': (the_image or {}).get('name'),
         'project_id': project_id,
-        'microversion': client_mod.version_str(request.MICROVERSION),
+        'microversion': versions.version_str(request.MICROVERSION),
         'query': request.querystring(req),
         'groups': request.describe(req),
         'candidates': count,
@@ -192,7 +193,7 @@ def _quota(client, project_id, flavor, req, conf=None):
     found = {'excess': [], 'gpu_excess': [], 'not_checked': {}}
     try:
         absolute = client.compute.project_limits(project_id)
-    except client_mod.APIError as exc:
+    except errors.APIError as exc:
         found['not_checked']['Quota'] = _(
             'the compute limits of project %(project)s could not be read: '
             '%(error)s') % {'project': project_id, 'error': exc}
@@ -224,7 +225,7 @@ def _gpu_quota(client, project_id, req, conf, absolute, found):
                 'Nova does not count GPUs against a quota (%s)') % why
             return
         usages = client.placement.project_usages(project_id)
-    except client_mod.APIError as exc:
+    except errors.APIError as exc:
         found['not_checked']['Quota (GPUs)'] = _(
             'the unified limits of project %(project)s on %(classes)s '
             'could not be read: %(error)s') % {
@@ -248,7 +249,7 @@ def _read_ironic(client, trees, hosts_roots, members, notes):
     nodes = roots & trees.node_roots
     if not nodes:
         return
-    trees.ironic_nodes = client.baremetal.nodes()
+    trees.ironic_nodes = snapshot.ironic_nodes(client)
     note = baremetal.hidden_note(nodes, trees.ironic_nodes)
     if note:
         notes.append(note)
@@ -265,7 +266,7 @@ def _explain(placement, req, answer, trees, providers, hosts_roots, post,
                  if p != ('resources', '')],
                 what=_('Asking Placement for allocation candidates '
                        'without %s') % requirement['label'])
-        except client_mod.APIError as exc:
+        except errors.APIError as exc:
             if exc.status != 400:
                 raise
             LOG.debug('relaxed query refused: %s', exc)
@@ -290,7 +291,8 @@ def _explain(placement, req, answer, trees, providers, hosts_roots, post,
         roots = set().union(*(unknown(wanted[h]) for h in read))
         in_trees = [rp for rp in providers
                     if (rp.get('root_provider_uuid') or rp['uuid']) in roots]
-        details = placement.provider_details(
+        details = snapshot.provider_summaries(
+            placement,
             [rp['uuid'] for rp in in_trees], with_traits=True)
         for rp in in_trees:
             summary = dict(details[rp['uuid']],

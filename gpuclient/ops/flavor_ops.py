@@ -23,7 +23,7 @@ import logging
 
 from osc_lib import exceptions
 
-from gpuclient.cloud import client as client_mod
+from gpuclient.cloud import errors
 from gpuclient.i18n import _
 from gpuclient.ops import journal
 from gpuclient.ops import snapshot
@@ -45,7 +45,7 @@ def read_pools(client, required=True):
     """
     try:
         aggregates = client.compute.aggregates()
-    except client_mod.APIError as exc:
+    except errors.APIError as exc:
         if required or exc.status != 403:
             raise
         return {}, {}

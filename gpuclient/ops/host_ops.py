@@ -79,7 +79,7 @@ def rows_of(client, cloud, pool=None, extra=(), unmapped=False, long=False):
     ironic = None
     if long and node_items:
         # optional detail: Ironic's own state of each node
-        ironic = client.baremetal.nodes()
+        ironic = snapshot.ironic_nodes(client)
         note = baremetal.hidden_note(node_items, ironic)
         if note:
             notes.append(note)

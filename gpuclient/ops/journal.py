@@ -50,7 +50,7 @@ import threading
 
 from osc_lib import exceptions
 
-from gpuclient.cloud import client as client_mod
+from gpuclient.cloud import errors
 from gpuclient.i18n import _
 from gpuclient.rules import plan as plan_mod
 
@@ -80,7 +80,7 @@ class ApplyError(exceptions.CommandError):
         self.undo_failures = list(undo_failures)
 
 
-class NotOurs(client_mod.Conflict):
+class NotOurs(errors.Conflict):
     """A step found another writer's object where the plan saw none: it
     did nothing, and its undo must not touch that object."""
 
@@ -167,7 +167,7 @@ class Executor:
     def _need_aggregate(self, name):
         agg = self.aggregate(name)
         if agg is None:
-            raise client_mod.NotFound(
+            raise errors.NotFound(
                 _('Host aggregate %s does not exist (any more).') % name,
                 404)
         return agg
@@ -198,7 +198,7 @@ class Executor:
             return flavor_id
         flavor_id = self.created_flavor(name)
         if flavor_id is None:
-            raise client_mod.NotFound(
+            raise errors.NotFound(
                 _('Flavor %s was not created by this command, so it is '
                   'left alone.') % name, 404)
         return flavor_id
@@ -247,7 +247,7 @@ class Executor:
             raise self._not_ours(_('Host aggregate %s') % name)
         try:
             made = self.client.compute.create_aggregate(name, zone)
-        except client_mod.Conflict:
+        except errors.Conflict:
             raise self._not_ours(_('Host aggregate %s') % name) from None
         if getattr(made, 'id', None) is None:
             # an answer that was not Nova's (a proxy page): look it up
@@ -277,7 +277,7 @@ class Executor:
         agg = self._need_aggregate(name)
         try:
             self.client.compute.add_host(agg, host)
-        except client_mod.Conflict:
+        except errors.Conflict:
             if host not in (self.aggregate(name, True).hosts or []):
                 raise
             raise self._not_ours(_('Host %(host)s in aggregate %(name)s')
@@ -292,7 +292,7 @@ class Executor:
         agg = self._need_aggregate(name)
         try:
             self.client.compute.remove_host(agg, host)
-        except client_mod.NotFound:
+        except errors.NotFound:
             agg = self.aggregate(name, True)
             if agg is not None and host in (agg.hosts or []):
                 raise
@@ -319,7 +319,7 @@ class Executor:
     def _do_trait_delete(self, trait):
         if not self.client.placement.delete_trait(trait):
             if not self.client.placement.providers_with_trait(trait):
-                raise client_mod.Conflict(
+                raise errors.Conflict(
                     _('Placement refused to delete trait %s although no '
                       'resource provider has it.') % trait, 409)
             self.warnings.append(
@@ -340,11 +340,11 @@ class Executor:
     def _do_flavor_delete(self, name, id=None):  # noqa: A002 - Nova's word
         try:
             flavor_id = self._flavor_ref(id, name)
-        except client_mod.NotFound:
+        except errors.NotFound:
             return  # a create that did not happen: nothing to delete
         try:
             self.client.compute.delete_flavor(flavor_id)
-        except client_mod.NotFound:
+        except errors.NotFound:
             pass
         if self._created.get(name) == flavor_id:
             del self._created[name]
@@ -369,7 +369,7 @@ class Executor:
         flavor_id = self._flavor_ref(id, name)
         try:
             self.client.compute.add_flavor_access(flavor_id, project)
-        except client_mod.Conflict:
+        except errors.Conflict:
             if project not in self.client.compute.flavor_access(flavor_id):
                 raise
             raise self._not_ours(
@@ -381,7 +381,7 @@ class Executor:
         flavor_id = self._flavor_ref(id, name)
         try:
             self.client.compute.remove_flavor_access(flavor_id, project)
-        except client_mod.NotFound:
+        except errors.NotFound:
             if project in self.client.compute.flavor_access(flavor_id):
                 raise
 
@@ -492,7 +492,7 @@ class Executor:
     def _holds_flavor_delete(self, name, id=None):  # noqa: A002
         try:
             flavor_id = self._flavor_ref(id, name)
-        except client_mod.NotFound:
+        except errors.NotFound:
             # a flavor this plan never created: nothing to delete
             return True
         return self.client.compute.get_flavor(flavor_id) is None
@@ -502,7 +502,7 @@ class Executor:
         created) if it is there with the name NAME, else (ID, None)."""
         try:
             flavor_id = self._flavor_ref(flavor_id, name)
-        except client_mod.NotFound:
+        except errors.NotFound:
             return None, None
         return flavor_id, self._flavor(flavor_id, name)
 
@@ -678,7 +678,7 @@ def refused(exc):
     """The service answered and refused the write (4xx): it did not
     happen, so reading the cloud back would only find another writer's."""
     status = getattr(exc, 'status', None)
-    return (isinstance(exc, client_mod.APIError) and status is not None
+    return (isinstance(exc, errors.APIError) and status is not None
             and 400 <= status < 500)
 
 
@@ -757,7 +757,7 @@ def _apply(executor, plan, on_step, received, progress):
                 continue
             if not isinstance(exc, NotOurs) and (
                     held is None or _several_writes(step)
-                    or isinstance(exc, client_mod.TimedOut)):
+                    or isinstance(exc, errors.TimedOut)):
                 # maybe (partly) done, or a timed-out write the service may
                 # still carry out after the read-back: undo it too
                 progress.unknown = step

@@ -121,9 +121,9 @@ class View:
         roots = set()
         for host in hosts:
             roots.update(self.roots(host))
-        return self.client.placement.gpu_snapshot(
-            {resource_class}, wanted_roots=roots, with_traits=True
-        )
+        return snapshot.placement_snapshot(
+            self.client.placement, {resource_class}, wanted_roots=roots,
+            with_traits=True)
 
     def observed(self, hosts=(), resource_class=None, traits=(),
                  flavors=False, images=False, access_for=None):

@@ -17,7 +17,7 @@ the target project of the read commands (admin or member).
 
 from osc_lib import exceptions
 
-from gpuclient.cloud import client as client_mod
+from gpuclient.cloud import errors
 from gpuclient.i18n import _
 from gpuclient.ops import snapshot
 from gpuclient.rules import pools as pools_mod
@@ -34,7 +34,7 @@ def target_project(client, project=None, project_domain=None):
         return own_id, own_id
     try:
         return client.project_id(wanted, project_domain), own_id
-    except client_mod.APIError as exc:
+    except errors.APIError as exc:
         if exc.status == 403:
             raise not_yours(wanted, own_name) from exc
         raise
@@ -49,7 +49,7 @@ def not_yours(project, own_name):
 
 
 def forbidden(exc):
-    return isinstance(exc, client_mod.APIError) and exc.status == 403
+    return isinstance(exc, errors.APIError) and exc.status == 403
 
 
 def _used_gpu_providers(cloud, roots=None):

@@ -15,7 +15,7 @@
 ``read`` (the only function here that does I/O, through the client layer)
 takes a fixed number of requests whatever the number of hosts or flavors:
 host aggregates, hypervisors, compute services, flavors (when asked),
-resource classes, and the Placement snapshot of ``Placement.gpu_snapshot``
+resource classes, and the Placement snapshot of ``placement_snapshot``
 (the provider list, one allocation-candidates answer whose provider
 summaries cover every tree with a free VCPU, one per GPU class for the
 trees left, and a per-provider read only for trees no summary covers).
@@ -29,9 +29,10 @@ aggregates a root is in, a provider tree in the shape ``gpuclient.rules.fit``
 counts in.
 """
 
+import concurrent.futures
 import logging
 
-from gpuclient.cloud import client as client_mod
+from gpuclient.cloud import errors
 from gpuclient.rules import baremetal
 from gpuclient.rules import host_names
 from gpuclient.rules import hosts
@@ -188,8 +189,9 @@ def read(client, extra_classes=(), with_flavors=False, wanted_hosts=None,
         wanted = {hv['id'] for hv in hypervisors
                   if wanted_hosts is None
                   or host_names.nova_host(hv) in wanted_hosts}
-    placement = client.placement.gpu_snapshot(
-        classes, wanted_roots=wanted, with_traits=with_traits)
+    placement = placement_snapshot(
+        client.placement, classes, wanted_roots=wanted,
+        with_traits=with_traits)
     cloud = Cloud(aggregates, hypervisors, services, placement,
                   flavors=flavors, gpu_classes=classes)
     cloud.known_classes = set(known)
@@ -236,7 +238,7 @@ def members_of(client, pool):
         return None
     try:
         return client.placement.members_of(pool['aggregate_uuid'])
-    except client_mod.APIError as exc:
+    except errors.APIError as exc:
         LOG.debug('cannot read placement aggregate: %s', exc)
         return None
 
@@ -270,3 +272,80 @@ def resolve_hosts(names, services, hypervisors, read_providers,
     result.check(unknown=members is None)
     return (result.hosts(keep_unknown=members is not None),
             result.notes())
+def provider_summary(detail):
+    """One provider's summary (``hosts.summary_from_inventory``, with
+    ``traits`` when read) from ``Placement.provider_detail``'s answer."""
+    summary = hosts.summary_from_inventory(detail['inventories'],
+                                           detail['usages'])
+    if 'traits' in detail:
+        summary['traits'] = detail['traits']
+    return summary
+
+
+def provider_summaries(placement, uuids, with_traits=False):
+    """{provider uuid: provider_summary} of many providers, read
+    concurrently and bounded (``Placement.provider_details``)."""
+    details = placement.provider_details(uuids, with_traits=with_traits)
+    return {uuid: provider_summary(detail)
+            for uuid, detail in details.items()}
+
+
+def placement_snapshot(placement, gpu_classes, wanted_roots=None,
+                       with_traits=False):
+    """Capacity and usage of every provider in the GPU-relevant trees.
+
+    One ``GET /resource_providers`` and one allocation-candidates query
+    for ``VCPU:1`` (sent at the same time, with the resource class
+    list) cover every tree with a free VCPU (their
+    ``provider_summaries`` hold the whole tree from 1.29). Trees left
+    over (bare-metal nodes, which have no VCPU) get one query per GPU
+    class; what is still left (full hosts, used nodes) is read provider
+    by provider, concurrently and bounded. ``wanted_roots`` (a set of
+    root provider uuids, or None for all) limits that last step.
+
+    PLACEMENT is the client layer's Placement. Returns a hosts.Snapshot.
+    """
+    placement.max_version()  # negotiate once, before the threads start
+    # the two large answers (every provider; every tree with a free
+    # VCPU) and the class list are independent: read them at once
+    with concurrent.futures.ThreadPoolExecutor(3) as pool:
+        listed = pool.submit(placement.resource_providers)
+        classes = pool.submit(placement.resource_classes)
+        first = (pool.submit(placement.allocation_candidates, {'VCPU': 1})
+                 if wanted_roots is None or wanted_roots else None)
+        providers = listed.result()
+        known = set(classes.result())
+        answers = {('VCPU', 1): first.result()} if first else {}
+    snap = hosts.Snapshot(providers)
+    # a class Placement does not know would be a 400: nobody offers it
+    queries = [('VCPU', 1)] + [
+        (rc, 1) for rc in sorted(gpu_classes) if rc in known
+    ]
+    for rc, amount in queries:
+        missing = snap.missing_roots(wanted_roots)
+        if not missing:
+            break
+        answer = answers.pop((rc, amount), None)
+        if answer is None:
+            answer = placement.allocation_candidates({rc: amount})
+        snap.add_candidates(rc, answer)
+    missing = snap.missing_roots(wanted_roots)
+    if missing:
+        uuids = snap.providers_in_trees(missing)
+        snap.add_details(provider_summaries(placement, uuids,
+                                            with_traits=with_traits))
+    return snap
+
+
+def ironic_nodes(client):
+    """{node uuid: baremetal.node_dict}, {} or None: Ironic's view of the
+    nodes, as ``Baremetal.nodes`` reads it (None: no Ironic endpoint, or
+    Ironic failed; {}: Ironic lists none to the caller)."""
+    nodes = client.baremetal.nodes()
+    if nodes is None:
+        return None
+    found = {}
+    for node in nodes.values():
+        item = baremetal.node_dict(node)
+        found[item['uuid']] = item
+    return found

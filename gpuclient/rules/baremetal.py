@@ -38,9 +38,10 @@ on its provider (``refuse_provider_traits``) and ``gpu check`` compares
 them with what the flavors of bare-metal pools require
 (``trait_findings``).
 
-Ironic's own view (``gpuclient.cloud.client.Baremetal``) is optional detail:
-its default policy hides nodes from project-scoped tokens, even admin
-ones, so the Placement-based answer never depends on it.
+Ironic's own view (``gpuclient.cloud.baremetal.Baremetal``, as
+``node_dict`` by ``gpuclient.ops.snapshot.ironic_nodes``) is optional
+detail: its default policy hides nodes from project-scoped tokens, even
+admin ones, so the Placement-based answer never depends on it.
 """
 
 from osc_lib import exceptions

@@ -62,6 +62,8 @@ from urllib3 import exceptions as urllib3_exc
 from urllib3 import response as urllib3_response
 
 from gpuclient.cloud import client as gpu_client
+from gpuclient.cloud import errors
+from gpuclient.cloud import versions
 from gpuclient.rules import pools as pool_mod
 
 LOG = logging.getLogger(__name__)
@@ -92,7 +94,7 @@ LIMITS_PATH = re.compile(r'/v3/(registered_)?limits(/|$)')
 SERVICES = ('compute', 'placement', 'image', 'identity')
 NONJSON_BODY = b'<html><body>Bad Gateway from proxy</body></html>'
 POOL_TRAIT_PREFIX = 'CUSTOM_GPU_POOL_'
-TRAITS_VERSION = gpu_client.PLACEMENT_TRAITS_VERSION
+TRAITS_VERSION = versions.PLACEMENT_TRAITS_VERSION
 
 
 def make_client(cloud=None):
@@ -650,7 +652,7 @@ def cloud_state(client, names=None, providers=(), traits_of=None):
             traits = placement.get(
                 '/resource_providers/%s/traits' % rp_uuid, TRAITS_VERSION,
                 'Reading traits of resource provider %s' % rp_uuid)
-        except gpu_client.NotFound:
+        except errors.NotFound:
             continue  # deleted since the list
         state['provider_traits'][rp_uuid] = sorted(
             t for t in traits['traits'] if t.startswith(ours))
@@ -667,7 +669,7 @@ def cloud_state(client, names=None, providers=(), traits_of=None):
         if not is_public:
             try:
                 access = client.compute.flavor_access(flavor['id'])
-            except gpu_client.APIError:
+            except errors.APIError:
                 # deleted since the list (Nova answers 500, not 404, when
                 # the flavor of an access list is gone)
                 if client.compute.find_flavor(

@@ -34,7 +34,7 @@ import uuid
 from osc_lib import exceptions
 from testtools import content
 
-from gpuclient.cloud import client as gpu_client
+from gpuclient.cloud import errors
 from gpuclient.ops import pool_ops
 from gpuclient.ops import snapshot
 from gpuclient.rules import checks
@@ -411,7 +411,7 @@ class CheckCorpusTestCase(base.FunctionalTestCase):
     def _placement_delete(self, path):
         try:
             self.admin.placement.send('DELETE', path, (1, 7), 'cleanup')
-        except gpu_client.NotFound:
+        except errors.NotFound:
             pass
 
 

@@ -13,7 +13,7 @@
 """Contract tests: every public member of the client layer, real services.
 
 One short test per public method or property of each client class of
-gpuclient/client.py (``CONTRACTS`` maps a class to its test case; the
+gpuclient/cloud/ (``CONTRACTS`` maps a class to its test case; the
 unit test gpuclient/tests/unit/test_contract_coverage.py fails when a
 member has no ``test_<member>`` here). Each test calls the member against
 the real cloud and checks the answer (or the write) against what plain
@@ -30,7 +30,14 @@ import uuid as uuid_mod
 
 import openstack
 
+from gpuclient.cloud import baremetal as baremetal_mod
 from gpuclient.cloud import client as gpu_client
+from gpuclient.cloud import compute as compute_mod
+from gpuclient.cloud import errors
+from gpuclient.cloud import identity as identity_mod
+from gpuclient.cloud import image as image_mod
+from gpuclient.cloud import placement as placement_mod
+from gpuclient.ops import snapshot
 from gpuclient.tests.functional import base
 from gpuclient.tests.functional import faults
 
@@ -120,7 +127,7 @@ class TestPlacement(ContractTestCase):
     def test_require(self):
         self.assertIsNone(self.p.require((1, 0), 'x'))
         major, minor = self.p.max_version()
-        self.assertRaises(gpu_client.APIError, self.p.require,
+        self.assertRaises(errors.APIError, self.p.require,
                           (major, minor + 1), 'x')
 
     def test_get(self):
@@ -184,12 +191,14 @@ class TestPlacement(ContractTestCase):
         detail = self.p.provider_detail(root, with_traits=True)
         inv = self.rest('placement', '/resource_providers/%s/inventories'
                         % root, '1.0')['inventories']
-        self.assertEqual(set(inv), set(detail['resources']))
+        self.assertEqual(inv, detail['inventories'])
+        self.assertIn('VCPU', detail['usages'])
+        self.assertEqual(self.sdk_traits(root), set(detail['traits']))
         vcpu = inv['VCPU']
+        summary = snapshot.provider_summary(detail)
         self.assertEqual(int((vcpu['total'] - vcpu['reserved'])
                              * vcpu['allocation_ratio']),
-                         detail['resources']['VCPU']['capacity'])
-        self.assertEqual(self.sdk_traits(root), set(detail['traits']))
+                         summary['resources']['VCPU']['capacity'])
 
     def test_provider_details(self):
         root = self.root()
@@ -197,16 +206,8 @@ class TestPlacement(ContractTestCase):
         inv = self.rest('placement', '/resource_providers/%s/inventories'
                         % root, '1.0')['inventories']
         self.assertEqual({root}, set(details))
-        self.assertEqual(set(inv), set(details[root]['resources']))
-
-    def test_gpu_snapshot(self):
-        root = self.root()
-        snap = self.p.gpu_snapshot(set(), wanted_roots={root})
-        sdk = {rp['uuid'] for rp in self.rest(
-            'placement', '/resource_providers', TREE)['resource_providers']}
-        self.assertEqual(sdk, set(snap.providers))
-        self.assertEqual(set(), snap.missing_roots({root}))
-        self.assertIn('VCPU', snap.summaries[root]['resources'])
+        self.assertEqual(inv, details[root]['inventories'])
+        self.assertNotIn('traits', details[root])
 
     def test_send(self):
         trait = 'CUSTOM_FT_CONTRACT_%s' % _hex()
@@ -311,6 +312,21 @@ class TestPlacement(ContractTestCase):
         self.assertEqual(sdk, self.p.members_of(agg))
 
 
+class TestPlacementSnapshot(ContractTestCase):
+    """ops.snapshot's reads of Placement (not a client class: not in
+    CONTRACTS)."""
+
+    def test_placement_snapshot(self):
+        root = self.root()
+        snap = snapshot.placement_snapshot(self.gpu.placement, set(),
+                                           wanted_roots={root})
+        sdk = {rp['uuid'] for rp in self.rest(
+            'placement', '/resource_providers', TREE)['resource_providers']}
+        self.assertEqual(sdk, set(snap.providers))
+        self.assertEqual(set(), snap.missing_roots({root}))
+        self.assertIn('VCPU', snap.summaries[root]['resources'])
+
+
 class TestCompute(ContractTestCase):
 
     def setUp(self):
@@ -400,7 +416,7 @@ class TestCompute(ContractTestCase):
         self.c.add_host(agg, base.PLAIN_HOST)
         self.assertEqual([base.PLAIN_HOST],
                          self.sdk.compute.get_aggregate(agg.id).hosts)
-        self.assertRaises(gpu_client.Conflict, self.c.add_host, agg,
+        self.assertRaises(errors.Conflict, self.c.add_host, agg,
                           base.PLAIN_HOST)
 
     def test_remove_host(self):
@@ -408,7 +424,7 @@ class TestCompute(ContractTestCase):
         self.sdk.compute.add_host_to_aggregate(agg, base.PLAIN_HOST)
         self.c.remove_host(agg, base.PLAIN_HOST)
         self.assertEqual([], self.sdk.compute.get_aggregate(agg.id).hosts)
-        self.assertRaises(gpu_client.NotFound, self.c.remove_host, agg,
+        self.assertRaises(errors.NotFound, self.c.remove_host, agg,
                           base.PLAIN_HOST)
 
     def test_delete_aggregate(self):
@@ -438,7 +454,7 @@ class TestCompute(ContractTestCase):
         self.assertEqual(flavor.id, self.c.find_flavor(flavor.name)['id'])
         self.assertIsNone(self.c.find_flavor(self.unique('none'),
                                              ignore_missing=True))
-        self.assertRaises(gpu_client.NotFound, self.c.find_flavor,
+        self.assertRaises(errors.NotFound, self.c.find_flavor,
                           self.unique('none'))
 
     def test_get_flavor(self):
@@ -570,7 +586,7 @@ class TestImage(ContractTestCase):
         image = self.sdk_image()
         self.assertEqual(image.id, self.i.find_image(image.id)['id'])
         self.assertEqual(image.id, self.i.find_image(image.name)['id'])
-        self.assertRaises(gpu_client.NotFound, self.i.find_image,
+        self.assertRaises(errors.NotFound, self.i.find_image,
                           self.unique('none'))
 
     def test_update_properties(self):
@@ -602,7 +618,7 @@ class TestBaremetal(ContractTestCase):
             self.addCleanup(conn.close)
             sdk = {n.id: n.provision_state for n in conn.baremetal.nodes(
                 fields=['uuid', 'provision_state'])}
-            baremetal = gpu_client.Baremetal(conn)
+            baremetal = baremetal_mod.Baremetal(conn)
         if not sdk:
             self.skipTest('Ironic lists no node, even to a system admin')
         # one node a page, and Ironic's own page size (the test cloud's
@@ -729,25 +745,25 @@ class TestLimits(ContractTestCase):
 class TestGpuClient(ContractTestCase):
 
     def test_placement(self):
-        self.assertIsInstance(self.gpu.placement, gpu_client.Placement)
+        self.assertIsInstance(self.gpu.placement, placement_mod.Placement)
         self.assertEqual(self.sdk.placement.get_endpoint().rstrip('/'),
                          self.gpu.placement.endpoint)
 
     def test_compute(self):
-        self.assertIsInstance(self.gpu.compute, gpu_client.Compute)
+        self.assertIsInstance(self.gpu.compute, compute_mod.Compute)
         self.assertEqual(self.sdk.compute.get_endpoint(),
                          self.gpu.compute._proxy.get_endpoint())
 
     def test_image(self):
-        self.assertIsInstance(self.gpu.image, gpu_client.Image)
+        self.assertIsInstance(self.gpu.image, image_mod.Image)
         self.assertEqual(self.sdk.image.get_endpoint(),
                          self.gpu.image._proxy.get_endpoint())
 
     def test_baremetal(self):
-        self.assertIsInstance(self.gpu.baremetal, gpu_client.Baremetal)
+        self.assertIsInstance(self.gpu.baremetal, baremetal_mod.Baremetal)
 
     def test_limits(self):
-        self.assertIsInstance(self.gpu.limits, gpu_client.Limits)
+        self.assertIsInstance(self.gpu.limits, identity_mod.Limits)
 
     def test_current_project_id(self):
         self.assertEqual(self.sdk.current_project_id,
@@ -762,7 +778,7 @@ class TestGpuClient(ContractTestCase):
         project = self.sdk.identity.get_project(self.sdk.current_project_id)
         self.assertEqual([project.id], self.gpu.project_ids(
             [project.name, project.id]))
-        self.assertRaises(gpu_client.NotFound, self.gpu.project_ids,
+        self.assertRaises(errors.NotFound, self.gpu.project_ids,
                           [self.unique('none')])
 
     def test_project_id(self):
@@ -775,16 +791,16 @@ class TestGpuClient(ContractTestCase):
         domain = self.sdk.identity.find_domain('Default')
         self.assertEqual(domain.id, self.gpu.domain_id('Default'))
         self.assertEqual(domain.id, self.gpu.domain_id(domain.id))
-        self.assertRaises(gpu_client.NotFound, self.gpu.domain_id,
+        self.assertRaises(errors.NotFound, self.gpu.domain_id,
                           self.unique('none'))
 
 
 # the contract test case of each client class (test_contract_coverage)
 CONTRACTS = {
-    gpu_client.Placement: TestPlacement,
-    gpu_client.Compute: TestCompute,
-    gpu_client.Image: TestImage,
-    gpu_client.Baremetal: TestBaremetal,
-    gpu_client.Limits: TestLimits,
+    placement_mod.Placement: TestPlacement,
+    compute_mod.Compute: TestCompute,
+    image_mod.Image: TestImage,
+    baremetal_mod.Baremetal: TestBaremetal,
+    identity_mod.Limits: TestLimits,
     gpu_client.GpuClient: TestGpuClient,
 }

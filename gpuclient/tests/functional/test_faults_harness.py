@@ -25,7 +25,7 @@ import uuid
 
 from osc_lib import exceptions
 
-from gpuclient.cloud import client as gpu_client
+from gpuclient.cloud import errors
 from gpuclient.tests.functional import base
 from gpuclient.tests.functional import faults
 
@@ -127,7 +127,7 @@ class FaultHarnessTest(base.FunctionalTestCase):
         trait = self.unique_trait()
         self.addCleanup(self.admin.placement.delete_trait, trait)
         self.injector.arm(1, '409')
-        exc = self.assertRaises(gpu_client.Conflict,
+        exc = self.assertRaises(errors.Conflict,
                                 self.client.placement.ensure_traits, {trait})
         self.assertIn('injected conflict', str(exc))
         self.assert_fired('PUT', 'placement')

@@ -44,7 +44,8 @@ import requests
 from requests_mock.contrib import fixture as rm_fixture
 
 from gpuclient.cloud import client
-from gpuclient.cloud.client import version_str
+from gpuclient.cloud import placement as placement_mod
+from gpuclient.cloud import versions
 
 PLACEMENT_URL = 'http://placement.example:8778'
 PLACEMENT_MAX = '1.39'
@@ -404,8 +405,8 @@ class PlacementFixture(fixtures.Fixture):
 
     def _setUp(self):
         self.mock = self.useFixture(rm_fixture.Fixture())
-        client.Placement._max_versions.clear()
-        self.addCleanup(client.Placement._max_versions.clear)
+        placement_mod.Placement._max_versions.clear()
+        self.addCleanup(placement_mod.Placement._max_versions.clear)
         self.traits = set(STANDARD_TRAITS)
         self.conflicts = {}
         self.deadlocks = {}  # uuid -> n: the next n trait PUTs deadlock
@@ -459,7 +460,7 @@ class PlacementFixture(fixtures.Fixture):
     def version(request):
         """The microversion a request asks for (1.0 without a header)."""
         header = request.headers.get('OpenStack-API-Version') or ''
-        found = client.parse_version(header.replace('placement', '').strip())
+        found = versions.parse_version(header.replace('placement', '').strip())
         return found or (1, 0)
 
     def _versioned(self, minimum, handler):
@@ -467,10 +468,10 @@ class PlacementFixture(fixtures.Fixture):
         (microversion-parse), 404 below the handler's version_handler."""
         def answer(request, context):
             want = self.version(request)
-            if want > client.parse_version(self.max_version):
+            if want > versions.parse_version(self.max_version):
                 return placement_error(
                     context, 406, 'Unacceptable version header: %s'
-                    % version_str(want))
+                    % versions.version_str(want))
             if want < minimum:
                 return placement_error(
                     context, 404, 'The resource could not be found.')
@@ -730,7 +731,7 @@ class PlacementFixture(fixtures.Fixture):
 
 
 def _version(text):
-    found = client.parse_version(text)
+    found = versions.parse_version(text)
     return found or (2, 1)
 
 

@@ -15,7 +15,7 @@ under its check name, and the cloud after the suggested fix is clean."""
 
 from openstack import exceptions as sdk_exc
 
-from gpuclient.cloud import client as client_mod
+from gpuclient.cloud import identity as identity_mod
 from gpuclient.ops import snapshot
 from gpuclient.rules import checks
 from gpuclient.rules import hosts
@@ -296,7 +296,7 @@ class TestPools(ChecksTestCase):
         keystone = TruncatingKeystone(
             {'p1': 'team-a', 'p2': 'team-b', 'p3': 'team-c'}, list_limit=2,
             forbidden={'hidden'})
-        limits = client_mod.Limits(keystone, session=None)
+        limits = identity_mod.Limits(keystone, session=None)
         cloud = self.project_cloud({
             'filter_tenant_id': 'p1,p3,gone,hidden',
             'filter_tenant_id_x': 'team-c'})

@@ -26,6 +26,11 @@ from requests_mock.contrib import fixture as rm_fixture
 import yaml
 
 from gpuclient.cloud import client
+from gpuclient.cloud import errors
+from gpuclient.cloud import http
+from gpuclient.cloud import identity as identity_mod
+from gpuclient.cloud import placement as placement_mod
+from gpuclient.cloud import versions
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import fakes
 
@@ -54,7 +59,7 @@ class TestPlacement(base.TestCase):
         p.resource_providers()
         p.resource_classes()
         # a second client in the same process does not ask again
-        other = client.Placement(p._adapter)
+        other = placement_mod.Placement(p._adapter)
         other.resource_providers()
         self.assertEqual(1, len(self.placement.requests('/')))
 
@@ -77,7 +82,7 @@ class TestPlacement(base.TestCase):
 
     def test_old_server_refused_before_the_call(self):
         self.placement.mock.get(URL + '/', json=version_document('1.20'))
-        client.Placement._max_versions.clear()
+        placement_mod.Placement._max_versions.clear()
         p = self.cm.gpu.placement
         exc = self.assertRaises(
             exceptions.CommandError,
@@ -110,7 +115,7 @@ class TestPlacement(base.TestCase):
                                         'found'}]},
         )
         exc = self.assertRaises(
-            client.NotFound, self.cm.gpu.placement.provider_detail, 'x'
+            errors.NotFound, self.cm.gpu.placement.provider_detail, 'x'
         )
         self.assertIn('No resource provider with uuid x found', str(exc))
         self.assertEqual(404, exc.status)
@@ -121,7 +126,7 @@ class TestPlacement(base.TestCase):
             json={'errors': [{'detail': 'generation conflict'}]},
         )
         exc = self.assertRaises(
-            client.Conflict, self.cm.gpu.placement.resource_classes
+            errors.Conflict, self.cm.gpu.placement.resource_classes
         )
         self.assertIn('generation conflict', str(exc))
 
@@ -189,8 +194,8 @@ class TestPlacementTransport(base.TestCase):
                               json=version_document('1.%d' % (30 + number)))
             self.mock.get(url + '/resource_providers',
                           json={'resource_providers': []})
-        client.Placement._max_versions.clear()
-        self.addCleanup(client.Placement._max_versions.clear)
+        placement_mod.Placement._max_versions.clear()
+        self.addCleanup(placement_mod.Placement._max_versions.clear)
 
     def gpu_client(self, api_timeout=None, **settings):
         """A GpuClient over a Connection made from a clouds.yaml."""
@@ -229,14 +234,14 @@ class TestPlacementTransport(base.TestCase):
         ]
         for settings, expected in cases:
             before = len(self.mock.request_history)
-            client.Placement._max_versions.clear()
+            placement_mod.Placement._max_versions.clear()
             placement = self.gpu_client(**settings).placement
             self.assertEqual([], placement.resource_providers())
             self.assertEqual(expected, placement.endpoint.rstrip('/'),
                              settings)
             used = {'%s://%s' % (r.scheme, r.netloc)
                     for r in self.placement_requests(before)}
-            self.assertEqual({client._endpoint_of(expected)}, used,
+            self.assertEqual({errors._endpoint_of(expected)}, used,
                              settings)
             # the maximum is the one that endpoint's document publishes
             number = (sorted(self.CATALOG.values()) + [OVERRIDE_URL]).index(
@@ -251,7 +256,7 @@ class TestPlacementTransport(base.TestCase):
 
     def test_every_request_has_connect_and_read_timeouts(self):
         gpu = self.gpu_client()
-        self.assertEqual((client.CONNECT_TIMEOUT, client.READ_TIMEOUT),
+        self.assertEqual((http.CONNECT_TIMEOUT, http.READ_TIMEOUT),
                          gpu._session.timeout)
         # the token request and Placement's alike
         self.assertEqual({(10.0, 120.0)}, self.sent_timeouts(gpu.placement))
@@ -283,7 +288,7 @@ class TestPlacementTransport(base.TestCase):
             self.mock.get(OVERRIDE_URL + '/resource_providers', exc=exc)
             placement = self.gpu_client(
                 placement_endpoint_override=OVERRIDE_URL).placement
-            error = self.assertRaises(client.TimedOut,
+            error = self.assertRaises(errors.TimedOut,
                                       placement.resource_providers)
             self.assertIn('Listing resource providers: Placement did not '
                           'answer in time (Request to %s/resource_providers '
@@ -378,7 +383,7 @@ class TestTraits(base.TestCase):
         self.client.ensure_traits({'CUSTOM_GPU_POOL_SOLVER'})
         self.placement.failures[self.device.uuid] = 500
         exc = self.assertRaises(
-            client.APIError, self.client.update_traits, self.device.uuid,
+            errors.APIError, self.client.update_traits, self.device.uuid,
             add=['CUSTOM_GPU_POOL_SOLVER'])
         self.assertIn('Placement failed with HTTP 500: injected failure',
                       str(exc))
@@ -388,7 +393,7 @@ class TestTraits(base.TestCase):
         self.client.ensure_traits({'CUSTOM_GPU_POOL_SOLVER'})
         self.placement.conflicts[self.device.uuid] = 5
         exc = self.assertRaises(
-            client.Conflict, self.client.update_traits, self.device.uuid,
+            errors.Conflict, self.client.update_traits, self.device.uuid,
             add=['CUSTOM_GPU_POOL_SOLVER'])
         self.assertEqual(
             "Setting traits of resource provider %s: conflict: Resource "
@@ -403,7 +408,7 @@ class TestTraits(base.TestCase):
     def test_unknown_trait_refused(self):
         # Placement: a trait must exist before a provider can have it
         exc = self.assertRaises(
-            client.APIError, self.client.update_traits, self.device.uuid,
+            errors.APIError, self.client.update_traits, self.device.uuid,
             add=['CUSTOM_NEVER_CREATED'])
         self.assertEqual(400, exc.status)
         self.assertIn('No such trait(s): CUSTOM_NEVER_CREATED.', str(exc))
@@ -544,7 +549,7 @@ class TestFakeNovaAggregates(base.TestCase):
         compute = cm.gpu.compute
         agg = compute.create_aggregate('pool')
         compute.add_host(agg, 'h1')
-        exc = self.assertRaises(client.APIError, compute.delete_aggregate,
+        exc = self.assertRaises(errors.APIError, compute.delete_aggregate,
                                 agg)
         self.assertEqual(400, exc.status)
         self.assertIn('Host aggregate is not empty', str(exc))
@@ -573,7 +578,7 @@ class TestFakeNovaFlavors(base.TestCase):
                 (dict(name='g', vcpus=0, ram=512, disk=0), 400),
                 (dict(name='g', vcpus=1, disk=0), 400),
                 (dict(name='g', vcpus=1, ram=512, disk=0, foo=1), 400)):
-            exc = self.assertRaises(client.APIError,
+            exc = self.assertRaises(errors.APIError,
                                     self.compute.create_flavor, **fields)
             self.assertEqual(status, exc.status, fields)
         self.assertEqual(1, len(self.cloud.flavors))
@@ -581,18 +586,18 @@ class TestFakeNovaFlavors(base.TestCase):
     def test_access(self):
         public = self.cloud.add_flavor('public')
         private = self.cloud.add_flavor('private', public=False)
-        exc = self.assertRaises(client.APIError,
+        exc = self.assertRaises(errors.APIError,
                                 self.compute.add_flavor_access,
                                 public['id'], 'p1')
         self.assertEqual(409, exc.status)
-        self.assertRaises(client.NotFound, self.compute.flavor_access,
+        self.assertRaises(errors.NotFound, self.compute.flavor_access,
                           public['id'])
         self.compute.add_flavor_access(private['id'], 'p1')
-        self.assertRaises(client.Conflict, self.compute.add_flavor_access,
+        self.assertRaises(errors.Conflict, self.compute.add_flavor_access,
                           private['id'], 'p1')
         self.assertEqual(['p1'], self.compute.flavor_access(private['id']))
         self.compute.remove_flavor_access(private['id'], 'p1')
-        self.assertRaises(client.NotFound,
+        self.assertRaises(errors.NotFound,
                           self.compute.remove_flavor_access,
                           private['id'], 'p1')
         self.assertEqual([], self.compute.flavor_access(private['id']))
@@ -601,7 +606,7 @@ class TestFakeNovaFlavors(base.TestCase):
         flavor = self.cloud.add_flavor('f', extra_specs={'a': '1'})
         self.compute.set_flavor_extra_specs(flavor['id'], {'b': '2'})
         self.assertEqual({'a': '1', 'b': '2'}, flavor['extra_specs'])
-        self.assertRaises(client.APIError,
+        self.assertRaises(errors.APIError,
                           self.compute.set_flavor_extra_specs,
                           flavor['id'], {'bad/key': '1'})
         self.compute.delete_flavor_extra_spec(flavor['id'], 'a')
@@ -612,7 +617,7 @@ class TestFakeNovaFlavors(base.TestCase):
         self.assertEqual({'b': '2'}, flavor['extra_specs'])
         self.compute.delete_flavor(flavor['id'])
         self.assertEqual([], self.cloud.flavors)
-        self.assertRaises(client.NotFound, self.compute.delete_flavor,
+        self.assertRaises(errors.NotFound, self.compute.delete_flavor,
                           flavor['id'])
         self.assertEqual(
             [('specs', 'f', {'b': '2'}), ('specs', 'f', {'bad/key': '1'}),
@@ -634,15 +639,15 @@ class TestServerMessage(base.TestCase):
             (b'plain bytes', 'plain bytes'),
         ]
         for body, expected in cases:
-            self.assertEqual(expected, client.server_message(body), body)
+            self.assertEqual(expected, errors.server_message(body), body)
 
     def test_long_bodies_are_cut(self):
-        self.assertEqual(400, len(client.server_message('x' * 1000)))
+        self.assertEqual(400, len(errors.server_message('x' * 1000)))
 
 
 class TestTranslateErrors(base.TestCase):
     def _raise(self, exc):
-        with client.translate_errors('Nova', 'Listing aggregates'):
+        with errors.translate_errors('Nova', 'Listing aggregates'):
             raise exc
 
     def test_sdk_http_errors(self):
@@ -661,7 +666,7 @@ class TestTranslateErrors(base.TestCase):
 
     def test_sdk_not_found(self):
         exc = self.assertRaises(
-            client.NotFound, self._raise,
+            errors.NotFound, self._raise,
             sdk_exc.NotFoundException(
                 message='x', details='Aggregate a not found',
                 http_status=404),
@@ -694,10 +699,10 @@ class TestTranslateErrors(base.TestCase):
 
 class TestVersions(base.TestCase):
     def test_parse(self):
-        self.assertEqual((1, 36), client.parse_version('1.36'))
-        self.assertEqual((2, 1), client.parse_version('v2.1'))
-        self.assertIsNone(client.parse_version('latest'))
-        self.assertIsNone(client.parse_version(None))
+        self.assertEqual((1, 36), versions.parse_version('1.36'))
+        self.assertEqual((2, 1), versions.parse_version('v2.1'))
+        self.assertIsNone(versions.parse_version('latest'))
+        self.assertIsNone(versions.parse_version(None))
 
 
 class TestStrictPlacementFake(base.TestCase):
@@ -778,14 +783,14 @@ class TestStrictPlacementFake(base.TestCase):
 
 
 class TestStrictKeystoneLimits(base.TestCase):
-    """client.Limits against Keystone's field names and its 409."""
+    """identity.Limits against Keystone's field names and its 409."""
 
     def setUp(self):
         super().setUp()
         self.keystone = fakes.FakeKeystoneLimits()
         proxy = mock.Mock()
         self.keystone.install(proxy)
-        self.limits = client.Limits(proxy, mock.Mock(), 'RegionOne')
+        self.limits = identity_mod.Limits(proxy, mock.Mock(), 'RegionOne')
         self.limits._scope = ('nova-service', 'RegionOne')
 
     def test_created_limits_read_back_and_duplicates_refused(self):

@@ -381,14 +381,14 @@ class TestQuotaInCandidates(unittest.TestCase):
 
 
 class TestProjectLimits(unittest.TestCase):
-    """client.Compute.project_limits asks for the named project."""
+    """compute.Compute.project_limits asks for the named project."""
 
     def test_tenant_id_and_wire_names(self):
         from unittest import mock
         try:
             from openstack.compute.v2 import limits
 
-            from gpuclient.cloud import client
+            from gpuclient.cloud import compute as compute_mod
         except ImportError:
             self.skipTest('openstacksdk is not importable here')
         proxy = mock.Mock()
@@ -396,7 +396,7 @@ class TestProjectLimits(unittest.TestCase):
             absolute=limits.AbsoluteLimits(
                 instances=10, instances_used=2, total_cores=20,
                 total_cores_used=4, total_ram=51200, total_ram_used=1024))
-        found = client.Compute(proxy).project_limits('p1')
+        found = compute_mod.Compute(proxy).project_limits('p1')
         # tenant_id: the SDK's project_id alias sends ?project_id=, which
         # Nova ignores (the caller's own limits)
         proxy.get_limits.assert_called_once_with(tenant_id='p1')

@@ -30,7 +30,7 @@ import signal
 import fixtures
 import testtools
 
-from gpuclient.cloud import client as client_mod
+from gpuclient.cloud import errors
 from gpuclient.ops import flavor_ops
 from gpuclient.ops import journal
 from gpuclient.rules import plan as plan_mod
@@ -82,15 +82,15 @@ class FakeCloud:
         self.write_log.append(what)
         kind = self.faults.pop(self.writes, None)
         if kind == 'error':
-            raise client_mod.APIError(
+            raise errors.APIError(
                 '%s: 500 Internal Server Error' % what, 500)
         if kind == 'value':
             raise ValueError('Expecting value: line 1 column 1 (char 0)')
         if kind == 'refused':
-            raise client_mod.APIError('%s: 400 Bad Request' % what, 400)
+            raise errors.APIError('%s: 400 Bad Request' % what, 400)
         result = action()
         if kind == 'lost':
-            raise client_mod.APIError(
+            raise errors.APIError(
                 '%s: Connection aborted (RemoteDisconnected)' % what)
         return result
 
@@ -119,7 +119,7 @@ class FakeCompute:
         try:
             return self.cloud.aggregates[aggregate.id]
         except KeyError:
-            raise client_mod.NotFound(
+            raise errors.NotFound(
                 'Aggregate %s could not be found.' % aggregate.id, 404
             ) from None
 
@@ -129,7 +129,7 @@ class FakeCompute:
     def create_aggregate(self, name, zone=None):
         def action():
             if any(a.name == name for a in self.cloud.aggregates.values()):
-                raise client_mod.Conflict(
+                raise errors.Conflict(
                     'Aggregate %s already exists.' % name, 409)
             agg = FakeAggregate(next(self.cloud.ids), name, zone)
             self.cloud.aggregates[agg.id] = agg
@@ -152,7 +152,7 @@ class FakeCompute:
         def action():
             agg = self._agg(aggregate)
             if host in agg.hosts:
-                raise client_mod.Conflict(
+                raise errors.Conflict(
                     'Cannot add host %s in aggregate %s: host exists'
                     % (host, agg.id), 409)
             agg.hosts.append(host)
@@ -164,7 +164,7 @@ class FakeCompute:
         def action():
             agg = self._agg(aggregate)
             if host not in agg.hosts:
-                raise client_mod.NotFound(
+                raise errors.NotFound(
                     'Cannot remove host %s in aggregate %s: not found'
                     % (host, agg.id), 404)
             agg.hosts.remove(host)
@@ -178,7 +178,7 @@ class FakeCompute:
             if agg is None:
                 return
             if agg.hosts:
-                raise client_mod.APIError(
+                raise errors.APIError(
                     'Cannot remove aggregate %s: it still has hosts.'
                     % agg.id, 400)
             del self.cloud.aggregates[agg.id]
@@ -191,7 +191,7 @@ class FakeCompute:
         try:
             return self.cloud.flavors[flavor_id]
         except KeyError:
-            raise client_mod.NotFound(
+            raise errors.NotFound(
                 'Flavor %s could not be found.' % flavor_id, 404) from None
 
     def flavors(self):
@@ -213,19 +213,19 @@ class FakeCompute:
             return copy.deepcopy(found[0])
         if ignore_missing:
             return None
-        raise client_mod.NotFound('No flavor %s' % name_or_id, 404)
+        raise errors.NotFound('No flavor %s' % name_or_id, 404)
 
     def create_flavor(self, **fields):
         def action():
             if any(f['name'] == fields['name']
                    for f in self.cloud.flavors.values()):
-                raise client_mod.Conflict(
+                raise errors.Conflict(
                     'Flavor with name %s already exists.' % fields['name'],
                     409)
             flavor_id = fields.get('id') or 'flavor-%d' % next(
                 self.cloud.ids)
             if flavor_id in self.cloud.flavors:
-                raise client_mod.Conflict(
+                raise errors.Conflict(
                     'Flavor with ID %s already exists.' % flavor_id, 409)
             flavor = dict(fields, id=flavor_id, extra_specs={})
             flavor.setdefault('vcpus', None)
@@ -252,7 +252,7 @@ class FakeCompute:
             self._flavor(flavor_id)
             access = self.cloud.access.setdefault(flavor_id, [])
             if project_id in access:
-                raise client_mod.Conflict(
+                raise errors.Conflict(
                     'Flavor access already exists for flavor %s and '
                     'project %s combination' % (flavor_id, project_id), 409)
             access.append(project_id)
@@ -264,7 +264,7 @@ class FakeCompute:
             self._flavor(flavor_id)
             access = self.cloud.access.setdefault(flavor_id, [])
             if project_id not in access:
-                raise client_mod.NotFound(
+                raise errors.NotFound(
                     'Flavor access not found for %s / %s combination.'
                     % (flavor_id, project_id), 404)
             access.remove(project_id)
@@ -289,7 +289,7 @@ class FakePlacement:
 
     def traits(self, uuid):
         if uuid not in self.cloud.providers:
-            raise client_mod.NotFound('No resource provider %s' % uuid, 404)
+            raise errors.NotFound('No resource provider %s' % uuid, 404)
         return (sorted(self.cloud.providers[uuid]),
                 self.cloud.generations[uuid])
 
@@ -297,7 +297,7 @@ class FakePlacement:
         def action():
             unknown = sorted(set(add) - self.cloud.traits)
             if unknown:
-                raise client_mod.APIError(
+                raise errors.APIError(
                     'No such trait(s): %s.' % ', '.join(unknown), 400)
             current = self.cloud.providers[uuid]
             wanted = (current | set(add)) - set(remove)
@@ -330,7 +330,7 @@ class FakeImage:
     def find_image(self, name_or_id):
         if name_or_id in self.cloud.images:
             return copy.deepcopy(self.cloud.images[name_or_id])
-        raise client_mod.NotFound('No image %s' % name_or_id, 404)
+        raise errors.NotFound('No image %s' % name_or_id, 404)
 
     def update_properties(self, image, changes):
         def action():
@@ -632,7 +632,7 @@ class TestApply(JournalTestCase):
         def aggregates():
             if self.cloud.writes == 5 and not failed:  # the read-back
                 failed.append(True)
-                raise client_mod.APIError('Nova is down', 503)
+                raise errors.APIError('Nova is down', 503)
             return real()
 
         self.client.compute.aggregates = aggregates

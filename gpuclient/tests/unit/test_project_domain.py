@@ -22,6 +22,7 @@ from openstack.identity.v3 import _proxy as identity_proxy
 from osc_lib import exceptions
 
 from gpuclient.cloud import client as client_mod
+from gpuclient.cloud import errors
 from gpuclient.ops import candidate_ops
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import test_pool_ops
@@ -110,13 +111,13 @@ class TestResolver(base.TestCase):
         self.assertEqual(['3' * 32], self.client.project_ids(['only-b']))
 
     def test_unknown_domain(self):
-        exc = self.assertRaises(client_mod.NotFound, self.client.project_ids,
+        exc = self.assertRaises(errors.NotFound, self.client.project_ids,
                                 ['research'], 'nope')
         self.assertIn('No domain with name or ID nope', str(exc))
         self.keystone.proxy.find_project.assert_not_called()
 
     def test_project_not_in_domain(self):
-        exc = self.assertRaises(client_mod.NotFound, self.client.project_ids,
+        exc = self.assertRaises(errors.NotFound, self.client.project_ids,
                                 ['only-b'], 'Default')
         self.assertIn('No project with name or ID only-b in domain Default',
                       str(exc))

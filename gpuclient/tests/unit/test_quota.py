@@ -10,7 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""gpuclient.rules.quota (pure), client.Limits and the gpu quota commands."""
+"""gpuclient.rules.quota (pure), identity.Limits and the gpu quota
+commands."""
 
 import io
 from unittest import mock
@@ -19,7 +20,8 @@ import fixtures
 from openstack import exceptions as sdk_exc
 from osc_lib import exceptions
 
-from gpuclient.cloud import client
+from gpuclient.cloud import errors
+from gpuclient.cloud import identity as identity_mod
 from gpuclient.ops import candidate_ops
 from gpuclient.ops import journal
 from gpuclient.rules import checks
@@ -351,7 +353,7 @@ class TestPlans(base.TestCase):
 
 
 class FakeLimits:
-    """Keystone's limits in memory, as client.Limits shows them; the
+    """Keystone's limits in memory, as identity.Limits shows them; the
     k-th write can fail before ('error') or after ('lost') it happens.
     Like Keystone, it refuses a project limit without a registered one
     and deleting a registered limit projects still use."""
@@ -369,10 +371,10 @@ class FakeLimits:
         self.writes += 1
         kind = self.faults.pop(self.writes, None)
         if kind == 'error':
-            raise client.APIError('%s: 500 Internal Server Error' % what, 500)
+            raise errors.APIError('%s: 500 Internal Server Error' % what, 500)
         action()
         if kind == 'lost':
-            raise client.APIError('%s: Connection aborted' % what)
+            raise errors.APIError('%s: Connection aborted' % what)
 
     def registered(self):
         return {n: {'id': 'r-' + n, 'limit': v}
@@ -386,7 +388,7 @@ class FakeLimits:
     def create_registered(self, name, value):
         def action():
             if name in self.registered_limits:
-                raise client.Conflict('duplicate %s' % name, 409)
+                raise errors.Conflict('duplicate %s' % name, 409)
             self.registered_limits[name] = value
         self._write('create registered %s' % name, action)
 
@@ -400,14 +402,14 @@ class FakeLimits:
 
         def action():
             if any(n == name for _p, n in self.project_limits):
-                raise client.APIError('registered %s in use' % name, 403)
+                raise errors.APIError('registered %s in use' % name, 403)
             del self.registered_limits[name]
         self._write('delete registered %s' % name, action)
 
     def create_limit(self, project_id, name, value):
         def action():
             if name not in self.registered_limits:
-                raise client.APIError('no registered limit %s' % name, 403)
+                raise errors.APIError('no registered limit %s' % name, 403)
             self.project_limits[(project_id, name)] = value
         self._write('create limit %s' % name, action)
 
@@ -543,7 +545,7 @@ class TestLimitsClient(base.TestCase):
         session = mock.Mock()
         access = session.auth.get_access.return_value
         access.service_catalog.catalog = catalog
-        return client.Limits(proxy, session, region), proxy
+        return identity_mod.Limits(proxy, session, region), proxy
 
     COMPUTE = {'type': 'compute', 'id': 'svc-nova', 'endpoints': [
         {'region_id': 'RegionOne', 'interface': 'public'},
@@ -568,12 +570,12 @@ class TestLimitsClient(base.TestCase):
         two = dict(self.COMPUTE, endpoints=[{'region_id': 'A'},
                                             {'region_id': 'B'}])
         limits, _proxy = self.make([two])
-        error = self.assertRaises(client.APIError, limits.scope)
+        error = self.assertRaises(errors.APIError, limits.scope)
         self.assertIn('--os-region-name', str(error))
         limits, _proxy = self.make([two], region='B')
         self.assertEqual(('svc-nova', 'B'), limits.scope())
         limits, _proxy = self.make([])
-        self.assertRaises(client.APIError, limits.scope)
+        self.assertRaises(errors.APIError, limits.scope)
 
     def test_forbidden(self):
         limits, proxy = self.make([self.COMPUTE])
@@ -581,7 +583,7 @@ class TestLimitsClient(base.TestCase):
         proxy.create_limit.side_effect = sdk_exc.HttpException(
             message='You are not authorized', response=response,
             http_status=403)
-        error = self.assertRaises(client.APIError, limits.create_limit,
+        error = self.assertRaises(errors.APIError, limits.create_limit,
                                   'p', 'class:VGPU', 1)
         self.assertEqual(403, error.status)
 
@@ -603,7 +605,7 @@ class TestCommands(base.CommandTestCase):
             aggregate('h100', PT), aggregate('h100-b', PT)]
         self.gpu.project_id.side_effect = lambda name, domain=None: 'p-' + name
         self.gpu.current_project_id.return_value = 'p-own'
-        self.limits = self.gpu.limits = mock.Mock(spec=client.Limits)
+        self.limits = self.gpu.limits = mock.Mock(spec=identity_mod.Limits)
         self.limits.registered.return_value = {}
         self.limits.limits.return_value = []
         self.app = self.make_app(mock.Mock(gpu=self.gpu))

@@ -24,7 +24,7 @@ from unittest import mock
 
 import fixtures
 
-from gpuclient.cloud import client
+from gpuclient.cloud import identity as identity_mod
 from gpuclient.ops import nova_settings
 from gpuclient.rules import capacity as capacity_rules
 from gpuclient.rules import checks as checks_rules
@@ -148,7 +148,7 @@ class TestQuotaShowReadsConfDir(ConfDirMixin, base.CommandTestCase):
             test_quota.aggregate('h100', test_quota.PT)]
         self.gpu.project_id.side_effect = lambda name, domain=None: (
             'p-' + name)
-        self.limits = self.gpu.limits = mock.Mock(spec=client.Limits)
+        self.limits = self.gpu.limits = mock.Mock(spec=identity_mod.Limits)
         self.limits.limits.return_value = []
         self.limits.registered.return_value = {
             'class:%s' % test_quota.PT: {'id': 'r', 'limit': 4}}

@@ -1,0 +1,344 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+
+"""Nova, through the compute proxy of OSC's openstacksdk connection."""
+
+import logging
+import urllib.parse
+
+from gpuclient.cloud import errors
+from gpuclient.cloud import http
+from gpuclient.cloud import pager
+from gpuclient.cloud import versions
+from gpuclient.i18n import _
+
+LOG = logging.getLogger(__name__)
+
+# limits.absolute: API name -> openstacksdk AbsoluteLimits attribute
+COMPUTE_ABSOLUTE_LIMITS = (
+    ('maxTotalInstances', 'instances'),
+    ('totalInstancesUsed', 'instances_used'),
+    ('maxTotalCores', 'total_cores'),
+    ('totalCoresUsed', 'total_cores_used'),
+    ('maxTotalRAMSize', 'total_ram'),
+    ('totalRAMUsed', 'total_ram_used'),
+)
+
+
+class Compute:
+    """Nova through the SDK's compute proxy."""
+
+    service = 'Nova'
+
+    def __init__(self, proxy):
+        self._proxy = proxy
+
+    def _fetch(self, what, version):
+        """FETCH for pager.collect: one raw GET at VERSION, its JSON."""
+        def fetch(url, params):
+            response = self._proxy.get(url, microversion=version,
+                                       params=params, raise_exc=False)
+            errors.check_response(self.service, what, response)
+            return http.json_body(response)
+        return fetch
+
+    def hypervisors(self):
+        """Every hypervisor, at a microversion where id is the provider uuid.
+
+        Sends 2.53 explicitly whatever --os-compute-api-version says, and
+        follows the pagination links.
+        """
+        what = _('Listing hypervisors (compute API %s)') % (
+            versions.COMPUTE_HYPERVISOR_UUID_VERSION
+        )
+        # raw, for the microversion: the SDK's Hypervisor negotiates up to
+        # 2.88, which drops cpu_info, vcpus, memory_mb and the other fields
+        # the host filters read; 2.53 is the oldest where id is the uuid
+        with errors.translate_errors(self.service, what):
+            return pager.collect(
+                self._fetch(what, versions.COMPUTE_HYPERVISOR_UUID_VERSION),
+                '/os-hypervisors/detail', {}, pager.items('hypervisors'),
+                pager.next_marker('hypervisors', from_item=True))
+
+    def aggregates(self):
+        what = _('Listing host aggregates')
+        with errors.translate_errors(self.service, what):
+            return list(self._proxy.aggregates())
+
+    # -- pools: services, aggregates ---------------------------------------
+
+    def compute_services(self):
+        """nova-compute services as dicts: host, zone, status, state."""
+        what = _('Listing compute services')
+        with errors.translate_errors(self.service, what):
+            return [
+                {'host': svc.host, 'zone': svc.availability_zone,
+                 'status': svc.status, 'state': svc.state, 'id': svc.id}
+                for svc in self._proxy.services(binary='nova-compute')
+            ]
+
+    def host_has_servers(self, host):
+        what = _('Listing servers on host %s') % host
+        with errors.translate_errors(self.service, what):
+            for _server in self._proxy.servers(
+                all_projects=True, compute_host=host, limit=1
+            ):
+                return True
+        return False
+
+    def create_aggregate(self, name, zone=None):
+        what = _('Creating host aggregate %s') % name
+        with errors.translate_errors(self.service, what):
+            return self._proxy.create_aggregate(
+                name=name, availability_zone=zone
+            )
+
+    def set_aggregate_metadata(self, aggregate, metadata):
+        """Set keys (value None deletes a key); returns the aggregate."""
+        what = _('Setting metadata of host aggregate %s') % aggregate.name
+        with errors.translate_errors(self.service, what):
+            return self._proxy.set_aggregate_metadata(aggregate, metadata)
+
+    def add_host(self, aggregate, host):
+        what = _('Adding host %(host)s to host aggregate %(agg)s') % {
+            'host': host, 'agg': aggregate.name}
+        with errors.translate_errors(self.service, what):
+            return self._proxy.add_host_to_aggregate(aggregate, host)
+
+    def remove_host(self, aggregate, host, retries=http.RETRIES):
+        """Remove a host; retry when Nova lost a race in Placement.
+
+        Nova takes the host's provider out of the Placement aggregate
+        first and answers 409 when that loses a generation race (another
+        aggregate change, the resource tracker), before it changes its
+        own aggregate: trying again is safe.
+        """
+        what = _('Removing host %(host)s from host aggregate %(agg)s') % {
+            'host': host, 'agg': aggregate.name}
+        for attempt in range(retries):
+            try:
+                with errors.translate_errors(self.service, what):
+                    return self._proxy.remove_host_from_aggregate(
+                        aggregate, host)
+            except errors.Conflict as exc:
+                if (attempt == retries - 1
+                        or 'resource provider' not in str(exc).lower()):
+                    raise
+                LOG.debug('Placement race removing %s, retrying', host)
+                http.backoff(attempt)
+
+    def delete_aggregate(self, aggregate):
+        what = _('Deleting host aggregate %s') % aggregate.name
+        with errors.translate_errors(self.service, what):
+            self._proxy.delete_aggregate(aggregate, ignore_missing=True)
+
+    def get_aggregate(self, aggregate):
+        what = _('Reading host aggregate %s') % aggregate.name
+        with errors.translate_errors(self.service, what):
+            return self._proxy.get_aggregate(aggregate)
+
+    def flavors(self):
+        """Every flavor (public and private) with its extra specs.
+
+        One paged ``GET /flavors/detail`` at compute API 2.61, where extra
+        specs come inline: no request per flavor.
+        """
+        what = _('Listing flavors (compute API %s)') % (
+            versions.COMPUTE_FLAVOR_SPECS_VERSION)
+        # raw, for the microversion: the SDK's Flavor negotiates the
+        # highest one the server has up to 2.61, and below 2.61 lists come
+        # without extra specs (silently wrong pools); 2.61 sent explicitly
+        # fails loudly instead. The plain dicts are what flavor plans diff
+        with errors.translate_errors(self.service, what):
+            return pager.collect(
+                self._fetch(what, versions.COMPUTE_FLAVOR_SPECS_VERSION),
+                '/flavors/detail', {'is_public': 'None'},
+                pager.items('flavors'),
+                pager.next_marker('flavors', from_item=True))
+
+    # -- flavors (gpu flavor) ------------------------------------------------
+    # Raw calls at compute API 2.61: descriptions (2.55) and extra specs
+    # (2.61) come in every flavor body; answers are plain dicts.
+
+    def _flavor_call(self, method, url, what, body=None, ok_missing=False):
+        with errors.translate_errors(self.service, what):
+            kwargs = {'microversion': versions.COMPUTE_FLAVOR_SPECS_VERSION,
+                      'raise_exc': False}
+            if body is not None:
+                kwargs['json'] = body
+            response = getattr(self._proxy, method)(url, **kwargs)
+            if ok_missing and response.status_code == 404:
+                return None
+            errors.check_response(self.service, what, response)
+            return http.json_body(response) or {}
+
+    def get_flavor(self, flavor_id):
+        """Flavor FLAVOR_ID (dict with extra_specs) by ID only, or None.
+
+        What a write acts on: ``find_flavor`` would take a name when no
+        flavor has that ID.
+        """
+        what = _('Reading flavor %s') % flavor_id
+        quoted = urllib.parse.quote(flavor_id, safe='')
+        data = self._flavor_call('get', '/flavors/%s' % quoted, what,
+                                 ok_missing=True)
+        return data['flavor'] if data else None
+
+    def find_flavor(self, name_or_id, ignore_missing=False):
+        """One flavor (dict with extra_specs) by ID or exact name (the ID
+        first, as Nova and OSC do: for what the operator typed)."""
+        flavor = self.get_flavor(name_or_id)
+        if flavor is not None:
+            return flavor
+        found = [f for f in self.flavors() if f.get('name') == name_or_id]
+        if len(found) == 1:
+            return found[0]
+        if found:
+            raise errors.APIError(
+                _('%(n)d flavors are named %(name)s: give the flavor ID.')
+                % {'n': len(found), 'name': name_or_id})
+        if ignore_missing:
+            return None
+        raise errors.NotFound(
+            _('No flavor with name or ID %s (see "openstack gpu flavor '
+              'list").') % name_or_id, 404)
+
+    def create_flavor(self, **fields):
+        """POST /flavors; FIELDS as in Nova's flavor body."""
+        what = _('Creating flavor %s') % fields.get('name')
+        body = {'flavor': {k: v for k, v in fields.items()
+                           if v is not None}}
+        return self._flavor_call('post', '/flavors', what, body)['flavor']
+
+    def set_flavor_extra_specs(self, flavor_id, extra_specs):
+        what = _('Setting extra specs of flavor %s') % flavor_id
+        return self._flavor_call(
+            'post', '/flavors/%s/os-extra_specs' % flavor_id, what,
+            {'extra_specs': extra_specs})['extra_specs']
+
+    def add_flavor_access(self, flavor_id, project_id):
+        what = _('Giving project %(project)s access to flavor %(flavor)s') % {
+            'project': project_id, 'flavor': flavor_id}
+        self._flavor_call('post', '/flavors/%s/action' % flavor_id, what,
+                          {'addTenantAccess': {'tenant': project_id}})
+
+    def remove_flavor_access(self, flavor_id, project_id):
+        what = _('Taking access to flavor %(flavor)s from project '
+                 '%(project)s') % {'project': project_id,
+                                   'flavor': flavor_id}
+        self._flavor_call('post', '/flavors/%s/action' % flavor_id, what,
+                          {'removeTenantAccess': {'tenant': project_id}})
+
+    def delete_flavor_extra_spec(self, flavor_id, key):
+        what = _('Deleting extra spec %(key)s of flavor %(flavor)s') % {
+            'key': key, 'flavor': flavor_id}
+        quoted = urllib.parse.quote(key, safe='')
+        self._flavor_call(
+            'delete', '/flavors/%s/os-extra_specs/%s' % (flavor_id, quoted),
+            what, ok_missing=True)
+
+    def flavor_access(self, flavor_id):
+        """Project ids that may use a private flavor."""
+        what = _('Reading the access list of flavor %s') % flavor_id
+        data = self._flavor_call(
+            'get', '/flavors/%s/os-flavor-access' % flavor_id, what)
+        return sorted(a['tenant_id'] for a in data.get('flavor_access', []))
+
+    def delete_flavor(self, flavor_id):
+        what = _('Deleting flavor %s') % flavor_id
+        self._flavor_call('delete', '/flavors/%s' % flavor_id, what)
+
+    def _paged_get(self, url, what, version, params, key):
+        """Every item of a paged Nova list (``<key>_links`` next)."""
+        # raw, for two page shapes the SDK does not follow alike: a list
+        # (servers, tenant_usages) and one project's tenant_usage, a dict
+        # whose server_usages are paged by tenant_usage_links (the SDK's
+        # get_usage fetches the first page only). The marker is taken
+        # from the next link, as Nova writes it.
+
+        def page_items(data):
+            page = data.get(key)
+            if isinstance(page, dict):  # tenant_usage (one project)
+                page = page.get('server_usages') or []
+            return page or []
+
+        with errors.translate_errors(self.service, what):
+            return pager.collect(self._fetch(what, version), url,
+                                 dict(params), page_items,
+                                 pager.next_marker(key))
+
+    def servers_detail(self, all_projects=False, project_id=None,
+                       changes_since=None):
+        """Servers with their embedded flavor (extra specs included),
+        as dicts: ``GET /servers/detail`` at compute API 2.47, paged.
+
+        CHANGES_SINCE (ISO time) lists servers changed since then,
+        deleted ones included (Nova's ``changes-since``).
+        """
+        what = _('Listing servers (compute API %s)') % (
+            versions.COMPUTE_EMBEDDED_FLAVOR_VERSION)
+        # raw, for the microversion and the fields: 2.47 pinned gives the
+        # embedded flavor with its extra specs in one shape on every cloud
+        # (the SDK's Server negotiates up to 2.100, and below 2.47 has a
+        # flavor id only: silently no GPUs); usage.server_rows reads Nova's
+        # own keys (OS-EXT-SRV-ATTR:host, OS-SRV-USG:launched_at, tenant_id)
+        # from the plain dicts, which the SDK renames
+        params = {}
+        if all_projects:
+            params['all_tenants'] = 1
+        if project_id:
+            params['project_id'] = project_id
+        if changes_since:
+            params['changes-since'] = changes_since
+        return self._paged_get('/servers/detail', what,
+                               versions.COMPUTE_EMBEDDED_FLAVOR_VERSION,
+                               params, 'servers')
+
+    def server_usages(self, start, end, project_id=None):
+        """Nova's per-server usage in [START, END) (naive UTC datetimes),
+        deleted servers included: ``os-simple-tenant-usage`` at 2.40,
+        every project (admin) or one (``PROJECT_ID``), paged.
+        """
+        fmt = '%Y-%m-%dT%H:%M:%S.%f'
+        # raw, for the microversion and the page links: 2.40 adds
+        # tenant_usage(s)_links, which _paged_get follows for one project
+        # too (the SDK's get_usage reads one page: a project with more
+        # servers than Nova's page size would lose GPU-hours)
+        params = {'start': start.strftime(fmt), 'end': end.strftime(fmt)}
+        if project_id:
+            what = _('Reading the server usage of project %s') % project_id
+            return self._paged_get(
+                '/os-simple-tenant-usage/%s' % project_id, what,
+                versions.COMPUTE_USAGE_LINKS_VERSION, params, 'tenant_usage')
+        what = _('Reading the server usage of every project')
+        params['detailed'] = 1
+        usages = self._paged_get('/os-simple-tenant-usage', what,
+                                 versions.COMPUTE_USAGE_LINKS_VERSION, params,
+                                 'tenant_usages')
+        return [item for tenant in usages
+                for item in tenant.get('server_usages') or []]
+
+    def project_limits(self, project_id):
+        """Absolute compute limits and usage of a project, as the API
+        names them (maxTotalInstances, totalInstancesUsed, ...).
+
+        ``GET /limits?tenant_id=`` (another project: admin); instances,
+        cores and RAM are the same at every microversion.
+        """
+        what = _('Reading the compute limits of project %s') % project_id
+        with errors.translate_errors(self.service, what):
+            # tenant_id=, the name Nova reads: the SDK's project_id alias
+            # sends ?project_id=, which Nova ignores (own project's limits)
+            absolute = self._proxy.get_limits(tenant_id=project_id).absolute
+        return {wire: getattr(absolute, attribute, None)
+                for wire, attribute in COMPUTE_ABSOLUTE_LIMITS}

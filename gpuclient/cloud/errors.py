@@ -1,0 +1,274 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+
+"""The client layer's errors, and the one mapping of an HTTP status, an
+SDK or keystoneauth exception, or a raw response to them.
+
+Every HTTP, SDK or connection error leaves the client layer as an
+``osc_lib.exceptions.CommandError`` (``APIError`` and its subclasses)
+that carries the server's message and says what to do.
+"""
+
+import contextlib
+import json
+import re
+import urllib.parse
+
+from keystoneauth1 import exceptions as ks_exc
+from openstack import exceptions as sdk_exc
+from osc_lib import exceptions
+
+from gpuclient.cloud import http
+from gpuclient.i18n import _
+
+
+class APIError(exceptions.CommandError):
+    """An API call failed; ``status`` is the HTTP status (None if none)."""
+
+    def __init__(self, message, status=None):
+        super().__init__(message)
+        self.status = status
+
+
+class NotFound(APIError):
+    pass
+
+
+class Conflict(APIError):
+    pass
+
+
+def server_message(body, limit=400):
+    """Best-effort human message from an OpenStack error body.
+
+    Placement answers ``{"errors": [{"detail": ...}]}``, Nova
+    ``{"itemNotFound": {"message": ...}}``, Glance and proxies may answer
+    plain text or HTML: never assume JSON.
+    """
+    if body is None:
+        return ''
+    if isinstance(body, bytes):
+        body = body.decode('utf-8', 'replace')
+    text = body if isinstance(body, str) else None
+    data = body
+    if text is not None:
+        try:
+            data = json.loads(text)
+        except ValueError:
+            data = None
+    messages = []
+    if isinstance(data, dict):
+        if isinstance(data.get('errors'), list):
+            for err in data['errors']:
+                if isinstance(err, dict):
+                    messages.append(
+                        str(err.get('detail') or err.get('title') or '')
+                    )
+        elif 'message' in data:
+            messages.append(str(data['message']))
+        elif len(data) == 1:
+            inner = next(iter(data.values()))
+            if isinstance(inner, dict) and 'message' in inner:
+                messages.append(str(inner['message']))
+    if not messages and text is not None:
+        # HTML or text: strip tags and collapse white space.
+        messages.append(re.sub(r'<[^>]+>', ' ', text))
+    message = ' '.join(' '.join(messages).split())
+    if len(message) > limit:
+        message = message[: limit - 3] + '...'
+    return message
+
+
+def error_for_status(service, what, status, message, endpoint=None):
+    """Build the CommandError for an HTTP error status."""
+    message = (message or '').rstrip('. ')
+    detail = (': %s' % message) if message else ''
+    if status == 401:
+        return APIError(
+            _(
+                '%(what)s: authentication failed%(detail)s. Check the '
+                'credentials of the cloud you named (clouds.yaml or OS_* '
+                'variables).'
+            )
+            % {'what': what, 'detail': detail},
+            status,
+        )
+    if status == 403:
+        return APIError(
+            _(
+                '%(what)s: forbidden%(detail)s. This requires admin: use '
+                'an account with the admin role (for example --os-cloud '
+                'with an admin user).'
+            )
+            % {'what': what, 'detail': detail},
+            status,
+        )
+    if status == 404:
+        return NotFound(
+            _('%(what)s: no such resource in %(service)s%(detail)s.')
+            % {'what': what, 'service': service, 'detail': detail},
+            status,
+        )
+    if status == 406:
+        return APIError(
+            _(
+                '%(what)s: %(service)s at %(endpoint)s does not accept the '
+                'microversion this call needs%(detail)s. Upgrade '
+                '%(service)s or use a cloud with a newer one.'
+            )
+            % {
+                'what': what,
+                'service': service,
+                'endpoint': endpoint or '?',
+                'detail': detail,
+            },
+            status,
+        )
+    if status == 409:
+        return Conflict(
+            _(
+                '%(what)s: conflict%(detail)s. Something else changed it '
+                'at the same time: run the command again.'
+            )
+            % {'what': what, 'detail': detail},
+            status,
+        )
+    if status is not None and status >= 500:
+        return APIError(
+            _(
+                '%(what)s: %(service)s failed with HTTP %(status)s'
+                '%(detail)s. Check the %(service)s service logs.'
+            )
+            % {
+                'what': what,
+                'service': service,
+                'status': status,
+                'detail': detail,
+            },
+            status,
+        )
+    return APIError(
+        _('%(what)s: %(service)s answered HTTP %(status)s%(detail)s.')
+        % {
+            'what': what,
+            'service': service,
+            'status': status,
+            'detail': detail,
+        },
+        status,
+    )
+
+
+def connection_error(service, what, exc, endpoint=None):
+    where = endpoint or _('its catalog endpoint')
+    return APIError(
+        _(
+            '%(what)s: cannot connect to %(service)s at %(where)s '
+            '(%(error)s). Is the service running, and is that endpoint '
+            'reachable from here (see --os-interface and --os-region-name)?'
+        )
+        % {
+            'what': what,
+            'service': service,
+            'where': where,
+            'error': exc,
+        }
+    )
+
+
+class TimedOut(APIError):
+    """A request got no answer in time: a write may have happened."""
+
+
+def _timeout_error(service, what, exc):
+    return TimedOut(
+        _(
+            '%(what)s: %(service)s did not answer in time (%(error)s). '
+            'The service may be hung or overloaded; a write may or may not '
+            'have taken effect. Check the %(service)s service; gpuclient '
+            'waits api_timeout seconds of the cloud in clouds.yaml, or '
+            '%(connect)d s to connect and %(read)d s for an answer.'
+        )
+        % {
+            'what': what,
+            'service': service,
+            'error': exc,
+            'connect': http.CONNECT_TIMEOUT,
+            'read': http.READ_TIMEOUT,
+        }
+    )
+
+
+def _endpoint_of(url):
+    parts = urllib.parse.urlsplit(url or '')
+    if not parts.scheme:
+        return None
+    return '%s://%s' % (parts.scheme, parts.netloc)
+
+
+@contextlib.contextmanager
+def translate_errors(service, what):
+    """Turn SDK and keystoneauth exceptions into CommandErrors."""
+    try:
+        yield
+    except exceptions.CommandError:
+        raise
+    except sdk_exc.HttpException as exc:
+        status = getattr(exc, 'status_code', None)
+        message = server_message(getattr(exc, 'details', None)) or (
+            server_message(getattr(exc, 'message', None))
+        )
+        url = getattr(getattr(exc, 'response', None), 'url', None)
+        raise error_for_status(
+            service, what, status, message, _endpoint_of(url)
+        ) from exc
+    except ks_exc.EndpointNotFound as exc:
+        raise APIError(
+            _(
+                '%(what)s: the service catalog has no %(service)s endpoint '
+                'for this region and interface (%(error)s). Check '
+                '--os-region-name and --os-interface.'
+            )
+            % {'what': what, 'service': service, 'error': exc}
+        ) from exc
+    except sdk_exc.EndpointNotFound as exc:
+        raise APIError(
+            _(
+                '%(what)s: the service catalog has no %(service)s endpoint '
+                '(%(error)s). Check --os-region-name and --os-interface.'
+            )
+            % {'what': what, 'service': service, 'error': exc}
+        ) from exc
+    except ks_exc.ConnectTimeout as exc:
+        raise _timeout_error(service, what, exc) from exc
+    except ks_exc.ConnectionError as exc:
+        raise connection_error(service, what, exc) from exc
+    except ks_exc.HttpError as exc:
+        raise error_for_status(
+            service, what, exc.http_status, server_message(exc.details)
+        ) from exc
+    except sdk_exc.SDKException as exc:
+        raise APIError('%s: %s' % (what, exc)) from exc
+
+
+def check_response(service, what, response, endpoint=None):
+    """RESPONSE when its status is below 400, else its CommandError."""
+    if response.status_code < 400:
+        return response
+    raise error_for_status(
+        service,
+        what,
+        response.status_code,
+        server_message(response.text),
+        endpoint,
+    )

@@ -1,0 +1,102 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+
+"""The one pager: every item of a list that Nova, Glance or Ironic pages.
+
+``collect`` reads page after page until an answer links no next page, or
+a page is empty (an empty page ends the list even if it links a next
+one: its marker would be the one just sent). How the next request is
+made from an answer is the service's:
+
+* Nova: a ``<key>_links`` entry with ``rel`` ``next``; the next request
+  is the same URL and query with ``marker`` set (``next_marker``).
+* Glance: a top-level ``next``, a path and query under the image API
+  root: the next request is that path and query (``next_path``).
+* Ironic: a top-level ``next``, a whole URL: the next request is the same
+  URL with the link's query merged into the query (``next_query``).
+"""
+
+import urllib.parse
+
+
+def collect(fetch, url, params, items, next_page):
+    """Every item of a paged list, in the order the pages give them.
+
+    FETCH(url, params) returns one answer's JSON (a dict; None counts as
+    {}); ITEMS(data) the page's items; NEXT_PAGE(data, url, params, page)
+    the (url, params) of the next request, or None when the answer links
+    no next page.
+    """
+    found = []
+    while True:
+        data = fetch(url, params) or {}
+        page = items(data)
+        found.extend(page)
+        if not page:
+            return found
+        following = next_page(data, url, params, page)
+        if following is None:
+            return found
+        url, params = following
+
+
+def items(key):
+    """ITEMS for ``collect``: the list under KEY."""
+    return lambda data: data.get(key) or []
+
+
+def _query(link):
+    return dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(link).query))
+
+
+def next_marker(key, from_item=False):
+    """NEXT_PAGE for Nova: follow ``<KEY>_links`` (``rel`` ``next``).
+
+    The marker is the one the next link carries, or with FROM_ITEM the
+    ``id`` of the page's last item.
+    """
+    def next_page(data, url, params, page):
+        more = [link for link in data.get(key + '_links') or []
+                if link.get('rel') == 'next']
+        if not more:
+            return None
+        if from_item:
+            marker = page[-1]['id']
+        else:
+            marker = _query(more[0]['href']).get('marker')
+        return url, dict(params, marker=marker)
+    return next_page
+
+
+def next_path(data, url, params, page):
+    """NEXT_PAGE for Glance: the ``next`` path (without the ``/v2`` the
+    proxy adds) and its query."""
+    nxt = data.get('next')
+    if not nxt:
+        return None
+    parts = urllib.parse.urlsplit(nxt)
+    path = parts.path.replace('/v2', '', 1) if (
+        parts.path.startswith('/v2/')) else parts.path
+    if not path:
+        return None
+    return path, dict(urllib.parse.parse_qsl(parts.query))
+
+
+def next_query(data, url, params, page):
+    """NEXT_PAGE for Ironic: the same URL, with the ``next`` link's query
+    merged into the query (Ironic caps a page at its ``[api]max_limit``,
+    which may be less than the limit asked for, and links the next)."""
+    nxt = data.get('next')
+    if not nxt:
+        return None
+    return url, dict(params, **_query(nxt))

@@ -1,0 +1,417 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+
+"""Placement, over the placement proxy of OSC's openstacksdk connection.
+
+The proxy is a keystoneauth ``Adapter``, so clouds.yaml's
+``placement_endpoint_override``, interface and region apply. Placement's
+maximum microversion comes from the endpoint's version discovery, once
+per process and endpoint (lazily, on the first Placement call), and every
+call sends the microversion it needs (``gpuclient.cloud.versions``).
+"""
+
+import concurrent.futures
+import logging
+import threading
+
+from keystoneauth1 import exceptions as ks_exc
+
+from gpuclient.cloud import errors
+from gpuclient.cloud import http
+from gpuclient.cloud import versions
+from gpuclient.i18n import _
+
+LOG = logging.getLogger(__name__)
+
+# Placement HTTP 500 messages that mean "try again" (concurrent writes).
+_TRANSIENT_500 = ('deadlock', 'concurrently updated', 'please retry')
+
+# Bound on concurrent per-provider requests (the fallback path only).
+MAX_WORKERS = 8
+
+
+def _microversion(version):
+    """A discovered (major, minor) as ints; None when there is none."""
+    try:
+        major, minor = version
+        return int(major), int(minor)
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+class Placement:
+    """Placement over openstacksdk's placement proxy, explicit microversions.
+
+    ``adapter`` is ``connection.placement`` of OSC's SDK connection (a
+    keystoneauth ``Adapter`` subclass), so what clouds.yaml and the
+    ``--os-*`` options say about Placement applies: region, interface,
+    ``placement_endpoint_override``. Requests are raw because the client
+    needs exact microversions and query shapes (repeated ``required``,
+    numbered groups, ``same_subtree``, ``in:`` filters) and whole
+    ``provider_summaries``, which the SDK's resources do not give. Every
+    request names its microversion, so a default microversion configured
+    for the proxy (``placement_api_version``) is never sent instead.
+    """
+
+    service = 'Placement'
+    _max_versions = {}  # endpoint URL -> (major, minor), once per process
+    _lock = threading.Lock()
+
+    def __init__(self, adapter):
+        self._adapter = adapter
+        self._endpoint = None
+        self._classes = None
+        self.request_count = 0
+
+    @property
+    def endpoint(self):
+        if self._endpoint is None:
+            what = _('Looking up the Placement endpoint')
+            with errors.translate_errors(self.service, what):
+                endpoint = self._adapter.get_endpoint()
+            if not endpoint:
+                raise errors.APIError(
+                    _(
+                        '%(what)s: the service catalog has no placement '
+                        'endpoint. Check --os-region-name and --os-interface.'
+                    )
+                    % {'what': what}
+                )
+            self._endpoint = endpoint.rstrip('/')
+        return self._endpoint
+
+    def _send(self, method, path, what, version=None, **kwargs):
+        kwargs.setdefault('raise_exc', False)
+        # always explicit: None keeps the adapter's default_microversion
+        # out (keystoneauth only fills in a missing key)
+        kwargs['microversion'] = (
+            versions.version_str(version) if version is not None else None)
+        endpoint = self.endpoint
+        self.request_count += 1
+        with errors.translate_errors(self.service, what):
+            try:
+                response = self._adapter.request(path, method, **kwargs)
+            except ks_exc.ConnectTimeout:
+                raise
+            except ks_exc.ConnectionError as exc:
+                raise errors.connection_error(
+                    self.service, what, exc, endpoint
+                ) from exc
+        return errors.check_response(self.service, what, response, endpoint)
+
+    def max_version(self):
+        """The server's maximum microversion, read once per process.
+
+        From keystoneauth's version discovery of the endpoint (the
+        session caches the document), kept per endpoint URL.
+        """
+        endpoint = self.endpoint
+        with self._lock:
+            known = self._max_versions.get(endpoint)
+        if known is not None:
+            return known
+        what = _('Reading the Placement API version')
+        with errors.translate_errors(self.service, what):
+            data = self._adapter.get_endpoint_data()
+        best = _microversion(getattr(data, 'max_microversion', None))
+        if best is None:
+            # keystoneauth swallows connection and HTTP errors of
+            # discovery: one plain request says what went wrong
+            self._send('GET', '/', what)
+            raise errors.APIError(
+                _(
+                    '%(what)s: Placement at %(endpoint)s publishes no '
+                    'microversion range in its version document. Check '
+                    'that this is a Placement endpoint (service catalog, '
+                    'or placement_endpoint_override in clouds.yaml).'
+                )
+                % {'what': what, 'endpoint': endpoint}
+            )
+        with self._lock:
+            self._max_versions[endpoint] = best
+        return best
+
+    def require(self, version, what):
+        """Refuse, before sending it, a call the server cannot serve."""
+        have = self.max_version()
+        if have < version:
+            raise errors.APIError(
+                _(
+                    '%(what)s needs Placement API microversion %(need)s, but '
+                    'the Placement service at %(endpoint)s supports only up '
+                    'to %(have)s. Upgrade Placement (1.29 came with Rocky, '
+                    '1.36 with Train).'
+                )
+                % {
+                    'what': what,
+                    'need': versions.version_str(version),
+                    'endpoint': self.endpoint,
+                    'have': versions.version_str(have),
+                }
+            )
+
+    def get(self, path, version, what, params=None):
+        self.require(version, what)
+        return http.json_body(
+            self._send('GET', path, what, version, params=params))
+
+    # -- reads -------------------------------------------------------------
+
+    def resource_providers(self):
+        what = _('Listing resource providers')
+        data = self.get('/resource_providers',
+                        versions.PLACEMENT_TREE_VERSION, what)
+        return data['resource_providers']
+
+    def resource_classes(self):
+        """Names of the resource classes Placement knows (read once)."""
+        if self._classes is None:
+            what = _('Listing resource classes')
+            data = self.get('/resource_classes',
+                            versions.PLACEMENT_CLASSES_VERSION, what)
+            self._classes = [rc['name'] for rc in data['resource_classes']]
+        return list(self._classes)
+
+    def allocation_candidates(self, resources, version=None, **params):
+        """GET /allocation_candidates; ``resources`` is {class: amount}."""
+        version = version or versions.PLACEMENT_SUMMARY_VERSION
+        query = dict(params)
+        query['resources'] = ','.join(
+            '%s:%d' % (rc, amount) for rc, amount in sorted(resources.items())
+        )
+        what = _('Asking Placement for allocation candidates (%s)') % (
+            query['resources']
+        )
+        return self.get('/allocation_candidates', version, what, query)
+
+    # -- gpu candidates ------------------------------------------------------
+
+    def candidates_query(self, params, version=versions.PLACEMENT_NOVA_VERSION,
+                         what=None):
+        """GET /allocation_candidates with a query given as (key, value)
+        pairs, sent in that order (the query Nova's scheduler builds)."""
+        what = what or _('Asking Placement for allocation candidates')
+        return self.get('/allocation_candidates', version, what,
+                        list(params))
+
+    def project_usages(self, project_id):
+        """{resource class: amount} PROJECT_ID holds (``GET /usages``),
+        what Nova's unified limits count."""
+        what = _('Reading the Placement usages of project %s') % project_id
+        data = self.get('/usages', versions.PLACEMENT_USAGES_VERSION, what,
+                        params={'project_id': project_id})
+        return dict((data or {}).get('usages') or {})
+
+    def provider_allocations(self, uuid):
+        """{consumer uuid: {class: amount}} allocated from one provider."""
+        what = _('Reading allocations of resource provider %s') % uuid
+        data = self.get('/resource_providers/%s/allocations' % uuid,
+                        versions.PLACEMENT_BASE_VERSION, what) or {}
+        return {consumer: dict(item.get('resources') or {})
+                for consumer, item in (data.get('allocations')
+                                       or {}).items()}
+
+    def providers_allocations(self, uuids):
+        """provider_allocations of many providers, concurrently, bounded:
+        {provider uuid: {consumer uuid: {class: amount}}}."""
+        uuids = sorted(set(uuids))
+        if not uuids:
+            return {}
+        self.max_version()  # negotiate once, before the threads start
+        with concurrent.futures.ThreadPoolExecutor(
+                min(MAX_WORKERS, len(uuids))) as pool:
+            return dict(zip(uuids, pool.map(self.provider_allocations,
+                                            uuids), strict=True))
+
+    def provider_detail(self, uuid, with_traits=False):
+        """Inventories, usages (and traits) of one provider, as Placement
+        answers them: {'inventories', 'usages'[, 'traits']}.
+
+        The slow path: used only for trees that no allocation-candidates
+        answer covered.
+        """
+        what = _('Reading resource provider %s') % uuid
+        base = '/resource_providers/%s' % uuid
+        inv = self.get(base + '/inventories',
+                       versions.PLACEMENT_BASE_VERSION, what)
+        use = self.get(base + '/usages', versions.PLACEMENT_BASE_VERSION,
+                       what)
+        detail = {'inventories': inv['inventories'],
+                  'usages': use['usages']}
+        if with_traits:
+            traits = self.get(base + '/traits',
+                              versions.PLACEMENT_TRAITS_VERSION, what)
+            detail['traits'] = traits['traits']
+        return detail
+
+    def provider_details(self, uuids, with_traits=False):
+        """provider_detail for many providers, concurrently and bounded."""
+        uuids = list(uuids)
+        if not uuids:
+            return {}
+        self.max_version()  # negotiate once, before the threads start
+        workers = min(MAX_WORKERS, len(uuids))
+        with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+            results = pool.map(
+                lambda u: self.provider_detail(u, with_traits), uuids
+            )
+            return dict(zip(uuids, results, strict=True))
+
+    # -- pools: providers, traits and aggregates ---------------------------
+
+    def send(self, method, path, version, what, body=None, params=None):
+        """A write (or read) with a required microversion; JSON or None."""
+        self.require(version, what)
+        kwargs = {'params': params}
+        if body is not None:
+            kwargs['json'] = body
+        return http.json_body(
+            self._send(method, path, what, version, **kwargs))
+
+    def inventories(self, uuid):
+        what = _('Reading inventories of resource provider %s') % uuid
+        data = self.get('/resource_providers/%s/inventories' % uuid,
+                        versions.PLACEMENT_BASE_VERSION, what)
+        return data['inventories']
+
+    def traits(self, uuid):
+        """(traits, provider generation) of one provider."""
+        what = _('Reading traits of resource provider %s') % uuid
+        data = self.get('/resource_providers/%s/traits' % uuid,
+                        versions.PLACEMENT_TRAITS_VERSION, what)
+        return data['traits'], data['resource_provider_generation']
+
+    def update_traits(self, uuid, add=(), remove=(), retries=5):
+        """Add/remove traits on a provider, keeping the others.
+
+        Read-modify-write on the provider generation; a generation
+        conflict (Nova's resource tracker writing at the same time) is
+        retried. Returns (added, removed): what actually changed.
+        """
+        return self._update_set(
+            uuid, 'traits', versions.PLACEMENT_TRAITS_VERSION, self.traits,
+            _('Setting traits of resource provider %s') % uuid,
+            add, remove, retries)
+
+    def aggregates(self, uuid):
+        """(aggregate uuids, provider generation) of one provider."""
+        what = _('Reading aggregates of resource provider %s') % uuid
+        data = self.get('/resource_providers/%s/aggregates' % uuid,
+                        versions.PLACEMENT_AGGREGATES_VERSION, what)
+        return data['aggregates'], data['resource_provider_generation']
+
+    def update_aggregates(self, uuid, add=(), remove=(), retries=5):
+        """Add/remove Placement aggregates of a provider, keeping others.
+
+        What ``nova-manage placement sync_aggregates`` does for a host
+        whose Nova aggregate membership was not mirrored. Returns (added,
+        removed).
+        """
+        return self._update_set(
+            uuid, 'aggregates', versions.PLACEMENT_AGGREGATES_VERSION,
+            self.aggregates,
+            _('Setting aggregates of resource provider %s') % uuid,
+            add, remove, retries)
+
+    def _update_set(self, uuid, field, version, read, what, add, remove,
+                    retries):
+        """Read-modify-write of a provider's trait or aggregate set."""
+        for attempt in range(retries):
+            items, generation = read(uuid)
+            current = set(items)
+            wanted = (current | set(add)) - set(remove)
+            if wanted == current:
+                return set(), set()
+            try:
+                self.send(
+                    'PUT', '/resource_providers/%s/%s' % (uuid, field),
+                    version, what,
+                    body={field: sorted(wanted),
+                          'resource_provider_generation': generation},
+                )
+            except errors.Conflict:
+                if attempt == retries - 1:
+                    raise
+                LOG.debug('generation conflict on %s, retrying', uuid)
+                continue
+            except errors.APIError as exc:
+                # Under concurrent writes to one provider Placement at
+                # times answers HTTP 500 with a database deadlock or
+                # "Another thread concurrently updated the resource
+                # provider data. Please retry your update."; the write is
+                # guarded by the generation, so re-reading and trying
+                # again is safe
+                text = str(exc).lower()
+                if (exc.status is None or exc.status < 500
+                        or not any(m in text for m in _TRANSIENT_500)
+                        or attempt == retries - 1):
+                    raise
+                LOG.debug('transient Placement error on %s, retrying', uuid)
+                http.backoff(attempt)
+                continue
+            return wanted - current, current - wanted
+        return set(), set()
+
+    def existing_traits(self, names):
+        what = _('Listing traits')
+        data = self.get('/traits', versions.PLACEMENT_TRAITS_VERSION, what,
+                        params={'name': 'in:' + ','.join(sorted(names))})
+        return set(data['traits'])
+
+    def ensure_traits(self, names):
+        """Create the custom traits that are missing; return those made."""
+        names = set(names)
+        if not names:
+            return set()
+        made = set()
+        for name in sorted(names - self.existing_traits(names)):
+            what = _('Creating trait %s') % name
+            self.send('PUT', '/traits/%s' % name,
+                      versions.PLACEMENT_TRAITS_VERSION, what)
+            made.add(name)
+        return made
+
+    def create_trait(self, name):
+        """Create one custom trait (PUT is idempotent: 201 or 204)."""
+        what = _('Creating trait %s') % name
+        self.send('PUT', '/traits/%s' % name,
+                  versions.PLACEMENT_TRAITS_VERSION, what)
+
+    def delete_trait(self, name):
+        """Delete a custom trait; False when a provider still has it."""
+        what = _('Deleting trait %s') % name
+        try:
+            self.send('DELETE', '/traits/%s' % name,
+                      versions.PLACEMENT_TRAITS_VERSION, what)
+        except errors.Conflict:
+            return False
+        except errors.NotFound:
+            return True
+        return True
+
+    def providers_with_trait(self, trait):
+        """Uuids of the providers that have ``trait``."""
+        what = _('Listing resource providers with trait %s') % trait
+        data = self.get('/resource_providers',
+                        versions.PLACEMENT_REQUIRED_VERSION, what,
+                        params={'required': trait})
+        return {rp['uuid'] for rp in data['resource_providers']}
+
+    def members_of(self, aggregate_uuid):
+        """Uuids of the providers in a Placement aggregate."""
+        what = _('Listing resource providers in aggregate %s') % (
+            aggregate_uuid)
+        data = self.get('/resource_providers',
+                        versions.PLACEMENT_TREE_VERSION, what,
+                        params={'member_of': aggregate_uuid})
+        return {rp['uuid'] for rp in data['resource_providers']}
