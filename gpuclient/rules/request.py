@@ -17,7 +17,9 @@ Written after Nova 34 (``nova/scheduler/utils.py`` ``ResourceRequest``,
 groups; ``nova/scheduler/request_filter.py`` prefilters;
 ``nova/scheduler/client/report.py``, microversion 1.36). No I/O: the
 command reads the flavor, image, aggregates and settings and passes them
-in.
+in. Nova's prefilters are functions of their Nova names, run in Nova's
+order (``REQUEST_FILTERS``; those not modelled, and why, in
+``NOT_MODELLED``).
 
 A request is a dict::
 
@@ -389,6 +391,13 @@ class _Builder:
         self.root_forbidden = set()
         self.notes = []
         self.not_covered = []
+        # what the aggregate prefilters found (the request's isolated,
+        # tenant_aggregates and zone_aggregates)
+        self.isolated = []
+        self.tenant = []
+        self.zoned = []
+        # Nova's RequestFilterFailed, raised once every prefilter has run
+        self.failures = []
 
     def group(self, suffix, origin=None, gpu=False):
         if suffix not in self.groups:
@@ -636,47 +645,6 @@ def _translate_features(builder, specs, image):
         builder.add_trait('COMPUTE_SECURITY_STATELESS_FIRMWARE', 'required')
 
 
-def _prefilter_traits(builder, specs, image, boot_from_volume):
-    """request_filter.py: what the prefilters add to root_required."""
-    settings = builder.settings
-    props = _props(image)
-    builder.root_forbidden.add(STATUS_DISABLED)
-    if (settings.get('query_placement_for_image_type_support')
-            and not boot_from_volume and props.get('disk_format')):
-        builder.root_required.add(
-            'COMPUTE_IMAGE_TYPE_%s' % str(props['disk_format']).upper())
-    if settings.get('image_metadata_prefilter'):
-        for key, prefix in _IMAGE_PREFILTER:
-            if props.get(key):
-                value = str(props[key]).replace('-', '_').upper()
-                builder.root_required.add('%s_%s' % (prefix, value))
-    if specs.get('accel:device_profile'):
-        builder.root_required.add('COMPUTE_ACCELERATORS')
-        builder.not_covered.append(
-            _('accel:device_profile=%s: the request groups of a Cyborg '
-              'device profile are not translated.')
-            % specs['accel:device_profile'])
-    flavor_packed, image_packed = _pair(specs, image, 'virtio_packed_ring')
-    if (flavor_packed is not None and _bool(flavor_packed)) or (
-            flavor_packed is None and image_packed is not None
-            and _bool(image_packed)):
-        builder.root_required.add('COMPUTE_NET_VIRTIO_PACKED')
-    flavor_eph, image_eph = _pair(specs, image, 'ephemeral_encryption')
-    if (flavor_eph is not None and _bool(flavor_eph)) or (
-            image_eph is not None and _bool(image_eph)):
-        builder.root_required.add('COMPUTE_EPHEMERAL_ENCRYPTION')
-        eph_format = _unique(specs, image, 'ephemeral_encryption_format')
-        if eph_format:
-            builder.root_required.add(
-                'COMPUTE_EPHEMERAL_ENCRYPTION_%s' % eph_format.upper())
-    if _unique(specs, image, 'sound_model') == 'virtio':
-        builder.root_required.add('COMPUTE_SOUND_MODEL_VIRTIO')
-    if _unique(specs, image, 'tpm_version'):
-        security = specs.get('hw:tpm_secret_security') or 'user'
-        builder.root_required.add(
-            'COMPUTE_SECURITY_TPM_SECRET_SECURITY_%s' % security.upper())
-
-
 def _agg(aggregate, key, default=None):
     if isinstance(aggregate, dict):
         return aggregate.get(key, default)
@@ -728,42 +696,252 @@ def _aggregate_info(aggregate):
             'hosts': sorted(_agg(aggregate, 'hosts') or [])}
 
 
-def _finish(builder, aggregates, project_id, zone, suffixed_from_flavor):
-    """Prefilters on aggregates, defaults, strip_zeros; the request."""
-    settings = builder.settings
+# -- prefilters (nova/scheduler/request_filter.py) ---------------------------
+#
+# Before asking Placement, Nova's scheduler runs every function of
+# request_filter.ALL_REQUEST_FILTERS, in order, on the RequestSpec
+# (process_reqspec). Here each one gpuclient models is a function of the
+# same name taking CTX, the plain inputs (prefilter_context), and SPEC,
+# the request being built (a _Builder); like Nova's, it returns True when
+# it applied. REQUEST_FILTERS lists them in Nova's order, NOT_MODELLED
+# names the others and why.
+
+def prefilter_context(flavor=None, image=None, settings=None, aggregates=(),
+                      project_id=None, zone=None, boot_from_volume=False):
+    """The plain inputs of the prefilters, as one dict.
+
+    ``flavor`` as the compute API shows it (``specs`` are its
+    extra_specs), ``image`` as Glance shows it (properties at top level),
+    ``settings`` as load_settings returns them (or a plain dict: a missing
+    setting is off), ``aggregates`` every host aggregate, ``project_id``
+    and ``zone`` those of the server.
+    """
+    flavor = dict(flavor or {})
+    return {'flavor': flavor,
+            'specs': dict(flavor.get('extra_specs') or {}),
+            'image': _props(image),
+            'settings': settings if settings is not None else {},
+            'aggregates': list(aggregates or ()),
+            'project_id': project_id,
+            'zone': zone,
+            'boot_from_volume': bool(boot_from_volume)}
+
+
+def _require_aggregates(spec, found):
+    """Destination.require_aggregates: one more member_of (AND)."""
+    spec.group('')['member_of'].append(sorted(a['uuid'] for a in found))
+
+
+def require_tenant_aggregate(ctx, spec):
+    """The project's aggregates (``filter_tenant_id*`` metadata) when
+    [scheduler] limit_tenants_to_placement_aggregate is on; none, with
+    placement_aggregate_required_for_tenants on, fails the request."""
+    settings, project_id = ctx['settings'], ctx['project_id']
+    if not (settings.get('limit_tenants_to_placement_aggregate')
+            and project_id):
+        return False
+    spec.tenant = [_aggregate_info(a)
+                   for a in tenant_aggregates(ctx['aggregates'], project_id)]
+    if spec.tenant:
+        _require_aggregates(spec, spec.tenant)
+    elif settings.get('placement_aggregate_required_for_tenants'):
+        spec.failures.append(_error(
+            _('Project %s is in no aggregate and [scheduler] '
+              'placement_aggregate_required_for_tenants is on: Nova '
+              'answers "No hosts available for tenant".') % project_id))
+    return True
+
+
+def map_az_to_placement_aggregate(ctx, spec):
+    """The aggregates of the requested availability zone."""
+    zone = ctx['zone']
+    if not zone:
+        return False
+    spec.zoned = [_aggregate_info(a)
+                  for a in zone_aggregates(ctx['aggregates'], zone)]
+    if spec.zoned:
+        _require_aggregates(spec, spec.zoned)
+    return True
+
+
+def require_image_type_support(ctx, spec):
+    """COMPUTE_IMAGE_TYPE_<disk_format> on the root, with [scheduler]
+    query_placement_for_image_type_support on, unless booting from
+    volume."""
+    disk_format = ctx['image'].get('disk_format')
+    if not (ctx['settings'].get('query_placement_for_image_type_support')
+            and not ctx['boot_from_volume'] and disk_format):
+        return False
+    spec.root_required.add(
+        'COMPUTE_IMAGE_TYPE_%s' % str(disk_format).upper())
+    return True
+
+
+def compute_status_filter(ctx, spec):
+    """Never a disabled compute: !COMPUTE_STATUS_DISABLED on the root."""
+    spec.root_forbidden.add(STATUS_DISABLED)
+    return True
+
+
+def isolate_aggregates(ctx, spec):
+    """Not in the aggregates requiring a trait the request does not ask
+    for, with [scheduler] enable_isolated_aggregate_filtering on."""
+    if not ctx['settings'].get('enable_isolated_aggregate_filtering'):
+        return False
     required = set()
-    for group in builder.groups.values():
+    for group in spec.groups.values():
         required |= group['required']
-    isolated = []
-    if settings.get('enable_isolated_aggregate_filtering'):
-        isolated = isolated_aggregates(aggregates, required)
-    tenant = []
-    if settings.get('limit_tenants_to_placement_aggregate') and project_id:
-        tenant = [_aggregate_info(a)
-                  for a in tenant_aggregates(aggregates, project_id)]
-        if not tenant and settings.get(
-                'placement_aggregate_required_for_tenants'):
-            raise _error(
-                _('Project %s is in no aggregate and [scheduler] '
-                  'placement_aggregate_required_for_tenants is on: Nova '
-                  'answers "No hosts available for tenant".') % project_id)
-    zoned = []
-    if zone:
-        zoned = [_aggregate_info(a) for a in zone_aggregates(aggregates,
-                                                             zone)]
-    unsuffixed = None
-    if tenant or zoned or isolated:
-        unsuffixed = builder.group('')
-        for found in (tenant, zoned):
-            if found:
-                unsuffixed['member_of'].append(
-                    sorted(a['uuid'] for a in found))
-        unsuffixed['forbidden_aggregates'] |= {a['uuid'] for a in isolated}
-    if settings.get('owner_nova'):
-        builder.root_required.add(OWNER_NOVA)
-        for group in builder.groups.values():
-            if group.get('pci_alias'):
-                group['required'].add(OWNER_NOVA)
+    spec.isolated = isolated_aggregates(ctx['aggregates'], required)
+    if spec.isolated:
+        spec.group('')['forbidden_aggregates'] |= {
+            a['uuid'] for a in spec.isolated}
+    return True
+
+
+def transform_image_metadata(ctx, spec):
+    """Image properties as root traits (_IMAGE_PREFILTER), with
+    [scheduler] image_metadata_prefilter on."""
+    if not ctx['settings'].get('image_metadata_prefilter'):
+        return False
+    props = ctx['image']
+    for key, prefix in _IMAGE_PREFILTER:
+        if props.get(key):
+            value = str(props[key]).replace('-', '_').upper()
+            spec.root_required.add('%s_%s' % (prefix, value))
+    return True
+
+
+def accelerators_filter(ctx, spec):
+    """COMPUTE_ACCELERATORS for a flavor with a Cyborg device profile."""
+    profile = ctx['specs'].get('accel:device_profile')
+    if profile:
+        spec.root_required.add('COMPUTE_ACCELERATORS')
+        spec.not_covered.append(
+            _('accel:device_profile=%s: the request groups of a Cyborg '
+              'device profile are not translated.') % profile)
+    return True
+
+
+def packed_virtqueue_filter(ctx, spec):
+    """COMPUTE_NET_VIRTIO_PACKED for hw:virtio_packed_ring (the flavor's
+    value, else the image's)."""
+    flavor_packed, image_packed = _pair(ctx['specs'], ctx['image'],
+                                        'virtio_packed_ring')
+    if (flavor_packed is not None and _bool(flavor_packed)) or (
+            flavor_packed is None and image_packed is not None
+            and _bool(image_packed)):
+        spec.root_required.add('COMPUTE_NET_VIRTIO_PACKED')
+    return True
+
+
+def ephemeral_encryption_filter(ctx, spec):
+    """COMPUTE_EPHEMERAL_ENCRYPTION (and _<format>) for an encrypted
+    ephemeral disk asked for by the flavor or the image."""
+    specs, image = ctx['specs'], ctx['image']
+    flavor_eph, image_eph = _pair(specs, image, 'ephemeral_encryption')
+    if not ((flavor_eph is not None and _bool(flavor_eph)) or (
+            image_eph is not None and _bool(image_eph))):
+        return False
+    spec.root_required.add('COMPUTE_EPHEMERAL_ENCRYPTION')
+    eph_format = _unique(specs, image, 'ephemeral_encryption_format')
+    if eph_format:
+        spec.root_required.add(
+            'COMPUTE_EPHEMERAL_ENCRYPTION_%s' % eph_format.upper())
+    return True
+
+
+def virtio_sound_filter(ctx, spec):
+    """COMPUTE_SOUND_MODEL_VIRTIO for a virtio sound device."""
+    if _unique(ctx['specs'], ctx['image'], 'sound_model') != 'virtio':
+        return False
+    spec.root_required.add('COMPUTE_SOUND_MODEL_VIRTIO')
+    return True
+
+
+def tpm_secret_security_filter(ctx, spec):
+    """COMPUTE_SECURITY_TPM_SECRET_SECURITY_<hw:tpm_secret_security,
+    user by default> for a vTPM."""
+    specs = ctx['specs']
+    if not _unique(specs, ctx['image'], 'tpm_version'):
+        return False
+    security = specs.get('hw:tpm_secret_security') or 'user'
+    spec.root_required.add(
+        'COMPUTE_SECURITY_TPM_SECRET_SECURITY_%s' % security.upper())
+    return True
+
+
+def owner_nova_filter(ctx, spec):
+    """OWNER_NOVA on the root and on every PCI alias group, when every
+    nova-compute reports it (the ``owner_nova`` setting)."""
+    if not ctx['settings'].get('owner_nova'):
+        return False
+    spec.root_required.add(OWNER_NOVA)
+    for group in spec.groups.values():
+        if group.get('pci_alias'):
+            group['required'].add(OWNER_NOVA)
+    return True
+
+
+# request_filter.ALL_REQUEST_FILTERS, in Nova's order, without NOT_MODELLED
+REQUEST_FILTERS = (
+    require_tenant_aggregate,
+    map_az_to_placement_aggregate,
+    require_image_type_support,
+    compute_status_filter,
+    isolate_aggregates,
+    transform_image_metadata,
+    accelerators_filter,
+    packed_virtqueue_filter,
+    ephemeral_encryption_filter,
+    virtio_sound_filter,
+    tpm_secret_security_filter,
+    owner_nova_filter,
+)
+# (Nova's name, why gpuclient leaves it out), in Nova's order
+NOT_MODELLED = (
+    ('routed_networks_filter',
+     _('needs the requested networks and ports, which a flavor and an '
+       'image do not say (and Neutron segment aggregates)')),
+    ('remote_managed_ports_filter',
+     _('needs the requested ports (their VNIC type remote-managed), '
+       'which a flavor and an image do not say')),
+)
+# Nova 34's request_filter.ALL_REQUEST_FILTERS by name: REQUEST_FILTERS
+# and NOT_MODELLED together, in its order
+NOVA_REQUEST_FILTERS = (
+    'require_tenant_aggregate',
+    'map_az_to_placement_aggregate',
+    'require_image_type_support',
+    'compute_status_filter',
+    'isolate_aggregates',
+    'transform_image_metadata',
+    'accelerators_filter',
+    'packed_virtqueue_filter',
+    'routed_networks_filter',
+    'remote_managed_ports_filter',
+    'ephemeral_encryption_filter',
+    'virtio_sound_filter',
+    'tpm_secret_security_filter',
+    'owner_nova_filter',
+)
+
+
+def process_request(ctx, spec):
+    """request_filter.process_reqspec: REQUEST_FILTERS, in order, on SPEC.
+
+    A prefilter's failure (Nova's RequestFilterFailed) is raised once all
+    have run: a flavor/image conflict a later one finds is refused first,
+    as Nova's API refuses it before the scheduler runs.
+    """
+    for prefilter in REQUEST_FILTERS:
+        prefilter(ctx, spec)
+    if spec.failures:
+        raise spec.failures[0]
+
+
+def _finish(builder, ctx, suffixed_from_flavor):
+    """strip_zeros, the default group_policy; the request."""
+    settings = builder.settings
     # strip_zeros, then drop empty groups
     for suffix, group in list(builder.groups.items()):
         group['resources'] = {rc: n for rc, n in group['resources'].items()
@@ -785,11 +963,11 @@ def _finish(builder, aggregates, project_id, zone, suffixed_from_flavor):
         'root_required': builder.root_required,
         'root_forbidden': builder.root_forbidden,
         'limit': settings.get('max_placement_results'),
-        'isolated': isolated,
-        'tenant_aggregates': tenant,
-        'zone_aggregates': zoned,
-        'zone': zone,
-        'project_id': project_id,
+        'isolated': builder.isolated,
+        'tenant_aggregates': builder.tenant,
+        'zone_aggregates': builder.zoned,
+        'zone': ctx['zone'],
+        'project_id': ctx['project_id'],
         'notes': builder.notes,
         'not_covered': builder.not_covered,
     }
@@ -817,6 +995,8 @@ def build(flavor, image=None, settings=None, pools=None, aggregates=(),
     availability_zone); ``pools`` ({name: pool}) resolve PCI aliases.
     """
     settings = settings or load_settings()
+    ctx = prefilter_context(flavor, image, settings, aggregates, project_id,
+                            zone, boot_from_volume)
     specs = dict(flavor.get('extra_specs') or {})
     builder = _Builder(settings)
     # flavor extra specs (ResourceRequest._process_extra_specs)
@@ -855,10 +1035,9 @@ def build(flavor, image=None, settings=None, pools=None, aggregates=(),
         if disk:
             builder.add_resource(DISK_GB, disk)
     _translate_features(builder, specs, image)
-    _prefilter_traits(builder, specs, image, boot_from_volume)
+    process_request(ctx, builder)
     _mark_gpu_groups(builder.groups, pools)
-    return _finish(builder, aggregates, project_id, zone,
-                   suffixed_from_flavor)
+    return _finish(builder, ctx, suffixed_from_flavor)
 
 
 def per_device_classes(pools=None):
@@ -946,9 +1125,13 @@ def from_resources(resources, required=(), settings=None, pools=None,
             builder.add_trait(trait[1:], 'forbidden')
         else:
             builder.add_trait(trait, 'required')
-    builder.root_forbidden.add(STATUS_DISABLED)
+    # no flavor, no image: only the prefilters of aggregates, of disabled
+    # computes and of OWNER_NOVA add anything
+    ctx = prefilter_context(settings=settings, aggregates=aggregates,
+                            project_id=project_id, zone=zone)
+    process_request(ctx, builder)
     _mark_gpu_groups(builder.groups, pools)
-    return _finish(builder, aggregates, project_id, zone, 0)
+    return _finish(builder, ctx, 0)
 
 
 def _mark_gpu_groups(groups, pools):

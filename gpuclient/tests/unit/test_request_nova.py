@@ -329,5 +329,28 @@ class TestAgainstNova(unittest.TestCase):
         self.assertEqual(_canonical(theirs), _canonical(ours))
 
 
+@unittest.skipUnless(HAVE_NOVA, 'nova is not importable here: run with the '
+                     'test cloud venv (/var/tmp/gpuclient-testcloud/venv)')
+class TestPrefilterNames(unittest.TestCase):
+    """request.REQUEST_FILTERS and NOT_MODELLED are Nova's
+    request_filter.ALL_REQUEST_FILTERS, by name and in order."""
+
+    def setUp(self):
+        self.nova = [f.__name__ for f in request_filter.ALL_REQUEST_FILTERS]
+
+    def test_modelled_and_not_modelled_are_novas_in_order(self):
+        modelled = [f.__name__ for f in request.REQUEST_FILTERS]
+        left_out = [name for name, _why in request.NOT_MODELLED]
+        names = modelled + left_out
+        self.assertEqual(len(names), len(set(names)), names)
+        self.assertEqual(sorted(self.nova), sorted(names))
+        self.assertEqual(self.nova, sorted(names, key=self.nova.index))
+        self.assertEqual([n for n in self.nova if n in modelled], modelled)
+        self.assertEqual([n for n in self.nova if n in left_out], left_out)
+
+    def test_nova_request_filters(self):
+        self.assertEqual(self.nova, list(request.NOVA_REQUEST_FILTERS))
+
+
 if __name__ == '__main__':
     unittest.main()
