@@ -266,3 +266,17 @@ def list_flavors(client, pool=None, long=False):
         projects = flavor_projects(client, flavor) if long else None
         found.append((flavor, reading, in_pools, projects))
     return found
+
+
+def delete(client, name, pools, dry_run=False):
+    """Plan (and unless DRY_RUN apply) the deletion of one GPU flavor
+    (name or ID); a flavor that is not a GPU flavor is refused. Returns
+    the plan."""
+    flavor, reading = find_gpu_flavor(client, name, pools)
+    if not reading['is_gpu']:
+        raise exceptions.CommandError(
+            _('it is not a GPU flavor (use "openstack flavor delete")'))
+    plan = plan_delete([flavor])
+    if not dry_run:
+        journal.apply(client, plan)
+    return plan

@@ -22,7 +22,6 @@ from osc_lib.command import command
 
 from gpuclient.i18n import _
 from gpuclient.ops import flavor_ops
-from gpuclient.ops import journal
 from gpuclient.rules import specs
 from gpuclient.v1 import common
 
@@ -235,17 +234,10 @@ class DeleteFlavor(command.Command):
         failed = 0
         for name in parsed_args.flavors:
             try:
-                flavor, reading = flavor_ops.find_gpu_flavor(
-                    client, name, pools)
-                if not reading['is_gpu']:
-                    raise exceptions.CommandError(
-                        _('it is not a GPU flavor (use "openstack flavor '
-                          'delete")'))
-                plan = flavor_ops.plan_delete([flavor])
+                plan = flavor_ops.delete(client, name, pools,
+                                         dry_run=parsed_args.dry_run)
                 if parsed_args.dry_run:
                     common.write_plan(self.app, plan)
-                else:
-                    journal.apply(client, plan)
             except exceptions.CommandError as exc:
                 failed += 1
                 LOG.error(_('Failed to delete flavor with name or ID '
