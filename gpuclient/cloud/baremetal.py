@@ -56,11 +56,11 @@ class Baremetal:
         class)."""
         what = _('Listing bare-metal nodes (Ironic API %s)') % (
             versions.BAREMETAL_TRAITS_VERSION)
-        # raw, for the fields and the refusal: GET /nodes?fields= at 1.37
-        # (node traits) returns only BAREMETAL_NODE_FIELDS, as plain dicts,
-        # in one request per page; a 401/403 (the default policy hides
-        # nodes from project-scoped tokens) is "not shown", not an error,
-        # which needs the response, not an exception
+        # raw, for the fields: GET /nodes?fields= at 1.37 (node traits)
+        # returns only BAREMETAL_NODE_FIELDS as the plain dicts Ironic
+        # answers (the SDK's Node renames keys such as provision_state),
+        # one request per page. A 401/403 (the default policy hides nodes
+        # from project-scoped tokens) is "not shown", not an error
         try:
             proxy = self._conn.baremetal
 

@@ -225,10 +225,16 @@ def translate_errors(service, what):
         raise
     except sdk_exc.HttpException as exc:
         status = getattr(exc, 'status_code', None)
-        message = server_message(getattr(exc, 'details', None)) or (
-            server_message(getattr(exc, 'message', None))
+        response = getattr(exc, 'response', None)
+        # the body first: the SDK's ``details`` finds Nova's and Glance's
+        # "message" but not Placement's {"errors": [{"detail": ...}]},
+        # where it falls back to the reason phrase ("Conflict")
+        message = (
+            server_message(getattr(response, 'text', None))
+            or server_message(getattr(exc, 'details', None))
+            or server_message(getattr(exc, 'message', None))
         )
-        url = getattr(getattr(exc, 'response', None), 'url', None)
+        url = getattr(response, 'url', None)
         raise error_for_status(
             service, what, status, message, _endpoint_of(url)
         ) from exc

@@ -21,6 +21,7 @@ call sends the microversion it needs (``gpuclient.cloud.versions``).
 """
 
 import concurrent.futures
+import contextlib
 import logging
 import threading
 
@@ -55,12 +56,15 @@ class Placement:
     ``adapter`` is ``connection.placement`` of OSC's SDK connection (a
     keystoneauth ``Adapter`` subclass), so what clouds.yaml and the
     ``--os-*`` options say about Placement applies: region, interface,
-    ``placement_endpoint_override``. Requests are raw because the client
-    needs exact microversions and query shapes (repeated ``required``,
-    numbered groups, ``same_subtree``, ``in:`` filters) and whole
-    ``provider_summaries``, which the SDK's resources do not give. Every
-    request names its microversion, so a default microversion configured
-    for the proxy (``placement_api_version``) is never sent instead.
+    ``placement_endpoint_override``. Trait lists, creates and deletes,
+    resource classes and the provider lists by trait or aggregate are the
+    SDK's calls (``_sdk``); the rest is raw, each with its reason at the
+    call: allocation candidates (repeated ``required``, numbered groups,
+    ``same_subtree``, whole ``provider_summaries``), the wire dicts the
+    snapshot reads, and writes guarded by the generation read before.
+    Every request names its microversion, so a default microversion
+    configured for the proxy (``placement_api_version``) is never sent
+    instead, and every request counts in ``request_count``.
     """
 
     service = 'Placement'
@@ -96,18 +100,39 @@ class Placement:
         # out (keystoneauth only fills in a missing key)
         kwargs['microversion'] = (
             versions.version_str(version) if version is not None else None)
+        with self._request(what) as endpoint:
+            response = self._adapter.request(path, method, **kwargs)
+        return errors.check_response(self.service, what, response, endpoint)
+
+    @contextlib.contextmanager
+    def _request(self, what):
+        """Count one request and translate its errors (naming the
+        endpoint a connection failed to); yields the endpoint."""
         endpoint = self.endpoint
         self.request_count += 1
         with errors.translate_errors(self.service, what):
             try:
-                response = self._adapter.request(path, method, **kwargs)
+                yield endpoint
             except ks_exc.ConnectTimeout:
                 raise
             except ks_exc.ConnectionError as exc:
                 raise errors.connection_error(
                     self.service, what, exc, endpoint
                 ) from exc
-        return errors.check_response(self.service, what, response, endpoint)
+
+    def _sdk(self, version, what, call, *args, **kwargs):
+        """One call of the SDK's placement proxy, counted like a raw one.
+
+        Refused first when the server is older than VERSION; a list the
+        SDK yields is read to the end here, so its errors are translated
+        too.
+        """
+        self.require(version, what)
+        with self._request(what):
+            result = call(*args, **kwargs)
+            if hasattr(result, '__next__'):
+                result = list(result)
+        return result
 
     def max_version(self):
         """The server's maximum microversion, read once per process.
@@ -168,6 +193,9 @@ class Placement:
     # -- reads -------------------------------------------------------------
 
     def resource_providers(self):
+        # raw: the wire dicts (parent and root provider uuids, 1.14) are
+        # what the snapshot and the planners read, keyed as Placement names
+        # them; the SDK's ResourceProvider renames them
         what = _('Listing resource providers')
         data = self.get('/resource_providers',
                         versions.PLACEMENT_TREE_VERSION, what)
@@ -177,13 +205,18 @@ class Placement:
         """Names of the resource classes Placement knows (read once)."""
         if self._classes is None:
             what = _('Listing resource classes')
-            data = self.get('/resource_classes',
-                            versions.PLACEMENT_CLASSES_VERSION, what)
-            self._classes = [rc['name'] for rc in data['resource_classes']]
+            version = versions.PLACEMENT_CLASSES_VERSION
+            found = self._sdk(version, what, self._adapter.resource_classes,
+                              microversion=versions.version_str(version))
+            self._classes = [rc.name for rc in found]
         return list(self._classes)
 
     def allocation_candidates(self, resources, version=None, **params):
-        """GET /allocation_candidates; ``resources`` is {class: amount}."""
+        """GET /allocation_candidates; ``resources`` is {class: amount}.
+
+        Raw, as every allocation-candidates call: the SDK has no call for
+        them (nor for the whole ``provider_summaries`` of 1.29+).
+        """
         version = version or versions.PLACEMENT_SUMMARY_VERSION
         query = dict(params)
         query['resources'] = ','.join(
@@ -199,21 +232,30 @@ class Placement:
     def candidates_query(self, params, version=versions.PLACEMENT_NOVA_VERSION,
                          what=None):
         """GET /allocation_candidates with a query given as (key, value)
-        pairs, sent in that order (the query Nova's scheduler builds)."""
+        pairs, sent in that order (the query Nova's scheduler builds).
+
+        Raw: repeated and numbered groups (``required``, ``resources1``,
+        ``same_subtree``) at 1.36; the SDK has no allocation-candidates
+        call."""
         what = what or _('Asking Placement for allocation candidates')
         return self.get('/allocation_candidates', version, what,
                         list(params))
 
     def project_usages(self, project_id):
         """{resource class: amount} PROJECT_ID holds (``GET /usages``),
-        what Nova's unified limits count."""
+        what Nova's unified limits count.
+
+        Raw: the SDK has per-provider usages only, not ``/usages`` of a
+        project."""
         what = _('Reading the Placement usages of project %s') % project_id
         data = self.get('/usages', versions.PLACEMENT_USAGES_VERSION, what,
                         params={'project_id': project_id})
         return dict((data or {}).get('usages') or {})
 
     def provider_allocations(self, uuid):
-        """{consumer uuid: {class: amount}} allocated from one provider."""
+        """{consumer uuid: {class: amount}} allocated from one provider.
+
+        Raw: the SDK has no call for a provider's allocations."""
         what = _('Reading allocations of resource provider %s') % uuid
         data = self.get('/resource_providers/%s/allocations' % uuid,
                         versions.PLACEMENT_BASE_VERSION, what) or {}
@@ -238,7 +280,8 @@ class Placement:
         answers them: {'inventories', 'usages'[, 'traits']}.
 
         The slow path: used only for trees that no allocation-candidates
-        answer covered.
+        answer covered. Raw: three plain answers per provider, where the
+        SDK would read each into a resource (and re-fetch the provider).
         """
         what = _('Reading resource provider %s') % uuid
         base = '/resource_providers/%s' % uuid
@@ -285,7 +328,10 @@ class Placement:
         return data['inventories']
 
     def traits(self, uuid):
-        """(traits, provider generation) of one provider."""
+        """(traits, provider generation) of one provider.
+
+        Raw: the generation guards the write that follows, and the SDK's
+        trait reads do not return it."""
         what = _('Reading traits of resource provider %s') % uuid
         data = self.get('/resource_providers/%s/traits' % uuid,
                         versions.PLACEMENT_TRAITS_VERSION, what)
@@ -296,7 +342,9 @@ class Placement:
 
         Read-modify-write on the provider generation; a generation
         conflict (Nova's resource tracker writing at the same time) is
-        retried. Returns (added, removed): what actually changed.
+        retried. Returns (added, removed): what actually changed. Raw: the
+        SDK's ``set_resource_provider_traits`` does not send the
+        generation we read.
         """
         return self._update_set(
             uuid, 'traits', versions.PLACEMENT_TRAITS_VERSION, self.traits,
@@ -304,7 +352,8 @@ class Placement:
             add, remove, retries)
 
     def aggregates(self, uuid):
-        """(aggregate uuids, provider generation) of one provider."""
+        """(aggregate uuids, provider generation) of one provider (raw,
+        as ``traits``: the generation guards the write)."""
         what = _('Reading aggregates of resource provider %s') % uuid
         data = self.get('/resource_providers/%s/aggregates' % uuid,
                         versions.PLACEMENT_AGGREGATES_VERSION, what)
@@ -364,9 +413,11 @@ class Placement:
 
     def existing_traits(self, names):
         what = _('Listing traits')
-        data = self.get('/traits', versions.PLACEMENT_TRAITS_VERSION, what,
-                        params={'name': 'in:' + ','.join(sorted(names))})
-        return set(data['traits'])
+        version = versions.PLACEMENT_TRAITS_VERSION
+        found = self._sdk(version, what, self._adapter.traits,
+                          name='in:' + ','.join(sorted(names)),
+                          microversion=versions.version_str(version))
+        return {trait.name for trait in found}
 
     def ensure_traits(self, names):
         """Create the custom traits that are missing; return those made."""
@@ -375,43 +426,42 @@ class Placement:
             return set()
         made = set()
         for name in sorted(names - self.existing_traits(names)):
-            what = _('Creating trait %s') % name
-            self.send('PUT', '/traits/%s' % name,
-                      versions.PLACEMENT_TRAITS_VERSION, what)
+            self.create_trait(name)
             made.add(name)
         return made
 
     def create_trait(self, name):
         """Create one custom trait (PUT is idempotent: 201 or 204)."""
         what = _('Creating trait %s') % name
-        self.send('PUT', '/traits/%s' % name,
-                  versions.PLACEMENT_TRAITS_VERSION, what)
+        self._sdk(versions.PLACEMENT_TRAITS_VERSION, what,
+                  self._adapter.create_trait, name)
 
     def delete_trait(self, name):
         """Delete a custom trait; False when a provider still has it."""
         what = _('Deleting trait %s') % name
         try:
-            self.send('DELETE', '/traits/%s' % name,
-                      versions.PLACEMENT_TRAITS_VERSION, what)
+            # a trait already gone is what we wanted
+            self._sdk(versions.PLACEMENT_TRAITS_VERSION, what,
+                      self._adapter.delete_trait, name, ignore_missing=True)
         except errors.Conflict:
             return False
-        except errors.NotFound:
-            return True
         return True
 
     def providers_with_trait(self, trait):
         """Uuids of the providers that have ``trait``."""
         what = _('Listing resource providers with trait %s') % trait
-        data = self.get('/resource_providers',
-                        versions.PLACEMENT_REQUIRED_VERSION, what,
-                        params={'required': trait})
-        return {rp['uuid'] for rp in data['resource_providers']}
+        version = versions.PLACEMENT_REQUIRED_VERSION
+        found = self._sdk(version, what, self._adapter.resource_providers,
+                          required=trait,
+                          microversion=versions.version_str(version))
+        return {rp.id for rp in found}
 
     def members_of(self, aggregate_uuid):
         """Uuids of the providers in a Placement aggregate."""
         what = _('Listing resource providers in aggregate %s') % (
             aggregate_uuid)
-        data = self.get('/resource_providers',
-                        versions.PLACEMENT_TREE_VERSION, what,
-                        params={'member_of': aggregate_uuid})
-        return {rp['uuid'] for rp in data['resource_providers']}
+        version = versions.PLACEMENT_TREE_VERSION
+        found = self._sdk(version, what, self._adapter.resource_providers,
+                          member_of=aggregate_uuid,
+                          microversion=versions.version_str(version))
+        return {rp.id for rp in found}

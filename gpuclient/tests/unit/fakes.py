@@ -29,6 +29,7 @@ flavor).
 import http
 import json
 import re
+import types
 from unittest import mock
 import urllib.parse
 import uuid as uuidlib
@@ -920,6 +921,13 @@ class FakeCompute:
         proxy.get.side_effect = self.get
         proxy.post.side_effect = self.post
         proxy.delete.side_effect = self.delete
+        # the SDK's flavor calls, onto the same raw answers (as the SDK
+        # sends them, and raising what the SDK raises)
+        proxy.create_flavor_extra_specs.side_effect = self.sdk_set_specs
+        proxy.delete_flavor_extra_specs_property.side_effect = (
+            self.sdk_unset_spec)
+        proxy.get_flavor_access.side_effect = self.sdk_access
+        proxy.delete_flavor.side_effect = self.sdk_delete_flavor
         proxy.aggregates.side_effect = lambda **kw: list(cloud.aggregates)
         proxy.create_aggregate.side_effect = self.create_aggregate
         proxy.set_aggregate_metadata.side_effect = (
@@ -932,6 +940,41 @@ class FakeCompute:
         proxy.services.side_effect = self.services
         proxy.servers.side_effect = lambda **kw: iter(
             [object()] if kw.get('compute_host') in cloud.busy else [])
+
+    # -- the SDK's flavor calls -----------------------------------------------
+
+    @staticmethod
+    def _sdk_url(flavor, *rest):
+        return '/'.join(['/flavors', urllib.parse.quote(flavor, safe=''),
+                         *rest])
+
+    @staticmethod
+    def _sdk_answer(response, ignore_missing=False):
+        if ignore_missing and response.status_code == 404:
+            return None
+        sdk_exc.raise_from_response(response)
+        return response
+
+    def sdk_set_specs(self, flavor, extra_specs):
+        response = self._sdk_answer(self.post(
+            self._sdk_url(flavor, 'os-extra_specs'), microversion='2.61',
+            json={'extra_specs': extra_specs}))
+        return types.SimpleNamespace(
+            id=flavor, extra_specs=response.json()['extra_specs'])
+
+    def sdk_unset_spec(self, flavor, prop, ignore_missing=True):
+        self._sdk_answer(self.delete(
+            self._sdk_url(flavor, 'os-extra_specs',
+                          urllib.parse.quote(prop, safe='')),
+            microversion='2.61'), ignore_missing)
+
+    def sdk_access(self, flavor):
+        response = self._sdk_answer(self.get(
+            self._sdk_url(flavor, 'os-flavor-access')))
+        return response.json().get('flavor_access', [])
+
+    def sdk_delete_flavor(self, flavor, ignore_missing=True):
+        self._sdk_answer(self.delete(self._sdk_url(flavor)), ignore_missing)
 
     # -- raw calls ------------------------------------------------------------
 

@@ -415,6 +415,42 @@ class TestTraits(base.TestCase):
         self.assertEqual(['COMPUTE_MANAGED_PCI_DEVICE', 'OWNER_NOVA'],
                          self.device.traits)
 
+    def test_sdk_calls_send_the_pinned_version_and_query(self):
+        """The calls on the SDK's proxy send what the raw ones sent."""
+        self.client.ensure_traits({'CUSTOM_A'})
+        self.client.delete_trait('CUSTOM_A')
+        self.client.providers_with_trait('OWNER_NOVA')
+        self.client.members_of(fakes.uid('agg'))
+        self.client.resource_classes()
+        sent = [(r.method, r.path, r.query,
+                 r.headers.get('OpenStack-API-Version'))
+                for r in self.placement.requests() if r.path != '/']
+        self.assertEqual([
+            ('GET', '/traits', 'name=in%3acustom_a', 'placement 1.6'),
+            ('PUT', '/traits/custom_a', '', 'placement 1.6'),
+            ('DELETE', '/traits/custom_a', '', 'placement 1.6'),
+            ('GET', '/resource_providers', 'required=owner_nova',
+             'placement 1.18'),
+            ('GET', '/resource_providers',
+             'member_of=%s' % fakes.uid('agg'), 'placement 1.14'),
+            ('GET', '/resource_classes', '', 'placement 1.2'),
+        ], sent)
+        # each counted as one request, as the raw calls were
+        self.assertEqual(6, self.client.request_count)
+
+    def test_placement_message_survives_the_sdk(self):
+        """Placement's {"errors": [{"detail"}]} reaches the user through
+        an SDK call (the SDK's own ``details`` is only "Conflict")."""
+        self.client.ensure_traits({'CUSTOM_A'})
+        self.placement.mock.delete(
+            URL + '/traits/CUSTOM_A', status_code=400,
+            json={'errors': [{'status': 400, 'title': 'Bad Request',
+                              'detail': 'The trait CUSTOM_A is odd.'}]})
+        exc = self.assertRaises(errors.APIError, self.client.delete_trait,
+                                'CUSTOM_A')
+        self.assertIn('Deleting trait CUSTOM_A: Placement answered HTTP '
+                      '400: The trait CUSTOM_A is odd.', str(exc))
+
     def test_create_and_delete_custom_traits(self):
         self.assertEqual({'CUSTOM_A'},
                          self.client.ensure_traits({'CUSTOM_A', 'OWNER_NOVA'}))
