@@ -103,6 +103,32 @@ class TestParsing(base.TestCase):
             self.assertIn('The period is empty', str(error))
         usage.check_period(at(5), at(10))
 
+    def test_default_period(self):
+        now = datetime.datetime(2026, 12, 2, 15, 0, 0,
+                                tzinfo=datetime.timezone.utc)
+        four_weeks = datetime.timedelta(weeks=4)
+        naive_now = now.replace(tzinfo=None)
+        for start, end, expected in (
+                # as openstack usage list: the last four weeks
+                (None, None, (naive_now - four_weeks, naive_now)),
+                ('2026-11-01', None,
+                 (datetime.datetime(2026, 11, 1), naive_now)),
+                # four weeks before an explicit end
+                (None, '2026-11-29T00:00:00Z',
+                 (datetime.datetime(2026, 11, 1),
+                  datetime.datetime(2026, 11, 29))),
+                ('2026-11-01', '2026-11-02',
+                 (datetime.datetime(2026, 11, 1),
+                  datetime.datetime(2026, 11, 2)))):
+            self.assertEqual(expected, usage.period(start, end, now=now),
+                             (start, end))
+        # a naive now is UTC
+        self.assertEqual((naive_now - four_weeks, naive_now),
+                         usage.period(now=naive_now))
+        error = self.assertRaises(exceptions.CommandError, usage.period,
+                                  '2026-12-03', None, now)
+        self.assertIn('The period is empty', str(error))
+
     def test_rates(self):
         self.assertEqual({'VGPU': 0.4, 'CUSTOM_PCI_10DE_2331': 2.0},
                          usage.parse_rates(['vgpu=0.4',
@@ -652,6 +678,23 @@ class TestUsageList(CommandTestCase):
             exceptions.CommandError, self.run_cmd, usage_cmd.ListUsage,
             *self.period('--project', ADMIN))
         self.assertIn('your own project', str(error))
+
+    def test_last_four_weeks_by_default(self):
+        before = datetime.datetime.now(datetime.timezone.utc).replace(
+            tzinfo=None)
+        self.run_cmd(usage_cmd.ListUsage, '--by', 'project')
+        after = datetime.datetime.now(datetime.timezone.utc).replace(
+            tzinfo=None)
+        queries = [q for path, q in self.nova.gets
+                   if path.startswith('/os-simple-tenant-usage')]
+        self.assertEqual(1, len(queries))
+        start = datetime.datetime.fromisoformat(queries[0]['start'])
+        end = datetime.datetime.fromisoformat(queries[0]['end'])
+        self.assertEqual(datetime.timedelta(weeks=4), end - start)
+        self.assertTrue(before - datetime.timedelta(seconds=1) <= end
+                        <= after, (before, end, after))
+        cmd = usage_cmd.ListUsage(self.make_app(None), None)
+        self.check_parser(cmd, [], [('start', None), ('end', None)])
 
     def test_bad_input(self):
         for args, message in (
