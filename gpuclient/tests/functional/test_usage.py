@@ -202,6 +202,11 @@ class UsageTestCase(base.FunctionalTestCase):
                               'project', '--by', 'flavor',
                               cloud=self.member_cloud)
         self.assertEqual({member_project}, {r['Project'] for r in mine})
+        # without --start: the last four weeks, as openstack usage list,
+        # which hold this test's servers
+        recent = {r['Flavor'] for r in self.openstack(
+            'gpu', 'usage', 'list', '--by', 'flavor')}
+        self.assertEqual(set(), {pt_flavor, vgpu_flavor} - recent)
         mine = [r for r in mine if r['Flavor'] == vgpu_flavor]
         self.assertEqual(1, len(mine))
         self.assert_hours(hours(kept), mine[0]['GPU Hours'])
