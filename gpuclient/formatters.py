@@ -32,7 +32,8 @@ from cliff.formatters import base
 
 LOG = logging.getLogger(__name__)
 
-# The columns of ``openstack gpu capacity list`` (``Host`` with --long).
+# The columns of ``openstack gpu capacity list`` (``Host`` with
+# --per-host; the LONG_CAPACITY_COLUMNS with --long).
 FLAVOR = 'Flavor'
 POOL = 'Pool'
 HOST = 'Host'
@@ -44,10 +45,14 @@ GPUS_FREE = 'GPUs Free'
 UTILISATION = 'Utilisation (%)'
 STRANDED = 'Stranded'
 STRANDED_REASON = 'Stranded Reason'
+FLAVOR_ID = 'Flavor ID'
+HOSTS = 'Hosts'
+HOSTS_FITTING = 'Hosts Fitting'
 
+LONG_CAPACITY_COLUMNS = (FLAVOR_ID, HOSTS, HOSTS_FITTING)
 CAPACITY_COLUMNS = (FLAVOR, POOL, HOST, RESOURCE_CLASS, FITS, GPUS_TOTAL,
                     GPUS_USED, GPUS_FREE, UTILISATION, STRANDED,
-                    STRANDED_REASON)
+                    STRANDED_REASON) + LONG_CAPACITY_COLUMNS
 
 CONTENT_TYPE = 'application/openmetrics-text; version=1.0.0; charset=utf-8'
 
@@ -61,10 +66,12 @@ class Family:
     after ``pool`` when the rows have a ``Host`` column. ``samples``:
     (fixed labels, value column) pairs; ``payload``: a (label, column)
     pair whose text is a label but not part of the series' identity.
+    ``optional``: made from columns only --long gives; rows without them
+    leave the family out without a word.
     """
 
     def __init__(self, name, help_text, keys, samples, unit='', scale=None,
-                 payload=None):
+                 payload=None, optional=False):
         self.name = name
         self.help = help_text
         self.keys = keys
@@ -72,6 +79,7 @@ class Family:
         self.unit = unit
         self.scale = scale
         self.payload = payload
+        self.optional = optional
 
     def needs(self):
         needed = [column for _label, column in self.keys]
@@ -106,6 +114,16 @@ FAMILIES = (
            'as a label.',
            _GPU_KEYS, (((), STRANDED),),
            payload=('reason', STRANDED_REASON)),
+    Family('gpuclient_flavor_hosts',
+           'Hosts counted for the flavor in the pool (1 per host with a '
+           'host label).',
+           (('flavor', FLAVOR), ('pool', POOL)), (((), HOSTS),),
+           optional=True),
+    Family('gpuclient_flavor_hosts_fitting',
+           'Hosts of the pool where at least one more server of the '
+           'flavor fits now.',
+           (('flavor', FLAVOR), ('pool', POOL)), (((), HOSTS_FITTING),),
+           optional=True),
 )
 
 
@@ -223,6 +241,9 @@ def render(column_names, rows):
     families = []
     left_out = []
     for family in FAMILIES:
+        if family.optional and not any(
+                column in index for _fixed, column in family.samples):
+            continue
         out, missing = _missing(family, index)
         left_out.extend(missing)
         if not out:
@@ -272,8 +293,8 @@ def render(column_names, rows):
                     raise OpenMetricsError(
                         _('The rows give %(series)s two values (%(one)s '
                           'and %(other)s): they cannot be one exposition. '
-                          'If -c left out Host from --long rows, add -c '
-                          'Host; otherwise report this as a gpuclient '
+                          'If -c left out Host from --per-host rows, add '
+                          '-c Host; otherwise report this as a gpuclient '
                           'bug.')
                         % {'series': family.name + _series(identity),
                            'one': format_value(seen[1])

@@ -26,7 +26,7 @@ LOG = logging.getLogger(__name__)
 
 
 def collect(client, settings, project=None, project_domain=None, pool=None,
-            flavors=None, long=False):
+            flavors=None, per_host=False):
     """Rows of ``gpu capacity list`` (``capacity.rows``); warnings are
     logged."""
     project_id = (client.project_id(project, project_domain) if project
@@ -39,7 +39,8 @@ def collect(client, settings, project=None, project_domain=None, pool=None,
     if flavors:
         wanted = capacity.resolve_flavors(cloud.flavors, flavors)
     rows = capacity.rows(cloud, settings, project_id,
-                         wanted_flavors=wanted, pool=pool, long=long)
+                         wanted_flavors=wanted, pool=pool,
+                         per_host=per_host)
     for note in cloud.placement.notes():
         LOG.warning(note)
     return rows

@@ -66,17 +66,21 @@ def _used_gpu_providers(cloud, roots=None):
     return sorted(found)
 
 
-def collect(client, project=None, project_domain=None, host=None,
-            pool=None):
+def collect(client, project=None, project_domain=None, all_projects=False,
+            host=None, pool=None):
     """(rows, notes): what ``gpu server list`` shows.
 
+    The servers of the current project, as ``openstack server list``;
+    of every project with ALL_PROJECTS, of PROJECT when given (admin).
     Admin: the cloud snapshot (a fixed number of requests), the servers
-    of every project (or one) with their embedded flavors (paged), and
+    with their embedded flavors (paged), and
     the allocations of the GPU providers that have usage (one request
     per used GPU provider, concurrently; never one per server). Member:
     the own project's servers only, GPUs from their embedded flavors.
     """
     project_id, own_id = target_project(client, project, project_domain)
+    if project_id is None and not all_projects:
+        project_id = own_id
     notes = []
     try:
         cloud = snapshot.read(client, mapped_only=True, with_traits=False)
@@ -85,7 +89,12 @@ def collect(client, project=None, project_domain=None, host=None,
             raise
         cloud = None
     if cloud is None:
-        if project_id not in (None, own_id):
+        if project_id is None:
+            raise exceptions.CommandError(_(
+                '--all-projects needs admin: Nova lists other projects\' '
+                'servers to admins only. Drop --all-projects (and unset '
+                'ALL_PROJECTS), or use an account with the admin role.'))
+        if project_id != own_id:
             raise not_yours(project, own_id)
         if host:
             raise exceptions.CommandError(_(

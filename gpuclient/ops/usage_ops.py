@@ -14,22 +14,29 @@
 servers' embedded flavors and the pools, in a fixed number of requests.
 """
 
-import datetime
+import logging
 
 from osc_lib import exceptions
 
+from gpuclient.i18n import _
 from gpuclient.ops import server_ops
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import usage
+
+LOG = logging.getLogger(__name__)
 
 
 def _nova_iso(when):
     return when.strftime('%Y-%m-%dT%H:%M:%SZ')
 
 
-def collect(client, start, end=None, project=None, project_domain=None,
-            pool=None, by=None, rates=None, now=None):
-    """(rows, notes): GPU-hours over the period, grouped.
+def collect(client, start=None, end=None, project=None,
+            project_domain=None, pool=None, by=None, rates=None, now=None):
+    """(by, rows, notes): GPU-hours over the period, grouped.
+
+    START and END are option texts; END defaults to now and START to
+    four weeks before END (``usage.period``), as ``openstack usage
+    list``.
 
     Requests, whatever the number of servers: host aggregates (pools;
     refused to a member, who then sees their own project), Nova's server
@@ -38,11 +45,9 @@ def collect(client, start, end=None, project=None, project_domain=None,
     paged) only when the usage names servers the first list lacks, and
     the flavor list only when Nova no longer lists some server at all.
     """
-    start = usage.parse_time(start, '--start')
-    end = (usage.parse_time(end, '--end') if end
-           else (now or datetime.datetime.now(datetime.timezone.utc)
-                 ).replace(tzinfo=None))
-    usage.check_period(start, end)
+    start, end = usage.period(start, end, now)
+    LOG.info(_('Usage from %(start)s to %(end)s (UTC).'),
+             {'start': start.isoformat(), 'end': end.isoformat()})
     rates = usage.parse_rates(rates) if rates else None
     keys = []
     for key in by or usage.DEFAULT_BY:

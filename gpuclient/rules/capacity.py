@@ -261,12 +261,14 @@ def _flavor_class(req, pools, pool):
 
 
 def rows(cloud, settings, project_id, wanted_flavors=None, pool=None,
-         long=False, fit_count=fit_mod.fit_count):
+         per_host=False, fit_count=fit_mod.fit_count):
     """Rows of ``gpu capacity list`` as dicts (see module docstring).
 
-    One row per flavor and pool (and host with LONG): flavor, pool, host,
-    resource_class, fits, total, used, free, utilisation (percent, None
-    without GPUs), stranded, stranded_reasons.
+    One row per flavor and pool (and host with PER_HOST): flavor,
+    flavor_id, pool, host (None without PER_HOST), resource_class, fits,
+    hosts (hosts counted), hosts_fitting (those where at least one more
+    fits), total, used, free, utilisation (percent, None without GPUs),
+    stranded, stranded_reasons.
     """
     pools = cloud.pools
     fits = Fits(cloud, settings, project_id, fit_count=fit_count)
@@ -302,7 +304,7 @@ def rows(cloud, settings, project_id, wanted_flavors=None, pool=None,
             if pool and pool_name != pool:
                 continue
             rc = _flavor_class(req, pools, pool_name)
-            per_host = []
+            hosts = []
             for host in members:
                 total, used, free = (
                     _figures(cloud, fits.host_roots.get(host, ()), rc)
@@ -312,23 +314,27 @@ def rows(cloud, settings, project_id, wanted_flavors=None, pool=None,
                     strand_cache[key] = (stranded(fits, all_flavors, host,
                                                   rc) if rc else (0, []))
                 count, reasons = strand_cache[key]
-                per_host.append({
-                    'host': host, 'fits': counts.get(host, 0),
+                fits_here = counts.get(host, 0)
+                hosts.append({
+                    'host': host, 'fits': fits_here, 'hosts': 1,
+                    'hosts_fitting': 1 if fits_here else 0,
                     'total': total, 'used': used, 'free': free,
                     'stranded': count, 'stranded_reasons': reasons})
             base = {'flavor': flavor.get('name') or flavor['id'],
-                    'pool': pool_name, 'resource_class': rc}
-            if long:
-                for item in per_host:
+                    'flavor_id': flavor['id'], 'pool': pool_name,
+                    'resource_class': rc}
+            if per_host:
+                for item in hosts:
                     found.append(dict(base, **item, utilisation=_percent(
                         item['used'], item['total'])))
                 continue
-            summed = {k: sum(item[k] for item in per_host)
-                      for k in ('fits', 'total', 'used', 'free', 'stranded')}
+            summed = {k: sum(item[k] for item in hosts)
+                      for k in ('fits', 'hosts', 'hosts_fitting', 'total',
+                                'used', 'free', 'stranded')}
             found.append(dict(
                 base, host=None, utilisation=_percent(summed['used'],
                                                       summed['total']),
-                stranded_reasons=[r for item in per_host
+                stranded_reasons=[r for item in hosts
                                   for r in item['stranded_reasons']],
                 **summed))
     return found

@@ -980,9 +980,20 @@ def run(cloud, settings=None, names=None, pool=None):
     return found
 
 
+# The exit statuses of ``gpu check``, for a pipeline to tell apart: the
+# checks ran and found nothing that counts; they found an error (with
+# --strict, any finding); they could not run (bad options, the cloud
+# unreachable or refusing, output that could not be written), which is
+# argparse's status for bad usage too.
+EXIT_CLEAN = 0
+EXIT_FINDINGS = 1
+EXIT_NOT_RUN = 2
+
+
 def exit_status(findings, strict=False):
-    """1 when an error (with STRICT: any finding) was found, else 0."""
+    """EXIT_FINDINGS when an error (with STRICT: any finding) was found,
+    else EXIT_CLEAN."""
     for item in findings:
         if item.severity == ERROR or strict:
-            return 1
-    return 0
+            return EXIT_FINDINGS
+    return EXIT_CLEAN

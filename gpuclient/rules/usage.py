@@ -70,6 +70,29 @@ def parse_time(text, option='--start'):
     return value
 
 
+# the period without --start, as openstack usage list: four weeks
+DEFAULT_PERIOD = datetime.timedelta(weeks=4)
+
+
+def period(start=None, end=None, now=None):
+    """(start, end) as naive UTC datetimes from the option texts.
+
+    END defaults to NOW, START to DEFAULT_PERIOD before END (four weeks
+    ago when neither is given, as ``openstack usage list``). An empty
+    period is a CommandError.
+    """
+    if end:
+        end = parse_time(end, '--end')
+    else:
+        now = now or datetime.datetime.now(datetime.timezone.utc)
+        if now.tzinfo is not None:
+            now = now.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+        end = now
+    start = parse_time(start, '--start') if start else end - DEFAULT_PERIOD
+    check_period(start, end)
+    return start, end
+
+
 def check_period(start, end):
     if not start < end:
         raise exceptions.CommandError(

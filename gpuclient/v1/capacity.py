@@ -25,23 +25,32 @@ LOG = logging.getLogger(__name__)
 
 # one list of names, which the openmetrics formatter reads too
 COLUMNS = tuple(c for c in formatters.CAPACITY_COLUMNS
-                if c != formatters.HOST)
+                if c != formatters.HOST
+                and c not in formatters.LONG_CAPACITY_COLUMNS)
 
 
-def table(rows, long=False):
-    """(columns, rows) of ``gpu capacity list`` for every formatter."""
+def table(rows, per_host=False, long=False):
+    """(columns, rows) of ``gpu capacity list`` for every formatter.
+
+    PER_HOST: the rows have a host (a Host column after Pool); LONG: the
+    columns of formatters.LONG_CAPACITY_COLUMNS at the end.
+    """
     columns = COLUMNS
+    if per_host:
+        columns = columns[:2] + (formatters.HOST,) + columns[2:]
     if long:
-        columns = formatters.CAPACITY_COLUMNS
+        columns += formatters.LONG_CAPACITY_COLUMNS
     data = []
     for row in rows:
         item = (row['flavor'], row['pool'])
-        if long:
+        if per_host:
             item += (row['host'],)
         item += (row['resource_class'], row['fits'], row['total'],
                  row['used'], row['free'], row['utilisation'],
                  row['stranded'], common.ReasonColumn(
                      row['stranded_reasons']))
+        if long:
+            item += (row['flavor_id'], row['hosts'], row['hosts_fitting'])
         data.append(item)
     return columns, data
 
@@ -50,7 +59,7 @@ class ListCapacity(command.Lister):
     _description = _(
         'List how many more of each GPU flavor fit now.\n\n'
         'For every GPU flavor (or those given) and pool: how many more '
-        'servers fit right now (with --long per host), counted exactly '
+        'servers fit right now (with --per-host per host), counted exactly '
         'from the free inventory of each host\'s provider trees for the '
         'Placement request Nova sends for the flavor (device groups, '
         'group_policy, traits, isolation, project aggregates), with the '
@@ -72,8 +81,13 @@ class ListCapacity(command.Lister):
         common.add_boot_project_args(parser)
         common.add_nova_conf_args(parser, overrides=True)
         parser.add_argument(
+            '--per-host', action='store_true', default=False,
+            help=_('One row per flavor, pool and host (a Host column), '
+                   'instead of one per flavor and pool'))
+        parser.add_argument(
             '--long', action='store_true', default=False,
-            help=_('One row per flavor, pool and host'))
+            help=_('List additional fields in output (flavor ID, hosts '
+                   'counted, hosts where at least one more fits)'))
         return parser
 
     def take_action(self, parsed_args):
@@ -83,5 +97,6 @@ class ListCapacity(command.Lister):
             project=parsed_args.project,
             project_domain=parsed_args.project_domain,
             pool=parsed_args.pool, flavors=parsed_args.flavors,
-            long=parsed_args.long)
-        return table(rows, long=parsed_args.long)
+            per_host=parsed_args.per_host)
+        return table(rows, per_host=parsed_args.per_host,
+                     long=parsed_args.long)

@@ -43,9 +43,19 @@ class Check(command.Lister):
         'one row per finding: severity (error: instances fail or land on '
         'the wrong hosts; warning: a likely mistake), the check, the '
         'object, the symptom a user would see and the command or '
-        'nova.conf line that fixes it. Exit status 1 when an error was '
-        'found (with --strict, any finding), so it can gate a deployment '
-        'pipeline. Checks: %s. Needs admin.') % ', '.join(checks.CHECKS)
+        'nova.conf line that fixes it. The exit status tells findings from '
+        'a check that could not run (see below), so it can gate a '
+        'deployment pipeline. Checks: %s. Needs admin.') % ', '.join(
+            checks.CHECKS)
+    _epilog = _(
+        'Exit status: %(clean)d when the checks ran and found no error '
+        '(with --strict, no finding at all); %(findings)d when they found '
+        'one (the rows say which); %(not_run)d when the checks could not '
+        'run (bad options, an unknown check or pool, the cloud unreachable '
+        'or refusing the reads, output that could not be written), with '
+        'the reason on stderr.') % {
+            'clean': checks.EXIT_CLEAN, 'findings': checks.EXIT_FINDINGS,
+            'not_run': checks.EXIT_NOT_RUN}
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -60,7 +70,8 @@ class Check(command.Lister):
             help=_('Only findings about this GPU pool (name)'))
         parser.add_argument(
             '--strict', action='store_true', default=False,
-            help=_('Exit with status 1 on warnings too'))
+            help=_('Exit with status %d on warnings too')
+            % checks.EXIT_FINDINGS)
         return parser
 
     def take_action(self, parsed_args):
@@ -81,7 +92,18 @@ class Check(command.Lister):
 
     def run(self, parsed_args):
         # rows are printed by the Lister; the exit status says whether
-        # any of them is an error (what a pipeline gate reads)
-        self._status = 0
-        result = super().run(parsed_args)
+        # any of them is an error, or that the checks could not run (what
+        # a pipeline gate reads): cliff would give 1 for both
+        self._status = checks.EXIT_CLEAN
+        try:
+            result = super().run(parsed_args)
+        except BrokenPipeError:
+            raise
+        except Exception as exc:
+            # the one-line reason, as cliff writes it for other commands
+            if getattr(self.app_args, 'debug', False):
+                LOG.exception(exc)
+            else:
+                LOG.error(exc)
+            return checks.EXIT_NOT_RUN
         return result or self._status

@@ -20,6 +20,7 @@ the nova.conf options, the boot project, the read commands' --project,
 import os
 
 from cliff import columns as cliff_columns
+from openstackclient.common import envvars
 from openstackclient.identity import common as identity_common
 from osc_lib.cli import format_columns
 from osc_lib.cli import parseractions
@@ -104,15 +105,34 @@ class ReasonColumn(cliff_columns.FormattableColumn):
         return list(self._value or ())
 
 
-def add_project_args(parser, what):
-    """--project and --project-domain of the read commands."""
+def add_project_args(parser, what, every_project=True):
+    """--project and --project-domain of the read commands.
+
+    EVERY_PROJECT: what an admin sees without --project: every project
+    (``gpu usage list``, as ``openstack usage list``) or their own
+    (``gpu server list``, as ``openstack server list``, which has
+    --all-projects for the others: see add_all_projects_arg).
+    """
+    if every_project:
+        default = _('Default: every project for an admin, your own '
+                    'project otherwise')
+    else:
+        default = _('Default: your own project (see --all-projects)')
     parser.add_argument(
         '--project', metavar='<project>',
-        help=_('Only %s of this project (name or ID). Default: every '
-               'project for an admin, your own project otherwise') % what)
-    from openstackclient.identity import common as identity_common
-
+        help=_('Only %(what)s of this project (name or ID; another '
+               'project\'s needs admin). %(default)s')
+        % {'what': what, 'default': default})
     identity_common.add_project_domain_option_to_parser(parser)
+
+
+def add_all_projects_arg(parser, what):
+    """--all-projects, as OSC's (default from $ALL_PROJECTS)."""
+    parser.add_argument(
+        '--all-projects', action='store_true',
+        default=envvars.boolenv('ALL_PROJECTS'),
+        help=_('Include %s of all projects (admin only; can be given with '
+               'the ALL_PROJECTS environment variable)') % what)
 
 
 class PlanColumn(format_columns.ListColumn):

@@ -69,8 +69,9 @@ class ShowConfig(command.Command):
                    'hypervisor or provider name; repeatable); the '
                    'controller part is always shown.'))
         parser.add_argument(
-            '--layout', choices=LAYOUTS, default='ini',
-            help=_('ini: one block per service and host (default); kolla: '
+            '--layout', metavar='<layout>', choices=LAYOUTS, default='ini',
+            help=_('Layout of the output, ini or kolla. ini: one block per '
+                   'service and host (default); kolla: '
                    'the files of a Kolla-Ansible config directory '
                    '(nova.conf, nova/nova-api.conf, nova/nova-scheduler.conf,'
                    ' nova/<inventory host>/nova.conf).'))

@@ -28,11 +28,16 @@ from gpuclient.v1 import common
 LOG = logging.getLogger(__name__)
 
 
-
-
 def show_data(flavor, reading, projects, pools, notes=()):
-    """(columns, values) of one GPU flavor."""
+    """(columns, values) of one GPU flavor.
+
+    The fields "openstack flavor show" has carry its names
+    (``OS-FLV-EXT-DATA:ephemeral``, ``os-flavor-access:is_public``,
+    ``access_project_ids``: None for a public flavor, as there); the GPU
+    fields follow.
+    """
     extra = flavor.get('extra_specs') or {}
+    public = flavor.get('os-flavor-access:is_public', True)
     pool = reading['pool'] or ', '.join(
         specs.matching_pools(reading, pools))
     rows = (
@@ -42,10 +47,12 @@ def show_data(flavor, reading, projects, pools, notes=()):
         ('vcpus', flavor.get('vcpus')),
         ('ram', flavor.get('ram')),
         ('disk', flavor.get('disk')),
-        ('ephemeral', flavor.get('OS-FLV-EXT-DATA:ephemeral', 0)),
+        ('OS-FLV-EXT-DATA:ephemeral',
+         flavor.get('OS-FLV-EXT-DATA:ephemeral', 0)),
         ('swap', flavor.get('swap') or 0),
-        ('is_public', flavor.get('os-flavor-access:is_public', True)),
-        ('projects', format_columns.ListColumn(projects)),
+        ('os-flavor-access:is_public', public),
+        ('access_project_ids',
+         None if public else format_columns.ListColumn(projects)),
         ('pool', pool or None),
         ('mode', reading['mode']),
         ('gpus', reading['gpus']),

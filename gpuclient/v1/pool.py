@@ -191,7 +191,7 @@ class ListPool(command.Lister):
         parser = super().get_parser(prog_name)
         parser.add_argument(
             '--mode', metavar='<mode>', choices=pools.MODES,
-            help=_('Only pools of this mode'))
+            help=_('Only pools of this mode (%s)') % ', '.join(pools.MODES))
         parser.add_argument(
             '--long', action='store_true',
             help=_('List additional fields in output (GPU totals, '

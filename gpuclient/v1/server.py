@@ -34,10 +34,12 @@ class ListServer(command.Lister):
         'One row per server: its host, pool, mode, the resource class and '
         'number of GPUs it holds, and the devices (PCI address, pGPU, MIG '
         'slice or bare-metal node), from the providers of its Placement '
-        'allocation; the flavor is the one embedded in the server. An '
-        'admin sees every project; a member sees their own project\'s '
-        'servers, with the GPUs their flavors ask for. Needs compute API '
-        '2.47 (embedded flavors).')
+        'allocation; the flavor is the one embedded in the server. Lists '
+        'the current project\'s servers, as "openstack server list" does; '
+        'an admin adds --all-projects for every project or --project for '
+        'another one. A member sees only their own project\'s servers, '
+        'with the GPUs their flavors ask for (no hosts or devices). Needs '
+        'compute API 2.47 (embedded flavors).')
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -50,7 +52,8 @@ class ListServer(command.Lister):
                    'compute service list" names it, or its hypervisor '
                    'hostname or a resource provider name or UUID of its '
                    'tree (admin)'))
-        common.add_project_args(parser, _('servers'))
+        common.add_all_projects_arg(parser, _('servers'))
+        common.add_project_args(parser, _('servers'), every_project=False)
         parser.add_argument(
             '--long', action='store_true', default=False,
             help=_('List additional fields in output (the UUIDs of the '
@@ -61,7 +64,8 @@ class ListServer(command.Lister):
         rows, notes = server_ops.collect(
             self.app.client_manager.gpu, project=parsed_args.project,
             project_domain=parsed_args.project_domain,
-            host=parsed_args.host, pool=parsed_args.pool)
+            all_projects=parsed_args.all_projects, host=parsed_args.host,
+            pool=parsed_args.pool)
         for note in notes:
             LOG.warning(note)
         columns = COLUMNS + (LONG_COLUMNS if parsed_args.long else ())

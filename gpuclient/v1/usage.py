@@ -34,16 +34,19 @@ class ListUsage(command.Lister):
         'embedded flavor asks for (so flavor edits do not rewrite '
         'history); for vGPU and MIG pools, the licence seats: the peak '
         'number of vGPU servers running at once. --rate adds a cost '
-        'column; -f csv gives a billing file. An admin sees every project; '
-        'a member sees their own. Needs compute API 2.47.')
+        'column; -f csv gives a billing file. The period is the last four '
+        'weeks unless --start or --end say otherwise. An admin sees every '
+        'project, as with "openstack usage list"; a member sees their '
+        'own. Needs compute API 2.47.')
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         parser.add_argument(
-            '--start', metavar='<time>', required=True,
+            '--start', metavar='<time>',
             help=_('Start of the period: ISO 8601 time or date, UTC unless '
                    'an offset is given (e.g. 2026-11-01 or '
-                   '2026-11-01T08:00:00Z)'))
+                   '2026-11-01T08:00:00Z; default: four weeks before the '
+                   'end, as "openstack usage list")'))
         parser.add_argument(
             '--end', metavar='<time>',
             help=_('End of the period (as --start; default: now)'))
@@ -67,7 +70,7 @@ class ListUsage(command.Lister):
 
     def take_action(self, parsed_args):
         by, rows, notes = usage_ops.collect(
-            self.app.client_manager.gpu, parsed_args.start,
+            self.app.client_manager.gpu, start=parsed_args.start,
             end=parsed_args.end, project=parsed_args.project,
             project_domain=parsed_args.project_domain,
             pool=parsed_args.pool, by=parsed_args.by,

@@ -147,10 +147,18 @@ class TestCapacityByBoots(CapacityTestCase):
         self.assertEqual(0, self.capacity(small)['Stranded'])
         # without it, nothing can: the 5 free slices are stranded by RAM
         self.openstack('flavor', 'delete', small, parse=False)
-        row = self.capacity(big, '--long')
+        row = self.capacity(big, '--per-host')
         self.assertEqual((base.MIG_HOST, 0, 5, 5),
                          (row['Host'], row['Fits'], row['GPUs Free'],
                           row['Stranded']))
+        # --long adds columns to the same row: no host, the counts
+        long = self.capacity(big, '--long')
+        self.assertNotIn('Host', long)
+        self.assertEqual((0, 5, 1, 0),
+                         (long['Fits'], long['Stranded'], long['Hosts'],
+                          long['Hosts Fitting']))
+        self.assertEqual(self.openstack('flavor', 'show', big)['id'],
+                         long['Flavor ID'])
         self.assertEqual(5, len(row['Stranded Reason']))
         self.assertIn('MEMORY_MB free and %s needs %d' % (big, BIG_RAM),
                       row['Stranded Reason'][0])

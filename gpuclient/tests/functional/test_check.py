@@ -433,3 +433,22 @@ class CheckCommandTestCase(base.FunctionalTestCase):
         self.assertEqual({'pool-aggregates'}, {r['Check'] for r in rows})
         self.assertEqual(list(('Severity', 'Check', 'Object', 'Symptom',
                                'Fix')), list(rows[0]))
+
+    def test_could_not_run_is_exit_status_2(self):
+        # told apart from findings (1): an unknown check, an unknown pool,
+        # and a member, whom Nova refuses the aggregates; no rows
+        for args, cloud, message in (
+                (('--check', 'nope'), None, 'Unknown check(s) nope'),
+                (('--pool', 'gpuclient-ft-check-none'), None,
+                 'No GPU pool named gpuclient-ft-check-none'),
+                ((), self.member_cloud, '')):
+            kwargs = {'cloud': cloud} if cloud else {}
+            rc, out, err = self.openstack_raw('gpu', 'check', '-f', 'json',
+                                              *args, **kwargs)
+            self.assertEqual(checks.EXIT_NOT_RUN, rc, (args, out, err))
+            self.assertEqual('', out.strip(), args)
+            self.assertIn(message, err)
+            self.assertTrue(err.strip(), args)
+        # bad usage: argparse's 2 as well
+        rc, _out, err = self.openstack_raw('gpu', 'check', '--no-such')
+        self.assertEqual(checks.EXIT_NOT_RUN, rc, err)

@@ -300,7 +300,15 @@ class TestFlavorCommands(GpuFlavorTestCase):
                          plain['properties']['pci_passthrough:alias'])
         self.assertEqual('1', plain['properties']['hw:numa_nodes'])
         admin_project = self.openstack('project', 'show', 'admin')['id']
-        self.assertEqual([admin_project], flavor['projects'])
+        self.assertEqual([admin_project], flavor['access_project_ids'])
+        # the fields openstack flavor show has: its names, its values
+        shown = self.openstack('gpu', 'flavor', 'show', flavor['name'])
+        for field in ('id', 'name', 'description', 'vcpus', 'ram', 'disk',
+                      'OS-FLV-EXT-DATA:ephemeral',
+                      'os-flavor-access:is_public', 'access_project_ids',
+                      'properties'):
+            self.assertEqual(plain[field], shown[field], field)
+            self.assertEqual(plain[field], flavor[field], field)
         # identical again: a no-op that says so
         rc, out, err = self.openstack_raw(
             'gpu', 'flavor', 'create', flavor['name'], '--pool', pool,

@@ -69,7 +69,8 @@ class TestHostNames(IdentityTestCase):
         self.assertTrue(children, 'no child provider under %s' % root)
         child = sorted(rp['name'] for rp in children)[0]
         rc, out, err = self.openstack_raw('gpu', 'server', 'list', '--host',
-                                          child, '-f', 'json')
+                                          child, '--all-projects', '-f',
+                                          'json')
         self.assertEqual(0, rc, err)
         self.assertIn('"%s" is the resource provider name of compute host '
                       '%s: using %s.' % (child, base.MIG_HOST, base.MIG_HOST),

@@ -110,9 +110,15 @@ class UsageTestCase(base.FunctionalTestCase):
         mig = self.boot_as(self.cloud, self.make_flavor(mig_pool))
         node = self.boot_as(self.cloud, self.make_flavor(bm_pool))
 
-        # gpu server list: every mode's devices are Placement's
+        # gpu server list: every mode's devices are Placement's; as
+        # openstack server list, the admin's own project by default and
+        # every project with --all-projects
+        own = {r['ID'] for r in self.openstack('gpu', 'server', 'list')}
+        self.assertEqual(set(), {pt['id'], gone['id'], mig['id'],
+                                 node['id']} - own)
+        self.assertNotIn(kept['id'], own)
         rows = {r['ID']: r for r in self.openstack(
-            'gpu', 'server', 'list', '--long')}
+            'gpu', 'server', 'list', '--long', '--all-projects')}
         for server, gpu_class, mode, pool, gpus in (
                 (pt, 'CUSTOM_PCI_10DE_2331', 'passthrough', pt_pool, 2),
                 (gone, 'VGPU', 'vgpu', vgpu_pool, 1),
@@ -137,6 +143,14 @@ class UsageTestCase(base.FunctionalTestCase):
         self.assertEqual(member_project, kept['project_id'])
         self.assertIn(kept['id'], [r['ID'] for r in mine], mine)
         self.assertEqual({member_project}, {r['Project'] for r in mine})
+        self.assertEqual([kept['id']], [r['ID'] for r in self.openstack(
+            'gpu', 'server', 'list', '--project', member_project,
+            '--pool', vgpu_pool)])
+        rc, _out, err = self.openstack_raw(
+            'gpu', 'server', 'list', '--all-projects',
+            cloud=self.member_cloud)
+        self.assertEqual(1, rc)
+        self.assertIn('--all-projects needs admin', err)
         rc, _out, err = self.openstack_raw(
             'gpu', 'usage', 'list', '--start', _iso(start), '--project',
             admin_project, cloud=self.member_cloud)
@@ -188,6 +202,11 @@ class UsageTestCase(base.FunctionalTestCase):
                               'project', '--by', 'flavor',
                               cloud=self.member_cloud)
         self.assertEqual({member_project}, {r['Project'] for r in mine})
+        # without --start: the last four weeks, as openstack usage list,
+        # which hold this test's servers
+        recent = {r['Flavor'] for r in self.openstack(
+            'gpu', 'usage', 'list', '--by', 'flavor')}
+        self.assertEqual(set(), {pt_flavor, vgpu_flavor} - recent)
         mine = [r for r in mine if r['Flavor'] == vgpu_flavor]
         self.assertEqual(1, len(mine))
         self.assert_hours(hours(kept), mine[0]['GPU Hours'])

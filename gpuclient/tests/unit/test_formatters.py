@@ -43,7 +43,7 @@ from gpuclient.v1 import host
 COLUMNS = ('Flavor', 'Pool', 'Resource Class', 'Fits', 'GPUs Total',
            'GPUs Used', 'GPUs Free', 'Utilisation (%)', 'Stranded',
            'Stranded Reason')
-LONG_COLUMNS = COLUMNS[:2] + ('Host',) + COLUMNS[2:]
+HOST_COLUMNS = COLUMNS[:2] + ('Host',) + COLUMNS[2:]
 
 # pool -> (resource class, {host: (total, used, stranded, reason)})
 POOLS = {
@@ -68,12 +68,12 @@ def utilisation(total, used):
     return None if not total else round(100.0 * used / total, 1)
 
 
-def capacity_rows(pools=POOLS, flavors=FLAVORS, long=False):
+def capacity_rows(pools=POOLS, flavors=FLAVORS, per_host=False):
     """The rows ``gpu capacity list`` gives for the model."""
     rows = []
     for flavor, (pool, fits) in flavors.items():
         rc, hosts = pools[pool]
-        if long:
+        if per_host:
             for name, (total, used, stranded, reason) in hosts.items():
                 rows.append((flavor, pool, name, rc, fits[name], total,
                              used, total - used,
@@ -112,9 +112,9 @@ def key(**labels):
 
 
 class TestRender(base.TestCase):
-    def test_long_rows_read_back(self):
-        text, left_out = formatters.render(LONG_COLUMNS,
-                                           capacity_rows(long=True))
+    def test_per_host_rows_read_back(self):
+        text, left_out = formatters.render(HOST_COLUMNS,
+                                           capacity_rows(per_host=True))
         self.assertEqual([], left_out)
         parsed = parse(text)
         self.assertEqual({'gauge'}, {t for t, _u, _s in parsed.values()})
@@ -149,20 +149,21 @@ class TestRender(base.TestCase):
 
     def test_rows_of_the_capacity_command(self):
         # the command's own table(): same columns, its reasons column
-        names = dict(zip(LONG_COLUMNS, (
+        names = dict(zip(HOST_COLUMNS, (
             'flavor', 'pool', 'host', 'resource_class', 'fits', 'total',
             'used', 'free', 'utilisation', 'stranded', 'stranded_reasons'),
             strict=True))
-        for long in (False, True):
+        for per_host in (False, True):
             dicts = []
-            for row in capacity_rows(long=long):
+            for row in capacity_rows(per_host=per_host):
                 item = dict(zip((names[c] for c in (
-                    LONG_COLUMNS if long else COLUMNS)), row, strict=True))
+                    HOST_COLUMNS if per_host else COLUMNS)), row,
+                    strict=True))
                 item['stranded_reasons'] = [
                     r for r in [item['stranded_reasons']] if r]
                 dicts.append(item)
-            columns, rows = capacity_cmd.table(dicts, long=long)
-            self.assertEqual(list(LONG_COLUMNS if long else COLUMNS),
+            columns, rows = capacity_cmd.table(dicts, per_host=per_host)
+            self.assertEqual(list(HOST_COLUMNS if per_host else COLUMNS),
                              list(columns))
             parsed = parse(formatters.render(columns, rows)[0])
             reasons = series(parsed, 'gpuclient_gpus_stranded_reason')
@@ -173,11 +174,56 @@ class TestRender(base.TestCase):
             self.assertEqual(len(dicts),
                              len(parsed['gpuclient_flavor_fits'][2]))
 
+    def test_long_columns_add_host_counts(self):
+        # --long adds Flavor ID, Hosts and Hosts Fitting: two more
+        # families, per pool or per host; the rows without them (no
+        # --long) leave those families out without a warning
+        for per_host in (False, True):
+            dicts = []
+            for flavor, (pool, fits) in FLAVORS.items():
+                rc, hosts = POOLS[pool]
+                places = ([[h] for h in hosts] if per_host
+                          else [list(hosts)])
+                for names in places:
+                    dicts.append({
+                        'flavor': flavor, 'flavor_id': 'id-' + flavor,
+                        'pool': pool, 'host': names[0] if per_host else None,
+                        'resource_class': rc,
+                        'fits': sum(fits[h] for h in names),
+                        'hosts': len(names),
+                        'hosts_fitting': sum(1 for h in names if fits[h]),
+                        'total': 0, 'used': 0, 'free': 0,
+                        'utilisation': None, 'stranded': 0,
+                        'stranded_reasons': []})
+            columns, rows = capacity_cmd.table(dicts, per_host=per_host,
+                                               long=True)
+            self.assertEqual(('Flavor ID', 'Hosts', 'Hosts Fitting'),
+                             tuple(columns[-3:]))
+            text, left_out = formatters.render(columns, rows)
+            self.assertEqual([], left_out)
+            parsed = parse(text)
+            for name, field in (('gpuclient_flavor_hosts', 'hosts'),
+                                ('gpuclient_flavor_hosts_fitting',
+                                 'hosts_fitting')):
+                expected = {}
+                for d in dicts:
+                    labels = dict(flavor=d['flavor'], pool=d['pool'])
+                    if per_host:
+                        labels['host'] = d['host']
+                    expected[key(**labels)] = d[field]
+                self.assertEqual(expected, series(parsed, name))
+            # the flavor ID is no label: series keep their identity
+            self.assertNotIn('id-g1.h100.1', text)
+            columns, rows = capacity_cmd.table(dicts, per_host=per_host)
+            text, left_out = formatters.render(columns, rows)
+            self.assertEqual([], left_out)
+            self.assertNotIn('gpuclient_flavor_hosts', text)
+
     def test_no_duplicate_series(self):
         # the GPU figures of a pool repeat on the row of each of its
         # flavors: every series is written once
-        for long, columns in ((False, COLUMNS), (True, LONG_COLUMNS)):
-            rows = capacity_rows(long=long)
+        for per_host, columns in ((False, COLUMNS), (True, HOST_COLUMNS)):
+            rows = capacity_rows(per_host=per_host)
             text, _left_out = formatters.render(columns, rows)
             parsed = parse(text)
             for name, (_type, _unit, samples) in parsed.items():
@@ -185,7 +231,7 @@ class TestRender(base.TestCase):
                              for labels, _value in samples]
                 self.assertEqual(len(set(labelsets)), len(labelsets), name)
             hosts = sum(len(h) for _rc, h in POOLS.values())
-            places = hosts if long else len(POOLS)
+            places = hosts if per_host else len(POOLS)
             self.assertEqual(3 * places, len(parsed['gpuclient_gpus'][2]))
             self.assertEqual(places,
                              len(parsed['gpuclient_gpus_stranded'][2]))
@@ -217,15 +263,20 @@ class TestRender(base.TestCase):
         self.assertRaises(ValueError, parse, text[:-len('# EOF\n')])
 
     def test_no_rows(self):
-        text, _left_out = formatters.render(LONG_COLUMNS, [])
+        text, _left_out = formatters.render(HOST_COLUMNS, [])
         parsed = parse(text)
-        self.assertEqual({f.name for f in formatters.FAMILIES}, set(parsed))
+        self.assertEqual({f.name for f in formatters.FAMILIES
+                          if not f.optional}, set(parsed))
+        text, _left_out = formatters.render(
+            HOST_COLUMNS + formatters.LONG_CAPACITY_COLUMNS, [])
+        self.assertEqual({f.name for f in formatters.FAMILIES},
+                         set(parse(text)))
         self.assertEqual([], [s for _t, _u, s in parsed.values() if s])
 
     def test_classic_text_parser_reads_it_too(self):
         # node-exporter's textfile collector reads the classic format
-        text, _left_out = formatters.render(LONG_COLUMNS,
-                                            capacity_rows(long=True))
+        text, _left_out = formatters.render(HOST_COLUMNS,
+                                            capacity_rows(per_host=True))
         classic = {f.name: {tuple(sorted(s.labels.items())): s.value
                             for s in f.samples}
                    for f in classic_parser.text_string_to_metric_families(
@@ -253,7 +304,7 @@ class TestRender(base.TestCase):
         flavors = {awkward['flavor']: (awkward['pool'],
                                        {awkward['host']: 0})}
         text, _left_out = formatters.render(
-            LONG_COLUMNS, capacity_rows(pools, flavors, long=True))
+            HOST_COLUMNS, capacity_rows(pools, flavors, per_host=True))
         # one sample per line: the newlines are escaped
         samples = [line for line in text.splitlines()
                    if not line.startswith('#')]
@@ -321,10 +372,10 @@ class TestRender(base.TestCase):
             self.assertIn('openstack gpu capacity list', str(exc))
 
     def test_subsets(self):
-        rows = capacity_rows(long=True)
+        rows = capacity_rows(per_host=True)
 
         def pick(*columns):
-            at = [LONG_COLUMNS.index(c) for c in columns]
+            at = [HOST_COLUMNS.index(c) for c in columns]
             return columns, [[row[i] for i in at] for row in rows]
 
         text, left_out = formatters.render(*pick('Flavor', 'Pool', 'Host',
@@ -374,7 +425,7 @@ class FakeCapacity(command.Lister):
     """A Lister with the capacity columns, as cliff runs it."""
 
     rows = ()
-    columns = LONG_COLUMNS
+    columns = HOST_COLUMNS
 
     def take_action(self, parsed_args):
         return self.columns, list(self.rows)
@@ -403,7 +454,7 @@ class TestThroughCliff(base.CommandTestCase):
         return self.run_lister(cmd, ['-f', 'openmetrics', *args])
 
     def test_same_figures_as_json(self):
-        rows = capacity_rows(long=True)
+        rows = capacity_rows(per_host=True)
         cmd = FakeCapacity(self.make_app(None), None)
         cmd.rows = rows
         data = json.loads(self.run_lister(cmd, ['-f', 'json']))
@@ -417,7 +468,7 @@ class TestThroughCliff(base.CommandTestCase):
         self.assertEqual('', self.logger.output)
 
     def test_column_subset_says_what_is_left_out(self):
-        text = self.capacity(capacity_rows(long=True), '-c', 'Flavor',
+        text = self.capacity(capacity_rows(per_host=True), '-c', 'Flavor',
                              '-c', 'pool', '-c', 'host', '-c', 'fits',
                              '--sort-column', 'Fits')
         self.assertEqual(['gpuclient_flavor_fits'], list(parse(text)))
@@ -429,7 +480,7 @@ class TestThroughCliff(base.CommandTestCase):
 
     def test_refusal_is_a_command_error(self):
         exc = self.assertRaises(exceptions.CommandError, self.capacity,
-                                capacity_rows(long=True), '-c', 'Pool')
+                                capacity_rows(per_host=True), '-c', 'Pool')
         self.assertIn('can make no metric', str(exc))
 
 

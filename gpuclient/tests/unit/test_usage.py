@@ -17,6 +17,7 @@ import datetime
 import re
 import urllib.parse
 
+import fixtures
 from osc_lib import exceptions
 
 from gpuclient.rules import pools
@@ -101,6 +102,32 @@ class TestParsing(base.TestCase):
                                       usage.check_period, at(10), end)
             self.assertIn('The period is empty', str(error))
         usage.check_period(at(5), at(10))
+
+    def test_default_period(self):
+        now = datetime.datetime(2026, 12, 2, 15, 0, 0,
+                                tzinfo=datetime.timezone.utc)
+        four_weeks = datetime.timedelta(weeks=4)
+        naive_now = now.replace(tzinfo=None)
+        for start, end, expected in (
+                # as openstack usage list: the last four weeks
+                (None, None, (naive_now - four_weeks, naive_now)),
+                ('2026-11-01', None,
+                 (datetime.datetime(2026, 11, 1), naive_now)),
+                # four weeks before an explicit end
+                (None, '2026-11-29T00:00:00Z',
+                 (datetime.datetime(2026, 11, 1),
+                  datetime.datetime(2026, 11, 29))),
+                ('2026-11-01', '2026-11-02',
+                 (datetime.datetime(2026, 11, 1),
+                  datetime.datetime(2026, 11, 2)))):
+            self.assertEqual(expected, usage.period(start, end, now=now),
+                             (start, end))
+        # a naive now is UTC
+        self.assertEqual((naive_now - four_weeks, naive_now),
+                         usage.period(now=naive_now))
+        error = self.assertRaises(exceptions.CommandError, usage.period,
+                                  '2026-12-03', None, now)
+        self.assertIn('The period is empty', str(error))
 
     def test_rates(self):
         self.assertEqual({'VGPU': 0.4, 'CUSTOM_PCI_10DE_2331': 2.0},
@@ -267,6 +294,7 @@ class FakeServers:
     """/servers/detail and /os-simple-tenant-usage of a fake Nova."""
 
     def __init__(self, cm, page=1000):
+        self.cm = cm
         self.nova = cm.nova
         self.page = page
         self.servers = []  # (server, deleted)
@@ -292,10 +320,13 @@ class FakeServers:
             assert microversion == '2.47', microversion
             if params.get('all_tenants') and 'all_tenants' in self.forbidden:
                 return fakes.nova_error(403, 'Policy says no')
+            # as Nova: without all_tenants, the caller's project only,
+            # whatever project_id says
+            project = (params.get('project_id') if params.get('all_tenants')
+                       else self.cm.gpu.current_project()[0])
             found = [s for s, deleted in self.servers
                      if (not deleted or 'changes-since' in params)
-                     and (not params.get('project_id')
-                          or s['tenant_id'] == params['project_id'])]
+                     and (not project or s['tenant_id'] == project)]
             page, links = fakes._page(found, params, 'servers', self.page)
             return fakes.make_response(200, dict(
                 servers=page, **({'servers_links': links} if links else {})))
@@ -402,8 +433,8 @@ class TestServerList(CommandTestCase):
             'original_name': 'm1', 'extra_specs': {}}), False))
 
     def test_every_mode(self):
-        rows = {r['ID']: r for r in self.run_cmd(server_cmd.ListServer,
-                                                 '--long')}
+        rows = {r['ID']: r for r in self.run_cmd(
+            server_cmd.ListServer, '--long', '--all-projects')}
         self.assertEqual({'pt', 'v1', 'm1', 'bm'}, set(rows))
         found = {sid: (r['Host'], r['Pool'], r['Mode'], r['Resource Class'],
                        r['GPUs'], r['Devices'], r['Project'])
@@ -441,14 +472,15 @@ class TestServerList(CommandTestCase):
 
     def test_host_by_hypervisor_or_provider_name(self):
         _rows, by_host = self.count(server_cmd.ListServer, '--host',
-                                    'gpu-mig-1')
+                                    'gpu-mig-1', '--all-projects')
         self.assertNotIn('using gpu-mig-1', self.logger.output)
         for name, via in [
                 ('gpu-mig-1_pci_0000_85_00_0', 'resource provider name'),
                 (self.provider('gpu-mig-1_pci_0000_85_00_0').uuid,
                  'resource provider uuid'),
                 ('gpu-mig-1', None)]:
-            rows, sent = self.count(server_cmd.ListServer, '--host', name)
+            rows, sent = self.count(server_cmd.ListServer, '--host', name,
+                                    '--all-projects')
             self.assertEqual(['m1'], [r['ID'] for r in rows], name)
             self.assertEqual(['gpu-mig-1'], [r['Host'] for r in rows])
             # the provider list is in the snapshot: no request more
@@ -476,7 +508,8 @@ class TestServerList(CommandTestCase):
             self.add_server('more%d' % i, VGPU_SPEC, host='gpu-vgpu-1',
                             devices=('gpu-vgpu-1_pci_0000_84_00_0',))
         rows, after = self.count(server_cmd.ListServer)
-        self.assertEqual(7, len(rows))
+        # the admin's own project: pt, v1, bm and the 3 more
+        self.assertEqual(6, len(rows))
         self.assertEqual(before, after)
         # allocations: one read per used GPU provider, none per server
         sent = len(self.placement.mock.request_history)
@@ -484,6 +517,52 @@ class TestServerList(CommandTestCase):
         reads = [r for r in self.placement.mock.request_history[sent:]
                  if r.path.endswith('/allocations')]
         self.assertEqual(5, len(reads))
+
+    def test_own_project_by_default(self):
+        # as openstack server list: the current project, no all_tenants
+        rows = self.run_cmd(server_cmd.ListServer)
+        self.assertEqual(['bm', 'pt', 'v1'], sorted(r['ID'] for r in rows))
+        self.assertEqual({ADMIN}, {r['Project'] for r in rows})
+        queries = [q for path, q in self.nova.gets
+                   if path == '/servers/detail']
+        self.assertEqual([{}], queries)
+
+    def test_all_projects(self):
+        rows = self.run_cmd(server_cmd.ListServer, '--all-projects')
+        self.assertEqual(['bm', 'm1', 'pt', 'v1'],
+                         sorted(r['ID'] for r in rows))
+        self.assertIn(('/servers/detail', {'all_tenants': 1}),
+                      self.nova.gets)
+
+    def test_all_projects_from_environment(self):
+        self.useFixture(fixtures.EnvironmentVariable('ALL_PROJECTS', 'true'))
+        cmd = server_cmd.ListServer(self.make_app(None), None)
+        self.check_parser(cmd, [], [('all_projects', True)])
+        self.useFixture(fixtures.EnvironmentVariable('ALL_PROJECTS'))
+        cmd = server_cmd.ListServer(self.make_app(None), None)
+        self.check_parser(cmd, [], [('all_projects', False),
+                                    ('project', None)])
+
+    def test_another_project(self):
+        self.cm.gpu.project_id = lambda name, domain=None: MEMBER
+        rows = self.run_cmd(server_cmd.ListServer, '--project', 'demo')
+        self.assertEqual(['m1'], [r['ID'] for r in rows])
+        self.assertIn(('/servers/detail', {'all_tenants': 1,
+                                           'project_id': MEMBER}),
+                      self.nova.gets)
+        # the own project by name: no all_tenants
+        self.nova.gets.clear()
+        rows = self.run_cmd(server_cmd.ListServer, '--project', 'admin')
+        self.assertEqual(['bm', 'pt', 'v1'], sorted(r['ID'] for r in rows))
+        self.assertEqual([{}], [q for path, q in self.nova.gets
+                                if path == '/servers/detail'])
+
+    def test_member_all_projects_needs_admin(self):
+        self.nova.forbidden |= {'aggregates', 'all_tenants'}
+        self.cm.gpu.current_project = lambda: (MEMBER, 'demo')
+        error = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                                  server_cmd.ListServer, '--all-projects')
+        self.assertIn('--all-projects needs admin', str(error))
 
     def test_member_sees_own_project_from_flavors(self):
         self.nova.forbidden |= {'aggregates', 'all_tenants'}
@@ -599,6 +678,23 @@ class TestUsageList(CommandTestCase):
             exceptions.CommandError, self.run_cmd, usage_cmd.ListUsage,
             *self.period('--project', ADMIN))
         self.assertIn('your own project', str(error))
+
+    def test_last_four_weeks_by_default(self):
+        before = datetime.datetime.now(datetime.timezone.utc).replace(
+            tzinfo=None)
+        self.run_cmd(usage_cmd.ListUsage, '--by', 'project')
+        after = datetime.datetime.now(datetime.timezone.utc).replace(
+            tzinfo=None)
+        queries = [q for path, q in self.nova.gets
+                   if path.startswith('/os-simple-tenant-usage')]
+        self.assertEqual(1, len(queries))
+        start = datetime.datetime.fromisoformat(queries[0]['start'])
+        end = datetime.datetime.fromisoformat(queries[0]['end'])
+        self.assertEqual(datetime.timedelta(weeks=4), end - start)
+        self.assertTrue(before - datetime.timedelta(seconds=1) <= end
+                        <= after, (before, end, after))
+        cmd = usage_cmd.ListUsage(self.make_app(None), None)
+        self.check_parser(cmd, [], [('start', None), ('end', None)])
 
     def test_bad_input(self):
         for args, message in (

@@ -99,7 +99,7 @@ class TestFits(CapacityTestCase):
     def test_host_ram_limits_fits_and_strands_the_rest(self):
         # 256 GiB - 512 MiB reserved: 100 GiB per server leaves room for 2
         self.flavor('g1.big', PT_SPEC, ram=102400)
-        rows = self.run_cmd('--long', '--pool', 'solver')
+        rows = self.run_cmd('--per-host', '--pool', 'solver')
         self.assertEqual(1, len(rows))
         row = rows[0]
         self.assertEqual('gpu-pt-1', row['Host'])
@@ -107,7 +107,7 @@ class TestFits(CapacityTestCase):
         # every free H100 is usable while the flavor fits somewhere
         self.assertEqual(0, row['Stranded'])
         self.pt.used['MEMORY_MB'] = 262144 - 512 - 1024
-        row = self.run_cmd('--long', '--pool', 'solver')[0]
+        row = self.run_cmd('--per-host', '--pool', 'solver')[0]
         self.assertEqual(0, row['Fits'])
         self.assertEqual(3, row['Stranded'])
         self.assertEqual(3, len(row['Stranded Reason']))
@@ -119,7 +119,7 @@ class TestFits(CapacityTestCase):
         self.vgpu_flavor = self.flavor('v1.pair', VGPU_SPEC, gpus=2)
         second = [p for p in self.cloud.tree(self.vgpu) if p.parent][1]
         second.used['VGPU'] = 4
-        rows = self.run_cmd('--long')
+        rows = self.run_cmd('--per-host')
         row = [r for r in rows if r['Flavor'] == 'v1.pair'][0]
         self.assertEqual(0, row['Fits'])
         self.assertEqual(1, row['Stranded'])
@@ -149,6 +149,40 @@ class TestFits(CapacityTestCase):
         # the pool offers its class, but isolation keeps the flavor out
         self.assertEqual(('solver', 0), (rows['raw']['Pool'],
                                          rows['raw']['Fits']))
+
+    def test_long_adds_columns_only(self):
+        self.flavor('g1.h100.1', PT_SPEC)
+        self.flavor('v1.small', VGPU_SPEC)
+        short = self.run_cmd()
+        rows = self.run_cmd('--long')
+        # the same rows, the same values, three more columns
+        self.assertEqual(len(short), len(rows))
+        for plain, long in zip(short, rows, strict=True):
+            self.assertEqual(plain, {k: v for k, v in long.items()
+                                     if k in plain})
+            self.assertEqual(['Flavor ID', 'Hosts', 'Hosts Fitting'],
+                             [k for k in long if k not in plain])
+            self.assertNotIn('Host', long)
+        found = {r['Flavor']: r for r in rows}
+        flavor_ids = {f['name']: f['id'] for f in self.cloud.flavors}
+        self.assertEqual((flavor_ids['g1.h100.1'], 1, 1), (
+            found['g1.h100.1']['Flavor ID'], found['g1.h100.1']['Hosts'],
+            found['g1.h100.1']['Hosts Fitting']))
+        self.pt.used['MEMORY_MB'] = 262144 - 512
+        row = {r['Flavor']: r for r in self.run_cmd('--long')}['g1.h100.1']
+        self.assertEqual((0, 1, 0), (row['Fits'], row['Hosts'],
+                                     row['Hosts Fitting']))
+
+    def test_per_host_rows(self):
+        self.flavor('g1.h100.1', PT_SPEC)
+        rows = self.run_cmd('--per-host', '--long')
+        self.assertEqual([('g1.h100.1', 'solver', 'gpu-pt-1', 3, 1, 1)], [
+            (r['Flavor'], r['Pool'], r['Host'], r['Fits'], r['Hosts'],
+             r['Hosts Fitting']) for r in rows])
+        rows = self.run_cmd('--per-host')
+        self.assertEqual(['Flavor', 'Pool', 'Host', 'Resource Class'],
+                         list(rows[0])[:4])
+        self.assertNotIn('Hosts', rows[0])
 
     def test_unknown_flavor_and_pool(self):
         exc = self.assertRaises(exceptions.CommandError, self.run_cmd,

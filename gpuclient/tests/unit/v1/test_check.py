@@ -12,12 +12,16 @@
 
 """gpu check over a fake cloud: snapshot to rows, and the exit status."""
 
+import contextlib
 import io
 import json
+from unittest import mock
 
 import fixtures
 from osc_lib import exceptions
 
+from gpuclient.ops import check_ops
+from gpuclient.rules import checks
 from gpuclient.rules import pools
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import fakes
@@ -130,3 +134,56 @@ class TestCheck(CheckTestCase):
         error = self.assertRaises(exceptions.CommandError, self.rows,
                                   '--pool', 'nope')
         self.assertIn('No GPU pool named nope', str(error))
+
+
+class TestExitStatus(CheckTestCase):
+    """0 clean, 1 findings, 2 could not run: three distinct statuses."""
+
+    def test_statuses_are_distinct_and_documented(self):
+        self.assertEqual((0, 1, 2), (checks.EXIT_CLEAN, checks.EXIT_FINDINGS,
+                                     checks.EXIT_NOT_RUN))
+        text = ' '.join(self.cmd.get_parser(
+            'openstack gpu check').format_help().split())
+        self.assertIn('Exit status: 0 when the checks ran and found no '
+                      'error', text)
+        self.assertIn('1 when they found one', text)
+        self.assertIn('2 when the checks could not run', text)
+
+    def run_status(self, *args):
+        self.cloud.mirror()
+        parsed = self.check_parser(self.cmd, ['-f', 'json'] + list(args))
+        return self.cmd.run(parsed)
+
+    def test_unknown_check_could_not_run(self):
+        self.assertEqual(checks.EXIT_NOT_RUN, self.run_status(
+            '--check', 'nope'))
+        self.assertEqual('', self.app.stdout.getvalue())
+        self.assertIn('Unknown check(s) nope', self.logger.output)
+
+    def test_unknown_pool_could_not_run(self):
+        # even with an error finding elsewhere: no rows, status 2
+        self.cloud.aggregates[0].hosts.append('plain-1')
+        self.assertEqual(checks.EXIT_NOT_RUN, self.run_status(
+            '--pool', 'nope'))
+        self.assertIn('No GPU pool named nope', self.logger.output)
+
+    def test_cloud_errors_could_not_run(self):
+        for error in (exceptions.CommandError('Placement said 403'),
+                      ConnectionError('no route to host')):
+            with mock.patch.object(check_ops, 'run', side_effect=error):
+                self.assertEqual(checks.EXIT_NOT_RUN, self.run_status())
+            self.assertIn(str(error), self.logger.output)
+        self.assertEqual('', self.app.stdout.getvalue())
+
+    def test_broken_pipe_is_left_to_cliff(self):
+        with mock.patch.object(check_ops, 'run',
+                               side_effect=BrokenPipeError()):
+            self.assertRaises(BrokenPipeError, self.run_status)
+
+    def test_bad_usage_exits_2(self):
+        # argparse's own status for bad options, the same as "not run"
+        parser = self.cmd.get_parser('openstack gpu check')
+        with contextlib.redirect_stderr(io.StringIO()):
+            exc = self.assertRaises(SystemExit, parser.parse_args,
+                                    ['--no-such-option'])
+        self.assertEqual(checks.EXIT_NOT_RUN, exc.code)

@@ -59,6 +59,13 @@ class TestParser(ConfigTestCase):
         self.assertRaises(base.ParserError, self.check_parser, cmd,
                           ['--layout', 'yaml'])
 
+    def test_layout_metavar_and_choices_in_help(self):
+        cmd = config_cmd.ShowConfig(self.make_app(None), None)
+        text = cmd.get_parser('openstack gpu config show').format_help()
+        self.assertIn('--layout <layout>', text)
+        self.assertNotIn('{ini,kolla}', text)
+        self.assertIn('ini or kolla', ' '.join(text.split()))
+
     def test_every_option_has_help(self):
         parser = config_cmd.ShowConfig(self.make_app(None), None).get_parser(
             'x')

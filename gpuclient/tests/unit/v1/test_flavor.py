@@ -17,6 +17,8 @@ import copy
 import io
 from unittest import mock
 
+from openstack.compute.v2 import flavor as sdk_flavor_mod
+from openstackclient.compute.v2 import flavor as osc_flavor
 from osc_lib import exceptions
 from requests_mock.contrib import fixture as rm_fixture
 
@@ -433,6 +435,41 @@ class TestShow(FlavorTestCase):
                              (shown['mode'], shown['gpus'],
                               shown['numa_policy'], shown['patterns']))
             self.assertIn('NUMA topology', shown['notes'])
+
+    def test_field_names_are_openstack_flavor_show_names(self):
+        # the fields both show carry OSC's names, read from OSC itself
+        sdk_flavor = sdk_flavor_mod.Flavor(id='x', name='n').to_dict()
+        sdk_flavor['access_project_ids'] = None
+        osc_names, _attrs = osc_flavor._get_flavor_columns(sdk_flavor)
+        self.cloud.add_flavor('g1.h100.1', public=False, extra_specs={
+            'pci_passthrough:alias': 'h100:1',
+            'aggregate_instance_extra_specs:gpu': 'true'})
+        self.cloud.flavor_access[self.cloud.flavors[0]['id']] = ['a' * 32]
+        columns, values = self.run_cmd(flavor_cmd.ShowFlavor, ['g1.h100.1'])
+        shared = {'id', 'name', 'description', 'vcpus', 'ram', 'disk',
+                  'OS-FLV-EXT-DATA:ephemeral', 'swap',
+                  'os-flavor-access:is_public', 'access_project_ids',
+                  'properties'}
+        self.assertEqual(set(), shared - set(osc_names))
+        self.assertEqual(set(), shared - set(columns))
+        # no SDK or home-made name for a field OSC shows under its own
+        self.assertEqual(set(), {'is_public', 'ephemeral', 'projects',
+                                 'extra_specs'} & set(columns))
+        shown = dict(zip(columns, values, strict=True))
+        self.assertFalse(shown['os-flavor-access:is_public'])
+        self.assertEqual(['a' * 32],
+                         shown['access_project_ids'].machine_readable())
+        self.assertEqual(0, shown['OS-FLV-EXT-DATA:ephemeral'])
+
+    def test_public_has_no_access_projects(self):
+        # as openstack flavor show: null for a public flavor
+        self.cloud.add_flavor('g1.h100.1', extra_specs={
+            'pci_passthrough:alias': 'h100:1',
+            'aggregate_instance_extra_specs:gpu': 'true'})
+        columns, values = self.run_cmd(flavor_cmd.ShowFlavor, ['g1.h100.1'])
+        shown = dict(zip(columns, values, strict=True))
+        self.assertTrue(shown['os-flavor-access:is_public'])
+        self.assertIsNone(shown['access_project_ids'])
 
     def test_show_problems(self):
         self.cloud.add_flavor('ws.2', extra_specs={
