@@ -8,6 +8,7 @@ GPUCLIENT_BM_HOST, GPUCLIENT_PLAIN_HOST.
 """
 
 import contextlib
+import functools
 import io
 import json
 import logging
@@ -38,6 +39,8 @@ OPENSTACK = os.environ.get('GPUCLIENT_OPENSTACK', 'openstack')
 # interpreter start of every call; GPUCLIENT_FT_SUBPROCESS=1 runs them as
 # processes too.
 ALL_SUBPROCESS = os.environ.get('GPUCLIENT_FT_SUBPROCESS') == '1'
+# a file to append one JSON line per "openstack" call to (see openstack_raw)
+CALL_LOG = os.environ.get('GPUCLIENT_FT_CALL_LOG')
 # how often a --wait of a server create/delete asks Nova (OSC waits 5 s)
 POLL = 0.5
 # global options that take a value (to find the command word)
@@ -103,11 +106,33 @@ def _globals_of(argv):
     return list(argv[:argv.index(word)]) if word else list(argv)
 
 
+_CONNECTIONS = {}  # cloud name -> openstacksdk connection (the waits)
+
+
+def _connection(cloud):
+    """One openstacksdk connection per cloud, for the waits: a poll is one
+    GET on a token got once, not a whole OSC run with its own login."""
+    if cloud not in _CONNECTIONS:
+        import openstack
+        _CONNECTIONS[cloud] = openstack.connect(cloud=cloud)
+    return _CONNECTIONS[cloud]
+
+
+def _server_status(conn, server_id):
+    """The server's status, or None when Nova no longer has it."""
+    from openstack import exceptions as sdk_exc
+    try:
+        return conn.compute.get_server(server_id).status
+    except sdk_exc.NotFoundException:
+        return None
+
+
 def _run_in_process(argv):
     """Like running ``openstack ARGV``, in this process.
 
     ``server create/delete --wait`` are run without ``--wait`` and then
-    waited for here, asking every POLL seconds instead of OSC's 5.
+    waited for here, asking Nova every POLL seconds (instead of OSC's 5)
+    through one SDK connection.
     """
     argv = list(argv)
     word = _command_word(argv)
@@ -117,21 +142,20 @@ def _run_in_process(argv):
         return _run_shell(argv)
     argv.remove('--wait')
     glob = _globals_of(argv)
+    conn = _connection(glob[glob.index('--os-cloud') + 1])
     if after[1] == 'delete':
         names = [a for a in after[2:] if not a.startswith('-')]
         ids = []
         for name in names:
-            rc, out, _err = _run_shell(glob + ['server', 'show', name, '-c',
-                                               'id', '-f', 'value'])
-            if rc == 0:
-                ids.append(out.strip())
+            found = conn.compute.find_server(name, ignore_missing=True)
+            if found is not None:
+                ids.append(found.id)
         rc, out, err = _run_shell(argv)
         if rc:
             return rc, out, err
         deadline = time.monotonic() + 300
         while ids and time.monotonic() < deadline:
-            ids = [i for i in ids if _run_shell(
-                glob + ['server', 'show', i, '-c', 'id'])[0] == 0]
+            ids = [i for i in ids if _server_status(conn, i) is not None]
             if ids:
                 time.sleep(POLL)
         if ids:
@@ -147,8 +171,7 @@ def _run_in_process(argv):
     fmt = argv[argv.index('-f'):argv.index('-f') + 2] if '-f' in argv else []
     deadline = time.monotonic() + 300
     while True:
-        rc, text, err2 = _run_shell(show + ['-f', 'json'])
-        status = json.loads(text)['status'] if rc == 0 else None
+        status = _server_status(conn, server_id)
         if status not in (None, 'BUILD') or time.monotonic() > deadline:
             break
         time.sleep(POLL)
@@ -157,6 +180,30 @@ def _run_in_process(argv):
             server_id, status)
     rc, text, err2 = _run_shell(show + fmt)
     return rc, text, err + err2
+
+
+# the "openstack gpu" commands this process has run as the executable
+_RUN_AS_EXECUTABLE = set()
+
+
+@functools.cache
+def _gpu_commands():
+    """Every "gpu ..." command name the installed plugin registers."""
+    from importlib import metadata
+    return {tuple(ep.name.split('_')) for ep in
+            metadata.entry_points(group='openstack.gpu.v1')}
+
+
+def _gpu_command(argv):
+    """The command of ``openstack ARGV`` ("gpu pool add host"): the
+    longest registered name its words start with (None when none)."""
+    word = _command_word(argv)
+    words = tuple(argv[argv.index(word):]) if word else ()
+    known = _gpu_commands()
+    for size in range(len(words), 0, -1):
+        if words[:size] in known:
+            return ' '.join(words[:size])
+    return None
 
 
 def _configured():
@@ -183,11 +230,51 @@ class FunctionalTestCase(testtools.TestCase):
     cloud = ADMIN_CLOUD
     member_cloud = MEMBER_CLOUD
 
+    # False: every "openstack gpu" call of the test runs the executable
+    real_executable_once = True
+
     def openstack_raw(self, *args, cloud=None, timeout=300):
-        """Run ``openstack ARGS``; return (rc, stdout, stderr)."""
-        if not ALL_SUBPROCESS and _command_word(args) != 'gpu':
+        """Run ``openstack ARGS``; return (rc, stdout, stderr) (see
+        _openstack_raw); with GPUCLIENT_FT_CALL_LOG set, each call's
+        test, arguments, way and seconds are appended to that file as a
+        JSON line, to see where a suite's time goes."""
+        start = time.monotonic()
+        way = []
+        try:
+            return self._openstack_raw(*args, cloud=cloud, timeout=timeout,
+                                       way=way)
+        finally:
+            if CALL_LOG:
+                with open(CALL_LOG, 'a') as log:
+                    log.write(json.dumps({
+                        'test': self.id(), 'args': list(args),
+                        'way': way[0] if way else None,
+                        'seconds': round(time.monotonic() - start, 3),
+                    }) + '\n')
+
+    def _openstack_raw(self, *args, cloud=None, timeout=300, way=None):
+        """Run ``openstack ARGS``; return (rc, stdout, stderr).
+
+        ``openstack gpu <command>`` runs the real executable the first
+        time this test process runs that command (so every command the
+        suite uses is proven as a user runs it), then the same OSC shell,
+        plugin included, in this process: an interpreter start and a login
+        less per call. The rest runs in this process (the proofs and the
+        set-up). GPUCLIENT_FT_SUBPROCESS=1 runs every call as a process.
+        """
+        way = [] if way is None else way
+        gpu = _command_word(args) == 'gpu'
+        if not ALL_SUBPROCESS and not gpu:
+            way.append('in-process')
             return _run_in_process(['--os-cloud', cloud or self.cloud,
                                     *args])
+        command = _gpu_command(args)
+        if (not ALL_SUBPROCESS and self.real_executable_once
+                and command in _RUN_AS_EXECUTABLE):
+            way.append('in-process')
+            return _run_shell(['--os-cloud', cloud or self.cloud, *args])
+        _RUN_AS_EXECUTABLE.add(command)
+        way.append('executable')
         argv = [OPENSTACK, '--os-cloud', cloud or self.cloud, *args]
         env = dict(os.environ, PYTHONWARNINGS='ignore')
         proc = subprocess.run(argv, capture_output=True, text=True,
