@@ -277,6 +277,5 @@ def delete(client, name, pools, dry_run=False):
         raise exceptions.CommandError(
             _('it is not a GPU flavor (use "openstack flavor delete")'))
     plan = plan_delete([flavor])
-    if not dry_run:
-        journal.apply(client, plan)
+    journal.run(client, plan, dry_run=dry_run)
     return plan

@@ -281,7 +281,7 @@ def _restore_projects(client, pool, removed):
     restore.add(plan_mod.set_metadata(
         pool['aggregate'], dict(agg.metadata or {}),
         {pools.project_key(p): p for p in removed}))
-    journal.apply(client, restore)
+    journal.run(client, restore)
     raise exceptions.CommandError(
         _('Pool %(pool)s had no project left after removing %(removed)s: '
           'another change removed its other projects at the same time, '

@@ -18,6 +18,7 @@ so that the list can only shrink: a new break fails test_no_new_violation,
 and a mended one fails test_known_is_not_stale until it leaves KNOWN.
 """
 
+import ast
 import functools
 import importlib.util
 import os
@@ -83,6 +84,44 @@ class TestTree(base.TestCase):
     def test_known_is_not_stale(self):
         stale = sorted(pair for pair in KNOWN if pair not in self.found)
         self.assertEqual([], stale, 'mended: remove from KNOWN')
+
+
+class TestOneWayToWrite(base.TestCase):
+    """Every write command applies its plan through ``journal.run``."""
+
+    def calls_of(self, attr):
+        """(module file, line) of each ``journal.<attr>(`` call outside
+        the journal itself."""
+        found = []
+        package = os.path.join(ROOT, 'gpuclient')
+        for folder, dirs, files in os.walk(package):
+            dirs[:] = [d for d in dirs if d != 'tests']
+            for name in files:
+                path = os.path.join(folder, name)
+                if not name.endswith('.py') or path.endswith(
+                        os.path.join('ops', 'journal.py')):
+                    continue
+                with open(path) as source:
+                    tree = ast.parse(source.read())
+                for node in ast.walk(tree):
+                    if (isinstance(node, ast.Call)
+                            and isinstance(node.func, ast.Attribute)
+                            and node.func.attr == attr
+                            and isinstance(node.func.value, ast.Name)
+                            and node.func.value.id == 'journal'):
+                        found.append((os.path.relpath(path, ROOT),
+                                      node.lineno))
+        return found
+
+    def test_no_write_calls_apply_directly(self):
+        self.assertEqual([], self.calls_of('apply'))
+
+    def test_the_writes_call_run(self):
+        # the scan sees calls: pools, flavors and quotas write through it
+        modules = {path for path, _line in self.calls_of('run')}
+        self.assertLessEqual({'gpuclient/ops/pool_ops.py',
+                              'gpuclient/ops/flavor_ops.py',
+                              'gpuclient/ops/quota_ops.py'}, modules)
 
 
 class TestChecker(base.TestCase):
