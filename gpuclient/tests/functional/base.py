@@ -94,9 +94,13 @@ def _run_shell(argv):
         # the shell adds its own log handlers on every run: drop them
         root.handlers[:] = handlers
         root.setLevel(level)
+        # only the loggers the run changed: each setLevel clears the
+        # level cache of every logger (a thousand here), so resetting all
+        # of them cost more than the command itself
         for name, logger in logging.root.manager.loggerDict.items():
-            if isinstance(logger, logging.Logger):
-                logger.setLevel(levels.get(name, logging.NOTSET))
+            level = levels.get(name, logging.NOTSET)
+            if isinstance(logger, logging.Logger) and logger.level != level:
+                logger.setLevel(level)
     return rc or 0, out.getvalue(), err.getvalue()
 
 
