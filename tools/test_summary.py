@@ -96,6 +96,15 @@ def stats(bindir, repo, stream=None):
     return found
 
 
+def slowest(bindir, repo):
+    """stestr's table of the slowest tests of the repository's last run
+    (where a slower suite should be looked at first)."""
+    return subprocess.run(
+        [os.path.join(bindir, 'stestr'), '--repo-url', repo, 'slowest'],
+        cwd=ROOT, capture_output=True, text=True,
+    ).stdout.rstrip('\n')
+
+
 def main():
     if sys.argv[1:] == ['--details']:
         print_details(sys.stdin.buffer, sys.stdout)
@@ -118,6 +127,9 @@ def main():
             if matrices:
                 print('fault matrix: %d fault points in %d matrices'
                       % (points, matrices))
+            table = slowest(bindir, repo)
+            if table:
+                print(table)
     return 0
 
 
