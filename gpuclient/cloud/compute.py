@@ -171,7 +171,8 @@ class Compute:
     # (2.55) and extra specs (2.61) come in every flavor body as the plain
     # dicts the flavor plans diff (the SDK's Flavor renames the keys, and
     # negotiates down to a version without extra specs instead of failing).
-    # Extra specs, the access list and delete go through the SDK's calls.
+    # Extra specs, the description, the access list and delete go through
+    # the SDK's calls.
 
     def _flavor_call(self, method, url, what, body=None, ok_missing=False):
         with errors.translate_errors(self.service, what):
@@ -222,6 +223,16 @@ class Compute:
         body = {'flavor': {k: v for k, v in fields.items()
                            if v is not None}}
         return self._flavor_call('post', '/flavors', what, body)['flavor']
+
+    def update_flavor_description(self, flavor_id, description):
+        """PUT /flavors/{id} with the description (None: none); compute
+        API 2.55 or later, which the SDK's Flavor negotiates (up to
+        2.61, the version every flavor read here needs anyway)."""
+        what = _('Updating the description of flavor %s') % flavor_id
+        with errors.translate_errors(self.service, what):
+            flavor = self._proxy.update_flavor(flavor_id,
+                                               description=description)
+        return getattr(flavor, 'description', None)
 
     def set_flavor_extra_specs(self, flavor_id, extra_specs):
         what = _('Setting extra specs of flavor %s') % flavor_id

@@ -15,8 +15,10 @@
 ``plan_create`` is pure: from the pool, the options and the flavor of that
 name if one exists, the steps that create the flavor (or finish one whose
 create was interrupted: same sizes, a subset of the extra specs and
-projects). ``create``, ``delete`` and ``set_image`` observe, plan, and
-apply with ``gpuclient.ops.journal`` (or return the plan for ``--dry-run``).
+projects). ``create``, ``update`` (``gpu flavor set/unset``, planned by
+``gpuclient.rules.flavor_plan``), ``delete`` and ``set_image`` observe,
+plan, and apply with ``gpuclient.ops.journal`` (or return the plan for
+``--dry-run``).
 """
 
 import logging
@@ -27,6 +29,7 @@ from gpuclient.cloud import errors
 from gpuclient.i18n import _
 from gpuclient.ops import journal
 from gpuclient.ops import snapshot
+from gpuclient.rules import flavor_plan
 from gpuclient.rules import images as images_mod
 from gpuclient.rules import nova_rules
 from gpuclient.rules import plan as plan_mod
@@ -278,4 +281,33 @@ def delete(client, name, pools, dry_run=False):
             _('it is not a GPU flavor (use "openstack flavor delete")'))
     plan = plan_delete([flavor])
     journal.run(client, plan, dry_run=dry_run)
+    return plan
+
+
+def update(client, name, command='set', description=None, properties=None,
+           unset=(), add_projects=(), remove_projects=(),
+           project_domain=None, dry_run=False, on_step=None):
+    """``gpu flavor set`` (COMMAND 'set') and ``gpu flavor unset``: the
+    description, other extra specs and projects of one GPU flavor (name
+    or ID; projects by name or ID in PROJECT_DOMAIN). Returns the plan
+    (empty: nothing to do); its warnings and the journal's are logged."""
+    pools, _aggregates = read_pools(client, required=False)
+    flavor = client.compute.find_flavor(name)
+    flavor_plan.check_gpu_flavor(flavor, pools, command)
+    access = flavor_projects(client, flavor)
+    add = client.project_ids(add_projects, project_domain)
+    remove = []
+    for project in remove_projects:
+        pid = project if project in access else client.project_id(
+            project, project_domain)
+        if pid not in remove:
+            remove.append(pid)
+    plan = flavor_plan.update(
+        flavor, access, pools, description=description,
+        properties=properties, unset=unset, add_projects=add,
+        remove_projects=remove, command=command)
+    journal.finish(client, plan, dry_run=dry_run, on_step=on_step)
+    if not plan and not dry_run:
+        LOG.warning(_('Flavor %s already has these settings: nothing to '
+                      'do.'), flavor_plan.label(flavor))
     return plan

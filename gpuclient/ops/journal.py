@@ -52,6 +52,7 @@ from osc_lib import exceptions
 
 from gpuclient.cloud import errors
 from gpuclient.i18n import _
+from gpuclient.rules import nova_rules
 from gpuclient.rules import plan as plan_mod
 
 LOG = logging.getLogger(__name__)
@@ -273,6 +274,11 @@ class Executor:
                 return
         self.client.compute.set_aggregate_metadata(agg, metadata)
 
+    def _do_aggregate_add_zone(self, name, zone):
+        agg = self._need_aggregate(name)
+        self.client.compute.set_aggregate_metadata(
+            agg, {plan_mod.ZONE_KEY: zone})
+
     def _do_aggregate_add_host(self, name, host, providers=()):
         agg = self._need_aggregate(name)
         try:
@@ -349,6 +355,19 @@ class Executor:
         if self._created.get(name) == flavor_id:
             del self._created[name]
             self._creating.pop(name, None)
+
+    def _do_flavor_description(self, name, description,
+                               id=None, expect=None):  # noqa: A002
+        flavor_id = self._flavor_ref(id, name)
+        if expect is not None:
+            flavor = self._flavor(flavor_id, name) or {}
+            if not self._unchanged(
+                    {'description': description}, expect,
+                    {'description': flavor.get('description') or None},
+                    _('flavor %s') % name):
+                return
+        self.client.compute.update_flavor_description(flavor_id,
+                                                      description)
 
     def _do_flavor_specs(self, name, id=None, set=None,  # noqa: A002
                          unset=(), expect=None):
@@ -445,6 +464,12 @@ class Executor:
             return False
         return _holds_values(agg.metadata or {}, metadata, expect)
 
+    def _holds_aggregate_add_zone(self, name, zone):
+        agg = self.aggregate(name, refresh=True)
+        return agg is not None and (
+            (agg.metadata or {}).get(plan_mod.ZONE_KEY)
+            or agg.availability_zone) == zone
+
     def _membership(self, name, host, providers):
         """(aggregate NAME read anew or None, HOST is in it, the
         Placement aggregates of PROVIDERS that hold it)."""
@@ -505,6 +530,15 @@ class Executor:
         except errors.NotFound:
             return None, None
         return flavor_id, self._flavor(flavor_id, name)
+
+    def _holds_flavor_description(self, name, description,
+                                  id=None, expect=None):  # noqa: A002
+        _flavor_id, flavor = self._named_flavor(id, name)
+        if flavor is None:
+            return False
+        return _holds_values(
+            {'description': flavor.get('description') or None},
+            {'description': description}, expect)
 
     def _holds_flavor_specs(self, name, set,  # noqa: A002
                             unset, id=None, expect=None):  # noqa: A002
@@ -589,6 +623,12 @@ OPERATIONS = {
         do=Executor._do_aggregate_metadata,
         holds=Executor._holds_aggregate_metadata,
         inverse='aggregate.metadata'),
+    # not undone: Nova takes no zone off an aggregate (an empty zone is
+    # refused); a zone replaced is an aggregate.metadata step instead
+    'aggregate.add_zone': Operation(
+        do=Executor._do_aggregate_add_zone,
+        holds=Executor._holds_aggregate_add_zone,
+        inverse=None),
     'aggregate.add_host': Operation(
         do=Executor._do_aggregate_add_host,
         holds=Executor._holds_aggregate_add_host,
@@ -623,6 +663,11 @@ OPERATIONS = {
         do=Executor._do_flavor_delete,
         holds=Executor._holds_flavor_delete,
         inverse=None),
+    # undone by itself, with the old description (and ``expect``)
+    'flavor.description': Operation(
+        do=Executor._do_flavor_description,
+        holds=Executor._holds_flavor_description,
+        inverse='flavor.description'),
     # undone by itself, with the old values
     'flavor.specs': Operation(
         do=Executor._do_flavor_specs,
@@ -717,6 +762,20 @@ def run(client, plan, dry_run=False, on_step=None):
     if not plan or dry_run:
         return None
     return apply(client, plan, on_step=on_step)
+
+def finish(client, plan, dry_run=False, on_step=None):
+    """``run`` as a write command does it: first refuse a plan whose
+    writes (or undos) Nova or Placement would refuse part-way, nothing
+    written; log the plan's warnings, then the journal's. Returns the
+    plan."""
+    nova_rules.check_plan(plan)
+    for warning in plan.warnings:
+        LOG.warning(warning)
+    executor = run(client, plan, dry_run=dry_run, on_step=on_step)
+    for warning in executor.warnings if executor else ():
+        LOG.warning(warning)
+    return plan
+
 
 def apply(client, plan, on_step=None, executor=None):
     """Apply ``plan``; return the Executor (its ``warnings``).

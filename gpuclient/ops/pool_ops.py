@@ -30,7 +30,6 @@ from gpuclient.ops import host_ops
 from gpuclient.ops import journal
 from gpuclient.ops import snapshot
 from gpuclient.rules import host_names
-from gpuclient.rules import nova_rules
 from gpuclient.rules import plan as plan_mod
 from gpuclient.rules import pool_plan
 from gpuclient.rules import pools
@@ -157,13 +156,7 @@ def _traits_of(pool):
 def _finish(client, plan, dry_run, on_step=None):
     """Apply (or, for a dry run, only return) a plan, once Nova's and
     Placement's input rules pass on every step (nothing written else)."""
-    nova_rules.check_plan(plan)
-    for warning in plan.warnings:
-        LOG.warning(warning)
-    executor = journal.run(client, plan, dry_run=dry_run, on_step=on_step)
-    for warning in executor.warnings if executor else ():
-        LOG.warning(warning)
-    return plan
+    return journal.finish(client, plan, dry_run=dry_run, on_step=on_step)
 
 
 def _read_back(client, name):
@@ -310,32 +303,42 @@ def _check_projects(pool, add, remove):
 
 def set_pool(client, name, isolate=None, projects_add=(), properties=None,
              update_dependents=False, dry_run=False, on_step=None,
-             project_domain=None, allow_public_flavors=False):
-    """``gpu pool set``: isolation, projects and properties in one plan."""
-    if isolate is None:
+             project_domain=None, allow_public_flavors=False, zone=None):
+    """``gpu pool set``: isolation, projects, properties and the zone in
+    one plan (the zone last: a first zone is not undone)."""
+    if zone is None and isolate is None:
         return update_metadata(
             client, name, projects_add=projects_add, properties=properties,
             update_dependents=update_dependents, dry_run=dry_run,
             on_step=on_step, project_domain=project_domain,
             allow_public_flavors=allow_public_flavors)
-    if not projects_add and not properties:
+    if zone is None and not projects_add and not properties:
         return set_isolation(client, name, isolate, update_dependents,
                              dry_run=dry_run, on_step=on_step)
     view = View(client)
     pool = view.pool(name)
     add = client.project_ids(projects_add, project_domain)
+    if zone is not None:
+        # Nova's rules (one zone per host, no move with instances), before
+        # anything is written
+        view.check_zone(zone, pool['hosts'], own_aggregate=pool['aggregate'])
     obs = view.observed(pool['hosts'], pool['resource_class'],
                         {pool['pool_trait']}, flavors=True,
-                        images=not isolate)
-    first = pool_plan.set_isolation(obs, name, isolate,
-                                    update_dependents=update_dependents)
-    second = pool_plan.update_metadata(
-        obs, name, projects_add=add, properties=properties,
-        update_dependents=update_dependents,
-        allow_public_flavors=allow_public_flavors)
+                        images=isolate is False)
+    parts = []
+    if isolate is not None:
+        parts.append(pool_plan.set_isolation(
+            obs, name, isolate, update_dependents=update_dependents))
+    if add or properties:
+        parts.append(pool_plan.update_metadata(
+            obs, name, projects_add=add, properties=properties,
+            update_dependents=update_dependents,
+            allow_public_flavors=allow_public_flavors))
+    if zone is not None:
+        parts.append(pool_plan.set_zone(obs, name, zone))
     plan = plan_mod.Plan(_('Changing pool %s') % name,
-                         first.steps + second.steps,
-                         first.warnings + second.warnings,
+                         [s for part in parts for s in part.steps],
+                         [w for part in parts for w in part.warnings],
                          rerun=_('the same "openstack gpu pool set %s" '
                                  'command') % name)
     _finish(client, plan, dry_run, on_step)

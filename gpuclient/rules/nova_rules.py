@@ -157,9 +157,13 @@ def check_step(step):
         _metadata(step, _('aggregate metadata key'))
     elif op == 'aggregate.metadata':
         _metadata(step, _('aggregate metadata key'))
+    elif op == 'aggregate.add_zone':
+        check_name(args['zone'], _('availability zone'), colon=False)
     elif op == 'flavor.create':
         check_name(args['name'], _('flavor name'))
         check_description((args.get('fields') or {}).get('description'))
+    elif op == 'flavor.description':
+        check_description(args.get('description'))
     elif op == 'flavor.specs':
         for key, value in (args.get('set') or {}).items():
             check_pair(key, value, _('flavor extra spec'))

@@ -27,6 +27,8 @@ aggregate.create      name, zone, metadata (set right after)
 aggregate.delete      name
 aggregate.metadata    name, metadata ({key: value, or None to delete}),
                       expect (an undo: {key: what the step set})
+aggregate.add_zone    name, zone (on an aggregate without one; not undone:
+                      Nova takes no zone off an aggregate)
 aggregate.add_host    name, host, providers (its roots: Placement mirror)
 aggregate.remove_host name, host, providers
 trait.create          trait
@@ -35,6 +37,7 @@ provider.add_traits   uuid, traits, label
 provider.remove_traits uuid, traits, label
 flavor.create         name, fields (Nova's flavor body)
 flavor.delete         id, name
+flavor.description    id, name, description (None: none), expect
 flavor.specs          id, name, set ({key: value}), unset (keys), expect
 flavor.add_access     id, name, project
 flavor.remove_access  id, name, project
@@ -62,9 +65,10 @@ from gpuclient.i18n import _
 
 OPERATIONS = (
     'aggregate.create', 'aggregate.delete', 'aggregate.metadata',
-    'aggregate.add_host', 'aggregate.remove_host', 'trait.create',
-    'trait.delete', 'provider.add_traits', 'provider.remove_traits',
-    'flavor.create', 'flavor.delete', 'flavor.specs', 'flavor.add_access',
+    'aggregate.add_zone', 'aggregate.add_host', 'aggregate.remove_host',
+    'trait.create', 'trait.delete', 'provider.add_traits',
+    'provider.remove_traits', 'flavor.create', 'flavor.delete',
+    'flavor.description', 'flavor.specs', 'flavor.add_access',
     'flavor.remove_access',
     'image.update', 'limit.set', 'limit.delete',
 )
@@ -293,16 +297,43 @@ def set_metadata(name, old, changes):
     if not changes:
         return None
     restore = {k: old.get(k) for k in changes}
-    return Step('aggregate.metadata',
-                _('set metadata of aggregate %(name)s: %(meta)s')
-                % {'name': name, 'meta': _meta_text(changes)},
-                inverse=Step('aggregate.metadata',
-                             _('restore metadata of aggregate %(name)s: '
-                               '%(meta)s')
-                             % {'name': name, 'meta': _meta_text(restore)},
-                             name=name, metadata=restore,
-                             expect=dict(changes)),
-                name=name, metadata=changes)
+    texts = {'name': name, 'meta': _meta_text(changes),
+             'old': _meta_text(restore)}
+    return _restoring(
+        'aggregate.metadata',
+        _('set metadata of aggregate %(name)s: %(meta)s') % texts,
+        _('restore metadata of aggregate %(name)s: %(old)s') % texts,
+        'metadata', changes, restore, name=name)
+
+
+def _restoring(op, what, undo_what, key, value, old, **args):
+    """A step that writes VALUE as argument KEY of OP, undone by the same
+    operation writing OLD back while VALUE is still there (``expect``)."""
+    expect = dict(value) if isinstance(value, dict) else {key: value}
+    return Step(op, what,
+                inverse=Step(op, undo_what, expect=expect,
+                             **dict(args, **{key: old})),
+                **dict(args, **{key: value}))
+
+
+ZONE_KEY = 'availability_zone'
+
+
+def set_zone(name, old, zone):
+    """Put aggregate ``name`` (in zone ``old``, None: none) in ``zone``.
+
+    A zone replaced is a metadata change undone by putting the old zone
+    back; a first zone is not undone (Nova refuses an empty zone, so no
+    call takes a zone off an aggregate).
+    """
+    if old == zone:
+        return None
+    if old is not None:
+        return set_metadata(name, {ZONE_KEY: old}, {ZONE_KEY: zone})
+    return Step('aggregate.add_zone',
+                _('put host aggregate %(name)s in availability zone '
+                  '%(zone)s') % {'name': name, 'zone': zone},
+                name=name, zone=zone)
 
 
 # Operations that are each other's inverse, and how a step says itself.
@@ -385,6 +416,25 @@ def delete_flavor(flavor_id, name):
     """Irreversible: a re-created flavor would get another ID."""
     return Step('flavor.delete', _('delete flavor %(name)s (%(id)s)')
                 % {'name': name, 'id': flavor_id}, id=flavor_id, name=name)
+
+
+def _description_text(description):
+    return repr(description) if description else _('none')
+
+
+def set_description(name, old, description, *, flavor_id):
+    """Make the description of flavor ``name`` (now ``old``) DESCRIPTION
+    (None or empty: none)."""
+    old, description = old or None, description or None
+    if old == description:
+        return None
+    texts = {'name': name, 'new': _description_text(description),
+             'old': _description_text(old)}
+    return _restoring(
+        'flavor.description',
+        _('set the description of flavor %(name)s to %(new)s') % texts,
+        _('restore the description of flavor %(name)s: %(old)s') % texts,
+        'description', description, old, id=flavor_id, name=name)
 
 
 def flavor_specs(name, old, set_specs=None, unset=(), *, flavor_id):

@@ -450,6 +450,23 @@ def _names(items):
 
 # -- set / unset --------------------------------------------------------------
 
+def set_zone(obs, name, zone):
+    """Plan putting pool NAME's aggregate in availability zone ZONE.
+
+    Only the zone's own rules: whether the pool's hosts can follow
+    (another aggregate's zone, instances) is ``pool_ops.View.check_zone``'s
+    question, asked before this plan is applied. A pool without a zone
+    gets one for good: Nova takes no zone off an aggregate.
+    """
+    pool = obs.pool(name)
+    nova_rules.check_name(zone, '--zone', colon=False)
+    result = plan_mod.Plan(
+        _('Changing pool %s') % name,
+        rerun=_('the same "openstack gpu pool set %s" command') % name)
+    result.add(plan_mod.set_zone(pool['aggregate'], pool['zone'], zone))
+    return result
+
+
 def set_isolation(obs, name, isolate, update_dependents=False):
     pool = obs.pool(name)
     trait = pool['pool_trait']

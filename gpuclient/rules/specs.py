@@ -543,6 +543,56 @@ def aggregate_changes(pool, wanted):
     return changes
 
 
+# -- what gpuclient owns on a flavor ----------------------------------------
+
+_BAREMETAL_ZEROED = ('VCPU', 'MEMORY_MB', 'DISK_GB')
+
+
+def owned_reason(key, pools=None):
+    """Why extra spec KEY is gpuclient's to keep (derived from the pool:
+    steering, the GPU request, the isolation trait, the NUMA policy of
+    passthrough GPUs), or None when an operator may set or unset it on a
+    GPU flavor (``gpu flavor set/unset --property``).
+
+    Numbered request groups are gpuclient's GPU groups; in the unnumbered
+    group, GPU resource classes (those of ``pools`` too), bare-metal's
+    zeroed VCPU, MEMORY_MB and DISK_GB, pool isolation traits and the
+    pools' type traits. Other ``resources:``/``trait:`` keys (a CPU trait,
+    PCPU) are the operator's, as ``gpu flavor create --property`` takes
+    them.
+    """
+    pools = pools or {}
+    if key.startswith(AGGREGATE_PREFIX):
+        return _('it steers the flavor to its pool\'s hosts')
+    if key in (ALIAS_SPEC, DEVICE_PROFILE_SPEC):
+        return _('it asks for the flavor\'s GPUs')
+    if key == GROUP_POLICY:
+        return _('it keeps the GPUs of the flavor apart and is matched '
+                 'against the pool aggregate')
+    if key == NUMA_SPEC:
+        return _('it is the NUMA policy of the flavor\'s GPUs '
+                 '(gpu flavor create --numa-policy)')
+    parsed = parse_group_key(key)
+    if parsed is None:
+        return None
+    kind, group, name = parsed
+    if group:
+        return _('request group %s is the one of the flavor\'s GPUs') % group
+    classes = {p.get('resource_class') for p in pools.values()}
+    classes.discard(None)
+    if kind == 'resources' and (is_gpu_class(name, classes)
+                                or name in _BAREMETAL_ZEROED):
+        return _('it asks for the flavor\'s GPUs (or, zeroed, for a whole '
+                 'bare-metal node)')
+    type_traits = {p.get('type_trait') for p in pools.values()}
+    if kind == 'trait' and (
+            name.startswith(names.CUSTOM_PREFIX + pools_mod.POOL_TRAIT_PREFIX)
+            or name in type_traits):
+        return _('it is the pool\'s isolation or GPU type trait (gpu pool '
+                 'set --isolate/--no-isolate keeps it)')
+    return None
+
+
 # -- reading -----------------------------------------------------------------
 
 def _plain_value(value):

@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""``openstack gpu flavor create/list/show/delete``."""
+"""``openstack gpu flavor create/list/show/set/unset/delete``."""
 
 import logging
 
@@ -254,3 +254,92 @@ class DeleteFlavor(command.Command):
             raise exceptions.CommandError(
                 _('%(failed)d of %(total)d flavors failed to delete.')
                 % {'failed': failed, 'total': len(parsed_args.flavors)})
+
+
+class _ChangeFlavor(command.Command):
+    """``gpu flavor set`` and ``unset``: FLAVOR, their own options,
+    --project (with --project-domain) and --dry-run; one call of
+    flavor_ops.update with what ``changes`` reads from the options."""
+
+    verb = None
+    project_help = None
+
+    def add_options(self, parser):
+        raise NotImplementedError
+
+    def changes(self, parsed_args):
+        raise NotImplementedError
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('flavor', metavar='<flavor>',
+                            help=_('GPU flavor to change (name or ID)'))
+        self.add_options(parser)
+        parser.add_argument(
+            '--project', metavar='<project>', action='append', default=[],
+            dest='projects', help=self.project_help)
+        identity_common.add_project_domain_option_to_parser(parser)
+        common.add_dry_run_arg(parser)
+        return parser
+
+    def take_action(self, parsed_args):
+        from gpuclient.ops import flavor_ops  # noqa: PLC0415 - lazy
+
+        plan = flavor_ops.update(
+            self.app.client_manager.gpu, parsed_args.flavor,
+            command=self.verb, project_domain=parsed_args.project_domain,
+            dry_run=parsed_args.dry_run, **self.changes(parsed_args))
+        if parsed_args.dry_run:
+            common.write_plan(self.app, plan)
+
+
+class SetFlavor(_ChangeFlavor):
+    _description = _(
+        'Set GPU flavor description, properties and project access.\n\n'
+        'Only GPU flavors (use openstack flavor set for others); the extra '
+        'specs gpuclient derives from the pool (steering, the GPU request, '
+        'isolation and type traits, NUMA policy) are refused. All or '
+        'nothing; prints nothing on success; --dry-run prints the plan.')
+    verb = 'set'
+    project_help = _('Allow <project> to use the private flavor (name or '
+                     'ID; repeat option to allow several)')
+
+    def add_options(self, parser):
+        parser.add_argument(
+            '--description', metavar='<description>',
+            help=_('New description of the flavor (compute API 2.55 or '
+                   'later; "" removes it)'))
+        parser.add_argument(
+            '--property', metavar='<key=value>',
+            action=parseractions.KeyValueAction, dest='properties',
+            default={},
+            help=_('Extra spec to set (repeat option to set several); '
+                   'refused for the ones derived from the pool and when '
+                   'Nova would reject it'))
+
+    def changes(self, parsed_args):
+        return {'description': parsed_args.description,
+                'properties': parsed_args.properties,
+                'add_projects': parsed_args.projects}
+
+
+class UnsetFlavor(_ChangeFlavor):
+    _description = _(
+        'Unset GPU flavor properties and project access.\n\n'
+        'Only GPU flavors (use openstack flavor unset for others); the '
+        'extra specs gpuclient derives from the pool are refused. All or '
+        'nothing; prints nothing on success; --dry-run prints the plan.')
+    verb = 'unset'
+    project_help = _('Remove the access of <project> to the private flavor '
+                     '(name or ID; repeat option to remove several)')
+
+    def add_options(self, parser):
+        parser.add_argument(
+            '--property', metavar='<key>', action='append', default=[],
+            dest='properties',
+            help=_('Extra spec to remove (repeat option to remove several); '
+                   'refused for the ones derived from the pool'))
+
+    def changes(self, parsed_args):
+        return {'unset': parsed_args.properties,
+                'remove_projects': parsed_args.projects}

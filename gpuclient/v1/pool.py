@@ -256,9 +256,11 @@ class ShowPool(command.ShowOne):
 
 class SetPool(command.Command):
     _description = _(
-        'Set GPU pool isolation, projects and properties.\n\n'
+        'Set GPU pool isolation, projects, properties and zone.\n\n'
         '--isolate on an isolated pool repairs members that lack the '
-        'trait. A change that would break flavors or images (isolation '
+        'trait. --zone is refused before any write when a member host is '
+        'in another zone\'s aggregate or has instances in another zone. '
+        'A change that would break flavors or images (isolation '
         'on or off, a property flavors steer on) is refused with their '
         'list unless --update-dependents changes them too. Prints nothing '
         'on success; --dry-run prints the plan.')
@@ -283,6 +285,11 @@ class SetPool(command.Command):
             parser, _('Property to set on the pool\'s aggregate (repeat '
                       'option to set several)'))
         parser.add_argument(
+            '--zone', metavar='<availability-zone>',
+            help=_('Put the pool\'s hosts in this availability zone (set or '
+                   'changed; Nova takes no zone off an aggregate, so a '
+                   'first zone is not undone on failure)'))
+        parser.add_argument(
             '--allow-public-flavors', action='store_true', default=False,
             help=_('Allow limiting an open pool to projects while it has '
                    'public flavors (other projects keep seeing them and get '
@@ -301,7 +308,7 @@ class SetPool(command.Command):
             properties=parsed_args.properties,
             update_dependents=parsed_args.update_dependents,
             allow_public_flavors=parsed_args.allow_public_flavors,
-            dry_run=parsed_args.dry_run)
+            zone=parsed_args.zone, dry_run=parsed_args.dry_run)
         if parsed_args.dry_run:
             common.write_plan(self.app, plan)
 

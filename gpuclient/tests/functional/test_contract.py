@@ -477,6 +477,16 @@ class TestCompute(ContractTestCase):
                          (sdk.name, sdk.ram, sdk.vcpus, sdk.disk,
                           sdk.description))
 
+    def test_update_flavor_description(self):
+        flavor = self.sdk_flavor()
+        self.assertEqual('for GPUs', self.c.update_flavor_description(
+            flavor.id, 'for GPUs'))
+        self.assertEqual('for GPUs',
+                         self.sdk.compute.get_flavor(flavor.id).description)
+        # None: no description (Nova's null)
+        self.assertIsNone(self.c.update_flavor_description(flavor.id, None))
+        self.assertIsNone(self.sdk.compute.get_flavor(flavor.id).description)
+
     def test_set_flavor_extra_specs(self):
         flavor = self.sdk_flavor()
         self.assertEqual({'x:y': 'z'}, self.c.set_flavor_extra_specs(

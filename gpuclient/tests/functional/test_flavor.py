@@ -375,6 +375,117 @@ class TestFlavorCommands(GpuFlavorTestCase):
         self.assertNotIn('group_policy', metadata)
 
 
+class TestFlavorSetUnset(GpuFlavorTestCase):
+    """``gpu flavor set/unset``, proven by what ``openstack flavor show``
+    then holds. No server boots."""
+
+    def private_flavor(self, *args):
+        pool = self.make_pool(pools.VGPU)
+        flavor, _err = self.gpu_flavor(pool, '--private', *args, *SIZES)
+        return flavor
+
+    def make_project(self):
+        name = self.unique_name('project')
+        project = self.openstack('project', 'create', name)
+        self.addCleanup(self.openstack, 'project', 'delete', project['id'],
+                        parse=False)
+        return project
+
+    def gpu_ok(self, *args):
+        rc, out, err = self.openstack_raw('gpu', 'flavor', *args)
+        self.assertEqual(0, rc, err)
+        return out, err
+
+    def test_set_description_property_and_project(self):
+        flavor = self.private_flavor()
+        project = self.make_project()
+        out, _err = self.gpu_ok('set', flavor['name'], '--description',
+                                'for CAD', '--property', 'hw:pmu=false',
+                                '--project', project['name'])
+        self.assertEqual('', out)  # set prints nothing, as OSC's does
+        plain = self.openstack('flavor', 'show', flavor['id'])
+        self.assertEqual('for CAD', plain['description'])
+        self.assertEqual('false', plain['properties']['hw:pmu'])
+        self.assertIn(project['id'], plain['access_project_ids'])
+
+    def test_unset_property_and_project(self):
+        project = self.make_project()
+        flavor = self.private_flavor('--project', project['id'],
+                                     '--property', 'hw:pmu=true')
+        self.gpu_ok('unset', flavor['id'], '--property', 'hw:pmu',
+                    '--project', project['name'])
+        plain = self.openstack('flavor', 'show', flavor['id'])
+        self.assertNotIn('hw:pmu', plain['properties'])
+        self.assertNotIn(project['id'], plain['access_project_ids'] or [])
+        # the pool's own specs stay
+        self.assertIn(STEER, plain['properties'])
+
+    def test_rerun_is_nothing_to_do(self):
+        flavor = self.private_flavor()
+        args = ('set', flavor['name'], '--description', 'x', '--property',
+                'hw:pmu=true')
+        self.gpu_ok(*args)
+        before = self.openstack('flavor', 'show', flavor['id'])
+        _out, err = self.gpu_ok(*args)
+        self.assertIn('nothing to do', err)
+        self.assertEqual(before, self.openstack('flavor', 'show',
+                                                flavor['id']))
+
+    def test_dry_run_changes_nothing(self):
+        flavor = self.private_flavor()
+        before = self.openstack('flavor', 'show', flavor['id'])
+        out, _err = self.gpu_ok('set', flavor['name'], '--description', 'x',
+                                '--property', 'hw:pmu=true', '--dry-run')
+        self.assertIn('1. set the description of flavor %s' % flavor['name'],
+                      out)
+        self.assertIn('2. set extra specs of flavor %s: hw:pmu=true'
+                      % flavor['name'], out)
+        self.assertEqual(before, self.openstack('flavor', 'show',
+                                                flavor['id']))
+
+    def test_refusals_change_nothing(self):
+        flavor = self.private_flavor()
+        pool = self.make_pool(pools.PASSTHROUGH)
+        public, _err = self.gpu_flavor(pool, *SIZES)
+        plain = self.create_flavor({'hw:cpu_policy': 'shared'})
+        before = [self.openstack('flavor', 'show', f['id'])
+                  for f in (flavor, public, plain)]
+        for args, message in (
+                (('set', plain['name'], '--description', 'x'),
+                 'Use "openstack flavor set".'),
+                (('set', flavor['name'], '--property', 'resources:VGPU=2'),
+                 'gpuclient derives this extra spec'),
+                (('unset', flavor['name'], '--property', STEER),
+                 'gpuclient derives this extra spec'),
+                (('set', public['name'], '--project', 'admin'),
+                 'is public'),
+                (('set', flavor['name'], '--property', 'hw:pmu=maybe'),
+                 'Nova wants a boolean')):
+            rc, _out, err = self.openstack_raw('gpu', 'flavor', *args)
+            self.assertEqual(1, rc, args)
+            self.assertIn(message, err, args)
+        self.assertEqual(before, [self.openstack('flavor', 'show', f['id'])
+                                  for f in (flavor, public, plain)])
+
+    def test_failure_puts_the_description_back(self):
+        """Fault injection: Nova's policy denies setting extra specs after
+        the description was written: the journal restores it."""
+        if OPERATOR_CLOUD not in _clouds():
+            self.skipTest('cloud %s (admin plus the no_extra_specs role, '
+                          'denied flavor extra specs by Nova policy) is not '
+                          'in clouds.yaml' % OPERATOR_CLOUD)
+        flavor = self.private_flavor('--description', 'old')
+        rc, _out, err = self.openstack_raw(
+            'gpu', 'flavor', 'set', flavor['name'], '--description', 'new',
+            '--property', 'hw:pmu=true', cloud=OPERATOR_CLOUD)
+        self.assertEqual(1, rc, err)
+        self.assertIn('failed at step 2 of 2 (set extra specs', err)
+        self.assertIn('Everything it had done was undone (1 step(s))', err)
+        plain = self.openstack('flavor', 'show', flavor['id'])
+        self.assertEqual('old', plain['description'])
+        self.assertNotIn('hw:pmu', plain['properties'])
+
+
 class TestFlavorBadInput(GpuFlavorTestCase):
     """Each case: exit 1, one line on stderr, nothing left behind."""
 

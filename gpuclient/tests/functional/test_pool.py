@@ -194,6 +194,70 @@ class TestPoolModes(PoolTestCase):
         self.assertEqual(before, self.aggregate(pool['name']))
 
 
+class TestPoolZone(PoolTestCase):
+    """``gpu pool set --zone``, proven by ``openstack aggregate show``."""
+
+    def zone(self, name):
+        return self.aggregate(name)['availability_zone']
+
+    def test_set_then_change_zone(self):
+        pool = self.create_pool('--mode', 'mig', '--mig-profile', '1g.10gb')
+        rc, out, err = self.openstack_raw('gpu', 'pool', 'set',
+                                          pool['name'], '--zone', 'ft-az1')
+        self.assertEqual((0, ''), (rc, out), err)
+        self.assertEqual('ft-az1', self.zone(pool['name']))
+        rc, _out, err = self.openstack_raw('gpu', 'pool', 'set',
+                                           pool['name'], '--zone', 'ft-az2')
+        self.assertEqual(0, rc, err)
+        self.assertEqual('ft-az2', self.zone(pool['name']))
+        self.assertEqual('ft-az2', self.openstack(
+            'gpu', 'pool', 'show', pool['name'])['zone'])
+
+    def test_same_zone_is_nothing_to_do(self):
+        pool = self.create_pool('--mode', 'mig', '--mig-profile', '1g.10gb',
+                                '--zone', 'ft-az1')
+        before = self.aggregate(pool['name'])
+        rc, out, err = self.openstack_raw('gpu', 'pool', 'set',
+                                          pool['name'], '--zone', 'ft-az1',
+                                          '--dry-run')
+        self.assertEqual(0, rc, err)
+        self.assertIn('nothing to do', out)
+        self.assertEqual(before, self.aggregate(pool['name']))
+
+    def test_dry_run_changes_nothing(self):
+        pool = self.create_pool('--mode', 'mig', '--mig-profile', '1g.10gb')
+        before = self.aggregate(pool['name'])
+        rc, out, err = self.openstack_raw('gpu', 'pool', 'set',
+                                          pool['name'], '--zone', 'ft-az1',
+                                          '--dry-run')
+        self.assertEqual(0, rc, err)
+        self.assertIn('1. put host aggregate %s in availability zone ft-az1 '
+                      '(not undone on failure)' % pool['name'], out)
+        self.assertEqual(before, self.aggregate(pool['name']))
+
+    def test_host_in_another_zone_refused_before_any_write(self):
+        # puts PT_HOST in zone ft-zone-a for the test (as TestPoolBadInput)
+        pool = self.create_pool('--mode', 'passthrough', '--alias', 'h100',
+                                '--pci-id', '10de:2331', '--host',
+                                base.PT_HOST)
+        ordinary = self.unique_name('agg')
+        self.openstack('aggregate', 'create', '--zone', 'ft-zone-a',
+                       ordinary)
+        self.addCleanup(self.openstack, 'aggregate', 'delete', ordinary,
+                        parse=False)
+        self.openstack('aggregate', 'add', 'host', ordinary, base.PT_HOST)
+        self.addCleanup(self.openstack, 'aggregate', 'remove', 'host',
+                        ordinary, base.PT_HOST)
+        before = self.aggregate(pool['name'])
+        rc, _out, err = self.openstack_raw('gpu', 'pool', 'set',
+                                           pool['name'], '--zone',
+                                           'ft-zone-b')
+        self.assertEqual(1, rc, err)
+        self.assertIn('Host %s is in availability zone ft-zone-a (aggregate '
+                      '%s)' % (base.PT_HOST, ordinary), err)
+        self.assertEqual(before, self.aggregate(pool['name']))
+
+
 class TestPoolScheduling(PoolTestCase):
     """Nova, not metadata, proves isolation and project limits."""
 

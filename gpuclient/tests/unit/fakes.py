@@ -878,6 +878,8 @@ class FakeCompute:
       ``/flavors/{id}/action`` with addTenantAccess (409 for a public
       flavor or a project already there) or removeTenantAccess (404 for a
       project not there);
+    - ``put``: ``/flavors/{id}`` with the description alone (2.55 and
+      later, as Nova's flavor update; 405 below);
     - ``delete``: ``/flavors/{id}/os-extra_specs/{key}`` (404 for a key
       the flavor lacks) and ``/flavors/{id}``.
 
@@ -893,8 +895,8 @@ class FakeCompute:
     ('create', aggregate), ('metadata', aggregate, metadata), ('add',
     aggregate, host), ('remove', aggregate, host), ('delete', aggregate),
     ('create_flavor', name), ('specs', flavor, extra specs), ('unset',
-    flavor, key), ('share', flavor, project), ('unshare', flavor,
-    project), ('delete_flavor', flavor).
+    flavor, key), ('describe', flavor, description), ('share', flavor,
+    project), ('unshare', flavor, project), ('delete_flavor', flavor).
 
     Faults: ``fail[(method, url suffix)] = status`` answers the raw calls
     that match with that status before doing anything (403: "Policy says
@@ -928,6 +930,8 @@ class FakeCompute:
             self.sdk_unset_spec)
         proxy.get_flavor_access.side_effect = self.sdk_access
         proxy.delete_flavor.side_effect = self.sdk_delete_flavor
+        proxy.update_flavor.side_effect = self.sdk_update_flavor
+        proxy.put.side_effect = self.put
         proxy.aggregates.side_effect = lambda **kw: list(cloud.aggregates)
         proxy.create_aggregate.side_effect = self.create_aggregate
         proxy.set_aggregate_metadata.side_effect = (
@@ -972,6 +976,16 @@ class FakeCompute:
         response = self._sdk_answer(self.get(
             self._sdk_url(flavor, 'os-flavor-access')))
         return response.json().get('flavor_access', [])
+
+    def sdk_update_flavor(self, flavor, **attrs):
+        # the SDK's Flavor.commit: PUT /flavors/{id} {"flavor": attrs} at
+        # the version it negotiated (2.61 against this Nova)
+        response = self._sdk_answer(self.put(
+            self._sdk_url(flavor), microversion='2.61',
+            json={'flavor': dict(attrs)}))
+        body = response.json()['flavor']
+        return types.SimpleNamespace(id=body['id'],
+                                     description=body.get('description'))
 
     def sdk_delete_flavor(self, flavor, ignore_missing=True):
         self._sdk_answer(self.delete(self._sdk_url(flavor)), ignore_missing)
@@ -1046,6 +1060,43 @@ class FakeCompute:
                     lambda: self._remove_access(parts[1], project))
         raise AssertionError('FakeCompute: unexpected POST %s %s'
                              % (url, json))
+
+    def put(self, url, microversion=None, json=None, **kwargs):
+        self.sent.append(('put', url, microversion))
+        version = _version(microversion)
+        parts = _segments(url)
+        if parts[0] != 'flavors' or len(parts) != 2:
+            raise AssertionError('FakeCompute: unexpected PUT %s' % url)
+        body = json if isinstance(json, dict) else {}
+        fields = body.get('flavor')
+        description = (fields or {}).get('description')
+        return self._write(
+            ('describe', self._label(parts[1]), description), 'put', url,
+            lambda: self._update_flavor(parts[1], body, version))
+
+    def _update_flavor(self, flavor_id, body, version):
+        """Nova's flavor update (2.55): the description alone, a string
+        or null; the body may repeat the id."""
+        if version < (2, 55):
+            return nova_error(405, 'The method PUT is not allowed for '
+                                   'this resource.')
+        flavor = self._flavor(flavor_id)
+        if flavor is None:
+            return self._no_flavor(flavor_id)
+        fields = body.get('flavor')
+        if not isinstance(fields, dict) or set(body) != {'flavor'} or (
+                'description' not in fields) or (
+                set(fields) - {'description', 'id'}):
+            return nova_error(400, "Invalid input for field/attribute "
+                                   "flavor. Value: %s." % body)
+        description = fields['description']
+        if description is not None and (
+                not isinstance(description, str)
+                or len(description) > 65535):
+            return nova_error(400, 'Invalid input for field/attribute '
+                                   'description. Value: %s.' % description)
+        flavor['description'] = description
+        return make_response(200, {'flavor': render_flavor(flavor, version)})
 
     def delete(self, url, microversion=None, **kwargs):
         self.sent.append(('delete', url, microversion))
@@ -1296,6 +1347,10 @@ class FakeCompute:
                 agg.metadata.pop(key, None)
             else:
                 agg.metadata[key] = value
+        if metadata.get('availability_zone'):
+            # Nova keeps the zone in the metadata and shows it as the
+            # aggregate's availability_zone as well
+            agg.availability_zone = metadata['availability_zone']
         return agg
 
     def add_host_to_aggregate(self, agg, host):

@@ -242,6 +242,12 @@ class FakeCompute:
             return dict(flavor['extra_specs'])
         return self.cloud.write('set specs of %s' % flavor_id, action)
 
+    def update_flavor_description(self, flavor_id, description):
+        def action():
+            self._flavor(flavor_id)['description'] = description
+            return description
+        return self.cloud.write('describe %s' % flavor_id, action)
+
     def delete_flavor_extra_spec(self, flavor_id, key):
         def action():
             self._flavor(flavor_id)['extra_specs'].pop(key, None)
@@ -1193,6 +1199,27 @@ class TestUndoComparesFirst(JournalTestCase):
                          self.cloud.flavors[flavor['id']]['extra_specs'])
         for key in ('k', 'n', 'u'):
             self.assertIn('%s of flavor g1 (now theirs' % key, str(error))
+
+    def test_flavor_description(self):
+        flavor = self.client.compute.create_flavor(
+            name='g1', vcpus=1, ram=512, description='old')
+        def plan():
+            return plan_mod.Plan('Changing flavor g1', [
+                plan_mod.set_description('g1', 'old', 'ours',
+                                         flavor_id=flavor['id'])])
+
+        error = self.failing_after(plan(), lambda: None)
+        self.assertEqual('old', self.cloud.flavors[flavor['id']]
+                         ['description'])
+        self.assertIn('the cloud is as it was', str(error))
+
+        def theirs():
+            self.cloud.flavors[flavor['id']]['description'] = 'theirs'
+
+        error = self.failing_after(plan(), theirs)
+        self.assertEqual('theirs', self.cloud.flavors[flavor['id']]
+                         ['description'])
+        self.assertIn('description of flavor g1 (now theirs', str(error))
 
     def test_image_properties(self):
         self.cloud.images['img-1'] = {'id': 'img-1', 'name': 'ubuntu',

@@ -38,6 +38,8 @@ def sample_steps():
                                                    {'gpu': 'true'})),
         ('set_metadata', plan.set_metadata('agg', {'a': '1'},
                                            {'a': '2', 'b': '3'})),
+        ('set_zone', plan.set_zone('agg', None, 'az1')),
+        ('set_zone', plan.set_zone('agg', 'az1', 'az2')),
         ('add_host', plan.add_host('agg', 'host1', [UUID])),
         ('remove_host', plan.remove_host('agg', 'host1', [UUID])),
         ('create_trait', plan.create_trait('CUSTOM_GPU')),
@@ -47,6 +49,8 @@ def sample_steps():
                                              'host1')),
         ('create_flavor', plan.create_flavor('gpu.small', {'vcpus': 4})),
         ('delete_flavor', plan.delete_flavor('f-1', 'gpu.small')),
+        ('set_description', plan.set_description(
+            'gpu.small', None, 'for GPUs', flavor_id='f-1')),
         ('flavor_specs', plan.flavor_specs(
             'gpu.small', {'a': '1', 'c': '3'}, {'a': '2', 'b': '3'}, ['c'],
             flavor_id='f-1')),

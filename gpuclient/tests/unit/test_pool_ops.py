@@ -592,3 +592,93 @@ class TestProxySpec(base.TestCase):
                      'delete_aggregate', 'get_aggregate', 'services',
                      'servers'):
             self.assertTrue(hasattr(compute_proxy.Proxy, name), name)
+
+
+class TestSetZone(PoolOpsTestCase):
+    def setUp(self):
+        super().setUp()
+        pool_ops.create(self.client, self.spec(), ['gpu-pt-1'])
+        self.compute.calls[:] = []
+
+    def agg(self, name='solver'):
+        return next(a for a in self.cloud.aggregates if a.name == name)
+
+    def test_first_zone_then_another(self):
+        pool, plan = pool_ops.set_pool(self.client, 'solver', zone='az1')
+        self.assertEqual(['aggregate.add_zone'], [s.op for s in plan])
+        self.assertIsNone(plan.steps[0].inverse)  # Nova takes none off
+        self.assertEqual('az1', pool['zone'])
+        self.assertEqual([('metadata', 'solver',
+                           {'availability_zone': 'az1'})],
+                         self.compute.calls)
+        # a zone replaced: undone by putting the old one back
+        pool, plan = pool_ops.set_pool(self.client, 'solver', zone='az2')
+        (step,) = plan
+        self.assertEqual('aggregate.metadata', step.op)
+        self.assertEqual({'availability_zone': 'az1'},
+                         step.inverse.args['metadata'])
+        self.assertEqual('az2', pool['zone'])
+        self.assertEqual('az2', self.agg().availability_zone)
+
+    def test_same_zone_is_nothing_to_do(self):
+        pool_ops.set_pool(self.client, 'solver', zone='az1')
+        self.compute.calls[:] = []
+        _pool, plan = pool_ops.set_pool(self.client, 'solver', zone='az1')
+        self.assertFalse(plan)
+        self.assertEqual([], self.compute.calls)
+
+    def test_dry_run_writes_nothing(self):
+        _pool, plan = pool_ops.set_pool(self.client, 'solver', zone='az1',
+                                        dry_run=True)
+        self.assertEqual(
+            ['1. put host aggregate solver in availability zone az1 (not '
+             'undone on failure)'], plan.lines())
+        self.assertEqual([], self.compute.calls)
+        self.assertIsNone(self.agg().availability_zone)
+
+    def test_host_in_another_zone_refused_before_any_write(self):
+        # the fake refuses it as Nova does: without the check, the
+        # metadata write would fail with a 400
+        self.cloud.aggregates.append(
+            fakes.Aggregate('rack1', zone='east', hosts=['gpu-pt-1']))
+        exc = self.assertRaises(exceptions.CommandError, pool_ops.set_pool,
+                                self.client, 'solver', zone='west')
+        self.assertIn('Host gpu-pt-1 is in availability zone east (aggregate '
+                      'rack1) and a host can be in one zone only', str(exc))
+        self.assertEqual([], self.compute.calls)
+        # the zone the host is in already is fine
+        pool, _plan = pool_ops.set_pool(self.client, 'solver', zone='east')
+        self.assertEqual('east', pool['zone'])
+
+    def test_host_with_instances_refused(self):
+        self.cloud.busy.add('gpu-pt-1')
+        exc = self.assertRaises(exceptions.CommandError, pool_ops.set_pool,
+                                self.client, 'solver', zone='az2')
+        self.assertIn('Host gpu-pt-1 has instances', str(exc))
+        self.assertEqual([], self.compute.calls)
+
+    def test_zone_name_checked(self):
+        exc = self.assertRaises(exceptions.CommandError, pool_ops.set_pool,
+                                self.client, 'solver', zone='a:b')
+        self.assertIn('--zone', str(exc))
+        self.assertEqual([], self.compute.calls)
+
+    def test_zone_comes_last_and_its_failure_undoes_the_rest(self):
+        def refuse_the_zone(_index, step):
+            # another writer puts the host in zone east meanwhile: Nova
+            # refuses the zone with a 400
+            if step.op == 'aggregate.add_zone':
+                self.cloud.aggregates.append(fakes.Aggregate(
+                    'rack1', zone='east', hosts=['gpu-pt-1']))
+
+        exc = self.assertRaises(
+            exceptions.CommandError, pool_ops.set_pool, self.client,
+            'solver', zone='az1', isolate=True, properties={'owner': 'x'},
+            on_step=refuse_the_zone)
+        self.assertIn('Changing pool solver failed at step 5 of 5 (put host '
+                      'aggregate solver in availability zone az1)', str(exc))
+        self.assertIn('Everything it had done was undone (4 step(s))',
+                      str(exc))
+        self.assertNotIn('CUSTOM_GPU_POOL_SOLVER', self.pt.traits)
+        self.assertIsNone(self.agg().availability_zone)
+        self.assertNotIn('owner', self.agg().metadata)

@@ -97,6 +97,15 @@ class TestParsers(base.CommandTestCase):
         self.assertRaises(base.ParserError, self.check_parser, cmd,
                           ['p', '--isolate', '--no-isolate'])
 
+    def test_set_zone_option(self):
+        cmd = pool_cmd.SetPool(self.make_app(None), None)
+        self.check_parser(cmd, ['p'], [('zone', None)])
+        self.check_parser(cmd, ['p', '--zone', 'az1'], [('zone', 'az1')])
+        # Nova takes no zone off an aggregate: no unset --zone
+        cmd = pool_cmd.UnsetPool(self.make_app(None), None)
+        self.assertRaises(base.ParserError, self.check_parser, cmd,
+                          ['p', '--zone', 'az1'])
+
     def test_dry_run_option(self):
         for cls, args in (
                 (pool_cmd.CreatePool, ['p', '--mode', 'vgpu']),
