@@ -78,6 +78,7 @@ Nova's documentation behind the rules:
 """
 
 from gpuclient.i18n import _
+from gpuclient.rules import capacity
 from gpuclient.rules import explain
 from gpuclient.rules import fit as fit_mod
 from gpuclient.rules import pools as pools_mod
@@ -96,6 +97,13 @@ UNTIL_UNSHELVED = 'until unshelved'
 WITH_THE_HOST = 'with the host'
 DOWNTIME = {LIVE: NO_DOWNTIME, COLD: STOP_START, SHELVE: UNTIL_UNSHELVED,
             STAYS: WITH_THE_HOST}
+
+# server statuses Nova's API moves a server from (compute/api.py's
+# check_instance_state of live_migrate, resize/migrate and shelve)
+ACTIVE, PAUSED, SHUTOFF, SUSPENDED = 'ACTIVE', 'PAUSED', 'SHUTOFF', 'SUSPENDED'
+LIVE_STATES = (ACTIVE, PAUSED)
+COLD_STATES = (ACTIVE, SHUTOFF)
+SHELVE_STATES = (ACTIVE, PAUSED, SHUTOFF, SUSPENDED)
 
 # kinds
 VGPU, MIG, PASSTHROUGH = pools_mod.VGPU, pools_mod.MIG, pools_mod.PASSTHROUGH
@@ -256,13 +264,17 @@ def _result(method_, reasons=(), notes=()):
 
 
 def method(kind_, requested, allow_downtime, source, destination=None,
-           mdev_type=None, aliases=()):
+           mdev_type=None, aliases=(), status=None):
     """{'method', 'downtime', 'reasons', 'notes'} for one server.
 
     SOURCE: (host, facts); DESTINATION: (host, facts) of the host chosen
     for it, or None when its request fits on no other host. REQUESTED:
-    one of METHODS. ``reasons`` say why a better method (or any) was not
-    taken; ``notes`` what was assumed.
+    one of METHODS. STATUS: the server's (None: ACTIVE); Nova's API takes
+    a live migration from ACTIVE or PAUSED, a cold one from ACTIVE or
+    SHUTOFF (a stopped server stays stopped, so it moves without
+    downtime and without --allow-downtime), shelve from those and
+    SUSPENDED, and nothing from any other status. ``reasons`` say why a
+    better method (or any) was not taken; ``notes`` what was assumed.
     """
     if requested not in METHODS:
         raise ValueError('method: %r is none of %s.'
@@ -274,10 +286,18 @@ def method(kind_, requested, allow_downtime, source, destination=None,
                          'accelerators (accel:device_profile): it stays, '
                          'tell its project')}[kind_]
         return _result(STAYS, [why])
+    status = (status or ACTIVE).upper()
+    if status not in SHELVE_STATES:
+        return _result(STAYS, [_(
+            'Nova moves no server in status %s: settle it first (confirm '
+            'or revert a resize, reset an error), then drain again')
+            % status])
     reasons, notes = [], []
     no_room = _('its flavor fits on no other host')
     if requested in (AUTO, LIVE):
-        if destination is None:
+        if status not in LIVE_STATES:
+            reasons.append(_('no live migration: the server is %s') % status)
+        elif destination is None:
             reasons.append(_('no live migration: %s') % no_room)
         else:
             blockers, assumed = live_blockers(kind_, source, destination,
@@ -289,8 +309,15 @@ def method(kind_, requested, allow_downtime, source, destination=None,
             return _result(STAYS, reasons + [_('--method live was asked')])
     downtime = _('give --allow-downtime to stop it')
     if requested in (AUTO, COLD):
-        if destination is None:
+        if status not in COLD_STATES:
+            reasons.append(_('no cold migration: the server is %s') % status)
+        elif destination is None:
             reasons.append(_('no cold migration: %s') % no_room)
+        elif status == SHUTOFF:
+            found = _result(COLD, reasons, notes + [
+                _('the server is stopped: it moves, and stays stopped')])
+            found['downtime'] = NO_DOWNTIME
+            return found
         elif allow_downtime:
             return _result(COLD, reasons, notes)
         elif requested == COLD:
@@ -323,6 +350,19 @@ def server_request(server, settings, pools, aggregates):
         boot_from_volume=not server.get('image'))
 
 
+def request_key(server):
+    """Equal for servers whose move Nova asks Placement the same for."""
+    flavor = server.get('flavor') or {}
+    return (tuple(sorted((k, str(v)) for k, v in flavor.items()
+                         if k not in ('extra_specs', 'original_name',
+                                      'name', 'id'))),
+            tuple(sorted((k, str(v)) for k, v in (
+                flavor.get('extra_specs') or {}).items())),
+            server.get('tenant_id') or server.get('project_id'),
+            server.get('pinned_availability_zone'),
+            not server.get('image'))
+
+
 def _free_gpus(trees, classes):
     return sum(rp['inventory'].get(rc, {}).get('free', 0)
                for tree in trees for rp in tree.values() for rc in classes)
@@ -331,16 +371,54 @@ def _free_gpus(trees, classes):
 class Room:
     """Free capacity of the destination hosts, consumed as servers are
     placed. TREES: {host: [provider tree as gpuclient.rules.fit takes
-    it]}; the trees given are never changed."""
+    it]}; the trees given are never changed. Whether a request fits a
+    tree is asked once per request and tree shape
+    (``capacity.signature``), as ``gpu capacity list`` counts."""
 
     def __init__(self, trees):
         self.original = trees
         self.trees = {host: list(found) for host, found in trees.items()}
         self.placed = {}  # host -> [server names placed there]
+        self._shapes = {}  # (original?, host, index) -> signature
+        self._fits = {}  # (request key, signature) -> bool
+        self._free = {}  # (original?, host, index, classes) -> free units
+        self._hosts = {}  # request key -> {host: fits now}
 
-    def fits(self, host, req, original=False):
+    def free(self, host, classes, original=False):
+        """Free units of CLASSES (a tuple) on HOST."""
+        total = 0
         trees = (self.original if original else self.trees).get(host, ())
-        return fit_mod.fit_counts(trees, req, limit=1) > 0
+        for index, tree in enumerate(trees):
+            where = (original, host, index, classes)
+            if where not in self._free:
+                self._free[where] = _free_gpus([tree], classes)
+            total += self._free[where]
+        return total
+
+    def _fits_tree(self, where, tree, req, key):
+        shape = self._shapes.get(where)
+        if shape is None:
+            shape = self._shapes[where] = capacity.signature(tree)
+        found = self._fits.get((key, shape))
+        if found is None:
+            found = self._fits[(key, shape)] = fit_mod.fit_count(
+                tree, req, limit=1) > 0
+        return found
+
+    def fits(self, host, req, original=False, key=None):
+        """Does one copy of REQ fit on HOST (as planned so far, or in the
+        snapshot)? KEY: what identifies REQ, for the cache (None: none)."""
+        trees = (self.original if original else self.trees).get(host, ())
+        if key is None:
+            return fit_mod.fit_counts(trees, req, limit=1) > 0
+        classes = tuple(request_mod.gpu_classes(req))
+        # a host without a free unit of the GPU classes fits nothing (as
+        # capacity.Fits skips such trees)
+        if classes and not self.free(host, classes, original):
+            return False
+        return any(
+            self._fits_tree((original, host, index), tree, req, key)
+            for index, tree in enumerate(trees))
 
     def take(self, host, req, label):
         """Consume one copy of REQ on HOST; False when it does not fit."""
@@ -348,17 +426,31 @@ class Room:
             allocation = fit_mod.one_allocation(tree, req)
             if allocation is not None:
                 self.trees[host][index] = fit_mod.consume(tree, allocation)
+                self._shapes.pop((False, host, index), None)
+                for where in [w for w in self._free
+                              if w[:3] == (False, host, index)]:
+                    del self._free[where]
+                for known in self._hosts.values():
+                    known.pop(host, None)
                 self.placed.setdefault(host, []).append(label)
                 return True
         return False
 
-    def ranked(self, hosts, req):
+    def ranked(self, hosts, req, key=None):
         """HOSTS where REQ fits now, most free GPUs of its classes first,
         then by name."""
-        classes = request_mod.gpu_classes(req)
-        found = [h for h in hosts if self.fits(h, req)]
-        return sorted(found, key=lambda h: (
-            -_free_gpus(self.trees.get(h, ()), classes), h))
+        classes = tuple(request_mod.gpu_classes(req))
+        if key is None:
+            found = [h for h in hosts if self.fits(h, req)]
+        else:
+            # asked once per request and host, again only where a server
+            # was placed since
+            known = self._hosts.setdefault(key, {})
+            for host in hosts:
+                if host not in known:
+                    known[host] = self.fits(host, req, key=key)
+            found = [h for h in hosts if known[h]]
+        return sorted(found, key=lambda h: (-self.free(h, classes), h))
 
 
 def eligible(hosts, server, excluded, settings, pools, aggregates, services,
@@ -379,9 +471,10 @@ def eligible(hosts, server, excluded, settings, pools, aggregates, services,
     return [h for h in rest if h not in post], refused
 
 
-def _no_room_reason(room, req, allowed, refused, label):
+def _no_room_reason(room, req, key, allowed, refused, label):
     """Why a server fits on none of ALLOWED now, in one sentence."""
-    taken = [h for h in allowed if room.fits(h, req, original=True)]
+    taken = [h for h in allowed
+             if room.fits(h, req, original=True, key=key)]
     if taken:
         return _('the room left on %(hosts)s is taken by servers planned '
                  'before %(server)s (%(others)s)') % {
@@ -399,7 +492,8 @@ def plan(servers, trees, draining, cordoned=(), facts=None,
          requested=AUTO, allow_downtime=False, settings=None, pools=None,
          aggregates=(), services=(), hypervisors=(), gpu_rows=None):
     """The drain plan: {'rows': [row dicts with ROW_FIELDS], 'summary':
-    {'moves': {method: count}, 'cannot_move': [(server, name, reason)]}}.
+    {'moves': {method: count}, 'cannot_move': [(server, name, reason)],
+    'notify': {project: [ids of its servers with downtime]}}}.
 
     SERVERS: Nova's server dicts (``OS-EXT-SRV-ATTR:host``, ``tenant_id``,
     embedded ``flavor`` with ``extra_specs``, ``image``, optional
@@ -422,6 +516,9 @@ def plan(servers, trees, draining, cordoned=(), facts=None,
     room = Room(trees)
     hosts = sorted(trees)
     rows, moves, cannot = [], {}, []
+    requests = {}  # request_key -> request
+    judged = {}  # (extra specs, project) -> eligible()
+    notify = {}  # project -> ids of its servers that go down
 
     def order(server):
         return (server.get('OS-EXT-SRV-ATTR:host') or '',
@@ -439,17 +536,26 @@ def plan(servers, trees, draining, cordoned=(), facts=None,
             pools.get(asked['pool']) or {}).get('vgpu_type')
         destination, extra = None, []
         if kind_ not in UNMOVABLE and requested != SHELVE:
-            req = server_request(server, settings, pools, aggregates)
-            allowed, refused = eligible(
-                hosts, server, excluded, settings, pools, aggregates,
-                services, hypervisors)
-            ranked = room.ranked(allowed, req)
+            key = request_key(server)
+            if key not in requests:
+                requests[key] = server_request(server, settings, pools,
+                                               aggregates)
+            req = requests[key]
+            flavor_key = (key[1], key[2])  # extra specs, project
+            if flavor_key not in judged:
+                judged[flavor_key] = eligible(
+                    hosts, server, excluded, settings, pools, aggregates,
+                    services, hypervisors)
+            allowed, refused = judged[flavor_key]
+            ranked = room.ranked(allowed, req, key)
             if not ranked:
-                extra.append(_no_room_reason(room, req, allowed, refused,
+                extra.append(_no_room_reason(room, req, key, allowed, refused,
                                              label))
             else:
                 destination = ranked[0]
-                if requested in (AUTO, LIVE):
+                if requested in (AUTO, LIVE) and (
+                        server.get('status') or ACTIVE).upper() in (
+                            LIVE_STATES):
                     for host in ranked:
                         blockers, _n = live_blockers(
                             kind_, (source, facts.get(source)),
@@ -461,7 +567,7 @@ def plan(servers, trees, draining, cordoned=(), facts=None,
         decided = method(
             kind_, requested, allow_downtime, (source, facts.get(source)),
             (destination, facts.get(destination)) if destination else None,
-            mdev_type, reading['aliases'])
+            mdev_type, reading['aliases'], server.get('status'))
         if decided['method'] in (LIVE, COLD):
             room.take(destination, req, label)
         else:
@@ -484,4 +590,7 @@ def plan(servers, trees, draining, cordoned=(), facts=None,
         moves[row['method']] = moves.get(row['method'], 0) + 1
         if row['method'] == STAYS:
             cannot.append((row['server'], row['name'], row['reason']))
-    return {'rows': rows, 'summary': {'moves': moves, 'cannot_move': cannot}}
+        if row['downtime'] != NO_DOWNTIME:
+            notify.setdefault(row['project'], []).append(row['server'])
+    return {'rows': rows, 'summary': {'moves': moves, 'cannot_move': cannot,
+                                      'notify': notify}}

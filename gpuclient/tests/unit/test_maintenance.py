@@ -162,9 +162,10 @@ SRC, DST = 'src', 'dst'
 
 
 def method(kind, requested='auto', allow=False, src=NEW, dst=NEW,
-           destination=True, mdev='nvidia-35', aliases=()):
+           destination=True, mdev='nvidia-35', aliases=(), status=None):
     return m.method(kind, requested, allow, (SRC, src),
-                    (DST, dst) if destination else None, mdev, aliases)
+                    (DST, dst) if destination else None, mdev, aliases,
+                    status)
 
 
 class TestLiveRules(base.TestCase):
@@ -528,3 +529,83 @@ class TestRows(base.TestCase):
         rows = world.plan(servers, draining=('src', 'a-src'),
                           facts={})['rows']
         self.assertEqual(['y', 'a', 'z'], [r['name'] for r in rows])
+
+
+class TestStatus(base.TestCase):
+    """What Nova's API moves a server from."""
+
+    def test_paused_moves_live_only(self):
+        self.assertEqual(m.LIVE, method(m.PASSTHROUGH,
+                                        status='PAUSED')['method'])
+        found = method(m.PASSTHROUGH, src=OLD, allow=True, status='PAUSED')
+        self.assertEqual(m.SHELVE, found['method'])
+        self.assertIn('no cold migration: the server is PAUSED',
+                      found['reasons'][1])
+
+    def test_stopped_moves_cold_without_downtime(self):
+        found = method(m.VGPU, status='SHUTOFF')
+        self.assertEqual((m.COLD, m.NO_DOWNTIME),
+                         (found['method'], found['downtime']))
+        self.assertIn('no live migration: the server is SHUTOFF',
+                      found['reasons'][0])
+        self.assertIn('stays stopped', found['notes'][-1])
+        self.assertEqual(m.STAYS, method(m.VGPU, 'live',
+                                         status='SHUTOFF')['method'])
+
+    def test_suspended_only_shelves(self):
+        self.assertEqual(m.SHELVE, method(m.VGPU, allow=True,
+                                          status='SUSPENDED')['method'])
+        self.assertEqual(m.STAYS, method(m.VGPU, 'cold', allow=True,
+                                         status='SUSPENDED')['method'])
+
+    def test_other_statuses_stay(self):
+        for status in ('ERROR', 'VERIFY_RESIZE', 'MIGRATING', 'BUILD'):
+            found = method(m.PLAIN, allow=True, status=status)
+            self.assertEqual(m.STAYS, found['method'])
+            self.assertIn('in status %s' % status, found['reasons'][0])
+
+    def test_stopped_server_in_a_plan(self):
+        world = World(pt_hosts={'src': 0, 'b': 1})
+        vm = server('vm', world.extra_specs('solver'), status='SHUTOFF')
+        found = world.plan([vm], facts={})
+        row = found['rows'][0]
+        self.assertEqual((m.COLD, 'b', m.NO_DOWNTIME),
+                         (row['method'], row['destination'],
+                          row['downtime']))
+        self.assertEqual({}, found['summary']['notify'])
+
+
+class TestIsolationAndCache(base.TestCase):
+    def test_isolated_pool_takes_no_unsteered_server(self):
+        spec = pools_mod.build_spec('solver', 'passthrough', alias='h100',
+                                    pci_id='10de:2331', isolate=True)
+        world = World(pt_hosts={'src': 0, 'iso': 4}, pt_spec=spec)
+        row = world.plan([server('web')], facts={})['rows'][0]
+        self.assertEqual((m.STAYS, None), (row['method'],
+                                           row['destination']))
+        world.add('cpu-1')
+        row = world.plan([server('web')], facts={})['rows'][0]
+        self.assertEqual((m.LIVE, 'cpu-1'),
+                         (row['method'], row['destination']))
+
+    def test_servers_of_one_flavor_share_a_request(self):
+        world = World(pt_hosts={'src': 0})
+        extra = world.extra_specs('solver')
+        one, two = server('a', extra), server('b', extra)
+        self.assertEqual(m.request_key(one), m.request_key(two))
+        self.assertNotEqual(m.request_key(one), m.request_key(
+            server('c', extra, project='p2')))
+        self.assertNotEqual(m.request_key(one), m.request_key(
+            server('d', extra, image='')))
+
+    def test_notify_lists_each_project_with_downtime(self):
+        world = World(pt_hosts={'src': 0, 'b': 1})
+        extra = world.extra_specs('solver')
+        found = world.plan([server('a', extra), server('b', extra,
+                                                       project='p2')],
+                           facts={}, allow_downtime=True)
+        rows = found['rows']
+        self.assertEqual([m.COLD, m.SHELVE], [r['method'] for r in rows])
+        self.assertEqual({'p1': [rows[0]['server']],
+                          'p2': [rows[1]['server']]},
+                         found['summary']['notify'])
