@@ -86,7 +86,7 @@ def flavor_pools(reading, pools):
     return specs.matching_pools(reading, pools)
 
 
-def _signature(tree):
+def signature(tree):
     """Equal for trees that any request fits into equally often."""
     depth = {}
 
@@ -126,7 +126,7 @@ class Fits:
         key = (host, root)
         if key not in self._trees:
             tree = self.cloud.tree(root, self.cloud.root_aggregates(host))
-            self._trees[key] = (tree, _signature(tree))
+            self._trees[key] = (tree, signature(tree))
         return self._trees[key]
 
     def add(self, flavor):
@@ -153,12 +153,12 @@ class Fits:
                 continue
             total = 0
             for root in sorted(roots):
-                tree, signature = self.tree(host, root)
+                tree, shape = self.tree(host, root)
                 if classes and not any(
                         rp['inventory'].get(rc, {}).get('free')
                         for rp in tree.values() for rc in classes):
                     continue
-                key = (fid, signature)
+                key = (fid, shape)
                 if key not in self._cache:
                     self._cache[key] = self.fit_count(tree, req,
                                                       limit=FIT_LIMIT)

@@ -503,3 +503,62 @@ def _general(problem, cap):
         return result
 
     return most(free, 0, min(cap, upper(free)))
+
+
+# -- one concrete allocation -------------------------------------------------
+
+def one_allocation(tree, request, keep_limit=64):
+    """One allocation of ONE copy of ``request`` in ``tree``, or None.
+
+    ``{provider uuid: {rc: amount}}``, chosen deterministically among
+    every distinct usage one copy can make (the same rules as
+    ``fit_count``): the one after which most further copies of the same
+    request still fit (counted up to ``keep_limit``), then the first in
+    provider-uuid order. A planner that places several servers in turn
+    subtracts it from the tree (``consume``), so two servers never count
+    on the same free unit. Which providers Placement itself would pick is
+    not known ahead; this choice only keeps the count exact for the copy
+    placed.
+    """
+    problem = _prepare(tree, request)
+    if problem is None:
+        return None
+    patterns = _copy_patterns(problem)
+    if not patterns:
+        return None
+    best, best_key = None, None
+    for pattern in patterns:
+        allocation = {}
+        for (p, rc), amount in pattern:
+            allocation.setdefault(problem.uuids[p], {})[rc] = amount
+        left = fit_count(consume(tree, allocation), request,
+                         limit=keep_limit)
+        order = tuple(sorted((uuid, tuple(sorted(res.items())))
+                             for uuid, res in allocation.items()))
+        key = (-left, order)
+        if best_key is None or key < best_key:
+            best, best_key = allocation, key
+    return best
+
+
+def consume(tree, allocation):
+    """A copy of ``tree`` with ``allocation`` ({uuid: {rc: amount}})
+    taken from the providers' ``free``; ValueError when it does not fit."""
+    new = {}
+    for uuid, rp in tree.items():
+        taken = allocation.get(uuid) or {}
+        inventory = {}
+        for rc, inv in (rp.get('inventory') or {}).items():
+            amount = taken.get(rc, 0)
+            if amount > inv.get('free', 0):
+                raise ValueError('consume: %s has %d %s free, %d taken.'
+                                 % (uuid, inv.get('free', 0), rc, amount))
+            inventory[rc] = dict(inv, free=inv.get('free', 0) - amount)
+        for rc in set(taken) - set(inventory):
+            if taken[rc]:
+                raise ValueError('consume: %s has no %s inventory.'
+                                 % (uuid, rc))
+        new[uuid] = dict(rp, inventory=inventory)
+    for uuid in set(allocation) - set(tree):
+        raise ValueError('consume: provider %s is not in the tree.' % uuid)
+    return new

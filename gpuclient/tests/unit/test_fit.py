@@ -614,3 +614,65 @@ class TestRealisticHosts(base.TestCase):
         self.assertEqual(0, fit.fit_count(ironic_node(0), request))
         self.assertEqual(2, fit.fit_counts([ironic_node(1), ironic_node(0),
                                             ironic_node(1)], request))
+
+
+class TestOneAllocation(base.TestCase):
+    """one_allocation and consume: placing servers one by one (counted
+    with fit_count, which TestAgainstBruteForce checks)."""
+
+    def _check(self, make, seed, cases):
+        rnd = random.Random(seed)
+        placed = 0
+        for number in range(cases):
+            tree, request = make(rnd)
+            expected = fit.fit_count(tree, request)
+            while expected == 0 and number % 4:
+                tree, request = make(rnd)
+                expected = fit.fit_count(tree, request)
+            where = _Case(number, tree, request)
+            allocation = fit.one_allocation(tree, request)
+            if not expected:
+                self.assertIsNone(allocation, where)
+                continue
+            placed += 1
+            self.assertIsNotNone(allocation, where)
+            left = fit.consume(tree, allocation)
+            # some optimal packing holds this copy: the rest still fit
+            # (fit_count is checked against brute_force above)
+            self.assertEqual(expected - 1, fit.fit_count(left, request),
+                             where)
+            # and only what was taken changed
+            for uuid, provider in tree.items():
+                for rc, item in provider['inventory'].items():
+                    taken = allocation.get(uuid, {}).get(rc, 0)
+                    self.assertEqual(item['free'] - taken,
+                                     left[uuid]['inventory'][rc]['free'])
+        self.assertGreaterEqual(placed, cases * 3 // 4)
+
+    def test_random_small_trees(self):
+        self._check(random_case, 42, 400)
+
+    def test_random_hosts(self):
+        self._check(random_host, 43, 400)
+
+    def test_deterministic_and_keeps_the_most_room(self):
+        tree = host(g0={'G': inv(1)}, g1={'G': inv(2)})
+        request = req({'': group({'VCPU': 1}), '1': group({'G': 1})})
+        allocation = fit.one_allocation(tree, request)
+        self.assertEqual(allocation, fit.one_allocation(tree, request))
+        self.assertEqual({'cn': {'VCPU': 1}, 'g0': {'G': 1}}, allocation)
+        self.assertEqual(2, fit.fit_count(fit.consume(tree, allocation),
+                                          request))
+
+    def test_nothing_fits(self):
+        tree = host(g0={'G': inv(0)})
+        request = req({'1': group({'G': 1})})
+        self.assertIsNone(fit.one_allocation(tree, request))
+
+    def test_consume_refuses_what_is_not_there(self):
+        tree = host(g0={'G': inv(1)})
+        self.assertRaises(ValueError, fit.consume, tree, {'g0': {'G': 2}})
+        self.assertRaises(ValueError, fit.consume, tree, {'g0': {'H': 1}})
+        self.assertRaises(ValueError, fit.consume, tree, {'gx': {'G': 1}})
+        self.assertEqual({'free': 1, 'min_unit': 1, 'max_unit': 1,
+                          'step_size': 1}, tree['g0']['inventory']['G'])

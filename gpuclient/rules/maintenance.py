@@ -1,0 +1,596 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Pure: the plan of ``gpu host drain``: how each server leaves, where to.
+
+Three questions, plain data in and out, no I/O:
+
+``kind(server, pools)``
+    What Nova has to move: ``vgpu``, ``mig`` (MIG-backed vGPU),
+    ``passthrough``, ``baremetal``, ``cyborg`` (``accel:device_profile``),
+    ``mem_encryption`` (``hw:mem_encryption``) or ``plain``.
+
+``method(kind, requested, allow_downtime, source, destination)``
+    live / cold / shelve / stays, the downtime it brings and why, from
+    what Nova allows for the device and both hosts' facts (``facts``
+    below). ``requested`` is ``--method`` (auto, live, cold, shelve).
+    Only a live migration is without downtime, so cold migration and
+    shelve-offload both need ``allow_downtime``; ``auto`` takes the first
+    of live, cold (a destination fits), shelve (none does) that is allowed.
+
+``plan(...)``
+    One row per server (``ROW_FIELDS``) and a summary of what cannot move.
+    Destinations are chosen server by server (sorted by source host, name,
+    id) against the free capacity of every other host, and each choice is
+    subtracted (``fit.one_allocation`` / ``fit.consume``) before the next
+    server is placed, so two servers never count on the same last GPU.
+    The request of a server is the one ``gpu candidates`` and ``gpu
+    capacity list`` build (``request.build`` of its embedded flavor and
+    project: pool steering, isolation and project aggregates, traits,
+    root requirements), judged by ``fit.fit_counts``, and hosts that
+    Nova's filters after Placement remove (``explain.post_filters``:
+    disabled or down services, aggregate extra specs, tenant isolation,
+    host capabilities) are no destination. Hosts drained or cordoned are
+    never destinations. A cold migration keeps its source allocation (the
+    migration record's) until it is confirmed, and a live migration until
+    it ends; that never frees room for another server here, since every
+    source is a host being drained. Shelve-offload frees the GPU and needs
+    no destination (the owner's unshelve is scheduled afresh).
+    Among the hosts where a server fits, the destination is the one with
+    most free units of the server's GPU classes, then the first by name
+    (spread, deterministic). With ``auto`` or ``live``, the first such host
+    where a live migration is possible wins over a better cold one.
+
+Host facts (``facts``): ``{host: {'libvirt': '8.6.0', 'qemu': '8.1.0',
+'nova': '2024.1', 'mdev_types': {'nvidia-35'} | None, 'live_migratable':
+bool | {alias: bool} | None, 'assumed': set of the keys above that are
+documented defaults rather than read (True: all)}}``. What the API does
+not show (versions, ``device_spec`` flags) comes from nova.conf or
+defaults; a note names every fact a decision rested on that was assumed.
+A missing or None fact is unknown, and a live migration that depends on it
+is not planned.
+
+Nova's documentation behind the rules:
+
+* vGPU live migration: Nova 2024.1 (Caracal), libvirt >= 8.6.0 and QEMU
+  >= 8.1.0 on both computes, the same mdev type enabled on the target
+  (docs.openstack.org/nova/latest/admin/virtual-gpu.html, "Caveats").
+  The NVIDIA driver must support migration too; that is not checked.
+* PCI passthrough live migration: Nova 2025.1 (Epoxy), the device_spec and
+  the alias marked ``live_migratable`` (admin/pci-passthrough.html).
+* Ironic instances cannot be migrated (the ironic driver has no migrate).
+* Cyborg accelerators: resize, cold and live migration are not supported
+  (admin/accelerators.html). Nova supports shelve/unshelve of them since
+  Wallaby as far as we know, but the issue asks for "stays, notify" and
+  this module keeps that until proven on a cloud.
+* AMD SEV (``hw:mem_encryption``): no live migration
+  (admin/sev.html, "Limitations"); cold migration is planned as for any
+  server (we believe it is supported; not yet proven on a cloud).
+"""
+
+from gpuclient.i18n import _
+from gpuclient.rules import capacity
+from gpuclient.rules import explain
+from gpuclient.rules import fit as fit_mod
+from gpuclient.rules import pools as pools_mod
+from gpuclient.rules import request as request_mod
+from gpuclient.rules import specs as specs_mod
+from gpuclient.rules import usage
+
+# --method
+AUTO, LIVE, COLD, SHELVE = 'auto', 'live', 'cold', 'shelve'
+METHODS = (AUTO, LIVE, COLD, SHELVE)
+STAYS = 'stays'
+# downtime
+NO_DOWNTIME = 'none'
+STOP_START = 'stop-start'
+UNTIL_UNSHELVED = 'until unshelved'
+WITH_THE_HOST = 'with the host'
+DOWNTIME = {LIVE: NO_DOWNTIME, COLD: STOP_START, SHELVE: UNTIL_UNSHELVED,
+            STAYS: WITH_THE_HOST}
+
+# server statuses Nova's API moves a server from (compute/api.py's
+# check_instance_state of live_migrate, resize/migrate and shelve)
+ACTIVE, PAUSED, SHUTOFF, SUSPENDED = 'ACTIVE', 'PAUSED', 'SHUTOFF', 'SUSPENDED'
+LIVE_STATES = (ACTIVE, PAUSED)
+COLD_STATES = (ACTIVE, SHUTOFF)
+SHELVE_STATES = (ACTIVE, PAUSED, SHUTOFF, SUSPENDED)
+
+# kinds
+VGPU, MIG, PASSTHROUGH = pools_mod.VGPU, pools_mod.MIG, pools_mod.PASSTHROUGH
+BAREMETAL, CYBORG = pools_mod.BAREMETAL, specs_mod.CYBORG
+MEM_ENCRYPTION = 'mem_encryption'
+PLAIN = 'plain'
+UNMOVABLE = (BAREMETAL, CYBORG)
+
+# what Nova needs for a live migration of the device (see the docstring)
+VGPU_LIBVIRT = (8, 6, 0)
+VGPU_QEMU = (8, 1, 0)
+VGPU_NOVA = (2024, 1)
+PCI_NOVA = (2025, 1)
+
+ROW_FIELDS = ('server', 'name', 'project', 'flavor', 'source', 'kind',
+              'resource_class', 'gpus', 'devices', 'method', 'destination',
+              'downtime', 'reason', 'notes')
+
+
+def version(text):
+    """'8.6.0' -> (8, 6, 0); '2024.1' -> (2024, 1); None when unknown."""
+    if text is None:
+        return None
+    parts = []
+    for part in str(text).strip().split('.'):
+        digits = ''
+        for char in part:
+            if not char.isdigit():
+                break
+            digits += char
+        if not digits:
+            break
+        parts.append(int(digits))
+    return tuple(parts) or None
+
+
+def _shown(numbers):
+    return '.'.join(str(n) for n in numbers)
+
+
+def kind(server, pools=None):
+    """What Nova has to move for SERVER (its embedded flavor): see the
+    module docstring. A bare-metal node's flavor wins over anything else
+    it asks, then Cyborg, then the GPU mode, then memory encryption."""
+    flavor = (server or {}).get('flavor') or {}
+    extra = flavor.get('extra_specs') or {}
+    reading = specs_mod.read(extra, pools)
+    mode = reading['mode']
+    if mode == BAREMETAL:
+        return BAREMETAL
+    if reading['device_profile']:
+        return CYBORG
+    if mode in (VGPU, MIG, PASSTHROUGH):
+        return mode
+    if str(extra.get('hw:mem_encryption', '')).lower() in ('true', '1',
+                                                          'yes'):
+        return MEM_ENCRYPTION
+    return PLAIN
+
+
+def _assumed(facts, key):
+    assumed = (facts or {}).get('assumed') or ()
+    return assumed is True or key in assumed
+
+
+def _at_least(host, facts, key, wanted, label, reasons, notes):
+    """Is FACTS[KEY] >= WANTED? A reason when not (or unknown)."""
+    have = version((facts or {}).get(key))
+    if have is None:
+        reasons.append(_('the %(what)s version of %(host)s is not known '
+                         '(give it in --nova-conf)')
+                       % {'what': label, 'host': host})
+        return
+    if have < wanted:
+        reasons.append(_('%(host)s has %(what)s %(have)s, and Nova needs '
+                         '%(want)s or newer')
+                       % {'host': host, 'what': label,
+                          'have': _shown(have), 'want': _shown(wanted)})
+        return
+    if _assumed(facts, key):
+        notes.append(_('assumed: %(host)s has %(what)s %(have)s')
+                     % {'host': host, 'what': label, 'have': _shown(have)})
+
+
+def _live_migratable(facts, alias):
+    flag = (facts or {}).get('live_migratable')
+    if isinstance(flag, dict):
+        return flag.get(alias)
+    return flag
+
+
+def live_blockers(kind_, source, destination, mdev_type=None, aliases=()):
+    """(reasons a live migration is not possible, notes of what was
+    assumed) between two hosts; no reasons: possible.
+
+    SOURCE and DESTINATION are (host, facts). MDEV_TYPE: the vGPU's
+    type; ALIASES: the PCI aliases of the flavor.
+    """
+    reasons, notes = [], []
+    (src, src_facts), (dst, dst_facts) = source, destination
+    if kind_ in UNMOVABLE:
+        reasons.append(_('Nova cannot migrate %s servers') % kind_)
+        return reasons, notes
+    if kind_ == MEM_ENCRYPTION:
+        reasons.append(_('Nova does not live-migrate servers with '
+                         'encrypted memory (hw:mem_encryption)'))
+        return reasons, notes
+    if kind_ in (VGPU, MIG):
+        for host, facts in ((src, src_facts), (dst, dst_facts)):
+            _at_least(host, facts, 'nova', VGPU_NOVA, 'Nova', reasons,
+                      notes)
+            _at_least(host, facts, 'libvirt', VGPU_LIBVIRT, 'libvirt',
+                      reasons, notes)
+            _at_least(host, facts, 'qemu', VGPU_QEMU, 'QEMU', reasons,
+                      notes)
+        offered = (dst_facts or {}).get('mdev_types')
+        if not mdev_type:
+            reasons.append(_('the mdev type of the server is not known'))
+        elif offered is None:
+            # the destination is in the server's pool (its request steers
+            # there), and a pool has one mdev type
+            notes.append(_('assumed: %(host)s offers mdev type %(type)s '
+                           '(its pool\'s)') % {'host': dst,
+                                               'type': mdev_type})
+        elif mdev_type not in offered:
+            reasons.append(_('%(host)s does not offer mdev type %(type)s')
+                           % {'host': dst, 'type': mdev_type})
+        elif _assumed(dst_facts, 'mdev_types'):
+            notes.append(_('assumed: %(host)s offers mdev type %(type)s')
+                         % {'host': dst, 'type': mdev_type})
+        if kind_ == MIG:
+            notes.append(_('MIG-backed vGPU: the NVIDIA driver must support '
+                           'migrating it (not checked)'))
+    elif kind_ == PASSTHROUGH:
+        for host, facts in ((src, src_facts), (dst, dst_facts)):
+            _at_least(host, facts, 'nova', PCI_NOVA, 'Nova', reasons, notes)
+            for alias in sorted(aliases) or [None]:
+                flag = _live_migratable(facts, alias)
+                label = alias or _('its PCI device')
+                if flag is None:
+                    reasons.append(_('whether %(alias)s is live_migratable '
+                                     'on %(host)s is not known')
+                                   % {'alias': label, 'host': host})
+                elif not flag:
+                    reasons.append(_('%(alias)s is not live_migratable on '
+                                     '%(host)s (device_spec and alias)')
+                                   % {'alias': label, 'host': host})
+                elif _assumed(facts, 'live_migratable'):
+                    notes.append(_('assumed: %(alias)s is live_migratable '
+                                   'on %(host)s')
+                                 % {'alias': label, 'host': host})
+    return reasons, notes
+
+
+def _result(method_, reasons=(), notes=()):
+    return {'method': method_, 'downtime': DOWNTIME[method_],
+            'reasons': list(reasons), 'notes': list(notes)}
+
+
+def method(kind_, requested, allow_downtime, source, destination=None,
+           mdev_type=None, aliases=(), status=None):
+    """{'method', 'downtime', 'reasons', 'notes'} for one server.
+
+    SOURCE: (host, facts); DESTINATION: (host, facts) of the host chosen
+    for it, or None when its request fits on no other host. REQUESTED:
+    one of METHODS. STATUS: the server's (None: ACTIVE); Nova's API takes
+    a live migration from ACTIVE or PAUSED, a cold one from ACTIVE or
+    SHUTOFF (a stopped server stays stopped, so it moves without
+    downtime and without --allow-downtime), shelve from those and
+    SUSPENDED, and nothing from any other status. ``reasons`` say why a
+    better method (or any) was not taken; ``notes`` what was assumed.
+    """
+    if requested not in METHODS:
+        raise ValueError('method: %r is none of %s.'
+                         % (requested, ', '.join(METHODS)))
+    if kind_ in UNMOVABLE:
+        why = {BAREMETAL: _('a bare-metal instance cannot move to another '
+                            'node: it stays, tell its project'),
+               CYBORG: _('Nova cannot migrate a server with Cyborg '
+                         'accelerators (accel:device_profile): it stays, '
+                         'tell its project')}[kind_]
+        return _result(STAYS, [why])
+    status = (status or ACTIVE).upper()
+    if status not in SHELVE_STATES:
+        return _result(STAYS, [_(
+            'Nova moves no server in status %s: settle it first (confirm '
+            'or revert a resize, reset an error), then drain again')
+            % status])
+    reasons, notes = [], []
+    no_room = _('its flavor fits on no other host')
+    if requested in (AUTO, LIVE):
+        if status not in LIVE_STATES:
+            reasons.append(_('no live migration: the server is %s') % status)
+        elif destination is None:
+            reasons.append(_('no live migration: %s') % no_room)
+        else:
+            blockers, assumed = live_blockers(kind_, source, destination,
+                                              mdev_type, aliases)
+            if not blockers:
+                return _result(LIVE, notes=assumed)
+            reasons.append(_('no live migration: %s') % '; '.join(blockers))
+        if requested == LIVE:
+            return _result(STAYS, reasons + [_('--method live was asked')])
+    downtime = _('give --allow-downtime to stop it')
+    if requested in (AUTO, COLD):
+        if status not in COLD_STATES:
+            reasons.append(_('no cold migration: the server is %s') % status)
+        elif destination is None:
+            reasons.append(_('no cold migration: %s') % no_room)
+        elif status == SHUTOFF:
+            found = _result(COLD, reasons, notes + [
+                _('the server is stopped: it moves, and stays stopped')])
+            found['downtime'] = NO_DOWNTIME
+            return found
+        elif allow_downtime:
+            return _result(COLD, reasons, notes)
+        elif requested == COLD:
+            return _result(STAYS, reasons + [
+                _('a cold migration stops the server: %s') % downtime])
+        if requested == COLD:
+            return _result(STAYS, reasons)
+    if allow_downtime:
+        return _result(SHELVE, reasons, notes)
+    if requested == SHELVE:
+        return _result(STAYS, [_('shelve-offload stops the server: %s')
+                               % downtime])
+    return _result(STAYS, reasons + [
+        _('cold migration and shelve-offload stop the server: %s')
+        % downtime])
+
+
+# -- destinations ------------------------------------------------------------
+
+def server_request(server, settings, pools, aggregates):
+    """The Placement request Nova sends to move SERVER (``request.build``
+    of its embedded flavor, its project, its pinned zone; a server
+    without an image boots from volume)."""
+    flavor = dict(server.get('flavor') or {})
+    flavor.setdefault('extra_specs', {})
+    return request_mod.build(
+        flavor, None, settings, pools=pools, aggregates=aggregates,
+        project_id=server.get('tenant_id') or server.get('project_id'),
+        zone=server.get('pinned_availability_zone'),
+        boot_from_volume=not server.get('image'))
+
+
+def request_key(server):
+    """Equal for servers whose move Nova asks Placement the same for."""
+    flavor = server.get('flavor') or {}
+    return (tuple(sorted((k, str(v)) for k, v in flavor.items()
+                         if k not in ('extra_specs', 'original_name',
+                                      'name', 'id'))),
+            tuple(sorted((k, str(v)) for k, v in (
+                flavor.get('extra_specs') or {}).items())),
+            server.get('tenant_id') or server.get('project_id'),
+            server.get('pinned_availability_zone'),
+            not server.get('image'))
+
+
+def _free_gpus(trees, classes):
+    return sum(rp['inventory'].get(rc, {}).get('free', 0)
+               for tree in trees for rp in tree.values() for rc in classes)
+
+
+class Room:
+    """Free capacity of the destination hosts, consumed as servers are
+    placed. TREES: {host: [provider tree as gpuclient.rules.fit takes
+    it]}; the trees given are never changed. Whether a request fits a
+    tree is asked once per request and tree shape
+    (``capacity.signature``), as ``gpu capacity list`` counts."""
+
+    def __init__(self, trees):
+        self.original = trees
+        self.trees = {host: list(found) for host, found in trees.items()}
+        self.placed = {}  # host -> [server names placed there]
+        self._shapes = {}  # (original?, host, index) -> signature
+        self._fits = {}  # (request key, signature) -> bool
+        self._free = {}  # (original?, host, index, classes) -> free units
+        self._hosts = {}  # request key -> {host: fits now}
+
+    def free(self, host, classes, original=False):
+        """Free units of CLASSES (a tuple) on HOST."""
+        total = 0
+        trees = (self.original if original else self.trees).get(host, ())
+        for index, tree in enumerate(trees):
+            where = (original, host, index, classes)
+            if where not in self._free:
+                self._free[where] = _free_gpus([tree], classes)
+            total += self._free[where]
+        return total
+
+    def _fits_tree(self, where, tree, req, key):
+        shape = self._shapes.get(where)
+        if shape is None:
+            shape = self._shapes[where] = capacity.signature(tree)
+        found = self._fits.get((key, shape))
+        if found is None:
+            found = self._fits[(key, shape)] = fit_mod.fit_count(
+                tree, req, limit=1) > 0
+        return found
+
+    def fits(self, host, req, original=False, key=None):
+        """Does one copy of REQ fit on HOST (as planned so far, or in the
+        snapshot)? KEY: what identifies REQ, for the cache (None: none)."""
+        trees = (self.original if original else self.trees).get(host, ())
+        if key is None:
+            return fit_mod.fit_counts(trees, req, limit=1) > 0
+        classes = tuple(request_mod.gpu_classes(req))
+        # a host without a free unit of the GPU classes fits nothing (as
+        # capacity.Fits skips such trees)
+        if classes and not self.free(host, classes, original):
+            return False
+        return any(
+            self._fits_tree((original, host, index), tree, req, key)
+            for index, tree in enumerate(trees))
+
+    def take(self, host, req, label):
+        """Consume one copy of REQ on HOST; False when it does not fit."""
+        for index, tree in enumerate(self.trees.get(host, ())):
+            allocation = fit_mod.one_allocation(tree, req)
+            if allocation is not None:
+                self.trees[host][index] = fit_mod.consume(tree, allocation)
+                self._shapes.pop((False, host, index), None)
+                for where in [w for w in self._free
+                              if w[:3] == (False, host, index)]:
+                    del self._free[where]
+                for known in self._hosts.values():
+                    known.pop(host, None)
+                self.placed.setdefault(host, []).append(label)
+                return True
+        return False
+
+    def ranked(self, hosts, req, key=None):
+        """HOSTS where REQ fits now, most free GPUs of its classes first,
+        then by name."""
+        classes = tuple(request_mod.gpu_classes(req))
+        if key is None:
+            found = [h for h in hosts if self.fits(h, req)]
+        else:
+            # asked once per request and host, again only where a server
+            # was placed since
+            known = self._hosts.setdefault(key, {})
+            for host in hosts:
+                if host not in known:
+                    known[host] = self.fits(host, req, key=key)
+            found = [h for h in hosts if known[h]]
+        return sorted(found, key=lambda h: (-self.free(h, classes), h))
+
+
+def eligible(hosts, server, excluded, settings, pools, aggregates, services,
+             hypervisors):
+    """(hosts that may take SERVER, {host: reason}) by the filters Nova
+    applies after Placement (``explain.post_filters``), HOSTS in
+    EXCLUDED ({host: reason}) left out first."""
+    flavor = server.get('flavor') or {}
+    project = server.get('tenant_id') or server.get('project_id')
+    refused = {h: excluded[h] for h in hosts if h in excluded}
+    rest = [h for h in hosts if h not in excluded]
+    post = explain.post_filters(
+        rest, flavor.get('extra_specs') or {}, aggregates, services,
+        project, settings['enabled_filters'], pools,
+        hypervisors=hypervisors)
+    for host, reasons in post.items():
+        refused[host] = explain.post_filter_text(host, reasons[0], project)
+    return [h for h in rest if h not in post], refused
+
+
+def _no_room_reason(room, req, key, allowed, refused, label):
+    """Why a server fits on none of ALLOWED now, in one sentence."""
+    taken = [h for h in allowed
+             if room.fits(h, req, original=True, key=key)]
+    if taken:
+        return _('the room left on %(hosts)s is taken by servers planned '
+                 'before %(server)s (%(others)s)') % {
+                     'hosts': ', '.join(taken), 'server': label,
+                     'others': ', '.join(sorted({
+                         s for h in taken for s in room.placed.get(h, ())}))}
+    if not allowed:
+        return _('no other host may take it (%s)') % '; '.join(
+            '%s: %s' % (h, why) for h, why in sorted(refused.items()))
+    return _('its flavor fits on none of %d other eligible host(s)') % len(
+        allowed)
+
+
+def plan(servers, trees, draining, cordoned=(), facts=None,
+         requested=AUTO, allow_downtime=False, settings=None, pools=None,
+         aggregates=(), services=(), hypervisors=(), gpu_rows=None):
+    """The drain plan: {'rows': [row dicts with ROW_FIELDS], 'summary':
+    {'moves': {method: count}, 'cannot_move': [(server, name, reason)],
+    'notify': {project: [ids of its servers with downtime]}}}.
+
+    SERVERS: Nova's server dicts (``OS-EXT-SRV-ATTR:host``, ``tenant_id``,
+    embedded ``flavor`` with ``extra_specs``, ``image``, optional
+    ``mdev_type``) on the DRAINING hosts. TREES: {host: [trees]} of every
+    host (``gpuclient.ops.snapshot.Cloud.tree`` makes them). CORDONED:
+    other hosts that take nothing. FACTS: {host: facts} (module
+    docstring). GPU_ROWS: {server id: ``usage.server_rows`` row} for the
+    GPUs it holds (class, count, devices); without one the embedded
+    flavor says class and count. The other arguments as
+    ``request.build`` and ``explain.post_filters`` take them.
+    """
+    settings = settings or request_mod.load_settings()
+    pools = pools or {}
+    facts = facts or {}
+    gpu_rows = gpu_rows or {}
+    draining = list(draining)
+    excluded = {h: _('being drained') for h in draining}
+    for host in cordoned:
+        excluded.setdefault(host, _('cordoned'))
+    room = Room(trees)
+    hosts = sorted(trees)
+    rows, moves, cannot = [], {}, []
+    requests = {}  # request_key -> request
+    judged = {}  # (extra specs, project) -> eligible()
+    notify = {}  # project -> ids of its servers that go down
+
+    def order(server):
+        return (server.get('OS-EXT-SRV-ATTR:host') or '',
+                server.get('name') or '', server['id'])
+
+    for server in sorted(servers, key=order):
+        source = server.get('OS-EXT-SRV-ATTR:host')
+        label = server.get('name') or server['id']
+        kind_ = kind(server, pools)
+        asked = usage.gpu_request(server, pools)
+        held = gpu_rows.get(server['id']) or {}
+        reading = specs_mod.read(
+            (server.get('flavor') or {}).get('extra_specs'), pools)
+        mdev_type = server.get('mdev_type') or (
+            pools.get(asked['pool']) or {}).get('vgpu_type')
+        destination, extra = None, []
+        if kind_ not in UNMOVABLE and requested != SHELVE:
+            key = request_key(server)
+            if key not in requests:
+                requests[key] = server_request(server, settings, pools,
+                                               aggregates)
+            req = requests[key]
+            flavor_key = (key[1], key[2])  # extra specs, project
+            if flavor_key not in judged:
+                judged[flavor_key] = eligible(
+                    hosts, server, excluded, settings, pools, aggregates,
+                    services, hypervisors)
+            allowed, refused = judged[flavor_key]
+            ranked = room.ranked(allowed, req, key)
+            if not ranked:
+                extra.append(_no_room_reason(room, req, key, allowed, refused,
+                                             label))
+            else:
+                destination = ranked[0]
+                if requested in (AUTO, LIVE) and (
+                        server.get('status') or ACTIVE).upper() in (
+                            LIVE_STATES):
+                    for host in ranked:
+                        blockers, _n = live_blockers(
+                            kind_, (source, facts.get(source)),
+                            (host, facts.get(host)), mdev_type,
+                            reading['aliases'])
+                        if not blockers:
+                            destination = host
+                            break
+        decided = method(
+            kind_, requested, allow_downtime, (source, facts.get(source)),
+            (destination, facts.get(destination)) if destination else None,
+            mdev_type, reading['aliases'], server.get('status'))
+        if decided['method'] in (LIVE, COLD):
+            room.take(destination, req, label)
+        else:
+            destination = None
+        reasons = extra + decided['reasons']
+        row = {
+            'server': server['id'], 'name': server.get('name'),
+            'project': server.get('tenant_id') or server.get('project_id'),
+            'flavor': asked['flavor'], 'source': source, 'kind': kind_,
+            'resource_class': held.get('resource_class')
+            or asked['resource_class'],
+            'gpus': held.get('gpus', asked['gpus']),
+            'devices': list(held.get('devices') or ()),
+            'method': decided['method'], 'destination': destination,
+            'downtime': decided['downtime'],
+            'reason': '; '.join(reasons) or None,
+            'notes': decided['notes'],
+        }
+        rows.append(row)
+        moves[row['method']] = moves.get(row['method'], 0) + 1
+        if row['method'] == STAYS:
+            cannot.append((row['server'], row['name'], row['reason']))
+        if row['downtime'] != NO_DOWNTIME:
+            notify.setdefault(row['project'], []).append(row['server'])
+    return {'rows': rows, 'summary': {'moves': moves, 'cannot_move': cannot,
+                                      'notify': notify}}
