@@ -18,7 +18,6 @@ from osc_lib.command import command
 
 from gpuclient import formatters
 from gpuclient.i18n import _
-from gpuclient.ops import capacity_ops
 from gpuclient.v1 import common
 
 LOG = logging.getLogger(__name__)
@@ -77,6 +76,8 @@ class ListCapacity(command.Lister):
         return parser
 
     def take_action(self, parsed_args):
+        from gpuclient.ops import capacity_ops
+
         rows = capacity_ops.collect(
             self.app.client_manager.gpu,
             common.settings_from_args(parsed_args),

@@ -18,8 +18,6 @@ from osc_lib import exceptions
 from osc_lib.command import command
 
 from gpuclient.i18n import _
-from gpuclient.ops import check_ops
-from gpuclient.rules import checks
 from gpuclient.v1 import common
 
 LOG = logging.getLogger(__name__)
@@ -34,6 +32,7 @@ def table(findings):
 
 
 class Check(command.Lister):
+    # get_description fills in the names of the checks
     _description = _(
         'Find GPU misconfigurations before users do.\n\n'
         'Reads the cloud once (pools, hosts, Placement trees, flavors, '
@@ -45,9 +44,18 @@ class Check(command.Lister):
         'object, the symptom a user would see and the command or '
         'nova.conf line that fixes it. Exit status 1 when an error was '
         'found (with --strict, any finding), so it can gate a deployment '
-        'pipeline. Checks: %s. Needs admin.') % ', '.join(checks.CHECKS)
+        'pipeline. Checks: %s. Needs admin.')
+
+    def get_description(self):
+        # here, not in the class body: loading the class (which every
+        # openstack command does) does not import the checks
+        from gpuclient.rules import checks
+
+        return self._description % ', '.join(checks.CHECKS)
 
     def get_parser(self, prog_name):
+        from gpuclient.rules import checks
+
         parser = super().get_parser(prog_name)
         common.add_nova_conf_args(parser)
         parser.add_argument(
@@ -64,6 +72,9 @@ class Check(command.Lister):
         return parser
 
     def take_action(self, parsed_args):
+        from gpuclient.ops import check_ops
+        from gpuclient.rules import checks
+
         unknown = checks.unknown_checks(parsed_args.checks)
         if unknown:
             raise exceptions.CommandError(

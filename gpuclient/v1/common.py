@@ -25,7 +25,6 @@ from osc_lib.cli import format_columns
 from osc_lib.cli import parseractions
 
 from gpuclient.i18n import _
-from gpuclient.ops import nova_settings
 
 
 def add_nova_conf_args(parser, overrides=False):
@@ -36,6 +35,8 @@ def add_nova_conf_args(parser, overrides=False):
     --setting and --alias-map, for the commands that build Nova's
     Placement request from the settings (candidates, capacity).
     """
+    from gpuclient.ops import nova_settings
+
     if overrides:
         parser.add_argument(
             '--alias-map', metavar='<alias=vendor:product|class>',
@@ -70,6 +71,8 @@ def nova_conf_given(parsed_args):
     """Was a nova.conf given: an option of add_nova_conf_args or its
     environment variable ($GPUCLIENT_NOVA_CONF, $GPUCLIENT_NOVA_CONF_DIR)?
     """
+    from gpuclient.ops import nova_settings
+
     return bool(parsed_args.nova_conf or parsed_args.nova_conf_dir
                 or os.environ.get(nova_settings.CONF_ENV)
                 or os.environ.get(nova_settings.CONF_DIR_ENV))
@@ -77,6 +80,8 @@ def nova_conf_given(parsed_args):
 
 def settings_from_args(parsed_args):
     """nova_settings.read_settings with the options of add_nova_conf_args."""
+    from gpuclient.ops import nova_settings
+
     return nova_settings.read_settings(parsed_args.nova_conf,
                          getattr(parsed_args, 'settings', None),
                          getattr(parsed_args, 'alias_maps', ()),

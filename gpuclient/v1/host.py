@@ -18,7 +18,6 @@ from osc_lib.cli import format_columns
 from osc_lib.command import command
 
 from gpuclient.i18n import _
-from gpuclient.ops import host_ops
 
 LOG = logging.getLogger(__name__)
 
@@ -77,6 +76,8 @@ class ListHost(command.Lister):
         return parser
 
     def take_action(self, parsed_args):
+        from gpuclient.ops import host_ops
+
         rows, notes = host_ops.collect(
             self.app.client_manager.gpu,
             pool=parsed_args.pool,

@@ -18,7 +18,6 @@ from osc_lib.cli import format_columns
 from osc_lib.command import command
 
 from gpuclient.i18n import _
-from gpuclient.ops import server_ops
 from gpuclient.v1 import common
 
 LOG = logging.getLogger(__name__)
@@ -58,6 +57,8 @@ class ListServer(command.Lister):
         return parser
 
     def take_action(self, parsed_args):
+        from gpuclient.ops import server_ops
+
         rows, notes = server_ops.collect(
             self.app.client_manager.gpu, project=parsed_args.project,
             project_domain=parsed_args.project_domain,

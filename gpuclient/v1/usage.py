@@ -17,8 +17,6 @@ import logging
 from osc_lib.command import command
 
 from gpuclient.i18n import _
-from gpuclient.ops import usage_ops
-from gpuclient.rules import usage
 from gpuclient.v1 import common
 
 LOG = logging.getLogger(__name__)
@@ -38,6 +36,8 @@ class ListUsage(command.Lister):
         'a member sees their own. Needs compute API 2.47.')
 
     def get_parser(self, prog_name):
+        from gpuclient.rules import usage
+
         parser = super().get_parser(prog_name)
         parser.add_argument(
             '--start', metavar='<time>', required=True,
@@ -66,6 +66,9 @@ class ListUsage(command.Lister):
         return parser
 
     def take_action(self, parsed_args):
+        from gpuclient.ops import usage_ops
+        from gpuclient.rules import usage
+
         by, rows, notes = usage_ops.collect(
             self.app.client_manager.gpu, parsed_args.start,
             end=parsed_args.end, project=parsed_args.project,
