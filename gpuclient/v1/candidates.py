@@ -17,7 +17,6 @@ import logging
 
 from osc_lib import exceptions
 from osc_lib.cli import format_columns
-from osc_lib.command import command
 
 from gpuclient.i18n import _
 from gpuclient.v1 import common
@@ -163,7 +162,7 @@ def explanation_lines(result, full=False, why_not=True):
     return lines
 
 
-class Candidates(command.Lister):
+class Candidates(common.Lister):
     _description = _(
         'List the hosts Nova would consider for a flavor now.\n\n'
         'One row per host that could take the flavor (and image) now: the '

@@ -14,8 +14,6 @@
 
 import logging
 
-from osc_lib.command import command
-
 from gpuclient import formatters
 from gpuclient.i18n import _
 from gpuclient.v1 import common
@@ -45,7 +43,7 @@ def table(rows, long=False):
     return columns, data
 
 
-class ListCapacity(command.Lister):
+class ListCapacity(common.Lister):
     _description = _(
         'List how many more of each GPU flavor fit now.\n\n'
         'For every GPU flavor (or those given) and pool: how many more '

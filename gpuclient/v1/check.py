@@ -15,7 +15,6 @@
 import logging
 
 from osc_lib import exceptions
-from osc_lib.command import command
 
 from gpuclient.i18n import _
 from gpuclient.v1 import common
@@ -31,7 +30,7 @@ def table(findings):
                      for f in findings]
 
 
-class Check(command.Lister):
+class Check(common.Lister):
     # get_description fills in the names of the checks
     _description = _(
         'Find GPU misconfigurations before users do.\n\n'

@@ -13,8 +13,13 @@
 """Option blocks and output pieces shared by the command modules.
 
 A command module imports this module, never a sibling command module:
-the nova.conf options, the boot project, the read commands' --project,
---dry-run and --update-dependents, and the plan of a --dry-run.
+the base of the list commands, the nova.conf options, the boot project,
+the read commands' --project, --dry-run and --update-dependents, and the
+plan of a --dry-run.
+
+OSC loads every command class on every ``openstack`` command, so this
+module, like the command modules, imports ``ops`` and ``rules`` only
+inside the functions that use them.
 """
 
 import os
@@ -23,8 +28,22 @@ from cliff import columns as cliff_columns
 from openstackclient.identity import common as identity_common
 from osc_lib.cli import format_columns
 from osc_lib.cli import parseractions
+from osc_lib.command import command
 
+from gpuclient import formatters
 from gpuclient.i18n import _
+
+
+class Lister(command.Lister):
+    """Base of every ``openstack gpu`` list command.
+
+    Its ``-f`` choices are the formatters of gpuclient's own namespace
+    (cliff's table, csv, json, yaml and value, plus openmetrics; see
+    setup.cfg), so ``-f openmetrics`` is offered on gpuclient's list
+    commands only, not on every ``openstack`` list command.
+    """
+
+    formatter_namespace = formatters.LIST_NAMESPACE
 
 
 def add_nova_conf_args(parser, overrides=False):

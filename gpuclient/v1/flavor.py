@@ -150,7 +150,7 @@ class CreateFlavor(command.ShowOne):
         return show_data(flavor, reading, projects, pools)
 
 
-class ListFlavor(command.Lister):
+class ListFlavor(common.Lister):
     _description = _(
         'List GPU flavors.\n\n'
         'Every flavor whose extra specs ask for GPUs (PCI alias, VGPU, GPU '

@@ -15,14 +15,14 @@
 import logging
 
 from osc_lib.cli import format_columns
-from osc_lib.command import command
 
 from gpuclient.i18n import _
+from gpuclient.v1 import common
 
 LOG = logging.getLogger(__name__)
 
 
-class ListHost(command.Lister):
+class ListHost(common.Lister):
     _description = _(
         'List compute hosts that offer GPUs.\n\n'
         'One row per host and GPU class, with GPU figures (total, used, '

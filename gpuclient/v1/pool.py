@@ -186,7 +186,7 @@ class CreatePool(command.ShowOne):
         return pool_item(pool)
 
 
-class ListPool(command.Lister):
+class ListPool(common.Lister):
     _description = _(
         'List GPU pools.\n\n'
         'GPU pools are the host aggregates that carry gpu_pool metadata; '

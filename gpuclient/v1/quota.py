@@ -162,7 +162,7 @@ class DeleteQuota(command.Command):
         _finish(self.app, plan, parsed_args.dry_run)
 
 
-class ShowQuota(command.Lister):
+class ShowQuota(common.Lister):
     _description = _(
         'Show the GPU quota of a project.\n\n'
         'One row per GPU resource class (of a pool, or with a limit or '
@@ -204,7 +204,7 @@ class ShowQuota(command.Lister):
             for r in rows]
 
 
-class ListQuota(command.Lister):
+class ListQuota(common.Lister):
     _description = _(
         'List the projects with a GPU quota of their own.\n\n'
         'One row per project limit on a GPU class (Keystone unified limits '

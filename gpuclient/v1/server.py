@@ -15,7 +15,6 @@
 import logging
 
 from osc_lib.cli import format_columns
-from osc_lib.command import command
 
 from gpuclient.i18n import _
 from gpuclient.v1 import common
@@ -27,7 +26,7 @@ COLUMNS = ('ID', 'Name', 'Project', 'Status', 'Host', 'Pool', 'Mode',
 LONG_COLUMNS = ('Device Providers',)
 
 
-class ListServer(command.Lister):
+class ListServer(common.Lister):
     _description = _(
         'List servers that hold GPUs, and which devices.\n\n'
         'One row per server: its host, pool, mode, the resource class and '

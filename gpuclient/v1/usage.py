@@ -14,8 +14,6 @@
 
 import logging
 
-from osc_lib.command import command
-
 from gpuclient.i18n import _
 from gpuclient.v1 import common
 
@@ -24,7 +22,7 @@ LOG = logging.getLogger(__name__)
 DIGITS = 4  # GPU-hours and cost: to the third of a second of one GPU
 
 
-class ListUsage(command.Lister):
+class ListUsage(common.Lister):
     _description = _(
         'List GPU-hours per project, pool, flavor or class.\n\n'
         'From Nova\'s server usage (os-simple-tenant-usage), which keeps '
