@@ -18,8 +18,10 @@ list`` itself when OS_CLOUD is set), with and without the plugin, in one
 run: for each repetition and command the two runs follow each other, in
 an order that alternates from pair to pair. It prints, per command, the
 median times and the median of the per-pair ratios (target: 1.03 or
-less), how many gpuclient modules the command loads, and the import time
-the plugin module adds on top of what OSC imports anyway.
+less), of wall-clock time and of CPU time (user and system, of the child:
+steadier than wall-clock time on a busy machine), how many gpuclient
+modules the command loads, and the import time the plugin module adds on
+top of what OSC imports anyway.
 
 With and without, one interpreter: the plugin is hidden, not uninstalled.
 OSC finds plugins only through entry points (importlib.metadata, through
@@ -48,6 +50,7 @@ one); its ``openstack`` script, next to it, is what is run.
 import argparse
 import configparser
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -154,11 +157,18 @@ def loaded_modules(python, env, command):
     return []
 
 
+def _children_cpu():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def time_once(exe, command, env):
+    """(wall seconds, CPU seconds) of one ``openstack COMMAND``."""
+    cpu = _children_cpu()
     start = time.perf_counter()
     subprocess.run([exe] + command, check=True, stdout=subprocess.DEVNULL,
                    env=env)
-    return time.perf_counter() - start
+    return time.perf_counter() - start, _children_cpu() - cpu
 
 
 def _importtime(python, code, env):
@@ -212,32 +222,30 @@ def measure(args, python, exe, tmp):
             time_once(exe, command, with_run)
             time_once(exe, command, without_run)
 
-    figures = {tuple(command): ([], [], []) for command, _w, _o in runs}
+    # command -> [(wall with, wall without, CPU with, CPU without)]
+    figures = {tuple(command): [] for command, _w, _o in runs}
     for i in range(args.pairs):
         for command, with_run, without_run in runs:
-            with_t, without_t, ratios = figures[tuple(command)]
             if i % 2:
                 b = time_once(exe, command, without_run)
                 a = time_once(exe, command, with_run)
             else:
                 a = time_once(exe, command, with_run)
                 b = time_once(exe, command, without_run)
-            with_t.append(a)
-            without_t.append(b)
-            ratios.append(a / b)
+            figures[tuple(command)].append((a[0], b[0], a[1], b[1]))
 
     print('%s, %d interleaved pairs per command, plugin hidden by '
           'metadata overlays (see the docstring)' % (exe, args.pairs))
     for command, with_run, _without_run in runs:
-        with_t, without_t, ratios = figures[tuple(command)]
-        median = statistics.median(ratios)
+        pairs = figures[tuple(command)]
         print('openstack %s' % ' '.join(command))
-        print('  median time with gpuclient:    %.3f s'
-              % statistics.median(with_t))
-        print('  median time without gpuclient: %.3f s'
-              % statistics.median(without_t))
-        print('  median per-pair ratio: %.4f (%+.2f %%; target <= '
-              '1.03)' % (median, (median - 1) * 100))
+        for what, at in (('wall', 0), ('CPU', 2)):
+            ratio = statistics.median(p[at] / p[at + 1] for p in pairs)
+            print('  %-4s median with %.3f s, without %.3f s; median '
+                  'per-pair ratio %.4f (%+.2f %%; target <= 1.03)'
+                  % (what, statistics.median(p[at] for p in pairs),
+                     statistics.median(p[at + 1] for p in pairs),
+                     ratio, (ratio - 1) * 100))
         print('  gpuclient modules loaded: %d'
               % len(loaded_modules(python, with_run, command)))
     added, modules = plugin_import_us(python, with_env)
