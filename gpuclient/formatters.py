@@ -12,10 +12,13 @@
 
 """``-f openmetrics``: the rows of ``gpu capacity list`` as metrics.
 
-cliff loads every ``cliff.formatter.list`` entry point for every Lister of
-every ``openstack`` command, so this module imports only the standard
-library and cliff's formatter base (already loaded by then); the rest is
-imported when the formatter is used.
+The formatter is an entry point of gpuclient's own namespace,
+:data:`LIST_NAMESPACE` (with cliff's standard list formatters), which only
+gpuclient's list commands (``gpuclient.v1.common.Lister``) load: other
+``openstack`` commands neither offer nor load it. cliff loads it for every
+gpuclient list command, ``--help`` included, so this module imports only
+the standard library and cliff's formatter base (already loaded by then);
+the rest is imported when the formatter is used.
 
 :func:`render` is pure (rows in, text out) and knows the capacity columns;
 rows with any other column are refused rather than turned into metrics
@@ -31,6 +34,10 @@ import math
 from cliff.formatters import base
 
 LOG = logging.getLogger(__name__)
+
+# The formatters of gpuclient's list commands (entry points in setup.cfg):
+# cliff's cliff.formatter.list ones and openmetrics.
+LIST_NAMESPACE = 'gpuclient.formatter.list'
 
 # The columns of ``openstack gpu capacity list`` (``Host`` with
 # --per-host; the LONG_CAPACITY_COLUMNS with --long).
@@ -320,7 +327,7 @@ class OpenMetricsFormatter(base.ListFormatter):
     """``-f openmetrics`` for ``openstack gpu capacity list``."""
 
     def add_argument_group(self, parser):
-        # loaded for every Lister of every openstack command: no options
+        # loaded for every gpuclient list command: no options of its own
         pass
 
     def emit_list(self, column_names, data, stdout, parsed_args):

@@ -17,12 +17,8 @@ import logging
 
 from osc_lib import exceptions
 from osc_lib.cli import format_columns
-from osc_lib.command import command
 
 from gpuclient.i18n import _
-from gpuclient.ops import candidate_ops
-from gpuclient.rules import names
-from gpuclient.rules import request
 from gpuclient.v1 import common
 
 LOG = logging.getLogger(__name__)
@@ -36,6 +32,9 @@ EXPLAIN_COLUMNS = ('Candidate', 'Reason')
 
 
 def _parse_resources(texts):
+    from gpuclient.rules import names
+    from gpuclient.rules import request
+
     found = []
     for text in texts or ():
         rc, sep, amount = text.partition('=')
@@ -55,6 +54,8 @@ def _parse_resources(texts):
 
 def _check_traits(option, traits, forbidden_mark=False):
     """Trait names as Placement spells them; ``!TRAIT`` if FORBIDDEN_MARK."""
+    from gpuclient.rules import names
+
     for text in traits or ():
         name = text[1:] if forbidden_mark and text.startswith('!') else text
         if not names.is_trait_name(name):
@@ -161,7 +162,7 @@ def explanation_lines(result, full=False, why_not=True):
     return lines
 
 
-class Candidates(command.Lister):
+class Candidates(common.Lister):
     _description = _(
         'List the hosts Nova would consider for a flavor now.\n\n'
         'One row per host that could take the flavor (and image) now: the '
@@ -248,6 +249,8 @@ class Candidates(command.Lister):
         return old
 
     def take_action(self, parsed_args):
+        from gpuclient.ops import candidate_ops
+
         traits = parsed_args.required + parsed_args.forbidden
         if traits and not parsed_args.resources:
             raise exceptions.CommandError(

@@ -14,11 +14,8 @@
 
 import logging
 
-from osc_lib.command import command
-
 from gpuclient import formatters
 from gpuclient.i18n import _
-from gpuclient.ops import capacity_ops
 from gpuclient.v1 import common
 
 LOG = logging.getLogger(__name__)
@@ -55,7 +52,7 @@ def table(rows, per_host=False, long=False):
     return columns, data
 
 
-class ListCapacity(command.Lister):
+class ListCapacity(common.Lister):
     _description = _(
         'List how many more of each GPU flavor fit now.\n\n'
         'For every GPU flavor (or those given) and pool: how many more '
@@ -91,6 +88,8 @@ class ListCapacity(command.Lister):
         return parser
 
     def take_action(self, parsed_args):
+        from gpuclient.ops import capacity_ops
+
         rows = capacity_ops.collect(
             self.app.client_manager.gpu,
             common.settings_from_args(parsed_args),

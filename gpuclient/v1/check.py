@@ -15,11 +15,8 @@
 import logging
 
 from osc_lib import exceptions
-from osc_lib.command import command
 
 from gpuclient.i18n import _
-from gpuclient.ops import check_ops
-from gpuclient.rules import checks
 from gpuclient.v1 import common
 
 LOG = logging.getLogger(__name__)
@@ -33,7 +30,8 @@ def table(findings):
                      for f in findings]
 
 
-class Check(command.Lister):
+class Check(common.Lister):
+    # get_description fills in the names of the checks
     _description = _(
         'Find GPU misconfigurations before users do.\n\n'
         'Reads the cloud once (pools, hosts, Placement trees, flavors, '
@@ -45,19 +43,35 @@ class Check(command.Lister):
         'object, the symptom a user would see and the command or '
         'nova.conf line that fixes it. The exit status tells findings from '
         'a check that could not run (see below), so it can gate a '
-        'deployment pipeline. Checks: %s. Needs admin.') % ', '.join(
-            checks.CHECKS)
-    _epilog = _(
+        'deployment pipeline. Checks: %s. Needs admin.')
+    _epilog_text = _(
         'Exit status: %(clean)d when the checks ran and found no error '
         '(with --strict, no finding at all); %(findings)d when they found '
         'one (the rows say which); %(not_run)d when the checks could not '
         'run (bad options, an unknown check or pool, the cloud unreachable '
         'or refusing the reads, output that could not be written), with '
-        'the reason on stderr.') % {
+        'the reason on stderr.')
+
+    # the names of the checks and the exit statuses are filled in here,
+    # not in the class body: loading the class (which every openstack
+    # command does) does not import the checks
+
+    def get_description(self):
+        from gpuclient.rules import checks
+
+        return self._description % ', '.join(checks.CHECKS)
+
+    def get_epilog(self):
+        from gpuclient.rules import checks
+
+        self._epilog = self._epilog_text % {
             'clean': checks.EXIT_CLEAN, 'findings': checks.EXIT_FINDINGS,
             'not_run': checks.EXIT_NOT_RUN}
+        return super().get_epilog()
 
     def get_parser(self, prog_name):
+        from gpuclient.rules import checks
+
         parser = super().get_parser(prog_name)
         common.add_nova_conf_args(parser)
         parser.add_argument(
@@ -75,6 +89,9 @@ class Check(command.Lister):
         return parser
 
     def take_action(self, parsed_args):
+        from gpuclient.ops import check_ops
+        from gpuclient.rules import checks
+
         unknown = checks.unknown_checks(parsed_args.checks)
         if unknown:
             raise exceptions.CommandError(

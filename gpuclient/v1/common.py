@@ -13,8 +13,13 @@
 """Option blocks and output pieces shared by the command modules.
 
 A command module imports this module, never a sibling command module:
-the nova.conf options, the boot project, the read commands' --project,
---dry-run and --update-dependents, and the plan of a --dry-run.
+the base of the list commands, the nova.conf options, the boot project,
+the read commands' --project, --dry-run and --update-dependents, and the
+plan of a --dry-run.
+
+OSC loads every command class on every ``openstack`` command, so this
+module, like the command modules, imports ``ops`` and ``rules`` only
+inside the functions that use them.
 """
 
 import os
@@ -24,9 +29,22 @@ from openstackclient.common import envvars
 from openstackclient.identity import common as identity_common
 from osc_lib.cli import format_columns
 from osc_lib.cli import parseractions
+from osc_lib.command import command
 
+from gpuclient import formatters
 from gpuclient.i18n import _
-from gpuclient.ops import nova_settings
+
+
+class Lister(command.Lister):
+    """Base of every ``openstack gpu`` list command.
+
+    Its ``-f`` choices are the formatters of gpuclient's own namespace
+    (cliff's table, csv, json, yaml and value, plus openmetrics; see
+    setup.cfg), so ``-f openmetrics`` is offered on gpuclient's list
+    commands only, not on every ``openstack`` list command.
+    """
+
+    formatter_namespace = formatters.LIST_NAMESPACE
 
 
 def add_nova_conf_args(parser, overrides=False):
@@ -37,6 +55,8 @@ def add_nova_conf_args(parser, overrides=False):
     --setting and --alias-map, for the commands that build Nova's
     Placement request from the settings (candidates, capacity).
     """
+    from gpuclient.ops import nova_settings
+
     if overrides:
         parser.add_argument(
             '--alias-map', metavar='<alias=vendor:product|class>',
@@ -71,6 +91,8 @@ def nova_conf_given(parsed_args):
     """Was a nova.conf given: an option of add_nova_conf_args or its
     environment variable ($GPUCLIENT_NOVA_CONF, $GPUCLIENT_NOVA_CONF_DIR)?
     """
+    from gpuclient.ops import nova_settings
+
     return bool(parsed_args.nova_conf or parsed_args.nova_conf_dir
                 or os.environ.get(nova_settings.CONF_ENV)
                 or os.environ.get(nova_settings.CONF_DIR_ENV))
@@ -78,6 +100,8 @@ def nova_conf_given(parsed_args):
 
 def settings_from_args(parsed_args):
     """nova_settings.read_settings with the options of add_nova_conf_args."""
+    from gpuclient.ops import nova_settings
+
     return nova_settings.read_settings(parsed_args.nova_conf,
                          getattr(parsed_args, 'settings', None),
                          getattr(parsed_args, 'alias_maps', ()),

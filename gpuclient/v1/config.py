@@ -25,8 +25,6 @@ from osc_lib import exceptions
 from osc_lib.command import command
 
 from gpuclient.i18n import _
-from gpuclient.ops import config_ops
-from gpuclient.rules import nova_config
 
 LOG = logging.getLogger(__name__)
 LAYOUTS = ('ini', 'kolla')
@@ -58,6 +56,8 @@ class ShowConfig(command.Command):
         "exits 1 when it does.")
 
     def get_parser(self, prog_name):
+        from gpuclient.rules import nova_config
+
         parser = super().get_parser(prog_name)
         parser.add_argument(
             '--pool', metavar='<pool>', action='append', default=[],
@@ -104,6 +104,9 @@ class ShowConfig(command.Command):
         return parser
 
     def take_action(self, parsed_args):
+        from gpuclient.ops import config_ops
+        from gpuclient.rules import nova_config
+
         if parsed_args.diff and parsed_args.output_dir:
             raise exceptions.CommandError(
                 _('--diff and --output-dir do not go together: compare '

@@ -21,8 +21,6 @@ from osc_lib.cli import parseractions
 from osc_lib.command import command
 
 from gpuclient.i18n import _
-from gpuclient.ops import flavor_ops
-from gpuclient.rules import specs
 from gpuclient.v1 import common
 
 LOG = logging.getLogger(__name__)
@@ -36,6 +34,8 @@ def show_data(flavor, reading, projects, pools, notes=()):
     ``access_project_ids``: None for a public flavor, as there); the GPU
     fields follow.
     """
+    from gpuclient.rules import specs
+
     extra = flavor.get('extra_specs') or {}
     public = flavor.get('os-flavor-access:is_public', True)
     pool = reading['pool'] or ', '.join(
@@ -88,6 +88,8 @@ class CreateFlavor(command.ShowOne):
         'specs and project access are created all or nothing.')
 
     def get_parser(self, prog_name):
+        from gpuclient.rules import specs
+
         parser = super().get_parser(prog_name)
         parser.add_argument('name', metavar='<flavor-name>',
                             help=_('New flavor name'))
@@ -132,6 +134,9 @@ class CreateFlavor(command.ShowOne):
         return parser
 
     def take_action(self, parsed_args):
+        from gpuclient.ops import flavor_ops
+        from gpuclient.rules import specs
+
         client = self.app.client_manager.gpu
         flavor, projects, warnings, plan = flavor_ops.create(
             client, parsed_args.name, parsed_args.pool,
@@ -152,7 +157,7 @@ class CreateFlavor(command.ShowOne):
         return show_data(flavor, reading, projects, pools)
 
 
-class ListFlavor(command.Lister):
+class ListFlavor(common.Lister):
     _description = _(
         'List GPU flavors.\n\n'
         'Every flavor whose extra specs ask for GPUs (PCI alias, VGPU, GPU '
@@ -170,6 +175,9 @@ class ListFlavor(command.Lister):
         return parser
 
     def take_action(self, parsed_args):
+        from gpuclient.ops import flavor_ops
+        from gpuclient.rules import specs
+
         found = flavor_ops.list_flavors(
             self.app.client_manager.gpu, pool=parsed_args.pool,
             long=parsed_args.long)
@@ -207,6 +215,9 @@ class ShowFlavor(command.ShowOne):
         return parser
 
     def take_action(self, parsed_args):
+        from gpuclient.ops import flavor_ops
+        from gpuclient.rules import specs
+
         client = self.app.client_manager.gpu
         pools, _aggregates = flavor_ops.read_pools(client, required=False)
         flavor, reading = flavor_ops.find_gpu_flavor(
@@ -236,6 +247,8 @@ class DeleteFlavor(command.Command):
         return parser
 
     def take_action(self, parsed_args):
+        from gpuclient.ops import flavor_ops
+
         client = self.app.client_manager.gpu
         pools, _aggregates = flavor_ops.read_pools(client, required=False)
         failed = 0

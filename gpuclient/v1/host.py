@@ -15,15 +15,14 @@
 import logging
 
 from osc_lib.cli import format_columns
-from osc_lib.command import command
 
 from gpuclient.i18n import _
-from gpuclient.ops import host_ops
+from gpuclient.v1 import common
 
 LOG = logging.getLogger(__name__)
 
 
-class ListHost(command.Lister):
+class ListHost(common.Lister):
     _description = _(
         'List compute hosts that offer GPUs.\n\n'
         'One row per host and GPU class, with GPU figures (total, used, '
@@ -77,6 +76,8 @@ class ListHost(command.Lister):
         return parser
 
     def take_action(self, parsed_args):
+        from gpuclient.ops import host_ops
+
         rows, notes = host_ops.collect(
             self.app.client_manager.gpu,
             pool=parsed_args.pool,

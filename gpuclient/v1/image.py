@@ -18,35 +18,36 @@ from osc_lib.cli import format_columns
 from osc_lib.command import command
 
 from gpuclient.i18n import _
-from gpuclient.ops import flavor_ops
-from gpuclient.rules import images
 from gpuclient.v1 import common
 
 LOG = logging.getLogger(__name__)
 
 
-# (option, property, help of --x, help of --no-x)
-_PAIRS = (
-    ('q35', images.MACHINE_TYPE,
-     _('Set hw_machine_type=q35 (PCI Express machine; kept if the image '
-       'already names a q35 machine such as pc-q35-8.2)'),
-     _('Remove a q35 machine type (other machine types are kept); the '
-       'host\'s default machine type then applies')),
-    ('uefi', images.FIRMWARE_TYPE,
-     _('Set hw_firmware_type=uefi (needed to map the large PCI BARs of '
-       'datacenter GPUs)'),
-     _('Set hw_firmware_type=bios')),
-    ('secure-boot', images.SECURE_BOOT,
-     _('Set os_secure_boot=required; needs q35 and UEFI (given in the same '
-       'command or already set)'),
-     _('Set os_secure_boot=disabled')),
-    ('hide-hypervisor-id', images.HIDE_ID,
-     _('Set img_hide_hypervisor_id=true: hide the hypervisor from the '
-       'guest, for guest drivers that refuse to run in a VM (also removes '
-       'the misspelt hw_hide_hypervisor_id)'),
-     _('Set img_hide_hypervisor_id=false (also removes the misspelt '
-       'hw_hide_hypervisor_id)')),
-)
+def _pairs():
+    """(option, property, help of --x, help of --no-x) of each pair."""
+    from gpuclient.rules import images
+
+    return (
+        ('q35', images.MACHINE_TYPE,
+         _('Set hw_machine_type=q35 (PCI Express machine; kept if the image '
+           'already names a q35 machine such as pc-q35-8.2)'),
+         _('Remove a q35 machine type (other machine types are kept); the '
+           'host\'s default machine type then applies')),
+        ('uefi', images.FIRMWARE_TYPE,
+         _('Set hw_firmware_type=uefi (needed to map the large PCI BARs of '
+           'datacenter GPUs)'),
+         _('Set hw_firmware_type=bios')),
+        ('secure-boot', images.SECURE_BOOT,
+         _('Set os_secure_boot=required; needs q35 and UEFI (given in the '
+           'same command or already set)'),
+         _('Set os_secure_boot=disabled')),
+        ('hide-hypervisor-id', images.HIDE_ID,
+         _('Set img_hide_hypervisor_id=true: hide the hypervisor from the '
+           'guest, for guest drivers that refuse to run in a VM (also removes '
+           'the misspelt hw_hide_hypervisor_id)'),
+         _('Set img_hide_hypervisor_id=false (also removes the misspelt '
+           'hw_hide_hypervisor_id)')),
+    )
 
 
 def _add_image_arg(parser, help_text):
@@ -67,7 +68,7 @@ class SetImage(command.Command):
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         _add_image_arg(parser, _('Image to modify (name or ID)'))
-        for option, _key, on_help, off_help in _PAIRS:
+        for option, _key, on_help, off_help in _pairs():
             dest = option.replace('-', '_')
             group = parser.add_mutually_exclusive_group()
             group.add_argument('--' + option, dest=dest,
@@ -79,6 +80,9 @@ class SetImage(command.Command):
         return parser
 
     def take_action(self, parsed_args):
+        from gpuclient.ops import flavor_ops
+        from gpuclient.rules import images
+
         client = self.app.client_manager.gpu
         options = {option: getattr(parsed_args, option)
                    for option, _key in images.OPTIONS}
@@ -108,9 +112,11 @@ class UnsetImage(command.Command):
         'warning that says how to remove it. No option changes nothing.')
 
     def get_parser(self, prog_name):
+        from gpuclient.rules import images
+
         parser = super().get_parser(prog_name)
         _add_image_arg(parser, _('Image to modify (name or ID)'))
-        for option, key, _on_help, _off_help in _PAIRS:
+        for option, key, _on_help, _off_help in _pairs():
             parser.add_argument(
                 '--' + option, dest=option.replace('-', '_'),
                 action='store_true', default=False,
@@ -121,6 +127,9 @@ class UnsetImage(command.Command):
         return parser
 
     def take_action(self, parsed_args):
+        from gpuclient.ops import flavor_ops
+        from gpuclient.rules import images
+
         client = self.app.client_manager.gpu
         options = {option: getattr(parsed_args, option)
                    for option, _key in images.OPTIONS}
@@ -152,6 +161,8 @@ class ShowImage(command.ShowOne):
         return parser
 
     def take_action(self, parsed_args):
+        from gpuclient.rules import images
+
         glance = self.app.client_manager.gpu.image
         image = glance.find_image(parsed_args.image)
         properties, ready, warnings = images.report(image)

@@ -21,8 +21,6 @@ from osc_lib.cli import parseractions
 from osc_lib.command import command
 
 from gpuclient.i18n import _
-from gpuclient.ops import pool_ops
-from gpuclient.rules import pools
 from gpuclient.v1 import common
 
 LOG = logging.getLogger(__name__)
@@ -72,6 +70,8 @@ class DriftColumn(format_columns.ListColumn):
     finding in a table."""
 
     def human_readable(self):
+        from gpuclient.rules import pools
+
         return '\n'.join(pools.drift_text(f) for f in self._value or [])
 
 
@@ -104,6 +104,8 @@ class CreatePool(command.ShowOne):
         'one and otherwise changes nothing.')
 
     def get_parser(self, prog_name):
+        from gpuclient.rules import pools
+
         parser = super().get_parser(prog_name)
         parser.add_argument('name', metavar='<name>',
                             help=_('New pool name (also the aggregate '
@@ -161,6 +163,9 @@ class CreatePool(command.ShowOne):
         return parser
 
     def take_action(self, parsed_args):
+        from gpuclient.ops import pool_ops
+        from gpuclient.rules import pools
+
         client = self.app.client_manager.gpu
         spec = pools.build_spec(
             parsed_args.name, parsed_args.mode, alias=parsed_args.alias,
@@ -181,13 +186,15 @@ class CreatePool(command.ShowOne):
         return pool_item(pool)
 
 
-class ListPool(command.Lister):
+class ListPool(common.Lister):
     _description = _(
         'List GPU pools.\n\n'
         'GPU pools are the host aggregates that carry gpu_pool metadata; '
         'ordinary aggregates are not shown.')
 
     def get_parser(self, prog_name):
+        from gpuclient.rules import pools
+
         parser = super().get_parser(prog_name)
         parser.add_argument(
             '--mode', metavar='<mode>', choices=pools.MODES,
@@ -199,6 +206,9 @@ class ListPool(command.Lister):
         return parser
 
     def take_action(self, parsed_args):
+        from gpuclient.ops import pool_ops
+        from gpuclient.rules import pools
+
         selected, rows = pool_ops.list_pools(
             self.app.client_manager.gpu, mode=parsed_args.mode,
             long=parsed_args.long)
@@ -239,6 +249,9 @@ class ShowPool(command.ShowOne):
         return parser
 
     def take_action(self, parsed_args):
+        from gpuclient.ops import pool_ops
+        from gpuclient.rules import pools
+
         shown = pool_ops.show(self.app.client_manager.gpu,
                               parsed_args.pool)
         pool = shown['pool']
@@ -300,6 +313,8 @@ class SetPool(command.Command):
         return parser
 
     def take_action(self, parsed_args):
+        from gpuclient.ops import pool_ops
+
         client = self.app.client_manager.gpu
         _pool, plan = pool_ops.set_pool(
             client, parsed_args.pool, isolate=parsed_args.isolate,
@@ -342,6 +357,8 @@ class UnsetPool(command.Command):
         return parser
 
     def take_action(self, parsed_args):
+        from gpuclient.ops import pool_ops
+
         client = self.app.client_manager.gpu
         _pool, plan = pool_ops.update_metadata(
             client, parsed_args.pool,
@@ -359,7 +376,7 @@ class _HostsCommand(command.ShowOne):
     """pool add host / remove host: POOL HOST [HOST ...]."""
 
     hosts_help = None
-    operation = None
+    operation = None  # the name of the pool_ops function to call
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -370,7 +387,9 @@ class _HostsCommand(command.ShowOne):
         return parser
 
     def take_action(self, parsed_args):
-        pool, plan = type(self).operation(
+        from gpuclient.ops import pool_ops
+
+        pool, plan = getattr(pool_ops, self.operation)(
             self.app.client_manager.gpu, parsed_args.pool, parsed_args.hosts,
             dry_run=parsed_args.dry_run)
         if parsed_args.dry_run:
@@ -387,7 +406,7 @@ class AddHostPool(_HostsCommand):
     hosts_help = _('Compute host(s) to add, as "openstack compute service '
                    'list" names them, or their hypervisor hostnames or '
                    'resource provider names or UUIDs')
-    operation = pool_ops.add_hosts
+    operation = 'add_hosts'
 
 
 class RemoveHostPool(_HostsCommand):
@@ -396,7 +415,7 @@ class RemoveHostPool(_HostsCommand):
         'Takes off only the traits this pool recorded putting there.')
     hosts_help = _('Compute host(s) to remove (compute host, hypervisor '
                    'hostname or resource provider name or UUID)')
-    operation = pool_ops.remove_hosts
+    operation = 'remove_hosts'
 
 
 class DeletePool(command.Command):
@@ -416,6 +435,8 @@ class DeletePool(command.Command):
         return parser
 
     def take_action(self, parsed_args):
+        from gpuclient.ops import pool_ops
+
         client = self.app.client_manager.gpu
         failures = 0
         for name in parsed_args.pool:

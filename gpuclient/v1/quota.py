@@ -24,8 +24,6 @@ from osc_lib.cli import format_columns
 from osc_lib.command import command
 
 from gpuclient.i18n import _
-from gpuclient.ops import quota_ops
-from gpuclient.rules import quota
 from gpuclient.v1 import common
 
 LOG = logging.getLogger(__name__)
@@ -120,6 +118,9 @@ class SetQuota(command.Command):
         return parser
 
     def take_action(self, parsed_args):
+        from gpuclient.ops import quota_ops
+        from gpuclient.rules import quota
+
         gpus = quota.check_gpus(parsed_args.gpus)
         client = self.app.client_manager.gpu
         _pools_found, rc, project_id = quota_ops.target(
@@ -148,6 +149,9 @@ class DeleteQuota(command.Command):
         return parser
 
     def take_action(self, parsed_args):
+        from gpuclient.ops import quota_ops
+        from gpuclient.rules import quota
+
         client = self.app.client_manager.gpu
         _pools_found, rc, project_id = quota_ops.target(
             client, parsed_args.pool, parsed_args.resource_class,
@@ -158,7 +162,7 @@ class DeleteQuota(command.Command):
         _finish(self.app, plan, parsed_args.dry_run)
 
 
-class ShowQuota(command.Lister):
+class ShowQuota(common.Lister):
     _description = _(
         'Show the GPU quota of a project.\n\n'
         'One row per GPU resource class (of a pool, or with a limit or '
@@ -186,6 +190,8 @@ class ShowQuota(command.Lister):
         return parser
 
     def take_action(self, parsed_args):
+        from gpuclient.ops import quota_ops
+
         rows, notes = quota_ops.show(
             self.app.client_manager.gpu, parsed_args.project,
             parsed_args.project_domain, _quota_conf(parsed_args))
@@ -198,7 +204,7 @@ class ShowQuota(command.Lister):
             for r in rows]
 
 
-class ListQuota(command.Lister):
+class ListQuota(common.Lister):
     _description = _(
         'List the projects with a GPU quota of their own.\n\n'
         'One row per project limit on a GPU class (Keystone unified limits '
@@ -206,6 +212,9 @@ class ListQuota(command.Lister):
         'quota show". Needs admin to see every project.')
 
     def take_action(self, parsed_args):
+        from gpuclient.ops import quota_ops
+        from gpuclient.rules import quota
+
         rows, names = quota_ops.list_limits(self.app.client_manager.gpu)
         return LIST_COLUMNS, [
             (r['project_id'], names.get(r['project_id']) or '',

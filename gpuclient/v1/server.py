@@ -15,10 +15,8 @@
 import logging
 
 from osc_lib.cli import format_columns
-from osc_lib.command import command
 
 from gpuclient.i18n import _
-from gpuclient.ops import server_ops
 from gpuclient.v1 import common
 
 LOG = logging.getLogger(__name__)
@@ -28,7 +26,7 @@ COLUMNS = ('ID', 'Name', 'Project', 'Status', 'Host', 'Pool', 'Mode',
 LONG_COLUMNS = ('Device Providers',)
 
 
-class ListServer(command.Lister):
+class ListServer(common.Lister):
     _description = _(
         'List servers that hold GPUs, and which devices.\n\n'
         'One row per server: its host, pool, mode, the resource class and '
@@ -61,6 +59,8 @@ class ListServer(command.Lister):
         return parser
 
     def take_action(self, parsed_args):
+        from gpuclient.ops import server_ops
+
         rows, notes = server_ops.collect(
             self.app.client_manager.gpu, project=parsed_args.project,
             project_domain=parsed_args.project_domain,

@@ -14,11 +14,7 @@
 
 import logging
 
-from osc_lib.command import command
-
 from gpuclient.i18n import _
-from gpuclient.ops import usage_ops
-from gpuclient.rules import usage
 from gpuclient.v1 import common
 
 LOG = logging.getLogger(__name__)
@@ -26,7 +22,7 @@ LOG = logging.getLogger(__name__)
 DIGITS = 4  # GPU-hours and cost: to the third of a second of one GPU
 
 
-class ListUsage(command.Lister):
+class ListUsage(common.Lister):
     _description = _(
         'List GPU-hours per project, pool, flavor or class.\n\n'
         'From Nova\'s server usage (os-simple-tenant-usage), which keeps '
@@ -40,6 +36,8 @@ class ListUsage(command.Lister):
         'own. Needs compute API 2.47.')
 
     def get_parser(self, prog_name):
+        from gpuclient.rules import usage
+
         parser = super().get_parser(prog_name)
         parser.add_argument(
             '--start', metavar='<time>',
@@ -69,6 +67,9 @@ class ListUsage(command.Lister):
         return parser
 
     def take_action(self, parsed_args):
+        from gpuclient.ops import usage_ops
+        from gpuclient.rules import usage
+
         by, rows, notes = usage_ops.collect(
             self.app.client_manager.gpu, start=parsed_args.start,
             end=parsed_args.end, project=parsed_args.project,

@@ -17,27 +17,28 @@ value and label the parser reads back is checked against that model, not
 against text written in the test.
 """
 
-import configparser
+from importlib import metadata as importlib_metadata
 import io
 import json
 import os
 import subprocess
 import sys
 
-from cliff.formatters import json_format
+from cliff import lister
 from osc_lib import exceptions
 from osc_lib.cli import format_columns
 from osc_lib.command import command
 from prometheus_client import parser as classic_parser
 from prometheus_client.openmetrics import parser as om_parser
-from stevedore import extension
 
 from gpuclient import formatters
 from gpuclient.tests.unit import base
+from gpuclient.tests.unit import test_descriptions
 from gpuclient.tests.unit.v1 import test_candidates
 from gpuclient.tests.unit.v1 import test_host
 from gpuclient.v1 import candidates
 from gpuclient.v1 import capacity as capacity_cmd
+from gpuclient.v1 import common
 from gpuclient.v1 import host
 
 COLUMNS = ('Flavor', 'Pool', 'Resource Class', 'Fits', 'GPUs Total',
@@ -421,7 +422,7 @@ class TestRender(base.TestCase):
         self.assertIn('Select those columns with -c', str(exc))
 
 
-class FakeCapacity(command.Lister):
+class FakeCapacity(common.Lister):
     """A Lister with the capacity columns, as cliff runs it."""
 
     rows = ()
@@ -431,19 +432,11 @@ class FakeCapacity(command.Lister):
         return self.columns, list(self.rows)
 
 
-def formatter_plugins():
-    return extension.ExtensionManager.make_test_instance([
-        extension.Extension('json', None, json_format.JSONFormatter,
-                            json_format.JSONFormatter()),
-        extension.Extension('openmetrics', None,
-                            formatters.OpenMetricsFormatter,
-                            formatters.OpenMetricsFormatter()),
-    ])
-
-
 class TestThroughCliff(base.CommandTestCase):
+    """-f openmetrics as cliff runs it, with the formatters of gpuclient's
+    namespace (as setup.cfg declares them: base.TreeFormatters)."""
+
     def run_lister(self, cmd, args):
-        cmd._formatter_plugins = formatter_plugins()
         cmd.app.stdout = io.StringIO()
         cmd.run(self.check_parser(cmd, args))
         return cmd.app.stdout.getvalue()
@@ -494,7 +487,6 @@ class TestHostListRefused(test_host.HostListTestCase):
         self.cm = self.useFixture(
             test_host.fakes.ClientManagerFixture(self.cloud))
         cmd = host.ListHost(self.make_app(self.cm.client_manager), None)
-        cmd._formatter_plugins = formatter_plugins()
         cmd.app.stdout = io.StringIO()
         parsed = self.check_parser(cmd, ['-f', 'openmetrics'])
         exc = self.assertRaises(exceptions.CommandError, cmd.run, parsed)
@@ -508,7 +500,6 @@ class TestCandidatesRefused(test_candidates.CandidatesTestCase):
         self.one_candidate()
         cmd = candidates.Candidates(
             self.make_app(self.cm.client_manager), None)
-        cmd._formatter_plugins = formatter_plugins()
         cmd.app.stdout, cmd.app.stderr = io.StringIO(), io.StringIO()
         parsed = self.check_parser(cmd, ['--flavor', 'g1.h100.1',
                                          '--alias-map', 'h100=10de:2331',
@@ -518,20 +509,113 @@ class TestCandidatesRefused(test_candidates.CandidatesTestCase):
         self.assertEqual('', cmd.app.stdout.getvalue())
 
 
-class TestWiring(base.TestCase):
-    def test_entry_point(self):
-        root = os.path.dirname(os.path.dirname(
-            os.path.abspath(formatters.__file__)))
-        config = configparser.ConfigParser()
-        config.read(os.path.join(root, 'setup.cfg'))
-        entries = dict(
-            (part.strip() for part in line.split('=', 1)) for line in
-            config['entry_points']['cliff.formatter.list'].split('\n')
-            if line.strip())
-        target = entries['openmetrics']
-        module, _colon, name = target.partition(':')
+ROOT = base.ROOT
+STANDARD = ('csv', 'json', 'table', 'value', 'yaml')  # cliff's list formats
+OPENMETRICS = 'gpuclient.formatters:OpenMetricsFormatter'
+
+
+HELP_END = '--- end of help ---'
+
+
+def osc_help(commands):
+    """``openstack COMMAND --help`` for each of COMMANDS, each followed by
+    a HELP_END line, with the formatters of base.TreeFormatters (the child
+    process of TestWiring.test_openstack_help); the worst exit status."""
+    from cliff import display
+    from openstackclient import shell
+
+    display.DisplayCommandBase._load_formatter_plugins = base.tree_loader
+    worst = 0
+    for command_name in commands:
+        worst = max(worst, shell.main(command_name.split() + ['--help']))
+        sys.stdout.write(HELP_END + '\n')
+        sys.stdout.flush()
+    return worst
+
+
+def format_choices(cmd):
+    parser = cmd.get_parser('test')
+    (action,) = [a for a in parser._actions if a.dest == 'formatter']
+    return list(action.choices)
+
+
+class PlainLister(command.Lister):
+    """A list command of another OSC plugin."""
+
+    def take_action(self, parsed_args):
+        return (), []
+
+
+class TestWiring(base.CommandTestCase):
+    def test_nothing_in_cliff_namespaces(self):
+        # cliff.formatter.list is read by every Lister of every openstack
+        # command: gpuclient adds nothing to any namespace of cliff's
+        groups = base.declared_entry_points()
+        self.assertIn('openstack.gpu.v1', groups)
+        self.assertEqual([], [g for g in groups if g.startswith('cliff.')])
+        self.assertEqual(
+            [], [(group, name) for group, entries in groups.items()
+                 for name, target in entries.items()
+                 if target == OPENMETRICS
+                 and group != formatters.LIST_NAMESPACE])
+
+    def test_namespace_is_cliffs_list_formatters_and_openmetrics(self):
+        cliffs = {ep.name: ep.value for ep in
+                  importlib_metadata.distribution('cliff').entry_points
+                  if ep.group == 'cliff.formatter.list'}
+        self.assertLessEqual(set(STANDARD), set(cliffs))
+        self.assertEqual(
+            dict(cliffs, openmetrics=OPENMETRICS),
+            base.declared_entry_points()[formatters.LIST_NAMESPACE])
+        module, _colon, name = OPENMETRICS.partition(':')
         self.assertEqual((formatters.__name__, 'OpenMetricsFormatter'),
                          (module, name))
+
+    def test_every_list_command_uses_the_namespace(self):
+        listers = []
+        for name, target in test_descriptions.entry_points().items():
+            cls = test_descriptions.load(target)
+            if issubclass(cls, lister.Lister):
+                listers.append(name)
+                self.assertTrue(issubclass(cls, common.Lister), name)
+                self.assertEqual(formatters.LIST_NAMESPACE,
+                                 cls(self.make_app(None),
+                                     None).formatter_namespace, name)
+        self.assertIn('gpu capacity list', listers)
+        self.assertIn('gpu host list', listers)
+        self.assertGreaterEqual(len(listers), 10)
+
+    def test_choices(self):
+        # base.TestCase loads the formatters as setup.cfg declares them
+        for cmd in (FakeCapacity(self.make_app(None), None),
+                    host.ListHost(self.make_app(None), None)):
+            self.assertEqual(sorted(STANDARD + ('openmetrics',)),
+                             format_choices(cmd))
+        plain = format_choices(PlainLister(self.make_app(None), None))
+        self.assertLessEqual(set(STANDARD), set(plain))
+        self.assertNotIn('openmetrics', plain)
+
+    def test_openstack_help(self):
+        # the real openstack shell, in a child process (it configures
+        # logging), with this tree's code and formatters
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith('OS_')}
+        env['PYTHONPATH'] = os.pathsep.join(
+            [ROOT] + [p for p in env.get('PYTHONPATH', '').split(os.pathsep)
+                      if p])
+        code = ('import sys; from gpuclient.tests.unit import '
+                'test_formatters as t; sys.exit(t.osc_help(sys.argv[1:]))')
+        out = subprocess.run(
+            [sys.executable, '-c', code, 'server list', 'gpu capacity list'],
+            check=True, capture_output=True, text=True, env=env).stdout
+        server, capacity, rest = out.split(HELP_END + '\n')
+        self.assertEqual('', rest)
+        self.assertIn(' server list [-h]', server)
+        self.assertIn(' gpu capacity list [-h]', capacity)
+        self.assertIn('-f {csv,json,table,value,yaml}', server)
+        self.assertNotIn('openmetrics', server)
+        self.assertIn('-f {csv,json,openmetrics,table,value,yaml}',
+                      capacity)
 
     def test_import_is_cheap(self):
         # cliff imports it for every Lister of every openstack command

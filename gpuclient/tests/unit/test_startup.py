@@ -1,0 +1,112 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""What gpuclient's commands cost every ``openstack`` command.
+
+When OSC starts it loads every command class of every plugin (cliff's
+CommandManager loads each ``openstack.gpu.v1`` entry point), whatever
+command is run: ``openstack server list --help`` imports every gpuclient
+command module. So a command module imports at module level only what its
+classes need; ``ops``, ``rules`` and ``cloud`` are imported in the
+functions that use them.
+"""
+
+import configparser
+import os
+import subprocess
+import sys
+
+from gpuclient.tests.unit import base
+from gpuclient.tests.unit import test_descriptions
+from gpuclient.v1 import check
+
+ROOT = test_descriptions.ROOT
+
+# Every gpuclient module that loading the plugin and every command class
+# may import: the plugin, i18n, the formatters, v1/common.py and the
+# command modules. Nothing of gpuclient.ops, .rules or .cloud.
+STARTUP_MODULES = frozenset({
+    'gpuclient',
+    'gpuclient.formatters',
+    'gpuclient.i18n',
+    'gpuclient.plugin',
+    'gpuclient.v1',
+    'gpuclient.v1.candidates',
+    'gpuclient.v1.capacity',
+    'gpuclient.v1.check',
+    'gpuclient.v1.common',
+    'gpuclient.v1.config',
+    'gpuclient.v1.flavor',
+    'gpuclient.v1.host',
+    'gpuclient.v1.image',
+    'gpuclient.v1.pool',
+    'gpuclient.v1.quota',
+    'gpuclient.v1.server',
+    'gpuclient.v1.usage',
+})
+
+_LOAD = '''
+import importlib
+import sys
+
+for target in sys.argv[1:]:
+    module, _sep, attr = target.partition(':')
+    loaded = importlib.import_module(module)
+    if attr:
+        getattr(loaded, attr)
+print('\\n'.join(sorted(m for m in sys.modules
+                        if m.split('.')[0] == 'gpuclient')))
+'''
+
+
+def startup_targets():
+    """The plugin module and every command class of setup.cfg."""
+    config = configparser.ConfigParser()
+    config.read(os.path.join(ROOT, 'setup.cfg'))
+    plugins = [line.partition('=')[2].strip() for line in
+               config['entry_points']['openstack.cli.extension'].splitlines()
+               if line.strip()]
+    return plugins + sorted(test_descriptions.entry_points().values())
+
+
+def loaded_modules(targets):
+    """gpuclient modules a fresh interpreter holds after loading TARGETS
+    (this tree's code first on the path)."""
+    env = dict(os.environ)
+    env['PYTHONPATH'] = os.pathsep.join(
+        [ROOT] + [p for p in env.get('PYTHONPATH', '').split(os.pathsep)
+                  if p])
+    out = subprocess.run([sys.executable, '-c', _LOAD, *targets],
+                         check=True, capture_output=True, text=True,
+                         env=env).stdout
+    return set(out.split())
+
+
+class TestStartup(base.TestCase):
+    def test_targets_read(self):
+        targets = startup_targets()
+        self.assertIn('gpuclient.plugin', targets)
+        self.assertIn('gpuclient.v1.pool:CreatePool', targets)
+        self.assertGreaterEqual(len(targets), 20)
+
+    def test_loading_every_command_class_is_cheap(self):
+        self.assertEqual(set(STARTUP_MODULES),
+                         loaded_modules(startup_targets()))
+
+    def test_check_description_names_the_checks(self):
+        # filled in when asked for, not when the class is loaded
+        from gpuclient.rules import checks
+
+        description = check.Check(None, None).get_description()
+        self.assertNotIn('%s', description)
+        self.assertIn('Checks: %s. Needs admin.' % ', '.join(checks.CHECKS),
+                      description)
