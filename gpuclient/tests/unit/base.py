@@ -24,6 +24,11 @@ class ParserError(Exception):
     pass
 
 
+def parser_error(message):
+    """argparse's error(MESSAGE) as a ParserError that keeps MESSAGE."""
+    raise ParserError(message)
+
+
 class TestCase(testtools.TestCase):
     def setUp(self):
         super().setUp()
@@ -48,7 +53,7 @@ class CommandTestCase(TestCase):
         with mock.patch.object(
             argparse.ArgumentParser,
             'error',
-            side_effect=ParserError,
+            side_effect=parser_error,
         ):
             parsed = parser.parse_args(args)
         for name, value in verify_args:
