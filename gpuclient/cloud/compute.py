@@ -100,6 +100,13 @@ class Compute:
         """
         return check_requested(self._requested, need)
 
+    def require(self, *needs):
+        """Refuse, before a command sends anything, a
+        --os-compute-api-version lower than any of NEEDS (the pinned
+        versions of the calls it will make); see check_requested."""
+        for need in needs:
+            check_requested(self._requested, need)
+
     def _fetch(self, what, version):
         """FETCH for pager.collect: one raw GET at VERSION, its JSON."""
         version = self._version(version)

@@ -31,6 +31,7 @@ from gpuclient.tests.unit import fakes
 from gpuclient.tests.unit.v1 import test_flavor
 from gpuclient.v1 import flavor as flavor_cmd
 from gpuclient.v1 import host as host_cmd
+from gpuclient.v1 import usage as usage_cmd
 
 
 class TestRequestedVersion(base.TestCase):
@@ -130,7 +131,7 @@ class TestHostList(base.CommandTestCase):
         self.useFixture(fixtures.MockPatchObject(compute, '_WARNED', set()))
         cloud = fakes.FakeCloud()
         cloud.pci_host('gpu-pt-1')
-        self.useFixture(fakes.PlacementFixture(cloud))
+        self.placement = self.useFixture(fakes.PlacementFixture(cloud))
         cm = self.useFixture(fakes.ClientManagerFixture(
             cloud, compute_api_version=version))
         cmd = host_cmd.ListHost(self.make_app(cm.client_manager), None)
@@ -142,7 +143,10 @@ class TestHostList(base.CommandTestCase):
         self.assertIn('needs compute API 2.53 or later (hypervisor ids as '
                       'provider uuids); --os-compute-api-version 2.1 is '
                       'lower', str(error))
+        # before any request: not even the aggregates or Placement
         self.assertEqual([], cm.nova.sent)
+        cm.compute.aggregates.assert_not_called()
+        self.assertEqual([], self.placement.requests())
 
     def test_higher_sends_the_pinned_version(self):
         cm, run = self.run_host_list('2.90')
@@ -152,6 +156,24 @@ class TestHostList(base.CommandTestCase):
                                     if 'hypervisors' in url})
         self.assertIn('--os-compute-api-version 2.90: gpu commands send',
                       self.logger.output)
+
+
+class TestUsageList(base.CommandTestCase):
+    def test_lower_than_paged_usage_sends_nothing(self):
+        cloud = fakes.FakeCloud()
+        placement = self.useFixture(fakes.PlacementFixture(cloud))
+        cm = self.useFixture(fakes.ClientManagerFixture(
+            cloud, compute_api_version='2.39'))
+        cmd = usage_cmd.ListUsage(self.make_app(cm.client_manager), None)
+        parsed = self.check_parser(cmd, [])
+        error = self.assertRaises(exceptions.CommandError,
+                                  cmd.take_action, parsed)
+        self.assertIn('needs compute API 2.40 or later (paged server '
+                      'usage); --os-compute-api-version 2.39 is lower',
+                      str(error))
+        self.assertEqual([], cm.nova.sent)
+        cm.compute.aggregates.assert_not_called()
+        self.assertEqual([], placement.requests())
 
 
 class TestFlavorCreate(test_flavor.FlavorTestCase):
@@ -170,6 +192,7 @@ class TestFlavorCreate(test_flavor.FlavorTestCase):
                       'inline); --os-compute-api-version 2.60 is lower',
                       str(error))
         self.assertEqual([], self.nova.sent)
+        self.cm.compute.aggregates.assert_not_called()
         self.assertEqual([], self.nova.calls)
         self.assertEqual(before, self.cloud.flavors)
 
