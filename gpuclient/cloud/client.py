@@ -72,8 +72,10 @@ class GpuClient:
     @property
     def compute(self):
         if self._compute is None:
+            # the proxy on first use: require() sends nothing
             self._compute = compute_mod.Compute(
-                self._conn.compute, self._compute_api_version)
+                requested=self._compute_api_version,
+                connect=lambda: self._conn.compute)
         return self._compute
 
     @property

@@ -86,10 +86,20 @@ class Compute:
 
     service = 'Nova'
 
-    def __init__(self, proxy, requested=None):
-        self._proxy = proxy
+    def __init__(self, proxy=None, requested=None, connect=None):
+        # the SDK's compute proxy, or CONNECT() to make it on first use:
+        # making it reads the catalog and Nova's version document, which
+        # require() must not (it refuses before any request)
+        self._given_proxy = proxy
+        self._connect = connect
         # --os-compute-api-version as given (None: not given)
         self._requested = requested
+
+    @property
+    def _proxy(self):
+        if self._given_proxy is None:
+            self._given_proxy = self._connect()
+        return self._given_proxy
 
     def _version(self, need):
         """The microversion to send for a call written for NEED.

@@ -24,6 +24,7 @@ from osc_lib import exceptions
 import yaml
 
 from gpuclient import plugin
+from gpuclient.cloud import client
 from gpuclient.cloud import compute
 from gpuclient.cloud import versions
 from gpuclient.tests.unit import base
@@ -79,6 +80,22 @@ class TestRequestedVersion(base.TestCase):
             'microversion each call is written for (2.53 here)'))
         self.assertEqual(1, self.logger.output.count(
             '--os-compute-api-version latest'))
+
+
+class TestNoRequest(base.TestCase):
+    def test_require_makes_no_proxy(self):
+        # making the SDK's compute proxy reads the catalog and Nova's
+        # version document: require() refuses before that
+        conn = mock.Mock()
+        type(conn).compute = mock.PropertyMock(
+            side_effect=AssertionError('proxy made'))
+        gpu = client.GpuClient(mock.Mock(), conn,
+                               compute_api_version='2.1')
+        self.assertRaises(exceptions.CommandError, gpu.compute.require,
+                          versions.COMPUTE_HYPERVISOR_UUID_VERSION)
+        self.assertRaises(exceptions.CommandError, gpu.compute.hypervisors)
+        # a call that needs no pinned version makes it
+        self.assertRaises(AssertionError, gpu.compute.aggregates)
 
 
 class TestFromOSC(base.TestCase):
