@@ -43,7 +43,25 @@ def make_client(instance):
         region_name=instance.region_name,
         interface=instance.interface,
         api_timeout=_api_timeout(instance),
+        compute_api_version=_compute_api_version(instance),
     )
+
+
+def _compute_api_version(instance):
+    """--os-compute-api-version (or $OS_COMPUTE_API_VERSION, or
+    clouds.yaml's compute_api_version) as given, or None when none was.
+
+    Read from the cloud's configuration, where openstacksdk keeps only
+    the options given: OSC's ``client_manager._api_version['compute']``
+    says '2.1' (OSC's default) when none was, so it cannot tell an
+    explicit 2.1 from nothing.
+    """
+    options = getattr(instance, '_cli_options', None)
+    config = getattr(options, 'config', None)
+    if not isinstance(config, dict):
+        return None
+    value = config.get('compute_api_version')
+    return str(value) if value not in (None, '') else None
 
 
 def _api_timeout(instance):

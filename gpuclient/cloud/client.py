@@ -43,9 +43,11 @@ class GpuClient:
 
     def __init__(
         self, session, sdk_connection, region_name=None, interface=None,
-        api_timeout=None,
+        api_timeout=None, compute_api_version=None,
     ):
         self._session = session
+        # --os-compute-api-version as the user gave it; None: not given
+        self._compute_api_version = compute_api_version
         self._conn = sdk_connection
         # every request of both sessions (OSC's and the SDK connection's,
         # one object under OSC) gets connect and read timeouts
@@ -70,7 +72,10 @@ class GpuClient:
     @property
     def compute(self):
         if self._compute is None:
-            self._compute = compute_mod.Compute(self._conn.compute)
+            # the proxy on first use: require() sends nothing
+            self._compute = compute_mod.Compute(
+                requested=self._compute_api_version,
+                connect=lambda: self._conn.compute)
         return self._compute
 
     @property

@@ -35,16 +35,92 @@ COMPUTE_ABSOLUTE_LIMITS = (
 )
 
 
+_WARNED = set()
+
+
+def requested_version(text):
+    """--os-compute-api-version TEXT as (2, N), 'latest', or None when it
+    names no microversion (not given, or the bare major version '2' of
+    many clouds.yaml files). Anything else is a CommandError."""
+    text = str(text or '').strip()
+    if text in ('', '2', 'v2'):
+        return None
+    if text.lower() == 'latest':
+        return 'latest'
+    version = versions.parse_version(text)
+    if version is None or version[0] != 2:
+        raise errors.APIError(
+            _('--os-compute-api-version %s is not a compute API version: '
+              'give 2.N (e.g. 2.61) or leave the option out.') % text)
+    return version
+
+
+def check_requested(text, need):
+    """The microversion to send for a call that needs NEED ('2.53') when
+    --os-compute-api-version is TEXT (None: not given): NEED, or a
+    CommandError when TEXT is lower (nothing is sent)."""
+    asked = requested_version(text)
+    if asked is None:
+        return need
+    if asked != 'latest' and asked < versions.parse_version(need):
+        raise errors.APIError(
+            _('This command needs compute API %(need)s or later '
+              '(%(why)s); --os-compute-api-version %(asked)s is lower. '
+              'Give %(need)s or later, or leave the option out.')
+            % {'need': need, 'why': versions.COMPUTE_NEEDS.get(need, need),
+               'asked': text})
+    if asked == 'latest' or asked > versions.parse_version(need):
+        if text not in _WARNED:
+            _WARNED.add(text)
+            LOG.warning(
+                _('--os-compute-api-version %(asked)s: gpu commands send '
+                  'the compute microversion each call is written for '
+                  '(%(need)s here), whose answers they read; the option '
+                  'only refuses lower ones.'),
+                {'asked': text, 'need': need})
+    return need
+
+
 class Compute:
     """Nova through the SDK's compute proxy."""
 
     service = 'Nova'
 
-    def __init__(self, proxy):
-        self._proxy = proxy
+    def __init__(self, proxy=None, requested=None, connect=None):
+        # the SDK's compute proxy, or CONNECT() to make it on first use:
+        # making it reads the catalog and Nova's version document, which
+        # require() must not (it refuses before any request)
+        self._given_proxy = proxy
+        self._connect = connect
+        # --os-compute-api-version as given (None: not given)
+        self._requested = requested
+
+    @property
+    def _proxy(self):
+        if self._given_proxy is None:
+            self._given_proxy = self._connect()
+        return self._given_proxy
+
+    def _version(self, need):
+        """The microversion to send for a call written for NEED.
+
+        NEED itself, whatever --os-compute-api-version says above it
+        (with a warning once: see versions); a CommandError, before the
+        call is sent, when the option asks for less than NEED.
+        """
+        return check_requested(self._requested, need)
+
+    def require(self, *needs):
+        """Refuse, before a command sends anything, a
+        --os-compute-api-version lower than any of NEEDS (the pinned
+        versions of the calls it will make); see check_requested."""
+        for need in needs:
+            check_requested(self._requested, need)
 
     def _fetch(self, what, version):
         """FETCH for pager.collect: one raw GET at VERSION, its JSON."""
+        version = self._version(version)
+
         def fetch(url, params):
             response = self._proxy.get(url, microversion=version,
                                        params=params, raise_exc=False)
@@ -55,8 +131,9 @@ class Compute:
     def hypervisors(self):
         """Every hypervisor, at a microversion where id is the provider uuid.
 
-        Sends 2.53 explicitly whatever --os-compute-api-version says, and
-        follows the pagination links.
+        Sends 2.53 explicitly (a higher --os-compute-api-version is not
+        used, a lower one refused: check_requested), and follows the
+        pagination links.
         """
         what = _('Listing hypervisors (compute API %s)') % (
             versions.COMPUTE_HYPERVISOR_UUID_VERSION
@@ -175,9 +252,9 @@ class Compute:
     # the SDK's calls.
 
     def _flavor_call(self, method, url, what, body=None, ok_missing=False):
+        version = self._version(versions.COMPUTE_FLAVOR_SPECS_VERSION)
         with errors.translate_errors(self.service, what):
-            kwargs = {'microversion': versions.COMPUTE_FLAVOR_SPECS_VERSION,
-                      'raise_exc': False}
+            kwargs = {'microversion': version, 'raise_exc': False}
             if body is not None:
                 kwargs['json'] = body
             response = getattr(self._proxy, method)(url, **kwargs)

@@ -15,6 +15,13 @@
 
 Each call names its microversion explicitly (never a negotiated or
 configured default), so what a call needs is written here once.
+
+``--os-compute-api-version`` (or clouds.yaml's ``compute_api_version``)
+given lower than what a Nova call needs refuses the call before it is
+sent (``cloud.compute``); given higher, the pinned version is still sent
+(the answers gpuclient reads change shape at later microversions: 2.69
+partial servers, 2.75 flavor fields, 2.88 hypervisor fields) and a
+warning says so once.
 """
 
 import re
@@ -48,6 +55,15 @@ COMPUTE_EMBEDDED_FLAVOR_VERSION = '2.47'
 COMPUTE_HYPERVISOR_UUID_VERSION = '2.53'
 # extra_specs (and descriptions, 2.55) inline in flavor bodies and lists
 COMPUTE_FLAVOR_SPECS_VERSION = '2.61'
+
+# what each pinned compute microversion is for, in the refusal of a lower
+# --os-compute-api-version
+COMPUTE_NEEDS = {
+    COMPUTE_USAGE_LINKS_VERSION: 'paged server usage',
+    COMPUTE_EMBEDDED_FLAVOR_VERSION: 'the flavor embedded in servers',
+    COMPUTE_HYPERVISOR_UUID_VERSION: 'hypervisor ids as provider uuids',
+    COMPUTE_FLAVOR_SPECS_VERSION: 'flavor extra specs inline',
+}
 
 # -- Ironic ----------------------------------------------------------------
 # node traits in GET /nodes?fields=

@@ -18,6 +18,7 @@ import os
 
 from osc_lib import exceptions
 
+from gpuclient.cloud import versions
 from gpuclient.i18n import _
 from gpuclient.ops import snapshot
 from gpuclient.rules import nova_config
@@ -77,6 +78,9 @@ def collect(client, pool_names=(), hosts=(), mig_types=None,
     """(Config, notes): one snapshot of the cloud (``snapshot.read``,
     with flavors for the aliases' NUMA policy, Placement trees of the
     pools' hosts only), shaped by ``nova_config.from_cloud``."""
+    # a lower --os-compute-api-version: refused before the first request
+    client.compute.require(versions.COMPUTE_HYPERVISOR_UUID_VERSION,
+                           versions.COMPUTE_FLAVOR_SPECS_VERSION)
     aggregates = client.compute.aggregates()
     pools, _problems = pools_mod.scan(
         [pools_mod.aggregate_dict(a) for a in aggregates])

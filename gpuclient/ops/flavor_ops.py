@@ -26,6 +26,7 @@ import logging
 from osc_lib import exceptions
 
 from gpuclient.cloud import errors
+from gpuclient.cloud import versions
 from gpuclient.i18n import _
 from gpuclient.ops import journal
 from gpuclient.ops import snapshot
@@ -45,7 +46,10 @@ def read_pools(client, required=True):
     Listing aggregates needs admin; reading flavors does not, so a list or
     show by a non-admin goes on without pools (``required=False``).
     Malformed or duplicate pool aggregates are warned about and skipped.
+    The first read of every gpu flavor command: a --os-compute-api-version
+    lower than the flavor calls' 2.61 is refused here, before any request.
     """
+    client.compute.require(versions.COMPUTE_FLAVOR_SPECS_VERSION)
     try:
         aggregates = client.compute.aggregates()
     except errors.APIError as exc:

@@ -13,6 +13,7 @@
 """``gpu host list``: one snapshot of the cloud, shaped into host rows.
 """
 
+from gpuclient.cloud import versions
 from gpuclient.i18n import _
 from gpuclient.ops import snapshot
 from gpuclient.rules import baremetal
@@ -31,6 +32,8 @@ def collect(client, pool=None, resource_classes=(), unmapped=False,
     """
     extra = [names.normalize_resource_class(rc) for rc in resource_classes]
     members = None
+    # a lower --os-compute-api-version: refused before the first request
+    client.compute.require(versions.COMPUTE_HYPERVISOR_UUID_VERSION)
     aggregates = client.compute.aggregates()
     if pool:
         # the pool is checked before Placement is read

@@ -18,6 +18,7 @@ the target project of the read commands (admin or member).
 from osc_lib import exceptions
 
 from gpuclient.cloud import errors
+from gpuclient.cloud import versions
 from gpuclient.i18n import _
 from gpuclient.ops import snapshot
 from gpuclient.rules import pools as pools_mod
@@ -78,6 +79,9 @@ def collect(client, project=None, project_domain=None, all_projects=False,
     per used GPU provider, concurrently; never one per server). Member:
     the own project's servers only, GPUs from their embedded flavors.
     """
+    # a lower --os-compute-api-version: refused before the first request
+    client.compute.require(versions.COMPUTE_EMBEDDED_FLAVOR_VERSION,
+                           versions.COMPUTE_HYPERVISOR_UUID_VERSION)
     project_id, own_id = target_project(client, project, project_domain)
     if project_id is None and not all_projects:
         project_id = own_id

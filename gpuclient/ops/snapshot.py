@@ -33,6 +33,7 @@ import concurrent.futures
 import logging
 
 from gpuclient.cloud import errors
+from gpuclient.cloud import versions
 from gpuclient.rules import baremetal
 from gpuclient.rules import host_names
 from gpuclient.rules import hosts
@@ -171,6 +172,10 @@ def read(client, extra_classes=(), with_flavors=False, wanted_hosts=None,
     WITH_PROJECTS reads Keystone's project list (one request), only when
     some pool is limited to projects.
     """
+    # a lower --os-compute-api-version: refused before the first request
+    client.compute.require(
+        versions.COMPUTE_HYPERVISOR_UUID_VERSION,
+        *([versions.COMPUTE_FLAVOR_SPECS_VERSION] if with_flavors else []))
     if aggregates is None:
         aggregates = client.compute.aggregates()
     pools, _problems = pools_mod.scan(

@@ -18,6 +18,7 @@ import logging
 
 from osc_lib import exceptions
 
+from gpuclient.cloud import versions
 from gpuclient.i18n import _
 from gpuclient.ops import server_ops
 from gpuclient.rules import pools as pools_mod
@@ -46,6 +47,9 @@ def collect(client, start=None, end=None, project=None,
     the flavor list only when Nova no longer lists some server at all.
     """
     start, end = usage.period(start, end, now)
+    # a lower --os-compute-api-version: refused before the first request
+    client.compute.require(versions.COMPUTE_USAGE_LINKS_VERSION,
+                           versions.COMPUTE_EMBEDDED_FLAVOR_VERSION)
     LOG.info(_('Usage from %(start)s to %(end)s (UTC).'),
              {'start': start.isoformat(), 'end': end.isoformat()})
     rates = usage.parse_rates(rates) if rates else None

@@ -237,15 +237,25 @@ def conf_dir_files(names):
                   if name.endswith('.conf') and not name.startswith('.'))
 
 
+_ALIAS_MAP_HINT = _('--alias-map %(text)r: give ALIAS=VENDOR:PRODUCT (e.g. '
+                    'h100=10de:2331) or ALIAS=RESOURCE_CLASS (e.g. '
+                    'a100=CUSTOM_A100).')
+
+
 def parse_alias_map(text):
     """'ALIAS=VENDOR:PRODUCT|CLASS' -> (alias, {resource_class, traits})."""
-    alias, sep, target = (text or '').partition('=')
-    alias, target = alias.strip(), target.strip()
-    if not sep or not alias or not target:
-        raise _error(
-            _('--alias-map %(text)r: give ALIAS=VENDOR:PRODUCT (e.g. '
-              'h100=10de:2331) or ALIAS=RESOURCE_CLASS (e.g. '
-              'a100=CUSTOM_A100).'), text=text)
+    alias, sep, target = str(text or '').partition('=')
+    if not sep:
+        raise _error(_ALIAS_MAP_HINT, text=text)
+    return alias_target(alias, target)
+
+
+def alias_target(alias, target):
+    """ALIAS and 'VENDOR:PRODUCT' or 'CLASS' -> (alias, {resource_class,
+    traits, source}): one ``--alias-map`` or ``[gpuclient] alias_map``."""
+    alias, target = str(alias or '').strip(), str(target or '').strip()
+    if not alias or not target:
+        raise _error(_ALIAS_MAP_HINT, text='%s=%s' % (alias, target))
     if re.fullmatch(r'[0-9a-fA-F]{4}:[0-9a-fA-F]{4}', target):
         vendor, product = target.split(':')
         rc = 'CUSTOM_PCI_%s_%s' % (vendor.upper(), product.upper())
@@ -286,7 +296,8 @@ def load_settings(conf_text=None, overrides=None, alias_maps=()):
     ``conf_text`` is one file's text or a list of (source, text), in the
     order oslo.config would read them (see merge_ini). ``overrides`` is
     {name: value as text} (``--setting``), ``alias_maps`` the
-    ``--alias-map`` texts. Returns a dict like DEFAULT_SETTINGS plus
+    ``--alias-map`` options: {alias: target} as the option parses them,
+    or 'ALIAS=TARGET' texts. Returns a dict like DEFAULT_SETTINGS plus
     ``aliases`` ({name: {resource_class, traits, source}}) and ``sources``
     ({name: 'default' | 'config' | 'option'}).
     """
@@ -316,8 +327,11 @@ def load_settings(conf_text=None, overrides=None, alias_maps=()):
                 key=key, all=', '.join(sorted(DEFAULT_SETTINGS)))
         settings[key] = _setting_value(key, value)
         sources[key] = 'option'
-    for text in alias_maps or ():
-        name, alias = parse_alias_map(text)
+    if isinstance(alias_maps, dict):
+        maps = [alias_target(*pair) for pair in alias_maps.items()]
+    else:
+        maps = [parse_alias_map(text) for text in alias_maps or ()]
+    for name, alias in maps:
         aliases[name] = alias
     settings['aliases'] = aliases
     settings['sources'] = sources

@@ -101,22 +101,15 @@ def check_period(start, end):
             % {'start': start.isoformat(), 'end': end.isoformat()})
 
 
-def parse_rates(texts):
-    """['VGPU=0.5', ...] -> {resource class: price per GPU-hour}."""
-    rates = {}
-    for text in texts or ():
-        key, sep, value = str(text).partition('=')
-        try:
-            price = float(value)
-        except ValueError:
-            price = None
-        if not sep or not key.strip() or price is None or price < 0:
-            raise exceptions.CommandError(
-                _('--rate %r: give <resource class>=<price per GPU-hour>, '
-                  'for example --rate VGPU=0.40 or --rate '
-                  'CUSTOM_PCI_10DE_2331=2.5.') % text)
-        rates[names.normalize_resource_class(key)] = price
-    return rates
+def parse_rates(rates):
+    """{class as given: price} -> {resource class: price per GPU-hour}.
+
+    The prices are numbers already (``--rate``, checked where the option
+    is parsed); the classes are normalised (vgpu is VGPU, the later of
+    two spellings wins).
+    """
+    return {names.normalize_resource_class(key.strip()): float(price)
+            for key, price in (rates or {}).items()}
 
 
 def nova_time(text):

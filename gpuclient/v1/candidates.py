@@ -31,22 +31,16 @@ LONG_COLUMNS = ('Nodes', 'Allocation Candidates')
 EXPLAIN_COLUMNS = ('Candidate', 'Reason')
 
 
-def _parse_resources(texts):
+def _parse_resources(pairs):
+    """[(normalised class, amount)] of --resource {class: text}."""
     from gpuclient.rules import names
     from gpuclient.rules import request
 
-    found = []
-    for text in texts or ():
-        rc, sep, amount = text.partition('=')
-        try:
-            number = int(amount)
-        except ValueError:
-            number = -1
-        if not sep or not rc.strip() or number < 0:
-            raise exceptions.CommandError(
-                _('--resource %s: give CLASS=N, e.g. '
-                  'CUSTOM_PCI_10DE_2331=1 or VCPU=4.') % text)
-        found.append((names.normalize_resource_class(rc.strip()), number))
+    amounts = common.number_values(
+        '--resource', pairs, _('CLASS=N with N a whole number'),
+        'CUSTOM_PCI_10DE_2331=1 or VCPU=4', integer=True)
+    found = [(names.normalize_resource_class(rc), number)
+             for rc, number in amounts.items()]
     # bounds (names.MAX_GPUS, names.MAX_AMOUNT), before any request
     request.check_resource_amounts(found)
     return found
@@ -180,14 +174,15 @@ class Candidates(common.Lister):
         what.add_argument(
             '--flavor', metavar='<flavor>',
             help=_('Flavor to place (name or ID)'))
-        what.add_argument(
-            '--resource', metavar='<class=amount>', action='append',
-            dest='resources',
-            help=_('Ask for a resource instead of a flavor, e.g. '
-                   'CUSTOM_PCI_10DE_2331=2 (repeat option for several). A '
-                   'per-device class (CUSTOM_PCI_*, VGPU, the class of a '
-                   'passthrough, vgpu or mig pool) becomes one single-unit '
-                   'request group per device, as Nova does for PCI aliases'))
+        common.add_key_value_arg(
+            what, '--resource', '<class>=<amount>', 'resources',
+            'CUSTOM_PCI_10DE_2331=2',
+            _('Ask for a resource instead of a flavor, e.g. '
+              'CUSTOM_PCI_10DE_2331=2 (repeat option for several; a class '
+              'given twice keeps its last amount). A '
+              'per-device class (CUSTOM_PCI_*, VGPU, the class of a '
+              'passthrough, vgpu or mig pool) becomes one single-unit '
+              'request group per device, as Nova does for PCI aliases'))
         parser.add_argument(
             '--required', metavar='<trait>', action='append', default=[],
             dest='required',

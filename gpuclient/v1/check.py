@@ -111,6 +111,8 @@ class Check(common.Lister):
         # rows are printed by the Lister; the exit status says whether
         # any of them is an error, or that the checks could not run (what
         # a pipeline gate reads): cliff would give 1 for both
+        from gpuclient.rules import checks
+
         self._status = checks.EXIT_CLEAN
         try:
             result = super().run(parsed_args)

@@ -22,11 +22,13 @@ module, like the command modules, imports ``ops`` and ``rules`` only
 inside the functions that use them.
 """
 
+import argparse
 import os
 
 from cliff import columns as cliff_columns
 from openstackclient.common import envvars
 from openstackclient.identity import common as identity_common
+from osc_lib import exceptions
 from osc_lib.cli import format_columns
 from osc_lib.cli import parseractions
 from osc_lib.command import command
@@ -47,6 +49,66 @@ class Lister(command.Lister):
     formatter_namespace = formatters.LIST_NAMESPACE
 
 
+class KeyValueAction(parseractions.KeyValueAction):
+    """osc-lib's KeyValueAction (``KEY=VALUE``, repeatable, into a dict;
+    a key given twice keeps its last value), with the key and value
+    stripped, an empty value refused as an empty key is, and a refusal
+    that says what to type: the option's metavar and EXAMPLE.
+
+    A fresh dict per parse: a ``default={}`` is copied, never filled.
+    """
+
+    def __init__(self, option_strings, dest, example=None, **kwargs):
+        super().__init__(option_strings, dest, **kwargs)
+        self.example = example
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        key, sep, value = str(values).partition('=')
+        if not sep or not key.strip() or not value.strip():
+            hint = _('%(text)r: give %(syntax)s') % {
+                'text': values, 'syntax': self.metavar}
+            if self.example:
+                hint += _(', e.g. %s') % self.example
+            raise argparse.ArgumentError(self, hint)
+        pairs = getattr(namespace, self.dest, None)
+        if pairs is None or pairs is self.default:
+            setattr(namespace, self.dest, dict(pairs or {}))
+        super().__call__(parser, namespace,
+                         '%s=%s' % (key.strip(), value.strip()),
+                         option_string)
+
+
+def add_key_value_arg(parser, option, metavar, dest, example, help_text):
+    """A repeatable ``KEY=VALUE`` option into a dict (see KeyValueAction)."""
+    parser.add_argument(option, metavar=metavar, dest=dest, default={},
+                        action=KeyValueAction, example=example,
+                        help=help_text)
+
+
+def number_values(option, pairs, syntax, example, integer=False):
+    """{key: number} from the {key: text} of a KeyValueAction option.
+
+    Each value must be a number >= 0 (an integer if INTEGER); otherwise a
+    CommandError says what to type: ``OPTION KEY=VALUE: give SYNTAX, e.g.
+    EXAMPLE``. Checked before any request, so a refusal changes nothing.
+    """
+    numbers = {}
+    for key, text in (pairs or {}).items():
+        try:
+            number = int(text) if integer else float(text)
+        except ValueError:
+            number = None
+        # NaN is no price: it is neither >= 0 nor < 0
+        if number is None or not number >= 0 or number == float('inf'):
+            raise exceptions.CommandError(
+                _('%(option)s %(key)s=%(text)s: give %(syntax)s, e.g. '
+                  '%(example)s.')
+                % {'option': option, 'key': key, 'text': text,
+                   'syntax': syntax, 'example': example})
+        numbers[key] = number
+    return numbers
+
+
 def add_nova_conf_args(parser, overrides=False):
     """The nova.conf options, the same in every command that reads it.
 
@@ -58,12 +120,13 @@ def add_nova_conf_args(parser, overrides=False):
     from gpuclient.ops import nova_settings
 
     if overrides:
-        parser.add_argument(
-            '--alias-map', metavar='<alias=vendor:product|class>',
-            action='append', default=[], dest='alias_maps',
-            help=_('What a PCI alias of nova.conf is, for flavors that no '
-                   'GPU pool describes: h100=10de:2331 or a100=CUSTOM_A100 '
-                   '(repeat option for several)'))
+        add_key_value_arg(
+            parser, '--alias-map', '<alias>=<vendor:product|class>',
+            'alias_maps', 'h100=10de:2331',
+            _('What a PCI alias of nova.conf is, for flavors that no GPU '
+              'pool describes: h100=10de:2331 or a100=CUSTOM_A100 (repeat '
+              'option for several; an alias given twice keeps its last '
+              'value)'))
     parser.add_argument(
         '--nova-conf', metavar='<file>', action='append',
         help=_('nova.conf-style file of Nova\'s scheduler and API '

@@ -25,22 +25,10 @@ from osc_lib import exceptions
 from osc_lib.command import command
 
 from gpuclient.i18n import _
+from gpuclient.v1 import common
 
 LOG = logging.getLogger(__name__)
 LAYOUTS = ('ini', 'kolla')
-
-
-def _parse_mig_types(texts):
-    found = {}
-    for text in texts or ():
-        profile, sep, mdev_type = text.partition('=')
-        if not sep or not profile.strip() or not mdev_type.strip():
-            raise exceptions.CommandError(
-                _('--mig-mdev-type %s: give PROFILE=MDEV_TYPE, e.g. '
-                  '3g.40gb=nvidia-700 (the type name in '
-                  '/sys/bus/pci/devices/<VF>/mdev_supported_types).') % text)
-        found[profile.strip()] = mdev_type.strip()
-    return found
 
 
 class ShowConfig(command.Command):
@@ -85,13 +73,15 @@ class ShowConfig(command.Command):
                    'with --host, that host\'s nova-compute) or a '
                    'Kolla-Ansible config directory, and show what it lacks '
                    '(+) or contradicts (-/+).'))
-        parser.add_argument(
-            '--mig-mdev-type', metavar='<profile>=<mdev-type>',
-            action='append', default=[],
-            help=_('The mdev type that serves a MIG profile (e.g. '
+        common.add_key_value_arg(
+            parser, '--mig-mdev-type', '<profile>=<mdev-type>',
+            'mig_mdev_types', '3g.40gb=nvidia-700 (the type name in '
+            '/sys/bus/pci/devices/<VF>/mdev_supported_types)',
+            _('The mdev type that serves a MIG profile (e.g. '
                    '3g.40gb=nvidia-700), which the cloud does not record; '
                    'without it MIG hosts get a comment instead of [devices]'
-                   '. Repeatable.'))
+                   '. Repeatable; a profile given twice keeps its last '
+                   'type.'))
         parser.add_argument(
             '--numa-policy', metavar='<policy>',
             choices=('required', 'legacy', 'preferred', 'socket'),
@@ -113,7 +103,7 @@ class ShowConfig(command.Command):
                   'first, then write to an empty directory.'))
         config, notes = config_ops.collect(
             self.app.client_manager.gpu, parsed_args.pool, parsed_args.host,
-            _parse_mig_types(parsed_args.mig_mdev_type),
+            parsed_args.mig_mdev_types,
             parsed_args.numa_policy)
         for note in notes:
             LOG.warning(note)

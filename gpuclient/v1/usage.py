@@ -58,24 +58,27 @@ class ListUsage(common.Lister):
             help=_('Group rows by project, pool, flavor or class (repeat '
                    'option to group by several; default: project and '
                    'pool). Each key is a column'))
-        parser.add_argument(
-            '--rate', metavar='<class>=<price>', action='append',
-            dest='rates',
-            help=_('Price of one GPU-hour of a resource class, e.g. '
-                   'VGPU=0.40 (repeat option for several classes): adds a '
-                   'Cost column'))
+        common.add_key_value_arg(
+            parser, '--rate', '<class>=<price>', 'rates', 'VGPU=0.40',
+            _('Price of one GPU-hour of a resource class, e.g. '
+              'VGPU=0.40 (repeat option for several classes; a class '
+              'given twice keeps its last price): adds a Cost column'))
         return parser
 
     def take_action(self, parsed_args):
         from gpuclient.ops import usage_ops
         from gpuclient.rules import usage
 
+        rates = common.number_values(
+            '--rate', parsed_args.rates,
+            _('<resource class>=<price per GPU-hour>'),
+            '--rate VGPU=0.40 or --rate CUSTOM_PCI_10DE_2331=2.5')
         by, rows, notes = usage_ops.collect(
             self.app.client_manager.gpu, start=parsed_args.start,
             end=parsed_args.end, project=parsed_args.project,
             project_domain=parsed_args.project_domain,
             pool=parsed_args.pool, by=parsed_args.by,
-            rates=parsed_args.rates)
+            rates=rates)
         for note in notes:
             LOG.warning(note)
         columns = tuple(usage.BY_KEYS[k] for k in by) + (

@@ -365,6 +365,19 @@ class TestCompute(ContractTestCase):
         return sorted(a['tenant_id']
                       for a in self.sdk.compute.get_flavor_access(flavor_id))
 
+    def test_require(self):
+        # not given: every pinned version goes
+        self.assertIsNone(self.c.require('2.40', '2.47', '2.53', '2.61'))
+        # given lower: refused, and the call it guards is never sent
+        lower = compute_mod.Compute(self.c._proxy, '2.1')
+        self.assertRaises(errors.APIError, lower.require, '2.53')
+        self.assertRaises(errors.APIError, lower.hypervisors)
+        # given higher: the pinned version is sent, the answer the same
+        higher = compute_mod.Compute(self.c._proxy, '2.90')
+        self.assertIsNone(higher.require('2.53'))
+        self.assertEqual(sorted(hv['id'] for hv in self.c.hypervisors()),
+                         sorted(hv['id'] for hv in higher.hypervisors()))
+
     def test_hypervisors(self):
         sdk = {hv.id: hv.service_details['host']
                for hv in self.sdk.compute.hypervisors(details=True)}

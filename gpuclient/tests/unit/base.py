@@ -88,6 +88,11 @@ class TreeFormatters(fixtures.Fixture):
             tree_loader))
 
 
+def parser_error(message):
+    """argparse's error(MESSAGE) as a ParserError that keeps MESSAGE."""
+    raise ParserError(message)
+
+
 class TestCase(testtools.TestCase):
     def setUp(self):
         super().setUp()
@@ -113,7 +118,7 @@ class CommandTestCase(TestCase):
         with mock.patch.object(
             argparse.ArgumentParser,
             'error',
-            side_effect=ParserError,
+            side_effect=parser_error,
         ):
             parsed = parser.parse_args(args)
         for name, value in verify_args:

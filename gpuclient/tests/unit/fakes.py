@@ -1504,10 +1504,13 @@ class ClientManagerFixture(fixtures.Fixture):
     lists the FakeCloud's images (``glance``).
     """
 
-    def __init__(self, cloud, max_limit=NOVA_MAX_LIMIT):
+    def __init__(self, cloud, max_limit=NOVA_MAX_LIMIT,
+                 compute_api_version=None):
         super().__init__()
         self.cloud = cloud
         self.max_limit = max_limit
+        # --os-compute-api-version as given (None: not given)
+        self.compute_api_version = compute_api_version
 
     def _setUp(self):
         session = ks_session.Session(
@@ -1526,7 +1529,9 @@ class ClientManagerFixture(fixtures.Fixture):
         sdk = connection.Connection(session=session, region_name='RegionOne',
                                     interface='public')
         type(conn).placement = property(lambda _conn: sdk.placement)
-        self.gpu = client.GpuClient(session, conn, 'RegionOne', 'public')
+        self.gpu = client.GpuClient(
+            session, conn, 'RegionOne', 'public',
+            compute_api_version=self.compute_api_version)
         self.client_manager = mock.Mock()
         self.client_manager.gpu = self.gpu
 

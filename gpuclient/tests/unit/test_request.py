@@ -229,6 +229,20 @@ class TestBuild(base.TestCase):
                                   request.load_settings, alias_maps=['h100'])
         self.assertIn("--alias-map 'h100': give ALIAS=VENDOR:PRODUCT",
                       str(error))
+        # as --alias-map parses it: {alias: target}
+        error = self.assertRaises(exceptions.CommandError,
+                                  request.load_settings,
+                                  alias_maps={'h100': ' '})
+        self.assertIn("--alias-map 'h100=': give ALIAS=VENDOR:PRODUCT",
+                      str(error))
+
+    def test_alias_map_option_as_parsed(self):
+        settings = request.load_settings(
+            alias_maps={'h100': '10de:2331', 'a100': 'custom_a100'})
+        self.assertEqual(
+            {'h100': 'CUSTOM_PCI_10DE_2331', 'a100': 'CUSTOM_A100'},
+            {name: alias['resource_class']
+             for name, alias in settings['aliases'].items()})
 
     def test_tenant_aggregates_required(self):
         settings = request.load_settings(overrides={

@@ -20,6 +20,7 @@ and not counted.
 """
 
 import ast
+import configparser
 import importlib.metadata
 import os
 import re
@@ -189,3 +190,41 @@ class TestRequirementFiles(base.TestCase):
         modules = third_party(python_files(TESTS))
         self.assertIn('testtools', modules)
         self.assertEqual({}, self.missing(modules, allowed))
+
+
+class TestPackaging(base.TestCase):
+    """setup.cfg's Python classifiers agree with python_requires and name
+    the interpreter the tests run on; the licence file is there."""
+
+    def setUp(self):
+        super().setUp()
+        self.setup_cfg = os.path.join(ROOT, 'setup.cfg')
+        if not os.path.exists(self.setup_cfg):
+            self.skipTest('not a source tree (no setup.cfg)')
+        self.config = configparser.ConfigParser()
+        self.config.read(self.setup_cfg)
+
+    def minors(self):
+        text = self.config['metadata']['classifier']
+        return sorted(int(m) for m in re.findall(
+            r'Programming Language :: Python :: 3\.(\d+)$', text, re.M))
+
+    def test_classifiers_start_at_python_requires(self):
+        required = self.config['metadata']['python_requires']
+        match = re.fullmatch(r'>=\s*3\.(\d+)', required.strip())
+        self.assertIsNotNone(match, required)
+        minors = self.minors()
+        self.assertEqual(int(match.group(1)), minors[0])
+        # no gaps: every version from the lowest to the highest
+        self.assertEqual(list(range(minors[0], minors[-1] + 1)), minors)
+
+    def test_running_python_is_listed(self):
+        self.assertIn(sys.version_info.minor, self.minors())
+
+    def test_license_is_apache_2(self):
+        with open(os.path.join(ROOT, 'LICENSE')) as text:
+            license_text = text.read()
+        self.assertIn('Apache License\n                           Version 2.0',
+                      license_text)
+        self.assertIn('END OF TERMS AND CONDITIONS', license_text)
+        self.assertEqual('Apache-2.0', self.config['metadata']['license'])

@@ -130,14 +130,12 @@ class TestParsing(base.TestCase):
         self.assertIn('The period is empty', str(error))
 
     def test_rates(self):
+        # the prices are numbers already (--rate checks them as it
+        # parses); the classes are normalised
         self.assertEqual({'VGPU': 0.4, 'CUSTOM_PCI_10DE_2331': 2.0},
-                         usage.parse_rates(['vgpu=0.4',
-                                            'CUSTOM_PCI_10DE_2331=2']))
-        for text in ('VGPU', 'VGPU=', '=1', 'VGPU=cheap', 'VGPU=-1'):
-            error = self.assertRaises(exceptions.CommandError,
-                                      usage.parse_rates, [text])
-            self.assertIn('--rate %r: give <resource class>=' % text,
-                          str(error))
+                         usage.parse_rates({'vgpu': 0.4,
+                                            'CUSTOM_PCI_10DE_2331': 2}))
+        self.assertIsNone(usage.parse_rates(None) or None)
 
 
 class TestDevices(base.TestCase):
@@ -699,7 +697,10 @@ class TestUsageList(CommandTestCase):
     def test_bad_input(self):
         for args, message in (
                 (['--start', 'soon'], "--start 'soon' is not a time"),
-                (self.period('--rate', 'VGPU'), "--rate 'VGPU': give"),
+                (self.period('--rate', 'VGPU=cheap'),
+                 '--rate VGPU=cheap: give <resource class>=<price per '
+                 'GPU-hour>, e.g. --rate VGPU=0.40'),
+                (self.period('--rate', 'VGPU=-1'), '--rate VGPU=-1: give'),
                 (['--start', '2026-11-02', '--end', '2026-11-01'],
                  'The period is empty'),
                 (self.period('--pool', 'nope'), 'No GPU pool named nope')):
@@ -708,3 +709,17 @@ class TestUsageList(CommandTestCase):
             self.assertIn(message, str(error))
         self.assertRaises(base.ParserError, self.run_cmd,
                           usage_cmd.ListUsage, *self.period('--by', 'host'))
+        for text in ('VGPU', 'VGPU=', '=1'):
+            error = self.assertRaises(
+                base.ParserError, self.run_cmd, usage_cmd.ListUsage,
+                *self.period('--rate', text))
+            self.assertIn("argument --rate: %r: give <class>=<price>, e.g. "
+                          "VGPU=0.40" % text, str(error))
+        # refused before any request
+        self.assertEqual([], [g for g in self.nova.gets
+                              if 'simple-tenant-usage' in g[0]])
+
+    def test_rate_given_twice_keeps_the_last(self):
+        rows = self.run_cmd(usage_cmd.ListUsage, *self.period(
+            '--by', 'pool', '--rate', 'VGPU=5', '--rate', ' VGPU = 2 '))
+        self.assertEqual([0.0, 22.0], [row['Cost'] for row in rows])

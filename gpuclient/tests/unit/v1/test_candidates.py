@@ -123,11 +123,12 @@ class TestParser(CandidatesTestCase):
             '--limit', '5', '--long', '--explain', '--alias-map',
             'h100=10de:2331', '--nova-conf', '/x', '--setting',
             'pci_in_placement=false'], [
-            ('resources', ['VGPU=2', 'VCPU=1']), ('required', ['CUSTOM_X']),
+            ('resources', {'VGPU': '2', 'VCPU': '1'}),
+            ('required', ['CUSTOM_X']),
             ('forbidden', ['CUSTOM_Y']), ('image', 'i'), ('pool', 'p'),
             ('project', 'q'), ('zone', 'az'), ('availability_zone', None),
             ('boot_from_volume', True), ('limit', 5), ('long', True),
-            ('explain', True), ('alias_maps', ['h100=10de:2331']),
+            ('explain', True), ('alias_maps', {'h100': '10de:2331'}),
             ('nova_conf', ['/x']),
             ('settings', {'pci_in_placement': 'false'})])
         self.assertRaises(base.ParserError, self.check_parser, cmd,
@@ -312,9 +313,17 @@ class TestTakeAction(CandidatesTestCase):
         error = self.assertRaises(exceptions.CommandError, self.run_cmd,
                                   ['--resource', 'VGPU=1', '--pool', 'nope'])
         self.assertIn('No GPU pool named nope', str(error))
-        error = self.assertRaises(exceptions.CommandError, self.run_cmd,
+        error = self.assertRaises(base.ParserError, self.run_cmd,
                                   ['--resource', 'VGPU'])
-        self.assertIn('--resource VGPU: give CLASS=N', str(error))
+        self.assertIn("argument --resource: 'VGPU': give <class>=<amount>, "
+                      "e.g. CUSTOM_PCI_10DE_2331=2", str(error))
+        for text in ('VGPU=two', 'VGPU=-1', 'VGPU=1.5'):
+            error = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                                      ['--resource', text])
+            self.assertIn('--resource %s: give CLASS=N with N a whole '
+                          'number, e.g. CUSTOM_PCI_10DE_2331=1 or VCPU=4.'
+                          % text, str(error))
+            self.assertEqual([], self.placement.requests())
         error = self.assertRaises(exceptions.CommandError, self.run_cmd,
                                   ['--flavor', 'g1.h100.1', '--required',
                                    'X'])
@@ -461,5 +470,5 @@ class TestBounds(CandidatesTestCase):
     def test_parse_resources_at_the_bound(self):
         self.assertEqual(
             [('VGPU', 64), ('MEMORY_MB', 2147483647)],
-            candidates._parse_resources(['VGPU=64',
-                                         'MEMORY_MB=2147483647']))
+            candidates._parse_resources({'VGPU': '64',
+                                         'MEMORY_MB': '2147483647'}))

@@ -51,7 +51,7 @@ class TestParser(ConfigTestCase):
         cmd = config_cmd.ShowConfig(self.make_app(None), None)
         self.check_parser(cmd, [], [
             ('pool', []), ('host', []), ('layout', 'ini'),
-            ('output_dir', None), ('diff', None), ('mig_mdev_type', []),
+            ('output_dir', None), ('diff', None), ('mig_mdev_types', {}),
             ('numa_policy', 'preferred')])
 
     def test_bad_layout(self):
@@ -105,9 +105,21 @@ class TestShow(ConfigTestCase):
         self.assertIn('gpu-pt-1 is in none of the pools', str(error))
 
     def test_bad_mig_type(self):
-        error = self.assertRaises(exceptions.CommandError, self.run_cmd,
-                                  '--mig-mdev-type', '3g.40gb')
-        self.assertIn('PROFILE=MDEV_TYPE', str(error))
+        for text in ('3g.40gb', '3g.40gb=', '=nvidia-700', ' = '):
+            error = self.assertRaises(base.ParserError, self.run_cmd,
+                                      '--mig-mdev-type', text)
+            self.assertIn(
+                'argument --mig-mdev-type: %r: give <profile>=<mdev-type>, '
+                'e.g. 3g.40gb=nvidia-700 (the type name in ' % text,
+                str(error))
+
+    def test_mig_types_parsed(self):
+        cmd = config_cmd.ShowConfig(self.make_app(None), None)
+        self.check_parser(cmd, [
+            '--mig-mdev-type', ' 3g.40gb = nvidia-700', '--mig-mdev-type',
+            '1g.10gb=nvidia-699', '--mig-mdev-type', '1g.10gb=nvidia-701'],
+            [('mig_mdev_types', {'3g.40gb': 'nvidia-700',
+                                 '1g.10gb': 'nvidia-701'})])
 
     def test_kolla_output_dir_and_diff(self):
         rc, text = self.run_cmd('--layout', 'kolla', '--output-dir',
