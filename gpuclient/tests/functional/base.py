@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import subprocess
+import sys
 import time
 import uuid
 import warnings
@@ -81,6 +82,10 @@ def _run_shell(argv):
     levels = {name: logger.level
               for name, logger in logging.root.manager.loggerDict.items()
               if isinstance(logger, logging.Logger)}
+    argv_before = sys.argv
+    # what the command sees of its own command line (the re-run hint of
+    # a failed write quotes it) is what a process would have
+    sys.argv = ['openstack', *argv]
     try:
         with contextlib.redirect_stdout(out), \
                 contextlib.redirect_stderr(err), \
@@ -91,6 +96,7 @@ def _run_shell(argv):
             except SystemExit as exc:  # argparse errors, --help
                 rc = exc.code if isinstance(exc.code, int) else 1
     finally:
+        sys.argv = argv_before
         # the shell adds its own log handlers on every run: drop them
         root.handlers[:] = handlers
         root.setLevel(level)
