@@ -35,9 +35,6 @@ COMPUTE_ABSOLUTE_LIMITS = (
 )
 
 
-_WARNED = set()
-
-
 def requested_version(text):
     """--os-compute-api-version TEXT as (2, N), 'latest', or None when it
     names no microversion (not given, or the bare major version '2' of
@@ -55,10 +52,12 @@ def requested_version(text):
     return version
 
 
-def check_requested(text, need):
+def check_requested(text, need, warned=None):
     """The microversion to send for a call that needs NEED ('2.53') when
     --os-compute-api-version is TEXT (None: not given): NEED, or a
-    CommandError when TEXT is lower (nothing is sent)."""
+    CommandError when TEXT is lower (nothing is sent). A higher TEXT is
+    said once per set WARNED (one per client, so once per command run,
+    also when several commands run in one process)."""
     asked = requested_version(text)
     if asked is None:
         return need
@@ -70,8 +69,9 @@ def check_requested(text, need):
             % {'need': need, 'why': versions.COMPUTE_NEEDS.get(need, need),
                'asked': text})
     if asked == 'latest' or asked > versions.parse_version(need):
-        if text not in _WARNED:
-            _WARNED.add(text)
+        if warned is None or text not in warned:
+            if warned is not None:
+                warned.add(text)
             LOG.warning(
                 _('--os-compute-api-version %(asked)s: gpu commands send '
                   'the compute microversion each call is written for '
@@ -94,6 +94,8 @@ class Compute:
         self._connect = connect
         # --os-compute-api-version as given (None: not given)
         self._requested = requested
+        # the versions asked for that were warned about (once per client)
+        self._warned = set()
 
     @property
     def _proxy(self):
@@ -108,14 +110,14 @@ class Compute:
         (with a warning once: see versions); a CommandError, before the
         call is sent, when the option asks for less than NEED.
         """
-        return check_requested(self._requested, need)
+        return check_requested(self._requested, need, self._warned)
 
     def require(self, *needs):
         """Refuse, before a command sends anything, a
         --os-compute-api-version lower than any of NEEDS (the pinned
         versions of the calls it will make); see check_requested."""
         for need in needs:
-            check_requested(self._requested, need)
+            check_requested(self._requested, need, self._warned)
 
     def _fetch(self, what, version):
         """FETCH for pager.collect: one raw GET at VERSION, its JSON."""

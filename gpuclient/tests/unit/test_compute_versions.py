@@ -68,18 +68,31 @@ class TestRequestedVersion(base.TestCase):
             self.assertIn(need, versions.COMPUTE_NEEDS)
 
     def test_not_given_equal_and_higher_send_the_pinned_version(self):
-        self.useFixture(fixtures.MockPatchObject(compute, '_WARNED', set()))
+        warned = set()
         for text in (None, '2', '2.53'):
-            self.assertEqual('2.53', compute.check_requested(text, '2.53'))
+            self.assertEqual('2.53',
+                             compute.check_requested(text, '2.53', warned))
         self.assertNotIn('--os-compute-api-version', self.logger.output)
         for text in ('2.90', 'latest', '2.90'):
-            self.assertEqual('2.53', compute.check_requested(text, '2.53'))
+            self.assertEqual('2.53',
+                             compute.check_requested(text, '2.53', warned))
         # said once per version asked, never silently
         self.assertEqual(1, self.logger.output.count(
             '--os-compute-api-version 2.90: gpu commands send the compute '
             'microversion each call is written for (2.53 here)'))
         self.assertEqual(1, self.logger.output.count(
             '--os-compute-api-version latest'))
+
+
+class TestWarnedOncePerClient(base.TestCase):
+    def test_each_client_says_it_once(self):
+        # two commands in one process (a script, a test) each say it
+        for _command in range(2):
+            client = compute.Compute(proxy=mock.Mock(), requested='2.90')
+            client.require('2.53', '2.61')
+            client.require('2.53')
+        self.assertEqual(2, self.logger.output.count(
+            '--os-compute-api-version 2.90: gpu commands send'))
 
 
 class TestNoRequest(base.TestCase):
@@ -145,7 +158,6 @@ class TestFromOSC(base.TestCase):
 
 class TestHostList(base.CommandTestCase):
     def run_host_list(self, version):
-        self.useFixture(fixtures.MockPatchObject(compute, '_WARNED', set()))
         cloud = fakes.FakeCloud()
         cloud.pci_host('gpu-pt-1')
         self.placement = self.useFixture(fakes.PlacementFixture(cloud))
