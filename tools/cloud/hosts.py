@@ -29,47 +29,22 @@ def baremetal_node(host):
     return node_uuid('baremetal-node:' + host)
 
 
-PT_CONF = ('[pci]\n'
-           'device_spec = {"vendor_id": "10de", "product_id": "2331"}\n'
-           'report_in_placement = true\n')
-# the fake driver reports the pGPUs [mdev_nvidia-35] lists
-VGPU_CONF = ('[devices]\n'
-             'enabled_mdev_types = nvidia-35\n'
-             '[mdev_nvidia-35]\n'
-             'device_addresses = 0000:84:00.0,0000:85:00.0\n')
-
-
-def _passthrough(name):
-    return Host(name, 'passthrough', 'PassthroughDriver',
-                name + '.' + PT_DOMAIN, PCI_RESOURCE_CLASS, 4, PT_CONF)
-
-
-def _vgpu(name):
-    return Host(name, 'vgpu', 'VgpuDriver', name, 'VGPU', 2, VGPU_CONF)
-
-
-def _mig(name):
-    return Host(name, 'mig', 'MigDriver', name, 'VGPU', 7, '')
-
-
 HOSTS = (
-    _passthrough('gpu-pt-1'),
-    _vgpu('gpu-vgpu-1'),
-    _mig('gpu-mig-1'),
+    Host('gpu-pt-1', 'passthrough', 'PassthroughDriver',
+         'gpu-pt-1.' + PT_DOMAIN, PCI_RESOURCE_CLASS, 4,
+         '[pci]\n'
+         'device_spec = {"vendor_id": "10de", "product_id": "2331"}\n'
+         'report_in_placement = true\n'),
+    # the fake driver reports the pGPUs [mdev_nvidia-35] lists
+    Host('gpu-vgpu-1', 'vgpu', 'VgpuDriver', 'gpu-vgpu-1', 'VGPU', 2,
+         '[devices]\n'
+         'enabled_mdev_types = nvidia-35\n'
+         '[mdev_nvidia-35]\n'
+         'device_addresses = 0000:84:00.0,0000:85:00.0\n'),
+    Host('gpu-mig-1', 'mig', 'MigDriver', 'gpu-mig-1', 'VGPU', 7, ''),
     # Nova's real ironic driver in front of real Ironic (cloud.ironic,
     # fake-hardware nodes); the nodename is its first node's UUID.
     Host('bm-compute-1', 'baremetal', IRONIC,
          baremetal_node('bm-compute-1'), BM_RESOURCE_CLASS, 0, ''),
     Host('plain-1', 'plain', 'PlainDriver', 'plain-1', 'VCPU', 0, ''),
-    # a second host of each kind a server can move between: where `gpu
-    # host drain` sends the servers of the first
-    _passthrough('gpu-pt-2'),
-    _vgpu('gpu-vgpu-2'),
-    # the fault matrices' own hosts (tools/run-functional runs them in a
-    # second stream, concurrently with the other tests, which never use
-    # these hosts: an isolated pool of a matrix keeps ordinary flavors
-    # off its hosts while it exists)
-    _vgpu('fault-vgpu-1'),
-    _mig('fault-mig-1'),
-    _passthrough('fault-pt-1'),
 )

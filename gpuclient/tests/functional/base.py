@@ -28,19 +28,6 @@ VGPU_HOST = os.environ.get('GPUCLIENT_VGPU_HOST', 'gpu-vgpu-1')
 MIG_HOST = os.environ.get('GPUCLIENT_MIG_HOST', 'gpu-mig-1')
 BM_HOST = os.environ.get('GPUCLIENT_BM_HOST', 'bm-compute-1')
 PLAIN_HOST = os.environ.get('GPUCLIENT_PLAIN_HOST', 'plain-1')
-# The fault matrices' hosts (test_faults, test_hung). The test cloud has
-# hosts for them alone (tools/cloud/hosts.py), so tools/run-functional runs
-# those tests in a second stream next to the others; on another cloud they
-# default to the hosts above (GPUCLIENT_FAULT_*_HOST name others) and
-# everything runs in one stream.
-_FAULT_HOSTS = 'gpuclient-testcloud' in os.environ.get(
-    'OS_CLIENT_CONFIG_FILE', '')
-FAULT_VGPU_HOST = os.environ.get(
-    'GPUCLIENT_FAULT_VGPU_HOST', 'fault-vgpu-1' if _FAULT_HOSTS else VGPU_HOST)
-FAULT_MIG_HOST = os.environ.get(
-    'GPUCLIENT_FAULT_MIG_HOST', 'fault-mig-1' if _FAULT_HOSTS else MIG_HOST)
-FAULT_PT_HOST = os.environ.get(
-    'GPUCLIENT_FAULT_PT_HOST', 'fault-pt-1' if _FAULT_HOSTS else PT_HOST)
 IMAGE = os.environ.get('GPUCLIENT_IMAGE', 'gpuclient-tiny')
 # servers are created with this compute API version (--nic none: 2.37+)
 COMPUTE_API = '2.74'

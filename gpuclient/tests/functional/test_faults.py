@@ -80,7 +80,7 @@ class FaultMatrixTestCase(base.FunctionalTestCase):
             # the pool hosts' root providers: their Placement aggregates
             # (Nova's mirror of membership) are part of the state
             view = pool_ops.View(self.admin, warn=False)
-            self._roots = [r for host in (base.FAULT_VGPU_HOST, base.FAULT_MIG_HOST)
+            self._roots = [r for host in (base.VGPU_HOST, base.MIG_HOST)
                            for r in view.roots(host)]
         return faults.cloud_state(
             self.admin, names=[PREFIX], providers=self._roots,
@@ -202,7 +202,7 @@ class FaultMatrixTestCase(base.FunctionalTestCase):
 
 class TestPoolFaults(FaultMatrixTestCase):
     def test_create_isolated_two_host_pool(self):
-        hosts = [base.FAULT_VGPU_HOST, base.FAULT_MIG_HOST]
+        hosts = [base.VGPU_HOST, base.MIG_HOST]
 
         def command(client):
             pool_ops.create(client, _spec(self.name), hosts)
@@ -213,13 +213,13 @@ class TestPoolFaults(FaultMatrixTestCase):
         self.run_matrix('pool create', command, revert, undo_faults=True)
 
     def test_add_and_remove_host(self):
-        pool_ops.create(self.admin, _spec(self.name), [base.FAULT_VGPU_HOST])
+        pool_ops.create(self.admin, _spec(self.name), [base.VGPU_HOST])
 
         def add(client):
-            pool_ops.add_hosts(client, self.name, [base.FAULT_MIG_HOST])
+            pool_ops.add_hosts(client, self.name, [base.MIG_HOST])
 
         def remove(client):
-            pool_ops.remove_hosts(client, self.name, [base.FAULT_MIG_HOST])
+            pool_ops.remove_hosts(client, self.name, [base.MIG_HOST])
 
         self.run_matrix('pool add host', add,
                         lambda: remove(self.admin))
@@ -229,7 +229,7 @@ class TestPoolFaults(FaultMatrixTestCase):
 
     def test_isolation_off_and_on_with_dependents(self):
         pool_ops.create(self.admin, _spec(self.name),
-                        [base.FAULT_VGPU_HOST, base.FAULT_MIG_HOST])
+                        [base.VGPU_HOST, base.MIG_HOST])
         flavor_ops.create(self.admin, self.name + '-f', self.name, 1, 512, 1)
         # an image that requires the pool trait: ending isolation removes
         # the requirement (an image.update under fault too)
@@ -259,7 +259,7 @@ class TestPoolFaults(FaultMatrixTestCase):
         self.run_matrix('pool set --isolate', on, lambda: off(self.admin))
 
     def test_delete_force(self):
-        hosts = [base.FAULT_VGPU_HOST, base.FAULT_MIG_HOST]
+        hosts = [base.VGPU_HOST, base.MIG_HOST]
 
         def delete(client):
             pool_ops.delete(client, self.name, force=True)
@@ -305,7 +305,7 @@ class TestProjectFaults(FaultMatrixTestCase):
 class TestFlavorFaults(FaultMatrixTestCase):
     def test_private_multi_vgpu_flavor_create(self):
         pool_ops.create(self.admin, _spec(self.name, isolate=False),
-                        [base.FAULT_VGPU_HOST])
+                        [base.VGPU_HOST])
         project = self.admin.current_project_id()
         name = self.name + '-f'
 
@@ -401,7 +401,7 @@ class TestQuotaHungService(TestQuotaFaults):
 class TestInterrupts(FaultMatrixTestCase):
     def test_sigint_and_sigterm_at_every_step(self):
         """A signal before step k: undone, then the re-run converges."""
-        hosts = [base.FAULT_VGPU_HOST, base.FAULT_MIG_HOST]
+        hosts = [base.VGPU_HOST, base.MIG_HOST]
         before = self.state()
         plan = pool_ops.create(self.client, _spec(self.name), hosts,
                                dry_run=True)[1]
@@ -456,11 +456,11 @@ class TestConcurrency(FaultMatrixTestCase):
 
         def add(index):
             barrier.wait()
-            pool_ops.add_hosts(clients[index], names[index], [base.FAULT_PT_HOST])
+            pool_ops.add_hosts(clients[index], names[index], [base.PT_HOST])
 
         with concurrent.futures.ThreadPoolExecutor(count) as runner:
             list(runner.map(add, range(count)))
-        root = self.root_provider(base.FAULT_PT_HOST)
+        root = self.root_provider(base.PT_HOST)
         traits = set(self.admin.placement.traits(root)[0])
         # Nova mirrors each membership into a Placement aggregate (what
         # isolation and project limits filter on); a mirror that lost a
@@ -470,14 +470,14 @@ class TestConcurrency(FaultMatrixTestCase):
         for name in names:
             self.assertIn(pools.pool_trait(name), traits)
             agg = pool_ops.View(self.admin, warn=False).aggregate(name)
-            self.assertEqual([base.FAULT_PT_HOST], agg.hosts)
+            self.assertEqual([base.PT_HOST], agg.hosts)
             self.assertIn(agg.uuid, mirrored)
             uuids.append(agg.uuid)
         # and the same in parallel the other way (Nova answers 409 when its
         # Placement write loses a race: that removal is tried again)
         with concurrent.futures.ThreadPoolExecutor(count) as runner:
             list(runner.map(lambda i: pool_ops.remove_hosts(
-                clients[i], names[i], [base.FAULT_PT_HOST]), range(count)))
+                clients[i], names[i], [base.PT_HOST]), range(count)))
         traits = set(self.admin.placement.traits(root)[0])
         mirrored = set(self.admin.placement.aggregates(root)[0])
         for name, uuid in zip(names, uuids, strict=True):
