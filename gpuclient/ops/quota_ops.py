@@ -33,19 +33,31 @@ def read_pools(client):
 
 
 def target(client, pool, resource_class, project=None, project_domain=None):
-    """(pools, resource class, project id or None) of set/delete, checked
+    """(pools, resource class, project id or None) of set, checked before
+    any write."""
+    pools, classes, project_id = targets(
+        client, [pool] if pool is not None else (),
+        [resource_class] if resource_class is not None else (),
+        project, project_domain)
+    return pools, classes[0], project_id
+
+
+def targets(client, pool_names, resource_classes, project=None,
+            project_domain=None):
+    """(pools, [resource class], project id or None) of set/delete: the
+    classes of POOL_NAMES then RESOURCE_CLASSES, each once, all checked
     before any write."""
     pools = read_pools(client)
-    rc = quota.target_class(pools, pool,
-                            resource_class)
+    classes = quota.target_classes(pools, pool_names, resource_classes)
     project_id = None
     if project:
         project_id = client.project_id(project,
                                        project_domain)
-    note = quota.shared_note(rc, pools)
-    if note:
-        LOG.warning(note)
-    return pools, rc, project_id
+    for rc in classes:
+        note = quota.shared_note(rc, pools)
+        if note:
+            LOG.warning(note)
+    return pools, classes, project_id
 
 
 def plan_and_apply(client, planner, *args, dry_run=False, conf=None):

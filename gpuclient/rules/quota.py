@@ -110,6 +110,16 @@ def target_class(pools, pool=None, resource_class=None):
     return names.check_gpu_class(resource_class)
 
 
+def target_classes(pools, pool_names=(), resource_classes=()):
+    """The resource classes that POOL_NAMES and RESOURCE_CLASSES name
+    (``target_class`` each), in order, each once: two pools of one class
+    are one quota."""
+    found = [target_class(pools, pool=name) for name in pool_names]
+    found += [target_class(pools, resource_class=rc)
+              for rc in resource_classes]
+    return list(dict.fromkeys(found))
+
+
 def check_gpus(value):
     """A GPU count for a limit: 0 ... MAX_LIMIT, or CommandError."""
     try:
@@ -307,6 +317,34 @@ def plan_delete(resource_class, project_id, registered, limits,
               'nothing to delete (see "openstack gpu quota list").')
             % {'project': project_id, 'name': name})
     result.add(plan_mod.delete_limit(project_id, name, own))
+    return result
+
+
+def plan_delete_many(resource_classes, project_id, registered, limits,
+                     conf=None):
+    """The plan of "gpu quota delete" with one or more classes: one
+    ``plan_delete`` each, in one plan (all or nothing). When any of them
+    is refused, nothing is planned and every refusal is said."""
+    if len(resource_classes) == 1:
+        return plan_delete(resource_classes[0], project_id, registered,
+                           limits, conf)
+    result = plan_mod.Plan(_title(_('Deleting'), ', '.join(resource_classes),
+                                  project_id))
+    refused = []
+    for rc in resource_classes:
+        try:
+            one = plan_delete(rc, project_id, registered, limits, conf)
+        except exceptions.CommandError as exc:
+            refused.append(str(exc))
+            continue
+        result.extend(one.steps)
+        result.warnings.extend(one.warnings)
+    if refused:
+        raise exceptions.CommandError(
+            _('%(refused)d of %(asked)d GPU quotas cannot be deleted, so '
+              'none is: %(why)s')
+            % {'refused': len(refused), 'asked': len(resource_classes),
+               'why': ' '.join(refused)})
     return result
 
 

@@ -10,13 +10,16 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""``openstack gpu config show``.
+"""``openstack gpu config show`` and ``openstack gpu config export``.
 
-A ``Command``, not a ``ShowOne``: what it shows is a document, nova.conf
-text with repeated keys, comments and one block per service or host (or a
-tree of files), which the one-row formatters (table, json, yaml) cannot
-carry without losing what makes it usable: it is meant to be read, copied
-into place or redirected to a file, like a file's contents.
+``show`` only shows (and compares, ``--diff``); ``export`` writes the
+files and lists them. ``show`` is a ``Command``, not a ``ShowOne``: what
+it shows is a document, nova.conf text with repeated keys, comments and
+one block per service or host (or a tree of files), which the one-row
+formatters (table, json, yaml) cannot carry without losing what makes it
+usable: it is meant to be read, copied into place or redirected to a
+file, like a file's contents. ``export`` is a list: one row per file
+written, so ``-f json`` and ``-f value`` work on what it did.
 """
 
 import logging
@@ -29,6 +32,71 @@ from gpuclient.v1 import common
 
 LOG = logging.getLogger(__name__)
 LAYOUTS = ('ini', 'kolla')
+EXPORT_COLUMNS = ('Path',)
+
+
+def _add_selection_args(parser):
+    """What to render: the options ``config show`` and ``config export``
+    share."""
+    from gpuclient.rules import nova_config
+
+    parser.add_argument(
+        '--pool', metavar='<pool>', action='append', default=[],
+        help=_('Only this pool (name; repeat for several). Default: '
+               'every GPU pool.'))
+    parser.add_argument(
+        '--host', metavar='<host>', action='append', default=[],
+        help=_('Only this compute host\'s part (service host, '
+               'hypervisor or provider name; repeatable); the '
+               'controller part is always shown.'))
+    parser.add_argument(
+        '--layout', metavar='<layout>', choices=LAYOUTS, default='ini',
+        help=_('Layout of the output, ini or kolla. ini: one block per '
+               'service and host (default); kolla: '
+               'the files of a Kolla-Ansible config directory '
+               '(nova.conf, nova/nova-api.conf, nova/nova-scheduler.conf,'
+               ' nova/<inventory host>/nova.conf).'))
+    common.add_key_value_arg(
+        parser, '--mig-mdev-type', '<profile>=<mdev-type>',
+        'mig_mdev_types', '3g.40gb=nvidia-700 (the type name in '
+        '/sys/bus/pci/devices/<VF>/mdev_supported_types)',
+        _('The mdev type that serves a MIG profile (e.g. '
+               '3g.40gb=nvidia-700), which the cloud does not record; '
+               'without it MIG hosts get a comment instead of [devices]'
+               '. Repeatable; a profile given twice keeps its last '
+               'type.'))
+    parser.add_argument(
+        '--numa-policy', metavar='<policy>',
+        choices=('required', 'legacy', 'preferred', 'socket'),
+        default=nova_config.DEFAULT_NUMA_POLICY,
+        help=_('numa_policy of a [pci] alias whose flavors do not '
+               'agree on one hw:pci_numa_affinity_policy (required, '
+               'legacy, preferred or socket; default: preferred, as '
+               'gpu flavor create); otherwise the flavors\' policy is '
+               'used. A flavor\'s own policy overrides the alias\'s.'))
+
+
+def _collect(app, parsed_args):
+    """(config, notes on stderr said) of the selection options."""
+    from gpuclient.ops import config_ops
+
+    config, notes = config_ops.collect(
+        app.client_manager.gpu, parsed_args.pool, parsed_args.host,
+        parsed_args.mig_mdev_types,
+        parsed_args.numa_policy)
+    for note in notes:
+        LOG.warning(note)
+    return config
+
+
+def _write(config, parsed_args):
+    """The files of the layout written under --output-dir: their paths."""
+    from gpuclient.ops import config_ops
+    from gpuclient.rules import nova_config
+
+    return config_ops.write_files(
+        parsed_args.output_dir,
+        nova_config.files(config, parsed_args.layout))
 
 
 class ShowConfig(command.Command):
@@ -41,56 +109,24 @@ class ShowConfig(command.Command):
         "the Kolla-Ansible override tree. Only the keys gpuclient owns; "
         "what the cloud cannot tell is said in comments. With --diff, "
         "shows what an existing configuration lacks or contradicts and "
-        "exits 1 when it does.")
+        "exits 1 when it does. To write the files, use \"openstack gpu "
+        "config export\".")
 
     def get_parser(self, prog_name):
-        from gpuclient.rules import nova_config
-
         parser = super().get_parser(prog_name)
-        parser.add_argument(
-            '--pool', metavar='<pool>', action='append', default=[],
-            help=_('Only this pool (name; repeat for several). Default: '
-                   'every GPU pool.'))
-        parser.add_argument(
-            '--host', metavar='<host>', action='append', default=[],
-            help=_('Only this compute host\'s part (service host, '
-                   'hypervisor or provider name; repeatable); the '
-                   'controller part is always shown.'))
-        parser.add_argument(
-            '--layout', metavar='<layout>', choices=LAYOUTS, default='ini',
-            help=_('Layout of the output, ini or kolla. ini: one block per '
-                   'service and host (default); kolla: '
-                   'the files of a Kolla-Ansible config directory '
-                   '(nova.conf, nova/nova-api.conf, nova/nova-scheduler.conf,'
-                   ' nova/<inventory host>/nova.conf).'))
+        _add_selection_args(parser)
         parser.add_argument(
             '--output-dir', metavar='<directory>',
-            help=_('Write the files there instead of printing them (never '
-                   'overwrites a file) and print the paths written.'))
+            help=_('Deprecated: use "openstack gpu config export '
+                   '--output-dir <directory>", which writes the same files. '
+                   'Writes the files there instead of printing them (never '
+                   'overwrites a file) and prints the paths written.'))
         parser.add_argument(
             '--diff', metavar='<path>',
             help=_('Compare with an existing nova.conf (one service\'s; '
                    'with --host, that host\'s nova-compute) or a '
                    'Kolla-Ansible config directory, and show what it lacks '
                    '(+) or contradicts (-/+).'))
-        common.add_key_value_arg(
-            parser, '--mig-mdev-type', '<profile>=<mdev-type>',
-            'mig_mdev_types', '3g.40gb=nvidia-700 (the type name in '
-            '/sys/bus/pci/devices/<VF>/mdev_supported_types)',
-            _('The mdev type that serves a MIG profile (e.g. '
-                   '3g.40gb=nvidia-700), which the cloud does not record; '
-                   'without it MIG hosts get a comment instead of [devices]'
-                   '. Repeatable; a profile given twice keeps its last '
-                   'type.'))
-        parser.add_argument(
-            '--numa-policy', metavar='<policy>',
-            choices=('required', 'legacy', 'preferred', 'socket'),
-            default=nova_config.DEFAULT_NUMA_POLICY,
-            help=_('numa_policy of a [pci] alias whose flavors do not '
-                   'agree on one hw:pci_numa_affinity_policy (required, '
-                   'legacy, preferred or socket; default: preferred, as '
-                   'gpu flavor create); otherwise the flavors\' policy is '
-                   'used. A flavor\'s own policy overrides the alias\'s.'))
         return parser
 
     def take_action(self, parsed_args):
@@ -101,12 +137,13 @@ class ShowConfig(command.Command):
             raise exceptions.CommandError(
                 _('--diff and --output-dir do not go together: compare '
                   'first, then write to an empty directory.'))
-        config, notes = config_ops.collect(
-            self.app.client_manager.gpu, parsed_args.pool, parsed_args.host,
-            parsed_args.mig_mdev_types,
-            parsed_args.numa_policy)
-        for note in notes:
-            LOG.warning(note)
+        if parsed_args.output_dir:
+            LOG.warning(_(
+                '"openstack gpu config show --output-dir" is deprecated and '
+                'will be removed: run "openstack gpu config export '
+                '--output-dir %s" (the same options; it lists the files '
+                'written, and -f json works).'), parsed_args.output_dir)
+        config = _collect(self.app, parsed_args)
         out = self.app.stdout
         if parsed_args.diff:
             existing, where = config_ops.read_existing(
@@ -115,9 +152,7 @@ class ShowConfig(command.Command):
             out.write(nova_config.render_diff(findings, where))
             return 1 if findings else 0
         if parsed_args.output_dir:
-            for path in config_ops.write_files(
-                    parsed_args.output_dir,
-                    nova_config.files(config, parsed_args.layout)):
+            for path in _write(config, parsed_args):
                 out.write(path + '\n')
             return 0
         if parsed_args.layout == 'kolla':
@@ -125,3 +160,30 @@ class ShowConfig(command.Command):
         else:
             out.write(nova_config.render_ini(config))
         return 0
+
+
+class ExportConfig(common.Lister):
+    _description = _(
+        "Write the nova.conf settings the GPU pools need into files.\n\n"
+        "The same settings as \"openstack gpu config show\" (the same "
+        "selection and layout options), written under --output-dir: with "
+        "--layout kolla the Kolla-Ansible override tree (nova.conf, "
+        "nova/nova-scheduler.conf, nova/<host>/nova.conf), with ini one "
+        "file per service and host. It never overwrites a file: the "
+        "directory must not hold any of them (they may hold other "
+        "settings; compare with \"gpu config show --diff\" instead). "
+        "Lists the files written, one row each.")
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        _add_selection_args(parser)
+        parser.add_argument(
+            '--output-dir', metavar='<directory>', required=True,
+            help=_('Directory to write the files into (created if '
+                   'missing; no file in it is overwritten)'))
+        return parser
+
+    def take_action(self, parsed_args):
+        config = _collect(self.app, parsed_args)
+        return EXPORT_COLUMNS, [(path,) for path in _write(config,
+                                                           parsed_args)]

@@ -44,28 +44,49 @@ class LimitColumn(cliff_columns.FormattableColumn):
         return self._value
 
 
-def _add_target_args(parser, verb):
-    who = parser.add_mutually_exclusive_group(required=True)
+def _add_project_args(parser, verb, required=False, default=False,
+                      current=False):
+    """``[<project>]`` as OSC's ``quota show``/``set`` take it, with
+    ``--project`` (and, for writes, ``--default``) in one exclusive group;
+    ``--project-domain``."""
+    who = parser.add_mutually_exclusive_group(required=required)
+    tail = _('; default: the current project') if current else ''
+    who.add_argument(
+        'project_arg', metavar='<project>', nargs='?', default=None,
+        help=_('%s the limit of this project (name or ID), as --project '
+               'does') % verb + tail)
     who.add_argument(
         '--project', metavar='<project>',
-        help=_('%s the limit of this project (name or ID)') % verb)
-    who.add_argument(
-        '--default', action='store_true', default=False,
-        help=_('%s the registered limit: the default of every project '
-               'without its own') % verb)
+        help=_('%s the limit of this project (name or ID)') % verb + tail)
+    if default:
+        who.add_argument(
+            '--default', action='store_true', default=False,
+            help=_('%s the registered limit: the default of every project '
+                   'without its own') % verb)
     from openstackclient.identity import common as identity_common
 
     identity_common.add_project_domain_option_to_parser(parser)
+
+
+def _project(parsed_args):
+    """The project named by ``<project>`` or ``--project``, or None."""
+    return parsed_args.project or parsed_args.project_arg
+
+
+def _add_target_args(parser, verb, several=False):
+    _add_project_args(parser, verb, required=True, default=True)
     what = parser.add_mutually_exclusive_group(required=True)
+    repeat = {'action': 'append'} if several else {}
+    again = (_('; repeat for several, deleted in one all-or-nothing run')
+             if several else '')
     what.add_argument(
-        '--pool', metavar='<pool>',
+        '--pool', metavar='<pool>', **repeat,
         help=_('GPU pool (name): its resource class is limited (pools '
-               'sharing a class share one quota)'))
+               'sharing a class share one quota)') + again)
     what.add_argument(
-        '--resource-class', metavar='<class>',
+        '--resource-class', metavar='<class>', **repeat,
         help=_('GPU resource class (VGPU, PGPU or a custom class such as '
-               'CUSTOM_PCI_10DE_2331), without a '
-               'pool'))
+               'CUSTOM_PCI_10DE_2331), without a pool') + again)
 
     # [quota] unified_limits_resource_strategy: what a project without its
     # own limit gets when the class has no registered limit
@@ -92,7 +113,8 @@ class SetQuota(command.Command):
         'Set a project\'s GPU quota, or every project\'s default.\n\n'
         'Writes a Keystone unified limit of the compute service on '
         'class:<resource class> (a pool stands for its class): a project '
-        'limit with --project, the registered limit with --default. Nova '
+        'limit with <project> or --project, the registered limit with '
+        '--default. Nova '
         'enforces it at server create and resize when it runs [quota] '
         'driver = nova.quota.UnifiedLimitsDriver. Keystone keeps a project '
         'limit only under a registered limit, the default of every other '
@@ -125,7 +147,7 @@ class SetQuota(command.Command):
         client = self.app.client_manager.gpu
         _pools_found, rc, project_id = quota_ops.target(
             client, parsed_args.pool, parsed_args.resource_class,
-            parsed_args.project, parsed_args.project_domain)
+            _project(parsed_args), parsed_args.project_domain)
         plan = quota_ops.plan_and_apply(
             client, quota.plan_set, rc, gpus, project_id,
             dry_run=parsed_args.dry_run, conf=_quota_conf(parsed_args))
@@ -134,16 +156,19 @@ class SetQuota(command.Command):
 
 class DeleteQuota(command.Command):
     _description = _(
-        'Delete the GPU quota of a project, or the default.\n\n'
-        'Deletes the Keystone limit on class:<resource class>: a project '
-        'then has the registered limit (the default); without a registered '
-        'limit Nova applies its [quota] unified_limits_resource_strategy '
-        '(read with --nova-conf; the plan of --default says what every '
-        'project without its own limit gets after). Needs admin.')
+        'Delete GPU quotas of a project, or defaults.\n\n'
+        'Deletes the Keystone limits on class:<resource class> of each '
+        '--pool or --resource-class given (repeatable), in one '
+        'all-or-nothing plan: if one cannot be deleted, none is, and a '
+        'failure undoes what was deleted. A project then has the '
+        'registered limit (the default); without a registered limit Nova '
+        'applies its [quota] unified_limits_resource_strategy (read with '
+        '--nova-conf; the plan of --default says what every project '
+        'without its own limit gets after). Needs admin.')
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
-        _add_target_args(parser, _('Delete'))
+        _add_target_args(parser, _('Delete'), several=True)
 
         common.add_dry_run_arg(parser)
         return parser
@@ -153,11 +178,11 @@ class DeleteQuota(command.Command):
         from gpuclient.rules import quota
 
         client = self.app.client_manager.gpu
-        _pools_found, rc, project_id = quota_ops.target(
-            client, parsed_args.pool, parsed_args.resource_class,
-            parsed_args.project, parsed_args.project_domain)
+        _pools_found, classes, project_id = quota_ops.targets(
+            client, parsed_args.pool or (), parsed_args.resource_class or (),
+            _project(parsed_args), parsed_args.project_domain)
         plan = quota_ops.plan_and_apply(
-            client, quota.plan_delete, rc, project_id,
+            client, quota.plan_delete_many, classes, project_id,
             dry_run=parsed_args.dry_run, conf=_quota_conf(parsed_args))
         _finish(self.app, plan, parsed_args.dry_run)
 
@@ -165,6 +190,8 @@ class DeleteQuota(command.Command):
 class ShowQuota(common.Lister):
     _description = _(
         'Show the GPU quota of a project.\n\n'
+        'The project is <project> or --project (default: the current '
+        'one), as in "openstack quota show [<project>]". '
         'One row per GPU resource class (of a pool, or with a limit or '
         'usage): the limit Nova enforces under unified limits (the '
         'project\'s own, else the registered default, else what [quota] '
@@ -179,12 +206,7 @@ class ShowQuota(common.Lister):
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
-        parser.add_argument(
-            '--project', metavar='<project>',
-            help=_('Project (name or ID; default: the current project)'))
-        from openstackclient.identity import common as identity_common
-
-        identity_common.add_project_domain_option_to_parser(parser)
+        _add_project_args(parser, _('Show'), current=True)
 
         common.add_nova_conf_args(parser)
         return parser
@@ -193,7 +215,7 @@ class ShowQuota(common.Lister):
         from gpuclient.ops import quota_ops
 
         rows, notes = quota_ops.show(
-            self.app.client_manager.gpu, parsed_args.project,
+            self.app.client_manager.gpu, _project(parsed_args),
             parsed_args.project_domain, _quota_conf(parsed_args))
         for note in notes:
             LOG.warning(note)

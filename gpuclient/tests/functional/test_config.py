@@ -94,9 +94,9 @@ class TestConfigShow(base.FunctionalTestCase):
                        'hw:pci_numa_affinity_policy=preferred')
         out = tempfile.mkdtemp(prefix='gpuclient-ft-config-')
         self.addCleanup(shutil.rmtree, out, True)
-        written = self.openstack(
-            'gpu', 'config', 'show', '--pool', pt, '--pool', vg,
-            '--layout', 'kolla', '--output-dir', out, parse=False).split()
+        written = [row['Path'] for row in self.openstack(
+            'gpu', 'config', 'export', '--pool', pt, '--pool', vg,
+            '--layout', 'kolla', '--output-dir', out)]
         self.assertEqual(sorted(os.path.join(out, p) for p in (
             'nova.conf', 'nova/nova-scheduler.conf',
             'nova/%s/nova.conf' % base.PT_HOST,

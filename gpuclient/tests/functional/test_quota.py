@@ -162,6 +162,41 @@ class TestQuota(base.FunctionalTestCase):
         self.assertEqual((1, 1, 0), (row['Limit'], row['In Use'],
                                      row['Free']))
 
+    def test_positional_project_and_delete_several(self):
+        """<project> as OSC's quota commands take it; one delete run for
+        two classes (classes of this test's own: no other test sees their
+        registered limits), all or nothing."""
+        project = self.make_project()
+        classes = ['CUSTOM_GPU_FT%s' % uuid.uuid4().hex[:10].upper()
+                   for _ in range(2)]
+        for rc in classes:
+            self.addCleanup(self.openstack_raw, 'gpu', 'quota', 'delete',
+                            '--default', '--resource-class', rc)
+            self.addCleanup(self.openstack_raw, 'gpu', 'quota', 'delete',
+                            project['id'], '--resource-class', rc)
+            self.openstack('gpu', 'quota', 'set', project['id'],
+                           '--resource-class', rc, '--gpus', '3',
+                           parse=False)
+        held = self.keystone_limits(project)
+        self.assertEqual([3, 3], [held['class:' + rc] for rc in classes])
+        rows = {r['Resource Class']: r for r in self.openstack(
+            'gpu', 'quota', 'show', project['id'])}
+        self.assertEqual([(3, 'project')] * 2,
+                         [(rows[rc]['Limit'], rows[rc]['Source'])
+                          for rc in classes])
+        targets = [a for rc in classes for a in ('--resource-class', rc)]
+        # one class without a limit of its own: nothing is deleted
+        rc, _out, err = self.openstack_raw(
+            'gpu', 'quota', 'delete', project['id'], *targets,
+            '--resource-class', 'VGPU')
+        self.assertEqual(1, rc, err)
+        self.assertIn('cannot be deleted, so none is', err)
+        self.assertEqual(held, self.keystone_limits(project))
+        self.openstack('gpu', 'quota', 'delete', project['id'], *targets,
+                       parse=False)
+        held = self.keystone_limits(project)
+        self.assertEqual([], [rc for rc in classes if 'class:' + rc in held])
+
     def test_bad_input_changes_nothing(self):
         """A member setting limits is refused and --dry-run writes nothing
         (CLI); the other bad inputs run through the command layer in this

@@ -488,6 +488,27 @@ class TestApply(base.TestCase):
                                              *self._read(limits, None)))
         self.assertEqual(({}, {}), limits.state())
 
+    def test_delete_several_all_or_nothing(self):
+        """Several classes in one plan: a failed second delete puts the
+        first back; a class without a limit refuses them all."""
+        vgpu = 'class:VGPU'
+        start = ({self.NAME: 4, vgpu: 1},
+                 {('p1', self.NAME): 2, ('p1', vgpu): 1})
+        limits = FakeLimits(*start)
+        plan = quota.plan_delete_many([PT, 'VGPU'], 'p1',
+                                      *self._read(limits, 'p1'))
+        self.assertEqual(2, len(plan))
+        limits.faults[limits.writes + 2] = 'error'
+        self.assertRaises(journal.ApplyError, self.apply, limits, plan)
+        self.assertEqual(start, limits.state())
+        self.apply(limits, plan)
+        self.assertEqual(({self.NAME: 4, vgpu: 1}, {}), limits.state())
+        error = self.assertRaises(
+            exceptions.CommandError, quota.plan_delete_many,
+            [PT, 'VGPU'], 'p1', *self._read(limits, 'p1'))
+        self.assertIn('2 of 2 GPU quotas cannot be deleted, so none is',
+                      str(error))
+
     @staticmethod
     def _read(limits, project_id):
         return limits.registered(), limits.limits(project_id)
@@ -629,6 +650,57 @@ class TestCommands(base.CommandTestCase):
             self.assertRaises(base.ParserError, self.check_parser, cmd,
                               args)
 
+    def test_project_positional_or_option(self):
+        """<project> as OSC's quota show/set take it, or --project; never
+        both, nor with --default."""
+        for cls, rest in ((quota_cmd.SetQuota, ['--pool', 'h100', '--gpus',
+                                                '1']),
+                          (quota_cmd.DeleteQuota, ['--pool', 'h100']),
+                          (quota_cmd.ShowQuota, [])):
+            cmd = cls(self.app, None)
+            self.check_parser(cmd, ['team'] + rest,
+                              [('project_arg', 'team'), ('project', None)])
+            self.check_parser(cmd, ['--project', 'team'] + rest,
+                              [('project_arg', None), ('project', 'team')])
+            self.assertRaises(base.ParserError, self.check_parser, cmd,
+                              ['team', '--project', 'other'] + rest)
+            if cls is not quota_cmd.ShowQuota:
+                self.assertRaises(base.ParserError, self.check_parser, cmd,
+                                  ['team', '--default'] + rest)
+            text = ' '.join(cmd.get_parser('x').format_help().split())
+            self.assertIn('<project> ', text)
+            self.assertIn('as --project does', text)
+        self.check_parser(quota_cmd.ShowQuota(self.app, None), [],
+                          [('project_arg', None), ('project', None)])
+
+    def test_delete_parser_takes_several_targets(self):
+        cmd = quota_cmd.DeleteQuota(self.app, None)
+        self.check_parser(cmd, ['team', '--pool', 'h100', '--pool', 'a'],
+                          [('pool', ['h100', 'a'])])
+        self.check_parser(cmd, ['team', '--resource-class', 'VGPU'],
+                          [('resource_class', ['VGPU'])])
+        for args in (['team'], ['team', '--pool', 'h100',
+                                '--resource-class', 'VGPU']):
+            self.assertRaises(base.ParserError, self.check_parser, cmd,
+                              args)
+        text = ' '.join(cmd.get_parser('x').format_help().split())
+        self.assertIn('repeat for several, deleted in one all-or-nothing '
+                      'run', text)
+        # set takes one target and one --gpus
+        set_cmd = quota_cmd.SetQuota(self.app, None)
+        self.check_parser(set_cmd, ['team', '--pool', 'h100', '--gpus', '1'],
+                          [('pool', 'h100')])
+        self.assertNotIn('repeat for several', set_cmd.get_parser(
+            'x').format_help())
+
+    def test_set_positional_project(self):
+        self.run_cmd(quota_cmd.SetQuota, ['team', '--pool', 'h100',
+                                          '--gpus', '2'])
+        self.assertEqual([
+            mock.call.create_registered('class:%s' % PT, -1),
+            mock.call.create_limit('p-team', 'class:%s' % PT, 2)],
+            self.writes())
+
     def test_set_project_creates_registered_first(self):
         self.run_cmd(quota_cmd.SetQuota, ['--project', 'team', '--pool',
                                           'h100', '--gpus', '2'])
@@ -724,6 +796,67 @@ class TestCommands(base.CommandTestCase):
         self.run_cmd(quota_cmd.DeleteQuota,
                      ['--project', 'team', '--pool', 'h100'])
         self.assertEqual([mock.call.delete_limit('l1')], self.writes())
+
+    def test_delete_several_in_one_plan(self):
+        self.limits.registered.return_value = {
+            'class:%s' % PT: {'id': 'r1', 'limit': -1},
+            'class:VGPU': {'id': 'r2', 'limit': -1}}
+        self.limits.limits.return_value = [
+            {'id': 'l1', 'project_id': 'p-team',
+             'resource_name': 'class:%s' % PT, 'resource_limit': 2},
+            {'id': 'l2', 'project_id': 'p-team',
+             'resource_name': 'class:VGPU', 'resource_limit': 1}]
+        self.app.stdout = io.StringIO()
+        self.run_cmd(quota_cmd.DeleteQuota,
+                     ['team', '--resource-class', PT, '--resource-class',
+                      'VGPU', '--dry-run'])
+        self.assertEqual([], self.writes())
+        self.assertEqual([
+            '1. delete the limit class:%s of project p-team (undo: set the '
+            'limit class:%s of project p-team to 2)' % (PT, PT),
+            '2. delete the limit class:VGPU of project p-team (undo: set the '
+            'limit class:VGPU of project p-team to 1)'],
+            self.app.stdout.getvalue().splitlines())
+        self.run_cmd(quota_cmd.DeleteQuota,
+                     ['team', '--resource-class', PT, '--resource-class',
+                      'VGPU'])
+        self.assertEqual([mock.call.delete_limit('l1'),
+                          mock.call.delete_limit('l2')], self.writes())
+
+    def test_delete_two_pools_of_one_class_is_one_quota(self):
+        self.limits.registered.return_value = {
+            'class:%s' % PT: {'id': 'r1', 'limit': -1}}
+        self.limits.limits.return_value = [
+            {'id': 'l1', 'project_id': 'p-team',
+             'resource_name': 'class:%s' % PT, 'resource_limit': 2}]
+        self.run_cmd(quota_cmd.DeleteQuota,
+                     ['--project', 'team', '--pool', 'h100', '--pool',
+                      'h100-b'])
+        self.assertEqual([mock.call.delete_limit('l1')], self.writes())
+        self.assertIn('share one quota', self.logger.output)
+
+    def test_delete_several_refused_writes_nothing(self):
+        self.limits.registered.return_value = {
+            'class:%s' % PT: {'id': 'r1', 'limit': -1}}
+        self.limits.limits.return_value = [
+            {'id': 'l1', 'project_id': 'p-team',
+             'resource_name': 'class:%s' % PT, 'resource_limit': 2}]
+        error = self.assertRaises(
+            exceptions.CommandError, self.run_cmd, quota_cmd.DeleteQuota,
+            ['team', '--resource-class', PT, '--resource-class', 'VGPU'])
+        self.assertIn('1 of 2 GPU quotas cannot be deleted, so none is: '
+                      'Project p-team has no limit of its own on class:VGPU',
+                      str(error))
+        self.assertEqual([], self.writes())
+
+    def test_show_positional_project(self):
+        self.gpu.placement.project_usages.return_value = {}
+        self.gpu.compute.project_limits.return_value = {}
+        self.run_cmd(quota_cmd.ShowQuota, ['team'])
+        self.gpu.placement.project_usages.assert_called_once_with('p-team')
+        self.gpu.placement.project_usages.reset_mock()
+        self.run_cmd(quota_cmd.ShowQuota, [])
+        self.gpu.placement.project_usages.assert_called_once_with('p-own')
 
     def test_show(self):
         self.limits.registered.return_value = {

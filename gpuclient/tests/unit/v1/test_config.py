@@ -35,14 +35,16 @@ class ConfigTestCase(test_pool_ops.PoolOpsTestCase, base.CommandTestCase):
                         ['gpu-vgpu-1'])
         self.out = self.useFixture(fixtures.TempDir()).path
 
-    def run_cmd(self, *args):
+    def run_cmd(self, *args, cls=config_cmd.ShowConfig):
         cm = mock.Mock()
         cm.gpu = self.client
         app = self.make_app(cm)
         self.stdout = app.stdout = io.StringIO()
-        cmd = config_cmd.ShowConfig(app, None)
+        cmd = cls(app, None)
         parsed = self.check_parser(cmd, list(args))
         rc = cmd.take_action(parsed)
+        if cls is config_cmd.ExportConfig:
+            return rc
         return rc, self.stdout.getvalue()
 
 
@@ -67,10 +69,33 @@ class TestParser(ConfigTestCase):
         self.assertIn('ini or kolla', ' '.join(text.split()))
 
     def test_every_option_has_help(self):
-        parser = config_cmd.ShowConfig(self.make_app(None), None).get_parser(
-            'x')
-        for action in parser._actions:
-            self.assertTrue(action.help, action.dest)
+        for cls in (config_cmd.ShowConfig, config_cmd.ExportConfig):
+            parser = cls(self.make_app(None), None).get_parser('x')
+            for action in parser._actions:
+                self.assertTrue(action.help, action.dest)
+
+    def test_export_needs_output_dir_and_shares_the_selection(self):
+        cmd = config_cmd.ExportConfig(self.make_app(None), None)
+        self.assertRaises(base.ParserError, self.check_parser, cmd, [])
+        self.check_parser(cmd, ['--output-dir', 'd'], [
+            ('pool', []), ('host', []), ('layout', 'ini'),
+            ('output_dir', 'd'), ('mig_mdev_types', {}),
+            ('numa_policy', 'preferred')])
+        # export writes, it does not compare
+        self.assertRaises(base.ParserError, self.check_parser, cmd,
+                          ['--output-dir', 'd', '--diff', 'x'])
+        show = config_cmd.ShowConfig(self.make_app(None), None)
+        shown = {a.dest for a in show.get_parser('x')._actions}
+        exported = {a.dest for a in cmd.get_parser('x')._actions}
+        # -f/-c and the rest of a Lister's output options, and no --diff
+        self.assertEqual({'diff'}, shown - exported)
+        self.assertIn('formatter', exported)
+
+    def test_show_output_dir_is_deprecated_in_help(self):
+        text = ' '.join(config_cmd.ShowConfig(
+            self.make_app(None), None).get_parser('x').format_help().split())
+        self.assertIn('--output-dir <directory> Deprecated: use "openstack '
+                      'gpu config export', text)
 
 
 class TestShow(ConfigTestCase):
@@ -147,6 +172,44 @@ class TestShow(ConfigTestCase):
         self.assertIn('+ [mdev_nvidia-35] device_addresses = '
                       '0000:84:00.0,0000:85:00.0', text)
         self.assertNotIn('gpu-pt-1', text)
+
+    def test_export_lists_the_files_written(self):
+        columns, rows = self.run_cmd('--layout', 'kolla', '--output-dir',
+                                     self.out, cls=config_cmd.ExportConfig)
+        self.assertEqual(('Path',), columns)
+        self.assertEqual(sorted((os.path.join(self.out, p),) for p in (
+            'nova.conf', 'nova/nova-scheduler.conf',
+            'nova/gpu-pt-1/nova.conf', 'nova/gpu-vgpu-1/nova.conf')),
+            sorted(rows))
+        # nothing on stdout but what cliff formats from the rows
+        self.assertEqual('', self.stdout.getvalue())
+        # the same files as show renders, and --diff agrees
+        rc, text = self.run_cmd('--diff', self.out)
+        self.assertEqual((0, True), (rc, 'no differences' in text))
+        error = self.assertRaises(
+            exceptions.CommandError, self.run_cmd, '--layout', 'kolla',
+            '--output-dir', self.out, cls=config_cmd.ExportConfig)
+        self.assertIn('does not overwrite', str(error))
+
+    def test_export_ini_layout(self):
+        _columns, rows = self.run_cmd('--pool', 'ws', '--output-dir',
+                                      self.out, cls=config_cmd.ExportConfig)
+        self.assertEqual(sorted(
+            (os.path.join(self.out, p),) for p in (
+                'nova-scheduler.conf', 'nova-compute-gpu-vgpu-1.conf')),
+            sorted(rows))
+
+    def test_show_output_dir_still_writes_and_warns(self):
+        with self.assertLogs(config_cmd.LOG.name, 'WARNING') as logs:
+            rc, text = self.run_cmd('--output-dir', self.out)
+        self.assertEqual(0, rc)
+        self.assertTrue(text.split())
+        for path in text.split():
+            self.assertTrue(os.path.isfile(path), path)
+        self.assertIn('"openstack gpu config show --output-dir" is '
+                      'deprecated and will be removed: run "openstack gpu '
+                      'config export --output-dir %s"' % self.out,
+                      ' '.join(logs.output))
 
     def test_diff_one_file_for_one_host(self):
         path = os.path.join(self.out, 'nova.conf')
