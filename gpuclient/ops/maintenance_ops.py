@@ -66,3 +66,46 @@ def uncordon(client, hosts, dry_run=False):
     journal.run(client, plan, dry_run=dry_run)
     note = cordon_rules.others_text(others) if others else None
     return cordon_rules.apply_rows(rows, dry_run), plan, note
+
+
+# -- drain: the plan ----------------------------------------------------------
+
+def _trees(cloud):
+    """{host: [provider trees]} of every host of the snapshot."""
+    return {host: [cloud.tree(root, cloud.root_aggregates(host))
+                   for root in sorted(roots)]
+            for host, roots in cloud.host_roots().items()}
+
+
+def drain_plan(client, hosts, requested='auto', allow_downtime=False,
+               settings=None, facts=None):
+    """(rows, summary) of ``gpu host drain --dry-run``:
+    ``rules.maintenance.plan`` over one snapshot (aggregates,
+    hypervisors, services, provider trees) and the servers of every
+    project (paged), whatever the number of hosts.
+
+    FACTS: {host: facts} (``rules.maintenance``); none given, every fact
+    is unknown and no live migration is planned.
+    """
+    from gpuclient.rules import maintenance
+    from gpuclient.rules import request as request_mod
+
+    client.compute.require(versions.COMPUTE_EMBEDDED_FLAVOR_VERSION,
+                           versions.COMPUTE_HYPERVISOR_UUID_VERSION)
+    cloud = snapshot.read(client, mapped_only=True)
+    snapshot.warn_problems(cloud.problems)
+    draining, notes = cloud.resolve_hosts(hosts)
+    for note in notes:
+        LOG.warning(note)
+    servers = [s for s in client.compute.servers_detail(all_projects=True)
+               if s.get('OS-EXT-SRV-ATTR:host') in draining]
+    cordoned = [svc['host'] for svc in cloud.services
+                if cordon_rules.is_disabled(svc)
+                and svc['host'] not in draining]
+    result = maintenance.plan(
+        servers, _trees(cloud), draining, cordoned, facts=facts,
+        requested=requested, allow_downtime=allow_downtime,
+        settings=settings or request_mod.load_settings(), pools=cloud.pools,
+        aggregates=cloud.aggregates, services=cloud.services,
+        hypervisors=cloud.hypervisors)
+    return result['rows'], result['summary']

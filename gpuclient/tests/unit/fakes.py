@@ -161,6 +161,7 @@ class FakeCloud:
         self.busy = set()  # hosts with instances
         self.disabled = set()  # hosts whose nova-compute is disabled
         self.disabled_reasons = {}  # host -> its service's disabled_reason
+        self.servers = []  # Nova server bodies as at compute API 2.47
         # Ironic (ironic_node): its nodes; no endpoint in the catalog
         # unless ironic_endpoint; ironic_hidden plays the default policy
         # for project-scoped tokens (200 and no nodes)
@@ -1021,6 +1022,9 @@ class FakeCompute:
                 return make_response(200, self.hypervisors(version, params))
             if url == '/flavors/detail':
                 return make_response(200, self.flavors(version, params))
+            if url == '/servers/detail':
+                return make_response(200, self.servers_detail(version,
+                                                              params))
         except ValueError as exc:
             return nova_error(400, str(exc))
         parts = _segments(url)
@@ -1080,6 +1084,18 @@ class FakeCompute:
         return self._write(
             ('describe', self._label(parts[1]), description), 'put', url,
             lambda: self._update_flavor(parts[1], body, version))
+
+    def servers_detail(self, version, params):
+        """``GET /servers/detail``: every server with all_tenants (else
+        none: the fake's servers belong to other projects), one page; the
+        embedded flavor needs 2.47 (the fake renders no older shape)."""
+        if version < (2, 47):
+            raise AssertionError('FakeCompute: servers below 2.47')
+        if len(self.cloud.servers) > self.max_limit:
+            raise AssertionError('FakeCompute: servers are not paged')
+        if str(params.get('all_tenants')) != '1':
+            return {'servers': []}
+        return {'servers': [dict(s) for s in self.cloud.servers]}
 
     def _service_host(self, service_id):
         for service in self.services():

@@ -163,3 +163,58 @@ class TestUncordon(CordonTestCase):
         self.run_cmd(host.CordonHost, ['gpu-pt-1'])
         self.run_cmd(host.UncordonHost, ['gpu-pt-1', '--dry-run'])
         self.assertEqual({'gpu-pt-1'}, self.cloud.disabled)
+
+
+class TestDrain(CordonTestCase):
+    """``gpu host drain --dry-run``: the plan rows, nothing changed."""
+
+    def setUp(self):
+        super().setUp()
+        from gpuclient.rules import pools as pools_mod
+        from gpuclient.rules import specs
+
+        spec = pools_mod.build_spec('solver', 'passthrough', alias='h100',
+                                    pci_id='10de:2331')
+        pool = fakes.Aggregate('solver', pools_mod.metadata_for(spec),
+                               ['gpu-pt-1', 'gpu-pt-2'])
+        self.cloud.aggregates.append(pool)
+        # Nova marks its compute node providers OWNER_NOVA, and a
+        # server's request requires it on the root
+        for provider in self.cloud.providers:
+            if provider.parent is None:
+                provider.traits.append('OWNER_NOVA')
+        scanned, _problems = pools_mod.scan([pools_mod.aggregate_dict(pool)])
+        derived = specs.derive(scanned['solver'], gpus=1)
+        pool.metadata.update(derived['aggregate_metadata'])
+        self.cloud.servers.append({
+            'id': fakes.uid('server-a'), 'name': 'a', 'status': 'ACTIVE',
+            'OS-EXT-SRV-ATTR:host': 'gpu-pt-1', 'tenant_id': 'p1',
+            'image': {'id': 'img'},
+            'flavor': {'original_name': 'gpu.1', 'vcpus': 2, 'ram': 1024,
+                       'disk': 10, 'ephemeral': 0, 'swap': 0,
+                       'extra_specs': derived['extra_specs']}})
+
+    def test_cold_to_the_other_pool_host_with_downtime_allowed(self):
+        columns, rows = self.run_cmd(host.DrainHost, [
+            'gpu-pt-1', '--dry-run', '--allow-downtime'])
+        self.assertEqual('Destination', columns[9])
+        self.assertEqual(1, len(rows))
+        row = dict(zip(columns, rows[0], strict=True))
+        self.assertEqual(('a', 'cold', 'gpu-pt-2', 'stop-start'),
+                         (row['Name'], row['Method'], row['Destination'],
+                          row['Downtime']))
+        self.assertEqual([], self.writes())
+
+    def test_stays_without_downtime(self):
+        columns, rows = self.run_cmd(host.DrainHost,
+                                     ['gpu-pt-1', '--dry-run'])
+        row = dict(zip(columns, rows[0], strict=True))
+        self.assertEqual('stays', row['Method'])
+        self.assertIsNone(row['Destination'])
+        self.assertTrue(row['Reason'])
+
+    def test_apply_is_refused_for_now(self):
+        exc = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                                host.DrainHost, ['gpu-pt-1'])
+        self.assertIn('--dry-run', str(exc))
+        self.assertEqual([], self.writes())
