@@ -443,6 +443,31 @@ class Executor:
         elif have is not None:
             self.client.limits.delete_limit(have['id'])
 
+    # -- compute services (cordon) -----------------------------------------
+
+    def service(self, service_id):
+        """The compute service SERVICE_ID as a dict, read now."""
+        for service in self.client.compute.compute_services():
+            if service['id'] == service_id:
+                return service
+        raise errors.NotFound(
+            _('Compute service %s does not exist (any more).') % service_id,
+            404)
+
+    def _do_service_disable(self, host, id, reason):  # noqa: A002
+        self.client.compute.set_service_status(id, False, reason)
+
+    def _do_service_enable(self, host, id):  # noqa: A002
+        self.client.compute.set_service_status(id, True)
+
+    def _holds_service_disable(self, host, id, reason):  # noqa: A002
+        service = self.service(id)
+        return (service.get('status') == 'disabled'
+                and service.get('disabled_reason') == reason)
+
+    def _holds_service_enable(self, host, id):  # noqa: A002
+        return self.service(id).get('status') == 'enabled'
+
     # -- read back --------------------------------------------------------
 
     def holds(self, step):
@@ -695,6 +720,15 @@ OPERATIONS = {
         do=Executor._do_limit_delete,
         holds=Executor._holds_limit_delete,
         inverse='limit.set'),
+    # undone by each other (the old reason given back)
+    'service.disable': Operation(
+        do=Executor._do_service_disable,
+        holds=Executor._holds_service_disable,
+        inverse='service.enable'),
+    'service.enable': Operation(
+        do=Executor._do_service_enable,
+        holds=Executor._holds_service_enable,
+        inverse='service.disable'),
 }
 
 

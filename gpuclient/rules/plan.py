@@ -71,6 +71,7 @@ OPERATIONS = (
     'flavor.description', 'flavor.specs', 'flavor.add_access',
     'flavor.remove_access',
     'image.update', 'limit.set', 'limit.delete',
+    'service.disable', 'service.enable',
 )
 
 
@@ -539,3 +540,30 @@ def delete_limit(project, name, old, note=None):
 
 def _noted(text, note):
     return '%s (%s)' % (text, note) if note else text
+
+
+# -- compute services (gpu host cordon / uncordon) ---------------------------
+
+def disable_service(host, service_id, reason):
+    """Disable HOST's nova-compute (SERVICE_ID) with REASON; undone by
+    enabling it again."""
+    return Step('service.disable',
+                _('disable compute service of %(host)s (%(reason)s)')
+                % {'host': host, 'reason': reason},
+                inverse=Step('service.enable',
+                             _('enable compute service of %s again') % host,
+                             host=host, id=service_id),
+                host=host, id=service_id, reason=reason)
+
+
+def enable_service(host, service_id, reason):
+    """Enable HOST's nova-compute, disabled with REASON; undone by
+    disabling it again with the same reason."""
+    return Step('service.enable',
+                _('enable compute service of %s') % host,
+                inverse=Step('service.disable',
+                             _('disable compute service of %(host)s again '
+                               '(%(reason)s)')
+                             % {'host': host, 'reason': reason},
+                             host=host, id=service_id, reason=reason),
+                host=host, id=service_id)

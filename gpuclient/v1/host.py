@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""``openstack gpu host list``."""
+"""``openstack gpu host list``, ``cordon``, ``uncordon`` and ``drain``."""
 
 import logging
 
@@ -119,3 +119,140 @@ class ListHost(common.Lister):
                 )
             data.append(item)
         return columns, data
+
+
+# -- maintenance: cordon, uncordon --------------------------------------------
+
+SERVICE_COLUMNS = ('Host', 'Status', 'Reason', 'Action')
+
+
+def _service_rows(rows):
+    return SERVICE_COLUMNS, [
+        (row['host'], row['status'], row['reason'], row['action'])
+        for row in rows]
+
+
+def _add_hosts_arg(parser, verb):
+    parser.add_argument(
+        'hosts', metavar='<host>', nargs='+',
+        help=_('Compute host(s) to %s (service host, hypervisor hostname '
+               'or ID, or resource provider name or UUID)') % verb)
+
+
+class CordonHost(common.Lister):
+    _description = _(
+        'Keep new servers off GPU hosts; servers on them stay.\n\n'
+        'Disables the nova-compute service of each host with a reason '
+        'that starts with "gpuclient: ", so Nova\'s '
+        'COMPUTE_STATUS_DISABLED prefilter keeps the scheduler away and '
+        '"openstack gpu host uncordon" knows the cordon is gpuclient\'s. '
+        'A service already disabled is left as it is. Needs compute API '
+        '2.53 or later.'
+    )
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        _add_hosts_arg(parser, _('cordon'))
+        parser.add_argument(
+            '--reason', metavar='<text>',
+            help=_('Why the hosts are cordoned (default: maintenance); '
+                   'stored as the service\'s disabled reason after '
+                   '"gpuclient: "'))
+        common.add_dry_run_arg(parser)
+        return parser
+
+    def take_action(self, parsed_args):
+        from gpuclient.ops import maintenance_ops
+
+        rows, _plan = maintenance_ops.cordon(
+            self.app.client_manager.gpu, parsed_args.hosts,
+            reason=parsed_args.reason, dry_run=parsed_args.dry_run)
+        return _service_rows(rows)
+
+
+class UncordonHost(common.Lister):
+    _description = _(
+        'Let new servers land on cordoned GPU hosts again.\n\n'
+        'Enables the nova-compute service of each host that gpuclient '
+        'disabled (its reason starts with "gpuclient: "). A service '
+        'disabled by someone else, for another reason, is left alone and '
+        'named. Needs compute API 2.53 or later.'
+    )
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        _add_hosts_arg(parser, _('uncordon'))
+        common.add_dry_run_arg(parser)
+        return parser
+
+    def take_action(self, parsed_args):
+        from gpuclient.ops import maintenance_ops
+
+        rows, _plan, note = maintenance_ops.uncordon(
+            self.app.client_manager.gpu, parsed_args.hosts,
+            dry_run=parsed_args.dry_run)
+        if note:
+            LOG.warning(note)
+        return _service_rows(rows)
+
+
+DRAIN_COLUMNS = ('Server', 'Name', 'Project', 'Flavor', 'Source',
+                 'Resource Class', 'GPUs', 'Devices', 'Method',
+                 'Destination', 'Downtime', 'Reason')
+
+
+class DrainHost(common.Lister):
+    _description = _(
+        'Plan moving every server off GPU hosts.\n\n'
+        'One row per server on the hosts: its GPUs, how it can leave '
+        '(live, cold, shelve, or stays) as Nova allows for its device, '
+        'the destination where its embedded flavor fits (never a host '
+        'being drained or cordoned; each choice counted before the next, '
+        'so two servers never count on the same last GPU), the downtime, '
+        'and why anything cannot move. Only --dry-run is available yet: '
+        'the moves themselves are not made. Needs compute API 2.53 or '
+        'later.'
+    )
+
+    def get_parser(self, prog_name):
+        from gpuclient.rules import maintenance
+
+        parser = super().get_parser(prog_name)
+        _add_hosts_arg(parser, _('drain'))
+        parser.add_argument(
+            '--method', metavar='<method>', choices=maintenance.METHODS,
+            default=maintenance.AUTO,
+            help=_('How servers leave: auto (default: live where Nova '
+                   'allows it, else cold, else shelve), live, cold or '
+                   'shelve'))
+        parser.add_argument(
+            '--allow-downtime', action='store_true', default=False,
+            help=_('Allow moves with downtime (cold migration stops and '
+                   'starts the server; shelve keeps it down until its '
+                   'owner unshelves it)'))
+        parser.add_argument(
+            '--dry-run', action='store_true', default=False,
+            help=_('Show the plan, one row per server, and change '
+                   'nothing (required for now)'))
+        return parser
+
+    def take_action(self, parsed_args):
+        from osc_lib import exceptions
+
+        from gpuclient.ops import maintenance_ops
+
+        if not parsed_args.dry_run:
+            raise exceptions.CommandError(_(
+                'Moving servers is not available yet: add --dry-run to '
+                'see the plan, and move the servers with "openstack server '
+                'migrate" after "openstack gpu host cordon".'))
+        rows, _summary = maintenance_ops.drain_plan(
+            self.app.client_manager.gpu, parsed_args.hosts,
+            requested=parsed_args.method,
+            allow_downtime=parsed_args.allow_downtime)
+        return DRAIN_COLUMNS, [
+            (row['server'], row['name'], row['project'], row['flavor'],
+             row['source'], row['resource_class'], row['gpus'],
+             format_columns.ListColumn(row['devices']), row['method'],
+             row['destination'], row['downtime'], row['reason'])
+            for row in rows]

@@ -4,7 +4,8 @@ The cloud is the one named by ``OS_CLOUD`` (tools/run-functional brings up
 the project's test cloud and exports it; a devstack gate sets its own).
 Host names default to the test cloud's and can be overridden for another
 cloud: GPUCLIENT_PT_HOST, GPUCLIENT_VGPU_HOST, GPUCLIENT_MIG_HOST,
-GPUCLIENT_BM_HOST, GPUCLIENT_PLAIN_HOST.
+GPUCLIENT_BM_HOST, GPUCLIENT_PLAIN_HOST, GPUCLIENT_PT_HOST2,
+GPUCLIENT_VGPU_HOST2.
 """
 
 import contextlib
@@ -25,6 +26,9 @@ ADMIN_CLOUD = os.environ.get('OS_CLOUD', 'gpuclient-admin')
 MEMBER_CLOUD = os.environ.get('GPUCLIENT_MEMBER_CLOUD', 'gpuclient-member')
 PT_HOST = os.environ.get('GPUCLIENT_PT_HOST', 'gpu-pt-1')
 VGPU_HOST = os.environ.get('GPUCLIENT_VGPU_HOST', 'gpu-vgpu-1')
+# second hosts of each kind: where gpu host drain moves servers to
+PT_HOST2 = os.environ.get('GPUCLIENT_PT_HOST2', 'gpu-pt-2')
+VGPU_HOST2 = os.environ.get('GPUCLIENT_VGPU_HOST2', 'gpu-vgpu-2')
 MIG_HOST = os.environ.get('GPUCLIENT_MIG_HOST', 'gpu-mig-1')
 BM_HOST = os.environ.get('GPUCLIENT_BM_HOST', 'bm-compute-1')
 PLAIN_HOST = os.environ.get('GPUCLIENT_PLAIN_HOST', 'plain-1')
@@ -369,6 +373,16 @@ class FunctionalTestCase(testtools.TestCase):
         self.addCleanup(self.openstack, 'flavor', 'delete', flavor['id'],
                         parse=False)
         return flavor
+
+    def make_flavor(self, pool, gpus=1):
+        """A small GPU flavor of POOL (gpu flavor create); deleted at
+        cleanup."""
+        name = self.unique_name('flavor')
+        self.addCleanup(self.openstack_raw, 'flavor', 'delete', name)
+        self.openstack('gpu', 'flavor', 'create', name, '--pool', pool,
+                       '--gpus', str(gpus), '--vcpus', '1', '--ram', '512',
+                       '--disk', '1', parse=False)
+        return name
 
     def boot(self, flavor, image=IMAGE, expect_status='ACTIVE'):
         """Boot a server (no network) and wait; delete it at cleanup."""

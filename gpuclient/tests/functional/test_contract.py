@@ -398,6 +398,28 @@ class TestCompute(ContractTestCase):
                for s in self.c.compute_services()}
         self.assertEqual(sdk, got)
 
+    def _sdk_service(self, host):
+        return [s for s in self.sdk.compute.services(binary='nova-compute')
+                if s.host == host][0]
+
+    def test_set_service_status(self):
+        service = self._sdk_service(base.PLAIN_HOST)
+        if service.status != 'enabled':
+            self.skipTest('%s is disabled: not ours to touch'
+                          % base.PLAIN_HOST)
+        self.addCleanup(self.sdk.compute.enable_service, service)
+        reason = 'gpuclient: %s' % self.unique('contract')
+        got = self.c.set_service_status(service.id, False, reason)
+        self.assertEqual(('disabled', reason),
+                         (got['status'], got['disabled_reason']))
+        sdk = self._sdk_service(base.PLAIN_HOST)
+        self.assertEqual(('disabled', reason),
+                         (sdk.status, sdk.disabled_reason))
+        self.c.set_service_status(service.id, True)
+        sdk = self._sdk_service(base.PLAIN_HOST)
+        self.assertEqual(('enabled', None),
+                         (sdk.status, sdk.disabled_reason))
+
     def test_host_has_servers(self):
         for host in (base.PLAIN_HOST, base.VGPU_HOST):
             before = any(True for _s in self.sdk.compute.servers(

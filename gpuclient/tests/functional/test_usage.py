@@ -51,14 +51,6 @@ class UsageTestCase(base.FunctionalTestCase):
                        *extra, '--host', host, parse=False)
         return name
 
-    def make_flavor(self, pool, gpus=1):
-        name = self.unique_name('flavor')
-        self.addCleanup(self.openstack_raw, 'flavor', 'delete', name)
-        self.openstack('gpu', 'flavor', 'create', name, '--pool', pool,
-                       '--gpus', str(gpus), '--vcpus', '1', '--ram', '512',
-                       '--disk', '1', parse=False)
-        return name
-
     def boot_as(self, cloud, flavor):
         name = self.unique_name('server')
         rc, out, err = self.openstack_raw(

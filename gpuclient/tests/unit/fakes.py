@@ -160,6 +160,8 @@ class FakeCloud:
         self.images = []  # Glance v2 image bodies
         self.busy = set()  # hosts with instances
         self.disabled = set()  # hosts whose nova-compute is disabled
+        self.disabled_reasons = {}  # host -> its service's disabled_reason
+        self.servers = []  # Nova server bodies as at compute API 2.47
         # Ironic (ironic_node): its nodes; no endpoint in the catalog
         # unless ironic_endpoint; ironic_hidden plays the default policy
         # for project-scoped tokens (200 and no nodes)
@@ -879,7 +881,8 @@ class FakeCompute:
       flavor or a project already there) or removeTenantAccess (404 for a
       project not there);
     - ``put``: ``/flavors/{id}`` with the description alone (2.55 and
-      later, as Nova's flavor update; 405 below);
+      later, as Nova's flavor update; 405 below) and ``/os-services/{id}``
+      (2.53 and later: status, disabled_reason only when disabling);
     - ``delete``: ``/flavors/{id}/os-extra_specs/{key}`` (404 for a key
       the flavor lacks) and ``/flavors/{id}``.
 
@@ -896,7 +899,8 @@ class FakeCompute:
     aggregate, host), ('remove', aggregate, host), ('delete', aggregate),
     ('create_flavor', name), ('specs', flavor, extra specs), ('unset',
     flavor, key), ('describe', flavor, description), ('share', flavor,
-    project), ('unshare', flavor, project), ('delete_flavor', flavor).
+    project), ('unshare', flavor, project), ('delete_flavor', flavor),
+    ('service', service id, status).
 
     Faults: ``fail[(method, url suffix)] = status`` answers the raw calls
     that match with that status before doing anything (403: "Policy says
@@ -1018,6 +1022,9 @@ class FakeCompute:
                 return make_response(200, self.hypervisors(version, params))
             if url == '/flavors/detail':
                 return make_response(200, self.flavors(version, params))
+            if url == '/servers/detail':
+                return make_response(200, self.servers_detail(version,
+                                                              params))
         except ValueError as exc:
             return nova_error(400, str(exc))
         parts = _segments(url)
@@ -1065,6 +1072,10 @@ class FakeCompute:
         self.sent.append(('put', url, microversion))
         version = _version(microversion)
         parts = _segments(url)
+        if parts[0] == 'os-services' and len(parts) == 2:
+            return self._write(
+                ('service', parts[1], (json or {}).get('status')), 'put',
+                url, lambda: self._update_service(parts[1], json, version))
         if parts[0] != 'flavors' or len(parts) != 2:
             raise AssertionError('FakeCompute: unexpected PUT %s' % url)
         body = json if isinstance(json, dict) else {}
@@ -1073,6 +1084,55 @@ class FakeCompute:
         return self._write(
             ('describe', self._label(parts[1]), description), 'put', url,
             lambda: self._update_flavor(parts[1], body, version))
+
+    def servers_detail(self, version, params):
+        """``GET /servers/detail``: every server with all_tenants (else
+        none: the fake's servers belong to other projects), one page; the
+        embedded flavor needs 2.47 (the fake renders no older shape)."""
+        if version < (2, 47):
+            raise AssertionError('FakeCompute: servers below 2.47')
+        if len(self.cloud.servers) > self.max_limit:
+            raise AssertionError('FakeCompute: servers are not paged')
+        if str(params.get('all_tenants')) != '1':
+            return {'servers': []}
+        return {'servers': [dict(s) for s in self.cloud.servers]}
+
+    def _service_host(self, service_id):
+        for service in self.services():
+            if service.id == service_id:
+                return service.host
+        return None
+
+    def _update_service(self, service_id, body, version):
+        """Nova's service update by uuid (2.53 and later; 404 below, where
+        the route takes host and binary): status, and disabled_reason only
+        with status disabled (400 otherwise, as Nova)."""
+        if version < (2, 53):
+            return nova_error(404, 'Service %s could not be found.'
+                              % service_id)
+        host = self._service_host(service_id)
+        if host is None:
+            return nova_error(404, 'Service %s could not be found.'
+                              % service_id)
+        body = body if isinstance(body, dict) else {}
+        status = body.get('status')
+        if status not in ('enabled', 'disabled') or (
+                set(body) - {'status', 'disabled_reason', 'forced_down'}):
+            return nova_error(400, 'Invalid input for field/attribute '
+                                   'status. Value: %s.' % status)
+        if 'disabled_reason' in body and status != 'disabled':
+            return nova_error(400, 'Specifying a disabled reason is not '
+                                   'supported when the status is enabled.')
+        if status == 'disabled':
+            self.cloud.disabled.add(host)
+            self.cloud.disabled_reasons[host] = body.get('disabled_reason')
+        else:
+            self.cloud.disabled.discard(host)
+            self.cloud.disabled_reasons.pop(host, None)
+        return make_response(200, {'service': {
+            'id': service_id, 'host': host, 'binary': 'nova-compute',
+            'status': status,
+            'disabled_reason': self.cloud.disabled_reasons.get(host)}})
 
     def _update_flavor(self, flavor_id, body, version):
         """Nova's flavor update (2.55): the description alone, a string
@@ -1314,6 +1374,7 @@ class FakeCompute:
                 host=host, availability_zone='nova',
                 status='disabled' if host in self.cloud.disabled
                 else 'enabled',
+                disabled_reason=self.cloud.disabled_reasons.get(host),
                 state='up', id=hv['service'].get('id') or uid('svc-' + host),
                 binary='nova-compute'))
         return list(seen.values())

@@ -65,6 +65,10 @@ def sample_steps():
         ('set_limit', plan.set_limit('p1', 'class:VGPU', 2, old=1)),
         ('set_limit', plan.set_limit(None, 'class:VGPU', 0, old=4)),
         ('delete_limit', plan.delete_limit('p1', 'class:VGPU', 1)),
+        ('disable_service', plan.disable_service('host1', 'svc-1',
+                                                 'gpuclient: maintenance')),
+        ('enable_service', plan.enable_service('host1', 'svc-1',
+                                               'gpuclient: maintenance')),
     ]
 
 
