@@ -22,16 +22,22 @@ import warnings
 
 import testtools
 
+from gpuclient.tests.functional import hosts as _hosts
+
 ADMIN_CLOUD = os.environ.get('OS_CLOUD', 'gpuclient-admin')
 MEMBER_CLOUD = os.environ.get('GPUCLIENT_MEMBER_CLOUD', 'gpuclient-member')
-PT_HOST = os.environ.get('GPUCLIENT_PT_HOST', 'gpu-pt-1')
-VGPU_HOST = os.environ.get('GPUCLIENT_VGPU_HOST', 'gpu-vgpu-1')
+# GPUCLIENT_<KIND>_HOST, else the test cloud's names, else discovered from
+# Placement (gpuclient/tests/functional/hosts.py); None: the cloud has no
+# such host and the tests that need one skip (FunctionalTestCase.need_host)
+HOSTS = _hosts.resolve(ADMIN_CLOUD)
+PT_HOST = HOSTS['passthrough']
+VGPU_HOST = HOSTS['vgpu']
+MIG_HOST = HOSTS['mig']
+BM_HOST = HOSTS['baremetal']
+PLAIN_HOST = HOSTS['plain']
 # second hosts of each kind: where gpu host drain moves servers to
 PT_HOST2 = os.environ.get('GPUCLIENT_PT_HOST2', 'gpu-pt-2')
 VGPU_HOST2 = os.environ.get('GPUCLIENT_VGPU_HOST2', 'gpu-vgpu-2')
-MIG_HOST = os.environ.get('GPUCLIENT_MIG_HOST', 'gpu-mig-1')
-BM_HOST = os.environ.get('GPUCLIENT_BM_HOST', 'bm-compute-1')
-PLAIN_HOST = os.environ.get('GPUCLIENT_PLAIN_HOST', 'plain-1')
 IMAGE = os.environ.get('GPUCLIENT_IMAGE', 'gpuclient-tiny')
 # servers are created with this compute API version (--nic none: 2.37+)
 COMPUTE_API = '2.74'
@@ -226,6 +232,18 @@ def _configured():
     return bool(os.environ.get('OS_CLIENT_CONFIG_FILE'))
 
 
+def needs(*kinds):
+    """Decorator: the test runs only where the cloud has each kind of host
+    (FunctionalTestCase.need_host)."""
+    def decorate(test):
+        @functools.wraps(test)
+        def wrapper(self, *args, **kwargs):
+            self.need_host(*kinds)
+            return test(self, *args, **kwargs)
+        return wrapper
+    return decorate
+
+
 class CommandFailed(Exception):
     def __init__(self, argv, rc, stdout, stderr):
         super().__init__('%s exited %d:\n%s' % (' '.join(argv), rc,
@@ -240,6 +258,19 @@ class CommandFailed(Exception):
                       'test cloud)')
 class FunctionalTestCase(testtools.TestCase):
     """Runs the real ``openstack`` executable against a real cloud."""
+
+    def need_host(self, *kinds):
+        """Skip unless the cloud has a host of each kind (hosts.KINDS).
+
+        With GPUCLIENT_FT_NO_SKIP=1 (tools/run-functional on the test
+        cloud it started) a missing host fails the test instead.
+        """
+        for kind in kinds:
+            if HOSTS[kind] is None:
+                reason = _hosts.missing_reason(kind)
+                if os.environ.get('GPUCLIENT_FT_NO_SKIP') == '1':
+                    self.fail(reason + ' (GPUCLIENT_FT_NO_SKIP=1)')
+                self.skipTest(reason)
 
     cloud = ADMIN_CLOUD
     member_cloud = MEMBER_CLOUD

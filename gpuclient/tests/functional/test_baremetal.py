@@ -123,6 +123,7 @@ class TestBaremetal(base.FunctionalTestCase):
                 self.fail('timed out waiting for %s' % what)
             time.sleep(base.POLL * 2)
 
+    @base.needs('baremetal')
     def test_boot_and_maintenance(self):
         pool = self.create_pool()
         flavor = self.gpu_flavor(pool)
@@ -196,6 +197,7 @@ class TestBaremetal(base.FunctionalTestCase):
                                 'server', 'show', name)
         return server['status']
 
+    @base.needs('baremetal')
     def test_all_nodes_in_maintenance_leave_the_candidates(self):
         """As Nova's scheduler sees it: out while every node is in
         maintenance, back when maintenance is cleared."""

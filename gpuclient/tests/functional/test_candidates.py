@@ -102,6 +102,7 @@ class CandidatesTestCase(base.FunctionalTestCase):
 
 
 class TestCandidatesPerMode(CandidatesTestCase):
+    @base.needs('passthrough', 'vgpu', 'mig', 'baremetal', 'plain')
     def test_passthrough(self):
         pool = self.create_pool('--mode', 'passthrough', '--alias', 'h100',
                                 '--pci-id', '10de:2331', '--host',
@@ -109,6 +110,7 @@ class TestCandidatesPerMode(CandidatesTestCase):
         flavor = self.gpu_flavor(pool['name'])
         self.assertEqual({base.PT_HOST}, self.assert_matches_nova(flavor))
 
+    @base.needs('passthrough', 'vgpu', 'mig', 'baremetal', 'plain')
     def test_vgpu(self):
         pool = self.create_pool('--mode', 'vgpu', '--vgpu-type',
                                 self.unique_name('t')[-8:], '--host',
@@ -116,12 +118,14 @@ class TestCandidatesPerMode(CandidatesTestCase):
         flavor = self.gpu_flavor(pool['name'])
         self.assertEqual({base.VGPU_HOST}, self.assert_matches_nova(flavor))
 
+    @base.needs('passthrough', 'vgpu', 'mig', 'baremetal', 'plain')
     def test_mig(self):
         pool = self.create_pool('--mode', 'mig', '--mig-profile',
                                 '1g.10gb', '--host', base.MIG_HOST)
         flavor = self.gpu_flavor(pool['name'])
         self.assertEqual({base.MIG_HOST}, self.assert_matches_nova(flavor))
 
+    @base.needs('passthrough', 'vgpu', 'mig', 'baremetal', 'plain')
     def test_baremetal(self):
         pool = self.create_pool('--mode', 'baremetal', '--resource-class',
                                 'baremetal.gpu-h100', '--host', base.BM_HOST)
@@ -132,6 +136,7 @@ class TestCandidatesPerMode(CandidatesTestCase):
 
 
 class TestWhyNot(CandidatesTestCase):
+    @base.needs('passthrough', 'vgpu', 'mig', 'baremetal', 'plain')
     def test_full_pool_names_devices_and_servers(self):
         pool = self.create_pool('--mode', 'passthrough', '--alias', 'h100',
                                 '--pci-id', '10de:2331', '--host',
@@ -154,6 +159,7 @@ class TestWhyNot(CandidatesTestCase):
         self.assertIn('not in pool %s' % pool['name'],
                       ' '.join(out[base.PLAIN_HOST]))
 
+    @base.needs('passthrough', 'vgpu', 'mig', 'baremetal', 'plain')
     def test_isolated_pool_keeps_ordinary_flavors_out(self):
         pool = self.create_pool('--mode', 'passthrough', '--alias', 'h100',
                                 '--pci-id', '10de:2331', '--host',
@@ -171,6 +177,7 @@ class TestWhyNot(CandidatesTestCase):
         self.assertIn('!in:', err.replace('%21', '!').replace('%3A', ':'))
         self.assertFalse(self.boots_on(ordinary, base.PT_HOST))
 
+    @base.needs('passthrough', 'vgpu', 'mig', 'baremetal', 'plain')
     def test_project_limited_pool(self):
         pool = self.create_pool('--mode', 'passthrough', '--alias', 'h100',
                                 '--pci-id', '10de:2331', '--host',
@@ -187,6 +194,7 @@ class TestWhyNot(CandidatesTestCase):
         # Nova agrees: the admin project cannot boot there
         self.assertFalse(self.boots_on(flavor, base.PT_HOST))
 
+    @base.needs('passthrough', 'vgpu', 'mig', 'baremetal', 'plain')
     def test_disabled_service_drops_its_host(self):
         flavor = self.create_flavor({})['name']
         self.assertIn(base.PLAIN_HOST, self.hosts('--flavor', flavor))
@@ -203,6 +211,7 @@ class TestWhyNot(CandidatesTestCase):
 
 
 class TestOutputShape(CandidatesTestCase):
+    @base.needs('passthrough', 'vgpu', 'mig', 'baremetal', 'plain')
     def test_formats_give_the_same_rows_and_stdout_only_rows(self):
         """-f json, csv and value: the same rows, and nothing else on
         stdout; one row per nova-compute host Nova has."""
@@ -273,6 +282,7 @@ class TestHostFilters(CandidatesTestCase):
         return self.openstack('--os-compute-api-version', base.COMPUTE_API,
                               'server', 'show', name)
 
+    @base.needs('passthrough', 'vgpu', 'mig', 'baremetal', 'plain')
     def test_capabilities_extra_spec(self):
         self.assertEqual('x86_64', self.arch(base.PLAIN_HOST))
         other = self.create_flavor(
@@ -298,6 +308,7 @@ class TestHostFilters(CandidatesTestCase):
         self.assertIn(base.PLAIN_HOST, kept)
         self.assert_no_valid_host(other['name'])
 
+    @base.needs('passthrough', 'vgpu', 'mig', 'baremetal', 'plain')
     def test_image_architecture(self):
         self.assertEqual('x86_64', self.arch(base.PLAIN_HOST))
         flavor = self.create_flavor({})['name']

@@ -82,6 +82,7 @@ class CapacityTestCase(base.FunctionalTestCase):
 
 
 class TestCapacityByBoots(CapacityTestCase):
+    @base.needs('passthrough')
     def test_passthrough_one_and_two_gpus(self):
         pool = self.make_pool('passthrough', base.PT_HOST)
         one = self.make_flavor(pool)
@@ -100,6 +101,7 @@ class TestCapacityByBoots(CapacityTestCase):
         self.assertEqual(0, self.fits(one))
         self.boot_refused(one)
 
+    @base.needs('vgpu')
     def test_vgpu_one_and_two(self):
         pool = self.make_pool('vgpu', base.VGPU_HOST)
         one = self.make_flavor(pool)
@@ -131,6 +133,7 @@ class TestCapacityByBoots(CapacityTestCase):
         self.addCleanup(self.openstack, 'limit', 'delete', limit['id'],
                         parse=False)
 
+    @base.needs('mig')
     def test_mig_and_ram_stranding(self):
         self.unlimited_ram()
         pool = self.make_pool('mig', base.MIG_HOST)
@@ -165,6 +168,7 @@ class TestCapacityByBoots(CapacityTestCase):
         self.delete(servers[0])
         self.assertEqual(1, self.fits(big))
 
+    @base.needs('baremetal')
     def test_baremetal(self):
         # real Ironic: the host's nova-compute serves 2 fake-hardware nodes
         pool = self.make_pool('baremetal', base.BM_HOST)

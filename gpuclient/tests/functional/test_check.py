@@ -153,6 +153,7 @@ class CheckCorpusTestCase(base.FunctionalTestCase):
         if flavor:
             self.admin.compute.delete_flavor(flavor['id'])
 
+    @base.needs('passthrough', 'vgpu', 'baremetal', 'plain')
     def test_fault_corpus(self):
         conf = testcloud_nova_conf()
         pt_pool = self.make_pool('pt', [base.PT_HOST], mode='passthrough',

@@ -71,6 +71,7 @@ def read_ini(*paths):
 
 
 class TestConfigShow(base.FunctionalTestCase):
+    @base.needs('passthrough', 'vgpu')
     def test_rendered_config_matches_the_cloud(self):
         pt = self.unique_name('cfg-pt')
         vg = self.unique_name('cfg-vg')

@@ -115,27 +115,32 @@ class TestPlacement(ContractTestCase):
         super().setUp()
         self.p = self.gpu.placement
 
+    @base.needs('plain')
     def test_endpoint(self):
         self.assertEqual(self.sdk.placement.get_endpoint().rstrip('/'),
                          self.p.endpoint)
 
+    @base.needs('plain')
     def test_max_version(self):
         data = self.sdk.placement.get_endpoint_data()
         self.assertEqual(tuple(int(v) for v in data.max_microversion[:2]),
                          self.p.max_version())
 
+    @base.needs('plain')
     def test_require(self):
         self.assertIsNone(self.p.require((1, 0), 'x'))
         major, minor = self.p.max_version()
         self.assertRaises(errors.APIError, self.p.require,
                           (major, minor + 1), 'x')
 
+    @base.needs('plain')
     def test_get(self):
         self.assertEqual(self.rest('placement', '/traits', TRAITS,
                                    name='startswith:HW_CPU'),
                          self.p.get('/traits', (1, 6), 'x',
                                     params={'name': 'startswith:HW_CPU'}))
 
+    @base.needs('plain')
     def test_resource_providers(self):
         sdk = {rp['uuid']: rp['root_provider_uuid'] for rp in self.rest(
             'placement', '/resource_providers', TREE)['resource_providers']}
@@ -143,11 +148,13 @@ class TestPlacement(ContractTestCase):
                for rp in self.p.resource_providers()}
         self.assertEqual(sdk, got)
 
+    @base.needs('plain')
     def test_resource_classes(self):
         sdk = {rc['name'] for rc in self.rest(
             'placement', '/resource_classes', '1.2')['resource_classes']}
         self.assertEqual(sdk, set(self.p.resource_classes()))
 
+    @base.needs('plain')
     def test_allocation_candidates(self):
         root = self.root()
         got = self.p.allocation_candidates(
@@ -158,6 +165,7 @@ class TestPlacement(ContractTestCase):
                          set(got['provider_summaries']))
         self.assertTrue(got['allocation_requests'])
 
+    @base.needs('plain')
     def test_candidates_query(self):
         root = self.root()
         got = self.p.candidates_query([('resources', 'VCPU:1'),
@@ -167,11 +175,13 @@ class TestPlacement(ContractTestCase):
         self.assertEqual(len(sdk['allocation_requests']),
                          len(got['allocation_requests']))
 
+    @base.needs('plain')
     def test_project_usages(self):
         project = self.sdk.current_project_id
         sdk = self.rest('placement', '/usages', '1.9', project_id=project)
         self.assertEqual(sdk['usages'], self.p.project_usages(project))
 
+    @base.needs('plain')
     def test_provider_allocations(self):
         root = self.root()
         sdk = self.rest('placement', '/resource_providers/%s/allocations'
@@ -179,6 +189,7 @@ class TestPlacement(ContractTestCase):
         self.assertEqual({c: a['resources'] for c, a in sdk.items()},
                          self.p.provider_allocations(root))
 
+    @base.needs('plain')
     def test_providers_allocations(self):
         root = self.root()
         sdk = self.rest('placement', '/resource_providers/%s/allocations'
@@ -186,6 +197,7 @@ class TestPlacement(ContractTestCase):
         self.assertEqual({root: {c: a['resources'] for c, a in sdk.items()}},
                          self.p.providers_allocations([root, root]))
 
+    @base.needs('plain')
     def test_provider_detail(self):
         root = self.root()
         detail = self.p.provider_detail(root, with_traits=True)
@@ -200,6 +212,7 @@ class TestPlacement(ContractTestCase):
                              * vcpu['allocation_ratio']),
                          summary['resources']['VCPU']['capacity'])
 
+    @base.needs('plain')
     def test_provider_details(self):
         root = self.root()
         details = self.p.provider_details([root])
@@ -209,6 +222,7 @@ class TestPlacement(ContractTestCase):
         self.assertEqual(inv, details[root]['inventories'])
         self.assertNotIn('traits', details[root])
 
+    @base.needs('plain')
     def test_send(self):
         trait = 'CUSTOM_FT_CONTRACT_%s' % _hex()
         self.addCleanup(self.sdk.placement.delete, '/traits/%s' % trait,
@@ -217,18 +231,21 @@ class TestPlacement(ContractTestCase):
                                       'x'))
         self.assertTrue(self.sdk_trait_exists(trait))
 
+    @base.needs('plain')
     def test_inventories(self):
         root = self.root()
         sdk = self.rest('placement', '/resource_providers/%s/inventories'
                         % root, '1.0')['inventories']
         self.assertEqual(sdk, self.p.inventories(root))
 
+    @base.needs('plain')
     def test_traits(self):
         root = self.root()
         traits, generation = self.p.traits(root)
         self.assertEqual(self.sdk_traits(root), set(traits))
         self.assertIsInstance(generation, int)
 
+    @base.needs('plain')
     def test_update_traits(self):
         root, trait = self.root(), self.new_trait()
         self.addCleanup(self.p.update_traits, root, remove=[trait])
@@ -243,12 +260,14 @@ class TestPlacement(ContractTestCase):
         return set(self.rest('placement', '/resource_providers/%s/aggregates'
                              % uuid, '1.19')['aggregates'])
 
+    @base.needs('plain')
     def test_aggregates(self):
         root = self.root()
         aggregates, generation = self.p.aggregates(root)
         self.assertEqual(self.sdk_aggregates(root), set(aggregates))
         self.assertIsInstance(generation, int)
 
+    @base.needs('plain')
     def test_update_aggregates(self):
         root, agg = self.root(), str(uuid_mod.uuid4())
         self.addCleanup(self.p.update_aggregates, root, remove=[agg])
@@ -258,12 +277,14 @@ class TestPlacement(ContractTestCase):
         self.p.update_aggregates(root, remove=[agg])
         self.assertNotIn(agg, self.sdk_aggregates(root))
 
+    @base.needs('plain')
     def test_existing_traits(self):
         trait = self.new_trait()
         missing = 'CUSTOM_FT_CONTRACT_%s' % _hex()
         self.assertEqual({trait, 'HW_CPU_X86_AVX'}, self.p.existing_traits(
             {trait, missing, 'HW_CPU_X86_AVX'}))
 
+    @base.needs('plain')
     def test_ensure_traits(self):
         have = self.new_trait()
         new = 'CUSTOM_FT_CONTRACT_%s' % _hex()
@@ -272,6 +293,7 @@ class TestPlacement(ContractTestCase):
         self.assertEqual({new}, self.p.ensure_traits({have, new}))
         self.assertTrue(self.sdk_trait_exists(new))
 
+    @base.needs('plain')
     def test_create_trait(self):
         trait = 'CUSTOM_FT_CONTRACT_%s' % _hex()
         self.addCleanup(self.sdk.placement.delete, '/traits/%s' % trait,
@@ -280,6 +302,7 @@ class TestPlacement(ContractTestCase):
         self.p.create_trait(trait)  # again: PUT is idempotent
         self.assertTrue(self.sdk_trait_exists(trait))
 
+    @base.needs('plain')
     def test_delete_trait(self):
         root, trait = self.root(), self.new_trait()
         self.p.update_traits(root, add=[trait])
@@ -291,6 +314,7 @@ class TestPlacement(ContractTestCase):
         self.assertFalse(self.sdk_trait_exists(trait))
         self.assertTrue(self.p.delete_trait(trait))  # gone already
 
+    @base.needs('plain')
     def test_providers_with_trait(self):
         root = self.root()
         trait = sorted(self.sdk_traits(root))[0]
@@ -300,6 +324,7 @@ class TestPlacement(ContractTestCase):
         self.assertIn(root, sdk)
         self.assertEqual(sdk, self.p.providers_with_trait(trait))
 
+    @base.needs('plain')
     def test_members_of(self):
         root, agg = self.root(), str(uuid_mod.uuid4())
         self.assertEqual(set(), self.p.members_of(agg))
@@ -316,6 +341,7 @@ class TestPlacementSnapshot(ContractTestCase):
     """ops.snapshot's reads of Placement (not a client class: not in
     CONTRACTS)."""
 
+    @base.needs('plain')
     def test_placement_snapshot(self):
         root = self.root()
         snap = snapshot.placement_snapshot(self.gpu.placement, set(),
@@ -365,6 +391,7 @@ class TestCompute(ContractTestCase):
         return sorted(a['tenant_id']
                       for a in self.sdk.compute.get_flavor_access(flavor_id))
 
+    @base.needs('plain')
     def test_require(self):
         # not given: every pinned version goes
         self.assertIsNone(self.c.require('2.40', '2.47', '2.53', '2.61'))
@@ -378,12 +405,14 @@ class TestCompute(ContractTestCase):
         self.assertEqual(sorted(hv['id'] for hv in self.c.hypervisors()),
                          sorted(hv['id'] for hv in higher.hypervisors()))
 
+    @base.needs('plain')
     def test_hypervisors(self):
         sdk = {hv.id: hv.service_details['host']
                for hv in self.sdk.compute.hypervisors(details=True)}
         got = {hv['id']: hv['service']['host'] for hv in self.c.hypervisors()}
         self.assertEqual(sdk, got)
 
+    @base.needs('plain')
     def test_aggregates(self):
         agg = self.sdk_aggregate()
         self.sdk.compute.set_aggregate_metadata(agg, {'gpuclient_ft': 'x'})
@@ -391,6 +420,7 @@ class TestCompute(ContractTestCase):
         self.assertEqual([agg.name], [a.name for a in mine])
         self.assertEqual('x', mine[0].metadata['gpuclient_ft'])
 
+    @base.needs('plain')
     def test_compute_services(self):
         sdk = {(s.host, s.availability_zone, s.status) for s in
                self.sdk.compute.services(binary='nova-compute')}
@@ -402,6 +432,7 @@ class TestCompute(ContractTestCase):
         return [s for s in self.sdk.compute.services(binary='nova-compute')
                 if s.host == host][0]
 
+    @base.needs('plain')
     def test_set_service_status(self):
         service = self._sdk_service(base.PLAIN_HOST)
         if service.status != 'enabled':
@@ -420,6 +451,7 @@ class TestCompute(ContractTestCase):
         self.assertEqual(('enabled', None),
                          (sdk.status, sdk.disabled_reason))
 
+    @base.needs('vgpu', 'plain')
     def test_host_has_servers(self):
         for host in (base.PLAIN_HOST, base.VGPU_HOST):
             before = any(True for _s in self.sdk.compute.servers(
@@ -431,6 +463,7 @@ class TestCompute(ContractTestCase):
                 self.assertEqual(before, got, host)
         self.assertFalse(self.c.host_has_servers('gpuclient-no-such-host'))
 
+    @base.needs('plain')
     def test_create_aggregate(self):
         name = self.unique('agg')
         made = self.c.create_aggregate(name)
@@ -438,6 +471,7 @@ class TestCompute(ContractTestCase):
         sdk = self.sdk.compute.get_aggregate(made.id)
         self.assertEqual((name, None), (sdk.name, sdk.availability_zone))
 
+    @base.needs('plain')
     def test_set_aggregate_metadata(self):
         agg = self.sdk_aggregate()
         self.c.set_aggregate_metadata(agg, {'gpuclient_ft': 'a',
@@ -446,6 +480,7 @@ class TestCompute(ContractTestCase):
         self.assertEqual({'gpuclient_ft': 'a'},
                          self.sdk.compute.get_aggregate(agg.id).metadata)
 
+    @base.needs('plain')
     def test_add_host(self):
         agg = self.sdk_aggregate()
         self.c.add_host(agg, base.PLAIN_HOST)
@@ -454,6 +489,7 @@ class TestCompute(ContractTestCase):
         self.assertRaises(errors.Conflict, self.c.add_host, agg,
                           base.PLAIN_HOST)
 
+    @base.needs('plain')
     def test_remove_host(self):
         agg = self.sdk_aggregate()
         self.sdk.compute.add_host_to_aggregate(agg, base.PLAIN_HOST)
@@ -462,18 +498,21 @@ class TestCompute(ContractTestCase):
         self.assertRaises(errors.NotFound, self.c.remove_host, agg,
                           base.PLAIN_HOST)
 
+    @base.needs('plain')
     def test_delete_aggregate(self):
         agg = self.sdk_aggregate()
         self.c.delete_aggregate(agg)
         self.assertIsNone(self.sdk.compute.find_aggregate(agg.id))
         self.c.delete_aggregate(agg)  # gone already: no error
 
+    @base.needs('plain')
     def test_get_aggregate(self):
         agg = self.sdk_aggregate()
         self.sdk.compute.add_host_to_aggregate(agg, base.PLAIN_HOST)
         got = self.c.get_aggregate(agg)
         self.assertEqual((agg.id, [base.PLAIN_HOST]), (got.id, got.hosts))
 
+    @base.needs('plain')
     def test_flavors(self):
         public, private = self.sdk_flavor(), self.sdk_flavor(public=False)
         self.sdk.compute.create_flavor_extra_specs(public, {'a:b': '1'})
@@ -483,6 +522,7 @@ class TestCompute(ContractTestCase):
         sdk = {f.id for f in self.sdk.compute.flavors(is_public=None)}
         self.assertLessEqual({public.id, private.id}, sdk)
 
+    @base.needs('plain')
     def test_find_flavor(self):
         flavor = self.sdk_flavor()
         self.assertEqual(flavor.id, self.c.find_flavor(flavor.id)['id'])
@@ -492,6 +532,7 @@ class TestCompute(ContractTestCase):
         self.assertRaises(errors.NotFound, self.c.find_flavor,
                           self.unique('none'))
 
+    @base.needs('plain')
     def test_get_flavor(self):
         flavor = self.sdk_flavor()
         self.sdk.compute.create_flavor_extra_specs(flavor, {'a:b': '1'})
@@ -501,6 +542,7 @@ class TestCompute(ContractTestCase):
         # by ID only: the name of an existing flavor is no ID
         self.assertIsNone(self.c.get_flavor(flavor.name))
 
+    @base.needs('plain')
     def test_create_flavor(self):
         name = self.unique('flavor')
         made = self.c.create_flavor(name=name, ram=64, vcpus=1, disk=0,
@@ -512,6 +554,7 @@ class TestCompute(ContractTestCase):
                          (sdk.name, sdk.ram, sdk.vcpus, sdk.disk,
                           sdk.description))
 
+    @base.needs('plain')
     def test_update_flavor_description(self):
         flavor = self.sdk_flavor()
         self.assertEqual('for GPUs', self.c.update_flavor_description(
@@ -522,18 +565,21 @@ class TestCompute(ContractTestCase):
         self.assertIsNone(self.c.update_flavor_description(flavor.id, None))
         self.assertIsNone(self.sdk.compute.get_flavor(flavor.id).description)
 
+    @base.needs('plain')
     def test_set_flavor_extra_specs(self):
         flavor = self.sdk_flavor()
         self.assertEqual({'x:y': 'z'}, self.c.set_flavor_extra_specs(
             flavor.id, {'x:y': 'z'}))
         self.assertEqual({'x:y': 'z'}, self.sdk_specs(flavor.id))
 
+    @base.needs('plain')
     def test_add_flavor_access(self):
         flavor = self.sdk_flavor(public=False)
         project = self.sdk.current_project_id
         self.c.add_flavor_access(flavor.id, project)
         self.assertEqual([project], self.sdk_access(flavor.id))
 
+    @base.needs('plain')
     def test_remove_flavor_access(self):
         flavor = self.sdk_flavor(public=False)
         project = self.sdk.current_project_id
@@ -541,6 +587,7 @@ class TestCompute(ContractTestCase):
         self.c.remove_flavor_access(flavor.id, project)
         self.assertEqual([], self.sdk_access(flavor.id))
 
+    @base.needs('plain')
     def test_delete_flavor_extra_spec(self):
         flavor = self.sdk_flavor()
         self.sdk.compute.create_flavor_extra_specs(
@@ -549,6 +596,7 @@ class TestCompute(ContractTestCase):
         self.c.delete_flavor_extra_spec(flavor.id, 'a:b')  # gone: no error
         self.assertEqual({'c': '2'}, self.sdk_specs(flavor.id))
 
+    @base.needs('plain')
     def test_flavor_access(self):
         flavor = self.sdk_flavor(public=False)
         project = self.sdk.current_project_id
@@ -557,6 +605,7 @@ class TestCompute(ContractTestCase):
                          self.c.flavor_access(flavor.id))
         self.assertEqual([project], self.c.flavor_access(flavor.id))
 
+    @base.needs('plain')
     def test_delete_flavor(self):
         flavor = self.sdk_flavor()
         self.c.delete_flavor(flavor.id)
@@ -565,6 +614,7 @@ class TestCompute(ContractTestCase):
     def sdk_server_ids(self):
         return {s.id for s in self.sdk.compute.servers(all_projects=True)}
 
+    @base.needs('plain')
     def test_servers_detail(self):
         before = self.sdk_server_ids()
         got = self.c.servers_detail(all_projects=True)
@@ -573,6 +623,7 @@ class TestCompute(ContractTestCase):
         for server in got:
             self.assertIn('extra_specs', server['flavor'])
 
+    @base.needs('plain')
     def test_server_usages(self):
         end = datetime.datetime.utcnow() + datetime.timedelta(minutes=1)
         start = end - datetime.timedelta(days=1)
@@ -591,6 +642,7 @@ class TestCompute(ContractTestCase):
         self.between(before, [u['instance_id'] for u in got], sdk(),
                      'usages')
 
+    @base.needs('plain')
     def test_project_limits(self):
         project = self.sdk.current_project_id
         absolute = self.sdk.compute.get_limits(project_id=project).absolute
@@ -618,6 +670,7 @@ class TestImage(ContractTestCase):
     def sdk_properties(self, image_id):
         return self.rest('image', '/images/%s' % image_id)
 
+    @base.needs('plain')
     def test_images(self):
         mine = self.sdk_image()
         before = {i.id for i in self.sdk.image.images()}
@@ -627,6 +680,7 @@ class TestImage(ContractTestCase):
         self.assertIn(mine.id, {i['id'] for i in got})
         self.assertEqual(len(got), len({i['id'] for i in got}))
 
+    @base.needs('plain')
     def test_find_image(self):
         image = self.sdk_image()
         self.assertEqual(image.id, self.i.find_image(image.id)['id'])
@@ -634,6 +688,7 @@ class TestImage(ContractTestCase):
         self.assertRaises(errors.NotFound, self.i.find_image,
                           self.unique('none'))
 
+    @base.needs('plain')
     def test_update_properties(self):
         image = self.sdk_image()
         got = self.i.update_properties(self.i.find_image(image.id),
@@ -647,6 +702,7 @@ class TestImage(ContractTestCase):
 
 class TestBaremetal(ContractTestCase):
 
+    @base.needs('plain')
     def test_nodes(self):
         from gpuclient.tests.functional import test_baremetal
 
@@ -714,6 +770,7 @@ class TestLimits(ContractTestCase):
                         ignore_missing=True)
         return made
 
+    @base.needs('plain')
     def test_scope(self):
         service_id, region = self.lim.scope()
         self.assertEqual(self.service, service_id)
@@ -721,12 +778,14 @@ class TestLimits(ContractTestCase):
             service_id=self.service)}
         self.assertIn(region, endpoints)
 
+    @base.needs('plain')
     def test_registered(self):
         name = self.resource()
         made = self.make_registered(name, 7)
         self.assertEqual({'id': made.id, 'limit': 7},
                          self.lim.registered()[name])
 
+    @base.needs('plain')
     def test_limits(self):
         name = self.resource()
         made = self.make_limit(name, 4)
@@ -736,6 +795,7 @@ class TestLimits(ContractTestCase):
                            'resource_name': name, 'resource_limit': 4}],
                          mine)
 
+    @base.needs('plain')
     def test_create_registered(self):
         name = self.resource()
         self.lim.create_registered(name, 9)
@@ -743,18 +803,21 @@ class TestLimits(ContractTestCase):
         self.addCleanup(self.sdk.identity.delete_registered_limit, made.id)
         self.assertEqual(9, made.default_limit)
 
+    @base.needs('plain')
     def test_update_registered(self):
         name = self.resource()
         made = self.make_registered(name, 1)
         self.lim.update_registered(made.id, 2)
         self.assertEqual(2, self.sdk_registered(name).default_limit)
 
+    @base.needs('plain')
     def test_delete_registered(self):
         name = self.resource()
         made = self.make_registered(name)
         self.lim.delete_registered(made.id)
         self.assertIsNone(self.sdk_registered(name))
 
+    @base.needs('plain')
     def test_create_limit(self):
         name = self.resource()
         self.make_registered(name)
@@ -763,22 +826,26 @@ class TestLimits(ContractTestCase):
         self.addCleanup(self.sdk.identity.delete_limit, made.id)
         self.assertEqual(6, made.resource_limit)
 
+    @base.needs('plain')
     def test_update_limit(self):
         name = self.resource()
         made = self.make_limit(name, 1)
         self.lim.update_limit(made.id, 8)
         self.assertEqual(8, self.sdk_limit(name).resource_limit)
 
+    @base.needs('plain')
     def test_delete_limit(self):
         name = self.resource()
         made = self.make_limit(name)
         self.lim.delete_limit(made.id)
         self.assertIsNone(self.sdk_limit(name))
 
+    @base.needs('plain')
     def test_project_names(self):
         sdk = {p.id: p.name for p in self.sdk.identity.projects()}
         self.assertEqual(sdk, self.lim.project_names())
 
+    @base.needs('plain')
     def test_find_projects(self):
         project = self.sdk.identity.get_project(self.project)
         gone = uuid_mod.uuid4().hex
@@ -789,36 +856,44 @@ class TestLimits(ContractTestCase):
 
 class TestGpuClient(ContractTestCase):
 
+    @base.needs('plain')
     def test_placement(self):
         self.assertIsInstance(self.gpu.placement, placement_mod.Placement)
         self.assertEqual(self.sdk.placement.get_endpoint().rstrip('/'),
                          self.gpu.placement.endpoint)
 
+    @base.needs('plain')
     def test_compute(self):
         self.assertIsInstance(self.gpu.compute, compute_mod.Compute)
         self.assertEqual(self.sdk.compute.get_endpoint(),
                          self.gpu.compute._proxy.get_endpoint())
 
+    @base.needs('plain')
     def test_image(self):
         self.assertIsInstance(self.gpu.image, image_mod.Image)
         self.assertEqual(self.sdk.image.get_endpoint(),
                          self.gpu.image._proxy.get_endpoint())
 
+    @base.needs('plain')
     def test_baremetal(self):
         self.assertIsInstance(self.gpu.baremetal, baremetal_mod.Baremetal)
 
+    @base.needs('plain')
     def test_limits(self):
         self.assertIsInstance(self.gpu.limits, identity_mod.Limits)
 
+    @base.needs('plain')
     def test_current_project_id(self):
         self.assertEqual(self.sdk.current_project_id,
                          self.gpu.current_project_id())
 
+    @base.needs('plain')
     def test_current_project(self):
         project = self.sdk.identity.get_project(self.sdk.current_project_id)
         self.assertEqual((project.id, project.name),
                          self.gpu.current_project())
 
+    @base.needs('plain')
     def test_project_ids(self):
         project = self.sdk.identity.get_project(self.sdk.current_project_id)
         self.assertEqual([project.id], self.gpu.project_ids(
@@ -826,12 +901,14 @@ class TestGpuClient(ContractTestCase):
         self.assertRaises(errors.NotFound, self.gpu.project_ids,
                           [self.unique('none')])
 
+    @base.needs('plain')
     def test_project_id(self):
         project = self.sdk.identity.get_project(self.sdk.current_project_id)
         domain = self.sdk.identity.get_domain(project.domain_id)
         self.assertEqual(project.id, self.gpu.project_id(
             project.name, domain=domain.name))
 
+    @base.needs('plain')
     def test_domain_id(self):
         domain = self.sdk.identity.find_domain('Default')
         self.assertEqual(domain.id, self.gpu.domain_id('Default'))

@@ -201,6 +201,7 @@ class FaultMatrixTestCase(base.FunctionalTestCase):
 
 
 class TestPoolFaults(FaultMatrixTestCase):
+    @base.needs('vgpu', 'mig')
     def test_create_isolated_two_host_pool(self):
         hosts = [base.VGPU_HOST, base.MIG_HOST]
 
@@ -212,6 +213,7 @@ class TestPoolFaults(FaultMatrixTestCase):
 
         self.run_matrix('pool create', command, revert, undo_faults=True)
 
+    @base.needs('vgpu', 'mig')
     def test_add_and_remove_host(self):
         pool_ops.create(self.admin, _spec(self.name), [base.VGPU_HOST])
 
@@ -227,6 +229,7 @@ class TestPoolFaults(FaultMatrixTestCase):
         self.run_matrix('pool remove host', remove,
                         lambda: add(self.admin))
 
+    @base.needs('vgpu', 'mig')
     def test_isolation_off_and_on_with_dependents(self):
         pool_ops.create(self.admin, _spec(self.name),
                         [base.VGPU_HOST, base.MIG_HOST])
@@ -258,6 +261,7 @@ class TestPoolFaults(FaultMatrixTestCase):
         off(self.admin)
         self.run_matrix('pool set --isolate', on, lambda: off(self.admin))
 
+    @base.needs('vgpu', 'mig')
     def test_delete_force(self):
         hosts = [base.VGPU_HOST, base.MIG_HOST]
 
@@ -271,6 +275,7 @@ class TestPoolFaults(FaultMatrixTestCase):
 
 
 class TestProjectFaults(FaultMatrixTestCase):
+    @base.needs('vgpu', 'mig')
     def test_unset_project_with_dependents(self):
         """Removing a project from a limited pool takes it off the pool's
         private flavors in the same plan (one write per flavor, then the
@@ -303,6 +308,7 @@ class TestProjectFaults(FaultMatrixTestCase):
 
 
 class TestFlavorFaults(FaultMatrixTestCase):
+    @base.needs('vgpu', 'mig')
     def test_private_multi_vgpu_flavor_create(self):
         pool_ops.create(self.admin, _spec(self.name, isolate=False),
                         [base.VGPU_HOST])
@@ -351,6 +357,7 @@ class TestQuotaFaults(FaultMatrixTestCase):
         if registered:
             self.admin.limits.delete_registered(registered['id'])
 
+    @base.needs('vgpu', 'mig')
     def test_set_project_limit_of_a_new_class(self):
         def command(client):
             quota_ops.plan_and_apply(client, quota.plan_set, self.rc, 3,
@@ -372,6 +379,7 @@ class TestHungService(FaultMatrixTestCase):
 
     roots_only = True
 
+    @base.needs('vgpu', 'mig')
     def test_create_isolated_pool_under_a_hung_service(self):
         """A pool without hosts: Nova's aggregate and metadata writes and
         Placement's trait write (few writes: each point costs a timeout
@@ -389,6 +397,7 @@ class TestHungService(FaultMatrixTestCase):
 class TestQuotaHungService(TestQuotaFaults):
     """TestQuotaFaults's quota set under a hung Keystone limits API."""
 
+    @base.needs('vgpu', 'mig')
     def test_set_project_limit_of_a_new_class(self):
         def command(client):
             quota_ops.plan_and_apply(client, quota.plan_set, self.rc, 3,
@@ -399,6 +408,7 @@ class TestQuotaHungService(TestQuotaFaults):
 
 
 class TestInterrupts(FaultMatrixTestCase):
+    @base.needs('vgpu', 'mig')
     def test_sigint_and_sigterm_at_every_step(self):
         """A signal before step k: undone, then the re-run converges."""
         hosts = [base.VGPU_HOST, base.MIG_HOST]
@@ -438,6 +448,7 @@ class TestInterrupts(FaultMatrixTestCase):
 
 
 class TestConcurrency(FaultMatrixTestCase):
+    @base.needs('passthrough', 'vgpu', 'mig')
     def test_parallel_add_host_to_pools_sharing_a_provider(self):
         """Isolated pools joined in parallel: every trait lands on the root.
 

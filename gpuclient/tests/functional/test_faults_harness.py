@@ -194,6 +194,7 @@ class FaultHarnessTest(base.FunctionalTestCase):
         for traits in first['provider_traits'].values():
             self.assertTrue(all(t.startswith('CUSTOM_') for t in traits))
 
+    @base.needs('plain')
     def test_cloud_state_sees_a_change(self):
         prefix = self.unique_name('faultstate')
         name = prefix + '-a'

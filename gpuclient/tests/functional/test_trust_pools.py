@@ -144,6 +144,7 @@ class TestNovaInputRules(TrustTestCase):
         rc, _out, _err = self.openstack_raw(kind, 'show', name)
         self.assertEqual(1, rc, '%s %s exists' % (kind, name))
 
+    @base.needs('vgpu')
     def test_refused_before_the_first_write(self):
         pool = self.make_pool('--mode', 'vgpu', '--vgpu-type', 'nvidia-35')
         before = self.properties(pool)
@@ -224,6 +225,7 @@ class TestNoIsolateWindow(TrustTestCase):
         summaries = response.json()['provider_summaries']
         return {s['root_provider_uuid'] for s in summaries.values()}
 
+    @base.needs('passthrough')
     def test_every_step_keeps_the_flavor_schedulable(self):
         name = self.make_pool('--mode', 'passthrough', '--alias', 'h100',
                               '--pci-id', '10de:2331', '--host',

@@ -79,6 +79,7 @@ class UsageTestCase(base.FunctionalTestCase):
         self.assertLessEqual(abs(found - expected), TOLERANCE * expected,
                              'GPU-hours %s, expected %s' % (found, expected))
 
+    @base.needs('passthrough', 'vgpu', 'mig', 'baremetal')
     def test_servers_and_usage_in_two_projects(self):
         tag = uuid.uuid4().hex[:6]
         pt_pool = self.make_pool('passthrough', base.PT_HOST, '--alias',

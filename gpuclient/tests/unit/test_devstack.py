@@ -24,6 +24,7 @@ back what was called.
 import os
 import shutil
 import subprocess
+import sys
 
 import fixtures
 import yaml
@@ -87,7 +88,21 @@ run_process() { _record run_process "$@"; }
 stop_process() { _record stop_process "$@"; }
 warn() { _record warn "$@"; }
 die() { _record die "$@"; exit 1; }
-openstack() { _record openstack "$@"; return "${STUB_OPENSTACK_RC:-0}"; }
+openstack() {
+    _record openstack "$@"
+    [[ -n "${STUB_OPENSTACK_OUT:-}" ]] && printf '%b\n' "$STUB_OPENSTACK_OUT"
+    return "${STUB_OPENSTACK_RC:-0}"
+}
+iniget() { _record iniget "$@"; echo "${STUB_INIGET:-}"; }
+# devstack's: True or False from a setting's value, else the default
+trueorfalse() {
+    local default=$1 v=${!2:-}
+    case "$v" in
+        1|yes|Yes|YES|true|True|TRUE|on|On|ON) echo True ;;
+        0|no|No|NO|false|False|FALSE|off|Off|OFF) echo False ;;
+        *) echo "$default" ;;
+    esac
+}
 # stack.sh sources the plugin's settings first, then plugin.sh MODE PHASE
 source "$STUB_SETTINGS"
 source "$STUB_PLUGIN" "$@"
@@ -286,3 +301,138 @@ class TestPluginPhases(base.TestCase):
             calls = StubDevstack(self, DISABLED_SERVICES='gpuclient').run(
                 *args)
             self.assertEqual(SETTINGS_CALLS, _names(calls), args)
+
+
+# the hosts the plugin starts with GPUCLIENT_FAKE_GPU_HOSTS and their drivers
+FAKE_HOSTS = {'gpu-pt-1': 'PassthroughDriver', 'gpu-vgpu-1': 'VgpuDriver',
+              'gpu-mig-1': 'MigDriver', 'plain-1': 'PlainDriver'}
+
+
+class TestFakeGpuHosts(base.TestCase):
+    """GPUCLIENT_FAKE_GPU_HOSTS: nova-computes with tools/cloud/fakevirt.py."""
+
+    def stub(self, **env):
+        tmp = self.useFixture(fixtures.TempDir()).path
+        bindir = os.path.join(tmp, 'bin')
+        os.mkdir(bindir)
+        manage = os.path.join(bindir, 'nova-manage')
+        with open(manage, 'w') as f:
+            f.write('#!/bin/sh\nexit 0\n')
+        os.chmod(manage, 0o755)
+        cpu_conf = os.path.join(tmp, 'nova-cpu.conf')
+        with open(cpu_conf, 'w') as f:
+            f.write('[DEFAULT]\n')
+        env = dict({
+            'GPUCLIENT_FAKE_GPU_HOSTS': 'true',
+            'GPUCLIENT_DIR': TOP,
+            'GPUCLIENT_NOVA_PYTHON': sys.executable,
+            'NOVA_BIN_DIR': bindir,
+            'NOVA_CONF_DIR': tmp,
+            'NOVA_CONF': os.path.join(tmp, 'nova.conf'),
+            'NOVA_CPU_CONF': cpu_conf,
+            'DATA_DIR': tmp,
+            'STUB_OPENSTACK_OUT': r'gpu-pt-1.gpu.test\ngpu-vgpu-1\n'
+                                  r'gpu-mig-1\nplain-1',
+        }, **env)
+        return StubDevstack(self, **env), tmp
+
+    def test_off_by_default(self):
+        stub = StubDevstack(self)
+        self.assertNotIn('run_process', _names(stub.run('stack', 'extra')))
+        self.assertEqual([], [n for n in _names(stub.run('unstack'))
+                              if n not in SETTINGS_CALLS])
+
+    def test_stack_extra_starts_one_compute_per_host(self):
+        stub, tmp = self.stub()
+        calls = stub.run('stack', 'extra')
+        started = {c[1]: c[2] for c in calls if c[0] == 'run_process'}
+        self.assertEqual({'gpuclient-cpu-' + h for h in FAKE_HOSTS},
+                         set(started))
+        for host, driver in FAKE_HOSTS.items():
+            conf = os.path.join(tmp, 'nova-cpu-gpuclient-%s.conf' % host)
+            self.assertIn(['iniset', conf, 'DEFAULT', 'host', host], calls)
+            self.assertIn(['iniset', conf, 'DEFAULT', 'compute_driver',
+                           'gpufake.' + driver], calls)
+            command = started['gpuclient-cpu-' + host]
+            self.assertIn('PYTHONPATH=%s/tools' % TOP, command)
+            self.assertIn('-m cloud.compute --config-file ' + conf, command)
+        # the extra conf is tools/cloud/hosts.py's
+        with open(os.path.join(
+                tmp, 'nova-cpu-gpuclient-gpu-pt-1-extra.conf')) as f:
+            self.assertIn('report_in_placement = true', f.read())
+        with open(os.path.join(
+                tmp, 'nova-cpu-gpuclient-gpu-vgpu-1-extra.conf')) as f:
+            self.assertIn('enabled_mdev_types = nvidia-35', f.read())
+        # still checked afterwards
+        self.assertEqual(['openstack', '--os-cloud', 'devstack-admin', 'gpu',
+                          'host', 'list'], calls[-1])
+
+    def test_hosts_that_never_come_up_fail_stack(self):
+        stub, _ = self.stub(STUB_OPENSTACK_OUT='gpu-pt-1.gpu.test')
+        # the wait is 60 tries of 2 s: make sleep free
+        stub.env['PATH'] = self._no_sleep_path() + ':' + stub.env['PATH']
+        calls = stub.run('stack', 'extra', check=False)
+        self.assertNotEqual(0, stub.returncode)
+        self.assertEqual('die', calls[-1][0])
+
+    def _no_sleep_path(self):
+        d = self.useFixture(fixtures.TempDir()).path
+        path = os.path.join(d, 'sleep')
+        with open(path, 'w') as f:
+            f.write('#!/bin/sh\nexit 0\n')
+        os.chmod(path, 0o755)
+        return d
+
+    def test_post_config_sets_the_alias_and_pci_filter(self):
+        stub, tmp = self.stub(STUB_INIGET='ComputeFilter,NUMATopologyFilter')
+        calls = stub.run('stack', 'post-config')
+        nova_conf = os.path.join(tmp, 'nova.conf')
+        self.assertIn(['iniset', nova_conf, 'filter_scheduler',
+                       'pci_in_placement', 'true'], calls)
+        self.assertIn(['iniset', nova_conf, 'filter_scheduler',
+                       'enabled_filters',
+                       'ComputeFilter,NUMATopologyFilter,'
+                       'PciPassthroughFilter'], calls)
+        alias = [c for c in calls if c[:4] == ['iniset', nova_conf, 'pci',
+                                                'alias']]
+        self.assertIn('"h100"', alias[0][4])
+
+    def test_unstack_stops_them(self):
+        stub, _ = self.stub()
+        stopped = [c[1] for c in stub.run('unstack')
+                   if c[0] == 'stop_process']
+        self.assertEqual(sorted('gpuclient-cpu-' + h for h in FAKE_HOSTS),
+                         sorted(stopped))
+
+
+class TestZuulJobFakeHosts(base.TestCase):
+    """The job turns the fake hosts on and names them to the tests."""
+
+    def setUp(self):
+        super().setUp()
+        with open(ZUUL) as f:
+            self.jobs = {item['job']['name']: item['job']
+                         for item in yaml.safe_load(f) if 'job' in item}
+
+    def test_job_enables_the_fake_hosts_with_the_plugins_names(self):
+        job_vars = self.jobs['gpuclient-functional-devstack']['vars']
+        self.assertIs(True,
+                      job_vars['devstack_localrc']['GPUCLIENT_FAKE_GPU_HOSTS'])
+        env = job_vars['tox_environment']
+        with open(SETTINGS) as f:
+            settings = f.read()
+        for var, host in (('GPUCLIENT_PT_HOST', 'gpu-pt-1'),
+                          ('GPUCLIENT_VGPU_HOST', 'gpu-vgpu-1'),
+                          ('GPUCLIENT_MIG_HOST', 'gpu-mig-1'),
+                          ('GPUCLIENT_PLAIN_HOST', 'plain-1')):
+            self.assertEqual(host, env[var])
+            self.assertIn('%s:%s' % (host, FAKE_HOSTS[host]), settings)
+        # no Ironic on the job: the bare-metal tests skip (discovery)
+        self.assertNotIn('GPUCLIENT_BM_HOST', env)
+
+    def test_results_go_where_fetch_subunit_output_reads(self):
+        env = self.jobs['gpuclient-functional-devstack']['vars'][
+            'tox_environment']
+        self.assertEqual('.', env['GPUCLIENT_FT_REPO'])
+        with open(os.path.join(TOP, 'tools', 'run-functional')) as f:
+            self.assertIn('--repo-url "$REPO"', f.read())
