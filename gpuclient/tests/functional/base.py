@@ -2,10 +2,12 @@
 
 The cloud is the one named by ``OS_CLOUD`` (tools/run-functional brings up
 the project's test cloud and exports it; a devstack gate sets its own).
-Host names default to the test cloud's and can be overridden for another
-cloud: GPUCLIENT_PT_HOST, GPUCLIENT_VGPU_HOST, GPUCLIENT_MIG_HOST,
-GPUCLIENT_BM_HOST, GPUCLIENT_PLAIN_HOST, GPUCLIENT_PT_HOST2,
-GPUCLIENT_VGPU_HOST2.
+Host names come from GPUCLIENT_PT_HOST, GPUCLIENT_VGPU_HOST,
+GPUCLIENT_MIG_HOST, GPUCLIENT_BM_HOST and GPUCLIENT_PLAIN_HOST when set,
+else are the test cloud's on the test cloud, else are discovered from
+Placement (``hosts.py``); a test that needs a kind the cloud lacks skips
+with a reason (``needs``). GPUCLIENT_PT_HOST2 and GPUCLIENT_VGPU_HOST2 name
+the second hosts drain moves servers to.
 """
 
 import contextlib
