@@ -424,6 +424,60 @@ class Compute:
                                versions.COMPUTE_EMBEDDED_FLAVOR_VERSION,
                                params, 'servers')
 
+    def get_server(self, server_id):
+        """Server SERVER_ID as Nova shows it at compute API 2.47 (a dict
+        with ``OS-EXT-SRV-ATTR:host``, ``status``,
+        ``OS-EXT-STS:task_state`` and the embedded flavor), or None when
+        it is gone.
+
+        Raw, for the same reason as servers_detail: Nova's own keys at a
+        pinned version."""
+        what = _('Reading server %s') % server_id
+        version = self._version(versions.COMPUTE_EMBEDDED_FLAVOR_VERSION)
+        quoted = urllib.parse.quote(str(server_id), safe='')
+        with errors.translate_errors(self.service, what):
+            response = self._proxy.get('/servers/%s' % quoted,
+                                       microversion=version, raise_exc=False)
+            if response.status_code == 404:
+                return None
+            errors.check_response(self.service, what, response)
+            return (http.json_body(response) or {}).get('server')
+
+    def server_action(self, server_id, action, body=None):
+        """``POST /servers/{id}/action`` {ACTION: BODY} at compute API
+        2.56: ``os-migrateLive`` (with a host, Nova's scheduler
+        checks it), ``migrate`` (with a host: 2.56), ``confirmResize``,
+        ``shelve``, ``shelveOffload``.
+
+        Raw, for the microversion: the SDK's server actions negotiate up
+        to its own maximum, where the live migration body differs (2.68
+        drops ``force``), and its migrate refuses a host below 2.56 only
+        after negotiating."""
+        what = _('Asking Nova to %(action)s server %(server)s') % {
+            'action': action, 'server': server_id}
+        version = self._version(versions.COMPUTE_MIGRATE_HOST_VERSION)
+        quoted = urllib.parse.quote(str(server_id), safe='')
+        with errors.translate_errors(self.service, what):
+            response = self._proxy.post(
+                '/servers/%s/action' % quoted, json={action: body},
+                microversion=version, raise_exc=False)
+            errors.check_response(self.service, what, response)
+
+    def migrations(self, status=None, migration_type=None):
+        """Nova's migration records as dicts (``GET /os-migrations`` at
+        2.59, paged), filtered by STATUS and MIGRATION_TYPE (``migration``,
+        ``live-migration``, ``resize``...): what a re-run of a drain reads
+        to find the moves it left unconfirmed."""
+        what = _('Listing migrations')
+        params = {}
+        if status:
+            params['status'] = status
+        if migration_type:
+            params['migration_type'] = migration_type
+        return self._paged_get('/os-migrations', what,
+                               versions.COMPUTE_MIGRATIONS_VERSION, params,
+                               'migrations')
+
     def server_usages(self, start, end, project_id=None):
         """Nova's per-server usage in [START, END) (naive UTC datetimes),
         deleted servers included: ``os-simple-tenant-usage`` at 2.40,

@@ -263,6 +263,18 @@ class Placement:
                 for consumer, item in (data.get('allocations')
                                        or {}).items()}
 
+    def consumer_allocations(self, consumer):
+        """{provider uuid: {class: amount}} that CONSUMER (a server or a
+        migration uuid) holds: ``GET /allocations/{consumer}``.
+
+        Raw: the SDK has no call for a consumer's allocations."""
+        what = _('Reading the allocations of consumer %s') % consumer
+        data = self.get('/allocations/%s' % consumer,
+                        versions.PLACEMENT_BASE_VERSION, what) or {}
+        return {provider: dict(item.get('resources') or {})
+                for provider, item in (data.get('allocations')
+                                       or {}).items()}
+
     def providers_allocations(self, uuids):
         """provider_allocations of many providers, concurrently, bounded:
         {provider uuid: {consumer uuid: {class: amount}}}."""

@@ -55,6 +55,11 @@ COMPUTE_EMBEDDED_FLAVOR_VERSION = '2.47'
 COMPUTE_HYPERVISOR_UUID_VERSION = '2.53'
 # extra_specs (and descriptions, 2.55) inline in flavor bodies and lists
 COMPUTE_FLAVOR_SPECS_VERSION = '2.61'
+# a cold migration to a named host (2.56); server moves (live migration
+# with a host and block_migration auto, confirm, shelve) are sent at it
+COMPUTE_MIGRATE_HOST_VERSION = '2.56'
+# paged migration lists, with the migration uuid (2.59)
+COMPUTE_MIGRATIONS_VERSION = '2.59'
 
 # what each pinned compute microversion is for, in the refusal of a lower
 # --os-compute-api-version
@@ -63,6 +68,8 @@ COMPUTE_NEEDS = {
     COMPUTE_EMBEDDED_FLAVOR_VERSION: 'the flavor embedded in servers',
     COMPUTE_HYPERVISOR_UUID_VERSION: 'hypervisor ids as provider uuids',
     COMPUTE_FLAVOR_SPECS_VERSION: 'flavor extra specs inline',
+    COMPUTE_MIGRATE_HOST_VERSION: 'migrating a server to a named host',
+    COMPUTE_MIGRATIONS_VERSION: 'paged migration lists',
 }
 
 # -- Ironic ----------------------------------------------------------------

@@ -47,6 +47,7 @@ import os
 import signal
 import sys
 import threading
+import time
 
 from osc_lib import exceptions
 
@@ -56,6 +57,21 @@ from gpuclient.rules import nova_rules
 from gpuclient.rules import plan as plan_mod
 
 LOG = logging.getLogger(__name__)
+
+
+# server moves: how often Nova is asked, and how long a move may take
+# when the step names no timeout (gpu host drain --timeout)
+POLL_INTERVAL = 2.0
+DEFAULT_MOVE_TIMEOUT = 600
+HOST = 'OS-EXT-SRV-ATTR:host'
+TASK = 'OS-EXT-STS:task_state'
+# a server's status once a move is over (Nova's API statuses)
+LIVE_DONE = ('ACTIVE', 'PAUSED')
+COLD_DONE = ('ACTIVE', 'SHUTOFF')
+
+
+def _label(server_id, name):
+    return '%s (%s)' % (name, server_id) if name else server_id
 
 
 class Interrupted(Exception):
@@ -108,7 +124,7 @@ ABANDONING = (signal.SIGINT, signal.SIGTERM)
 
 
 @contextlib.contextmanager
-def deferred_signals(signals=DEFERRED):
+def deferred_signals(signals=DEFERRED, forward=False):
     """Record SIGNALS instead of acting on them; yield the record.
 
     The first one lets the running step finish (its request is bounded by
@@ -129,6 +145,11 @@ def deferred_signals(signals=DEFERRED):
             LOG.warning(_('Received %s again: abandoning the running '
                           'step.'), name)
             raise Abandoned(signum)
+        if forward:
+            LOG.warning(_('Received %s: finishing the current step, then '
+                          'stopping (Ctrl-C again abandons the step at '
+                          'once).'), name)
+            return
         LOG.warning(_('Received %s: finishing the current step, then '
                       'undoing (Ctrl-C again abandons the step at once, '
                       'and nothing is undone).'), name)
@@ -155,6 +176,10 @@ class Executor:
         self.warnings = []
         # undo keys left because another writer changed them since
         self.left_to_others = []
+        # how server moves wait for Nova (tests make them fast)
+        self.poll_interval = POLL_INTERVAL
+        self.clock = time.monotonic
+        self.sleep = time.sleep
 
     # -- lookups --------------------------------------------------------------
 
@@ -468,6 +493,196 @@ class Executor:
     def _holds_service_enable(self, host, id):  # noqa: A002
         return self.service(id).get('status') == 'enabled'
 
+    # -- server moves (drain) ---------------------------------------------
+
+    def _server(self, server_id, name):
+        server = self.client.compute.get_server(server_id)
+        if server is None:
+            raise errors.NotFound(
+                _('Server %s is gone (deleted while the drain ran): '
+                  'nothing to move.') % _label(server_id, name), 404)
+        return server
+
+    def _wait_server(self, server_id, name, timeout, done, doing):
+        """Poll the server until DONE(server) is true; TimedOut after
+        TIMEOUT seconds, saying what it was DOING."""
+        deadline = self.clock() + (timeout or DEFAULT_MOVE_TIMEOUT)
+        while True:
+            server = self._server(server_id, name)
+            outcome = done(server)
+            if outcome:
+                return server
+            if self.clock() >= deadline:
+                raise errors.TimedOut(
+                    _('%(doing)s: still not done after %(timeout)d s (status '
+                      '%(status)s, task %(task)s on %(host)s). Nova may '
+                      'still finish it: see "openstack server migration '
+                      'list --server %(id)s", then run the drain again.')
+                    % {'doing': doing, 'timeout': timeout or
+                       DEFAULT_MOVE_TIMEOUT, 'status': server.get('status'),
+                       'task': server.get(TASK) or _('none'),
+                       'host': server.get(HOST), 'id': server_id})
+            self.sleep(self.poll_interval)
+
+    def _stopped(self, server, source, label, doing):
+        """Raise when Nova is done with the server without moving it: in
+        ERROR, or back on SOURCE with no task (a failed or refused move,
+        rolled back)."""
+        status = (server.get('status') or '').upper()
+        if status == 'ERROR':
+            fault = (server.get('fault') or {}).get('message')
+            raise errors.APIError(
+                _('%(doing)s: Nova put server %(server)s in ERROR%(fault)s. '
+                  'See "openstack server event list %(id)s".')
+                % {'doing': doing, 'server': label, 'id': server['id'],
+                   'fault': ' (%s)' % fault if fault else ''})
+        if server.get(HOST) == source and not server.get(TASK) and (
+                status not in ('VERIFY_RESIZE', 'MIGRATING', 'RESIZE')):
+            raise errors.APIError(
+                _('%(doing)s: Nova left server %(server)s on %(source)s '
+                  '(the move failed or was refused and rolled back). See '
+                  '"openstack server event list %(id)s" and "openstack '
+                  'server migration list --server %(id)s".')
+                % {'doing': doing, 'server': label, 'source': source,
+                   'id': server['id']})
+
+    def _check_allocations(self, server_id, name, classes, providers,
+                           where):
+        """The GPU CLASSES the server holds in Placement are all in the
+        tree of WHERE ('destination', or None: none at all, shelved) and
+        none in the source's."""
+        held = self.client.placement.consumer_allocations(server_id)
+        on = {rp for rp, res in held.items()
+              if any(res.get(c) for c in classes)}
+        source = set((providers or {}).get('source') or ())
+        wanted = set((providers or {}).get(where) or ()) if where else set()
+        stray = on & source if where else on
+        missing = not on if where else False
+        if stray or missing or (where and on - wanted):
+            raise errors.APIError(
+                _('Server %(server)s moved, but its %(classes)s allocation '
+                  'in Placement is %(on)s, not on %(where)s. Check it with '
+                  '"openstack resource provider allocation show %(id)s".')
+                % {'server': _label(server_id, name),
+                   'classes': '/'.join(classes) or 'GPU',
+                   'on': ', '.join(sorted(on)) or _('nowhere'),
+                   'where': _('the destination') if where
+                   else _('no provider (offloaded)'), 'id': server_id})
+
+    def _act(self, server_id, action, body=None):
+        """Send a server action. A refusal (4xx) is raised; any other
+        failure is returned: the answer may be lost while Nova took the
+        action (its API sets the server's task before answering), so the
+        caller waits and judges by what the server does."""
+        try:
+            self.client.compute.server_action(server_id, action, body)
+        except errors.APIError as exc:
+            if refused(exc):
+                raise
+            LOG.debug('%s of %s: %s; judging by the server', action,
+                      server_id, exc)
+            return exc
+        return None
+
+    def _act_and_wait(self, server_id, name, action, body, timeout, done,
+                      source, doing):
+        """``_act``, then wait until DONE(server); a server Nova left where
+        it was (or put in ERROR) raises, with the lost request's error
+        when there was one."""
+        lost = self._act(server_id, action, body)
+        label = _label(server_id, name)
+
+        def finished(server):
+            if done(server):
+                return True
+            try:
+                self._stopped(server, source, label, doing)
+            except errors.APIError:
+                if lost is not None:
+                    raise lost from None
+                raise
+            return False
+        return self._wait_server(server_id, name, timeout, finished, doing)
+
+    def _on(self, server, host, statuses):
+        return (server.get(HOST) == host and not server.get(TASK)
+                and (server.get('status') or '').upper() in statuses)
+
+    def _do_server_live_migrate(self, id, name, source, host,  # noqa: A002
+                                classes, providers, timeout):
+        label = _label(id, name)
+        doing = _('Live migration of server %s') % label
+        server = self._server(id, name)
+        if not self._on(server, host, LIVE_DONE):
+            self._act_and_wait(
+                id, name, 'os-migrateLive',
+                {'host': host, 'block_migration': 'auto'}, timeout,
+                lambda server: self._on(server, host, LIVE_DONE), source,
+                doing)
+        self._check_allocations(id, name, classes, providers, 'destination')
+
+    def _do_server_migrate(self, id, name, source, host,  # noqa: A002
+                           classes, providers, timeout, confirm=True):
+        label = _label(id, name)
+        doing = _('Cold migration of server %s') % label
+        server = self._server(id, name)
+        if not (self._on(server, host, COLD_DONE)
+                or self._on(server, host, ('VERIFY_RESIZE',))):
+            server = self._act_and_wait(
+                id, name, 'migrate', {'host': host}, timeout,
+                lambda server: self._on(server, host,
+                                        ('VERIFY_RESIZE',) + COLD_DONE),
+                source, doing)
+        if confirm and (server.get('status') or '').upper() == (
+                'VERIFY_RESIZE'):
+            self._do_server_confirm(id, name, source, host, classes,
+                                    providers, timeout)
+            return
+        self._check_allocations(id, name, classes, providers, 'destination')
+
+    def _do_server_confirm(self, id, name, source, host,  # noqa: A002
+                           classes, providers, timeout):
+        label = _label(id, name)
+        doing = _('Confirming the migration of server %s') % label
+        server = self._server(id, name)
+        if not self._on(server, host, COLD_DONE):
+            if (server.get('status') or '').upper() == 'VERIFY_RESIZE' and (
+                    self._act(id, 'confirmResize') is not None):
+                # the answer was lost, and a confirmation under way looks
+                # like one not sent (VERIFY_RESIZE until it ends): send it
+                # again; Nova answers 404 (no migration waits for it) when
+                # the first one got through
+                try:
+                    self._act(id, 'confirmResize')
+                except errors.NotFound:
+                    pass
+            self._wait_server(
+                id, name, timeout,
+                lambda server: self._on(server, host, COLD_DONE), doing)
+        self._check_allocations(id, name, classes, providers, 'destination')
+
+    def _do_server_shelve(self, id, name, source, classes,  # noqa: A002
+                          providers, timeout):
+        label = _label(id, name)
+        doing = _('Shelving server %s') % label
+        server = self._server(id, name)
+        status = (server.get('status') or '').upper()
+        if status not in ('SHELVED', 'SHELVED_OFFLOADED'):
+            server = self._act_and_wait(
+                id, name, 'shelve', None, timeout,
+                lambda server: (server.get('status') or '').upper() in (
+                    'SHELVED', 'SHELVED_OFFLOADED') and not server.get(TASK),
+                source, doing)
+        if (server.get('status') or '').upper() == 'SHELVED':
+            # [DEFAULT] shelved_offload_time > 0: offload now, which frees
+            # the host's GPUs
+            self._act(id, 'shelveOffload')
+            self._wait_server(
+                id, name, timeout,
+                lambda server: (server.get('status') or '').upper() == (
+                    'SHELVED_OFFLOADED') and not server.get(TASK), doing)
+        self._check_allocations(id, name, classes, providers, None)
+
     # -- read back --------------------------------------------------------
 
     def holds(self, step):
@@ -604,6 +819,36 @@ class Executor:
     def _holds_limit_delete(self, project, name):
         return self.limit(project, name) is None
 
+    def _moved(self, id, name, classes, providers, where):  # noqa: A002
+        try:
+            self._check_allocations(id, name, classes, providers, where)
+        except errors.APIError:
+            return False
+        return True
+
+    def _holds_server_live_migrate(self, id, name, source, host,  # noqa: A002
+                                   classes, providers, timeout):
+        return self._on(self._server(id, name), host, LIVE_DONE) and (
+            self._moved(id, name, classes, providers, 'destination'))
+
+    def _holds_server_migrate(self, id, name, source, host,  # noqa: A002
+                              classes, providers, timeout, confirm=True):
+        wanted = COLD_DONE if confirm else ('VERIFY_RESIZE',) + COLD_DONE
+        return self._on(self._server(id, name), host, wanted) and (
+            self._moved(id, name, classes, providers, 'destination'))
+
+    def _holds_server_confirm(self, id, name, source, host,  # noqa: A002
+                              classes, providers, timeout):
+        return self._on(self._server(id, name), host, COLD_DONE) and (
+            self._moved(id, name, classes, providers, 'destination'))
+
+    def _holds_server_shelve(self, id, name, source, classes,  # noqa: A002
+                             providers, timeout):
+        server = self._server(id, name)
+        return ((server.get('status') or '').upper() == 'SHELVED_OFFLOADED'
+                and not server.get(TASK)
+                and self._moved(id, name, classes, providers, None))
+
     def try_holds(self, step):
         """holds(), or None when the cloud cannot be read."""
         try:
@@ -729,6 +974,23 @@ OPERATIONS = {
         do=Executor._do_service_enable,
         holds=Executor._holds_service_enable,
         inverse='service.disable'),
+    # forward only (gpu host drain): a move is not undone
+    'server.live_migrate': Operation(
+        do=Executor._do_server_live_migrate,
+        holds=Executor._holds_server_live_migrate,
+        inverse=None),
+    'server.migrate': Operation(
+        do=Executor._do_server_migrate,
+        holds=Executor._holds_server_migrate,
+        inverse=None),
+    'server.confirm': Operation(
+        do=Executor._do_server_confirm,
+        holds=Executor._holds_server_confirm,
+        inverse=None),
+    'server.shelve': Operation(
+        do=Executor._do_server_shelve,
+        holds=Executor._holds_server_shelve,
+        inverse=None),
 }
 
 
@@ -821,7 +1083,8 @@ def apply(client, plan, on_step=None, executor=None):
     """
     executor = executor or Executor(client)
     progress = _Progress()
-    with deferred_signals() as received:
+    with deferred_signals(forward=getattr(plan, 'forward', False)) as (
+            received):
         try:
             return _apply(executor, plan, on_step, received, progress)
         except Abandoned as exc:
@@ -967,6 +1230,25 @@ def _rerun(plan):
             or plan.rerun or _('the same command'))
 
 
+def _forward_error(head, plan, step, exc, done, rerun):
+    """The ApplyError of a forward plan (server moves): nothing is undone;
+    what was done, what may still be under way, and the re-run."""
+    parts = []
+    if done:
+        parts.append(_('Done, and kept (moves are not undone): %s.')
+                     % '; '.join(s.what for s in done))
+    else:
+        parts.append(_('Nothing had been changed.'))
+    if isinstance(exc, errors.TimedOut):
+        parts.append(_('Still under way or unknown: %s.') % step.what)
+    elif not isinstance(exc, Interrupted):
+        parts.append(_('Not done: %s.') % step.what)
+    parts.append(_('Run %s again: it plans from where the servers are '
+                   'now and finishes the rest.') % rerun)
+    return ApplyError('%s %s' % (head, ' '.join(parts)), failed=step,
+                      left=list(done))
+
+
 def _failure_error(plan, failure, done, left, kept, undo_failure,
                    others=()):
     index, step, exc, _ran = failure
@@ -979,6 +1261,8 @@ def _failure_error(plan, failure, done, left, kept, undo_failure,
         head = _('%(title)s failed at step %(k)d of %(n)d (%(what)s): '
                  '%(error)s.') % values
     rerun = _rerun(plan)
+    if getattr(plan, 'forward', False):
+        return _forward_error(head, plan, step, exc, done, rerun)
     parts = []
     if others:
         parts.append(_('Left as another writer changed them after this '

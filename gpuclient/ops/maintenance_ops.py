@@ -10,14 +10,20 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Host maintenance: ``gpu host cordon`` and ``uncordon``.
+"""Host maintenance: ``gpu host cordon``, ``uncordon`` and ``drain``.
 
 Observe (compute services and hypervisors: two requests, whatever the
 number of hosts), plan (``rules.cordon``), apply through the journal: a
 failed cordon of several hosts enables again the services it disabled.
+
+A drain observes one snapshot and the servers of every project, plans
+(``rules.maintenance``) and applies forward only: its cordon and the moves
+it made stay when a move fails, the error says what moved and what is
+under way, and the re-run plans from where the servers are then.
 """
 
 import logging
+import os
 
 from gpuclient.cloud import versions
 from gpuclient.ops import journal
@@ -79,13 +85,21 @@ def _trees(cloud):
 
 def drain_plan(client, hosts, requested='auto', allow_downtime=False,
                settings=None, facts=None):
+    """(rows, summary) of ``gpu host drain --dry-run`` (``observe``)."""
+    observed = observe(client, hosts, requested, allow_downtime, settings,
+                       facts)
+    return observed['rows'], observed['summary']
+
+
+def observe(client, hosts, requested='auto', allow_downtime=False,
+            settings=None, facts=None):
     """(rows, summary) of ``gpu host drain --dry-run``:
     ``rules.maintenance.plan`` over one snapshot (aggregates,
     hypervisors, services, provider trees) and the servers of every
     project (paged), whatever the number of hosts.
 
-    FACTS: {host: facts} (``rules.maintenance``); none given, every fact
-    is unknown and no live migration is planned.
+    FACTS: ``rules.maintenance.parse_facts`` ({host or None: facts});
+    none given, every fact is unknown and no live migration is planned.
     """
     from gpuclient.rules import maintenance
     from gpuclient.rules import request as request_mod
@@ -97,15 +111,110 @@ def drain_plan(client, hosts, requested='auto', allow_downtime=False,
     draining, notes = cloud.resolve_hosts(hosts)
     for note in notes:
         LOG.warning(note)
-    servers = [s for s in client.compute.servers_detail(all_projects=True)
+    all_servers = client.compute.servers_detail(all_projects=True)
+    servers = [s for s in all_servers
                if s.get('OS-EXT-SRV-ATTR:host') in draining]
     cordoned = [svc['host'] for svc in cloud.services
                 if cordon_rules.is_disabled(svc)
                 and svc['host'] not in draining]
+    trees = _trees(cloud)
     result = maintenance.plan(
-        servers, _trees(cloud), draining, cordoned, facts=facts,
+        servers, trees, draining, cordoned,
+        facts=maintenance.host_facts(facts or {}, trees),
         requested=requested, allow_downtime=allow_downtime,
         settings=settings or request_mod.load_settings(), pools=cloud.pools,
         aggregates=cloud.aggregates, services=cloud.services,
         hypervisors=cloud.hypervisors)
-    return result['rows'], result['summary']
+    rows = result['rows']
+    # moves an earlier drain left unconfirmed: read the migrations only
+    # when a server waits for a confirmation (one paged request)
+    waiting = [s for s in all_servers
+               if (s.get('status') or '').upper() == maintenance.VERIFY_RESIZE
+               and s.get('OS-EXT-SRV-ATTR:host') not in draining]
+    if waiting:
+        rows = rows + maintenance.unconfirmed_rows(
+            waiting, client.compute.migrations(
+                status=maintenance.FINISHED, migration_type='migration'),
+            draining, cloud.pools)
+    return {'rows': rows, 'summary': result['summary'], 'cloud': cloud,
+            'draining': draining}
+
+
+def _tree_uuids(cloud, hosts):
+    """{host: uuids of every provider of its trees} for HOSTS."""
+    roots = cloud.host_roots()
+    return {host: list(cloud.placement.providers_in_trees(
+        sorted(roots.get(host) or ()))) for host in hosts if host}
+
+
+def _write_notices(notice_dir, texts):
+    """Write one notice per project into NOTICE_DIR; an existing file is
+    refused before anything is written. Returns the paths."""
+    from osc_lib import exceptions
+
+    from gpuclient.i18n import _
+    from gpuclient.rules import maintenance
+
+    paths = {project: os.path.join(notice_dir,
+                                   maintenance.notice_name(project))
+             for project in texts}
+    there = sorted(p for p in paths.values() if os.path.exists(p))
+    if there:
+        raise exceptions.CommandError(_(
+            'Notice file(s) already there, not overwritten: %s. Move them '
+            'away or give another --notice-dir.') % ', '.join(there))
+    os.makedirs(notice_dir, exist_ok=True)
+    for project, text in texts.items():
+        with open(paths[project], 'x', encoding='utf-8') as out:
+            out.write(text)
+    return sorted(paths.values())
+
+
+def drain(client, hosts, requested='auto', allow_downtime=False,
+          dry_run=False, reason=None, confirm=True, timeout=None,
+          skip_unmovable=False, notice_dir=None, settings=None, facts=None,
+          on_step=None):
+    """``gpu host drain``: cordon HOSTS, then move every server off them
+    as planned, forward only (the journal: a failure stops and says what
+    moved; the re-run plans from where the servers are).
+
+    Returns (rows, plan, notices): the plan's rows, the Plan, and the
+    notice files written. Refuses, before any write, a plan where a
+    server would stay unless SKIP_UNMOVABLE.
+    """
+    from osc_lib import exceptions
+
+    from gpuclient.i18n import _
+    from gpuclient.rules import maintenance
+
+    if not dry_run:
+        client.compute.require(versions.COMPUTE_MIGRATE_HOST_VERSION,
+                               versions.COMPUTE_MIGRATIONS_VERSION)
+    observed = observe(client, hosts, requested, allow_downtime, settings,
+                       facts)
+    rows, cloud, draining = (observed['rows'], observed['cloud'],
+                             observed['draining'])
+    staying = maintenance.blockers(rows)
+    if staying and not skip_unmovable and not dry_run:
+        raise exceptions.CommandError(_(
+            'Nothing was changed: %(n)d server(s) cannot leave %(hosts)s: '
+            '%(which)s. Make room (or allow downtime, or another --method) '
+            'and run it again, or add --skip-unmovable to cordon the hosts '
+            'and move the others.') % {
+                'n': len(staying), 'hosts': ', '.join(draining),
+                'which': maintenance.blockers_text(staying)})
+    cordon_rows, cordon_steps = cordon_rules.cordon(
+        [svc for svc in cloud.services if svc['host'] in draining], reason,
+        undone=False)
+    involved = set(draining) | {r['destination'] for r in rows} | {
+        r['source'] for r in rows}
+    steps = maintenance.steps(rows, cordon_steps,
+                              _tree_uuids(cloud, involved), confirm=confirm,
+                              timeout=timeout)
+    plan = plan_mod.Plan('gpu host drain', steps, forward=True)
+    written = []
+    if notice_dir:
+        written = _write_notices(
+            notice_dir, maintenance.notices(rows, draining, reason))
+    journal.run(client, plan, dry_run=dry_run, on_step=on_step)
+    return rows, plan, written

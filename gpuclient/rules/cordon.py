@@ -58,11 +58,12 @@ def _row(service, action):
             'reason': service.get('disabled_reason'), 'action': action}
 
 
-def cordon(services, reason=None):
+def cordon(services, reason=None, undone=True):
     """(rows, steps) that cordon every service of SERVICES.
 
     An enabled service is disabled with gpuclient's reason (undone by
-    enabling it again); a disabled one is left as it is, whoever disabled
+    enabling it again, unless UNDONE is False: a drain keeps its cordon
+    when a move fails); a disabled one is left as it is, whoever disabled
     it: nothing lands there already.
     """
     rows, steps = [], []
@@ -71,7 +72,7 @@ def cordon(services, reason=None):
         if not is_disabled(service):
             rows.append(dict(_row(service, CORDON), reason=text))
             steps.append(plan_mod.disable_service(
-                service['host'], service['id'], text))
+                service['host'], service['id'], text, undone=undone))
         elif is_ours(service.get('disabled_reason')):
             rows.append(_row(service, ALREADY_CORDONED))
         else:

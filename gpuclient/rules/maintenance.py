@@ -81,6 +81,7 @@ from gpuclient.i18n import _
 from gpuclient.rules import capacity
 from gpuclient.rules import explain
 from gpuclient.rules import fit as fit_mod
+from gpuclient.rules import plan as plan_mod
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import request as request_mod
 from gpuclient.rules import specs as specs_mod
@@ -140,6 +141,42 @@ def version(text):
     return tuple(parts) or None
 
 
+FACT_KEYS = ('nova', 'libvirt', 'qemu', 'live_migratable', 'mdev_types')
+
+
+def parse_facts(items):
+    """{host or None (every host): facts} from ``--host-fact`` values
+    ``[<host>:]<key>=<value>``: versions as given, ``live_migratable``
+    true/false, ``mdev_types`` comma-separated. A ValueError names a bad
+    item."""
+    out = {}
+    for item in items or ():
+        target, equals, value = str(item).partition('=')
+        host, colon, key = target.rpartition(':')
+        key = key.strip().lower()
+        if not equals or key not in FACT_KEYS or not value.strip():
+            raise ValueError(item)
+        value = value.strip()
+        if key == 'live_migratable':
+            if value.lower() not in ('true', 'false', 'yes', 'no'):
+                raise ValueError(item)
+            value = value.lower() in ('true', 'yes')
+        elif key == 'mdev_types':
+            value = {v.strip() for v in value.split(',') if v.strip()}
+        elif version(value) is None:
+            raise ValueError(item)
+        out.setdefault(host.strip() if colon else None, {})[key] = value
+    return out
+
+
+def host_facts(given, hosts):
+    """{host: facts} for HOSTS from ``parse_facts``: a host's own facts
+    over the ones given for every host."""
+    common = given.get(None) or {}
+    return {host: dict(common, **(given.get(host) or {}))
+            for host in hosts}
+
+
 def _shown(numbers):
     return '.'.join(str(n) for n in numbers)
 
@@ -174,7 +211,7 @@ def _at_least(host, facts, key, wanted, label, reasons, notes):
     have = version((facts or {}).get(key))
     if have is None:
         reasons.append(_('the %(what)s version of %(host)s is not known '
-                         '(give it in --nova-conf)')
+                         '(give it with --host-fact)')
                        % {'what': label, 'host': host})
         return
     if have < wanted:
@@ -594,3 +631,147 @@ def plan(servers, trees, draining, cordoned=(), facts=None,
             notify.setdefault(row['project'], []).append(row['server'])
     return {'rows': rows, 'summary': {'moves': moves, 'cannot_move': cannot,
                                       'notify': notify}}
+
+
+# -- apply: the forward-only steps, resuming, notices -------------------------
+
+VERIFY_RESIZE = 'VERIFY_RESIZE'
+# Nova's status of a cold migration that waits for its confirmation
+FINISHED = 'finished'
+
+
+def unconfirmed_rows(servers, migrations, draining, pools=None):
+    """Rows (ROW_FIELDS, plus ``confirm_only``) of the servers that a
+    drain of DRAINING moved cold and left in VERIFY_RESIZE (``--no-confirm``,
+    or a drain stopped between the move and its confirmation): a re-run
+    confirms them. MIGRATIONS: Nova's migration dicts (``instance_uuid``,
+    ``source_compute``, ``dest_compute``, ``status``)."""
+    waiting = {m['instance_uuid']: m for m in migrations
+               if m.get('status') == FINISHED
+               and m.get('source_compute') in draining}
+    rows = []
+    for server in servers:
+        migration = waiting.get(server['id'])
+        if migration is None or (server.get('status') or '').upper() != (
+                VERIFY_RESIZE):
+            continue
+        asked = usage.gpu_request(server, pools or {})
+        rows.append({
+            'server': server['id'], 'name': server.get('name'),
+            'project': server.get('tenant_id') or server.get('project_id'),
+            'flavor': asked['flavor'],
+            'source': migration['source_compute'],
+            'kind': kind(server, pools), 'resource_class':
+            asked['resource_class'], 'gpus': asked['gpus'], 'devices': [],
+            'method': COLD,
+            'destination': server.get('OS-EXT-SRV-ATTR:host'),
+            'downtime': DOWNTIME[COLD],
+            'reason': _('moved by an earlier drain; its migration waits '
+                        'for confirmation'),
+            'notes': [], 'confirm_only': True})
+    return sorted(rows, key=lambda r: (r['source'], r['name'] or '',
+                                       r['server']))
+
+
+def blockers(rows):
+    """The rows of servers that would stay on a drained host."""
+    return [row for row in rows if row['method'] == STAYS]
+
+
+def blockers_text(rows):
+    return '; '.join('%s (%s): %s' % (row['name'] or row['server'],
+                                      row['server'], row['reason']
+                                      or _('no reason'))
+                     for row in rows)
+
+
+def steps(rows, cordon_steps, tree_uuids, confirm=True, timeout=None):
+    """The drain's steps, in order: the cordon first (CORDON_STEPS, not
+    undone), then one move per row of ROWS as planned (their order: by
+    source host, name, id), forward only. TREE_UUIDS: {host: [provider
+    uuids of its trees]}, where each move checks the GPU allocation
+    went. Servers that stay get no step."""
+    out = list(cordon_steps)
+    for row in rows:
+        method_ = row['method']
+        if method_ == STAYS:
+            continue
+        classes = [row['resource_class']] if row.get('resource_class') \
+            else []
+        providers = {
+            'source': sorted(tree_uuids.get(row['source']) or ()),
+            'destination': sorted(tree_uuids.get(row['destination'])
+                                  or ()),
+        }
+        args = (row['server'], row['name'], row['source'])
+        if row.get('confirm_only'):
+            if confirm:
+                out.append(plan_mod.confirm_migration(
+                    *args, row['destination'], classes, providers,
+                    timeout))
+        elif method_ == LIVE:
+            out.append(plan_mod.live_migrate(
+                *args, row['destination'], classes, providers, timeout))
+        elif method_ == COLD:
+            out.append(plan_mod.cold_migrate(
+                *args, row['destination'], classes, providers, timeout,
+                confirm=confirm))
+        elif method_ == SHELVE:
+            out.append(plan_mod.shelve(*args, classes, providers, timeout))
+    return out
+
+
+_WHAT_HAPPENS = {
+    LIVE: _('live-migrated to %(destination)s: it keeps running (no '
+            'downtime expected)'),
+    COLD: _('cold-migrated to %(destination)s: stopped, moved and '
+            'started again (expect a few minutes of downtime)'),
+    SHELVE: _('shelved and offloaded: its GPUs are freed and it stays '
+              'down until you unshelve it ("openstack server unshelve '
+              '%(server)s")'),
+    STAYS: _('stays on the host: %(reason)s; it goes down with the host '
+             'during the maintenance'),
+}
+
+
+def notices(rows, hosts, reason=None):
+    """{project: plain text}: one notice per project with servers on the
+    drained HOSTS, saying for each server what happens to it, the
+    downtime to expect and why, for the operator to send."""
+    by_project = {}
+    for row in rows:
+        by_project.setdefault(row['project'] or _('(no project)'),
+                              []).append(row)
+    out = {}
+    for project, mine in sorted(by_project.items()):
+        lines = [
+            _('Maintenance of compute host(s) %(hosts)s') % {
+                'hosts': ', '.join(sorted(hosts))},
+            _('Reason: %s') % ((reason or '').strip() or _('maintenance')),
+            _('Project: %s') % project,
+            '',
+            _('Your servers on these hosts:'),
+        ]
+        for row in mine:
+            gpus = ('%s x %s' % (row['gpus'], row['resource_class'])
+                    if row.get('resource_class') else _('no GPU'))
+            lines.append('')
+            lines.append(_('- %(name)s (%(server)s), flavor %(flavor)s, '
+                           '%(gpus)s') % {
+                'name': row['name'] or row['server'], 'server':
+                row['server'], 'flavor': row['flavor'] or '-',
+                'gpus': gpus})
+            lines.append('  ' + _WHAT_HAPPENS[row['method']] % {
+                'destination': row['destination'] or '-',
+                'server': row['server'],
+                'reason': row['reason'] or _('it cannot be moved')})
+            lines.append('  ' + _('Downtime: %s') % row['downtime'])
+        out[project] = '\n'.join(lines) + '\n'
+    return out
+
+
+def notice_name(project):
+    """The file name of PROJECT's notice (no path separators)."""
+    safe = ''.join(c if c.isalnum() or c in '-_.' else '_'
+                   for c in str(project))
+    return 'drain-notice-%s.txt' % safe.lstrip('.')

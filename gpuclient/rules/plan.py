@@ -45,7 +45,21 @@ image.update          id, name, changes ({property: value, or None}),
                       expect
 limit.set             project (None: the registered default), name, limit
 limit.delete          project (None: the registered default), name
+service.disable       host, id, reason
+service.enable        host, id
+server.live_migrate   id, name, source, host, classes, providers (the
+                      source's and the destination's: what to verify),
+                      timeout
+server.migrate        id, name, source, host, classes, providers,
+                      timeout, confirm (False: left in VERIFY_RESIZE)
+server.confirm        id, name, source, host, classes, providers, timeout
+server.shelve         id, name, source, classes, providers, timeout
 ====================  ===================================================
+
+Server moves (``gpu host drain``) go forward only: they have no inverse
+(moving a server back is another maintenance), and a plan of them is
+``forward``: a failure stops it and says what moved and what to run, and
+the re-run plans from where the servers are.
 
 Flavors are addressed by ID, never by name: Nova's ``GET /flavors/<x>``
 takes ``x`` as an ID first, so a flavor named like another flavor's ID
@@ -72,6 +86,8 @@ OPERATIONS = (
     'flavor.remove_access',
     'image.update', 'limit.set', 'limit.delete',
     'service.disable', 'service.enable',
+    'server.live_migrate', 'server.migrate', 'server.confirm',
+    'server.shelve',
 )
 
 
@@ -224,12 +240,15 @@ class Plan:
     """The ordered steps of one command, plus what to tell the operator."""
 
     def __init__(self, title, steps=(), warnings=(), rerun=None,
-                 rerun_fixed=False):
+                 rerun_fixed=False, forward=False):
         """RERUN: the command that finishes the plan when the operator's
         own command line is not known; RERUN_FIXED: use RERUN even when it
         is (the operator's command would not converge, e.g. a delete
-        that needs --force once its aggregate is left empty)."""
+        that needs --force once its aggregate is left empty). FORWARD: a
+        plan whose steps are not undone (server moves): a failure stops it
+        where it is."""
         self.title = title
+        self.forward = forward
         self.steps = list(steps)
         self.warnings = list(warnings)
         self.rerun = rerun
@@ -544,16 +563,17 @@ def _noted(text, note):
 
 # -- compute services (gpu host cordon / uncordon) ---------------------------
 
-def disable_service(host, service_id, reason):
+def disable_service(host, service_id, reason, undone=True):
     """Disable HOST's nova-compute (SERVICE_ID) with REASON; undone by
-    enabling it again."""
+    enabling it again (not when UNDONE is False: a drain's cordon stays
+    when a move fails)."""
+    inverse = Step('service.enable',
+                   _('enable compute service of %s again') % host,
+                   host=host, id=service_id) if undone else None
     return Step('service.disable',
                 _('disable compute service of %(host)s (%(reason)s)')
                 % {'host': host, 'reason': reason},
-                inverse=Step('service.enable',
-                             _('enable compute service of %s again') % host,
-                             host=host, id=service_id),
-                host=host, id=service_id, reason=reason)
+                inverse=inverse, host=host, id=service_id, reason=reason)
 
 
 def enable_service(host, service_id, reason):
@@ -567,3 +587,67 @@ def enable_service(host, service_id, reason):
                              % {'host': host, 'reason': reason},
                              host=host, id=service_id, reason=reason),
                 host=host, id=service_id)
+
+
+def _server_label(name, server_id):
+    return '%s (%s)' % (name, server_id) if name else server_id
+
+
+def _move(op, what, server_id, name, **args):
+    return Step(op, what, id=server_id, name=name, **args)
+
+
+def live_migrate(server_id, name, source, host, classes, providers,
+                 timeout):
+    """Live-migrate a server from SOURCE to HOST (named to Nova, whose
+    scheduler checks it); forward only. PROVIDERS: {'source': [uuids],
+    'destination': [uuids]} of both trees, where its CLASSES must have
+    moved."""
+    return _move('server.live_migrate',
+                 _('live-migrate server %(server)s from %(source)s to '
+                   '%(host)s') % {'server': _server_label(name, server_id),
+                                  'source': source, 'host': host},
+                 server_id, name, source=source, host=host,
+                 classes=sorted(classes), providers=providers,
+                 timeout=timeout)
+
+
+def cold_migrate(server_id, name, source, host, classes, providers,
+                 timeout, confirm=True):
+    """Cold-migrate a server from SOURCE to HOST (2.56), then confirm the
+    resize unless CONFIRM is False; forward only."""
+    text = (_('cold-migrate server %(server)s from %(source)s to %(host)s '
+              'and confirm') if confirm else
+            _('cold-migrate server %(server)s from %(source)s to %(host)s '
+              '(left to confirm)'))
+    return _move('server.migrate',
+                 text % {'server': _server_label(name, server_id),
+                         'source': source, 'host': host},
+                 server_id, name, source=source, host=host,
+                 classes=sorted(classes), providers=providers,
+                 timeout=timeout, confirm=confirm)
+
+
+def confirm_migration(server_id, name, source, host, classes, providers,
+                      timeout):
+    """Confirm the cold migration of a server that a drain left on HOST in
+    VERIFY_RESIZE; forward only."""
+    return _move('server.confirm',
+                 _('confirm the migration of server %(server)s from '
+                   '%(source)s to %(host)s') % {
+                     'server': _server_label(name, server_id),
+                     'source': source, 'host': host},
+                 server_id, name, source=source, host=host,
+                 classes=sorted(classes), providers=providers,
+                 timeout=timeout)
+
+
+def shelve(server_id, name, source, classes, providers, timeout):
+    """Shelve and offload a server off SOURCE (its GPUs freed; its owner
+    unshelves it later); forward only."""
+    return _move('server.shelve',
+                 _('shelve and offload server %(server)s off %(source)s')
+                 % {'server': _server_label(name, server_id),
+                    'source': source},
+                 server_id, name, source=source, classes=sorted(classes),
+                 providers=providers, timeout=timeout)

@@ -203,15 +203,21 @@ DRAIN_COLUMNS = ('Server', 'Name', 'Project', 'Flavor', 'Source',
 
 class DrainHost(common.Lister):
     _description = _(
-        'Plan moving every server off GPU hosts.\n\n'
-        'One row per server on the hosts: its GPUs, how it can leave '
-        '(live, cold, shelve, or stays) as Nova allows for its device, '
-        'the destination where its embedded flavor fits (never a host '
-        'being drained or cordoned; each choice counted before the next, '
-        'so two servers never count on the same last GPU), the downtime, '
-        'and why anything cannot move. Only --dry-run is available yet: '
-        'the moves themselves are not made. Needs compute API 2.53 or '
-        'later.'
+        'Move every server off GPU hosts, for their maintenance.\n\n'
+        'Cordons the hosts (as "openstack gpu host cordon"), then moves '
+        'each server as Nova allows for its device: live where it can, '
+        'else cold (stop, move, start) or shelved, with --allow-downtime; '
+        'bare-metal and Cyborg servers stay. Each destination is a host '
+        'where the server\'s embedded flavor fits (the request "openstack '
+        'gpu candidates" sends, never a host being drained or cordoned; '
+        'each choice counted before the next, so two servers never count '
+        'on the same last GPU), named to Nova, whose scheduler checks it; '
+        'each move is waited for and its GPU allocation checked in '
+        'Placement. One row per server. Nothing is changed when a server '
+        'cannot leave, unless --skip-unmovable. Moves are not undone: a '
+        'failed or interrupted drain stops and says what moved, and '
+        'running it again finishes it from where the servers are. Needs '
+        'compute API 2.56 or later (2.59 to resume).'
     )
 
     def get_parser(self, prog_name):
@@ -219,6 +225,11 @@ class DrainHost(common.Lister):
 
         parser = super().get_parser(prog_name)
         _add_hosts_arg(parser, _('drain'))
+        parser.add_argument(
+            '--reason', metavar='<text>',
+            help=_('Why the hosts are drained (default: maintenance): the '
+                   'cordon\'s disabled reason after "gpuclient: ", and the '
+                   'reason in the notices'))
         parser.add_argument(
             '--method', metavar='<method>', choices=maintenance.METHODS,
             default=maintenance.AUTO,
@@ -231,25 +242,73 @@ class DrainHost(common.Lister):
                    'starts the server; shelve keeps it down until its '
                    'owner unshelves it)'))
         parser.add_argument(
+            '--no-confirm', dest='confirm', action='store_false',
+            default=True,
+            help=_('Leave cold migrations in VERIFY_RESIZE for their '
+                   'owners to confirm or revert (default: confirm each '
+                   'once the server is on its destination; a later drain '
+                   'without this option confirms them)'))
+        parser.add_argument(
+            '--skip-unmovable', action='store_true', default=False,
+            help=_('Cordon the hosts and move the servers that can move '
+                   'even when others cannot (they stay, and are named); '
+                   'without it such a plan changes nothing'))
+        parser.add_argument(
+            '--notice-dir', metavar='<dir>',
+            help=_('Write one plain-text notice per project into this '
+                   'directory (its servers, how each moves, the downtime '
+                   'and the reason), for the operator to send; an '
+                   'existing notice file is never overwritten'))
+        parser.add_argument(
+            '--host-fact', metavar='[<host>:]<key>=<value>',
+            action='append', default=[], dest='host_facts',
+            help=_('What the API does not show about the hosts, for live '
+                   'migration (repeat option): nova=<release> (e.g. '
+                   '2025.1), libvirt=<version>, qemu=<version>, '
+                   'live_migratable=true|false (the PCI device_spec and '
+                   'alias flag), mdev_types=<type>[,<type>]; for every '
+                   'host, or one with <host>:. Unknown facts plan no live '
+                   'migration'))
+        parser.add_argument(
+            '--timeout', metavar='<seconds>', type=int, default=600,
+            help=_('How long to wait for each move (default: 600)'))
+        parser.add_argument(
             '--dry-run', action='store_true', default=False,
-            help=_('Show the plan, one row per server, and change '
-                   'nothing (required for now)'))
+            help=_('Show the plan, one row per server, and change nothing '
+                   '(notices are still written with --notice-dir)'))
         return parser
 
     def take_action(self, parsed_args):
         from osc_lib import exceptions
 
         from gpuclient.ops import maintenance_ops
+        from gpuclient.rules import maintenance
 
-        if not parsed_args.dry_run:
+        if parsed_args.timeout <= 0:
             raise exceptions.CommandError(_(
-                'Moving servers is not available yet: add --dry-run to '
-                'see the plan, and move the servers with "openstack server '
-                'migrate" after "openstack gpu host cordon".'))
-        rows, _summary = maintenance_ops.drain_plan(
+                '--timeout must be a positive number of seconds.'))
+        try:
+            facts = maintenance.parse_facts(parsed_args.host_facts)
+        except ValueError as exc:
+            raise exceptions.CommandError(_(
+                '--host-fact %(item)s: give [<host>:]<key>=<value> with '
+                'a key of %(keys)s (versions as 8.6.0 or 2025.1, '
+                'live_migratable true or false).') % {
+                    'item': exc, 'keys': ', '.join(maintenance.FACT_KEYS)
+                }) from None
+        rows, plan, written = maintenance_ops.drain(
             self.app.client_manager.gpu, parsed_args.hosts,
             requested=parsed_args.method,
-            allow_downtime=parsed_args.allow_downtime)
+            allow_downtime=parsed_args.allow_downtime,
+            dry_run=parsed_args.dry_run, reason=parsed_args.reason,
+            confirm=parsed_args.confirm, timeout=parsed_args.timeout,
+            skip_unmovable=parsed_args.skip_unmovable,
+            notice_dir=parsed_args.notice_dir, facts=facts)
+        for path in written:
+            LOG.info(_('Notice written: %s'), path)
+        if parsed_args.dry_run:
+            for line in plan.lines():
+                LOG.info(line)
         return DRAIN_COLUMNS, [
             (row['server'], row['name'], row['project'], row['flavor'],
              row['source'], row['resource_class'], row['gpus'],

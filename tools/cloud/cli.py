@@ -716,10 +716,28 @@ def _hypervisors_ready(session):
 
 
 def _computes_up(session):
+    """Every compute up; enabled, but for the spares."""
     svcs = session.get('compute', '/os-services?binary=nova-compute')
     up = {s['host'] for s in svcs['services']
-          if s['state'] == 'up' and s['status'] == 'enabled'}
+          if s['state'] == 'up' and (s['status'] == 'enabled'
+                                     or s['host'] in _spares())}
     return up >= {h.name for h in hostlib.HOSTS}
+
+
+def _spares():
+    return {h.name for h in hostlib.HOSTS if h.spare}
+
+
+def _disable_spares(session):
+    """Disable the spare hosts' compute services (hosts.SPARE_REASON)."""
+    svcs = session.get('compute', '/os-services?binary=nova-compute',
+                       microversion='2.53')['services']
+    for svc in svcs:
+        if svc['host'] in _spares() and svc['status'] == 'enabled':
+            session.put('compute', '/os-services/%s' % svc['id'],
+                        {'status': 'disabled',
+                         'disabled_reason': hostlib.SPARE_REASON},
+                        microversion='2.53')
 
 
 def healthy():
@@ -824,7 +842,9 @@ def start(timeline):
           'cell_v2', 'discover_hosts', '--verbose'], 'setup-discover.log')
     _wait('hypervisors', lambda: _hypervisors_ready(session), 60)
     _wait('compute services up', lambda: _computes_up(session), 60)
-    timeline('hosts discovered, hypervisors and compute services up')
+    _disable_spares(session)
+    timeline('hosts discovered, hypervisors and compute services up '
+             '(spares %s disabled)' % ', '.join(sorted(_spares())))
     pool.shutdown()
 
 

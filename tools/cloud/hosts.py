@@ -7,8 +7,14 @@ drivers (cloud.fakevirt), so both agree on names and UUIDs.
 import collections
 import uuid
 
+# SPARE: a second host of its kind, whose compute service tools/testcloud
+# disables (SPARE_REASON) once it is up, so that nothing lands there by
+# chance: a test that needs it (gpu host drain's destinations) enables it
+# and disables it again
 Host = collections.namedtuple(
-    'Host', 'name kind driver nodename gpu_class children extra_conf')
+    'Host', 'name kind driver nodename gpu_class children extra_conf spare',
+    defaults=(False,))
+SPARE_REASON = 'testcloud: spare host, enable it to use it'
 
 PT_DOMAIN = 'gpu.test'
 BM_RESOURCE_CLASS = 'CUSTOM_BAREMETAL_GPU_H100'
@@ -29,22 +35,38 @@ def baremetal_node(host):
     return node_uuid('baremetal-node:' + host)
 
 
+PT_CONF = ('[pci]\n'
+           'device_spec = {"vendor_id": "10de", "product_id": "2331"}\n'
+           'report_in_placement = true\n')
+# the fake driver reports the pGPUs [mdev_nvidia-35] lists
+VGPU_CONF = ('[devices]\n'
+             'enabled_mdev_types = nvidia-35\n'
+             '[mdev_nvidia-35]\n'
+             'device_addresses = 0000:84:00.0,0000:85:00.0\n')
+
+
+def _passthrough(name, spare=False):
+    return Host(name, 'passthrough', 'PassthroughDriver',
+                name + '.' + PT_DOMAIN, PCI_RESOURCE_CLASS, 4, PT_CONF,
+                spare)
+
+
+def _vgpu(name, spare=False):
+    return Host(name, 'vgpu', 'VgpuDriver', name, 'VGPU', 2, VGPU_CONF,
+                spare)
+
+
 HOSTS = (
-    Host('gpu-pt-1', 'passthrough', 'PassthroughDriver',
-         'gpu-pt-1.' + PT_DOMAIN, PCI_RESOURCE_CLASS, 4,
-         '[pci]\n'
-         'device_spec = {"vendor_id": "10de", "product_id": "2331"}\n'
-         'report_in_placement = true\n'),
-    # the fake driver reports the pGPUs [mdev_nvidia-35] lists
-    Host('gpu-vgpu-1', 'vgpu', 'VgpuDriver', 'gpu-vgpu-1', 'VGPU', 2,
-         '[devices]\n'
-         'enabled_mdev_types = nvidia-35\n'
-         '[mdev_nvidia-35]\n'
-         'device_addresses = 0000:84:00.0,0000:85:00.0\n'),
+    _passthrough('gpu-pt-1'),
+    _vgpu('gpu-vgpu-1'),
     Host('gpu-mig-1', 'mig', 'MigDriver', 'gpu-mig-1', 'VGPU', 7, ''),
     # Nova's real ironic driver in front of real Ironic (cloud.ironic,
     # fake-hardware nodes); the nodename is its first node's UUID.
     Host('bm-compute-1', 'baremetal', IRONIC,
          baremetal_node('bm-compute-1'), BM_RESOURCE_CLASS, 0, ''),
     Host('plain-1', 'plain', 'PlainDriver', 'plain-1', 'VCPU', 0, ''),
+    # where gpu host drain moves the servers of the first ones (spares:
+    # disabled until a test enables them)
+    _passthrough('gpu-pt-2', spare=True),
+    _vgpu('gpu-vgpu-2', spare=True),
 )

@@ -190,6 +190,16 @@ class TestPlacement(ContractTestCase):
                          self.p.provider_allocations(root))
 
     @base.needs('plain')
+    def test_consumer_allocations(self):
+        server = self.boot(self.create_flavor({})['name'])
+        sdk = self.rest('placement', '/allocations/%s' % server['id'],
+                        '1.0')['allocations']
+        got = self.p.consumer_allocations(server['id'])
+        self.assertEqual({rp: a['resources'] for rp, a in sdk.items()},
+                         got)
+        self.assertTrue(got)
+
+    @base.needs('plain')
     def test_providers_allocations(self):
         root = self.root()
         sdk = self.rest('placement', '/resource_providers/%s/allocations'
@@ -622,6 +632,45 @@ class TestCompute(ContractTestCase):
         self.between(before, [s['id'] for s in got], after, 'servers')
         for server in got:
             self.assertIn('extra_specs', server['flavor'])
+
+    def plain_server(self):
+        """A server of a plain flavor (booted with plain OSC, deleted at
+        cleanup)."""
+        return self.boot(self.create_flavor({})['name'])
+
+    @base.needs('plain')
+    def test_get_server(self):
+        server = self.plain_server()
+        sdk = self.rest('compute', '/servers/%s' % server['id'],
+                        '2.47')['server']
+        got = self.c.get_server(server['id'])
+        self.assertEqual(
+            (sdk['OS-EXT-SRV-ATTR:host'], sdk['status'], sdk['flavor']),
+            (got['OS-EXT-SRV-ATTR:host'], got['status'], got['flavor']))
+        self.assertIsNone(self.c.get_server(str(uuid_mod.uuid4())))
+
+    @base.needs('plain')
+    def test_server_action(self):
+        server = self.plain_server()
+        self.c.server_action(server['id'], 'shelve')
+        shelved = self.sdk.compute.wait_for_server(
+            self.sdk.compute.get_server(server['id']),
+            status='SHELVED_OFFLOADED', wait=120, interval=0.5)
+        self.assertEqual('SHELVED_OFFLOADED', shelved.status)
+        # Nova's own refusal comes back as gpuclient's error
+        self.assertRaises(errors.APIError, self.c.server_action,
+                          server['id'], 'confirmResize')
+
+    @base.needs('plain')
+    def test_migrations(self):
+        def sdk():
+            return {m['uuid'] for m in self.rest(
+                'compute', '/os-migrations', '2.59',
+                migration_type='migration')['migrations']}
+
+        before = sdk()
+        got = self.c.migrations(migration_type='migration')
+        self.between(before, [m['uuid'] for m in got], sdk(), 'migrations')
 
     @base.needs('plain')
     def test_server_usages(self):

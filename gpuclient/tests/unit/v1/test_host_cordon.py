@@ -13,6 +13,9 @@
 """``openstack gpu host cordon`` and ``uncordon`` against the unit fake:
 parsers, rows, what Nova holds afterwards, and the undo of a failure."""
 
+import os
+
+import fixtures
 from osc_lib import exceptions
 
 from gpuclient.tests.unit import base
@@ -37,6 +40,9 @@ class CordonTestCase(base.CommandTestCase):
         cmd = cls(self.make_app(self.cm.client_manager), None)
         parsed = self.check_parser(cmd, list(args))
         return cmd.take_action(parsed)
+
+    def service_id(self, name):
+        return [s.id for s in self.cm.nova.services() if s.host == name][0]
 
     def writes(self):
         return [c for c in self.cm.nova.calls if c[0] == 'service']
@@ -81,9 +87,6 @@ class TestCordon(CordonTestCase):
         self.assertIn(('put', '/os-services/%s'
                        % self.service_id('gpu-pt-1'), '2.53'),
                       self.cm.nova.sent)
-
-    def service_id(self, name):
-        return [s.id for s in self.cm.nova.services() if s.host == name][0]
 
     def test_hypervisor_hostname_resolves(self):
         _columns, rows = self.run_cmd(host.CordonHost,
@@ -213,8 +216,41 @@ class TestDrain(CordonTestCase):
         self.assertIsNone(row['Destination'])
         self.assertTrue(row['Reason'])
 
-    def test_apply_is_refused_for_now(self):
+    def test_a_server_that_cannot_leave_refuses_before_any_write(self):
         exc = self.assertRaises(exceptions.CommandError, self.run_cmd,
                                 host.DrainHost, ['gpu-pt-1'])
-        self.assertIn('--dry-run', str(exc))
+        self.assertIn('Nothing was changed', str(exc))
+        self.assertIn('a (%s)' % fakes.uid('server-a'), str(exc))
+        self.assertIn('--skip-unmovable', str(exc))
         self.assertEqual([], self.writes())
+        self.assertEqual(set(), self.cloud.disabled)
+
+    def test_skip_unmovable_cordons_and_moves_nothing(self):
+        columns, rows = self.run_cmd(host.DrainHost,
+                                     ['gpu-pt-1', '--skip-unmovable'])
+        row = dict(zip(columns, rows[0], strict=True))
+        self.assertEqual('stays', row['Method'])
+        self.assertEqual({'gpu-pt-1'}, self.cloud.disabled)
+        self.assertEqual([('service', self.service_id('gpu-pt-1'),
+                           'disabled')], self.writes())
+
+    def test_notices_are_written_per_project(self):
+        where = self.useFixture(fixtures.TempDir()).path
+        self.run_cmd(host.DrainHost, ['gpu-pt-1', '--dry-run',
+                                      '--allow-downtime', '--notice-dir',
+                                      where, '--reason', 'firmware'])
+        with open(os.path.join(where, 'drain-notice-p1.txt')) as notice:
+            text = notice.read()
+        self.assertIn('gpu-pt-1', text)
+        self.assertIn('firmware', text)
+        self.assertIn('cold-migrated to gpu-pt-2', text)
+        self.assertEqual([], self.writes())
+        # never overwritten
+        exc = self.assertRaises(
+            exceptions.CommandError, self.run_cmd, host.DrainHost,
+            ['gpu-pt-1', '--dry-run', '--notice-dir', where])
+        self.assertIn('drain-notice-p1.txt', str(exc))
+
+    def test_timeout_must_be_positive(self):
+        self.assertRaises(exceptions.CommandError, self.run_cmd,
+                          host.DrainHost, ['gpu-pt-1', '--timeout', '0'])
