@@ -139,6 +139,12 @@ class TestBaremetal(base.FunctionalTestCase):
         self.assertEqual({BM_CLASS: 1}, rows[0]['resources'])
         self.assertEqual(node, server['OS-EXT-SRV-ATTR:hypervisor_hostname'])
         self.assertEqual('active', self.ironic.node(node)['provision_state'])
+        # a drain plans no move for a bare-metal server: it stays, named
+        rows = self.openstack('gpu', 'host', 'drain', base.BM_HOST,
+                              '--dry-run', '--allow-downtime')
+        mine = [r for r in rows if r['Server'] == server['id']]
+        self.assertEqual(['stays'], [r['Method'] for r in mine], rows)
+        self.assertIn('baremetal', mine[0]['Reason'])
         # in use: total 1, used 1, never free -1
         host = [r for r in self.openstack('gpu', 'host', 'list', '--long')
                 if r['Host'] == base.BM_HOST and r['Resource Class']

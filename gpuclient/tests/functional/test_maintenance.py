@@ -19,11 +19,17 @@ read back with plain ``openstack compute service list`` and ``server
 show``, never through gpuclient only.
 """
 
+import os
+
+import fixtures
 from testtools import content
 
 from gpuclient.tests.functional import base
 
-APPLY_MISSING = 'gpu host drain does not move servers yet (--dry-run only)'
+# what tells gpuclient that the hosts can live-migrate a vGPU (the API
+# does not show these versions): the test cloud's fake driver has none
+LIVE_FACTS = ('--host-fact', 'nova=2025.1', '--host-fact', 'libvirt=8.6.0',
+              '--host-fact', 'qemu=8.1.0')
 
 
 class MaintenanceTestCase(base.FunctionalTestCase):
@@ -63,6 +69,33 @@ class MaintenanceTestCase(base.FunctionalTestCase):
                        '--disable-reason', reason, host, 'nova-compute',
                        parse=False)
 
+    def use_spare(self, host):
+        """Enable HOST, a second host the test cloud keeps disabled so
+        that nothing lands there by chance; disabled again at cleanup with
+        its reason. A cloud without HOST skips (fails on the test
+        cloud)."""
+        rows = self.openstack('--os-compute-api-version', '2.53', 'compute',
+                              'service', 'list', '--service', 'nova-compute',
+                              '--host', host, '--long')
+        if not rows:
+            reason = ('this cloud has no host %s (a second host of its '
+                      'kind: set GPUCLIENT_PT_HOST2 / GPUCLIENT_VGPU_HOST2)'
+                      % host)
+            if os.environ.get('GPUCLIENT_FT_NO_SKIP') == '1':
+                self.fail(reason)
+            self.skipTest(reason)
+        if rows[0]['Status'] == 'disabled':
+            self.addCleanup(self.openstack_raw, 'compute', 'service', 'set',
+                            '--disable', '--disable-reason',
+                            rows[0]['Disabled Reason'] or 'spare', host,
+                            'nova-compute')
+            self.openstack('compute', 'service', 'set', '--enable', host,
+                           'nova-compute', parse=False)
+
+    def drained(self, host):
+        """Uncordon HOST at cleanup (gpuclient's own cordon only)."""
+        self.addCleanup(self.openstack_raw, 'gpu', 'host', 'uncordon', host)
+
     def server_host(self, server):
         shown = self.openstack('--os-compute-api-version', '2.47', 'server',
                                'show', server['id'])
@@ -87,12 +120,6 @@ class MaintenanceTestCase(base.FunctionalTestCase):
         self.assertTrue(on, allocations)
         self.assertTrue(on <= self.tree(destination), allocations)
         self.assertFalse(on & self.tree(source), allocations)
-
-
-# the test cloud's second passthrough and vGPU hosts come with drain's
-# apply (issue 24); until then a destination cannot be proven here
-SECOND_HOST_MISSING = ('the test cloud has no second passthrough host '
-                       '(%s) yet' % base.PT_HOST2)
 
 
 class TestCordon(MaintenanceTestCase):
@@ -138,21 +165,39 @@ class TestDrain(MaintenanceTestCase):
         return self.make_pool('passthrough', hosts, '--alias', 'h100',
                               '--pci-id', '10de:2331')
 
-    def test_dry_run_prints_rows_and_changes_nothing(self):
-        self.skipTest(SECOND_HOST_MISSING)
+    def passthrough_servers(self, count):
+        """COUNT servers of a pool of both passthrough hosts, all on
+        PT_HOST (the second is disabled while they boot), and the second
+        host enabled."""
         pool = self.passthrough_pool([base.PT_HOST, base.PT_HOST2])
-        server = self.boot(self.make_flavor(pool))
-        source, _status = self.server_host(server)
-        other = base.PT_HOST2 if source == base.PT_HOST else base.PT_HOST
-        rows = self.openstack('gpu', 'host', 'drain', source, '--dry-run',
-                              '--allow-downtime')
+        flavor = self.make_flavor(pool)
+        servers = [self.boot(flavor) for _i in range(count)]
+        for server in servers:
+            self.assertEqual(base.PT_HOST, self.server_host(server)[0])
+        self.use_spare(base.PT_HOST2)
+        return servers
+
+    @base.needs('passthrough')
+    def test_dry_run_prints_rows_and_changes_nothing(self):
+        server, = self.passthrough_servers(1)
+        where = self.useFixture(fixtures.TempDir()).path
+        rows = self.openstack('gpu', 'host', 'drain', base.PT_HOST,
+                              '--dry-run', '--allow-downtime',
+                              '--notice-dir', where)
         mine = [r for r in rows if r['Server'] == server['id']]
         self.assertEqual(1, len(mine), rows)
-        self.assertIn(mine[0]['Method'], ('live', 'cold'))
-        self.assertEqual(other, mine[0]['Destination'])
-        self.assertEqual('enabled', self.service(source)['Status'])
-        self.assertEqual((source, 'ACTIVE'), self.server_host(server))
+        self.assertEqual(('cold', base.PT_HOST2, 'stop-start'),
+                         (mine[0]['Method'], mine[0]['Destination'],
+                          mine[0]['Downtime']))
+        self.assertEqual('enabled', self.service(base.PT_HOST)['Status'])
+        self.assertEqual((base.PT_HOST, 'ACTIVE'), self.server_host(server))
+        notices = os.listdir(where)
+        self.assertEqual(['drain-notice-%s.txt' % mine[0]['Project']],
+                         notices)
+        with open(os.path.join(where, notices[0])) as notice:
+            self.assertIn(server['id'], notice.read())
 
+    @base.needs('passthrough')
     def test_no_room_names_the_servers_and_changes_nothing(self):
         # a pool of one host: nowhere to go
         pool = self.passthrough_pool([base.PT_HOST])
@@ -163,22 +208,23 @@ class TestDrain(MaintenanceTestCase):
         mine = [r for r in rows if r['Server'] == server['id']]
         self.assertEqual('stays', mine[0]['Method'])
         self.assertTrue(mine[0]['Reason'])
-        rc, _out, _err = self.openstack_raw('gpu', 'host', 'drain',
-                                            base.PT_HOST, '--method', 'cold',
-                                            '--allow-downtime')
+        rc, _out, err = self.openstack_raw('gpu', 'host', 'drain',
+                                           base.PT_HOST, '--method', 'cold',
+                                           '--allow-downtime')
         self.assertNotEqual(0, rc)
+        self.assertIn(server['id'], err)
         self.assertEqual('enabled', self.service(base.PT_HOST)['Status'])
         self.assertEqual((base.PT_HOST, 'ACTIVE'), self.server_host(server))
 
+    @base.needs('passthrough')
     def test_passthrough_servers_move_to_the_other_host(self):
-        self.skipTest(APPLY_MISSING)
-        pool = self.passthrough_pool([base.PT_HOST, base.PT_HOST2])
-        flavor = self.make_flavor(pool)
-        servers = [self.boot(flavor), self.boot(flavor)]
-        self.addCleanup(self.openstack_raw, 'gpu', 'host', 'uncordon',
-                        base.PT_HOST)
-        self.openstack('gpu', 'host', 'drain', base.PT_HOST,
-                       '--allow-downtime')
+        servers = self.passthrough_servers(2)
+        self.drained(base.PT_HOST)
+        rows = self.openstack('gpu', 'host', 'drain', base.PT_HOST,
+                              '--allow-downtime')
+        self.assertEqual({'cold'}, {r['Method'] for r in rows
+                                    if r['Server'] in
+                                    {s['id'] for s in servers}})
         for server in servers:
             self.assertEqual((base.PT_HOST2, 'ACTIVE'),
                              self.server_host(server))
@@ -188,19 +234,50 @@ class TestDrain(MaintenanceTestCase):
         self.assertEqual('disabled', service['Status'])
         self.assertTrue(service['Disabled Reason'].startswith('gpuclient: '))
 
-    def test_vgpu_server_moves_with_auto(self):
-        self.skipTest(APPLY_MISSING)
+    @base.needs('passthrough')
+    def test_a_drain_left_unconfirmed_is_finished_by_the_rerun(self):
+        server, = self.passthrough_servers(1)
+        self.drained(base.PT_HOST)
+        self.openstack('gpu', 'host', 'drain', base.PT_HOST,
+                       '--allow-downtime', '--no-confirm')
+        self.assertEqual((base.PT_HOST2, 'VERIFY_RESIZE'),
+                         self.server_host(server))
+        rows = self.openstack('gpu', 'host', 'drain', base.PT_HOST,
+                              '--allow-downtime')
+        self.assertEqual([server['id']], [r['Server'] for r in rows])
+        self.assertEqual((base.PT_HOST2, 'ACTIVE'), self.server_host(server))
+        self.assert_gpu_moved(server, 'CUSTOM_PCI_10DE_2331', base.PT_HOST,
+                              base.PT_HOST2)
+        # and a third run has nothing left to do
+        self.assertEqual([], self.openstack('gpu', 'host', 'drain',
+                                            base.PT_HOST))
+
+    @base.needs('vgpu')
+    def test_vgpu_server_live_migrates_where_the_hosts_allow_it(self):
         pool = self.make_pool('vgpu', [base.VGPU_HOST, base.VGPU_HOST2],
                               '--vgpu-type', 'nvidia-35')
         server = self.boot(self.make_flavor(pool))
-        self.addCleanup(self.openstack_raw, 'gpu', 'host', 'uncordon',
-                        base.VGPU_HOST)
+        self.assertEqual(base.VGPU_HOST, self.server_host(server)[0])
+        self.use_spare(base.VGPU_HOST2)
+        self.drained(base.VGPU_HOST)
+        # without the hosts' versions no live migration is planned
         rows = self.openstack('gpu', 'host', 'drain', base.VGPU_HOST,
-                              '--method', 'auto', '--allow-downtime')
+                              '--dry-run', '--allow-downtime')
+        self.assertEqual(['cold'], [r['Method'] for r in rows
+                                    if r['Server'] == server['id']])
+        # with them, Nova takes the live migration (no downtime allowed)
+        rows = self.openstack('gpu', 'host', 'drain', base.VGPU_HOST,
+                              '--method', 'live', *LIVE_FACTS)
         mine = [r for r in rows if r['Server'] == server['id']]
-        # the method auto chose, for the record of the run
+        self.assertEqual(('live', 'none'),
+                         (mine[0]['Method'], mine[0]['Downtime']))
         self.addDetail('method', content.text_content(mine[0]['Method']))
         self.assertEqual((base.VGPU_HOST2, 'ACTIVE'),
                          self.server_host(server))
         self.assert_gpu_moved(server, 'VGPU', base.VGPU_HOST,
                               base.VGPU_HOST2)
+        migrations = self.openstack(
+            '--os-compute-api-version', '2.59', 'server', 'migration',
+            'list', '--server', server['id'])
+        self.assertEqual(['live-migration'],
+                         [m['Type'] for m in migrations])
