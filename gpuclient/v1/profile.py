@@ -23,6 +23,13 @@ from gpuclient.v1 import common
 LOG = logging.getLogger(__name__)
 
 
+class SlotsColumn(format_columns.ListColumn):
+    """Start slots: numbers in JSON/YAML, ``0, 4`` in a table."""
+
+    def human_readable(self):
+        return ', '.join(str(slot) for slot in self._value or ())
+
+
 class ListProfile(common.Lister):
     _description = _(
         'List the MIG profiles and vGPU types of each GPU model.\n\n'
@@ -31,6 +38,7 @@ class ListProfile(common.Lister):
         'instances one GPU holds and the memory slots it may start at; '
         'then the time-sliced vGPU types (one type per physical GPU), '
         'with no slices or placements. Needs no cloud.')
+    auth_required = False  # no cloud is read: no credentials asked for
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -54,7 +62,7 @@ class ListProfile(common.Lister):
         return columns, [
             (r['model'], r['profile'], r['compute_slices'],
              r['memory_slices'], r['memory_gb'], r['max_count'],
-             format_columns.ListColumn(r['placements'])) for r in rows]
+             SlotsColumn(r['placements'])) for r in rows]
 
 
 class PlanProfile(common.Lister):
@@ -68,6 +76,7 @@ class PlanProfile(common.Lister):
         'proposed and the demand it serves; the summary (demand met per '
         'profile, cards re-cut, memory slices left free) goes to stderr. '
         '--cards plans cards not racked yet and needs no cloud.')
+    auth_required = False  # --cards reads no cloud (--pool is refused)
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)

@@ -47,6 +47,7 @@ class TestListProfile(ProfileTestCase):
         self.assertEqual(('A100-80GB', '3g.40gb', 3, 4, 40, 2),
                          rows[4][:6])
         self.assertEqual([0, 4], rows[4][6].machine_readable())
+        self.assertEqual('0, 4', rows[4][6].human_readable())
         self.assertEqual({'A100-80GB'}, {r[0] for r in rows})
         self.assertIn('A100D-10C', [r[1] for r in rows])
 
