@@ -49,6 +49,7 @@ STARTUP_MODULES = frozenset({
     'gpuclient.v1.host',
     'gpuclient.v1.image',
     'gpuclient.v1.pool',
+    'gpuclient.v1.profile',
     'gpuclient.v1.quota',
     'gpuclient.v1.server',
     'gpuclient.v1.usage',

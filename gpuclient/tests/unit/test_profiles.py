@@ -1,0 +1,354 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""rules.profiles: the catalogue against NVIDIA's tables, the layouts
+against an independent enumeration, the plan against brute force."""
+
+import collections
+import itertools
+import random
+
+import testtools
+
+from gpuclient.rules import profiles
+
+# NVIDIA MIG user guide, "Supported MIG Profiles" (A100 80GB names) and
+# ``nvidia-smi mig -lgipp``: name, compute slices, memory slices, instances
+# per GPU, start slots. Written out here, not derived from the module.
+A100_80GB = (
+    ('1g.10gb', 1, 1, 7, (0, 1, 2, 3, 4, 5, 6)),
+    ('1g.10gb+me', 1, 1, 1, (0, 1, 2, 3, 4, 5, 6)),
+    ('1g.20gb', 1, 2, 4, (0, 2, 4, 6)),
+    ('2g.20gb', 2, 2, 3, (0, 2, 4)),
+    ('3g.40gb', 3, 4, 2, (0, 4)),
+    ('4g.40gb', 4, 4, 1, (0,)),
+    ('7g.80gb', 7, 8, 1, (0,)),
+)
+A30_24GB = (
+    ('1g.6gb', 1, 1, 4, (0, 1, 2, 3)),
+    ('1g.6gb+me', 1, 1, 1, (0, 1, 2, 3)),
+    ('2g.12gb', 2, 2, 2, (0, 2)),
+    ('2g.12gb+me', 2, 2, 1, (0, 2)),
+    ('4g.24gb', 4, 4, 1, (0,)),
+)
+NAMES = {
+    'A100-40GB': ['1g.5gb', '1g.5gb+me', '1g.10gb', '2g.10gb', '3g.20gb',
+                  '4g.20gb', '7g.40gb'],
+    'H100-94GB': ['1g.12gb', '1g.12gb+me', '1g.24gb', '2g.24gb', '3g.47gb',
+                  '4g.47gb', '7g.94gb'],
+    'H200-141GB': ['1g.18gb', '1g.18gb+me', '1g.35gb', '2g.35gb',
+                   '3g.71gb', '4g.71gb', '7g.141gb'],
+    'B200-180GB': ['1g.23gb', '1g.23gb+me', '1g.45gb', '2g.45gb',
+                   '3g.90gb', '4g.90gb', '7g.180gb'],
+}
+
+
+def rows_of(model):
+    return [(r['profile'], r['compute_slices'], r['memory_slices'],
+             r['max_count'], tuple(r['placements']))
+            for r in profiles.catalogue(model) if r['mode'] == 'mig']
+
+
+def brute_layouts(table, slices, compute_total):
+    """Every valid MIG layout from TABLE, by include/exclude over every
+    placement, with slices as bit masks (independent of the module)."""
+    places = [(name, start, c, m, count, name.endswith('+me'))
+              for name, c, m, count, starts in table for start in starts]
+    found = []
+
+    def walk(i, mask, chosen):
+        if i == len(places):
+            counts = collections.Counter(p[0] for p in chosen)
+            limit = {t[0]: t[3] for t in table}
+            if all(counts[n] <= limit[n] for n in counts) and sum(
+                    p[5] for p in chosen) <= 1 and sum(
+                    p[2] for p in chosen) <= compute_total:
+                found.append(frozenset((p[0], p[1]) for p in chosen))
+            return
+        walk(i + 1, mask, chosen)
+        name, start, c, m, count, me = places[i]
+        bits = ((1 << m) - 1) << start
+        if start + m <= slices and not mask & bits:
+            walk(i + 1, mask | bits, chosen + [places[i]])
+
+    walk(0, 0, [])
+    return found
+
+
+def maximal(found):
+    return [lay for lay in found
+            if not any(lay < other for other in found)]
+
+
+class TestCatalogue(testtools.TestCase):
+
+    def test_a100_80gb_matches_nvidia(self):
+        self.assertEqual(list(A100_80GB), rows_of('A100-80GB'))
+
+    def test_a30_matches_nvidia(self):
+        self.assertEqual(list(A30_24GB), rows_of('a30-24gb'))
+
+    def test_h100_80gb_shares_the_a100_80gb_names(self):
+        self.assertEqual(rows_of('A100-80GB'), rows_of('H100-80GB'))
+
+    def test_names_of_other_models(self):
+        for model, names in NAMES.items():
+            self.assertEqual(names, [r[0] for r in rows_of(model)], model)
+            # same geometry as every 8-slice GPU
+            self.assertEqual([r[1:] for r in A100_80GB],
+                             [r[1:] for r in rows_of(model)], model)
+
+    def test_max_count_is_what_the_starts_allow(self):
+        # the table's count is the number of (disjoint) start slots, but
+        # one for a +me profile
+        for model in profiles.MODELS.values():
+            for p in model.profiles:
+                expect = 1 if p.media else len(p.starts)
+                self.assertEqual(expect, p.max_count, (model.name, p.name))
+
+    def test_time_sliced_types(self):
+        vgpu = {r['profile']: r['max_count']
+                for r in profiles.catalogue('A100-80GB')
+                if r['mode'] == 'vgpu'}
+        self.assertEqual({'A100D-80C': 1, 'A100D-40C': 2, 'A100D-20C': 4,
+                          'A100D-16C': 5, 'A100D-10C': 8, 'A100D-8C': 10,
+                          'A100D-4C': 20}, vgpu)
+        self.assertEqual([], [r for r in profiles.catalogue('B200-180GB')
+                              if r['mode'] == 'vgpu'])
+
+    def test_names_normalised(self):
+        self.assertEqual('H100-80GB', profiles.model_name(' h100_80gb '))
+        self.assertEqual('A30-24GB', profiles.model_name('a30 24gb'))
+        self.assertEqual('3g.40gb', profiles.profile_name('MIG 3G.40GB'))
+        self.assertEqual('1g.10gb+me',
+                         profiles.profile_name('nvidia.com/mig-1g.10gb+me'))
+        self.assertEqual('A100D-10C', profiles.profile_name('a100d-10c'))
+        self.assertRaises(profiles.UnknownName, profiles.model_name, 'V100')
+        self.assertRaises(profiles.UnknownName, profiles.profile_name,
+                          '5g.50gb')
+
+
+class TestLayouts(testtools.TestCase):
+
+    def mig(self, model, is_maximal=False):
+        return {frozenset(lay) for lay in profiles.layouts(model, is_maximal)
+                if not lay or lay[0][1] is not None}
+
+    def test_a100_80gb_every_layout_counted(self):
+        found = brute_layouts(A100_80GB, 8, 7)
+        self.assertEqual(2319, len(found))
+        self.assertEqual(set(found), self.mig('A100-80GB'))
+        top = maximal(found)
+        self.assertEqual(239, len(top))
+        self.assertEqual(set(top), self.mig('A100-80GB', True))
+
+    def test_a100_40gb_five_classic_profiles(self):
+        # 1g.5gb, 2g.10gb, 3g.20gb, 4g.20gb, 7g.40gb: the user guide's
+        # combination diagram; 4g+3g (allowed from driver R510) is one.
+        table = [r for r in rows_of('A100-40GB')
+                 if r[0] not in ('1g.5gb+me', '1g.10gb')]
+        top = maximal(brute_layouts(table, 8, 7))
+        self.assertEqual(19, len(top))
+        self.assertIn(frozenset({('4g.20gb', 0), ('3g.20gb', 4)}), top)
+
+    def test_a30(self):
+        found = brute_layouts(A30_24GB, 4, 4)
+        self.assertEqual(set(found), self.mig('A30-24GB'))
+        self.assertEqual(set(maximal(found)), self.mig('A30-24GB', True))
+
+    def test_time_sliced_layouts(self):
+        lays = [lay for lay in profiles.layouts('A30-24GB')
+                if lay and lay[0][1] is None]
+        self.assertEqual(1 + 2 + 3 + 4 + 6, len(lays))
+        top = [lay for lay in profiles.layouts('A30-24GB', True)
+               if lay and lay[0][1] is None]
+        self.assertEqual([1, 2, 3, 4, 6], sorted(len(lay) for lay in top))
+
+    def test_invalid_layouts_said_why(self):
+        m = 'A100-80GB'
+        self.assertIsNone(profiles.check_layout(m, [('3g.40gb', 4)]))
+        for layout in ([('3g.40gb', 2)], [('3g.40gb', 0), ('2g.20gb', 2)],
+                       [('1g.10gb+me', 0), ('1g.10gb+me', 1)],
+                       [('A100D-10C', None), ('A100D-20C', None)],
+                       [('A100D-10C', None)] * 9, [('1g.5gb', 0)]):
+            self.assertIsNotNone(profiles.check_layout(m, layout), layout)
+
+
+def independent_valid(model, layout):
+    """Physical validity, re-derived: starts from the tables above, slices
+    as bit masks, one +me, one time-sliced type within its maximum."""
+    if not layout:
+        return True
+    if layout[0][1] is None:
+        types = {t.name: t.max_count for t in
+                 profiles.MODELS[model].vgpu_types}
+        return (len({n for n, _s in layout}) == 1 and layout[0][0] in types
+                and len(layout) <= types[layout[0][0]]
+                and all(s is None for _n, s in layout))
+    table = A30_24GB if model == 'A30-24GB' else A100_80GB
+    names = [r[0] for r in rows_of(model)]
+    shape = {name: row for name, row in zip(names, table, strict=True)}
+    mask, me = 0, 0
+    counts = collections.Counter()
+    for name, start in layout:
+        _n, c, m, count, starts = shape[name]
+        bits = ((1 << m) - 1) << start
+        if start not in starts or mask & bits:
+            return False
+        mask |= bits
+        counts[name] += 1
+        me += name.endswith('+me')
+        if counts[name] > count:
+            return False
+    return me <= 1
+
+
+def random_cards(rng, models, n):
+    cards = []
+    for i in range(n):
+        model = rng.choice(models)
+        current, in_use = (), ()
+        if rng.random() < 0.7:
+            current = rng.choice(profiles.layouts(model))
+            in_use = tuple(p for p in current if rng.random() < 0.5)
+        cards.append({'id': 'gpu%d' % i, 'model': model,
+                      'current': current, 'in_use': in_use})
+    return cards
+
+
+def random_demand(rng, models):
+    names = sorted({n for m in models for n in profiles.profile_names(m)})
+    return {p: rng.randint(0, 6) for p in rng.sample(names, rng.randint(1, 3))}
+
+
+def brute_best(cards, demand):
+    """The best (met, -recut, -moves) over every layout of every card."""
+    per_card = []
+    for card in cards:
+        current = profiles.normal(card['current'])
+        in_use = collections.Counter(card['in_use'])
+        options = []
+        for lay in profiles.layouts(card['model']):
+            lay = profiles.normal(lay)
+            recut = lay != current
+            moves = sum((in_use - collections.Counter(lay)).values()) \
+                if recut else 0
+            supply = collections.Counter(n for n, _s in lay)
+            options.append((supply, recut, moves))
+        per_card.append(options)
+    best = None
+    for combo in itertools.product(*per_card):
+        supply = collections.Counter()
+        for s, _r, _m in combo:
+            supply.update(s)
+        key = (sum(min(n, supply[p]) for p, n in demand.items()),
+               -sum(r for _s, r, _m in combo),
+               -sum(m for _s, _r, m in combo))
+        if best is None or key > best:
+            best = key
+    return best[0], -best[1], -best[2]
+
+
+class TestPlan(testtools.TestCase):
+
+    def check(self, cards, demand):
+        rows, summary = profiles.plan(cards, demand)
+        for row in rows:
+            self.assertTrue(independent_valid(row['model'], row['proposed']),
+                            row)
+            self.assertIsNone(profiles.check_layout(row['model'],
+                                                    row['proposed']))
+        return rows, summary
+
+    def test_against_brute_force(self):
+        rng = random.Random(27)
+        sizes = [1] * 10 + [2] * 20 + [3] * 2
+        for case, n in enumerate(sizes):
+            cards = random_cards(rng, ['A30-24GB'], n)
+            demand = random_demand(rng, ['A30-24GB'])
+            rows, summary = self.check(cards, demand)
+            got = profiles.objective(rows, demand)
+            self.assertEqual(brute_best(cards, demand), got,
+                             (case, cards, demand))
+            self.assertEqual((summary['met'], summary['recut'],
+                              summary['moves']), got)
+
+    def test_against_brute_force_with_an_a100(self):
+        rng = random.Random(2027)
+        for case in range(4):
+            cards = random_cards(rng, ['A100-80GB'], 1) + random_cards(
+                rng, ['A30-24GB'], 1)
+            demand = random_demand(rng, ['A100-80GB', 'A30-24GB'])
+            rows, _summary = self.check(cards, demand)
+            self.assertEqual(brute_best(cards, demand),
+                             profiles.objective(rows, demand),
+                             (case, cards, demand))
+
+    def test_every_proposed_layout_is_valid(self):
+        rng = random.Random(7)
+        models = list(profiles.MODELS)
+        for _case in range(10):
+            cards = random_cards(rng, models, 24)
+            demand = random_demand(rng, models)
+            self.check(cards, demand)
+
+    def test_keeps_a_layout_that_serves(self):
+        cards = [{'id': 'g0', 'model': 'A100-80GB',
+                  'current': [('3g.40gb', 0), ('3g.40gb', 4)],
+                  'in_use': [('3g.40gb', 0)]},
+                 {'id': 'g1', 'model': 'A100-80GB'}]
+        rows, summary = profiles.plan(cards, {'3g.40gb': 2, '2g.20gb': 3})
+        self.assertFalse(rows[0]['recut'])
+        self.assertEqual('2g.20gb@0, 2g.20gb@2, 2g.20gb@4',
+                         profiles.layout_text(
+                             tuple(p for p in rows[1]['proposed']
+                                   if p[0] == '2g.20gb')))
+        self.assertEqual(5, summary['met'])
+        self.assertEqual(1, summary['recut'])
+        self.assertEqual(0, summary['moves'])
+
+    def test_no_demand_cuts_nothing(self):
+        rows, summary = profiles.plan(
+            [{'id': 'g0', 'model': 'H100-80GB'}], {})
+        self.assertEqual((), rows[0]['proposed'])
+        self.assertEqual(0, summary['recut'])
+
+    def test_bad_current_layout_refused(self):
+        self.assertRaises(ValueError, profiles.plan, [
+            {'id': 'g0', 'model': 'A30-24GB', 'current': [('4g.24gb', 2)]}],
+            {'1g.6gb': 1})
+        self.assertRaises(ValueError, profiles.plan, [
+            {'id': 'g0', 'model': 'A30-24GB', 'current': [],
+             'in_use': [('1g.6gb', 0)]}], {'1g.6gb': 1})
+
+
+class TestScript(testtools.TestCase):
+
+    def test_order_and_names(self):
+        layout = (('1g.10gb', 4), ('3g.40gb', 0), ('1g.10gb', 5))
+        text = profiles.script('A100-80GB', layout, ['g0', 'g1'])
+        lines = text.splitlines()
+        self.assertEqual('#!/bin/sh', lines[0])
+        dci = [i for i, line in enumerate(lines) if ' -dci' in line][0]
+        dgi = [i for i, line in enumerate(lines) if ' -dgi' in line][0]
+        cgi = [i for i, line in enumerate(lines) if ' -cgi ' in line]
+        self.assertLess(dci, dgi)
+        self.assertLess(dgi, cgi[0])
+        self.assertIn('-cgi 3g.40gb -C', lines[cgi[0]])
+        self.assertEqual('A100-80GB_3g.40gb_0_1g.10gb_4_1g.10gb_5.sh',
+                         profiles.script_name('A100-80GB',
+                                              profiles.normal(layout)))
+
+    def test_time_sliced(self):
+        text = profiles.script('A30-24GB', (('A30-6C', None),) * 4, ['g0'])
+        self.assertIn('-mig 0', text)
+        self.assertNotIn('-cgi', text)

@@ -1,0 +1,129 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``openstack gpu profile list`` and ``plan``: parsers and take_action,
+no cloud (the client manager is never touched)."""
+
+import os
+
+import fixtures
+from osc_lib import exceptions
+
+from gpuclient.tests.unit import base
+from gpuclient.v1 import profile
+
+
+class ProfileTestCase(base.CommandTestCase):
+
+    def run_cmd(self, cls, args):
+        cmd = cls(self.make_app(None), None)
+        parsed = self.check_parser(cmd, list(args))
+        return cmd.take_action(parsed)
+
+
+class TestListProfile(ProfileTestCase):
+
+    def test_parser(self):
+        cmd = profile.ListProfile(self.make_app(None), None)
+        self.check_parser(cmd, ['--model', 'a30-24gb'],
+                          [('model', 'a30-24gb')])
+
+    def test_one_model(self):
+        columns, rows = self.run_cmd(profile.ListProfile,
+                                     ['--model', 'a100-80gb'])
+        self.assertEqual(('Model', 'Profile', 'Compute Slices',
+                          'Memory Slices', 'Memory (GB)', 'Max Count',
+                          'Placements'), columns)
+        rows = list(rows)
+        self.assertEqual(('A100-80GB', '3g.40gb', 3, 4, 40, 2),
+                         rows[4][:6])
+        self.assertEqual([0, 4], rows[4][6].machine_readable())
+        self.assertEqual('0, 4', rows[4][6].human_readable())
+        self.assertEqual({'A100-80GB'}, {r[0] for r in rows})
+        self.assertIn('A100D-10C', [r[1] for r in rows])
+
+    def test_every_model(self):
+        _columns, rows = self.run_cmd(profile.ListProfile, [])
+        self.assertEqual(7, len({r[0] for r in rows}))
+
+    def test_unknown_model(self):
+        e = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                              profile.ListProfile, ['--model', 'V100'])
+        self.assertIn('A100-80GB', str(e))
+
+
+class TestPlanProfile(ProfileTestCase):
+
+    def test_parser(self):
+        cmd = profile.PlanProfile(self.make_app(None), None)
+        self.check_parser(
+            cmd, ['--cards', 'A100-80GB=2', '--cards', 'a30-24gb = 1',
+                  '--demand', '3g.40gb=3', '--output-dir', 'out'],
+            [('cards', {'A100-80GB': '2', 'a30-24gb': '1'}),
+             ('demand', {'3g.40gb': '3'}), ('output_dir', 'out'),
+             ('pool', None), ('from_usage', False)])
+        self.assertRaises(base.ParserError, self.check_parser, cmd,
+                          ['--cards', 'A100-80GB'])
+
+    def test_plan(self):
+        columns, rows = self.run_cmd(profile.PlanProfile, [
+            '--cards', 'A100-80GB=2', '--demand', '3g.40gb=3',
+            '--demand', '1g.10gb=2'])
+        self.assertEqual(('Card', 'Model', 'Layout Now', 'Layout Proposed',
+                          'Serves'), columns)
+        self.assertEqual(['A100-80GB#1', 'A100-80GB#2'],
+                         [r[0] for r in rows])
+        self.assertEqual(['-', '-'], [r[2] for r in rows])
+        served = {}
+        for row in rows:
+            for name, n in row[4].machine_readable().items():
+                served[name] = served.get(name, 0) + n
+        self.assertEqual({'3g.40gb': 3, '1g.10gb': 2}, served)
+        self.assertIn('Demand met: 5 of 5; cards re-cut: 2',
+                      self.logger.output)
+
+    def test_output_dir(self):
+        out = os.path.join(self.useFixture(fixtures.TempDir()).path, 'o')
+        args = ['--cards', 'A30-24GB=2', '--demand', '2g.12gb=4',
+                '--output-dir', out]
+        columns, rows = self.run_cmd(profile.PlanProfile, args)
+        self.assertEqual('Script', columns[-1])
+        paths = {r[5] for r in rows}
+        self.assertEqual(1, len(paths))
+        path = paths.pop()
+        with open(path) as f:
+            self.assertIn('-cgi 2g.12gb -C', f.read())
+        # never overwritten: the same plan again is refused
+        e = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                              profile.PlanProfile, args)
+        self.assertIn('exists already', str(e))
+
+    def test_not_available_yet(self):
+        for args in (['--pool', 'p1', '--demand', '3g.40gb=1'],
+                     ['--cards', 'A100-80GB=1', '--from-usage']):
+            e = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                                  profile.PlanProfile, args)
+            self.assertIn('use --cards', str(e))
+
+    def test_refusals(self):
+        for args, text in (
+                (['--demand', '3g.40gb=1'], '--cards'),
+                (['--cards', 'A100-80GB=1'], '--demand'),
+                (['--cards', 'A100-80GB=x', '--demand', '3g.40gb=1'],
+                 '<model>=<count>'),
+                (['--cards', 'V100=1', '--demand', '3g.40gb=1'],
+                 'Unknown GPU model'),
+                (['--cards', 'A100-80GB=1', '--demand', '5g.1gb=1'],
+                 'profile list')):
+            e = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                                  profile.PlanProfile, args)
+            self.assertIn(text, str(e), args)

@@ -1,0 +1,161 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``openstack gpu profile list`` and ``openstack gpu profile plan``."""
+
+import logging
+
+from osc_lib import exceptions
+from osc_lib.cli import format_columns
+
+from gpuclient.i18n import _
+from gpuclient.v1 import common
+
+LOG = logging.getLogger(__name__)
+
+
+class SlotsColumn(format_columns.ListColumn):
+    """Start slots: numbers in JSON/YAML, ``0, 4`` in a table."""
+
+    def human_readable(self):
+        return ', '.join(str(slot) for slot in self._value or ())
+
+
+class ListProfile(common.Lister):
+    _description = _(
+        'List the MIG profiles and vGPU types of each GPU model.\n\n'
+        'The partition catalogue from NVIDIA\'s tables: per model, each MIG '
+        'profile with its compute and memory slices, memory, the most '
+        'instances one GPU holds and the memory slots it may start at; '
+        'then the time-sliced vGPU types (one type per physical GPU), '
+        'with no slices or placements. Needs no cloud.')
+    auth_required = False  # no cloud is read: no credentials asked for
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument(
+            '--model', metavar='<model>',
+            help=_('Only this GPU model (case-insensitive): A100-40GB, '
+                   'A100-80GB, A30-24GB, H100-80GB, H100-94GB, H200-141GB '
+                   'or B200-180GB'))
+        return parser
+
+    def take_action(self, parsed_args):
+        from gpuclient.ops import profile_ops
+        from gpuclient.rules import profiles
+
+        try:
+            rows = profile_ops.catalogue(parsed_args.model)
+        except profiles.UnknownName as e:
+            raise exceptions.CommandError(str(e)) from e
+        columns = ('Model', 'Profile', 'Compute Slices', 'Memory Slices',
+                   'Memory (GB)', 'Max Count', 'Placements')
+        return columns, [
+            (r['model'], r['profile'], r['compute_slices'],
+             r['memory_slices'], r['memory_gb'], r['max_count'],
+             SlotsColumn(r['placements'])) for r in rows]
+
+
+class PlanProfile(common.Lister):
+    _description = _(
+        'Plan the MIG or vGPU layout of each GPU for a demand.\n\n'
+        'Exact, in this order: meet as much of the demand as possible, '
+        're-cut the fewest cards, disturb the fewest running servers. '
+        'Placement rules are kept (each profile at its valid start slots, '
+        'no two instances of a card on one memory slice, one time-sliced '
+        'vGPU type per GPU). One row per card: its layout now, the layout '
+        'proposed and the demand it serves; the summary (demand met per '
+        'profile, cards re-cut, memory slices left free) goes to stderr. '
+        '--cards plans cards not racked yet and needs no cloud.')
+    auth_required = False  # --cards reads no cloud (--pool is refused)
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        common.add_key_value_arg(
+            parser, '--cards', '<model>=<count>', 'cards', 'A100-80GB=8',
+            _('Plan this many cards of a GPU model not racked yet, e.g. '
+              'A100-80GB=8 (repeat option for several models; see "gpu '
+              'profile list" for the models)'))
+        common.add_key_value_arg(
+            parser, '--demand', '<profile>=<count>', 'demand', '3g.40gb=4',
+            _('Instances wanted of a MIG profile or time-sliced vGPU type, '
+              'e.g. 3g.40gb=4 or A100D-10C=16 (repeat option for several; '
+              'a name counts on every model that has it)'))
+        parser.add_argument(
+            '--output-dir', metavar='<directory>',
+            help=_('Write one nvidia-smi script per group of cards with '
+                   'the same model and proposed layout into this '
+                   'directory (made if missing; an existing file is never '
+                   'overwritten): adds a Script column'))
+        parser.add_argument(
+            '--pool', metavar='<pool>',
+            help=_('Plan the cards of this pool\'s hosts (not available '
+                   'yet: use --cards)'))
+        parser.add_argument(
+            '--from-usage', action='store_true',
+            help=_('Take the demand from the servers\' usage (not available '
+                   'yet: use --demand)'))
+        return parser
+
+    def take_action(self, parsed_args):
+        from gpuclient.ops import profile_ops
+        from gpuclient.rules import profiles
+
+        if parsed_args.pool or parsed_args.from_usage:
+            raise exceptions.CommandError(_(
+                '--pool and --from-usage are not available yet: use '
+                '--cards <model>=<count> and --demand <profile>=<count>.'))
+        if not parsed_args.cards:
+            raise exceptions.CommandError(_(
+                'Give the cards to plan: --cards <model>=<count>, e.g. '
+                '--cards A100-80GB=8.'))
+        if not parsed_args.demand:
+            raise exceptions.CommandError(_(
+                'Give the demand: --demand <profile>=<count>, e.g. '
+                '--demand 3g.40gb=4.'))
+        cards = common.number_values(
+            '--cards', parsed_args.cards, _('<model>=<count>'),
+            '--cards A100-80GB=8', integer=True)
+        demand = common.number_values(
+            '--demand', parsed_args.demand, _('<profile>=<count>'),
+            '--demand 3g.40gb=4', integer=True)
+        try:
+            rows, summary = profile_ops.plan_cards(
+                cards, demand, parsed_args.output_dir)
+        except (profiles.UnknownName, OSError) as e:
+            raise exceptions.CommandError(str(e)) from e
+        for name, (wanted, offered, met) in sorted(
+                summary['demand'].items()):
+            LOG.warning(_('%(name)s: %(met)d of %(wanted)d met '
+                          '(%(offered)d offered)'),
+                        {'name': name, 'met': met, 'wanted': wanted,
+                         'offered': offered})
+        LOG.warning(_('Demand met: %(met)d of %(wanted)d; cards re-cut: '
+                      '%(recut)d; servers disturbed: %(moves)d; memory '
+                      'slices left free: %(free)d.'),
+                    {'met': summary['met'], 'wanted': summary['wanted'],
+                     'recut': summary['recut'], 'moves': summary['moves'],
+                     'free': summary['stranded_slices']})
+        columns = ('Card', 'Model', 'Layout Now', 'Layout Proposed',
+                   'Serves')
+        if parsed_args.output_dir:
+            columns += ('Script',)
+        data = []
+        for row in rows:
+            item = (row['id'], row['model'],
+                    profiles.layout_text(row['current']),
+                    profiles.layout_text(row['proposed']),
+                    format_columns.DictColumn(row['serves']))
+            if parsed_args.output_dir:
+                item += (row['script'],)
+            data.append(item)
+        return columns, data
