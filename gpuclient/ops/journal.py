@@ -547,11 +547,24 @@ class Executor:
                    'id': server['id']})
 
     def _check_allocations(self, server_id, name, classes, providers,
-                           where):
+                           where, gpus=None):
         """The GPU CLASSES the server holds in Placement are all in the
         tree of WHERE ('destination', or None: none at all, shelved) and
-        none in the source's."""
+        none in the source's. More units than GPUS (what it held before)
+        is said as a warning: Nova allocated more on the destination."""
         held = self.client.placement.consumer_allocations(server_id)
+        units = sum(res.get(c) or 0 for res in held.values()
+                    for c in classes)
+        if where and gpus and units > gpus:
+            self.warnings.append(
+                _('Nova allocated %(units)d x %(classes)s to server '
+                  '%(server)s on its destination, where it held %(gpus)d '
+                  'before the move: the extra units are not free for other '
+                  'servers. See "openstack resource provider allocation '
+                  'show %(id)s".') % {
+                    'units': units, 'classes': '/'.join(classes),
+                    'server': _label(server_id, name), 'gpus': gpus,
+                    'id': server_id})
         on = {rp for rp, res in held.items()
               if any(res.get(c) for c in classes)}
         source = set((providers or {}).get('source') or ())
@@ -609,7 +622,7 @@ class Executor:
                 and (server.get('status') or '').upper() in statuses)
 
     def _do_server_live_migrate(self, id, name, source, host,  # noqa: A002
-                                classes, providers, timeout):
+                                classes, providers, timeout, gpus=None):
         label = _label(id, name)
         doing = _('Live migration of server %s') % label
         server = self._server(id, name)
@@ -619,10 +632,12 @@ class Executor:
                 {'host': host, 'block_migration': 'auto'}, timeout,
                 lambda server: self._on(server, host, LIVE_DONE), source,
                 doing)
-        self._check_allocations(id, name, classes, providers, 'destination')
+        self._check_allocations(id, name, classes, providers, 'destination',
+                                gpus)
 
     def _do_server_migrate(self, id, name, source, host,  # noqa: A002
-                           classes, providers, timeout, confirm=True):
+                           classes, providers, timeout, confirm=True,
+                           gpus=None):
         label = _label(id, name)
         doing = _('Cold migration of server %s') % label
         server = self._server(id, name)
@@ -636,12 +651,13 @@ class Executor:
         if confirm and (server.get('status') or '').upper() == (
                 'VERIFY_RESIZE'):
             self._do_server_confirm(id, name, source, host, classes,
-                                    providers, timeout)
+                                    providers, timeout, gpus)
             return
-        self._check_allocations(id, name, classes, providers, 'destination')
+        self._check_allocations(id, name, classes, providers, 'destination',
+                                gpus)
 
     def _do_server_confirm(self, id, name, source, host,  # noqa: A002
-                           classes, providers, timeout):
+                           classes, providers, timeout, gpus=None):
         label = _label(id, name)
         doing = _('Confirming the migration of server %s') % label
         server = self._server(id, name)
@@ -659,7 +675,8 @@ class Executor:
             self._wait_server(
                 id, name, timeout,
                 lambda server: self._on(server, host, COLD_DONE), doing)
-        self._check_allocations(id, name, classes, providers, 'destination')
+        self._check_allocations(id, name, classes, providers, 'destination',
+                                gpus)
 
     def _do_server_shelve(self, id, name, source, classes,  # noqa: A002
                           providers, timeout):
@@ -827,18 +844,19 @@ class Executor:
         return True
 
     def _holds_server_live_migrate(self, id, name, source, host,  # noqa: A002
-                                   classes, providers, timeout):
+                                   classes, providers, timeout, gpus=None):
         return self._on(self._server(id, name), host, LIVE_DONE) and (
             self._moved(id, name, classes, providers, 'destination'))
 
     def _holds_server_migrate(self, id, name, source, host,  # noqa: A002
-                              classes, providers, timeout, confirm=True):
+                              classes, providers, timeout, confirm=True,
+                              gpus=None):
         wanted = COLD_DONE if confirm else ('VERIFY_RESIZE',) + COLD_DONE
         return self._on(self._server(id, name), host, wanted) and (
             self._moved(id, name, classes, providers, 'destination'))
 
     def _holds_server_confirm(self, id, name, source, host,  # noqa: A002
-                              classes, providers, timeout):
+                              classes, providers, timeout, gpus=None):
         return self._on(self._server(id, name), host, COLD_DONE) and (
             self._moved(id, name, classes, providers, 'destination'))
 

@@ -216,5 +216,7 @@ def drain(client, hosts, requested='auto', allow_downtime=False,
     if notice_dir:
         written = _write_notices(
             notice_dir, maintenance.notices(rows, draining, reason))
-    journal.run(client, plan, dry_run=dry_run, on_step=on_step)
+    executor = journal.run(client, plan, dry_run=dry_run, on_step=on_step)
+    for warning in executor.warnings if executor else ():
+        LOG.warning(warning)
     return rows, plan, written

@@ -704,18 +704,20 @@ def steps(rows, cordon_steps, tree_uuids, confirm=True, timeout=None):
                                   or ()),
         }
         args = (row['server'], row['name'], row['source'])
+        gpus = row.get('gpus') or None
         if row.get('confirm_only'):
             if confirm:
                 out.append(plan_mod.confirm_migration(
                     *args, row['destination'], classes, providers,
-                    timeout))
+                    timeout, gpus=gpus))
         elif method_ == LIVE:
             out.append(plan_mod.live_migrate(
-                *args, row['destination'], classes, providers, timeout))
+                *args, row['destination'], classes, providers, timeout,
+                gpus=gpus))
         elif method_ == COLD:
             out.append(plan_mod.cold_migrate(
                 *args, row['destination'], classes, providers, timeout,
-                confirm=confirm))
+                confirm=confirm, gpus=gpus))
         elif method_ == SHELVE:
             out.append(plan_mod.shelve(*args, classes, providers, timeout))
     return out

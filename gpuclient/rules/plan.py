@@ -49,10 +49,12 @@ service.disable       host, id, reason
 service.enable        host, id
 server.live_migrate   id, name, source, host, classes, providers (the
                       source's and the destination's: what to verify),
-                      timeout
+                      timeout, gpus (the units it held: more after the
+                      move is said)
 server.migrate        id, name, source, host, classes, providers,
-                      timeout, confirm (False: left in VERIFY_RESIZE)
-server.confirm        id, name, source, host, classes, providers, timeout
+                      timeout, confirm (False: left in VERIFY_RESIZE), gpus
+server.confirm        id, name, source, host, classes, providers, timeout,
+                      gpus
 server.shelve         id, name, source, classes, providers, timeout
 ====================  ===================================================
 
@@ -598,7 +600,7 @@ def _move(op, what, server_id, name, **args):
 
 
 def live_migrate(server_id, name, source, host, classes, providers,
-                 timeout):
+                 timeout, gpus=None):
     """Live-migrate a server from SOURCE to HOST (named to Nova, whose
     scheduler checks it); forward only. PROVIDERS: {'source': [uuids],
     'destination': [uuids]} of both trees, where its CLASSES must have
@@ -609,11 +611,11 @@ def live_migrate(server_id, name, source, host, classes, providers,
                                   'source': source, 'host': host},
                  server_id, name, source=source, host=host,
                  classes=sorted(classes), providers=providers,
-                 timeout=timeout)
+                 timeout=timeout, gpus=gpus)
 
 
 def cold_migrate(server_id, name, source, host, classes, providers,
-                 timeout, confirm=True):
+                 timeout, confirm=True, gpus=None):
     """Cold-migrate a server from SOURCE to HOST (2.56), then confirm the
     resize unless CONFIRM is False; forward only."""
     text = (_('cold-migrate server %(server)s from %(source)s to %(host)s '
@@ -625,11 +627,11 @@ def cold_migrate(server_id, name, source, host, classes, providers,
                          'source': source, 'host': host},
                  server_id, name, source=source, host=host,
                  classes=sorted(classes), providers=providers,
-                 timeout=timeout, confirm=confirm)
+                 timeout=timeout, confirm=confirm, gpus=gpus)
 
 
 def confirm_migration(server_id, name, source, host, classes, providers,
-                      timeout):
+                      timeout, gpus=None):
     """Confirm the cold migration of a server that a drain left on HOST in
     VERIFY_RESIZE; forward only."""
     return _move('server.confirm',
@@ -639,7 +641,7 @@ def confirm_migration(server_id, name, source, host, classes, providers,
                      'source': source, 'host': host},
                  server_id, name, source=source, host=host,
                  classes=sorted(classes), providers=providers,
-                 timeout=timeout)
+                 timeout=timeout, gpus=gpus)
 
 
 def shelve(server_id, name, source, classes, providers, timeout):
