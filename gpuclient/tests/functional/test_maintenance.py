@@ -25,6 +25,7 @@ import fixtures
 from testtools import content
 
 from gpuclient.tests.functional import base
+from gpuclient.tests.functional import faults
 
 # what tells gpuclient that the hosts can live-migrate a vGPU (the API
 # does not show these versions): the test cloud's fake driver has none
@@ -281,3 +282,78 @@ class TestDrain(MaintenanceTestCase):
             'list', '--server', server['id'])
         self.assertEqual(['live-migration'],
                          [m['Type'] for m in migrations])
+
+
+class TestDrainFaults(MaintenanceTestCase):
+    """Every write of a two-server drain fails in turn, in one process
+    through ``maintenance_ops.drain`` (what the command calls): a 500 that
+    Nova never saw, and a dropped connection after Nova took the write.
+    Each time the drain either finishes, or stops saying what was done and
+    to run it again, and the re-run finishes it: both servers ACTIVE on
+    the other host, their vGPUs allocated there. The points alternate
+    direction, so each starts from two servers on one host."""
+
+    KINDS = ('500', 'drop')
+
+    @base.needs('vgpu')
+    def test_every_write_of_a_two_server_drain(self):
+        from gpuclient.ops import journal
+        from gpuclient.ops import maintenance_ops
+
+        self.useFixture(fixtures.MockPatchObject(journal, 'POLL_INTERVAL',
+                                                 0.5))
+        pool = self.make_pool('vgpu', [base.VGPU_HOST, base.VGPU_HOST2],
+                              '--vgpu-type', 'nvidia-35')
+        flavor = self.make_flavor(pool)
+        servers = [self.boot(flavor), self.boot(flavor)]
+        self.use_spare(base.VGPU_HOST2)
+        self.drained(base.VGPU_HOST)
+        self.drained(base.VGPU_HOST2)
+        client = faults.make_client()
+        injector = self.useFixture(faults.FaultInjector(client))
+
+        def drain(source):
+            return maintenance_ops.drain(client, [source], requested='cold',
+                                         allow_downtime=True)
+
+        # a clean run learns the number of writes: cordon, then migrate
+        # and confirm each server
+        source, destination = base.VGPU_HOST, base.VGPU_HOST2
+        injector.reset()
+        drain(source)
+        writes = len(injector.writes)
+        self.assertEqual(5, writes, injector.writes)
+        maintenance_ops.uncordon(client, [source])
+        source, destination = destination, source
+        points = []
+        for kind in self.KINDS:
+            for k in range(1, writes + 1):
+                injector.reset()
+                injector.arm(k, kind)
+                try:
+                    drain(source)
+                    outcome = 'finished'
+                except journal.ApplyError as exc:
+                    outcome = 'stopped'
+                    text = str(exc)
+                    self.assertIn('again', text)
+                    if k > 1:
+                        self.assertIn('Done, and kept', text)
+                injector.disarm()
+                if outcome == 'stopped':
+                    drain(source)  # the re-run finishes it
+                for server in servers:
+                    self.assertEqual((destination, 'ACTIVE'),
+                                     self.server_host(server),
+                                     '%s at write %d' % (kind, k))
+                    self.assert_gpu_moved(server, 'VGPU', source,
+                                          destination)
+                self.assertEqual('disabled',
+                                 self.service(source)['Status'])
+                points.append('%s@%d:%s' % (kind, k, outcome))
+                maintenance_ops.uncordon(client, [source])
+                source, destination = destination, source
+        line = 'fault points: drain: %d (%s)' % (len(points),
+                                                 ' '.join(points))
+        print(line)  # noqa: T201 - stestr shows it with the test output
+        self.addDetail('fault-matrix: drain', content.text_content(line))
