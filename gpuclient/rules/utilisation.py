@@ -144,7 +144,7 @@ def names(metrics=None, labels=None):
     return merged, found
 
 
-# -- PromQL ---------------------------------------------------------------------
+# -- PromQL ------------------------------------------------------------------
 
 def server_queries(window, metrics=None):
     """{name: PromQL} of ``gpu server list --utilisation``: mean and peak
@@ -181,7 +181,7 @@ def usage_queries(period, step, metrics=None):
     }
 
 
-# -- answers --------------------------------------------------------------------
+# -- answers -----------------------------------------------------------------
 
 def _number(text):
     try:
