@@ -70,9 +70,9 @@ class Prometheus:
             self.session.headers['Authorization'] = 'Bearer %s' % token
         elif username:
             self.session.auth = (username, password or '')
-        self.session.verify = verify
-        if cert:
-            self.session.cert = cert
+        # per request: a session's verify loses to $REQUESTS_CA_BUNDLE
+        self.verify = verify
+        self.cert = cert or None
         self.timeout = timeout or (http.CONNECT_TIMEOUT, http.READ_TIMEOUT)
         self.sent = 0  # queries sent: a constant number per command
 
@@ -90,8 +90,9 @@ class Prometheus:
         self.sent += 1
         try:
             # POST: a long query never hits a URL length limit
-            response = self.session.post(endpoint, data=params,
-                                         timeout=self.timeout)
+            response = self.session.post(
+                endpoint, data=params, timeout=self.timeout,
+                verify=self.verify, cert=self.cert)
         except requests.exceptions.SSLError as exc:
             raise errors.APIError(
                 _('%(what)s: TLS verification failed (%(error)s). Set '
@@ -144,9 +145,8 @@ class Prometheus:
 
 
 def _reason(exc):
-    """The exception's text, with no URL in it (a URL may hold a
-    credential): requests names the host and port, enough to act on."""
-    text = str(exc)
+    """The exception's text, with no URL or query in it (either may hold
+    a credential): requests names the host and port, enough to act on."""
     return ' '.join(
-        '<url>' if '://' in word or '@' in word else word
-        for word in text.split())[:300]
+        '<url>' if any(c in word for c in ('://', '@', '?', '/')) else word
+        for word in str(exc).split())[:300]
