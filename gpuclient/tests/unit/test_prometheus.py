@@ -83,7 +83,7 @@ class TestQuery(base.TestCase):
                 sent.headers['Authorization'])
             self.assertEqual('http://prom.test:9090', client.url)
 
-    def assertFails(self, client, *parts, cls=errors.APIError):
+    def fails(self, client, *parts, cls=errors.APIError):
         error = self.assertRaises(cls, client.query, 'up')
         self.assertIsInstance(error, exceptions.CommandError)
         text = str(error)
@@ -100,7 +100,7 @@ class TestQuery(base.TestCase):
 
     def test_500(self):
         self.mock.post(QUERY, status_code=500, text='<h1>Oops</h1>')
-        error = self.assertFails(
+        error = self.fails(
             self.secret_client(),
             'Querying Prometheus at http://prom.test:9090: Prometheus '
             'failed with HTTP 500: Oops. Check the Prometheus service logs.')
@@ -110,7 +110,7 @@ class TestQuery(base.TestCase):
         self.mock.post(QUERY, status_code=503, json={
             'status': 'error', 'errorType': 'unavailable',
             'error': 'TSDB not ready'})
-        self.assertFails(self.secret_client(), 'refused the query up',
+        self.fails(self.secret_client(), 'refused the query up',
                          'HTTP 503, unavailable', 'TSDB not ready')
 
     def test_connection_refused(self):
@@ -118,35 +118,35 @@ class TestQuery(base.TestCase):
             "HTTPConnectionPool(host='prom.test', port=9090): Max retries "
             "exceeded with url: /api/v1/query?token=s3cret (Caused by "
             "NewConnectionError('Connection refused'))"))
-        self.assertFails(self.secret_client(), 'cannot connect',
+        self.fails(self.secret_client(), 'cannot connect',
                          'prom.test', 'Connection refused',
                          'http://prom.test:9090')
 
     def test_timeout_and_tls(self):
         self.mock.post(QUERY, exc=requests.exceptions.ReadTimeout('slow'))
-        self.assertFails(self.secret_client(), 'no answer in time',
+        self.fails(self.secret_client(), 'no answer in time',
                          cls=errors.TimedOut)
         self.mock.post(QUERY, exc=requests.exceptions.SSLError('bad cert'))
-        self.assertFails(self.secret_client(), 'TLS verification failed',
+        self.fails(self.secret_client(), 'TLS verification failed',
                          'prometheus_cacert')
 
     def test_bad_json(self):
         self.mock.post(QUERY, text='<html>a proxy</html>')
-        self.assertFails(self.secret_client(), 'not JSON (HTTP 200)')
+        self.fails(self.secret_client(), 'not JSON (HTTP 200)')
         self.mock.post(QUERY, json=['not', 'a', 'dict'])
-        self.assertFails(self.secret_client(), 'not JSON')
+        self.fails(self.secret_client(), 'not JSON')
 
     def test_status_error(self):
         self.mock.post(QUERY, status_code=400, json={
             'status': 'error', 'errorType': 'bad_data',
             'error': 'parse error at char 3'})
-        error = self.assertFails(self.secret_client(), 'bad_data',
+        error = self.fails(self.secret_client(), 'bad_data',
                                  'parse error at char 3', 'HTTP 400')
         self.assertEqual(400, error.status)
 
     def test_unauthorised(self):
         self.mock.post(QUERY, status_code=401, text='no')
-        self.assertFails(self.secret_client(), 'HTTP 401',
+        self.fails(self.secret_client(), 'HTTP 401',
                          'prometheus_token')
 
     def test_not_a_url(self):
