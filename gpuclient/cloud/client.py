@@ -35,7 +35,6 @@ from gpuclient.cloud import http
 from gpuclient.cloud import identity as identity_mod
 from gpuclient.cloud import image as image_mod
 from gpuclient.cloud import placement as placement_mod
-from gpuclient.cloud import prometheus as prometheus_mod
 from gpuclient.i18n import _
 
 
@@ -57,7 +56,8 @@ class GpuClient:
                           api_timeout)
         self._region_name = region_name
         # the cloud's clouds.yaml entry as openstacksdk read it (keys
-        # gpuclient reads beside OSC's own, such as prometheus_endpoint)
+        # gpuclient reads beside OSC's own, such as prometheus_endpoint,
+        # and its TLS settings for services outside the catalog)
         self.cloud_config = dict(cloud_config or {})
         self._interface = interface
         self._placement = None
@@ -100,17 +100,6 @@ class GpuClient:
             self._limits = identity_mod.Limits(
                 self._conn.identity, self._session, self._region_name)
         return self._limits
-
-    def prometheus(self, url, verify=None, **settings):
-        """A client of the Prometheus at URL (not in the catalog): TLS
-        verified as the cloud's endpoints are unless VERIFY says otherwise
-        (a CA bundle path, or False); SETTINGS: token, username, password,
-        cert (see ``prometheus.Prometheus``)."""
-        if verify is None:
-            verify = getattr(self._session, 'verify', True)
-        timeout = getattr(self._session, 'timeout', None)
-        return prometheus_mod.Prometheus(url, verify=verify,
-                                         timeout=timeout, **settings)
 
     # -- Keystone: the command's project, projects and domains it names --
 

@@ -30,6 +30,7 @@ import os
 
 from osc_lib import exceptions
 
+from gpuclient.cloud import prometheus as prometheus_mod
 from gpuclient.i18n import _
 from gpuclient.rules import host_names
 from gpuclient.rules import pools as pools_mod
@@ -51,6 +52,24 @@ def _true(value):
     return str(value).strip().lower() in ('1', 'true', 'yes', 'on')
 
 
+def tls_verify(config):
+    """requests' verify for Prometheus: prometheus_insecure or
+    prometheus_cacert when set, else the cloud's own (its cacert, or
+    False when clouds.yaml says verify: false or insecure: true, as
+    openstacksdk reads them)."""
+    insecure = _setting(config, 'insecure')
+    if insecure is not None:
+        if _true(insecure):
+            return False
+    if _setting(config, 'cacert'):
+        return _setting(config, 'cacert')
+    if insecure is not None:
+        return True
+    if config.get('verify') is False or _true(config.get('insecure')):
+        return False
+    return config.get('cacert') or True
+
+
 def connect(client, url=None):
     """(Prometheus client, metric names, label names) of the cloud."""
     config = client.cloud_config
@@ -61,18 +80,15 @@ def connect(client, url=None):
             '--utilisation reads the cloud\'s Prometheus, and none is '
             'configured: give --prometheus <url>, prometheus_endpoint in '
             'the cloud\'s clouds.yaml entry, or $%s.') % URL_ENV)
-    verify = None
-    if _setting(config, 'insecure') and _true(_setting(config, 'insecure')):
-        verify = False
-    elif _setting(config, 'cacert'):
-        verify = _setting(config, 'cacert')
     cert = _setting(config, 'cert')
     if cert and _setting(config, 'key'):
         cert = (cert, _setting(config, 'key'))
-    prometheus = client.prometheus(
-        url, verify=verify, token=_setting(config, 'token'),
+    timeout = config.get('api_timeout')
+    prometheus = prometheus_mod.Prometheus(
+        url, verify=tls_verify(config), token=_setting(config, 'token'),
         username=_setting(config, 'username'),
-        password=_setting(config, 'password'), cert=cert)
+        password=_setting(config, 'password'), cert=cert,
+        timeout=float(timeout) if timeout not in (None, '') else None)
     metrics, labels = utilisation.names(config.get('prometheus_metrics'),
                                         config.get('prometheus_labels'))
     return prometheus, metrics, labels

@@ -278,31 +278,33 @@ def _identity(key):
             key['instance_id'])
 
 
+def _by_device(answers, label_names):
+    """[(series_key, {answer name: what it says})] per device, sorted:
+    ANSWERS is {name: [(labels, value or points)]}."""
+    devices = {}
+    for name, results in answers.items():
+        for labels, value in results:
+            key = series_key(labels, label_names)
+            devices.setdefault(_identity(key), (key, {}))[1][name] = value
+    return [devices[ident] for ident in sorted(
+        devices, key=lambda k: tuple(v or '' for v in k))]
+
+
 def device_series(answers, label_names=None):
     """One dict per device (a GPU, or a MIG GPU instance) from the
     parsed answers of ``server_queries`` ({name: [(labels, value)]}):
     its series_key plus mean and peak utilisation (percent, None when
     none), fb_used (MiB) and mig (a GPU instance)."""
-    devices = {}
-    for name, vector in answers.items():
-        for labels, value in vector:
-            key = series_key(labels, label_names)
-            device = devices.setdefault(_identity(key), dict(
-                key, figures={}))
-            device['figures'][name] = value
     found = []
-    for ident in sorted(devices, key=lambda k: tuple(v or '' for v in k)):
-        device = devices.pop(ident)
-        figures = device.pop('figures')
-        mig = device['gpu_instance'] is not None
+    for key, figures in _by_device(answers, label_names):
+        mig = key['gpu_instance'] is not None
         mean, peak = figures.get('util_mean'), figures.get('util_peak')
         # MIG: GPU_UTIL reads 0, the engine activity (0..1) is the figure
         if mig or (mean is None and peak is None):
             mean, peak = (_percent(figures.get('mig_mean')),
                           _percent(figures.get('mig_peak')))
-        device.update(mig=mig, mean=mean, peak=peak,
-                      fb_used=figures.get('fb_used'))
-        found.append(device)
+        found.append(dict(key, mig=mig, mean=mean, peak=peak,
+                          fb_used=figures.get('fb_used')))
     return found
 
 
@@ -401,6 +403,14 @@ def card_holders(providers, hosts_of, index=None):
     return {uuid: len(consumers[card]) for uuid, card in card_of.items()}
 
 
+def _join(providers, devices):
+    """(index of DEVICES, {provider: host_keys}, card_holders)."""
+    index = _Index(devices)
+    hosts_of = {uuid: host_keys(p.get('host'), p.get('root_name'))
+                for uuid, p in providers.items()}
+    return index, hosts_of, card_holders(providers, hosts_of, index)
+
+
 def _row(row, device, source, state, mean, peak, fb, shared_by):
     return dict(row, devices=[device] if device else [], device=device,
                 source=source, state=state, mean=mean, peak=peak,
@@ -424,10 +434,7 @@ def server_utilisation(rows, providers, devices,
     and consumers (server uuids with an allocation there)} of the GPU
     providers the rows hold; DEVICES: ``device_series``.
     """
-    index = _Index(devices)
-    hosts_of = {uuid: host_keys(p.get('host'), p.get('root_name'))
-                for uuid, p in providers.items()}
-    holders = card_holders(providers, hosts_of, index)
+    index, hosts_of, holders = _join(providers, devices)
     found = []
     for row in rows:
         guest = index.guest.get(row['id'], [])
@@ -474,25 +481,15 @@ def bucket_series(answers, label_names=None):
     """One dict per device from the parsed answers of ``usage_queries``
     ({name: [(labels, [(time, value)])]}): series_key plus mig and
     points [(bucket end, peak percent)]."""
-    devices = {}
-    for name, matrix in answers.items():
-        for labels, points in matrix:
-            key = series_key(labels, label_names)
-            device = devices.setdefault(_identity(key), dict(
-                key, answers={}))
-            device['answers'][name] = points
     found = []
-    for ident in sorted(devices, key=lambda k: tuple(v or '' for v in k)):
-        device = devices.pop(ident)
-        got = device.pop('answers')
-        mig = device['gpu_instance'] is not None
+    for key, got in _by_device(answers, label_names):
+        mig = key['gpu_instance'] is not None
         if mig or 'util_peak' not in got:
             points = [(t, v * 100.0) for t, v in got.get('mig_peak', ())]
         else:
             points = got['util_peak']
-        device.update(mig=mig, points=points, peak=None, mean=None,
-                      fb_used=None)
-        found.append(device)
+        found.append(dict(key, mig=mig, points=points, peak=None,
+                          mean=None, fb_used=None))
     return found
 
 
@@ -535,10 +532,7 @@ def usage_split(items, providers, devices, step,
     PROVIDERS: {uuid: dict with name, root_name, host, mode and
     consumers}, as server_utilisation.
     """
-    index = _Index(devices)
-    hosts_of = {uuid: host_keys(p.get('host'), p.get('root_name'))
-                for uuid, p in providers.items()}
-    holders = card_holders(providers, hosts_of, index)
+    index, hosts_of, holders = _join(providers, devices)
     held = {}
     for uuid, provider in sorted(providers.items()):
         for consumer in provider.get('consumers') or ():

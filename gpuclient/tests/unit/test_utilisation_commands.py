@@ -20,6 +20,7 @@ import urllib.parse
 import fixtures
 from osc_lib import exceptions
 
+from gpuclient.ops import utilisation_ops
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import test_usage
 from gpuclient.v1 import server as server_cmd
@@ -205,6 +206,26 @@ class TestServerListUtilisation(UtilisationCase):
         sent = self.placement.mock.request_history[-1]
         self.assertEqual('Bearer s3cret', sent.headers['Authorization'])
         self.assertEqual('/etc/prom-ca.pem', sent.verify)
+
+    def test_tls_as_the_clouds_unless_told(self):
+        self.useFixture(fixtures.EnvironmentVariable(
+            'GPUCLIENT_PROMETHEUS_INSECURE'))
+        self.useFixture(fixtures.EnvironmentVariable(
+            'GPUCLIENT_PROMETHEUS_CACERT'))
+        for config, verify in (
+                ({}, True),
+                ({'verify': True, 'cacert': '/cloud-ca'}, '/cloud-ca'),
+                ({'verify': False}, False),
+                ({'insecure': True}, False),
+                ({'verify': False, 'prometheus_cacert': '/p'}, '/p'),
+                ({'verify': False, 'prometheus_insecure': 'false'}, True),
+                ({'cacert': '/c', 'prometheus_insecure': 'true'}, False)):
+            self.assertEqual(verify, utilisation_ops.tls_verify(config),
+                             config)
+        self.useFixture(fixtures.EnvironmentVariable(
+            'GPUCLIENT_PROMETHEUS_CACERT', '/env-ca'))
+        self.assertEqual('/env-ca', utilisation_ops.tls_verify(
+            {'cacert': '/c'}))
 
     def test_prometheus_error_is_one_line(self):
         self.prometheus.status = 500
