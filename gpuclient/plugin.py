@@ -44,7 +44,17 @@ def make_client(instance):
         interface=instance.interface,
         api_timeout=_api_timeout(instance),
         compute_api_version=_compute_api_version(instance),
+        cloud_config=_cloud_config(instance),
     )
+
+
+def _cloud_config(instance):
+    """The cloud's configuration (its clouds.yaml entry, as openstacksdk
+    merged it), where gpuclient's own keys such as prometheus_endpoint
+    are; {} when OSC has none."""
+    options = getattr(instance, '_cli_options', None)
+    config = getattr(options, 'config', None)
+    return dict(config) if isinstance(config, dict) else {}
 
 
 def _compute_api_version(instance):

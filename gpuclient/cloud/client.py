@@ -43,7 +43,7 @@ class GpuClient:
 
     def __init__(
         self, session, sdk_connection, region_name=None, interface=None,
-        api_timeout=None, compute_api_version=None,
+        api_timeout=None, compute_api_version=None, cloud_config=None,
     ):
         self._session = session
         # --os-compute-api-version as the user gave it; None: not given
@@ -55,6 +55,10 @@ class GpuClient:
         http.set_timeouts(getattr(sdk_connection, 'session', None),
                           api_timeout)
         self._region_name = region_name
+        # the cloud's clouds.yaml entry as openstacksdk read it (keys
+        # gpuclient reads beside OSC's own, such as prometheus_endpoint,
+        # and its TLS settings for services outside the catalog)
+        self.cloud_config = dict(cloud_config or {})
         self._interface = interface
         self._placement = None
         self._compute = None

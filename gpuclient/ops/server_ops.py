@@ -21,8 +21,10 @@ from gpuclient.cloud import errors
 from gpuclient.cloud import versions
 from gpuclient.i18n import _
 from gpuclient.ops import snapshot
+from gpuclient.ops import utilisation_ops
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import usage
+from gpuclient.rules import utilisation as utilisation_rules
 
 
 def target_project(client, project=None, project_domain=None):
@@ -53,6 +55,14 @@ def forbidden(exc):
     return isinstance(exc, errors.APIError) and exc.status == 403
 
 
+def gpu_allocations(client, cloud, roots=None):
+    """{provider uuid: {consumer: {class: amount}}} of the GPU providers
+    with usage (in the trees of ROOTS, when given): one request per used
+    GPU provider, concurrently; never one per server."""
+    return client.placement.providers_allocations(
+        _used_gpu_providers(cloud, roots))
+
+
 def _used_gpu_providers(cloud, roots=None):
     """GPU providers with usage (in the trees of ROOTS, when given)."""
     snap = cloud.placement
@@ -68,7 +78,7 @@ def _used_gpu_providers(cloud, roots=None):
 
 
 def collect(client, project=None, project_domain=None, all_projects=False,
-            host=None, pool=None):
+            host=None, pool=None, utilisation=None):
     """(rows, notes): what ``gpu server list`` shows.
 
     The servers of the current project, as ``openstack server list``;
@@ -78,6 +88,11 @@ def collect(client, project=None, project_domain=None, all_projects=False,
     the allocations of the GPU providers that have usage (one request
     per used GPU provider, concurrently; never one per server). Member:
     the own project's servers only, GPUs from their embedded flavors.
+
+    UTILISATION (a dict of ``utilisation_ops.server_rows`` arguments:
+    window, idle_below, url, idle): one row per server and device with
+    the figures of the cloud's Prometheus (a constant number of queries
+    more); with idle true, the idle rows only.
     """
     # a lower --os-compute-api-version: refused before the first request
     client.compute.require(versions.COMPUTE_EMBEDDED_FLAVOR_VERSION,
@@ -111,7 +126,7 @@ def collect(client, project=None, project_domain=None, all_projects=False,
             'hides hosts, Placement allocations are admin-only).'))
         rows = usage.server_rows(servers, None, host=None,
                                  pool=pool)
-        return rows, notes
+        return _with_utilisation(client, rows, None, {}, utilisation), notes
     for _agg, _pool, message in cloud.problems:
         notes.append(message)
     roots = None
@@ -131,9 +146,21 @@ def collect(client, project=None, project_domain=None, all_projects=False,
     servers = client.compute.servers_detail(
         all_projects=project_id != own_id, project_id=project_id
         if project_id != own_id else None)
-    allocations = client.placement.providers_allocations(
-        _used_gpu_providers(cloud, roots))
+    allocations = gpu_allocations(client, cloud, roots)
     rows = usage.server_rows(servers, cloud, allocations, host=host,
                              pool=pool)
     notes += cloud.placement.notes()
+    rows = _with_utilisation(client, rows, cloud, allocations, utilisation)
     return rows, notes
+
+
+def _with_utilisation(client, rows, cloud, allocations, wanted):
+    if not wanted:
+        return rows
+    wanted = dict(wanted)
+    idle_only = wanted.pop('idle', False)
+    rows = utilisation_ops.server_rows(client, rows, cloud, allocations,
+                                       **wanted)
+    if idle_only:
+        rows = [r for r in rows if r['state'] == utilisation_rules.IDLE]
+    return rows

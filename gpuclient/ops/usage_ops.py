@@ -21,8 +21,11 @@ from osc_lib import exceptions
 from gpuclient.cloud import versions
 from gpuclient.i18n import _
 from gpuclient.ops import server_ops
+from gpuclient.ops import snapshot
+from gpuclient.ops import utilisation_ops
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import usage
+from gpuclient.rules import utilisation as utilisation_rules
 
 LOG = logging.getLogger(__name__)
 
@@ -32,7 +35,8 @@ def _nova_iso(when):
 
 
 def collect(client, start=None, end=None, project=None,
-            project_domain=None, pool=None, by=None, rates=None, now=None):
+            project_domain=None, pool=None, by=None, rates=None, now=None,
+            utilisation=None):
     """(by, rows, notes): GPU-hours over the period, grouped.
 
     START and END are option texts; END defaults to now and START to
@@ -45,6 +49,12 @@ def collect(client, start=None, end=None, project=None,
     flavors (paged), the servers changed since the start (deleted ones,
     paged) only when the usage names servers the first list lacks, and
     the flavor list only when Nova no longer lists some server at all.
+
+    UTILISATION (a dict: url, idle_below): each row also gets its
+    GPU-hours split into used, idle and unknown (rules.utilisation
+    .split_rows), from two Prometheus queries; an admin's read adds the
+    cloud snapshot and the allocations of the used GPU providers, for
+    the host-side figures of the servers that still hold their devices.
     """
     start, end = usage.period(start, end, now)
     # a lower --os-compute-api-version: refused before the first request
@@ -101,4 +111,19 @@ def collect(client, start=None, end=None, project=None,
     notes += more
     rows, more = usage.usage_rows(items, by, rates, pool)
     notes += more
+    if utilisation:
+        rows = _split_rows(client, rows, items, by, start, end,
+                           aggregates is not None, **utilisation)
     return by, rows, notes
+
+
+def _split_rows(client, rows, items, by, start, end, admin, url=None,
+                idle_below=utilisation_rules.DEFAULT_IDLE_BELOW):
+    cloud = allocations = None
+    if admin and items:
+        client.compute.require(versions.COMPUTE_HYPERVISOR_UUID_VERSION)
+        cloud = snapshot.read(client, mapped_only=True, with_traits=False)
+        allocations = server_ops.gpu_allocations(client, cloud)
+    split = utilisation_ops.usage_split(
+        client, items, start, end, cloud, allocations, idle_below, url)
+    return utilisation_rules.split_rows(rows, items, split, by)

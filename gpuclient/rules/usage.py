@@ -144,14 +144,21 @@ def gpu_request(server, pools=None):
     }
 
 
+def pci_address(name):
+    """The PCI address ('0000:84:00.0') a Nova device provider is named
+    after ('gpu-vgpu-1_pci_0000_84_00_0', 'host_0000:41:00.0'), or
+    None."""
+    match = _PCI_NAME_RE.search(name or '')
+    return ('%s:%s:%s.%s' % match.groups()).lower() if match else None
+
+
 def device_label(provider_name, root_name, mode):
     """What one provider is, for a person: the PCI address of a
     passthrough GPU, the pGPU of a vGPU, the MIG slice (VF), the node."""
     rest = provider_name or ''
     if root_name and rest.startswith(root_name) and rest != root_name:
         rest = rest[len(root_name):].lstrip('_')
-    match = _PCI_NAME_RE.search(rest)
-    address = ('%s:%s:%s.%s' % match.groups()).lower() if match else rest
+    address = pci_address(rest) or rest
     if provider_name == root_name or not rest:
         return _('node %s') % provider_name
     if mode == pools_mod.VGPU:
@@ -274,7 +281,7 @@ def peak(intervals):
     return best
 
 
-def _key_value(key, item):
+def key_value(key, item):
     return item[{'project': 'project', 'pool': 'pool', 'flavor': 'flavor',
                  'class': 'resource_class'}[key]]
 
@@ -350,7 +357,7 @@ def usage_rows(items, by=DEFAULT_BY, rates=None, pool=None):
     for item in items:
         if pool and item['pool'] != pool:
             continue
-        key = tuple(_key_value(k, item) for k in by)
+        key = tuple(key_value(k, item) for k in by)
         groups.setdefault(key, []).append(item)
     rows, unpriced = [], set()
     for key in sorted(groups, key=lambda k: tuple(v or '' for v in k)):

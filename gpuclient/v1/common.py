@@ -254,3 +254,60 @@ def add_update_dependents_arg(parser):
         help=_('Also change the flavors (and images) that depend on this '
                'change, in the same all-or-nothing plan, instead of '
                'refusing and listing them'))
+
+
+def add_utilisation_args(parser, server_list=False):
+    """--utilisation and --prometheus (``gpu server list``, ``gpu usage
+    list``); with SERVER_LIST also --window, --idle-below and --idle."""
+    parser.add_argument(
+        '--utilisation', action='store_true', default=False,
+        help=_('Add GPU utilisation from the cloud\'s Prometheus (NVIDIA '
+               'DCGM exporter metrics, host-side or in the guest; see the '
+               'utilisation guide)'))
+    parser.add_argument(
+        '--prometheus', metavar='<url>',
+        help=_('Prometheus to read (http(s)://host:port; default: '
+               'prometheus_endpoint of the cloud in clouds.yaml, else '
+               '$GPUCLIENT_PROMETHEUS_URL); needs --utilisation'))
+    if not server_list:
+        return
+    parser.add_argument(
+        '--window', metavar='<duration>',
+        help=_('Period the utilisation is judged over, ending now: a '
+               'number and a unit (s, m, h, d or w), e.g. 30m, 1h or 7d '
+               '(default: 1h); needs --utilisation'))
+    parser.add_argument(
+        '--idle-below', metavar='<percent>',
+        help=_('A device is idle when its peak GPU utilisation over the '
+               'window is below this percentage (default: 5); needs '
+               '--utilisation'))
+    parser.add_argument(
+        '--idle', action='store_true', default=False,
+        help=_('Only idle devices (implies --utilisation)'))
+
+
+def utilisation_args(parsed_args):
+    """The options of add_utilisation_args as the ops layer's
+    ``utilisation`` dict (None without --utilisation), checked before
+    any request."""
+    from gpuclient.rules import utilisation
+
+    wanted = parsed_args.utilisation or getattr(parsed_args, 'idle', False)
+    if not wanted:
+        for dest, option in (('prometheus', '--prometheus'),
+                             ('window', '--window'),
+                             ('idle_below', '--idle-below')):
+            if getattr(parsed_args, dest, None) is not None:
+                raise exceptions.CommandError(
+                    _('%s needs --utilisation: add it, or drop the '
+                      'option.') % option)
+        return None
+    found = {'url': parsed_args.prometheus}
+    if hasattr(parsed_args, 'window'):
+        found['window'] = utilisation.window_seconds(
+            parsed_args.window or utilisation.DEFAULT_WINDOW)
+        found['idle_below'] = utilisation.idle_threshold(
+            parsed_args.idle_below if parsed_args.idle_below is not None
+            else utilisation.DEFAULT_IDLE_BELOW)
+        found['idle'] = parsed_args.idle
+    return found

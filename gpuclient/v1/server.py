@@ -24,6 +24,9 @@ LOG = logging.getLogger(__name__)
 COLUMNS = ('ID', 'Name', 'Project', 'Status', 'Host', 'Pool', 'Mode',
            'Resource Class', 'GPUs', 'Devices', 'Flavor', 'Since')
 LONG_COLUMNS = ('Device Providers',)
+UTILISATION_COLUMNS = ('Source', 'Mean Util %', 'Peak Util %',
+                       'FB Used MiB', 'State', 'Shared By')
+DIGITS = 1  # utilisation figures: a tenth of a percent, of a MiB
 
 
 class ListServer(common.Lister):
@@ -56,19 +59,23 @@ class ListServer(common.Lister):
             '--long', action='store_true', default=False,
             help=_('List additional fields in output (the UUIDs of the '
                    'resource providers the GPUs are allocated from)'))
+        common.add_utilisation_args(parser, server_list=True)
         return parser
 
     def take_action(self, parsed_args):
         from gpuclient.ops import server_ops
 
+        utilisation = common.utilisation_args(parsed_args)
         rows, notes = server_ops.collect(
             self.app.client_manager.gpu, project=parsed_args.project,
             project_domain=parsed_args.project_domain,
             all_projects=parsed_args.all_projects, host=parsed_args.host,
-            pool=parsed_args.pool)
+            pool=parsed_args.pool, utilisation=utilisation)
         for note in notes:
             LOG.warning(note)
         columns = COLUMNS + (LONG_COLUMNS if parsed_args.long else ())
+        if utilisation:
+            columns += UTILISATION_COLUMNS
         data = []
         for row in rows:
             item = (row['id'], row['name'], row['project'], row['status'],
@@ -78,5 +85,13 @@ class ListServer(common.Lister):
                     row['flavor'], row['since'])
             if parsed_args.long:
                 item += (format_columns.ListColumn(row['providers']),)
+            if utilisation:
+                item += (row['source'], _rounded(row['mean']),
+                         _rounded(row['peak']), _rounded(row['fb_used']),
+                         row['state'], row['shared_by'])
             data.append(item)
         return columns, data
+
+
+def _rounded(value):
+    return None if value is None else round(value, DIGITS)

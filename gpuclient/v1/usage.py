@@ -63,6 +63,7 @@ class ListUsage(common.Lister):
             _('Price of one GPU-hour of a resource class, e.g. '
               'VGPU=0.40 (repeat option for several classes; a class '
               'given twice keeps its last price): adds a Cost column'))
+        common.add_utilisation_args(parser)
         return parser
 
     def take_action(self, parsed_args):
@@ -73,16 +74,20 @@ class ListUsage(common.Lister):
             '--rate', parsed_args.rates,
             _('<resource class>=<price per GPU-hour>'),
             '--rate VGPU=0.40 or --rate CUSTOM_PCI_10DE_2331=2.5')
+        utilisation = common.utilisation_args(parsed_args)
         by, rows, notes = usage_ops.collect(
             self.app.client_manager.gpu, start=parsed_args.start,
             end=parsed_args.end, project=parsed_args.project,
             project_domain=parsed_args.project_domain,
             pool=parsed_args.pool, by=parsed_args.by,
-            rates=rates)
+            rates=rates, utilisation=utilisation)
         for note in notes:
             LOG.warning(note)
         columns = tuple(usage.BY_KEYS[k] for k in by) + (
             'Servers', 'GPU Hours', 'Peak Seats')
+        if utilisation:
+            columns += ('Used GPU Hours', 'Idle GPU Hours',
+                        'Unknown GPU Hours')
         if parsed_args.rates:
             columns += ('Cost',)
         data = []
@@ -90,6 +95,9 @@ class ListUsage(common.Lister):
             item = tuple(row['keys'][k] for k in by) + (
                 row['servers'], round(row['gpu_hours'], DIGITS),
                 row['seats'])
+            if utilisation:
+                item += tuple(round(row[k], DIGITS) for k in (
+                    'used_gpu_hours', 'idle_gpu_hours', 'unknown_gpu_hours'))
             if parsed_args.rates:
                 item += (round(row['cost'], DIGITS),)
             data.append(item)

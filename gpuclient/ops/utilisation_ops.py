@@ -1,0 +1,162 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``--utilisation`` of ``gpu server list`` and ``gpu usage list``: the
+cloud's Prometheus read with a constant number of PromQL queries (five
+for a server list, two for a usage list), joined by
+``gpuclient.rules.utilisation``.
+
+Where Prometheus is, first found wins: ``--prometheus``, the cloud's
+clouds.yaml entry (``prometheus_endpoint``), ``$GPUCLIENT_PROMETHEUS_URL``.
+Credentials and TLS: ``prometheus_token``, or ``prometheus_username`` and
+``prometheus_password``; ``prometheus_cacert`` (else the cloud's own
+verification), ``prometheus_insecure``, ``prometheus_cert`` and
+``prometheus_key`` (a client certificate), in clouds.yaml or as
+``$GPUCLIENT_PROMETHEUS_<NAME>``. ``prometheus_metrics`` and
+``prometheus_labels`` (clouds.yaml dicts) rename the DCGM metrics and
+labels.
+"""
+
+import os
+
+from osc_lib import exceptions
+
+from gpuclient.cloud import prometheus as prometheus_mod
+from gpuclient.i18n import _
+from gpuclient.rules import host_names
+from gpuclient.rules import pools as pools_mod
+from gpuclient.rules import utilisation
+
+URL_ENV = 'GPUCLIENT_PROMETHEUS_URL'
+ENV_PREFIX = 'GPUCLIENT_PROMETHEUS_'
+CONFIG_PREFIX = 'prometheus_'
+
+
+def _setting(config, name):
+    value = config.get(CONFIG_PREFIX + name)
+    if value in (None, ''):
+        value = os.environ.get(ENV_PREFIX + name.upper())
+    return value if value not in (None, '') else None
+
+
+def _true(value):
+    return str(value).strip().lower() in ('1', 'true', 'yes', 'on')
+
+
+def tls_verify(config):
+    """requests' verify for Prometheus: prometheus_insecure or
+    prometheus_cacert when set, else the cloud's own (its cacert, or
+    False when clouds.yaml says verify: false or insecure: true, as
+    openstacksdk reads them)."""
+    insecure = _setting(config, 'insecure')
+    if insecure is not None:
+        if _true(insecure):
+            return False
+    if _setting(config, 'cacert'):
+        return _setting(config, 'cacert')
+    if insecure is not None:
+        return True
+    if config.get('verify') is False or _true(config.get('insecure')):
+        return False
+    return config.get('cacert') or True
+
+
+def connect(client, url=None):
+    """(Prometheus client, metric names, label names) of the cloud."""
+    config = client.cloud_config
+    url = (url or config.get('prometheus_endpoint')
+           or os.environ.get(URL_ENV))
+    if not url:
+        raise exceptions.CommandError(_(
+            '--utilisation reads the cloud\'s Prometheus, and none is '
+            'configured: give --prometheus <url>, prometheus_endpoint in '
+            'the cloud\'s clouds.yaml entry, or $%s.') % URL_ENV)
+    cert = _setting(config, 'cert')
+    if cert and _setting(config, 'key'):
+        cert = (cert, _setting(config, 'key'))
+    timeout = config.get('api_timeout')
+    prometheus = prometheus_mod.Prometheus(
+        url, verify=tls_verify(config), token=_setting(config, 'token'),
+        username=_setting(config, 'username'),
+        password=_setting(config, 'password'), cert=cert,
+        timeout=float(timeout) if timeout not in (None, '') else None)
+    metrics, labels = utilisation.names(config.get('prometheus_metrics'),
+                                        config.get('prometheus_labels'))
+    return prometheus, metrics, labels
+
+
+def providers_of(cloud, allocations, rows):
+    """{provider uuid: name, root_name, host, mode, consumers} of the GPU
+    providers with allocations (rules.utilisation's PROVIDERS)."""
+    if cloud is None:
+        return {}
+    snap = cloud.placement
+    root_host = host_names.root_hosts(cloud.hypervisors)
+    by_host = pools_mod.pools_by_host(cloud.pools)
+    modes = {}
+    for row in rows:
+        for uuid in row['providers']:
+            modes[uuid] = row['mode']
+    found = {}
+    for uuid, consumers in (allocations or {}).items():
+        provider = snap.providers.get(uuid) or {'name': uuid, 'root': uuid}
+        root = snap.providers.get(provider['root']) or provider
+        host = root_host.get(provider['root'])
+        mode = modes.get(uuid)
+        if mode is None:
+            pool_modes = {cloud.pools[p].get('mode')
+                          for p in by_host.get(host, ()) if p in cloud.pools}
+            mode = pool_modes.pop() if len(pool_modes) == 1 else None
+        found[uuid] = {
+            'name': provider['name'], 'root_name': root['name'],
+            'host': host, 'mode': mode,
+            'consumers': sorted(c for c, resources in consumers.items()
+                                if any(rc in cloud.gpu_classes and n
+                                       for rc, n in resources.items())),
+        }
+    return found
+
+
+def server_rows(client, rows, cloud, allocations, window, idle_below,
+                url=None, now=None):
+    """``gpu server list --utilisation``: one row per server and device
+    (rules.utilisation.server_utilisation), from the five queries of
+    rules.utilisation.server_queries at NOW (a datetime; None: the
+    Prometheus server's now)."""
+    prometheus, metrics, labels = connect(client, url)
+    answers = {
+        name: utilisation.parse_vector(prometheus.query(
+            promql, time=utilisation.epoch(now)))
+        for name, promql in utilisation.server_queries(
+            window, metrics).items()}
+    devices = utilisation.device_series(answers, labels)
+    return utilisation.server_utilisation(
+        rows, providers_of(cloud, allocations, rows), devices, idle_below)
+
+
+def usage_split(client, items, start, end, cloud=None, allocations=None,
+                idle_below=utilisation.DEFAULT_IDLE_BELOW, url=None):
+    """{server id: (idle, used) fractions} of the usage ITEMS over
+    [START, END) from the two queries of rules.utilisation.usage_queries
+    (buckets of the peak utilisation, evaluated at END)."""
+    prometheus, metrics, labels = connect(client, url)
+    period = int((end - start).total_seconds())
+    step = utilisation.bucket_step(period)
+    answers = {
+        name: utilisation.parse_matrix(prometheus.query(
+            promql, time=utilisation.epoch(end)))
+        for name, promql in utilisation.usage_queries(
+            period, step, metrics).items()}
+    devices = utilisation.bucket_series(answers, labels)
+    return utilisation.usage_split(
+        items, providers_of(cloud, allocations, []), devices, step,
+        idle_below)

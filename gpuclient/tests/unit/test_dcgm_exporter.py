@@ -1,0 +1,137 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""tools/cloud/dcgm_exporter.py: the Prometheus text it serves, read back
+by gpuclient's own parsing of the labels, and over HTTP."""
+
+import importlib.util
+import json
+import os
+import re
+import threading
+import urllib.error
+import urllib.request
+
+import fixtures
+
+from gpuclient.rules import utilisation
+from gpuclient.tests.unit import base
+
+SCRIPT = os.path.join(base.ROOT, 'tools', 'cloud', 'dcgm_exporter.py')
+spec = importlib.util.spec_from_file_location('dcgm_exporter', SCRIPT)
+exporter = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(exporter)
+
+DOCUMENT = {'hostname': 'gpu-vgpu-1', 'devices': [
+    {'gpu': 0, 'pci_bus_id': '00000000:84:00.0', 'util': 3,
+     'fb_used': 1024, 'fb_free': 80000},
+    {'gpu': 1, 'pci_bus_id': '00000000:41:00.0', 'gpu_instance': 2,
+     'profile': '1g.10gb', 'engine_active': 0.25, 'fb_used': 10},
+    {'hostname': 'odd"host\\', 'gpu': 2, 'pci_bus_id': '00000000:42:00.0',
+     'util': 55.5, 'labels': {'instance_id': 'abc'}},
+]}
+# a sample line of the text format: name{label="value",...} number
+SAMPLE = re.compile(
+    r'^([a-zA-Z_:][a-zA-Z0-9_:]*)\{((?:[a-zA-Z_][a-zA-Z0-9_]*="'
+    r'(?:[^"\\\n]|\\[\\"n])*",?)*)\} (-?[0-9.e+]+)$')
+LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+
+def samples(text):
+    found = []
+    for line in text.splitlines():
+        if line.startswith('#'):
+            continue
+        match = SAMPLE.match(line)
+        assert match, line
+        labels = {k: v.replace('\\"', '"').replace('\\\\', '\\')
+                  for k, v in LABEL.findall(match.group(2))}
+        found.append((match.group(1), labels, float(match.group(3))))
+    return found
+
+
+class TestRender(base.TestCase):
+    def test_text_format(self):
+        text = exporter.render(DOCUMENT)
+        self.assertTrue(text.endswith('\n'))
+        lines = text.splitlines()
+        # HELP and TYPE once per metric, before its samples
+        for metric in ('DCGM_FI_DEV_GPU_UTIL', 'DCGM_FI_DEV_FB_USED',
+                       'DCGM_FI_DEV_FB_FREE',
+                       'DCGM_FI_PROF_GR_ENGINE_ACTIVE'):
+            helps = [i for i, line in enumerate(lines)
+                     if line.startswith('# HELP %s ' % metric)]
+            types = [i for i, line in enumerate(lines)
+                     if line == '# TYPE %s gauge' % metric]
+            first = min(i for i, line in enumerate(lines)
+                        if line.startswith(metric + '{'))
+            self.assertEqual(1, len(helps), metric)
+            self.assertEqual([helps[0] + 1], types, metric)
+            self.assertEqual(types[0] + 1, first, metric)
+        found = samples(text)
+        self.assertEqual([
+            ('DCGM_FI_DEV_GPU_UTIL', '0', 3.0),
+            ('DCGM_FI_DEV_GPU_UTIL', '2', 55.5),
+            ('DCGM_FI_DEV_FB_FREE', '0', 80000.0),
+            ('DCGM_FI_DEV_FB_USED', '0', 1024.0),
+            ('DCGM_FI_DEV_FB_USED', '1', 10.0),
+            ('DCGM_FI_PROF_GR_ENGINE_ACTIVE', '1', 0.25),
+        ], [(m, labels['gpu'], v) for m, labels, v in found])
+        mig = found[-1][1]
+        self.assertEqual(('1g.10gb', '2'), (mig['GPU_I_PROFILE'],
+                                            mig['GPU_I_ID']))
+        self.assertEqual('odd"host\\', found[1][1]['Hostname'])
+        self.assertEqual('abc', found[1][1]['instance_id'])
+        self.assertNotIn('modelName', found[0][1])
+        # gpuclient reads the labels back as it reads a real exporter's
+        key = utilisation.series_key(found[0][1])
+        self.assertEqual(('gpu-vgpu-1', '0000:84:00.0'),
+                         (key['host'], key['pci']))
+        self.assertEqual('2', utilisation.series_key(mig)['gpu_instance'])
+        self.assertTrue(found[0][1]['UUID'].startswith('GPU-'))
+        self.assertEqual(text, exporter.render(DOCUMENT))  # stable UUIDs
+
+    def test_label_options(self):
+        text = exporter.render(DOCUMENT, hostname_label='hostname',
+                               model_label=True)
+        labels = samples(text)[0][1]
+        self.assertEqual('gpu-vgpu-1', labels['hostname'])
+        self.assertNotIn('Hostname', labels)
+        self.assertIn('modelName', labels)
+        self.assertEqual('\n', exporter.render({'devices': []}))
+
+    def test_served_and_reread_per_scrape(self):
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                            'devices.json')
+        with open(path, 'w') as f:
+            json.dump(DOCUMENT, f)
+        server = exporter.serve(path, port=0)
+        self.addCleanup(server.server_close)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        self.addCleanup(server.shutdown)
+        url = 'http://127.0.0.1:%d' % server.server_address[1]
+
+        def scrape():
+            with urllib.request.urlopen(url + '/metrics', timeout=5) as r:
+                self.assertEqual(exporter.CONTENT_TYPE,
+                                 r.headers['Content-Type'])
+                return r.read().decode()
+
+        self.assertEqual(exporter.render(DOCUMENT), scrape())
+        with open(path, 'w') as f:
+            json.dump({'devices': [{'util': 42}]}, f)
+        self.assertEqual(42.0, samples(scrape())[0][2])
+        error = self.assertRaises(urllib.error.HTTPError,
+                                  urllib.request.urlopen, url + '/nope',
+                                  timeout=5)
+        self.assertEqual(404, error.code)

@@ -1,0 +1,160 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""gpuclient.cloud.prometheus over requests_mock."""
+
+import base64
+import urllib.parse
+
+from osc_lib import exceptions
+import requests
+from requests_mock.contrib import fixture as rm_fixture
+
+from gpuclient.cloud import errors
+from gpuclient.cloud import prometheus
+from gpuclient.tests.unit import base
+
+URL = 'http://prom.test:9090'
+QUERY = URL + '/api/v1/query'
+VECTOR = {'status': 'success', 'data': {'resultType': 'vector', 'result': [
+    {'metric': {'Hostname': 'h'}, 'value': [1.0, '3']}]}}
+
+
+class TestQuery(base.TestCase):
+    def setUp(self):
+        super().setUp()
+        self.mock = self.useFixture(rm_fixture.Fixture())
+
+    def form(self, index=-1):
+        return dict(urllib.parse.parse_qsl(
+            self.mock.request_history[index].text))
+
+    def test_query_and_time(self):
+        self.mock.post(QUERY, json=VECTOR)
+        client = prometheus.Prometheus(URL + '/')
+        self.assertEqual(VECTOR['data'], client.query('up'))
+        self.assertEqual({'query': 'up'}, self.form())
+        client.query('max_over_time(x[60s])', time=1700000000.25)
+        self.assertEqual({'query': 'max_over_time(x[60s])',
+                          'time': '1700000000.250'}, self.form())
+        self.assertEqual(2, client.sent)
+        sent = self.mock.request_history[-1]
+        self.assertEqual((prometheus.http.CONNECT_TIMEOUT,
+                          prometheus.http.READ_TIMEOUT), sent.timeout)
+        self.assertNotIn('Authorization', sent.headers)
+
+    def test_path_prefix_and_tls(self):
+        self.mock.post('https://p.test/prom/api/v1/query', json=VECTOR)
+        client = prometheus.Prometheus('https://p.test/prom', verify='/ca',
+                                       cert=('/c', '/k'), timeout=7)
+        client.query('up')
+        sent = self.mock.request_history[-1]
+        self.assertEqual('/ca', sent.verify)
+        self.assertEqual(('/c', '/k'), sent.cert)
+        self.assertEqual(7, sent.timeout)
+
+    def test_bearer_token(self):
+        self.mock.post(QUERY, json=VECTOR)
+        prometheus.Prometheus(URL, token='s3cret').query('up')
+        self.assertEqual('Bearer s3cret',
+                         self.mock.request_history[-1].headers[
+                             'Authorization'])
+
+    def test_basic_auth_given_or_in_the_url(self):
+        self.mock.post(QUERY, json=VECTOR)
+        for client in (prometheus.Prometheus(URL, username='u',
+                                             password='p@ss'),
+                       prometheus.Prometheus(
+                           'http://u:p%40ss@prom.test:9090')):
+            client.query('up')
+            sent = self.mock.request_history[-1]
+            self.assertEqual(QUERY, sent.url)
+            self.assertEqual(
+                'Basic ' + base64.b64encode(b'u:p@ss').decode(),
+                sent.headers['Authorization'])
+            self.assertEqual('http://prom.test:9090', client.url)
+
+    def fails(self, client, *parts, cls=errors.APIError):
+        error = self.assertRaises(cls, client.query, 'up')
+        self.assertIsInstance(error, exceptions.CommandError)
+        text = str(error)
+        for part in parts:
+            self.assertIn(part, text)
+        for secret in ('s3cret', 'p@ss', 'p%40ss', 'token='):
+            self.assertNotIn(secret, text)
+        self.assertEqual(1, len(text.splitlines()))
+        return error
+
+    def secret_client(self):
+        return prometheus.Prometheus('http://u:s3cret@prom.test:9090/'
+                                     '?token=s3cret')
+
+    def test_500(self):
+        self.mock.post(QUERY, status_code=500, text='<h1>Oops</h1>')
+        error = self.fails(
+            self.secret_client(),
+            'Querying Prometheus at http://prom.test:9090: Prometheus '
+            'failed with HTTP 500: Oops. Check the Prometheus service logs.')
+        self.assertEqual(500, error.status)
+
+    def test_503_with_an_error_body(self):
+        self.mock.post(QUERY, status_code=503, json={
+            'status': 'error', 'errorType': 'unavailable',
+            'error': 'TSDB not ready'})
+        self.fails(self.secret_client(), 'refused the query up',
+                         'HTTP 503, unavailable', 'TSDB not ready')
+
+    def test_connection_refused(self):
+        self.mock.post(QUERY, exc=requests.exceptions.ConnectionError(
+            "HTTPConnectionPool(host='prom.test', port=9090): Max retries "
+            "exceeded with url: /api/v1/query?token=s3cret (Caused by "
+            "NewConnectionError('Connection refused'))"))
+        self.fails(self.secret_client(), 'cannot connect',
+                         'prom.test', 'Connection refused',
+                         'http://prom.test:9090')
+
+    def test_timeout_and_tls(self):
+        self.mock.post(QUERY, exc=requests.exceptions.ReadTimeout('slow'))
+        self.fails(self.secret_client(), 'no answer in time',
+                         cls=errors.TimedOut)
+        self.mock.post(QUERY, exc=requests.exceptions.SSLError('bad cert'))
+        self.fails(self.secret_client(), 'TLS verification failed',
+                         'prometheus_cacert')
+
+    def test_bad_json(self):
+        self.mock.post(QUERY, text='<html>a proxy</html>')
+        self.fails(self.secret_client(), 'not JSON (HTTP 200)')
+        self.mock.post(QUERY, json=['not', 'a', 'dict'])
+        self.fails(self.secret_client(), 'not JSON')
+
+    def test_status_error(self):
+        self.mock.post(QUERY, status_code=400, json={
+            'status': 'error', 'errorType': 'bad_data',
+            'error': 'parse error at char 3'})
+        error = self.fails(self.secret_client(), 'bad_data',
+                                 'parse error at char 3', 'HTTP 400')
+        self.assertEqual(400, error.status)
+
+    def test_unauthorised(self):
+        self.mock.post(QUERY, status_code=401, text='no')
+        self.fails(self.secret_client(), 'HTTP 401',
+                         'prometheus_token')
+
+    def test_not_a_url(self):
+        for url in ('prom.test:9090', '', None, 'ftp://x'):
+            error = self.assertRaises(errors.APIError,
+                                      prometheus.Prometheus, url)
+            self.assertIn('is not a Prometheus URL', str(error))
+
+    def test_public_url(self):
+        self.assertEqual('https://[::1]:9090/p',
+                         prometheus.public_url('https://a:b@[::1]:9090/p?x=1'))

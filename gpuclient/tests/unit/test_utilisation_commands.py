@@ -1,0 +1,324 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""--utilisation of gpu server list and gpu usage list over the fake
+cloud of test_usage and a fake Prometheus (its HTTP API, evaluating the
+few PromQL shapes gpuclient sends and refusing any other)."""
+
+import re
+import urllib.parse
+
+import fixtures
+from osc_lib import exceptions
+
+from gpuclient.ops import utilisation_ops
+from gpuclient.tests.unit import base
+from gpuclient.tests.unit import test_usage
+from gpuclient.v1 import server as server_cmd
+from gpuclient.v1 import usage as usage_cmd
+
+PROM = 'http://prom.test:9090'
+INSTANT = re.compile(r'^(avg|max|last)_over_time\(([A-Z_]+)\[(\d+)s\]\)$')
+BUCKETS = re.compile(
+    r'^max_over_time\(([A-Z_]+)\[(\d+)s\]\)\[(\d+)s:(\d+)s\]$')
+FUNCTIONS = {'avg': lambda v: sum(v) / len(v), 'max': max,
+             'last': lambda v: v[-1]}
+
+
+class FakePrometheus:
+    """/api/v1/query of a Prometheus holding SERIES: [(labels, {metric:
+    [samples over any window]})]."""
+
+    def __init__(self, mock):
+        self.series = []
+        self.queries = []
+        self.status = None  # an HTTP status to fail with
+        mock.post(PROM + '/api/v1/query', json=self.answer)
+
+    def answer(self, request, context):
+        form = dict(urllib.parse.parse_qsl(request.text))
+        self.queries.append(form['query'])
+        if self.status:
+            context.status_code = self.status
+            return {'status': 'error', 'errorType': 'internal',
+                    'error': 'storage is down'}
+        match = INSTANT.match(form['query'])
+        if match:
+            func, metric, _window = match.groups()
+            return self._ok('vector', [
+                {'metric': dict(labels, __name__=metric),
+                 'value': [float(form.get('time', 0)),
+                           str(FUNCTIONS[func](samples[metric]))]}
+                for labels, samples in self.series if samples.get(metric)])
+        match = BUCKETS.match(form['query'])
+        if match:
+            metric, step, period, _step = match.groups()
+            end, step = float(form['time']), int(step)
+            first = (end - int(period)) // step * step + step
+            result = []
+            for labels, samples in self.series:
+                if samples.get(metric):
+                    peak = max(samples[metric])
+                    result.append({'metric': labels, 'values': [
+                        [first + i * step, str(peak)]
+                        for i in range(int((end - first) // step) + 1)]})
+            return self._ok('matrix', result)
+        context.status_code = 400
+        return {'status': 'error', 'errorType': 'bad_data',
+                'error': 'unexpected query %s' % form['query']}
+
+    @staticmethod
+    def _ok(kind, result):
+        return {'status': 'success',
+                'data': {'resultType': kind, 'result': result}}
+
+
+def host_labels(host, pci, **more):
+    return dict({'Hostname': host, 'pci_bus_id': pci, 'gpu': '0',
+                 'UUID': 'GPU-' + pci}, **more)
+
+
+class UtilisationCase(test_usage.CommandTestCase):
+    def setUp(self):
+        super().setUp()
+        self.prometheus = FakePrometheus(self.placement.mock)
+        self.useFixture(fixtures.EnvironmentVariable(
+            'GPUCLIENT_PROMETHEUS_URL'))
+        self.cm.gpu.cloud_config = {'prometheus_endpoint': PROM}
+
+
+class TestServerListUtilisation(UtilisationCase):
+    def setUp(self):
+        super().setUp()
+        self.add_server('pt', test_usage.PT_SPEC, gpus=2, host='gpu-pt-1',
+                        devices=('gpu-pt-1.gpu.test_0000:81:00.0',
+                                 'gpu-pt-1.gpu.test_0000:82:00.0'))
+        self.add_server('v1', test_usage.VGPU_SPEC, host='gpu-vgpu-1',
+                        devices=('gpu-vgpu-1_pci_0000_84_00_0',))
+        self.add_server('v2', test_usage.VGPU_SPEC, host='gpu-vgpu-1',
+                        devices=('gpu-vgpu-1_pci_0000_85_00_0',))
+        self.add_server('v3', test_usage.VGPU_SPEC, host='gpu-vgpu-1',
+                        devices=('gpu-vgpu-1_pci_0000_85_00_0',))
+        self.add_server('m1', test_usage.MIG_SPEC, host='gpu-mig-1',
+                        devices=('gpu-mig-1_pci_0000_85_00_0',))
+        self.prometheus.series = [
+            (host_labels('gpu-vgpu-1', '00000000:84:00.0'), {
+                'DCGM_FI_DEV_GPU_UTIL': [0, 1, 2],
+                'DCGM_FI_DEV_FB_USED': [100, 200]}),
+            (host_labels('gpu-vgpu-1', '00000000:85:00.0'), {
+                'DCGM_FI_DEV_GPU_UTIL': [0, 0]}),
+            (host_labels('gpu-mig-1', '00000000:85:00.0', GPU_I_ID='1',
+                         GPU_I_PROFILE='1g.10gb'), {
+                'DCGM_FI_DEV_GPU_UTIL': [0, 0],
+                'DCGM_FI_PROF_GR_ENGINE_ACTIVE': [0.5, 0.7]}),
+            ({'Hostname': 'vm-pt', 'pci_bus_id': '00000000:01:00.0',
+              'instance_id': 'pt'}, {'DCGM_FI_DEV_GPU_UTIL': [3, 4]}),
+            ({'Hostname': 'vm-pt', 'pci_bus_id': '00000000:02:00.0',
+              'instance_id': 'pt'}, {'DCGM_FI_DEV_GPU_UTIL': [90, 10]}),
+        ]
+
+    def test_rows_per_server_and_device(self):
+        rows = self.run_cmd(server_cmd.ListServer, '--utilisation',
+                            '--window', '30m')
+        self.assertEqual(server_cmd.COLUMNS + server_cmd.UTILISATION_COLUMNS,
+                         tuple(rows[0]))
+        found = [(r['ID'], r['Devices'], r['Source'], r['Mean Util %'],
+                  r['Peak Util %'], r['FB Used MiB'], r['State'],
+                  r['Shared By']) for r in rows]
+        self.assertEqual([
+            ('m1', ['MIG 0000:85:00.0'], 'host', 60.0, 70.0, None, 'busy',
+             1),
+            ('pt', ['guest 0000:01:00.0'], 'guest', 3.5, 4.0, None, 'idle',
+             1),
+            ('pt', ['guest 0000:02:00.0'], 'guest', 50.0, 90.0, None,
+             'busy', 1),
+            ('v1', ['pGPU 0000:84:00.0'], 'host', 1.0, 2.0, 200.0, 'idle',
+             1),
+            ('v2', ['pGPU 0000:85:00.0'], 'host', 0.0, 0.0, None, 'shared',
+             2),
+            ('v3', ['pGPU 0000:85:00.0'], 'host', 0.0, 0.0, None, 'shared',
+             2),
+        ], found)
+        self.assertEqual([
+            'avg_over_time(DCGM_FI_DEV_GPU_UTIL[1800s])',
+            'max_over_time(DCGM_FI_DEV_GPU_UTIL[1800s])',
+            'avg_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE[1800s])',
+            'max_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE[1800s])',
+            'last_over_time(DCGM_FI_DEV_FB_USED[1800s])',
+        ], self.prometheus.queries)
+
+    def test_idle_only_and_threshold(self):
+        rows = self.run_cmd(server_cmd.ListServer, '--idle')
+        self.assertEqual([('pt', 'idle'), ('v1', 'idle')],
+                         [(r['ID'], r['State']) for r in rows])
+        rows = self.run_cmd(server_cmd.ListServer, '--idle',
+                            '--idle-below', '2')
+        self.assertEqual([], rows)
+
+    def test_queries_do_not_grow_with_servers(self):
+        self.run_cmd(server_cmd.ListServer, '--utilisation')
+        before = len(self.prometheus.queries)
+        for i in range(5):
+            self.add_server('more%d' % i, test_usage.VGPU_SPEC,
+                            host='gpu-vgpu-1',
+                            devices=('gpu-vgpu-1_pci_0000_84_00_0',))
+        self.prometheus.queries.clear()
+        rows = self.run_cmd(server_cmd.ListServer, '--utilisation')
+        self.assertEqual(before, len(self.prometheus.queries))
+        self.assertEqual(5, before)
+        self.assertEqual({'shared'}, {r['State'] for r in rows
+                                      if r['ID'].startswith('more')})
+
+    def test_prometheus_from_option_config_or_environment(self):
+        other = 'http://other.test:9090'
+        self.placement.mock.post(other + '/api/v1/query', status_code=500,
+                                 text='down')
+        error = self.assertRaises(
+            exceptions.CommandError, self.run_cmd, server_cmd.ListServer,
+            '--utilisation', '--prometheus', other)
+        self.assertEqual(
+            'Querying Prometheus at http://other.test:9090: Prometheus '
+            'failed with HTTP 500: down. Check the Prometheus service logs.',
+            str(error))
+        self.cm.gpu.cloud_config = {}
+        error = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                                  server_cmd.ListServer, '--utilisation')
+        self.assertIn('none is configured', str(error))
+        self.useFixture(fixtures.EnvironmentVariable(
+            'GPUCLIENT_PROMETHEUS_URL', PROM))
+        self.assertEqual(6, len(self.run_cmd(server_cmd.ListServer,
+                                             '--utilisation')))
+
+    def test_credentials_from_the_cloud_config(self):
+        self.cm.gpu.cloud_config = {
+            'prometheus_endpoint': PROM, 'prometheus_token': 's3cret',
+            'prometheus_cacert': '/etc/prom-ca.pem'}
+        self.run_cmd(server_cmd.ListServer, '--utilisation')
+        sent = self.placement.mock.request_history[-1]
+        self.assertEqual('Bearer s3cret', sent.headers['Authorization'])
+        self.assertEqual('/etc/prom-ca.pem', sent.verify)
+
+    def test_tls_as_the_clouds_unless_told(self):
+        self.useFixture(fixtures.EnvironmentVariable(
+            'GPUCLIENT_PROMETHEUS_INSECURE'))
+        self.useFixture(fixtures.EnvironmentVariable(
+            'GPUCLIENT_PROMETHEUS_CACERT'))
+        for config, verify in (
+                ({}, True),
+                ({'verify': True, 'cacert': '/cloud-ca'}, '/cloud-ca'),
+                ({'verify': False}, False),
+                ({'insecure': True}, False),
+                ({'verify': False, 'prometheus_cacert': '/p'}, '/p'),
+                ({'verify': False, 'prometheus_insecure': 'false'}, True),
+                ({'cacert': '/c', 'prometheus_insecure': 'true'}, False)):
+            self.assertEqual(verify, utilisation_ops.tls_verify(config),
+                             config)
+        self.useFixture(fixtures.EnvironmentVariable(
+            'GPUCLIENT_PROMETHEUS_CACERT', '/env-ca'))
+        self.assertEqual('/env-ca', utilisation_ops.tls_verify(
+            {'cacert': '/c'}))
+
+    def test_prometheus_error_is_one_line(self):
+        self.prometheus.status = 500
+        error = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                                  server_cmd.ListServer, '--utilisation')
+        self.assertEqual(
+            'Querying Prometheus at http://prom.test:9090: Prometheus '
+            'refused the query avg_over_time(DCGM_FI_DEV_GPU_UTIL[3600s]) '
+            '(HTTP 500, internal): storage is down', str(error))
+
+    def test_bad_options_refused_before_any_request(self):
+        for args, message in (
+                (['--utilisation', '--window', '1x'],
+                 "--window '1x' is not a duration"),
+                (['--utilisation', '--idle-below', '200'],
+                 '--idle-below 200: give a GPU utilisation percentage'),
+                (['--window', '1h'], '--window needs --utilisation'),
+                (['--prometheus', PROM], '--prometheus needs --utilisation'),
+                (['--idle-below', '3'], '--idle-below needs --utilisation')):
+            error = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                                      server_cmd.ListServer, *args)
+            self.assertIn(message, str(error))
+        self.assertEqual([], self.prometheus.queries)
+        self.assertEqual([], self.nova.gets)
+
+    def test_parser(self):
+        cmd = server_cmd.ListServer(self.make_app(None), None)
+        self.check_parser(cmd, [], [('utilisation', False), ('idle', False),
+                                    ('window', None), ('idle_below', None),
+                                    ('prometheus', None)])
+        self.check_parser(cmd, ['--utilisation', '--window', '7d',
+                                '--idle-below', '2.5', '--idle',
+                                '--prometheus', PROM],
+                          [('utilisation', True), ('idle', True),
+                           ('window', '7d'), ('idle_below', '2.5'),
+                           ('prometheus', PROM)])
+
+    def test_without_utilisation_nothing_changes(self):
+        rows = self.run_cmd(server_cmd.ListServer)
+        self.assertEqual(server_cmd.COLUMNS, tuple(rows[0]))
+        self.assertEqual([], self.prometheus.queries)
+
+
+class TestUsageListUtilisation(UtilisationCase):
+    def setUp(self):
+        super().setUp()
+        self.add_server('pt', test_usage.PT_SPEC, gpus=2, host='gpu-pt-1')
+        self.add_server('v1', test_usage.VGPU_SPEC, host='gpu-vgpu-1',
+                        devices=('gpu-vgpu-1_pci_0000_84_00_0',))
+        self.nova.usages = [
+            test_usage.server_usage('pt', test_usage.at(0),
+                                    flavor='solver.2'),
+            test_usage.server_usage('v1', test_usage.at(0)),
+        ]
+        self.prometheus.series = [
+            ({'instance_id': 'pt', 'pci_bus_id': '00000000:01:00.0'},
+             {'DCGM_FI_DEV_GPU_UTIL': [0, 1]}),
+            (host_labels('gpu-vgpu-1', '00000000:84:00.0'),
+             {'DCGM_FI_DEV_GPU_UTIL': [50]}),
+        ]
+
+    def period(self, *args):
+        return ['--start', '2026-11-01T00:00:00Z', '--end',
+                '2026-11-01T10:00:00Z', '--by', 'pool', *args]
+
+    def test_used_idle_unknown(self):
+        rows = self.run_cmd(usage_cmd.ListUsage,
+                            *self.period('--utilisation'))
+        self.assertEqual([
+            # two GPUs, the guest reports one: idle; the other unknown
+            {'Pool': 'solver', 'Servers': 1, 'GPU Hours': 20.0,
+             'Peak Seats': 0, 'Used GPU Hours': 0.0,
+             'Idle GPU Hours': 10.0, 'Unknown GPU Hours': 10.0},
+            # host-side, the server still holds the card alone: busy
+            {'Pool': 'ws', 'Servers': 1, 'GPU Hours': 10.0,
+             'Peak Seats': 1, 'Used GPU Hours': 10.0,
+             'Idle GPU Hours': 0.0, 'Unknown GPU Hours': 0.0},
+        ], rows)
+        self.assertEqual([
+            'max_over_time(DCGM_FI_DEV_GPU_UTIL[60s])[36000s:60s]',
+            'max_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE[60s])'
+            '[36000s:60s]'], self.prometheus.queries)
+
+    def test_parser_and_refusals(self):
+        cmd = usage_cmd.ListUsage(self.make_app(None), None)
+        self.check_parser(cmd, ['--utilisation', '--prometheus', PROM],
+                          [('utilisation', True), ('prometheus', PROM)])
+        self.assertRaises(base.ParserError, self.check_parser, cmd,
+                          ['--utilisation', '--idle'])
+        error = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                                  usage_cmd.ListUsage,
+                                  *self.period('--prometheus', PROM))
+        self.assertIn('--prometheus needs --utilisation', str(error))
+        rows = self.run_cmd(usage_cmd.ListUsage, *self.period())
+        self.assertNotIn('Idle GPU Hours', rows[0])
+        self.assertEqual([], self.prometheus.queries)
