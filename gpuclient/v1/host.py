@@ -260,7 +260,7 @@ class DrainHost(common.Lister):
                    'and the reason), for the operator to send; an '
                    'existing notice file is never overwritten'))
         parser.add_argument(
-            '--host-fact', metavar='[<host>:]<key>=<value>',
+            '--host-fact', metavar='<[host:]key>=<value>',
             action='append', default=[], dest='host_facts',
             help=_('What the API does not show about the hosts, for live '
                    'migration (repeat option): nova=<release> (e.g. '
