@@ -144,7 +144,7 @@ class TestBaremetal(base.FunctionalTestCase):
                               '--dry-run', '--allow-downtime')
         mine = [r for r in rows if r['Server'] == server['id']]
         self.assertEqual(['stays'], [r['Method'] for r in mine], rows)
-        self.assertIn('baremetal', mine[0]['Reason'])
+        self.assertIn('bare-metal', mine[0]['Reason'])
         # in use: total 1, used 1, never free -1
         host = [r for r in self.openstack('gpu', 'host', 'list', '--long')
                 if r['Host'] == base.BM_HOST and r['Resource Class']
