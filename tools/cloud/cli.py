@@ -20,6 +20,7 @@ import time
 from cloud import api
 from cloud import hosts as hostlib
 from cloud import ironic
+from cloud import prometheus as prom
 
 TOOLS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLOUD_DIR = os.path.join(TOOLS, 'cloud')
@@ -33,7 +34,9 @@ LOGS = os.path.join(STATE, 'logs')
 BIN = os.path.join(VENV, 'bin')
 STAMP = os.path.join(VENV, '.gpuclient-requirements.sha256')
 
-APT_PACKAGES = ('rabbitmq-server', 'mariadb-server')
+# prometheus: the cloud's metrics store that gpu ... --utilisation reads
+# (Debian's; its systemd service is not used)
+APT_PACKAGES = ('rabbitmq-server', 'mariadb-server', 'prometheus')
 PASSWORD = 'secret'
 DB_USER = 'gpuclient'
 DEMO_PROJECT = 'gpuclient-demo'
@@ -46,7 +49,13 @@ RABBIT = '/usr/lib/rabbitmq/bin'
 # port -> what listens there (all on 127.0.0.1)
 PORTS = {3306: 'mariadb', 5672: 'rabbitmq', 25672: 'rabbitmq (dist)',
          5000: 'keystone', 8778: 'placement', 9292: 'glance',
-         8774: 'nova-api', 9696: 'neutron read-only stub'}
+         8774: 'nova-api', 9696: 'neutron read-only stub',
+         9090: 'prometheus', 9400: 'DCGM exporter stand-in'}
+PROMETHEUS_PORT = 9090
+DCGM_PORT = 9400
+# the DCGM exporter stand-in's devices, which tests rewrite to set values
+# (tools/cloud/dcgm_exporter.py reads it on every scrape)
+DCGM_DEVICES = os.path.join(STATE, 'dcgm', 'devices.json')
 # WSGI services: name -> (port, module, threads, env)
 WSGI = {
     'keystone': (5000, 'keystone.wsgi.api:application', 4,
@@ -66,7 +75,8 @@ WSGI = {
 OPENSTACK_SERVICES = (
     ['nova-compute-' + h.name for h in hostlib.HOSTS] +
     ['nova-scheduler', 'nova-conductor', 'nova-api', 'glance-api',
-     'placement', 'neutron-stub', 'keystone'])
+     'placement', 'neutron-stub', 'keystone', 'prometheus',
+     'dcgm-exporter'])
 
 
 class Timeline:
@@ -462,6 +472,8 @@ clouds:
     region_name: RegionOne
     identity_api_version: 3
     interface: public
+    # where gpu server list / usage list --utilisation find Prometheus
+    prometheus_endpoint: http://127.0.0.1:{prometheus_port}
   gpuclient-flavor-operator:
     auth:
       auth_url: http://127.0.0.1:5000/v3
@@ -523,7 +535,8 @@ def _write_config():
     with open(os.path.join(STATE, 'clouds.yaml'), 'w') as f:
         f.write(CLOUDS_YAML.format(password=PASSWORD, demo_user=DEMO_USER,
                                    demo_project=DEMO_PROJECT,
-                                   operator_user=OPERATOR_USER))
+                                   operator_user=OPERATOR_USER,
+                                   prometheus_port=PROMETHEUS_PORT))
 
 
 # ---------------------------------------------------------------- start-up
@@ -685,6 +698,29 @@ def _start_nova():
             env={'PYTHONPATH': TOOLS})
 
 
+def _start_metrics():
+    """The DCGM exporter stand-in (no device until a test writes some)
+    and Debian's Prometheus scraping it every second, on loopback."""
+    os.makedirs(os.path.dirname(DCGM_DEVICES), exist_ok=True)
+    with open(DCGM_DEVICES, 'w') as f:
+        f.write('{"devices": []}\n')
+    _spawn('dcgm-exporter', [
+        os.path.join(BIN, 'python'),
+        os.path.join(CLOUD_DIR, 'dcgm_exporter.py'), '--devices',
+        DCGM_DEVICES, '--port', str(DCGM_PORT)])
+    work = os.path.join(STATE, 'prometheus')
+    os.makedirs(work, exist_ok=True)
+    config = os.path.join(work, 'prometheus.yml')
+    with open(config, 'w') as f:
+        f.write(prom.config([prom.Target(
+            'dcgm', ['127.0.0.1:%d' % DCGM_PORT])]))
+    _spawn('prometheus', [
+        prom.BINARY, '--config.file=' + config,
+        '--storage.tsdb.path=' + os.path.join(work, 'data'),
+        '--storage.tsdb.retention.time=1d',
+        '--web.listen-address=127.0.0.1:%d' % PROMETHEUS_PORT])
+
+
 def _tiny_image():
     # 1 MiB of zeros: the fake drivers never read it
     return b'\0' * (1 << 20)
@@ -825,6 +861,7 @@ def start(timeline):
     _start_nova()
     timeline('nova-api, conductor, scheduler and %d nova-computes started'
              % len(hostlib.HOSTS))
+    _start_metrics()
     # Ironic, its nodes and the bare-metal host's nova-compute, while the
     # image is uploaded (discovered with the other hosts below)
     bare_metal = pool.submit(ironic.start, timeline, ironic.HOST,
@@ -841,6 +878,8 @@ def start(timeline):
           os.path.join(STATE, 'etc', 'nova', 'nova.conf'),
           'cell_v2', 'discover_hosts', '--verbose'], 'setup-discover.log')
     _wait('hypervisors', lambda: _hypervisors_ready(session), 60)
+    _wait('prometheus', _http_up('http://127.0.0.1:%d/-/ready'
+                                 % PROMETHEUS_PORT), 60)
     _wait('compute services up', lambda: _computes_up(session), 60)
     _disable_spares(session)
     timeline('hosts discovered, hypervisors and compute services up '
@@ -937,7 +976,7 @@ def cmd_status(args):
 def env_text():
     return ('export OS_CLIENT_CONFIG_FILE=%s/clouds.yaml '
             'OS_CLOUD=gpuclient-admin GPUCLIENT_MEMBER_CLOUD=gpuclient-member'
-            % STATE)
+            ' GPUCLIENT_DCGM_DEVICES=%s' % (STATE, DCGM_DEVICES))
 
 
 def cmd_env(args):
