@@ -70,29 +70,6 @@ class MaintenanceTestCase(base.FunctionalTestCase):
                        '--disable-reason', reason, host, 'nova-compute',
                        parse=False)
 
-    def use_spare(self, host):
-        """Enable HOST, a second host the test cloud keeps disabled so
-        that nothing lands there by chance; disabled again at cleanup with
-        its reason. A cloud without HOST skips (fails on the test
-        cloud)."""
-        rows = self.openstack('--os-compute-api-version', '2.53', 'compute',
-                              'service', 'list', '--service', 'nova-compute',
-                              '--host', host, '--long')
-        if not rows:
-            reason = ('this cloud has no host %s (a second host of its '
-                      'kind: set GPUCLIENT_PT_HOST2 / GPUCLIENT_VGPU_HOST2)'
-                      % host)
-            if os.environ.get('GPUCLIENT_FT_NO_SKIP') == '1':
-                self.fail(reason)
-            self.skipTest(reason)
-        if rows[0]['Status'] == 'disabled':
-            self.addCleanup(self.openstack_raw, 'compute', 'service', 'set',
-                            '--disable', '--disable-reason',
-                            rows[0]['Disabled Reason'] or 'spare', host,
-                            'nova-compute')
-            self.openstack('compute', 'service', 'set', '--enable', host,
-                           'nova-compute', parse=False)
-
     def drained(self, host):
         """Uncordon HOST at cleanup (gpuclient's own cordon only)."""
         self.addCleanup(self.openstack_raw, 'gpu', 'host', 'uncordon', host)

@@ -1,0 +1,170 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``--utilisation`` against the test cloud's real Prometheus.
+
+tools/testcloud runs Debian's Prometheus, scraping every second the DCGM
+exporter stand-in (tools/cloud/dcgm_exporter.py), which serves the devices
+of the JSON file named by GPUCLIENT_DCGM_DEVICES: a test writes the
+readings the hardware would give, then asks gpuclient. Host-side readings
+(vGPU: ``Hostname`` + ``pci_bus_id`` of the pGPU Nova named the provider
+after) and guest-side ones (passthrough: the ``instance_id`` label that
+``openstack_sd_configs`` relabelling gives) are joined by gpuclient to the
+servers that Nova and Placement say hold the devices. A cloud without the
+stand-in (a devstack gate) skips.
+"""
+
+import datetime
+import json
+import os
+import re
+import subprocess
+import time
+
+from gpuclient.tests.functional import base
+
+DEVICES = os.environ.get('GPUCLIENT_DCGM_DEVICES')
+# the window the states are judged over: only readings written by the test
+WINDOW = 8
+PROMTOOL = '/usr/bin/promtool'
+
+
+class TestUtilisation(base.FunctionalTestCase):
+
+    def setUp(self):
+        super().setUp()
+        if not DEVICES:
+            reason = ('no DCGM exporter stand-in on this cloud (set '
+                      'GPUCLIENT_DCGM_DEVICES to its devices file)')
+            if os.environ.get('GPUCLIENT_FT_NO_SKIP') == '1':
+                self.fail(reason)
+            self.skipTest(reason)
+
+    def write_devices(self, devices):
+        """Serve DEVICES from now on; none again at cleanup."""
+        self.addCleanup(self._write, [])
+        self._write(devices)
+
+    def _write(self, devices):
+        tmp = DEVICES + '.tmp'
+        with open(tmp, 'w') as out:
+            json.dump({'devices': devices}, out)
+        os.replace(tmp, DEVICES)
+
+    def make_pool(self, mode, host, *extra):
+        name = self.unique_name(mode)
+        self.addCleanup(self.delete_pool, name)
+        self.openstack('gpu', 'pool', 'create', name, '--mode', mode,
+                       '--host', host, *extra, parse=False)
+        return name
+
+    def pgpu_address(self, server):
+        """The PCI address (0000:84:00.0) of the pGPU whose provider holds
+        SERVER's vGPU, from Placement and the provider's name."""
+        rows = self.openstack('resource', 'provider', 'allocation', 'show',
+                              server['id'])
+        uuids = [r['resource_provider'] for r in rows
+                 if 'VGPU' in r['resources']]
+        self.assertEqual(1, len(uuids), rows)
+        name = self.openstack('resource', 'provider', 'show',
+                              uuids[0])['name']
+        match = re.search(r'pci_([0-9a-f]{4})_([0-9a-f]{2})_([0-9a-f]{2})_'
+                          r'([0-7])$', name)
+        self.assertIsNotNone(match, name)
+        return '%s:%s:%s.%s' % match.groups()
+
+    @base.needs('passthrough', 'vgpu')
+    def test_idle_busy_unknown_in_two_modes(self):
+        start = datetime.datetime.now(datetime.timezone.utc)
+        pt_flavor = self.make_flavor(self.make_pool(
+            'passthrough', base.PT_HOST, '--alias', 'h100', '--pci-id',
+            '10de:2331'))
+        pt_idle, pt_busy, pt_none = (self.boot(pt_flavor) for _i in
+                                     range(3))
+        # one vGPU server alone on each vGPU host: the card's figure is
+        # that server's
+        v_idle = self.boot(self.make_flavor(self.make_pool(
+            'vgpu', base.VGPU_HOST, '--vgpu-type', 'nvidia-35')))
+        self.use_spare(base.VGPU_HOST2)
+        v_busy = self.boot(self.make_flavor(self.make_pool(
+            'vgpu', base.VGPU_HOST2, '--vgpu-type', 'nvidia-35')))
+
+        def guest(server, util):
+            return {'hostname': server['name'], 'gpu': 0,
+                    'pci_bus_id': '00000000:05:00.0', 'util': util,
+                    'fb_used': 1000, 'labels': {'instance_id': server['id']}}
+
+        def host(host, server, util):
+            return {'hostname': host, 'gpu': 0, 'util': util,
+                    'fb_used': 2000,
+                    'pci_bus_id': '0000' + self.pgpu_address(server)}
+
+        self.write_devices([
+            guest(pt_idle, 1), guest(pt_busy, 90),
+            host(base.VGPU_HOST, v_idle, 2),
+            host(base.VGPU_HOST2, v_busy, 75)])
+        # the window holds only the readings just written
+        time.sleep(WINDOW + 3)
+        rows = self.openstack('gpu', 'server', 'list', '--all-projects',
+                              '--utilisation', '--window', '%ds' % WINDOW)
+        states = {r['ID']: r['State'] for r in rows}
+        self.assertEqual(
+            {'idle': [pt_idle['id'], v_idle['id']],
+             'busy': [pt_busy['id'], v_busy['id']],
+             'unknown': [pt_none['id']]},
+            {state: [s['id'] for s in (pt_idle, v_idle, pt_busy, v_busy,
+                                       pt_none) if states.get(s['id'])
+                     == state]
+             for state in ('idle', 'busy', 'unknown')}, rows)
+        busy = [r for r in rows if r['ID'] == pt_busy['id']][0]
+        self.assertEqual((90.0, 90.0, 'guest'),
+                         (busy['Mean Util %'], busy['Peak Util %'],
+                          busy['Source']))
+        # --idle keeps the idle ones
+        idle = self.openstack('gpu', 'server', 'list', '--all-projects',
+                              '--idle', '--window', '%ds' % WINDOW)
+        self.assertEqual(sorted([pt_idle['id'], v_idle['id']]),
+                         sorted(r['ID'] for r in idle
+                                if r['ID'] in states))
+
+        # usage: GPU-hours split; each row's parts add up to its whole
+        usage = self.openstack(
+            'gpu', 'usage', 'list', '--all-projects', '--utilisation',
+            '--start', start.strftime('%Y-%m-%dT%H:%M:%S'), '--by', 'pool')
+        self.assertTrue(usage)
+        for row in usage:
+            parts = (row['Used GPU Hours'] + row['Idle GPU Hours']
+                     + row['Unknown GPU Hours'])
+            self.assertAlmostEqual(row['GPU Hours'], parts, places=2,
+                                   msg=row)
+        self.assertTrue(any(r['Idle GPU Hours'] > 0 for r in usage), usage)
+        self.assertTrue(any(r['Used GPU Hours'] > 0 for r in usage), usage)
+
+    def test_prometheus_down_is_one_line_and_exit_1(self):
+        rc, out, err = self.openstack_raw(
+            'gpu', 'server', 'list', '--utilisation', '--prometheus',
+            'http://127.0.0.1:9')
+        self.assertEqual(1, rc, out)
+        self.assertNotIn('Traceback', err)
+        self.assertIn('127.0.0.1:9', err)
+        self.assertEqual(1, len(err.strip().splitlines()), err)
+
+    def test_capacity_openmetrics_passes_promtool(self):
+        if not os.path.exists(PROMTOOL):
+            self.skipTest('no %s (apt-get install prometheus)' % PROMTOOL)
+        rc, out, err = self.openstack_raw('gpu', 'capacity', 'list', '-f',
+                                          'openmetrics')
+        self.assertEqual(0, rc, err)
+        checked = subprocess.run([PROMTOOL, 'check', 'metrics'], input=out,
+                                 capture_output=True, text=True)
+        self.assertEqual(0, checked.returncode,
+                         checked.stdout + checked.stderr)
