@@ -72,11 +72,11 @@ def _read_utilisation(client, cloud, wanted):
     Prometheus is configured."""
     url = utilisation_ops.endpoint(client, wanted.get('url'))
     if not url:
-        LOG.warning(_(
-            'Check %(check)s not run: no Prometheus is configured (give '
-            '--prometheus <url>, prometheus_endpoint in the cloud\'s '
-            'clouds.yaml entry, or $%(env)s).')
-            % {'check': IDLE_CHECK, 'env': utilisation_ops.URL_ENV})
+        note = _('Check %(check)s not run: no Prometheus is configured '
+                 '(give --prometheus <url>, prometheus_endpoint in the '
+                 'cloud\'s clouds.yaml entry, or $%(env)s).') % {
+                     'check': IDLE_CHECK, 'env': utilisation_ops.URL_ENV}
+        LOG.warning(note)
         return
     window = wanted.get('window') or utilisation.window_seconds(
         utilisation.DEFAULT_WINDOW)
