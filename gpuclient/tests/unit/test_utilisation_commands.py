@@ -86,6 +86,17 @@ class FakePrometheus:
                 'data': {'resultType': kind, 'result': result}}
 
 
+# the five queries of gpu server list --utilisation (and gpu check's
+# gpu-idle) over a 30m window, written out as Prometheus receives them
+SERVER_QUERIES_30M = [
+    'avg_over_time(DCGM_FI_DEV_GPU_UTIL[1800s])',
+    'max_over_time(DCGM_FI_DEV_GPU_UTIL[1800s])',
+    'avg_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE[1800s])',
+    'max_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE[1800s])',
+    'last_over_time(DCGM_FI_DEV_FB_USED[1800s])',
+]
+
+
 def host_labels(host, pci, **more):
     return dict({'Hostname': host, 'pci_bus_id': pci, 'gpu': '0',
                  'UUID': 'GPU-' + pci}, **more)
@@ -98,6 +109,15 @@ class UtilisationCase(test_usage.CommandTestCase):
         self.useFixture(fixtures.EnvironmentVariable(
             'GPUCLIENT_PROMETHEUS_URL'))
         self.cm.gpu.cloud_config = {'prometheus_endpoint': PROM}
+
+    def assert_refused(self, cls, cases):
+        """Each (args, message) of CASES refused before any request."""
+        for args, message in cases:
+            error = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                                      cls, *args)
+            self.assertIn(message, str(error))
+        self.assertEqual([], self.prometheus.queries)
+        self.assertEqual([], self.nova.gets)
 
 
 class TestServerListUtilisation(UtilisationCase):
@@ -152,13 +172,7 @@ class TestServerListUtilisation(UtilisationCase):
             ('v3', ['pGPU 0000:85:00.0'], 'host', 0.0, 0.0, None, 'shared',
              2),
         ], found)
-        self.assertEqual([
-            'avg_over_time(DCGM_FI_DEV_GPU_UTIL[1800s])',
-            'max_over_time(DCGM_FI_DEV_GPU_UTIL[1800s])',
-            'avg_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE[1800s])',
-            'max_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE[1800s])',
-            'last_over_time(DCGM_FI_DEV_FB_USED[1800s])',
-        ], self.prometheus.queries)
+        self.assertEqual(SERVER_QUERIES_30M, self.prometheus.queries)
 
     def test_idle_only_and_threshold(self):
         rows = self.run_cmd(server_cmd.ListServer, '--idle')
@@ -241,19 +255,14 @@ class TestServerListUtilisation(UtilisationCase):
             '(HTTP 500, internal): storage is down', str(error))
 
     def test_bad_options_refused_before_any_request(self):
-        for args, message in (
+        self.assert_refused(server_cmd.ListServer, (
                 (['--utilisation', '--window', '1x'],
                  "--window '1x' is not a duration"),
                 (['--utilisation', '--idle-below', '200'],
                  '--idle-below 200: give a GPU utilisation percentage'),
                 (['--window', '1h'], '--window needs --utilisation'),
                 (['--prometheus', PROM], '--prometheus needs --utilisation'),
-                (['--idle-below', '3'], '--idle-below needs --utilisation')):
-            error = self.assertRaises(exceptions.CommandError, self.run_cmd,
-                                      server_cmd.ListServer, *args)
-            self.assertIn(message, str(error))
-        self.assertEqual([], self.prometheus.queries)
-        self.assertEqual([], self.nova.gets)
+                (['--idle-below', '3'], '--idle-below needs --utilisation')))
 
     def test_parser(self):
         cmd = server_cmd.ListServer(self.make_app(None), None)
@@ -365,13 +374,7 @@ class TestCheckIdle(UtilisationCase):
         self.assertIn('project p-team-a holds pGPU 0000:84:00.0 (VGPU, pool '
                       'ws) and its peak GPU utilisation over the last 30m '
                       'was 2.0 %', rows[0]['Symptom'])
-        self.assertEqual([
-            'avg_over_time(DCGM_FI_DEV_GPU_UTIL[1800s])',
-            'max_over_time(DCGM_FI_DEV_GPU_UTIL[1800s])',
-            'avg_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE[1800s])',
-            'max_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE[1800s])',
-            'last_over_time(DCGM_FI_DEV_FB_USED[1800s])',
-        ], self.prometheus.queries)
+        self.assertEqual(SERVER_QUERIES_30M, self.prometheus.queries)
         # every project's servers: one paged list, all_tenants
         self.assertEqual([{'all_tenants': 1}], [
             p for path, p in self.nova.gets if path == '/servers/detail'])
@@ -443,11 +446,6 @@ class TestCheckIdle(UtilisationCase):
                                 '--idle-below', '2.5'],
                           [('prometheus', PROM), ('window', '7d'),
                            ('idle_below', '2.5')])
-        for args, message in (
+        self.assert_refused(check_cmd.Check, (
                 (['--window', '1x'], "--window '1x' is not a duration"),
-                (['--idle-below', '-1'], '--idle-below -1: give')):
-            error = self.assertRaises(exceptions.CommandError, self.run_cmd,
-                                      check_cmd.Check, *args)
-            self.assertIn(message, str(error))
-        self.assertEqual([], self.prometheus.queries)
-        self.assertEqual([], self.nova.gets)
+                (['--idle-below', '-1'], '--idle-below -1: give')))
