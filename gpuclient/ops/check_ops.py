@@ -14,22 +14,34 @@
 
 Requests: the snapshot with flavors, images, pool members and projects,
 and Keystone's registered limits only when nova.conf's [quota] was read
-and the cloud has pools (the quota-gpu-limits check judges them).
+and the cloud has pools (the quota-gpu-limits check judges them). When
+the gpu-idle check runs and a Prometheus is configured: every project's
+servers (paged), the allocations of the GPU providers in use and five
+PromQL queries, whatever the number of servers.
 """
 
 import logging
 
 from osc_lib import exceptions
 
+from gpuclient.i18n import _
+from gpuclient.ops import server_ops
 from gpuclient.ops import snapshot
+from gpuclient.ops import utilisation_ops
 from gpuclient.rules import checks
 from gpuclient.rules import pools as pools_mod
+from gpuclient.rules import utilisation
 
 LOG = logging.getLogger(__name__)
 
 
-def run(client, settings=None, names=None, pool=None):
-    """The findings of ``checks.run`` over one snapshot."""
+def run(client, settings=None, names=None, pool=None, utilisation=None):
+    """The findings of ``checks.run`` over one snapshot.
+
+    UTILISATION: where and how gpu-idle judges (url, window in seconds,
+    idle_below percent); its url defaults as ``gpu server list
+    --utilisation``'s.
+    """
     cloud = snapshot.read(client, with_flavors=True, mapped_only=True,
                           with_images=True, with_pool_members=True,
                           with_projects=True)
@@ -46,4 +58,37 @@ def run(client, settings=None, names=None, pool=None):
         except exceptions.CommandError as exc:
             # the quota-gpu-limits check says it could not judge
             cloud.registered_limits_error = str(exc)
+    if not names or IDLE_CHECK in names:
+        _read_utilisation(client, cloud, utilisation or {})
     return checks.run(cloud, settings, names=names, pool=pool)
+
+
+IDLE_CHECK = 'gpu-idle'
+
+
+def _read_utilisation(client, cloud, wanted):
+    """cloud.utilisation for the gpu-idle check (rows, window,
+    idle_below), or cloud.utilisation_error; nothing but a note when no
+    Prometheus is configured."""
+    url = utilisation_ops.endpoint(client, wanted.get('url'))
+    if not url:
+        note = _('Check %(check)s not run: no Prometheus is configured '
+                 '(give --prometheus <url>, prometheus_endpoint in the '
+                 'cloud\'s clouds.yaml entry, or $%(env)s).') % {
+                     'check': IDLE_CHECK, 'env': utilisation_ops.URL_ENV}
+        LOG.warning(note)
+        return
+    window = wanted.get('window') or utilisation.window_seconds(
+        utilisation.DEFAULT_WINDOW)
+    idle_below = wanted.get('idle_below')
+    if idle_below is None:
+        idle_below = utilisation.DEFAULT_IDLE_BELOW
+    try:
+        rows = server_ops.every_server_utilisation(
+            client, cloud, window, idle_below, url=url)
+    except exceptions.CommandError as exc:
+        # the gpu-idle check says it could not judge; the others ran
+        cloud.utilisation_error = str(exc)
+        return
+    cloud.utilisation = {'rows': rows, 'window': window,
+                         'idle_below': idle_below}

@@ -121,6 +121,7 @@ def observe(client, hosts, requested='auto', allow_downtime=False,
     result = maintenance.plan(
         servers, trees, draining, cordoned,
         facts=maintenance.host_facts(facts or {}, trees),
+        gpu_rows=_held(client, cloud, servers, draining),
         requested=requested, allow_downtime=allow_downtime,
         settings=settings or request_mod.load_settings(), pools=cloud.pools,
         aggregates=cloud.aggregates, services=cloud.services,
@@ -138,6 +139,22 @@ def observe(client, hosts, requested='auto', allow_downtime=False,
             draining, cloud.pools)
     return {'rows': rows, 'summary': result['summary'], 'cloud': cloud,
             'draining': draining}
+
+
+def _held(client, cloud, servers, draining):
+    """{server id: ``usage.server_rows`` row} of SERVERS: the GPU devices
+    each holds, from the allocations of the used GPU providers of the
+    DRAINING hosts only (one request per such provider)."""
+    from gpuclient.ops import server_ops
+    from gpuclient.rules import usage
+
+    host_roots = cloud.host_roots()
+    roots = set()
+    for host in draining:
+        roots |= set(host_roots.get(host) or ())
+    allocations = server_ops.gpu_allocations(client, cloud, roots)
+    return {row['id']: row
+            for row in usage.server_rows(servers, cloud, allocations)}
 
 
 def _tree_uuids(cloud, hosts):

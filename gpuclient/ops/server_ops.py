@@ -154,6 +154,19 @@ def collect(client, project=None, project_domain=None, all_projects=False,
     return rows, notes
 
 
+def every_server_utilisation(client, cloud, window, idle_below, url=None):
+    """``gpu server list --all-projects --utilisation`` over CLOUD (a
+    snapshot already read): every project's servers (paged), the
+    allocations of the GPU providers in use and the five PromQL queries
+    of ``utilisation_ops.server_rows``."""
+    client.compute.require(versions.COMPUTE_EMBEDDED_FLAVOR_VERSION)
+    servers = client.compute.servers_detail(all_projects=True)
+    allocations = gpu_allocations(client, cloud)
+    rows = usage.server_rows(servers, cloud, allocations)
+    return utilisation_ops.server_rows(client, rows, cloud, allocations,
+                                       window, idle_below, url=url)
+
+
 def _with_utilisation(client, rows, cloud, allocations, wanted):
     if not wanted:
         return rows

@@ -70,11 +70,18 @@ def tls_verify(config):
     return config.get('cacert') or True
 
 
+def endpoint(client, url=None):
+    """The Prometheus URL: URL (--prometheus), the cloud's
+    prometheus_endpoint or $GPUCLIENT_PROMETHEUS_URL; None when none is
+    configured."""
+    return (url or client.cloud_config.get('prometheus_endpoint')
+            or os.environ.get(URL_ENV) or None)
+
+
 def connect(client, url=None):
     """(Prometheus client, metric names, label names) of the cloud."""
     config = client.cloud_config
-    url = (url or config.get('prometheus_endpoint')
-           or os.environ.get(URL_ENV))
+    url = endpoint(client, url)
     if not url:
         raise exceptions.CommandError(_(
             '--utilisation reads the cloud\'s Prometheus, and none is '

@@ -190,11 +190,10 @@ def _serves(rp, root, req):
     return False
 
 
-def _blocker(fits, flavor, host, roots):
-    """Why FLAVOR fits nowhere on HOST (one sentence)."""
-    post = fits.post[flavor['id']].get(host)
-    if post:
-        return explain.post_filter_text(host, post[0], fits.project_id)
+def shortage(fits, flavor, host, roots):
+    """(class, free, need) of the first compute class (VCPU, PCPU,
+    MEMORY_MB, DISK_GB) FLAVOR asks for more of than any root of HOST
+    has free, or None: what the host ran out of, whatever the filters."""
     req = fits.requests[flavor['id']]
     own = req['groups'].get('', {}).get('resources', {})
     for rc in request_mod.COMPUTE_CLASSES:
@@ -204,20 +203,35 @@ def _blocker(fits, flavor, host, roots):
         free = max((fits.tree(host, r)[0][r]['inventory'].get(rc, {}).get(
             'free', 0) for r in roots), default=0)
         if free < need:
-            return _('%(host)s has %(free)d %(rc)s free and %(flavor)s '
-                     'needs %(need)d') % {
-                         'host': host, 'free': free, 'rc': rc,
-                         'flavor': flavor.get('name'), 'need': need}
+            return rc, free, need
+    return None
+
+
+def _blocker(fits, flavor, host, roots):
+    """Why FLAVOR fits nowhere on HOST (one sentence)."""
+    post = fits.post[flavor['id']].get(host)
+    if post:
+        return explain.post_filter_text(host, post[0], fits.project_id)
+    short = shortage(fits, flavor, host, roots)
+    if short:
+        rc, free, need = short
+        return _('%(host)s has %(free)d %(rc)s free and %(flavor)s '
+                 'needs %(need)d') % {
+                     'host': host, 'free': free, 'rc': rc,
+                     'flavor': flavor.get('name'), 'need': need}
     return _('%(flavor)s does not fit on %(host)s (its request as a whole: '
              'see "openstack gpu candidates --flavor %(flavor)s '
              '--explain")') % {'flavor': flavor.get('name'), 'host': host}
 
 
-def stranded(fits, all_gpu_flavors, host, resource_class):
-    """(free units no GPU flavor can use now, [reasons]) on one host."""
-    count, reasons = 0, []
-    roots = sorted(fits.host_roots.get(host, ()))
-    for root in roots:
+def stranded_providers(fits, all_gpu_flavors, host, resource_class):
+    """[(provider, free units, users)] of HOST's providers whose free
+    RESOURCE_CLASS units no GPU flavor can use now: USERS are the GPU
+    flavors that ask for what the provider offers (each fitting nowhere
+    on HOST; none: no flavor asks for it). Every flavor of
+    ALL_GPU_FLAVORS must have been added to FITS."""
+    found = []
+    for root in sorted(fits.host_roots.get(host, ())):
         tree = fits.tree(host, root)[0]
         for _uuid, rp in sorted(tree.items()):
             free = rp['inventory'].get(resource_class, {}).get('free', 0)
@@ -227,21 +241,31 @@ def stranded(fits, all_gpu_flavors, host, resource_class):
                      if _serves(rp, tree[root], fits.requests[f['id']])]
             if any(fits.fits[f['id']].get(host) for f in users):
                 continue
-            count += free
-            if not users:
-                traits = sorted(t for t in rp['traits']
-                                if t.startswith('CUSTOM_'))
-                reasons.append(
-                    _('%(rp)s: no GPU flavor asks for what it offers '
-                      '(%(free)d free %(rc)s%(traits)s)') % {
-                          'rp': rp['name'], 'free': free,
-                          'rc': resource_class,
-                          'traits': (', ' + ', '.join(traits)
-                                     if traits else '')})
-            else:
-                reasons.append(_('%(rp)s: %(why)s') % {
-                    'rp': rp['name'],
-                    'why': _blocker(fits, users[0], host, roots)})
+            found.append((rp, free, users))
+    return found
+
+
+def stranded(fits, all_gpu_flavors, host, resource_class):
+    """(free units no GPU flavor can use now, [reasons]) on one host."""
+    count, reasons = 0, []
+    roots = sorted(fits.host_roots.get(host, ()))
+    for rp, free, users in stranded_providers(fits, all_gpu_flavors, host,
+                                              resource_class):
+        count += free
+        if not users:
+            traits = sorted(t for t in rp['traits']
+                            if t.startswith('CUSTOM_'))
+            reasons.append(
+                _('%(rp)s: no GPU flavor asks for what it offers '
+                  '(%(free)d free %(rc)s%(traits)s)') % {
+                      'rp': rp['name'], 'free': free,
+                      'rc': resource_class,
+                      'traits': (', ' + ', '.join(traits)
+                                 if traits else '')})
+        else:
+            reasons.append(_('%(rp)s: %(why)s') % {
+                'rp': rp['name'],
+                'why': _blocker(fits, users[0], host, roots)})
     return count, reasons
 
 

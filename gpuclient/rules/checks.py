@@ -52,6 +52,7 @@ from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import quota as quota_mod
 from gpuclient.rules import request as request_mod
 from gpuclient.rules import specs as specs_mod
+from gpuclient.rules import utilisation as utilisation_mod
 
 ERROR = 'error'
 WARNING = 'warning'
@@ -951,6 +952,158 @@ def baremetal_node_traits(cloud, settings):
             WARNING if item['any_fits'] else ERROR, 'baremetal-node-traits',
             'pool %s / node %s' % (item['pool'], item['node']), symptom,
             baremetal.trait_fix(item), [item['pool']]))
+    return found
+
+
+# -- capacity and utilisation -------------------------------------------------
+
+def _host_classes(cloud, roots):
+    """GPU classes the trees of ROOTS offer."""
+    found = set()
+    for root in roots:
+        found.update(_tree_classes(cloud, root))
+    return sorted(found)
+
+
+@register('gpu-stranded')
+def gpu_stranded(cloud, settings):
+    """Free GPUs on a host that ran out of VCPU, MEMORY_MB or DISK_GB for
+    every GPU flavor asking for them: what ``gpu capacity list`` counts as
+    stranded (``capacity.stranded_providers``), when each flavor that
+    would use them is short of a compute class there (whatever the
+    project: a host closed by its filters is reported by other checks).
+    """
+    settings = settings or request_mod.load_settings()
+    fits = capacity_mod.Fits(cloud, settings, None)
+    usable = []
+    for flavor, _reading in _gpu_flavors(cloud):
+        try:
+            fits.add(flavor)
+        except exceptions.CommandError:
+            continue  # its request cannot be built: flavor-* checks say it
+        usable.append(flavor)
+    by_host = pools_mod.pools_by_host(cloud.pools)
+    found = []
+    for host, roots in sorted(fits.host_roots.items()):
+        roots = sorted(roots)
+        for rc in _host_classes(cloud, roots):
+            free, short = 0, {}
+            for _rp, units, users in capacity_mod.stranded_providers(
+                    fits, usable, host, rc):
+                lacks = [(f, capacity_mod.shortage(fits, f, host, roots))
+                         for f in users]
+                if not lacks or any(s is None for _f, s in lacks):
+                    continue  # no flavor asks, or another reason
+                free += units
+                for flavor, (klass, left, need) in lacks:
+                    short.setdefault(klass, (left, {}))[1][
+                        _flavor_label(flavor)] = need
+            if not free:
+                continue
+            pools = sorted(by_host.get(host, ()))
+            found.append(finding(
+                WARNING, 'gpu-stranded', 'host %s' % host,
+                _('%(free)d free %(rc)s on %(host)s but no GPU flavor that '
+                  'asks for them fits there: %(short)s. They count as free '
+                  'capacity and none of them can be used (a GPU at 0 %% on '
+                  'a loaded node is a scheduling problem, not free '
+                  'capacity).') % {
+                      'free': free, 'rc': rc, 'host': host,
+                      'short': '; '.join(
+                          _('%(klass)s exhausted (%(left)d free, %(needs)s)')
+                          % {'klass': klass, 'left': left,
+                             'needs': ', '.join(
+                                 _('%(f)s needs %(n)d') % {'f': f, 'n': n}
+                                 for f, n in sorted(needs.items()))}
+                          for klass, (left, needs) in sorted(
+                              short.items()))},
+                _stranded_fix(host, pools, cloud.pools), pools))
+    return found
+
+
+def _stranded_fix(host, pools, all_pools):
+    """Move the servers that hold the exhausted resources, and keep
+    ordinary flavors off the pool's hosts."""
+    fix = _('openstack server list --all-projects --host %(host)s  (move '
+            'the servers that use no GPU off it: openstack server migrate '
+            '--live-migration <server>)') % {'host': host}
+    open_pools = [p for p in pools if not all_pools[p]['isolate']]
+    if open_pools:
+        fix += '; ' + '; '.join('openstack gpu pool set %s --isolate' % p
+                                for p in open_pools)
+    return fix
+
+
+# where gpu-idle reads its figures (gpu check's options and settings)
+PROMETHEUS_FIX = ('openstack gpu check --prometheus <url>  (or '
+                  'prometheus_endpoint in the cloud\'s clouds.yaml entry, '
+                  'or $GPUCLIENT_PROMETHEUS_URL)')
+
+
+def _server_label(row):
+    if row.get('name') and row['name'] != row['id']:
+        return 'server %s (%s)' % (row['name'], row['id'])
+    return 'server %s' % row['id']
+
+
+@register('gpu-idle')
+def gpu_idle(cloud, settings):
+    """Allocated GPUs idle for the whole window: the ``idle`` rows of
+    ``gpu server list --all-projects --utilisation``, which the ops layer
+    puts in ``cloud.utilisation`` (a dict: rows, window, idle_below) when
+    a Prometheus is configured; ``cloud.utilisation_error`` says why they
+    could not be read. Neither: the check does not run (gpu check says
+    so on stderr)."""
+    wanted = getattr(cloud, 'utilisation', None)
+    if wanted is None:
+        error = getattr(cloud, 'utilisation_error', None)
+        if error is None:
+            return []
+        return [not_judged(
+            'gpu-idle', 'Prometheus',
+            _('the GPU utilisation of the servers could not be read '
+              '(%s)') % error, PROMETHEUS_FIX)]
+    window = utilisation_mod.duration_text(wanted['window'])
+    found = []
+    unjudged = []
+    for row in wanted['rows']:
+        if row['state'] != utilisation_mod.IDLE:
+            if row['state'] == utilisation_mod.UNKNOWN:
+                unjudged.append(row)
+            continue
+        found.append(finding(
+            WARNING, 'gpu-idle', _server_label(row),
+            _('project %(project)s holds %(device)s (%(rc)s%(pool)s) and '
+              'its peak GPU utilisation over the last %(window)s was '
+              '%(peak).1f %% (idle below %(below)g %%): allocated, counted '
+              'against quota and capacity, and unused.') % {
+                  'project': row['project'] or '-',
+                  'device': row['device'] or _('its GPU'),
+                  'rc': row['resource_class'] or '-',
+                  'pool': (_(', pool %s') % row['pool']) if row['pool']
+                  else '',
+                  'window': window, 'peak': row['peak'],
+                  'below': wanted['idle_below']},
+            _('ask project %(project)s to release it (openstack server '
+              'delete %(id)s) or resize it to a smaller GPU flavor '
+              '(openstack server resize --flavor <flavor> %(id)s); if the '
+              'work is bursty, judge it over a longer --window or a lower '
+              '--idle-below') % {'project': row['project'] or '-',
+                                 'id': row['id']},
+            [row['pool']] if row['pool'] else []))
+    if unjudged:
+        names = sorted({_server_label(r) for r in unjudged})
+        found.append(not_judged(
+            'gpu-idle', _('%d server device(s)') % len(unjudged),
+            _('Prometheus has no utilisation figure for the devices of '
+              '%(names)s%(more)s (no DCGM exporter series matches them), '
+              'so whether they idle is not known') % {
+                  'names': ', '.join(names[:EXAMPLES]),
+                  'more': ', ...' if len(names) > EXAMPLES else ''},
+            _('run the NVIDIA DCGM exporter on their hosts (or in the '
+              'guests, labelled with instance_id): see "openstack gpu '
+              'server list --all-projects --utilisation"'),
+            sorted({r['pool'] for r in unjudged if r['pool']})))
     return found
 
 

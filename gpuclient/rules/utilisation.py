@@ -116,6 +116,17 @@ def window_seconds(text, option='--window'):
     return seconds
 
 
+def duration_text(seconds):
+    """SECONDS as window_seconds reads it: 3600 -> '1h', 5400 -> '1h30m'."""
+    seconds = int(seconds)
+    parts = []
+    for unit in ('w', 'd', 'h', 'm', 's'):
+        count, seconds = divmod(seconds, _UNITS[unit])
+        if count:
+            parts.append('%d%s' % (count, unit))
+    return ''.join(parts) or '0s'
+
+
 def idle_threshold(value, option='--idle-below'):
     """A percentage in [0, 100], else a CommandError."""
     try:

@@ -43,7 +43,10 @@ class Check(common.Lister):
         'object, the symptom a user would see and the command or '
         'nova.conf line that fixes it. The exit status tells findings from '
         'a check that could not run (see below), so it can gate a '
-        'deployment pipeline. Checks: %s. Needs admin.')
+        'deployment pipeline. With a Prometheus (--prometheus, or '
+        'prometheus_endpoint in clouds.yaml) the gpu-idle check also '
+        'reads every project\'s servers and their GPU utilisation; '
+        'without one it does not run. Checks: %s. Needs admin.')
     _epilog_text = _(
         'Exit status: %(clean)d when the checks ran and found no error '
         '(with --strict, no finding at all); %(findings)d when they found '
@@ -82,6 +85,7 @@ class Check(common.Lister):
         parser.add_argument(
             '--pool', metavar='<pool>',
             help=_('Only findings about this GPU pool (name)'))
+        common.add_prometheus_args(parser, _('; for the gpu-idle check'))
         parser.add_argument(
             '--strict', action='store_true', default=False,
             help=_('Exit with status %d on warnings too')
@@ -98,12 +102,14 @@ class Check(common.Lister):
                 _('Unknown check(s) %(bad)s: choose among %(all)s.')
                 % {'bad': ', '.join(unknown),
                    'all': ', '.join(checks.CHECKS)})
+        utilisation = common.prometheus_args(parsed_args)
         settings = None
         if common.nova_conf_given(parsed_args):
             settings = common.settings_from_args(parsed_args)
         findings = check_ops.run(
             self.app.client_manager.gpu, settings,
-            names=parsed_args.checks, pool=parsed_args.pool)
+            names=parsed_args.checks, pool=parsed_args.pool,
+            utilisation=utilisation)
         self._status = checks.exit_status(findings, parsed_args.strict)
         return table(findings)
 

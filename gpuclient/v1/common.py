@@ -264,34 +264,56 @@ def add_utilisation_args(parser, server_list=False):
         help=_('Add GPU utilisation from the cloud\'s Prometheus (NVIDIA '
                'DCGM exporter metrics, host-side or in the guest; see the '
                'utilisation guide)'))
+    needs = _('; needs --utilisation')
+    add_prometheus_args(parser, needs, window=server_list)
+    if server_list:
+        parser.add_argument(
+            '--idle', action='store_true', default=False,
+            help=_('Only idle devices (implies --utilisation)'))
+
+
+def add_prometheus_args(parser, needs='', window=True):
+    """--prometheus, and with WINDOW --window and --idle-below: where GPU
+    utilisation is read and what idle is (``gpu server list``, ``gpu
+    usage list``, ``gpu check``); NEEDS ends each help text."""
     parser.add_argument(
         '--prometheus', metavar='<url>',
         help=_('Prometheus to read (http(s)://host:port; default: '
                'prometheus_endpoint of the cloud in clouds.yaml, else '
-               '$GPUCLIENT_PROMETHEUS_URL); needs --utilisation'))
-    if not server_list:
+               '$GPUCLIENT_PROMETHEUS_URL)') + needs)
+    if not window:
         return
     parser.add_argument(
         '--window', metavar='<duration>',
         help=_('Period the utilisation is judged over, ending now: a '
                'number and a unit (s, m, h, d or w), e.g. 30m, 1h or 7d '
-               '(default: 1h); needs --utilisation'))
+               '(default: 1h)') + needs)
     parser.add_argument(
         '--idle-below', metavar='<percent>',
         help=_('A device is idle when its peak GPU utilisation over the '
-               'window is below this percentage (default: 5); needs '
-               '--utilisation'))
-    parser.add_argument(
-        '--idle', action='store_true', default=False,
-        help=_('Only idle devices (implies --utilisation)'))
+               'window is below this percentage (default: 5)') + needs)
+
+
+def prometheus_args(parsed_args):
+    """The options of add_prometheus_args as a dict (url; window in
+    seconds and idle_below when the parser has them), checked before any
+    request."""
+    from gpuclient.rules import utilisation
+
+    found = {'url': parsed_args.prometheus}
+    if hasattr(parsed_args, 'window'):
+        found['window'] = utilisation.window_seconds(
+            parsed_args.window or utilisation.DEFAULT_WINDOW)
+        found['idle_below'] = utilisation.idle_threshold(
+            parsed_args.idle_below if parsed_args.idle_below is not None
+            else utilisation.DEFAULT_IDLE_BELOW)
+    return found
 
 
 def utilisation_args(parsed_args):
     """The options of add_utilisation_args as the ops layer's
     ``utilisation`` dict (None without --utilisation), checked before
     any request."""
-    from gpuclient.rules import utilisation
-
     wanted = parsed_args.utilisation or getattr(parsed_args, 'idle', False)
     if not wanted:
         for dest, option in (('prometheus', '--prometheus'),
@@ -302,12 +324,7 @@ def utilisation_args(parsed_args):
                     _('%s needs --utilisation: add it, or drop the '
                       'option.') % option)
         return None
-    found = {'url': parsed_args.prometheus}
-    if hasattr(parsed_args, 'window'):
-        found['window'] = utilisation.window_seconds(
-            parsed_args.window or utilisation.DEFAULT_WINDOW)
-        found['idle_below'] = utilisation.idle_threshold(
-            parsed_args.idle_below if parsed_args.idle_below is not None
-            else utilisation.DEFAULT_IDLE_BELOW)
+    found = prometheus_args(parsed_args)
+    if hasattr(parsed_args, 'idle'):
         found['idle'] = parsed_args.idle
     return found

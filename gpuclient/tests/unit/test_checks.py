@@ -60,6 +60,10 @@ def not_judged(found):
 class ChecksTestCase(base.TestCase):
     def setUp(self):
         super().setUp()
+        self.fresh()
+
+    def fresh(self):
+        """The cloud of every test (again, for each row of a table)."""
         self.fc = fakes.FakeCloud()
         self.pt = self.fc.pci_host('gpu-pt-1')
         self.fc.vgpu_host('gpu-vgpu-1', traits=['CUSTOM_NVIDIA_35'])
@@ -548,6 +552,145 @@ class TestRun(ChecksTestCase):
     def test_unknown_checks(self):
         self.assertEqual(['nope'], checks.unknown_checks(
             ['nope', 'pool-drift']))
+
+
+class TestStranded(ChecksTestCase):
+    """gpu-stranded: capacity's stranded GPUs on a host out of a compute
+    class for every GPU flavor that would use them."""
+
+    # (case, the flavor's sizes, used on gpu-pt-1's compute node, what the
+    # symptom says or None for no finding)
+    CASES = [
+        ('room left', {'ram': 4096}, {'MEMORY_MB': 1024}, None),
+        ('memory', {'ram': 102400}, {'MEMORY_MB': 262144 - 512 - 1024},
+         'MEMORY_MB exhausted (1024 free, pt.1 needs 102400)'),
+        ('vcpu', {'vcpus': 16}, {'VCPU': 120},
+         'VCPU exhausted (8 free, pt.1 needs 16)'),
+        ('disk', {'disk': 500}, {'DISK_GB': 1800},
+         'DISK_GB exhausted (200 free, pt.1 needs 500)'),
+        ('disk with swap', {'disk': 100, 'swap': 204800},
+         {'DISK_GB': 1800}, 'DISK_GB exhausted (200 free, pt.1 needs 300)'),
+    ]
+
+    def loaded(self, sizes, used, spec=PT_SPEC):
+        self.pool(spec, ['gpu-pt-1'])
+        self.flavor('pt.1', spec)
+        self.fc.flavors[-1].update(sizes)
+        self.pt.used.update(used)
+
+    def test_cases(self):
+        for case, sizes, used, said in self.CASES:
+            self.fresh()
+            self.loaded(sizes, used)
+            found = self.named('gpu-stranded')
+            if said is None:
+                self.assertEqual([], found, case)
+                continue
+            self.assertEqual(
+                [(checks.WARNING, 'host gpu-pt-1', ('solver',))],
+                [(f.severity, f.check and f.object, f.pools)
+                 for f in found], case)
+            self.assertIn(said, found[0].symptom, case)
+            self.assertIn('4 free CUSTOM_PCI_10DE_2331 on gpu-pt-1',
+                          found[0].symptom, case)
+            self.assertEqual(
+                'openstack server list --all-projects --host gpu-pt-1  '
+                '(move the servers that use no GPU off it: openstack '
+                'server migrate --live-migration <server>); openstack gpu '
+                'pool set solver --isolate', found[0].fix, case)
+
+    def test_used_gpus_are_not_counted_and_isolated_pools_not_told(self):
+        self.loaded({'ram': 102400}, {'MEMORY_MB': 262144 - 512 - 1024},
+                    spec=ISO_SPEC)
+        for provider in self.fc.tree(self.pt)[1:2]:
+            provider.used['CUSTOM_PCI_10DE_2331'] = 1
+        found = self.assert_found('gpu-stranded', severity=checks.WARNING)
+        self.assertIn('3 free CUSTOM_PCI_10DE_2331', found[0].symptom)
+        self.assertNotIn('--isolate', found[0].fix)
+
+    def test_a_flavor_that_still_fits_frees_them(self):
+        self.loaded({'ram': 102400}, {'MEMORY_MB': 262144 - 512 - 1024})
+        self.assertEqual(1, len(self.named('gpu-stranded')))
+        self.flavor('pt.small', PT_SPEC)
+        self.assertEqual([], self.named('gpu-stranded'))
+
+    def test_other_reasons_are_other_checks(self):
+        # a disabled service: placement-disabled-service says it
+        self.loaded({}, {})
+        self.fc.disabled.add('gpu-pt-1')
+        self.assertEqual([], self.named('gpu-stranded'))
+        self.assertEqual(1, len(self.named('placement-disabled-service')))
+        # vGPUs no flavor asks for: capacity strands them, not for want
+        # of RAM (pool-unpooled-hosts names the host)
+        self.assertEqual([], [f for f in self.named('gpu-stranded')
+                              if 'gpu-vgpu-1' in f.object])
+
+
+class TestIdle(ChecksTestCase):
+    """gpu-idle over the rows of gpu server list --utilisation."""
+
+    def row(self, sid, state, peak=None, pool='solver', device='pGPU x'):
+        return {'id': sid, 'name': 'vm-' + sid, 'project': 'p1',
+                'pool': pool, 'resource_class': 'CUSTOM_PCI_10DE_2331',
+                'device': device, 'state': state, 'peak': peak,
+                'mean': peak}
+
+    # (case, the rows' states and peaks, the objects found)
+    CASES = [
+        ('idle', [('s1', 'idle', 1.5)], ['server vm-s1 (s1)']),
+        ('busy', [('s1', 'busy', 80.0)], []),
+        ('shared card', [('s1', 'shared', 0.0)], []),
+        ('unknown', [('s1', 'unknown', None), ('s2', 'unknown', None)],
+         ['2 server device(s)']),
+        ('mixed', [('s1', 'idle', 0.0), ('s1', 'busy', 60.0),
+                   ('s2', 'idle', 4.9)],
+         ['server vm-s1 (s1)', 'server vm-s2 (s2)']),
+    ]
+
+    def run_idle(self, rows, pool=None, window=5400, idle_below=5.0):
+        cloud = self.cloud()
+        cloud.utilisation = {'rows': rows, 'window': window,
+                             'idle_below': idle_below}
+        return checks.run(cloud, names=['gpu-idle'], pool=pool)
+
+    def test_cases(self):
+        for case, states, objects in self.CASES:
+            found = self.run_idle([self.row(*s) for s in states])
+            self.assertEqual(objects, [f.object for f in found], case)
+            self.assertEqual({checks.WARNING} if objects else set(),
+                             {f.severity for f in found}, case)
+
+    def test_symptom_and_fix(self):
+        found = self.run_idle([self.row('s1', 'idle', 1.25, device='pGPU '
+                                        '0000:84:00.0')])
+        self.assertEqual(
+            'project p1 holds pGPU 0000:84:00.0 (CUSTOM_PCI_10DE_2331, pool '
+            'solver) and its peak GPU utilisation over the last 1h30m was '
+            '1.2 % (idle below 5 %): allocated, counted against quota and '
+            'capacity, and unused.', found[0].symptom)
+        self.assertIn('openstack server delete s1', found[0].fix)
+        self.assertIn('openstack server resize --flavor <flavor> s1',
+                      found[0].fix)
+        self.assertIn('--idle-below', found[0].fix)
+        self.assertEqual(('solver',), found[0].pools)
+        self.assertEqual(0, checks.exit_status(found))
+        self.assertEqual(1, checks.exit_status(found, strict=True))
+
+    def test_pool_option(self):
+        rows = [self.row('s1', 'idle', 0.0),
+                self.row('s2', 'idle', 0.0, pool='ws')]
+        self.assertEqual(['server vm-s2 (s2)'], [
+            f.object for f in self.run_idle(rows, pool='ws')])
+
+    def test_not_configured_or_not_read(self):
+        # no Prometheus: the check does not run (the command says so)
+        self.assertEqual([], checks.run(self.cloud(), names=['gpu-idle']))
+        cloud = self.cloud()
+        cloud.utilisation_error = 'Querying Prometheus at http://p: HTTP 500'
+        found = checks.run(cloud, names=['gpu-idle'])
+        self.assertEqual([('gpu-idle', 'Prometheus')], not_judged(found))
+        self.assertIn('HTTP 500', found[0].symptom)
+        self.assertIn('--prometheus', found[0].fix)
 
 
 class TestOneGroup(ChecksTestCase):

@@ -78,6 +78,13 @@ class TestSettings(base.TestCase):
                                       util.window_seconds, text)
             self.assertIn('--window', str(error))
 
+    def test_duration_text_reads_back(self):
+        for seconds, text in ((3600, '1h'), (5400, '1h30m'), (45, '45s'),
+                              (604800, '1w'), (90061, '1d1h1m1s'),
+                              (366 * 86400, '52w2d')):
+            self.assertEqual(text, util.duration_text(seconds))
+            self.assertEqual(seconds, util.window_seconds(text))
+
     def test_idle_threshold(self):
         self.assertEqual(5.0, util.idle_threshold('5'))
         self.assertEqual(0.5, util.idle_threshold(0.5))

@@ -14,15 +14,19 @@
 cloud of test_usage and a fake Prometheus (its HTTP API, evaluating the
 few PromQL shapes gpuclient sends and refusing any other)."""
 
+import io
+import json
 import re
 import urllib.parse
 
 import fixtures
 from osc_lib import exceptions
+import requests
 
 from gpuclient.ops import utilisation_ops
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import test_usage
+from gpuclient.v1 import check as check_cmd
 from gpuclient.v1 import server as server_cmd
 from gpuclient.v1 import usage as usage_cmd
 
@@ -82,6 +86,17 @@ class FakePrometheus:
                 'data': {'resultType': kind, 'result': result}}
 
 
+# the five queries of gpu server list --utilisation (and gpu check's
+# gpu-idle) over a 30m window, written out as Prometheus receives them
+SERVER_QUERIES_30M = [
+    'avg_over_time(DCGM_FI_DEV_GPU_UTIL[1800s])',
+    'max_over_time(DCGM_FI_DEV_GPU_UTIL[1800s])',
+    'avg_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE[1800s])',
+    'max_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE[1800s])',
+    'last_over_time(DCGM_FI_DEV_FB_USED[1800s])',
+]
+
+
 def host_labels(host, pci, **more):
     return dict({'Hostname': host, 'pci_bus_id': pci, 'gpu': '0',
                  'UUID': 'GPU-' + pci}, **more)
@@ -94,6 +109,15 @@ class UtilisationCase(test_usage.CommandTestCase):
         self.useFixture(fixtures.EnvironmentVariable(
             'GPUCLIENT_PROMETHEUS_URL'))
         self.cm.gpu.cloud_config = {'prometheus_endpoint': PROM}
+
+    def assert_refused(self, cls, cases):
+        """Each (args, message) of CASES refused before any request."""
+        for args, message in cases:
+            error = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                                      cls, *args)
+            self.assertIn(message, str(error))
+        self.assertEqual([], self.prometheus.queries)
+        self.assertEqual([], self.nova.gets)
 
 
 class TestServerListUtilisation(UtilisationCase):
@@ -148,13 +172,7 @@ class TestServerListUtilisation(UtilisationCase):
             ('v3', ['pGPU 0000:85:00.0'], 'host', 0.0, 0.0, None, 'shared',
              2),
         ], found)
-        self.assertEqual([
-            'avg_over_time(DCGM_FI_DEV_GPU_UTIL[1800s])',
-            'max_over_time(DCGM_FI_DEV_GPU_UTIL[1800s])',
-            'avg_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE[1800s])',
-            'max_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE[1800s])',
-            'last_over_time(DCGM_FI_DEV_FB_USED[1800s])',
-        ], self.prometheus.queries)
+        self.assertEqual(SERVER_QUERIES_30M, self.prometheus.queries)
 
     def test_idle_only_and_threshold(self):
         rows = self.run_cmd(server_cmd.ListServer, '--idle')
@@ -237,19 +255,14 @@ class TestServerListUtilisation(UtilisationCase):
             '(HTTP 500, internal): storage is down', str(error))
 
     def test_bad_options_refused_before_any_request(self):
-        for args, message in (
+        self.assert_refused(server_cmd.ListServer, (
                 (['--utilisation', '--window', '1x'],
                  "--window '1x' is not a duration"),
                 (['--utilisation', '--idle-below', '200'],
                  '--idle-below 200: give a GPU utilisation percentage'),
                 (['--window', '1h'], '--window needs --utilisation'),
                 (['--prometheus', PROM], '--prometheus needs --utilisation'),
-                (['--idle-below', '3'], '--idle-below needs --utilisation')):
-            error = self.assertRaises(exceptions.CommandError, self.run_cmd,
-                                      server_cmd.ListServer, *args)
-            self.assertIn(message, str(error))
-        self.assertEqual([], self.prometheus.queries)
-        self.assertEqual([], self.nova.gets)
+                (['--idle-below', '3'], '--idle-below needs --utilisation')))
 
     def test_parser(self):
         cmd = server_cmd.ListServer(self.make_app(None), None)
@@ -322,3 +335,117 @@ class TestUsageListUtilisation(UtilisationCase):
         rows = self.run_cmd(usage_cmd.ListUsage, *self.period())
         self.assertNotIn('Idle GPU Hours', rows[0])
         self.assertEqual([], self.prometheus.queries)
+
+
+class TestCheckIdle(UtilisationCase):
+    """gpu check's gpu-idle over the rows of gpu server list
+    --all-projects --utilisation."""
+
+    def setUp(self):
+        super().setUp()
+        self.add_server('v1', test_usage.VGPU_SPEC, host='gpu-vgpu-1',
+                        project='p-team-a',
+                        devices=('gpu-vgpu-1_pci_0000_84_00_0',))
+        self.add_server('m1', test_usage.MIG_SPEC, host='gpu-mig-1',
+                        devices=('gpu-mig-1_pci_0000_85_00_0',))
+        self.prometheus.series = [
+            (host_labels('gpu-vgpu-1', '00000000:84:00.0'), {
+                'DCGM_FI_DEV_GPU_UTIL': [0, 1, 2]}),
+            (host_labels('gpu-mig-1', '00000000:85:00.0', GPU_I_ID='1'), {
+                'DCGM_FI_PROF_GR_ENGINE_ACTIVE': [0.5, 0.7]}),
+        ]
+
+    def status(self, *args):
+        """(exit status, rows) of the whole command, as a pipeline sees
+        (each pool's hosts in its Placement aggregate: no pool-drift)."""
+        self.cloud.mirror()
+        app = self.make_app(self.cm.client_manager)
+        app.stdout = io.StringIO()
+        cmd = check_cmd.Check(app, None)
+        status = cmd.run(self.check_parser(cmd, ['-f', 'json'] + list(args)))
+        return status, json.loads(app.stdout.getvalue() or '[]')
+
+    def test_idle_servers_of_every_project(self):
+        rows = self.run_cmd(check_cmd.Check, '--check', 'gpu-idle',
+                            '--window', '30m')
+        self.assertEqual([('warning', 'gpu-idle', 'server vm-v1 (v1)')],
+                         [(r['Severity'], r['Check'], r['Object'])
+                          for r in rows])
+        self.assertIn('project p-team-a holds pGPU 0000:84:00.0 (VGPU, pool '
+                      'ws) and its peak GPU utilisation over the last 30m '
+                      'was 2.0 %', rows[0]['Symptom'])
+        self.assertEqual(SERVER_QUERIES_30M, self.prometheus.queries)
+        # every project's servers: one paged list, all_tenants
+        self.assertEqual([{'all_tenants': 1}], [
+            p for path, p in self.nova.gets if path == '/servers/detail'])
+        # the threshold moves the line
+        self.prometheus.queries.clear()
+        self.assertEqual([], self.run_cmd(
+            check_cmd.Check, '--check', 'gpu-idle', '--idle-below', '2'))
+        self.assertEqual(5, len(self.prometheus.queries))
+
+    def test_queries_do_not_grow_with_servers(self):
+        for i in range(5):
+            self.add_server('more%d' % i, test_usage.VGPU_SPEC,
+                            host='gpu-vgpu-1',
+                            devices=('gpu-vgpu-1_pci_0000_85_00_0',))
+        status, rows = self.status('--prometheus', PROM)
+        self.assertEqual(5, len(self.prometheus.queries))
+        self.assertEqual(['server vm-v1 (v1)'], [
+            r['Object'] for r in rows if r['Check'] == 'gpu-idle'
+            and r['Severity'] == 'warning'
+            and not r['Symptom'].startswith('not judged')])
+        # the five servers on a card with no series: said, not guessed
+        self.assertIn(('gpu-idle', '5 server device(s)'), [
+            (r['Check'], r['Object']) for r in rows
+            if r['Symptom'].startswith('not judged')])
+        self.assertEqual(0, status)
+        self.assertEqual(1, self.status('--strict')[0])
+
+    def test_prometheus_failing_is_said_and_the_rest_runs(self):
+        self.prometheus.status = 500
+        status, rows = self.status()
+        self.assertEqual(0, status)
+        idle = [r for r in rows if r['Check'] == 'gpu-idle']
+        self.assertEqual([('warning', 'Prometheus')],
+                         [(r['Severity'], r['Object']) for r in idle])
+        self.assertEqual(
+            'not judged: the GPU utilisation of the servers could not be '
+            'read (Querying Prometheus at http://prom.test:9090: Prometheus '
+            'refused the query avg_over_time(DCGM_FI_DEV_GPU_UTIL[3600s]) '
+            '(HTTP 500, internal): storage is down).', idle[0]['Symptom'])
+        # the other checks ran: the cloud's own findings are there
+        self.assertIn('quota-gpu-limits', [r['Check'] for r in rows])
+        self.assertNotIn('Traceback', self.logger.output)
+        # down altogether: the same, one line
+        self.placement.mock.post(PROM + '/api/v1/query',
+                                 exc=requests.exceptions.ConnectionError('refused'))
+        status, rows = self.status('--check', 'gpu-idle')
+        self.assertEqual((0, ['Prometheus']), (status, [
+            r['Object'] for r in rows]))
+        self.assertIn('cannot connect', rows[0]['Symptom'])
+
+    def test_without_prometheus_the_check_does_not_run(self):
+        self.cm.gpu.cloud_config = {}
+        status, rows = self.status()
+        self.assertEqual(0, status)
+        self.assertNotIn('gpu-idle', [r['Check'] for r in rows])
+        self.assertEqual([], self.prometheus.queries)
+        self.assertEqual([], [p for path, p in self.nova.gets
+                              if path == '/servers/detail'])
+        self.assertIn('Check gpu-idle not run: no Prometheus is configured',
+                      self.logger.output)
+        # other checks only: not a word about Prometheus
+        said = self.logger.output.count('Prometheus')
+        self.status('--check', 'pool-drift')
+        self.assertEqual(said, self.logger.output.count('Prometheus'))
+
+    def test_parser_and_refusals(self):
+        cmd = check_cmd.Check(self.make_app(None), None)
+        self.check_parser(cmd, ['--prometheus', PROM, '--window', '7d',
+                                '--idle-below', '2.5'],
+                          [('prometheus', PROM), ('window', '7d'),
+                           ('idle_below', '2.5')])
+        self.assert_refused(check_cmd.Check, (
+                (['--window', '1x'], "--window '1x' is not a duration"),
+                (['--idle-below', '-1'], '--idle-below -1: give')))
