@@ -666,12 +666,13 @@ class Executor:
                     self._act(id, 'confirmResize') is not None):
                 # the answer was lost, and a confirmation under way looks
                 # like one not sent (VERIFY_RESIZE until it ends): send it
-                # again; Nova answers 404 (no migration waits for it) when
-                # the first one got through
+                # again; Nova refuses it (no migration waits for one) when
+                # the first one got through, and the wait below tells
                 try:
                     self._act(id, 'confirmResize')
-                except errors.NotFound:
-                    pass
+                except errors.APIError as exc:
+                    if not refused(exc):
+                        raise
             self._wait_server(
                 id, name, timeout,
                 lambda server: self._on(server, host, COLD_DONE), doing)

@@ -164,8 +164,9 @@ def read(client, extra_classes=(), with_flavors=False, wanted_hosts=None,
     hypervisor maps to) limit the per-provider reads of trees that no
     summary covers; WITH_TRAITS reads those providers' traits too.
     AGGREGATES: the host aggregates, when the caller already read them.
-    Without WITH_PLACEMENT only Nova is read (``placement`` is None):
-    for a command that asks Placement its own question.
+    Without WITH_PLACEMENT only Nova (and Glance, WITH_IMAGES) is read
+    (``placement`` is None): for a command that asks Placement its own
+    question, or none.
     WITH_IMAGES reads every image the caller sees (paged);
     WITH_POOL_MEMBERS reads each pool's Placement aggregate members (one
     request per pool, none per host).
@@ -184,8 +185,11 @@ def read(client, extra_classes=(), with_flavors=False, wanted_hosts=None,
     services = client.compute.compute_services()
     flavors = client.compute.flavors() if with_flavors else None
     if not with_placement:
-        return Cloud(aggregates, hypervisors, services, None,
-                     flavors=flavors)
+        cloud = Cloud(aggregates, hypervisors, services, None,
+                      flavors=flavors)
+        if with_images:
+            cloud.images = client.image.images()
+        return cloud
     known = client.placement.resource_classes()
     classes = hosts.gpu_classes(
         known, [p['resource_class'] for p in pools.values()], extra_classes)

@@ -326,17 +326,6 @@ def create(obs, spec, hosts):
     return result
 
 
-def _default_class(spec):
-    """The class a pool gets without --resource-class (None: required)."""
-    if spec['mode'] == pools_mod.BAREMETAL:
-        return None
-    options = {key: spec.get(key)
-               for key, mode in pools_mod.MODE_OPTIONS.items()
-               if mode == spec['mode']}
-    return pools_mod.build_spec(spec['name'], spec['mode'],
-                                **options)['resource_class']
-
-
 def create_command(spec, hosts):
     """The ``pool create`` command that asks for SPEC and HOSTS, quoted."""
     args = ['gpu', 'pool', 'create', '--mode', spec['mode']]
@@ -346,7 +335,7 @@ def create_command(spec, hosts):
         if spec.get(key):
             args += [flag, spec[key]]
     if spec.get('resource_class') and (
-            spec['resource_class'] != _default_class(spec)):
+            spec['resource_class'] != pools_mod.default_class(spec)):
         args += ['--resource-class', spec['resource_class']]
     if spec.get('isolate'):
         args.append('--isolate')

@@ -281,6 +281,17 @@ def build_spec(name, mode, alias=None, pci_id=None, vgpu_type=None,
     return spec
 
 
+def default_class(spec):
+    """The class a pool of SPEC's mode and options gets without
+    --resource-class (None for baremetal, which needs one)."""
+    if spec['mode'] == BAREMETAL:
+        return None
+    options = {key: spec.get(key) for key, mode in MODE_OPTIONS.items()
+               if mode == spec['mode']}
+    return build_spec(spec['name'], spec['mode'], **options)[
+        'resource_class']
+
+
 def check_writable(spec):
     """Refuse a pool whose own writes, or its isolation's and its
     flavors' later, Nova or Placement would refuse (``nova_rules``): the

@@ -12,14 +12,10 @@
 
 """openstack gpu check"""
 
-import logging
-
 from osc_lib import exceptions
 
 from gpuclient.i18n import _
 from gpuclient.v1 import common
-
-LOG = logging.getLogger(__name__)
 
 COLUMNS = ('Severity', 'Check', 'Object', 'Symptom', 'Fix')
 
@@ -119,16 +115,5 @@ class Check(common.Lister):
         # a pipeline gate reads): cliff would give 1 for both
         from gpuclient.rules import checks
 
-        self._status = checks.EXIT_CLEAN
-        try:
-            result = super().run(parsed_args)
-        except BrokenPipeError:
-            raise
-        except Exception as exc:
-            # the one-line reason, as cliff writes it for other commands
-            if getattr(self.app_args, 'debug', False):
-                LOG.exception(exc)
-            else:
-                LOG.error(exc)
-            return checks.EXIT_NOT_RUN
-        return result or self._status
+        return common.run_gated(self, parsed_args, super().run,
+                                checks.EXIT_CLEAN, checks.EXIT_NOT_RUN)

@@ -23,6 +23,7 @@ inside the functions that use them.
 """
 
 import argparse
+import logging
 import os
 
 from cliff import columns as cliff_columns
@@ -36,6 +37,8 @@ from osc_lib.command import command
 from gpuclient import formatters
 from gpuclient.i18n import _
 
+LOG = logging.getLogger(__name__)
+
 
 class Lister(command.Lister):
     """Base of every ``openstack gpu`` list command.
@@ -47,6 +50,25 @@ class Lister(command.Lister):
     """
 
     formatter_namespace = formatters.LIST_NAMESPACE
+
+
+def run_gated(cmd, parsed_args, run, clean, error):
+    """RUN(PARSED_ARGS) (a command's ``run``) for a command whose exit
+    status a pipeline gates on: CLEAN, or the ``_status`` that CMD's
+    take_action set, when it ran; ERROR, with the one-line reason logged
+    as cliff logs it for other commands, when it raised."""
+    cmd._status = clean
+    try:
+        result = run(parsed_args)
+    except BrokenPipeError:
+        raise
+    except Exception as exc:
+        if getattr(cmd.app_args, 'debug', False):
+            LOG.exception(exc)
+        else:
+            LOG.error(exc)
+        return error
+    return result or cmd._status
 
 
 class KeyValueAction(parseractions.KeyValueAction):

@@ -274,11 +274,6 @@ class TestDrainFaults(MaintenanceTestCase):
 
     @base.needs('vgpu')
     def test_every_write_of_a_two_server_drain(self):
-        if os.environ.get('GPUCLIENT_FT_DRAIN_MATRIX') != '1':
-            # written with the drain's apply, not yet run once on the test
-            # cloud: it joins the default run once it has passed there
-            self.skipTest('the drain fault matrix runs with '
-                          'GPUCLIENT_FT_DRAIN_MATRIX=1 (not yet proven)')
         from gpuclient.ops import journal
         from gpuclient.ops import maintenance_ops
 

@@ -145,7 +145,8 @@ class ScriptedNova:
         self.actions = []
         self.services = []
         self.allocations = allocations or {}
-        self.fail = fail
+        # the failures of the next actions, in order (None: it goes through)
+        self.fail = list(fail) if isinstance(fail, list) else [fail]
 
     def get_server(self, server_id):
         state = self.states[0] if len(self.states) == 1 else (
@@ -157,8 +158,8 @@ class ScriptedNova:
 
     def server_action(self, server_id, action, body=None):
         self.actions.append((action, body))
-        if self.fail is not None:
-            exc, self.fail = self.fail, None
+        exc = self.fail.pop(0) if self.fail else None
+        if exc is not None:
             raise exc
 
 
@@ -237,6 +238,19 @@ class TestMoves(base.TestCase):
         nova = ScriptedNova([state('a')], fail=errors.APIError('dropped'))
         exc = self.assertRaises(errors.APIError, executor(nova).run, live)
         self.assertEqual('dropped', str(exc))
+
+    def test_a_lost_confirmation_is_sent_again_and_waited_for(self):
+        # the first confirmation got through (its answer lost): Nova
+        # refuses the second, and the server ends on its destination
+        nova = ScriptedNova(
+            [state('b', 'VERIFY_RESIZE'), state('b', 'VERIFY_RESIZE'),
+             state('b')], allocations=ON_B,
+            fail=[errors.APIError('dropped'), errors.Conflict('no', 409)])
+        confirm = plan_mod.confirm_migration('s1', 'vm', 'a', 'b', [PCI],
+                                             PROVIDERS, 60)
+        executor(nova).run(confirm)
+        self.assertEqual(['confirmResize', 'confirmResize'],
+                         [a for a, _b in nova.actions])
 
     def test_a_refusal_is_raised_at_once(self):
         nova = ScriptedNova([state('a')], fail=errors.Conflict('busy', 409))

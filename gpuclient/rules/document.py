@@ -1,0 +1,808 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Pure: the GPU layer as a versioned YAML document.
+
+``gpu export`` writes it, ``gpu diff`` compares it with the cloud (and
+``gpu apply`` will apply it). Version 1 holds four lists:
+
+* ``pools``: name, mode, resource_class, alias, pci_id, vgpu_type,
+  mig_profile, zone, hosts, isolate, projects, properties;
+* ``flavors``: name, pool, gpus, vcpus, ram, disk, ephemeral, swap,
+  numa_policy, public, projects, description, properties (extra specs
+  besides those gpuclient derives from the pool);
+* ``images``: name (or ID) and the GPU properties gpuclient sets
+  (``images.PROPERTIES``);
+* ``quotas``: ``project`` or ``default: true``, ``pool`` or
+  ``resource_class``, and ``gpus`` (a number, or ``unlimited``).
+
+A project is a name or an ID, or ``{name: <name or ID>, domain: <domain
+name or ID>}``.
+
+Three shapes of a document live here: the *text* (YAML, ``load`` and
+``dump``), the *written* form (defaults left out: what ``dump`` writes),
+and the *canonical* form that ``diff`` compares, with every default
+filled in, lists sorted, projects as IDs, hosts as Nova service hosts and
+images by their key (``image_key``). ``check`` validates a written
+document (``SCHEMA`` with jsonschema, then gpuclient's own rules) and
+returns it canonical except for the references (projects, hosts, images)
+that only the cloud can resolve: ``references`` lists them and
+``substitute`` puts the resolved values in. ``from_cloud`` is the
+canonical document of what the cloud holds, for the objects gpuclient
+owns.
+
+Errors name the line (when the text is known) and the path of the
+field: ``line 7: pools[1].mode: 'vgu' is not one of [...]``.
+"""
+
+from osc_lib import exceptions
+
+from gpuclient.i18n import _
+from gpuclient.rules import images as images_mod
+from gpuclient.rules import names
+from gpuclient.rules import nova_rules
+from gpuclient.rules import pools as pools_mod
+from gpuclient.rules import quota as quota_mod
+from gpuclient.rules import specs
+
+VERSION = 1
+UNLIMITED = 'unlimited'
+
+POOL, FLAVOR, IMAGE, QUOTA = 'pool', 'flavor', 'image', 'quota'
+# the lists of a document, in the order they are written and compared
+KINDS = (('pools', POOL), ('flavors', FLAVOR), ('images', IMAGE),
+         ('quotas', QUOTA))
+
+# changes of a diff row
+CREATE, UPDATE, RECREATE, DELETE, UNTRACKED = (
+    'create', 'update', 'recreate', 'delete', 'untracked')
+DRIFT = (CREATE, UPDATE, RECREATE, DELETE)
+
+# gpu diff's exit statuses
+EXIT_IN_SYNC, EXIT_ERROR, EXIT_DRIFT = 0, 1, 2
+
+# canonical fields, in the order they are written
+POOL_FIELDS = ('name', 'mode', 'resource_class', 'alias', 'pci_id',
+               'vgpu_type', 'mig_profile', 'zone', 'hosts', 'isolate',
+               'projects', 'properties')
+FLAVOR_FIELDS = ('name', 'pool', 'gpus', 'vcpus', 'ram', 'disk',
+                 'ephemeral', 'swap', 'numa_policy', 'public', 'projects',
+                 'description', 'properties')
+IMAGE_FIELDS = ('name', 'properties')
+QUOTA_FIELDS = ('project', 'resource_class', 'gpus')
+FIELDS = {POOL: POOL_FIELDS, FLAVOR: FLAVOR_FIELDS, IMAGE: IMAGE_FIELDS,
+          QUOTA: QUOTA_FIELDS}
+# fields Nova (or gpuclient) cannot change in place: the object is made
+# again (a pool of another kind of GPU; a flavor of other sizes, or
+# public/private, which Nova does not change)
+RECREATE_FIELDS = {
+    POOL: ('mode', 'resource_class', 'alias', 'pci_id', 'vgpu_type',
+           'mig_profile'),
+    FLAVOR: ('vcpus', 'ram', 'disk', 'ephemeral', 'swap', 'public'),
+    IMAGE: (), QUOTA: (),
+}
+# what a flavor's extra specs lack (or have) against what its pool
+# derives: canonical flavors from the cloud only, never written
+SPECS_DRIFT = '_specs_drift'
+
+_NAME = {'type': 'string', 'minLength': 1, 'maxLength': 255}
+_COUNT = {'type': 'integer', 'minimum': 0}
+_PROJECT = {
+    # a name or ID, or {name, domain}: keywords of one type apply to it
+    'type': ['string', 'object'], 'minLength': 1, 'maxLength': 255,
+    'properties': {'name': _NAME, 'domain': _NAME},
+    'required': ['name', 'domain'], 'additionalProperties': False,
+}
+_PROJECTS = {'type': 'array', 'items': _PROJECT}
+_PROPERTIES = {
+    'type': 'object',
+    'propertyNames': {'minLength': 1, 'maxLength': 255},
+    'additionalProperties': {'type': ['string', 'integer', 'number',
+                                      'boolean']},
+}
+
+SCHEMA = {
+    '$schema': 'https://json-schema.org/draft/2020-12/schema',
+    'title': 'gpuclient document, version 1',
+    'type': 'object',
+    'required': ['version'],
+    'additionalProperties': False,
+    'properties': {
+        'version': {'const': VERSION},
+        'pools': {'type': 'array', 'items': {
+            'type': 'object',
+            'required': ['name', 'mode'],
+            'additionalProperties': False,
+            'properties': {
+                'name': _NAME,
+                'mode': {'enum': list(pools_mod.MODES)},
+                'resource_class': _NAME,
+                'alias': _NAME,
+                'pci_id': {'type': 'string',
+                           'pattern': '^[0-9a-fA-F]{4}:[0-9a-fA-F]{4}$'},
+                'vgpu_type': _NAME,
+                'mig_profile': _NAME,
+                'zone': _NAME,
+                'hosts': {'type': 'array', 'items': _NAME,
+                          'uniqueItems': True},
+                'isolate': {'type': 'boolean'},
+                'projects': _PROJECTS,
+                'properties': _PROPERTIES,
+            },
+        }},
+        'flavors': {'type': 'array', 'items': {
+            'type': 'object',
+            'required': ['name', 'pool', 'vcpus', 'ram', 'disk'],
+            'additionalProperties': False,
+            'properties': {
+                'name': _NAME,
+                'pool': _NAME,
+                'gpus': {'type': 'integer', 'minimum': 1,
+                         'maximum': names.MAX_GPUS},
+                'vcpus': {'type': 'integer', 'minimum': 1},
+                'ram': {'type': 'integer', 'minimum': 1},
+                'disk': _COUNT,
+                'ephemeral': _COUNT,
+                'swap': _COUNT,
+                'numa_policy': {'enum': list(specs.NUMA_POLICIES)},
+                'public': {'type': 'boolean'},
+                'projects': _PROJECTS,
+                'description': {'type': 'string', 'maxLength': 65535},
+                'properties': _PROPERTIES,
+            },
+        }},
+        'images': {'type': 'array', 'items': {
+            'type': 'object',
+            'required': ['name'],
+            'additionalProperties': False,
+            'properties': {
+                'name': _NAME,
+                'properties': {
+                    'type': 'object',
+                    'additionalProperties': False,
+                    'properties': {
+                        images_mod.MACHINE_TYPE: _NAME,
+                        images_mod.FIRMWARE_TYPE: {
+                            'enum': list(images_mod.FIRMWARES)},
+                        images_mod.SECURE_BOOT: {
+                            'enum': list(images_mod.SECURE_BOOT_VALUES)},
+                        images_mod.HIDE_ID: {'type': ['boolean', 'string']},
+                    },
+                },
+            },
+        }},
+        'quotas': {'type': 'array', 'items': {
+            'type': 'object',
+            'required': ['gpus'],
+            'additionalProperties': False,
+            'properties': {
+                'project': _PROJECT,
+                'default': {'const': True},
+                'pool': _NAME,
+                'resource_class': _NAME,
+                # a number of GPUs, or "unlimited"
+                'gpus': {'type': ['integer', 'string'], 'minimum': 0,
+                         'maximum': quota_mod.MAX_LIMIT,
+                         'pattern': '^%s$' % UNLIMITED},
+            },
+        }},
+    },
+}
+
+
+class DocumentError(exceptions.CommandError):
+    """A document gpuclient cannot take: every problem, each with its line
+    and path, in one message."""
+
+    def __init__(self, problems):
+        self.problems = list(problems)
+        super().__init__(
+            _('The document is not valid (%(n)d problem(s)): %(list)s')
+            % {'n': len(self.problems), 'list': '; '.join(self.problems)})
+
+
+# -- text ----------------------------------------------------------------
+
+def path_text(path):
+    """('pools', 1, 'mode') -> 'pools[1].mode'."""
+    text = ''
+    for part in path:
+        if isinstance(part, int):
+            text += '[%d]' % part
+        else:
+            text += ('.' if text else '') + str(part)
+    return text or _('(document)')
+
+
+def where(path, lines=None):
+    """'line 7: pools[1].mode' (the line of the longest known prefix of
+    PATH in LINES, {path tuple: line}), or the path alone."""
+    path = tuple(path)
+    for end in range(len(path), -1, -1):
+        line = (lines or {}).get(path[:end])
+        if line is not None:
+            return _('line %(line)d: %(path)s') % {
+                'line': line, 'path': path_text(path)}
+    return path_text(path)
+
+
+def _lines_of(node, path, found, problems):
+    """{path: line} of every node under NODE (a yaml node); duplicate
+    mapping keys are problems (YAML would keep the last silently)."""
+    import yaml
+
+    found[path] = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        seen = set()
+        for key, value in node.value:
+            name = key.value
+            if name in seen:
+                problems.append(_('line %(line)d: %(path)s: %(key)s is given '
+                                  'twice') % {
+                    'line': key.start_mark.line + 1,
+                    'path': path_text(path), 'key': name})
+            seen.add(name)
+            _lines_of(value, path + (name,), found, problems)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            _lines_of(item, path + (index,), found, problems)
+
+
+def load(text):
+    """(data, {path: line}) of a document's YAML TEXT; DocumentError for
+    text that is not YAML, or a mapping with a key given twice."""
+    import yaml
+
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, 'problem_mark', None)
+        reason = ' '.join(str(getattr(exc, 'problem', None) or exc).split())
+        if mark is not None:
+            reason = _('line %(line)d: %(reason)s') % {
+                'line': mark.line + 1, 'reason': reason}
+        raise DocumentError([_('not YAML: %s') % reason]) from exc
+    lines, problems = {}, []
+    if node is not None:
+        _lines_of(node, (), lines, problems)
+    if problems:
+        raise DocumentError(problems)
+    return data, lines
+
+
+HEADER = ('# The GPU layer of an OpenStack cloud: "openstack gpu diff" '
+          'compares it\n# with the cloud. Schema: gpuclient\'s user guide, '
+          '"Declarative GPU layer".\n')
+
+
+def dump(doc):
+    """The YAML text of a canonical document (``written`` form)."""
+    import yaml
+
+    return HEADER + yaml.safe_dump(written(doc), sort_keys=False,
+                                   default_flow_style=False,
+                                   allow_unicode=True, width=79)
+
+
+# -- validation ----------------------------------------------------------
+
+def schema_problems(data, lines=None):
+    """Where DATA breaks SCHEMA: ['line 7: pools[1].mode: ...'], sorted
+    by path."""
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(SCHEMA)
+    found = []
+    for error in validator.iter_errors(data):
+        path = tuple(error.absolute_path)
+        found.append((tuple(str(p) for p in path), '%s: %s' % (
+            where(path, lines), error.message)))
+    return [message for _key, message in sorted(found)]
+
+
+def _text(value):
+    """A property value as Nova and Glance keep it (a string)."""
+    if isinstance(value, bool):
+        return 'true' if value else 'false'
+    return str(value)
+
+
+def _properties(values):
+    return {str(k): _text(v) for k, v in sorted((values or {}).items())}
+
+
+def _pool_for_flavors(spec):
+    """A canonical pool in the shape ``specs.derive`` reads."""
+    pool = dict(spec, pool_trait=pools_mod.pool_trait(spec['name']))
+    pool['type_trait'] = pools_mod.type_trait_of(pool)
+    return pool
+
+
+def _gpus(value):
+    return -1 if value == UNLIMITED else int(value)
+
+
+def _check_pool(item, known):
+    """The canonical pool of a written one (hosts and projects as
+    written); CommandError for what ``gpu pool create`` would refuse."""
+    properties = _properties(item.get('properties'))
+    if specs.GROUP_POLICY in properties:
+        raise exceptions.CommandError(
+            _('properties: %s is set by gpuclient on a pool whose flavors '
+              'need it (several vGPUs): leave it out') % specs.GROUP_POLICY)
+    spec = pools_mod.build_spec(
+        item['name'], item['mode'], alias=item.get('alias'),
+        pci_id=item.get('pci_id'), vgpu_type=item.get('vgpu_type'),
+        mig_profile=item.get('mig_profile'),
+        resource_class=item.get('resource_class'),
+        isolate=item.get('isolate', False), zone=item.get('zone'),
+        properties=properties)
+    pools_mod.check_trait_collision(
+        spec['name'], {name: {'name': name,
+                              'pool_trait': pools_mod.pool_trait(name)}
+                       for name in known})
+    spec['hosts'] = list(item.get('hosts') or ())
+    spec['projects'] = list(item.get('projects') or ())
+    return {field: spec.get(field) for field in POOL_FIELDS}
+
+
+def _check_flavor(item, pools):
+    """The canonical flavor of a written one; CommandError for what ``gpu
+    flavor create`` would refuse (derivation from its pool included)."""
+    pool = pools.get(item['pool'])
+    if pool is None:
+        raise exceptions.CommandError(
+            _('pool: no pool %(pool)s in this document (a flavor\'s pool is '
+              'described beside it; known: %(known)s)')
+            % {'pool': item['pool'], 'known': ', '.join(sorted(pools))
+               or _('none')})
+    nova_rules.check_name(item['name'], _('flavor name'))
+    nova_rules.check_description(item.get('description'))
+    public = item.get('public', True)
+    if public and item.get('projects'):
+        raise exceptions.CommandError(
+            _('projects: only a private flavor (public: false) has '
+              'projects'))
+    flavor = {
+        'name': item['name'], 'pool': item['pool'],
+        'gpus': item.get('gpus', 1), 'vcpus': item['vcpus'],
+        'ram': item['ram'], 'disk': item['disk'],
+        'ephemeral': item.get('ephemeral', 0), 'swap': item.get('swap', 0),
+        'numa_policy': item.get('numa_policy'), 'public': public,
+        'projects': list(item.get('projects') or ()),
+        'description': item.get('description') or None,
+        'properties': _properties(item.get('properties')),
+    }
+    specs.check_sizes(flavor['vcpus'], flavor['ram'], flavor['disk'],
+                      flavor['ephemeral'], flavor['swap'])
+    specs.derive(_pool_for_flavors(pool), gpus=flavor['gpus'],
+                 numa_policy=flavor['numa_policy'],
+                 properties=flavor['properties'])
+    if flavor['numa_policy'] == specs.DEFAULT_NUMA_POLICY:
+        flavor['numa_policy'] = None  # what derive writes without one
+    return flavor
+
+
+def _check_image(item):
+    return {'name': item['name'],
+            'properties': _properties(item.get('properties'))}
+
+
+def _check_quota(item, pools):
+    if ('project' in item) == ('default' in item):
+        raise exceptions.CommandError(
+            _('give either project (a project\'s own limit) or default: '
+              'true (the registered limit of every project)'))
+    if ('pool' in item) == ('resource_class' in item):
+        raise exceptions.CommandError(
+            _('give either pool or resource_class (a pool stands for its '
+              'resource class; two pools of one class share one quota)'))
+    if 'pool' in item:
+        pool = pools.get(item['pool'])
+        if pool is None:
+            raise exceptions.CommandError(
+                _('pool: no pool %s in this document') % item['pool'])
+        resource_class = pool['resource_class']
+    else:
+        resource_class = names.check_gpu_class(
+            names.normalize_resource_class(item['resource_class']))
+    return {'project': item.get('project'), 'resource_class': resource_class,
+            'gpus': _gpus(item['gpus'])}
+
+
+# the options of gpu pool/flavor create that messages of the shared
+# checks name, and the document's fields they are
+_FLAGS = (('--resource-class', 'resource_class'), ('--alias', 'alias'),
+          ('--pci-id', 'pci_id'), ('--vgpu-type', 'vgpu_type'),
+          ('--mig-profile', 'mig_profile'), ('--isolate', 'isolate'),
+          ('--project', 'projects'), ('--property', 'properties'),
+          ('--numa-policy', 'numa_policy'), ('--gpus', 'gpus'),
+          ('--vcpus', 'vcpus'), ('--ram', 'ram'), ('--disk', 'disk'),
+          ('--ephemeral', 'ephemeral'), ('--swap', 'swap'),
+          ('--zone', 'zone'))
+
+
+def _as_fields(message):
+    """A message of gpu pool/flavor create's checks, in the document's
+    words (field names for option names)."""
+    for flag, field in _FLAGS:
+        message = message.replace(flag, field)
+    return message.rstrip('.')
+
+
+def _key(kind, item):
+    """What names one object of KIND in a canonical document."""
+    if kind == QUOTA:
+        project = item['project']
+        if isinstance(project, dict):
+            project = '%s@%s' % (project['name'], project['domain'])
+        return (project or '', item['resource_class'])
+    return item['name']
+
+
+def check(data, lines=None):
+    """The canonical document of DATA (a parsed written document),
+    references not yet resolved (see ``references``); DocumentError with
+    every problem, each with its line and path."""
+    problems = schema_problems(data, lines)
+    if problems:
+        raise DocumentError(problems)
+    doc = {'version': VERSION}
+    pools, refused = {}, set()
+    for plural, kind in KINDS:
+        doc[plural] = []
+        seen = {}
+        for index, item in enumerate(data.get(plural) or ()):
+            path = (plural, index)
+            if kind != POOL and item.get('pool') in refused:
+                continue  # its pool's problem is said already
+            try:
+                if kind == POOL:
+                    found = _check_pool(item, pools)
+                    pools[found['name']] = found
+                elif kind == FLAVOR:
+                    found = _check_flavor(item, pools)
+                elif kind == IMAGE:
+                    found = _check_image(item)
+                else:
+                    found = _check_quota(item, pools)
+            except exceptions.CommandError as exc:
+                problems.append('%s: %s' % (where(path, lines),
+                                            _as_fields(str(exc))))
+                if kind == POOL:
+                    refused.add(item['name'])
+                continue
+            key = _key(kind, found)
+            if key in seen:
+                problems.append(
+                    _('%(here)s: the same %(kind)s as %(other)s')
+                    % {'here': where(path, lines), 'kind': kind,
+                       'other': path_text((plural, seen[key]))})
+                continue
+            seen[key] = index
+            doc[plural].append(found)
+    if problems:
+        raise DocumentError(problems)
+    return doc
+
+
+# -- references: what only the cloud resolves -----------------------------
+
+PROJECT_REF, HOST_REF, IMAGE_REF = 'project', 'host', 'image'
+
+
+def references(doc):
+    """[(path, what, value)]: the projects (PROJECT_REF: a name or ID, or
+    {name, domain}), hosts (HOST_REF, with the pool's name as the path's
+    second part's object) and images (IMAGE_REF) of a checked document,
+    each to resolve against the cloud."""
+    found = []
+    for index, pool in enumerate(doc['pools']):
+        for i, host in enumerate(pool['hosts']):
+            found.append((('pools', index, 'hosts', i), HOST_REF, host))
+        for i, project in enumerate(pool['projects']):
+            found.append((('pools', index, 'projects', i), PROJECT_REF,
+                          project))
+    for index, flavor in enumerate(doc['flavors']):
+        for i, project in enumerate(flavor['projects']):
+            found.append((('flavors', index, 'projects', i), PROJECT_REF,
+                          project))
+    for index, image in enumerate(doc['images']):
+        found.append((('images', index, 'name'), IMAGE_REF, image['name']))
+    for index, item in enumerate(doc['quotas']):
+        if item['project'] is not None:
+            found.append((('quotas', index, 'project'), PROJECT_REF,
+                          item['project']))
+    return found
+
+
+def substitute(doc, resolved):
+    """DOC with each reference replaced by RESOLVED[path] (every path of
+    ``references``), lists sorted: the canonical document ``diff``
+    compares."""
+    result = {'version': doc['version']}
+    for plural, kind in KINDS:
+        items = []
+        for index, item in enumerate(doc[plural]):
+            item = dict(item)
+            for field, value in list(item.items()):
+                path = (plural, index, field)
+                if isinstance(value, list):
+                    item[field] = sorted(
+                        {resolved.get(path + (i,), v)
+                         for i, v in enumerate(value)})
+                elif path in resolved:
+                    item[field] = resolved[path]
+            items.append(item)
+        result[plural] = sorted(items, key=lambda i, k=kind: _key(k, i))
+    return result
+
+
+# -- the cloud as a document ----------------------------------------------
+
+def image_key(image, images):
+    """How a document names IMAGE: its name when no other image of
+    IMAGES has it, else its ID."""
+    name = image.get('name')
+    if name and sum(1 for i in images if i.get('name') == name) == 1:
+        return name
+    return image['id']
+
+
+def _flavor_from_cloud(flavor, access, pools, notes):
+    """The canonical flavor of a Nova flavor gpuclient derives from a
+    pool, or None (with a note when it steers to a pool but cannot be
+    read as derived from it)."""
+    extra = dict(flavor.get('extra_specs') or {})
+    reading = specs.read(extra, pools)
+    pool = pools.get(reading['pool'])
+    if pool is None:
+        return None
+    numa = (extra.get(specs.NUMA_SPEC)
+            if pool['mode'] == pools_mod.PASSTHROUGH else None)
+    try:
+        derived = specs.derive(pool, gpus=reading['gpus'],
+                               numa_policy=numa)['extra_specs']
+        properties, drift = {}, {}
+        for key, value in sorted(extra.items()):
+            if key in derived:
+                if value != derived[key]:
+                    drift[key] = [value, derived[key]]
+            elif specs.owned_reason(key, pools):
+                drift[key] = [value, None]
+            else:
+                properties[key] = value
+        for key in sorted(set(derived) - set(extra)):
+            drift[key] = [None, derived[key]]
+        specs.derive(pool, gpus=reading['gpus'], numa_policy=numa,
+                     properties=properties)
+    except exceptions.CommandError as exc:
+        notes.append(
+            _('Flavor %(flavor)s steers to pool %(pool)s but is not a '
+              'flavor gpuclient derives from it (%(why)s): left out.')
+            % {'flavor': flavor.get('name') or flavor['id'],
+               'pool': pool['name'], 'why': str(exc).rstrip('.')})
+        return None
+    public = flavor.get('os-flavor-access:is_public', True)
+    found = {
+        'name': flavor['name'], 'pool': pool['name'],
+        'gpus': reading['gpus'], 'vcpus': flavor.get('vcpus'),
+        'ram': flavor.get('ram'), 'disk': flavor.get('disk'),
+        'ephemeral': flavor.get('OS-FLV-EXT-DATA:ephemeral') or 0,
+        'swap': flavor.get('swap') or 0,
+        'numa_policy': (None if numa == specs.DEFAULT_NUMA_POLICY
+                        else numa),
+        'public': public,
+        'projects': [] if public else sorted(access.get(flavor['id'])
+                                             or ()),
+        'description': flavor.get('description') or None,
+        'properties': properties,
+    }
+    if drift:
+        found[SPECS_DRIFT] = drift
+    return found
+
+
+def from_cloud(pools, flavors, access, images, registered, limits,
+               selected=None):
+    """(canonical document, notes) of what the cloud holds, for the
+    objects gpuclient owns.
+
+    POOLS: {name: pool} (``pools.scan``); FLAVORS: Nova flavors (dicts,
+    with extra specs); ACCESS: {flavor id: [project ids]} of the private
+    ones; IMAGES: Glance images (dicts; None: not read, no images);
+    REGISTERED ({resource name: {'id', 'limit'}}) and LIMITS (project
+    limits) of Keystone (None: not read, no quotas). SELECTED: pool names
+    (None: every pool): then only their flavors and the quotas of their
+    classes, and no images (they belong to no pool).
+
+    Pools are the aggregates with gpuclient metadata; flavors those whose
+    extra specs steer to a pool and are what gpuclient derives from it
+    (plus other extra specs: ``properties``); images those with a GPU
+    property (``images.PROPERTIES``); quotas the unified limits on the
+    GPU classes (``class:<RC>``). The notes name flavors that steer to a
+    pool but were left out, and why.
+    """
+    chosen = {name: pool for name, pool in pools.items()
+              if selected is None or name in selected}
+    notes = []
+    doc = {'version': VERSION, 'pools': [], 'flavors': [], 'images': [],
+           'quotas': []}
+    for name in sorted(chosen):
+        pool = chosen[name]
+        item = {field: pool.get(field) for field in POOL_FIELDS}
+        item['hosts'] = sorted(pool.get('hosts') or ())
+        item['projects'] = sorted(pool.get('projects') or ())
+        item['properties'] = _properties(
+            {k: v for k, v in (pool.get('properties') or {}).items()
+             if k != specs.GROUP_POLICY})
+        item['isolate'] = bool(pool.get('isolate'))
+        doc['pools'].append(item)
+    by_name = {}
+    for flavor in flavors or ():
+        found = _flavor_from_cloud(flavor, access or {}, pools, notes)
+        if found is not None and found['pool'] in chosen:
+            by_name.setdefault(found['name'], []).append(found)
+    for name in sorted(by_name):
+        if len(by_name[name]) > 1:
+            notes.append(_('%(n)d GPU flavors are named %(name)s: left out '
+                           '(a document names a flavor by its name).')
+                         % {'n': len(by_name[name]), 'name': name})
+            continue
+        doc['flavors'].append(by_name[name][0])
+    if selected is None:
+        for image in images or ():
+            properties = {k: _text(image[k]) for k in images_mod.PROPERTIES
+                          if image.get(k) is not None}
+            if properties:
+                doc['images'].append({'name': image_key(image, images),
+                                      'properties': dict(sorted(
+                                          properties.items()))})
+        doc['images'].sort(key=lambda i: i['name'])
+    classes = {p['resource_class'] for p in chosen.values()}
+    quotas = []
+    for name, item in (registered or {}).items():
+        quotas.append((None, name, item['limit']))
+    for item in limits or ():
+        if item.get('project_id'):
+            quotas.append((item['project_id'], item['resource_name'],
+                           item['resource_limit']))
+    for project, name, limit in quotas:
+        rc = quota_mod.class_of(name)
+        if not rc or not quota_mod.is_gpu_class(rc, pools) or (
+                selected is not None and rc not in classes):
+            continue
+        doc['quotas'].append({'project': project, 'resource_class': rc,
+                              'gpus': -1 if limit < 0 else limit})
+    doc['quotas'].sort(key=lambda i: _key(QUOTA, i))
+    return doc, notes
+
+
+def written(doc):
+    """The written form of a canonical document: defaults left out, a
+    quota's class as its pool where one pool of the document has it."""
+    out = {'version': doc['version']}
+    defaults = {'resource_class': None, 'alias': None, 'pci_id': None,
+                'vgpu_type': None, 'mig_profile': None, 'zone': None,
+                'projects': [], 'properties': {}, 'gpus': 1,
+                'ephemeral': 0, 'swap': 0, 'numa_policy': None,
+                'public': True, 'description': None}
+    pools = []
+    for pool in doc['pools']:
+        item = {f: pool[f] for f in POOL_FIELDS
+                if f in ('hosts', 'isolate') or pool[f] != defaults.get(f)}
+        try:
+            own = pools_mod.default_class(pool)
+        except exceptions.CommandError:
+            own = None  # a pool gpu pool create would refuse: keep it all
+        if own == pool['resource_class']:
+            item.pop('resource_class', None)  # the mode's own
+        pools.append(item)
+    if pools:
+        out['pools'] = pools
+    flavors = [{f: flavor[f] for f in FLAVOR_FIELDS
+                if f in ('vcpus', 'ram', 'disk')
+                or flavor[f] != defaults.get(f)} for flavor in doc['flavors']]
+    if flavors:
+        out['flavors'] = flavors
+    images = [{f: image[f] for f in IMAGE_FIELDS} for image in doc['images']]
+    if images:
+        out['images'] = images
+    by_class = {}
+    for pool in doc['pools']:
+        by_class.setdefault(pool['resource_class'], []).append(pool['name'])
+    quotas = []
+    for item in doc['quotas']:
+        entry = ({'project': item['project']} if item['project'] is not None
+                 else {'default': True})
+        owners = by_class.get(item['resource_class']) or []
+        if len(owners) == 1:
+            entry['pool'] = owners[0]
+        else:
+            entry['resource_class'] = item['resource_class']
+        entry['gpus'] = UNLIMITED if item['gpus'] < 0 else item['gpus']
+        quotas.append(entry)
+    if quotas:
+        out['quotas'] = quotas
+    return out
+
+
+# -- the diff --------------------------------------------------------------
+
+def label(kind, key):
+    """How a diff row names an object: 'pool solver', 'quota class:VGPU
+    (default)'."""
+    if kind == QUOTA:
+        project, rc = key
+        whose = (_('project %s') % project) if project else _('default')
+        return '%s %s (%s)' % (kind, quota_mod.resource_name(rc), whose)
+    return '%s %s' % (kind, key)
+
+
+def _public(item):
+    return {k: v for k, v in item.items() if not k.startswith('_')}
+
+
+def diff(current, wanted, prune=False):
+    """Rows from the cloud (CURRENT, ``from_cloud``) to the document
+    (WANTED, ``substitute``): [{'kind', 'key', 'object', 'change', 'from',
+    'to'}], pools, flavors, images then quotas, each sorted by name.
+
+    ``change``: CREATE (only in WANTED; an image that has no GPU property
+    yet is an UPDATE: the document does not make images), UPDATE (``from``
+    and ``to`` hold the fields that differ, ``extra_specs`` for derived
+    extra specs the flavor lacks or has wrong), RECREATE (a field of
+    RECREATE_FIELDS differs) and, for objects only in CURRENT, DELETE with
+    PRUNE (an image loses its GPU properties, not itself), else UNTRACKED
+    (listed, not drift). Objects equal in both are left out.
+    """
+    rows = []
+    for plural, kind in KINDS:
+        have = {_key(kind, i): i for i in current.get(plural) or ()}
+        want = {_key(kind, i): i for i in wanted.get(plural) or ()}
+        for key in sorted(set(have) | set(want)):
+            old, new = have.get(key), want.get(key)
+            if old is None and kind == IMAGE:
+                old = {'name': key, 'properties': {}}
+            if old is None:
+                change, before, after = CREATE, None, _public(new)
+            elif new is None:
+                change = DELETE if prune else UNTRACKED
+                before, after = _public(old), None
+            else:
+                fields = [f for f in FIELDS[kind] if old.get(f) != new.get(f)]
+                before = {f: old.get(f) for f in fields}
+                after = {f: new.get(f) for f in fields}
+                drift = old.get(SPECS_DRIFT)
+                if drift and not {'pool', 'gpus', 'numa_policy'} & set(
+                        fields):
+                    before['extra_specs'] = {k: v[0] for k, v in
+                                             drift.items()}
+                    after['extra_specs'] = {k: v[1] for k, v in
+                                            drift.items()}
+                if not before:
+                    continue
+                change = (RECREATE if set(fields) & set(
+                    RECREATE_FIELDS[kind]) else UPDATE)
+            rows.append({'kind': kind, 'key': key,
+                         'object': label(kind, key), 'change': change,
+                         'from': before, 'to': after})
+    return rows
+
+
+def exit_status(rows):
+    """EXIT_DRIFT when a row is a change (untracked objects are not),
+    else EXIT_IN_SYNC."""
+    if any(row['change'] in DRIFT for row in rows):
+        return EXIT_DRIFT
+    return EXIT_IN_SYNC

@@ -1,0 +1,232 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""gpu export and gpu diff over the strict fakes: a cloud built with
+gpuclient's own commands exports a document that diffs in sync against
+it; a hand edit in the cloud is drift; a document naming what the cloud
+does not have is refused with the line and the field."""
+
+import os
+from unittest import mock
+
+import fixtures
+from osc_lib import exceptions
+
+from gpuclient.ops import document_ops
+from gpuclient.ops import flavor_ops
+from gpuclient.ops import pool_ops
+from gpuclient.rules import document
+from gpuclient.rules import pools
+from gpuclient.tests.unit import base
+from gpuclient.tests.unit import fakes
+
+PT_CLASS = 'CUSTOM_PCI_10DE_2331'
+
+
+class DocumentOpsTestCase(base.TestCase):
+    def setUp(self):
+        super().setUp()
+        self.cloud = fakes.FakeCloud()
+        self.cloud.pci_host('gpu-pt-1', nodename='gpu-pt-1.test')
+        self.cloud.vgpu_host('gpu-vgpu-1')
+        self.cloud.compute_host('plain-1')
+        self.placement = self.useFixture(fakes.PlacementFixture(self.cloud))
+        cm = self.useFixture(fakes.ClientManagerFixture(self.cloud))
+        self.compute = cm.nova
+        self.client = cm.gpu
+        identity = self.client._conn.identity
+        identity.find_project.side_effect = (
+            lambda name, ignore_missing, **query: mock.Mock(
+                id=name if name.startswith('id-') else 'id-' + name))
+        self.keystone = fakes.FakeKeystoneLimits()
+        self.keystone.install(identity)
+        self.client.limits._scope = ('nova-service', 'RegionOne')
+        self.dir = self.useFixture(fixtures.TempDir()).path
+
+    def build(self):
+        """The seeds' layer, made with gpuclient's own operations."""
+        pool_ops.create(self.client, pools.build_spec(
+            'solver', 'passthrough', alias='h100', pci_id='10de:2331',
+            isolate=True, projects=['id-research'],
+            properties={'team': 'hpc'}), ['gpu-pt-1'])
+        pool_ops.create(self.client, pools.build_spec(
+            'ws', 'vgpu', vgpu_type='nvidia-35'), ['gpu-vgpu-1'])
+        flavor_ops.create(self.client, 'g1.h100.1', 'solver', 16, 131072,
+                          200, public=False, projects=['research'],
+                          properties={'hw:cpu_policy': 'dedicated'})
+        flavor_ops.create(self.client, 'g1.vgpu.2', 'ws', 8, 32768, 100,
+                          gpus=2, description='two vGPUs')
+        self.cloud.add_flavor('m1.small')
+        self.cloud.images += [
+            {'id': fakes.uid('img-u'), 'name': 'ubuntu',
+             'hw_machine_type': 'q35', 'hw_firmware_type': 'uefi'},
+            {'id': fakes.uid('img-c'), 'name': 'cirros'}]
+        self.client.limits.create_registered('class:VGPU', -1)
+        self.client.limits.create_registered('class:%s' % PT_CLASS, 0)
+        self.client.limits.create_limit('id-research', 'class:%s' % PT_CLASS,
+                                        4)
+        self.client.limits.create_registered('class:VCPU', 100)
+
+    def path(self, text, name='gpu.yaml'):
+        path = os.path.join(self.dir, name)
+        with open(path, 'w') as out:
+            out.write(text)
+        return path
+
+    def rows(self, text, prune=False):
+        return [(r['object'], r['change'], r['from'], r['to'])
+                for r in document_ops.diff(self.client, self.path(text),
+                                           prune=prune)]
+
+
+class TestExport(DocumentOpsTestCase):
+    def test_a_built_cloud_round_trips(self):
+        self.build()
+        text = document_ops.export(self.client)
+        data, _lines = document.load(text)
+        self.assertEqual(['solver', 'ws'], [p['name']
+                                            for p in data['pools']])
+        self.assertEqual({
+            'name': 'solver', 'mode': 'passthrough', 'alias': 'h100',
+            'pci_id': '10de:2331', 'hosts': ['gpu-pt-1'], 'isolate': True,
+            'projects': ['id-research'], 'properties': {'team': 'hpc'}},
+            data['pools'][0])
+        self.assertEqual([
+            {'name': 'g1.h100.1', 'pool': 'solver', 'vcpus': 16,
+             'ram': 131072, 'disk': 200, 'public': False,
+             'projects': ['id-research'],
+             'properties': {'hw:cpu_policy': 'dedicated'}},
+            {'name': 'g1.vgpu.2', 'pool': 'ws', 'gpus': 2, 'vcpus': 8,
+             'ram': 32768, 'disk': 100, 'description': 'two vGPUs'}],
+            data['flavors'])
+        self.assertEqual([{'name': 'ubuntu', 'properties': {
+            'hw_firmware_type': 'uefi', 'hw_machine_type': 'q35'}}],
+            data['images'])
+        self.assertEqual([
+            {'default': True, 'pool': 'solver', 'gpus': 0},
+            {'default': True, 'pool': 'ws', 'gpus': 'unlimited'},
+            {'project': 'id-research', 'pool': 'solver', 'gpus': 4}],
+            data['quotas'])
+        # the same cloud, the same text; and in sync with it
+        self.assertEqual(text, document_ops.export(self.client))
+        self.assertEqual([], self.rows(text))
+        self.assertEqual([], self.rows(text, prune=True))
+
+    def test_selected_pool(self):
+        self.build()
+        data, _lines = document.load(document_ops.export(self.client,
+                                                         ['ws']))
+        self.assertEqual(['ws'], [p['name'] for p in data['pools']])
+        self.assertEqual(['g1.vgpu.2'], [f['name'] for f in data['flavors']])
+        self.assertNotIn('images', data)
+        self.assertEqual(1, len(data['quotas']))
+
+    def test_unknown_pool_refused_before_the_rest_is_read(self):
+        self.build()
+        calls = len(self.compute.calls)
+        error = self.assertRaises(exceptions.CommandError,
+                                  document_ops.export, self.client, ['nope'])
+        self.assertIn('No GPU pool named nope. Known pools: solver, ws',
+                      str(error))
+        # only the aggregates were listed
+        self.assertEqual(calls, len(self.compute.calls))
+
+    def test_flavor_not_derived_left_out_with_a_warning(self):
+        self.build()
+        self.cloud.add_flavor('hand', extra_specs={
+            'aggregate_instance_extra_specs:gpu_pool': 'ws',
+            'resources:VGPU': '1', 'hw:bogus': 'x'})
+        data, _lines = document.load(document_ops.export(self.client))
+        self.assertNotIn('hand', [f['name'] for f in data['flavors']])
+        self.assertIn('Flavor hand steers to pool ws but is not a flavor '
+                      'gpuclient derives from it', self.logger.output)
+
+    def test_write(self):
+        path = os.path.join(self.dir, 'out.yaml')
+        document_ops.write(path, 'one\n')
+        error = self.assertRaises(exceptions.CommandError,
+                                  document_ops.write, path, 'two\n')
+        self.assertIn('already exists: give --overwrite', str(error))
+        document_ops.write(path, 'two\n', overwrite=True)
+        with open(path) as written:
+            self.assertEqual('two\n', written.read())
+        self.assertEqual(['out.yaml'], os.listdir(self.dir))
+        error = self.assertRaises(
+            exceptions.CommandError, document_ops.write,
+            os.path.join(self.dir, 'no', 'such.yaml'), 'x')
+        self.assertIn('Cannot write', str(error))
+
+
+class TestDiff(DocumentOpsTestCase):
+    def setUp(self):
+        super().setUp()
+        self.build()
+        self.text = document_ops.export(self.client)
+
+    def test_hand_edit_is_drift(self):
+        # as "openstack aggregate set --property team=ml solver" does
+        agg = next(a for a in self.cloud.aggregates if a.name == 'solver')
+        self.compute.set_aggregate_metadata(agg, {'team': 'ml'})
+        rows = self.rows(self.text)
+        self.assertEqual([('pool solver', 'update',
+                           {'properties': {'team': 'ml'}},
+                           {'properties': {'team': 'hpc'}})], rows)
+
+    def test_document_changes(self):
+        text = self.text.replace('vcpus: 8', 'vcpus: 4').replace(
+            '  - gpu-pt-1\n', '  - gpu-pt-1.test\n')
+        # the hypervisor hostname names the same host: no change
+        self.assertEqual([('flavor g1.vgpu.2', 'recreate', {'vcpus': 8},
+                           {'vcpus': 4})], self.rows(text))
+        self.assertIn('is the hypervisor hostname of compute host '
+                      'gpu-pt-1', self.logger.output)
+
+    def test_untracked_and_pruned(self):
+        data, _lines = document.load(self.text)
+        data['pools'] = data['pools'][:1]
+        data['flavors'] = data['flavors'][:1]
+        data['quotas'] = [q for q in data['quotas'] if q.get('pool') !=
+                          'ws']
+        text = document.dump(document.check(data))
+        self.assertEqual([('pool ws', 'untracked'),
+                          ('flavor g1.vgpu.2', 'untracked'),
+                          ('quota class:VGPU (default)', 'untracked')],
+                         [r[:2] for r in self.rows(text)])
+        self.assertEqual(['delete'] * 3,
+                         [r[1] for r in self.rows(text, prune=True)])
+
+    def test_names_the_cloud_lacks_refused_with_line_and_field(self):
+        text = self.text.replace('  - gpu-pt-1\n', '  - gpu-pt-9\n').replace(
+            'name: ubuntu', 'name: nope')
+        error = self.assertRaises(document.DocumentError, self.rows, text)
+        lines = text.splitlines()
+        host = lines.index('  - gpu-pt-9') + 1
+        image = lines.index('- name: nope') + 1
+        self.assertEqual(2, len(error.problems), error.problems)
+        self.assertIn('line %d: pools[0].hosts[0]: ' % host,
+                      error.problems[0])
+        self.assertIn('gpu-pt-9', error.problems[0])
+        self.assertEqual('line %d: images[0].name: no image with name or ID '
+                         'nope (see "openstack image list")' % image,
+                         error.problems[1])
+
+    def test_invalid_document_refused_before_the_cloud_is_read(self):
+        calls = len(self.compute.calls)
+        error = self.assertRaises(document.DocumentError, self.rows,
+                                  'version: 1\npools:\n- name: a\n'
+                                  '  mode: vgu\n')
+        self.assertIn("line 4: pools[0].mode: 'vgu' is not one of",
+                      str(error))
+        self.assertEqual(calls, len(self.compute.calls))
+        error = self.assertRaises(exceptions.CommandError, document_ops.diff,
+                                  self.client, os.path.join(self.dir, 'x'))
+        self.assertIn('Cannot read', str(error))

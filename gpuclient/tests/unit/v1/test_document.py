@@ -1,0 +1,188 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""gpu export and gpu diff: parsers, take_action over the fake cloud, the
+same rows in every formatter, and diff's three exit statuses."""
+
+import io
+import json
+import os
+
+import fixtures
+from osc_lib import exceptions
+import yaml
+
+from gpuclient.rules import document
+from gpuclient.rules import pools
+from gpuclient.tests.unit import base
+from gpuclient.tests.unit import fakes
+from gpuclient.v1 import document as document_cmd
+
+PT_SPEC = pools.build_spec('solver', 'passthrough', alias='h100',
+                           pci_id='10de:2331')
+
+
+class DocumentCommandTestCase(base.CommandTestCase):
+    def setUp(self):
+        super().setUp()
+        self.cloud = fakes.FakeCloud()
+        self.cloud.pci_host('gpu-pt-1')
+        self.cloud.aggregates.append(fakes.Aggregate(
+            'solver', pools.metadata_for(PT_SPEC), ['gpu-pt-1']))
+        self.cloud.add_flavor('g1.h100.1', vcpus=16, extra_specs={
+            'aggregate_instance_extra_specs:gpu_pool': 'solver',
+            'pci_passthrough:alias': 'h100:1',
+            'hw:pci_numa_affinity_policy': 'preferred'})
+        self.useFixture(fakes.PlacementFixture(self.cloud))
+        cm = self.useFixture(fakes.ClientManagerFixture(self.cloud))
+        identity = cm.gpu._conn.identity
+        fakes.FakeKeystoneLimits().install(identity)
+        cm.gpu.limits._scope = ('nova-service', 'RegionOne')
+        self.app = self.make_app(cm.client_manager)
+        self.app.stdout = io.StringIO()
+        self.dir = self.useFixture(fixtures.TempDir()).path
+
+    def export(self, *args):
+        cmd = document_cmd.ExportDocument(self.app, None)
+        return cmd.take_action(self.check_parser(cmd, list(args)))
+
+
+class TestExport(DocumentCommandTestCase):
+    def test_parser(self):
+        cmd = document_cmd.ExportDocument(self.app, None)
+        self.check_parser(cmd, [], [('pool', []), ('output', None),
+                                    ('overwrite', False)])
+        self.check_parser(cmd, ['--pool', 'a', '--pool', 'b', '--output',
+                                'f.yaml', '--overwrite'],
+                          [('pool', ['a', 'b']), ('output', 'f.yaml'),
+                           ('overwrite', True)])
+        self.assertRaises(base.ParserError, self.check_parser, cmd, ['x'])
+
+    def test_stdout(self):
+        self.assertEqual(0, self.export())
+        text = self.app.stdout.getvalue()
+        self.assertTrue(text.startswith('# The GPU layer'))
+        data = yaml.safe_load(text)
+        self.assertEqual(['solver'], [p['name'] for p in data['pools']])
+        self.assertEqual([{'name': 'g1.h100.1', 'pool': 'solver',
+                           'vcpus': 16, 'ram': 512, 'disk': 1}],
+                         data['flavors'])
+
+    def test_output_file_never_overwritten_by_default(self):
+        path = os.path.join(self.dir, 'gpu.yaml')
+        self.export('--output', path)
+        self.assertEqual('', self.app.stdout.getvalue())
+        with open(path) as written:
+            first = written.read()
+        self.assertIn('name: solver', first)
+        error = self.assertRaises(exceptions.CommandError, self.export,
+                                  '--output', path)
+        self.assertIn('already exists: give --overwrite', str(error))
+        self.export('--output', path, '--overwrite')
+        with open(path) as written:
+            self.assertEqual(first, written.read())
+        error = self.assertRaises(exceptions.CommandError, self.export,
+                                  '--overwrite')
+        self.assertIn('--overwrite goes with --output', str(error))
+
+
+class TestDiff(DocumentCommandTestCase):
+    def setUp(self):
+        super().setUp()
+        self.export()
+        self.text = self.app.stdout.getvalue()
+        self.app.stdout = io.StringIO()
+        self.cmd = document_cmd.DiffDocument(self.app, None)
+
+    def path(self, text):
+        path = os.path.join(self.dir, 'gpu.yaml')
+        with open(path, 'w') as out:
+            out.write(text)
+        return path
+
+    def run_cmd(self, text, *args):
+        parsed = self.check_parser(self.cmd, list(args) + [self.path(text)])
+        status = self.cmd.run(parsed)
+        return status, self.app.stdout.getvalue()
+
+    def test_parser(self):
+        self.check_parser(self.cmd, ['gpu.yaml'], [('file', 'gpu.yaml'),
+                                                   ('prune', False)])
+        self.check_parser(self.cmd, ['gpu.yaml', '--prune'],
+                          [('prune', True)])
+        self.assertRaises(base.ParserError, self.check_parser, self.cmd, [])
+
+    def test_statuses(self):
+        self.assertEqual(
+            (document.EXIT_IN_SYNC, document.EXIT_ERROR, document.EXIT_DRIFT),
+            (document_cmd.IN_SYNC, document_cmd.ERROR, document_cmd.DRIFT))
+        text = ' '.join(self.cmd.get_parser('openstack gpu diff')
+                        .format_help().split())
+        self.assertIn('Exit status: 0 when the cloud is in sync', text)
+        self.assertIn('2 when it is not', text)
+        self.assertIn('1 on error', text)
+
+    def test_in_sync(self):
+        status, out = self.run_cmd(self.text, '-f', 'json')
+        self.assertEqual((0, []), (status, json.loads(out)))
+
+    def test_drift_rows_in_every_formatter(self):
+        text = self.text.replace('vcpus: 16', 'vcpus: 8').replace(
+            'isolate: false', 'isolate: true')
+        status, out = self.run_cmd(text, '-f', 'json')
+        self.assertEqual(2, status)
+        self.assertEqual([
+            {'Object': 'pool solver', 'Change': 'update',
+             'From': {'isolate': False}, 'To': {'isolate': True}},
+            {'Object': 'flavor g1.h100.1', 'Change': 'recreate',
+             'From': {'vcpus': 16}, 'To': {'vcpus': 8}}], json.loads(out))
+        for formatter, expected in (
+                # cliff's csv and value write a column's machine-readable
+                # value, its table the human-readable one
+                ('csv', '"pool solver","update","{\'isolate\': False}",'
+                        '"{\'isolate\': True}"'),
+                ('value', "flavor g1.h100.1 recreate {'vcpus': 16} "
+                          "{'vcpus': 8}"),
+                ('table', '| flavor g1.h100.1 | recreate | vcpus=16      | '
+                          'vcpus=8      |'),
+                ('yaml', "- Change: update\n  From:\n    isolate: false\n")):
+            self.app.stdout = io.StringIO()
+            status, out = self.run_cmd(text, '-f', formatter)
+            self.assertEqual(2, status)
+            self.assertIn(expected, out)
+
+    def test_untracked_is_not_drift_unless_pruned(self):
+        text = self.text.split('flavors:')[0]
+        status, out = self.run_cmd(text, '-f', 'value')
+        self.assertEqual(0, status)
+        self.assertIn('flavor g1.h100.1 untracked', out)
+        self.app.stdout = io.StringIO()
+        status, out = self.run_cmd(text, '--prune', '-f', 'value')
+        self.assertEqual(2, status)
+        self.assertIn('flavor g1.h100.1 delete', out)
+
+    def test_error_exits_1_with_the_reason(self):
+        status, out = self.run_cmd('version: 2\n', '-f', 'json')
+        self.assertEqual(1, status)
+        self.assertEqual('', out)
+        self.assertIn('line 1: version: 1 was expected', self.logger.output)
+
+    def test_table_columns(self):
+        columns, rows = document_cmd.table([{
+            'object': 'pool a', 'change': 'create', 'from': None,
+            'to': {'hosts': ['h1', 'h2'], 'properties': {'k': 'v'}}}])
+        self.assertEqual(('Object', 'Change', 'From', 'To'), columns)
+        self.assertEqual('', rows[0][2].human_readable())
+        self.assertEqual('hosts=h1,h2; properties=k=v',
+                         rows[0][3].human_readable())
+        self.assertEqual({'hosts': ['h1', 'h2'], 'properties': {'k': 'v'}},
+                         rows[0][3].machine_readable())

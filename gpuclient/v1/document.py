@@ -1,0 +1,153 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``openstack gpu export`` and ``openstack gpu diff``.
+
+``export`` is a ``Command``: what it prints is a document (YAML text meant
+to be kept in a file), which the one-row formatters cannot carry, as
+``gpu config show``. ``diff`` is a list: one row per object that differs,
+the same rows in every formatter, and an exit status that says in sync,
+drift or error.
+"""
+
+from cliff import columns as cliff_columns
+from osc_lib import exceptions
+from osc_lib.command import command
+
+from gpuclient.i18n import _
+from gpuclient.v1 import common
+
+COLUMNS = ('Object', 'Change', 'From', 'To')
+# the exit statuses of gpu diff (document.EXIT_*), said in its help
+# without importing the rules when the class loads
+IN_SYNC, ERROR, DRIFT = 0, 1, 2
+
+
+class FieldsColumn(cliff_columns.FormattableColumn):
+    """The fields of one side of a diff row: ``hosts=a,b; isolate=True``
+    in a table, the mapping itself in JSON and YAML (None: the object is
+    not on that side)."""
+
+    @staticmethod
+    def _text(value):
+        if isinstance(value, list):
+            return ','.join(str(v) for v in value)
+        if isinstance(value, dict):
+            return ','.join('%s=%s' % item for item in value.items())
+        return str(value)
+
+    def human_readable(self):
+        if self._value is None:
+            return ''
+        return '; '.join('%s=%s' % (key, self._text(value))
+                         for key, value in self._value.items())
+
+    def machine_readable(self):
+        return self._value
+
+
+def table(rows):
+    """(columns, rows) of ``gpu diff`` for every formatter."""
+    return COLUMNS, [(row['object'], row['change'], FieldsColumn(row['from']),
+                      FieldsColumn(row['to'])) for row in rows]
+
+
+class ExportDocument(command.Command):
+    _description = _(
+        'Write the GPU layer of the cloud as a YAML document.\n\n'
+        'Pools (with their hosts, isolation, projects and properties), the '
+        'GPU flavors gpuclient derives from them (sizes, GPUs, NUMA policy, '
+        'access, description, other extra specs), the GPU properties of '
+        'images and the GPU quotas (unified limits on class:<RC>), as the '
+        'versioned document "openstack gpu diff" compares with a cloud. '
+        'The text is deterministic: the same cloud gives the same text. '
+        'Flavors that steer to a pool but are not what gpuclient derives '
+        'from it are left out, with a warning. Needs admin.')
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument(
+            '--pool', metavar='<pool>', action='append', default=[],
+            help=_('Only this pool (name), its flavors and the quotas of '
+                   'its class; repeat option for several. Images are left '
+                   'out. Default: the whole GPU layer'))
+        parser.add_argument(
+            '--output', metavar='<file>',
+            help=_('Write the document to this file instead of stdout '
+                   '(through a temporary file: never half written)'))
+        parser.add_argument(
+            '--overwrite', action='store_true', default=False,
+            help=_('Replace the --output file when it exists (default: '
+                   'refuse)'))
+        return parser
+
+    def take_action(self, parsed_args):
+        from gpuclient.ops import document_ops
+
+        if parsed_args.overwrite and not parsed_args.output:
+            raise exceptions.CommandError(
+                _('--overwrite goes with --output <file>.'))
+        text = document_ops.export(self.app.client_manager.gpu,
+                                   parsed_args.pool or None)
+        if parsed_args.output:
+            document_ops.write(parsed_args.output, text,
+                               parsed_args.overwrite)
+        else:
+            self.app.stdout.write(text)
+        return 0
+
+
+class DiffDocument(common.Lister):
+    _description = _(
+        'Compare the cloud with a GPU layer document.\n\n'
+        'Reads the document (as "openstack gpu export" writes it), checks '
+        'it (every problem with its line and field), reads the cloud once '
+        'and prints one row per object that differs: create, update, '
+        'recreate (a flavor\'s sizes, a pool\'s kind of GPU), and objects '
+        'gpuclient owns that the document does not name: untracked, or '
+        'delete with --prune. Objects in sync are left out. The exit '
+        'status tells in sync from drift, so a pipeline can gate on it. '
+        'Needs admin.')
+    _epilog = _(
+        'Exit status: %(sync)d when the cloud is in sync with the document '
+        '(untracked objects are not drift, unless --prune); %(drift)d when '
+        'it is not (the rows say how); %(error)d on error (an invalid '
+        'document, a project, host or image the cloud does not have, the '
+        'cloud unreachable), with the reason on stderr.') % {
+            'sync': IN_SYNC, 'drift': DRIFT, 'error': ERROR}
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument(
+            'file', metavar='<file>',
+            help=_('The document (YAML) to compare the cloud with'))
+        parser.add_argument(
+            '--prune', action='store_true', default=False,
+            help=_('The document is the whole GPU layer: what gpuclient '
+                   'owns and the document does not name is a delete '
+                   '(drift), not untracked'))
+        return parser
+
+    def take_action(self, parsed_args):
+        from gpuclient.ops import document_ops
+        from gpuclient.rules import document
+
+        rows = document_ops.diff(self.app.client_manager.gpu,
+                                 parsed_args.file, prune=parsed_args.prune)
+        self._status = document.exit_status(rows)
+        return table(rows)
+
+    def run(self, parsed_args):
+        # the rows are printed by the Lister; the exit status says in
+        # sync, drift, or that the comparison could not be made
+        return common.run_gated(self, parsed_args, super().run, IN_SYNC,
+                                ERROR)
