@@ -136,9 +136,12 @@ class TestUtilisation(base.FunctionalTestCase):
                          sorted(r['ID'] for r in idle
                                 if r['ID'] in states))
 
-        # usage: GPU-hours split; each row's parts add up to its whole
+        # usage: GPU-hours split into used, idle and unknown. Its buckets
+        # are a minute long and aligned on the minute (Prometheus's
+        # subquery steps): wait until one has closed over the readings
+        time.sleep(61 - time.time() % 60 + 2)
         usage = self.openstack(
-            'gpu', 'usage', 'list', '--all-projects', '--utilisation',
+            'gpu', 'usage', 'list', '--utilisation',
             '--start', start.strftime('%Y-%m-%dT%H:%M:%S'), '--by', 'pool')
         self.assertTrue(usage)
         for row in usage:
@@ -148,6 +151,18 @@ class TestUtilisation(base.FunctionalTestCase):
                                    msg=row)
         self.assertTrue(any(r['Idle GPU Hours'] > 0 for r in usage), usage)
         self.assertTrue(any(r['Used GPU Hours'] > 0 for r in usage), usage)
+
+        # the doctor names the idle servers (the exporter still serves the
+        # same readings) and no busy one
+        rc, out, err = self.openstack_raw(
+            'gpu', 'check', '--check', 'gpu-idle', '--window',
+            '%ds' % WINDOW, '-f', 'json')
+        self.assertIn(rc, (0, 1), err)
+        objects = ' '.join(row['Object'] for row in json.loads(out))
+        for server in (pt_idle, v_idle):
+            self.assertIn(server['id'], objects)
+        for server in (pt_busy, v_busy):
+            self.assertNotIn(server['id'], objects)
 
     def test_prometheus_down_is_one_line_and_exit_1(self):
         rc, out, err = self.openstack_raw(
