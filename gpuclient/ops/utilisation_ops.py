@@ -27,6 +27,7 @@ labels.
 """
 
 import os
+import time
 
 from osc_lib import exceptions
 
@@ -146,8 +147,10 @@ def server_rows(client, rows, cloud, allocations, window, idle_below,
         for name, promql in utilisation.server_queries(
             window, metrics).items()}
     devices = utilisation.device_series(answers, labels)
+    ends = utilisation.epoch(now) if now is not None else time.time()
     return utilisation.server_utilisation(
-        rows, providers_of(cloud, allocations, rows), devices, idle_below)
+        rows, providers_of(cloud, allocations, rows), devices, idle_below,
+        window_start=ends - window)
 
 
 def usage_split(client, items, start, end, cloud=None, allocations=None,

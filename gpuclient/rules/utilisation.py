@@ -48,6 +48,7 @@ No metric for a device is ``unknown``: never guessed idle.
 """
 
 import calendar
+import datetime
 import re
 
 from osc_lib import exceptions
@@ -434,11 +435,30 @@ def _guest_label(device):
     return _('guest %s') % (device['uuid'] or '?')
 
 
+def launched_after(row, start):
+    """True when ROW's server was launched after START (epoch seconds):
+    a host-side reading of its card over a window that starts before
+    then is partly another holder's (or nobody's)."""
+    since = row.get('since')
+    if start is None or not since:
+        return False
+    try:
+        when = datetime.datetime.strptime(str(since).split('.')[0],
+                                          '%Y-%m-%dT%H:%M:%S')
+    except ValueError:
+        return False
+    return epoch(when) > start
+
+
 def server_utilisation(rows, providers, devices,
-                       idle_below=DEFAULT_IDLE_BELOW):
+                       idle_below=DEFAULT_IDLE_BELOW, window_start=None):
     """One row per server and device, with source (host, guest or None),
     mean and peak utilisation (percent), fb_used (MiB), state and
     shared_by (servers on the card).
+
+    WINDOW_START (epoch seconds): a host-side card of a server launched
+    after it is ``unknown``: the card's readings in the window include
+    time before the server held it, which says nothing of the server.
 
     ROWS: ``usage.server_rows``; PROVIDERS: {uuid: dict with name,
     root_name (the hypervisor hostname), host (the service host), mode
@@ -475,7 +495,7 @@ def server_utilisation(rows, providers, devices,
             _card, series = index.card_of(hosts_of.get(uuid, set()), pci,
                                           mig)
             shared_by = holders.get(uuid, 1)
-            if not series:
+            if not series or launched_after(row, window_start):
                 found.append(_row(row, label, None, UNKNOWN, None, None,
                                   None, shared_by))
                 continue

@@ -288,6 +288,22 @@ class TestServerJoin(base.TestCase):
             (host_series('gpu-vgpu-1', '00000000:84:00.0'), 30, 70, 9,
              False), below=71)[0][3])
 
+    def test_a_server_younger_than_the_window_is_unknown_host_side(self):
+        # the card's readings in the window predate the server: another
+        # holder's, or nobody's; guest-side readings are its own
+        start = util.epoch(datetime.datetime(2026, 12, 3, 8, 0, 0))
+        self.rows[0]['since'] = '2026-12-03T08:05:00.000000'
+        self.rows[1]['since'] = '2026-12-03T07:55:00.000000'
+        found = util.server_utilisation(
+            self.rows, self.providers, util.device_series(answers(
+                (host_series('gpu-vgpu-1', '00000000:84:00.0'), 1, 3, 512,
+                 False),
+                (host_series('gpu-vgpu-1', '00000000:85:00.0'), 80, 90, 9,
+                 False))), 5, window_start=start)
+        self.assertEqual([('v1', 'unknown', None), ('v2', 'shared', 90)],
+                         [(r['id'], r['state'], r['peak'])
+                          for r in found[:2]])
+
     def test_mig(self):
         cases = [
             # card 41 has two instances, two holders: idle only when both
