@@ -718,17 +718,19 @@ def objective(rows, demand):
 
 # -- nvidia-smi scripts -------------------------------------------------------
 #
-# Syntax, from nvidia-smi's own help (``nvidia-smi mig --help``) as NVIDIA's
-# MIG user guide uses it ("Creating GPU Instances", "Destroying GPU
-# Instances"): ``-cgi`` takes a list of profile tuples, "a profile name or
-# ID and an optional placement specifier, which consists of a colon and a
-# placement start index" (``-cgi 3g.40gb:4``), and ``-C`` adds each GPU
-# instance's default compute instance; ``-dci -gi <id>`` destroys the
-# compute instances of GPU instance <id>, ``-dgi -gi <id>`` the GPU instance
-# itself; ``-lgi`` lists the GPU instances with the columns GPU, Name
-# ("MIG 3g.40gb"), Profile ID, Instance ID and Placement Start:Size. Names
-# are used rather than profile IDs: the names are the catalogue's, the IDs
-# differ between models.
+# Syntax. ``-cgi`` takes a list of profile tuples, "a profile name or ID
+# and an optional placement specifier, which consists of a colon and a
+# placement start index" (``-cgi 3g.40gb:4``): the wording of nvidia-smi's
+# ``mig --help``, as quoted by tools that wrap it; NVML's
+# nvmlDeviceCreateGpuInstanceWithPlacement is the call behind it. ``-C``
+# adds each GPU instance's default compute instance. ``-dci -gi <id>``
+# destroys the compute instances of GPU instance <id>, ``-dgi -gi <id>``
+# the GPU instance, as NVIDIA's MIG user guide does ("Destroying GPU
+# Instances"). ``-lgi`` lists GPU instances with the columns GPU, Name
+# ("MIG 3g.40gb"), Profile ID, Instance ID and Placement Start:Size (as
+# the driver prints it in NVIDIA/DCGM issue 138). Not yet run against a
+# real GPU. Names are used, not profile IDs: the names are the
+# catalogue's, the IDs differ between models.
 
 def _is_mig(layout):
     return bool(layout) and layout[0][1] is not None
