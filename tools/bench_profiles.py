@@ -26,8 +26,9 @@ fleet could hold at most):
 
 Prints ``<label>: <n> s`` lines (the layouts' enumeration, cached per
 process, is timed apart) and, for each fleet, the three optimal values
-(demand met, cards re-cut, servers disturbed); every value is a proven
-optimum: the solver raises otherwise.
+(demand met, cards re-cut, servers disturbed) with HiGHS's model status
+as it reports it ("Optimal": a proven optimum; the plan raises
+otherwise) and the number of classes of interchangeable cards.
 """
 
 import argparse
@@ -87,10 +88,11 @@ def main(argv=None):
 
 
 def report(label, summary):
-    print('%s optimal: demand met %d of %d, cards re-cut %d, servers '
-          'disturbed %d, memory slices free %d'
-          % (label, summary['met'], summary['wanted'], summary['recut'],
-             summary['moves'], summary['stranded_slices']))
+    print('%s: HiGHS status %s; %d classes; demand met %d of %d, cards '
+          're-cut %d, servers disturbed %d, memory slices free %d'
+          % (label, summary['status'], summary['classes'], summary['met'],
+             summary['wanted'], summary['recut'], summary['moves'],
+             summary['stranded_slices']))
 
 
 if __name__ == '__main__':

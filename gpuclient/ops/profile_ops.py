@@ -50,18 +50,20 @@ def demand_of(counts):
 
 
 def write_scripts(rows, output_dir):
-    """One script per group of re-cut cards with the same model and
-    layout, in OUTPUT_DIR (made if missing). Returns {card id: path
-    written}; a file that exists already is refused, before anything is
-    written."""
+    """One script per group of re-cut cards with the same model, current
+    and proposed layout, in OUTPUT_DIR (made if missing). Returns {card
+    id: path written}; a file that exists already is refused, before
+    anything is written."""
     plans = []
-    for model, layout, ids in profiles.groups(rows):
-        path = os.path.join(output_dir, profiles.script_name(model, layout))
+    for model, current, layout, cards in profiles.groups(rows):
+        path = os.path.join(output_dir,
+                            profiles.script_name(model, layout, current))
         if os.path.exists(path):
             raise FileExistsError(
                 _('%s exists already: gpuclient does not overwrite it; '
                   'give another --output-dir or move the file.') % path)
-        plans.append((path, profiles.script(model, layout, ids), ids))
+        plans.append((path, profiles.script(model, current, layout, cards),
+                      [card for card, _in_use in cards]))
     os.makedirs(output_dir, exist_ok=True)
     written = {}
     for path, text, ids in plans:

@@ -55,28 +55,50 @@ so that, in this order (lexicographically):
    new layout of a re-cut card does not keep; a re-cut card that keeps
    every in-use placement moves nobody).
 
-Why it is exact. Cards with the same model, current layout and in-use
-placements are interchangeable: they form a class. A card either keeps its
-current layout or is re-cut; a re-cut card may be given a *maximal* layout
-(one no placement can be added to) without loss: extending a layout L to a
-maximal L' offers at least as many instances of every profile (objective 1
-is monotone), keeps every placement L kept (objective 3 no worse) and is a
-re-cut just as L was (or none, if L' is the current layout). So each class
-has finitely many options: keep, or a maximal layout. Only the instances of
-demanded profiles (the *supply vector*) and the disturbed servers matter,
-so of the options with the same supply vector the one disturbing fewest
-servers is kept, and an option whose vector is no larger than another's,
-with no fewer re-cuts and moves, is dropped (it can be swapped for the
-other without making any objective worse). What is left is the integer
-program
+Why it is exact. A card either keeps its current layout or is re-cut; a
+re-cut card may be given a *maximal* layout (one no placement can be added
+to) without loss: extending a layout L to a maximal L' offers at least as
+many instances of every profile (objective 1 is monotone), keeps every
+placement L kept (objective 3 no worse) and is a re-cut just as L was (or
+none, if L' is the current layout). So each card has finitely many
+options: keep, or a maximal layout. The classes, built so that a fleet of
+cut cards with servers does not make a class of every card:
+
+* Only the instances of demanded profiles matter (the *supply vector*),
+  each capped at its demand: min(d, sum of min(v, d)) = min(d, sum of v),
+  so objective 1 is unchanged, and more layouts share a vector.
+* Keeping: only the supply vector of the current layout matters (no
+  re-cut, no move).
+* Re-cutting to a maximal L disturbs the in-use placements L lacks: that
+  depends on the model and the in-use placements only, not on the rest of
+  the current layout (re-cutting to the current layout itself is kept
+  out below, keeping it is better). So the re-cut options are worked out
+  once per (model, in-use placements) and memoised: per supply vector the
+  fewest moves of any layout with it (bit masks of placements).
+* An option whose vector is no larger than another's, with no fewer
+  re-cuts and moves, is dropped: it can be swapped for the other without
+  making any objective worse. Among re-cut options that is checked with
+  the dominance relation between supply vectors worked out once per
+  model; a re-cut whose vector is no larger than the keep vector is
+  dominated by keeping (0 re-cuts, 0 moves).
+* Cards with the same model, keep vector and remaining (vector, moves)
+  options are interchangeable: one class, however their layouts and
+  in-use placements differ. Each card of a class given a re-cut option
+  gets its own layout with that vector and that many moves.
+
+What is left is the integer program
 
     x[c,o] >= 0 integer, sum_o x[c,o] = n_c            (every card of c)
     met_p <= d_p,  met_p <= sum x[c,o] * v[o,p]        (offered)
     lexmax (sum met_p, -sum x * recut[o], -sum x * moves[c,o])
 
-solved to proven optimality by HiGHS's branch and bound (``highspy``), one
-objective at a time, each optimum fixed as a constraint before the next
-(objectives are integers, so an absolute gap below 1 is optimality).
+built in bulk (one ``addRows``, one ``addCols``) and solved to proven
+optimality by HiGHS's branch and bound (``highspy``), one objective at a
+time, each optimum fixed as a constraint before the next and handed to
+the next solve as its first incumbent (objectives are integers, so an
+absolute gap below 1 is optimality). The rows report what each card
+really gets (re-cut when its layout changes, moves counted from its own
+in-use placements), which the tests check against the solver's values.
 HiGHS is imported only when a plan is solved, never at plugin load.
 ``gpuclient/tests/unit/test_profiles.py`` checks the optimum against brute
 force over every layout (maximal or not) of every card.
@@ -387,121 +409,225 @@ def _moves(current, in_use, layout):
     return sum(lost.values())
 
 
-def _supply(layout, wanted):
+def _supply(layout, wanted, caps):
+    """Instances of each wanted profile LAYOUT offers, each capped at its
+    demand (a card never serves more than the whole demand of a profile)."""
     counts = collections.Counter(name for name, _start in layout)
-    return tuple(counts[p] for p in wanted)
+    return tuple(min(counts[p], cap)
+                 for p, cap in zip(wanted, caps, strict=True))
 
 
-def class_options(model, current, in_use, wanted):
-    """The options of one class of cards: (layout, supply, recut, moves),
-    keep-current first, Pareto-pruned as the module docstring says."""
-    best = {}
-    keep = (current, _supply(current, wanted), 0, 0)
-    for layout in layouts(model, maximal=True):
-        if layout == current:
-            continue
-        option = (layout, _supply(layout, wanted), 1,
-                  _moves(current, in_use, layout))
-        old = best.get(option[1])
-        if old is None or option[3] < old[3]:
-            best[option[1]] = option
-    options = [keep] + sorted(best.values(), key=lambda o: (o[3], o[1]))
-    kept = []
-    for i, option in enumerate(options):
-        dominated = any(
-            j != i and all(a >= b for a, b in zip(other[1], option[1],
-                                              strict=True))
-            and other[2] <= option[2] and other[3] <= option[3]
-            and (other[1], other[2], other[3]) != (
-                option[1], option[2], option[3])
-            for j, other in enumerate(options))
-        if not dominated or i == 0:
-            kept.append(option)
-    return kept
+class _Table:
+    """The re-cut options of one model for one demand: the maximal layouts
+    grouped by supply vector, as bit masks, with the dominance relation
+    between supply vectors worked out once."""
+
+    def __init__(self, model, wanted, caps):
+        m = MODELS[model]
+        bits = {p: 1 << i for i, p in enumerate(_placements(m))}
+        for i, t in enumerate(m.vgpu_types):
+            # a time-sliced type is one bit: its vGPUs are interchangeable
+            bits[(t.name, None)] = 1 << (len(bits) + i)
+        self.bits = bits
+        groups = collections.OrderedDict()
+        for layout in layouts(model, maximal=True):
+            mask = 0
+            for p in layout:
+                mask |= bits[p]
+            groups.setdefault(_supply(layout, wanted, caps), []).append(
+                (mask, layout))
+        self.supplies = list(groups)
+        self.groups = list(groups.values())
+        n = len(self.supplies)
+        # dominated_by[i]: supply vectors >= supplies[i], other than it
+        self.dominated_by = [0] * n
+        for i, low in enumerate(self.supplies):
+            for j, high in enumerate(self.supplies):
+                if i != j and all(a >= b for a, b in zip(high, low,
+                                                         strict=True)):
+                    self.dominated_by[i] |= 1 << j
+        self._of_use = {}
+        self._below = {}
+
+    def mask(self, in_use):
+        """IN_USE as (bit mask, servers per bit): a MIG placement holds one
+        server, a time-sliced type as many as its vGPUs in use."""
+        mask = 0
+        for p in in_use:
+            mask |= self.bits[p]
+        return mask, (len(in_use) if in_use and in_use[0][1] is None
+                      else 1)
+
+    def of_use(self, in_use):
+        """For cards with IN_USE in use: {supply index: (moves, layout)}
+        of the re-cut options no other re-cut option dominates. Memoised:
+        it depends on the placements in use only."""
+        found = self._of_use.get(in_use)
+        if found is not None:
+            return found
+        used, weight = self.mask(in_use)
+        best = []
+        for group in self.groups:
+            # the first layout of the group that disturbs fewest servers
+            moves, layout = (used & ~group[0][0]).bit_count(), group[0][1]
+            for mask, other in group[1:] if moves else ():
+                lost = (used & ~mask).bit_count()
+                if lost < moves:
+                    moves, layout = lost, other
+                    if not lost:
+                        break
+            best.append((moves * weight, layout))
+        # at_most[k]: supply vectors reachable with k moves or fewer
+        top = max(m for m, _layout in best)
+        at_most = [0] * (top + 1)
+        for i, (moves, _layout) in enumerate(best):
+            at_most[moves] |= 1 << i
+        for k in range(1, top + 1):
+            at_most[k] |= at_most[k - 1]
+        found = {i: option for i, option in enumerate(best)
+                 if not self.dominated_by[i] & at_most[option[0]]}
+        self._of_use[in_use] = found
+        return found
+
+    def below(self, supply):
+        """Bit mask of the supply vectors <= SUPPLY (memoised)."""
+        found = self._below.get(supply)
+        if found is None:
+            found = 0
+            for i, other in enumerate(self.supplies):
+                if all(a <= b for a, b in zip(other, supply, strict=True)):
+                    found |= 1 << i
+            self._below[supply] = found
+        return found
 
 
-def _classes(cards):
-    classes = collections.OrderedDict()
+def _check_card(index, card):
+    model = model_name(card['model'])
+    current = normal(card.get('current'))
+    in_use = normal(card.get('in_use'))
+    why = check_layout(model, current)
+    if why:
+        raise ValueError(_('Card %(card)s: its current layout is not '
+                           'valid: %(why)s.')
+                         % {'card': card.get('id', index), 'why': why})
+    if collections.Counter(in_use) - collections.Counter(current):
+        raise ValueError(_('Card %s: a placement in use is not in its '
+                           'current layout.') % card.get('id', index))
+    return model, current, in_use
+
+
+def _classes(cards, wanted, caps):
+    """Cards grouped into classes of interchangeable cards: {key: [card
+    index]}, key (model, keep supply, ((supply, moves), ...)); and per
+    card its re-cut options {supply index: (moves, layout)} and table."""
+    tables, classes, per_card = {}, collections.OrderedDict(), []
     for index, card in enumerate(cards):
-        model = model_name(card['model'])
-        current = normal(card.get('current'))
-        in_use = normal(card.get('in_use'))
-        why = check_layout(model, current)
-        if why:
-            raise ValueError(_('Card %(card)s: its current layout is not '
-                               'valid: %(why)s.')
-                             % {'card': card.get('id', index), 'why': why})
-        if collections.Counter(in_use) - collections.Counter(current):
-            raise ValueError(_('Card %s: a placement in use is not in its '
-                               'current layout.') % card.get('id', index))
-        classes.setdefault((model, current, in_use), []).append(index)
-    return classes
+        model, current, in_use = _check_card(index, card)
+        table = tables.get(model)
+        if table is None:
+            table = tables[model] = _Table(model, wanted, caps)
+        keep = _supply(current, wanted, caps)
+        below = table.below(keep)
+        options = {i: option for i, option in table.of_use(in_use).items()
+                   if not below >> i & 1}
+        key = (model, keep, tuple((table.supplies[i], moves)
+                                  for i, (moves, _lay) in options.items()))
+        classes.setdefault(key, []).append(index)
+        per_card.append((current, in_use, options))
+    return classes, per_card
 
 
-def _solve(classes, options, wanted, demand):
-    """Counts per (class, option) of the lexicographic optimum, and the
-    three optimal values; HiGHS imported here only."""
+def _stage(h, highspy, costs, start, presolve):
+    """One objective of the plan to a proven optimum: (value, solution,
+    HiGHS's model status). START (the optimum of the objective before,
+    feasible here), if given, is HiGHS's first incumbent. PRESOLVE is
+    HiGHS's option: which settings are fastest was measured on
+    tools/bench_profiles.py (module docstring); none changes the optimum."""
+    n_col = len(costs)
+    cols = list(range(n_col))
+    h.changeColsCost(n_col, cols, costs)
+    h.setOptionValue('presolve', presolve)
+    if start is not None:
+        h.setSolution(n_col, cols, start)
+    h.run()
+    status = h.getModelStatus()
+    if status != highspy.HighsModelStatus.kOptimal:
+        raise RuntimeError(_('The solver did not prove an optimum: %s')
+                           % h.modelStatusToString(status))
+    solution = list(h.getSolution().col_value)
+    return round(_cost(costs, solution)), solution, h.modelStatusToString(
+        status)
+
+
+def _cost(costs, solution):
+    return sum(c * x for c, x in zip(costs, solution, strict=True) if c)
+
+
+def _solve(sizes, options, caps):
+    """The lexicographic optimum of the integer program of the module
+    docstring. SIZES: cards per class; OPTIONS: per class, its options
+    (supply, recut, moves); CAPS: demand per wanted profile. Returns the
+    count of each (class, option), the three optimal values (met, recut,
+    moves) and HiGHS's model status of the last objective. The model is
+    built in bulk (one addRows, one addCols); HiGHS is imported here
+    only."""
     import highspy
 
     h = highspy.Highs()
     h.setOptionValue('output_flag', False)
-    h.setOptionValue('mip_rel_gap', 0.0)
-    h.setOptionValue('mip_abs_gap', 1e-6)
     h.setOptionValue('threads', 1)
+    # every objective is an integer: a gap below 1 proves the optimum
+    h.setOptionValue('mip_rel_gap', 0.0)
+    h.setOptionValue('mip_abs_gap', 0.99)
     inf = highspy.kHighsInf
-    columns = []  # (class index, option index)
-    of_class = []
-    for c, _key in enumerate(classes):
-        of_class.append([])
-        for o, _option in enumerate(options[c]):
-            of_class[c].append(len(columns))
+    n_class, n_wanted = len(sizes), len(caps)
+    h.addRows(n_class + n_wanted,
+              [float(n) for n in sizes] + [-inf] * n_wanted,
+              [float(n) for n in sizes] + [0.0] * n_wanted, 0, [], [], [])
+    columns, starts, index, value = [], [], [], []
+    recut, moves = [], []
+    for c, class_options in enumerate(options):
+        for o, (supply, cut, moved) in enumerate(class_options):
             columns.append((c, o))
+            starts.append(len(index))
+            index.append(c)
+            value.append(1.0)
+            for k, v in enumerate(supply):
+                if v:
+                    index.append(n_class + k)
+                    value.append(-float(v))
+            recut.append(float(cut))
+            moves.append(float(moved))
     n_x = len(columns)
-    for _col in columns:
-        h.addCol(0.0, 0.0, inf, 0, [], [])
-    for p in wanted:
-        h.addCol(0.0, 0.0, float(demand[p]), 0, [], [])
-    h.changeColsIntegrality(
-        n_x + len(wanted), list(range(n_x + len(wanted))),
-        [highspy.HighsVarType.kInteger] * (n_x + len(wanted)))
-    for c, key in enumerate(classes):
-        idx = of_class[c]
-        n = float(len(classes[key]))
-        h.addRow(n, n, len(idx), idx, [1.0] * len(idx))
-    for k in range(len(wanted)):
-        idx, val = [n_x + k], [1.0]
-        for i, (c, o) in enumerate(columns):
-            v = options[c][o][1][k]
-            if v:
-                idx.append(i)
-                val.append(-float(v))
-        h.addRow(-inf, 0.0, len(idx), idx, val)
-    stages = (
-        [(n_x + k, -1.0) for k in range(len(wanted))],
-        [(i, float(options[c][o][2])) for i, (c, o) in enumerate(columns)],
-        [(i, float(options[c][o][3])) for i, (c, o) in enumerate(columns)],
-    )
-    values = []
-    for stage in stages:
-        costs = [0.0] * (n_x + len(wanted))
-        for i, cost in stage:
-            costs[i] = cost
-        h.changeColsCost(len(costs), list(range(len(costs))), costs)
-        h.run()
-        status = h.getModelStatus()
-        if status != highspy.HighsModelStatus.kOptimal:
-            raise RuntimeError(_('The solver did not prove an optimum: %s')
-                               % h.modelStatusToString(status))
-        value = round(h.getInfo().objective_function_value)
-        values.append(value)
-        idx = [i for i, cost in stage if cost]
-        val = [cost for _i, cost in stage if cost]
-        if idx:
+    for k in range(n_wanted):
+        starts.append(len(index))
+        index.append(n_class + k)
+        value.append(1.0)
+    n_col = n_x + n_wanted
+    bounds = ([0.0] * n_col, [inf] * n_x + [float(cap) for cap in caps])
+    h.addCols(n_col, [0.0] * n_col, bounds[0], bounds[1],
+              len(index), starts, index, value)
+    h.changeColsIntegrality(n_col, list(range(n_col)),
+                            [highspy.HighsVarType.kInteger] * n_col)
+    stages = ([0.0] * n_x + [-1.0] * n_wanted,
+              recut + [0.0] * n_wanted,
+              moves + [0.0] * n_wanted)
+    values, solution = [], None
+    # measured (500 hosts x 8 running cards): the first two objectives
+    # are fastest without presolve from the last optimum, the moves with
+    # presolve and no start (HiGHS then finds its own incumbents sooner)
+    for costs, presolve, start in zip(stages, ('off', 'off', 'on'),
+                                      (False, True, False), strict=True):
+        value_now, solution, status = _stage(
+            h, highspy, costs, solution if start else None, presolve)
+        values.append(value_now)
+        used = [i for i, cost in enumerate(costs) if cost]
+        if used:
             # keep this optimum while the next objective is solved
-            h.addRow(-inf, value + 0.5, len(idx), idx, val)
-    solution = h.getSolution().col_value
+            h.addRow(-inf, value_now + 0.5, len(used), used,
+                     [costs[i] for i in used])
     counts = {col: int(round(solution[i])) for i, col in enumerate(columns)}
-    return counts, (-values[0], values[1], values[2])
+    return counts, (-values[0], values[1], values[2]), status
 
 
 def plan(cards, demand):
@@ -514,31 +640,46 @@ def plan(cards, demand):
     ``profile_name`` gives them; a name counts on every model that has it.
 
     Returns ``(rows, summary)``: one row per card (``id``, ``model``,
-    ``current``, ``proposed``, ``recut``, ``moves``, ``serves``: {profile:
-    instances of the demand it serves}) in the order given, and the summary
-    (``demand``: {profile: (wanted, offered, met)}, ``met``, ``wanted``,
-    ``recut``, ``moves``, ``stranded_slices``).
+    ``current``, ``in_use``, ``proposed``, ``recut``, ``moves``,
+    ``serves``: {profile: instances of the demand it serves}) in the order
+    given, and the summary (``demand``: {profile: (wanted, offered, met)},
+    ``met``, ``wanted``, ``recut``, ``moves``, ``stranded_slices``,
+    ``classes``: classes of interchangeable cards, ``status``: HiGHS's
+    model status, None when nothing was solved).
     """
     wanted = sorted(p for p, n in demand.items() if n > 0)
-    classes = _classes(cards)
-    options = [class_options(key[0], key[1], key[2], wanted)
-               for key in classes]
+    caps = tuple(demand[p] for p in wanted)
+    classes, per_card = _classes(cards, wanted, caps)
+    proposed = [current for current, _in_use, _options in per_card]
+    status = None
     if wanted and classes:
-        counts, _values = _solve(classes, options, wanted, demand)
-    else:
-        counts = {(c, 0): len(classes[key])
-                  for c, key in enumerate(classes)}
-    proposed = [None] * len(cards)
-    for c, key in enumerate(classes):
-        members = iter(classes[key])
-        for o, option in enumerate(options[c]):
-            for _n in range(counts.get((c, o), 0)):
-                proposed[next(members)] = option
+        keys = list(classes)
+        options = []
+        for key in keys:
+            _model, keep, recuts = key
+            options.append([(keep, 0, 0)] + [
+                (supply, 1, moves) for supply, moves in recuts])
+        counts, _values, status = _solve(
+            [len(classes[key]) for key in keys], options, caps)
+        for c, key in enumerate(keys):
+            members = iter(classes[key])
+            first = next(iter(classes[key]))
+            recut_index = list(per_card[first][2])
+            for o in range(len(options[c])):
+                for _n in range(counts.get((c, o), 0)):
+                    card = next(members)
+                    if o:
+                        # the card's own layout of that supply and moves
+                        proposed[card] = per_card[card][2][
+                            recut_index[o - 1]][1]
     left = dict((p, demand[p]) for p in wanted)
     rows, moves, recut, stranded = [], 0, 0, 0
     for index, card in enumerate(cards):
-        layout, _supply_v, cut, moved = proposed[index]
+        current, in_use, _options = per_card[index]
+        layout = proposed[index]
         model = model_name(card['model'])
+        cut = layout != current
+        moved = _moves(current, in_use, layout)
         serves = collections.OrderedDict()
         for name, _start in layout:
             if left.get(name, 0) > 0:
@@ -549,8 +690,8 @@ def plan(cards, demand):
         moves += moved
         recut += cut
         rows.append({'id': card.get('id', str(index)), 'model': model,
-                     'current': normal(card.get('current')),
-                     'proposed': layout, 'recut': bool(cut),
+                     'current': current, 'in_use': in_use,
+                     'proposed': layout, 'recut': cut,
                      'moves': moved, 'serves': dict(serves)})
     offered = collections.Counter(
         name for row in rows for name, _start in row['proposed'])
@@ -560,7 +701,8 @@ def plan(cards, demand):
                'wanted': sum(demand[p] for p in wanted),
                'met': sum(v[2] for v in table.values()),
                'recut': recut, 'moves': moves,
-               'stranded_slices': stranded}
+               'stranded_slices': stranded,
+               'classes': len(classes), 'status': status}
     return rows, summary
 
 
@@ -575,56 +717,135 @@ def objective(rows, demand):
 
 
 # -- nvidia-smi scripts -------------------------------------------------------
+#
+# Syntax. ``-cgi`` takes a list of profile tuples, "a profile name or ID
+# and an optional placement specifier, which consists of a colon and a
+# placement start index" (``-cgi 3g.40gb:4``): the wording of nvidia-smi's
+# ``mig --help``, as quoted by tools that wrap it; NVML's
+# nvmlDeviceCreateGpuInstanceWithPlacement is the call behind it. ``-C``
+# adds each GPU instance's default compute instance. ``-dci -gi <id>``
+# destroys the compute instances of GPU instance <id>, ``-dgi -gi <id>``
+# the GPU instance, as NVIDIA's MIG user guide does ("Destroying GPU
+# Instances"). ``-lgi`` lists GPU instances with the columns GPU, Name
+# ("MIG 3g.40gb"), Profile ID, Instance ID and Placement Start:Size (as
+# the driver prints it in NVIDIA/DCGM issue 138). Not yet run against a
+# real GPU. Names are used, not profile IDs: the names are the
+# catalogue's, the IDs differ between models.
+
+def _is_mig(layout):
+    return bool(layout) and layout[0][1] is not None
+
+
+def recut_steps(current, proposed):
+    """(kept, destroyed, created) placements when a card goes from CURRENT
+    to PROPOSED: a GPU instance at the same profile and start slot is kept
+    (a MIG placement occurs once in a layout); every other one of CURRENT
+    is destroyed, every other one of PROPOSED created. A time-sliced
+    layout keeps nothing of a MIG one, nor the other way round."""
+    current, proposed = normal(current), normal(proposed)
+    if not (_is_mig(current) and _is_mig(proposed)):
+        return (), tuple(p for p in current if p[1] is not None), tuple(
+            p for p in proposed if p[1] is not None)
+    kept = tuple(p for p in current if p in proposed)
+    return (kept, tuple(p for p in current if p not in kept),
+            tuple(p for p in proposed if p not in kept))
+
 
 def groups(rows):
-    """Cards grouped by (model, proposed layout) for one script each:
-    [(model, layout, [card ids])], cards that keep their layout left out."""
+    """Re-cut cards grouped for one script each: [(model, current,
+    proposed, [(card id, in-use placements)])], cards that keep their
+    layout left out."""
     found = collections.OrderedDict()
     for row in rows:
         if not row['recut']:
             continue
-        found.setdefault((row['model'], row['proposed']), []).append(
-            row['id'])
-    return [(m, lay, ids) for (m, lay), ids in found.items()]
+        key = (row['model'], normal(row.get('current')), row['proposed'])
+        found.setdefault(key, []).append(
+            (row['id'], normal(row.get('in_use'))))
+    return [key + (cards,) for key, cards in found.items()]
 
 
-def script(model, layout, card_ids):
-    """A POSIX shell script that cuts one GPU (``GPU=<index>`` in the
-    environment, default 0) into LAYOUT: destroy every compute instance,
-    then every GPU instance, then create the GPU instances (largest first,
-    then by start slot) each with its default compute instance; for a
-    time-sliced layout, MIG off (the vGPU types are then created by Nova
-    through mdev)."""
-    layout = normal(layout)
+_GI_AT = '''\
+gi_at() {  # ID of the GPU instance of profile $1 starting at slice $2
+    nvidia-smi mig -i "$GPU" -lgi | awk -v name="$1" -v start="$2" \\
+        '$3 == "MIG" && $4 == name && $7 ~ ("^" start ":") { print $6 }'
+}
+present() {
+    if [ -z "$(gi_at "$1" "$2")" ]; then
+        echo "gpuclient: GPU $GPU has no $1 at slice $2: it is not in the" \\
+             "layout this script was planned for; nothing changed" >&2
+        exit 1
+    fi
+}
+destroy() {  # its compute instances, then the GPU instance
+    gi="$(gi_at "$1" "$2")"
+    nvidia-smi mig -i "$GPU" -dci -gi "$gi" || true  # none to destroy
+    nvidia-smi mig -i "$GPU" -dgi -gi "$gi"
+}'''
+
+
+def script(model, current, proposed, cards):
+    """A POSIX shell script that re-cuts one GPU (``GPU=<index>`` in the
+    environment, default 0) from CURRENT to PROPOSED, for CARDS ([(card
+    id, in-use placements)]): it first checks that the GPU holds every
+    instance of CURRENT (else it stops, changing nothing), then destroys
+    only the GPU instances PROPOSED does not keep (compute instances
+    first), then creates the new ones each at its planned start slot
+    (largest first) with its default compute instance. The kept ones are
+    never touched. For a time-sliced PROPOSED, MIG goes off (Nova creates
+    the vGPUs through mdev)."""
+    m = MODELS[model_name(model)]
+    current, proposed = normal(current), normal(proposed)
+    kept, destroyed, created = recut_steps(current, proposed)
+    in_use = collections.defaultdict(list)
+    for card, used in cards:
+        for p in used:
+            in_use[p].append(card)
     lines = ['#!/bin/sh',
-             '# gpuclient: layout %s for %s' % (layout_text(layout), model),
-             '# cards: %s' % ', '.join(card_ids),
+             '# gpuclient: %s from %s to %s' % (
+                 m.name, layout_text(current), layout_text(proposed)),
+             '# cards: %s' % ', '.join(
+                 card + (' (in use: %s)' % layout_text(used) if used else '')
+                 for card, used in cards),
              '# run on the host of each card: GPU=<index> sh <this file>',
              'set -e',
-             'GPU="${GPU:-0}"',
-             '# compute instances go before their GPU instances; "|| true":'
-             ' a card without instances has none to destroy',
-             'nvidia-smi mig -i "$GPU" -dci || true',
-             'nvidia-smi mig -i "$GPU" -dgi || true']
-    if layout and layout[0][1] is None:
-        lines += ['nvidia-smi -i "$GPU" -mig 0',
-                  '# time-sliced: Nova creates the %d %s mdevs '
-                  '([devices] enabled_mdev_types)' % (len(layout),
-                                                       layout[0][0])]
-    else:
+             'GPU="${GPU:-0}"']
+    if _is_mig(current):
+        lines.append(_GI_AT)
+        lines.append('# the GPU holds the layout planned from')
+        lines += ['present %s %d' % p for p in current]
+    if kept:
+        lines.append('# kept, untouched: %s' % layout_text(kept))
+    for name, start in destroyed:
+        servers = in_use.get((name, start))
+        if servers:
+            lines.append('# %s@%d is in use on %s: move its server first'
+                         % (name, start, ', '.join(servers)))
+        lines.append('destroy %s %d' % (name, start))
+    if proposed and not _is_mig(proposed):
+        if not current or _is_mig(current):
+            lines.append('nvidia-smi -i "$GPU" -mig 0')
+        lines.append('# time-sliced: Nova creates the %d %s mdevs '
+                     '([devices] enabled_mdev_types)'
+                     % (len(proposed), proposed[0][0]))
+        return '\n'.join(lines) + '\n'
+    if current and not _is_mig(current):
+        lines.append('# its %d %s vGPUs (mdevs) are removed first'
+                     % (len(current), current[0][0]))
+    if not _is_mig(current):
         lines.append('nvidia-smi -i "$GPU" -mig 1')
-        profiles = _profiles_by_name(MODELS[model_name(model)])
-        ordered = sorted(layout, key=lambda p: (
-            -profiles[p[0]].memory_slices, p[1]))
-        for name, start in ordered:
-            lines.append('nvidia-smi mig -i "$GPU" -cgi %s -C  '
-                         '# planned start slot %d' % (name, start))
-        lines.append('nvidia-smi mig -i "$GPU" -lgi  # compare each '
-                     'Placement start with the plan')
+    profiles = _profiles_by_name(m)
+    for name, start in sorted(created, key=lambda p: (
+            -profiles[p[0]].memory_slices, p[1])):
+        lines.append('nvidia-smi mig -i "$GPU" -cgi %s:%d -C' % (name, start))
+    lines.append('nvidia-smi mig -i "$GPU" -lgi')
     return '\n'.join(lines) + '\n'
 
 
-def script_name(model, layout):
-    """File name of the script of one group: model and layout, safe."""
-    text = '%s_%s' % (model, layout_text(layout))
+def script_name(model, proposed, current=()):
+    """File name of the script of one group: model, proposed layout and,
+    for a card cut already, the layout it comes from; safe characters."""
+    text = '%s_%s' % (model, layout_text(proposed))
+    if current:
+        text += '_from_%s' % layout_text(current)
     return re.sub(r'[^A-Za-z0-9.+-]+', '_', text).strip('_') + '.sh'

@@ -15,8 +15,11 @@ against an independent enumeration, the plan against brute force."""
 
 import collections
 import itertools
+import os
 import random
+import subprocess
 
+import fixtures
 import testtools
 
 from gpuclient.rules import profiles
@@ -331,24 +334,203 @@ class TestPlan(testtools.TestCase):
              'in_use': [('1g.6gb', 0)]}], {'1g.6gb': 1})
 
 
+def slow_best(cards, demand):
+    """(met, recut, moves) of the plan built the slow way: one class per
+    card, every maximal layout an option (no supply cap, no pruning), the
+    same integer program."""
+    wanted = sorted(p for p, n in demand.items() if n > 0)
+    options = []
+    for card in cards:
+        current = profiles.normal(card['current'])
+        in_use = profiles.normal(card['in_use'])
+        mine = [(tuple(sum(1 for n, _s in current if n == p)
+                       for p in wanted), 0, 0)]
+        for lay in profiles.layouts(card['model'], maximal=True):
+            if lay != current:
+                mine.append((tuple(sum(1 for n, _s in lay if n == p)
+                                   for p in wanted), 1,
+                             profiles._moves(current, in_use, lay)))
+        options.append(mine)
+    _counts, values, status = profiles._solve(
+        [1] * len(cards), options, [demand[p] for p in wanted])
+    assert status == 'Optimal', status
+    return values
+
+
+def running_fleet(rng, n):
+    """N cards cut already (a maximal layout each, about half of it in
+    use), half A100 80GB and half H100 80GB, as tools/bench_profiles.py
+    draws them."""
+    cards = []
+    for i in range(n):
+        model = ('A100-80GB', 'H100-80GB')[i % 2]
+        current = rng.choice(profiles.layouts(model, maximal=True))
+        cards.append({'id': 'gpu%d' % i, 'model': model,
+                      'current': current,
+                      'in_use': tuple(p for p in current
+                                      if rng.random() < 0.5)})
+    return cards
+
+
+class TestFastPlan(testtools.TestCase):
+    """The plan's classes and pruning against the slow construction."""
+
+    def test_running_fleet_equals_slow_construction(self):
+        rng = random.Random(2726)
+        for case in range(3):
+            cards = running_fleet(rng, 40)
+            demand = {'1g.10gb': rng.randint(20, 60),
+                      '2g.20gb': rng.randint(5, 20),
+                      '3g.40gb': rng.randint(10, 30),
+                      '4g.40gb': rng.randint(0, 4),
+                      '7g.80gb': rng.randint(0, 4)}
+            rows, summary = profiles.plan(cards, demand)
+            got = profiles.objective(rows, demand)
+            self.assertEqual(slow_best(cards, demand), got, case)
+            self.assertEqual((summary['met'], summary['recut'],
+                              summary['moves']), got)
+            self.assertEqual('Optimal', summary['status'])
+            for row in rows:
+                self.assertIsNone(profiles.check_layout(row['model'],
+                                                        row['proposed']))
+                if not row['recut']:
+                    self.assertEqual(row['current'], row['proposed'])
+
+    def test_cards_with_the_same_options_share_a_class(self):
+        # two different current layouts and a card not cut, the same
+        # supply of the demanded profile and nothing in use: one class
+        cards = [{'id': 'g0', 'model': 'A100-80GB',
+                  'current': [('3g.40gb', 0), ('3g.40gb', 4)]},
+                 {'id': 'g1', 'model': 'A100-80GB',
+                  'current': [('3g.40gb', 0), ('2g.20gb', 4),
+                              ('1g.10gb', 6)]},
+                 {'id': 'g2', 'model': 'A100-80GB'}]
+        _rows, summary = profiles.plan(cards, {'7g.80gb': 1})
+        self.assertEqual(1, summary['classes'])
+        self.assertEqual((1, 1, 0), (summary['met'], summary['recut'],
+                                     summary['moves']))
+
+    def test_a_running_fleet_has_fewer_classes_than_cards(self):
+        cards = running_fleet(random.Random(27), 400)
+        _rows, summary = profiles.plan(
+            cards, {'1g.10gb': 300, '3g.40gb': 200, '7g.80gb': 20})
+        self.assertLess(summary['classes'], 400)
+
+
+# ``nvidia-smi mig -lgi`` as the driver prints it (columns GPU, Name,
+# Profile ID, Instance ID, Placement Start:Size), for FAKE_SMI below.
+LGI = """\
++---------------------------------------------------------+
+| GPU instances:                                          |
+| GPU   Name               Profile  Instance   Placement  |
+|                            ID       ID       Start:Size |
+|=========================================================|
+|   0  MIG 3g.40gb            9        2          0:4     |
++---------------------------------------------------------+
+|   0  MIG 2g.20gb           14        3          4:2     |
++---------------------------------------------------------+
+|   0  MIG 1g.10gb           19        9          6:1     |
++---------------------------------------------------------+
+"""
+FAKE_SMI = """#!/bin/sh
+echo "$*" >> "$SMI_LOG"
+case "$*" in *-lgi*) cat "$SMI_LGI" ;; esac
+"""
+
+
 class TestScript(testtools.TestCase):
 
-    def test_order_and_names(self):
-        layout = (('1g.10gb', 4), ('3g.40gb', 0), ('1g.10gb', 5))
-        text = profiles.script('A100-80GB', layout, ['g0', 'g1'])
+    current = (('3g.40gb', 0), ('2g.20gb', 4), ('1g.10gb', 6))
+    proposed = (('3g.40gb', 0), ('1g.10gb', 4), ('1g.10gb', 5),
+                ('1g.10gb', 6))
+
+    def test_steps(self):
+        kept, destroyed, created = profiles.recut_steps(self.current,
+                                                        self.proposed)
+        self.assertEqual((('3g.40gb', 0), ('1g.10gb', 6)), kept)
+        self.assertEqual((('2g.20gb', 4),), destroyed)
+        self.assertEqual(set(self.proposed) - set(kept), set(created))
+        # MIG to time-sliced keeps nothing
+        kept, destroyed, created = profiles.recut_steps(
+            self.current, (('A100D-10C', None),) * 8)
+        self.assertEqual(((), self.current, ()),
+                         (kept, destroyed, created))
+
+    def test_order_kept_untouched(self):
+        text = profiles.script('A100-80GB', self.current, self.proposed,
+                               [('g0', (('2g.20gb', 4),)), ('g1', ())])
         lines = text.splitlines()
         self.assertEqual('#!/bin/sh', lines[0])
-        dci = [i for i, line in enumerate(lines) if ' -dci' in line][0]
-        dgi = [i for i, line in enumerate(lines) if ' -dgi' in line][0]
-        cgi = [i for i, line in enumerate(lines) if ' -cgi ' in line]
-        self.assertLess(dci, dgi)
-        self.assertLess(dgi, cgi[0])
-        self.assertIn('-cgi 3g.40gb -C', lines[cgi[0]])
-        self.assertEqual('A100-80GB_3g.40gb_0_1g.10gb_4_1g.10gb_5.sh',
+        present = [i for i, line in enumerate(lines)
+                   if line.startswith('present ')]
+        destroy = [i for i, line in enumerate(lines)
+                   if line.startswith('destroy ')]
+        create = [i for i, line in enumerate(lines) if ' -cgi ' in line]
+        self.assertEqual(3, len(present))
+        self.assertEqual(['destroy 2g.20gb 4'],
+                         [lines[i] for i in destroy])
+        self.assertLess(max(present), min(destroy))
+        self.assertLess(max(destroy), min(create))
+        created = {tuple(lines[i].split(' -cgi ')[1].split()[0].split(':'))
+                   for i in create}
+        self.assertEqual({('1g.10gb', '4'), ('1g.10gb', '5')}, created)
+        self.assertIn('2g.20gb@4 is in use on g0', text)
+        # MIG is on already; nothing kept is destroyed or re-created
+        self.assertNotIn('-mig', text)
+        self.assertNotIn('3g.40gb:0', text)
+        self.assertEqual(
+            'A100-80GB_3g.40gb_0_1g.10gb_4_1g.10gb_5_1g.10gb_6_from_'
+            '3g.40gb_0_2g.20gb_4_1g.10gb_6.sh',
+            profiles.script_name('A100-80GB', self.proposed, self.current))
+
+    def test_runs_against_the_listing(self):
+        # the script under sh with a stand-in nvidia-smi that logs its
+        # arguments and prints the listing above
+        tmp = self.useFixture(fixtures.TempDir()).path
+        smi = os.path.join(tmp, 'nvidia-smi')
+        with open(smi, 'w') as f:
+            f.write(FAKE_SMI)
+        os.chmod(smi, 0o755)
+        with open(os.path.join(tmp, 'lgi'), 'w') as f:
+            f.write(LGI)
+        log = os.path.join(tmp, 'log')
+        env = dict(os.environ, PATH=tmp + os.pathsep + os.environ['PATH'],
+                   SMI_LOG=log, SMI_LGI=os.path.join(tmp, 'lgi'), GPU='0')
+        text = profiles.script('A100-80GB', self.current, self.proposed,
+                               [('g0', ())])
+        subprocess.run(['sh', '-c', text], env=env, check=True)
+        with open(log) as f:
+            calls = [line for line in f.read().splitlines()
+                     if '-lgi' not in line]
+        self.assertEqual(['mig -i 0 -dci -gi 3', 'mig -i 0 -dgi -gi 3',
+                          'mig -i 0 -cgi 1g.10gb:4 -C',
+                          'mig -i 0 -cgi 1g.10gb:5 -C'], calls)
+        # a GPU that does not hold the planned-from layout: nothing done
+        os.remove(log)
+        other = (('3g.40gb', 4),) + self.current[1:]
+        result = subprocess.run(
+            ['sh', '-c', profiles.script('A100-80GB', other, self.proposed,
+                                         [('g0', ())])],
+            env=env, capture_output=True, text=True)
+        self.assertEqual(1, result.returncode)
+        self.assertIn('has no 3g.40gb at slice 4', result.stderr)
+        with open(log) as f:
+            self.assertEqual([], [line for line in f.read().splitlines()
+                                  if '-lgi' not in line])
+
+    def test_new_card(self):
+        text = profiles.script('A100-80GB', (), (('3g.40gb', 0),
+                                                 ('3g.40gb', 4)), [('g0', ())])
+        self.assertNotIn('destroy', text)
+        self.assertIn('-mig 1', text)
+        self.assertIn('-cgi 3g.40gb:0 -C', text)
+        self.assertEqual('A100-80GB_3g.40gb_0_3g.40gb_4.sh',
                          profiles.script_name('A100-80GB',
-                                              profiles.normal(layout)))
+                                              (('3g.40gb', 0),
+                                               ('3g.40gb', 4))))
 
     def test_time_sliced(self):
-        text = profiles.script('A30-24GB', (('A30-6C', None),) * 4, ['g0'])
+        text = profiles.script('A30-24GB', (), (('A30-6C', None),) * 4,
+                               [('g0', ())])
         self.assertIn('-mig 0', text)
         self.assertNotIn('-cgi', text)

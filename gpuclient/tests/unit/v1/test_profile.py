@@ -101,7 +101,11 @@ class TestPlanProfile(ProfileTestCase):
         self.assertEqual(1, len(paths))
         path = paths.pop()
         with open(path) as f:
-            self.assertIn('-cgi 2g.12gb -C', f.read())
+            text = f.read()
+        # explicit start slots; a card not cut has nothing to destroy
+        self.assertIn('-cgi 2g.12gb:0 -C', text)
+        self.assertIn('-cgi 2g.12gb:2 -C', text)
+        self.assertNotIn('-dgi', text)
         # never overwritten: the same plan again is refused
         e = self.assertRaises(exceptions.CommandError, self.run_cmd,
                               profile.PlanProfile, args)
