@@ -18,7 +18,10 @@ the ``nvidia-smi`` scripts of ``--output-dir`` (never over an existing
 file).
 """
 
+import contextlib
+import ctypes
 import os
+import sys
 
 from gpuclient.i18n import _
 from gpuclient.rules import profiles
@@ -75,11 +78,36 @@ def write_scripts(rows, output_dir):
     return written
 
 
+@contextlib.contextmanager
+def stdout_to_stderr():
+    """Send what is written on file descriptor 1 to 2 meanwhile: HiGHS
+    prints its banner on stdout when a solver is made, whatever its
+    options, which would break ``-f json``. C's buffers are flushed before
+    stdout is given back, so nothing of it arrives there later."""
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no stdout at all: nothing to protect
+        yield
+        return
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        try:
+            ctypes.CDLL(None).fflush(None)
+        except (OSError, AttributeError):
+            pass
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 def plan_cards(card_counts, demand_counts, output_dir=None):
     """The plan for cards not racked yet: (rows, summary), each row with
     ``script`` (the path written for it, or None)."""
-    rows, summary = profiles.plan(cards_of(card_counts),
-                                  demand_of(demand_counts))
+    with stdout_to_stderr():
+        rows, summary = profiles.plan(cards_of(card_counts),
+                                      demand_of(demand_counts))
     written = write_scripts(rows, output_dir) if output_dir else {}
     for row in rows:
         row['script'] = written.get(row['id'])

@@ -14,6 +14,8 @@
 no cloud (the client manager is never touched)."""
 
 import os
+import subprocess
+import sys
 
 import fixtures
 from osc_lib import exceptions
@@ -131,3 +133,17 @@ class TestPlanProfile(ProfileTestCase):
             e = self.assertRaises(exceptions.CommandError, self.run_cmd,
                                   profile.PlanProfile, args)
             self.assertIn(text, str(e), args)
+
+
+class TestSolverOutput(base.TestCase):
+
+    def test_nothing_but_the_rows_on_stdout(self):
+        # HiGHS prints a banner on file descriptor 1 when a solver is
+        # made: -f json would not parse. A process of its own, since the
+        # banner bypasses Python's sys.stdout.
+        code = ('from gpuclient.ops import profile_ops\n'
+                'profile_ops.plan_cards({"A100-80GB": 1}, {"3g.40gb": 1})\n')
+        done = subprocess.run([sys.executable, '-c', code],
+                              capture_output=True, text=True, check=True)
+        self.assertEqual('', done.stdout)
+        self.assertIn('HiGHS', done.stderr)
