@@ -68,19 +68,7 @@ def read_pools(client, required=True):
 plan_create = flavor_plan.create
 
 
-def as_request(flavor, projects):
-    """A Nova flavor (dict) in the shape of a create request."""
-    return {
-        'vcpus': flavor.get('vcpus'),
-        'ram': flavor.get('ram'),
-        'disk': flavor.get('disk'),
-        'ephemeral': flavor.get('OS-FLV-EXT-DATA:ephemeral', 0),
-        'swap': flavor.get('swap') or 0,
-        'is_public': flavor.get('os-flavor-access:is_public', True),
-        'description': flavor.get('description'),
-        'extra_specs': flavor.get('extra_specs') or {},
-        'projects': projects,
-    }
+as_request = flavor_plan.as_request
 
 
 def create(client, name, pool, vcpus, ram, disk, ephemeral=0, swap=0,

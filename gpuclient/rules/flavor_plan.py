@@ -134,6 +134,21 @@ def update(flavor, projects, pools, description=None, properties=None,
     return result
 
 
+def as_request(flavor, projects):
+    """A Nova flavor (dict) in the shape of a create request."""
+    return {
+        'vcpus': flavor.get('vcpus'),
+        'ram': flavor.get('ram'),
+        'disk': flavor.get('disk'),
+        'ephemeral': flavor.get('OS-FLV-EXT-DATA:ephemeral', 0),
+        'swap': flavor.get('swap') or 0,
+        'is_public': flavor.get('os-flavor-access:is_public', True),
+        'description': flavor.get('description'),
+        'extra_specs': flavor.get('extra_specs') or {},
+        'projects': projects,
+    }
+
+
 def _format_meta(metadata):
     return ', '.join('%s=%s' % item for item in sorted(metadata.items()))
 

@@ -230,3 +230,82 @@ class TestDiff(DocumentOpsTestCase):
         error = self.assertRaises(exceptions.CommandError, document_ops.diff,
                                   self.client, os.path.join(self.dir, 'x'))
         self.assertIn('Cannot read', str(error))
+
+
+class ApplyTestCase(DocumentOpsTestCase):
+    """gpu apply over the strict fakes."""
+
+    def setUp(self):
+        super().setUp()
+        # as Nova 34's computes report them: OWNER_NOVA on every root
+        # (owner_nova_filter requires it), and the passthrough host has
+        # dedicated CPUs for g1.h100.1's hw:cpu_policy=dedicated
+        for provider in self.cloud.providers:
+            if provider.parent is None:
+                provider.traits.append('OWNER_NOVA')
+        pt = next(p for p in self.cloud.providers
+                  if p.name == 'gpu-pt-1.test')
+        pt.inventory['PCPU'] = fakes.inv(32)
+
+    def state(self):
+        """What the fakes hold of the GPU layer (and the rest)."""
+        aggregates = {a.name: (sorted(a.hosts), dict(a.metadata),
+                               getattr(a, 'availability_zone', None))
+                      for a in self.cloud.aggregates}
+        flavors = {}
+        for flavor in self.cloud.flavors:
+            access = (None if flavor['os-flavor-access:is_public'] else
+                      sorted(self.client.compute.flavor_access(
+                          flavor['id'])))
+            flavors[flavor['name']] = (
+                {k: v for k, v in flavor.items() if k != 'id'}, access)
+        traits = {p.uuid: sorted(p.traits) for p in self.cloud.providers}
+        images = {i['id']: dict(i) for i in self.cloud.images}
+        limits = sorted((None, r.resource_name, r.default_limit)
+                        for r in self.keystone.registered)
+        limits += sorted((r.project_id, r.resource_name, r.resource_limit)
+                         for r in self.keystone.project_limits)
+        return {'aggregates': aggregates, 'flavors': flavors,
+                'traits': traits, 'images': images, 'limits': limits,
+                'placement_traits': sorted(self.placement.traits)}
+
+    def apply(self, text, **kwargs):
+        return document_ops.apply(self.client, self.path(text), **kwargs)
+
+    def wipe(self):
+        """Take the GPU layer off the fakes (as a wipe by hand does)."""
+        gpu = {f['id'] for f in self.cloud.flavors if f['extra_specs']}
+        self.cloud.flavors[:] = [f for f in self.cloud.flavors
+                                 if f['id'] not in gpu]
+        self.cloud.aggregates[:] = []
+        for provider in self.cloud.providers:
+            provider.traits = [t for t in provider.traits
+                               if not t.startswith('CUSTOM_')]
+        for image in self.cloud.images:
+            for key in ('hw_machine_type', 'hw_firmware_type'):
+                image.pop(key, None)
+        self.keystone.registered[:] = [
+            r for r in self.keystone.registered
+            if r.resource_name == 'class:VCPU']
+        self.keystone.project_limits[:] = []
+
+
+class TestApply(ApplyTestCase):
+    def test_export_onto_an_empty_cloud_recreates_it(self):
+        self.build()
+        text = document_ops.export(self.client)
+        built = self.state()
+        self.wipe()
+        plan = self.apply(text)
+        self.assertTrue(plan)
+        after = self.state()
+        self.assertEqual(built['aggregates'], after['aggregates'])
+        self.assertEqual(built['traits'], after['traits'])
+        self.assertEqual(built['images'], after['images'])
+        self.assertEqual(built['limits'], after['limits'])
+        # flavors: the same, but for their IDs
+        self.assertEqual(built['flavors'], after['flavors'])
+        self.assertEqual(text, document_ops.export(self.client))
+        # a second apply plans nothing
+        again = self.apply(text)
+        self.assertEqual([], list(again))
