@@ -13,7 +13,8 @@
 """Pure: the GPU layer as a versioned YAML document.
 
 ``gpu export`` writes it, ``gpu diff`` compares it with the cloud (and
-``gpu apply`` will apply it). Version 1 holds four lists:
+``gpu apply`` applies it: ``gpuclient.rules.document_plan``).
+Version 1 holds four lists:
 
 * ``pools``: name, mode, resource_class, alias, pci_id, vgpu_type,
   mig_profile, zone, hosts, isolate, projects, properties;
