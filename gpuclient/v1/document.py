@@ -57,6 +57,13 @@ class FieldsColumn(cliff_columns.FormattableColumn):
         return self._value
 
 
+def add_document_args(parser, file_help, prune_help):
+    """<file> and --prune, of gpu diff and gpu apply."""
+    parser.add_argument('file', metavar='<file>', help=file_help)
+    parser.add_argument('--prune', action='store_true', default=False,
+                        help=prune_help)
+
+
 def table(rows):
     """(columns, rows) of ``gpu diff`` for every formatter."""
     return COLUMNS, [(row['object'], row['change'], FieldsColumn(row['from']),
@@ -129,14 +136,11 @@ class DiffDocument(common.Lister):
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
-        parser.add_argument(
-            'file', metavar='<file>',
-            help=_('The document (YAML) to compare the cloud with'))
-        parser.add_argument(
-            '--prune', action='store_true', default=False,
-            help=_('The document is the whole GPU layer: what gpuclient '
-                   'owns and the document does not name is a delete '
-                   '(drift), not untracked'))
+        add_document_args(
+            parser, _('The document (YAML) to compare the cloud with'),
+            _('The document is the whole GPU layer: what gpuclient owns and '
+              'the document does not name is a delete (drift), not '
+              'untracked'))
         return parser
 
     def take_action(self, parsed_args):
@@ -174,15 +178,12 @@ class ApplyDocument(command.Command):
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
-        parser.add_argument(
-            'file', metavar='<file>',
-            help=_('The document (YAML) to apply'))
-        parser.add_argument(
-            '--prune', action='store_true', default=False,
-            help=_('The document is the whole GPU layer: remove the pools, '
-                   'GPU flavors, GPU image properties and GPU quotas that '
-                   'gpuclient owns and the document does not name (never '
-                   'an object gpuclient does not own)'))
+        add_document_args(
+            parser, _('The document (YAML) to apply'),
+            _('The document is the whole GPU layer: remove the pools, GPU '
+              'flavors, GPU image properties and GPU quotas that gpuclient '
+              'owns and the document does not name (never an object '
+              'gpuclient does not own)'))
         parser.add_argument(
             '--recreate-flavors', action='store_true', default=False,
             help=_('Delete and create again the flavors whose sizes (or '

@@ -84,6 +84,12 @@ class DocumentOpsTestCase(base.TestCase):
             out.write(text)
         return path
 
+    def hand_edit(self):
+        """As "openstack aggregate set --property team=ml solver" does."""
+        agg = next(a for a in self.cloud.aggregates if a.name == 'solver')
+        self.compute.set_aggregate_metadata(agg, {'team': 'ml'})
+        return agg
+
     def rows(self, text, prune=False):
         return [(r['object'], r['change'], r['from'], r['to'])
                 for r in document_ops.diff(self.client, self.path(text),
@@ -175,9 +181,7 @@ class TestDiff(DocumentOpsTestCase):
         self.text = document_ops.export(self.client)
 
     def test_hand_edit_is_drift(self):
-        # as "openstack aggregate set --property team=ml solver" does
-        agg = next(a for a in self.cloud.aggregates if a.name == 'solver')
-        self.compute.set_aggregate_metadata(agg, {'team': 'ml'})
+        self.hand_edit()
         rows = self.rows(self.text)
         self.assertEqual([('pool solver', 'update',
                            {'properties': {'team': 'ml'}},
@@ -320,8 +324,7 @@ class TestApplyChanges(ApplyTestCase):
         self.text = document_ops.export(self.client)
 
     def test_hand_edit_is_put_back(self):
-        agg = next(a for a in self.cloud.aggregates if a.name == 'solver')
-        self.compute.set_aggregate_metadata(agg, {'team': 'ml'})
+        agg = self.hand_edit()
         plan = self.apply(self.text)
         self.assertEqual(['aggregate.metadata'], [s.op for s in plan])
         self.assertEqual('hpc', agg.metadata['team'])
