@@ -10,14 +10,16 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""``gpu export`` and ``gpu diff``: the cloud as a document.
+"""``gpu export``, ``gpu diff`` and ``gpu apply``: the cloud as a document.
 
 One read (``snapshot.read`` without Placement: aggregates, hypervisors,
 services, flavors and, when wanted, images; the access lists of the
 private GPU flavors as ``flavor_ops`` reads them; Keystone's limits as
 ``gpu quota`` reads them), shaped by ``gpuclient.rules.document``. ``diff``
 reads the document's file, checks it, resolves its projects, hosts and
-images against the same read, and asks ``document.diff``.
+images against the same read, and asks ``document.diff``. ``apply`` reads
+Placement too, plans with ``gpuclient.rules.document_plan`` and applies
+with the journal.
 """
 
 import logging
@@ -28,28 +30,45 @@ from osc_lib import exceptions
 
 from gpuclient.i18n import _
 from gpuclient.ops import flavor_ops
+from gpuclient.ops import journal
+from gpuclient.ops import pool_ops
 from gpuclient.ops import snapshot
 from gpuclient.rules import document
+from gpuclient.rules import document_plan
+from gpuclient.rules import host_names
 from gpuclient.rules import pools as pools_mod
+from gpuclient.rules import request
 from gpuclient.rules import specs
 
 LOG = logging.getLogger(__name__)
 
 
-def read(client, pool_names=None, with_images=True):
-    """(canonical document of the cloud, the snapshot's Cloud).
+class Seen:
+    """One read of the GPU layer: the canonical document of the cloud
+    (``doc``), the snapshot's Cloud (``cloud``), the access lists of the
+    private GPU flavors (``access``: {flavor id: [project ids]}) and
+    Keystone's limits (``registered``, ``limits``)."""
 
-    POOL_NAMES (None: every pool) are checked before anything else is
-    read. The notes of ``document.from_cloud`` (flavors left out) are
-    logged as warnings, as damaged pools are.
-    """
+    def __init__(self, doc, cloud, access, registered, limits):
+        self.doc = doc
+        self.cloud = cloud
+        self.access = access
+        self.registered = registered
+        self.limits = limits
+
+
+def observe(client, pool_names=None, with_images=True, placement_classes=None):
+    """A ``Seen`` of the cloud (see ``read``); with PLACEMENT_CLASSES
+    (GPU classes besides those of the pools) the snapshot holds Placement
+    too, with the providers' traits (what ``gpu apply`` plans from)."""
     aggregates = client.compute.aggregates()
     found, _problems = pools_mod.scan(
         [pools_mod.aggregate_dict(a) for a in aggregates])
     for name in pool_names or ():
         if name not in found:
             raise pools_mod.unknown_pool(name, found)
-    cloud = snapshot.read(client, with_flavors=True, with_placement=False,
+    cloud = snapshot.read(client, placement_classes or (), with_flavors=True,
+                          with_placement=placement_classes is not None,
                           with_images=with_images, aggregates=aggregates)
     snapshot.warn_problems(cloud.problems)
     chosen = set(pool_names or cloud.pools)
@@ -60,13 +79,25 @@ def read(client, pool_names=None, with_images=True):
                                cloud.pools)['pool'] in chosen):
             access[flavor['id']] = flavor_ops.flavor_projects(client,
                                                               flavor)
+    registered = client.limits.registered()
+    limits = client.limits.limits()
     doc, notes = document.from_cloud(
-        cloud.pools, cloud.flavors, access, cloud.images,
-        client.limits.registered(), client.limits.limits(),
+        cloud.pools, cloud.flavors, access, cloud.images, registered, limits,
         selected=list(pool_names) if pool_names else None)
     for note in notes:
         LOG.warning(note)
-    return doc, cloud
+    return Seen(doc, cloud, access, registered, limits)
+
+
+def read(client, pool_names=None, with_images=True):
+    """(canonical document of the cloud, the snapshot's Cloud).
+
+    POOL_NAMES (None: every pool) are checked before anything else is
+    read. The notes of ``document.from_cloud`` (flavors left out) are
+    logged as warnings, as damaged pools are.
+    """
+    seen = observe(client, pool_names, with_images)
+    return seen.doc, seen.cloud
 
 
 def export(client, pool_names=None):
@@ -184,3 +215,76 @@ def diff(client, path, prune=False):
     current, cloud = read(client)
     return document.diff(
         current, resolve(client, wanted, lines, current, cloud), prune)
+
+
+def _check_zones(client, current, wanted):
+    """Nova's zone rules (one zone per host; no host with instances moves
+    zone) for the hosts the document adds to a pool and the pools whose
+    zone it changes, before anything is written (``pool_ops.View``)."""
+    have = {p['name']: p for p in current['pools']}
+    view = None
+    for pool in wanted['pools']:
+        old = have.get(pool['name'])
+        hosts = [h for h in pool['hosts'] if old is None
+                 or h not in old['hosts']]
+        if old is not None and pool['zone'] != old['zone']:
+            hosts = pool['hosts']
+        if not hosts or not (pool['zone'] or old):
+            continue
+        view = view or pool_ops.View(client, warn=False)
+        existing = view.aggregate(pool['name'])
+        zone = pool['zone'] or (old or {}).get('zone')
+        view.check_zone(zone, hosts,
+                        own_aggregate=existing.name if existing else None)
+
+
+def _pool_traits(*docs):
+    found = set()
+    for doc in docs:
+        for pool in doc['pools']:
+            found.add(pools_mod.pool_trait(pool['name']))
+            found.add(pools_mod.type_trait_of(pool))
+    found.discard(None)
+    return found
+
+
+def apply(client, path, dry_run=False, prune=False, recreate_flavors=False,
+          on_step=None, settings=None):
+    """``gpu apply``: make the cloud what the document at PATH says, in
+    one plan (``document_plan.plan``) applied by the journal, all or
+    nothing. Returns the plan (for a dry run, not applied).
+
+    The document is checked before the cloud is read; the cloud is read
+    once (Nova, Glance, Keystone's limits, Placement with traits); the
+    plan is refused, nothing written, when a single command would refuse
+    a part of it, or when a flavor it creates or changes (or whose pool
+    it changes) would fit no host of its pool in the cloud as it will be
+    after the apply (``document_plan.fit_problems``, with Nova's
+    scheduler settings SETTINGS, default: Nova's documented defaults).
+    """
+    wanted, lines = load(path)
+    classes = sorted({p['resource_class'] for p in wanted['pools']})
+    seen = observe(client, placement_classes=classes)
+    cloud = seen.cloud
+    wanted = resolve(client, wanted, lines, seen.doc, cloud)
+    _check_zones(client, seen.doc, wanted)
+    world = document_plan.World(
+        cloud.aggregates, host_names.host_roots(cloud.hypervisors),
+        cloud.placement,
+        client.placement.existing_traits(_pool_traits(seen.doc, wanted)),
+        cloud.flavors, seen.access, cloud.images, seen.registered,
+        seen.limits)
+    plan = document_plan.plan(
+        world, seen.doc, wanted, prune=prune,
+        recreate_flavors=recreate_flavors,
+        title=_('Applying %s') % os.path.basename(path))
+    after = snapshot.Cloud(list(world.aggregates.values()),
+                           cloud.hypervisors, cloud.services,
+                           world.placement, flavors=world.flavors)
+    problems = document_plan.fit_problems(
+        after, settings or request.load_settings(), wanted,
+        document_plan.touched_flavors(seen.doc, wanted, plan))
+    if problems:
+        raise document_plan.Refused(problems)
+    journal.finish(client, plan, dry_run=dry_run, on_step=on_step)
+    return plan

@@ -12,10 +12,10 @@
 
 """GPU flavor and image writes: observe, plan, apply.
 
-``plan_create`` is pure: from the pool, the options and the flavor of that
-name if one exists, the steps that create the flavor (or finish one whose
-create was interrupted: same sizes, a subset of the extra specs and
-projects). ``create``, ``update`` (``gpu flavor set/unset``, planned by
+``create`` (planned by ``gpuclient.rules.flavor_plan.create``: from the
+pool, the options and the flavor of that name if one exists, the steps
+that create the flavor, or finish one whose create was interrupted),
+``update`` (``gpu flavor set/unset``, planned by
 ``gpuclient.rules.flavor_plan``), ``delete`` and ``set_image`` observe,
 plan, and apply with ``gpuclient.ops.journal`` (or return the plan for
 ``--dry-run``).
@@ -64,94 +64,11 @@ def read_pools(client, required=True):
 
 
 
-def as_request(flavor, projects):
-    """A Nova flavor (dict) in the shape of a create request."""
-    return {
-        'vcpus': flavor.get('vcpus'),
-        'ram': flavor.get('ram'),
-        'disk': flavor.get('disk'),
-        'ephemeral': flavor.get('OS-FLV-EXT-DATA:ephemeral', 0),
-        'swap': flavor.get('swap') or 0,
-        'is_public': flavor.get('os-flavor-access:is_public', True),
-        'description': flavor.get('description'),
-        'extra_specs': flavor.get('extra_specs') or {},
-        'projects': projects,
-    }
+# pure, in rules: the name kept for callers of gpu flavor create's plan
+plan_create = flavor_plan.create
 
 
-def _format_meta(metadata):
-    return ', '.join('%s=%s' % item for item in sorted(metadata.items()))
-
-
-def plan_create(name, pool, wanted, agg_changes, existing=None,
-                existing_id=None):
-    """Pure: the plan of ``gpu flavor create``.
-
-    ``wanted`` is the request (as ``as_request`` shapes it), ``existing``
-    the flavor of that name (found by exact name among names, never as an
-    ID) as a request and ``existing_id`` its ID, or None. An existing
-    flavor that is an interrupted create of the same request (same sizes,
-    its specs and projects a subset of those wanted) is finished; any
-    other is refused.
-    """
-    result = plan_mod.Plan(_('Creating flavor %s') % name,
-                           rerun=_('the same "openstack gpu flavor create" '
-                                   'command'))
-    want_specs = wanted['extra_specs']
-    if existing is not None:
-        have_specs = existing['extra_specs']
-        partial = dict(existing, extra_specs={
-            k: v for k, v in have_specs.items() if k in want_specs})
-        partial['projects'] = [p for p in wanted['projects']
-                               if p in existing['projects']]
-        extra_specs = {k for k in have_specs if k not in want_specs}
-        extra_projects = [p for p in existing['projects']
-                          if p not in wanted['projects']]
-        differences = specs.flavor_differences(
-            dict(wanted, extra_specs={k: want_specs[k]
-                                      for k in partial['extra_specs']},
-                 projects=partial['projects']), partial)
-        differences += [(k, None, have_specs[k]) for k in sorted(extra_specs)]
-        if extra_projects:
-            differences.append(('projects', ','.join(wanted['projects']),
-                                ','.join(existing['projects'])))
-        if differences:
-            raise exceptions.CommandError(
-                _('Flavor %(name)s already exists with other settings: '
-                  '%(diff)s. Delete it first (openstack gpu flavor delete '
-                  '%(name)s) or choose another name.')
-                % {'name': name,
-                   'diff': specs.describe_differences(differences)})
-        old_specs = have_specs
-        old_projects = existing['projects']
-    else:
-        fields = {
-            'vcpus': wanted['vcpus'], 'ram': wanted['ram'],
-            'disk': wanted['disk'], 'swap': wanted['swap'],
-            'description': wanted['description'],
-            'OS-FLV-EXT-DATA:ephemeral': wanted['ephemeral'],
-            'os-flavor-access:is_public': wanted['is_public'],
-        }
-        result.add(plan_mod.create_flavor(
-            name, {k: v for k, v in fields.items() if v is not None}))
-        old_specs, old_projects = {}, []
-    # None: the flavor this plan creates (the journal knows its ID)
-    flavor_id = existing_id if existing is not None else None
-    result.add(plan_mod.flavor_specs(name, old_specs, want_specs,
-                                     flavor_id=flavor_id))
-    for project in wanted['projects']:
-        if project not in old_projects:
-            result.add(plan_mod.add_access(name, project,
-                                           flavor_id=flavor_id))
-    if agg_changes:
-        result.add(plan_mod.set_metadata(
-            pool['aggregate'], pool['metadata'], agg_changes))
-        result.warnings.append(
-            _('Sets %(meta)s on the aggregate of pool %(pool)s: '
-              'AggregateInstanceExtraSpecsFilter matches the flavor\'s '
-              'unscoped keys against it.')
-            % {'meta': _format_meta(agg_changes), 'pool': pool['name']})
-    return result
+as_request = flavor_plan.as_request
 
 
 def create(client, name, pool, vcpus, ram, disk, ephemeral=0, swap=0,
@@ -193,7 +110,8 @@ def create(client, name, pool, vcpus, ram, disk, ephemeral=0, swap=0,
     if existing:
         flavor_id = existing[0]['id']
         have = as_request(existing[0], flavor_projects(client, existing[0]))
-    plan = plan_create(name, the_pool, wanted, agg_changes, have, flavor_id)
+    plan = flavor_plan.create(name, the_pool, wanted, agg_changes, have,
+                              flavor_id)
     nova_rules.check_plan(plan)
     warnings = list(derived['warnings']) + plan.warnings
     if dry_run:

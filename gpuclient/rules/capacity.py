@@ -207,7 +207,7 @@ def shortage(fits, flavor, host, roots):
     return None
 
 
-def _blocker(fits, flavor, host, roots):
+def blocker(fits, flavor, host, roots):
     """Why FLAVOR fits nowhere on HOST (one sentence)."""
     post = fits.post[flavor['id']].get(host)
     if post:
@@ -265,7 +265,7 @@ def stranded(fits, all_gpu_flavors, host, resource_class):
         else:
             reasons.append(_('%(rp)s: %(why)s') % {
                 'rp': rp['name'],
-                'why': _blocker(fits, users[0], host, roots)})
+                'why': blocker(fits, users[0], host, roots)})
     return count, reasons
 
 

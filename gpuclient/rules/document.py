@@ -13,7 +13,8 @@
 """Pure: the GPU layer as a versioned YAML document.
 
 ``gpu export`` writes it, ``gpu diff`` compares it with the cloud (and
-``gpu apply`` will apply it). Version 1 holds four lists:
+``gpu apply`` applies it: ``gpuclient.rules.document_plan``).
+Version 1 holds four lists:
 
 * ``pools``: name, mode, resource_class, alias, pci_id, vgpu_type,
   mig_profile, zone, hosts, isolate, projects, properties;
@@ -440,7 +441,7 @@ def _as_fields(message):
     return message.rstrip('.')
 
 
-def _key(kind, item):
+def key_of(kind, item):
     """What names one object of KIND in a canonical document."""
     if kind == QUOTA:
         project = item['project']
@@ -482,7 +483,7 @@ def check(data, lines=None):
                 if kind == POOL:
                     refused.add(item['name'])
                 continue
-            key = _key(kind, found)
+            key = key_of(kind, found)
             if key in seen:
                 problems.append(
                     _('%(here)s: the same %(kind)s as %(other)s')
@@ -544,7 +545,7 @@ def substitute(doc, resolved):
                 elif path in resolved:
                     item[field] = resolved[path]
             items.append(item)
-        result[plural] = sorted(items, key=lambda i, k=kind: _key(k, i))
+        result[plural] = sorted(items, key=lambda i, k=kind: key_of(k, i))
     return result
 
 
@@ -684,7 +685,7 @@ def from_cloud(pools, flavors, access, images, registered, limits,
             continue
         doc['quotas'].append({'project': project, 'resource_class': rc,
                               'gpus': -1 if limit < 0 else limit})
-    doc['quotas'].sort(key=lambda i: _key(QUOTA, i))
+    doc['quotas'].sort(key=lambda i: key_of(QUOTA, i))
     return doc, notes
 
 
@@ -768,8 +769,8 @@ def diff(current, wanted, prune=False):
     """
     rows = []
     for plural, kind in KINDS:
-        have = {_key(kind, i): i for i in current.get(plural) or ()}
-        want = {_key(kind, i): i for i in wanted.get(plural) or ()}
+        have = {key_of(kind, i): i for i in current.get(plural) or ()}
+        want = {key_of(kind, i): i for i in wanted.get(plural) or ()}
         for key in sorted(set(have) | set(want)):
             old, new = have.get(key), want.get(key)
             if old is None and kind == IMAGE:

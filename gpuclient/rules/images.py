@@ -86,7 +86,7 @@ def _after(image, changes):
     return result
 
 
-def _check_secure_boot(image, changes, remedy):
+def check_secure_boot(image, changes, remedy):
     """Refuse changes that leave secure boot without q35 and UEFI.
 
     Nova refuses to boot an image whose ``os_secure_boot`` asks for secure
@@ -153,7 +153,7 @@ def plan(image, q35=None, uefi=None, secure_boot=None,
         remedy = _('Add --q35 and --uefi (or drop --secure-boot).')
     else:
         remedy = _('Add --no-secure-boot, or keep q35 and UEFI.')
-    _check_secure_boot(image, changes, remedy)
+    check_secure_boot(image, changes, remedy)
     return changes
 
 
@@ -192,7 +192,7 @@ def plan_unset(image, q35=False, uefi=False, secure_boot=False,
                   'openstack image unset --property %(key)s %(image)s')
                 % {'key': key, 'value': have, 'mine': ' or '.join(mine),
                    'image': _label(image)})
-    _check_secure_boot(image, changes, _(
+    check_secure_boot(image, changes, _(
         'Add --secure-boot to remove os_secure_boot too (or openstack '
         'image unset --property os_secure_boot).'))
     return changes, notes

@@ -10,13 +10,15 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""``openstack gpu export`` and ``openstack gpu diff``.
+"""``openstack gpu export``, ``openstack gpu diff`` and ``openstack gpu
+apply``.
 
 ``export`` is a ``Command``: what it prints is a document (YAML text meant
 to be kept in a file), which the one-row formatters cannot carry, as
 ``gpu config show``. ``diff`` is a list: one row per object that differs,
 the same rows in every formatter, and an exit status that says in sync,
-drift or error.
+drift or error. ``apply`` is a write command: it prints nothing, or its
+plan with ``--dry-run``, as ``gpu pool set`` does.
 """
 
 from cliff import columns as cliff_columns
@@ -53,6 +55,13 @@ class FieldsColumn(cliff_columns.FormattableColumn):
 
     def machine_readable(self):
         return self._value
+
+
+def add_document_args(parser, file_help, prune_help):
+    """<file> and --prune, of gpu diff and gpu apply."""
+    parser.add_argument('file', metavar='<file>', help=file_help)
+    parser.add_argument('--prune', action='store_true', default=False,
+                        help=prune_help)
 
 
 def table(rows):
@@ -127,14 +136,11 @@ class DiffDocument(common.Lister):
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
-        parser.add_argument(
-            'file', metavar='<file>',
-            help=_('The document (YAML) to compare the cloud with'))
-        parser.add_argument(
-            '--prune', action='store_true', default=False,
-            help=_('The document is the whole GPU layer: what gpuclient '
-                   'owns and the document does not name is a delete '
-                   '(drift), not untracked'))
+        add_document_args(
+            parser, _('The document (YAML) to compare the cloud with'),
+            _('The document is the whole GPU layer: what gpuclient owns and '
+              'the document does not name is a delete (drift), not '
+              'untracked'))
         return parser
 
     def take_action(self, parsed_args):
@@ -151,3 +157,50 @@ class DiffDocument(common.Lister):
         # sync, drift, or that the comparison could not be made
         return common.run_gated(self, parsed_args, super().run, IN_SYNC,
                                 ERROR)
+
+
+class ApplyDocument(command.Command):
+    _description = _(
+        'Make the cloud what a GPU layer document says.\n\n'
+        'Reads the document (as "openstack gpu export" writes it), checks '
+        'it (every problem with its line and field), reads the cloud once '
+        '(Placement included) and plans every change in one plan, in '
+        'dependency order: traits and pools, then flavors, then image '
+        'properties and quotas; with --prune, the removals in the reverse '
+        'order. The plan is made of the steps "gpu pool", "gpu flavor", '
+        '"gpu image" and "gpu quota" would take, and refused, nothing '
+        'written, where one of them would refuse. Before any write, each '
+        'flavor the plan creates or changes (or whose pool it changes) '
+        'must fit a host of its pool in the cloud as it will be after '
+        'the apply, as "gpu capacity list" counts it. The plan is applied '
+        'all or nothing, and a re-run after success plans nothing. Needs '
+        'admin.')
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        add_document_args(
+            parser, _('The document (YAML) to apply'),
+            _('The document is the whole GPU layer: remove the pools, GPU '
+              'flavors, GPU image properties and GPU quotas that gpuclient '
+              'owns and the document does not name (never an object '
+              'gpuclient does not own)'))
+        parser.add_argument(
+            '--recreate-flavors', action='store_true', default=False,
+            help=_('Delete and create again the flavors whose sizes (or '
+                   'public/private) the document changes, which Nova '
+                   'cannot edit: they get a new ID, with the access list '
+                   'and extra properties of the document; running servers '
+                   'keep their embedded copy (default: refuse)'))
+        common.add_dry_run_arg(parser)
+        return parser
+
+    def take_action(self, parsed_args):
+        from gpuclient.ops import document_ops
+
+        plan = document_ops.apply(
+            self.app.client_manager.gpu, parsed_args.file,
+            dry_run=parsed_args.dry_run, prune=parsed_args.prune,
+            recreate_flavors=parsed_args.recreate_flavors)
+        if parsed_args.dry_run:
+            common.write_plan(self.app, plan)
+        return 0

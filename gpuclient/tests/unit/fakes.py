@@ -1491,20 +1491,74 @@ class FakeCompute:
 
 
 class FakeGlance:
-    """Glance v2 image listing behind a mock image proxy's raw ``get``:
-    paged by ``limit`` and ``marker``, with a ``next`` link on a full
-    page."""
+    """Glance v2 images behind a mock image proxy's raw calls: the listing
+    (``get``, paged by ``limit`` and ``marker``, with a ``next`` link on a
+    full page; ``name`` filters), one image by ID, and ``patch`` with a
+    JSON patch of the v2.1 media type (add, replace, remove of top-level
+    properties; replace or remove of a property the image lacks is a
+    409, as Glance answers; any other media type a 415).
+
+    Faults: ``fail[image id] = status`` answers the image's PATCH with
+    that status before changing anything. ``patches`` records every
+    PATCH asked for as (image id, patch)."""
+
+    PATCH_TYPE = 'application/openstack-images-v2.1-json-patch'
 
     def __init__(self, cloud, proxy):
         self.cloud = cloud
         self.gets = []
+        self.patches = []
+        self.fail = {}
         proxy.get.side_effect = self.get
+        proxy.patch.side_effect = self.patch
+
+    def _image(self, image_id):
+        for image in self.cloud.images:
+            if image['id'] == image_id:
+                return image
+        return None
+
+    def patch(self, url, json=None, headers=None, **kwargs):
+        image_id = url.rsplit('/', 1)[-1]
+        self.patches.append((image_id, json))
+        image = self._image(image_id)
+        if not url.startswith('/images/') or image is None:
+            return make_response(404, '404 Not Found')
+        if (headers or {}).get('Content-Type') != self.PATCH_TYPE:
+            return make_response(415, 'Unsupported Media Type')
+        if image_id in self.fail:
+            return make_response(self.fail[image_id],
+                                 injected(self.fail[image_id]))
+        changed = dict(image)
+        for change in json or ():
+            key = change['path'].lstrip('/')
+            if change['op'] in ('replace', 'remove') and key not in changed:
+                return make_response(409, 'Property %s does not exist.'
+                                     % key)
+            if change['op'] == 'remove':
+                del changed[key]
+            elif change['op'] in ('add', 'replace'):
+                changed[key] = change['value']
+            else:
+                return make_response(400, 'Invalid operation')
+        image.clear()
+        image.update(changed)
+        return make_response(200, dict(image))
 
     def get(self, url, params=None, **kwargs):
         params = dict(params or {})
         self.gets.append((url, params))
+        if url.startswith('/images/'):
+            image = self._image(url.rsplit('/', 1)[-1])
+            if image is None:
+                return make_response(404, '404 Not Found')
+            return make_response(200, dict(image))
         if url != '/images':
             return make_response(404, '404 Not Found')
+        if 'name' in params:
+            found = [dict(i) for i in self.cloud.images
+                     if i.get('name') == params['name']]
+            return make_response(200, {'images': found})
         try:
             page, _links = _page(self.cloud.images, params, 'images',
                                  int(params.get('limit') or 25))
@@ -1628,6 +1682,46 @@ class FakeKeystoneLimits:
         proxy.limits.side_effect = self.list_limits
         proxy.create_registered_limit.side_effect = self.create_registered
         proxy.create_limit.side_effect = self.create_limit
+        proxy.update_registered_limit.side_effect = self.update_registered
+        proxy.update_limit.side_effect = self.update_limit
+        proxy.delete_registered_limit.side_effect = self.delete_registered
+        proxy.delete_limit.side_effect = self.delete_limit
+
+    @staticmethod
+    def _find(items, limit_id):
+        for item in items:
+            if item.id == limit_id:
+                return item
+        raise sdk_error(404, 'Could not find limit: %s.' % limit_id)
+
+    def _referenced(self, registered):
+        return [r for r in self.project_limits
+                if (r.service_id, r.region_id, r.resource_name) == (
+                    registered.service_id, registered.region_id,
+                    registered.resource_name)]
+
+    def update_registered(self, limit_id, **attrs):
+        item = self._find(self.registered, limit_id)
+        item.default_limit = attrs['default_limit']
+        return item
+
+    def update_limit(self, limit_id, **attrs):
+        item = self._find(self.project_limits, limit_id)
+        item.resource_limit = attrs['resource_limit']
+        return item
+
+    def delete_registered(self, limit_id):
+        item = self._find(self.registered, limit_id)
+        if self._referenced(item):
+            # keystone/limit/backends/sql.py: a registered limit that
+            # project limits reference is not deleted
+            raise sdk_error(403, 'Cannot delete a registered limit that '
+                            'is referenced by project limits.')
+        self.registered.remove(item)
+
+    def delete_limit(self, limit_id):
+        self.project_limits.remove(self._find(self.project_limits,
+                                              limit_id))
 
     @staticmethod
     def _validate(attrs, allowed, required):

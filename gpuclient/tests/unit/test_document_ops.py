@@ -25,6 +25,7 @@ from gpuclient.ops import document_ops
 from gpuclient.ops import flavor_ops
 from gpuclient.ops import pool_ops
 from gpuclient.rules import document
+from gpuclient.rules import document_plan
 from gpuclient.rules import pools
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import fakes
@@ -42,6 +43,7 @@ class DocumentOpsTestCase(base.TestCase):
         self.placement = self.useFixture(fakes.PlacementFixture(self.cloud))
         cm = self.useFixture(fakes.ClientManagerFixture(self.cloud))
         self.compute = cm.nova
+        self.glance = cm.glance
         self.client = cm.gpu
         identity = self.client._conn.identity
         identity.find_project.side_effect = (
@@ -81,6 +83,12 @@ class DocumentOpsTestCase(base.TestCase):
         with open(path, 'w') as out:
             out.write(text)
         return path
+
+    def hand_edit(self):
+        """As "openstack aggregate set --property team=ml solver" does."""
+        agg = next(a for a in self.cloud.aggregates if a.name == 'solver')
+        self.compute.set_aggregate_metadata(agg, {'team': 'ml'})
+        return agg
 
     def rows(self, text, prune=False):
         return [(r['object'], r['change'], r['from'], r['to'])
@@ -173,9 +181,7 @@ class TestDiff(DocumentOpsTestCase):
         self.text = document_ops.export(self.client)
 
     def test_hand_edit_is_drift(self):
-        # as "openstack aggregate set --property team=ml solver" does
-        agg = next(a for a in self.cloud.aggregates if a.name == 'solver')
-        self.compute.set_aggregate_metadata(agg, {'team': 'ml'})
+        self.hand_edit()
         rows = self.rows(self.text)
         self.assertEqual([('pool solver', 'update',
                            {'properties': {'team': 'ml'}},
@@ -230,3 +236,233 @@ class TestDiff(DocumentOpsTestCase):
         error = self.assertRaises(exceptions.CommandError, document_ops.diff,
                                   self.client, os.path.join(self.dir, 'x'))
         self.assertIn('Cannot read', str(error))
+
+
+class ApplyTestCase(DocumentOpsTestCase):
+    """gpu apply over the strict fakes."""
+
+    def setUp(self):
+        super().setUp()
+        # as Nova 34's computes report them: OWNER_NOVA on every root
+        # (owner_nova_filter requires it), and the passthrough host has
+        # dedicated CPUs for g1.h100.1's hw:cpu_policy=dedicated
+        for provider in self.cloud.providers:
+            if provider.parent is None:
+                provider.traits.append('OWNER_NOVA')
+        pt = next(p for p in self.cloud.providers
+                  if p.name == 'gpu-pt-1.test')
+        pt.inventory['PCPU'] = fakes.inv(32)
+
+    def state(self):
+        """What the fakes hold of the GPU layer (and the rest)."""
+        aggregates = {a.name: (sorted(a.hosts), dict(a.metadata),
+                               getattr(a, 'availability_zone', None))
+                      for a in self.cloud.aggregates}
+        flavors = {}
+        for flavor in self.cloud.flavors:
+            access = (None if flavor['os-flavor-access:is_public'] else
+                      sorted(self.client.compute.flavor_access(
+                          flavor['id'])))
+            flavors[flavor['name']] = (
+                {k: v for k, v in flavor.items() if k != 'id'}, access)
+        traits = {p.uuid: sorted(p.traits) for p in self.cloud.providers}
+        images = {i['id']: dict(i) for i in self.cloud.images}
+        limits = sorted((None, r.resource_name, r.default_limit)
+                        for r in self.keystone.registered)
+        limits += sorted((r.project_id, r.resource_name, r.resource_limit)
+                         for r in self.keystone.project_limits)
+        return {'aggregates': aggregates, 'flavors': flavors,
+                'traits': traits, 'images': images, 'limits': limits,
+                'placement_traits': sorted(self.placement.traits)}
+
+    def apply(self, text, **kwargs):
+        return document_ops.apply(self.client, self.path(text), **kwargs)
+
+    def wipe(self):
+        """Take the GPU layer off the fakes (as a wipe by hand does)."""
+        gpu = {f['id'] for f in self.cloud.flavors if f['extra_specs']}
+        self.cloud.flavors[:] = [f for f in self.cloud.flavors
+                                 if f['id'] not in gpu]
+        self.cloud.aggregates[:] = []
+        for provider in self.cloud.providers:
+            provider.traits = [t for t in provider.traits
+                               if not t.startswith('CUSTOM_')]
+        for image in self.cloud.images:
+            for key in ('hw_machine_type', 'hw_firmware_type'):
+                image.pop(key, None)
+        self.keystone.registered[:] = [
+            r for r in self.keystone.registered
+            if r.resource_name == 'class:VCPU']
+        self.keystone.project_limits[:] = []
+
+
+class TestApply(ApplyTestCase):
+    def test_export_onto_an_empty_cloud_recreates_it(self):
+        self.build()
+        text = document_ops.export(self.client)
+        built = self.state()
+        self.wipe()
+        plan = self.apply(text)
+        self.assertTrue(plan)
+        after = self.state()
+        self.assertEqual(built['aggregates'], after['aggregates'])
+        self.assertEqual(built['traits'], after['traits'])
+        self.assertEqual(built['images'], after['images'])
+        self.assertEqual(built['limits'], after['limits'])
+        # flavors: the same, but for their IDs
+        self.assertEqual(built['flavors'], after['flavors'])
+        self.assertEqual(text, document_ops.export(self.client))
+        # a second apply plans nothing
+        again = self.apply(text)
+        self.assertEqual([], list(again))
+
+
+class TestApplyChanges(ApplyTestCase):
+    def setUp(self):
+        super().setUp()
+        self.build()
+        self.text = document_ops.export(self.client)
+
+    def test_hand_edit_is_put_back(self):
+        agg = self.hand_edit()
+        plan = self.apply(self.text)
+        self.assertEqual(['aggregate.metadata'], [s.op for s in plan])
+        self.assertEqual('hpc', agg.metadata['team'])
+        self.assertEqual([], self.rows(self.text))
+        self.assertEqual([], list(self.apply(self.text)))
+
+    def test_prune_removes_a_dropped_pool_and_nothing_else(self):
+        other = self.compute.create_aggregate('ordinary')
+        self.compute.set_aggregate_metadata(other, {'ssd': 'true'})
+        data, _lines = document.load(self.text)
+        data['pools'] = [p for p in data['pools'] if p['name'] != 'ws']
+        data['flavors'] = [f for f in data['flavors'] if f['pool'] != 'ws']
+        data['quotas'] = [q for q in data['quotas'] if q.get('pool') != 'ws']
+        text = document.dump(document.check(data))
+        before = self.state()
+        # without --prune: untracked, left alone
+        self.assertEqual([], list(self.apply(text)))
+        self.assertEqual(before, self.state())
+        plan = self.apply(text, prune=True)
+        ops = [s.op for s in plan]
+        # removals in reverse order: quota, flavor, then the pool
+        self.assertEqual('limit.delete', ops[0])
+        self.assertLess(ops.index('flavor.delete'),
+                        ops.index('aggregate.delete'))
+        after = self.state()
+        self.assertNotIn('ws', after['aggregates'])
+        self.assertNotIn('g1.vgpu.2', after['flavors'])
+        self.assertNotIn((None, 'class:VGPU', -1), after['limits'])
+        # what gpuclient does not own is as it was
+        for name in ('ordinary', 'solver'):
+            self.assertEqual(before['aggregates'][name],
+                             after['aggregates'][name])
+        for name in ('m1.small', 'g1.h100.1'):
+            self.assertEqual(before['flavors'][name],
+                             after['flavors'][name])
+        self.assertIn((None, 'class:VCPU', 100), after['limits'])
+        for provider in self.cloud.tree(next(
+                p for p in self.cloud.providers if p.name == 'gpu-vgpu-1')):
+            self.assertNotIn('CUSTOM_NVIDIA_35', provider.traits)
+        self.assertEqual([], list(self.apply(text, prune=True)))
+
+    def test_flavor_size_change_needs_recreate_flavors(self):
+        text = self.text.replace('vcpus: 8', 'vcpus: 4')
+        before = self.state()
+        calls = len(self.compute.calls)
+        error = self.assertRaises(document_plan.Refused, self.apply, text)
+        self.assertIn('flavor g1.vgpu.2: vcpus cannot change in place: '
+                      'Nova does not edit a flavor\'s sizes', str(error))
+        self.assertIn('running servers keep their embedded copy',
+                      str(error))
+        self.assertIn('--recreate-flavors', str(error))
+        self.assertEqual(calls, len(self.compute.calls))
+        self.assertEqual(before, self.state())
+        old_id = next(f['id'] for f in self.cloud.flavors
+                      if f['name'] == 'g1.vgpu.2')
+        plan = self.apply(text, recreate_flavors=True)
+        self.assertEqual(['flavor.delete', 'flavor.create', 'flavor.specs'],
+                         [s.op for s in plan])
+        self.assertIn('running servers keep their embedded copy',
+                      ' '.join(plan.warnings))
+        flavor = next(f for f in self.cloud.flavors
+                      if f['name'] == 'g1.vgpu.2')
+        self.assertNotEqual(old_id, flavor['id'])
+        self.assertEqual(4, flavor['vcpus'])
+        self.assertEqual('two vGPUs', flavor['description'])
+        self.assertEqual(before['flavors']['g1.vgpu.2'][0]['extra_specs'],
+                         flavor['extra_specs'])
+        self.assertEqual([], self.rows(text))
+
+    def test_recreated_private_flavor_keeps_its_access(self):
+        text = self.text.replace('ram: 131072', 'ram: 65536')
+        self.apply(text, recreate_flavors=True)
+        flavor = next(f for f in self.cloud.flavors
+                      if f['name'] == 'g1.h100.1')
+        self.assertEqual(['id-research'],
+                         self.client.compute.flavor_access(flavor['id']))
+        self.assertEqual('dedicated',
+                         flavor['extra_specs']['hw:cpu_policy'])
+
+    def test_flavor_that_fits_no_host_refused_before_any_write(self):
+        data, _lines = document.load(self.text)
+        data['flavors'].append({'name': 'g1.huge', 'pool': 'ws',
+                                'vcpus': 512, 'ram': 1024, 'disk': 10})
+        text = document.dump(document.check(data))
+        before = self.state()
+        calls = len(self.compute.calls)
+        error = self.assertRaises(document_plan.Refused, self.apply, text)
+        self.assertIn('flavor g1.huge fits no host of pool ws: gpu-vgpu-1 '
+                      'has 128 VCPU free and g1.huge needs 512', str(error))
+        self.assertEqual(calls, len(self.compute.calls))
+        self.assertEqual(before, self.state())
+
+    def test_flavor_of_a_pool_without_hosts_refused(self):
+        text = self.text.replace('  - gpu-vgpu-1\n', '')
+        text = text.replace('  hosts:\n  mode: vgpu', '  mode: vgpu')
+        data, _lines = document.load(text)
+        for pool in data['pools']:
+            if pool['name'] == 'ws':
+                pool['hosts'] = []
+        text = document.dump(document.check(data))
+        error = self.assertRaises(document_plan.Refused, self.apply, text)
+        self.assertIn('flavor g1.vgpu.2: pool ws has no host', str(error))
+
+    def test_single_command_refusal_refuses_the_apply(self):
+        # the last project of a limited pool: gpu pool unset refuses it
+        data, _lines = document.load(self.text)
+        for pool in data['pools']:
+            pool.pop('projects', None)
+        for flavor in data['flavors']:
+            flavor.pop('projects', None)
+            flavor.pop('public', None)
+        text = document.dump(document.check(data))
+        calls = len(self.compute.calls)
+        error = self.assertRaises(document_plan.Refused, self.apply, text,
+                                  recreate_flavors=True)
+        self.assertIn('pool solver: Removing id-research would leave pool '
+                      'solver with no project', str(error))
+        self.assertEqual(calls, len(self.compute.calls))
+
+    def test_failure_mid_apply_leaves_the_cloud_as_it_was(self):
+        data, _lines = document.load(self.text)
+        for pool in data['pools']:
+            if pool['name'] == 'ws':
+                pool['isolate'] = True
+                pool['properties'] = {'team': 'design'}
+        for flavor in data['flavors']:
+            if flavor['name'] == 'g1.vgpu.2':
+                flavor['description'] = 'two of them'
+        for image in data['images']:
+            image['properties']['hw_firmware_type'] = 'bios'
+        text = document.dump(document.check(data))
+        before = self.state()
+        image = self.cloud.images[0]['id']
+        self.glance.fail[image] = 500
+        error = self.assertRaises(exceptions.CommandError, self.apply, text)
+        self.assertIn('failed at step', str(error))
+        self.assertEqual(before, self.state())
+        # the fault gone, the same apply converges
+        del self.glance.fail[image]
+        self.assertTrue(self.apply(text))
+        self.assertEqual([], self.rows(text))

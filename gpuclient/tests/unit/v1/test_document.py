@@ -186,3 +186,64 @@ class TestDiff(DocumentCommandTestCase):
                          rows[0][3].human_readable())
         self.assertEqual({'hosts': ['h1', 'h2'], 'properties': {'k': 'v'}},
                          rows[0][3].machine_readable())
+
+
+class TestApply(DocumentCommandTestCase):
+    def setUp(self):
+        super().setUp()
+        for provider in self.cloud.providers:
+            if provider.parent is None:
+                provider.traits.append('OWNER_NOVA')
+        self.export()
+        self.text = self.app.stdout.getvalue()
+        self.app.stdout = io.StringIO()
+        self.cmd = document_cmd.ApplyDocument(self.app, None)
+        self.path = os.path.join(self.dir, 'gpu.yaml')
+
+    def run_cmd(self, text, *args):
+        with open(self.path, 'w') as out:
+            out.write(text)
+        parsed = self.check_parser(self.cmd, list(args) + [self.path])
+        return self.cmd.take_action(parsed), self.app.stdout.getvalue()
+
+    def test_parser(self):
+        self.check_parser(self.cmd, ['gpu.yaml'], [
+            ('file', 'gpu.yaml'), ('prune', False),
+            ('recreate_flavors', False), ('dry_run', False)])
+        self.check_parser(self.cmd, ['gpu.yaml', '--prune',
+                                     '--recreate-flavors', '--dry-run'], [
+            ('prune', True), ('recreate_flavors', True), ('dry_run', True)])
+        self.assertRaises(base.ParserError, self.check_parser, self.cmd, [])
+
+    def test_dry_run_prints_the_plan_and_writes_nothing(self):
+        text = self.text.replace('isolate: false', 'isolate: true')
+        status, out = self.run_cmd(text, '--dry-run')
+        self.assertEqual(0, status)
+        self.assertEqual([
+            '1. create trait CUSTOM_GPU_POOL_SOLVER (undo: delete trait '
+            'CUSTOM_GPU_POOL_SOLVER)'], out.splitlines()[:1])
+        self.assertIn('set extra specs of flavor g1.h100.1: '
+                      'trait:CUSTOM_GPU_POOL_SOLVER=required', out)
+        self.assertNotIn('trait:CUSTOM_GPU_POOL_SOLVER',
+                         self.cloud.aggregates[0].metadata)
+
+    def test_in_sync_prints_nothing(self):
+        self.assertEqual((0, ''), self.run_cmd(self.text))
+        status, out = self.run_cmd(self.text, '--dry-run')
+        self.assertEqual('Applying gpu.yaml: nothing to do, the cloud '
+                         'already matches.\n', out)
+
+    def test_apply(self):
+        text = self.text.replace('isolate: false', 'isolate: true')
+        self.assertEqual((0, ''), self.run_cmd(text))
+        self.assertEqual('required', self.cloud.aggregates[0].metadata[
+            'trait:CUSTOM_GPU_POOL_SOLVER'])
+        self.assertEqual('required', self.cloud.flavors[0]['extra_specs'][
+            'trait:CUSTOM_GPU_POOL_SOLVER'])
+
+    def test_refusal_is_an_error(self):
+        error = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                                  self.text.replace('vcpus: 16',
+                                                    'vcpus: 8'))
+        self.assertIn('flavor g1.h100.1: vcpus cannot change in place',
+                      str(error))

@@ -1,0 +1,604 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Pure: the plan of ``gpu apply``, from the cloud to a document.
+
+One ``plan.Plan`` for the whole document, made of the steps the single
+commands' planners give (``pool_plan``, ``flavor_plan``, ``images``,
+``quota``), each asked about the cloud as the steps before it leave it:
+a ``World`` holds what was read, and every step taken into the plan is
+applied to it (``World.apply``), so the next planner observes the pool
+that an earlier step created, the flavor specs an isolation change
+already set, the registered limit a project limit needs. The same
+``World`` is, at the end, the cloud as it would be after the apply, which
+``fit_problems`` asks the questions of ``gpu capacity list``.
+
+Order (``document.diff``'s rows drive it): pools (their traits, the
+aggregate, the hosts) before flavors, flavors before images and quotas;
+then, with prune, the removals in the reverse order: quotas (project
+limits before registered ones), images' GPU properties, flavors, pools.
+
+Every refusal of a single command is a refusal here, with the object's
+label in front; all of them are collected and said at once
+(``Refused``), before anything is written.
+"""
+
+import copy
+
+from osc_lib import exceptions
+
+from gpuclient.i18n import _
+from gpuclient.rules import capacity
+from gpuclient.rules import document
+from gpuclient.rules import flavor_plan
+from gpuclient.rules import images as images_mod
+from gpuclient.rules import plan as plan_mod
+from gpuclient.rules import pool_plan
+from gpuclient.rules import pools as pools_mod
+from gpuclient.rules import quota as quota_mod
+from gpuclient.rules import specs
+
+# the ID (flavor, limit) or uuid (aggregate) of what the plan creates,
+# in the World: Nova and Keystone give the real one when the step runs
+NEW = 'new:'
+
+
+class Refused(exceptions.CommandError):
+    """The document cannot be applied: every reason, each with its
+    object, in one message."""
+
+    def __init__(self, problems):
+        self.problems = list(problems)
+        super().__init__(
+            _('The document cannot be applied (%(n)d problem(s)); nothing '
+              'was changed: %(list)s')
+            % {'n': len(self.problems), 'list': ' | '.join(self.problems)})
+
+
+class World:
+    """The GPU layer of the cloud as the plan goes (plain data).
+
+    AGGREGATES: host aggregates (``pools.aggregate_dict``); ROOTS:
+    {compute host: [root provider uuids]}; PLACEMENT: a
+    ``hosts.Snapshot`` with traits (copied: the plan's trait steps change
+    it); EXISTING_TRAITS: the custom traits Placement has, of those the
+    pools use; FLAVORS: Nova flavors with extra specs; ACCESS: {flavor
+    id: [project ids]} of private ones; IMAGES: Glance images; REGISTERED
+    ({resource name: {'id', 'limit'}}) and LIMITS (project limits) of
+    Keystone.
+    """
+
+    def __init__(self, aggregates, roots, placement, existing_traits,
+                 flavors, access, images, registered, limits):
+        self.aggregates = {}
+        for agg in aggregates:
+            agg = pools_mod.aggregate_dict(agg)
+            self.aggregates[agg['name']] = agg
+        self.roots = {h: sorted(r) for h, r in (roots or {}).items()}
+        self.placement = copy.deepcopy(placement)
+        self.existing_traits = set(existing_traits)
+        self.flavors = [dict(f, extra_specs=dict(f.get('extra_specs') or {}))
+                        for f in flavors or ()]
+        self.access = {k: list(v) for k, v in (access or {}).items()}
+        self.images = [dict(i) for i in images or ()]
+        self.registered = {k: dict(v) for k, v in (registered or {}).items()}
+        self.limits = [dict(i) for i in limits or ()]
+
+    # -- questions ------------------------------------------------------------
+
+    @property
+    def pools(self):
+        return pools_mod.scan(list(self.aggregates.values()))[0]
+
+    def observed(self):
+        """A ``pool_plan.Observed`` of the world now (copies: a planner may
+        change what it is given)."""
+        return pool_plan.Observed(
+            copy.deepcopy(list(self.aggregates.values())), roots=self.roots,
+            snapshot=self.placement, existing_traits=self.existing_traits,
+            flavors=copy.deepcopy(self.flavors),
+            access=copy.deepcopy(self.access),
+            images=copy.deepcopy(self.images))
+
+    def flavor(self, name):
+        """The one flavor named NAME (by name among names), or None."""
+        found = [f for f in self.flavors if f.get('name') == name]
+        if len(found) > 1:
+            raise exceptions.CommandError(
+                _('%(n)d flavors are named %(name)s: delete the extra ones '
+                  '(openstack flavor delete <ID>) first.')
+                % {'n': len(found), 'name': name})
+        return found[0] if found else None
+
+    def image(self, key):
+        """The image a document names KEY (its ID, else its name)."""
+        for image in self.images:
+            if image['id'] == key:
+                return image
+        named = [i for i in self.images if i.get('name') == key]
+        if len(named) != 1:
+            raise exceptions.CommandError(
+                _('no single image with name or ID %s') % key)
+        return named[0]
+
+    # -- a step's effect ------------------------------------------------------
+
+    def _by_id(self, flavor_id, name):
+        flavor_id = flavor_id or NEW + name
+        for flavor in self.flavors:
+            if flavor['id'] == flavor_id:
+                return flavor
+        return None
+
+    def _traits(self, uuid):
+        summary = self.placement.summaries.setdefault(uuid, {})
+        summary['traits'] = set(summary.get('traits') or ())
+        return summary['traits']
+
+    def apply(self, step):
+        """Make the world what it is once STEP has run."""
+        args, op = step.args, step.op
+        kind, _dot, action = op.partition('.')
+        getattr(self, '_%s_%s' % (kind, action))(**args)
+
+    def _aggregate_create(self, name, zone=None, metadata=None):
+        meta = dict(metadata or {})
+        if zone:
+            meta[plan_mod.ZONE_KEY] = zone
+        self.aggregates[name] = {
+            'name': name, 'id': None, 'uuid': NEW + name, 'hosts': [],
+            'metadata': meta, 'availability_zone': zone or None}
+
+    def _aggregate_delete(self, name):
+        self.aggregates.pop(name, None)
+
+    def _aggregate_metadata(self, name, metadata, expect=None):
+        agg = self.aggregates[name]
+        for key, value in metadata.items():
+            if value is None:
+                agg['metadata'].pop(key, None)
+            else:
+                agg['metadata'][key] = value
+            if key == plan_mod.ZONE_KEY:
+                agg['availability_zone'] = value
+
+    def _aggregate_add_zone(self, name, zone):
+        self._aggregate_metadata(name, {plan_mod.ZONE_KEY: zone})
+
+    def _aggregate_add_host(self, name, host, providers=()):
+        hosts = self.aggregates[name]['hosts']
+        if host not in hosts:
+            hosts.append(host)
+
+    def _aggregate_remove_host(self, name, host, providers=()):
+        hosts = self.aggregates[name]['hosts']
+        if host in hosts:
+            hosts.remove(host)
+
+    def _trait_create(self, trait):
+        self.existing_traits.add(trait)
+
+    def _trait_delete(self, trait):
+        self.existing_traits.discard(trait)
+
+    def _provider_add_traits(self, uuid, traits, label=None):
+        self._traits(uuid).update(traits)
+
+    def _provider_remove_traits(self, uuid, traits, label=None):
+        self._traits(uuid).difference_update(traits)
+
+    def _flavor_create(self, name, fields):
+        flavor = dict(fields, id=NEW + name, name=name, extra_specs={})
+        self.flavors.append(flavor)
+        if not fields.get('os-flavor-access:is_public', True):
+            self.access[flavor['id']] = []
+
+    def _flavor_delete(self, name, id=None):  # noqa: A002 - Nova's word
+        flavor = self._by_id(id, name)
+        if flavor is not None:
+            self.flavors.remove(flavor)
+            self.access.pop(flavor['id'], None)
+
+    def _flavor_description(self, name, description, id=None,  # noqa: A002
+                            expect=None):
+        self._by_id(id, name)['description'] = description
+
+    def _flavor_specs(self, name, id=None, set=None,  # noqa: A002
+                      unset=(), expect=None):
+        extra = self._by_id(id, name)['extra_specs']
+        extra.update(set or {})
+        for key in unset:
+            extra.pop(key, None)
+
+    def _flavor_add_access(self, name, project, id=None):  # noqa: A002
+        projects = self.access.setdefault(self._by_id(id, name)['id'], [])
+        if project not in projects:
+            projects.append(project)
+
+    def _flavor_remove_access(self, name, project, id=None):  # noqa: A002
+        projects = self.access.get(self._by_id(id, name)['id']) or []
+        if project in projects:
+            projects.remove(project)
+
+    def _image_update(self, id, name, changes, expect=None):  # noqa: A002
+        image = self.image(id)
+        for key, value in changes.items():
+            if value is None:
+                image.pop(key, None)
+            else:
+                image[key] = value
+
+    def _limit_set(self, project, name, limit):
+        if project is None:
+            have = self.registered.setdefault(name, {'id': NEW + name})
+            have['limit'] = limit
+            return
+        for item in self.limits:
+            if item['project_id'] == project and (
+                    item['resource_name'] == name):
+                item['resource_limit'] = limit
+                return
+        self.limits.append({'id': NEW + name, 'project_id': project,
+                            'resource_name': name, 'resource_limit': limit})
+
+    def _limit_delete(self, project, name):
+        if project is None:
+            self.registered.pop(name, None)
+            return
+        self.limits = [i for i in self.limits
+                       if (i['project_id'], i['resource_name'])
+                       != (project, name)]
+
+
+class _Builder:
+    """One plan, grown from the single planners' plans over a World."""
+
+    def __init__(self, world, wanted, title):
+        self.world = world
+        self.wanted = {kind: {document.key_of(kind, i): i
+                              for i in wanted.get(plural) or ()}
+                       for plural, kind in document.KINDS}
+        self.plan = plan_mod.Plan(title, rerun=_('the same "openstack gpu '
+                                                 'apply" command'))
+
+    def take(self, part):
+        """Add the steps (and warnings) of PART, a Plan or a list of
+        steps, and apply them to the world."""
+        steps = part.steps if isinstance(part, plan_mod.Plan) else part
+        for step in steps:
+            if step is None:
+                continue
+            self.plan.add(step)
+            self.world.apply(step)
+        for warning in getattr(part, 'warnings', ()):
+            if warning not in self.plan.warnings:
+                self.plan.warnings.append(warning)
+
+    # -- pools ----------------------------------------------------------------
+
+    def covered(self, pool, trait=None):
+        """Whether every flavor that depends on POOL (steers to it, or
+        requires TRAIT) is a flavor of that pool in the document (so the
+        document says what becomes of it) and no image requires TRAIT:
+        then a pool change may take its dependents along, as the single
+        commands' --update-dependents does; else it is refused as they
+        refuse it."""
+        obs = self.world.observed()
+        found = pool_plan.flavors_of(obs, pool)
+        if trait:
+            found += pool_plan.flavors_requiring(obs, trait)
+            if pool_plan.images_requiring(obs, trait):
+                return False
+        wanted = self.wanted[document.FLAVOR]
+        return all(f.get('name') in wanted
+                   and wanted[f['name']]['pool'] == pool['name']
+                   for f in found)
+
+    def public_allowed(self, pool):
+        """Public flavors of POOL that the document makes private: a pool
+        limited to projects may keep them meanwhile."""
+        wanted = self.wanted[document.FLAVOR]
+        return all(not wanted.get(f.get('name'), {}).get('public', True)
+                   for f in pool_plan.flavors_of(self.world.observed(), pool)
+                   if f.get('os-flavor-access:is_public', True))
+
+    def create_pool(self, item):
+        spec = pools_mod.build_spec(
+            item['name'], item['mode'], alias=item['alias'],
+            pci_id=item['pci_id'], vgpu_type=item['vgpu_type'],
+            mig_profile=item['mig_profile'],
+            resource_class=item['resource_class'], isolate=item['isolate'],
+            zone=item['zone'], projects=item['projects'],
+            properties=item['properties'])
+        self.take(pool_plan.create(self.world.observed(), spec,
+                                   item['hosts']))
+
+    def update_pool(self, old, new):
+        name = new['name']
+        fixed = [f for f in document.RECREATE_FIELDS[document.POOL]
+                 if old[f] != new[f]]
+        if fixed:
+            raise exceptions.CommandError(
+                _('%(fields)s cannot change in place: a pool hands out one '
+                  'kind of GPU and its flavors are derived from it. Give '
+                  'the other kind of GPU a pool of its own (and move the '
+                  'hosts), or delete this pool first') % {
+                      'fields': ', '.join(fixed)})
+        if new['zone'] != old['zone'] and new['zone'] is None:
+            raise exceptions.CommandError(
+                _('zone: Nova takes no availability zone off an aggregate '
+                  '(it is %s): keep it in the document') % old['zone'])
+        pool = self.world.pools[name]
+        if new['isolate'] != old['isolate']:
+            self.take(pool_plan.set_isolation(
+                self.world.observed(), name, new['isolate'],
+                update_dependents=self.covered(pool, pool['pool_trait'])))
+        added = [h for h in new['hosts'] if h not in old['hosts']]
+        removed = [h for h in old['hosts'] if h not in new['hosts']]
+        if added:
+            self.take(pool_plan.add_hosts(self.world.observed(), name,
+                                          added))
+        if removed:
+            self.take(pool_plan.remove_hosts(self.world.observed(), name,
+                                             removed))
+        properties = {k: v for k, v in new['properties'].items()
+                      if old['properties'].get(k) != v}
+        gone = [k for k in old['properties'] if k not in new['properties']]
+        add = [p for p in new['projects'] if p not in old['projects']]
+        drop = [p for p in old['projects'] if p not in new['projects']]
+        if properties or gone or add or drop:
+            pool = self.world.pools[name]
+            self.take(pool_plan.update_metadata(
+                self.world.observed(), name, projects_add=add,
+                projects_remove=drop, properties=properties,
+                remove_properties=gone,
+                update_dependents=self.covered(pool),
+                allow_public_flavors=self.public_allowed(pool)))
+        if new['zone'] != old['zone']:
+            self.take(pool_plan.set_zone(self.world.observed(), name,
+                                         new['zone']))
+
+    def delete_pool(self, old):
+        self.take(pool_plan.delete(self.world.observed(), old['name'],
+                                   force=True))
+
+    # -- flavors --------------------------------------------------------------
+
+    def _pool_of(self, item):
+        pools = self.world.pools
+        if item['pool'] not in pools:
+            raise pools_mod.unknown_pool(item['pool'], pools)
+        return pools, pools[item['pool']]
+
+    def create_flavor(self, item):
+        _pools, pool = self._pool_of(item)
+        derived = specs.derive(pool, gpus=item['gpus'],
+                               numa_policy=item['numa_policy'],
+                               properties=item['properties'])
+        wanted = {
+            'vcpus': item['vcpus'], 'ram': item['ram'], 'disk': item['disk'],
+            'ephemeral': item['ephemeral'], 'swap': item['swap'],
+            'is_public': item['public'], 'description': item['description'],
+            'extra_specs': derived['extra_specs'],
+            'projects': list(item['projects']),
+        }
+        have = self.world.flavor(item['name'])
+        existing = (flavor_plan.as_request(
+            have, self.world.access.get(have['id']) or [])
+            if have is not None else None)
+        part = flavor_plan.create(
+            item['name'], pool, wanted,
+            specs.aggregate_changes(pool, derived['aggregate_metadata']),
+            existing, have['id'] if have is not None else None)
+        part.warnings[:0] = derived['warnings']
+        self.take(part)
+
+    def update_flavor(self, old, new):
+        pools, pool = self._pool_of(new)
+        flavor = self.world.flavor(new['name'])
+        derived = specs.derive(pool, gpus=new['gpus'],
+                               numa_policy=new['numa_policy'],
+                               properties=new['properties'])
+        access = self.world.access.get(flavor['id']) or []
+        have = flavor['extra_specs']
+        self.take(flavor_plan.update(
+            flavor, access, pools, description=new['description'] or '',
+            properties={k: v for k, v in new['properties'].items()
+                        if have.get(k) != v},
+            unset=[k for k in old['properties']
+                   if k not in new['properties']],
+            add_projects=[p for p in new['projects'] if p not in access],
+            remove_projects=[p for p in access
+                             if p not in new['projects']]))
+        # what the pool derives: set what differs, unset what it no
+        # longer derives (another pool, another number of GPUs)
+        have = self.world.flavor(new['name'])['extra_specs']
+        want = derived['extra_specs']
+        self.take([plan_mod.flavor_specs(
+            new['name'], have,
+            {k: v for k, v in want.items() if have.get(k) != v},
+            [k for k in have if k not in want
+             and specs.owned_reason(k, pools)],
+            flavor_id=flavor['id'])])
+        changes = specs.aggregate_changes(pool,
+                                          derived['aggregate_metadata'])
+        if changes:
+            self.take([plan_mod.set_metadata(pool['aggregate'],
+                                             pool['metadata'], changes)])
+
+    def recreate_flavor(self, old, new, allowed):
+        fields = [f for f in document.RECREATE_FIELDS[document.FLAVOR]
+                  if old[f] != new[f]]
+        if not allowed:
+            raise exceptions.CommandError(
+                _('%(fields)s cannot change in place: Nova does not edit a '
+                  'flavor\'s sizes nor make a public flavor private or '
+                  'back. The flavor has to be deleted and created again '
+                  '(a new ID; running servers keep their embedded copy of '
+                  'the old one). Run again with --recreate-flavors to do '
+                  'that') % {'fields': ', '.join(fields)})
+        self.delete_flavor(old)
+        self.create_flavor(new)
+        self.plan.warnings.append(
+            _('Flavor %(name)s is deleted and created again (%(fields)s): '
+              'it gets a new ID, with the access list and extra properties '
+              'the document gives it; running servers keep their embedded '
+              'copy of the old flavor until they are resized.')
+            % {'name': new['name'], 'fields': ', '.join(fields)})
+
+    def delete_flavor(self, old):
+        flavor = self.world.flavor(old['name'])
+        self.take([plan_mod.delete_flavor(flavor['id'], flavor['name'])])
+
+    # -- images and quotas ----------------------------------------------------
+
+    def image_properties(self, old, new):
+        image = self.world.image((new or old)['name'])
+        want = (new or {}).get('properties') or {}
+        have = (old or {}).get('properties') or {}
+        changes = {k: v for k, v in want.items() if have.get(k) != v}
+        changes.update({k: None for k in have if k not in want})
+        images_mod.check_secure_boot(image, changes, _(
+            'Give it hw_machine_type q35 and hw_firmware_type uefi, or '
+            'leave os_secure_boot out.'))
+        self.take([plan_mod.update_image(image, changes)])
+
+    def set_quota(self, item):
+        self.take(quota_mod.plan_set(
+            item['resource_class'], item['gpus'], item['project'],
+            self.world.registered, self.world.limits))
+
+    def delete_quota(self, old):
+        self.take(quota_mod.plan_delete(
+            old['resource_class'], old['project'], self.world.registered,
+            self.world.limits))
+
+
+def plan(world, current, wanted, prune=False, recreate_flavors=False,
+         title=None):
+    """The plan from CURRENT (``document.from_cloud``) to WANTED (checked
+    and resolved: ``document.substitute``) over WORLD (what was read),
+    which it leaves as the cloud will be after the plan.
+
+    A flavor whose sizes (or public/private) change is deleted and
+    created again only with RECREATE_FLAVORS; PRUNE removes what
+    gpuclient owns and WANTED does not name. Raises ``Refused`` with
+    every refusal, before any step is applied.
+    """
+    builder = _Builder(world, wanted, title or _('Applying the document'))
+    rows = document.diff(current, wanted, prune)
+    have = {kind: {document.key_of(kind, i): i
+                   for i in current.get(plural) or ()}
+            for plural, kind in document.KINDS}
+    want = builder.wanted
+    problems, refused_pools = [], set()
+
+    def attempt(row, action, *args):
+        try:
+            action(*args)
+        except exceptions.CommandError as exc:
+            problems.append('%s: %s' % (row['object'],
+                                        str(exc).rstrip('.')))
+            if row['kind'] == document.POOL:
+                refused_pools.add(row['key'])
+
+    forward = [r for r in rows if r['change'] in (
+        document.CREATE, document.UPDATE, document.RECREATE)]
+    for row in forward:
+        kind, key, change = row['kind'], row['key'], row['change']
+        old, new = have[kind].get(key), want[kind].get(key)
+        if kind == document.POOL:
+            action = (builder.create_pool if change == document.CREATE
+                      else builder.update_pool)
+            args = (new,) if change == document.CREATE else (old, new)
+        elif kind == document.FLAVOR:
+            if new['pool'] in refused_pools:
+                continue  # its pool's refusal is said
+            if change == document.CREATE:
+                action, args = builder.create_flavor, (new,)
+            elif change == document.UPDATE:
+                action, args = builder.update_flavor, (old, new)
+            else:
+                action, args = builder.recreate_flavor, (
+                    old, new, recreate_flavors)
+        elif kind == document.IMAGE:
+            action, args = builder.image_properties, (old, new)
+        else:
+            action, args = builder.set_quota, (new,)
+        attempt(row, action, *args)
+    removals = {document.POOL: builder.delete_pool,
+                document.FLAVOR: builder.delete_flavor,
+                document.IMAGE: lambda old: builder.image_properties(old,
+                                                                     None),
+                document.QUOTA: builder.delete_quota}
+    for row in reversed([r for r in rows
+                         if r['change'] == document.DELETE]):
+        attempt(row, removals[row['kind']], have[row['kind']][row['key']])
+    if problems:
+        raise Refused(problems)
+    return builder.plan
+
+
+def touched_flavors(current, wanted, plan_):
+    """Names of the document's flavors that the plan creates or changes,
+    or whose pool it changes: those the apply answers for."""
+    names = set()
+    pools = set()
+    for step in plan_:
+        if step.op.startswith('flavor.'):
+            names.add(step.args['name'])
+        elif step.op.startswith('aggregate.'):
+            pools.add(step.args['name'])
+    return {f['name'] for f in wanted['flavors']
+            if f['name'] in names or f['pool'] in pools}
+
+
+def fit_problems(cloud, settings, wanted, names):
+    """Reasons each flavor of WANTED named in NAMES fits no member host of
+    its pool in CLOUD (the cloud as it will be after the apply: pools,
+    aggregates, provider traits and flavors; the capacity and usage
+    Placement has now), asked as ``gpu capacity list`` asks (the
+    Placement request Nova sends, the filters Nova applies after
+    Placement, the fit into each host's free inventory), for a project
+    the flavor and its pool are given to (none: any)."""
+    flavors = {f.get('name'): f for f in cloud.flavors or ()}
+    counters = {}
+    problems = []
+    for item in wanted['flavors']:
+        if item['name'] not in names:
+            continue
+        pool = cloud.pools.get(item['pool'])
+        hosts = sorted((pool or {}).get('hosts') or ())
+        if not hosts:
+            problems.append(
+                _('flavor %(flavor)s: pool %(pool)s has no host, so the '
+                  'flavor fits nowhere; give the pool hosts') % {
+                      'flavor': item['name'], 'pool': item['pool']})
+            continue
+        projects = [p for p in item['projects']
+                    if not pool['projects'] or p in pool['projects']]
+        project = (projects or pool['projects'] or [None])[0]
+        if project not in counters:
+            counters[project] = capacity.Fits(cloud, settings, project)
+        fits = counters[project]
+        flavor = flavors[item['name']]
+        counts = fits.add(flavor)
+        if any(counts.get(host) for host in hosts):
+            continue
+        why = [capacity.blocker(fits, flavor, host,
+                                sorted(fits.host_roots.get(host, ())))
+               for host in hosts]
+        problems.append(
+            _('flavor %(flavor)s fits no host of pool %(pool)s: %(why)s')
+            % {'flavor': item['name'], 'pool': item['pool'],
+               'why': '; '.join(why)})
+    return problems
