@@ -50,7 +50,6 @@ from gpuclient.rules import quota
 from gpuclient.tests.functional import base
 from gpuclient.tests.functional import faults
 
-PREFIX = 'gpuclient-ft-fault'
 
 
 def _spec(name, isolate=True):
@@ -84,7 +83,7 @@ class FaultMatrixTestCase(base.FunctionalTestCase):
                                           base.FAULT_MIG_HOST)
                            for r in view.roots(host)]
         return faults.cloud_state(
-            self.admin, names=[PREFIX], providers=self._roots,
+            self.admin, names=[self.name], providers=self._roots,
             traits_of=self._roots if self.roots_only else None)
 
     def cleanup(self):
