@@ -51,7 +51,6 @@ from gpuclient.tests.functional import base
 from gpuclient.tests.functional import faults
 
 
-
 def _spec(name, isolate=True):
     return pools.build_spec(name, 'vgpu', vgpu_type='nvidia-35',
                             isolate=isolate)
