@@ -56,10 +56,14 @@ def _vgpu(name, spare=False):
                 spare)
 
 
+def _mig(name, spare=False):
+    return Host(name, 'mig', 'MigDriver', name, 'VGPU', 7, '', spare)
+
+
 HOSTS = (
     _passthrough('gpu-pt-1'),
     _vgpu('gpu-vgpu-1'),
-    Host('gpu-mig-1', 'mig', 'MigDriver', 'gpu-mig-1', 'VGPU', 7, ''),
+    _mig('gpu-mig-1'),
     # Nova's real ironic driver in front of real Ironic (cloud.ironic,
     # fake-hardware nodes); the nodename is its first node's UUID.
     Host('bm-compute-1', 'baremetal', IRONIC,
@@ -69,4 +73,10 @@ HOSTS = (
     # disabled until a test enables them)
     _passthrough('gpu-pt-2', spare=True),
     _vgpu('gpu-vgpu-2', spare=True),
+    # the fault matrices' own hosts (tools/run-functional runs them in a
+    # second stream, next to the other tests, which never use these:
+    # spares, so nothing boots there by chance while an isolated pool of a
+    # matrix is on them)
+    _vgpu('fault-vgpu-1', spare=True),
+    _mig('fault-mig-1', spare=True),
 )

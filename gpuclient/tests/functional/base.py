@@ -40,6 +40,19 @@ PLAIN_HOST = HOSTS['plain']
 # second hosts of each kind: where gpu host drain moves servers to
 PT_HOST2 = os.environ.get('GPUCLIENT_PT_HOST2', 'gpu-pt-2')
 VGPU_HOST2 = os.environ.get('GPUCLIENT_VGPU_HOST2', 'gpu-vgpu-2')
+# The fault matrices' hosts (test_faults, test_hung). The test cloud has
+# hosts for them alone (tools/cloud/hosts.py: spares, kept disabled, which
+# the matrices never boot on), so tools/run-functional runs those tests in
+# a second stream next to the others; on another cloud they default to the
+# hosts above (GPUCLIENT_FAULT_*_HOST name others) and everything runs in
+# one stream.
+_FAULT_HOSTS = _hosts.on_testcloud()
+FAULT_VGPU_HOST = os.environ.get(
+    'GPUCLIENT_FAULT_VGPU_HOST', 'fault-vgpu-1' if _FAULT_HOSTS
+    else VGPU_HOST)
+FAULT_MIG_HOST = os.environ.get(
+    'GPUCLIENT_FAULT_MIG_HOST', 'fault-mig-1' if _FAULT_HOSTS
+    else MIG_HOST)
 IMAGE = os.environ.get('GPUCLIENT_IMAGE', 'gpuclient-tiny')
 # servers are created with this compute API version (--nic none: 2.37+)
 COMPUTE_API = '2.74'

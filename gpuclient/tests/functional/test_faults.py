@@ -50,8 +50,6 @@ from gpuclient.rules import quota
 from gpuclient.tests.functional import base
 from gpuclient.tests.functional import faults
 
-PREFIX = 'gpuclient-ft-fault'
-
 
 def _spec(name, isolate=True):
     return pools.build_spec(name, 'vgpu', vgpu_type='nvidia-35',
@@ -80,10 +78,11 @@ class FaultMatrixTestCase(base.FunctionalTestCase):
             # the pool hosts' root providers: their Placement aggregates
             # (Nova's mirror of membership) are part of the state
             view = pool_ops.View(self.admin, warn=False)
-            self._roots = [r for host in (base.VGPU_HOST, base.MIG_HOST)
+            self._roots = [r for host in (base.FAULT_VGPU_HOST,
+                                          base.FAULT_MIG_HOST)
                            for r in view.roots(host)]
         return faults.cloud_state(
-            self.admin, names=[PREFIX], providers=self._roots,
+            self.admin, names=[self.name], providers=self._roots,
             traits_of=self._roots if self.roots_only else None)
 
     def cleanup(self):
@@ -203,7 +202,7 @@ class FaultMatrixTestCase(base.FunctionalTestCase):
 class TestPoolFaults(FaultMatrixTestCase):
     @base.needs('vgpu', 'mig')
     def test_create_isolated_two_host_pool(self):
-        hosts = [base.VGPU_HOST, base.MIG_HOST]
+        hosts = [base.FAULT_VGPU_HOST, base.FAULT_MIG_HOST]
 
         def command(client):
             pool_ops.create(client, _spec(self.name), hosts)
@@ -215,13 +214,13 @@ class TestPoolFaults(FaultMatrixTestCase):
 
     @base.needs('vgpu', 'mig')
     def test_add_and_remove_host(self):
-        pool_ops.create(self.admin, _spec(self.name), [base.VGPU_HOST])
+        pool_ops.create(self.admin, _spec(self.name), [base.FAULT_VGPU_HOST])
 
         def add(client):
-            pool_ops.add_hosts(client, self.name, [base.MIG_HOST])
+            pool_ops.add_hosts(client, self.name, [base.FAULT_MIG_HOST])
 
         def remove(client):
-            pool_ops.remove_hosts(client, self.name, [base.MIG_HOST])
+            pool_ops.remove_hosts(client, self.name, [base.FAULT_MIG_HOST])
 
         self.run_matrix('pool add host', add,
                         lambda: remove(self.admin))
@@ -232,7 +231,7 @@ class TestPoolFaults(FaultMatrixTestCase):
     @base.needs('vgpu', 'mig')
     def test_isolation_off_and_on_with_dependents(self):
         pool_ops.create(self.admin, _spec(self.name),
-                        [base.VGPU_HOST, base.MIG_HOST])
+                        [base.FAULT_VGPU_HOST, base.FAULT_MIG_HOST])
         flavor_ops.create(self.admin, self.name + '-f', self.name, 1, 512, 1)
         # an image that requires the pool trait: ending isolation removes
         # the requirement (an image.update under fault too)
@@ -263,7 +262,7 @@ class TestPoolFaults(FaultMatrixTestCase):
 
     @base.needs('vgpu', 'mig')
     def test_delete_force(self):
-        hosts = [base.VGPU_HOST, base.MIG_HOST]
+        hosts = [base.FAULT_VGPU_HOST, base.FAULT_MIG_HOST]
 
         def delete(client):
             pool_ops.delete(client, self.name, force=True)
@@ -311,7 +310,7 @@ class TestFlavorFaults(FaultMatrixTestCase):
     @base.needs('vgpu', 'mig')
     def test_private_multi_vgpu_flavor_create(self):
         pool_ops.create(self.admin, _spec(self.name, isolate=False),
-                        [base.VGPU_HOST])
+                        [base.FAULT_VGPU_HOST])
         project = self.admin.current_project_id()
         name = self.name + '-f'
 
@@ -411,7 +410,7 @@ class TestInterrupts(FaultMatrixTestCase):
     @base.needs('vgpu', 'mig')
     def test_sigint_and_sigterm_at_every_step(self):
         """A signal before step k: undone, then the re-run converges."""
-        hosts = [base.VGPU_HOST, base.MIG_HOST]
+        hosts = [base.FAULT_VGPU_HOST, base.FAULT_MIG_HOST]
         before = self.state()
         plan = pool_ops.create(self.client, _spec(self.name), hosts,
                                dry_run=True)[1]

@@ -103,7 +103,7 @@ class TestHungPlacement(test_transport.TestPlacementEndpointOverride):
         self.addCleanup(self.delete_pool, name)
         proc = self.start(env, 'gpu', 'pool', 'create', name, '--mode',
                           'vgpu', '--vgpu-type', 'nvidia-35', '--isolate',
-                          '--host', base.VGPU_HOST)
+                          '--host', base.FAULT_VGPU_HOST)
         try:
             self.assertTrue(proxy.hung.wait(120),
                             'no Placement write reached the proxy')

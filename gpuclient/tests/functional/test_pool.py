@@ -21,6 +21,7 @@ scheduler filter for H.
 
 import json
 
+from gpuclient.rules import pools
 from gpuclient.tests.functional import base
 
 PCI_CLASS = 'CUSTOM_PCI_10DE_2331'
@@ -316,9 +317,13 @@ class TestPoolBadInput(PoolTestCase):
         aggregates = {
             a['Name']: a for a in self.openstack('aggregate', 'list',
                                                  '--long')}
+        # what this test could change: its pools' traits, its hosts' rows
+        # (the fault matrices write other pools on other hosts meanwhile)
+        mine = {pools.pool_trait(n) for n in names}
         traits = sorted(t['name'] for t in self.openstack('trait', 'list')
-                        if t['name'].startswith('CUSTOM_GPU_POOL_'))
-        hosts = self.openstack('gpu', 'host', 'list', '--long')
+                        if t['name'] in mine)
+        hosts = [h for h in self.openstack('gpu', 'host', 'list', '--long')
+                 if h['Host'] in (base.PT_HOST, base.VGPU_HOST)]
         root_traits = {h: sorted(self.traits(self.root_provider(h)))
                        for h in (base.PT_HOST, base.VGPU_HOST)}
         return {
