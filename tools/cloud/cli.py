@@ -50,9 +50,13 @@ RABBIT = '/usr/lib/rabbitmq/bin'
 PORTS = {3306: 'mariadb', 5672: 'rabbitmq', 25672: 'rabbitmq (dist)',
          5000: 'keystone', 8778: 'placement', 9292: 'glance',
          8774: 'nova-api', 9696: 'neutron read-only stub',
-         9090: 'prometheus', 9400: 'DCGM exporter stand-in'}
+         9090: 'prometheus', 9400: 'DCGM exporter stand-in',
+         9401: 'gpu capacity list -f openmetrics, served by a test'}
 PROMETHEUS_PORT = 9090
 DCGM_PORT = 9400
+# where Prometheus also scrapes "gpu capacity list -f openmetrics" when a
+# test serves it there (nothing listens otherwise: the target is down)
+CAPACITY_PORT = 9401
 # the DCGM exporter stand-in's devices, which tests rewrite to set values
 # (tools/cloud/dcgm_exporter.py reads it on every scrape)
 DCGM_DEVICES = os.path.join(STATE, 'dcgm', 'devices.json')
@@ -712,8 +716,10 @@ def _start_metrics():
     os.makedirs(work, exist_ok=True)
     config = os.path.join(work, 'prometheus.yml')
     with open(config, 'w') as f:
-        f.write(prom.config([prom.Target(
-            'dcgm', ['127.0.0.1:%d' % DCGM_PORT])]))
+        f.write(prom.config([
+            prom.Target('dcgm', ['127.0.0.1:%d' % DCGM_PORT]),
+            prom.Target('gpuclient-capacity',
+                        ['127.0.0.1:%d' % CAPACITY_PORT])]))
     _spawn('prometheus', [
         prom.BINARY, '--config.file=' + config,
         '--storage.tsdb.path=' + os.path.join(work, 'data'),

@@ -69,3 +69,102 @@ class TestExportDiff(base.FunctionalTestCase):
         self.assertEqual(1, rc, out + err)
         self.assertIn('line 4', err)
         self.assertIn('pools[0].mode', err)
+
+
+class TestApply(base.FunctionalTestCase):
+    """``gpu apply``: what plain ``openstack`` then reads from the cloud."""
+
+    def document(self, pools, flavors=(), quotas=()):
+        where = self.useFixture(fixtures.TempDir()).path
+        path = os.path.join(where, 'gpu.yaml')
+        with open(path, 'w') as out:
+            yaml.safe_dump({'version': 1, 'pools': list(pools),
+                            'flavors': list(flavors),
+                            'quotas': list(quotas)}, out)
+        return path
+
+    def cleanup_objects(self, pools, flavors):
+        # cleanups run last first: the flavors go before their pools
+        for pool in pools:
+            self.addCleanup(self.delete_pool, pool)
+        for flavor in flavors:
+            self.addCleanup(self.openstack_raw, 'flavor', 'delete', flavor)
+
+    @base.needs('vgpu')
+    def test_apply_builds_converges_and_puts_a_hand_edit_back(self):
+        pool, flavor = self.unique_name('ws'), self.unique_name('g1')
+        self.cleanup_objects([pool], [flavor])
+        path = self.document(
+            [{'name': pool, 'mode': 'vgpu', 'vgpu_type': 'nvidia-35',
+              'hosts': [base.VGPU_HOST], 'isolate': True,
+              'properties': {'team': 'solvers'}}],
+            [{'name': flavor, 'pool': pool, 'gpus': 1, 'vcpus': 1,
+              'ram': 512, 'disk': 1}])
+        self.openstack('gpu', 'apply', path, parse=False)
+        # what Nova and Placement hold now, read with plain OSC
+        agg = self.openstack('aggregate', 'show', pool)
+        self.assertEqual([base.VGPU_HOST], agg['hosts'])
+        self.assertEqual('solvers', agg['properties']['team'])
+        trait = 'CUSTOM_GPU_POOL_' + pool.upper().replace('-', '_')
+        self.assertIn(trait, self.traits(self.root_provider(base.VGPU_HOST)))
+        specs = self.openstack('flavor', 'show', flavor)['properties']
+        self.assertEqual('1', specs['resources:VGPU'])
+        self.assertEqual('required', specs['trait:%s' % trait])
+        # a second apply plans nothing; diff is in sync
+        rc, out, err = self.openstack_raw('gpu', 'apply', path,
+                                          '--dry-run')
+        self.assertEqual(0, rc, err)
+        self.assertIn('nothing to do', out)
+        self.assertEqual(0, self.openstack_raw('gpu', 'diff', path)[0])
+        # another operator's edit is drift, and apply puts it back
+        self.openstack('aggregate', 'set', '--property', 'team=graphics',
+                       pool, parse=False)
+        self.assertEqual(2, self.openstack_raw('gpu', 'diff', path)[0])
+        self.openstack('gpu', 'apply', path, parse=False)
+        self.assertEqual('solvers', self.openstack(
+            'aggregate', 'show', pool)['properties']['team'])
+
+    @base.needs('vgpu')
+    def test_a_flavor_that_fits_no_host_is_refused_before_any_write(self):
+        pool, flavor = self.unique_name('ws'), self.unique_name('huge')
+        self.cleanup_objects([pool], [flavor])
+        path = self.document(
+            [{'name': pool, 'mode': 'vgpu', 'vgpu_type': 'nvidia-35',
+              'hosts': [base.VGPU_HOST]}],
+            [{'name': flavor, 'pool': pool, 'gpus': 1, 'vcpus': 4096,
+              'ram': 512, 'disk': 1}])
+        rc, _out, err = self.openstack_raw('gpu', 'apply', path)
+        self.assertEqual(1, rc, err)
+        self.assertIn(flavor, err)
+        self.assertIn('VCPU', err)
+        # nothing was written: no aggregate, no flavor
+        names = [a['Name'] for a in self.openstack('aggregate', 'list')]
+        self.assertNotIn(pool, names)
+        self.assertNotIn(flavor, [f['Name'] for f in self.openstack(
+            'flavor', 'list', '--all')])
+
+    @base.needs('vgpu', 'mig')
+    def test_prune_removes_a_pool_dropped_and_nothing_else(self):
+        keep, drop = self.unique_name('keep'), self.unique_name('drop')
+        self.cleanup_objects([keep, drop], [])
+        ordinary = self.unique_name('agg')
+        self.openstack('aggregate', 'create', ordinary, parse=False)
+        self.addCleanup(self.openstack_raw, 'aggregate', 'delete', ordinary)
+        both = self.document([
+            {'name': keep, 'mode': 'vgpu', 'vgpu_type': 'nvidia-35',
+             'hosts': [base.VGPU_HOST]},
+            {'name': drop, 'mode': 'mig', 'mig_profile': '3g.40gb',
+             'hosts': [base.MIG_HOST]}])
+        self.openstack('gpu', 'apply', both, parse=False)
+        one = self.document([
+            {'name': keep, 'mode': 'vgpu', 'vgpu_type': 'nvidia-35',
+             'hosts': [base.VGPU_HOST]}])
+        # without --prune the pool the document no longer names stays
+        self.openstack('gpu', 'apply', one, parse=False)
+        names = {a['Name'] for a in self.openstack('aggregate', 'list')}
+        self.assertLessEqual({keep, drop, ordinary}, names)
+        self.openstack('gpu', 'apply', one, '--prune', parse=False)
+        names = {a['Name'] for a in self.openstack('aggregate', 'list')}
+        self.assertIn(keep, names)
+        self.assertIn(ordinary, names)
+        self.assertNotIn(drop, names)

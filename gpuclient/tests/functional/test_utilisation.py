@@ -24,11 +24,16 @@ stand-in (a devstack gate) skips.
 """
 
 import datetime
+import http.server
 import json
 import os
 import re
 import subprocess
+import threading
 import time
+
+import openstack
+import requests
 
 from gpuclient.tests.functional import base
 
@@ -173,13 +178,57 @@ class TestUtilisation(base.FunctionalTestCase):
         self.assertIn('127.0.0.1:9', err)
         self.assertEqual(1, len(err.strip().splitlines()), err)
 
-    def test_capacity_openmetrics_passes_promtool(self):
+    @base.needs('vgpu')
+    def test_capacity_openmetrics_is_scraped_and_queried_back(self):
         if not os.path.exists(PROMTOOL):
             self.skipTest('no %s (apt-get install prometheus)' % PROMTOOL)
-        rc, out, err = self.openstack_raw('gpu', 'capacity', 'list', '-f',
+        pool = self.make_pool('vgpu', base.VGPU_HOST, '--vgpu-type',
+                              'nvidia-35')
+        flavor = self.make_flavor(pool)
+        rc, out, err = self.openstack_raw('gpu', 'capacity', 'list',
+                                          '--pool', pool, '-f',
                                           'openmetrics')
         self.assertEqual(0, rc, err)
         checked = subprocess.run([PROMTOOL, 'check', 'metrics'], input=out,
                                  capture_output=True, text=True)
         self.assertEqual(0, checked.returncode,
                          checked.stdout + checked.stderr)
+        fits = [line for line in out.splitlines()
+                if line.startswith('gpuclient_flavor_fits{')
+                and 'flavor="%s"' % flavor in line]
+        self.assertEqual(1, len(fits), out)
+        expected = float(fits[0].rsplit(' ', 1)[1])
+        # the test cloud's Prometheus scrapes 127.0.0.1:9401 every second
+        # (job gpuclient-capacity): serve the text there until it is read
+        # back through Prometheus's query API
+        body = out.encode()
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 - http.server's name
+                self.send_response(200)
+                self.send_header('Content-Type', 'application/openmetrics-'
+                                 'text; version=1.0.0; charset=utf-8')
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        server = http.server.ThreadingHTTPServer(('127.0.0.1', 9401),
+                                                 Handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        self.addCleanup(server.server_close)
+        self.addCleanup(server.shutdown)
+        url = openstack.config.OpenStackConfig().get_one(
+            cloud=base.ADMIN_CLOUD).config['prometheus_endpoint']
+        query = 'gpuclient_flavor_fits{flavor="%s"}' % flavor
+        deadline = time.monotonic() + 30
+        found = []
+        while not found and time.monotonic() < deadline:
+            time.sleep(1)
+            answer = requests.get(url + '/api/v1/query',
+                                  params={'query': query}, timeout=10)
+            found = answer.json()['data']['result']
+        self.assertEqual(1, len(found), query)
+        self.assertEqual(expected, float(found[0]['value'][1]))
+        self.assertEqual(pool, found[0]['metric']['pool'])
