@@ -44,6 +44,7 @@ from unittest import mock
 import uuid
 
 from bench_capacity import TESTCLOUD
+from bench_capacity import TESTCLOUD_NOVA_CONF
 from bench_capacity import add_synthetic_hypervisors
 from bench_capacity import seed
 from bench_capacity import seeded_roots
@@ -53,6 +54,7 @@ import openstack
 
 from gpuclient.cloud import client
 from gpuclient.ops import maintenance_ops
+from gpuclient.ops import nova_settings
 from gpuclient.ops import snapshot
 from gpuclient.rules import maintenance
 
@@ -98,6 +100,8 @@ def measure(new_client, counter, placement, hosts, runs):
         added.append(add_synthetic_hypervisors(cloud))
         return cloud
 
+    # the test cloud's nova.conf: [pci] alias h100 and the filters
+    settings = nova_settings.read_settings([TESTCLOUD_NOVA_CONF])
     times, requests, cpu = [], [], []
     observed = None
     with mock.patch.object(snapshot, 'read', read), \
@@ -108,7 +112,8 @@ def measure(new_client, counter, placement, hosts, runs):
             counter.count = 0
             start = time.perf_counter()
             observed = maintenance_ops.observe(
-                gpu, [SOURCE], requested='cold', allow_downtime=True)
+                gpu, [SOURCE], requested='cold', allow_downtime=True,
+                settings=settings)
             times.append(time.perf_counter() - start)
             requests.append(counter.count)
     api = statistics.median(times) - statistics.median(cpu)

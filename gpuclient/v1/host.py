@@ -269,6 +269,8 @@ class DrainHost(common.Lister):
                    'alias flag), mdev_types=<type>[,<type>]; for every '
                    'host, or one with <host>:. Unknown facts plan no live '
                    'migration'))
+        # where each server fits is the request gpu candidates builds
+        common.add_nova_conf_args(parser, overrides=True)
         parser.add_argument(
             '--timeout', metavar='<seconds>', type=int, default=600,
             help=_('How long to wait for each move (default: 600)'))
@@ -303,7 +305,8 @@ class DrainHost(common.Lister):
             dry_run=parsed_args.dry_run, reason=parsed_args.reason,
             confirm=parsed_args.confirm, timeout=parsed_args.timeout,
             skip_unmovable=parsed_args.skip_unmovable,
-            notice_dir=parsed_args.notice_dir, facts=facts)
+            notice_dir=parsed_args.notice_dir, facts=facts,
+            settings=common.settings_from_args(parsed_args))
         for path in written:
             LOG.info(_('Notice written: %s'), path)
         if parsed_args.dry_run:
