@@ -218,6 +218,15 @@ class TestOutputShape(CandidatesTestCase):
         flavor = self.create_flavor({})['name']
         services = self.openstack('compute', 'service', 'list',
                                   '--service', 'nova-compute')
+        # the fault matrices' hosts (another stream writes pools there all
+        # the time on the test cloud): their rows are left out of the
+        # comparison
+        moving = {base.FAULT_VGPU_HOST, base.FAULT_MIG_HOST} - {
+            base.VGPU_HOST, base.MIG_HOST}
+
+        def steady(lines, host_of):
+            return [line for line in lines if host_of(line) not in moving]
+
         for _attempt in range(3):  # the cloud is shared: amounts may move
             out, err = self.explain('--flavor', flavor)
             data = json.loads(out)  # all of stdout is one JSON document
@@ -226,14 +235,19 @@ class TestOutputShape(CandidatesTestCase):
             out_csv, err_csv = self.explain('--flavor', flavor, fmt='csv')
             out_value, err_value = self.explain('--flavor', flavor,
                                                 fmt='value')
-            as_csv = [columns] + [['' if v is None else str(v) for v in row]
-                                  for row in rows]
-            as_value = [' '.join(str(v) for v in row) for row in rows]
-            if (list(csv.reader(io.StringIO(out_csv))) == as_csv
-                    and out_value.splitlines() == as_value):
+            as_csv = [columns] + steady(
+                [['' if v is None else str(v) for v in row] for row in rows],
+                lambda row: row[0])
+            as_value = steady([' '.join(str(v) for v in row)
+                               for row in rows], lambda line: line.split()[0])
+            got_csv = steady(list(csv.reader(io.StringIO(out_csv))),
+                             lambda row: row[0])
+            got_value = steady(out_value.splitlines(),
+                               lambda line: line.split()[0])
+            if got_csv == as_csv and got_value == as_value:
                 break
-        self.assertEqual(as_csv, list(csv.reader(io.StringIO(out_csv))))
-        self.assertEqual(as_value, out_value.splitlines())
+        self.assertEqual(as_csv, got_csv)
+        self.assertEqual(as_value, got_value)
         self.assertEqual(['Host', 'Pool', 'GPU Providers', 'GPUs Total',
                           'GPUs Used', 'GPUs Free', 'Free VCPU',
                           'Free PCPU', 'Free RAM (MiB)', 'Free Disk (GiB)',
