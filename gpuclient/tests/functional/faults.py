@@ -604,7 +604,8 @@ def cloud_state(client, names=None, providers=(), traits_of=None):
     ``aggregates``: name -> {hosts, metadata, availability_zone};
     ``provider_traits``: provider uuid -> sorted CUSTOM_* traits (Nova's
     own standard traits come and go with its resource tracker; with NAMES,
-    the pool traits of pools named so only);
+    the pool traits of pools named so only, and only the providers that
+    carry one);
     ``pool_traits``: sorted existing CUSTOM_GPU_POOL_* traits (with NAMES,
     of pools named so);
     ``flavors``: name -> {vcpus, ram, disk, is_public, extra_specs, access}
@@ -654,8 +655,12 @@ def cloud_state(client, names=None, providers=(), traits_of=None):
                 'Reading traits of resource provider %s' % rp_uuid)
         except errors.NotFound:
             continue  # deleted since the list
-        state['provider_traits'][rp_uuid] = sorted(
-            t for t in traits['traits'] if t.startswith(ours))
+        mine = sorted(t for t in traits['traits'] if t.startswith(ours))
+        if mine or names is None:
+            # with NAMES, a provider that carries none of those pools'
+            # traits is left out: other tests make providers meanwhile
+            # (Ironic nodes, hosts), which are nothing of ours
+            state['provider_traits'][rp_uuid] = mine
     data = placement.get('/traits', TRAITS_VERSION, 'Listing pool traits',
                          params={'name': 'startswith:' + POOL_TRAIT_PREFIX})
     state['pool_traits'] = sorted(t for t in data['traits']

@@ -39,9 +39,12 @@ import threading
 import time
 import uuid as uuid_mod
 
+import fixtures
 from osc_lib import exceptions
 from testtools import content
+import yaml
 
+from gpuclient.ops import document_ops
 from gpuclient.ops import flavor_ops
 from gpuclient.ops import pool_ops
 from gpuclient.ops import quota_ops
@@ -494,3 +497,33 @@ class TestConcurrency(FaultMatrixTestCase):
             self.assertNotIn(pools.pool_trait(name), traits)
             self.assertNotIn(uuid, mirrored)
 
+
+class TestApplyFaults(FaultMatrixTestCase):
+    """``gpu apply`` of a document of two pools (an isolated one with its
+    pool trait; both with hosts and properties) under every fault point:
+    the journal's all-or-nothing, as for the single commands."""
+
+    def test_apply_of_two_pools(self):
+        where = self.useFixture(fixtures.TempDir()).path
+        path = os.path.join(where, 'gpu.yaml')
+        names = [self.name + '-0', self.name + '-1']
+        with open(path, 'w') as out:
+            yaml.safe_dump({'version': 1, 'pools': [
+                {'name': names[0], 'mode': 'vgpu', 'vgpu_type': 'nvidia-35',
+                 'hosts': [base.FAULT_VGPU_HOST], 'isolate': True,
+                 'properties': {'team': 'solvers'}},
+                {'name': names[1], 'mode': 'vgpu', 'vgpu_type': 'nvidia-35',
+                 'hosts': [base.FAULT_MIG_HOST],
+                 'properties': {'team': 'graphics'}},
+            ]}, out)
+
+        def apply(client):
+            document_ops.apply(client, path)
+
+        def revert():
+            # the test's own pools only: --prune would also remove the
+            # pools other tests (in the other stream) have now
+            for name in names:
+                pool_ops.delete(self.admin, name, force=True)
+
+        self.run_matrix('apply', apply, revert)
