@@ -260,7 +260,9 @@ def apply(client, path, dry_run=False, prune=False, recreate_flavors=False,
     a part of it, or when a flavor it creates or changes (or whose pool
     it changes) would fit no host of its pool in the cloud as it will be
     after the apply (``document_plan.fit_problems``, with Nova's
-    scheduler settings SETTINGS, default: Nova's documented defaults).
+    scheduler settings SETTINGS, default: Nova's documented defaults), or
+    when ``gpu check`` would find an error in the cloud after the apply
+    that it does not find now (``document_plan.check_problems``).
     """
     wanted, lines = load(path)
     classes = sorted({p['resource_class'] for p in wanted['pools']})
@@ -281,9 +283,15 @@ def apply(client, path, dry_run=False, prune=False, recreate_flavors=False,
     after = snapshot.Cloud(list(world.aggregates.values()),
                            cloud.hypervisors, cloud.services,
                            world.placement, flavors=world.flavors)
+    # what the apply does not change, as read
+    after.gpu_classes = cloud.gpu_classes
+    after.known_classes = cloud.known_classes
+    after.images = world.images
     problems = document_plan.fit_problems(
         after, settings or request.load_settings(), wanted,
         document_plan.touched_flavors(seen.doc, wanted, plan))
+    # the doctor judges as "gpu check" does: nova.conf only when given
+    problems += document_plan.check_problems(cloud, after, settings)
     if problems:
         raise document_plan.Refused(problems)
     journal.finish(client, plan, dry_run=dry_run, on_step=on_step)

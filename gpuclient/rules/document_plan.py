@@ -38,6 +38,7 @@ from osc_lib import exceptions
 
 from gpuclient.i18n import _
 from gpuclient.rules import capacity
+from gpuclient.rules import checks
 from gpuclient.rules import document
 from gpuclient.rules import flavor_plan
 from gpuclient.rules import images as images_mod
@@ -602,3 +603,24 @@ def fit_problems(cloud, settings, wanted, names):
             % {'flavor': item['name'], 'pool': item['pool'],
                'why': '; '.join(why)})
     return problems
+
+
+def check_problems(before, after, settings):
+    """The errors ``gpu check`` would find in AFTER (the cloud as it will
+    be after the apply) that it does not find in BEFORE (the cloud now),
+    as messages: what the apply would break, said as the doctor says it.
+
+    A finding is the same when its check and object are (its symptom may
+    count other things). Errors the cloud has already are not the
+    apply's doing: they are left to ``gpu check``.
+    """
+    def errors(cloud):
+        return {(f.check, f.object): f for f in checks.run(cloud, settings)
+                if f.severity == checks.ERROR}
+
+    now = errors(before)
+    return [_('%(object)s: %(symptom)s (gpu check %(check)s would report '
+              'it after this apply; %(fix)s)')
+            % {'object': f.object, 'symptom': f.symptom.rstrip('.'),
+               'check': f.check, 'fix': f.fix}
+            for key, f in sorted(errors(after).items()) if key not in now]

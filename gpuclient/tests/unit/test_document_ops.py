@@ -417,6 +417,43 @@ class TestApplyChanges(ApplyTestCase):
         self.assertEqual(calls, len(self.compute.calls))
         self.assertEqual(before, self.state())
 
+    def test_an_error_the_doctor_would_find_after_is_refused(self):
+        # a typo in a required trait: every boot would fail, and gpu
+        # check would say so after the apply; the apply says it before
+        data, _lines = document.load(self.text)
+        data['flavors'].append({
+            'name': 'g1.typo', 'pool': 'ws', 'vcpus': 2, 'ram': 1024,
+            'disk': 10,
+            'properties': {'trait:CUSTOM_NVIDIA_53': 'required'}})
+        text = document.dump(document.check(data))
+        before = self.state()
+        calls = len(self.compute.calls)
+        error = self.assertRaises(document_plan.Refused, self.apply, text)
+        self.assertIn('flavor g1.typo: requires trait CUSTOM_NVIDIA_53, '
+                      'which no resource provider of a compute host has: '
+                      'every boot fails with "No valid host" (gpu check '
+                      'flavor-unknown-trait would report it after this '
+                      'apply', str(error))
+        self.assertEqual(calls, len(self.compute.calls))
+        self.assertEqual(before, self.state())
+
+    def test_errors_the_cloud_has_already_are_not_the_applys(self):
+        # a hand-made flavor of pool ws with the same typo exists: gpu
+        # check reports it today; an apply that does not touch it goes on
+        data, _lines = document.load(self.text)
+        self.cloud.add_flavor('hand.typo', vcpus=2, ram=1024, disk=10,
+                              extra_specs={
+                                  'resources:VGPU': '1',
+                                  'aggregate_instance_extra_specs:gpu_pool':
+                                  'ws',
+                                  'trait:CUSTOM_NVIDIA_53': 'required'})
+        for pool in data['pools']:
+            if pool['name'] == 'ws':
+                pool['properties'] = {'team': 'solvers'}
+        self.apply(document.dump(document.check(data)))
+        agg = next(a for a in self.cloud.aggregates if a.name == 'ws')
+        self.assertEqual('solvers', agg.metadata['team'])
+
     def test_flavor_of_a_pool_without_hosts_refused(self):
         text = self.text.replace('  - gpu-vgpu-1\n', '')
         text = text.replace('  hosts:\n  mode: vgpu', '  mode: vgpu')
