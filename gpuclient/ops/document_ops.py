@@ -268,6 +268,11 @@ def apply(client, path, dry_run=False, prune=False, recreate_flavors=False,
     classes = sorted({p['resource_class'] for p in wanted['pools']})
     seen = observe(client, placement_classes=classes)
     cloud = seen.cloud
+    # in the document's order (``resolve`` sorts), so lines are right
+    unknown = document_plan.class_problems(
+        wanted, lines, document_plan.offered_classes(cloud.placement))
+    if unknown:
+        raise document.DocumentError(unknown)
     wanted = resolve(client, wanted, lines, seen.doc, cloud)
     _check_zones(client, seen.doc, wanted)
     world = document_plan.World(

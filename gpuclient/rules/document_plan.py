@@ -624,3 +624,38 @@ def check_problems(before, after, settings):
             % {'object': f.object, 'symptom': f.symptom.rstrip('.'),
                'check': f.check, 'fix': f.fix}
             for key, f in sorted(errors(after).items()) if key not in now]
+
+
+def offered_classes(snapshot):
+    """The resource classes some provider of SNAPSHOT (a hosts.Snapshot
+    of every tree) has inventory of."""
+    return {rc for summary in snapshot.summaries.values()
+            for rc in (summary.get('resources') or {})}
+
+
+def class_problems(wanted, lines, offered):
+    """A pool of WANTED (checked, in the document's order: before
+    ``document.substitute`` sorts it) whose GPUs no provider of the cloud offers (its
+    class is in none of OFFERED): a PCI id, resource class or vGPU mode
+    the cloud does not have. Messages with the line and the field of the
+    document (``document.where``, LINES from ``document.load``) that
+    decides the class: ``resource_class`` when the document gives it,
+    else ``pci_id`` (passthrough) or ``mode`` (VGPU)."""
+    problems = []
+    for index, pool in enumerate(wanted['pools']):
+        rc = pool['resource_class']
+        if rc in offered:
+            continue
+        field = 'mode'
+        if ('pools', index, 'resource_class') in (lines or {}):
+            field = 'resource_class'
+        elif pool.get('pci_id'):
+            field = 'pci_id'
+        problems.append(
+            _('%(where)s: no resource provider of this cloud offers '
+              '%(rc)s, the class of pool %(pool)s: check the value (see '
+              '"openstack gpu host list --long") and the nova.conf of the '
+              'hosts that should offer it') % {
+                  'where': document.where(('pools', index, field), lines),
+                  'rc': rc, 'pool': pool['name']})
+    return problems

@@ -454,6 +454,34 @@ class TestApplyChanges(ApplyTestCase):
         agg = next(a for a in self.cloud.aggregates if a.name == 'ws')
         self.assertEqual('solvers', agg.metadata['team'])
 
+    def test_a_pci_id_no_provider_offers_is_refused_with_its_line(self):
+        text = ('version: 1\n'
+                'pools:\n'
+                '- name: zz\n'
+                '  mode: vgpu\n'
+                '  vgpu_type: nvidia-35\n'
+                '- name: aa\n'
+                '  mode: passthrough\n'
+                '  alias: a40\n'
+                '  pci_id: 10de:2235\n'
+                '- name: mm\n'
+                '  mode: passthrough\n'
+                '  resource_class: CUSTOM_NOPE\n'
+                '  alias: nope\n'
+                '  pci_id: 10de:2236\n')
+        before = self.state()
+        calls = len(self.compute.calls)
+        error = self.assertRaises(document.DocumentError, self.apply, text)
+        self.assertEqual(
+            ['line 9: pools[1].pci_id: no resource provider of this cloud '
+             'offers CUSTOM_PCI_10DE_2235, the class of pool aa',
+             'line 12: pools[2].resource_class: no resource provider of '
+             'this cloud offers CUSTOM_NOPE, the class of pool mm'],
+            [p.split(':  check')[0].split(': check')[0]
+             for p in error.problems])
+        self.assertEqual(calls, len(self.compute.calls))
+        self.assertEqual(before, self.state())
+
     def test_flavor_of_a_pool_without_hosts_refused(self):
         text = self.text.replace('  - gpu-vgpu-1\n', '')
         text = text.replace('  hosts:\n  mode: vgpu', '  mode: vgpu')
