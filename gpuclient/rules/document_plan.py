@@ -637,10 +637,11 @@ def class_problems(wanted, lines, offered):
     """A pool of WANTED (checked, in the document's order: before
     ``document.substitute`` sorts it) whose GPUs no provider of the cloud
     offers (its class is in none of OFFERED): a PCI id, resource class or
-    vGPU mode the cloud does not have. Messages with the line and the field of the
-    document (``document.where``, LINES from ``document.load``) that
-    decides the class: ``resource_class`` when the document gives it,
-    else ``pci_id`` (passthrough) or ``mode`` (VGPU)."""
+    vGPU mode the cloud does not have. Messages with the line and the
+    field of the document (``document.where``, LINES from
+    ``document.load``) that decides the class: ``resource_class`` when
+    the document gives it, else ``pci_id`` (passthrough) or ``mode``
+    (VGPU)."""
     problems = []
     for index, pool in enumerate(wanted['pools']):
         rc = pool['resource_class']
