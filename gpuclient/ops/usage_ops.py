@@ -127,3 +127,43 @@ def _split_rows(client, rows, items, by, start, end, admin, url=None,
     split = utilisation_ops.usage_split(
         client, items, start, end, cloud, allocations, idle_below, url)
     return utilisation_rules.split_rows(rows, items, split, by)
+
+
+def demand(client, start=None, end=None, now=None):
+    """(period, [rules.profile_demand.Demand], notes): the demand per GPU
+    flavor over a period, for ``gpu profile plan --from-usage``.
+
+    START and END as for ``collect``. Requests, whatever the number of
+    servers: host aggregates (pools), Nova's server usage of every project
+    for the period (paged), the servers of every project changed since
+    START (paged: deleted ones and refused boots included, with their
+    fault and embedded flavor), and the servers of now (paged) only when
+    the usage names servers the second list lacks, and the flavor list
+    only when Nova no longer lists some server at all.
+    """
+    from gpuclient.rules import profile_demand
+
+    start, end = usage.period(start, end, now)
+    client.compute.require(versions.COMPUTE_USAGE_LINKS_VERSION,
+                           versions.COMPUTE_EMBEDDED_FLAVOR_VERSION)
+    pools, problems = pools_mod.scan(client.compute.aggregates())
+    notes = [message for _agg, _pool, message in problems]
+    usages = client.compute.server_usages(start, end, None)
+    changed = {server['id']: server for server in client.compute
+               .servers_detail(all_projects=True,
+                               changes_since=_nova_iso(start))}
+    wanted = {u.get('instance_id') for u in usages}
+    if wanted - set(changed):
+        # a server that ran in the period and has not changed since
+        for server in client.compute.servers_detail(all_projects=True):
+            changed.setdefault(server['id'], server)
+    flavors = None
+    if wanted - set(changed):
+        flavors = {f.get('name'): f for f in client.compute.flavors()}
+    items, more = usage.usage_items(usages, changed, start, end, pools,
+                                    flavors)
+    notes += more
+    return ((start, end),
+            profile_demand.demand(items, changed.values(), start, end,
+                                  pools),
+            notes)

@@ -1,0 +1,80 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Pure: the demand per GPU flavor that ``gpu profile plan --from-usage``
+plans for.
+
+Demand for a flavor over a period is
+
+* the *peak* of its servers running at one instant in the period (from
+  Nova's server usage: each server's interval, clipped to the period, as
+  ``gpu usage list`` reads it, ``rules.usage.usage_items``), plus
+* the boots Nova *refused* for lack of room in the period: servers of the
+  flavor whose fault says "No valid host" (Nova's scheduler message for
+  ``NoValidHost``), created in the period, deleted since or not (Nova shows
+  the fault of ERROR and DELETED servers). Unmet demand is demand too.
+
+A refused boot and a running server are counted apart even when the user
+booted again later and got in: the plan then offers one slice more than
+the peak, which is the safe side for a partition that is hard to change.
+"""
+
+import collections
+
+from gpuclient.rules import usage
+
+# the message of Nova's NoValidHost, as the fault of the server shows it
+NO_VALID_HOST = 'No valid host'
+
+Demand = collections.namedtuple('Demand', 'flavor peak refused total')
+
+
+def refused(server):
+    """Whether SERVER (a dict of ``GET /servers/detail``) was refused by
+    the scheduler: ERROR (or since DELETED) with a "No valid host"
+    fault."""
+    fault = server.get('fault') or {}
+    return (server.get('status') in ('ERROR', 'DELETED')
+            and NO_VALID_HOST.lower() in str(fault.get('message') or '')
+            .lower())
+
+
+def demand(items, servers, start, end, pools=None):
+    """[Demand] per GPU flavor, sorted by flavor name.
+
+    ITEMS: ``rules.usage.usage_items`` of the period (each with
+    ``flavor`` and ``interval``); SERVERS: servers listed for the period
+    (``changes-since`` START, all projects: dicts with ``created``,
+    ``status``, ``fault`` and the embedded flavor); START, END: the
+    period (naive UTC datetimes); POOLS: the pools, to tell GPU flavors
+    (``usage.gpu_request``).
+    """
+    intervals = collections.defaultdict(list)
+    for item in items:
+        if item.get('flavor'):
+            intervals[item['flavor']].append(item['interval'])
+    refusals = collections.Counter()
+    for server in servers:
+        if not refused(server):
+            continue
+        created = usage.nova_time(server.get('created'))
+        if created is None or not start <= created < end:
+            continue
+        request = usage.gpu_request(server, pools)
+        if request['gpus'] and request['flavor']:
+            refusals[request['flavor']] += 1
+    rows = []
+    for flavor in sorted(set(intervals) | set(refusals)):
+        top = usage.peak(intervals.get(flavor, ()))
+        rows.append(Demand(flavor, top, refusals[flavor],
+                           top + refusals[flavor]))
+    return rows
