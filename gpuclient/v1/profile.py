@@ -189,9 +189,10 @@ class PlanProfile(common.Lister):
         try:
             if parsed_args.model:
                 profiles.model_name(parsed_args.model)
-            # the command is declared without auth (--cards): --pool
-            # reads the cloud, so authenticate now (once; no-op if done)
-            self.app.client_manager.setup_auth()
+            # the command is declared without auth (--cards reads no
+            # cloud): --pool does, so the shell's auth step runs now
+            self.auth_required = True
+            self.app.prepare_to_run_command(self)
             rows, summary, notes = profile_ops.plan_pools(
                 self.app.client_manager.gpu, parsed_args.pools, demand,
                 parsed_args.model, parsed_args.mig_mdev_types,
