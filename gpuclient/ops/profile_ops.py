@@ -112,3 +112,157 @@ def plan_cards(card_counts, demand_counts, output_dir=None):
     for row in rows:
         row['script'] = written.get(row['id'])
     return rows, summary
+
+
+def _read_cloud(client, pool_names):
+    """(cloud, chosen pools, planned hosts): one snapshot (aggregates,
+    hypervisors, services, flavors, the planned hosts' provider trees with
+    traits), as ``gpu config show`` reads it."""
+    from osc_lib import exceptions
+
+    from gpuclient.cloud import versions
+    from gpuclient.ops import snapshot
+    from gpuclient.rules import pools as pools_mod
+
+    client.compute.require(versions.COMPUTE_HYPERVISOR_UUID_VERSION,
+                           versions.COMPUTE_FLAVOR_SPECS_VERSION)
+    aggregates = client.compute.aggregates()
+    pools, _problems = pools_mod.scan(
+        [pools_mod.aggregate_dict(a) for a in aggregates])
+    for name in pool_names:
+        # checked before anything else is read
+        if name not in pools:
+            raise pools_mod.unknown_pool(name, pools)
+        if pools[name]['mode'] not in (pools_mod.MIG,):
+            raise exceptions.CommandError(
+                _('Pool %(pool)s is a %(mode)s pool: --pool plans the cards '
+                  'of MIG pools (time-sliced vGPU pools: use --cards with '
+                  'their model).') % {'pool': name,
+                                      'mode': pools[name]['mode']})
+    hosts = sorted({h for n in pool_names for h in pools[n]['hosts']})
+    if not hosts:
+        raise exceptions.CommandError(
+            _('Pool(s) %s hold no host: add hosts first ("openstack gpu '
+              'pool add host") or plan with --cards.')
+            % ', '.join(pool_names))
+    cloud = snapshot.read(
+        client, extra_classes=('VGPU',), with_flavors=True,
+        wanted_hosts=set(hosts), with_traits=True, aggregates=aggregates)
+    snapshot.warn_problems(cloud.problems)
+    return cloud, hosts
+
+
+def plan_pools(client, pool_names, demand_counts, model=None,
+               mig_types=None, output_dir=None):
+    """The plan of the cards of POOL_NAMES' hosts: (rows, summary, notes).
+
+    One snapshot, the allocations of the used GPU providers of those hosts
+    and the server list (names of the servers to move); the cards and the
+    current layouts are ``rules.profile_cloud.cards``, the plan
+    ``rules.profiles.plan``, the nova.conf after it
+    ``rules.profile_cloud.proposed_config`` (``nova_config.build``). Each
+    row: the plan's fields plus ``host``, ``address``, ``servers``
+    (the servers that must leave the card first: [(id, name)]), ``script``
+    and ``nova_conf`` (paths written, with OUTPUT_DIR) and ``unserved``
+    (proposed profiles no pool serves). The summary has ``flavors``:
+    {flavor: (free now, free after)}.
+    """
+    from gpuclient.ops import server_ops
+    from gpuclient.rules import nova_config
+    from gpuclient.rules import profile_cloud
+
+    cloud, hosts = _read_cloud(client, pool_names)
+    wanted, of_flavor = profile_cloud.demand(demand_counts, cloud.flavors,
+                                             cloud.pools)
+    host_roots = cloud.host_roots()
+    roots = {h: sorted(host_roots.get(h) or ()) for h in hosts}
+    notes = [_('%s has no compute node in Placement: its cards are not '
+               'planned.') % h for h in hosts if not roots[h]]
+    trees = nova_config.trees_from_snapshot(
+        cloud.placement, {h: r for h, r in roots.items() if r})
+    allocations = server_ops.gpu_allocations(
+        client, cloud, {r for rs in roots.values() for r in rs})
+    found = []
+    for host in hosts:
+        if not roots[host]:
+            continue
+        host_cards, host_notes = profile_cloud.cards(
+            host, trees.get(host, []),
+            profile_cloud.mig_pools_of(cloud.pools, host), allocations,
+            model)
+        found += host_cards
+        notes += host_notes
+    if not found:
+        raise profile_cloud.CannotTell(
+            _('No MIG card found on %s: their VF providers serve no VGPU '
+              'nor a pool\'s class (see "openstack gpu host list --long").')
+            % ', '.join(hosts))
+    with stdout_to_stderr():
+        rows, summary = profiles.plan(
+            [{k: c[k] for k in ('id', 'model', 'current', 'in_use')}
+             for c in found], wanted)
+    config, host_notes, unserved = profile_cloud.proposed_config(
+        cloud.pools, trees, found, rows, mig_types)
+    for host in hosts:
+        notes += host_notes.get(host, [])
+    names = {}
+    if any(c['servers'] for c in found):
+        names = {s['id']: s.get('name') for s in
+                 client.compute.servers_detail(all_projects=True)}
+    by_id = {c['id']: c for c in found}
+    for row in rows:
+        card = by_id[row['id']]
+        row['host'], row['address'] = card['host'], card['address']
+        row['servers'] = [(s, names.get(s)) for s in
+                          profile_cloud.servers_to_move(card, row)]
+        row['unserved'] = unserved.get(row['id'], [])
+        for name in row['unserved']:
+            notes.append(_(
+                '%(card)s: the plan proposes %(profile)s, which no MIG pool '
+                'serves: its nova.conf leaves it out. Create a pool for it '
+                '("openstack gpu pool create --mode mig --mig-profile '
+                '%(profile)s") and plan again.')
+                % {'card': row['id'], 'profile': name})
+    if any(r['servers'] for r in rows):
+        notes.append(_(
+            'Servers must leave the re-cut cards first: "openstack gpu host '
+            'drain <host> --dry-run" says how each would move (a server of '
+            'a card that keeps its slice stays).'))
+    summary['flavors'] = profile_cloud.flavor_figures(found, rows,
+                                                      of_flavor)
+    written, conf_paths = {}, {}
+    if output_dir:
+        recut_hosts = sorted({r['host'] for r in rows if r['recut']})
+        files = profile_cloud.host_files(config, recut_hosts)
+        _refuse_existing(output_dir, [name for name, _text in files])
+        written = write_scripts(rows, output_dir)
+        conf_paths = write_host_confs(output_dir, files)
+    for row in rows:
+        row['script'] = written.get(row['id'])
+        row['nova_conf'] = conf_paths.get(row['host'])
+    return rows, summary, notes
+
+
+def write_host_confs(output_dir, files):
+    """Write [(file name, text)] into OUTPUT_DIR (made if missing), never
+    over an existing file (all refused before any is written). Returns
+    {host: path}."""
+    paths = [(os.path.join(output_dir, name), text) for name, text in files]
+    _refuse_existing(output_dir, [name for name, _text in files])
+    os.makedirs(output_dir, exist_ok=True)
+    found = {}
+    for (path, text), (name, _t) in zip(paths, files, strict=True):
+        with open(path, 'x') as out:
+            out.write(text)
+        host = name[len('nova-compute-'):-len('.conf')]
+        found[host] = path
+    return found
+
+
+def _refuse_existing(output_dir, names):
+    for name in names:
+        path = os.path.join(output_dir, name)
+        if os.path.exists(path):
+            raise FileExistsError(
+                _('%s exists already: gpuclient does not overwrite it; '
+                  'give another --output-dir or move the file.') % path)

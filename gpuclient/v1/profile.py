@@ -76,7 +76,7 @@ class PlanProfile(common.Lister):
         'proposed and the demand it serves; the summary (demand met per '
         'profile, cards re-cut, memory slices left free) goes to stderr. '
         '--cards plans cards not racked yet and needs no cloud.')
-    auth_required = False  # --cards reads no cloud (--pool is refused)
+    auth_required = False  # --cards reads no cloud (--pool asks below)
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -97,9 +97,24 @@ class PlanProfile(common.Lister):
                    'directory (made if missing; an existing file is never '
                    'overwritten): adds a Script column'))
         parser.add_argument(
-            '--pool', metavar='<pool>',
-            help=_('Plan the cards of this pool\'s hosts (not available '
-                   'yet: use --cards)'))
+            '--pool', metavar='<pool>', action='append', dest='pools',
+            default=[],
+            help=_('Plan the cards of this MIG pool\'s hosts, as the cloud '
+                   'has them cut now (name; repeat option for several '
+                   'pools). Adds the Host and Servers To Move columns; '
+                   'with --output-dir, each re-cut host\'s nova.conf too'))
+        parser.add_argument(
+            '--model', metavar='<model>',
+            help=_('With --pool: the GPU model of the cards, when the cloud '
+                   'cannot tell it (A100 80GB and H100 80GB share MIG '
+                   'profile names)'))
+        common.add_key_value_arg(
+            parser, '--mig-mdev-type', '<profile>=<mdev-type>',
+            'mig_mdev_types', '3g.40gb=nvidia-700',
+            _('With --pool --output-dir: the mdev type that serves a MIG '
+              'profile (e.g. 3g.40gb=nvidia-700), which the cloud does not '
+              'record, as "gpu config show" takes it; without it the '
+              'nova.conf says so instead of [devices]. Repeatable'))
         parser.add_argument(
             '--from-usage', action='store_true',
             help=_('Take the demand from the servers\' usage (not available '
@@ -110,10 +125,20 @@ class PlanProfile(common.Lister):
         from gpuclient.ops import profile_ops
         from gpuclient.rules import profiles
 
-        if parsed_args.pool or parsed_args.from_usage:
+        if parsed_args.from_usage:
             raise exceptions.CommandError(_(
-                '--pool and --from-usage are not available yet: use '
-                '--cards <model>=<count> and --demand <profile>=<count>.'))
+                '--from-usage is not available yet: use --demand '
+                '<flavor-or-profile>=<count>.'))
+        if parsed_args.pools and parsed_args.cards:
+            raise exceptions.CommandError(_(
+                'Give --pool (cards of the cloud) or --cards (cards not '
+                'racked yet), not both.'))
+        if parsed_args.pools:
+            return self._plan_pools(parsed_args)
+        if parsed_args.model or parsed_args.mig_mdev_types:
+            raise exceptions.CommandError(_(
+                '--model and --mig-mdev-type go with --pool: --cards names '
+                'its models itself.'))
         if not parsed_args.cards:
             raise exceptions.CommandError(_(
                 'Give the cards to plan: --cards <model>=<count>, e.g. '
@@ -133,18 +158,7 @@ class PlanProfile(common.Lister):
                 cards, demand, parsed_args.output_dir)
         except (profiles.UnknownName, OSError) as e:
             raise exceptions.CommandError(str(e)) from e
-        for name, (wanted, offered, met) in sorted(
-                summary['demand'].items()):
-            LOG.warning(_('%(name)s: %(met)d of %(wanted)d met '
-                          '(%(offered)d offered)'),
-                        {'name': name, 'met': met, 'wanted': wanted,
-                         'offered': offered})
-        LOG.warning(_('Demand met: %(met)d of %(wanted)d; cards re-cut: '
-                      '%(recut)d; servers disturbed: %(moves)d; memory '
-                      'slices left free: %(free)d.'),
-                    {'met': summary['met'], 'wanted': summary['wanted'],
-                     'recut': summary['recut'], 'moves': summary['moves'],
-                     'free': summary['stranded_slices']})
+        _log_summary(summary)
         columns = ('Card', 'Model', 'Layout Now', 'Layout Proposed',
                    'Serves')
         if parsed_args.output_dir:
@@ -159,3 +173,70 @@ class PlanProfile(common.Lister):
                 item += (row['script'],)
             data.append(item)
         return columns, data
+
+    def _plan_pools(self, parsed_args):
+        from gpuclient.ops import profile_ops
+        from gpuclient.rules import profile_cloud
+        from gpuclient.rules import profiles
+
+        if not parsed_args.demand:
+            raise exceptions.CommandError(_(
+                'Give the demand: --demand <flavor-or-profile>=<count>, '
+                'e.g. --demand 3g.40gb=4.'))
+        demand = common.number_values(
+            '--demand', parsed_args.demand, _('<flavor-or-profile>=<count>'),
+            '--demand 3g.40gb=4', integer=True)
+        try:
+            if parsed_args.model:
+                profiles.model_name(parsed_args.model)
+            # the command is declared without auth (--cards reads no
+            # cloud): --pool does, so the shell's auth step runs now
+            self.auth_required = True
+            self.app.prepare_to_run_command(self)
+            rows, summary, notes = profile_ops.plan_pools(
+                self.app.client_manager.gpu, parsed_args.pools, demand,
+                parsed_args.model, parsed_args.mig_mdev_types,
+                parsed_args.output_dir)
+        except (profiles.UnknownName, profile_cloud.CannotTell, ValueError,
+                OSError) as e:
+            raise exceptions.CommandError(str(e)) from e
+        for note in notes:
+            LOG.warning(note)
+        _log_summary(summary)
+        columns = ('Host', 'Card', 'Model', 'Layout Now', 'Layout Proposed',
+                   'Serves', 'Servers To Move')
+        if parsed_args.output_dir:
+            columns += ('Script', 'Nova Conf')
+        data = []
+        for row in rows:
+            item = (row['host'], row['address'], row['model'],
+                    profiles.layout_text(row['current']),
+                    profiles.layout_text(row['proposed']),
+                    format_columns.DictColumn(row['serves']),
+                    format_columns.ListColumn(
+                        ['%s (%s)' % (s, n) if n else s
+                         for s, n in row['servers']]))
+            if parsed_args.output_dir:
+                item += (row['script'], row['nova_conf'])
+            data.append(item)
+        return columns, data
+
+
+def _log_summary(summary):
+    """The summary of a plan on stderr."""
+    for name, (wanted, offered, met) in sorted(
+            summary['demand'].items()):
+        LOG.warning(_('%(name)s: %(met)d of %(wanted)d met '
+                      '(%(offered)d offered)'),
+                    {'name': name, 'met': met, 'wanted': wanted,
+                     'offered': offered})
+    for flavor, (now, after) in sorted(summary.get('flavors', {}).items()):
+        LOG.warning(_('Flavor %(flavor)s: %(now)d free now, %(after)d free '
+                      'after the plan'),
+                    {'flavor': flavor, 'now': now, 'after': after})
+    LOG.warning(_('Demand met: %(met)d of %(wanted)d; cards re-cut: '
+                  '%(recut)d; servers disturbed: %(moves)d; memory '
+                  'slices left free: %(free)d.'),
+                {'met': summary['met'], 'wanted': summary['wanted'],
+                 'recut': summary['recut'], 'moves': summary['moves'],
+                 'free': summary['stranded_slices']})

@@ -1001,6 +1001,142 @@ def cmd_seed_hosts(args):
     return seed.add(args.count, workers=args.workers)
 
 
+def expected_devices(extra):
+    """{pGPU address: class} a fake vGPU/MIG driver reports for the extra
+    nova.conf text EXTRA (cloud.fakevirt.VgpuDriver.device_classes, read
+    here without nova), or None when it lists no mdev type."""
+    import configparser
+    parser = configparser.ConfigParser(interpolation=None, strict=False)
+    parser.read_string(extra or '')
+    types = [t.strip() for t in parser.get(
+        'devices', 'enabled_mdev_types', fallback='').split(',')
+        if t.strip()]
+    if not types:
+        return None
+    found = {}
+    for mdev_type in types:
+        section = 'mdev_%s' % mdev_type
+        rc = parser.get(section, 'mdev_class', fallback='VGPU') or 'VGPU'
+        for address in parser.get(section, 'device_addresses',
+                                  fallback='').split(','):
+            if address.strip():
+                found.setdefault(address.strip(), rc)
+    return found
+
+
+def _tree_matches(session, host, devices):
+    """Does HOST's provider tree in Placement hold exactly DEVICES
+    ({address: class}, one unit each) as children (None: at least
+    host.children providers of its class)?"""
+    rps = session.get('placement', '/resource_providers',
+                      microversion='1.14')['resource_providers']
+    root = next((rp for rp in rps if rp['name'] == host.nodename), None)
+    if root is None:
+        return False
+    if devices is None:
+        return _providers_ready_one(session, host, root)
+    children = {rp['name']: rp for rp in rps
+                if rp['root_provider_uuid'] == root['uuid']
+                and rp['uuid'] != root['uuid']}
+    wanted = {'%s_pci_%s' % (host.nodename, a.replace(':', '_').replace(
+        '.', '_')): rc for a, rc in devices.items()}
+    if set(children) != set(wanted):
+        return False
+    for name, rc in wanted.items():
+        inv = session.get('placement', '/resource_providers/%s/inventories'
+                          % children[name]['uuid'])['inventories']
+        if set(inv) != {rc}:
+            return False
+    return True
+
+
+def _providers_ready_one(session, host, root):
+    with_class = session.get(
+        'placement', '/resource_providers?resources=%s:1&in_tree=%s' % (
+            host.gpu_class, root['uuid']),
+        microversion='1.14')['resource_providers']
+    return len(with_class) >= max(host.children, 1)
+
+
+def cmd_restart_compute(args):
+    """(Re)write a host's nova-compute-<host>.conf, restart (or start) its
+    nova-compute, wait for its provider tree and discover it."""
+    timeline = Timeline()
+    host = next((h for h in hostlib.HOSTS if h.name == args.host), None)
+    if host is None or host.driver == hostlib.IRONIC:
+        raise CloudError('%s is no fake-driver compute host of %s' % (
+            args.host, ', '.join(h.name for h in hostlib.HOSTS
+                                 if h.driver != hostlib.IRONIC)))
+    if not _recorded():
+        raise CloudError('no cloud recorded in %s: run tools/testcloud up'
+                         % STATE)
+    extra = host.extra_conf
+    if args.nova_conf:
+        with open(args.nova_conf) as f:
+            extra = f.read()
+    etc = os.path.join(STATE, 'etc', 'nova')
+    os.makedirs(os.path.join(STATE, 'nova', host.name), exist_ok=True)
+    _render('nova-compute.conf',
+            os.path.join(etc, 'nova-compute-%s.conf' % host.name),
+            host=host.name, driver=host.driver, extra=extra)
+    timeline('wrote %s' % os.path.join(etc, 'nova-compute-%s.conf'
+                                       % host.name))
+    session = api.Session()
+    known = session.get('compute', '/os-services?binary=nova-compute'
+                        '&host=%s' % host.name)['services']
+    name = 'nova-compute-' + host.name
+    pid = _read_pid(name)
+    if pid and _alive(pid) and _ours(name, pid):
+        _signal_group(pid, signal.SIGTERM)
+        if not _wait_dead([pid], 60):
+            _signal_group(pid, signal.SIGKILL)
+            _wait_dead([pid], 10)
+        timeline('stopped %s (pid %d)' % (name, pid))
+    conf = ['--config-file', os.path.join(etc, 'nova.conf')]
+    _spawn(name, [
+        os.path.join(BIN, 'python'), '-m', 'cloud.compute', *conf,
+        '--config-file', os.path.join(etc, 'nova-compute-%s.conf'
+                                      % host.name)],
+        env={'PYTHONPATH': TOOLS})
+    timeline('started %s' % name)
+    devices = expected_devices(extra) if host.kind in ('vgpu', 'mig') \
+        else None
+    _wait('%s provider tree in placement' % host.name,
+          lambda: _tree_matches(session, host, devices), 240, interval=1)
+    timeline('placement holds the provider tree of %s' % host.name)
+    _run([os.path.join(BIN, 'nova-manage'), '--config-file',
+          os.path.join(etc, 'nova.conf'), 'cell_v2', 'discover_hosts'],
+         'setup-discover.log')
+
+    def service_up():
+        svcs = session.get('compute', '/os-services?binary=nova-compute'
+                           '&host=%s' % host.name)['services']
+        return any(s['state'] == 'up' for s in svcs)
+
+    def hypervisor():
+        found = session.get('compute', '/os-hypervisors',
+                            microversion='2.53')['hypervisors']
+        return any(hv['hypervisor_hostname'] == host.nodename
+                   for hv in found)
+
+    _wait('%s hypervisor' % host.name, hypervisor, 60)
+    _wait('%s compute service up' % host.name, service_up, 60)
+    if host.spare and not known:
+        # a spare never started before comes up enabled: disable it (the
+        # status of one Nova knew stays as it was)
+        svcs = session.get('compute', '/os-services?binary=nova-compute'
+                           '&host=%s' % host.name,
+                           microversion='2.53')['services']
+        for svc in svcs:
+            if svc['status'] == 'enabled' and args.disable_new_spare:
+                session.put('compute', '/os-services/%s' % svc['id'],
+                            {'status': 'disabled',
+                             'disabled_reason': hostlib.SPARE_REASON},
+                            microversion='2.53')
+    timeline('%s up and discovered' % host.name)
+    return 0
+
+
 def cmd_smoke(args):
     from cloud import smoke
     return smoke.main(BIN, STATE, IMAGE)
@@ -1030,6 +1166,19 @@ def main(argv=None):
     seed_p.add_argument('--workers', type=int, default=8,
                         help='concurrent Placement requests (default 8)')
     seed_p.set_defaults(func=cmd_seed_hosts)
+    restart_p = sub.add_parser(
+        'restart-compute', help='(re)write a fake-driver host\'s '
+        'nova-compute conf, restart (or first start) its nova-compute and '
+        'wait until Placement holds its new provider tree')
+    restart_p.add_argument('host', help='compute host (tools/cloud/hosts.py)')
+    restart_p.add_argument(
+        '--nova-conf', metavar='FILE',
+        help='extra nova.conf sections for the host (e.g. the file gpu '
+        'profile plan --output-dir wrote); default: the host\'s own')
+    restart_p.add_argument(
+        '--keep-enabled', dest='disable_new_spare', action='store_false',
+        help='leave a spare host enabled when it comes up enabled')
+    restart_p.set_defaults(func=cmd_restart_compute)
     sub.add_parser('smoke', help='a quick end-to-end check with the real '
                    'openstack CLI').set_defaults(func=cmd_smoke)
     args = parser.parse_args(argv)

@@ -13,7 +13,10 @@ Placement:
   like libvirt, it leaves alone traits that an operator adds to them. The
   pGPUs are those ``[devices] enabled_mdev_types`` and their
   ``[mdev_<type>] device_addresses`` list (as libvirt reads them), so the
-  host's nova.conf drives them; without them, ``DEVICES``.
+  host's nova.conf drives them; without them, ``DEVICES``. A type's
+  ``[mdev_<type>] mdev_class`` is the class its pGPUs offer (``VGPU`` by
+  default), and a pGPU no type lists any more is removed, as libvirt
+  does: a re-cut card's nova.conf re-shapes the tree.
 * ``MigDriver``: 7 VF child providers with ``VGPU`` total 1 each, which is
   what MIG-backed vGPU on SR-IOV cards looks like.
 * ``PlainDriver``: no GPU.
@@ -147,30 +150,51 @@ class VgpuDriver(_Base):
     def devices(cls, conf=CONF):
         """The pGPU addresses: every ``device_addresses`` of the enabled
         mdev types, in order, else DEVICES."""
+        return tuple(cls.device_classes(conf)) or cls.DEVICES
+
+    @classmethod
+    def device_classes(cls, conf=CONF):
+        """{pGPU address: resource class} of the enabled mdev types: each
+        ``[mdev_<type>] device_addresses`` offers the type's
+        ``mdev_class`` (``VGPU`` unless set), as libvirt reads them (the
+        first type listing an address wins); {} when no type lists one."""
         types = list(conf.devices.enabled_mdev_types or ())
         if not types:
-            return cls.DEVICES
+            return {}
         # the [mdev_<type>] groups, as the libvirt driver registers them
         nova.conf.devices.register_dynamic_opts(conf)
-        found = []
+        found = {}
         for mdev_type in types:
-            for address in conf['mdev_%s' % mdev_type].device_addresses:
-                if address not in found:
-                    found.append(address)
-        return tuple(found) or cls.DEVICES
+            group = conf['mdev_%s' % mdev_type]
+            for address in group.device_addresses:
+                found.setdefault(address, group.mdev_class or 'VGPU')
+        return found
 
     def update_provider_tree(self, provider_tree, nodename,
                              allocations=None):
         super().update_provider_tree(provider_tree, nodename,
                                      allocations=allocations)
+        classes = self.device_classes()
+        wanted = {}
         for address in self.devices():
             # the libvirt driver's naming: <nodename>_pci_0000_84_00_0
             name = '%s_pci_%s' % (
                 nodename, address.replace(':', '_').replace('.', '_'))
+            wanted[name] = classes.get(address, 'VGPU')
+        # pGPUs nova.conf no longer lists go, as libvirt's do (a re-cut
+        # card: the VFs left out of every [mdev_<type>])
+        root = provider_tree.data(nodename)
+        for child in list(provider_tree.get_provider_uuids(root.uuid)):
+            data = provider_tree.data(child)
+            if data.uuid != root.uuid and data.name not in wanted:
+                provider_tree.remove(data.uuid)
+        for name, rc in wanted.items():
             if not provider_tree.exists(name):
                 provider_tree.new_child(name, nodename)
             total = self.VGPUS_PER_DEVICE
-            provider_tree.update_inventory(name, {'VGPU': {
+            # replaces the inventory: a VF whose type changed class
+            # reports the new class only
+            provider_tree.update_inventory(name, {rc: {
                 'total': total, 'reserved': 0, 'min_unit': 1,
                 'max_unit': total, 'step_size': 1,
                 'allocation_ratio': 1.0}})

@@ -56,6 +56,27 @@ def _vgpu(name, spare=False):
                 spare)
 
 
+# the re-cut host of gpu profile plan's proof: one A100 80GB card (PF
+# 0000:61:00.0) with 7 VFs 0000:61:00.4 .. 0000:61:01.2, cut as 4 1g.10gb
+# + 1 3g.40gb, each profile's VFs in its own class (per-type
+# [mdev_<type>] mdev_class, so a host may carry two MIG pools); the test
+# re-cuts it with tools/testcloud restart-compute --nova-conf and puts
+# this back at cleanup
+RECUT_VFS = tuple('0000:61:%02x.%d' % divmod(fn, 8) for fn in range(4, 11))
+RECUT_CLASSES = {'1g.10gb': 'CUSTOM_RECUT_1G10GB',
+                 '3g.40gb': 'CUSTOM_RECUT_3G40GB'}
+RECUT_TYPES = {'1g.10gb': 'nvidia-901', '3g.40gb': 'nvidia-903'}
+RECUT_CONF = ('[devices]\n'
+              'enabled_mdev_types = nvidia-901,nvidia-903\n'
+              '[mdev_nvidia-901]\n'
+              'device_addresses = %s\n'
+              'mdev_class = CUSTOM_RECUT_1G10GB\n'
+              '[mdev_nvidia-903]\n'
+              'device_addresses = %s\n'
+              'mdev_class = CUSTOM_RECUT_3G40GB\n'
+              % (','.join(RECUT_VFS[:4]), RECUT_VFS[4]))
+
+
 def _mig(name, spare=False):
     return Host(name, 'mig', 'MigDriver', name, 'VGPU', 7, '', spare)
 
@@ -79,4 +100,8 @@ HOSTS = (
     # matrix is on them)
     _vgpu('fault-vgpu-1', spare=True),
     _mig('fault-mig-1', spare=True),
+    # gpu profile plan's re-cut proof (a spare: nothing lands there by
+    # chance); its readiness: the 4 VFs of class CUSTOM_RECUT_1G10GB
+    Host('recut-mig-1', 'mig', 'MigDriver', 'recut-mig-1',
+         'CUSTOM_RECUT_1G10GB', 4, RECUT_CONF, True),
 )

@@ -72,7 +72,13 @@ class TestPlanProfile(ProfileTestCase):
                   '--demand', '3g.40gb=3', '--output-dir', 'out'],
             [('cards', {'A100-80GB': '2', 'a30-24gb': '1'}),
              ('demand', {'3g.40gb': '3'}), ('output_dir', 'out'),
-             ('pool', None), ('from_usage', False)])
+             ('pools', []), ('from_usage', False)])
+        self.check_parser(
+            cmd, ['--pool', 'a', '--pool', 'b', '--demand', 'f=2',
+                  '--model', 'A100-80GB', '--mig-mdev-type',
+                  '3g.40gb=nvidia-3'],
+            [('pools', ['a', 'b']), ('model', 'A100-80GB'),
+             ('mig_mdev_types', {'3g.40gb': 'nvidia-3'})])
         self.assertRaises(base.ParserError, self.check_parser, cmd,
                           ['--cards', 'A100-80GB'])
 
@@ -114,11 +120,22 @@ class TestPlanProfile(ProfileTestCase):
         self.assertIn('exists already', str(e))
 
     def test_not_available_yet(self):
-        for args in (['--pool', 'p1', '--demand', '3g.40gb=1'],
-                     ['--cards', 'A100-80GB=1', '--from-usage']):
+        e = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                              profile.PlanProfile,
+                              ['--cards', 'A100-80GB=1', '--from-usage'])
+        self.assertIn('use --demand', str(e))
+
+    def test_pool_refusals_before_any_request(self):
+        for args, text in (
+                (['--pool', 'p', '--cards', 'A100-80GB=1', '--demand',
+                  '3g.40gb=1'], 'not both'),
+                (['--pool', 'p'], '--demand'),
+                (['--pool', 'p', '--demand', '3g.40gb=x'], '<count>'),
+                (['--cards', 'A100-80GB=1', '--demand', '3g.40gb=1',
+                  '--model', 'A100-80GB'], 'go with --pool')):
             e = self.assertRaises(exceptions.CommandError, self.run_cmd,
                                   profile.PlanProfile, args)
-            self.assertIn('use --cards', str(e))
+            self.assertIn(text, str(e), args)
 
     def test_refusals(self):
         for args, text in (

@@ -1,0 +1,467 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Pure: the cards of a cloud for ``gpu profile plan --pool``, and the
+nova.conf of a plan.
+
+What the cloud tells (one snapshot): the MIG pools of the planned hosts
+(``gpu_mig_profile``, their resource class and type trait), each host's
+device providers (``rules.nova_config.trees_from_snapshot``: the SR-IOV VF
+providers of MIG-backed vGPU, named after their PCI address) and the
+allocations of the used ones.
+
+* A card is the physical GPU its VFs belong to: a GPU's VFs sit on its own
+  PCI bus (NVIDIA's ``sriov-manage`` enables them behind the PF
+  ``<domain>:<bus>:00.0``), so VFs are grouped by domain and bus, and the
+  card is named by the PF address (``card_address``).
+* The profile of a VF is that of the MIG pool serving it: the pool's
+  per-type resource class in the VF's inventory (``[mdev_<type>]
+  mdev_class``), else the pool's type trait on the VF (``VGPU`` pools). A
+  VF no pool serves is not counted (a note says so).
+* Placement does not say at which memory slot a GPU instance starts: the
+  card's layout now is taken as the first valid layout with the same
+  instances of each profile (``assign_layout``), the VFs given its
+  placements in address order. The ``nvidia-smi`` script checks the GPU
+  holds that layout before changing anything.
+* The model: ``--model``, else the catalogue models whose MIG profile
+  names hold every profile of the card's pools, narrowed by model names
+  and vGPU type names found in the pools' resource classes, type traits,
+  vGPU types and properties and in the providers' names
+  (``infer_model``). A100 80GB and H100 80GB share profile names: such a
+  card needs a hint or ``--model``.
+
+The nova.conf after a plan (``proposed_config``) is rendered by
+``rules.nova_config.build`` itself, fed with the provider trees as they
+would be after the re-cut: each VF keeps its placement when the plan keeps
+it, the new placements take the card's other VFs in address order.
+"""
+
+import collections
+import copy
+import re
+
+from gpuclient.i18n import _
+from gpuclient.rules import nova_config
+from gpuclient.rules import pools as pools_mod
+from gpuclient.rules import profiles
+from gpuclient.rules import specs as specs_mod
+
+
+class CannotTell(ValueError):
+    """The cloud does not say something the plan needs (the message says
+    which option gives it)."""
+
+
+_ADDRESS_RE = re.compile(
+    r'^([0-9a-f]{4}):([0-9a-f]{2}):([0-9a-f]{2})\.([0-7])$')
+
+
+def card_address(address):
+    """The PF address of the card a VF (or PF) address belongs to:
+    ``0000:41:01.2`` -> ``0000:41:00.0``; None for no address."""
+    found = _ADDRESS_RE.match(str(address or '').lower())
+    if not found:
+        return None
+    return '%s:%s:00.0' % found.group(1, 2)
+
+
+def _vf_order(address):
+    found = _ADDRESS_RE.match(address)
+    return (int(found.group(3), 16), int(found.group(4))) if found else (
+        0, 0)
+
+
+def _token(text):
+    return re.sub(r'[^A-Z0-9]+', '_', str(text).upper())
+
+
+def infer_model(mig_profiles, hints=()):
+    """The catalogue model of a card that serves MIG_PROFILES (names),
+    from HINTS (strings the cloud holds: classes, traits, vGPU types,
+    provider names, pool properties), or None when no model or more than
+    one fits."""
+    fits = [m for m in profiles.MODELS.values()
+            if set(mig_profiles) <= {p.name for p in m.profiles}]
+    if len(fits) <= 1:
+        return fits[0].name if fits else None
+    text = '_' + '_'.join(_token(h) for h in hints if h) + '_'
+    named = []
+    for m in fits:
+        tokens = [_token(m.name)] + [_token(t.name) for t in m.vgpu_types]
+        if any('_%s_' % t in text for t in tokens):
+            named.append(m.name)
+    return named[0] if len(named) == 1 else None
+
+
+def assign_layout(model, counts):
+    """A valid MIG layout of MODEL with COUNTS ({profile: instances}), the
+    first in the catalogue's order (fewest placements, lowest starts), or
+    None when the card cannot hold them."""
+    wanted = collections.Counter({p: n for p, n in counts.items() if n})
+    if not wanted:
+        return ()
+    size = sum(wanted.values())
+    for layout in profiles.layouts(model):
+        if len(layout) == size and collections.Counter(
+                name for name, _start in layout) == wanted:
+            return layout
+    return None
+
+
+def mig_pools_of(pools, host):
+    """The MIG pools holding HOST, by name."""
+    return [pools[n] for n in sorted(pools)
+            if pools[n]['mode'] == pools_mod.MIG
+            and host in pools[n]['hosts']]
+
+
+def _serving_pool(device, mig_pools):
+    """The MIG pool a VF provider serves (per-type class first, then type
+    trait or the pool's record of its trait), or None."""
+    for pool in mig_pools:
+        rc = pool['resource_class']
+        if rc != 'VGPU' and rc in device['resources']:
+            return pool
+    for pool in mig_pools:
+        if pool['resource_class'] != 'VGPU' or 'VGPU' not in device[
+                'resources']:
+            continue
+        owned = pools_mod.owned_traits(pool.get('metadata') or {})
+        if pool.get('type_trait') in device['traits'] or owned.get(
+                device['uuid']) == pool.get('type_trait'):
+            return pool
+    return None
+
+
+def _is_gpu_device(device, mig_pools):
+    return 'VGPU' in device['resources'] or any(
+        p['resource_class'] in device['resources'] for p in mig_pools)
+
+
+def cards(host, devices, mig_pools, allocations=None, model=None):
+    """(cards, notes) of one host for ``profiles.plan``.
+
+    DEVICES: the host's device providers (``trees_from_snapshot``);
+    MIG_POOLS: the MIG pools holding the host; ALLOCATIONS: {provider
+    uuid: {consumer: {class: amount}}} of the used ones; MODEL: the
+    catalogue name given with ``--model`` (else ``infer_model``).
+
+    A card: ``id`` (``<host> <PF address>``), ``host``, ``address``,
+    ``model``, ``current``, ``in_use`` (as ``profiles.plan`` takes them),
+    ``vfs`` (every VF address of the card, in order), ``placed``
+    ({placement: VF address}), ``servers`` ({placement: [consumer]}) and
+    ``uuids`` ({VF address: provider uuid}). Raises CannotTell when the
+    model cannot be told, ValueError when the VFs of a card make no valid
+    layout.
+    """
+    allocations = allocations or {}
+    by_card = collections.OrderedDict()
+    notes = []
+    for device in sorted(devices, key=lambda d: (
+            card_address(d['address']) or '', _vf_order(d['address'] or ''))):
+        if not _is_gpu_device(device, mig_pools):
+            continue
+        address = card_address(device['address'])
+        if address is None:
+            notes.append(_('%(host)s: provider %(rp)s carries no PCI address '
+                           'in its name: left out of the plan.')
+                         % {'host': host, 'rp': device['name']})
+            continue
+        by_card.setdefault(address, []).append(device)
+    found = []
+    for address, vfs in by_card.items():
+        served, hints, unknown = [], [], []
+        for device in vfs:
+            pool = _serving_pool(device, mig_pools)
+            hints.append(device['name'])
+            if pool is None:
+                unknown.append(device['address'])
+                continue
+            served.append((device, pool))
+        for pool in {p['name']: p for _d, p in served}.values():
+            hints += [pool['resource_class'], pool.get('type_trait'),
+                      pool.get('vgpu_type'), pool['name']]
+            hints += list((pool.get('properties') or {}).values())
+        if unknown:
+            notes.append(_('%(host)s %(card)s: VFs %(vfs)s serve no MIG pool '
+                           'of this plan: counted as free (add the host to '
+                           'the pool of their profile to count them).')
+                         % {'host': host, 'card': address,
+                            'vfs': ', '.join(unknown)})
+        used_profiles = sorted({p['mig_profile'] for _d, p in served})
+        name = model or infer_model(
+            [profiles.profile_name(p) for p in used_profiles
+             if _known_profile(p)], hints)
+        if name is None:
+            raise CannotTell(_(
+                'Cannot tell the GPU model of %(host)s %(card)s from the '
+                'cloud (MIG profiles: %(profiles)s): give it with --model '
+                '(see "openstack gpu profile list").')
+                % {'host': host, 'card': address,
+                   'profiles': ', '.join(used_profiles) or _('none')})
+        name = profiles.model_name(name)
+        catalogue = {p.name for p in profiles.MODELS[name].profiles}
+        counts = collections.Counter()
+        for _device, pool in served:
+            profile = pool['mig_profile']
+            if not _known_profile(profile) or profiles.profile_name(
+                    profile) not in catalogue:
+                raise CannotTell(_(
+                    'Pool %(pool)s serves MIG profile %(profile)s, which '
+                    '%(model)s does not have: check the pool or give '
+                    '--model.') % {'pool': pool['name'],
+                                   'profile': profile, 'model': name})
+            counts[profiles.profile_name(profile)] += 1
+        layout = assign_layout(name, counts)
+        if layout is None:
+            raise ValueError(_(
+                '%(host)s %(card)s: its VFs serve %(counts)s, which no '
+                'valid %(model)s layout holds: check the pools of its VFs.')
+                % {'host': host, 'card': address, 'model': name,
+                   'counts': ', '.join('%s x%d' % kv
+                                       for kv in sorted(counts.items()))})
+        # placements to VFs: each profile's VFs in address order take its
+        # placements in start order
+        starts = collections.defaultdict(list)
+        for placement in layout:
+            starts[placement[0]].append(placement)
+        placed, servers, in_use = {}, {}, []
+        for device, pool in served:
+            placement = starts[profiles.profile_name(
+                pool['mig_profile'])].pop(0)
+            placed[placement] = device['address']
+            consumers = sorted(allocations.get(device['uuid']) or ())
+            if consumers:
+                servers[placement] = consumers
+                in_use.append(placement)
+        found.append({
+            'id': '%s %s' % (host, address), 'host': host,
+            'address': address, 'model': name, 'current': layout,
+            'in_use': profiles.normal(in_use),
+            'vfs': [d['address'] for d in vfs], 'placed': placed,
+            'servers': servers,
+            'uuids': {d['address']: d['uuid'] for d in vfs}})
+    return found, notes
+
+
+def _known_profile(name):
+    try:
+        profiles.profile_name(name)
+    except profiles.UnknownName:
+        return False
+    return True
+
+
+def demand(entries, flavors, pools):
+    """({profile: count}, {flavor name: profile}) from ``--demand``
+    entries ({flavor or profile: count}): a GPU flavor of a MIG pool asks
+    for its pool's profile times its GPUs; any other name must be a
+    profile of the catalogue."""
+    by_name = {f.get('name'): f for f in flavors or ()}
+    wanted, of_flavor = {}, {}
+    for text, count in entries.items():
+        flavor = by_name.get(text)
+        if flavor is not None:
+            reading = specs_mod.read(flavor.get('extra_specs') or {}, pools)
+            pool = pools.get(reading['pool'] or '')
+            if pool is None or pool['mode'] != pools_mod.MIG:
+                raise CannotTell(_(
+                    'Flavor %(flavor)s asks for no MIG pool\'s profile: '
+                    'give a GPU flavor of a MIG pool or a MIG profile '
+                    '(e.g. --demand 3g.40gb=4).') % {'flavor': text})
+            name = profiles.profile_name(pool['mig_profile'])
+            count = count * (reading['gpus'] or 1)
+            of_flavor[text] = name
+        else:
+            name = profiles.profile_name(text)
+        wanted[name] = wanted.get(name, 0) + count
+    return wanted, of_flavor
+
+
+def profile_pools(pools, profile_names):
+    """{profile: [MIG pool]} of the pools that serve each profile."""
+    found = {}
+    for name in sorted(pools):
+        pool = pools[name]
+        if pool['mode'] != pools_mod.MIG or not _known_profile(
+                pool['mig_profile']):
+            continue
+        profile = profiles.profile_name(pool['mig_profile'])
+        if profile in profile_names:
+            found.setdefault(profile, []).append(pool)
+    return found
+
+
+def proposed_placement(card, proposed):
+    """{placement: VF address} of a card after the plan: a kept placement
+    stays on its VF, a new one takes the first VF left (address order);
+    raises ValueError when the card has too few VFs."""
+    proposed = profiles.normal(proposed)
+    placed = {p: vf for p, vf in card['placed'].items() if p in proposed}
+    free = [vf for vf in card['vfs'] if vf not in placed.values()]
+    for placement in proposed:
+        if placement in placed:
+            continue
+        if not free:
+            raise ValueError(_(
+                '%(card)s: the layout %(layout)s needs %(n)d VFs, the card '
+                'has %(vfs)d: enable more VFs (sriov-manage) first.')
+                % {'card': card['id'], 'layout': profiles.layout_text(
+                    proposed), 'n': len(proposed), 'vfs': len(card['vfs'])})
+        placed[placement] = free.pop(0)
+    return placed
+
+
+def proposed_config(pools, trees, cards_, rows, mig_types=None):
+    """(Config of the planned hosts after the re-cut, {host: [note]},
+    {card id: [profile no pool serves]}).
+
+    The pools as they would be (a pool whose profile the plan puts on a
+    host it does not hold yet gets the host, with a note to add it; one
+    whose profile leaves a host is dropped from it, with a note) and the
+    host's device providers as they would be (each VF with the class or
+    type trait of the pool of its new profile) go through
+    ``nova_config.build``: the same code as ``gpu config show``.
+    """
+    by_id = {c['id']: c for c in cards_}
+    hosts = sorted({c['host'] for c in cards_})
+    wanted = {name for row in rows for name, _start in row['proposed']}
+    serving = profile_pools(pools, wanted)
+    after = copy.deepcopy(pools)
+    new_trees = {h: [dict(d) for d in trees.get(h, [])] for h in hosts}
+    notes, unserved = {}, {}
+    for host in hosts:
+        host_notes = notes.setdefault(host, [])
+        index = {d['address']: d for d in new_trees[host] if d['address']}
+        profiles_here = set()
+        for row in rows:
+            card = by_id.get(row['id'])
+            if card is None or card['host'] != host:
+                continue
+            placed = proposed_placement(card, row['proposed'])
+            for vf in card['vfs']:
+                device = index.get(vf)
+                if device is not None:
+                    # the VF serves nothing until a profile is set below
+                    device['resources'] = {}
+                    device['traits'] = {
+                        t for t in device['traits']
+                        if not pools_mod.is_type_trait(t)}
+            for (name, _start), vf in sorted(placed.items()):
+                choices = serving.get(name)
+                if not choices:
+                    unserved.setdefault(card['id'], [])
+                    if name not in unserved[card['id']]:
+                        unserved[card['id']].append(name)
+                    continue
+                pool = _choose(choices, host)
+                profiles_here.add(name)
+                device = index.get(vf)
+                if device is None:
+                    device = {'uuid': card['uuids'].get(vf) or vf,
+                              'name': '%s_pci_%s' % (host, re.sub(
+                                  r'[:.]', '_', vf)),
+                              'root_name': host, 'address': vf,
+                              'resources': {}, 'traits': set()}
+                    new_trees[host].append(device)
+                    index[vf] = device
+                device['resources'] = {pool['resource_class']: 1}
+                if pool['resource_class'] == 'VGPU' and pool.get(
+                        'type_trait'):
+                    device['traits'] = set(device['traits']) | {
+                        pool['type_trait']}
+        for name in sorted(profiles_here):
+            pool = _choose(serving[name], host)
+            if host not in pool['hosts']:
+                after[pool['name']]['hosts'] = sorted(
+                    set(pool['hosts']) | {host})
+                host_notes.append(_(
+                    'Pool %(pool)s does not hold %(host)s yet: after the '
+                    're-cut run "openstack gpu pool add host %(pool)s '
+                    '%(host)s".') % {'pool': pool['name'], 'host': host})
+        for pool in mig_pools_of(pools, host):
+            profile = pool['mig_profile']
+            if _known_profile(profile) and profiles.profile_name(
+                    profile) in profiles_here:
+                continue
+            after[pool['name']]['hosts'] = [
+                h for h in after[pool['name']]['hosts'] if h != host]
+            host_notes.append(_(
+                'Pool %(pool)s (%(profile)s): no card of %(host)s serves it '
+                'after the re-cut, so nova.conf leaves it out; its flavors '
+                'no longer fit there.') % {
+                    'pool': pool['name'], 'profile': profile, 'host': host})
+        if any(p['resource_class'] == 'VGPU' for p in mig_pools_of(
+                after, host)):
+            host_notes.append(_(
+                'MIG pools without a per-type class (--resource-class) tell '
+                'their VFs apart by type traits: after the re-cut set each '
+                'VF\'s trait to its new profile\'s ("openstack resource '
+                'provider trait set"), or use per-type classes, which Nova '
+                'keeps by itself.'))
+    chosen = {n: p for n, p in after.items()
+              if set(p['hosts']) & set(hosts)}
+    config = nova_config.build(chosen, new_trees, mig_types=mig_types)
+    for target in list(config.targets) + list(config.notes):
+        if isinstance(target, tuple) and target[1] not in hosts:
+            config.targets.pop(target, None)
+            config.notes.pop(target, None)
+    return config, notes, unserved
+
+
+def _choose(choices, host):
+    """The pool serving a profile on HOST: one holding it, else the
+    first by name."""
+    holding = [p for p in choices if host in p['hosts']]
+    return (holding or choices)[0]
+
+
+def host_files(config, hosts):
+    """[(file name, text)]: the ``nova-compute-<host>.conf`` of each
+    planned host (``nova_config.ini_path``), as ``gpu config show
+    --layout ini`` writes them."""
+    return [(nova_config.ini_path(nova_config.host_target(h)),
+             nova_config.render_target(config, nova_config.host_target(h)))
+            for h in hosts]
+
+
+def flavor_figures(cards_, rows, of_flavor):
+    """{flavor: (free now, free after)}: instances of each flavor's
+    profile not in use on the planned cards, now and after the plan (what
+    ``gpu capacity list`` should then say, other limits aside)."""
+    now, after = collections.Counter(), collections.Counter()
+    by_id = {c['id']: c for c in cards_}
+    for row in rows:
+        card = by_id.get(row['id'])
+        in_use = collections.Counter(card['in_use'] if card else ())
+        for name, _start in row['current']:
+            now[name] += 1
+        for name, _start in row['proposed']:
+            after[name] += 1
+        kept = in_use if not row['recut'] else in_use & collections.Counter(
+            row['proposed'])
+        for name, _start in in_use.elements():
+            now[name] -= 1
+        for name, _start in kept.elements():
+            after[name] -= 1
+    return {flavor: (now[profile], after[profile])
+            for flavor, profile in of_flavor.items()}
+
+
+def servers_to_move(card, row):
+    """Consumers (server ids) on placements of CARD that ROW's layout
+    does not keep."""
+    if not row['recut']:
+        return []
+    keep = set(row['proposed'])
+    return sorted(s for placement, consumers in card['servers'].items()
+                  if placement not in keep for s in consumers)

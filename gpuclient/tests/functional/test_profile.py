@@ -1,0 +1,133 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""gpu profile plan --pool, proven by a re-cut: the plan's nova.conf is
+applied to the test cloud's spare MIG host recut-mig-1 (whose fake driver
+builds its VFs from it), Nova reports the new inventory to Placement,
+``gpu capacity list`` says what the plan predicted per flavor, and the
+newly served slices boot.
+
+The host is the test cloud's own (tools/cloud/hosts.py): only this test
+uses it, it is re-cut with ``tools/testcloud restart-compute`` and put
+back to its own nova.conf at cleanup; on another cloud the test skips.
+"""
+
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+from gpuclient.tests.functional import base
+from gpuclient.tests.functional import test_config
+
+TOP = test_config.TOP
+HOST = 'recut-mig-1'
+
+
+def _testcloud_hosts():
+    """tools/cloud/hosts.py (standard library only), loaded by path."""
+    path = os.path.join(TOP, 'tools', 'cloud', 'hosts.py')
+    spec = importlib.util.spec_from_file_location('_testcloud_hosts', path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class ProfilePlanTestCase(base.FunctionalTestCase):
+
+    def restart_compute(self, *args):
+        proc = subprocess.run(
+            [sys.executable, os.path.join(TOP, 'tools', 'testcloud'),
+             'restart-compute', HOST, *args], capture_output=True,
+            text=True, timeout=400)
+        self.assertEqual(0, proc.returncode, proc.stdout + proc.stderr)
+
+    def create_pool(self, *args):
+        name = self.unique_name('recut')
+        self.addCleanup(self.delete_pool, name)
+        self.openstack('gpu', 'pool', 'create', name, *args, parse=False)
+        return name
+
+    def inventory(self):
+        """{resource class: total} over the VF providers of HOST."""
+        root = self.root_provider(HOST)
+        totals = {}
+        for rp in self.openstack('resource', 'provider', 'list',
+                                 '--in-tree', root):
+            if rp['uuid'] == root:
+                continue
+            for row in self.openstack('resource', 'provider', 'inventory',
+                                      'list', rp['uuid']):
+                rc = row['resource_class']
+                totals[rc] = totals.get(rc, 0) + row['total']
+        return totals
+
+    def test_recut_as_planned(self):
+        if test_config.testcloud_etc() is None:
+            self.skipTest('not the local test cloud: the plan\'s nova.conf '
+                          'cannot be applied to a host here')
+        hosts = _testcloud_hosts()
+        classes, types = hosts.RECUT_CLASSES, hosts.RECUT_TYPES
+        # the host as tools/cloud/hosts.py cuts it (started if the
+        # running cloud predates it), and so again at cleanup
+        self.addCleanup(self.restart_compute)
+        start = {classes['1g.10gb']: 4, classes['3g.40gb']: 1}
+        services = self.openstack('compute', 'service', 'list', '--service',
+                                  'nova-compute', '--host', HOST)
+        if not services or self.inventory() != start:
+            self.restart_compute()
+        self.assertEqual(start, self.inventory())
+        self.use_spare(HOST)
+        small = self.create_pool('--mode', 'mig', '--mig-profile', '1g.10gb',
+                                 '--resource-class', classes['1g.10gb'],
+                                 '--host', HOST)
+        large = self.create_pool('--mode', 'mig', '--mig-profile', '3g.40gb',
+                                 '--resource-class', classes['3g.40gb'],
+                                 '--host', HOST)
+        small_flavor = self.make_flavor(small)
+        large_flavor = self.make_flavor(large)
+        out = tempfile.mkdtemp(prefix='gpuclient-ft-recut-')
+        rows = self.openstack(
+            'gpu', 'profile', 'plan', '--pool', large, '--pool', small,
+            '--demand', '%s=2' % large_flavor, '--model', 'A100-80GB',
+            '--mig-mdev-type', '1g.10gb=%s' % types['1g.10gb'],
+            '--mig-mdev-type', '3g.40gb=%s' % types['3g.40gb'],
+            '--output-dir', out)
+        self.assertEqual([HOST], [r['Host'] for r in rows])
+        row = rows[0]
+        self.assertEqual('0000:61:00.0', row['Card'])
+        predicted = {p: len(re.findall(re.escape(p) + '@', row[
+            'Layout Proposed'])) for p in ('1g.10gb', '3g.40gb')}
+        # the plan: two 3g.40gb slices (all the demand), no 1g.10gb left
+        self.assertEqual({'1g.10gb': 0, '3g.40gb': 2}, predicted)
+        self.assertTrue(os.path.isfile(row['Nova Conf']), row)
+        self.assertTrue(os.path.isfile(row['Script']), row)
+
+        self.restart_compute('--nova-conf', row['Nova Conf'])
+        # Placement: the inventory Nova now reports, class by class
+        self.assertEqual({classes[p]: n for p, n in predicted.items() if n},
+                         self.inventory())
+        # gpu capacity list: what the plan predicted for each flavor
+        for flavor, profile in ((large_flavor, '3g.40gb'),
+                                (small_flavor, '1g.10gb')):
+            rows = self.openstack('gpu', 'capacity', 'list', '--flavor',
+                                  flavor)
+            self.assertEqual(predicted[profile],
+                             sum(r['Fits'] for r in rows), rows)
+        # the newly cut slices boot
+        for _n in range(predicted['3g.40gb']):
+            server = self.boot(large_flavor)
+            self.assertEqual({'VCPU': 1, 'MEMORY_MB': 512, 'DISK_GB': 1,
+                              classes['3g.40gb']: 1},
+                             self.allocations(server['id']))

@@ -1,0 +1,258 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""rules.profile_cloud: the cards of a cloud and the nova.conf of a plan,
+on plain data."""
+
+import testtools
+
+from gpuclient.rules import nova_config
+from gpuclient.rules import profile_cloud as pc
+from gpuclient.rules import profiles
+
+HOST = 'gpu-a'
+VFS = ['0000:61:00.%d' % n for n in range(4, 8)] + [
+    '0000:61:01.%d' % n for n in range(3)]
+
+
+def mig_pool(name, profile, rc='VGPU', hosts=(HOST,), metadata=None):
+    return {'name': name, 'mode': 'mig', 'mig_profile': profile,
+            'resource_class': rc, 'hosts': list(hosts),
+            'type_trait': 'CUSTOM_MIG_%s' % profile.upper().replace(
+                '.', '_'),
+            'metadata': metadata or {}, 'isolate': False, 'projects': [],
+            'vgpu_type': None, 'properties': {}}
+
+
+def vf(address, rc, traits=(), host=HOST):
+    name = '%s_pci_%s' % (host, address.replace(':', '_').replace('.', '_'))
+    return {'uuid': 'u-' + address, 'name': name, 'root_name': host,
+            'address': address, 'resources': {rc: 1},
+            'traits': set(traits)}
+
+
+SMALL = mig_pool('small', '1g.10gb', 'CUSTOM_1G')
+LARGE = mig_pool('large', '3g.40gb', 'CUSTOM_3G')
+POOLS = {'small': SMALL, 'large': LARGE}
+# 4 x 1g.10gb + 1 x 3g.40gb on one card, two VFs free
+DEVICES = ([vf(a, 'CUSTOM_1G') for a in VFS[:4]]
+           + [vf(VFS[4], 'CUSTOM_3G')]
+           + [vf(a, 'VGPU') for a in VFS[5:]])
+
+
+class AddressTest(testtools.TestCase):
+    def test_card_address(self):
+        for given, card in (('0000:41:01.2', '0000:41:00.0'),
+                            ('0000:41:00.4', '0000:41:00.0'),
+                            ('0000:C1:00.0', '0000:c1:00.0'),
+                            ('nonsense', None), (None, None)):
+            self.assertEqual(card, pc.card_address(given), given)
+
+
+class ModelTest(testtools.TestCase):
+    def test_profile_names_that_one_model_has(self):
+        self.assertEqual('A30-24GB', pc.infer_model(['1g.6gb']))
+        self.assertEqual('H100-94GB', pc.infer_model(['3g.47gb']))
+        self.assertEqual('A100-40GB', pc.infer_model(['3g.20gb']))
+
+    def test_a100_and_h100_80gb_need_a_hint(self):
+        self.assertIsNone(pc.infer_model(['3g.40gb']))
+        self.assertIsNone(pc.infer_model(['3g.40gb'], ['CUSTOM_MIG_3G']))
+        self.assertEqual('H100-80GB', pc.infer_model(
+            ['3g.40gb'], ['CUSTOM_H100_80GB_3G']))
+        # a vGPU type name of the model tells it too
+        self.assertEqual('A100-80GB', pc.infer_model(
+            ['1g.10gb'], ['CUSTOM_A100D_10C']))
+        # both named: cannot tell
+        self.assertIsNone(pc.infer_model(
+            ['1g.10gb'], ['a100-80gb', 'h100-80gb']))
+
+    def test_no_model_has_them(self):
+        self.assertIsNone(pc.infer_model(['1g.6gb', '3g.40gb']))
+
+
+class AssignLayoutTest(testtools.TestCase):
+    def test_first_valid_layout_with_those_counts(self):
+        layout = pc.assign_layout('A100-80GB', {'1g.10gb': 4, '3g.40gb': 1})
+        self.assertEqual(
+            (('1g.10gb', 0), ('1g.10gb', 1), ('1g.10gb', 2), ('1g.10gb', 3),
+             ('3g.40gb', 4)), layout)
+        self.assertIsNone(profiles.check_layout('A100-80GB', layout))
+
+    def test_impossible_counts(self):
+        self.assertIsNone(pc.assign_layout('A100-80GB', {'3g.40gb': 3}))
+        self.assertEqual((), pc.assign_layout('A100-80GB', {}))
+
+
+class CardsTest(testtools.TestCase):
+    def test_layout_and_servers_from_vfs(self):
+        allocations = {'u-' + VFS[1]: {'srv-1': {'CUSTOM_1G': 1}},
+                       'u-' + VFS[4]: {'srv-2': {'CUSTOM_3G': 1}}}
+        cards, notes = pc.cards(HOST, DEVICES, [LARGE, SMALL], allocations,
+                                model='a100-80gb')
+        self.assertEqual(1, len(cards))
+        card = cards[0]
+        self.assertEqual('0000:61:00.0', card['address'])
+        self.assertEqual('A100-80GB', card['model'])
+        self.assertEqual(pc.assign_layout(
+            'A100-80GB', {'1g.10gb': 4, '3g.40gb': 1}), card['current'])
+        self.assertEqual((('1g.10gb', 1), ('3g.40gb', 4)), card['in_use'])
+        self.assertEqual({('1g.10gb', 1): ['srv-1'],
+                          ('3g.40gb', 4): ['srv-2']}, card['servers'])
+        self.assertEqual(VFS, card['vfs'])
+        # the VFs no pool serves are said
+        self.assertEqual(1, len(notes))
+        self.assertIn(VFS[5], notes[0])
+
+    def test_type_trait_pools(self):
+        small = mig_pool('small', '1g.10gb')
+        devices = [vf(a, 'VGPU', [small['type_trait']]) for a in VFS[:3]]
+        cards, _notes = pc.cards(HOST, devices, [small], model='A100-80GB')
+        self.assertEqual((('1g.10gb', 0), ('1g.10gb', 1), ('1g.10gb', 2)),
+                         cards[0]['current'])
+
+    def test_cards_by_bus(self):
+        devices = DEVICES + [vf('0000:62:00.4', 'CUSTOM_3G')]
+        cards, _notes = pc.cards(HOST, devices, [LARGE, SMALL],
+                                 model='A100-80GB')
+        self.assertEqual(['0000:61:00.0', '0000:62:00.0'],
+                         [c['address'] for c in cards])
+        self.assertEqual((('3g.40gb', 0),), cards[1]['current'])
+
+    def test_model_unknown_is_refused_with_the_option(self):
+        e = self.assertRaises(pc.CannotTell, pc.cards, HOST, DEVICES,
+                              [LARGE, SMALL])
+        self.assertIn('--model', str(e))
+
+    def test_model_told_by_the_pools_class(self):
+        small = mig_pool('small', '1g.10gb', 'CUSTOM_H100_80GB_1G')
+        devices = [vf(VFS[0], 'CUSTOM_H100_80GB_1G')]
+        cards, _notes = pc.cards(HOST, devices, [small])
+        self.assertEqual('H100-80GB', cards[0]['model'])
+
+    def test_too_many_instances_for_a_card(self):
+        devices = [vf(a, 'CUSTOM_3G') for a in VFS[:3]]
+        self.assertRaises(ValueError, pc.cards, HOST, devices, [LARGE],
+                          model='A100-80GB')
+
+
+class DemandTest(testtools.TestCase):
+    def test_flavors_and_profiles(self):
+        flavors = [{'name': 'big', 'extra_specs': {
+            'aggregate_instance_extra_specs:gpu_pool': 'large',
+            'resources:CUSTOM_3G': '1'}}]
+        wanted, of_flavor = pc.demand({'big': 3, '3G.40GB': 1, '1g.10gb': 2},
+                                      flavors, POOLS)
+        self.assertEqual({'3g.40gb': 4, '1g.10gb': 2}, wanted)
+        self.assertEqual({'big': '3g.40gb'}, of_flavor)
+
+    def test_a_flavor_of_no_mig_pool(self):
+        flavors = [{'name': 'plain', 'extra_specs': {}}]
+        self.assertRaises(pc.CannotTell, pc.demand, {'plain': 1}, flavors,
+                          POOLS)
+        self.assertRaises(profiles.UnknownName, pc.demand, {'nope': 1}, [],
+                          POOLS)
+
+
+def _plan(demand, allocations=None):
+    cards, _notes = pc.cards(HOST, DEVICES, [LARGE, SMALL], allocations,
+                             model='A100-80GB')
+    rows, _summary = profiles.plan(
+        [{k: c[k] for k in ('id', 'model', 'current', 'in_use')}
+         for c in cards], demand)
+    return cards, rows
+
+
+class ProposedTest(testtools.TestCase):
+    TYPES = {'1g.10gb': 'nvidia-1', '3g.40gb': 'nvidia-3'}
+
+    def test_recut_keeps_the_vf_of_a_kept_slice(self):
+        cards, rows = _plan({'3g.40gb': 2})
+        self.assertEqual((('3g.40gb', 0), ('3g.40gb', 4)),
+                         rows[0]['proposed'])
+        self.assertEqual({('3g.40gb', 4): VFS[4], ('3g.40gb', 0): VFS[0]},
+                         pc.proposed_placement(cards[0],
+                                               rows[0]['proposed']))
+
+    def test_nova_conf_after_the_recut(self):
+        cards, rows = _plan({'3g.40gb': 2})
+        config, notes, unserved = pc.proposed_config(
+            POOLS, {HOST: DEVICES}, cards, rows, self.TYPES)
+        target = nova_config.host_target(HOST)
+        self.assertEqual(
+            {'devices': {'enabled_mdev_types': 'nvidia-3'},
+             'mdev_nvidia-3': {
+                 'device_addresses': '%s,%s' % (VFS[0], VFS[4]),
+                 'mdev_class': 'CUSTOM_3G'}},
+            config.targets[target])
+        self.assertEqual({}, unserved)
+        # the small pool leaves the host: said
+        self.assertTrue(any('small' in n for n in notes[HOST]), notes)
+        (name, text), = pc.host_files(config, [HOST])
+        self.assertEqual('nova-compute-%s.conf' % HOST, name)
+        self.assertIn('mdev_class = CUSTOM_3G', text)
+
+    def test_two_profiles_after(self):
+        cards, rows = _plan({'3g.40gb': 1, '1g.10gb': 4})
+        self.assertFalse(rows[0]['recut'])
+        cards, rows = _plan({'2g.20gb': 3, '1g.10gb': 1})
+        config, notes, unserved = pc.proposed_config(
+            POOLS, {HOST: DEVICES}, cards, rows, self.TYPES)
+        # no pool serves 2g.20gb: said, not rendered
+        self.assertEqual({cards[0]['id']: ['2g.20gb']}, unserved)
+        keys = config.targets[nova_config.host_target(HOST)]
+        self.assertEqual('nvidia-1', keys['devices']['enabled_mdev_types'])
+
+    def test_without_the_mdev_type_it_is_said(self):
+        cards, rows = _plan({'3g.40gb': 2})
+        config, _notes, _unserved = pc.proposed_config(
+            POOLS, {HOST: DEVICES}, cards, rows)
+        target = nova_config.host_target(HOST)
+        self.assertNotIn('devices', config.targets.get(target, {}))
+        self.assertTrue(any('--mig-mdev-type' in n
+                            for n in config.notes[target]))
+
+    def test_a_pool_not_holding_the_host_yet(self):
+        large = mig_pool('large', '3g.40gb', 'CUSTOM_3G', hosts=())
+        devices = [vf(a, 'CUSTOM_1G') for a in VFS[:7]]
+        cards, _n = pc.cards(HOST, devices, [SMALL], model='A100-80GB')
+        rows, _s = profiles.plan(
+            [{k: c[k] for k in ('id', 'model', 'current', 'in_use')}
+             for c in cards], {'3g.40gb': 2})
+        config, notes, _u = pc.proposed_config(
+            {'small': SMALL, 'large': large}, {HOST: devices}, cards, rows,
+            self.TYPES)
+        self.assertTrue(any('pool add host large' in n
+                            for n in notes[HOST]), notes)
+        self.assertEqual('CUSTOM_3G', config.targets[
+            nova_config.host_target(HOST)]['mdev_nvidia-3']['mdev_class'])
+
+    def test_too_few_vfs(self):
+        card = {'id': 'c', 'vfs': ['a'], 'placed': {}}
+        self.assertRaises(ValueError, pc.proposed_placement, card,
+                          (('1g.10gb', 0), ('1g.10gb', 1)))
+
+
+class FiguresTest(testtools.TestCase):
+    def test_free_per_flavor_now_and_after(self):
+        allocations = {'u-' + VFS[4]: {'srv-2': {'CUSTOM_3G': 1}},
+                       'u-' + VFS[0]: {'srv-1': {'CUSTOM_1G': 1}}}
+        cards, rows = _plan({'3g.40gb': 2}, allocations)
+        self.assertEqual({'f3': (0, 1), 'f1': (3, 0)}, pc.flavor_figures(
+            cards, rows, {'f3': '3g.40gb', 'f1': '1g.10gb'}))
+        # the 1g.10gb server must leave; the 3g.40gb one keeps its slice
+        self.assertEqual(['srv-1'], pc.servers_to_move(cards[0], rows[0]))
+
+    def test_no_recut_moves_nobody(self):
+        allocations = {'u-' + VFS[0]: {'srv-1': {'CUSTOM_1G': 1}}}
+        cards, rows = _plan({'1g.10gb': 1}, allocations)
+        self.assertEqual([], pc.servers_to_move(cards[0], rows[0]))
