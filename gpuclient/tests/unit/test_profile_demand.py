@@ -15,6 +15,8 @@ fake Nova of test_usage, with its request count."""
 
 import random
 
+from osc_lib import exceptions
+
 from gpuclient.ops import usage_ops
 from gpuclient.rules import profile_demand
 from gpuclient.rules import usage
@@ -111,8 +113,10 @@ class TestDemandOps(tu.CommandTestCase):
 
     def test_period_is_checked_before_any_request(self):
         before = self.requests()
-        self.assertRaises(Exception, usage_ops.demand, self.cm.gpu,
-                          '2026-11-02T00:00:00', '2026-11-01T00:00:00')
+        error = self.assertRaises(
+            exceptions.CommandError, usage_ops.demand, self.cm.gpu,
+            '2026-11-02T00:00:00', '2026-11-01T00:00:00')
+        self.assertIn('--start', str(error))
         self.assertEqual(before, self.requests())
 
 
