@@ -20,11 +20,15 @@ file).
 
 import contextlib
 import ctypes
+import logging
 import os
 import sys
 
 from gpuclient.i18n import _
+from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import profiles
+
+LOG = logging.getLogger(__name__)
 
 
 def catalogue(model=None):
@@ -152,8 +156,35 @@ def _read_cloud(client, pool_names):
     return cloud, hosts
 
 
+def usage_entries(rows, flavors, pools):
+    """``--demand`` entries ({flavor or profile: count}) and notes from
+    the demand of ``usage_ops.demand`` (ROWS): a flavor of a MIG pool that
+    the cloud still has counts by its name (so the summary speaks of it),
+    one Nova no longer lists by its pool's profile times its GPUs; flavors
+    of other pools are not partitions to plan (a note says so)."""
+    existing = {f.get('name') for f in flavors or ()}
+    entries, notes = {}, []
+    for row in rows:
+        pool = pools.get(row.pool or '')
+        if pool is None or pool['mode'] != pools_mod.MIG:
+            notes.append(_(
+                'Flavor %(flavor)s (pool %(pool)s): not a MIG pool\'s '
+                'flavor, left out of the demand (%(total)d).')
+                % {'flavor': row.flavor, 'pool': row.pool or '-',
+                   'total': row.total})
+            continue
+        if not row.total:
+            continue
+        if row.flavor in existing:
+            entries[row.flavor] = entries.get(row.flavor, 0) + row.total
+        else:
+            name = profiles.profile_name(pool['mig_profile'])
+            entries[name] = entries.get(name, 0) + row.total * row.gpus
+    return entries, notes
+
+
 def plan_pools(client, pool_names, demand_counts, model=None,
-               mig_types=None, output_dir=None):
+               mig_types=None, output_dir=None, usage_period=None):
     """The plan of the cards of POOL_NAMES' hosts: (rows, summary, notes).
 
     One snapshot, the allocations of the used GPU providers of those hosts
@@ -172,11 +203,32 @@ def plan_pools(client, pool_names, demand_counts, model=None,
     from gpuclient.rules import profile_cloud
 
     cloud, hosts = _read_cloud(client, pool_names)
+    notes = []
+    if usage_period is not None:
+        from gpuclient.ops import usage_ops
+
+        (start, end), rows, more = usage_ops.demand(client, *usage_period)
+        LOG.info(_('Demand from the usage of %(start)s to %(end)s (UTC).'),
+                 {'start': start.isoformat(), 'end': end.isoformat()})
+        demand_counts, found = usage_entries(rows, cloud.flavors,
+                                             cloud.pools)
+        notes += more + found
+        for row in rows:
+            notes.append(_(
+                'Flavor %(flavor)s: %(peak)d servers at the peak, '
+                '%(refused)d boots refused ("No valid host"): demand '
+                '%(total)d.') % row._asdict())
+        if not demand_counts:
+            raise profile_cloud.CannotTell(_(
+                'No server of a MIG pool\'s flavor ran or was refused from '
+                '%(start)s to %(end)s: nothing to plan for. Give a longer '
+                'period (--start) or --demand.')
+                % {'start': start.isoformat(), 'end': end.isoformat()})
     wanted, of_flavor = profile_cloud.demand(demand_counts, cloud.flavors,
                                              cloud.pools)
     host_roots = cloud.host_roots()
     roots = {h: sorted(host_roots.get(h) or ()) for h in hosts}
-    notes = [_('%s has no compute node in Placement: its cards are not '
+    notes += [_('%s has no compute node in Placement: its cards are not '
                'planned.') % h for h in hosts if not roots[h]]
     trees = nova_config.trees_from_snapshot(
         cloud.placement, {h: r for h, r in roots.items() if r})

@@ -35,7 +35,10 @@ from gpuclient.rules import usage
 # the message of Nova's NoValidHost, as the fault of the server shows it
 NO_VALID_HOST = 'No valid host'
 
-Demand = collections.namedtuple('Demand', 'flavor peak refused total')
+# POOL: the flavor's pool (as its servers' usage names it, else its
+# gpu_pool), GPUS: the GPUs one server of it holds
+Demand = collections.namedtuple('Demand',
+                                'flavor peak refused total pool gpus')
 
 
 def refused(server):
@@ -59,9 +62,11 @@ def demand(items, servers, start, end, pools=None):
     (``usage.gpu_request``).
     """
     intervals = collections.defaultdict(list)
+    of = {}  # flavor -> (pool, gpus), the last server's that says
     for item in items:
         if item.get('flavor'):
             intervals[item['flavor']].append(item['interval'])
+            of[item['flavor']] = (item.get('pool'), item.get('gpus') or 1)
     refusals = collections.Counter()
     for server in servers:
         if not refused(server):
@@ -72,9 +77,12 @@ def demand(items, servers, start, end, pools=None):
         request = usage.gpu_request(server, pools)
         if request['gpus'] and request['flavor']:
             refusals[request['flavor']] += 1
+            of.setdefault(request['flavor'],
+                          (request['pool'], request['gpus']))
     rows = []
     for flavor in sorted(set(intervals) | set(refusals)):
         top = usage.peak(intervals.get(flavor, ()))
+        pool, gpus = of[flavor]
         rows.append(Demand(flavor, top, refusals[flavor],
-                           top + refusals[flavor]))
+                           top + refusals[flavor], pool, gpus))
     return rows

@@ -117,8 +117,19 @@ class PlanProfile(common.Lister):
               'nova.conf says so instead of [devices]. Repeatable'))
         parser.add_argument(
             '--from-usage', action='store_true',
-            help=_('Take the demand from the servers\' usage (not available '
-                   'yet: use --demand)'))
+            help=_('With --pool: take the demand from the period\'s usage '
+                   'instead of --demand: per GPU flavor of a MIG pool, the '
+                   'peak of its servers running at once plus the boots Nova '
+                   'refused with "No valid host" (unmet demand is demand '
+                   'too). Needs --start'))
+        parser.add_argument(
+            '--start', metavar='<time>',
+            help=_('With --from-usage: start of the period (UTC, ISO 8601 '
+                   'such as 2026-11-01 or 2026-11-01T08:00:00)'))
+        parser.add_argument(
+            '--end', metavar='<time>',
+            help=_('With --from-usage: end of the period (UTC, ISO 8601; '
+                   'default: now)'))
         return parser
 
     def take_action(self, parsed_args):
@@ -126,9 +137,21 @@ class PlanProfile(common.Lister):
         from gpuclient.rules import profiles
 
         if parsed_args.from_usage:
+            if not parsed_args.pools:
+                raise exceptions.CommandError(_(
+                    '--from-usage plans the cards of the cloud: give --pool '
+                    '<pool>. For cards not racked yet (--cards) give '
+                    '--demand with that model\'s profiles.'))
+            if parsed_args.demand:
+                raise exceptions.CommandError(_(
+                    'Give --demand or --from-usage, not both.'))
+            if not parsed_args.start:
+                raise exceptions.CommandError(_(
+                    '--from-usage needs the period: --start <time> [--end '
+                    '<time>], e.g. --start 2026-11-01.'))
+        elif parsed_args.start or parsed_args.end:
             raise exceptions.CommandError(_(
-                '--from-usage is not available yet: use --demand '
-                '<flavor-or-profile>=<count>.'))
+                '--start and --end go with --from-usage.'))
         if parsed_args.pools and parsed_args.cards:
             raise exceptions.CommandError(_(
                 'Give --pool (cards of the cloud) or --cards (cards not '
@@ -179,13 +202,23 @@ class PlanProfile(common.Lister):
         from gpuclient.rules import profile_cloud
         from gpuclient.rules import profiles
 
-        if not parsed_args.demand:
+        usage_period = None
+        if parsed_args.from_usage:
+            from gpuclient.rules import usage
+
+            # a bad period is refused before the cloud is read
+            usage_period = (parsed_args.start, parsed_args.end)
+            usage.period(*usage_period)
+            demand = {}
+        elif not parsed_args.demand:
             raise exceptions.CommandError(_(
                 'Give the demand: --demand <flavor-or-profile>=<count>, '
-                'e.g. --demand 3g.40gb=4.'))
-        demand = common.number_values(
-            '--demand', parsed_args.demand, _('<flavor-or-profile>=<count>'),
-            '--demand 3g.40gb=4', integer=True)
+                'e.g. --demand 3g.40gb=4, or --from-usage --start <time>.'))
+        else:
+            demand = common.number_values(
+                '--demand', parsed_args.demand,
+                _('<flavor-or-profile>=<count>'), '--demand 3g.40gb=4',
+                integer=True)
         try:
             if parsed_args.model:
                 profiles.model_name(parsed_args.model)
@@ -196,7 +229,7 @@ class PlanProfile(common.Lister):
             rows, summary, notes = profile_ops.plan_pools(
                 self.app.client_manager.gpu, parsed_args.pools, demand,
                 parsed_args.model, parsed_args.mig_mdev_types,
-                parsed_args.output_dir)
+                parsed_args.output_dir, usage_period=usage_period)
         except (profiles.UnknownName, profile_cloud.CannotTell, ValueError,
                 OSError) as e:
             raise exceptions.CommandError(str(e)) from e

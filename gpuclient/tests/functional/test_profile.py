@@ -21,6 +21,7 @@ uses it, it is re-cut with ``tools/testcloud restart-compute`` and put
 back to its own nova.conf at cleanup; on another cloud the test skips.
 """
 
+import datetime
 import importlib.util
 import os
 import re
@@ -89,6 +90,9 @@ class ProfilePlanTestCase(base.FunctionalTestCase):
             self.restart_compute()
         self.assertEqual(start, self.inventory())
         self.use_spare(HOST)
+        # the period of --from-usage below: from now (UTC), to the second
+        started = datetime.datetime.now(datetime.timezone.utc).strftime(
+            '%Y-%m-%dT%H:%M:%S')
         small = self.create_pool('--mode', 'mig', '--mig-profile', '1g.10gb',
                                  '--resource-class', classes['1g.10gb'],
                                  '--host', HOST)
@@ -131,3 +135,15 @@ class ProfilePlanTestCase(base.FunctionalTestCase):
             self.assertEqual({'VCPU': 1, 'MEMORY_MB': 512, 'DISK_GB': 1,
                               classes['3g.40gb']: 1},
                              self.allocations(server['id']))
+        # one more is refused for lack of room: unmet demand, which
+        # --from-usage counts with the peak of the servers that ran
+        refused = self.boot(large_flavor, expect_status='ERROR')
+        self.assertIn('No valid host', str(refused.get('fault')))
+        rc, _out, err = self.openstack_raw(
+            'gpu', 'profile', 'plan', '--pool', large, '--pool', small,
+            '--from-usage', '--start', started, '--model', 'A100-80GB',
+            '-f', 'json')
+        self.assertEqual(0, rc, err)
+        self.assertIn('Flavor %s: 2 servers at the peak, 1 boots refused '
+                      '("No valid host"): demand 3.' % large_flavor, err)
+        self.assertIn('3g.40gb: 2 of 3 met', err)

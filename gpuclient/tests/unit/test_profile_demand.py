@@ -55,7 +55,7 @@ class TestDemand(base.TestCase):
                             item('g1.mig', 100, 200),  # ends meet: no overlap
                             item('g1.ws', 10, 20)])
         self.assertEqual([('g1.mig', 2, 0, 2), ('g1.ws', 1, 0, 1)],
-                         [tuple(r) for r in rows])
+                         [tuple(r)[:4] for r in rows])
 
     def test_refused_boots_in_the_period_are_demand_too(self):
         servers = [
@@ -70,11 +70,11 @@ class TestDemand(base.TestCase):
                     tu.at(8)),
         ]
         rows = self.demand([item('g1.mig', 0, 100)], servers)
-        self.assertEqual([('g1.mig', 1, 2, 3)], [tuple(r) for r in rows])
+        self.assertEqual([('g1.mig', 1, 2, 3)], [tuple(r)[:4] for r in rows])
 
     def test_only_refusals(self):
         rows = self.demand([], [refused('r1', self.mig, tu.at(5))])
-        self.assertEqual([('g1.mig', 0, 1, 1)], [tuple(r) for r in rows])
+        self.assertEqual([('g1.mig', 0, 1, 1)], [tuple(r)[:4] for r in rows])
 
     def test_peak_against_brute_force(self):
         rng = random.Random(27)
@@ -106,7 +106,8 @@ class TestDemandOps(tu.CommandTestCase):
         period, rows, notes = usage_ops.demand(
             self.cm.gpu, '2026-11-01T00:00:00', '2026-11-01T10:00:00')
         self.assertEqual((tu.at(0), tu.at(600)), period)
-        self.assertEqual([('g1.mig', 2, 1, 3)], [tuple(r) for r in rows])
+        self.assertEqual([('g1.mig', 2, 1, 3, 'slices', 1)],
+                         [tuple(r) for r in rows])
         self.assertEqual([], notes)
         # aggregates, the usage, the servers changed since the start
         self.assertEqual(3, self.requests() - before)
@@ -129,3 +130,23 @@ class TestRefused(base.TestCase):
         self.assertFalse(profile_demand.refused({'status': 'ERROR'}))
         self.assertEqual(usage.nova_time('2026-11-01T00:00:30Z'),
                          tu.at(0.5))
+
+
+class TestUsageEntries(base.TestCase):
+    def test_flavors_by_name_profiles_when_gone_others_noted(self):
+        from gpuclient.ops import profile_ops
+
+        pools = {p['name']: p for p in (tu.pool_of(tu.MIG_SPEC),
+                                        tu.pool_of(tu.VGPU_SPEC))}
+        rows = [profile_demand.Demand('g1.mig', 2, 1, 3, 'slices', 1),
+                profile_demand.Demand('old.mig', 1, 0, 1, 'slices', 2),
+                profile_demand.Demand('gone.mig', 0, 2, 2, 'slices', 1),
+                profile_demand.Demand('g1.ws', 4, 0, 4, 'ws', 1),
+                profile_demand.Demand('nopool', 1, 0, 1, None, 1)]
+        entries, notes = profile_ops.usage_entries(
+            rows, [{'name': 'g1.mig'}], pools)
+        # old.mig and gone.mig are no longer flavors: 1 x 2 + 2 x 1
+        self.assertEqual({'g1.mig': 3, '1g.10gb': 4}, entries)
+        self.assertEqual(2, len(notes))
+        self.assertIn('g1.ws (pool ws): not a MIG pool', notes[0])
+        self.assertIn('nopool (pool -)', notes[1])

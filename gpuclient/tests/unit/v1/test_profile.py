@@ -119,11 +119,23 @@ class TestPlanProfile(ProfileTestCase):
                               profile.PlanProfile, args)
         self.assertIn('exists already', str(e))
 
-    def test_not_available_yet(self):
-        e = self.assertRaises(exceptions.CommandError, self.run_cmd,
-                              profile.PlanProfile,
-                              ['--cards', 'A100-80GB=1', '--from-usage'])
-        self.assertIn('use --demand', str(e))
+    def test_from_usage_refusals_before_any_request(self):
+        # the client manager is None: a request would fail otherwise
+        for args, text in (
+                (['--cards', 'A100-80GB=1', '--from-usage'],
+                 'give --pool'),
+                (['--pool', 'p', '--from-usage', '--demand', '3g.40gb=1',
+                  '--start', '2026-11-01'], 'not both'),
+                (['--pool', 'p', '--from-usage'], '--start <time>'),
+                (['--pool', 'p', '--demand', '3g.40gb=1', '--start',
+                  '2026-11-01'], 'go with --from-usage'),
+                (['--pool', 'p', '--from-usage', '--start', 'yesterday'],
+                 '--start'),
+                (['--pool', 'p', '--from-usage', '--start', '2026-11-02',
+                  '--end', '2026-11-01'], 'before')):
+            e = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                                  profile.PlanProfile, args)
+            self.assertIn(text, str(e), args)
 
     def test_pool_refusals_before_any_request(self):
         for args, text in (
