@@ -193,7 +193,8 @@ def plan_pools(client, pool_names, demand_counts, model=None,
     ``rules.profiles.plan``, the nova.conf after it
     ``rules.profile_cloud.proposed_config`` (``nova_config.build``). Each
     row: the plan's fields plus ``host``, ``address``, ``servers``
-    (the servers that must leave the card first: [(id, name)]), ``script``
+    (the servers that must leave the card first: [(id, name, how)], how
+    as ``gpu host drain --allow-downtime --dry-run`` would move it), ``script``
     and ``nova_conf`` (paths written, with OUTPUT_DIR) and ``unserved``
     (proposed profiles no pool serves). The summary has ``flavors``:
     {flavor: (free now, free after)}.
@@ -257,16 +258,25 @@ def plan_pools(client, pool_names, demand_counts, model=None,
         cloud.pools, trees, found, rows, mig_types)
     for host in hosts:
         notes += host_notes.get(host, [])
-    names = {}
-    if any(c['servers'] for c in found):
-        names = {s['id']: s.get('name') for s in
-                 client.compute.servers_detail(all_projects=True)}
     by_id = {c['id']: c for c in found}
+    moving = {c['host'] for row in rows for c in [by_id[row['id']]]
+              if profile_cloud.servers_to_move(c, row)}
+    # how each would leave: the drain plan of those hosts (one more
+    # snapshot and server list, whatever the number of servers)
+    drain_rows = {}
+    if moving:
+        from gpuclient.ops import maintenance_ops
+
+        drained, _summary = maintenance_ops.drain_plan(
+            client, sorted(moving), allow_downtime=True)
+        drain_rows = {r['server']: r for r in drained}
     for row in rows:
         card = by_id[row['id']]
         row['host'], row['address'] = card['host'], card['address']
-        row['servers'] = [(s, names.get(s)) for s in
-                          profile_cloud.servers_to_move(card, row)]
+        row['servers'] = [
+            (s, (drain_rows.get(s) or {}).get('name'),
+             profile_cloud.move_text(drain_rows.get(s)))
+            for s in profile_cloud.servers_to_move(card, row)]
         row['unserved'] = unserved.get(row['id'], [])
         for name in row['unserved']:
             notes.append(_(
@@ -277,9 +287,10 @@ def plan_pools(client, pool_names, demand_counts, model=None,
                 % {'card': row['id'], 'profile': name})
     if any(r['servers'] for r in rows):
         notes.append(_(
-            'Servers must leave the re-cut cards first: "openstack gpu host '
-            'drain <host> --dry-run" says how each would move (a server of '
-            'a card that keeps its slice stays).'))
+            'Servers must leave the re-cut cards first (a server of a card '
+            'that keeps its slice stays): each is shown with the way "gpu '
+            'host drain <host> --allow-downtime --dry-run" would move it '
+            '(live migration only with --host-fact; see "gpu host drain").'))
     summary['flavors'] = profile_cloud.flavor_figures(found, rows,
                                                       of_flavor)
     written, conf_paths = {}, {}

@@ -50,6 +50,7 @@ import copy
 import re
 
 from gpuclient.i18n import _
+from gpuclient.rules import maintenance
 from gpuclient.rules import nova_config
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import profiles
@@ -465,3 +466,23 @@ def servers_to_move(card, row):
     keep = set(row['proposed'])
     return sorted(s for placement, consumers in card['servers'].items()
                   if placement not in keep for s in consumers)
+
+
+def move_text(row):
+    """How a server of a re-cut card would leave it, from its row of
+    ``gpu host drain --dry-run`` (``rules.maintenance.plan``, with
+    downtime allowed): 'cold to gpu-mig-2 (downtime: stop-start)',
+    'shelve (downtime: until unshelved)' or 'stays: <reason>'; None
+    without a row."""
+    if not row:
+        return None
+    if row.get('destination'):
+        return _('%(method)s to %(destination)s (downtime: %(downtime)s)') % {
+            'method': row['method'], 'destination': row['destination'],
+            'downtime': row['downtime']}
+    if row.get('method') != maintenance.STAYS:
+        # shelve: it leaves for no host (the drain plan says why)
+        return _('%(method)s (downtime: %(downtime)s)') % {
+            'method': row['method'], 'downtime': row['downtime']}
+    return _('%(method)s: %(reason)s') % {
+        'method': row['method'], 'reason': row.get('reason') or '-'}

@@ -247,12 +247,17 @@ class PlanProfile(common.Lister):
                     profiles.layout_text(row['proposed']),
                     format_columns.DictColumn(row['serves']),
                     format_columns.ListColumn(
-                        ['%s (%s)' % (s, n) if n else s
-                         for s, n in row['servers']]))
+                        [_server_text(*server) for server in row['servers']]))
             if parsed_args.output_dir:
                 item += (row['script'], row['nova_conf'])
             data.append(item)
         return columns, data
+
+
+def _server_text(server, name, how):
+    """'<id> (<name>): <how it would leave the card>'."""
+    text = '%s (%s)' % (server, name) if name else server
+    return '%s: %s' % (text, how) if how else text
 
 
 def _log_summary(summary):

@@ -101,6 +101,9 @@ class ProfilePlanTestCase(base.FunctionalTestCase):
                                  '--host', HOST)
         small_flavor = self.make_flavor(small)
         large_flavor = self.make_flavor(large)
+        # a server on a 1g.10gb slice: the re-cut takes its slice, so it
+        # must leave the card first, and the plan says how
+        tenant = self.boot(small_flavor)
         out = tempfile.mkdtemp(prefix='gpuclient-ft-recut-')
         rows = self.openstack(
             'gpu', 'profile', 'plan', '--pool', large, '--pool', small,
@@ -117,6 +120,12 @@ class ProfilePlanTestCase(base.FunctionalTestCase):
         self.assertEqual({'1g.10gb': 0, '3g.40gb': 2}, predicted)
         self.assertTrue(os.path.isfile(row['Nova Conf']), row)
         self.assertTrue(os.path.isfile(row['Script']), row)
+        # no other host serves 1g.10gb: the drain plan shelves it
+        self.assertEqual(['%s (%s): shelve (downtime: until unshelved)'
+                          % (tenant['id'], tenant['name'])],
+                         row['Servers To Move'])
+        self.openstack('server', 'delete', '--wait', tenant['id'],
+                       parse=False)
 
         self.restart_compute('--nova-conf', row['Nova Conf'])
         # Placement: the inventory Nova now reports, class by class

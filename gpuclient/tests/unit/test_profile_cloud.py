@@ -256,3 +256,25 @@ class FiguresTest(testtools.TestCase):
         allocations = {'u-' + VFS[0]: {'srv-1': {'CUSTOM_1G': 1}}}
         cards, rows = _plan({'1g.10gb': 1}, allocations)
         self.assertEqual([], pc.servers_to_move(cards[0], rows[0]))
+
+
+class TestMoveText(testtools.TestCase):
+    def test_each_way_out(self):
+        self.assertIsNone(pc.move_text(None))
+        self.assertEqual(
+            'cold to gpu-mig-2 (downtime: stop-start)',
+            pc.move_text({
+                'method': 'cold', 'destination': 'gpu-mig-2',
+                'downtime': 'stop-start', 'reason': None}))
+        self.assertEqual(
+            'shelve (downtime: until unshelved)',
+            pc.move_text({
+                'method': 'shelve', 'destination': None,
+                'downtime': 'until unshelved',
+                'reason': 'no other host may take it (...)'}))
+        self.assertEqual(
+            'stays: a bare-metal server moves with its node',
+            pc.move_text({
+                'method': 'stays', 'destination': None,
+                'downtime': 'with the host',
+                'reason': 'a bare-metal server moves with its node'}))
