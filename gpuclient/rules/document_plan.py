@@ -74,11 +74,14 @@ class World:
     pools use; FLAVORS: Nova flavors with extra specs; ACCESS: {flavor
     id: [project ids]} of private ones; IMAGES: Glance images; REGISTERED
     ({resource name: {'id', 'limit'}}) and LIMITS (project limits) of
-    Keystone.
+    Keystone; SERVERS: every project's servers (compute API 2.47: host
+    and embedded flavor), read when the plan may take a host out of a
+    pool (None: not read).
     """
 
     def __init__(self, aggregates, roots, placement, existing_traits,
-                 flavors, access, images, registered, limits):
+                 flavors, access, images, registered, limits,
+                 servers=None):
         self.aggregates = {}
         for agg in aggregates:
             agg = pools_mod.aggregate_dict(agg)
@@ -92,6 +95,7 @@ class World:
         self.images = [dict(i) for i in images or ()]
         self.registered = {k: dict(v) for k, v in (registered or {}).items()}
         self.limits = [dict(i) for i in limits or ()]
+        self.servers = servers  # read only: the plan moves no server
 
     # -- questions ------------------------------------------------------------
 
@@ -107,7 +111,7 @@ class World:
             snapshot=self.placement, existing_traits=self.existing_traits,
             flavors=copy.deepcopy(self.flavors),
             access=copy.deepcopy(self.access),
-            images=copy.deepcopy(self.images))
+            images=copy.deepcopy(self.images), servers=self.servers)
 
     def flavor(self, name):
         """The one flavor named NAME (by name among names), or None."""
@@ -259,6 +263,16 @@ class World:
                        != (project, name)]
 
 
+def _stranded_escape(pool, hosts):
+    """What a refusal of ``pool_plan.check_servers`` offers in an apply
+    (which has no --allow-servers: a document cannot say "and strand
+    them"): the single command, by hand, before the apply."""
+    return _('if they are to stay where they are, take the host out by '
+             'hand first ("openstack gpu pool remove host --allow-servers '
+             '%(pool)s %(hosts)s") and apply again') % {
+                 'pool': pool, 'hosts': ' '.join(hosts)}
+
+
 class _Builder:
     """One plan, grown from the single planners' plans over a World."""
 
@@ -348,8 +362,9 @@ class _Builder:
             self.take(pool_plan.add_hosts(self.world.observed(), name,
                                           added))
         if removed:
-            self.take(pool_plan.remove_hosts(self.world.observed(), name,
-                                             removed))
+            self.take(pool_plan.remove_hosts(
+                self.world.observed(), name, removed,
+                escape=_stranded_escape(name, removed)))
         properties = {k: v for k, v in new['properties'].items()
                       if old['properties'].get(k) != v}
         gone = [k for k in old['properties'] if k not in new['properties']]
@@ -368,8 +383,9 @@ class _Builder:
                                          new['zone']))
 
     def delete_pool(self, old):
-        self.take(pool_plan.delete(self.world.observed(), old['name'],
-                                   force=True))
+        self.take(pool_plan.delete(
+            self.world.observed(), old['name'], force=True,
+            escape=_stranded_escape(old['name'], old['hosts'])))
 
     # -- flavors --------------------------------------------------------------
 
@@ -484,18 +500,21 @@ class _Builder:
 
 
 def plan(world, current, wanted, prune=False, recreate_flavors=False,
-         title=None):
+         title=None, keep=()):
     """The plan from CURRENT (``document.from_cloud``) to WANTED (checked
     and resolved: ``document.substitute``) over WORLD (what was read),
     which it leaves as the cloud will be after the plan.
 
     A flavor whose sizes (or public/private) change is deleted and
     created again only with RECREATE_FLAVORS; PRUNE removes what
-    gpuclient owns and WANTED does not name. Raises ``Refused`` with
-    every refusal, before any step is applied.
+    gpuclient owns and WANTED does not name, but for KEEP (``document.diff``).
+    Raises ``Refused`` with every refusal, before any step is applied.
+    A host the plan takes out of a pool (its removal, or its pool's) while
+    it runs servers whose flavor steers to that pool only is refused, as
+    ``gpu pool remove host`` refuses it (WORLD's servers).
     """
     builder = _Builder(world, wanted, title or _('Applying the document'))
-    rows = document.diff(current, wanted, prune)
+    rows = document.diff(current, wanted, prune, keep)
     have = {kind: {document.key_of(kind, i): i
                    for i in current.get(plural) or ()}
             for plural, kind in document.KINDS}
