@@ -362,15 +362,23 @@ def set_pool(client, name, isolate=None, projects_add=(), properties=None,
     return _check_projects(_read_back(client, name), add, ()), plan
 
 
-def delete(client, name, force=False, dry_run=False, on_step=None):
+def delete(client, name, force=False, dry_run=False, on_step=None,
+           allow_servers=False):
+    """Delete pool NAME; with FORCE, its hosts are taken out first,
+    refused while one runs servers whose flavor steers to this pool only,
+    unless ALLOW_SERVERS (every project's servers read once:
+    ``pool_plan.check_servers``)."""
     view = View(client)
     if name not in view.pools and view.aggregate(name) is not None:
         obs = view.observed(traits={pools.pool_trait(name)})
     else:
         pool = view.pool(name)
         obs = view.observed(pool['hosts'], pool['resource_class'],
-                            {pool['pool_trait']}, flavors=True, images=True)
-    plan = pool_plan.delete(obs, name, force=force)
+                            {pool['pool_trait']}, flavors=True, images=True,
+                            servers=(force and bool(pool['hosts'])
+                                     and not allow_servers))
+    plan = pool_plan.delete(obs, name, force=force,
+                            allow_servers=allow_servers)
     _finish(client, plan, dry_run, on_step)
     return plan
 

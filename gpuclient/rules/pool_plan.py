@@ -842,10 +842,11 @@ def steering_steps(obs, pool, changes, update_dependents=False):
     return bridge, [s for s in steps if s is not None], notes
 
 
-def delete(obs, name, force=False, escape=None):
+def delete(obs, name, force=False, escape=None, allow_servers=False):
     """Plan ``pool delete``. With the servers read (``obs.servers``),
     refused while a member host runs servers whose flavor steers to this
-    pool only (``check_servers``, ESCAPE the way out it offers)."""
+    pool only (``check_servers``, ESCAPE the way out it offers), unless
+    ALLOW_SERVERS."""
     leftover = obs.aggregates.get(name)
     if (name not in obs.pools and leftover is not None
             and not leftover['metadata'] and not leftover['hosts']):
@@ -895,7 +896,8 @@ def delete(obs, name, force=False, escape=None):
             _('Pool %(pool)s still has hosts (%(hosts)s): remove them with '
               '"openstack gpu pool remove host", or use --force.'),
             pool=name, hosts=', '.join(pool['hosts']))
-    check_servers(obs, pool, pool['hosts'], escape)
+    if not allow_servers:
+        check_servers(obs, pool, pool['hosts'], escape)
     result = plan_mod.Plan(_('Deleting pool %s') % name,
                            rerun='"openstack gpu pool delete --force %s"'
                            % name, rerun_fixed=True)

@@ -451,7 +451,14 @@ class DeletePool(command.Command):
         parser.add_argument(
             '--force', action='store_true',
             help=_('Remove the pool\'s hosts (and the traits it put on '
-                   'them) first'))
+                   'them) first; refused while a host runs servers whose '
+                   'flavor steers to this pool only'))
+        parser.add_argument(
+            '--allow-servers', action='store_true', default=False,
+            help=_('With --force, remove the hosts even while they run '
+                   'servers whose flavor steers to this pool only: the '
+                   'servers keep running, on a host their flavor no longer '
+                   'matches (default: refuse, naming them)'))
         common.add_dry_run_arg(parser)
         return parser
 
@@ -462,8 +469,10 @@ class DeletePool(command.Command):
         failures = 0
         for name in parsed_args.pool:
             try:
-                plan = pool_ops.delete(client, name, force=parsed_args.force,
-                                       dry_run=parsed_args.dry_run)
+                plan = pool_ops.delete(
+                    client, name, force=parsed_args.force,
+                    dry_run=parsed_args.dry_run,
+                    allow_servers=parsed_args.allow_servers)
             except exceptions.CommandError as exc:
                 failures += 1
                 LOG.error(_('Failed to delete pool %(name)s: %(error)s'),

@@ -455,6 +455,28 @@ class TestHosts(PoolOpsTestCase):
         self.assertNotIn('/servers/detail',
                          [g[0] for g in self.compute.gets[reads:]])
 
+    def test_delete_force_with_servers_of_the_pool_refused(self):
+        pool_ops.create(self.client, self.spec('ws', 'vgpu'),
+                        ['gpu-vgpu-1'])
+        # the flavor is gone (else the pool has a dependent); its servers
+        # keep their embedded copy, which steers to the pool
+        self.cloud.servers.append({
+            'id': 'srv-1', 'name': 'vm', 'OS-EXT-SRV-ATTR:host': 'gpu-vgpu-1',
+            'flavor': {'original_name': 'old', 'extra_specs': {
+                'aggregate_instance_extra_specs:gpu_pool': 'ws',
+                'resources:VGPU': '1',
+                'trait:CUSTOM_NVIDIA_35': 'required'}}})
+        calls = len(self.compute.calls)
+        exc = self.assertRaises(exceptions.CommandError, pool_ops.delete,
+                                self.client, 'ws', force=True)
+        self.assertIn('gpu-vgpu-1 runs 1 server(s) of flavor old (srv-1)',
+                      str(exc))
+        self.assertIn('--allow-servers', str(exc))
+        self.assertEqual(calls, len(self.compute.calls))
+        self.assertEqual(['ws'], [a.name for a in self.cloud.aggregates])
+        pool_ops.delete(self.client, 'ws', force=True, allow_servers=True)
+        self.assertEqual([], self.cloud.aggregates)
+
     def test_remove_a_stranger(self):
         pool_ops.create(self.client, self.spec(), [])
         exc = self.assertRaises(exceptions.CommandError,

@@ -152,6 +152,9 @@ class TestParsers(base.CommandTestCase):
         cmd = pool_cmd.AddHostPool(self.make_app(None), None)
         self.assertRaises(base.ParserError, self.check_parser, cmd,
                           ['p', 'h', '--allow-servers'])
+        cmd = pool_cmd.DeletePool(self.make_app(None), None)
+        self.check_parser(cmd, ['p', '--force', '--allow-servers'],
+                          [('force', True), ('allow_servers', True)])
 
     def test_hosts_required(self):
         for cls in (pool_cmd.AddHostPool, pool_cmd.RemoveHostPool):
