@@ -10,10 +10,12 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""``gpu export`` and ``gpu diff`` against the real cloud: the export of
-a pool gpuclient built is in sync with the cloud, a hand edit made with
-plain ``openstack aggregate set`` is drift (exit 2) that names the pool,
-and a broken document is refused (exit 1) with its line and field."""
+"""``gpu export``, ``gpu diff`` and ``gpu apply`` against the real cloud:
+the export of a pool gpuclient built is in sync with the cloud, a hand
+edit made with plain ``openstack aggregate set`` is drift (exit 2) that
+names the pool, a broken document is refused (exit 1) with its line and
+field; apply builds and converges, and ``--prune --pool`` removes that
+pool and nothing else (the only real prune a shared cloud allows)."""
 
 import os
 
