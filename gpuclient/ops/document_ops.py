@@ -28,6 +28,7 @@ import tempfile
 
 from osc_lib import exceptions
 
+from gpuclient.cloud import versions
 from gpuclient.i18n import _
 from gpuclient.ops import flavor_ops
 from gpuclient.ops import journal
@@ -46,27 +47,39 @@ LOG = logging.getLogger(__name__)
 class Seen:
     """One read of the GPU layer: the canonical document of the cloud
     (``doc``), the snapshot's Cloud (``cloud``), the access lists of the
-    private GPU flavors (``access``: {flavor id: [project ids]}) and
-    Keystone's limits (``registered``, ``limits``)."""
+    private GPU flavors (``access``: {flavor id: [project ids]}),
+    Keystone's limits (``registered``, ``limits``) and, for ``--pool``,
+    the ``document.Scope`` (``scope``; None: the whole GPU layer)."""
 
-    def __init__(self, doc, cloud, access, registered, limits):
+    def __init__(self, doc, cloud, access, registered, limits, scope=None):
         self.doc = doc
         self.cloud = cloud
         self.access = access
         self.registered = registered
         self.limits = limits
+        self.scope = scope
 
 
-def observe(client, pool_names=None, with_images=True, placement_classes=None):
+def observe(client, pool_names=None, with_images=True, placement_classes=None,
+            wanted=None):
     """A ``Seen`` of the cloud (see ``read``); with PLACEMENT_CLASSES
     (GPU classes besides those of the pools) the snapshot holds Placement
-    too, with the providers' traits (what ``gpu apply`` plans from)."""
+    too, with the providers' traits (what ``gpu apply`` plans from).
+
+    With WANTED (a checked document: ``gpu diff`` and ``gpu apply``),
+    POOL_NAMES is a scope (``document.scope``): a pool of the document
+    need not be in the cloud yet, and the quotas read are those of the
+    scope's classes."""
     aggregates = client.compute.aggregates()
     found, _problems = pools_mod.scan(
         [pools_mod.aggregate_dict(a) for a in aggregates])
-    for name in pool_names or ():
-        if name not in found:
-            raise pools_mod.unknown_pool(name, found)
+    scope = None
+    if pool_names and wanted is not None:
+        scope = document.scope(pool_names, found, wanted)
+    else:
+        for name in pool_names or ():
+            if name not in found:
+                raise pools_mod.unknown_pool(name, found)
     cloud = snapshot.read(client, placement_classes or (), with_flavors=True,
                           with_placement=placement_classes is not None,
                           with_images=with_images, aggregates=aggregates)
@@ -83,10 +96,11 @@ def observe(client, pool_names=None, with_images=True, placement_classes=None):
     limits = client.limits.limits()
     doc, notes = document.from_cloud(
         cloud.pools, cloud.flavors, access, cloud.images, registered, limits,
-        selected=list(pool_names) if pool_names else None)
+        selected=list(pool_names) if pool_names else None,
+        classes=scope.classes if scope is not None else None)
     for note in notes:
         LOG.warning(note)
-    return Seen(doc, cloud, access, registered, limits)
+    return Seen(doc, cloud, access, registered, limits, scope)
 
 
 def read(client, pool_names=None, with_images=True):
@@ -170,7 +184,7 @@ def _find_image(images, value):
     return named[0]
 
 
-def resolve(client, doc, lines, current, cloud):
+def resolve(client, doc, lines, current, cloud, scope=None):
     """DOC (checked) with its references resolved against the cloud
     (``document.substitute``): projects to IDs (one Keystone lookup per
     distinct name), hosts to compute hosts (``Cloud.resolve_hosts``; a
@@ -204,17 +218,38 @@ def resolve(client, doc, lines, current, cloud):
                                         str(exc).rstrip('.')))
     if problems:
         raise document.DocumentError(problems)
-    return document.substitute(doc, resolved)
+    result = document.substitute(doc, resolved)
+    return scope.narrow(result) if scope is not None else result
 
 
-def diff(client, path, prune=False):
+def _left_out(doc, scope):
+    """Say what of the document (checked) a --pool scope leaves out."""
+    if scope is None:
+        return
+    left = [document.label(kind, document.key_of(kind, item))
+            for plural, kind in document.KINDS
+            for item in doc[plural] if not scope.holds(kind, item)]
+    if left:
+        LOG.warning(_('Left out by --pool %(pools)s: %(left)s.'),
+                    {'pools': ', '.join(sorted(scope.names)),
+                     'left': ', '.join(left)})
+
+
+def diff(client, path, prune=False, pool_names=None):
     """``gpu diff``: the rows from the cloud to the document at PATH
     (``document.diff``); the document is checked before the cloud is
-    read."""
+    read. POOL_NAMES: the scope (``document.Scope``): only those pools,
+    their flavors and the quotas of their classes are compared (and
+    pruned: never what is outside the scope)."""
     wanted, lines = load(path)
-    current, cloud = read(client)
+    # images belong to no pool: a scope compares none
+    seen = observe(client, pool_names, with_images=not pool_names,
+                   wanted=wanted)
+    _left_out(wanted, seen.scope)
+    keep = seen.scope.keep(seen.doc) if seen.scope is not None else ()
     return document.diff(
-        current, resolve(client, wanted, lines, current, cloud), prune)
+        seen.doc, resolve(client, wanted, lines, seen.doc, seen.cloud,
+                          seen.scope), prune, keep)
 
 
 def _check_zones(client, current, wanted):
@@ -249,7 +284,7 @@ def _pool_traits(*docs):
 
 
 def apply(client, path, dry_run=False, prune=False, recreate_flavors=False,
-          on_step=None, settings=None):
+          on_step=None, settings=None, pool_names=None):
     """``gpu apply``: make the cloud what the document at PATH says, in
     one plan (``document_plan.plan``) applied by the journal, all or
     nothing. Returns the plan (for a dry run, not applied).
@@ -263,28 +298,45 @@ def apply(client, path, dry_run=False, prune=False, recreate_flavors=False,
     scheduler settings SETTINGS, default: Nova's documented defaults), or
     when ``gpu check`` would find an error in the cloud after the apply
     that it does not find now (``document_plan.check_problems``).
+
+    POOL_NAMES: the scope (``document.Scope``): the plan covers those
+    pools, their flavors and the quotas of their classes, and PRUNE
+    removes only what gpuclient owns in that scope.
+
+    Every project's servers are read (once, paged) when the plan may take
+    a host out of a pool: a host that runs servers whose flavor steers to
+    that pool only is refused (``pool_plan.check_servers``).
     """
     wanted, lines = load(path)
-    classes = sorted({p['resource_class'] for p in wanted['pools']})
-    seen = observe(client, placement_classes=classes)
+    classes = sorted({p['resource_class'] for p in wanted['pools']
+                      if not pool_names or p['name'] in pool_names})
+    seen = observe(client, pool_names, placement_classes=classes,
+                   wanted=wanted)
     cloud = seen.cloud
+    _left_out(wanted, seen.scope)
     # in the document's order (``resolve`` sorts), so lines are right
     unknown = document_plan.class_problems(
-        wanted, lines, document_plan.offered_classes(cloud.placement))
+        wanted, lines, document_plan.offered_classes(cloud.placement),
+        seen.scope)
     if unknown:
         raise document.DocumentError(unknown)
-    wanted = resolve(client, wanted, lines, seen.doc, cloud)
+    wanted = resolve(client, wanted, lines, seen.doc, cloud, seen.scope)
     _check_zones(client, seen.doc, wanted)
+    servers = None
+    if document.leaving_hosts(seen.doc, wanted, prune):
+        client.compute.require(versions.COMPUTE_EMBEDDED_FLAVOR_VERSION)
+        servers = client.compute.servers_detail(all_projects=True)
     world = document_plan.World(
         cloud.aggregates, host_names.host_roots(cloud.hypervisors),
         cloud.placement,
         client.placement.existing_traits(_pool_traits(seen.doc, wanted)),
         cloud.flavors, seen.access, cloud.images, seen.registered,
-        seen.limits)
+        seen.limits, servers=servers)
     plan = document_plan.plan(
         world, seen.doc, wanted, prune=prune,
         recreate_flavors=recreate_flavors,
-        title=_('Applying %s') % os.path.basename(path))
+        title=_('Applying %s') % os.path.basename(path),
+        keep=seen.scope.keep(seen.doc) if seen.scope is not None else ())
     after = snapshot.Cloud(list(world.aggregates.values()),
                            cloud.hypervisors, cloud.services,
                            world.placement, flavors=world.flavors)

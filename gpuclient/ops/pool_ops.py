@@ -25,6 +25,7 @@ import logging
 
 from osc_lib import exceptions
 
+from gpuclient.cloud import versions
 from gpuclient.i18n import _
 from gpuclient.ops import host_ops
 from gpuclient.ops import journal
@@ -125,9 +126,16 @@ class View:
             with_traits=True)
 
     def observed(self, hosts=(), resource_class=None, traits=(),
-                 flavors=False, images=False, access_for=None):
-        """A pool_plan.Observed of the given hosts (and dependents)."""
+                 flavors=False, images=False, access_for=None,
+                 servers=False):
+        """A pool_plan.Observed of the given hosts (and dependents; with
+        SERVERS, every project's servers with their embedded flavors)."""
         hosts = list(hosts)
+        server_list = None
+        if servers:
+            client = self.client
+            client.compute.require(versions.COMPUTE_EMBEDDED_FLAVOR_VERSION)
+            server_list = client.compute.servers_detail(all_projects=True)
         snapshot = (self.snapshot(hosts, resource_class)
                     if hosts and resource_class else None)
         existing = (self.client.placement.existing_traits(set(traits))
@@ -146,7 +154,8 @@ class View:
             [pools.aggregate_dict(a) for a in self.aggregates],
             roots={h: self.roots(h) for h in hosts}, snapshot=snapshot,
             existing_traits=existing, flavors=flavor_list, access=access,
-            images=self.client.image.images() if images else None)
+            images=self.client.image.images() if images else None,
+            servers=server_list)
 
 
 def _traits_of(pool):
@@ -199,12 +208,18 @@ def add_hosts(client, name, hosts, dry_run=False, on_step=None):
     return (None if dry_run else _read_back(client, name)), plan
 
 
-def remove_hosts(client, name, hosts, dry_run=False, on_step=None):
+def remove_hosts(client, name, hosts, dry_run=False, on_step=None,
+                 allow_servers=False):
+    """Take HOSTS out of pool NAME; refused while a host runs servers
+    whose flavor steers to this pool only, unless ALLOW_SERVERS (every
+    project's servers read once, paged: ``pool_plan.check_servers``)."""
     view = View(client)
     pool = view.pool(name)
     hosts = view.resolve_hosts(hosts, members=pool['hosts'])
-    obs = view.observed(hosts, pool['resource_class'])
-    plan = pool_plan.remove_hosts(obs, name, hosts)
+    obs = view.observed(hosts, pool['resource_class'],
+                        servers=not allow_servers)
+    plan = pool_plan.remove_hosts(obs, name, hosts,
+                                  allow_servers=allow_servers)
     _finish(client, plan, dry_run, on_step)
     return (None if dry_run else _read_back(client, name)), plan
 
@@ -347,15 +362,23 @@ def set_pool(client, name, isolate=None, projects_add=(), properties=None,
     return _check_projects(_read_back(client, name), add, ()), plan
 
 
-def delete(client, name, force=False, dry_run=False, on_step=None):
+def delete(client, name, force=False, dry_run=False, on_step=None,
+           allow_servers=False):
+    """Delete pool NAME; with FORCE, its hosts are taken out first,
+    refused while one runs servers whose flavor steers to this pool only,
+    unless ALLOW_SERVERS (every project's servers read once:
+    ``pool_plan.check_servers``)."""
     view = View(client)
     if name not in view.pools and view.aggregate(name) is not None:
         obs = view.observed(traits={pools.pool_trait(name)})
     else:
         pool = view.pool(name)
         obs = view.observed(pool['hosts'], pool['resource_class'],
-                            {pool['pool_trait']}, flavors=True, images=True)
-    plan = pool_plan.delete(obs, name, force=force)
+                            {pool['pool_trait']}, flavors=True, images=True,
+                            servers=(force and bool(pool['hosts'])
+                                     and not allow_servers))
+    plan = pool_plan.delete(obs, name, force=force,
+                            allow_servers=allow_servers)
     _finish(client, plan, dry_run, on_step)
     return plan
 

@@ -615,7 +615,7 @@ def _flavor_from_cloud(flavor, access, pools, notes):
 
 
 def from_cloud(pools, flavors, access, images, registered, limits,
-               selected=None):
+               selected=None, classes=None):
     """(canonical document, notes) of what the cloud holds, for the
     objects gpuclient owns.
 
@@ -625,7 +625,8 @@ def from_cloud(pools, flavors, access, images, registered, limits,
     REGISTERED ({resource name: {'id', 'limit'}}) and LIMITS (project
     limits) of Keystone (None: not read, no quotas). SELECTED: pool names
     (None: every pool): then only their flavors and the quotas of their
-    classes, and no images (they belong to no pool).
+    classes (or of CLASSES, when given: ``scope``), and no images (they
+    belong to no pool).
 
     Pools are the aggregates with gpuclient metadata; flavors those whose
     extra specs steer to a pool and are what gpuclient derives from it
@@ -670,7 +671,8 @@ def from_cloud(pools, flavors, access, images, registered, limits,
                                       'properties': dict(sorted(
                                           properties.items()))})
         doc['images'].sort(key=lambda i: i['name'])
-    classes = {p['resource_class'] for p in chosen.values()}
+    if classes is None:
+        classes = {p['resource_class'] for p in chosen.values()}
     quotas = []
     for name, item in (registered or {}).items():
         quotas.append((None, name, item['limit']))
@@ -754,7 +756,7 @@ def _public(item):
     return {k: v for k, v in item.items() if not k.startswith('_')}
 
 
-def diff(current, wanted, prune=False):
+def diff(current, wanted, prune=False, keep=()):
     """Rows from the cloud (CURRENT, ``from_cloud``) to the document
     (WANTED, ``substitute``): [{'kind', 'key', 'object', 'change', 'from',
     'to'}], pools, flavors, images then quotas, each sorted by name.
@@ -765,7 +767,9 @@ def diff(current, wanted, prune=False):
     extra specs the flavor lacks or has wrong), RECREATE (a field of
     RECREATE_FIELDS differs) and, for objects only in CURRENT, DELETE with
     PRUNE (an image loses its GPU properties, not itself), else UNTRACKED
-    (listed, not drift). Objects equal in both are left out.
+    (listed, not drift); an object of KEEP ((kind, key) pairs: what a
+    scope shares with objects outside it, ``Scope.keep``) is never
+    deleted. Objects equal in both are left out.
     """
     rows = []
     for plural, kind in KINDS:
@@ -778,7 +782,8 @@ def diff(current, wanted, prune=False):
             if old is None:
                 change, before, after = CREATE, None, _public(new)
             elif new is None:
-                change = DELETE if prune else UNTRACKED
+                change = (DELETE if prune and (kind, key) not in keep
+                          else UNTRACKED)
                 before, after = _public(old), None
             else:
                 fields = [f for f in FIELDS[kind] if old.get(f) != new.get(f)]
@@ -807,3 +812,94 @@ def exit_status(rows):
     if any(row['change'] in DRIFT for row in rows):
         return EXIT_DRIFT
     return EXIT_IN_SYNC
+
+
+# -- scope: --pool of gpu diff and gpu apply --------------------------------
+
+class Scope:
+    """The part of the GPU layer that ``gpu diff --pool`` and ``gpu apply
+    --pool`` look at: the pools NAMES, the flavors of those pools (by
+    their ``pool``), the quotas on the resource classes of those pools
+    (CLASSES: as ``gpu export --pool`` writes them), and no image (images
+    belong to no pool). ``shared``: the classes of CLASSES that a pool
+    outside the scope has too; a quota on one is compared and set, but
+    never pruned (it limits that other pool's GPUs as well)."""
+
+    def __init__(self, names, classes, shared=()):
+        self.names = set(names)
+        self.classes = set(classes)
+        self.shared = set(shared)
+
+    def holds(self, kind, item):
+        """Whether the canonical (or checked) object ITEM of KIND is in
+        the scope."""
+        if kind == POOL:
+            return item['name'] in self.names
+        if kind == FLAVOR:
+            return item['pool'] in self.names
+        if kind == QUOTA:
+            return item['resource_class'] in self.classes
+        return False
+
+    def narrow(self, doc):
+        """DOC (canonical or checked) with the objects of the scope only."""
+        result = {'version': doc['version']}
+        for plural, kind in KINDS:
+            result[plural] = [item for item in doc.get(plural) or ()
+                              if self.holds(kind, item)]
+        return result
+
+    def references(self, doc):
+        """``references`` of DOC (checked) in the scope only: what is left
+        out is not resolved against the cloud."""
+        return [(path, what, value) for path, what, value in references(doc)
+                if self.holds(dict(KINDS)[path[0]], doc[path[0]][path[1]])]
+
+    def keep(self, current):
+        """(kind, key) of the objects of CURRENT that prune leaves: quotas
+        on a class shared with a pool outside the scope."""
+        return {(QUOTA, key_of(QUOTA, item))
+                for item in current.get('quotas') or ()
+                if item['resource_class'] in self.shared}
+
+
+def scope(names, cloud_pools, wanted):
+    """The ``Scope`` of the pools NAMES (``--pool``), each a pool of the
+    cloud (CLOUD_POOLS: {name: pool}) or of the document WANTED (checked).
+    CommandError for a name that is neither, saying what to do."""
+    names = list(dict.fromkeys(names))
+    documented = {p['name']: p for p in wanted['pools']}
+    unknown = [n for n in names if n not in cloud_pools
+               and n not in documented]
+    if unknown:
+        raise exceptions.CommandError(
+            _('--pool %(names)s: no such pool in the document nor in the '
+              'cloud (pools of the document: %(doc)s; of the cloud: '
+              '%(cloud)s). Check the name, or describe the pool in the '
+              'document to create it.')
+            % {'names': ', '.join(unknown),
+               'doc': ', '.join(sorted(documented)) or _('none'),
+               'cloud': ', '.join(sorted(cloud_pools)) or _('none')})
+    classes, outside = set(), set()
+    for pools in (cloud_pools, documented):
+        for name, pool in pools.items():
+            target = classes if name in names else outside
+            target.add(pool['resource_class'])
+    return Scope(names, classes, classes & outside)
+
+
+def leaving_hosts(current, wanted, prune=False):
+    """{pool name: [hosts]} that the change from CURRENT to WANTED (both
+    canonical) takes out of a pool: hosts a pool of both no longer has,
+    and, with PRUNE, every host of a pool WANTED drops."""
+    want = {p['name']: p for p in wanted['pools']}
+    found = {}
+    for pool in current['pools']:
+        new = want.get(pool['name'])
+        if new is None:
+            gone = list(pool['hosts']) if prune else []
+        else:
+            gone = [h for h in pool['hosts'] if h not in new['hosts']]
+        if gone:
+            found[pool['name']] = gone
+    return found

@@ -75,11 +75,14 @@ class World:
     pools use; FLAVORS: Nova flavors with extra specs; ACCESS: {flavor
     id: [project ids]} of private ones; IMAGES: Glance images; REGISTERED
     ({resource name: {'id', 'limit'}}) and LIMITS (project limits) of
-    Keystone.
+    Keystone; SERVERS: every project's servers (compute API 2.47: host
+    and embedded flavor), read when the plan may take a host out of a
+    pool (None: not read).
     """
 
     def __init__(self, aggregates, roots, placement, existing_traits,
-                 flavors, access, images, registered, limits):
+                 flavors, access, images, registered, limits,
+                 servers=None):
         self.aggregates = {}
         for agg in aggregates:
             agg = pools_mod.aggregate_dict(agg)
@@ -93,6 +96,7 @@ class World:
         self.images = [dict(i) for i in images or ()]
         self.registered = {k: dict(v) for k, v in (registered or {}).items()}
         self.limits = [dict(i) for i in limits or ()]
+        self.servers = servers  # read only: the plan moves no server
 
     # -- questions ------------------------------------------------------------
 
@@ -108,7 +112,7 @@ class World:
             snapshot=self.placement, existing_traits=self.existing_traits,
             flavors=copy.deepcopy(self.flavors),
             access=copy.deepcopy(self.access),
-            images=copy.deepcopy(self.images))
+            images=copy.deepcopy(self.images), servers=self.servers)
 
     def flavor(self, name):
         """The one flavor named NAME (by name among names), or None."""
@@ -260,6 +264,16 @@ class World:
                        != (project, name)]
 
 
+def _stranded_escape(pool, hosts):
+    """What a refusal of ``pool_plan.check_servers`` offers in an apply
+    (which has no --allow-servers: a document cannot say "and strand
+    them"): the single command, by hand, before the apply."""
+    return _('if they are to stay where they are, take the host out by '
+             'hand first ("openstack gpu pool remove host --allow-servers '
+             '%(pool)s %(hosts)s") and apply again') % {
+                 'pool': pool, 'hosts': ' '.join(hosts)}
+
+
 class _Builder:
     """One plan, grown from the single planners' plans over a World."""
 
@@ -349,8 +363,9 @@ class _Builder:
             self.take(pool_plan.add_hosts(self.world.observed(), name,
                                           added))
         if removed:
-            self.take(pool_plan.remove_hosts(self.world.observed(), name,
-                                             removed))
+            self.take(pool_plan.remove_hosts(
+                self.world.observed(), name, removed,
+                escape=_stranded_escape(name, removed)))
         properties = {k: v for k, v in new['properties'].items()
                       if old['properties'].get(k) != v}
         gone = [k for k in old['properties'] if k not in new['properties']]
@@ -369,8 +384,9 @@ class _Builder:
                                          new['zone']))
 
     def delete_pool(self, old):
-        self.take(pool_plan.delete(self.world.observed(), old['name'],
-                                   force=True))
+        self.take(pool_plan.delete(
+            self.world.observed(), old['name'], force=True,
+            escape=_stranded_escape(old['name'], old['hosts'])))
 
     # -- flavors --------------------------------------------------------------
 
@@ -485,18 +501,21 @@ class _Builder:
 
 
 def plan(world, current, wanted, prune=False, recreate_flavors=False,
-         title=None):
+         title=None, keep=()):
     """The plan from CURRENT (``document.from_cloud``) to WANTED (checked
     and resolved: ``document.substitute``) over WORLD (what was read),
     which it leaves as the cloud will be after the plan.
 
     A flavor whose sizes (or public/private) change is deleted and
     created again only with RECREATE_FLAVORS; PRUNE removes what
-    gpuclient owns and WANTED does not name. Raises ``Refused`` with
-    every refusal, before any step is applied.
+    gpuclient owns and WANTED does not name, but for KEEP (``document.diff``).
+    Raises ``Refused`` with every refusal, before any step is applied.
+    A host the plan takes out of a pool (its removal, or its pool's) while
+    it runs servers whose flavor steers to that pool only is refused, as
+    ``gpu pool remove host`` refuses it (WORLD's servers).
     """
     builder = _Builder(world, wanted, title or _('Applying the document'))
-    rows = document.diff(current, wanted, prune)
+    rows = document.diff(current, wanted, prune, keep)
     have = {kind: {document.key_of(kind, i): i
                    for i in current.get(plural) or ()}
             for plural, kind in document.KINDS}
@@ -633,7 +652,7 @@ def offered_classes(snapshot):
             for rc in (summary.get('resources') or {})}
 
 
-def class_problems(wanted, lines, offered):
+def class_problems(wanted, lines, offered, scope=None):
     """A pool of WANTED (checked, in the document's order: before
     ``document.substitute`` sorts it) whose GPUs no provider of the cloud
     offers (its class is in none of OFFERED): a PCI id, resource class or
@@ -641,11 +660,12 @@ def class_problems(wanted, lines, offered):
     field of the document (``document.where``, LINES from
     ``document.load``) that decides the class: ``resource_class`` when
     the document gives it, else ``pci_id`` (passthrough) or ``mode``
-    (VGPU)."""
+    (VGPU). With SCOPE (``document.Scope``), its pools only."""
     problems = []
     for index, pool in enumerate(wanted['pools']):
         rc = pool['resource_class']
-        if rc in offered:
+        if rc in offered or (scope is not None
+                             and not scope.holds(document.POOL, pool)):
             continue
         field = 'mode'
         if ('pools', index, 'resource_class') in (lines or {}):

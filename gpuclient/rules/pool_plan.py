@@ -76,8 +76,9 @@ class Observed:
 
     def __init__(self, aggregates, roots=None, snapshot=None,
                  existing_traits=(), flavors=None, access=None,
-                 images=None):
-        # aggregates: [pools.aggregate_dict]
+                 images=None, servers=None):
+        # aggregates: [pools.aggregate_dict]; servers: Nova's servers at
+        # compute API 2.47 (host and embedded flavor), None when not read
         self.aggregates = {a['name']: a for a in aggregates}
         self.pools, self.problems = pools_mod.scan(aggregates)
         self.roots = roots or {}
@@ -86,6 +87,7 @@ class Observed:
         self.flavors = flavors
         self.access = access or {}
         self.images = images
+        self.servers = servers
 
     def traits(self, uuid):
         if self.snapshot is None:
@@ -379,7 +381,11 @@ def add_hosts(obs, name, hosts):
     return result
 
 
-def remove_hosts(obs, name, hosts):
+def remove_hosts(obs, name, hosts, allow_servers=False,
+                 escape=None):
+    """Plan ``pool remove host``. Refused while a host runs servers
+    whose flavor steers to this pool only (``check_servers``), unless
+    ALLOW_SERVERS; ESCAPE is what the refusal offers instead."""
     pool = obs.pool(name)
     hosts = list(dict.fromkeys(hosts))
     strangers = [h for h in hosts if h not in pool['hosts']]
@@ -388,6 +394,8 @@ def remove_hosts(obs, name, hosts):
             _('Not in pool %(pool)s: %(hosts)s. Its hosts: %(members)s.'),
             pool=name, hosts=', '.join(strangers),
             members=', '.join(pool['hosts']) or _('none'))
+    if not allow_servers:
+        check_servers(obs, pool, hosts, escape)
     result = plan_mod.Plan(
         _('Removing %(hosts)s from pool %(pool)s')
         % {'hosts': ', '.join(hosts), 'pool': name},
@@ -396,6 +404,82 @@ def remove_hosts(obs, name, hosts):
     metadata = dict(obs.aggregates[pool['aggregate']]['metadata'])
     _per_host(result, leave_steps, obs, pool, hosts, metadata)
     return result
+
+
+# -- servers on a host leaving a pool -----------------------------------------
+
+# the option of gpu pool remove host that removes a host with servers anyway
+ALLOW_SERVERS = '--allow-servers'
+# at most this many server IDs are named per host and flavor
+SERVERS_NAMED = 3
+
+
+def steered_pools(extra_specs, pools):
+    """Names of the pools a flavor with EXTRA_SPECS steers to: the one its
+    ``gpu_pool`` names, else those its hand-made aggregate keys match
+    (``specs.matching_pools``)."""
+    reading = specs.read(extra_specs, pools)
+    if reading['pool']:
+        return [reading['pool']]
+    return specs.matching_pools(reading, pools)
+
+
+def servers_left_behind(obs, pool, hosts):
+    """[(host, flavor name, [server ids])] of the servers on HOSTS whose
+    flavor (the copy Nova embeds in the server: what its moves are
+    scheduled with) steers to POOL and to no other pool that holds the
+    host. Taking the host out of POOL leaves them on a host their flavor
+    no longer matches. Empty when the servers were not read."""
+    found = {}
+    for server in obs.servers or ():
+        host = server.get('OS-EXT-SRV-ATTR:host')
+        if host not in hosts:
+            continue
+        flavor = server.get('flavor') or {}
+        steers = steered_pools(flavor.get('extra_specs'), obs.pools)
+        if pool['name'] not in steers:
+            continue
+        if any(other != pool['name'] and other in obs.pools
+               and host in obs.pools[other]['hosts'] for other in steers):
+            continue
+        name = (flavor.get('original_name') or flavor.get('name')
+                or _('(unnamed)'))
+        found.setdefault((host, name), []).append(server['id'])
+    return [(host, flavor, sorted(ids))
+            for (host, flavor), ids in sorted(found.items())]
+
+
+def check_servers(obs, pool, hosts, escape=None):
+    """Refuse taking HOSTS out of POOL while servers run there whose
+    flavor steers to POOL only (``servers_left_behind``): they would keep
+    running on a host their flavor no longer matches. The message names
+    them (their count and a few IDs per host and flavor) and what to do;
+    ESCAPE is the last way out it offers (default: run again with
+    --allow-servers)."""
+    left = servers_left_behind(obs, pool, hosts)
+    if not left:
+        return
+    if escape is None:
+        escape = _('run again with %s to remove it anyway') % ALLOW_SERVERS
+    what = []
+    for host, flavor, ids in left:
+        shown = ', '.join(ids[:SERVERS_NAMED])
+        if len(ids) > SERVERS_NAMED:
+            shown += _(' and %d more') % (len(ids) - SERVERS_NAMED)
+        what.append(_('%(host)s runs %(n)d server(s) of flavor %(flavor)s '
+                      '(%(ids)s)') % {'host': host, 'n': len(ids),
+                                      'flavor': flavor, 'ids': shown})
+    busy = sorted({host for host, _flavor, _ids in left})
+    raise _error(
+        _('Taking %(hosts)s out of pool %(pool)s would strand servers: '
+          '%(what)s, and their flavor steers to pool %(pool)s only. They '
+          'would keep running on a host their flavor no longer matches '
+          '(Nova refuses a rebuild with another image or a resize on that '
+          'host, and the pool no longer counts the GPUs they hold). Move '
+          'them first ("openstack gpu host drain %(busy)s"), or add the '
+          'host to another pool their flavor steers to, or %(escape)s.'),
+        hosts=', '.join(busy), pool=pool['name'], what='; '.join(what),
+        busy=' '.join(busy), escape=escape)
 
 
 # -- dependents ---------------------------------------------------------------
@@ -758,7 +842,11 @@ def steering_steps(obs, pool, changes, update_dependents=False):
     return bridge, [s for s in steps if s is not None], notes
 
 
-def delete(obs, name, force=False):
+def delete(obs, name, force=False, escape=None, allow_servers=False):
+    """Plan ``pool delete``. With the servers read (``obs.servers``),
+    refused while a member host runs servers whose flavor steers to this
+    pool only (``check_servers``, ESCAPE the way out it offers), unless
+    ALLOW_SERVERS."""
     leftover = obs.aggregates.get(name)
     if (name not in obs.pools and leftover is not None
             and not leftover['metadata'] and not leftover['hosts']):
@@ -808,6 +896,8 @@ def delete(obs, name, force=False):
             _('Pool %(pool)s still has hosts (%(hosts)s): remove them with '
               '"openstack gpu pool remove host", or use --force.'),
             pool=name, hosts=', '.join(pool['hosts']))
+    if not allow_servers:
+        check_servers(obs, pool, pool['hosts'], escape)
     result = plan_mod.Plan(_('Deleting pool %s') % name,
                            rerun='"openstack gpu pool delete --force %s"'
                            % name, rerun_fixed=True)

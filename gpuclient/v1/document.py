@@ -58,10 +58,17 @@ class FieldsColumn(cliff_columns.FormattableColumn):
 
 
 def add_document_args(parser, file_help, prune_help):
-    """<file> and --prune, of gpu diff and gpu apply."""
+    """<file>, --prune and --pool, of gpu diff and gpu apply."""
     parser.add_argument('file', metavar='<file>', help=file_help)
     parser.add_argument('--prune', action='store_true', default=False,
                         help=prune_help)
+    parser.add_argument(
+        '--pool', metavar='<pool>', action='append', default=[],
+        help=_('Only this pool (name; of the document, the cloud or both), '
+               'its flavors and the quotas of its class, as "openstack gpu '
+               'export --pool" writes them; the rest of the document and '
+               'of the cloud is left alone, --prune included. Repeat '
+               'option for several. Default: the whole GPU layer'))
 
 
 def table(rows):
@@ -138,9 +145,9 @@ class DiffDocument(common.Lister):
         parser = super().get_parser(prog_name)
         add_document_args(
             parser, _('The document (YAML) to compare the cloud with'),
-            _('The document is the whole GPU layer: what gpuclient owns and '
-              'the document does not name is a delete (drift), not '
-              'untracked'))
+            _('The document is the whole GPU layer (with --pool: the whole '
+              'of those pools): what gpuclient owns and the document does '
+              'not name is a delete (drift), not untracked'))
         return parser
 
     def take_action(self, parsed_args):
@@ -148,7 +155,8 @@ class DiffDocument(common.Lister):
         from gpuclient.rules import document
 
         rows = document_ops.diff(self.app.client_manager.gpu,
-                                 parsed_args.file, prune=parsed_args.prune)
+                                 parsed_args.file, prune=parsed_args.prune,
+                                 pool_names=parsed_args.pool or None)
         self._status = document.exit_status(rows)
         return table(rows)
 
@@ -172,18 +180,22 @@ class ApplyDocument(command.Command):
         'written, where one of them would refuse. Before any write, each '
         'flavor the plan creates or changes (or whose pool it changes) '
         'must fit a host of its pool in the cloud as it will be after '
-        'the apply, as "gpu capacity list" counts it. The plan is applied '
-        'all or nothing, and a re-run after success plans nothing. Needs '
-        'admin.')
+        'the apply, as "gpu capacity list" counts it. A host the document '
+        'takes out of a pool while it runs servers whose flavor steers to '
+        'that pool only is refused, as "gpu pool remove host" refuses it. '
+        'The plan is applied all or nothing, and a re-run after success '
+        'plans nothing. With --pool, only those pools, their flavors and '
+        'the quotas of their classes are planned. Needs admin.')
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         add_document_args(
             parser, _('The document (YAML) to apply'),
-            _('The document is the whole GPU layer: remove the pools, GPU '
-              'flavors, GPU image properties and GPU quotas that gpuclient '
-              'owns and the document does not name (never an object '
-              'gpuclient does not own)'))
+            _('The document is the whole GPU layer (with --pool: the whole '
+              'of those pools): remove the pools, GPU flavors, GPU image '
+              'properties and GPU quotas that gpuclient owns and the '
+              'document does not name (never an object gpuclient does not '
+              'own, nor one outside --pool)'))
         parser.add_argument(
             '--recreate-flavors', action='store_true', default=False,
             help=_('Delete and create again the flavors whose sizes (or '
@@ -200,7 +212,8 @@ class ApplyDocument(command.Command):
         plan = document_ops.apply(
             self.app.client_manager.gpu, parsed_args.file,
             dry_run=parsed_args.dry_run, prune=parsed_args.prune,
-            recreate_flavors=parsed_args.recreate_flavors)
+            recreate_flavors=parsed_args.recreate_flavors,
+            pool_names=parsed_args.pool or None)
         if parsed_args.dry_run:
             common.write_plan(self.app, plan)
         return 0

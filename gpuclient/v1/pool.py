@@ -386,12 +386,16 @@ class _HostsCommand(command.ShowOne):
         common.add_dry_run_arg(parser)
         return parser
 
+    def options(self, parsed_args):
+        """The keyword arguments of the command's own options."""
+        return {}
+
     def take_action(self, parsed_args):
         from gpuclient.ops import pool_ops
 
         pool, plan = getattr(pool_ops, self.operation)(
             self.app.client_manager.gpu, parsed_args.pool, parsed_args.hosts,
-            dry_run=parsed_args.dry_run)
+            dry_run=parsed_args.dry_run, **self.options(parsed_args))
         if parsed_args.dry_run:
             return common.plan_item(plan)
         return pool_item(pool)
@@ -412,10 +416,27 @@ class AddHostPool(_HostsCommand):
 class RemoveHostPool(_HostsCommand):
     _description = _(
         'Remove compute hosts from a GPU pool.\n\n'
-        'Takes off only the traits this pool recorded putting there.')
+        'Takes off only the traits this pool recorded putting there. '
+        'Refused while a host runs servers whose flavor steers to this '
+        'pool only (they would keep running on a host their flavor no '
+        'longer matches): move them first with "openstack gpu host '
+        'drain", or use --allow-servers.')
     hosts_help = _('Compute host(s) to remove (compute host, hypervisor '
                    'hostname or resource provider name or UUID)')
     operation = 'remove_hosts'
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument(
+            '--allow-servers', action='store_true', default=False,
+            help=_('Remove the hosts even while they run servers whose '
+                   'flavor steers to this pool only: the servers keep '
+                   'running, but on a host their flavor no longer matches '
+                   '(default: refuse, naming them)'))
+        return parser
+
+    def options(self, parsed_args):
+        return {'allow_servers': parsed_args.allow_servers}
 
 
 class DeletePool(command.Command):
@@ -430,7 +451,14 @@ class DeletePool(command.Command):
         parser.add_argument(
             '--force', action='store_true',
             help=_('Remove the pool\'s hosts (and the traits it put on '
-                   'them) first'))
+                   'them) first; refused while a host runs servers whose '
+                   'flavor steers to this pool only'))
+        parser.add_argument(
+            '--allow-servers', action='store_true', default=False,
+            help=_('With --force, remove the hosts even while they run '
+                   'servers whose flavor steers to this pool only: the '
+                   'servers keep running, on a host their flavor no longer '
+                   'matches (default: refuse, naming them)'))
         common.add_dry_run_arg(parser)
         return parser
 
@@ -441,8 +469,10 @@ class DeletePool(command.Command):
         failures = 0
         for name in parsed_args.pool:
             try:
-                plan = pool_ops.delete(client, name, force=parsed_args.force,
-                                       dry_run=parsed_args.dry_run)
+                plan = pool_ops.delete(
+                    client, name, force=parsed_args.force,
+                    dry_run=parsed_args.dry_run,
+                    allow_servers=parsed_args.allow_servers)
             except exceptions.CommandError as exc:
                 failures += 1
                 LOG.error(_('Failed to delete pool %(name)s: %(error)s'),

@@ -10,10 +10,12 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""``gpu export`` and ``gpu diff`` against the real cloud: the export of
-a pool gpuclient built is in sync with the cloud, a hand edit made with
-plain ``openstack aggregate set`` is drift (exit 2) that names the pool,
-and a broken document is refused (exit 1) with its line and field."""
+"""``gpu export``, ``gpu diff`` and ``gpu apply`` against the real cloud:
+the export of a pool gpuclient built is in sync with the cloud, a hand
+edit made with plain ``openstack aggregate set`` is drift (exit 2) that
+names the pool, a broken document is refused (exit 1) with its line and
+field; apply builds and converges, and ``--prune --pool`` removes that
+pool and nothing else (the only real prune a shared cloud allows)."""
 
 import os
 
@@ -144,35 +146,55 @@ class TestApply(base.FunctionalTestCase):
             'flavor', 'list', '--all')])
 
     @base.needs('vgpu', 'mig')
-    def test_prune_plans_the_removal_of_a_pool_dropped_and_nothing_else(
-            self):
-        # --prune acts on every pool gpuclient owns that the document does
-        # not name: on this shared cloud (other tests' pools, in the other
-        # stream) the test looks at the plan (--dry-run); the removal
-        # itself is proven on the unit fakes (test_document_ops)
+    def test_prune_of_a_pool_removes_it_and_nothing_else(self):
+        # --pool keeps --prune to this test's own pool: without it, prune
+        # acts on every pool gpuclient owns that the document does not
+        # name, other tests' pools on this shared cloud included
         keep, drop = self.unique_name('keep'), self.unique_name('drop')
         self.cleanup_objects([keep, drop], [])
         ordinary = self.unique_name('agg')
         self.openstack('aggregate', 'create', ordinary, parse=False)
         self.addCleanup(self.openstack_raw, 'aggregate', 'delete', ordinary)
-        both = self.document([
+        self.openstack('gpu', 'apply', self.document([
             {'name': keep, 'mode': 'vgpu', 'vgpu_type': 'nvidia-35',
-             'hosts': [base.VGPU_HOST]},
+             'hosts': [base.VGPU_HOST], 'isolate': True},
             {'name': drop, 'mode': 'mig', 'mig_profile': '3g.40gb',
-             'hosts': [base.MIG_HOST]}])
-        self.openstack('gpu', 'apply', both, parse=False)
-        one = self.document([
-            {'name': keep, 'mode': 'vgpu', 'vgpu_type': 'nvidia-35',
-             'hosts': [base.VGPU_HOST]}])
-        # without --prune the pool the document no longer names stays
-        self.openstack('gpu', 'apply', one, parse=False)
-        names = {a['Name'] for a in self.openstack('aggregate', 'list')}
-        self.assertLessEqual({keep, drop, ordinary}, names)
-        rc, out, err = self.openstack_raw('gpu', 'apply', one, '--prune',
+             'hosts': [base.MIG_HOST], 'isolate': True}]), parse=False)
+        kept_flavor = self.make_flavor(keep)
+        dropped_flavor = self.make_flavor(drop)
+        # the export of one pool round-trips: in sync, nothing to apply
+        where = self.useFixture(fixtures.TempDir()).path
+        exported = os.path.join(where, 'drop.yaml')
+        self.openstack('gpu', 'export', '--pool', drop, '--output',
+                       exported, parse=False)
+        rc, out, err = self.openstack_raw('gpu', 'diff', exported, '--pool',
+                                          drop, '--prune')
+        self.assertEqual(0, rc, out + err)
+        rc, out, err = self.openstack_raw('gpu', 'apply', exported,
+                                          '--pool', drop, '--prune',
                                           '--dry-run')
         self.assertEqual(0, rc, err)
-        self.assertIn('delete host aggregate %s' % drop, out)
-        self.assertNotIn(keep, out)
-        self.assertNotIn(ordinary, out)
+        self.assertIn('nothing to do', out)
+        before = self.aggregate(keep)
+        keep_trait = 'CUSTOM_GPU_POOL_' + keep.upper().replace('-', '_')
+        drop_trait = 'CUSTOM_GPU_POOL_' + drop.upper().replace('-', '_')
+        self.assertIn(drop_trait,
+                      self.traits(self.root_provider(base.MIG_HOST)))
+        # the document drops the pool (and names nothing else): a real
+        # prune of that pool
+        self.openstack('gpu', 'apply', self.document([]), '--pool', drop,
+                       '--prune', parse=False)
         names = {a['Name'] for a in self.openstack('aggregate', 'list')}
-        self.assertLessEqual({keep, drop, ordinary}, names)
+        self.assertNotIn(drop, names)
+        self.assertLessEqual({keep, ordinary}, names)
+        after = self.aggregate(keep)
+        for field in ('hosts', 'properties', 'availability_zone'):
+            self.assertEqual(before[field], after[field], field)
+        self.assertNotIn(drop_trait,
+                         self.traits(self.root_provider(base.MIG_HOST)))
+        self.assertIn(keep_trait,
+                      self.traits(self.root_provider(base.VGPU_HOST)))
+        flavors = {f['Name'] for f in self.openstack('flavor', 'list',
+                                                     '--all')}
+        self.assertNotIn(dropped_flavor, flavors)
+        self.assertIn(kept_flavor, flavors)

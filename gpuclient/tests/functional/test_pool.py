@@ -159,6 +159,25 @@ class TestPoolModes(PoolTestCase):
         for rp in pgpus:
             self.assertNotIn('CUSTOM_NVIDIA_35', self.traits(rp))
 
+    @base.needs('vgpu')
+    def test_remove_a_host_with_servers_of_the_pool_refused(self):
+        # a pool of one host, a flavor steered to it only, a server there:
+        # taking the host out would strand it
+        pool = self.create_pool('--mode', 'vgpu', '--vgpu-type',
+                                'nvidia-35', '--host', base.VGPU_HOST)
+        flavor = self.make_flavor(pool['name'])
+        server = self.boot(flavor)
+        rc, _out, err = self.openstack_raw('gpu', 'pool', 'remove', 'host',
+                                           pool['name'], base.VGPU_HOST)
+        self.assertEqual(1, rc, err)
+        self.assertIn(server['id'], err)
+        self.assertIn('of flavor %s' % flavor, err)
+        self.assertIn('openstack gpu host drain %s' % base.VGPU_HOST, err)
+        self.assertIn('--allow-servers', err)
+        # what Nova holds: the host is still in the pool's aggregate
+        self.assertEqual([base.VGPU_HOST],
+                         self.aggregate(pool['name'])['hosts'])
+
     @base.needs('mig', 'baremetal')
     def test_mig_and_baremetal(self):
         mig = self.create_pool('--mode', 'mig', '--mig-profile', '3g.40gb',

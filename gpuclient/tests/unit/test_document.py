@@ -17,6 +17,8 @@ document, the round trip through YAML text, and the diff."""
 import copy
 import os
 
+from osc_lib import exceptions
+
 from gpuclient.rules import document
 from gpuclient.rules import pools as pools_mod
 from gpuclient.tests.unit import base
@@ -500,3 +502,95 @@ class TestDiff(base.TestCase):
                          [(r['object'], r['change'], r['from'], r['to'])
                           for r in rows])
         self.assertEqual(document.EXIT_DRIFT, document.exit_status(rows))
+
+
+class TestScope(base.TestCase):
+    """--pool of gpu diff and gpu apply: a part of the layer, as gpu
+    export --pool writes it; prune never leaves it."""
+
+    def setUp(self):
+        super().setUp()
+        self.pools = pools_mod.scan(AGGREGATES)[0]
+        self.current = cloud_doc()[0]
+
+    def test_narrow_is_what_export_writes(self):
+        for names in (['solver'], ['ws'], ['ws', 'mig']):
+            scope = document.scope(names, self.pools, self.current)
+            exported = cloud_doc(selected=names)[0]
+            self.assertEqual(exported, scope.narrow(self.current), names)
+            # the round trip: the export of a scope diffs in sync with it
+            self.assertEqual([], document.diff(
+                scope.narrow(self.current), scope.narrow(exported),
+                prune=True, keep=scope.keep(self.current)))
+
+    def test_what_a_scope_holds(self):
+        scope = document.scope(['solver'], self.pools, self.current)
+        narrowed = scope.narrow(self.current)
+        self.assertEqual(['solver'], [p['name'] for p in narrowed['pools']])
+        self.assertEqual(['solver.h100.2'],
+                         [f['name'] for f in narrowed['flavors']])
+        self.assertEqual([], narrowed['images'])
+        self.assertEqual([('', 'CUSTOM_PCI_10DE_2331')],
+                         [document.key_of(document.QUOTA, q)
+                          for q in narrowed['quotas']])
+        self.assertEqual(set(), scope.shared)
+
+    def test_a_pool_of_the_document_only_brings_its_class(self):
+        wanted = copy.deepcopy(self.current)
+        wanted['pools'].append(dict(wanted['pools'][0], name='new',
+                                    resource_class='CUSTOM_PCI_10DE_2330',
+                                    pci_id='10de:2330'))
+        scope = document.scope(['new'], self.pools, wanted)
+        self.assertEqual({'CUSTOM_PCI_10DE_2330'}, scope.classes)
+        self.assertEqual(['new'], [p['name']
+                                   for p in scope.narrow(wanted)['pools']])
+        self.assertEqual([], scope.narrow(self.current)['pools'])
+
+    def test_unknown_pool_says_what_to_do(self):
+        error = self.assertRaises(
+            exceptions.CommandError, document.scope,
+            ['solver', 'nope'], self.pools, {'pools': []})
+        self.assertEqual(
+            '--pool nope: no such pool in the document nor in the cloud '
+            '(pools of the document: none; of the cloud: mig, solver, ws). '
+            'Check the name, or describe the pool in the document to '
+            'create it.', str(error))
+
+    def test_prune_within_the_scope_only(self):
+        # ws and mig share VGPU: a scope of ws prunes its pool and flavor
+        # the document dropped, never VGPU's quotas (mig's GPUs too), nor
+        # anything of the other pools
+        scope = document.scope(['ws'], self.pools, self.current)
+        self.assertEqual({'VGPU'}, scope.shared)
+        rows = document.diff(scope.narrow(self.current),
+                             scope.narrow({'version': 1, 'pools': [],
+                                           'flavors': [], 'images': [],
+                                           'quotas': []}),
+                             prune=True, keep=scope.keep(self.current))
+        self.assertEqual([('pool ws', 'delete'), ('flavor ws.a40', 'delete'),
+                          ('quota class:VGPU (default)', 'untracked'),
+                          ('quota class:VGPU (project p1)', 'untracked')],
+                         [(r['object'], r['change']) for r in rows])
+
+    def test_references_of_the_scope_only(self):
+        data, lines = document.load(document.dump(self.current))
+        doc = document.check(data, lines)
+        scope = document.scope(['ws'], self.pools, doc)
+        found = scope.references(doc)
+        self.assertEqual({('pools', 2, 'hosts', 0)},
+                         {path for path, _what, _value in found
+                          if path[0] == 'pools'})
+        self.assertNotIn('images', {path[0] for path, _w, _v in found})
+
+    def test_leaving_hosts(self):
+        wanted = copy.deepcopy(self.current)
+        solver = next(p for p in wanted['pools'] if p['name'] == 'solver')
+        solver['hosts'] = ['gpu-pt-1', 'gpu-pt-3']
+        wanted['pools'] = [p for p in wanted['pools'] if p['name'] != 'ws']
+        self.assertEqual({'solver': ['gpu-pt-2']},
+                         document.leaving_hosts(self.current, wanted))
+        self.assertEqual({'solver': ['gpu-pt-2'], 'ws': ['gpu-vgpu-1']},
+                         document.leaving_hosts(self.current, wanted,
+                                                prune=True))
+        self.assertEqual({}, document.leaving_hosts(self.current,
+                                                    self.current, True))

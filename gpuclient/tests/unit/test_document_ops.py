@@ -531,3 +531,148 @@ class TestApplyChanges(ApplyTestCase):
         del self.glance.fail[image]
         self.assertTrue(self.apply(text))
         self.assertEqual([], self.rows(text))
+
+
+class TestScope(ApplyTestCase):
+    """gpu diff/apply --pool: only those pools, their flavors and the
+    quotas of their classes; prune never leaves the scope."""
+
+    def setUp(self):
+        super().setUp()
+        self.build()
+
+    def server_reads(self):
+        return [g for g in self.compute.gets if g[0] == '/servers/detail']
+
+    def test_export_of_a_pool_round_trips(self):
+        text = document_ops.export(self.client, ['ws'])
+        before = self.state()
+        self.assertEqual([], list(self.apply(text, pool_names=['ws'])))
+        self.assertEqual([], list(self.apply(text, prune=True,
+                                             pool_names=['ws'])))
+        self.assertEqual([], document_ops.diff(
+            self.client, self.path(text), prune=True, pool_names=['ws']))
+        self.assertEqual(before, self.state())
+        # no host leaves a pool: the servers are not read
+        self.assertEqual([], self.server_reads())
+
+    def test_prune_removes_the_dropped_pool_and_nothing_outside(self):
+        other = self.compute.create_aggregate('ordinary')
+        self.compute.set_aggregate_metadata(other, {'ssd': 'true'})
+        before = self.state()
+        text = self.path('version: 1\n', 'empty.yaml')
+        rows = document_ops.diff(self.client, text, prune=True,
+                                 pool_names=['ws'])
+        self.assertEqual([('pool ws', 'delete'),
+                          ('flavor g1.vgpu.2', 'delete'),
+                          ('quota class:VGPU (default)', 'delete')],
+                         [(r['object'], r['change']) for r in rows])
+        document_ops.apply(self.client, text, prune=True,
+                           pool_names=['ws'])
+        after = self.state()
+        self.assertNotIn('ws', after['aggregates'])
+        self.assertNotIn('g1.vgpu.2', after['flavors'])
+        self.assertNotIn((None, 'class:VGPU', -1), after['limits'])
+        for name in ('ordinary', 'solver'):
+            self.assertEqual(before['aggregates'][name],
+                             after['aggregates'][name])
+        for name in ('m1.small', 'g1.h100.1'):
+            self.assertEqual(before['flavors'][name], after['flavors'][name])
+        self.assertEqual(before['images'], after['images'])
+        self.assertEqual([lim for lim in before['limits']
+                          if lim[1] != 'class:VGPU'], after['limits'])
+        pt = next(p for p in self.cloud.providers
+                  if p.name == 'gpu-pt-1.test')
+        self.assertEqual(before['traits'][pt.uuid], after['traits'][pt.uuid])
+
+    def test_the_rest_of_the_document_is_left_out(self):
+        data, _lines = document.load(document_ops.export(self.client))
+        for pool in data['pools']:
+            pool['properties'] = {'team': 'changed'}
+        data['images'] = []
+        text = document.dump(document.check(data))
+        plan = self.apply(text, prune=True, pool_names=['ws'])
+        self.assertEqual(['aggregate.metadata'], [s.op for s in plan])
+        self.assertEqual('ws', plan.steps[0].args['name'])
+        agg = {a.name: a for a in self.cloud.aggregates}
+        self.assertEqual('hpc', agg['solver'].metadata['team'])
+        self.assertEqual('changed', agg['ws'].metadata['team'])
+        # the image the document dropped keeps its GPU properties
+        self.assertEqual('q35', self.cloud.images[0]['hw_machine_type'])
+        self.assertIn('Left out by --pool ws: pool solver, flavor '
+                      'g1.h100.1', self.logger.output)
+
+    def test_a_pool_of_the_document_only_is_created(self):
+        text = self.path(
+            'version: 1\npools:\n- name: ws2\n  mode: vgpu\n'
+            '  vgpu_type: nvidia-35\n  hosts: [gpu-vgpu-1]\n')
+        plan = document_ops.apply(self.client, text, prune=True,
+                                  pool_names=['ws2'])
+        self.assertIn('aggregate.create', [s.op for s in plan])
+        self.assertEqual({'solver', 'ws', 'ws2'},
+                         {a.name for a in self.cloud.aggregates})
+
+    def test_unknown_pool_refused_nothing_written(self):
+        calls = len(self.compute.calls)
+        text = document_ops.export(self.client, ['ws'])
+        error = self.assertRaises(exceptions.CommandError, self.apply, text,
+                                  prune=True, pool_names=['ws', 'nope'])
+        self.assertIn('--pool nope: no such pool in the document nor in the '
+                      'cloud', str(error))
+        self.assertIn('describe the pool in the document', str(error))
+        self.assertEqual(calls, len(self.compute.calls))
+
+
+class TestServersLeftBehind(ApplyTestCase):
+    """A host the document takes out of a pool while it runs servers whose
+    flavor steers to that pool only is refused, as gpu pool remove host
+    refuses it."""
+
+    def setUp(self):
+        super().setUp()
+        self.build()
+        self.cloud.vgpu_host('gpu-vgpu-2')
+        pool_ops.add_hosts(self.client, 'ws', ['gpu-vgpu-2'])
+        flavor = next(f for f in self.cloud.flavors
+                      if f['name'] == 'g1.vgpu.2')
+        self.cloud.servers.append({
+            'id': 'srv-1', 'name': 'vm', 'status': 'ACTIVE',
+            'OS-EXT-SRV-ATTR:host': 'gpu-vgpu-1',
+            'flavor': {'original_name': 'g1.vgpu.2', 'vcpus': 8,
+                       'ram': 32768, 'disk': 100,
+                       'extra_specs': dict(flavor['extra_specs'])}})
+        self.text = document_ops.export(self.client)
+
+    def test_dropping_the_host_refused_before_any_write(self):
+        before = self.state()
+        calls = len(self.compute.calls)
+        text = self.text.replace('  - gpu-vgpu-1\n', '')
+        error = self.assertRaises(document_plan.Refused, self.apply, text)
+        self.assertIn('pool ws: Taking gpu-vgpu-1 out of pool ws would '
+                      'strand servers: gpu-vgpu-1 runs 1 server(s) of '
+                      'flavor g1.vgpu.2 (srv-1)', str(error))
+        self.assertIn('openstack gpu host drain gpu-vgpu-1', str(error))
+        self.assertIn('"openstack gpu pool remove host --allow-servers ws '
+                      'gpu-vgpu-1"', str(error))
+        self.assertEqual(calls, len(self.compute.calls))
+        self.assertEqual(before, self.state())
+        # the other host runs none: dropping it goes through
+        plan = self.apply(self.text.replace('  - gpu-vgpu-2\n', ''))
+        self.assertIn('aggregate.remove_host', [s.op for s in plan])
+
+    def test_pruning_the_pool_refused(self):
+        data, _lines = document.load(self.text)
+        data['pools'] = [p for p in data['pools'] if p['name'] != 'ws']
+        data['flavors'] = [f for f in data['flavors'] if f['pool'] != 'ws']
+        data['quotas'] = [q for q in data['quotas'] if q.get('pool') != 'ws']
+        text = document.dump(document.check(data))
+        before = self.state()
+        error = self.assertRaises(document_plan.Refused, self.apply, text,
+                                  prune=True)
+        self.assertIn('pool ws: Taking gpu-vgpu-1 out of pool ws would '
+                      'strand servers', str(error))
+        self.assertEqual(before, self.state())
+        # and so with --pool
+        error = self.assertRaises(document_plan.Refused, self.apply, text,
+                                  prune=True, pool_names=['ws'])
+        self.assertIn('would strand servers', str(error))

@@ -411,6 +411,72 @@ class TestHosts(PoolOpsTestCase):
         for p in self.pgpus():
             self.assertEqual(['CUSTOM_OPERATOR_TAG'], p.traits)
 
+    def test_remove_a_host_with_servers_of_the_pool_refused(self):
+        from gpuclient.ops import flavor_ops
+
+        pool_ops.create(self.client, self.spec('ws', 'vgpu'),
+                        ['gpu-vgpu-1', 'gpu-vgpu-2'])
+        flavor_ops.create(self.client, 'g1.ws', 'ws', 4, 8192, 20)
+        flavor = next(f for f in self.cloud.flavors if f['name'] == 'g1.ws')
+        # a server of that flavor on gpu-vgpu-1, as Nova lists it at 2.47
+        self.cloud.servers.append({
+            'id': 'srv-1', 'name': 'vm', 'status': 'ACTIVE',
+            'OS-EXT-SRV-ATTR:host': 'gpu-vgpu-1',
+            'flavor': {'original_name': 'g1.ws', 'vcpus': 4, 'ram': 8192,
+                       'disk': 20,
+                       'extra_specs': dict(flavor['extra_specs'])}})
+        agg = self.cloud.aggregates[0]
+        calls = len(self.compute.calls)
+        traits = {p.uuid: sorted(p.traits) for p in self.cloud.providers}
+        exc = self.assertRaises(exceptions.CommandError,
+                                pool_ops.remove_hosts, self.client, 'ws',
+                                ['gpu-vgpu-1'])
+        self.assertIn('gpu-vgpu-1 runs 1 server(s) of flavor g1.ws '
+                      '(srv-1)', str(exc))
+        self.assertIn('openstack gpu host drain gpu-vgpu-1', str(exc))
+        # nothing written; the servers read once, every project's
+        self.assertEqual(calls, len(self.compute.calls))
+        self.assertEqual(['gpu-vgpu-1', 'gpu-vgpu-2'], sorted(agg.hosts))
+        self.assertEqual(traits, {p.uuid: sorted(p.traits)
+                                  for p in self.cloud.providers})
+        reads = [g for g in self.compute.gets if g[0] == '/servers/detail']
+        self.assertEqual(1, len(reads))
+        self.assertEqual('2.47', reads[0][1])
+        self.assertEqual('1', str(reads[0][2].get('all_tenants')))
+        # the other host runs none of them
+        pool_ops.remove_hosts(self.client, 'ws', ['gpu-vgpu-2'])
+        self.assertEqual(['gpu-vgpu-1'], agg.hosts)
+        # --allow-servers: removed anyway (the servers are not read)
+        reads = len(self.compute.gets)
+        pool, _plan = pool_ops.remove_hosts(self.client, 'ws',
+                                            ['gpu-vgpu-1'],
+                                            allow_servers=True)
+        self.assertEqual([], pool['hosts'])
+        self.assertNotIn('/servers/detail',
+                         [g[0] for g in self.compute.gets[reads:]])
+
+    def test_delete_force_with_servers_of_the_pool_refused(self):
+        pool_ops.create(self.client, self.spec('ws', 'vgpu'),
+                        ['gpu-vgpu-1'])
+        # the flavor is gone (else the pool has a dependent); its servers
+        # keep their embedded copy, which steers to the pool
+        self.cloud.servers.append({
+            'id': 'srv-1', 'name': 'vm', 'OS-EXT-SRV-ATTR:host': 'gpu-vgpu-1',
+            'flavor': {'original_name': 'old', 'extra_specs': {
+                'aggregate_instance_extra_specs:gpu_pool': 'ws',
+                'resources:VGPU': '1',
+                'trait:CUSTOM_NVIDIA_35': 'required'}}})
+        calls = len(self.compute.calls)
+        exc = self.assertRaises(exceptions.CommandError, pool_ops.delete,
+                                self.client, 'ws', force=True)
+        self.assertIn('gpu-vgpu-1 runs 1 server(s) of flavor old (srv-1)',
+                      str(exc))
+        self.assertIn('--allow-servers', str(exc))
+        self.assertEqual(calls, len(self.compute.calls))
+        self.assertEqual(['ws'], [a.name for a in self.cloud.aggregates])
+        pool_ops.delete(self.client, 'ws', force=True, allow_servers=True)
+        self.assertEqual([], self.cloud.aggregates)
+
     def test_remove_a_stranger(self):
         pool_ops.create(self.client, self.spec(), [])
         exc = self.assertRaises(exceptions.CommandError,

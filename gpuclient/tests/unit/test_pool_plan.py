@@ -70,6 +70,7 @@ class World:
         self.flavors = []
         self.images = []
         self.access = {}
+        self.servers = None
 
     def aggregate(self, name, metadata=None, hosts=(), zone=None):
         self.aggregates.append({'name': name, 'metadata': dict(metadata or {}),
@@ -109,7 +110,17 @@ class World:
             snapshot=snapshot, existing_traits=set(self.existing),
             flavors=copy.deepcopy(self.flavors),
             access=copy.deepcopy(self.access),
-            images=copy.deepcopy(self.images))
+            images=copy.deepcopy(self.images),
+            servers=copy.deepcopy(self.servers))
+
+    def server(self, sid, host, flavor, extra_specs):
+        """A server as Nova lists it at compute API 2.47: its host and
+        its embedded flavor (the copy moves are scheduled with)."""
+        self.servers = self.servers or []
+        self.servers.append({
+            'id': sid, 'name': 'vm-' + sid, 'OS-EXT-SRV-ATTR:host': host,
+            'flavor': {'original_name': flavor, 'vcpus': 2, 'ram': 1024,
+                       'disk': 10, 'extra_specs': dict(extra_specs)}})
 
 
 def ops(result):
@@ -546,6 +557,99 @@ class TestRemoveHost(PlanTestCase):
                                      self.world().observed(), 'v35',
                                      ['cmp9'])
         self.assertIn('Not in pool v35: cmp9. Its hosts: cmp2.', message)
+
+
+class TestServersLeftBehind(PlanTestCase):
+    """A host that runs servers whose flavor steers to the pool it leaves,
+    and to no other pool holding it, is refused."""
+
+    STEERED = {POOL_SPEC: 'v35', 'resources:VGPU': '1'}
+
+    def world(self):
+        world = World()
+        world.aggregate('v35', vgpu_metadata(), ['cmp2', 'cmp3'])
+        world.aggregate('v36', vgpu_metadata(name='v36',
+                                             vgpu_type='nvidia-36'),
+                        ['cmp2'])
+        for host in ('cmp2', 'cmp3'):
+            world.host(host, [], [('VGPU', [])])
+        world.servers = []
+        return world
+
+    def test_refused_naming_servers_flavor_and_what_to_do(self):
+        world = self.world()
+        world.server('s1', 'cmp2', 'g1.v35', self.STEERED)
+        world.server('s2', 'cmp2', 'g1.v35', self.STEERED)
+        message = self.refused(pool_plan.remove_hosts, world.observed(),
+                               'v35', ['cmp2'])
+        self.assertIn('Taking cmp2 out of pool v35 would strand servers: '
+                      'cmp2 runs 2 server(s) of flavor g1.v35 (s1, s2), and '
+                      'their flavor steers to pool v35 only.', message)
+        self.assertIn('"openstack gpu host drain cmp2"', message)
+        self.assertIn('add the host to another pool their flavor steers '
+                      'to', message)
+        self.assertIn('run again with --allow-servers', message)
+        # the escape: the same plan as without servers
+        allowed = pool_plan.remove_hosts(world.observed(), 'v35', ['cmp2'],
+                                         allow_servers=True)
+        self.assertEqual(['aggregate.remove_host'], ops(allowed))
+
+    def test_only_the_servers_of_the_leaving_host_and_pool_count(self):
+        world = self.world()
+        # on another host of the pool; of a flavor of another pool; of an
+        # ordinary flavor; shelved (no host)
+        world.server('s1', 'cmp3', 'g1.v35', self.STEERED)
+        world.server('s2', 'cmp2', 'g1.v36',
+                     {POOL_SPEC: 'v36', 'resources:VGPU': '1'})
+        world.server('s3', 'cmp2', 'm1.small', {})
+        world.server('s4', None, 'g1.v35', self.STEERED)
+        result = pool_plan.remove_hosts(world.observed(), 'v35', ['cmp2'])
+        self.assertEqual(['aggregate.remove_host'], ops(result))
+        message = self.refused(pool_plan.remove_hosts, world.observed(),
+                               'v35', ['cmp3'])
+        self.assertIn('cmp3 runs 1 server(s) of flavor g1.v35 (s1)',
+                      message)
+        self.assertNotIn('s4', message)
+
+    def test_a_flavor_that_steers_to_another_pool_holding_the_host(self):
+        # hand-made steering (gpu=true) matches both pools: cmp2 stays in
+        # v36, where the flavor still lands
+        world = self.world()
+        for agg in world.aggregates:
+            agg['metadata']['gpu'] = 'true'
+        hand = {'aggregate_instance_extra_specs:gpu': 'true',
+                'resources:VGPU': '1'}
+        world.server('s1', 'cmp2', 'hand', hand)
+        result = pool_plan.remove_hosts(world.observed(), 'v35', ['cmp2'])
+        self.assertEqual(['aggregate.remove_host'], ops(result))
+        # cmp3 is in v35 only
+        world.server('s2', 'cmp3', 'hand', hand)
+        message = self.refused(pool_plan.remove_hosts, world.observed(),
+                               'v35', ['cmp3'])
+        self.assertIn('flavor hand (s2)', message)
+
+    def test_many_servers_named_by_count_and_a_few_ids(self):
+        world = self.world()
+        for index in range(5):
+            world.server('s%d' % index, 'cmp2', 'g1.v35', self.STEERED)
+        message = self.refused(pool_plan.remove_hosts, world.observed(),
+                               'v35', ['cmp2'])
+        self.assertIn('5 server(s) of flavor g1.v35 (s0, s1, s2 and 2 '
+                      'more)', message)
+
+    def test_delete_with_force_refused_too(self):
+        world = self.world()
+        world.server('s1', 'cmp3', 'g1.v35', self.STEERED)
+        message = self.refused(pool_plan.delete, world.observed(), 'v35',
+                               force=True, escape='do something else')
+        self.assertIn('Taking cmp3 out of pool v35 would strand servers',
+                      message)
+        self.assertIn('or do something else.', message)
+        # servers not read: the planner cannot tell, as before
+        world.servers = None
+        self.assertIn('aggregate.delete',
+                      ops(pool_plan.delete(world.observed(), 'v35',
+                                           force=True)))
 
 
 class TestAddHost(PlanTestCase):

@@ -116,10 +116,35 @@ class TestDiff(DocumentCommandTestCase):
 
     def test_parser(self):
         self.check_parser(self.cmd, ['gpu.yaml'], [('file', 'gpu.yaml'),
-                                                   ('prune', False)])
-        self.check_parser(self.cmd, ['gpu.yaml', '--prune'],
-                          [('prune', True)])
+                                                   ('prune', False),
+                                                   ('pool', [])])
+        self.check_parser(self.cmd, ['gpu.yaml', '--prune', '--pool', 'a',
+                                     '--pool', 'b'],
+                          [('prune', True), ('pool', ['a', 'b'])])
         self.assertRaises(base.ParserError, self.check_parser, self.cmd, [])
+
+    def test_pool_scope(self):
+        # a pool the cloud does not have yet, and a change to solver: each
+        # scope sees its own
+        data = yaml.safe_load(self.text)
+        data['pools'].append({'name': 'other', 'mode': 'vgpu',
+                              'vgpu_type': 'nvidia-35', 'hosts': []})
+        data['pools'][0]['isolate'] = True
+        text = yaml.safe_dump(data)
+        status, out = self.run_cmd(text, '--pool', 'other', '-f', 'value')
+        self.assertEqual(2, status)
+        self.assertEqual('pool other create', ' '.join(out.split()[:3]))
+        self.assertNotIn('solver', out)
+        self.app.stdout = io.StringIO()
+        status, out = self.run_cmd(text, '--pool', 'solver', '-f', 'value')
+        self.assertEqual(2, status)
+        self.assertIn('pool solver update', out)
+        self.assertNotIn('other', out)
+        self.app.stdout = io.StringIO()
+        status, out = self.run_cmd(text, '--pool', 'nope', '-f', 'value')
+        self.assertEqual(1, status)
+        self.assertIn('--pool nope: no such pool in the document nor in the '
+                      'cloud', self.logger.output)
 
     def test_statuses(self):
         self.assertEqual(
@@ -209,11 +234,31 @@ class TestApply(DocumentCommandTestCase):
     def test_parser(self):
         self.check_parser(self.cmd, ['gpu.yaml'], [
             ('file', 'gpu.yaml'), ('prune', False),
-            ('recreate_flavors', False), ('dry_run', False)])
+            ('recreate_flavors', False), ('dry_run', False), ('pool', [])])
         self.check_parser(self.cmd, ['gpu.yaml', '--prune',
-                                     '--recreate-flavors', '--dry-run'], [
-            ('prune', True), ('recreate_flavors', True), ('dry_run', True)])
+                                     '--recreate-flavors', '--dry-run',
+                                     '--pool', 'solver'], [
+            ('prune', True), ('recreate_flavors', True), ('dry_run', True),
+            ('pool', ['solver'])])
         self.assertRaises(base.ParserError, self.check_parser, self.cmd, [])
+
+    def test_pool_scope_prunes_only_that_pool(self):
+        # the document names no pool: --pool solver prunes solver and its
+        # flavor; the ordinary flavor and aggregate stay
+        self.cloud.add_flavor('m1.small')
+        status, out = self.run_cmd('version: 1\n', '--prune', '--pool',
+                                   'solver', '--dry-run')
+        self.assertEqual(0, status)
+        self.assertIn('delete flavor g1.h100.1', out)
+        self.assertIn('delete host aggregate solver', out)
+        self.assertNotIn('m1.small', out)
+        self.assertEqual(['solver'], [a.name for a in self.cloud.aggregates])
+        self.app.stdout = io.StringIO()
+        self.assertEqual((0, ''), self.run_cmd('version: 1\n', '--prune',
+                                               '--pool', 'solver'))
+        self.assertEqual([], self.cloud.aggregates)
+        self.assertEqual(['m1.small'],
+                         [f['name'] for f in self.cloud.flavors])
 
     def test_dry_run_prints_the_plan_and_writes_nothing(self):
         text = self.text.replace('isolate: false', 'isolate: true')

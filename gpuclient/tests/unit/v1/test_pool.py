@@ -144,6 +144,18 @@ class TestParsers(base.CommandTestCase):
             self.assertRaises(base.ParserError, self.check_parser, cmd,
                               args + ['--update-dependents'])
 
+    def test_allow_servers(self):
+        cmd = pool_cmd.RemoveHostPool(self.make_app(None), None)
+        self.check_parser(cmd, ['p', 'h'], [('allow_servers', False)])
+        self.check_parser(cmd, ['p', 'h', '--allow-servers'],
+                          [('allow_servers', True)])
+        cmd = pool_cmd.AddHostPool(self.make_app(None), None)
+        self.assertRaises(base.ParserError, self.check_parser, cmd,
+                          ['p', 'h', '--allow-servers'])
+        cmd = pool_cmd.DeletePool(self.make_app(None), None)
+        self.check_parser(cmd, ['p', '--force', '--allow-servers'],
+                          [('force', True), ('allow_servers', True)])
+
     def test_hosts_required(self):
         for cls in (pool_cmd.AddHostPool, pool_cmd.RemoveHostPool):
             cmd = cls(self.make_app(None), None)
@@ -280,6 +292,25 @@ class TestCommands(PoolCommandTestCase):
         self.assertEqual({}, self.show_data('solver')['properties'])
         shown = self.as_dict(self.run_cmd(pool_cmd.RemoveHostPool, [
             'solver', 'gpu-pt-1']))
+        self.assertEqual('', shown['hosts'])
+
+    def test_remove_host_with_servers(self):
+        self.create('--host', 'gpu-pt-1')
+        self.cloud.servers.append({
+            'id': 'srv-1', 'name': 'vm', 'OS-EXT-SRV-ATTR:host': 'gpu-pt-1',
+            'flavor': {'original_name': 'g1', 'extra_specs': {
+                'aggregate_instance_extra_specs:gpu_pool': 'solver',
+                'pci_passthrough:alias': 'h100:1'}}})
+        before = self.writes()
+        exc = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                                pool_cmd.RemoveHostPool,
+                                ['solver', 'gpu-pt-1'])
+        self.assertIn('gpu-pt-1 runs 1 server(s) of flavor g1 (srv-1)',
+                      str(exc))
+        self.assertIn('--allow-servers', str(exc))
+        self.assertEqual(before, self.writes())
+        shown = self.as_dict(self.run_cmd(pool_cmd.RemoveHostPool, [
+            'solver', 'gpu-pt-1', '--allow-servers']))
         self.assertEqual('', shown['hosts'])
 
     def test_delete_n_of_m(self):
