@@ -13,6 +13,7 @@
 """``gpu profile plan`` on a large fleet: time and optimality status.
 
     python3 tools/bench_profiles.py [--hosts 500] [--cards-per-host 8]
+                                    [--seed 27]
 
 No cloud. Two fleets of HOSTS x CARDS_PER_HOST cards, half A100-80GB and
 half H100-80GB, and a demand for five MIG profiles (about 90 % of what the
@@ -21,8 +22,8 @@ fleet could hold at most):
 * ``new``: cards not racked yet (``profile_ops.plan_cards``, the path of
   ``--cards``);
 * ``running``: the same cards with a current layout each (drawn at random,
-  seed 27, from the models' layouts) and about half of its placements in
-  use, planned with ``rules.profiles.plan``.
+  ``--seed``, default 27, from the models' maximal layouts) and about half
+  of its placements in use, planned with ``rules.profiles.plan``.
 
 Prints ``<label>: <n> s`` lines (the layouts' enumeration, cached per
 process, is timed apart) and, for each fleet, the three optimal values
@@ -52,6 +53,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--hosts', type=int, default=500)
     parser.add_argument('--cards-per-host', type=int, default=8)
+    parser.add_argument('--seed', type=int, default=27,
+                        help='seed of the running fleet\'s layouts and use')
     args = parser.parse_args(argv)
     n = args.hosts * args.cards_per_host
 
@@ -72,7 +75,7 @@ def main(argv=None):
     print('plan new %d cards: %.2f s' % (n, time.perf_counter() - start))
     report('new', summary)
 
-    rng = random.Random(27)
+    rng = random.Random(args.seed)
     cards = []
     for i in range(n):
         model = MODELS[i % 2]

@@ -92,11 +92,36 @@ What is left is the integer program
     met_p <= d_p,  met_p <= sum x[c,o] * v[o,p]        (offered)
     lexmax (sum met_p, -sum x * recut[o], -sum x * moves[c,o])
 
-built in bulk (one ``addRows``, one ``addCols``) and solved to proven
-optimality by HiGHS's branch and bound (``highspy``), one objective at a
-time, each optimum fixed as a constraint before the next and handed to
-the next solve as its first incumbent (objectives are integers, so an
-absolute gap below 1 is optimality). The rows report what each card
+solved to proven optimality by HiGHS's branch and bound (``highspy``),
+one objective at a time, each optimum fixed as a constraint before the
+next (objectives are integers, so an absolute gap below 1 is
+optimality). It is solved in two smaller models, each exact:
+
+* Demand met and re-cuts (objectives 1 and 2) ignore moves, so within a
+  class an option whose vector is below another's with no fewer re-cuts
+  can be swapped for it: only the keep vector and the re-cut vectors no
+  other re-cut vector and no keep vector is above stay (the *coarse*
+  options); classes with the same coarse options are interchangeable
+  for these two objectives and merge. On a running fleet of 4000 cards
+  that is some 80 coarse classes and 500 columns, solved in well under
+  a second; the two optima are the same as on the full program.
+* Moves (objective 3), with the first two optima as constraints, on the
+  transport form of the program: one integer count per *end* (per model,
+  keep vector, and per model, re-cut vector: how many cards end there)
+  and met_p, and x[c,o] continuous, each x[c,o] an arc from class c to
+  the end of its option, with the class's and the end's totals as rows.
+  The demand rows touch the ends' counts only. With those counts
+  integer, what is left for x is a transportation problem (a bipartite
+  incidence matrix: totally unimodular), whose optimal vertices are
+  integer: so the optimum over integer counts and continuous x is the
+  optimum of the integer program, and HiGHS branches on about 150
+  counts instead of 37000 options. The x of HiGHS's solution are
+  checked to be integers; if one is not (a solution off a vertex),
+  the counts are fixed and x solved as integers (an integral LP).
+
+HiGHS's time on the third model varies with the fleet (its primal
+heuristics find the optimum at the root, sooner or later); figures in
+``doc/source/user/profiles.rst``. The rows report what each card
 really gets (re-cut when its layout changes, moves counted from its own
 in-use placements), which the tests check against the solver's values.
 HiGHS is imported only when a plan is solved, never at plugin load.
@@ -537,97 +562,178 @@ def _classes(cards, wanted, caps):
     return classes, per_card
 
 
-def _stage(h, highspy, costs, start, presolve):
-    """One objective of the plan to a proven optimum: (value, solution,
-    HiGHS's model status). START (the optimum of the objective before,
-    feasible here), if given, is HiGHS's first incumbent. PRESOLVE is
-    HiGHS's option: which settings are fastest was measured on
-    tools/bench_profiles.py (module docstring); none changes the optimum."""
-    n_col = len(costs)
-    cols = list(range(n_col))
-    h.changeColsCost(n_col, cols, costs)
-    h.setOptionValue('presolve', presolve)
-    if start is not None:
-        h.setSolution(n_col, cols, start)
-    h.run()
-    status = h.getModelStatus()
-    if status != highspy.HighsModelStatus.kOptimal:
-        raise RuntimeError(_('The solver did not prove an optimum: %s')
-                           % h.modelStatusToString(status))
-    solution = list(h.getSolution().col_value)
-    return round(_cost(costs, solution)), solution, h.modelStatusToString(
-        status)
-
-
-def _cost(costs, solution):
-    return sum(c * x for c, x in zip(costs, solution, strict=True) if c)
-
-
-def _solve(sizes, options, caps):
-    """The lexicographic optimum of the integer program of the module
-    docstring. SIZES: cards per class; OPTIONS: per class, its options
-    (supply, recut, moves); CAPS: demand per wanted profile. Returns the
-    count of each (class, option), the three optimal values (met, recut,
-    moves) and HiGHS's model status of the last objective. The model is
-    built in bulk (one addRows, one addCols); HiGHS is imported here
-    only."""
-    import highspy
-
+def _highs(highspy):
     h = highspy.Highs()
     h.setOptionValue('output_flag', False)
     h.setOptionValue('threads', 1)
     # every objective is an integer: a gap below 1 proves the optimum
     h.setOptionValue('mip_rel_gap', 0.0)
     h.setOptionValue('mip_abs_gap', 0.99)
+    return h
+
+
+def _run(h, highspy, costs):
+    """Solve H for COSTS to a proven optimum: (value, solution, HiGHS's
+    model status). No first incumbent is given: measured, a start made
+    HiGHS slower on the moves, and with a start HiGHS 1.16 once returned
+    the start instead of the better optimum it reported (a unit test
+    caught it); the value of the solution returned is checked against
+    HiGHS's objective."""
+    n_col = len(costs)
+    cols = list(range(n_col))
+    h.changeColsCost(n_col, cols, costs)
+    h.run()
+    status = h.getModelStatus()
+    if status != highspy.HighsModelStatus.kOptimal:
+        raise RuntimeError(_('The solver did not prove an optimum: %s')
+                           % h.modelStatusToString(status))
+    solution = list(h.getSolution().col_value)
+    value = sum(c * x for c, x in zip(costs, solution, strict=True) if c)
+    if abs(value - h.getInfo().objective_function_value) > 0.5:
+        raise RuntimeError(_('The solver returned a solution of value %(x)s '
+                             'for an optimum of %(y)s.') % {
+            'x': value, 'y': h.getInfo().objective_function_value})
+    return round(value), solution, h.modelStatusToString(status)
+
+
+def _maxima(vectors):
+    """The vectors of VECTORS no other one is >= (each once, sorted)."""
+    vectors = sorted(set(vectors))
+    return tuple(v for v in vectors if not any(
+        w != v and all(a >= b for a, b in zip(w, v, strict=True))
+        for w in vectors))
+
+
+def _coarse(options):
+    """Per class, the options that matter to the first two objectives:
+    the keep vectors no other keep vector is above, and the re-cut
+    vectors no other re-cut vector and no keep vector is above."""
+    keeps = _maxima(s for s, cut, _m in options if not cut)
+    recuts = tuple(v for v in _maxima(s for s, cut, _m in options if cut)
+                   if not any(all(a >= b for a, b in zip(k, v, strict=True))
+                              for k in keeps))
+    return keeps, recuts
+
+
+def _add_supply(index, value, supply, first):
+    for k, v in enumerate(supply):
+        if v:
+            index.append(first + k)
+            value.append(-float(v))
+
+
+def _met_recut(highspy, sizes, options, caps):
+    """Stages 1 and 2 (demand met, fewest re-cuts) on the coarse classes
+    (module docstring): the two optimal values."""
     inf = highspy.kHighsInf
-    n_class, n_wanted = len(sizes), len(caps)
-    h.addRows(n_class + n_wanted,
-              [float(n) for n in sizes] + [-inf] * n_wanted,
-              [float(n) for n in sizes] + [0.0] * n_wanted, 0, [], [], [])
-    columns, starts, index, value = [], [], [], []
-    recut, moves = [], []
+    coarse = collections.OrderedDict()
     for c, class_options in enumerate(options):
-        for o, (supply, cut, moved) in enumerate(class_options):
-            columns.append((c, o))
+        coarse.setdefault(_coarse(class_options), []).append(c)
+    h = _highs(highspy)
+    n_class, n_wanted = len(coarse), len(caps)
+    counts = [float(sum(sizes[c] for c in members))
+              for members in coarse.values()]
+    h.addRows(n_class + n_wanted, counts + [-inf] * n_wanted,
+              counts + [0.0] * n_wanted, 0, [], [], [])
+    columns, starts, index, value, recut = [], [], [], [], []
+    for c, (keeps, recuts) in enumerate(coarse):
+        for supply, cut in [(k, 0) for k in keeps] + [(r, 1) for r in recuts]:
+            columns.append((c, supply, cut))
             starts.append(len(index))
             index.append(c)
             value.append(1.0)
-            for k, v in enumerate(supply):
-                if v:
-                    index.append(n_class + k)
-                    value.append(-float(v))
+            _add_supply(index, value, supply, n_class)
             recut.append(float(cut))
-            moves.append(float(moved))
     n_x = len(columns)
     for k in range(n_wanted):
         starts.append(len(index))
         index.append(n_class + k)
         value.append(1.0)
     n_col = n_x + n_wanted
-    bounds = ([0.0] * n_col, [inf] * n_x + [float(cap) for cap in caps])
-    h.addCols(n_col, [0.0] * n_col, bounds[0], bounds[1],
+    h.addCols(n_col, [0.0] * n_col, [0.0] * n_col,
+              [inf] * n_x + [float(cap) for cap in caps],
               len(index), starts, index, value)
     h.changeColsIntegrality(n_col, list(range(n_col)),
                             [highspy.HighsVarType.kInteger] * n_col)
-    stages = ([0.0] * n_x + [-1.0] * n_wanted,
-              recut + [0.0] * n_wanted,
-              moves + [0.0] * n_wanted)
-    values, solution = [], None
-    # measured (500 hosts x 8 running cards): the first two objectives
-    # are fastest without presolve from the last optimum, the moves with
-    # presolve and no start (HiGHS then finds its own incumbents sooner)
-    for costs, presolve, start in zip(stages, ('off', 'off', 'on'),
-                                      (False, True, False), strict=True):
-        value_now, solution, status = _stage(
-            h, highspy, costs, solution if start else None, presolve)
-        values.append(value_now)
-        used = [i for i, cost in enumerate(costs) if cost]
-        if used:
-            # keep this optimum while the next objective is solved
-            h.addRow(-inf, value_now + 0.5, len(used), used,
-                     [costs[i] for i in used])
-    counts = {col: int(round(solution[i])) for i, col in enumerate(columns)}
-    return counts, (-values[0], values[1], values[2]), status
+    met, _solution, _status = _run(h, highspy,
+                                   [0.0] * n_x + [-1.0] * n_wanted)
+    wanted = list(range(n_x, n_col))
+    h.addRow(-inf, met + 0.5, n_wanted, wanted, [-1.0] * n_wanted)
+    cut, _solution, _status = _run(h, highspy, recut + [0.0] * n_wanted)
+    return -met, cut
+
+
+def _solve(sizes, options, caps, groups=None):
+    """The lexicographic optimum of the integer program of the module
+    docstring. SIZES: cards per class; OPTIONS: per class, its options
+    (supply, recut, moves); CAPS: demand per wanted profile. Returns the
+    count of each (class, option), the three optimal values (met, recut,
+    moves) and HiGHS's model status of the last objective. HiGHS is
+    imported here only."""
+    import highspy
+
+    inf = highspy.kHighsInf
+    met, cut = _met_recut(highspy, sizes, options, caps)
+    # stage 3: the transport model (module docstring)
+    groups = groups or [None] * len(options)
+    ends = collections.OrderedDict()
+    for kept in (True, False):
+        for group, class_options in zip(groups, options, strict=True):
+            for supply, flag, _moves in class_options:
+                if kept != bool(flag):
+                    ends.setdefault((group, bool(flag), supply), len(ends))
+    h = _highs(highspy)
+    n_class, n_end, n_wanted = len(options), len(ends), len(caps)
+    first_end, first_supply = n_class, n_class + len(ends)
+    h.addRows(n_class + n_end + n_wanted,
+              [float(n) for n in sizes] + [0.0] * n_end + [-inf] * n_wanted,
+              [float(n) for n in sizes] + [0.0] * (n_end + n_wanted),
+              0, [], [], [])
+    columns, starts, index, value, moves = [], [], [], [], []
+    for c, class_options in enumerate(options):
+        for o, (supply, flag, moved) in enumerate(class_options):
+            columns.append((c, o))
+            starts.append(len(index))
+            index += [c, first_end + ends[(groups[c], bool(flag), supply)]]
+            value += [1.0, 1.0]
+            moves.append(float(moved))
+    n_x = len(columns)
+    for (_group, _flag, supply), e in ends.items():
+        starts.append(len(index))
+        index.append(first_end + e)
+        value.append(-1.0)
+        _add_supply(index, value, supply, first_supply)
+    for k in range(n_wanted):
+        starts.append(len(index))
+        index.append(first_supply + k)
+        value.append(1.0)
+    n_col = n_x + n_end + n_wanted
+    h.addCols(n_col, [0.0] * n_col, [0.0] * n_col,
+              [inf] * (n_x + n_end) + [float(cap) for cap in caps],
+              len(index), starts, index, value)
+    counted = list(range(n_x, n_col))
+    h.changeColsIntegrality(len(counted), counted,
+                            [highspy.HighsVarType.kInteger] * len(counted))
+    wanted = list(range(n_x + n_end, n_col))
+    h.addRow(-inf, 0.5 - met, n_wanted, wanted, [-1.0] * n_wanted)
+    recut_ends = [n_x + e for (_g, flag, _s), e in ends.items() if flag]
+    h.addRow(-inf, cut + 0.5, len(recut_ends), recut_ends,
+             [1.0] * len(recut_ends))
+    moved, solution, status = _run(h, highspy, moves + [0.0] * (
+        n_end + n_wanted))
+    x = solution[:n_x]
+    if any(abs(v - round(v)) > 1e-6 for v in x):
+        # not a vertex: the same optimum with the counts integer, the
+        # totals fixed (the transport part is integral: no branching)
+        fixed = [float(round(v)) for v in solution[n_x:]]
+        h.changeColsBounds(len(counted), counted, fixed, fixed)
+        h.changeColsIntegrality(n_x, list(range(n_x)),
+                                [highspy.HighsVarType.kInteger] * n_x)
+        moved, solution, status = _run(h, highspy, moves + [0.0] * (
+            n_end + n_wanted))
+        x = solution[:n_x]
+    counts = {col: int(round(v)) for col, v in zip(columns, x, strict=True)}
+    return counts, (met, cut, moved), status
 
 
 def plan(cards, demand):
@@ -660,7 +766,8 @@ def plan(cards, demand):
             options.append([(keep, 0, 0)] + [
                 (supply, 1, moves) for supply, moves in recuts])
         counts, _values, status = _solve(
-            [len(classes[key]) for key in keys], options, caps)
+            [len(classes[key]) for key in keys], options, caps,
+            [key[0] for key in keys])
         for c, key in enumerate(keys):
             members = iter(classes[key])
             first = next(iter(classes[key]))

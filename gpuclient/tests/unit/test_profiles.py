@@ -334,10 +334,55 @@ class TestPlan(testtools.TestCase):
              'in_use': [('1g.6gb', 0)]}], {'1g.6gb': 1})
 
 
+def all_integer_optimum(options, caps):
+    """The lexicographic optimum (met, recut, moves) of the integer program
+    with one integer column per card and option, solved by HiGHS one
+    objective at a time: the formulation before the coarse classes and
+    the transport form, written out here apart from the module."""
+    import highspy
+
+    h = highspy.Highs()
+    h.setOptionValue('output_flag', False)
+    h.setOptionValue('mip_rel_gap', 0.0)
+    h.setOptionValue('mip_abs_gap', 0.5)
+    inf = highspy.kHighsInf
+    n_card, n_wanted = len(options), len(caps)
+    for _card in options:
+        h.addRow(1.0, 1.0, 0, [], [])
+    for _cap in caps:
+        h.addRow(-inf, 0.0, 0, [], [])
+    recut, moves = [], []
+    for c, mine in enumerate(options):
+        for supply, cut, moved in mine:
+            rows = [c] + [n_card + k for k, v in enumerate(supply) if v]
+            vals = [1.0] + [-float(v) for v in supply if v]
+            h.addCol(0.0, 0.0, 1.0, len(rows), rows, vals)
+            recut.append(float(cut))
+            moves.append(float(moved))
+    for k, cap in enumerate(caps):
+        h.addCol(0.0, 0.0, float(cap), 1, [n_card + k], [1.0])
+    n_x, n_col = len(recut), len(recut) + n_wanted
+    h.changeColsIntegrality(n_col, list(range(n_col)),
+                            [highspy.HighsVarType.kInteger] * n_col)
+    values = []
+    for costs in ([0.0] * n_x + [-1.0] * n_wanted, recut + [0.0] * n_wanted,
+                  moves + [0.0] * n_wanted):
+        h.changeColsCost(n_col, list(range(n_col)), costs)
+        h.run()
+        assert h.getModelStatus() == highspy.HighsModelStatus.kOptimal
+        x = h.getSolution().col_value
+        value = round(sum(a * b for a, b in zip(costs, x, strict=True)))
+        values.append(value)
+        used = [i for i, cost in enumerate(costs) if cost]
+        h.addRow(-inf, value + 0.5, len(used), used,
+                 [costs[i] for i in used])
+    return -values[0], values[1], values[2]
+
+
 def slow_best(cards, demand):
     """(met, recut, moves) of the plan built the slow way: one class per
-    card, every maximal layout an option (no supply cap, no pruning), the
-    same integer program."""
+    card, every maximal layout an option (no supply cap, no pruning), every
+    option an integer column (all_integer_optimum)."""
     wanted = sorted(p for p, n in demand.items() if n > 0)
     options = []
     for card in cards:
@@ -351,10 +396,7 @@ def slow_best(cards, demand):
                                    for p in wanted), 1,
                              profiles._moves(current, in_use, lay)))
         options.append(mine)
-    _counts, values, status = profiles._solve(
-        [1] * len(cards), options, [demand[p] for p in wanted])
-    assert status == 'Optimal', status
-    return values
+    return all_integer_optimum(options, [demand[p] for p in wanted])
 
 
 def running_fleet(rng, n):
@@ -409,6 +451,52 @@ class TestFastPlan(testtools.TestCase):
         self.assertEqual(1, summary['classes'])
         self.assertEqual((1, 1, 0), (summary['met'], summary['recut'],
                                      summary['moves']))
+
+    def test_solver_against_all_integer_program(self):
+        # _solve (coarse classes for met and re-cuts, transport form for
+        # moves) against every option an integer column, on random
+        # classes whose options need not come from layouts
+        rng = random.Random(4242)
+        for case in range(30):
+            n_wanted = rng.randint(1, 3)
+            caps = [rng.randint(1, 12) for _k in range(n_wanted)]
+            sizes, options, groups, flat = [], [], [], []
+            for _c in range(rng.randint(1, 6)):
+                size = rng.randint(1, 3)
+                mine = [(tuple(rng.randint(0, 3) for _k in caps), 0, 0)]
+                for _o in range(rng.randint(0, 5)):
+                    mine.append((tuple(rng.randint(0, 4) for _k in caps),
+                                 1, rng.randint(0, 3)))
+                sizes.append(size)
+                options.append(mine)
+                groups.append(rng.choice('ab'))
+                flat += [mine] * size
+            counts, values, status = profiles._solve(sizes, options, caps,
+                                                     groups)
+            self.assertEqual('Optimal', status)
+            self.assertEqual(all_integer_optimum(flat, caps), values,
+                             (case, sizes, options, caps))
+            # the counts are a plan: every card once, with those values
+            for c, size in enumerate(sizes):
+                self.assertEqual(size, sum(n for (k, _o), n in
+                                           counts.items() if k == c))
+            offered = [sum(n * options[c][o][0][k]
+                           for (c, o), n in counts.items())
+                       for k in range(n_wanted)]
+            self.assertEqual(values, (
+                sum(min(a, b) for a, b in zip(offered, caps, strict=True)),
+                sum(n * options[c][o][1] for (c, o), n in counts.items()),
+                sum(n * options[c][o][2] for (c, o), n in counts.items())))
+
+    def test_coarse_options(self):
+        # re-cut (2, 0) is below re-cut (2, 1); re-cut (1, 1) below the
+        # keep vector (1, 1): only the keep and (2, 1), (0, 3) matter to
+        # demand met and re-cuts
+        keeps, recuts = profiles._coarse([
+            ((1, 1), 0, 0), ((2, 0), 1, 0), ((2, 1), 1, 3),
+            ((1, 1), 1, 0), ((0, 3), 1, 1)])
+        self.assertEqual(((1, 1),), keeps)
+        self.assertEqual(((0, 3), (2, 1)), recuts)
 
     def test_a_running_fleet_has_fewer_classes_than_cards(self):
         cards = running_fleet(random.Random(27), 400)
