@@ -240,9 +240,8 @@ def plan_pools(client, pool_names, demand_counts, model=None,
         if not demand_counts:
             raise profile_cloud.CannotTell(_(
                 'No server of a MIG or vGPU pool\'s flavor ran or was '
-                'refused from '
-                '%(start)s to %(end)s: nothing to plan for. Give a longer '
-                'period (--start) or --demand.')
+                'refused from %(start)s to %(end)s: nothing to plan for. '
+                'Give a longer period (--start) or --demand.')
                 % {'start': start.isoformat(), 'end': end.isoformat()})
     wanted, of_flavor = profile_cloud.demand(demand_counts, cloud.flavors,
                                              cloud.pools, vgpu_profiles)
