@@ -137,12 +137,11 @@ def _read_cloud(client, pool_names):
         # checked before anything else is read
         if name not in pools:
             raise pools_mod.unknown_pool(name, pools)
-        if pools[name]['mode'] not in (pools_mod.MIG,):
+        if pools[name]['mode'] not in (pools_mod.MIG, pools_mod.VGPU):
             raise exceptions.CommandError(
                 _('Pool %(pool)s is a %(mode)s pool: --pool plans the cards '
-                  'of MIG pools (time-sliced vGPU pools: use --cards with '
-                  'their model).') % {'pool': name,
-                                      'mode': pools[name]['mode']})
+                  'of MIG and time-sliced vGPU (vgpu) pools.')
+                % {'pool': name, 'mode': pools[name]['mode']})
     hosts = sorted({h for n in pool_names for h in pools[n]['hosts']})
     if not hosts:
         raise exceptions.CommandError(
@@ -156,20 +155,33 @@ def _read_cloud(client, pool_names):
     return cloud, hosts
 
 
-def usage_entries(rows, flavors, pools):
+def usage_entries(rows, flavors, pools, vgpu_profiles=None):
     """``--demand`` entries ({flavor or profile: count}) and notes from
-    the demand of ``usage_ops.demand`` (ROWS): a flavor of a MIG pool that
-    the cloud still has counts by its name (so the summary speaks of it),
-    one Nova no longer lists by its pool's profile times its GPUs; flavors
-    of other pools are not partitions to plan (a note says so)."""
+    the demand of ``usage_ops.demand`` (ROWS): a flavor of a MIG pool, or
+    of a vgpu pool whose vGPU type is known (VGPU_PROFILES: {pool name:
+    vGPU type}), that the cloud still has counts by its name (so the
+    summary speaks of it), one Nova no longer lists by its pool's profile
+    times its GPUs; flavors of other pools are not partitions to plan (a
+    note says so)."""
+    vgpu_profiles = vgpu_profiles or {}
     existing = {f.get('name') for f in flavors or ()}
     entries, notes = {}, []
     for row in rows:
         pool = pools.get(row.pool or '')
-        if pool is None or pool['mode'] != pools_mod.MIG:
+        if pool is not None and pool['mode'] == pools_mod.VGPU and (
+                pool['name'] not in vgpu_profiles):
             notes.append(_(
-                'Flavor %(flavor)s (pool %(pool)s): not a MIG pool\'s '
-                'flavor, left out of the demand (%(total)d).')
+                'Flavor %(flavor)s (pool %(pool)s): the NVIDIA vGPU type of '
+                'mdev type %(type)s is not known (--vgpu-mdev-type), left '
+                'out of the demand (%(total)d).')
+                % {'flavor': row.flavor, 'pool': row.pool,
+                   'type': pool.get('vgpu_type'), 'total': row.total})
+            continue
+        if pool is None or pool['mode'] not in (pools_mod.MIG,
+                                                pools_mod.VGPU):
+            notes.append(_(
+                'Flavor %(flavor)s (pool %(pool)s): not a MIG or vGPU '
+                'pool\'s flavor, left out of the demand (%(total)d).')
                 % {'flavor': row.flavor, 'pool': row.pool or '-',
                    'total': row.total})
             continue
@@ -178,19 +190,24 @@ def usage_entries(rows, flavors, pools):
         if row.flavor in existing:
             entries[row.flavor] = entries.get(row.flavor, 0) + row.total
         else:
-            name = profiles.profile_name(pool['mig_profile'])
+            name = vgpu_profiles.get(pool['name']) or profiles.profile_name(
+                pool['mig_profile'])
             entries[name] = entries.get(name, 0) + row.total * row.gpus
     return entries, notes
 
 
 def plan_pools(client, pool_names, demand_counts, model=None,
-               mig_types=None, output_dir=None, usage_period=None):
+               mig_types=None, output_dir=None, usage_period=None,
+               vgpu_types=None):
     """The plan of the cards of POOL_NAMES' hosts: (rows, summary, notes).
 
     One snapshot, the allocations of the used GPU providers of those hosts
     and the server list (names of the servers to move); the cards and the
-    current layouts are ``rules.profile_cloud.cards``, the plan
-    ``rules.profiles.plan``, the nova.conf after it
+    current layouts are ``rules.profile_cloud.cards`` (MIG) and
+    ``vgpu_cards`` (time-sliced pGPUs; VGPU_TYPES: {vGPU type: mdev type}
+    from ``--vgpu-mdev-type``, else the pools' ``vgpu_profile``
+    property), the plan ``rules.profile_cloud.plan``, the nova.conf after
+    it
     ``rules.profile_cloud.proposed_config`` (``nova_config.build``). Each
     row: the plan's fields plus ``host``, ``address``, ``servers``
     (the servers that must leave the card first: [(id, name, how)], how
@@ -204,7 +221,8 @@ def plan_pools(client, pool_names, demand_counts, model=None,
     from gpuclient.rules import profile_cloud
 
     cloud, hosts = _read_cloud(client, pool_names)
-    notes = []
+    vgpu_profiles, notes = profile_cloud.vgpu_profiles(cloud.pools,
+                                                       vgpu_types)
     if usage_period is not None:
         from gpuclient.ops import usage_ops
 
@@ -212,7 +230,7 @@ def plan_pools(client, pool_names, demand_counts, model=None,
         LOG.info(_('Demand from the usage of %(start)s to %(end)s (UTC).'),
                  {'start': start.isoformat(), 'end': end.isoformat()})
         demand_counts, found = usage_entries(rows, cloud.flavors,
-                                             cloud.pools)
+                                             cloud.pools, vgpu_profiles)
         notes += more + found
         for row in rows:
             notes.append(_(
@@ -221,12 +239,12 @@ def plan_pools(client, pool_names, demand_counts, model=None,
                 '%(total)d.') % row._asdict())
         if not demand_counts:
             raise profile_cloud.CannotTell(_(
-                'No server of a MIG pool\'s flavor ran or was refused from '
-                '%(start)s to %(end)s: nothing to plan for. Give a longer '
-                'period (--start) or --demand.')
+                'No server of a MIG or vGPU pool\'s flavor ran or was '
+                'refused from %(start)s to %(end)s: nothing to plan for. '
+                'Give a longer period (--start) or --demand.')
                 % {'start': start.isoformat(), 'end': end.isoformat()})
     wanted, of_flavor = profile_cloud.demand(demand_counts, cloud.flavors,
-                                             cloud.pools)
+                                             cloud.pools, vgpu_profiles)
     host_roots = cloud.host_roots()
     roots = {h: sorted(host_roots.get(h) or ()) for h in hosts}
     notes += [_('%s has no compute node in Placement: its cards are not '
@@ -239,23 +257,40 @@ def plan_pools(client, pool_names, demand_counts, model=None,
     for host in hosts:
         if not roots[host]:
             continue
-        host_cards, host_notes = profile_cloud.cards(
-            host, trees.get(host, []),
-            profile_cloud.mig_pools_of(cloud.pools, host), allocations,
-            model)
+        devices = trees.get(host, [])
+        vgpu_pools = profile_cloud.vgpu_pools_of(cloud.pools, host)
+        host_cards, host_notes = profile_cloud.vgpu_cards(
+            host, devices, vgpu_pools, vgpu_profiles, allocations, model)
         found += host_cards
         notes += host_notes
+        mig_pools = profile_cloud.mig_pools_of(cloud.pools, host)
+        # the pGPUs of a vgpu pool are its cards; the rest are VFs
+        time_sliced = {d['uuid'] for d, _pool in
+                       profile_cloud.vgpu_devices(devices, vgpu_pools)}
+        rest = [d for d in devices if d['uuid'] not in time_sliced]
+        if mig_pools:
+            host_cards, host_notes = profile_cloud.cards(
+                host, rest, mig_pools, allocations, model)
+            found += host_cards
+            notes += host_notes
+        else:
+            loose = sorted(d['address'] or d['name'] for d in rest
+                           if 'VGPU' in d['resources'])
+            if loose:
+                notes.append(_(
+                    '%(host)s: pGPUs %(rps)s offer VGPU but serve no pool '
+                    'of the host: left out of the plan (add the host to '
+                    'the pool of their type).')
+                    % {'host': host, 'rps': ', '.join(loose)})
     if not found:
         raise profile_cloud.CannotTell(
-            _('No MIG card found on %s: their VF providers serve no VGPU '
-              'nor a pool\'s class (see "openstack gpu host list --long").')
-            % ', '.join(hosts))
+            _('No MIG or time-sliced vGPU card found on %s: their device '
+              'providers serve no VGPU nor a pool\'s class (see '
+              '"openstack gpu host list --long").') % ', '.join(hosts))
     with stdout_to_stderr():
-        rows, summary = profiles.plan(
-            [{k: c[k] for k in ('id', 'model', 'current', 'in_use')}
-             for c in found], wanted)
+        rows, summary = profile_cloud.plan(found, wanted)
     config, host_notes, unserved = profile_cloud.proposed_config(
-        cloud.pools, trees, found, rows, mig_types)
+        cloud.pools, trees, found, rows, mig_types, vgpu_profiles)
     for host in hosts:
         notes += host_notes.get(host, [])
     by_id = {c['id']: c for c in found}
@@ -279,6 +314,18 @@ def plan_pools(client, pool_names, demand_counts, model=None,
             for s in profile_cloud.servers_to_move(card, row)]
         row['unserved'] = unserved.get(row['id'], [])
         for name in row['unserved']:
+            if profile_cloud.vgpu_model(name):
+                notes.append(_(
+                    '%(card)s: the plan proposes %(profile)s, which no vgpu '
+                    'pool serves (or its mdev type is not known): its '
+                    'nova.conf leaves it out. Create a pool for it '
+                    '("openstack gpu pool create --mode vgpu --vgpu-type '
+                    '<mdev type> --property %(key)s=%(profile)s") or give '
+                    '--vgpu-mdev-type %(profile)s=<mdev type> of an '
+                    'existing one, and plan again.')
+                    % {'card': row['id'], 'profile': name,
+                       'key': profile_cloud.PROFILE_PROPERTY})
+                continue
             notes.append(_(
                 '%(card)s: the plan proposes %(profile)s, which no MIG pool '
                 'serves: its nova.conf leaves it out. Create a pool for it '

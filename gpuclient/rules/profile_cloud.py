@@ -39,6 +39,19 @@ allocations of the used ones.
   (``infer_model``). A100 80GB and H100 80GB share profile names: such a
   card needs a hint or ``--model``.
 
+Time-sliced vGPU pools (mode ``vgpu``) name their type by mdev type id
+(``nvidia-35``); which NVIDIA vGPU type that is (``A100D-10C``) depends on
+the driver and is not in the API. It is given with ``--vgpu-mdev-type
+<vGPU type>=<mdev type>`` or recorded on the pool as its property
+``vgpu_profile`` (``vgpu_profiles``). Each pGPU provider a vgpu pool serves
+(per-type class, else type trait) is one card (``vgpu_cards``): its layout
+now is the pool's vGPU type as many times as NVIDIA's table allows per GPU
+(a Placement total that differs is said), its placements in use as many as
+the vGPUs its allocations hold. The model is the one the vGPU type belongs
+to. A time-sliced card is re-cut by changing its vGPU type, and is planned
+with the time-sliced demand only (``plan``): a MIG card never gets a
+time-sliced layout here, nor a time-sliced card a MIG one.
+
 The nova.conf after a plan (``proposed_config``) is rendered by
 ``rules.nova_config.build`` itself, fed with the provider trees as they
 would be after the re-cut: each VF keeps its placement when the plan keeps
@@ -55,6 +68,8 @@ from gpuclient.rules import nova_config
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import profiles
 from gpuclient.rules import specs as specs_mod
+
+PROFILE_PROPERTY = 'vgpu_profile'
 
 
 class CannotTell(ValueError):
@@ -126,8 +141,9 @@ def mig_pools_of(pools, host):
 
 
 def _serving_pool(device, mig_pools):
-    """The MIG pool a VF provider serves (per-type class first, then type
-    trait or the pool's record of its trait), or None."""
+    """The pool of MIG_POOLS (MIG or vgpu pools) a VF or pGPU provider
+    serves (per-type class first, then type trait or the pool's record of
+    its trait), or None."""
     for pool in mig_pools:
         rc = pool['resource_class']
         if rc != 'VGPU' and rc in device['resources']:
@@ -262,11 +278,231 @@ def _known_profile(name):
     return True
 
 
-def demand(entries, flavors, pools):
+# -- time-sliced vGPU pools ---------------------------------------------------
+
+def vgpu_model(name):
+    """The catalogue model a time-sliced vGPU type (catalogue name)
+    belongs to, or None for a MIG profile."""
+    for model in profiles.MODELS.values():
+        if name in {t.name for t in model.vgpu_types}:
+            return model.name
+    return None
+
+
+def vgpu_type_map(entries):
+    """{vGPU type: mdev type} from ``--vgpu-mdev-type`` entries ({name:
+    mdev type}), names as the catalogue spells them. Raises
+    ``profiles.UnknownName`` for a name the catalogue does not know and
+    ValueError for a MIG profile or an mdev type given twice."""
+    found, owner = {}, {}
+    for text, mdev_type in (entries or {}).items():
+        name = profiles.profile_name(text)
+        if vgpu_model(name) is None:
+            raise ValueError(_(
+                '%(name)s is a MIG profile, not a time-sliced vGPU type: '
+                'give it with --mig-mdev-type %(name)s=%(type)s.')
+                % {'name': name, 'type': mdev_type})
+        mdev_type = str(mdev_type).strip()
+        if owner.get(mdev_type, name) != name:
+            raise ValueError(_(
+                'mdev type %(type)s is given for both %(a)s and %(b)s: one '
+                'mdev type is one vGPU type (see mdev_supported_types/'
+                '%(type)s/name on the host).')
+                % {'type': mdev_type, 'a': owner[mdev_type], 'b': name})
+        owner[mdev_type] = name
+        found[name] = mdev_type
+    return found
+
+
+def unknown_vgpu_type(pool):
+    """The message for a vgpu pool whose NVIDIA vGPU type is not known."""
+    return _(
+        'Pool %(pool)s serves mdev type %(type)s, and the cloud does not '
+        'record which NVIDIA vGPU type that is: give it with '
+        '--vgpu-mdev-type <vGPU type>=%(type)s (e.g. A100D-10C=%(type)s; '
+        'the host\'s mdev_supported_types/%(type)s/name says it), or record '
+        'it on the pool: "openstack gpu pool set %(pool)s --property '
+        '%(key)s=<vGPU type>".') % {'pool': pool['name'],
+                                    'type': pool.get('vgpu_type'),
+                                    'key': PROFILE_PROPERTY}
+
+
+def vgpu_profiles(pools, vgpu_types=None):
+    """({pool name: vGPU type}, notes) of the vgpu pools whose time-sliced
+    vGPU type is known: the one VGPU_TYPES ({vGPU type: mdev type}, from
+    ``vgpu_type_map``) gives the pool's mdev type, else the pool's
+    property ``vgpu_profile``. A property naming no time-sliced type, or
+    one the mapping contradicts, is said and not used."""
+    by_mdev = {mdev: name for name, mdev in (vgpu_types or {}).items()}
+    found, notes = {}, []
+    for pool_name in sorted(pools):
+        pool = pools[pool_name]
+        if pool['mode'] != pools_mod.VGPU:
+            continue
+        given = by_mdev.get(pool.get('vgpu_type'))
+        recorded = (pool.get('properties') or {}).get(PROFILE_PROPERTY)
+        if recorded:
+            try:
+                recorded_name = profiles.profile_name(recorded)
+            except profiles.UnknownName:
+                recorded_name = None
+            if recorded_name is None or vgpu_model(recorded_name) is None:
+                notes.append(_(
+                    'Pool %(pool)s: its property %(key)s=%(value)s names '
+                    'no time-sliced vGPU type of "openstack gpu profile '
+                    'list": not used.') % {'pool': pool_name,
+                                           'key': PROFILE_PROPERTY,
+                                           'value': recorded})
+                recorded_name = None
+            if given and recorded_name and given != recorded_name:
+                notes.append(_(
+                    'Pool %(pool)s: --vgpu-mdev-type says %(type)s is '
+                    '%(given)s, its property %(key)s says %(recorded)s: '
+                    'planned as %(given)s.')
+                    % {'pool': pool_name, 'type': pool.get('vgpu_type'),
+                       'given': given, 'key': PROFILE_PROPERTY,
+                       'recorded': recorded_name})
+            given = given or recorded_name
+        if given:
+            found[pool_name] = given
+    return found, notes
+
+
+def vgpu_pools_of(pools, host):
+    """The vgpu (time-sliced) pools holding HOST, by name."""
+    return [pools[n] for n in sorted(pools)
+            if pools[n]['mode'] == pools_mod.VGPU
+            and host in pools[n]['hosts']]
+
+
+def vgpu_devices(devices, vgpu_pools):
+    """[(device, pool)]: the device providers (pGPUs) a vgpu pool of the
+    host serves (its per-type class, else its type trait or the pool's
+    record of it), in address order."""
+    found = []
+    for device in sorted(devices, key=lambda d: (d['address'] or '',
+                                                 d['name'])):
+        pool = _serving_pool(device, vgpu_pools)
+        if pool is not None:
+            found.append((device, pool))
+    return found
+
+
+def vgpu_cards(host, devices, vgpu_pools, pool_profiles, allocations=None,
+               model=None):
+    """(cards, notes) of the pGPUs of one host that its vgpu pools serve,
+    for ``profiles.plan``: one card per pGPU provider.
+
+    POOL_PROFILES: {pool name: vGPU type} (``vgpu_profiles``);
+    ALLOCATIONS: {provider uuid: {consumer: {class: amount}}}; MODEL: the
+    ``--model`` given (it must have the pool's type). The layout now is
+    the pool's type as many times as NVIDIA's table allows on one GPU (a
+    Placement total that differs is said); in use, as many as the vGPUs
+    the provider's allocations hold. A card has the fields of ``cards``
+    (``vfs``: its own address, ``placed``: empty) plus ``mode`` (vgpu)
+    and ``pool``. Raises CannotTell when a pool's type is not known or
+    not of MODEL, ValueError when more vGPUs are in use than the type
+    allows.
+    """
+    allocations = allocations or {}
+    found, notes = [], []
+    for device, pool in vgpu_devices(devices, vgpu_pools):
+        address = device['address']
+        if address is None:
+            notes.append(_('%(host)s: provider %(rp)s carries no PCI address '
+                           'in its name: left out of the plan.')
+                         % {'host': host, 'rp': device['name']})
+            continue
+        name = pool_profiles.get(pool['name'])
+        if name is None:
+            raise CannotTell(unknown_vgpu_type(pool))
+        owner = vgpu_model(name)
+        if model is not None and profiles.model_name(model) != owner:
+            raise CannotTell(_(
+                'Pool %(pool)s serves %(type)s, a vGPU type of %(owner)s, '
+                'not of %(model)s: check --model and --vgpu-mdev-type.')
+                % {'pool': pool['name'], 'type': name, 'owner': owner,
+                   'model': profiles.model_name(model)})
+        most = {t.name: t.max_count
+                for t in profiles.MODELS[owner].vgpu_types}[name]
+        rc = pool['resource_class']
+        total = device['resources'].get(rc, 0)
+        if total != most:
+            notes.append(_(
+                '%(host)s %(card)s: Placement offers %(total)d vGPUs of '
+                'pool %(pool)s, NVIDIA\'s table %(most)d %(type)s per GPU: '
+                'planned with %(most)d (check --vgpu-mdev-type).')
+                % {'host': host, 'card': address, 'total': total,
+                   'pool': pool['name'], 'most': most, 'type': name})
+        holding = allocations.get(device['uuid']) or {}
+        used = sum(amounts.get(rc, 0) for amounts in holding.values())
+        if used > most:
+            raise ValueError(_(
+                '%(host)s %(card)s: %(used)d vGPUs in use, and a GPU holds '
+                'at most %(most)d %(type)s: check --vgpu-mdev-type.')
+                % {'host': host, 'card': address, 'used': used,
+                   'most': most, 'type': name})
+        placement = (name, None)
+        consumers = sorted(c for c, amounts in holding.items()
+                           if amounts.get(rc))
+        found.append({
+            'id': '%s %s' % (host, address), 'host': host,
+            'address': address, 'model': owner, 'mode': pools_mod.VGPU,
+            'pool': pool['name'], 'current': (placement,) * most,
+            'in_use': (placement,) * used, 'vfs': [address], 'placed': {},
+            'servers': {placement: consumers} if consumers else {},
+            'uuids': {address: device['uuid']}})
+    return found, notes
+
+
+def plan(cards_, wanted):
+    """``profiles.plan`` of CARDS (``cards`` and ``vgpu_cards``) for
+    WANTED ({profile or vGPU type: count}): the MIG cards for the MIG
+    profiles, the time-sliced cards for the vGPU types, each a plan of
+    its own (the two share no card and no demand, so together they are
+    the lexicographic optimum of the whole, a time-sliced card staying
+    time-sliced). (rows in the order of CARDS, summary as
+    ``profiles.plan``'s, with the figures of both added up)."""
+    kinds = {pools_mod.MIG: ([], {}), pools_mod.VGPU: ([], {})}
+    for card in cards_:
+        kind = pools_mod.VGPU if card.get('mode') == pools_mod.VGPU else (
+            pools_mod.MIG)
+        kinds[kind][0].append({k: card[k] for k in (
+            'id', 'model', 'current', 'in_use')})
+    for name, count in wanted.items():
+        kind = pools_mod.VGPU if vgpu_model(name) else pools_mod.MIG
+        kinds[kind][1][name] = count
+    by_id, summary = {}, None
+    for kind in (pools_mod.MIG, pools_mod.VGPU):
+        some_cards, some_demand = kinds[kind]
+        if not some_cards and not some_demand and summary is not None:
+            continue
+        rows, part = profiles.plan(some_cards, some_demand)
+        by_id.update((row['id'], row) for row in rows)
+        summary = part if summary is None else _added(summary, part)
+    return [by_id[card['id']] for card in cards_], summary
+
+
+def _added(one, other):
+    """Two plans' summaries as one."""
+    total = dict(one)
+    total['demand'] = dict(one['demand'], **other['demand'])
+    for key in ('wanted', 'met', 'recut', 'moves', 'stranded_slices',
+                'classes'):
+        total[key] = one[key] + other[key]
+    statuses = [s for s in (one['status'], other['status']) if s]
+    total['status'] = ', '.join(sorted(set(statuses))) or None
+    return total
+
+
+def demand(entries, flavors, pools, vgpu_profiles=None):
     """({profile: count}, {flavor name: profile}) from ``--demand``
     entries ({flavor or profile: count}): a GPU flavor of a MIG pool asks
-    for its pool's profile times its GPUs; any other name must be a
-    profile of the catalogue."""
+    for its pool's profile times its GPUs, one of a vgpu pool for the
+    pool's vGPU type (VGPU_PROFILES, {pool name: vGPU type}) times its
+    GPUs; any other name must be a profile or vGPU type of the
+    catalogue."""
+    vgpu_profiles = vgpu_profiles or {}
     by_name = {f.get('name'): f for f in flavors or ()}
     wanted, of_flavor = {}, {}
     for text, count in entries.items():
@@ -274,12 +510,18 @@ def demand(entries, flavors, pools):
         if flavor is not None:
             reading = specs_mod.read(flavor.get('extra_specs') or {}, pools)
             pool = pools.get(reading['pool'] or '')
-            if pool is None or pool['mode'] != pools_mod.MIG:
+            if pool is not None and pool['mode'] == pools_mod.VGPU:
+                name = vgpu_profiles.get(pool['name'])
+                if name is None:
+                    raise CannotTell(unknown_vgpu_type(pool))
+            elif pool is None or pool['mode'] != pools_mod.MIG:
                 raise CannotTell(_(
-                    'Flavor %(flavor)s asks for no MIG pool\'s profile: '
-                    'give a GPU flavor of a MIG pool or a MIG profile '
-                    '(e.g. --demand 3g.40gb=4).') % {'flavor': text})
-            name = profiles.profile_name(pool['mig_profile'])
+                    'Flavor %(flavor)s asks for no MIG or vGPU pool\'s '
+                    'profile: give a GPU flavor of a MIG or vgpu pool, a '
+                    'MIG profile or a vGPU type (e.g. --demand 3g.40gb=4).')
+                    % {'flavor': text})
+            else:
+                name = profiles.profile_name(pool['mig_profile'])
             count = count * (reading['gpus'] or 1)
             of_flavor[text] = name
         else:
@@ -288,15 +530,21 @@ def demand(entries, flavors, pools):
     return wanted, of_flavor
 
 
-def profile_pools(pools, profile_names):
-    """{profile: [MIG pool]} of the pools that serve each profile."""
+def profile_pools(pools, profile_names, vgpu_profiles=None):
+    """{profile: [pool]} of the MIG pools that serve each MIG profile and
+    the vgpu pools that serve each vGPU type (VGPU_PROFILES: {pool name:
+    vGPU type})."""
+    vgpu_profiles = vgpu_profiles or {}
     found = {}
     for name in sorted(pools):
         pool = pools[name]
-        if pool['mode'] != pools_mod.MIG or not _known_profile(
+        if pool['mode'] == pools_mod.VGPU:
+            profile = vgpu_profiles.get(name)
+        elif pool['mode'] == pools_mod.MIG and _known_profile(
                 pool['mig_profile']):
+            profile = profiles.profile_name(pool['mig_profile'])
+        else:
             continue
-        profile = profiles.profile_name(pool['mig_profile'])
         if profile in profile_names:
             found.setdefault(profile, []).append(pool)
     return found
@@ -322,33 +570,42 @@ def proposed_placement(card, proposed):
     return placed
 
 
-def proposed_config(pools, trees, cards_, rows, mig_types=None):
+def proposed_config(pools, trees, cards_, rows, mig_types=None,
+                    vgpu_profiles=None):
     """(Config of the planned hosts after the re-cut, {host: [note]},
     {card id: [profile no pool serves]}).
 
     The pools as they would be (a pool whose profile the plan puts on a
     host it does not hold yet gets the host, with a note to add it; one
     whose profile leaves a host is dropped from it, with a note) and the
-    host's device providers as they would be (each VF with the class or
-    type trait of the pool of its new profile) go through
+    host's device providers as they would be (each VF or time-sliced pGPU
+    with the class or type trait of the pool of its new profile or vGPU
+    type; VGPU_PROFILES: {vgpu pool name: vGPU type}) go through
     ``nova_config.build``: the same code as ``gpu config show``.
     """
+    vgpu_profiles = vgpu_profiles or {}
     by_id = {c['id']: c for c in cards_}
     hosts = sorted({c['host'] for c in cards_})
     wanted = {name for row in rows for name, _start in row['proposed']}
-    serving = profile_pools(pools, wanted)
+    serving = profile_pools(pools, wanted, vgpu_profiles)
     after = copy.deepcopy(pools)
     new_trees = {h: [dict(d) for d in trees.get(h, [])] for h in hosts}
     notes, unserved = {}, {}
     for host in hosts:
         host_notes = notes.setdefault(host, [])
         index = {d['address']: d for d in new_trees[host] if d['address']}
-        profiles_here = set()
+        profiles_here, recut_vgpu = set(), False
         for row in rows:
             card = by_id.get(row['id'])
             if card is None or card['host'] != host:
                 continue
-            placed = proposed_placement(card, row['proposed'])
+            if card.get('mode') == pools_mod.VGPU:
+                placed = {p: card['address'] for p in row['proposed'][:1]}
+                count = {card['address']: len(row['proposed'])}
+                recut_vgpu = recut_vgpu or row['recut']
+            else:
+                placed = proposed_placement(card, row['proposed'])
+                count = {}
             for vf in card['vfs']:
                 device = index.get(vf)
                 if device is not None:
@@ -357,6 +614,10 @@ def proposed_config(pools, trees, cards_, rows, mig_types=None):
                     device['traits'] = {
                         t for t in device['traits']
                         if not pools_mod.is_type_trait(t)}
+                    for pool in after.values():
+                        # nor by a pool's record of the trait it put there
+                        (pool.get('metadata') or {}).pop(
+                            pools_mod.owned_key(device['uuid']), None)
             for (name, _start), vf in sorted(placed.items()):
                 choices = serving.get(name)
                 if not choices:
@@ -375,7 +636,8 @@ def proposed_config(pools, trees, cards_, rows, mig_types=None):
                               'resources': {}, 'traits': set()}
                     new_trees[host].append(device)
                     index[vf] = device
-                device['resources'] = {pool['resource_class']: 1}
+                device['resources'] = {pool['resource_class']: count.get(
+                    vf, 1)}
                 if pool['resource_class'] == 'VGPU' and pool.get(
                         'type_trait'):
                     device['traits'] = set(device['traits']) | {
@@ -389,10 +651,17 @@ def proposed_config(pools, trees, cards_, rows, mig_types=None):
                     'Pool %(pool)s does not hold %(host)s yet: after the '
                     're-cut run "openstack gpu pool add host %(pool)s '
                     '%(host)s".') % {'pool': pool['name'], 'host': host})
-        for pool in mig_pools_of(pools, host):
-            profile = pool['mig_profile']
-            if _known_profile(profile) and profiles.profile_name(
-                    profile) in profiles_here:
+        for pool in mig_pools_of(pools, host) + vgpu_pools_of(pools, host):
+            if pool['mode'] == pools_mod.VGPU:
+                profile = vgpu_profiles.get(pool['name'])
+                shown = '%s, %s' % (pool.get('vgpu_type'),
+                                    profile or _('vGPU type unknown'))
+            else:
+                profile = pool['mig_profile']
+                shown = profile
+                if _known_profile(profile):
+                    profile = profiles.profile_name(profile)
+            if profile in profiles_here:
                 continue
             after[pool['name']]['hosts'] = [
                 h for h in after[pool['name']]['hosts'] if h != host]
@@ -400,7 +669,7 @@ def proposed_config(pools, trees, cards_, rows, mig_types=None):
                 'Pool %(pool)s (%(profile)s): no card of %(host)s serves it '
                 'after the re-cut, so nova.conf leaves it out; its flavors '
                 'no longer fit there.') % {
-                    'pool': pool['name'], 'profile': profile, 'host': host})
+                    'pool': pool['name'], 'profile': shown, 'host': host})
         if any(p['resource_class'] == 'VGPU' for p in mig_pools_of(
                 after, host)):
             host_notes.append(_(
@@ -409,6 +678,14 @@ def proposed_config(pools, trees, cards_, rows, mig_types=None):
                 'VF\'s trait to its new profile\'s ("openstack resource '
                 'provider trait set"), or use per-type classes, which Nova '
                 'keeps by itself.'))
+        if recut_vgpu and any(p['resource_class'] == 'VGPU'
+                              for p in vgpu_pools_of(after, host)):
+            host_notes.append(_(
+                'vgpu pools without a per-type class (--resource-class) '
+                'tell their pGPUs apart by type traits: after the re-cut '
+                'set each re-cut pGPU\'s trait to its new type\'s pool\'s '
+                '("openstack resource provider trait set"), or use '
+                'per-type classes, which Nova keeps by itself.'))
     chosen = {n: p for n, p in after.items()
               if set(p['hosts']) & set(hosts)}
     config = nova_config.build(chosen, new_trees, mig_types=mig_types)

@@ -99,15 +99,17 @@ class PlanProfile(common.Lister):
         parser.add_argument(
             '--pool', metavar='<pool>', action='append', dest='pools',
             default=[],
-            help=_('Plan the cards of this MIG pool\'s hosts, as the cloud '
-                   'has them cut now (name; repeat option for several '
-                   'pools). Adds the Host and Servers To Move columns; '
-                   'with --output-dir, each re-cut host\'s nova.conf too'))
+            help=_('Plan the cards of this MIG or time-sliced vGPU (vgpu) '
+                   'pool\'s hosts, as the cloud has them cut now (name; '
+                   'repeat option for several pools). Adds the Host and '
+                   'Servers To Move columns; with --output-dir, each '
+                   're-cut host\'s nova.conf too'))
         parser.add_argument(
             '--model', metavar='<model>',
             help=_('With --pool: the GPU model of the cards, when the cloud '
                    'cannot tell it (A100 80GB and H100 80GB share MIG '
-                   'profile names)'))
+                   'profile names; a time-sliced card\'s model is that of '
+                   'its vGPU type)'))
         common.add_key_value_arg(
             parser, '--mig-mdev-type', '<profile>=<mdev-type>',
             'mig_mdev_types', '3g.40gb=nvidia-700',
@@ -115,13 +117,21 @@ class PlanProfile(common.Lister):
               'profile (e.g. 3g.40gb=nvidia-700), which the cloud does not '
               'record, as "gpu config show" takes it; without it the '
               'nova.conf says so instead of [devices]. Repeatable'))
+        common.add_key_value_arg(
+            parser, '--vgpu-mdev-type', '<vgpu-type>=<mdev-type>',
+            'vgpu_mdev_types', 'A100D-10C=nvidia-35',
+            _('With --pool: the mdev type that serves a time-sliced vGPU '
+              'type (e.g. A100D-10C=nvidia-35), which the cloud does not '
+              'record: it tells the vGPU type of the vgpu pools of that '
+              'mdev type (else their vgpu_profile property) and the mdev '
+              'type of a type the plan proposes. Repeatable'))
         parser.add_argument(
             '--from-usage', action='store_true',
             help=_('With --pool: take the demand from the period\'s usage '
-                   'instead of --demand: per GPU flavor of a MIG pool, the '
-                   'peak of its servers running at once plus the boots Nova '
-                   'refused with "No valid host" (unmet demand is demand '
-                   'too). Needs --start'))
+                   'instead of --demand: per GPU flavor of a MIG or vgpu '
+                   'pool, the peak of its servers running at once plus '
+                   'the boots Nova refused with "No valid host" (unmet '
+                   'demand is demand too). Needs --start'))
         parser.add_argument(
             '--start', metavar='<time>',
             help=_('With --from-usage: start of the period (UTC, ISO 8601 '
@@ -158,10 +168,11 @@ class PlanProfile(common.Lister):
                 'racked yet), not both.'))
         if parsed_args.pools:
             return self._plan_pools(parsed_args)
-        if parsed_args.model or parsed_args.mig_mdev_types:
+        if (parsed_args.model or parsed_args.mig_mdev_types
+                or parsed_args.vgpu_mdev_types):
             raise exceptions.CommandError(_(
-                '--model and --mig-mdev-type go with --pool: --cards names '
-                'its models itself.'))
+                '--model, --mig-mdev-type and --vgpu-mdev-type go with '
+                '--pool: --cards names its models itself.'))
         if not parsed_args.cards:
             raise exceptions.CommandError(_(
                 'Give the cards to plan: --cards <model>=<count>, e.g. '
@@ -222,6 +233,15 @@ class PlanProfile(common.Lister):
         try:
             if parsed_args.model:
                 profiles.model_name(parsed_args.model)
+            # the names are checked before the cloud is read
+            vgpu_types = profile_cloud.vgpu_type_map(
+                parsed_args.vgpu_mdev_types)
+            for text in parsed_args.mig_mdev_types or {}:
+                if _is_vgpu_type(text):
+                    raise exceptions.CommandError(_(
+                        '%(name)s is a time-sliced vGPU type: give it with '
+                        '--vgpu-mdev-type %(name)s=<mdev type>.')
+                        % {'name': text})
             # the command is declared without auth (--cards reads no
             # cloud): --pool does, so the shell's auth step runs now
             self.auth_required = True
@@ -229,7 +249,8 @@ class PlanProfile(common.Lister):
             rows, summary, notes = profile_ops.plan_pools(
                 self.app.client_manager.gpu, parsed_args.pools, demand,
                 parsed_args.model, parsed_args.mig_mdev_types,
-                parsed_args.output_dir, usage_period=usage_period)
+                parsed_args.output_dir, usage_period=usage_period,
+                vgpu_types=vgpu_types)
         except (profiles.UnknownName, profile_cloud.CannotTell, ValueError,
                 OSError) as e:
             raise exceptions.CommandError(str(e)) from e
@@ -252,6 +273,17 @@ class PlanProfile(common.Lister):
                 item += (row['script'], row['nova_conf'])
             data.append(item)
         return columns, data
+
+
+def _is_vgpu_type(text):
+    """Whether TEXT names a time-sliced vGPU type of the catalogue."""
+    from gpuclient.rules import profile_cloud
+    from gpuclient.rules import profiles
+
+    try:
+        return bool(profile_cloud.vgpu_model(profiles.profile_name(text)))
+    except profiles.UnknownName:
+        return False
 
 
 def _server_text(server, name, how):

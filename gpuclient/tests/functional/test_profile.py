@@ -14,17 +14,23 @@
 applied to the test cloud's spare MIG host recut-mig-1 (whose fake driver
 builds its VFs from it), Nova reports the new inventory to Placement,
 ``gpu capacity list`` says what the plan predicted per flavor, and the
-newly served slices boot.
+newly served slices boot. And for a time-sliced vGPU pool of the shared
+vGPU host: its cards and their servers are what Placement holds, and the
+plan's nova.conf lists the pGPUs Placement names (nothing is applied
+there: the host is shared).
 
 The host is the test cloud's own (tools/cloud/hosts.py): only this test
 uses it, it is re-cut with ``tools/testcloud restart-compute`` and put
 back to its own nova.conf at cleanup; on another cloud the test skips.
 """
 
+import configparser
 import datetime
 import importlib.util
+import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -156,3 +162,75 @@ class ProfilePlanTestCase(base.FunctionalTestCase):
         self.assertIn('Flavor %s: 2 servers at the peak, 1 boots refused '
                       '("No valid host"): demand 3.' % large_flavor, err)
         self.assertIn('3g.40gb: 2 of 3 met', err)
+
+
+class VgpuProfilePlanTestCase(base.FunctionalTestCase):
+
+    def pgpus(self, host):
+        """{PCI address: (provider uuid, VGPU total)} of HOST's pGPU
+        providers, read with plain OSC (the address from the libvirt
+        driver's name, <node>_pci_0000_84_00_0)."""
+        root = self.root_provider(host)
+        found = {}
+        for rp in self.openstack('resource', 'provider', 'list',
+                                 '--in-tree', root):
+            totals = {row['resource_class']: row['total'] for row in
+                      self.openstack('resource', 'provider', 'inventory',
+                                     'list', rp['uuid'])}
+            named = re.search(r'_pci_([0-9a-f]{4})_([0-9a-f]{2})_'
+                              r'([0-9a-f]{2})_([0-7])$', rp['name'])
+            if 'VGPU' in totals and named:
+                found['%s:%s:%s.%s' % named.groups()] = (rp['uuid'],
+                                                        totals['VGPU'])
+        return found
+
+    @base.needs('vgpu')
+    def test_vgpu_pool_plan(self):
+        host = base.VGPU_HOST
+        name = self.unique_name('ts')
+        self.addCleanup(self.delete_pool, name)
+        self.openstack('gpu', 'pool', 'create', name, '--mode', 'vgpu',
+                       '--vgpu-type', 'nvidia-35', '--host', host,
+                       parse=False)
+        flavor = self.make_flavor(name)
+        server = self.boot(flavor)
+        pgpus = self.pgpus(host)
+        self.assertEqual(2, len(pgpus), pgpus)
+        # the pGPU that holds the server, as Placement says
+        holding = [a for a, (uuid, _t) in pgpus.items() if uuid in {
+            row['resource_provider'] for row in self.openstack(
+                'resource', 'provider', 'allocation', 'show', server['id'])}]
+        self.assertEqual(1, len(holding), pgpus)
+        out = tempfile.mkdtemp(prefix='gpuclient-ft-vgpu-plan-')
+        self.addCleanup(shutil.rmtree, out, True)
+        # A100D-20C: 4 vGPUs per A100 80GB, as many as each pGPU offers
+        rc, text, err = self.openstack_raw(
+            'gpu', 'profile', 'plan', '--pool', name, '--model', 'A100-80GB',
+            '--vgpu-mdev-type', 'A100D-20C=nvidia-35',
+            '--demand', 'A100D-20C=4', '--demand', 'A100D-40C=2',
+            '--output-dir', out, '-f', 'json')
+        self.assertEqual(0, rc, err)
+        rows = {r['Card']: r for r in json.loads(text)}
+        # one card per pGPU provider, its layout now its VGPU total
+        self.assertEqual(sorted(pgpus), sorted(rows))
+        for address, (_uuid, total) in pgpus.items():
+            self.assertEqual(host, rows[address]['Host'])
+            self.assertEqual('A100D-20C x%d' % total,
+                             rows[address]['Layout Now'])
+        # the idle pGPU changes type, the server's keeps it: nobody moves
+        idle, = set(pgpus) - set(holding)
+        self.assertEqual('A100D-40C x2', rows[idle]['Layout Proposed'])
+        self.assertEqual('A100D-20C x4', rows[holding[0]]['Layout Proposed'])
+        self.assertEqual([[], []], [r['Servers To Move']
+                                    for r in rows.values()])
+        self.assertIn('Demand met: 6 of 6; cards re-cut: 1; servers '
+                      'disturbed: 0', err)
+        # no pool serves A100D-40C: said, and left out of the nova.conf,
+        # which lists the kept pGPU under its pool's mdev type
+        self.assertIn('A100D-40C, which no vgpu pool serves', err)
+        conf = configparser.ConfigParser()
+        self.assertEqual([rows[idle]['Nova Conf']],
+                         conf.read(rows[idle]['Nova Conf']))
+        self.assertEqual('nvidia-35', conf['devices']['enabled_mdev_types'])
+        self.assertEqual(holding[0],
+                         conf['mdev_nvidia-35']['device_addresses'])

@@ -278,3 +278,297 @@ class TestMoveText(testtools.TestCase):
                 'method': 'stays', 'destination': None,
                 'downtime': 'with the host',
                 'reason': 'a bare-metal server moves with its node'}))
+
+
+# -- time-sliced vGPU pools ---------------------------------------------------
+
+VHOST = 'gpu-v'
+PGPUS = ['0000:84:00.0', '0000:85:00.0']
+
+
+def vgpu_pool(name, mdev_type, rc='VGPU', hosts=(VHOST,), properties=None):
+    return {'name': name, 'mode': 'vgpu', 'vgpu_type': mdev_type,
+            'mig_profile': None, 'resource_class': rc, 'hosts': list(hosts),
+            'type_trait': ('CUSTOM_%s' % mdev_type.upper().replace('-', '_')
+                           if rc == 'VGPU' else None),
+            'metadata': {}, 'isolate': False, 'projects': [],
+            'properties': dict(properties or {})}
+
+
+def pgpu(address, total=4, rc='VGPU', traits=(), host=VHOST):
+    device = vf(address, rc, traits, host=host)
+    device['resources'] = {rc: total}
+    return device
+
+
+WS = vgpu_pool('ws', 'nvidia-35')
+WS_DEVICES = [pgpu(a, traits=[WS['type_trait']]) for a in PGPUS]
+
+
+class VgpuTypeMapTest(testtools.TestCase):
+    def test_names_as_the_catalogue_spells_them(self):
+        self.assertEqual({'A100D-20C': 'nvidia-35', 'A100D-40C': 'nvidia-36'},
+                         pc.vgpu_type_map({'a100d-20c': 'nvidia-35',
+                                           'A100D-40C': ' nvidia-36'}))
+        self.assertEqual({}, pc.vgpu_type_map(None))
+
+    def test_refusals(self):
+        e = self.assertRaises(ValueError, pc.vgpu_type_map,
+                              {'3g.40gb': 'nvidia-700'})
+        self.assertIn('--mig-mdev-type 3g.40gb=nvidia-700', str(e))
+        e = self.assertRaises(ValueError, pc.vgpu_type_map,
+                              {'A100D-20C': 'nvidia-35',
+                               'A100D-40C': 'nvidia-35'})
+        self.assertIn('both A100D-20C and A100D-40C', str(e))
+        self.assertRaises(profiles.UnknownName, pc.vgpu_type_map,
+                          {'V100-8Q': 'nvidia-1'})
+
+    def test_model_of_a_type(self):
+        self.assertEqual('A100-80GB', pc.vgpu_model('A100D-10C'))
+        self.assertEqual('A100-40GB', pc.vgpu_model('A100-10C'))
+        self.assertIsNone(pc.vgpu_model('1g.10gb'))
+
+
+class VgpuProfilesTest(testtools.TestCase):
+    def test_mapping_then_property(self):
+        pools = {'ws': WS,
+                 'big': vgpu_pool('big', 'nvidia-36', properties={
+                     'vgpu_profile': 'a100d-40c'}),
+                 'other': vgpu_pool('other', 'nvidia-37'),
+                 'small': SMALL}
+        found, notes = pc.vgpu_profiles(pools, {'A100D-20C': 'nvidia-35'})
+        self.assertEqual({'ws': 'A100D-20C', 'big': 'A100D-40C'}, found)
+        self.assertEqual([], notes)
+
+    def test_bad_or_contradicted_property_is_said(self):
+        pools = {'ws': vgpu_pool('ws', 'nvidia-35', properties={
+                     'vgpu_profile': 'A100D-40C'}),
+                 'odd': vgpu_pool('odd', 'nvidia-36', properties={
+                     'vgpu_profile': '3g.40gb'})}
+        found, notes = pc.vgpu_profiles(pools, {'A100D-20C': 'nvidia-35'})
+        # the option wins over the property
+        self.assertEqual({'ws': 'A100D-20C'}, found)
+        self.assertEqual(2, len(notes), notes)
+        self.assertIn('odd', notes[0])
+        self.assertIn('planned as A100D-20C', notes[1])
+
+
+class VgpuCardsTest(testtools.TestCase):
+    def test_one_card_per_pgpu(self):
+        allocations = {'u-' + PGPUS[1]: {'srv-1': {'VGPU': 1},
+                                         'srv-2': {'VGPU': 1}}}
+        cards, notes = pc.vgpu_cards(VHOST, WS_DEVICES, [WS],
+                                     {'ws': 'A100D-20C'}, allocations)
+        self.assertEqual([], notes)
+        self.assertEqual(PGPUS, [c['address'] for c in cards])
+        self.assertEqual(['%s %s' % (VHOST, a) for a in PGPUS],
+                         [c['id'] for c in cards])
+        for card in cards:
+            self.assertEqual('A100-80GB', card['model'])
+            self.assertEqual((('A100D-20C', None),) * 4, card['current'])
+            self.assertIsNone(profiles.check_layout('A100-80GB',
+                                                    card['current']))
+        self.assertEqual((), cards[0]['in_use'])
+        self.assertEqual((('A100D-20C', None),) * 2, cards[1]['in_use'])
+        self.assertEqual({('A100D-20C', None): ['srv-1', 'srv-2']},
+                         cards[1]['servers'])
+
+    def test_total_not_the_tables_is_said(self):
+        devices = [pgpu(PGPUS[0], total=8, traits=[WS['type_trait']])]
+        cards, notes = pc.vgpu_cards(VHOST, devices, [WS],
+                                     {'ws': 'A100D-20C'})
+        # the catalogue's count is planned
+        self.assertEqual(4, len(cards[0]['current']))
+        self.assertEqual(1, len(notes))
+        self.assertIn('Placement offers 8 vGPUs', notes[0])
+
+    def test_per_type_class_pools(self):
+        ws = vgpu_pool('ws', 'nvidia-35', rc='CUSTOM_A100D_20C')
+        devices = [pgpu(PGPUS[0], rc='CUSTOM_A100D_20C'),
+                   pgpu(PGPUS[1], rc='CUSTOM_OTHER')]
+        cards, _notes = pc.vgpu_cards(VHOST, devices, [ws],
+                                      {'ws': 'A100D-20C'})
+        self.assertEqual([PGPUS[0]], [c['address'] for c in cards])
+
+    def test_refusals(self):
+        # the type is not known: the option and the property are named
+        e = self.assertRaises(pc.CannotTell, pc.vgpu_cards, VHOST,
+                              WS_DEVICES, [WS], {})
+        self.assertIn('--vgpu-mdev-type <vGPU type>=nvidia-35', str(e))
+        self.assertIn('--property vgpu_profile=', str(e))
+        # --model of another GPU
+        e = self.assertRaises(pc.CannotTell, pc.vgpu_cards, VHOST,
+                              WS_DEVICES, [WS], {'ws': 'A100D-20C'},
+                              model='H100-80GB')
+        self.assertIn('not of H100-80GB', str(e))
+        # more vGPUs in use than the type allows
+        allocations = {'u-' + PGPUS[0]: {'s%d' % n: {'VGPU': 1}
+                                         for n in range(3)}}
+        self.assertRaises(ValueError, pc.vgpu_cards, VHOST, WS_DEVICES,
+                          [WS], {'ws': 'A100D-40C'}, allocations)
+
+
+def _vgpu_plan(demand, allocations=None, pools_profiles=None):
+    cards, _notes = pc.vgpu_cards(VHOST, WS_DEVICES, [WS],
+                                  pools_profiles or {'ws': 'A100D-20C'},
+                                  allocations)
+    rows, summary = pc.plan(cards, demand)
+    return cards, rows, summary
+
+
+class VgpuPlanTest(testtools.TestCase):
+    def test_a_recut_is_a_change_of_type_on_the_idle_card(self):
+        # servers on the second pGPU: the first one changes type
+        allocations = {'u-' + PGPUS[1]: {'srv-1': {'VGPU': 1}}}
+        cards, rows, summary = _vgpu_plan(
+            {'A100D-20C': 3, 'A100D-40C': 2}, allocations)
+        self.assertEqual([True, False], [r['recut'] for r in rows])
+        self.assertEqual((('A100D-40C', None),) * 2, rows[0]['proposed'])
+        self.assertEqual(0, summary['moves'])
+        self.assertEqual(5, summary['met'])
+        self.assertEqual([], pc.servers_to_move(cards[1], rows[1]))
+
+    def test_servers_of_a_recut_card_must_leave(self):
+        allocations = {'u-' + PGPUS[0]: {'srv-1': {'VGPU': 1}},
+                       'u-' + PGPUS[1]: {'srv-2': {'VGPU': 1},
+                                         'srv-3': {'VGPU': 1}}}
+        cards, rows, summary = _vgpu_plan({'A100D-40C': 2}, allocations)
+        # the card with fewer servers is re-cut: one server moves
+        self.assertEqual([True, False], [r['recut'] for r in rows])
+        self.assertEqual(1, summary['moves'])
+        self.assertEqual(['srv-1'], pc.servers_to_move(cards[0], rows[0]))
+
+    def test_mig_and_time_sliced_cards_are_planned_apart(self):
+        mig_cards, _n = pc.cards(HOST, DEVICES, [LARGE, SMALL],
+                                 model='A100-80GB')
+        vgpu_cards, _n = pc.vgpu_cards(VHOST, WS_DEVICES, [WS],
+                                       {'ws': 'A100D-20C'})
+        cards = mig_cards + vgpu_cards
+        # demand only a time-sliced type: the MIG card stays MIG; only
+        # MIG profiles: the time-sliced cards stay time-sliced
+        rows, summary = pc.plan(cards, {'A100D-10C': 24, '3g.40gb': 4})
+        self.assertEqual([c['id'] for c in cards], [r['id'] for r in rows])
+        self.assertEqual(['3g.40gb'], sorted({
+            name for name, _s in rows[0]['proposed']}))
+        for row in rows[1:]:
+            self.assertEqual((('A100D-10C', None),) * 8, row['proposed'])
+        self.assertEqual({'A100D-10C': (24, 16, 16), '3g.40gb': (4, 2, 2)},
+                         summary['demand'])
+        self.assertEqual((18, 28, 3), (summary['met'], summary['wanted'],
+                                       summary['recut']))
+        self.assertEqual(profiles.objective(rows, {'A100D-10C': 24,
+                                                   '3g.40gb': 4}),
+                         (summary['met'], summary['recut'],
+                          summary['moves']))
+        # the same plan as one: one card's demand does not change the
+        # other's (lexicographic optimum of each is that of the whole)
+        alone, _s = pc.plan(vgpu_cards, {'A100D-10C': 24})
+        self.assertEqual([r['proposed'] for r in alone],
+                         [r['proposed'] for r in rows[1:]])
+
+    def test_flavor_figures(self):
+        allocations = {'u-' + PGPUS[1]: {'srv-1': {'VGPU': 1}}}
+        cards, rows, _summary = _vgpu_plan({'A100D-40C': 2}, allocations)
+        self.assertEqual({'f20': (7, 3), 'f40': (0, 2)}, pc.flavor_figures(
+            cards, rows, {'f20': 'A100D-20C', 'f40': 'A100D-40C'}))
+
+    def test_demand_of_a_vgpu_flavor(self):
+        flavors = [{'name': 'ws.2', 'extra_specs': {
+            'aggregate_instance_extra_specs:gpu_pool': 'ws',
+            'resources:VGPU': '2', 'trait:CUSTOM_NVIDIA_35': 'required'}}]
+        wanted, of_flavor = pc.demand({'ws.2': 3, 'A100D-40C': 1}, flavors,
+                                      {'ws': WS}, {'ws': 'A100D-20C'})
+        self.assertEqual({'A100D-20C': 6, 'A100D-40C': 1}, wanted)
+        self.assertEqual({'ws.2': 'A100D-20C'}, of_flavor)
+        e = self.assertRaises(pc.CannotTell, pc.demand, {'ws.2': 1},
+                              flavors, {'ws': WS})
+        self.assertIn('--vgpu-mdev-type', str(e))
+
+
+def _recut_and_kept(rows):
+    """[(address of the one re-cut pGPU, address of the one kept)]."""
+    recut = [r['id'].split()[1] for r in rows if r['recut']]
+    kept = [r['id'].split()[1] for r in rows if not r['recut']]
+    return [(recut[0], kept[0])] if len(recut) == len(kept) == 1 else []
+
+
+class VgpuProposedTest(testtools.TestCase):
+    TARGET = nova_config.host_target(VHOST)
+
+    def test_recut_pgpu_goes_to_the_pool_of_its_new_type(self):
+        big = vgpu_pool('big', 'nvidia-36', hosts=())
+        pools = {'ws': WS, 'big': big}
+        profiles_of = {'ws': 'A100D-20C', 'big': 'A100D-40C'}
+        cards, rows, _s = _vgpu_plan({'A100D-20C': 4, 'A100D-40C': 2},
+                                     pools_profiles=profiles_of)
+        # either idle card may change type: one does
+        (recut, kept), = _recut_and_kept(rows)
+        config, notes, unserved = pc.proposed_config(
+            pools, {VHOST: WS_DEVICES}, cards, rows,
+            vgpu_profiles=profiles_of)
+        self.assertEqual({}, unserved)
+        self.assertEqual(
+            {'devices': {'enabled_mdev_types': 'nvidia-35,nvidia-36'},
+             'mdev_nvidia-35': {'device_addresses': kept},
+             'mdev_nvidia-36': {'device_addresses': recut}},
+            config.targets[self.TARGET])
+        # big does not hold the host yet; the traits are moved by hand
+        self.assertTrue(any('pool add host big' in n for n in notes[VHOST]),
+                        notes)
+        self.assertTrue(any('type traits' in n for n in notes[VHOST]),
+                        notes)
+
+    def test_a_type_no_pool_serves_is_left_out(self):
+        cards, rows, _s = _vgpu_plan({'A100D-20C': 4, 'A100D-40C': 2})
+        config, notes, unserved = pc.proposed_config(
+            {'ws': WS}, {VHOST: WS_DEVICES}, cards, rows,
+            vgpu_profiles={'ws': 'A100D-20C'})
+        (recut, kept), = _recut_and_kept(rows)
+        self.assertEqual({'%s %s' % (VHOST, recut): ['A100D-40C']},
+                         unserved)
+        self.assertEqual(
+            {'devices': {'enabled_mdev_types': 'nvidia-35'},
+             'mdev_nvidia-35': {'device_addresses': kept}},
+            config.targets[self.TARGET])
+
+    def test_a_pool_record_of_its_trait_moves_too(self):
+        # the pool tagged both pGPUs (gpu_tagged:<uuid>) and the traits
+        # are gone: after the re-cut its record no longer counts the
+        # re-cut pGPU
+        ws = vgpu_pool('ws', 'nvidia-35')
+        ws['metadata'] = {'gpu_tagged:u-%s' % a: ws['type_trait']
+                          for a in PGPUS}
+        big = vgpu_pool('big', 'nvidia-36')
+        profiles_of = {'ws': 'A100D-20C', 'big': 'A100D-40C'}
+        devices = [pgpu(a) for a in PGPUS]
+        cards, _n = pc.vgpu_cards(VHOST, devices, [ws], profiles_of)
+        rows, _s = pc.plan(cards, {'A100D-20C': 4, 'A100D-40C': 2})
+        config, _notes, _u = pc.proposed_config(
+            {'ws': ws, 'big': big}, {VHOST: devices}, cards, rows,
+            vgpu_profiles=profiles_of)
+        keys = config.targets[self.TARGET]
+        (recut, kept), = _recut_and_kept(rows)
+        self.assertEqual(kept, keys['mdev_nvidia-35']['device_addresses'])
+        self.assertEqual(recut, keys['mdev_nvidia-36']['device_addresses'])
+        # the caller's pools are not changed
+        self.assertEqual(2, len(ws['metadata']))
+
+    def test_per_type_classes(self):
+        ws = vgpu_pool('ws', 'nvidia-35', rc='CUSTOM_A100D_20C')
+        big = vgpu_pool('big', 'nvidia-36', rc='CUSTOM_A100D_40C')
+        profiles_of = {'ws': 'A100D-20C', 'big': 'A100D-40C'}
+        devices = [pgpu(a, rc='CUSTOM_A100D_20C') for a in PGPUS]
+        cards, _n = pc.vgpu_cards(VHOST, devices, [ws], profiles_of)
+        rows, _s = pc.plan(cards, {'A100D-40C': 4})
+        config, notes, _u = pc.proposed_config(
+            {'ws': ws, 'big': big}, {VHOST: devices}, cards, rows,
+            vgpu_profiles=profiles_of)
+        keys = config.targets[self.TARGET]
+        self.assertEqual(
+            {'devices': {'enabled_mdev_types': 'nvidia-36'},
+             'mdev_nvidia-36': {'device_addresses': ','.join(PGPUS),
+                                'mdev_class': 'CUSTOM_A100D_40C'}}, keys)
+        # ws leaves the host (said); no trait to move by hand
+        self.assertTrue(any('Pool ws (nvidia-35, A100D-20C)' in n
+                            for n in notes[VHOST]), notes)
+        self.assertFalse(any('type traits' in n for n in notes[VHOST]))

@@ -148,5 +148,15 @@ class TestUsageEntries(base.TestCase):
         # old.mig and gone.mig are no longer flavors: 1 x 2 + 2 x 1
         self.assertEqual({'g1.mig': 3, '1g.10gb': 4}, entries)
         self.assertEqual(2, len(notes))
-        self.assertIn('g1.ws (pool ws): not a MIG pool', notes[0])
-        self.assertIn('nopool (pool -)', notes[1])
+        # a vgpu pool whose NVIDIA type is not known: said, left out
+        self.assertIn('g1.ws (pool ws): the NVIDIA vGPU type of mdev type '
+                      'nvidia-35 is not known (--vgpu-mdev-type)', notes[0])
+        self.assertIn('nopool (pool -): not a MIG or vGPU pool', notes[1])
+        # known: its flavor counts by name, or by the type when gone
+        entries, notes = profile_ops.usage_entries(
+            rows + [profile_demand.Demand('gone.ws', 1, 1, 2, 'ws', 2)],
+            [{'name': 'g1.mig'}, {'name': 'g1.ws'}], pools,
+            {'ws': 'A100D-10C'})
+        self.assertEqual({'g1.mig': 3, '1g.10gb': 4, 'g1.ws': 4,
+                          'A100D-10C': 4}, entries)
+        self.assertEqual(1, len(notes))
