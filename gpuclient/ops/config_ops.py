@@ -18,11 +18,9 @@ import os
 
 from osc_lib import exceptions
 
-from gpuclient.cloud import versions
 from gpuclient.i18n import _
 from gpuclient.ops import snapshot
 from gpuclient.rules import nova_config
-from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import request
 
 
@@ -78,16 +76,7 @@ def collect(client, pool_names=(), hosts=(), mig_types=None,
     """(Config, notes): one snapshot of the cloud (``snapshot.read``,
     with flavors for the aliases' NUMA policy, Placement trees of the
     pools' hosts only), shaped by ``nova_config.from_cloud``."""
-    # a lower --os-compute-api-version: refused before the first request
-    client.compute.require(versions.COMPUTE_HYPERVISOR_UUID_VERSION,
-                           versions.COMPUTE_FLAVOR_SPECS_VERSION)
-    aggregates = client.compute.aggregates()
-    pools, _problems = pools_mod.scan(
-        [pools_mod.aggregate_dict(a) for a in aggregates])
-    for name in pool_names:
-        # checked before anything else is read
-        if name not in pools:
-            raise pools_mod.unknown_pool(name, pools)
+    aggregates, pools = snapshot.named_pools(client, pool_names)
     chosen = [pools[n] for n in (pool_names or pools)]
     cloud = snapshot.read(
         client, extra_classes=('VGPU',), with_flavors=True,

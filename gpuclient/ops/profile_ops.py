@@ -124,19 +124,10 @@ def _read_cloud(client, pool_names):
     traits), as ``gpu config show`` reads it."""
     from osc_lib import exceptions
 
-    from gpuclient.cloud import versions
     from gpuclient.ops import snapshot
-    from gpuclient.rules import pools as pools_mod
 
-    client.compute.require(versions.COMPUTE_HYPERVISOR_UUID_VERSION,
-                           versions.COMPUTE_FLAVOR_SPECS_VERSION)
-    aggregates = client.compute.aggregates()
-    pools, _problems = pools_mod.scan(
-        [pools_mod.aggregate_dict(a) for a in aggregates])
+    aggregates, pools = snapshot.named_pools(client, pool_names)
     for name in pool_names:
-        # checked before anything else is read
-        if name not in pools:
-            raise pools_mod.unknown_pool(name, pools)
         if pools[name]['mode'] not in (pools_mod.MIG, pools_mod.VGPU):
             raise exceptions.CommandError(
                 _('Pool %(pool)s is a %(mode)s pool: --pool plans the cards '

@@ -154,6 +154,24 @@ class Cloud:
         return found
 
 
+def named_pools(client, pool_names):
+    """(aggregates, pools) of a command about the pools POOL_NAMES and
+    their hosts' trees (``gpu config show``, ``gpu profile plan
+    --pool``): refused before the first request below the compute API
+    versions such a read needs (hypervisor uuids, flavor extra specs),
+    and a name that is no pool is refused before anything else is read.
+    """
+    client.compute.require(versions.COMPUTE_HYPERVISOR_UUID_VERSION,
+                           versions.COMPUTE_FLAVOR_SPECS_VERSION)
+    aggregates = client.compute.aggregates()
+    pools, _problems = pools_mod.scan(
+        [pools_mod.aggregate_dict(a) for a in aggregates])
+    for name in pool_names:
+        if name not in pools:
+            raise pools_mod.unknown_pool(name, pools)
+    return aggregates, pools
+
+
 def read(client, extra_classes=(), with_flavors=False, wanted_hosts=None,
          mapped_only=False, with_traits=True, aggregates=None,
          with_placement=True, with_images=False, with_pool_members=False,

@@ -103,11 +103,8 @@ def collect(client, start=None, end=None, project=None,
             for server in client.compute.servers_detail(
                     changes_since=_nova_iso(start), **query):
                 listed.setdefault(server['id'], server)
-    flavors = None
-    if wanted - set(listed):
-        flavors = {f.get('name'): f for f in client.compute.flavors()}
-    items, more = usage.usage_items(usages, listed, start, end, pools,
-                                    flavors)
+    items, more = _usage_items(client, usages, wanted, listed, start, end,
+                               pools)
     notes += more
     rows, more = usage.usage_rows(items, by, rates, pool)
     notes += more
@@ -115,6 +112,16 @@ def collect(client, start=None, end=None, project=None,
         rows = _split_rows(client, rows, items, by, start, end,
                            aggregates is not None, **utilisation)
     return by, rows, notes
+
+
+def _usage_items(client, usages, wanted, listed, start, end, pools):
+    """``usage.usage_items`` of USAGES with the servers LISTED ({id:
+    server}); the flavor list is read only when some server of WANTED
+    (the ids the usage names) is not listed at all."""
+    flavors = None
+    if wanted - set(listed):
+        flavors = {f.get('name'): f for f in client.compute.flavors()}
+    return usage.usage_items(usages, listed, start, end, pools, flavors)
 
 
 def _split_rows(client, rows, items, by, start, end, admin, url=None,
@@ -157,11 +164,8 @@ def demand(client, start=None, end=None, now=None):
         # a server that ran in the period and has not changed since
         for server in client.compute.servers_detail(all_projects=True):
             changed.setdefault(server['id'], server)
-    flavors = None
-    if wanted - set(changed):
-        flavors = {f.get('name'): f for f in client.compute.flavors()}
-    items, more = usage.usage_items(usages, changed, start, end, pools,
-                                    flavors)
+    items, more = _usage_items(client, usages, wanted, changed, start, end,
+                               pools)
     notes += more
     return ((start, end),
             profile_demand.demand(items, changed.values(), start, end,
