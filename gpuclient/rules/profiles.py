@@ -130,6 +130,8 @@ force over every layout (maximal or not) of every card.
 """
 
 import collections
+import functools
+import math
 import re
 
 from gpuclient.i18n import _
@@ -572,18 +574,21 @@ def _highs(highspy):
     return h
 
 
-def _run(h, highspy, costs):
+def _run(h, highspy, costs, infeasible=False):
     """Solve H for COSTS to a proven optimum: (value, solution, HiGHS's
-    model status). No first incumbent is given: measured, a start made
-    HiGHS slower on the moves, and with a start HiGHS 1.16 once returned
-    the start instead of the better optimum it reported (a unit test
-    caught it); the value of the solution returned is checked against
-    HiGHS's objective."""
+    model status); None when H has no solution and INFEASIBLE is true.
+    No first incumbent is given: measured, a start made HiGHS slower on
+    the moves, and with a start HiGHS 1.16 once returned the start
+    instead of the better optimum it reported (a unit test caught it);
+    the value of the solution returned is checked against HiGHS's
+    objective."""
     n_col = len(costs)
     cols = list(range(n_col))
     h.changeColsCost(n_col, cols, costs)
     h.run()
     status = h.getModelStatus()
+    if infeasible and status == highspy.HighsModelStatus.kInfeasible:
+        return None
     if status != highspy.HighsModelStatus.kOptimal:
         raise RuntimeError(_('The solver did not prove an optimum: %s')
                            % h.modelStatusToString(status))
@@ -598,7 +603,13 @@ def _run(h, highspy, costs):
 
 def _maxima(vectors):
     """The vectors of VECTORS no other one is >= (each once, sorted)."""
-    vectors = sorted(set(vectors))
+    return _maxima_of(frozenset(vectors))
+
+
+@functools.lru_cache(maxsize=4096)
+def _maxima_of(vectors):
+    # memoised: classes of a fleet share their sets of vectors
+    vectors = sorted(vectors)
     return tuple(v for v in vectors if not any(
         w != v and all(a >= b for a, b in zip(w, v, strict=True))
         for w in vectors))
@@ -668,72 +679,177 @@ def _solve(sizes, options, caps, groups=None):
     docstring. SIZES: cards per class; OPTIONS: per class, its options
     (supply, recut, moves); CAPS: demand per wanted profile. Returns the
     count of each (class, option), the three optimal values (met, recut,
-    moves) and HiGHS's model status of the last objective. HiGHS is
-    imported here only."""
+    moves), HiGHS's model status of the last model solved and how the
+    fewest moves were proven (``PROOF_BOUND`` or ``PROOF_SOLVER``, module
+    docstring) with the LP bound on moves (None when not computed). HiGHS
+    is imported here only."""
     import highspy
 
-    inf = highspy.kHighsInf
     met, cut = _met_recut(highspy, sizes, options, caps)
-    # stage 3: the transport model (module docstring)
-    groups = groups or [None] * len(options)
-    ends = collections.OrderedDict()
-    for kept in (True, False):
-        for group, class_options in zip(groups, options, strict=True):
-            for supply, flag, _moves in class_options:
-                if kept != bool(flag):
-                    ends.setdefault((group, bool(flag), supply), len(ends))
-    h = _highs(highspy)
-    n_class, n_end, n_wanted = len(options), len(ends), len(caps)
-    first_end, first_supply = n_class, n_class + len(ends)
-    h.addRows(n_class + n_end + n_wanted,
-              [float(n) for n in sizes] + [0.0] * n_end + [-inf] * n_wanted,
-              [float(n) for n in sizes] + [0.0] * (n_end + n_wanted),
-              0, [], [], [])
-    columns, starts, index, value, moves = [], [], [], [], []
-    for c, class_options in enumerate(options):
-        for o, (supply, flag, moved) in enumerate(class_options):
-            columns.append((c, o))
+    model = _Transport(sizes, options, caps, groups, met, cut)
+    lower = found = None
+    relaxed = model.highs(highspy, integer=False)
+    relaxed.run()
+    if relaxed.getModelStatus() == highspy.HighsModelStatus.kOptimal:
+        # any multipliers give a valid bound: HiGHS's duals a good one
+        lower, reduced = model.bound(relaxed.getSolution().row_dual)
+        target = math.ceil(lower - _TOLERANCE)
+        slack = target - lower + _TOLERANCE
+        keep = [j for j, (key, _cost, _up, _rows) in enumerate(model.columns)
+                if key[0] != 'x' or reduced[j] <= slack]
+        found = _transport_run(highspy, model, keep)
+        if found is not None and found[1] < target:
+            raise RuntimeError(_('The plan found %(x)s moves under the '
+                                 'bound %(y)s.') % {'x': found[1],
+                                                    'y': lower})
+    if found is not None and found[1] == target:
+        proof = PROOF_BOUND
+    else:
+        found = _transport_run(highspy, model, None)
+        if found is None:
+            raise RuntimeError(_('The solver did not prove an optimum: %s')
+                               % 'Infeasible')
+        proof = PROOF_SOLVER
+    counts, moved, status = found
+    return counts, (met, cut, moved), status, proof, lower
+
+
+# how the fewest moves were proven (summary ``proof``)
+PROOF_BOUND = 'lp-bound'
+PROOF_SOLVER = 'solver'
+# objective values are integers: a float within this of one is that one
+_TOLERANCE = 1e-6
+
+
+class _Transport:
+    """The moves model (stage 3, module docstring) in transport form,
+    with the first two optima as rows: rows per class (its cards), per end
+    (cards ending there, as a balance), per wanted profile (met <= offered),
+    then demand met >= MET and re-cuts <= CUT. Columns: ``('x', (class,
+    option))`` continuous arcs, ``('end', e)`` integer counts, ``('met',
+    k)`` integer; each with its cost, upper bound and entries [(row,
+    value)]. The upper bounds of arcs and counts are implied by the rows
+    (an arc carries at most its class's cards, an end at most the cards
+    of the classes that reach it): written out, the bound below is
+    finite."""
+
+    def __init__(self, sizes, options, caps, groups, met, cut):
+        inf = float('inf')
+        groups = groups or [None] * len(options)
+        ends = collections.OrderedDict()
+        for kept in (True, False):
+            for group, class_options in zip(groups, options, strict=True):
+                for supply, flag, _moves in class_options:
+                    if kept != bool(flag):
+                        ends.setdefault((group, bool(flag), supply),
+                                        len(ends))
+        n_class, n_end, n_wanted = len(options), len(ends), len(caps)
+        first_end, first_supply = n_class, n_class + n_end
+        row_met, row_cut = first_supply + n_wanted, first_supply + n_wanted + 1
+        self.row_lo = ([float(n) for n in sizes] + [0.0] * n_end
+                       + [-inf] * n_wanted + [float(met), -inf])
+        self.row_up = ([float(n) for n in sizes] + [0.0] * (n_end + n_wanted)
+                       + [inf, float(cut)])
+        self.columns = columns = []
+        reach = [0] * n_end
+        for c, class_options in enumerate(options):
+            for e in {ends[(groups[c], bool(flag), supply)]
+                      for supply, flag, _moves in class_options}:
+                reach[e] += sizes[c]
+            for o, (supply, flag, moved) in enumerate(class_options):
+                e = ends[(groups[c], bool(flag), supply)]
+                columns.append((('x', (c, o)), float(moved), float(sizes[c]),
+                                ((c, 1.0), (first_end + e, 1.0))))
+        for (_group, flag, supply), e in ends.items():
+            entries = [(first_end + e, -1.0)] + [
+                (first_supply + k, -float(v))
+                for k, v in enumerate(supply) if v]
+            if flag:
+                entries.append((row_cut, 1.0))
+            columns.append((('end', e), 0.0, float(reach[e]),
+                            tuple(entries)))
+        for k, cap in enumerate(caps):
+            columns.append((('met', k), 0.0, float(cap),
+                            ((first_supply + k, 1.0), (row_met, 1.0))))
+
+    def highs(self, highspy, keep=None, integer=True):
+        """A HiGHS model of the columns KEEP (indexes; None: all), the
+        counts integer with INTEGER."""
+        keep = range(len(self.columns)) if keep is None else keep
+        h = _highs(highspy)
+        inf = highspy.kHighsInf
+        h.addRows(len(self.row_lo), [max(v, -inf) for v in self.row_lo],
+                  [min(v, inf) for v in self.row_up], 0, [], [], [])
+        starts, index, value, cost, upper, counted = [], [], [], [], [], []
+        for j in keep:
+            key, moved, up, entries = self.columns[j]
+            if key[0] != 'x':
+                counted.append(len(cost))
             starts.append(len(index))
-            index += [c, first_end + ends[(groups[c], bool(flag), supply)]]
-            value += [1.0, 1.0]
-            moves.append(float(moved))
-    n_x = len(columns)
-    for (_group, _flag, supply), e in ends.items():
-        starts.append(len(index))
-        index.append(first_end + e)
-        value.append(-1.0)
-        _add_supply(index, value, supply, first_supply)
-    for k in range(n_wanted):
-        starts.append(len(index))
-        index.append(first_supply + k)
-        value.append(1.0)
-    n_col = n_x + n_end + n_wanted
-    h.addCols(n_col, [0.0] * n_col, [0.0] * n_col,
-              [inf] * (n_x + n_end) + [float(cap) for cap in caps],
-              len(index), starts, index, value)
-    counted = list(range(n_x, n_col))
-    h.changeColsIntegrality(len(counted), counted,
-                            [highspy.HighsVarType.kInteger] * len(counted))
-    wanted = list(range(n_x + n_end, n_col))
-    h.addRow(-inf, 0.5 - met, n_wanted, wanted, [-1.0] * n_wanted)
-    recut_ends = [n_x + e for (_g, flag, _s), e in ends.items() if flag]
-    h.addRow(-inf, cut + 0.5, len(recut_ends), recut_ends,
-             [1.0] * len(recut_ends))
-    moved, solution, status = _run(h, highspy, moves + [0.0] * (
-        n_end + n_wanted))
-    x = solution[:n_x]
-    if any(abs(v - round(v)) > 1e-6 for v in x):
+            for row, v in entries:
+                index.append(row)
+                value.append(v)
+            cost.append(moved)
+            upper.append(up)
+        h.addCols(len(cost), cost, [0.0] * len(cost), upper, len(index),
+                  starts, index, value)
+        if integer:
+            h.changeColsIntegrality(
+                len(counted), counted,
+                [highspy.HighsVarType.kInteger] * len(counted))
+        return h
+
+    def bound(self, duals):
+        """A lower bound on the fewest moves from any row multipliers
+        DUALS (Lagrange): the least of sum_j d_j x_j + sum_i y_i r_i over
+        the columns' and rows' bounds, d_j = cost_j - sum_i y_i a_ij the
+        reduced costs (returned too). A multiplier of the wrong sign for
+        a row with one side open is taken as 0 (the least would be minus
+        infinity)."""
+        y = []
+        for v, lo, up in zip(duals, self.row_lo, self.row_up, strict=True):
+            if (v > 0 and lo == float('-inf')) or (
+                    v < 0 and up == float('inf')):
+                v = 0.0
+            y.append(v)
+        terms = [v * (lo if v > 0 else up)
+                 for v, lo, up in zip(y, self.row_lo, self.row_up,
+                                      strict=True) if v]
+        reduced = []
+        for _key, moved, up, entries in self.columns:
+            d = moved - sum(y[row] * v for row, v in entries)
+            reduced.append(d)
+            if d < 0:
+                terms.append(d * up)
+        return math.fsum(terms), reduced
+
+
+def _transport_run(highspy, model, keep):
+    """The fewest moves over the columns KEEP of MODEL (None: all), to a
+    proven optimum of that model: (counts of (class, option), moves,
+    HiGHS's status), or None when those columns have no solution."""
+    keep = list(range(len(model.columns)) if keep is None else keep)
+    h = model.highs(highspy, keep)
+    costs = [model.columns[j][1] for j in keep]
+    found = _run(h, highspy, costs, infeasible=True)
+    if found is None:
+        return None
+    moved, solution, status = found
+    arcs = [i for i, j in enumerate(keep) if model.columns[j][0][0] == 'x']
+    if any(abs(solution[i] - round(solution[i])) > _TOLERANCE
+           for i in arcs):
         # not a vertex: the same optimum with the counts integer, the
         # totals fixed (the transport part is integral: no branching)
-        fixed = [float(round(v)) for v in solution[n_x:]]
+        is_arc = set(arcs)
+        counted = [i for i in range(len(keep)) if i not in is_arc]
+        fixed = [float(round(solution[i])) for i in counted]
         h.changeColsBounds(len(counted), counted, fixed, fixed)
-        h.changeColsIntegrality(n_x, list(range(n_x)),
-                                [highspy.HighsVarType.kInteger] * n_x)
-        moved, solution, status = _run(h, highspy, moves + [0.0] * (
-            n_end + n_wanted))
-        x = solution[:n_x]
-    counts = {col: int(round(v)) for col, v in zip(columns, x, strict=True)}
-    return counts, (met, cut, moved), status
+        h.changeColsIntegrality(len(arcs), arcs,
+                                [highspy.HighsVarType.kInteger] * len(arcs))
+        moved, solution, status = _run(h, highspy, costs)
+    counts = {model.columns[keep[i]][0][1]: int(round(solution[i]))
+              for i in arcs}
+    return counts, moved, status
 
 
 def plan(cards, demand):
@@ -751,13 +867,17 @@ def plan(cards, demand):
     given, and the summary (``demand``: {profile: (wanted, offered, met)},
     ``met``, ``wanted``, ``recut``, ``moves``, ``stranded_slices``,
     ``classes``: classes of interchangeable cards, ``status``: HiGHS's
-    model status, None when nothing was solved).
+    model status of the last model solved, None when nothing was solved;
+    ``proof``: how the fewest moves were proven optimal, ``'lp-bound'``
+    (they equal the LP bound ``moves_bound`` rounded up) or ``'solver'``
+    (HiGHS's branch and bound on the whole moves model), None when
+    nothing was solved).
     """
     wanted = sorted(p for p, n in demand.items() if n > 0)
     caps = tuple(demand[p] for p in wanted)
     classes, per_card = _classes(cards, wanted, caps)
     proposed = [current for current, _in_use, _options in per_card]
-    status = None
+    status = proof = lower = None
     if wanted and classes:
         keys = list(classes)
         options = []
@@ -765,7 +885,7 @@ def plan(cards, demand):
             _model, keep, recuts = key
             options.append([(keep, 0, 0)] + [
                 (supply, 1, moves) for supply, moves in recuts])
-        counts, _values, status = _solve(
+        counts, _values, status, proof, lower = _solve(
             [len(classes[key]) for key in keys], options, caps,
             [key[0] for key in keys])
         for c, key in enumerate(keys):
@@ -809,7 +929,8 @@ def plan(cards, demand):
                'met': sum(v[2] for v in table.values()),
                'recut': recut, 'moves': moves,
                'stranded_slices': stranded,
-               'classes': len(classes), 'status': status}
+               'classes': len(classes), 'status': status,
+               'proof': proof, 'moves_bound': lower}
     return rows, summary
 
 

@@ -471,8 +471,8 @@ class TestFastPlan(testtools.TestCase):
                 options.append(mine)
                 groups.append(rng.choice('ab'))
                 flat += [mine] * size
-            counts, values, status = profiles._solve(sizes, options, caps,
-                                                     groups)
+            counts, values, status, _proof, _bound = profiles._solve(
+                sizes, options, caps, groups)
             self.assertEqual('Optimal', status)
             self.assertEqual(all_integer_optimum(flat, caps), values,
                              (case, sizes, options, caps))
