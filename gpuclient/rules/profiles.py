@@ -679,30 +679,20 @@ def _solve(sizes, options, caps, groups=None):
     docstring. SIZES: cards per class; OPTIONS: per class, its options
     (supply, recut, moves); CAPS: demand per wanted profile. Returns the
     count of each (class, option), the three optimal values (met, recut,
-    moves), HiGHS's model status of the last model solved and how the
-    fewest moves were proven (``PROOF_BOUND`` or ``PROOF_SOLVER``, module
-    docstring) with the LP bound on moves (None when not computed). HiGHS
+    moves), HiGHS's model status of the last model solved, how the fewest
+    moves were proven (``PROOF_BOUND`` or ``PROOF_SOLVER``, module
+    docstring) and the LP bound on moves (None when not computed). HiGHS
     is imported here only."""
     import highspy
 
     met, cut = _met_recut(highspy, sizes, options, caps)
     model = _Transport(sizes, options, caps, groups, met, cut)
-    lower = found = None
+    found = lower = None
     relaxed = model.highs(highspy, integer=False)
     relaxed.run()
     if relaxed.getModelStatus() == highspy.HighsModelStatus.kOptimal:
-        # any multipliers give a valid bound: HiGHS's duals a good one
-        lower, reduced = model.bound(relaxed.getSolution().row_dual)
-        target = math.ceil(lower - _TOLERANCE)
-        slack = target - lower + _TOLERANCE
-        keep = [j for j, (key, _cost, _up, _rows) in enumerate(model.columns)
-                if key[0] != 'x' or reduced[j] <= slack]
-        found = _transport_run(highspy, model, keep)
-        if found is not None and found[1] < target:
-            raise RuntimeError(_('The plan found %(x)s moves under the '
-                                 'bound %(y)s.') % {'x': found[1],
-                                                    'y': lower})
-    if found is not None and found[1] == target:
+        found, lower = _by_bound(highspy, model, relaxed)
+    if found is not None:
         proof = PROOF_BOUND
     else:
         found = _transport_run(highspy, model, None)
@@ -711,6 +701,12 @@ def _solve(sizes, options, caps, groups=None):
                                % 'Infeasible')
         proof = PROOF_SOLVER
     counts, moved, status = found
+    # the plan checked apart from the solver: every card once, the first
+    # two optima kept, the moves as found
+    if model.check(counts) != (met, cut, moved):
+        raise RuntimeError(_('The solver returned a plan of values %(x)s '
+                             'for the optima %(y)s.') % {
+            'x': model.check(counts), 'y': (met, cut, moved)})
     return counts, (met, cut, moved), status, proof, lower
 
 
@@ -719,6 +715,104 @@ PROOF_BOUND = 'lp-bound'
 PROOF_SOLVER = 'solver'
 # objective values are integers: a float within this of one is that one
 _TOLERANCE = 1e-6
+# LPs the dive (_dive) solves at most before it gives up
+_DIVE_NODES = 150
+
+
+def _by_bound(highspy, model, relaxed):
+    """The fewest moves proven by the LP bound (module docstring): from
+    RELAXED, MODEL's LP solved, the bound and the arcs of small reduced
+    cost; then a plan of exactly the bound rounded up, searched on those
+    arcs by _dive, else by HiGHS. Returns ((counts, moves, status) or
+    None, the bound)."""
+    # any multipliers give a valid bound: HiGHS's duals a good one
+    lower, reduced = model.bound(relaxed.getSolution().row_dual)
+    target = math.ceil(lower - _TOLERANCE)
+    slack = target - lower + _TOLERANCE
+    keep = [j for j, (key, _cost, _up, _rows) in enumerate(model.columns)
+            if key[0] != 'x' or reduced[j] <= slack]
+    found, complete = _dive(highspy, model, keep, target)
+    if found is None and not complete:
+        found = _transport_run(highspy, model, keep)
+    if found is None:
+        return None, lower
+    values = model.check(found[0])
+    if values is None or values[:2] != (model.met, model.cut):
+        return None, lower
+    if values[2] < target:
+        raise RuntimeError(_('The plan found %(x)s moves under the '
+                             'bound %(y)s.') % {'x': values[2], 'y': lower})
+    return (found if values[2] == target else None), lower
+
+
+def _dive(highspy, model, keep, target, limit=_DIVE_NODES):
+    """A plan of at most TARGET moves on the columns KEEP of MODEL by a
+    depth-first branch and bound of our own on the counts, each node an
+    LP (HiGHS's dual simplex from the parent's basis), cut off when the
+    LP is above TARGET: the fractional count nearest to an integer is
+    branched on, its nearer side first. Returns ((counts, moves,
+    status) or None, whether the search was complete): complete and none
+    means no plan of these columns has TARGET moves. At most LIMIT
+    LPs."""
+    h = model.highs(highspy, keep, integer=False)
+    costs = [model.columns[j][1] for j in keep]
+    h.changeColsCost(len(costs), list(range(len(costs))), costs)
+    counted = [i for i, j in enumerate(keep) if model.columns[j][0][0] != 'x']
+    lower = [0.0] * len(keep)
+    upper = [model.columns[j][2] for j in keep]
+    solved = [0]
+
+    def node():
+        if solved[0] >= limit:
+            return None
+        solved[0] += 1
+        h.run()
+        if (h.getModelStatus() != highspy.HighsModelStatus.kOptimal
+                or h.getInfo().objective_function_value
+                > target + _TOLERANCE):
+            return None
+        solution = h.getSolution().col_value
+        apart = [(abs(solution[i] - round(solution[i])), i) for i in counted]
+        apart = [pair for pair in apart if pair[0] > _TOLERANCE]
+        if not apart:
+            return _leaf(h, model, keep, costs, counted)
+        i = min(apart)[1]
+        v = solution[i]
+        below = (lower[i], float(math.floor(v)))
+        above = (float(math.ceil(v)), upper[i])
+        for low, up in ((below, above) if v - math.floor(v) < 0.5
+                        else (above, below)):
+            old = lower[i], upper[i]
+            lower[i], upper[i] = low, up
+            h.changeColBounds(i, low, up)
+            found = node()
+            lower[i], upper[i] = old
+            h.changeColBounds(i, *old)
+            if found is not None or solved[0] >= limit:
+                return found
+        return None
+
+    found = node()
+    return found, found is not None or solved[0] < limit
+
+
+def _leaf(h, model, keep, costs, counted):
+    """The plan of an LP solution of H whose counts are integers: its
+    arcs rounded; if they are not integers (a solution off a vertex), the
+    counts fixed and the LP solved again (the transport part is
+    integral). (counts, moves, status)."""
+    solution = list(h.getSolution().col_value)
+    arcs = [i for i in range(len(keep)) if model.columns[keep[i]][0][0] == 'x']
+    if any(abs(solution[i] - round(solution[i])) > _TOLERANCE for i in arcs):
+        fixed = [float(round(solution[i])) for i in counted]
+        h.changeColsBounds(len(counted), counted, fixed, fixed)
+        h.run()
+        solution = list(h.getSolution().col_value)
+    counts = {model.columns[keep[i]][0][1]: int(round(solution[i]))
+              for i in arcs}
+    moved = sum(round(costs[i]) * counts[model.columns[keep[i]][0][1]]
+                for i in arcs)
+    return counts, moved, h.modelStatusToString(h.getModelStatus())
 
 
 class _Transport:
@@ -744,6 +838,8 @@ class _Transport:
                         ends.setdefault((group, bool(flag), supply),
                                         len(ends))
         n_class, n_end, n_wanted = len(options), len(ends), len(caps)
+        self.sizes, self.options, self.caps = sizes, options, caps
+        self.met, self.cut = met, cut
         first_end, first_supply = n_class, n_class + n_end
         row_met, row_cut = first_supply + n_wanted, first_supply + n_wanted + 1
         self.row_lo = ([float(n) for n in sizes] + [0.0] * n_end
@@ -771,6 +867,27 @@ class _Transport:
         for k, cap in enumerate(caps):
             columns.append((('met', k), 0.0, float(cap),
                             ((first_supply + k, 1.0), (row_met, 1.0))))
+
+    def check(self, counts):
+        """(met, recut, moves) of COUNTS, cards per (class, option),
+        worked out from the options alone; None unless every card of
+        every class is counted once."""
+        per_class = [0] * len(self.sizes)
+        offered = [0] * len(self.caps)
+        recut = moves = 0
+        for (c, o), n in counts.items():
+            if not isinstance(n, int) or n < 0:
+                return None
+            supply, flag, moved = self.options[c][o]
+            per_class[c] += n
+            recut += n * bool(flag)
+            moves += n * moved
+            for k, v in enumerate(supply):
+                offered[k] += n * v
+        if per_class != list(self.sizes):
+            return None
+        return (sum(min(a, b) for a, b in zip(offered, self.caps,
+                                              strict=True)), recut, moves)
 
     def highs(self, highspy, keep=None, integer=True):
         """A HiGHS model of the columns KEEP (indexes; None: all), the

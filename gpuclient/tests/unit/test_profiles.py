@@ -15,6 +15,7 @@ against an independent enumeration, the plan against brute force."""
 
 import collections
 import itertools
+import math
 import os
 import random
 import subprocess
@@ -457,25 +458,19 @@ class TestFastPlan(testtools.TestCase):
         # moves) against every option an integer column, on random
         # classes whose options need not come from layouts
         rng = random.Random(4242)
+        proofs = collections.Counter()
         for case in range(30):
-            n_wanted = rng.randint(1, 3)
-            caps = [rng.randint(1, 12) for _k in range(n_wanted)]
-            sizes, options, groups, flat = [], [], [], []
-            for _c in range(rng.randint(1, 6)):
-                size = rng.randint(1, 3)
-                mine = [(tuple(rng.randint(0, 3) for _k in caps), 0, 0)]
-                for _o in range(rng.randint(0, 5)):
-                    mine.append((tuple(rng.randint(0, 4) for _k in caps),
-                                 1, rng.randint(0, 3)))
-                sizes.append(size)
-                options.append(mine)
-                groups.append(rng.choice('ab'))
-                flat += [mine] * size
-            counts, values, status, _proof, _bound = profiles._solve(
+            sizes, options, caps, groups, flat = random_classes(rng)
+            n_wanted = len(caps)
+            counts, values, status, proof, bound = profiles._solve(
                 sizes, options, caps, groups)
+            proofs[proof] += 1
             self.assertEqual('Optimal', status)
             self.assertEqual(all_integer_optimum(flat, caps), values,
                              (case, sizes, options, caps))
+            self.assertLessEqual(bound, values[2] + 1e-6)
+            if proof == profiles.PROOF_BOUND:
+                self.assertEqual(math.ceil(bound - 1e-6), values[2])
             # the counts are a plan: every card once, with those values
             for c, size in enumerate(sizes):
                 self.assertEqual(size, sum(n for (k, _o), n in
@@ -487,6 +482,8 @@ class TestFastPlan(testtools.TestCase):
                 sum(min(a, b) for a, b in zip(offered, caps, strict=True)),
                 sum(n * options[c][o][1] for (c, o), n in counts.items()),
                 sum(n * options[c][o][2] for (c, o), n in counts.items())))
+        # most optima are proven by the bound (the rest: the tests below)
+        self.assertGreater(proofs[profiles.PROOF_BOUND], 20, proofs)
 
     def test_coarse_options(self):
         # re-cut (2, 0) is below re-cut (2, 1); re-cut (1, 1) below the
@@ -503,6 +500,172 @@ class TestFastPlan(testtools.TestCase):
         _rows, summary = profiles.plan(
             cards, {'1g.10gb': 300, '3g.40gb': 200, '7g.80gb': 20})
         self.assertLess(summary['classes'], 400)
+
+
+def random_classes(rng, n_class=6):
+    """Random classes for _solve: (sizes, options, caps, groups, flat),
+    FLAT the options once per card (for all_integer_optimum)."""
+    caps = [rng.randint(1, 12) for _k in range(rng.randint(1, 3))]
+    sizes, options, groups, flat = [], [], [], []
+    for _c in range(rng.randint(1, n_class)):
+        size = rng.randint(1, 3)
+        mine = [(tuple(rng.randint(0, 3) for _k in caps), 0, 0)]
+        for _o in range(rng.randint(0, 5)):
+            mine.append((tuple(rng.randint(0, 4) for _k in caps),
+                         1, rng.randint(0, 3)))
+        sizes.append(size)
+        options.append(mine)
+        groups.append(rng.choice('ab'))
+        flat += [mine] * size
+    return sizes, options, caps, groups, flat
+
+
+class TestMovesProof(testtools.TestCase):
+    """The fewest moves: the LP bound, the model restricted to the arcs
+    of small reduced cost, and the fall back to HiGHS on the whole
+    model."""
+
+    # a class whose only re-cut offers 2 of a profile wanted once, at 3
+    # moves: the LP takes half a card (1.5 moves), any plan takes 3
+    HALF = ([1], [[((0,), 0, 0), ((2,), 1, 3)]], [1], ['a'])
+    # found by a random search: the restricted model's best is 4 moves,
+    # the optimum 2 uses an arc of reduced cost above the rounded bound
+    WORSE = ([3, 1, 2],
+             [[((1, 2, 0), 0, 0), ((0, 3, 2), 1, 0), ((3, 4, 1), 1, 1),
+               ((2, 0, 2), 1, 1), ((2, 4, 4), 1, 1)],
+              [((1, 1, 2), 0, 0)],
+              [((1, 2, 0), 0, 0), ((3, 2, 4), 1, 3), ((1, 4, 1), 1, 2),
+               ((2, 2, 3), 1, 0), ((4, 0, 0), 1, 0), ((0, 0, 3), 1, 0)]],
+             [12, 1, 7], ['b', 'b', 'b'])
+
+    def model(self, sizes, options, caps, groups):
+        import highspy
+
+        met, cut = profiles._met_recut(highspy, sizes, options, caps)
+        return profiles._Transport(sizes, options, caps, groups, met, cut)
+
+    def record_runs(self):
+        """The moves of each _transport_run, in order, as (restricted,
+        moves or None)."""
+        runs, real = [], profiles._transport_run
+
+        def spy(highspy, model, keep):
+            found = real(highspy, model, keep)
+            runs.append((keep is not None, found and found[1]))
+            return found
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'gpuclient.rules.profiles._transport_run', spy))
+        return runs
+
+    def test_bound_below_the_optimum_for_any_multipliers(self):
+        import highspy
+
+        rng = random.Random(515)
+        for case in range(15):
+            sizes, options, caps, groups, flat = random_classes(rng)
+            best = all_integer_optimum(flat, caps)[2]
+            model = self.model(sizes, options, caps, groups)
+            h = model.highs(highspy, integer=False)
+            h.run()
+            lower, reduced = model.bound(h.getSolution().row_dual)
+            # HiGHS's duals: the bound is the LP's optimum
+            self.assertAlmostEqual(h.getInfo().objective_function_value,
+                                   lower, places=6)
+            self.assertLessEqual(lower, best + 1e-9, case)
+            self.assertEqual(len(model.columns), len(reduced))
+            for _draw in range(5):
+                duals = [rng.uniform(-3, 3) for _r in model.row_lo]
+                self.assertLessEqual(model.bound(duals)[0], best + 1e-9,
+                                     (case, duals))
+
+    def test_proven_by_the_bound(self):
+        runs = self.record_runs()
+        sizes, options, caps, groups = self.WORSE
+        caps = [12, 1, 3]  # less of the third profile: the bound is met
+        counts, values, status, proof, bound = profiles._solve(
+            sizes, options, caps, groups)
+        flat = [o for n, o in zip(sizes, options) for _n in range(n)]
+        self.assertEqual(all_integer_optimum(flat, caps), values)
+        self.assertEqual(profiles.PROOF_BOUND, proof)
+        self.assertEqual(math.ceil(bound - 1e-6), values[2])
+        self.assertEqual([(True, values[2])], runs)
+        self.assertEqual('Optimal', status)
+        self.assertEqual(sum(sizes), sum(counts.values()))
+
+    def test_falls_back_when_the_rounded_bound_is_not_reached(self):
+        runs = self.record_runs()
+        counts, values, status, proof, bound = profiles._solve(*self.HALF)
+        self.assertEqual(all_integer_optimum([self.HALF[1][0]], [1]),
+                         values)
+        self.assertEqual((1, 1, 3), values)
+        self.assertAlmostEqual(1.5, bound)
+        self.assertEqual(profiles.PROOF_SOLVER, proof)
+        self.assertEqual([(True, 3), (False, 3)], runs)
+        self.assertEqual({(0, 0): 0, (0, 1): 1}, counts)
+        self.assertEqual('Optimal', status)
+
+    def test_fall_back_beats_the_restricted_model(self):
+        runs = self.record_runs()
+        sizes, options, caps, groups = self.WORSE
+        counts, values, _status, proof, bound = profiles._solve(
+            sizes, options, caps, groups)
+        flat = [o for n, o in zip(sizes, options) for _n in range(n)]
+        self.assertEqual(all_integer_optimum(flat, caps), values)
+        self.assertEqual(profiles.PROOF_SOLVER, proof)
+        (restricted, first), (whole, best) = runs
+        self.assertTrue(restricted)
+        self.assertFalse(whole)
+        self.assertEqual(values[2], best)
+        self.assertGreater(first, best)
+        self.assertLess(math.ceil(bound - 1e-6), best)
+        self.assertEqual(values[2], sum(
+            n * options[c][o][2] for (c, o), n in counts.items()))
+
+    def test_falls_back_when_the_restricted_model_has_none(self):
+        real = profiles._transport_run
+
+        def none_restricted(highspy, model, keep):
+            return None if keep is not None else real(highspy, model, keep)
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'gpuclient.rules.profiles._transport_run', none_restricted))
+        sizes, options, caps, groups = self.WORSE
+        _counts, values, _status, proof, _bound = profiles._solve(
+            sizes, options, caps, groups)
+        flat = [o for n, o in zip(sizes, options) for _n in range(n)]
+        self.assertEqual(all_integer_optimum(flat, caps), values)
+        self.assertEqual(profiles.PROOF_SOLVER, proof)
+
+    def test_a_plan_under_the_bound_is_refused(self):
+        # a bound above what the restricted model finds is a bug: it
+        # raises rather than claim a proof
+        real = profiles._Transport.bound
+
+        def too_high(model, duals):
+            lower, reduced = real(model, duals)
+            return lower + 2, reduced
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'gpuclient.rules.profiles._Transport.bound', too_high))
+        sizes, options, caps, groups = self.WORSE
+        self.assertRaises(RuntimeError, profiles._solve, sizes,
+                          [list(o) for o in options], [12, 1, 3], groups)
+
+    def test_plan_says_how_the_optimum_was_proven(self):
+        cards = running_fleet(random.Random(27), 200)
+        _rows, summary = profiles.plan(
+            cards, {'1g.10gb': 300, '3g.40gb': 100, '7g.80gb': 10})
+        self.assertIn(summary['proof'],
+                      (profiles.PROOF_BOUND, profiles.PROOF_SOLVER))
+        self.assertLessEqual(summary['moves_bound'],
+                             summary['moves'] + 1e-6)
+        if summary['proof'] == profiles.PROOF_BOUND:
+            self.assertEqual(math.ceil(summary['moves_bound'] - 1e-6),
+                             summary['moves'])
+        _rows, summary = profiles.plan(cards, {})
+        self.assertIsNone(summary['proof'])
+        self.assertIsNone(summary['moves_bound'])
 
 
 # ``nvidia-smi mig -lgi`` as the driver prints it (columns GPU, Name,
