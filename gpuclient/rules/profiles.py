@@ -119,14 +119,54 @@ optimality). It is solved in two smaller models, each exact:
   checked to be integers; if one is not (a solution off a vertex),
   the counts are fixed and x solved as integers (an integral LP).
 
-HiGHS's time on the third model varies with the fleet (its primal
-heuristics find the optimum at the root, sooner or later); figures in
-``doc/source/user/profiles.rst``. The rows report what each card
-really gets (re-cut when its layout changes, moves counted from its own
-in-use placements), which the tests check against the solver's values.
-HiGHS is imported only when a plan is solved, never at plugin load.
-``gpuclient/tests/unit/test_profiles.py`` checks the optimum against brute
-force over every layout (maximal or not) of every card.
+How the fewest moves are proven. HiGHS's branch and bound on the whole
+moves model spends most of its time looking for an integer solution at
+the root (seconds to tens of seconds on 4000 running cards, varying with
+the fleet), where the LP bound rounded up is already the optimum on
+every benchmark fleet. So the plan first tries to prove it that way:
+
+* The bound. For any multipliers y of the rows (HiGHS's duals of the
+  LP relaxation are used, but any y will do), the least of
+  sum_j d_j x_j + sum_i y_i r_i over the columns' bounds and the rows'
+  activities r_i within their bounds, d_j = cost_j - sum_i y_i a_ij the
+  reduced costs, is at most the moves of any plan (Lagrange; weak
+  duality). Every column gets a finite upper bound the rows imply
+  anyway (an arc at most its class's cards, an end at most the cards
+  that reach it, met_p at most d_p), and a multiplier of the wrong
+  sign for a row open on one side counts as 0, so the bound is finite;
+  it is summed in Python (``math.fsum``), not read off HiGHS. Moves are
+  integers, so no plan has fewer than T = ceil(bound).
+* The arcs. A plan of T moves or fewer uses only arcs of reduced cost
+  d_j <= T - bound (in an integer plan an arc used carries a card or
+  more, and adds d_j or more to the bound), so the search for a plan of
+  T moves keeps the arcs of small reduced cost only: some 7000 of 37000.
+* The dive (``_dive``): a depth-first branch and bound of our own on the
+  ends' counts, each node an LP re-solved by HiGHS's dual simplex from
+  its parent's basis, a node cut off when its LP is above T, the
+  fractional count nearest an integer branched on, its nearer side
+  first, at most ``_DIVE_NODES`` LPs. A node whose counts are integers
+  gives a plan (its arcs integers at a vertex, as above). On the
+  benchmark fleets it takes 1 to 60 LPs. Should it give up, HiGHS's
+  branch and bound on the same arcs looks for the plan of T moves.
+* The check. The plan found is checked apart from any solver (every
+  card of every class once; demand met, re-cuts and moves worked out
+  from the options): when it meets the first two optima and has T
+  moves it is optimal, proven by the bound (``summary['proof']`` is
+  ``'lp-bound'``, ``summary['moves_bound']`` the bound). A plan below T
+  would mean a wrong bound: the plan raises.
+* Otherwise (no plan of T moves on those arcs, the dive's search being
+  complete, or HiGHS finding none or more moves there), HiGHS solves
+  the whole moves model as before (``summary['proof']`` is
+  ``'solver'``), whose plan is checked the same way.
+
+Figures in ``doc/source/user/profiles.rst``. The rows report what each
+card really gets (re-cut when its layout changes, moves counted from its
+own in-use placements), which the tests check against the solver's
+values. HiGHS is imported only when a plan is solved, never at plugin
+load. ``gpuclient/tests/unit/test_profiles.py`` checks the optimum
+against brute force over every layout (maximal or not) of every card,
+and each path of the proof (bound met by the dive, by HiGHS on the arcs,
+not met) against a program with one integer column per card and option.
 """
 
 import collections

@@ -344,6 +344,9 @@ def all_integer_optimum(options, caps):
 
     h = highspy.Highs()
     h.setOptionValue('output_flag', False)
+    # as the module does: HiGHS's scheduler is one per process, set up by
+    # the first run; another thread count later is an error ("Not Set")
+    h.setOptionValue('threads', 1)
     h.setOptionValue('mip_rel_gap', 0.0)
     h.setOptionValue('mip_abs_gap', 0.5)
     inf = highspy.kHighsInf
@@ -521,15 +524,15 @@ def random_classes(rng, n_class=6):
 
 
 class TestMovesProof(testtools.TestCase):
-    """The fewest moves: the LP bound, the model restricted to the arcs
-    of small reduced cost, and the fall back to HiGHS on the whole
-    model."""
+    """The fewest moves: the LP bound, the dive on the arcs of small
+    reduced cost, HiGHS on those arcs when the dive gives up, and the
+    fall back to HiGHS on the whole model."""
 
     # a class whose only re-cut offers 2 of a profile wanted once, at 3
     # moves: the LP takes half a card (1.5 moves), any plan takes 3
     HALF = ([1], [[((0,), 0, 0), ((2,), 1, 3)]], [1], ['a'])
-    # found by a random search: the restricted model's best is 4 moves,
-    # the optimum 2 uses an arc of reduced cost above the rounded bound
+    # found by a random search: the best plan on the arcs of small
+    # reduced cost has 4 moves, the optimum 2 uses another arc
     WORSE = ([3, 1, 2],
              [[((1, 2, 0), 0, 0), ((0, 3, 2), 1, 0), ((3, 4, 1), 1, 1),
                ((2, 0, 2), 1, 1), ((2, 4, 4), 1, 1)],
@@ -544,19 +547,55 @@ class TestMovesProof(testtools.TestCase):
         met, cut = profiles._met_recut(highspy, sizes, options, caps)
         return profiles._Transport(sizes, options, caps, groups, met, cut)
 
-    def record_runs(self):
-        """The moves of each _transport_run, in order, as (restricted,
-        moves or None)."""
-        runs, real = [], profiles._transport_run
+    def restricted(self, model):
+        """The LP bound, its ceiling and the arcs of small reduced cost,
+        as _by_bound takes them."""
+        import highspy
 
-        def spy(highspy, model, keep):
-            found = real(highspy, model, keep)
-            runs.append((keep is not None, found and found[1]))
+        h = model.highs(highspy, integer=False)
+        h.run()
+        lower, reduced = model.bound(h.getSolution().row_dual)
+        target = math.ceil(lower - 1e-6)
+        keep = [j for j, column in enumerate(model.columns)
+                if column[0][0] != 'x' or reduced[j] <= target - lower + 1e-6]
+        return lower, target, keep
+
+    def record(self):
+        """Each _transport_run and _dive, in order: ('highs', restricted,
+        moves or None) and ('dive', moves or None, complete)."""
+        runs = []
+        real_run, real_dive = profiles._transport_run, profiles._dive
+
+        def run(highspy, model, keep):
+            found = real_run(highspy, model, keep)
+            runs.append(('highs', keep is not None, found and found[1]))
             return found
 
+        def dive(highspy, model, keep, target, **kwargs):
+            found, complete = real_dive(highspy, model, keep, target,
+                                        **kwargs)
+            runs.append(('dive', found and found[1], complete))
+            return found, complete
+
         self.useFixture(fixtures.MonkeyPatch(
-            'gpuclient.rules.profiles._transport_run', spy))
+            'gpuclient.rules.profiles._transport_run', run))
+        self.useFixture(fixtures.MonkeyPatch(
+            'gpuclient.rules.profiles._dive', dive))
         return runs
+
+    def dive_limit(self, limit):
+        real = profiles._dive
+
+        def dive(highspy, model, keep, target):
+            return real(highspy, model, keep, target, limit=limit)
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'gpuclient.rules.profiles._dive', dive))
+
+    def optimum(self, sizes, options, caps):
+        return all_integer_optimum(
+            [o for n, o in zip(sizes, options, strict=True)
+             for _n in range(n)], caps)
 
     def test_bound_below_the_optimum_for_any_multipliers(self):
         import highspy
@@ -579,67 +618,109 @@ class TestMovesProof(testtools.TestCase):
                 self.assertLessEqual(model.bound(duals)[0], best + 1e-9,
                                      (case, duals))
 
+    def test_dive_against_the_optimum(self):
+        # a plan found has the target's moves; a complete search without
+        # one means the optimum is above the rounded bound
+        import highspy
+
+        rng = random.Random(616)
+        seen = collections.Counter()
+        for case in range(40):
+            sizes, options, caps, groups, flat = random_classes(rng)
+            best = all_integer_optimum(flat, caps)
+            model = self.model(sizes, options, caps, groups)
+            _lower, target, keep = self.restricted(model)
+            found, complete = profiles._dive(highspy, model, keep, target)
+            if found is not None:
+                seen['found'] += 1
+                self.assertEqual(best, model.check(found[0]), case)
+                self.assertEqual(target, found[1])
+            elif complete:
+                seen['none'] += 1
+                self.assertGreater(best[2], target, case)
+        self.assertGreater(seen['found'], 30, seen)
+
     def test_proven_by_the_bound(self):
-        runs = self.record_runs()
+        runs = self.record()
         sizes, options, caps, groups = self.WORSE
         caps = [12, 1, 3]  # less of the third profile: the bound is met
         counts, values, status, proof, bound = profiles._solve(
             sizes, options, caps, groups)
-        flat = [o for n, o in zip(sizes, options) for _n in range(n)]
-        self.assertEqual(all_integer_optimum(flat, caps), values)
+        self.assertEqual(self.optimum(sizes, options, caps), values)
         self.assertEqual(profiles.PROOF_BOUND, proof)
         self.assertEqual(math.ceil(bound - 1e-6), values[2])
-        self.assertEqual([(True, values[2])], runs)
+        self.assertEqual([('dive', values[2], True)], runs)
         self.assertEqual('Optimal', status)
         self.assertEqual(sum(sizes), sum(counts.values()))
 
     def test_falls_back_when_the_rounded_bound_is_not_reached(self):
-        runs = self.record_runs()
+        runs = self.record()
         counts, values, status, proof, bound = profiles._solve(*self.HALF)
-        self.assertEqual(all_integer_optimum([self.HALF[1][0]], [1]),
-                         values)
+        self.assertEqual(self.optimum(*self.HALF[:3]), values)
         self.assertEqual((1, 1, 3), values)
         self.assertAlmostEqual(1.5, bound)
         self.assertEqual(profiles.PROOF_SOLVER, proof)
-        self.assertEqual([(True, 3), (False, 3)], runs)
+        # the dive tries 2 moves and proves there is no such plan
+        self.assertEqual([('dive', None, True), ('highs', False, 3)], runs)
         self.assertEqual({(0, 0): 0, (0, 1): 1}, counts)
         self.assertEqual('Optimal', status)
 
-    def test_fall_back_beats_the_restricted_model(self):
-        runs = self.record_runs()
+    def test_fall_back_beats_the_arcs_of_small_reduced_cost(self):
+        import highspy
+
         sizes, options, caps, groups = self.WORSE
+        model = self.model(sizes, options, caps, groups)
+        lower, target, keep = self.restricted(model)
+        # the best on those arcs is not the optimum
+        on_keep = profiles._transport_run(highspy, model, keep)[1]
+        self.assertEqual((None, True),
+                         profiles._dive(highspy, model, keep, target))
+        runs = self.record()
         counts, values, _status, proof, bound = profiles._solve(
             sizes, options, caps, groups)
-        flat = [o for n, o in zip(sizes, options) for _n in range(n)]
-        self.assertEqual(all_integer_optimum(flat, caps), values)
+        self.assertEqual(self.optimum(sizes, options, caps), values)
+        self.assertAlmostEqual(lower, bound)
         self.assertEqual(profiles.PROOF_SOLVER, proof)
-        (restricted, first), (whole, best) = runs
-        self.assertTrue(restricted)
-        self.assertFalse(whole)
-        self.assertEqual(values[2], best)
-        self.assertGreater(first, best)
-        self.assertLess(math.ceil(bound - 1e-6), best)
-        self.assertEqual(values[2], sum(
-            n * options[c][o][2] for (c, o), n in counts.items()))
+        self.assertEqual([('dive', None, True), ('highs', False, values[2])],
+                         runs)
+        self.assertLess(target, values[2])
+        self.assertLess(values[2], on_keep)
+        self.assertEqual(values, model.check(counts))
 
-    def test_falls_back_when_the_restricted_model_has_none(self):
+    def test_highs_on_the_arcs_when_the_dive_gives_up(self):
+        # one LP only: the dive stops at the first fractional count, HiGHS
+        # finds the plan of the bound on the same arcs
+        self.dive_limit(1)
+        runs = self.record()
+        sizes, options, caps, groups = self.WORSE
+        caps = [12, 1, 3]
+        _counts, values, _status, proof, bound = profiles._solve(
+            sizes, options, caps, groups)
+        self.assertEqual(self.optimum(sizes, options, caps), values)
+        self.assertEqual(profiles.PROOF_BOUND, proof)
+        self.assertEqual(math.ceil(bound - 1e-6), values[2])
+        self.assertEqual([('dive', None, False), ('highs', True, values[2])],
+                         runs)
+
+    def test_falls_back_when_highs_on_the_arcs_finds_none(self):
+        self.dive_limit(1)
         real = profiles._transport_run
 
-        def none_restricted(highspy, model, keep):
+        def none_on_arcs(highspy, model, keep):
             return None if keep is not None else real(highspy, model, keep)
 
         self.useFixture(fixtures.MonkeyPatch(
-            'gpuclient.rules.profiles._transport_run', none_restricted))
+            'gpuclient.rules.profiles._transport_run', none_on_arcs))
         sizes, options, caps, groups = self.WORSE
+        caps = [12, 1, 3]
         _counts, values, _status, proof, _bound = profiles._solve(
             sizes, options, caps, groups)
-        flat = [o for n, o in zip(sizes, options) for _n in range(n)]
-        self.assertEqual(all_integer_optimum(flat, caps), values)
+        self.assertEqual(self.optimum(sizes, options, caps), values)
         self.assertEqual(profiles.PROOF_SOLVER, proof)
 
     def test_a_plan_under_the_bound_is_refused(self):
-        # a bound above what the restricted model finds is a bug: it
-        # raises rather than claim a proof
+        # a bound above a plan found is a bug: it raises rather than
+        # claim a proof
         real = profiles._Transport.bound
 
         def too_high(model, duals):
@@ -648,9 +729,33 @@ class TestMovesProof(testtools.TestCase):
 
         self.useFixture(fixtures.MonkeyPatch(
             'gpuclient.rules.profiles._Transport.bound', too_high))
+        self.dive_limit(1)  # HiGHS on the arcs finds a plan under it
         sizes, options, caps, groups = self.WORSE
-        self.assertRaises(RuntimeError, profiles._solve, sizes,
-                          [list(o) for o in options], [12, 1, 3], groups)
+        self.assertRaises(RuntimeError, profiles._solve, sizes, options,
+                          [12, 1, 3], groups)
+
+    def test_a_wrong_plan_is_refused(self):
+        # the plan is checked apart from the solver: one card counted
+        # twice is refused
+        real = profiles._leaf
+
+        def twice(*args):
+            counts, moved, status = real(*args)
+            counts = dict(counts)
+            key = next(k for k, n in counts.items() if n)
+            counts[key] += 1
+            return counts, moved, status
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'gpuclient.rules.profiles._leaf', twice))
+        sizes, options, caps, groups = self.WORSE
+        model = self.model(sizes, options, caps, groups)
+        self.assertIsNone(model.check({(0, 0): 4, (1, 0): 1, (2, 0): 2}))
+        # the dive's plan refused: HiGHS on the whole model instead
+        _counts, values, _status, proof, _bound = profiles._solve(
+            sizes, options, [12, 1, 3], groups)
+        self.assertEqual(profiles.PROOF_SOLVER, proof)
+        self.assertEqual(self.optimum(sizes, options, [12, 1, 3]), values)
 
     def test_plan_says_how_the_optimum_was_proven(self):
         cards = running_fleet(random.Random(27), 200)
