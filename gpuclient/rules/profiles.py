@@ -142,8 +142,8 @@ every benchmark fleet. So the plan first tries to prove it that way:
   T moves keeps the arcs of small reduced cost only: some 7000 of 37000.
 * The dive (``_dive``): a depth-first branch and bound of our own on the
   ends' counts, each node an LP re-solved by HiGHS's dual simplex from
-  its parent's basis, a node cut off when its LP is above T, the
-  fractional count nearest an integer branched on, its nearer side
+  its parent's basis, a node cut off when its LP is above T, the first
+  fractional count (keep ends first) branched on, its nearer side
   first, at most ``_DIVE_NODES`` LPs. A node whose counts are integers
   gives a plan (its arcs integers at a vertex, as above). On the
   benchmark fleets it takes 1 to 60 LPs. Should it give up, HiGHS's
@@ -789,7 +789,7 @@ def _dive(highspy, model, keep, target, limit=_DIVE_NODES):
     """A plan of at most TARGET moves on the columns KEEP of MODEL by a
     depth-first branch and bound of our own on the counts, each node an
     LP (HiGHS's dual simplex from the parent's basis), cut off when the
-    LP is above TARGET: the fractional count nearest to an integer is
+    LP is above TARGET: the first fractional count (keep ends first) is
     branched on, its nearer side first. Returns ((counts, moves,
     status) or None, whether the search was complete): complete and none
     means no plan of these columns has TARGET moves. At most LIMIT
@@ -812,11 +812,11 @@ def _dive(highspy, model, keep, target, limit=_DIVE_NODES):
                 > target + _TOLERANCE):
             return None
         solution = h.getSolution().col_value
-        apart = [(abs(solution[i] - round(solution[i])), i) for i in counted]
-        apart = [pair for pair in apart if pair[0] > _TOLERANCE]
-        if not apart:
+        i = next((i for i in counted
+                  if abs(solution[i] - round(solution[i])) > _TOLERANCE),
+                 None)
+        if i is None:
             return _leaf(h, model, keep, costs, counted)
-        i = min(apart)[1]
         v = solution[i]
         below = (lower[i], float(math.floor(v)))
         above = (float(math.ceil(v)), upper[i])
