@@ -145,8 +145,8 @@ every benchmark fleet. So the plan first tries to prove it that way:
   its parent's basis, a node cut off when its LP is above T, the first
   fractional count (keep ends first) branched on, its nearer side
   first, at most ``_DIVE_NODES`` LPs. A node whose counts are integers
-  gives a plan (its arcs integers at a vertex, as above). On the
-  benchmark fleets it takes 1 to 60 LPs. Should it give up, HiGHS's
+  gives a plan (its arcs integers at a vertex, as above). On ten
+  benchmark fleets it took 1 to 35 LPs. Should it give up, HiGHS's
   branch and bound on the same arcs looks for the plan of T moves.
 * The check. The plan found is checked apart from any solver (every
   card of every class once; demand met, re-cuts and moves worked out
