@@ -796,20 +796,23 @@ def _dive(highspy, model, keep, target, limit=_DIVE_NODES):
     LPs."""
     h = model.highs(highspy, keep, integer=False)
     costs = [model.columns[j][1] for j in keep]
-    h.changeColsCost(len(costs), list(range(len(costs))), costs)
     counted = [i for i, j in enumerate(keep) if model.columns[j][0][0] != 'x']
     lower = [0.0] * len(keep)
     upper = [model.columns[j][2] for j in keep]
-    solved = [0]
+    solved, unsure = [0], [False]
 
     def node():
         if solved[0] >= limit:
             return None
         solved[0] += 1
         h.run()
-        if (h.getModelStatus() != highspy.HighsModelStatus.kOptimal
-                or h.getInfo().objective_function_value
-                > target + _TOLERANCE):
+        status = h.getModelStatus()
+        if status != highspy.HighsModelStatus.kOptimal:
+            # an LP neither solved nor infeasible: the search is not
+            # complete (HiGHS on the arcs takes over)
+            unsure[0] |= status != highspy.HighsModelStatus.kInfeasible
+            return None
+        if h.getInfo().objective_function_value > target + _TOLERANCE:
             return None
         solution = h.getSolution().col_value
         i = next((i for i in counted
@@ -833,7 +836,7 @@ def _dive(highspy, model, keep, target, limit=_DIVE_NODES):
         return None
 
     found = node()
-    return found, found is not None or solved[0] < limit
+    return found, found is not None or (solved[0] < limit and not unsure[0])
 
 
 def _leaf(h, model, keep, costs, counted):
@@ -934,9 +937,7 @@ class _Transport:
         counts integer with INTEGER."""
         keep = range(len(self.columns)) if keep is None else keep
         h = _highs(highspy)
-        inf = highspy.kHighsInf
-        h.addRows(len(self.row_lo), [max(v, -inf) for v in self.row_lo],
-                  [min(v, inf) for v in self.row_up], 0, [], [], [])
+        h.addRows(len(self.row_lo), self.row_lo, self.row_up, 0, [], [], [])
         starts, index, value, cost, upper, counted = [], [], [], [], [], []
         for j in keep:
             key, moved, up, entries = self.columns[j]
