@@ -702,6 +702,40 @@ class TestMovesProof(testtools.TestCase):
         self.assertEqual([('dive', None, False), ('highs', True, values[2])],
                          runs)
 
+    def test_a_dive_lp_not_solved_leaves_the_search_incomplete(self):
+        # an LP of the dive that HiGHS neither solves nor finds
+        # infeasible: the dive does not claim a complete search, HiGHS on
+        # the arcs looks for the plan of the bound
+        import highspy
+
+        real = profiles._Transport.highs
+
+        class Unsolved:
+            def __init__(self, h):
+                self.h = h
+
+            def __getattr__(self, name):
+                return getattr(self.h, name)
+
+            def getModelStatus(self):  # noqa: N802 (HiGHS's name)
+                return highspy.HighsModelStatus.kNotset
+
+        def highs(model, hs, keep=None, integer=True):
+            h = real(model, hs, keep, integer)
+            return Unsolved(h) if keep is not None and not integer else h
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'gpuclient.rules.profiles._Transport.highs', highs))
+        runs = self.record()
+        sizes, options, caps, groups = self.WORSE
+        caps = [12, 1, 3]
+        _counts, values, _status, proof, _bound = profiles._solve(
+            sizes, options, caps, groups)
+        self.assertEqual(self.optimum(sizes, options, caps), values)
+        self.assertEqual(profiles.PROOF_BOUND, proof)
+        self.assertEqual([('dive', None, False), ('highs', True, values[2])],
+                         runs)
+
     def test_falls_back_when_highs_on_the_arcs_finds_none(self):
         self.dive_limit(1)
         real = profiles._transport_run
