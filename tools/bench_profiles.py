@@ -28,8 +28,12 @@ fleet could hold at most):
 Prints ``<label>: <n> s`` lines (the layouts' enumeration, cached per
 process, is timed apart) and, for each fleet, the three optimal values
 (demand met, cards re-cut, servers disturbed) with HiGHS's model status
-as it reports it ("Optimal": a proven optimum; the plan raises
-otherwise) and the number of classes of interchangeable cards.
+as it reports it ("Optimal": a proven optimum of the last model solved;
+the plan raises otherwise), the number of classes of interchangeable
+cards, and how the fewest servers disturbed were proven optimal: by the
+LP bound (the plan's moves equal the LP relaxation's bound rounded up,
+found on a model restricted to the arcs of small reduced cost), or by
+HiGHS's branch and bound on the whole moves model.
 """
 
 import argparse
@@ -96,6 +100,14 @@ def report(label, summary):
           % (label, summary['status'], summary['classes'], summary['met'],
              summary['wanted'], summary['recut'], summary['moves'],
              summary['stranded_slices']))
+    if summary['proof'] == profiles.PROOF_BOUND:
+        how = ('the LP bound: %d servers disturbed is its %.3f rounded up'
+               % (summary['moves'], summary['moves_bound']))
+    else:
+        how = "HiGHS's branch and bound on the whole moves model"
+        if summary['moves_bound'] is not None:
+            how += ' (LP bound %.3f)' % summary['moves_bound']
+    print('%s: fewest servers disturbed proven optimal by %s' % (label, how))
 
 
 if __name__ == '__main__':

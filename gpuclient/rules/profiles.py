@@ -119,17 +119,59 @@ optimality). It is solved in two smaller models, each exact:
   checked to be integers; if one is not (a solution off a vertex),
   the counts are fixed and x solved as integers (an integral LP).
 
-HiGHS's time on the third model varies with the fleet (its primal
-heuristics find the optimum at the root, sooner or later); figures in
-``doc/source/user/profiles.rst``. The rows report what each card
-really gets (re-cut when its layout changes, moves counted from its own
-in-use placements), which the tests check against the solver's values.
-HiGHS is imported only when a plan is solved, never at plugin load.
-``gpuclient/tests/unit/test_profiles.py`` checks the optimum against brute
-force over every layout (maximal or not) of every card.
+How the fewest moves are proven. HiGHS's branch and bound on the whole
+moves model spends most of its time looking for an integer solution at
+the root (seconds to tens of seconds on 4000 running cards, varying with
+the fleet), where the LP bound rounded up is already the optimum on
+every benchmark fleet. So the plan first tries to prove it that way:
+
+* The bound. For any multipliers y of the rows (HiGHS's duals of the
+  LP relaxation are used, but any y will do), the least of
+  sum_j d_j x_j + sum_i y_i r_i over the columns' bounds and the rows'
+  activities r_i within their bounds, d_j = cost_j - sum_i y_i a_ij the
+  reduced costs, is at most the moves of any plan (Lagrange; weak
+  duality). Every column gets a finite upper bound the rows imply
+  anyway (an arc at most its class's cards, an end at most the cards
+  that reach it, met_p at most d_p), and a multiplier of the wrong
+  sign for a row open on one side counts as 0, so the bound is finite;
+  it is summed in Python (``math.fsum``), not read off HiGHS. Moves are
+  integers, so no plan has fewer than T = ceil(bound).
+* The arcs. A plan of T moves or fewer uses only arcs of reduced cost
+  d_j <= T - bound (in an integer plan an arc used carries a card or
+  more, and adds d_j or more to the bound), so the search for a plan of
+  T moves keeps the arcs of small reduced cost only: some 7000 of 37000.
+* The dive (``_dive``): a depth-first branch and bound of our own on the
+  ends' counts, each node an LP re-solved by HiGHS's dual simplex from
+  its parent's basis, a node cut off when its LP is above T, the first
+  fractional count (keep ends first) branched on, its nearer side
+  first, at most ``_DIVE_NODES`` LPs. A node whose counts are integers
+  gives a plan (its arcs integers at a vertex, as above). On ten
+  benchmark fleets it took 1 to 35 LPs. Should it give up, HiGHS's
+  branch and bound on the same arcs looks for the plan of T moves.
+* The check. The plan found is checked apart from any solver (every
+  card of every class once; demand met, re-cuts and moves worked out
+  from the options): when it meets the first two optima and has T
+  moves it is optimal, proven by the bound (``summary['proof']`` is
+  ``'lp-bound'``, ``summary['moves_bound']`` the bound). A plan below T
+  would mean a wrong bound: the plan raises.
+* Otherwise (no plan of T moves on those arcs, the dive's search being
+  complete, or HiGHS finding none or more moves there), HiGHS solves
+  the whole moves model as before (``summary['proof']`` is
+  ``'solver'``), whose plan is checked the same way.
+
+Figures in ``doc/source/user/profiles.rst``. The rows report what each
+card really gets (re-cut when its layout changes, moves counted from its
+own in-use placements), which the tests check against the solver's
+values. HiGHS is imported only when a plan is solved, never at plugin
+load. ``gpuclient/tests/unit/test_profiles.py`` checks the optimum
+against brute force over every layout (maximal or not) of every card,
+and each path of the proof (bound met by the dive, by HiGHS on the arcs,
+not met) against a program with one integer column per card and option.
 """
 
 import collections
+import functools
+import math
 import re
 
 from gpuclient.i18n import _
@@ -572,18 +614,21 @@ def _highs(highspy):
     return h
 
 
-def _run(h, highspy, costs):
+def _run(h, highspy, costs, infeasible=False):
     """Solve H for COSTS to a proven optimum: (value, solution, HiGHS's
-    model status). No first incumbent is given: measured, a start made
-    HiGHS slower on the moves, and with a start HiGHS 1.16 once returned
-    the start instead of the better optimum it reported (a unit test
-    caught it); the value of the solution returned is checked against
-    HiGHS's objective."""
+    model status); None when H has no solution and INFEASIBLE is true.
+    No first incumbent is given: measured, a start made HiGHS slower on
+    the moves, and with a start HiGHS 1.16 once returned the start
+    instead of the better optimum it reported (a unit test caught it);
+    the value of the solution returned is checked against HiGHS's
+    objective."""
     n_col = len(costs)
     cols = list(range(n_col))
     h.changeColsCost(n_col, cols, costs)
     h.run()
     status = h.getModelStatus()
+    if infeasible and status == highspy.HighsModelStatus.kInfeasible:
+        return None
     if status != highspy.HighsModelStatus.kOptimal:
         raise RuntimeError(_('The solver did not prove an optimum: %s')
                            % h.modelStatusToString(status))
@@ -598,7 +643,13 @@ def _run(h, highspy, costs):
 
 def _maxima(vectors):
     """The vectors of VECTORS no other one is >= (each once, sorted)."""
-    vectors = sorted(set(vectors))
+    return _maxima_of(frozenset(vectors))
+
+
+@functools.lru_cache(maxsize=4096)
+def _maxima_of(vectors):
+    # memoised: classes of a fleet share their sets of vectors
+    vectors = sorted(vectors)
     return tuple(v for v in vectors if not any(
         w != v and all(a >= b for a, b in zip(w, v, strict=True))
         for w in vectors))
@@ -668,72 +719,295 @@ def _solve(sizes, options, caps, groups=None):
     docstring. SIZES: cards per class; OPTIONS: per class, its options
     (supply, recut, moves); CAPS: demand per wanted profile. Returns the
     count of each (class, option), the three optimal values (met, recut,
-    moves) and HiGHS's model status of the last objective. HiGHS is
-    imported here only."""
+    moves), HiGHS's model status of the last model solved, how the fewest
+    moves were proven (``PROOF_BOUND`` or ``PROOF_SOLVER``, module
+    docstring) and the LP bound on moves (None when not computed). HiGHS
+    is imported here only."""
     import highspy
 
-    inf = highspy.kHighsInf
     met, cut = _met_recut(highspy, sizes, options, caps)
-    # stage 3: the transport model (module docstring)
-    groups = groups or [None] * len(options)
-    ends = collections.OrderedDict()
-    for kept in (True, False):
-        for group, class_options in zip(groups, options, strict=True):
-            for supply, flag, _moves in class_options:
-                if kept != bool(flag):
-                    ends.setdefault((group, bool(flag), supply), len(ends))
-    h = _highs(highspy)
-    n_class, n_end, n_wanted = len(options), len(ends), len(caps)
-    first_end, first_supply = n_class, n_class + len(ends)
-    h.addRows(n_class + n_end + n_wanted,
-              [float(n) for n in sizes] + [0.0] * n_end + [-inf] * n_wanted,
-              [float(n) for n in sizes] + [0.0] * (n_end + n_wanted),
-              0, [], [], [])
-    columns, starts, index, value, moves = [], [], [], [], []
-    for c, class_options in enumerate(options):
-        for o, (supply, flag, moved) in enumerate(class_options):
-            columns.append((c, o))
+    model = _Transport(sizes, options, caps, groups, met, cut)
+    found = lower = None
+    relaxed = model.highs(highspy, integer=False)
+    relaxed.run()
+    if relaxed.getModelStatus() == highspy.HighsModelStatus.kOptimal:
+        found, lower = _by_bound(highspy, model, relaxed)
+    if found is not None:
+        proof = PROOF_BOUND
+    else:
+        found = _transport_run(highspy, model, None)
+        if found is None:
+            raise RuntimeError(_('The solver did not prove an optimum: %s')
+                               % 'Infeasible')
+        proof = PROOF_SOLVER
+    counts, moved, status = found
+    # the plan checked apart from the solver: every card once, the first
+    # two optima kept, the moves as found
+    if model.check(counts) != (met, cut, moved):
+        raise RuntimeError(_('The solver returned a plan of values %(x)s '
+                             'for the optima %(y)s.') % {
+            'x': model.check(counts), 'y': (met, cut, moved)})
+    return counts, (met, cut, moved), status, proof, lower
+
+
+# how the fewest moves were proven (summary ``proof``)
+PROOF_BOUND = 'lp-bound'
+PROOF_SOLVER = 'solver'
+# objective values are integers: a float within this of one is that one
+_TOLERANCE = 1e-6
+# LPs the dive (_dive) solves at most before it gives up
+_DIVE_NODES = 150
+
+
+def _by_bound(highspy, model, relaxed):
+    """The fewest moves proven by the LP bound (module docstring): from
+    RELAXED, MODEL's LP solved, the bound and the arcs of small reduced
+    cost; then a plan of exactly the bound rounded up, searched on those
+    arcs by _dive, else by HiGHS. Returns ((counts, moves, status) or
+    None, the bound)."""
+    # any multipliers give a valid bound: HiGHS's duals a good one
+    lower, reduced = model.bound(relaxed.getSolution().row_dual)
+    target = math.ceil(lower - _TOLERANCE)
+    slack = target - lower + _TOLERANCE
+    keep = [j for j, (key, _cost, _up, _rows) in enumerate(model.columns)
+            if key[0] != 'x' or reduced[j] <= slack]
+    found, complete = _dive(highspy, model, keep, target)
+    if found is None and not complete:
+        found = _transport_run(highspy, model, keep)
+    if found is None:
+        return None, lower
+    values = model.check(found[0])
+    if values is None or values[:2] != (model.met, model.cut):
+        return None, lower
+    if values[2] < target:
+        raise RuntimeError(_('The plan found %(x)s moves under the '
+                             'bound %(y)s.') % {'x': values[2], 'y': lower})
+    return (found if values[2] == target else None), lower
+
+
+def _dive(highspy, model, keep, target, limit=_DIVE_NODES):
+    """A plan of at most TARGET moves on the columns KEEP of MODEL by a
+    depth-first branch and bound of our own on the counts, each node an
+    LP (HiGHS's dual simplex from the parent's basis), cut off when the
+    LP is above TARGET: the first fractional count (keep ends first) is
+    branched on, its nearer side first. Returns ((counts, moves,
+    status) or None, whether the search was complete): complete and none
+    means no plan of these columns has TARGET moves. At most LIMIT
+    LPs."""
+    h = model.highs(highspy, keep, integer=False)
+    costs = [model.columns[j][1] for j in keep]
+    counted = [i for i, j in enumerate(keep) if model.columns[j][0][0] != 'x']
+    lower = [0.0] * len(keep)
+    upper = [model.columns[j][2] for j in keep]
+    solved, unsure = [0], [False]
+
+    def node():
+        if solved[0] >= limit:
+            return None
+        solved[0] += 1
+        h.run()
+        status = h.getModelStatus()
+        if status != highspy.HighsModelStatus.kOptimal:
+            # an LP neither solved nor infeasible: the search is not
+            # complete (HiGHS on the arcs takes over)
+            unsure[0] |= status != highspy.HighsModelStatus.kInfeasible
+            return None
+        if h.getInfo().objective_function_value > target + _TOLERANCE:
+            return None
+        solution = h.getSolution().col_value
+        i = next((i for i in counted
+                  if abs(solution[i] - round(solution[i])) > _TOLERANCE),
+                 None)
+        if i is None:
+            return _leaf(h, model, keep, costs, counted)
+        v = solution[i]
+        below = (lower[i], float(math.floor(v)))
+        above = (float(math.ceil(v)), upper[i])
+        for low, up in ((below, above) if v - math.floor(v) < 0.5
+                        else (above, below)):
+            old = lower[i], upper[i]
+            lower[i], upper[i] = low, up
+            h.changeColBounds(i, low, up)
+            found = node()
+            lower[i], upper[i] = old
+            h.changeColBounds(i, *old)
+            if found is not None or solved[0] >= limit:
+                return found
+        return None
+
+    found = node()
+    return found, found is not None or (solved[0] < limit and not unsure[0])
+
+
+def _leaf(h, model, keep, costs, counted):
+    """The plan of an LP solution of H whose counts are integers: its
+    arcs rounded; if they are not integers (a solution off a vertex), the
+    counts fixed and the LP solved again (the transport part is
+    integral). (counts, moves, status)."""
+    solution = list(h.getSolution().col_value)
+    arcs = [i for i in range(len(keep)) if model.columns[keep[i]][0][0] == 'x']
+    if any(abs(solution[i] - round(solution[i])) > _TOLERANCE for i in arcs):
+        fixed = [float(round(solution[i])) for i in counted]
+        h.changeColsBounds(len(counted), counted, fixed, fixed)
+        h.run()
+        solution = list(h.getSolution().col_value)
+    counts = {model.columns[keep[i]][0][1]: int(round(solution[i]))
+              for i in arcs}
+    moved = sum(round(costs[i]) * counts[model.columns[keep[i]][0][1]]
+                for i in arcs)
+    return counts, moved, h.modelStatusToString(h.getModelStatus())
+
+
+class _Transport:
+    """The moves model (stage 3, module docstring) in transport form,
+    with the first two optima as rows: rows per class (its cards), per end
+    (cards ending there, as a balance), per wanted profile (met <= offered),
+    then demand met >= MET and re-cuts <= CUT. Columns: ``('x', (class,
+    option))`` continuous arcs, ``('end', e)`` integer counts, ``('met',
+    k)`` integer; each with its cost, upper bound and entries [(row,
+    value)]. The upper bounds of arcs and counts are implied by the rows
+    (an arc carries at most its class's cards, an end at most the cards
+    of the classes that reach it): written out, the bound below is
+    finite."""
+
+    def __init__(self, sizes, options, caps, groups, met, cut):
+        inf = float('inf')
+        groups = groups or [None] * len(options)
+        ends = collections.OrderedDict()
+        for kept in (True, False):
+            for group, class_options in zip(groups, options, strict=True):
+                for supply, flag, _moves in class_options:
+                    if kept != bool(flag):
+                        ends.setdefault((group, bool(flag), supply),
+                                        len(ends))
+        n_class, n_end, n_wanted = len(options), len(ends), len(caps)
+        self.sizes, self.options, self.caps = sizes, options, caps
+        self.met, self.cut = met, cut
+        first_end, first_supply = n_class, n_class + n_end
+        row_met, row_cut = first_supply + n_wanted, first_supply + n_wanted + 1
+        self.row_lo = ([float(n) for n in sizes] + [0.0] * n_end
+                       + [-inf] * n_wanted + [float(met), -inf])
+        self.row_up = ([float(n) for n in sizes] + [0.0] * (n_end + n_wanted)
+                       + [inf, float(cut)])
+        self.columns = columns = []
+        reach = [0] * n_end
+        for c, class_options in enumerate(options):
+            for e in {ends[(groups[c], bool(flag), supply)]
+                      for supply, flag, _moves in class_options}:
+                reach[e] += sizes[c]
+            for o, (supply, flag, moved) in enumerate(class_options):
+                e = ends[(groups[c], bool(flag), supply)]
+                columns.append((('x', (c, o)), float(moved), float(sizes[c]),
+                                ((c, 1.0), (first_end + e, 1.0))))
+        for (_group, flag, supply), e in ends.items():
+            entries = [(first_end + e, -1.0)] + [
+                (first_supply + k, -float(v))
+                for k, v in enumerate(supply) if v]
+            if flag:
+                entries.append((row_cut, 1.0))
+            columns.append((('end', e), 0.0, float(reach[e]),
+                            tuple(entries)))
+        for k, cap in enumerate(caps):
+            columns.append((('met', k), 0.0, float(cap),
+                            ((first_supply + k, 1.0), (row_met, 1.0))))
+
+    def check(self, counts):
+        """(met, recut, moves) of COUNTS, cards per (class, option),
+        worked out from the options alone; None unless every card of
+        every class is counted once."""
+        per_class = [0] * len(self.sizes)
+        offered = [0] * len(self.caps)
+        recut = moves = 0
+        for (c, o), n in counts.items():
+            if not isinstance(n, int) or n < 0:
+                return None
+            supply, flag, moved = self.options[c][o]
+            per_class[c] += n
+            recut += n * bool(flag)
+            moves += n * moved
+            for k, v in enumerate(supply):
+                offered[k] += n * v
+        if per_class != list(self.sizes):
+            return None
+        return (sum(min(a, b) for a, b in zip(offered, self.caps,
+                                              strict=True)), recut, moves)
+
+    def highs(self, highspy, keep=None, integer=True):
+        """A HiGHS model of the columns KEEP (indexes; None: all), the
+        counts integer with INTEGER."""
+        keep = range(len(self.columns)) if keep is None else keep
+        h = _highs(highspy)
+        h.addRows(len(self.row_lo), self.row_lo, self.row_up, 0, [], [], [])
+        starts, index, value, cost, upper, counted = [], [], [], [], [], []
+        for j in keep:
+            key, moved, up, entries = self.columns[j]
+            if key[0] != 'x':
+                counted.append(len(cost))
             starts.append(len(index))
-            index += [c, first_end + ends[(groups[c], bool(flag), supply)]]
-            value += [1.0, 1.0]
-            moves.append(float(moved))
-    n_x = len(columns)
-    for (_group, _flag, supply), e in ends.items():
-        starts.append(len(index))
-        index.append(first_end + e)
-        value.append(-1.0)
-        _add_supply(index, value, supply, first_supply)
-    for k in range(n_wanted):
-        starts.append(len(index))
-        index.append(first_supply + k)
-        value.append(1.0)
-    n_col = n_x + n_end + n_wanted
-    h.addCols(n_col, [0.0] * n_col, [0.0] * n_col,
-              [inf] * (n_x + n_end) + [float(cap) for cap in caps],
-              len(index), starts, index, value)
-    counted = list(range(n_x, n_col))
-    h.changeColsIntegrality(len(counted), counted,
-                            [highspy.HighsVarType.kInteger] * len(counted))
-    wanted = list(range(n_x + n_end, n_col))
-    h.addRow(-inf, 0.5 - met, n_wanted, wanted, [-1.0] * n_wanted)
-    recut_ends = [n_x + e for (_g, flag, _s), e in ends.items() if flag]
-    h.addRow(-inf, cut + 0.5, len(recut_ends), recut_ends,
-             [1.0] * len(recut_ends))
-    moved, solution, status = _run(h, highspy, moves + [0.0] * (
-        n_end + n_wanted))
-    x = solution[:n_x]
-    if any(abs(v - round(v)) > 1e-6 for v in x):
+            for row, v in entries:
+                index.append(row)
+                value.append(v)
+            cost.append(moved)
+            upper.append(up)
+        h.addCols(len(cost), cost, [0.0] * len(cost), upper, len(index),
+                  starts, index, value)
+        if integer:
+            h.changeColsIntegrality(
+                len(counted), counted,
+                [highspy.HighsVarType.kInteger] * len(counted))
+        return h
+
+    def bound(self, duals):
+        """A lower bound on the fewest moves from any row multipliers
+        DUALS (Lagrange): the least of sum_j d_j x_j + sum_i y_i r_i over
+        the columns' and rows' bounds, d_j = cost_j - sum_i y_i a_ij the
+        reduced costs (returned too). A multiplier of the wrong sign for
+        a row with one side open is taken as 0 (the least would be minus
+        infinity)."""
+        y = []
+        for v, lo, up in zip(duals, self.row_lo, self.row_up, strict=True):
+            if (v > 0 and lo == float('-inf')) or (
+                    v < 0 and up == float('inf')):
+                v = 0.0
+            y.append(v)
+        terms = [v * (lo if v > 0 else up)
+                 for v, lo, up in zip(y, self.row_lo, self.row_up,
+                                      strict=True) if v]
+        reduced = []
+        for _key, moved, up, entries in self.columns:
+            d = moved - sum(y[row] * v for row, v in entries)
+            reduced.append(d)
+            if d < 0:
+                terms.append(d * up)
+        return math.fsum(terms), reduced
+
+
+def _transport_run(highspy, model, keep):
+    """The fewest moves over the columns KEEP of MODEL (None: all), to a
+    proven optimum of that model: (counts of (class, option), moves,
+    HiGHS's status), or None when those columns have no solution."""
+    keep = list(range(len(model.columns)) if keep is None else keep)
+    h = model.highs(highspy, keep)
+    costs = [model.columns[j][1] for j in keep]
+    found = _run(h, highspy, costs, infeasible=True)
+    if found is None:
+        return None
+    moved, solution, status = found
+    arcs = [i for i, j in enumerate(keep) if model.columns[j][0][0] == 'x']
+    if any(abs(solution[i] - round(solution[i])) > _TOLERANCE
+           for i in arcs):
         # not a vertex: the same optimum with the counts integer, the
         # totals fixed (the transport part is integral: no branching)
-        fixed = [float(round(v)) for v in solution[n_x:]]
+        is_arc = set(arcs)
+        counted = [i for i in range(len(keep)) if i not in is_arc]
+        fixed = [float(round(solution[i])) for i in counted]
         h.changeColsBounds(len(counted), counted, fixed, fixed)
-        h.changeColsIntegrality(n_x, list(range(n_x)),
-                                [highspy.HighsVarType.kInteger] * n_x)
-        moved, solution, status = _run(h, highspy, moves + [0.0] * (
-            n_end + n_wanted))
-        x = solution[:n_x]
-    counts = {col: int(round(v)) for col, v in zip(columns, x, strict=True)}
-    return counts, (met, cut, moved), status
+        h.changeColsIntegrality(len(arcs), arcs,
+                                [highspy.HighsVarType.kInteger] * len(arcs))
+        moved, solution, status = _run(h, highspy, costs)
+    counts = {model.columns[keep[i]][0][1]: int(round(solution[i]))
+              for i in arcs}
+    return counts, moved, status
 
 
 def plan(cards, demand):
@@ -751,13 +1025,17 @@ def plan(cards, demand):
     given, and the summary (``demand``: {profile: (wanted, offered, met)},
     ``met``, ``wanted``, ``recut``, ``moves``, ``stranded_slices``,
     ``classes``: classes of interchangeable cards, ``status``: HiGHS's
-    model status, None when nothing was solved).
+    model status of the last model solved, None when nothing was solved;
+    ``proof``: how the fewest moves were proven optimal, ``'lp-bound'``
+    (they equal the LP bound ``moves_bound`` rounded up) or ``'solver'``
+    (HiGHS's branch and bound on the whole moves model), None when
+    nothing was solved).
     """
     wanted = sorted(p for p, n in demand.items() if n > 0)
     caps = tuple(demand[p] for p in wanted)
     classes, per_card = _classes(cards, wanted, caps)
     proposed = [current for current, _in_use, _options in per_card]
-    status = None
+    status = proof = lower = None
     if wanted and classes:
         keys = list(classes)
         options = []
@@ -765,7 +1043,7 @@ def plan(cards, demand):
             _model, keep, recuts = key
             options.append([(keep, 0, 0)] + [
                 (supply, 1, moves) for supply, moves in recuts])
-        counts, _values, status = _solve(
+        counts, _values, status, proof, lower = _solve(
             [len(classes[key]) for key in keys], options, caps,
             [key[0] for key in keys])
         for c, key in enumerate(keys):
@@ -809,7 +1087,8 @@ def plan(cards, demand):
                'met': sum(v[2] for v in table.values()),
                'recut': recut, 'moves': moves,
                'stranded_slices': stranded,
-               'classes': len(classes), 'status': status}
+               'classes': len(classes), 'status': status,
+               'proof': proof, 'moves_bound': lower}
     return rows, summary
 
 

@@ -15,6 +15,7 @@ against an independent enumeration, the plan against brute force."""
 
 import collections
 import itertools
+import math
 import os
 import random
 import subprocess
@@ -343,6 +344,9 @@ def all_integer_optimum(options, caps):
 
     h = highspy.Highs()
     h.setOptionValue('output_flag', False)
+    # as the module does: HiGHS's scheduler is one per process, set up by
+    # the first run; another thread count later is an error ("Not Set")
+    h.setOptionValue('threads', 1)
     h.setOptionValue('mip_rel_gap', 0.0)
     h.setOptionValue('mip_abs_gap', 0.5)
     inf = highspy.kHighsInf
@@ -457,25 +461,19 @@ class TestFastPlan(testtools.TestCase):
         # moves) against every option an integer column, on random
         # classes whose options need not come from layouts
         rng = random.Random(4242)
+        proofs = collections.Counter()
         for case in range(30):
-            n_wanted = rng.randint(1, 3)
-            caps = [rng.randint(1, 12) for _k in range(n_wanted)]
-            sizes, options, groups, flat = [], [], [], []
-            for _c in range(rng.randint(1, 6)):
-                size = rng.randint(1, 3)
-                mine = [(tuple(rng.randint(0, 3) for _k in caps), 0, 0)]
-                for _o in range(rng.randint(0, 5)):
-                    mine.append((tuple(rng.randint(0, 4) for _k in caps),
-                                 1, rng.randint(0, 3)))
-                sizes.append(size)
-                options.append(mine)
-                groups.append(rng.choice('ab'))
-                flat += [mine] * size
-            counts, values, status = profiles._solve(sizes, options, caps,
-                                                     groups)
+            sizes, options, caps, groups, flat = random_classes(rng)
+            n_wanted = len(caps)
+            counts, values, status, proof, bound = profiles._solve(
+                sizes, options, caps, groups)
+            proofs[proof] += 1
             self.assertEqual('Optimal', status)
             self.assertEqual(all_integer_optimum(flat, caps), values,
                              (case, sizes, options, caps))
+            self.assertLessEqual(bound, values[2] + 1e-6)
+            if proof == profiles.PROOF_BOUND:
+                self.assertEqual(math.ceil(bound - 1e-6), values[2])
             # the counts are a plan: every card once, with those values
             for c, size in enumerate(sizes):
                 self.assertEqual(size, sum(n for (k, _o), n in
@@ -487,6 +485,8 @@ class TestFastPlan(testtools.TestCase):
                 sum(min(a, b) for a, b in zip(offered, caps, strict=True)),
                 sum(n * options[c][o][1] for (c, o), n in counts.items()),
                 sum(n * options[c][o][2] for (c, o), n in counts.items())))
+        # most optima are proven by the bound (the rest: the tests below)
+        self.assertGreater(proofs[profiles.PROOF_BOUND], 20, proofs)
 
     def test_coarse_options(self):
         # re-cut (2, 0) is below re-cut (2, 1); re-cut (1, 1) below the
@@ -503,6 +503,308 @@ class TestFastPlan(testtools.TestCase):
         _rows, summary = profiles.plan(
             cards, {'1g.10gb': 300, '3g.40gb': 200, '7g.80gb': 20})
         self.assertLess(summary['classes'], 400)
+
+
+def random_classes(rng, n_class=6):
+    """Random classes for _solve: (sizes, options, caps, groups, flat),
+    FLAT the options once per card (for all_integer_optimum)."""
+    caps = [rng.randint(1, 12) for _k in range(rng.randint(1, 3))]
+    sizes, options, groups, flat = [], [], [], []
+    for _c in range(rng.randint(1, n_class)):
+        size = rng.randint(1, 3)
+        mine = [(tuple(rng.randint(0, 3) for _k in caps), 0, 0)]
+        for _o in range(rng.randint(0, 5)):
+            mine.append((tuple(rng.randint(0, 4) for _k in caps),
+                         1, rng.randint(0, 3)))
+        sizes.append(size)
+        options.append(mine)
+        groups.append(rng.choice('ab'))
+        flat += [mine] * size
+    return sizes, options, caps, groups, flat
+
+
+class TestMovesProof(testtools.TestCase):
+    """The fewest moves: the LP bound, the dive on the arcs of small
+    reduced cost, HiGHS on those arcs when the dive gives up, and the
+    fall back to HiGHS on the whole model."""
+
+    # a class whose only re-cut offers 2 of a profile wanted once, at 3
+    # moves: the LP takes half a card (1.5 moves), any plan takes 3
+    HALF = ([1], [[((0,), 0, 0), ((2,), 1, 3)]], [1], ['a'])
+    # found by a random search: the best plan on the arcs of small
+    # reduced cost has 4 moves, the optimum 2 uses another arc
+    WORSE = ([3, 1, 2],
+             [[((1, 2, 0), 0, 0), ((0, 3, 2), 1, 0), ((3, 4, 1), 1, 1),
+               ((2, 0, 2), 1, 1), ((2, 4, 4), 1, 1)],
+              [((1, 1, 2), 0, 0)],
+              [((1, 2, 0), 0, 0), ((3, 2, 4), 1, 3), ((1, 4, 1), 1, 2),
+               ((2, 2, 3), 1, 0), ((4, 0, 0), 1, 0), ((0, 0, 3), 1, 0)]],
+             [12, 1, 7], ['b', 'b', 'b'])
+
+    def model(self, sizes, options, caps, groups):
+        import highspy
+
+        met, cut = profiles._met_recut(highspy, sizes, options, caps)
+        return profiles._Transport(sizes, options, caps, groups, met, cut)
+
+    def restricted(self, model):
+        """The LP bound, its ceiling and the arcs of small reduced cost,
+        as _by_bound takes them."""
+        import highspy
+
+        h = model.highs(highspy, integer=False)
+        h.run()
+        lower, reduced = model.bound(h.getSolution().row_dual)
+        target = math.ceil(lower - 1e-6)
+        keep = [j for j, column in enumerate(model.columns)
+                if column[0][0] != 'x' or reduced[j] <= target - lower + 1e-6]
+        return lower, target, keep
+
+    def record(self):
+        """Each _transport_run and _dive, in order: ('highs', restricted,
+        moves or None) and ('dive', moves or None, complete)."""
+        runs = []
+        real_run, real_dive = profiles._transport_run, profiles._dive
+
+        def run(highspy, model, keep):
+            found = real_run(highspy, model, keep)
+            runs.append(('highs', keep is not None, found and found[1]))
+            return found
+
+        def dive(highspy, model, keep, target, **kwargs):
+            found, complete = real_dive(highspy, model, keep, target,
+                                        **kwargs)
+            runs.append(('dive', found and found[1], complete))
+            return found, complete
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'gpuclient.rules.profiles._transport_run', run))
+        self.useFixture(fixtures.MonkeyPatch(
+            'gpuclient.rules.profiles._dive', dive))
+        return runs
+
+    def dive_limit(self, limit):
+        real = profiles._dive
+
+        def dive(highspy, model, keep, target):
+            return real(highspy, model, keep, target, limit=limit)
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'gpuclient.rules.profiles._dive', dive))
+
+    def optimum(self, sizes, options, caps):
+        return all_integer_optimum(
+            [o for n, o in zip(sizes, options, strict=True)
+             for _n in range(n)], caps)
+
+    def test_bound_below_the_optimum_for_any_multipliers(self):
+        import highspy
+
+        rng = random.Random(515)
+        for case in range(15):
+            sizes, options, caps, groups, flat = random_classes(rng)
+            best = all_integer_optimum(flat, caps)[2]
+            model = self.model(sizes, options, caps, groups)
+            h = model.highs(highspy, integer=False)
+            h.run()
+            lower, reduced = model.bound(h.getSolution().row_dual)
+            # HiGHS's duals: the bound is the LP's optimum
+            self.assertAlmostEqual(h.getInfo().objective_function_value,
+                                   lower, places=6)
+            self.assertLessEqual(lower, best + 1e-9, case)
+            self.assertEqual(len(model.columns), len(reduced))
+            for _draw in range(5):
+                duals = [rng.uniform(-3, 3) for _r in model.row_lo]
+                self.assertLessEqual(model.bound(duals)[0], best + 1e-9,
+                                     (case, duals))
+
+    def test_dive_against_the_optimum(self):
+        # a plan found has the target's moves; a complete search without
+        # one means the optimum is above the rounded bound
+        import highspy
+
+        rng = random.Random(616)
+        seen = collections.Counter()
+        for case in range(40):
+            sizes, options, caps, groups, flat = random_classes(rng)
+            best = all_integer_optimum(flat, caps)
+            model = self.model(sizes, options, caps, groups)
+            _lower, target, keep = self.restricted(model)
+            found, complete = profiles._dive(highspy, model, keep, target)
+            if found is not None:
+                seen['found'] += 1
+                self.assertEqual(best, model.check(found[0]), case)
+                self.assertEqual(target, found[1])
+            elif complete:
+                seen['none'] += 1
+                self.assertGreater(best[2], target, case)
+        self.assertGreater(seen['found'], 30, seen)
+
+    def test_proven_by_the_bound(self):
+        runs = self.record()
+        sizes, options, caps, groups = self.WORSE
+        caps = [12, 1, 3]  # less of the third profile: the bound is met
+        counts, values, status, proof, bound = profiles._solve(
+            sizes, options, caps, groups)
+        self.assertEqual(self.optimum(sizes, options, caps), values)
+        self.assertEqual(profiles.PROOF_BOUND, proof)
+        self.assertEqual(math.ceil(bound - 1e-6), values[2])
+        self.assertEqual([('dive', values[2], True)], runs)
+        self.assertEqual('Optimal', status)
+        self.assertEqual(sum(sizes), sum(counts.values()))
+
+    def test_falls_back_when_the_rounded_bound_is_not_reached(self):
+        runs = self.record()
+        counts, values, status, proof, bound = profiles._solve(*self.HALF)
+        self.assertEqual(self.optimum(*self.HALF[:3]), values)
+        self.assertEqual((1, 1, 3), values)
+        self.assertAlmostEqual(1.5, bound)
+        self.assertEqual(profiles.PROOF_SOLVER, proof)
+        # the dive tries 2 moves and proves there is no such plan
+        self.assertEqual([('dive', None, True), ('highs', False, 3)], runs)
+        self.assertEqual({(0, 0): 0, (0, 1): 1}, counts)
+        self.assertEqual('Optimal', status)
+
+    def test_fall_back_beats_the_arcs_of_small_reduced_cost(self):
+        import highspy
+
+        sizes, options, caps, groups = self.WORSE
+        model = self.model(sizes, options, caps, groups)
+        lower, target, keep = self.restricted(model)
+        # the best on those arcs is not the optimum
+        on_keep = profiles._transport_run(highspy, model, keep)[1]
+        self.assertEqual((None, True),
+                         profiles._dive(highspy, model, keep, target))
+        runs = self.record()
+        counts, values, _status, proof, bound = profiles._solve(
+            sizes, options, caps, groups)
+        self.assertEqual(self.optimum(sizes, options, caps), values)
+        self.assertAlmostEqual(lower, bound)
+        self.assertEqual(profiles.PROOF_SOLVER, proof)
+        self.assertEqual([('dive', None, True), ('highs', False, values[2])],
+                         runs)
+        self.assertLess(target, values[2])
+        self.assertLess(values[2], on_keep)
+        self.assertEqual(values, model.check(counts))
+
+    def test_highs_on_the_arcs_when_the_dive_gives_up(self):
+        # one LP only: the dive stops at the first fractional count, HiGHS
+        # finds the plan of the bound on the same arcs
+        self.dive_limit(1)
+        runs = self.record()
+        sizes, options, caps, groups = self.WORSE
+        caps = [12, 1, 3]
+        _counts, values, _status, proof, bound = profiles._solve(
+            sizes, options, caps, groups)
+        self.assertEqual(self.optimum(sizes, options, caps), values)
+        self.assertEqual(profiles.PROOF_BOUND, proof)
+        self.assertEqual(math.ceil(bound - 1e-6), values[2])
+        self.assertEqual([('dive', None, False), ('highs', True, values[2])],
+                         runs)
+
+    def test_a_dive_lp_not_solved_leaves_the_search_incomplete(self):
+        # an LP of the dive that HiGHS neither solves nor finds
+        # infeasible: the dive does not claim a complete search, HiGHS on
+        # the arcs looks for the plan of the bound
+        import highspy
+
+        real = profiles._Transport.highs
+
+        class Unsolved:
+            def __init__(self, h):
+                self.h = h
+
+            def __getattr__(self, name):
+                return getattr(self.h, name)
+
+            def getModelStatus(self):  # noqa: N802 (HiGHS's name)
+                return highspy.HighsModelStatus.kNotset
+
+        def highs(model, hs, keep=None, integer=True):
+            h = real(model, hs, keep, integer)
+            return Unsolved(h) if keep is not None and not integer else h
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'gpuclient.rules.profiles._Transport.highs', highs))
+        runs = self.record()
+        sizes, options, caps, groups = self.WORSE
+        caps = [12, 1, 3]
+        _counts, values, _status, proof, _bound = profiles._solve(
+            sizes, options, caps, groups)
+        self.assertEqual(self.optimum(sizes, options, caps), values)
+        self.assertEqual(profiles.PROOF_BOUND, proof)
+        self.assertEqual([('dive', None, False), ('highs', True, values[2])],
+                         runs)
+
+    def test_falls_back_when_highs_on_the_arcs_finds_none(self):
+        self.dive_limit(1)
+        real = profiles._transport_run
+
+        def none_on_arcs(highspy, model, keep):
+            return None if keep is not None else real(highspy, model, keep)
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'gpuclient.rules.profiles._transport_run', none_on_arcs))
+        sizes, options, caps, groups = self.WORSE
+        caps = [12, 1, 3]
+        _counts, values, _status, proof, _bound = profiles._solve(
+            sizes, options, caps, groups)
+        self.assertEqual(self.optimum(sizes, options, caps), values)
+        self.assertEqual(profiles.PROOF_SOLVER, proof)
+
+    def test_a_plan_under_the_bound_is_refused(self):
+        # a bound above a plan found is a bug: it raises rather than
+        # claim a proof
+        real = profiles._Transport.bound
+
+        def too_high(model, duals):
+            lower, reduced = real(model, duals)
+            return lower + 2, reduced
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'gpuclient.rules.profiles._Transport.bound', too_high))
+        self.dive_limit(1)  # HiGHS on the arcs finds a plan under it
+        sizes, options, caps, groups = self.WORSE
+        self.assertRaises(RuntimeError, profiles._solve, sizes, options,
+                          [12, 1, 3], groups)
+
+    def test_a_wrong_plan_is_refused(self):
+        # the plan is checked apart from the solver: one card counted
+        # twice is refused
+        real = profiles._leaf
+
+        def twice(*args):
+            counts, moved, status = real(*args)
+            counts = dict(counts)
+            key = next(k for k, n in counts.items() if n)
+            counts[key] += 1
+            return counts, moved, status
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'gpuclient.rules.profiles._leaf', twice))
+        sizes, options, caps, groups = self.WORSE
+        model = self.model(sizes, options, caps, groups)
+        self.assertIsNone(model.check({(0, 0): 4, (1, 0): 1, (2, 0): 2}))
+        # the dive's plan refused: HiGHS on the whole model instead
+        _counts, values, _status, proof, _bound = profiles._solve(
+            sizes, options, [12, 1, 3], groups)
+        self.assertEqual(profiles.PROOF_SOLVER, proof)
+        self.assertEqual(self.optimum(sizes, options, [12, 1, 3]), values)
+
+    def test_plan_says_how_the_optimum_was_proven(self):
+        cards = running_fleet(random.Random(27), 200)
+        _rows, summary = profiles.plan(
+            cards, {'1g.10gb': 300, '3g.40gb': 100, '7g.80gb': 10})
+        self.assertIn(summary['proof'],
+                      (profiles.PROOF_BOUND, profiles.PROOF_SOLVER))
+        self.assertLessEqual(summary['moves_bound'],
+                             summary['moves'] + 1e-6)
+        if summary['proof'] == profiles.PROOF_BOUND:
+            self.assertEqual(math.ceil(summary['moves_bound'] - 1e-6),
+                             summary['moves'])
+        _rows, summary = profiles.plan(cards, {})
+        self.assertIsNone(summary['proof'])
+        self.assertIsNone(summary['moves_bound'])
 
 
 # ``nvidia-smi mig -lgi`` as the driver prints it (columns GPU, Name,
