@@ -146,47 +146,6 @@ def _read_cloud(client, pool_names):
     return cloud, hosts
 
 
-def usage_entries(rows, flavors, pools, vgpu_profiles=None):
-    """``--demand`` entries ({flavor or profile: count}) and notes from
-    the demand of ``usage_ops.demand`` (ROWS): a flavor of a MIG pool, or
-    of a vgpu pool whose vGPU type is known (VGPU_PROFILES: {pool name:
-    vGPU type}), that the cloud still has counts by its name (so the
-    summary speaks of it), one Nova no longer lists by its pool's profile
-    times its GPUs; flavors of other pools are not partitions to plan (a
-    note says so)."""
-    vgpu_profiles = vgpu_profiles or {}
-    existing = {f.get('name') for f in flavors or ()}
-    entries, notes = {}, []
-    for row in rows:
-        pool = pools.get(row.pool or '')
-        if pool is not None and pool['mode'] == pools_mod.VGPU and (
-                pool['name'] not in vgpu_profiles):
-            notes.append(_(
-                'Flavor %(flavor)s (pool %(pool)s): the NVIDIA vGPU type of '
-                'mdev type %(type)s is not known (--vgpu-mdev-type), left '
-                'out of the demand (%(total)d).')
-                % {'flavor': row.flavor, 'pool': row.pool,
-                   'type': pool.get('vgpu_type'), 'total': row.total})
-            continue
-        if pool is None or pool['mode'] not in (pools_mod.MIG,
-                                                pools_mod.VGPU):
-            notes.append(_(
-                'Flavor %(flavor)s (pool %(pool)s): not a MIG or vGPU '
-                'pool\'s flavor, left out of the demand (%(total)d).')
-                % {'flavor': row.flavor, 'pool': row.pool or '-',
-                   'total': row.total})
-            continue
-        if not row.total:
-            continue
-        if row.flavor in existing:
-            entries[row.flavor] = entries.get(row.flavor, 0) + row.total
-        else:
-            name = vgpu_profiles.get(pool['name']) or profiles.profile_name(
-                pool['mig_profile'])
-            entries[name] = entries.get(name, 0) + row.total * row.gpus
-    return entries, notes
-
-
 def plan_pools(client, pool_names, demand_counts, model=None,
                mig_types=None, output_dir=None, usage_period=None,
                vgpu_types=None):
@@ -216,12 +175,13 @@ def plan_pools(client, pool_names, demand_counts, model=None,
                                                        vgpu_types)
     if usage_period is not None:
         from gpuclient.ops import usage_ops
+        from gpuclient.rules import profile_demand
 
         (start, end), rows, more = usage_ops.demand(client, *usage_period)
         LOG.info(_('Demand from the usage of %(start)s to %(end)s (UTC).'),
                  {'start': start.isoformat(), 'end': end.isoformat()})
-        demand_counts, found = usage_entries(rows, cloud.flavors,
-                                             cloud.pools, vgpu_profiles)
+        demand_counts, found = profile_demand.entries(
+            rows, cloud.flavors, cloud.pools, vgpu_profiles)
         notes += more + found
         for row in rows:
             notes.append(_(
@@ -246,33 +206,12 @@ def plan_pools(client, pool_names, demand_counts, model=None,
         client, cloud, {r for rs in roots.values() for r in rs})
     found = []
     for host in hosts:
-        if not roots[host]:
-            continue
-        devices = trees.get(host, [])
-        vgpu_pools = profile_cloud.vgpu_pools_of(cloud.pools, host)
-        host_cards, host_notes = profile_cloud.vgpu_cards(
-            host, devices, vgpu_pools, vgpu_profiles, allocations, model)
-        found += host_cards
-        notes += host_notes
-        mig_pools = profile_cloud.mig_pools_of(cloud.pools, host)
-        # the pGPUs of a vgpu pool are its cards; the rest are VFs
-        time_sliced = {d['uuid'] for d, _pool in
-                       profile_cloud.vgpu_devices(devices, vgpu_pools)}
-        rest = [d for d in devices if d['uuid'] not in time_sliced]
-        if mig_pools:
-            host_cards, host_notes = profile_cloud.cards(
-                host, rest, mig_pools, allocations, model)
+        if roots[host]:
+            host_cards, host_notes = profile_cloud.host_cards(
+                host, trees.get(host, []), cloud.pools, vgpu_profiles,
+                allocations, model)
             found += host_cards
             notes += host_notes
-        else:
-            loose = sorted(d['address'] or d['name'] for d in rest
-                           if 'VGPU' in d['resources'])
-            if loose:
-                notes.append(_(
-                    '%(host)s: pGPUs %(rps)s offer VGPU but serve no pool '
-                    'of the host: left out of the plan (add the host to '
-                    'the pool of their type).')
-                    % {'host': host, 'rps': ', '.join(loose)})
     if not found:
         raise profile_cloud.CannotTell(
             _('No MIG or time-sliced vGPU card found on %s: their device '
@@ -304,25 +243,7 @@ def plan_pools(client, pool_names, demand_counts, model=None,
              profile_cloud.move_text(drain_rows.get(s)))
             for s in profile_cloud.servers_to_move(card, row)]
         row['unserved'] = unserved.get(row['id'], [])
-        for name in row['unserved']:
-            if profile_cloud.vgpu_model(name):
-                notes.append(_(
-                    '%(card)s: the plan proposes %(profile)s, which no vgpu '
-                    'pool serves (or its mdev type is not known): its '
-                    'nova.conf leaves it out. Create a pool for it '
-                    '("openstack gpu pool create --mode vgpu --vgpu-type '
-                    '<mdev type> --property %(key)s=%(profile)s") or give '
-                    '--vgpu-mdev-type %(profile)s=<mdev type> of an '
-                    'existing one, and plan again.')
-                    % {'card': row['id'], 'profile': name,
-                       'key': profile_cloud.PROFILE_PROPERTY})
-                continue
-            notes.append(_(
-                '%(card)s: the plan proposes %(profile)s, which no MIG pool '
-                'serves: its nova.conf leaves it out. Create a pool for it '
-                '("openstack gpu pool create --mode mig --mig-profile '
-                '%(profile)s") and plan again.')
-                % {'card': row['id'], 'profile': name})
+        notes += profile_cloud.unserved_notes(row['id'], row['unserved'])
     if any(r['servers'] for r in rows):
         notes.append(_(
             'Servers must leave the re-cut cards first (a server of a card '

@@ -289,6 +289,21 @@ def vgpu_model(name):
     return None
 
 
+def check_mig_type_names(entries):
+    """Refuse (ValueError) a time-sliced vGPU type among ``--mig-mdev-type``
+    entries ({name: mdev type}): it goes with ``--vgpu-mdev-type``. Names
+    the catalogue does not know are left to the plan."""
+    for text in entries or {}:
+        try:
+            name = profiles.profile_name(text)
+        except profiles.UnknownName:
+            continue
+        if vgpu_model(name):
+            raise ValueError(_(
+                '%(name)s is a time-sliced vGPU type: give it with '
+                '--vgpu-mdev-type %(name)s=<mdev type>.') % {'name': text})
+
+
 def vgpu_type_map(entries):
     """{vGPU type: mdev type} from ``--vgpu-mdev-type`` entries ({name:
     mdev type}), names as the catalogue spells them. Raises
@@ -763,3 +778,56 @@ def move_text(row):
             'method': row['method'], 'downtime': row['downtime']}
     return _('%(method)s: %(reason)s') % {
         'method': row['method'], 'reason': row.get('reason') or '-'}
+
+
+def host_cards(host, devices, pools, vgpu_profiles, allocations,
+               model=None):
+    """(cards, notes) of one host: the pGPUs its vgpu pools serve
+    (``vgpu_cards``), then its MIG cards made of the other devices
+    (``cards``); without a MIG pool, devices that offer VGPU and serve
+    no pool of the host are named in a note. DEVICES: the host's tree
+    (``nova_config.trees_from_snapshot``); POOLS: every pool."""
+    vgpu_pools = vgpu_pools_of(pools, host)
+    found, notes = vgpu_cards(host, devices, vgpu_pools, vgpu_profiles,
+                              allocations, model)
+    # the pGPUs of a vgpu pool are its cards; the rest are VFs
+    time_sliced = {d['uuid'] for d, _pool in vgpu_devices(devices,
+                                                          vgpu_pools)}
+    rest = [d for d in devices if d['uuid'] not in time_sliced]
+    mig_pools = mig_pools_of(pools, host)
+    if mig_pools:
+        more, more_notes = cards(host, rest, mig_pools, allocations, model)
+        return found + more, notes + more_notes
+    loose = sorted(d['address'] or d['name'] for d in rest
+                   if 'VGPU' in d['resources'])
+    if loose:
+        notes.append(_(
+            '%(host)s: pGPUs %(rps)s offer VGPU but serve no pool of the '
+            'host: left out of the plan (add the host to the pool of their '
+            'type).') % {'host': host, 'rps': ', '.join(loose)})
+    return found, notes
+
+
+def unserved_notes(card, names):
+    """What to do about the profiles NAMES the plan proposes on CARD (an
+    id) that no pool serves, which its nova.conf leaves out."""
+    notes = []
+    for name in names:
+        if vgpu_model(name):
+            notes.append(_(
+                '%(card)s: the plan proposes %(profile)s, which no vgpu '
+                'pool serves (or its mdev type is not known): its '
+                'nova.conf leaves it out. Create a pool for it '
+                '("openstack gpu pool create --mode vgpu --vgpu-type '
+                '<mdev type> --property %(key)s=%(profile)s") or give '
+                '--vgpu-mdev-type %(profile)s=<mdev type> of an '
+                'existing one, and plan again.')
+                % {'card': card, 'profile': name, 'key': PROFILE_PROPERTY})
+        else:
+            notes.append(_(
+                '%(card)s: the plan proposes %(profile)s, which no MIG pool '
+                'serves: its nova.conf leaves it out. Create a pool for it '
+                '("openstack gpu pool create --mode mig --mig-profile '
+                '%(profile)s") and plan again.')
+                % {'card': card, 'profile': name})
+    return notes

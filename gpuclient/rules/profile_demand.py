@@ -30,6 +30,9 @@ the peak, which is the safe side for a partition that is hard to change.
 
 import collections
 
+from gpuclient.i18n import _
+from gpuclient.rules import pools as pools_mod
+from gpuclient.rules import profiles
 from gpuclient.rules import usage
 
 # the message of Nova's NoValidHost, as the fault of the server shows it
@@ -86,3 +89,44 @@ def demand(items, servers, start, end, pools=None):
         rows.append(Demand(flavor, top, refusals[flavor],
                            top + refusals[flavor], pool, gpus))
     return rows
+
+
+def entries(rows, flavors, pools, vgpu_profiles=None):
+    """``--demand`` entries ({flavor or profile: count}) and notes from
+    the rows of ``demand`` (ROWS, as ``usage_ops.demand`` reads them): a
+    flavor of a MIG pool, or of a vgpu pool whose vGPU type is known
+    (VGPU_PROFILES: {pool name: vGPU type}), that the cloud still has
+    (FLAVORS) counts by its name (so the summary speaks of it), one Nova
+    no longer lists by its pool's profile times its GPUs; flavors of
+    other pools are not partitions to plan (a note says so)."""
+    vgpu_profiles = vgpu_profiles or {}
+    existing = {f.get('name') for f in flavors or ()}
+    entries, notes = {}, []
+    for row in rows:
+        pool = pools.get(row.pool or '')
+        if pool is not None and pool['mode'] == pools_mod.VGPU and (
+                pool['name'] not in vgpu_profiles):
+            notes.append(_(
+                'Flavor %(flavor)s (pool %(pool)s): the NVIDIA vGPU type of '
+                'mdev type %(type)s is not known (--vgpu-mdev-type), left '
+                'out of the demand (%(total)d).')
+                % {'flavor': row.flavor, 'pool': row.pool,
+                   'type': pool.get('vgpu_type'), 'total': row.total})
+            continue
+        if pool is None or pool['mode'] not in (pools_mod.MIG,
+                                                pools_mod.VGPU):
+            notes.append(_(
+                'Flavor %(flavor)s (pool %(pool)s): not a MIG or vGPU '
+                'pool\'s flavor, left out of the demand (%(total)d).')
+                % {'flavor': row.flavor, 'pool': row.pool or '-',
+                   'total': row.total})
+            continue
+        if not row.total:
+            continue
+        if row.flavor in existing:
+            entries[row.flavor] = entries.get(row.flavor, 0) + row.total
+        else:
+            name = vgpu_profiles.get(pool['name']) or profiles.profile_name(
+                pool['mig_profile'])
+            entries[name] = entries.get(name, 0) + row.total * row.gpus
+    return entries, notes

@@ -236,12 +236,7 @@ class PlanProfile(common.Lister):
             # the names are checked before the cloud is read
             vgpu_types = profile_cloud.vgpu_type_map(
                 parsed_args.vgpu_mdev_types)
-            for text in parsed_args.mig_mdev_types or {}:
-                if _is_vgpu_type(text):
-                    raise exceptions.CommandError(_(
-                        '%(name)s is a time-sliced vGPU type: give it with '
-                        '--vgpu-mdev-type %(name)s=<mdev type>.')
-                        % {'name': text})
+            profile_cloud.check_mig_type_names(parsed_args.mig_mdev_types)
             # the command is declared without auth (--cards reads no
             # cloud): --pool does, so the shell's auth step runs now
             self.auth_required = True
@@ -273,17 +268,6 @@ class PlanProfile(common.Lister):
                 item += (row['script'], row['nova_conf'])
             data.append(item)
         return columns, data
-
-
-def _is_vgpu_type(text):
-    """Whether TEXT names a time-sliced vGPU type of the catalogue."""
-    from gpuclient.rules import profile_cloud
-    from gpuclient.rules import profiles
-
-    try:
-        return bool(profile_cloud.vgpu_model(profiles.profile_name(text)))
-    except profiles.UnknownName:
-        return False
 
 
 def _server_text(server, name, how):

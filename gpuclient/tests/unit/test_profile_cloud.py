@@ -323,6 +323,15 @@ class VgpuTypeMapTest(testtools.TestCase):
         self.assertRaises(profiles.UnknownName, pc.vgpu_type_map,
                           {'V100-8Q': 'nvidia-1'})
 
+    def test_a_vgpu_type_is_no_mig_mdev_type(self):
+        e = self.assertRaises(ValueError, pc.check_mig_type_names,
+                              {'3g.40gb': 'nvidia-700',
+                               'A100D-20C': 'nvidia-35'})
+        self.assertIn('--vgpu-mdev-type A100D-20C=<mdev type>', str(e))
+        # MIG profiles, and names left to the plan, pass
+        pc.check_mig_type_names({'3g.40gb': 'nvidia-700', 'x': 'y'})
+        pc.check_mig_type_names(None)
+
     def test_model_of_a_type(self):
         self.assertEqual('A100-80GB', pc.vgpu_model('A100D-10C'))
         self.assertEqual('A100-40GB', pc.vgpu_model('A100-10C'))

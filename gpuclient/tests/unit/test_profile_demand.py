@@ -134,8 +134,6 @@ class TestRefused(base.TestCase):
 
 class TestUsageEntries(base.TestCase):
     def test_flavors_by_name_profiles_when_gone_others_noted(self):
-        from gpuclient.ops import profile_ops
-
         pools = {p['name']: p for p in (tu.pool_of(tu.MIG_SPEC),
                                         tu.pool_of(tu.VGPU_SPEC))}
         rows = [profile_demand.Demand('g1.mig', 2, 1, 3, 'slices', 1),
@@ -143,7 +141,7 @@ class TestUsageEntries(base.TestCase):
                 profile_demand.Demand('gone.mig', 0, 2, 2, 'slices', 1),
                 profile_demand.Demand('g1.ws', 4, 0, 4, 'ws', 1),
                 profile_demand.Demand('nopool', 1, 0, 1, None, 1)]
-        entries, notes = profile_ops.usage_entries(
+        entries, notes = profile_demand.entries(
             rows, [{'name': 'g1.mig'}], pools)
         # old.mig and gone.mig are no longer flavors: 1 x 2 + 2 x 1
         self.assertEqual({'g1.mig': 3, '1g.10gb': 4}, entries)
@@ -153,7 +151,7 @@ class TestUsageEntries(base.TestCase):
                       'nvidia-35 is not known (--vgpu-mdev-type)', notes[0])
         self.assertIn('nopool (pool -): not a MIG or vGPU pool', notes[1])
         # known: its flavor counts by name, or by the type when gone
-        entries, notes = profile_ops.usage_entries(
+        entries, notes = profile_demand.entries(
             rows + [profile_demand.Demand('gone.ws', 1, 1, 2, 'ws', 2)],
             [{'name': 'g1.mig'}, {'name': 'g1.ws'}], pools,
             {'ws': 'A100D-10C'})
