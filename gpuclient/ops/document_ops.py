@@ -28,6 +28,7 @@ import tempfile
 
 from osc_lib import exceptions
 
+from gpuclient.cloud import errors
 from gpuclient.cloud import versions
 from gpuclient.i18n import _
 from gpuclient.ops import flavor_ops
@@ -85,13 +86,19 @@ def observe(client, pool_names=None, with_images=True, placement_classes=None,
                           with_images=with_images, aggregates=aggregates)
     snapshot.warn_problems(cloud.problems)
     chosen = set(pool_names or cloud.pools)
-    access = {}
+    access, gone = {}, set()
     for flavor in cloud.flavors:
         if (not flavor.get('os-flavor-access:is_public', True)
                 and specs.read(flavor.get('extra_specs'),
                                cloud.pools)['pool'] in chosen):
-            access[flavor['id']] = flavor_ops.flavor_projects(client,
-                                                              flavor)
+            try:
+                access[flavor['id']] = flavor_ops.flavor_projects(client,
+                                                                  flavor)
+            except errors.NotFound:
+                # deleted since the flavor list: the cloud no longer has it
+                gone.add(flavor['id'])
+    if gone:
+        cloud.flavors = [f for f in cloud.flavors if f['id'] not in gone]
     registered = client.limits.registered()
     limits = client.limits.limits()
     doc, notes = document.from_cloud(

@@ -21,6 +21,7 @@ from unittest import mock
 import fixtures
 from osc_lib import exceptions
 
+from gpuclient.cloud import errors
 from gpuclient.ops import document_ops
 from gpuclient.ops import flavor_ops
 from gpuclient.ops import pool_ops
@@ -128,6 +129,25 @@ class TestExport(DocumentOpsTestCase):
         self.assertEqual(text, document_ops.export(self.client))
         self.assertEqual([], self.rows(text))
         self.assertEqual([], self.rows(text, prune=True))
+
+    def test_a_flavor_deleted_while_it_is_read_is_gone(self):
+        # another writer deletes the private flavor between the flavor
+        # list and the read of its access list (Nova: 404)
+        self.build()
+        compute = self.client.compute
+        read_access = compute.flavor_access
+        private = next(f['id'] for f in self.cloud.flavors
+                       if f['name'] == 'g1.h100.1')
+
+        def access(flavor_id):
+            if flavor_id == private:
+                raise errors.NotFound('Flavor %s could not be found.'
+                                      % flavor_id, 404)
+            return read_access(flavor_id)
+        self.useFixture(fixtures.MockPatchObject(compute, 'flavor_access',
+                                                 access))
+        data, _lines = document.load(document_ops.export(self.client))
+        self.assertEqual(['g1.vgpu.2'], [f['name'] for f in data['flavors']])
 
     def test_selected_pool(self):
         self.build()
