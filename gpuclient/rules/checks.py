@@ -121,6 +121,15 @@ def _flavor_label(flavor):
     return flavor.get('name') or flavor['id']
 
 
+def _flavor_pools(cloud, reading, also=()):
+    """The pools a finding about a flavor belongs to: every pool the
+    flavor steers to, and ALSO (a pool the finding names besides, such as
+    the one whose alias it asks for). ``gpu check --pool P`` keeps the
+    findings of P's flavors by this, so no flavor finding names fewer."""
+    return sorted(set(capacity_mod.flavor_pools(reading, cloud.pools))
+                  | {name for name in also if name})
+
+
 def _target_hosts(cloud, reading):
     """(hosts a flavor can land on, its pools): pool hosts if it steers."""
     steered = capacity_mod.flavor_pools(reading, cloud.pools)
@@ -361,7 +370,7 @@ def flavor_unknown_trait(cloud, settings):
                           'not read') % {'trait': trait},
                         _('run gpu check again (it reads every provider\'s '
                           'traits)'),
-                        capacity_mod.flavor_pools(reading, cloud.pools)))
+                        _flavor_pools(cloud, reading)))
                     continue
                 if trait in known:
                     continue
@@ -372,7 +381,7 @@ def flavor_unknown_trait(cloud, settings):
                       'provider of a compute host has: every boot fails '
                       'with "No valid host".') % {'trait': trait},
                     _trait_fix(trait, group, flavor, cloud),
-                    capacity_mod.flavor_pools(reading, cloud.pools)))
+                    _flavor_pools(cloud, reading)))
     return found
 
 
@@ -434,7 +443,7 @@ def flavor_too_many_devices(cloud, settings):
                     _('its request cannot be built (%s)') % exc,
                     'openstack gpu candidates --flavor %s --explain'
                     % _flavor_label(flavor),
-                    capacity_mod.flavor_pools(reading, cloud.pools)))
+                    _flavor_pools(cloud, reading)))
             continue  # an unknown PCI alias: flavor-pci-alias says it
         classes = request_mod.gpu_classes(req)
         groups = [(suffix, rc, group['resources'][rc])
@@ -593,7 +602,8 @@ def flavor_pci_alias(cloud, settings):
                 _('asks for PCI alias %(alias)s, which nova.conf does not '
                   'define: Nova refuses to create the server ("PCI alias '
                   '%(alias)s is not defined").') % {'alias': alias},
-                line, [pool['name']] if pool else []))
+                line, _flavor_pools(cloud, reading,
+                                    [pool['name']] if pool else ())))
     return found
 
 
@@ -619,14 +629,17 @@ def _pci_alias_not_judged(cloud):
                   'describes, and nova.conf was not given: unless nova.conf '
                   '[pci] alias defines %(alias)s, Nova refuses every server '
                   'of it ("PCI alias %(alias)s is not defined")')
-                % {'alias': alias}, NOVA_CONF_FIX))
+                % {'alias': alias}, NOVA_CONF_FIX,
+                _flavor_pools(cloud, reading)))
         for alias in set(reading['aliases']) - set(unknown):
-            assumed.setdefault(alias, []).append(flavor)
+            assumed.setdefault(alias, []).append((flavor, reading))
     if assumed:
         flavors = sorted({_flavor_label(f) for group in assumed.values()
-                          for f in group})
+                          for f, _r in group})
         pools = {p['name'] for p in cloud.pools.values()
                  if p.get('alias') in assumed}
+        pools.update(p for group in assumed.values() for _f, r in group
+                     for p in _flavor_pools(cloud, r))
         found.append(not_judged(
             'flavor-pci-alias', 'nova.conf [pci] alias',
             _('nova.conf was not given, so whether it defines PCI aliases '
@@ -768,7 +781,8 @@ def scheduler_settings(cloud, settings):
               'devices, so pool isolation and device traits do not steer '
               'them and only PciPassthroughFilter picks the host.')
             % ', '.join(names),
-            '[filter_scheduler] pci_in_placement = True'))
+            '[filter_scheduler] pci_in_placement = True',
+            {p for _f, r in pci for p in _flavor_pools(cloud, r)}))
     return found
 
 

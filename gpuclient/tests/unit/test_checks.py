@@ -335,6 +335,74 @@ class TestPools(ChecksTestCase):
                          [f.object for f in found])
 
 
+class TestPoolScope(ChecksTestCase):
+    """A finding about a flavor belongs to every pool the flavor steers
+    to, so ``gpu check --pool P`` shows P's broken flavors."""
+
+    def broken_flavors(self):
+        self.pool(PT_SPEC, ['gpu-pt-1'])
+        self.pool(VGPU_SPEC, ['gpu-vgpu-1'])
+        self.flavor('pt.1', PT_SPEC)
+        self.flavor('ws.1', VGPU_SPEC)
+        # steered to solver, asking for an alias nothing maps
+        self.flavor('pt.typo', PT_SPEC, **{
+            'pci_passthrough:alias': 'h10O:1'})
+        # steered to ws: a trait nothing has, an unscoped key, too many
+        self.flavor('ws.trait', VGPU_SPEC, **{
+            'trait:CUSTOM_NOPE': 'required'})
+        self.flavor('ws.many', VGPU_SPEC, gpus=9)
+        self.flavor('ws.unscoped', VGPU_SPEC, ssd='true')
+
+    def test_a_pool_flavor_with_an_unmapped_alias_is_the_pools(self):
+        self.broken_flavors()
+        for settings in (None, conf(GOOD_CONF)):
+            found = [f for f in self.run_checks(settings, pool='solver')
+                     if f.object == 'flavor pt.typo']
+            self.assertEqual(['flavor-pci-alias'],
+                             [f.check for f in found], settings)
+        found = [f for f in self.run_checks(conf(GOOD_CONF),
+                                            pool='solver')
+                 if f.check == 'flavor-pci-alias']
+        self.assertEqual([checks.ERROR], [f.severity for f in found])
+
+    def test_every_flavor_finding_names_the_flavors_pools(self):
+        self.broken_flavors()
+        settings_cases = (None, conf(GOOD_CONF), conf(
+            '[filter_scheduler]\nenabled_filters = ComputeFilter\n'
+            'pci_in_placement = false\n'))
+        cloud = self.cloud()
+        readings = {'flavor %s' % f['name']: r
+                    for f, r in checks.capacity_mod.gpu_flavors(
+                        cloud.flavors, cloud.pools)}
+        seen = set()
+        for settings in settings_cases:
+            every = checks.run(cloud, settings)
+            for item in every:
+                reading = readings.get(item.object)
+                if reading is None:
+                    continue
+                steered = set(checks.capacity_mod.flavor_pools(
+                    reading, cloud.pools))
+                self.assertTrue(steered, item)
+                self.assertLessEqual(steered, set(item.pools), item)
+                for pool in steered:
+                    self.assertIn(item, checks.run(cloud, settings,
+                                                   pool=pool))
+                seen.add(item.check)
+        # the corpus reaches every check that speaks of one flavor
+        self.assertEqual(
+            {'flavor-pci-alias', 'flavor-unknown-trait',
+             'flavor-too-many-devices', 'flavor-unscoped-keys'}, seen)
+
+    def test_a_scheduler_setting_the_pools_flavors_rely_on(self):
+        self.clean_cloud()
+        found = [f for f in self.run_checks(
+            conf(GOOD_CONF + '[filter_scheduler]\n'
+                 'pci_in_placement = false\n'), pool='solver')
+            if f.object == 'pci_in_placement']
+        self.assertEqual(['scheduler-settings'], [f.check for f in found])
+
+
 class TestFlavors(ChecksTestCase):
     def test_unknown_trait(self):
         self.clean_cloud()
