@@ -299,13 +299,30 @@ class Compute:
                                  ok_missing=True)
         return data['flavor'] if data else None
 
-    def find_flavor(self, name_or_id, ignore_missing=False):
+    def find_flavor(self, name_or_id, ignore_missing=False,
+                    unambiguous=False):
         """One flavor (dict with extra_specs) by ID or exact name (the ID
-        first, as Nova and OSC do: for what the operator typed)."""
+        first, as Nova and OSC do: for what the operator typed).
+
+        UNAMBIGUOUS (what a write acts on): a NAME_OR_ID that is the ID
+        of one flavor and the name of another is refused, both named
+        (one more request: the flavor list).
+        """
         flavor = self.get_flavor(name_or_id)
-        if flavor is not None:
+        if flavor is not None and not unambiguous:
             return flavor
         found = [f for f in self.flavors() if f.get('name') == name_or_id]
+        if flavor is not None:
+            others = [f for f in found if f['id'] != flavor['id']]
+            if not others:
+                return flavor
+            raise errors.APIError(
+                _('%(x)s is the ID of flavor %(name)s and the name of '
+                  'flavor %(ids)s: nothing was changed. Name the one you '
+                  'mean without ambiguity: %(name)s (by its name) or '
+                  '%(ids)s (by ID).')
+                % {'x': name_or_id, 'name': flavor.get('name'),
+                   'ids': ', '.join(f['id'] for f in others)})
         if len(found) == 1:
             return found[0]
         if found:

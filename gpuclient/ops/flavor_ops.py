@@ -165,8 +165,8 @@ def unset_image(client, image_name, dry_run=False, **options):
     return result
 
 
-def find_gpu_flavor(client, name_or_id, pools):
-    flavor = client.compute.find_flavor(name_or_id)
+def find_gpu_flavor(client, name_or_id, pools, unambiguous=False):
+    flavor = client.compute.find_flavor(name_or_id, unambiguous=unambiguous)
     reading = specs.read(flavor.get('extra_specs'), pools)
     return flavor, reading
 
@@ -197,7 +197,7 @@ def delete(client, name, pools, dry_run=False):
     """Plan (and unless DRY_RUN apply) the deletion of one GPU flavor
     (name or ID); a flavor that is not a GPU flavor is refused. Returns
     the plan."""
-    flavor, reading = find_gpu_flavor(client, name, pools)
+    flavor, reading = find_gpu_flavor(client, name, pools, unambiguous=True)
     if not reading['is_gpu']:
         raise exceptions.CommandError(
             _('it is not a GPU flavor (use "openstack flavor delete")'))
@@ -214,7 +214,7 @@ def update(client, name, command='set', description=None, properties=None,
     or ID; projects by name or ID in PROJECT_DOMAIN). Returns the plan
     (empty: nothing to do); its warnings and the journal's are logged."""
     pools, _aggregates = read_pools(client, required=False)
-    flavor = client.compute.find_flavor(name)
+    flavor = client.compute.find_flavor(name, unambiguous=True)
     flavor_plan.check_gpu_flavor(flavor, pools, command)
     access = flavor_projects(client, flavor)
     add = client.project_ids(add_projects, project_domain)

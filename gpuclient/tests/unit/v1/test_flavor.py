@@ -522,6 +522,30 @@ class TestDelete(FlavorTestCase):
         self.assertIsNone(self.run_cmd(flavor_cmd.DeleteFlavor, ['g1']))
         self.assertEqual([], self.cloud.flavors)
 
+    def test_an_id_that_is_another_flavors_name_is_refused(self):
+        # flavor "x1" has ID "g2"; another GPU flavor is named "g2"
+        first = self.cloud.add_flavor('x1', flavor_id='g2', extra_specs={
+            'resources:VGPU': '1'})
+        second = self.cloud.add_flavor('g2', extra_specs={
+            'resources:VGPU': '1'})
+        before = self.state()
+        exc = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                                flavor_cmd.DeleteFlavor, ['g2'])
+        self.assertEqual('1 of 1 flavors failed to delete.', str(exc))
+        self.assertIn('g2 is the ID of flavor x1 and the name of flavor '
+                      '%s' % second['id'], self.logger.output)
+        self.assertEqual(before, self.state())
+        # gpu flavor set refuses it the same way, before any write
+        self.assertRaises(exceptions.CommandError, self.run_cmd,
+                          flavor_cmd.SetFlavor,
+                          ['g2', '--description', 'x'])
+        self.assertEqual(before, self.state())
+        # each named without ambiguity: the one whose ID it was, by name
+        self.assertIsNone(self.run_cmd(flavor_cmd.DeleteFlavor, ['x1']))
+        self.assertEqual([second['id']],
+                         [f['id'] for f in self.cloud.flavors])
+        self.assertNotIn(first, self.cloud.flavors)
+
     def test_n_of_m(self):
         keep = self.cloud.add_flavor('m1.small')
         self.cloud.add_flavor('g1', extra_specs={'resources:VGPU': '1'})
