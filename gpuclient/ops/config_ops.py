@@ -86,9 +86,27 @@ def collect(client, pool_names=(), hosts=(), mig_types=None,
                                   numa_policy)
 
 
+def inside(directory, path):
+    """DIRECTORY joined with PATH (a name made from cloud data), refused
+    when it would resolve outside DIRECTORY (``..``, an absolute path, a
+    link pointing out): every file gpuclient writes stays in the
+    directory the operator gave."""
+    top = os.path.realpath(directory)
+    full = os.path.realpath(os.path.join(top, path))
+    if os.path.commonpath([top, full]) != top or full == top:
+        raise exceptions.CommandError(
+            _('Refusing to write %(path)s: it is not inside %(dir)s (the '
+              'name comes from the cloud). Nothing was written.')
+            % {'path': path, 'dir': directory})
+    return os.path.join(directory, path)
+
+
 def write_files(directory, file_list):
-    """Write [(relative path, text)] under DIRECTORY; never overwrite."""
+    """Write [(relative path, text)] under DIRECTORY; never overwrite,
+    never outside it (``inside``)."""
     directory = os.path.expanduser(directory)
+    for path, _text in file_list:
+        inside(directory, path)
     taken = [p for p, _text in file_list
              if os.path.exists(os.path.join(directory, p))]
     if taken:

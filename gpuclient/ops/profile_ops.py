@@ -25,6 +25,7 @@ import os
 import sys
 
 from gpuclient.i18n import _
+from gpuclient.ops import config_ops
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import profiles
 
@@ -63,8 +64,8 @@ def write_scripts(rows, output_dir):
     anything is written."""
     plans = []
     for model, current, layout, cards in profiles.groups(rows):
-        path = os.path.join(output_dir,
-                            profiles.script_name(model, layout, current))
+        path = config_ops.inside(
+            output_dir, profiles.script_name(model, layout, current))
         if os.path.exists(path):
             raise FileExistsError(
                 _('%s exists already: gpuclient does not overwrite it; '
@@ -258,32 +259,31 @@ def plan_pools(client, pool_names, demand_counts, model=None,
         files = profile_cloud.host_files(config, recut_hosts)
         _refuse_existing(output_dir, [name for name, _text in files])
         written = write_scripts(rows, output_dir)
-        conf_paths = write_host_confs(output_dir, files)
+        conf_paths = write_host_confs(output_dir, files, recut_hosts)
     for row in rows:
         row['script'] = written.get(row['id'])
         row['nova_conf'] = conf_paths.get(row['host'])
     return rows, summary, notes
 
 
-def write_host_confs(output_dir, files):
-    """Write [(file name, text)] into OUTPUT_DIR (made if missing), never
-    over an existing file (all refused before any is written). Returns
-    {host: path}."""
-    paths = [(os.path.join(output_dir, name), text) for name, text in files]
+def write_host_confs(output_dir, files, hosts):
+    """Write [(file name, text)], the files of HOSTS in their order, into
+    OUTPUT_DIR (made if missing), never over an existing file nor outside
+    it (all refused before any is written). Returns {host: path}."""
     _refuse_existing(output_dir, [name for name, _text in files])
     os.makedirs(output_dir, exist_ok=True)
     found = {}
-    for (path, text), (name, _t) in zip(paths, files, strict=True):
+    for host, (name, text) in zip(hosts, files, strict=True):
+        path = os.path.join(output_dir, name)
         with open(path, 'x') as out:
             out.write(text)
-        host = name[len('nova-compute-'):-len('.conf')]
         found[host] = path
     return found
 
 
 def _refuse_existing(output_dir, names):
     for name in names:
-        path = os.path.join(output_dir, name)
+        path = config_ops.inside(output_dir, name)
         if os.path.exists(path):
             raise FileExistsError(
                 _('%s exists already: gpuclient does not overwrite it; '

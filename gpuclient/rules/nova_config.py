@@ -619,14 +619,23 @@ KOLLA_ALL = 'nova.conf'
 KOLLA_COMPUTE = 'nova/nova-compute.conf'
 
 
+def file_part(name):
+    """NAME (cloud data: a compute host, a pool) as one safe component of
+    a file path: the same text where it is one already (host names and
+    FQDNs are), else path separators and NUL made ``_`` and leading dots
+    dropped, so that ``../../x`` cannot leave the output directory."""
+    text = re.sub(r'[/\\\x00]', '_', str(name)).lstrip('.')
+    return text or '_'
+
+
 def kolla_path(target):
     """Where Kolla-Ansible reads a target's overrides, relative to
     ``/etc/kolla/config`` (``node_custom_config``)."""
     if target == ALL:
         return KOLLA_ALL
     if isinstance(target, tuple):
-        return 'nova/%s/nova.conf' % target[1]
-    return 'nova/%s.conf' % target
+        return 'nova/%s/nova.conf' % file_part(target[1])
+    return 'nova/%s.conf' % file_part(target)
 
 
 def ini_path(target):
@@ -634,8 +643,8 @@ def ini_path(target):
     if target == ALL:
         return 'nova.conf'
     if isinstance(target, tuple):
-        return 'nova-compute-%s.conf' % target[1]
-    return '%s.conf' % target
+        return 'nova-compute-%s.conf' % file_part(target[1])
+    return '%s.conf' % file_part(target)
 
 
 def files(config, layout='kolla'):

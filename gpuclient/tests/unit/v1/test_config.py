@@ -191,6 +191,40 @@ class TestShow(ConfigTestCase):
             '--output-dir', self.out, cls=config_cmd.ExportConfig)
         self.assertIn('does not overwrite', str(error))
 
+    def test_host_names_never_leave_the_directory(self):
+        # a compute host named like a path: its files stay inside
+        self.cloud.pci_host('../../evil')
+        agg = [a for a in self.cloud.aggregates if a.name == 'solver'][0]
+        agg.hosts.append('../../evil')
+        self.cloud.mirror()
+        for layout in ('kolla', 'ini'):
+            out = os.path.join(self.out, layout, 'a', 'b')
+            _columns, rows = self.run_cmd(
+                '--layout', layout, '--output-dir', out,
+                cls=config_cmd.ExportConfig)
+            found = sorted(os.path.join(top, name)
+                           for top, _dirs, names in os.walk(self.out)
+                           for name in names)
+            self.assertEqual(sorted(r[0] for r in rows), found)
+            for path in found:
+                self.assertTrue(path.startswith(out + os.sep), path)
+            self.assertIn(os.path.join(out, {
+                'kolla': 'nova/_.._evil/nova.conf',
+                'ini': 'nova-compute-_.._evil.conf'}[layout]), found)
+            if layout == 'kolla':  # --diff reads the same files back
+                rc, text = self.run_cmd('--diff', out)
+                self.assertEqual((0, True), (rc, 'no differences' in text))
+            for path in found:
+                os.unlink(path)
+
+    def test_a_path_out_of_the_directory_is_refused(self):
+        from gpuclient.ops import config_ops
+        for path in ('../x', '/etc/x', 'a/../../x', '.'):
+            self.assertRaises(exceptions.CommandError, config_ops.inside,
+                              self.out, path)
+        self.assertEqual(os.path.join(self.out, 'nova/h/nova.conf'),
+                         config_ops.inside(self.out, 'nova/h/nova.conf'))
+
     def test_export_ini_layout(self):
         _columns, rows = self.run_cmd('--pool', 'ws', '--output-dir',
                                       self.out, cls=config_cmd.ExportConfig)
