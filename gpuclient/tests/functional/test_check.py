@@ -31,6 +31,7 @@ import os
 import shlex
 import uuid
 
+import fixtures
 from osc_lib import exceptions
 from testtools import content
 
@@ -434,6 +435,37 @@ class CheckCommandTestCase(base.FunctionalTestCase):
         self.assertEqual({'pool-aggregates'}, {r['Check'] for r in rows})
         self.assertEqual(list(('Severity', 'Check', 'Object', 'Symptom',
                                'Fix')), list(rows[0]))
+
+    def test_pool_keeps_its_own_flavors_findings(self):
+        """A flavor steered to pool P asking for a PCI alias nothing maps
+        is P's finding: ``gpu check --pool P`` names it and exits 1."""
+        admin = faults.make_client()
+        name = 'gpuclient-ft-check-scope-%s' % uuid.uuid4().hex[:8]
+        self.addCleanup(pool_ops.delete, admin, name, force=True)
+        pool_ops.create(admin, pools.build_spec(
+            name, pools.PASSTHROUGH, alias='h100', pci_id='10de:2331'), [])
+        flavor = self.make_flavor(name)
+        self.openstack('flavor', 'set', '--property',
+                       'pci_passthrough:alias=h10O:1', flavor, parse=False)
+        conf = self.useFixture(fixtures.TempDir()).join('nova.conf')
+        with open(conf, 'w') as out:
+            out.write(testcloud_nova_conf() or '[DEFAULT]\n')
+        rc, out, err = self.openstack_raw(
+            'gpu', 'check', '--pool', name, '--nova-conf', conf,
+            '--check', 'flavor-pci-alias', '-f', 'json')
+        self.assertEqual(1, rc, err)
+        self.assertEqual(
+            [('error', 'flavor-pci-alias', 'flavor %s' % flavor)],
+            [(r['Severity'], r['Check'], r['Object'])
+             for r in json.loads(out)])
+        # what Nova does with it: refuses the server
+        server = self.unique_name('server')
+        self.addCleanup(self.openstack_raw, 'server', 'delete', server)
+        rc, _out, err = self.openstack_raw(
+            'server', 'create', '--flavor', flavor, '--image', base.IMAGE,
+            '--nic', 'none', server)
+        self.assertEqual(1, rc)
+        self.assertIn('h10O', err)
 
     def test_could_not_run_is_exit_status_2(self):
         # told apart from findings (1): an unknown check, an unknown pool,

@@ -382,6 +382,32 @@ class TestFlavorCommands(GpuFlavorTestCase):
         self.assertNotIn('group_policy', metadata)
 
 
+class TestAmbiguousNames(GpuFlavorTestCase):
+    def test_an_id_that_is_another_flavors_name_is_refused(self):
+        """Flavor A has ID X, GPU flavor B is named X: ``gpu flavor
+        delete X`` deletes neither and names both; Nova still holds
+        both."""
+        pool = self.make_pool(pools.PASSTHROUGH)
+        second, _err = self.gpu_flavor(pool, *SIZES)
+        first = self.unique_name('flavor')
+        self.openstack('flavor', 'create', '--id', second['name'],
+                       '--vcpus', '1', '--ram', '512', '--disk', '1',
+                       '--property', 'pci_passthrough:alias=h100:1', first)
+        self.addCleanup(self.delete_flavor, first)
+        for args in (('delete', second['name']),
+                     ('set', second['name'], '--description', 'x')):
+            rc, _out, err = self.openstack_raw('gpu', 'flavor', *args)
+            self.assertEqual(1, rc, err)
+            self.assertIn('%s is the ID of flavor %s and the name of flavor '
+                          '%s' % (second['name'], first, second['id']), err)
+        listed = {f['ID']: f['Name'] for f in self.openstack(
+            'flavor', 'list', '--all')}
+        self.assertEqual(first, listed.get(second['name']))
+        self.assertEqual(second['name'], listed.get(second['id']))
+        self.assertIsNone(self.openstack('flavor', 'show',
+                                         second['id'])['description'])
+
+
 class TestFlavorSetUnset(GpuFlavorTestCase):
     """``gpu flavor set/unset``, proven by what ``openstack flavor show``
     then holds. No server boots."""
