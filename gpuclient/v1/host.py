@@ -176,12 +176,20 @@ class UncordonHost(common.Lister):
         'Enables the nova-compute service of each host that gpuclient '
         'disabled (its reason starts with "gpuclient: "). A service '
         'disabled by someone else, for another reason, is left alone and '
-        'named. Needs compute API 2.53 or later.'
+        'named. A host that a drain still holds (its reason starts with '
+        '"gpuclient: draining: ": the drain runs, or stopped before its '
+        'hosts read back empty) is refused, nothing changed, unless '
+        '--force. Needs compute API 2.53 or later.'
     )
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         _add_hosts_arg(parser, _('uncordon'))
+        parser.add_argument(
+            '--force', action='store_true', default=False,
+            help=_('Enable the services of hosts that a drain still holds '
+                   '(default: refuse, naming the drain\'s reason); servers '
+                   'may then land on a host being drained'))
         common.add_dry_run_arg(parser)
         return parser
 
@@ -190,7 +198,7 @@ class UncordonHost(common.Lister):
 
         rows, _plan, note = maintenance_ops.uncordon(
             self.app.client_manager.gpu, parsed_args.hosts,
-            dry_run=parsed_args.dry_run)
+            dry_run=parsed_args.dry_run, force=parsed_args.force)
         if note:
             LOG.warning(note)
         return _service_rows(rows)

@@ -231,8 +231,11 @@ class TestDrain(CordonTestCase):
         row = dict(zip(columns, rows[0], strict=True))
         self.assertEqual('stays', row['Method'])
         self.assertEqual({'gpu-pt-1'}, self.cloud.disabled)
+        # the drain's cordon, then the ordinary one once it is over
         self.assertEqual([('service', self.service_id('gpu-pt-1'),
-                           'disabled')], self.writes())
+                           'disabled')] * 2, self.writes())
+        self.assertEqual('gpuclient: maintenance',
+                         self.cloud.disabled_reasons['gpu-pt-1'])
 
     def test_notices_are_written_per_project(self):
         where = self.useFixture(fixtures.TempDir()).path
