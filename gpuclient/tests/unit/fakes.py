@@ -321,21 +321,6 @@ class FakeCloud:
                 self.release(migration['uuid'])
         server['status'] = server.pop('resized_from', 'ACTIVE')
 
-    def finish_moves(self):
-        """The moves left in progress ('stuck') end on their destination."""
-        for migration in self.migrations:
-            if migration['status'] != 'running':
-                continue
-            server = self.server(migration['instance_uuid'])
-            server['status'] = 'ACTIVE'
-            server['OS-EXT-STS:task_state'] = None
-            migration['status'] = 'running-done'
-            self.move_server(server, migration['dest_compute'],
-                             migration['migration_type'])
-            self.migrations.remove(migration)
-            self.migrations[-1].update(id=migration['id'],
-                                       uuid=migration['uuid'])
-
     def compute_host(self, host, nodename=None, vcpus=32, used_vcpus=0):
         root = self.add(
             Provider(
