@@ -384,9 +384,20 @@ def drain(client, hosts, requested='auto', allow_downtime=False,
                              there, left['incoming'])})
     stays = {s.get('OS-EXT-SRV-ATTR:host') for s in left['servers']}
     services = client.compute.compute_services()
-    _run(client, plan_mod.Plan('gpu host drain', cordon_rules.drained(
-        [svc for svc in services if svc['host'] in draining], reason),
-        forward=True), on_step)
+    try:
+        _run(client, plan_mod.Plan('gpu host drain', cordon_rules.drained(
+            [svc for svc in services if svc['host'] in draining], reason),
+            forward=True), on_step)
+    except journal.ApplyError as exc:
+        raise journal.ApplyError(_(
+            'gpu host drain moved every server it could and read '
+            '%(hosts)s back empty, but giving them the ordinary cordon '
+            'reason failed (%(error)s): they keep the drain\'s reason, '
+            'which "gpu host uncordon" refuses without --force. Run the '
+            'drain again to finish.') % {
+                'hosts': ', '.join(draining),
+                'error': str(exc).strip().rstrip('.')},
+            failed=exc.failed, left=exc.left) from exc
     empty = [h for h in draining if h not in stays]
     if empty:
         LOG.info(_('Drained (read back with no server and no move coming): '

@@ -710,3 +710,26 @@ class TestFakeServerRoutes(DrainTestCase):
         answer = self.cm.nova.get('/os-migrations', microversion='2.80',
                                   params={'user_id': 'u'})
         self.assertEqual(200, answer.status_code)
+
+
+class TestDrainLastWrite(DrainTestCase):
+
+    def test_the_ordinary_reason_failing_says_the_hosts_are_empty(self):
+        server = self.gpu_server('a')
+        service = [s for s in self.cm.nova.services()
+                   if s.host == 'gpu-pt-1'][0]
+
+        def on_step(_index, step):
+            if step.op == 'service.disable' and not (
+                    step.args['reason'].startswith('gpuclient: draining')):
+                self.cm.nova.fail[('put', '/os-services/%s'
+                                   % service.id)] = 500
+        exc = self.assertRaises(journal.ApplyError, self.drain,
+                                on_step=on_step)
+        self.assertIn('read gpu-pt-1 back empty', str(exc))
+        self.assertIn('Run the drain again', str(exc))
+        self.assertEqual('gpuclient: draining: maintenance', self.reason())
+        self.cm.nova.fail.clear()
+        self.drain()
+        self.assertEqual(('gpu-pt-2', 'ACTIVE'), self.where(server))
+        self.assertEqual('gpuclient: maintenance', self.reason())
