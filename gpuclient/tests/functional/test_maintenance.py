@@ -20,6 +20,7 @@ show``, never through gpuclient only.
 """
 
 import os
+import time
 
 import fixtures
 from testtools import content
@@ -447,8 +448,13 @@ class TestDrainReadBack(MaintenanceTestCase):
         flavor = self.plain_flavor()
         moving = self.boot_on(flavor, base.PT_HOST2)
         staying = self.boot_on(flavor, base.VGPU_HOST2)
-        self.openstack('server', 'suspend', '--wait', staying['id'],
-                       parse=False)
+        self.openstack('server', 'suspend', staying['id'], parse=False)
+        for _i in range(60):
+            if self.server_host(staying)[1] == 'SUSPENDED':
+                break
+            time.sleep(1)
+        self.assertEqual((base.VGPU_HOST2, 'SUSPENDED'),
+                         self.server_host(staying))
         hosts = (base.PT_HOST2, base.VGPU_HOST2)
         rc, _out, err = self.openstack_raw('gpu', 'host', 'drain', *hosts)
         self.assertNotEqual(0, rc)
