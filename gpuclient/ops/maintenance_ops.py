@@ -295,7 +295,7 @@ def _move_steps(cloud, rows, cordon_steps, confirm, timeout):
 def drain(client, hosts, requested='auto', allow_downtime=False,
           dry_run=False, reason=None, confirm=True, timeout=None,
           skip_unmovable=False, notice_dir=None, settings=None, facts=None,
-          on_step=None, before_writes=None):
+          on_step=None):
     """``gpu host drain``: cordon HOSTS, then move every server off them
     as planned, forward only (the journal: a failure stops and says what
     moved; the re-run plans from where the servers are).
@@ -314,8 +314,8 @@ def drain(client, hosts, requested='auto', allow_downtime=False,
     just before the first write; identical files already there are
     kept). Refuses, before any write or notice, a --reason Nova would
     refuse and a plan where a server would stay unless SKIP_UNMOVABLE.
-    BEFORE_WRITES(): called once the plan is final, before the first
-    write (tests pause there).
+    ON_STEP(index, step): called before each step of each round (tests
+    pause there: before the first write, the plan is final).
     """
     from osc_lib import exceptions
 
@@ -350,8 +350,6 @@ def drain(client, hosts, requested='auto', allow_downtime=False,
             notice_dir, maintenance.notices(rows, draining, reason))
     if dry_run:
         return rows, plan, written
-    if before_writes is not None:
-        before_writes()
     _run(client, plan, on_step)
     # servers --skip-unmovable lets stay
     let_stay = {r['server'] for r in staying}

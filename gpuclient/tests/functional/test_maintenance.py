@@ -392,8 +392,9 @@ class TestDrainReadBack(MaintenanceTestCase):
                          (service['Status'], service['Disabled Reason']))
 
     def test_a_server_booted_after_the_plan_is_moved_too(self):
-        # defect 1, in-process: the drain pauses once its plan is final
-        # (before the cordon); the test boots a server onto the host then
+        # defect 1, in-process: the drain pauses once its plan is final,
+        # before its first write (the cordon); the test boots a server
+        # onto the host then
         from gpuclient.ops import journal
         from gpuclient.ops import maintenance_ops
 
@@ -403,10 +404,13 @@ class TestDrainReadBack(MaintenanceTestCase):
         flavor = self.plain_flavor()
         first = self.boot_on(flavor, base.PT_HOST2)
         late = []
+
+        def pause(_index, _step):
+            # before the first write (the cordon): the plan is made
+            if not late:
+                late.append(self.boot_on(flavor, base.PT_HOST2))
         rows, _plan, _notices = maintenance_ops.drain(
-            faults.make_client(), [base.PT_HOST2],
-            before_writes=lambda: late.append(self.boot_on(
-                flavor, base.PT_HOST2)))
+            faults.make_client(), [base.PT_HOST2], on_step=pause)
         self.assertEqual([first['id']], [r['server'] for r in rows[:1]])
         self.assertIn(late[0]['id'], [r['server'] for r in rows])
         for server in (first, late[0]):
