@@ -391,33 +391,41 @@ class TestDrainReadBack(MaintenanceTestCase):
         self.assertEqual(('disabled', 'gpuclient: %s' % reason),
                          (service['Status'], service['Disabled Reason']))
 
+    @base.needs('vgpu')
     def test_a_server_booted_after_the_plan_is_moved_too(self):
         # defect 1, in-process: the drain pauses once its plan is final,
-        # before its first write (the cordon); the test boots a server
-        # onto the host then
+        # before its first write (the cordon); the test boots a vGPU
+        # server onto the host then. Both leave, their vGPUs with them.
         from gpuclient.ops import journal
         from gpuclient.ops import maintenance_ops
 
         self.useFixture(fixtures.MockPatchObject(journal, 'POLL_INTERVAL',
                                                  0.5))
-        self.spare(base.PT_HOST2)
-        flavor = self.plain_flavor()
-        first = self.boot_on(flavor, base.PT_HOST2)
+        pool = self.make_pool('vgpu', [base.VGPU_HOST, base.VGPU_HOST2],
+                              '--vgpu-type', 'nvidia-35')
+        flavor = self.make_flavor(pool)
+        self.spare(base.VGPU_HOST2)
+        first = self.boot_on(flavor, base.VGPU_HOST2)
         late = []
 
         def pause(_index, _step):
-            # before the first write (the cordon): the plan is made
             if not late:
-                late.append(self.boot_on(flavor, base.PT_HOST2))
+                late.append(self.boot_on(flavor, base.VGPU_HOST2))
+        from gpuclient.rules import maintenance
+
         rows, _plan, _notices = maintenance_ops.drain(
-            faults.make_client(), [base.PT_HOST2], on_step=pause)
-        self.assertEqual([first['id']], [r['server'] for r in rows[:1]])
-        self.assertIn(late[0]['id'], [r['server'] for r in rows])
+            faults.make_client(), [base.VGPU_HOST2], requested='live',
+            facts=maintenance.parse_facts(LIVE_FACTS[1::2]), on_step=pause)
+        self.assertEqual([first['id'], late[0]['id']],
+                         [r['server'] for r in rows])
         for server in (first, late[0]):
-            host, status = self.server_host(server)
-            self.assertNotEqual(base.PT_HOST2, host)
-            self.assertEqual('ACTIVE', status)
-        self.assertEqual('disabled', self.service(base.PT_HOST2)['Status'])
+            self.assertEqual((base.VGPU_HOST, 'ACTIVE'),
+                             self.server_host(server))
+            self.assert_gpu_moved(server, 'VGPU', base.VGPU_HOST2,
+                                  base.VGPU_HOST)
+        service = self.service(base.VGPU_HOST2)
+        self.assertEqual(('disabled', 'gpuclient: maintenance'),
+                         (service['Status'], service['Disabled Reason']))
 
     def test_a_failed_move_leaves_the_host_cordoned(self):
         # the move's write fails (a 500 Nova never saw): the drain stops,
