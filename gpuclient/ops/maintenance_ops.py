@@ -19,7 +19,11 @@ failed cordon of several hosts enables again the services it disabled.
 A drain observes one snapshot and the servers of every project, plans
 (``rules.maintenance``) and applies forward only: its cordon and the moves
 it made stay when a move fails, the error says what moved and what is
-under way, and the re-run plans from where the servers are then.
+under way, and the re-run plans from where the servers are then (a move
+Nova still runs is waited for). After the moves it reads its hosts back
+(``read_back``: their servers and the migrations coming to them) and
+plans another round for what arrived, up to MAX_ROUNDS; its cordon
+carries the draining reason until the hosts read back empty.
 """
 
 import logging
