@@ -53,6 +53,21 @@ MUTATIONS = [
      "group_policy == 'isolate' and len(numbered) > len(providers)",
      "group_policy == 'isolate' and len(numbered) >= len(providers)",
      'test_checks.TestIsolateEdges'),
+    ('drain cordon undone on failure', 'gpuclient/ops/maintenance_ops.py',
+     'reason,\n        undone=False, draining=True)',
+     'reason,\n        undone=True, draining=True)',
+     'test_drain.TestDrainEndToEnd.test_a_failed_move_leaves_the_host_'
+     'cordoned'),
+    ('drain --timeout not passed', 'gpuclient/ops/maintenance_ops.py',
+     'confirm=confirm,\n                             timeout=timeout)',
+     'confirm=confirm)',
+     'test_drain.TestDrainEndToEnd.test_timeout_is_given_to_every_move'),
+    ('drain re-run misses unconfirmed moves',
+     'gpuclient/ops/maintenance_ops.py',
+     '    if waiting:\n        rows = rows + maintenance.unconfirmed_rows(',
+     '    if not waiting:\n        rows = rows + '
+     'maintenance.unconfirmed_rows(',
+     'test_drain.TestDrainUnconfirmed'),
 ]
 
 

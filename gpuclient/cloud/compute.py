@@ -415,12 +415,14 @@ class Compute:
                                  pager.next_marker(key))
 
     def servers_detail(self, all_projects=False, project_id=None,
-                       changes_since=None):
+                       changes_since=None, host=None):
         """Servers with their embedded flavor (extra specs included),
         as dicts: ``GET /servers/detail`` at compute API 2.47, paged.
 
         CHANGES_SINCE (ISO time) lists servers changed since then,
-        deleted ones included (Nova's ``changes-since``).
+        deleted ones included (Nova's ``changes-since``). HOST: only the
+        servers of that compute host (Nova's admin filter ``host``, an
+        exact match, one value; every microversion).
         """
         what = _('Listing servers (compute API %s)') % (
             versions.COMPUTE_EMBEDDED_FLAVOR_VERSION)
@@ -437,6 +439,8 @@ class Compute:
             params['project_id'] = project_id
         if changes_since:
             params['changes-since'] = changes_since
+        if host:
+            params['host'] = host
         return self._paged_get('/servers/detail', what,
                                versions.COMPUTE_EMBEDDED_FLAVOR_VERSION,
                                params, 'servers')
@@ -480,13 +484,17 @@ class Compute:
                 microversion=version, raise_exc=False)
             errors.check_response(self.service, what, response)
 
-    def migrations(self, status=None, migration_type=None):
+    def migrations(self, status=None, migration_type=None, host=None):
         """Nova's migration records as dicts (``GET /os-migrations`` at
         2.59, paged), filtered by STATUS and MIGRATION_TYPE (``migration``,
-        ``live-migration``, ``resize``...): what a re-run of a drain reads
-        to find the moves it left unconfirmed."""
+        ``live-migration``, ``resize``...) and HOST (its source or its
+        destination; one value): what a re-run of a drain reads to find
+        the moves it left unconfirmed or under way, and the moves coming
+        to a drained host."""
         what = _('Listing migrations')
         params = {}
+        if host:
+            params['host'] = host
         if status:
             params['status'] = status
         if migration_type:

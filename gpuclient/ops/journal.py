@@ -97,6 +97,20 @@ class ApplyError(exceptions.CommandError):
         self.undo_failures = list(undo_failures)
 
 
+class UnderWay(errors.APIError):
+    """Nova accepted a move (or its answer was lost), then reading the
+    server back failed: the move may be under way. A forward plan's error
+    says "under way or unknown", and the re-run waits for the move (a
+    migration in progress) instead of starting another."""
+
+    def __init__(self, doing, exc):
+        super().__init__(
+            _('%(doing)s: Nova was asked, then reading the server back '
+              'failed (%(error)s): the move may be under way.') % {
+                  'doing': doing, 'error': _error_text(exc)})
+        self.cause = exc
+
+
 class NotOurs(errors.Conflict):
     """A step found another writer's object where the plan saw none: it
     did nothing, and its undo must not touch that object."""
@@ -503,12 +517,21 @@ class Executor:
                   'nothing to move.') % _label(server_id, name), 404)
         return server
 
-    def _wait_server(self, server_id, name, timeout, done, doing):
+    def _wait_server(self, server_id, name, timeout, done, doing,
+                     asked=False):
         """Poll the server until DONE(server) is true; TimedOut after
-        TIMEOUT seconds, saying what it was DOING."""
+        TIMEOUT seconds, saying what it was DOING. ASKED: Nova was asked
+        for it, so a read that fails (the server not gone) is UnderWay."""
         deadline = self.clock() + (timeout or DEFAULT_MOVE_TIMEOUT)
         while True:
-            server = self._server(server_id, name)
+            try:
+                server = self._server(server_id, name)
+            except errors.NotFound:
+                raise
+            except Exception as exc:  # noqa: BLE001 - the move may go on
+                if not asked:
+                    raise
+                raise UnderWay(doing, exc) from exc
             outcome = done(server)
             if outcome:
                 return server
@@ -553,6 +576,10 @@ class Executor:
         none in the source's. More units than GPUS (what it held before)
         is said as a warning: Nova allocated more on the destination."""
         held = self.client.placement.consumer_allocations(server_id)
+        if not classes:
+            self._check_plain_allocations(server_id, name, held, providers,
+                                          where)
+            return
         units = sum(res.get(c) or 0 for res in held.values()
                     for c in classes)
         if where and gpus and units > gpus:
@@ -582,6 +609,27 @@ class Executor:
                    'where': _('the destination') if where
                    else _('no provider (offloaded)'), 'id': server_id})
 
+    def _check_plain_allocations(self, server_id, name, held, providers,
+                                 where):
+        """A server that holds no GPU: whatever it holds (VCPU, memory,
+        disk...) is off the source's tree, and on the destination's when
+        it moved (WHERE); a sharing provider outside both trees (shared
+        storage) is neither."""
+        on = {rp for rp, res in held.items() if any(res.values())}
+        source = set((providers or {}).get('source') or ())
+        wanted = set((providers or {}).get(where) or ()) if where else set()
+        stray = on & source
+        if stray or (where and wanted and not on & wanted):
+            raise errors.APIError(
+                _('Server %(server)s moved, but its allocations in '
+                  'Placement are on %(on)s, not on %(where)s. Check them '
+                  'with "openstack resource provider allocation show '
+                  '%(id)s".')
+                % {'server': _label(server_id, name),
+                   'on': ', '.join(sorted(on)) or _('nothing'),
+                   'where': _('the destination') if where
+                   else _('no provider (offloaded)'), 'id': server_id})
+
     def _act(self, server_id, action, body=None):
         """Send a server action. A refusal (4xx) is raised; any other
         failure is returned: the answer may be lost while Nova took the
@@ -603,6 +651,15 @@ class Executor:
         it was (or put in ERROR) raises, with the lost request's error
         when there was one."""
         lost = self._act(server_id, action, body)
+        return self._wait_move(server_id, name, timeout, done, source,
+                               doing, lost)
+
+    def _wait_move(self, server_id, name, timeout, done, source, doing,
+                   lost=None):
+        """Wait for a move Nova was asked for (LOST: the error of a request
+        whose answer was lost): until DONE(server); a server Nova left
+        where it was (or in ERROR) raises, and a read that fails raises
+        UnderWay (the move may go on)."""
         label = _label(server_id, name)
 
         def finished(server):
@@ -615,39 +672,51 @@ class Executor:
                     raise lost from None
                 raise
             return False
-        return self._wait_server(server_id, name, timeout, finished, doing)
+        return self._wait_server(server_id, name, timeout, finished, doing,
+                                 asked=True)
 
     def _on(self, server, host, statuses):
         return (server.get(HOST) == host and not server.get(TASK)
                 and (server.get('status') or '').upper() in statuses)
 
     def _do_server_live_migrate(self, id, name, source, host,  # noqa: A002
-                                classes, providers, timeout, gpus=None):
+                                classes, providers, timeout, gpus=None,
+                                under_way=False):
         label = _label(id, name)
         doing = _('Live migration of server %s') % label
         server = self._server(id, name)
         if not self._on(server, host, LIVE_DONE):
-            self._act_and_wait(
-                id, name, 'os-migrateLive',
-                {'host': host, 'block_migration': 'auto'}, timeout,
-                lambda server: self._on(server, host, LIVE_DONE), source,
-                doing)
+            def done(server):
+                return self._on(server, host, LIVE_DONE)
+            if under_way:
+                # an earlier drain's move Nova still runs: wait for it
+                self._wait_move(id, name, timeout, done, source, doing)
+            else:
+                self._act_and_wait(
+                    id, name, 'os-migrateLive',
+                    {'host': host, 'block_migration': 'auto'}, timeout,
+                    done, source, doing)
         self._check_allocations(id, name, classes, providers, 'destination',
                                 gpus)
 
     def _do_server_migrate(self, id, name, source, host,  # noqa: A002
                            classes, providers, timeout, confirm=True,
-                           gpus=None):
+                           gpus=None, under_way=False):
         label = _label(id, name)
         doing = _('Cold migration of server %s') % label
         server = self._server(id, name)
         if not (self._on(server, host, COLD_DONE)
                 or self._on(server, host, ('VERIFY_RESIZE',))):
-            server = self._act_and_wait(
-                id, name, 'migrate', {'host': host}, timeout,
-                lambda server: self._on(server, host,
-                                        ('VERIFY_RESIZE',) + COLD_DONE),
-                source, doing)
+            def done(server):
+                return self._on(server, host, ('VERIFY_RESIZE',) + COLD_DONE)
+            if under_way:
+                # an earlier drain's move Nova still runs: wait for it
+                server = self._wait_move(id, name, timeout, done, source,
+                                         doing)
+            else:
+                server = self._act_and_wait(
+                    id, name, 'migrate', {'host': host}, timeout, done,
+                    source, doing)
         if confirm and (server.get('status') or '').upper() == (
                 'VERIFY_RESIZE'):
             self._do_server_confirm(id, name, source, host, classes,
@@ -675,7 +744,8 @@ class Executor:
                         raise
             self._wait_server(
                 id, name, timeout,
-                lambda server: self._on(server, host, COLD_DONE), doing)
+                lambda server: self._on(server, host, COLD_DONE), doing,
+                asked=True)
         self._check_allocations(id, name, classes, providers, 'destination',
                                 gpus)
 
@@ -845,13 +915,14 @@ class Executor:
         return True
 
     def _holds_server_live_migrate(self, id, name, source, host,  # noqa: A002
-                                   classes, providers, timeout, gpus=None):
+                                   classes, providers, timeout, gpus=None,
+                                   under_way=False):
         return self._on(self._server(id, name), host, LIVE_DONE) and (
             self._moved(id, name, classes, providers, 'destination'))
 
     def _holds_server_migrate(self, id, name, source, host,  # noqa: A002
                               classes, providers, timeout, confirm=True,
-                              gpus=None):
+                              gpus=None, under_way=False):
         wanted = COLD_DONE if confirm else ('VERIFY_RESIZE',) + COLD_DONE
         return self._on(self._server(id, name), host, wanted) and (
             self._moved(id, name, classes, providers, 'destination'))
@@ -1258,7 +1329,7 @@ def _forward_error(head, plan, step, exc, done, rerun):
                      % '; '.join(s.what for s in done))
     else:
         parts.append(_('Nothing had been changed.'))
-    if isinstance(exc, errors.TimedOut):
+    if isinstance(exc, (errors.TimedOut, UnderWay)):
         parts.append(_('Still under way or unknown: %s.') % step.what)
     elif not isinstance(exc, Interrupted):
         parts.append(_('Not done: %s.') % step.what)

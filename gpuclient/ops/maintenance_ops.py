@@ -19,11 +19,16 @@ failed cordon of several hosts enables again the services it disabled.
 A drain observes one snapshot and the servers of every project, plans
 (``rules.maintenance``) and applies forward only: its cordon and the moves
 it made stay when a move fails, the error says what moved and what is
-under way, and the re-run plans from where the servers are then.
+under way, and the re-run plans from where the servers are then (a move
+Nova still runs is waited for). After the moves it reads its hosts back
+(``read_back``: their servers and the migrations coming to them) and
+plans another round for what arrived, up to MAX_ROUNDS; its cordon
+carries the draining reason until the hosts read back empty.
 """
 
 import logging
 import os
+import time
 
 from gpuclient.cloud import versions
 from gpuclient.ops import journal
@@ -55,19 +60,38 @@ def cordon(client, hosts, reason=None, dry_run=False):
     Returns (rows, plan): one row per host (``rules.cordon.ROW_FIELDS``)
     as it is after the command (planned, for DRY_RUN).
     """
+    _check_reason(reason)
     rows, steps = cordon_rules.cordon(_services_of(client, hosts), reason)
     plan = plan_mod.Plan('gpu host cordon', steps)
     journal.run(client, plan, dry_run=dry_run)
     return cordon_rules.apply_rows(rows, dry_run), plan
 
 
-def uncordon(client, hosts, dry_run=False):
+def _check_reason(reason, draining=False):
+    """Refuse, before anything is read or written, a --reason Nova would
+    refuse (too long with gpuclient's marker)."""
+    from osc_lib import exceptions
+
+    problem = cordon_rules.reason_problem(reason, draining)
+    if problem:
+        raise exceptions.CommandError(problem)
+
+
+def uncordon(client, hosts, dry_run=False, force=False):
     """Enable the compute services of HOSTS that gpuclient disabled.
 
-    Returns (rows, plan, note): NOTE names the services disabled by
-    someone else, left alone (None when there are none).
+    A service a drain holds (its cordon not finished) is refused, nothing
+    changed, unless FORCE. Returns (rows, plan, note): NOTE names the
+    services disabled by someone else, left alone (None when there are
+    none).
     """
-    rows, steps, others = cordon_rules.uncordon(_services_of(client, hosts))
+    from osc_lib import exceptions
+
+    services = _services_of(client, hosts)
+    held = cordon_rules.held_by_drain(services)
+    if held and not force:
+        raise exceptions.CommandError(cordon_rules.held_text(held))
+    rows, steps, others = cordon_rules.uncordon(services, force=force)
     plan = plan_mod.Plan('gpu host uncordon', steps)
     journal.run(client, plan, dry_run=dry_run)
     note = cordon_rules.others_text(others) if others else None
@@ -100,6 +124,9 @@ def observe(client, hosts, requested='auto', allow_downtime=False,
 
     FACTS: ``rules.maintenance.parse_facts`` ({host or None: facts});
     none given, every fact is unknown and no live migration is planned.
+    Servers whose move off a drained host Nova runs now (an earlier
+    drain's) get a row that waits for it (``under_way``), and servers an
+    earlier drain left in VERIFY_RESIZE one that confirms it.
     """
     from gpuclient.rules import maintenance
     from gpuclient.rules import request as request_mod
@@ -114,31 +141,59 @@ def observe(client, hosts, requested='auto', allow_downtime=False,
     all_servers = client.compute.servers_detail(all_projects=True)
     servers = [s for s in all_servers
                if s.get('OS-EXT-SRV-ATTR:host') in draining]
+    # moves an earlier drain left unconfirmed, or that Nova still runs:
+    # read the migrations only when a server waits for a confirmation or
+    # is being moved (one paged request)
+    waiting = [s for s in all_servers
+               if (s.get('status') or '').upper() == maintenance.VERIFY_RESIZE
+               and s.get('OS-EXT-SRV-ATTR:host') not in draining]
+    moving = [s for s in servers if _moving(s)]
+    migrations = []
+    if moving:
+        migrations = _migrations(client, draining)
+    elif waiting:
+        migrations = client.compute.migrations(
+            status=maintenance.FINISHED, migration_type='migration')
+    under_way = maintenance.outgoing(moving, migrations, draining)
     cordoned = [svc['host'] for svc in cloud.services
                 if cordon_rules.is_disabled(svc)
                 and svc['host'] not in draining]
     trees = _trees(cloud)
+    planned = [s for s in servers if s['id'] not in under_way]
     result = maintenance.plan(
-        servers, trees, draining, cordoned,
+        planned, trees, draining, cordoned,
         facts=maintenance.host_facts(facts or {}, trees),
         gpu_rows=_held(client, cloud, servers, draining),
         requested=requested, allow_downtime=allow_downtime,
         settings=settings or request_mod.load_settings(), pools=cloud.pools,
         aggregates=cloud.aggregates, services=cloud.services,
         hypervisors=cloud.hypervisors)
-    rows = result['rows']
-    # moves an earlier drain left unconfirmed: read the migrations only
-    # when a server waits for a confirmation (one paged request)
-    waiting = [s for s in all_servers
-               if (s.get('status') or '').upper() == maintenance.VERIFY_RESIZE
-               and s.get('OS-EXT-SRV-ATTR:host') not in draining]
+    rows = result['rows'] + maintenance.under_way_rows(
+        servers, under_way, cloud.pools)
     if waiting:
         rows = rows + maintenance.unconfirmed_rows(
-            waiting, client.compute.migrations(
-                status=maintenance.FINISHED, migration_type='migration'),
+            waiting, [m for m in migrations
+                      if m.get('status') == maintenance.FINISHED
+                      and m.get('migration_type') == 'migration'],
             draining, cloud.pools)
     return {'rows': rows, 'summary': result['summary'], 'cloud': cloud,
             'draining': draining}
+
+
+def _migrations(client, draining):
+    """Nova's migrations of the DRAINING hosts (one paged read: by the
+    host filter for one host, which matches source or destination; every
+    migration for several, as the filter takes one value)."""
+    return client.compute.migrations(
+        host=draining[0] if len(draining) == 1 else None)
+
+
+def _moving(server):
+    """Whether Nova is moving SERVER now (its status or task says so)."""
+    status = (server.get('status') or '').upper()
+    task = server.get('OS-EXT-STS:task_state') or ''
+    return status in ('MIGRATING', 'RESIZE') or 'migrat' in task or (
+        task.startswith('resize'))
 
 
 def _held(client, cloud, servers, draining):
@@ -165,8 +220,9 @@ def _tree_uuids(cloud, hosts):
 
 
 def _write_notices(notice_dir, texts):
-    """Write one notice per project into NOTICE_DIR; an existing file is
-    refused before anything is written. Returns the paths."""
+    """Write one notice per project into NOTICE_DIR. A file already there
+    with the same text is kept (the re-run of a drain); one with another
+    text is refused before anything is written. Returns the paths."""
     from osc_lib import exceptions
 
     from gpuclient.i18n import _
@@ -175,16 +231,69 @@ def _write_notices(notice_dir, texts):
     paths = {project: os.path.join(notice_dir,
                                    maintenance.notice_name(project))
              for project in texts}
-    there = sorted(p for p in paths.values() if os.path.exists(p))
-    if there:
+    same, other = set(), []
+    for project, path in paths.items():
+        if not os.path.exists(path):
+            continue
+        try:
+            with open(path, encoding='utf-8') as there:
+                kept = there.read() == texts[project]
+        except (OSError, UnicodeDecodeError):
+            kept = False
+        if kept:
+            same.add(project)
+        else:
+            other.append(path)
+    if other:
         raise exceptions.CommandError(_(
-            'Notice file(s) already there, not overwritten: %s. Move them '
-            'away or give another --notice-dir.') % ', '.join(there))
+            'Notice file(s) already there with another text, not '
+            'overwritten: %s. Move them away or give another '
+            '--notice-dir.') % ', '.join(sorted(other)))
     os.makedirs(notice_dir, exist_ok=True)
     for project, text in texts.items():
+        if project in same:
+            continue
         with open(paths[project], 'x', encoding='utf-8') as out:
             out.write(text)
     return sorted(paths.values())
+
+
+# how many times a drain plans again for what arrived on its hosts
+MAX_ROUNDS = 3
+# how often the read-back looks again while moves to a drained host end
+READ_BACK_INTERVAL = 5.0
+
+
+def _clock():
+    return time.monotonic()
+
+
+def _sleep(seconds):
+    time.sleep(seconds)
+
+
+def read_back(client, draining):
+    """What is on the DRAINING hosts now: {'servers': [servers whose host
+    is one of them], 'incoming': [migrations Nova runs towards them]}.
+    One server list per host (Nova's ``host`` filter) and one migration
+    list, whatever the number of servers."""
+    from gpuclient.rules import maintenance
+
+    servers = []
+    for host in draining:
+        servers += client.compute.servers_detail(all_projects=True,
+                                                 host=host)
+    return {'servers': servers, 'incoming': maintenance.incoming(
+        _migrations(client, draining), draining)}
+
+
+def _move_steps(cloud, rows, cordon_steps, confirm, timeout):
+    from gpuclient.rules import maintenance
+
+    involved = {r['destination'] for r in rows} | {r['source'] for r in rows}
+    return maintenance.steps(rows, cordon_steps,
+                             _tree_uuids(cloud, involved), confirm=confirm,
+                             timeout=timeout)
 
 
 def drain(client, hosts, requested='auto', allow_downtime=False,
@@ -195,15 +304,29 @@ def drain(client, hosts, requested='auto', allow_downtime=False,
     as planned, forward only (the journal: a failure stops and says what
     moved; the re-run plans from where the servers are).
 
-    Returns (rows, plan, notices): the plan's rows, the Plan, and the
-    notice files written. Refuses, before any write, a plan where a
-    server would stay unless SKIP_UNMOVABLE.
+    The cordon's reason is the draining one ("gpuclient: draining:
+    <reason>") until the hosts read back empty. After the moves, the
+    servers of the drained hosts and the migrations coming to them are
+    read again: what arrived meanwhile is planned and moved in another
+    round (at most MAX_ROUNDS in all; moves coming in are waited for, up
+    to TIMEOUT), and what is still there at the end is an error naming
+    it (the servers --skip-unmovable let stay excepted). Hosts read back
+    empty get the ordinary cordon reason and are logged as drained.
+
+    Returns (rows, plan, notices): the rows of every round, the first
+    round's Plan, and the notice files (written when the plan is final,
+    just before the first write; identical files already there are
+    kept). Refuses, before any write or notice, a --reason Nova would
+    refuse and a plan where a server would stay unless SKIP_UNMOVABLE.
+    ON_STEP(index, step): called before each step of each round (tests
+    pause there: before the first write, the plan is final).
     """
     from osc_lib import exceptions
 
     from gpuclient.i18n import _
     from gpuclient.rules import maintenance
 
+    _check_reason(reason, draining=True)
     if not dry_run:
         client.compute.require(versions.COMPUTE_MIGRATE_HOST_VERSION,
                                versions.COMPUTE_MIGRATIONS_VERSION)
@@ -220,20 +343,86 @@ def drain(client, hosts, requested='auto', allow_downtime=False,
             'and move the others.') % {
                 'n': len(staying), 'hosts': ', '.join(draining),
                 'which': maintenance.blockers_text(staying)})
-    cordon_rows, cordon_steps = cordon_rules.cordon(
+    _cordon_rows, cordon_steps = cordon_rules.cordon(
         [svc for svc in cloud.services if svc['host'] in draining], reason,
-        undone=False)
-    involved = set(draining) | {r['destination'] for r in rows} | {
-        r['source'] for r in rows}
-    steps = maintenance.steps(rows, cordon_steps,
-                              _tree_uuids(cloud, involved), confirm=confirm,
-                              timeout=timeout)
-    plan = plan_mod.Plan('gpu host drain', steps, forward=True)
+        undone=False, draining=True)
+    plan = plan_mod.Plan('gpu host drain', _move_steps(
+        cloud, rows, cordon_steps, confirm, timeout), forward=True)
     written = []
     if notice_dir:
         written = _write_notices(
             notice_dir, maintenance.notices(rows, draining, reason))
-    executor = journal.run(client, plan, dry_run=dry_run, on_step=on_step)
+    if dry_run:
+        return rows, plan, written
+    _run(client, plan, on_step)
+    # servers --skip-unmovable lets stay
+    let_stay = {r['server'] for r in staying}
+    all_rows = list(rows)
+    for _round in range(1, MAX_ROUNDS):
+        left = _settled(client, draining, timeout)
+        pending = [s for s in left['servers'] if s['id'] not in let_stay]
+        if not pending:
+            break
+        observed = observe(client, draining, requested, allow_downtime,
+                           settings, facts)
+        more = [r for r in observed['rows'] if r['server'] not in let_stay]
+        movable = [r for r in more if r['method'] != maintenance.STAYS]
+        all_rows += more
+        if not movable:
+            break
+        _run(client, plan_mod.Plan('gpu host drain', _move_steps(
+            observed['cloud'], more, [], confirm, timeout), forward=True),
+            on_step)
+    left = _settled(client, draining, timeout)
+    there = [s for s in left['servers'] if s['id'] not in let_stay]
+    if there or left['incoming']:
+        raise exceptions.CommandError(_(
+            'gpu host drain did not empty %(hosts)s: %(left)s. The hosts '
+            'stay cordoned (by the drain: "gpu host uncordon" refuses them '
+            'without --force). Settle these servers (see "openstack server '
+            'migration list --host <host>"), then run the drain '
+            'again.') % {'hosts': ', '.join(draining),
+                         'left': maintenance.left_text(
+                             there, left['incoming'])})
+    stays = {s.get('OS-EXT-SRV-ATTR:host') for s in left['servers']}
+    services = client.compute.compute_services()
+    try:
+        _run(client, plan_mod.Plan('gpu host drain', cordon_rules.drained(
+            [svc for svc in services if svc['host'] in draining], reason),
+            forward=True), on_step)
+    except journal.ApplyError as exc:
+        raise journal.ApplyError(_(
+            'gpu host drain moved every server it could and read '
+            '%(hosts)s back empty, but giving them the ordinary cordon '
+            'reason failed (%(error)s): they keep the drain\'s reason, '
+            'which "gpu host uncordon" refuses without --force. Run the '
+            'drain again to finish.') % {
+                'hosts': ', '.join(draining),
+                'error': str(exc).strip().rstrip('.')},
+            failed=exc.failed, left=exc.left) from exc
+    empty = [h for h in draining if h not in stays]
+    if empty:
+        LOG.info(_('Drained (read back with no server and no move coming): '
+                   '%s'), ', '.join(empty))
+    if stays:
+        LOG.warning(_('Not drained (--skip-unmovable): %s'),
+                    maintenance.left_text(left['servers'], ()))
+    return all_rows, plan, written
+
+
+def _run(client, plan, on_step):
+    executor = journal.run(client, plan, on_step=on_step)
     for warning in executor.warnings if executor else ():
         LOG.warning(warning)
-    return rows, plan, written
+
+
+def _settled(client, draining, timeout):
+    """read_back, again while only moves coming to the hosts are left
+    (up to TIMEOUT seconds): their servers land on a drained host, where
+    the next round moves them."""
+    deadline = _clock() + (timeout or journal.DEFAULT_MOVE_TIMEOUT)
+    while True:
+        left = read_back(client, draining)
+        if not left['incoming'] or left['servers'] or _clock() >= deadline:
+            return left
+        _sleep(READ_BACK_INTERVAL)

@@ -19,6 +19,16 @@ host, and servers on it stay. gpuclient marks the reason it sets
 only services gpuclient disabled: a service someone else disabled, for
 their own reason, is left alone and named.
 
+A drain's cordon is marked apart while the drain runs
+(``DRAINING_MARKER``, "gpuclient: draining: <reason>"), and set to the
+ordinary "gpuclient: <reason>" once the drained hosts read back empty:
+``uncordon`` refuses a service a running (or stopped, unfinished) drain
+holds unless forced, and names whose it is (its reason).
+
+Nova keeps at most ``REASON_MAX`` characters of ``disabled_reason`` (a
+longer one is a 400): ``reason_problem`` refuses it in the plan, the
+marker counted.
+
 Services are the dicts of ``cloud.compute.Compute.compute_services``
 (host, id, status, disabled_reason).
 """
@@ -27,7 +37,11 @@ from gpuclient.i18n import _
 from gpuclient.rules import plan as plan_mod
 
 MARKER = 'gpuclient: '
+DRAINING_MARKER = MARKER + 'draining: '
 DEFAULT_REASON = 'maintenance'
+# Nova's disabled_reason: a string of 1 to 255 characters
+# (nova/api/openstack/compute/schemas/services.py)
+REASON_MAX = 255
 
 # what a row's action says
 CORDON = 'cordon'
@@ -35,18 +49,43 @@ UNCORDON = 'uncordon'
 ALREADY_CORDONED = 'already cordoned'
 ALREADY_ENABLED = 'already enabled'
 NOT_OURS = 'disabled by someone else: left alone'
+HELD_BY_DRAIN = 'held by a drain: left alone'
 
 ROW_FIELDS = ('host', 'status', 'reason', 'action')
 
 
-def reason_text(reason=None):
-    """The disabled_reason gpuclient sets for REASON (--reason)."""
-    return MARKER + ((reason or '').strip() or DEFAULT_REASON)
+def reason_text(reason=None, draining=False):
+    """The disabled_reason gpuclient sets for REASON (--reason); DRAINING:
+    the one of a drain's cordon while the drain runs."""
+    return (DRAINING_MARKER if draining else MARKER) + (
+        (reason or '').strip() or DEFAULT_REASON)
+
+
+def reason_problem(reason=None, draining=False):
+    """Why Nova would refuse the disabled_reason of REASON (too long,
+    the marker counted), in one sentence; None when it would not."""
+    text = reason_text(reason, draining)
+    if len(text) <= REASON_MAX:
+        return None
+    room = REASON_MAX - len(text) + len((reason or '').strip())
+    return _('--reason is %(n)d characters long; Nova keeps at most '
+             '%(max)d in a service\'s disabled reason, and gpuclient adds '
+             '"%(marker)s" before it: give at most %(room)d characters.') % {
+                 'n': len((reason or '').strip()), 'max': REASON_MAX,
+                 'marker': DRAINING_MARKER if draining else MARKER,
+                 'room': room}
 
 
 def is_ours(disabled_reason):
     """Whether a disabled_reason is one gpuclient set."""
     return bool(disabled_reason) and disabled_reason.startswith(MARKER)
+
+
+def is_draining(disabled_reason):
+    """Whether a disabled_reason is the cordon of a drain that has not
+    finished (running, or stopped before its hosts read back empty)."""
+    return bool(disabled_reason) and disabled_reason.startswith(
+        DRAINING_MARKER)
 
 
 def is_disabled(service):
@@ -58,41 +97,63 @@ def _row(service, action):
             'reason': service.get('disabled_reason'), 'action': action}
 
 
-def cordon(services, reason=None, undone=True):
+def cordon(services, reason=None, undone=True, draining=False):
     """(rows, steps) that cordon every service of SERVICES.
 
     An enabled service is disabled with gpuclient's reason (undone by
     enabling it again, unless UNDONE is False: a drain keeps its cordon
     when a move fails); a disabled one is left as it is, whoever disabled
-    it: nothing lands there already.
+    it: nothing lands there already. DRAINING (a drain's cordon): the
+    reason is the draining one, set on gpuclient's own cordons too (not
+    undone), so that ``uncordon`` sees the drain.
     """
     rows, steps = [], []
-    text = reason_text(reason)
+    text = reason_text(reason, draining)
     for service in services:
+        had = service.get('disabled_reason')
         if not is_disabled(service):
             rows.append(dict(_row(service, CORDON), reason=text))
             steps.append(plan_mod.disable_service(
                 service['host'], service['id'], text, undone=undone))
-        elif is_ours(service.get('disabled_reason')):
+        elif draining and is_ours(had) and had != text:
+            rows.append(dict(_row(service, CORDON), reason=text))
+            steps.append(plan_mod.disable_service(
+                service['host'], service['id'], text, undone=False))
+        elif is_ours(had):
             rows.append(_row(service, ALREADY_CORDONED))
         else:
             rows.append(_row(service, NOT_OURS))
     return rows, steps
 
 
-def uncordon(services):
+def drained(services, reason=None):
+    """The steps that end a drain whose hosts read back empty: each of
+    SERVICES (the drained hosts') still held by a drain gets the ordinary
+    cordon reason (not undone); others are left as they are."""
+    text = reason_text(reason)
+    return [plan_mod.disable_service(service['host'], service['id'], text,
+                                     undone=False)
+            for service in services
+            if is_disabled(service)
+            and is_draining(service.get('disabled_reason'))]
+
+
+def uncordon(services, force=False):
     """(rows, steps, others) that uncordon SERVICES.
 
     A service gpuclient disabled is enabled (undone by disabling it again
     with its old reason); one disabled for another reason is left and
     returned in OTHERS (its host and reason), so the command names it;
-    an enabled one needs nothing.
+    an enabled one needs nothing. A service a drain holds (``is_draining``)
+    is enabled only with FORCE; see ``held_by_drain``.
     """
     rows, steps, others = [], [], []
     for service in services:
         reason = service.get('disabled_reason')
         if not is_disabled(service):
             rows.append(_row(service, ALREADY_ENABLED))
+        elif is_draining(reason) and not force:
+            rows.append(_row(service, HELD_BY_DRAIN))
         elif is_ours(reason):
             rows.append(_row(service, UNCORDON))
             steps.append(plan_mod.enable_service(
@@ -101,6 +162,23 @@ def uncordon(services):
             rows.append(_row(service, NOT_OURS))
             others.append((service['host'], reason))
     return rows, steps, others
+
+
+def held_by_drain(services):
+    """(host, reason) of the disabled SERVICES a drain holds."""
+    return [(service['host'], service.get('disabled_reason'))
+            for service in services if is_disabled(service)
+            and is_draining(service.get('disabled_reason'))]
+
+
+def held_text(held):
+    """The refusal of an uncordon of services a drain holds."""
+    return _('Nothing was changed: a drain holds %(which)s (it runs, or '
+             'stopped before the hosts read back empty). Let it finish (run '
+             'the drain again), or add --force to enable them anyway: '
+             'servers may then land on a host being drained.') % {
+                 'which': ', '.join('%s ("%s")' % (host, reason)
+                                    for host, reason in held)}
 
 
 def others_text(others):

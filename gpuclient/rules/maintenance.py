@@ -673,6 +673,93 @@ def unconfirmed_rows(servers, migrations, draining, pools=None):
                                        r['server']))
 
 
+# Nova's migration statuses of a move that has ended, or that waits for
+# its confirmation with the server on its destination (``finished``):
+# any other status is a move Nova still runs (queued, accepted,
+# preparing, pre-migrating, migrating, running, post-migrating,
+# confirming, reverting...)
+ENDED = ('confirmed', 'reverted', 'error', 'failed', 'completed',
+         'cancelled', 'done', FINISHED)
+LIVE_MIGRATION = 'live-migration'
+
+
+def in_progress(migration):
+    """Whether Nova still runs MIGRATION (a migration dict)."""
+    return (migration.get('status') or '').lower() not in ENDED
+
+
+def incoming(migrations, draining):
+    """The migrations Nova runs now towards a DRAINING host from another
+    host: their servers land there when they end (until then the
+    server's host is the source)."""
+    return sorted((m for m in migrations
+                   if in_progress(m) and m.get('dest_compute') in draining
+                   and m.get('source_compute') not in draining),
+                  key=lambda m: (m.get('dest_compute'),
+                                 m.get('instance_uuid') or ''))
+
+
+def outgoing(servers, migrations, draining):
+    """{server id: migration} of the SERVERS on a DRAINING host whose
+    move off it Nova runs now (an earlier drain's, or anyone's) towards
+    a host not drained: the drain waits for it rather than starts
+    another."""
+    on = {s['id']: s.get('OS-EXT-SRV-ATTR:host') for s in servers}
+    out = {}
+    for migration in migrations:
+        server = migration.get('instance_uuid')
+        if (server in on and in_progress(migration)
+                and migration.get('source_compute') == on[server]
+                and on[server] in draining
+                and migration.get('dest_compute')
+                and migration.get('dest_compute') not in draining):
+            out[server] = migration
+    return out
+
+
+def under_way_rows(servers, moving, pools=None):
+    """Rows (ROW_FIELDS, plus ``under_way``) of SERVERS whose move Nova
+    runs now (MOVING: ``outgoing``): the drain waits for each and checks
+    where it ended, instead of asking for another move."""
+    rows = []
+    for server in servers:
+        migration = moving.get(server['id'])
+        if migration is None:
+            continue
+        method_ = LIVE if (migration.get('migration_type')
+                           == LIVE_MIGRATION) else COLD
+        asked = usage.gpu_request(server, pools or {})
+        rows.append({
+            'server': server['id'], 'name': server.get('name'),
+            'project': server.get('tenant_id') or server.get('project_id'),
+            'flavor': asked['flavor'],
+            'source': migration.get('source_compute'),
+            'kind': kind(server, pools), 'resource_class':
+            asked['resource_class'], 'gpus': asked['gpus'], 'devices': [],
+            'method': method_, 'destination': migration.get('dest_compute'),
+            'downtime': DOWNTIME[method_],
+            'reason': _('a move Nova runs already (migration status '
+                        '%s): waited for') % migration.get('status'),
+            'notes': [], 'under_way': True})
+    return sorted(rows, key=lambda r: (r['source'], r['name'] or '',
+                                       r['server']))
+
+
+def left_text(servers, arriving):
+    """What a read-back found on the drained hosts, in one line: the
+    SERVERS still there and the migrations ARRIVING (``incoming``)."""
+    parts = ['%s (%s) on %s, %s' % (
+        s.get('name') or s['id'], s['id'], s.get('OS-EXT-SRV-ATTR:host'),
+        s.get('status')) for s in servers]
+    parts += [_('%(server)s arriving on %(host)s from %(source)s '
+                '(migration status %(status)s)') % {
+                    'server': m.get('instance_uuid'),
+                    'host': m.get('dest_compute'),
+                    'source': m.get('source_compute'),
+                    'status': m.get('status')} for m in arriving]
+    return '; '.join(parts)
+
+
 def blockers(rows):
     """The rows of servers that would stay on a drained host."""
     return [row for row in rows if row['method'] == STAYS]
@@ -713,11 +800,12 @@ def steps(rows, cordon_steps, tree_uuids, confirm=True, timeout=None):
         elif method_ == LIVE:
             out.append(plan_mod.live_migrate(
                 *args, row['destination'], classes, providers, timeout,
-                gpus=gpus))
+                gpus=gpus, under_way=bool(row.get('under_way'))))
         elif method_ == COLD:
             out.append(plan_mod.cold_migrate(
                 *args, row['destination'], classes, providers, timeout,
-                confirm=confirm, gpus=gpus))
+                confirm=confirm, gpus=gpus,
+                under_way=bool(row.get('under_way'))))
         elif method_ == SHELVE:
             out.append(plan_mod.shelve(*args, classes, providers, timeout))
     return out

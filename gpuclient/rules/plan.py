@@ -600,34 +600,49 @@ def _move(op, what, server_id, name, **args):
 
 
 def live_migrate(server_id, name, source, host, classes, providers,
-                 timeout, gpus=None):
+                 timeout, gpus=None, under_way=False):
     """Live-migrate a server from SOURCE to HOST (named to Nova, whose
     scheduler checks it); forward only. PROVIDERS: {'source': [uuids],
     'destination': [uuids]} of both trees, where its CLASSES must have
-    moved."""
+    moved. UNDER_WAY: Nova runs that migration already (an earlier
+    drain's): wait for it, send nothing."""
+    text = (_('wait for the live migration of server %(server)s from '
+              '%(source)s to %(host)s (under way)') if under_way else
+            _('live-migrate server %(server)s from %(source)s to '
+              '%(host)s'))
+    args = {'under_way': True} if under_way else {}
     return _move('server.live_migrate',
-                 _('live-migrate server %(server)s from %(source)s to '
-                   '%(host)s') % {'server': _server_label(name, server_id),
-                                  'source': source, 'host': host},
+                 text % {'server': _server_label(name, server_id),
+                         'source': source, 'host': host},
                  server_id, name, source=source, host=host,
                  classes=sorted(classes), providers=providers,
-                 timeout=timeout, gpus=gpus)
+                 timeout=timeout, gpus=gpus, **args)
 
 
 def cold_migrate(server_id, name, source, host, classes, providers,
-                 timeout, confirm=True, gpus=None):
+                 timeout, confirm=True, gpus=None, under_way=False):
     """Cold-migrate a server from SOURCE to HOST (2.56), then confirm the
-    resize unless CONFIRM is False; forward only."""
-    text = (_('cold-migrate server %(server)s from %(source)s to %(host)s '
-              'and confirm') if confirm else
-            _('cold-migrate server %(server)s from %(source)s to %(host)s '
-              '(left to confirm)'))
+    resize unless CONFIRM is False; forward only. UNDER_WAY: Nova runs
+    that migration already (an earlier drain's): wait for it, send no
+    migrate."""
+    if under_way:
+        text = (_('wait for the cold migration of server %(server)s from '
+                  '%(source)s to %(host)s (under way) and confirm')
+                if confirm else
+                _('wait for the cold migration of server %(server)s from '
+                  '%(source)s to %(host)s (under way; left to confirm)'))
+    else:
+        text = (_('cold-migrate server %(server)s from %(source)s to '
+                  '%(host)s and confirm') if confirm else
+                _('cold-migrate server %(server)s from %(source)s to '
+                  '%(host)s (left to confirm)'))
+    args = {'under_way': True} if under_way else {}
     return _move('server.migrate',
                  text % {'server': _server_label(name, server_id),
                          'source': source, 'host': host},
                  server_id, name, source=source, host=host,
                  classes=sorted(classes), providers=providers,
-                 timeout=timeout, confirm=confirm, gpus=gpus)
+                 timeout=timeout, confirm=confirm, gpus=gpus, **args)
 
 
 def confirm_migration(server_id, name, source, host, classes, providers,

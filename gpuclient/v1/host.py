@@ -157,7 +157,8 @@ class CordonHost(common.Lister):
             '--reason', metavar='<text>',
             help=_('Why the hosts are cordoned (default: maintenance); '
                    'stored as the service\'s disabled reason after '
-                   '"gpuclient: "'))
+                   '"gpuclient: "; at most 244 characters (Nova keeps 255 '
+                   'with the prefix)'))
         common.add_dry_run_arg(parser)
         return parser
 
@@ -176,12 +177,20 @@ class UncordonHost(common.Lister):
         'Enables the nova-compute service of each host that gpuclient '
         'disabled (its reason starts with "gpuclient: "). A service '
         'disabled by someone else, for another reason, is left alone and '
-        'named. Needs compute API 2.53 or later.'
+        'named. A host that a drain still holds (its reason starts with '
+        '"gpuclient: draining: ": the drain runs, or stopped before its '
+        'hosts read back empty) is refused, nothing changed, unless '
+        '--force. Needs compute API 2.53 or later.'
     )
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         _add_hosts_arg(parser, _('uncordon'))
+        parser.add_argument(
+            '--force', action='store_true', default=False,
+            help=_('Enable the services of hosts that a drain still holds '
+                   '(default: refuse, naming the drain\'s reason); servers '
+                   'may then land on a host being drained'))
         common.add_dry_run_arg(parser)
         return parser
 
@@ -190,7 +199,7 @@ class UncordonHost(common.Lister):
 
         rows, _plan, note = maintenance_ops.uncordon(
             self.app.client_manager.gpu, parsed_args.hosts,
-            dry_run=parsed_args.dry_run)
+            dry_run=parsed_args.dry_run, force=parsed_args.force)
         if note:
             LOG.warning(note)
         return _service_rows(rows)
@@ -216,8 +225,15 @@ class DrainHost(common.Lister):
         'Placement. One row per server. Nothing is changed when a server '
         'cannot leave, unless --skip-unmovable. Moves are not undone: a '
         'failed or interrupted drain stops and says what moved, and '
-        'running it again finishes it from where the servers are. Needs '
-        'compute API 2.56 or later (2.59 to resume).'
+        'running it again finishes it from where the servers are (a move '
+        'still under way is waited for). After the moves the hosts are '
+        'read back (their servers and the migrations coming to them): '
+        'what arrived meanwhile is moved in another round (three at '
+        'most), and anything still there at the end is an error naming '
+        'it. The cordon\'s reason is "gpuclient: draining: <reason>" '
+        'until the hosts read back empty, so that "openstack gpu host '
+        'uncordon" refuses them meanwhile. Needs compute API 2.59 or '
+        'later (2.53 for --dry-run).'
     )
 
     def get_parser(self, prog_name):
@@ -228,8 +244,10 @@ class DrainHost(common.Lister):
         parser.add_argument(
             '--reason', metavar='<text>',
             help=_('Why the hosts are drained (default: maintenance): the '
-                   'cordon\'s disabled reason after "gpuclient: ", and the '
-                   'reason in the notices'))
+                   'cordon\'s disabled reason after "gpuclient: draining: " '
+                   '(after "gpuclient: " once drained), and the reason in '
+                   'the notices; at most 234 characters (Nova keeps 255 '
+                   'with the prefix)'))
         parser.add_argument(
             '--method', metavar='<method>', choices=maintenance.METHODS,
             default=maintenance.AUTO,
@@ -257,8 +275,10 @@ class DrainHost(common.Lister):
             '--notice-dir', metavar='<dir>',
             help=_('Write one plain-text notice per project into this '
                    'directory (its servers, how each moves, the downtime '
-                   'and the reason), for the operator to send; an '
-                   'existing notice file is never overwritten'))
+                   'and the reason), for the operator to send; written '
+                   'once the plan is final, before the first write; a '
+                   'notice file already there is kept when its text is '
+                   'the same, else the command refuses'))
         parser.add_argument(
             '--host-fact', metavar='<[host:]key>=<value>',
             action='append', default=[], dest='host_facts',

@@ -20,6 +20,7 @@ show``, never through gpuclient only.
 """
 
 import os
+import time
 
 import fixtures
 from testtools import content
@@ -71,8 +72,10 @@ class MaintenanceTestCase(base.FunctionalTestCase):
                        parse=False)
 
     def drained(self, host):
-        """Uncordon HOST at cleanup (gpuclient's own cordon only)."""
-        self.addCleanup(self.openstack_raw, 'gpu', 'host', 'uncordon', host)
+        """Uncordon HOST at cleanup (gpuclient's own cordon only; --force:
+        a drain a test left stopped still holds it)."""
+        self.addCleanup(self.openstack_raw, 'gpu', 'host', 'uncordon', host,
+                        '--force')
 
     def server_host(self, server):
         shown = self.openstack('--os-compute-api-version', '2.47', 'server',
@@ -300,13 +303,14 @@ class TestDrainFaults(MaintenanceTestCase):
             return maintenance_ops.drain(client, [source], requested='cold',
                                          allow_downtime=True)
 
-        # a clean run learns the number of writes: cordon, then migrate
-        # and confirm each server
+        # a clean run learns the number of writes: cordon (the drain's
+        # reason), migrate and confirm each server, then (the host read
+        # back empty) the ordinary cordon reason
         source, destination = base.VGPU_HOST, base.VGPU_HOST2
         injector.reset()
         drain(source)
         writes = len(injector.writes)
-        self.assertEqual(5, writes, injector.writes)
+        self.assertEqual(6, writes, injector.writes)
         maintenance_ops.uncordon(client, [source])
         source, destination = destination, source
         points = []
@@ -321,7 +325,9 @@ class TestDrainFaults(MaintenanceTestCase):
                     outcome = 'stopped'
                     text = str(exc)
                     self.assertIn('again', text)
-                    if k > 1:
+                    if k == writes:
+                        self.assertIn('back empty', text)
+                    elif k > 1:
                         self.assertIn('Done, and kept', text)
                 injector.disarm()
                 if outcome == 'stopped':
@@ -341,3 +347,140 @@ class TestDrainFaults(MaintenanceTestCase):
                                                  ' '.join(points))
         print(line)  # noqa: T201 - stestr shows it with the test output
         self.addDetail('fault-matrix: drain', content.text_content(line))
+
+
+class TestDrainReadBack(MaintenanceTestCase):
+    """What a drain reads back (issue 36): servers without GPUs, servers
+    that arrive after the plan, a failed move, several hosts and
+    --skip-unmovable. On the spare hosts (PT_HOST2, VGPU_HOST2), where
+    no other test's servers are; servers of a plain flavor booted there
+    with --host (compute API 2.74), which leave live."""
+
+    def plain_flavor(self):
+        return self.create_flavor({})['name']
+
+    def boot_on(self, flavor, host):
+        """Boot a server of FLAVOR on HOST (--host, 2.74); deleted at
+        cleanup."""
+        name = self.unique_name('server')
+        self.addCleanup(self._delete_server, name)
+        server = self.openstack(
+            '--os-compute-api-version', base.COMPUTE_API, 'server',
+            'create', '--flavor', flavor, '--image', base.IMAGE, '--nic',
+            'none', '--host', host, '--wait', name)
+        self.assertEqual((host, 'ACTIVE'), self.server_host(server))
+        return server
+
+    def spare(self, host):
+        self.use_spare(host)
+        self.drained(host)
+
+    def test_a_server_without_gpus_leaves_and_the_drain_succeeds(self):
+        # defect 9, at the CLI: exit 0, the server on another host
+        self.spare(base.PT_HOST2)
+        server = self.boot_on(self.plain_flavor(), base.PT_HOST2)
+        reason = self.unique_name('fw')
+        rc, out, err = self.openstack_raw(
+            'gpu', 'host', 'drain', base.PT_HOST2, '--reason', reason,
+            '-f', 'json')
+        self.assertEqual(0, rc, err)
+        host, status = self.server_host(server)
+        self.assertNotEqual(base.PT_HOST2, host)
+        self.assertEqual('ACTIVE', status)
+        service = self.service(base.PT_HOST2)
+        self.assertEqual(('disabled', 'gpuclient: %s' % reason),
+                         (service['Status'], service['Disabled Reason']))
+
+    @base.needs('vgpu')
+    def test_a_server_booted_after_the_plan_is_moved_too(self):
+        # defect 1, in-process: the drain pauses once its plan is final,
+        # before its first write (the cordon); the test boots a vGPU
+        # server onto the host then. Both leave, their vGPUs with them.
+        from gpuclient.ops import journal
+        from gpuclient.ops import maintenance_ops
+
+        self.useFixture(fixtures.MockPatchObject(journal, 'POLL_INTERVAL',
+                                                 0.5))
+        pool = self.make_pool('vgpu', [base.VGPU_HOST, base.VGPU_HOST2],
+                              '--vgpu-type', 'nvidia-35')
+        flavor = self.make_flavor(pool)
+        self.spare(base.VGPU_HOST2)
+        first = self.boot_on(flavor, base.VGPU_HOST2)
+        late = []
+
+        def pause(_index, _step):
+            if not late:
+                late.append(self.boot_on(flavor, base.VGPU_HOST2))
+        from gpuclient.rules import maintenance
+
+        rows, _plan, _notices = maintenance_ops.drain(
+            faults.make_client(), [base.VGPU_HOST2], requested='live',
+            facts=maintenance.parse_facts(LIVE_FACTS[1::2]), on_step=pause)
+        self.assertEqual([first['id'], late[0]['id']],
+                         [r['server'] for r in rows])
+        for server in (first, late[0]):
+            self.assertEqual((base.VGPU_HOST, 'ACTIVE'),
+                             self.server_host(server))
+            self.assert_gpu_moved(server, 'VGPU', base.VGPU_HOST2,
+                                  base.VGPU_HOST)
+        service = self.service(base.VGPU_HOST2)
+        self.assertEqual(('disabled', 'gpuclient: maintenance'),
+                         (service['Status'], service['Disabled Reason']))
+
+    def test_a_failed_move_leaves_the_host_cordoned(self):
+        # the move's write fails (a 500 Nova never saw): the drain stops,
+        # the host stays cordoned by the drain, uncordon refuses it
+        from gpuclient.ops import journal
+        from gpuclient.ops import maintenance_ops
+
+        self.spare(base.PT_HOST2)
+        server = self.boot_on(self.plain_flavor(), base.PT_HOST2)
+        client = faults.make_client()
+        injector = self.useFixture(faults.FaultInjector(client))
+        injector.arm(2, '500')  # the cordon, then the live migration
+        exc = self.assertRaises(journal.ApplyError, maintenance_ops.drain,
+                                client, [base.PT_HOST2], reason='ft')
+        injector.disarm()
+        self.assertIn('Not done: live-migrate server', str(exc))
+        service = self.service(base.PT_HOST2)
+        self.assertEqual(('disabled', 'gpuclient: draining: ft'),
+                         (service['Status'], service['Disabled Reason']))
+        self.assertEqual((base.PT_HOST2, 'ACTIVE'), self.server_host(server))
+        rc, _out, err = self.openstack_raw('gpu', 'host', 'uncordon',
+                                           base.PT_HOST2)
+        self.assertNotEqual(0, rc)
+        self.assertIn('gpuclient: draining: ft', err)
+        self.assertEqual('disabled', self.service(base.PT_HOST2)['Status'])
+
+    def test_skip_unmovable_and_two_hosts(self):
+        # a suspended server only shelves (downtime, not allowed): it
+        # stays; the other leaves; both hosts cordoned
+        self.spare(base.PT_HOST2)
+        self.spare(base.VGPU_HOST2)
+        flavor = self.plain_flavor()
+        moving = self.boot_on(flavor, base.PT_HOST2)
+        staying = self.boot_on(flavor, base.VGPU_HOST2)
+        self.openstack('server', 'suspend', staying['id'], parse=False)
+        for _i in range(60):
+            if self.server_host(staying)[1] == 'SUSPENDED':
+                break
+            time.sleep(1)
+        self.assertEqual((base.VGPU_HOST2, 'SUSPENDED'),
+                         self.server_host(staying))
+        hosts = (base.PT_HOST2, base.VGPU_HOST2)
+        rc, _out, err = self.openstack_raw('gpu', 'host', 'drain', *hosts)
+        self.assertNotEqual(0, rc)
+        self.assertIn(staying['id'], err)
+        for host in hosts:
+            self.assertEqual('enabled', self.service(host)['Status'])
+        rows = self.openstack('gpu', 'host', 'drain', *hosts,
+                              '--skip-unmovable')
+        methods = {r['Server']: r['Method'] for r in rows}
+        self.assertEqual('stays', methods[staying['id']])
+        host, status = self.server_host(moving)
+        self.assertNotIn(host, hosts)
+        self.assertEqual('ACTIVE', status)
+        self.assertEqual((base.VGPU_HOST2, 'SUSPENDED'),
+                         self.server_host(staying))
+        for host in hosts:
+            self.assertEqual('disabled', self.service(host)['Status'])

@@ -162,6 +162,15 @@ class FakeCloud:
         self.disabled = set()  # hosts whose nova-compute is disabled
         self.disabled_reasons = {}  # host -> its service's disabled_reason
         self.servers = []  # Nova server bodies as at compute API 2.47
+        # Placement consumers: {consumer uuid: {provider uuid: {rc: n}}};
+        # allocate/release keep the providers' usage with them
+        self.allocations = {}
+        # Nova's migration records (os-migrations at 2.59 and later)
+        self.migrations = []
+        # server id -> how Nova ends its next move: 'fail' (rolled back to
+        # its source, as a conductor or compute failure), 'stuck' (its
+        # migration stays in progress, the server MIGRATING/RESIZE)
+        self.move_outcome = {}
         # Ironic (ironic_node): its nodes; no endpoint in the catalog
         # unless ironic_endpoint; ironic_hidden plays the default policy
         # for project-scoped tokens (200 and no nodes)
@@ -173,6 +182,144 @@ class FakeCloud:
     def add(self, provider):
         self.providers.append(provider)
         return provider
+
+    # -- servers and their allocations (a drain moves them) ----------------
+
+    def allocate(self, consumer, allocations):
+        """CONSUMER takes ALLOCATIONS ({provider uuid: {rc: n}}), the
+        providers' usage with it (what it held before is released)."""
+        self.release(consumer)
+        self.allocations[consumer] = {
+            rp: dict(res) for rp, res in allocations.items()}
+        for rp, res in allocations.items():
+            provider = self.provider(rp)
+            for rc, n in res.items():
+                provider.used[rc] = provider.used.get(rc, 0) + n
+
+    def release(self, consumer):
+        for rp, res in self.allocations.pop(consumer, {}).items():
+            provider = self.provider(rp)
+            for rc, n in res.items():
+                provider.used[rc] = provider.used.get(rc, 0) - n
+
+    def host_root(self, host):
+        for hv in self.hypervisors:
+            if hv['service']['host'] == host:
+                return self.provider(hv['id'])
+        raise KeyError(host)
+
+    def place(self, host, resources):
+        """{provider uuid: {rc: n}} for RESOURCES ({rc: n}) on HOST: VCPU,
+        MEMORY_MB, DISK_GB on its root, a GPU class on the first child
+        with room (KeyError when none has)."""
+        root = self.host_root(host)
+        out = {}
+        for rc, n in resources.items():
+            if rc in root.inventory:
+                out.setdefault(root.uuid, {})[rc] = n
+                continue
+            for child in self.providers:
+                if child.root is root and child is not root and (
+                        child.free(rc) >= n):
+                    out.setdefault(child.uuid, {})[rc] = n
+                    break
+            else:
+                raise KeyError('%s: no room for %s x %s' % (host, n, rc))
+        return out
+
+    def add_server(self, name, host, extra_specs=None, gpus=None,
+                   status='ACTIVE', project='p1', vcpus=2):
+        """A server on HOST with an embedded flavor of EXTRA_SPECS, its
+        allocations in Placement (VCPU, MEMORY_MB, DISK_GB and GPUS
+        {rc: n}). Returns its body."""
+        server = {
+            'id': uid('server-' + name), 'name': name, 'status': status,
+            'OS-EXT-SRV-ATTR:host': host, 'OS-EXT-STS:task_state': None,
+            'tenant_id': project, 'image': {'id': 'img'},
+            'flavor': {'original_name': 'gpu.1' if gpus else 'plain.1',
+                       'vcpus': vcpus, 'ram': 1024, 'disk': 10,
+                       'ephemeral': 0, 'swap': 0,
+                       'extra_specs': dict(extra_specs or {})}}
+        self.servers.append(server)
+        self.allocate(server['id'], self.place(host, dict(
+            {'VCPU': vcpus, 'MEMORY_MB': 1024, 'DISK_GB': 10},
+            **(gpus or {}))))
+        return server
+
+    def server(self, server_id):
+        for server in self.servers:
+            if server['id'] == server_id:
+                return server
+        return None
+
+    def _server_resources(self, server_id):
+        """{rc: n} the server holds (all its providers together)."""
+        out = {}
+        for res in self.allocations.get(server_id, {}).values():
+            for rc, n in res.items():
+                out[rc] = out.get(rc, 0) + n
+        return out
+
+    def move_server(self, server, host, kind):
+        """Nova's move of SERVER to HOST, as the fake plays it at once:
+        a migration record, the allocations (a cold move's source ones
+        held by the migration until confirmed), the server's host and
+        status, or the outcome ``move_outcome`` names."""
+        source = server['OS-EXT-SRV-ATTR:host']
+        migration = {
+            'id': len(self.migrations) + 1, 'uuid': uid(
+                'migration-%d' % (len(self.migrations) + 1)),
+            'instance_uuid': server['id'], 'source_compute': source,
+            'dest_compute': host, 'source_node': source, 'dest_node': host,
+            'migration_type': kind, 'status': 'running'}
+        self.migrations.append(migration)
+        outcome = self.move_outcome.pop(server['id'], None)
+        if outcome == 'stuck':
+            server['status'] = ('MIGRATING' if kind == 'live-migration'
+                                else 'RESIZE')
+            server['OS-EXT-STS:task_state'] = (
+                'migrating' if kind == 'live-migration'
+                else 'resize_migrating')
+            return
+        if outcome == 'fail' or host in self.disabled:
+            # the scheduler finds no valid host (a disabled compute is
+            # filtered out), or the move fails: rolled back
+            migration['status'] = 'error'
+            return
+        self._complete(server, migration)
+
+    def _complete(self, server, migration):
+        held = self.allocations.get(server['id'], {})
+        host = migration['dest_compute']
+        placed = self.place(host, self._server_resources(server['id']))
+        server['OS-EXT-SRV-ATTR:host'] = host
+        server['OS-EXT-STS:task_state'] = None
+        if migration['migration_type'] == 'live-migration':
+            migration['status'] = 'completed'
+            self.allocate(server['id'], placed)
+        else:
+            migration['status'] = 'finished'
+            server['resized_from'] = server['status']
+            server['status'] = 'VERIFY_RESIZE'
+            self.allocations.pop(server['id'], None)
+            self.allocations[migration['uuid']] = held
+            self.allocate(server['id'], placed)
+
+    def finish_moves(self):
+        """The moves left in progress ('stuck') end on their destination."""
+        for migration in self.migrations:
+            if migration['status'] == 'running':
+                server = self.server(migration['instance_uuid'])
+                server['status'] = 'ACTIVE'
+                self._complete(server, migration)
+
+    def confirm_server(self, server):
+        for migration in self.migrations:
+            if migration['instance_uuid'] == server['id'] and (
+                    migration['status'] == 'finished'):
+                migration['status'] = 'confirmed'
+                self.release(migration['uuid'])
+        server['status'] = server.pop('resized_from', 'ACTIVE')
 
     def compute_host(self, host, nodename=None, vcpus=32, used_vcpus=0):
         root = self.add(
@@ -449,6 +596,11 @@ class PlacementFixture(fixtures.Fixture):
                       json=self._versioned((1, 0), self._provider_get))
         self.mock.put(provider_url,
                       json=self._versioned((1, 0), self._provider_put))
+        self.mock.get(re.compile(re.escape(url) + r'/allocations/([^/?]+)$'),
+                      json=self._versioned((1, 0), self._consumer))
+        self.mock.get(re.compile(re.escape(url) + r'/resource_providers/'
+                                 r'([^/?]+)/allocations$'),
+                      json=self._versioned((1, 0), self._rp_allocations))
         self.mock.get(url + '/traits',
                       json=self._versioned((1, 6), self._list_traits))
         trait_url = re.compile(re.escape(url) + r'/traits/([^/?]+)$')
@@ -567,6 +719,36 @@ class PlacementFixture(fixtures.Fixture):
                 'No resource provider with uuid %s found' % uuid,
                 'placement.undefined_code')
         return provider, what
+
+    def _consumer(self, request, context):
+        """``GET /allocations/{consumer}``: what it holds, by provider
+        (an unknown consumer holds nothing: 200 and no allocations, as
+        Placement answers)."""
+        consumer = urllib.parse.urlsplit(request.url).path.rpartition(
+            '/')[2]
+        held = self.cloud.allocations.get(consumer) or {}
+        body = {'allocations': {
+            rp: {'resources': dict(res),
+                 'generation': self.cloud.provider(rp).generation}
+            for rp, res in held.items() if res}}
+        if held and self.version(request) >= (1, 12):
+            body.update(project_id='p1', user_id='u1')
+        return body
+
+    def _rp_allocations(self, request, context):
+        """``GET /resource_providers/{uuid}/allocations``."""
+        uuid = urllib.parse.urlsplit(request.url).path.split('/')[-2]
+        provider = self.cloud.provider(uuid)
+        if provider is None:
+            return placement_error(
+                context, 404,
+                'No resource provider with uuid %s found' % uuid,
+                'placement.undefined_code')
+        return {'allocations': {
+            consumer: {'resources': dict(held[uuid])}
+            for consumer, held in self.cloud.allocations.items()
+            if held.get(uuid)},
+            'resource_provider_generation': provider.generation}
 
     def _provider_get(self, request, context):
         p, what = self._provider(request, context)
@@ -924,6 +1106,8 @@ class FakeCompute:
         self.fail_add_host = set()
         self.unmirrored = set()
         self.remove_conflicts = {}
+        self.server_lists = []  # the params of each GET /servers/detail
+        self.migration_lists = []  # the params of each GET /os-migrations
         proxy.get.side_effect = self.get
         proxy.post.side_effect = self.post
         proxy.delete.side_effect = self.delete
@@ -1025,9 +1209,13 @@ class FakeCompute:
             if url == '/servers/detail':
                 return make_response(200, self.servers_detail(version,
                                                               params))
+            if url == '/os-migrations':
+                return self.migrations(version, params)
         except ValueError as exc:
             return nova_error(400, str(exc))
         parts = _segments(url)
+        if parts[0] == 'servers' and len(parts) == 2:
+            return self.server_show(parts[1], version)
         if parts[0] == 'flavors' and len(parts) == 2:
             flavor = self._flavor(parts[1])
             if flavor is None:
@@ -1047,6 +1235,11 @@ class FakeCompute:
             name = (body.get('flavor') or {}).get('name')
             return self._write(('create_flavor', name), 'post', url,
                                lambda: self._create_flavor(body, version))
+        if parts[0] == 'servers' and parts[2:] == ['action']:
+            name = next(iter(body), None)
+            return self._write(('action', parts[1], name), 'post', url,
+                               lambda: self.server_action(parts[1], json,
+                                                          version))
         if parts[0] != 'flavors' or len(parts) != 3:
             raise AssertionError('FakeCompute: unexpected POST %s' % url)
         label = self._label(parts[1])
@@ -1095,7 +1288,141 @@ class FakeCompute:
             raise AssertionError('FakeCompute: servers are not paged')
         if str(params.get('all_tenants')) != '1':
             return {'servers': []}
-        return {'servers': [dict(s) for s in self.cloud.servers]}
+        servers = self.cloud.servers
+        if 'host' in params:
+            # an admin filter, an exact match of one value (Nova's
+            # search_opts take the last of repeated ones)
+            host = params['host']
+            if isinstance(host, (list, tuple)):
+                host = host[-1]
+            servers = [s for s in servers
+                       if s.get('OS-EXT-SRV-ATTR:host') == host]
+        self.server_lists.append(dict(params))
+        return {'servers': [dict(s) for s in servers]}
+
+    def server_show(self, server_id, version):
+        """``GET /servers/{id}``: 404 for a server Nova does not have; the
+        2.47 shape only."""
+        if version < (2, 47):
+            raise AssertionError('FakeCompute: a server below 2.47')
+        server = self.cloud.server(server_id)
+        if server is None:
+            return nova_error(404, 'Instance %s could not be found.'
+                              % server_id)
+        return make_response(200, {'server': dict(server)})
+
+    # the vm states each action is taken from (nova/compute/api.py
+    # check_instance_state), as the server's API status; any other, or a
+    # task under way, is a 409
+    ACTION_STATES = {
+        'os-migrateLive': ('ACTIVE', 'PAUSED'),
+        'migrate': ('ACTIVE', 'SHUTOFF'),
+        'confirmResize': ('VERIFY_RESIZE',),
+        'shelve': ('ACTIVE', 'SHUTOFF', 'PAUSED', 'SUSPENDED'),
+        'shelveOffload': ('SHELVED',),
+    }
+
+    def server_action(self, server_id, body, version):
+        """``POST /servers/{id}/action`` as Nova answers it: 404 for an
+        unknown server, 400 for a body its schema refuses at VERSION (a
+        migrate host below 2.56, a live migration without host or
+        block_migration, an unknown host), 409 for a server in a state
+        the action is not taken from or with a task under way; else 202
+        and the move, played at once by FakeCloud.move_server."""
+        server = self.cloud.server(server_id)
+        if server is None:
+            return nova_error(404, 'Instance %s could not be found.'
+                              % server_id)
+        if not isinstance(body, dict) or len(body) != 1:
+            return nova_error(400, 'Invalid request body.')
+        action, args = next(iter(body.items()))
+        if action not in self.ACTION_STATES:
+            return nova_error(400, 'There is no such action: %s' % action)
+        hosts = {hv['service']['host'] for hv in self.cloud.hypervisors}
+        if action == 'os-migrateLive':
+            if not isinstance(args, dict) or (
+                    {'host', 'block_migration'} - set(args)) or (
+                    set(args) - {'host', 'block_migration', 'force'}):
+                return nova_error(400, 'Invalid input for field/attribute '
+                                       'os-migrateLive.')
+        elif action == 'migrate':
+            if args is not None and (not isinstance(args, dict) or set(
+                    args) - ({'host'} if version >= (2, 56) else set())):
+                return nova_error(400, "Additional properties are not "
+                                       "allowed ('host' was unexpected)")
+        elif args is not None:
+            return nova_error(400, 'Invalid input for field/attribute %s.'
+                              % action)
+        host = (args or {}).get('host') if isinstance(args, dict) else None
+        if host is not None and host not in hosts:
+            return nova_error(400, 'Compute host %s could not be found.'
+                              % host)
+        status = (server.get('status') or '').upper()
+        if status not in self.ACTION_STATES[action] or server.get(
+                'OS-EXT-STS:task_state'):
+            return nova_error(409, "Cannot '%s' instance %s while it is in "
+                              "vm_state %s" % (action, server_id,
+                                               status.lower()))
+        if action == 'os-migrateLive':
+            self.cloud.move_server(server, host, 'live-migration')
+        elif action == 'migrate':
+            if host is None or host == server['OS-EXT-SRV-ATTR:host']:
+                return nova_error(400, 'No valid host was found.')
+            self.cloud.move_server(server, host, 'migration')
+        elif action == 'confirmResize':
+            self.cloud.confirm_server(server)
+        else:  # shelve (offloaded at once: shelved_offload_time 0)
+            self.cloud.release(server_id)
+            server.update({'status': 'SHELVED_OFFLOADED',
+                           'OS-EXT-SRV-ATTR:host': None})
+        return make_response(202, None)
+
+    # query parameters of GET /os-migrations, by microversion
+    # (nova/api/openstack/compute/schemas/migrations.py: from 2.59 no
+    # other is allowed, a 400)
+    MIGRATION_QUERY = ((2, 80, {'user_id', 'project_id'}),
+                       (2, 66, {'changes-before'}),
+                       (2, 59, {'limit', 'marker', 'changes-since'}),
+                       (2, 1, {'hidden', 'host', 'instance_uuid',
+                               'source_compute', 'status',
+                               'migration_type'}))
+
+    def migrations(self, version, params):
+        """``GET /os-migrations``: the filters Nova takes (host: source or
+        destination; one value each), paged from 2.59 by the migration
+        uuid, newest first; unknown parameters a 400 from 2.59."""
+        allowed = set()
+        for major, minor, names in self.MIGRATION_QUERY:
+            if version >= (major, minor):
+                allowed |= names
+        unknown = sorted(set(params) - allowed)
+        if unknown and version >= (2, 59):
+            return nova_error(400, "Additional properties are not allowed "
+                                   "(%s was unexpected)" % ', '.join(unknown))
+        self.migration_lists.append(dict(params))
+        found = []
+        for migration in reversed(self.cloud.migrations):
+            if 'host' in params and params['host'] not in (
+                    migration['source_compute'], migration['dest_compute']):
+                continue
+            if any(k in params and str(params[k]) != str(migration[k])
+                   for k in ('status', 'migration_type', 'instance_uuid',
+                             'source_compute')):
+                continue
+            item = dict(migration)
+            if version < (2, 59):
+                item.pop('uuid')
+            if version < (2, 23):
+                item.pop('migration_type')
+            found.append(item)
+        if version < (2, 59):
+            return make_response(200, {'migrations': found})
+        page, links = _page(found, params, 'os-migrations', self.max_limit,
+                            id_key='uuid')
+        body = {'migrations': page}
+        if links:
+            body['migrations_links'] = links
+        return make_response(200, body)
 
     def _service_host(self, service_id):
         for service in self.services():
@@ -1123,6 +1450,13 @@ class FakeCompute:
         if 'disabled_reason' in body and status != 'disabled':
             return nova_error(400, 'Specifying a disabled reason is not '
                                    'supported when the status is enabled.')
+        reason = body.get('disabled_reason')
+        if reason is not None and (not isinstance(reason, str)
+                                   or not 1 <= len(reason) <= 255):
+            # schemas/services.py: a string of 1 to 255 characters
+            return nova_error(400, 'Invalid input for field/attribute '
+                                   'disabled_reason. Value: %s. %r is too '
+                                   'long' % (reason, reason))
         if status == 'disabled':
             self.cloud.disabled.add(host)
             self.cloud.disabled_reasons[host] = body.get('disabled_reason')

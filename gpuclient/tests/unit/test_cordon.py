@@ -97,3 +97,47 @@ class TestUncordon(testtools.TestCase):
         self.assertEqual({'host': 'ours', 'status': 'enabled',
                           'reason': None, 'action': cordon.UNCORDON},
                          cordon.apply_rows(rows, False)[0])
+
+
+class TestDraining(testtools.TestCase):
+
+    def test_a_drains_cordon_is_marked_apart(self):
+        rows, steps = cordon.cordon([
+            service('up'), service('ours', 'disabled', 'gpuclient: psu'),
+            service('theirs', 'disabled', 'broken fan')], 'fw',
+            undone=False, draining=True)
+        self.assertEqual(['gpuclient: draining: fw'] * 2,
+                         [s.args['reason'] for s in steps])
+        self.assertEqual([None, None], [s.inverse for s in steps])
+        self.assertEqual(cordon.NOT_OURS, rows[2]['action'])
+        self.assertTrue(cordon.is_draining('gpuclient: draining: fw'))
+        self.assertTrue(cordon.is_ours('gpuclient: draining: fw'))
+        self.assertFalse(cordon.is_draining('gpuclient: fw'))
+
+    def test_drained_gives_the_ordinary_reason_back(self):
+        steps = cordon.drained([
+            service('d', 'disabled', 'gpuclient: draining: fw'),
+            service('ours', 'disabled', 'gpuclient: fw'),
+            service('theirs', 'disabled', 'broken fan'), service('up')],
+            'fw')
+        self.assertEqual([('d', 'gpuclient: fw')],
+                         [(s.args['host'], s.args['reason']) for s in steps])
+
+    def test_uncordon_of_a_drains_service_needs_force(self):
+        held = service('d', 'disabled', 'gpuclient: draining: fw')
+        rows, steps, _others = cordon.uncordon([held])
+        self.assertEqual([cordon.HELD_BY_DRAIN], [r['action'] for r in rows])
+        self.assertEqual([], steps)
+        _rows, steps, _others = cordon.uncordon([held], force=True)
+        self.assertEqual(['service.enable'], [s.op for s in steps])
+        self.assertEqual([('d', 'gpuclient: draining: fw')],
+                         cordon.held_by_drain([held, service('up')]))
+        self.assertIn('--force', cordon.held_text([('d', 'x')]))
+
+    def test_reason_length_counts_the_marker(self):
+        self.assertIsNone(cordon.reason_problem('x' * 244))
+        self.assertIn('at most 244', cordon.reason_problem('x' * 245))
+        self.assertIsNone(cordon.reason_problem('x' * 234, draining=True))
+        self.assertIn('at most 234',
+                      cordon.reason_problem('x' * 235, draining=True))
+        self.assertIsNone(cordon.reason_problem(None, draining=True))

@@ -15,7 +15,11 @@ earlier drain left unconfirmed, the notices, ``--host-fact``, and the
 journal's server moves (waiting, what counts as done, what stops a move,
 the forward-only error) against a scripted Nova."""
 
+import os
 from unittest import mock
+
+import fixtures
+from osc_lib import exceptions
 
 from gpuclient.cloud import errors
 from gpuclient.ops import journal
@@ -312,3 +316,420 @@ class TestForwardPlan(base.TestCase):
         self.assertEqual([('svc', False, 'gpuclient: fw')],
                          client.compute.services)
         self.assertEqual([('migrate', {'host': 'b'})], client.compute.actions)
+
+
+class DrainTestCase(base.TestCase):
+    """``maintenance_ops.drain`` end to end against the strict fakes:
+    Nova's server routes, os-migrations and services, Placement's
+    allocations. Two passthrough hosts of one pool, and a vGPU host."""
+
+    def setUp(self):
+        super().setUp()
+        import fixtures
+
+        from gpuclient.rules import pools as pools_mod
+        from gpuclient.rules import specs
+        from gpuclient.tests.unit import fakes
+
+        self.fakes = fakes
+        self.cloud = fakes.FakeCloud()
+        self.cloud.pci_host('gpu-pt-1')
+        self.cloud.pci_host('gpu-pt-2')
+        self.cloud.vgpu_host('gpu-vgpu-1')
+        spec = pools_mod.build_spec('solver', 'passthrough', alias='h100',
+                                    pci_id='10de:2331')
+        pool = fakes.Aggregate('solver', pools_mod.metadata_for(spec),
+                               ['gpu-pt-1', 'gpu-pt-2'])
+        self.cloud.aggregates.append(pool)
+        for provider in self.cloud.providers:
+            if provider.parent is None:
+                provider.traits.append('OWNER_NOVA')
+        scanned, _problems = pools_mod.scan([pools_mod.aggregate_dict(pool)])
+        derived = specs.derive(scanned['solver'], gpus=1)
+        pool.metadata.update(derived['aggregate_metadata'])
+        self.specs = derived['extra_specs']
+        self.useFixture(fakes.PlacementFixture(self.cloud))
+        self.cm = self.useFixture(fakes.ClientManagerFixture(self.cloud))
+        self.client = self.cm.gpu
+        self.useFixture(fixtures.MockPatchObject(journal, 'POLL_INTERVAL',
+                                                 0))
+        from gpuclient.ops import maintenance_ops
+        self.ops = maintenance_ops
+        self.useFixture(fixtures.MockPatch(
+            'time.sleep', side_effect=lambda _s: self.cloud.finish_moves()))
+
+    def gpu_server(self, name, host='gpu-pt-1', **more):
+        return self.cloud.add_server(name, host, self.specs,
+                                     gpus={PCI: 1}, **more)
+
+    def drain(self, *hosts, **kwargs):
+        kwargs.setdefault('requested', 'cold')
+        kwargs.setdefault('allow_downtime', True)
+        return self.ops.drain(self.client, list(hosts or ['gpu-pt-1']),
+                              **kwargs)
+
+    def where(self, server):
+        return (server['OS-EXT-SRV-ATTR:host'], server['status'])
+
+    def tree(self, host):
+        root = self.cloud.host_root(host)
+        return {p.uuid for p in self.cloud.providers if p.root is root}
+
+    def assert_gpu_on(self, server, host):
+        held = self.cloud.allocations[server['id']]
+        on = {rp for rp, res in held.items() if res.get(PCI)}
+        self.assertTrue(on)
+        self.assertTrue(on <= self.tree(host), held)
+
+    def reason(self, host='gpu-pt-1'):
+        return self.cloud.disabled_reasons.get(host)
+
+    def actions(self, server, name=None):
+        return [c for c in self.cm.nova.calls
+                if c[0] == 'action' and c[1] == server['id']
+                and (name is None or c[2] == name)]
+
+
+class TestDrainEndToEnd(DrainTestCase):
+
+    def test_every_server_moves_and_the_host_reads_back_empty(self):
+        servers = [self.gpu_server('a'), self.gpu_server('b')]
+        with self.assertLogs('gpuclient.ops.maintenance_ops',
+                             'INFO') as logs:
+            rows, _plan, _notices = self.drain(reason='fw')
+        self.assertEqual(['a', 'b'], [r['name'] for r in rows])
+        for server in servers:
+            self.assertEqual(('gpu-pt-2', 'ACTIVE'), self.where(server))
+            self.assert_gpu_on(server, 'gpu-pt-2')
+        # the drain's cordon became the ordinary one once empty
+        self.assertEqual('gpuclient: fw', self.reason())
+        self.assertIn('Drained (read back with no server and no move '
+                      'coming): gpu-pt-1', '\n'.join(logs.output))
+        # the read-back: one server list of the host (its filter), one
+        # migration list: a constant number of requests
+        self.assertIn({'all_tenants': 1, 'host': 'gpu-pt-1'},
+                      self.cm.nova.server_lists)
+        self.assertIn({'host': 'gpu-pt-1'}, self.cm.nova.migration_lists)
+
+    def test_a_server_arriving_after_the_plan_is_moved_too(self):
+        # defect 1: it lands between the plan and the cordon
+        first = self.gpu_server('a')
+        late = []
+
+        def on_step(index, step):
+            if step.op == 'service.disable' and not late:
+                late.append(self.gpu_server('late'))
+        rows, _plan, _notices = self.drain(on_step=on_step)
+        self.assertEqual(['a', 'late'], [r['name'] for r in rows])
+        for server in [first] + late:
+            self.assertEqual(('gpu-pt-2', 'ACTIVE'), self.where(server))
+        self.assertEqual('gpuclient: maintenance', self.reason())
+
+    def test_a_server_that_arrives_and_cannot_leave_is_named(self):
+        self.gpu_server('a')
+        late = []
+
+        def on_step(index, step):
+            if step.op == 'service.disable' and not late:
+                late.append(self.gpu_server('late', status='SUSPENDED'))
+        exc = self.assertRaises(exceptions.CommandError, self.drain,
+                                on_step=on_step)
+        self.assertIn('did not empty gpu-pt-1', str(exc))
+        self.assertIn('late (%s)' % late[0]['id'], str(exc))
+        # still held by the drain
+        self.assertEqual('gpuclient: draining: maintenance', self.reason())
+
+    def test_a_move_coming_to_the_host_is_waited_for_then_moved(self):
+        # a server migrating towards the drained host (its host is still
+        # the source until it ends) lands, and the next round moves it
+        self.gpu_server('a')
+        coming = self.gpu_server('coming', host='gpu-pt-2')
+        self.cloud.move_outcome[coming['id']] = 'stuck'
+        self.cloud.move_server(coming, 'gpu-pt-1', 'live-migration')
+        self.assertEqual('gpu-pt-2', coming['OS-EXT-SRV-ATTR:host'])
+        rows, _plan, _notices = self.drain()
+        self.assertEqual(('gpu-pt-2', 'ACTIVE'), self.where(coming))
+        self.assertIn('coming', [r['name'] for r in rows])
+
+    def test_a_move_coming_that_never_ends_is_named(self):
+        coming = self.gpu_server('coming', host='gpu-pt-2')
+        self.cloud.move_outcome[coming['id']] = 'stuck'
+        self.cloud.move_server(coming, 'gpu-pt-1', 'migration')
+        self.useFixture(fixtures.MockPatch('time.sleep'))
+        ticks = iter(range(0, 10000, 100))
+        self.useFixture(fixtures.MockPatch('time.monotonic',
+                                           side_effect=lambda: next(ticks)))
+        exc = self.assertRaises(exceptions.CommandError, self.drain,
+                                timeout=300)
+        self.assertIn('%s arriving on gpu-pt-1 from gpu-pt-2'
+                      % coming['id'], str(exc))
+
+    def test_a_server_without_gpus_moves_and_is_done(self):
+        # defect 9: checked by the host and what it holds, not "nowhere"
+        plain = self.cloud.add_server('plain', 'gpu-pt-1')
+        rows, _plan, _notices = self.drain(requested='auto')
+        self.assertEqual([None], [r['resource_class'] for r in rows])
+        host, status = self.where(plain)
+        self.assertNotEqual('gpu-pt-1', host)
+        self.assertEqual('ACTIVE', status)
+        self.assertTrue(set(self.cloud.allocations[plain['id']])
+                        <= self.tree(host))
+
+    def test_a_failed_move_leaves_the_host_cordoned(self):
+        server = self.gpu_server('a')
+        self.cloud.move_outcome[server['id']] = 'fail'
+        exc = self.assertRaises(journal.ApplyError, self.drain, reason='fw')
+        self.assertIn('Not done', str(exc))
+        self.assertEqual(('gpu-pt-1', 'ACTIVE'), self.where(server))
+        self.assertIn('gpu-pt-1', self.cloud.disabled)
+        self.assertEqual('gpuclient: draining: fw', self.reason())
+        # the re-run finishes it
+        self.drain(reason='fw')
+        self.assertEqual(('gpu-pt-2', 'ACTIVE'), self.where(server))
+        self.assertEqual('gpuclient: fw', self.reason())
+
+    def test_timeout_is_given_to_every_move(self):
+        self.gpu_server('a')
+        seen = []
+        self.drain(timeout=42,
+                   on_step=lambda _i, step: seen.append(step))
+        moves = [s for s in seen if s.op.startswith('server.')]
+        self.assertEqual([42], [s.args['timeout'] for s in moves])
+
+    def test_a_stuck_move_times_out_after_the_timeout_given(self):
+        server = self.gpu_server('a')
+        self.cloud.move_outcome[server['id']] = 'stuck'
+        self.useFixture(fixtures.MockPatch('time.sleep'))
+        ticks = iter(range(0, 100000, 10))
+        self.useFixture(fixtures.MockPatch('time.monotonic',
+                                           side_effect=lambda: next(ticks)))
+        exc = self.assertRaises(journal.ApplyError, self.drain, timeout=42)
+        self.assertIn('after 42 s', str(exc))
+        self.assertIn('under way or unknown', str(exc))
+
+    def test_skip_unmovable_and_several_hosts(self):
+        a = self.cloud.add_server('a', 'gpu-pt-1')
+        stuck = self.gpu_server('stuck', status='ERROR')
+        b = self.cloud.add_server('b', 'gpu-pt-2')
+        exc = self.assertRaises(exceptions.CommandError, self.drain,
+                                'gpu-pt-1', 'gpu-pt-2')
+        self.assertIn('Nothing was changed', str(exc))
+        self.assertEqual(set(), self.cloud.disabled)
+        rows, _plan, _n = self.drain('gpu-pt-1', 'gpu-pt-2',
+                                     skip_unmovable=True, requested='auto')
+        self.assertEqual({'gpu-pt-1', 'gpu-pt-2'}, self.cloud.disabled)
+        self.assertEqual(('gpu-pt-1', 'ERROR'), self.where(stuck))
+        for server in (a, b):
+            self.assertEqual('gpu-vgpu-1', self.where(server)[0])
+        # two hosts: the migration list unfiltered, once per read-back
+        self.assertIn({}, self.cm.nova.migration_lists)
+
+
+class TestDrainUnderWay(DrainTestCase):
+    """Defect 10: a move Nova accepted whose read-back failed."""
+
+    def fail_reads_after(self, server, action):
+        nova = self.cm.nova
+        real = nova.server_action
+
+        def then_fail(server_id, body, version):
+            answer = real(server_id, body, version)
+            if action in (body or {}):
+                nova.fail[('get', '/servers/%s' % server['id'])] = 500
+            return answer
+        nova.server_action = then_fail
+        return real
+
+    def test_accepted_then_unreadable_is_under_way_and_waited_for(self):
+        server = self.gpu_server('a')
+        self.cloud.move_outcome[server['id']] = 'stuck'
+        real = self.fail_reads_after(server, 'migrate')
+        exc = self.assertRaises(journal.ApplyError, self.drain)
+        text = str(exc)
+        self.assertIn('Still under way or unknown: cold-migrate server a',
+                      text)
+        self.assertNotIn('Not done', text)
+        # the re-run finds the migration in progress and waits for it
+        self.cm.nova.fail.clear()
+        self.cm.nova.server_action = real
+        rows, plan, _n = self.drain()
+        self.assertTrue(rows[0].get('under_way'))
+        self.assertIn('wait for the cold migration',
+                      ' '.join(s.what for s in plan.steps))
+        self.assertEqual(('gpu-pt-2', 'ACTIVE'), self.where(server))
+        self.assertEqual(1, len(self.actions(server, 'migrate')))
+        self.assert_gpu_on(server, 'gpu-pt-2')
+
+    def test_live_migration_accepted_then_unreadable(self):
+        server = self.cloud.add_server('plain', 'gpu-pt-1')
+        self.fail_reads_after(server, 'os-migrateLive')
+        exc = self.assertRaises(journal.ApplyError, self.drain,
+                                requested='live')
+        self.assertIn('Still under way or unknown: live-migrate server '
+                      'plain', str(exc))
+
+
+class TestDrainReason(DrainTestCase):
+    """Defect 12: a --reason Nova would refuse, refused in the plan."""
+
+    def test_too_long_refused_before_any_write_or_notice(self):
+        self.gpu_server('a')
+        where = self.useFixture(fixtures.TempDir()).path
+        longest = 255 - len('gpuclient: draining: ')
+        for length in (250, longest + 1):
+            exc = self.assertRaises(exceptions.CommandError, self.drain,
+                                    reason='x' * length, notice_dir=where)
+            self.assertIn('at most %d characters' % longest, str(exc))
+        self.assertEqual([], os.listdir(where))
+        self.assertEqual([], [c for c in self.cm.nova.calls
+                              if c[0] in ('service', 'action')])
+        # the longest that fits goes through Nova's 255
+        self.drain(reason='x' * longest)
+        self.assertEqual(255 - len('draining: '), len(self.reason()))
+
+    def test_cordon_too(self):
+        exc = self.assertRaises(exceptions.CommandError, self.ops.cordon,
+                                self.client, ['gpu-pt-1'], reason='x' * 245)
+        self.assertIn('at most 244 characters', str(exc))
+        self.assertEqual(set(), self.cloud.disabled)
+
+    def test_the_fake_refuses_what_nova_refuses(self):
+        service = [s for s in self.cm.nova.services()
+                   if s.host == 'gpu-pt-1'][0]
+        self.assertRaises(errors.APIError,
+                          self.client.compute.set_service_status,
+                          service.id, False, 'x' * 256)
+
+
+class TestDrainNotices(DrainTestCase):
+    """Defect 11: notices written when the plan is final; a re-run keeps
+    identical ones."""
+
+    def test_the_rerun_keeps_identical_notices(self):
+        server = self.gpu_server('a')
+        where = self.useFixture(fixtures.TempDir()).path
+        self.cloud.move_outcome[server['id']] = 'fail'
+        self.assertRaises(journal.ApplyError, self.drain, notice_dir=where)
+        self.assertEqual(['drain-notice-p1.txt'], os.listdir(where))
+        with open(os.path.join(where, 'drain-notice-p1.txt')) as notice:
+            first = notice.read()
+        _rows, _plan, written = self.drain(notice_dir=where)
+        self.assertEqual([os.path.join(where, 'drain-notice-p1.txt')],
+                         written)
+        with open(os.path.join(where, 'drain-notice-p1.txt')) as notice:
+            self.assertEqual(first, notice.read())
+        self.assertEqual(('gpu-pt-2', 'ACTIVE'), self.where(server))
+
+    def test_another_text_is_refused_before_any_write(self):
+        self.gpu_server('a')
+        where = self.useFixture(fixtures.TempDir()).path
+        with open(os.path.join(where, 'drain-notice-p1.txt'), 'w') as out:
+            out.write('mine')
+        exc = self.assertRaises(exceptions.CommandError, self.drain,
+                                notice_dir=where)
+        self.assertIn('another text', str(exc))
+        self.assertEqual(set(), self.cloud.disabled)
+
+    def test_a_refused_plan_writes_no_notice(self):
+        self.gpu_server('a', status='SUSPENDED')
+        where = self.useFixture(fixtures.TempDir()).path
+        self.assertRaises(exceptions.CommandError, self.drain,
+                          notice_dir=where)
+        self.assertEqual([], os.listdir(where))
+
+
+class TestUncordonHeldByDrain(DrainTestCase):
+    """Defect 13: uncordon of a service a drain still holds."""
+
+    def test_refused_naming_the_drain_unless_forced(self):
+        server = self.gpu_server('a')
+        self.cloud.move_outcome[server['id']] = 'fail'
+        self.assertRaises(journal.ApplyError, self.drain, reason='fw by bob')
+        exc = self.assertRaises(exceptions.CommandError, self.ops.uncordon,
+                                self.client, ['gpu-pt-1'])
+        self.assertIn('gpu-pt-1 ("gpuclient: draining: fw by bob")',
+                      str(exc))
+        self.assertIn('--force', str(exc))
+        self.assertIn('gpu-pt-1', self.cloud.disabled)
+        rows, _plan, _note = self.ops.uncordon(self.client, ['gpu-pt-1'],
+                                               force=True)
+        self.assertEqual('uncordon', rows[0]['action'])
+        self.assertNotIn('gpu-pt-1', self.cloud.disabled)
+
+    def test_a_finished_drain_is_uncordoned(self):
+        self.gpu_server('a')
+        self.drain()
+        self.ops.uncordon(self.client, ['gpu-pt-1'])
+        self.assertNotIn('gpu-pt-1', self.cloud.disabled)
+
+    def test_a_drain_of_a_cordoned_host_marks_it_while_it_runs(self):
+        self.ops.cordon(self.client, ['gpu-pt-1'], reason='psu')
+        server = self.gpu_server('a')
+        self.cloud.move_outcome[server['id']] = 'fail'
+        self.assertRaises(journal.ApplyError, self.drain, reason='psu')
+        self.assertEqual('gpuclient: draining: psu', self.reason())
+        self.assertRaises(exceptions.CommandError, self.ops.uncordon,
+                          self.client, ['gpu-pt-1'])
+
+
+class TestDrainUnconfirmed(DrainTestCase):
+
+    def test_the_rerun_confirms_what_was_left_unconfirmed(self):
+        server = self.gpu_server('a')
+        self.drain(confirm=False)
+        self.assertEqual(('gpu-pt-2', 'VERIFY_RESIZE'), self.where(server))
+        rows, _plan, _n = self.drain()
+        self.assertEqual([(server['id'], True)],
+                         [(r['server'], r.get('confirm_only'))
+                          for r in rows])
+        self.assertEqual(('gpu-pt-2', 'ACTIVE'), self.where(server))
+        self.assertEqual(1, len(self.actions(server, 'confirmResize')))
+
+
+class TestFakeServerRoutes(DrainTestCase):
+    """The fake answers the server routes as Nova does."""
+
+    def test_unknown_server_and_wrong_state(self):
+        compute = self.client.compute
+        self.assertIsNone(compute.get_server('nope'))
+        self.assertRaises(errors.NotFound, compute.server_action, 'nope',
+                          'migrate', {'host': 'gpu-pt-2'})
+        server = self.gpu_server('a', status='SUSPENDED')
+        exc = self.assertRaises(errors.APIError, compute.server_action,
+                                server['id'], 'migrate',
+                                {'host': 'gpu-pt-2'})
+        self.assertEqual(409, exc.status)
+        exc = self.assertRaises(errors.APIError, compute.server_action,
+                                server['id'], 'confirmResize')
+        self.assertEqual(409, exc.status)
+
+    def test_migrations_query_by_microversion(self):
+        answer = self.cm.nova.get('/os-migrations', microversion='2.59',
+                                  params={'user_id': 'u'})
+        self.assertEqual(400, answer.status_code)
+        answer = self.cm.nova.get('/os-migrations', microversion='2.80',
+                                  params={'user_id': 'u'})
+        self.assertEqual(200, answer.status_code)
+
+
+class TestDrainLastWrite(DrainTestCase):
+
+    def test_the_ordinary_reason_failing_says_the_hosts_are_empty(self):
+        server = self.gpu_server('a')
+        service = [s for s in self.cm.nova.services()
+                   if s.host == 'gpu-pt-1'][0]
+
+        def on_step(_index, step):
+            if step.op == 'service.disable' and not (
+                    step.args['reason'].startswith('gpuclient: draining')):
+                self.cm.nova.fail[('put', '/os-services/%s'
+                                   % service.id)] = 500
+        exc = self.assertRaises(journal.ApplyError, self.drain,
+                                on_step=on_step)
+        self.assertIn('read gpu-pt-1 back empty', str(exc))
+        self.assertIn('Run the drain again', str(exc))
+        self.assertEqual('gpuclient: draining: maintenance', self.reason())
+        self.cm.nova.fail.clear()
+        self.drain()
+        self.assertEqual(('gpu-pt-2', 'ACTIVE'), self.where(server))
+        self.assertEqual('gpuclient: maintenance', self.reason())

@@ -63,6 +63,8 @@ class TestParsers(CordonTestCase):
         parsed = self.check_parser(cmd, ['h1'])
         self.assertEqual(['h1'], parsed.hosts)
         self.assertFalse(parsed.dry_run)
+        self.assertFalse(parsed.force)
+        self.assertTrue(self.check_parser(cmd, ['h1', '--force']).force)
 
     def test_a_host_is_required(self):
         for cls in (host.CordonHost, host.UncordonHost):
@@ -167,6 +169,19 @@ class TestUncordon(CordonTestCase):
         self.run_cmd(host.UncordonHost, ['gpu-pt-1', '--dry-run'])
         self.assertEqual({'gpu-pt-1'}, self.cloud.disabled)
 
+    def test_a_drains_host_needs_force(self):
+        self.cloud.disabled.add('gpu-pt-1')
+        self.cloud.disabled_reasons['gpu-pt-1'] = (
+            'gpuclient: draining: bob fw')
+        exc = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                                host.UncordonHost, ['gpu-pt-1'])
+        self.assertIn('gpuclient: draining: bob fw', str(exc))
+        self.assertEqual([], self.writes())
+        _columns, rows = self.run_cmd(host.UncordonHost,
+                                      ['gpu-pt-1', '--force'])
+        self.assertEqual('uncordon', rows[0][3])
+        self.assertEqual(set(), self.cloud.disabled)
+
 
 class TestDrain(CordonTestCase):
     """``gpu host drain --dry-run``: the plan rows, nothing changed."""
@@ -231,8 +246,11 @@ class TestDrain(CordonTestCase):
         row = dict(zip(columns, rows[0], strict=True))
         self.assertEqual('stays', row['Method'])
         self.assertEqual({'gpu-pt-1'}, self.cloud.disabled)
+        # the drain's cordon, then the ordinary one once it is over
         self.assertEqual([('service', self.service_id('gpu-pt-1'),
-                           'disabled')], self.writes())
+                           'disabled')] * 2, self.writes())
+        self.assertEqual('gpuclient: maintenance',
+                         self.cloud.disabled_reasons['gpu-pt-1'])
 
     def test_notices_are_written_per_project(self):
         where = self.useFixture(fixtures.TempDir()).path
