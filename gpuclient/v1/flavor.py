@@ -258,7 +258,7 @@ class DeleteFlavor(command.Command):
                                          dry_run=parsed_args.dry_run)
                 if parsed_args.dry_run:
                     common.write_plan(self.app, plan)
-            except exceptions.CommandError as exc:
+            except Exception as exc:  # noqa: BLE001 - OSC's N-of-M delete
                 failed += 1
                 LOG.error(_('Failed to delete flavor with name or ID '
                             '%(flavor)s: %(error)s'),

@@ -473,7 +473,7 @@ class DeletePool(command.Command):
                     client, name, force=parsed_args.force,
                     dry_run=parsed_args.dry_run,
                     allow_servers=parsed_args.allow_servers)
-            except exceptions.CommandError as exc:
+            except Exception as exc:  # noqa: BLE001 - OSC's N-of-M delete
                 failures += 1
                 LOG.error(_('Failed to delete pool %(name)s: %(error)s'),
                           {'name': name, 'error': exc})

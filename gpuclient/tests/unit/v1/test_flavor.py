@@ -555,3 +555,24 @@ class TestDelete(FlavorTestCase):
         self.assertEqual('2 of 3 flavors failed to delete.', str(exc))
         self.assertEqual([keep['id']], [f['id'] for f in self.cloud.flavors])
         self.assertIn('not a GPU flavor', self.logger.output)
+
+    def test_n_of_m_any_error(self):
+        # OSC's deletes go on after any error of one item, not only a
+        # CommandError (a dropped connection, an SDK exception)
+        from gpuclient.ops import flavor_ops
+
+        self.cloud.add_flavor('g1', extra_specs={'resources:VGPU': '1'})
+        self.cloud.add_flavor('g2', extra_specs={'resources:VGPU': '1'})
+        real = flavor_ops.delete
+
+        def delete(client, name, *args, **kwargs):
+            if name == 'g1':
+                raise ConnectionError('connection reset by peer')
+            return real(client, name, *args, **kwargs)
+
+        with mock.patch.object(flavor_ops, 'delete', side_effect=delete):
+            exc = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                                    flavor_cmd.DeleteFlavor, ['g1', 'g2'])
+        self.assertEqual('1 of 2 flavors failed to delete.', str(exc))
+        self.assertIn('connection reset by peer', self.logger.output)
+        self.assertEqual(['g1'], [f['name'] for f in self.cloud.flavors])

@@ -326,6 +326,27 @@ class TestCommands(PoolCommandTestCase):
         self.assertEqual('1 of 2 pools failed to delete.', str(exc))
         self.assertEqual([], self.cloud.aggregates)
 
+    def test_delete_n_of_m_any_error(self):
+        # OSC's deletes go on after any error of one item, not only a
+        # CommandError (a dropped connection, an SDK exception)
+        from gpuclient.ops import pool_ops
+
+        self.create()
+        real = pool_ops.delete
+
+        def delete(client, name, **kwargs):
+            if name == 'other':
+                raise ConnectionError('connection reset by peer')
+            return real(client, name, **kwargs)
+
+        with mock.patch.object(pool_ops, 'delete', side_effect=delete):
+            exc = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                                    pool_cmd.DeletePool, ['other', 'solver'])
+        self.assertEqual('1 of 2 pools failed to delete.', str(exc))
+        self.assertIn('Failed to delete pool other: connection reset by peer',
+                      self.logger.output)
+        self.assertEqual([], self.cloud.aggregates)
+
 
 class TestDryRun(PoolCommandTestCase):
     """--dry-run shows the plan, numbered, each step with its undo, and
