@@ -53,8 +53,8 @@ def collect(client, flavor=None, resources=(), required=(), image=None,
     cloud = snapshot.read(client, with_placement=False)
     aggregates, pools = cloud.aggregates, cloud.pools
     snapshot.warn_problems(cloud.problems)
-    if pool and pool not in pools:
-        raise pools_mod.unknown_pool(pool, pools)
+    if pool:
+        pool = pools_mod.pool_name(pools, pool)
     project_id = (client.project_id(project, project_domain) if project
                   else client.current_project_id())
     the_flavor = client.compute.find_flavor(flavor) if flavor else None

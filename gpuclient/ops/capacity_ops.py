@@ -33,8 +33,8 @@ def collect(client, settings, project=None, project_domain=None, pool=None,
                   else client.current_project_id())
     cloud = snapshot.read(client, with_flavors=True, mapped_only=True)
     snapshot.warn_problems(cloud.problems)
-    if pool and pool not in cloud.pools:
-        raise pools_mod.unknown_pool(pool, cloud.pools)
+    if pool:
+        pool = pools_mod.pool_name(cloud.pools, pool)
     wanted = None
     if flavors:
         wanted = capacity.resolve_flavors(cloud.flavors, flavors)

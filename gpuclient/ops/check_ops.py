@@ -45,8 +45,8 @@ def run(client, settings=None, names=None, pool=None, utilisation=None):
     cloud = snapshot.read(client, with_flavors=True, mapped_only=True,
                           with_images=True, with_pool_members=True,
                           with_projects=True)
-    if pool and pool not in cloud.pools:
-        raise pools_mod.unknown_pool(pool, cloud.pools)
+    if pool:
+        pool = pools_mod.pool_name(cloud.pools, pool)
     for note in cloud.placement.notes():
         LOG.warning(note)
     if (settings or {}).get('quota') and cloud.pools:

@@ -76,7 +76,8 @@ def collect(client, pool_names=(), hosts=(), mig_types=None,
     """(Config, notes): one snapshot of the cloud (``snapshot.read``,
     with flavors for the aliases' NUMA policy, Placement trees of the
     pools' hosts only), shaped by ``nova_config.from_cloud``."""
-    aggregates, pools = snapshot.named_pools(client, pool_names)
+    aggregates, pools, pool_names = snapshot.named_pools(client,
+                                                         pool_names)
     chosen = [pools[n] for n in (pool_names or pools)]
     cloud = snapshot.read(
         client, extra_classes=('VGPU',), with_flavors=True,

@@ -74,6 +74,7 @@ def observe(client, pool_names=None, with_images=True, placement_classes=None,
     aggregates = client.compute.aggregates()
     found, _problems = pools_mod.scan(
         [pools_mod.aggregate_dict(a) for a in aggregates])
+    pool_names = pool_names and pools_mod.pool_names(found, pool_names, False)
     scope = None
     if pool_names and wanted is not None:
         scope = document.scope(pool_names, found, wanted)

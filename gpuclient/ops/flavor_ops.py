@@ -85,8 +85,7 @@ def create(client, name, pool, vcpus, ram, disk, ephemeral=0, swap=0,
         raise exceptions.CommandError(
             _('--project is only allowed with --private.'))
     pools, _aggregates = read_pools(client)
-    if pool not in pools:
-        raise pools_mod.unknown_pool(pool, pools)
+    pool = pools_mod.pool_name(pools, pool)
     the_pool = pools[pool]
     derived = specs.derive(the_pool, gpus=gpus, numa_policy=numa_policy,
                            properties=properties)
@@ -176,8 +175,8 @@ def list_flavors(client, pool=None, long=False):
     list``: the GPU flavors (of POOL), sorted by name; with LONG the
     projects of each private flavor (one request per private flavor)."""
     pools, _aggregates = read_pools(client, required=bool(pool))
-    if pool and pool not in pools:
-        raise pools_mod.unknown_pool(pool, pools)
+    if pool:
+        pool = pools_mod.pool_name(pools, pool)
     found = []
     for flavor in sorted(client.compute.flavors(),
                          key=lambda f: (f.get('name') or '', f['id'])):

@@ -38,8 +38,7 @@ def collect(client, pool=None, resource_classes=(), unmapped=False,
     if pool:
         # the pool is checked before Placement is read
         pools, _problems = pools_mod.scan(aggregates)
-        if pool not in pools:
-            raise pools_mod.unknown_pool(pool, pools)
+        pool = pools_mod.pool_name(pools, pool)
         members = set(pools[pool]['hosts'])
         unmapped = False
     cloud = snapshot.read(client, extra_classes=extra, wanted_hosts=members,

@@ -200,6 +200,7 @@ def create(client, spec, hosts, dry_run=False, on_step=None, projects=None,
 def add_hosts(client, name, hosts, dry_run=False, on_step=None):
     view = View(client)
     pool = view.pool(name)
+    name = pool['name']
     hosts = view.resolve_hosts(hosts)
     view.check_zone(pool['zone'], hosts, own_aggregate=pool['aggregate'])
     obs = view.observed(hosts, pool['resource_class'], _traits_of(pool))
@@ -215,6 +216,7 @@ def remove_hosts(client, name, hosts, dry_run=False, on_step=None,
     project's servers read once, paged: ``pool_plan.check_servers``)."""
     view = View(client)
     pool = view.pool(name)
+    name = pool['name']
     hosts = view.resolve_hosts(hosts, members=pool['hosts'])
     obs = view.observed(hosts, pool['resource_class'],
                         servers=not allow_servers)
@@ -229,6 +231,7 @@ def set_isolation(client, name, isolate, update_dependents=False,
     """Turn isolation on (or repair it) or off."""
     view = View(client)
     pool = view.pool(name)
+    name = pool['name']
     obs = view.observed(pool['hosts'], pool['resource_class'],
                         {pool['pool_trait']}, flavors=True,
                         images=not isolate)
@@ -252,6 +255,7 @@ def update_metadata(client, name, projects_add=(), projects_remove=(),
     """
     view = View(client)
     pool = view.pool(name)
+    name = pool['name']
     add = client.project_ids(projects_add, project_domain)
     remove = []
     for project in projects_remove:
@@ -332,6 +336,7 @@ def set_pool(client, name, isolate=None, projects_add=(), properties=None,
                              dry_run=dry_run, on_step=on_step)
     view = View(client)
     pool = view.pool(name)
+    name = pool['name']
     add = client.project_ids(projects_add, project_domain)
     if zone is not None:
         # Nova's rules (one zone per host, no move with instances), before
@@ -369,6 +374,8 @@ def delete(client, name, force=False, dry_run=False, on_step=None,
     unless ALLOW_SERVERS (every project's servers read once:
     ``pool_plan.check_servers``)."""
     view = View(client)
+    if name not in view.pools and view.aggregate(name) is None:
+        name = view.pool(name)['name']  # an aggregate ID or UUID
     if name not in view.pools and view.aggregate(name) is not None:
         obs = view.observed(traits={pools.pool_trait(name)})
     else:

@@ -127,7 +127,8 @@ def _read_cloud(client, pool_names):
 
     from gpuclient.ops import snapshot
 
-    aggregates, pools = snapshot.named_pools(client, pool_names)
+    aggregates, pools, pool_names = snapshot.named_pools(client,
+                                                         pool_names)
     for name in pool_names:
         if pools[name]['mode'] not in (pools_mod.MIG, pools_mod.VGPU):
             raise exceptions.CommandError(

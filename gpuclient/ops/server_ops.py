@@ -130,8 +130,8 @@ def collect(client, project=None, project_domain=None, all_projects=False,
     for _agg, _pool, message in cloud.problems:
         notes.append(message)
     roots = None
-    if pool and pool not in cloud.pools:
-        raise pools_mod.unknown_pool(pool, cloud.pools)
+    if pool:
+        pool = pools_mod.pool_name(cloud.pools, pool)
     host_roots = cloud.host_roots()
     if host:
         found, resolved = cloud.resolve_hosts([host])

@@ -155,7 +155,8 @@ class Cloud:
 
 
 def named_pools(client, pool_names):
-    """(aggregates, pools) of a command about the pools POOL_NAMES and
+    """(aggregates, pools, names) of a command about the pools POOL_NAMES
+    (names or aggregate IDs; NAMES: their pool names) and
     their hosts' trees (``gpu config show``, ``gpu profile plan
     --pool``): refused before the first request below the compute API
     versions such a read needs (hypervisor uuids, flavor extra specs),
@@ -166,10 +167,7 @@ def named_pools(client, pool_names):
     aggregates = client.compute.aggregates()
     pools, _problems = pools_mod.scan(
         [pools_mod.aggregate_dict(a) for a in aggregates])
-    for name in pool_names:
-        if name not in pools:
-            raise pools_mod.unknown_pool(name, pools)
-    return aggregates, pools
+    return aggregates, pools, pools_mod.pool_names(pools, pool_names)
 
 
 def read(client, extra_classes=(), with_flavors=False, wanted_hosts=None,

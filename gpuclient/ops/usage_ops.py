@@ -88,8 +88,8 @@ def collect(client, start=None, end=None, project=None,
     else:
         pools, problems = pools_mod.scan(aggregates)
         notes += [message for _agg, _pool, message in problems]
-        if pool and pool not in pools:
-            raise pools_mod.unknown_pool(pool, pools)
+        if pool:
+            pool = pools_mod.pool_name(pools, pool)
         usages = client.compute.server_usages(start, end, project_id)
         all_projects = project_id != own_id
     listed = {}

@@ -114,16 +114,52 @@ def unknown_pool(name, pools):
         pool=name, known=', '.join(sorted(pools)) or _('none'))
 
 
+def find(pools, name_or_id, problems=()):
+    """The pool NAME_OR_ID names among POOLS (from ``scan``): a pool name,
+    else the ID or UUID of a pool's aggregate (as ``openstack aggregate
+    show`` takes them; a pool name wins over another aggregate's ID).
+    Otherwise CommandError: what is wrong with its aggregate when
+    PROBLEMS name it, else the pools there are.
+
+    The one resolver of every command that names a pool."""
+    if name_or_id in pools:
+        return pools[name_or_id]
+    text = str(name_or_id).strip().lower()
+    for pool in pools.values():
+        ids = (pool.get('aggregate_id'), pool.get('aggregate_uuid'))
+        if text in {str(i).lower() for i in ids if i is not None}:
+            return pool
+    bad = [message for _agg, pool, message in problems if pool == name_or_id]
+    if bad:
+        raise exceptions.CommandError(' '.join(bad))
+    raise unknown_pool(name_or_id, pools)
+
+
+def pool_name(pools, name_or_id, problems=()):
+    """The name of the pool NAME_OR_ID names (``find``), or CommandError."""
+    return find(pools, name_or_id, problems)['name']
+
+
+def pool_names(pools, names_or_ids, strict=True):
+    """[pool name] of NAMES_OR_IDS (``find`` each), in order; a name that
+    is no pool is CommandError, or, unless STRICT, kept as given (a
+    document's pool that the cloud does not have yet)."""
+    if not strict:
+        return [pool_name(pools, n) if _is_aggregate_id(pools, n) else n
+                for n in names_or_ids]
+    return [pool_name(pools, n) for n in names_or_ids]
+
+
+def _is_aggregate_id(pools, text):
+    return text not in pools and any(
+        str(text).strip().lower() in {str(i).lower() for i in (
+            p.get('aggregate_id'), p.get('aggregate_uuid')) if i is not None}
+        for p in pools.values())
+
+
 def lookup(pools, problems, name):
-    """The pool NAME among POOLS (from ``scan``), or CommandError: what
-    is wrong with its aggregate when PROBLEMS name it, else the pools
-    there are."""
-    if name not in pools:
-        bad = [message for _agg, pool, message in problems if pool == name]
-        if bad:
-            raise exceptions.CommandError(' '.join(bad))
-        raise unknown_pool(name, pools)
-    return pools[name]
+    """The pool NAME (name or aggregate ID/UUID) among POOLS (``find``)."""
+    return find(pools, name, problems)
 
 
 def pool_trait(name):

@@ -104,8 +104,7 @@ def target_class(pools, pool=None, resource_class=None):
     ``openstack limit`` sets those).
     """
     if pool is not None:
-        if pool not in pools:
-            raise pools_mod.unknown_pool(pool, pools)
+        pool = pools_mod.pool_name(pools, pool)
         return pools[pool]['resource_class']
     return names.check_gpu_class(resource_class)
 

@@ -194,3 +194,54 @@ class TestHelpers(base.TestCase):
         spec = pools.build_spec('s', 'passthrough', alias='h100',
                                 pci_id='10de:2331')
         self.assertEqual('h100 (10de:2331)', pools.device(spec))
+
+
+class TestFind(base.TestCase):
+    """One resolver for every command that names a pool: a pool name,
+    else its aggregate's ID or UUID (as ``openstack aggregate show``)."""
+
+    def setUp(self):
+        super().setUp()
+        solver = {'gpu_pool': 'solver', 'gpu_pool_mode': 'passthrough',
+                  'gpu_resource_class': 'CUSTOM_PCI_10DE_2331',
+                  'gpu_alias': 'h100', 'gpu_pci_id': '10de:2331'}
+        self.found, self.problems = pools.scan([
+            dict(name='solver-agg', id=7, uuid='AB12-uuid', hosts=[],
+                 metadata=solver),
+            # a pool whose name is another aggregate's ID: the name wins
+            dict(name='seven', id=8, uuid='cd34', hosts=[],
+                 metadata=dict(solver, gpu_pool='7')),
+            dict(name='broken', id=9, uuid='ef56', hosts=[],
+                 metadata={'gpu_pool': 'broken'}),
+        ])
+
+    def test_cases(self):
+        for given, expected in [
+                ('solver', 'solver'), ('7', '7'), ('8', '7'),
+                ('ab12-uuid', 'solver'), ('AB12-UUID', 'solver'),
+                (' 8 ', '7')]:
+            self.assertEqual(expected, pools.pool_name(self.found, given),
+                             given)
+            self.assertEqual(expected,
+                             pools.lookup(self.found, self.problems,
+                                          given)['name'], given)
+
+    def test_refused(self):
+        for given in ('nope', '9', 'ef56', '', 'None'):
+            exc = self.assertRaises(exceptions.CommandError,
+                                    pools.pool_name, self.found, given)
+            self.assertIn('No GPU pool named %s' % given, str(exc))
+        exc = self.assertRaises(exceptions.CommandError, pools.lookup,
+                                self.found, self.problems, 'broken')
+        self.assertIn('aggregate broken is marked as GPU pool', str(exc))
+
+    def test_names(self):
+        self.assertEqual(['solver', '7'],
+                         pools.pool_names(self.found, ['ab12-uuid', '8']))
+        self.assertRaises(exceptions.CommandError, pools.pool_names,
+                          self.found, ['solver', 'new'])
+        # a document's pool the cloud does not have yet is kept as given
+        self.assertEqual(['solver', 'new', '7'],
+                         pools.pool_names(self.found,
+                                          ['ab12-uuid', 'new', 'cd34'],
+                                          strict=False))

@@ -159,6 +159,17 @@ class TestCreate(FlavorTestCase):
         self.assertIn('group_policy=isolate on the aggregate',
                       self.logger.output)
 
+    def test_pool_named_by_aggregate_uuid(self):
+        agg = self.aggregate('ws')
+        columns, values = self.run_cmd(
+            flavor_cmd.CreateFlavor,
+            ['g1.ws.1', '--pool', agg.uuid, '--gpus', '1'] + SIZES)
+        self.assertEqual('ws', as_dict(columns, values)['pool'])
+        (flavor,) = self.cloud.flavors
+        self.assertEqual('ws', flavor['extra_specs'][STEER])
+        listed = self.run_cmd(flavor_cmd.ListFlavor, ['--pool', str(agg.id)])
+        self.assertEqual(['g1.ws.1'], [row[1] for row in listed[1]])
+
     def test_private_with_projects(self):
         self.run_cmd(flavor_cmd.CreateFlavor,
                      ['g1.h100.1', '--pool', 'solver', '--private',

@@ -192,6 +192,29 @@ class TestCommands(PoolCommandTestCase):
         # the limits of isolation go to stderr, not into the data
         self.assertIn('Glance property protections', self.logger.output)
 
+    def test_named_by_aggregate_id_or_uuid(self):
+        # every pool command takes the aggregate's ID or UUID as well
+        self.create('--host', 'gpu-pt-1')
+        (agg,) = self.cloud.aggregates
+        for given in (str(agg.id), agg.uuid.upper()):
+            self.assertEqual('solver', self.show_data(given)['name'])
+        self.assertIsNone(self.run_cmd(pool_cmd.SetPool, [
+            agg.uuid, '--property', 'owner=x']))
+        self.assertEqual('x', agg.metadata['owner'])
+        self.assertIsNone(self.run_cmd(pool_cmd.UnsetPool, [
+            str(agg.id), '--property', 'owner']))
+        self.assertNotIn('owner', agg.metadata)
+        shown = self.as_dict(self.run_cmd(pool_cmd.RemoveHostPool, [
+            agg.uuid, 'gpu-pt-1']))
+        self.assertEqual(('solver', ''), (shown['name'], shown['hosts']))
+        shown = self.as_dict(self.run_cmd(pool_cmd.AddHostPool, [
+            str(agg.id), 'gpu-pt-1']))
+        self.assertEqual(('solver', 'gpu-pt-1'),
+                         (shown['name'], shown['hosts']))
+        self.assertIsNone(self.run_cmd(pool_cmd.DeletePool, [
+            agg.uuid, '--force']))
+        self.assertEqual([], self.cloud.aggregates)
+
     def test_show_fields_are_data(self):
         self.create('--host', 'gpu-pt-1', '--isolate')
         shown = self.show_data('solver')
