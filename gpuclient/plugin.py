@@ -37,6 +37,14 @@ def make_client(instance):
     from gpuclient.cloud import client
 
     LOG.debug('Instantiating gpuclient client layer')
+    placement_version = _placement_api_version(instance)
+    if placement_version is not None:
+        LOG.warning(
+            _('--os-placement-api-version %s is ignored by openstack gpu: '
+              'it negotiates the Placement microversion of each request '
+              '(the one the request needs, within what the cloud offers). '
+              'The option is osc-placement\'s, for "openstack resource '
+              'provider ..." commands.'), placement_version)
     return client.GpuClient(
         session=instance.session,
         sdk_connection=instance.sdk_connection,
@@ -55,6 +63,17 @@ def _cloud_config(instance):
     options = getattr(instance, '_cli_options', None)
     config = getattr(options, 'config', None)
     return dict(config) if isinstance(config, dict) else {}
+
+
+def _placement_api_version(instance):
+    """--os-placement-api-version (or $OS_PLACEMENT_API_VERSION, or
+    clouds.yaml's placement_api_version) as given, or None when none was:
+    osc-placement's option, whose default "1" (negotiate) is also None.
+    gpuclient does not follow it (make_client says so)."""
+    value = _cloud_config(instance).get('placement_api_version')
+    if value in (None, '') or str(value) == '1':
+        return None
+    return str(value)
 
 
 def _compute_api_version(instance):
@@ -100,7 +119,8 @@ def build_option_parser(parser):
 
     Only ``--os-gpu-api-version``: the Placement microversion is negotiated
     per call, so there is deliberately no ``--os-placement-api-version``
-    here (osc-placement owns that option).
+    here (osc-placement owns that option; ``make_client`` warns that a
+    given one is ignored).
     """
     parser.add_argument(
         '--os-gpu-api-version',

@@ -16,6 +16,7 @@
 import subprocess
 import sys
 
+import fixtures
 from openstackclient import shell
 
 from gpuclient import plugin
@@ -64,3 +65,28 @@ class TestPlugin(base.TestCase):
         # nothing talks to a cloud until a service is used
         self.assertIsNone(gpu._placement)
         self.assertIsNone(gpu._compute)
+
+    def make(self, **config):
+        options = type('Options', (), {'config': config})()
+        instance = type('CM', (), {
+            'session': object(), 'sdk_connection': object(),
+            'region_name': 'RegionOne', 'interface': 'public',
+            '_cli_options': options})()
+        logger = self.useFixture(fixtures.FakeLogger(name='gpuclient'))
+        plugin.make_client(instance)
+        return logger.output
+
+    def test_placement_api_version_given_is_said_to_be_ignored(self):
+        # osc-placement's --os-placement-api-version (or its environment
+        # variable, or clouds.yaml's placement_api_version): gpuclient
+        # negotiates per call, so a given version is not used; said once
+        # when the client is made, not silently dropped
+        for given in ('1.10', '1.39', 1.6):
+            output = self.make(placement_api_version=given)
+            self.assertIn('--os-placement-api-version %s is ignored by '
+                          'openstack gpu' % given, output)
+        # osc-placement's default ("1": negotiate), or no osc-placement
+        for config in ({'placement_api_version': '1'}, {},
+                       {'placement_api_version': None}):
+            self.assertNotIn('os-placement-api-version',
+                             self.make(**config))
