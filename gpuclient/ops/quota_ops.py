@@ -32,27 +32,31 @@ def read_pools(client):
     return pools
 
 
-def target(client, pool, resource_class, project=None, project_domain=None):
+def target(client, pool, resource_class, project=None, project_domain=None,
+           current=False):
     """(pools, resource class, project id or None) of set, checked before
     any write."""
     pools, classes, project_id = targets(
         client, [pool] if pool is not None else (),
         [resource_class] if resource_class is not None else (),
-        project, project_domain)
+        project, project_domain, current=current)
     return pools, classes[0], project_id
 
 
 def targets(client, pool_names, resource_classes, project=None,
-            project_domain=None):
+            project_domain=None, current=False):
     """(pools, [resource class], project id or None) of set/delete: the
     classes of POOL_NAMES then RESOURCE_CLASSES, each once, all checked
-    before any write."""
+    before any write. The project: PROJECT, else with CURRENT the current
+    one, else None (the registered limit)."""
     pools = read_pools(client)
     classes = quota.target_classes(pools, pool_names, resource_classes)
     project_id = None
     if project:
         project_id = client.project_id(project,
                                        project_domain)
+    elif current:
+        project_id = client.current_project_id()
     for rc in classes:
         note = quota.shared_note(rc, pools)
         if note:
@@ -76,10 +80,21 @@ def plan_and_apply(client, planner, *args, dry_run=False, conf=None):
     return plan
 
 
-def show(client, project=None, project_domain=None, conf=None):
+def show(client, project=None, project_domain=None, conf=None,
+         defaults=False):
     """(rows, notes) of ``gpu quota show``: the project's limit per GPU
     class (``quota.show_rows``) and the notes on enforcement, strategy
-    and sharing. CONF: nova-api's [quota] settings, or None."""
+    and sharing. CONF: nova-api's [quota] settings, or None. DEFAULTS
+    (``--default``): the registered limits, what a project without its
+    own gets; no project nor usage is read."""
+    if defaults:
+        pools = read_pools(client)
+        registered = {n: r['limit'] for n, r in
+                      client.limits.registered().items()}
+        rows = quota.show_rows(pools, {}, registered, {}, conf,
+                               defaults=True)
+        return rows, notes(conf, None, {}, registered,
+                           [r['resource_class'] for r in rows], pools)
     if project:
         project_id = client.project_id(project, project_domain)
     else:

@@ -474,21 +474,26 @@ def quota_classes(pools, project_limits=(), registered=(), usages=()):
     return sorted(found)
 
 
-def show_rows(pools, project_limits, registered, usages, conf=None):
+def show_rows(pools, project_limits, registered, usages, conf=None,
+              defaults=False):
     """One dict per GPU class: resource, resource_class, pools, limit
     (as enforced; None = unlimited), source, in_use, free (None when
-    unlimited)."""
+    unlimited). With DEFAULTS (``gpu quota show --default``): what a
+    project without its own limit gets, and no project's use (in_use and
+    free None)."""
     by_class = pools_by_class(pools)
     rows = []
     for rc in quota_classes(pools, project_limits, registered, usages):
-        found = effective(rc, project_limits, registered, conf)
+        found = effective(rc, {} if defaults else project_limits,
+                          registered, conf)
         used = int((usages or {}).get(rc, 0))
         limit = found['enforced']
         rows.append({
             'resource': resource_name(rc), 'resource_class': rc,
             'pools': by_class.get(rc, []), 'limit': limit,
-            'source': found['source'], 'in_use': used,
-            'free': None if limit is None else max(limit - used, 0),
+            'source': found['source'], 'in_use': None if defaults else used,
+            'free': None if limit is None or defaults else max(
+                limit - used, 0),
         })
     return rows
 

@@ -73,8 +73,9 @@ def _project(parsed_args):
     return parsed_args.project or parsed_args.project_arg
 
 
-def _add_target_args(parser, verb, several=False):
-    _add_project_args(parser, verb, required=True, default=True)
+def _add_target_args(parser, verb, several=False, current=False):
+    _add_project_args(parser, verb, required=not current, default=True,
+                      current=current)
     what = parser.add_mutually_exclusive_group(required=True)
     repeat = {'action': 'append'} if several else {}
     again = (_('; repeat for several, deleted in one all-or-nothing run')
@@ -113,7 +114,8 @@ class SetQuota(command.Command):
         'Set a project\'s GPU quota, or every project\'s default.\n\n'
         'Writes a Keystone unified limit of the compute service on '
         'class:<resource class> (a pool stands for its class): a project '
-        'limit with <project> or --project, the registered limit with '
+        'limit with <project> or --project (default: the current project, '
+        'as "openstack quota set" does), the registered limit with '
         '--default. Nova '
         'enforces it at server create and resize when it runs [quota] '
         'driver = nova.quota.UnifiedLimitsDriver. Keystone keeps a project '
@@ -130,7 +132,7 @@ class SetQuota(command.Command):
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
-        _add_target_args(parser, _('Set'))
+        _add_target_args(parser, _('Set'), current=True)
 
         common.add_dry_run_arg(parser)
         parser.add_argument(
@@ -147,7 +149,8 @@ class SetQuota(command.Command):
         client = self.app.client_manager.gpu
         _pools_found, rc, project_id = quota_ops.target(
             client, parsed_args.pool, parsed_args.resource_class,
-            _project(parsed_args), parsed_args.project_domain)
+            _project(parsed_args), parsed_args.project_domain,
+            current=not parsed_args.default)
         plan = quota_ops.plan_and_apply(
             client, quota.plan_set, rc, gpus, project_id,
             dry_run=parsed_args.dry_run, conf=_quota_conf(parsed_args))
@@ -191,7 +194,9 @@ class ShowQuota(common.Lister):
     _description = _(
         'Show the GPU quota of a project.\n\n'
         'The project is <project> or --project (default: the current '
-        'one), as in "openstack quota show [<project>]". '
+        'one), as in "openstack quota show [<project>]"; --default shows '
+        'the registered limits instead, what a project without its own '
+        'gets (no project, no usage). '
         'One row per GPU resource class (of a pool, or with a limit or '
         'usage): the limit Nova enforces under unified limits (the '
         'project\'s own, else the registered default, else what [quota] '
@@ -206,7 +211,7 @@ class ShowQuota(common.Lister):
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
-        _add_project_args(parser, _('Show'), current=True)
+        _add_project_args(parser, _('Show'), default=True, current=True)
 
         common.add_nova_conf_args(parser)
         return parser
@@ -216,7 +221,8 @@ class ShowQuota(common.Lister):
 
         rows, notes = quota_ops.show(
             self.app.client_manager.gpu, _project(parsed_args),
-            parsed_args.project_domain, _quota_conf(parsed_args))
+            parsed_args.project_domain, _quota_conf(parsed_args),
+            defaults=parsed_args.default)
         for note in notes:
             LOG.warning(note)
         return SHOW_COLUMNS, [

@@ -642,8 +642,7 @@ class TestCommands(base.CommandTestCase):
 
     def test_parser_needs_one_of_each(self):
         cmd = quota_cmd.SetQuota(self.app, None)
-        for args in (['--pool', 'h100', '--gpus', '1'],
-                     ['--project', 'a', '--gpus', '1'],
+        for args in (['--project', 'a', '--gpus', '1'],
                      ['--project', 'a', '--default', '--pool', 'h100',
                       '--gpus', '1'],
                      ['--project', 'a', '--pool', 'h100']):
@@ -700,6 +699,19 @@ class TestCommands(base.CommandTestCase):
             mock.call.create_registered('class:%s' % PT, -1),
             mock.call.create_limit('p-team', 'class:%s' % PT, 2)],
             self.writes())
+
+    def test_set_defaults_to_the_current_project(self):
+        # as "openstack quota set" does: no <project>, --project nor
+        # --default is the current project (never the registered limit)
+        self.run_cmd(quota_cmd.SetQuota, ['--pool', 'h100', '--gpus', '2'])
+        self.assertEqual([
+            mock.call.create_registered('class:%s' % PT, -1),
+            mock.call.create_limit('p-own', 'class:%s' % PT, 2)],
+            self.writes())
+        self.gpu.project_id.assert_not_called()
+        text = ' '.join(quota_cmd.SetQuota(self.app, None).get_parser(
+            'x').format_help().split())
+        self.assertIn('default: the current project', text)
 
     def test_set_project_creates_registered_first(self):
         self.run_cmd(quota_cmd.SetQuota, ['--project', 'team', '--pool',
@@ -857,6 +869,26 @@ class TestCommands(base.CommandTestCase):
         self.gpu.placement.project_usages.reset_mock()
         self.run_cmd(quota_cmd.ShowQuota, [])
         self.gpu.placement.project_usages.assert_called_once_with('p-own')
+
+    def test_show_default(self):
+        # the registered limits, as "openstack quota show --default": no
+        # project is read, no usage (In Use and Free are empty)
+        self.limits.registered.return_value = {
+            'class:%s' % PT: {'id': 'r', 'limit': 4}}
+        self.limits.limits.return_value = [
+            {'id': 'l1', 'project_id': 'p-own',
+             'resource_name': 'class:%s' % PT, 'resource_limit': 2}]
+        columns, rows = self.run_cmd(quota_cmd.ShowQuota, ['--default'])
+        self.assertEqual(quota_cmd.SHOW_COLUMNS, columns)
+        row = dict(zip(columns, rows[0], strict=True))
+        self.assertEqual((PT, 4, 'default', None, None), (
+            row['Resource Class'], row['Limit'].machine_readable(),
+            row['Source'], row['In Use'], row['Free'].machine_readable()))
+        self.gpu.placement.project_usages.assert_not_called()
+        self.gpu.current_project_id.assert_not_called()
+        self.assertRaises(base.ParserError, self.check_parser,
+                          quota_cmd.ShowQuota(self.app, None),
+                          ['team', '--default'])
 
     def test_show(self):
         self.limits.registered.return_value = {
