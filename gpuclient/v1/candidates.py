@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""``openstack gpu candidates``."""
+"""``openstack gpu candidate list`` (and its alias ``gpu candidates``)."""
 
 import argparse
 import logging
@@ -156,7 +156,7 @@ def explanation_lines(result, full=False, why_not=True):
     return lines
 
 
-class Candidates(common.Lister):
+class ListCandidate(common.Lister):
     _description = _(
         'List the hosts Nova would consider for a flavor now.\n\n'
         'One row per host that could take the flavor (and image) now: the '
@@ -278,3 +278,10 @@ class Candidates(common.Lister):
             self.app.stderr.write(line + '\n')
         return table(result, long=parsed_args.long,
                      explain=parsed_args.explain)
+
+
+class Candidates(ListCandidate):
+    _description = _(
+        'List hosts Nova would consider for a flavor (alias).\n\n'
+        'The first name of "openstack gpu candidate list", kept for the '
+        'scripts that use it: the same options, rows and exit status.')

@@ -71,6 +71,7 @@ class TestEntryPoints(base.TestCase):
         commands = entry_points()
         # the parse found the commands, not an empty section
         self.assertIn('gpu candidates', commands)
+        self.assertIn('gpu candidate list', commands)
         self.assertIn('gpu server list', commands)
         self.assertGreaterEqual(len(commands), 20)
         for name, target in commands.items():

@@ -84,16 +84,16 @@ class CandidatesTestCase(base.CommandTestCase):
         return recorded.WITHOUT_GPU
 
     def run_cmd(self, args):
-        cmd = candidates.Candidates(self.make_app(self.cm.client_manager),
-                                    None)
+        cmd = candidates.ListCandidate(
+            self.make_app(self.cm.client_manager), None)
         cmd.app.stderr = io.StringIO()
         parsed = self.check_parser(cmd, args)
         return cmd, parsed, cmd.take_action(parsed)
 
     def run_output(self, args):
         """(stdout, stderr) of the whole command, formatter included."""
-        cmd = candidates.Candidates(self.make_app(self.cm.client_manager),
-                                    None)
+        cmd = candidates.ListCandidate(
+            self.make_app(self.cm.client_manager), None)
         cmd.app.stdout, cmd.app.stderr = io.StringIO(), io.StringIO()
         cmd.run(self.check_parser(cmd, args))
         return cmd.app.stdout.getvalue(), cmd.app.stderr.getvalue()
@@ -109,13 +109,13 @@ class CandidatesTestCase(base.CommandTestCase):
 
 class TestParser(CandidatesTestCase):
     def test_flavor_or_resource_required(self):
-        cmd = candidates.Candidates(self.make_app(None), None)
+        cmd = candidates.ListCandidate(self.make_app(None), None)
         self.assertRaises(base.ParserError, self.check_parser, cmd, [])
         self.assertRaises(base.ParserError, self.check_parser, cmd,
                           ['--flavor', 'f', '--resource', 'VGPU=1'])
 
     def test_options(self):
-        cmd = candidates.Candidates(self.make_app(None), None)
+        cmd = candidates.ListCandidate(self.make_app(None), None)
         self.check_parser(cmd, [
             '--resource', 'VGPU=2', '--resource', 'VCPU=1', '--required',
             'CUSTOM_X', '--forbidden', 'CUSTOM_Y', '--image', 'i', '--pool',
@@ -135,7 +135,7 @@ class TestParser(CandidatesTestCase):
                           ['--resource', 'VGPU=1', '--limit', 'many'])
 
     def test_availability_zone_is_a_hidden_deprecated_alias(self):
-        cmd = candidates.Candidates(self.make_app(None), None)
+        cmd = candidates.ListCandidate(self.make_app(None), None)
         parser = cmd.get_parser('gpu candidates')
         self.assertIn('--zone <zone>', parser.format_help())
         self.assertNotIn('--availability-zone', parser.format_help())
@@ -150,9 +150,22 @@ class TestParser(CandidatesTestCase):
         exc = self.assertRaises(exceptions.CommandError, cmd._zone, parsed)
         self.assertIn('give --zone alone', str(exc))
 
+    def test_candidates_is_an_alias_of_candidate_list(self):
+        # "gpu candidate list" (OSC's <noun> <verb>), and "gpu candidates"
+        # kept: the same parser and take_action, its help says alias
+        alias = candidates.Candidates(self.make_app(None), None)
+        main = candidates.ListCandidate(self.make_app(None), None)
+        self.assertIsInstance(alias, candidates.ListCandidate)
+        self.assertIs(candidates.ListCandidate.take_action,
+                      candidates.Candidates.take_action)
+        self.assertEqual(
+            main.get_parser('gpu').format_usage().replace('gpu', ''),
+            alias.get_parser('gpu').format_usage().replace('gpu', ''))
+        self.assertIn('gpu candidate list', alias.get_description())
+
     def test_description_starts_with_one_short_line(self):
-        text = candidates.Candidates(self.make_app(None),
-                                     None).get_description()
+        text = candidates.ListCandidate(self.make_app(None),
+                                        None).get_description()
         first, blank, details = text.split('\n', 2)
         self.assertLess(len(first), 80)
         self.assertEqual('', blank)
