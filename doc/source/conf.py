@@ -43,3 +43,12 @@ openstackdocs_pdf_link = False
 # autoprogram-cliff: the CLI reference is generated from the commands'
 # own parsers (the entry points in setup.cfg).
 autoprogram_cliff_application = 'openstack'
+
+# A man page, openstack-gpu(1), built from the CLI reference by the docs
+# environment (sphinx-build -b man; tox -e docs), as python-openstackclient
+# builds openstack(1).
+man_pages = [
+    ('cli/index', 'openstack-gpu',
+     'OpenStackClient plugin for GPU clouds: the openstack gpu commands',
+     ['gpuclient developers'], 1),
+]

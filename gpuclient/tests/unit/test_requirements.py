@@ -228,3 +228,22 @@ class TestPackaging(base.TestCase):
                       license_text)
         self.assertIn('END OF TERMS AND CONDITIONS', license_text)
         self.assertEqual('Apache-2.0', self.config['metadata']['license'])
+
+    def test_no_deprecated_licence_classifier(self):
+        # PEP 639: the licence is the SPDX expression of license =; the
+        # "License ::" classifiers are deprecated (setuptools warns, PyPI
+        # will refuse both together)
+        self.assertNotIn('License ::', self.config['metadata']['classifier'])
+
+    def test_man_page_built_by_the_docs_env(self):
+        # openstack-gpu(1) from the CLI reference, in tox -e docs
+        with open(os.path.join(ROOT, 'doc', 'source', 'conf.py')) as text:
+            namespace = {'__file__': os.path.join(ROOT, 'doc', 'source',
+                                                  'conf.py')}
+            exec(compile(text.read(), 'conf.py', 'exec'), namespace)
+        self.assertEqual([('cli/index', 'openstack-gpu', 1)],
+                         [(m[0], m[1], m[4])
+                          for m in namespace['man_pages']])
+        tox = configparser.ConfigParser(interpolation=None)
+        tox.read(os.path.join(ROOT, 'tox.ini'))
+        self.assertIn('-b man', tox['testenv:docs']['commands'])
