@@ -714,6 +714,24 @@ def _met_recut(highspy, sizes, options, caps):
     return -met, cut
 
 
+def import_highspy():
+    """The HiGHS solver module (``highspy``), an optional dependency:
+    ``pip install "gpuclient[profiles]"``; CommandError saying so when it
+    is not installed (it pulls numpy, for ``gpu profile plan`` only)."""
+    try:
+        import highspy
+    except ImportError as exc:
+        from osc_lib import exceptions
+
+        raise exceptions.CommandError(
+            _('Planning partitions needs the HiGHS solver (Python package '
+              'highspy, which brings numpy), an optional part of gpuclient '
+              'not installed here (%s). Install it with: pip install '
+              '"gpuclient[profiles]" (or pip install highspy), then run the '
+              'command again.') % exc) from None
+    return highspy
+
+
 def _solve(sizes, options, caps, groups=None):
     """The lexicographic optimum of the integer program of the module
     docstring. SIZES: cards per class; OPTIONS: per class, its options
@@ -722,9 +740,8 @@ def _solve(sizes, options, caps, groups=None):
     moves), HiGHS's model status of the last model solved, how the fewest
     moves were proven (``PROOF_BOUND`` or ``PROOF_SOLVER``, module
     docstring) and the LP bound on moves (None when not computed). HiGHS
-    is imported here only."""
-    import highspy
-
+    is imported here only (``import_highspy``)."""
+    highspy = import_highspy()
     met, cut = _met_recut(highspy, sizes, options, caps)
     model = _Transport(sizes, options, caps, groups, met, cut)
     found = lower = None

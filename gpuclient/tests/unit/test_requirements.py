@@ -247,3 +247,20 @@ class TestPackaging(base.TestCase):
         tox = configparser.ConfigParser(interpolation=None)
         tox.read(os.path.join(ROOT, 'tox.ini'))
         self.assertIn('-b man', tox['testenv:docs']['commands'])
+
+    def test_profiles_extra(self):
+        # highspy (numpy) only with pip install "gpuclient[profiles]";
+        # pbr builds the package and is not a run-time requirement
+        extras = configparser.ConfigParser()
+        extras.read(self.setup_cfg)
+        self.assertEqual(['highspy'], sorted(
+            normalize(re.match(r'[A-Za-z0-9._-]+', line).group())
+            for line in extras['extras']['profiles'].split() if line))
+        runtime = requirement_names(os.path.join(ROOT, 'requirements.txt'))
+        self.assertNotIn('highspy', runtime)
+        self.assertNotIn('pbr', runtime)
+        self.assertIn('highspy', requirement_names(
+            os.path.join(ROOT, 'test-requirements.txt')))
+        tox = configparser.ConfigParser(interpolation=None)
+        tox.read(os.path.join(ROOT, 'tox.ini'))
+        self.assertEqual('profiles', tox['testenv']['extras'].strip())

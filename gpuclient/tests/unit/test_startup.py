@@ -93,6 +93,37 @@ def loaded_modules(targets):
     return set(out.split())
 
 
+_OSC = '''
+import sys
+
+from openstackclient import shell
+
+try:
+    shell.main(sys.argv[1:])
+except SystemExit:
+    pass
+sys.stdout.write('\\nMODULES ' + ' '.join(sorted(sys.modules)) + '\\n')
+'''
+
+# what a command that plans nothing must not import: the solver of gpu
+# profile plan (an extra) with numpy, and the document schema checker
+HEAVY = ('highspy', 'numpy', 'jsonschema')
+
+
+def osc_modules(*argv):
+    """Top-level modules a fresh ``openstack ARGV`` (in-process OSC
+    shell, every plugin loaded) holds at its end."""
+    env = dict(os.environ)
+    env['PYTHONPATH'] = os.pathsep.join(
+        [ROOT] + [p for p in env.get('PYTHONPATH', '').split(os.pathsep)
+                  if p])
+    out = subprocess.run([sys.executable, '-c', _OSC, *argv],
+                         check=True, capture_output=True, text=True,
+                         env=env).stdout
+    line = out.rpartition('\nMODULES ')[2]
+    return {name.split('.')[0] for name in line.split()}, set(line.split())
+
+
 class TestStartup(base.TestCase):
     def test_targets_read(self):
         targets = startup_targets()
@@ -112,3 +143,12 @@ class TestStartup(base.TestCase):
         self.assertNotIn('%s', description)
         self.assertIn('Checks: %s. Needs admin.' % ', '.join(checks.CHECKS),
                       description)
+
+    def test_non_gpu_command_imports_no_solver_nor_schema(self):
+        # the plugin is loaded (its global option is in every command),
+        # its heavy dependencies are not
+        for argv in (('aggregate', 'list', '--help'),
+                     ('gpu', 'profile', 'plan', '--help')):
+            top, modules = osc_modules(*argv)
+            self.assertIn('gpuclient.plugin', modules, argv)
+            self.assertEqual([], [m for m in HEAVY if m in top], argv)

@@ -16,6 +16,7 @@ no cloud (the client manager is never touched)."""
 import os
 import subprocess
 import sys
+from unittest import mock
 
 import fixtures
 from osc_lib import exceptions
@@ -98,6 +99,21 @@ class TestPlanProfile(ProfileTestCase):
         self.assertEqual({'3g.40gb': 3, '1g.10gb': 2}, served)
         self.assertIn('Demand met: 5 of 5; cards re-cut: 2',
                       self.logger.output)
+
+    def test_without_highspy_says_how_to_install_it(self):
+        # highspy (and numpy) is the extra gpuclient[profiles]: without
+        # it, the command says how to install it, no traceback
+        patcher = mock.patch.dict(sys.modules, {'highspy': None})
+        patcher.start()
+        self.addCleanup(patcher.stop)
+        exc = self.assertRaises(
+            exceptions.CommandError, self.run_cmd, profile.PlanProfile,
+            ['--cards', 'A100-80GB=2', '--demand', '3g.40gb=3',
+             '--demand', '1g.10gb=2'])
+        self.assertIn('pip install "gpuclient[profiles]"', str(exc))
+        self.assertIn('highspy', str(exc))
+        # the other profile command needs no solver
+        self.run_cmd(profile.ListProfile, ['--model', 'A100-80GB'])
 
     def test_output_dir(self):
         out = os.path.join(self.useFixture(fixtures.TempDir()).path, 'o')
