@@ -264,3 +264,24 @@ class TestPackaging(base.TestCase):
         tox = configparser.ConfigParser(interpolation=None)
         tox.read(os.path.join(ROOT, 'tox.ini'))
         self.assertEqual('profiles', tox['testenv']['extras'].strip())
+
+    def test_wheel_ships_no_tests(self):
+        # setup.py's build_py (pbr adds it: [global] commands) leaves out
+        # gpuclient.tests, as packages and as package data
+        import importlib.util
+
+        self.assertEqual('setup.BuildPy',
+                         self.config['global']['commands'].strip())
+        spec = importlib.util.spec_from_file_location(
+            'setup', os.path.join(ROOT, 'setup.py'))
+        setup = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(setup)
+        # setuptools as setup.py imports it (a build requirement)
+        cmd = setup.BuildPy(setup.setuptools.Distribution({'packages': [
+            'gpuclient', 'gpuclient.v1', 'gpuclient.tests',
+            'gpuclient.tests.unit', 'gpuclient.tests.functional']}))
+        cmd.finalize_options()
+        self.assertEqual(['gpuclient', 'gpuclient.v1'], cmd.packages)
+        self.assertEqual(['gpuclient/i18n.py'], cmd.exclude_data_files(
+            'gpuclient', 'gpuclient', ['gpuclient/i18n.py',
+                                       'gpuclient/tests/unit/base.py']))
