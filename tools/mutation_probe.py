@@ -68,6 +68,34 @@ MUTATIONS = [
      '    if not waiting:\n        rows = rows + '
      'maintenance.unconfirmed_rows(',
      'test_drain.TestDrainUnconfirmed'),
+    ('pool named by aggregate UUID', 'gpuclient/rules/pools.py',
+     "ids = (pool.get('aggregate_id'), pool.get('aggregate_uuid'))",
+     "ids = (pool.get('aggregate_id'),)",
+     'test_pools.TestFind'),
+    ('pool delete counts CommandError only', 'gpuclient/v1/pool.py',
+     "except Exception as exc:  # noqa: BLE001 - OSC's N-of-M delete\n"
+     "                failures += 1",
+     'except exceptions.CommandError as exc:\n'
+     '                failures += 1',
+     'test_pool.TestCommands.test_delete_n_of_m_any_error'),
+    ('quota set: registered limit by default', 'gpuclient/ops/quota_ops.py',
+     '    elif current:\n', '    elif False:\n',
+     'test_quota.TestCommands.test_set_defaults_to_the_current_project'),
+    ('placement API version silently ignored', 'gpuclient/plugin.py',
+     "if value in (None, '') or str(value) == '1':", 'if True:',
+     'test_plugin.TestPlugin.test_placement_api_version'),
+    ('highspy missing: raw ImportError', 'gpuclient/rules/profiles.py',
+     '    except ImportError as exc:\n', '    except KeyError as exc:\n',
+     'test_profile.TestPlanProfile.test_without_highspy'),
+    ('the plugin loads jsonschema', 'gpuclient/plugin.py',
+     'import logging\n\nfrom osc_lib import utils',
+     'import logging\n\nimport jsonschema  # noqa: F401\n'
+     'from osc_lib import utils',
+     'test_startup.TestStartup.test_non_gpu_command'),
+    ('wheel ships gpuclient.tests', 'setup.py',
+     "if p != name and not p.startswith(name + '.')]",
+     'if p != name]',
+     'test_requirements.TestPackaging.test_wheel_ships_no_tests'),
 ]
 
 
