@@ -258,14 +258,41 @@ def _lines_of(node, path, found, problems):
             _lines_of(item, path + (index,), found, problems)
 
 
+def _loader(text):
+    """A yaml SafeLoader of TEXT that refuses an anchor or an alias at
+    its event, before any node is built: a document never needs one, and
+    nested aliases expand into a tree far larger than the text (an "alias
+    bomb": 315 bytes took 30 s and 1 GB to walk)."""
+    import yaml
+
+    class NoAliasLoader(yaml.SafeLoader):
+        def compose_node(self, parent, index):
+            event = self.peek_event()
+            if (isinstance(event, yaml.AliasEvent)
+                    or getattr(event, 'anchor', None) is not None):
+                raise DocumentError([_(
+                    'line %d: YAML anchors and aliases (&name, *name, <<) '
+                    'are not accepted in a document: write the value out')
+                    % (event.start_mark.line + 1)])
+            return super().compose_node(parent, index)
+
+    return NoAliasLoader(text)
+
+
 def load(text):
     """(data, {path: line}) of a document's YAML TEXT; DocumentError for
-    text that is not YAML, or a mapping with a key given twice."""
+    text that is not YAML, has an anchor or alias (``_loader``), or a
+    mapping with a key given twice."""
     import yaml
 
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        loader = _loader(text)
+        try:
+            node = loader.get_single_node()
+            data = (loader.construct_document(node) if node is not None
+                    else None)
+        finally:
+            loader.dispose()
     except yaml.YAMLError as exc:
         mark = getattr(exc, 'problem_mark', None)
         reason = ' '.join(str(getattr(exc, 'problem', None) or exc).split())

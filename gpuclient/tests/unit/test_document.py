@@ -16,6 +16,7 @@ document, the round trip through YAML text, and the diff."""
 
 import copy
 import os
+import time
 
 from osc_lib import exceptions
 
@@ -386,6 +387,32 @@ class TestCheck(base.TestCase):
             self.assertIn(expected, str(error))
         self.assertEqual(({'version': 1}, {(): 1, ('version',): 1}),
                          document.load('version: 1\n'))
+
+    def test_aliases_and_anchors_refused(self):
+        # anchors and aliases are refused before a tree is built: a
+        # reused value is written out, and no document expands
+        for text, line in (
+                ('version: 1\npools:\n- &p {name: a, mode: vgpu}\n', 3),
+                ('version: 1\nx: &v 1\ny: *v\n', 2),
+                ('version: 1\npools:\n- name: a\n  <<: *m\n', 4)):
+            error = self.assertRaises(document.DocumentError,
+                                      document.load, text)
+            self.assertIn('line %d: YAML anchors and aliases' % line,
+                          str(error))
+
+    def test_alias_bomb_refused_at_once(self):
+        # the 315-byte document of issue 36 (30 s and 1 GB in gpu diff),
+        # two levels deeper: refused at its first alias
+        levels = ['a0: &a0 [x, x, x, x, x, x, x, x, x]']
+        for i in range(1, 11):
+            levels.append('a%d: &a%d [%s]' % (
+                i, i, ', '.join(['*a%d' % (i - 1)] * 9)))
+        text = 'version: 1\n' + '\n'.join(levels) + '\n'
+        started = time.monotonic()
+        error = self.assertRaises(document.DocumentError, document.load,
+                                  text)
+        self.assertLess(time.monotonic() - started, 1.0)
+        self.assertIn('line 2: YAML anchors and aliases', str(error))
 
     def test_references(self):
         data = copy.deepcopy(VALID)
