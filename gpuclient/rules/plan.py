@@ -45,6 +45,7 @@ image.update          id, name, changes ({property: value, or None}),
                       expect
 limit.set             project (None: the registered default), name, limit
 limit.delete          project (None: the registered default), name
+limit.describe        project, name, description (None: none), expect
 service.disable       host, id, reason
 service.enable        host, id
 server.live_migrate   id, name, source, host, classes, providers (the
@@ -86,7 +87,7 @@ OPERATIONS = (
     'provider.remove_traits', 'flavor.create', 'flavor.delete',
     'flavor.description', 'flavor.specs', 'flavor.add_access',
     'flavor.remove_access',
-    'image.update', 'limit.set', 'limit.delete',
+    'image.update', 'limit.set', 'limit.delete', 'limit.describe',
     'service.disable', 'service.enable',
     'server.live_migrate', 'server.migrate', 'server.confirm',
     'server.shelve',
@@ -557,6 +558,24 @@ def delete_limit(project, name, old, note=None):
                 inverse=Step('limit.set', _limit_text(project, name, old),
                              project=project, name=name, limit=old),
                 project=project, name=name)
+
+
+def describe_limit(project, name, old, description):
+    """Make the description of the Keystone limit NAME of PROJECT (None:
+    the registered limit), now OLD, DESCRIPTION (None: none)."""
+    old, description = old or None, description or None
+    if old == description:
+        return None
+    label = (_('registered limit %s') % name if project is None else
+             _('limit %(name)s of project %(project)s')
+             % {'name': name, 'project': project})
+    texts = {'limit': label, 'new': _description_text(description),
+             'old': _description_text(old)}
+    return _restoring(
+        'limit.describe',
+        _('set the description of %(limit)s to %(new)s') % texts,
+        _('restore the description of %(limit)s: %(old)s') % texts,
+        'description', description, old, project=project, name=name)
 
 
 def _noted(text, note):

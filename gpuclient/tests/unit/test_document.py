@@ -109,6 +109,32 @@ def cloud_doc(aggregates=AGGREGATES, flavors=FLAVORS, selected=None):
                                LIMITS, selected=selected)
 
 
+def marked_cloud_doc(unmarked=()):
+    """``cloud_doc`` of the seeds' cloud after a ``gpu apply`` that named
+    every object (each carries gpu apply's mark), but the pools, flavors,
+    images and quota resource names of UNMARKED."""
+    aggs = copy.deepcopy(AGGREGATES)
+    for agg in aggs:
+        if 'gpu_pool' in agg['metadata'] and agg['name'] not in unmarked:
+            agg['metadata'][document.POOL_MARK] = document.MANAGED_BY
+    flavors = copy.deepcopy(FLAVORS)
+    for item in flavors:
+        if item['name'] not in unmarked:
+            item['extra_specs'][document.FLAVOR_MARK] = document.MANAGED_BY
+    images = copy.deepcopy(IMAGES)
+    for image in images:
+        if image['name'] not in unmarked:
+            image[document.IMAGE_MARK] = document.MANAGED_BY
+    registered = {name: dict(item, description=None if name in unmarked
+                             else 'x ' + document.QUOTA_MARK)
+                  for name, item in REGISTERED.items()}
+    limits = [dict(item, description=document.QUOTA_MARK)
+              for item in LIMITS]
+    pools, _problems = pools_mod.scan(aggs)
+    return document.from_cloud(pools, flavors, ACCESS, images, registered,
+                               limits)[0]
+
+
 def parsed(text):
     """A document's text, checked; references resolved as themselves."""
     data, lines = document.load(text)
@@ -496,6 +522,8 @@ class TestDiff(base.TestCase):
             self.assertEqual(expected, self.rows(change))
 
     def test_absent_objects_untracked_or_deleted(self):
+        self.current = marked_cloud_doc()
+
         def drop(d):
             d['pools'] = [p for p in d['pools'] if p['name'] != 'mig']
             d['flavors'] = [f for f in d['flavors'] if f['pool'] != 'mig']
@@ -512,6 +540,30 @@ class TestDiff(base.TestCase):
         self.assertEqual(['delete'] * 4, [r[1] for r in pruned])
         self.assertEqual(document.EXIT_DRIFT, document.exit_status(
             document.diff(self.current, {'pools': []}, prune=True)))
+
+    def test_prune_removes_only_what_apply_marked(self):
+        # issue 36, defects 4 and 5: an image with firmware properties, a
+        # pool, a flavor and a quota gpu apply never made nor took over
+        # (made by gpu pool/flavor create, gpu image set, gpu quota set or
+        # by hand, before or after the export) are left by --prune, listed
+        # as untracked; what an earlier apply marked is deleted
+        self.current = marked_cloud_doc(
+            unmarked=('ubuntu', 'mig', 'mig.3g', 'class:VGPU'))
+        empty = {'version': 1, 'pools': [], 'flavors': [], 'images': [],
+                 'quotas': []}
+        rows = document.diff(self.current, empty, prune=True)
+        self.assertEqual([
+            ('pool mig', 'untracked'), ('pool solver', 'delete'),
+            ('pool ws', 'delete'), ('flavor mig.3g', 'untracked'),
+            ('flavor solver.h100.2', 'delete'), ('flavor ws.a40', 'delete'),
+            ('image img-2', 'delete'), ('image ubuntu', 'untracked'),
+            ('quota class:CUSTOM_PCI_10DE_2331 (default)', 'delete'),
+            ('quota class:VGPU (default)', 'untracked'),
+            ('quota class:VGPU (project p1)', 'delete')],
+            [(r['object'], r['change']) for r in rows])
+        # the mark is no field of the document, and no drift
+        self.assertEqual([], document.diff(self.current, cloud_doc()[0]))
+        self.assertNotIn('managed_by', document.dump(self.current))
 
     def test_flavor_specs_drift_is_an_update(self):
         aggs = copy.deepcopy(AGGREGATES)
@@ -587,6 +639,7 @@ class TestScope(base.TestCase):
         # ws and mig share VGPU: a scope of ws prunes its pool and flavor
         # the document dropped, never VGPU's quotas (mig's GPUs too), nor
         # anything of the other pools
+        self.current = marked_cloud_doc()
         scope = document.scope(['ws'], self.pools, self.current)
         self.assertEqual({'VGPU'}, scope.shared)
         rows = document.diff(scope.narrow(self.current),
