@@ -445,19 +445,25 @@ def _description_text(description):
     return repr(description) if description else _('none')
 
 
-def set_description(name, old, description, *, flavor_id):
-    """Make the description of flavor ``name`` (now ``old``) DESCRIPTION
-    (None or empty: none)."""
+def _describing(op, label, old, description, **args):
+    """OP making the description of LABEL (now OLD) DESCRIPTION (None or
+    empty: none), undone by writing OLD back; None when it is so."""
     old, description = old or None, description or None
     if old == description:
         return None
-    texts = {'name': name, 'new': _description_text(description),
+    texts = {'label': label, 'new': _description_text(description),
              'old': _description_text(old)}
     return _restoring(
-        'flavor.description',
-        _('set the description of flavor %(name)s to %(new)s') % texts,
-        _('restore the description of flavor %(name)s: %(old)s') % texts,
-        'description', description, old, id=flavor_id, name=name)
+        op, _('set the description of %(label)s to %(new)s') % texts,
+        _('restore the description of %(label)s: %(old)s') % texts,
+        'description', description, old, **args)
+
+
+def set_description(name, old, description, *, flavor_id):
+    """Make the description of flavor ``name`` (now ``old``) DESCRIPTION
+    (None or empty: none)."""
+    return _describing('flavor.description', _('flavor %s') % name, old,
+                       description, id=flavor_id, name=name)
 
 
 def flavor_specs(name, old, set_specs=None, unset=(), *, flavor_id):
@@ -563,19 +569,11 @@ def delete_limit(project, name, old, note=None):
 def describe_limit(project, name, old, description):
     """Make the description of the Keystone limit NAME of PROJECT (None:
     the registered limit), now OLD, DESCRIPTION (None: none)."""
-    old, description = old or None, description or None
-    if old == description:
-        return None
     label = (_('registered limit %s') % name if project is None else
              _('limit %(name)s of project %(project)s')
              % {'name': name, 'project': project})
-    texts = {'limit': label, 'new': _description_text(description),
-             'old': _description_text(old)}
-    return _restoring(
-        'limit.describe',
-        _('set the description of %(limit)s to %(new)s') % texts,
-        _('restore the description of %(limit)s: %(old)s') % texts,
-        'description', description, old, project=project, name=name)
+    return _describing('limit.describe', label, old, description,
+                       project=project, name=name)
 
 
 def _noted(text, note):
