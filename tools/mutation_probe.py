@@ -96,6 +96,24 @@ MUTATIONS = [
      "if p != name and not p.startswith(name + '.')]",
      'if p != name]',
      'test_requirements.TestPackaging.test_wheel_ships_no_tests'),
+    ('apply --pool --prune ignores shared quota classes',
+     'gpuclient/ops/document_ops.py',
+     'keep=seen.scope.keep(seen.doc) if seen.scope is not None else ())',
+     'keep=())',
+     'test_document_ops.TestScope.test_prune_keeps_quotas_of_a_class_'
+     'shared_outside'),
+    ('prune by shape, not by gpu apply\'s mark',
+     'gpuclient/rules/document.py',
+     'not in keep\n                          and old.get(APPLIED) else',
+     'not in keep\n                          else',
+     'test_document.TestDiff.test_prune_removes_only_what_apply_marked'),
+    ('image step looked up by name', 'gpuclient/ops/journal.py',
+     'never one named like it\n        image = self.client.image.find_image('
+     'id, by_name=False)',
+     'never one named like it\n        image = self.client.image.find_image('
+     'id)',
+     'test_document_ops.TestApplyChanges.test_image_step_acts_by_the_'
+     'planned_id'),
 ]
 
 

@@ -25,6 +25,8 @@ from gpuclient.cloud import errors
 from gpuclient.i18n import _
 
 LOG = logging.getLogger(__name__)
+# update_registered/update_limit: leave the description as it is
+KEEP = object()
 
 
 class Limits:
@@ -89,24 +91,27 @@ class Limits:
         return query
 
     def registered(self):
-        """{resource name: {'id', 'limit'}}: the defaults of every
-        project."""
+        """{resource name: {'id', 'limit', 'description'}}: the defaults
+        of every project."""
         what = _('Listing the registered limits of the compute service')
         with errors.translate_errors(self.service, what):
             items = list(self._proxy.registered_limits(**self._query()))
-        return {r.resource_name: {'id': r.id, 'limit': r.default_limit}
+        return {r.resource_name: {'id': r.id, 'limit': r.default_limit,
+                                  'description': r.description}
                 for r in items}
 
     def limits(self, project_id=None):
-        """[{'id', 'project_id', 'resource_name', 'resource_limit'}]:
-        project limits (of PROJECT_ID, or every one the caller sees)."""
+        """[{'id', 'project_id', 'resource_name', 'resource_limit',
+        'description'}]: project limits (of PROJECT_ID, or every one the
+        caller sees)."""
         what = _('Listing the project limits of the compute service')
         with errors.translate_errors(self.service, what):
             items = list(self._proxy.limits(
                 **self._query(project_id=project_id)))
         return [{'id': r.id, 'project_id': r.project_id,
                  'resource_name': r.resource_name,
-                 'resource_limit': r.resource_limit} for r in items]
+                 'resource_limit': r.resource_limit,
+                 'description': r.description} for r in items]
 
     def create_registered(self, name, value):
         service_id, region = self.scope()
@@ -116,11 +121,15 @@ class Limits:
                 service_id=service_id, region_id=region,
                 resource_name=name, default_limit=value)
 
-    def update_registered(self, limit_id, value):
+    def update_registered(self, limit_id, value=None, description=KEEP):
+        """Set the default (VALUE, None: as it is) and the DESCRIPTION
+        (None: none; KEEP: as it is) of a registered limit."""
+        attrs = {} if value is None else {'default_limit': value}
+        if description is not KEEP:
+            attrs['description'] = description
         what = _('Updating the registered limit %s') % limit_id
         with errors.translate_errors(self.service, what):
-            self._proxy.update_registered_limit(limit_id,
-                                                default_limit=value)
+            self._proxy.update_registered_limit(limit_id, **attrs)
 
     def delete_registered(self, limit_id):
         what = _('Deleting the registered limit %s') % limit_id
@@ -137,10 +146,15 @@ class Limits:
                 project_id=project_id, resource_name=name,
                 resource_limit=value)
 
-    def update_limit(self, limit_id, value):
+    def update_limit(self, limit_id, value=None, description=KEEP):
+        """Set the limit (VALUE, None: as it is) and the DESCRIPTION
+        (None: none; KEEP: as it is) of a project limit."""
+        attrs = {} if value is None else {'resource_limit': value}
+        if description is not KEEP:
+            attrs['description'] = description
         what = _('Updating the limit %s') % limit_id
         with errors.translate_errors(self.service, what):
-            self._proxy.update_limit(limit_id, resource_limit=value)
+            self._proxy.update_limit(limit_id, **attrs)
 
     def delete_limit(self, limit_id):
         what = _('Deleting the limit %s') % limit_id

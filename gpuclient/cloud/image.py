@@ -54,9 +54,19 @@ class Image:
             '/images', {'limit': page_size}, pager.items('images'),
             pager.next_path)
 
-    def find_image(self, name_or_id):
-        """One image (dict) by ID or exact name."""
+    def find_image(self, name_or_id, by_name=True):
+        """One image (dict) by ID or exact name; BY_NAME False: by ID
+        only (NotFound when that image is gone, whatever images are
+        named like it)."""
         what = _('Reading image %s') % name_or_id
+        if not by_name:
+            image = self._call('get', '/images/%s' % name_or_id, what,
+                               ok_missing=True)
+            if not image:
+                raise errors.NotFound(
+                    _('No image with ID %s: it was deleted since it was '
+                      'read.') % name_or_id, 404)
+            return image
         if re.fullmatch(r'[0-9a-fA-F-]{32,36}', name_or_id):
             image = self._call('get', '/images/%s' % name_or_id, what,
                                ok_missing=True)

@@ -445,22 +445,24 @@ class Executor:
 
     def _do_image_update(self, id, name, changes,  # noqa: A002
                          expect=None):
-        image = self.client.image.find_image(id)
+        # the image the plan resolved, by its ID: never one named like it
+        image = self.client.image.find_image(id, by_name=False)
         changes = self._unchanged(changes, expect, image,
                                   _('image %s') % name)
         if changes:
             self.client.image.update_properties(image, changes)
 
     def limit(self, project, name):
-        """{'id', 'limit'} of Keystone limit NAME of PROJECT (None: the
-        registered limit), or None."""
+        """{'id', 'limit', 'description'} of Keystone limit NAME of
+        PROJECT (None: the registered limit), or None."""
         limits = self.client.limits
         if project is None:
             return limits.registered().get(name)
         for item in limits.limits(project):
             if (item['project_id'] == project
                     and item['resource_name'] == name):
-                return {'id': item['id'], 'limit': item['resource_limit']}
+                return {'id': item['id'], 'limit': item['resource_limit'],
+                        'description': item.get('description')}
         return None
 
     def _do_limit_set(self, project, name, limit):
@@ -474,6 +476,26 @@ class Executor:
             limits.update_registered(have['id'], limit)
         elif have['limit'] != limit:
             limits.update_limit(have['id'], limit)
+
+    def _do_limit_describe(self, project, name, description, expect=None):
+        have = self.limit(project, name)
+        if have is None:
+            raise errors.NotFound(
+                _('No %(what)s %(name)s to describe: it was deleted since '
+                  'the plan.') % {'what': _('registered limit') if project
+                                  is None else _('limit'), 'name': name},
+                404)
+        if expect is not None and not self._unchanged(
+                {'description': description}, expect,
+                {'description': have.get('description') or None},
+                _('limit %s') % name):
+            return
+        if project is None:
+            self.client.limits.update_registered(have['id'],
+                                                 description=description)
+        else:
+            self.client.limits.update_limit(have['id'],
+                                            description=description)
 
     def _do_limit_delete(self, project, name):
         have = self.limit(project, name)
@@ -897,12 +919,22 @@ class Executor:
 
     def _holds_image_update(self, id, name, changes,  # noqa: A002
                             expect=None):
-        image = self.client.image.find_image(id)
+        try:
+            image = self.client.image.find_image(id, by_name=False)
+        except errors.NotFound:
+            return False
         return _holds_values(image, changes, expect)
 
     def _holds_limit_set(self, project, name, limit):
         have = self.limit(project, name)
         return have is not None and have['limit'] == limit
+
+    def _holds_limit_describe(self, project, name, description,
+                              expect=None):
+        have = self.limit(project, name)
+        return have is not None and _holds_values(
+            {'description': have.get('description') or None},
+            {'description': description}, expect)
 
     def _holds_limit_delete(self, project, name):
         return self.limit(project, name) is None
@@ -1055,6 +1087,11 @@ OPERATIONS = {
         do=Executor._do_limit_delete,
         holds=Executor._holds_limit_delete,
         inverse='limit.set'),
+    # undone by itself, with the old description
+    'limit.describe': Operation(
+        do=Executor._do_limit_describe,
+        holds=Executor._holds_limit_describe,
+        inverse='limit.describe'),
     # undone by each other (the old reason given back)
     'service.disable': Operation(
         do=Executor._do_service_disable,

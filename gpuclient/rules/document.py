@@ -95,6 +95,46 @@ RECREATE_FIELDS = {
 # derives: canonical flavors from the cloud only, never written
 SPECS_DRIFT = '_specs_drift'
 
+# -- what gpu apply owns (kubectl's rule for --prune) ----------------------
+# Every object an applied document names is marked, on the object, as
+# managed by gpu apply; --prune removes only marked objects, never one an
+# imperative command (gpu pool/flavor create, gpu image set, gpu quota
+# set) or a hand made, whatever its shape. Canonical objects from the
+# cloud carry APPLIED (never written, never compared).
+APPLIED = '_applied'
+MANAGED_BY = 'gpu-apply'
+# aggregate metadata: gpu_ keys are gpuclient's, never pool properties,
+# and no flavor extra spec names it (AggregateInstanceExtraSpecsFilter)
+POOL_MARK = 'gpu_managed_by'
+# flavor extra spec: a namespace no Nova filter reads
+# (AggregateInstanceExtraSpecsFilter and ComputeCapabilitiesFilter skip
+# other scopes) and Nova's extra spec validation does not check
+FLAVOR_MARK = 'gpuclient:managed_by'
+# Glance image property (Nova's ImageMetaProps ignores it)
+IMAGE_MARK = 'gpuclient_managed_by'
+# Keystone limit: its description (limits have no other free field)
+QUOTA_MARK = 'gpuclient:managed_by=%s' % MANAGED_BY
+# where each kind carries it, as the plan says it
+MARK_PLACES = {
+    POOL: _('aggregate metadata %s=%s') % (POOL_MARK, MANAGED_BY),
+    FLAVOR: _('extra spec %s=%s') % (FLAVOR_MARK, MANAGED_BY),
+    IMAGE: _('image property %s=%s') % (IMAGE_MARK, MANAGED_BY),
+    QUOTA: _('limit description %s') % QUOTA_MARK,
+}
+
+
+def _marked(item, marked):
+    """ITEM (a canonical object from the cloud) with APPLIED when it
+    carries gpu apply's mark."""
+    if marked:
+        item[APPLIED] = True
+    return item
+
+
+def quota_marked(description):
+    """Whether a Keystone limit's DESCRIPTION holds gpu apply's mark."""
+    return isinstance(description, str) and QUOTA_MARK in description.split()
+
 _NAME = {'type': 'string', 'minLength': 1, 'maxLength': 255}
 _COUNT = {'type': 'integer', 'minimum': 0}
 _PROJECT = {
@@ -258,14 +298,41 @@ def _lines_of(node, path, found, problems):
             _lines_of(item, path + (index,), found, problems)
 
 
+def _loader(text):
+    """A yaml SafeLoader of TEXT that refuses an anchor or an alias at
+    its event, before any node is built: a document never needs one, and
+    nested aliases expand into a tree far larger than the text (an "alias
+    bomb": 315 bytes took 30 s and 1 GB to walk)."""
+    import yaml
+
+    class NoAliasLoader(yaml.SafeLoader):
+        def compose_node(self, parent, index):
+            event = self.peek_event()
+            if (isinstance(event, yaml.AliasEvent)
+                    or getattr(event, 'anchor', None) is not None):
+                raise DocumentError([_(
+                    'line %d: YAML anchors and aliases (&name, *name, <<) '
+                    'are not accepted in a document: write the value out')
+                    % (event.start_mark.line + 1)])
+            return super().compose_node(parent, index)
+
+    return NoAliasLoader(text)
+
+
 def load(text):
     """(data, {path: line}) of a document's YAML TEXT; DocumentError for
-    text that is not YAML, or a mapping with a key given twice."""
+    text that is not YAML, has an anchor or alias (``_loader``), or a
+    mapping with a key given twice."""
     import yaml
 
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        loader = _loader(text)
+        try:
+            node = loader.get_single_node()
+            data = (loader.construct_document(node) if node is not None
+                    else None)
+        finally:
+            loader.dispose()
     except yaml.YAMLError as exc:
         mark = getattr(exc, 'problem_mark', None)
         reason = ' '.join(str(getattr(exc, 'problem', None) or exc).split())
@@ -579,6 +646,8 @@ def _flavor_from_cloud(flavor, access, pools, notes):
             if key in derived:
                 if value != derived[key]:
                     drift[key] = [value, derived[key]]
+            elif key == FLAVOR_MARK:
+                continue  # gpu apply's mark: APPLIED
             elif specs.owned_reason(key, pools):
                 drift[key] = [value, None]
             else:
@@ -609,6 +678,7 @@ def _flavor_from_cloud(flavor, access, pools, notes):
         'description': flavor.get('description') or None,
         'properties': properties,
     }
+    _marked(found, extra.get(FLAVOR_MARK) == MANAGED_BY)
     if drift:
         found[SPECS_DRIFT] = drift
     return found
@@ -649,7 +719,8 @@ def from_cloud(pools, flavors, access, images, registered, limits,
             {k: v for k, v in (pool.get('properties') or {}).items()
              if k != specs.GROUP_POLICY})
         item['isolate'] = bool(pool.get('isolate'))
-        doc['pools'].append(item)
+        doc['pools'].append(_marked(item, (pool.get('metadata') or {}).get(
+            POOL_MARK) == MANAGED_BY))
     by_name = {}
     for flavor in flavors or ():
         found = _flavor_from_cloud(flavor, access or {}, pools, notes)
@@ -667,26 +738,29 @@ def from_cloud(pools, flavors, access, images, registered, limits,
             properties = {k: _text(image[k]) for k in images_mod.PROPERTIES
                           if image.get(k) is not None}
             if properties:
-                doc['images'].append({'name': image_key(image, images),
-                                      'properties': dict(sorted(
-                                          properties.items()))})
+                doc['images'].append(_marked(
+                    {'name': image_key(image, images),
+                     'properties': dict(sorted(properties.items()))},
+                    image.get(IMAGE_MARK) == MANAGED_BY))
         doc['images'].sort(key=lambda i: i['name'])
     if classes is None:
         classes = {p['resource_class'] for p in chosen.values()}
     quotas = []
     for name, item in (registered or {}).items():
-        quotas.append((None, name, item['limit']))
+        quotas.append((None, name, item['limit'], item.get('description')))
     for item in limits or ():
         if item.get('project_id'):
             quotas.append((item['project_id'], item['resource_name'],
-                           item['resource_limit']))
-    for project, name, limit in quotas:
+                           item['resource_limit'], item.get('description')))
+    for project, name, limit, description in quotas:
         rc = quota_mod.class_of(name)
         if not rc or not quota_mod.is_gpu_class(rc, pools) or (
                 selected is not None and rc not in classes):
             continue
-        doc['quotas'].append({'project': project, 'resource_class': rc,
-                              'gpus': -1 if limit < 0 else limit})
+        doc['quotas'].append(_marked(
+            {'project': project, 'resource_class': rc,
+             'gpus': -1 if limit < 0 else limit},
+            quota_marked(description)))
     doc['quotas'].sort(key=lambda i: key_of(QUOTA, i))
     return doc, notes
 
@@ -782,8 +856,9 @@ def diff(current, wanted, prune=False, keep=()):
             if old is None:
                 change, before, after = CREATE, None, _public(new)
             elif new is None:
+                # prune removes only what gpu apply made or took over
                 change = (DELETE if prune and (kind, key) not in keep
-                          else UNTRACKED)
+                          and old.get(APPLIED) else UNTRACKED)
                 before, after = _public(old), None
             else:
                 fields = [f for f in FIELDS[kind] if old.get(f) != new.get(f)]

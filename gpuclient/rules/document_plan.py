@@ -135,6 +135,24 @@ class World:
                 _('no single image with name or ID %s') % key)
         return named[0]
 
+    def image_by_id(self, image_id):
+        """The image whose ID is IMAGE_ID (what a step names), or None."""
+        for image in self.images:
+            if image['id'] == image_id:
+                return image
+        return None
+
+    def limit(self, project, name):
+        """The Keystone limit NAME of PROJECT (None: the registered
+        limit), as read (a dict with 'description'), or None."""
+        if project is None:
+            return self.registered.get(name)
+        for item in self.limits:
+            if (item['project_id'], item['resource_name']) == (project,
+                                                               name):
+                return item
+        return None
+
     # -- a step's effect ------------------------------------------------------
 
     def _by_id(self, flavor_id, name):
@@ -235,7 +253,7 @@ class World:
             projects.remove(project)
 
     def _image_update(self, id, name, changes, expect=None):  # noqa: A002
-        image = self.image(id)
+        image = self.image_by_id(id)
         for key, value in changes.items():
             if value is None:
                 image.pop(key, None)
@@ -254,6 +272,9 @@ class World:
                 return
         self.limits.append({'id': NEW + name, 'project_id': project,
                             'resource_name': name, 'resource_limit': limit})
+
+    def _limit_describe(self, project, name, description, expect=None):
+        self.limit(project, name)['description'] = description
 
     def _limit_delete(self, project, name):
         if project is None:
@@ -405,7 +426,9 @@ class _Builder:
             'vcpus': item['vcpus'], 'ram': item['ram'], 'disk': item['disk'],
             'ephemeral': item['ephemeral'], 'swap': item['swap'],
             'is_public': item['public'], 'description': item['description'],
-            'extra_specs': derived['extra_specs'],
+            # made by gpu apply: marked in the same write as its specs
+            'extra_specs': dict(derived['extra_specs'], **{
+                document.FLAVOR_MARK: document.MANAGED_BY}),
             'projects': list(item['projects']),
         }
         have = self.world.flavor(item['name'])
@@ -484,10 +507,46 @@ class _Builder:
         have = (old or {}).get('properties') or {}
         changes = {k: v for k, v in want.items() if have.get(k) != v}
         changes.update({k: None for k in have if k not in want})
+        # in the same write: the document's image is apply's, a pruned
+        # one no longer is
+        changes[document.IMAGE_MARK] = (document.MANAGED_BY if new
+                                        else None)
         images_mod.check_secure_boot(image, changes, _(
             'Give it hw_machine_type q35 and hw_firmware_type uefi, or '
             'leave os_secure_boot out.'))
         self.take([plan_mod.update_image(image, changes)])
+
+    def mark(self, kind, item):
+        """Mark the object of the document ITEM (of KIND) as managed by
+        gpu apply, on the object (``document.MARK_PLACES``), unless it is
+        already: what a later --prune may remove."""
+        value = document.MANAGED_BY
+        if kind == document.POOL:
+            pool = self.world.pools.get(item['name'])
+            if pool is not None:
+                self.take([plan_mod.set_metadata(
+                    pool['aggregate'], pool['metadata'],
+                    {document.POOL_MARK: value})])
+        elif kind == document.FLAVOR:
+            flavor = self.world.flavor(item['name'])
+            if flavor is not None:
+                self.take([plan_mod.flavor_specs(
+                    flavor['name'], flavor['extra_specs'],
+                    {document.FLAVOR_MARK: value},
+                    flavor_id=(None if flavor['id'].startswith(NEW)
+                               else flavor['id']))])
+        elif kind == document.IMAGE:
+            image = self.world.image(item['name'])
+            self.take([plan_mod.update_image(
+                image, {document.IMAGE_MARK: value})])
+        else:
+            name = quota_mod.resource_name(item['resource_class'])
+            have = self.world.limit(item['project'], name)
+            old = (have or {}).get('description')
+            if have is not None and not document.quota_marked(old):
+                self.take([plan_mod.describe_limit(
+                    item['project'], name, old,
+                    ' '.join(filter(None, (old, document.QUOTA_MARK))))])
 
     def set_quota(self, item):
         self.take(quota_mod.plan_set(
@@ -555,6 +614,15 @@ def plan(world, current, wanted, prune=False, recreate_flavors=False,
         else:
             action, args = builder.set_quota, (new,)
         attempt(row, action, *args)
+    if not problems:
+        # kubectl's rule: every object the document names is apply's from
+        # now on, marked on the object; --prune removes only those
+        for plural, kind in document.KINDS:
+            for item in wanted.get(plural) or ():
+                key = document.key_of(kind, item)
+                attempt({'kind': kind, 'key': key,
+                         'object': document.label(kind, key)},
+                        builder.mark, kind, item)
     removals = {document.POOL: builder.delete_pool,
                 document.FLAVOR: builder.delete_flavor,
                 document.IMAGE: lambda old: builder.image_properties(old,
@@ -563,9 +631,35 @@ def plan(world, current, wanted, prune=False, recreate_flavors=False,
     for row in reversed([r for r in rows
                          if r['change'] == document.DELETE]):
         attempt(row, removals[row['kind']], have[row['kind']][row['key']])
+        builder.plan.warnings.append(
+            _('Prunes %(object)s: gpu apply made or took it over (it '
+              'carries %(mark)s) and the document does not name it.')
+            % {'object': row['object'],
+               'mark': document.MARK_PLACES[row['kind']]})
+    if prune:
+        left = [r['object'] for r in rows if r['change'] == document.UNTRACKED
+                and (r['kind'], r['key']) not in keep]
+        if left:
+            builder.plan.warnings.append(
+                _('Not pruned, though the document does not name them: '
+                  '%s. gpu apply did not make them nor take them over (they '
+                  'carry no gpu apply mark: made by a single command, by '
+                  'hand, or by a gpu apply older than the mark); name them '
+                  'in the document to make them its own, or delete them '
+                  'with the single commands.') % ', '.join(left))
     if problems:
         raise Refused(problems)
     return builder.plan
+
+
+def _marks_only(step):
+    """Whether STEP writes gpu apply's mark and nothing else."""
+    if step.op == 'flavor.specs':
+        return not step.args['unset'] and set(step.args['set']) == {
+            document.FLAVOR_MARK}
+    if step.op == 'aggregate.metadata':
+        return set(step.args['metadata']) == {document.POOL_MARK}
+    return False
 
 
 def touched_flavors(current, wanted, plan_):
@@ -574,6 +668,8 @@ def touched_flavors(current, wanted, plan_):
     names = set()
     pools = set()
     for step in plan_:
+        if _marks_only(step):
+            continue  # gpu apply's mark changes nothing Nova reads
         if step.op.startswith('flavor.'):
             names.add(step.args['name'])
         elif step.op.startswith('aggregate.'):

@@ -45,6 +45,7 @@ image.update          id, name, changes ({property: value, or None}),
                       expect
 limit.set             project (None: the registered default), name, limit
 limit.delete          project (None: the registered default), name
+limit.describe        project, name, description (None: none), expect
 service.disable       host, id, reason
 service.enable        host, id
 server.live_migrate   id, name, source, host, classes, providers (the
@@ -86,7 +87,7 @@ OPERATIONS = (
     'provider.remove_traits', 'flavor.create', 'flavor.delete',
     'flavor.description', 'flavor.specs', 'flavor.add_access',
     'flavor.remove_access',
-    'image.update', 'limit.set', 'limit.delete',
+    'image.update', 'limit.set', 'limit.delete', 'limit.describe',
     'service.disable', 'service.enable',
     'server.live_migrate', 'server.migrate', 'server.confirm',
     'server.shelve',
@@ -444,19 +445,25 @@ def _description_text(description):
     return repr(description) if description else _('none')
 
 
-def set_description(name, old, description, *, flavor_id):
-    """Make the description of flavor ``name`` (now ``old``) DESCRIPTION
-    (None or empty: none)."""
+def _describing(op, label, old, description, **args):
+    """OP making the description of LABEL (now OLD) DESCRIPTION (None or
+    empty: none), undone by writing OLD back; None when it is so."""
     old, description = old or None, description or None
     if old == description:
         return None
-    texts = {'name': name, 'new': _description_text(description),
+    texts = {'label': label, 'new': _description_text(description),
              'old': _description_text(old)}
     return _restoring(
-        'flavor.description',
-        _('set the description of flavor %(name)s to %(new)s') % texts,
-        _('restore the description of flavor %(name)s: %(old)s') % texts,
-        'description', description, old, id=flavor_id, name=name)
+        op, _('set the description of %(label)s to %(new)s') % texts,
+        _('restore the description of %(label)s: %(old)s') % texts,
+        'description', description, old, **args)
+
+
+def set_description(name, old, description, *, flavor_id):
+    """Make the description of flavor ``name`` (now ``old``) DESCRIPTION
+    (None or empty: none)."""
+    return _describing('flavor.description', _('flavor %s') % name, old,
+                       description, id=flavor_id, name=name)
 
 
 def flavor_specs(name, old, set_specs=None, unset=(), *, flavor_id):
@@ -557,6 +564,16 @@ def delete_limit(project, name, old, note=None):
                 inverse=Step('limit.set', _limit_text(project, name, old),
                              project=project, name=name, limit=old),
                 project=project, name=name)
+
+
+def describe_limit(project, name, old, description):
+    """Make the description of the Keystone limit NAME of PROJECT (None:
+    the registered limit), now OLD, DESCRIPTION (None: none)."""
+    label = (_('registered limit %s') % name if project is None else
+             _('limit %(name)s of project %(project)s')
+             % {'name': name, 'project': project})
+    return _describing('limit.describe', label, old, description,
+                       project=project, name=name)
 
 
 def _noted(text, note):

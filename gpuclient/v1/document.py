@@ -129,10 +129,11 @@ class DiffDocument(common.Lister):
         'it (every problem with its line and field), reads the cloud once '
         'and prints one row per object that differs: create, update, '
         'recreate (a flavor\'s sizes, a pool\'s kind of GPU), and objects '
-        'gpuclient owns that the document does not name: untracked, or '
-        'delete with --prune. Objects in sync are left out. The exit '
-        'status tells in sync from drift, so a pipeline can gate on it. '
-        'Needs admin.')
+        'gpuclient owns that the document does not name: untracked, or, '
+        'with --prune, delete when an earlier "gpu apply" made or took '
+        'them over (they carry its mark). Objects in sync are left out. '
+        'The exit status tells in sync from drift, so a pipeline can gate '
+        'on it. YAML anchors and aliases are refused. Needs admin.')
     _epilog = _(
         'Exit status: %(sync)d when the cloud is in sync with the document '
         '(untracked objects are not drift, unless --prune); %(drift)d when '
@@ -145,9 +146,10 @@ class DiffDocument(common.Lister):
         parser = super().get_parser(prog_name)
         add_document_args(
             parser, _('The document (YAML) to compare the cloud with'),
-            _('The document is the whole GPU layer (with --pool: the whole '
-              'of those pools): what gpuclient owns and the document does '
-              'not name is a delete (drift), not untracked'))
+            _('The document is the whole of what "gpu apply" manages (with '
+              '--pool: in those pools): what an earlier apply made or took '
+              'over (marked) and the document does not name is a delete '
+              '(drift), not untracked'))
         return parser
 
     def take_action(self, parsed_args):
@@ -184,18 +186,23 @@ class ApplyDocument(command.Command):
         'takes out of a pool while it runs servers whose flavor steers to '
         'that pool only is refused, as "gpu pool remove host" refuses it. '
         'The plan is applied all or nothing, and a re-run after success '
-        'plans nothing. With --pool, only those pools, their flavors and '
+        'plans nothing. Every object the document names is marked as the '
+        'apply\'s, on the object (aggregate metadata gpu_managed_by, '
+        'flavor extra spec gpuclient:managed_by, image property '
+        'gpuclient_managed_by, limit description): what a later --prune '
+        'may remove. With --pool, only those pools, their flavors and '
         'the quotas of their classes are planned. Needs admin.')
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         add_document_args(
             parser, _('The document (YAML) to apply'),
-            _('The document is the whole GPU layer (with --pool: the whole '
-              'of those pools): remove the pools, GPU flavors, GPU image '
-              'properties and GPU quotas that gpuclient owns and the '
-              'document does not name (never an object gpuclient does not '
-              'own, nor one outside --pool)'))
+            _('The document is the whole of what "gpu apply" manages (with '
+              '--pool: in those pools): remove the pools, GPU flavors, GPU '
+              'image properties and GPU quotas that an earlier apply made '
+              'or took over (they carry its mark) and the document does not '
+              'name; never one a single command or a hand made, nor one '
+              'outside --pool. The plan names each, and what it leaves'))
         parser.add_argument(
             '--recreate-flavors', action='store_true', default=False,
             help=_('Delete and create again the flavors whose sizes (or '

@@ -736,6 +736,11 @@ class TestImage(ContractTestCase):
         self.assertEqual(image.id, self.i.find_image(image.name)['id'])
         self.assertRaises(errors.NotFound, self.i.find_image,
                           self.unique('none'))
+        # by ID only: an ID Glance does not have is not looked up by name
+        self.assertEqual(image.id, self.i.find_image(image.id,
+                                                     by_name=False)['id'])
+        self.assertRaises(errors.NotFound, self.i.find_image,
+                          str(uuid_mod.uuid4()), by_name=False)
 
     @base.needs('plain')
     def test_update_properties(self):
@@ -831,7 +836,7 @@ class TestLimits(ContractTestCase):
     def test_registered(self):
         name = self.resource()
         made = self.make_registered(name, 7)
-        self.assertEqual({'id': made.id, 'limit': 7},
+        self.assertEqual({'id': made.id, 'limit': 7, 'description': None},
                          self.lim.registered()[name])
 
     @base.needs('plain')
@@ -841,8 +846,8 @@ class TestLimits(ContractTestCase):
         mine = [item for item in self.lim.limits(self.project)
                 if item['resource_name'] == name]
         self.assertEqual([{'id': made.id, 'project_id': self.project,
-                           'resource_name': name, 'resource_limit': 4}],
-                         mine)
+                           'resource_name': name, 'resource_limit': 4,
+                           'description': None}], mine)
 
     @base.needs('plain')
     def test_create_registered(self):
@@ -858,6 +863,11 @@ class TestLimits(ContractTestCase):
         made = self.make_registered(name, 1)
         self.lim.update_registered(made.id, 2)
         self.assertEqual(2, self.sdk_registered(name).default_limit)
+        # the description alone, then the limit alone (it stays)
+        self.lim.update_registered(made.id, description='d')
+        self.lim.update_registered(made.id, 3)
+        self.assertEqual((3, 'd'), (self.sdk_registered(name).default_limit,
+                                    self.sdk_registered(name).description))
 
     @base.needs('plain')
     def test_delete_registered(self):
@@ -881,6 +891,10 @@ class TestLimits(ContractTestCase):
         made = self.make_limit(name, 1)
         self.lim.update_limit(made.id, 8)
         self.assertEqual(8, self.sdk_limit(name).resource_limit)
+        self.lim.update_limit(made.id, description='d')
+        self.lim.update_limit(made.id, 9)
+        self.assertEqual((9, 'd'), (self.sdk_limit(name).resource_limit,
+                                    self.sdk_limit(name).description))
 
     @base.needs('plain')
     def test_delete_limit(self):

@@ -17,6 +17,7 @@ names the pool, a broken document is refused (exit 1) with its line and
 field; apply builds and converges, and ``--prune --pool`` removes that
 pool and nothing else (the only real prune a shared cloud allows)."""
 
+import json
 import os
 
 import fixtures
@@ -155,13 +156,18 @@ class TestApply(base.FunctionalTestCase):
         ordinary = self.unique_name('agg')
         self.openstack('aggregate', 'create', ordinary, parse=False)
         self.addCleanup(self.openstack_raw, 'aggregate', 'delete', ordinary)
+        # the apply makes the pool to drop and its flavor: both are the
+        # apply's (marked), which --prune removes
+        dropped_flavor = self.unique_name('flavor')
+        self.cleanup_objects([], [dropped_flavor])
         self.openstack('gpu', 'apply', self.document([
             {'name': keep, 'mode': 'vgpu', 'vgpu_type': 'nvidia-35',
              'hosts': [base.VGPU_HOST], 'isolate': True},
             {'name': drop, 'mode': 'mig', 'mig_profile': '3g.40gb',
-             'hosts': [base.MIG_HOST], 'isolate': True}]), parse=False)
+             'hosts': [base.MIG_HOST], 'isolate': True}], [
+            {'name': dropped_flavor, 'pool': drop, 'vcpus': 1, 'ram': 512,
+             'disk': 1}]), parse=False)
         kept_flavor = self.make_flavor(keep)
-        dropped_flavor = self.make_flavor(drop)
         # the export of one pool round-trips: in sync, nothing to apply
         where = self.useFixture(fixtures.TempDir()).path
         exported = os.path.join(where, 'drop.yaml')
@@ -198,3 +204,70 @@ class TestApply(base.FunctionalTestCase):
                                                      '--all')}
         self.assertNotIn(dropped_flavor, flavors)
         self.assertIn(kept_flavor, flavors)
+
+    @base.needs('vgpu')
+    def test_prune_removes_only_what_apply_made(self):
+        # issue 36, defects 4 and 5: after the export, another operator
+        # makes a flavor with gpu flavor create and a Windows UEFI image
+        # with plain openstack image create; --prune with the export (a
+        # flavor dropped from it) removes the apply's flavor only
+        pool = self.unique_name('ws')
+        made, dropped = self.unique_name('g1'), self.unique_name('g2')
+        self.cleanup_objects([pool], [made, dropped])
+        flavor = {'pool': pool, 'vcpus': 1, 'ram': 512, 'disk': 1}
+        self.openstack('gpu', 'apply', self.document(
+            [{'name': pool, 'mode': 'vgpu', 'vgpu_type': 'nvidia-35',
+              'hosts': [base.VGPU_HOST]}],
+            [dict(flavor, name=made), dict(flavor, name=dropped)]),
+            parse=False)
+        # the marks, on the objects, read with plain openstack
+        self.assertEqual('gpu-apply', self.aggregate(pool)['properties'][
+            'gpu_managed_by'])
+        self.assertEqual('gpu-apply', self.openstack(
+            'flavor', 'show', dropped)['properties']['gpuclient:managed_by'])
+        where = self.useFixture(fixtures.TempDir()).path
+        exported = os.path.join(where, 'gpu.yaml')
+        self.openstack('gpu', 'export', '--pool', pool, '--output',
+                       exported, parse=False)
+        # since the export: another operator's flavor and UEFI image
+        theirs = self.make_flavor(pool)
+        image = self.openstack(
+            'image', 'create', '--disk-format', 'raw', '--container-format',
+            'bare', '--property', 'hw_firmware_type=uefi', '--property',
+            'hw_machine_type=q35', '--property', 'os_secure_boot=required',
+            self.unique_name('windows'))
+        self.addCleanup(self.openstack, 'image', 'delete', image['id'],
+                        parse=False)
+        with open(exported) as text:
+            document = yaml.safe_load(text)
+        document['flavors'] = [f for f in document['flavors']
+                               if f['name'] != dropped]
+        path = os.path.join(where, 'pruned.yaml')
+        with open(path, 'w') as out:
+            yaml.safe_dump(document, out)
+        # the whole layer compared (read only: a whole --prune on a
+        # shared cloud would act on other tests' objects): the image and
+        # their flavor are not the document's, the dropped flavor is
+        rc, out, err = self.openstack_raw('gpu', 'diff', path, '--prune',
+                                          '-f', 'json')
+        self.assertEqual(2, rc, err)
+        rows = {row['Object']: row['Change'] for row in json.loads(out)}
+        self.assertEqual('untracked', rows['image %s' % image['name']])
+        self.assertEqual('untracked', rows['flavor %s' % theirs])
+        self.assertEqual('delete', rows['flavor %s' % dropped])
+        rc, out, err = self.openstack_raw('gpu', 'apply', path, '--pool',
+                                          pool, '--prune')
+        self.assertEqual(0, rc, err)
+        self.assertIn('Not pruned, though the document does not name them: '
+                      'flavor %s' % theirs, err)
+        self.assertIn('Prunes flavor %s' % dropped, err)
+        flavors = {f['Name'] for f in self.openstack('flavor', 'list',
+                                                     '--all')}
+        self.assertNotIn(dropped, flavors)
+        self.assertIn(made, flavors)
+        self.assertNotIn('gpuclient:managed_by', self.openstack(
+            'flavor', 'show', theirs)['properties'])
+        props = self.openstack('image', 'show', image['id'])['properties']
+        self.assertEqual(('uefi', 'q35', 'required'), (
+            props.get('hw_firmware_type'), props.get('hw_machine_type'),
+            props.get('os_secure_boot')))

@@ -2034,14 +2034,24 @@ class FakeKeystoneLimits:
                     registered.service_id, registered.region_id,
                     registered.resource_name)]
 
+    # keystone/limit/schema.py: what an update may change
+    REGISTERED_UPDATE = frozenset({'service_id', 'region_id',
+                                   'resource_name', 'default_limit',
+                                   'description'})
+    LIMIT_UPDATE = frozenset({'resource_limit', 'description'})
+
     def update_registered(self, limit_id, **attrs):
+        self._validate(attrs, self.REGISTERED_UPDATE, ())
         item = self._find(self.registered, limit_id)
-        item.default_limit = attrs['default_limit']
+        for key, value in attrs.items():
+            setattr(item, key, value)
         return item
 
     def update_limit(self, limit_id, **attrs):
+        self._validate(attrs, self.LIMIT_UPDATE, ())
         item = self._find(self.project_limits, limit_id)
-        item.resource_limit = attrs['resource_limit']
+        for key, value in attrs.items():
+            setattr(item, key, value)
         return item
 
     def delete_registered(self, limit_id):

@@ -16,6 +16,7 @@ document, the round trip through YAML text, and the diff."""
 
 import copy
 import os
+import time
 
 from osc_lib import exceptions
 
@@ -106,6 +107,32 @@ def cloud_doc(aggregates=AGGREGATES, flavors=FLAVORS, selected=None):
     pools, _problems = pools_mod.scan(aggregates)
     return document.from_cloud(pools, flavors, ACCESS, IMAGES, REGISTERED,
                                LIMITS, selected=selected)
+
+
+def marked_cloud_doc(unmarked=()):
+    """``cloud_doc`` of the seeds' cloud after a ``gpu apply`` that named
+    every object (each carries gpu apply's mark), but the pools, flavors,
+    images and quota resource names of UNMARKED."""
+    aggs = copy.deepcopy(AGGREGATES)
+    for agg in aggs:
+        if 'gpu_pool' in agg['metadata'] and agg['name'] not in unmarked:
+            agg['metadata'][document.POOL_MARK] = document.MANAGED_BY
+    flavors = copy.deepcopy(FLAVORS)
+    for item in flavors:
+        if item['name'] not in unmarked:
+            item['extra_specs'][document.FLAVOR_MARK] = document.MANAGED_BY
+    images = copy.deepcopy(IMAGES)
+    for image in images:
+        if image['name'] not in unmarked:
+            image[document.IMAGE_MARK] = document.MANAGED_BY
+    registered = {name: dict(item, description=None if name in unmarked
+                             else 'x ' + document.QUOTA_MARK)
+                  for name, item in REGISTERED.items()}
+    limits = [dict(item, description=document.QUOTA_MARK)
+              for item in LIMITS]
+    pools, _problems = pools_mod.scan(aggs)
+    return document.from_cloud(pools, flavors, ACCESS, images, registered,
+                               limits)[0]
 
 
 def parsed(text):
@@ -387,6 +414,32 @@ class TestCheck(base.TestCase):
         self.assertEqual(({'version': 1}, {(): 1, ('version',): 1}),
                          document.load('version: 1\n'))
 
+    def test_aliases_and_anchors_refused(self):
+        # anchors and aliases are refused before a tree is built: a
+        # reused value is written out, and no document expands
+        for text, line in (
+                ('version: 1\npools:\n- &p {name: a, mode: vgpu}\n', 3),
+                ('version: 1\nx: &v 1\ny: *v\n', 2),
+                ('version: 1\npools:\n- name: a\n  <<: *m\n', 4)):
+            error = self.assertRaises(document.DocumentError,
+                                      document.load, text)
+            self.assertIn('line %d: YAML anchors and aliases' % line,
+                          str(error))
+
+    def test_alias_bomb_refused_at_once(self):
+        # the 315-byte document of issue 36 (30 s and 1 GB in gpu diff),
+        # two levels deeper: refused at its first alias
+        levels = ['a0: &a0 [x, x, x, x, x, x, x, x, x]']
+        for i in range(1, 11):
+            levels.append('a%d: &a%d [%s]' % (
+                i, i, ', '.join(['*a%d' % (i - 1)] * 9)))
+        text = 'version: 1\n' + '\n'.join(levels) + '\n'
+        started = time.monotonic()
+        error = self.assertRaises(document.DocumentError, document.load,
+                                  text)
+        self.assertLess(time.monotonic() - started, 1.0)
+        self.assertIn('line 2: YAML anchors and aliases', str(error))
+
     def test_references(self):
         data = copy.deepcopy(VALID)
         data['pools'][0].update(hosts=['h1'], projects=[
@@ -469,6 +522,8 @@ class TestDiff(base.TestCase):
             self.assertEqual(expected, self.rows(change))
 
     def test_absent_objects_untracked_or_deleted(self):
+        self.current = marked_cloud_doc()
+
         def drop(d):
             d['pools'] = [p for p in d['pools'] if p['name'] != 'mig']
             d['flavors'] = [f for f in d['flavors'] if f['pool'] != 'mig']
@@ -485,6 +540,30 @@ class TestDiff(base.TestCase):
         self.assertEqual(['delete'] * 4, [r[1] for r in pruned])
         self.assertEqual(document.EXIT_DRIFT, document.exit_status(
             document.diff(self.current, {'pools': []}, prune=True)))
+
+    def test_prune_removes_only_what_apply_marked(self):
+        # issue 36, defects 4 and 5: an image with firmware properties, a
+        # pool, a flavor and a quota gpu apply never made nor took over
+        # (made by gpu pool/flavor create, gpu image set, gpu quota set or
+        # by hand, before or after the export) are left by --prune, listed
+        # as untracked; what an earlier apply marked is deleted
+        self.current = marked_cloud_doc(
+            unmarked=('ubuntu', 'mig', 'mig.3g', 'class:VGPU'))
+        empty = {'version': 1, 'pools': [], 'flavors': [], 'images': [],
+                 'quotas': []}
+        rows = document.diff(self.current, empty, prune=True)
+        self.assertEqual([
+            ('pool mig', 'untracked'), ('pool solver', 'delete'),
+            ('pool ws', 'delete'), ('flavor mig.3g', 'untracked'),
+            ('flavor solver.h100.2', 'delete'), ('flavor ws.a40', 'delete'),
+            ('image img-2', 'delete'), ('image ubuntu', 'untracked'),
+            ('quota class:CUSTOM_PCI_10DE_2331 (default)', 'delete'),
+            ('quota class:VGPU (default)', 'untracked'),
+            ('quota class:VGPU (project p1)', 'delete')],
+            [(r['object'], r['change']) for r in rows])
+        # the mark is no field of the document, and no drift
+        self.assertEqual([], document.diff(self.current, cloud_doc()[0]))
+        self.assertNotIn('managed_by', document.dump(self.current))
 
     def test_flavor_specs_drift_is_an_update(self):
         aggs = copy.deepcopy(AGGREGATES)
@@ -560,6 +639,7 @@ class TestScope(base.TestCase):
         # ws and mig share VGPU: a scope of ws prunes its pool and flavor
         # the document dropped, never VGPU's quotas (mig's GPUs too), nor
         # anything of the other pools
+        self.current = marked_cloud_doc()
         scope = document.scope(['ws'], self.pools, self.current)
         self.assertEqual({'VGPU'}, scope.shared)
         rows = document.diff(scope.narrow(self.current),

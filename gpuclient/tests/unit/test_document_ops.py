@@ -79,6 +79,23 @@ class DocumentOpsTestCase(base.TestCase):
                                         4)
         self.client.limits.create_registered('class:VCPU', 100)
 
+    def mark_all(self):
+        """Mark every object of the GPU layer as an earlier gpu apply
+        that named them all leaves them."""
+        for agg in self.cloud.aggregates:
+            if 'gpu_pool' in agg.metadata:
+                self.compute.set_aggregate_metadata(
+                    agg, {document.POOL_MARK: document.MANAGED_BY})
+        for flavor in self.cloud.flavors:
+            if flavor['extra_specs']:
+                flavor['extra_specs'][document.FLAVOR_MARK] = (
+                    document.MANAGED_BY)
+        for image in self.cloud.images:
+            if 'hw_machine_type' in image:
+                image[document.IMAGE_MARK] = document.MANAGED_BY
+        for item in self.keystone.registered + self.keystone.project_limits:
+            item.description = document.QUOTA_MARK
+
     def path(self, text, name='gpu.yaml'):
         path = os.path.join(self.dir, name)
         with open(path, 'w') as out:
@@ -217,6 +234,7 @@ class TestDiff(DocumentOpsTestCase):
                       'gpu-pt-1', self.logger.output)
 
     def test_untracked_and_pruned(self):
+        self.mark_all()
         data, _lines = document.load(self.text)
         data['pools'] = data['pools'][:1]
         data['flavors'] = data['flavors'][:1]
@@ -298,6 +316,11 @@ class ApplyTestCase(DocumentOpsTestCase):
     def apply(self, text, **kwargs):
         return document_ops.apply(self.client, self.path(text), **kwargs)
 
+    def adopt(self):
+        """Apply the export of the cloud: every object of the GPU layer
+        is then gpu apply's (marked), as after an earlier apply."""
+        self.apply(document_ops.export(self.client))
+
     def wipe(self):
         """Take the GPU layer off the fakes (as a wipe by hand does)."""
         gpu = {f['id'] for f in self.cloud.flavors if f['extra_specs']}
@@ -319,6 +342,7 @@ class ApplyTestCase(DocumentOpsTestCase):
 class TestApply(ApplyTestCase):
     def test_export_onto_an_empty_cloud_recreates_it(self):
         self.build()
+        self.adopt()
         text = document_ops.export(self.client)
         built = self.state()
         self.wipe()
@@ -336,11 +360,38 @@ class TestApply(ApplyTestCase):
         again = self.apply(text)
         self.assertEqual([], list(again))
 
+    def test_apply_marks_what_the_document_names_once(self):
+        # a layer made by the single commands: the first apply of its
+        # export takes every object over (marks it), writing nothing else
+        self.build()
+        text = document_ops.export(self.client)
+        plan = self.apply(text)
+        self.assertEqual(
+            ['aggregate.metadata', 'aggregate.metadata', 'flavor.specs',
+             'flavor.specs', 'image.update', 'limit.describe',
+             'limit.describe', 'limit.describe'], [s.op for s in plan])
+        for step in plan:
+            self.assertIn('managed_by', step.what)
+        aggs = {a.name: a.metadata for a in self.cloud.aggregates}
+        self.assertEqual('gpu-apply', aggs['ws']['gpu_managed_by'])
+        self.assertEqual('gpu-apply',
+                         self.cloud.images[0]['gpuclient_managed_by'])
+        self.assertEqual({'gpuclient:managed_by=gpu-apply'},
+                         {r.description for r in self.keystone.registered
+                          if r.resource_name != 'class:VCPU'})
+        self.assertIsNone(next(r for r in self.keystone.registered
+                               if r.resource_name == 'class:VCPU'
+                               ).description)
+        # the marks are no part of the document: the export is the same
+        self.assertEqual(text, document_ops.export(self.client))
+        self.assertEqual([], list(self.apply(text)))
+
 
 class TestApplyChanges(ApplyTestCase):
     def setUp(self):
         super().setUp()
         self.build()
+        self.adopt()
         self.text = document_ops.export(self.client)
 
     def test_hand_edit_is_put_back(self):
@@ -385,6 +436,77 @@ class TestApplyChanges(ApplyTestCase):
                 p for p in self.cloud.providers if p.name == 'gpu-vgpu-1')):
             self.assertNotIn('CUSTOM_NVIDIA_35', provider.traits)
         self.assertEqual([], list(self.apply(text, prune=True)))
+
+    def test_prune_leaves_what_apply_did_not_make(self):
+        # issue 36, defects 4 and 5: the export is older than a Windows
+        # UEFI image (firmware properties set by hand), a flavor made with
+        # gpu flavor create, a pool made with gpu pool create and a
+        # project's quota made with gpu quota set; --prune with that
+        # export leaves all of them, and names them
+        self.cloud.vgpu_host('gpu-vgpu-2')
+        self.cloud.images.append({
+            'id': fakes.uid('img-w'), 'name': 'windows',
+            'hw_firmware_type': 'uefi', 'hw_machine_type': 'q35',
+            'os_secure_boot': 'required'})
+        flavor_ops.create(self.client, 'g1.vgpu.1', 'ws', 4, 16384, 50)
+        pool_ops.create(self.client, pools.build_spec(
+            'ws2', 'vgpu', vgpu_type='nvidia-36'), ['gpu-vgpu-2'])
+        self.client.limits.create_limit('id-other', 'class:VGPU', 2)
+        before = self.state()
+        plan = self.apply(self.text, prune=True)
+        self.assertEqual([], list(plan))
+        self.assertEqual(before, self.state())
+        self.assertIn('Not pruned, though the document does not name them: '
+                      'pool ws2, flavor g1.vgpu.1, image windows, quota '
+                      'class:VGPU (project id-other). gpu apply did not make '
+                      'them nor take them over', self.logger.output)
+        # gpu diff --prune lists them as untracked: not drift
+        self.assertEqual(
+            ['untracked'] * 4,
+            [r[1] for r in self.rows(self.text, prune=True)])
+
+    def test_prune_removes_what_apply_made_and_says_why(self):
+        # a flavor an earlier apply made, then dropped from the document
+        data, _lines = document.load(self.text)
+        data['flavors'].append({'name': 'g1.vgpu.1', 'pool': 'ws',
+                                'vcpus': 4, 'ram': 16384, 'disk': 50})
+        plan = self.apply(document.dump(document.check(data)))
+        self.assertEqual(['flavor.create', 'flavor.specs'],
+                         [s.op for s in plan])
+        made = next(f for f in self.cloud.flavors
+                    if f['name'] == 'g1.vgpu.1')
+        self.assertEqual('gpu-apply',
+                         made['extra_specs']['gpuclient:managed_by'])
+        plan = self.apply(self.text, prune=True, dry_run=True)
+        self.assertEqual(['flavor.delete'], [s.op for s in plan])
+        self.assertIn('Prunes flavor g1.vgpu.1: gpu apply made or took it '
+                      'over (it carries extra spec gpuclient:managed_by='
+                      'gpu-apply) and the document does not name it.',
+                      plan.warnings)
+        self.apply(self.text, prune=True)
+        self.assertNotIn('g1.vgpu.1', self.state()['flavors'])
+
+    def test_image_step_acts_by_the_planned_id(self):
+        # issue 36, defect 13: the planned image is deleted and another
+        # image is named like its ID before the step: the step fails
+        # naming the ID, and the other image is left alone
+        ubuntu = self.cloud.images[0]
+        text = self.text.replace('hw_firmware_type: uefi',
+                                 'hw_firmware_type: bios')
+        impostor = {'id': fakes.uid('img-x'), 'name': ubuntu['id'],
+                    'hw_firmware_type': 'uefi'}
+
+        def swap(_index, step):
+            if step.op == 'image.update' and ubuntu in self.cloud.images:
+                self.cloud.images.remove(ubuntu)
+                self.cloud.images.append(impostor)
+
+        error = self.assertRaises(
+            exceptions.CommandError, document_ops.apply, self.client,
+            self.path(text), on_step=swap)
+        self.assertIn('No image with ID %s' % ubuntu['id'], str(error))
+        self.assertEqual('uefi', impostor['hw_firmware_type'])
+        self.assertNotIn('gpuclient_managed_by', impostor)
 
     def test_flavor_size_change_needs_recreate_flavors(self):
         text = self.text.replace('vcpus: 8', 'vcpus: 4')
@@ -560,6 +682,7 @@ class TestScope(ApplyTestCase):
     def setUp(self):
         super().setUp()
         self.build()
+        self.adopt()
 
     def server_reads(self):
         return [g for g in self.compute.gets if g[0] == '/servers/detail']
@@ -604,6 +727,26 @@ class TestScope(ApplyTestCase):
         pt = next(p for p in self.cloud.providers
                   if p.name == 'gpu-pt-1.test')
         self.assertEqual(before['traits'][pt.uuid], after['traits'][pt.uuid])
+
+    def test_prune_keeps_quotas_of_a_class_shared_outside(self):
+        # ws2 shares VGPU with ws: --pool ws --prune takes ws and its
+        # flavor, never the VGPU quotas (they limit ws2's GPUs too)
+        self.cloud.vgpu_host('gpu-vgpu-2')
+        pool_ops.create(self.client, pools.build_spec(
+            'ws2', 'vgpu', vgpu_type='nvidia-36'), ['gpu-vgpu-2'])
+        self.client.limits.create_limit('id-research', 'class:VGPU', 3)
+        self.adopt()
+        before = self.state()
+        empty = self.path('version: 1\n', 'empty.yaml')
+        plan = document_ops.apply(self.client, empty, prune=True,
+                                  pool_names=['ws'])
+        self.assertNotIn('limit.delete', [s.op for s in plan])
+        after = self.state()
+        self.assertNotIn('ws', after['aggregates'])
+        self.assertIn('ws2', after['aggregates'])
+        self.assertEqual(
+            [lim for lim in before['limits'] if 'VGPU' in lim[1]],
+            [lim for lim in after['limits'] if 'VGPU' in lim[1]])
 
     def test_the_rest_of_the_document_is_left_out(self):
         data, _lines = document.load(document_ops.export(self.client))
@@ -661,6 +804,7 @@ class TestServersLeftBehind(ApplyTestCase):
             'flavor': {'original_name': 'g1.vgpu.2', 'vcpus': 8,
                        'ram': 32768, 'disk': 100,
                        'extra_specs': dict(flavor['extra_specs'])}})
+        self.adopt()
         self.text = document_ops.export(self.client)
 
     def test_dropping_the_host_refused_before_any_write(self):

@@ -333,9 +333,13 @@ class FakeImage:
     def __init__(self, cloud):
         self.cloud = cloud
 
-    def find_image(self, name_or_id):
+    def find_image(self, name_or_id, by_name=True):
         if name_or_id in self.cloud.images:
             return copy.deepcopy(self.cloud.images[name_or_id])
+        named = [i for i in self.cloud.images.values()
+                 if i.get('name') == name_or_id]
+        if by_name and len(named) == 1:
+            return copy.deepcopy(named[0])
         raise errors.NotFound('No image %s' % name_or_id, 404)
 
     def update_properties(self, image, changes):

@@ -556,7 +556,7 @@ class TestCheck(base.TestCase):
 
 
 def sdk_limit(**kw):
-    return mock.Mock(**kw)
+    return mock.Mock(**dict({'description': None}, **kw))
 
 
 class TestLimitsClient(base.TestCase):
@@ -578,7 +578,8 @@ class TestLimitsClient(base.TestCase):
         self.assertEqual(('svc-nova', 'RegionOne'), limits.scope())
         proxy.registered_limits.return_value = [sdk_limit(
             resource_name='class:VGPU', id='r1', default_limit=4)]
-        self.assertEqual({'class:VGPU': {'id': 'r1', 'limit': 4}},
+        self.assertEqual({'class:VGPU': {'id': 'r1', 'limit': 4,
+                                         'description': None}},
                          limits.registered())
         proxy.registered_limits.assert_called_once_with(
             service_id='svc-nova', region_id='RegionOne')

@@ -36,12 +36,15 @@ class DocumentCommandTestCase(base.CommandTestCase):
         super().setUp()
         self.cloud = fakes.FakeCloud()
         self.cloud.pci_host('gpu-pt-1')
+        # as an earlier gpu apply leaves them: marked as its own
         self.cloud.aggregates.append(fakes.Aggregate(
-            'solver', pools.metadata_for(PT_SPEC), ['gpu-pt-1']))
+            'solver', dict(pools.metadata_for(PT_SPEC), gpu_managed_by=(
+                'gpu-apply')), ['gpu-pt-1']))
         self.cloud.add_flavor('g1.h100.1', vcpus=16, extra_specs={
             'aggregate_instance_extra_specs:gpu_pool': 'solver',
             'pci_passthrough:alias': 'h100:1',
-            'hw:pci_numa_affinity_policy': 'preferred'})
+            'hw:pci_numa_affinity_policy': 'preferred',
+            'gpuclient:managed_by': 'gpu-apply'})
         self.useFixture(fakes.PlacementFixture(self.cloud))
         cm = self.useFixture(fakes.ClientManagerFixture(self.cloud))
         identity = cm.gpu._conn.identity
