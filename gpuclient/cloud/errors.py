@@ -265,6 +265,58 @@ def translate_errors(service, what):
         ) from exc
     except sdk_exc.SDKException as exc:
         raise APIError('%s: %s' % (what, exc)) from exc
+    except json.JSONDecodeError as exc:
+        # an SDK call read a 2xx answer that is not JSON (requests'
+        # JSONDecodeError is one too): the answer has no URL left here
+        raise APIError(
+            _('%(what)s: %(service)s answered without JSON (%(error)s): '
+              'is a proxy or a login page in front of it? Check the '
+              '%(service)s endpoint (the service catalog, or its endpoint '
+              'override in clouds.yaml); nothing was read from this '
+              'answer.')
+            % {'what': what, 'service': service, 'error': exc.msg}) from None
+
+
+def url_path(url):
+    """The path of URL, without its query, fragment or host: what a
+    message may name of a request (a query or userinfo may hold a
+    credential)."""
+    return urllib.parse.urlsplit(str(url or '')).path or '/'
+
+
+def not_json(service, what, response, key=None):
+    """The error for a 2xx RESPONSE that is not the JSON object it must
+    be (an HTML page of a proxy or of an expired-session portal): never
+    read as an empty answer."""
+    kind = (getattr(response, 'headers', None) or {}).get('Content-Type')
+    holds = (_('a JSON object with "%s"') % key) if key else _(
+        'a JSON object')
+    return APIError(
+        _('%(what)s: %(service)s answered HTTP %(status)s at %(path)s '
+          'without %(holds)s (%(kind)s): is a proxy or a login page in '
+          'front of it? Check the %(service)s endpoint (the service '
+          'catalog, or its endpoint override in clouds.yaml); nothing '
+          'was read from this answer.')
+        % {'what': what, 'service': service,
+           'status': getattr(response, 'status_code', '?'),
+           'path': url_path(getattr(response, 'url', None)),
+           'holds': holds,
+           'kind': (kind or _('no Content-Type')).split(';')[0]},
+        getattr(response, 'status_code', None))
+
+
+def json_answer(service, what, response, key=None):
+    """The JSON object of a successful read: RESPONSE's, after
+    check_response; a CommandError naming SERVICE and the URL path when
+    it is not a JSON object, or (KEY) holds no KEY."""
+    check_response(service, what, response)
+    try:
+        data = response.json()
+    except ValueError:
+        data = None
+    if not isinstance(data, dict) or (key is not None and key not in data):
+        raise not_json(service, what, response, key)
+    return data
 
 
 def check_response(service, what, response, endpoint=None):
