@@ -160,7 +160,8 @@ class Placement:
                     'that this is a Placement endpoint (service catalog, '
                     'or placement_endpoint_override in clouds.yaml).'
                 )
-                % {'what': what, 'endpoint': endpoint}
+                % {'what': what,
+                   'endpoint': errors.public_host(endpoint, path=True)}
             )
         with self._lock:
             self._max_versions[endpoint] = best
@@ -180,7 +181,8 @@ class Placement:
                 % {
                     'what': what,
                     'need': versions.version_str(version),
-                    'endpoint': self.endpoint,
+                    'endpoint': errors.public_host(self.endpoint,
+                                                  path=True),
                     'have': versions.version_str(have),
                 }
             )

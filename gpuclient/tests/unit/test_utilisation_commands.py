@@ -425,6 +425,21 @@ class TestCheckIdle(UtilisationCase):
             r['Object'] for r in rows]))
         self.assertIn('cannot connect', rows[0]['Symptom'])
 
+    def test_a_password_in_the_url_is_never_printed(self):
+        # defect 7: --prometheus user:password@host:port (no scheme)
+        status, rows = self.status('--check', 'gpu-idle', '--prometheus',
+                                   'admin:S3cret@prom.test:9090')
+        text = json.dumps(rows) + self.logger.output
+        self.assertEqual(['Prometheus'], [r['Object'] for r in rows])
+        self.assertIn('prom.test:9090 is not a Prometheus URL', text)
+        self.assertNotIn('S3cret', text)
+        self.assertNotIn('admin', text)
+        error = self.assertRaises(
+            exceptions.CommandError, self.run_cmd, server_cmd.ListServer,
+            '--utilisation', '--prometheus', 'admin:S3cret@prom.test:9090')
+        self.assertNotIn('S3cret', str(error))
+        self.assertIn('prom.test:9090', str(error))
+
     def test_without_prometheus_the_check_does_not_run(self):
         self.cm.gpu.cloud_config = {}
         status, rows = self.status()
