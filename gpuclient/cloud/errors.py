@@ -232,15 +232,16 @@ def _timeout_error(service, what, exc):
             '%(what)s: %(service)s did not answer in time (%(error)s). '
             'The service may be hung or overloaded; a write may or may not '
             'have taken effect. Check the %(service)s service; gpuclient '
-            'waits api_timeout seconds of the cloud in clouds.yaml, or '
-            '%(connect)d s to connect and %(read)d s for an answer.'
+            'waits api_timeout seconds of the cloud in clouds.yaml for a '
+            'whole call, or %(connect)d s to connect and %(total)d s for '
+            'the whole answer.'
         )
         % {
             'what': what,
             'service': service,
             'error': scrub(exc),
             'connect': http.CONNECT_TIMEOUT,
-            'read': http.READ_TIMEOUT,
+            'total': http.TOTAL_TIMEOUT,
         }
     )
 

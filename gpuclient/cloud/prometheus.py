@@ -77,6 +77,10 @@ class Prometheus:
         self.verify = verify
         self.cert = cert or None
         self.timeout = timeout or (http.CONNECT_TIMEOUT, http.READ_TIMEOUT)
+        # the whole time of a query, its answer read to the end: TIMEOUT
+        # (clouds.yaml's api_timeout) or http.TOTAL_TIMEOUT
+        http.bound_total_time(self.session, http.total_timeout(
+            None if isinstance(timeout, tuple) else timeout))
         self.sent = 0  # queries sent: a constant number per command
 
     def query(self, promql, time=None):
