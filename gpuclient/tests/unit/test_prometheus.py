@@ -62,6 +62,23 @@ class TestQuery(base.TestCase):
         self.assertEqual(('/c', '/k'), sent.cert)
         self.assertEqual(7, sent.timeout)
 
+    def test_the_urls_own_query_is_kept_on_every_query(self):
+        # e.g. a multi-tenant proxy in front of Prometheus (tenant=a)
+        self.mock.post('https://prom.test/x/api/v1/query', json=VECTOR)
+        client = prometheus.Prometheus(
+            'https://prom.test/x?tenant=a&dedup=true')
+        client.query('up')
+        client.query('down', time=5)
+        sent = [urllib.parse.parse_qsl(r.text)
+                for r in self.mock.request_history]
+        self.assertEqual([('tenant', 'a'), ('dedup', 'true'),
+                          ('query', 'up')], sent[0])
+        self.assertEqual([('tenant', 'a'), ('dedup', 'true'),
+                          ('query', 'down'), ('time', '5.000')], sent[1])
+        # and never in the URL requests is given, nor in a message
+        self.assertEqual('https://prom.test/x/api/v1/query',
+                         self.mock.request_history[-1].url)
+
     def test_bearer_token(self):
         self.mock.post(QUERY, json=VECTOR)
         prometheus.Prometheus(URL, token='s3cret').query('up')

@@ -23,6 +23,7 @@ import fixtures
 from osc_lib import exceptions
 import requests
 
+from gpuclient.cloud import prometheus as prometheus_mod
 from gpuclient.ops import utilisation_ops
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import test_usage
@@ -224,6 +225,18 @@ class TestServerListUtilisation(UtilisationCase):
         sent = self.placement.mock.request_history[-1]
         self.assertEqual('Bearer s3cret', sent.headers['Authorization'])
         self.assertEqual('/etc/prom-ca.pem', sent.verify)
+
+    def test_api_timeout_of_the_cloud_bounds_prometheus(self):
+        self.run_cmd(server_cmd.ListServer, '--utilisation')
+        default = self.placement.mock.request_history[-1].timeout
+        self.assertEqual((prometheus_mod.http.CONNECT_TIMEOUT,
+                          prometheus_mod.http.READ_TIMEOUT), default)
+        self.cm.gpu.cloud_config = {'prometheus_endpoint': PROM,
+                                    'api_timeout': '7'}
+        self.run_cmd(server_cmd.ListServer, '--utilisation')
+        self.assertEqual(7.0, self.placement.mock.request_history[-1].timeout)
+        prom, _metrics, _labels = utilisation_ops.connect(self.cm.gpu)
+        self.assertEqual(7.0, prom.session.adapters['https://'].total)
 
     def test_tls_as_the_clouds_unless_told(self):
         self.useFixture(fixtures.EnvironmentVariable(
