@@ -304,7 +304,10 @@ def translate_errors(service, what):
         raise APIError('%s: %s' % (what, scrub(exc))) from exc
     except json.JSONDecodeError as exc:
         # an SDK call read a 2xx answer that is not JSON (requests'
-        # JSONDecodeError is one too): the answer has no URL left here
+        # JSONDecodeError is one too): the answer is the last one read
+        answer = http.last_answer()
+        if answer is not None and answer.ok:
+            raise not_json(service, what, answer) from None
         raise APIError(
             _('%(what)s: %(service)s answered without JSON (%(error)s): '
               'is a proxy or a login page in front of it? Check the '

@@ -16,6 +16,7 @@ JSON body of an answer, session timeouts, and the pause between tries of
 a write that lost a race."""
 
 import random
+import threading
 import time
 
 import requests
@@ -44,6 +45,16 @@ def total_timeout(api_timeout=None):
     if api_timeout not in (None, ''):
         return float(api_timeout)
     return TOTAL_TIMEOUT
+
+
+_LAST = threading.local()
+
+
+def last_answer():
+    """The last answer a DeadlineAdapter read in this thread (None if
+    none): what an error about an SDK call that could not read its answer
+    names (its status, path and Content-Type)."""
+    return getattr(_LAST, 'response', None)
 
 
 class DeadlineAdapter(req_adapters.HTTPAdapter):
@@ -105,6 +116,7 @@ class DeadlineAdapter(req_adapters.HTTPAdapter):
         response._content = b''.join(chunks)
         response._content_consumed = True
         raw.release_conn()
+        _LAST.response = response
         return response
 
     def close(self):
