@@ -84,6 +84,14 @@ MUTATIONS = [
      "for host in (device['host'],):",
      'test_utilisation.TestServerJoin.test_exporter_hostname_in_another_'
      'case_or_as_a_fqdn'),
+    ('pager follows a page it asked for', 'gpuclient/cloud/pager.py',
+     'if _request_key(url, params) in asked:',
+     'if False:',
+     'test_answers.TestPagerEnds'),
+    ('2xx answer without its key read', 'gpuclient/cloud/errors.py',
+     'or (key is not None and key not in data)',
+     'or False',
+     'test_answers.TestNotJson'),
 ]
 
 

@@ -163,6 +163,23 @@ class TestNotJson(base.TestCase):
                 self.assert_refused(service, path, read,
                                     kind='application/json')
 
+    def test_an_sdk_read_of_a_portal_names_the_last_answer(self):
+        # an SDK list (aggregates, services) calls response.json() itself
+        answer = portal(NOVA + '/os-aggregates?' + SECRET_QUERY)
+        self.useFixture(fixtures.MockPatch(
+            'gpuclient.cloud.http.last_answer', return_value=answer))
+
+        def sdk_list():
+            with errors.translate_errors('Nova', 'Listing host aggregates'):
+                answer.json()
+        error = self.assertRaises(errors.APIError, sdk_list)
+        self.assertEqual(
+            'Listing host aggregates: Nova answered HTTP 200 at '
+            '/v2.1/os-aggregates without a JSON object (text/html): is a '
+            'proxy or a login page in front of it? Check the Nova endpoint '
+            '(the service catalog, or its endpoint override in '
+            'clouds.yaml); nothing was read from this answer.', str(error))
+
     def test_ironic_portal_is_said_not_an_empty_node_list(self):
         logger = self.useFixture(fixtures.FakeLogger(
             level=logging.WARNING))
@@ -264,6 +281,29 @@ class TestPagerEnds(base.TestCase):
             'follow the paging marker. Stopped; nothing was read from this '
             'list. Check the Nova service (or a proxy in front of it).',
             str(error))
+
+    def test_a_next_page_already_asked_for(self):
+        # every project's usage: pages of projects, which have no id of
+        # their own (a project's servers may span pages); Nova ignoring
+        # the marker links the same next page again
+        asked = []
+
+        def fetch(url, params):
+            asked.append(dict(params))
+            if len(asked) > 20:
+                raise AssertionError('the pager did not stop')
+            return {'tenant_usages': [{'tenant_id': 'p1'}],
+                    'tenant_usages_links': [
+                        {'rel': 'next', 'href': 'x?marker=s9'}]}
+        error = self.assertRaises(
+            errors.APIError, pager.collect, fetch,
+            '/os-simple-tenant-usage', {'detailed': 1},
+            pager.items('tenant_usages'), pager.next_marker('tenant_usages'),
+            'Nova', 'Reading the server usage of every project')
+        self.assertIn('Nova at /os-simple-tenant-usage pages without end '
+                      '(its next page is one already asked for)', str(error))
+        self.assertEqual([{'detailed': 1}, {'detailed': 1, 'marker': 's9'}],
+                         asked)
 
     def test_pages_that_move_on_are_read(self):
         pages = {None: ({'id': 'a'}, 'a'), 'a': ({'id': 'b'}, 'b'),
