@@ -38,6 +38,7 @@ import yaml
 
 from gpuclient.tests.functional import base
 from gpuclient.tests.functional import test_transport
+from gpuclient.tests.unit import test_deadline
 
 TEMP_CLOUD = 'gpuclient-trust-cloud'
 SECRET = 'S3cret'
@@ -83,47 +84,6 @@ class Portal(http.server.ThreadingHTTPServer):
     def close(self):
         self.shutdown()
         self.server_close()
-
-
-class Trickle:
-    """Sends HTTP headers, then a byte a second, to every connection."""
-
-    def __init__(self):
-        self.sock = socket.socket()
-        self.sock.bind(('127.0.0.1', 0))
-        self.sock.listen(8)
-        self.sock.settimeout(0.2)
-        self.host = '127.0.0.1:%d' % self.sock.getsockname()[1]
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self.serve, daemon=True)
-        self.thread.start()
-
-    def serve(self):
-        while not self.stop.is_set():
-            try:
-                conn, _addr = self.sock.accept()
-            except OSError:
-                continue
-            threading.Thread(target=self.answer, args=(conn,),
-                             daemon=True).start()
-
-    def answer(self, conn):
-        try:
-            conn.recv(65536)
-            conn.sendall(b'HTTP/1.1 200 OK\r\nContent-Type: '
-                         b'application/json\r\nContent-Length: 100000\r\n'
-                         b'\r\n')
-            while not self.stop.wait(1):
-                conn.sendall(b' ')
-        except OSError:
-            pass
-        finally:
-            conn.close()
-
-    def close(self):
-        self.stop.set()
-        self.sock.close()
-        self.thread.join(2)
 
 
 class TestCloudAnswers(test_transport.TestPlacementEndpointOverride):
@@ -205,16 +165,18 @@ class TestCloudAnswers(test_transport.TestPlacementEndpointOverride):
     # -- defect 15 -----------------------------------------------------------
 
     def test_a_trickling_prometheus_is_cut_off_by_api_timeout(self):
-        trickle = Trickle()
+        # headers, then a byte a second
+        trickle = test_deadline.TrickleServer(body=b' ' * 100000, pause=1)
         self.addCleanup(trickle.close)
+        host = trickle.url.split('//')[1]
         env = self.temp_cloud(api_timeout=2)
         rc, out, err, took = self.run_cli(
             'gpu', 'server', 'list', '--utilisation', '--prometheus',
-            'http://%s' % trickle.host, env=env, cloud=TEMP_CLOUD, limit=60)
+            trickle.url, env=env, cloud=TEMP_CLOUD, limit=60)
         self.assertEqual(1, rc, out + err)
         self.assertNotIn('Traceback', err)
         self.assertEqual(1, len(err.strip().splitlines()), err)
         self.assertIn('Querying Prometheus at http://%s: no answer in time'
-                      % trickle.host, err)
+                      % host, err)
         # the interpreter's start, the cloud's reads, then 2 s
         self.assertLess(took, 30, err)
