@@ -42,8 +42,8 @@ MUTATIONS = [
      'resource_name=name, limit=value)',
      'test_client.TestStrictKeystoneLimits'),
     ('members_of sends in_tree=', 'gpuclient/cloud/placement.py',
-     "params={'member_of': aggregate_uuid})",
-     "params={'in_tree': aggregate_uuid})",
+     'member_of=aggregate_uuid,',
+     'in_tree=aggregate_uuid,',
      'test_client.TestStrictPlacementFake'),
     ('aggregates at Placement 1.1', 'gpuclient/cloud/versions.py',
      'PLACEMENT_AGGREGATES_VERSION = (1, 19)',
@@ -114,6 +114,30 @@ MUTATIONS = [
      'id)',
      'test_document_ops.TestApplyChanges.test_image_step_acts_by_the_'
      'planned_id'),
+    ('api_timeout not passed to Prometheus',
+     'gpuclient/ops/utilisation_ops.py',
+     "timeout=float(timeout) if timeout not in (None, '') else None)",
+     'timeout=None)',
+     'test_utilisation_commands.TestServerListUtilisation.test_api_'
+     'timeout_of_the_cloud_bounds_prometheus'),
+    ("Prometheus URL's query dropped", 'gpuclient/cloud/prometheus.py',
+     "params = list(self.url_query) + [('query', promql)]",
+     "params = [('query', promql)]",
+     'test_prometheus.TestQuery.test_the_urls_own_query_is_kept_on_every_'
+     'query'),
+    ('exporter Hostname matched as written', 'gpuclient/rules/utilisation.py',
+     "for host in host_keys(device['host']):",
+     "for host in (device['host'],):",
+     'test_utilisation.TestServerJoin.test_exporter_hostname_in_another_'
+     'case_or_as_a_fqdn'),
+    ('pager follows a page it asked for', 'gpuclient/cloud/pager.py',
+     'if _request_key(url, params) in asked:',
+     'if False:',
+     'test_answers.TestPagerEnds'),
+    ('2xx answer without its key read', 'gpuclient/cloud/errors.py',
+     'or (key is not None and key not in data)',
+     'or False',
+     'test_answers.TestNotJson'),
 ]
 
 

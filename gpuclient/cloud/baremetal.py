@@ -20,7 +20,6 @@ from keystoneauth1 import exceptions as ks_exc
 from openstack import exceptions as sdk_exc
 
 from gpuclient.cloud import errors
-from gpuclient.cloud import http
 from gpuclient.cloud import pager
 from gpuclient.cloud import versions
 from gpuclient.i18n import _
@@ -71,8 +70,8 @@ class Baremetal:
                 if response.status_code in (401, 403):
                     LOG.debug('%s: HTTP %s', what, response.status_code)
                     raise _Hidden()
-                errors.check_response(self.service, what, response)
-                return http.json_body(response)
+                return errors.json_answer(self.service, what, response,
+                                          'nodes')
 
             params = {'fields': ','.join(BAREMETAL_NODE_FIELDS),
                       'limit': page_size}
@@ -80,7 +79,8 @@ class Baremetal:
                 # Ironic caps a page at its [api]max_limit, which may be
                 # less than page_size, and links the next page: follow it
                 nodes = pager.collect(fetch, '/nodes', params,
-                                      pager.items('nodes'), pager.next_query)
+                                      pager.items('nodes'), pager.next_query,
+                                      self.service, what)
             except _Hidden:
                 return {}
             return {node.get('uuid') or node.get('id'): node

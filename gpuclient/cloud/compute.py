@@ -119,15 +119,15 @@ class Compute:
         for need in needs:
             check_requested(self._requested, need, self._warned)
 
-    def _fetch(self, what, version):
-        """FETCH for pager.collect: one raw GET at VERSION, its JSON."""
+    def _fetch(self, what, version, key):
+        """FETCH for pager.collect: one raw GET at VERSION, its JSON (an
+        object holding KEY, else a CommandError: errors.json_answer)."""
         version = self._version(version)
 
         def fetch(url, params):
             response = self._proxy.get(url, microversion=version,
                                        params=params, raise_exc=False)
-            errors.check_response(self.service, what, response)
-            return http.json_body(response)
+            return errors.json_answer(self.service, what, response, key)
         return fetch
 
     def hypervisors(self):
@@ -145,9 +145,11 @@ class Compute:
         # the host filters read; 2.53 is the oldest where id is the uuid
         with errors.translate_errors(self.service, what):
             return pager.collect(
-                self._fetch(what, versions.COMPUTE_HYPERVISOR_UUID_VERSION),
+                self._fetch(what, versions.COMPUTE_HYPERVISOR_UUID_VERSION,
+                            'hypervisors'),
                 '/os-hypervisors/detail', {}, pager.items('hypervisors'),
-                pager.next_marker('hypervisors', from_item=True))
+                pager.next_marker('hypervisors', from_item=True),
+                self.service, what)
 
     def aggregates(self):
         what = _('Listing host aggregates')
@@ -185,8 +187,8 @@ class Compute:
             response = self._proxy.put('/os-services/%s' % quoted,
                                        json=body, microversion=version,
                                        raise_exc=False)
-            errors.check_response(self.service, what, response)
-            return (http.json_body(response) or {}).get('service') or {}
+            return errors.json_answer(self.service, what, response,
+                                      'service')['service'] or {}
 
     def host_has_servers(self, host):
         what = _('Listing servers on host %s') % host
@@ -262,10 +264,12 @@ class Compute:
         # fails loudly instead. The plain dicts are what flavor plans diff
         with errors.translate_errors(self.service, what):
             return pager.collect(
-                self._fetch(what, versions.COMPUTE_FLAVOR_SPECS_VERSION),
+                self._fetch(what, versions.COMPUTE_FLAVOR_SPECS_VERSION,
+                            'flavors'),
                 '/flavors/detail', {'is_public': 'None'},
                 pager.items('flavors'),
-                pager.next_marker('flavors', from_item=True))
+                pager.next_marker('flavors', from_item=True),
+                self.service, what)
 
     # -- flavors (gpu flavor) ------------------------------------------------
     # Reads and the create are raw calls at compute API 2.61: descriptions
@@ -275,7 +279,8 @@ class Compute:
     # Extra specs, the description, the access list and delete go through
     # the SDK's calls.
 
-    def _flavor_call(self, method, url, what, body=None, ok_missing=False):
+    def _flavor_call(self, method, url, what, body=None, ok_missing=False,
+                     key=None):
         version = self._version(versions.COMPUTE_FLAVOR_SPECS_VERSION)
         with errors.translate_errors(self.service, what):
             kwargs = {'microversion': version, 'raise_exc': False}
@@ -284,6 +289,8 @@ class Compute:
             response = getattr(self._proxy, method)(url, **kwargs)
             if ok_missing and response.status_code == 404:
                 return None
+            if key is not None:
+                return errors.json_answer(self.service, what, response, key)
             errors.check_response(self.service, what, response)
             return http.json_body(response) or {}
 
@@ -296,7 +303,7 @@ class Compute:
         what = _('Reading flavor %s') % flavor_id
         quoted = urllib.parse.quote(flavor_id, safe='')
         data = self._flavor_call('get', '/flavors/%s' % quoted, what,
-                                 ok_missing=True)
+                                 ok_missing=True, key='flavor')
         return data['flavor'] if data else None
 
     def find_flavor(self, name_or_id, ignore_missing=False,
@@ -340,7 +347,8 @@ class Compute:
         what = _('Creating flavor %s') % fields.get('name')
         body = {'flavor': {k: v for k, v in fields.items()
                            if v is not None}}
-        return self._flavor_call('post', '/flavors', what, body)['flavor']
+        return self._flavor_call('post', '/flavors', what, body,
+                                 key='flavor')['flavor']
 
     def update_flavor_description(self, flavor_id, description):
         """PUT /flavors/{id} with the description (None: none); compute
@@ -410,9 +418,10 @@ class Compute:
             return page or []
 
         with errors.translate_errors(self.service, what):
-            return pager.collect(self._fetch(what, version), url,
+            return pager.collect(self._fetch(what, version, key), url,
                                  dict(params), page_items,
-                                 pager.next_marker(key))
+                                 pager.next_marker(key), self.service,
+                                 what)
 
     def servers_detail(self, all_projects=False, project_id=None,
                        changes_since=None, host=None):
@@ -461,8 +470,8 @@ class Compute:
                                        microversion=version, raise_exc=False)
             if response.status_code == 404:
                 return None
-            errors.check_response(self.service, what, response)
-            return (http.json_body(response) or {}).get('server')
+            return errors.json_answer(self.service, what, response,
+                                      'server')['server']
 
     def server_action(self, server_id, action, body=None):
         """``POST /servers/{id}/action`` {ACTION: BODY} at compute API

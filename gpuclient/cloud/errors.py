@@ -32,6 +32,40 @@ from gpuclient.cloud import http
 from gpuclient.i18n import _
 
 
+def public_host(url, path=False):
+    """What a message may name of URL: its scheme, host and port
+    (``https://prom.example.org:9090``; ``prom:9090`` when it has no
+    scheme), and with PATH its path, never its userinfo, query or
+    fragment, which may hold a password or a token."""
+    text = str(url or '').strip()
+    if '://' not in text:
+        text = '//' + text.lstrip('/')
+    parts = urllib.parse.urlsplit(text)
+    try:
+        host, port = parts.hostname or '', parts.port
+    except ValueError:  # a port that is not a number
+        host, port = parts.netloc.rpartition('@')[2].split(':')[0], None
+    if ':' in host:
+        host = '[%s]' % host
+    if port:
+        host += ':%d' % port
+    if not host:
+        return _('(no host)')
+    if path:
+        host += parts.path.rstrip('/')
+    return '%s://%s' % (parts.scheme, host) if parts.scheme else host
+
+
+_URL_RE = re.compile(r'[A-Za-z][A-Za-z0-9+.-]*://[^\s\'"<>]+')
+
+
+def scrub(text):
+    """TEXT (an exception's, a server's) with every URL in it cut to its
+    scheme, host, port and path (public_host)."""
+    return _URL_RE.sub(lambda m: public_host(m.group(0), path=True),
+                       str(text))
+
+
 class APIError(exceptions.CommandError):
     """An API call failed; ``status`` is the HTTP status (None if none)."""
 
@@ -83,7 +117,7 @@ def server_message(body, limit=400):
     if not messages and text is not None:
         # HTML or text: strip tags and collapse white space.
         messages.append(re.sub(r'<[^>]+>', ' ', text))
-    message = ' '.join(' '.join(messages).split())
+    message = scrub(' '.join(' '.join(messages).split()))
     if len(message) > limit:
         message = message[: limit - 3] + '...'
     return message
@@ -92,6 +126,7 @@ def server_message(body, limit=400):
 def error_for_status(service, what, status, message, endpoint=None):
     """Build the CommandError for an HTTP error status."""
     message = (message or '').rstrip('. ')
+    endpoint = public_host(endpoint, path=True) if endpoint else None
     detail = (': %s' % message) if message else ''
     if status == 401:
         return APIError(
@@ -170,7 +205,8 @@ def error_for_status(service, what, status, message, endpoint=None):
 
 
 def connection_error(service, what, exc, endpoint=None):
-    where = endpoint or _('its catalog endpoint')
+    where = public_host(endpoint, path=True) if endpoint else _(
+        'its catalog endpoint')
     return APIError(
         _(
             '%(what)s: cannot connect to %(service)s at %(where)s '
@@ -181,7 +217,7 @@ def connection_error(service, what, exc, endpoint=None):
             'what': what,
             'service': service,
             'where': where,
-            'error': exc,
+            'error': scrub(exc),
         }
     )
 
@@ -196,15 +232,16 @@ def _timeout_error(service, what, exc):
             '%(what)s: %(service)s did not answer in time (%(error)s). '
             'The service may be hung or overloaded; a write may or may not '
             'have taken effect. Check the %(service)s service; gpuclient '
-            'waits api_timeout seconds of the cloud in clouds.yaml, or '
-            '%(connect)d s to connect and %(read)d s for an answer.'
+            'waits api_timeout seconds of the cloud in clouds.yaml for a '
+            'whole call, or %(connect)d s to connect and %(total)d s for '
+            'the whole answer.'
         )
         % {
             'what': what,
             'service': service,
-            'error': exc,
+            'error': scrub(exc),
             'connect': http.CONNECT_TIMEOUT,
-            'read': http.READ_TIMEOUT,
+            'total': http.TOTAL_TIMEOUT,
         }
     )
 
@@ -213,7 +250,7 @@ def _endpoint_of(url):
     parts = urllib.parse.urlsplit(url or '')
     if not parts.scheme:
         return None
-    return '%s://%s' % (parts.scheme, parts.netloc)
+    return '%s://%s' % (parts.scheme, public_host(parts.netloc))
 
 
 @contextlib.contextmanager
@@ -245,7 +282,7 @@ def translate_errors(service, what):
                 'for this region and interface (%(error)s). Check '
                 '--os-region-name and --os-interface.'
             )
-            % {'what': what, 'service': service, 'error': exc}
+            % {'what': what, 'service': service, 'error': scrub(exc)}
         ) from exc
     except sdk_exc.EndpointNotFound as exc:
         raise APIError(
@@ -253,7 +290,7 @@ def translate_errors(service, what):
                 '%(what)s: the service catalog has no %(service)s endpoint '
                 '(%(error)s). Check --os-region-name and --os-interface.'
             )
-            % {'what': what, 'service': service, 'error': exc}
+            % {'what': what, 'service': service, 'error': scrub(exc)}
         ) from exc
     except ks_exc.ConnectTimeout as exc:
         raise _timeout_error(service, what, exc) from exc
@@ -264,7 +301,62 @@ def translate_errors(service, what):
             service, what, exc.http_status, server_message(exc.details)
         ) from exc
     except sdk_exc.SDKException as exc:
-        raise APIError('%s: %s' % (what, exc)) from exc
+        raise APIError('%s: %s' % (what, scrub(exc))) from exc
+    except json.JSONDecodeError as exc:
+        # an SDK call read a 2xx answer that is not JSON (requests'
+        # JSONDecodeError is one too): the answer is the last one read
+        answer = http.last_answer()
+        if answer is not None and answer.ok:
+            raise not_json(service, what, answer) from None
+        raise APIError(
+            _('%(what)s: %(service)s answered without JSON (%(error)s): '
+              'is a proxy or a login page in front of it? Check the '
+              '%(service)s endpoint (the service catalog, or its endpoint '
+              'override in clouds.yaml); nothing was read from this '
+              'answer.')
+            % {'what': what, 'service': service, 'error': exc.msg}) from None
+
+
+def url_path(url):
+    """The path of URL, without its query, fragment or host: what a
+    message may name of a request (a query or userinfo may hold a
+    credential)."""
+    return urllib.parse.urlsplit(str(url or '')).path or '/'
+
+
+def not_json(service, what, response, key=None):
+    """The error for a 2xx RESPONSE that is not the JSON object it must
+    be (an HTML page of a proxy or of an expired-session portal): never
+    read as an empty answer."""
+    kind = (getattr(response, 'headers', None) or {}).get('Content-Type')
+    holds = (_('a JSON object with "%s"') % key) if key else _(
+        'a JSON object')
+    return APIError(
+        _('%(what)s: %(service)s answered HTTP %(status)s at %(path)s '
+          'without %(holds)s (%(kind)s): is a proxy or a login page in '
+          'front of it? Check the %(service)s endpoint (the service '
+          'catalog, or its endpoint override in clouds.yaml); nothing '
+          'was read from this answer.')
+        % {'what': what, 'service': service,
+           'status': getattr(response, 'status_code', '?'),
+           'path': url_path(getattr(response, 'url', None)),
+           'holds': holds,
+           'kind': (kind or _('no Content-Type')).split(';')[0]},
+        getattr(response, 'status_code', None))
+
+
+def json_answer(service, what, response, key=None):
+    """The JSON object of a successful read: RESPONSE's, after
+    check_response; a CommandError naming SERVICE and the URL path when
+    it is not a JSON object, or (KEY) holds no KEY."""
+    check_response(service, what, response)
+    try:
+        data = response.json()
+    except ValueError:
+        data = None
+    if not isinstance(data, dict) or (key is not None and key not in data):
+        raise not_json(service, what, response, key)
+    return data
 
 
 def check_response(service, what, response, endpoint=None):

@@ -16,7 +16,6 @@
 import re
 
 from gpuclient.cloud import errors
-from gpuclient.cloud import http
 from gpuclient.cloud import pager
 from gpuclient.i18n import _
 
@@ -34,7 +33,7 @@ class Image:
     def __init__(self, proxy):
         self._proxy = proxy
 
-    def _call(self, method, url, what, ok_missing=False, **kwargs):
+    def _call(self, method, url, what, key, ok_missing=False, **kwargs):
         # raw, for the body shape: the SDK's Image moves properties it does
         # not know under ``properties`` and computes its own JSON patch;
         # gpuclient reads and patches the top-level members Glance keeps
@@ -43,16 +42,18 @@ class Image:
                 url, raise_exc=False, **kwargs)
             if ok_missing and response.status_code == 404:
                 return None
-            errors.check_response(self.service, what, response)
-            return http.json_body(response) or {}
+            # KEY: what a JSON object answering it must hold (an HTML
+            # page of a proxy is an error, never an empty answer)
+            return errors.json_answer(self.service, what, response, key)
 
     def images(self, page_size=200):
         """Every image the caller can see (dicts), following next links."""
         what = _('Listing images')
         return pager.collect(
-            lambda url, params: self._call('get', url, what, params=params),
+            lambda url, params: self._call('get', url, what, 'images',
+                                          params=params),
             '/images', {'limit': page_size}, pager.items('images'),
-            pager.next_path)
+            pager.next_path, self.service, what)
 
     def find_image(self, name_or_id, by_name=True):
         """One image (dict) by ID or exact name; BY_NAME False: by ID
@@ -69,10 +70,10 @@ class Image:
             return image
         if re.fullmatch(r'[0-9a-fA-F-]{32,36}', name_or_id):
             image = self._call('get', '/images/%s' % name_or_id, what,
-                               ok_missing=True)
+                               'id', ok_missing=True)
             if image:
                 return image
-        data = self._call('get', '/images', what,
+        data = self._call('get', '/images', what, 'images',
                           params={'name': name_or_id})
         found = data.get('images') or []
         if len(found) == 1:
@@ -98,6 +99,6 @@ class Image:
                 patch.append({'op': op, 'path': '/' + key, 'value': value})
         if not patch:
             return image
-        return self._call('patch', '/images/%s' % image['id'], what,
+        return self._call('patch', '/images/%s' % image['id'], what, 'id',
                           json=patch,
                           headers={'Content-Type': self.PATCH_TYPE})

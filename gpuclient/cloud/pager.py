@@ -15,7 +15,10 @@
 
 ``collect`` reads page after page until an answer links no next page, or
 a page is empty (an empty page ends the list even if it links a next
-one: its marker would be the one just sent). How the next request is
+one: its marker would be the one just sent). A page that repeats a
+request already sent or an item already listed is an error: a service
+that ignores the marker would otherwise be asked for the same page
+forever. How the next request is
 made from an answer is the service's:
 
 * Nova: a ``<key>_links`` entry with ``rel`` ``next``; the next request
@@ -28,19 +31,38 @@ made from an answer is the service's:
 
 import urllib.parse
 
+from gpuclient.cloud import errors
+from gpuclient.i18n import _
 
-def collect(fetch, url, params, items, next_page):
+
+def collect(fetch, url, params, items, next_page, service, what):
     """Every item of a paged list, in the order the pages give them.
 
-    FETCH(url, params) returns one answer's JSON (a dict; None counts as
-    {}); ITEMS(data) the page's items; NEXT_PAGE(data, url, params, page)
-    the (url, params) of the next request, or None when the answer links
-    no next page.
+    FETCH(url, params) returns one answer's JSON object (it refuses an
+    answer that is not one: ``errors.json_answer``); ITEMS(data) the
+    page's items; NEXT_PAGE(data, url, params, page) the (url, params) of
+    the next request, or None when the answer links no next page.
+
+    A service that ignores the marker would give the same page forever:
+    a next request already sent, or a page holding an item already
+    listed (by ``id``, ``uuid`` or ``instance_id``), is a CommandError
+    naming SERVICE and the path, with WHAT (the read) first.
     """
     found = []
+    asked = set()
+    seen = set()
     while True:
-        data = fetch(url, params) or {}
+        asked.add(_request_key(url, params))
+        data = fetch(url, params)
         page = items(data)
+        for item in page:
+            ident = _identity(item)
+            if ident is None:
+                continue
+            if ident in seen:
+                raise _loop(service, what, url,
+                            _('an item of an earlier page came again'))
+            seen.add(ident)
         found.extend(page)
         if not page:
             return found
@@ -48,6 +70,34 @@ def collect(fetch, url, params, items, next_page):
         if following is None:
             return found
         url, params = following
+        if _request_key(url, params) in asked:
+            raise _loop(service, what, url,
+                        _('its next page is one already asked for'))
+
+
+def _request_key(url, params):
+    return url, tuple(sorted((str(k), str(v))
+                             for k, v in dict(params or {}).items()))
+
+
+def _identity(item):
+    """What names one item of a list: its id, uuid or instance_id."""
+    if not isinstance(item, dict):
+        return None
+    for name in ('id', 'uuid', 'instance_id'):
+        if item.get(name) is not None:
+            return name, str(item[name])
+    return None
+
+
+def _loop(service, what, url, why):
+    return errors.APIError(
+        _('%(what)s: %(service)s at %(path)s pages without end (%(why)s): '
+          'it does not follow the paging marker. Stopped; nothing was read '
+          'from this list. Check the %(service)s service (or a proxy in '
+          'front of it).')
+        % {'what': what, 'service': service, 'why': why,
+           'path': errors.url_path(url)})
 
 
 def items(key):

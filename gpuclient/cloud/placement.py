@@ -160,7 +160,8 @@ class Placement:
                     'that this is a Placement endpoint (service catalog, '
                     'or placement_endpoint_override in clouds.yaml).'
                 )
-                % {'what': what, 'endpoint': endpoint}
+                % {'what': what,
+                   'endpoint': errors.public_host(endpoint, path=True)}
             )
         with self._lock:
             self._max_versions[endpoint] = best
@@ -180,15 +181,21 @@ class Placement:
                 % {
                     'what': what,
                     'need': versions.version_str(version),
-                    'endpoint': self.endpoint,
+                    'endpoint': errors.public_host(self.endpoint,
+                                                  path=True),
                     'have': versions.version_str(have),
                 }
             )
 
-    def get(self, path, version, what, params=None):
+    def get(self, path, version, what, params=None, key=None):
+        """A read: its JSON object (holding KEY when given), else a
+        CommandError naming Placement and the path
+        (errors.json_answer): an HTML page answering 200 is never an
+        empty answer."""
         self.require(version, what)
-        return http.json_body(
-            self._send('GET', path, what, version, params=params))
+        return errors.json_answer(
+            self.service, what,
+            self._send('GET', path, what, version, params=params), key)
 
     # -- reads -------------------------------------------------------------
 
@@ -198,7 +205,8 @@ class Placement:
         # them; the SDK's ResourceProvider renames them
         what = _('Listing resource providers')
         data = self.get('/resource_providers',
-                        versions.PLACEMENT_TREE_VERSION, what)
+                        versions.PLACEMENT_TREE_VERSION, what,
+                        key='resource_providers')
         return data['resource_providers']
 
     def resource_classes(self):
@@ -225,7 +233,8 @@ class Placement:
         what = _('Asking Placement for allocation candidates (%s)') % (
             query['resources']
         )
-        return self.get('/allocation_candidates', version, what, query)
+        return self.get('/allocation_candidates', version, what, query,
+                        key='allocation_requests')
 
     # -- gpu candidates ------------------------------------------------------
 
@@ -239,7 +248,7 @@ class Placement:
         call."""
         what = what or _('Asking Placement for allocation candidates')
         return self.get('/allocation_candidates', version, what,
-                        list(params))
+                        list(params), key='allocation_requests')
 
     def project_usages(self, project_id):
         """{resource class: amount} PROJECT_ID holds (``GET /usages``),
@@ -249,8 +258,8 @@ class Placement:
         project."""
         what = _('Reading the Placement usages of project %s') % project_id
         data = self.get('/usages', versions.PLACEMENT_USAGES_VERSION, what,
-                        params={'project_id': project_id})
-        return dict((data or {}).get('usages') or {})
+                        params={'project_id': project_id}, key='usages')
+        return dict(data['usages'] or {})
 
     def provider_allocations(self, uuid):
         """{consumer uuid: {class: amount}} allocated from one provider.
@@ -258,7 +267,8 @@ class Placement:
         Raw: the SDK has no call for a provider's allocations."""
         what = _('Reading allocations of resource provider %s') % uuid
         data = self.get('/resource_providers/%s/allocations' % uuid,
-                        versions.PLACEMENT_BASE_VERSION, what) or {}
+                        versions.PLACEMENT_BASE_VERSION, what,
+                        key='allocations')
         return {consumer: dict(item.get('resources') or {})
                 for consumer, item in (data.get('allocations')
                                        or {}).items()}
@@ -270,7 +280,8 @@ class Placement:
         Raw: the SDK has no call for a consumer's allocations."""
         what = _('Reading the allocations of consumer %s') % consumer
         data = self.get('/allocations/%s' % consumer,
-                        versions.PLACEMENT_BASE_VERSION, what) or {}
+                        versions.PLACEMENT_BASE_VERSION, what,
+                        key='allocations')
         return {provider: dict(item.get('resources') or {})
                 for provider, item in (data.get('allocations')
                                        or {}).items()}
@@ -298,14 +309,16 @@ class Placement:
         what = _('Reading resource provider %s') % uuid
         base = '/resource_providers/%s' % uuid
         inv = self.get(base + '/inventories',
-                       versions.PLACEMENT_BASE_VERSION, what)
+                       versions.PLACEMENT_BASE_VERSION, what,
+                       key='inventories')
         use = self.get(base + '/usages', versions.PLACEMENT_BASE_VERSION,
-                       what)
+                       what, key='usages')
         detail = {'inventories': inv['inventories'],
                   'usages': use['usages']}
         if with_traits:
             traits = self.get(base + '/traits',
-                              versions.PLACEMENT_TRAITS_VERSION, what)
+                              versions.PLACEMENT_TRAITS_VERSION, what,
+                              key='traits')
             detail['traits'] = traits['traits']
         return detail
 
@@ -336,7 +349,8 @@ class Placement:
     def inventories(self, uuid):
         what = _('Reading inventories of resource provider %s') % uuid
         data = self.get('/resource_providers/%s/inventories' % uuid,
-                        versions.PLACEMENT_BASE_VERSION, what)
+                        versions.PLACEMENT_BASE_VERSION, what,
+                        key='inventories')
         return data['inventories']
 
     def traits(self, uuid):
@@ -346,7 +360,8 @@ class Placement:
         trait reads do not return it."""
         what = _('Reading traits of resource provider %s') % uuid
         data = self.get('/resource_providers/%s/traits' % uuid,
-                        versions.PLACEMENT_TRAITS_VERSION, what)
+                        versions.PLACEMENT_TRAITS_VERSION, what,
+                        key='traits')
         return data['traits'], data['resource_provider_generation']
 
     def update_traits(self, uuid, add=(), remove=(), retries=5):
@@ -368,7 +383,8 @@ class Placement:
         as ``traits``: the generation guards the write)."""
         what = _('Reading aggregates of resource provider %s') % uuid
         data = self.get('/resource_providers/%s/aggregates' % uuid,
-                        versions.PLACEMENT_AGGREGATES_VERSION, what)
+                        versions.PLACEMENT_AGGREGATES_VERSION, what,
+                        key='aggregates')
         return data['aggregates'], data['resource_provider_generation']
 
     def update_aggregates(self, uuid, add=(), remove=(), retries=5):

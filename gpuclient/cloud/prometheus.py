@@ -34,7 +34,9 @@ QUERY_PATH = '/api/v1/query'
 
 
 def public_url(url):
-    """URL without credentials, query or fragment: safe to print."""
+    """URL without credentials, query or fragment: what requests is
+    given (the credentials go in headers, the query in the form). A
+    message names less: errors.public_host."""
     parts = urllib.parse.urlsplit(url or '')
     host = parts.hostname or ''
     if ':' in host:
@@ -52,10 +54,11 @@ class Prometheus:
         parts = urllib.parse.urlsplit(url or '')
         if parts.scheme not in ('http', 'https') or not parts.hostname:
             raise errors.APIError(
-                _('%(url)r is not a Prometheus URL: give http(s)://host:port '
+                _('%(url)s is not a Prometheus URL: give http(s)://host:port '
                   '(e.g. http://prometheus.example.org:9090) with '
                   '--prometheus, prometheus_endpoint in clouds.yaml or '
-                  '$GPUCLIENT_PROMETHEUS_URL.') % {'url': public_url(url)})
+                  '$GPUCLIENT_PROMETHEUS_URL.')
+                % {'url': errors.public_host(url)})
         self.session = session or requests.Session()
         if parts.username and not (token or username):
             username = urllib.parse.unquote(parts.username)
@@ -74,6 +77,10 @@ class Prometheus:
         self.verify = verify
         self.cert = cert or None
         self.timeout = timeout or (http.CONNECT_TIMEOUT, http.READ_TIMEOUT)
+        # the whole time of a query, its answer read to the end: TIMEOUT
+        # (clouds.yaml's api_timeout) or http.TOTAL_TIMEOUT
+        http.bound_total_time(self.session, http.total_timeout(
+            None if isinstance(timeout, tuple) else timeout))
         self.sent = 0  # queries sent: a constant number per command
 
     def query(self, promql, time=None):
@@ -83,7 +90,8 @@ class Prometheus:
         ``errors.APIError`` naming the URL without credentials.
         """
         endpoint = self.url + QUERY_PATH
-        what = _('Querying Prometheus at %s') % self.url
+        what = _('Querying Prometheus at %s') % errors.public_host(
+            self.url)
         params = list(self.url_query) + [('query', promql)]
         if time is not None:
             params.append(('time', '%.3f' % time))
@@ -127,6 +135,7 @@ class Prometheus:
             raise errors.error_for_status(
                 SERVICE, what, response.status_code,
                 errors.server_message(response.text), self.url)
+        # (error_for_status names the endpoint by errors.public_host)
         if data is None:
             raise errors.APIError(
                 _('%(what)s: the answer is not JSON (HTTP %(status)s): is '
@@ -149,4 +158,4 @@ def _reason(exc):
     a credential): requests names the host and port, enough to act on."""
     return ' '.join(
         '<url>' if any(c in word for c in ('://', '@', '?', '/')) else word
-        for word in str(exc).split())[:300]
+        for word in errors.scrub(exc).split())[:300]

@@ -128,13 +128,15 @@ def _bool(value):
 
 # -- settings ----------------------------------------------------------------
 
-def _conf_error(source, lineno, message, line):
+def _conf_error(source, lineno, message):
+    """The file and the line number, never the line's text: a nova.conf
+    line may hold a password (a database connection URL)."""
     return _error(
-        _('%(source)s line %(lineno)d: %(problem)s: %(line)r. Nova would '
-          'not start with this file either (oslo.config refuses it): fix '
-          'the file or give the settings with --setting.'),
+        _('%(source)s line %(lineno)d: %(problem)s. Nova would not start '
+          'with this file either (oslo.config refuses it): fix the file or '
+          'give the settings with --setting.'),
         source=source or _('Nova settings'), lineno=lineno,
-        problem=message, line=line)
+        problem=message)
 
 
 def parse_ini(text, source=None):
@@ -160,8 +162,7 @@ def parse_ini(text, source=None):
     def flush():
         if section is None:
             raise _conf_error(source, key_line,
-                              _('a setting before any [section]'),
-                              key)
+                              _('a setting before any [section]'))
         found[section].setdefault(key, []).append('\n'.join(value))
 
     # lines as a file opened in text mode gives them (not splitlines(),
@@ -176,8 +177,7 @@ def parse_ini(text, source=None):
         if line[0] in ' \t':
             if key is None:
                 raise _conf_error(source, lineno,
-                                  _('an indented line continues nothing'),
-                                  line)
+                                  _('an indented line continues nothing'))
             value.append(line.lstrip())
             continue
         if key is not None:
@@ -186,10 +186,9 @@ def parse_ini(text, source=None):
         if line[0] == '[':
             if not line.endswith(']'):
                 raise _conf_error(source, lineno,
-                                  _('a section must end with ]'), line)
+                                  _('a section must end with ]'))
             if len(line) <= 2:
-                raise _conf_error(source, lineno, _('empty section name'),
-                                  line)
+                raise _conf_error(source, lineno, _('empty section name'))
             name = line[1:-1]
             section = name if name == 'DEFAULT' else name.lower()
             found.setdefault(section, {})
@@ -199,14 +198,14 @@ def parse_ini(text, source=None):
             colon, equal = line.find(':'), line.find('=')
             if colon < 0 and equal < 0:
                 raise _conf_error(source, lineno,
-                                  _('no "=" or ":" in a setting'), line)
+                                  _('no "=" or ":" in a setting'))
             cut = equal if colon < 0 or 0 <= equal < colon else colon
             key, text_value = line[:cut].strip(), line[cut + 1:].strip()
             if (text_value and text_value[0] == text_value[-1]
                     and text_value[0] in '"\''):
                 text_value = text_value[1:-1]
             if not key:
-                raise _conf_error(source, lineno, _('empty key'), line)
+                raise _conf_error(source, lineno, _('empty key'))
             value, key_line = [text_value], lineno
     if key is not None:
         flush()

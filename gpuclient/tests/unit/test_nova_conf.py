@@ -121,6 +121,21 @@ class TestParse(base.TestCase):
                           name)
             self.assertIn('--setting', str(exc))
 
+    def test_a_refused_line_is_never_quoted(self):
+        # defect 7: a database connection line carries its password
+        for text, lineno in (
+                ('[database]\npassword S3cret mysql\n', 2),
+                ('[database]\nconnection mysql S3cret@db\n', 2),
+                ('[database]\n  pass=S3cret\n', 2),
+                ('[database\nconnection=x://u:S3cret@db\n', 1),
+                ('connection = mysql://nova:S3cret@db\n', 1)):
+            exc = self.assertRaises(exceptions.CommandError,
+                                    request.parse_ini, text,
+                                    '/etc/nova/nova.conf')
+            self.assertIn('/etc/nova/nova.conf line %d:' % lineno, str(exc))
+            self.assertNotIn('S3cret', str(exc))
+            self.assertNotIn('mysql', str(exc))
+
     def test_later_files_win_and_aliases_add_up(self):
         first = ('[scheduler]\nmax_placement_results = 5\n'
                  '[filter_scheduler]\npci_in_placement = false\n'

@@ -62,6 +62,23 @@ class TestQuery(base.TestCase):
         self.assertEqual(('/c', '/k'), sent.cert)
         self.assertEqual(7, sent.timeout)
 
+    def test_the_urls_own_query_is_kept_on_every_query(self):
+        # e.g. a multi-tenant proxy in front of Prometheus (tenant=a)
+        self.mock.post('https://prom.test/x/api/v1/query', json=VECTOR)
+        client = prometheus.Prometheus(
+            'https://prom.test/x?tenant=a&dedup=true')
+        client.query('up')
+        client.query('down', time=5)
+        sent = [urllib.parse.parse_qsl(r.text)
+                for r in self.mock.request_history]
+        self.assertEqual([('tenant', 'a'), ('dedup', 'true'),
+                          ('query', 'up')], sent[0])
+        self.assertEqual([('tenant', 'a'), ('dedup', 'true'),
+                          ('query', 'down'), ('time', '5.000')], sent[1])
+        # and never in the URL requests is given, nor in a message
+        self.assertEqual('https://prom.test/x/api/v1/query',
+                         self.mock.request_history[-1].url)
+
     def test_bearer_token(self):
         self.mock.post(QUERY, json=VECTOR)
         prometheus.Prometheus(URL, token='s3cret').query('up')
@@ -158,3 +175,65 @@ class TestQuery(base.TestCase):
     def test_public_url(self):
         self.assertEqual('https://[::1]:9090/p',
                          prometheus.public_url('https://a:b@[::1]:9090/p?x=1'))
+
+
+class TestNothingSecretPrinted(base.TestCase):
+    """Defect 7: no message names a URL's userinfo, path, query or
+    token; the host and port are named."""
+
+    def setUp(self):
+        super().setUp()
+        self.mock = self.useFixture(rm_fixture.Fixture())
+
+    def assert_safe(self, text, host):
+        self.assertIn(host, text)
+        for secret in ('S3cret', 'admin', 'T0ken', 'tenant'):
+            self.assertNotIn(secret, text)
+
+    def test_a_url_without_a_scheme(self):
+        for url, host in (('admin:S3cret@prom:9090', 'prom:9090'),
+                          ('admin:S3cret@prom', 'prom'),
+                          ('//admin:S3cret@prom:9090/x?T0ken=1',
+                           'prom:9090'),
+                          ('ftp://admin:S3cret@prom:21/', 'ftp://prom:21'),
+                          ('admin:S3cret@prom:90x0', 'prom')):
+            error = self.assertRaises(errors.APIError,
+                                      prometheus.Prometheus, url)
+            self.assertIn('is not a Prometheus URL', str(error))
+            self.assert_safe(str(error), host)
+
+    def test_every_failure_names_the_host_only(self):
+        url = 'http://admin:S3cret@prom.test:9090/x/?tenant=a&T0ken=b'
+        query = 'http://prom.test:9090/x/api/v1/query'
+        for answer in (
+                {'exc': requests.exceptions.ConnectionError(
+                    'Max retries exceeded with url: %s?T0ken=b' % query)},
+                {'exc': requests.exceptions.ReadTimeout(
+                    'read timed out: %s?tenant=a' % url)},
+                {'status_code': 500, 'text': 'no %s' % url},
+                {'status_code': 200, 'text': '<html>%s</html>' % url}):
+            self.mock.post(query, **answer)
+            error = self.assertRaises(errors.APIError,
+                                      prometheus.Prometheus(url).query, 'up')
+            self.assert_safe(str(error), 'http://prom.test:9090')
+
+    def test_public_host_and_scrub(self):
+        for url, host in (
+                ('https://u:S3cret@p.example.org:9443/a?T0ken=1',
+                 'https://p.example.org:9443'),
+                ('u:S3cret@[::1]:9090', '[::1]:9090'),
+                ('', '(no host)'), (None, '(no host)')):
+            self.assertEqual(host, errors.public_host(url))
+        self.assertEqual(
+            'Unable to connect to https://k.test:5000/v3 (refused)',
+            errors.scrub('Unable to connect to '
+                         'https://admin:S3cret@k.test:5000/v3?T0ken=x '
+                         '(refused)'))
+        error = errors.connection_error(
+            'Placement', 'Listing', Exception(
+                'http://u:S3cret@p.test/rp?T0ken=1 refused'),
+            'http://u:S3cret@p.test:8778/placement')
+        self.assert_safe(str(error), 'http://p.test:8778/placement (')
+        error = errors.error_for_status(
+            'Placement', 'x', 406, 'no', 'http://u:S3cret@p.test:8778/a')
+        self.assert_safe(str(error), 'at http://p.test:8778/a does not')

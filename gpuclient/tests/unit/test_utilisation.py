@@ -288,6 +288,19 @@ class TestServerJoin(base.TestCase):
             (host_series('gpu-vgpu-1', '00000000:84:00.0'), 30, 70, 9,
              False), below=71)[0][3])
 
+    def test_exporter_hostname_in_another_case_or_as_a_fqdn(self):
+        # Nova knows gpu-vgpu-1 (and gpu-vgpu-1.gpu.test); the exporter
+        # says GPU-VGPU-1.dc2.example.org. and GPU-MIG-1: the same hosts
+        found = self.join(
+            (host_series('GPU-VGPU-1.dc2.example.org.', '00000000:84:00.0'),
+             1, 3, 512, False),
+            (host_series('GPU-MIG-1', '00000000:42:00.0', gi=1), 60, 80, 9,
+             True))
+        self.assertEqual(
+            [('v1', 'pGPU 0000:84:00.0', 'host', 'idle', 1, 3, 512, 1),
+             ('m3', 'MIG 0000:42:00.4', 'host', 'busy', 60, 80, 9, 1)],
+            [r for r in found if r[0] in ('v1', 'm3')])
+
     def test_a_server_younger_than_the_window_is_unknown_host_side(self):
         # the card's readings in the window predate the server: another
         # holder's, or nobody's; guest-side readings are its own

@@ -23,6 +23,7 @@ import fixtures
 from osc_lib import exceptions
 import requests
 
+from gpuclient.cloud import prometheus as prometheus_mod
 from gpuclient.ops import utilisation_ops
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import test_usage
@@ -225,6 +226,18 @@ class TestServerListUtilisation(UtilisationCase):
         self.assertEqual('Bearer s3cret', sent.headers['Authorization'])
         self.assertEqual('/etc/prom-ca.pem', sent.verify)
 
+    def test_api_timeout_of_the_cloud_bounds_prometheus(self):
+        self.run_cmd(server_cmd.ListServer, '--utilisation')
+        default = self.placement.mock.request_history[-1].timeout
+        self.assertEqual((prometheus_mod.http.CONNECT_TIMEOUT,
+                          prometheus_mod.http.READ_TIMEOUT), default)
+        self.cm.gpu.cloud_config = {'prometheus_endpoint': PROM,
+                                    'api_timeout': '7'}
+        self.run_cmd(server_cmd.ListServer, '--utilisation')
+        self.assertEqual(7.0, self.placement.mock.request_history[-1].timeout)
+        prom, _metrics, _labels = utilisation_ops.connect(self.cm.gpu)
+        self.assertEqual(7.0, prom.session.adapters['https://'].total)
+
     def test_tls_as_the_clouds_unless_told(self):
         self.useFixture(fixtures.EnvironmentVariable(
             'GPUCLIENT_PROMETHEUS_INSECURE'))
@@ -424,6 +437,21 @@ class TestCheckIdle(UtilisationCase):
         self.assertEqual((0, ['Prometheus']), (status, [
             r['Object'] for r in rows]))
         self.assertIn('cannot connect', rows[0]['Symptom'])
+
+    def test_a_password_in_the_url_is_never_printed(self):
+        # defect 7: --prometheus user:password@host:port (no scheme)
+        status, rows = self.status('--check', 'gpu-idle', '--prometheus',
+                                   'admin:S3cret@prom.test:9090')
+        text = json.dumps(rows) + self.logger.output
+        self.assertEqual(['Prometheus'], [r['Object'] for r in rows])
+        self.assertIn('prom.test:9090 is not a Prometheus URL', text)
+        self.assertNotIn('S3cret', text)
+        self.assertNotIn('admin', text)
+        error = self.assertRaises(
+            exceptions.CommandError, self.run_cmd, server_cmd.ListServer,
+            '--utilisation', '--prometheus', 'admin:S3cret@prom.test:9090')
+        self.assertNotIn('S3cret', str(error))
+        self.assertIn('prom.test:9090', str(error))
 
     def test_without_prometheus_the_check_does_not_run(self):
         self.cm.gpu.cloud_config = {}
