@@ -62,7 +62,7 @@ class Image:
         what = _('Reading image %s') % name_or_id
         if not by_name:
             image = self._call('get', '/images/%s' % name_or_id, what,
-                               ok_missing=True)
+                               'id', ok_missing=True)
             if not image:
                 raise errors.NotFound(
                     _('No image with ID %s: it was deleted since it was '
