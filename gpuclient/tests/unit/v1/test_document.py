@@ -198,6 +198,13 @@ class TestDiff(DocumentCommandTestCase):
         self.assertEqual(2, status)
         self.assertIn('flavor g1.h100.1 delete', out)
 
+    def test_anchors_and_aliases_refused_with_exit_1(self):
+        text = self.text.replace('- name: solver', '- &s\n  name: solver')
+        status, out = self.run_cmd(text, '-f', 'json')
+        self.assertEqual(1, status)
+        self.assertEqual('', out)
+        self.assertIn('YAML anchors and aliases', self.logger.output)
+
     def test_error_exits_1_with_the_reason(self):
         status, out = self.run_cmd('version: 2\n', '-f', 'json')
         self.assertEqual(1, status)
@@ -244,6 +251,12 @@ class TestApply(DocumentCommandTestCase):
             ('prune', True), ('recreate_flavors', True), ('dry_run', True),
             ('pool', ['solver'])])
         self.assertRaises(base.ParserError, self.check_parser, self.cmd, [])
+
+    def test_anchors_and_aliases_refused_before_the_cloud_is_read(self):
+        text = 'version: 1\npools: &p []\nflavors: *p\n'
+        error = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                                  text)
+        self.assertIn('line 2: YAML anchors and aliases', str(error))
 
     def test_pool_scope_prunes_only_that_pool(self):
         # the document names no pool: --pool solver prunes solver and its
