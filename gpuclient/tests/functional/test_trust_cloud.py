@@ -35,7 +35,6 @@ import time
 import urllib.parse
 
 import fixtures
-import openstack
 import yaml
 
 from gpuclient.tests.functional import base
@@ -183,13 +182,7 @@ class TestCloudAnswers(test_transport.TestPlacementEndpointOverride):
 
     @base.needs('passthrough')
     def test_a_portal_on_the_server_list_stops_a_drain_before_any_write(self):
-        conn = openstack.connect(cloud=self.cloud)
-        self.addCleanup(conn.close)
-        nova = conn.session.get_endpoint(
-            service_type='compute',
-            interface=conn.config.get_interface('compute'),
-            region_name=conn.config.get_region_name('compute'))
-        proxy = faults.HangingProxy(nova, hold=5)
+        proxy = faults.HangingProxy(self.catalog_url('compute'), hold=5)
         proxy.RequestHandlerClass = _PortalOnServerList
         self.addCleanup(proxy.close)
         env = self.temp_cloud(compute_endpoint_override=proxy.url,
