@@ -135,8 +135,8 @@ MUTATIONS = [
      'if False:',
      'test_answers.TestPagerEnds'),
     ('2xx answer without its key read', 'gpuclient/cloud/errors.py',
-     'or (key is not None and key not in data)',
-     'or False',
+     'not isinstance(data, dict) or (key is not None and key not in data)',
+     'not isinstance(data, dict)',
      'test_answers.TestNotJson'),
 ]
 

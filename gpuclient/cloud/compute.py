@@ -153,7 +153,7 @@ class Compute:
 
     def aggregates(self):
         what = _('Listing host aggregates')
-        with errors.translate_errors(self.service, what):
+        with errors.sdk_read(self.service, what):
             return list(self._proxy.aggregates())
 
     # -- pools: services, aggregates ---------------------------------------
@@ -161,7 +161,7 @@ class Compute:
     def compute_services(self):
         """nova-compute services as dicts: host, zone, status, state."""
         what = _('Listing compute services')
-        with errors.translate_errors(self.service, what):
+        with errors.sdk_read(self.service, what):
             return [
                 {'host': svc.host, 'zone': svc.availability_zone,
                  'status': svc.status, 'state': svc.state, 'id': svc.id,
@@ -192,7 +192,7 @@ class Compute:
 
     def host_has_servers(self, host):
         what = _('Listing servers on host %s') % host
-        with errors.translate_errors(self.service, what):
+        with errors.sdk_read(self.service, what):
             for _server in self._proxy.servers(
                 all_projects=True, compute_host=host, limit=1
             ):
@@ -247,7 +247,7 @@ class Compute:
 
     def get_aggregate(self, aggregate):
         what = _('Reading host aggregate %s') % aggregate.name
-        with errors.translate_errors(self.service, what):
+        with errors.sdk_read(self.service, what):
             return self._proxy.get_aggregate(aggregate)
 
     def flavors(self):
@@ -394,7 +394,7 @@ class Compute:
     def flavor_access(self, flavor_id):
         """Project ids that may use a private flavor."""
         what = _('Reading the access list of flavor %s') % flavor_id
-        with errors.translate_errors(self.service, what):
+        with errors.sdk_read(self.service, what):
             access = self._proxy.get_flavor_access(flavor_id)
         return sorted(a['tenant_id'] for a in access)
 
@@ -544,7 +544,7 @@ class Compute:
         cores and RAM are the same at every microversion.
         """
         what = _('Reading the compute limits of project %s') % project_id
-        with errors.translate_errors(self.service, what):
+        with errors.sdk_read(self.service, what):
             # tenant_id=, the name Nova reads: the SDK's project_id alias
             # sends ?project_id=, which Nova ignores (own project's limits)
             absolute = self._proxy.get_limits(tenant_id=project_id).absolute

@@ -317,6 +317,43 @@ def translate_errors(service, what):
             % {'what': what, 'service': service, 'error': exc.msg}) from None
 
 
+def _json_object(response):
+    """RESPONSE's JSON when it is an object, else None."""
+    try:
+        data = response.json()
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+@contextlib.contextmanager
+def sdk_read(service, what):
+    """translate_errors for a read made by an SDK call, which reads its
+    answer itself: a 2xx answer that is not a JSON object is ignored by
+    the SDK's single-resource reads (an object with nothing in it) and
+    breaks its lists (KeyError, TypeError). Both are a CommandError naming
+    SERVICE and the answer's path (the last answer the DeadlineAdapter
+    read in this thread, http.last_answer)."""
+    before = http.last_answer()
+    try:
+        with translate_errors(service, what):
+            yield
+    except (KeyError, TypeError) as exc:
+        answer = http.last_answer()
+        if answer is before or answer is None or not answer.ok:
+            raise
+        data = _json_object(answer)
+        key = exc.args[0] if isinstance(exc, KeyError) and exc.args else None
+        if data is None or (key is not None and key not in data):
+            raise not_json(service, what, answer,
+                           key if isinstance(key, str) else None) from None
+        raise
+    answer = http.last_answer()
+    if (answer is not before and answer is not None and answer.ok
+            and answer.content and _json_object(answer) is None):
+        raise not_json(service, what, answer)
+
+
 def url_path(url):
     """The path of URL, without its query, fragment or host: what a
     message may name of a request (a query or userinfo may hold a

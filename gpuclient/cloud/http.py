@@ -69,7 +69,8 @@ class DeadlineAdapter(req_adapters.HTTPAdapter):
     longer than what is left), and raises ``requests.exceptions.
     ReadTimeout`` once TOTAL seconds have passed, which keystoneauth
     turns into its timeout error (token requests included) and
-    ``prometheus`` into its own.
+    ``prometheus`` into its own. Until the headers have come, the capped
+    timeouts bound each wait only (the inner adapter reads them).
     """
 
     def __init__(self, total, inner=None):

@@ -94,7 +94,7 @@ class Limits:
         """{resource name: {'id', 'limit', 'description'}}: the defaults
         of every project."""
         what = _('Listing the registered limits of the compute service')
-        with errors.translate_errors(self.service, what):
+        with errors.sdk_read(self.service, what):
             items = list(self._proxy.registered_limits(**self._query()))
         return {r.resource_name: {'id': r.id, 'limit': r.default_limit,
                                   'description': r.description}
@@ -105,7 +105,7 @@ class Limits:
         'description'}]: project limits (of PROJECT_ID, or every one the
         caller sees)."""
         what = _('Listing the project limits of the compute service')
-        with errors.translate_errors(self.service, what):
+        with errors.sdk_read(self.service, what):
             items = list(self._proxy.limits(
                 **self._query(project_id=project_id)))
         return [{'id': r.id, 'project_id': r.project_id,
@@ -170,7 +170,7 @@ class Limits:
         gone: see find_projects.
         """
         try:
-            with errors.translate_errors(self.service, _('Listing projects')):
+            with errors.sdk_read(self.service, _('Listing projects')):
                 return {p.id: p.name for p in self._proxy.projects()}
         except errors.APIError as exc:
             LOG.debug('project names not readable: %s', exc)

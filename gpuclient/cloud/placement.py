@@ -105,12 +105,14 @@ class Placement:
         return errors.check_response(self.service, what, response, endpoint)
 
     @contextlib.contextmanager
-    def _request(self, what):
+    def _request(self, what, read=False):
         """Count one request and translate its errors (naming the
-        endpoint a connection failed to); yields the endpoint."""
+        endpoint a connection failed to); yields the endpoint. READ: an
+        SDK read, whose answer must be JSON (errors.sdk_read)."""
         endpoint = self.endpoint
         self.request_count += 1
-        with errors.translate_errors(self.service, what):
+        translate = errors.sdk_read if read else errors.translate_errors
+        with translate(self.service, what):
             try:
                 yield endpoint
             except ks_exc.ConnectTimeout:
@@ -120,7 +122,7 @@ class Placement:
                     self.service, what, exc, endpoint
                 ) from exc
 
-    def _sdk(self, version, what, call, *args, **kwargs):
+    def _sdk(self, version, what, call, *args, read=False, **kwargs):
         """One call of the SDK's placement proxy, counted like a raw one.
 
         Refused first when the server is older than VERSION; a list the
@@ -128,7 +130,7 @@ class Placement:
         too.
         """
         self.require(version, what)
-        with self._request(what):
+        with self._request(what, read):
             result = call(*args, **kwargs)
             if hasattr(result, '__next__'):
                 result = list(result)
@@ -215,6 +217,7 @@ class Placement:
             what = _('Listing resource classes')
             version = versions.PLACEMENT_CLASSES_VERSION
             found = self._sdk(version, what, self._adapter.resource_classes,
+                              read=True,
                               microversion=versions.version_str(version))
             self._classes = [rc.name for rc in found]
         return list(self._classes)
@@ -442,7 +445,7 @@ class Placement:
     def existing_traits(self, names):
         what = _('Listing traits')
         version = versions.PLACEMENT_TRAITS_VERSION
-        found = self._sdk(version, what, self._adapter.traits,
+        found = self._sdk(version, what, self._adapter.traits, read=True,
                           name='in:' + ','.join(sorted(names)),
                           microversion=versions.version_str(version))
         return {trait.name for trait in found}
@@ -480,6 +483,7 @@ class Placement:
         what = _('Listing resource providers with trait %s') % trait
         version = versions.PLACEMENT_REQUIRED_VERSION
         found = self._sdk(version, what, self._adapter.resource_providers,
+                          read=True,
                           required=trait,
                           microversion=versions.version_str(version))
         return {rp.id for rp in found}
@@ -490,6 +494,7 @@ class Placement:
             aggregate_uuid)
         version = versions.PLACEMENT_TREE_VERSION
         found = self._sdk(version, what, self._adapter.resource_providers,
+                          read=True,
                           member_of=aggregate_uuid,
                           microversion=versions.version_str(version))
         return {rp.id for rp in found}

@@ -61,15 +61,15 @@ class TestPlacementEndpointOverride(base.FunctionalTestCase):
         self.useFixture(fixtures.EnvironmentVariable(
             'OS_CLIENT_CONFIG_FILE', tmp))
 
-    def catalog_url(self):
-        """Placement's URL in the catalog (region and interface of the
+    def catalog_url(self, service_type='placement'):
+        """The service's URL in the catalog (region and interface of the
         cloud), read in-process: cheaper than one more CLI run."""
         conn = openstack.connect(cloud=self.cloud)
         self.addCleanup(conn.close)
         url = conn.session.get_endpoint(
-            service_type='placement',
-            interface=conn.config.get_interface('placement'),
-            region_name=conn.config.get_region_name('placement'))
+            service_type=service_type,
+            interface=conn.config.get_interface(service_type),
+            region_name=conn.config.get_region_name(service_type))
         self.assertTrue(url)
         return url
 

@@ -32,11 +32,13 @@ import socket
 import subprocess
 import threading
 import time
+import urllib.parse
 
 import fixtures
 import yaml
 
 from gpuclient.tests.functional import base
+from gpuclient.tests.functional import faults
 from gpuclient.tests.functional import test_transport
 from gpuclient.tests.unit import test_deadline
 
@@ -84,6 +86,22 @@ class Portal(http.server.ThreadingHTTPServer):
     def close(self):
         self.shutdown()
         self.server_close()
+
+
+class _PortalOnServerList(faults._ProxyHandler):
+    """faults.HangingProxy's handler, but Nova's server list is a portal's
+    page (200 text/html): every other read reaches the real Nova, every
+    write hangs (it never reaches Nova)."""
+
+    def do_GET(self):  # noqa: N802 - http.server's name
+        if '/servers/detail' not in self.path:
+            return super().do_GET()
+        body = b'<html><body>Your session has expired</body></html>'
+        self.send_response(200)
+        self.send_header('Content-Type', 'text/html')
+        self.send_header('Content-Length', str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
 
 
 class TestCloudAnswers(test_transport.TestPlacementEndpointOverride):
@@ -160,6 +178,25 @@ class TestCloudAnswers(test_transport.TestPlacementEndpointOverride):
             self.assertIn('Nova answered HTTP 200 at /v2.1/',
                           err.strip().splitlines()[-1])
         # the real Nova, read with plain openstack: nothing cordoned
+        self.assertEqual(before, self.services())
+
+    @base.needs('passthrough')
+    def test_a_portal_on_the_server_list_stops_a_drain_before_any_write(self):
+        proxy = faults.HangingProxy(self.catalog_url('compute'), hold=5)
+        proxy.RequestHandlerClass = _PortalOnServerList
+        self.addCleanup(proxy.close)
+        env = self.temp_cloud(compute_endpoint_override=proxy.url,
+                              api_timeout=10)
+        before = self.services()
+        rc, out, err, _took = self.run_cli(
+            'gpu', 'host', 'drain', base.PT_HOST, env=env, cloud=TEMP_CLOUD)
+        self.assertEqual(1, rc, out + err)
+        self.assertNotIn('Traceback', err)
+        self.assertIn('Nova answered HTTP 200 at %s/servers/detail without'
+                      % urllib.parse.urlsplit(proxy.url).path.rstrip('/'),
+                      err)
+        # no write was sent (the proxy holds writes), none reached Nova
+        self.assertFalse(proxy.hung.is_set(), err)
         self.assertEqual(before, self.services())
 
     # -- defect 15 -----------------------------------------------------------

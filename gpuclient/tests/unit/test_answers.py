@@ -25,6 +25,7 @@ import fixtures
 from gpuclient.cloud import baremetal
 from gpuclient.cloud import compute
 from gpuclient.cloud import errors
+from gpuclient.cloud import http
 from gpuclient.cloud import image
 from gpuclient.cloud import pager
 from gpuclient.cloud import placement
@@ -179,6 +180,60 @@ class TestNotJson(base.TestCase):
             'proxy or a login page in front of it? Check the Nova endpoint '
             '(the service catalog, or its endpoint override in '
             'clouds.yaml); nothing was read from this answer.', str(error))
+
+    def test_sdk_reads_of_a_portal(self):
+        # what the SDK does with a 2xx answer that is not JSON: a single
+        # resource comes back empty, a list breaks (KeyError/TypeError)
+        def sdk(result):
+            def call(*args, **kwargs):
+                http._LAST.response = self.answer
+                if isinstance(result, Exception):
+                    raise result
+                return result
+            return call
+
+        class Proxy:
+            pass
+        proxy = Proxy()
+        nova = compute.Compute(proxy)
+        place = placement.Placement(AnswerProxy(PLACEMENT, html))
+        cases = (
+            ('get_aggregate', object(), lambda: nova.get_aggregate(
+                type('A', (), {'name': 'a'})()), '/v2.1/os-aggregates/1'),
+            ('aggregates', KeyError('aggregates'), nova.aggregates,
+             '/v2.1/os-aggregates'),
+            ('services', TypeError('list indices'), nova.compute_services,
+             '/v2.1/os-services'),
+            ('get_flavor_access', KeyError('flavor_access'),
+             lambda: nova.flavor_access('f1'), '/v2.1/flavors/f1'),
+        )
+        for method, result, read, path in cases:
+            with self.subTest(method=method):
+                self.answer = portal(NOVA.rsplit('/v2.1', 1)[0] + path
+                                     + '?' + SECRET_QUERY)
+                setattr(proxy, method, sdk(result))
+                error = self.assertRaises(errors.APIError, read)
+                self.assertIn('Nova answered HTTP 200 at %s without' % path,
+                              str(error))
+                self.assertNotIn('s3cret', str(error))
+        # JSON without the list's key: named
+        self.answer = fakes.make_response(200, {'error': 'portal'},
+                                          url=NOVA + '/os-aggregates')
+        proxy.aggregates = sdk(KeyError('aggregates'))
+        error = self.assertRaises(errors.APIError, nova.aggregates)
+        self.assertIn('without a JSON object with "aggregates"', str(error))
+        # a KeyError of gpuclient's own over a good answer stays a bug
+        self.answer = fakes.make_response(200, {'aggregates': []},
+                                          url=NOVA + '/os-aggregates')
+        proxy.aggregates = sdk(KeyError('aggregates'))
+        self.assertRaises(KeyError, nova.aggregates)
+        # Placement's SDK reads
+        self.answer = portal(PLACEMENT + '/traits')
+        place._adapter.traits = sdk(iter([]))
+        error = self.assertRaises(errors.APIError, place.existing_traits,
+                                  {'CUSTOM_X'})
+        self.assertIn('Placement answered HTTP 200 at /traits without',
+                      str(error))
 
     def test_ironic_portal_is_said_not_an_empty_node_list(self):
         logger = self.useFixture(fixtures.FakeLogger(
