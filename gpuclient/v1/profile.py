@@ -100,9 +100,9 @@ class PlanProfile(common.Lister):
             '--pool', metavar='<pool>', action='append', dest='pools',
             default=[],
             help=_('Plan the cards of this MIG or time-sliced vGPU (vgpu) '
-                   'pool\'s hosts, as the cloud has them cut now (name; '
-                   'repeat option for several pools). Adds the Host and '
-                   'Servers To Move columns; with --output-dir, each '
+                   'pool\'s hosts, as the cloud has them cut now (name or '
+                   'aggregate ID; repeat option for several pools). Adds the '
+                   'Host and Servers To Move columns; with --output-dir, each '
                    're-cut host\'s nova.conf too'))
         parser.add_argument(
             '--model', metavar='<model>',
