@@ -14,9 +14,11 @@ _XTRACE_GPUCLIENT=$(set +o | grep xtrace)
 set -o xtrace
 
 function install_gpuclient {
-    # pip install -e $GPUCLIENT_DIR with devstack's upper constraints; it
-    # pulls in python-openstackclient, osc-lib and openstacksdk if missing.
-    setup_develop "$GPUCLIENT_DIR"
+    # pip install -e $GPUCLIENT_DIR[profiles] with devstack's upper
+    # constraints; it pulls in python-openstackclient, osc-lib and
+    # openstacksdk if missing, and gpu profile plan's solver (the profiles
+    # extra: highspy, numpy).
+    setup_develop "$GPUCLIENT_DIR" profiles
 }
 
 function configure_gpuclient {

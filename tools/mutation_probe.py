@@ -68,6 +68,13 @@ MUTATIONS = [
      '    if not waiting:\n        rows = rows + '
      'maintenance.unconfirmed_rows(',
      'test_drain.TestDrainUnconfirmed'),
+    ('HiGHS banner forwarded to stderr', 'gpuclient/ops/profile_ops.py',
+     'if line.strip() and not line.startswith(BANNER)]',
+     'if line.strip()]',
+     'test_profile.TestSolverOutput'),
+    ('Serves counts quoted', 'gpuclient/v1/profile.py',
+     "'%s=%s' % (name, count)", "'%s=%r' % (name, str(count))",
+     'test_profile.TestPlanProfile.test_plan'),
     ('pool named by aggregate UUID', 'gpuclient/rules/pools.py',
      "ids = (pool.get('aggregate_id'), pool.get('aggregate_uuid'))",
      "ids = (pool.get('aggregate_id'),)",

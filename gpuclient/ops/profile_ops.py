@@ -83,34 +83,50 @@ def write_scripts(rows, output_dir):
     return written
 
 
+# the lines HiGHS prints on stdout when a solver is made, whatever its
+# options (output_flag off silences everything else it writes)
+BANNER = ('Running HiGHS ', 'Includes third-party software components')
+
+
 @contextlib.contextmanager
-def stdout_to_stderr():
-    """Send what is written on file descriptor 1 to 2 meanwhile: HiGHS
-    prints its banner on stdout when a solver is made, whatever its
-    options, which would break ``-f json``. C's buffers are flushed before
-    stdout is given back, so nothing of it arrives there later."""
+def quiet_solver():
+    """Keep HiGHS's banner ("Running HiGHS 1.16.0 ... Copyright ...") off
+    the terminal: file descriptor 1 goes to a temporary file meanwhile
+    (the banner is printed by the C++ solver's constructor, before any
+    option can be set, on stdout, which would also break ``-f json``);
+    afterwards, any line of it that is not the banner is written to
+    stderr. C's buffers are flushed before stdout is given back."""
+    import tempfile
+
     sys.stdout.flush()
     try:
         saved = os.dup(1)
     except OSError:  # no stdout at all: nothing to protect
         yield
         return
-    try:
-        os.dup2(2, 1)
-        yield
-    finally:
+    with tempfile.TemporaryFile() as caught:
         try:
-            ctypes.CDLL(None).fflush(None)
-        except (OSError, AttributeError):
-            pass
-        os.dup2(saved, 1)
-        os.close(saved)
+            os.dup2(caught.fileno(), 1)
+            yield
+        finally:
+            try:
+                ctypes.CDLL(None).fflush(None)
+            except (OSError, AttributeError):
+                pass
+            os.dup2(saved, 1)
+            os.close(saved)
+            caught.seek(0)
+            text = caught.read().decode('utf-8', 'replace')
+            rest = [line for line in text.splitlines()
+                    if line.strip() and not line.startswith(BANNER)]
+            if rest:
+                sys.stderr.write('\n'.join(rest) + '\n')
 
 
 def plan_cards(card_counts, demand_counts, output_dir=None):
     """The plan for cards not racked yet: (rows, summary), each row with
     ``script`` (the path written for it, or None)."""
-    with stdout_to_stderr():
+    with quiet_solver():
         rows, summary = profiles.plan(cards_of(card_counts),
                                       demand_of(demand_counts))
     written = write_scripts(rows, output_dir) if output_dir else {}
@@ -219,7 +235,7 @@ def plan_pools(client, pool_names, demand_counts, model=None,
             _('No MIG or time-sliced vGPU card found on %s: their device '
               'providers serve no VGPU nor a pool\'s class (see '
               '"openstack gpu host list --long").') % ', '.join(hosts))
-    with stdout_to_stderr():
+    with quiet_solver():
         rows, summary = profile_cloud.plan(found, wanted)
     config, host_notes, unserved = profile_cloud.proposed_config(
         cloud.pools, trees, found, rows, mig_types, vgpu_profiles)

@@ -200,7 +200,7 @@ class ListCandidate(common.Lister):
                    'the options that translate to traits count'))
         parser.add_argument(
             '--pool', metavar='<pool>',
-            help=_('Only show hosts of this GPU pool (name)'))
+            help=_('Only show hosts of this GPU pool (name or aggregate ID)'))
         common.add_boot_project_args(parser)
         parser.add_argument(
             '--zone', metavar='<zone>', dest='zone',

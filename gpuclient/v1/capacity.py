@@ -70,7 +70,7 @@ class ListCapacity(common.Lister):
         parser = super().get_parser(prog_name)
         parser.add_argument(
             '--pool', metavar='<pool>',
-            help=_('Only rows of this GPU pool (name)'))
+            help=_('Only rows of this GPU pool (name or aggregate ID)'))
         parser.add_argument(
             '--flavor', metavar='<flavor>', action='append', dest='flavors',
             help=_('Only this flavor (name or ID; repeat option for '

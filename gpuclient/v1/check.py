@@ -80,7 +80,7 @@ class Check(common.Lister):
             % ', '.join(checks.CHECKS))
         parser.add_argument(
             '--pool', metavar='<pool>',
-            help=_('Only findings about this GPU pool (name)'))
+            help=_('Only findings about this GPU pool (name or aggregate ID)'))
         common.add_prometheus_args(parser, _('; for the gpu-idle check'))
         parser.add_argument(
             '--strict', action='store_true', default=False,

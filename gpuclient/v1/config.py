@@ -42,8 +42,8 @@ def _add_selection_args(parser):
 
     parser.add_argument(
         '--pool', metavar='<pool>', action='append', default=[],
-        help=_('Only this pool (name; repeat for several). Default: '
-               'every GPU pool.'))
+        help=_('Only this pool (name or aggregate ID; repeat for several). '
+               'Default: every GPU pool.'))
     parser.add_argument(
         '--host', metavar='<host>', action='append', default=[],
         help=_('Only this compute host\'s part (service host, '

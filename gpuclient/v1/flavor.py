@@ -95,7 +95,7 @@ class CreateFlavor(command.ShowOne):
                             help=_('New flavor name'))
         parser.add_argument('--pool', metavar='<pool>', required=True,
                             help=_('GPU pool whose GPUs the flavor asks for '
-                                   '(name)'))
+                                   '(name or aggregate ID)'))
         parser.add_argument(
             '--gpus', metavar='<count>', type=int, default=1,
             help=_('GPUs per instance (default 1). Several vGPUs become one '
@@ -167,7 +167,8 @@ class ListFlavor(common.Lister):
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         parser.add_argument('--pool', metavar='<pool>',
-                            help=_('Only flavors of this GPU pool (name)'))
+                            help=_('Only flavors of this GPU pool (name or '
+                                   'aggregate ID)'))
         parser.add_argument(
             '--long', action='store_true', default=False,
             help=_('List additional fields in output (request groups and '

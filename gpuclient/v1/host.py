@@ -39,7 +39,7 @@ class ListHost(common.Lister):
         parser.add_argument(
             '--pool',
             metavar='<pool>',
-            help=_('Only hosts in this GPU pool (name)'),
+            help=_('Only hosts in this GPU pool (name or aggregate ID)'),
         )
         parser.add_argument(
             '--resource-class',

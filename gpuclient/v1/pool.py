@@ -78,8 +78,8 @@ class DriftColumn(format_columns.ListColumn):
 def _add_pool_arg(parser, nargs=None):
     parser.add_argument(
         'pool', metavar='<pool>', nargs=nargs,
-        help=_('GPU pool (name)') if nargs is None else _(
-            'GPU pool(s) to delete (name)'))
+        help=_('GPU pool (name or aggregate ID)') if nargs is None else _(
+            'GPU pool(s) to delete (name or aggregate ID)'))
 
 
 def _add_property_arg(parser, help_text):

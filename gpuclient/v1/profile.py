@@ -30,6 +30,16 @@ class SlotsColumn(format_columns.ListColumn):
         return ', '.join(str(slot) for slot in self._value or ())
 
 
+class ServesColumn(format_columns.DictColumn):
+    """{profile: count} a card serves: a dict in JSON/YAML, and in a table
+    ``3g.40gb=2, 1g.10gb=1`` (osc-lib's DictColumn would quote the
+    counts: ``3g.40gb='2'``)."""
+
+    def human_readable(self):
+        served = sorted((self._value or {}).items())
+        return ', '.join('%s=%s' % (name, count) for name, count in served)
+
+
 class ListProfile(common.Lister):
     _description = _(
         'List the MIG profiles and vGPU types of each GPU model.\n\n'
@@ -100,9 +110,9 @@ class PlanProfile(common.Lister):
             '--pool', metavar='<pool>', action='append', dest='pools',
             default=[],
             help=_('Plan the cards of this MIG or time-sliced vGPU (vgpu) '
-                   'pool\'s hosts, as the cloud has them cut now (name; '
-                   'repeat option for several pools). Adds the Host and '
-                   'Servers To Move columns; with --output-dir, each '
+                   'pool\'s hosts, as the cloud has them cut now (name or '
+                   'aggregate ID; repeat option for several pools). Adds the '
+                   'Host and Servers To Move columns; with --output-dir, each '
                    're-cut host\'s nova.conf too'))
         parser.add_argument(
             '--model', metavar='<model>',
@@ -202,7 +212,7 @@ class PlanProfile(common.Lister):
             item = (row['id'], row['model'],
                     profiles.layout_text(row['current']),
                     profiles.layout_text(row['proposed']),
-                    format_columns.DictColumn(row['serves']))
+                    ServesColumn(row['serves']))
             if parsed_args.output_dir:
                 item += (row['script'],)
             data.append(item)
@@ -261,7 +271,7 @@ class PlanProfile(common.Lister):
             item = (row['host'], row['address'], row['model'],
                     profiles.layout_text(row['current']),
                     profiles.layout_text(row['proposed']),
-                    format_columns.DictColumn(row['serves']),
+                    ServesColumn(row['serves']),
                     format_columns.ListColumn(
                         [_server_text(*server) for server in row['servers']]))
             if parsed_args.output_dir:

@@ -82,8 +82,8 @@ def _add_target_args(parser, verb, several=False, current=False):
              if several else '')
     what.add_argument(
         '--pool', metavar='<pool>', **repeat,
-        help=_('GPU pool (name): its resource class is limited (pools '
-               'sharing a class share one quota)') + again)
+        help=_('GPU pool (name or aggregate ID): its resource class is '
+               'limited (pools sharing a class share one quota)') + again)
     what.add_argument(
         '--resource-class', metavar='<class>', **repeat,
         help=_('GPU resource class (VGPU, PGPU or a custom class such as '

@@ -46,7 +46,8 @@ class ListServer(common.Lister):
         parser = super().get_parser(prog_name)
         parser.add_argument(
             '--pool', metavar='<pool>',
-            help=_('Only servers whose GPUs come from this GPU pool (name)'))
+            help=_('Only servers whose GPUs come from this GPU pool (name or '
+                   'aggregate ID)'))
         parser.add_argument(
             '--host', metavar='<host>',
             help=_('Only servers on this compute host, as "openstack '

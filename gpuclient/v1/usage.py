@@ -51,7 +51,7 @@ class ListUsage(common.Lister):
         common.add_project_args(parser, _('usage'))
         parser.add_argument(
             '--pool', metavar='<pool>',
-            help=_('Only GPUs of this GPU pool (name)'))
+            help=_('Only GPUs of this GPU pool (name or aggregate ID)'))
         parser.add_argument(
             '--by', metavar='<key>', action='append',
             choices=sorted(usage.BY_KEYS),

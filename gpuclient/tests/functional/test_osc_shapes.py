@@ -19,6 +19,7 @@ ignored. Proofs are read back with plain OSC commands."""
 import uuid
 
 from gpuclient.tests.functional import base
+from gpuclient.tests.functional import test_quota
 
 PT_CLASS = 'CUSTOM_PCI_10DE_2331'
 
@@ -56,36 +57,30 @@ class TestCandidateList(base.FunctionalTestCase):
 
 
 class TestQuotaShapes(base.FunctionalTestCase):
+    # test_quota's helpers (a project of the test's own, Keystone's
+    # limits read back), not its tests
+    make_project = test_quota.TestQuota.make_project
+    forget_registered = test_quota.TestQuota.forget_registered
+    registered = test_quota.TestQuota.registered
+    keystone_limits = test_quota.TestQuota.keystone_limits
+
     def test_set_without_project_and_show_default(self):
-        name = self.unique_name('quota')
-        project = self.openstack('project', 'create', name)
-        self.addCleanup(self.openstack, 'project', 'delete', project['id'],
-                        parse=False)
-        self.openstack('role', 'add', '--project', project['id'], '--user',
-                       'admin', 'admin', parse=False)
-        registered = {r['Resource Name']: r['Default Limit'] for r in
-                      self.openstack('registered', 'limit', 'list')}
-        if 'class:' + PT_CLASS not in registered:
-            self.addCleanup(self.openstack_raw, 'gpu', 'quota', 'delete',
-                            '--default', '--resource-class', PT_CLASS)
+        project = self.make_project()
+        self.forget_registered(PT_CLASS)
         self.addCleanup(self.openstack_raw, 'gpu', 'quota', 'delete',
                         '--project', project['id'], '--resource-class',
                         PT_CLASS)
         # no <project>, --project nor --default: the current project
-        self.openstack('--os-project-name', name, 'gpu', 'quota', 'set',
-                       '--resource-class', PT_CLASS, '--gpus', '3',
-                       parse=False)
-        limits = {r['Resource Name']: r['Resource Limit'] for r in
-                  self.openstack('limit', 'list', '--project',
-                                 project['id'])}
-        self.assertEqual({'class:' + PT_CLASS: 3}, limits)
+        scope = ('--os-project-name', project['name'])
+        self.openstack(*scope, 'gpu', 'quota', 'set', '--resource-class',
+                       PT_CLASS, '--gpus', '3', parse=False)
+        self.assertEqual({'class:' + PT_CLASS: 3},
+                         self.keystone_limits(project))
         # --default: the registered limits, no project's use
-        registered = {r['Resource Name']: r['Default Limit'] for r in
-                      self.openstack('registered', 'limit', 'list')}
         rows = {r['Resource Class']: r for r in self.openstack(
-            '--os-project-name', name, 'gpu', 'quota', 'show', '--default')}
+            *scope, 'gpu', 'quota', 'show', '--default')}
         row = rows[PT_CLASS]
-        default = registered['class:' + PT_CLASS]
+        default = self.registered()['class:' + PT_CLASS]
         self.assertEqual(
             ('default', None if default < 0 else default, None, None),
             (row['Source'], row['Limit'], row['In Use'], row['Free']))

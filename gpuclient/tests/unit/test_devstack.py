@@ -249,14 +249,16 @@ class TestPluginPhases(base.TestCase):
                     if c[0] in ('setup_develop', 'setup_dev_lib',
                                 'setup_install', 'pip_install',
                                 'pip_install_gr')]
-        self.assertEqual([['setup_develop', src]], installs)
+        # with the profiles extra: gpu profile plan's solver
+        self.assertEqual([['setup_develop', src, 'profiles']], installs)
         self.assertNotIn('openstack', _names(calls))
 
     def test_gpuclient_dir_defaults_to_dest(self):
         stub = StubDevstack(self)
         calls = stub.run('stack', 'install')
         self.assertIn(
-            ['setup_develop', os.path.join(stub.env['DEST'], 'gpuclient')],
+            ['setup_develop', os.path.join(stub.env['DEST'], 'gpuclient'),
+             'profiles'],
             calls)
 
     def test_phases_without_work(self):

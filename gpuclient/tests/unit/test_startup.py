@@ -80,17 +80,22 @@ def startup_targets():
     return plugins + sorted(test_descriptions.entry_points().values())
 
 
-def loaded_modules(targets):
-    """gpuclient modules a fresh interpreter holds after loading TARGETS
-    (this tree's code first on the path)."""
+def run_fresh(code, *argv):
+    """stdout of CODE run with ARGV in a fresh interpreter (this tree's
+    code first on the path)."""
     env = dict(os.environ)
     env['PYTHONPATH'] = os.pathsep.join(
         [ROOT] + [p for p in env.get('PYTHONPATH', '').split(os.pathsep)
                   if p])
-    out = subprocess.run([sys.executable, '-c', _LOAD, *targets],
-                         check=True, capture_output=True, text=True,
-                         env=env).stdout
-    return set(out.split())
+    return subprocess.run([sys.executable, '-c', code, *argv],
+                          check=True, capture_output=True, text=True,
+                          env=env).stdout
+
+
+def loaded_modules(targets):
+    """gpuclient modules a fresh interpreter holds after loading
+    TARGETS."""
+    return set(run_fresh(_LOAD, *targets).split())
 
 
 _OSC = '''
@@ -113,14 +118,7 @@ HEAVY = ('highspy', 'numpy', 'jsonschema')
 def osc_modules(*argv):
     """Top-level modules a fresh ``openstack ARGV`` (in-process OSC
     shell, every plugin loaded) holds at its end."""
-    env = dict(os.environ)
-    env['PYTHONPATH'] = os.pathsep.join(
-        [ROOT] + [p for p in env.get('PYTHONPATH', '').split(os.pathsep)
-                  if p])
-    out = subprocess.run([sys.executable, '-c', _OSC, *argv],
-                         check=True, capture_output=True, text=True,
-                         env=env).stdout
-    line = out.rpartition('\nMODULES ')[2]
+    line = run_fresh(_OSC, *argv).rpartition('\nMODULES ')[2]
     return {name.split('.')[0] for name in line.split()}, set(line.split())
 
 

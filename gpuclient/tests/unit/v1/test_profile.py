@@ -97,6 +97,14 @@ class TestPlanProfile(ProfileTestCase):
             for name, n in row[4].machine_readable().items():
                 served[name] = served.get(name, 0) + n
         self.assertEqual({'3g.40gb': 3, '1g.10gb': 2}, served)
+        # a table shows the counts as numbers, not quoted strings
+        texts = [row[4].human_readable() for row in rows]
+        self.assertNotIn("'", ''.join(texts))
+        self.assertIn('3g.40gb=', ''.join(texts))
+        self.assertEqual(
+            '1g.10gb=1, 3g.40gb=2',
+            profile.ServesColumn({'3g.40gb': 2, '1g.10gb': 1})
+            .human_readable())
         self.assertIn('Demand met: 5 of 5; cards re-cut: 2',
                       self.logger.output)
 
@@ -184,11 +192,14 @@ class TestSolverOutput(base.TestCase):
 
     def test_nothing_but_the_rows_on_stdout(self):
         # HiGHS prints a banner on file descriptor 1 when a solver is
-        # made: -f json would not parse. A process of its own, since the
-        # banner bypasses Python's sys.stdout.
+        # made: -f json would not parse, and it is noise on a terminal.
+        # A process of its own, since the banner bypasses Python's
+        # sys.stdout. Neither stdout nor stderr shows it.
         code = ('from gpuclient.ops import profile_ops\n'
-                'profile_ops.plan_cards({"A100-80GB": 1}, {"3g.40gb": 1})\n')
+                'profile_ops.plan_cards({"A100-80GB": 1}, {"3g.40gb": 1})\n'
+                'print("after")\n')
         done = subprocess.run([sys.executable, '-c', code],
                               capture_output=True, text=True, check=True)
-        self.assertEqual('', done.stdout)
-        self.assertIn('HiGHS', done.stderr)
+        self.assertEqual('after\n', done.stdout)
+        self.assertNotIn('HiGHS', done.stderr)
+        self.assertNotIn('Copyright', done.stderr)
