@@ -68,6 +68,11 @@ MUTATIONS = [
      '    if not waiting:\n        rows = rows + '
      'maintenance.unconfirmed_rows(',
      'test_drain.TestDrainUnconfirmed'),
+    ('drain read-back failure passed through bare',
+     'gpuclient/ops/maintenance_ops.py',
+     "    except Exception as exc:  # noqa: BLE001 - any failed read\n",
+     "    except KeyError as exc:\n",
+     'test_drain.TestDrainReadBackFails'),
     ('HiGHS banner forwarded to stderr', 'gpuclient/ops/profile_ops.py',
      'if line.strip() and not line.startswith(BANNER)]',
      'if line.strip()]',

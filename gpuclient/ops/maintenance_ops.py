@@ -26,6 +26,7 @@ plans another round for what arrived, up to MAX_ROUNDS; its cordon
 carries the draining reason until the hosts read back empty.
 """
 
+import contextlib
 import logging
 import os
 import time
@@ -363,8 +364,9 @@ def drain(client, hosts, requested='auto', allow_downtime=False,
         pending = [s for s in left['servers'] if s['id'] not in let_stay]
         if not pending:
             break
-        observed = observe(client, draining, requested, allow_downtime,
-                           settings, facts)
+        with _reading_back(draining):
+            observed = observe(client, draining, requested, allow_downtime,
+                               settings, facts)
         more = [r for r in observed['rows'] if r['server'] not in let_stay]
         movable = [r for r in more if r['method'] != maintenance.STAYS]
         all_rows += more
@@ -385,7 +387,8 @@ def drain(client, hosts, requested='auto', allow_downtime=False,
                          'left': maintenance.left_text(
                              there, left['incoming'])})
     stays = {s.get('OS-EXT-SRV-ATTR:host') for s in left['servers']}
-    services = client.compute.compute_services()
+    with _reading_back(draining):
+        services = client.compute.compute_services()
     try:
         _run(client, plan_mod.Plan('gpu host drain', cordon_rules.drained(
             [svc for svc in services if svc['host'] in draining], reason),
@@ -416,13 +419,36 @@ def _run(client, plan, on_step):
         LOG.warning(warning)
 
 
+@contextlib.contextmanager
+def _reading_back(draining):
+    """Any read that fails after the cordon is a CommandError that says
+    the hosts stay the drain's and to run it again: without the read
+    nobody knows they are empty."""
+    from osc_lib import exceptions
+
+    from gpuclient.i18n import _
+
+    try:
+        yield
+    except Exception as exc:  # noqa: BLE001 - any failed read
+        raise exceptions.CommandError(_(
+            'gpu host drain could not read %(hosts)s back after its cordon '
+            'and moves (%(error)s), so it does not know whether they are '
+            'empty. The hosts stay cordoned by the drain ("gpu host '
+            'uncordon" refuses them without --force); run the drain again '
+            'to finish it.') % {
+                'hosts': ', '.join(draining),
+                'error': str(exc).strip().rstrip('.')}) from exc
+
+
 def _settled(client, draining, timeout):
     """read_back, again while only moves coming to the hosts are left
     (up to TIMEOUT seconds): their servers land on a drained host, where
     the next round moves them."""
     deadline = _clock() + (timeout or journal.DEFAULT_MOVE_TIMEOUT)
     while True:
-        left = read_back(client, draining)
+        with _reading_back(draining):
+            left = read_back(client, draining)
         if not left['incoming'] or left['servers'] or _clock() >= deadline:
             return left
         _sleep(READ_BACK_INTERVAL)

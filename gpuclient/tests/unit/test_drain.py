@@ -712,6 +712,93 @@ class TestFakeServerRoutes(DrainTestCase):
         self.assertEqual(200, answer.status_code)
 
 
+class TestDrainReadBackFails(DrainTestCase):
+    """A read-back read that fails after the cordon: the drain cannot
+    know the hosts are empty, so it never says drained; it says the
+    hosts stay cordoned by the drain and to run it again, and the re-run
+    finishes it."""
+
+    def fail_after_cordon(self, method, nth):
+        real = getattr(self.client.compute, method)
+        calls = []
+        cordoned = []
+
+        def failing(*args, **kwargs):
+            if cordoned:
+                calls.append(1)
+                if len(calls) == nth:
+                    raise errors.APIError('Nova answered HTTP 500 at '
+                                          '/v2.1/servers/detail', 500)
+            return real(*args, **kwargs)
+
+        def on_step(index, step):
+            if step.op == 'service.disable':
+                cordoned.append(step)
+        self.useFixture(fixtures.MockPatchObject(self.client.compute,
+                                                 method, failing))
+        return on_step, calls
+
+    def check(self, method, nth):
+        server = self.gpu_server('a')
+        on_step, calls = self.fail_after_cordon(method, nth)
+        logs = self.useFixture(fixtures.FakeLogger(
+            name='gpuclient.ops.maintenance_ops', level='INFO'))
+        exc = self.assertRaises(exceptions.CommandError, self.drain,
+                                reason='fw', on_step=on_step)
+        self.assertNotIn('Drained', logs.output)
+        self.assertGreaterEqual(len(calls), nth)
+        text = str(exc)
+        self.assertIn('could not read gpu-pt-1 back', text)
+        self.assertIn('HTTP 500', text)
+        self.assertIn('run the drain again', text)
+        # held by the drain, not given the ordinary (drained) reason
+        self.assertEqual('gpuclient: draining: fw', self.reason())
+        # the re-run finishes it
+        self.useFixture(fixtures.MockPatchObject(
+            self.client.compute, method,
+            getattr(type(self.client.compute), method).__get__(
+                self.client.compute)))
+        self.drain(reason='fw')
+        self.assertEqual(('gpu-pt-2', 'ACTIVE'), self.where(server))
+        self.assertEqual('gpuclient: fw', self.reason())
+
+    def test_the_first_server_read_back_fails(self):
+        self.check('servers_detail', 1)
+
+    def test_the_last_server_read_back_fails(self):
+        self.check('servers_detail', 2)
+
+    def test_the_migration_read_back_fails(self):
+        self.check('migrations', 1)
+
+    def test_the_services_read_before_the_last_write_fails(self):
+        self.check('compute_services', 1)
+
+    def test_the_read_of_a_second_round_fails(self):
+        # a server lands after the plan; reading the cloud again for the
+        # round that would move it fails
+        self.gpu_server('a')
+        real = self.ops.observe
+        late = []
+
+        def on_step(index, step):
+            if step.op == 'service.disable' and not late:
+                late.append(self.gpu_server('late'))
+                self.useFixture(fixtures.MockPatchObject(
+                    self.ops, 'observe', side_effect=errors.APIError(
+                        'Nova answered HTTP 500 at /v2.1/os-hypervisors',
+                        500)))
+        exc = self.assertRaises(exceptions.CommandError, self.drain,
+                                reason='fw', on_step=on_step)
+        self.assertIn('could not read gpu-pt-1 back', str(exc))
+        self.assertIn('run the drain again', str(exc))
+        self.assertEqual('gpuclient: draining: fw', self.reason())
+        self.useFixture(fixtures.MockPatchObject(self.ops, 'observe', real))
+        self.drain(reason='fw')
+        self.assertEqual(('gpu-pt-2', 'ACTIVE'), self.where(late[0]))
+        self.assertEqual('gpuclient: fw', self.reason())
+
+
 class TestDrainLastWrite(DrainTestCase):
 
     def test_the_ordinary_reason_failing_says_the_hosts_are_empty(self):
