@@ -420,6 +420,8 @@ class FaultInjector(fixtures.Fixture):
         self.requests = []  # every request, counted or not
         self.fired = None
         self._hung = None
+        self._read = None  # (path regex, k, kind) armed by arm_read
+        self.reads = []
 
     def hung_server(self):
         """The HungServer that the hang kinds send to (one, lazily)."""
@@ -522,6 +524,9 @@ class FaultInjector(fixtures.Fixture):
         """Record a request; (fault kind or None, service) for it."""
         with self._lock:
             self.requests.append((method.upper(), url))
+            read = self._read_fault(method, url)
+        if read is not None:
+            return read, self.service_of(url)
         if not self.counts(method, url):
             return None, None
         with self._lock:
@@ -538,7 +543,35 @@ class FaultInjector(fixtures.Fixture):
             self.fired = (method.upper(), url)
         return kind, self.service_of(url)
 
+    def _read_fault(self, method, url):
+        """With ``arm_read``: the kind for the K-th matching GET, once
+        (called under the lock)."""
+        if self._read is None or method.upper() != 'GET':
+            return None
+        pattern, k, kind = self._read
+        if not pattern.search(urllib.parse.urlsplit(url).path):
+            return None
+        self.reads.append(url)
+        if len(self.reads) != k:
+            return None
+        self._read = None
+        self.fired = ('GET', url)
+        return kind
+
     # -- the test's controls ---------------------------------------------
+
+    def arm_read(self, pattern, k, kind):
+        """Fail the K-th (1-based) GET from now whose URL path matches
+        the regex PATTERN, in way KIND ('500', '409' or 'nonjson': a 200
+        HTML page); ``reads`` lists the matching GETs since. Writes are
+        counted and armed as before, independently. K None: only count
+        them."""
+        if kind not in ('500', '409', 'nonjson'):
+            raise ValueError('read fault kind %r' % (kind,))
+        with self._lock:
+            self.reads = []
+            self.fired = None
+            self._read = (re.compile(pattern), k, kind)
 
     def arm(self, k, kind, more=None):
         """Fail the K-th (1-based) counted write from now, in way KIND.
@@ -565,6 +598,7 @@ class FaultInjector(fixtures.Fixture):
         with self._lock:
             self._k = self._kind = None
             self._more = {}
+            self._read = None
 
     def reset(self):
         """Disarm and start counting writes afresh."""
@@ -573,6 +607,8 @@ class FaultInjector(fixtures.Fixture):
             self.writes = []
             self.requests = []
             self.fired = None
+            self._read = None
+            self.reads = []
 
     @property
     def armed(self):

@@ -349,6 +349,82 @@ class TestDrainFaults(MaintenanceTestCase):
         self.addDetail('fault-matrix: drain', content.text_content(line))
 
 
+class TestDrainReadBackFaults(MaintenanceTestCase):
+    """Each read-back read a drain sends after its cordon (its hosts'
+    server list, the migrations coming to them) fails in turn, as an
+    error answer and as a 200 HTML page (a proxy's), in one process
+    through ``maintenance_ops.drain``. The drain never says drained:
+    it stops saying it could not read the host back and to run it again,
+    the host keeps the drain's reason, and the re-run finishes it."""
+
+    KINDS = ('500', 'nonjson')
+    READS = r'/servers/detail$|/os-migrations$'
+
+    @base.needs('vgpu')
+    def test_every_read_back_of_a_drain(self):
+        from osc_lib import exceptions
+
+        from gpuclient.ops import journal
+        from gpuclient.ops import maintenance_ops
+
+        self.useFixture(fixtures.MockPatchObject(journal, 'POLL_INTERVAL',
+                                                 0.5))
+        pool = self.make_pool('vgpu', [base.VGPU_HOST, base.VGPU_HOST2],
+                              '--vgpu-type', 'nvidia-35')
+        server = self.boot(self.make_flavor(pool))
+        self.use_spare(base.VGPU_HOST2)
+        self.drained(base.VGPU_HOST)
+        self.drained(base.VGPU_HOST2)
+        client = faults.make_client()
+        injector = self.useFixture(faults.FaultInjector(client))
+        armed = []
+
+        def drain(source, k=None, kind='500'):
+            def on_step(index, step):
+                # count (and fail) only what is read after the cordon
+                if step.op == 'service.disable' and not armed:
+                    armed.append(step)
+                    injector.arm_read(self.READS, k, kind)
+            del armed[:]
+            return maintenance_ops.drain(client, [source], requested='cold',
+                                         allow_downtime=True,
+                                         on_step=on_step)
+
+        # a clean run learns the number of read-back reads
+        source, destination = base.VGPU_HOST, base.VGPU_HOST2
+        drain(source)
+        reads = len(injector.reads)
+        self.assertGreaterEqual(reads, 4, injector.reads)
+        maintenance_ops.uncordon(client, [source])
+        source, destination = destination, source
+        points = []
+        for kind in self.KINDS:
+            for k in range(1, reads + 1):
+                exc = self.assertRaises(exceptions.CommandError, drain,
+                                        source, k, kind)
+                self.assertIsNotNone(injector.fired, '%s@%d' % (kind, k))
+                self.assertIn('could not read %s back' % source, str(exc))
+                self.assertIn('run the drain again', str(exc))
+                self.assertIn('draining:',
+                              self.service(source)['Disabled Reason'])
+                injector.disarm()
+                drain(source)  # the re-run finishes it
+                self.assertEqual((destination, 'ACTIVE'),
+                                 self.server_host(server),
+                                 '%s at read %d' % (kind, k))
+                self.assert_gpu_moved(server, 'VGPU', source, destination)
+                self.assertEqual('gpuclient: maintenance',
+                                 self.service(source)['Disabled Reason'])
+                points.append('%s@%d' % (kind, k))
+                maintenance_ops.uncordon(client, [source])
+                source, destination = destination, source
+        line = 'fault points: drain read-back: %d (%s)' % (
+            len(points), ' '.join(points))
+        print(line)  # noqa: T201 - stestr shows it with the test output
+        self.addDetail('fault-matrix: drain read-back',
+                       content.text_content(line))
+
+
 class TestDrainReadBack(MaintenanceTestCase):
     """What a drain reads back (issue 36): servers without GPUs, servers
     that arrive after the plan, a failed move, several hosts and
