@@ -404,7 +404,8 @@ class TestDrainReadBackFaults(MaintenanceTestCase):
             kind = self.KINDS[(k - 1) % len(self.KINDS)]
             exc = self.assertRaises(exceptions.CommandError, drain,
                                     source, k, kind)
-            self.assertIsNotNone(injector.fired, '%s@%d' % (kind, k))
+            self.assertIsNotNone(injector.fired, '%s@%d: %s' % (
+                kind, k, exc))
             self.assertIn('could not read %s back' % source, str(exc))
             self.assertIn('run the drain again', str(exc))
             self.assertIn('draining:',
