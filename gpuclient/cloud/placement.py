@@ -37,6 +37,13 @@ LOG = logging.getLogger(__name__)
 # Placement HTTP 500 messages that mean "try again" (concurrent writes).
 _TRANSIENT_500 = ('deadlock', 'concurrently updated', 'please retry')
 
+# How often a provider's trait or aggregate set is written again after a
+# lost race. A root provider is written by Nova's resource tracker and by
+# every pool command that joins or leaves it; writers that start together
+# lose together unless each waits a random while (http.backoff), and one
+# of N writers can lose N-1 races before its turn: room for a few more.
+PROVIDER_RETRIES = 10
+
 # Bound on concurrent per-provider requests (the fallback path only).
 MAX_WORKERS = 8
 
@@ -367,7 +374,8 @@ class Placement:
                         key='traits')
         return data['traits'], data['resource_provider_generation']
 
-    def update_traits(self, uuid, add=(), remove=(), retries=5):
+    def update_traits(self, uuid, add=(), remove=(),
+                      retries=PROVIDER_RETRIES):
         """Add/remove traits on a provider, keeping the others.
 
         Read-modify-write on the provider generation; a generation
@@ -390,7 +398,8 @@ class Placement:
                         key='aggregates')
         return data['aggregates'], data['resource_provider_generation']
 
-    def update_aggregates(self, uuid, add=(), remove=(), retries=5):
+    def update_aggregates(self, uuid, add=(), remove=(),
+                          retries=PROVIDER_RETRIES):
         """Add/remove Placement aggregates of a provider, keeping others.
 
         What ``nova-manage placement sync_aggregates`` does for a host
@@ -423,6 +432,7 @@ class Placement:
                 if attempt == retries - 1:
                     raise
                 LOG.debug('generation conflict on %s, retrying', uuid)
+                http.backoff(attempt)
                 continue
             except errors.APIError as exc:
                 # Under concurrent writes to one provider Placement at

@@ -345,6 +345,7 @@ class TestTraits(base.TestCase):
         self.placement = self.useFixture(fakes.PlacementFixture(self.cloud))
         self.cm = self.useFixture(fakes.ClientManagerFixture(self.cloud))
         self.client = self.cm.gpu.placement
+        self.sleeps = self.useFixture(fixtures.MockPatch('time.sleep')).mock
 
     def test_retry_keeps_what_a_concurrent_writer_added(self):
         self.client.ensure_traits({'CUSTOM_GPU_POOL_SOLVER'})
@@ -370,7 +371,6 @@ class TestTraits(base.TestCase):
 
     def test_database_deadlock_is_retried(self):
         """Placement's MariaDB deadlocks under concurrent trait writes."""
-        self.useFixture(fixtures.MockPatch('time.sleep'))
         self.client.ensure_traits({'CUSTOM_GPU_POOL_SOLVER'})
         self.placement.deadlocks[self.device.uuid] = 2
         added, _removed = self.client.update_traits(
@@ -389,9 +389,25 @@ class TestTraits(base.TestCase):
                       str(exc))
         self.assertEqual(1, len(self.placement.puts()))
 
-    def test_five_conflicts_give_up_and_say_run_again(self):
+    def test_lost_races_wait_longer_each_time(self):
+        """Writers that lost together must not retry together."""
         self.client.ensure_traits({'CUSTOM_GPU_POOL_SOLVER'})
-        self.placement.conflicts[self.device.uuid] = 5
+        self.placement.conflicts[self.device.uuid] = 2
+        self.placement.deadlocks[self.device.uuid] = 2
+        added, _removed = self.client.update_traits(
+            self.device.uuid, add=['CUSTOM_GPU_POOL_SOLVER'])
+        self.assertEqual({'CUSTOM_GPU_POOL_SOLVER'}, added)
+        self.assertEqual(5, len(self.placement.puts()))
+        waits = [c.args[0] for c in self.sleeps.call_args_list]
+        self.assertEqual(4, len(waits), waits)
+        # a random wait, its range growing with each lost race
+        for attempt, wait in enumerate(waits):
+            self.assertGreaterEqual(wait, 0.05 * (attempt + 1))
+            self.assertLessEqual(wait, 0.2 * (attempt + 1))
+
+    def test_ten_conflicts_give_up_and_say_run_again(self):
+        self.client.ensure_traits({'CUSTOM_GPU_POOL_SOLVER'})
+        self.placement.conflicts[self.device.uuid] = 10
         exc = self.assertRaises(
             errors.Conflict, self.client.update_traits, self.device.uuid,
             add=['CUSTOM_GPU_POOL_SOLVER'])
@@ -402,7 +418,7 @@ class TestTraits(base.TestCase):
             "same time: run the command again." % self.device.uuid,
             str(exc))
         self.assertEqual(409, exc.status)
-        self.assertEqual(5, len(self.placement.puts()))
+        self.assertEqual(10, len(self.placement.puts()))
         self.assertNotIn('CUSTOM_GPU_POOL_SOLVER', self.device.traits)
 
     def test_unknown_trait_refused(self):
