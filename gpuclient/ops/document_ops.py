@@ -25,6 +25,7 @@ with the journal.
 import logging
 import os
 import tempfile
+import typing
 
 from osc_lib import exceptions
 
@@ -37,7 +38,7 @@ from gpuclient.ops import pool_ops
 from gpuclient.ops import snapshot
 from gpuclient.rules import document
 from gpuclient.rules import document_plan
-from gpuclient.rules import host_names
+from gpuclient.rules import model
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import request
 from gpuclient.rules import specs
@@ -45,20 +46,16 @@ from gpuclient.rules import specs
 LOG = logging.getLogger(__name__)
 
 
-class Seen:
+class Seen(typing.NamedTuple):
     """One read of the GPU layer: the canonical document of the cloud
-    (``doc``), the snapshot's Cloud (``cloud``), the access lists of the
-    private GPU flavors (``access``: {flavor id: [project ids]}),
-    Keystone's limits (``registered``, ``limits``) and, for ``--pool``,
-    the ``document.Scope`` (``scope``; None: the whole GPU layer)."""
+    (``doc``), the model of the cloud as read (``cloud``: a
+    ``model.Cloud`` with the access lists of the private GPU flavors and
+    Keystone's limits) and, for ``--pool``, the ``document.Scope``
+    (``scope``; None: the whole GPU layer)."""
 
-    def __init__(self, doc, cloud, access, registered, limits, scope=None):
-        self.doc = doc
-        self.cloud = cloud
-        self.access = access
-        self.registered = registered
-        self.limits = limits
-        self.scope = scope
+    doc: dict
+    cloud: model.Cloud
+    scope: document.Scope | None = None
 
 
 def observe(client, pool_names=None, with_images=True, placement_classes=None,
@@ -100,15 +97,17 @@ def observe(client, pool_names=None, with_images=True, placement_classes=None,
                 gone.add(flavor['id'])
     if gone:
         cloud.flavors = [f for f in cloud.flavors if f['id'] not in gone]
-    registered = client.limits.registered()
-    limits = client.limits.limits()
+    cloud.access = access
+    cloud.registered = client.limits.registered()
+    cloud.limits = client.limits.limits()
     doc, notes = document.from_cloud(
-        cloud.pools, cloud.flavors, access, cloud.images, registered, limits,
+        cloud.pools, cloud.flavors, access, cloud.images, cloud.registered,
+        cloud.limits,
         selected=list(pool_names) if pool_names else None,
         classes=scope.classes if scope is not None else None)
     for note in notes:
         LOG.warning(note)
-    return Seen(doc, cloud, access, registered, limits, scope)
+    return Seen(doc, cloud, scope)
 
 
 def read(client, pool_names=None, with_images=True):
@@ -260,12 +259,12 @@ def diff(client, path, prune=False, pool_names=None):
                           seen.scope), prune, keep)
 
 
-def _check_zones(client, current, wanted):
+def _check_zones(client, cloud, current, wanted):
     """Nova's zone rules (one zone per host; no host with instances moves
     zone) for the hosts the document adds to a pool and the pools whose
-    zone it changes, before anything is written (``pool_ops.View``)."""
+    zone it changes, before anything is written (``pool_ops.check_zone``,
+    over the aggregates and services of CLOUD, as read)."""
     have = {p['name']: p for p in current['pools']}
-    view = None
     for pool in wanted['pools']:
         old = have.get(pool['name'])
         hosts = [h for h in pool['hosts'] if old is None
@@ -274,11 +273,11 @@ def _check_zones(client, current, wanted):
             hosts = pool['hosts']
         if not hosts or not (pool['zone'] or old):
             continue
-        view = view or pool_ops.View(client, warn=False)
-        existing = view.aggregate(pool['name'])
+        existing = cloud.aggregate(pool['name'])
         zone = pool['zone'] or (old or {}).get('zone')
-        view.check_zone(zone, hosts,
-                        own_aggregate=existing.name if existing else None)
+        pool_ops.check_zone(
+            client, cloud.aggregates, cloud.services, zone, hosts,
+            own_aggregate=existing['name'] if existing else None)
 
 
 def _pool_traits(*docs):
@@ -329,29 +328,20 @@ def apply(client, path, dry_run=False, prune=False, recreate_flavors=False,
     if unknown:
         raise document.DocumentError(unknown)
     wanted = resolve(client, wanted, lines, seen.doc, cloud, seen.scope)
-    _check_zones(client, seen.doc, wanted)
-    servers = None
+    _check_zones(client, cloud, seen.doc, wanted)
     if document.leaving_hosts(seen.doc, wanted, prune):
         client.compute.require(versions.COMPUTE_EMBEDDED_FLAVOR_VERSION)
-        servers = client.compute.servers_detail(all_projects=True)
-    world = document_plan.World(
-        cloud.aggregates, host_names.host_roots(cloud.hypervisors),
-        cloud.placement,
-        client.placement.existing_traits(_pool_traits(seen.doc, wanted)),
-        cloud.flavors, seen.access, cloud.images, seen.registered,
-        seen.limits, servers=servers)
+        cloud.servers = client.compute.servers_detail(all_projects=True)
+    cloud.existing_traits = client.placement.existing_traits(
+        _pool_traits(seen.doc, wanted))
+    world = document_plan.World.from_cloud(cloud)
     plan = document_plan.plan(
         world, seen.doc, wanted, prune=prune,
         recreate_flavors=recreate_flavors,
         title=_('Applying %s') % os.path.basename(path),
         keep=seen.scope.keep(seen.doc) if seen.scope is not None else ())
-    after = snapshot.Cloud(list(world.aggregates.values()),
-                           cloud.hypervisors, cloud.services,
-                           world.placement, flavors=world.flavors)
-    # what the apply does not change, as read
-    after.gpu_classes = cloud.gpu_classes
-    after.known_classes = cloud.known_classes
-    after.images = world.images
+    # the model with the plan's steps applied
+    after = world.cloud()
     problems = document_plan.fit_problems(
         after, settings or request.load_settings(), wanted,
         document_plan.touched_flavors(seen.doc, wanted, plan))

@@ -35,6 +35,7 @@ from gpuclient.cloud import versions
 from gpuclient.ops import journal
 from gpuclient.ops import snapshot
 from gpuclient.rules import cordon as cordon_rules
+from gpuclient.rules import model
 from gpuclient.rules import plan as plan_mod
 
 LOG = logging.getLogger(__name__)
@@ -46,7 +47,7 @@ def _services_of(client, names):
     compute = client.compute
     compute.require(versions.COMPUTE_HYPERVISOR_UUID_VERSION)
     services = compute.compute_services()
-    hosts, notes = snapshot.resolve_hosts(
+    hosts, notes = model.resolve_hosts(
         names, services, compute.hypervisors(),
         client.placement.resource_providers)
     for note in notes:

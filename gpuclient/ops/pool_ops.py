@@ -31,6 +31,7 @@ from gpuclient.ops import host_ops
 from gpuclient.ops import journal
 from gpuclient.ops import snapshot
 from gpuclient.rules import host_names
+from gpuclient.rules import model
 from gpuclient.rules import plan as plan_mod
 from gpuclient.rules import pool_plan
 from gpuclient.rules import pools
@@ -38,7 +39,18 @@ from gpuclient.rules import specs
 
 LOG = logging.getLogger(__name__)
 
-DEFAULT_ZONE = 'nova'
+
+
+def check_zone(client, aggregates, services, zone, hosts,
+               own_aggregate=None):
+    """Nova's zone rules (``model.zone_check``) for HOSTS put in ZONE,
+    over AGGREGATES and SERVICES as read; a host that would move zone is
+    asked whether it has instances (one request per such host)."""
+    for host in hosts:
+        current = model.zone_check(aggregates, services, zone, host,
+                                   own_aggregate)
+        if current and client.compute.host_has_servers(host):
+            raise model.zone_move_refused(host, current, zone)
 
 
 class View:
@@ -82,10 +94,10 @@ class View:
         )
 
     def resolve_hosts(self, names, members=None):
-        """``snapshot.resolve_hosts`` with Placement's providers (read only
+        """``model.resolve_hosts`` with Placement's providers (read only
         when services and hypervisors do not explain a name); the notes go
         to stderr."""
-        hosts, notes = snapshot.resolve_hosts(
+        hosts, notes = model.resolve_hosts(
             names, self.services, self.hypervisors,
             self.client.placement.resource_providers, members)
         for note in notes:
@@ -93,29 +105,11 @@ class View:
         return hosts
 
     def check_zone(self, zone, hosts, own_aggregate=None):
-        """Nova's rules: one zone per host; no move with instances."""
-        services = {svc['host']: svc for svc in self.services}
-        for host in hosts:
-            for agg in self.aggregates:
-                if agg.name == own_aggregate or host not in (agg.hosts or []):
-                    continue
-                other = agg.availability_zone
-                if zone and other and other != zone:
-                    raise exceptions.CommandError(
-                        _('Host %(host)s is in availability zone %(other)s '
-                          '(aggregate %(agg)s) and a host can be in one zone '
-                          'only: use --zone %(other)s or take it out of '
-                          '%(agg)s first.')
-                        % {'host': host, 'other': other, 'agg': agg.name})
-            current = (services.get(host) or {}).get('zone') or DEFAULT_ZONE
-            if zone and current != zone and (
-                    self.client.compute.host_has_servers(host)):
-                raise exceptions.CommandError(
-                    _('Host %(host)s has instances and is in zone '
-                      '%(current)s: Nova refuses to move a host with '
-                      'instances to zone %(zone)s. Move or delete them '
-                      'first, or use --zone %(current)s.')
-                    % {'host': host, 'current': current, 'zone': zone})
+        """Nova's rules: one zone per host; no move with instances
+        (``check_zone``)."""
+        check_zone(self.client, [pools.aggregate_dict(a)
+                                 for a in self.aggregates],
+                   self.services, zone, hosts, own_aggregate)
 
     def snapshot(self, hosts, resource_class):
         roots = set()

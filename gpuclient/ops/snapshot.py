@@ -24,9 +24,9 @@ trees left, and a per-provider read only for trees no summary covers).
 ``gpu candidates`` takes its Nova side from it (``with_placement=False``)
 and asks Placement the flavor's own query.
 
-``Cloud`` is plain data with pure questions: which roots a host has, the
-aggregates a root is in, a provider tree in the shape ``gpuclient.rules.fit``
-counts in.
+It fills the one model of the cloud as read, ``gpuclient.rules.model.Cloud``
+(plain data with pure questions: which roots a host has, the aggregates a
+root is in, a provider tree in the shape ``gpuclient.rules.fit`` counts in).
 """
 
 import concurrent.futures
@@ -37,6 +37,7 @@ from gpuclient.cloud import versions
 from gpuclient.rules import baremetal
 from gpuclient.rules import host_names
 from gpuclient.rules import hosts
+from gpuclient.rules import model
 from gpuclient.rules import pools as pools_mod
 
 LOG = logging.getLogger(__name__)
@@ -47,111 +48,6 @@ def warn_problems(problems):
     that ``pools.scan`` skipped (``problems``), naming it and its fix."""
     for _agg, _pool, message in problems:
         LOG.warning(message)
-
-
-class Cloud:
-    """What one read of the cloud saw (plain data, pure questions)."""
-
-    def __init__(self, aggregates, hypervisors, services, placement,
-                 flavors=None, gpu_classes=()):
-        self.aggregates = [pools_mod.aggregate_dict(a) for a in aggregates]
-        self.pools, self.problems = pools_mod.scan(self.aggregates)
-        self.hypervisors = list(hypervisors)
-        self.services = list(services)
-        self.placement = placement  # hosts.Snapshot
-        self.flavors = flavors
-        self.gpu_classes = set(gpu_classes)
-        self.known_classes = set()
-        self.images = None  # Glance images (dicts), when read
-        # {pool name: provider uuids in its Placement aggregate, or None
-        # when it could not be read}, when read
-        self.pool_members = {}
-        # {project id: name} from Keystone, when read (None: not read)
-        self.projects = None
-
-    def host_roots(self):
-        """{compute host: set of root provider uuids} (Ironic: several)."""
-        return host_names.host_roots(self.hypervisors)
-
-    def resolve_hosts(self, names, members=None):
-        """(compute hosts meant by NAMES, notes), from this snapshot alone.
-
-        ``resolve_hosts`` with this snapshot's providers (see there).
-        """
-        def providers():
-            if self.placement is None:
-                return None
-            return [{'uuid': uuid, 'name': rp['name'],
-                     'root_provider_uuid': rp['root']}
-                    for uuid, rp in self.placement.providers.items()]
-
-        return resolve_hosts(names, self.services, self.hypervisors,
-                             providers, members)
-
-    def root_aggregates(self, host):
-        """Aggregate uuids of a host: what Nova mirrors into Placement."""
-        return {a['uuid'] for a in self.aggregates
-                if a.get('uuid') and host in a['hosts']}
-
-    def tree(self, root, aggregates=()):
-        """One provider tree as ``gpuclient.rules.fit`` takes it.
-
-        Inventories come from the provider summaries, which carry
-        capacity and usage but not min_unit, max_unit and step_size:
-        those are known only for providers read one by one, and are
-        otherwise taken as Nova's drivers report them for devices (1, the
-        capacity, 1). ``aggregates`` are the root's aggregate uuids.
-        """
-        snap = self.placement
-        tree = {}
-        for uuid in snap.providers_in_trees([root]):
-            provider = snap.providers[uuid]
-            summary = snap.summaries.get(uuid) or {}
-            inventory = {}
-            for rc, item in (summary.get('resources') or {}).items():
-                capacity = item.get('capacity', 0)
-                inventory[rc] = {
-                    'free': max(capacity - item.get('used', 0), 0),
-                    'min_unit': item.get('min_unit', 1),
-                    'max_unit': item.get('max_unit') or max(capacity, 1),
-                    'step_size': item.get('step_size', 1),
-                }
-            parent = provider['parent'] if uuid != root else None
-            tree[uuid] = {
-                'parent': parent,
-                'name': provider['name'],
-                'traits': set(summary.get('traits') or ()),
-                'aggregates': set(aggregates) if uuid == root else set(),
-                'inventory': inventory,
-            }
-        return tree
-
-    def node_roots(self):
-        """Root provider uuids of Ironic nodes (``baremetal.node_roots``)."""
-        if getattr(self, '_node_roots', None) is None:
-            # asked per tree: computed once
-            self._node_roots = baremetal.node_roots(self.hypervisors)
-        return self._node_roots
-
-    def gpu_providers(self, root, resource_class):
-        """[(uuid, name, total, used, free)] of a class in one tree.
-
-        A bare-metal node counts 1, whatever the ironic driver reserved.
-        """
-        snap = self.placement
-        ironic = root in self.node_roots()
-        found = []
-        for uuid in snap.providers_in_trees([root]):
-            resources = (snap.summaries.get(uuid) or {}).get(
-                'resources') or {}
-            item = resources.get(resource_class)
-            if item:
-                total, used, free = hosts.device_figures(
-                    item, node=baremetal.is_node_item(
-                        resource_class, item, ironic))
-                found.append((uuid, snap.providers[uuid]['name'], total,
-                              used, free))
-        return found
 
 
 def named_pools(client, pool_names):
@@ -174,7 +70,7 @@ def read(client, extra_classes=(), with_flavors=False, wanted_hosts=None,
          mapped_only=False, with_traits=True, aggregates=None,
          with_placement=True, with_images=False, with_pool_members=False,
          with_projects=False):
-    """A Cloud, read in a fixed number of requests (see the module).
+    """A ``model.Cloud``, read in a fixed number of requests (see above).
 
     WANTED_HOSTS (compute host names) or MAPPED_ONLY (every tree a Nova
     hypervisor maps to) limit the per-provider reads of trees that no
@@ -201,7 +97,7 @@ def read(client, extra_classes=(), with_flavors=False, wanted_hosts=None,
     services = client.compute.compute_services()
     flavors = client.compute.flavors() if with_flavors else None
     if not with_placement:
-        cloud = Cloud(aggregates, hypervisors, services, None,
+        cloud = model.Cloud(aggregates, hypervisors, services, None,
                       flavors=flavors)
         if with_images:
             cloud.images = client.image.images()
@@ -217,7 +113,7 @@ def read(client, extra_classes=(), with_flavors=False, wanted_hosts=None,
     placement = placement_snapshot(
         client.placement, classes, wanted_roots=wanted,
         with_traits=with_traits)
-    cloud = Cloud(aggregates, hypervisors, services, placement,
+    cloud = model.Cloud(aggregates, hypervisors, services, placement,
                   flavors=flavors, gpu_classes=classes)
     cloud.known_classes = set(known)
     if with_images:
@@ -268,35 +164,8 @@ def members_of(client, pool):
         return None
 
 
-def resolve_hosts(names, services, hypervisors, read_providers,
-                  members=None):
-    """(compute hosts meant by NAMES, in order and each once; notes).
 
-    The one resolution of host names, for reads and writes alike: a name
-    may be the compute service host, or the hypervisor hostname,
-    hypervisor id, resource provider name or uuid (root or child) of
-    exactly one host (``gpuclient.rules.host_names``); the providers
-    (READ_PROVIDERS(), dicts with uuid, name, root_provider_uuid) are
-    asked for only when services and hypervisors do not explain a name.
-    The notes say which host a name that is not the host's own resolved
-    to. An ambiguous name is a CommandError, and so is an unknown one
-    unless MEMBERS (a pool's hosts, hosts even when Nova no longer lists
-    their service) is given: then it is returned as it is, for the caller
-    to refuse as not in the pool.
-    """
-    names = list(names)
-    known = ({svc.get('host') for svc in services}
-             | set(host_names.host_roots(hypervisors)) | set(members or ()))
-    known.discard(None)
-    result = host_names.resolve(names, known, hypervisors)
-    if result.unknown:
-        providers = read_providers()
-        if providers is not None:
-            result = host_names.resolve(names, known, hypervisors,
-                                        providers)
-    result.check(unknown=members is None)
-    return (result.hosts(keep_unknown=members is not None),
-            result.notes())
+
 def provider_summary(detail):
     """One provider's summary (``hosts.summary_from_inventory``, with
     ``traits`` when read) from ``Placement.provider_detail``'s answer."""

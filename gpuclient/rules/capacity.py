@@ -12,7 +12,7 @@
 
 """Pure: how many more of each GPU flavor fit, and which GPUs are stranded.
 
-Everything is asked of one ``gpuclient.ops.snapshot.Cloud``:
+Everything is asked of one ``gpuclient.rules.model.Cloud``:
 
 * each flavor becomes the Placement request Nova's scheduler sends
   (``gpuclient.rules.request.build``: device groups, ``group_policy``, traits,

@@ -13,7 +13,7 @@
 """Pure: misconfigurations that make GPU instances fail or land wrong.
 
 Every check is a small function ``(cloud, settings) -> [Finding]`` over
-one ``gpuclient.ops.snapshot.Cloud`` (read with flavors, images and pool
+one ``gpuclient.rules.model.Cloud`` (read with flavors, images and pool
 members) and registered by name in ``CHECKS``. ``settings`` are the
 scheduler's settings read from ``--nova-conf`` files
 (``gpuclient.rules.request.load_settings``), or None when no file was given:

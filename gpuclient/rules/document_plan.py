@@ -33,6 +33,7 @@ label in front; all of them are collected and said at once
 """
 
 import copy
+import dataclasses
 
 from osc_lib import exceptions
 
@@ -77,12 +78,15 @@ class World:
     ({resource name: {'id', 'limit'}}) and LIMITS (project limits) of
     Keystone; SERVERS: every project's servers (compute API 2.47: host
     and embedded flavor), read when the plan may take a host out of a
-    pool (None: not read).
+    pool (None: not read). ``from_cloud`` makes it of the one model of
+    the cloud as read (``model.Cloud``), and ``cloud`` gives that model
+    back with the steps applied so far.
     """
 
     def __init__(self, aggregates, roots, placement, existing_traits,
                  flavors, access, images, registered, limits,
                  servers=None):
+        self.read = None  # the model.Cloud this world is of (from_cloud)
         self.aggregates = {}
         for agg in aggregates:
             agg = pools_mod.aggregate_dict(agg)
@@ -98,7 +102,32 @@ class World:
         self.limits = [dict(i) for i in limits or ()]
         self.servers = servers  # read only: the plan moves no server
 
+    @classmethod
+    def from_cloud(cls, cloud):
+        """The world of CLOUD (a ``model.Cloud`` read with Placement,
+        flavors, images, the private flavors' access, Keystone's limits,
+        the existing traits and, when needed, the servers)."""
+        world = cls(cloud.aggregates, cloud.host_roots(), cloud.placement,
+                    cloud.existing_traits or (), cloud.flavors,
+                    cloud.access, cloud.images, cloud.registered,
+                    cloud.limits, servers=cloud.servers)
+        world.read = cloud
+        return world
+
     # -- questions ------------------------------------------------------------
+
+    def cloud(self):
+        """The ``model.Cloud`` as the steps applied so far leave it: its
+        aggregates (so pools), provider traits, flavors with their access,
+        images and Keystone's limits are the world's; what no step
+        changes (hypervisors, services, capacity and usage, the resource
+        classes) is as read (``from_cloud``)."""
+        return dataclasses.replace(
+            self.read, aggregates=list(self.aggregates.values()),
+            placement=self.placement, flavors=self.flavors,
+            images=self.images, access=self.access,
+            registered=self.registered, limits=self.limits,
+            existing_traits=self.existing_traits)
 
     @property
     def pools(self):

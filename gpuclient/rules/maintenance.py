@@ -535,7 +535,7 @@ def plan(servers, trees, draining, cordoned=(), facts=None,
     SERVERS: Nova's server dicts (``OS-EXT-SRV-ATTR:host``, ``tenant_id``,
     embedded ``flavor`` with ``extra_specs``, ``image``, optional
     ``mdev_type``) on the DRAINING hosts. TREES: {host: [trees]} of every
-    host (``gpuclient.ops.snapshot.Cloud.tree`` makes them). CORDONED:
+    host (``gpuclient.rules.model.Cloud.tree`` makes them). CORDONED:
     other hosts that take nothing. FACTS: {host: facts} (module
     docstring). GPU_ROWS: {server id: ``usage.server_rows`` row} for the
     GPUs it holds (class, count, devices); without one the embedded

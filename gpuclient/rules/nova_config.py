@@ -215,7 +215,7 @@ def trees_from_snapshot(snapshot, host_roots):
 
 def from_cloud(cloud, pool_names=(), hosts=(), mig_types=None,
                numa_policy=DEFAULT_NUMA_POLICY):
-    """(Config, notes) from one ``snapshot.Cloud`` (read with flavors).
+    """(Config, notes) from one ``model.Cloud`` (read with flavors).
 
     POOL_NAMES limit the pools (default: all), HOSTS (any name
     ``host_names`` resolves) the compute hosts shown; the controller part

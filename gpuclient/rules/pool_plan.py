@@ -527,7 +527,7 @@ def set_zone(obs, name, zone):
     """Plan putting pool NAME's aggregate in availability zone ZONE.
 
     Only the zone's own rules: whether the pool's hosts can follow
-    (another aggregate's zone, instances) is ``pool_ops.View.check_zone``'s
+    (another aggregate's zone, instances) is ``model.zone_check``'s
     question, asked before this plan is applied. A pool without a zone
     gets one for good: Nova takes no zone off an aggregate.
     """

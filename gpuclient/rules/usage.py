@@ -185,7 +185,7 @@ def server_rows(servers, cloud=None, allocations=None, host=None,
                 pool=None):
     """One row per server that holds GPUs.
 
-    CLOUD (a ``gpuclient.ops.snapshot.Cloud``, or None in a member's view)
+    CLOUD (a ``gpuclient.rules.model.Cloud``, or None in a member's view)
     gives hypervisors, pools and providers; ALLOCATIONS is {provider
     uuid: {consumer uuid: {class: amount}}} of GPU providers. Without a
     cloud the GPUs come from the embedded flavor and the devices are

@@ -19,12 +19,12 @@ import logging
 import fixtures
 from osc_lib import exceptions
 
-from gpuclient.ops import snapshot
 from gpuclient.rules import baremetal
 from gpuclient.rules import capacity
 from gpuclient.rules import checks
 from gpuclient.rules import explain
 from gpuclient.rules import hosts
+from gpuclient.rules import model
 from gpuclient.rules import pool_plan
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import request
@@ -133,8 +133,8 @@ class TestHostRows(base.TestCase):
                           pt['unavailable'], pt['nodes']))
 
     def test_capacity_figures_never_negative(self):
-        cloud = snapshot.Cloud([], self.cloud.hypervisors, [], self.snap,
-                               gpu_classes={RC})
+        cloud = model.Cloud([], self.cloud.hypervisors, [], self.snap,
+                            gpu_classes={RC})
         found = []
         for root in cloud.host_roots()[BM]:
             found += cloud.gpu_providers(root, RC)
@@ -234,10 +234,10 @@ class TestTraits(base.TestCase):
         self.cloud.add_flavor('bm.h100', vcpus=0, ram=0, disk=0,
                               extra_specs=extra_specs)
         aggs = [pools_mod.aggregate_dict(a) for a in self.cloud.aggregates]
-        cloud = snapshot.Cloud(aggs, self.cloud.hypervisors, [],
-                               placement_snapshot(self.cloud),
-                               flavors=self.cloud.flavors,
-                               gpu_classes={RC})
+        cloud = model.Cloud(aggs, self.cloud.hypervisors, [],
+                            placement_snapshot(self.cloud),
+                            flavors=self.cloud.flavors,
+                            gpu_classes={RC})
         self.assertIn('bm', cloud.pools, cloud.problems)
         return cloud
 

@@ -19,6 +19,7 @@ from gpuclient.cloud import identity as identity_mod
 from gpuclient.ops import snapshot
 from gpuclient.rules import checks
 from gpuclient.rules import hosts
+from gpuclient.rules import model
 from gpuclient.rules import pools
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import quota
@@ -109,9 +110,9 @@ class ChecksTestCase(base.TestCase):
         classes = hosts.gpu_classes(
             fc.resource_classes(),
             [p['resource_class'] for p in found.values()])
-        cloud = snapshot.Cloud(fc.aggregates, fc.hypervisors, services,
-                               snap, flavors=fc.flavors,
-                               gpu_classes=classes)
+        cloud = model.Cloud(fc.aggregates, fc.hypervisors, services,
+                            snap, flavors=fc.flavors,
+                            gpu_classes=classes)
         cloud.images = fc.images
         for name, pool in cloud.pools.items():
             if self.members is not None:

@@ -840,3 +840,58 @@ class TestServersLeftBehind(ApplyTestCase):
         error = self.assertRaises(document_plan.Refused, self.apply, text,
                                   prune=True, pool_names=['ws'])
         self.assertIn('would strand servers', str(error))
+
+
+class TestApplyReadsOnce(ApplyTestCase):
+    """gpu apply reads the cloud once, from the file to its first write:
+    no list and no provider is read twice."""
+
+    def setUp(self):
+        super().setUp()
+        self.build()
+        self.adopt()
+        self.text = document_ops.export(self.client)
+
+    def reads(self, text, **kwargs):
+        """The reads one apply of TEXT sends, as (service, what) pairs,
+        each as often as it is sent."""
+        proxy = self.client._conn.compute
+        listed = {name: getattr(proxy, name).call_count
+                  for name in ('aggregates', 'services', 'servers')}
+        gets = len(self.compute.gets)
+        placement = len(self.placement.requests())
+        images = len(self.glance.gets)
+        plan = self.apply(text, **kwargs)
+        found = []
+        for name, before in listed.items():
+            found += [('compute', name, repr(call))
+                      for call in getattr(proxy, name).call_args_list[
+                          before:]]
+        found += [('compute', url, tuple(sorted(params.items())))
+                  for url, _version, params in self.compute.gets[gets:]]
+        found += [('placement', r.method, r.path, r.query)
+                  for r in self.placement.requests()[placement:]
+                  if r.method == 'GET']
+        found += [('image', repr(get)) for get in self.glance.gets[images:]]
+        return plan, found
+
+    def assert_read_once(self, reads):
+        twice = sorted({r for r in reads if reads.count(r) > 1})
+        self.assertEqual([], twice)
+
+    def test_an_unchanged_document_reads_each_thing_once(self):
+        plan, reads = self.reads(self.text)
+        self.assertEqual([], list(plan))
+        self.assert_read_once(reads)
+        self.assertIn(('compute', 'aggregates', 'call()'), reads)
+        self.assertIn(('compute', 'services', "call(binary='nova-compute')"),
+                      reads)
+
+    def test_a_host_joining_a_zoned_pool_reads_each_thing_once(self):
+        self.cloud.vgpu_host('gpu-vgpu-2')
+        data, _lines = document.load(self.text)
+        data['pools'][1]['zone'] = 'gpu-az'
+        data['pools'][1]['hosts'].append('gpu-vgpu-2')
+        text = document.dump(document.check(data))
+        _plan, reads = self.reads(text, dry_run=True)
+        self.assert_read_once(reads)

@@ -12,10 +12,10 @@
 
 """Pure host/capacity logic, on provider trees shaped like the seeds'."""
 
-from gpuclient.ops import snapshot
 from gpuclient.rules import host_filters
 from gpuclient.rules import host_names
 from gpuclient.rules import hosts
+from gpuclient.rules import model
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import fakes
 
@@ -245,7 +245,7 @@ class TestOneHostMap(HostRowsFixture, base.TestCase):
         self.assertIn(self.orphan['id'], unmapped)
         self.assertNotIn(self.orphan['id'],
                          host_names.root_hosts(hypervisors))
-        cloud = snapshot.Cloud([], hypervisors, [], None)
+        cloud = model.Cloud([], hypervisors, [], None)
         self.assertEqual(host_names.host_roots(hypervisors),
                          cloud.host_roots())
         self.assertNotIn(orphan_name, cloud.host_roots())

@@ -1,0 +1,337 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Pure: the cloud as read, one model with declared fields.
+
+``Cloud`` is what one read of the cloud saw (``gpuclient.ops.snapshot.read``
+fills it, in a constant number of requests): its fields are declared
+below, each item in the shape the client layer gives it (the
+``TypedDict`` declarations, as openstacksdk declares its resources'
+bodies). Read commands ask their questions of it, the planners derive
+their views from it (``pool_plan.Observed``, ``document_plan.World``),
+and the state after a plan is the same model with the plan's steps
+applied (``document_plan.World.cloud``).
+
+The zone rule (Nova's: one zone per host, no move with instances) is a
+question of the model too (``zone_check``).
+"""
+
+import dataclasses
+import typing
+
+from osc_lib import exceptions
+
+from gpuclient.i18n import _
+from gpuclient.rules import baremetal
+from gpuclient.rules import host_names
+from gpuclient.rules import hosts as hosts_mod
+from gpuclient.rules import pools as pools_mod
+
+# the zone Nova gives a host in no aggregate with one
+DEFAULT_ZONE = 'nova'
+
+
+# -- the items, as the client layer reads them --------------------------------
+
+class Aggregate(typing.TypedDict):
+    """A host aggregate (``pools.aggregate_dict``)."""
+
+    name: str
+    id: int
+    uuid: str
+    hosts: list
+    metadata: dict
+    availability_zone: str | None
+
+
+class Service(typing.TypedDict):
+    """A nova-compute service (``Compute.compute_services``)."""
+
+    host: str
+    zone: str | None
+    status: str
+    state: str
+    id: str
+    disabled_reason: str | None
+
+
+class Hypervisor(typing.TypedDict, total=False):
+    """A hypervisor as Nova answers at compute API 2.53 (``id`` is its
+    root provider's uuid; ``service`` names its host)."""
+
+    id: str
+    hypervisor_hostname: str
+    service: dict
+    state: str
+    status: str
+
+
+class Provider(typing.TypedDict):
+    """A Placement resource provider (``hosts.Snapshot.providers``)."""
+
+    uuid: str
+    name: str
+    parent: str | None
+    root: str
+
+
+class Summary(typing.TypedDict, total=False):
+    """What Placement says of one provider (``hosts.Snapshot.summaries``):
+    {class: {capacity, used[, min_unit, max_unit, step_size]}} and its
+    traits (None: not read)."""
+
+    resources: dict
+    traits: list | None
+
+
+class Flavor(typing.TypedDict, total=False):
+    """A Nova flavor with its extra specs (compute API 2.61)."""
+
+    id: str
+    name: str
+    vcpus: int
+    ram: int
+    disk: int
+    extra_specs: dict
+    description: str | None
+
+
+class Image(typing.TypedDict, total=False):
+    """A Glance image: its ID, name and properties at the top level."""
+
+    id: str
+    name: str
+
+
+class RegisteredLimit(typing.TypedDict):
+    """Keystone's registered limit of one resource (its default)."""
+
+    id: str
+    limit: int
+    description: str | None
+
+
+class Limit(typing.TypedDict):
+    """Keystone's limit of one resource for one project."""
+
+    id: str
+    project_id: str
+    resource_name: str
+    resource_limit: int
+    description: str | None
+
+
+# -- the cloud as read --------------------------------------------------------
+
+@dataclasses.dataclass(eq=False)
+class Cloud:
+    """What one read of the cloud saw (plain data, pure questions).
+
+    Fields a command did not ask for are None (not read), never empty.
+    """
+
+    aggregates: list  # [Aggregate] (SDK resources or dicts, given)
+    hypervisors: list  # [Hypervisor]
+    services: list  # [Service]
+    placement: hosts_mod.Snapshot | None = None
+    flavors: list | None = None  # [Flavor]
+    gpu_classes: set = ()
+    # the resource classes Placement knows
+    known_classes: set = dataclasses.field(default_factory=set)
+    images: list | None = None  # [Image]
+    # {pool name: provider uuids in its Placement aggregate, or None when
+    # it could not be read}
+    pool_members: dict = dataclasses.field(default_factory=dict)
+    # {project id: name} from Keystone (None: not read)
+    projects: dict | None = None
+    # {flavor id: [project ids]} of private GPU flavors (None: not read)
+    access: dict | None = None
+    # Keystone's limits: {resource name: RegisteredLimit}, [Limit]
+    registered: dict | None = None
+    limits: list | None = None
+    # of the custom traits asked about, those Placement has (None: not
+    # read)
+    existing_traits: set | None = None
+    # every project's servers at compute API 2.47 (None: not read)
+    servers: list | None = None
+    # derived: {name: pool}, [(aggregate, pool, message)]
+    pools: dict = dataclasses.field(init=False, repr=False)
+    problems: list = dataclasses.field(init=False, repr=False)
+    _node_roots: set | None = dataclasses.field(
+        init=False, default=None, repr=False)
+
+    def __post_init__(self):
+        self.aggregates = [pools_mod.aggregate_dict(a)
+                           for a in self.aggregates]
+        self.hypervisors = list(self.hypervisors)
+        self.services = list(self.services)
+        self.gpu_classes = set(self.gpu_classes)
+        self.pools, self.problems = pools_mod.scan(self.aggregates)
+
+    def host_roots(self):
+        """{compute host: set of root provider uuids} (Ironic: several)."""
+        return host_names.host_roots(self.hypervisors)
+
+    def aggregate(self, name):
+        """The aggregate named NAME, or None."""
+        for agg in self.aggregates:
+            if agg['name'] == name:
+                return agg
+        return None
+
+    def resolve_hosts(self, names, members=None):
+        """(compute hosts meant by NAMES, notes), from this snapshot alone.
+
+        ``resolve_hosts`` with this snapshot's providers (see there).
+        """
+        def providers():
+            if self.placement is None:
+                return None
+            return [{'uuid': uuid, 'name': rp['name'],
+                     'root_provider_uuid': rp['root']}
+                    for uuid, rp in self.placement.providers.items()]
+
+        return resolve_hosts(names, self.services, self.hypervisors,
+                             providers, members)
+
+    def root_aggregates(self, host):
+        """Aggregate uuids of a host: what Nova mirrors into Placement."""
+        return {a['uuid'] for a in self.aggregates
+                if a.get('uuid') and host in a['hosts']}
+
+    def tree(self, root, aggregates=()):
+        """One provider tree as ``gpuclient.rules.fit`` takes it.
+
+        Inventories come from the provider summaries, which carry
+        capacity and usage but not min_unit, max_unit and step_size:
+        those are known only for providers read one by one, and are
+        otherwise taken as Nova's drivers report them for devices (1, the
+        capacity, 1). ``aggregates`` are the root's aggregate uuids.
+        """
+        snap = self.placement
+        tree = {}
+        for uuid in snap.providers_in_trees([root]):
+            provider = snap.providers[uuid]
+            summary = snap.summaries.get(uuid) or {}
+            inventory = {}
+            for rc, item in (summary.get('resources') or {}).items():
+                capacity = item.get('capacity', 0)
+                inventory[rc] = {
+                    'free': max(capacity - item.get('used', 0), 0),
+                    'min_unit': item.get('min_unit', 1),
+                    'max_unit': item.get('max_unit') or max(capacity, 1),
+                    'step_size': item.get('step_size', 1),
+                }
+            parent = provider['parent'] if uuid != root else None
+            tree[uuid] = {
+                'parent': parent,
+                'name': provider['name'],
+                'traits': set(summary.get('traits') or ()),
+                'aggregates': set(aggregates) if uuid == root else set(),
+                'inventory': inventory,
+            }
+        return tree
+
+    def node_roots(self):
+        """Root provider uuids of Ironic nodes (``baremetal.node_roots``)."""
+        if self._node_roots is None:
+            # asked per tree: computed once
+            self._node_roots = baremetal.node_roots(self.hypervisors)
+        return self._node_roots
+
+    def gpu_providers(self, root, resource_class):
+        """[(uuid, name, total, used, free)] of a class in one tree.
+
+        A bare-metal node counts 1, whatever the ironic driver reserved.
+        """
+        snap = self.placement
+        ironic = root in self.node_roots()
+        found = []
+        for uuid in snap.providers_in_trees([root]):
+            resources = (snap.summaries.get(uuid) or {}).get(
+                'resources') or {}
+            item = resources.get(resource_class)
+            if item:
+                total, used, free = hosts_mod.device_figures(
+                    item, node=baremetal.is_node_item(
+                        resource_class, item, ironic))
+                found.append((uuid, snap.providers[uuid]['name'], total,
+                              used, free))
+        return found
+
+
+def resolve_hosts(names, services, hypervisors, read_providers,
+                  members=None):
+    """(compute hosts meant by NAMES, in order and each once; notes).
+
+    The one resolution of host names, for reads and writes alike: a name
+    may be the compute service host, or the hypervisor hostname,
+    hypervisor id, resource provider name or uuid (root or child) of
+    exactly one host (``gpuclient.rules.host_names``); the providers
+    (READ_PROVIDERS(), dicts with uuid, name, root_provider_uuid) are
+    asked for only when services and hypervisors do not explain a name.
+    The notes say which host a name that is not the host's own resolved
+    to. An ambiguous name is a CommandError, and so is an unknown one
+    unless MEMBERS (a pool's hosts, hosts even when Nova no longer lists
+    their service) is given: then it is returned as it is, for the caller
+    to refuse as not in the pool.
+    """
+    names = list(names)
+    known = ({svc.get('host') for svc in services}
+             | set(host_names.host_roots(hypervisors)) | set(members or ()))
+    known.discard(None)
+    result = host_names.resolve(names, known, hypervisors)
+    if result.unknown:
+        providers = read_providers()
+        if providers is not None:
+            result = host_names.resolve(names, known, hypervisors,
+                                        providers)
+    result.check(unknown=members is None)
+    return (result.hosts(keep_unknown=members is not None),
+            result.notes())
+
+
+# -- Nova's zone rules --------------------------------------------------------
+
+def zone_check(aggregates, services, zone, host, own_aggregate=None):
+    """The zone HOST is in now when putting it in ZONE moves it there
+    (for the caller to refuse if the host has instances: Nova refuses to
+    move a host with instances), else None.
+
+    AGGREGATES (``pools.aggregate_dict``) and SERVICES as read. Nova's
+    other rule, one zone per host, is a CommandError: HOST is in another
+    aggregate (not OWN_AGGREGATE) with another zone.
+    """
+    for agg in aggregates:
+        if agg['name'] == own_aggregate or host not in (agg['hosts'] or []):
+            continue
+        other = agg['availability_zone']
+        if zone and other and other != zone:
+            raise exceptions.CommandError(
+                _('Host %(host)s is in availability zone %(other)s '
+                  '(aggregate %(agg)s) and a host can be in one zone '
+                  'only: use --zone %(other)s or take it out of '
+                  '%(agg)s first.')
+                % {'host': host, 'other': other, 'agg': agg['name']})
+    by_host = {svc['host']: svc for svc in services}
+    current = (by_host.get(host) or {}).get('zone') or DEFAULT_ZONE
+    return current if zone and current != zone else None
+
+
+def zone_move_refused(host, current, zone):
+    """The CommandError of a host with instances that would move zone."""
+    return exceptions.CommandError(
+        _('Host %(host)s has instances and is in zone '
+          '%(current)s: Nova refuses to move a host with '
+          'instances to zone %(zone)s. Move or delete them '
+          'first, or use --zone %(current)s.')
+        % {'host': host, 'current': current, 'zone': zone})
