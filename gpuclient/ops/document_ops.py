@@ -30,7 +30,6 @@ import typing
 from osc_lib import exceptions
 
 from gpuclient.cloud import errors
-from gpuclient.cloud import versions
 from gpuclient.i18n import _
 from gpuclient.ops import flavor_ops
 from gpuclient.ops import journal
@@ -296,14 +295,23 @@ def apply(client, path, dry_run=False, prune=False, recreate_flavors=False,
     one plan (``document_plan.plan``) applied by the journal, all or
     nothing. Returns the plan (for a dry run, not applied).
 
-    The document is checked before the cloud is read; the cloud is read
-    once (Nova, Glance, Keystone's limits, Placement with traits); the
-    plan is refused, nothing written, when a single command would refuse
-    a part of it, or when a flavor it creates or changes (or whose pool
-    it changes) would fit no host of its pool in the cloud as it will be
-    after the apply (``document_plan.fit_problems``, with Nova's
-    scheduler settings SETTINGS, default: Nova's documented defaults), or
-    when ``gpu check`` would find an error in the cloud after the apply
+    The document is checked before the cloud is read. The cloud is then
+    read once, into one ``model.Cloud``, before the first write: the
+    host aggregates, hypervisors, compute services and flavors (Nova),
+    the images (Glance), Placement (``snapshot.placement_snapshot`` with
+    the providers' traits, for the GPU classes of the document's pools),
+    the access list of each private GPU flavor, Keystone's registered
+    and project limits, which of the pools' custom traits Placement has,
+    a project ID per project name the document gives, and, only when
+    needed, every project's servers (see below) and, for each host whose
+    zone the document changes, whether it has instances (Nova's zone
+    rules, ``pool_ops.check_zone``). The plan is refused, nothing
+    written, when a single command would refuse a part of it, or when a
+    flavor it creates or changes (or whose pool it changes) would fit no
+    host of its pool in the cloud as it will be after the apply
+    (``document_plan.fit_problems``, with Nova's scheduler settings
+    SETTINGS, default: Nova's documented defaults), or when ``gpu
+    check`` would find an error in the cloud after the apply
     that it does not find now (``document_plan.check_problems``).
 
     POOL_NAMES: the scope (``document.Scope``): the plan covers those
@@ -330,8 +338,7 @@ def apply(client, path, dry_run=False, prune=False, recreate_flavors=False,
     wanted = resolve(client, wanted, lines, seen.doc, cloud, seen.scope)
     _check_zones(client, cloud, seen.doc, wanted)
     if document.leaving_hosts(seen.doc, wanted, prune):
-        client.compute.require(versions.COMPUTE_EMBEDDED_FLAVOR_VERSION)
-        cloud.servers = client.compute.servers_detail(all_projects=True)
+        snapshot.read_servers(client, cloud)
     cloud.existing_traits = client.placement.existing_traits(
         _pool_traits(seen.doc, wanted))
     world = document_plan.World.from_cloud(cloud)

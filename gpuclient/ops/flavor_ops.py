@@ -64,8 +64,9 @@ def read_pools(client, required=True):
 
 
 
-# pure, in rules: the name kept for callers of gpu flavor create's plan
+# pure, in rules: the names kept for callers of the flavor plans
 plan_create = flavor_plan.create
+plan_delete = flavor_plan.delete
 
 
 as_request = flavor_plan.as_request
@@ -132,14 +133,6 @@ def flavor_projects(client, flavor):
     return client.compute.flavor_access(flavor['id'])
 
 
-def plan_delete(flavors):
-    """Pure: delete these flavors (dicts); not undone (IDs would change)."""
-    result = plan_mod.Plan(_('Deleting flavors'))
-    for flavor in flavors:
-        result.add(plan_mod.delete_flavor(flavor['id'], flavor.get('name')))
-    return result
-
-
 def set_image(client, image_name, dry_run=False, **options):
     """``gpu image set``: returns the plan (empty: nothing to do)."""
     image = client.image.find_image(image_name)
@@ -200,7 +193,7 @@ def delete(client, name, pools, dry_run=False):
     if not reading['is_gpu']:
         raise exceptions.CommandError(
             _('it is not a GPU flavor (use "openstack flavor delete")'))
-    plan = plan_delete([flavor])
+    plan = flavor_plan.delete([flavor])
     journal.run(client, plan, dry_run=dry_run)
     return plan
 

@@ -119,10 +119,14 @@ def drain_plan(client, hosts, requested='auto', allow_downtime=False,
 
 def observe(client, hosts, requested='auto', allow_downtime=False,
             settings=None, facts=None):
-    """(rows, summary) of ``gpu host drain --dry-run``:
-    ``rules.maintenance.plan`` over one snapshot (aggregates,
-    hypervisors, services, provider trees) and the servers of every
-    project (paged), whatever the number of hosts.
+    """The drain of HOSTS as planned now: {'rows', 'summary' (of ``gpu
+    host drain --dry-run``), 'cloud' (the ``model.Cloud`` it planned
+    from), 'draining' (the compute hosts HOSTS mean)}.
+
+    ``rules.maintenance.plan`` over the one model of the cloud as read
+    (``snapshot.read``: aggregates, hypervisors, services, provider
+    trees; ``snapshot.read_servers``: the servers of every project,
+    paged), whatever the number of hosts.
 
     FACTS: ``rules.maintenance.parse_facts`` ({host or None: facts});
     none given, every fact is unknown and no live migration is planned.
@@ -140,7 +144,7 @@ def observe(client, hosts, requested='auto', allow_downtime=False,
     draining, notes = cloud.resolve_hosts(hosts)
     for note in notes:
         LOG.warning(note)
-    all_servers = client.compute.servers_detail(all_projects=True)
+    all_servers = snapshot.read_servers(client, cloud)
     servers = [s for s in all_servers
                if s.get('OS-EXT-SRV-ATTR:host') in draining]
     # moves an earlier drain left unconfirmed, or that Nova still runs:

@@ -126,6 +126,16 @@ def read(client, extra_classes=(), with_flavors=False, wanted_hosts=None,
     return cloud
 
 
+def read_servers(client, cloud):
+    """Every project's servers (one paged read, at the compute API
+    version that embeds their flavor and names their host) into CLOUD's
+    ``servers``, for a plan that moves servers or takes hosts out of
+    pools; returns them."""
+    client.compute.require(versions.COMPUTE_EMBEDDED_FLAVOR_VERSION)
+    cloud.servers = client.compute.servers_detail(all_projects=True)
+    return cloud.servers
+
+
 def _projects(client, pools):
     """{project id: name} of Keystone's projects and of every pool's
     project values, or None (see project_names)."""

@@ -222,3 +222,12 @@ def create(name, pool, wanted, agg_changes, existing=None,
               'unscoped keys against it.')
             % {'meta': _format_meta(agg_changes), 'pool': pool['name']})
     return result
+
+
+def delete(flavors):
+    """Pure: the plan deleting these flavors (dicts); not undone (IDs
+    would change)."""
+    result = plan_mod.Plan(_('Deleting flavors'))
+    for flavor in flavors:
+        result.add(plan_mod.delete_flavor(flavor['id'], flavor.get('name')))
+    return result

@@ -16,6 +16,7 @@ from osc_lib import exceptions
 import testtools
 
 from gpuclient.ops import flavor_ops
+from gpuclient.rules import flavor_plan
 
 POOL = {
     'name': 'a100', 'aggregate': 'gpu-a100',
@@ -186,7 +187,7 @@ class TestAsRequest(testtools.TestCase):
 class TestPlanDelete(testtools.TestCase):
 
     def test_irreversible_steps_by_id(self):
-        plan = flavor_ops.plan_delete([
+        plan = flavor_plan.delete([
             {'id': 'f1', 'name': 'g1'}, {'id': 'f2', 'name': 'g2'}])
         self.assertEqual(['flavor.delete', 'flavor.delete'], ops(plan))
         self.assertEqual([{'id': 'f1', 'name': 'g1'},
@@ -198,4 +199,4 @@ class TestPlanDelete(testtools.TestCase):
             plan.lines())
 
     def test_nothing(self):
-        self.assertFalse(flavor_ops.plan_delete([]))
+        self.assertFalse(flavor_plan.delete([]))
