@@ -22,6 +22,7 @@ extensions = [
     'openstackdocstheme',
     'cliff.sphinxext',
     'gpuclient_layers',
+    'gpuclient_model',
 ]
 
 source_suffix = '.rst'

@@ -132,40 +132,61 @@ class Limit(typing.TypedDict):
 
 # -- the cloud as read --------------------------------------------------------
 
+_REQUIRED = object()
+
+
+def _field(doc, default=_REQUIRED, factory=None):
+    """A declared field of Cloud: what it holds (DOC), its default."""
+    if factory is not None:
+        return dataclasses.field(default_factory=factory,
+                                 metadata={'doc': doc})
+    if default is _REQUIRED:
+        return dataclasses.field(metadata={'doc': doc})
+    return dataclasses.field(default=default, metadata={'doc': doc})
+
+
 @dataclasses.dataclass(eq=False)
 class Cloud:
     """What one read of the cloud saw (plain data, pure questions).
 
-    Fields a command did not ask for are None (not read), never empty.
+    Fields a command did not ask for are None (not read), never empty;
+    each field's ``doc`` (its metadata) says what it holds.
     """
 
-    aggregates: list  # [Aggregate] (SDK resources or dicts, given)
-    hypervisors: list  # [Hypervisor]
-    services: list  # [Service]
-    placement: hosts_mod.Snapshot | None = None
-    flavors: list | None = None  # [Flavor]
-    gpu_classes: set = ()
-    # the resource classes Placement knows
-    known_classes: set = dataclasses.field(default_factory=set)
-    images: list | None = None  # [Image]
-    # {pool name: provider uuids in its Placement aggregate, or None when
-    # it could not be read}
-    pool_members: dict = dataclasses.field(default_factory=dict)
-    # {project id: name} from Keystone (None: not read)
-    projects: dict | None = None
-    # {flavor id: [project ids]} of private GPU flavors (None: not read)
-    access: dict | None = None
-    # Keystone's limits: {resource name: RegisteredLimit}, [Limit]
-    registered: dict | None = None
-    limits: list | None = None
-    # of the custom traits asked about, those Placement has (None: not
-    # read)
-    existing_traits: set | None = None
-    # every project's servers at compute API 2.47 (None: not read)
-    servers: list | None = None
-    # derived: {name: pool}, [(aggregate, pool, message)]
-    pools: dict = dataclasses.field(init=False, repr=False)
-    problems: list = dataclasses.field(init=False, repr=False)
+    aggregates: list = _field(
+        '[Aggregate]: every host aggregate (SDK resources or dicts, given)')
+    hypervisors: list = _field('[Hypervisor]: every hypervisor')
+    services: list = _field('[Service]: every nova-compute service')
+    placement: hosts_mod.Snapshot | None = _field(
+        'hosts.Snapshot: the providers ([Provider]) of the GPU-relevant '
+        'trees with their Summary', None)
+    flavors: list | None = _field('[Flavor]: every flavor', None)
+    gpu_classes: set = _field('the GPU resource classes read', ())
+    known_classes: set = _field('the resource classes Placement knows',
+                                factory=set)
+    images: list | None = _field('[Image]: every image the caller sees',
+                                 None)
+    pool_members: dict = _field(
+        "{pool name: provider uuids in its Placement aggregate, or None "
+        "when it could not be read}", factory=dict)
+    projects: dict | None = _field('{project id: name} from Keystone',
+                                   None)
+    access: dict | None = _field(
+        '{flavor id: [project ids]} of the private GPU flavors', None)
+    registered: dict | None = _field(
+        "{resource name: RegisteredLimit}: Keystone's registered limits",
+        None)
+    limits: list | None = _field("[Limit]: Keystone's project limits", None)
+    existing_traits: set | None = _field(
+        'of the custom traits asked about, those Placement has', None)
+    servers: list | None = _field(
+        "every project's servers (compute API 2.47: host and embedded "
+        "flavor)", None)
+    # derived from the aggregates
+    pools: dict = dataclasses.field(init=False, repr=False, metadata={
+        'doc': '{name: pool} (pools.scan), derived from the aggregates'})
+    problems: list = dataclasses.field(init=False, repr=False, metadata={
+        'doc': '[(aggregate, pool, message)] of damaged pools, derived'})
     _node_roots: set | None = dataclasses.field(
         init=False, default=None, repr=False)
 
