@@ -25,7 +25,6 @@ import logging
 
 from osc_lib import exceptions
 
-from gpuclient.cloud import versions
 from gpuclient.i18n import _
 from gpuclient.ops import host_ops
 from gpuclient.ops import journal
@@ -54,34 +53,36 @@ def check_zone(client, aggregates, services, zone, hosts,
 
 
 class View:
-    """What the cloud says about pools and hosts, read once."""
+    """What a pool write reads of the cloud: one ``model.Cloud``
+    (``cloud``), its aggregates read first, the rest read once each when
+    the operation first needs it (services, hypervisors; ``observed``:
+    the hosts' trees, traits, flavors, images, servers)."""
 
     def __init__(self, client, warn=True):
         self.client = client
-        self.aggregates = client.compute.aggregates()
-        self.pools, self.problems = pools.scan(self.aggregates)
+        self.cloud = model.Cloud(client.compute.aggregates(), None, None)
         if warn:
-            snapshot.warn_problems(self.problems)
-        self._services = None
-        self._hypervisors = None
+            snapshot.warn_problems(self.cloud.problems)
+
+    @property
+    def pools(self):
+        return self.cloud.pools
 
     @property
     def services(self):
-        if self._services is None:
-            self._services = self.client.compute.compute_services()
-        return self._services
+        if self.cloud.services is None:
+            self.cloud.services = self.client.compute.compute_services()
+        return self.cloud.services
 
     @property
     def hypervisors(self):
-        if self._hypervisors is None:
-            self._hypervisors = self.client.compute.hypervisors()
-        return self._hypervisors
+        if self.cloud.hypervisors is None:
+            self.cloud.hypervisors = self.client.compute.hypervisors()
+        return self.cloud.hypervisors
 
     def aggregate(self, name):
-        for agg in self.aggregates:
-            if agg.name == name:
-                return agg
-        return None
+        """The aggregate (``pools.aggregate_dict``) named NAME, or None."""
+        return self.cloud.aggregate(name)
 
     def pool(self, name):
         return self.observed().pool(name)
@@ -107,9 +108,8 @@ class View:
     def check_zone(self, zone, hosts, own_aggregate=None):
         """Nova's rules: one zone per host; no move with instances
         (``check_zone``)."""
-        check_zone(self.client, [pools.aggregate_dict(a)
-                                 for a in self.aggregates],
-                   self.services, zone, hosts, own_aggregate)
+        check_zone(self.client, self.cloud.aggregates, self.services, zone,
+                   hosts, own_aggregate)
 
     def snapshot(self, hosts, resource_class):
         roots = set()
@@ -125,31 +125,24 @@ class View:
         """A pool_plan.Observed of the given hosts (and dependents; with
         SERVERS, every project's servers with their embedded flavors)."""
         hosts = list(hosts)
-        server_list = None
+        cloud, client = self.cloud, self.client
         if servers:
-            client = self.client
-            client.compute.require(versions.COMPUTE_EMBEDDED_FLAVOR_VERSION)
-            server_list = client.compute.servers_detail(all_projects=True)
-        snapshot = (self.snapshot(hosts, resource_class)
-                    if hosts and resource_class else None)
-        existing = (self.client.placement.existing_traits(set(traits))
-                    if traits else set())
-        flavor_list = self.client.compute.flavors() if flavors else None
-        access = {}
-        if access_for is not None and flavor_list:
-            obs = pool_plan.Observed([pools.aggregate_dict(a)
-                                      for a in self.aggregates],
-                                     flavors=flavor_list)
-            for flavor in pool_plan.flavors_of(obs, access_for):
+            snapshot.read_servers(client, cloud)
+        cloud.placement = (self.snapshot(hosts, resource_class)
+                           if hosts and resource_class else None)
+        cloud.existing_traits = (client.placement.existing_traits(set(traits))
+                                 if traits else set())
+        cloud.flavors = client.compute.flavors() if flavors else None
+        cloud.access = {}
+        if access_for is not None and cloud.flavors:
+            for flavor in pool_plan.flavors_of(pool_plan.Observed.of(cloud),
+                                               access_for):
                 if not flavor.get('os-flavor-access:is_public', True):
-                    access[flavor['id']] = self.client.compute.flavor_access(
-                        flavor['id'])
-        return pool_plan.Observed(
-            [pools.aggregate_dict(a) for a in self.aggregates],
-            roots={h: self.roots(h) for h in hosts}, snapshot=snapshot,
-            existing_traits=existing, flavors=flavor_list, access=access,
-            images=self.client.image.images() if images else None,
-            servers=server_list)
+                    cloud.access[flavor['id']] = (
+                        client.compute.flavor_access(flavor['id']))
+        roots = {h: self.roots(h) for h in hosts}
+        cloud.images = client.image.images() if images else None
+        return pool_plan.Observed.of(cloud, roots)
 
 
 def _traits_of(pool):
@@ -181,7 +174,7 @@ def create(client, spec, hosts, dry_run=False, on_step=None, projects=None,
     hosts = view.resolve_hosts(hosts)
     existing = view.aggregate(spec['name'])
     view.check_zone(spec['zone'], hosts,
-                    own_aggregate=existing.name if existing else None)
+                    own_aggregate=existing['name'] if existing else None)
     traits = {pools.pool_trait(spec['name'])} if spec['isolate'] else set()
     if pools.type_trait_of(spec):
         traits.add(pools.type_trait_of(spec))
@@ -285,7 +278,7 @@ def _restore_projects(client, pool, removed):
     restore = plan_mod.Plan(_('Putting back projects of pool %s')
                             % pool['name'])
     restore.add(plan_mod.set_metadata(
-        pool['aggregate'], dict(agg.metadata or {}),
+        pool['aggregate'], dict(agg['metadata']),
         {pools.project_key(p): p for p in removed}))
     journal.run(client, restore)
     raise exceptions.CommandError(

@@ -193,8 +193,11 @@ class Cloud:
     def __post_init__(self):
         self.aggregates = [pools_mod.aggregate_dict(a)
                            for a in self.aggregates]
-        self.hypervisors = list(self.hypervisors)
-        self.services = list(self.services)
+        # None: not read yet (a pool write reads them when it needs them)
+        if self.hypervisors is not None:
+            self.hypervisors = list(self.hypervisors)
+        if self.services is not None:
+            self.services = list(self.services)
         self.gpu_classes = set(self.gpu_classes)
         self.pools, self.problems = pools_mod.scan(self.aggregates)
 

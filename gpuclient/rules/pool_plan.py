@@ -89,6 +89,16 @@ class Observed:
         self.images = images
         self.servers = servers
 
+    @classmethod
+    def of(cls, cloud, roots=None):
+        """The view of CLOUD (a ``model.Cloud``) a pool planner asks:
+        ROOTS ({host: [root provider uuids]}) of the hosts it plans for.
+        """
+        return cls(cloud.aggregates, roots=roots, snapshot=cloud.placement,
+                   existing_traits=cloud.existing_traits or (),
+                   flavors=cloud.flavors, access=cloud.access,
+                   images=cloud.images, servers=cloud.servers)
+
     def traits(self, uuid):
         if self.snapshot is None:
             return set()
