@@ -12,10 +12,11 @@
 
 """``gpu export``, ``gpu diff`` and ``gpu apply``: the cloud as a document.
 
-One read (``snapshot.read`` without Placement: aggregates, hypervisors,
-services, flavors and, when wanted, images; the access lists of the
-private GPU flavors as ``flavor_ops`` reads them; Keystone's limits as
-``gpu quota`` reads them), shaped by ``gpuclient.rules.document``. ``diff``
+One read into one ``model.Cloud`` (``snapshot.read`` without Placement:
+aggregates, hypervisors, services, flavors and, when wanted, images;
+``snapshot.read_access``: the access lists of the private GPU flavors;
+``snapshot.read_limits``: Keystone's limits), shaped by
+``gpuclient.rules.document``. ``diff``
 reads the document's file, checks it, resolves its projects, hosts and
 images against the same read, and asks ``document.diff``. ``apply`` reads
 Placement too, plans with ``gpuclient.rules.document_plan`` and applies
@@ -29,9 +30,7 @@ import typing
 
 from osc_lib import exceptions
 
-from gpuclient.cloud import errors
 from gpuclient.i18n import _
-from gpuclient.ops import flavor_ops
 from gpuclient.ops import journal
 from gpuclient.ops import pool_ops
 from gpuclient.ops import snapshot
@@ -40,7 +39,6 @@ from gpuclient.rules import document_plan
 from gpuclient.rules import model
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import request
-from gpuclient.rules import specs
 
 LOG = logging.getLogger(__name__)
 
@@ -82,26 +80,11 @@ def observe(client, pool_names=None, with_images=True, placement_classes=None,
                           with_placement=placement_classes is not None,
                           with_images=with_images, aggregates=aggregates)
     snapshot.warn_problems(cloud.problems)
-    chosen = set(pool_names or cloud.pools)
-    access, gone = {}, set()
-    for flavor in cloud.flavors:
-        if (not flavor.get('os-flavor-access:is_public', True)
-                and specs.read(flavor.get('extra_specs'),
-                               cloud.pools)['pool'] in chosen):
-            try:
-                access[flavor['id']] = flavor_ops.flavor_projects(client,
-                                                                  flavor)
-            except errors.NotFound:
-                # deleted since the flavor list: the cloud no longer has it
-                gone.add(flavor['id'])
-    if gone:
-        cloud.flavors = [f for f in cloud.flavors if f['id'] not in gone]
-    cloud.access = access
-    cloud.registered = client.limits.registered()
-    cloud.limits = client.limits.limits()
+    snapshot.read_access(client, cloud, set(pool_names or cloud.pools))
+    snapshot.read_limits(client, cloud)
     doc, notes = document.from_cloud(
-        cloud.pools, cloud.flavors, access, cloud.images, cloud.registered,
-        cloud.limits,
+        cloud.pools, cloud.flavors, cloud.access, cloud.images,
+        cloud.registered, cloud.limits,
         selected=list(pool_names) if pool_names else None,
         classes=scope.classes if scope is not None else None)
     for note in notes:

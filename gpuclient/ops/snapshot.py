@@ -39,6 +39,7 @@ from gpuclient.rules import host_names
 from gpuclient.rules import hosts
 from gpuclient.rules import model
 from gpuclient.rules import pools as pools_mod
+from gpuclient.rules import specs
 
 LOG = logging.getLogger(__name__)
 
@@ -124,6 +125,34 @@ def read(client, extra_classes=(), with_flavors=False, wanted_hosts=None,
     if with_projects and any(p['projects'] for p in pools.values()):
         cloud.projects = _projects(client, pools)
     return cloud
+
+
+def read_access(client, cloud, pool_names):
+    """The access lists of CLOUD's private flavors that steer to a pool
+    of POOL_NAMES into its ``access`` ({flavor id: [project ids]}; one
+    request per such flavor). A flavor deleted since the flavor list is
+    dropped from CLOUD's flavors: the cloud no longer has it."""
+    access, gone = {}, set()
+    for flavor in cloud.flavors:
+        if (not flavor.get('os-flavor-access:is_public', True)
+                and specs.read(flavor.get('extra_specs'),
+                               cloud.pools)['pool'] in pool_names):
+            try:
+                access[flavor['id']] = client.compute.flavor_access(
+                    flavor['id'])
+            except errors.NotFound:
+                gone.add(flavor['id'])
+    if gone:
+        cloud.flavors = [f for f in cloud.flavors if f['id'] not in gone]
+    cloud.access = access
+    return access
+
+
+def read_limits(client, cloud):
+    """Keystone's registered and project limits of the compute service
+    (two requests) into CLOUD's ``registered`` and ``limits``."""
+    cloud.registered = client.limits.registered()
+    cloud.limits = client.limits.limits()
 
 
 def read_servers(client, cloud):
