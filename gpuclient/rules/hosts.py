@@ -18,6 +18,7 @@ usages) and this module turns it into one row per host and GPU class.
 """
 
 import fnmatch
+import typing
 
 from gpuclient.i18n import _
 from gpuclient.rules import baremetal
@@ -98,7 +99,18 @@ def device_figures(item, node=False):
 
 
 class Snapshot:
-    """Providers of a cloud and the capacity/usage known for them."""
+    """The Placement part of the cloud as read (``model.Cloud``'s
+    ``placement``): the providers of the GPU-relevant trees and the
+    capacity and usage known for them, filled by
+    ``ops.snapshot.placement_snapshot`` from allocation-candidate answers
+    (``add_candidates``) and per-provider reads (``add_details``)."""
+
+    providers: typing.Annotated[dict, '{uuid: model.Provider}']
+    summaries: typing.Annotated[dict, '{uuid: model.Summary}']
+    covered: typing.Annotated[set, 'roots whose whole tree some answer gave']
+    queried: typing.Annotated[
+        list, '[(resource class, number of candidates)]']
+    slow_roots: typing.Annotated[set, 'roots read provider by provider']
 
     def __init__(self, providers):
         self.providers = {}

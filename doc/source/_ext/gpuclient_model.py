@@ -42,6 +42,14 @@ def text(model):
             continue
         lines.append('  %-16s %s' % (field.name, _type(hints[field.name])))
         lines.append('      %s' % field.metadata.get('doc', ''))
+    placement = hints['placement'].__args__[0]
+    lines += ['', '%s.%s  (Cloud.placement)' % (
+        placement.__module__.replace('gpuclient.', ''), placement.__name__),
+        '']
+    for name, kind in typing.get_type_hints(placement,
+                                            include_extras=True).items():
+        lines.append('  %-16s %s' % (name, _type(kind.__origin__)))
+        lines.append('      %s' % kind.__metadata__[0])
     lines += ['', 'Items:', '']
     for name, value in vars(model).items():
         if (isinstance(value, type) and issubclass(value, dict)
