@@ -150,6 +150,21 @@ MUTATIONS = [
      'not isinstance(data, dict) or (key is not None and key not in data)',
      'not isinstance(data, dict)',
      'test_answers.TestNotJson'),
+    ('gpu apply\'s zone check lists aggregates again',
+     'gpuclient/ops/document_ops.py',
+     "        existing = cloud.aggregate(pool['name'])\n",
+     "        existing = pool_ops.View(client, warn=False).aggregate(\n"
+     "            pool['name'])\n",
+     'test_document_ops.TestApplyReadsOnce'),
+    ('after-state of a plan keeps the flavors as read',
+     'gpuclient/rules/document_plan.py',
+     'placement=self.placement, flavors=self.flavors,',
+     'placement=self.placement, flavors=self.read.flavors,',
+     'test_model.TestAfterThePlan'),
+    ('zone rule: one zone per host', 'gpuclient/rules/model.py',
+     'if zone and other and other != zone:',
+     'if zone and other and other == zone:',
+     'test_model.TestZoneCheck'),
 ]
 
 

@@ -1,0 +1,132 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""rules.model with plain data: the cloud as read, Nova's zone rule, and
+the model after a plan's steps (document_plan.World.cloud)."""
+
+from osc_lib import exceptions
+import testtools
+
+from gpuclient.rules import document_plan
+from gpuclient.rules import hosts
+from gpuclient.rules import model
+from gpuclient.rules import plan as plan_mod
+from gpuclient.rules import pool_plan
+from gpuclient.rules import pools
+
+
+def agg(name, hosts_=(), zone=None, metadata=None):
+    return {'name': name, 'id': 1, 'uuid': 'u-' + name,
+            'hosts': list(hosts_), 'metadata': dict(metadata or {}),
+            'availability_zone': zone}
+
+
+POOL_META = pools.metadata_for(pools.build_spec('ws', 'vgpu',
+                                                vgpu_type='nvidia-35'))
+SERVICES = [{'host': 'h1', 'zone': 'nova'}, {'host': 'h2', 'zone': 'az1'}]
+
+
+class TestZoneCheck(testtools.TestCase):
+    def check(self, zone, host, aggregates, own=None):
+        return model.zone_check(aggregates, SERVICES, zone, host, own)
+
+    def test_another_aggregates_zone_refused(self):
+        error = self.assertRaises(
+            exceptions.CommandError, self.check, 'az2', 'h2',
+            [agg('other', ['h2'], 'az1')])
+        self.assertIn('Host h2 is in availability zone az1 (aggregate '
+                      'other) and a host can be in one zone only', str(error))
+
+    def test_own_aggregate_and_same_zone_are_no_conflict(self):
+        aggregates = [agg('ws', ['h2'], 'az1'), agg('other', ['h2'], 'az1')]
+        self.assertIsNone(self.check('az1', 'h2', aggregates))
+        self.assertEqual('az1', self.check('az2', 'h2', aggregates[:1],
+                                           own='ws'))
+
+    def test_the_zone_a_host_moves_from(self):
+        # a host without a zone is in Nova's default zone
+        self.assertEqual('nova', self.check('az1', 'h1', []))
+        self.assertEqual(model.DEFAULT_ZONE, self.check('az1', 'h9', []))
+        self.assertIsNone(self.check('nova', 'h1', []))
+        self.assertIsNone(self.check(None, 'h1', []))
+
+    def test_refusal_names_the_zones(self):
+        self.assertIn('Host h1 has instances and is in zone nova',
+                      str(model.zone_move_refused('h1', 'nova', 'az1')))
+
+
+class TestCloud(testtools.TestCase):
+    def cloud(self, **kwargs):
+        hypervisors = [{'id': 'r1', 'service': {'host': 'h1'}}]
+        return model.Cloud([agg('ws', ['h1'], metadata=POOL_META)],
+                           hypervisors, SERVICES, **kwargs)
+
+    def test_pools_derived_from_the_aggregates(self):
+        cloud = self.cloud()
+        self.assertEqual(['ws'], list(cloud.pools))
+        self.assertEqual([], cloud.problems)
+        self.assertEqual({'h1': {'r1'}}, cloud.host_roots())
+        self.assertEqual({'u-ws'}, cloud.root_aggregates('h1'))
+        self.assertEqual('ws', cloud.aggregate('ws')['name'])
+        self.assertIsNone(cloud.aggregate('nope'))
+
+    def test_what_was_not_read_is_none(self):
+        cloud = self.cloud()
+        for name in ('placement', 'flavors', 'images', 'projects', 'access',
+                     'registered', 'limits', 'existing_traits', 'servers'):
+            self.assertIsNone(getattr(cloud, name), name)
+
+    def test_observed_is_a_view_of_the_model(self):
+        cloud = self.cloud(flavors=[{'id': 'f', 'name': 'g1'}],
+                           access={'f': ['p']}, existing_traits={'T'})
+        obs = pool_plan.Observed.of(cloud, {'h1': ['r1']})
+        self.assertEqual(['ws'], list(obs.pools))
+        self.assertEqual({'h1': ['r1']}, obs.roots)
+        self.assertEqual({'f': ['p']}, obs.access)
+        self.assertEqual({'T'}, obs.existing_traits)
+        self.assertIs(cloud.flavors, obs.flavors)
+
+
+class TestAfterThePlan(testtools.TestCase):
+    """World.cloud: the model with the plan's steps applied; what no step
+    changes is as read."""
+
+    def setUp(self):
+        super().setUp()
+        placement = hosts.Snapshot([{'uuid': 'r1', 'name': 'h1'}])
+        self.read = model.Cloud(
+            [agg('ws', ['h1'], metadata=POOL_META)],
+            [{'id': 'r1', 'service': {'host': 'h1'}}], SERVICES, placement,
+            flavors=[{'id': 'f1', 'name': 'g1', 'extra_specs': {}}],
+            gpu_classes={'VGPU'}, known_classes={'VGPU', 'VCPU'}, images=[],
+            access={}, registered={}, limits=[], existing_traits=set())
+        self.world = document_plan.World.from_cloud(self.read)
+
+    def test_unchanged_world_is_the_cloud_as_read(self):
+        after = self.world.cloud()
+        self.assertEqual(self.read.aggregates, after.aggregates)
+        self.assertEqual(self.read.flavors, after.flavors)
+        self.assertEqual({'VGPU'}, after.gpu_classes)
+        self.assertEqual({'VGPU', 'VCPU'}, after.known_classes)
+        self.assertEqual(self.read.services, after.services)
+
+    def test_steps_applied_show_in_the_model_not_in_the_read(self):
+        self.world.apply(plan_mod.create_aggregate('other'))
+        self.world.apply(plan_mod.delete_flavor('f1', 'g1'))
+        after = self.world.cloud()
+        self.assertEqual(['ws', 'other'],
+                         [a['name'] for a in after.aggregates])
+        self.assertEqual([], after.flavors)
+        # the pools are derived again, from the aggregates after the plan
+        self.assertEqual(['ws'], list(after.pools))
+        self.assertEqual(['ws'], [a['name'] for a in self.read.aggregates])
+        self.assertEqual(['g1'], [f['name'] for f in self.read.flavors])
