@@ -54,6 +54,13 @@ def text(layers, root=ROOT):
     return '\n'.join(lines) + '\n'
 
 
+def literal(body):
+    """The nodes of a plain-text literal block of BODY."""
+    block = nodes.literal_block(body, body)
+    block['language'] = 'text'
+    return [block]
+
+
 class LayersDirective(SphinxDirective):
     has_content = False
     required_arguments = 0
@@ -64,10 +71,7 @@ class LayersDirective(SphinxDirective):
         self.env.note_dependency(SCRIPT)
         for path in layers.sources(ROOT).values():
             self.env.note_dependency(path)
-        body = text(layers)
-        block = nodes.literal_block(body, body)
-        block['language'] = 'text'
-        return [block]
+        return literal(text(layers))
 
 
 def setup(app):

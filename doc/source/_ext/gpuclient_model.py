@@ -22,7 +22,7 @@ page, so an incremental build redraws it when the model changes.
 import dataclasses
 import typing
 
-from docutils import nodes
+import gpuclient_layers
 from sphinx.util.docutils import SphinxDirective
 
 
@@ -62,17 +62,12 @@ def text(model):
 
 class ModelDirective(SphinxDirective):
     has_content = False
-    required_arguments = 0
-    optional_arguments = 0
 
     def run(self):
         from gpuclient.rules import model
 
         self.env.note_dependency(model.__file__)
-        body = text(model)
-        block = nodes.literal_block(body, body)
-        block['language'] = 'text'
-        return [block]
+        return gpuclient_layers.literal(text(model))
 
 
 def setup(app):
