@@ -39,7 +39,6 @@ from gpuclient.rules import specs
 LOG = logging.getLogger(__name__)
 
 
-
 def check_zone(client, aggregates, services, zone, hosts,
                own_aggregate=None):
     """Nova's zone rules (``model.zone_check``) for HOSTS put in ZONE,
@@ -85,7 +84,7 @@ class View:
         return self.cloud.aggregate(name)
 
     def pool(self, name):
-        return self.observed().pool(name)
+        return pools.lookup(self.cloud.pools, self.cloud.problems, name)
 
     def roots(self, host):
         """Root provider uuids of a Nova host (several for Ironic)."""
@@ -126,6 +125,7 @@ class View:
         SERVERS, every project's servers with their embedded flavors)."""
         hosts = list(hosts)
         cloud, client = self.cloud, self.client
+        cloud.servers = None
         if servers:
             snapshot.read_servers(client, cloud)
         cloud.placement = (self.snapshot(hosts, resource_class)
