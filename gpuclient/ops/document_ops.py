@@ -258,7 +258,7 @@ def _check_zones(client, cloud, current, wanted):
         existing = cloud.aggregate(pool['name'])
         zone = pool['zone'] or (old or {}).get('zone')
         pool_ops.check_zone(
-            client, cloud.aggregates, cloud.services, zone, hosts,
+            client, cloud, zone, hosts,
             own_aggregate=existing['name'] if existing else None)
 
 

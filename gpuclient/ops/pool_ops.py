@@ -39,14 +39,13 @@ from gpuclient.rules import specs
 LOG = logging.getLogger(__name__)
 
 
-def check_zone(client, aggregates, services, zone, hosts,
-               own_aggregate=None):
+def check_zone(client, cloud, zone, hosts, own_aggregate=None):
     """Nova's zone rules (``model.zone_check``) for HOSTS put in ZONE,
-    over AGGREGATES and SERVICES as read; a host that would move zone is
-    asked whether it has instances (one request per such host)."""
+    over CLOUD (a ``model.Cloud`` with its services); a host that would
+    move zone is asked whether it has instances (one request per such
+    host)."""
     for host in hosts:
-        current = model.zone_check(aggregates, services, zone, host,
-                                   own_aggregate)
+        current = model.zone_check(cloud, zone, host, own_aggregate)
         if current and client.compute.host_has_servers(host):
             raise model.zone_move_refused(host, current, zone)
 
@@ -107,8 +106,8 @@ class View:
     def check_zone(self, zone, hosts, own_aggregate=None):
         """Nova's rules: one zone per host; no move with instances
         (``check_zone``)."""
-        check_zone(self.client, self.cloud.aggregates, self.services, zone,
-                   hosts, own_aggregate)
+        self.cloud.services = self.services  # read once, before the rule
+        check_zone(self.client, self.cloud, zone, hosts, own_aggregate)
 
     def snapshot(self, hosts, resource_class):
         roots = set()

@@ -326,16 +326,16 @@ def resolve_hosts(names, services, hypervisors, read_providers,
 
 # -- Nova's zone rules --------------------------------------------------------
 
-def zone_check(aggregates, services, zone, host, own_aggregate=None):
+def zone_check(cloud, zone, host, own_aggregate=None):
     """The zone HOST is in now when putting it in ZONE moves it there
     (for the caller to refuse if the host has instances: Nova refuses to
     move a host with instances), else None.
 
-    AGGREGATES (``pools.aggregate_dict``) and SERVICES as read. Nova's
-    other rule, one zone per host, is a CommandError: HOST is in another
-    aggregate (not OWN_AGGREGATE) with another zone.
+    CLOUD: the ``Cloud`` as read, with its services. Nova's other rule,
+    one zone per host, is a CommandError: HOST is in another aggregate
+    (not OWN_AGGREGATE) with another zone.
     """
-    for agg in aggregates:
+    for agg in cloud.aggregates:
         if agg['name'] == own_aggregate or host not in (agg['hosts'] or []):
             continue
         other = agg['availability_zone']
@@ -346,7 +346,7 @@ def zone_check(aggregates, services, zone, host, own_aggregate=None):
                   'only: use --zone %(other)s or take it out of '
                   '%(agg)s first.')
                 % {'host': host, 'other': other, 'agg': agg['name']})
-    by_host = {svc['host']: svc for svc in services}
+    by_host = {svc['host']: svc for svc in cloud.services}
     current = (by_host.get(host) or {}).get('zone') or DEFAULT_ZONE
     return current if zone and current != zone else None
 

@@ -37,7 +37,8 @@ SERVICES = [{'host': 'h1', 'zone': 'nova'}, {'host': 'h2', 'zone': 'az1'}]
 
 class TestZoneCheck(testtools.TestCase):
     def check(self, zone, host, aggregates, own=None):
-        return model.zone_check(aggregates, SERVICES, zone, host, own)
+        return model.zone_check(model.Cloud(aggregates, [], SERVICES), zone,
+                                host, own)
 
     def test_another_aggregates_zone_refused(self):
         error = self.assertRaises(
