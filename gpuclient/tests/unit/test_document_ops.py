@@ -856,16 +856,23 @@ class TestApplyReadsOnce(ApplyTestCase):
         """The reads one apply of TEXT sends, as (service, what) pairs,
         each as often as it is sent."""
         proxy = self.client._conn.compute
-        listed = {name: getattr(proxy, name).call_count
-                  for name in ('aggregates', 'services', 'servers')}
+        identity = self.client._conn.identity
+        listed = {(kind, name): getattr(mock_proxy, name).call_count
+                  for kind, mock_proxy, names in (
+                      ('compute', proxy, ('aggregates', 'services',
+                                          'servers')),
+                      ('identity', identity, ('registered_limits',
+                                              'limits')))
+                  for name in names}
         gets = len(self.compute.gets)
         placement = len(self.placement.requests())
         images = len(self.glance.gets)
         plan = self.apply(text, **kwargs)
         found = []
-        for name, before in listed.items():
-            found += [('compute', name, repr(call))
-                      for call in getattr(proxy, name).call_args_list[
+        for (kind, name), before in listed.items():
+            mock_proxy = proxy if kind == 'compute' else identity
+            found += [(kind, name, repr(call))
+                      for call in getattr(mock_proxy, name).call_args_list[
                           before:]]
         found += [('compute', url, tuple(sorted(params.items())))
                   for url, _version, params in self.compute.gets[gets:]]
@@ -883,6 +890,10 @@ class TestApplyReadsOnce(ApplyTestCase):
         plan, reads = self.reads(self.text)
         self.assertEqual([], list(plan))
         self.assert_read_once(reads)
+        # aggregates, services, hypervisors, flavors, one private flavor's
+        # access, providers, candidates, traits, images, Keystone's two
+        # limit lists: as many as before the one model, never more
+        self.assertEqual(11, len(reads), reads)
         self.assertIn(('compute', 'aggregates', 'call()'), reads)
         self.assertIn(('compute', 'services', "call(binary='nova-compute')"),
                       reads)
@@ -895,3 +906,7 @@ class TestApplyReadsOnce(ApplyTestCase):
         text = document.dump(document.check(data))
         _plan, reads = self.reads(text, dry_run=True)
         self.assert_read_once(reads)
+        # the unchanged document's reads and, for the two hosts whose
+        # zone changes, whether they have instances (15 when the zone
+        # check listed aggregates and services again)
+        self.assertEqual(13, len(reads), reads)
