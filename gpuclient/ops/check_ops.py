@@ -57,7 +57,7 @@ def run(client, settings=None, names=None, pool=None, utilisation=None):
                 n: r['limit'] for n, r in registered.items()}
         except exceptions.CommandError as exc:
             # the quota-gpu-limits check says it could not judge
-            cloud.registered_limits_error = str(exc)
+            cloud.unread['registered_limits'] = str(exc)
     if not names or IDLE_CHECK in names:
         _read_utilisation(client, cloud, utilisation or {})
     return checks.run(cloud, settings, names=names, pool=pool)
@@ -68,7 +68,7 @@ IDLE_CHECK = 'gpu-idle'
 
 def _read_utilisation(client, cloud, wanted):
     """cloud.utilisation for the gpu-idle check (rows, window,
-    idle_below), or cloud.utilisation_error; nothing but a note when no
+    idle_below), or why not in cloud.unread; nothing but a note when no
     Prometheus is configured."""
     url = utilisation_ops.endpoint(client, wanted.get('url'))
     if not url:
@@ -88,7 +88,7 @@ def _read_utilisation(client, cloud, wanted):
             client, cloud, window, idle_below, url=url)
     except exceptions.CommandError as exc:
         # the gpu-idle check says it could not judge; the others ran
-        cloud.utilisation_error = str(exc)
+        cloud.unread['utilisation'] = str(exc)
         return
     cloud.utilisation = {'rows': rows, 'window': window,
                          'idle_below': idle_below}

@@ -846,7 +846,7 @@ def quota_gpu_limits(cloud, settings):
               'user (endpoint_service_type = compute), in nova-api\'s and '
               'nova-conductor\'s nova.conf; then "openstack gpu quota set"')
             % {'fix': quota_mod.FIX_DRIVER}, cloud.pools)]
-    registered = getattr(cloud, 'registered_limits', None)
+    registered = cloud.registered_limits
     if registered is None:
         return [not_judged(
             'quota-gpu-limits', 'registered limits',
@@ -854,7 +854,7 @@ def quota_gpu_limits(cloud, settings):
               'whether [quota] unified_limits_resource_strategy = '
               '%(strategy)s refuses the boots of pools %(pools)s is not '
               'known') % {
-                  'why': getattr(cloud, 'registered_limits_error', None)
+                  'why': cloud.unread.get('registered_limits')
                   or _('not asked'), 'strategy': conf['strategy'],
                   'pools': ', '.join(sorted(cloud.pools))},
             _('run gpu check with a token that may read registered limits '
@@ -1065,12 +1065,12 @@ def gpu_idle(cloud, settings):
     """Allocated GPUs idle for the whole window: the ``idle`` rows of
     ``gpu server list --all-projects --utilisation``, which the ops layer
     puts in ``cloud.utilisation`` (a dict: rows, window, idle_below) when
-    a Prometheus is configured; ``cloud.utilisation_error`` says why they
-    could not be read. Neither: the check does not run (gpu check says
+    a Prometheus is configured; ``cloud.unread['utilisation']`` says why
+    they could not be read. Neither: the check does not run (gpu check says
     so on stderr)."""
-    wanted = getattr(cloud, 'utilisation', None)
+    wanted = cloud.utilisation
     if wanted is None:
-        error = getattr(cloud, 'utilisation_error', None)
+        error = cloud.unread.get('utilisation')
         if error is None:
             return []
         return [not_judged(

@@ -182,6 +182,15 @@ class Cloud:
     servers: list | None = _field(
         "every project's servers (compute API 2.47: host and embedded "
         "flavor)", None)
+    registered_limits: dict | None = _field(
+        "{resource name: limit}: Keystone's registered limits as gpu check "
+        "judges them (quota-gpu-limits)", None)
+    utilisation: dict | None = _field(
+        "{'rows', 'window', 'idle_below'}: the servers' GPU utilisation "
+        "(Prometheus), as gpu check judges it (gpu-idle)", None)
+    unread: dict = _field(
+        '{field: why it could not be read} (registered_limits, '
+        'utilisation: the service refused or failed)', factory=dict)
     # derived from the aggregates
     pools: dict = dataclasses.field(init=False, repr=False, metadata={
         'doc': '{name: pool} (pools.scan), derived from the aggregates'})

@@ -755,7 +755,8 @@ class TestIdle(ChecksTestCase):
         # no Prometheus: the check does not run (the command says so)
         self.assertEqual([], checks.run(self.cloud(), names=['gpu-idle']))
         cloud = self.cloud()
-        cloud.utilisation_error = 'Querying Prometheus at http://p: HTTP 500'
+        cloud.unread['utilisation'] = (
+            'Querying Prometheus at http://p: HTTP 500')
         found = checks.run(cloud, names=['gpu-idle'])
         self.assertEqual([('gpu-idle', 'Prometheus')], not_judged(found))
         self.assertIn('HTTP 500', found[0].symptom)
