@@ -116,32 +116,30 @@ class World:
 
     # -- questions ------------------------------------------------------------
 
-    def cloud(self):
+    def cloud(self, copies=False):
         """The ``model.Cloud`` as the steps applied so far leave it: its
         aggregates (so pools), provider traits, flavors with their access,
         images and Keystone's limits are the world's; what no step
         changes (hypervisors, services, capacity and usage, the resource
-        classes) is as read (``from_cloud``)."""
+        classes, the servers) is as read (``from_cloud``). COPIES: the
+        flavors, access lists and images are copies (the aggregates
+        always are)."""
+        own = copy.deepcopy if copies else (lambda value: value)
         return dataclasses.replace(
             self.read, aggregates=list(self.aggregates.values()),
-            placement=self.placement, flavors=self.flavors,
-            images=self.images, access=self.access,
+            placement=self.placement, flavors=own(self.flavors),
+            images=own(self.images), access=own(self.access),
             registered=self.registered, limits=self.limits,
-            existing_traits=self.existing_traits)
+            existing_traits=self.existing_traits, servers=self.servers)
 
     @property
     def pools(self):
         return pools_mod.scan(list(self.aggregates.values()))[0]
 
     def observed(self):
-        """A ``pool_plan.Observed`` of the world now (copies: a planner may
-        change what it is given)."""
-        return pool_plan.Observed(
-            copy.deepcopy(list(self.aggregates.values())), roots=self.roots,
-            snapshot=self.placement, existing_traits=self.existing_traits,
-            flavors=copy.deepcopy(self.flavors),
-            access=copy.deepcopy(self.access),
-            images=copy.deepcopy(self.images), servers=self.servers)
+        """A ``pool_plan.Observed`` of the model now (``cloud``, with
+        copies: a planner may change what it is given)."""
+        return pool_plan.Observed.of(self.cloud(copies=True), self.roots)
 
     def flavor(self, name):
         """The one flavor named NAME (by name among names), or None."""
