@@ -10,10 +10,10 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""One snapshot of the cloud that read commands ask their questions of.
+"""The one reader of the cloud: it fills ``gpuclient.rules.model.Cloud``.
 
-``read`` (the only function here that does I/O, through the client layer)
-takes a fixed number of requests whatever the number of hosts or flavors:
+``read`` takes a fixed number of requests whatever the number of hosts or
+flavors (all I/O goes through the client layer):
 host aggregates, hypervisors, compute services, flavors (when asked),
 resource classes, and the Placement snapshot of ``placement_snapshot``
 (the provider list, one allocation-candidates answer whose provider
@@ -24,9 +24,12 @@ trees left, and a per-provider read only for trees no summary covers).
 ``gpu candidates`` takes its Nova side from it (``with_placement=False``)
 and asks Placement the flavor's own query.
 
-It fills the one model of the cloud as read, ``gpuclient.rules.model.Cloud``
-(plain data with pure questions: which roots a host has, the aggregates a
-root is in, a provider tree in the shape ``gpuclient.rules.fit`` counts in).
+What a command needs besides is read into the same model, each once:
+``read_access`` (the access lists of private GPU flavors, one request
+each), ``read_limits`` (Keystone's limits, two requests) and
+``read_servers`` (every project's servers, paged). The model is plain data
+with pure questions: which roots a host has, the aggregates a root is in,
+a provider tree in the shape ``gpuclient.rules.fit`` counts in.
 """
 
 import concurrent.futures
