@@ -29,7 +29,6 @@ from gpuclient.i18n import _
 from gpuclient.ops import host_ops
 from gpuclient.ops import journal
 from gpuclient.ops import snapshot
-from gpuclient.rules import host_names
 from gpuclient.rules import model
 from gpuclient.rules import plan as plan_mod
 from gpuclient.rules import pool_plan
@@ -58,7 +57,9 @@ class View:
 
     def __init__(self, client, warn=True):
         self.client = client
-        self.cloud = model.Cloud(client.compute.aggregates(), None, None)
+        # the SDK's aggregates (``aggregate``), and the model of them
+        self.aggregates = client.compute.aggregates()
+        self.cloud = model.Cloud(self.aggregates, None, None)
         if warn:
             snapshot.warn_problems(self.cloud.problems)
 
@@ -68,29 +69,25 @@ class View:
 
     @property
     def services(self):
-        if self.cloud.services is None:
-            self.cloud.services = self.client.compute.compute_services()
-        return self.cloud.services
+        return snapshot.read_services(self.client, self.cloud)
 
     @property
     def hypervisors(self):
-        if self.cloud.hypervisors is None:
-            self.cloud.hypervisors = self.client.compute.hypervisors()
-        return self.cloud.hypervisors
+        return snapshot.read_hypervisors(self.client, self.cloud)
 
     def aggregate(self, name):
-        """The aggregate (``pools.aggregate_dict``) named NAME, or None."""
-        return self.cloud.aggregate(name)
+        """The aggregate (the SDK's) named NAME, or None."""
+        for agg in self.aggregates:
+            if agg.name == name:
+                return agg
+        return None
 
     def pool(self, name):
         return pools.lookup(self.cloud.pools, self.cloud.problems, name)
 
     def roots(self, host):
         """Root provider uuids of a Nova host (several for Ironic)."""
-        return sorted(
-            hv['id'] for hv in self.hypervisors
-            if host_names.nova_host(hv) == host
-        )
+        return snapshot.roots_of(self.client, self.cloud, host)
 
     def resolve_hosts(self, names, members=None):
         """``model.resolve_hosts`` with Placement's providers (read only
@@ -106,16 +103,8 @@ class View:
     def check_zone(self, zone, hosts, own_aggregate=None):
         """Nova's rules: one zone per host; no move with instances
         (``check_zone``)."""
-        self.cloud.services = self.services  # read once, before the rule
+        snapshot.read_services(self.client, self.cloud)
         check_zone(self.client, self.cloud, zone, hosts, own_aggregate)
-
-    def snapshot(self, hosts, resource_class):
-        roots = set()
-        for host in hosts:
-            roots.update(self.roots(host))
-        return snapshot.placement_snapshot(
-            self.client.placement, {resource_class}, wanted_roots=roots,
-            with_traits=True)
 
     def observed(self, hosts=(), resource_class=None, traits=(),
                  flavors=False, images=False, access_for=None,
@@ -123,25 +112,11 @@ class View:
         """A pool_plan.Observed of the given hosts (and dependents; with
         SERVERS, every project's servers with their embedded flavors)."""
         hosts = list(hosts)
-        cloud, client = self.cloud, self.client
-        cloud.servers = None
-        if servers:
-            snapshot.read_servers(client, cloud)
-        cloud.placement = (self.snapshot(hosts, resource_class)
-                           if hosts and resource_class else None)
-        cloud.existing_traits = (client.placement.existing_traits(set(traits))
-                                 if traits else set())
-        cloud.flavors = client.compute.flavors() if flavors else None
-        cloud.access = {}
-        if access_for is not None and cloud.flavors:
-            for flavor in pool_plan.flavors_of(pool_plan.Observed.of(cloud),
-                                               access_for):
-                if not flavor.get('os-flavor-access:is_public', True):
-                    cloud.access[flavor['id']] = (
-                        client.compute.flavor_access(flavor['id']))
-        roots = {h: self.roots(h) for h in hosts}
-        cloud.images = client.image.images() if images else None
-        return pool_plan.Observed.of(cloud, roots)
+        roots = snapshot.read_for_hosts(
+            self.client, self.cloud, hosts, resource_class, traits,
+            flavors=flavors, images=images, access_for=access_for,
+            servers=servers)
+        return pool_plan.Observed.of(self.cloud, roots)
 
 
 def _traits_of(pool):
@@ -173,7 +148,7 @@ def create(client, spec, hosts, dry_run=False, on_step=None, projects=None,
     hosts = view.resolve_hosts(hosts)
     existing = view.aggregate(spec['name'])
     view.check_zone(spec['zone'], hosts,
-                    own_aggregate=existing['name'] if existing else None)
+                    own_aggregate=existing.name if existing else None)
     traits = {pools.pool_trait(spec['name'])} if spec['isolate'] else set()
     if pools.type_trait_of(spec):
         traits.add(pools.type_trait_of(spec))
@@ -277,7 +252,7 @@ def _restore_projects(client, pool, removed):
     restore = plan_mod.Plan(_('Putting back projects of pool %s')
                             % pool['name'])
     restore.add(plan_mod.set_metadata(
-        pool['aggregate'], dict(agg['metadata']),
+        pool['aggregate'], dict(agg.metadata or {}),
         {pools.project_key(p): p for p in removed}))
     journal.run(client, restore)
     raise exceptions.CommandError(

@@ -41,6 +41,7 @@ from gpuclient.rules import baremetal
 from gpuclient.rules import host_names
 from gpuclient.rules import hosts
 from gpuclient.rules import model
+from gpuclient.rules import pool_plan
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import specs
 
@@ -128,6 +129,65 @@ def read(client, extra_classes=(), with_flavors=False, wanted_hosts=None,
     if with_projects and any(p['projects'] for p in pools.values()):
         cloud.projects = _projects(client, pools)
     return cloud
+
+
+def read_services(client, cloud):
+    """CLOUD's compute services, read (one request) unless they were."""
+    if cloud.services is None:
+        cloud.services = client.compute.compute_services()
+    return cloud.services
+
+
+def read_hypervisors(client, cloud):
+    """CLOUD's hypervisors, read (paged) unless they were."""
+    if cloud.hypervisors is None:
+        cloud.hypervisors = client.compute.hypervisors()
+    return cloud.hypervisors
+
+
+def roots_of(client, cloud, host):
+    """Root provider uuids of a Nova host (several for Ironic), from
+    CLOUD's hypervisors (read unless they were)."""
+    return sorted(hv['id'] for hv in read_hypervisors(client, cloud)
+                  if host_names.nova_host(hv) == host)
+
+
+def read_for_hosts(client, cloud, hosts, resource_class=None, traits=(),
+                   flavors=False, images=False, access_for=None,
+                   servers=False):
+    """What a pool write on HOSTS reads besides its aggregates (read
+    first, into CLOUD; services and hypervisors when it needs them:
+    ``read_services``, ``read_hypervisors``), into CLOUD (each field
+    set anew: what was not asked for is None): with SERVERS every
+    project's servers; with RESOURCE_CLASS the Placement snapshot of the
+    hosts' trees with their traits; which of TRAITS Placement has; with
+    FLAVORS the flavors, and with ACCESS_FOR (a pool) the access lists of
+    the private ones steering to it; with IMAGES the images. Returns
+    {host: [root provider uuids]} of HOSTS."""
+    cloud.servers = None
+    if servers:
+        read_servers(client, cloud)
+    cloud.placement = None
+    if hosts and resource_class:
+        roots = set()
+        for host in hosts:
+            roots.update(roots_of(client, cloud, host))
+        cloud.placement = placement_snapshot(
+            client.placement, {resource_class}, wanted_roots=roots,
+            with_traits=True)
+    cloud.existing_traits = (client.placement.existing_traits(set(traits))
+                             if traits else set())
+    cloud.flavors = client.compute.flavors() if flavors else None
+    cloud.access = {}
+    if access_for is not None and cloud.flavors:
+        for flavor in pool_plan.flavors_of(pool_plan.Observed.of(cloud),
+                                           access_for):
+            if not flavor.get('os-flavor-access:is_public', True):
+                cloud.access[flavor['id']] = client.compute.flavor_access(
+                    flavor['id'])
+    found = {host: roots_of(client, cloud, host) for host in hosts}
+    cloud.images = client.image.images() if images else None
+    return found
 
 
 def read_access(client, cloud, pool_names):
