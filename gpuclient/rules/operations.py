@@ -66,6 +66,12 @@ class Operation:
         raise NotImplementedError(self.op)
 
 
+def _arguments(cls):
+    """Class decorator: the arguments (fields) that several declarations
+    share."""
+    return dataclasses.dataclass(frozen=True, kw_only=True)(cls)
+
+
 def _declare(op, read_back):
     """Class decorator: a declaration named OP, read back by READ_BACK."""
     def declare(cls):
@@ -161,16 +167,24 @@ class AggregateAddZone(Operation):
         _set_metadata(world, self.name, {ZONE_KEY: self.zone})
 
 
-@_declare('aggregate.add_host',
-          "the aggregate's hosts, and the Placement aggregates of "
-          'PROVIDERS')
-class AggregateAddHost(Operation):
-    """Add HOST to aggregate NAME; PROVIDERS: its roots, whose Placement
+@_arguments
+class _Membership(Operation):
+    """HOST in aggregate NAME; PROVIDERS: its roots, whose Placement
     aggregates mirror Nova's."""
 
     name: str
     host: str
     providers: list = ()
+
+
+_MEMBERS = ("the aggregate's hosts, and the Placement aggregates of "
+            'PROVIDERS')
+
+
+@_declare('aggregate.add_host', _MEMBERS)
+class AggregateAddHost(_Membership):
+    """Add HOST to aggregate NAME (and PROVIDERS to its Placement
+    aggregate)."""
 
     def effect(self, world):
         hosts = world.aggregates[self.name]['hosts']
@@ -178,16 +192,10 @@ class AggregateAddHost(Operation):
             hosts.append(self.host)
 
 
-@_declare('aggregate.remove_host',
-          "the aggregate's hosts, and the Placement aggregates of "
-          'PROVIDERS')
-class AggregateRemoveHost(Operation):
+@_declare('aggregate.remove_host', _MEMBERS)
+class AggregateRemoveHost(_Membership):
     """Take HOST out of aggregate NAME (and PROVIDERS out of its
     Placement aggregate)."""
-
-    name: str
-    host: str
-    providers: list = ()
 
     def effect(self, world):
         hosts = world.aggregates[self.name]['hosts']
@@ -217,25 +225,26 @@ class TraitDelete(Operation):
         world.existing_traits.discard(self.trait)
 
 
-@_declare('provider.add_traits', "the provider's traits")
-class ProviderAddTraits(Operation):
-    """Add TRAITS to resource provider UUID (LABEL: how it is said)."""
+@_arguments
+class _ProviderTraits(Operation):
+    """TRAITS of resource provider UUID (LABEL: how it is said)."""
 
     uuid: str
     traits: list
     label: str = None
+
+
+@_declare('provider.add_traits', "the provider's traits")
+class ProviderAddTraits(_ProviderTraits):
+    """Add TRAITS to resource provider UUID."""
 
     def effect(self, world):
         _provider_traits(world, self.uuid).update(self.traits)
 
 
 @_declare('provider.remove_traits', "the provider's traits")
-class ProviderRemoveTraits(Operation):
+class ProviderRemoveTraits(_ProviderTraits):
     """Remove TRAITS from resource provider UUID."""
-
-    uuid: str
-    traits: list
-    label: str = None
 
     def effect(self, world):
         _provider_traits(world, self.uuid).difference_update(self.traits)
@@ -309,13 +318,18 @@ class FlavorSpecs(Operation):
             extra.pop(key, None)
 
 
-@_declare('flavor.add_access', "the flavor's access list")
-class FlavorAddAccess(Operation):
-    """Give PROJECT access to (private) flavor FLAVOR_ID."""
+@_arguments
+class _Access(Operation):
+    """The access of PROJECT to flavor FLAVOR_ID (named NAME)."""
 
     name: str
     project: str
     flavor_id: str = None
+
+
+@_declare('flavor.add_access', "the flavor's access list")
+class FlavorAddAccess(_Access):
+    """Give PROJECT access to (private) flavor FLAVOR_ID."""
 
     def effect(self, world):
         flavor = _flavor(world, self.flavor_id, self.name)
@@ -325,12 +339,8 @@ class FlavorAddAccess(Operation):
 
 
 @_declare('flavor.remove_access', "the flavor's access list")
-class FlavorRemoveAccess(Operation):
+class FlavorRemoveAccess(_Access):
     """Take access to flavor FLAVOR_ID from PROJECT."""
-
-    name: str
-    project: str
-    flavor_id: str = None
 
     def effect(self, world):
         flavor = _flavor(world, self.flavor_id, self.name)
@@ -445,82 +455,70 @@ class ServiceEnable(Operation):
 
 
 # -- server moves (gpu host drain): forward only, never undone ------------
-# PROVIDERS: {'source': [uuids], 'destination': [uuids]} of both trees,
-# where its CLASSES must have moved; GPUS: the units it held (more after
-# the move is said); UNDER_WAY: Nova runs that move already (an earlier
-# drain's): wait for it, send nothing.
 
-@_declare('server.live_migrate',
-          "the server's host and status, and its allocations")
-class ServerLiveMigrate(Operation):
-    """Live-migrate server SERVER_ID from SOURCE to HOST."""
+@_arguments
+class _Move(Operation):
+    """Server SERVER_ID (named NAME) off SOURCE. PROVIDERS: {'source':
+    [uuids], 'destination': [uuids]} of both trees, where its CLASSES
+    must have moved; TIMEOUT: how long the move may take."""
 
     server_id: str
     name: str
     source: str
-    host: str
     classes: list
     providers: dict
     timeout: int
-    gpus: int = None
-    under_way: bool = False
 
     def effect(self, world):
         """The plan of a document moves no server."""
 
 
-@_declare('server.migrate',
-          "the server's host and status, and its allocations")
-class ServerMigrate(Operation):
-    """Cold-migrate server SERVER_ID from SOURCE to HOST, then confirm
-    unless CONFIRM is False (left in VERIFY_RESIZE)."""
+@_arguments
+class _MoveTo(_Move):
+    """To HOST; GPUS: the units it held (more after the move is
+    said)."""
 
-    server_id: str
-    name: str
-    source: str
     host: str
-    classes: list
-    providers: dict
-    timeout: int
+    gpus: int = None
+
+
+_MOVED = "the server's host and status, and its allocations"
+
+
+@_declare('server.live_migrate', _MOVED)
+class ServerLiveMigrate(_MoveTo):
+    """Live-migrate the server from SOURCE to HOST. UNDER_WAY: Nova runs
+    that move already (an earlier drain's): wait for it, send nothing."""
+
+    under_way: bool = False
+
+    effect = _Move.effect
+
+
+@_declare('server.migrate', _MOVED)
+class ServerMigrate(_MoveTo):
+    """Cold-migrate the server from SOURCE to HOST, then confirm unless
+    CONFIRM is False (left in VERIFY_RESIZE); UNDER_WAY as a live
+    migration's."""
+
     confirm: bool = True
-    gpus: int = None
     under_way: bool = False
 
-    def effect(self, world):
-        """The plan of a document moves no server."""
+    effect = _Move.effect
 
 
-@_declare('server.confirm',
-          "the server's host and status, and its allocations")
-class ServerConfirm(Operation):
-    """Confirm the cold migration of server SERVER_ID to HOST."""
+@_declare('server.confirm', _MOVED)
+class ServerConfirm(_MoveTo):
+    """Confirm the cold migration of the server to HOST."""
 
-    server_id: str
-    name: str
-    source: str
-    host: str
-    classes: list
-    providers: dict
-    timeout: int
-    gpus: int = None
-
-    def effect(self, world):
-        """The plan of a document moves no server."""
+    effect = _Move.effect
 
 
 @_declare('server.shelve', "the server's status, and its allocations")
-class ServerShelve(Operation):
-    """Shelve and offload server SERVER_ID off SOURCE."""
+class ServerShelve(_Move):
+    """Shelve and offload the server off SOURCE."""
 
-    server_id: str
-    name: str
-    source: str
-    classes: list
-    providers: dict
-    timeout: int
-
-    def effect(self, world):
-        """The plan of a document moves no server."""
+    effect = _Move.effect
 
 
 # -- what undoes what --------------------------------------------------------
