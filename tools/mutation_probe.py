@@ -121,9 +121,9 @@ MUTATIONS = [
      'test_document.TestDiff.test_prune_removes_only_what_apply_marked'),
     ('image step looked up by name', 'gpuclient/ops/journal.py',
      'never one named like it\n        image = self.client.image.find_image('
-     'id, by_name=False)',
+     'image_id, by_name=False)',
      'never one named like it\n        image = self.client.image.find_image('
-     'id)',
+     'image_id)',
      'test_document_ops.TestApplyChanges.test_image_step_acts_by_the_'
      'planned_id'),
     ('api_timeout not passed to Prometheus',

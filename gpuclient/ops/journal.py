@@ -14,10 +14,13 @@
 
 * Steps run in order through the client layer. SIGINT, SIGTERM and SIGHUP
   that arrive meanwhile are deferred to the next step boundary; every
-  request is bounded by the session's timeouts (``client.set_timeouts``),
-  so the boundary comes. A second SIGINT or SIGTERM abandons the running
-  step at once: nothing more is undone, and the error names the step whose
-  outcome is unknown and the steps in effect (a re-run finishes the plan).
+  request is bounded (``cloud.http.set_timeouts``, which ``GpuClient``
+  calls on its sessions: connect and read timeouts, and a
+  ``DeadlineAdapter`` that bounds each call's whole time, its answer read
+  to the end), so the boundary comes. A second SIGINT or SIGTERM abandons
+  the running step at once: nothing more is undone, and the error names
+  the step whose outcome is unknown and the steps in effect (a re-run
+  finishes the plan).
 * When a step fails, its outcome is checked by reading the cloud back: a
   write that happened although its answer was lost (a dropped connection, a
   proxy's HTML page) counts as done and the plan goes on. A write the
@@ -33,6 +36,10 @@
   flavor extra specs, image properties) restores a key only while it still
   holds what the plan wrote; a key another writer changed since is left
   as it is and named.
+* Each operation is declared once, in ``gpuclient.rules.operations``;
+  the Executor's code that carries one out (``executes``) and reads it
+  back (``reads_back``) is registered against its declaration, and
+  ``OPERATIONS`` (checked complete at import) is the table of both.
 * Otherwise, or when interrupted, the journal undoes what it did, newest
   first (a step whose outcome could not be read is undone too: inverses are
   idempotent), and raises one CommandError that says what failed, whether
@@ -54,6 +61,7 @@ from osc_lib import exceptions
 from gpuclient.cloud import errors
 from gpuclient.i18n import _
 from gpuclient.rules import nova_rules
+from gpuclient.rules import operations
 from gpuclient.rules import plan as plan_mod
 
 LOG = logging.getLogger(__name__)
@@ -177,6 +185,33 @@ def deferred_signals(signals=DEFERRED, forward=False):
             signal.signal(signum, old)
 
 
+# the Executor's methods, by declaration: what carries each operation out,
+# and what reads it back (see OPERATIONS)
+_DOES = {}
+_READS_BACK = {}
+
+
+def _registering(table, declaration):
+    def register(method):
+        if declaration in table:
+            raise TypeError('%s registered twice' % declaration.op)
+        table[declaration] = method
+        return method
+    return register
+
+
+def executes(declaration):
+    """Method decorator: the Executor carries DECLARATION out with it
+    (called with the step's arguments)."""
+    return _registering(_DOES, declaration)
+
+
+def reads_back(declaration):
+    """Method decorator: the Executor tells with it whether a step of
+    DECLARATION holds (True, False; raises when it cannot read)."""
+    return _registering(_READS_BACK, declaration)
+
+
 class Executor:
     """Runs plan operations through a GpuClient, and reads them back."""
 
@@ -278,8 +313,9 @@ class Executor:
     # -- do -------------------------------------------------------------------
 
     def run(self, step):
-        operation(step.op).do(self, **step.args)
+        operation(step.operation).do(self, **step.args)
 
+    @executes(operations.AggregateCreate)
     def _do_aggregate_create(self, name, zone=None, metadata=None):
         # the plan observed no aggregate of that name: one there now (or
         # Nova's 409) is another writer's
@@ -296,12 +332,14 @@ class Executor:
         if metadata:
             self._do_aggregate_metadata(name, metadata)
 
+    @executes(operations.AggregateDelete)
     def _do_aggregate_delete(self, name):
         agg = self.aggregate(name, refresh=True)
         if agg is not None:
             self.client.compute.delete_aggregate(agg)
         self._aggregates.pop(name, None)
 
+    @executes(operations.AggregateMetadata)
     def _do_aggregate_metadata(self, name, metadata, expect=None):
         agg = self._need_aggregate(name)
         if expect is not None:
@@ -313,11 +351,13 @@ class Executor:
                 return
         self.client.compute.set_aggregate_metadata(agg, metadata)
 
+    @executes(operations.AggregateAddZone)
     def _do_aggregate_add_zone(self, name, zone):
         agg = self._need_aggregate(name)
         self.client.compute.set_aggregate_metadata(
             agg, {plan_mod.ZONE_KEY: zone})
 
+    @executes(operations.AggregateAddHost)
     def _do_aggregate_add_host(self, name, host, providers=()):
         agg = self._need_aggregate(name)
         try:
@@ -333,6 +373,7 @@ class Executor:
         # sync_aggregates" would
         self._mirror(agg, providers, add=True)
 
+    @executes(operations.AggregateRemoveHost)
     def _do_aggregate_remove_host(self, name, host, providers=()):
         agg = self._need_aggregate(name)
         try:
@@ -358,9 +399,11 @@ class Executor:
         return [p for p in providers
                 if uuid in self.client.placement.aggregates(p)[0]]
 
+    @executes(operations.TraitCreate)
     def _do_trait_create(self, trait):
         self.client.placement.create_trait(trait)
 
+    @executes(operations.TraitDelete)
     def _do_trait_delete(self, trait):
         if not self.client.placement.delete_trait(trait):
             if not self.client.placement.providers_with_trait(trait):
@@ -371,20 +414,24 @@ class Executor:
                 _('Trait %s is still on resource providers that gpuclient '
                   'did not tag, so it was kept.') % trait)
 
+    @executes(operations.ProviderAddTraits)
     def _do_provider_add_traits(self, uuid, traits, label=None):
         self.client.placement.update_traits(uuid, add=traits)
 
+    @executes(operations.ProviderRemoveTraits)
     def _do_provider_remove_traits(self, uuid, traits, label=None):
         self.client.placement.update_traits(uuid, remove=traits)
 
+    @executes(operations.FlavorCreate)
     def _do_flavor_create(self, name, fields):
         self._creating[name] = fields
         flavor = self.client.compute.create_flavor(name=name, **fields)
         self._created[name] = flavor['id']
 
-    def _do_flavor_delete(self, name, id=None):  # noqa: A002 - Nova's word
+    @executes(operations.FlavorDelete)
+    def _do_flavor_delete(self, name, flavor_id=None):
         try:
-            flavor_id = self._flavor_ref(id, name)
+            flavor_id = self._flavor_ref(flavor_id, name)
         except errors.NotFound:
             return  # a create that did not happen: nothing to delete
         try:
@@ -395,9 +442,10 @@ class Executor:
             del self._created[name]
             self._creating.pop(name, None)
 
+    @executes(operations.FlavorDescription)
     def _do_flavor_description(self, name, description,
-                               id=None, expect=None):  # noqa: A002
-        flavor_id = self._flavor_ref(id, name)
+                               flavor_id=None, expect=None):
+        flavor_id = self._flavor_ref(flavor_id, name)
         if expect is not None:
             flavor = self._flavor(flavor_id, name) or {}
             if not self._unchanged(
@@ -408,23 +456,26 @@ class Executor:
         self.client.compute.update_flavor_description(flavor_id,
                                                       description)
 
-    def _do_flavor_specs(self, name, id=None, set=None,  # noqa: A002
+    @executes(operations.FlavorSpecs)
+    def _do_flavor_specs(self, name, flavor_id=None, specs_set=None,
                          unset=(), expect=None):
-        flavor_id = self._flavor_ref(id, name)
+        flavor_id = self._flavor_ref(flavor_id, name)
         if expect is not None:
             flavor = self._flavor(flavor_id, name)
             current = (flavor or {}).get('extra_specs') or {}
             label = _('flavor %s') % name
-            set = self._unchanged(set or {}, expect, current, label)
+            specs_set = self._unchanged(specs_set or {}, expect, current,
+                                        label)
             unset = list(self._unchanged(dict.fromkeys(unset), expect,
                                          current, label))
-        if set:
-            self.client.compute.set_flavor_extra_specs(flavor_id, set)
+        if specs_set:
+            self.client.compute.set_flavor_extra_specs(flavor_id, specs_set)
         for key in unset:
             self.client.compute.delete_flavor_extra_spec(flavor_id, key)
 
-    def _do_flavor_add_access(self, name, project, id=None):  # noqa: A002
-        flavor_id = self._flavor_ref(id, name)
+    @executes(operations.FlavorAddAccess)
+    def _do_flavor_add_access(self, name, project, flavor_id=None):
+        flavor_id = self._flavor_ref(flavor_id, name)
         try:
             self.client.compute.add_flavor_access(flavor_id, project)
         except errors.Conflict:
@@ -434,19 +485,21 @@ class Executor:
                 _('Access of project %(project)s to flavor %(name)s')
                 % {'project': project, 'name': name}) from None
 
+    @executes(operations.FlavorRemoveAccess)
     def _do_flavor_remove_access(self, name, project,
-                                 id=None):  # noqa: A002
-        flavor_id = self._flavor_ref(id, name)
+                                 flavor_id=None):
+        flavor_id = self._flavor_ref(flavor_id, name)
         try:
             self.client.compute.remove_flavor_access(flavor_id, project)
         except errors.NotFound:
             if project in self.client.compute.flavor_access(flavor_id):
                 raise
 
-    def _do_image_update(self, id, name, changes,  # noqa: A002
+    @executes(operations.ImageUpdate)
+    def _do_image_update(self, image_id, name, changes,
                          expect=None):
         # the image the plan resolved, by its ID: never one named like it
-        image = self.client.image.find_image(id, by_name=False)
+        image = self.client.image.find_image(image_id, by_name=False)
         changes = self._unchanged(changes, expect, image,
                                   _('image %s') % name)
         if changes:
@@ -465,6 +518,7 @@ class Executor:
                         'description': item.get('description')}
         return None
 
+    @executes(operations.LimitSet)
     def _do_limit_set(self, project, name, limit):
         have = self.limit(project, name)
         limits = self.client.limits
@@ -477,6 +531,7 @@ class Executor:
         elif have['limit'] != limit:
             limits.update_limit(have['id'], limit)
 
+    @executes(operations.LimitDescribe)
     def _do_limit_describe(self, project, name, description, expect=None):
         have = self.limit(project, name)
         if have is None:
@@ -497,6 +552,7 @@ class Executor:
             self.client.limits.update_limit(have['id'],
                                             description=description)
 
+    @executes(operations.LimitDelete)
     def _do_limit_delete(self, project, name):
         have = self.limit(project, name)
         if have is not None and project is None:
@@ -515,19 +571,23 @@ class Executor:
             _('Compute service %s does not exist (any more).') % service_id,
             404)
 
-    def _do_service_disable(self, host, id, reason):  # noqa: A002
-        self.client.compute.set_service_status(id, False, reason)
+    @executes(operations.ServiceDisable)
+    def _do_service_disable(self, host, service_id, reason):
+        self.client.compute.set_service_status(service_id, False, reason)
 
-    def _do_service_enable(self, host, id):  # noqa: A002
-        self.client.compute.set_service_status(id, True)
+    @executes(operations.ServiceEnable)
+    def _do_service_enable(self, host, service_id):
+        self.client.compute.set_service_status(service_id, True)
 
-    def _holds_service_disable(self, host, id, reason):  # noqa: A002
-        service = self.service(id)
+    @reads_back(operations.ServiceDisable)
+    def _holds_service_disable(self, host, service_id, reason):
+        service = self.service(service_id)
         return (service.get('status') == 'disabled'
                 and service.get('disabled_reason') == reason)
 
-    def _holds_service_enable(self, host, id):  # noqa: A002
-        return self.service(id).get('status') == 'enabled'
+    @reads_back(operations.ServiceEnable)
+    def _holds_service_enable(self, host, service_id):
+        return self.service(service_id).get('status') == 'enabled'
 
     # -- server moves (drain) ---------------------------------------------
 
@@ -701,119 +761,128 @@ class Executor:
         return (server.get(HOST) == host and not server.get(TASK)
                 and (server.get('status') or '').upper() in statuses)
 
-    def _do_server_live_migrate(self, id, name, source, host,  # noqa: A002
+    @executes(operations.ServerLiveMigrate)
+    def _do_server_live_migrate(self, server_id, name, source, host,
                                 classes, providers, timeout, gpus=None,
                                 under_way=False):
-        label = _label(id, name)
+        label = _label(server_id, name)
         doing = _('Live migration of server %s') % label
-        server = self._server(id, name)
+        server = self._server(server_id, name)
         if not self._on(server, host, LIVE_DONE):
             def done(server):
                 return self._on(server, host, LIVE_DONE)
             if under_way:
                 # an earlier drain's move Nova still runs: wait for it
-                self._wait_move(id, name, timeout, done, source, doing)
+                self._wait_move(server_id, name, timeout, done, source,
+                                doing)
             else:
                 self._act_and_wait(
-                    id, name, 'os-migrateLive',
+                    server_id, name, 'os-migrateLive',
                     {'host': host, 'block_migration': 'auto'}, timeout,
                     done, source, doing)
-        self._check_allocations(id, name, classes, providers, 'destination',
-                                gpus)
+        self._check_allocations(server_id, name, classes, providers,
+                                'destination', gpus)
 
-    def _do_server_migrate(self, id, name, source, host,  # noqa: A002
+    @executes(operations.ServerMigrate)
+    def _do_server_migrate(self, server_id, name, source, host,
                            classes, providers, timeout, confirm=True,
                            gpus=None, under_way=False):
-        label = _label(id, name)
+        label = _label(server_id, name)
         doing = _('Cold migration of server %s') % label
-        server = self._server(id, name)
+        server = self._server(server_id, name)
         if not (self._on(server, host, COLD_DONE)
                 or self._on(server, host, ('VERIFY_RESIZE',))):
             def done(server):
                 return self._on(server, host, ('VERIFY_RESIZE',) + COLD_DONE)
             if under_way:
                 # an earlier drain's move Nova still runs: wait for it
-                server = self._wait_move(id, name, timeout, done, source,
-                                         doing)
+                server = self._wait_move(server_id, name, timeout, done,
+                                         source, doing)
             else:
                 server = self._act_and_wait(
-                    id, name, 'migrate', {'host': host}, timeout, done,
+                    server_id, name, 'migrate', {'host': host}, timeout, done,
                     source, doing)
         if confirm and (server.get('status') or '').upper() == (
                 'VERIFY_RESIZE'):
-            self._do_server_confirm(id, name, source, host, classes,
+            self._do_server_confirm(server_id, name, source, host, classes,
                                     providers, timeout, gpus)
             return
-        self._check_allocations(id, name, classes, providers, 'destination',
-                                gpus)
+        self._check_allocations(server_id, name, classes, providers,
+                                'destination', gpus)
 
-    def _do_server_confirm(self, id, name, source, host,  # noqa: A002
+    @executes(operations.ServerConfirm)
+    def _do_server_confirm(self, server_id, name, source, host,
                            classes, providers, timeout, gpus=None):
-        label = _label(id, name)
+        label = _label(server_id, name)
         doing = _('Confirming the migration of server %s') % label
-        server = self._server(id, name)
+        server = self._server(server_id, name)
         if not self._on(server, host, COLD_DONE):
             if (server.get('status') or '').upper() == 'VERIFY_RESIZE' and (
-                    self._act(id, 'confirmResize') is not None):
+                    self._act(server_id, 'confirmResize') is not None):
                 # the answer was lost, and a confirmation under way looks
                 # like one not sent (VERIFY_RESIZE until it ends): send it
                 # again; Nova refuses it (no migration waits for one) when
                 # the first one got through, and the wait below tells
                 try:
-                    self._act(id, 'confirmResize')
+                    self._act(server_id, 'confirmResize')
                 except errors.APIError as exc:
                     if not refused(exc):
                         raise
             self._wait_server(
-                id, name, timeout,
+                server_id, name, timeout,
                 lambda server: self._on(server, host, COLD_DONE), doing,
                 asked=True)
-        self._check_allocations(id, name, classes, providers, 'destination',
-                                gpus)
+        self._check_allocations(server_id, name, classes, providers,
+                                'destination', gpus)
 
-    def _do_server_shelve(self, id, name, source, classes,  # noqa: A002
+    @executes(operations.ServerShelve)
+    def _do_server_shelve(self, server_id, name, source, classes,
                           providers, timeout):
-        label = _label(id, name)
+        label = _label(server_id, name)
         doing = _('Shelving server %s') % label
-        server = self._server(id, name)
+        server = self._server(server_id, name)
         status = (server.get('status') or '').upper()
         if status not in ('SHELVED', 'SHELVED_OFFLOADED'):
             server = self._act_and_wait(
-                id, name, 'shelve', None, timeout,
+                server_id, name, 'shelve', None, timeout,
                 lambda server: (server.get('status') or '').upper() in (
                     'SHELVED', 'SHELVED_OFFLOADED') and not server.get(TASK),
                 source, doing)
         if (server.get('status') or '').upper() == 'SHELVED':
             # [DEFAULT] shelved_offload_time > 0: offload now, which frees
             # the host's GPUs
-            self._act(id, 'shelveOffload')
+            self._act(server_id, 'shelveOffload')
             self._wait_server(
-                id, name, timeout,
+                server_id, name, timeout,
                 lambda server: (server.get('status') or '').upper() == (
                     'SHELVED_OFFLOADED') and not server.get(TASK), doing)
-        self._check_allocations(id, name, classes, providers, None)
+        self._check_allocations(server_id, name, classes, providers, None)
 
     # -- read back --------------------------------------------------------
 
     def holds(self, step):
         """True when the cloud shows the step's effect, False when not."""
-        return operation(step.op).holds(self, **step.args)
+        return operation(step.operation).holds(self, **step.args)
 
+    @reads_back(operations.AggregateCreate)
     def _holds_aggregate_create(self, name, zone=None, metadata=None):
         agg = self.aggregate(name, refresh=True)
         return agg is not None and all(
             (agg.metadata or {}).get(k) == v
             for k, v in (metadata or {}).items())
 
+    @reads_back(operations.AggregateDelete)
     def _holds_aggregate_delete(self, name):
         return self.aggregate(name, refresh=True) is None
 
+    @reads_back(operations.AggregateMetadata)
     def _holds_aggregate_metadata(self, name, metadata, expect=None):
         agg = self.aggregate(name, refresh=True)
         if agg is None:
             return False
         return _holds_values(agg.metadata or {}, metadata, expect)
 
+    @reads_back(operations.AggregateAddZone)
     def _holds_aggregate_add_zone(self, name, zone):
         agg = self.aggregate(name, refresh=True)
         return agg is not None and (
@@ -829,12 +898,14 @@ class Executor:
         return (agg, host in (agg.hosts or []),
                 self._mirrored(agg, providers or ()))
 
+    @reads_back(operations.AggregateAddHost)
     def _holds_aggregate_add_host(self, name, host, providers=()):
         agg, member, mirrored = self._membership(name, host, providers)
         if agg is None:
             return False
         return member and len(mirrored) == len(providers or ())
 
+    @reads_back(operations.AggregateRemoveHost)
     def _holds_aggregate_remove_host(self, name, host, providers=()):
         agg, member, mirrored = self._membership(name, host, providers)
         if agg is None:
@@ -844,29 +915,35 @@ class Executor:
     def _trait_exists(self, trait):
         return bool(self.client.placement.existing_traits({trait}))
 
+    @reads_back(operations.TraitCreate)
     def _holds_trait_create(self, trait):
         return self._trait_exists(trait)
 
+    @reads_back(operations.TraitDelete)
     def _holds_trait_delete(self, trait):
         return not self._trait_exists(trait)
 
     def _provider_traits(self, uuid):
         return set(self.client.placement.traits(uuid)[0])
 
+    @reads_back(operations.ProviderAddTraits)
     def _holds_provider_add_traits(self, uuid, traits, label=None):
         return set(traits) <= self._provider_traits(uuid)
 
+    @reads_back(operations.ProviderRemoveTraits)
     def _holds_provider_remove_traits(self, uuid, traits, label=None):
         return not (set(traits) & self._provider_traits(uuid))
 
+    @reads_back(operations.FlavorCreate)
     def _holds_flavor_create(self, name, fields):
         flavor_id = self.created_flavor(name)
         return flavor_id is not None and self._flavor(
             flavor_id, name) is not None
 
-    def _holds_flavor_delete(self, name, id=None):  # noqa: A002
+    @reads_back(operations.FlavorDelete)
+    def _holds_flavor_delete(self, name, flavor_id=None):
         try:
-            flavor_id = self._flavor_ref(id, name)
+            flavor_id = self._flavor_ref(flavor_id, name)
         except errors.NotFound:
             # a flavor this plan never created: nothing to delete
             return True
@@ -881,22 +958,24 @@ class Executor:
             return None, None
         return flavor_id, self._flavor(flavor_id, name)
 
+    @reads_back(operations.FlavorDescription)
     def _holds_flavor_description(self, name, description,
-                                  id=None, expect=None):  # noqa: A002
-        _flavor_id, flavor = self._named_flavor(id, name)
+                                  flavor_id=None, expect=None):
+        _flavor_id, flavor = self._named_flavor(flavor_id, name)
         if flavor is None:
             return False
         return _holds_values(
             {'description': flavor.get('description') or None},
             {'description': description}, expect)
 
-    def _holds_flavor_specs(self, name, set,  # noqa: A002
-                            unset, id=None, expect=None):  # noqa: A002
-        _flavor_id, flavor = self._named_flavor(id, name)
+    @reads_back(operations.FlavorSpecs)
+    def _holds_flavor_specs(self, name, specs_set,
+                            unset, flavor_id=None, expect=None):
+        _flavor_id, flavor = self._named_flavor(flavor_id, name)
         if flavor is None:
             return False
         specs = flavor.get('extra_specs') or {}
-        wanted = dict(set or {}, **dict.fromkeys(unset))
+        wanted = dict(specs_set or {}, **dict.fromkeys(unset))
         return _holds_values(specs, wanted, expect)
 
     def _access(self, flavor_id, name):
@@ -907,28 +986,33 @@ class Executor:
             return None
         return self.client.compute.flavor_access(flavor_id)
 
+    @reads_back(operations.FlavorAddAccess)
     def _holds_flavor_add_access(self, name, project,
-                                 id=None):  # noqa: A002
-        access = self._access(id, name)
+                                 flavor_id=None):
+        access = self._access(flavor_id, name)
         return access is not None and project in access
 
+    @reads_back(operations.FlavorRemoveAccess)
     def _holds_flavor_remove_access(self, name, project,
-                                    id=None):  # noqa: A002
-        access = self._access(id, name)
+                                    flavor_id=None):
+        access = self._access(flavor_id, name)
         return access is not None and project not in access
 
-    def _holds_image_update(self, id, name, changes,  # noqa: A002
+    @reads_back(operations.ImageUpdate)
+    def _holds_image_update(self, image_id, name, changes,
                             expect=None):
         try:
-            image = self.client.image.find_image(id, by_name=False)
+            image = self.client.image.find_image(image_id, by_name=False)
         except errors.NotFound:
             return False
         return _holds_values(image, changes, expect)
 
+    @reads_back(operations.LimitSet)
     def _holds_limit_set(self, project, name, limit):
         have = self.limit(project, name)
         return have is not None and have['limit'] == limit
 
+    @reads_back(operations.LimitDescribe)
     def _holds_limit_describe(self, project, name, description,
                               expect=None):
         have = self.limit(project, name)
@@ -936,40 +1020,45 @@ class Executor:
             {'description': have.get('description') or None},
             {'description': description}, expect)
 
+    @reads_back(operations.LimitDelete)
     def _holds_limit_delete(self, project, name):
         return self.limit(project, name) is None
 
-    def _moved(self, id, name, classes, providers, where):  # noqa: A002
+    def _moved(self, server_id, name, classes, providers, where):
         try:
-            self._check_allocations(id, name, classes, providers, where)
+            self._check_allocations(server_id, name, classes, providers, where)
         except errors.APIError:
             return False
         return True
 
-    def _holds_server_live_migrate(self, id, name, source, host,  # noqa: A002
+    @reads_back(operations.ServerLiveMigrate)
+    def _holds_server_live_migrate(self, server_id, name, source, host,
                                    classes, providers, timeout, gpus=None,
                                    under_way=False):
-        return self._on(self._server(id, name), host, LIVE_DONE) and (
-            self._moved(id, name, classes, providers, 'destination'))
+        return self._on(self._server(server_id, name), host, LIVE_DONE) and (
+            self._moved(server_id, name, classes, providers, 'destination'))
 
-    def _holds_server_migrate(self, id, name, source, host,  # noqa: A002
+    @reads_back(operations.ServerMigrate)
+    def _holds_server_migrate(self, server_id, name, source, host,
                               classes, providers, timeout, confirm=True,
                               gpus=None, under_way=False):
         wanted = COLD_DONE if confirm else ('VERIFY_RESIZE',) + COLD_DONE
-        return self._on(self._server(id, name), host, wanted) and (
-            self._moved(id, name, classes, providers, 'destination'))
+        return self._on(self._server(server_id, name), host, wanted) and (
+            self._moved(server_id, name, classes, providers, 'destination'))
 
-    def _holds_server_confirm(self, id, name, source, host,  # noqa: A002
+    @reads_back(operations.ServerConfirm)
+    def _holds_server_confirm(self, server_id, name, source, host,
                               classes, providers, timeout, gpus=None):
-        return self._on(self._server(id, name), host, COLD_DONE) and (
-            self._moved(id, name, classes, providers, 'destination'))
+        return self._on(self._server(server_id, name), host, COLD_DONE) and (
+            self._moved(server_id, name, classes, providers, 'destination'))
 
-    def _holds_server_shelve(self, id, name, source, classes,  # noqa: A002
+    @reads_back(operations.ServerShelve)
+    def _holds_server_shelve(self, server_id, name, source, classes,
                              providers, timeout):
-        server = self._server(id, name)
+        server = self._server(server_id, name)
         return ((server.get('status') or '').upper() == 'SHELVED_OFFLOADED'
                 and not server.get(TASK)
-                and self._moved(id, name, classes, providers, None))
+                and self._moved(server_id, name, classes, providers, None))
 
     def try_holds(self, step):
         """holds(), or None when the cloud cannot be read."""
@@ -981,152 +1070,44 @@ class Executor:
 
 
 
-class Operation(collections.namedtuple('Operation', 'do holds inverse')):
-    """One journal operation: ``do(executor, **args)`` carries it out,
-    ``holds(executor, **args)`` reads back whether the cloud shows it, and
-    ``inverse`` names the operation of the step that undoes it (as the
-    step builders of ``gpuclient.rules.plan`` pair them): one name, a
-    tuple of the names it can be (limit.set: limit.delete when there was
-    no limit, limit.set with the old value else), or None when it is not
-    undone (flavor.delete: a re-created flavor would get another ID)."""
+class Operation(collections.namedtuple('Operation', 'do holds')):
+    """How the Executor runs one declared operation (its inverses and
+    effect are in the declaration): ``do(executor, **args)`` carries it
+    out, ``holds(executor, **args)`` reads back whether the cloud shows
+    it."""
 
     __slots__ = ()
 
-    def inverses(self):
-        """The names ``inverse`` allows, as a tuple."""
-        if self.inverse is None:
-            return ()
-        if isinstance(self.inverse, str):
-            return (self.inverse,)
-        return tuple(self.inverse)
+
+def _table():
+    """{declaration: Operation} for every declaration of
+    ``rules.operations``; an import error when one lacks its do or its
+    read-back, or a method is registered for no declaration."""
+    declared = set(operations.DECLARED)
+    missing = sorted(d.op for d in declared
+                     if d not in _DOES or d not in _READS_BACK)
+    stray = sorted(getattr(d, 'op', repr(d))
+                   for d in (set(_DOES) | set(_READS_BACK)) - declared)
+    if missing or stray:
+        raise ImportError(
+            'journal: operations without do or read-back: %s; registered '
+            'for no declaration: %s' % (missing, stray))
+    return {d: Operation(do=_DOES[d], holds=_READS_BACK[d])
+            for d in operations.DECLARED}
 
 
-OPERATIONS = {
-    'aggregate.create': Operation(
-        do=Executor._do_aggregate_create,
-        holds=Executor._holds_aggregate_create,
-        inverse='aggregate.delete'),
-    'aggregate.delete': Operation(
-        do=Executor._do_aggregate_delete,
-        holds=Executor._holds_aggregate_delete,
-        inverse='aggregate.create'),
-    # undone by itself, with the old values (and ``expect``)
-    'aggregate.metadata': Operation(
-        do=Executor._do_aggregate_metadata,
-        holds=Executor._holds_aggregate_metadata,
-        inverse='aggregate.metadata'),
-    # not undone: Nova takes no zone off an aggregate (an empty zone is
-    # refused); a zone replaced is an aggregate.metadata step instead
-    'aggregate.add_zone': Operation(
-        do=Executor._do_aggregate_add_zone,
-        holds=Executor._holds_aggregate_add_zone,
-        inverse=None),
-    'aggregate.add_host': Operation(
-        do=Executor._do_aggregate_add_host,
-        holds=Executor._holds_aggregate_add_host,
-        inverse='aggregate.remove_host'),
-    'aggregate.remove_host': Operation(
-        do=Executor._do_aggregate_remove_host,
-        holds=Executor._holds_aggregate_remove_host,
-        inverse='aggregate.add_host'),
-    'trait.create': Operation(
-        do=Executor._do_trait_create,
-        holds=Executor._holds_trait_create,
-        inverse='trait.delete'),
-    'trait.delete': Operation(
-        do=Executor._do_trait_delete,
-        holds=Executor._holds_trait_delete,
-        inverse='trait.create'),
-    'provider.add_traits': Operation(
-        do=Executor._do_provider_add_traits,
-        holds=Executor._holds_provider_add_traits,
-        inverse='provider.remove_traits'),
-    'provider.remove_traits': Operation(
-        do=Executor._do_provider_remove_traits,
-        holds=Executor._holds_provider_remove_traits,
-        inverse='provider.add_traits'),
-    # its undo deletes the ID the create returned
-    'flavor.create': Operation(
-        do=Executor._do_flavor_create,
-        holds=Executor._holds_flavor_create,
-        inverse='flavor.delete'),
-    # not undone: a re-created flavor would get another ID
-    'flavor.delete': Operation(
-        do=Executor._do_flavor_delete,
-        holds=Executor._holds_flavor_delete,
-        inverse=None),
-    # undone by itself, with the old description (and ``expect``)
-    'flavor.description': Operation(
-        do=Executor._do_flavor_description,
-        holds=Executor._holds_flavor_description,
-        inverse='flavor.description'),
-    # undone by itself, with the old values
-    'flavor.specs': Operation(
-        do=Executor._do_flavor_specs,
-        holds=Executor._holds_flavor_specs,
-        inverse='flavor.specs'),
-    'flavor.add_access': Operation(
-        do=Executor._do_flavor_add_access,
-        holds=Executor._holds_flavor_add_access,
-        inverse='flavor.remove_access'),
-    'flavor.remove_access': Operation(
-        do=Executor._do_flavor_remove_access,
-        holds=Executor._holds_flavor_remove_access,
-        inverse='flavor.add_access'),
-    # undone by itself, with the old values
-    'image.update': Operation(
-        do=Executor._do_image_update,
-        holds=Executor._holds_image_update,
-        inverse='image.update'),
-    # no limit before: deleted; else set to the old value
-    'limit.set': Operation(
-        do=Executor._do_limit_set,
-        holds=Executor._holds_limit_set,
-        inverse=('limit.delete', 'limit.set')),
-    'limit.delete': Operation(
-        do=Executor._do_limit_delete,
-        holds=Executor._holds_limit_delete,
-        inverse='limit.set'),
-    # undone by itself, with the old description
-    'limit.describe': Operation(
-        do=Executor._do_limit_describe,
-        holds=Executor._holds_limit_describe,
-        inverse='limit.describe'),
-    # undone by each other (the old reason given back)
-    'service.disable': Operation(
-        do=Executor._do_service_disable,
-        holds=Executor._holds_service_disable,
-        inverse='service.enable'),
-    'service.enable': Operation(
-        do=Executor._do_service_enable,
-        holds=Executor._holds_service_enable,
-        inverse='service.disable'),
-    # forward only (gpu host drain): a move is not undone
-    'server.live_migrate': Operation(
-        do=Executor._do_server_live_migrate,
-        holds=Executor._holds_server_live_migrate,
-        inverse=None),
-    'server.migrate': Operation(
-        do=Executor._do_server_migrate,
-        holds=Executor._holds_server_migrate,
-        inverse=None),
-    'server.confirm': Operation(
-        do=Executor._do_server_confirm,
-        holds=Executor._holds_server_confirm,
-        inverse=None),
-    'server.shelve': Operation(
-        do=Executor._do_server_shelve,
-        holds=Executor._holds_server_shelve,
-        inverse=None),
-}
+OPERATIONS = _table()
 
 
-def operation(name):
-    """The Operation named NAME (one of ``plan.OPERATIONS``)."""
+def operation(operation_or_declaration):
+    """The Operation of a declaration (or of an instance of one)."""
+    declaration = operation_or_declaration
+    if not isinstance(declaration, type):
+        declaration = type(declaration)
     try:
-        return OPERATIONS[name]
+        return OPERATIONS[declaration]
     except KeyError:
-        raise ValueError(name) from None
+        raise ValueError(declaration) from None
 
 
 def _holds_values(current, wanted, expect=None):
@@ -1156,11 +1137,11 @@ def _error_text(exc):
 
 def _several_writes(step):
     """Steps that are more than one write can fail half-way."""
-    if step.op == 'flavor.specs':
-        return bool(step.args.get('set')) + len(step.args.get('unset')
-                                                 or ()) > 1
-    if step.op == 'aggregate.create':
-        return bool(step.args.get('metadata'))
+    operation = step.operation
+    if isinstance(operation, operations.FlavorSpecs):
+        return bool(operation.specs_set) + len(operation.unset or ()) > 1
+    if isinstance(operation, operations.AggregateCreate):
+        return bool(operation.metadata)
     return False
 
 

@@ -43,6 +43,7 @@ from gpuclient.rules import checks
 from gpuclient.rules import document
 from gpuclient.rules import flavor_plan
 from gpuclient.rules import images as images_mod
+from gpuclient.rules import operations
 from gpuclient.rules import plan as plan_mod
 from gpuclient.rules import pool_plan
 from gpuclient.rules import pools as pools_mod
@@ -51,7 +52,7 @@ from gpuclient.rules import specs
 
 # the ID (flavor, limit) or uuid (aggregate) of what the plan creates,
 # in the World: Nova and Keystone give the real one when the step runs
-NEW = 'new:'
+NEW = operations.NEW
 
 
 class Refused(exceptions.CommandError):
@@ -182,134 +183,10 @@ class World:
 
     # -- a step's effect ------------------------------------------------------
 
-    def _by_id(self, flavor_id, name):
-        flavor_id = flavor_id or NEW + name
-        for flavor in self.flavors:
-            if flavor['id'] == flavor_id:
-                return flavor
-        return None
-
-    def _traits(self, uuid):
-        summary = self.placement.summaries.setdefault(uuid, {})
-        summary['traits'] = set(summary.get('traits') or ())
-        return summary['traits']
-
     def apply(self, step):
-        """Make the world what it is once STEP has run."""
-        args, op = step.args, step.op
-        kind, _dot, action = op.partition('.')
-        getattr(self, '_%s_%s' % (kind, action))(**args)
-
-    def _aggregate_create(self, name, zone=None, metadata=None):
-        meta = dict(metadata or {})
-        if zone:
-            meta[plan_mod.ZONE_KEY] = zone
-        self.aggregates[name] = {
-            'name': name, 'id': None, 'uuid': NEW + name, 'hosts': [],
-            'metadata': meta, 'availability_zone': zone or None}
-
-    def _aggregate_delete(self, name):
-        self.aggregates.pop(name, None)
-
-    def _aggregate_metadata(self, name, metadata, expect=None):
-        agg = self.aggregates[name]
-        for key, value in metadata.items():
-            if value is None:
-                agg['metadata'].pop(key, None)
-            else:
-                agg['metadata'][key] = value
-            if key == plan_mod.ZONE_KEY:
-                agg['availability_zone'] = value
-
-    def _aggregate_add_zone(self, name, zone):
-        self._aggregate_metadata(name, {plan_mod.ZONE_KEY: zone})
-
-    def _aggregate_add_host(self, name, host, providers=()):
-        hosts = self.aggregates[name]['hosts']
-        if host not in hosts:
-            hosts.append(host)
-
-    def _aggregate_remove_host(self, name, host, providers=()):
-        hosts = self.aggregates[name]['hosts']
-        if host in hosts:
-            hosts.remove(host)
-
-    def _trait_create(self, trait):
-        self.existing_traits.add(trait)
-
-    def _trait_delete(self, trait):
-        self.existing_traits.discard(trait)
-
-    def _provider_add_traits(self, uuid, traits, label=None):
-        self._traits(uuid).update(traits)
-
-    def _provider_remove_traits(self, uuid, traits, label=None):
-        self._traits(uuid).difference_update(traits)
-
-    def _flavor_create(self, name, fields):
-        flavor = dict(fields, id=NEW + name, name=name, extra_specs={})
-        self.flavors.append(flavor)
-        if not fields.get('os-flavor-access:is_public', True):
-            self.access[flavor['id']] = []
-
-    def _flavor_delete(self, name, id=None):  # noqa: A002 - Nova's word
-        flavor = self._by_id(id, name)
-        if flavor is not None:
-            self.flavors.remove(flavor)
-            self.access.pop(flavor['id'], None)
-
-    def _flavor_description(self, name, description, id=None,  # noqa: A002
-                            expect=None):
-        self._by_id(id, name)['description'] = description
-
-    def _flavor_specs(self, name, id=None, set=None,  # noqa: A002
-                      unset=(), expect=None):
-        extra = self._by_id(id, name)['extra_specs']
-        extra.update(set or {})
-        for key in unset:
-            extra.pop(key, None)
-
-    def _flavor_add_access(self, name, project, id=None):  # noqa: A002
-        projects = self.access.setdefault(self._by_id(id, name)['id'], [])
-        if project not in projects:
-            projects.append(project)
-
-    def _flavor_remove_access(self, name, project, id=None):  # noqa: A002
-        projects = self.access.get(self._by_id(id, name)['id']) or []
-        if project in projects:
-            projects.remove(project)
-
-    def _image_update(self, id, name, changes, expect=None):  # noqa: A002
-        image = self.image_by_id(id)
-        for key, value in changes.items():
-            if value is None:
-                image.pop(key, None)
-            else:
-                image[key] = value
-
-    def _limit_set(self, project, name, limit):
-        if project is None:
-            have = self.registered.setdefault(name, {'id': NEW + name})
-            have['limit'] = limit
-            return
-        for item in self.limits:
-            if item['project_id'] == project and (
-                    item['resource_name'] == name):
-                item['resource_limit'] = limit
-                return
-        self.limits.append({'id': NEW + name, 'project_id': project,
-                            'resource_name': name, 'resource_limit': limit})
-
-    def _limit_describe(self, project, name, description, expect=None):
-        self.limit(project, name)['description'] = description
-
-    def _limit_delete(self, project, name):
-        if project is None:
-            self.registered.pop(name, None)
-            return
-        self.limits = [i for i in self.limits
-                       if (i['project_id'], i['resource_name'])
-                       != (project, name)]
+        """Make the world what it is once STEP has run: the effect its
+        operation declares (``operations``)."""
+        step.operation.effect(self)
 
 
 def _stranded_escape(pool, hosts):
@@ -681,11 +558,12 @@ def plan(world, current, wanted, prune=False, recreate_flavors=False,
 
 def _marks_only(step):
     """Whether STEP writes gpu apply's mark and nothing else."""
-    if step.op == 'flavor.specs':
-        return not step.args['unset'] and set(step.args['set']) == {
+    operation = step.operation
+    if isinstance(operation, operations.FlavorSpecs):
+        return not operation.unset and set(operation.specs_set) == {
             document.FLAVOR_MARK}
-    if step.op == 'aggregate.metadata':
-        return set(step.args['metadata']) == {document.POOL_MARK}
+    if isinstance(operation, operations.AggregateMetadata):
+        return set(operation.metadata) == {document.POOL_MARK}
     return False
 
 
@@ -697,10 +575,10 @@ def touched_flavors(current, wanted, plan_):
     for step in plan_:
         if _marks_only(step):
             continue  # gpu apply's mark changes nothing Nova reads
-        if step.op.startswith('flavor.'):
-            names.add(step.args['name'])
-        elif step.op.startswith('aggregate.'):
-            pools.add(step.args['name'])
+        if isinstance(step.operation, operations.ON_FLAVORS):
+            names.add(step.operation.name)
+        elif isinstance(step.operation, operations.ON_AGGREGATES):
+            pools.add(step.operation.name)
     return {f['name'] for f in wanted['flavors']
             if f['name'] in names or f['pool'] in pools}
 

@@ -37,6 +37,7 @@ from osc_lib import exceptions
 
 from gpuclient.i18n import _
 from gpuclient.rules import names
+from gpuclient.rules import operations
 
 MAX_LENGTH = 255
 _KEY_RE = re.compile(r'[a-zA-Z0-9\-_:. ]{1,%d}' % MAX_LENGTH)
@@ -142,37 +143,39 @@ def check_trait(trait):
     return trait
 
 
-def _metadata(step, what):
-    for key, value in (step.args.get('metadata') or {}).items():
+def _metadata(metadata, what):
+    for key, value in (metadata or {}).items():
         check_pair(key, value, what)
 
 
 def check_step(step):
     """Refuse a step whose write Nova or Placement would refuse."""
-    op, args = step.op, step.args
-    if op == 'aggregate.create':
-        check_name(args['name'], _('aggregate name'))
-        if args.get('zone'):
-            check_name(args['zone'], _('availability zone'), colon=False)
-        _metadata(step, _('aggregate metadata key'))
-    elif op == 'aggregate.metadata':
-        _metadata(step, _('aggregate metadata key'))
-    elif op == 'aggregate.add_zone':
-        check_name(args['zone'], _('availability zone'), colon=False)
-    elif op == 'flavor.create':
-        check_name(args['name'], _('flavor name'))
-        check_description((args.get('fields') or {}).get('description'))
-    elif op == 'flavor.description':
-        check_description(args.get('description'))
-    elif op == 'flavor.specs':
-        for key, value in (args.get('set') or {}).items():
+    operation = step.operation
+    if isinstance(operation, operations.AggregateCreate):
+        check_name(operation.name, _('aggregate name'))
+        if operation.zone:
+            check_name(operation.zone, _('availability zone'), colon=False)
+        _metadata(operation.metadata, _('aggregate metadata key'))
+    elif isinstance(operation, operations.AggregateMetadata):
+        _metadata(operation.metadata, _('aggregate metadata key'))
+    elif isinstance(operation, operations.AggregateAddZone):
+        check_name(operation.zone, _('availability zone'), colon=False)
+    elif isinstance(operation, operations.FlavorCreate):
+        check_name(operation.name, _('flavor name'))
+        check_description((operation.fields or {}).get('description'))
+    elif isinstance(operation, operations.FlavorDescription):
+        check_description(operation.description)
+    elif isinstance(operation, operations.FlavorSpecs):
+        for key, value in (operation.specs_set or {}).items():
             check_pair(key, value, _('flavor extra spec'))
-        for key in args.get('unset') or ():
+        for key in operation.unset or ():
             check_key(key, _('flavor extra spec'))
-    elif op in ('trait.create', 'trait.delete'):
-        check_trait(args['trait'])
-    elif op in ('provider.add_traits', 'provider.remove_traits'):
-        for trait in args['traits']:
+    elif isinstance(operation, (operations.TraitCreate,
+                                operations.TraitDelete)):
+        check_trait(operation.trait)
+    elif isinstance(operation, (operations.ProviderAddTraits,
+                                operations.ProviderRemoveTraits)):
+        for trait in operation.traits:
             check_trait(trait)
 
 

@@ -15,49 +15,11 @@
 A write command observes the cloud, asks a planner (``pool_plan``,
 ``flavor_plan``, ``images``) for the steps from what *is* to what is asked,
 and hands the plan to ``gpuclient.ops.journal``, which applies it. A step is
-data: an operation name, its arguments and a sentence; its inverse is
-another step. Every operation is idempotent ("make X so"), and so is every
-inverse, which is what lets the journal undo a step whose outcome it does
-not know and lets a re-run converge.
-
-Operations (arguments):
-
-====================  ===================================================
-aggregate.create      name, zone, metadata (set right after)
-aggregate.delete      name
-aggregate.metadata    name, metadata ({key: value, or None to delete}),
-                      expect (an undo: {key: what the step set})
-aggregate.add_zone    name, zone (on an aggregate without one; not undone:
-                      Nova takes no zone off an aggregate)
-aggregate.add_host    name, host, providers (its roots: Placement mirror)
-aggregate.remove_host name, host, providers
-trait.create          trait
-trait.delete          trait
-provider.add_traits   uuid, traits, label
-provider.remove_traits uuid, traits, label
-flavor.create         name, fields (Nova's flavor body)
-flavor.delete         id, name
-flavor.description    id, name, description (None: none), expect
-flavor.specs          id, name, set ({key: value}), unset (keys), expect
-flavor.add_access     id, name, project
-flavor.remove_access  id, name, project
-image.update          id, name, changes ({property: value, or None}),
-                      expect
-limit.set             project (None: the registered default), name, limit
-limit.delete          project (None: the registered default), name
-limit.describe        project, name, description (None: none), expect
-service.disable       host, id, reason
-service.enable        host, id
-server.live_migrate   id, name, source, host, classes, providers (the
-                      source's and the destination's: what to verify),
-                      timeout, gpus (the units it held: more after the
-                      move is said)
-server.migrate        id, name, source, host, classes, providers,
-                      timeout, confirm (False: left in VERIFY_RESIZE), gpus
-server.confirm        id, name, source, host, classes, providers, timeout,
-                      gpus
-server.shelve         id, name, source, classes, providers, timeout
-====================  ===================================================
+data: an operation (an instance of one of the declarations of
+``gpuclient.rules.operations``, which hold its arguments) and a sentence;
+its inverse is another step. Every operation is idempotent ("make X so"),
+and so is every inverse, which is what lets the journal undo a step whose
+outcome it does not know and lets a re-run converge.
 
 Server moves (``gpu host drain``) go forward only: they have no inverse
 (moving a server back is another maintenance), and a plan of them is
@@ -67,9 +29,9 @@ the re-run plans from where the servers are.
 Flavors are addressed by ID, never by name: Nova's ``GET /flavors/<x>``
 takes ``x`` as an ID first, so a flavor named like another flavor's ID
 would be the other one. A planner resolves each flavor once, by exact name
-among names, and gives its steps the ID; ``id`` None is the flavor this
-plan creates, whose ID the journal takes from the create's answer (its
-undo deletes that ID and no other).
+among names, and gives its steps the ID; ``flavor_id`` None is the flavor
+this plan creates, whose ID the journal takes from the create's answer
+(its undo deletes that ID and no other).
 
 An undo that puts back a value read at plan time carries ``expect``, what
 the step wrote: the journal restores a key only while it still holds that
@@ -79,38 +41,42 @@ value, and leaves (and names) a key another writer changed since.
 import re
 
 from gpuclient.i18n import _
+from gpuclient.rules import operations as ops
 
-OPERATIONS = (
-    'aggregate.create', 'aggregate.delete', 'aggregate.metadata',
-    'aggregate.add_zone', 'aggregate.add_host', 'aggregate.remove_host',
-    'trait.create', 'trait.delete', 'provider.add_traits',
-    'provider.remove_traits', 'flavor.create', 'flavor.delete',
-    'flavor.description', 'flavor.specs', 'flavor.add_access',
-    'flavor.remove_access',
-    'image.update', 'limit.set', 'limit.delete', 'limit.describe',
-    'service.disable', 'service.enable',
-    'server.live_migrate', 'server.migrate', 'server.confirm',
-    'server.shelve',
-)
+# the names of the operations (``operations.DECLARED``)
+OPERATIONS = tuple(d.op for d in ops.DECLARED)
 
 
 class Step:
-    """One idempotent write, what it is in words, and its inverse."""
+    """One idempotent write, what it is in words, and its inverse.
 
-    def __init__(self, op, what, inverse=None, **args):
-        if op not in OPERATIONS:
-            raise ValueError('unknown operation %s' % op)
-        self.op = op
+    OPERATION: an instance of a declaration of ``rules.operations`` (its
+    arguments); INVERSE: the step that undoes it, or None.
+    """
+
+    def __init__(self, operation, what, inverse=None):
+        if type(operation) not in ops.DECLARED:
+            raise ValueError('unknown operation %r' % (operation,))
+        self.operation = operation
         self.what = what
-        self.args = args
         self.inverse = inverse
+
+    @property
+    def op(self):
+        """The operation's name (``aggregate.create``)."""
+        return self.operation.op
+
+    @property
+    def args(self):
+        """The operation's arguments, {field: value}."""
+        return self.operation.arguments()
 
     def __repr__(self):
         return 'Step(%s, %r)' % (self.op, self.args)
 
     def __eq__(self, other):
-        return (isinstance(other, Step) and self.op == other.op
-                and self.args == other.args)
+        return (isinstance(other, Step)
+                and self.operation == other.operation)
 
     def as_dict(self):
         return {'op': self.op, 'what': self.what, 'args': self.args,
@@ -297,21 +263,21 @@ def _meta_text(metadata):
 # -- step constructors: each builds the step and its inverse --------------
 
 def create_aggregate(name, zone=None):
-    return Step('aggregate.create',
+    return Step(ops.AggregateCreate(name=name, zone=zone, metadata={}),
                 _('create host aggregate %(name)s%(zone)s')
                 % {'name': name,
                    'zone': (_(' in zone %s') % zone) if zone else ''},
-                inverse=Step('aggregate.delete',
-                             _('delete host aggregate %s') % name, name=name),
-                name=name, zone=zone, metadata={})
+                inverse=Step(ops.AggregateDelete(name=name),
+                             _('delete host aggregate %s') % name))
 
 
 def delete_aggregate(name, zone=None, metadata=None):
     """Delete an (empty) aggregate; undone by creating it with metadata."""
-    undo = Step('aggregate.create', _('create host aggregate %s again')
-                % name, name=name, zone=zone, metadata=dict(metadata or {}))
-    return Step('aggregate.delete', _('delete host aggregate %s') % name,
-                inverse=undo, name=name)
+    undo = Step(ops.AggregateCreate(name=name, zone=zone,
+                                    metadata=dict(metadata or {})),
+                _('create host aggregate %s again') % name)
+    return Step(ops.AggregateDelete(name=name),
+                _('delete host aggregate %s') % name, inverse=undo)
 
 
 def set_metadata(name, old, changes):
@@ -323,23 +289,23 @@ def set_metadata(name, old, changes):
     texts = {'name': name, 'meta': _meta_text(changes),
              'old': _meta_text(restore)}
     return _restoring(
-        'aggregate.metadata',
+        ops.AggregateMetadata,
         _('set metadata of aggregate %(name)s: %(meta)s') % texts,
         _('restore metadata of aggregate %(name)s: %(old)s') % texts,
         'metadata', changes, restore, name=name)
 
 
-def _restoring(op, what, undo_what, key, value, old, **args):
-    """A step that writes VALUE as argument KEY of OP, undone by the same
-    operation writing OLD back while VALUE is still there (``expect``)."""
+def _restoring(declaration, what, undo_what, key, value, old, **args):
+    """A step of DECLARATION that writes VALUE as its argument KEY, undone
+    by the same operation writing OLD back while VALUE is still there
+    (``expect``)."""
     expect = dict(value) if isinstance(value, dict) else {key: value}
-    return Step(op, what,
-                inverse=Step(op, undo_what, expect=expect,
-                             **dict(args, **{key: old})),
-                **dict(args, **{key: value}))
+    undo = declaration(expect=expect, **dict(args, **{key: old}))
+    return Step(declaration(**dict(args, **{key: value})), what,
+                inverse=Step(undo, undo_what))
 
 
-ZONE_KEY = 'availability_zone'
+ZONE_KEY = ops.ZONE_KEY
 
 
 def set_zone(name, old, zone):
@@ -353,108 +319,105 @@ def set_zone(name, old, zone):
         return None
     if old is not None:
         return set_metadata(name, {ZONE_KEY: old}, {ZONE_KEY: zone})
-    return Step('aggregate.add_zone',
+    return Step(ops.AggregateAddZone(name=name, zone=zone),
                 _('put host aggregate %(name)s in availability zone '
-                  '%(zone)s') % {'name': name, 'zone': zone},
-                name=name, zone=zone)
+                  '%(zone)s') % {'name': name, 'zone': zone})
 
 
 # Operations that are each other's inverse, and how a step says itself.
 _TEXTS = {
-    'aggregate.add_host': _('add host %(host)s to aggregate %(name)s'),
-    'aggregate.remove_host': _('remove host %(host)s from aggregate '
+    ops.AggregateAddHost: _('add host %(host)s to aggregate %(name)s'),
+    ops.AggregateRemoveHost: _('remove host %(host)s from aggregate '
                                '%(name)s'),
-    'trait.create': _('create trait %(trait)s'),
-    'trait.delete': _('delete trait %(trait)s'),
-    'provider.add_traits': _('add trait %(traits)s to resource provider '
+    ops.TraitCreate: _('create trait %(trait)s'),
+    ops.TraitDelete: _('delete trait %(trait)s'),
+    ops.ProviderAddTraits: _('add trait %(traits)s to resource provider '
                              '%(label)s'),
-    'provider.remove_traits': _('remove trait %(traits)s from resource '
+    ops.ProviderRemoveTraits: _('remove trait %(traits)s from resource '
                                 'provider %(label)s'),
-    'flavor.add_access': _('give project %(project)s access to flavor '
+    ops.FlavorAddAccess: _('give project %(project)s access to flavor '
                            '%(name)s'),
-    'flavor.remove_access': _('take access to flavor %(name)s from '
+    ops.FlavorRemoveAccess: _('take access to flavor %(name)s from '
                               'project %(project)s'),
 }
-_REMOVALS = ('aggregate.remove_host', 'trait.delete',
-             'provider.remove_traits', 'flavor.remove_access')
-_OPPOSITE = {}
-for _one, _other in (('aggregate.add_host', 'aggregate.remove_host'),
-                     ('trait.create', 'trait.delete'),
-                     ('provider.add_traits', 'provider.remove_traits'),
-                     ('flavor.add_access', 'flavor.remove_access')):
-    _OPPOSITE[_one], _OPPOSITE[_other] = _other, _one
+_REMOVALS = (ops.AggregateRemoveHost, ops.TraitDelete,
+             ops.ProviderRemoveTraits, ops.FlavorRemoveAccess)
 
 
-def _mirrored(op, **args):
-    """A step whose inverse is the opposite operation on the same args."""
+def _mirrored(declaration, **args):
+    """A step of DECLARATION whose inverse is its declared opposite on the
+    same args."""
     text = dict(args)
     if 'traits' in args:
         text['traits'] = ', '.join(args['traits'])
-    undo = _OPPOSITE[op]
+    (undo,) = declaration.inverses
     undo_text = _TEXTS[undo] % text
-    if op in _REMOVALS:
+    if declaration in _REMOVALS:
         undo_text = _('%s again') % undo_text
-    return Step(op, _TEXTS[op] % text,
-                inverse=Step(undo, undo_text, **args), **args)
+    return Step(declaration(**args), _TEXTS[declaration] % text,
+                inverse=Step(undo(**args), undo_text))
 
 
 def add_host(name, host, providers=()):
     """``providers``: the host's root providers, mirrored in Placement."""
-    return _mirrored('aggregate.add_host', name=name, host=host,
+    return _mirrored(ops.AggregateAddHost, name=name, host=host,
                      providers=sorted(providers))
 
 
 def remove_host(name, host, providers=()):
-    return _mirrored('aggregate.remove_host', name=name, host=host,
+    return _mirrored(ops.AggregateRemoveHost, name=name, host=host,
                      providers=sorted(providers))
 
 
 def create_trait(trait):
-    return _mirrored('trait.create', trait=trait)
+    return _mirrored(ops.TraitCreate, trait=trait)
 
 
 def delete_trait(trait):
-    return _mirrored('trait.delete', trait=trait)
+    return _mirrored(ops.TraitDelete, trait=trait)
 
 
 def add_traits(uuid, traits, label=None):
-    return _mirrored('provider.add_traits', uuid=uuid, traits=sorted(traits),
+    return _mirrored(ops.ProviderAddTraits, uuid=uuid, traits=sorted(traits),
                      label=label or uuid)
 
 
 def remove_traits(uuid, traits, label=None):
-    return _mirrored('provider.remove_traits', uuid=uuid,
+    return _mirrored(ops.ProviderRemoveTraits, uuid=uuid,
                      traits=sorted(traits), label=label or uuid)
 
 
 def create_flavor(name, fields):
     """Create flavor ``name``; undone by deleting the ID Nova gave it."""
-    return Step('flavor.create', _('create flavor %s') % name,
-                inverse=Step('flavor.delete', _('delete flavor %s') % name,
-                             id=None, name=name),
-                name=name, fields=dict(fields))
+    return Step(ops.FlavorCreate(name=name, fields=dict(fields)),
+                _('create flavor %s') % name,
+                inverse=Step(ops.FlavorDelete(name=name, flavor_id=None),
+                             _('delete flavor %s') % name))
 
 
 def delete_flavor(flavor_id, name):
     """Irreversible: a re-created flavor would get another ID."""
-    return Step('flavor.delete', _('delete flavor %(name)s (%(id)s)')
-                % {'name': name, 'id': flavor_id}, id=flavor_id, name=name)
+    return Step(ops.FlavorDelete(name=name, flavor_id=flavor_id),
+                _('delete flavor %(name)s (%(id)s)')
+                % {'name': name, 'id': flavor_id})
 
 
 def _description_text(description):
     return repr(description) if description else _('none')
 
 
-def _describing(op, label, old, description, **args):
-    """OP making the description of LABEL (now OLD) DESCRIPTION (None or
-    empty: none), undone by writing OLD back; None when it is so."""
+def _describing(declaration, label, old, description, **args):
+    """DECLARATION making the description of LABEL (now OLD) DESCRIPTION
+    (None or empty: none), undone by writing OLD back; None when it is
+    so."""
     old, description = old or None, description or None
     if old == description:
         return None
     texts = {'label': label, 'new': _description_text(description),
              'old': _description_text(old)}
     return _restoring(
-        op, _('set the description of %(label)s to %(new)s') % texts,
+        declaration,
+        _('set the description of %(label)s to %(new)s') % texts,
         _('restore the description of %(label)s: %(old)s') % texts,
         'description', description, old, **args)
 
@@ -462,8 +425,8 @@ def _describing(op, label, old, description, **args):
 def set_description(name, old, description, *, flavor_id):
     """Make the description of flavor ``name`` (now ``old``) DESCRIPTION
     (None or empty: none)."""
-    return _describing('flavor.description', _('flavor %s') % name, old,
-                       description, id=flavor_id, name=name)
+    return _describing(ops.FlavorDescription, _('flavor %s') % name, old,
+                       description, flavor_id=flavor_id, name=name)
 
 
 def flavor_specs(name, old, set_specs=None, unset=(), *, flavor_id):
@@ -483,26 +446,27 @@ def flavor_specs(name, old, set_specs=None, unset=(), *, flavor_id):
     parts += [_('%s (removed)') % k for k in unset]
     undo_parts = ['%s=%s' % kv for kv in sorted(restore.items())]
     undo_parts += [_('%s (removed)') % k for k in drop]
-    return Step('flavor.specs',
+    return Step(ops.FlavorSpecs(flavor_id=flavor_id, name=name,
+                                specs_set=set_specs, unset=unset),
                 _('set extra specs of flavor %(name)s: %(specs)s')
                 % {'name': name, 'specs': ', '.join(parts)},
-                inverse=Step('flavor.specs',
+                inverse=Step(ops.FlavorSpecs(flavor_id=flavor_id, name=name,
+                                             specs_set=restore, unset=drop,
+                                             expect=expect),
                              _('restore extra specs of flavor %(name)s: '
                                '%(specs)s')
-                             % {'name': name, 'specs': ', '.join(undo_parts)},
-                             id=flavor_id, name=name, set=restore,
-                             unset=drop, expect=expect),
-                id=flavor_id, name=name, set=set_specs, unset=unset)
+                             % {'name': name,
+                                'specs': ', '.join(undo_parts)}))
 
 
 def add_access(name, project, *, flavor_id):
     """``flavor_id``: None for the flavor this plan creates."""
-    return _mirrored('flavor.add_access', id=flavor_id, name=name,
+    return _mirrored(ops.FlavorAddAccess, flavor_id=flavor_id, name=name,
                      project=project)
 
 
 def remove_access(name, project, *, flavor_id):
-    return _mirrored('flavor.remove_access', id=flavor_id, name=name,
+    return _mirrored(ops.FlavorRemoveAccess, flavor_id=flavor_id, name=name,
                      project=project)
 
 
@@ -513,16 +477,16 @@ def update_image(image, changes):
         return None
     label = image.get('name') or image['id']
     restore = {k: image.get(k) for k in changes}
-    return Step('image.update',
+    return Step(ops.ImageUpdate(image_id=image['id'], name=label,
+                                changes=changes),
                 _('set properties of image %(name)s: %(meta)s')
                 % {'name': label, 'meta': _meta_text(changes)},
-                inverse=Step('image.update',
+                inverse=Step(ops.ImageUpdate(image_id=image['id'],
+                                             name=label, changes=restore,
+                                             expect=dict(changes)),
                              _('restore properties of image %(name)s: '
                                '%(meta)s')
-                             % {'name': label, 'meta': _meta_text(restore)},
-                             id=image['id'], name=label, changes=restore,
-                             expect=dict(changes)),
-                id=image['id'], name=label, changes=changes)
+                             % {'name': label, 'meta': _meta_text(restore)}))
 
 
 def _limit_text(project, name, limit=None):
@@ -549,21 +513,23 @@ def set_limit(project, name, limit, old=None, note=None):
     if old == limit:
         return None
     if old is None:
-        undo = Step('limit.delete', _limit_text(project, name),
-                    project=project, name=name)
+        undo = Step(ops.LimitDelete(project=project, name=name),
+                    _limit_text(project, name))
     else:
-        undo = Step('limit.set', _limit_text(project, name, old),
-                    project=project, name=name, limit=old)
-    return Step('limit.set', _noted(_limit_text(project, name, limit), note),
-                inverse=undo, project=project, name=name, limit=limit)
+        undo = Step(ops.LimitSet(project=project, name=name, limit=old),
+                    _limit_text(project, name, old))
+    return Step(ops.LimitSet(project=project, name=name, limit=limit),
+                _noted(_limit_text(project, name, limit), note),
+                inverse=undo)
 
 
 def delete_limit(project, name, old, note=None):
     """Delete the Keystone limit NAME of PROJECT (None: registered)."""
-    return Step('limit.delete', _noted(_limit_text(project, name), note),
-                inverse=Step('limit.set', _limit_text(project, name, old),
-                             project=project, name=name, limit=old),
-                project=project, name=name)
+    return Step(ops.LimitDelete(project=project, name=name),
+                _noted(_limit_text(project, name), note),
+                inverse=Step(ops.LimitSet(project=project, name=name,
+                                          limit=old),
+                             _limit_text(project, name, old)))
 
 
 def describe_limit(project, name, old, description):
@@ -572,7 +538,7 @@ def describe_limit(project, name, old, description):
     label = (_('registered limit %s') % name if project is None else
              _('limit %(name)s of project %(project)s')
              % {'name': name, 'project': project})
-    return _describing('limit.describe', label, old, description,
+    return _describing(ops.LimitDescribe, label, old, description,
                        project=project, name=name)
 
 
@@ -586,34 +552,30 @@ def disable_service(host, service_id, reason, undone=True):
     """Disable HOST's nova-compute (SERVICE_ID) with REASON; undone by
     enabling it again (not when UNDONE is False: a drain's cordon stays
     when a move fails)."""
-    inverse = Step('service.enable',
-                   _('enable compute service of %s again') % host,
-                   host=host, id=service_id) if undone else None
-    return Step('service.disable',
+    inverse = Step(ops.ServiceEnable(host=host, service_id=service_id),
+                   _('enable compute service of %s again') % host
+                   ) if undone else None
+    return Step(ops.ServiceDisable(host=host, service_id=service_id,
+                                   reason=reason),
                 _('disable compute service of %(host)s (%(reason)s)')
-                % {'host': host, 'reason': reason},
-                inverse=inverse, host=host, id=service_id, reason=reason)
+                % {'host': host, 'reason': reason}, inverse=inverse)
 
 
 def enable_service(host, service_id, reason):
     """Enable HOST's nova-compute, disabled with REASON; undone by
     disabling it again with the same reason."""
-    return Step('service.enable',
+    return Step(ops.ServiceEnable(host=host, service_id=service_id),
                 _('enable compute service of %s') % host,
-                inverse=Step('service.disable',
+                inverse=Step(ops.ServiceDisable(host=host,
+                                                service_id=service_id,
+                                                reason=reason),
                              _('disable compute service of %(host)s again '
                                '(%(reason)s)')
-                             % {'host': host, 'reason': reason},
-                             host=host, id=service_id, reason=reason),
-                host=host, id=service_id)
+                             % {'host': host, 'reason': reason}))
 
 
 def _server_label(name, server_id):
     return '%s (%s)' % (name, server_id) if name else server_id
-
-
-def _move(op, what, server_id, name, **args):
-    return Step(op, what, id=server_id, name=name, **args)
 
 
 def live_migrate(server_id, name, source, host, classes, providers,
@@ -627,13 +589,12 @@ def live_migrate(server_id, name, source, host, classes, providers,
               '%(source)s to %(host)s (under way)') if under_way else
             _('live-migrate server %(server)s from %(source)s to '
               '%(host)s'))
-    args = {'under_way': True} if under_way else {}
-    return _move('server.live_migrate',
-                 text % {'server': _server_label(name, server_id),
-                         'source': source, 'host': host},
-                 server_id, name, source=source, host=host,
-                 classes=sorted(classes), providers=providers,
-                 timeout=timeout, gpus=gpus, **args)
+    return Step(ops.ServerLiveMigrate(
+        server_id=server_id, name=name, source=source, host=host,
+        classes=sorted(classes), providers=providers, timeout=timeout,
+        gpus=gpus, under_way=under_way),
+        text % {'server': _server_label(name, server_id),
+                'source': source, 'host': host})
 
 
 def cold_migrate(server_id, name, source, host, classes, providers,
@@ -653,35 +614,32 @@ def cold_migrate(server_id, name, source, host, classes, providers,
                   '%(host)s and confirm') if confirm else
                 _('cold-migrate server %(server)s from %(source)s to '
                   '%(host)s (left to confirm)'))
-    args = {'under_way': True} if under_way else {}
-    return _move('server.migrate',
-                 text % {'server': _server_label(name, server_id),
-                         'source': source, 'host': host},
-                 server_id, name, source=source, host=host,
-                 classes=sorted(classes), providers=providers,
-                 timeout=timeout, confirm=confirm, gpus=gpus, **args)
+    return Step(ops.ServerMigrate(
+        server_id=server_id, name=name, source=source, host=host,
+        classes=sorted(classes), providers=providers, timeout=timeout,
+        confirm=confirm, gpus=gpus, under_way=under_way),
+        text % {'server': _server_label(name, server_id),
+                'source': source, 'host': host})
 
 
 def confirm_migration(server_id, name, source, host, classes, providers,
                       timeout, gpus=None):
     """Confirm the cold migration of a server that a drain left on HOST in
     VERIFY_RESIZE; forward only."""
-    return _move('server.confirm',
-                 _('confirm the migration of server %(server)s from '
-                   '%(source)s to %(host)s') % {
-                     'server': _server_label(name, server_id),
-                     'source': source, 'host': host},
-                 server_id, name, source=source, host=host,
-                 classes=sorted(classes), providers=providers,
-                 timeout=timeout, gpus=gpus)
+    return Step(ops.ServerConfirm(
+        server_id=server_id, name=name, source=source, host=host,
+        classes=sorted(classes), providers=providers, timeout=timeout,
+        gpus=gpus),
+        _('confirm the migration of server %(server)s from %(source)s to '
+          '%(host)s') % {'server': _server_label(name, server_id),
+                         'source': source, 'host': host})
 
 
 def shelve(server_id, name, source, classes, providers, timeout):
     """Shelve and offload a server off SOURCE (its GPUs freed; its owner
     unshelves it later); forward only."""
-    return _move('server.shelve',
-                 _('shelve and offload server %(server)s off %(source)s')
-                 % {'server': _server_label(name, server_id),
-                    'source': source},
-                 server_id, name, source=source, classes=sorted(classes),
-                 providers=providers, timeout=timeout)
+    return Step(ops.ServerShelve(
+        server_id=server_id, name=name, source=source,
+        classes=sorted(classes), providers=providers, timeout=timeout),
+        _('shelve and offload server %(server)s off %(source)s')
+        % {'server': _server_label(name, server_id), 'source': source})

@@ -45,7 +45,7 @@ class TestCordon(testtools.TestCase):
                            'action': cordon.CORDON}], rows)
         self.assertEqual(1, len(steps))
         self.assertEqual('service.disable', steps[0].op)
-        self.assertEqual({'host': 'h1', 'id': 'svc-h1',
+        self.assertEqual({'host': 'h1', 'service_id': 'svc-h1',
                           'reason': 'gpuclient: PSU'}, steps[0].args)
         # undone by enabling the service again
         self.assertEqual('service.enable', steps[0].inverse.op)
@@ -79,7 +79,8 @@ class TestUncordon(testtools.TestCase):
             [cordon.UNCORDON, cordon.NOT_OURS, cordon.NOT_OURS,
              cordon.ALREADY_ENABLED], [r['action'] for r in rows])
         self.assertEqual(['service.enable'], [s.op for s in steps])
-        self.assertEqual({'host': 'ours', 'id': 'svc-ours'}, steps[0].args)
+        self.assertEqual({'host': 'ours', 'service_id': 'svc-ours'},
+                         steps[0].args)
         # undone by disabling it again with the reason it had
         self.assertEqual('gpuclient: maintenance',
                          steps[0].inverse.args['reason'])

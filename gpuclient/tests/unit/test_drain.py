@@ -61,7 +61,7 @@ class TestSteps(base.TestCase):
         self.assertEqual([None] * 4, [s.inverse for s in steps])
         cold = steps[1].args
         self.assertEqual(('id-x', 'a', 'b', [PCI], 30, True, 1),
-                         (cold['id'], cold['source'], cold['host'],
+                         (cold['server_id'], cold['source'], cold['host'],
                           cold['classes'], cold['timeout'], cold['confirm'],
                           cold['gpus']))
         self.assertEqual({'source': ['rp-a', 'rp-a-gpu'],

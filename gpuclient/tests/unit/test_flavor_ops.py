@@ -75,14 +75,16 @@ class TestPlanCreate(testtools.TestCase):
             plan.steps[0].args)
         # id None: the flavor this plan creates (the journal takes its ID
         # from the create's answer, never looks the name up as an ID)
-        self.assertEqual({'id': None, 'name': 'g1', 'set': SPECS,
-                          'unset': []}, plan.steps[1].args)
+        self.assertEqual({'flavor_id': None, 'name': 'g1',
+                          'specs_set': SPECS, 'unset': [], 'expect': None},
+                         plan.steps[1].args)
         self.assertEqual(
-            [{'id': None, 'name': 'g1', 'project': 'p1'},
-             {'id': None, 'name': 'g1', 'project': 'p2'}],
+            [{'flavor_id': None, 'name': 'g1', 'project': 'p1'},
+             {'flavor_id': None, 'name': 'g1', 'project': 'p2'}],
             [plan.steps[2].args, plan.steps[3].args])
         self.assertEqual(
-            {'name': 'gpu-a100', 'metadata': {'group_policy': 'isolate'}},
+            {'name': 'gpu-a100', 'metadata': {'group_policy': 'isolate'},
+             'expect': None},
             plan.steps[4].args)
         self.assertEqual(1, len(plan.warnings))
         self.assertIn('Sets group_policy=isolate on the aggregate of pool '
@@ -120,11 +122,12 @@ class TestPlanCreate(testtools.TestCase):
             self.assertEqual(expected_ops, ops(plan), label)
             self.assertNotIn('flavor.create', ops(plan), label)
             if missing is not None:
-                self.assertEqual(missing, plan.steps[0].args['set'], label)
+                self.assertEqual(missing, plan.steps[0].args['specs_set'],
+                                 label)
                 self.assertEqual([], plan.steps[0].args['unset'], label)
             # an existing flavor is acted on by the ID the planner found
-            self.assertEqual({'id': 'f-1', 'name': 'g1', 'project': 'p2'},
-                             plan.steps[-1].args, label)
+            self.assertEqual({'flavor_id': 'f-1', 'name': 'g1',
+                              'project': 'p2'}, plan.steps[-1].args, label)
 
     def test_finishing_sets_the_aggregate_metadata_too(self):
         plan = flavor_ops.plan_create('g1', POOL, wanted(), AGG_CHANGES,
@@ -190,8 +193,8 @@ class TestPlanDelete(testtools.TestCase):
         plan = flavor_plan.delete([
             {'id': 'f1', 'name': 'g1'}, {'id': 'f2', 'name': 'g2'}])
         self.assertEqual(['flavor.delete', 'flavor.delete'], ops(plan))
-        self.assertEqual([{'id': 'f1', 'name': 'g1'},
-                          {'id': 'f2', 'name': 'g2'}],
+        self.assertEqual([{'flavor_id': 'f1', 'name': 'g1'},
+                          {'flavor_id': 'f2', 'name': 'g2'}],
                          [s.args for s in plan])
         self.assertEqual(
             ['1. delete flavor g1 (f1) (not undone on failure)',

@@ -11,8 +11,10 @@
 # under the License.
 
 """The journal's table of operations (journal.OPERATIONS) against the
-operations and step builders of gpuclient.rules.plan."""
+declarations of gpuclient.rules.operations and the step builders of
+gpuclient.rules.plan."""
 
+import dataclasses
 import inspect
 from unittest import mock
 
@@ -20,6 +22,7 @@ import fixtures
 import testtools
 
 from gpuclient.ops import journal
+from gpuclient.rules import operations
 from gpuclient.rules import plan
 
 UUID = '11111111-2222-3333-4444-555555555555'
@@ -89,35 +92,59 @@ def sample_steps():
 
 
 class TestOperations(testtools.TestCase):
+    """The one table: every declaration of rules.operations has the
+    executor's do and read-back, and the builders pair steps as the
+    declarations say."""
 
-    def test_table_is_plans_operations(self):
-        self.assertEqual(sorted(plan.OPERATIONS),
-                         sorted(journal.OPERATIONS))
-        self.assertEqual(len(plan.OPERATIONS), len(journal.OPERATIONS))
-
-    def test_every_inverse_is_an_operation(self):
-        for name, operation in journal.OPERATIONS.items():
+    def test_table_is_every_declaration(self):
+        self.assertEqual(list(operations.DECLARED),
+                         list(journal.OPERATIONS))
+        for declaration, operation in journal.OPERATIONS.items():
             self.assertIsInstance(operation, journal.Operation)
-            self.assertTrue(callable(operation.do), name)
-            self.assertTrue(callable(operation.holds), name)
-            for inverse in operation.inverses():
-                self.assertIn(inverse, journal.OPERATIONS, name)
+            self.assertTrue(callable(operation.do), declaration.op)
+            self.assertTrue(callable(operation.holds), declaration.op)
+        self.assertEqual(tuple(d.op for d in operations.DECLARED),
+                         plan.OPERATIONS)
+        self.assertEqual(len(plan.OPERATIONS), len(set(plan.OPERATIONS)))
 
-    def test_builders_pair_as_the_table_says(self):
+    def test_do_and_holds_take_the_declared_arguments(self):
+        # the executor is called with the step's arguments by keyword:
+        # its methods take exactly the declaration's fields
+        for declaration, operation in journal.OPERATIONS.items():
+            fields = [f.name for f in dataclasses.fields(declaration)]
+            for method in operation:
+                params = list(inspect.signature(method).parameters)[1:]
+                self.assertEqual(sorted(fields), sorted(params),
+                                 '%s %s' % (declaration.op,
+                                            method.__name__))
+
+    def test_every_inverse_is_a_declaration(self):
+        for declaration in operations.DECLARED:
+            for inverse in declaration.inverses:
+                self.assertIn(inverse, operations.DECLARED, declaration.op)
+
+    def test_every_declaration_has_its_own_effect_and_read_back(self):
+        for declaration in operations.DECLARED:
+            self.assertIn('effect', vars(declaration), declaration.op)
+            self.assertTrue(declaration.read_back, declaration.op)
+
+    def test_builders_pair_as_declared(self):
         seen = set()
         for builder, step in sample_steps():
             self.assertIsNotNone(step, builder)
-            seen.add(step.op)
-            operation = journal.OPERATIONS[step.op]
+            declaration = type(step.operation)
+            seen.add(declaration)
             if step.inverse is None:
-                if step.op != 'service.disable':
-                    self.assertIsNone(operation.inverse, builder)
+                if declaration is not operations.ServiceDisable:
+                    self.assertEqual((), declaration.inverses, builder)
                 # else a drain's cordon, kept when a move fails
                 continue
-            self.assertIn(step.inverse.op, operation.inverses(), builder)
+            self.assertIn(type(step.inverse.operation),
+                          declaration.inverses, builder)
         # the samples cover every operation
-        self.assertEqual(set(plan.OPERATIONS), seen | {
-            s.inverse.op for _b, s in sample_steps() if s.inverse})
+        self.assertEqual(set(operations.DECLARED), seen | {
+            type(s.inverse.operation) for _b, s in sample_steps()
+            if s.inverse})
 
     def test_every_builder_is_sampled(self):
         builders = {
@@ -127,30 +154,55 @@ class TestOperations(testtools.TestCase):
         } - NOT_BUILDERS
         self.assertEqual(builders, {b for b, _s in sample_steps()})
 
-    def test_every_inverse_a_builder_makes_is_in_the_table(self):
-        # an inverse is listed only where some builder makes it
+    def test_every_declared_inverse_is_one_a_builder_makes(self):
+        # an inverse is declared only where some builder makes it
         made = {}
         for _builder, step in sample_steps():
             if step.inverse is not None:
-                made.setdefault(step.op, set()).add(step.inverse.op)
-        for name, operation in journal.OPERATIONS.items():
-            if name in made:
-                self.assertEqual(made[name], set(operation.inverses()),
-                                 name)
+                made.setdefault(type(step.operation), set()).add(
+                    type(step.inverse.operation))
+        for declaration in operations.DECLARED:
+            if declaration in made:
+                self.assertEqual(made[declaration],
+                                 set(declaration.inverses), declaration.op)
 
     def test_run_and_holds_dispatch_through_the_table(self):
         step = plan.create_trait('CUSTOM_GPU')
         do, holds = mock.Mock(), mock.Mock(return_value=True)
-        fake = journal.Operation(do=do, holds=holds, inverse='trait.delete')
+        fake = journal.Operation(do=do, holds=holds)
         executor = journal.Executor(mock.Mock())
-        with mock.patch.dict(journal.OPERATIONS, {'trait.create': fake}):
+        with mock.patch.dict(journal.OPERATIONS,
+                             {operations.TraitCreate: fake}):
             executor.run(step)
             self.assertTrue(executor.holds(step))
         do.assert_called_once_with(executor, trait='CUSTOM_GPU')
         holds.assert_called_once_with(executor, trait='CUSTOM_GPU')
 
     def test_unknown_operation(self):
-        self.assertRaises(ValueError, journal.operation, 'nova.reboot')
+        self.assertRaises(ValueError, journal.operation, object())
+        self.assertIs(journal.OPERATIONS[operations.TraitCreate],
+                      journal.operation(operations.TraitCreate(trait='T')))
+
+    def test_a_declaration_without_do_or_read_back_fails_the_import(self):
+        for table in (journal._DOES, journal._READS_BACK):
+            with mock.patch.dict(table):
+                del table[operations.TraitCreate]
+                error = self.assertRaises(ImportError, journal._table)
+            self.assertIn("['trait.create']", str(error))
+
+    def test_a_method_for_no_declaration_fails_the_import(self):
+        @dataclasses.dataclass(frozen=True, kw_only=True)
+        class Stray(operations.Operation):
+            op = 'trait.rename'
+
+        with mock.patch.dict(journal._DOES):
+            journal.executes(Stray)(lambda executor: None)
+            error = self.assertRaises(ImportError, journal._table)
+        self.assertIn("['trait.rename']", str(error))
+
+    def test_a_declaration_registered_twice_is_refused(self):
+        self.assertRaises(TypeError, journal.executes(operations.TraitCreate),
+                          lambda executor, trait: None)
 
 
 class TestRun(testtools.TestCase):

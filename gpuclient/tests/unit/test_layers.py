@@ -16,16 +16,25 @@ tools/layers.py reads the imports (lazy ones too) of gpuclient/ and tools/;
 the rules are its rule_broken(). KNOWN lists the breaks that exist today,
 so that the list can only shrink: a new break fails test_no_new_violation,
 and a mended one fails test_known_is_not_stale until it leaves KNOWN.
+
+Each write operation is declared once (gpuclient/rules/operations.py):
+the planners, the executor and the simulation name operations only
+through those declarations (TestOperationsDeclaredOnce).
 """
 
 import ast
 import functools
+import glob
 import importlib.util
 import os
+import re
 import textwrap
 
 import fixtures
 
+from gpuclient.ops import journal
+from gpuclient.rules import document_plan
+from gpuclient.rules import operations
 from gpuclient.tests.unit import base
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
@@ -122,6 +131,120 @@ class TestOneWayToWrite(base.TestCase):
         self.assertLessEqual({'gpuclient/ops/pool_ops.py',
                               'gpuclient/ops/flavor_ops.py',
                               'gpuclient/ops/quota_ops.py'}, modules)
+
+
+# the modules that name write operations: the planners, the executor, the
+# simulation (document_plan.World) and the checks of a plan's steps
+OPERATION_USERS = ('gpuclient/rules/*plan*.py', 'gpuclient/ops/journal.py',
+                   'gpuclient/rules/nova_rules.py')
+# what the declarations module offers besides declarations
+NOT_DECLARATIONS = {'NEW', 'ZONE_KEY', 'DECLARED', 'BY_NAME', 'ON_FLAVORS',
+                    'ON_AGGREGATES', 'Operation'}
+
+
+def operation_problems(source):
+    """How SOURCE (Python) names a write operation other than through a
+    declaration of gpuclient.rules.operations, as messages:
+
+    * a string that is an operation's name (``'aggregate.create'``, or one
+      with no declaration, ``'aggregate.rename'``);
+    * ``operations.X`` where X is no declaration (nor one of the module's
+      few other names);
+    * ``getattr(obj, <a name built at run time>)``: a method found by a
+      name made from a string (``'_do_%s' % op``).
+    """
+    declared = {d.__name__ for d in operations.DECLARED}
+    kinds = {d.op.partition('.')[0] for d in operations.DECLARED}
+    shape = re.compile(r'^(%s)\.[a-z_]+$' % '|'.join(sorted(kinds)))
+    tree = ast.parse(source)
+    aliases = {'operations'}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == (
+                'gpuclient.rules'):
+            aliases.update(a.asname or a.name for a in node.names
+                           if a.name == 'operations')
+    problems = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                and shape.match(node.value):
+            known = node.value in operations.BY_NAME
+            problems.append(
+                '%d: names operation %r by a string%s' % (
+                    node.lineno, node.value,
+                    '' if known else ' (and it has no declaration)'))
+        elif (isinstance(node, ast.Attribute)
+              and isinstance(node.value, ast.Name)
+              and node.value.id in aliases
+              and node.attr not in declared | NOT_DECLARATIONS):
+            problems.append('%d: operations.%s is no declaration'
+                            % (node.lineno, node.attr))
+        elif (isinstance(node, ast.Call)
+              and isinstance(node.func, ast.Name)
+              and node.func.id == 'getattr' and len(node.args) > 1
+              and not isinstance(node.args[1], ast.Constant)):
+            problems.append('%d: getattr() with a name built at run time'
+                            % node.lineno)
+    return problems
+
+
+class TestOperationsDeclaredOnce(base.TestCase):
+    """The planners, the executor and the simulation name operations only
+    through their declarations, and every declaration has its executor
+    (do, read back) and its simulation effect."""
+
+    def test_users_name_only_declared_operations(self):
+        paths = sorted({path for pattern in OPERATION_USERS
+                        for path in glob.glob(os.path.join(ROOT, pattern))})
+        # the scan reads the real modules
+        self.assertIn(os.path.join(ROOT, 'gpuclient/rules/plan.py'), paths)
+        self.assertIn(os.path.join(ROOT, 'gpuclient/ops/journal.py'), paths)
+        self.assertIn(os.path.join(ROOT, 'gpuclient/rules/document_plan.py'),
+                      paths)
+        found = []
+        for path in paths:
+            with open(path) as source:
+                found += ['%s:%s' % (os.path.relpath(path, ROOT), problem)
+                          for problem in operation_problems(source.read())]
+        self.assertEqual([], found)
+
+    def test_every_declaration_is_executed_read_back_and_simulated(self):
+        missing = []
+        for declaration in operations.DECLARED:
+            entry = journal.OPERATIONS.get(declaration)
+            if entry is None or not (callable(entry.do)
+                                     and callable(entry.holds)):
+                missing.append('%s: no executor' % declaration.op)
+            if 'effect' not in vars(declaration):
+                missing.append('%s: no simulation effect' % declaration.op)
+            if not declaration.read_back:
+                missing.append('%s: no read-back' % declaration.op)
+        self.assertEqual([], missing)
+        self.assertEqual(set(operations.DECLARED), set(journal.OPERATIONS))
+
+    def test_the_simulation_applies_the_declared_effect(self):
+        # World.apply is the declaration's effect: no method of its own
+        # per operation
+        names = {'_%s' % d.op.replace('.', '_') for d in operations.DECLARED}
+        self.assertEqual(set(), names & set(vars(document_plan.World)))
+
+    def test_the_scan_finds_each_way_round(self):
+        source = textwrap.dedent('''\
+            from gpuclient.rules import operations as ops
+
+            def plan(step, world, op):
+                if step.op == 'aggregate.create':
+                    pass
+                ops.AggregateRename(name='x')
+                getattr(world, '_%s' % op.replace('.', '_'))(**step.args)
+                return ops.AggregateCreate(name='a'), 'aggregate.rename'
+            ''')
+        self.assertEqual(
+            ["4: names operation 'aggregate.create' by a string",
+             '6: operations.AggregateRename is no declaration',
+             '7: getattr() with a name built at run time',
+             "8: names operation 'aggregate.rename' by a string (and it "
+             "has no declaration)"],
+            sorted(operation_problems(source)))
 
 
 class TestChecker(base.TestCase):

@@ -14,6 +14,7 @@
 
 import testtools
 
+from gpuclient.rules import operations
 from gpuclient.rules import plan
 
 UUID = '11111111-2222-3333-4444-555555555555'
@@ -84,19 +85,19 @@ class TestStepConstructors(testtools.TestCase):
          lambda: plan.create_flavor('g1', {'vcpus': 4, 'ram': 1024}),
          'flavor.create',
          {'name': 'g1', 'fields': {'vcpus': 4, 'ram': 1024}},
-         # id None: the ID the create returns, and only that one
-         'flavor.delete', {'id': None, 'name': 'g1'}),
+         # flavor_id None: the ID the create returns, and only that one
+         'flavor.delete', {'flavor_id': None, 'name': 'g1'}),
         ('add_access',
          lambda: plan.add_access('g1', 'proj1', flavor_id='f-1'),
-         'flavor.add_access', {'id': 'f-1', 'name': 'g1',
+         'flavor.add_access', {'flavor_id': 'f-1', 'name': 'g1',
                                'project': 'proj1'},
-         'flavor.remove_access', {'id': 'f-1', 'name': 'g1',
+         'flavor.remove_access', {'flavor_id': 'f-1', 'name': 'g1',
                                   'project': 'proj1'}),
         ('remove_access',
          lambda: plan.remove_access('g1', 'proj1', flavor_id='f-1'),
-         'flavor.remove_access', {'id': 'f-1', 'name': 'g1',
+         'flavor.remove_access', {'flavor_id': 'f-1', 'name': 'g1',
                                   'project': 'proj1'},
-         'flavor.add_access', {'id': 'f-1', 'name': 'g1',
+         'flavor.add_access', {'flavor_id': 'f-1', 'name': 'g1',
                                'project': 'proj1'}),
     ]
 
@@ -151,18 +152,23 @@ class TestStepConstructors(testtools.TestCase):
                             'cmp1').inverse.what)
 
     def test_unknown_operation_is_refused(self):
+        # only an instance of a declaration is an operation
         error = self.assertRaises(ValueError, plan.Step, 'aggregate.rename',
                                   'rename it')
-        self.assertEqual('unknown operation aggregate.rename', str(error))
+        self.assertEqual("unknown operation 'aggregate.rename'", str(error))
+        self.assertRaises(ValueError, plan.Step, operations.TraitCreate,
+                          'the class, not an operation')
 
     def test_equality_is_op_and_args(self):
-        self.assertEqual(plan.Step('trait.create', 'one text', trait='T'),
-                         plan.Step('trait.create', 'other text', trait='T'))
-        self.assertNotEqual(plan.Step('trait.create', 'x', trait='T'),
-                            plan.Step('trait.delete', 'x', trait='T'))
-        self.assertNotEqual(plan.Step('trait.create', 'x', trait='T'),
-                            plan.Step('trait.create', 'x', trait='U'))
-        self.assertNotEqual(plan.Step('trait.create', 'x', trait='T'),
+        def step(declaration, what, trait):
+            return plan.Step(declaration(trait=trait), what)
+        create, delete = operations.TraitCreate, operations.TraitDelete
+        self.assertEqual(step(create, 'one text', 'T'),
+                         step(create, 'other text', 'T'))
+        # the same arguments, another operation
+        self.assertNotEqual(step(create, 'x', 'T'), step(delete, 'x', 'T'))
+        self.assertNotEqual(step(create, 'x', 'T'), step(create, 'x', 'U'))
+        self.assertNotEqual(step(create, 'x', 'T'),
                             ('trait.create', {'trait': 'T'}))
 
     def test_as_dict(self):
@@ -184,7 +190,8 @@ class TestSetMetadata(testtools.TestCase):
         # unchanged keys are left out
         self.assertEqual(
             {'name': 'agg',
-             'metadata': {'color': 'blue', 'new': 'yes', 'gone': None}},
+             'metadata': {'color': 'blue', 'new': 'yes', 'gone': None},
+             'expect': None},
             step.args)
         # the inverse restores old values, and deletes (None) what was new
         self.assertEqual('aggregate.metadata', step.inverse.op)
@@ -228,16 +235,17 @@ class TestFlavorSpecs(testtools.TestCase):
             unset=['trait:CUSTOM_X', 'absent:key'], flavor_id='f-1')
         self.assertEqual('flavor.specs', step.op)
         self.assertEqual(
-            {'id': 'f-1', 'name': 'g1',
-             'set': {'resources:VGPU': '2', 'group_policy': 'isolate'},
-             'unset': ['trait:CUSTOM_X']},
+            {'flavor_id': 'f-1', 'name': 'g1',
+             'specs_set': {'resources:VGPU': '2', 'group_policy': 'isolate'},
+             'unset': ['trait:CUSTOM_X'], 'expect': None},
             step.args)
         # undo: changed and unset keys get their old value, new keys go,
         # each only while it holds what the step wrote (expect)
         self.assertEqual('flavor.specs', step.inverse.op)
         self.assertEqual(
-            {'id': 'f-1', 'name': 'g1',
-             'set': {'resources:VGPU': '1', 'trait:CUSTOM_X': 'required'},
+            {'flavor_id': 'f-1', 'name': 'g1',
+             'specs_set': {'resources:VGPU': '1',
+                           'trait:CUSTOM_X': 'required'},
              'unset': ['group_policy'],
              'expect': {'resources:VGPU': '2', 'group_policy': 'isolate',
                         'trait:CUSTOM_X': None}},
@@ -253,10 +261,12 @@ class TestFlavorSpecs(testtools.TestCase):
     def test_set_wins_over_unset_of_the_same_key(self):
         step = plan.flavor_specs('g1', {'k': 'old'}, {'k': 'new'},
                                  unset=['k'], flavor_id=None)
-        self.assertEqual({'id': None, 'name': 'g1', 'set': {'k': 'new'},
-                          'unset': []}, step.args)
-        self.assertEqual({'id': None, 'name': 'g1', 'set': {'k': 'old'},
-                          'unset': [], 'expect': {'k': 'new'}},
+        self.assertEqual({'flavor_id': None, 'name': 'g1',
+                          'specs_set': {'k': 'new'}, 'unset': [],
+                          'expect': None}, step.args)
+        self.assertEqual({'flavor_id': None, 'name': 'g1',
+                          'specs_set': {'k': 'old'}, 'unset': [],
+                          'expect': {'k': 'new'}},
                          step.inverse.args)
 
     def test_nothing_changes(self):
@@ -281,13 +291,14 @@ class TestUpdateImage(testtools.TestCase):
             'hw_machine_type': 'q35'})
         self.assertEqual('image.update', step.op)
         self.assertEqual(
-            {'id': 'img-1', 'name': 'ubuntu',
+            {'image_id': 'img-1', 'name': 'ubuntu',
              'changes': {'trait:CUSTOM_X': None,
-                         'img_hide_hypervisor_id': 'true'}},
+                         'img_hide_hypervisor_id': 'true'},
+             'expect': None},
             step.args)
         self.assertEqual('image.update', step.inverse.op)
         self.assertEqual(
-            {'id': 'img-1', 'name': 'ubuntu',
+            {'image_id': 'img-1', 'name': 'ubuntu',
              'changes': {'trait:CUSTOM_X': 'required',
                          'img_hide_hypervisor_id': None},
              'expect': {'trait:CUSTOM_X': None,
@@ -323,7 +334,7 @@ def _apply_meta(data, changes):
 
 def _apply_specs(data, step):
     data = dict(data)
-    data.update(step.args['set'])
+    data.update(step.args['specs_set'])
     for key in step.args['unset']:
         data.pop(key, None)
     return data
@@ -374,7 +385,7 @@ class TestDeleteFlavor(testtools.TestCase):
     def test_irreversible(self):
         step = plan.delete_flavor('f-id', 'g1')
         self.assertEqual('flavor.delete', step.op)
-        self.assertEqual({'id': 'f-id', 'name': 'g1'}, step.args)
+        self.assertEqual({'flavor_id': 'f-id', 'name': 'g1'}, step.args)
         self.assertIsNone(step.inverse)
         self.assertEqual('delete flavor g1 (f-id)', step.what)
 

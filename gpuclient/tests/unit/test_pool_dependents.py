@@ -66,13 +66,14 @@ class TestPropertyDependents(tpp.PlanTestCase):
             update_dependents=True)
         self.assertEqual(['aggregate.metadata', 'flavor.specs',
                           'aggregate.metadata'], tpp.ops(result))
-        self.assertEqual({'name': 'v35', 'metadata': {GP: 'isolate,none'}},
-                         result.steps[0].args)
-        self.assertEqual({'id': 'id-multi', 'name': 'multi',
-                          'set': {GP: 'none'}, 'unset': []},
+        self.assertEqual({'name': 'v35', 'metadata': {GP: 'isolate,none'},
+                          'expect': None}, result.steps[0].args)
+        self.assertEqual({'flavor_id': 'id-multi', 'name': 'multi',
+                          'specs_set': {GP: 'none'}, 'unset': [],
+                          'expect': None},
                          result.steps[1].args)
-        self.assertEqual({'name': 'v35', 'metadata': {GP: 'none'}},
-                         result.steps[2].args)
+        self.assertEqual({'name': 'v35', 'metadata': {GP: 'none'},
+                          'expect': None}, result.steps[2].args)
         # undoing the last step puts the bridge back, not the old value
         self.assertEqual({GP: 'isolate,none'},
                          result.steps[2].inverse.args['metadata'])
@@ -116,8 +117,9 @@ class TestPropertyDependents(tpp.PlanTestCase):
             update_dependents=True)
         self.assertEqual(['flavor.specs', 'aggregate.metadata'],
                          tpp.ops(result))
-        self.assertEqual({'id': 'id-hand', 'name': 'hand', 'set': {},
-                          'unset': [SCOPED + 'gpu']}, result.steps[0].args)
+        self.assertEqual({'flavor_id': 'id-hand', 'name': 'hand',
+                          'specs_set': {}, 'unset': [SCOPED + 'gpu'],
+                          'expect': None}, result.steps[0].args)
 
     def test_unrelated_property_changes_alone(self):
         result = pool_plan.update_metadata(
@@ -165,11 +167,11 @@ class Simulation:
             self.traits[args['uuid']].difference_update(args['traits'])
         elif step.op == 'flavor.specs':
             specs = self.flavors[args['name']]
-            specs.update(args['set'])
+            specs.update(args['specs_set'])
             for key in args['unset']:
                 specs.pop(key, None)
         elif step.op == 'image.update':
-            image = self.images[args['id']]
+            image = self.images[args['image_id']]
             for key, value in args['changes'].items():
                 if value is None:
                     image.pop(key, None)

@@ -205,15 +205,17 @@ class TestIsolationOff(PlanTestCase):
             ['aggregate.metadata', 'flavor.specs', 'flavor.specs',
              'provider.remove_traits', 'trait.delete'], ops(result))
         self.assertEqual(
-            {'name': 'a100', 'metadata': {'trait:' + A100_TRAIT: None}},
+            {'name': 'a100', 'metadata': {'trait:' + A100_TRAIT: None},
+             'expect': None},
             result.steps[0].args)
         self.assertEqual(
-            {'id': 'id-g1', 'name': 'g1', 'set': {},
-             'unset': ['trait:' + A100_TRAIT]},
+            {'flavor_id': 'id-g1', 'name': 'g1', 'specs_set': {},
+             'unset': ['trait:' + A100_TRAIT], 'expect': None},
             result.steps[1].args)
         self.assertEqual(
-            {'id': 'id-g2', 'name': 'g2', 'set': {},
-             'unset': ['trait1:' + A100_TRAIT, 'trait:' + A100_TRAIT]},
+            {'flavor_id': 'id-g2', 'name': 'g2', 'specs_set': {},
+             'unset': ['trait1:' + A100_TRAIT, 'trait:' + A100_TRAIT],
+             'expect': None},
             result.steps[2].args)
         self.assertEqual(
             {'uuid': root('cmp1'), 'traits': [A100_TRAIT], 'label': 'cmp1'},
@@ -237,8 +239,8 @@ class TestIsolationOff(PlanTestCase):
             ['aggregate.metadata', 'flavor.specs', 'image.update',
              'provider.remove_traits', 'trait.delete'], ops(result))
         self.assertEqual(
-            {'id': 'img-1', 'name': 'ubuntu-gpu',
-             'changes': {'trait:' + A100_TRAIT: None}},
+            {'image_id': 'img-1', 'name': 'ubuntu-gpu',
+             'changes': {'trait:' + A100_TRAIT: None}, 'expect': None},
             result.steps[2].args)
 
     def test_without_dependents(self):
@@ -277,12 +279,13 @@ class TestIsolationOn(PlanTestCase):
             ['trait.create', 'provider.add_traits', 'flavor.specs',
              'aggregate.metadata'], ops(result))
         self.assertEqual(
-            {'id': 'id-g1', 'name': 'g1',
-             'set': {'trait:' + A100_TRAIT: 'required'},
-             'unset': []}, result.steps[2].args)
+            {'flavor_id': 'id-g1', 'name': 'g1',
+             'specs_set': {'trait:' + A100_TRAIT: 'required'},
+             'unset': [], 'expect': None}, result.steps[2].args)
         self.assertEqual(
             {'name': 'a100',
-             'metadata': {'trait:' + A100_TRAIT: 'required'}},
+             'metadata': {'trait:' + A100_TRAIT: 'required'},
+             'expect': None},
             result.steps[3].args)
         self.check_before(result, lambda s: s.op != 'aggregate.metadata',
                           lambda s: s.op == 'aggregate.metadata')
@@ -296,8 +299,8 @@ class TestIsolationOn(PlanTestCase):
                                          update_dependents=True)
         (step,) = [s for s in result if s.op == 'flavor.specs']
         self.assertEqual(('id-g1', 'g1'),
-                         (step.args['id'], step.args['name']))
-        self.assertEqual('id-g1', step.inverse.args['id'])
+                         (step.operation.flavor_id, step.operation.name))
+        self.assertEqual('id-g1', step.inverse.operation.flavor_id)
 
     def test_repairs_a_root_that_lost_the_trait(self):
         # (6) already isolated, but cmp2's root lacks the trait
@@ -474,8 +477,8 @@ class TestProjects(PlanTestCase):
                                            update_dependents=True)
         self.assertEqual(['flavor.remove_access', 'aggregate.metadata'],
                          ops(result))
-        self.assertEqual({'id': 'id-g1', 'name': 'g1', 'project': 'p1'},
-                         result.steps[0].args)
+        self.assertEqual({'flavor_id': 'id-g1', 'name': 'g1',
+                          'project': 'p1'}, result.steps[0].args)
 
     def test_properties(self):
         obs = self.world(color='red').observed()
@@ -516,7 +519,8 @@ class TestRemoveHost(PlanTestCase):
              'label': 'cmp2_gpu_0'}, result.steps[0].args)
         self.assertEqual(
             {'name': 'v35',
-             'metadata': {pools.owned_key(dev('cmp2', 0)): None}},
+             'metadata': {pools.owned_key(dev('cmp2', 0)): None},
+             'expect': None},
             result.steps[2].args)
         self.assertNotIn(dev('cmp2', 1), str(result.steps))
         self.assertEqual(1, len(result.warnings))
@@ -544,11 +548,13 @@ class TestRemoveHost(PlanTestCase):
              'aggregate.metadata'], ops(result))
         self.assertEqual(
             {'name': 'v35b',
-             'metadata': {pools.owned_key(dev('cmp2', 0)): NVIDIA_35}},
+             'metadata': {pools.owned_key(dev('cmp2', 0)): NVIDIA_35},
+             'expect': None},
             result.steps[0].args)
         self.assertEqual(
             {'name': 'v35',
-             'metadata': {pools.owned_key(dev('cmp2', 0)): None}},
+             'metadata': {pools.owned_key(dev('cmp2', 0)): None},
+             'expect': None},
             result.steps[2].args)
         self.assertNotIn('provider.remove_traits', ops(result))
 
@@ -670,7 +676,8 @@ class TestAddHost(PlanTestCase):
         self.assertEqual({'trait': NVIDIA_35}, result.steps[0].args)
         self.assertEqual(
             {'name': 'v35',
-             'metadata': {pools.owned_key(dev('cmp3', 0)): NVIDIA_35}},
+             'metadata': {pools.owned_key(dev('cmp3', 0)): NVIDIA_35},
+             'expect': None},
             result.steps[1].args)
         self.assertEqual(
             {'uuid': dev('cmp3', 0), 'traits': [NVIDIA_35],

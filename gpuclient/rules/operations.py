@@ -1,0 +1,549 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Pure: every write operation, declared once.
+
+A declaration is a frozen dataclass: its fields are the operation's
+arguments, and the class says the rest:
+
+* ``op``: its name, as plans, journals and messages know it
+  (``aggregate.create``);
+* ``inverses``: the operations a step of it can be undone by (as the step
+  builders of ``gpuclient.rules.plan`` pair them; empty: never undone);
+* ``effect(world)``: what it does to the cloud as a plan simulates it
+  (``document_plan.World``, whose ``apply`` calls it);
+* ``read_back``: what the journal reads to tell whether it holds.
+
+The planner (``plan``) builds steps from these classes, the executor
+(``gpuclient.ops.journal``) registers its request code (do, and read
+back) against them, and the simulation calls their ``effect``: nothing
+finds an operation by building a method name from a string.
+``test_layers`` checks that each declaration has its three parts and that
+no planner, executor or simulation names an operation without one.
+
+Every operation is idempotent ("make X so"), and so is every inverse.
+Flavors are addressed by ID (``flavor_id``; None: the flavor this plan
+creates, whose ID the journal takes from the create's answer). An undo
+that puts back a value read at plan time carries ``expect``, what the
+step wrote: the journal restores a key only while it still holds that
+value.
+"""
+
+import dataclasses
+
+# the ID (flavor, limit) or uuid (aggregate) a simulated step gives what
+# the plan creates: Nova and Keystone give the real one when the step runs
+NEW = 'new:'
+# the aggregate metadata key of its availability zone (Nova's)
+ZONE_KEY = 'availability_zone'
+
+# every declaration, in the order the table below declares them
+DECLARED = []
+
+
+class Operation:
+    """The base of every declaration (see the module's docstring)."""
+
+    op = None
+    inverses = ()
+    read_back = None
+
+    def arguments(self):
+        """The arguments, {field: value}, in declaration order."""
+        return {f.name: getattr(self, f.name)
+                for f in dataclasses.fields(self)}
+
+    def effect(self, world):
+        raise NotImplementedError(self.op)
+
+
+def _arguments(cls):
+    """Class decorator: the arguments (fields) that several declarations
+    share."""
+    return dataclasses.dataclass(frozen=True, kw_only=True)(cls)
+
+
+def _declare(op, read_back):
+    """Class decorator: a declaration named OP, read back by READ_BACK."""
+    def declare(cls):
+        cls = dataclasses.dataclass(frozen=True, kw_only=True)(cls)
+        cls.op = op
+        cls.read_back = read_back
+        DECLARED.append(cls)
+        return cls
+    return declare
+
+
+# -- the simulation's helpers (the world is a document_plan.World) ----------
+
+def _set_metadata(world, name, metadata):
+    agg = world.aggregates[name]
+    for key, value in metadata.items():
+        if value is None:
+            agg['metadata'].pop(key, None)
+        else:
+            agg['metadata'][key] = value
+        if key == ZONE_KEY:
+            agg['availability_zone'] = value
+
+
+def _flavor(world, flavor_id, name):
+    """The simulated flavor FLAVOR_ID (None: the one the plan creates)."""
+    flavor_id = flavor_id or NEW + name
+    for flavor in world.flavors:
+        if flavor['id'] == flavor_id:
+            return flavor
+    return None
+
+
+def _provider_traits(world, uuid):
+    summary = world.placement.summaries.setdefault(uuid, {})
+    summary['traits'] = set(summary.get('traits') or ())
+    return summary['traits']
+
+
+# -- host aggregates (pools) ------------------------------------------------
+
+@_declare('aggregate.create', 'the aggregate NAME, with METADATA')
+class AggregateCreate(Operation):
+    """Create aggregate NAME in ZONE; METADATA is set right after."""
+
+    name: str
+    zone: str = None
+    metadata: dict = None
+
+    def effect(self, world):
+        meta = dict(self.metadata or {})
+        if self.zone:
+            meta[ZONE_KEY] = self.zone
+        world.aggregates[self.name] = {
+            'name': self.name, 'id': None, 'uuid': NEW + self.name,
+            'hosts': [], 'metadata': meta,
+            'availability_zone': self.zone or None}
+
+
+@_declare('aggregate.delete', 'no aggregate NAME')
+class AggregateDelete(Operation):
+    """Delete (empty) aggregate NAME."""
+
+    name: str
+
+    def effect(self, world):
+        world.aggregates.pop(self.name, None)
+
+
+@_declare('aggregate.metadata', "the aggregate's METADATA")
+class AggregateMetadata(Operation):
+    """Set METADATA ({key: value, or None to delete}) on aggregate NAME;
+    EXPECT (an undo): {key: what the step set}."""
+
+    name: str
+    metadata: dict
+    expect: dict = None
+
+    def effect(self, world):
+        _set_metadata(world, self.name, self.metadata)
+
+
+@_declare('aggregate.add_zone', "the aggregate's zone")
+class AggregateAddZone(Operation):
+    """Put aggregate NAME, which has none, in ZONE. Not undone: Nova takes
+    no zone off an aggregate (an empty zone is refused); a zone replaced
+    is an AggregateMetadata step instead."""
+
+    name: str
+    zone: str
+
+    def effect(self, world):
+        _set_metadata(world, self.name, {ZONE_KEY: self.zone})
+
+
+@_arguments
+class _Membership(Operation):
+    """HOST in aggregate NAME; PROVIDERS: its roots, whose Placement
+    aggregates mirror Nova's."""
+
+    name: str
+    host: str
+    providers: list = ()
+
+
+_MEMBERS = ("the aggregate's hosts, and the Placement aggregates of "
+            'PROVIDERS')
+
+
+@_declare('aggregate.add_host', _MEMBERS)
+class AggregateAddHost(_Membership):
+    """Add HOST to aggregate NAME (and PROVIDERS to its Placement
+    aggregate)."""
+
+    def effect(self, world):
+        hosts = world.aggregates[self.name]['hosts']
+        if self.host not in hosts:
+            hosts.append(self.host)
+
+
+@_declare('aggregate.remove_host', _MEMBERS)
+class AggregateRemoveHost(_Membership):
+    """Take HOST out of aggregate NAME (and PROVIDERS out of its
+    Placement aggregate)."""
+
+    def effect(self, world):
+        hosts = world.aggregates[self.name]['hosts']
+        if self.host in hosts:
+            hosts.remove(self.host)
+
+
+# -- Placement traits --------------------------------------------------------
+
+@_declare('trait.create', "Placement's traits")
+class TraitCreate(Operation):
+    """Create custom trait TRAIT."""
+
+    trait: str
+
+    def effect(self, world):
+        world.existing_traits.add(self.trait)
+
+
+@_declare('trait.delete', "Placement's traits")
+class TraitDelete(Operation):
+    """Delete custom trait TRAIT (kept while a provider has it)."""
+
+    trait: str
+
+    def effect(self, world):
+        world.existing_traits.discard(self.trait)
+
+
+@_arguments
+class _ProviderTraits(Operation):
+    """TRAITS of resource provider UUID (LABEL: how it is said)."""
+
+    uuid: str
+    traits: list
+    label: str = None
+
+
+@_declare('provider.add_traits', "the provider's traits")
+class ProviderAddTraits(_ProviderTraits):
+    """Add TRAITS to resource provider UUID."""
+
+    def effect(self, world):
+        _provider_traits(world, self.uuid).update(self.traits)
+
+
+@_declare('provider.remove_traits', "the provider's traits")
+class ProviderRemoveTraits(_ProviderTraits):
+    """Remove TRAITS from resource provider UUID."""
+
+    def effect(self, world):
+        _provider_traits(world, self.uuid).difference_update(self.traits)
+
+
+# -- flavors (by ID; None: the one this plan creates) ------------------------
+
+@_declare('flavor.create',
+          'the flavor NAME the create returned (or the one flavor NAME '
+          'with its sizes)')
+class FlavorCreate(Operation):
+    """Create flavor NAME with FIELDS (Nova's flavor body); its undo
+    deletes the ID the create returned."""
+
+    name: str
+    fields: dict
+
+    def effect(self, world):
+        flavor = dict(self.fields, id=NEW + self.name, name=self.name,
+                      extra_specs={})
+        world.flavors.append(flavor)
+        if not self.fields.get('os-flavor-access:is_public', True):
+            world.access[flavor['id']] = []
+
+
+@_declare('flavor.delete', 'no flavor FLAVOR_ID')
+class FlavorDelete(Operation):
+    """Delete flavor FLAVOR_ID (named NAME). Not undone: a re-created
+    flavor would get another ID."""
+
+    name: str
+    flavor_id: str = None
+
+    def effect(self, world):
+        flavor = _flavor(world, self.flavor_id, self.name)
+        if flavor is not None:
+            world.flavors.remove(flavor)
+            world.access.pop(flavor['id'], None)
+
+
+@_declare('flavor.description', "the flavor's description")
+class FlavorDescription(Operation):
+    """Make the description of flavor FLAVOR_ID DESCRIPTION (None:
+    none)."""
+
+    name: str
+    description: str = None
+    flavor_id: str = None
+    expect: dict = None
+
+    def effect(self, world):
+        _flavor(world, self.flavor_id, self.name)['description'] = (
+            self.description)
+
+
+@_declare('flavor.specs', "the flavor's extra specs")
+class FlavorSpecs(Operation):
+    """Set SPECS_SET ({key: value}) and unset UNSET (keys) in the extra
+    specs of flavor FLAVOR_ID."""
+
+    name: str
+    flavor_id: str = None
+    specs_set: dict = None
+    unset: list = ()
+    expect: dict = None
+
+    def effect(self, world):
+        extra = _flavor(world, self.flavor_id, self.name)['extra_specs']
+        extra.update(self.specs_set or {})
+        for key in self.unset:
+            extra.pop(key, None)
+
+
+@_arguments
+class _Access(Operation):
+    """The access of PROJECT to flavor FLAVOR_ID (named NAME)."""
+
+    name: str
+    project: str
+    flavor_id: str = None
+
+
+@_declare('flavor.add_access', "the flavor's access list")
+class FlavorAddAccess(_Access):
+    """Give PROJECT access to (private) flavor FLAVOR_ID."""
+
+    def effect(self, world):
+        flavor = _flavor(world, self.flavor_id, self.name)
+        projects = world.access.setdefault(flavor['id'], [])
+        if self.project not in projects:
+            projects.append(self.project)
+
+
+@_declare('flavor.remove_access', "the flavor's access list")
+class FlavorRemoveAccess(_Access):
+    """Take access to flavor FLAVOR_ID from PROJECT."""
+
+    def effect(self, world):
+        flavor = _flavor(world, self.flavor_id, self.name)
+        projects = world.access.get(flavor['id']) or []
+        if self.project in projects:
+            projects.remove(self.project)
+
+
+# -- images ------------------------------------------------------------------
+
+@_declare('image.update', "the image's properties, by ID")
+class ImageUpdate(Operation):
+    """Set (value) or remove (None) CHANGES, properties of image IMAGE_ID
+    (NAME: how it is said)."""
+
+    image_id: str
+    name: str
+    changes: dict
+    expect: dict = None
+
+    def effect(self, world):
+        image = world.image_by_id(self.image_id)
+        for key, value in self.changes.items():
+            if value is None:
+                image.pop(key, None)
+            else:
+                image[key] = value
+
+
+# -- Keystone limits (PROJECT None: the registered limit) --------------------
+
+@_declare('limit.set', 'the limit NAME of PROJECT')
+class LimitSet(Operation):
+    """Make the limit NAME of PROJECT LIMIT (created when there is
+    none)."""
+
+    project: str
+    name: str
+    limit: int
+
+    def effect(self, world):
+        if self.project is None:
+            have = world.registered.setdefault(self.name,
+                                               {'id': NEW + self.name})
+            have['limit'] = self.limit
+            return
+        for item in world.limits:
+            if item['project_id'] == self.project and (
+                    item['resource_name'] == self.name):
+                item['resource_limit'] = self.limit
+                return
+        world.limits.append({'id': NEW + self.name,
+                             'project_id': self.project,
+                             'resource_name': self.name,
+                             'resource_limit': self.limit})
+
+
+@_declare('limit.delete', 'no limit NAME of PROJECT')
+class LimitDelete(Operation):
+    """Delete the limit NAME of PROJECT."""
+
+    project: str
+    name: str
+
+    def effect(self, world):
+        if self.project is None:
+            world.registered.pop(self.name, None)
+            return
+        world.limits = [i for i in world.limits
+                        if (i['project_id'], i['resource_name'])
+                        != (self.project, self.name)]
+
+
+@_declare('limit.describe', "the limit's description")
+class LimitDescribe(Operation):
+    """Make the description of the limit NAME of PROJECT DESCRIPTION
+    (None: none)."""
+
+    project: str
+    name: str
+    description: str = None
+    expect: dict = None
+
+    def effect(self, world):
+        world.limit(self.project, self.name)['description'] = (
+            self.description)
+
+
+# -- compute services (gpu host cordon / uncordon) ---------------------------
+
+@_declare('service.disable', "the service's status and reason")
+class ServiceDisable(Operation):
+    """Disable the nova-compute SERVICE_ID of HOST with REASON."""
+
+    host: str
+    service_id: str
+    reason: str
+
+    def effect(self, world):
+        """The plan of a document disables no service."""
+
+
+@_declare('service.enable', "the service's status")
+class ServiceEnable(Operation):
+    """Enable the nova-compute SERVICE_ID of HOST."""
+
+    host: str
+    service_id: str
+
+    def effect(self, world):
+        """The plan of a document enables no service."""
+
+
+# -- server moves (gpu host drain): forward only, never undone ------------
+
+@_arguments
+class _Move(Operation):
+    """Server SERVER_ID (named NAME) off SOURCE. PROVIDERS: {'source':
+    [uuids], 'destination': [uuids]} of both trees, where its CLASSES
+    must have moved; TIMEOUT: how long the move may take."""
+
+    server_id: str
+    name: str
+    source: str
+    classes: list
+    providers: dict
+    timeout: int
+
+    def effect(self, world):
+        """The plan of a document moves no server."""
+
+
+@_arguments
+class _MoveTo(_Move):
+    """To HOST; GPUS: the units it held (more after the move is
+    said)."""
+
+    host: str
+    gpus: int = None
+
+
+_MOVED = "the server's host and status, and its allocations"
+
+
+@_declare('server.live_migrate', _MOVED)
+class ServerLiveMigrate(_MoveTo):
+    """Live-migrate the server from SOURCE to HOST. UNDER_WAY: Nova runs
+    that move already (an earlier drain's): wait for it, send nothing."""
+
+    under_way: bool = False
+
+    effect = _Move.effect
+
+
+@_declare('server.migrate', _MOVED)
+class ServerMigrate(_MoveTo):
+    """Cold-migrate the server from SOURCE to HOST, then confirm unless
+    CONFIRM is False (left in VERIFY_RESIZE); UNDER_WAY as a live
+    migration's."""
+
+    confirm: bool = True
+    under_way: bool = False
+
+    effect = _Move.effect
+
+
+@_declare('server.confirm', _MOVED)
+class ServerConfirm(_MoveTo):
+    """Confirm the cold migration of the server to HOST."""
+
+    effect = _Move.effect
+
+
+@_declare('server.shelve', "the server's status, and its allocations")
+class ServerShelve(_Move):
+    """Shelve and offload the server off SOURCE."""
+
+    effect = _Move.effect
+
+
+# -- what undoes what --------------------------------------------------------
+
+for _one, _other in ((AggregateCreate, AggregateDelete),
+                     (AggregateAddHost, AggregateRemoveHost),
+                     (TraitCreate, TraitDelete),
+                     (ProviderAddTraits, ProviderRemoveTraits),
+                     (FlavorAddAccess, FlavorRemoveAccess),
+                     (ServiceDisable, ServiceEnable)):
+    _one.inverses, _other.inverses = (_other,), (_one,)
+# undone by themselves, with the old values (and ``expect``)
+for _self in (AggregateMetadata, FlavorDescription, FlavorSpecs,
+              ImageUpdate, LimitDescribe):
+    _self.inverses = (_self,)
+# its undo deletes the ID the create returned; a delete is not undone
+FlavorCreate.inverses = (FlavorDelete,)
+# no limit before: deleted; else set to the old value
+LimitSet.inverses = (LimitDelete, LimitSet)
+LimitDelete.inverses = (LimitSet,)
+del _one, _other, _self
+
+DECLARED = tuple(DECLARED)
+# the declarations by name
+BY_NAME = {d.op: d for d in DECLARED}
+# those that act on a flavor, and on an aggregate
+ON_FLAVORS = tuple(d for d in DECLARED if d.op.startswith('flavor.'))
+ON_AGGREGATES = tuple(d for d in DECLARED if d.op.startswith('aggregate.'))
