@@ -22,7 +22,7 @@ a value is a string, or a list of strings for Nova's multi-valued options
 (``[pci] alias`` and ``device_spec``); plus notes per target for what the
 cloud cannot tell. Renderers: ``render_ini``, ``kolla_files`` (the
 Kolla-Ansible override tree) and ``diff`` against an existing
-configuration parsed with ``gpuclient.rules.request.parse_ini``.
+configuration parsed with ``gpuclient.rules.scheduler.conf.parse_ini``.
 
 Only keys gpuclient owns are produced:
 

@@ -34,8 +34,7 @@ EXPLAIN_COLUMNS = ('Candidate', 'Reason')
 def _parse_resources(pairs):
     """[(normalised class, amount)] of --resource {class: text}."""
     from gpuclient.rules import names
-    from gpuclient.rules import request
-
+    from gpuclient.rules.scheduler import resource_request as request
     amounts = common.number_values(
         '--resource', pairs, _('CLASS=N with N a whole number'),
         'CUSTOM_PCI_10DE_2331=1 or VCPU=4', integer=True)

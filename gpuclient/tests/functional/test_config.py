@@ -28,7 +28,6 @@ import os
 import shutil
 import tempfile
 
-from gpuclient.rules import request
 from gpuclient.tests.functional import base
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
@@ -66,8 +65,8 @@ def read_ini(*paths):
     parsed = []
     for path in paths:
         with open(path) as conf:
-            parsed.append(request.parse_ini(conf.read(), path))
-    return request.merge_ini(parsed)
+            parsed.append(conf.parse_ini(conf.read(), path))
+    return conf.merge_ini(parsed)
 
 
 class TestConfigShow(base.FunctionalTestCase):
