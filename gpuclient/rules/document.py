@@ -49,8 +49,8 @@ from osc_lib import exceptions
 
 from gpuclient.i18n import _
 from gpuclient.rules import images as images_mod
-from gpuclient.rules import names
 from gpuclient.rules import nova_rules
+from gpuclient.rules import placement_names as names
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import quota as quota_mod
 from gpuclient.rules import specs

@@ -42,7 +42,7 @@ from osc_lib import exceptions
 
 from gpuclient.i18n import _
 from gpuclient.rules import hosts
-from gpuclient.rules import names
+from gpuclient.rules import placement_names as names
 from gpuclient.rules import plan as plan_mod
 from gpuclient.rules import pools as pools_mod
 
@@ -620,10 +620,10 @@ def quota_excess(absolute, instances=1, cores=0, ram=0):
 
 
 def quota_text(project_id, excess):
-    names = {'instances': _('instances'), 'cores': _('cores'),
-             'ram': _('RAM (MiB)')}
+    labels = {'instances': _('instances'), 'cores': _('cores'),
+              'ram': _('RAM (MiB)')}
     parts = ['%s: %d used + %d asked > %d' % (
-        names[e['resource']], e['used'], e['asked'], e['limit'])
+        labels[e['resource']], e['used'], e['asked'], e['limit'])
         for e in excess]
     return _('Project %(project)s is over its quota (%(parts)s): Nova '
              'refuses the boot before scheduling. Free some, or raise it '

@@ -32,8 +32,8 @@ import re
 from osc_lib import exceptions
 
 from gpuclient.i18n import _
-from gpuclient.rules import names
 from gpuclient.rules import nova_rules
+from gpuclient.rules import placement_names as names
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules.scheduler.filters import aggregate_instance_extra_specs
 

@@ -29,7 +29,7 @@ from osc_lib import exceptions
 
 from gpuclient.i18n import _
 from gpuclient.rules import host_names
-from gpuclient.rules import names
+from gpuclient.rules import placement_names as names
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import specs
 from gpuclient.rules.scheduler import pci

@@ -24,7 +24,7 @@ import json
 import re
 
 from gpuclient.i18n import _
-from gpuclient.rules import names
+from gpuclient.rules import placement_names as names
 from gpuclient.rules.scheduler import exception
 
 ALIAS_SPEC = 'pci_passthrough:alias'

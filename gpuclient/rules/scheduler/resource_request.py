@@ -38,7 +38,7 @@ import re
 import urllib.parse
 
 from gpuclient.i18n import _
-from gpuclient.rules import names
+from gpuclient.rules import placement_names as names
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import specs as specs_mod
 from gpuclient.rules.scheduler import conf
