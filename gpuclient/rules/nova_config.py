@@ -723,7 +723,7 @@ def _compare(section, key, want, have):
 def diff(config, existing):
     """What existing configurations lack or contradict.
 
-    ``existing``: {target: parsed ini} (``request.parse_ini`` /
+    ``existing``: {target: parsed ini} (``scheduler.conf.parse_ini`` /
     ``merge_ini`` of what that service reads), for the targets to check.
     Compute hosts are not compared on the scheduler's sections
     (``CONTROLLER_SECTIONS``). Returns [{target, section, key, kind,

@@ -352,9 +352,10 @@ def plan_delete_many(resource_classes, project_id, registered, limits,
 # -- nova.conf ---------------------------------------------------------------
 
 def conf_settings(ini):
-    """The [quota] settings of a parsed nova.conf (``request.parse_ini`` /
-    ``merge_ini`` output): driver, strategy, resource list and, for each,
-    where it came from ('config' or 'default')."""
+    """The [quota] settings of a parsed nova.conf
+    (``scheduler.conf.parse_ini`` / ``merge_ini`` output): driver,
+    strategy, resource list and, for each, where it came from ('config'
+    or 'default')."""
     section = (ini or {}).get('quota') or {}
 
     def last(key):

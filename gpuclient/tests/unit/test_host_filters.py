@@ -24,7 +24,9 @@ imported; CI runs it with the test cloud's interpreter (tools/run-functional)::
 Standard library unittest only, so that venv needs no test tools.
 """
 
+import importlib
 import json
+import pkgutil
 import unittest
 import warnings
 
@@ -411,6 +413,56 @@ class TestProjectLimits(unittest.TestCase):
                           'maxTotalCores': 20, 'totalCoresUsed': 4,
                           'maxTotalRAMSize': 51200, 'totalRAMUsed': 1024},
                          found)
+
+
+class TestRegistry(unittest.TestCase):
+    """filters.FILTERS is the one registry of the post-filters."""
+
+    def test_every_filter_module_is_registered(self):
+        found = []
+        for info in pkgutil.iter_modules(filters.__path__):
+            module = importlib.import_module(
+                '%s.%s' % (filters.__name__, info.name))
+            if hasattr(module, 'NAME'):
+                found.append(module.__name__)
+        self.assertEqual(sorted(found),
+                         sorted(f.__name__ for f in filters.FILTERS))
+
+    def test_the_order_they_run_in(self):
+        self.assertEqual(
+            ('ComputeFilter', 'AggregateInstanceExtraSpecsFilter',
+             'AggregateMultiTenancyIsolation', 'ImagePropertiesFilter',
+             'ComputeCapabilitiesFilter'), filters.CHECKED_FILTERS)
+        self.assertFalse(set(filters.CHECKED_FILTERS)
+                         & set(filters.NOT_CHECKED))
+
+    def test_a_reason_of_no_registered_filter(self):
+        self.assertEqual('h1: SomeFilter', filters.post_filter_text(
+            'h1', {'filter': 'SomeFilter'}, 'p1'))
+
+    def test_a_disabled_filter_does_not_run(self):
+        services = [{'host': 'h1', 'status': 'disabled', 'state': 'up'}]
+        self.assertEqual({'h1': [{'filter': 'ComputeFilter',
+                                  'why': 'disabled'}]},
+                         filters.post_filters(['h1'], {}, [], services,
+                                              'p1', ['ComputeFilter']))
+        self.assertEqual({}, filters.post_filters(
+            ['h1'], {}, [], services, 'p1', ['ImagePropertiesFilter']))
+
+
+@unittest.skipUnless(HAVE_NOVA, 'nova is not importable here (run with the '
+                     'test cloud\'s interpreter, see the module docstring)')
+class TestRegistryIsNovas(unittest.TestCase):
+    """Each registered filter module is named as Nova names the file of
+    the filter, and NAME is the class in it."""
+
+    def test_module_and_class_names(self):
+        for host_filter in filters.FILTERS:
+            name = host_filter.__name__.rpartition('.')[2]
+            nova_module = importlib.import_module(
+                'nova.scheduler.filters.' + name)
+            self.assertTrue(hasattr(nova_module, host_filter.NAME),
+                            (name, host_filter.NAME))
 
 
 @unittest.skipUnless(HAVE_NOVA, 'nova is not importable here (run with the '
