@@ -119,6 +119,7 @@ def main():
                      [os.path.join(ROOT, 'tools', 'testcloud'),
                       'seed-hosts', str(args.hosts)], check=True)
         print('seeded in %.1f s' % t)
+
     def new_client():
         # a fresh client layer per run, as each `openstack` process has;
         # the Placement version, read once per process, stays known

@@ -25,12 +25,14 @@ from gpuclient.cloud import versions
 from gpuclient.i18n import _
 from gpuclient.ops import snapshot
 from gpuclient.rules import baremetal
-from gpuclient.rules import explain
-from gpuclient.rules import host_filters
 from gpuclient.rules import host_names
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import quota
-from gpuclient.rules import request
+from gpuclient.rules.scheduler import conf as nova_conf
+from gpuclient.rules.scheduler import explain
+from gpuclient.rules.scheduler import filters
+from gpuclient.rules.scheduler import pci
+from gpuclient.rules.scheduler import resource_request as request
 
 LOG = logging.getLogger(__name__)
 
@@ -47,7 +49,7 @@ def collect(client, flavor=None, resources=(), required=(), image=None,
     MAX_DETAIL_HOSTS hosts and the allocations of at most
     MAX_ALLOCATION_READS providers.
     """
-    settings = settings or request.load_settings()
+    settings = settings or nova_conf.load_settings()
     # Nova's side from the snapshot other read commands use; Placement is
     # asked this flavor's own question below
     cloud = snapshot.read(client, with_placement=False)
@@ -102,7 +104,7 @@ def collect(client, flavor=None, resources=(), required=(), image=None,
     # [filter_scheduler] image_properties_default_architecture (unset
     # unless the settings give it)
     default_arch = settings.get('image_properties_default_architecture')
-    post = explain.post_filters(
+    post = filters.post_filters(
         sorted(hosts_roots), extra_specs, aggregates, services, project_id,
         settings['enabled_filters'], pools, hypervisors=hypervisors,
         image=the_image, default_arch=default_arch)
@@ -119,13 +121,13 @@ def collect(client, flavor=None, resources=(), required=(), image=None,
             'would not see them either. Raise --limit to see more.')
             % {'count': count, 'limit': req['limit']})
     enabled = settings['enabled_filters']
-    not_checked = {name: why for name, why in explain.NOT_CHECKED.items()
+    not_checked = {name: why for name, why in filters.NOT_CHECKED.items()
                    if name in enabled}
     # ImagePropertiesFilter and ComputeCapabilitiesFilter are judged; only
     # what the compute API does not show stays "not checked"
-    for name in (host_filters.IMAGE_FILTER, host_filters.CAPABILITIES_FILTER):
+    for name in (filters.IMAGE_FILTER, filters.CAPABILITIES_FILTER):
         not_checked.pop(name, None)
-    not_checked.update(host_filters.unchecked(
+    not_checked.update(filters.unchecked(
         sorted(hosts_roots), hypervisors, extra_specs, the_image, enabled,
         default_arch))
     result = {
@@ -137,7 +139,7 @@ def collect(client, flavor=None, resources=(), required=(), image=None,
         'groups': request.describe(req),
         'candidates': count,
         'hosts': kept,
-        'filtered': {host: [explain.post_filter_text(host, r, project_id)
+        'filtered': {host: [filters.post_filter_text(host, r, project_id)
                             for r in reasons]
                      for host, reasons in post.items()
                      if host in {row['host'] for row in rows}},
@@ -147,14 +149,14 @@ def collect(client, flavor=None, resources=(), required=(), image=None,
         'settings': {key: (list(value) if isinstance(value, tuple)
                            else value)
                      for key, value in settings.items()
-                     if key in request.DEFAULT_SETTINGS},
+                     if key in nova_conf.DEFAULT_SETTINGS},
         'settings_sources': settings['sources'],
         'settings_file': settings.get('file'),
         'aliases': {name: {'resource_class': alias['resource_class'],
                            'traits': sorted(alias.get('traits') or ()),
                            'source': alias.get('source')}
                     for name, alias in sorted(
-                        dict(request.pool_aliases(pools),
+                        dict(pci.pool_aliases(pools),
                              **settings['aliases']).items())},
         'placement_requests': 0,
         'eliminated': {},
@@ -173,7 +175,7 @@ def collect(client, flavor=None, resources=(), required=(), image=None,
             notes.insert(0, quota.excess_text(
                 project_id, result['quota']['gpu_excess']))
         if result['quota']['excess']:
-            notes.insert(0, host_filters.quota_text(
+            notes.insert(0, quota.quota_text(
                 project_id, result['quota']['excess']))
         for name, why in result['quota']['not_checked'].items():
             not_checked[name] = why
@@ -198,7 +200,7 @@ def _quota(client, project_id, flavor, req, conf=None):
             'the compute limits of project %(project)s could not be read: '
             '%(error)s') % {'project': project_id, 'error': exc}
         absolute = {}
-    found['excess'] = host_filters.quota_excess(
+    found['excess'] = quota.quota_excess(
         absolute, instances=1, cores=cores, ram=ram)
     if request.gpu_classes(req):
         _gpu_quota(client, project_id, req, conf, absolute, found)

@@ -21,7 +21,7 @@ from osc_lib import exceptions
 from gpuclient.i18n import _
 from gpuclient.ops import snapshot
 from gpuclient.rules import nova_config
-from gpuclient.rules import request
+from gpuclient.rules.scheduler import conf as nova_conf
 
 
 def _read(path):
@@ -38,7 +38,7 @@ def _read(path):
 
 def _parse_files(paths):
     """merge_ini over the files that exist, in order."""
-    return request.merge_ini(request.parse_ini(_read(p), p) for p in paths
+    return nova_conf.merge_ini(nova_conf.parse_ini(_read(p), p) for p in paths
                              if os.path.isfile(p))
 
 
@@ -68,7 +68,7 @@ def read_existing(path, config, hosts=()):
               'at most one --host (or a Kolla config directory).'))
     target = (nova_config.host_target(hosts[0]) if hosts
               else nova_config.SCHEDULER)
-    return {target: request.parse_ini(_read(path), path)}, {target: [path]}
+    return {target: nova_conf.parse_ini(_read(path), path)}, {target: [path]}
 
 
 def collect(client, pool_names=(), hosts=(), mig_types=None,

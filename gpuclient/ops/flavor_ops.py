@@ -62,16 +62,6 @@ def read_pools(client, required=True):
     return found, by_id
 
 
-
-
-# pure, in rules: the names kept for callers of the flavor plans
-plan_create = flavor_plan.create
-plan_delete = flavor_plan.delete
-
-
-as_request = flavor_plan.as_request
-
-
 def create(client, name, pool, vcpus, ram, disk, ephemeral=0, swap=0,
            gpus=1, numa_policy=None, public=True, projects=(),
            description=None, properties=None, dry_run=False, on_step=None,
@@ -109,7 +99,8 @@ def create(client, name, pool, vcpus, ram, disk, ephemeral=0, swap=0,
     have = flavor_id = None
     if existing:
         flavor_id = existing[0]['id']
-        have = as_request(existing[0], flavor_projects(client, existing[0]))
+        have = flavor_plan.as_request(existing[0],
+                                      flavor_projects(client, existing[0]))
     plan = flavor_plan.create(name, the_pool, wanted, agg_changes, have,
                               flavor_id)
     nova_rules.check_plan(plan)

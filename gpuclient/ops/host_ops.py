@@ -19,7 +19,7 @@ from gpuclient.ops import snapshot
 from gpuclient.rules import baremetal
 from gpuclient.rules import host_names
 from gpuclient.rules import hosts
-from gpuclient.rules import names
+from gpuclient.rules import placement_names as names
 from gpuclient.rules import pools as pools_mod
 
 

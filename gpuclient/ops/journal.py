@@ -1069,7 +1069,6 @@ class Executor:
             return None
 
 
-
 class Operation(collections.namedtuple('Operation', 'do holds')):
     """How the Executor runs one declared operation (its inverses and
     effect are in the declaration): ``do(executor, **args)`` carries it
@@ -1166,6 +1165,7 @@ def run(client, plan, dry_run=False, on_step=None):
     if not plan or dry_run:
         return None
     return apply(client, plan, on_step=on_step)
+
 
 def finish(client, plan, dry_run=False, on_step=None):
     """``run`` as a write command does it: first refuse a plan whose

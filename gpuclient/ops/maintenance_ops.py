@@ -135,8 +135,7 @@ def observe(client, hosts, requested='auto', allow_downtime=False,
     earlier drain left in VERIFY_RESIZE one that confirms it.
     """
     from gpuclient.rules import maintenance
-    from gpuclient.rules import request as request_mod
-
+    from gpuclient.rules.scheduler import conf as nova_conf
     client.compute.require(versions.COMPUTE_EMBEDDED_FLAVOR_VERSION,
                            versions.COMPUTE_HYPERVISOR_UUID_VERSION)
     cloud = snapshot.read(client, mapped_only=True)
@@ -171,7 +170,7 @@ def observe(client, hosts, requested='auto', allow_downtime=False,
         facts=maintenance.host_facts(facts or {}, trees),
         gpu_rows=_held(client, cloud, servers, draining),
         requested=requested, allow_downtime=allow_downtime,
-        settings=settings or request_mod.load_settings(), pools=cloud.pools,
+        settings=settings or nova_conf.load_settings(), pools=cloud.pools,
         aggregates=cloud.aggregates, services=cloud.services,
         hypervisors=cloud.hypervisors)
     rows = result['rows'] + maintenance.under_way_rows(

@@ -212,8 +212,8 @@ def plan_pools(client, pool_names, demand_counts, model=None,
                 'refused from %(start)s to %(end)s: nothing to plan for. '
                 'Give a longer period (--start) or --demand.')
                 % {'start': start.isoformat(), 'end': end.isoformat()})
-    wanted, of_flavor = profile_cloud.demand(demand_counts, cloud.flavors,
-                                             cloud.pools, vgpu_profiles)
+    wanted, of_flavor = profile_cloud.profiles_wanted(
+        demand_counts, cloud.flavors, cloud.pools, vgpu_profiles)
     host_roots = cloud.host_roots()
     roots = {h: sorted(host_roots.get(h) or ()) for h in hosts}
     notes += [_('%s has no compute node in Placement: its cards are not '

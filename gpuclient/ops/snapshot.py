@@ -29,7 +29,7 @@ What a command needs besides is read into the same model, each once:
 each), ``read_limits`` (Keystone's limits, two requests) and
 ``read_servers`` (every project's servers, paged). The model is plain data
 with pure questions: which roots a host has, the aggregates a root is in,
-a provider tree in the shape ``gpuclient.rules.fit`` counts in.
+a provider tree in the shape ``gpuclient.rules.scheduler.fit`` counts in.
 """
 
 import concurrent.futures
@@ -264,8 +264,6 @@ def members_of(client, pool):
     except errors.APIError as exc:
         LOG.debug('cannot read placement aggregate: %s', exc)
         return None
-
-
 
 
 def provider_summary(detail):

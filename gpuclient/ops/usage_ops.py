@@ -168,6 +168,6 @@ def demand(client, start=None, end=None, now=None):
                                pools)
     notes += more
     return ((start, end),
-            profile_demand.demand(items, changed.values(), start, end,
-                                  pools),
+            profile_demand.from_usage(items, changed.values(), start, end,
+                                      pools),
             notes)

@@ -15,14 +15,16 @@
 Everything is asked of one ``gpuclient.rules.model.Cloud``:
 
 * each flavor becomes the Placement request Nova's scheduler sends
-  (``gpuclient.rules.request.build``: device groups, ``group_policy``, traits,
-  isolation and project aggregates, root requirements);
+  (``gpuclient.rules.scheduler.resource_request.build``: device groups,
+  ``group_policy``, traits, isolation and project aggregates, root
+  requirements);
 * hosts that the filters Nova applies after Placement would remove
-  (``gpuclient.rules.explain.post_filters``: disabled or down services,
-  aggregate extra specs, project-limited aggregates, host capabilities)
-  fit nothing;
-* on every other host the count is ``gpuclient.rules.fit.fit_count`` over each
-  of its provider trees: how many copies of the request fit at once into
+  (``gpuclient.rules.scheduler.filters.post_filters``: disabled or down
+  services, aggregate extra specs, project-limited aggregates, host
+  capabilities) fit nothing;
+* on every other host the count is
+  ``gpuclient.rules.scheduler.fit.fit_count`` over each of its provider
+  trees: how many copies of the request fit at once into
   the free inventory (capacity, ``max_unit``, ``step_size``,
   ``group_policy=isolate``). Identical trees are counted once per flavor.
 
@@ -35,10 +37,10 @@ left, host out of scheduling, ...). The reason says which.
 from osc_lib import exceptions
 
 from gpuclient.i18n import _
-from gpuclient.rules import explain
-from gpuclient.rules import fit as fit_mod
-from gpuclient.rules import request as request_mod
 from gpuclient.rules import specs
+from gpuclient.rules.scheduler import filters
+from gpuclient.rules.scheduler import fit as fit_mod
+from gpuclient.rules.scheduler import resource_request as request_mod
 
 # no more counted per host and flavor (a bound, not a figure anyone meets)
 FIT_LIMIT = 10000
@@ -139,7 +141,7 @@ class Fits:
             flavor, None, self.settings, pools=cloud.pools,
             aggregates=cloud.aggregates, project_id=self.project_id)
         self.requests[fid] = req
-        post = explain.post_filters(
+        post = filters.post_filters(
             sorted(self.host_roots), flavor.get('extra_specs') or {},
             cloud.aggregates, cloud.services, self.project_id,
             self.settings['enabled_filters'], cloud.pools,
@@ -211,7 +213,7 @@ def blocker(fits, flavor, host, roots):
     """Why FLAVOR fits nowhere on HOST (one sentence)."""
     post = fits.post[flavor['id']].get(host)
     if post:
-        return explain.post_filter_text(host, post[0], fits.project_id)
+        return filters.post_filter_text(host, post[0], fits.project_id)
     short = shortage(fits, flavor, host, roots)
     if short:
         rc, free, need = short

@@ -16,9 +16,9 @@ Every check is a small function ``(cloud, settings) -> [Finding]`` over
 one ``gpuclient.rules.model.Cloud`` (read with flavors, images and pool
 members) and registered by name in ``CHECKS``. ``settings`` are the
 scheduler's settings read from ``--nova-conf`` files
-(``gpuclient.rules.request.load_settings``), or None when no file was given:
-the others assume the settings gpuclient renders (``gpu config show``),
-as ``gpu candidates`` does.
+(``gpuclient.rules.scheduler.conf.load_settings``), or None when no file
+was given: the others assume the settings gpuclient renders (``gpu config
+show``), as ``gpu candidates`` does.
 
 A check never stays silent about an object it cannot judge (nova.conf
 not given, Keystone's projects or some provider's traits not read, an
@@ -44,15 +44,18 @@ from osc_lib import exceptions
 from gpuclient.i18n import _
 from gpuclient.rules import baremetal
 from gpuclient.rules import capacity as capacity_mod
-from gpuclient.rules import explain
 from gpuclient.rules import hosts as hosts_mod
 from gpuclient.rules import images as images_mod
 from gpuclient.rules import nova_config
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import quota as quota_mod
-from gpuclient.rules import request as request_mod
 from gpuclient.rules import specs as specs_mod
 from gpuclient.rules import utilisation as utilisation_mod
+from gpuclient.rules.scheduler import conf as nova_conf
+from gpuclient.rules.scheduler import pci
+from gpuclient.rules.scheduler import resource_request as request_mod
+from gpuclient.rules.scheduler.filters import aggregate_instance_extra_specs
+from gpuclient.rules.scheduler.filters import utils as filter_utils
 
 ERROR = 'error'
 WARNING = 'warning'
@@ -427,7 +430,7 @@ def _largest(trees, rc):
 def flavor_too_many_devices(cloud, settings):
     """GPU flavors asking for more devices than any host (of their pool)
     offers: multi-vGPU flavors on pools with fewer pGPUs included."""
-    settings = settings or request_mod.load_settings()
+    settings = settings or nova_conf.load_settings()
     host_roots = cloud.host_roots()
     found = []
     for flavor, reading in _gpu_flavors(cloud):
@@ -507,7 +510,7 @@ def flavor_unscoped_keys(cloud, settings):
     """Unscoped extra specs (``group_policy``, ...) that
     AggregateInstanceExtraSpecsFilter matches against aggregate metadata
     and that no target host's aggregates satisfy."""
-    settings = settings or request_mod.load_settings()
+    settings = settings or nova_conf.load_settings()
     if 'AggregateInstanceExtraSpecsFilter' not in settings[
             'enabled_filters']:
         return []
@@ -522,8 +525,8 @@ def flavor_unscoped_keys(cloud, settings):
             continue
         failing = {}
         for host in hosts:
-            reasons = explain.extra_specs_reasons(
-                unscoped, explain.host_metadata(cloud.aggregates, host))
+            reasons = aggregate_instance_extra_specs.extra_specs_reasons(
+                unscoped, filter_utils.host_metadata(cloud.aggregates, host))
             for reason in reasons:
                 failing.setdefault(reason['key'], set()).add(host)
         for key, bad in sorted(failing.items()):
@@ -610,7 +613,7 @@ def flavor_pci_alias(cloud, settings):
 def _unresolved_aliases(reading, settings, pools):
     """The PCI aliases of a flavor neither SETTINGS nor a pool describes."""
     described = set((settings or {}).get('aliases') or ()) | set(
-        request_mod.pool_aliases(pools))
+        pci.pool_aliases(pools))
     return sorted(set(reading['aliases']) - described)
 
 
@@ -987,7 +990,7 @@ def gpu_stranded(cloud, settings):
     would use them is short of a compute class there (whatever the
     project: a host closed by its filters is reported by other checks).
     """
-    settings = settings or request_mod.load_settings()
+    settings = settings or nova_conf.load_settings()
     fits = capacity_mod.Fits(cloud, settings, None)
     usable = []
     for flavor, _reading in _gpu_flavors(cloud):

@@ -49,8 +49,8 @@ from osc_lib import exceptions
 
 from gpuclient.i18n import _
 from gpuclient.rules import images as images_mod
-from gpuclient.rules import names
 from gpuclient.rules import nova_rules
+from gpuclient.rules import placement_names as names
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import quota as quota_mod
 from gpuclient.rules import specs
@@ -134,6 +134,7 @@ def _marked(item, marked):
 def quota_marked(description):
     """Whether a Keystone limit's DESCRIPTION holds gpu apply's mark."""
     return isinstance(description, str) and QUOTA_MARK in description.split()
+
 
 _NAME = {'type': 'string', 'minLength': 1, 'maxLength': 255}
 _COUNT = {'type': 'integer', 'minimum': 0}

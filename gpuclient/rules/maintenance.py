@@ -37,7 +37,7 @@ Three questions, plain data in and out, no I/O:
     capacity list`` build (``request.build`` of its embedded flavor and
     project: pool steering, isolation and project aggregates, traits,
     root requirements), judged by ``fit.fit_counts``, and hosts that
-    Nova's filters after Placement remove (``explain.post_filters``:
+    Nova's filters after Placement remove (``filters.post_filters``:
     disabled or down services, aggregate extra specs, tenant isolation,
     host capabilities) are no destination. Hosts drained or cordoned are
     never destinations. A cold migration keeps its source allocation (the
@@ -79,13 +79,14 @@ Nova's documentation behind the rules:
 
 from gpuclient.i18n import _
 from gpuclient.rules import capacity
-from gpuclient.rules import explain
-from gpuclient.rules import fit as fit_mod
 from gpuclient.rules import plan as plan_mod
 from gpuclient.rules import pools as pools_mod
-from gpuclient.rules import request as request_mod
 from gpuclient.rules import specs as specs_mod
 from gpuclient.rules import usage
+from gpuclient.rules.scheduler import conf as nova_conf
+from gpuclient.rules.scheduler import filters
+from gpuclient.rules.scheduler import fit as fit_mod
+from gpuclient.rules.scheduler import resource_request as request_mod
 
 # --method
 AUTO, LIVE, COLD, SHELVE = 'auto', 'live', 'cold', 'shelve'
@@ -407,7 +408,7 @@ def _free_gpus(trees, classes):
 
 class Room:
     """Free capacity of the destination hosts, consumed as servers are
-    placed. TREES: {host: [provider tree as gpuclient.rules.fit takes
+    placed. TREES: {host: [provider tree as gpuclient.rules.scheduler.fit takes
     it]}; the trees given are never changed. Whether a request fits a
     tree is asked once per request and tree shape
     (``capacity.signature``), as ``gpu capacity list`` counts."""
@@ -493,18 +494,18 @@ class Room:
 def eligible(hosts, server, excluded, settings, pools, aggregates, services,
              hypervisors):
     """(hosts that may take SERVER, {host: reason}) by the filters Nova
-    applies after Placement (``explain.post_filters``), HOSTS in
+    applies after Placement (``filters.post_filters``), HOSTS in
     EXCLUDED ({host: reason}) left out first."""
     flavor = server.get('flavor') or {}
     project = server.get('tenant_id') or server.get('project_id')
     refused = {h: excluded[h] for h in hosts if h in excluded}
     rest = [h for h in hosts if h not in excluded]
-    post = explain.post_filters(
+    post = filters.post_filters(
         rest, flavor.get('extra_specs') or {}, aggregates, services,
         project, settings['enabled_filters'], pools,
         hypervisors=hypervisors)
     for host, reasons in post.items():
-        refused[host] = explain.post_filter_text(host, reasons[0], project)
+        refused[host] = filters.post_filter_text(host, reasons[0], project)
     return [h for h in rest if h not in post], refused
 
 
@@ -540,9 +541,9 @@ def plan(servers, trees, draining, cordoned=(), facts=None,
     docstring). GPU_ROWS: {server id: ``usage.server_rows`` row} for the
     GPUs it holds (class, count, devices); without one the embedded
     flavor says class and count. The other arguments as
-    ``request.build`` and ``explain.post_filters`` take them.
+    ``request.build`` and ``filters.post_filters`` take them.
     """
-    settings = settings or request_mod.load_settings()
+    settings = settings or nova_conf.load_settings()
     pools = pools or {}
     facts = facts or {}
     gpu_rows = gpu_rows or {}

@@ -242,7 +242,7 @@ class Cloud:
                 if a.get('uuid') and host in a['hosts']}
 
     def tree(self, root, aggregates=()):
-        """One provider tree as ``gpuclient.rules.fit`` takes it.
+        """One provider tree as ``gpuclient.rules.scheduler.fit`` takes it.
 
         Inventories come from the provider summaries, which carry
         capacity and usage but not min_unit, max_unit and step_size:

@@ -22,7 +22,7 @@ a value is a string, or a list of strings for Nova's multi-valued options
 (``[pci] alias`` and ``device_spec``); plus notes per target for what the
 cloud cannot tell. Renderers: ``render_ini``, ``kolla_files`` (the
 Kolla-Ansible override tree) and ``diff`` against an existing
-configuration parsed with ``gpuclient.rules.request.parse_ini``.
+configuration parsed with ``gpuclient.rules.scheduler.conf.parse_ini``.
 
 Only keys gpuclient owns are produced:
 
@@ -723,7 +723,7 @@ def _compare(section, key, want, have):
 def diff(config, existing):
     """What existing configurations lack or contradict.
 
-    ``existing``: {target: parsed ini} (``request.parse_ini`` /
+    ``existing``: {target: parsed ini} (``scheduler.conf.parse_ini`` /
     ``merge_ini`` of what that service reads), for the targets to check.
     Compute hosts are not compared on the scheduler's sections
     (``CONTROLLER_SECTIONS``). Returns [{target, section, key, kind,

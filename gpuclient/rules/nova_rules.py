@@ -36,8 +36,8 @@ import unicodedata
 from osc_lib import exceptions
 
 from gpuclient.i18n import _
-from gpuclient.rules import names
 from gpuclient.rules import operations
+from gpuclient.rules import placement_names as names
 
 MAX_LENGTH = 255
 _KEY_RE = re.compile(r'[a-zA-Z0-9\-_:. ]{1,%d}' % MAX_LENGTH)

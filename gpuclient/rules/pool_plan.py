@@ -30,7 +30,7 @@ after (isolation never leaks). Nova's rules that decide it:
   ``member_of=!in:``) to a request whose flavor and image do not require
   T; Placement then gives a host only if its tree has every required
   trait;
-* AggregateInstanceExtraSpecsFilter (``aggregate_filter``): a flavor's
+* AggregateInstanceExtraSpecsFilter (``dependents``): a flavor's
   unscoped and ``aggregate_instance_extra_specs:`` keys must match the
   metadata of the host's aggregates.
 
@@ -61,8 +61,8 @@ Hence:
 from osc_lib import exceptions
 
 from gpuclient.i18n import _
-from gpuclient.rules import aggregate_filter
 from gpuclient.rules import baremetal
+from gpuclient.rules import dependents as dependents_mod
 from gpuclient.rules import nova_rules
 from gpuclient.rules import plan as plan_mod
 from gpuclient.rules import pools as pools_mod
@@ -735,7 +735,7 @@ def update_metadata(obs, name, projects_add=(), projects_remove=(),
     result.extend(steps)
     result.warnings += notes
     result.add(plan_mod.set_metadata(
-        agg, aggregate_filter.changed(metadata, bridge), changes))
+        agg, dependents_mod.changed(metadata, bridge), changes))
     return result
 
 
@@ -743,7 +743,7 @@ def _spec_text(flavor, keys):
     specs_of = flavor.get('extra_specs') or {}
     return ', '.join(
         '%s=%s' % (spec, specs_of[spec]) for key in keys
-        for spec, _req in aggregate_filter.spec_keys(specs_of)[key])
+        for spec, _req in dependents_mod.spec_keys(specs_of)[key])
 
 
 def _bridge(old, new):
@@ -762,7 +762,7 @@ def _follow(flavor, keys, changes):
     extra_specs = flavor.get('extra_specs') or {}
     set_specs, unset = {}, []
     for key in keys:
-        follow = aggregate_filter.follow(extra_specs, key, changes[key])
+        follow = dependents_mod.follow(extra_specs, key, changes[key])
         if follow is None:
             return _('no single value of %(key)s=%(value)s for it to want; '
                      'set the one it should want yourself') % {
@@ -774,7 +774,7 @@ def _follow(flavor, keys, changes):
             specs.validate_spec(spec, value)
         except exceptions.CommandError as exc:
             return str(exc).rstrip('.')
-    after = aggregate_filter.changed(extra_specs, dict(
+    after = dependents_mod.changed(extra_specs, dict(
         set_specs, **{spec: None for spec in unset}))
     reading = specs.read(after)
     if len([g for g in reading['resources'] if g]) > 1 and (
@@ -787,7 +787,7 @@ def _follow(flavor, keys, changes):
 def steering_steps(obs, pool, changes, update_dependents=False):
     """(bridge, steps, notes) for the flavors that steer on the aggregate keys
     that CHANGES ({key: value, or None to remove}) change on the pool's
-    aggregate (``aggregate_filter.broken_by``).
+    aggregate (``dependents.broken_by``).
 
     Refused without ``update_dependents``. Else ``bridge`` ({key: old and
     new values}) is for the aggregate first, then ``steps`` make the
@@ -797,7 +797,7 @@ def steering_steps(obs, pool, changes, update_dependents=False):
     (``group_policy=other``), or removing ``group_policy`` from a flavor
     with several numbered request groups.
     """
-    broken = aggregate_filter.broken_by(
+    broken = dependents_mod.broken_by(
         obs.flavors, list(obs.aggregates.values()), pool['aggregate'],
         changes)
     if not broken:

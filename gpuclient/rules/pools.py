@@ -45,8 +45,8 @@ import re
 from osc_lib import exceptions
 
 from gpuclient.i18n import _
-from gpuclient.rules import names
 from gpuclient.rules import nova_rules
+from gpuclient.rules import placement_names as names
 
 POOL_KEY = 'gpu_pool'
 MODE_KEY = 'gpu_pool_mode'

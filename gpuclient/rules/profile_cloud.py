@@ -510,7 +510,7 @@ def _added(one, other):
     return total
 
 
-def demand(entries, flavors, pools, vgpu_profiles=None):
+def profiles_wanted(entries, flavors, pools, vgpu_profiles=None):
     """({profile: count}, {flavor name: profile}) from ``--demand``
     entries ({flavor or profile: count}): a GPU flavor of a MIG pool asks
     for its pool's profile times its GPUs, one of a vgpu pool for the

@@ -54,7 +54,7 @@ def refused(server):
             .lower())
 
 
-def demand(items, servers, start, end, pools=None):
+def from_usage(items, servers, start, end, pools=None):
     """[Demand] per GPU flavor, sorted by flavor name.
 
     ITEMS: ``rules.usage.usage_items`` of the period (each with
@@ -93,7 +93,7 @@ def demand(items, servers, start, end, pools=None):
 
 def entries(rows, flavors, pools, vgpu_profiles=None):
     """``--demand`` entries ({flavor or profile: count}) and notes from
-    the rows of ``demand`` (ROWS, as ``usage_ops.demand`` reads them): a
+    the rows of ``from_usage`` (ROWS, as ``usage_ops.demand`` reads them): a
     flavor of a MIG pool, or of a vgpu pool whose vGPU type is known
     (VGPU_PROFILES: {pool name: vGPU type}), that the cloud still has
     (FLAVORS) counts by its name (so the summary speaks of it), one Nova

@@ -12,161 +12,17 @@
 
 """Pure: the GPU partition catalogue and the plan of ``gpu profile plan``.
 
-Where the numbers come from
----------------------------
-MIG profiles (compute slices, memory slices, instances per GPU): NVIDIA's
-*Multi-Instance GPU User Guide*, section "Supported MIG Profiles" (tables
-"GPU Instance Profiles on A30 / A100 / H100 / H200 / B200", driver R580
-edition of docs.nvidia.com/datacenter/tesla/mig-user-guide/). The H100 94GB
-(H100 NVL) names (1g.12gb ... 7g.94gb) are those of NVIDIA's vGPU types
-reference ("Hopper Architecture vGPU Types", MIG-backed tables for the H100
-PCIe 94GB), whose profile table the user guide page omits in its HTML.
+The catalogue: NVIDIA's MIG profiles (compute and memory slices, valid
+placements) and time-sliced vGPU types per GPU model, from NVIDIA's MIG
+and vGPU user guides. The plan: ``plan(cards, demand)`` gives every card
+a layout that meets as much of the demand as possible, then re-cuts the
+fewest cards, then disturbs the fewest running servers, solved exactly
+by HiGHS (imported only when a plan is solved) and proven optimal by an
+LP bound (``_dive``) or by HiGHS's branch and bound.
 
-Placements (valid start positions on the memory-slice axis) are the ones
-``nvidia-smi mig -lgipp`` prints, as the user guide shows them ("Getting
-Started with MIG"): on the 8-slice GPUs (A100, H100, H200, B200)
-``1g: {0..6}:1``, ``1g+me: {0..6}:1``, ``1g.<2 slices>: {0,2,4,6}:2``,
-``2g: {0,2,4}:2``, ``3g: {0,4}:4``, ``4g: {0}:4``, ``7g: {0}:8``; on the
-4-slice A30 ``1g: {0,1,2,3}:1``, ``2g: {0,2}:2``, ``4g: {0}:4`` (the +me
-variants at the same starts). Two GPU instances of one card may not share a
-memory slice (NVML: "Creation of new GPU instance will fail if there is
-overlap with the already occupied memory slices"). The ``+me`` profiles take
-the card's only optical-flow engine (OFA; the full profiles list one OFA per
-GPU), so a card carries at most one ``+me`` instance of any size.
-
-Time-sliced vGPU types (C-series, frame buffer, maximum vGPUs per GPU in
-equal-size mode): NVIDIA's vGPU user guide / vGPU types reference,
-"Time-Sliced NVIDIA vGPU (C-Series)" tables for the PCIe boards (A100 PCIe
-40GB and 80GB, A30, H100 PCIe 80GB, H100 PCIe 94GB, H200 NVL). One physical
-GPU serves one time-sliced type at a time (equal-size mode). No table for
-B200 time-sliced types was at hand: B200 lists MIG profiles only.
-
-The plan
---------
-``plan(cards, demand)`` gives every card a layout (a set of placements,
-``(profile, start)``; a time-sliced vGPU card's placements have start None)
-so that, in this order (lexicographically):
-
-1. as much of the demand as possible is met: sum over profiles of
-   min(demand, instances offered);
-2. the fewest cards are re-cut (their layout differs from the current one;
-   a card with no current layout counts as cut when it gets one);
-3. the fewest running servers are disturbed (placements in use that the
-   new layout of a re-cut card does not keep; a re-cut card that keeps
-   every in-use placement moves nobody).
-
-Why it is exact. A card either keeps its current layout or is re-cut; a
-re-cut card may be given a *maximal* layout (one no placement can be added
-to) without loss: extending a layout L to a maximal L' offers at least as
-many instances of every profile (objective 1 is monotone), keeps every
-placement L kept (objective 3 no worse) and is a re-cut just as L was (or
-none, if L' is the current layout). So each card has finitely many
-options: keep, or a maximal layout. The classes, built so that a fleet of
-cut cards with servers does not make a class of every card:
-
-* Only the instances of demanded profiles matter (the *supply vector*),
-  each capped at its demand: min(d, sum of min(v, d)) = min(d, sum of v),
-  so objective 1 is unchanged, and more layouts share a vector.
-* Keeping: only the supply vector of the current layout matters (no
-  re-cut, no move).
-* Re-cutting to a maximal L disturbs the in-use placements L lacks: that
-  depends on the model and the in-use placements only, not on the rest of
-  the current layout (re-cutting to the current layout itself is kept
-  out below, keeping it is better). So the re-cut options are worked out
-  once per (model, in-use placements) and memoised: per supply vector the
-  fewest moves of any layout with it (bit masks of placements).
-* An option whose vector is no larger than another's, with no fewer
-  re-cuts and moves, is dropped: it can be swapped for the other without
-  making any objective worse. Among re-cut options that is checked with
-  the dominance relation between supply vectors worked out once per
-  model; a re-cut whose vector is no larger than the keep vector is
-  dominated by keeping (0 re-cuts, 0 moves).
-* Cards with the same model, keep vector and remaining (vector, moves)
-  options are interchangeable: one class, however their layouts and
-  in-use placements differ. Each card of a class given a re-cut option
-  gets its own layout with that vector and that many moves.
-
-What is left is the integer program
-
-    x[c,o] >= 0 integer, sum_o x[c,o] = n_c            (every card of c)
-    met_p <= d_p,  met_p <= sum x[c,o] * v[o,p]        (offered)
-    lexmax (sum met_p, -sum x * recut[o], -sum x * moves[c,o])
-
-solved to proven optimality by HiGHS's branch and bound (``highspy``),
-one objective at a time, each optimum fixed as a constraint before the
-next (objectives are integers, so an absolute gap below 1 is
-optimality). It is solved in two smaller models, each exact:
-
-* Demand met and re-cuts (objectives 1 and 2) ignore moves, so within a
-  class an option whose vector is below another's with no fewer re-cuts
-  can be swapped for it: only the keep vector and the re-cut vectors no
-  other re-cut vector and no keep vector is above stay (the *coarse*
-  options); classes with the same coarse options are interchangeable
-  for these two objectives and merge. On a running fleet of 4000 cards
-  that is some 80 coarse classes and 500 columns, solved in well under
-  a second; the two optima are the same as on the full program.
-* Moves (objective 3), with the first two optima as constraints, on the
-  transport form of the program: one integer count per *end* (per model,
-  keep vector, and per model, re-cut vector: how many cards end there)
-  and met_p, and x[c,o] continuous, each x[c,o] an arc from class c to
-  the end of its option, with the class's and the end's totals as rows.
-  The demand rows touch the ends' counts only. With those counts
-  integer, what is left for x is a transportation problem (a bipartite
-  incidence matrix: totally unimodular), whose optimal vertices are
-  integer: so the optimum over integer counts and continuous x is the
-  optimum of the integer program, and HiGHS branches on about 150
-  counts instead of 37000 options. The x of HiGHS's solution are
-  checked to be integers; if one is not (a solution off a vertex),
-  the counts are fixed and x solved as integers (an integral LP).
-
-How the fewest moves are proven. HiGHS's branch and bound on the whole
-moves model spends most of its time looking for an integer solution at
-the root (seconds to tens of seconds on 4000 running cards, varying with
-the fleet), where the LP bound rounded up is already the optimum on
-every benchmark fleet. So the plan first tries to prove it that way:
-
-* The bound. For any multipliers y of the rows (HiGHS's duals of the
-  LP relaxation are used, but any y will do), the least of
-  sum_j d_j x_j + sum_i y_i r_i over the columns' bounds and the rows'
-  activities r_i within their bounds, d_j = cost_j - sum_i y_i a_ij the
-  reduced costs, is at most the moves of any plan (Lagrange; weak
-  duality). Every column gets a finite upper bound the rows imply
-  anyway (an arc at most its class's cards, an end at most the cards
-  that reach it, met_p at most d_p), and a multiplier of the wrong
-  sign for a row open on one side counts as 0, so the bound is finite;
-  it is summed in Python (``math.fsum``), not read off HiGHS. Moves are
-  integers, so no plan has fewer than T = ceil(bound).
-* The arcs. A plan of T moves or fewer uses only arcs of reduced cost
-  d_j <= T - bound (in an integer plan an arc used carries a card or
-  more, and adds d_j or more to the bound), so the search for a plan of
-  T moves keeps the arcs of small reduced cost only: some 7000 of 37000.
-* The dive (``_dive``): a depth-first branch and bound of our own on the
-  ends' counts, each node an LP re-solved by HiGHS's dual simplex from
-  its parent's basis, a node cut off when its LP is above T, the first
-  fractional count (keep ends first) branched on, its nearer side
-  first, at most ``_DIVE_NODES`` LPs. A node whose counts are integers
-  gives a plan (its arcs integers at a vertex, as above). On ten
-  benchmark fleets it took 1 to 35 LPs. Should it give up, HiGHS's
-  branch and bound on the same arcs looks for the plan of T moves.
-* The check. The plan found is checked apart from any solver (every
-  card of every class once; demand met, re-cuts and moves worked out
-  from the options): when it meets the first two optima and has T
-  moves it is optimal, proven by the bound (``summary['proof']`` is
-  ``'lp-bound'``, ``summary['moves_bound']`` the bound). A plan below T
-  would mean a wrong bound: the plan raises.
-* Otherwise (no plan of T moves on those arcs, the dive's search being
-  complete, or HiGHS finding none or more moves there), HiGHS solves
-  the whole moves model as before (``summary['proof']`` is
-  ``'solver'``), whose plan is checked the same way.
-
-Figures in ``doc/source/user/profiles.rst``. The rows report what each
-card really gets (re-cut when its layout changes, moves counted from its
-own in-use placements), which the tests check against the solver's
-values. HiGHS is imported only when a plan is solved, never at plugin
-load. ``gpuclient/tests/unit/test_profiles.py`` checks the optimum
-against brute force over every layout (maximal or not) of every card,
-and each path of the proof (bound met by the dive, by HiGHS on the arcs,
-not met) against a program with one integer column per card and option.
+Where the numbers come from, why the plan is exact and how the fewest
+moves are proven: doc/source/contributor/profiles.rst (the contributor
+guide's "The profile plan").
 """
 
 import collections

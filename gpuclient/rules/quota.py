@@ -31,7 +31,9 @@ The rules here are Nova 34's (``nova.limit.utils.should_enforce``):
   leaves the listed ones unlimited and enforces 0 for every other.
 
 Nova counts by class, not by pool: two pools of one class share one
-quota. No function here does I/O.
+quota. ``quota_excess`` judges the other quota Nova's API checks before it
+schedules: the project's instances, cores and RAM of ``GET
+/limits?tenant_id=``. No function here does I/O.
 """
 
 import fnmatch
@@ -40,7 +42,7 @@ from osc_lib import exceptions
 
 from gpuclient.i18n import _
 from gpuclient.rules import hosts
-from gpuclient.rules import names
+from gpuclient.rules import placement_names as names
 from gpuclient.rules import plan as plan_mod
 from gpuclient.rules import pools as pools_mod
 
@@ -350,9 +352,10 @@ def plan_delete_many(resource_classes, project_id, registered, limits,
 # -- nova.conf ---------------------------------------------------------------
 
 def conf_settings(ini):
-    """The [quota] settings of a parsed nova.conf (``request.parse_ini`` /
-    ``merge_ini`` output): driver, strategy, resource list and, for each,
-    where it came from ('config' or 'default')."""
+    """The [quota] settings of a parsed nova.conf
+    (``scheduler.conf.parse_ini`` / ``merge_ini`` output): driver,
+    strategy, resource list and, for each, where it came from ('config'
+    or 'default')."""
     section = (ini or {}).get('quota') or {}
 
     def last(key):
@@ -582,3 +585,48 @@ def strategy_text(problems, conf):
                  'classes': ', '.join(resource_name(rc)
                                       for rc, _fix in problems),
                  'fixes': '; '.join(fix for _rc, fix in problems)}
+
+
+# -- the compute quota of GET /limits ----------------------------------------
+#
+# Not a scheduler filter: Nova's API checks the project's instances, cores
+# and RAM quota (nova/compute/api.py, nova/quota.py) before it asks the
+# scheduler, and refuses the boot there.
+
+QUOTAS = (
+    ('instances', 'maxTotalInstances', 'totalInstancesUsed'),
+    ('cores', 'maxTotalCores', 'totalCoresUsed'),
+    ('ram', 'maxTotalRAMSize', 'totalRAMUsed'),
+)
+
+
+def quota_excess(absolute, instances=1, cores=0, ram=0):
+    """[{'resource', 'limit', 'used', 'asked'}] the project would exceed.
+
+    ``absolute`` is ``limits.absolute`` of ``GET /limits?tenant_id=``;
+    a negative limit is unlimited; Nova refuses when used + asked > limit.
+    """
+    asked = {'instances': instances, 'cores': cores, 'ram': ram}
+    found = []
+    for resource, limit_key, used_key in QUOTAS:
+        limit = (absolute or {}).get(limit_key)
+        if not isinstance(limit, int) or limit < 0:
+            continue  # unlimited, or not reported
+        used = (absolute or {}).get(used_key)
+        used = used if isinstance(used, int) else 0
+        if used + asked[resource] > limit:
+            found.append({'resource': resource, 'limit': limit,
+                          'used': used, 'asked': asked[resource]})
+    return found
+
+
+def quota_text(project_id, excess):
+    labels = {'instances': _('instances'), 'cores': _('cores'),
+              'ram': _('RAM (MiB)')}
+    parts = ['%s: %d used + %d asked > %d' % (
+        labels[e['resource']], e['used'], e['asked'], e['limit'])
+        for e in excess]
+    return _('Project %(project)s is over its quota (%(parts)s): Nova '
+             'refuses the boot before scheduling. Free some, or raise it '
+             'with "openstack quota set".') % {
+                 'project': project_id, 'parts': '; '.join(parts)}

@@ -32,11 +32,12 @@ import re
 from osc_lib import exceptions
 
 from gpuclient.i18n import _
-from gpuclient.rules import names
 from gpuclient.rules import nova_rules
+from gpuclient.rules import placement_names as names
 from gpuclient.rules import pools as pools_mod
+from gpuclient.rules.scheduler.filters import aggregate_instance_extra_specs
 
-AGGREGATE_PREFIX = 'aggregate_instance_extra_specs:'
+AGGREGATE_PREFIX = aggregate_instance_extra_specs.AGGREGATE_SCOPE + ':'
 POOL_SPEC = AGGREGATE_PREFIX + pools_mod.POOL_KEY
 ALIAS_SPEC = 'pci_passthrough:alias'
 NUMA_SPEC = 'hw:pci_numa_affinity_policy'

@@ -29,10 +29,10 @@ from osc_lib import exceptions
 
 from gpuclient.i18n import _
 from gpuclient.rules import host_names
-from gpuclient.rules import names
+from gpuclient.rules import placement_names as names
 from gpuclient.rules import pools as pools_mod
-from gpuclient.rules import request as request_mod
 from gpuclient.rules import specs
+from gpuclient.rules.scheduler import pci
 
 # --by keys: option value -> (row key, column name)
 BY_KEYS = {
@@ -131,7 +131,7 @@ def gpu_request(server, pools=None):
     reading = specs.read(flavor.get('extra_specs') or {}, pools)
     classes = sorted(reading['gpu_classes'])
     if not classes and reading['aliases']:
-        known = request_mod.pool_aliases(pools)
+        known = pci.pool_aliases(pools)
         classes = sorted({known[a]['resource_class']
                           for a in reading['aliases'] if a in known})
     return {

@@ -33,9 +33,8 @@ EXPLAIN_COLUMNS = ('Candidate', 'Reason')
 
 def _parse_resources(pairs):
     """[(normalised class, amount)] of --resource {class: text}."""
-    from gpuclient.rules import names
-    from gpuclient.rules import request
-
+    from gpuclient.rules import placement_names as names
+    from gpuclient.rules.scheduler import resource_request as request
     amounts = common.number_values(
         '--resource', pairs, _('CLASS=N with N a whole number'),
         'CUSTOM_PCI_10DE_2331=1 or VCPU=4', integer=True)
@@ -48,7 +47,7 @@ def _parse_resources(pairs):
 
 def _check_traits(option, traits, forbidden_mark=False):
     """Trait names as Placement spells them; ``!TRAIT`` if FORBIDDEN_MARK."""
-    from gpuclient.rules import names
+    from gpuclient.rules import placement_names as names
 
     for text in traits or ():
         name = text[1:] if forbidden_mark and text.startswith('!') else text

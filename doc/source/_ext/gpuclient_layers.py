@@ -16,8 +16,9 @@ At build time the directive loads tools/layers.py by path (it is a script,
 not a package module), reads the repository's imports with it and emits a
 literal block: the floors with their imports from each to each, the imports
 that break a rule (test_layers.KNOWN lists them), and the modules of each
-floor. Every file it read is a dependency of the page, so an incremental
-build redraws it when an import changes.
+floor, a subpackage's (such as gpuclient.rules.scheduler) under it. Every
+file it read is a dependency of the page, so an incremental build redraws
+it when an import changes.
 """
 
 import importlib.util
@@ -47,10 +48,11 @@ def text(layers, root=ROOT):
         lines += ['Imports that break a rule today (%d):' % len(found), '']
         lines += ['  %s -> %s' % (a, b) for a, b, _ in found]
         lines.append('')
-    lines += ['Modules by floor:', '']
+    lines += ['Modules by floor (a package\'s modules indented under it):',
+              '']
     for floor, modules in layers.modules_by_floor(imports).items():
         lines.append('  %s' % floor)
-        lines += ['    %s' % m for m in modules]
+        lines += ['    %s' % m for m in tree(modules)]
     return '\n'.join(lines) + '\n'
 
 
@@ -59,6 +61,24 @@ def literal(body):
     block = nodes.literal_block(body, body)
     block['language'] = 'text'
     return [block]
+
+
+def tree(modules):
+    """Sorted dotted names, a package's modules indented under it by their
+    last name (gpuclient.rules.scheduler/, then "  conf", ...)."""
+    names = set(modules)
+    packages = {m for m in names
+                if any(other.startswith(m + '.') for other in names)}
+    shown = []
+    for module in sorted(names):
+        parent, depth = module.rpartition('.')[0], 0
+        while parent in packages and parent.count('.') >= 2:
+            depth += 1
+            parent = parent.rpartition('.')[0]
+        name = module.rpartition('.')[2] if depth else module
+        suffix = '/' if module in packages and module.count('.') >= 2 else ''
+        shown.append('  ' * depth + name + suffix)
+    return shown
 
 
 class LayersDirective(SphinxDirective):

@@ -40,7 +40,7 @@ from gpuclient.ops import pool_ops
 from gpuclient.ops import snapshot
 from gpuclient.rules import checks
 from gpuclient.rules import pools
-from gpuclient.rules import request
+from gpuclient.rules.scheduler import conf as nova_conf
 from gpuclient.tests.functional import base
 from gpuclient.tests.functional import faults
 
@@ -186,7 +186,7 @@ class CheckCorpusTestCase(base.FunctionalTestCase):
         # the cloud but for this run's objects: no error on its own
         # hosts, pools and images with its nova.conf (flavors and pools
         # other tests are making may be mid-change)
-        own = [f for f in checks.run(cloud, request.load_settings(conf)
+        own = [f for f in checks.run(cloud, nova_conf.load_settings(conf)
                                      if conf else None)
                if f.severity == checks.ERROR
                and 'gpuclient-ft-' not in f.object
@@ -350,11 +350,11 @@ class CheckCorpusTestCase(base.FunctionalTestCase):
         base_conf = conf or '[DEFAULT]\n'
         flavor_obj = 'flavor %s' % public
         hit = self.expect(cloud, 'flavor-pci-alias', flavor_obj,
-                          request.load_settings(base_conf))
+                          nova_conf.load_settings(base_conf))
         base_conf += '\n[pci]\n%s\n' % hit.fix.split('] ', 1)[1]
         self.gone(cloud, 'flavor-pci-alias', flavor_obj,
-                  request.load_settings(base_conf))
-        filters = ','.join(request.DEFAULT_FILTERS)
+                  nova_conf.load_settings(base_conf))
+        filters = ','.join(nova_conf.DEFAULT_FILTERS)
         for setting, wrong in (
                 ('enable_isolated_aggregate_filtering',
                  '[scheduler]\nenable_isolated_aggregate_filtering = '
@@ -368,7 +368,7 @@ class CheckCorpusTestCase(base.FunctionalTestCase):
                 ('pci_in_placement',
                  '[filter_scheduler]\npci_in_placement = false\n')):
             text = base_conf + '\n' + wrong
-            found = [f for f in checks.run(cloud, request.load_settings(
+            found = [f for f in checks.run(cloud, nova_conf.load_settings(
                 text)) if f.check == 'scheduler-settings'
                 and f.object == setting]
             self.found_log.append(['scheduler-settings (%s)' % setting,
@@ -377,7 +377,7 @@ class CheckCorpusTestCase(base.FunctionalTestCase):
             section, line = found[0].fix.split(' ', 1)
             fixed = text + '\n%s\n%s\n' % (section, line)
             self.gone(cloud, 'scheduler-settings', setting,
-                      request.load_settings(fixed))
+                      nova_conf.load_settings(fixed))
 
         recall = sum(1 for _f, hit, _fix in self.found_log if hit)
         fixed = sum(1 for _f, _hit, fix in self.found_log if fix)

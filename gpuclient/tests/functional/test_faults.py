@@ -183,7 +183,6 @@ class FaultMatrixTestCase(base.FunctionalTestCase):
                        content.text_content(report))
         print(report)  # noqa: T201 - stestr shows it with the test output
 
-
     def _abandoned(self, command, error, before, success, where):
         """The outcome of a second Ctrl-C during the hung write: the
         error names the running step as unknown; whatever is left, a

@@ -22,12 +22,13 @@ from osc_lib import exceptions
 from gpuclient.rules import baremetal
 from gpuclient.rules import capacity
 from gpuclient.rules import checks
-from gpuclient.rules import explain
 from gpuclient.rules import hosts
 from gpuclient.rules import model
 from gpuclient.rules import pool_plan
 from gpuclient.rules import pools as pools_mod
-from gpuclient.rules import request
+from gpuclient.rules.scheduler import conf as nova_conf
+from gpuclient.rules.scheduler import explain
+from gpuclient.rules.scheduler import resource_request as request
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import fakes
 from gpuclient.v1 import candidates
@@ -156,7 +157,7 @@ class TestExplain(base.TestCase):
         for p in self.cloud.providers:
             self.trees.add(p.uuid, self.cloud.summary(p), p.name)
         self.req = request.from_resources(
-            [(RC, 1)], [], request.load_settings(), pools={})
+            [(RC, 1)], [], nova_conf.load_settings(), pools={})
         self.hosts_roots = {BM: {n.uuid for n in self.nodes.values()}}
 
     def why(self, offered, ironic=None):

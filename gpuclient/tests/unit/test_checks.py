@@ -23,8 +23,8 @@ from gpuclient.rules import model
 from gpuclient.rules import pools
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import quota
-from gpuclient.rules import request
 from gpuclient.rules import specs
+from gpuclient.rules.scheduler import conf as nova_conf
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import fakes
 
@@ -41,8 +41,8 @@ GOOD_IMAGE = {'id': 'img-good', 'name': 'good', 'status': 'active',
 
 def conf(text):
     """Settings as gpu check reads --nova-conf (with its [quota])."""
-    settings = request.load_settings(text)
-    settings['quota'] = quota.conf_settings(request.parse_ini(text))
+    settings = nova_conf.load_settings(text)
+    settings['quota'] = quota.conf_settings(nova_conf.parse_ini(text))
     return settings
 
 

@@ -10,11 +10,15 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""gpuclient.rules.explain on recorded Placement answers (plain dicts)."""
+"""gpuclient.rules.scheduler.explain on recorded Placement answers (plain
+dicts)."""
 
-from gpuclient.rules import explain
 from gpuclient.rules import host_names
-from gpuclient.rules import request
+from gpuclient.rules.scheduler import conf as nova_conf
+from gpuclient.rules.scheduler import explain
+from gpuclient.rules.scheduler import filters
+from gpuclient.rules.scheduler import resource_request as request
+from gpuclient.rules.scheduler.filters import aggregate_instance_extra_specs
 from gpuclient.tests.unit import base
 
 PCI = 'CUSTOM_PCI_10DE_2331'
@@ -64,7 +68,7 @@ WITHOUT_GPU = {
 
 
 def seed_request(**kwargs):
-    settings = request.load_settings(alias_maps=['h100=10de:2331'])
+    settings = nova_conf.load_settings(alias_maps=['h100=10de:2331'])
     flavor = {'vcpus': 1, 'ram': 512, 'disk': 1, 'extra_specs': {
         'pci_passthrough:alias': 'h100:1',
         'aggregate_instance_extra_specs:gpu_pool': 'solver'}}
@@ -127,7 +131,7 @@ class TestWhyNot(base.TestCase):
         self.assertIn("isolated pool 'solver'", text)
 
     def test_post_filter_reasons(self):
-        post = explain.post_filters(
+        post = filters.post_filters(
             ['gpu-pt-1', 'plain-1', 'gpu-vgpu-1'],
             {'aggregate_instance_extra_specs:gpu_pool': 'solver',
              'hw:cpu_policy': 'shared'},
@@ -136,10 +140,10 @@ class TestWhyNot(base.TestCase):
              {'name': 'other', 'hosts': ['gpu-vgpu-1'],
               'metadata': {'gpu_pool': 'other'}}],
             [{'host': 'plain-1', 'status': 'disabled', 'state': 'up'}],
-            'p1', request.DEFAULT_FILTERS,
+            'p1', nova_conf.DEFAULT_FILTERS,
             {'solver': {'name': 'solver', 'hosts': ['gpu-pt-1'],
                         'projects': ['p2']}})
-        texts = {host: [explain.post_filter_text(host, r, 'p1')
+        texts = {host: [filters.post_filter_text(host, r, 'p1')
                         for r in reasons] for host, reasons in post.items()}
         self.assertEqual(
             ['gpu-pt-1: pool solver is limited to project(s) p2, not p1 '
@@ -152,13 +156,13 @@ class TestWhyNot(base.TestCase):
             texts['gpu-vgpu-1'])
 
     def test_unscoped_key_needs_aggregate_metadata(self):
-        reasons = explain.extra_specs_reasons(
+        reasons = aggregate_instance_extra_specs.extra_specs_reasons(
             {'group_policy': 'isolate', 'hw:x': '1'}, {'gpu_pool': {'a'}})
         self.assertEqual([('group_policy', None)],
                          [(r['key'], r['have']) for r in reasons])
 
     def test_operators(self):
-        match = explain.extra_specs_match
+        match = aggregate_instance_extra_specs.extra_specs_match
         for value, req, want in [
                 ('solver', 'solver', True), ('solver', 's== solver', True),
                 ('a', 's!= a', False), ('4', '>= 2', True),
@@ -171,7 +175,7 @@ class TestWhyNot(base.TestCase):
     def test_requirements_are_bounded(self):
         flavor = {'vcpus': 1, 'ram': 1, 'disk': 1, 'extra_specs': {
             'trait:CUSTOM_%d' % i: 'required' for i in range(20)}}
-        req = request.build(flavor, {}, request.load_settings())
+        req = request.build(flavor, {}, nova_conf.load_settings())
         self.assertEqual(explain.MAX_RELAXED,
                          len(explain.requirements(req)))
 
@@ -207,7 +211,7 @@ class TestRelaxedQueriesPlacementAccepts(base.TestCase):
         # isolated passthrough pool flavor: dropping the instance size
         # would leave required=CUSTOM_GPU_POOL_X without resources, which
         # Placement refuses (400): that relaxation is not sent
-        settings = request.load_settings(alias_maps=['h100=10de:2331'])
+        settings = nova_conf.load_settings(alias_maps=['h100=10de:2331'])
         flavor = {'vcpus': 1, 'ram': 512, 'disk': 1, 'extra_specs': {
             'pci_passthrough:alias': 'h100:1',
             'trait:CUSTOM_GPU_POOL_X': 'required'}}
@@ -220,7 +224,7 @@ class TestRelaxedQueriesPlacementAccepts(base.TestCase):
             self.assertTrue(own is None or own['resources'])
 
     def test_size_judged_locally_when_not_relaxed(self):
-        settings = request.load_settings(alias_maps=['h100=10de:2331'])
+        settings = nova_conf.load_settings(alias_maps=['h100=10de:2331'])
         flavor = {'vcpus': 999, 'ram': 512, 'disk': 1, 'extra_specs': {
             'pci_passthrough:alias': 'h100:1',
             'trait:CUSTOM_GPU_POOL_X': 'required'}}

@@ -10,15 +10,17 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""gpuclient.rules.fit: one case per Placement rule, a brute-force reference on
-random small trees, and realistic hosts with answers derived by hand."""
+"""gpuclient.rules.scheduler.fit: one case per Placement rule, a brute-force
+reference on random small trees, and realistic hosts with answers derived by
+hand."""
 
 import collections
 import itertools
 import random
 
-from gpuclient.rules import fit
-from gpuclient.rules import request as request_mod
+from gpuclient.rules.scheduler import conf as nova_conf
+from gpuclient.rules.scheduler import fit
+from gpuclient.rules.scheduler import resource_request as request_mod
 from gpuclient.tests.unit import base
 
 PCI = 'CUSTOM_PCI_10DE_2331'
@@ -56,8 +58,8 @@ def req(groups, policy=None, root_required=(), root_forbidden=()):
 def brute_force(tree, request, most=60):
     """Every assignment of groups to providers, for k = 0, 1, 2, ... copies.
 
-    Written from the rules in gpuclient.rules.fit's docstring, sharing no code
-    with it.
+    Written from the rules in gpuclient.rules.scheduler.fit's docstring,
+    sharing no code with it.
     """
     root = [u for u, r in tree.items() if r['parent'] is None][0]
     if not request['root_required'] <= tree[root]['traits']:
@@ -500,7 +502,7 @@ class TestRules(base.TestCase):
 
 # -- realistic hosts, answers by hand ----------------------------------------
 
-SETTINGS = request_mod.load_settings(alias_maps=['h100=10de:2331'])
+SETTINGS = nova_conf.load_settings(alias_maps=['h100=10de:2331'])
 ROOT_TRAITS = ['OWNER_NOVA', 'COMPUTE_NODE']
 
 

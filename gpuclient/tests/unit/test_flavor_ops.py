@@ -15,7 +15,6 @@
 from osc_lib import exceptions
 import testtools
 
-from gpuclient.ops import flavor_ops
 from gpuclient.rules import flavor_plan
 
 POOL = {
@@ -52,7 +51,7 @@ class TestPlanCreate(testtools.TestCase):
 
     def refused(self, existing, want=None):
         error = self.assertRaises(
-            exceptions.CommandError, flavor_ops.plan_create, 'g1', POOL,
+            exceptions.CommandError, flavor_plan.create, 'g1', POOL,
             want or wanted(), AGG_CHANGES, existing)
         message = str(error)
         self.assertIn('Flavor g1 already exists with other settings: ',
@@ -62,7 +61,7 @@ class TestPlanCreate(testtools.TestCase):
         return message
 
     def test_from_nothing(self):
-        plan = flavor_ops.plan_create('g1', POOL, wanted(), AGG_CHANGES)
+        plan = flavor_plan.create('g1', POOL, wanted(), AGG_CHANGES)
         self.assertEqual(
             ['flavor.create', 'flavor.specs', 'flavor.add_access',
              'flavor.add_access', 'aggregate.metadata'], ops(plan))
@@ -93,7 +92,7 @@ class TestPlanCreate(testtools.TestCase):
                          plan.rerun)
 
     def test_from_nothing_public_without_description(self):
-        plan = flavor_ops.plan_create(
+        plan = flavor_plan.create(
             'g1', POOL, wanted(is_public=True, projects=[],
                                description=None), {})
         self.assertEqual(['flavor.create', 'flavor.specs'], ops(plan))
@@ -117,7 +116,7 @@ class TestPlanCreate(testtools.TestCase):
         ]:
             existing = wanted(extra_specs=have_specs,
                               projects=have_projects)
-            plan = flavor_ops.plan_create('g1', POOL, wanted(), {},
+            plan = flavor_plan.create('g1', POOL, wanted(), {},
                                           existing, 'f-1')
             self.assertEqual(expected_ops, ops(plan), label)
             self.assertNotIn('flavor.create', ops(plan), label)
@@ -130,12 +129,12 @@ class TestPlanCreate(testtools.TestCase):
                               'project': 'p2'}, plan.steps[-1].args, label)
 
     def test_finishing_sets_the_aggregate_metadata_too(self):
-        plan = flavor_ops.plan_create('g1', POOL, wanted(), AGG_CHANGES,
+        plan = flavor_plan.create('g1', POOL, wanted(), AGG_CHANGES,
                                       wanted())
         self.assertEqual(['aggregate.metadata'], ops(plan))
 
     def test_nothing_to_do_when_equal(self):
-        plan = flavor_ops.plan_create('g1', POOL, wanted(), {}, wanted())
+        plan = flavor_plan.create('g1', POOL, wanted(), {}, wanted())
         self.assertEqual([], plan.steps)
         self.assertFalse(plan)
         self.assertEqual(
@@ -184,7 +183,7 @@ class TestAsRequest(testtools.TestCase):
             {'vcpus': 8, 'ram': 65536, 'disk': 40, 'ephemeral': 10,
              'swap': 0, 'is_public': False, 'description': None,
              'extra_specs': {'a': 'b'}, 'projects': ['p1']},
-            flavor_ops.as_request(flavor, ['p1']))
+            flavor_plan.as_request(flavor, ['p1']))
 
 
 class TestPlanDelete(testtools.TestCase):

@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""gpuclient.rules.host_filters, with plain data and against Nova's filters.
+"""gpuclient.rules.scheduler.filters, on plain data and against Nova's.
 
 The differential part builds a ComputeNode, lets Nova's HostState read it
 (``HostState._update_from_compute_node``) and runs Nova's
@@ -24,12 +24,20 @@ imported; CI runs it with the test cloud's interpreter (tools/run-functional)::
 Standard library unittest only, so that venv needs no test tools.
 """
 
+import importlib
 import json
+import pkgutil
 import unittest
 import warnings
 
-from gpuclient.rules import explain
-from gpuclient.rules import host_filters as hf
+from gpuclient.rules import quota
+from gpuclient.rules.scheduler import filters
+from gpuclient.rules.scheduler import host_manager as hm
+from gpuclient.rules.scheduler.filters import (
+    compute_capabilities_filter as ccf,
+)
+from gpuclient.rules.scheduler.filters import extra_specs_ops
+from gpuclient.rules.scheduler.filters import image_props_filter as ipf
 
 try:
     with warnings.catch_warnings():
@@ -93,96 +101,96 @@ def image(**props):
 
 # image properties -> expected ImagePropertiesFilter answer per node
 IMAGE_CASES = [
-    ({}, {'fake': hf.PASS, 'kvm': hf.PASS, 'tcg': hf.PASS,
-          'ironic': hf.PASS}),
-    ({'architecture': 'x86_64'}, {'fake': hf.PASS, 'kvm': hf.PASS,
-                                  'tcg': hf.PASS, 'ironic': hf.UNKNOWN}),
-    ({'architecture': 'amd64'}, {'fake': hf.PASS, 'kvm': hf.PASS}),
-    ({'architecture': 'aarch64'}, {'fake': hf.FAIL, 'kvm': hf.UNKNOWN,
-                                   'tcg': hf.UNKNOWN}),
+    ({}, {'fake': hm.PASS, 'kvm': hm.PASS, 'tcg': hm.PASS,
+          'ironic': hm.PASS}),
+    ({'architecture': 'x86_64'}, {'fake': hm.PASS, 'kvm': hm.PASS,
+                                  'tcg': hm.PASS, 'ironic': hm.UNKNOWN}),
+    ({'architecture': 'amd64'}, {'fake': hm.PASS, 'kvm': hm.PASS}),
+    ({'architecture': 'aarch64'}, {'fake': hm.FAIL, 'kvm': hm.UNKNOWN,
+                                   'tcg': hm.UNKNOWN}),
     ({'hw_architecture': 'aarch64', 'architecture': 'x86_64'},
-     {'fake': hf.FAIL}),
-    ({'img_hv_type': 'qemu'}, {'fake': hf.FAIL, 'kvm': hf.PASS,
-                               'tcg': hf.PASS, 'ironic': hf.FAIL}),
-    ({'hypervisor_type': 'kvm'}, {'fake': hf.FAIL, 'kvm': hf.UNKNOWN,
-                                  'tcg': hf.UNKNOWN, 'ironic': hf.FAIL}),
-    ({'img_hv_type': 'xen'}, {'kvm': hf.FAIL, 'fake': hf.FAIL}),
-    ({'img_hv_type': 'baremetal'}, {'fake': hf.FAIL, 'kvm': hf.FAIL,
-                                    'ironic': hf.UNKNOWN}),
-    ({'img_hv_type': 'fake'}, {'fake': hf.PASS, 'kvm': hf.FAIL}),
-    ({'hw_vm_mode': 'hvm'}, {'fake': hf.PASS, 'kvm': hf.PASS}),
-    ({'vm_mode': 'xen'}, {'fake': hf.FAIL, 'kvm': hf.FAIL,
-                          'ironic': hf.FAIL}),
-    ({'hw_vm_mode': 'exe'}, {'fake': hf.FAIL, 'tcg': hf.FAIL}),
+     {'fake': hm.FAIL}),
+    ({'img_hv_type': 'qemu'}, {'fake': hm.FAIL, 'kvm': hm.PASS,
+                               'tcg': hm.PASS, 'ironic': hm.FAIL}),
+    ({'hypervisor_type': 'kvm'}, {'fake': hm.FAIL, 'kvm': hm.UNKNOWN,
+                                  'tcg': hm.UNKNOWN, 'ironic': hm.FAIL}),
+    ({'img_hv_type': 'xen'}, {'kvm': hm.FAIL, 'fake': hm.FAIL}),
+    ({'img_hv_type': 'baremetal'}, {'fake': hm.FAIL, 'kvm': hm.FAIL,
+                                    'ironic': hm.UNKNOWN}),
+    ({'img_hv_type': 'fake'}, {'fake': hm.PASS, 'kvm': hm.FAIL}),
+    ({'hw_vm_mode': 'hvm'}, {'fake': hm.PASS, 'kvm': hm.PASS}),
+    ({'vm_mode': 'xen'}, {'fake': hm.FAIL, 'kvm': hm.FAIL,
+                          'ironic': hm.FAIL}),
+    ({'hw_vm_mode': 'exe'}, {'fake': hm.FAIL, 'tcg': hm.FAIL}),
     ({'architecture': 'x86_64', 'img_hv_requested_version': '>=8.0'},
-     {'kvm': hf.PASS, 'tcg': hf.FAIL, 'fake': hf.FAIL}),
+     {'kvm': hm.PASS, 'tcg': hm.FAIL, 'fake': hm.FAIL}),
     ({'architecture': 'x86_64',
       'img_hv_requested_version': '>=6.2,<8'},
-     {'kvm': hf.FAIL, 'tcg': hf.PASS}),
+     {'kvm': hm.FAIL, 'tcg': hm.PASS}),
     ({'img_hv_type': 'qemu', 'hypervisor_version_requires': '==8.2'},
-     {'kvm': hf.PASS, 'tcg': hf.FAIL}),
+     {'kvm': hm.PASS, 'tcg': hm.FAIL}),
     # the version alone does not make the filter look
-    ({'img_hv_requested_version': '>=99'}, {'fake': hf.PASS,
-                                            'kvm': hf.PASS}),
+    ({'img_hv_requested_version': '>=99'}, {'fake': hm.PASS,
+                                            'kvm': hm.PASS}),
     # Nova 34 raises in the filter (cpu_info read as a dict): open
     ({'architecture': 'x86_64', 'hw_maxphysaddr_bits': '48'},
-     {'kvm': hf.UNKNOWN, 'fake': hf.UNKNOWN}),
+     {'kvm': hm.UNKNOWN, 'fake': hm.UNKNOWN}),
     ({'architecture': 'aarch64', 'hw_maxphysaddr_bits': '40'},
-     {'fake': hf.FAIL}),
+     {'fake': hm.FAIL}),
 ]
 
 # flavor extra specs -> expected ComputeCapabilitiesFilter answer per node
 CAPABILITY_CASES = [
-    ({}, {'fake': hf.PASS, 'kvm': hf.PASS, 'ironic': hf.PASS}),
+    ({}, {'fake': hm.PASS, 'kvm': hm.PASS, 'ironic': hm.PASS}),
     ({'hw:cpu_policy': 'dedicated', 'trait:HW_CPU_X86_AVX2': 'required'},
-     {'fake': hf.PASS, 'kvm': hf.PASS, 'ironic': hf.PASS}),
+     {'fake': hm.PASS, 'kvm': hm.PASS, 'ironic': hm.PASS}),
     ({'capabilities:cpu_info:arch': 'x86_64'},
-     {'fake': hf.PASS, 'kvm': hf.PASS, 'ironic': hf.FAIL}),
+     {'fake': hm.PASS, 'kvm': hm.PASS, 'ironic': hm.FAIL}),
     ({'capabilities:cpu_info:arch': 's== aarch64'},
-     {'fake': hf.FAIL, 'kvm': hf.FAIL}),
+     {'fake': hm.FAIL, 'kvm': hm.FAIL}),
     ({'capabilities:cpu_info:arch': '<or> aarch64 <or> x86_64'},
-     {'fake': hf.PASS, 'kvm': hf.PASS}),
-    ({'capabilities:cpu_info:vendor': 's!= Intel'}, {'kvm': hf.FAIL}),
+     {'fake': hm.PASS, 'kvm': hm.PASS}),
+    ({'capabilities:cpu_info:vendor': 's!= Intel'}, {'kvm': hm.FAIL}),
     ({'capabilities:cpu_info:features': '<in> avx2'},
-     {'fake': hf.PASS, 'tcg': hf.FAIL}),
+     {'fake': hm.PASS, 'tcg': hm.FAIL}),
     ({'capabilities:cpu_info:features': '<all-in> pge avx2'},
-     {'kvm': hf.PASS, 'tcg': hf.FAIL}),
+     {'kvm': hm.PASS, 'tcg': hm.FAIL}),
     ({'capabilities:cpu_info:topology:cores': '>= 4'},
-     {'fake': hf.FAIL, 'kvm': hf.PASS}),
+     {'fake': hm.FAIL, 'kvm': hm.PASS}),
     ({'capabilities:cpu_info:topology:sockets': '4'},
-     {'fake': hf.PASS, 'kvm': hf.FAIL}),
-    ({'capabilities:cpu_info:numa_cells': '2'}, {'kvm': hf.FAIL}),
+     {'fake': hm.PASS, 'kvm': hm.FAIL}),
+    ({'capabilities:cpu_info:numa_cells': '2'}, {'kvm': hm.FAIL}),
     ({'capabilities:hypervisor_type': 's== QEMU'},
-     {'kvm': hf.PASS, 'fake': hf.FAIL}),
+     {'kvm': hm.PASS, 'fake': hm.FAIL}),
     ({'capabilities:hypervisor_version': '>= 7000000'},
-     {'kvm': hf.PASS, 'tcg': hf.FAIL, 'ironic': hf.FAIL}),
-    ({'capabilities:free_ram_mb': '>= 200000'}, {'kvm': hf.PASS}),
-    ({'capabilities:free_disk_mb': '== 768000'}, {'kvm': hf.PASS}),
-    ({'capabilities:free_disk_mb': '>= 800000'}, {'kvm': hf.FAIL}),
-    ({'capabilities:total_usable_ram_mb': '262144'}, {'kvm': hf.PASS}),
-    ({'capabilities:vcpus_total': '>= 128'}, {'kvm': hf.FAIL}),
-    ({'capabilities:vcpus_used': '<= 6'}, {'kvm': hf.PASS}),
-    ({'capabilities:disk_mb_used': '102400'}, {'kvm': hf.PASS}),
-    ({'capabilities:host_ip': '192.0.2.7'}, {'kvm': hf.PASS}),
+     {'kvm': hm.PASS, 'tcg': hm.FAIL, 'ironic': hm.FAIL}),
+    ({'capabilities:free_ram_mb': '>= 200000'}, {'kvm': hm.PASS}),
+    ({'capabilities:free_disk_mb': '== 768000'}, {'kvm': hm.PASS}),
+    ({'capabilities:free_disk_mb': '>= 800000'}, {'kvm': hm.FAIL}),
+    ({'capabilities:total_usable_ram_mb': '262144'}, {'kvm': hm.PASS}),
+    ({'capabilities:vcpus_total': '>= 128'}, {'kvm': hm.FAIL}),
+    ({'capabilities:vcpus_used': '<= 6'}, {'kvm': hm.PASS}),
+    ({'capabilities:disk_mb_used': '102400'}, {'kvm': hm.PASS}),
+    ({'capabilities:host_ip': '192.0.2.7'}, {'kvm': hm.PASS}),
     ({'capabilities:hypervisor_hostname': 's== kvm'},
-     {'kvm': hf.PASS, 'tcg': hf.FAIL}),
-    ({'capabilities:no_such_thing': '1'}, {'fake': hf.FAIL,
-                                           'kvm': hf.FAIL}),
+     {'kvm': hm.PASS, 'tcg': hm.FAIL}),
+    ({'capabilities:no_such_thing': '1'}, {'fake': hm.FAIL,
+                                           'kvm': hm.FAIL}),
     ({'capabilities:resource_class': 'baremetal.gpu'},
-     {'ironic': hf.UNKNOWN, 'kvm': hf.FAIL}),
-    ({'capabilities:cpu_info': '<in> x86_64'}, {'kvm': hf.UNKNOWN}),
-    ({'capabilities:numa_topology': '<in> cells'}, {'kvm': hf.UNKNOWN}),
+     {'ironic': hm.UNKNOWN, 'kvm': hm.FAIL}),
+    ({'capabilities:cpu_info': '<in> x86_64'}, {'kvm': hm.UNKNOWN}),
+    ({'capabilities:numa_topology': '<in> cells'}, {'kvm': hm.UNKNOWN}),
     # unscoped: judged when HostState has the attribute, else ignored
-    ({'hypervisor_type': 'fake'}, {'fake': hf.PASS, 'kvm': hf.FAIL}),
-    ({'vcpus_total': '64'}, {'kvm': hf.PASS}),
-    ({'gpu_pool': 'h100'}, {'fake': hf.PASS, 'kvm': hf.PASS,
-                            'ironic': hf.UNKNOWN}),
-    ({'num_instances': '3'}, {'kvm': hf.PASS}),
-    ({'num_vm_active': '3'}, {'kvm': hf.UNKNOWN}),
+    ({'hypervisor_type': 'fake'}, {'fake': hm.PASS, 'kvm': hm.FAIL}),
+    ({'vcpus_total': '64'}, {'kvm': hm.PASS}),
+    ({'gpu_pool': 'h100'}, {'fake': hm.PASS, 'kvm': hm.PASS,
+                            'ironic': hm.UNKNOWN}),
+    ({'num_instances': '3'}, {'kvm': hm.PASS}),
+    ({'num_vm_active': '3'}, {'kvm': hm.UNKNOWN}),
     ({'aggregate_instance_extra_specs:gpu_pool': 'h100'},
-     {'kvm': hf.PASS}),
-    ({'hw:maxphysaddr_bits': '40'}, {'kvm': hf.PASS, 'ironic': hf.FAIL}),
-    ({'hw:maxphysaddr_bits': '52'}, {'kvm': hf.FAIL}),
+     {'kvm': hm.PASS}),
+    ({'hw:maxphysaddr_bits': '40'}, {'kvm': hm.PASS, 'ironic': hm.FAIL}),
+    ({'hw:maxphysaddr_bits': '52'}, {'kvm': hm.FAIL}),
 ]
 
 
@@ -201,34 +209,35 @@ class TestSpecMatch(unittest.TestCase):
                  ('x', 'x', True), ('x', 'y', False), ('x', '>=', False),
                  (None, 's== x', False)]
         for value, req, expected in cases:
-            self.assertEqual(expected, hf.spec_match(value, req),
+            self.assertEqual(expected, extra_specs_ops.spec_match(value, req),
                              (value, req))
 
     def test_numeric_operator_on_text_raises(self):
-        self.assertRaises(ValueError, hf.spec_match, 'abc', '>= 2')
+        self.assertRaises(ValueError, extra_specs_ops.spec_match, 'abc',
+                          '>= 2')
 
 
 class TestNames(unittest.TestCase):
 
     def test_canonical(self):
-        self.assertEqual('x86_64', hf.canonical_arch('AMD64'))
-        self.assertEqual('i686', hf.canonical_arch('i386'))
-        self.assertEqual('xen', hf.canonical_hv_type('XAPI'))
-        self.assertEqual('hvm', hf.canonical_vm_mode('baremetal'))
-        self.assertEqual('xen', hf.canonical_vm_mode('pv'))
-        self.assertIsNone(hf.canonical_arch(None))
-        self.assertRaises(ValueError, hf.canonical_arch, 'pdp11')
+        self.assertEqual('x86_64', ipf.canonical_arch('AMD64'))
+        self.assertEqual('i686', ipf.canonical_arch('i386'))
+        self.assertEqual('xen', ipf.canonical_hv_type('XAPI'))
+        self.assertEqual('hvm', ipf.canonical_vm_mode('baremetal'))
+        self.assertEqual('xen', ipf.canonical_vm_mode('pv'))
+        self.assertIsNone(ipf.canonical_arch(None))
+        self.assertRaises(ValueError, ipf.canonical_arch, 'pdp11')
 
     def test_versions(self):
-        self.assertEqual('8.2.0', hf.version_str(8002000))
-        self.assertEqual('1.0', hf.version_str(1000))
-        self.assertTrue(hf.version_satisfies('8.2.0', '>=8.2'))
-        self.assertTrue(hf.version_satisfies('8.2.0', '==8.2'))
-        self.assertFalse(hf.version_satisfies('8.2.0', '>=6, <8'))
-        self.assertRaises(ValueError, hf.version_satisfies, '8.2', 'new')
+        self.assertEqual('8.2.0', ipf.version_str(8002000))
+        self.assertEqual('1.0', ipf.version_str(1000))
+        self.assertTrue(ipf.version_satisfies('8.2.0', '>=8.2'))
+        self.assertTrue(ipf.version_satisfies('8.2.0', '==8.2'))
+        self.assertFalse(ipf.version_satisfies('8.2.0', '>=6, <8'))
+        self.assertRaises(ValueError, ipf.version_satisfies, '8.2', 'new')
 
     def test_legacy_names_lose_to_current(self):
-        wanted = hf.image_requirements({'architecture': 'x86_64',
+        wanted = ipf.image_requirements({'architecture': 'x86_64',
                                         'hw_architecture': 'aarch64',
                                         'hypervisor_type': 'QEMU',
                                         'vm_mode': 'hv'})
@@ -236,51 +245,51 @@ class TestNames(unittest.TestCase):
             wanted['architecture'], wanted['hv_type'], wanted['vm_mode']))
 
     def test_default_architecture(self):
-        wanted = hf.image_requirements({}, default_arch='aarch64')
+        wanted = ipf.image_requirements({}, default_arch='aarch64')
         self.assertEqual('aarch64', wanted['architecture'])
-        status, _d = hf.judge_image(api_view('fake'), wanted)
-        self.assertEqual(hf.FAIL, status)
+        status, _d = ipf.judge_image(api_view('fake'), wanted)
+        self.assertEqual(hm.FAIL, status)
 
     def test_invalid_value_fails(self):
-        wanted = hf.image_requirements({'architecture': 'pdp11'})
-        status, detail = hf.judge_image(api_view('kvm'), wanted)
-        self.assertEqual(hf.FAIL, status)
-        self.assertIn('hw_architecture', hf.image_text('h', detail, wanted))
+        wanted = ipf.image_requirements({'architecture': 'pdp11'})
+        status, detail = ipf.judge_image(api_view('kvm'), wanted)
+        self.assertEqual(hm.FAIL, status)
+        self.assertIn('hw_architecture', ipf.image_text('h', detail, wanted))
 
 
 class TestJudges(unittest.TestCase):
 
     def test_image_cases(self):
         for props, expected in IMAGE_CASES:
-            wanted = hf.image_requirements(props)
+            wanted = ipf.image_requirements(props)
             for name, status in expected.items():
-                found, _detail = hf.judge_image(api_view(name), wanted)
+                found, _detail = ipf.judge_image(api_view(name), wanted)
                 self.assertEqual(status, found, (props, name))
 
     def test_capability_cases(self):
         for specs, expected in CAPABILITY_CASES:
             for name, status in expected.items():
-                found, _detail = hf.judge_capabilities(api_view(name), specs)
+                found, _detail = ccf.judge_capabilities(api_view(name), specs)
                 self.assertEqual(status, found, (specs, name))
 
     def test_host_passes_when_one_node_does(self):
         nodes = [api_view('tcg'), api_view('kvm')]
         specs = {'capabilities:cpu_info:features': '<in> avx2'}
-        status, _d = hf.judge_host(
-            nodes, lambda n: hf.judge_capabilities(n, specs))
-        self.assertEqual(hf.PASS, status)
-        status, detail = hf.judge_host(
-            nodes[:1], lambda n: hf.judge_capabilities(n, specs))
-        self.assertEqual(hf.FAIL, status)
+        status, _d = hm.judge_host(
+            nodes, lambda n: ccf.judge_capabilities(n, specs))
+        self.assertEqual(hm.PASS, status)
+        status, detail = hm.judge_host(
+            nodes[:1], lambda n: ccf.judge_capabilities(n, specs))
+        self.assertEqual(hm.FAIL, status)
         self.assertEqual(
             'tcg: capabilities:cpu_info:features=<in> avx2, the host has '
             "['pge'] (ComputeCapabilitiesFilter)",
-            hf.capabilities_text('tcg', detail))
+            ccf.capabilities_text('tcg', detail))
 
     def test_post_filters_and_text(self):
         hypervisors = [api_view('fake'), api_view('kvm')]
         enabled = ('ImagePropertiesFilter', 'ComputeCapabilitiesFilter')
-        post = explain.post_filters(
+        post = filters.post_filters(
             ['host-fake', 'host-kvm'],
             {'capabilities:hypervisor_type': 's== QEMU'}, [], [], 'p1',
             enabled, hypervisors=hypervisors,
@@ -288,20 +297,20 @@ class TestJudges(unittest.TestCase):
         self.assertEqual(['host-fake'], sorted(post))
         kinds = sorted(r['filter'] for r in post['host-fake'])
         self.assertEqual(list(sorted(enabled)), kinds)
-        texts = [explain.post_filter_text('host-fake', r, 'p1')
+        texts = [filters.post_filter_text('host-fake', r, 'p1')
                  for r in post['host-fake']]
         self.assertIn('host-fake: the image asks for architecture=aarch64, '
                       'the host (fake) runs x86_64/fake/hvm '
                       '(ImagePropertiesFilter)', texts)
         # a disabled filter judges nothing
-        self.assertEqual({}, explain.post_filters(
+        self.assertEqual({}, filters.post_filters(
             ['host-fake'], {'capabilities:hypervisor_type': 's== QEMU'},
             [], [], 'p1', ('ComputeFilter',), hypervisors=hypervisors,
             image={'architecture': 'aarch64'}))
 
     def test_unchecked_names_what_and_where(self):
         hypervisors = [api_view('kvm'), api_view('ironic')]
-        gaps = hf.unchecked(
+        gaps = filters.unchecked(
             ['host-kvm', 'host-ironic'], hypervisors,
             {'capabilities:numa_topology': 'x'}, {'architecture': 'aarch64'},
             ('ImagePropertiesFilter', 'ComputeCapabilitiesFilter'))
@@ -310,7 +319,7 @@ class TestJudges(unittest.TestCase):
         self.assertIn('cpu_arch', gaps['ImagePropertiesFilter'])
         self.assertIn('HostState.numa_topology',
                       gaps['ComputeCapabilitiesFilter'])
-        self.assertEqual({}, hf.unchecked(
+        self.assertEqual({}, filters.unchecked(
             ['host-kvm'], hypervisors, {}, {'architecture': 'x86_64'},
             ('ImagePropertiesFilter', 'ComputeCapabilitiesFilter')))
 
@@ -322,22 +331,22 @@ class TestQuota(unittest.TestCase):
                 'maxTotalRAMSize': 51200, 'totalRAMUsed': 40960}
 
     def test_fits(self):
-        self.assertEqual([], hf.quota_excess(self.ABSOLUTE, 1, 4, 10240))
+        self.assertEqual([], quota.quota_excess(self.ABSOLUTE, 1, 4, 10240))
 
     def test_each_limit(self):
-        found = hf.quota_excess(self.ABSOLUTE, 2, 5, 10241)
+        found = quota.quota_excess(self.ABSOLUTE, 2, 5, 10241)
         self.assertEqual(['instances', 'cores', 'ram'],
                          [e['resource'] for e in found])
         self.assertEqual({'resource': 'cores', 'limit': 20, 'used': 16,
                           'asked': 5}, found[1])
-        text = hf.quota_text('p1', found)
+        text = quota.quota_text('p1', found)
         self.assertIn('cores: 16 used + 5 asked > 20', text)
         self.assertIn('openstack quota set', text)
 
     def test_unlimited_and_missing(self):
         absolute = dict(self.ABSOLUTE, maxTotalCores=-1)
         absolute.pop('maxTotalRAMSize')
-        self.assertEqual([], hf.quota_excess(absolute, 1, 100, 10 ** 6))
+        self.assertEqual([], quota.quota_excess(absolute, 1, 100, 10 ** 6))
 
 
 class TestQuotaInCandidates(unittest.TestCase):
@@ -406,6 +415,56 @@ class TestProjectLimits(unittest.TestCase):
                          found)
 
 
+class TestRegistry(unittest.TestCase):
+    """filters.FILTERS is the one registry of the post-filters."""
+
+    def test_every_filter_module_is_registered(self):
+        found = []
+        for info in pkgutil.iter_modules(filters.__path__):
+            module = importlib.import_module(
+                '%s.%s' % (filters.__name__, info.name))
+            if hasattr(module, 'NAME'):
+                found.append(module.__name__)
+        self.assertEqual(sorted(found),
+                         sorted(f.__name__ for f in filters.FILTERS))
+
+    def test_the_order_they_run_in(self):
+        self.assertEqual(
+            ('ComputeFilter', 'AggregateInstanceExtraSpecsFilter',
+             'AggregateMultiTenancyIsolation', 'ImagePropertiesFilter',
+             'ComputeCapabilitiesFilter'), filters.CHECKED_FILTERS)
+        self.assertFalse(set(filters.CHECKED_FILTERS)
+                         & set(filters.NOT_CHECKED))
+
+    def test_a_reason_of_no_registered_filter(self):
+        self.assertEqual('h1: SomeFilter', filters.post_filter_text(
+            'h1', {'filter': 'SomeFilter'}, 'p1'))
+
+    def test_a_disabled_filter_does_not_run(self):
+        services = [{'host': 'h1', 'status': 'disabled', 'state': 'up'}]
+        self.assertEqual({'h1': [{'filter': 'ComputeFilter',
+                                  'why': 'disabled'}]},
+                         filters.post_filters(['h1'], {}, [], services,
+                                              'p1', ['ComputeFilter']))
+        self.assertEqual({}, filters.post_filters(
+            ['h1'], {}, [], services, 'p1', ['ImagePropertiesFilter']))
+
+
+@unittest.skipUnless(HAVE_NOVA, 'nova is not importable here (run with the '
+                     'test cloud\'s interpreter, see the module docstring)')
+class TestRegistryIsNovas(unittest.TestCase):
+    """Each registered filter module is named as Nova names the file of
+    the filter, and NAME is the class in it."""
+
+    def test_module_and_class_names(self):
+        for host_filter in filters.FILTERS:
+            name = host_filter.__name__.rpartition('.')[2]
+            nova_module = importlib.import_module(
+                'nova.scheduler.filters.' + name)
+            self.assertTrue(hasattr(nova_module, host_filter.NAME),
+                            (name, host_filter.NAME))
+
+
 @unittest.skipUnless(HAVE_NOVA, 'nova is not importable here (run with the '
                      'test cloud\'s interpreter, see the module docstring)')
 class TestAgainstNova(unittest.TestCase):
@@ -443,9 +502,9 @@ class TestAgainstNova(unittest.TestCase):
         nova_filter = image_props_filter.ImagePropertiesFilter()
         compared = 0
         for props, _expected in IMAGE_CASES:
-            wanted = hf.image_requirements(props)
+            wanted = ipf.image_requirements(props)
             for name in NODES:
-                ours, detail = hf.judge_image(api_view(name), wanted)
+                ours, detail = ipf.judge_image(api_view(name), wanted)
                 state = self.host_state(name)
                 spec = self.spec(properties=props)
                 if detail.get('nova_error'):
@@ -453,11 +512,11 @@ class TestAgainstNova(unittest.TestCase):
                                       nova_filter.host_passes, state, spec)
                     compared += 1
                     continue
-                if ours == hf.UNKNOWN:
+                if ours == hm.UNKNOWN:
                     continue
                 theirs = nova_filter.host_passes(state, spec)
                 compared += 1
-                self.assertEqual(ours == hf.PASS, theirs, (props, name))
+                self.assertEqual(ours == hm.PASS, theirs, (props, name))
         self.assertGreater(compared, 40)
 
     def test_unknown_image_cases_really_depend_on_the_host(self):
@@ -474,13 +533,13 @@ class TestAgainstNova(unittest.TestCase):
         compared = 0
         for specs, _expected in CAPABILITY_CASES:
             for name in NODES:
-                ours, _detail = hf.judge_capabilities(api_view(name), specs)
-                if ours == hf.UNKNOWN:
+                ours, _detail = ccf.judge_capabilities(api_view(name), specs)
+                if ours == hm.UNKNOWN:
                     continue
                 theirs = nova_filter.host_passes(
                     self.host_state(name), self.spec(extra_specs=specs))
                 compared += 1
-                self.assertEqual(ours == hf.PASS, theirs, (specs, name))
+                self.assertEqual(ours == hm.PASS, theirs, (specs, name))
         self.assertGreater(compared, 80)
 
 

@@ -12,10 +12,10 @@
 
 """Pure host/capacity logic, on provider trees shaped like the seeds'."""
 
-from gpuclient.rules import host_filters
 from gpuclient.rules import host_names
 from gpuclient.rules import hosts
 from gpuclient.rules import model
+from gpuclient.rules.scheduler import host_manager
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import fakes
 
@@ -249,10 +249,10 @@ class TestOneHostMap(HostRowsFixture, base.TestCase):
         self.assertEqual(host_names.host_roots(hypervisors),
                          cloud.host_roots())
         self.assertNotIn(orphan_name, cloud.host_roots())
-        self.assertNotIn(orphan_name, host_filters.nodes_by_host(hypervisors))
-        self.assertNotIn(None, host_filters.nodes_by_host(hypervisors))
+        self.assertNotIn(orphan_name, host_manager.nodes_by_host(hypervisors))
+        self.assertNotIn(None, host_manager.nodes_by_host(hypervisors))
         self.assertNotIn(orphan_name, host_names.index([], hypervisors))
-        self.assertIsNone(host_filters.host_state(self.orphan)['host'])
+        self.assertIsNone(host_manager.host_state(self.orphan)['host'])
 
     def test_service_host_unlike_its_hypervisor_name(self):
         hypervisors = self.cloud.hypervisors
@@ -265,9 +265,9 @@ class TestOneHostMap(HostRowsFixture, base.TestCase):
         rows, _unmapped = self.rows()
         self.assertIn('gpu-pt-1', {r['host'] for r in rows})
         self.assertNotIn('gpu-pt-1.gpu.test', {r['host'] for r in rows})
-        self.assertEqual([pt], host_filters.nodes_by_host(hypervisors)[
+        self.assertEqual([pt], host_manager.nodes_by_host(hypervisors)[
             'gpu-pt-1'])
-        self.assertEqual('gpu-pt-1', host_filters.host_state(pt)['host'])
+        self.assertEqual('gpu-pt-1', host_manager.host_state(pt)['host'])
         self.assertEqual({'gpu-pt-1': host_names.HYPERVISOR_HOSTNAME},
                          host_names.index([], hypervisors)[
                              'gpu-pt-1.gpu.test'])

@@ -31,8 +31,8 @@ import fixtures
 import testtools
 
 from gpuclient.cloud import errors
-from gpuclient.ops import flavor_ops
 from gpuclient.ops import journal
+from gpuclient.rules import flavor_plan
 from gpuclient.rules import plan as plan_mod
 
 ROOT1 = 'aaaaaaaa-0000-0000-0000-000000000001'
@@ -699,7 +699,7 @@ class TestFlavorPlans(JournalTestCase):
     }
 
     def test_create_failing_at_the_second_access_is_undone(self):
-        plan = flavor_ops.plan_create('g1', {'name': 'a100'}, self.WANTED,
+        plan = flavor_plan.create('g1', {'name': 'a100'}, self.WANTED,
                                       {})
         before = self.cloud.state()
         self.cloud.fail(4, 'error')
@@ -710,7 +710,7 @@ class TestFlavorPlans(JournalTestCase):
                       'flavor g1)', str(error))
 
     def test_create_completes(self):
-        plan = flavor_ops.plan_create('g1', {'name': 'a100'}, self.WANTED,
+        plan = flavor_plan.create('g1', {'name': 'a100'}, self.WANTED,
                                       {})
         journal.apply(self.client, plan)
         self.assertEqual(
@@ -764,7 +764,7 @@ class TestFlavorPlans(JournalTestCase):
             self.client.compute.create_flavor(name=name, vcpus=1, ram=512)
         flavors = sorted(self.cloud.flavors.values(),
                          key=lambda f: f['name'])
-        plan = flavor_ops.plan_delete(flavors)
+        plan = flavor_plan.delete(flavors)
         self.cloud.writes = 0
         self.cloud.fail(2, 'error')
         error = self.assertRaises(journal.ApplyError, journal.apply,
@@ -992,7 +992,7 @@ class TestFlavorsById(JournalTestCase):
         self.client.compute.set_flavor_extra_specs('42', {'hw:a': '1'})
         self.cloud.writes = 0
         self.before = self.cloud.state()
-        self.plan = flavor_ops.plan_create('42', {'name': 'a100'},
+        self.plan = flavor_plan.create('42', {'name': 'a100'},
                                            TestFlavorPlans.WANTED, {})
 
     def new_flavors(self):
@@ -1066,7 +1066,7 @@ class TestFlavorsById(JournalTestCase):
         new = self.client.compute.create_flavor(name='42', vcpus=1, ram=512)
         self.cloud.writes = 0
         self.cloud.fail(1, 'lost')
-        plan = flavor_ops.plan_delete([new])
+        plan = flavor_plan.delete([new])
         journal.apply(self.client, plan)
         self.assertEqual({'42': 'plain'}, self.cloud.state()['flavor_ids'])
 
@@ -1207,6 +1207,7 @@ class TestUndoComparesFirst(JournalTestCase):
     def test_flavor_description(self):
         flavor = self.client.compute.create_flavor(
             name='g1', vcpus=1, ram=512, description='old')
+
         def plan():
             return plan_mod.Plan('Changing flavor g1', [
                 plan_mod.set_description('g1', 'old', 'ours',

@@ -79,6 +79,15 @@ class TestTree(base.TestCase):
         self.assertNotIn('gpuclient.tests.unit.base', self.graph)
         self.assertNotIn('gpuclient.tests.unit.test_layers', self.graph)
 
+    def test_the_scheduler_package_is_the_rules_floor(self):
+        # rules/scheduler/ (and its filters/) are read and are rules: pure
+        found = [m for m in self.graph
+                 if m.startswith('gpuclient.rules.scheduler.')]
+        self.assertIn('gpuclient.rules.scheduler.resource_request', found)
+        self.assertIn('gpuclient.rules.scheduler.filters.compute_filter',
+                      found)
+        self.assertEqual({'rules'}, {layers.floor_of(m) for m in found})
+
     def test_sees_lazy_imports(self):
         # journal imports the plugin inside a function.
         self.assertIn('gpuclient.plugin',

@@ -17,8 +17,8 @@ import copy
 
 from gpuclient.rules import maintenance as m
 from gpuclient.rules import pools as pools_mod
-from gpuclient.rules import request as request_mod
 from gpuclient.rules import specs
+from gpuclient.rules.scheduler import conf as nova_conf
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import fakes
 
@@ -111,7 +111,7 @@ class World:
         return derived['extra_specs']
 
     def plan(self, servers, draining=('src',), **kwargs):
-        kwargs.setdefault('settings', request_mod.load_settings())
+        kwargs.setdefault('settings', nova_conf.load_settings())
         return m.plan(servers, self.trees, draining, pools=self.pools,
                       aggregates=self.aggregates, services=self.services,
                       **kwargs)

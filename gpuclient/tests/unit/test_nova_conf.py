@@ -22,7 +22,7 @@ from osc_lib import exceptions
 import testtools
 
 from gpuclient.ops import nova_settings
-from gpuclient.rules import request
+from gpuclient.rules.scheduler import conf as nova_conf
 from gpuclient.tests.unit import base
 
 try:
@@ -67,43 +67,43 @@ REFUSED = {'setting before section', 'continuation of nothing', 'no sign',
 
 class TestParse(base.TestCase):
     def test_continuation_lines(self):
-        ini = request.parse_ini(TEXTS['continuation'])
+        ini = nova_conf.parse_ini(TEXTS['continuation'])
         self.assertEqual(
             ['ComputeFilter,\nPciPassthroughFilter,\nImagePropertiesFilter'],
             ini['filter_scheduler']['enabled_filters'])
-        settings = request.load_settings(TEXTS['continuation'])
+        settings = nova_conf.load_settings(TEXTS['continuation'])
         self.assertEqual(('ComputeFilter', 'PciPassthroughFilter',
                           'ImagePropertiesFilter'),
                          settings['enabled_filters'])
 
     def test_blank_line_ends_a_value(self):
-        ini = request.parse_ini(TEXTS['blank line ends a value'])
+        ini = nova_conf.parse_ini(TEXTS['blank line ends a value'])
         self.assertEqual(['A,\nB'], ini['filter_scheduler']['enabled_filters'])
         self.assertEqual({'x': ['1']}, ini['scheduler'])
 
     def test_comments_and_multi_line_alias(self):
-        settings = request.load_settings(TEXTS['comments'])
+        settings = nova_conf.load_settings(TEXTS['comments'])
         self.assertEqual(['h100'], sorted(settings['aliases']))
         self.assertEqual('CUSTOM_PCI_10DE_2331',
                          settings['aliases']['h100']['resource_class'])
 
     def test_only_first_column_starts_a_comment(self):
-        ini = request.parse_ini(TEXTS['indented hash continues'])
+        ini = nova_conf.parse_ini(TEXTS['indented hash continues'])
         self.assertEqual(['1\n# not a comment'], ini['scheduler']['x'])
 
     def test_separators_and_quotes(self):
-        ini = request.parse_ini(TEXTS['colon and quotes'])['scheduler']
+        ini = nova_conf.parse_ini(TEXTS['colon and quotes'])['scheduler']
         self.assertEqual(
             {'max_placement_results': ['7'], 'a': ['q'], 'b': ['"mixed\''],
              'c': ['x # kept'], 'd': ['k=v'], 'e': ['f = g']}, ini)
-        self.assertEqual(7, request.load_settings(
+        self.assertEqual(7, nova_conf.load_settings(
             TEXTS['colon and quotes'])['max_placement_results'])
 
     def test_sections_compare_in_lower_case_but_default(self):
-        ini = request.parse_ini(TEXTS['section case'])
+        ini = nova_conf.parse_ini(TEXTS['section case'])
         self.assertEqual({'scheduler': {'x': ['1']}, 'DEFAULT': {'y': ['2']},
                           'default': {'z': ['3']}}, ini)
-        ini = request.parse_ini(TEXTS['repeated key'])
+        ini = nova_conf.parse_ini(TEXTS['repeated key'])
         self.assertEqual({'pci': {'alias': ['1', '2', '3']}}, ini)
 
     def test_refused_lines_name_file_and_line(self):
@@ -115,7 +115,7 @@ class TestParse(base.TestCase):
         self.assertEqual(REFUSED, set(cases))
         for name, lineno in cases.items():
             exc = self.assertRaises(exceptions.CommandError,
-                                    request.parse_ini, TEXTS[name],
+                                    nova_conf.parse_ini, TEXTS[name],
                                     '/etc/nova/nova.conf')
             self.assertIn('/etc/nova/nova.conf line %d:' % lineno, str(exc),
                           name)
@@ -130,7 +130,7 @@ class TestParse(base.TestCase):
                 ('[database\nconnection=x://u:S3cret@db\n', 1),
                 ('connection = mysql://nova:S3cret@db\n', 1)):
             exc = self.assertRaises(exceptions.CommandError,
-                                    request.parse_ini, text,
+                                    nova_conf.parse_ini, text,
                                     '/etc/nova/nova.conf')
             self.assertIn('/etc/nova/nova.conf line %d:' % lineno, str(exc))
             self.assertNotIn('S3cret', str(exc))
@@ -142,15 +142,15 @@ class TestParse(base.TestCase):
                  '[pci]\nalias = %s\n' % json.dumps(H100))
         second = ('[scheduler]\nmax_placement_results = 9\n'
                   '[pci]\nalias = %s\n' % json.dumps(A100))
-        settings = request.load_settings([('a', first), ('b', second)])
+        settings = nova_conf.load_settings([('a', first), ('b', second)])
         self.assertEqual(9, settings['max_placement_results'])
         self.assertFalse(settings['pci_in_placement'])
         self.assertEqual(['a100', 'h100'], sorted(settings['aliases']))
-        settings = request.load_settings([('b', second), ('a', first)])
+        settings = nova_conf.load_settings([('b', second), ('a', first)])
         self.assertEqual(5, settings['max_placement_results'])
 
     def test_merge_keeps_file_order(self):
-        merged = request.merge_ini([
+        merged = nova_conf.merge_ini([
             {'pci': {'alias': ['1', '2']}, 'x': {'k': ['a']}},
             {'pci': {'alias': ['3']}},
         ])
@@ -160,7 +160,7 @@ class TestParse(base.TestCase):
     def test_conf_dir_files(self):
         self.assertEqual(
             ['10-b.conf', '2-a.conf', 'z.conf'],
-            request.conf_dir_files(['z.conf', '2-a.conf', 'README',
+            nova_conf.conf_dir_files(['z.conf', '2-a.conf', 'README',
                                     '.hidden.conf', '10-b.conf',
                                     'x.conf.orig']))
 
@@ -225,7 +225,7 @@ class TestReadSettings(base.TestCase):
     def test_no_files_is_defaults(self):
         settings = nova_settings.read_settings()
         self.assertIsNone(settings['file'])
-        self.assertEqual(request.DEFAULT_SETTINGS['max_placement_results'],
+        self.assertEqual(nova_conf.DEFAULT_SETTINGS['max_placement_results'],
                          settings['max_placement_results'])
 
     def test_unreadable(self):
@@ -261,7 +261,7 @@ class TestSameAsOsloConfig(base.TestCase):
 
     def ours(self, text):
         try:
-            return request.parse_ini(text)
+            return nova_conf.parse_ini(text)
         except exceptions.CommandError:
             return 'refused'
 

@@ -20,7 +20,7 @@ import json
 
 from gpuclient.rules import hosts
 from gpuclient.rules import nova_config as nc
-from gpuclient.rules import request
+from gpuclient.rules.scheduler import conf as nova_conf
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit.test_nova_config_nova import cases
 from gpuclient.tests.unit.test_nova_config_nova import device
@@ -316,7 +316,7 @@ class TestRender(base.TestCase):
         for target in config.ordered():
             block = nc.render_target(config, target)
             self.assertIn(block, text)
-            parsed = request.parse_ini(block)
+            parsed = nova_conf.parse_ini(block)
             want = {s: {k: v if isinstance(v, list) else [v]
                         for k, v in keys.items()}
                     for s, keys in config.targets.get(target, {}).items()}
@@ -348,7 +348,7 @@ class TestRender(base.TestCase):
 class TestDiff(base.TestCase):
     def existing(self, config, target):
         """The effective config of TARGET as parse_ini would read it."""
-        return request.parse_ini(nc.render_target(config, nc.ALL)
+        return nova_conf.parse_ini(nc.render_target(config, nc.ALL)
                                  + nc.render_target(config, target))
 
     def test_own_output_has_no_differences(self):
@@ -370,7 +370,7 @@ class TestDiff(base.TestCase):
             'pci_in_placement = False\n'
             '[scheduler]\n'
             'enable_isolated_aggregate_filtering = 1\n')
-        found = nc.diff(config, {nc.SCHEDULER: request.parse_ini(text)})
+        found = nc.diff(config, {nc.SCHEDULER: nova_conf.parse_ini(text)})
         by_key = {(f['section'], f['key']): f for f in found}
         self.assertEqual({('pci', 'alias'),
                           ('filter_scheduler', 'enabled_filters'),
@@ -391,7 +391,7 @@ class TestDiff(base.TestCase):
                 config, nc.SCHEDULER).replace(
                     'ComputeFilter,', 'ComputeFilter,SameHostFilter,')
         self.assertEqual([], nc.diff(config, {
-            nc.SCHEDULER: request.parse_ini(text)}))
+            nc.SCHEDULER: nova_conf.parse_ini(text)}))
 
     def test_host_addresses_compared_as_sets(self):
         config = build('vgpu')

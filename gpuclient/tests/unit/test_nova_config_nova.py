@@ -40,7 +40,7 @@ import warnings
 
 from gpuclient.rules import nova_config
 from gpuclient.rules import pools as pools_mod
-from gpuclient.rules import request
+from gpuclient.rules.scheduler import conf as nova_conf
 
 try:
     with warnings.catch_warnings():
@@ -195,7 +195,7 @@ class TestNovaReadsRenderedFiles(unittest.TestCase):
     def check_file(self, label, text, *more):
         """Check TEXT (and MORE files read after it, merged)."""
         conf_opts = self.load(text, *more)
-        ini = request.merge_ini(request.parse_ini(t, label)
+        ini = nova_conf.merge_ini(nova_conf.parse_ini(t, label)
                                 for t in (text,) + more)
         for section, keys in ini.items():
             for key in keys:

@@ -12,7 +12,7 @@
 
 """Flavors that depend on pool properties, and safe step orders (issue 21).
 
-* (``aggregate_filter`` itself: test_aggregate_filter);
+* (``dependents`` itself: test_dependents);
 * ``pool_plan.update_metadata`` refusing or carrying a change of a key
   flavors steer on;
 * the order of every multi-step pool plan as a property: for each prefix
@@ -23,13 +23,14 @@
 
 import copy
 
-from gpuclient.rules import aggregate_filter
+from gpuclient.rules import dependents
 from gpuclient.rules import pool_plan
-from gpuclient.rules import request
+from gpuclient.rules.scheduler import request_filter
 from gpuclient.tests.unit import test_pool_plan as tpp
 
 SCOPED = 'aggregate_instance_extra_specs:'
 GP = 'group_policy'
+
 
 def gp_world(gp='isolate', hosts=('cmp1',)):
     world = tpp.World()
@@ -132,10 +133,11 @@ class TestPropertyDependents(tpp.PlanTestCase):
 class Simulation:
     """A cloud as plain data, and where a (flavor, image) can boot.
 
-    ``lands`` follows Nova: isolate_aggregates (request.isolated_aggregates
-    over the flavor's and image's required traits), Placement's required
-    traits on the host's provider tree, and AggregateInstanceExtraSpecsFilter
-    (aggregate_filter) on the host's aggregates.
+    ``lands`` follows Nova: isolate_aggregates
+    (request_filter.isolated_aggregates over the flavor's and image's
+    required traits), Placement's required traits on the host's provider
+    tree, and AggregateInstanceExtraSpecsFilter (dependents) on the host's
+    aggregates.
     """
 
     def __init__(self, world):
@@ -155,7 +157,7 @@ class Simulation:
         args = step.args
         if step.op == 'aggregate.metadata':
             agg = self._aggregate(args['name'])
-            agg['metadata'] = aggregate_filter.changed(agg['metadata'],
+            agg['metadata'] = dependents.changed(agg['metadata'],
                                                        args['metadata'])
         elif step.op == 'aggregate.add_host':
             self._aggregate(args['name'])['hosts'].append(args['host'])
@@ -191,7 +193,8 @@ class Simulation:
             required |= {key.split(':', 1)[1] for key, value
                          in self.images[image].items()
                          if key.startswith('trait:') and value == 'required'}
-        forbidden = request.isolated_aggregates(self.aggregates, required)
+        forbidden = request_filter.isolated_aggregates(self.aggregates,
+                                                       required)
         if any(host in agg['hosts'] for agg in forbidden):
             return False
         tree = set()
@@ -200,9 +203,9 @@ class Simulation:
                 tree |= self.traits.get(uuid, set())
         if not required <= tree:
             return False
-        merged = aggregate_filter.union(
+        merged = dependents.union(
             a['metadata'] for a in self.aggregates if host in a['hosts'])
-        return aggregate_filter.passes(specs, merged)
+        return dependents.passes(specs, merged)
 
     def landings(self):
         pairs = [(f, None) for f in sorted(self.flavors)]

@@ -626,7 +626,6 @@ class TestRerunCommand(base.TestCase):
                          plan_mod.command_line(['gpu', 'image', 'set',
                                                 '--dry-run', 'i']))
 
-
     def test_delete_names_force_whatever_the_command_line(self):
         """A delete whose undo fails leaves an aggregate without its
         metadata, which only "pool delete --force" deletes: the hint says

@@ -150,17 +150,17 @@ class DemandTest(testtools.TestCase):
         flavors = [{'name': 'big', 'extra_specs': {
             'aggregate_instance_extra_specs:gpu_pool': 'large',
             'resources:CUSTOM_3G': '1'}}]
-        wanted, of_flavor = pc.demand({'big': 3, '3G.40GB': 1, '1g.10gb': 2},
-                                      flavors, POOLS)
+        wanted, of_flavor = pc.profiles_wanted(
+            {'big': 3, '3G.40GB': 1, '1g.10gb': 2}, flavors, POOLS)
         self.assertEqual({'3g.40gb': 4, '1g.10gb': 2}, wanted)
         self.assertEqual({'big': '3g.40gb'}, of_flavor)
 
     def test_a_flavor_of_no_mig_pool(self):
         flavors = [{'name': 'plain', 'extra_specs': {}}]
-        self.assertRaises(pc.CannotTell, pc.demand, {'plain': 1}, flavors,
-                          POOLS)
-        self.assertRaises(profiles.UnknownName, pc.demand, {'nope': 1}, [],
-                          POOLS)
+        self.assertRaises(pc.CannotTell, pc.profiles_wanted, {'plain': 1},
+                          flavors, POOLS)
+        self.assertRaises(profiles.UnknownName, pc.profiles_wanted,
+                          {'nope': 1}, [], POOLS)
 
 
 def _plan(demand, allocations=None):
@@ -485,11 +485,12 @@ class VgpuPlanTest(testtools.TestCase):
         flavors = [{'name': 'ws.2', 'extra_specs': {
             'aggregate_instance_extra_specs:gpu_pool': 'ws',
             'resources:VGPU': '2', 'trait:CUSTOM_NVIDIA_35': 'required'}}]
-        wanted, of_flavor = pc.demand({'ws.2': 3, 'A100D-40C': 1}, flavors,
-                                      {'ws': WS}, {'ws': 'A100D-20C'})
+        wanted, of_flavor = pc.profiles_wanted(
+            {'ws.2': 3, 'A100D-40C': 1}, flavors, {'ws': WS},
+            {'ws': 'A100D-20C'})
         self.assertEqual({'A100D-20C': 6, 'A100D-40C': 1}, wanted)
         self.assertEqual({'ws.2': 'A100D-20C'}, of_flavor)
-        e = self.assertRaises(pc.CannotTell, pc.demand, {'ws.2': 1},
+        e = self.assertRaises(pc.CannotTell, pc.profiles_wanted, {'ws.2': 1},
                               flavors, {'ws': WS})
         self.assertIn('--vgpu-mdev-type', str(e))
 

@@ -47,7 +47,7 @@ class TestDemand(base.TestCase):
         self.mig = tu.embedded(tu.MIG_SPEC, name='g1.mig')
 
     def demand(self, items, servers=()):
-        return profile_demand.demand(items, servers, tu.at(0), tu.at(600),
+        return profile_demand.from_usage(items, servers, tu.at(0), tu.at(600),
                                      self.pools)
 
     def test_peak_of_concurrent_servers_per_flavor(self):

@@ -10,10 +10,10 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Differential test: gpuclient.rules.request against Nova's scheduler code.
+"""Differential test: gpuclient.rules.scheduler against Nova's scheduler code.
 
 The same flavors, images, aggregates and settings go to
-``gpuclient.rules.request.build`` and to Nova's path
+``gpuclient.rules.scheduler.resource_request.build`` and to Nova's path
 (``RequestSpec.from_components`` with PCI requests from the flavor,
 ``request_filter.process_reqspec``,
 ``utils.resources_from_request_spec``, ``ResourceRequest.to_querystring``).
@@ -39,8 +39,10 @@ import uuid
 import warnings
 
 from gpuclient.rules import pools as pools_mod
-from gpuclient.rules import request
 from gpuclient.rules import specs
+from gpuclient.rules.scheduler import conf as nova_conf
+from gpuclient.rules.scheduler import request_filter
+from gpuclient.rules.scheduler import resource_request as request
 
 try:
     with warnings.catch_warnings():
@@ -49,7 +51,7 @@ try:
         from nova import objects
         import nova.conf
         from nova.pci import request as pci_request
-        from nova.scheduler import request_filter
+        from nova.scheduler import request_filter as nova_request_filter
         from nova.scheduler import utils as sched_utils
     objects.register_all()
     HAVE_NOVA = True
@@ -242,7 +244,7 @@ class TestAgainstNova(unittest.TestCase):
 
     def _configure(self, settings):
         conf = self.conf
-        for key, section in request.CONF_SECTIONS.items():
+        for key, section in nova_conf.CONF_SECTIONS.items():
             if section == 'gpuclient' or key == 'enabled_filters':
                 continue
             conf.set_override(key, settings[key], section)
@@ -286,16 +288,16 @@ class TestAgainstNova(unittest.TestCase):
                 pci_reqs, {}, None, zone, project_id=project_id or PROJECT)
         spec.is_bfv = boot_from_volume
         with mock.patch.object(
-                request_filter, '_should_filter_by_owner',
+                nova_request_filter, '_should_filter_by_owner',
                 return_value=settings['owner_nova']), \
                 mock.patch.object(objects.AggregateList,
                                   'get_non_matching_by_metadata_keys',
                                   side_effect=non_matching), \
                 mock.patch.object(objects.AggregateList, 'get_by_metadata',
                                   side_effect=by_metadata), \
-                mock.patch.object(request_filter, 'LOG'), \
+                mock.patch.object(nova_request_filter, 'LOG'), \
                 mock.patch.object(sched_utils, 'LOG'):
-            request_filter.process_reqspec(ctxt, spec)
+            nova_request_filter.process_reqspec(ctxt, spec)
             resources = sched_utils.resources_from_request_spec(
                 ctxt, spec, None)
         return resources.to_querystring()
@@ -303,7 +305,7 @@ class TestAgainstNova(unittest.TestCase):
     def test_same_query_as_nova(self):
         for name, flavor, image, kwargs in _cases():
             kwargs = dict(kwargs)
-            settings = request.load_settings(
+            settings = nova_conf.load_settings(
                 overrides=kwargs.pop('settings', {}),
                 alias_maps=['a100=CUSTOM_A100'])
             settings['aliases']['a100']['traits'] = {'CUSTOM_HBM2E',
@@ -321,7 +323,7 @@ class TestAgainstNova(unittest.TestCase):
 
     def test_alias_from_nova_conf(self):
         """[pci] alias JSON read by gpuclient = the class Nova uses."""
-        settings = request.load_settings(conf_text='[pci]\nalias = %s\n'
+        settings = nova_conf.load_settings(conf_text='[pci]\nalias = %s\n'
                                          % json.dumps(A100_ALIAS))
         flavor = _flavor(**{'pci_passthrough:alias': 'a100:1'})
         ours = request.querystring(request.build(flavor, {}, settings))
@@ -332,15 +334,16 @@ class TestAgainstNova(unittest.TestCase):
 @unittest.skipUnless(HAVE_NOVA, 'nova is not importable here: run with the '
                      'test cloud venv (/var/tmp/gpuclient-testcloud/venv)')
 class TestPrefilterNames(unittest.TestCase):
-    """request.REQUEST_FILTERS and NOT_MODELLED are Nova's
+    """request_filter.REQUEST_FILTERS and NOT_MODELLED are Nova's
     request_filter.ALL_REQUEST_FILTERS, by name and in order."""
 
     def setUp(self):
-        self.nova = [f.__name__ for f in request_filter.ALL_REQUEST_FILTERS]
+        self.nova = [f.__name__
+                     for f in nova_request_filter.ALL_REQUEST_FILTERS]
 
     def test_modelled_and_not_modelled_are_novas_in_order(self):
-        modelled = [f.__name__ for f in request.REQUEST_FILTERS]
-        left_out = [name for name, _why in request.NOT_MODELLED]
+        modelled = [f.__name__ for f in request_filter.REQUEST_FILTERS]
+        left_out = [name for name, _why in request_filter.NOT_MODELLED]
         names = modelled + left_out
         self.assertEqual(len(names), len(set(names)), names)
         self.assertEqual(sorted(self.nova), sorted(names))
@@ -349,7 +352,7 @@ class TestPrefilterNames(unittest.TestCase):
         self.assertEqual([n for n in self.nova if n in left_out], left_out)
 
     def test_nova_request_filters(self):
-        self.assertEqual(self.nova, list(request.NOVA_REQUEST_FILTERS))
+        self.assertEqual(self.nova, list(request_filter.NOVA_REQUEST_FILTERS))
 
 
 if __name__ == '__main__':

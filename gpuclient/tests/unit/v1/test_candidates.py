@@ -20,7 +20,7 @@ import urllib.parse
 from osc_lib import exceptions
 import yaml
 
-from gpuclient.rules import explain
+from gpuclient.rules.scheduler import explain
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import fakes
 from gpuclient.tests.unit import test_explain as recorded

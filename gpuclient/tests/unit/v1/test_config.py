@@ -21,7 +21,7 @@ from osc_lib import exceptions
 
 from gpuclient.ops import pool_ops
 from gpuclient.ops import snapshot
-from gpuclient.rules import request
+from gpuclient.rules.scheduler import conf as nova_conf
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import test_pool_ops
 from gpuclient.v1 import config as config_cmd
@@ -102,7 +102,7 @@ class TestShow(ConfigTestCase):
     def test_ini_from_the_cloud(self):
         rc, text = self.run_cmd()
         self.assertEqual(0, rc)
-        ini = request.parse_ini(text)
+        ini = nova_conf.parse_ini(text)
         # the pGPU addresses come from the provider names in Placement
         self.assertEqual(['0000:84:00.0,0000:85:00.0'],
                          ini['mdev_nvidia-35']['device_addresses'])
@@ -309,7 +309,7 @@ class TestShow(ConfigTestCase):
             'pci_passthrough:alias': 'h100:1',
             'hw:pci_numa_affinity_policy': 'required'})
         _rc, text = self.run_cmd()
-        ini = request.parse_ini(text)
+        ini = nova_conf.parse_ini(text)
         self.assertIn('"numa_policy": "required"', ini['pci']['alias'][0])
         self.assertNotIn('is assumed', text)
 

@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""``aggregate_filter``: which flavors depend on which aggregate key.
+"""``gpuclient.rules.dependents``: which flavors depend on which aggregate key.
 
 Table-driven, and the same table given to Nova's own
 AggregateInstanceExtraSpecsFilter where Nova is importable (a differential
@@ -21,7 +21,7 @@ skip fails the build; in the py3 environment it skips).
 import types
 import unittest
 
-from gpuclient.rules import aggregate_filter
+from gpuclient.rules import dependents
 
 try:
     from nova import objects
@@ -79,18 +79,18 @@ class TestAggregateFilter(unittest.TestCase):
 
     def test_table(self):
         for name, metadatas, extra_specs, failing in FILTER_CASES:
-            merged = aggregate_filter.union(metadatas)
+            merged = dependents.union(metadatas)
             self.assertEqual(
-                failing, aggregate_filter.failing_keys(extra_specs, merged),
+                failing, dependents.failing_keys(extra_specs, merged),
                 name)
             self.assertEqual(not failing,
-                             aggregate_filter.passes(extra_specs, merged),
+                             dependents.passes(extra_specs, merged),
                              name)
 
     def test_spec_keys(self):
         self.assertEqual(
             {GP: [(GP, 'isolate')], 'a:b': [(SCOPED + 'a:b', 'c')]},
-            aggregate_filter.spec_keys({GP: 'isolate', SCOPED + 'a:b': 'c',
+            dependents.spec_keys({GP: 'isolate', SCOPED + 'a:b': 'c',
                                         'trait:X': 'required',
                                         'hw:numa_nodes': '1'}))
 
@@ -163,7 +163,7 @@ class TestBrokenBy(unittest.TestCase):
 
     def test_table(self):
         for name, aggregates, changes, broken in BROKEN_CASES:
-            found = aggregate_filter.broken_by(FLAVORS, aggregates, 'p',
+            found = dependents.broken_by(FLAVORS, aggregates, 'p',
                                                changes)
             self.assertEqual(broken, [(f['name'], keys)
                                       for f, keys in found], name)
@@ -177,14 +177,14 @@ class TestBrokenBy(unittest.TestCase):
                 ('none,isolate', None),      # which one: the operator's
                 ('s== x y', None)):          # parsed as an operator
             self.assertEqual(expected,
-                             aggregate_filter.follow(specs, GP, value),
+                             dependents.follow(specs, GP, value),
                              value)
 
     def test_requirement_for(self):
         for value, req in (('true', 'true'), ('a b', 'a b'),
                            ('<in>', 's== <in>'), ('a,b', None),
                            (None, None)):
-            self.assertEqual(req, aggregate_filter.requirement_for(value),
+            self.assertEqual(req, dependents.requirement_for(value),
                              value)
 
 

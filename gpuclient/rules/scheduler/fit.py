@@ -13,8 +13,8 @@
 """Pure: how many more copies of one server's request fit into a tree.
 
 ``fit_count(tree, request)`` is the largest k such that k servers, each
-asking Placement for ``request`` (as ``gpuclient.rules.request.build``
-makes it), can hold allocations in one resource-provider tree at the same time.
+asking Placement for ``request`` (as ``resource_request.build`` makes it),
+can hold allocations in one resource-provider tree at the same time.
 ``fit_counts(trees, request)`` sums it over the trees of one host. No I/O.
 
 A tree is ``{uuid: {'parent': uuid | None, 'traits': set,
@@ -114,8 +114,8 @@ def fit_count(tree, request, limit=None):
     tree, exactly.
 
     ``tree`` and the rules: see the module docstring. ``request`` as
-    ``gpuclient.rules.request.build`` returns it. ``limit``: stop counting
-    at this many. Raises ValueError for a malformed tree or a request field
+    ``resource_request.build`` returns it. ``limit``: stop counting at this
+    many. Raises ValueError for a malformed tree or a request field
     this module does not understand (naming it).
     """
     cap = _UNBOUNDED if limit is None else int(limit)
@@ -167,7 +167,7 @@ class _Problem:
 def _check_fields(request):
     if request.get('same_subtree'):
         raise ValueError('fit_count: the request has same_subtree, which '
-                         'gpuclient.rules.fit does not model.')
+                         'gpuclient.rules.scheduler.fit does not model.')
     unknown = sorted(set(request) - _INFO_FIELDS - {'same_subtree'})
     if unknown:
         raise ValueError('fit_count: unknown request field(s) %s.'

@@ -24,7 +24,7 @@ flavor's extra specs against the metadata of the aggregates a host is in:
   on commas and stripped (``utils.aggregate_metadata_get_by_host``);
 * a matched key missing from that union fails the host; otherwise one of
   the values must match the spec with ``extra_specs_ops.match``
-  (``host_filters.spec_match``: ``s==``, ``<in>``, ``<or>``, ``>=``, ...,
+  (``extra_specs_ops.spec_match``: ``s==``, ``<in>``, ``<or>``, ``>=``, ...,
   else plain equality).
 
 A flavor *depends on* key K of aggregate A when it passes the filter on a
@@ -33,9 +33,8 @@ once K changes. ``broken_by`` answers that for a planned metadata change;
 ``follow`` says how a flavor's specs change to keep matching.
 """
 
-from gpuclient.rules import host_filters
-
-SCOPE = 'aggregate_instance_extra_specs'
+from gpuclient.rules.scheduler.filters import aggregate_instance_extra_specs
+from gpuclient.rules.scheduler.filters import extra_specs_ops
 
 
 def spec_keys(extra_specs):
@@ -45,7 +44,8 @@ def spec_keys(extra_specs):
     for key, req in (extra_specs or {}).items():
         scope = key.split(':', 1)
         if len(scope) > 1:
-            if scope[0] != SCOPE:
+            if scope[0] != (
+                    aggregate_instance_extra_specs.AGGREGATE_SCOPE):
                 continue
             name = scope[1]
         else:
@@ -72,7 +72,7 @@ def union(metadatas):
 def _matches(values, req):
     for value in values:
         try:
-            if host_filters.spec_match(value, req):
+            if extra_specs_ops.spec_match(value, req):
                 return True
         except ValueError:  # a numeric operator on a word: Nova fails too
             continue

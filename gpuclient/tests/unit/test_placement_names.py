@@ -12,7 +12,7 @@
 
 from osc_lib import exceptions
 
-from gpuclient.rules import names
+from gpuclient.rules import placement_names as names
 from gpuclient.tests.unit import base
 
 

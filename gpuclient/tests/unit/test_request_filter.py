@@ -10,7 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""gpuclient.rules.request's prefilters, one table each, on plain dicts.
+"""gpuclient.rules.scheduler.request_filter (Nova's prefilters), one table
+each, on plain dicts.
 
 test_request_nova checks the names and order against Nova's own
 request_filter.ALL_REQUEST_FILTERS where Nova is importable.
@@ -18,7 +19,9 @@ request_filter.ALL_REQUEST_FILTERS where Nova is importable.
 
 from osc_lib import exceptions
 
-from gpuclient.rules import request
+from gpuclient.rules.scheduler import conf as nova_conf
+from gpuclient.rules.scheduler import request_filter
+from gpuclient.rules.scheduler import resource_request as request
 from gpuclient.tests.unit import base
 
 PROJECT = 'p1'
@@ -109,7 +112,7 @@ def info(aggregate):
 # {prefilter: [(case, prefilter_context kwargs, groups before, ran,
 #               outcome)]}
 TABLES = {
-    request.require_tenant_aggregate: [
+    request_filter.require_tenant_aggregate: [
         ('off', {'aggregates': [TENANT_AGG], 'project_id': PROJECT},
          None, False, {}),
         ('on, no project', {'settings': TENANT_ON,
@@ -135,7 +138,7 @@ TABLES = {
          {'groups': {'': {'member_of': [['u-tenant']]}},
           'tenant': [info(TENANT_AGG)]}),
     ],
-    request.map_az_to_placement_aggregate: [
+    request_filter.map_az_to_placement_aggregate: [
         ('no zone', {'aggregates': [AZ_META]}, None, False, {}),
         ('zone: metadata or field', {'zone': 'az1', 'aggregates': [
             AZ_OTHER, AZ_FIELD, AZ_META]}, None, True,
@@ -149,7 +152,7 @@ TABLES = {
          {'groups': {'': {'member_of': [['u-az-meta']]}},
           'zoned': [info(AZ_META)]}),
     ],
-    request.require_image_type_support: [
+    request_filter.require_image_type_support: [
         ('off', {'image': {'disk_format': 'qcow2'}}, None, False, {}),
         ('on', {'settings': IMAGE_TYPE_ON,
                 'image': {'disk_format': 'qcow2'}}, None, True,
@@ -160,11 +163,11 @@ TABLES = {
          None, False, {}),
         ('on, no image', {'settings': IMAGE_TYPE_ON}, None, False, {}),
     ],
-    request.compute_status_filter: [
+    request_filter.compute_status_filter: [
         ('always', {}, None, True,
          {'root_forbidden': ['COMPUTE_STATUS_DISABLED']}),
     ],
-    request.isolate_aggregates: [
+    request_filter.isolate_aggregates: [
         ('off', {'aggregates': [ISO_X]}, None, False, {}),
         ('on: aggregates requiring a trait not asked for',
          {'settings': ISOLATION_ON, 'aggregates': [NOT_ISO, ISO_XY, ISO_X]},
@@ -185,7 +188,7 @@ TABLES = {
          {'': {'required': ['CUSTOM_X', 'CUSTOM_Y']}}, True,
          {'groups': {'': {'required': ['CUSTOM_X', 'CUSTOM_Y']}}}),
     ],
-    request.transform_image_metadata: [
+    request_filter.transform_image_metadata: [
         ('off', {'image': {'hw_disk_bus': 'virtio'}}, None, False, {}),
         ('on: every mapped property', {'settings': METADATA_ON, 'image': {
             'hw_cdrom_bus': 'sata', 'hw_disk_bus': 'virtio',
@@ -204,7 +207,7 @@ TABLES = {
          {'root_required': ['COMPUTE_NET_VIF_MODEL_VIRTIO_NET']}),
         ('on, nothing mapped', {'settings': METADATA_ON}, None, True, {}),
     ],
-    request.accelerators_filter: [
+    request_filter.accelerators_filter: [
         ('no device profile', {'flavor': flavor()}, None, True, {}),
         ('device profile', {'flavor': flavor(**{
             'accel:device_profile': 'fpga1'})}, None, True,
@@ -213,7 +216,7 @@ TABLES = {
                           'of a Cyborg device profile are not '
                           'translated.']}),
     ],
-    request.packed_virtqueue_filter: [
+    request_filter.packed_virtqueue_filter: [
         ('neither', {}, None, True, {}),
         ('flavor', {'flavor': flavor(**{'hw:virtio_packed_ring': 'true'})},
          None, True, {'root_required': ['COMPUTE_NET_VIRTIO_PACKED']}),
@@ -223,7 +226,7 @@ TABLES = {
          {'flavor': flavor(**{'hw:virtio_packed_ring': 'false'}),
           'image': {'hw_virtio_packed_ring': 'true'}}, None, True, {}),
     ],
-    request.ephemeral_encryption_filter: [
+    request_filter.ephemeral_encryption_filter: [
         ('not asked for', {'image': {
             'hw_ephemeral_encryption_format': 'luks'}}, None, False, {}),
         ('flavor, no format', {'flavor': flavor(**{
@@ -238,7 +241,7 @@ TABLES = {
         ('the flavor says false', {'flavor': flavor(**{
             'hw:ephemeral_encryption': 'false'})}, None, False, {}),
     ],
-    request.virtio_sound_filter: [
+    request_filter.virtio_sound_filter: [
         ('no sound', {}, None, False, {}),
         ('another model', {'image': {'hw_sound_model': 'ich6'}}, None,
          False, {}),
@@ -250,7 +253,7 @@ TABLES = {
             'image': {'hw_sound_model': 'virtio'}}, None, True,
          {'root_required': ['COMPUTE_SOUND_MODEL_VIRTIO']}),
     ],
-    request.tpm_secret_security_filter: [
+    request_filter.tpm_secret_security_filter: [
         ('no vTPM', {'flavor': flavor(**{
             'hw:tpm_secret_security': 'host'})}, None, False, {}),
         ('vTPM from the image: user', {'image': {
@@ -262,7 +265,7 @@ TABLES = {
          {'root_required': [
              'COMPUTE_SECURITY_TPM_SECRET_SECURITY_DEPLOYMENT']}),
     ],
-    request.owner_nova_filter: [
+    request_filter.owner_nova_filter: [
         ('old computes', {}, {'pci-a-0': {'pci_alias': 'a'}}, False, {}),
         ('root and PCI alias groups only', {'settings': OWNER_ON},
          {'': {}, 'pci-a-0': {'pci_alias': 'a'}, '1': {}}, True,
@@ -279,40 +282,40 @@ class TestPrefilters(base.TestCase):
             for case, kwargs, groups, ran, expected in cases:
                 name = '%s: %s' % (prefilter.__name__, case)
                 spec = make_spec(groups)
-                ctx = request.prefilter_context(**kwargs)
+                ctx = request_filter.prefilter_context(**kwargs)
                 self.assertEqual(ran, prefilter(ctx, spec), name)
                 self.assertEqual(expected, outcome(spec), name)
 
     def test_every_prefilter_has_a_table(self):
-        self.assertEqual(list(request.REQUEST_FILTERS), list(TABLES))
+        self.assertEqual(list(request_filter.REQUEST_FILTERS), list(TABLES))
 
     def test_names_are_novas_in_order(self):
         """REQUEST_FILTERS and NOT_MODELLED make up Nova 34's
         ALL_REQUEST_FILTERS (by name, in order); test_request_nova checks
         NOVA_REQUEST_FILTERS against Nova itself."""
-        nova = list(request.NOVA_REQUEST_FILTERS)
-        modelled = [f.__name__ for f in request.REQUEST_FILTERS]
-        left_out = [name for name, _why in request.NOT_MODELLED]
+        nova = list(request_filter.NOVA_REQUEST_FILTERS)
+        modelled = [f.__name__ for f in request_filter.REQUEST_FILTERS]
+        left_out = [name for name, _why in request_filter.NOT_MODELLED]
         self.assertEqual(sorted(nova), sorted(modelled + left_out))
         self.assertEqual([n for n in nova if n in modelled], modelled)
         self.assertEqual([n for n in nova if n in left_out], left_out)
-        for name, why in request.NOT_MODELLED:
+        for name, why in request_filter.NOT_MODELLED:
             self.assertTrue(why.strip(), name)
 
     def test_context_defaults(self):
         self.assertEqual(
             {'flavor': {}, 'specs': {}, 'image': {}, 'settings': {},
              'aggregates': [], 'project_id': None, 'zone': None,
-             'boot_from_volume': False}, request.prefilter_context())
+             'boot_from_volume': False}, request_filter.prefilter_context())
 
     def test_process_request_in_order(self):
-        ctx = request.prefilter_context(
+        ctx = request_filter.prefilter_context(
             flavor(**{'hw:sound_model': 'virtio'}),
             {'disk_format': 'raw'},
             dict(IMAGE_TYPE_ON, **TENANT_ON, **ISOLATION_ON, **OWNER_ON),
             [TENANT_AGG, AZ_META, ISO_X], PROJECT, 'az1')
         spec = make_spec({'': {}, 'pci-a-0': {'pci_alias': 'a'}})
-        request.process_request(ctx, spec)
+        request_filter.process_request(ctx, spec)
         self.assertEqual(
             {'root_required': ['COMPUTE_IMAGE_TYPE_RAW',
                                'COMPUTE_SOUND_MODEL_VIRTIO', 'OWNER_NOVA'],
@@ -327,11 +330,11 @@ class TestPrefilters(base.TestCase):
             outcome(spec))
 
     def test_tenant_failure_raised_after_every_prefilter(self):
-        ctx = request.prefilter_context(
+        ctx = request_filter.prefilter_context(
             settings=dict(TENANT_STRICT, **OWNER_ON), project_id=PROJECT)
         spec = make_spec()
         exc = self.assertRaises(exceptions.CommandError,
-                                request.process_request, ctx, spec)
+                                request_filter.process_request, ctx, spec)
         self.assertEqual(TENANT_ERROR, str(exc))
         # the later prefilters ran
         self.assertEqual(['OWNER_NOVA'], sorted(spec.root_required))
@@ -339,16 +342,17 @@ class TestPrefilters(base.TestCase):
     def test_conflict_refused_before_the_tenant_failure(self):
         """A flavor/image conflict (refused by Nova's API, before the
         scheduler) comes first."""
-        ctx = request.prefilter_context(
+        ctx = request_filter.prefilter_context(
             flavor(**{'hw:sound_model': 'virtio'}),
             {'hw_sound_model': 'ich6'}, TENANT_STRICT, project_id=PROJECT)
         exc = self.assertRaises(exceptions.CommandError,
-                                request.process_request, ctx, make_spec())
+                                request_filter.process_request, ctx,
+                                make_spec())
         self.assertIn('hw:sound_model=virtio and the image '
                       'hw_sound_model=ich6', str(exc))
 
     def test_build_runs_them(self):
-        settings = request.load_settings(overrides={
+        settings = nova_conf.load_settings(overrides={
             'limit_tenants_to_placement_aggregate': 'true',
             'placement_aggregate_required_for_tenants': 'true'})
         exc = self.assertRaises(

@@ -12,15 +12,13 @@
 
 """Pure: what Placement's answer means per host, and why hosts are out.
 
+The filters Nova runs after Placement are in
+gpuclient.rules.scheduler.filters (``post_filters``); this module reads
+Placement's answers:
+
 * ``candidate_rows``: one row per host from a ``GET /allocation_candidates``
   answer (microversion >= 1.34: ``mappings``; provider summaries of whole
   trees).
-* ``post_filters``: the scheduler filters Nova runs after Placement that the
-  API lets a client judge (ComputeFilter on services,
-  AggregateInstanceExtraSpecsFilter, AggregateMultiTenancyIsolation, and
-  through gpuclient.rules.host_filters ImagePropertiesFilter and
-  ComputeCapabilitiesFilter), the way Nova 34 runs them; ``NOT_CHECKED``
-  names the others.
 * ``requirements``: the parts of a request that can be dropped one at a
   time (bounded), each with its relaxed request; ``why_not``: which
   requirement eliminated which host, in operator terms, from the answers
@@ -29,35 +27,15 @@
 
 from gpuclient.i18n import _
 from gpuclient.rules import baremetal
-from gpuclient.rules import host_filters
 from gpuclient.rules import host_names
-from gpuclient.rules import request as request_mod
+from gpuclient.rules.scheduler import filters
+from gpuclient.rules.scheduler import request_filter
+from gpuclient.rules.scheduler import resource_request as request_mod
 
-AGGREGATE_SCOPE = 'aggregate_instance_extra_specs'
 MAX_RELAXED = 8  # relaxed queries at most
 MAX_DETAIL_HOSTS = 4  # hosts whose trees may be read provider by provider
 MAX_ALLOCATION_READS = 16  # providers whose allocations may be read
 MAX_SERVERS_SHOWN = 8
-
-# enabled_filters this module judges, and those it cannot (with why)
-CHECKED_FILTERS = ('ComputeFilter', 'AggregateInstanceExtraSpecsFilter',
-                   'AggregateMultiTenancyIsolation', 'ImagePropertiesFilter',
-                   'ComputeCapabilitiesFilter')
-NOT_CHECKED = {
-    'NUMATopologyFilter': _('NUMA fit of CPUs, memory and PCI devices '
-                            '(hw:pci_numa_affinity_policy) on the host'),
-    'PciPassthroughFilter': _('the PCI device pools the compute host '
-                              'reports to Nova (NUMA, device type)'),
-    'ServerGroupAffinityFilter': _('server group affinity (no group given)'),
-    'ServerGroupAntiAffinityFilter': _('server group anti-affinity (no '
-                                       'group given)'),
-}
-
-
-def _get(obj, key, default=None):
-    if isinstance(obj, dict):
-        return obj.get(key, default)
-    return getattr(obj, key, default)
 
 
 # -- hosts and trees ----------------------------------------------------------
@@ -122,7 +100,7 @@ class Trees:
 def _gpu_traits(group, root_traits):
     """Traits a GPU provider itself must have for ``group``."""
     return {t for t in group['required']
-            if t not in root_traits and t != request_mod.OWNER_NOVA}
+            if t not in root_traits and t != request_filter.OWNER_NOVA}
 
 
 def gpu_devices(trees, root, rc, traits=()):
@@ -233,152 +211,6 @@ def candidate_rows(answer, request, hypervisors, trees, pools_by_host=None):
     return [rows[h] for h in sorted(rows)]
 
 
-# -- filters after Placement --------------------------------------------------
-
-def extra_specs_match(value, req):
-    """Nova's extra_specs_ops.match for AggregateInstanceExtraSpecsFilter.
-
-    That filter treats a numeric operator on a non-number as no match.
-    """
-    try:
-        return host_filters.spec_match(value, req)
-    except ValueError:
-        return False
-
-
-def host_metadata(aggregates, host):
-    """Nova's aggregate_metadata_get_by_host: {key: set of values}."""
-    metadata = {}
-    for aggregate in aggregates:
-        if host not in (_get(aggregate, 'hosts') or []):
-            continue
-        for key, value in (_get(aggregate, 'metadata') or {}).items():
-            metadata.setdefault(key, set()).update(
-                v.strip() for v in str(value).split(','))
-    return metadata
-
-
-def extra_specs_reasons(extra_specs, metadata):
-    """AggregateInstanceExtraSpecsFilter: why a host fails, or []."""
-    reasons = []
-    for key, req in sorted((extra_specs or {}).items()):
-        scope = key.split(':', 1)
-        if len(scope) > 1:
-            if scope[0] != AGGREGATE_SCOPE:
-                continue
-            del scope[0]
-        meta_key = scope[0]
-        values = metadata.get(meta_key)
-        if not values:
-            reasons.append({'filter': 'AggregateInstanceExtraSpecsFilter',
-                            'key': key, 'value': req, 'have': None})
-            continue
-        if not any(extra_specs_match(v, str(req)) for v in values):
-            reasons.append({'filter': 'AggregateInstanceExtraSpecsFilter',
-                            'key': key, 'value': req,
-                            'have': ','.join(sorted(values))})
-    return reasons
-
-
-def post_filters(hosts, extra_specs, aggregates, services, project_id,
-                 enabled_filters, pools=None, hypervisors=(), image=None,
-                 default_arch=None):
-    """{host: [reason dicts]} for hosts the judged filters remove.
-
-    ``hypervisors`` (compute API 2.53 details) and ``image`` (its
-    properties) feed ImagePropertiesFilter and ComputeCapabilitiesFilter
-    (gpuclient.rules.host_filters); a host whose nodes they cannot judge is not
-    removed (see host_filters.unchecked).
-    """
-    enabled = set(enabled_filters or ())
-    nodes = host_filters.nodes_by_host(hypervisors)
-    wanted = host_filters.image_requirements(image, default_arch)
-    by_host = {s['host']: s for s in services or ()}
-    pools = pools or {}
-    out = {}
-    for host in hosts:
-        reasons = []
-        service = by_host.get(host)
-        if 'ComputeFilter' in enabled and service is not None:
-            if service.get('status') == 'disabled':
-                reasons.append({'filter': 'ComputeFilter',
-                                'why': 'disabled'})
-            elif service.get('state') == 'down':
-                reasons.append({'filter': 'ComputeFilter', 'why': 'down'})
-        metadata = host_metadata(aggregates, host)
-        if 'AggregateInstanceExtraSpecsFilter' in enabled:
-            reasons += extra_specs_reasons(extra_specs, metadata)
-        if 'AggregateMultiTenancyIsolation' in enabled and metadata:
-            tenants = set()
-            for key, values in metadata.items():
-                if key.startswith('filter_tenant_id'):
-                    tenants |= values
-            if tenants and project_id not in tenants:
-                reasons.append({
-                    'filter': 'AggregateMultiTenancyIsolation',
-                    'projects': sorted(tenants),
-                    'pools': sorted(
-                        p['name'] for p in pools.values()
-                        if host in p['hosts'] and p['projects'])})
-        if 'ImagePropertiesFilter' in enabled and nodes.get(host):
-            status, detail = host_filters.judge_host(
-                nodes[host],
-                lambda node: host_filters.judge_image(node, wanted))
-            if status == host_filters.FAIL:
-                reasons.append({'filter': 'ImagePropertiesFilter',
-                                'detail': detail, 'wanted': wanted})
-        if 'ComputeCapabilitiesFilter' in enabled and nodes.get(host):
-            status, detail = host_filters.judge_host(
-                nodes[host], lambda node: host_filters.judge_capabilities(
-                    node, extra_specs))
-            if status == host_filters.FAIL:
-                reasons.append({'filter': 'ComputeCapabilitiesFilter',
-                                'detail': detail})
-        if reasons:
-            out[host] = reasons
-    return out
-
-
-def post_filter_text(host, reason, project_id):
-    kind = reason['filter']
-    if kind == 'ComputeFilter':
-        if reason['why'] == 'disabled':
-            return _('%s: its nova-compute service is disabled '
-                     '(ComputeFilter; enable it with "openstack compute '
-                     'service set --enable").') % host
-        return _('%s: its nova-compute service is down (ComputeFilter).') % (
-            host)
-    if kind == 'AggregateInstanceExtraSpecsFilter':
-        key, value = reason['key'], reason['value']
-        plain = key.split(':', 1)[-1]
-        if plain == 'gpu_pool':
-            lead = _('%(host)s: not in pool %(pool)s') % {
-                'host': host, 'pool': value}
-        elif reason['have'] is None:
-            lead = _('%(host)s: no aggregate of the host has %(key)s') % {
-                'host': host, 'key': plain}
-        else:
-            lead = _('%(host)s: its aggregates have %(key)s=%(have)s') % {
-                'host': host, 'key': plain, 'have': reason['have']}
-        return _('%(lead)s (%(spec)s=%(value)s; '
-                 'AggregateInstanceExtraSpecsFilter)') % {
-                     'lead': lead, 'spec': key, 'value': value}
-    if kind == 'AggregateMultiTenancyIsolation':
-        where = (_('pool %s') % ', '.join(reason['pools'])
-                 if reason['pools'] else _('its aggregates'))
-        return _('%(host)s: %(where)s is limited to project(s) %(projects)s, '
-                 'not %(project)s (AggregateMultiTenancyIsolation).') % {
-                     'host': host, 'where': where,
-                     'projects': ', '.join(reason['projects']),
-                     'project': project_id}
-    if kind == 'ImagePropertiesFilter':
-        return host_filters.image_text(host, reason['detail'],
-                                       reason['wanted'])
-    if kind == 'ComputeCapabilitiesFilter':
-        return host_filters.capabilities_text(host, reason['detail'])
-    return '%s: %s' % (host, kind)
-
-
 # -- relaxed queries ----------------------------------------------------------
 
 def _has_resources(req):
@@ -449,7 +281,7 @@ def requirements(request, pools=None):
     traits = set()
     for group in request['groups'].values():
         traits |= group['required'] | {'!' + t for t in group['forbidden']}
-    traits.discard(request_mod.OWNER_NOVA)
+    traits.discard(request_filter.OWNER_NOVA)
     for trait in sorted(traits):
         relaxed = request_mod.copy(request)
         for group in relaxed['groups'].values():
@@ -506,7 +338,7 @@ def gpu_reason(host, roots, request, trees, allocations):
         for root in roots:
             root_traits |= trees.providers.get(root, {}).get('traits', set())
         need = {t for t in required if t not in root_traits
-                and t != request_mod.OWNER_NOVA}
+                and t != request_filter.OWNER_NOVA}
         devices, typed = [], []
         for root in roots:
             devices += gpu_devices(trees, root, rc)
@@ -587,7 +419,7 @@ def requirement_text(host, roots, req, request, trees, allocations):
                   'zone or project') % host]
     if kind == 'root_trait':
         trait = req['trait']
-        if trait == '!' + request_mod.STATUS_DISABLED:
+        if trait == '!' + request_filter.STATUS_DISABLED:
             return [_('%s: its compute node provider has '
                       'COMPUTE_STATUS_DISABLED (the service is disabled)')
                     % host]
@@ -687,7 +519,7 @@ def why_not(hosts_roots, offered_roots, relaxed, request, trees,
                 host, (roots & trees.node_roots) - offered_roots, trees,
                 allocations, request_mod.gpu_classes(request))
         for reason in post.get(host, ()):
-            texts.append(post_filter_text(host, reason, project_id))
+            texts.append(filters.post_filter_text(host, reason, project_id))
         if texts:
             out[host] = texts
     return out

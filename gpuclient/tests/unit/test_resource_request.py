@@ -10,7 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""gpuclient.rules.request: the translation, table-driven, on plain dicts.
+"""gpuclient.rules.scheduler.resource_request: the translation, table-driven,
+on plain dicts.
 
 The expected queries are the ones Nova 34 sends (checked by
 test_request_nova against Nova's own code where Nova is importable).
@@ -19,8 +20,10 @@ test_request_nova against Nova's own code where Nova is importable).
 from osc_lib import exceptions
 
 from gpuclient.rules import pools as pools_mod
-from gpuclient.rules import request
 from gpuclient.rules import specs
+from gpuclient.rules.scheduler import conf as nova_conf
+from gpuclient.rules.scheduler import hardware
+from gpuclient.rules.scheduler import resource_request as request
 from gpuclient.tests.unit import base
 
 ROOT = ('root_required', 'OWNER_NOVA,!COMPUTE_STATUS_DISABLED')
@@ -139,7 +142,7 @@ CASES = [
 class TestBuild(base.TestCase):
     def setUp(self):
         super().setUp()
-        self.settings = request.load_settings()
+        self.settings = nova_conf.load_settings()
 
     def test_cases(self):
         for name, the_flavor, image, kwargs, expected in CASES:
@@ -164,7 +167,7 @@ class TestBuild(base.TestCase):
                    for a in query['isolated']))
 
     def test_isolation_off(self):
-        settings = request.load_settings(
+        settings = nova_conf.load_settings(
             overrides={'enable_isolated_aggregate_filtering': 'false'})
         query = request.build(SEED_VGPU, {}, settings, aggregates=AGGS)
         self.assertNotIn('member_of', dict(request.query_params(query)))
@@ -176,13 +179,13 @@ class TestBuild(base.TestCase):
         self.assertIn('--alias-map a100=VENDOR:PRODUCT', str(exc))
 
     def test_alias_map_option_beats_pool(self):
-        settings = request.load_settings(alias_maps=['h100=CUSTOM_H100'])
+        settings = nova_conf.load_settings(alias_maps=['h100=CUSTOM_H100'])
         query = request.build(SEED_H100, {}, settings, pools=POOLS)
         self.assertEqual({'CUSTOM_H100': 1},
                          query['groups']['pci-h100-0']['resources'])
 
     def test_pci_not_in_placement(self):
-        settings = request.load_settings(
+        settings = nova_conf.load_settings(
             overrides={'pci_in_placement': 'no'})
         query = request.build(SEED_H100, {}, settings)
         self.assertEqual([''], list(query['groups']))
@@ -196,7 +199,7 @@ class TestBuild(base.TestCase):
                 '"product_id": "20b5"}\n'
                 'alias = {"name": "b", "resource_class": "gpu_b", '
                 '"traits": "fast,CUSTOM_X"}\n')
-        settings = request.load_settings(conf)
+        settings = nova_conf.load_settings(conf)
         self.assertEqual(5, settings['max_placement_results'])
         self.assertFalse(settings['enable_isolated_aggregate_filtering'])
         self.assertEqual(('ComputeFilter',), settings['enabled_filters'])
@@ -217,27 +220,27 @@ class TestBuild(base.TestCase):
 
     def test_bad_settings(self):
         error = self.assertRaises(exceptions.CommandError,
-                                  request.load_settings,
+                                  nova_conf.load_settings,
                                   overrides={'nope': '1'})
         self.assertIn('Unknown setting nope', str(error))
         error = self.assertRaises(exceptions.CommandError,
-                                  request.load_settings,
+                                  nova_conf.load_settings,
                                   overrides={'max_placement_results': '0'})
         self.assertIn('max_placement_results=0: give a positive integer',
                       str(error))
         error = self.assertRaises(exceptions.CommandError,
-                                  request.load_settings, alias_maps=['h100'])
+                                  nova_conf.load_settings, alias_maps=['h100'])
         self.assertIn("--alias-map 'h100': give ALIAS=VENDOR:PRODUCT",
                       str(error))
         # as --alias-map parses it: {alias: target}
         error = self.assertRaises(exceptions.CommandError,
-                                  request.load_settings,
+                                  nova_conf.load_settings,
                                   alias_maps={'h100': ' '})
         self.assertIn("--alias-map 'h100=': give ALIAS=VENDOR:PRODUCT",
                       str(error))
 
     def test_alias_map_option_as_parsed(self):
-        settings = request.load_settings(
+        settings = nova_conf.load_settings(
             alias_maps={'h100': '10de:2331', 'a100': 'custom_a100'})
         self.assertEqual(
             {'h100': 'CUSTOM_PCI_10DE_2331', 'a100': 'CUSTOM_A100'},
@@ -245,7 +248,7 @@ class TestBuild(base.TestCase):
              for name, alias in settings['aliases'].items()})
 
     def test_tenant_aggregates_required(self):
-        settings = request.load_settings(overrides={
+        settings = nova_conf.load_settings(overrides={
             'limit_tenants_to_placement_aggregate': 'true',
             'placement_aggregate_required_for_tenants': 'true'})
         query = request.build(SEED_VGPU, {}, settings, aggregates=AGGS,
@@ -305,8 +308,8 @@ class TestFromResources(base.TestCase):
 
 class TestCpuSpec(base.TestCase):
     def test_parse(self):
-        self.assertEqual({0, 1, 3}, request.parse_cpu_spec('0-3,^2'))
-        self.assertEqual({2, 3}, request.parse_cpu_spec('0-3,^0-1'))
+        self.assertEqual({0, 1, 3}, hardware.parse_cpu_spec('0-3,^2'))
+        self.assertEqual({2, 3}, hardware.parse_cpu_spec('0-3,^0-1'))
 
 
 class TestBounds(base.TestCase):
@@ -314,7 +317,7 @@ class TestBounds(base.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.settings = request.load_settings()
+        self.settings = nova_conf.load_settings()
 
     def test_alias_count_at_the_bound(self):
         query = request.build(flavor(**{'pci_passthrough:alias': 'h100:64'}),
@@ -335,7 +338,7 @@ class TestBounds(base.TestCase):
             self.assertIn("Fix the flavor's pci_passthrough:alias", message)
 
     def test_alias_count_refused_without_pci_in_placement(self):
-        settings = request.load_settings(
+        settings = nova_conf.load_settings(
             overrides={'pci_in_placement': 'no'})
         self.assertRaisesRegex(
             exceptions.CommandError, 'asks for 1000 PCI devices',

@@ -1,0 +1,244 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Pure: the nova.conf options gpuclient reads, and nova.conf's syntax.
+
+Nova defines them in ``nova/conf/scheduler.py`` (``[scheduler]`` and
+``[filter_scheduler]``) and ``nova/conf/pci.py`` (``[pci] alias``, parsed
+in gpuclient.rules.scheduler.pci); the compute API shows none of them, so
+the operator gives them (``--nova-conf``, ``--setting``, ``--alias-map``)
+or gpuclient assumes the defaults below. ``parse_ini`` reads nova.conf as
+oslo.config reads it; ``load_settings`` layers defaults < files < options.
+"""
+
+import re
+
+from gpuclient.i18n import _
+from gpuclient.rules.scheduler import exception
+from gpuclient.rules.scheduler import pci
+
+# Nova settings the API cannot show. Defaults: what the pools gpuclient
+# makes need (isolation, PCI in Placement), Nova's own defaults otherwise
+# (and the test cloud's nova.conf).
+DEFAULT_FILTERS = (
+    'ComputeFilter', 'ComputeCapabilitiesFilter', 'ImagePropertiesFilter',
+    'ServerGroupAntiAffinityFilter', 'ServerGroupAffinityFilter',
+    'PciPassthroughFilter', 'AggregateInstanceExtraSpecsFilter',
+    'AggregateMultiTenancyIsolation', 'NUMATopologyFilter',
+)
+DEFAULT_SETTINGS = {
+    # [scheduler]
+    'enable_isolated_aggregate_filtering': True,
+    'max_placement_results': 1000,
+    'limit_tenants_to_placement_aggregate': False,
+    'placement_aggregate_required_for_tenants': False,
+    'query_placement_for_image_type_support': False,
+    'image_metadata_prefilter': False,
+    # [filter_scheduler]
+    'pci_in_placement': True,
+    'enabled_filters': DEFAULT_FILTERS,
+    # every nova-compute is new enough (service version >= 73) for Nova to
+    # require OWNER_NOVA (nova.scheduler.request_filter.owner_nova_filter)
+    'owner_nova': True,
+}
+# where each setting lives in nova.conf
+CONF_SECTIONS = {
+    'enable_isolated_aggregate_filtering': 'scheduler',
+    'max_placement_results': 'scheduler',
+    'limit_tenants_to_placement_aggregate': 'scheduler',
+    'placement_aggregate_required_for_tenants': 'scheduler',
+    'query_placement_for_image_type_support': 'scheduler',
+    'image_metadata_prefilter': 'scheduler',
+    'pci_in_placement': 'filter_scheduler',
+    'enabled_filters': 'filter_scheduler',
+    'owner_nova': 'gpuclient',
+}
+_TRUE = ('1', 't', 'true', 'on', 'y', 'yes')
+
+
+def is_true(value):
+    return str(value).strip().lower() in _TRUE
+
+
+# -- settings ----------------------------------------------------------------
+
+def _conf_error(source, lineno, message):
+    """The file and the line number, never the line's text: a nova.conf
+    line may hold a password (a database connection URL)."""
+    return exception.error(
+        _('%(source)s line %(lineno)d: %(problem)s. Nova would not start '
+          'with this file either (oslo.config refuses it): fix the file or '
+          'give the settings with --setting.'),
+        source=source or _('Nova settings'), lineno=lineno,
+        problem=message)
+
+
+def parse_ini(text, source=None):
+    """{section: {key: [values]}} from nova.conf text, as oslo.config reads it.
+
+    The rules of ``oslo_config.iniparser``: ``#`` and ``;`` start a comment
+    only in the first column; a line that starts with white space continues
+    the value before it (joined with a newline) and a blank line ends it;
+    ``key = value`` or ``key: value`` (whichever sign comes first), white
+    space around both stripped and one pair of matching quotes around the
+    value removed; no inline comments. Section names are compared in lower
+    case (``DEFAULT`` stays as it is), keys as written. A key may repeat
+    (``[pci] alias`` does): every value is kept, in order. What oslo.config
+    refuses is refused here too, naming SOURCE and the line.
+
+    Not done (oslo.config does them when it reads an option, gpuclient
+    knows no option types): ``$name`` substitution, deprecated option names
+    and groups, and options given on Nova's command line.
+    """
+    found, section = {}, None
+    key, value, key_line = None, [], 0
+
+    def flush():
+        if section is None:
+            raise _conf_error(source, key_line,
+                              _('a setting before any [section]'))
+        found[section].setdefault(key, []).append('\n'.join(value))
+
+    # lines as a file opened in text mode gives them (not splitlines(),
+    # which also splits at form feeds and other separators)
+    for lineno, raw in enumerate(re.split(r'\r\n|\r|\n', text or ''), 1):
+        line = raw.rstrip()
+        if not line:
+            if key is not None:
+                flush()
+                key, value = None, []
+            continue
+        if line[0] in ' \t':
+            if key is None:
+                raise _conf_error(source, lineno,
+                                  _('an indented line continues nothing'))
+            value.append(line.lstrip())
+            continue
+        if key is not None:
+            flush()
+            key, value = None, []
+        if line[0] == '[':
+            if not line.endswith(']'):
+                raise _conf_error(source, lineno,
+                                  _('a section must end with ]'))
+            if len(line) <= 2:
+                raise _conf_error(source, lineno, _('empty section name'))
+            name = line[1:-1]
+            section = name if name == 'DEFAULT' else name.lower()
+            found.setdefault(section, {})
+        elif line[0] in '#;':
+            continue
+        else:
+            colon, equal = line.find(':'), line.find('=')
+            if colon < 0 and equal < 0:
+                raise _conf_error(source, lineno,
+                                  _('no "=" or ":" in a setting'))
+            cut = equal if colon < 0 or 0 <= equal < colon else colon
+            key, text_value = line[:cut].strip(), line[cut + 1:].strip()
+            if (text_value and text_value[0] == text_value[-1]
+                    and text_value[0] in '"\''):
+                text_value = text_value[1:-1]
+            if not key:
+                raise _conf_error(source, lineno, _('empty key'))
+            value, key_line = [text_value], lineno
+    if key is not None:
+        flush()
+    return found
+
+
+def merge_ini(parsed):
+    """Several parsed files as one, as oslo.config reads them.
+
+    PARSED is in the order the files are read (``--config-file`` options,
+    then the ``--config-dir`` files): a key's values are those of every
+    file, in that order, so a single-valued option takes the last one (the
+    later file wins) and a multi-valued one (``[pci] alias``) all of them.
+    """
+    merged = {}
+    for one in parsed:
+        for section, keys in one.items():
+            into = merged.setdefault(section, {})
+            for key, values in keys.items():
+                into.setdefault(key, []).extend(values)
+    return merged
+
+
+def conf_dir_files(names):
+    """The files oslo.config's ``--config-dir`` reads, in its order: the
+    ``*.conf`` names (not hidden ones, as glob), sorted."""
+    return sorted(name for name in names
+                  if name.endswith('.conf') and not name.startswith('.'))
+
+
+def load_settings(conf_text=None, overrides=None, alias_maps=()):
+    """Settings: defaults < config files (nova.conf syntax) < options.
+
+    ``conf_text`` is one file's text or a list of (source, text), in the
+    order oslo.config would read them (see merge_ini). ``overrides`` is
+    {name: value as text} (``--setting``), ``alias_maps`` the
+    ``--alias-map`` options: {alias: target} as the option parses them,
+    or 'ALIAS=TARGET' texts. Returns a dict like DEFAULT_SETTINGS plus
+    ``aliases`` ({name: {resource_class, traits, source}}) and ``sources``
+    ({name: 'default' | 'config' | 'option'}).
+    """
+    settings = dict(DEFAULT_SETTINGS)
+    sources = {key: 'default' for key in settings}
+    aliases = {}
+    if conf_text is None or isinstance(conf_text, str):
+        conf_text = [(None, conf_text)]
+    ini = merge_ini(parse_ini(text, source) for source, text in conf_text)
+    for key, section in CONF_SECTIONS.items():
+        values = ini.get(section, {}).get(key)
+        if values:
+            settings[key] = _setting_value(key, values[-1])
+            sources[key] = 'config'
+    for text in ini.get('pci', {}).get('alias', []):
+        parsed = pci.alias_from_json(text)
+        if parsed:
+            aliases[parsed[0]] = parsed[1]
+    for text in ini.get('gpuclient', {}).get('alias_map', []):
+        name, alias = pci.parse_alias_map(text)
+        alias['source'] = 'config'
+        aliases[name] = alias
+    for key, value in (overrides or {}).items():
+        if key not in DEFAULT_SETTINGS:
+            raise exception.error(
+                _('Unknown setting %(key)s: choose one of %(all)s.'),
+                key=key, all=', '.join(sorted(DEFAULT_SETTINGS)))
+        settings[key] = _setting_value(key, value)
+        sources[key] = 'option'
+    if isinstance(alias_maps, dict):
+        maps = [pci.alias_target(*pair) for pair in alias_maps.items()]
+    else:
+        maps = [pci.parse_alias_map(text) for text in alias_maps or ()]
+    for name, alias in maps:
+        aliases[name] = alias
+    settings['aliases'] = aliases
+    settings['sources'] = sources
+    return settings
+
+
+def _setting_value(key, text):
+    default = DEFAULT_SETTINGS[key]
+    if isinstance(default, bool):
+        return is_true(text)
+    if isinstance(default, int):
+        try:
+            number = int(str(text).strip())
+        except ValueError:
+            number = 0
+        if number < 1:
+            raise exception.error(
+                _('Setting %(key)s=%(value)s: give a positive integer.'),
+                key=key, value=text)
+        return number
+    return tuple(f.strip() for f in str(text).split(',') if f.strip())

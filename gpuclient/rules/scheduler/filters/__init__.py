@@ -1,0 +1,133 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Pure: the host filters Nova runs after Placement, one module each.
+
+Laid out as ``nova/scheduler/filters/``: a module per filter, named as
+Nova names its file, each with ``NAME`` (the filter's class name, as in
+``[filter_scheduler] enabled_filters``), ``host_reasons(ctx, host,
+metadata)`` ([reason dicts] for a host the filter removes) and
+``text(host, reason, project_id)`` (the reason in operator terms).
+``FILTERS`` is the registry, in the order Nova 34 runs the default
+filters that the API lets a client judge; ``NOT_CHECKED`` names the
+others, and why. ``post_filters`` runs the enabled ones on every host.
+"""
+
+from gpuclient.i18n import _
+from gpuclient.rules.scheduler import host_manager
+from gpuclient.rules.scheduler.filters import aggregate_instance_extra_specs
+from gpuclient.rules.scheduler.filters import aggregate_multitenancy_isolation
+from gpuclient.rules.scheduler.filters import compute_capabilities_filter
+from gpuclient.rules.scheduler.filters import compute_filter
+from gpuclient.rules.scheduler.filters import image_props_filter
+from gpuclient.rules.scheduler.filters import utils
+
+# the filters judged here, in the order they run
+FILTERS = (
+    compute_filter,
+    aggregate_instance_extra_specs,
+    aggregate_multitenancy_isolation,
+    image_props_filter,
+    compute_capabilities_filter,
+)
+CHECKED_FILTERS = tuple(host_filter.NAME for host_filter in FILTERS)
+_BY_NAME = {host_filter.NAME: host_filter for host_filter in FILTERS}
+# the two that judge compute nodes: what the API does not show of a node
+# stays unknown (``unchecked``)
+IMAGE_FILTER = image_props_filter.NAME
+CAPABILITIES_FILTER = compute_capabilities_filter.NAME
+# enabled_filters not judged here, with why
+NOT_CHECKED = {
+    'NUMATopologyFilter': _('NUMA fit of CPUs, memory and PCI devices '
+                            '(hw:pci_numa_affinity_policy) on the host'),
+    'PciPassthroughFilter': _('the PCI device pools the compute host '
+                              'reports to Nova (NUMA, device type)'),
+    'ServerGroupAffinityFilter': _('server group affinity (no group given)'),
+    'ServerGroupAntiAffinityFilter': _('server group anti-affinity (no '
+                                       'group given)'),
+}
+
+
+def post_filters(hosts, extra_specs, aggregates, services, project_id,
+                 enabled_filters, pools=None, hypervisors=(), image=None,
+                 default_arch=None):
+    """{host: [reason dicts]} for hosts the judged filters remove.
+
+    ``hypervisors`` (compute API 2.53 details) and ``image`` (its
+    properties) feed ImagePropertiesFilter and ComputeCapabilitiesFilter;
+    a host whose nodes they cannot judge is not removed (see
+    ``unchecked``).
+    """
+    enabled = set(enabled_filters or ())
+    ctx = {
+        'extra_specs': extra_specs,
+        'project_id': project_id,
+        'pools': pools or {},
+        'services': {s['host']: s for s in services or ()},
+        'nodes': host_manager.nodes_by_host(hypervisors),
+        'wanted': image_props_filter.image_requirements(image, default_arch),
+    }
+    out = {}
+    for host in hosts:
+        metadata = utils.host_metadata(aggregates, host)
+        reasons = []
+        for host_filter in FILTERS:
+            if host_filter.NAME in enabled:
+                reasons += host_filter.host_reasons(ctx, host, metadata)
+        if reasons:
+            out[host] = reasons
+    return out
+
+
+def post_filter_text(host, reason, project_id):
+    host_filter = _BY_NAME.get(reason['filter'])
+    if host_filter is None:
+        return '%s: %s' % (host, reason['filter'])
+    return host_filter.text(host, reason, project_id)
+
+
+def unchecked(hosts, hypervisors, extra_specs, image, enabled_filters,
+              default_arch=None):
+    """{filter: text}: what the two filters could not judge, and where."""
+    enabled = set(enabled_filters or ())
+    nodes = host_manager.nodes_by_host(hypervisors)
+    wanted = image_props_filter.image_requirements(image, default_arch)
+    judges = []
+    if IMAGE_FILTER in enabled:
+        judges.append((IMAGE_FILTER, lambda node: (
+            image_props_filter.judge_image(node, wanted))))
+    if CAPABILITIES_FILTER in enabled:
+        judges.append((CAPABILITIES_FILTER, lambda node: (
+            compute_capabilities_filter.judge_capabilities(
+                node, extra_specs))))
+    out = {}
+    for name, judge in judges:
+        whys = {}
+        for host in sorted(hosts):
+            if not nodes.get(host):
+                whys.setdefault(_('no hypervisor record'), []).append(host)
+                continue
+            status, detail = host_manager.judge_host(nodes[host], judge)
+            if status != host_manager.UNKNOWN:
+                continue
+            if name == IMAGE_FILTER:
+                texts = [detail.get('why') or '']
+            else:
+                texts = ['%s (%s)' % (item['key'], item['why'])
+                         for item in detail.get('unknown') or ()]
+            for text in texts:
+                whys.setdefault(text, []).append(host)
+        if whys:
+            out[name] = '; '.join(_('%(why)s on %(hosts)s') % {
+                'why': why, 'hosts': ', '.join(found)}
+                for why, found in sorted(whys.items()))
+    return out

@@ -1,0 +1,49 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Pure: AggregateMultiTenancyIsolation
+(``nova/scheduler/filters/aggregate_multitenancy_isolation.py``).
+
+A host in an aggregate with ``filter_tenant_id*`` metadata takes only
+those projects' servers.
+"""
+
+from gpuclient.i18n import _
+
+NAME = 'AggregateMultiTenancyIsolation'
+
+
+def host_reasons(ctx, host, metadata):
+    if not metadata:
+        return []
+    tenants = set()
+    for key, values in metadata.items():
+        if key.startswith('filter_tenant_id'):
+            tenants |= values
+    if tenants and ctx['project_id'] not in tenants:
+        return [{
+            'filter': NAME,
+            'projects': sorted(tenants),
+            'pools': sorted(
+                p['name'] for p in ctx['pools'].values()
+                if host in p['hosts'] and p['projects'])}]
+    return []
+
+
+def text(host, reason, project_id):
+    where = (_('pool %s') % ', '.join(reason['pools'])
+             if reason['pools'] else _('its aggregates'))
+    return _('%(host)s: %(where)s is limited to project(s) %(projects)s, '
+             'not %(project)s (AggregateMultiTenancyIsolation).') % {
+                 'host': host, 'where': where,
+                 'projects': ', '.join(reason['projects']),
+                 'project': project_id}
