@@ -322,8 +322,8 @@ def apply(client, path, dry_run=False, prune=False, recreate_flavors=False,
     _check_zones(client, cloud, seen.doc, wanted)
     if document.leaving_hosts(seen.doc, wanted, prune):
         snapshot.read_servers(client, cloud)
-    cloud.existing_traits = client.placement.existing_traits(
-        _pool_traits(seen.doc, wanted))
+    snapshot.read_existing_traits(client, cloud,
+                                  _pool_traits(seen.doc, wanted))
     world = document_plan.World.from_cloud(cloud)
     plan = document_plan.plan(
         world, seen.doc, wanted, prune=prune,

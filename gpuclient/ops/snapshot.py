@@ -175,8 +175,7 @@ def read_for_hosts(client, cloud, hosts, resource_class=None, traits=(),
         cloud.placement = placement_snapshot(
             client.placement, {resource_class}, wanted_roots=roots,
             with_traits=True)
-    cloud.existing_traits = (client.placement.existing_traits(set(traits))
-                             if traits else set())
+    read_existing_traits(client, cloud, traits)
     cloud.flavors = client.compute.flavors() if flavors else None
     cloud.access = {}
     if access_for is not None and cloud.flavors:
@@ -209,6 +208,14 @@ def read_access(client, cloud, pool_names):
         cloud.flavors = [f for f in cloud.flavors if f['id'] not in gone]
     cloud.access = access
     return access
+
+
+def read_existing_traits(client, cloud, traits):
+    """Which of TRAITS Placement has into CLOUD's ``existing_traits``
+    (one request; none when TRAITS is empty)."""
+    cloud.existing_traits = (client.placement.existing_traits(set(traits))
+                             if traits else set())
+    return cloud.existing_traits
 
 
 def read_limits(client, cloud):
