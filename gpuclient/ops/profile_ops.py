@@ -32,9 +32,9 @@ from gpuclient.rules import profiles
 LOG = logging.getLogger(__name__)
 
 
-def catalogue(model=None):
+def catalogue(model=None, board=None):
     """Rows of ``gpu profile list`` (``rules.profiles.catalogue``)."""
-    return profiles.catalogue(model)
+    return profiles.catalogue(model, board)
 
 
 def cards_of(counts):
@@ -126,9 +126,12 @@ def quiet_solver():
 def plan_cards(card_counts, demand_counts, output_dir=None):
     """The plan for cards not racked yet: (rows, summary), each row with
     ``script`` (the path written for it, or None)."""
+    demand = demand_of(demand_counts)
+    why = profiles.check_boards(card_counts, demand)
+    if why:
+        raise profiles.BoardMismatch(why)
     with quiet_solver():
-        rows, summary = profiles.plan(cards_of(card_counts),
-                                      demand_of(demand_counts))
+        rows, summary = profiles.plan(cards_of(card_counts), demand)
     written = write_scripts(rows, output_dir) if output_dir else {}
     for row in rows:
         row['script'] = written.get(row['id'])

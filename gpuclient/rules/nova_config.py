@@ -36,7 +36,9 @@ nova-scheduler            ``[filter_scheduler] enabled_filters``;
                           enable_isolated_aggregate_filtering``
 passthrough host          ``[pci] device_spec``, ``report_in_placement``
 vgpu / mig host           ``[devices] enabled_mdev_types``, ``[mdev_<type>]
-                          device_addresses`` (and ``mdev_class``)
+                          device_addresses`` (and ``mdev_class``;
+                          ``max_instances`` for a time-sliced type on
+                          SR-IOV VFs, Nova 29+)
 baremetal host            nothing (said so)
 ========================  ===================================================
 
@@ -46,6 +48,7 @@ device name), PCI in Placement names a device provider
 ``<nodename>_0000:41:00.0`` (the address in upper case).
 """
 
+import collections
 import json
 import re
 
@@ -53,6 +56,7 @@ from osc_lib import exceptions
 
 from gpuclient.i18n import _
 from gpuclient.rules import pools as pools_mod
+from gpuclient.rules import profiles
 from gpuclient.rules import specs as specs_mod
 
 ALL = 'all'
@@ -181,6 +185,20 @@ def pci_address(name, root_name=None):
         if found:
             return '%s:%s:%s.%s' % tuple(g.lower() for g in found.groups())
     return None
+
+
+ADDRESS_RE = re.compile(
+    r'^([0-9a-f]{4}):([0-9a-f]{2}):([0-9a-f]{2})\.([0-7])$')
+
+
+def card_address(address):
+    """The PF address of the card a VF (or PF) address belongs to:
+    ``0000:41:01.2`` -> ``0000:41:00.0`` (a GPU's VFs sit on its own bus);
+    None for no address."""
+    found = ADDRESS_RE.match(str(address or '').lower())
+    if not found:
+        return None
+    return '%s:%s:00.0' % found.group(1, 2)
 
 
 def trees_from_snapshot(snapshot, host_roots):
@@ -524,11 +542,15 @@ def _build_host(config, host, pools, trees, mig_types):
                 % {'pool': pool['name'], 'profile': pool['mig_profile'],
                    'addr': ', '.join(addresses) or _('none found')})
             continue
-        entry = types.setdefault(mdev_type, {'addresses': [], 'class': None})
+        entry = types.setdefault(mdev_type, {'addresses': [], 'class': None,
+                                             'vgpu': {}})
         entry['addresses'] += [a for a in addresses
                                if a not in entry['addresses']]
         if pool['resource_class'] != 'VGPU':
             entry['class'] = pool['resource_class']
+        if mode == pools_mod.VGPU:
+            entry['vgpu'][pool['name']] = (pool.get('properties') or {}).get(
+                pools_mod.VGPU_PROFILE_PROPERTY)
     mine = {uuid for entry in [_mdev_devices(p, devices) for p in pools
                                if p['mode'] in (pools_mod.VGPU,
                                                 pools_mod.MIG)]
@@ -579,6 +601,50 @@ def _build_host(config, host, pools, trees, mig_types):
             if types[mdev_type]['class']:
                 config.set(target, section, 'mdev_class',
                            types[mdev_type]['class'])
+            limit = _max_instances(config, target, mdev_type,
+                                   types[mdev_type])
+            if limit:
+                config.set(target, section, 'max_instances', str(limit))
+
+
+def _max_instances(config, target, mdev_type, entry):
+    """``[mdev_<type>] max_instances`` of a time-sliced type served by
+    SR-IOV VFs, or None (noted when it cannot be told).
+
+    Nova 29+ (libvirt driver, _get_gpu_inventories): on SR-IOV GPUs (Ampere
+    and later) each VF reports one available mdev, so Nova cannot tell how
+    many vGPUs of the type a GPU allows; ``max_instances`` caps the host's
+    total of the type (Nova's virtual-gpu guide). That is the type's
+    vGPUs per GPU (the catalogue, from the pool's ``vgpu_profile``
+    property) times the GPUs whose VFs serve it."""
+    vfs = [a for a in entry['addresses'] if a != card_address(a)]
+    if not vfs or not entry.get('vgpu'):
+        return None
+    named = {profiles.vgpu_type(v) if v else None
+             for v in entry['vgpu'].values()}
+    owners = ', '.join(sorted(entry['vgpu']))
+    if None in named or len(named) != 1:
+        config.note(target, _(
+            'Type %(type)s (pool %(pool)s) is served by SR-IOV VFs: Nova '
+            'needs [mdev_%(type)s] max_instances (vGPUs of the type per GPU '
+            'times the GPUs), which is not written because the NVIDIA vGPU '
+            'type is not known. Record it: "openstack gpu pool set %(pool)s '
+            '--property %(key)s=<vGPU type>" (see "openstack gpu profile '
+            'list").') % {'type': mdev_type, 'pool': owners,
+                         'key': pools_mod.VGPU_PROFILE_PROPERTY})
+        return None
+    [(model, vgpu)] = named
+    cards = collections.Counter(card_address(a) for a in vfs)
+    crowded = sorted(c for c, n in cards.items() if n > vgpu.max_count)
+    if crowded:
+        config.note(target, _(
+            'Type %(type)s (%(vgpu)s, %(n)d per GPU): Nova caps the host at '
+            'max_instances, not each GPU; GPUs %(cards)s have more VFs in '
+            'device_addresses, so a boot may land on a full GPU: list at '
+            'most %(n)d VFs of each.')
+            % {'type': mdev_type, 'vgpu': vgpu.name, 'n': vgpu.max_count,
+               'cards': ', '.join(crowded)})
+    return vgpu.max_count * len(cards)
 
 
 # -- rendering ---------------------------------------------------------------

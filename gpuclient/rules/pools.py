@@ -54,6 +54,9 @@ RESOURCE_CLASS_KEY = 'gpu_resource_class'
 ALIAS_KEY = 'gpu_alias'
 PCI_ID_KEY = 'gpu_pci_id'
 VGPU_TYPE_KEY = 'gpu_vgpu_type'
+# the pool property (--property) naming a vgpu pool's NVIDIA vGPU type
+# (A100D-20C): neither Nova nor Placement records it
+VGPU_PROFILE_PROPERTY = 'vgpu_profile'
 MIG_PROFILE_KEY = 'gpu_mig_profile'
 TENANT_KEY = 'filter_tenant_id'
 OWNED_PREFIX = 'gpu_tagged:'

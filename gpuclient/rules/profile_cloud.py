@@ -69,7 +69,7 @@ from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import profiles
 from gpuclient.rules import specs as specs_mod
 
-PROFILE_PROPERTY = 'vgpu_profile'
+PROFILE_PROPERTY = pools_mod.VGPU_PROFILE_PROPERTY
 
 
 class CannotTell(ValueError):
@@ -77,17 +77,8 @@ class CannotTell(ValueError):
     which option gives it)."""
 
 
-_ADDRESS_RE = re.compile(
-    r'^([0-9a-f]{4}):([0-9a-f]{2}):([0-9a-f]{2})\.([0-7])$')
-
-
-def card_address(address):
-    """The PF address of the card a VF (or PF) address belongs to:
-    ``0000:41:01.2`` -> ``0000:41:00.0``; None for no address."""
-    found = _ADDRESS_RE.match(str(address or '').lower())
-    if not found:
-        return None
-    return '%s:%s:00.0' % found.group(1, 2)
+_ADDRESS_RE = nova_config.ADDRESS_RE
+card_address = nova_config.card_address
 
 
 def _vf_order(address):
@@ -283,10 +274,8 @@ def _known_profile(name):
 def vgpu_model(name):
     """The catalogue model a time-sliced vGPU type (catalogue name)
     belongs to, or None for a MIG profile."""
-    for model in profiles.MODELS.values():
-        if name in {t.name for t in model.vgpu_types}:
-            return model.name
-    return None
+    found = profiles.vgpu_type(name)
+    return found[0] if found else None
 
 
 def check_mig_type_names(entries):

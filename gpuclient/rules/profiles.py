@@ -13,8 +13,10 @@
 """Pure: the GPU partition catalogue and the plan of ``gpu profile plan``.
 
 The catalogue: NVIDIA's MIG profiles (compute and memory slices, valid
-placements) and time-sliced vGPU types per GPU model, from NVIDIA's MIG
-and vGPU user guides. The plan: ``plan(cards, demand)`` gives every card
+placements) and time-sliced vGPU types per GPU model, the types keyed by
+the board they are named for, each model and board with its source
+(NVIDIA's MIG user guide, mig-parted's config-default.yaml, NVIDIA's vGPU
+type tables). The plan: ``plan(cards, demand)`` gives every card
 a layout that meets as much of the demand as possible, then re-cuts the
 fewest cards, then disturbs the fewest running servers, solved exactly
 by HiGHS (imported only when a plan is solved) and proven optimal by an
@@ -37,16 +39,52 @@ VGPU = 'vgpu'
 
 Profile = collections.namedtuple(
     'Profile', 'name compute memory_slices memory_gb max_count starts media')
-VgpuType = collections.namedtuple('VgpuType', 'name memory_gb max_count')
+# board: the key of the Board the type is named for (vGPU type names differ
+# between the boards of one GPU: H100-80C on the PCIe card, H100XM-80C on
+# the SXM5 module)
+VgpuType = collections.namedtuple('VgpuType', 'name memory_gb max_count board')
+# a physical product carrying the model's GPU: its key (``H100-SXM5-80GB``),
+# NVIDIA's name of it, physical GPUs on it, and the table its vGPU types are
+# transcribed from
+Board = collections.namedtuple('Board', 'name title gpus source')
+# source: where the MIG profiles (names, counts, start slots) come from
 Model = collections.namedtuple(
-    'Model', 'name compute_slices memory_slices profiles vgpu_types')
+    'Model', 'name compute_slices memory_slices profiles vgpu_types boards '
+    'source')
 
 
 class UnknownName(ValueError):
     """A model, profile or vGPU type that the catalogue does not know."""
 
 
+class BoardMismatch(ValueError):
+    """vGPU types asked of cards of another board (``check_boards``)."""
+
+
 # -- the catalogue ------------------------------------------------------------
+#
+# Only facts found in a source are here; each model and board names its
+# source (doc/source/user/catalogue.rst lists them). The sources:
+
+MIG_GUIDE = (
+    'NVIDIA Multi-Instance GPU User Guide (R580), "Supported MIG Profiles"; '
+    'start slots as "nvidia-smi mig -lgipp" lists them')
+MIG_PARTED = (
+    'NVIDIA mig-parted, deployments/systemd/config-default.yaml (commit '
+    'bd7160f4, 2026-08-21): profile names and the instances of each per GPU '
+    '(its all-<profile> configurations)')
+SLOTS_8 = ('start slots: those of every 8-slice GPU in the MIG User Guide '
+           '(no -lgipp listing of this GPU found)')
+SLOTS_4 = ('start slots: those of the 4-slice A30 in the MIG User Guide '
+           '(no -lgipp listing of this GPU found)')
+VGPU_GUIDE_DOC = (
+    'NVIDIA AI Enterprise, "NVIDIA AI Enterprise and NVIDIA vGPU '
+    '(C-Series)", Virtual GPU Types for Supported GPUs')
+VGPU_HOPPER_DOC = (
+    'NVIDIA vGPU Types Reference (AI Enterprise release 7), "Hopper '
+    'Architecture vGPU Types"')
+VGPU_GUIDE = VGPU_GUIDE_DOC + ', Table %d'
+VGPU_HOPPER = VGPU_HOPPER_DOC + ', Table %d'
 
 # (compute slices, memory slices, starts, max count, media) of each shape of
 # the 8-memory-slice GPUs, in the user guide's table order.
@@ -66,69 +104,234 @@ _SHAPES_4 = (
     ('2g+me', 2, 2, (0, 2), 1, True),
     ('4g', 4, 4, (0,), 1, False),
 )
+# RTX PRO 6000 Blackwell (4 slices): mig-parted's profiles and counts.
+# ``+gfx``: with graphics; ``-me``: without media engines; ``+me.all``: every
+# media engine of the GPU (one per GPU).
+_SHAPES_RTX_PRO = (
+    ('1g', 1, 1, (0, 1, 2, 3), 4, False),
+    ('1g+gfx', 1, 1, (0, 1, 2, 3), 4, False),
+    ('1g-me', 1, 1, (0, 1, 2, 3), 4, False),
+    ('1g+me.all', 1, 1, (0, 1, 2, 3), 1, True),
+    ('2g', 2, 2, (0, 2), 2, False),
+    ('2g+gfx', 2, 2, (0, 2), 2, False),
+    ('2g-me', 2, 2, (0, 2), 2, False),
+    ('2g+me.all', 2, 2, (0, 2), 1, True),
+    ('4g', 4, 4, (0,), 1, False),
+    ('4g+gfx', 4, 4, (0,), 1, False),
+)
+# a +me.all instance takes every media engine: the others on its GPU must
+# be -me (no media engine)
+ALL_MEDIA = '+me.all'
+NO_MEDIA = '-me'
 
 
-def _model(name, shapes, names, vgpu_types):
-    compute = max(s[1] for s in shapes)
-    memory = max(s[2] for s in shapes)
+def _mig_backed(doc, *tables):
+    """MIG_GUIDE, and the MIG-backed vGPU TABLES of DOC that give the same
+    instances per GPU."""
+    return '%s; instances per GPU also in %s, MIG-backed Table%s %s' % (
+        MIG_GUIDE, doc, 's' if len(tables) > 1 else '',
+        ' and '.join(str(n) for n in tables))
+
+
+def _board(name, title, source, types, gpus=1):
+    """(Board, its VgpuTypes) from TYPES ((name, GB, per GPU), ...)."""
+    board = Board(name, title, gpus, source)
+    return board, tuple(VgpuType(t, gb, count, name)
+                        for t, gb, count in types)
+
+
+def _model(name, shapes, names, boards=(), source=MIG_GUIDE):
     profiles = []
     for (_shape, c, m, starts, count, media), pname in zip(
             shapes, names, strict=True):
         gb = int(re.match(r'\d+g\.(\d+)gb', pname).group(1))
         profiles.append(Profile(pname, c, m, gb, count, starts, media))
-    vgpus = tuple(VgpuType(t, gb, count) for t, gb, count in vgpu_types)
-    return Model(name, compute, memory, tuple(profiles), vgpus)
+    compute = max((p.compute for p in profiles), default=0)
+    memory = max((p.memory_slices for p in profiles), default=0)
+    vgpus = tuple(t for _board, types in boards for t in types)
+    return Model(name, compute, memory, tuple(profiles), vgpus,
+                 tuple(b for b, _types in boards), source)
+
+
+def _time_sliced(name, board):
+    """A GPU with time-sliced vGPU types only (no MIG)."""
+    return _model(name, (), (), (board,), source=None)
 
 
 MODELS = collections.OrderedDict((m.name, m) for m in (
     _model('A100-40GB', _SHAPES_8,
            ('1g.5gb', '1g.5gb+me', '1g.10gb', '2g.10gb', '3g.20gb',
             '4g.20gb', '7g.40gb'),
-           (('A100-40C', 40, 1), ('A100-20C', 20, 2), ('A100-10C', 10, 4),
-            ('A100-8C', 8, 5), ('A100-5C', 5, 8), ('A100-4C', 4, 10))),
+           (_board('A100-PCIE-40GB', 'NVIDIA A100 PCIe 40GB',
+                   VGPU_GUIDE % 72,
+                   (('A100-40C', 40, 1), ('A100-20C', 20, 2),
+                    ('A100-10C', 10, 4), ('A100-8C', 8, 5),
+                    ('A100-5C', 5, 8), ('A100-4C', 4, 10))),
+            _board('A100-HGX-40GB', 'NVIDIA A100 HGX 40GB (SXM4)',
+                   VGPU_GUIDE % 74,
+                   (('A100X-40C', 40, 1), ('A100X-20C', 20, 2),
+                    ('A100X-10C', 10, 4), ('A100X-8C', 8, 5),
+                    ('A100X-5C', 5, 8), ('A100X-4C', 4, 10)))),
+           source=_mig_backed(VGPU_GUIDE_DOC, 71, 73)),
     _model('A100-80GB', _SHAPES_8,
            ('1g.10gb', '1g.10gb+me', '1g.20gb', '2g.20gb', '3g.40gb',
             '4g.40gb', '7g.80gb'),
-           (('A100D-80C', 80, 1), ('A100D-40C', 40, 2), ('A100D-20C', 20, 4),
-            ('A100D-16C', 16, 5), ('A100D-10C', 10, 8), ('A100D-8C', 8, 10),
-            ('A100D-4C', 4, 20))),
+           (_board('A100-PCIE-80GB', 'NVIDIA A100 PCIe 80GB (also the '
+                   'liquid-cooled PCIe 80GB and the A100X: same types)',
+                   VGPU_GUIDE % 64,
+                   (('A100D-80C', 80, 1), ('A100D-40C', 40, 2),
+                    ('A100D-20C', 20, 4), ('A100D-16C', 16, 5),
+                    ('A100D-10C', 10, 8), ('A100D-8C', 8, 10),
+                    ('A100D-4C', 4, 20))),
+            _board('A100-HGX-80GB', 'NVIDIA A100 HGX 80GB (SXM4)',
+                   VGPU_GUIDE % 70,
+                   (('A100DX-80C', 80, 1), ('A100DX-40C', 40, 2),
+                    ('A100DX-20C', 20, 4), ('A100DX-16C', 16, 5),
+                    ('A100DX-10C', 10, 8), ('A100DX-8C', 8, 10),
+                    ('A100DX-4C', 4, 20)))),
+           source=_mig_backed(VGPU_GUIDE_DOC, 63, 69)),
     _model('A30-24GB', _SHAPES_4,
            ('1g.6gb', '1g.6gb+me', '2g.12gb', '2g.12gb+me', '4g.24gb'),
-           (('A30-24C', 24, 1), ('A30-12C', 12, 2), ('A30-8C', 8, 3),
-            ('A30-6C', 6, 4), ('A30-4C', 4, 6))),
+           (_board('A30', 'NVIDIA A30', VGPU_GUIDE % 76,
+                   (('A30-24C', 24, 1), ('A30-12C', 12, 2),
+                    ('A30-8C', 8, 3), ('A30-6C', 6, 4),
+                    ('A30-4C', 4, 6))),),
+           source=_mig_backed(VGPU_GUIDE_DOC, 75)),
     _model('H100-80GB', _SHAPES_8,
            ('1g.10gb', '1g.10gb+me', '1g.20gb', '2g.20gb', '3g.40gb',
             '4g.40gb', '7g.80gb'),
-           (('H100-80C', 81, 1), ('H100-40C', 40, 2), ('H100-20C', 20, 4),
-            ('H100-16C', 16, 6), ('H100-10C', 10, 8), ('H100-8C', 8, 10),
-            ('H100-5C', 5, 16), ('H100-4C', 4, 20))),
+           (_board('H100-PCIE-80GB', 'NVIDIA H100 PCIe 80GB',
+                   VGPU_HOPPER % 179,
+                   (('H100-80C', 81, 1), ('H100-40C', 40, 2),
+                    ('H100-20C', 20, 4), ('H100-16C', 16, 6),
+                    ('H100-10C', 10, 8), ('H100-8C', 8, 10),
+                    ('H100-5C', 5, 16), ('H100-4C', 4, 20))),
+            _board('H100-SXM5-80GB', 'NVIDIA H100 SXM5 80GB',
+                   VGPU_HOPPER % 181,
+                   (('H100XM-80C', 81, 1), ('H100XM-40C', 40, 2),
+                    ('H100XM-20C', 20, 4), ('H100XM-16C', 16, 6),
+                    ('H100XM-10C', 10, 8), ('H100XM-8C', 8, 10),
+                    ('H100XM-5C', 5, 16), ('H100XM-4C', 4, 20)))),
+           source=_mig_backed(VGPU_HOPPER_DOC, 178, 180)),
     _model('H100-94GB', _SHAPES_8,
            ('1g.12gb', '1g.12gb+me', '1g.24gb', '2g.24gb', '3g.47gb',
             '4g.47gb', '7g.94gb'),
-           (('H100L-94C', 96, 1), ('H100L-47C', 48, 2), ('H100L-23C', 23, 4),
-            ('H100L-15C', 15, 6), ('H100L-11C', 11, 8), ('H100L-6C', 6, 15),
-            ('H100L-4C', 4, 23))),
+           (_board('H100-NVL', 'NVIDIA H100 PCIe 94GB (H100 NVL)',
+                   VGPU_HOPPER % 175,
+                   (('H100L-94C', 96, 1), ('H100L-47C', 48, 2),
+                    ('H100L-23C', 23, 4), ('H100L-15C', 15, 6),
+                    ('H100L-11C', 11, 8), ('H100L-6C', 6, 15),
+                    ('H100L-4C', 4, 23))),
+            _board('H100-SXM5-94GB', 'NVIDIA H100 SXM5 94GB',
+                   VGPU_HOPPER % 177,
+                   (('H100XL-94C', 96, 1), ('H100XL-47C', 48, 2),
+                    ('H100XL-23C', 23, 4), ('H100XL-15C', 15, 6),
+                    ('H100XL-11C', 11, 8), ('H100XL-6C', 6, 15),
+                    ('H100XL-4C', 4, 23)))),
+           source=_mig_backed(VGPU_HOPPER_DOC, 174, 176)),
     _model('H200-141GB', _SHAPES_8,
            ('1g.18gb', '1g.18gb+me', '1g.35gb', '2g.35gb', '3g.71gb',
             '4g.71gb', '7g.141gb'),
-           (('H200-141C', 144, 1), ('H200-70C', 71, 2), ('H200-35C', 35, 4),
-            ('H200-28C', 28, 5), ('H200-17C', 17, 8), ('H200-14C', 14, 10),
-            ('H200-8C', 8, 16), ('H200-7C', 7, 20), ('H200-4C', 4, 32))),
+           (_board('H200-NVL', 'NVIDIA H200 PCIe 141GB (H200 NVL)',
+                   VGPU_HOPPER % 171,
+                   (('H200-141C', 144, 1), ('H200-70C', 71, 2),
+                    ('H200-35C', 35, 4), ('H200-28C', 28, 5),
+                    ('H200-17C', 17, 8), ('H200-14C', 14, 10),
+                    ('H200-8C', 8, 16), ('H200-7C', 7, 20),
+                    ('H200-4C', 4, 32))),
+            _board('H200-SXM5', 'NVIDIA H200 SXM5 141GB',
+                   VGPU_HOPPER % 173,
+                   (('H200X-141C', 144, 1), ('H200X-70C', 71, 2),
+                    ('H200X-35C', 35, 4), ('H200X-28C', 28, 5),
+                    ('H200X-17C', 17, 8), ('H200X-14C', 14, 10),
+                    ('H200X-8C', 8, 16), ('H200X-7C', 7, 20),
+                    ('H200X-4C', 4, 32)))),
+           source=_mig_backed(VGPU_HOPPER_DOC, 170, 172)),
+    _model('GH200-96GB', _SHAPES_8,
+           ('1g.12gb', '1g.12gb+me', '1g.24gb', '2g.24gb', '3g.48gb',
+            '4g.48gb', '7g.96gb'),
+           source=MIG_PARTED + '; ' + SLOTS_8),
+    _model('GH200-144GB', _SHAPES_8,
+           ('1g.18gb', '1g.18gb+me', '1g.36gb', '2g.36gb', '3g.72gb',
+            '4g.72gb', '7g.144gb'),
+           source=MIG_PARTED + '; ' + SLOTS_8),
     _model('B200-180GB', _SHAPES_8,
            ('1g.23gb', '1g.23gb+me', '1g.45gb', '2g.45gb', '3g.90gb',
             '4g.90gb', '7g.180gb'),
-           ()),
+           source=MIG_GUIDE + '; names and instances per GPU also in '
+           + MIG_PARTED),
+    _model('GB200-186GB', _SHAPES_8,
+           ('1g.23gb', '1g.23gb+me', '1g.47gb', '2g.47gb', '3g.93gb',
+            '4g.93gb', '7g.186gb'),
+           source=MIG_PARTED + '; ' + SLOTS_8),
+    _model('B300-288GB', _SHAPES_8,
+           ('1g.34gb', '1g.34gb+me', '1g.67gb', '2g.67gb', '3g.135gb',
+            '4g.135gb', '7g.269gb'),
+           source=MIG_PARTED + '; ' + SLOTS_8),
+    _model('GB300-288GB', _SHAPES_8,
+           ('1g.35gb', '1g.35gb+me', '1g.70gb', '2g.70gb', '3g.139gb',
+            '4g.139gb', '7g.278gb'),
+           source=MIG_PARTED + '; ' + SLOTS_8),
+    _model('RTX-PRO-6000-96GB', _SHAPES_RTX_PRO,
+           ('1g.24gb', '1g.24gb+gfx', '1g.24gb-me', '1g.24gb+me.all',
+            '2g.48gb', '2g.48gb+gfx', '2g.48gb-me', '2g.48gb+me.all',
+            '4g.96gb', '4g.96gb+gfx'),
+           source=MIG_PARTED + '; ' + SLOTS_4),
+    _time_sliced('L40S-48GB', _board(
+        'L40S', 'NVIDIA L40S', VGPU_GUIDE % 39,
+        (('L40S-48C', 48, 1), ('L40S-24C', 24, 2), ('L40S-16C', 16, 3),
+         ('L40S-12C', 12, 4), ('L40S-8C', 8, 6), ('L40S-6C', 6, 8),
+         ('L40S-4C', 4, 12)))),
+    _time_sliced('L40-48GB', _board(
+        'L40', 'NVIDIA L40', VGPU_GUIDE % 38,
+        (('L40-48C', 48, 1), ('L40-24C', 24, 2), ('L40-16C', 16, 3),
+         ('L40-12C', 12, 4), ('L40-8C', 8, 6), ('L40-6C', 6, 8),
+         ('L40-4C', 4, 12)))),
+    _time_sliced('L4-24GB', _board(
+        'L4', 'NVIDIA L4', VGPU_GUIDE % 42,
+        (('L4-24C', 24, 1), ('L4-12C', 12, 2), ('L4-8C', 8, 3),
+         ('L4-6C', 6, 4), ('L4-4C', 4, 6)))),
+    _time_sliced('A40-48GB', _board(
+        'A40', 'NVIDIA A40', VGPU_GUIDE % 47,
+        (('A40-48C', 48, 1), ('A40-24C', 24, 2), ('A40-16C', 16, 3),
+         ('A40-12C', 12, 4), ('A40-8C', 8, 6), ('A40-6C', 6, 8),
+         ('A40-4C', 4, 12)))),
+    _time_sliced('A16-16GB', _board(
+        'A16', 'NVIDIA A16 (4 GPUs of 16GB on the board)', VGPU_GUIDE % 48,
+        (('A16-16C', 16, 1), ('A16-8C', 8, 2), ('A16-4C', 4, 4)), gpus=4)),
 ))
+
+BOARDS = collections.OrderedDict(
+    (b.name, (b, m.name)) for m in MODELS.values() for b in m.boards)
+
+
+def _key(text):
+    return re.sub(r'[\s_]+', '-', str(text).strip()).upper()
 
 
 def model_name(text):
     """The catalogue's name of a GPU model: case-insensitive, ``_`` or a
-    space for ``-`` (``h100_80gb`` is ``H100-80GB``)."""
-    key = re.sub(r'[\s_]+', '-', str(text).strip()).upper()
-    if key not in MODELS:
+    space for ``-`` (``h100_80gb`` is ``H100-80GB``); a board's name gives
+    its model (``H100-NVL`` is ``H100-94GB``)."""
+    key = _key(text)
+    if key in MODELS:
+        return key
+    if key in BOARDS:
+        return BOARDS[key][1]
+    raise UnknownName(
+        _('Unknown GPU model %(model)r: give one of %(models)s (or a board: '
+          'see "openstack gpu profile list --long").')
+        % {'model': text, 'models': ', '.join(MODELS)})
+
+
+def board_name(text):
+    """The catalogue's name of a board (``h100-sxm5-80gb`` is
+    ``H100-SXM5-80GB``)."""
+    key = _key(text)
+    if key not in BOARDS:
         raise UnknownName(
-            _('Unknown GPU model %(model)r: give one of %(models)s.')
-            % {'model': text, 'models': ', '.join(MODELS)})
+            _('Unknown board %(board)r: give one of %(boards)s.')
+            % {'board': text, 'boards': ', '.join(BOARDS)})
     return key
 
 
@@ -165,24 +368,84 @@ def profile_name(text):
           'A100D-10C).') % {'name': text})
 
 
-def catalogue(model=None):
+def catalogue(model=None, board=None):
     """Rows of ``gpu profile list``: one per model and profile (MIG
-    profiles, then time-sliced vGPU types)."""
+    profiles, then time-sliced vGPU types with their board), each with the
+    source it is transcribed from. BOARD: only its model's MIG profiles and
+    the vGPU types of that board."""
     rows = []
-    models = [MODELS[model_name(model)]] if model else MODELS.values()
+    models = [MODELS[model_name(model)]] if model else list(MODELS.values())
+    if board:
+        board = board_name(board)
+        owner = BOARDS[board][1]
+        if model and models[0].name != owner:
+            raise UnknownName(
+                _('Board %(board)s carries a %(owner)s, not a %(model)s.')
+                % {'board': board, 'owner': owner, 'model': models[0].name})
+        models = [MODELS[owner]]
     for m in models:
         for p in m.profiles:
             rows.append({'model': m.name, 'profile': p.name, 'mode': MIG,
+                         'board': None,
                          'compute_slices': p.compute,
                          'memory_slices': p.memory_slices,
                          'memory_gb': p.memory_gb, 'max_count': p.max_count,
-                         'placements': list(p.starts)})
+                         'placements': list(p.starts), 'source': m.source})
+        sources = {b.name: b.source for b in m.boards}
         for t in m.vgpu_types:
+            if board and t.board != board:
+                continue
             rows.append({'model': m.name, 'profile': t.name, 'mode': VGPU,
+                         'board': t.board,
                          'compute_slices': None, 'memory_slices': None,
                          'memory_gb': t.memory_gb, 'max_count': t.max_count,
-                         'placements': []})
+                         'placements': [], 'source': sources[t.board]})
     return rows
+
+
+def vgpu_type(name):
+    """(model name, VgpuType) of a time-sliced vGPU type (catalogue name,
+    case-insensitive), or None."""
+    key = str(name).strip().upper()
+    for m in MODELS.values():
+        for t in m.vgpu_types:
+            if t.name.upper() == key:
+                return m.name, t
+    return None
+
+
+def check_boards(card_names, demand):
+    """Why DEMAND ({profile: count}, catalogue names) cannot be planned on
+    the cards CARD_NAMES (models or boards, as ``--cards`` gives them), or
+    None. A vGPU type is named for one board: a card given by its board
+    serves that board's types only, and cards given by their model cannot
+    tell which board's types they serve when the demand names types of
+    two boards of that model."""
+    wanted = {}
+    for name in demand:
+        found = vgpu_type(name)
+        if found:
+            wanted.setdefault(found[0], {})[name] = found[1].board
+    for text in card_names:
+        key = _key(text)
+        model = model_name(text)
+        types = wanted.get(model, {})
+        if key in BOARDS:
+            other = sorted(t for t, b in types.items() if b != key)
+            if other:
+                return _('%(types)s: vGPU types of another board than '
+                         '%(board)s (see "openstack gpu profile list '
+                         '--board %(board)s" for its types).') % {
+                    'types': ', '.join(other), 'board': key}
+        elif len(set(types.values())) > 1:
+            return _('%(types)s are vGPU types of boards %(boards)s of the '
+                     '%(model)s: give the cards by board (--cards '
+                     '<board>=<count>, e.g. %(board)s) so that each is '
+                     'planned with its own board\'s types.') % {
+                'types': ', '.join(sorted(types)),
+                'boards': ', '.join(sorted(set(types.values()))),
+                'model': model, 'board': sorted(set(types.values()))[0]}
+    return None
 
 
 # -- layouts ------------------------------------------------------------------
@@ -239,6 +502,11 @@ def check_layout(model, layout):
                 'n': profile.max_count, 'p': name}
     if media > 1:
         return _('more than one +me instance on one GPU')
+    if len(layout) > 1 and any(n.endswith(ALL_MEDIA) for n, _s in layout) \
+            and not all(n.endswith((ALL_MEDIA, NO_MEDIA))
+                        for n, _s in layout):
+        return _('a +me.all instance takes every media engine: the others '
+                 'on its GPU must be -me profiles')
     if compute > model.compute_slices:
         return _('more than %d compute slices') % model.compute_slices
     return None
@@ -278,6 +546,9 @@ def layouts(model, maximal=False):
     vgpu = [((t.name, None),) * k for t in m.vgpu_types
             for k in ((t.max_count,) if maximal
                       else range(1, t.max_count + 1))]
+    if maximal and not places:
+        # no MIG: the empty layout is not a way to cut the card
+        mig = [lay for lay in mig if lay]
     result = tuple(sorted(set(mig), key=_layout_order)) + tuple(vgpu)
     _LAYOUTS[key] = result
     return result
@@ -1082,7 +1353,7 @@ def script(model, current, proposed, cards):
                          % (name, start, ', '.join(servers)))
         lines.append('destroy %s %d' % (name, start))
     if proposed and not _is_mig(proposed):
-        if not current or _is_mig(current):
+        if m.profiles and (not current or _is_mig(current)):
             lines.append('nvidia-smi -i "$GPU" -mig 0')
         lines.append('# time-sliced: Nova creates the %d %s mdevs '
                      '([devices] enabled_mdev_types)'

@@ -47,16 +47,30 @@ class ListProfile(common.Lister):
         'profile with its compute and memory slices, memory, the most '
         'instances one GPU holds and the memory slots it may start at; '
         'then the time-sliced vGPU types (one type per physical GPU), '
-        'with no slices or placements. Needs no cloud.')
+        'with no slices or placements, each with the board it is named '
+        'for (the SXM module and the PCIe card of one GPU have vGPU types '
+        'of different names). --long adds where each row comes from. '
+        'Needs no cloud.')
     auth_required = False  # no cloud is read: no credentials asked for
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         parser.add_argument(
             '--model', metavar='<model>',
-            help=_('Only this GPU model (case-insensitive): A100-40GB, '
-                   'A100-80GB, A30-24GB, H100-80GB, H100-94GB, H200-141GB '
-                   'or B200-180GB'))
+            help=_('Only this GPU model (case-insensitive; a board name '
+                   'gives its model), e.g. A100-80GB, H100-94GB, '
+                   'H200-141GB, B200-180GB, GB200-186GB, RTX-PRO-6000-96GB, '
+                   'L40S-48GB (all: see this list without it)'))
+        parser.add_argument(
+            '--board', metavar='<board>',
+            help=_('Only this board\'s model, with the vGPU types of this '
+                   'board (case-insensitive), e.g. H100-SXM5-80GB (vGPU '
+                   'types H100XM-*), H100-PCIE-80GB (H100-*), H200-SXM5 '
+                   '(H200X-*), H200-NVL, A100-HGX-80GB (A100DX-*), L40S'))
+        parser.add_argument(
+            '--long', action='store_true', default=False,
+            help=_('List additional fields in output: the source each row '
+                   'is transcribed from'))
         return parser
 
     def take_action(self, parsed_args):
@@ -64,15 +78,23 @@ class ListProfile(common.Lister):
         from gpuclient.rules import profiles
 
         try:
-            rows = profile_ops.catalogue(parsed_args.model)
+            rows = profile_ops.catalogue(parsed_args.model,
+                                         parsed_args.board)
         except profiles.UnknownName as e:
             raise exceptions.CommandError(str(e)) from e
         columns = ('Model', 'Profile', 'Compute Slices', 'Memory Slices',
-                   'Memory (GB)', 'Max Count', 'Placements')
-        return columns, [
-            (r['model'], r['profile'], r['compute_slices'],
-             r['memory_slices'], r['memory_gb'], r['max_count'],
-             SlotsColumn(r['placements'])) for r in rows]
+                   'Memory (GB)', 'Max Count', 'Placements', 'Board')
+        if parsed_args.long:
+            columns += ('Source',)
+        data = []
+        for r in rows:
+            item = (r['model'], r['profile'], r['compute_slices'],
+                    r['memory_slices'], r['memory_gb'], r['max_count'],
+                    SlotsColumn(r['placements']), r['board'])
+            if parsed_args.long:
+                item += (r['source'],)
+            data.append(item)
+        return columns, data
 
 
 class PlanProfile(common.Lister):
@@ -200,7 +222,8 @@ class PlanProfile(common.Lister):
         try:
             rows, summary = profile_ops.plan_cards(
                 cards, demand, parsed_args.output_dir)
-        except (profiles.UnknownName, OSError) as e:
+        except (profiles.UnknownName, profiles.BoardMismatch,
+                OSError) as e:
             raise exceptions.CommandError(str(e)) from e
         _log_summary(summary)
         columns = ('Card', 'Model', 'Layout Now', 'Layout Proposed',

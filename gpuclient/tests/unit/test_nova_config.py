@@ -137,6 +137,42 @@ class TestBuildPerMode(base.TestCase):
             'enable_isolated_aggregate_filtering'])
         self.assertNotIn('pci', config.targets.get(nc.ALL, {}))
 
+    def test_vgpu_on_sriov_vfs_max_instances(self):
+        # Nova 29+: each VF reports one mdev; the type's vGPUs per GPU
+        # (A40-12C: 4, NVIDIA's C-Series Table 47) times the GPUs
+        config = build('vgpu-vfs')
+        section = config.targets[nc.host_target('gpu-vf-3')][
+            'mdev_nvidia-558']
+        self.assertEqual('8', section['max_instances'])
+        self.assertEqual(6, len(section['device_addresses'].split(',')))
+        self.assertEqual([], config.notes.get(nc.host_target('gpu-vf-3'),
+                                              []))
+
+    def test_vgpu_on_sriov_vfs_crowded_gpu_said(self):
+        pools, trees, _mig = cases()['vgpu-vfs']
+        trees['gpu-vf-3'] += [
+            device('gpu-vf-3', '0000:81:01.%d' % fn, {'VGPU': 1},
+                   ['CUSTOM_NVIDIA_558']) for fn in (0, 1)]
+        config = nc.build(pools, trees)
+        target = nc.host_target('gpu-vf-3')
+        self.assertEqual('8', config.targets[target]['mdev_nvidia-558'][
+            'max_instances'])
+        self.assertIn('0000:81:00.0', ' '.join(config.notes[target]))
+
+    def test_vgpu_on_sriov_vfs_type_unknown_said(self):
+        pools, trees, _mig = cases()['vgpu-vfs']
+        pools['desk']['properties'] = {}
+        config = nc.build(pools, trees)
+        target = nc.host_target('gpu-vf-3')
+        self.assertNotIn('max_instances',
+                         config.targets[target]['mdev_nvidia-558'])
+        self.assertIn('vgpu_profile', ' '.join(config.notes[target]))
+
+    def test_vgpu_on_pgpus_needs_no_max_instances(self):
+        config = build('vgpu')
+        for section, values in config.targets[VG].items():
+            self.assertNotIn('max_instances', values, section)
+
     def test_vgpu_per_type_class(self):
         config = build('vgpu-class')
         self.assertEqual({

@@ -135,6 +135,12 @@ def cases():
                        {'CUSTOM_VGPU_NVIDIA_37': 8})]
     mig_tree = [device('gpu-mig-1', '0000:41:00.%d' % fn, {'VGPU': 1},
                        ['CUSTOM_MIG_3G_40GB']) for fn in (4, 5, 6)]
+    # time-sliced A40-12C (4 per GPU) on the SR-IOV VFs of two A40s
+    desk = pool('desk', 'vgpu', ['gpu-vf-3'], vgpu_type='nvidia-558',
+                properties={'vgpu_profile': 'A40-12C'})
+    vf_tree = [device('gpu-vf-3', a, {'VGPU': 1}, ['CUSTOM_NVIDIA_558'])
+               for a in ('0000:81:00.4', '0000:81:00.5', '0000:81:00.6',
+                         '0000:81:00.7', '0000:82:00.4', '0000:82:00.5')]
     return {
         'passthrough': ({'solver': pt}, {'gpu-pt-1': pt_tree}, None),
         'vgpu': ({'ws35': vg35, 'ws36': vg36},
@@ -145,6 +151,7 @@ def cases():
         'mig-unknown-type': ({'slices': mig}, {'gpu-mig-1': mig_tree},
                              None),
         'baremetal': ({'training': bm}, {'bm-compute-1': []}, None),
+        'vgpu-vfs': ({'desk': desk}, {'gpu-vf-3': vf_tree}, None),
         'shared-alias': ({'sh-a': sh_a, 'sh-b': sh_b},
                          {'gpu-pt-1': [], 'gpu-pt-2': []}, None),
         'shared-alias-classes': ({'two-a': two_a, 'two-b': two_b},
@@ -311,6 +318,14 @@ class TestNovaReadsRenderedFiles(unittest.TestCase):
             'vendor_id': '10de', 'product_id': '2331',
             'address': '0000:41:00.0', 'parent_addr': None,
             'dev_type': 'type-PCI'}))
+
+    def test_nova_reads_max_instances(self):
+        pools, trees, mig_types = cases()['vgpu-vfs']
+        config = nova_config.build(pools, trees, mig_types)
+        conf_opts, _aliases, _specs = self.check_file(
+            'vf host', nova_config.render_target(
+                config, nova_config.host_target('gpu-vf-3')))
+        self.assertEqual(8, conf_opts['mdev_nvidia-558'].max_instances)
 
     def test_the_check_catches_errors(self):
         """The checks fail on what Nova refuses (so they can fail)."""

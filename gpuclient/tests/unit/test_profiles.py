@@ -44,6 +44,166 @@ A30_24GB = (
     ('2g.12gb+me', 2, 2, 1, (0, 2)),
     ('4g.24gb', 4, 4, 1, (0,)),
 )
+# NVIDIA mig-parted, deployments/systemd/config-default.yaml (commit
+# bd7160f4): the profiles of each GPU its comments and device filters name,
+# with the instances per GPU of its all-<profile> configurations.
+MIG_PARTED = {
+    'H100-94GB': (('1g.12gb', 7), ('1g.12gb+me', 1), ('1g.24gb', 4),
+                  ('2g.24gb', 3), ('3g.47gb', 2), ('4g.47gb', 1),
+                  ('7g.94gb', 1)),
+    'H200-141GB': (('1g.18gb', 7), ('1g.18gb+me', 1), ('1g.35gb', 4),
+                   ('2g.35gb', 3), ('3g.71gb', 2), ('4g.71gb', 1),
+                   ('7g.141gb', 1)),
+    'GH200-96GB': (('1g.12gb', 7), ('1g.12gb+me', 1), ('1g.24gb', 4),
+                   ('2g.24gb', 3), ('3g.48gb', 2), ('4g.48gb', 1),
+                   ('7g.96gb', 1)),
+    'GH200-144GB': (('1g.18gb', 7), ('1g.18gb+me', 1), ('1g.36gb', 4),
+                    ('2g.36gb', 3), ('3g.72gb', 2), ('4g.72gb', 1),
+                    ('7g.144gb', 1)),
+    'B200-180GB': (('1g.23gb', 7), ('1g.23gb+me', 1), ('1g.45gb', 4),
+                   ('2g.45gb', 3), ('3g.90gb', 2), ('4g.90gb', 1),
+                   ('7g.180gb', 1)),
+    'GB200-186GB': (('1g.23gb', 7), ('1g.23gb+me', 1), ('1g.47gb', 4),
+                    ('2g.47gb', 3), ('3g.93gb', 2), ('4g.93gb', 1),
+                    ('7g.186gb', 1)),
+    'B300-288GB': (('1g.34gb', 7), ('1g.34gb+me', 1), ('1g.67gb', 4),
+                   ('2g.67gb', 3), ('3g.135gb', 2), ('4g.135gb', 1),
+                   ('7g.269gb', 1)),
+    'GB300-288GB': (('1g.35gb', 7), ('1g.35gb+me', 1), ('1g.70gb', 4),
+                    ('2g.70gb', 3), ('3g.139gb', 2), ('4g.139gb', 1),
+                    ('7g.278gb', 1)),
+    'RTX-PRO-6000-96GB': (('1g.24gb', 4), ('1g.24gb+gfx', 4),
+                          ('1g.24gb-me', 4), ('1g.24gb+me.all', 1),
+                          ('2g.48gb', 2), ('2g.48gb+gfx', 2),
+                          ('2g.48gb-me', 2), ('2g.48gb+me.all', 1),
+                          ('4g.96gb', 1), ('4g.96gb+gfx', 1)),
+}
+# mig-parted's all-balanced configuration of each GPU: a layout each must
+# hold at once.
+BALANCED = {
+    'A30-24GB': {'1g.6gb': 2, '2g.12gb': 1},
+    'A100-40GB': {'1g.5gb': 2, '2g.10gb': 1, '3g.20gb': 1},
+    'A100-80GB': {'1g.10gb': 2, '2g.20gb': 1, '3g.40gb': 1},
+    'H100-80GB': {'1g.10gb': 2, '2g.20gb': 1, '3g.40gb': 1},
+    'H100-94GB': {'1g.12gb': 2, '2g.24gb': 1, '3g.47gb': 1},
+    'GH200-96GB': {'1g.12gb': 2, '2g.24gb': 1, '3g.48gb': 1},
+    'H200-141GB': {'1g.18gb': 2, '2g.35gb': 1, '3g.71gb': 1},
+    'GH200-144GB': {'1g.18gb': 2, '2g.36gb': 1, '3g.72gb': 1},
+    'B200-180GB': {'1g.23gb': 2, '2g.45gb': 1, '3g.90gb': 1},
+    'GB200-186GB': {'1g.23gb': 2, '2g.47gb': 1, '3g.93gb': 1},
+    'B300-288GB': {'1g.34gb': 2, '2g.67gb': 1, '3g.135gb': 1},
+    'GB300-288GB': {'1g.35gb': 2, '2g.70gb': 1, '3g.139gb': 1},
+    'RTX-PRO-6000-96GB': {'1g.24gb': 2, '2g.48gb': 1},
+}
+# The start slots of the 4-slice RTX PRO 6000 profiles: the A30's pattern.
+RTX_PRO_SLOTS = {'1g': (0, 1, 2, 3), '2g': (0, 2), '4g': (0,)}
+
+# MIG-backed vGPU tables: (profile, compute slices, vGPUs per GPU), from
+# NVIDIA AI Enterprise "NVIDIA vGPU (C-Series)" (A100, A30) and NVIDIA vGPU
+# Types Reference release 7, "Hopper Architecture vGPU Types" (H100, H200).
+MIG_BACKED = {
+    # C-Series Tables 71 (PCIe) and 73 (HGX)
+    'A100-40GB': (('7g.40gb', 7, 1), ('4g.20gb', 4, 1), ('3g.20gb', 3, 2),
+                  ('2g.10gb', 2, 3), ('1g.10gb', 1, 4), ('1g.5gb', 1, 7),
+                  ('1g.5gb+me', 1, 1)),
+    # Tables 63 and 69
+    'A100-80GB': (('7g.80gb', 7, 1), ('4g.40gb', 4, 1), ('3g.40gb', 3, 2),
+                  ('2g.20gb', 2, 3), ('1g.20gb', 1, 4), ('1g.10gb', 1, 7),
+                  ('1g.10gb+me', 1, 1)),
+    # Table 75
+    'A30-24GB': (('4g.24gb', 4, 1), ('2g.12gb', 2, 2), ('2g.12gb+me', 2, 1),
+                 ('1g.6gb', 1, 4), ('1g.6gb+me', 1, 1)),
+    # Hopper Tables 178 (PCIe) and 180 (SXM5)
+    'H100-80GB': (('7g.80gb', 7, 1), ('4g.40gb', 4, 1), ('3g.40gb', 3, 2),
+                  ('2g.20gb', 2, 3), ('1g.20gb', 1, 4), ('1g.10gb', 1, 7),
+                  ('1g.10gb+me', 1, 1)),
+    # Tables 174 (NVL) and 176 (SXM5 94GB)
+    'H100-94GB': (('7g.94gb', 7, 1), ('4g.47gb', 4, 1), ('3g.47gb', 3, 2),
+                  ('2g.24gb', 2, 3), ('1g.24gb', 1, 4), ('1g.12gb', 1, 7),
+                  ('1g.12gb+me', 1, 1)),
+    # Tables 170 (NVL) and 172 (SXM5)
+    'H200-141GB': (('7g.141gb', 7, 1), ('4g.71gb', 4, 1), ('3g.71gb', 3, 2),
+                   ('2g.35gb', 2, 3), ('1g.35gb', 1, 4), ('1g.18gb', 1, 7),
+                   ('1g.18gb+me', 1, 1)),
+}
+
+# Time-sliced C-series types per board: (type, frame buffer GB, vGPUs per
+# GPU in equal-size mode), transcribed from NVIDIA AI Enterprise "NVIDIA
+# vGPU (C-Series)", Virtual GPU Types for Supported GPUs (frame buffer in
+# MB there, / 1024 here), and NVIDIA vGPU Types Reference release 7,
+# "Hopper Architecture vGPU Types" (frame buffer in GB).
+VGPU_TABLES = {
+    # C-Series Table 72
+    'A100-PCIE-40GB': (('A100-40C', 40, 1), ('A100-20C', 20, 2),
+                       ('A100-10C', 10, 4), ('A100-8C', 8, 5),
+                       ('A100-5C', 5, 8), ('A100-4C', 4, 10)),
+    # Table 74
+    'A100-HGX-40GB': (('A100X-40C', 40, 1), ('A100X-20C', 20, 2),
+                      ('A100X-10C', 10, 4), ('A100X-8C', 8, 5),
+                      ('A100X-5C', 5, 8), ('A100X-4C', 4, 10)),
+    # Table 64
+    'A100-PCIE-80GB': (('A100D-80C', 80, 1), ('A100D-40C', 40, 2),
+                       ('A100D-20C', 20, 4), ('A100D-16C', 16, 5),
+                       ('A100D-10C', 10, 8), ('A100D-8C', 8, 10),
+                       ('A100D-4C', 4, 20)),
+    # Table 70
+    'A100-HGX-80GB': (('A100DX-80C', 80, 1), ('A100DX-40C', 40, 2),
+                      ('A100DX-20C', 20, 4), ('A100DX-16C', 16, 5),
+                      ('A100DX-10C', 10, 8), ('A100DX-8C', 8, 10),
+                      ('A100DX-4C', 4, 20)),
+    # Table 76
+    'A30': (('A30-24C', 24, 1), ('A30-12C', 12, 2), ('A30-8C', 8, 3),
+            ('A30-6C', 6, 4), ('A30-4C', 4, 6)),
+    # Hopper Table 179 (printed "H100-80" there; H100-80C in the C-Series
+    # guide's peer-to-peer table)
+    'H100-PCIE-80GB': (('H100-80C', 81, 1), ('H100-40C', 40, 2),
+                       ('H100-20C', 20, 4), ('H100-16C', 16, 6),
+                       ('H100-10C', 10, 8), ('H100-8C', 8, 10),
+                       ('H100-5C', 5, 16), ('H100-4C', 4, 20)),
+    # Hopper Table 181
+    'H100-SXM5-80GB': (('H100XM-80C', 81, 1), ('H100XM-40C', 40, 2),
+                       ('H100XM-20C', 20, 4), ('H100XM-16C', 16, 6),
+                       ('H100XM-10C', 10, 8), ('H100XM-8C', 8, 10),
+                       ('H100XM-5C', 5, 16), ('H100XM-4C', 4, 20)),
+    # Hopper Table 175
+    'H100-NVL': (('H100L-94C', 96, 1), ('H100L-47C', 48, 2),
+                 ('H100L-23C', 23, 4), ('H100L-15C', 15, 6),
+                 ('H100L-11C', 11, 8), ('H100L-6C', 6, 15),
+                 ('H100L-4C', 4, 23)),
+    # Hopper Table 177
+    'H100-SXM5-94GB': (('H100XL-94C', 96, 1), ('H100XL-47C', 48, 2),
+                       ('H100XL-23C', 23, 4), ('H100XL-15C', 15, 6),
+                       ('H100XL-11C', 11, 8), ('H100XL-6C', 6, 15),
+                       ('H100XL-4C', 4, 23)),
+    # Hopper Table 171
+    'H200-NVL': (('H200-141C', 144, 1), ('H200-70C', 71, 2),
+                 ('H200-35C', 35, 4), ('H200-28C', 28, 5),
+                 ('H200-17C', 17, 8), ('H200-14C', 14, 10),
+                 ('H200-8C', 8, 16), ('H200-7C', 7, 20), ('H200-4C', 4, 32)),
+    # Hopper Table 173
+    'H200-SXM5': (('H200X-141C', 144, 1), ('H200X-70C', 71, 2),
+                  ('H200X-35C', 35, 4), ('H200X-28C', 28, 5),
+                  ('H200X-17C', 17, 8), ('H200X-14C', 14, 10),
+                  ('H200X-8C', 8, 16), ('H200X-7C', 7, 20),
+                  ('H200X-4C', 4, 32)),
+    # C-Series Table 39
+    'L40S': (('L40S-48C', 48, 1), ('L40S-24C', 24, 2), ('L40S-16C', 16, 3),
+             ('L40S-12C', 12, 4), ('L40S-8C', 8, 6), ('L40S-6C', 6, 8),
+             ('L40S-4C', 4, 12)),
+    # Table 38
+    'L40': (('L40-48C', 48, 1), ('L40-24C', 24, 2), ('L40-16C', 16, 3),
+            ('L40-12C', 12, 4), ('L40-8C', 8, 6), ('L40-6C', 6, 8),
+            ('L40-4C', 4, 12)),
+    # Table 42
+    'L4': (('L4-24C', 24, 1), ('L4-12C', 12, 2), ('L4-8C', 8, 3),
+           ('L4-6C', 6, 4), ('L4-4C', 4, 6)),
+    # Table 47
+    'A40': (('A40-48C', 48, 1), ('A40-24C', 24, 2), ('A40-16C', 16, 3),
+            ('A40-12C', 12, 4), ('A40-8C', 8, 6), ('A40-6C', 6, 8),
+            ('A40-4C', 4, 12)),
+    # Table 48 (4 physical GPUs per board; per GPU here)
+    'A16': (('A16-16C', 16, 1), ('A16-8C', 8, 2), ('A16-4C', 4, 4)),
+}
 NAMES = {
     'A100-40GB': ['1g.5gb', '1g.5gb+me', '1g.10gb', '2g.10gb', '3g.20gb',
                   '4g.20gb', '7g.40gb'],
@@ -121,13 +281,129 @@ class TestCatalogue(testtools.TestCase):
 
     def test_time_sliced_types(self):
         vgpu = {r['profile']: r['max_count']
-                for r in profiles.catalogue('A100-80GB')
+                for r in profiles.catalogue('A100-80GB',
+                                            board='a100-pcie-80gb')
                 if r['mode'] == 'vgpu'}
         self.assertEqual({'A100D-80C': 1, 'A100D-40C': 2, 'A100D-20C': 4,
                           'A100D-16C': 5, 'A100D-10C': 8, 'A100D-8C': 10,
                           'A100D-4C': 20}, vgpu)
         self.assertEqual([], [r for r in profiles.catalogue('B200-180GB')
                               if r['mode'] == 'vgpu'])
+
+    def test_mig_parted_profiles_and_counts(self):
+        for model, table in MIG_PARTED.items():
+            self.assertEqual(
+                list(table), [(r['profile'], r['max_count'])
+                              for r in profiles.catalogue(model)
+                              if r['mode'] == 'mig'], model)
+
+    def test_mig_backed_vgpu_tables(self):
+        for model, table in MIG_BACKED.items():
+            rows = {r['profile']: (r['compute_slices'], r['max_count'])
+                    for r in profiles.catalogue(model) if r['mode'] == 'mig'}
+            self.assertEqual(sorted(rows), sorted(t[0] for t in table), model)
+            for name, compute, count in table:
+                self.assertEqual((compute, count), rows[name],
+                                 (model, name))
+
+    def test_mig_parted_balanced_layouts_fit(self):
+        for model, counts in BALANCED.items():
+            wanted = collections.Counter(counts)
+            self.assertTrue(any(
+                collections.Counter(n for n, _s in lay) == wanted
+                for lay in profiles.layouts(model)), model)
+
+    def test_rtx_pro_6000_four_slices(self):
+        rows = [r for r in profiles.catalogue('rtx pro 6000 96gb')
+                if r['mode'] == 'mig']
+        for r in rows:
+            shape = r['profile'].split('.')[0]
+            self.assertEqual(RTX_PRO_SLOTS[shape], tuple(r['placements']),
+                             r['profile'])
+            self.assertEqual(int(shape[0]), r['memory_slices'])
+            self.assertEqual(int(shape[0]), r['compute_slices'])
+        model = profiles.MODELS['RTX-PRO-6000-96GB']
+        self.assertEqual((4, 4), (model.compute_slices, model.memory_slices))
+
+    def test_me_all_takes_every_media_engine(self):
+        m = 'RTX-PRO-6000-96GB'
+        self.assertIsNone(profiles.check_layout(
+            m, [('2g.48gb+me.all', 0), ('1g.24gb-me', 2),
+                ('1g.24gb-me', 3)]))
+        for layout in ([('2g.48gb+me.all', 0), ('2g.48gb', 2)],
+                       [('1g.24gb+me.all', 0), ('1g.24gb+gfx', 1)],
+                       [('1g.24gb+me.all', 0), ('1g.24gb+me.all', 1)],
+                       [('2g.48gb', 1)]):
+            self.assertIsNotNone(profiles.check_layout(m, layout), layout)
+        self.assertIsNone(profiles.check_layout(
+            m, [('1g.24gb+gfx', s) for s in range(4)]))
+
+    def test_vgpu_types_per_board_match_nvidia(self):
+        found = collections.defaultdict(list)
+        for r in profiles.catalogue():
+            if r['mode'] == 'vgpu':
+                found[r['board']].append(
+                    (r['profile'], r['memory_gb'], r['max_count']))
+        self.assertEqual({b: list(t) for b, t in VGPU_TABLES.items()},
+                         dict(found))
+
+    def test_every_model_and_board_has_a_source(self):
+        for m in profiles.MODELS.values():
+            self.assertEqual(bool(m.profiles), bool(m.source), m.name)
+            self.assertTrue(m.profiles or m.vgpu_types, m.name)
+            for b in m.boards:
+                self.assertIn('Table', b.source, b.name)
+        for r in profiles.catalogue():
+            self.assertTrue(r['source'], r)
+
+    def test_board_filter(self):
+        rows = profiles.catalogue(board='h100_sxm5_80gb')
+        self.assertEqual({'H100-80GB'}, {r['model'] for r in rows})
+        self.assertEqual({'H100-SXM5-80GB'}, {r['board'] for r in rows
+                                              if r['mode'] == 'vgpu'})
+        self.assertIn('H100XM-80C', [r['profile'] for r in rows])
+        self.assertNotIn('H100-80C', [r['profile'] for r in rows])
+        self.assertIn('3g.40gb', [r['profile'] for r in rows])
+        self.assertEqual(
+            rows, profiles.catalogue('H100-80GB', board='H100-SXM5-80GB'))
+        self.assertRaises(profiles.UnknownName, profiles.catalogue,
+                          'A100-80GB', 'H100-SXM5-80GB')
+        self.assertRaises(profiles.UnknownName, profiles.catalogue,
+                          board='H100-SXM6')
+        # a board names its model
+        self.assertEqual('H100-94GB', profiles.model_name('h100 nvl'))
+        self.assertEqual('H200-141GB', profiles.model_name('H200-NVL'))
+        self.assertEqual(('H100-80GB', 'H100-SXM5-80GB'),
+                         (lambda f: (f[0], f[1].board))(
+                             profiles.vgpu_type('h100xm-20c')))
+        self.assertIsNone(profiles.vgpu_type('H100XM-3C'))
+
+    def test_cards_by_board_take_their_board_types(self):
+        check = profiles.check_boards
+        self.assertIsNone(check(['H100-SXM5-80GB'], {'H100XM-20C': 4,
+                                                     '3g.40gb': 1}))
+        self.assertIsNone(check(['h100-80gb'], {'H100XM-20C': 4}))
+        why = check(['H100-PCIE-80GB'], {'H100XM-20C': 4})
+        self.assertIn('H100XM-20C', why)
+        why = check(['H100-80GB'], {'H100XM-20C': 4, 'H100-20C': 2})
+        self.assertIn('--cards <board>=<count>', why)
+        # types of another model do not matter
+        self.assertIsNone(check(['H100-PCIE-80GB', 'A100-HGX-80GB'],
+                                {'H100-20C': 1, 'A100DX-20C': 1}))
+
+    def test_time_sliced_only_cards(self):
+        self.assertEqual(
+            [((('L4-4C', None),) * 6)],
+            [lay for lay in profiles.layouts('L4-24GB', True)
+             if lay and lay[0][0] == 'L4-4C'])
+        self.assertNotIn((), profiles.layouts('L40S-48GB', True))
+        self.assertEqual(7, len(profiles.layouts('L40S-48GB', True)))
+        rows, _summary = profiles.plan(
+            [{'id': 'g0', 'model': 'L40S-48GB'}], {'L40S-8C': 5})
+        self.assertEqual((('L40S-8C', None),) * 6, rows[0]['proposed'])
+        text = profiles.script('L40S-48GB', (), rows[0]['proposed'],
+                               [('g0', ())])
+        self.assertNotIn('-mig', text)
 
     def test_names_normalised(self):
         self.assertEqual('H100-80GB', profiles.model_name(' h100_80gb '))
@@ -169,6 +445,16 @@ class TestLayouts(testtools.TestCase):
         self.assertEqual(set(found), self.mig('A30-24GB'))
         self.assertEqual(set(maximal(found)), self.mig('A30-24GB', True))
 
+    def test_rtx_pro_6000_every_layout_counted(self):
+        model = 'RTX-PRO-6000-96GB'
+        table = [(name, int(name[0]), int(name[0]), count,
+                  RTX_PRO_SLOTS[name.split('.')[0]])
+                 for name, count in MIG_PARTED[model]]
+        found = [lay for lay in brute_layouts(table, 4, 4)
+                 if independent_valid(model, sorted(lay))]
+        self.assertEqual(set(found), self.mig(model))
+        self.assertEqual(set(maximal(found)), self.mig(model, True))
+
     def test_time_sliced_layouts(self):
         lays = [lay for lay in profiles.layouts('A30-24GB')
                 if lay and lay[0][1] is None]
@@ -198,9 +484,17 @@ def independent_valid(model, layout):
         return (len({n for n, _s in layout}) == 1 and layout[0][0] in types
                 and len(layout) <= types[layout[0][0]]
                 and all(s is None for _n, s in layout))
-    table = A30_24GB if model == 'A30-24GB' else A100_80GB
-    names = [r[0] for r in rows_of(model)]
-    shape = {name: row for name, row in zip(names, table, strict=True)}
+    if model == 'RTX-PRO-6000-96GB':
+        shape = {name: (name, int(name[0]), int(name[0]), count,
+                        RTX_PRO_SLOTS[name.split('.')[0]])
+                 for name, count in MIG_PARTED[model]}
+        if any(n.endswith('+me.all') for n, _s in layout) and not all(
+                n.endswith(('+me.all', '-me')) for n, _s in layout):
+            return False
+    else:
+        table = A30_24GB if model == 'A30-24GB' else A100_80GB
+        names = [r[0] for r in rows_of(model)]
+        shape = {name: row for name, row in zip(names, table, strict=True)}
     mask, me = 0, 0
     counts = collections.Counter()
     for name, start in layout:
@@ -210,7 +504,7 @@ def independent_valid(model, layout):
             return False
         mask |= bits
         counts[name] += 1
-        me += name.endswith('+me')
+        me += name.endswith(('+me', '+me.all'))
         if counts[name] > count:
             return False
     return me <= 1
@@ -924,3 +1218,27 @@ class TestScript(testtools.TestCase):
                                [('g0', ())])
         self.assertIn('-mig 0', text)
         self.assertNotIn('-cgi', text)
+
+
+class TestCatalogueDoc(testtools.TestCase):
+    """doc/source/user/catalogue.rst lists every model, board, profile and
+    type of the catalogue, with the same figures."""
+
+    def test_every_row_in_the_doc(self):
+        path = os.path.join(os.path.dirname(__file__), '..', '..', '..',
+                            'doc', 'source', 'user', 'catalogue.rst')
+        with open(path) as f:
+            text = f.read()
+        for m in profiles.MODELS.values():
+            self.assertIn('\n%s\n%s\n' % (m.name, '~' * len(m.name)), text)
+            for p in m.profiles:
+                self.assertIn('   * - ``%s``\n     - %d\n     - %d\n'
+                              '     - %d\n     - %d\n' % (
+                                  p.name, p.compute, p.memory_slices,
+                                  p.memory_gb, p.max_count), text)
+            for t in m.vgpu_types:
+                self.assertIn('``%s`` (%d GB, %d per GPU)' % (
+                    t.name, t.memory_gb, t.max_count), text)
+            for b in m.boards:
+                self.assertIn('   * - ``%s``\n     - ``%s``\n' % (
+                    b.name, m.name), text)

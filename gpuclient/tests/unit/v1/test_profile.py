@@ -45,7 +45,7 @@ class TestListProfile(ProfileTestCase):
                                      ['--model', 'a100-80gb'])
         self.assertEqual(('Model', 'Profile', 'Compute Slices',
                           'Memory Slices', 'Memory (GB)', 'Max Count',
-                          'Placements'), columns)
+                          'Placements', 'Board'), columns)
         rows = list(rows)
         self.assertEqual(('A100-80GB', '3g.40gb', 3, 4, 40, 2),
                          rows[4][:6])
@@ -56,7 +56,27 @@ class TestListProfile(ProfileTestCase):
 
     def test_every_model(self):
         _columns, rows = self.run_cmd(profile.ListProfile, [])
-        self.assertEqual(7, len({r[0] for r in rows}))
+        self.assertEqual(18, len({r[0] for r in rows}))
+
+    def test_board(self):
+        cmd = profile.ListProfile(self.make_app(None), None)
+        self.check_parser(cmd, ['--board', 'h200-sxm5', '--long'],
+                          [('board', 'h200-sxm5'), ('long', True)])
+        columns, rows = self.run_cmd(profile.ListProfile,
+                                     ['--board', 'h200-sxm5', '--long'])
+        self.assertEqual(('Board', 'Source'), columns[-2:])
+        vgpu = [r for r in rows if r[7]]
+        self.assertEqual({'H200-SXM5'}, {r[7] for r in vgpu})
+        self.assertEqual('H200X-141C', vgpu[0][1])
+        self.assertIn('Table 173', vgpu[0][8])
+        self.assertIn('3g.71gb', [r[1] for r in rows if not r[7]])
+        e = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                              profile.ListProfile, ['--board', 'H300'])
+        self.assertIn('H100-SXM5-80GB', str(e))
+        e = self.assertRaises(
+            exceptions.CommandError, self.run_cmd, profile.ListProfile,
+            ['--model', 'A30-24GB', '--board', 'L40S'])
+        self.assertIn('L40S-48GB', str(e))
 
     def test_unknown_model(self):
         e = self.assertRaises(exceptions.CommandError, self.run_cmd,
@@ -122,6 +142,17 @@ class TestPlanProfile(ProfileTestCase):
         self.assertIn('highspy', str(exc))
         # the other profile command needs no solver
         self.run_cmd(profile.ListProfile, ['--model', 'A100-80GB'])
+
+    def test_cards_by_board(self):
+        e = self.assertRaises(
+            exceptions.CommandError, self.run_cmd, profile.PlanProfile,
+            ['--cards', 'H200-NVL=2', '--demand', 'H200X-35C=4'])
+        self.assertIn('--board H200-NVL', str(e))
+        _columns, rows = self.run_cmd(
+            profile.PlanProfile,
+            ['--cards', 'H200-NVL=1', '--demand', 'H200-35C=4'])
+        self.assertEqual([('H200-141GB#1', 'H200-141GB', '-',
+                           'H200-35C x4')], [r[:4] for r in rows])
 
     def test_output_dir(self):
         out = os.path.join(self.useFixture(fixtures.TempDir()).path, 'o')
