@@ -610,6 +610,59 @@ def flavor_pci_alias(cloud, settings):
     return found
 
 
+@register('pool-vf-alias')
+def pool_vf_alias(cloud, settings):
+    """vgpu-vf pools whose type-VF alias nova.conf lacks or gets wrong
+    (needs ``--nova-conf``): Nova asks Placement for the alias's class
+    (only with pci_in_placement) and PciPassthroughFilter matches its
+    device_type against the VFs."""
+    if settings is None:
+        return []
+    found = []
+    for name, pool in sorted(cloud.pools.items()):
+        if pool['mode'] != pools_mod.VGPU_VF:
+            continue
+        line = '[pci] alias = %s' % nova_config.alias_json(pool)
+        alias = (settings.get('aliases') or {}).get(pool['alias'])
+        obj = 'alias %s' % pool['alias']
+        if not settings.get('pci_in_placement'):
+            found.append(finding(
+                ERROR, 'pool-vf-alias', 'pci_in_placement',
+                _('vgpu-vf pool %s asks for VFs by resource class, which '
+                  'Nova does only with [filter_scheduler] pci_in_placement '
+                  'on.') % name,
+                '[filter_scheduler] pci_in_placement = True', [name]))
+        if alias is None or alias.get('source') != 'config':
+            found.append(finding(
+                ERROR, 'pool-vf-alias', obj,
+                _('vgpu-vf pool %(pool)s: nova.conf defines no alias '
+                  '%(alias)s, so Nova refuses every server of its flavors.')
+                % {'pool': name, 'alias': pool['alias']}, line, [name]))
+            continue
+        wrong = []
+        if alias['resource_class'] != pool['resource_class']:
+            wrong.append(_('it asks for %(have)s, the pool\'s VFs are '
+                           '%(want)s') % {'have': alias['resource_class'],
+                                          'want': pool['resource_class']})
+        if alias.get('device_type') != 'type-VF':
+            wrong.append(_('its device_type is %s, not type-VF (the VFs '
+                           'would never match)')
+                         % (alias.get('device_type') or _('unset')))
+        if wrong:
+            found.append(finding(
+                ERROR, 'pool-vf-alias', obj,
+                _('vgpu-vf pool %(pool)s: %(wrong)s.')
+                % {'pool': name, 'wrong': '; '.join(wrong)}, line, [name]))
+        elif pool.get('live_migratable') and not alias.get(
+                'live_migratable'):
+            found.append(finding(
+                WARNING, 'pool-vf-alias', obj,
+                _('vgpu-vf pool %s is live-migratable but its alias does '
+                  'not ask for live_migratable devices: Nova does not '
+                  'live-migrate its servers.') % name, line, [name]))
+    return found
+
+
 def _unresolved_aliases(reading, settings, pools):
     """The PCI aliases of a flavor neither SETTINGS nor a pool describes."""
     described = set((settings or {}).get('aliases') or ()) | set(

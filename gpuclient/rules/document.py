@@ -73,8 +73,8 @@ EXIT_IN_SYNC, EXIT_ERROR, EXIT_DRIFT = 0, 1, 2
 
 # canonical fields, in the order they are written
 POOL_FIELDS = ('name', 'mode', 'resource_class', 'alias', 'pci_id',
-               'vgpu_type', 'mig_profile', 'zone', 'hosts', 'isolate',
-               'projects', 'properties')
+               'vgpu_type', 'mig_profile', 'live_migratable', 'zone',
+               'hosts', 'isolate', 'projects', 'properties')
 FLAVOR_FIELDS = ('name', 'pool', 'gpus', 'vcpus', 'ram', 'disk',
                  'ephemeral', 'swap', 'numa_policy', 'public', 'projects',
                  'description', 'properties')
@@ -87,7 +87,7 @@ FIELDS = {POOL: POOL_FIELDS, FLAVOR: FLAVOR_FIELDS, IMAGE: IMAGE_FIELDS,
 # public/private, which Nova does not change)
 RECREATE_FIELDS = {
     POOL: ('mode', 'resource_class', 'alias', 'pci_id', 'vgpu_type',
-           'mig_profile'),
+           'mig_profile', 'live_migratable'),
     FLAVOR: ('vcpus', 'ram', 'disk', 'ephemeral', 'swap', 'public'),
     IMAGE: (), QUOTA: (),
 }
@@ -173,6 +173,7 @@ SCHEMA = {
                            'pattern': '^[0-9a-fA-F]{4}:[0-9a-fA-F]{4}$'},
                 'vgpu_type': _NAME,
                 'mig_profile': _NAME,
+                'live_migratable': {'type': 'boolean'},
                 'zone': _NAME,
                 'hosts': {'type': 'array', 'items': _NAME,
                           'uniqueItems': True},
@@ -415,7 +416,8 @@ def _check_pool(item, known):
         mig_profile=item.get('mig_profile'),
         resource_class=item.get('resource_class'),
         isolate=item.get('isolate', False), zone=item.get('zone'),
-        properties=properties)
+        properties=properties,
+        live_migratable=item.get('live_migratable', False))
     pools_mod.check_trait_collision(
         spec['name'], {name: {'name': name,
                               'pool_trait': pools_mod.pool_trait(name)}
@@ -494,6 +496,7 @@ def _check_quota(item, pools):
 _FLAGS = (('--resource-class', 'resource_class'), ('--alias', 'alias'),
           ('--pci-id', 'pci_id'), ('--vgpu-type', 'vgpu_type'),
           ('--mig-profile', 'mig_profile'), ('--isolate', 'isolate'),
+          ('--live-migratable', 'live_migratable'),
           ('--project', 'projects'), ('--property', 'properties'),
           ('--numa-policy', 'numa_policy'), ('--gpus', 'gpus'),
           ('--vcpus', 'vcpus'), ('--ram', 'ram'), ('--disk', 'disk'),
@@ -638,7 +641,7 @@ def _flavor_from_cloud(flavor, access, pools, notes):
     if pool is None:
         return None
     numa = (extra.get(specs.NUMA_SPEC)
-            if pool['mode'] == pools_mod.PASSTHROUGH else None)
+            if pool['mode'] in pools_mod.PCI_MODES else None)
     try:
         derived = specs.derive(pool, gpus=reading['gpus'],
                                numa_policy=numa)['extra_specs']
@@ -771,7 +774,8 @@ def written(doc):
     quota's class as its pool where one pool of the document has it."""
     out = {'version': doc['version']}
     defaults = {'resource_class': None, 'alias': None, 'pci_id': None,
-                'vgpu_type': None, 'mig_profile': None, 'zone': None,
+                'vgpu_type': None, 'mig_profile': None,
+                'live_migratable': False, 'zone': None,
                 'projects': [], 'properties': {}, 'gpus': 1,
                 'ephemeral': 0, 'swap': 0, 'numa_policy': None,
                 'public': True, 'description': None}

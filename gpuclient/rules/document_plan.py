@@ -258,7 +258,8 @@ class _Builder:
             mig_profile=item['mig_profile'],
             resource_class=item['resource_class'], isolate=item['isolate'],
             zone=item['zone'], projects=item['projects'],
-            properties=item['properties'])
+            properties=item['properties'],
+            live_migratable=item.get('live_migratable', False))
         self.take(pool_plan.create(self.world.observed(), spec,
                                    item['hosts']))
 

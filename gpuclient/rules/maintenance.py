@@ -66,7 +66,12 @@ Nova's documentation behind the rules:
   (docs.openstack.org/nova/latest/admin/virtual-gpu.html, "Caveats").
   The NVIDIA driver must support migration too; that is not checked.
 * PCI passthrough live migration: Nova 2025.1 (Epoxy), the device_spec and
-  the alias marked ``live_migratable`` (admin/pci-passthrough.html).
+  the alias marked ``live_migratable`` (admin/pci-passthrough.html). The
+  same for VF-backed vGPU (a VF passed through), which also needs
+  ``[libvirt] live_migration_permit_post_copy = False`` (Nova refuses
+  post-copy with VFIO devices) and an NVIDIA driver that migrates it (not
+  checked). A pool made ``--live-migratable`` says so for its hosts
+  (``pool_facts``: assumed, noted), unless ``--host-fact`` says otherwise.
 * Ironic instances cannot be migrated (the ironic driver has no migrate).
 * Cyborg accelerators: resize, cold and live migration are not supported
   (admin/accelerators.html). Nova supports shelve/unshelve of them since
@@ -109,6 +114,7 @@ SHELVE_STATES = (ACTIVE, PAUSED, SHUTOFF, SUSPENDED)
 
 # kinds
 VGPU, MIG, PASSTHROUGH = pools_mod.VGPU, pools_mod.MIG, pools_mod.PASSTHROUGH
+VGPU_VF = pools_mod.VGPU_VF
 BAREMETAL, CYBORG = pools_mod.BAREMETAL, specs_mod.CYBORG
 MEM_ENCRYPTION = 'mem_encryption'
 PLAIN = 'plain'
@@ -170,12 +176,37 @@ def parse_facts(items):
     return out
 
 
-def host_facts(given, hosts):
+def host_facts(given, hosts, pools=None):
     """{host: facts} for HOSTS from ``parse_facts``: a host's own facts
-    over the ones given for every host."""
+    over the ones given for every host, over what POOLS say
+    (``pool_facts``)."""
     common = given.get(None) or {}
-    return {host: dict(common, **(given.get(host) or {}))
-            for host in hosts}
+    said = pool_facts(pools)
+    found = {}
+    for host in hosts:
+        told = dict(common, **(given.get(host) or {}))
+        facts = dict(said.get(host) or {})
+        if 'live_migratable' in told:
+            facts.pop('assumed', None)  # told, not assumed
+        facts.update(told)
+        found[host] = facts
+    return found
+
+
+def pool_facts(pools):
+    """{host: facts} the pools record: ``live_migratable`` {alias: True}
+    for the members of a pool made ``--live-migratable`` (passthrough,
+    vgpu-vf), marked assumed (the pool says what nova.conf should say)."""
+    found = {}
+    for pool in (pools or {}).values():
+        if not (pool.get('live_migratable') and pool.get('alias')
+                and pool.get('mode') in pools_mod.PCI_MODES):
+            continue
+        for host in pool.get('hosts') or ():
+            facts = found.setdefault(host, {'live_migratable': {},
+                                            'assumed': {'live_migratable'}})
+            facts['live_migratable'][pool['alias']] = True
+    return found
 
 
 def _shown(numbers):
@@ -194,7 +225,7 @@ def kind(server, pools=None):
         return BAREMETAL
     if reading['device_profile']:
         return CYBORG
-    if mode in (VGPU, MIG, PASSTHROUGH):
+    if mode in (VGPU, MIG, PASSTHROUGH, VGPU_VF):
         return mode
     if str(extra.get('hw:mem_encryption', '')).lower() in ('true', '1',
                                                           'yes'):
@@ -275,7 +306,12 @@ def live_blockers(kind_, source, destination, mdev_type=None, aliases=()):
         if kind_ == MIG:
             notes.append(_('MIG-backed vGPU: the NVIDIA driver must support '
                            'migrating it (not checked)'))
-    elif kind_ == PASSTHROUGH:
+    elif kind_ in (PASSTHROUGH, VGPU_VF):
+        if kind_ == VGPU_VF:
+            notes.append(_('VF-backed vGPU: [libvirt] '
+                           'live_migration_permit_post_copy must be False on '
+                           'both hosts, and the NVIDIA driver must support '
+                           'migrating it (not checked)'))
         for host, facts in ((src, src_facts), (dst, dst_facts)):
             _at_least(host, facts, 'nova', PCI_NOVA, 'Nova', reasons, notes)
             for alias in sorted(aliases) or [None]:

@@ -80,6 +80,11 @@ GPU_FILTERS = (PCI_FILTER, AGGREGATE_FILTER, TENANT_FILTER, NUMA_FILTER)
 # the alias policy of the seed and of `gpu flavor create`'s default
 DEFAULT_NUMA_POLICY = 'preferred'
 TRUE = 'true'
+FALSE = 'false'
+# NVIDIA GPUs' SR-IOV capability: the first VF is 4 functions after the
+# PF, the next ones 1 apart (0000:a1:00.0 -> 0000:a1:00.4, 00.5, ...)
+NVIDIA_VF_OFFSET = 4
+NVIDIA_VF_STRIDE = 1
 
 # options whose values are lists (oslo ListOpt): compared as sets
 LIST_KEYS = {('filter_scheduler', 'enabled_filters'),
@@ -90,6 +95,7 @@ MULTI_KEYS = {('pci', 'alias'), ('pci', 'device_spec')}
 # not compared on them even though it reads the ALL target
 CONTROLLER_SECTIONS = ('filter_scheduler', 'scheduler')
 BOOL_KEYS = {('pci', 'report_in_placement'),
+             ('libvirt', 'live_migration_permit_post_copy'),
              ('filter_scheduler', 'pci_in_placement'),
              ('scheduler', 'enable_isolated_aggregate_filtering')}
 
@@ -286,13 +292,25 @@ def default_pci_class(pci_id):
 
 
 def alias_json(pool, numa_policy=DEFAULT_NUMA_POLICY):
-    """The ``[pci] alias`` value of a passthrough pool."""
+    """The ``[pci] alias`` value of a passthrough or vgpu-vf pool."""
+    if pool['mode'] == pools_mod.VGPU_VF:
+        # Nova's kernel variant driver recipe: the VF's class picks the
+        # vGPU type; type-VF, so a whole PF never matches
+        data = {'name': pool['alias'], 'device_type': 'type-VF',
+                'resource_class': pool['resource_class']}
+        if pool.get('live_migratable'):
+            data['live_migratable'] = 'yes'
+        if numa_policy:
+            data['numa_policy'] = numa_policy
+        return _json(data)
     vendor, _sep, product = pool['pci_id'].partition(':')
     data = {'name': pool['alias'], 'vendor_id': vendor,
             'product_id': product, 'device_type': 'type-PCI'}
     if pool['resource_class'] != default_pci_class(pool['pci_id']):
         # Nova: an alias with resource_class asks Placement for that class
         data['resource_class'] = pool['resource_class']
+    if pool.get('live_migratable'):
+        data['live_migratable'] = 'yes'
     if numa_policy:
         data['numa_policy'] = numa_policy
     return _json(data)
@@ -313,7 +331,7 @@ def alias_groups(pools):
     """{alias name: [passthrough pool]} of every alias, pools by name."""
     groups = {}
     for pool in sorted(pools, key=lambda p: p['name']):
-        if pool['mode'] == pools_mod.PASSTHROUGH and pool.get('alias'):
+        if pool['mode'] in pools_mod.PCI_MODES and pool.get('alias'):
             groups.setdefault(pool['alias'], []).append(pool)
     return groups
 
@@ -415,20 +433,46 @@ def _add_aliases(config, pools, flavors, numa_policy):
                 'others': ', '.join(p['name'] for p in group[1:])})
 
 
-def device_spec_json(pool):
-    """The ``[pci] device_spec`` value of a passthrough pool."""
+def device_spec_json(pool, address=None):
+    """The ``[pci] device_spec`` value of a passthrough pool, or of one VF
+    (at ADDRESS) of a vgpu-vf pool."""
     vendor, _sep, product = pool['pci_id'].partition(':')
     data = {'vendor_id': vendor, 'product_id': product}
+    if address:
+        # NVIDIA's VFs share the PF's vendor:product: the address keeps
+        # the PF (and VFs without a vGPU type) out
+        data['address'] = address
+    if pool['mode'] == pools_mod.VGPU_VF:
+        # the VFIO variant driver holds the VF: libvirt must not detach it
+        data['managed'] = 'no'
+    if pool.get('live_migratable'):
+        data['live_migratable'] = 'yes'
     if pool['resource_class'] != default_pci_class(pool['pci_id']):
         data['resource_class'] = pool['resource_class']
     return _json(data)
+
+
+def vf_addresses(pf_address, count):
+    """The first COUNT VF addresses of an NVIDIA PF (NVIDIA_VF_OFFSET,
+    NVIDIA_VF_STRIDE), as sysfs names them; [] for a malformed address."""
+    found = _PLACEMENT_PCI_RE.fullmatch(pf_address or '')
+    if not found:
+        return []
+    domain, bus, slot, func = found.groups()
+    base = int(bus, 16) * 256 + int(slot, 16) * 8 + int(func)
+    addresses = []
+    for index in range(count):
+        number = base + NVIDIA_VF_OFFSET + index * NVIDIA_VF_STRIDE
+        addresses.append('%s:%02x:%02x.%d' % (
+            domain.lower(), number // 256, (number % 256) // 8, number % 8))
+    return addresses
 
 
 def _filters(pools):
     wanted = set()
     for pool in pools:
         wanted.add(AGGREGATE_FILTER)
-        if pool['mode'] == pools_mod.PASSTHROUGH:
+        if pool['mode'] in pools_mod.PCI_MODES:
             # flavors carry hw:pci_numa_affinity_policy, and the alias a
             # numa_policy: NUMATopologyFilter makes them count
             wanted.update((PCI_FILTER, NUMA_FILTER))
@@ -479,7 +523,7 @@ def build(pools, trees, mig_types=None, numa_policy=DEFAULT_NUMA_POLICY,
     config.note(SCHEDULER, _(
         'enabled_filters: Nova\'s default filters plus those the pools '
         'need; keep any other filter you enable.'))
-    if any(p['mode'] == pools_mod.PASSTHROUGH for p in chosen):
+    if any(p['mode'] in pools_mod.PCI_MODES for p in chosen):
         # Nova 34: read by nova-api, nova-scheduler and every
         # nova-conductor, so in the file every service reads
         config.set(ALL, 'filter_scheduler', 'pci_in_placement', TRUE)
@@ -491,6 +535,42 @@ def build(pools, trees, mig_types=None, numa_policy=DEFAULT_NUMA_POLICY,
         _build_host(config, host, [p for p in chosen if host in p['hosts']],
                     trees, mig_types)
     return config
+
+
+def _build_vf_pool(config, target, host, pool, devices):
+    """A vgpu-vf pool on one host: a device_spec per VF that carries the
+    pool's type (its PF's provider says how many), report_in_placement,
+    and, for live migration, post-copy off (Nova refuses live migration
+    of VFIO devices with it)."""
+    rc = pool['resource_class']
+    cards = [d for d in devices if rc in d['resources']]
+    written = 0
+    for card in cards:
+        for address in vf_addresses(card['address'],
+                                    int(card['resources'][rc])):
+            config.add(target, 'pci', 'device_spec',
+                       device_spec_json(pool, address))
+            written += 1
+    config.set(target, 'pci', 'report_in_placement', TRUE)
+    if pool.get('live_migratable'):
+        config.set(target, 'libvirt', 'live_migration_permit_post_copy',
+                   FALSE)
+    if written:
+        config.note(target, _(
+            'Pool %(pool)s: VF addresses follow from each card\'s PF and '
+            'the %(rc)s its provider offers (NVIDIA: first VF at function '
+            '+%(offset)d); check them against the VFs whose '
+            'nvidia/current_vgpu_type is %(type)s.') % {
+                'pool': pool['name'], 'rc': rc, 'offset': NVIDIA_VF_OFFSET,
+                'type': pool.get('vgpu_type')})
+        return
+    config.note(target, _(
+        'Pool %(pool)s: no %(rc)s provider on %(host)s in Placement yet: '
+        'add one device_spec per VF carrying %(type)s, e.g. %(example)s, '
+        'and restart nova-compute.') % {
+            'pool': pool['name'], 'rc': rc, 'host': host,
+            'type': pool.get('vgpu_type'),
+            'example': device_spec_json(pool, '0000:a1:00.4')})
 
 
 def _build_host(config, host, pools, trees, mig_types):
@@ -522,6 +602,9 @@ def _build_host(config, host, pools, trees, mig_types):
                     'with this device_spec.')
                     % {'pool': pool['name'], 'rc': pool['resource_class'],
                        'host': host})
+            continue
+        if mode == pools_mod.VGPU_VF:
+            _build_vf_pool(config, target, host, pool, devices)
             continue
         mdev_type = _pool_type(pool, mig_types)
         serving = _mdev_devices(pool, devices)

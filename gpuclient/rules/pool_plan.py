@@ -344,7 +344,9 @@ def create_command(spec, hosts):
     for key, flag in sorted(pools_mod.OPTION_FLAGS.items()):
         if key == 'resource_class':
             continue
-        if spec.get(key):
+        if spec.get(key) is True:
+            args.append(flag)
+        elif spec.get(key):
             args += [flag, spec[key]]
     if spec.get('resource_class') and (
             spec['resource_class'] != pools_mod.default_class(spec)):

@@ -18,11 +18,15 @@ back from the aggregate alone:
 
 =====================  ==================================================
 ``gpu_pool``           the pool name
-``gpu_pool_mode``      passthrough, vgpu, mig or baremetal
+``gpu_pool_mode``      passthrough, vgpu, mig, baremetal or vgpu-vf
 ``gpu_resource_class`` the Placement class one GPU is
-``gpu_alias``          passthrough: the ``[pci] alias`` flavors ask for
-``gpu_pci_id``         passthrough: ``VENDOR:PRODUCT``
-``gpu_vgpu_type``      vgpu: the mdev type (``nvidia-35``)
+``gpu_alias``          passthrough, vgpu-vf: the ``[pci] alias`` flavors
+                       ask for
+``gpu_pci_id``         passthrough, vgpu-vf: ``VENDOR:PRODUCT`` (of the VF)
+``gpu_vgpu_type``      vgpu: the mdev type (``nvidia-35``); vgpu-vf:
+                       NVIDIA's type name (``L40S-24Q``)
+``gpu_live_migratable`` passthrough, vgpu-vf: ``true`` when the devices
+                       are ``"live_migratable"`` (device_spec and alias)
 ``gpu_mig_profile``    mig: the MIG profile (``3g.40gb``)
 ``trait:CUSTOM_GPU_POOL_<NAME>=required``  isolation (``--isolate``)
 ``filter_tenant_id_<project id>=<project id>``  project limits, one key
@@ -70,14 +74,26 @@ PASSTHROUGH = 'passthrough'
 VGPU = 'vgpu'
 MIG = 'mig'
 BAREMETAL = 'baremetal'
-MODES = (PASSTHROUGH, VGPU, MIG, BAREMETAL)
+# vGPU on SR-IOV virtual functions bound to the kernel's VFIO variant
+# driver (NVIDIA's vGPU drivers for Ada, Hopper, Blackwell; Nova 2025.1+):
+# each VF carries one vGPU and Nova passes it through as a PCI device
+VGPU_VF = 'vgpu-vf'
+MODES = (PASSTHROUGH, VGPU, MIG, BAREMETAL, VGPU_VF)
+# modes whose GPUs are PCI devices Nova hands out by [pci] alias
+# (pci_passthrough:alias, the PCI-in-Placement request, PciPassthroughFilter)
+PCI_MODES = (PASSTHROUGH, VGPU_VF)
+LIVE_MIGRATABLE_KEY = 'gpu_live_migratable'
+# what a vgpu-vf pool's class is without --resource-class:
+# CUSTOM_VGPU_<TYPE>
+VF_CLASS_PREFIX = 'VGPU_'
 
-# Options that belong to one mode only.
+# Options that belong to some modes only.
 MODE_OPTIONS = {
-    'alias': PASSTHROUGH,
-    'pci_id': PASSTHROUGH,
-    'vgpu_type': VGPU,
-    'mig_profile': MIG,
+    'alias': (PASSTHROUGH, VGPU_VF),
+    'pci_id': (PASSTHROUGH, VGPU_VF),
+    'vgpu_type': (VGPU, VGPU_VF),
+    'mig_profile': (MIG,),
+    'live_migratable': (PASSTHROUGH, VGPU_VF),
 }
 OPTION_FLAGS = {
     'alias': '--alias',
@@ -85,6 +101,7 @@ OPTION_FLAGS = {
     'vgpu_type': '--vgpu-type',
     'mig_profile': '--mig-profile',
     'resource_class': '--resource-class',
+    'live_migratable': '--live-migratable',
 }
 
 # Aggregate metadata values that Nova's AggregateInstanceExtraSpecsFilter
@@ -245,7 +262,8 @@ def validate_properties(properties):
 
 def build_spec(name, mode, alias=None, pci_id=None, vgpu_type=None,
                mig_profile=None, resource_class=None, isolate=False,
-               zone=None, projects=(), properties=None):
+               zone=None, projects=(), properties=None,
+               live_migratable=False):
     """Validate create options and return the pool they describe.
 
     Raises CommandError, before anything is written, for a bad name, a
@@ -257,13 +275,13 @@ def build_spec(name, mode, alias=None, pci_id=None, vgpu_type=None,
         raise _error(_('Unknown mode %(mode)r: choose one of %(modes)s.'),
                      mode=mode, modes=', '.join(MODES))
     given = {'alias': alias, 'pci_id': pci_id, 'vgpu_type': vgpu_type,
-             'mig_profile': mig_profile}
+             'mig_profile': mig_profile, 'live_migratable': live_migratable}
     for option, value in given.items():
-        if value and MODE_OPTIONS[option] != mode:
+        if value and mode not in MODE_OPTIONS[option]:
             raise _error(
                 _('%(flag)s is for %(owner)s pools, not %(mode)s pools.'),
-                flag=OPTION_FLAGS[option], owner=MODE_OPTIONS[option],
-                mode=mode)
+                flag=OPTION_FLAGS[option],
+                owner=' and '.join(MODE_OPTIONS[option]), mode=mode)
     spec = {
         'name': name,
         'mode': mode,
@@ -271,6 +289,7 @@ def build_spec(name, mode, alias=None, pci_id=None, vgpu_type=None,
         'pci_id': None,
         'vgpu_type': None,
         'mig_profile': None,
+        'live_migratable': bool(live_migratable),
         'isolate': bool(isolate),
         'zone': zone or None,
         'projects': list(projects or ()),
@@ -295,6 +314,19 @@ def build_spec(name, mode, alias=None, pci_id=None, vgpu_type=None,
                   'serve (e.g. nvidia-35; see enabled_mdev_types).'))
         spec['vgpu_type'] = vgpu_type.strip()
         rc = rc or 'VGPU'
+    elif mode == VGPU_VF:
+        if not alias or not pci_id or not vgpu_type:
+            raise _error(
+                _('A vgpu-vf pool needs --vgpu-type (NVIDIA\'s vGPU type '
+                  'written to the VFs, e.g. L40S-24Q), --alias (the '
+                  'type-VF [pci] alias in nova.conf, e.g. l40s-24q) and '
+                  '--pci-id VENDOR:PRODUCT of the VFs (e.g. 10de:26b9, see '
+                  'lspci -nn).'))
+        spec['alias'] = validate_alias(alias)
+        spec['pci_id'] = normalize_pci_id(pci_id)
+        spec['vgpu_type'] = vgpu_type.strip()
+        rc = rc or names.normalize_resource_class(
+            VF_CLASS_PREFIX + spec['vgpu_type'])
     elif mode == MIG:
         if not mig_profile:
             raise _error(
@@ -325,8 +357,8 @@ def default_class(spec):
     --resource-class (None for baremetal, which needs one)."""
     if spec['mode'] == BAREMETAL:
         return None
-    options = {key: spec.get(key) for key, mode in MODE_OPTIONS.items()
-               if mode == spec['mode']}
+    options = {key: spec.get(key) for key, modes in MODE_OPTIONS.items()
+               if spec['mode'] in modes}
     return build_spec(spec['name'], spec['mode'], **options)[
         'resource_class']
 
@@ -474,6 +506,9 @@ def metadata_for(spec):
                        (MIG_PROFILE_KEY, 'mig_profile')):
         if spec.get(field):
             metadata[key] = spec[field]
+    if spec.get('live_migratable'):
+        metadata[LIVE_MIGRATABLE_KEY] = 'true'
+
     if spec.get('isolate'):
         metadata[TRAIT_PREFIX + pool_trait(spec['name'])] = REQUIRED
     metadata.update(project_metadata(spec.get('projects') or ()))
@@ -533,6 +568,8 @@ def pool_from_aggregate(aggregate):
         'pci_id': metadata.get(PCI_ID_KEY),
         'vgpu_type': metadata.get(VGPU_TYPE_KEY),
         'mig_profile': metadata.get(MIG_PROFILE_KEY),
+        'live_migratable': str(metadata.get(
+            LIVE_MIGRATABLE_KEY, '')).lower() == 'true',
         'isolate': isolated,
         'pool_trait': trait,
         'projects': _projects_from(metadata),
@@ -562,7 +599,8 @@ def _check_readable(pool):
     except exceptions.CommandError as exc:
         return str(exc)
     needs = {PASSTHROUGH: ('alias', 'pci_id'), VGPU: ('vgpu_type',),
-             MIG: ('mig_profile',)}.get(pool['mode'], ())
+             MIG: ('mig_profile',),
+             VGPU_VF: ('vgpu_type', 'alias', 'pci_id')}.get(pool['mode'], ())
     missing = [f for f in needs if not pool.get(f)]
     if missing:
         return _('a %(mode)s pool without %(fields)s') % {
@@ -640,12 +678,15 @@ def device(pool):
         return '%s (%s)' % (pool.get('vgpu_type'), pool['resource_class'])
     if pool['mode'] == MIG:
         return '%s (%s)' % (pool.get('mig_profile'), pool['resource_class'])
+    if pool['mode'] == VGPU_VF:
+        return '%s VF (%s, %s)' % (pool.get('vgpu_type'), pool.get('alias'),
+                                   pool.get('pci_id'))
     return pool.get('resource_class') or ''
 
 
 COMPARED_FIELDS = ('mode', 'resource_class', 'alias', 'pci_id', 'vgpu_type',
-                   'mig_profile', 'isolate', 'zone', 'projects',
-                   'properties')
+                   'mig_profile', 'live_migratable', 'isolate', 'zone',
+                   'projects', 'properties')
 
 
 def differences(spec, pool, hosts=()):
@@ -749,6 +790,8 @@ _CLASS_HINTS = {
     VGPU: '[devices] enabled_mdev_types and [mdev_<type>]',
     MIG: '[devices] enabled_mdev_types and [mdev_<type>]',
     BAREMETAL: 'the Ironic nodes\' resource_class',
+    VGPU_VF: '[pci] device_spec of the VFs with their resource_class and '
+             'report_in_placement',
 }
 
 

@@ -363,6 +363,15 @@ def sriov_warning(pool, gpus):
         'time-sliced cards without SR-IOV.') % {'gpus': gpus, 'pool': pool}
 
 
+def vf_warning(pool, gpus):
+    return _(
+        '--gpus %(gpus)d on vgpu-vf pool %(pool)s: Nova may take the VFs '
+        'from one physical GPU (one provider per card holds all its VFs), '
+        'and NVIDIA supports several vGPUs in one VM only for some types '
+        '(see NVIDIA\'s "multiple vGPU" table for your board).') % {
+            'gpus': gpus, 'pool': pool}
+
+
 def _pool_error(pool, field):
     return _error(
         _('Pool %(pool)s has no %(field)s in its aggregate metadata, so no '
@@ -374,11 +383,13 @@ def _gpu_specs(pool, gpus, numa_policy):
     """(extra specs, aggregate metadata, warnings) for the pool's mode."""
     mode, name = pool['mode'], pool['name']
     specs, aggregate, warnings = {}, {}, []
-    if mode == pools_mod.PASSTHROUGH:
+    if mode in pools_mod.PCI_MODES:
         if not pool.get('alias'):
             raise _pool_error(name, pools_mod.ALIAS_KEY)
         specs[ALIAS_SPEC] = '%s:%d' % (pool['alias'], gpus)
         specs[NUMA_SPEC] = numa_policy or DEFAULT_NUMA_POLICY
+        if mode == pools_mod.VGPU_VF and gpus > 1:
+            warnings.append(vf_warning(name, gpus))
         return specs, aggregate, warnings
     if numa_policy:
         raise _error(
@@ -701,7 +712,10 @@ def read(extra_specs, pools=None):
                 else pools_mod.VGPU)
     elif aliases or any(rc.startswith('CUSTOM_PCI_') or rc == 'PGPU'
                         for rc in others):
-        mode = pools_mod.PASSTHROUGH
+        by_alias = {p.get('alias'): p.get('mode') for p in pools.values()
+                    if p.get('mode') in pools_mod.PCI_MODES}
+        mode = next((by_alias[a] for a in aliases if a in by_alias),
+                    pools_mod.PASSTHROUGH)
     elif others:
         by_class = {p.get('resource_class'): p.get('mode')
                     for p in pools.values()}

@@ -43,7 +43,8 @@ BY_KEYS = {
 }
 DEFAULT_BY = ('project', 'pool')
 # pool modes whose servers need a vGPU guest licence each
-SEAT_MODES = (pools_mod.VGPU, pools_mod.MIG)
+# vGPUs need a licence each: mdev, MIG and VF-backed alike
+SEAT_MODES = (pools_mod.VGPU, pools_mod.MIG, pools_mod.VGPU_VF)
 
 _PCI_NAME_RE = re.compile(
     r'(?:^|_)(?:pci_)?([0-9a-fA-F]{4})[_:]([0-9a-fA-F]{2})[_:]'
@@ -165,6 +166,10 @@ def device_label(provider_name, root_name, mode):
         return _('pGPU %s') % address
     if mode == pools_mod.MIG:
         return _('MIG %s') % address
+    if mode == pools_mod.VGPU_VF:
+        # PCI in Placement: one provider per card holds its VFs; which VF
+        # a server has only the host knows (libvirt's domain XML)
+        return _('VF of %s') % address
     return address
 
 

@@ -27,8 +27,9 @@ LOG = logging.getLogger(__name__)
 
 POOL_FIELDS = (
     'name', 'mode', 'resource_class', 'alias', 'pci_id', 'vgpu_type',
-    'mig_profile', 'hosts', 'isolated', 'isolation_trait', 'type_trait',
-    'zone', 'projects', 'properties', 'aggregate',
+    'mig_profile', 'live_migratable', 'hosts', 'isolated',
+    'isolation_trait', 'type_trait', 'zone', 'projects', 'properties',
+    'aggregate',
 )
 
 
@@ -42,6 +43,7 @@ def pool_item(pool):
         pool.get('pci_id'),
         pool.get('vgpu_type'),
         pool.get('mig_profile'),
+        bool(pool.get('live_migratable')),
         format_columns.ListColumn(pool['hosts']),
         pool['isolate'],
         pool['pool_trait'] if pool['isolate'] else None,
@@ -113,19 +115,30 @@ class CreatePool(command.ShowOne):
         parser.add_argument(
             '--mode', metavar='<mode>', required=True,
             choices=pools.MODES,
-            help=_('How the pool hands out GPUs: passthrough, vgpu, mig or '
-                   'baremetal (required)'))
+            help=_('How the pool hands out GPUs: passthrough, vgpu, mig, '
+                   'baremetal or vgpu-vf (vGPU on SR-IOV virtual functions, '
+                   'Nova 2025.1+) (required)'))
         parser.add_argument(
             '--alias', metavar='<alias>',
-            help=_('passthrough: the [pci] alias flavors ask for (as in '
-                   'nova.conf, e.g. h100)'))
+            help=_('passthrough, vgpu-vf: the [pci] alias flavors ask for '
+                   '(as in nova.conf, e.g. h100; for vgpu-vf a type-VF '
+                   'alias, e.g. l40s-24q)'))
         parser.add_argument(
             '--pci-id', metavar='<vendor:product>',
-            help=_('passthrough: PCI vendor and product id, e.g. 10de:2331'))
+            help=_('passthrough: PCI vendor and product id, e.g. '
+                   '10de:2331; vgpu-vf: the VFs\' id, e.g. 10de:26b9'))
         parser.add_argument(
             '--vgpu-type', metavar='<type>',
             help=_('vgpu: the mdev type of the pool\'s pGPUs, e.g. '
-                   'nvidia-35 (tagged on them as trait CUSTOM_<TYPE>)'))
+                   'nvidia-35 (tagged on them as trait CUSTOM_<TYPE>); '
+                   'vgpu-vf: NVIDIA\'s vGPU type written to the VFs, e.g. '
+                   'L40S-24Q (class CUSTOM_VGPU_<TYPE> unless '
+                   '--resource-class)'))
+        parser.add_argument(
+            '--live-migratable', action='store_true',
+            help=_('passthrough, vgpu-vf: the devices are '
+                   '"live_migratable" in [pci] device_spec and alias, so '
+                   'gpu host drain may live-migrate their servers'))
         parser.add_argument(
             '--mig-profile', metavar='<profile>',
             help=_('mig: the MIG profile of the slices, e.g. 3g.40gb '
@@ -133,8 +146,8 @@ class CreatePool(command.ShowOne):
         parser.add_argument(
             '--resource-class', metavar='<resource-class>',
             help=_('baremetal (required): the nodes\' resource class, e.g. '
-                   'baremetal.gpu-h100; passthrough: the class set in '
-                   '[pci] device_spec; vgpu/mig: a per-type class from '
+                   'baremetal.gpu-h100; passthrough, vgpu-vf: the class set '
+                   'in [pci] device_spec; vgpu/mig: a per-type class from '
                    '[mdev_<type>] mdev_class (then no type trait is used)'))
         parser.add_argument(
             '--zone', metavar='<availability-zone>',
@@ -173,7 +186,8 @@ class CreatePool(command.ShowOne):
             mig_profile=parsed_args.mig_profile,
             resource_class=parsed_args.resource_class,
             isolate=parsed_args.isolate, zone=parsed_args.zone,
-            properties=parsed_args.properties)
+            properties=parsed_args.properties,
+            live_migratable=parsed_args.live_migratable)
         pool, plan = pool_ops.create(
             client, spec, parsed_args.hosts, dry_run=parsed_args.dry_run,
             projects=parsed_args.projects,

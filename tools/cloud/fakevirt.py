@@ -19,6 +19,11 @@ Placement:
   does: a re-cut card's nova.conf re-shapes the tree.
 * ``MigDriver``: 7 VF child providers with ``VGPU`` total 1 each, which is
   what MIG-backed vGPU on SR-IOV cards looks like.
+* ``VfDriver``: one SR-IOV card as libvirt reports it with NVIDIA's
+  current vGPU driver: the PF (``type-PF``) and its VFs (``type-VF``,
+  ``parent_addr`` the PF), all 10de:26b9; the host's ``[pci] device_spec``
+  picks the VFs carrying a vGPU type, and Nova's PCI-in-Placement
+  translator makes one provider for the PF with one unit per such VF.
 * ``PlainDriver``: no GPU.
 
 The bare-metal host is not here: it runs Nova's real ironic driver in front
@@ -135,6 +140,26 @@ class PassthroughDriver(_Base):
                 'numa_node': numa_node,
                 'label': 'label_%s_%s' % (self.VENDOR_ID, self.PRODUCT_ID),
             } for address, numa_node in self.GPUS])
+        return res
+
+
+class VfDriver(_Base):
+    """VF-backed vGPU: a PF and its VFs, as PCI devices (type-PF/VF)."""
+
+    def get_available_resource(self, nodename):
+        res = super().get_available_resource(nodename)
+        if not res:
+            return res
+
+        def dev(address, dev_type, parent):
+            return {'address': address, 'vendor_id': hosts.VF_VENDOR_ID,
+                    'product_id': hosts.VF_PRODUCT_ID, 'dev_type': dev_type,
+                    'parent_addr': parent, 'numa_node': 0,
+                    'label': 'label_%s_%s' % (hosts.VF_VENDOR_ID,
+                                              hosts.VF_PRODUCT_ID)}
+        res['pci_passthrough_devices'] = jsonutils.dumps(
+            [dev(hosts.VF_PF, 'type-PF', None)]
+            + [dev(vf, 'type-VF', hosts.VF_PF) for vf in hosts.VFS])
         return res
 
 

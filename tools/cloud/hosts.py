@@ -51,6 +51,34 @@ def _passthrough(name, spare=False):
                 spare)
 
 
+# gpu-vf-1: VF-backed vGPU (Nova 2025.1+, NVIDIA's SR-IOV vGPU on
+# Ada/Hopper/Blackwell): one L40S card (PF VF_PF, 10de:26b9) with 8 VFs
+# (same vendor:product as the PF, as NVIDIA's are); the operator wrote
+# L40S-24Q into the first VF_TYPED of them (two fit a 48 GB card), and
+# [pci] device_spec lists exactly those, by address (a vendor:product spec
+# would match the PF too), unmanaged (the VFIO variant driver holds them),
+# live-migratable, in class VF_RESOURCE_CLASS; Nova groups them under one
+# provider per PF.  The alias VF_ALIAS (type-VF, by resource class) is in
+# the shared nova.conf.
+VF_VENDOR_ID = '10de'
+VF_PRODUCT_ID = '26b9'
+VF_PF = '0000:a1:00.0'
+VFS = tuple('0000:a1:%02x.%d' % divmod(fn, 8) for fn in range(4, 12))
+VF_TYPED = VFS[:2]
+VF_VGPU_TYPE = 'L40S-24Q'
+VF_RESOURCE_CLASS = 'CUSTOM_VGPU_L40S_24Q'
+VF_ALIAS = 'l40s-24q'
+VF_CONF = ('[pci]\n'
+           + ''.join('device_spec = {"vendor_id": "%s", "product_id": "%s", '
+                     '"address": "%s", "managed": "no", '
+                     '"live_migratable": "yes", "resource_class": "%s"}\n'
+                     % (VF_VENDOR_ID, VF_PRODUCT_ID, vf, VF_RESOURCE_CLASS)
+                     for vf in VF_TYPED)
+           + 'report_in_placement = true\n'
+           '[libvirt]\n'
+           'live_migration_permit_post_copy = false\n')
+
+
 def _vgpu(name, spare=False):
     return Host(name, 'vgpu', 'VgpuDriver', name, 'VGPU', 2, VGPU_CONF,
                 spare)
@@ -104,4 +132,8 @@ HOSTS = (
     # chance); its readiness: the 4 VFs of class CUSTOM_RECUT_1G10GB
     Host('recut-mig-1', 'mig', 'MigDriver', 'recut-mig-1',
          'CUSTOM_RECUT_1G10GB', 4, RECUT_CONF, True),
+    # VF-backed vGPU (a spare: the vgpu-vf tests enable it and disable it
+    # again); its readiness: the PF's provider with VF_RESOURCE_CLASS
+    Host('gpu-vf-1', 'vgpu-vf', 'VfDriver', 'gpu-vf-1', VF_RESOURCE_CLASS,
+         1, VF_CONF, True),
 )

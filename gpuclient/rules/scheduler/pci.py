@@ -79,8 +79,13 @@ def alias_from_json(text):
             traits.add(trait.upper() if trait.upper().startswith(
                 names.CUSTOM_PREFIX) or trait.isupper()
                 else names.normalize_trait(trait))
-    return data['name'], {'resource_class': rc, 'traits': traits,
-                          'source': 'config'}
+    found = {'resource_class': rc, 'traits': traits, 'source': 'config'}
+    if data.get('device_type'):
+        found['device_type'] = data['device_type']
+    if data.get('live_migratable') is not None:
+        found['live_migratable'] = str(
+            data['live_migratable']).strip().lower() in ('yes', 'true', '1')
+    return data['name'], found
 
 
 def pool_aliases(pools):

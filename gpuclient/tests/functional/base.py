@@ -40,6 +40,14 @@ PLAIN_HOST = HOSTS['plain']
 # second hosts of each kind: where gpu host drain moves servers to
 PT_HOST2 = os.environ.get('GPUCLIENT_PT_HOST2', 'gpu-pt-2')
 VGPU_HOST2 = os.environ.get('GPUCLIENT_VGPU_HOST2', 'gpu-vgpu-2')
+# the VF-backed vGPU host (a spare on the test cloud: tools/cloud/hosts.py
+# gpu-vf-1) and what its nova.conf says: the VFs' vGPU type and id, and
+# the type-VF alias of the shared nova.conf (GPUCLIENT_VF_* on another
+# cloud)
+VF_HOST = os.environ.get('GPUCLIENT_VF_HOST', 'gpu-vf-1')
+VF_TYPE = os.environ.get('GPUCLIENT_VF_TYPE', 'L40S-24Q')
+VF_ALIAS = os.environ.get('GPUCLIENT_VF_ALIAS', 'l40s-24q')
+VF_PCI_ID = os.environ.get('GPUCLIENT_VF_PCI_ID', '10de:26b9')
 # The fault matrices' hosts (test_faults, test_hung). The test cloud has
 # hosts for them alone (tools/cloud/hosts.py: spares, kept disabled, which
 # the matrices never boot on), so tools/run-functional runs those tests in

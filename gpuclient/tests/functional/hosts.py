@@ -49,7 +49,9 @@ WHAT = {
     'plain': ('plain compute host', 'no GPU class'),
 }
 # the classes that make a host a GPU host (not "plain")
-GPU_CLASS_PREFIXES = ('CUSTOM_PCI_', 'CUSTOM_BAREMETAL_', 'VGPU', 'PGPU')
+# (CUSTOM_VGPU_: the default class of VF-backed vGPU, gpu-vf-1's)
+GPU_CLASS_PREFIXES = ('CUSTOM_PCI_', 'CUSTOM_BAREMETAL_', 'CUSTOM_VGPU_',
+                      'VGPU', 'PGPU')
 
 
 def missing_reason(kind):

@@ -163,6 +163,7 @@ class TestFromCloud(base.TestCase):
             'name': 'solver', 'mode': 'passthrough',
             'resource_class': 'CUSTOM_PCI_10DE_2331', 'alias': 'h100',
             'pci_id': '10de:2331', 'vgpu_type': None, 'mig_profile': None,
+            'live_migratable': False,
             'zone': None, 'hosts': ['gpu-pt-1', 'gpu-pt-2'],
             'isolate': True, 'projects': ['p1', 'p2'],
             'properties': {'team': 'hpc'}}, solver)
@@ -314,7 +315,7 @@ class TestCheck(base.TestCase):
         cases = [
             (lambda d: d['pools'][0].update(mode='vgu'),
              "pools[0].mode: 'vgu' is not one of ['passthrough', 'vgpu', "
-             "'mig', 'baremetal']"),
+             "'mig', 'baremetal', 'vgpu-vf']"),
             (lambda d: d.update(version=2), 'version: 1 was expected'),
             (lambda d: d.update(extra=1),
              "(document): Additional properties are not allowed ('extra' "
@@ -337,7 +338,7 @@ class TestCheck(base.TestCase):
             (lambda d: d['pools'][0].pop('alias'),
              'pools[0]: A passthrough pool needs both alias'),
             (lambda d: d['pools'][0].update(vgpu_type='nvidia-35'),
-             'pools[0]: vgpu_type is for vgpu pools'),
+             'pools[0]: vgpu_type is for vgpu and vgpu-vf pools'),
             (lambda d: d['pools'][0].update(properties={
                 'group_policy': 'isolate'}),
              'pools[0]: properties: group_policy is set by gpuclient'),
@@ -392,7 +393,8 @@ class TestCheck(base.TestCase):
         error = self.assertRaises(document.DocumentError, document.check,
                                   data, lines)
         self.assertEqual(["line 8: pools[1].mode: 'vgu' is not one of "
-                          "['passthrough', 'vgpu', 'mig', 'baremetal']"],
+                          "['passthrough', 'vgpu', 'mig', 'baremetal', "
+                          "'vgpu-vf']"],
                          error.problems)
         # a rule's problem names the object's line
         data['pools'][1]['mode'] = 'vgpu'

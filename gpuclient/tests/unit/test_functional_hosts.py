@@ -89,6 +89,15 @@ class TestClassify(testtools.TestCase):
         found = hosts.classify(*_cloud(pt('p'), vgpu('v')))
         self.assertIsNone(found['plain'])
 
+    def test_vf_backed_vgpu_host_is_not_plain(self):
+        # PCI in Placement: one provider per card with its VFs' class
+        members = _root('gpu-vf-1')
+        members['gpu-vf-1_0000:A1:00.0'] = ({'CUSTOM_VGPU_L40S_24Q': 2},
+                                            [])
+        found = hosts.classify(*_cloud(('gpu-vf-1', 'gpu-vf-1', members),
+                                       plain()))
+        self.assertEqual('plain-1', found['plain'])
+
     def test_first_by_name_of_several(self):
         found = hosts.classify(*_cloud(plain('z'), plain('b'), pt('y'),
                                        pt('c')))

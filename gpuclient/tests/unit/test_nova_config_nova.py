@@ -119,6 +119,8 @@ def cases():
                  pci_id='10de:20b5')
     bm = pool('training', 'baremetal', ['bm-compute-1'],
               resource_class='baremetal.gpu-h100')
+    vf = pool('desktops', 'vgpu-vf', ['gpu-vf-1'], vgpu_type='L40S-24Q',
+              alias='l40s-24q', pci_id='10de:26b9', live_migratable=True)
     pt_root = 'gpu-pt-1.gpu.test'
     pt_tree = [device(pt_root, a, {'CUSTOM_PCI_10DE_2331': 1},
                       libvirt=False)
@@ -135,6 +137,9 @@ def cases():
                        {'CUSTOM_VGPU_NVIDIA_37': 8})]
     mig_tree = [device('gpu-mig-1', '0000:41:00.%d' % fn, {'VGPU': 1},
                        ['CUSTOM_MIG_3G_40GB']) for fn in (4, 5, 6)]
+    # PCI in Placement: one provider per PF holding its typed VFs
+    vf_card_tree = [device('gpu-vf-1', '0000:a1:00.0',
+                      {'CUSTOM_VGPU_L40S_24Q': 2}, libvirt=False)]
     # time-sliced A40-12C (4 per GPU) on the SR-IOV VFs of two A40s
     desk = pool('desk', 'vgpu', ['gpu-vf-3'], vgpu_type='nvidia-558',
                 properties={'vgpu_profile': 'A40-12C'})
@@ -151,6 +156,8 @@ def cases():
         'mig-unknown-type': ({'slices': mig}, {'gpu-mig-1': mig_tree},
                              None),
         'baremetal': ({'training': bm}, {'bm-compute-1': []}, None),
+        'vgpu-vf': ({'desktops': vf}, {'gpu-vf-1': vf_card_tree}, None),
+        'vgpu-vf-no-provider': ({'desktops': vf}, {'gpu-vf-1': []}, None),
         'vgpu-vfs': ({'desk': desk}, {'gpu-vf-3': vf_tree}, None),
         'shared-alias': ({'sh-a': sh_a, 'sh-b': sh_b},
                          {'gpu-pt-1': [], 'gpu-pt-2': []}, None),
@@ -318,6 +325,37 @@ class TestNovaReadsRenderedFiles(unittest.TestCase):
             'vendor_id': '10de', 'product_id': '2331',
             'address': '0000:41:00.0', 'parent_addr': None,
             'dev_type': 'type-PCI'}))
+
+    def test_vf_lines_as_nova_reads_them(self):
+        pools, trees, mig_types = cases()['vgpu-vf']
+        config = nova_config.build(pools, trees, mig_types)
+        text = '\n'.join(nova_config.render_target(
+            config, t) for t in (nova_config.ALL,
+                                 nova_config.host_target('gpu-vf-1')))
+        conf_opts, aliases, specs = self.check_file('vf host', text)
+        self.assertFalse(conf_opts.libvirt.live_migration_permit_post_copy)
+        self.assertEqual([{'dev_type': 'type-VF',
+                           'resource_class': 'CUSTOM_VGPU_L40S_24Q',
+                           'live_migratable': 'true'}],
+                         aliases['l40s-24q'][1])
+
+        def dev(address, parent):
+            return {'vendor_id': '10de', 'product_id': '26b9',
+                    'address': address, 'parent_addr': parent}
+        # the typed VFs match, unmanaged, live-migratable, in the class;
+        # neither the PF (same vendor:product) nor an untyped VF does
+        pf = '0000:a1:00.0'
+        for address, wanted in (('0000:a1:00.4', True),
+                                ('0000:a1:00.5', True),
+                                ('0000:a1:00.6', False), (pf, False)):
+            matching = [s for s in specs if s.match(
+                dev(address, None if address == pf else pf))]
+            self.assertEqual(wanted, bool(matching), address)
+            for spec in matching:
+                self.assertEqual(
+                    {'managed': 'false', 'live_migratable': 'true',
+                     'resource_class': 'CUSTOM_VGPU_L40S_24Q'},
+                    spec.get_tags())
 
     def test_nova_reads_max_instances(self):
         pools, trees, mig_types = cases()['vgpu-vfs']
