@@ -54,34 +54,42 @@ class TrickleServer:
 
     def answer(self, conn):
         try:
-            conn.recv(65536)
-            if self.chunked:
-                head = b'Transfer-Encoding: chunked\r\n'
-            else:
-                head = b'Content-Length: %d\r\n' % len(self.body)
-            conn.sendall(b'HTTP/1.1 200 OK\r\nContent-Type: '
-                         b'application/json\r\n' + head + b'\r\n')
-            if not self.pause:
-                if self.chunked:
-                    conn.sendall(b'%x\r\n%s\r\n0\r\n\r\n'
-                                 % (len(self.body), self.body))
-                else:
-                    conn.sendall(self.body)
-                return
-            for i in range(len(self.body)):
-                if self.stop.is_set():
-                    break
-                byte = self.body[i:i + 1]
-                if self.chunked:
-                    byte = b'1\r\n' + byte + b'\r\n'
-                conn.sendall(byte)
-                time.sleep(self.pause)
-            if self.chunked:
-                conn.sendall(b'0\r\n\r\n')
+            # keep-alive: a whole answer leaves the connection open for
+            # the next request, as a real server does (closing it races
+            # with the client reusing it from its pool)
+            while conn.recv(65536) and self.respond(conn):
+                pass
         except OSError:
             pass
         finally:
             conn.close()
+
+    def respond(self, conn):
+        """Answer one request; True when the connection stays usable."""
+        if self.chunked:
+            head = b'Transfer-Encoding: chunked\r\n'
+        else:
+            head = b'Content-Length: %d\r\n' % len(self.body)
+        conn.sendall(b'HTTP/1.1 200 OK\r\nContent-Type: '
+                     b'application/json\r\n' + head + b'\r\n')
+        if not self.pause:
+            if self.chunked:
+                conn.sendall(b'%x\r\n%s\r\n0\r\n\r\n'
+                             % (len(self.body), self.body))
+            else:
+                conn.sendall(self.body)
+            return True
+        for i in range(len(self.body)):
+            if self.stop.is_set():
+                break
+            byte = self.body[i:i + 1]
+            if self.chunked:
+                byte = b'1\r\n' + byte + b'\r\n'
+            conn.sendall(byte)
+            time.sleep(self.pause)
+        if self.chunked:
+            conn.sendall(b'0\r\n\r\n')
+        return False
 
     def close(self):
         self.stop.set()
