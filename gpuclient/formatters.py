@@ -49,6 +49,8 @@ FITS = 'Fits'
 GPUS_TOTAL = 'GPUs Total'
 GPUS_USED = 'GPUs Used'
 GPUS_FREE = 'GPUs Free'
+# one-time-use devices Nova reserved after their server went
+GPUS_AWAITING = 'GPUs Awaiting Release'
 UTILISATION = 'Utilisation (%)'
 STRANDED = 'Stranded'
 STRANDED_REASON = 'Stranded Reason'
@@ -58,7 +60,8 @@ HOSTS_FITTING = 'Hosts Fitting'
 
 LONG_CAPACITY_COLUMNS = (FLAVOR_ID, HOSTS, HOSTS_FITTING)
 CAPACITY_COLUMNS = (FLAVOR, POOL, HOST, RESOURCE_CLASS, FITS, GPUS_TOTAL,
-                    GPUS_USED, GPUS_FREE, UTILISATION, STRANDED,
+                    GPUS_USED, GPUS_FREE, GPUS_AWAITING, UTILISATION,
+                    STRANDED,
                     STRANDED_REASON) + LONG_CAPACITY_COLUMNS
 
 CONTENT_TYPE = 'application/openmetrics-text; version=1.0.0; charset=utf-8'
@@ -103,12 +106,14 @@ FAMILIES = (
            '(per host with a host label).',
            (('flavor', FLAVOR), ('pool', POOL)), (((), FITS),)),
     Family('gpuclient_gpus',
-           'GPUs of the pool\'s resource class by state: total, used '
-           'and free.',
+           'GPUs of the pool\'s resource class by state: total, used, '
+           'free, and awaiting release (one-time-use devices Nova '
+           'reserved after their server went).',
            _GPU_KEYS,
            (((('state', 'total'),), GPUS_TOTAL),
             ((('state', 'used'),), GPUS_USED),
-            ((('state', 'free'),), GPUS_FREE))),
+            ((('state', 'free'),), GPUS_FREE),
+            ((('state', 'awaiting_release'),), GPUS_AWAITING))),
     Family('gpuclient_gpu_utilisation_ratio',
            'Used GPUs over total GPUs of the pool\'s resource class, '
            'from 0 to 1.',

@@ -363,6 +363,64 @@ class Placement:
                         key='inventories')
         return data['inventories']
 
+    def release_reserved(self, uuid, resource_class,
+                         retries=PROVIDER_RETRIES):
+        """Lower the reserved RESOURCE_CLASS inventory of provider UUID
+        to 0 (a one-time-use device Nova reserved), keeping every other
+        field: a read of its inventories and usages, then ``PUT
+        .../inventories/{class}`` with the generation both answered. An
+        allocation on the class is a Conflict, nothing written; a
+        generation conflict (Nova or a server claim wrote meanwhile) reads
+        again. Returns False when nothing was reserved.
+
+        Raw: the SDK's inventory update sends no generation of ours."""
+        what = _('Releasing resource provider %s') % uuid
+        base = '/resource_providers/%s' % uuid
+        version = versions.PLACEMENT_BASE_VERSION
+        for attempt in range(retries):
+            inventories = self.get(base + '/inventories', version, what,
+                                   key='inventories')
+            usages = self.get(base + '/usages', version, what,
+                              key='usages')
+            generation = inventories['resource_provider_generation']
+            record = inventories['inventories'].get(resource_class)
+            if record is None:
+                raise errors.NotFound(
+                    _('Resource provider %(uuid)s has no %(rc)s inventory '
+                      '(any more).') % {'uuid': uuid, 'rc': resource_class},
+                    404)
+            if usages['usages'].get(resource_class):
+                raise errors.Conflict(
+                    _('Resource provider %(uuid)s has an allocation of '
+                      '%(rc)s: a device in use is not released. Delete its '
+                      'server first.') % {'uuid': uuid,
+                                          'rc': resource_class}, 409)
+            if usages.get('resource_provider_generation') != generation \
+                    and attempt < retries - 1:
+                continue  # written between the two reads: read again
+            if not record.get('reserved'):
+                return False
+            body = dict(record, reserved=0,
+                        resource_provider_generation=generation)
+            if self._guarded_put('%s/inventories/%s' % (base, resource_class),
+                                 version, what, body, attempt, retries):
+                return True
+        return False
+
+    def _guarded_put(self, path, version, what, body, attempt, retries):
+        """PUT BODY (which carries the provider generation) to PATH: True
+        when written; False after a generation conflict with attempts
+        left (back off, read again and retry), raised on the last."""
+        try:
+            self.send('PUT', path, version, what, body=body)
+        except errors.Conflict:
+            if attempt == retries - 1:
+                raise
+            LOG.debug('generation conflict on %s, retrying', path)
+            http.backoff(attempt)
+            return False
+        return True
+
     def traits(self, uuid):
         """(traits, provider generation) of one provider.
 
@@ -422,18 +480,13 @@ class Placement:
             if wanted == current:
                 return set(), set()
             try:
-                self.send(
-                    'PUT', '/resource_providers/%s/%s' % (uuid, field),
-                    version, what,
-                    body={field: sorted(wanted),
-                          'resource_provider_generation': generation},
-                )
-            except errors.Conflict:
-                if attempt == retries - 1:
-                    raise
-                LOG.debug('generation conflict on %s, retrying', uuid)
-                http.backoff(attempt)
-                continue
+                if not self._guarded_put(
+                        '/resource_providers/%s/%s' % (uuid, field),
+                        version, what,
+                        {field: sorted(wanted),
+                         'resource_provider_generation': generation},
+                        attempt, retries):
+                    continue
             except errors.APIError as exc:
                 # Under concurrent writes to one provider Placement at
                 # times answers HTTP 500 with a database deadlock or

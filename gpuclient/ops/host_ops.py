@@ -42,7 +42,7 @@ def collect(client, pool=None, resource_classes=(), unmapped=False,
         members = set(pools[pool]['hosts'])
         unmapped = False
     cloud = snapshot.read(client, extra_classes=extra, wanted_hosts=members,
-                          mapped_only=not unmapped, with_traits=long,
+                          mapped_only=not unmapped, with_traits=True,
                           aggregates=aggregates)
     return rows_of(client, cloud, pool=pool, extra=extra, unmapped=unmapped,
                    long=long)

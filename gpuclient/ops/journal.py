@@ -589,6 +589,17 @@ class Executor:
     def _holds_service_enable(self, host, service_id):
         return self.service(service_id).get('status') == 'enabled'
 
+    # -- one-time-use devices (gpu device release) --------------------------
+
+    @executes(operations.DeviceRelease)
+    def _do_device_release(self, uuid, name, resource_class):
+        self.client.placement.release_reserved(uuid, resource_class)
+
+    @reads_back(operations.DeviceRelease)
+    def _holds_device_release(self, uuid, name, resource_class):
+        record = self.client.placement.inventories(uuid).get(resource_class)
+        return record is not None and not record.get('reserved')
+
     # -- server moves (drain) ---------------------------------------------
 
     def _server(self, server_id, name):

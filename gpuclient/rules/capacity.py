@@ -28,6 +28,10 @@ Everything is asked of one ``gpuclient.rules.model.Cloud``:
   the free inventory (capacity, ``max_unit``, ``step_size``,
   ``group_policy=isolate``). Identical trees are counted once per flavor.
 
+A one-time-use device that Nova reserved after its server went is
+**awaiting release** (``gpuclient.rules.devices``): counted in the total,
+neither used, free nor stranded, until the operator releases it.
+
 A GPU is **stranded** when it is free and no GPU flavor can use it now:
 no flavor asks for what its provider offers (class, amount, traits), or
 the flavors that would use it fit nowhere on its host (no RAM or VCPU
@@ -272,11 +276,13 @@ def stranded(fits, all_gpu_flavors, host, resource_class):
 
 
 def _figures(cloud, roots, resource_class):
-    total = used = free = 0
+    """(total, used, free, awaiting release) of a class in ROOTS' trees."""
+    total = used = free = awaiting = 0
     for root in roots:
-        for _u, _n, t, u, f in cloud.gpu_providers(root, resource_class):
+        for _u, _n, t, u, f, a in cloud.gpu_providers(root, resource_class):
             total, used, free = total + t, used + u, free + f
-    return total, used, free
+            awaiting += a
+    return total, used, free, awaiting
 
 
 def _flavor_class(req, pools, pool):
@@ -293,8 +299,8 @@ def rows(cloud, settings, project_id, wanted_flavors=None, pool=None,
     One row per flavor and pool (and host with PER_HOST): flavor,
     flavor_id, pool, host (None without PER_HOST), resource_class, fits,
     hosts (hosts counted), hosts_fitting (those where at least one more
-    fits), total, used, free, utilisation (percent, None without GPUs),
-    stranded, stranded_reasons.
+    fits), total, used, free, awaiting_release, utilisation (percent, None
+    without GPUs), stranded, stranded_reasons.
     """
     pools = cloud.pools
     fits = Fits(cloud, settings, project_id, fit_count=fit_count)
@@ -332,9 +338,9 @@ def rows(cloud, settings, project_id, wanted_flavors=None, pool=None,
             rc = _flavor_class(req, pools, pool_name)
             hosts = []
             for host in members:
-                total, used, free = (
+                total, used, free, awaiting = (
                     _figures(cloud, fits.host_roots.get(host, ()), rc)
-                    if rc else (0, 0, 0))
+                    if rc else (0, 0, 0, 0))
                 key = (host, rc)
                 if key not in strand_cache:
                     strand_cache[key] = (stranded(fits, all_flavors, host,
@@ -345,6 +351,7 @@ def rows(cloud, settings, project_id, wanted_flavors=None, pool=None,
                     'host': host, 'fits': fits_here, 'hosts': 1,
                     'hosts_fitting': 1 if fits_here else 0,
                     'total': total, 'used': used, 'free': free,
+                    'awaiting_release': awaiting,
                     'stranded': count, 'stranded_reasons': reasons})
             base = {'flavor': flavor.get('name') or flavor['id'],
                     'flavor_id': flavor['id'], 'pool': pool_name,
@@ -356,7 +363,8 @@ def rows(cloud, settings, project_id, wanted_flavors=None, pool=None,
                 continue
             summed = {k: sum(item[k] for item in hosts)
                       for k in ('fits', 'hosts', 'hosts_fitting', 'total',
-                                'used', 'free', 'stranded')}
+                                'used', 'free', 'awaiting_release',
+                                'stranded')}
             found.append(dict(
                 base, host=None, utilisation=_percent(summed['used'],
                                                       summed['total']),

@@ -44,6 +44,7 @@ from osc_lib import exceptions
 from gpuclient.i18n import _
 from gpuclient.rules import baremetal
 from gpuclient.rules import capacity as capacity_mod
+from gpuclient.rules import devices
 from gpuclient.rules import hosts as hosts_mod
 from gpuclient.rules import images as images_mod
 from gpuclient.rules import nova_config
@@ -105,11 +106,15 @@ def _tree_classes(cloud, root):
     ironic = root in cloud.node_roots()
     found = {}
     for uuid in snap.providers_in_trees([root]):
-        resources = (snap.summaries.get(uuid) or {}).get('resources') or {}
+        summary = snap.summaries.get(uuid) or {}
+        resources = summary.get('resources') or {}
         for rc, item in resources.items():
             if rc in cloud.gpu_classes:
+                # a one-time-use device awaiting release counts: it is
+                # the host's, only not free
                 total = hosts_mod.device_figures(
-                    item, node=baremetal.is_node_item(rc, item, ironic))[0]
+                    item, node=baremetal.is_node_item(rc, item, ironic),
+                    traits=summary.get('traits'))[0]
                 found.setdefault(rc, []).append(
                     (uuid, total, item.get('max_unit') or total))
     return found
@@ -705,6 +710,18 @@ def _pci_alias_not_judged(cloud):
                'flavors': ', '.join(flavors)},
             NOVA_CONF_FIX, pools))
     return found
+
+
+@register('pci-one-time-use')
+def pci_one_time_use(cloud, settings):
+    """``one_time_use`` device specs Nova refuses (needs ``--nova-conf``
+    with a nova-compute's ``[pci]``: ``devices.one_time_use_problems``);
+    nothing to judge without it."""
+    if settings is None:
+        return []
+    return [finding(ERROR, 'pci-one-time-use', obj, symptom, fix)
+            for obj, symptom, fix in devices.one_time_use_problems(
+                settings.get('pci') or {})]
 
 
 # -- images ------------------------------------------------------------------

@@ -22,6 +22,7 @@ import typing
 
 from gpuclient.i18n import _
 from gpuclient.rules import baremetal
+from gpuclient.rules import devices
 from gpuclient.rules import host_names
 
 # GPU resource classes shown by default (CLI.md, "Hosts"): vGPUs, whole
@@ -82,7 +83,7 @@ def summary_from_inventory(inventories, usages):
     return {'resources': resources, 'traits': None}
 
 
-def device_figures(item, node=False):
+def device_figures(item, node=False, traits=None):
     """(total, used, free) of one provider's class, from its summary.
 
     Total is Placement's capacity, except that it never falls below what is
@@ -91,9 +92,14 @@ def device_figures(item, node=False):
     holds its unit; that node counts as total 1, used 1, free 0.
     NODE (a bare-metal node, ``baremetal.is_node_item``): total is 1
     whatever the driver reserved (``baremetal.node_figures``).
+    TRAITS (the provider's, None: not read): a one-time-use device Nova
+    reserves likewise, and after its server went it is awaiting release
+    (``devices.awaiting_release``): total 1, used 0, free 0.
     """
     if node:
         return baremetal.node_figures(item)
+    if devices.awaiting_release(item, traits):
+        return 1, 0, 0
     capacity, used = item['capacity'], item['used']
     return max(capacity, used), used, max(capacity - used, 0)
 
@@ -241,7 +247,9 @@ def host_rows(
 
     Returns (rows, unmapped_gpu_trees) where rows are dicts with host,
     pools, resource_class, devices, total, used, free, providers (names)
-    and traits ({provider name: traits} where known). Bare-metal node
+    and traits ({provider name: traits} where known); awaiting_release
+    counts the one-time-use devices Nova reserved after their server went
+    (in total, neither used nor free: ``devices``). Bare-metal node
     classes (``baremetal.is_node_item``) count one device per node: used
     the nodes in use, free the available ones, and ``unavailable`` the
     nodes the ironic driver reserved (total = used + free + unavailable);
@@ -283,11 +291,16 @@ def host_rows(
                     'providers': [],
                     'traits': {},
                     'unavailable': 0,
+                    'awaiting_release': 0,
                     'nodes': {},
                 },
             )
             node = baremetal.is_node_item(rc, item, root in ironic_roots)
-            total, used, free = device_figures(item, node=node)
+            traits = snapshot.summaries[uuid].get('traits')
+            total, used, free = device_figures(item, node=node,
+                                               traits=traits)
+            if not node and devices.awaiting_release(item, traits):
+                row['awaiting_release'] += 1
             if node:
                 row['nodes'][uuid] = item
                 if baremetal.node_state(item) == baremetal.UNAVAILABLE:
@@ -297,7 +310,6 @@ def host_rows(
             row['used'] += used
             row['free'] += free
             row['providers'].append(provider['name'])
-            traits = snapshot.summaries[uuid].get('traits')
             if traits is not None:
                 row['traits'][provider['name']] = sorted(traits)
     ordered = [rows[key] for key in sorted(rows)]

@@ -32,6 +32,7 @@ from osc_lib import exceptions
 
 from gpuclient.i18n import _
 from gpuclient.rules import baremetal
+from gpuclient.rules import devices
 from gpuclient.rules import host_names
 from gpuclient.rules import hosts as hosts_mod
 from gpuclient.rules import pools as pools_mod
@@ -282,9 +283,12 @@ class Cloud:
         return self._node_roots
 
     def gpu_providers(self, root, resource_class):
-        """[(uuid, name, total, used, free)] of a class in one tree.
+        """[(uuid, name, total, used, free, awaiting release)] of a class
+        in one tree.
 
-        A bare-metal node counts 1, whatever the ironic driver reserved.
+        A bare-metal node counts 1, whatever the ironic driver reserved;
+        so does a one-time-use device awaiting release (``devices``),
+        counted apart as awaiting release (1), neither used nor free.
         """
         snap = self.placement
         ironic = root in self.node_roots()
@@ -294,11 +298,14 @@ class Cloud:
                 'resources') or {}
             item = resources.get(resource_class)
             if item:
+                traits = snap.summaries[uuid].get('traits')
+                node = baremetal.is_node_item(resource_class, item, ironic)
                 total, used, free = hosts_mod.device_figures(
-                    item, node=baremetal.is_node_item(
-                        resource_class, item, ironic))
+                    item, node=node, traits=traits)
+                awaiting = int(not node and devices.awaiting_release(
+                    item, traits))
                 found.append((uuid, snap.providers[uuid]['name'], total,
-                              used, free))
+                              used, free, awaiting))
         return found
 
 

@@ -454,6 +454,23 @@ class ServiceEnable(Operation):
         """The plan of a document enables no service."""
 
 
+# -- one-time-use devices (gpu device release): forward only ---------------
+
+@_declare('device.release', "the device provider's reserved inventory")
+class DeviceRelease(Operation):
+    """Lower the reserved RESOURCE_CLASS inventory of the one-time-use
+    device provider UUID (named NAME) to 0, with the provider's
+    generation; refused while an allocation exists. Never undone: Nova
+    reserves the device again when the next server holds it."""
+
+    uuid: str
+    name: str
+    resource_class: str
+
+    def effect(self, world):
+        """The plan of a document releases no device."""
+
+
 # -- server moves (gpu host drain): forward only, never undone ------------
 
 @_arguments

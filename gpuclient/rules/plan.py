@@ -546,6 +546,17 @@ def _noted(text, note):
     return '%s (%s)' % (text, note) if note else text
 
 
+# -- one-time-use devices (gpu device release) ------------------------------
+
+def release_device(uuid, name, resource_class):
+    """Release the one-time-use device provider UUID (NAME): its reserved
+    RESOURCE_CLASS inventory lowered to 0; forward only."""
+    return Step(ops.DeviceRelease(uuid=uuid, name=name,
+                                  resource_class=resource_class),
+                _('release one-time-use device %(name)s (%(rc)s reserved '
+                  'to 0)') % {'name': name, 'rc': resource_class})
+
+
 # -- compute services (gpu host cordon / uncordon) ---------------------------
 
 def disable_service(host, service_id, reason, undone=True):

@@ -43,7 +43,8 @@ def table(rows, per_host=False, long=False):
         if per_host:
             item += (row['host'],)
         item += (row['resource_class'], row['fits'], row['total'],
-                 row['used'], row['free'], row['utilisation'],
+                 row['used'], row['free'], row['awaiting_release'],
+                 row['utilisation'],
                  row['stranded'], common.ReasonColumn(
                      row['stranded_reasons']))
         if long:
@@ -61,7 +62,9 @@ class ListCapacity(common.Lister):
         'Placement request Nova sends for the flavor (device groups, '
         'group_policy, traits, isolation, project aggregates), with the '
         'hosts Nova\'s filters would remove counted as 0; and the pool\'s '
-        'GPUs of that class: total, used, free, utilisation, and stranded '
+        'GPUs of that class: total, used, free, awaiting release '
+        '(one-time-use devices Nova reserved after their server was '
+        'deleted: neither free nor stranded), utilisation, and stranded '
         'GPUs (free, but no GPU flavor can use them now) with the reason. '
         'Read in a fixed number of requests whatever the number of hosts '
         'and flavors. Needs admin (aggregates, hypervisors, Placement).')

@@ -27,7 +27,10 @@ class ListHost(common.Lister):
         'List compute hosts that offer GPUs.\n\n'
         'One row per host and GPU class, with GPU figures (total, used, '
         'free) as Placement counts them: the total is the capacity, '
-        'total minus reserved times allocation_ratio. Bare-metal '
+        'total minus reserved times allocation_ratio. Awaiting Release '
+        'counts one-time-use devices that Nova reserved after their '
+        'server was deleted (in the total, neither used nor free; see '
+        '"openstack gpu device release"). Bare-metal '
         '(Ironic) classes count nodes: total the nodes, used those in '
         'use, free the available ones; with --long, Unavailable counts '
         'the nodes the ironic driver reserved (maintenance, cleaning, not '
@@ -95,6 +98,7 @@ class ListHost(common.Lister):
             'Total',
             'Used',
             'Free',
+            'Awaiting Release',
         )
         if parsed_args.long:
             columns += ('Device Providers', 'Traits', 'Unavailable',
@@ -109,6 +113,7 @@ class ListHost(common.Lister):
                 row['total'],
                 row['used'],
                 row['free'],
+                row['awaiting_release'],
             )
             if parsed_args.long:
                 item += (

@@ -19,6 +19,9 @@ Placement:
   does: a re-cut card's nova.conf re-shapes the tree.
 * ``MigDriver``: 7 VF child providers with ``VGPU`` total 1 each, which is
   what MIG-backed vGPU on SR-IOV cards looks like.
+* ``OneTimeUseDriver``: as ``PassthroughDriver``, one GPU 10de:2335, which
+  the host's ``device_spec`` marks ``one_time_use``: Nova itself reserves
+  it in Placement once a server holds it.
 * ``VfDriver``: one SR-IOV card as libvirt reports it with NVIDIA's
   current vGPU driver: the PF (``type-PF``) and its VFs (``type-VF``,
   ``parent_addr`` the PF), all 10de:26b9; the host's ``[pci] device_spec``
@@ -55,6 +58,9 @@ class _Base(fake.FakeDriver):
     vcpus = 64
     memory_mb = 512 * GIB_MB
     local_gb = 3500
+    # host NUMA cells the driver reports (0: no NUMA topology, as a driver
+    # that reports none; PassthroughDriver reports 2)
+    NUMA_NODES = 0
 
     def __init__(self, virtapi, read_only=False):
         super().__init__(virtapi, read_only=read_only)
@@ -80,7 +86,17 @@ class _Base(fake.FakeDriver):
         res = super().get_available_resource(nodename)
         if res:
             res['uuid'] = node_uuid(nodename)
+            res['cpu_info'] = self._cpu_info(res['cpu_info'])
         return res
+
+    def _cpu_info(self, text):
+        """The fake driver's cpu_info with ``topology.cells`` as the
+        libvirt driver writes it (``_get_cpu_info``): the number of host
+        NUMA cells, 1 when libvirt shows no NUMA topology (the count
+        libvirt reports even when Nova gets no topology)."""
+        info = jsonutils.loads(text)
+        info['topology']['cells'] = max(self.NUMA_NODES, 1)
+        return jsonutils.dumps(info)
 
     def get_host_uptime(self):
         # libvirt answers with `uptime`; the fake driver raises
@@ -141,6 +157,13 @@ class PassthroughDriver(_Base):
                 'label': 'label_%s_%s' % (self.VENDOR_ID, self.PRODUCT_ID),
             } for address, numa_node in self.GPUS])
         return res
+
+
+class OneTimeUseDriver(PassthroughDriver):
+    """One whole GPU (10de:2335) for one-time-use passthrough."""
+
+    PRODUCT_ID = '2335'
+    GPUS = (('0000:41:00.0', 0),)
 
 
 class VfDriver(_Base):

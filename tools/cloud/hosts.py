@@ -51,6 +51,20 @@ def _passthrough(name, spare=False):
                 spare)
 
 
+# gpu-otu-1: one whole GPU 10de:2335 marked one-time-use (Nova 2025.2,
+# "one_time_use" needs report_in_placement): Nova reserves its provider's
+# inventory while a server holds it and leaves it reserved after the
+# delete, until the operator releases it (gpu device release); its own
+# class and alias (OTU_ALIAS in nova.conf), so no other test's flavor asks
+# for it
+OTU_RESOURCE_CLASS = 'CUSTOM_PCI_10DE_2335'
+OTU_ALIAS = 'h200-otu'
+OTU_CONF = ('[pci]\n'
+            'device_spec = {"vendor_id": "10de", "product_id": "2335", '
+            '"one_time_use": true}\n'
+            'report_in_placement = true\n')
+
+
 # gpu-vf-1: VF-backed vGPU (Nova 2025.1+, NVIDIA's SR-IOV vGPU on
 # Ada/Hopper/Blackwell): one L40S card (PF VF_PF, 10de:26b9) with 8 VFs
 # (same vendor:product as the PF, as NVIDIA's are); the operator wrote
@@ -132,6 +146,10 @@ HOSTS = (
     # chance); its readiness: the 4 VFs of class CUSTOM_RECUT_1G10GB
     Host('recut-mig-1', 'mig', 'MigDriver', 'recut-mig-1',
          'CUSTOM_RECUT_1G10GB', 4, RECUT_CONF, True),
+    # one-time-use devices (a spare: a test enables it, boots with the
+    # h200-otu alias, releases the device and disables it again)
+    Host('gpu-otu-1', 'passthrough', 'OneTimeUseDriver',
+         'gpu-otu-1.' + PT_DOMAIN, OTU_RESOURCE_CLASS, 1, OTU_CONF, True),
     # VF-backed vGPU (a spare: the vgpu-vf tests enable it and disable it
     # again); its readiness: the PF's provider with VF_RESOURCE_CLASS
     Host('gpu-vf-1', 'vgpu-vf', 'VfDriver', 'gpu-vf-1', VF_RESOURCE_CLASS,

@@ -20,6 +20,7 @@ or gpuclient assumes the defaults below. ``parse_ini`` reads nova.conf as
 oslo.config reads it; ``load_settings`` layers defaults < files < options.
 """
 
+import json
 import re
 
 from gpuclient.i18n import _
@@ -224,7 +225,32 @@ def load_settings(conf_text=None, overrides=None, alias_maps=()):
         aliases[name] = alias
     settings['aliases'] = aliases
     settings['sources'] = sources
+    settings['pci'] = _pci_devices(ini.get('pci', {}))
     return settings
+
+
+def _pci_devices(section):
+    """What a nova-compute's ``[pci]`` says of its devices (Nova's
+    ``nova/conf/pci.py``): ``device_specs`` (every ``device_spec``, and
+    the old name ``passthrough_whitelist``, JSON objects or lists of
+    them), ``report_in_placement`` (Nova's default: false) and ``aliases``
+    (the ``alias`` JSON objects as written: their ``device_type``).
+    Unreadable JSON is left out (Nova refuses it at start)."""
+    specs, aliases = [], []
+    for key, into in (('device_spec', specs),
+                      ('passthrough_whitelist', specs),
+                      ('alias', aliases)):
+        for text in section.get(key, []):
+            try:
+                data = json.loads(text)
+            except ValueError:
+                continue
+            for item in data if isinstance(data, list) else [data]:
+                if isinstance(item, dict):
+                    into.append(item)
+    values = section.get('report_in_placement')
+    return {'device_specs': specs, 'aliases': aliases,
+            'report_in_placement': is_true(values[-1]) if values else False}
 
 
 def _setting_value(key, text):

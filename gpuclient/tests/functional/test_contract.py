@@ -248,6 +248,34 @@ class TestPlacement(ContractTestCase):
                         % root, '1.0')['inventories']
         self.assertEqual(sdk, self.p.inventories(root))
 
+    def test_release_reserved(self):
+        # a provider of the test's own (no Nova behind it) whose one unit
+        # is reserved, as Nova leaves a one-time-use device
+        rc = 'CUSTOM_FT_CONTRACT_%s' % _hex()
+        self.sdk.placement.put('/resource_classes/%s' % rc,
+                               microversion='1.7')
+        self.addCleanup(self.sdk.placement.delete,
+                        '/resource_classes/%s' % rc, microversion='1.7')
+        made = self.sdk.placement.post(
+            '/resource_providers', json={'name': self.unique('otu')},
+            microversion='1.20').json()
+        uuid = made['uuid']
+        self.addCleanup(self.sdk.placement.delete,
+                        '/resource_providers/%s' % uuid, microversion='1.0')
+        response = self.sdk.placement.put(
+            '/resource_providers/%s/inventories' % uuid,
+            json={'inventories': {rc: {'total': 1, 'reserved': 1}},
+                  'resource_provider_generation': made['generation']},
+            microversion='1.26')  # reserved may equal total from 1.26
+        self.assertEqual(200, response.status_code, response.text)
+        self.assertTrue(self.p.release_reserved(uuid, rc))
+        inventory = self.rest('placement', '/resource_providers/%s/'
+                              'inventories' % uuid, '1.0')['inventories']
+        self.assertEqual(0, inventory[rc]['reserved'])
+        self.assertEqual(1, inventory[rc]['total'])
+        # nothing reserved any more: nothing written
+        self.assertFalse(self.p.release_reserved(uuid, rc))
+
     @base.needs('plain')
     def test_traits(self):
         root = self.root()

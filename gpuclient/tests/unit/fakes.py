@@ -61,6 +61,8 @@ STANDARD_TRAITS = frozenset({
     'COMPUTE_NODE', 'COMPUTE_MANAGED_PCI_DEVICE', 'OWNER_NOVA',
     'COMPUTE_STATUS_DISABLED', 'HW_CPU_X86_AVX2', 'HW_GPU_API_CUDA_V12_0',
 })
+# the class of FakeCloud.otu_host's one-time-use GPUs
+OTU_CLASS = 'CUSTOM_PCI_10DE_2335'
 # What a concurrent writer (nova-compute's resource tracker disabling the
 # service) puts on a provider while gpuclient is changing its traits.
 CONCURRENT_TRAIT = 'COMPUTE_STATUS_DISABLED'
@@ -360,6 +362,31 @@ class FakeCloud:
             )
         return root
 
+    def otu_host(self, host, count=2):
+        """A host whose whole GPUs are one-time-use (Nova 2025.2): PCI
+        child providers of class OTU_CLASS with trait
+        HW_PCI_ONE_TIME_USE; ``reserve`` plays Nova's reservation."""
+        root = self.compute_host(host)
+        for i in range(count):
+            self.add(
+                Provider(
+                    '%s_0000:%02x:00.0' % (root.name, 0x41 + i),
+                    parent=root,
+                    inventory={OTU_CLASS: inv(1)},
+                    traits=['COMPUTE_MANAGED_PCI_DEVICE', 'OWNER_NOVA',
+                            'HW_PCI_ONE_TIME_USE'],
+                )
+            )
+        return root
+
+    @staticmethod
+    def reserve(provider):
+        """What Nova does to a one-time-use device once a server holds
+        it: its inventory reserved, and left so after the delete."""
+        for record in provider.inventory.values():
+            record['reserved'] = record['total']
+        provider.generation += 1
+
     def vgpu_host(self, host, pgpus=2, per_pgpu=4, used=(), traits=()):
         """The seed's vGPU host: pGPU child providers with VGPU inventory."""
         root = self.compute_host(host)
@@ -596,6 +623,9 @@ class PlacementFixture(fixtures.Fixture):
                       json=self._versioned((1, 0), self._provider_get))
         self.mock.put(provider_url,
                       json=self._versioned((1, 0), self._provider_put))
+        self.mock.put(re.compile(re.escape(url) + r'/resource_providers/'
+                                 r'([^/?]+)/inventories/([A-Z0-9_]+)$'),
+                      json=self._versioned((1, 0), self._inventory_put))
         self.mock.get(re.compile(re.escape(url) + r'/allocations/([^/?]+)$'),
                       json=self._versioned((1, 0), self._consumer))
         self.mock.get(re.compile(re.escape(url) + r'/resource_providers/'
@@ -774,6 +804,52 @@ class PlacementFixture(fixtures.Fixture):
                 context, 404, 'The resource could not be found.')
         return {'traits': list(p.traits),
                 'resource_provider_generation': p.generation}
+
+    def _inventory_put(self, request, context):
+        """``PUT /resource_providers/{uuid}/inventories/{class}``:
+        the record replaced (total required, reserved at most total),
+        guarded by the provider generation (409), as Placement does."""
+        path = urllib.parse.urlsplit(request.url).path.split('/')
+        uuid, rc = path[-3], path[-1]
+        p = self.cloud.provider(uuid)
+        if p is None:
+            return placement_error(
+                context, 404, 'No resource provider with uuid %s found'
+                % uuid, 'placement.undefined_code')
+        body = request.json()
+        if 'total' not in body or 'resource_provider_generation' not in body:
+            return placement_error(
+                context, 400, "JSON does not validate: 'total' and "
+                "'resource_provider_generation' are required properties")
+        extra = sorted(set(body) - set(inv(1))
+                       - {'resource_provider_generation'})
+        if extra:
+            # placement/schemas/inventory.py: additionalProperties False
+            return placement_error(
+                context, 400, 'JSON does not validate: Additional '
+                'properties are not allowed (%s were unexpected)'
+                % ', '.join(repr(k) for k in extra))
+        if body['resource_provider_generation'] != p.generation:
+            return placement_error(
+                context, 409, "resource provider generation conflict",
+                'placement.concurrent_update')
+        if rc not in p.inventory:
+            return placement_error(
+                context, 400, 'No inventory record with resource class '
+                'for resource provider %s' % uuid)
+        record = {k: body.get(k, inv(body['total'])[k])
+                  for k in inv(1)}
+        # handlers/inventory.py _validate_inventory_capacity: reserved
+        # may equal total from 1.26 only
+        if record['reserved'] > record['total'] or (
+                record['reserved'] == record['total']
+                and self.version(request) < (1, 26)):
+            return placement_error(
+                context, 400, 'Unable to update inventory: the reserved '
+                'value is greater than or equal to total.')
+        p.inventory[rc] = record
+        p.generation += 1
+        return dict(record, resource_provider_generation=p.generation)
 
     def _provider_put(self, request, context):
         p, what = self._provider(request, context)

@@ -139,11 +139,13 @@ class TestHostRows(base.TestCase):
         found = []
         for root in cloud.host_roots()[BM]:
             found += cloud.gpu_providers(root, RC)
-        self.assertEqual(4, sum(t for _u, _n, t, _x, _f in found))
-        self.assertEqual(1, sum(u for _u, _n, _t, u, _f in found))
-        self.assertEqual(1, sum(f for _u, _n, _t, _x, f in found))
+        self.assertEqual(4, sum(t for _u, _n, t, _x, _f, _a in found))
+        self.assertEqual(1, sum(u for _u, _n, _t, u, _f, _a in found))
+        self.assertEqual(1, sum(f for _u, _n, _t, _x, f, _a in found))
+        # a node the ironic driver reserved is not awaiting release
+        self.assertEqual(0, sum(a for _u, _n, _t, _x, _f, a in found))
         # what capacity list sums per host
-        self.assertEqual((4, 1, 1), capacity._figures(
+        self.assertEqual((4, 1, 1, 0), capacity._figures(
             cloud, cloud.host_roots()[BM], RC))
 
 

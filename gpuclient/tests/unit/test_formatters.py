@@ -42,8 +42,8 @@ from gpuclient.v1 import common
 from gpuclient.v1 import host
 
 COLUMNS = ('Flavor', 'Pool', 'Resource Class', 'Fits', 'GPUs Total',
-           'GPUs Used', 'GPUs Free', 'Utilisation (%)', 'Stranded',
-           'Stranded Reason')
+           'GPUs Used', 'GPUs Free', 'GPUs Awaiting Release',
+           'Utilisation (%)', 'Stranded', 'Stranded Reason')
 HOST_COLUMNS = COLUMNS[:2] + ('Host',) + COLUMNS[2:]
 
 # pool -> (resource class, {host: (total, used, stranded, reason)})
@@ -57,6 +57,9 @@ POOLS = {
         'gpu-vgpu-2': (0, 0, 0, ''),  # no GPU left in inventory
     }),
 }
+# one-time-use devices awaiting release (in the total, neither used nor
+# free), by host
+AWAITING = {'gpu-pt-1': 1}
 # flavor -> (pool, {host: fits})
 FLAVORS = {
     'g1.h100.1': ('solver', {'gpu-pt-1': 3, 'gpu-pt-2': 0}),
@@ -76,17 +79,19 @@ def capacity_rows(pools=POOLS, flavors=FLAVORS, per_host=False):
         rc, hosts = pools[pool]
         if per_host:
             for name, (total, used, stranded, reason) in hosts.items():
+                awaiting = AWAITING.get(name, 0)
                 rows.append((flavor, pool, name, rc, fits[name], total,
-                             used, total - used,
+                             used, total - used - awaiting, awaiting,
                              utilisation(total, used), stranded, reason))
             continue
         total = sum(h[0] for h in hosts.values())
         used = sum(h[1] for h in hosts.values())
         stranded = sum(h[2] for h in hosts.values())
         reason = '; '.join(h[3] for h in hosts.values() if h[3])
+        awaiting = sum(AWAITING.get(h, 0) for h in hosts)
         rows.append((flavor, pool, rc, sum(fits.values()), total, used,
-                     total - used, utilisation(total, used), stranded,
-                     reason))
+                     total - used - awaiting, awaiting,
+                     utilisation(total, used), stranded, reason))
     return rows
 
 
@@ -131,8 +136,10 @@ class TestRender(base.TestCase):
         for pool, (rc, hosts) in POOLS.items():
             for name, (total, used, strand, reason) in hosts.items():
                 labels = dict(pool=pool, host=name, resource_class=rc)
+                awaiting = AWAITING.get(name, 0)
                 for state, value in (('total', total), ('used', used),
-                                     ('free', total - used)):
+                                     ('free', total - used - awaiting),
+                                     ('awaiting_release', awaiting)):
                     gpus[key(state=state, **labels)] = value
                 if total:
                     ratio[key(**labels)] = used / total
@@ -152,7 +159,8 @@ class TestRender(base.TestCase):
         # the command's own table(): same columns, its reasons column
         names = dict(zip(HOST_COLUMNS, (
             'flavor', 'pool', 'host', 'resource_class', 'fits', 'total',
-            'used', 'free', 'utilisation', 'stranded', 'stranded_reasons'),
+            'used', 'free', 'awaiting_release', 'utilisation', 'stranded',
+            'stranded_reasons'),
             strict=True))
         for per_host in (False, True):
             dicts = []
@@ -194,8 +202,8 @@ class TestRender(base.TestCase):
                         'hosts': len(names),
                         'hosts_fitting': sum(1 for h in names if fits[h]),
                         'total': 0, 'used': 0, 'free': 0,
-                        'utilisation': None, 'stranded': 0,
-                        'stranded_reasons': []})
+                        'awaiting_release': 0, 'utilisation': None,
+                        'stranded': 0, 'stranded_reasons': []})
             columns, rows = capacity_cmd.table(dicts, per_host=per_host,
                                                long=True)
             self.assertEqual(('Flavor ID', 'Hosts', 'Hosts Fitting'),
@@ -233,7 +241,8 @@ class TestRender(base.TestCase):
                 self.assertEqual(len(set(labelsets)), len(labelsets), name)
             hosts = sum(len(h) for _rc, h in POOLS.values())
             places = hosts if per_host else len(POOLS)
-            self.assertEqual(3 * places, len(parsed['gpuclient_gpus'][2]))
+            # total, used, free and awaiting release
+            self.assertEqual(4 * places, len(parsed['gpuclient_gpus'][2]))
             self.assertEqual(places,
                              len(parsed['gpuclient_gpus_stranded'][2]))
             self.assertEqual(len(rows),
@@ -309,7 +318,7 @@ class TestRender(base.TestCase):
         # one sample per line: the newlines are escaped
         samples = [line for line in text.splitlines()
                    if not line.startswith('#')]
-        self.assertEqual(1 + 3 + 1 + 1 + 1, len(samples))
+        self.assertEqual(1 + 4 + 1 + 1 + 1, len(samples))
         parsed = parse(text)
         self.assertEqual(
             [{'flavor': awkward['flavor'], 'pool': awkward['pool'],
@@ -322,7 +331,7 @@ class TestRender(base.TestCase):
              in parsed['gpuclient_gpus_stranded_reason'][2]])
 
     def test_formattable_columns_and_empty_cells(self):
-        rows = [('g1.vgpu.2', 'workstation', 'VGPU', 0, 0, 0, 0, None, 2,
+        rows = [('g1.vgpu.2', 'workstation', 'VGPU', 0, 0, 0, 0, 0, None, 2,
                  format_columns.ListColumn(['a', 'b']))]
         text, _left_out = formatters.render(COLUMNS, rows)
         parsed = parse(text)
@@ -334,7 +343,7 @@ class TestRender(base.TestCase):
             parsed['gpuclient_gpus_stranded_reason'][2])
 
     def test_numbers_as_text_and_floats(self):
-        rows = [('f', 'p', 'VGPU', '3', 4, 1, 3, '33.3', 0.0, '')]
+        rows = [('f', 'p', 'VGPU', '3', 4, 1, 3, '0', '33.3', 0.0, '')]
         parsed = parse(formatters.render(COLUMNS, rows)[0])
         self.assertEqual([({'flavor': 'f', 'pool': 'p'}, 3)],
                          parsed['gpuclient_flavor_fits'][2])
@@ -346,7 +355,7 @@ class TestRender(base.TestCase):
 
     def test_not_a_number_is_refused(self):
         for bad in ('many', True, ['1']):
-            rows = [('f', 'p', 'VGPU', bad, 4, 1, 3, 25.0, 0, '')]
+            rows = [('f', 'p', 'VGPU', bad, 4, 1, 3, 0, 25.0, 0, '')]
             exc = self.assertRaises(formatters.OpenMetricsError,
                                     formatters.render, COLUMNS, rows)
             self.assertIn('Column "Fits" holds', str(exc))
@@ -389,7 +398,8 @@ class TestRender(base.TestCase):
              'gpuclient_gpus_stranded', 'gpuclient_gpus_stranded_reason'},
             {name for name, _missing in left_out})
         self.assertIn(('gpuclient_gpus', ['Resource Class', 'GPUs Total or '
-                                          'GPUs Used or GPUs Free']),
+                                          'GPUs Used or GPUs Free or GPUs '
+                                          'Awaiting Release']),
                       left_out)
         self.assertIn(('gpuclient_gpus_stranded_reason',
                        ['Resource Class', 'Stranded Reason', 'Stranded']),
@@ -469,7 +479,8 @@ class TestThroughCliff(base.CommandTestCase):
         self.assertEqual(sorted(values), values)
         self.assertIn('-f openmetrics: gpuclient_gpus left out: it needs '
                       'the column(s) Resource Class, GPUs Total or GPUs '
-                      'Used or GPUs Free.\n', self.logger.output)
+                      'Used or GPUs Free or GPUs Awaiting Release.\n',
+                      self.logger.output)
 
     def test_refusal_is_a_command_error(self):
         exc = self.assertRaises(exceptions.CommandError, self.capacity,
@@ -491,7 +502,7 @@ class TestHostListRefused(test_host.HostListTestCase):
         parsed = self.check_parser(cmd, ['-f', 'openmetrics'])
         exc = self.assertRaises(exceptions.CommandError, cmd.run, parsed)
         self.assertIn('columns it does not know: Pools, Devices, Total, '
-                      'Used, Free.', str(exc))
+                      'Used, Free, Awaiting Release.', str(exc))
         self.assertEqual('', cmd.app.stdout.getvalue())
 
 

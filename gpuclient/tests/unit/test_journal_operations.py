@@ -80,6 +80,8 @@ def sample_steps():
                                                'gpuclient: maintenance')),
         ('disable_service', plan.disable_service(
             'host1', 'svc-1', 'gpuclient: maintenance', undone=False)),
+        ('release_device', plan.release_device(
+            UUID, 'host1_0000:41:00.0', 'CUSTOM_PCI_10DE_2335')),
         ('live_migrate', plan.live_migrate(
             UUID, 'vm', 'host1', 'host2', ['VGPU'], MOVE_PROVIDERS, 60)),
         ('cold_migrate', plan.cold_migrate(

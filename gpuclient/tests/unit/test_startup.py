@@ -45,6 +45,7 @@ STARTUP_MODULES = frozenset({
     'gpuclient.v1.check',
     'gpuclient.v1.common',
     'gpuclient.v1.config',
+    'gpuclient.v1.device',
     'gpuclient.v1.document',
     'gpuclient.v1.flavor',
     'gpuclient.v1.host',

@@ -20,6 +20,7 @@ from gpuclient.v1 import host
 
 COLUMNS = (
     'Host', 'Pools', 'Resource Class', 'Devices', 'Total', 'Used', 'Free',
+    'Awaiting Release',
 )
 
 
@@ -87,10 +88,11 @@ class TestHostList(HostListTestCase):
         self.assertEqual(COLUMNS, columns)
         self.assertEqual(
             [
-                ('bm-compute-1', '', 'CUSTOM_BAREMETAL_GPU_H100', 2, 2, 1, 1),
-                ('gpu-pt-1', '', 'CUSTOM_PCI_10DE_2331', 4, 4, 1, 3),
-                ('gpu-pt-2', '', 'CUSTOM_PCI_10DE_2331', 4, 4, 4, 0),
-                ('gpu-vgpu-1', '', 'VGPU', 2, 8, 5, 3),
+                ('bm-compute-1', '', 'CUSTOM_BAREMETAL_GPU_H100', 2, 2, 1, 1,
+                 0),
+                ('gpu-pt-1', '', 'CUSTOM_PCI_10DE_2331', 4, 4, 1, 3, 0),
+                ('gpu-pt-2', '', 'CUSTOM_PCI_10DE_2331', 4, 4, 4, 0, 0),
+                ('gpu-vgpu-1', '', 'VGPU', 2, 8, 5, 3, 0),
             ],
             rows,
         )
@@ -131,8 +133,9 @@ class TestHostList(HostListTestCase):
             r for r in self.placement.requests()
             if r.path.startswith('/resource_providers/')
         ]
-        # inventories + usages of each of them, and nothing else
-        self.assertEqual(2 * len(full), len(slow))
+        # inventories, usages and traits (one-time-use devices) of each
+        # of them, and nothing else
+        self.assertEqual(3 * len(full), len(slow))
         self.assertEqual(
             {p.uuid for p in full},
             {r.path.split('/')[2] for r in slow},
@@ -145,9 +148,9 @@ class TestHostList(HostListTestCase):
                                     'Unavailable', 'Node States'), columns)
         self.assertEqual(
             "gpu-vgpu-1_pci_0000_84_00_0, gpu-vgpu-1_pci_0000_85_00_0",
-            rows[0][7],
+            rows[0][8],
         )
-        self.assertIn('CUSTOM_NVIDIA_35', rows[0][8])
+        self.assertIn('CUSTOM_NVIDIA_35', rows[0][9])
 
     def test_truncated_answer_is_reported(self):
         for i in range(3):
@@ -166,7 +169,7 @@ class TestHostList(HostListTestCase):
         self.assertEqual([], rows)
         _, rows = self.run_cmd(['--resource-class', 'custom_pci_8086_56c0'])
         self.assertEqual(
-            [('intel-1', '', 'CUSTOM_PCI_8086_56C0', 1, 1, 0, 1)], rows
+            [('intel-1', '', 'CUSTOM_PCI_8086_56C0', 1, 1, 0, 1, 0)], rows
         )
 
     def test_pool_filter_and_column(self):

@@ -1,0 +1,127 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``gpu device list``, ``show`` and ``release``: GPU devices as Placement
+and Nova know them, from one snapshot.
+
+The read: the snapshot (``snapshot.read``, a fixed number of requests,
+provider traits included), every project's servers (one paged read) and
+the allocations of the GPU providers in use (``server_ops``: one request
+per used GPU provider, concurrently; never one per server). The rows are
+``rules.devices.rows``.
+
+``release`` observes (that read), plans (``rules.devices``: refused for a
+device that is not one-time-use or is in use, nothing to do for a free
+one) and applies each device's step through the journal.
+"""
+
+import logging
+
+from osc_lib import exceptions
+
+from gpuclient.cloud import versions
+from gpuclient.i18n import _
+from gpuclient.ops import journal
+from gpuclient.ops import server_ops
+from gpuclient.ops import snapshot
+from gpuclient.rules import devices
+from gpuclient.rules import plan as plan_mod
+from gpuclient.rules import pools as pools_mod
+
+LOG = logging.getLogger(__name__)
+
+
+def read(client):
+    """(rows of every GPU device, cloud, servers, notes)."""
+    # a lower --os-compute-api-version: refused before the first request
+    client.compute.require(versions.COMPUTE_EMBEDDED_FLAVOR_VERSION,
+                           versions.COMPUTE_HYPERVISOR_UUID_VERSION)
+    cloud = snapshot.read(client, mapped_only=True, with_traits=True)
+    servers = snapshot.read_servers(client, cloud)
+    allocations = server_ops.gpu_allocations(client, cloud)
+    rows = devices.rows(cloud, allocations, servers,
+                        pools_mod.pools_by_host(cloud.pools))
+    notes = [message for _agg, _pool, message in cloud.problems]
+    notes += cloud.placement.notes()
+    return rows, cloud, servers, notes
+
+
+def _server_ids(servers, name):
+    """IDs of the server named NAME (name or ID); CommandError for none."""
+    found = [s['id'] for s in servers if s['id'] == name]
+    found = found or [s['id'] for s in servers if s.get('name') == name]
+    if not found:
+        raise exceptions.CommandError(
+            _('No server with name or ID %s in any project. See "openstack '
+              'server list --all-projects".') % name)
+    return found
+
+
+def collect(client, host=None, pool=None, server=None,
+            awaiting_release=False):
+    """(rows, notes) of ``gpu device list``."""
+    rows, cloud, servers, notes = read(client)
+    if host:
+        found, resolved = cloud.resolve_hosts([host])
+        host = found[0]
+        notes += resolved
+    if pool:
+        pool = pools_mod.pool_name(cloud.pools, pool)
+    server_ids = _server_ids(servers, server) if server else None
+    return devices.select(rows, host=host, pool=pool, server_ids=server_ids,
+                          awaiting_only=awaiting_release), notes
+
+
+def show(client, device):
+    """The row of one device (a provider UUID or name, HOST:PCI_ADDRESS)."""
+    rows, _cloud, _servers, _notes = read(client)
+    return devices.resolve(rows, [device])[0]
+
+
+def release(client, names, dry_run=False):
+    """Release the one-time-use devices NAMES: (rows, failures).
+
+    Every name is resolved before anything is written (an unknown one
+    refuses them all). Then each device on its own: one that cannot be
+    released (``devices.release_problem``) is a failure, logged; one
+    awaiting release gets its step (``plan.release_device``), applied
+    through the journal unless DRY_RUN; a free one needs nothing (a re-run
+    converges). ROWS: the devices done (or planned), each with its
+    ``action``; FAILURES: how many failed.
+    """
+    rows, _cloud, _servers, notes = read(client)
+    for note in notes:
+        LOG.warning(note)
+    chosen = devices.resolve(rows, names)
+    done, failures = [], 0
+    for row in chosen:
+        problem = devices.release_problem(row)
+        if problem:
+            LOG.error(problem)
+            failures += 1
+            continue
+        action = devices.release_action(row)
+        if action == devices.RELEASE:
+            plan = plan_mod.Plan('gpu device release', [
+                plan_mod.release_device(row['uuid'], row['name'],
+                                        row['resource_class'])])
+            try:
+                journal.finish(client, plan, dry_run=dry_run)
+            except exceptions.CommandError as exc:
+                LOG.error(_('Failed to release %(name)s: %(error)s'),
+                          {'name': row['name'], 'error': exc})
+                failures += 1
+                continue
+            if not dry_run:
+                action = devices.RELEASED
+        done.append(dict(row, action=action))
+    return done, failures

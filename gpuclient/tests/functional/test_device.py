@@ -1,0 +1,130 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""One-time-use devices on real Nova and Placement (issue 38, item 2).
+
+The test cloud's ``gpu-otu-1`` (a spare, tools/cloud/hosts.py) has one
+whole GPU 10de:2335 whose ``[pci] device_spec`` says ``"one_time_use":
+true``: Nova reserves its provider's inventory once a server holds it and
+leaves it reserved after the delete. The proof is what Placement holds and
+what Nova does: after the delete Nova refuses a boot that gpuclient said
+does not fit, ``gpu device release`` lowers Placement's ``reserved``, and
+the next boot takes that very device.
+"""
+
+import os
+import time
+
+from gpuclient.tests.functional import base
+
+OTU_HOST = os.environ.get('GPUCLIENT_OTU_HOST', 'gpu-otu-1')
+OTU_ALIAS = os.environ.get('GPUCLIENT_OTU_ALIAS', 'h200-otu')
+OTU_PCI_ID = os.environ.get('GPUCLIENT_OTU_PCI_ID', '10de:2335')
+OTU_CLASS = 'CUSTOM_PCI_%s' % OTU_PCI_ID.replace(':', '_').upper()
+# how long Nova may take to reserve a device a server holds
+RESERVE_TIMEOUT = 60
+
+
+class TestOneTimeUse(base.FunctionalTestCase):
+
+    def device(self):
+        """(provider uuid, PCI address) of OTU_HOST's one-time-use GPU."""
+        root = self.root_provider(OTU_HOST)
+        for rp in self.openstack('resource', 'provider', 'list',
+                                 '--os-placement-api-version', '1.14',
+                                 '--in-tree', root,
+                                 '--resource', '%s=1' % OTU_CLASS):
+            return rp['uuid'], rp['name'].rsplit('_', 1)[1].lower()
+        # reserved: no free unit, so ask by tree and class inventory
+        for rp in self.openstack('resource', 'provider', 'list',
+                                 '--os-placement-api-version', '1.14',
+                                 '--in-tree', root):
+            if OTU_CLASS in self.inventory(rp['uuid']):
+                return rp['uuid'], rp['name'].rsplit('_', 1)[1].lower()
+        self.fail('%s has no %s provider' % (OTU_HOST, OTU_CLASS))
+
+    def inventory(self, uuid):
+        """{class: {total, reserved, used, ...}} of provider UUID."""
+        return {row['resource_class']: row for row in self.openstack(
+            'resource', 'provider', 'inventory', 'list', uuid)}
+
+    def unreserve(self, uuid):
+        """Put the device back as Nova first reported it (plain
+        osc-placement: the cleanup does not trust the code under test)."""
+        record = self.inventory(uuid).get(OTU_CLASS)
+        if record and record['reserved'] and not record['used']:
+            self.openstack('resource', 'provider', 'inventory', 'class',
+                           'set', uuid, OTU_CLASS, '--total',
+                           str(record['total']), '--max_unit',
+                           str(record['max_unit']), '--reserved', '0')
+
+    def wait_reserved(self, uuid):
+        deadline = time.monotonic() + RESERVE_TIMEOUT
+        while self.inventory(uuid)[OTU_CLASS]['reserved'] < 1:
+            if time.monotonic() > deadline:
+                self.fail('Nova did not reserve one-time-use device %s '
+                          'within %ds' % (uuid, RESERVE_TIMEOUT))
+            time.sleep(1)
+
+    @base.needs('passthrough')
+    def test_deleted_server_leaves_device_awaiting_release(self):
+        self.use_spare(OTU_HOST)
+        uuid, address = self.device()
+        # a run that failed half-way left it reserved: start clean, and
+        # leave it clean (this cleanup runs after the servers' deletes)
+        self.unreserve(uuid)
+        self.addCleanup(self.unreserve, uuid)
+        pool = self.unique_name('t38otu')
+        self.addCleanup(self.delete_pool, pool)
+        self.openstack('gpu', 'pool', 'create', pool, '--mode',
+                       'passthrough', '--alias', OTU_ALIAS, '--pci-id',
+                       OTU_PCI_ID, '--host', OTU_HOST, parse=False)
+        flavor = self.make_flavor(pool)
+
+        first = self.boot(flavor)
+        self.assertEqual(OTU_HOST, first['OS-EXT-SRV-ATTR:host'])
+        self.wait_reserved(uuid)
+        self._delete_server(first['name'])
+        # Nova's doing: reserved stays, nothing allocated
+        held = self.inventory(uuid)[OTU_CLASS]
+        self.assertEqual((1, 0), (held['reserved'], held['used']))
+
+        # gpuclient counts it neither free nor stranded, but apart
+        hosts = [r for r in self.openstack('gpu', 'host', 'list')
+                 if r['Host'] == OTU_HOST and r['Resource Class'] == OTU_CLASS]
+        self.assertEqual([(1, 0, 0, 1)], [
+            (r['Total'], r['Used'], r['Free'], r['Awaiting Release'])
+            for r in hosts])
+        capacity = self.openstack('gpu', 'capacity', 'list', '--flavor',
+                                  flavor, '--pool', pool, '--per-host')
+        self.assertEqual([(0, 0, 1, 0)], [
+            (r['Fits'], r['GPUs Free'], r['GPUs Awaiting Release'],
+             r['Stranded']) for r in capacity])
+        # and Nova agrees: no host for the flavor
+        self.boot(flavor, expect_status='ERROR')
+        awaiting = self.openstack('gpu', 'device', 'list',
+                                  '--awaiting-release', '--host', OTU_HOST)
+        self.assertEqual([(OTU_HOST, address, 'awaiting-release')], [
+            (r['Host'], r['PCI Address'], r['State']) for r in awaiting])
+
+        # the operator cleaned it: the release gives it back in Placement
+        self.openstack('gpu', 'device', 'release',
+                       '%s:%s' % (OTU_HOST, address))
+        self.assertEqual(0, self.inventory(uuid)[OTU_CLASS]['reserved'])
+        # and the next boot lands on that very device
+        second = self.boot(flavor)
+        self.assertEqual(OTU_HOST, second['OS-EXT-SRV-ATTR:host'])
+        held = {row['resource_provider']: row['resources']
+                for row in self.openstack(
+                    'resource', 'provider', 'allocation', 'show',
+                    second['id'])}
+        self.assertEqual({OTU_CLASS: 1}, held.get(uuid))

@@ -1,0 +1,164 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``openstack gpu device list``, ``show`` and ``release``."""
+
+import logging
+
+from osc_lib import exceptions
+from osc_lib.cli import format_columns
+from osc_lib.command import command
+
+from gpuclient.i18n import _
+from gpuclient.v1 import common
+
+LOG = logging.getLogger(__name__)
+
+COLUMNS = ('Host', 'Pools', 'Resource Class', 'PCI Address', 'State',
+           'Server', 'Project')
+LONG_COLUMNS = ('Provider', 'Provider UUID', 'Total', 'Used',
+                'One Time Use', 'Traits')
+SHOW_FIELDS = ('provider', 'provider_uuid', 'host', 'pools',
+               'resource_class', 'pci_address', 'state', 'servers',
+               'server_ids', 'projects', 'total', 'used', 'one_time_use',
+               'traits')
+RELEASE_COLUMNS = ('Provider', 'Host', 'PCI Address', 'Resource Class',
+                   'Action')
+# the device argument's help, shared by show and release
+DEVICE_HELP = _('a device provider\'s UUID or name, or HOST:PCI_ADDRESS '
+                '(the compute service host and the device\'s PCI address)')
+
+
+def _row(row, long=False):
+    item = (row['host'], format_columns.ListColumn(row['pools']),
+            row['resource_class'], row['pci_address'], row['state'],
+            format_columns.ListColumn(row['servers']),
+            format_columns.ListColumn(row['projects']))
+    if long:
+        item += (row['name'], row['uuid'], row['total'], row['used'],
+                 row['one_time_use'],
+                 format_columns.ListColumn(row['traits'] or []))
+    return item
+
+
+class ListDevice(common.Lister):
+    _description = _(
+        'List GPU devices as Placement and Nova know them.\n\n'
+        'One row per GPU device provider (a passthrough GPU, a pGPU or VF '
+        'carrying vGPUs, a MIG slice, a bare-metal node): host, pools, '
+        'class, PCI address (from the provider\'s name), state (free, '
+        'in-use, awaiting-release, unavailable), the servers holding it '
+        'and their projects. A one-time-use device (Nova\'s '
+        '"one_time_use" device_spec tag, trait HW_PCI_ONE_TIME_USE) that '
+        'Nova reserved after its server was deleted is awaiting-release '
+        'until "openstack gpu device release". Read in a fixed number of '
+        'requests, plus one per GPU device in use. Needs admin.')
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument(
+            '--host', metavar='<host>',
+            help=_('Only devices of this compute host (service host, '
+                   'hypervisor hostname or ID, or resource provider name '
+                   'or UUID)'))
+        parser.add_argument(
+            '--pool', metavar='<pool>',
+            help=_('Only devices of hosts in this GPU pool (name or '
+                   'aggregate ID)'))
+        parser.add_argument(
+            '--server', metavar='<server>',
+            help=_('Only devices this server holds (name or ID, any '
+                   'project)'))
+        parser.add_argument(
+            '--awaiting-release', action='store_true', default=False,
+            help=_('Only one-time-use devices that Nova reserved after '
+                   'their server was deleted, waiting to be cleaned and '
+                   'released'))
+        parser.add_argument(
+            '--long', action='store_true', default=False,
+            help=_('List additional fields in output (provider name and '
+                   'UUID, units total and used, one-time use, traits)'))
+        return parser
+
+    def take_action(self, parsed_args):
+        from gpuclient.ops import device_ops
+
+        rows, notes = device_ops.collect(
+            self.app.client_manager.gpu, host=parsed_args.host,
+            pool=parsed_args.pool, server=parsed_args.server,
+            awaiting_release=parsed_args.awaiting_release)
+        for note in notes:
+            LOG.warning(note)
+        columns = COLUMNS + (LONG_COLUMNS if parsed_args.long else ())
+        return columns, [_row(r, parsed_args.long) for r in rows]
+
+
+class ShowDevice(command.ShowOne):
+    _description = _(
+        'Show one GPU device as Placement and Nova know it.\n\n'
+        'Its provider, host, pools, class, PCI address, state, the servers '
+        'holding it and their projects, one-time use and traits. Needs '
+        'admin.')
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('device', metavar='<device>',
+                            help=_('Device to display: %s') % DEVICE_HELP)
+        return parser
+
+    def take_action(self, parsed_args):
+        from gpuclient.ops import device_ops
+
+        row = device_ops.show(self.app.client_manager.gpu,
+                              parsed_args.device)
+        values = dict(row, provider=row['name'], provider_uuid=row['uuid'])
+        return SHOW_FIELDS, tuple(
+            format_columns.ListColumn(values[f] or [])
+            if f in ('pools', 'servers', 'server_ids', 'projects', 'traits')
+            else values[f] for f in SHOW_FIELDS)
+
+
+class ReleaseDevice(common.Lister):
+    _description = _(
+        'Release one-time-use GPU devices that Nova reserved.\n\n'
+        'Nova reserves a one-time-use device (Nova 2025.2, "one_time_use" '
+        'in [pci] device_spec) in Placement once a server holds it, and '
+        'never gives it back: after the server is deleted, clean the '
+        'device (wipe its memory between tenants), then release it here. '
+        'The device provider\'s reserved inventory is lowered to 0 with '
+        'the provider generation. Refused for a device in use and for one '
+        'that is not one-time-use; a device already released needs '
+        'nothing. Every device is resolved before anything changes; each '
+        'is then released on its own, and a failure names the device. '
+        'Needs admin.')
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument(
+            'devices', metavar='<device>', nargs='+',
+            help=_('Device(s) to release: %s') % DEVICE_HELP)
+        common.add_dry_run_arg(parser)
+        return parser
+
+    def take_action(self, parsed_args):
+        from gpuclient.ops import device_ops
+
+        rows, failures = device_ops.release(
+            self.app.client_manager.gpu, parsed_args.devices,
+            dry_run=parsed_args.dry_run)
+        if failures:
+            raise exceptions.CommandError(
+                _('%(failed)d of %(total)d devices failed to release.')
+                % {'failed': failures, 'total': failures + len(rows)})
+        return RELEASE_COLUMNS, [
+            (r['name'], r['host'], r['pci_address'], r['resource_class'],
+             r['action']) for r in rows]
