@@ -38,9 +38,10 @@ def collect(client, settings, project=None, project_domain=None, pool=None,
     wanted = None
     if flavors:
         wanted = capacity.resolve_flavors(cloud.flavors, flavors)
+    left_out = []
     rows = capacity.rows(cloud, settings, project_id,
                          wanted_flavors=wanted, pool=pool,
-                         per_host=per_host)
-    for note in cloud.placement.notes():
+                         per_host=per_host, notes=left_out)
+    for note in left_out + list(cloud.placement.notes()):
         LOG.warning(note)
     return rows

@@ -293,7 +293,7 @@ def _flavor_class(req, pools, pool):
 
 
 def rows(cloud, settings, project_id, wanted_flavors=None, pool=None,
-         per_host=False, fit_count=fit_mod.fit_count):
+         per_host=False, fit_count=fit_mod.fit_count, notes=None):
     """Rows of ``gpu capacity list`` as dicts (see module docstring).
 
     One row per flavor and pool (and host with PER_HOST): flavor,
@@ -301,12 +301,28 @@ def rows(cloud, settings, project_id, wanted_flavors=None, pool=None,
     hosts (hosts counted), hosts_fitting (those where at least one more
     fits), total, used, free, awaiting_release, utilisation (percent, None
     without GPUs), stranded, stranded_reasons.
+
+    A GPU flavor whose request cannot be built (a PCI alias no pool and
+    no nova.conf describes) gets no row and a sentence in NOTES (a list)
+    instead of failing every other flavor's row; a flavor named in
+    WANTED_FLAVORS still fails with the error.
     """
     pools = cloud.pools
     fits = Fits(cloud, settings, project_id, fit_count=fit_count)
-    every_gpu = gpu_flavors(cloud.flavors or [], pools)
-    for flavor, _reading in every_gpu:
-        fits.add(flavor)
+    every_gpu = []
+    for flavor, reading in gpu_flavors(cloud.flavors or [], pools):
+        try:
+            fits.add(flavor)
+        except exceptions.CommandError as error:
+            if wanted_flavors is not None and flavor['id'] in (
+                    wanted_flavors):
+                raise
+            if notes is not None:
+                notes.append(_('%(flavor)s is left out: %(why)s') % {
+                    'flavor': flavor.get('name') or flavor['id'],
+                    'why': error})
+            continue
+        every_gpu.append((flavor, reading))
     chosen = (gpu_flavors(cloud.flavors or [], pools, wanted_flavors)
               if wanted_flavors is not None else every_gpu)
     all_flavors = [f for f, _r in every_gpu]

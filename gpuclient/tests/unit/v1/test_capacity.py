@@ -12,6 +12,7 @@
 
 """gpu capacity list over a fake cloud: the whole path, snapshot to rows."""
 
+import fixtures
 from osc_lib import exceptions
 
 from gpuclient.rules import pools
@@ -183,6 +184,24 @@ class TestFits(CapacityTestCase):
         self.assertEqual(['Flavor', 'Pool', 'Host', 'Resource Class'],
                          list(rows[0])[:4])
         self.assertNotIn('Hosts', rows[0])
+
+    def test_flavor_with_an_alias_no_pool_describes_is_left_out(self):
+        # a hand-made flavor asking for an alias neither a pool nor
+        # nova.conf describes: the others' rows stay, a warning names it
+        self.flavor('g1.h100.1', PT_SPEC)
+        self.cloud.add_flavor('handmade', extra_specs={
+            'pci_passthrough:alias': 'mystery:1'})
+        logger = self.useFixture(fixtures.FakeLogger())
+        rows = {r['Flavor']: r for r in self.run_cmd()}
+        self.assertEqual(['g1.h100.1'], sorted(rows))
+        self.assertEqual(3, rows['g1.h100.1']['Fits'])
+        self.assertIn('handmade is left out: The flavor asks for PCI alias '
+                      'mystery', logger.output)
+        # asked for by name, it is the error it always was
+        exc = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                                '--flavor', 'handmade')
+        self.assertIn('PCI alias mystery, which no GPU pool describes',
+                      str(exc))
 
     def test_unknown_flavor_and_pool(self):
         exc = self.assertRaises(exceptions.CommandError, self.run_cmd,
