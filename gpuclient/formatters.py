@@ -14,29 +14,32 @@
 
 The formatter is an entry point of gpuclient's own namespace,
 :data:`LIST_NAMESPACE` (with cliff's standard list formatters), which only
-gpuclient's list commands (``gpuclient.v1.common.Lister``) load: other
-``openstack`` commands neither offer nor load it. cliff loads it for every
-gpuclient list command, ``--help`` included, so this module imports only
-the standard library and cliff's formatter base (already loaded by then);
-the rest is imported when the formatter is used.
+the commands whose rows make metrics load (``formatter_namespace`` of the
+command class: ``gpu capacity list``); every other command, gpuclient's
+included, neither offers nor loads it. cliff loads it for such a command,
+``--help`` included, so this module imports only the standard library and
+cliff's formatter base (already loaded by then); ``prometheus_client``,
+which writes the text, is imported when the formatter is used.
 
 :func:`render` is pure (rows in, text out) and knows the capacity columns;
 rows with any other column are refused rather than turned into metrics
-that mean nothing. The text is OpenMetrics 1.0.0 (``# HELP``, ``# TYPE``,
-``# UNIT``, ``# EOF``) and uses only gauges, no timestamps and no
-OpenMetrics-only types, so the classic Prometheus text parser (the one
-node-exporter's textfile collector uses) reads it too.
+that mean nothing. The names follow Prometheus' naming practice (checked
+with ``promtool check metrics``): one metric per quantity (no ``state``
+label that ``sum`` would add up), names that say what is measured, label
+values from fixed sets. The text is OpenMetrics 1.0.0 as
+``prometheus_client`` writes it, only gauges and no timestamps, so the
+classic Prometheus text parser (node-exporter's textfile collector) reads
+it too.
 """
 
 import logging
-import math
 
 from cliff.formatters import base
 
 LOG = logging.getLogger(__name__)
 
-# The formatters of gpuclient's list commands (entry points in setup.cfg):
-# cliff's cliff.formatter.list ones and openmetrics.
+# The formatters of the list commands whose rows make metrics (entry
+# points in setup.cfg): cliff's cliff.formatter.list ones and openmetrics.
 LIST_NAMESPACE = 'gpuclient.formatter.list'
 
 # The columns of ``openstack gpu capacity list`` (``Host`` with
@@ -74,58 +77,66 @@ class Family:
 
     ``keys``: (label, column) pairs naming a series; ``host`` is added
     after ``pool`` when the rows have a ``Host`` column. ``samples``:
-    (fixed labels, value column) pairs; ``payload``: a (label, column)
-    pair whose text is a label but not part of the series' identity.
+    (fixed labels, value column) pairs. ``by``: a (label, column) pair
+    whose cell holds ``counts``, {label value: number}, one sample each
+    (the reasons of the Stranded Reason cell), instead of ``samples``.
     ``optional``: made from columns only --long gives; rows without them
     leave the family out without a word.
     """
 
-    def __init__(self, name, help_text, keys, samples, unit='', scale=None,
-                 payload=None, optional=False):
+    def __init__(self, name, help_text, keys, samples=(), unit='',
+                 scale=None, by=None, optional=False):
         self.name = name
         self.help = help_text
         self.keys = keys
-        self.samples = samples
+        self.samples = samples if by is None else (((), by[1]),)
         self.unit = unit
         self.scale = scale
-        self.payload = payload
+        self.by = by
         self.optional = optional
 
     def needs(self):
-        needed = [column for _label, column in self.keys]
-        if self.payload:
-            needed.append(self.payload[1])
-        return needed
+        return [column for _label, column in self.keys]
 
 
 # The help texts are English on purpose: they are part of the exposition
 # that dashboards and alerts are written against, not user messages.
+# gpuclient/tests/unit/test_formatters.py pins every name and label.
 FAMILIES = (
     Family('gpuclient_flavor_fits',
            'Servers of the flavor that still fit now in the pool '
            '(per host with a host label).',
            (('flavor', FLAVOR), ('pool', POOL)), (((), FITS),)),
-    Family('gpuclient_gpus',
-           'GPUs of the pool\'s resource class by state: total, used, '
-           'free, and awaiting release (one-time-use devices Nova '
-           'reserved after their server went).',
-           _GPU_KEYS,
-           (((('state', 'total'),), GPUS_TOTAL),
-            ((('state', 'used'),), GPUS_USED),
-            ((('state', 'free'),), GPUS_FREE),
-            ((('state', 'awaiting_release'),), GPUS_AWAITING))),
-    Family('gpuclient_gpu_utilisation_ratio',
-           'Used GPUs over total GPUs of the pool\'s resource class, '
-           'from 0 to 1.',
+    Family('gpuclient_gpus_capacity',
+           'GPUs of the pool\'s resource class that Placement can '
+           'allocate: (total - reserved) x allocation ratio.',
+           _GPU_KEYS, (((), GPUS_TOTAL),)),
+    Family('gpuclient_gpus_allocated',
+           'GPUs of the pool\'s resource class allocated to servers '
+           '(Placement usage).',
+           _GPU_KEYS, (((), GPUS_USED),)),
+    Family('gpuclient_gpus_free',
+           'GPUs of the pool\'s resource class not allocated: capacity '
+           'minus allocated.',
+           _GPU_KEYS, (((), GPUS_FREE),)),
+    Family('gpuclient_gpus_awaiting_release',
+           'One-time-use GPUs of the pool\'s resource class that Nova '
+           'keeps reserved after their server went, until released.',
+           _GPU_KEYS, (((), GPUS_AWAITING),)),
+    Family('gpuclient_gpus_allocated_ratio',
+           'Allocated over capacity of the pool\'s resource class, from 0 '
+           'to 1: how much is handed out, not how busy the GPUs are.',
            _GPU_KEYS, (((), UTILISATION),), unit='ratio', scale=0.01),
     Family('gpuclient_gpus_stranded',
            'Free GPUs that no GPU flavor can use now.',
            _GPU_KEYS, (((), STRANDED),)),
-    Family('gpuclient_gpus_stranded_reason',
-           'Free GPUs that no GPU flavor can use now, with the reason '
-           'as a label.',
-           _GPU_KEYS, (((), STRANDED),),
-           payload=('reason', STRANDED_REASON)),
+    Family('gpuclient_gpus_stranded_by_reason',
+           'Free GPUs that no GPU flavor can use now, by reason: '
+           'no_flavor, host_filtered, host_out_of_vcpu, host_out_of_pcpu, '
+           'host_out_of_memory, host_out_of_disk or request_does_not_fit '
+           '(the table\'s Stranded Reason column says which device and '
+           'why).',
+           _GPU_KEYS, by=('reason', STRANDED_REASON)),
     Family('gpuclient_flavor_hosts',
            'Hosts counted for the flavor in the pool (1 per host with a '
            'host label).',
@@ -136,7 +147,22 @@ FAMILIES = (
            'flavor fits now.',
            (('flavor', FLAVOR), ('pool', POOL)), (((), HOSTS_FITTING),),
            optional=True),
+    # deprecated: written for one more release, then removed
+    Family('gpuclient_gpus',
+           'Deprecated, removed in the next release: use '
+           'gpuclient_gpus_capacity, gpuclient_gpus_allocated and '
+           'gpuclient_gpus_free (sum over state counts every GPU twice).',
+           _GPU_KEYS,
+           (((('state', 'total'),), GPUS_TOTAL),
+            ((('state', 'used'),), GPUS_USED),
+            ((('state', 'free'),), GPUS_FREE))),
+    Family('gpuclient_gpu_utilisation_ratio',
+           'Deprecated, removed in the next release: use '
+           'gpuclient_gpus_allocated_ratio, the same figure (it measures '
+           'allocation, not utilisation).',
+           _GPU_KEYS, (((), UTILISATION),), unit='ratio', scale=0.01),
 )
+DEPRECATED = ('gpuclient_gpus', 'gpuclient_gpu_utilisation_ratio')
 
 
 class OpenMetricsError(ValueError):
@@ -187,31 +213,26 @@ def _number(column, value):
         % {'column': column, 'value': value})
 
 
-def escape_label_value(text):
-    """A label value as the text formats write it (\\\\, \\", \\n)."""
-    return (text.replace('\\', '\\\\').replace('"', '\\"')
-            .replace('\n', '\\n'))
-
-
-def _escape_help(text):
-    return text.replace('\\', '\\\\').replace('\n', '\\n')
-
-
-def format_value(value):
-    if isinstance(value, int):
-        return str(value)
-    if math.isnan(value):
-        return 'NaN'
-    if math.isinf(value):
-        return '+Inf' if value > 0 else '-Inf'
-    return repr(float(value))
+def _counts(column, value):
+    """{label value: number} of a cell that holds ``counts`` (an empty
+    cell: none)."""
+    counts = getattr(value, 'counts', None)
+    if counts is None:
+        if not _plain(value):
+            return {}
+        raise OpenMetricsError(
+            _('Column "%(column)s" holds %(value)r, text without the '
+              'reasons behind it: these rows are not the ones -f '
+              'openmetrics knows (openstack gpu capacity list). Use -f '
+              'json or -f table.')
+            % {'column': column, 'value': _plain(value)})
+    return {str(k): _number(column, n) for k, n in sorted(counts.items())}
 
 
 def _series(labels):
     if not labels:
         return ''
-    return '{%s}' % ','.join('%s="%s"' % (name, escape_label_value(value))
-                             for name, value in labels)
+    return '{%s}' % ','.join('%s="%s"' % pair for pair in labels)
 
 
 def _missing(family, columns):
@@ -228,19 +249,8 @@ def _missing(family, columns):
              [column]) for fixed, column in absent]
 
 
-def render(column_names, rows):
-    """OpenMetrics text for the rows of ``gpu capacity list``.
-
-    Returns ``(text, left_out)``: ``left_out`` lists, for metrics the
-    columns cannot make (``-c`` picked a subset), ``(metric, [missing
-    columns])``. Rows with a column this module does not know, or columns
-    from which no metric at all can be made, raise OpenMetricsError.
-
-    The GPU figures repeat on every flavor's row of a pool (and host): each
-    series is written once; two rows that give one series different values
-    raise OpenMetricsError rather than pick one.
-    """
-    columns = list(column_names)
+def _families(columns):
+    """([families the columns make], [(left out, columns it needs)])."""
     unknown = [c for c in columns if c not in CAPACITY_COLUMNS]
     if unknown:
         raise OpenMetricsError(
@@ -249,14 +259,12 @@ def render(column_names, rows):
               '%(unknown)s. Use -f json, yaml, csv, value or table for '
               'this command.')
             % {'unknown': ', '.join(unknown)})
-    index = {column: i for i, column in enumerate(columns)}
-    families = []
-    left_out = []
+    families, left_out = [], []
     for family in FAMILIES:
         if family.optional and not any(
-                column in index for _fixed, column in family.samples):
+                column in columns for _fixed, column in family.samples):
             continue
-        out, missing = _missing(family, index)
+        out, missing = _missing(family, columns)
         left_out.extend(missing)
         if not out:
             families.append(family)
@@ -269,63 +277,93 @@ def render(column_names, rows):
                'needs': '; '.join(
                    '%s needs %s' % (name, ', '.join(missing))
                    for name, missing in left_out)})
+    return families, left_out
 
-    # family name -> {identity: (labels, value)}, insertion ordered
+
+def _row_samples(family, row, index):
+    """[(labels, value)] that FAMILY takes from ROW (None cells: none)."""
+    keys = [(label, _label_text(row[index[column]]))
+            for label, column in family.keys]
+    if HOST in index:
+        keys.insert([label for label, _c in keys].index('pool') + 1,
+                    ('host', _label_text(row[index[HOST]])))
+    keys = tuple(keys)
+    if family.by is not None:
+        label, column = family.by
+        return [(keys + ((label, value),), number) for value, number in
+                _counts(column, row[index[column]]).items()
+                if number is not None]
+    found = []
+    for fixed, column in family.samples:
+        if column not in index:
+            continue
+        value = _number(column, row[index[column]])
+        if value is None:
+            continue
+        if family.scale is not None:
+            value = round(value * family.scale, 12)
+        found.append((keys + tuple(fixed), value))
+    return found
+
+
+def render(column_names, rows):
+    """OpenMetrics text for the rows of ``gpu capacity list``.
+
+    Returns ``(text, left_out)``: ``left_out`` lists, for metrics the
+    columns cannot make (``-c`` picked a subset), ``(metric, [missing
+    columns])``. Rows with a column this module does not know, or columns
+    from which no metric at all can be made, raise OpenMetricsError.
+
+    The GPU figures repeat on every flavor's row of a pool (and host): each
+    series is written once; two rows that give one series different values
+    raise OpenMetricsError rather than pick one.
+    """
+    from prometheus_client import metrics_core
+    from prometheus_client.openmetrics import exposition
+
+    columns = list(column_names)
+    families, left_out = _families(columns)
+    index = {column: i for i, column in enumerate(columns)}
+
+    # family name -> {labels: value}, insertion ordered
     found = {family.name: {} for family in families}
     for row in rows:
         row = list(row)
         for family in families:
-            keys = [(label, _label_text(row[index[column]]))
-                    for label, column in family.keys]
-            if HOST in index:
-                keys.insert(
-                    [label for label, _c in keys].index('pool') + 1,
-                    ('host', _label_text(row[index[HOST]])))
-            keys = [(label, text) for label, text in keys if text != '']
-            extra = []
-            if family.payload:
-                text = _label_text(row[index[family.payload[1]]])
-                if text == '':
-                    continue
-                extra = [(family.payload[0], text)]
-            for fixed, column in family.samples:
-                if column not in index:
-                    continue
-                value = _number(column, row[index[column]])
-                if value is None:
-                    continue
-                if family.scale is not None:
-                    value = round(value * family.scale, 12)
-                identity = tuple(keys) + tuple(fixed)
-                labels = tuple(keys) + tuple(fixed) + tuple(extra)
-                seen = found[family.name].get(identity)
-                if seen is None:
-                    found[family.name][identity] = (labels, value)
-                elif seen != (labels, value):
+            for labels, value in _row_samples(family, row, index):
+                seen = found[family.name].setdefault(labels, value)
+                if seen != value:
                     raise OpenMetricsError(
                         _('The rows give %(series)s two values (%(one)s '
                           'and %(other)s): they cannot be one exposition. '
                           'If -c left out Host from --per-host rows, add '
                           '-c Host; otherwise report this as a gpuclient '
                           'bug.')
-                        % {'series': family.name + _series(identity),
-                           'one': format_value(seen[1])
-                           + _series(seen[0][len(identity):]),
-                           'other': format_value(value)
-                           + _series(extra)})
+                        % {'series': family.name + _series(labels),
+                           'one': seen, 'other': value})
 
-    lines = []
+    metrics = []
     for family in families:
-        lines.append('# HELP %s %s' % (family.name,
-                                       _escape_help(family.help)))
-        lines.append('# TYPE %s gauge' % family.name)
-        if family.unit:
-            lines.append('# UNIT %s %s' % (family.name, family.unit))
-        for labels, value in found[family.name].values():
-            lines.append('%s%s %s' % (family.name, _series(labels),
-                                      format_value(value)))
-    lines.append('# EOF')
-    return '\n'.join(lines) + '\n', left_out
+        samples = found[family.name]
+        # one set of label names per family (the rows' columns fix it)
+        names = [label for label, _v in next(iter(samples), ())]
+        metric = metrics_core.GaugeMetricFamily(
+            family.name, family.help, labels=names, unit=family.unit)
+        for labels, value in samples.items():
+            metric.add_metric([text for _label, text in labels], value)
+        metrics.append(metric)
+    text = exposition.generate_latest(_Collected(metrics))
+    return text.decode('utf-8'), left_out
+
+
+class _Collected:
+    """What prometheus_client's writers take: an object with collect()."""
+
+    def __init__(self, metrics):
+        self.metrics = metrics
+
+    def collect(self):
+        return iter(self.metrics)
 
 
 class OpenMetricsFormatter(base.ListFormatter):

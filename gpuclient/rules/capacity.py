@@ -49,6 +49,25 @@ from gpuclient.rules.scheduler import resource_request as request_mod
 # no more counted per host and flavor (a bound, not a figure anyone meets)
 FIT_LIMIT = 10000
 
+# Why free GPUs are stranded, as a fixed set of values (the ``reason``
+# label of -f openmetrics: series must not change with the locale or with
+# a count; the sentence that names the device and the figures is the
+# table's): no GPU flavor asks for what the device offers; a filter Nova
+# applies after Placement removes the host for the flavors that would use
+# it; the host lacks a compute class those flavors need; their request
+# does not fit as a whole.
+NO_FLAVOR = 'no_flavor'
+HOST_FILTERED = 'host_filtered'
+HOST_OUT_OF = {request_mod.VCPU: 'host_out_of_vcpu',
+               request_mod.PCPU: 'host_out_of_pcpu',
+               request_mod.MEMORY_MB: 'host_out_of_memory',
+               request_mod.DISK_GB: 'host_out_of_disk'}
+REQUEST_DOES_NOT_FIT = 'request_does_not_fit'
+STRANDED_REASONS = ((NO_FLAVOR, HOST_FILTERED)
+                    + tuple(HOST_OUT_OF[rc]
+                            for rc in request_mod.COMPUTE_CLASSES)
+                    + (REQUEST_DOES_NOT_FIT,))
+
 
 def gpu_flavors(flavors, pools, wanted=None):
     """[(flavor, reading)] of the GPU flavors, or those named in WANTED.
@@ -215,19 +234,27 @@ def shortage(fits, flavor, host, roots):
 
 def blocker(fits, flavor, host, roots):
     """Why FLAVOR fits nowhere on HOST (one sentence)."""
+    return blocked(fits, flavor, host, roots)[1]
+
+
+def blocked(fits, flavor, host, roots):
+    """(reason, sentence): why FLAVOR fits nowhere on HOST, the reason one
+    of STRANDED_REASONS but NO_FLAVOR."""
     post = fits.post[flavor['id']].get(host)
     if post:
-        return filters.post_filter_text(host, post[0], fits.project_id)
+        return HOST_FILTERED, filters.post_filter_text(host, post[0],
+                                                       fits.project_id)
     short = shortage(fits, flavor, host, roots)
     if short:
         rc, free, need = short
-        return _('%(host)s has %(free)d %(rc)s free and %(flavor)s '
-                 'needs %(need)d') % {
-                     'host': host, 'free': free, 'rc': rc,
-                     'flavor': flavor.get('name'), 'need': need}
-    return _('%(flavor)s does not fit on %(host)s (its request as a whole: '
-             'see "openstack gpu candidates --flavor %(flavor)s '
-             '--explain")') % {'flavor': flavor.get('name'), 'host': host}
+        return HOST_OUT_OF[rc], _(
+            '%(host)s has %(free)d %(rc)s free and %(flavor)s needs '
+            '%(need)d') % {'host': host, 'free': free, 'rc': rc,
+                           'flavor': flavor.get('name'), 'need': need}
+    return REQUEST_DOES_NOT_FIT, _(
+        '%(flavor)s does not fit on %(host)s (its request as a whole: see '
+        '"openstack gpu candidates --flavor %(flavor)s --explain")') % {
+            'flavor': flavor.get('name'), 'host': host}
 
 
 def stranded_providers(fits, all_gpu_flavors, host, resource_class):
@@ -252,13 +279,15 @@ def stranded_providers(fits, all_gpu_flavors, host, resource_class):
 
 
 def stranded(fits, all_gpu_flavors, host, resource_class):
-    """(free units no GPU flavor can use now, [reasons]) on one host."""
-    count, reasons = 0, []
+    """(free units no GPU flavor can use now, [sentences], {reason: units})
+    on one host; each reason one of STRANDED_REASONS."""
+    count, reasons, by_reason = 0, [], {}
     roots = sorted(fits.host_roots.get(host, ()))
     for rp, free, users in stranded_providers(fits, all_gpu_flavors, host,
                                               resource_class):
         count += free
         if not users:
+            by_reason[NO_FLAVOR] = by_reason.get(NO_FLAVOR, 0) + free
             traits = sorted(t for t in rp['traits']
                             if t.startswith('CUSTOM_'))
             reasons.append(
@@ -269,10 +298,11 @@ def stranded(fits, all_gpu_flavors, host, resource_class):
                       'traits': (', ' + ', '.join(traits)
                                  if traits else '')})
         else:
-            reasons.append(_('%(rp)s: %(why)s') % {
-                'rp': rp['name'],
-                'why': blocker(fits, users[0], host, roots)})
-    return count, reasons
+            reason, why = blocked(fits, users[0], host, roots)
+            by_reason[reason] = by_reason.get(reason, 0) + free
+            reasons.append(_('%(rp)s: %(why)s') % {'rp': rp['name'],
+                                                   'why': why})
+    return count, reasons, by_reason
 
 
 def _figures(cloud, roots, resource_class):
@@ -300,7 +330,8 @@ def rows(cloud, settings, project_id, wanted_flavors=None, pool=None,
     flavor_id, pool, host (None without PER_HOST), resource_class, fits,
     hosts (hosts counted), hosts_fitting (those where at least one more
     fits), total, used, free, awaiting_release, utilisation (percent, None
-    without GPUs), stranded, stranded_reasons.
+    without GPUs), stranded, stranded_reasons (sentences),
+    stranded_by_reason ({reason of STRANDED_REASONS: units}).
 
     A GPU flavor whose request cannot be built (a PCI alias no pool and
     no nova.conf describes) gets no row and a sentence in NOTES (a list)
@@ -360,15 +391,16 @@ def rows(cloud, settings, project_id, wanted_flavors=None, pool=None,
                 key = (host, rc)
                 if key not in strand_cache:
                     strand_cache[key] = (stranded(fits, all_flavors, host,
-                                                  rc) if rc else (0, []))
-                count, reasons = strand_cache[key]
+                                                  rc) if rc else (0, [], {}))
+                count, reasons, by_reason = strand_cache[key]
                 fits_here = counts.get(host, 0)
                 hosts.append({
                     'host': host, 'fits': fits_here, 'hosts': 1,
                     'hosts_fitting': 1 if fits_here else 0,
                     'total': total, 'used': used, 'free': free,
                     'awaiting_release': awaiting,
-                    'stranded': count, 'stranded_reasons': reasons})
+                    'stranded': count, 'stranded_reasons': reasons,
+                    'stranded_by_reason': by_reason})
             base = {'flavor': flavor.get('name') or flavor['id'],
                     'flavor_id': flavor['id'], 'pool': pool_name,
                     'resource_class': rc}
@@ -386,7 +418,18 @@ def rows(cloud, settings, project_id, wanted_flavors=None, pool=None,
                                                       summed['total']),
                 stranded_reasons=[r for item in hosts
                                   for r in item['stranded_reasons']],
+                stranded_by_reason=_summed(item['stranded_by_reason']
+                                           for item in hosts),
                 **summed))
+    return found
+
+
+def _summed(counts):
+    """{key: sum} of the {key: number} COUNTS."""
+    found = {}
+    for item in counts:
+        for key, number in item.items():
+            found[key] = found.get(key, 0) + number
     return found
 
 

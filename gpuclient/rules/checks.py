@@ -41,6 +41,7 @@ import collections
 
 from osc_lib import exceptions
 
+from gpuclient import exit_status
 from gpuclient.i18n import _
 from gpuclient.rules import baremetal
 from gpuclient.rules import capacity as capacity_mod
@@ -1220,14 +1221,14 @@ def run(cloud, settings=None, names=None, pool=None):
     return found
 
 
-# The exit statuses of ``gpu check``, for a pipeline to tell apart: the
-# checks ran and found nothing that counts; they found an error (with
+# The exit statuses of ``gpu check`` (gpuclient.exit_status, diff(1)'s):
+# the checks ran and found nothing that counts; they found an error (with
 # --strict, any finding); they could not run (bad options, the cloud
 # unreachable or refusing, output that could not be written), which is
 # argparse's status for bad usage too.
-EXIT_CLEAN = 0
-EXIT_FINDINGS = 1
-EXIT_NOT_RUN = 2
+EXIT_CLEAN = exit_status.SAME
+EXIT_FINDINGS = exit_status.DIFFERENT
+EXIT_NOT_RUN = exit_status.TROUBLE
 
 
 def exit_status(findings, strict=False):

@@ -47,6 +47,7 @@ field: ``line 7: pools[1].mode: 'vgu' is not one of [...]``.
 
 from osc_lib import exceptions
 
+from gpuclient import exit_status
 from gpuclient.i18n import _
 from gpuclient.rules import images as images_mod
 from gpuclient.rules import nova_rules
@@ -68,8 +69,11 @@ CREATE, UPDATE, RECREATE, DELETE, UNTRACKED = (
     'create', 'update', 'recreate', 'delete', 'untracked')
 DRIFT = (CREATE, UPDATE, RECREATE, DELETE)
 
-# gpu diff's exit statuses
-EXIT_IN_SYNC, EXIT_ERROR, EXIT_DRIFT = 0, 1, 2
+# gpu diff's exit statuses (gpuclient.exit_status, diff(1)'s; before
+# 2027.1 drift was 2 and an error 1)
+EXIT_IN_SYNC = exit_status.SAME
+EXIT_DRIFT = exit_status.DIFFERENT
+EXIT_ERROR = exit_status.TROUBLE
 
 # canonical fields, in the order they are written
 POOL_FIELDS = ('name', 'mode', 'resource_class', 'alias', 'pci_id',

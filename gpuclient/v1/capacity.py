@@ -26,6 +26,18 @@ COLUMNS = tuple(c for c in formatters.CAPACITY_COLUMNS
                 and c not in formatters.LONG_CAPACITY_COLUMNS)
 
 
+class StrandedReasonColumn(common.ReasonColumn):
+    """The Stranded Reason cell: the sentences (which device, and why, with
+    its figures) in every list format, and ``counts``, {reason: GPUs} with
+    reasons from a fixed set (rules.capacity.STRANDED_REASONS), which -f
+    openmetrics writes as the ``reason`` label instead: a label must not
+    change with the locale or a count."""
+
+    def __init__(self, value, counts):
+        super().__init__(value)
+        self.counts = dict(counts)
+
+
 def table(rows, per_host=False, long=False):
     """(columns, rows) of ``gpu capacity list`` for every formatter.
 
@@ -45,8 +57,8 @@ def table(rows, per_host=False, long=False):
         item += (row['resource_class'], row['fits'], row['total'],
                  row['used'], row['free'], row['awaiting_release'],
                  row['utilisation'],
-                 row['stranded'], common.ReasonColumn(
-                     row['stranded_reasons']))
+                 row['stranded'], StrandedReasonColumn(
+                     row['stranded_reasons'], row['stranded_by_reason']))
         if long:
             item += (row['flavor_id'], row['hosts'], row['hosts_fitting'])
         data.append(item)
@@ -54,6 +66,10 @@ def table(rows, per_host=False, long=False):
 
 
 class ListCapacity(common.Lister):
+    # the one command whose rows make metrics: -f openmetrics as well as
+    # cliff's formats (setup.cfg's gpuclient.formatter.list)
+    formatter_namespace = formatters.LIST_NAMESPACE
+
     _description = _(
         'List how many more of each GPU flavor fit now.\n\n'
         'For every GPU flavor (or those given) and pool: how many more '

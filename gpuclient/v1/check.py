@@ -26,7 +26,7 @@ def table(findings):
                      for f in findings]
 
 
-class Check(common.Lister):
+class Check(common.Gated, common.Lister):
     # get_description fills in the names of the checks
     _description = _(
         'Find GPU misconfigurations before users do.\n\n'
@@ -44,29 +44,22 @@ class Check(common.Lister):
         'reads every project\'s servers and their GPU utilisation; '
         'without one it does not run. Checks: %s. Needs admin.')
     _epilog_text = _(
-        'Exit status: %(clean)d when the checks ran and found no error '
-        '(with --strict, no finding at all); %(findings)d when they found '
-        'one (the rows say which); %(not_run)d when the checks could not '
+        'Exit status: %(same)d when the checks ran and found no error '
+        '(with --strict, no finding at all); %(different)d when they found '
+        'one (the rows say which); %(trouble)d when the checks could not '
         'run (bad options, an unknown check or pool, the cloud unreachable '
-        'or refusing the reads, output that could not be written), with '
-        'the reason on stderr.')
+        'or refusing the reads or the credentials, output that could not '
+        'be written), with the reason on stderr: diff(1)\'s scheme, the '
+        'same as "gpu diff" and "gpu config show --diff".')
 
-    # the names of the checks and the exit statuses are filled in here,
-    # not in the class body: loading the class (which every openstack
-    # command does) does not import the checks
+    # the names of the checks are filled in here, not in the class body:
+    # loading the class (which every openstack command does) does not
+    # import the checks
 
     def get_description(self):
         from gpuclient.rules import checks
 
         return self._description % ', '.join(checks.CHECKS)
-
-    def get_epilog(self):
-        from gpuclient.rules import checks
-
-        self._epilog = self._epilog_text % {
-            'clean': checks.EXIT_CLEAN, 'findings': checks.EXIT_FINDINGS,
-            'not_run': checks.EXIT_NOT_RUN}
-        return super().get_epilog()
 
     def get_parser(self, prog_name):
         from gpuclient.rules import checks
@@ -108,12 +101,3 @@ class Check(common.Lister):
             utilisation=utilisation)
         self._status = checks.exit_status(findings, parsed_args.strict)
         return table(findings)
-
-    def run(self, parsed_args):
-        # rows are printed by the Lister; the exit status says whether
-        # any of them is an error, or that the checks could not run (what
-        # a pipeline gate reads): cliff would give 1 for both
-        from gpuclient.rules import checks
-
-        return common.run_gated(self, parsed_args, super().run,
-                                checks.EXIT_CLEAN, checks.EXIT_NOT_RUN)

@@ -34,7 +34,6 @@ from osc_lib.cli import format_columns
 from osc_lib.cli import parseractions
 from osc_lib.command import command
 
-from gpuclient import formatters
 from gpuclient.i18n import _
 
 LOG = logging.getLogger(__name__)
@@ -43,32 +42,71 @@ LOG = logging.getLogger(__name__)
 class Lister(command.Lister):
     """Base of every ``openstack gpu`` list command.
 
-    Its ``-f`` choices are the formatters of gpuclient's own namespace
-    (cliff's table, csv, json, yaml and value, plus openmetrics; see
-    setup.cfg), so ``-f openmetrics`` is offered on gpuclient's list
-    commands only, not on every ``openstack`` list command.
+    Its ``-f`` choices are cliff's (table, csv, json, yaml and value). A
+    command whose rows make metrics offers ``-f openmetrics`` too by
+    setting ``formatter_namespace = formatters.LIST_NAMESPACE`` (cliff's
+    formatters plus openmetrics, setup.cfg): the choices are per command
+    class, so no other command offers a format it cannot produce.
     """
 
-    formatter_namespace = formatters.LIST_NAMESPACE
+
+class Gated:
+    """Mixin of the commands whose exit status a pipeline gates on
+    (``gpu check``, ``gpu diff``, ``gpu config show --diff``): diff(1)'s
+    statuses, gpuclient.exit_status: SAME when the command ran and found
+    nothing, DIFFERENT when it found something (take_action sets
+    ``self._status``), TROUBLE when it could not run, with the one-line
+    reason logged as cliff logs it for other commands (argparse's usage
+    error is 2 already).
+
+    Authentication is part of running: OSC's shell authenticates before a
+    command runs (``prepare_to_run_command``) and a failure there (a wrong
+    password, Keystone unreachable) exits 1, which here means "different".
+    So the shell is told no authentication is needed (it then only loads
+    the cloud's configuration), and run() asks the shell to authenticate,
+    inside the gate, where a failure is TROUBLE.
+
+    ``_epilog_text`` says the statuses: %(same)d, %(different)d and
+    %(trouble)d are filled in when the help is asked for.
+    """
+
+    auth_required = False
+    auth_deferred = True
+    _epilog_text = ''
+
+    def get_epilog(self):
+        from gpuclient import exit_status
+
+        self._epilog = self._epilog_text % {
+            'same': exit_status.SAME, 'different': exit_status.DIFFERENT,
+            'trouble': exit_status.TROUBLE}
+        return super().get_epilog()
+
+    def run(self, parsed_args):
+        from gpuclient import exit_status
+
+        self._status = exit_status.SAME
+        try:
+            authenticate(self)
+            result = super().run(parsed_args)
+        except BrokenPipeError:
+            raise
+        except Exception as exc:
+            if getattr(self.app_args, 'debug', False):
+                LOG.exception(exc)
+            else:
+                LOG.error(exc)
+            return exit_status.TROUBLE
+        return result or self._status
 
 
-def run_gated(cmd, parsed_args, run, clean, error):
-    """RUN(PARSED_ARGS) (a command's ``run``) for a command whose exit
-    status a pipeline gates on: CLEAN, or the ``_status`` that CMD's
-    take_action set, when it ran; ERROR, with the one-line reason logged
-    as cliff logs it for other commands, when it raised."""
-    cmd._status = clean
-    try:
-        result = run(parsed_args)
-    except BrokenPipeError:
-        raise
-    except Exception as exc:
-        if getattr(cmd.app_args, 'debug', False):
-            LOG.exception(exc)
-        else:
-            LOG.error(exc)
-        return error
-    return result or cmd._status
+def authenticate(cmd):
+    """OSC's own authentication step for CMD, when CMD deferred it
+    (Gated): the shell's prepare_to_run_command again, now with
+    authentication required."""
+    if getattr(cmd, 'auth_deferred', False) and not cmd.auth_required:
+        cmd.auth_required = True
+        cmd.app.prepare_to_run_command(cmd)
 
 
 class KeyValueAction(parseractions.KeyValueAction):

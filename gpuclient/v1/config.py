@@ -99,7 +99,7 @@ def _write(config, parsed_args):
         nova_config.files(config, parsed_args.layout))
 
 
-class ShowConfig(command.Command):
+class ShowConfig(common.Gated, command.Command):
     _description = _(
         "Show the nova.conf settings the GPU pools need.\n\n"
         "Rendered from the cloud's state (pools, and each pGPU's PCI "
@@ -108,9 +108,17 @@ class ShowConfig(command.Command):
         "and the scheduler settings, grouped by service and host, or as "
         "the Kolla-Ansible override tree. Only the keys gpuclient owns; "
         "what the cloud cannot tell is said in comments. With --diff, "
-        "shows what an existing configuration lacks or contradicts and "
-        "exits 1 when it does. To write the files, use \"openstack gpu "
-        "config export\".")
+        "shows what an existing configuration lacks or contradicts, with "
+        "an exit status a pipeline can gate on (below). To write the "
+        "files, use \"openstack gpu config export\".")
+    _epilog_text = _(
+        'Exit status with --diff: %(same)d when the configuration has '
+        'everything the pools need; %(different)d when it lacks or '
+        'contradicts something (the lines say what); %(trouble)d when it '
+        'could not compare (bad options, a path that cannot be read, the '
+        'cloud unreachable), with the reason on stderr: diff(1)\'s '
+        'scheme, the same as "gpu check" and "gpu diff". Changed: an '
+        'error was 1 as well before. Without --diff: 0, or 1 on error.')
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -130,6 +138,7 @@ class ShowConfig(command.Command):
         return parser
 
     def take_action(self, parsed_args):
+        from gpuclient import exit_status
         from gpuclient.ops import config_ops
         from gpuclient.rules import nova_config
 
@@ -150,7 +159,9 @@ class ShowConfig(command.Command):
                 parsed_args.diff, config, parsed_args.host)
             findings = nova_config.diff(config, existing)
             out.write(nova_config.render_diff(findings, where))
-            return 1 if findings else 0
+            self._status = (exit_status.DIFFERENT if findings
+                            else exit_status.SAME)
+            return self._status
         if parsed_args.output_dir:
             for path in _write(config, parsed_args):
                 out.write(path + '\n')
@@ -160,6 +171,15 @@ class ShowConfig(command.Command):
         else:
             out.write(nova_config.render_ini(config))
         return 0
+
+    def run(self, parsed_args):
+        # with --diff, the exit status says same, different, or that the
+        # comparison could not be made (common.Gated); without, OSC's 0,
+        # or 1 on error (cliff's, past the gate)
+        if not parsed_args.diff:
+            common.authenticate(self)
+            return command.Command.run(self, parsed_args)
+        return super().run(parsed_args)
 
 
 class ExportConfig(common.Lister):

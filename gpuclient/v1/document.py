@@ -29,9 +29,6 @@ from gpuclient.i18n import _
 from gpuclient.v1 import common
 
 COLUMNS = ('Object', 'Change', 'From', 'To')
-# the exit statuses of gpu diff (document.EXIT_*), said in its help
-# without importing the rules when the class loads
-IN_SYNC, ERROR, DRIFT = 0, 1, 2
 
 
 class FieldsColumn(cliff_columns.FormattableColumn):
@@ -122,7 +119,7 @@ class ExportDocument(command.Command):
         return 0
 
 
-class DiffDocument(common.Lister):
+class DiffDocument(common.Gated, common.Lister):
     _description = _(
         'Compare the cloud with a GPU layer document.\n\n'
         'Reads the document (as "openstack gpu export" writes it), checks '
@@ -134,13 +131,15 @@ class DiffDocument(common.Lister):
         'them over (they carry its mark). Objects in sync are left out. '
         'The exit status tells in sync from drift, so a pipeline can gate '
         'on it. YAML anchors and aliases are refused. Needs admin.')
-    _epilog = _(
-        'Exit status: %(sync)d when the cloud is in sync with the document '
-        '(untracked objects are not drift, unless --prune); %(drift)d when '
-        'it is not (the rows say how); %(error)d on error (an invalid '
-        'document, a project, host or image the cloud does not have, the '
-        'cloud unreachable), with the reason on stderr.') % {
-            'sync': IN_SYNC, 'drift': DRIFT, 'error': ERROR}
+    _epilog_text = _(
+        'Exit status: %(same)d when the cloud is in sync with the document '
+        '(untracked objects are not drift, unless --prune); %(different)d '
+        'when it is not (the rows say how); %(trouble)d when it could not '
+        'compare (bad options, an invalid document, a project, host or '
+        'image the cloud does not have, the cloud unreachable), with the '
+        'reason on stderr: diff(1)\'s scheme, the same as "gpu check" and '
+        '"gpu config show --diff". Changed: drift was 2 and an error 1 '
+        'before; a pipeline that tested for 2 must test for 1.')
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -161,12 +160,6 @@ class DiffDocument(common.Lister):
                                  pool_names=parsed_args.pool or None)
         self._status = document.exit_status(rows)
         return table(rows)
-
-    def run(self, parsed_args):
-        # the rows are printed by the Lister; the exit status says in
-        # sync, drift, or that the comparison could not be made
-        return common.run_gated(self, parsed_args, super().run, IN_SYNC,
-                                ERROR)
 
 
 class ApplyDocument(command.Command):

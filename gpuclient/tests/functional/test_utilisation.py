@@ -189,10 +189,20 @@ class TestUtilisation(base.FunctionalTestCase):
                                           '--pool', pool, '-f',
                                           'openmetrics')
         self.assertEqual(0, rc, err)
-        checked = subprocess.run([PROMTOOL, 'check', 'metrics'], input=out,
-                                 capture_output=True, text=True)
-        self.assertEqual(0, checked.returncode,
-                         checked.stdout + checked.stderr)
+        # Prometheus' linter on both shapes (per pool; per host with the
+        # --long metrics)
+        rc, per_host, err = self.openstack_raw(
+            'gpu', 'capacity', 'list', '--pool', pool, '--per-host',
+            '--long', '-f', 'openmetrics')
+        self.assertEqual(0, rc, err)
+        for text in (out, per_host):
+            checked = subprocess.run([PROMTOOL, 'check', 'metrics'],
+                                     input=text, capture_output=True,
+                                     text=True)
+            self.assertEqual((0, ''), (checked.returncode,
+                                       checked.stdout + checked.stderr),
+                             text)
+        self.assertIn('gpuclient_flavor_hosts_fitting{', per_host)
         fits = [line for line in out.splitlines()
                 if line.startswith('gpuclient_flavor_fits{')
                 and 'flavor="%s"' % flavor in line]

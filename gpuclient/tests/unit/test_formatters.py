@@ -21,6 +21,7 @@ from importlib import metadata as importlib_metadata
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -32,9 +33,9 @@ from prometheus_client import parser as classic_parser
 from prometheus_client.openmetrics import parser as om_parser
 
 from gpuclient import formatters
+from gpuclient.rules import capacity
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import test_descriptions
-from gpuclient.tests.unit.v1 import test_candidates
 from gpuclient.tests.unit.v1 import test_host
 from gpuclient.v1 import candidates
 from gpuclient.v1 import capacity as capacity_cmd
@@ -45,16 +46,21 @@ COLUMNS = ('Flavor', 'Pool', 'Resource Class', 'Fits', 'GPUs Total',
            'GPUs Used', 'GPUs Free', 'GPUs Awaiting Release',
            'Utilisation (%)', 'Stranded', 'Stranded Reason')
 HOST_COLUMNS = COLUMNS[:2] + ('Host',) + COLUMNS[2:]
+LONG = formatters.LONG_CAPACITY_COLUMNS
 
-# pool -> (resource class, {host: (total, used, stranded, reason)})
+# pool -> (resource class, {host: (total, used, stranded, reason, text)})
 POOLS = {
     'solver': ('CUSTOM_PCI_10DE_2331', {
-        'gpu-pt-1': (4, 1, 0, ''),
-        'gpu-pt-2': (4, 3, 1, 'no RAM left on the host for any flavor'),
+        'gpu-pt-1': (4, 1, 0, None, ''),
+        'gpu-pt-2': (4, 3, 1, capacity.HOST_OUT_OF['MEMORY_MB'],
+                     'gpu-pt-2 has 2048 MEMORY_MB free and g1.h100.1 '
+                     'needs 131072'),
     }),
     'workstation': ('VGPU', {
-        'gpu-vgpu-1': (8, 7, 1, 'every flavor asks for 2 VGPU'),
-        'gpu-vgpu-2': (0, 0, 0, ''),  # no GPU left in inventory
+        'gpu-vgpu-1': (8, 7, 1, capacity.NO_FLAVOR,
+                       'no GPU flavor asks for what it offers (1 free '
+                       'VGPU, CUSTOM_NVIDIA_35)'),
+        'gpu-vgpu-2': (0, 0, 0, None, ''),  # no GPU left in inventory
     }),
 }
 # one-time-use devices awaiting release (in the total, neither used nor
@@ -67,32 +73,74 @@ FLAVORS = {
     'g1.vgpu.2': ('workstation', {'gpu-vgpu-1': 0, 'gpu-vgpu-2': 0}),
 }
 
+# Every metric gpu capacity list -f openmetrics writes, with its labels
+# (with --per-host, "host" after "pool") and unit. Dashboards and alerts
+# are written against these: a change here is an upgrade note.
+PINNED = {
+    'gpuclient_flavor_fits': (('flavor', 'pool'), ''),
+    'gpuclient_gpus_capacity': (('pool', 'resource_class'), ''),
+    'gpuclient_gpus_allocated': (('pool', 'resource_class'), ''),
+    'gpuclient_gpus_free': (('pool', 'resource_class'), ''),
+    'gpuclient_gpus_awaiting_release': (('pool', 'resource_class'), ''),
+    'gpuclient_gpus_allocated_ratio': (('pool', 'resource_class'),
+                                       'ratio'),
+    'gpuclient_gpus_stranded': (('pool', 'resource_class'), ''),
+    'gpuclient_gpus_stranded_by_reason': (
+        ('pool', 'resource_class', 'reason'), ''),
+    # --long only
+    'gpuclient_flavor_hosts': (('flavor', 'pool'), ''),
+    'gpuclient_flavor_hosts_fitting': (('flavor', 'pool'), ''),
+    # deprecated: one more release (releasenotes), then gone
+    'gpuclient_gpus': (('pool', 'resource_class', 'state'), ''),
+    'gpuclient_gpu_utilisation_ratio': (('pool', 'resource_class'),
+                                        'ratio'),
+}
+LONG_ONLY = {'gpuclient_flavor_hosts', 'gpuclient_flavor_hosts_fitting'}
+# the reason label's values, the whole set
+REASONS = ('no_flavor', 'host_filtered', 'host_out_of_vcpu',
+           'host_out_of_pcpu', 'host_out_of_memory', 'host_out_of_disk',
+           'request_does_not_fit')
+
 
 def utilisation(total, used):
     return None if not total else round(100.0 * used / total, 1)
 
 
-def capacity_rows(pools=POOLS, flavors=FLAVORS, per_host=False):
+def reason_cell(hosts):
+    """The Stranded Reason cell of HOSTS' figures, as the command has it."""
+    texts = [h[4] for h in hosts if h[4]]
+    counts = {}
+    for h in hosts:
+        if h[3]:
+            counts[h[3]] = counts.get(h[3], 0) + h[2]
+    return capacity_cmd.StrandedReasonColumn(texts, counts)
+
+
+def capacity_rows(pools=POOLS, flavors=FLAVORS, per_host=False,
+                  long=False):
     """The rows ``gpu capacity list`` gives for the model."""
     rows = []
     for flavor, (pool, fits) in flavors.items():
         rc, hosts = pools[pool]
-        if per_host:
-            for name, (total, used, stranded, reason) in hosts.items():
-                awaiting = AWAITING.get(name, 0)
-                rows.append((flavor, pool, name, rc, fits[name], total,
-                             used, total - used - awaiting, awaiting,
-                             utilisation(total, used), stranded, reason))
-            continue
-        total = sum(h[0] for h in hosts.values())
-        used = sum(h[1] for h in hosts.values())
-        stranded = sum(h[2] for h in hosts.values())
-        reason = '; '.join(h[3] for h in hosts.values() if h[3])
-        awaiting = sum(AWAITING.get(h, 0) for h in hosts)
-        rows.append((flavor, pool, rc, sum(fits.values()), total, used,
-                     total - used - awaiting, awaiting,
-                     utilisation(total, used), stranded, reason))
+        places = ([[h] for h in hosts] if per_host else [list(hosts)])
+        for names in places:
+            figures = [hosts[h] for h in names]
+            total = sum(f[0] for f in figures)
+            used = sum(f[1] for f in figures)
+            awaiting = sum(AWAITING.get(h, 0) for h in names)
+            row = (flavor, pool) + ((names[0],) if per_host else ()) + (
+                rc, sum(fits[h] for h in names), total, used,
+                total - used - awaiting, awaiting, utilisation(total, used),
+                sum(f[2] for f in figures), reason_cell(figures))
+            if long:
+                row += ('id-' + flavor, len(names),
+                        sum(1 for h in names if fits[h]))
+            rows.append(row)
     return rows
+
+
+def columns_of(per_host=False, long=False):
+    return (HOST_COLUMNS if per_host else COLUMNS) + (LONG if long else ())
 
 
 def parse(text):
@@ -117,134 +165,246 @@ def key(**labels):
     return tuple(sorted(labels.items()))
 
 
+def every_output():
+    """(what, text) of every shape -f openmetrics writes: per pool and per
+    host, with and without --long, column subsets, no rows, and label
+    values that need escaping."""
+    out = []
+    for per_host in (False, True):
+        for long in (False, True):
+            out.append(('per_host=%s long=%s' % (per_host, long),
+                        formatters.render(
+                            columns_of(per_host, long),
+                            capacity_rows(per_host=per_host,
+                                          long=long))[0]))
+        out.append(('no rows per_host=%s' % per_host, formatters.render(
+            columns_of(per_host, True), [])[0]))
+    rows = capacity_rows(per_host=True)
+    for subset in (('Flavor', 'Pool', 'Host', 'Fits'),
+                   ('Pool', 'Host', 'Resource Class', 'GPUs Free',
+                    'Stranded', 'Stranded Reason')):
+        at = [HOST_COLUMNS.index(c) for c in subset]
+        out.append(('-c %s' % ', '.join(subset), formatters.render(
+            subset, [[row[i] for i in at] for row in rows])[0]))
+    out.append(('escaping', formatters.render(HOST_COLUMNS, awkward_rows(
+        AWKWARD))[0]))
+    return out
+
+
+AWKWARD = {
+    'pool': 'quote " back\\slash\nnew line',
+    'flavor': 'g1."x"\\\\2',
+    'host': 'h\\n-not-a-newline',
+    'reason': 'line one\nline "two" \\ end, ünïcode',
+}
+
+
+def awkward_rows(awkward):
+    pools = {awkward['pool']: ('VGPU', {awkward['host']: (
+        2, 1, 1, capacity.NO_FLAVOR, awkward['reason'])})}
+    flavors = {awkward['flavor']: (awkward['pool'], {awkward['host']: 0})}
+    return capacity_rows(pools, flavors, per_host=True)
+
+
 class TestRender(base.TestCase):
+    def test_metric_and_label_names_are_pinned(self):
+        self.assertEqual(
+            PINNED, {f.name: (tuple(label for label, _c in f.keys)
+                              + tuple(label for fixed, _c in f.samples[:1]
+                                      for label, _v in fixed)
+                              + ((f.by[0],) if f.by else ()), f.unit)
+                     for f in formatters.FAMILIES})
+        self.assertEqual(set(REASONS), set(capacity.STRANDED_REASONS))
+        for per_host in (False, True):
+            parsed = parse(formatters.render(
+                columns_of(per_host, long=True),
+                capacity_rows(per_host=per_host, long=True))[0])
+            self.assertEqual(set(PINNED), set(parsed))
+            for name, (labels, unit) in PINNED.items():
+                self.assertEqual('gauge', parsed[name][0], name)
+                self.assertEqual(unit or None, parsed[name][1] or None, name)
+                wanted = set(labels) | ({'host'} if per_host else set())
+                for found, _value in parsed[name][2]:
+                    self.assertEqual(wanted, set(found), name)
+        # without --long, the two host-count metrics are left out
+        self.assertEqual(set(PINNED) - LONG_ONLY, set(parse(
+            formatters.render(COLUMNS, capacity_rows())[0])))
+
+    def test_promtool_check_metrics(self):
+        # Prometheus' own linter (naming practice: units, _total only on
+        # counters, help texts...) on every output shape; Debian's
+        # prometheus package has it
+        promtool = shutil.which('promtool')
+        if not promtool:
+            self.skipTest('promtool not found (apt-get install prometheus)')
+        for what, text in every_output():
+            proc = subprocess.run([promtool, 'check', 'metrics'],
+                                  input=text, capture_output=True,
+                                  text=True)
+            self.assertEqual((0, ''), (proc.returncode,
+                                       proc.stdout + proc.stderr),
+                             (what, text))
+
     def test_per_host_rows_read_back(self):
         text, left_out = formatters.render(HOST_COLUMNS,
                                            capacity_rows(per_host=True))
         self.assertEqual([], left_out)
         parsed = parse(text)
         self.assertEqual({'gauge'}, {t for t, _u, _s in parsed.values()})
-        self.assertEqual('ratio',
-                         parsed['gpuclient_gpu_utilisation_ratio'][1])
 
         fits = {key(flavor=f, pool=p, host=h): n
                 for f, (p, per_host) in FLAVORS.items()
                 for h, n in per_host.items()}
         self.assertEqual(fits, series(parsed, 'gpuclient_flavor_fits'))
 
-        gpus, ratio, stranded, reasons = {}, {}, {}, {}
+        figures = {'capacity': {}, 'allocated': {}, 'free': {},
+                   'awaiting_release': {}}
+        ratio, stranded, by_reason, old = {}, {}, {}, {}
         for pool, (rc, hosts) in POOLS.items():
-            for name, (total, used, strand, reason) in hosts.items():
+            for name, (total, used, strand, reason, _t) in hosts.items():
                 labels = dict(pool=pool, host=name, resource_class=rc)
                 awaiting = AWAITING.get(name, 0)
-                for state, value in (('total', total), ('used', used),
-                                     ('free', total - used - awaiting),
-                                     ('awaiting_release', awaiting)):
-                    gpus[key(state=state, **labels)] = value
+                for metric, state, value in (
+                        ('capacity', 'total', total),
+                        ('allocated', 'used', used),
+                        ('free', 'free', total - used - awaiting),
+                        ('awaiting_release', None, awaiting)):
+                    figures[metric][key(**labels)] = value
+                    if state:
+                        old[key(state=state, **labels)] = value
                 if total:
                     ratio[key(**labels)] = used / total
                 stranded[key(**labels)] = strand
                 if reason:
-                    reasons[key(reason=reason, **labels)] = strand
-        self.assertEqual(gpus, series(parsed, 'gpuclient_gpus'))
-        found = series(parsed, 'gpuclient_gpu_utilisation_ratio')
-        self.assertEqual(set(ratio), set(found))
-        for labels, value in ratio.items():
-            self.assertAlmostEqual(value, found[labels], places=3)
+                    by_reason[key(reason=reason, **labels)] = strand
+        for metric, expected in figures.items():
+            self.assertEqual(expected,
+                             series(parsed, 'gpuclient_gpus_' + metric))
+        for name in ('gpuclient_gpus_allocated_ratio',
+                     'gpuclient_gpu_utilisation_ratio'):
+            found = series(parsed, name)
+            self.assertEqual(set(ratio), set(found))
+            for labels, value in ratio.items():
+                self.assertAlmostEqual(value, found[labels], places=3)
+        self.assertEqual(old, series(parsed, 'gpuclient_gpus'))
         self.assertEqual(stranded, series(parsed, 'gpuclient_gpus_stranded'))
-        self.assertEqual(reasons,
-                         series(parsed, 'gpuclient_gpus_stranded_reason'))
+        self.assertEqual(by_reason,
+                         series(parsed, 'gpuclient_gpus_stranded_by_reason'))
+
+    def test_sum_counts_each_gpu_once(self):
+        # the split: sum over a pool's series gives its figure, once
+        parsed = parse(formatters.render(HOST_COLUMNS,
+                                         capacity_rows(per_host=True))[0])
+        for pool, (_rc, hosts) in POOLS.items():
+            for metric, at in (('capacity', 0), ('allocated', 1)):
+                self.assertEqual(
+                    sum(h[at] for h in hosts.values()),
+                    sum(v for labels, v in parsed['gpuclient_gpus_'
+                                                  + metric][2]
+                        if labels['pool'] == pool))
+            self.assertEqual(
+                sum(h[2] for h in hosts.values()),
+                sum(v for labels, v
+                    in parsed['gpuclient_gpus_stranded_by_reason'][2]
+                    if labels['pool'] == pool))
+
+    def test_reason_label_is_a_fixed_value_not_the_sentence(self):
+        # the sentence (translated, with counts) stays in the table: the
+        # series do not change with the locale or a count
+        rows = capacity_rows(per_host=True)
+        text = formatters.render(HOST_COLUMNS, rows)[0]
+        for _pool, (_rc, hosts) in POOLS.items():
+            for figures in hosts.values():
+                if figures[4]:
+                    self.assertNotIn(figures[4], text)
+        reasons = {labels['reason'] for labels, _v in parse(text)[
+            'gpuclient_gpus_stranded_by_reason'][2]}
+        self.assertEqual({'host_out_of_memory', 'no_flavor'}, reasons)
+        self.assertLessEqual(reasons, set(REASONS))
+        other = POOLS['solver'][1]['gpu-pt-2']
+        pools = dict(POOLS, solver=(POOLS['solver'][0], dict(
+            POOLS['solver'][1], **{'gpu-pt-2': other[:4] + (
+                'gpu-pt-2 hat 1024 MEMORY_MB frei',)})))
+        self.assertEqual(text, formatters.render(
+            HOST_COLUMNS, capacity_rows(pools, per_host=True))[0])
+        # and the table still says it
+        cell = rows[1][-1]
+        self.assertEqual(other[4], cell.human_readable())
+        self.assertEqual([other[4]], cell.machine_readable())
 
     def test_rows_of_the_capacity_command(self):
-        # the command's own table(): same columns, its reasons column
-        names = dict(zip(HOST_COLUMNS, (
-            'flavor', 'pool', 'host', 'resource_class', 'fits', 'total',
-            'used', 'free', 'awaiting_release', 'utilisation', 'stranded',
-            'stranded_reasons'),
-            strict=True))
+        # the command's own table(): its columns, its reasons cell
         for per_host in (False, True):
             dicts = []
-            for row in capacity_rows(per_host=per_host):
-                item = dict(zip((names[c] for c in (
-                    HOST_COLUMNS if per_host else COLUMNS)), row,
-                    strict=True))
-                item['stranded_reasons'] = [
-                    r for r in [item['stranded_reasons']] if r]
-                dicts.append(item)
+            for pool, (rc, hosts) in POOLS.items():
+                for name, (total, used, strand, reason, text) in (
+                        hosts.items()):
+                    dicts.append({
+                        'flavor': 'f-' + pool, 'flavor_id': 'id', 'pool':
+                        pool, 'host': name, 'resource_class': rc,
+                        'fits': 0, 'hosts': 1, 'hosts_fitting': 0,
+                        'total': total, 'used': used, 'free': total - used,
+                        'awaiting_release': 0,
+                        'utilisation': utilisation(total, used),
+                        'stranded': strand,
+                        'stranded_reasons': [text] if text else [],
+                        'stranded_by_reason': ({reason: strand}
+                                               if reason else {})})
+            if not per_host:
+                dicts = [dict(d, host=None) for d in dicts
+                         if d['host'] in ('gpu-pt-2', 'gpu-vgpu-1')]
             columns, rows = capacity_cmd.table(dicts, per_host=per_host)
-            self.assertEqual(list(HOST_COLUMNS if per_host else COLUMNS),
-                             list(columns))
+            self.assertEqual(list(columns_of(per_host)), list(columns))
             parsed = parse(formatters.render(columns, rows)[0])
-            reasons = series(parsed, 'gpuclient_gpus_stranded_reason')
             self.assertEqual(
-                {d['stranded_reasons'][0] for d in dicts
-                 if d['stranded_reasons']},
-                {dict(labels)['reason'] for labels in reasons})
-            self.assertEqual(len(dicts),
-                             len(parsed['gpuclient_flavor_fits'][2]))
+                {(d['pool'], r, n) for d in dicts
+                 for r, n in d['stranded_by_reason'].items()},
+                {(labels['pool'], labels['reason'], v) for labels, v
+                 in parsed['gpuclient_gpus_stranded_by_reason'][2]})
 
     def test_long_columns_add_host_counts(self):
         # --long adds Flavor ID, Hosts and Hosts Fitting: two more
         # families, per pool or per host; the rows without them (no
         # --long) leave those families out without a warning
         for per_host in (False, True):
-            dicts = []
-            for flavor, (pool, fits) in FLAVORS.items():
-                rc, hosts = POOLS[pool]
-                places = ([[h] for h in hosts] if per_host
-                          else [list(hosts)])
-                for names in places:
-                    dicts.append({
-                        'flavor': flavor, 'flavor_id': 'id-' + flavor,
-                        'pool': pool, 'host': names[0] if per_host else None,
-                        'resource_class': rc,
-                        'fits': sum(fits[h] for h in names),
-                        'hosts': len(names),
-                        'hosts_fitting': sum(1 for h in names if fits[h]),
-                        'total': 0, 'used': 0, 'free': 0,
-                        'awaiting_release': 0, 'utilisation': None,
-                        'stranded': 0, 'stranded_reasons': []})
-            columns, rows = capacity_cmd.table(dicts, per_host=per_host,
-                                               long=True)
-            self.assertEqual(('Flavor ID', 'Hosts', 'Hosts Fitting'),
-                             tuple(columns[-3:]))
-            text, left_out = formatters.render(columns, rows)
+            rows = capacity_rows(per_host=per_host, long=True)
+            text, left_out = formatters.render(columns_of(per_host, True),
+                                               rows)
             self.assertEqual([], left_out)
             parsed = parse(text)
-            for name, field in (('gpuclient_flavor_hosts', 'hosts'),
-                                ('gpuclient_flavor_hosts_fitting',
-                                 'hosts_fitting')):
+            for name, at in (('gpuclient_flavor_hosts', -2),
+                             ('gpuclient_flavor_hosts_fitting', -1)):
                 expected = {}
-                for d in dicts:
-                    labels = dict(flavor=d['flavor'], pool=d['pool'])
+                for row in rows:
+                    labels = dict(flavor=row[0], pool=row[1])
                     if per_host:
-                        labels['host'] = d['host']
-                    expected[key(**labels)] = d[field]
+                        labels['host'] = row[2]
+                    expected[key(**labels)] = row[at]
                 self.assertEqual(expected, series(parsed, name))
             # the flavor ID is no label: series keep their identity
             self.assertNotIn('id-g1.h100.1', text)
-            columns, rows = capacity_cmd.table(dicts, per_host=per_host)
-            text, left_out = formatters.render(columns, rows)
+            text, left_out = formatters.render(
+                columns_of(per_host), capacity_rows(per_host=per_host))
             self.assertEqual([], left_out)
             self.assertNotIn('gpuclient_flavor_hosts', text)
 
     def test_no_duplicate_series(self):
         # the GPU figures of a pool repeat on the row of each of its
         # flavors: every series is written once
-        for per_host, columns in ((False, COLUMNS), (True, HOST_COLUMNS)):
+        for per_host in (False, True):
             rows = capacity_rows(per_host=per_host)
-            text, _left_out = formatters.render(columns, rows)
-            parsed = parse(text)
+            parsed = parse(formatters.render(columns_of(per_host),
+                                             rows)[0])
             for name, (_type, _unit, samples) in parsed.items():
                 labelsets = [tuple(sorted(labels.items()))
                              for labels, _value in samples]
                 self.assertEqual(len(set(labelsets)), len(labelsets), name)
             hosts = sum(len(h) for _rc, h in POOLS.values())
             places = hosts if per_host else len(POOLS)
-            # total, used, free and awaiting release
-            self.assertEqual(4 * places, len(parsed['gpuclient_gpus'][2]))
-            self.assertEqual(places,
-                             len(parsed['gpuclient_gpus_stranded'][2]))
+            for name in ('gpuclient_gpus_capacity',
+                         'gpuclient_gpus_stranded'):
+                self.assertEqual(places, len(parsed[name][2]), name)
+            self.assertEqual(3 * places, len(parsed['gpuclient_gpus'][2]))
             self.assertEqual(len(rows),
                              len(parsed['gpuclient_flavor_fits'][2]))
 
@@ -259,10 +419,9 @@ class TestRender(base.TestCase):
                 self.assertNotIn('host', labels, name)
         solver = key(pool='solver', resource_class='CUSTOM_PCI_10DE_2331')
         self.assertEqual(
-            8, series(parsed, 'gpuclient_gpus')[solver + (('state',
-                                                          'total'),)])
+            8, series(parsed, 'gpuclient_gpus_capacity')[solver])
         self.assertAlmostEqual(
-            0.5, series(parsed, 'gpuclient_gpu_utilisation_ratio')[solver])
+            0.5, series(parsed, 'gpuclient_gpus_allocated_ratio')[solver])
 
     def test_exposition_ends_with_eof(self):
         text, _left_out = formatters.render(COLUMNS, capacity_rows())
@@ -275,12 +434,9 @@ class TestRender(base.TestCase):
     def test_no_rows(self):
         text, _left_out = formatters.render(HOST_COLUMNS, [])
         parsed = parse(text)
-        self.assertEqual({f.name for f in formatters.FAMILIES
-                          if not f.optional}, set(parsed))
-        text, _left_out = formatters.render(
-            HOST_COLUMNS + formatters.LONG_CAPACITY_COLUMNS, [])
-        self.assertEqual({f.name for f in formatters.FAMILIES},
-                         set(parse(text)))
+        self.assertEqual(set(PINNED) - LONG_ONLY, set(parsed))
+        text, _left_out = formatters.render(columns_of(True, True), [])
+        self.assertEqual(set(PINNED), set(parse(text)))
         self.assertEqual([], [s for _t, _u, s in parsed.values() if s])
 
     def test_classic_text_parser_reads_it_too(self):
@@ -303,53 +459,55 @@ class TestRender(base.TestCase):
                 self.assertNotIn(' ', line.rsplit('} ', 1)[1])
 
     def test_label_escaping(self):
-        awkward = {
-            'pool': 'quote " back\\slash\nnew line',
-            'flavor': 'g1."x"\\\\2',
-            'host': 'h\\n-not-a-newline',
-            'reason': 'line one\nline "two" \\ end, ünïcode',
-        }
-        pools = {awkward['pool']: ('VGPU', {awkward['host']: (
-            2, 1, 1, awkward['reason'])})}
-        flavors = {awkward['flavor']: (awkward['pool'],
-                                       {awkward['host']: 0})}
-        text, _left_out = formatters.render(
-            HOST_COLUMNS, capacity_rows(pools, flavors, per_host=True))
+        text, _left_out = formatters.render(HOST_COLUMNS,
+                                            awkward_rows(AWKWARD))
         # one sample per line: the newlines are escaped
         samples = [line for line in text.splitlines()
                    if not line.startswith('#')]
-        self.assertEqual(1 + 4 + 1 + 1 + 1, len(samples))
+        # fits; capacity, allocated, free, awaiting; the ratio; stranded;
+        # by reason; the deprecated three states and ratio
+        self.assertEqual(1 + 4 + 1 + 1 + 1 + 3 + 1, len(samples))
         parsed = parse(text)
         self.assertEqual(
-            [{'flavor': awkward['flavor'], 'pool': awkward['pool'],
-              'host': awkward['host']}],
+            [{'flavor': AWKWARD['flavor'], 'pool': AWKWARD['pool'],
+              'host': AWKWARD['host']}],
             [labels for labels, _v in parsed['gpuclient_flavor_fits'][2]])
         self.assertEqual(
-            [{'pool': awkward['pool'], 'host': awkward['host'],
-              'resource_class': 'VGPU', 'reason': awkward['reason']}],
+            [{'pool': AWKWARD['pool'], 'host': AWKWARD['host'],
+              'resource_class': 'VGPU', 'reason': 'no_flavor'}],
             [labels for labels, _v
-             in parsed['gpuclient_gpus_stranded_reason'][2]])
+             in parsed['gpuclient_gpus_stranded_by_reason'][2]])
 
     def test_formattable_columns_and_empty_cells(self):
         rows = [('g1.vgpu.2', 'workstation', 'VGPU', 0, 0, 0, 0, 0, None, 2,
-                 format_columns.ListColumn(['a', 'b']))]
+                 capacity_cmd.StrandedReasonColumn(
+                     ['a', 'b'], {'no_flavor': 1, 'host_filtered': 1}))]
         text, _left_out = formatters.render(COLUMNS, rows)
         parsed = parse(text)
-        # no utilisation for a pool without GPUs rather than a made-up 0
-        self.assertEqual([], parsed['gpuclient_gpu_utilisation_ratio'][2])
+        # no ratio for a pool without GPUs rather than a made-up 0
+        self.assertEqual([], parsed['gpuclient_gpus_allocated_ratio'][2])
         self.assertEqual(
-            [({'pool': 'workstation', 'resource_class': 'VGPU',
-               'reason': 'a; b'}, 2)],
-            parsed['gpuclient_gpus_stranded_reason'][2])
+            {'host_filtered': 1, 'no_flavor': 1},
+            {labels['reason']: v for labels, v
+             in parsed['gpuclient_gpus_stranded_by_reason'][2]})
+        # an empty cell: no reason; text without reasons: refused
+        for cell in ('', None, format_columns.ListColumn([])):
+            rows = [rows[0][:-1] + (cell,)]
+            self.assertEqual([], parse(formatters.render(COLUMNS, rows)[0])[
+                'gpuclient_gpus_stranded_by_reason'][2])
+        rows = [rows[0][:-1] + (format_columns.ListColumn(['a']),)]
+        exc = self.assertRaises(formatters.OpenMetricsError,
+                                formatters.render, COLUMNS, rows)
+        self.assertIn('text without the reasons behind it', str(exc))
 
     def test_numbers_as_text_and_floats(self):
-        rows = [('f', 'p', 'VGPU', '3', 4, 1, 3, '0', '33.3', 0.0, '')]
+        rows = [('f', 'p', 'VGPU', '3', 4, 1, 3, 0, '33.3', 0.0, '')]
         parsed = parse(formatters.render(COLUMNS, rows)[0])
         self.assertEqual([({'flavor': 'f', 'pool': 'p'}, 3)],
                          parsed['gpuclient_flavor_fits'][2])
         self.assertAlmostEqual(
-            0.333, parsed['gpuclient_gpu_utilisation_ratio'][2][0][1])
-        self.assertIn('gpuclient_gpu_utilisation_ratio{pool="p",'
+            0.333, parsed['gpuclient_gpus_allocated_ratio'][2][0][1])
+        self.assertIn('gpuclient_gpus_allocated_ratio{pool="p",'
                       'resource_class="VGPU"} 0.333\n',
                       formatters.render(COLUMNS, rows)[0])
 
@@ -366,9 +524,9 @@ class TestRender(base.TestCase):
         rows[1] = rows[1][:4] + (rows[1][4] + 1,) + rows[1][5:]
         exc = self.assertRaises(formatters.OpenMetricsError,
                                 formatters.render, COLUMNS, rows)
-        self.assertIn('gpuclient_gpus{pool="solver",resource_class='
-                      '"CUSTOM_PCI_10DE_2331",state="total"} two values '
-                      '(8 and 9)', str(exc))
+        self.assertIn('gpuclient_gpus_capacity{pool="solver",resource_class='
+                      '"CUSTOM_PCI_10DE_2331"} two values (8 and 9)',
+                      str(exc))
 
     def test_foreign_columns_are_refused(self):
         for columns in (test_host.COLUMNS, candidates.COLUMNS,
@@ -393,28 +551,23 @@ class TestRender(base.TestCase):
         self.assertEqual(['gpuclient_flavor_fits'], list(parse(text)))
         self.assertEqual(len(rows),
                          len(parse(text)['gpuclient_flavor_fits'][2]))
-        self.assertEqual(
-            {'gpuclient_gpus', 'gpuclient_gpu_utilisation_ratio',
-             'gpuclient_gpus_stranded', 'gpuclient_gpus_stranded_reason'},
-            {name for name, _missing in left_out})
-        self.assertIn(('gpuclient_gpus', ['Resource Class', 'GPUs Total or '
-                                          'GPUs Used or GPUs Free or GPUs '
-                                          'Awaiting Release']),
-                      left_out)
-        self.assertIn(('gpuclient_gpus_stranded_reason',
-                       ['Resource Class', 'Stranded Reason', 'Stranded']),
-                      left_out)
+        self.assertEqual(set(PINNED) - LONG_ONLY - {'gpuclient_flavor_fits'},
+                         {name for name, _missing in left_out})
+        self.assertIn(('gpuclient_gpus_capacity',
+                       ['Resource Class', 'GPUs Total']), left_out)
+        self.assertIn(('gpuclient_gpus_stranded_by_reason',
+                       ['Resource Class', 'Stranded Reason']), left_out)
 
         text, left_out = formatters.render(*pick(
             'Pool', 'Host', 'Resource Class', 'GPUs Free', 'Stranded'))
         parsed = parse(text)
-        self.assertEqual({'gpuclient_gpus', 'gpuclient_gpus_stranded'},
-                         set(parsed))
+        self.assertEqual({'gpuclient_gpus_free', 'gpuclient_gpus',
+                          'gpuclient_gpus_stranded'}, set(parsed))
         self.assertEqual({'free'}, {labels['state'] for labels, _v
                                     in parsed['gpuclient_gpus'][2]})
         self.assertIn(('gpuclient_gpus{state="total"}', ['GPUs Total']),
                       left_out)
-        self.assertIn(('gpuclient_gpus_stranded_reason',
+        self.assertIn(('gpuclient_gpus_stranded_by_reason',
                        ['Stranded Reason']), left_out)
         self.assertIn(('gpuclient_flavor_fits', ['Flavor', 'Fits']),
                       left_out)
@@ -429,11 +582,12 @@ class TestRender(base.TestCase):
                                 formatters.render, ('Pool', 'Fits'), [])
         self.assertIn('can make no metric from the columns Pool, Fits: '
                       'gpuclient_flavor_fits needs Flavor', str(exc))
-        self.assertIn('Select those columns with -c', str(exc))
 
 
 class FakeCapacity(common.Lister):
     """A Lister with the capacity columns, as cliff runs it."""
+
+    formatter_namespace = formatters.LIST_NAMESPACE
 
     rows = ()
     columns = HOST_COLUMNS
@@ -479,8 +633,7 @@ class TestThroughCliff(base.CommandTestCase):
         self.assertEqual(sorted(values), values)
         self.assertIn('-f openmetrics: gpuclient_gpus left out: it needs '
                       'the column(s) Resource Class, GPUs Total or GPUs '
-                      'Used or GPUs Free or GPUs Awaiting Release.\n',
-                      self.logger.output)
+                      'Used or GPUs Free.\n', self.logger.output)
 
     def test_refusal_is_a_command_error(self):
         exc = self.assertRaises(exceptions.CommandError, self.capacity,
@@ -488,36 +641,17 @@ class TestThroughCliff(base.CommandTestCase):
         self.assertIn('can make no metric', str(exc))
 
 
-class TestHostListRefused(test_host.HostListTestCase):
-    """``openstack gpu host list -f openmetrics``: an error, no output."""
+class TestNotOffered(base.CommandTestCase):
+    """``-f openmetrics`` on a command whose rows make no metrics: not a
+    choice (argparse refuses it, exit 2), so nothing runs."""
 
-    def test_host_list(self):
-        self.seed_cloud()
-        self.placement = self.useFixture(
-            test_host.fakes.PlacementFixture(self.cloud))
-        self.cm = self.useFixture(
-            test_host.fakes.ClientManagerFixture(self.cloud))
-        cmd = host.ListHost(self.make_app(self.cm.client_manager), None)
-        cmd.app.stdout = io.StringIO()
-        parsed = self.check_parser(cmd, ['-f', 'openmetrics'])
-        exc = self.assertRaises(exceptions.CommandError, cmd.run, parsed)
-        self.assertIn('columns it does not know: Pools, Devices, Total, '
-                      'Used, Free, Awaiting Release.', str(exc))
-        self.assertEqual('', cmd.app.stdout.getvalue())
-
-
-class TestCandidatesRefused(test_candidates.CandidatesTestCase):
-    def test_candidates(self):
-        self.one_candidate()
-        cmd = candidates.Candidates(
-            self.make_app(self.cm.client_manager), None)
-        cmd.app.stdout, cmd.app.stderr = io.StringIO(), io.StringIO()
-        parsed = self.check_parser(cmd, ['--flavor', 'g1.h100.1',
-                                         '--alias-map', 'h100=10de:2331',
-                                         '-f', 'openmetrics'])
-        exc = self.assertRaises(exceptions.CommandError, cmd.run, parsed)
-        self.assertIn('GPU Providers', str(exc))
-        self.assertEqual('', cmd.app.stdout.getvalue())
+    def test_host_list_and_candidates(self):
+        for cls in (host.ListHost, candidates.ListCandidate,
+                    candidates.Candidates):
+            cmd = cls(self.make_app(None), None)
+            exc = self.assertRaises(base.ParserError, self.check_parser,
+                                    cmd, ['-f', 'openmetrics'])
+            self.assertIn("invalid choice: 'openmetrics'", str(exc))
 
 
 ROOT = base.ROOT
@@ -582,29 +716,38 @@ class TestWiring(base.CommandTestCase):
         self.assertEqual((formatters.__name__, 'OpenMetricsFormatter'),
                          (module, name))
 
-    def test_every_list_command_uses_the_namespace(self):
-        listers = []
+    def test_only_the_commands_that_produce_it_offer_it(self):
+        # the namespace is per command class: capacity list's rows make
+        # metrics; every other list command has cliff's formats only
+        offering, listers = [], []
         for name, target in test_descriptions.entry_points().items():
             cls = test_descriptions.load(target)
-            if issubclass(cls, lister.Lister):
-                listers.append(name)
-                self.assertTrue(issubclass(cls, common.Lister), name)
+            if not issubclass(cls, lister.Lister):
+                continue
+            listers.append(name)
+            self.assertTrue(issubclass(cls, common.Lister), name)
+            cmd = cls(self.make_app(None), None)
+            choices = format_choices(cmd)
+            self.assertLessEqual(set(STANDARD), set(choices), name)
+            if 'openmetrics' in choices:
+                offering.append(name)
                 self.assertEqual(formatters.LIST_NAMESPACE,
-                                 cls(self.make_app(None),
-                                     None).formatter_namespace, name)
-        self.assertIn('gpu capacity list', listers)
+                                 cmd.formatter_namespace, name)
+        self.assertEqual(['gpu capacity list'], offering)
         self.assertIn('gpu host list', listers)
         self.assertGreaterEqual(len(listers), 10)
 
     def test_choices(self):
         # base.TestCase loads the formatters as setup.cfg declares them
-        for cmd in (FakeCapacity(self.make_app(None), None),
-                    host.ListHost(self.make_app(None), None)):
-            self.assertEqual(sorted(STANDARD + ('openmetrics',)),
-                             format_choices(cmd))
-        plain = format_choices(PlainLister(self.make_app(None), None))
-        self.assertLessEqual(set(STANDARD), set(plain))
-        self.assertNotIn('openmetrics', plain)
+        self.assertEqual(
+            sorted(STANDARD + ('openmetrics',)),
+            format_choices(capacity_cmd.ListCapacity(self.make_app(None),
+                                                     None)))
+        for cmd in (host.ListHost(self.make_app(None), None),
+                    PlainLister(self.make_app(None), None)):
+            choices = format_choices(cmd)
+            self.assertLessEqual(set(STANDARD), set(choices))
+            self.assertNotIn('openmetrics', choices)
 
     def test_openstack_help(self):
         # the real openstack shell, in a child process (it configures
@@ -617,14 +760,17 @@ class TestWiring(base.CommandTestCase):
         code = ('import sys; from gpuclient.tests.unit import '
                 'test_formatters as t; sys.exit(t.osc_help(sys.argv[1:]))')
         out = subprocess.run(
-            [sys.executable, '-c', code, 'server list', 'gpu capacity list'],
+            [sys.executable, '-c', code, 'server list', 'gpu host list',
+             'gpu capacity list'],
             check=True, capture_output=True, text=True, env=env).stdout
-        server, capacity, rest = out.split(HELP_END + '\n')
+        server, hosts, capacity, rest = out.split(HELP_END + '\n')
         self.assertEqual('', rest)
         self.assertIn(' server list [-h]', server)
+        self.assertIn(' gpu host list [-h]', hosts)
         self.assertIn(' gpu capacity list [-h]', capacity)
-        self.assertIn('-f {csv,json,table,value,yaml}', server)
-        self.assertNotIn('openmetrics', server)
+        for text in (server, hosts):
+            self.assertIn('-f {csv,json,table,value,yaml}', text)
+            self.assertNotIn('openmetrics', text)
         self.assertIn('-f {csv,json,openmetrics,table,value,yaml}',
                       capacity)
 

@@ -69,6 +69,9 @@ class CapacityTestCase(base.CommandTestCase):
                                         None)
         parsed = self.check_parser(cmd, list(args))
         columns, data = cmd.take_action(parsed)
+        # the reasons -f openmetrics writes (a fixed set), by row
+        self.reasons = [row[columns.index('Stranded Reason')].counts
+                        for row in data]
         return [dict(zip(columns, (
             v.machine_readable() if hasattr(v, 'machine_readable') else v
             for v in row), strict=True)) for row in data]
@@ -114,6 +117,7 @@ class TestFits(CapacityTestCase):
         self.assertEqual(3, len(row['Stranded Reason']))
         self.assertIn('has 1024 MEMORY_MB free and g1.big needs 102400',
                       row['Stranded Reason'][0])
+        self.assertEqual([{'host_out_of_memory': 3}], self.reasons)
 
     def test_vgpu_left_over_for_pairs_only_is_stranded(self):
         # only pairs exist: 1 vGPU left on a pGPU with no partner free
@@ -126,6 +130,18 @@ class TestFits(CapacityTestCase):
         self.assertEqual(1, row['Stranded'])
         self.assertIn('v1.pair does not fit on gpu-vgpu-1',
                       row['Stranded Reason'][0])
+        self.assertEqual({'request_does_not_fit': 1},
+                         self.reasons[rows.index(row)])
+
+    def test_vgpu_of_a_type_no_flavor_asks_for_is_stranded(self):
+        self.flavor('v1.small', VGPU_SPEC)
+        second = [p for p in self.cloud.tree(self.vgpu) if p.parent][1]
+        second.traits = ['CUSTOM_NVIDIA_36']
+        row = self.run_cmd('--pool', 'ws')[0]
+        self.assertEqual((1, 4), (row['Fits'], row['Stranded']))
+        self.assertIn('no GPU flavor asks for what it offers (4 free VGPU, '
+                      'CUSTOM_NVIDIA_36)', row['Stranded Reason'][0])
+        self.assertEqual([{'no_flavor': 4}], self.reasons)
 
     def test_disabled_host_fits_nothing(self):
         self.flavor('g1.h100.1', PT_SPEC)
@@ -135,6 +151,7 @@ class TestFits(CapacityTestCase):
         self.assertEqual(3, row['Stranded'])
         self.assertIn('nova-compute service is disabled',
                       row['Stranded Reason'][0])
+        self.assertEqual([{'host_filtered': 3}], self.reasons)
 
     def test_isolated_pool_keeps_unsteered_flavors_out(self):
         spec = pools.build_spec('solver', 'passthrough', alias='h100',

@@ -135,29 +135,31 @@ class TestDiff(DocumentCommandTestCase):
         data['pools'][0]['isolate'] = True
         text = yaml.safe_dump(data)
         status, out = self.run_cmd(text, '--pool', 'other', '-f', 'value')
-        self.assertEqual(2, status)
+        self.assertEqual(1, status)
         self.assertEqual('pool other create', ' '.join(out.split()[:3]))
         self.assertNotIn('solver', out)
         self.app.stdout = io.StringIO()
         status, out = self.run_cmd(text, '--pool', 'solver', '-f', 'value')
-        self.assertEqual(2, status)
+        self.assertEqual(1, status)
         self.assertIn('pool solver update', out)
         self.assertNotIn('other', out)
         self.app.stdout = io.StringIO()
         status, out = self.run_cmd(text, '--pool', 'nope', '-f', 'value')
-        self.assertEqual(1, status)
+        self.assertEqual(2, status)
         self.assertIn('--pool nope: no such pool in the document nor in the '
                       'cloud', self.logger.output)
 
     def test_statuses(self):
+        # diff(1)'s: 0 in sync, 1 drift, 2 trouble (argparse's usage error)
         self.assertEqual(
-            (document.EXIT_IN_SYNC, document.EXIT_ERROR, document.EXIT_DRIFT),
-            (document_cmd.IN_SYNC, document_cmd.ERROR, document_cmd.DRIFT))
+            (0, 1, 2),
+            (document.EXIT_IN_SYNC, document.EXIT_DRIFT, document.EXIT_ERROR))
         text = ' '.join(self.cmd.get_parser('openstack gpu diff')
                         .format_help().split())
         self.assertIn('Exit status: 0 when the cloud is in sync', text)
-        self.assertIn('2 when it is not', text)
-        self.assertIn('1 on error', text)
+        self.assertIn('1 when it is not', text)
+        self.assertIn('2 when it could not compare', text)
+        self.assertIn('drift was 2 and an error 1 before', text)
 
     def test_in_sync(self):
         status, out = self.run_cmd(self.text, '-f', 'json')
@@ -167,7 +169,7 @@ class TestDiff(DocumentCommandTestCase):
         text = self.text.replace('vcpus: 16', 'vcpus: 8').replace(
             'isolate: false', 'isolate: true')
         status, out = self.run_cmd(text, '-f', 'json')
-        self.assertEqual(2, status)
+        self.assertEqual(1, status)
         self.assertEqual([
             {'Object': 'pool solver', 'Change': 'update',
              'From': {'isolate': False}, 'To': {'isolate': True}},
@@ -185,7 +187,7 @@ class TestDiff(DocumentCommandTestCase):
                 ('yaml', "- Change: update\n  From:\n    isolate: false\n")):
             self.app.stdout = io.StringIO()
             status, out = self.run_cmd(text, '-f', formatter)
-            self.assertEqual(2, status)
+            self.assertEqual(1, status)
             self.assertIn(expected, out)
 
     def test_untracked_is_not_drift_unless_pruned(self):
@@ -195,19 +197,19 @@ class TestDiff(DocumentCommandTestCase):
         self.assertIn('flavor g1.h100.1 untracked', out)
         self.app.stdout = io.StringIO()
         status, out = self.run_cmd(text, '--prune', '-f', 'value')
-        self.assertEqual(2, status)
+        self.assertEqual(1, status)
         self.assertIn('flavor g1.h100.1 delete', out)
 
-    def test_anchors_and_aliases_refused_with_exit_1(self):
+    def test_anchors_and_aliases_refused_with_exit_2(self):
         text = self.text.replace('- name: solver', '- &s\n  name: solver')
         status, out = self.run_cmd(text, '-f', 'json')
-        self.assertEqual(1, status)
+        self.assertEqual(2, status)
         self.assertEqual('', out)
         self.assertIn('YAML anchors and aliases', self.logger.output)
 
-    def test_error_exits_1_with_the_reason(self):
+    def test_error_exits_2_with_the_reason(self):
         status, out = self.run_cmd('version: 2\n', '-f', 'json')
-        self.assertEqual(1, status)
+        self.assertEqual(2, status)
         self.assertEqual('', out)
         self.assertIn('line 1: version: 1 was expected', self.logger.output)
 
