@@ -57,6 +57,8 @@ GPUS_AWAITING = 'GPUs Awaiting Release'
 UTILISATION = 'Utilisation (%)'
 STRANDED = 'Stranded'
 STRANDED_REASON = 'Stranded Reason'
+# whether NUMATopologyFilter was judged (a flavor asking a NUMA topology)
+NUMA = 'NUMA'
 FLAVOR_ID = 'Flavor ID'
 HOSTS = 'Hosts'
 HOSTS_FITTING = 'Hosts Fitting'
@@ -65,7 +67,7 @@ LONG_CAPACITY_COLUMNS = (FLAVOR_ID, HOSTS, HOSTS_FITTING)
 CAPACITY_COLUMNS = (FLAVOR, POOL, HOST, RESOURCE_CLASS, FITS, GPUS_TOTAL,
                     GPUS_USED, GPUS_FREE, GPUS_AWAITING, UTILISATION,
                     STRANDED,
-                    STRANDED_REASON) + LONG_CAPACITY_COLUMNS
+                    STRANDED_REASON, NUMA) + LONG_CAPACITY_COLUMNS
 
 CONTENT_TYPE = 'application/openmetrics-text; version=1.0.0; charset=utf-8'
 

@@ -26,6 +26,7 @@ from gpuclient.i18n import _
 from gpuclient.ops import snapshot
 from gpuclient.rules import baremetal
 from gpuclient.rules import host_names
+from gpuclient.rules import maintenance
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import quota
 from gpuclient.rules.scheduler import conf as nova_conf
@@ -33,6 +34,7 @@ from gpuclient.rules.scheduler import explain
 from gpuclient.rules.scheduler import filters
 from gpuclient.rules.scheduler import pci
 from gpuclient.rules.scheduler import resource_request as request
+from gpuclient.rules.scheduler.filters import numa_topology_filter as numa_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -40,14 +42,15 @@ LOG = logging.getLogger(__name__)
 def collect(client, flavor=None, resources=(), required=(), image=None,
             pool=None, project=None, zone=None, boot_from_volume=False,
             limit=None, explain_all=False, settings=None,
-            project_domain=None):
+            project_domain=None, facts=None):
     """Everything ``gpu candidates`` shows, as one dict.
 
     Requests: aggregates, flavor (1-2), image (0-2), hypervisors, compute
     services, providers and one allocation-candidates query; with an
     explanation, at most MAX_RELAXED relaxed queries, the trees of at most
     MAX_DETAIL_HOSTS hosts and the allocations of at most
-    MAX_ALLOCATION_READS providers.
+    MAX_ALLOCATION_READS providers. FACTS: ``--host-fact`` ({host or None:
+    facts}, maintenance.parse_facts).
     """
     settings = settings or nova_conf.load_settings()
     # Nova's side from the snapshot other read commands use; Placement is
@@ -104,13 +107,22 @@ def collect(client, flavor=None, resources=(), required=(), image=None,
     # [filter_scheduler] image_properties_default_architecture (unset
     # unless the settings give it)
     default_arch = settings.get('image_properties_default_architecture')
+    host_facts = maintenance.host_facts(facts or {}, sorted(hosts_roots))
     post = filters.post_filters(
         sorted(hosts_roots), extra_specs, aggregates, services, project_id,
         settings['enabled_filters'], pools, hypervisors=hypervisors,
-        image=the_image, default_arch=default_arch)
+        image=the_image, default_arch=default_arch, flavor=the_flavor,
+        facts=host_facts)
     members = set(pools[pool]['hosts']) if pool else None
     kept = [row for row in rows if row['host'] not in post
             and (members is None or row['host'] in members)]
+    numa = filters.numa(
+        [row['host'] for row in kept], filters.context(
+            extra_specs, project_id, pools, services, hypervisors,
+            the_image, default_arch, the_flavor, host_facts),
+        settings['enabled_filters'])
+    for row in kept:
+        row['numa'] = numa_mod.row_text(numa.get(row['host']))
     count = len(answer.get('allocation_requests') or [])
     notes = list(req['notes'])
     if req.get('limit') and count >= req['limit']:
@@ -120,6 +132,9 @@ def collect(client, flavor=None, resources=(), required=(), image=None,
             'max_placement_results): hosts beyond it are not shown, as Nova '
             'would not see them either. Raise --limit to see more.')
             % {'count': count, 'limit': req['limit']})
+    unjudged = numa_mod.unjudged_note(numa)
+    if unjudged:
+        notes.append(unjudged)
     enabled = settings['enabled_filters']
     not_checked = {name: why for name, why in filters.NOT_CHECKED.items()
                    if name in enabled}

@@ -18,17 +18,19 @@ of hosts and flavors) and, with a project named, its lookup.
 
 import logging
 
+from gpuclient.i18n import _
 from gpuclient.ops import snapshot
 from gpuclient.rules import capacity
+from gpuclient.rules import maintenance
 from gpuclient.rules import pools as pools_mod
 
 LOG = logging.getLogger(__name__)
 
 
 def collect(client, settings, project=None, project_domain=None, pool=None,
-            flavors=None, per_host=False):
+            flavors=None, per_host=False, facts=None):
     """Rows of ``gpu capacity list`` (``capacity.rows``); warnings are
-    logged."""
+    logged. FACTS: ``--host-fact`` ({host or None: facts})."""
     project_id = (client.project_id(project, project_domain) if project
                   else client.current_project_id())
     cloud = snapshot.read(client, with_flavors=True, mapped_only=True)
@@ -38,10 +40,18 @@ def collect(client, settings, project=None, project_domain=None, pool=None,
     wanted = None
     if flavors:
         wanted = capacity.resolve_flavors(cloud.flavors, flavors)
+    host_facts = maintenance.host_facts(facts or {}, cloud.host_roots())
     left_out = []
     rows = capacity.rows(cloud, settings, project_id,
                          wanted_flavors=wanted, pool=pool,
-                         per_host=per_host, notes=left_out)
+                         per_host=per_host, notes=left_out, facts=host_facts)
     for note in left_out + list(cloud.placement.notes()):
         LOG.warning(note)
+    unjudged = sorted({row['flavor'] for row in rows
+                       if row['fits'] is None and row.get('numa')})
+    if unjudged:
+        LOG.warning(_(
+            'No number for %s where the NUMA fit is not judged: the NUMA '
+            'column says why and which --host-fact would judge it.'),
+            ', '.join(unjudged))
     return rows

@@ -44,7 +44,9 @@ from gpuclient.i18n import _
 from gpuclient.rules import specs
 from gpuclient.rules.scheduler import filters
 from gpuclient.rules.scheduler import fit as fit_mod
+from gpuclient.rules.scheduler import host_manager
 from gpuclient.rules.scheduler import resource_request as request_mod
+from gpuclient.rules.scheduler.filters import numa_topology_filter as numa_mod
 
 # no more counted per host and flavor (a bound, not a figure anyone meets)
 FIT_LIMIT = 10000
@@ -135,12 +137,18 @@ class Fits:
     """Fit counts of flavors on hosts, over one Cloud."""
 
     def __init__(self, cloud, settings, project_id,
-                 fit_count=fit_mod.fit_count):
+                 fit_count=fit_mod.fit_count, facts=None, numa=False):
         self.cloud = cloud
+        # {host: host facts} (the NUMA ones: numa_topology_filter); with
+        # NUMA, a count NUMATopologyFilter cannot judge is None
+        self.facts = facts or {}
+        self.with_numa = numa
+        self.numa = {}  # flavor id -> {host: (status, what)}
         self.settings = settings
         self.project_id = project_id
         self.fit_count = fit_count
         self.host_roots = cloud.host_roots()
+        self.nodes = host_manager.nodes_by_host(cloud.hypervisors)
         self._trees = {}
         self._cache = {}
         self.requests = {}
@@ -168,13 +176,22 @@ class Fits:
             sorted(self.host_roots), flavor.get('extra_specs') or {},
             cloud.aggregates, cloud.services, self.project_id,
             self.settings['enabled_filters'], cloud.pools,
-            hypervisors=cloud.hypervisors)
+            hypervisors=cloud.hypervisors, flavor=flavor, facts=self.facts)
         self.post[fid] = post
+        guest = None
+        if numa_enabled(self.settings) and self.with_numa:
+            guest = numa_mod.constraints(flavor)
+        self.numa[fid] = {}
         classes = set(request_mod.gpu_classes(req))
         counts = {}
         for host, roots in sorted(self.host_roots.items()):
             if host in post:
                 counts[host] = 0
+                numa = [r for r in post[host]
+                        if r['filter'] == filters.NUMA_FILTER]
+                if guest and numa:
+                    self.numa[fid][host] = (host_manager.FAIL,
+                                            numa[0]['source'])
                 continue
             total = 0
             for root in sorted(roots):
@@ -189,8 +206,44 @@ class Fits:
                                                       limit=FIT_LIMIT)
                 total += self._cache[key]
             counts[host] = total
+            if guest:
+                counts[host] = self._numa(fid, host, guest, flavor, total)
         self.fits[fid] = counts
         return counts
+
+    def _numa(self, fid, host, guest, flavor, placed):
+        """PLACED (Placement's count on HOST) bounded by the NUMA fit of
+        GUEST; None when not judged (the reason in self.numa)."""
+        if not placed:
+            return 0  # Placement offers none: nothing for NUMA to judge
+        nodes = self.nodes.get(host) or ()
+        count, what = numa_mod.host_count(
+            nodes, guest, self.facts.get(host),
+            numa_mod.pci_devices(flavor.get('extra_specs')),
+            {node.get('id'): _ratios(self.cloud, node) for node in nodes})
+        self.numa[fid][host] = (
+            host_manager.UNKNOWN if count is None else host_manager.PASS,
+            what)
+        return None if count is None else min(placed, count)
+
+
+def numa_enabled(settings):
+    return filters.NUMA_FILTER in settings['enabled_filters']
+
+
+def _ratios(cloud, node):
+    """(cpu, ram) allocation ratios of an idle NODE: Placement's
+    capacity over what the hypervisor counts (its memory less what the
+    host reserves, all of memory_mb_used with no server there)."""
+    resources = (cloud.placement.summaries.get(node.get('id')) or {}).get(
+        'resources') or {}
+    vcpus = node.get('vcpus') or 0
+    memory = (node.get('memory_mb') or 0) - (node.get('memory_mb_used')
+                                             or 0)
+    cpu = resources.get('VCPU', {}).get('capacity')
+    ram = resources.get('MEMORY_MB', {}).get('capacity')
+    return (cpu / vcpus if cpu and vcpus else 1.0,
+            ram / memory if ram and memory > 0 else 1.0)
 
 
 def _serves(rp, root, req):
@@ -272,7 +325,8 @@ def stranded_providers(fits, all_gpu_flavors, host, resource_class):
                 continue
             users = [f for f in all_gpu_flavors
                      if _serves(rp, tree[root], fits.requests[f['id']])]
-            if any(fits.fits[f['id']].get(host) for f in users):
+            # a count not judged (None) is no proof that nothing fits
+            if any(fits.fits[f['id']].get(host, 0) != 0 for f in users):
                 continue
             found.append((rp, free, users))
     return found
@@ -323,7 +377,8 @@ def _flavor_class(req, pools, pool):
 
 
 def rows(cloud, settings, project_id, wanted_flavors=None, pool=None,
-         per_host=False, fit_count=fit_mod.fit_count, notes=None):
+         per_host=False, fit_count=fit_mod.fit_count, notes=None,
+         facts=None):
     """Rows of ``gpu capacity list`` as dicts (see module docstring).
 
     One row per flavor and pool (and host with PER_HOST): flavor,
@@ -331,7 +386,10 @@ def rows(cloud, settings, project_id, wanted_flavors=None, pool=None,
     hosts (hosts counted), hosts_fitting (those where at least one more
     fits), total, used, free, awaiting_release, utilisation (percent, None
     without GPUs), stranded, stranded_reasons (sentences),
-    stranded_by_reason ({reason of STRANDED_REASONS: units}).
+    stranded_by_reason ({reason of STRANDED_REASONS: units}), numa (for a
+    flavor asking a NUMA topology, whether NUMATopologyFilter was judged;
+    where it was not, fits and hosts_fitting are None). FACTS: {host:
+    host facts}.
 
     A GPU flavor whose request cannot be built (a PCI alias no pool and
     no nova.conf describes) gets no row and a sentence in NOTES (a list)
@@ -339,7 +397,8 @@ def rows(cloud, settings, project_id, wanted_flavors=None, pool=None,
     WANTED_FLAVORS still fails with the error.
     """
     pools = cloud.pools
-    fits = Fits(cloud, settings, project_id, fit_count=fit_count)
+    fits = Fits(cloud, settings, project_id, fit_count=fit_count,
+                facts=facts, numa=True)
     every_gpu = []
     for flavor, reading in gpu_flavors(cloud.flavors or [], pools):
         try:
@@ -396,11 +455,14 @@ def rows(cloud, settings, project_id, wanted_flavors=None, pool=None,
                 fits_here = counts.get(host, 0)
                 hosts.append({
                     'host': host, 'fits': fits_here, 'hosts': 1,
-                    'hosts_fitting': 1 if fits_here else 0,
+                    'hosts_fitting': (None if fits_here is None
+                                      else 1 if fits_here else 0),
                     'total': total, 'used': used, 'free': free,
                     'awaiting_release': awaiting,
                     'stranded': count, 'stranded_reasons': reasons,
-                    'stranded_by_reason': by_reason})
+                    'stranded_by_reason': by_reason,
+                    'numa': numa_mod.row_text(
+                        fits.numa[flavor['id']].get(host))})
             base = {'flavor': flavor.get('name') or flavor['id'],
                     'flavor_id': flavor['id'], 'pool': pool_name,
                     'resource_class': rc}
@@ -409,13 +471,15 @@ def rows(cloud, settings, project_id, wanted_flavors=None, pool=None,
                     found.append(dict(base, **item, utilisation=_percent(
                         item['used'], item['total'])))
                 continue
-            summed = {k: sum(item[k] for item in hosts)
+            summed = {k: _sum(item[k] for item in hosts)
                       for k in ('fits', 'hosts', 'hosts_fitting', 'total',
                                 'used', 'free', 'awaiting_release',
                                 'stranded')}
             found.append(dict(
                 base, host=None, utilisation=_percent(summed['used'],
                                                       summed['total']),
+                numa=_numa_summary({item['host']: fits.numa[
+                    flavor['id']].get(item['host']) for item in hosts}),
                 stranded_reasons=[r for item in hosts
                                   for r in item['stranded_reasons']],
                 stranded_by_reason=_summed(item['stranded_by_reason']
@@ -431,6 +495,27 @@ def _summed(counts):
         for key, number in item.items():
             found[key] = found.get(key, 0) + number
     return found
+
+
+def _sum(values):
+    """The sum, None when one is not known."""
+    values = list(values)
+    return None if None in values else sum(values)
+
+
+def _numa_summary(judged):
+    """The NUMA cell of a pool's row from its hosts' (status, what): the
+    hosts not judged and why, else the sources judged by."""
+    judged = {host: item for host, item in judged.items() if item}
+    unjudged = sorted((host, what) for host, (status, what) in judged.items()
+                      if status == host_manager.UNKNOWN)
+    if unjudged:
+        return '; '.join('%s: %s' % (host, numa_mod.row_text(
+            (host_manager.UNKNOWN, what))) for host, what in unjudged)
+    if judged:
+        return numa_mod.row_text((host_manager.PASS, ', '.join(sorted(
+            {what for _status, what in judged.values()}))))
+    return None
 
 
 def _percent(used, total):

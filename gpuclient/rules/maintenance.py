@@ -91,6 +91,7 @@ from gpuclient.rules import usage
 from gpuclient.rules.scheduler import conf as nova_conf
 from gpuclient.rules.scheduler import filters
 from gpuclient.rules.scheduler import fit as fit_mod
+from gpuclient.rules.scheduler import host_manager
 from gpuclient.rules.scheduler import resource_request as request_mod
 
 # --method
@@ -151,20 +152,26 @@ def version(text):
 FACT_KEYS = ('nova', 'libvirt', 'qemu', 'live_migratable', 'mdev_types')
 
 
-def parse_facts(items):
+def parse_facts(items, keys=FACT_KEYS):
     """{host or None (every host): facts} from ``--host-fact`` values
-    ``[<host>:]<key>=<value>``: versions as given, ``live_migratable``
-    true/false, ``mdev_types`` comma-separated. A ValueError names a bad
-    item."""
+    ``[<host>:]<key>=<value>`` with a key of KEYS: versions as given,
+    ``live_migratable`` true/false, ``mdev_types`` comma-separated, the
+    NUMA facts (host_manager.NUMA_FACT_KEYS) as parse_numa_fact reads
+    them. A ValueError names a bad item."""
     out = {}
     for item in items or ():
         target, equals, value = str(item).partition('=')
         host, colon, key = target.rpartition(':')
         key = key.strip().lower()
-        if not equals or key not in FACT_KEYS or not value.strip():
+        if not equals or key not in keys or not value.strip():
             raise ValueError(item)
         value = value.strip()
-        if key == 'live_migratable':
+        if key in host_manager.NUMA_FACT_KEYS:
+            try:
+                value = host_manager.parse_numa_fact(key, value)
+            except ValueError:
+                raise ValueError(item) from None
+        elif key == 'live_migratable':
             if value.lower() not in ('true', 'false', 'yes', 'no'):
                 raise ValueError(item)
             value = value.lower() in ('true', 'yes')

@@ -26,7 +26,7 @@ LOG = logging.getLogger(__name__)
 # add columns at the end
 COLUMNS = ('Host', 'Pool', 'GPU Providers', 'GPUs Total', 'GPUs Used',
            'GPUs Free', 'Free VCPU', 'Free PCPU', 'Free RAM (MiB)',
-           'Free Disk (GiB)')
+           'Free Disk (GiB)', 'NUMA')
 LONG_COLUMNS = ('Nodes', 'Allocation Candidates')
 EXPLAIN_COLUMNS = ('Candidate', 'Reason')
 
@@ -69,7 +69,7 @@ def _row(host):
             format_columns.ListColumn(providers), host['gpus_total'],
             host['gpus_total'] - host['gpus_free'], host['gpus_free'],
             free.get('VCPU'), free.get('PCPU'), free.get('MEMORY_MB'),
-            free.get('DISK_GB'))
+            free.get('DISK_GB'), host.get('numa'))
 
 
 def _reason(host, text):
@@ -227,6 +227,7 @@ class ListCandidate(common.Lister):
                    '(Candidate and Reason columns), and write the query, '
                    'the Nova settings assumed and what is not checked to '
                    'stderr'))
+        common.add_numa_facts_arg(parser)
         common.add_nova_conf_args(parser, overrides=True)
         return parser
 
@@ -259,6 +260,7 @@ class ListCandidate(common.Lister):
         zone = self._zone(parsed_args)
         resources = _parse_resources(parsed_args.resources)
         settings = common.settings_from_args(parsed_args)
+        facts = common.numa_facts(parsed_args)
         result = candidate_ops.collect(
             self.app.client_manager.gpu, flavor=parsed_args.flavor,
             resources=resources,
@@ -270,7 +272,7 @@ class ListCandidate(common.Lister):
             zone=zone,
             boot_from_volume=parsed_args.boot_from_volume,
             limit=parsed_args.limit, explain_all=parsed_args.explain,
-            settings=settings)
+            settings=settings, facts=facts)
         # stdout holds rows only, in every format: the rest is for people
         for line in explanation_lines(result, full=parsed_args.explain,
                                       why_not=not parsed_args.explain):

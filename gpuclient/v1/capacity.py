@@ -58,7 +58,8 @@ def table(rows, per_host=False, long=False):
                  row['used'], row['free'], row['awaiting_release'],
                  row['utilisation'],
                  row['stranded'], StrandedReasonColumn(
-                     row['stranded_reasons'], row['stranded_by_reason']))
+                     row['stranded_reasons'], row['stranded_by_reason']),
+                 row['numa'])
         if long:
             item += (row['flavor_id'], row['hosts'], row['hosts_fitting'])
         data.append(item)
@@ -77,7 +78,9 @@ class ListCapacity(common.Lister):
         'from the free inventory of each host\'s provider trees for the '
         'Placement request Nova sends for the flavor (device groups, '
         'group_policy, traits, isolation, project aggregates), with the '
-        'hosts Nova\'s filters would remove counted as 0; and the pool\'s '
+        'hosts Nova\'s filters would remove counted as 0 (for a flavor '
+        'asking a NUMA topology, no number where its NUMA fit cannot be '
+        'judged: the NUMA column says why); and the pool\'s '
         'GPUs of that class: total, used, free, awaiting release '
         '(one-time-use devices Nova reserved after their server was '
         'deleted: neither free nor stranded), utilisation, and stranded '
@@ -96,6 +99,7 @@ class ListCapacity(common.Lister):
                    'several). Default: every GPU flavor'))
         common.add_boot_project_args(parser)
         common.add_nova_conf_args(parser, overrides=True)
+        common.add_numa_facts_arg(parser)
         parser.add_argument(
             '--per-host', action='store_true', default=False,
             help=_('One row per flavor, pool and host (a Host column), '
@@ -115,6 +119,7 @@ class ListCapacity(common.Lister):
             project=parsed_args.project,
             project_domain=parsed_args.project_domain,
             pool=parsed_args.pool, flavors=parsed_args.flavors,
-            per_host=parsed_args.per_host)
+            per_host=parsed_args.per_host,
+            facts=common.numa_facts(parsed_args))
         return table(rows, per_host=parsed_args.per_host,
                      long=parsed_args.long)

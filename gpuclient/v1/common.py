@@ -388,3 +388,37 @@ def utilisation_args(parsed_args):
     if hasattr(parsed_args, 'idle'):
         found['idle'] = parsed_args.idle
     return found
+
+
+def add_numa_facts_arg(parser):
+    """--host-fact with the NUMA facts (gpu candidates, capacity list)."""
+    parser.add_argument(
+        '--host-fact', metavar='<[host:]key>=<value>',
+        action='append', default=[], dest='host_facts',
+        help=_('What the compute API does not show of a host\'s NUMA '
+               'topology, for flavors that ask one (repeat option): '
+               'numa_cells=<N> (0: the host reports no NUMA topology), '
+               'numa_pages=4k[,2M:<pages per cell>][,1G:<pages per cell>] '
+               '(every page size of each cell), numa_gpus=<PCI devices on '
+               'cell 0>,<on cell 1>,...; for every host, or one with '
+               '<host>:. Without them gpuclient judges by the hypervisor\'s '
+               'cpu_info, and marks what it cannot judge'))
+
+
+def numa_facts(parsed_args):
+    """{host or None: facts} of --host-fact (CommandError when bad)."""
+    from osc_lib import exceptions
+
+    from gpuclient.rules import maintenance
+    from gpuclient.rules.scheduler import host_manager
+
+    try:
+        return maintenance.parse_facts(parsed_args.host_facts,
+                                       keys=host_manager.NUMA_FACT_KEYS)
+    except ValueError as exc:
+        raise exceptions.CommandError(_(
+            '--host-fact %(item)s: give [<host>:]<key>=<value> with a key '
+            'of %(keys)s (numa_cells=2, numa_pages=4k,2M:1024, '
+            'numa_gpus=2,2).') % {
+                'item': exc,
+                'keys': ', '.join(host_manager.NUMA_FACT_KEYS)}) from None

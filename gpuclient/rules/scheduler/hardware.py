@@ -80,3 +80,108 @@ def thread_policy(specs, image):
     if flavor_policy in (None, 'prefer'):
         return flavor_policy or image_policy
     return flavor_policy
+
+
+# hw:mem_page_size's words (MEMPAGES_SMALL, _LARGE, _ANY)
+PAGES_SMALL, PAGES_LARGE, PAGES_ANY = 'small', 'large', 'any'
+_PAGE_UNITS = {'': 1, 'K': 1, 'M': 1024, 'G': 1024 * 1024}
+PCI_POLICIES = ('required', 'legacy', 'preferred', 'socket')
+
+
+def page_size(text):
+    """'small', 'large', 'any' or a size in KiB from a hw:mem_page_size
+    value (2048, 2MB, 1GiB, ...); None when it is none of them."""
+    value = str(text).strip()
+    if value.lower() in (PAGES_SMALL, PAGES_LARGE, PAGES_ANY):
+        return value.lower()
+    number = value.rstrip('BbIi')
+    unit = number[-1:].upper() if number[-1:].isalpha() else ''
+    digits = number[:-1] if unit else number
+    if not digits.isdigit() or unit not in _PAGE_UNITS or not int(digits):
+        return None
+    return int(digits) * _PAGE_UNITS[unit]
+
+
+def _page_constraint(specs, image):
+    """_get_numa_pagesize_constraint: the flavor allows, the image may
+    choose within any or large."""
+    flavor_value, image_value = pair(specs, image, 'mem_page_size')
+    if not flavor_value and image_value:
+        raise exception.error(
+            _('The image asks hw_mem_page_size=%(value)s and the flavor '
+              'sets no hw:mem_page_size: Nova refuses it (set '
+              'hw:mem_page_size=large or any on the flavor).'),
+            value=image_value)
+    if not flavor_value:
+        return None
+    chosen = page_size(flavor_value)
+    if image_value and chosen in (PAGES_ANY, PAGES_LARGE):
+        chosen = page_size(image_value)
+    elif image_value:
+        raise exception.error(
+            _('The image asks hw_mem_page_size=%(value)s while the flavor '
+              'fixes hw:mem_page_size: Nova refuses it.'), value=image_value)
+    if chosen is None:
+        raise exception.error(
+            _('Invalid memory page size %(value)s: give small, large, any '
+              'or a size such as 2MB or 1GB.'),
+            value=image_value or flavor_value)
+    return chosen
+
+
+def _whole(specs, image, key):
+    flavor_value, image_value = pair(specs, image, key)
+    value = flavor_value or image_value
+    try:
+        return int(value) if value else None
+    except ValueError:
+        raise exception.error(
+            _('Invalid hw:%(key)s value %(value)s: give a whole number.'),
+            key=key, value=value) from None
+
+
+def _manual_cells(specs, nodes):
+    """hw:numa_cpus.N and hw:numa_mem.N -> [{cpus, memory_mb}] or None."""
+    cpus = [specs.get('hw:numa_cpus.%d' % n) for n in range(nodes)]
+    mems = [specs.get('hw:numa_mem.%d' % n) for n in range(nodes)]
+    if not any(cpus) and not any(mems):
+        return None
+    if not all(cpus) or not all(mems):
+        raise exception.error(
+            _('The flavor sets hw:numa_cpus.N and hw:numa_mem.N for only '
+              'some of its %(nodes)d NUMA nodes: Nova refuses it (set both '
+              'for every node).'), nodes=nodes)
+    return [{'cpus': len(parse_cpu_spec(c)), 'memory_mb': int(m)}
+            for c, m in zip(cpus, mems, strict=True)]
+
+
+def numa_constraints(flavor, image=None):
+    """The guest NUMA topology Nova asks of a host (numa_get_constraints),
+    or None when the flavor and image ask none.
+
+    {'cells': [{'cpus', 'memory_mb'}], 'pagesize': None, a word or KiB,
+    'cpu_policy', 'pci_policy' (None: the [pci] alias's, else legacy)}.
+    A topology comes from hw:numa_nodes, hw:mem_page_size or a dedicated
+    or mixed CPU policy; hw:pci_numa_affinity_policy alone asks none.
+    """
+    specs = (flavor or {}).get('extra_specs') or {}
+    policy = cpu_policy(specs, image)
+    nodes = _whole(specs, image, 'numa_nodes')
+    pagesize = _page_constraint(specs, image)
+    if not (nodes or pagesize or policy in ('dedicated', 'mixed')):
+        return None
+    nodes = nodes or 1
+    vcpus, ram = flavor.get('vcpus') or 0, flavor.get('ram') or 0
+    cells = _manual_cells(specs, nodes)
+    if cells is None:
+        if nodes < 1 or vcpus % nodes or ram % nodes:
+            raise exception.error(
+                _('The flavor asks %(nodes)s NUMA nodes for %(vcpus)d vCPUs '
+                  'and %(ram)d MiB: Nova refuses it unless both divide '
+                  'evenly (or hw:numa_cpus.N and hw:numa_mem.N say how).'),
+                nodes=nodes, vcpus=vcpus, ram=ram)
+        cells = [{'cpus': vcpus // nodes, 'memory_mb': ram // nodes}
+                 for _n in range(nodes)]
+    pci_policy = unique(specs, image, 'pci_numa_affinity_policy')
+    return {'cells': cells, 'pagesize': pagesize, 'cpu_policy': policy,
+            'pci_policy': pci_policy}

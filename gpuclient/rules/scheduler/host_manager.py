@@ -28,6 +28,7 @@ its nodes does.
 
 from gpuclient.i18n import _
 from gpuclient.rules import host_names
+from gpuclient.rules.scheduler import hardware
 
 # HostState attribute -> how the compute API (2.53) shows it
 HOST_STATE_FIELDS = {
@@ -99,3 +100,101 @@ def judge_host(nodes, judge):
     if results:
         return results[0]
     return UNKNOWN, {'why': _('no hypervisor record')}
+
+
+# --host-fact keys that describe a host's NUMA topology (HostState's
+# numa_topology and the NUMA nodes of its PCI pools, which the compute API
+# does not show)
+NUMA_FACT_KEYS = ('numa_cells', 'numa_pages', 'numa_gpus')
+SMALL_PAGE_KB = 4
+
+
+def parse_numa_fact(key, value):
+    """A NUMA fact's value: numa_cells=N (0: no NUMA topology),
+    numa_pages=4k[,2M:<pages per cell>,1G:<pages per cell>] (every page
+    size of each cell), numa_gpus=<devices on cell 0>,<on cell 1>,...
+    (the flavor's PCI devices on each cell). ValueError when bad."""
+    text = str(value).strip()
+    if key == 'numa_cells':
+        if not text.isdigit():
+            raise ValueError(value)
+        return int(text)
+    if key == 'numa_gpus':
+        counts = [part.strip() for part in text.split(',')]
+        if not all(part.isdigit() for part in counts):
+            raise ValueError(value)
+        return [int(part) for part in counts]
+    pages = {}
+    for part in text.split(','):
+        size, colon, count = part.strip().partition(':')
+        size_kb = hardware.page_size(size)
+        if not isinstance(size_kb, int) or (colon and not count.isdigit()):
+            raise ValueError(value)
+        pages[size_kb] = int(count) if colon else None
+    if pages.get(SMALL_PAGE_KB) is not None:
+        raise ValueError(value)  # 4k pages are the rest of the memory
+    return pages
+
+
+def _split(total, cells):
+    return [total // cells] * cells if total is not None else None
+
+
+def numa_topology(hypervisor, facts=None):
+    """A node's NUMA topology as far as a client can know it.
+
+    The sources, best first: the operator's host facts (numa_cells,
+    numa_pages, numa_gpus); the driver's ``cpu_info`` (``topology.cells``,
+    as libvirt writes it: 2 or more cells is a NUMA topology of that many
+    cells, 1 is also what libvirt says of a host it shows no topology
+    for); Nova's ironic driver, which reports none. CPUs and memory are
+    the hypervisor's, split evenly over the cells.
+
+    {'known': False, 'why'} or {'known': True, 'source', 'cells': None (no
+    topology) or [{'id', 'cpus', 'memory_mb', 'pages': {KiB: pages per
+    cell, None for the rest of the memory}, 'gpus'}], 'pages_known',
+    'usage': None (no server on the node) or the node's used
+    {'cpus', 'memory_mb'}, at most what any one cell uses}.
+    """
+    hv, facts = hypervisor or {}, facts or {}
+    topology = (hv.get('cpu_info') or {}) if isinstance(
+        hv.get('cpu_info'), dict) else {}
+    topology = topology.get('topology') or {}
+    count, source = facts.get('numa_cells'), _('host facts')
+    if count is None and hv.get('hypervisor_type') == 'ironic':
+        count, source = 0, _('hypervisor type ironic')
+    if count is None and (topology.get('cells') or 0) >= 2:
+        count, source = topology['cells'], 'cpu_info'
+    if count is None:
+        if 'cells' in topology:
+            why = _('cpu_info shows %d cell, which libvirt also says of a '
+                    'host without NUMA topology') % topology['cells']
+        elif 'cpu_info' in hv:
+            why = _('cpu_info shows no topology.cells')
+        else:
+            why = _('the compute API shows no cpu_info')
+        return {'known': False, 'why': why}
+    if not count:
+        return {'known': True, 'source': source, 'cells': None}
+    cpus = _split(hv.get('vcpus'), count)
+    memory = _split(hv.get('memory_mb'), count)
+    if cpus is None or memory is None:
+        return {'known': False,
+                'why': _('the compute API shows no vcpus or memory_mb')}
+    pages = facts.get('numa_pages')
+    gpus = list(facts.get('numa_gpus') or ())
+    if source == 'cpu_info' and (pages or gpus):
+        source = _('cpu_info and host facts')
+    cells = [{'id': n, 'cpus': cpus[n], 'memory_mb': memory[n],
+              'pages': dict(pages or {SMALL_PAGE_KB: None}),
+              'gpus': gpus[n] if n < len(gpus) else None}
+             for n in range(count)]
+    if pages:
+        for cell in cells:
+            cell['pages'].setdefault(SMALL_PAGE_KB, None)
+    usage = None
+    if hv.get('running_vms'):
+        usage = {'cpus': hv.get('vcpus_used') or 0,
+                 'memory_mb': hv.get('memory_mb_used') or 0}
+    return {'known': True, 'source': source, 'cells': cells,
+            'pages_known': bool(pages), 'usage': usage}

@@ -253,7 +253,7 @@ class TestOutputShape(CandidatesTestCase):
         self.assertEqual(['Host', 'Pool', 'GPU Providers', 'GPUs Total',
                           'GPUs Used', 'GPUs Free', 'Free VCPU',
                           'Free PCPU', 'Free RAM (MiB)', 'Free Disk (GiB)',
-                          'Candidate', 'Reason'], columns)
+                          'NUMA', 'Candidate', 'Reason'], columns)
         # every compute host is a row: a candidate or ruled out, with why
         self.assertEqual({s['Host'] for s in services},
                          {row['Host'] for row in data})

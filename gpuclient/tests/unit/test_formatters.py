@@ -349,12 +349,15 @@ class TestRender(base.TestCase):
                         'stranded': strand,
                         'stranded_reasons': [text] if text else [],
                         'stranded_by_reason': ({reason: strand}
-                                               if reason else {})})
+                                               if reason else {}),
+                        'numa': None})
             if not per_host:
                 dicts = [dict(d, host=None) for d in dicts
                          if d['host'] in ('gpu-pt-2', 'gpu-vgpu-1')]
             columns, rows = capacity_cmd.table(dicts, per_host=per_host)
-            self.assertEqual(list(columns_of(per_host)), list(columns))
+            # and the NUMA column, which no metric family reads
+            self.assertEqual(list(columns_of(per_host)) + ['NUMA'],
+                             list(columns))
             parsed = parse(formatters.render(columns, rows)[0])
             self.assertEqual(
                 {(d['pool'], r, n) for d in dicts

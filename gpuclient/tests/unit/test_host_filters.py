@@ -432,7 +432,8 @@ class TestRegistry(unittest.TestCase):
         self.assertEqual(
             ('ComputeFilter', 'AggregateInstanceExtraSpecsFilter',
              'AggregateMultiTenancyIsolation', 'ImagePropertiesFilter',
-             'ComputeCapabilitiesFilter'), filters.CHECKED_FILTERS)
+             'ComputeCapabilitiesFilter', 'NUMATopologyFilter'),
+            filters.CHECKED_FILTERS)
         self.assertFalse(set(filters.CHECKED_FILTERS)
                          & set(filters.NOT_CHECKED))
 

@@ -29,6 +29,7 @@ from gpuclient.rules.scheduler.filters import aggregate_multitenancy_isolation
 from gpuclient.rules.scheduler.filters import compute_capabilities_filter
 from gpuclient.rules.scheduler.filters import compute_filter
 from gpuclient.rules.scheduler.filters import image_props_filter
+from gpuclient.rules.scheduler.filters import numa_topology_filter
 from gpuclient.rules.scheduler.filters import utils
 
 # the filters judged here, in the order they run
@@ -38,6 +39,7 @@ FILTERS = (
     aggregate_multitenancy_isolation,
     image_props_filter,
     compute_capabilities_filter,
+    numa_topology_filter,
 )
 CHECKED_FILTERS = tuple(host_filter.NAME for host_filter in FILTERS)
 _BY_NAME = {host_filter.NAME: host_filter for host_filter in FILTERS}
@@ -45,10 +47,10 @@ _BY_NAME = {host_filter.NAME: host_filter for host_filter in FILTERS}
 # stays unknown (``unchecked``)
 IMAGE_FILTER = image_props_filter.NAME
 CAPABILITIES_FILTER = compute_capabilities_filter.NAME
+# judges a node where a source shows its NUMA topology (``numa``)
+NUMA_FILTER = numa_topology_filter.NAME
 # enabled_filters not judged here, with why
 NOT_CHECKED = {
-    'NUMATopologyFilter': _('NUMA fit of CPUs, memory and PCI devices '
-                            '(hw:pci_numa_affinity_policy) on the host'),
     'PciPassthroughFilter': _('the PCI device pools the compute host '
                               'reports to Nova (NUMA, device type)'),
     'ServerGroupAffinityFilter': _('server group affinity (no group given)'),
@@ -57,25 +59,39 @@ NOT_CHECKED = {
 }
 
 
-def post_filters(hosts, extra_specs, aggregates, services, project_id,
-                 enabled_filters, pools=None, hypervisors=(), image=None,
-                 default_arch=None):
-    """{host: [reason dicts]} for hosts the judged filters remove.
-
-    ``hypervisors`` (compute API 2.53 details) and ``image`` (its
-    properties) feed ImagePropertiesFilter and ComputeCapabilitiesFilter;
-    a host whose nodes they cannot judge is not removed (see
-    ``unchecked``).
+def context(extra_specs, project_id, pools=None, services=(),
+            hypervisors=(), image=None, default_arch=None, flavor=None,
+            facts=None):
+    """What the filters read: the request and the hosts as the API
+    shows them (FLAVOR's guest NUMA topology, FACTS: {host: host facts}).
     """
-    enabled = set(enabled_filters or ())
-    ctx = {
+    return {
         'extra_specs': extra_specs,
         'project_id': project_id,
         'pools': pools or {},
         'services': {s['host']: s for s in services or ()},
         'nodes': host_manager.nodes_by_host(hypervisors),
         'wanted': image_props_filter.image_requirements(image, default_arch),
+        'numa': numa_topology_filter.constraints(flavor, image),
+        'devices': numa_topology_filter.pci_devices(extra_specs),
+        'facts': facts or {},
     }
+
+
+def post_filters(hosts, extra_specs, aggregates, services, project_id,
+                 enabled_filters, pools=None, hypervisors=(), image=None,
+                 default_arch=None, flavor=None, facts=None):
+    """{host: [reason dicts]} for hosts the judged filters remove.
+
+    ``hypervisors`` (compute API 2.53 details) and ``image`` (its
+    properties) feed ImagePropertiesFilter and ComputeCapabilitiesFilter,
+    with FLAVOR (its vcpus, ram and extra specs) and FACTS ({host: host
+    facts}) NUMATopologyFilter; a host whose nodes they cannot judge is
+    not removed (see ``unchecked`` and ``numa``).
+    """
+    enabled = set(enabled_filters or ())
+    ctx = context(extra_specs, project_id, pools, services, hypervisors,
+                  image, default_arch, flavor, facts)
     out = {}
     for host in hosts:
         metadata = utils.host_metadata(aggregates, host)
@@ -130,4 +146,20 @@ def unchecked(hosts, hypervisors, extra_specs, image, enabled_filters,
             out[name] = '; '.join(_('%(why)s on %(hosts)s') % {
                 'why': why, 'hosts': ', '.join(found)}
                 for why, found in sorted(whys.items()))
+    return out
+
+
+def numa(hosts, ctx, enabled_filters):
+    """{host: (status, text)} of NUMATopologyFilter for a flavor asking a
+    NUMA topology ({} when it asks none or the filter is off): 'judged'
+    (passes or fails, by which source) or 'not judged' and why."""
+    if NUMA_FILTER not in set(enabled_filters or ()) or not ctx['numa']:
+        return {}
+    out = {}
+    for host in hosts:
+        status, detail = numa_topology_filter.judge(ctx, host)
+        if status == host_manager.UNKNOWN:
+            out[host] = (status, numa_topology_filter.unknown_text(detail))
+        else:
+            out[host] = (status, (detail or {}).get('source'))
     return out

@@ -74,6 +74,10 @@ class CandidatesTestCase(base.CommandTestCase):
     def _compute_get(self, url, microversion=None, params=None, **kwargs):
         if url == '/flavors/g1.h100.1':
             return fakes.make_response(200, {'flavor': FLAVOR})
+        if url == '/flavors/g1.numa':
+            return fakes.make_response(200, {'flavor': dict(
+                FLAVOR, id='f2', name='g1.numa', extra_specs=dict(
+                    FLAVOR['extra_specs'], **{'hw:numa_nodes': '1'}))})
         return self.cm._compute_get(url, microversion, params, **kwargs)
 
     def _candidates(self, req, context):
@@ -172,6 +176,53 @@ class TestParser(CandidatesTestCase):
         self.assertIn('--explain', details)
 
 
+class TestNuma(CandidatesTestCase):
+    """A flavor asking a NUMA topology: judged by what a source shows."""
+
+    ARGS = ['--flavor', 'g1.numa', '--alias-map', 'h100=10de:2331']
+
+    def setUp(self):
+        super().setUp()
+        # as 2.53 shows them, cpu_info without topology.cells
+        self.cloud.hypervisors = [
+            dict(hv, vcpus=64, memory_mb=524288, running_vms=0,
+                 hypervisor_type='QEMU', cpu_info={'topology': {
+                     'sockets': 4, 'cores': 1, 'threads': 1}})
+            for hv in recorded.HYPERVISORS]
+
+    def test_not_judged_is_on_the_row_and_in_the_summary(self):
+        self.one_candidate()
+        _cmd, _parsed, (columns, rows) = self.run_cmd(self.ARGS)
+        row = dict(zip(columns, rows[0], strict=True))
+        self.assertTrue(row['NUMA'].startswith('not judged: '), row['NUMA'])
+        stdout, stderr = self.run_output(self.ARGS + ['-f', 'json'])
+        self.assertIn('not judged', json.loads(stdout)[0]['NUMA'])
+        self.assertIn('NUMA fit not judged', stderr)
+        self.assertIn('numa_cells=<N>', stderr)
+
+    def test_judged_with_host_facts(self):
+        self.one_candidate()
+        _cmd, _parsed, (columns, rows) = self.run_cmd(self.ARGS + [
+            '--host-fact', 'gpu-pt-1:numa_cells=2',
+            '--host-fact', 'numa_pages=4k'])
+        row = dict(zip(columns, rows[0], strict=True))
+        self.assertEqual('judged (host facts)', row['NUMA'])
+
+    def test_a_host_without_topology_is_ruled_out(self):
+        self.one_candidate()
+        _cmd, _parsed, (columns, rows) = self.run_cmd(self.ARGS + [
+            '--host-fact', 'gpu-pt-1:numa_cells=0', '--explain'])
+        row = dict(zip(columns, rows[0], strict=True))
+        self.assertFalse(row['Candidate'])
+        self.assertIn('reports no NUMA topology',
+                      row['Reason'].machine_readable()[0])
+
+    def test_bad_fact(self):
+        self.assertRaisesRegex(
+            exceptions.CommandError, 'numa_cells, numa_pages, numa_gpus',
+            self.run_cmd, self.ARGS + ['--host-fact', 'numa_cells=two'])
+
+
 class TestTakeAction(CandidatesTestCase):
     def test_candidates_and_request_count(self):
         self.one_candidate()
@@ -180,7 +231,7 @@ class TestTakeAction(CandidatesTestCase):
         self.assertEqual(
             ('Host', 'Pool', 'GPU Providers', 'GPUs Total', 'GPUs Used',
              'GPUs Free', 'Free VCPU', 'Free PCPU', 'Free RAM (MiB)',
-             'Free Disk (GiB)'), columns)
+             'Free Disk (GiB)', 'NUMA'), columns)
         self.assertEqual(1, len(rows))
         row = dict(zip(columns, rows[0], strict=True))
         row['GPU Providers'] = row['GPU Providers'].machine_readable()
@@ -189,7 +240,7 @@ class TestTakeAction(CandidatesTestCase):
             {'Host': 'gpu-pt-1', 'Pool': None, 'GPU Providers': ['pci-3'],
              'GPUs Total': 4, 'GPUs Used': 3, 'GPUs Free': 1,
              'Free VCPU': 256, 'Free PCPU': None, 'Free RAM (MiB)': 523776,
-             'Free Disk (GiB)': 3500}, row)
+             'Free Disk (GiB)': 3500, 'NUMA': None}, row)
         # a host with candidates and no note: nothing for stderr
         self.assertEqual('', cmd.app.stderr.getvalue())
         sent = self.placement.requests('/allocation_candidates')
@@ -295,7 +346,8 @@ class TestTakeAction(CandidatesTestCase):
         self.assertIn('pci_in_placement = True (default)', stderr)
         self.assertIn('PCI alias h100 -> CUSTOM_PCI_10DE_2331 (option)',
                       stderr)
-        self.assertIn('Not checked: NUMATopologyFilter', stderr)
+        # judged where a source shows it: on the rows, not "not checked"
+        self.assertNotIn('Not checked: NUMATopologyFilter', stderr)
         # the reasons are rows, not repeated on stderr
         self.assertNotIn('Why not', stderr)
 

@@ -202,6 +202,36 @@ class TestFits(CapacityTestCase):
                          list(rows[0])[:4])
         self.assertNotIn('Hosts', rows[0])
 
+    def test_numa_flavor_counted_where_judged(self):
+        # 2 cells of 16 CPUs and 128 GiB (cpu_info), no server: one 80 GiB
+        # guest cell per host cell, where Placement alone fits 3
+        self.cloud.hypervisors[0].update(
+            vcpus=32, memory_mb=262144, memory_mb_used=512, running_vms=0,
+            cpu_info={'topology': {'cells': 2, 'sockets': 2, 'cores': 16,
+                                   'threads': 1}})
+        flavor = self.flavor('g1.numa', PT_SPEC, ram=81920)
+        flavor['extra_specs']['hw:numa_nodes'] = '1'
+        self.flavor('g1.h100.1', PT_SPEC)
+        rows = {r['Flavor']: r for r in self.run_cmd('--per-host', '--long')}
+        # the page sizes are not in cpu_info: no number, and why
+        self.assertEqual((None, None), (rows['g1.numa']['Fits'],
+                                        rows['g1.numa']['Hosts Fitting']))
+        self.assertIn('numa_pages', rows['g1.numa']['NUMA'])
+        self.assertIn('No number for g1.numa where the NUMA fit is not '
+                      'judged', self.logger.output)
+        self.assertEqual((3, None), (rows['g1.h100.1']['Fits'],
+                                     rows['g1.h100.1']['NUMA']))
+        rows = {r['Flavor']: r for r in self.run_cmd(
+            '--host-fact', 'gpu-pt-1:numa_pages=4k')}
+        self.assertEqual(2, rows['g1.numa']['Fits'])
+        self.assertEqual('judged (cpu_info and host facts)',
+                         rows['g1.numa']['NUMA'])
+        # a host with no topology fits none, judged
+        rows = {r['Flavor']: r for r in self.run_cmd(
+            '--host-fact', 'gpu-pt-1:numa_cells=0')}
+        self.assertEqual((0, 'judged (host facts)'),
+                         (rows['g1.numa']['Fits'], rows['g1.numa']['NUMA']))
+
     def test_flavor_with_an_alias_no_pool_describes_is_left_out(self):
         # a hand-made flavor asking for an alias neither a pool nor
         # nova.conf describes: the others' rows stay, a warning names it

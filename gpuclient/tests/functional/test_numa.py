@@ -1,0 +1,222 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""NUMA in ``gpu candidates`` and ``gpu capacity list``, proven by boots.
+
+The test cloud's passthrough host reports a NUMA topology of 2 cells (32
+CPUs, 256 GiB of 4k pages and 2 GPUs each; ``cpu_info`` says 2 cells); the
+other hosts report none (``cpu_info`` says 1 cell). For flavors asking
+``hw:numa_nodes`` 1 and 2, a cell too small (300 GiB), ``hw:mem_page_size
+=large`` and ``hw:pci_numa_affinity_policy`` required and preferred (3
+GPUs on one cell), every host either is marked "not judged" on its row or
+is listed exactly when ``server create --host`` boots there; with the host
+facts that complete what the API shows, every row is judged and the hosts
+listed are the hosts Nova boots on. The matrix asks gpuclient's client
+layer in this process and boots every case at once.
+"""
+
+import time
+
+import openstack
+
+from gpuclient.tests.functional import base
+from gpuclient.tests.functional import faults
+from gpuclient.tests.functional import test_candidates
+
+GIB = 1024
+NO_TOPOLOGY = (base.VGPU_HOST, base.MIG_HOST, base.PLAIN_HOST)
+# what the API does not show: the passthrough host's pages and the cells
+# of its GPUs, the other hosts' lack of a topology
+FACTS = (['%s:numa_pages=4k' % base.PT_HOST,
+          '%s:numa_gpus=2,2' % base.PT_HOST]
+         + ['%s:numa_cells=0' % host for host in NO_TOPOLOGY])
+
+
+class TestNuma(test_candidates.CandidatesTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.need_host('passthrough', 'vgpu', 'mig', 'baremetal', 'plain')
+        self.conn = openstack.connect(cloud=self.cloud)
+        self.image = self.conn.image.find_image(base.IMAGE).id
+        self.project = self.boot_project()
+        self.project_conn = None
+
+    def boot_project(self):
+        """A project of its own for the boots (deleted at cleanup), with
+        the unified limits they need (the registered defaults allow 10
+        servers and 50 GiB of RAM)."""
+        identity = self.conn.identity
+        project = identity.create_project(
+            name=self.unique_name('numa'), domain_id='default')
+        self.addCleanup(identity.delete_project, project.id,
+                        ignore_missing=True)
+        identity.assign_project_role_to_user(
+            project, identity.get_user(self.conn.current_user_id),
+            identity.find_role('admin'))
+        service = identity.find_service('nova').id
+        region = self.conn.config.get_region_name()
+        for resource, value in (('servers', 100), ('class:VCPU', 400),
+                                ('class:MEMORY_MB', 4096 * GIB)):
+            limit = identity.create_limit(
+                service_id=service, region_id=region, project_id=project.id,
+                resource_name=resource, resource_limit=value)
+            self.addCleanup(identity.delete_limit, limit.id,
+                            ignore_missing=True)
+        return project
+
+    def create_server(self, flavor, host):
+        """A server of FLAVOR on HOST in the test's project (compute API
+        2.74: --host runs Placement and every filter); its id."""
+        if self.project_conn is None:
+            self.project_conn = openstack.connect(
+                cloud=self.cloud, project_name=self.project.name)
+        conn = self.project_conn
+        answer = conn.compute.post(
+            '/servers', microversion=base.COMPUTE_API, json={
+                'server': {'name': self.unique_name('numa'),
+                           'flavorRef': flavor, 'imageRef': self.image,
+                           'host': host, 'networks': 'none'}})
+        self.assertEqual(202, answer.status_code, answer.text)
+        server_id = answer.json()['server']['id']
+        self.addCleanup(self.delete, [server_id])
+        return server_id
+
+    def delete(self, server_ids):
+        """Delete the servers and wait until they are gone (the pool's
+        cleanup refuses to strand them)."""
+        for server_id in server_ids:
+            self.conn.compute.delete_server(server_id, ignore_missing=True)
+        for server_id in server_ids:
+            server = self.conn.compute.find_server(server_id)
+            if server is not None:
+                self.conn.compute.wait_for_delete(server, wait=120)
+
+    def wait(self, server_ids, timeout=240):
+        """{server id: True when ACTIVE, False when ERROR}."""
+        status = {}
+        deadline = time.monotonic() + timeout
+        while len(status) < len(server_ids) and time.monotonic() < deadline:
+            time.sleep(1)
+            for server_id in server_ids:
+                if server_id not in status:
+                    found = self.conn.compute.get_server(server_id).status
+                    if found in ('ACTIVE', 'ERROR'):
+                        status[server_id] = found == 'ACTIVE'
+        self.assertEqual(len(server_ids), len(status), 'boots still building')
+        return status
+
+    def numa_pool(self):
+        return self.create_pool('--mode', 'passthrough', '--alias', 'h100',
+                                '--pci-id', '10de:2331', '--host',
+                                base.PT_HOST)['name']
+
+    def boot_all(self, cases, hosts):
+        """{(case, host): True when Nova boots the flavor there}; every
+        server created at once, waited for together and deleted."""
+        servers = {(case, host): self.create_server(flavor, host)
+                   for case, flavor in cases.items() for host in hosts}
+        status = self.wait(list(servers.values()))
+        self.delete(list(servers.values()))
+        return {key: status[server_id] for key, server_id in servers.items()}
+
+    def test_candidates_name_the_hosts_nova_boots_on(self):
+        from gpuclient.ops import candidate_ops
+        from gpuclient.rules import maintenance
+        from gpuclient.rules.scheduler import host_manager
+
+        self.numa_pool()
+        specs = {
+            'numa1': (1, 512, {'hw:numa_nodes': '1'}),
+            'numa2': (2, 1024, {'hw:numa_nodes': '2'}),
+            'cell-too-small': (1, 300 * GIB, {'hw:numa_nodes': '1'}),
+            'large-pages': (1, 512, {'hw:mem_page_size': 'large'}),
+            'gpus-required': (1, 512, {
+                'hw:numa_nodes': '1', 'pci_passthrough:alias': 'h100:3',
+                'hw:pci_numa_affinity_policy': 'required'}),
+            'gpus-preferred': (1, 512, {
+                'hw:numa_nodes': '1', 'pci_passthrough:alias': 'h100:3',
+                'hw:pci_numa_affinity_policy': 'preferred'}),
+        }
+        cases = {case: self.create_flavor(props, vcpus=vcpus, ram=ram,
+                                          disk=0)['id']
+                 for case, (vcpus, ram, props) in specs.items()}
+        client = faults.make_client()
+        facts = maintenance.parse_facts(FACTS,
+                                        keys=host_manager.NUMA_FACT_KEYS)
+        listed = {}
+        for case, flavor in cases.items():
+            for given in ({}, facts):
+                rows = candidate_ops.collect(
+                    client, flavor=flavor, project=self.project.id,
+                    facts=given)['hosts']
+                listed[(case, bool(given))] = {
+                    row['host']: row['numa'] for row in rows}
+        booted = self.boot_all(cases, test_candidates.ALL_HOSTS)
+        for (case, with_facts), rows in sorted(listed.items()):
+            for host in test_candidates.ALL_HOSTS:
+                numa = rows.get(host)
+                marked = bool(numa and numa.startswith('not judged'))
+                self.assertTrue(
+                    marked or (host in rows) == booted[(case, host)],
+                    '%s on %s (facts: %s): listed %s (%s), Nova boots: %s'
+                    % (case, host, with_facts, host in rows, numa,
+                       booted[(case, host)]))
+                if with_facts:
+                    self.assertFalse(marked, (case, host, numa))
+        # what the boots showed: the cases tell hosts apart
+        self.assertEqual(
+            {'numa1': True, 'numa2': True, 'cell-too-small': False,
+             'large-pages': False, 'gpus-required': False,
+             'gpus-preferred': True},
+            {case: booted[(case, base.PT_HOST)] for case in cases})
+        self.assertFalse(any(booted[(case, host)] for case in cases
+                             for host in NO_TOPOLOGY))
+
+    def test_capacity_predicts_the_boots(self):
+        """CLI: gpu capacity list counts 2 of a 160 GiB one-cell flavor
+        on the passthrough host (Placement alone: 3); the third boot is
+        refused. Without the facts it gives no number."""
+        pool = self.numa_pool()
+        name = self.unique_name('flavor')
+        self.openstack('gpu', 'flavor', 'create', name, '--pool', pool,
+                       '--vcpus', '1', '--ram', str(160 * GIB), '--disk',
+                       '0', '--numa-policy', 'preferred')
+        self.addCleanup(self.openstack_raw, 'flavor', 'delete', name)
+        self.openstack('flavor', 'set', '--property', 'hw:numa_nodes=1',
+                       name, parse=False)
+        args = ['gpu', 'capacity', 'list', '--flavor', name, '--per-host',
+                '--project', self.project.id]
+        rows = self.openstack(*args)
+        self.assertEqual([None], [row['Fits'] for row in rows])
+        self.assertIn('numa_pages', rows[0]['NUMA'])
+        facts = []
+        for fact in FACTS:
+            facts += ['--host-fact', fact]
+        rows = self.openstack(*args, *facts)
+        for _attempt in range(12):
+            if rows[0]['NUMA'] is not None:
+                break
+            # the host is out for another reason than NUMA: another test's
+            # pool isolates it for a while (the cloud is shared)
+            time.sleep(5)
+            rows = self.openstack(*args, *facts)
+        self.assertEqual([(base.PT_HOST, 2)],
+                         [(row['Host'], row['Fits']) for row in rows],
+                         rows)
+        self.assertTrue(rows[0]['NUMA'].startswith('judged'))
+        flavor = self.conn.compute.find_flavor(name).id
+        first = self.wait([self.create_server(flavor, base.PT_HOST)
+                           for _n in range(2)])
+        self.assertEqual([True, True], list(first.values()))
+        self.assertEqual([False], list(self.wait(
+            [self.create_server(flavor, base.PT_HOST)]).values()))
