@@ -27,6 +27,7 @@ import urllib.parse
 from keystoneauth1 import exceptions as ks_exc
 from openstack import exceptions as sdk_exc
 from osc_lib import exceptions
+import requests
 
 from gpuclient.cloud import http
 from gpuclient.i18n import _
@@ -302,9 +303,11 @@ def translate_errors(service, what):
         ) from exc
     except sdk_exc.SDKException as exc:
         raise APIError('%s: %s' % (what, scrub(exc))) from exc
-    except json.JSONDecodeError as exc:
-        # an SDK call read a 2xx answer that is not JSON (requests'
-        # JSONDecodeError is one too): the answer is the last one read
+    except (json.JSONDecodeError, requests.JSONDecodeError) as exc:
+        # an SDK call read a 2xx answer that is not JSON: the answer is
+        # the last one read. requests' JSONDecodeError derives from
+        # simplejson's, not json's, where simplejson is installed (older
+        # osc-lib releases require it)
         answer = http.last_answer()
         if answer is not None and answer.ok:
             raise not_json(service, what, answer) from None

@@ -511,7 +511,9 @@ class Placement:
         found = self._sdk(version, what, self._adapter.traits, read=True,
                           name='in:' + ','.join(sorted(names)),
                           microversion=versions.version_str(version))
-        return {trait.name for trait in found}
+        # openstacksdk before 4.21 does not send the name filter and
+        # lists every trait: keep the ones asked about
+        return {trait.name for trait in found} & set(names)
 
     def ensure_traits(self, names):
         """Create the custom traits that are missing; return those made."""

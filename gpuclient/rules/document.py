@@ -34,7 +34,8 @@ Three shapes of a document live here: the *text* (YAML, ``load`` and
 and the *canonical* form that ``diff`` compares, with every default
 filled in, lists sorted, projects as IDs, hosts as Nova service hosts and
 images by their key (``image_key``). ``check`` validates a written
-document (``SCHEMA`` with jsonschema, then gpuclient's own rules) and
+document (``SCHEMA``, a JSON Schema, with ``rules/schema.py``, then
+gpuclient's own rules) and
 returns it canonical except for the references (projects, hosts, images)
 that only the cloud can resolve: ``references`` lists them and
 ``substitute`` puts the resolved values in. ``from_cloud`` is the
@@ -54,6 +55,7 @@ from gpuclient.rules import nova_rules
 from gpuclient.rules import placement_names as names
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import quota as quota_mod
+from gpuclient.rules import schema as schema_mod
 from gpuclient.rules import specs
 
 VERSION = 1
@@ -373,14 +375,10 @@ def dump(doc):
 def schema_problems(data, lines=None):
     """Where DATA breaks SCHEMA: ['line 7: pools[1].mode: ...'], sorted
     by path."""
-    import jsonschema
-
-    validator = jsonschema.Draft202012Validator(SCHEMA)
     found = []
-    for error in validator.iter_errors(data):
-        path = tuple(error.absolute_path)
+    for path, message in schema_mod.errors(SCHEMA, data):
         found.append((tuple(str(p) for p in path), '%s: %s' % (
-            where(path, lines), error.message)))
+            where(path, lines), message)))
     return [message for _key, message in sorted(found)]
 
 

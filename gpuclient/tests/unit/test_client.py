@@ -12,6 +12,7 @@
 
 """The client layer: negotiation, microversions, error translation."""
 
+import importlib.metadata
 from unittest import mock
 
 import fixtures
@@ -33,6 +34,11 @@ from gpuclient.cloud import placement as placement_mod
 from gpuclient.cloud import versions
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import fakes
+
+# openstacksdk's Trait sends its name filter to Placement from 4.21 on
+_SDK_FILTERS_TRAITS = tuple(
+    int(part) for part in
+    importlib.metadata.version('openstacksdk').split('.')[:2]) >= (4, 21)
 
 URL = fakes.PLACEMENT_URL
 OVERRIDE_URL = 'http://placement-override.example:8780/placement'
@@ -441,8 +447,11 @@ class TestTraits(base.TestCase):
         sent = [(r.method, r.path, r.query,
                  r.headers.get('OpenStack-API-Version'))
                 for r in self.placement.requests() if r.path != '/']
+        # openstacksdk sends traits(name=) from 4.21 on; before, it lists
+        # every trait (test_existing_traits_are_the_asked_ones)
+        trait_query = 'name=in%3acustom_a' if _SDK_FILTERS_TRAITS else ''
         self.assertEqual([
-            ('GET', '/traits', 'name=in%3acustom_a', 'placement 1.6'),
+            ('GET', '/traits', trait_query, 'placement 1.6'),
             ('PUT', '/traits/custom_a', '', 'placement 1.6'),
             ('DELETE', '/traits/custom_a', '', 'placement 1.6'),
             ('GET', '/resource_providers', 'required=owner_nova',
@@ -453,6 +462,19 @@ class TestTraits(base.TestCase):
         ], sent)
         # each counted as one request, as the raw calls were
         self.assertEqual(6, self.client.request_count)
+
+    def test_existing_traits_are_the_asked_ones(self):
+        """openstacksdk before 4.21 drops traits(name=)'s filter and lists
+        every trait: existing_traits still answers for the names asked."""
+        adapter = self.client._adapter
+        every = adapter.traits
+        self.useFixture(fixtures.MockPatchObject(
+            adapter, 'traits',
+            side_effect=lambda name=None, **query: every(**query)))
+        self.client.ensure_traits({'CUSTOM_A'})
+        self.assertEqual({'CUSTOM_A'}, self.client.existing_traits(
+            {'CUSTOM_A', 'CUSTOM_B'}))
+        self.assertEqual(set(), self.client.existing_traits({'CUSTOM_B'}))
 
     def test_placement_message_survives_the_sdk(self):
         """Placement's {"errors": [{"detail"}]} reaches the user through

@@ -192,6 +192,115 @@ class TestRequirementFiles(base.TestCase):
         self.assertEqual({}, self.missing(modules, allowed))
 
 
+def floors(path):
+    """{normalized name: floor} of the ``NAME>=X`` lines of a requirements
+    file or of setup.cfg's extras (one requirement a line)."""
+    found = {}
+    with open(path) as text:
+        for line in text:
+            match = re.match(r'\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*>=\s*'
+                             r'([0-9][^\s,;#]*)', line)
+            if match:
+                found[normalize(match.group(1))] = match.group(2)
+    return found
+
+
+def pins(path):
+    """{normalized name: version} of a constraints file's ``NAME==X``."""
+    found = {}
+    with open(path) as text:
+        for line in text:
+            match = re.match(r'\s*([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)',
+                             line)
+            if match:
+                found[normalize(match.group(1))] = match.group(2)
+    return found
+
+
+class TestFloors(base.TestCase):
+    """lower-constraints.txt pins exactly the floors of requirements.txt
+    and of setup.cfg's extras, and tox -e py3-floors (GPUCLIENT_FLOORS=1)
+    runs with exactly those releases installed."""
+
+    def setUp(self):
+        super().setUp()
+        self.constraints = os.path.join(ROOT, 'lower-constraints.txt')
+        if not os.path.exists(self.constraints):
+            self.skipTest('not a source tree (no lower-constraints.txt)')
+
+    def declared(self):
+        config = configparser.ConfigParser()
+        config.read(os.path.join(ROOT, 'setup.cfg'))
+        extras = self.useFixture(fixtures.TempDir()).join('extras.txt')
+        with open(extras, 'w') as out:
+            out.write('\n'.join(config['extras'].values()))
+        found = floors(os.path.join(ROOT, 'requirements.txt'))
+        found.update(floors(extras))
+        return found
+
+    def test_constraints_are_the_floors(self):
+        declared = self.declared()
+        # what requirements.txt and the extra declare today
+        self.assertIn('python-openstackclient', declared)
+        self.assertIn('highspy', declared)
+        self.assertEqual(declared, pins(self.constraints))
+
+    def test_floors_file_parsers(self):
+        path = self.useFixture(fixtures.TempDir()).join('r.txt')
+        with open(path, 'w') as out:
+            out.write('# a>=1\ncliff>=4.0.0 # Apache-2.0\n'
+                      'oslo.i18n>=3.15.3\nPyYAML==6.0\n')
+        self.assertEqual({'cliff': '4.0.0', 'oslo-i18n': '3.15.3'},
+                         floors(path))
+        self.assertEqual({'pyyaml': '6.0'}, pins(path))
+
+    def test_floors_are_installed(self):
+        if os.environ.get('GPUCLIENT_FLOORS') != '1':
+            self.skipTest('tox -e py3-floors checks the installed floors')
+        installed = {name: importlib.metadata.version(name)
+                     for name in pins(self.constraints)}
+        self.assertEqual(pins(self.constraints), installed)
+
+
+def _dependencies(names):
+    """Normalized names of the installed distributions NAMES need, NAMES
+    included, through their metadata (extras and markers left out)."""
+    found, todo = set(), [normalize(n) for n in names]
+    while todo:
+        name = todo.pop()
+        if name in found:
+            continue
+        found.add(name)
+        try:
+            requires = importlib.metadata.requires(name) or ()
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        for line in requires:
+            if 'extra ==' in line:
+                continue
+            match = re.match(r'\s*([A-Za-z0-9][A-Za-z0-9._-]*)', line)
+            if match:
+                todo.append(normalize(match.group(1)))
+    return found
+
+
+class TestStartUpDependencies(base.TestCase):
+    """What gpuclient's requirements add to an OSC install is imported
+    only by gpuclient: attrs is not among it, since where attrs is
+    installed every ``openstack`` command imports it (rich, which cmd2
+    loads for OSC's shell, imports attrs when it can)."""
+
+    def test_no_attrs_beyond_osc(self):
+        path = os.path.join(ROOT, 'requirements.txt')
+        if not os.path.exists(path):
+            self.skipTest('not a source tree (no requirements.txt)')
+        added = (_dependencies(requirement_names(path))
+                 - _dependencies(['python-openstackclient']))
+        self.assertNotIn('attrs', added)
+        # the walk itself: jsonschema (a test requirement) needs attrs
+        self.assertIn('attrs', _dependencies(['jsonschema']))
+
+
 class TestPackaging(base.TestCase):
     """setup.cfg's Python classifiers agree with python_requires and name
     the interpreter the tests run on; the licence file is there."""
