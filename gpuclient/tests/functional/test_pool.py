@@ -387,7 +387,7 @@ class TestPoolBadInput(PoolTestCase):
             (['create', new, '--mode', 'vgpu', '--vgpu-type', 'nvidia-36',
               '--host', base.VGPU_HOST], 'one vGPU type per physical GPU'),
             (['create', new, *pt, '--vgpu-type', 'nvidia-35'],
-             '--vgpu-type is for vgpu pools'),
+             '--vgpu-type is for vgpu and vgpu-vf pools'),
             (['create', new, '--mode', 'vgpu'], '--vgpu-type'),
             (['create', new, '--mode', 'baremetal'], '--resource-class'),
             (['create', new, *pt, '--property', 'gpu_pool=x'],
