@@ -139,20 +139,25 @@ def plan_cards(card_counts, demand_counts, output_dir=None):
 
 
 def _read_cloud(client, pool_names):
-    """(cloud, chosen pools, planned hosts): one snapshot (aggregates,
+    """(cloud, planned hosts, pool names): one snapshot (aggregates,
     hypervisors, services, flavors, the planned hosts' provider trees with
-    traits), as ``gpu config show`` reads it."""
+    traits), as ``gpu config show`` reads it. The pools are MIG and vgpu
+    pools, or vgpu-vf pools only."""
     from osc_lib import exceptions
 
     from gpuclient.ops import snapshot
 
     aggregates, pools, pool_names = snapshot.named_pools(client,
                                                          pool_names)
+    vf = pools[pool_names[0]]['mode'] == pools_mod.VGPU_VF if pool_names \
+        else False
+    modes = (pools_mod.VGPU_VF,) if vf else (pools_mod.MIG, pools_mod.VGPU)
     for name in pool_names:
-        if pools[name]['mode'] not in (pools_mod.MIG, pools_mod.VGPU):
+        if pools[name]['mode'] not in modes:
             raise exceptions.CommandError(
                 _('Pool %(pool)s is a %(mode)s pool: --pool plans the cards '
-                  'of MIG and time-sliced vGPU (vgpu) pools.')
+                  'of MIG and time-sliced vGPU (vgpu) pools, or of vgpu-vf '
+                  'pools (not both in one plan).')
                 % {'pool': name, 'mode': pools[name]['mode']})
     hosts = sorted({h for n in pool_names for h in pools[n]['hosts']})
     if not hosts:
@@ -164,7 +169,7 @@ def _read_cloud(client, pool_names):
         client, extra_classes=('VGPU',), with_flavors=True,
         wanted_hosts=set(hosts), with_traits=True, aggregates=aggregates)
     snapshot.warn_problems(cloud.problems)
-    return cloud, hosts
+    return cloud, hosts, pool_names
 
 
 def plan_pools(client, pool_names, demand_counts, model=None,
@@ -191,7 +196,14 @@ def plan_pools(client, pool_names, demand_counts, model=None,
     from gpuclient.rules import nova_config
     from gpuclient.rules import profile_cloud
 
-    cloud, hosts = _read_cloud(client, pool_names)
+    cloud, hosts, pool_names = _read_cloud(client, pool_names)
+    if cloud.pools[pool_names[0]]['mode'] == pools_mod.VGPU_VF:
+        if usage_period is not None:
+            raise profile_cloud.CannotTell(_(
+                '--from-usage plans MIG and vgpu pools: give vgpu-vf pools '
+                'a --demand.'))
+        return plan_vf_pools(cloud, hosts, pool_names, demand_counts,
+                             output_dir)
     vgpu_profiles, notes = profile_cloud.vgpu_profiles(cloud.pools,
                                                        vgpu_types)
     if usage_period is not None:
@@ -284,6 +296,88 @@ def plan_pools(client, pool_names, demand_counts, model=None,
         row['script'] = written.get(row['id'])
         row['nova_conf'] = conf_paths.get(row['host'])
     return rows, summary, notes
+
+
+def plan_vf_pools(cloud, hosts, pool_names, demand_counts,
+                  output_dir=None):
+    """The plan of the VFs of vgpu-vf POOL_NAMES' cards on HOSTS, from the
+    snapshot CLOUD (``_read_cloud``): (rows, summary,
+    notes), rows as ``rules.profile_vf.plan`` gives them plus ``script``,
+    ``unit`` and ``nova_conf`` (paths written, with OUTPUT_DIR: per host
+    of a planned card, re-typed or not, the script that makes the VFs and
+    writes their vGPU types, its systemd unit, and the nova-compute file
+    with a device_spec per VF)."""
+    from gpuclient.rules import nova_config
+    from gpuclient.rules import profile_vf
+
+    types = profile_vf.pool_types([cloud.pools[n] for n in pool_names])
+    wanted = profile_vf.wanted(demand_counts, cloud.flavors, cloud.pools,
+                               types)
+    host_roots = cloud.host_roots()
+    roots = {h: sorted(host_roots.get(h) or ()) for h in hosts}
+    notes = [_('%s has no compute node in Placement: its cards are not '
+               'planned.') % h for h in hosts if not roots[h]]
+    trees = nova_config.trees_from_snapshot(
+        cloud.placement, {h: r for h, r in roots.items() if r})
+    used = {uuid: {rc: item.get('used', 0)
+                   for rc, item in (summary.get('resources') or {}).items()}
+            for uuid, summary in cloud.placement.summaries.items()}
+    found = []
+    for host in hosts:
+        found += profile_vf.host_cards(host, trees.get(host, []), types,
+                                       used)
+    if not found:
+        raise profile_vf.CannotPlan(_(
+            'No card of %(hosts)s offers the classes of %(pools)s in '
+            'Placement: give its VFs a vGPU type and a device_spec first '
+            '(see "openstack gpu config show --pool <pool>").')
+            % {'hosts': ', '.join(hosts), 'pools': ', '.join(pool_names)})
+    rows, summary = profile_vf.plan(found, wanted)
+    summary['mode'] = pools_mod.VGPU_VF
+    # every host's files, re-typed or not: VFs and their types do not
+    # survive a reboot, so each host needs the script and its unit
+    written = {}
+    if output_dir:
+        written = write_vf_files(output_dir, sorted({r['host'] for r in rows}),
+                                 rows, types)
+    for row in rows:
+        paths = written.get(row['host']) or {}
+        for key in ('script', 'unit', 'nova_conf'):
+            row[key] = paths.get(key)
+    return rows, summary, notes
+
+
+def write_vf_files(output_dir, hosts, rows, types):
+    """Per host of HOSTS, the VF script (executable), its systemd unit and
+    its nova-compute file in OUTPUT_DIR, never over an existing file (all
+    refused before any is written). Returns {host: {'script', 'unit',
+    'nova_conf': path}}."""
+    from gpuclient.rules import nova_config
+    from gpuclient.rules import profile_vf
+
+    files = []
+    for host in hosts:
+        target = nova_config.host_target(host)
+        installed = '/usr/local/sbin/' + profile_vf.script_name(host)
+        files += [
+            (host, 'script', profile_vf.script_name(host),
+             profile_vf.script(host, rows)),
+            (host, 'unit', profile_vf.unit_name(host),
+             profile_vf.unit(host, installed)),
+            (host, 'nova_conf', nova_config.ini_path(target),
+             nova_config.render_target(
+                 profile_vf.host_config(host, rows, types), target))]
+    _refuse_existing(output_dir, [name for _h, _k, name, _t in files])
+    os.makedirs(output_dir, exist_ok=True)
+    found = {}
+    for host, kind, name, text in files:
+        path = os.path.join(output_dir, name)
+        with open(path, 'x') as out:
+            out.write(text)
+        if kind == 'script':
+            os.chmod(path, 0o755)
+        found.setdefault(host, {})[kind] = path
+    return found
 
 
 def write_host_confs(output_dir, files, hosts):

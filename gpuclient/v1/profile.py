@@ -127,7 +127,9 @@ class PlanProfile(common.Lister):
             help=_('Write one nvidia-smi script per group of cards with '
                    'the same model and proposed layout into this '
                    'directory (made if missing; an existing file is never '
-                   'overwritten): adds a Script column'))
+                   'overwritten): adds a Script column. For vgpu-vf pools: '
+                   'per host the VF script, its systemd unit and nova.conf '
+                   '(Script, Unit and Nova Conf columns)'))
         parser.add_argument(
             '--pool', metavar='<pool>', action='append', dest='pools',
             default=[],
@@ -135,7 +137,12 @@ class PlanProfile(common.Lister):
                    'pool\'s hosts, as the cloud has them cut now (name or '
                    'aggregate ID; repeat option for several pools). Adds the '
                    'Host and Servers To Move columns; with --output-dir, each '
-                   're-cut host\'s nova.conf too'))
+                   're-cut host\'s nova.conf too. Of vgpu-vf pools (not '
+                   'mixed with the others): the vGPU type of each card\'s '
+                   'VFs (NVIDIA equal-size mode), and with --output-dir per '
+                   're-typed host the script writing each VF\'s '
+                   'current_vgpu_type, its systemd unit and the nova.conf '
+                   'with a device_spec per VF'))
         parser.add_argument(
             '--model', metavar='<model>',
             help=_('With --pool: the GPU model of the cards, when the cloud '
@@ -243,6 +250,7 @@ class PlanProfile(common.Lister):
 
     def _plan_pools(self, parsed_args):
         from gpuclient.ops import profile_ops
+        from gpuclient.rules import pools as pools_mod
         from gpuclient.rules import profile_cloud
         from gpuclient.rules import profiles
 
@@ -280,10 +288,12 @@ class PlanProfile(common.Lister):
                 parsed_args.output_dir, usage_period=usage_period,
                 vgpu_types=vgpu_types)
         except (profiles.UnknownName, profile_cloud.CannotTell, ValueError,
-                OSError) as e:
+                OSError) as e:  # profile_vf.CannotPlan is a ValueError
             raise exceptions.CommandError(str(e)) from e
         for note in notes:
             LOG.warning(note)
+        if summary.get('mode') == pools_mod.VGPU_VF:
+            return _vf_rows(rows, summary, parsed_args.output_dir)
         _log_summary(summary)
         columns = ('Host', 'Card', 'Model', 'Layout Now', 'Layout Proposed',
                    'Serves', 'Servers To Move')
@@ -303,20 +313,47 @@ class PlanProfile(common.Lister):
         return columns, data
 
 
+def _vf_rows(rows, summary, output_dir):
+    """(columns, rows) of a vgpu-vf plan (``rules.profile_vf.plan``)."""
+    from gpuclient.rules import profile_vf
+
+    _log_demand(summary)
+    LOG.warning(_('Demand met: %(met)d of %(wanted)d; cards re-typed: '
+                  '%(recut)d.'), summary)
+    columns = ('Host', 'Card', 'Board', 'VFs Now', 'VFs Proposed', 'Serves')
+    if output_dir:
+        columns += ('Script', 'Unit', 'Nova Conf')
+    data = []
+    for row in rows:
+        item = (row['host'], row['address'], row['board'],
+                profile_vf.layout_text(row['current']),
+                profile_vf.layout_text(row['proposed']),
+                ServesColumn(row['serves']))
+        if output_dir:
+            item += (row['script'], row['unit'], row['nova_conf'])
+        data.append(item)
+    return columns, data
+
+
 def _server_text(server, name, how):
     """'<id> (<name>): <how it would leave the card>'."""
     text = '%s (%s)' % (server, name) if name else server
     return '%s: %s' % (text, how) if how else text
 
 
-def _log_summary(summary):
-    """The summary of a plan on stderr."""
+def _log_demand(summary):
+    """Demand met per profile, on stderr."""
     for name, (wanted, offered, met) in sorted(
             summary['demand'].items()):
         LOG.warning(_('%(name)s: %(met)d of %(wanted)d met '
                       '(%(offered)d offered)'),
                     {'name': name, 'met': met, 'wanted': wanted,
                      'offered': offered})
+
+
+def _log_summary(summary):
+    """The summary of a plan on stderr."""
+    _log_demand(summary)
     for flavor, (now, after) in sorted(summary.get('flavors', {}).items()):
         LOG.warning(_('Flavor %(flavor)s: %(now)d free now, %(after)d free '
                       'after the plan'),

@@ -26,6 +26,7 @@ it and disables it again.
 
 import json
 import os
+import shutil
 import tempfile
 
 from gpuclient.rules.scheduler import conf as nova_conf
@@ -54,6 +55,18 @@ class VgpuVfTestCase(test_candidates.CandidatesTestCase):
             if VF_CLASS in inventory:
                 return rp, inventory[VF_CLASS]['total']
         self.fail('%s offers no %s in Placement' % (base.VF_HOST, VF_CLASS))
+
+    def running_conf(self):
+        """The nova.conf the VF host's nova-compute runs with (ini as
+        ``nova_conf.parse_ini`` reads it); skips where the test cloud's
+        files cannot be read."""
+        etc = test_config.testcloud_etc()
+        if etc is None:
+            self.skipTest('not the local test cloud: its nova.conf files '
+                          'cannot be read, so only Placement was compared')
+        return test_config.read_ini(
+            os.path.join(etc, 'nova.conf'),
+            os.path.join(etc, 'nova-compute-%s.conf' % base.VF_HOST))
 
     # a boot the scheduler places (CandidatesTestCase.boot names a host)
     boot_anywhere = base.FunctionalTestCase.boot
@@ -179,15 +192,9 @@ class TestVgpuVfConfig(VgpuVfTestCase):
         self.assertEqual([('error', 'alias %s' % base.VF_ALIAS)],
                          self.vf_findings(pool['name'], conf.name))
 
-        etc = test_config.testcloud_etc()
-        if etc is None:
-            self.skipTest('not the local test cloud: its nova.conf files '
-                          'cannot be read, so only Placement was compared')
         # the lines are those the VF host's nova-compute runs with (its
         # inventory above is Nova's reading of them)
-        running = test_config.read_ini(
-            os.path.join(etc, 'nova.conf'),
-            os.path.join(etc, 'nova-compute-%s.conf' % base.VF_HOST))
+        running = self.running_conf()
         self.assertEqual(_canonical(specs),
                          _canonical(running['pci']['device_spec']))
         aliases = {json.loads(a)['name']: json.loads(a)
@@ -197,6 +204,36 @@ class TestVgpuVfConfig(VgpuVfTestCase):
         self.assertEqual(alias, aliases[base.VF_ALIAS])
         # (Nova's own option parsing of these lines: the differential
         # gpuclient.tests.unit.test_nova_config_nova, vgpu-vf cases)
+
+
+class TestVgpuVfProfilePlan(VgpuVfTestCase):
+    def test_plan_writes_the_lines_nova_runs_with(self):
+        pool = self.vf_pool()
+        _provider, total = self.vf_provider()
+        out_dir = os.path.join(tempfile.mkdtemp(), 'plan')
+        self.addCleanup(shutil.rmtree, os.path.dirname(out_dir))
+        rows = self.openstack(
+            'gpu', 'profile', 'plan', '--pool', pool['name'], '--demand',
+            '%s=%d' % (base.VF_TYPE, total), '--output-dir', out_dir)
+        layout = '%s x%d' % (base.VF_TYPE, total)
+        self.assertEqual([(base.VF_HOST, layout, layout)],
+                         [(r['Host'], r['VFs Now'], r['VFs Proposed'])
+                          for r in rows])
+        # the card keeps its type: the script only makes sure of it (as
+        # at boot, where its unit runs it before nova-compute)
+        with open(rows[0]['Script']) as f:
+            script = f.read()
+        self.assertEqual(total, script.count('\nkeep_type '))
+        self.assertNotIn('\nset_type ', script)
+        with open(rows[0]['Unit']) as f:
+            self.assertIn('Before=nova-compute.service', f.read())
+        with open(rows[0]['Nova Conf']) as f:
+            planned = nova_conf.parse_ini(f.read(), 'plan')
+        # one device_spec per VF Placement counts
+        self.assertEqual(total, len(planned['pci']['device_spec']))
+        running = self.running_conf()
+        self.assertEqual(_canonical(running['pci']['device_spec']),
+                         _canonical(planned['pci']['device_spec']))
 
 
 def _canonical(values):

@@ -40,6 +40,7 @@ import warnings
 
 from gpuclient.rules import nova_config
 from gpuclient.rules import pools as pools_mod
+from gpuclient.rules import profile_vf
 from gpuclient.rules.scheduler import conf as nova_conf
 
 try:
@@ -356,6 +357,43 @@ class TestNovaReadsRenderedFiles(unittest.TestCase):
                     {'managed': 'false', 'live_migratable': 'true',
                      'resource_class': 'CUSTOM_VGPU_L40S_24Q'},
                     spec.get_tags())
+
+    def test_vf_plan_lines_as_nova_reads_them(self):
+        """gpu profile plan's nova.conf for vgpu-vf cards: each VF in the
+        class of the type the plan gives it, every VF of one PF in one
+        class (Nova refuses VFs of one PF in different classes:
+        PlacementPciMixedResourceClassException)."""
+        big = pool('big', 'vgpu-vf', ['gpu-vf-1'], vgpu_type='L40S-24Q',
+                   alias='l40s-24q', pci_id='10de:26b9')
+        small = pool('small', 'vgpu-vf', ['gpu-vf-1'], vgpu_type='L40S-12Q',
+                     alias='l40s-12q', pci_id='10de:26b9')
+        types = profile_vf.pool_types([big, small])
+        pfs = ('0000:a1:00.0', '0000:c1:00.0')
+        devices = [device('gpu-vf-1', a, {'CUSTOM_VGPU_L40S_24Q': 2},
+                          libvirt=False) for a in pfs]
+        rows, _summary = profile_vf.plan(
+            profile_vf.host_cards('gpu-vf-1', devices, types),
+            {'L40S-24Q': 1, 'L40S-12Q': 4})
+        target = nova_config.host_target('gpu-vf-1')
+        conf_opts, _aliases, specs = self.check_file(
+            'vf plan', nova_config.render_target(
+                profile_vf.host_config('gpu-vf-1', rows, types), target))
+        self.assertTrue(conf_opts.pci.report_in_placement)
+        classes = {}
+        for pf in pfs:
+            for fn in range(4, 9):
+                address = nova_config.vf_addresses(pf, fn - 3)[-1]
+                matching = [s for s in specs if s.match({
+                    'vendor_id': '10de', 'product_id': '26b9',
+                    'address': address, 'parent_addr': pf})]
+                self.assertLessEqual(len(matching), 1, address)
+                if matching:
+                    self.assertEqual('false',
+                                     matching[0].get_tags()['managed'])
+                    classes.setdefault(pf, []).append(
+                        matching[0].get_tags()['resource_class'])
+        self.assertEqual({pfs[0]: ['CUSTOM_VGPU_L40S_24Q'] * 2,
+                          pfs[1]: ['CUSTOM_VGPU_L40S_12Q'] * 4}, classes)
 
     def test_nova_reads_max_instances(self):
         pools, trees, mig_types = cases()['vgpu-vfs']

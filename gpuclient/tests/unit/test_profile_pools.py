@@ -171,3 +171,95 @@ class PlanVgpuCommandTest(tu.CommandTestCase):
                 'A100D-20C=1', *args)
             self.assertIn(text, str(e), args)
         self.assertEqual(before, self.requests())
+
+
+VF_HOST = 'gpu-vf-1'
+VF_PFS = ('0000:a1:00.0', '0000:c1:00.0')
+VF_CLASS = 'CUSTOM_VGPU_L40S_24Q'
+
+
+class PlanVfPoolTest(tu.CommandTestCase):
+    """vgpu-vf pools big (L40S-24Q) and small (L40S-12Q) on gpu-vf-1, whose
+    two L40S cards offer two 24Q VFs each (PCI in Placement: a provider
+    per PF); a server holds a VF of the second card."""
+
+    def setUp(self):
+        super().setUp()
+        self.out = os.path.join(
+            self.useFixture(fixtures.TempDir()).path, 'plan')
+        root = self.cloud.compute_host(VF_HOST)
+        for address in VF_PFS:
+            self.cloud.add(tu.fakes.Provider(
+                '%s_%s' % (VF_HOST, address.upper()), parent=root,
+                inventory={VF_CLASS: tu.fakes.inv(2)}, used={VF_CLASS: 0},
+                traits=['COMPUTE_MANAGED_PCI_DEVICE']))
+        for name, vgpu_type in (('big', 'L40S-24Q'), ('small', 'L40S-12Q')):
+            self.cloud.aggregates.append(tu.fakes.Aggregate(
+                name, tu.pools.metadata_for(tu.pools.build_spec(
+                    name, 'vgpu-vf', vgpu_type=vgpu_type,
+                    alias=vgpu_type.lower(), pci_id='10de:26b9',
+                    live_migratable=True)), [VF_HOST]))
+        self.hold('s1', '%s_%s' % (VF_HOST, VF_PFS[1].upper()), VF_CLASS)
+
+    def test_plan_and_files(self):
+        rows, summary, notes = profile_ops.plan_pools(
+            self.cm.gpu, ['big', 'small'], {'L40S-12Q': 8},
+            output_dir=self.out)
+        self.assertEqual([], notes)
+        # the card with a server keeps its type (the VF in use cannot
+        # change) though 24Q is not wanted; the idle one is re-typed
+        self.assertEqual(
+            [(VF_HOST, VF_PFS[0], {'L40S-24Q': 2}, {'L40S-12Q': 4}, True),
+             (VF_HOST, VF_PFS[1], {'L40S-24Q': 2}, {'L40S-24Q': 2}, False)],
+            [(r['host'], r['address'], r['current'], r['proposed'],
+              r['recut']) for r in rows])
+        self.assertEqual((8, 4, 1), (summary['wanted'], summary['met'],
+                                     summary['recut']))
+        # one script per host, for every card: the boot redoes them all
+        self.assertEqual(rows[0]['script'], rows[1]['script'])
+        with open(rows[0]['script']) as f:
+            script = f.read()
+        self.assertIn('/usr/lib/nvidia/sriov-manage -e %s\n' % VF_PFS[0],
+                      script)
+        self.assertIn('set_type 0000:a1:00.7 L40S-12Q\n', script)
+        self.assertIn('keep_type 0000:c1:00.5 L40S-24Q\n', script)
+        self.assertTrue(os.access(rows[0]['script'], os.X_OK))
+        with open(rows[0]['unit']) as f:
+            self.assertIn('Before=nova-compute.service', f.read())
+        with open(rows[0]['nova_conf']) as f:
+            conf = f.read()
+        self.assertIn('"address": "0000:c1:00.5"', conf)
+        self.assertIn('"resource_class": "CUSTOM_VGPU_L40S_12Q"', conf)
+        # a second run does not write over the files
+        self.assertRaises(FileExistsError, profile_ops.plan_pools,
+                          self.cm.gpu, ['big', 'small'], {'L40S-12Q': 4},
+                          output_dir=self.out)
+
+    def test_command_rows(self):
+        rows = self.run_cmd(profile_cmd.PlanProfile, '--pool', 'big',
+                            '--pool', 'small', '--demand', 'L40S-24Q=2')
+        self.assertEqual(
+            [(VF_HOST, a, 'L40S', 'L40S-24Q x2', 'L40S-24Q x2')
+             for a in VF_PFS],
+            [(r['Host'], r['Card'], r['Board'], r['VFs Now'],
+              r['VFs Proposed']) for r in rows])
+        self.assertEqual([{'L40S-24Q': 2}, {}], [r['Serves'] for r in rows])
+
+    def test_refusals(self):
+        for pools, demand, text in (
+                (['big', 'ws'], {'L40S-24Q': 1}, 'not both in one plan'),
+                (['big'], {'L40S-12Q': 1}, 'no vGPU type of the planned'),
+                (['big'], {'3g.40gb': 1}, 'no vGPU type of the planned')):
+            e = self.assertRaises(
+                (exceptions.CommandError, ValueError),
+                profile_ops.plan_pools, self.cm.gpu, pools, demand,
+                vgpu_types=TYPES)
+            self.assertIn(text, str(e), pools)
+        e = self.assertRaises(
+            exceptions.CommandError, self.run_cmd, profile_cmd.PlanProfile,
+            '--pool', 'big', '--demand', 'L40S-8Q=1')
+        self.assertIn('L40S-24Q', str(e))
+        e = self.assertRaises(
+            exceptions.CommandError, self.run_cmd, profile_cmd.PlanProfile,
+            '--pool', 'big', '--from-usage', '--start', '2026-11-01')
+        self.assertIn('give vgpu-vf pools a --demand', str(e))
