@@ -24,6 +24,7 @@ from gpuclient.cloud import errors
 from gpuclient.cloud import versions
 from gpuclient.i18n import _
 from gpuclient.ops import snapshot
+from gpuclient.ops import utilisation_ops
 from gpuclient.rules import baremetal
 from gpuclient.rules import host_names
 from gpuclient.rules import maintenance
@@ -42,7 +43,7 @@ LOG = logging.getLogger(__name__)
 def collect(client, flavor=None, resources=(), required=(), image=None,
             pool=None, project=None, zone=None, boot_from_volume=False,
             limit=None, explain_all=False, settings=None,
-            project_domain=None, facts=None):
+            project_domain=None, facts=None, prometheus=None):
     """Everything ``gpu candidates`` shows, as one dict.
 
     Requests: aggregates, flavor (1-2), image (0-2), hypervisors, compute
@@ -50,7 +51,9 @@ def collect(client, flavor=None, resources=(), required=(), image=None,
     explanation, at most MAX_RELAXED relaxed queries, the trees of at most
     MAX_DETAIL_HOSTS hosts and the allocations of at most
     MAX_ALLOCATION_READS providers. FACTS: ``--host-fact`` ({host or None:
-    facts}, maintenance.parse_facts).
+    facts}, maintenance.parse_facts). For a flavor that asks a NUMA
+    topology, the NUMA nodes node_exporter shows in the cloud's Prometheus
+    (PROMETHEUS, else the configured one; two queries).
     """
     settings = settings or nova_conf.load_settings()
     # Nova's side from the snapshot other read commands use; Placement is
@@ -108,6 +111,9 @@ def collect(client, flavor=None, resources=(), required=(), image=None,
     # unless the settings give it)
     default_arch = settings.get('image_properties_default_architecture')
     host_facts = maintenance.host_facts(facts or {}, sorted(hosts_roots))
+    if numa_mod.constraints(the_flavor, the_image):
+        host_facts = utilisation_ops.add_numa_nodes(
+            client, host_facts, hypervisors, prometheus)
     post = filters.post_filters(
         sorted(hosts_roots), extra_specs, aggregates, services, project_id,
         settings['enabled_filters'], pools, hypervisors=hypervisors,

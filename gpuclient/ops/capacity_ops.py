@@ -20,17 +20,21 @@ import logging
 
 from gpuclient.i18n import _
 from gpuclient.ops import snapshot
+from gpuclient.ops import utilisation_ops
 from gpuclient.rules import capacity
 from gpuclient.rules import maintenance
 from gpuclient.rules import pools as pools_mod
+from gpuclient.rules.scheduler.filters import numa_topology_filter as numa_mod
 
 LOG = logging.getLogger(__name__)
 
 
 def collect(client, settings, project=None, project_domain=None, pool=None,
-            flavors=None, per_host=False, facts=None):
+            flavors=None, per_host=False, facts=None, prometheus=None):
     """Rows of ``gpu capacity list`` (``capacity.rows``); warnings are
-    logged. FACTS: ``--host-fact`` ({host or None: facts})."""
+    logged. FACTS: ``--host-fact`` ({host or None: facts}); with a flavor
+    that asks a NUMA topology, the NUMA nodes node_exporter shows in the
+    cloud's Prometheus (PROMETHEUS, else the configured one)."""
     project_id = (client.project_id(project, project_domain) if project
                   else client.current_project_id())
     cloud = snapshot.read(client, with_flavors=True, mapped_only=True)
@@ -41,6 +45,11 @@ def collect(client, settings, project=None, project_domain=None, pool=None,
     if flavors:
         wanted = capacity.resolve_flavors(cloud.flavors, flavors)
     host_facts = maintenance.host_facts(facts or {}, cloud.host_roots())
+    if capacity.numa_enabled(settings) and any(
+            numa_mod.constraints(flavor) for flavor in cloud.flavors or ()
+            if wanted is None or flavor['id'] in wanted):
+        host_facts = utilisation_ops.add_numa_nodes(
+            client, host_facts, cloud.hypervisors, prometheus)
     left_out = []
     rows = capacity.rows(cloud, settings, project_id,
                          wanted_flavors=wanted, pool=pool,

@@ -26,17 +26,22 @@ verification), ``prometheus_insecure``, ``prometheus_cert`` and
 labels.
 """
 
+import logging
 import os
 import time
 
 from osc_lib import exceptions
 
+from gpuclient.cloud import errors
 from gpuclient.cloud import prometheus as prometheus_mod
 from gpuclient.i18n import _
 from gpuclient.rules import host_names
+from gpuclient.rules import numa_metrics
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import utilisation
+from gpuclient.rules.scheduler import host_manager
 
+LOG = logging.getLogger(__name__)
 URL_ENV = 'GPUCLIENT_PROMETHEUS_URL'
 ENV_PREFIX = 'GPUCLIENT_PROMETHEUS_'
 CONFIG_PREFIX = 'prometheus_'
@@ -170,3 +175,32 @@ def usage_split(client, items, start, end, cloud=None, allocations=None,
     return utilisation.usage_split(
         items, providers_of(cloud, allocations, []), devices, step,
         idle_below)
+
+
+def add_numa_nodes(client, facts, hypervisors, url=None):
+    """FACTS ({Nova host: facts}) with each host's NUMA nodes as
+    node_exporter shows them in the cloud's Prometheus
+    (host_manager.METRICS_FACT), when one is configured (URL, else as
+    endpoint finds it): one query per metric (rules.numa_metrics). A
+    Prometheus that fails is a warning: the hosts are judged by the other
+    sources."""
+    if not endpoint(client, url):
+        return facts
+    names = {}
+    for hv in hypervisors or ():
+        host = host_names.nova_host(hv)
+        if host:
+            names.setdefault(host, []).append(hv.get('hypervisor_hostname'))
+    prometheus, _metrics, labels = connect(client, url)
+    try:
+        answers = {
+            name: utilisation.parse_vector(prometheus.query(promql))
+            for name, promql in numa_metrics.queries(
+                client.cloud_config.get('prometheus_metrics')).items()}
+    except errors.APIError as exc:
+        LOG.warning(_('NUMA nodes not read from Prometheus: %s'), exc)
+        return facts
+    nodes = numa_metrics.host_nodes(answers, names, labels)
+    return {host: dict(told, **({host_manager.METRICS_FACT: nodes[host]}
+                                if host in nodes else {}))
+            for host, told in (facts or {}).items()}

@@ -228,6 +228,7 @@ class ListCandidate(common.Lister):
                    'the Nova settings assumed and what is not checked to '
                    'stderr'))
         common.add_numa_facts_arg(parser)
+        common.add_numa_prometheus_arg(parser)
         common.add_nova_conf_args(parser, overrides=True)
         return parser
 
@@ -272,7 +273,8 @@ class ListCandidate(common.Lister):
             zone=zone,
             boot_from_volume=parsed_args.boot_from_volume,
             limit=parsed_args.limit, explain_all=parsed_args.explain,
-            settings=settings, facts=facts)
+            settings=settings, facts=facts,
+            prometheus=parsed_args.prometheus)
         # stdout holds rows only, in every format: the rest is for people
         for line in explanation_lines(result, full=parsed_args.explain,
                                       why_not=not parsed_args.explain):

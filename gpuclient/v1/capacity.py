@@ -100,6 +100,7 @@ class ListCapacity(common.Lister):
         common.add_boot_project_args(parser)
         common.add_nova_conf_args(parser, overrides=True)
         common.add_numa_facts_arg(parser)
+        common.add_numa_prometheus_arg(parser)
         parser.add_argument(
             '--per-host', action='store_true', default=False,
             help=_('One row per flavor, pool and host (a Host column), '
@@ -120,6 +121,7 @@ class ListCapacity(common.Lister):
             project_domain=parsed_args.project_domain,
             pool=parsed_args.pool, flavors=parsed_args.flavors,
             per_host=parsed_args.per_host,
-            facts=common.numa_facts(parsed_args))
+            facts=common.numa_facts(parsed_args),
+            prometheus=parsed_args.prometheus)
         return table(rows, per_host=parsed_args.per_host,
                      long=parsed_args.long)

@@ -401,8 +401,17 @@ def add_numa_facts_arg(parser):
                'numa_pages=4k[,2M:<pages per cell>][,1G:<pages per cell>] '
                '(every page size of each cell), numa_gpus=<PCI devices on '
                'cell 0>,<on cell 1>,...; for every host, or one with '
-               '<host>:. Without them gpuclient judges by the hypervisor\'s '
-               'cpu_info, and marks what it cannot judge'))
+               '<host>:. Without them gpuclient judges by the NUMA nodes '
+               'in the cloud\'s Prometheus (--prometheus) or the '
+               'hypervisor\'s cpu_info, and marks what it cannot judge'))
+
+
+def add_numa_prometheus_arg(parser):
+    """--prometheus for the NUMA fit (gpu candidates, capacity list)."""
+    add_prometheus_args(parser, _(
+        '; for flavors that ask a NUMA topology, gpuclient reads each '
+        'host\'s NUMA nodes there (node_exporter\'s meminfo_numa '
+        'collector)'), window=False)
 
 
 def numa_facts(parsed_args):

@@ -20,6 +20,7 @@ import time
 from cloud import api
 from cloud import hosts as hostlib
 from cloud import ironic
+from cloud import node_exporter
 from cloud import prometheus as prom
 
 TOOLS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -34,9 +35,11 @@ LOGS = os.path.join(STATE, 'logs')
 BIN = os.path.join(VENV, 'bin')
 STAMP = os.path.join(VENV, '.gpuclient-requirements.sha256')
 
-# prometheus: the cloud's metrics store that gpu ... --utilisation reads
-# (Debian's; its systemd service is not used)
-APT_PACKAGES = ('rabbitmq-server', 'mariadb-server', 'prometheus')
+# prometheus: the cloud's metrics store that gpu ... --utilisation reads;
+# prometheus-node-exporter: per-NUMA-node memory of some fake hosts
+# (Debian's; their systemd services are not used)
+APT_PACKAGES = ('rabbitmq-server', 'mariadb-server', 'prometheus',
+                'prometheus-node-exporter')
 PASSWORD = 'secret'
 DB_USER = 'gpuclient'
 DEMO_PROJECT = 'gpuclient-demo'
@@ -51,7 +54,9 @@ PORTS = {3306: 'mariadb', 5672: 'rabbitmq', 25672: 'rabbitmq (dist)',
          5000: 'keystone', 8778: 'placement', 9292: 'glance',
          8774: 'nova-api', 9696: 'neutron read-only stub',
          9090: 'prometheus', 9400: 'DCGM exporter stand-in',
-         9401: 'gpu capacity list -f openmetrics, served by a test'}
+         9401: 'gpu capacity list -f openmetrics, served by a test',
+         **{port: 'node_exporter of ' + host for host, port in
+            hostlib.NODE_EXPORTER_PORTS.items()}}
 PROMETHEUS_PORT = 9090
 DCGM_PORT = 9400
 # where Prometheus also scrapes "gpu capacity list -f openmetrics" when a
@@ -80,7 +85,8 @@ OPENSTACK_SERVICES = (
     ['nova-compute-' + h.name for h in hostlib.HOSTS] +
     ['nova-scheduler', 'nova-conductor', 'nova-api', 'glance-api',
      'placement', 'neutron-stub', 'keystone', 'prometheus',
-     'dcgm-exporter'])
+     'dcgm-exporter'] +
+    ['node-exporter-' + h for h in sorted(hostlib.NODE_EXPORTER_PORTS)])
 
 
 class Timeline:
@@ -702,9 +708,30 @@ def _start_nova():
             env={'PYTHONPATH': TOOLS})
 
 
+def _node_exporters():
+    """Debian's node_exporter for each host of NODE_EXPORTER_PORTS, on a
+    fake sysfs tree of the host's NUMA topology; the scrape target of
+    each, labelled as a real deployment's (instance <nodename>:<port>)."""
+    targets = []
+    for host in hostlib.HOSTS:
+        port = hostlib.NODE_EXPORTER_PORTS.get(host.name)
+        if port is None:
+            continue
+        sysfs = node_exporter.write_sysfs(
+            os.path.join(STATE, 'node-exporter', host.name, 'sys'),
+            hostlib.numa_cells(host), hostlib.HOST_VCPUS,
+            hostlib.HOST_MEMORY_MB)
+        _spawn('node-exporter-' + host.name, node_exporter.argv(sysfs, port))
+        targets.append(prom.Target(
+            'node', ['127.0.0.1:%d' % port],
+            labels={'instance': '%s:%d' % (host.nodename, port)}))
+    return targets
+
+
 def _start_metrics():
-    """The DCGM exporter stand-in (no device until a test writes some)
-    and Debian's Prometheus scraping it every second, on loopback."""
+    """The DCGM exporter stand-in (no device until a test writes some),
+    the node_exporters and Debian's Prometheus scraping them every
+    second, on loopback."""
     os.makedirs(os.path.dirname(DCGM_DEVICES), exist_ok=True)
     with open(DCGM_DEVICES, 'w') as f:
         f.write('{"devices": []}\n')
@@ -712,6 +739,7 @@ def _start_metrics():
         os.path.join(BIN, 'python'),
         os.path.join(CLOUD_DIR, 'dcgm_exporter.py'), '--devices',
         DCGM_DEVICES, '--port', str(DCGM_PORT)])
+    node_targets = _node_exporters()
     work = os.path.join(STATE, 'prometheus')
     os.makedirs(work, exist_ok=True)
     config = os.path.join(work, 'prometheus.yml')
@@ -719,7 +747,7 @@ def _start_metrics():
         f.write(prom.config([
             prom.Target('dcgm', ['127.0.0.1:%d' % DCGM_PORT]),
             prom.Target('gpuclient-capacity',
-                        ['127.0.0.1:%d' % CAPACITY_PORT])]))
+                        ['127.0.0.1:%d' % CAPACITY_PORT])] + node_targets))
     _spawn('prometheus', [
         prom.BINARY, '--config.file=' + config,
         '--storage.tsdb.path=' + os.path.join(work, 'data'),

@@ -49,14 +49,13 @@ from cloud import hosts
 from cloud.hosts import node_uuid
 
 CONF = nova.conf.CONF
-GIB_MB = 1024
 
 
 class _Base(fake.FakeDriver):
     """A single-node fake driver with a stable node identity."""
 
-    vcpus = 64
-    memory_mb = 512 * GIB_MB
+    vcpus = hosts.HOST_VCPUS
+    memory_mb = hosts.HOST_MEMORY_MB
     local_gb = 3500
     # host NUMA cells the driver reports (0: no NUMA topology, as a driver
     # that reports none; PassthroughDriver reports 2)
@@ -117,7 +116,7 @@ class PassthroughDriver(_Base):
     # (PCI address, NUMA node)
     GPUS = (('0000:41:00.0', 0), ('0000:42:00.0', 0),
             ('0000:c1:00.0', 1), ('0000:c2:00.0', 1))
-    NUMA_NODES = 2
+    NUMA_NODES = hosts.PT_NUMA_CELLS
 
     @classmethod
     def nodename(cls, host):

@@ -23,6 +23,17 @@ BM_RESOURCE_CLASS = 'CUSTOM_BAREMETAL_GPU_H100'
 IRONIC = 'ironic.IronicDriver'
 PCI_RESOURCE_CLASS = 'CUSTOM_PCI_10DE_2331'
 
+# every fake host's CPUs and memory (cloud.fakevirt), and the NUMA cells
+# the passthrough hosts' driver reports (others report no NUMA topology)
+HOST_VCPUS = 64
+HOST_MEMORY_MB = 512 * 1024
+PT_NUMA_CELLS = 2
+
+
+def numa_cells(host):
+    """The NUMA cells HOST's fake driver reports (0: no NUMA topology)."""
+    return PT_NUMA_CELLS if host.kind == 'passthrough' else 0
+
 
 def node_uuid(nodename):
     """Deterministic node UUID, stable across nova-compute restarts."""
@@ -155,3 +166,8 @@ HOSTS = (
     Host('gpu-vf-1', 'vgpu-vf', 'VfDriver', 'gpu-vf-1', VF_RESOURCE_CLASS,
          1, VF_CONF, True),
 )
+
+# hosts that run Debian's node_exporter (meminfo_numa only, on a fake
+# sysfs tree of their NUMA topology: cloud.node_exporter) -> its port;
+# Prometheus scrapes it as instance <nodename>:<port>
+NODE_EXPORTER_PORTS = {'gpu-pt-1': 9100, 'plain-1': 9101}

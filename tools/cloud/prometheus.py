@@ -53,19 +53,22 @@ def free_port(host='127.0.0.1'):
 
 
 def config(targets, interval='1s'):
-    """prometheus.yml (JSON is YAML) scraping TARGETS every INTERVAL."""
+    """prometheus.yml (JSON is YAML) scraping TARGETS every INTERVAL
+    (targets of one job: one scrape config, a static config each)."""
+    jobs = {}
+    for target in targets:
+        jobs.setdefault(target.job, []).append(dict(
+            {'targets': list(target.addresses)},
+            **({'labels': dict(target.labels)} if target.labels else {})))
     return json.dumps({
         'global': {'scrape_interval': interval,
                    'evaluation_interval': interval},
         'scrape_configs': [{
-            'job_name': target.job,
+            'job_name': job,
             'scrape_interval': interval,
             'scrape_timeout': interval,
-            'static_configs': [dict(
-                {'targets': list(target.addresses)},
-                **({'labels': dict(target.labels)} if target.labels
-                   else {}))],
-        } for target in targets],
+            'static_configs': static,
+        } for job, static in jobs.items()],
     }, indent=2) + '\n'
 
 

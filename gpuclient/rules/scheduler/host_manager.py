@@ -106,6 +106,11 @@ def judge_host(nodes, judge):
 # numa_topology and the NUMA nodes of its PCI pools, which the compute API
 # does not show)
 NUMA_FACT_KEYS = ('numa_cells', 'numa_pages', 'numa_gpus')
+# the host's NUMA nodes as node_exporter shows them in the cloud's
+# Prometheus (rules.numa_metrics.host_nodes), put with the facts by the ops
+# layer (no --host-fact key)
+METRICS_FACT = 'numa_meminfo'
+PROMETHEUS = 'prometheus'
 SMALL_PAGE_KB = 4
 
 
@@ -144,11 +149,15 @@ def numa_topology(hypervisor, facts=None):
     """A node's NUMA topology as far as a client can know it.
 
     The sources, best first: the operator's host facts (numa_cells,
-    numa_pages, numa_gpus); the driver's ``cpu_info`` (``topology.cells``,
-    as libvirt writes it: 2 or more cells is a NUMA topology of that many
-    cells, 1 is also what libvirt says of a host it shows no topology
-    for); Nova's ironic driver, which reports none. CPUs and memory are
-    the hypervisor's, split evenly over the cells.
+    numa_pages, numa_gpus); Nova's ironic driver, which reports none;
+    node_exporter's NUMA nodes in the cloud's Prometheus (METRICS_FACT: 2
+    or more nodes is a NUMA topology of those cells, with each one's
+    memory, and 4k pages only when none has huge pages; 1 node is also
+    what a host without NUMA topology shows); the driver's ``cpu_info``
+    (``topology.cells``, as libvirt writes it: 2 or more cells is a NUMA
+    topology of that many cells, 1 is also what libvirt says of a host it
+    shows no topology for). CPUs, and memory where Prometheus does not
+    give it, are the hypervisor's, split evenly over the cells.
 
     {'known': False, 'why'} or {'known': True, 'source', 'cells': None (no
     topology) or [{'id', 'cpus', 'memory_mb', 'pages': {KiB: pages per
@@ -163,10 +172,16 @@ def numa_topology(hypervisor, facts=None):
     count, source = facts.get('numa_cells'), _('host facts')
     if count is None and hv.get('hypervisor_type') == 'ironic':
         count, source = 0, _('hypervisor type ironic')
+    nodes = facts.get(METRICS_FACT) or ()
+    if count is None and len(nodes) >= 2:
+        count, source = len(nodes), PROMETHEUS
     if count is None and (topology.get('cells') or 0) >= 2:
         count, source = topology['cells'], 'cpu_info'
     if count is None:
-        if 'cells' in topology:
+        if len(nodes) == 1:
+            why = _('node_exporter shows 1 NUMA node in Prometheus, which a '
+                    'host without NUMA topology also shows')
+        elif 'cells' in topology:
             why = _('cpu_info shows %d cell, which libvirt also says of a '
                     'host without NUMA topology') % topology['cells']
         elif 'cpu_info' in hv:
@@ -178,13 +193,18 @@ def numa_topology(hypervisor, facts=None):
         return {'known': True, 'source': source, 'cells': None}
     cpus = _split(hv.get('vcpus'), count)
     memory = _split(hv.get('memory_mb'), count)
+    pages = facts.get('numa_pages')
+    if source == PROMETHEUS:
+        memory = [node['memory_mb'] for node in nodes]
+        if not pages and all(node['huge_pages'] == 0 for node in nodes):
+            pages = {SMALL_PAGE_KB: None}
     if cpus is None or memory is None:
         return {'known': False,
                 'why': _('the compute API shows no vcpus or memory_mb')}
-    pages = facts.get('numa_pages')
     gpus = list(facts.get('numa_gpus') or ())
-    if source == 'cpu_info' and (pages or gpus):
-        source = _('cpu_info and host facts')
+    if source in ('cpu_info', PROMETHEUS) and (facts.get('numa_pages')
+                                               or gpus):
+        source = _('%s and host facts') % source
     cells = [{'id': n, 'cpus': cpus[n], 'memory_mb': memory[n],
               'pages': dict(pages or {SMALL_PAGE_KB: None}),
               'gpus': gpus[n] if n < len(gpus) else None}

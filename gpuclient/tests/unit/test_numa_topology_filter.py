@@ -27,6 +27,7 @@ import warnings
 
 from osc_lib import exceptions
 
+from gpuclient.rules import numa_metrics
 from gpuclient.rules.scheduler import filters
 from gpuclient.rules.scheduler import hardware
 from gpuclient.rules.scheduler import host_manager as hm
@@ -94,8 +95,25 @@ FLAVORS = {
 }
 
 
-def api_view(name, with_facts=True):
-    """(hypervisor as the compute API shows it, host facts)."""
+def prometheus_view(name):
+    """NAME's NUMA nodes as node_exporter's meminfo_numa shows them in
+    Prometheus (MemTotal in bytes, huge pages of the default size; one
+    node without a NUMA topology), through rules.numa_metrics."""
+    cells, memory, huge, _gpus = HOSTS[name]
+    nodes = max(cells, 1)
+    memory = memory or 512 * GIB
+    labels = [{'instance': '%s.example.org:9100' % name, 'job': 'node',
+               'node': str(node)} for node in range(nodes)]
+    answers = {
+        'numa_memory': [(each, memory * numa_metrics.MIB)
+                        for each in labels],
+        'numa_huge_pages': [(each, huge) for each in labels]}
+    return numa_metrics.host_nodes(answers, {name: [name]})[name]
+
+
+def api_view(name, with_facts=True, prometheus=False):
+    """(hypervisor as the compute API shows it, host facts; with
+    PROMETHEUS node_exporter's NUMA nodes instead of the facts)."""
     cells, memory, huge, gpus = HOSTS[name]
     hypervisor = {
         'hypervisor_hostname': name, 'service': {'host': name},
@@ -109,6 +127,8 @@ def api_view(name, with_facts=True):
     if with_facts:
         facts = {'numa_cells': cells, 'numa_gpus': list(gpus),
                  'numa_pages': {4: None, 2048: huge} if huge else {4: None}}
+    if prometheus:
+        facts = {hm.METRICS_FACT: prometheus_view(name)}
     return hypervisor, facts
 
 
@@ -166,6 +186,34 @@ class TestSources(unittest.TestCase):
         self.assertIsNone(hm.numa_topology(hypervisor, facts)['cells'])
         ironic = dict(hypervisor, hypervisor_type='ironic', cpu_info={})
         self.assertIsNone(hm.numa_topology(ironic)['cells'])
+
+    def test_prometheus_between_facts_and_cpu_info(self):
+        hypervisor, facts = api_view('two-cells', prometheus=True)
+        topology = hm.numa_topology(hypervisor, facts)
+        self.assertEqual('prometheus', topology['source'])
+        self.assertEqual([(32, 256 * GIB, {4: None})] * 2,
+                         [(c['cpus'], c['memory_mb'], c['pages'])
+                          for c in topology['cells']])
+        self.assertTrue(topology['pages_known'])
+        # its own memory per cell, not the hypervisor's split
+        facts[hm.METRICS_FACT][1]['memory_mb'] = 128 * GIB
+        self.assertEqual([256 * GIB, 128 * GIB], [
+            c['memory_mb'] for c in hm.numa_topology(
+                hypervisor, facts)['cells']])
+        # huge pages of a size node_exporter does not say: sizes unknown
+        hypervisor, facts = api_view('two-cells-huge', prometheus=True)
+        self.assertFalse(hm.numa_topology(hypervisor, facts)['pages_known'])
+        told = dict(facts, numa_pages={4: None, 2048: 4096})
+        topology = hm.numa_topology(hypervisor, told)
+        self.assertEqual('prometheus and host facts', topology['source'])
+        self.assertTrue(topology['pages_known'])
+        # facts' numa_cells win; one node is what a host without NUMA
+        # topology shows too
+        self.assertIsNone(hm.numa_topology(hypervisor, dict(
+            facts, numa_cells=0))['cells'])
+        hypervisor, facts = api_view('no-topology', prometheus=True)
+        self.assertIn('node_exporter shows 1 NUMA node',
+                      hm.numa_topology(hypervisor, facts)['why'])
 
     def test_parse_facts(self):
         self.assertEqual({4: None, 2048: 512},
@@ -358,23 +406,27 @@ class TestAgainstNova(unittest.TestCase):
     facts on an idle host, every answer is judged."""
 
     def test_matrix(self):
-        judged = 0
+        judged = dict.fromkeys(('facts', 'prometheus', None), 0)
         for host in HOSTS:
             for name, the_flavor in FLAVORS.items():
                 theirs = nova_fits(host, the_flavor)
-                for with_facts in (True, False):
-                    hypervisor, facts = api_view(host, with_facts)
+                for source in ('facts', 'prometheus', None):
+                    hypervisor, facts = api_view(
+                        host, source == 'facts', source == 'prometheus')
                     status, detail = ntf.judge_numa(
                         hypervisor, hardware.numa_constraints(the_flavor),
                         facts, ntf.pci_devices(the_flavor['extra_specs']))
-                    if with_facts:
+                    if source == 'facts' or (
+                            source == 'prometheus' and host == 'two-cells'
+                            and 'gpu' not in name):
                         self.assertNotEqual(hm.UNKNOWN, status,
-                                            (host, name, detail))
+                                            (host, name, source, detail))
                     if status != hm.UNKNOWN:
-                        judged += 1
+                        judged[source] += 1
                         self.assertEqual(theirs, status == hm.PASS,
-                                         (host, name, with_facts, detail))
-        self.assertGreater(judged, len(HOSTS) * len(FLAVORS))
+                                         (host, name, source, detail))
+        self.assertEqual(len(HOSTS) * len(FLAVORS), judged['facts'])
+        self.assertGreater(judged['prometheus'], judged[None])
 
 
 def nova_count(host, the_flavor, limit=50):
@@ -428,3 +480,24 @@ class TestCountAgainstNova(unittest.TestCase):
                     ntf.pci_devices(the_flavor['extra_specs']), limit=50)
                 self.assertEqual(nova_count(host, the_flavor), found,
                                  (host, name))
+
+    def test_prometheus(self):
+        """From node_exporter's NUMA nodes alone: judged, Nova's count
+        (with devices on cells not shown, bounded by the host's devices,
+        as gpu capacity list bounds it by Placement's count)."""
+        counted = 0
+        for name, the_flavor in FLAVORS.items():
+            hypervisor, facts = api_view('two-cells', prometheus=True)
+            devices = ntf.pci_devices(the_flavor['extra_specs'])
+            found = ntf.fit_count(
+                hm.numa_topology(hypervisor, facts),
+                hardware.numa_constraints(the_flavor), devices, limit=50)
+            if 'gpu' not in name:
+                self.assertIsNotNone(found, name)
+            if found is not None:
+                counted += 1
+                if devices:
+                    found = min(found, sum(HOSTS['two-cells'][3]) // devices)
+                self.assertEqual(nova_count('two-cells', the_flavor), found,
+                                 name)
+        self.assertGreater(counted, len(FLAVORS) // 2)

@@ -21,10 +21,11 @@ the node's cells holds the guest's cells: a cell's CPUs, its memory in
 the page size asked (the smallest pages without one) and, for PCI
 devices under the required or legacy policy, the devices on the cells
 chosen. A node without a NUMA topology fails. What the host's topology
-is comes from ``host_manager.numa_topology`` (host facts, ``cpu_info``);
-where it is not known, or the answer depends on what no source shows
-(how the servers already there use each cell, huge pages, which cell
-holds which device), the node is UNKNOWN, never a pass or a failure.
+is comes from ``host_manager.numa_topology`` (host facts, node_exporter's
+NUMA nodes in Prometheus, ``cpu_info``); where it is not known, or the
+answer depends on what no source shows (how the servers already there
+use each cell, huge pages, which cell holds which device), the node is
+UNKNOWN, never a pass or a failure.
 
 Assumed, as Nova's defaults: every CPU of a cell is in its shared set
 (no ``[compute] cpu_dedicated_set``), allocation ratios of at least 1.
@@ -276,10 +277,14 @@ def unknown_text(detail):
     why = detail['why']
     if why == 'topology':
         return _('its NUMA topology is not known: %s; give --host-fact '
-                 '<host>:numa_cells=<N> (0: none)') % detail['unknown']
+                 '<host>:numa_cells=<N> (0: none), or a Prometheus '
+                 '(--prometheus) where node_exporter publishes its NUMA '
+                 'nodes') % detail['unknown']
     return {
         'pages': _('its page sizes are not known: give --host-fact '
-                   '<host>:numa_pages=4k[,2M:<pages per cell>]'),
+                   '<host>:numa_pages=4k[,2M:<pages per cell>], or a '
+                   'Prometheus (--prometheus) where node_exporter '
+                   'publishes its NUMA nodes'),
         'devices': _('which cell holds its PCI devices is not known: give '
                      '--host-fact <host>:numa_gpus=<on cell 0>,<on cell '
                      '1>'),

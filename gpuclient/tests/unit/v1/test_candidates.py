@@ -27,6 +27,7 @@ from gpuclient.tests.unit import test_explain as recorded
 from gpuclient.v1 import candidates
 
 PCI = 'CUSTOM_PCI_10DE_2331'
+PROM = 'http://prom.test:9090'
 FLAVOR = {'id': 'f1', 'name': 'g1.h100.1', 'vcpus': 1, 'ram': 512,
           'disk': 1, 'OS-FLV-EXT-DATA:ephemeral': 0, 'swap': '',
           'extra_specs': {'pci_passthrough:alias': 'h100:1',
@@ -207,6 +208,59 @@ class TestNuma(CandidatesTestCase):
             '--host-fact', 'numa_pages=4k'])
         row = dict(zip(columns, rows[0], strict=True))
         self.assertEqual('judged (host facts)', row['NUMA'])
+
+    def prometheus(self, status=200):
+        """node_exporter's NUMA nodes of gpu-pt-1 (2 of 256 GiB, no huge
+        pages) at PROM; the queries it gets."""
+        queries = []
+
+        def answer(request, context):
+            query = dict(urllib.parse.parse_qsl(request.text))['query']
+            queries.append(query)
+            context.status_code = status
+            value = {'node_memory_numa_MemTotal': 256 << 30,
+                     'node_memory_numa_HugePages_Total': 0}[query]
+            return {'status': 'success', 'data': {
+                'resultType': 'vector', 'result': [
+                    {'metric': {'__name__': query, 'node': str(node),
+                                'instance': 'gpu-pt-1:9100', 'job': 'node'},
+                     'value': [1.0, str(value)]} for node in (0, 1)]}}
+        self.placement.mock.post(PROM + '/api/v1/query', json=answer)
+        return queries
+
+    def test_judged_from_prometheus(self):
+        self.one_candidate()
+        queries = self.prometheus()
+        _cmd, _parsed, (columns, rows) = self.run_cmd(self.ARGS + [
+            '--prometheus', PROM])
+        row = dict(zip(columns, rows[0], strict=True))
+        self.assertEqual('judged (prometheus)', row['NUMA'])
+        self.assertEqual(['node_memory_numa_MemTotal',
+                          'node_memory_numa_HugePages_Total'], queries)
+        # the operator's facts win
+        _cmd, _parsed, (columns, rows) = self.run_cmd(self.ARGS + [
+            '--prometheus', PROM, '--host-fact', 'numa_cells=2',
+            '--host-fact', 'numa_pages=4k'])
+        row = dict(zip(columns, rows[0], strict=True))
+        self.assertEqual('judged (host facts)', row['NUMA'])
+
+    def test_without_numa_flavor_or_prometheus_no_query(self):
+        self.one_candidate()
+        queries = self.prometheus()
+        self.run_cmd(['--flavor', 'g1.h100.1', '--alias-map',
+                      'h100=10de:2331', '--prometheus', PROM])
+        self.run_cmd(self.ARGS)
+        self.assertEqual([], queries)
+
+    def test_prometheus_failing_is_a_warning(self):
+        self.one_candidate()
+        self.prometheus(status=503)
+        with self.assertLogs('gpuclient.ops.utilisation_ops') as logs:
+            _cmd, _parsed, (columns, rows) = self.run_cmd(self.ARGS + [
+                '--prometheus', PROM])
+        row = dict(zip(columns, rows[0], strict=True))
+        self.assertTrue(row['NUMA'].startswith('not judged: '), row['NUMA'])
+        self.assertIn('NUMA nodes not read from Prometheus', logs.output[0])
 
     def test_a_host_without_topology_is_ruled_out(self):
         self.one_candidate()

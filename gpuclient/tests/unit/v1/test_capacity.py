@@ -12,6 +12,8 @@
 
 """gpu capacity list over a fake cloud: the whole path, snapshot to rows."""
 
+import urllib.parse
+
 import fixtures
 from osc_lib import exceptions
 
@@ -21,6 +23,7 @@ from gpuclient.tests.unit import base
 from gpuclient.tests.unit import fakes
 from gpuclient.v1 import capacity as capacity_cmd
 
+PROM = 'http://prom.test:9090'
 PT_SPEC = pools.build_spec('solver', 'passthrough', alias='h100',
                            pci_id='10de:2331')
 VGPU_SPEC = pools.build_spec('ws', 'vgpu', vgpu_type='nvidia-35')
@@ -63,7 +66,9 @@ class CapacityTestCase(base.CommandTestCase):
             name, extra_specs=derived['extra_specs'], **sizes)
 
     def run_cmd(self, *args):
-        self.useFixture(fakes.PlacementFixture(self.cloud))
+        placement = self.useFixture(fakes.PlacementFixture(self.cloud))
+        if getattr(self, 'numa_nodes', None):
+            placement.mock.post(PROM + '/api/v1/query', json=self._prom)
         cm = self.useFixture(fakes.ClientManagerFixture(self.cloud))
         cmd = capacity_cmd.ListCapacity(self.make_app(cm.client_manager),
                                         None)
@@ -231,6 +236,39 @@ class TestFits(CapacityTestCase):
             '--host-fact', 'gpu-pt-1:numa_cells=0')}
         self.assertEqual((0, 'judged (host facts)'),
                          (rows['g1.numa']['Fits'], rows['g1.numa']['NUMA']))
+
+    def _prom(self, request, context):
+        """node_exporter's NUMA nodes of gpu-pt-1 (self.numa_nodes: GiB
+        of each), no huge pages."""
+        query = dict(urllib.parse.parse_qsl(request.text))['query']
+        self.prom_queries.append(query)
+        values = {'node_memory_numa_MemTotal': [
+            gib << 30 for gib in self.numa_nodes],
+            'node_memory_numa_HugePages_Total': [0] * len(self.numa_nodes)}
+        return {'status': 'success', 'data': {
+            'resultType': 'vector', 'result': [
+                {'metric': {'__name__': query, 'node': str(node),
+                            'instance': 'gpu-pt-1:9100'},
+                 'value': [1.0, str(value)]}
+                for node, value in enumerate(values[query])]}}
+
+    def test_numa_flavor_counted_from_prometheus(self):
+        # cpu_info says 2 cells (128 GiB each, split evenly); Prometheus
+        # says 2 nodes of 60 GiB: no 80 GiB guest cell fits
+        self.cloud.hypervisors[0].update(
+            vcpus=32, memory_mb=262144, memory_mb_used=512, running_vms=0,
+            cpu_info={'topology': {'cells': 2}})
+        flavor = self.flavor('g1.numa', PT_SPEC, ram=81920)
+        flavor['extra_specs']['hw:numa_nodes'] = '1'
+        self.numa_nodes, self.prom_queries = [60, 60], []
+        rows = self.run_cmd('--per-host', '--prometheus', PROM)
+        self.assertEqual([(0, 'judged (prometheus)')],
+                         [(r['Fits'], r['NUMA']) for r in rows])
+        self.assertEqual(2, len(self.prom_queries))
+        self.numa_nodes = [128, 128]
+        rows = self.run_cmd('--per-host', '--prometheus', PROM)
+        self.assertEqual([(2, 'judged (prometheus)')],
+                         [(r['Fits'], r['NUMA']) for r in rows])
 
     def test_flavor_with_an_alias_no_pool_describes_is_left_out(self):
         # a hand-made flavor asking for an alias neither a pool nor
