@@ -130,6 +130,21 @@ class Compute:
             return errors.json_answer(self.service, what, response, key)
         return fetch
 
+    def max_version(self):
+        """Nova's maximum compute microversion as (2, N), or None when its
+        version document names none: from keystoneauth's version
+        discovery of the endpoint (cached by the session), what tells
+        Nova's release (rules.quota.nova_release)."""
+        what = _('Reading the compute API version')
+        with errors.translate_errors(self.service, what):
+            data = self._proxy.get_endpoint_data()
+        version = getattr(data, 'max_microversion', None)
+        try:
+            major, minor = version
+            return int(major), int(minor)
+        except (TypeError, ValueError):
+            return None
+
     def hypervisors(self):
         """Every hypervisor, at a microversion where id is the provider uuid.
 

@@ -30,6 +30,7 @@ from gpuclient.ops import snapshot
 from gpuclient.ops import utilisation_ops
 from gpuclient.rules import checks
 from gpuclient.rules import pools as pools_mod
+from gpuclient.rules import quota as quota_rules
 from gpuclient.rules import utilisation
 
 LOG = logging.getLogger(__name__)
@@ -58,6 +59,12 @@ def run(client, settings=None, names=None, pool=None, utilisation=None):
         except exceptions.CommandError as exc:
             # the quota-gpu-limits check says it could not judge
             cloud.unread['registered_limits'] = str(exc)
+    if quota_rules.pci_classes(cloud.pools):
+        # quota-pci-not-enforced: Nova's release from its microversion
+        try:
+            cloud.compute_max_version = client.compute.max_version()
+        except exceptions.CommandError as exc:
+            cloud.unread['compute_max_version'] = str(exc)
     if not names or IDLE_CHECK in names:
         _read_utilisation(client, cloud, utilisation or {})
     return checks.run(cloud, settings, names=names, pool=pool)

@@ -167,7 +167,8 @@ def observe(client, hosts, requested='auto', allow_downtime=False,
     planned = [s for s in servers if s['id'] not in under_way]
     result = maintenance.plan(
         planned, trees, draining, cordoned,
-        facts=maintenance.host_facts(facts or {}, trees, cloud.pools),
+        facts=maintenance.host_facts(facts or {}, trees, cloud.pools,
+                                     settings),
         gpu_rows=_held(client, cloud, servers, draining),
         requested=requested, allow_downtime=allow_downtime,
         settings=settings or nova_conf.load_settings(), pools=cloud.pools,

@@ -61,7 +61,24 @@ def targets(client, pool_names, resource_classes, project=None,
         note = quota.shared_note(rc, pools)
         if note:
             LOG.warning(note)
+    for note in pci_notes(client, classes, pools):
+        LOG.warning(note)
     return pools, classes, project_id
+
+
+def pci_notes(client, classes, pools):
+    """The warnings for CLASSES whose limits the cloud's Nova does not
+    enforce (asked through a PCI alias before Nova 2026.2); Nova's
+    version is read only when a class is asked through an alias."""
+    if not any(rc in quota.pci_classes(pools) for rc in classes):
+        return []
+    try:
+        version = client.compute.max_version()
+    except exceptions.CommandError as exc:
+        LOG.debug('compute API version not readable: %s', exc)
+        return []
+    return [note for note in (quota.pci_not_enforced_note(rc, pools, version)
+                              for rc in classes) if note]
 
 
 def plan_and_apply(client, planner, *args, dry_run=False, conf=None):
@@ -113,8 +130,9 @@ def show(client, project=None, project_domain=None, conf=None,
         except exceptions.CommandError as exc:
             LOG.debug('compute limits not readable: %s', exc)
     rows = quota.show_rows(pools, own, registered, usages, conf)
-    return rows, notes(conf, absolute, own, registered,
-                       [r['resource_class'] for r in rows], pools)
+    classes = [r['resource_class'] for r in rows]
+    return rows, (notes(conf, absolute, own, registered, classes, pools)
+                  + pci_notes(client, classes, pools))
 
 
 def notes(conf, absolute, own, registered, classes, pools):
@@ -144,4 +162,7 @@ def list_limits(client):
     rows = quota.list_rows(pools, client.limits.limits())
     names = (snapshot.project_names(
         client, {r['project_id'] for r in rows}) if rows else None) or {}
+    for note in pci_notes(client, sorted({r['resource_class']
+                                          for r in rows}), pools):
+        LOG.warning(note)
     return rows, names

@@ -269,12 +269,13 @@ def _serves(rp, root, req):
 
 
 def shortage(fits, flavor, host, roots):
-    """(class, free, need) of the first compute class (VCPU, PCPU,
-    MEMORY_MB, DISK_GB) FLAVOR asks for more of than any root of HOST
-    has free, or None: what the host ran out of, whatever the filters."""
+    """(class, free, need) of the first root class (VCPU, PCPU,
+    MEMORY_MB, DISK_GB, MEM_ENCRYPTION_CONTEXT) FLAVOR asks for more of
+    than any root of HOST has free, or None: what the host ran out of,
+    whatever the filters."""
     req = fits.requests[flavor['id']]
     own = req['groups'].get('', {}).get('resources', {})
-    for rc in request_mod.COMPUTE_CLASSES:
+    for rc in request_mod.ROOT_CLASSES:
         need = own.get(rc)
         if not need:
             continue
@@ -300,7 +301,9 @@ def blocked(fits, flavor, host, roots):
     short = shortage(fits, flavor, host, roots)
     if short:
         rc, free, need = short
-        return HOST_OUT_OF[rc], _(
+        # MEM_ENCRYPTION_CONTEXT has no label of its own: the request as
+        # a whole does not fit (the sentence names the class)
+        return HOST_OUT_OF.get(rc, REQUEST_DOES_NOT_FIT), _(
             '%(host)s has %(free)d %(rc)s free and %(flavor)s needs '
             '%(need)d') % {'host': host, 'free': free, 'rc': rc,
                            'flavor': flavor.get('name'), 'need': need}

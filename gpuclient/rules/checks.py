@@ -54,6 +54,7 @@ from gpuclient.rules import quota as quota_mod
 from gpuclient.rules import specs as specs_mod
 from gpuclient.rules import utilisation as utilisation_mod
 from gpuclient.rules.scheduler import conf as nova_conf
+from gpuclient.rules.scheduler import hardware
 from gpuclient.rules.scheduler import pci
 from gpuclient.rules.scheduler import resource_request as request_mod
 from gpuclient.rules.scheduler.filters import aggregate_instance_extra_specs
@@ -586,6 +587,79 @@ def flavor_public_limited_pool(cloud, settings):
     return found
 
 
+def _offers_mem_encryption(cloud, root, trait):
+    """True, False, or None (the root's traits were not read): does ROOT
+    offer a free guest slot of MEM_ENCRYPTION_CONTEXT with TRAIT (what
+    Nova's _translate_mem_encryption_request asks of the root)?"""
+    summary = cloud.placement.summaries.get(root) or {}
+    item = (summary.get('resources') or {}).get(
+        request_mod.MEM_ENCRYPTION_CONTEXT) or {}
+    if (item.get('capacity') or 0) <= 0:
+        return False
+    traits = summary.get('traits')
+    if traits is None:
+        return None
+    return trait in traits
+
+
+@register('flavor-mem-encryption')
+def flavor_mem_encryption(cloud, settings):
+    """GPU flavors asking for memory encryption (``hw:mem_encryption``,
+    Nova's confidential guests: AMD SEV since Nova 2019.2 / Train, the
+    models Nova 34 knows in hardware.MEM_ENCRYPTION_MODELS) where no host
+    of their pool has
+    a MEM_ENCRYPTION_CONTEXT inventory and the model's CPU trait: every
+    boot fails with "No valid host"."""
+    host_roots = cloud.host_roots()
+    found = []
+    for flavor, reading in _gpu_flavors(cloud):
+        label = 'flavor %s' % _flavor_label(flavor)
+        try:
+            model = hardware.mem_encryption(flavor.get('extra_specs') or {},
+                                            {}, check_image=False)
+        except exceptions.CommandError as exc:
+            found.append(finding(
+                ERROR, 'flavor-mem-encryption', label, str(exc),
+                'openstack flavor unset --property hw:mem_encryption_model '
+                '%s' % _flavor_label(flavor), _flavor_pools(cloud, reading)))
+            continue
+        if not model:
+            continue
+        hosts, steered = _target_hosts(cloud, reading)
+        if not hosts:
+            continue  # flavor-too-many-devices says a pool has no host
+        trait = hardware.mem_encryption_trait(model)
+        answers = [_offers_mem_encryption(cloud, root, trait)
+                   for host in hosts for root in sorted(
+                       host_roots.get(host, ()))]
+        if any(answers):
+            continue
+        where = (_('pool %s') % ', '.join(steered) if steered
+                 else _('the cloud'))
+        fix = ('openstack flavor unset --property hw:mem_encryption %s'
+               % _flavor_label(flavor))
+        fix += _('  (or add hosts offering %(trait)s and '
+                 'MEM_ENCRYPTION_CONTEXT to %(where)s)') % {
+                     'trait': trait, 'where': where}
+        if None in answers:
+            found.append(not_judged(
+                'flavor-mem-encryption', label,
+                _('asks for memory encryption (%(model)s) and no host of '
+                  '%(where)s is known to offer it (the traits of some '
+                  'were not read)') % {'model': model, 'where': where},
+                fix, steered))
+            continue
+        found.append(finding(
+            ERROR, 'flavor-mem-encryption', label,
+            _('asks for memory encryption (%(model)s: MEM_ENCRYPTION_'
+              'CONTEXT=1 and trait %(trait)s on the compute node) but no '
+              'host of %(where)s offers it: every boot fails with "No '
+              'valid host".') % {'model': model, 'trait': trait,
+                                 'where': where},
+            fix, steered))
+    return found
+
+
 @register('flavor-pci-alias')
 def flavor_pci_alias(cloud, settings):
     """PCI aliases of flavors that nova.conf does not define (needs
@@ -723,6 +797,34 @@ def pci_one_time_use(cloud, settings):
     return [finding(ERROR, 'pci-one-time-use', obj, symptom, fix)
             for obj, symptom, fix in devices.one_time_use_problems(
                 settings.get('pci') or {})]
+
+
+@register('libvirt-post-copy')
+def libvirt_post_copy(cloud, settings):
+    """``[libvirt] live_migration_permit_post_copy = True`` in the given
+    nova.conf while pools live-migrate servers with VFIO devices
+    (``nova_config.post_copy_needed``: live-migratable passthrough and
+    vgpu-vf pools, Nova 2025.1; vgpu and mig pools, Nova 2024.1): QEMU
+    refuses post-copy with a VFIO device, so such a live migration fails
+    once Nova switches to post-copy. Unset, Nova's default (False) is
+    right; needs ``--nova-conf`` with a nova-compute's ``[libvirt]``."""
+    if settings is None:
+        return []
+    libvirt = settings.get('libvirt') or {}
+    if not libvirt.get('live_migration_permit_post_copy'):
+        return []
+    moving = sorted(name for name, pool in cloud.pools.items()
+                    if nova_config.post_copy_needed(pool))
+    if not moving:
+        return []
+    return [finding(
+        ERROR, 'libvirt-post-copy',
+        'nova.conf [libvirt] live_migration_permit_post_copy',
+        _('is True, and pools %s live-migrate servers with VFIO devices '
+          '(PCI passthrough, vGPU): QEMU refuses post-copy with them, so '
+          'their live migrations fail (gpu drain plans them cold on such '
+          'hosts).') % ', '.join(moving),
+        '[libvirt] live_migration_permit_post_copy = False', moving)]
 
 
 # -- images ------------------------------------------------------------------
@@ -947,6 +1049,43 @@ def quota_gpu_limits(cloud, settings):
                'list': ','.join(conf['resource_list']) or '(empty)',
                'pools': ', '.join(by_class[rc])},
             fix, by_class[rc]))
+    return found
+
+
+@register('quota-pci-not-enforced')
+def quota_pci_not_enforced(cloud, settings):
+    """Pools whose servers ask for their GPUs through a PCI alias
+    (passthrough, vgpu-vf) on a Nova before 2026.2, which does not count
+    them against unified limits (``quota.PCI_COUNTED_FROM``; Nova's
+    release from its maximum compute microversion): a GPU quota on their
+    class is not enforced. Not judged when the version was not read."""
+    by_class = quota_mod.pci_classes(cloud.pools)
+    if not by_class:
+        return []
+    conf = (settings or {}).get('quota')
+    if conf and conf['driver'] != quota_mod.UNIFIED_DRIVER:
+        return []  # quota-gpu-limits: no GPU is counted at all
+    version = cloud.compute_max_version
+    if version is None:
+        pools = sorted(p for names in by_class.values() for p in names)
+        return [not_judged(
+            'quota-pci-not-enforced', 'compute API version',
+            _('Nova\'s maximum compute microversion was not read (%s), so '
+              'whether its unified limits count the GPUs of pools %s is '
+              'not known') % (cloud.unread.get('compute_max_version')
+                              or _('not asked'), ', '.join(pools)),
+            _('run gpu check again'), pools)]
+    found = []
+    for rc, names in sorted(by_class.items()):
+        note = quota_mod.pci_not_enforced_note(rc, cloud.pools, version)
+        if not note:
+            continue
+        found.append(finding(
+            WARNING, 'quota-pci-not-enforced', quota_mod.resource_name(rc),
+            note, 'openstack gpu pool set %s --project <project>  (and '
+            'private flavors: openstack gpu flavor create ... --private '
+            '--project <project>; or upgrade Nova to 2026.2)' % names[0],
+            names))
     return found
 
 

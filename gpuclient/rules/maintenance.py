@@ -149,15 +149,19 @@ def version(text):
     return tuple(parts) or None
 
 
-FACT_KEYS = ('nova', 'libvirt', 'qemu', 'live_migratable', 'mdev_types')
+FACT_KEYS = ('nova', 'libvirt', 'qemu', 'live_migratable', 'mdev_types',
+             'post_copy')
+# facts that are true or false
+_BOOL_FACTS = ('live_migratable', 'post_copy')
 
 
 def parse_facts(items, keys=FACT_KEYS):
     """{host or None (every host): facts} from ``--host-fact`` values
     ``[<host>:]<key>=<value>`` with a key of KEYS: versions as given,
-    ``live_migratable`` true/false, ``mdev_types`` comma-separated, the
-    NUMA facts (host_manager.NUMA_FACT_KEYS) as parse_numa_fact reads
-    them. A ValueError names a bad item."""
+    ``live_migratable`` and ``post_copy`` (the host's ``[libvirt]
+    live_migration_permit_post_copy``) true/false, ``mdev_types``
+    comma-separated, the NUMA facts (host_manager.NUMA_FACT_KEYS) as
+    parse_numa_fact reads them. A ValueError names a bad item."""
     out = {}
     for item in items or ():
         target, equals, value = str(item).partition('=')
@@ -171,7 +175,7 @@ def parse_facts(items, keys=FACT_KEYS):
                 value = host_manager.parse_numa_fact(key, value)
             except ValueError:
                 raise ValueError(item) from None
-        elif key == 'live_migratable':
+        elif key in _BOOL_FACTS:
             if value.lower() not in ('true', 'false', 'yes', 'no'):
                 raise ValueError(item)
             value = value.lower() in ('true', 'yes')
@@ -183,11 +187,17 @@ def parse_facts(items, keys=FACT_KEYS):
     return out
 
 
-def host_facts(given, hosts, pools=None):
+def host_facts(given, hosts, pools=None, settings=None):
     """{host: facts} for HOSTS from ``parse_facts``: a host's own facts
     over the ones given for every host, over what POOLS say
-    (``pool_facts``)."""
-    common = given.get(None) or {}
+    (``pool_facts``). A ``--nova-conf`` (SETTINGS) that sets ``[libvirt]
+    live_migration_permit_post_copy`` gives ``post_copy`` for every host
+    not told otherwise."""
+    common = dict(given.get(None) or {})
+    written = ((settings or {}).get('libvirt') or {}).get(
+        'live_migration_permit_post_copy')
+    if written is not None:
+        common.setdefault('post_copy', written)
     said = pool_facts(pools)
     found = {}
     for host in hosts:
@@ -287,6 +297,8 @@ def live_blockers(kind_, source, destination, mdev_type=None, aliases=()):
         reasons.append(_('Nova does not live-migrate servers with '
                          'encrypted memory (hw:mem_encryption)'))
         return reasons, notes
+    if kind_ in (VGPU, MIG, PASSTHROUGH, VGPU_VF):
+        _post_copy(src, src_facts, dst, dst_facts, reasons, notes)
     if kind_ in (VGPU, MIG):
         for host, facts in ((src, src_facts), (dst, dst_facts)):
             _at_least(host, facts, 'nova', VGPU_NOVA, 'Nova', reasons,
@@ -315,9 +327,7 @@ def live_blockers(kind_, source, destination, mdev_type=None, aliases=()):
                            'migrating it (not checked)'))
     elif kind_ in (PASSTHROUGH, VGPU_VF):
         if kind_ == VGPU_VF:
-            notes.append(_('VF-backed vGPU: [libvirt] '
-                           'live_migration_permit_post_copy must be False on '
-                           'both hosts, and the NVIDIA driver must support '
+            notes.append(_('VF-backed vGPU: the NVIDIA driver must support '
                            'migrating it (not checked)'))
         for host, facts in ((src, src_facts), (dst, dst_facts)):
             _at_least(host, facts, 'nova', PCI_NOVA, 'Nova', reasons, notes)
@@ -337,6 +347,28 @@ def live_blockers(kind_, source, destination, mdev_type=None, aliases=()):
                                    'on %(host)s')
                                  % {'alias': label, 'host': host})
     return reasons, notes
+
+
+def _post_copy(src, src_facts, dst, dst_facts, reasons, notes):
+    """VFIO devices (PCI passthrough, VFs, mediated devices) do not
+    live-migrate with post-copy (QEMU commit bf7ef7a2da3e, "vfio/migration:
+    Block VFIO migration with postcopy migration"): a host whose
+    ``[libvirt] live_migration_permit_post_copy`` is True (``post_copy``
+    fact, or the --nova-conf given) is no source or destination of a live
+    migration. Not told: Nova 34's default (False), noted."""
+    unknown = []
+    for host, facts in ((src, src_facts), (dst, dst_facts)):
+        flag = (facts or {}).get('post_copy')
+        if flag:
+            reasons.append(_('%s permits post-copy live migration ([libvirt]'
+                             ' live_migration_permit_post_copy = True), '
+                             'which QEMU refuses with VFIO devices') % host)
+        elif flag is None:
+            unknown.append(host)
+    if unknown:
+        notes.append(_('assumed: [libvirt] live_migration_permit_post_copy '
+                       'is False (Nova\'s default) on %s')
+                     % ', '.join(unknown))
 
 
 def _result(method_, reasons=(), notes=()):

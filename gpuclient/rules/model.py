@@ -186,6 +186,10 @@ class Cloud:
     registered_limits: dict | None = _field(
         "{resource name: limit}: Keystone's registered limits as gpu check "
         "judges them (quota-gpu-limits)", None)
+    compute_max_version: tuple | None = _field(
+        "(2, N): Nova's maximum compute microversion, which tells its "
+        "release, as gpu check judges PCI quotas (quota-pci-not-enforced)",
+        None)
     utilisation: dict | None = _field(
         "{'rows', 'window', 'idle_below'}: the servers' GPU utilisation "
         "(Prometheus), as gpu check judges it (gpu-idle)", None)

@@ -537,6 +537,29 @@ def build(pools, trees, mig_types=None, numa_policy=DEFAULT_NUMA_POLICY,
     return config
 
 
+def post_copy_needed(pool):
+    """Does POOL's host live-migrate servers with VFIO devices?
+
+    A live-migratable passthrough or vgpu-vf pool (Nova 2025.1: PCI
+    devices marked ``live_migratable``), and every vgpu or mig pool
+    (mediated devices, also VFIO; Nova live-migrates vGPU servers since
+    2024.1). QEMU refuses post-copy with a VFIO device (QEMU commit
+    bf7ef7a2da3e, "vfio/migration: Block VFIO migration with postcopy
+    migration": the destination crashes on a page fault it cannot take),
+    so Nova's ``[libvirt] live_migration_permit_post_copy`` must be False
+    on these hosts. Nova 34's default is False (nova/conf/libvirt.py);
+    gpuclient writes it anyway, since deployment tools often turn it on.
+    """
+    if pool['mode'] in (pools_mod.VGPU, pools_mod.MIG):
+        return True
+    return bool(pool['mode'] in (pools_mod.PASSTHROUGH, pools_mod.VGPU_VF)
+                and pool.get('live_migratable'))
+
+
+def post_copy_off(config, target):
+    config.set(target, 'libvirt', 'live_migration_permit_post_copy', FALSE)
+
+
 def _build_vf_pool(config, target, host, pool, devices):
     """A vgpu-vf pool on one host: a device_spec per VF that carries the
     pool's type (its PF's provider says how many), report_in_placement,
@@ -553,8 +576,7 @@ def _build_vf_pool(config, target, host, pool, devices):
             written += 1
     config.set(target, 'pci', 'report_in_placement', TRUE)
     if pool.get('live_migratable'):
-        config.set(target, 'libvirt', 'live_migration_permit_post_copy',
-                   FALSE)
+        post_copy_off(config, target)
     if written:
         config.note(target, _(
             'Pool %(pool)s: VF addresses follow from each card\'s PF and '
@@ -591,6 +613,8 @@ def _build_host(config, host, pools, trees, mig_types):
                 'Ironic nodes report %(rc)s from their resource_class.')
                 % {'pool': pool['name'], 'rc': pool['resource_class']})
             continue
+        if mode == pools_mod.PASSTHROUGH and post_copy_needed(pool):
+            post_copy_off(config, target)
         if mode == pools_mod.PASSTHROUGH:
             config.add(target, 'pci', 'device_spec', device_spec_json(pool))
             config.set(target, 'pci', 'report_in_placement', TRUE)
@@ -674,6 +698,8 @@ def _build_host(config, host, pools, trees, mig_types):
                 'the host reports VGPU to list them.')
                 % {'pool': owners, 'host': host, 'type': mdev_type})
     if types:
+        # mediated devices are VFIO devices too: post_copy_needed
+        post_copy_off(config, target)
         config.set(target, 'devices', 'enabled_mdev_types',
                    ','.join(sorted(types)))
         for mdev_type in sorted(types):

@@ -67,6 +67,75 @@ LEGACY_NAMES = (
 FIX_DRIVER = '[quota] driver = %s' % UNIFIED_DRIVER
 
 
+# Nova's release from its maximum compute microversion: _MAX_API_VERSION
+# of nova/api/openstack/api_version_request.py at each release tag
+# (openstack/nova: 29.0.0 and 30.0.0 '2.96', 31.0.0 and 32.0.0 '2.100',
+# 33.0.0 '2.103', 34.0.0 '2.104'). (maximum, release), oldest first; a
+# maximum between two rows is the later one's development.
+NOVA_RELEASES = (
+    ((2, 96), '2024.1 or 2024.2'),
+    ((2, 100), '2025.1 or 2025.2'),
+    ((2, 103), '2026.1'),
+    ((2, 104), '2026.2'),
+)
+# Nova 2026.2 (34.0.0) counts what a flavor asks through
+# pci_passthrough:alias against unified limits (nova commit 2de9de080c,
+# release note fix-unified-limits-pci, bug 2140631); 2025.1 to 2026.1
+# never count it. 34.0.0 is the first release with compute API 2.104.
+PCI_COUNTED_FROM = (2, 104)
+
+
+def nova_release(max_version):
+    """Nova's release named from its maximum compute microversion
+    ((2, N)), or None when not known."""
+    if not max_version:
+        return None
+    for top, release in NOVA_RELEASES:
+        if tuple(max_version) <= top:
+            return release
+    return _('after 2026.2')
+
+
+def pci_quota_enforced(max_version):
+    """Does the Nova whose maximum compute microversion is MAX_VERSION
+    count GPUs asked through a PCI alias against unified limits? None
+    when the version is not known."""
+    if not max_version:
+        return None
+    return tuple(max_version) >= PCI_COUNTED_FROM
+
+
+def pci_classes(pools):
+    """{class: [pool names]} of the pools whose servers ask for their GPUs
+    through a PCI alias (passthrough, vgpu-vf)."""
+    found = {}
+    for name, pool in sorted((pools or {}).items()):
+        if pool['mode'] in pools_mod.PCI_MODES and pool.get('resource_class'):
+            found.setdefault(pool['resource_class'], []).append(name)
+    return found
+
+
+def pci_not_enforced_note(resource_class, pools, max_version):
+    """The warning for a limit on RESOURCE_CLASS when the Nova of
+    MAX_VERSION does not count it (its pools ask through a PCI alias), or
+    None."""
+    owners = pci_classes(pools).get(resource_class)
+    if not owners or pci_quota_enforced(max_version) is not False:
+        return None
+    return _(
+        'Nova %(release)s (compute API up to %(version)s) does not count '
+        'GPUs asked through a PCI alias against unified limits (from Nova '
+        '2026.2 it does): the limit on %(name)s is not enforced for pools '
+        '%(pools)s. Keep their GPUs to the projects meant to have them '
+        'instead: private flavors ("openstack gpu flavor create --private '
+        '--project <project>") and project-limited pools ("openstack gpu '
+        'pool set <pool> --project <project>").') % {
+            'release': nova_release(max_version),
+            'version': '%d.%d' % tuple(max_version),
+            'name': resource_name(resource_class),
+            'pools': ', '.join(owners)}
+
+
 def resource_name(resource_class):
     """``VGPU`` -> ``class:VGPU`` (the unified limit's resource name)."""
     return PREFIX + resource_class

@@ -102,6 +102,8 @@ KNOWN_SPECS = {
     'hw:hide_hypervisor_id': _BOOL,
     'hw:locked_memory': _BOOL,
     'hw:mem_encryption': _BOOL,
+    # Nova 34's validator (nova/api/validation/extra_specs/hw.py) and
+    # MemEncryptionModel.ALL: intel-tdx too (test_request_nova compares)
     'hw:mem_encryption_model': _enum('amd-sev', 'amd-sev-es', 'amd-sev-snp',
                                      'intel-tdx'),
     'hw:mem_page_size': ('re', r'(large|small|any|\d+([kKMGT]i?)?(b|bit|B)?)'),

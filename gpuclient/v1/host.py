@@ -291,7 +291,10 @@ class DrainHost(common.Lister):
                    'migration (repeat option): nova=<release> (e.g. '
                    '2025.1), libvirt=<version>, qemu=<version>, '
                    'live_migratable=true|false (the PCI device_spec and '
-                   'alias flag), mdev_types=<type>[,<type>]; for every '
+                   'alias flag), mdev_types=<type>[,<type>], '
+                   'post_copy=true|false (the host\'s [libvirt] '
+                   'live_migration_permit_post_copy: true plans no live '
+                   'migration of GPU servers); for every '
                    'host, or one with <host>:. Unknown facts plan no live '
                    'migration'))
         # where each server fits is the request gpu candidates builds

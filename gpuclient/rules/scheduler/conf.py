@@ -226,7 +226,18 @@ def load_settings(conf_text=None, overrides=None, alias_maps=()):
     settings['aliases'] = aliases
     settings['sources'] = sources
     settings['pci'] = _pci_devices(ini.get('pci', {}))
+    settings['libvirt'] = _libvirt(ini.get('libvirt', {}))
     return settings
+
+
+def _libvirt(section):
+    """What a nova-compute's ``[libvirt]`` says of live migration (Nova's
+    ``nova/conf/libvirt.py``): ``live_migration_permit_post_copy`` as
+    written, None when the files do not set it (Nova 34's default:
+    False)."""
+    values = section.get('live_migration_permit_post_copy')
+    return {'live_migration_permit_post_copy':
+            is_true(values[-1]) if values else None}
 
 
 def _pci_devices(section):

@@ -82,6 +82,88 @@ def thread_policy(specs, image):
     return flavor_policy
 
 
+# -- memory encryption (confidential VMs) ------------------------------------
+# Nova 34, nova/virt/hardware.py: get_mem_encryption_constraint and the
+# MemEncryptionConfig classes; the models are nova.objects.fields.
+# MemEncryptionModel.ALL, which the flavor validator
+# (nova/api/validation/extra_specs/hw.py, hw:mem_encryption_model) and the
+# image property accept alike. Nova 34 accepts intel-tdx (2026.2); each
+# model's trait, and what it asks of the image:
+# (trait, stateless firmware needed, video device refused)
+MEM_ENCRYPTION_MODELS = {
+    'amd-sev': ('HW_CPU_X86_AMD_SEV', False, False),
+    'amd-sev-es': ('HW_CPU_X86_AMD_SEV_ES', False, False),
+    'amd-sev-snp': ('HW_CPU_X86_AMD_SEV_SNP', True, False),
+    'intel-tdx': ('HW_CPU_X86_INTEL_TDX', True, True),
+}
+MEM_ENCRYPTION_DEFAULT_MODEL = 'amd-sev'
+# every model: UEFI firmware and a q35 machine type
+MEM_ENCRYPTION_FIRMWARE = 'uefi'
+MEM_ENCRYPTION_MACHINE = 'q35'
+
+
+def _flag(value):
+    return None if value is None else str(value).strip().lower() in (
+        '1', 't', 'true', 'on', 'y', 'yes')
+
+
+def mem_encryption(specs, image, check_image=True):
+    """The memory encryption model the flavor (SPECS) and IMAGE ask for,
+    or None: Nova's get_mem_encryption_constraint at the API (no machine
+    type of the host). A flavor and an image that disagree, an unknown
+    model, or (CHECK_IMAGE) an image Nova refuses for the model is a
+    CommandError, the fix in it (Nova refuses the boot with a 400)."""
+    flavor_enc, image_enc = pair(specs, image, 'mem_encryption')
+    flavor_enc, image_enc = _flag(flavor_enc), _flag(image_enc)
+    if not flavor_enc and not image_enc:
+        return None
+    if (flavor_enc is not None and image_enc is not None
+            and flavor_enc != image_enc):
+        raise exception.error(
+            _('The flavor sets hw:mem_encryption=%(fv)s and the image '
+              'hw_mem_encryption=%(iv)s: Nova refuses to boot this '
+              'combination. Drop one of them, or make them agree.'),
+            fv=flavor_enc, iv=image_enc)
+    model = unique(specs, image, 'mem_encryption_model') or (
+        MEM_ENCRYPTION_DEFAULT_MODEL)
+    if model not in MEM_ENCRYPTION_MODELS:
+        raise exception.error(
+            _('Memory encryption model %(model)s is not one Nova knows '
+              '(%(known)s): set hw:mem_encryption_model to one of them.'),
+            model=model, known=', '.join(MEM_ENCRYPTION_MODELS))
+    problems = (mem_encryption_image_problems(model, image)
+                if check_image else [])
+    if problems:
+        raise exception.error(
+            _('Memory encryption (%(model)s) is asked for, but Nova '
+              'refuses the image: %(problems)s.'),
+            model=model, problems='; '.join(problems))
+    return model
+
+
+def mem_encryption_trait(model):
+    return MEM_ENCRYPTION_MODELS[model][0]
+
+
+def mem_encryption_image_problems(model, image):
+    """What IMAGE lacks for memory encryption MODEL, as the fixes
+    (MemEncryptionConfig.check_constraints): [] when Nova takes it."""
+    props = image_props(image)
+    _trait, stateless, no_video = MEM_ENCRYPTION_MODELS[model]
+    problems = []
+    if props.get('hw_firmware_type') != MEM_ENCRYPTION_FIRMWARE:
+        problems.append(_('set the image property hw_firmware_type=uefi'))
+    machine = props.get('hw_machine_type')
+    if machine is not None and MEM_ENCRYPTION_MACHINE not in str(machine):
+        problems.append(_('set the image property hw_machine_type=q35'))
+    if stateless and not _flag(props.get('hw_firmware_stateless')):
+        problems.append(
+            _('set the image property hw_firmware_stateless=true'))
+    if no_video and props.get('hw_video_model') != 'none':
+        problems.append(_('set the image property hw_video_model=none'))
+    return problems
+
+
 # hw:mem_page_size's words (MEMPAGES_SMALL, _LARGE, _ANY)
 PAGES_SMALL, PAGES_LARGE, PAGES_ANY = 'small', 'large', 'any'
 _PAGE_UNITS = {'': 1, 'K': 1, 'M': 1024, 'G': 1024 * 1024}

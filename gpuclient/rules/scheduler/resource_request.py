@@ -54,20 +54,16 @@ PCPU = 'PCPU'
 MEMORY_MB = 'MEMORY_MB'
 DISK_GB = 'DISK_GB'
 COMPUTE_CLASSES = (VCPU, PCPU, MEMORY_MB, DISK_GB)
+# one per guest with encrypted memory, on the compute node (root provider)
+MEM_ENCRYPTION_CONTEXT = 'MEM_ENCRYPTION_CONTEXT'
+# what a flavor takes from the root provider, besides devices
+ROOT_CLASSES = COMPUTE_CLASSES + (MEM_ENCRYPTION_CONTEXT,)
 
 
 _SUFFIX_RE = re.compile(r'^[a-zA-Z0-9_-]{1,64}$')
 _XS_KEY_RE = re.compile(r'^(resources|trait)([a-zA-Z0-9_-]{1,64})?:(.*)$')
 _STANDARD_CLASSES = set(names.STANDARD_RESOURCE_CLASSES) | {
     'PCPU', 'MEM_ENCRYPTION_CONTEXT', 'PGPU', 'VGPU', 'VGPU_DISPLAY_HEAD'}
-
-
-_MEM_ENCRYPTION_TRAITS = {
-    'amd-sev': 'HW_CPU_X86_AMD_SEV',
-    'amd-sev-es': 'HW_CPU_X86_AMD_SEV_ES',
-    'amd-sev-snp': 'HW_CPU_X86_AMD_SEV_SNP',
-    'intel-tdx': 'HW_CPU_X86_INTEL_TDX',
-}
 
 
 # -- building ----------------------------------------------------------------
@@ -178,16 +174,19 @@ def _translate_features(builder, specs, image):
     """ResourceRequest._translate_* (traits added to the unsuffixed group)."""
     props = hardware.image_props(image)
     # memory encryption
-    flavor_enc, image_enc = hardware.pair(specs, image, 'mem_encryption')
-    if (flavor_enc is not None and conf.is_true(flavor_enc)) or (
-            image_enc is not None and conf.is_true(image_enc)):
-        model = (hardware.pair(specs, image, 'mem_encryption_model')[1]
-                 or hardware.pair(specs, image, 'mem_encryption_model')[0]
-                 or 'amd-sev')
-        builder.add_resource('MEM_ENCRYPTION_CONTEXT', 1)
-        trait = _MEM_ENCRYPTION_TRAITS.get(model)
-        if trait:
-            builder.add_trait(trait, 'required')
+    # (_translate_mem_encryption_request: one MEM_ENCRYPTION_CONTEXT on the
+    # root and the model's CPU trait; what the image must have is checked
+    # where an image is given, and said where it is not)
+    model = hardware.mem_encryption(specs, image, check_image=bool(image))
+    if model:
+        builder.add_resource(MEM_ENCRYPTION_CONTEXT, 1)
+        builder.add_trait(hardware.mem_encryption_trait(model), 'required')
+        if not image:
+            builder.notes.append(
+                _('Memory encryption (%(model)s): Nova boots this flavor '
+                  'only from an image Nova takes for it (%(needs)s).')
+                % {'model': model, 'needs': '; '.join(
+                    hardware.mem_encryption_image_problems(model, {}))})
     # persistent memory
     labels = [label.strip() for label in
               str(specs.get('hw:pmem') or '').split(',') if label.strip()]
@@ -438,7 +437,7 @@ def gpu_classes(request):
     for group in request['groups'].values():
         if group['gpu']:
             for rc in group['resources']:
-                if rc not in COMPUTE_CLASSES and rc not in found:
+                if rc not in ROOT_CLASSES and rc not in found:
                     found.append(rc)
     return found
 

@@ -351,3 +351,31 @@ class TestHostFilters(CandidatesTestCase):
         self.assertEqual({}, reasons)
         self.assertIn(base.PLAIN_HOST, kept)
         self.assert_no_valid_host(flavor, images['aarch64'])
+
+
+class TestMemoryEncryption(CandidatesTestCase):
+    """Issue 40, rule 2: hw:mem_encryption adds MEM_ENCRYPTION_CONTEXT=1
+    and the model's CPU trait (AMD SEV by default) to the request Nova
+    sends (Nova 34's _translate_mem_encryption_request). No host of the
+    test cloud offers them: gpu candidates lists the pool's host for the
+    flavor, none once the flavor asks for memory encryption, and
+    Placement itself (plain osc-placement) has no candidate for the
+    encryption slot."""
+
+    @base.needs('passthrough')
+    def test_no_host_offers_memory_encryption(self):
+        pool = self.create_pool('--mode', 'passthrough', '--alias', 'h100',
+                                '--pci-id', '10de:2331', '--host',
+                                base.PT_HOST)
+        flavor = self.gpu_flavor(pool['name'])
+        self.assertEqual({base.PT_HOST}, self.hosts('--flavor', flavor))
+        self.openstack('flavor', 'set', '--property',
+                       'hw:mem_encryption=true', flavor, parse=False)
+        self.assertEqual(set(), self.hosts('--flavor', flavor))
+        out, err = self.explain('--flavor', flavor)
+        self.assertIn('MEM_ENCRYPTION_CONTEXT', out + err)
+        self.assertIn('HW_CPU_X86_AMD_SEV', out + err)
+        self.assertEqual([], self.openstack(
+            '--os-placement-api-version', '1.29', 'allocation', 'candidate',
+            'list', '--resource', 'MEM_ENCRYPTION_CONTEXT=1', '--required',
+            'HW_CPU_X86_AMD_SEV'))

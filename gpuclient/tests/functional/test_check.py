@@ -275,6 +275,17 @@ class CheckCorpusTestCase(base.FunctionalTestCase):
                           'flavor %s' % public)
         self.apply(hit.fix)
 
+        # 8b. memory encryption that no host of the pool offers (issue
+        # 40, rule 2: MEM_ENCRYPTION_CONTEXT and the model's trait)
+        sev = self.name('sev')
+        self.make_flavor(sev, {
+            'resources:%s' % PT_CLASS: '1', 'hw:mem_encryption': 'true',
+            'aggregate_instance_extra_specs:gpu_pool': pt_pool})
+        cloud = self.read()
+        self.gone(cloud, 'flavor-public-limited-pool', 'flavor %s' % public)
+        hit = self.expect(cloud, 'flavor-mem-encryption', 'flavor %s' % sev)
+        self.apply(hit.fix)
+
         # 9. an image without q35/UEFI while passthrough flavors exist
         # (Glance's raw proxy: the image calls of the client layer read
         # JSON answers, and these two answer with none)
@@ -287,7 +298,7 @@ class CheckCorpusTestCase(base.FunctionalTestCase):
         glance.put('/images/%s/file' % image['id'], data=b'x',
                    headers={'Content-Type': 'application/octet-stream'})
         cloud = self.read()
-        self.gone(cloud, 'flavor-public-limited-pool', 'flavor %s' % public)
+        self.gone(cloud, 'flavor-mem-encryption', 'flavor %s' % sev)
         obj = 'image %s' % image['name']
         hit = self.expect(cloud, 'image-firmware', obj)
         self.apply(hit.fix)
@@ -378,6 +389,18 @@ class CheckCorpusTestCase(base.FunctionalTestCase):
             fixed = text + '\n%s\n%s\n' % (section, line)
             self.gone(cloud, 'scheduler-settings', setting,
                       nova_conf.load_settings(fixed))
+
+        # 20. post-copy on while this run's vgpu pool live-migrates vGPUs
+        # (VFIO devices: issue 40, rule 4)
+        text = base_conf + (
+            '\n[libvirt]\nlive_migration_permit_post_copy = true\n')
+        obj = 'nova.conf [libvirt] live_migration_permit_post_copy'
+        hit = self.expect(cloud, 'libvirt-post-copy', obj,
+                          nova_conf.load_settings(text))
+        self.assertIn(vgpu_pool, hit.pools)
+        section, line = hit.fix.split(' ', 1)
+        self.gone(cloud, 'libvirt-post-copy', obj, nova_conf.load_settings(
+            text + '\n%s\n%s\n' % (section, line)))
 
         recall = sum(1 for _f, hit, _fix in self.found_log if hit)
         fixed = sum(1 for _f, _hit, fix in self.found_log if fix)

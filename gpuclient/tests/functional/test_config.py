@@ -117,8 +117,12 @@ class TestConfigShow(base.FunctionalTestCase):
                          {s: sorted(k) for s, k in sched.items()})
         self.assertEqual({'pci': ['device_spec', 'report_in_placement']},
                          {s: sorted(k) for s, k in pt_conf.items()})
-        self.assertEqual(['devices', 'mdev_%s' % VGPU_TYPE],
+        self.assertEqual(['devices', 'libvirt', 'mdev_%s' % VGPU_TYPE],
                          sorted(vg_conf))
+        # vGPUs are VFIO devices: post-copy off where they live-migrate
+        # (issue 40, rule 4)
+        self.assertEqual(['false'], vg_conf['libvirt'][
+            'live_migration_permit_post_copy'])
 
         # the vGPU host: the pGPU addresses are those of the providers Nova
         # made in Placement, the ones the test cloud's driver reports
@@ -195,6 +199,11 @@ class TestConfigShow(base.FunctionalTestCase):
         for section, keys in vg_conf.items():
             for key, values in keys.items():
                 have = vg_etc.get(section, {}).get(key)
+                if (section, key) == ('libvirt',
+                                      'live_migration_permit_post_copy'):
+                    # unset on the test cloud: Nova's default, False
+                    self.assertEqual('false', (have or ['false'])[-1].lower())
+                    continue
                 self.assertTrue(have, '[%s] %s' % (section, key))
                 self.assertEqual(set(values[-1].split(',')),
                                  set(have[-1].split(',')),

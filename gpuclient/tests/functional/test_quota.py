@@ -123,6 +123,13 @@ class TestQuota(base.FunctionalTestCase):
                         '--project', project['id'], '--pool', pool)
         self.assertEqual(2, self.keystone_limits(project)['class:' +
                                                            PT_CLASS])
+        # issue 40, rule 1: Nova 2026.2 (compute API 2.104) counts GPUs
+        # asked through a PCI alias, so no "not enforced" warning; the
+        # refused third boot below is Nova enforcing it
+        rc, _out, err = self.openstack_raw(
+            'gpu', 'quota', 'show', '--project', project['id'])
+        self.assertEqual(0, rc, err)
+        self.assertNotIn('is not enforced', err)
         for _ in range(2):
             rc, server, err = self.boot_in(project, flavor)
             self.assertEqual(0, rc, err)

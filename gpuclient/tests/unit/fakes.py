@@ -180,6 +180,8 @@ class FakeCloud:
         self.ironic_max_limit = 1000  # Ironic's [api]max_limit
         self.ironic_endpoint = False
         self.ironic_hidden = False
+        # Nova's maximum compute microversion (Nova 34, 2026.2: 2.104)
+        self.compute_max_version = (2, 104)
 
     def add(self, provider):
         self.providers.append(provider)
@@ -1185,6 +1187,9 @@ class FakeCompute:
         self.server_lists = []  # the params of each GET /servers/detail
         self.migration_lists = []  # the params of each GET /os-migrations
         proxy.get.side_effect = self.get
+        # version discovery: the version document's maximum microversion
+        proxy.get_endpoint_data.side_effect = lambda: mock.Mock(
+            max_microversion=self.cloud.compute_max_version)
         proxy.post.side_effect = self.post
         proxy.delete.side_effect = self.delete
         # the SDK's flavor calls, onto the same raw answers (as the SDK

@@ -114,6 +114,7 @@ class ChecksTestCase(base.TestCase):
                             snap, flavors=fc.flavors,
                             gpu_classes=classes)
         cloud.images = fc.images
+        cloud.compute_max_version = fc.compute_max_version
         for name, pool in cloud.pools.items():
             if self.members is not None:
                 cloud.pool_members[name] = self.members
@@ -353,6 +354,8 @@ class TestPoolScope(ChecksTestCase):
             'trait:CUSTOM_NOPE': 'required'})
         self.flavor('ws.many', VGPU_SPEC, gpus=9)
         self.flavor('ws.unscoped', VGPU_SPEC, ssd='true')
+        # memory encryption no host of ws offers
+        self.flavor('ws.sev', VGPU_SPEC, **{'hw:mem_encryption': 'true'})
 
     def test_a_pool_flavor_with_an_unmapped_alias_is_the_pools(self):
         self.broken_flavors()
@@ -393,7 +396,8 @@ class TestPoolScope(ChecksTestCase):
         # the corpus reaches every check that speaks of one flavor
         self.assertEqual(
             {'flavor-pci-alias', 'flavor-unknown-trait',
-             'flavor-too-many-devices', 'flavor-unscoped-keys'}, seen)
+             'flavor-too-many-devices', 'flavor-unscoped-keys',
+             'flavor-mem-encryption'}, seen)
 
     def test_a_scheduler_setting_the_pools_flavors_rely_on(self):
         self.clean_cloud()
@@ -414,6 +418,44 @@ class TestFlavors(ChecksTestCase):
             found[0].fix)
         self.pt.traits.append('CUSTOM_NOPE')
         self.assertEqual([], self.named('flavor-unknown-trait'))
+
+    def test_mem_encryption_no_host_of_the_pool_offers(self):
+        # issue 40, rule 2: Nova adds MEM_ENCRYPTION_CONTEXT=1 and the
+        # model's trait to the request (Nova 34's
+        # _translate_mem_encryption_request)
+        self.clean_cloud()
+        self.flavor('pt.snp', PT_SPEC, **{
+            'hw:mem_encryption': 'true',
+            'hw:mem_encryption_model': 'amd-sev-snp'})
+        found = self.assert_found('flavor-mem-encryption')
+        # the encryption slot is no GPU: not a device count question
+        self.assertEqual([], self.named('flavor-too-many-devices'))
+        self.assertEqual('flavor pt.snp', found[0].object)
+        self.assertIn('HW_CPU_X86_AMD_SEV_SNP', found[0].symptom)
+        self.assertEqual(['solver'], list(found[0].pools))
+        self.assertTrue(found[0].fix.startswith(
+            'openstack flavor unset --property hw:mem_encryption pt.snp  ('))
+        # a slot without the model's trait (plain SEV only): still none
+        root = self.root('gpu-pt-1')
+        root.inventory['MEM_ENCRYPTION_CONTEXT'] = fakes.inv(8)
+        root.traits.append('HW_CPU_X86_AMD_SEV')
+        self.assert_found('flavor-mem-encryption')
+        # the host offers it: clean
+        root.traits.append('HW_CPU_X86_AMD_SEV_SNP')
+        self.assertEqual([], self.named('flavor-mem-encryption'))
+        # the fix as written: the flavor no longer asks
+        root.traits.remove('HW_CPU_X86_AMD_SEV_SNP')
+        flavor = [f for f in self.fc.flavors if f['name'] == 'pt.snp'][0]
+        del flavor['extra_specs']['hw:mem_encryption']
+        self.assertEqual([], self.named('flavor-mem-encryption'))
+
+    def test_mem_encryption_unknown_model(self):
+        self.clean_cloud()
+        self.flavor('pt.cca', PT_SPEC, **{
+            'hw:mem_encryption': 'true',
+            'hw:mem_encryption_model': 'arm-cca'})
+        found = self.assert_found('flavor-mem-encryption')
+        self.assertIn('not one Nova knows', found[0].symptom)
 
     def test_unknown_pool_trait_points_at_pool_set(self):
         self.pool(ISO_SPEC, ['gpu-pt-1'])
@@ -572,6 +614,61 @@ class TestScheduler(ChecksTestCase):
             severity=checks.WARNING)
         self.assertEqual('[filter_scheduler] pci_in_placement = True',
                          found[0].fix)
+
+
+class TestLibvirtPostCopy(ChecksTestCase):
+    """Issue 40, rule 4: post-copy on hosts live-migrating VFIO devices."""
+
+    ON = '[libvirt]\nlive_migration_permit_post_copy = true\n'
+
+    def test_vgpu_pool_with_post_copy(self):
+        self.pool(VGPU_SPEC, ['gpu-vgpu-1'])
+        found = self.assert_found('libvirt-post-copy', conf(self.ON))
+        self.assertEqual(['ws'], list(found[0].pools))
+        self.assertEqual('[libvirt] live_migration_permit_post_copy = False',
+                         found[0].fix)
+        section, line = found[0].fix.split(' ', 1)
+        fixed = conf(self.ON + '%s\n%s\n' % (section, line))
+        self.assertEqual([], self.named('libvirt-post-copy', fixed))
+        # unset: Nova's default (False); no nova.conf: nothing to judge
+        self.assertEqual([], self.named('libvirt-post-copy',
+                                        conf('[DEFAULT]\n')))
+        self.assertEqual([], self.named('libvirt-post-copy'))
+
+    def test_passthrough_only_when_live_migratable(self):
+        self.pool(PT_SPEC, ['gpu-pt-1'])
+        self.assertEqual([], self.named('libvirt-post-copy', conf(self.ON)))
+        self.fresh()
+        self.pool(pools.build_spec('solver', 'passthrough', alias='h100',
+                                   pci_id='10de:2331', live_migratable=True),
+                  ['gpu-pt-1'])
+        self.assert_found('libvirt-post-copy', conf(self.ON))
+
+
+class TestQuotaPci(ChecksTestCase):
+    """Issue 40, rule 1: PCI alias GPUs are not counted against unified
+    limits before Nova 2026.2 (compute API 2.104)."""
+
+    def test_older_nova_does_not_enforce_pci_limits(self):
+        self.pool(PT_SPEC, ['gpu-pt-1'])
+        self.pool(VGPU_SPEC, ['gpu-vgpu-1'])
+        self.assertEqual([], self.named('quota-pci-not-enforced'))
+        self.fc.compute_max_version = (2, 103)
+        found = self.assert_found('quota-pci-not-enforced',
+                                  severity=checks.WARNING)
+        # the passthrough pool only: vGPU flavors ask resources:VGPU
+        self.assertEqual([('class:CUSTOM_PCI_10DE_2331', ('solver',))],
+                         [(f.object, f.pools) for f in found])
+        self.assertIn('Nova 2026.1', found[0].symptom)
+        self.assertTrue(found[0].fix.startswith(
+            'openstack gpu pool set solver --project <project>'))
+        # the legacy driver counts no GPU at all: quota-gpu-limits says so
+        self.assertEqual([], self.named('quota-pci-not-enforced', conf(
+            '[quota]\ndriver = nova.quota.DbQuotaDriver\n')))
+        # the version not read: not judged
+        self.fc.compute_max_version = None
+        self.assertEqual([('quota-pci-not-enforced', 'compute API version')],
+                         not_judged(self.named('quota-pci-not-enforced')))
 
 
 class TestPlacement(ChecksTestCase):

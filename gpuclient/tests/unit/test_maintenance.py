@@ -28,7 +28,8 @@ PT_SPEC = pools_mod.build_spec('solver', 'passthrough', alias='h100',
 VGPU_SPEC = pools_mod.build_spec('ws', 'vgpu', vgpu_type='nvidia-35')
 
 NEW = {'libvirt': '10.0.0', 'qemu': '8.2.2', 'nova': '2025.1',
-       'mdev_types': {'nvidia-35'}, 'live_migratable': True}
+       'mdev_types': {'nvidia-35'}, 'live_migratable': True,
+       'post_copy': False}
 OLD = {'libvirt': '8.0.0', 'qemu': '6.2.0', 'nova': '2023.2',
        'mdev_types': {'nvidia-35'}, 'live_migratable': False}
 
@@ -195,6 +196,38 @@ class TestLiveRules(base.TestCase):
             self.assertEqual(m.STAYS, found['method'], (host, key))
             self.assertIn(text, found['reasons'][0])
             self.assertIn('--allow-downtime', found['reasons'][-1])
+
+    def test_post_copy_blocks_vfio_live_migration(self):
+        # issue 40, rule 4: [libvirt] live_migration_permit_post_copy =
+        # True on either host: no live migration of VFIO devices
+        for kind in (m.VGPU, m.MIG, m.PASSTHROUGH, m.VGPU_VF):
+            for host in ('src', 'dst'):
+                facts = {'src': dict(NEW), 'dst': dict(NEW)}
+                facts[host]['post_copy'] = True
+                found = method(kind, src=facts['src'], dst=facts['dst'],
+                               aliases=('h100',))
+                self.assertNotEqual(m.LIVE, found['method'], (kind, host))
+                self.assertIn('%s permits post-copy' % host,
+                              found['reasons'][0])
+        # not told: Nova's default, said
+        unknown = dict(NEW)
+        del unknown['post_copy']
+        found = method(m.PASSTHROUGH, src=unknown, aliases=('h100',))
+        self.assertEqual(m.LIVE, found['method'])
+        self.assertIn('live_migration_permit_post_copy is False (Nova\'s '
+                      'default) on src', ' '.join(found['notes']))
+
+    def test_post_copy_from_facts_and_nova_conf(self):
+        self.assertEqual({'h': {'post_copy': True}},
+                         m.parse_facts(['h:post_copy=true']))
+        settings = nova_conf.load_settings(
+            '[libvirt]\nlive_migration_permit_post_copy = true\n')
+        facts = m.host_facts({'b': {'post_copy': False}}, ['a', 'b'],
+                             settings=settings)
+        self.assertEqual((True, False), (facts['a']['post_copy'],
+                                         facts['b']['post_copy']))
+        self.assertNotIn('post_copy', m.host_facts(
+            {}, ['a'], settings=nova_conf.load_settings())['a'])
 
     def test_vgpu_limits_are_inclusive(self):
         edge = dict(NEW, libvirt='8.6.0', qemu='8.1.0', nova='2024.1')

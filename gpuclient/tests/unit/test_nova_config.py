@@ -31,6 +31,9 @@ VG = nc.host_target('gpu-vgpu-1')
 MIG = nc.host_target('gpu-mig-1')
 BM = nc.host_target('bm-compute-1')
 
+# what gpu config show writes on hosts live-migrating VFIO devices
+POST_COPY_OFF = {'live_migration_permit_post_copy': 'false'}
+
 
 def build(case, **kwargs):
     pools, trees, mig_types = cases()[case]
@@ -105,6 +108,26 @@ class TestBuildPerMode(base.TestCase):
                 'filter_scheduler']['pci_in_placement'], target)
             self.assertIn('alias', config.effective(target)['pci'])
 
+    def test_post_copy_off_where_vfio_devices_live_migrate(self):
+        # issue 40, rule 4: a live-migratable passthrough pool's hosts get
+        # [libvirt] live_migration_permit_post_copy = False (QEMU refuses
+        # post-copy with VFIO devices); a pool that is not, nothing
+        moving = pool('solver', 'passthrough', ['h1'], alias='h100',
+                      pci_id='10de:2331', live_migratable=True)
+        staying = pool('fixed', 'passthrough', ['h2'], alias='a100',
+                       pci_id='10de:20b5')
+        config = nc.build({'solver': moving, 'fixed': staying},
+                          {'h1': [], 'h2': []})
+        self.assertEqual(POST_COPY_OFF, config.targets[nc.host_target(
+            'h1')]['libvirt'])
+        self.assertNotIn('libvirt', config.targets[nc.host_target('h2')])
+        self.assertTrue(nc.post_copy_needed(moving))
+        self.assertFalse(nc.post_copy_needed(staying))
+        for mode, kwargs in (('vgpu', {'vgpu_type': 'nvidia-35'}),
+                             ('mig', {'mig_profile': '1g.10gb'})):
+            self.assertTrue(nc.post_copy_needed(pool('p', mode, [],
+                                                     **kwargs)), mode)
+
     def test_passthrough_other_class_and_policy(self):
         solver = pool('solver', 'passthrough', ['h1'], alias='a100',
                       pci_id='10de:20b5', resource_class='CUSTOM_A100')
@@ -123,6 +146,7 @@ class TestBuildPerMode(base.TestCase):
     def test_vgpu_several_types_on_one_host(self):
         config = build('vgpu')
         self.assertEqual({
+            'libvirt': POST_COPY_OFF,
             'devices': {'enabled_mdev_types': 'nvidia-35,nvidia-36'},
             'mdev_nvidia-35': {
                 'device_addresses': '0000:84:00.0,0000:86:00.0'},
@@ -176,6 +200,7 @@ class TestBuildPerMode(base.TestCase):
     def test_vgpu_per_type_class(self):
         config = build('vgpu-class')
         self.assertEqual({
+            'libvirt': POST_COPY_OFF,
             'devices': {'enabled_mdev_types': 'nvidia-37'},
             'mdev_nvidia-37': {'device_addresses': '0000:3b:00.0',
                                'mdev_class': 'CUSTOM_VGPU_NVIDIA_37'},
@@ -211,6 +236,7 @@ class TestBuildPerMode(base.TestCase):
         config = nc.build({'ws35': vg35, 'ws36': vg36}, {'h': tree})
         target = nc.host_target('h')
         self.assertEqual({
+            'libvirt': POST_COPY_OFF,
             'devices': {'enabled_mdev_types': 'nvidia-35'},
             'mdev_nvidia-35': {'device_addresses': '0000:84:00.0'},
         }, config.targets[target])
@@ -232,7 +258,8 @@ class TestBuildPerMode(base.TestCase):
         vg = pool('ws', 'vgpu', ['h'], vgpu_type='nvidia-35')
         config = nc.build({'ws': vg}, {})
         target = nc.host_target('h')
-        self.assertEqual({'devices': {'enabled_mdev_types': 'nvidia-35'}},
+        self.assertEqual({'libvirt': POST_COPY_OFF,
+                          'devices': {'enabled_mdev_types': 'nvidia-35'}},
                          config.targets[target])
         notes = ' '.join(config.notes[target])
         self.assertIn('No compute node of h in Placement', notes)
@@ -243,6 +270,7 @@ class TestBuildPerMode(base.TestCase):
     def test_mig(self):
         config = build('mig')
         self.assertEqual({
+            'libvirt': POST_COPY_OFF,
             'devices': {'enabled_mdev_types': 'nvidia-700'},
             'mdev_nvidia-700': {'device_addresses':
                                 '0000:41:00.4,0000:41:00.5,0000:41:00.6'},

@@ -23,6 +23,9 @@ HOST = 'gpu-a'
 VFS = ['0000:61:00.%d' % n for n in range(4, 8)] + [
     '0000:61:01.%d' % n for n in range(3)]
 
+# what gpu config show writes on hosts live-migrating VFIO devices
+POST_COPY_OFF = {'live_migration_permit_post_copy': 'false'}
+
 
 def mig_pool(name, profile, rc='VGPU', hosts=(HOST,), metadata=None):
     return {'name': name, 'mode': 'mig', 'mig_profile': profile,
@@ -189,7 +192,8 @@ class ProposedTest(testtools.TestCase):
             POOLS, {HOST: DEVICES}, cards, rows, self.TYPES)
         target = nova_config.host_target(HOST)
         self.assertEqual(
-            {'devices': {'enabled_mdev_types': 'nvidia-3'},
+            {'libvirt': POST_COPY_OFF,
+             'devices': {'enabled_mdev_types': 'nvidia-3'},
              'mdev_nvidia-3': {
                  'device_addresses': '%s,%s' % (VFS[0], VFS[4]),
                  'mdev_class': 'CUSTOM_3G'}},
@@ -518,7 +522,8 @@ class VgpuProposedTest(testtools.TestCase):
             vgpu_profiles=profiles_of)
         self.assertEqual({}, unserved)
         self.assertEqual(
-            {'devices': {'enabled_mdev_types': 'nvidia-35,nvidia-36'},
+            {'libvirt': POST_COPY_OFF,
+             'devices': {'enabled_mdev_types': 'nvidia-35,nvidia-36'},
              'mdev_nvidia-35': {'device_addresses': kept},
              'mdev_nvidia-36': {'device_addresses': recut}},
             config.targets[self.TARGET])
@@ -537,7 +542,8 @@ class VgpuProposedTest(testtools.TestCase):
         self.assertEqual({'%s %s' % (VHOST, recut): ['A100D-40C']},
                          unserved)
         self.assertEqual(
-            {'devices': {'enabled_mdev_types': 'nvidia-35'},
+            {'libvirt': POST_COPY_OFF,
+             'devices': {'enabled_mdev_types': 'nvidia-35'},
              'mdev_nvidia-35': {'device_addresses': kept}},
             config.targets[self.TARGET])
 
@@ -575,7 +581,8 @@ class VgpuProposedTest(testtools.TestCase):
             vgpu_profiles=profiles_of)
         keys = config.targets[self.TARGET]
         self.assertEqual(
-            {'devices': {'enabled_mdev_types': 'nvidia-36'},
+            {'libvirt': POST_COPY_OFF,
+             'devices': {'enabled_mdev_types': 'nvidia-36'},
              'mdev_nvidia-36': {'device_addresses': ','.join(PGPUS),
                                 'mdev_class': 'CUSTOM_A100D_40C'}}, keys)
         # ws leaves the host (said); no trait to move by hand

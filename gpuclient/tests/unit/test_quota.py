@@ -627,6 +627,8 @@ class TestCommands(base.CommandTestCase):
             aggregate('h100', PT), aggregate('h100-b', PT)]
         self.gpu.project_id.side_effect = lambda name, domain=None: 'p-' + name
         self.gpu.current_project_id.return_value = 'p-own'
+        # Nova 34 (2026.2): it counts GPUs asked through PCI aliases
+        self.gpu.compute.max_version.return_value = (2, 104)
         self.limits = self.gpu.limits = mock.Mock(spec=identity_mod.Limits)
         self.limits.registered.return_value = {}
         self.limits.limits.return_value = []
@@ -912,6 +914,31 @@ class TestCommands(base.CommandTestCase):
         self.gpu.placement.project_usages.assert_called_once_with('p-team')
         # Nova reports legacy figures Keystone does not hold: a note
         self.assertIn('Nova does not enforce GPU quotas', self.logger.output)
+
+    def test_pci_limits_not_enforced_before_nova_2026_2(self):
+        # issue 40, rule 1: Nova 2026.1 (compute API 2.103) does not count
+        # what pci_passthrough:alias asks for (fix-unified-limits-pci)
+        self.limits.limits.return_value = [
+            {'id': 'l1', 'project_id': 'p-team',
+             'resource_name': 'class:%s' % PT, 'resource_limit': 2}]
+        self.gpu.placement.project_usages.return_value = {}
+        self.gpu.compute.project_limits.return_value = {}
+        self.limits.project_names.return_value = {'p-team': 'team'}
+        for version, warned in (((2, 104), False), ((2, 103), True),
+                                ((2, 96), True)):
+            self.gpu.compute.max_version.return_value = version
+            self.logger = self.useFixture(fixtures.FakeLogger())
+            self.run_cmd(quota_cmd.ShowQuota, ['--project', 'team'])
+            self.run_cmd(quota_cmd.ListQuota, [])
+            self.run_cmd(quota_cmd.SetQuota, ['--project', 'team', '--pool',
+                                              'h100', '--gpus', '3'])
+            said = self.logger.output.count('is not enforced for pools '
+                                            'h100, h100-b')
+            self.assertEqual(3 if warned else 0, said, version)
+        self.assertIn('Nova 2024.1 or 2024.2 (compute API up to 2.96)',
+                      self.logger.output)
+        self.assertIn('openstack gpu pool set <pool> --project',
+                      self.logger.output)
 
     def test_list(self):
         self.limits.limits.return_value = [

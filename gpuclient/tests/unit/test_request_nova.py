@@ -41,6 +41,7 @@ import warnings
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import specs
 from gpuclient.rules.scheduler import conf as nova_conf
+from gpuclient.rules.scheduler import hardware
 from gpuclient.rules.scheduler import request_filter
 from gpuclient.rules.scheduler import resource_request as request
 
@@ -48,11 +49,15 @@ try:
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
         from nova import context as nova_context
+        from nova import exception as nova_exception
         from nova import objects
+        from nova.api.validation.extra_specs import hw as nova_hw_specs
         import nova.conf
+        from nova.objects import fields as nova_fields
         from nova.pci import request as pci_request
         from nova.scheduler import request_filter as nova_request_filter
         from nova.scheduler import utils as sched_utils
+        from nova.virt import hardware as nova_hardware
     objects.register_all()
     HAVE_NOVA = True
 except Exception:  # ImportError and anything nova's import may raise
@@ -329,6 +334,88 @@ class TestAgainstNova(unittest.TestCase):
         ours = request.querystring(request.build(flavor, {}, settings))
         theirs = self.nova_query(flavor, {}, settings)
         self.assertEqual(_canonical(theirs), _canonical(ours))
+
+
+def _mem_encryption_cases():
+    """(name, flavor extra specs, image properties) for memory
+    encryption (issue 40, rule 2)."""
+    uefi = {'hw_firmware_type': 'uefi', 'hw_machine_type': 'q35'}
+    tdx_image = dict(uefi, hw_firmware_stateless='true',
+                     hw_video_model='none')
+    cases = [
+        ('none', {}, {}),
+        ('flavor false', {'hw:mem_encryption': 'false'}, uefi),
+        ('default model', {'hw:mem_encryption': 'true'}, uefi),
+        ('image asks', {}, dict(uefi, hw_mem_encryption='true')),
+        ('flavor true, image false', {'hw:mem_encryption': 'true'},
+         dict(uefi, hw_mem_encryption='false')),
+        ('no uefi', {'hw:mem_encryption': 'true'},
+         {'hw_machine_type': 'q35'}),
+        ('pc machine', {'hw:mem_encryption': 'true'},
+         dict(uefi, hw_machine_type='pc')),
+        ('versioned q35', {'hw:mem_encryption': 'true'},
+         dict(uefi, hw_machine_type='pc-q35-8.2')),
+        ('no machine type', {'hw:mem_encryption': 'true'},
+         {'hw_firmware_type': 'uefi'}),
+        ('models disagree', {'hw:mem_encryption': 'true',
+                             'hw:mem_encryption_model': 'amd-sev'},
+         dict(uefi, hw_mem_encryption_model='amd-sev-es')),
+        ('image model', {'hw:mem_encryption': 'true'},
+         dict(uefi, hw_mem_encryption_model='amd-sev-es')),
+    ]
+    for model in nova_fields.MemEncryptionModel.ALL:
+        specs_ = {'hw:mem_encryption': 'true',
+                  'hw:mem_encryption_model': model}
+        cases += [('%s, UEFI q35' % model, specs_, uefi),
+                  ('%s, stateless, no video' % model, specs_, tdx_image),
+                  ('%s, stateless, video' % model, specs_,
+                   dict(tdx_image, hw_video_model='virtio'))]
+    return cases
+
+
+@unittest.skipUnless(HAVE_NOVA, 'nova is not importable here: run with the '
+                     'test cloud venv (/var/tmp/gpuclient-testcloud/venv)')
+class TestMemEncryptionAgainstNova(unittest.TestCase):
+    """hardware.mem_encryption against Nova's get_mem_encryption_constraint
+    (the API's check, no machine type), and the models against Nova's
+    flavor validator and image field."""
+
+    def nova(self, flavor_specs, props):
+        flavor = objects.Flavor(name='f', extra_specs=dict(flavor_specs))
+        image_meta = objects.ImageMeta.from_dict(
+            {'name': 'i', 'id': str(uuid.uuid4()), 'properties': props})
+        try:
+            with mock.patch.object(nova_hardware, 'LOG'):
+                config = nova_hardware.get_mem_encryption_constraint(
+                    flavor, image_meta)
+        except nova_exception.NovaException:
+            return 'refused'
+        return config and (config.model, config.required_trait)
+
+    def ours(self, flavor_specs, props):
+        try:
+            model = hardware.mem_encryption(flavor_specs, props)
+        except Exception:
+            return 'refused'
+        return model and (model, hardware.mem_encryption_trait(model))
+
+    def test_same_answer_as_nova(self):
+        refused = 0
+        for name, flavor_specs, props in _mem_encryption_cases():
+            with self.subTest(case=name):
+                theirs = self.nova(flavor_specs, props)
+                refused += theirs == 'refused'
+                self.assertEqual(theirs, self.ours(flavor_specs, props))
+        self.assertGreater(refused, 5)
+
+    def test_models_are_novas(self):
+        enum = [v for v in nova_hw_specs.register()
+                if v.name == 'hw:mem_encryption_model'][0].value['enum']
+        self.assertEqual(sorted(nova_fields.MemEncryptionModel.ALL),
+                         sorted(hardware.MEM_ENCRYPTION_MODELS))
+        self.assertEqual(sorted(enum), sorted(hardware.MEM_ENCRYPTION_MODELS))
+        self.assertEqual(('enum', tuple(enum)),
+                         specs.KNOWN_SPECS['hw:mem_encryption_model'])
 
 
 @unittest.skipUnless(HAVE_NOVA, 'nova is not importable here: run with the '

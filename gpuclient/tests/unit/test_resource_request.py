@@ -269,6 +269,38 @@ class TestBuild(base.TestCase):
         self.assertIn('os:secure_boot=required and the image '
                       'os_secure_boot=disabled', str(error))
 
+    def test_mem_encryption_without_image_says_what_it_needs(self):
+        query = request.build(flavor(**{
+            'hw:mem_encryption': 'true',
+            'hw:mem_encryption_model': 'intel-tdx'}), {}, self.settings)
+        self.assertEqual(1, query['groups']['']['resources'][
+            'MEM_ENCRYPTION_CONTEXT'])
+        self.assertIn('HW_CPU_X86_INTEL_TDX', query['groups']['']['required'])
+        note = [n for n in query['notes'] if 'intel-tdx' in n]
+        self.assertEqual(1, len(note), query['notes'])
+        for fix in ('hw_firmware_type=uefi', 'hw_firmware_stateless=true',
+                    'hw_video_model=none'):
+            self.assertIn(fix, note[0])
+
+    def test_mem_encryption_image_nova_refuses(self):
+        error = self.assertRaises(
+            exceptions.CommandError, request.build,
+            flavor(**{'hw:mem_encryption': 'true',
+                      'hw:mem_encryption_model': 'amd-sev-snp'}),
+            {'hw_firmware_type': 'uefi', 'hw_machine_type': 'pc'},
+            self.settings)
+        self.assertIn('hw_machine_type=q35', str(error))
+        self.assertIn('hw_firmware_stateless=true', str(error))
+
+    def test_mem_encryption_unknown_model(self):
+        error = self.assertRaises(
+            exceptions.CommandError, request.build,
+            flavor(**{'hw:mem_encryption': 'true',
+                      'hw:mem_encryption_model': 'arm-cca'}), {},
+            self.settings)
+        self.assertIn('amd-sev, amd-sev-es, amd-sev-snp, intel-tdx',
+                      str(error))
+
     def test_notes_for_what_nova_ignores(self):
         query = request.build(flavor(**{
             'resources:NOT_A_CLASS': '1', 'resources:VGPU': '-1',

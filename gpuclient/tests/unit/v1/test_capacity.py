@@ -124,6 +124,25 @@ class TestFits(CapacityTestCase):
                       row['Stranded Reason'][0])
         self.assertEqual([{'host_out_of_memory': 3}], self.reasons)
 
+    def test_memory_encryption_slots_limit_fits(self):
+        # hw:mem_encryption adds MEM_ENCRYPTION_CONTEXT=1 and the model's
+        # trait to the root (Nova's _translate_mem_encryption_request):
+        # with 2 SEV guest slots, 2 of the 3 free H100s can be used
+        derived = derive(PT_SPEC)
+        self.cloud.add_flavor('g1.sev', extra_specs=dict(
+            derived['extra_specs'], **{'hw:mem_encryption': 'true'}))
+        row = self.run_cmd('--per-host', '--pool', 'solver')[0]
+        self.assertEqual(0, row['Fits'])
+        self.assertIn('has 0 MEM_ENCRYPTION_CONTEXT free and g1.sev needs '
+                      '1', row['Stranded Reason'][0])
+        self.pt.inventory['MEM_ENCRYPTION_CONTEXT'] = fakes.inv(2)
+        self.pt.traits.append('HW_CPU_X86_AMD_SEV')
+        row = self.run_cmd('--per-host', '--pool', 'solver')[0]
+        self.assertEqual(2, row['Fits'])
+        self.pt.traits.remove('HW_CPU_X86_AMD_SEV')
+        row = self.run_cmd('--per-host', '--pool', 'solver')[0]
+        self.assertEqual(0, row['Fits'])
+
     def test_vgpu_left_over_for_pairs_only_is_stranded(self):
         # only pairs exist: 1 vGPU left on a pGPU with no partner free
         self.vgpu_flavor = self.flavor('v1.pair', VGPU_SPEC, gpus=2)

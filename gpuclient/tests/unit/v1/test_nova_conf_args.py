@@ -153,6 +153,7 @@ class TestQuotaShowReadsConfDir(ConfDirMixin, base.CommandTestCase):
         self.limits.registered.return_value = {
             'class:%s' % test_quota.PT: {'id': 'r', 'limit': 4}}
         self.gpu.placement.project_usages.return_value = {}
+        self.gpu.compute.max_version.return_value = (2, 104)
         # Nova's legacy figures, which Keystone does not hold
         self.gpu.compute.project_limits.return_value = {
             'maxTotalInstances': 10, 'maxTotalCores': 20,
