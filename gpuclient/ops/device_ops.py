@@ -19,6 +19,11 @@ the allocations of the GPU providers in use (``server_ops``: one request
 per used GPU provider, concurrently; never one per server). The rows are
 ``rules.devices.rows``.
 
+With the cloud's Prometheus configured (``utilisation_ops.endpoint``),
+each row gets the device's health from the DCGM exporter
+(``rules.device_health``): one PromQL query per metric, whatever the
+number of devices.
+
 ``release`` observes (that read), plans (``rules.devices``: refused for a
 device that is not one-time-use or is in use, nothing to do for a free
 one) and applies each device's step through the journal.
@@ -28,14 +33,18 @@ import logging
 
 from osc_lib import exceptions
 
+from gpuclient.cloud import errors
 from gpuclient.cloud import versions
 from gpuclient.i18n import _
 from gpuclient.ops import journal
 from gpuclient.ops import server_ops
 from gpuclient.ops import snapshot
+from gpuclient.ops import utilisation_ops
+from gpuclient.rules import device_health
 from gpuclient.rules import devices
 from gpuclient.rules import plan as plan_mod
 from gpuclient.rules import pools as pools_mod
+from gpuclient.rules import utilisation
 
 LOG = logging.getLogger(__name__)
 
@@ -66,9 +75,54 @@ def _server_ids(servers, name):
     return found
 
 
+def health_read(client, url=None, unhealthy=False):
+    """Does ``gpu device list`` read the devices' health (a Prometheus
+    given or configured, or --unhealthy)?"""
+    return bool(unhealthy or utilisation_ops.endpoint(client, url))
+
+
+def add_health(client, rows, cloud, url=None, window=None,
+               required=False):
+    """(ROWS with ``device_health.FIELDS``, notes), or (ROWS, notes)
+    unchanged when no Prometheus is configured and none is REQUIRED (URL
+    given, or --unhealthy). One query per metric (``device_health.queries``)
+    over WINDOW seconds. A Prometheus that fails is an error when
+    REQUIRED, else a note and every field ``unknown``."""
+    if not health_read(client, url, required):
+        return rows, []
+    prometheus, _metrics, _labels = utilisation_ops.connect(
+        client, url, option='--unhealthy')
+    config = client.cloud_config
+    metrics, labels = device_health.names(
+        config.get('prometheus_metrics'), config.get('prometheus_labels'))
+    window = window or utilisation.window_seconds(
+        device_health.DEFAULT_WINDOW)
+    notes = []
+    try:
+        answers = {name: utilisation.parse_vector(prometheus.query(promql))
+                   for name, promql in device_health.queries(
+                       window, metrics).items()}
+    except errors.APIError as exc:
+        if required or url:
+            raise
+        notes.append(_('GPU health not read from Prometheus: %s') % exc)
+        answers = {}
+    snap = cloud.placement
+    hosts_of = {}
+    for row in rows:
+        root = snap.providers.get(snap.providers[row['uuid']]['root']) or {}
+        hosts_of[row['uuid']] = utilisation.host_keys(row['host'],
+                                                      root.get('name'))
+    return device_health.annotate(
+        rows, device_health.series(answers, labels), hosts_of), notes
+
+
 def collect(client, host=None, pool=None, server=None,
-            awaiting_release=False):
-    """(rows, notes) of ``gpu device list``."""
+            awaiting_release=False, unhealthy=False, url=None,
+            window=None):
+    """(rows, notes) of ``gpu device list``; with a Prometheus (URL or
+    configured) the rows carry ``device_health.FIELDS``, UNHEALTHY keeps
+    the unhealthy ones (and needs a Prometheus)."""
     rows, cloud, servers, notes = read(client)
     if host:
         found, resolved = cloud.resolve_hosts([host])
@@ -77,13 +131,25 @@ def collect(client, host=None, pool=None, server=None,
     if pool:
         pool = pools_mod.pool_name(cloud.pools, pool)
     server_ids = _server_ids(servers, server) if server else None
-    return devices.select(rows, host=host, pool=pool, server_ids=server_ids,
-                          awaiting_only=awaiting_release), notes
+    # every device annotated: a server's other devices decide the join
+    rows, health_notes = add_health(client, rows, cloud, url=url,
+                                    window=window, required=unhealthy)
+    rows = devices.select(rows, host=host, pool=pool, server_ids=server_ids,
+                          awaiting_only=awaiting_release)
+    if unhealthy:
+        rows = device_health.unhealthy(rows)
+    return rows, notes + health_notes
 
 
-def show(client, device):
-    """The row of one device (a provider UUID or name, HOST:PCI_ADDRESS)."""
-    rows, _cloud, _servers, _notes = read(client)
+def show(client, device, url=None, window=None):
+    """The row of one device (a provider UUID or name, HOST:PCI_ADDRESS),
+    with its health when a Prometheus is configured (URL, or as
+    ``utilisation_ops.endpoint`` finds it)."""
+    rows, cloud, _servers, _notes = read(client)
+    devices.resolve(rows, [device])  # an unknown device: no query sent
+    rows, notes = add_health(client, rows, cloud, url=url, window=window)
+    for note in notes:
+        LOG.warning(note)
     return devices.resolve(rows, [device])[0]
 
 

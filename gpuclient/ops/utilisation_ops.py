@@ -84,15 +84,17 @@ def endpoint(client, url=None):
             or os.environ.get(URL_ENV) or None)
 
 
-def connect(client, url=None):
-    """(Prometheus client, metric names, label names) of the cloud."""
+def connect(client, url=None, option='--utilisation'):
+    """(Prometheus client, metric names, label names) of the cloud;
+    OPTION: what asked for it, named when none is configured."""
     config = client.cloud_config
     url = endpoint(client, url)
     if not url:
         raise exceptions.CommandError(_(
-            '--utilisation reads the cloud\'s Prometheus, and none is '
+            '%(option)s reads the cloud\'s Prometheus, and none is '
             'configured: give --prometheus <url>, prometheus_endpoint in '
-            'the cloud\'s clouds.yaml entry, or $%s.') % URL_ENV)
+            'the cloud\'s clouds.yaml entry, or $%(env)s.')
+            % {'option': option, 'env': URL_ENV})
     cert = _setting(config, 'cert')
     if cert and _setting(config, 'key'):
         cert = (cert, _setting(config, 'key'))

@@ -370,6 +370,12 @@ class _Index:
         return None, []
 
 
+def index_series(devices):
+    """DEVICES (dicts with a ``series_key``) by server (``guest``: {server
+    uuid: [device]}) and by host and card (``card_of(hosts, pci, mig)``)."""
+    return _Index(devices)
+
+
 def _figures(devices):
     """Mean and peak of several series: the highest of each, the last
     framebuffer figures summed; None when one has no figure."""

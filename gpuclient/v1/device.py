@@ -31,11 +31,43 @@ SHOW_FIELDS = ('provider', 'provider_uuid', 'host', 'pools',
                'resource_class', 'pci_address', 'state', 'servers',
                'server_ids', 'projects', 'total', 'used', 'one_time_use',
                'traits')
+# from the cloud's Prometheus (DCGM exporter), when one is configured
+HEALTH_COLUMNS = ('Model', 'Driver Version', 'Health', 'Last XID',
+                  'XID Action', 'Row Remap', 'Util %')
+HEALTH_FIELDS = ('model', 'driver_version', 'health', 'last_xid',
+                 'xid_action', 'row_remap', 'util')
 RELEASE_COLUMNS = ('Provider', 'Host', 'PCI Address', 'Resource Class',
                    'Action')
 # the device argument's help, shared by show and release
 DEVICE_HELP = _('a device provider\'s UUID or name, or HOST:PCI_ADDRESS '
                 '(the compute service host and the device\'s PCI address)')
+
+
+def add_health_args(parser):
+    """--prometheus and --window of ``device list`` and ``show``."""
+    common.add_prometheus_args(parser, window=False)
+    parser.add_argument(
+        '--window', metavar='<duration>',
+        help=_('An XID reported in this period, ending now, is recent, and '
+               'utilisation is its mean over it: a number and a unit (s, m, '
+               'h, d or w), e.g. 30m, 1h or 7d (default: 1h)'))
+
+
+def window_arg(parsed_args):
+    """--window in seconds (None: the default), checked before any
+    request."""
+    from gpuclient.rules import utilisation
+
+    if parsed_args.window is None:
+        return None
+    return utilisation.window_seconds(parsed_args.window)
+
+
+def _health(row):
+    """The HEALTH_FIELDS of ROW: () when Prometheus was not read."""
+    if 'health' not in row:
+        return ()
+    return tuple(row[f] for f in HEALTH_FIELDS)
 
 
 def _row(row, long=False):
@@ -47,7 +79,7 @@ def _row(row, long=False):
         item += (row['name'], row['uuid'], row['total'], row['used'],
                  row['one_time_use'],
                  format_columns.ListColumn(row['traits'] or []))
-    return item
+    return item + _health(row)
 
 
 class ListDevice(common.Lister):
@@ -60,8 +92,14 @@ class ListDevice(common.Lister):
         'and their projects. A one-time-use device (Nova\'s '
         '"one_time_use" device_spec tag, trait HW_PCI_ONE_TIME_USE) that '
         'Nova reserved after its server was deleted is awaiting-release '
-        'until "openstack gpu device release". Read in a fixed number of '
-        'requests, plus one per GPU device in use. Needs admin.')
+        'until "openstack gpu device release". With the cloud\'s '
+        'Prometheus configured (--prometheus, prometheus_endpoint in '
+        'clouds.yaml or $GPUCLIENT_PROMETHEUS_URL), the NVIDIA DCGM '
+        'exporter\'s view is added: model, driver version, health, last '
+        'XID with NVIDIA\'s recommended action, row-remap state and '
+        'utilisation ("unknown" where no metric says), in one query per '
+        'metric. Read in a fixed number of requests, plus one per GPU '
+        'device in use. Needs admin.')
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -84,21 +122,34 @@ class ListDevice(common.Lister):
                    'their server was deleted, waiting to be cleaned and '
                    'released'))
         parser.add_argument(
+            '--unhealthy', action='store_true', default=False,
+            help=_('Only devices with an XID in the window, a failed DCGM '
+                   'health watch or a row-remap failure (needs the cloud\'s '
+                   'Prometheus)'))
+        parser.add_argument(
             '--long', action='store_true', default=False,
             help=_('List additional fields in output (provider name and '
                    'UUID, units total and used, one-time use, traits)'))
+        add_health_args(parser)
         return parser
 
     def take_action(self, parsed_args):
         from gpuclient.ops import device_ops
 
+        window = window_arg(parsed_args)
         rows, notes = device_ops.collect(
             self.app.client_manager.gpu, host=parsed_args.host,
             pool=parsed_args.pool, server=parsed_args.server,
-            awaiting_release=parsed_args.awaiting_release)
+            awaiting_release=parsed_args.awaiting_release,
+            unhealthy=parsed_args.unhealthy, url=parsed_args.prometheus,
+            window=window)
         for note in notes:
             LOG.warning(note)
         columns = COLUMNS + (LONG_COLUMNS if parsed_args.long else ())
+        if device_ops.health_read(self.app.client_manager.gpu,
+                                  parsed_args.prometheus,
+                                  parsed_args.unhealthy):
+            columns += HEALTH_COLUMNS
         return columns, [_row(r, parsed_args.long) for r in rows]
 
 
@@ -106,25 +157,30 @@ class ShowDevice(command.ShowOne):
     _description = _(
         'Show one GPU device as Placement and Nova know it.\n\n'
         'Its provider, host, pools, class, PCI address, state, the servers '
-        'holding it and their projects, one-time use and traits. Needs '
-        'admin.')
+        'holding it and their projects, one-time use and traits; with the '
+        'cloud\'s Prometheus configured, model, driver version, health, '
+        'last XID with NVIDIA\'s recommended action, row-remap state and '
+        'utilisation from the NVIDIA DCGM exporter. Needs admin.')
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         parser.add_argument('device', metavar='<device>',
                             help=_('Device to display: %s') % DEVICE_HELP)
+        add_health_args(parser)
         return parser
 
     def take_action(self, parsed_args):
         from gpuclient.ops import device_ops
 
         row = device_ops.show(self.app.client_manager.gpu,
-                              parsed_args.device)
+                              parsed_args.device, url=parsed_args.prometheus,
+                              window=window_arg(parsed_args))
         values = dict(row, provider=row['name'], provider_uuid=row['uuid'])
-        return SHOW_FIELDS, tuple(
+        fields = SHOW_FIELDS + (HEALTH_FIELDS if 'health' in row else ())
+        return fields, tuple(
             format_columns.ListColumn(values[f] or [])
             if f in ('pools', 'servers', 'server_ids', 'projects', 'traits')
-            else values[f] for f in SHOW_FIELDS)
+            else values[f] for f in fields)
 
 
 class ReleaseDevice(common.Lister):

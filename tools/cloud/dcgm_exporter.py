@@ -28,8 +28,15 @@ file::
 
 Per device: ``util`` (percent) is DCGM_FI_DEV_GPU_UTIL, ``engine_active``
 (0..1) DCGM_FI_PROF_GR_ENGINE_ACTIVE, ``fb_used``/``fb_free`` (MiB)
-DCGM_FI_DEV_FB_USED/FREE; a field left out is a metric not served (as
-the real exporter serves no GPU_UTIL figure for a MIG instance). Labels
+DCGM_FI_DEV_FB_USED/FREE, ``xid`` DCGM_FI_DEV_XID_ERRORS (the last XID),
+``row_remap_failure`` (0/1) DCGM_FI_DEV_ROW_REMAP_FAILURE,
+``uncorrectable_remapped_rows`` DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS,
+``health`` DCGM_EXP_GPU_HEALTH_STATUS (DCGM's result: 0 pass, 10 warn, 20
+fail; a number is the ``ALL`` watch, a dict {watch: result} one series
+per ``health_watch``); a field left out is a metric not served (as
+the real exporter serves no GPU_UTIL figure for a MIG instance).
+``driver`` is the DCGM_FI_DRIVER_VERSION label on every series of the
+device, as dcgm-exporter's default counters add it. Labels
 as dcgm-exporter writes them: gpu, UUID, pci_bus_id, device, Hostname
 (``--hostname-label hostname`` for the newer spelling), and GPU_I_PROFILE,
 GPU_I_ID for a MIG instance; ``--model-label`` adds dcgm-exporter's
@@ -52,8 +59,18 @@ METRICS = (
      'Framebuffer memory free (in MiB).'),
     ('fb_used', 'DCGM_FI_DEV_FB_USED', 'gauge',
      'Framebuffer memory used (in MiB).'),
+    ('xid', 'DCGM_FI_DEV_XID_ERRORS', 'gauge',
+     'Value of the last XID error encountered.'),
     ('engine_active', 'DCGM_FI_PROF_GR_ENGINE_ACTIVE', 'gauge',
      'Ratio of time the graphics engine is active.'),
+    # a counter in dcgm-exporter: gauge here, as promtool's lint wants a
+    # counter named *_total
+    ('uncorrectable_remapped_rows', 'DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS',
+     'gauge', 'Number of remapped rows for uncorrectable errors'),
+    ('row_remap_failure', 'DCGM_FI_DEV_ROW_REMAP_FAILURE', 'gauge',
+     'Whether remapping of rows has failed'),
+    ('health', 'DCGM_EXP_GPU_HEALTH_STATUS', 'gauge',
+     'DCGM reported health status'),
 )
 CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8'
 
@@ -91,9 +108,23 @@ def labels_of(device, hostname=None, hostname_label='Hostname',
     if device.get('gpu_instance') is not None:
         pairs += [('GPU_I_PROFILE', device.get('profile') or ''),
                   ('GPU_I_ID', device['gpu_instance'])]
+    if device.get('driver'):
+        pairs.append(('DCGM_FI_DRIVER_VERSION', device['driver']))
     for key, value in sorted((device.get('labels') or {}).items()):
         pairs.append((key, value))
     return pairs
+
+
+def _values(field, value):
+    """[(extra label pairs, value)] of one device's FIELD: the health
+    status is one series per health watch."""
+    if field != 'health':
+        return [([], value)]
+    if not isinstance(value, dict):
+        value = {'ALL': value}
+    return [([('health_watch', watch), ('health_error_code', 'DCGM_FR_OK'
+                                         if not result else 'DCGM_FR_XID')],
+             result) for watch, result in sorted(value.items())]
 
 
 def render(document, hostname_label='Hostname', model_label=False):
@@ -108,11 +139,11 @@ def render(document, hostname_label='Hostname', model_label=False):
         lines.append('# HELP %s %s' % (metric, text))
         lines.append('# TYPE %s %s' % (metric, kind))
         for device in samples:
-            labels = ','.join('%s="%s"' % (k, _escape(v)) for k, v in
-                              labels_of(device, hostname, hostname_label,
-                                        model_label))
-            lines.append('%s{%s} %s' % (metric, labels,
-                                        _number(device[field])))
+            pairs = labels_of(device, hostname, hostname_label, model_label)
+            for extra, value in _values(field, device[field]):
+                labels = ','.join('%s="%s"' % (k, _escape(v))
+                                  for k, v in pairs + extra)
+                lines.append('%s{%s} %s' % (metric, labels, _number(value)))
     return '\n'.join(lines) + '\n'
 
 
