@@ -77,25 +77,32 @@ ACTION_TEXT = {
 CATALOGUE = 'https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html'
 SEE_CATALOGUE = _('see NVIDIA\'s XID catalogue')
 
-# the common XIDs and the immediate action ("Resolution Bucket (Immediate
-# Action)") of NVIDIA's XID catalogue for Ampere and newer GPUs (CATALOGUE)
+# The immediate action ("Resolution Bucket (Immediate Action)") of NVIDIA's
+# XID catalogue for Ampere and newer GPUs (CATALOGUE), for the XIDs whose
+# bucket is one plain action, checked against that page and against
+# NVIDIA's machine-readable copy of it in NVSentinel
+# (distros/kubernetes/nvsentinel/charts/gpu-health-monitor/
+# xiderrorsmapping.csv, where CONTACT_SUPPORT is spelled
+# UNEXPECTED_ERR_REPORT_ISSUE). An XID whose bucket is a workflow (45, 48,
+# 74: WORKFLOW_XID_48, ...) or that is not listed here is answered
+# SEE_CATALOGUE: never guessed.
 XID_ACTIONS = {
-    13: RESTART_APP,      # graphics engine exception
-    31: RESTART_APP,      # GPU memory page fault
-    43: RESTART_APP,      # GPU stopped processing
-    45: IGNORE,           # preemptive cleanup after an earlier error
-    48: RESET_GPU,        # double-bit ECC error
-    61: RESET_GPU,        # internal micro-controller breakpoint
-    62: RESET_GPU,        # internal micro-controller halt
-    63: RESET_GPU,        # row remapping / page retirement pending
-    64: RESET_GPU,        # row remapping / page retirement failed
-    74: RESET_GPU,        # NVLink error
-    79: RESTART_BM,       # GPU has fallen off the bus
-    92: IGNORE,           # high single-bit ECC error rate
-    94: RESTART_APP,      # contained ECC error
-    95: RESET_GPU,        # uncontained ECC error
-    119: RESET_GPU,       # GSP RPC timeout
-    120: RESET_GPU,       # GSP error
+    8: RESTART_APP,       # ROBUST_CHANNEL_FIFO_ERROR_IDLE_TIMEOUT
+    13: RESTART_APP,      # ROBUST_CHANNEL_GR_EXCEPTION
+    31: RESTART_APP,      # ROBUST_CHANNEL_FIFO_ERROR_MMU_ERR_FLT
+    43: IGNORE,           # ROBUST_CHANNEL_RESETCHANNEL_VERIF_ERROR
+    46: RESET_GPU,        # ROBUST_CHANNEL_GPU_TIMEOUT_ERROR
+    61: CONTACT_SUPPORT,  # PMU_BREAKPOINT
+    62: RESET_GPU,        # PMU_HALT_ERROR
+    63: IGNORE,           # INFOROM_DRAM_RETIREMENT_EVENT (row remap pending)
+    64: RESET_GPU,        # INFOROM_DRAM_RETIREMENT_FAILURE
+    79: RESTART_BM,       # ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS
+    92: IGNORE,           # EXCESSIVE_SBE_INTERRUPTS
+    94: RESTART_APP,      # ROBUST_CHANNEL_CONTAINED_ERROR
+    95: RESET_GPU,        # ROBUST_CHANNEL_UNCONTAINED_ERROR
+    109: RESET_GPU,       # ROBUST_CHANNEL_CTXSW_TIMEOUT_ERROR
+    119: RESET_GPU,       # GSP_RPC_TIMEOUT
+    120: RESET_GPU,       # GSP_ERROR
 }
 
 DEFAULT_WINDOW = '1h'
