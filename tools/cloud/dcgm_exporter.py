@@ -35,8 +35,15 @@ DCGM_FI_DEV_FB_USED/FREE, ``xid`` DCGM_FI_DEV_XID_ERRORS (the last XID),
 fail; a number is the ``ALL`` watch, a dict {watch: result} one series
 per ``health_watch``); a field left out is a metric not served (as
 the real exporter serves no GPU_UTIL figure for a MIG instance).
-``driver`` is the DCGM_FI_DRIVER_VERSION label on every series of the
-device, as dcgm-exporter's default counters add it. Labels
+``licence`` (0/1) DCGM_FI_DEV_VGPU_LICENSE_STATUS (field 526, served by
+an exporter in a vGPU guest), ``instance_licence`` (0/1)
+DCGM_FI_DEV_VGPU_INSTANCE_LICENSE_STATUS (field 532, host side, one
+device entry per vGPU instance) with ``vm_id`` (field 520,
+DCGM_FI_DEV_VGPU_VM_ID: the libvirt domain UUID, which is the Nova
+server's) as a label. ``driver`` is the DCGM_FI_DRIVER_VERSION label on
+every series of the device, as dcgm-exporter's default counters add it.
+A device with ``"absent": true`` is not served at all (a GPU that fell
+off the bus, which DCGM no longer counts). Labels
 as dcgm-exporter writes them: gpu, UUID, pci_bus_id, device, Hostname
 (``--hostname-label hostname`` for the newer spelling), and GPU_I_PROFILE,
 GPU_I_ID for a MIG instance; ``--model-label`` adds dcgm-exporter's
@@ -71,6 +78,13 @@ METRICS = (
      'Whether remapping of rows has failed'),
     ('health', 'DCGM_EXP_GPU_HEALTH_STATUS', 'gauge',
      'DCGM reported health status'),
+    # field 526, in a guest: 0 the vGPU is not licensed, 1 it is
+    ('licence', 'DCGM_FI_DEV_VGPU_LICENSE_STATUS', 'gauge',
+     'vGPU License status'),
+    # field 532 on the host, one series per vGPU instance, its VM (field
+    # 520) as the DCGM_FI_DEV_VGPU_VM_ID label
+    ('instance_licence', 'DCGM_FI_DEV_VGPU_INSTANCE_LICENSE_STATUS', 'gauge',
+     'License state of the vGPU instance'),
 )
 CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8'
 
@@ -110,6 +124,8 @@ def labels_of(device, hostname=None, hostname_label='Hostname',
                   ('GPU_I_ID', device['gpu_instance'])]
     if device.get('driver'):
         pairs.append(('DCGM_FI_DRIVER_VERSION', device['driver']))
+    if device.get('vm_id'):
+        pairs.append(('DCGM_FI_DEV_VGPU_VM_ID', device['vm_id']))
     for key, value in sorted((device.get('labels') or {}).items()):
         pairs.append((key, value))
     return pairs
@@ -129,7 +145,9 @@ def _values(field, value):
 
 def render(document, hostname_label='Hostname', model_label=False):
     """The /metrics text of a devices DOCUMENT (the JSON file's dict)."""
-    devices = document.get('devices') or []
+    # a GPU that fell off the bus: DCGM no longer sees it
+    devices = [d for d in document.get('devices') or ()
+               if not d.get('absent')]
     hostname = document.get('hostname')
     lines = []
     for field, metric, kind, text in METRICS:

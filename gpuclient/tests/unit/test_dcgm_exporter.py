@@ -109,6 +109,25 @@ class TestRender(base.TestCase):
         self.assertIn('modelName', labels)
         self.assertEqual('\n', exporter.render({'devices': []}))
 
+    def test_licences_and_an_absent_gpu(self):
+        text = exporter.render({'devices': [
+            {'hostname': 'h', 'gpu': 0, 'pci_bus_id': '00000000:84:00.0',
+             'vm_id': 'srv-1', 'instance_licence': 0, 'driver': '550.1'},
+            {'hostname': 'vm-1', 'gpu': 0, 'licence': 1,
+             'labels': {'instance_id': 'srv-2'}},
+            {'hostname': 'h', 'gpu': 1, 'pci_bus_id': '00000000:85:00.0',
+             'xid': 0, 'absent': True}]})
+        found = samples(text)
+        self.assertEqual(
+            [('DCGM_FI_DEV_VGPU_LICENSE_STATUS', 'srv-2', None, 1.0),
+             ('DCGM_FI_DEV_VGPU_INSTANCE_LICENSE_STATUS', None, 'srv-1',
+              0.0)],
+            [(name, labels.get('instance_id'),
+              labels.get('DCGM_FI_DEV_VGPU_VM_ID'), value)
+             for name, labels, value in found])
+        # the absent GPU is not served at all
+        self.assertNotIn('00000000:85:00.0', text)
+
     def test_served_and_reread_per_scrape(self):
         path = os.path.join(self.useFixture(fixtures.TempDir()).path,
                             'devices.json')
