@@ -17,7 +17,11 @@ and Keystone's registered limits only when nova.conf's [quota] was read
 and the cloud has pools (the quota-gpu-limits check judges them). When
 the gpu-idle check runs and a Prometheus is configured: every project's
 servers (paged), the allocations of the GPU providers in use and five
-PromQL queries, whatever the number of servers.
+PromQL queries, whatever the number of servers. When a DCGM check runs
+(gpu-unhealthy, gpu-row-remap, gpu-vgpu-licence, gpu-driver-drift,
+gpu-missing) and a Prometheus is configured: the same servers and
+allocations once more and eight PromQL queries
+(``device_health.check_queries``), whatever the number of devices.
 """
 
 import logging
@@ -25,10 +29,12 @@ import logging
 from osc_lib import exceptions
 
 from gpuclient.i18n import _
+from gpuclient.ops import device_ops
 from gpuclient.ops import server_ops
 from gpuclient.ops import snapshot
 from gpuclient.ops import utilisation_ops
 from gpuclient.rules import checks
+from gpuclient.rules import device_health
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import quota as quota_rules
 from gpuclient.rules import utilisation
@@ -67,10 +73,42 @@ def run(client, settings=None, names=None, pool=None, utilisation=None):
             cloud.unread['compute_max_version'] = str(exc)
     if not names or IDLE_CHECK in names:
         _read_utilisation(client, cloud, utilisation or {})
+    wanted = [n for n in DEVICE_CHECKS if not names or n in names]
+    if wanted:
+        _read_device_health(client, cloud, utilisation or {}, wanted)
     return checks.run(cloud, settings, names=names, pool=pool)
 
 
 IDLE_CHECK = 'gpu-idle'
+# the checks of the GPUs themselves, from the DCGM exporter's figures
+DEVICE_CHECKS = ('gpu-unhealthy', 'gpu-row-remap', 'gpu-vgpu-licence',
+                 'gpu-driver-drift', 'gpu-missing')
+
+
+def _not_configured(check):
+    """Say on stderr that CHECK does not run: no Prometheus."""
+    note = _('Check %(check)s not run: no Prometheus is configured (give '
+             '--prometheus <url>, prometheus_endpoint in the cloud\'s '
+             'clouds.yaml entry, or $%(env)s).') % {
+                 'check': check, 'env': utilisation_ops.URL_ENV}
+    LOG.warning(note)
+
+
+def _read_device_health(client, cloud, wanted, checks_):
+    """cloud.device_health for the DCGM checks CHECKS_, or why not in
+    cloud.unread; nothing but a note when no Prometheus is configured."""
+    url = utilisation_ops.endpoint(client, wanted.get('url'))
+    if not url:
+        _not_configured(', '.join(checks_))
+        return
+    window = wanted.get('window') or utilisation.window_seconds(
+        device_health.DEFAULT_WINDOW)
+    try:
+        cloud.device_health = device_ops.health_for_check(
+            client, cloud, window, url)
+    except exceptions.CommandError as exc:
+        # the DCGM checks say they could not judge; the others ran
+        cloud.unread['device_health'] = str(exc)
 
 
 def _read_utilisation(client, cloud, wanted):
@@ -79,11 +117,7 @@ def _read_utilisation(client, cloud, wanted):
     Prometheus is configured."""
     url = utilisation_ops.endpoint(client, wanted.get('url'))
     if not url:
-        note = _('Check %(check)s not run: no Prometheus is configured '
-                 '(give --prometheus <url>, prometheus_endpoint in the '
-                 'cloud\'s clouds.yaml entry, or $%(env)s).') % {
-                     'check': IDLE_CHECK, 'env': utilisation_ops.URL_ENV}
-        LOG.warning(note)
+        _not_configured(IDLE_CHECK)
         return
     window = wanted.get('window') or utilisation.window_seconds(
         utilisation.DEFAULT_WINDOW)

@@ -81,6 +81,43 @@ def health_read(client, url=None, unhealthy=False):
     return bool(unhealthy or utilisation_ops.endpoint(client, url))
 
 
+def _health(client, rows, cloud, url, window, required, check=False):
+    """(ROWS annotated, the series found, {Nova host: host keys}, notes):
+    the queries of ``device_health.queries`` (CHECK:
+    ``device_health.check_queries``) over WINDOW seconds, one per metric.
+    A Prometheus that fails is an error when REQUIRED or URL given, else
+    a note and every field ``unknown``."""
+    prometheus, _metrics, _labels = utilisation_ops.connect(
+        client, url, option='--unhealthy')
+    config = client.cloud_config
+    metrics, labels = device_health.names(
+        config.get('prometheus_metrics'), config.get('prometheus_labels'))
+    window = window or utilisation.window_seconds(
+        device_health.DEFAULT_WINDOW)
+    wanted = (device_health.check_queries if check
+              else device_health.queries)(window, metrics)
+    notes = []
+    try:
+        answers = {name: utilisation.parse_vector(prometheus.query(promql))
+                   for name, promql in wanted.items()}
+    except errors.APIError as exc:
+        if required or url:
+            raise
+        notes.append(_('GPU health not read from Prometheus: %s') % exc)
+        answers = {}
+    snap = cloud.placement
+    hosts_of = {}
+    hosts = {}
+    for row in rows:
+        root = snap.providers.get(snap.providers[row['uuid']]['root']) or {}
+        hosts_of[row['uuid']] = utilisation.host_keys(row['host'],
+                                                      root.get('name'))
+        hosts.setdefault(row['host'], set()).update(hosts_of[row['uuid']])
+    found = device_health.series(answers, labels)
+    return (device_health.annotate(rows, found, hosts_of), found, hosts,
+            notes)
+
+
 def add_health(client, rows, cloud, url=None, window=None,
                required=False):
     """(ROWS with ``device_health.FIELDS``, notes), or (ROWS, notes)
@@ -90,31 +127,26 @@ def add_health(client, rows, cloud, url=None, window=None,
     REQUIRED, else a note and every field ``unknown``."""
     if not health_read(client, url, required):
         return rows, []
-    prometheus, _metrics, _labels = utilisation_ops.connect(
-        client, url, option='--unhealthy')
-    config = client.cloud_config
-    metrics, labels = device_health.names(
-        config.get('prometheus_metrics'), config.get('prometheus_labels'))
-    window = window or utilisation.window_seconds(
-        device_health.DEFAULT_WINDOW)
-    notes = []
-    try:
-        answers = {name: utilisation.parse_vector(prometheus.query(promql))
-                   for name, promql in device_health.queries(
-                       window, metrics).items()}
-    except errors.APIError as exc:
-        if required or url:
-            raise
-        notes.append(_('GPU health not read from Prometheus: %s') % exc)
-        answers = {}
-    snap = cloud.placement
-    hosts_of = {}
-    for row in rows:
-        root = snap.providers.get(snap.providers[row['uuid']]['root']) or {}
-        hosts_of[row['uuid']] = utilisation.host_keys(row['host'],
-                                                      root.get('name'))
-    return device_health.annotate(
-        rows, device_health.series(answers, labels), hosts_of), notes
+    rows, _found, _hosts, notes = _health(client, rows, cloud, url, window,
+                                          required)
+    return rows, notes
+
+
+def health_for_check(client, cloud, window, url):
+    """``gpu check``'s view of the GPUs over CLOUD (its snapshot, read
+    with hypervisors): {'rows', 'series', 'hosts', 'window'} for
+    ``model.Cloud.device_health``. Every project's servers (paged), the
+    allocations of the GPU providers in use and the queries of
+    ``device_health.check_queries`` (a fixed number), whatever the number
+    of devices. A Prometheus that fails raises."""
+    servers = snapshot.read_servers(client, cloud)
+    allocations = server_ops.gpu_allocations(client, cloud)
+    rows = devices.rows(cloud, allocations, servers,
+                        pools_mod.pools_by_host(cloud.pools))
+    rows, found, hosts, _notes = _health(client, rows, cloud, url, window,
+                                         True, check=True)
+    return {'rows': rows, 'series': found, 'hosts': hosts,
+            'window': window}
 
 
 def collect(client, host=None, pool=None, server=None,

@@ -45,6 +45,7 @@ from gpuclient import exit_status
 from gpuclient.i18n import _
 from gpuclient.rules import baremetal
 from gpuclient.rules import capacity as capacity_mod
+from gpuclient.rules import device_health
 from gpuclient.rules import devices
 from gpuclient.rules import hosts as hosts_mod
 from gpuclient.rules import images as images_mod
@@ -1331,6 +1332,281 @@ def gpu_idle(cloud, settings):
               'guests, labelled with instance_id): see "openstack gpu '
               'server list --all-projects --utilisation"'),
             sorted({r['pool'] for r in unjudged if r['pool']})))
+    return found
+
+
+# -- the GPUs themselves (DCGM exporter, through Prometheus) -----------------
+
+# what lets the device checks judge a device or host Prometheus has nothing
+# for
+DCGM_FIX = _('run the NVIDIA DCGM exporter on the host (and, for the '
+             'licence of a vGPU guest, in the guest, its series labelled '
+             'instance_id=<server id>) and scrape it into the cloud\'s '
+             'Prometheus: see "openstack gpu device list"')
+
+
+def _device_health(cloud, check):
+    """(cloud.device_health, []) or (None, the not-judged finding when
+    Prometheus could not be read, or nothing when none is configured)."""
+    wanted = cloud.device_health
+    if wanted is not None:
+        return wanted, []
+    error = cloud.unread.get('device_health')
+    if error is None:
+        return None, []
+    return None, [not_judged(
+        check, 'Prometheus', _('the DCGM exporter\'s figures could not be '
+                               'read (%s)') % error, PROMETHEUS_FIX)]
+
+
+def _device_label(row):
+    return 'device %s %s' % (row['host'], row['pci_address'] or row['name'])
+
+
+def _holders(row):
+    """', held by server X (project P)' of a device row, or ''."""
+    if not row['server_ids']:
+        return ''
+    return _(', held by %(servers)s of project %(projects)s') % {
+        'servers': ', '.join(row['servers']),
+        'projects': ', '.join(row['projects']) or '-'}
+
+
+def _some(names):
+    names = sorted(names)
+    return ', '.join(names[:EXAMPLES]) + (', ...' if len(names) > EXAMPLES
+                                          else '')
+
+
+def _devices_not_judged(check, rows, field, what):
+    """One warning for the ROWS Prometheus has no FIELD figure for."""
+    rows = device_health.unjudged(rows, field)
+    if not rows:
+        return []
+    return [not_judged(
+        check, _('%d GPU device(s)') % len(rows),
+        _('Prometheus has no %(what)s figure for %(names)s (no DCGM '
+          'exporter series matches them), so whether they are sound is '
+          'not known') % {'what': what,
+                          'names': _some(_device_label(r) for r in rows)},
+        DCGM_FIX, sorted({p for r in rows for p in r['pools']}))]
+
+
+def _enabled(cloud, host):
+    """Does nova-compute on HOST accept new servers?"""
+    return any(s.get('host') == host and s.get('status') != 'disabled'
+               for s in cloud.services)
+
+
+def _cordon_fix(host, then):
+    return _('openstack gpu host cordon %(host)s; openstack gpu host drain '
+             '%(host)s; then %(then)s') % {'host': host, 'then': then}
+
+
+def _device_finding(check, row, symptom, then, **more):
+    """An error about the GPU of ROW: SYMPTOM (with pci, host, rc, held
+    and MORE), fixed by a cordon and drain of its host, THEN."""
+    return finding(
+        ERROR, check, _device_label(row), symptom % dict(
+            more, pci=row['pci_address'] or row['name'], host=row['host'],
+            rc=row['resource_class'], held=_holders(row)),
+        _cordon_fix(row['host'], then), row['pools'])
+
+
+@register('gpu-unhealthy')
+def gpu_unhealthy(cloud, settings):
+    """A GPU with an XID in the window or a failed DCGM health watch on a
+    host whose nova-compute still takes new servers."""
+    wanted, found = _device_health(cloud, 'gpu-unhealthy')
+    if wanted is None:
+        return found
+    window = utilisation_mod.duration_text(wanted['window'])
+    for row in wanted['rows']:
+        xid = row.get('last_xid')
+        xid = xid if xid not in (None, device_health.UNKNOWN, 0) else None
+        failed = row.get('health') == device_health.HEALTH_FAIL
+        if not (xid or failed) or not _enabled(cloud, row['host']):
+            continue
+        what = []
+        if xid:
+            what.append(_('reported XID %(xid)d in the last %(window)s '
+                          '(NVIDIA\'s action: %(action)s)') % {
+                              'xid': xid, 'window': window,
+                              'action': row['xid_action']})
+        if failed:
+            what.append(_('fails a DCGM health watch'))
+        found.append(_device_finding(
+            'gpu-unhealthy', row,
+            _('the GPU at %(pci)s on %(host)s (%(rc)s%(held)s) %(what)s, '
+              'and nova-compute on %(host)s still takes new servers: the '
+              'next boot there may get a broken GPU.'),
+            row['xid_action'] if xid else _(
+                'run DCGM\'s diagnostics on it (dcgmi diag -r 3)'),
+            what=_(' and ').join(what)))
+    return found + _devices_not_judged('gpu-unhealthy', wanted['rows'],
+                                       'last_xid', _('XID'))
+
+
+@register('gpu-row-remap')
+def gpu_row_remap(cloud, settings):
+    """A GPU whose memory row remapping failed (DCGM_FI_DEV_ROW_REMAP_
+    FAILURE): its memory can no longer be repaired."""
+    wanted, found = _device_health(cloud, 'gpu-row-remap')
+    if wanted is None:
+        return found
+    for row in wanted['rows']:
+        if row.get('row_remap') != device_health.REMAP_FAILED:
+            continue
+        found.append(_device_finding(
+            'gpu-row-remap', row,
+            _('row remapping failed on the GPU at %(pci)s on %(host)s '
+              '(%(rc)s%(held)s): uncorrectable memory errors can no longer '
+              'be repaired on it.'),
+            _('reset the GPU (nvidia-smi -r) and, if the failure stays, '
+              'contact NVIDIA support to replace it')))
+    return found + _devices_not_judged('gpu-row-remap', wanted['rows'],
+                                       'row_remap', _('row-remap'))
+
+
+@register('gpu-vgpu-licence')
+def gpu_vgpu_licence(cloud, settings):
+    """A vGPU server whose guest (DCGM_FI_DEV_VGPU_LICENSE_STATUS, field
+    526, series labelled instance_id) or whose vGPU instance on the host
+    (DCGM_FI_DEV_VGPU_INSTANCE_LICENSE_STATUS, field 532, joined by its VM
+    id, field 520) reports no licence: the vGPU degrades silently."""
+    wanted, found = _device_health(cloud, 'gpu-vgpu-licence')
+    if wanted is None:
+        return found
+    states = device_health.licences(wanted['series'])
+    unknown = {}
+    for row in wanted['rows']:
+        if row['resource_class'] != 'VGPU':
+            continue
+        for sid, name in zip(row['server_ids'], row['servers'],
+                             strict=True):
+            state = states.get(sid)
+            if state is None:
+                unknown[sid] = (name, row)
+                continue
+            side, licensed = state
+            if licensed:
+                continue
+            found.append(finding(
+                ERROR, 'gpu-vgpu-licence', _server_label(
+                    {'id': sid, 'name': name}),
+                _('the vGPU of server %(name)s (project %(projects)s, on '
+                  '%(host)s) is not licensed (%(side)s): the NVIDIA driver '
+                  'degrades an unlicensed vGPU (frame rate and CUDA '
+                  'capped) without telling the user.') % {
+                      'name': name, 'projects': ', '.join(
+                          row['projects']) or '-', 'host': row['host'],
+                      'side': _('as its guest reports') if side == 'guest'
+                      else _('as the host reports its vGPU instance')},
+                _('in the guest, check nvidia-gridd (systemctl status '
+                  'nvidia-gridd; nvidia-smi -q shows "License Status") '
+                  'and that the guest reaches the NVIDIA License System '
+                  'with a client configuration token; on the licence '
+                  'server, check that licences of the vGPU type are '
+                  'free'), row['pools']))
+    if unknown:
+        found.append(not_judged(
+            'gpu-vgpu-licence', _('%d vGPU server(s)') % len(unknown),
+            _('Prometheus has no licence figure for %s (neither the '
+              'guest\'s nor the host\'s), so whether they are licensed is '
+              'not known') % _some(_server_label({'id': sid, 'name': n})
+                                   for sid, (n, _r) in unknown.items()),
+            DCGM_FIX, sorted({p for _n, r in unknown.values()
+                              for p in r['pools']})))
+    return found
+
+
+def _hosts_rows(rows):
+    by_host = {}
+    for row in rows:
+        by_host.setdefault(row['host'], []).append(row)
+    return by_host
+
+
+@register('gpu-driver-drift')
+def gpu_driver_drift(cloud, settings):
+    """More than one NVIDIA driver version among the hosts of one pool
+    (the DCGM_FI_DRIVER_VERSION label): the pool runs one tested set."""
+    wanted, found = _device_health(cloud, 'gpu-driver-drift')
+    if wanted is None:
+        return found
+    series = device_health.host_series(wanted['series'], wanted['hosts'])
+    for name, pool in sorted(cloud.pools.items()):
+        on = {}
+        unread = []
+        for host in sorted(pool.get('hosts') or ()):
+            versions = device_health.drivers_of(series.get(host, ()))
+            if not versions:
+                unread.append(host)
+            for version in versions:
+                on.setdefault(version, []).append(host)
+        if len(on) > 1:
+            found.append(finding(
+                WARNING, 'gpu-driver-drift', 'pool %s' % name,
+                _('the hosts of pool %(pool)s run %(n)d NVIDIA driver '
+                  'versions: %(on)s; a pool runs one tested set of driver, '
+                  'kernel, libvirt and OpenStack, and a server moved '
+                  'between them meets another driver.') % {
+                      'pool': name, 'n': len(on),
+                      'on': '; '.join('%s on %s' % (v, ', '.join(h))
+                                      for v, h in sorted(on.items()))},
+                _('bring every host of the pool to the version the pool '
+                  'was tested with, one host at a time: openstack gpu host '
+                  'drain <host>, install the driver, reboot, openstack gpu '
+                  'host uncordon <host>'), [name]))
+        if unread and on:
+            found.append(not_judged(
+                'gpu-driver-drift', 'pool %s' % name,
+                _('Prometheus has no driver version for %s') % _some(unread),
+                DCGM_FIX, [name]))
+    return found
+
+
+@register('gpu-missing')
+def gpu_missing(cloud, settings):
+    """A host where DCGM sees fewer GPUs than Placement offers: a GPU
+    fell off the bus, and boots Placement sends to it fail."""
+    wanted, found = _device_health(cloud, 'gpu-missing')
+    if wanted is None:
+        return found
+    series = device_health.host_series(wanted['series'], wanted['hosts'])
+    by_pool = pools_mod.pools_by_host(cloud.pools)
+    unread = []
+    for host, rows in sorted(_hosts_rows(wanted['rows']).items()):
+        offered = device_health.cards_offered(rows)
+        if not offered:
+            continue
+        seen = device_health.cards_seen(series.get(host, ()))
+        if not seen:
+            unread.append(host)
+            continue
+        missing = sorted(set(offered) - set(seen))
+        if len(seen) >= len(offered) or not missing:
+            continue
+        found.append(finding(
+            ERROR, 'gpu-missing', 'host %s' % host,
+            _('DCGM on %(host)s sees %(seen)d of the %(offered)d GPUs '
+              'Placement offers there (not seen: %(missing)s): a GPU fell '
+              'off the bus, and boots Placement sends to it fail.') % {
+                  'host': host, 'seen': len(seen), 'offered': len(offered),
+                  'missing': ', '.join(a for c in missing
+                                       for a in sorted(offered[c]))},
+            _cordon_fix(host, _(
+                'look for XID 79 in the host\'s kernel log, reseat or '
+                'replace the GPU and reboot; a GPU removed for good: take '
+                'it out of nova.conf ([pci] device_spec, [devices]) so '
+                'Placement stops offering it')),
+            by_pool.get(host, ())))
+    if unread:
+        found.append(not_judged(
+            'gpu-missing', _('%d host(s)') % len(unread),
+            _('Prometheus has no DCGM series for %s, so how many GPUs '
+              'DCGM sees there is not known') % _some(unread), DCGM_FIX,
+            sorted({p for h in unread for p in by_pool.get(h, ())})))
     return found
 
 

@@ -44,12 +44,19 @@ METRICS = {
     'uncorrectable_remapped_rows': 'DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS',
     'health': 'DCGM_EXP_GPU_HEALTH_STATUS',
     'util': utilisation.METRICS['util'],
+    # field 526, served by an exporter in a vGPU guest: 0 not licensed
+    'licence': 'DCGM_FI_DEV_VGPU_LICENSE_STATUS',
+    # field 532 on the host, one series per vGPU instance: 0 not licensed
+    'instance_licence': 'DCGM_FI_DEV_VGPU_INSTANCE_LICENSE_STATUS',
 }
 
 # labels every series carries (setting: prometheus_labels)
 LABELS = {
     'driver': ('DCGM_FI_DRIVER_VERSION',),
     'model': ('modelName',),
+    # field 520 on the host-side licence series: the VM of the vGPU
+    # instance (libvirt's domain UUID, which is the Nova server's)
+    'vm_id': ('DCGM_FI_DEV_VGPU_VM_ID',),
 }
 
 # DCGM's health results (dcgmHealthWatchResult_t)
@@ -146,6 +153,24 @@ def queries(window, metrics=None):
     }
 
 
+def check_queries(window, metrics=None):
+    """``queries`` and what ``gpu check`` needs besides, still one query
+    per metric: the GPUs DCGM sees now (``present``: the XID gauge every
+    GPU has, without a range, so a GPU no longer served is gone at the
+    next scrape) and the licence state of the vGPU guests and of the
+    host-side vGPU instances (the last value in the WINDOW)."""
+    metrics = metrics or METRICS
+    found = queries(window, metrics)
+    span = '[%ds]' % window
+    found.update({
+        'present': metrics['xid'],
+        'licence': 'last_over_time(%s%s)' % (metrics['licence'], span),
+        'instance_licence': 'last_over_time(%s%s)' % (
+            metrics['instance_licence'], span),
+    })
+    return found
+
+
 def xid_action(xid):
     """NVIDIA's recommended action for XID (None: no XID)."""
     if not xid:
@@ -171,11 +196,13 @@ def series(answers, label_names=None):
     for name, results in sorted(answers.items()):
         for labels, value in results:
             key = utilisation.series_key(labels, label_names)
+            vm_id = _first_label(labels, label_names['vm_id'])
             ident = tuple(key[k] or '' for k in (
-                'host', 'pci', 'uuid', 'gpu_instance', 'instance_id'))
+                'host', 'pci', 'uuid', 'gpu_instance', 'instance_id')) + (
+                    vm_id or '',)
             item = found.setdefault(ident, dict(
                 key, mig=key['gpu_instance'] is not None, figures={},
-                model=None, driver=None))
+                model=None, driver=None, vm_id=vm_id))
             item['model'] = item['model'] or _first_label(
                 labels, label_names['model'])
             item['driver'] = item['driver'] or _first_label(
@@ -255,3 +282,77 @@ def unhealthy(rows):
     """The annotated ROWS with a recent XID, a failed health watch or a
     row-remap failure."""
     return [r for r in rows if r.get('unhealthy')]
+
+
+# -- what gpu check asks of them ---------------------------------------------
+
+def unjudged(rows, field):
+    """The annotated ROWS with no figure for FIELD (``unknown``)."""
+    return [r for r in rows if r.get(field, UNKNOWN) == UNKNOWN]
+
+
+def host_series(found, hosts):
+    """{Nova host: its host-side series (not a guest's, not a vGPU
+    instance's licence)} of FOUND; HOSTS: {Nova host:
+    ``utilisation.host_keys`` of its service host and hypervisor
+    hostname}."""
+    by_key = {}
+    for host, keys in hosts.items():
+        for key in keys:
+            by_key.setdefault(key, set()).add(host)
+    by_host = {}
+    for item in found:
+        if item['instance_id'] or item.get('vm_id') or not item['host']:
+            continue
+        for key in utilisation.host_keys(item['host']):
+            for host in by_key.get(key, ()):
+                by_host.setdefault(host, []).append(item)
+    return by_host
+
+
+def _card(pci):
+    """A GPU's card: the domain and bus of its address (a MIG slice or an
+    SR-IOV VF shares its card's)."""
+    return pci[:7] if pci else None
+
+
+def cards_seen(series):
+    """The cards (domain:bus) DCGM serves now among a host's SERIES
+    (``present``: gone at the next scrape once DCGM stops seeing it)."""
+    return sorted({_card(s['pci']) for s in series
+                   if s['pci'] and 'present' in s['figures']})
+
+
+def cards_offered(rows):
+    """{card (domain:bus): PCI addresses} of the GPU devices Placement
+    offers in ROWS (one host's; bare-metal nodes have no address)."""
+    found = {}
+    for row in rows:
+        if row['pci_address'] and row['total']:
+            found.setdefault(_card(row['pci_address']), []).append(
+                row['pci_address'])
+    return found
+
+
+def drivers_of(series):
+    """The driver versions a host's SERIES carry."""
+    return sorted({s['driver'] for s in series if s['driver']})
+
+
+def licences(found):
+    """{server id: (side, licensed)} from FOUND: a guest's
+    DCGM_FI_DEV_VGPU_LICENSE_STATUS (joined by ``instance_id``) and a
+    host-side vGPU instance's DCGM_FI_DEV_VGPU_INSTANCE_LICENSE_STATUS
+    (joined by its VM id); an unlicensed reading on either side wins."""
+    states = {}
+    for item in found:
+        for side, server, name in (('guest', item['instance_id'], 'licence'),
+                                   ('host', item.get('vm_id'),
+                                    'instance_licence')):
+            value = item['figures'].get(name)
+            if not server or value is None:
+                continue
+            licensed = bool(value)
+            if server not in states or not licensed:
+                states[server] = (side, licensed)
+    return states

@@ -193,9 +193,15 @@ class Cloud:
     utilisation: dict | None = _field(
         "{'rows', 'window', 'idle_below'}: the servers' GPU utilisation "
         "(Prometheus), as gpu check judges it (gpu-idle)", None)
+    device_health: dict | None = _field(
+        "{'rows', 'series', 'hosts', 'window'}: the GPU devices with their "
+        "DCGM health, the DCGM series and the hosts' names (Prometheus), as "
+        "gpu check judges them (gpu-unhealthy, gpu-row-remap, "
+        "gpu-vgpu-licence, gpu-driver-drift, gpu-missing)", None)
     unread: dict = _field(
         '{field: why it could not be read} (registered_limits, '
-        'utilisation: the service refused or failed)', factory=dict)
+        'utilisation, device_health: the service refused or failed)',
+        factory=dict)
     # derived from the aggregates
     pools: dict = dataclasses.field(init=False, repr=False, metadata={
         'doc': '{name: pool} (pools.scan), derived from the aggregates'})

@@ -41,8 +41,11 @@ class Check(common.Gated, common.Lister):
         'a check that could not run (see below), so it can gate a '
         'deployment pipeline. With a Prometheus (--prometheus, or '
         'prometheus_endpoint in clouds.yaml) the gpu-idle check also '
-        'reads every project\'s servers and their GPU utilisation; '
-        'without one it does not run. Checks: %s. Needs admin.')
+        'reads every project\'s servers and their GPU utilisation, and '
+        'the checks of the GPUs themselves (gpu-unhealthy, gpu-row-remap, '
+        'gpu-vgpu-licence, gpu-driver-drift, gpu-missing) the NVIDIA DCGM '
+        'exporter\'s figures, each in a fixed number of queries; without '
+        'one they do not run. Checks: %s. Needs admin.')
     _epilog_text = _(
         'Exit status: %(same)d when the checks ran and found no error '
         '(with --strict, no finding at all); %(different)d when they found '
@@ -74,7 +77,9 @@ class Check(common.Gated, common.Lister):
         parser.add_argument(
             '--pool', metavar='<pool>',
             help=_('Only findings about this GPU pool (name or aggregate ID)'))
-        common.add_prometheus_args(parser, _('; for the gpu-idle check'))
+        common.add_prometheus_args(parser, _(
+            '; for the gpu-idle check and the DCGM checks (their window: '
+            'an XID in it is recent)'))
         parser.add_argument(
             '--strict', action='store_true', default=False,
             help=_('Exit with status %d on warnings too')

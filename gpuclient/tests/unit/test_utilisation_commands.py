@@ -33,6 +33,8 @@ from gpuclient.v1 import usage as usage_cmd
 
 PROM = 'http://prom.test:9090'
 INSTANT = re.compile(r'^(avg|max|last)_over_time\(([A-Z_]+)\[(\d+)s\]\)$')
+# a metric without a range: its value now (the last sample)
+NOW = re.compile(r'^([A-Z_]+)$')
 BUCKETS = re.compile(
     r'^max_over_time\(([A-Z_]+)\[(\d+)s\]\)\[(\d+)s:(\d+)s\]$')
 FUNCTIONS = {'avg': lambda v: sum(v) / len(v), 'max': max,
@@ -57,8 +59,10 @@ class FakePrometheus:
             return {'status': 'error', 'errorType': 'internal',
                     'error': 'storage is down'}
         match = INSTANT.match(form['query'])
-        if match:
-            func, metric, _window = match.groups()
+        now = NOW.match(form['query'])
+        if match or now:
+            func, metric = match.groups()[:2] if match else (
+                'last', now.group(1))
             return self._ok('vector', [
                 {'metric': dict(labels, __name__=metric),
                  'value': [float(form.get('time', 0)),
@@ -403,7 +407,10 @@ class TestCheckIdle(UtilisationCase):
                             host='gpu-vgpu-1',
                             devices=('gpu-vgpu-1_pci_0000_85_00_0',))
         status, rows = self.status('--prometheus', PROM)
-        self.assertEqual(5, len(self.prometheus.queries))
+        # gpu-idle's five, and the eight of the DCGM checks
+        self.assertEqual(5 + 8, len(self.prometheus.queries))
+        self.assertEqual([], [r for r in rows if 'could not be read' in
+                              r['Symptom']])
         self.assertEqual(['server vm-v1 (v1)'], [
             r['Object'] for r in rows if r['Check'] == 'gpu-idle'
             and r['Severity'] == 'warning'
