@@ -25,6 +25,7 @@ its id) and removes only those at cleanup.
 
 import json
 import os
+import re
 import time
 import uuid
 
@@ -148,3 +149,87 @@ class TestDeviceHealth(DcgmTestCase):
                          (row['Last XID'], row['XID Action'],
                           row['Driver Version']))
         self.assertNotIn(healthy, [r['PCI Address'] for r in rows])
+
+
+def bus_id(pci):
+    """DCGM's pci_bus_id of a PCI address (0000:84:00.0)."""
+    return '0000' + pci.upper()
+
+
+class TestCheckDevices(DcgmTestCase):
+
+    def gpus(self, host):
+        """{PCI address: provider name} of the GPU providers Placement
+        has in HOST's tree (vGPU pGPUs: <node>_pci_0000_84_00_0;
+        passthrough: <node>_0000:41:00.0)."""
+        found = {}
+        for rp in self.openstack('resource', 'provider', 'list',
+                                 '--os-placement-api-version', '1.14',
+                                 '--in-tree', self.root_provider(host)):
+            match = re.search(r'_(?:pci_)?([0-9a-fA-F]{4})[:_]([0-9a-fA-F]'
+                              r'{2})[:_]([0-9a-fA-F]{2})[._]([0-7])$',
+                              rp['name'])
+            if match:
+                found['%s:%s:%s.%s' % match.groups()] = rp['name']
+        return {pci.lower(): name for pci, name in found.items()}
+
+    @base.needs('vgpu', 'passthrough')
+    def test_check_names_licence_driver_drift_and_missing_gpu(self):
+        pool = self.make_pool('vgpu', base.VGPU_HOST, '--host',
+                              base.VGPU_HOST2, '--vgpu-type', 'nvidia-35')
+        server = self.boot(self.make_flavor(pool))
+        nova = self.openstack('server', 'show', server['id'])
+        pool_hosts = set(self.openstack('aggregate', 'show',
+                                        pool)['hosts'])
+        self.assertEqual({base.VGPU_HOST, base.VGPU_HOST2}, pool_hosts)
+        drivers = {base.VGPU_HOST: '550.90.07',
+                   base.VGPU_HOST2: '535.216.01'}
+        pt_gpus = sorted(self.gpus(base.PT_HOST))
+        self.assertGreaterEqual(len(pt_gpus), 2, pt_gpus)
+        self.write_devices(
+            # the guest's exporter, labelled with its server's id
+            [{'hostname': server['name'], 'gpu': 0,
+              'pci_bus_id': '00000000:05:00.0', 'licence': 0,
+              'labels': {'instance_id': server['id']}}]
+            # every pGPU of the pool's hosts, each host on its driver
+            + [{'hostname': host, 'gpu': i, 'pci_bus_id': bus_id(pci),
+                'xid': 0, 'driver': driver}
+               for host, driver in sorted(drivers.items())
+               for i, pci in enumerate(sorted(self.gpus(host)))]
+            # the passthrough host: its last GPU fell off the bus
+            + [{'hostname': base.PT_HOST, 'gpu': i,
+                'pci_bus_id': bus_id(pci), 'xid': 0,
+                'absent': pci == pt_gpus[-1]}
+               for i, pci in enumerate(pt_gpus)])
+
+        def check():
+            rc, out, err = self.openstack_raw(
+                'gpu', 'check', '--check', 'gpu-vgpu-licence', '--check',
+                'gpu-driver-drift', '--check', 'gpu-missing', '--window',
+                WINDOW, '-f', 'json')
+            self.assertIn(rc, (0, 1), err)
+            return rc, {(r['Check'], r['Object']): r
+                        for r in json.loads(out)}
+
+        wanted = {('gpu-vgpu-licence',
+                   'server %s (%s)' % (server['name'], server['id'])),
+                  ('gpu-driver-drift', 'pool %s' % pool),
+                  ('gpu-missing', 'host %s' % base.PT_HOST)}
+        rc, rows = self.until(check, lambda got: wanted <= set(got[1]),
+                              'gpu check did not name them')
+        self.assertEqual(1, rc)  # errors found
+        drift, missing, licence = (rows[key] for key in sorted(wanted))
+        # the server and project Nova says
+        self.assertIn('project %s' % nova['project_id'], licence['Symptom'])
+        self.assertIn('on %s' % nova['OS-EXT-SRV-ATTR:host'],
+                      licence['Symptom'])
+        # each host of the pool Nova holds, on its version
+        for host, driver in drivers.items():
+            self.assertIn('%s on %s' % (driver, host), drift['Symptom'])
+        # Placement offers every GPU, DCGM sees one fewer
+        self.assertIn('sees %d of the %d GPUs' % (len(pt_gpus) - 1,
+                                                 len(pt_gpus)),
+                      missing['Symptom'])
+        self.assertIn(pt_gpus[-1], missing['Symptom'])
+        self.assertIn('openstack gpu host cordon %s' % base.PT_HOST,
+                      missing['Fix'])
