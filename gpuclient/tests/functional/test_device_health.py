@@ -174,11 +174,10 @@ class TestCheckDevices(DcgmTestCase):
         return {pci.lower(): name for pci, name in found.items()}
 
     @base.needs('vgpu', 'passthrough')
-    def test_check_names_licence_driver_drift_and_missing_gpu(self):
+    def test_check_names_xid_licence_driver_drift_and_missing_gpu(self):
         pool = self.make_pool('vgpu', base.VGPU_HOST, '--host',
                               base.VGPU_HOST2, '--vgpu-type', 'nvidia-35')
         server = self.boot(self.make_flavor(pool))
-        nova = self.openstack('server', 'show', server['id'])
         pool_hosts = set(self.openstack('aggregate', 'show',
                                         pool)['hosts'])
         self.assertEqual({base.VGPU_HOST, base.VGPU_HOST2}, pool_hosts)
@@ -196,15 +195,17 @@ class TestCheckDevices(DcgmTestCase):
                 'xid': 0, 'driver': driver}
                for host, driver in sorted(drivers.items())
                for i, pci in enumerate(sorted(self.gpus(host)))]
-            # the passthrough host: its last GPU fell off the bus
+            # the passthrough host (enabled, taking servers): its first
+            # GPU reports XID 79, its last fell off the bus
             + [{'hostname': base.PT_HOST, 'gpu': i,
-                'pci_bus_id': bus_id(pci), 'xid': 0,
+                'pci_bus_id': bus_id(pci), 'xid': 79 if i == 0 else 0,
                 'absent': pci == pt_gpus[-1]}
                for i, pci in enumerate(pt_gpus)])
 
         def check():
             rc, out, err = self.openstack_raw(
-                'gpu', 'check', '--check', 'gpu-vgpu-licence', '--check',
+                'gpu', 'check', '--check', 'gpu-unhealthy', '--check',
+                'gpu-vgpu-licence', '--check',
                 'gpu-driver-drift', '--check', 'gpu-missing', '--window',
                 WINDOW, '-f', 'json')
             self.assertIn(rc, (0, 1), err)
@@ -214,11 +215,22 @@ class TestCheckDevices(DcgmTestCase):
         wanted = {('gpu-vgpu-licence',
                    'server %s (%s)' % (server['name'], server['id'])),
                   ('gpu-driver-drift', 'pool %s' % pool),
-                  ('gpu-missing', 'host %s' % base.PT_HOST)}
+                  ('gpu-missing', 'host %s' % base.PT_HOST),
+                  ('gpu-unhealthy', 'device %s %s' % (base.PT_HOST,
+                                                      pt_gpus[0]))}
         rc, rows = self.until(check, lambda got: wanted <= set(got[1]),
                               'gpu check did not name them')
         self.assertEqual(1, rc)  # errors found
-        drift, missing, licence = (rows[key] for key in sorted(wanted))
+        drift, missing, unhealthy, licence = (rows[key]
+                                              for key in sorted(wanted))
+        # where the server is now, as Nova says (other tests drain hosts)
+        nova = self.openstack('server', 'show', server['id'])
+        # the XID on a GPU of a host still taking servers: the cordon fix
+        self.assertIn('XID 79', unhealthy['Symptom'])
+        self.assertEqual(
+            'openstack gpu host cordon %(h)s; openstack gpu host drain '
+            '%(h)s; then reboot the host' % {'h': base.PT_HOST},
+            unhealthy['Fix'])
         # the server and project Nova says
         self.assertIn('project %s' % nova['project_id'], licence['Symptom'])
         self.assertIn('on %s' % nova['OS-EXT-SRV-ATTR:host'],
