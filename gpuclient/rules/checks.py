@@ -1468,6 +1468,14 @@ def gpu_row_remap(cloud, settings):
                                        'row_remap', _('row-remap'))
 
 
+def _is_vgpu(cloud, row):
+    """Does the device of ROW carry vGPUs (a pGPU's VGPU, or a VF of a
+    vgpu-vf pool)?"""
+    return row['resource_class'] == 'VGPU' or any(
+        (cloud.pools.get(p) or {}).get('mode') == pools_mod.VGPU_VF
+        for p in row['pools'])
+
+
 @register('gpu-vgpu-licence')
 def gpu_vgpu_licence(cloud, settings):
     """A vGPU server whose guest (DCGM_FI_DEV_VGPU_LICENSE_STATUS, field
@@ -1480,7 +1488,7 @@ def gpu_vgpu_licence(cloud, settings):
     states = device_health.licences(wanted['series'])
     unknown = {}
     for row in wanted['rows']:
-        if row['resource_class'] != 'VGPU':
+        if not _is_vgpu(cloud, row):
             continue
         for sid, name in zip(row['server_ids'], row['servers'],
                              strict=True):

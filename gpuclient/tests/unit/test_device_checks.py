@@ -150,6 +150,28 @@ class TestCorpus(DeviceChecksTestCase):
         self.assertIn('dcgmi diag', found[0].fix)
 
 
+class TestVfLicence(DeviceChecksTestCase):
+
+    def test_a_vf_of_a_vgpu_vf_pool_is_a_vgpu(self):
+        self.pool(test_checks.PT_SPEC, [PT, VG])
+        cloud = self.cloud()
+        cloud.pools['vf'] = {'mode': 'vgpu-vf', 'hosts': []}
+        vf = dict(healthy(VG, '0000:41:00.4', ['s3'],
+                          rc='CUSTOM_PCI_10DE_26B9'), pools=['vf'])
+        pt = healthy(PT, CARDS[0], ['s4'])
+        cloud.device_health = {'rows': [vf, pt], 'series': [], 'hosts': {},
+                               'window': 3600}
+        # the VF's server is a vGPU server; the passthrough one is not
+        self.assertEqual(
+            [('gpu-vgpu-licence', '1 vGPU server(s)')],
+            test_checks.not_judged(checks.run(cloud,
+                                              names=['gpu-vgpu-licence'])))
+        cloud.device_health['series'] = dh.series({'licence': [
+            ({'instance_id': 's3'}, 0.0)]})
+        self.assertEqual(['server vm-s3 (s3)'], [f.object for f in checks.run(
+            cloud, names=['gpu-vgpu-licence'])])
+
+
 class TestNotJudged(DeviceChecksTestCase):
 
     def test_no_figure_is_not_judged_never_clean(self):
