@@ -143,6 +143,16 @@ class TestCorpus(DeviceChecksTestCase):
         self.assertIn('sees 3 of the 4 GPUs', found[0].symptom)
         self.assertIn('0000:c2:00.0', found[0].symptom)
 
+    def test_a_gpu_gone_within_the_window_is_missing(self):
+        # its last XID is still in the window, but DCGM serves it no more
+        four = [healthy(PT, pci) for pci in CARDS]
+        answers = {
+            'xid': [(host_labels(PT, pci), 0.0) for pci in CARDS],
+            'present': [(host_labels(PT, pci), 0.0) for pci in CARDS[:3]]}
+        found = self.run_device(['gpu-missing'], four, answers)
+        self.assertEqual(['host gpu-pt-1'], [f.object for f in found])
+        self.assertIn('not seen: 0000:c2:00.0', found[0].symptom)
+
     def test_a_failed_health_watch_alone(self):
         sick = healthy(PT, CARDS[0], health=dh.HEALTH_FAIL)
         found = self.run_device(['gpu-unhealthy'], [sick], {})
