@@ -16,21 +16,22 @@ list`` as metrics.
 The formatter is an entry point of gpuclient's own namespace,
 :data:`LIST_NAMESPACE` (with cliff's standard list formatters), which only
 the commands whose rows make metrics load (``formatter_namespace`` of the
-command class: ``gpu capacity list`` and ``gpu device list``); every other command, gpuclient's
-included, neither offers nor loads it. cliff loads it for such a command,
-``--help`` included, so this module imports only the standard library and
-cliff's formatter base (already loaded by then); ``prometheus_client``,
-which writes the text, is imported when the formatter is used.
+command class: ``gpu capacity list`` and ``gpu device list``); every other
+command, gpuclient's included, neither offers nor loads it. cliff loads it
+for such a command, ``--help`` included, so this module imports only the
+standard library and cliff's formatter base (already loaded by then);
+``prometheus_client``, which writes the text, is imported when the
+formatter is used.
 
 :func:`render` is pure (rows in, text out) and knows the columns of both
-commands (:data:`EXPOSITIONS`); rows with any other column are refused rather than turned into metrics
-that mean nothing. The names follow Prometheus' naming practice (checked
-with ``promtool check metrics``): one metric per quantity (no ``state``
-label that ``sum`` would add up), names that say what is measured, label
-values from fixed sets. The text is OpenMetrics 1.0.0 as
-``prometheus_client`` writes it, only gauges and no timestamps, so the
-classic Prometheus text parser (node-exporter's textfile collector) reads
-it too.
+commands (:data:`EXPOSITIONS`); rows with any other column are refused
+rather than turned into metrics that mean nothing. The names follow
+Prometheus' naming practice (checked with ``promtool check metrics``): one
+metric per quantity (no ``state`` label that ``sum`` would add up), names
+that say what is measured, label values from fixed sets. The text is
+OpenMetrics 1.0.0 as ``prometheus_client`` writes it, only gauges and no
+timestamps, so the classic Prometheus text parser (node-exporter's textfile
+collector) reads it too.
 """
 
 import logging
