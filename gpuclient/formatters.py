@@ -302,19 +302,27 @@ def _number(column, value):
         % {'column': column, 'value': value})
 
 
+def _carried(column, value, attribute, missing, command):
+    """What the cell VALUE carries as ATTRIBUTE (None for an empty cell
+    without it); a cell of text without it is refused: MISSING says what
+    the text lacks, COMMAND whose rows -f openmetrics knows."""
+    found = getattr(value, attribute, None)
+    if found is None and _plain(value):
+        raise OpenMetricsError(
+            _('Column "%(column)s" holds %(value)r, %(missing)s: these '
+              'rows are not the ones -f openmetrics knows (%(command)s). '
+              'Use -f json or -f table.')
+            % {'column': column, 'value': _plain(value),
+               'missing': missing, 'command': command})
+    return found
+
+
 def _counts(column, value):
     """{label value: number} of a cell that holds ``counts`` (an empty
     cell: none)."""
-    counts = getattr(value, 'counts', None)
-    if counts is None:
-        if not _plain(value):
-            return {}
-        raise OpenMetricsError(
-            _('Column "%(column)s" holds %(value)r, text without the '
-              'reasons behind it: these rows are not the ones -f '
-              'openmetrics knows (openstack gpu capacity list). Use -f '
-              'json or -f table.')
-            % {'column': column, 'value': _plain(value)})
+    counts = _carried(column, value, 'counts',
+                      _('text without the reasons behind it'),
+                      'openstack gpu capacity list') or {}
     return {str(k): _number(column, n) for k, n in sorted(counts.items())}
 
 
@@ -322,14 +330,9 @@ def _holders(family, value):
     """[((label, value), ...)] per holder of the cell VALUE (a ``holders``
     attribute: one tuple of values each); one of empty values for none."""
     column, labels = family.each
-    holders = getattr(value, 'holders', None)
-    if holders is None and _plain(value):
-        raise OpenMetricsError(
-            _('Column "%(column)s" holds %(value)r, names without the '
-              'servers behind them: these rows are not the ones -f '
-              'openmetrics knows (openstack gpu device list). Use -f json '
-              'or -f table.')
-            % {'column': column, 'value': _plain(value)})
+    holders = _carried(column, value, 'holders',
+                       _('names without the servers behind them'),
+                       'openstack gpu device list')
     holders = list(holders or ()) or [('',) * len(labels)]
     return [tuple((label, _label_text(v)) for label, v in
                   zip(labels, holder, strict=True)) for holder in holders]
