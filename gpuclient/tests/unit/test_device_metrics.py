@@ -27,6 +27,7 @@ import testtools
 
 from gpuclient import formatters
 from gpuclient.rules import device_metrics
+from gpuclient.tests import bench_device_list
 from gpuclient.tests.unit.v1 import test_device
 from gpuclient.v1 import device
 
@@ -200,3 +201,29 @@ class TestDeviceListCommand(test_device.DeviceTestCase):
         cmd = device.ListDevice(self.make_app(self.cm.client_manager), None)
         columns, _data = cmd.take_action(self.check_parser(cmd, []))
         self.assertEqual(device.COLUMNS, columns)
+
+
+class TestReadCost(testtools.TestCase):
+    """The gate of gpuclient.tests.bench_device_list: the requests of gpu
+    device list (with and without Prometheus) do not grow with the number
+    of hosts and devices, only with the devices in use."""
+
+    def counts(self, hosts, servers):
+        return [(devices, placement, nova, queries)
+                for _url, devices, placement, nova, queries, _took, _series
+                in bench_device_list.measure(hosts, servers)]
+
+    def test_requests_do_not_grow_with_hosts(self):
+        small, large = self.counts(10, 2), self.counts(100, 2)
+        # ten times the devices, without and with Prometheus ...
+        self.assertEqual([30, 30, 300, 300],
+                         [c[0] for c in small + large])
+        # ... the same requests: Placement, Nova, Prometheus queries
+        self.assertEqual([c[1:] for c in small], [c[1:] for c in large])
+        self.assertEqual([0, len(bench_device_list.QUERIES)],
+                         [c[3] for c in small])
+
+    def test_one_allocation_read_per_device_in_use(self):
+        two, four = self.counts(10, 2), self.counts(10, 4)
+        self.assertEqual([2, 2], [b[1] - a[1] for a, b in zip(
+            two, four, strict=True)])
