@@ -10,26 +10,28 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""``-f openmetrics``: the rows of ``gpu capacity list`` as metrics.
+"""``-f openmetrics``: the rows of ``gpu capacity list`` and ``gpu device
+list`` as metrics.
 
 The formatter is an entry point of gpuclient's own namespace,
 :data:`LIST_NAMESPACE` (with cliff's standard list formatters), which only
 the commands whose rows make metrics load (``formatter_namespace`` of the
-command class: ``gpu capacity list``); every other command, gpuclient's
-included, neither offers nor loads it. cliff loads it for such a command,
-``--help`` included, so this module imports only the standard library and
-cliff's formatter base (already loaded by then); ``prometheus_client``,
-which writes the text, is imported when the formatter is used.
+command class: ``gpu capacity list`` and ``gpu device list``); every other
+command, gpuclient's included, neither offers nor loads it. cliff loads it
+for such a command, ``--help`` included, so this module imports only the
+standard library and cliff's formatter base (already loaded by then);
+``prometheus_client``, which writes the text, is imported when the
+formatter is used.
 
-:func:`render` is pure (rows in, text out) and knows the capacity columns;
-rows with any other column are refused rather than turned into metrics
-that mean nothing. The names follow Prometheus' naming practice (checked
-with ``promtool check metrics``): one metric per quantity (no ``state``
-label that ``sum`` would add up), names that say what is measured, label
-values from fixed sets. The text is OpenMetrics 1.0.0 as
-``prometheus_client`` writes it, only gauges and no timestamps, so the
-classic Prometheus text parser (node-exporter's textfile collector) reads
-it too.
+:func:`render` is pure (rows in, text out) and knows the columns of both
+commands (:data:`EXPOSITIONS`); rows with any other column are refused
+rather than turned into metrics that mean nothing. The names follow
+Prometheus' naming practice (checked with ``promtool check metrics``): one
+metric per quantity (no ``state`` label that ``sum`` would add up), names
+that say what is measured, label values from fixed sets. The text is
+OpenMetrics 1.0.0 as ``prometheus_client`` writes it, only gauges and no
+timestamps, so the classic Prometheus text parser (node-exporter's textfile
+collector) reads it too.
 """
 
 import logging
@@ -69,6 +71,25 @@ CAPACITY_COLUMNS = (FLAVOR, POOL, HOST, RESOURCE_CLASS, FITS, GPUS_TOTAL,
                     STRANDED,
                     STRANDED_REASON, NUMA) + LONG_CAPACITY_COLUMNS
 
+# The columns of ``openstack gpu device list`` (the LONG_DEVICE_COLUMNS
+# with --long, which -f openmetrics implies; then the health columns
+# with the cloud's Prometheus). HOST and RESOURCE_CLASS are shared.
+POOLS = 'Pools'
+PCI_ADDRESS = 'PCI Address'
+STATE = 'State'
+SERVER = 'Server'
+PROJECT = 'Project'
+PROVIDER = 'Provider'
+HYPERVISOR = 'Hypervisor Hostname'
+DEVICE_COLUMNS = (HOST, POOLS, RESOURCE_CLASS, PCI_ADDRESS, STATE, SERVER,
+                  PROJECT)
+LONG_DEVICE_COLUMNS = (PROVIDER, 'Provider UUID', 'Total', 'Used',
+                       'One Time Use', 'Traits', HYPERVISOR)
+HEALTH_DEVICE_COLUMNS = ('Model', 'Driver Version', 'Health', 'Last XID',
+                         'XID Action', 'Row Remap', 'Util %')
+# the labels of one holder of a device (the Server cell's ``holders``)
+HOLDER_LABELS = ('server', 'instance_id', 'project', 'flavor')
+
 CONTENT_TYPE = 'application/openmetrics-text; version=1.0.0; charset=utf-8'
 
 _GPU_KEYS = (('pool', POOL), ('resource_class', RESOURCE_CLASS))
@@ -84,10 +105,17 @@ class Family:
     (the reasons of the Stranded Reason cell), instead of ``samples``.
     ``optional``: made from columns only --long gives; rows without them
     leave the family out without a word.
+
+    An info family (kube-state-metrics' style: value 1, the labels say
+    what is known) has ``info=True`` and no samples. ``each``: a (column,
+    labels) pair whose cell holds ``holders``, one tuple of LABELS values
+    each: one series per holder (an empty cell: one series with those
+    labels empty). ``convert``: {label: function of the cell's text}.
     """
 
     def __init__(self, name, help_text, keys, samples=(), unit='',
-                 scale=None, by=None, optional=False):
+                 scale=None, by=None, optional=False, info=False,
+                 each=None, convert=None):
         self.name = name
         self.help = help_text
         self.keys = keys
@@ -96,9 +124,18 @@ class Family:
         self.scale = scale
         self.by = by
         self.optional = optional
+        self.info = info
+        self.each = each
+        self.convert = convert or {}
 
     def needs(self):
-        return [column for _label, column in self.keys]
+        return [column for _label, column in self.keys] + (
+            [self.each[0]] if self.each else [])
+
+    def labels(self):
+        """The family's label names, in order."""
+        return tuple(label for label, _c in self.keys) + (
+            self.each[1] if self.each else ())
 
 
 # The help texts are English on purpose: they are part of the exposition
@@ -167,6 +204,56 @@ FAMILIES = (
 DEPRECATED = ('gpuclient_gpus', 'gpuclient_gpu_utilisation_ratio')
 
 
+def dcgm_pci_bus_id(address):
+    """A PCI address ('0000:84:00.0') as the DCGM exporter's
+    ``pci_bus_id`` label writes it (NVML's bus id, upper-case hex:
+    '00000000:84:00.0'); '' for none."""
+    import re
+
+    match = re.match(r'^([0-9a-fA-F]{1,8}):([0-9a-fA-F]{1,2}):'
+                     r'([0-9a-fA-F]{1,2})\.([0-7])$', address or '')
+    if not match:
+        return ''
+    domain, bus, device, function = (int(g, 16) for g in match.groups())
+    return '%08X:%02X:%02X.%d' % (domain, bus, device, function)
+
+
+# ``gpu device list -f openmetrics``: one series per device and server
+# holding it, joinable to the DCGM exporter's series on (hostname,
+# pci_bus_id), or on instance_id for an exporter inside the server.
+DEVICE_FAMILIES = (
+    Family('gpuclient_device_info',
+           'One GPU device as Placement and Nova know it (value 1): '
+           'hostname and pci_bus_id as the DCGM exporter labels the '
+           'card, instance_id, server, project and flavor of a server '
+           'holding it (one series per server; empty when free).',
+           (('host', HOST), ('hostname', HYPERVISOR),
+            ('pci_bus_id', PCI_ADDRESS), ('provider', PROVIDER),
+            ('resource_class', RESOURCE_CLASS), ('pool', POOLS),
+            ('state', STATE)),
+           info=True, each=(SERVER, HOLDER_LABELS),
+           convert={'pci_bus_id': dcgm_pci_bus_id}),
+)
+
+
+class Exposition:
+    """The metrics one command's rows make: its COLUMNS (every column the
+    command may give) and FAMILIES."""
+
+    def __init__(self, command, columns, families):
+        self.command = command
+        self.columns = columns
+        self.families = families
+
+
+EXPOSITIONS = (
+    Exposition('openstack gpu capacity list', CAPACITY_COLUMNS, FAMILIES),
+    Exposition('openstack gpu device list',
+               DEVICE_COLUMNS + LONG_DEVICE_COLUMNS + HEALTH_DEVICE_COLUMNS,
+               DEVICE_FAMILIES),
+)
+
+
 class OpenMetricsError(ValueError):
     """Rows that cannot be turned into metrics; the message says why."""
 
@@ -215,20 +302,40 @@ def _number(column, value):
         % {'column': column, 'value': value})
 
 
+def _carried(column, value, attribute, missing, command):
+    """What the cell VALUE carries as ATTRIBUTE (None for an empty cell
+    without it); a cell of text without it is refused: MISSING says what
+    the text lacks, COMMAND whose rows -f openmetrics knows."""
+    found = getattr(value, attribute, None)
+    if found is None and _plain(value):
+        raise OpenMetricsError(
+            _('Column "%(column)s" holds %(value)r, %(missing)s: these '
+              'rows are not the ones -f openmetrics knows (%(command)s). '
+              'Use -f json or -f table.')
+            % {'column': column, 'value': _plain(value),
+               'missing': missing, 'command': command})
+    return found
+
+
 def _counts(column, value):
     """{label value: number} of a cell that holds ``counts`` (an empty
     cell: none)."""
-    counts = getattr(value, 'counts', None)
-    if counts is None:
-        if not _plain(value):
-            return {}
-        raise OpenMetricsError(
-            _('Column "%(column)s" holds %(value)r, text without the '
-              'reasons behind it: these rows are not the ones -f '
-              'openmetrics knows (openstack gpu capacity list). Use -f '
-              'json or -f table.')
-            % {'column': column, 'value': _plain(value)})
+    counts = _carried(column, value, 'counts',
+                      _('text without the reasons behind it'),
+                      'openstack gpu capacity list') or {}
     return {str(k): _number(column, n) for k, n in sorted(counts.items())}
+
+
+def _holders(family, value):
+    """[((label, value), ...)] per holder of the cell VALUE (a ``holders``
+    attribute: one tuple of values each); one of empty values for none."""
+    column, labels = family.each
+    holders = _carried(column, value, 'holders',
+                       _('names without the servers behind them'),
+                       'openstack gpu device list')
+    holders = list(holders or ()) or [('',) * len(labels)]
+    return [tuple((label, _label_text(v)) for label, v in
+                  zip(labels, holder, strict=True)) for holder in holders]
 
 
 def _series(labels):
@@ -242,7 +349,7 @@ def _missing(family, columns):
     missing = [c for c in family.needs() if c not in columns]
     absent = [(fixed, column) for fixed, column in family.samples
               if column not in columns]
-    if len(absent) == len(family.samples):
+    if family.samples and len(absent) == len(family.samples):
         missing.append(' or '.join(column for _fixed, column in absent))
     if missing:
         return True, [(family.name, missing)]
@@ -251,18 +358,26 @@ def _missing(family, columns):
              [column]) for fixed, column in absent]
 
 
+def _exposition(columns):
+    """The EXPOSITIONS entry whose command gives every one of COLUMNS."""
+    for exposition in EXPOSITIONS:
+        if all(c in exposition.columns for c in columns):
+            return exposition
+    unknown = [c for c in columns if c not in CAPACITY_COLUMNS]
+    raise OpenMetricsError(
+        _('-f openmetrics knows only the rows of %(commands)s; these '
+          'rows have columns it does not know: %(unknown)s. Use -f json, '
+          'yaml, csv, value or table for this command.')
+        % {'commands': ' and '.join('"%s"' % e.command
+                                    for e in EXPOSITIONS),
+           'unknown': ', '.join(unknown)})
+
+
 def _families(columns):
     """([families the columns make], [(left out, columns it needs)])."""
-    unknown = [c for c in columns if c not in CAPACITY_COLUMNS]
-    if unknown:
-        raise OpenMetricsError(
-            _('-f openmetrics knows only the rows of "openstack gpu '
-              'capacity list"; these rows have columns it does not know: '
-              '%(unknown)s. Use -f json, yaml, csv, value or table for '
-              'this command.')
-            % {'unknown': ', '.join(unknown)})
+    exposition = _exposition(columns)
     families, left_out = [], []
-    for family in FAMILIES:
+    for family in exposition.families:
         if family.optional and not any(
                 column in columns for _fixed, column in family.samples):
             continue
@@ -284,8 +399,11 @@ def _families(columns):
 
 def _row_samples(family, row, index):
     """[(labels, value)] that FAMILY takes from ROW (None cells: none)."""
-    keys = [(label, _label_text(row[index[column]]))
-            for label, column in family.keys]
+    keys = [(label, family.convert.get(label, str)(
+        _label_text(row[index[column]]))) for label, column in family.keys]
+    if family.info:
+        return [(tuple(keys) + holder, 1) for holder in
+                _holders(family, row[index[family.each[0]]])]
     if HOST in index:
         keys.insert([label for label, _c in keys].index('pool') + 1,
                     ('host', _label_text(row[index[HOST]])))
@@ -349,6 +467,8 @@ def render(column_names, rows):
         samples = found[family.name]
         # one set of label names per family (the rows' columns fix it)
         names = [label for label, _v in next(iter(samples), ())]
+        if family.info:
+            names = list(family.labels())
         metric = metrics_core.GaugeMetricFamily(
             family.name, family.help, labels=names, unit=family.unit)
         for labels, value in samples.items():
@@ -369,7 +489,8 @@ class _Collected:
 
 
 class OpenMetricsFormatter(base.ListFormatter):
-    """``-f openmetrics`` for ``openstack gpu capacity list``."""
+    """``-f openmetrics`` for ``openstack gpu capacity list`` and ``gpu
+    device list``."""
 
     def add_argument_group(self, parser):
         # loaded for every gpuclient list command: no options of its own

@@ -41,6 +41,7 @@ from gpuclient.ops import server_ops
 from gpuclient.ops import snapshot
 from gpuclient.ops import utilisation_ops
 from gpuclient.rules import device_health
+from gpuclient.rules import device_metrics
 from gpuclient.rules import devices
 from gpuclient.rules import plan as plan_mod
 from gpuclient.rules import pools as pools_mod
@@ -59,6 +60,9 @@ def read(client):
     allocations = server_ops.gpu_allocations(client, cloud)
     rows = devices.rows(cloud, allocations, servers,
                         pools_mod.pools_by_host(cloud.pools))
+    # the labels that join DCGM's series (gpu device list -f openmetrics)
+    rows = device_metrics.join_fields(rows, cloud.placement.providers,
+                                      servers)
     notes = [message for _agg, _pool, message in cloud.problems]
     notes += cloud.placement.notes()
     return rows, cloud, servers, notes

@@ -18,22 +18,21 @@ from osc_lib import exceptions
 from osc_lib.cli import format_columns
 from osc_lib.command import command
 
+from gpuclient import formatters
 from gpuclient.i18n import _
 from gpuclient.v1 import common
 
 LOG = logging.getLogger(__name__)
 
-COLUMNS = ('Host', 'Pools', 'Resource Class', 'PCI Address', 'State',
-           'Server', 'Project')
-LONG_COLUMNS = ('Provider', 'Provider UUID', 'Total', 'Used',
-                'One Time Use', 'Traits')
+# one list of names, which the openmetrics formatter reads too
+COLUMNS = formatters.DEVICE_COLUMNS
+LONG_COLUMNS = formatters.LONG_DEVICE_COLUMNS
 SHOW_FIELDS = ('provider', 'provider_uuid', 'host', 'pools',
                'resource_class', 'pci_address', 'state', 'servers',
                'server_ids', 'projects', 'total', 'used', 'one_time_use',
                'traits')
 # from the cloud's Prometheus (DCGM exporter), when one is configured
-HEALTH_COLUMNS = ('Model', 'Driver Version', 'Health', 'Last XID',
-                  'XID Action', 'Row Remap', 'Util %')
+HEALTH_COLUMNS = formatters.HEALTH_DEVICE_COLUMNS
 HEALTH_FIELDS = ('model', 'driver_version', 'health', 'last_xid',
                  'xid_action', 'row_remap', 'util')
 RELEASE_COLUMNS = ('Provider', 'Host', 'PCI Address', 'Resource Class',
@@ -70,19 +69,41 @@ def _health(row):
     return tuple(row[f] for f in HEALTH_FIELDS)
 
 
+class ServerColumn(format_columns.ListColumn):
+    """The Server cell: the names of the servers holding the device in
+    every list format, and ``holders``, (name, ID, project, flavor) per
+    server, which -f openmetrics writes as one series per server."""
+
+    def __init__(self, value, holders):
+        super().__init__(value)
+        self.holders = list(holders)
+
+
 def _row(row, long=False):
     item = (row['host'], format_columns.ListColumn(row['pools']),
             row['resource_class'], row['pci_address'], row['state'],
-            format_columns.ListColumn(row['servers']),
+            ServerColumn(row['servers'], row.get('holders', ())),
             format_columns.ListColumn(row['projects']))
     if long:
         item += (row['name'], row['uuid'], row['total'], row['used'],
                  row['one_time_use'],
-                 format_columns.ListColumn(row['traits'] or []))
+                 format_columns.ListColumn(row['traits'] or []),
+                 row.get('hypervisor_hostname'))
     return item + _health(row)
 
 
+def long_arg(parsed_args):
+    """--long, which -f openmetrics implies (its labels need the
+    provider and hypervisor hostname)."""
+    return parsed_args.long or getattr(
+        parsed_args, 'formatter', None) == 'openmetrics'
+
+
 class ListDevice(common.Lister):
+    # rows that make metrics: -f openmetrics as well as cliff's formats
+    # (setup.cfg's gpuclient.formatter.list)
+    formatter_namespace = formatters.LIST_NAMESPACE
+
     _description = _(
         'List GPU devices as Placement and Nova know them.\n\n'
         'One row per GPU device provider (a passthrough GPU, a pGPU or VF '
@@ -99,7 +120,11 @@ class ListDevice(common.Lister):
         'XID with NVIDIA\'s recommended action, row-remap state and '
         'utilisation ("unknown" where no metric says), in one query per '
         'metric. Read in a fixed number of requests, plus one per GPU '
-        'device in use. Needs admin.')
+        'device in use. "-f openmetrics" (which implies --long) writes '
+        'one gpuclient_device_info series per device and server holding '
+        'it, labelled to join the DCGM exporter\'s series in Prometheus '
+        '(hostname, pci_bus_id, instance_id) with what Prometheus cannot '
+        'know (server, project, flavor, pool). Needs admin.')
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -129,7 +154,8 @@ class ListDevice(common.Lister):
         parser.add_argument(
             '--long', action='store_true', default=False,
             help=_('List additional fields in output (provider name and '
-                   'UUID, units total and used, one-time use, traits)'))
+                   'UUID, units total and used, one-time use, traits, '
+                   'hypervisor hostname); implied by -f openmetrics'))
         add_health_args(parser)
         return parser
 
@@ -145,12 +171,13 @@ class ListDevice(common.Lister):
             window=window)
         for note in notes:
             LOG.warning(note)
-        columns = COLUMNS + (LONG_COLUMNS if parsed_args.long else ())
+        long = long_arg(parsed_args)
+        columns = COLUMNS + (LONG_COLUMNS if long else ())
         if device_ops.health_read(self.app.client_manager.gpu,
                                   parsed_args.prometheus,
                                   parsed_args.unhealthy):
             columns += HEALTH_COLUMNS
-        return columns, [_row(r, parsed_args.long) for r in rows]
+        return columns, [_row(r, long) for r in rows]
 
 
 class ShowDevice(command.ShowOne):

@@ -738,7 +738,8 @@ class TestWiring(base.CommandTestCase):
                 offering.append(name)
                 self.assertEqual(formatters.LIST_NAMESPACE,
                                  cmd.formatter_namespace, name)
-        self.assertEqual(['gpu capacity list'], offering)
+        self.assertEqual(['gpu capacity list', 'gpu device list'],
+                         sorted(offering))
         self.assertIn('gpu host list', listers)
         self.assertGreaterEqual(len(listers), 10)
 

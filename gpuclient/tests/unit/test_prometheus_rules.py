@@ -1,0 +1,183 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The shipped Prometheus rules (etc/prometheus) against gpuclient's real
+output: every ``gpuclient_`` metric and every label the rules (and their
+promtool tests' input series) use is one that ``gpu device list`` or ``gpu
+capacity list -f openmetrics`` writes, so renaming a metric or a label in
+the formatter fails here, not in a user's Prometheus. The rules' own
+behaviour is tested by promtool (tox -e promtool).
+"""
+
+import os
+import re
+
+import fixtures
+from prometheus_client.openmetrics import parser as om_parser
+import testtools
+import yaml
+
+from gpuclient import formatters
+from gpuclient.tests.unit import test_device_metrics
+from gpuclient.tests.unit import test_formatters
+
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))
+RULES = os.path.join(TOP, 'etc', 'prometheus', 'gpuclient.rules.yml')
+TESTS = os.path.join(TOP, 'etc', 'prometheus', 'gpuclient.rules.test.yml')
+
+# the labels only the DCGM exporter's series have (dcgm-exporter
+# internal/pkg/rendermetrics/render_metrics.go: GPU_I_ID, Hostname before
+# 4.8; DCGM_FI_DRIVER_VERSION is a label field of etc/default-counters.csv)
+# and the one label the rules make (bus, by label_replace). The join keys,
+# hostname, pci_bus_id and instance_id (an exporter in a guest, from
+# openstack_sd_configs relabelling), are on both sides: gpuclient must
+# write them, so they are not here.
+OTHER_LABELS = {'Hostname', 'GPU_I_ID', 'DCGM_FI_DRIVER_VERSION', 'bus'}
+
+_NAME = re.compile(r'\bgpuclient_[a-z0-9_]+')
+_SELECTOR = re.compile(r'\b(gpuclient_[a-z0-9_]+)\{([^}]*)\}')
+_MATCHER = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)\s*(?:=~|!~|!=|=)')
+_GROUPING = re.compile(r'\b(?:by|without|on|ignoring|group_left|'
+                       r'group_right)\s*\(([^)]*)\)')
+_REPLACE = re.compile(r'label_replace\(.*?,\s*"([^"]+)",\s*"[^"]*",\s*'
+                      r'"([^"]+)"', re.S)
+_TEMPLATE = re.compile(r'\$labels\.([A-Za-z_][A-Za-z0-9_]*)')
+
+
+def produced():
+    """{metric: {labels}} of gpuclient's real output: both commands'
+    rows through the formatter."""
+    texts = [test_device_metrics.render()[0]]
+    for per_host in (False, True):
+        texts.append(formatters.render(
+            test_formatters.columns_of(per_host, True),
+            test_formatters.capacity_rows(per_host=per_host,
+                                          long=True))[0])
+    found = {}
+    for text in texts:
+        for family in om_parser.text_string_to_metric_families(text):
+            for sample in family.samples:
+                found.setdefault(sample.name, set()).update(sample.labels)
+    return found
+
+
+def rules():
+    with open(RULES) as f:
+        return [rule for group in yaml.safe_load(f)['groups']
+                for rule in group['rules']]
+
+
+def used_labels(text):
+    """Label names TEXT (PromQL or an annotation) refers to."""
+    labels = set()
+    for group in _GROUPING.findall(text):
+        labels |= {g.strip() for g in group.split(',') if g.strip()}
+    for _name, matchers in _SELECTOR.findall(text):
+        labels |= set(_MATCHER.findall(matchers))
+    for made, source in _REPLACE.findall(text):
+        labels |= {made, source}
+    return labels | set(_TEMPLATE.findall(text))
+
+
+def used_metrics(rules_):
+    return {name for rule in rules_ for name in _NAME.findall(rule['expr'])}
+
+
+def unknown_labels(found, rules_):
+    """Labels RULES_ use that neither FOUND (gpuclient's output) nor DCGM
+    has."""
+    gpuclient = set().union(*found.values())
+    unknown = set()
+    for rule in rules_:
+        texts = [rule['expr']] + list(
+            (rule.get('annotations') or {}).values())
+        unknown |= set().union(*(used_labels(t) for t in texts)) - (
+            gpuclient | OTHER_LABELS)
+    return unknown
+
+
+class TestRulesUseGpuclientsNames(testtools.TestCase):
+    def setUp(self):
+        super().setUp()
+        self.produced = produced()
+        self.rules = rules()
+
+    def test_every_gpuclient_metric_is_produced(self):
+        used = used_metrics(self.rules)
+        self.assertEqual({'gpuclient_device_info', 'gpuclient_flavor_fits'},
+                         used)
+        self.assertEqual(set(), used - set(self.produced))
+
+    def test_every_label_is_gpuclients_or_dcgms(self):
+        self.assertEqual(set(), unknown_labels(self.produced, self.rules))
+
+    def test_selectors_on_gpuclient_metrics_use_its_labels(self):
+        for rule in self.rules:
+            for name, matchers in _SELECTOR.findall(rule['expr']):
+                self.assertLessEqual(set(_MATCHER.findall(matchers)),
+                                     self.produced[name], rule)
+
+    def test_promtool_inputs_are_gpuclients_series(self):
+        # the promtool tests feed series shaped as gpuclient writes them
+        with open(TESTS) as f:
+            tests = yaml.safe_load(f)['tests']
+        seen = set()
+        for test in tests:
+            for item in test['input_series']:
+                name, _brace, rest = item['series'].partition('{')
+                if not name.startswith('gpuclient_'):
+                    continue
+                labels = set(re.findall(r'([A-Za-z_]\w*)="', rest))
+                seen.add(name)
+                if name == 'gpuclient_device_info':
+                    self.assertEqual(self.produced[name], labels, item)
+                else:
+                    self.assertLessEqual(labels, self.produced[name] |
+                                         {'host'}, item)
+        self.assertEqual({'gpuclient_device_info', 'gpuclient_flavor_fits'},
+                         seen)
+
+    def test_a_rename_is_caught(self):
+        # the formatter writing server_id instead of instance_id, and
+        # gpuclient_flavor_fits under another name: both are seen
+        family = formatters.DEVICE_FAMILIES[0]
+        renamed = formatters.Family(
+            family.name, family.help, family.keys, info=True,
+            each=(family.each[0], tuple(
+                'server_id' if label == 'instance_id' else label
+                for label in family.each[1])), convert=family.convert)
+        self.useFixture(fixtures.MockPatchObject(
+            formatters, 'DEVICE_FAMILIES', (renamed,)))
+        self.useFixture(fixtures.MockPatchObject(
+            formatters.EXPOSITIONS[1], 'families', (renamed,)))
+        self.assertEqual({'instance_id'},
+                         unknown_labels(produced(), self.rules))
+        fits = formatters.FAMILIES[0]
+        self.assertEqual('gpuclient_flavor_fits', fits.name)
+        self.useFixture(fixtures.MockPatchObject(
+            fits, 'name', 'gpuclient_flavor_fits_now'))
+        self.assertEqual({'gpuclient_flavor_fits'},
+                         used_metrics(self.rules) - set(produced()))
+
+    def test_every_alert_has_a_promtool_test(self):
+        with open(TESTS) as f:
+            tests = yaml.safe_load(f)['tests']
+        tested = {case['alertname'] for test in tests
+                  for case in test.get('alert_rule_test', ())}
+        alerts = {r['alert'] for r in self.rules if 'alert' in r}
+        self.assertEqual(alerts, tested)
+        recorded = {case['expr'] for test in tests
+                    for case in test.get('promql_expr_test', ())}
+        records = {r['record'] for r in self.rules if 'record' in r}
+        # every recording rule is tested directly or through its alert
+        self.assertLessEqual(recorded, records)
