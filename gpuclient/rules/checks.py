@@ -43,6 +43,7 @@ from osc_lib import exceptions
 
 from gpuclient import exit_status
 from gpuclient.i18n import _
+from gpuclient.rules import address_space
 from gpuclient.rules import baremetal
 from gpuclient.rules import capacity as capacity_mod
 from gpuclient.rules import devices
@@ -657,6 +658,39 @@ def flavor_mem_encryption(cloud, settings):
               'valid host".') % {'model': model, 'trait': trait,
                                  'where': where},
             fix, steered))
+    return found
+
+
+@register('flavor-address-space')
+def flavor_address_space(cloud, settings):
+    """Passthrough GPU flavors whose guests cannot map every GPU's BAR1
+    window (issue 40 rule 3): RAM, the 32-bit hole and the BAR1 windows of
+    the pool's board (profiles.BAR1) beyond the guest's physical address
+    bits (40 with no hw:maxphysaddr_mode; Nova 2023.2 and later take
+    the setting, rules/address_space)."""
+    found = []
+    for flavor, reading in _gpu_flavors(cloud):
+        steered = capacity_mod.flavor_pools(reading, cloud.pools)
+        by_alias = [p for p in cloud.pools.values()
+                    if p.get('alias') in reading['aliases']]
+        bars = [bar1 for bar1 in (
+            address_space.pool_bar1(pool) for pool in by_alias or [
+                cloud.pools[name] for name in steered]) if bar1]
+        if not bars:
+            continue
+        bar1 = max(bars, key=lambda b: b.gib)
+        gpus = reading['gpus'] or 0
+        result = address_space.judge(flavor.get('ram'), gpus, bar1.gib,
+                                     flavor.get('extra_specs'))
+        if not result:
+            continue
+        found.append(finding(
+            WARNING, 'flavor-address-space',
+            'flavor %s' % _flavor_label(flavor),
+            address_space.symptom(result, gpus, bar1.gib, bar1.board),
+            address_space.fix(_flavor_label(flavor), result),
+            _flavor_pools(cloud, reading,
+                          [p['name'] for p in by_alias])))
     return found
 
 
