@@ -37,8 +37,11 @@ Nova's settings (Nova 28.0.0 / 2023.2 and later; as Nova 34 reads them):
 * Nova 34's flavor extra-spec validator (``nova/api/validation/
   extra_specs/hw.py``) does not register either key: at compute API 2.86
   and later, ``openstack flavor set --property hw:maxphysaddr_mode=...``
-  gets 400 "does not appear to be a valid extra spec". gpuclient writes
-  flavor extra specs at 2.61, where Nova does not validate them.
+  gets 400 "does not appear to be a valid extra spec" (checked against
+  the installed Nova 34 and on the test cloud; OSC's default 2.1 is
+  accepted). gpuclient writes flavor extra specs raw at 2.61
+  (``cloud.compute.set_flavor_extra_specs``), whatever
+  ``--os-compute-api-version`` says, where Nova does not validate them.
 """
 
 from osc_lib import exceptions
