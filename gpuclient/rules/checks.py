@@ -861,6 +861,44 @@ def libvirt_post_copy(cloud, settings):
         '[libvirt] live_migration_permit_post_copy = False', moving)]
 
 
+@register('placement-wide-trees')
+def placement_wide_trees(cloud, settings):
+    """Placement's candidate generation where pools have wide provider
+    trees (``nova_config.wide_trees``: a host with >= 8 child providers of
+    a pool's class and a flavor asking > 4 of them; Placement's "when to
+    enable", bug 2126751) without ``nova_config.WIDE_TREE_SETTINGS`` in
+    placement.conf (Placement's options, releases beside them). Needs
+    placement.conf among the ``--nova-conf`` files; without any file, one
+    warning says what is not known."""
+    roots = cloud.host_roots()
+    members = {h for pool in cloud.pools.values() for h in pool['hosts']}
+    trees = nova_config.trees_from_snapshot(
+        cloud.placement, {h: sorted(roots[h]) for h in sorted(members)
+                          if roots.get(h)})
+    wide = nova_config.wide_trees(cloud.pools, trees, cloud.flavors)
+    if not wide:
+        return []
+    pools = sorted({item['pool'] for item in wide})
+    why = ' '.join(nova_config.wide_tree_text(item) for item in wide)
+    if settings is None:
+        return [not_judged(
+            'placement-wide-trees', 'placement.conf',
+            _('placement.conf was not given, so whether Placement is set '
+              'for wide provider trees is not known. %s') % why,
+            _('openstack gpu check --nova-conf /etc/nova/nova.conf '
+              '--nova-conf /etc/placement/placement.conf'), pools)]
+    return [finding(
+        WARNING, 'placement-wide-trees',
+        'placement.conf [%s] %s' % (section, key),
+        _('is not %(value)s in the files given (Placement\'s default '
+          'otherwise). %(why)s %(releases)s') % {
+              'value': value, 'why': why,
+              'releases': nova_config.wide_trees_releases()},
+        '[%s] %s = %s' % (section, key, value), pools)
+        for section, key, value in nova_config.wide_trees_unset(
+            settings['placement'])]
+
+
 # -- images ------------------------------------------------------------------
 
 def _active_images(cloud):

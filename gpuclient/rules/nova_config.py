@@ -581,6 +581,41 @@ WIDE_TREE_ASKED = 4
 # the candidates kept spread over every host (bug 2070257)
 PLACEMENT_MAX_CANDIDATES = '1000'
 BREADTH_FIRST = 'breadth-first'
+# Where the settings come from (openstack/placement's release notes
+# bug-2126751-optimize_for_wide_provider_trees and
+# bug-2070257-allocation-candidates-generation-limit-and-strategy, and the
+# tags that hold them): optimize_for_wide_provider_trees from Placement
+# 15.0.0 (2026.1), backported to stable/2025.2, stable/2025.1 and
+# stable/2024.2; max_allocation_candidates and
+# allocation_candidates_generation_strategy from Placement 13.0.0 (2025.1),
+# backported to 11.0.1 (2024.1), stable/2024.2 and stable/2023.2. Nova 34
+# has none of them (nova/conf): they are placement.conf's.
+# placement.conf where trees are wide: (section, key, value)
+WIDE_TREE_SETTINGS = (
+    ('workarounds', 'optimize_for_wide_provider_trees', TRUE),
+    ('placement', 'max_allocation_candidates', PLACEMENT_MAX_CANDIDATES),
+    ('placement', 'allocation_candidates_generation_strategy',
+     BREADTH_FIRST),
+)
+
+
+def wide_trees_unset(placement):
+    """The WIDE_TREE_SETTINGS that PLACEMENT (``load_settings``'s
+    ``placement``: what the given files say, Placement's defaults
+    otherwise) does not have: optimize_for_wide_provider_trees off,
+    max_allocation_candidates unlimited (-1) or above 1000, depth-first
+    generation."""
+    wrong = {
+        'optimize_for_wide_provider_trees':
+            not placement['optimize_for_wide_provider_trees'],
+        'max_allocation_candidates': not (
+            0 < placement['max_allocation_candidates']
+            <= int(PLACEMENT_MAX_CANDIDATES)),
+        'allocation_candidates_generation_strategy':
+            placement['allocation_candidates_generation_strategy']
+            != BREADTH_FIRST,
+    }
+    return [item for item in WIDE_TREE_SETTINGS if wrong[item[1]]]
 
 
 def _flavor_asks(reading, name, pool):
@@ -605,13 +640,11 @@ def wide_trees(pools, trees, flavors):
     devices, VFs, pGPUs of vGPU and MIG) and a GPU flavor that can land in
     it asks more than WIDE_TREE_ASKED of them. Then Placement's candidate
     generation (every combination of the children, bug 2126751) takes too
-    long and boots fail, unless placement.conf has ``[workarounds]
-    optimize_for_wide_provider_trees = True`` (Placement 15.0.0 / 2026.1,
-    backported to stable/2025.2, stable/2025.1 and 12.0.2 / 2024.2) and
-    ``[placement] allocation_candidates_generation_strategy =
-    breadth-first`` with ``max_allocation_candidates`` (Placement 13.0.0 /
-    2025.1, backported to 12.0.1, 11.0.1 and 10.0.1). Both are Placement's
-    options (placement/conf/workarounds.py and placement.py), not Nova's.
+    long and boots fail, unless placement.conf has WIDE_TREE_SETTINGS
+    (``[workarounds] optimize_for_wide_provider_trees = True``, and
+    ``[placement] max_allocation_candidates`` with breadth-first
+    generation; releases above). They are Placement's options
+    (placement/conf/workarounds.py and placement.py), not Nova's.
     FLAVORS: dicts with ``extra_specs`` (None: not read, nothing found).
     """
     found = []
@@ -636,22 +669,24 @@ def wide_trees(pools, trees, flavors):
 
 def wide_trees_settings(config, wide):
     """placement.conf for the pools ``wide_trees`` found (WIDE)."""
-    config.set(PLACEMENT, 'workarounds', 'optimize_for_wide_provider_trees',
-               TRUE)
-    config.set(PLACEMENT, 'placement',
-               'allocation_candidates_generation_strategy', BREADTH_FIRST)
-    config.set(PLACEMENT, 'placement', 'max_allocation_candidates',
-               PLACEMENT_MAX_CANDIDATES)
+    for section, key, value in WIDE_TREE_SETTINGS:
+        config.set(PLACEMENT, section, key, value)
     for item in wide:
         config.note(PLACEMENT, wide_tree_text(item))
+    config.note(PLACEMENT, wide_trees_releases())
     config.note(PLACEMENT, _(
-        'placement.conf of every placement-api, not nova.conf. '
-        'optimize_for_wide_provider_trees needs Placement 15.0.0 (2026.1) '
-        'or a 2024.2, 2025.1 or 2025.2 release with its backport; the '
-        'generation strategy and max_allocation_candidates Placement '
-        '13.0.0 (2025.1) or 10.0.1, 11.0.1, 12.0.1. Keep Nova\'s '
-        '[scheduler] max_placement_results at or below '
+        'Keep Nova\'s [scheduler] max_placement_results at or below '
         'max_allocation_candidates.'))
+
+
+def wide_trees_releases():
+    """Where the WIDE_TREE_SETTINGS are and which Placement has them."""
+    return _(
+        'placement.conf of every placement-api, not nova.conf. '
+        'optimize_for_wide_provider_trees: Placement 15.0.0 (2026.1), '
+        'backported to 2025.2, 2025.1 and 2024.2; max_allocation_candidates '
+        'and allocation_candidates_generation_strategy: Placement 13.0.0 '
+        '(2025.1), backported to 11.0.1 (2024.1), 2024.2 and 2023.2.')
 
 
 def wide_tree_text(item):

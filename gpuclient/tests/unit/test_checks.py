@@ -681,6 +681,70 @@ class TestLibvirtPostCopy(ChecksTestCase):
         self.assert_found('libvirt-post-copy', conf(self.ON))
 
 
+class TestWideTrees(ChecksTestCase):
+    """Issue 40, rule 5: >= 8 child providers of a pool's class on a host
+    and a flavor asking > 4 (Placement's bug 2126751 "when to enable")
+    without Placement's settings for it in placement.conf."""
+
+    PLACEMENT_CONF = ('[workarounds]\noptimize_for_wide_provider_trees = '
+                      'True\n[placement]\nmax_allocation_candidates = 1000\n'
+                      'allocation_candidates_generation_strategy = '
+                      'breadth-first\n')
+
+    def wide_cloud(self, children=8, gpus=5):
+        self.fc = fakes.FakeCloud()
+        self.fc.pci_host('gpu-pt-8', count=children)
+        self.fc.images.append(dict(GOOD_IMAGE))
+        self.pool(PT_SPEC, ['gpu-pt-8'])
+        self.flavor('pt.%d' % gpus, PT_SPEC, gpus=gpus)
+
+    def test_each_setting_and_its_fix(self):
+        self.wide_cloud()
+        text = GOOD_CONF
+        found = self.assert_found('placement-wide-trees', conf(text),
+                                  severity=checks.WARNING)
+        self.assertEqual(
+            ['[placement] allocation_candidates_generation_strategy = '
+             'breadth-first',
+             '[placement] max_allocation_candidates = 1000',
+             '[workarounds] optimize_for_wide_provider_trees = true'],
+            [f.fix for f in found])
+        self.assertEqual({('solver',)}, {f.pools for f in found})
+        self.assertIn('host gpu-pt-8 has 8 child providers', found[0].symptom)
+        self.assertIn('Placement 15.0.0 (2026.1)', found[0].symptom)
+        # each fix, as written, clears its finding
+        for item in found:
+            section, line = item.fix.split(' ', 1)
+            text += '%s\n%s\n' % (section, line)
+            self.assertNotIn(item.object, [
+                f.object for f in self.named('placement-wide-trees',
+                                             conf(text))])
+        self.assertEqual([], self.named('placement-wide-trees', conf(text)))
+        self.assertEqual([], self.named('placement-wide-trees',
+                                        conf(self.PLACEMENT_CONF)))
+        # unlimited or above 1000 is not what Placement advises
+        for maximum in ('-1', '5000'):
+            self.assertEqual(
+                ['placement.conf [placement] max_allocation_candidates'],
+                [f.object for f in self.named(
+                    'placement-wide-trees', conf(self.PLACEMENT_CONF.replace(
+                        '= 1000', '= ' + maximum)))])
+
+    def test_only_where_the_pools_make_it_matter(self):
+        for children, gpus in ((7, 5), (8, 4)):
+            self.wide_cloud(children, gpus)
+            self.assertEqual([], self.named('placement-wide-trees',
+                                            conf(GOOD_CONF)),
+                             (children, gpus))
+        # without any file: said, not judged
+        self.wide_cloud()
+        found = self.named('placement-wide-trees')
+        self.assertEqual([('placement-wide-trees', 'placement.conf')],
+                         not_judged(found))
+        self.assertIn('--nova-conf /etc/placement/placement.conf',
+                      found[0].fix)
+
+
 class TestQuotaPci(ChecksTestCase):
     """Issue 40, rule 1: PCI alias GPUs are not counted against unified
     limits before Nova 2026.2 (compute API 2.104)."""
