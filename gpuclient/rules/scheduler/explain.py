@@ -147,10 +147,11 @@ def crowded_hosts(rows, count, limit):
 
     Placement makes every candidate (each combination of a host's child
     providers: many on a wide tree) and then keeps LIMIT of them, in no
-    order it promises (Placement 16.0.0 ``limit_results``; a random sample with
-    ``randomize_allocation_candidates``); with ``max_allocation_candidates``
-    and depth-first generation it even stops after the first hosts. Hosts
-    with several candidates may have crowded others out."""
+    order it promises (Placement 16.0.0's ``limit_results``; a random
+    sample with ``randomize_allocation_candidates``); with
+    ``max_allocation_candidates`` and depth-first generation it even stops
+    after the first hosts. Hosts with several candidates may have crowded
+    others out."""
     if not limit or count < limit:
         return []
     return sorted(((row['host'], row['candidates']) for row in rows
