@@ -291,7 +291,8 @@ class Compute:
     # (2.55) and extra specs (2.61) come in every flavor body as the plain
     # dicts the flavor plans diff (the SDK's Flavor renames the keys, and
     # negotiates down to a version without extra specs instead of failing).
-    # Extra specs, the description, the access list and delete go through
+    # Setting extra specs is raw at 2.61 too (set_flavor_extra_specs);
+    # deleting one, the description, the access list and delete go through
     # the SDK's calls.
 
     def _flavor_call(self, method, url, what, body=None, ok_missing=False,
@@ -376,11 +377,20 @@ class Compute:
         return getattr(flavor, 'description', None)
 
     def set_flavor_extra_specs(self, flavor_id, extra_specs):
+        """POST /flavors/{id}/os-extra_specs, raw at compute API 2.61.
+
+        Not the SDK's call: it sends --os-compute-api-version when given,
+        and from 2.86 Nova validates the keys against its registry, which
+        in Nova 34 lacks settings it acts on (``hw:maxphysaddr_mode`` and
+        ``hw:maxphysaddr_bits``: 400 "does not appear to be a valid extra
+        spec"). gpuclient checks the keys it writes itself (rules.specs).
+        """
         what = _('Setting extra specs of flavor %s') % flavor_id
-        with errors.translate_errors(self.service, what):
-            flavor = self._proxy.create_flavor_extra_specs(
-                flavor_id, extra_specs)
-        return dict(flavor.extra_specs or {})
+        quoted = urllib.parse.quote(flavor_id, safe='')
+        data = self._flavor_call('post', '/flavors/%s/os-extra_specs' % quoted,
+                                 what, {'extra_specs': extra_specs},
+                                 key='extra_specs')
+        return dict(data['extra_specs'] or {})
 
     def add_flavor_access(self, flavor_id, project_id):
         what = _('Giving project %(project)s access to flavor %(flavor)s') % {

@@ -138,6 +138,20 @@ def collect(client, flavor=None, resources=(), required=(), image=None,
             'max_placement_results): hosts beyond it are not shown, as Nova '
             'would not see them either. Raise --limit to see more.')
             % {'count': count, 'limit': req['limit']})
+    crowded = explain.crowded_hosts(rows, count, req.get('limit'))
+    if crowded:
+        notes.append(_(
+            'Hosts with several of them (%(hosts)s) may have crowded others '
+            'out: a host with many child providers of a class (a wide '
+            'provider tree) gives one candidate per combination, and '
+            'Placement keeps the limit\'s share of all candidates in no '
+            'order it promises. Where placement.conf also sets '
+            'max_allocation_candidates, Placement stops generating at it: '
+            'with [placement] allocation_candidates_generation_strategy = '
+            'breadth-first (Placement 13.0.0, 2025.1) it takes one '
+            'candidate of each host in turn instead of every candidate of '
+            'the first hosts (gpu check: placement-wide-trees).')
+            % {'hosts': ', '.join('%s: %d' % item for item in crowded)})
     unjudged = numa_mod.unjudged_note(numa)
     if unjudged:
         notes.append(unjudged)

@@ -65,7 +65,8 @@ def read_pools(client, required=True):
 def create(client, name, pool, vcpus, ram, disk, ephemeral=0, swap=0,
            gpus=1, numa_policy=None, public=True, projects=(),
            description=None, properties=None, dry_run=False, on_step=None,
-           project_domain=None):
+           project_domain=None, maxphysaddr_mode=None,
+           maxphysaddr_bits=None):
     """``gpu flavor create``: returns (flavor or None, projects, warnings,
     plan)."""
     specs.check_sizes(vcpus, ram, disk, ephemeral, swap)
@@ -79,7 +80,9 @@ def create(client, name, pool, vcpus, ram, disk, ephemeral=0, swap=0,
     pool = pools_mod.pool_name(pools, pool)
     the_pool = pools[pool]
     derived = specs.derive(the_pool, gpus=gpus, numa_policy=numa_policy,
-                           properties=properties)
+                           properties=properties,
+                           maxphysaddr_mode=maxphysaddr_mode,
+                           maxphysaddr_bits=maxphysaddr_bits, ram=ram)
     agg_changes = specs.aggregate_changes(the_pool,
                                           derived['aggregate_metadata'])
     project_ids = client.project_ids(projects or (), project_domain)

@@ -43,6 +43,7 @@ from osc_lib import exceptions
 
 from gpuclient import exit_status
 from gpuclient.i18n import _
+from gpuclient.rules import address_space
 from gpuclient.rules import baremetal
 from gpuclient.rules import capacity as capacity_mod
 from gpuclient.rules import device_health
@@ -661,6 +662,39 @@ def flavor_mem_encryption(cloud, settings):
     return found
 
 
+@register('flavor-address-space')
+def flavor_address_space(cloud, settings):
+    """Passthrough GPU flavors whose guests cannot map every GPU's BAR1
+    window (issue 40 rule 3): RAM, the 32-bit hole and the BAR1 windows of
+    the pool's board (profiles.BAR1) beyond the guest's physical address
+    bits (40 with no hw:maxphysaddr_mode; Nova 2023.2 and later take
+    the setting, rules/address_space)."""
+    found = []
+    for flavor, reading in _gpu_flavors(cloud):
+        steered = capacity_mod.flavor_pools(reading, cloud.pools)
+        by_alias = [p for p in cloud.pools.values()
+                    if p.get('alias') in reading['aliases']]
+        bars = [bar1 for bar1 in (
+            address_space.pool_bar1(pool) for pool in by_alias or [
+                cloud.pools[name] for name in steered]) if bar1]
+        if not bars:
+            continue
+        bar1 = max(bars, key=lambda b: b.gib)
+        gpus = reading['gpus'] or 0
+        result = address_space.judge(flavor.get('ram'), gpus, bar1.gib,
+                                     flavor.get('extra_specs'))
+        if not result:
+            continue
+        found.append(finding(
+            WARNING, 'flavor-address-space',
+            'flavor %s' % _flavor_label(flavor),
+            address_space.symptom(result, gpus, bar1.gib, bar1.board),
+            address_space.fix(_flavor_label(flavor), result),
+            _flavor_pools(cloud, reading,
+                          [p['name'] for p in by_alias])))
+    return found
+
+
 @register('flavor-pci-alias')
 def flavor_pci_alias(cloud, settings):
     """PCI aliases of flavors that nova.conf does not define (needs
@@ -826,6 +860,44 @@ def libvirt_post_copy(cloud, settings):
           'their live migrations fail (gpu drain plans them cold on such '
           'hosts).') % ', '.join(moving),
         '[libvirt] live_migration_permit_post_copy = False', moving)]
+
+
+@register('placement-wide-trees')
+def placement_wide_trees(cloud, settings):
+    """Placement's candidate generation where pools have wide provider
+    trees (``nova_config.wide_trees``: a host with >= 8 child providers of
+    a pool's class and a flavor asking > 4 of them; Placement's "when to
+    enable", bug 2126751) without ``nova_config.WIDE_TREE_SETTINGS`` in
+    placement.conf (Placement's options, releases beside them). Needs
+    placement.conf among the ``--nova-conf`` files; without any file, one
+    warning says what is not known."""
+    roots = cloud.host_roots()
+    members = {h for pool in cloud.pools.values() for h in pool['hosts']}
+    trees = nova_config.trees_from_snapshot(
+        cloud.placement, {h: sorted(roots[h]) for h in sorted(members)
+                          if roots.get(h)})
+    wide = nova_config.wide_trees(cloud.pools, trees, cloud.flavors)
+    if not wide:
+        return []
+    pools = sorted({item['pool'] for item in wide})
+    why = ' '.join(nova_config.wide_tree_text(item) for item in wide)
+    if settings is None:
+        return [not_judged(
+            'placement-wide-trees', 'placement.conf',
+            _('placement.conf was not given, so whether Placement is set '
+              'for wide provider trees is not known. %s') % why,
+            _('openstack gpu check --nova-conf /etc/nova/nova.conf '
+              '--nova-conf /etc/placement/placement.conf'), pools)]
+    return [finding(
+        WARNING, 'placement-wide-trees',
+        'placement.conf [%s] %s' % (section, key),
+        _('is not %(value)s in the files given (Placement\'s default '
+          'otherwise). %(why)s %(releases)s') % {
+              'value': value, 'why': why,
+              'releases': nova_config.wide_trees_releases()},
+        '[%s] %s = %s' % (section, key, value), pools)
+        for section, key, value in nova_config.wide_trees_unset(
+            settings['placement'])]
 
 
 # -- images ------------------------------------------------------------------

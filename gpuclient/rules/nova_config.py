@@ -16,8 +16,9 @@ Input: the pools (``gpuclient.rules.pools.scan``), the provider trees of their
 hosts (``trees_from_snapshot``) and, for MIG pools, the mdev type of each
 profile when the operator gives it. Output (``build``): a ``Config``, that
 is ``{target: {section: {key: value}}}`` where a target is ``ALL`` (every
-Nova service), ``API``, ``SCHEDULER``, ``CONDUCTOR`` or ``('host', <compute
-host>)``, and
+Nova service), ``API``, ``SCHEDULER``, ``CONDUCTOR``, ``('host', <compute
+host>)`` or ``PLACEMENT`` (placement.conf, where trees are wide:
+``wide_trees``), and
 a value is a string, or a list of strings for Nova's multi-valued options
 (``[pci] alias`` and ``device_spec``); plus notes per target for what the
 cloud cannot tell. Renderers: ``render_ini``, ``kolla_files`` (the
@@ -40,6 +41,11 @@ vgpu / mig host           ``[devices] enabled_mdev_types``, ``[mdev_<type>]
                           ``max_instances`` for a time-sliced type on
                           SR-IOV VFs, Nova 29+)
 baremetal host            nothing (said so)
+placement-api             ``[workarounds] optimize_for_wide_provider_trees``,
+                          ``[placement]
+                          allocation_candidates_generation_strategy`` and
+                          ``max_allocation_candidates`` where a pool's trees
+                          are wide (``wide_trees``; placement.conf)
 ========================  ===================================================
 
 Where providers come from (Nova 34): the libvirt driver names a pGPU (or
@@ -63,6 +69,8 @@ ALL = 'all'
 API = 'nova-api'
 SCHEDULER = 'nova-scheduler'
 CONDUCTOR = 'nova-conductor'
+# placement.conf of every placement-api (not a Nova service: wide_trees)
+PLACEMENT = 'placement-api'
 # the controller services that read [pci] alias and pci_in_placement
 CONTROLLERS = (API, SCHEDULER, CONDUCTOR)
 HOST = 'host'
@@ -126,7 +134,9 @@ def _order(target):
         return (2, '')
     if target == CONDUCTOR:
         return (3, '')
-    return (4, target[1])
+    if target == PLACEMENT:
+        return (4, '')
+    return (5, target[1])
 
 
 class Config:
@@ -518,6 +528,9 @@ def build(pools, trees, mig_types=None, numa_policy=DEFAULT_NUMA_POLICY,
                            '"openstack gpu pool list").'))
         return config
     _add_aliases(config, chosen, flavors, numa_policy)
+    wide = wide_trees(pools, trees, flavors)
+    if wide:
+        wide_trees_settings(config, wide)
     config.set(SCHEDULER, 'filter_scheduler', 'enabled_filters',
                ','.join(_filters(chosen)))
     config.note(SCHEDULER, _(
@@ -554,6 +567,135 @@ def post_copy_needed(pool):
         return True
     return bool(pool['mode'] in (pools_mod.PASSTHROUGH, pools_mod.VGPU_VF)
                 and pool.get('live_migratable'))
+
+
+# Placement's "When to enable" of [workarounds]
+# optimize_for_wide_provider_trees (placement/conf/workarounds.py, bug
+# 2126751): "at least 8 child resource providers within a tree providing
+# inventory of the same resource class" and "VMs with more than 4 such
+# resources"
+WIDE_TREE_CHILDREN = 8
+WIDE_TREE_ASKED = 4
+# Placement's advice beside it: max_allocation_candidates "not more than
+# 1000" once the optimisation is needed, and breadth-first generation so
+# the candidates kept spread over every host (bug 2070257)
+PLACEMENT_MAX_CANDIDATES = '1000'
+BREADTH_FIRST = 'breadth-first'
+# Where the settings come from (openstack/placement's release notes
+# bug-2126751-optimize_for_wide_provider_trees and
+# bug-2070257-allocation-candidates-generation-limit-and-strategy, and the
+# tags that hold them): optimize_for_wide_provider_trees from Placement
+# 15.0.0 (2026.1), backported to stable/2025.2, stable/2025.1 and
+# stable/2024.2; max_allocation_candidates and
+# allocation_candidates_generation_strategy from Placement 13.0.0 (2025.1),
+# backported to 11.0.1 (2024.1), stable/2024.2 and stable/2023.2. Nova 34
+# has none of them (nova/conf): they are placement.conf's.
+# placement.conf where trees are wide: (section, key, value)
+WIDE_TREE_SETTINGS = (
+    ('workarounds', 'optimize_for_wide_provider_trees', TRUE),
+    ('placement', 'max_allocation_candidates', PLACEMENT_MAX_CANDIDATES),
+    ('placement', 'allocation_candidates_generation_strategy',
+     BREADTH_FIRST),
+)
+
+
+def wide_trees_unset(placement):
+    """The WIDE_TREE_SETTINGS that PLACEMENT (``load_settings``'s
+    ``placement``: what the given files say, Placement's defaults
+    otherwise) does not have: optimize_for_wide_provider_trees off,
+    max_allocation_candidates unlimited (-1) or above 1000, depth-first
+    generation."""
+    wrong = {
+        'optimize_for_wide_provider_trees':
+            not placement['optimize_for_wide_provider_trees'],
+        'max_allocation_candidates': not (
+            0 < placement['max_allocation_candidates']
+            <= int(PLACEMENT_MAX_CANDIDATES)),
+        'allocation_candidates_generation_strategy':
+            placement['allocation_candidates_generation_strategy']
+            != BREADTH_FIRST,
+    }
+    return [item for item in WIDE_TREE_SETTINGS if wrong[item[1]]]
+
+
+def _flavor_asks(reading, name, pool):
+    """How many of POOL's devices one server of a flavor asks (0: the
+    flavor cannot land in POOL, named NAME, or asks none of them)."""
+    steered = ([reading['pool']] if reading['pool']
+               else specs_mod.matching_pools(reading, {name: pool}))
+    if reading['steering'] and name not in steered:
+        return 0
+    by_alias = reading['aliases'].get(pool.get('alias'), 0) if pool.get(
+        'alias') else 0
+    return max(by_alias,
+               reading['gpu_classes'].get(pool.get('resource_class'), 0))
+
+
+def wide_trees(pools, trees, flavors):
+    """Pools whose hosts have wide provider trees that a flavor asks many
+    devices of: [{pool, host, children, flavor, asked}], by pool name.
+
+    A pool is there when one of its hosts has at least WIDE_TREE_CHILDREN
+    child providers with inventory of the pool's class (PCI in Placement
+    devices, VFs, pGPUs of vGPU and MIG) and a GPU flavor that can land in
+    it asks more than WIDE_TREE_ASKED of them. Then Placement's candidate
+    generation (every combination of the children, bug 2126751) takes too
+    long and boots fail, unless placement.conf has WIDE_TREE_SETTINGS
+    (``[workarounds] optimize_for_wide_provider_trees = True``, and
+    ``[placement] max_allocation_candidates`` with breadth-first
+    generation; releases above). They are Placement's options
+    (placement/conf/workarounds.py and placement.py), not Nova's.
+    FLAVORS: dicts with ``extra_specs`` (None: not read, nothing found).
+    """
+    found = []
+    for name, pool in sorted(pools.items()):
+        rc = pool.get('resource_class')
+        widest = max(((sum(1 for d in trees.get(host) or ()
+                           if d['resources'].get(rc, 0) > 0), host)
+                      for host in pool['hosts']), default=(0, None))
+        if widest[0] < WIDE_TREE_CHILDREN:
+            continue
+        asks = sorted(
+            ((_flavor_asks(specs_mod.read(f.get('extra_specs'), pools),
+                           name, pool), f.get('name') or f['id'])
+             for f in flavors or ()), key=lambda item: (-item[0], item[1]))
+        if not asks or asks[0][0] <= WIDE_TREE_ASKED:
+            continue
+        found.append({'pool': name, 'host': widest[1],
+                      'children': widest[0], 'flavor': asks[0][1],
+                      'asked': asks[0][0]})
+    return found
+
+
+def wide_trees_settings(config, wide):
+    """placement.conf for the pools ``wide_trees`` found (WIDE)."""
+    for section, key, value in WIDE_TREE_SETTINGS:
+        config.set(PLACEMENT, section, key, value)
+    for item in wide:
+        config.note(PLACEMENT, wide_tree_text(item))
+    config.note(PLACEMENT, wide_trees_releases())
+    config.note(PLACEMENT, _(
+        'Keep Nova\'s [scheduler] max_placement_results at or below '
+        'max_allocation_candidates.'))
+
+
+def wide_trees_releases():
+    """Where the WIDE_TREE_SETTINGS are and which Placement has them."""
+    return _(
+        'placement.conf of every placement-api, not nova.conf. '
+        'optimize_for_wide_provider_trees: Placement 15.0.0 (2026.1), '
+        'backported to 2025.2, 2025.1 and 2024.2; max_allocation_candidates '
+        'and allocation_candidates_generation_strategy: Placement 13.0.0 '
+        '(2025.1), backported to 11.0.1 (2024.1), 2024.2 and 2023.2.')
+
+
+def wide_tree_text(item):
+    """Why one pool's trees are wide (an item of ``wide_trees``)."""
+    return _(
+        'Pool %(pool)s: host %(host)s has %(children)d child providers of '
+        'its class and flavor %(flavor)s asks %(asked)d of them: '
+        'Placement tries every combination of them (bug 2126751) and '
+        'boots fail with "No valid host" once it takes too long.') % item
 
 
 def post_copy_off(config, target):
@@ -792,6 +934,8 @@ def render_ini(config):
 
 KOLLA_ALL = 'nova.conf'
 KOLLA_COMPUTE = 'nova/nova-compute.conf'
+# what Kolla-Ansible merges into every placement service's placement.conf
+KOLLA_PLACEMENT = 'placement.conf'
 
 
 def file_part(name):
@@ -808,6 +952,8 @@ def kolla_path(target):
     ``/etc/kolla/config`` (``node_custom_config``)."""
     if target == ALL:
         return KOLLA_ALL
+    if target == PLACEMENT:
+        return KOLLA_PLACEMENT
     if isinstance(target, tuple):
         return 'nova/%s/nova.conf' % file_part(target[1])
     return 'nova/%s.conf' % file_part(target)
@@ -817,6 +963,8 @@ def ini_path(target):
     """File names for ``--layout ini --output-dir``."""
     if target == ALL:
         return 'nova.conf'
+    if target == PLACEMENT:
+        return KOLLA_PLACEMENT
     if isinstance(target, tuple):
         return 'nova-compute-%s.conf' % file_part(target[1])
     return '%s.conf' % file_part(target)

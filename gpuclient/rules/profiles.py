@@ -304,6 +304,31 @@ MODELS = collections.OrderedDict((m.name, m) for m in (
 BOARDS = collections.OrderedDict(
     (b.name, (b, m.name)) for m in MODELS.values() for b in m.boards)
 
+# -- BAR1 windows ------------------------------------------------------------
+#
+# The BAR1 window of a board (its frame buffer aperture, mapped into the
+# guest's physical address space under passthrough: rules/address_space),
+# keyed by board, with the PCI device IDs that name the board in a pool
+# (``--pci-id``) and the source. Only boards whose BAR1 size a source
+# showed are here (doc/source/user/catalogue.rst, "BAR1 windows").
+Bar1 = collections.namedtuple('Bar1', 'board gib pci_ids source')
+
+BAR1 = collections.OrderedDict((b.board, b) for b in (
+    Bar1('H100-NVL', 128, ('10de:2321',),
+         '"nvidia-smi -q" of two H100 NVL (Device Id 0x232110DE, board part '
+         '900-21010-0020-000, driver 550.54.14): BAR1 Memory Usage, Total '
+         '131072 MiB'),
+))
+
+
+def bar1_for_pci_id(pci_id):
+    """The Bar1 of the board with PCI ID ``vendor:product``, or None."""
+    key = str(pci_id or '').strip().lower()
+    for bar1 in BAR1.values():
+        if key in bar1.pci_ids:
+            return bar1
+    return None
+
 
 def _key(text):
     return re.sub(r'[\s_]+', '-', str(text).strip()).upper()

@@ -32,6 +32,7 @@ import re
 from osc_lib import exceptions
 
 from gpuclient.i18n import _
+from gpuclient.rules import address_space
 from gpuclient.rules import nova_rules
 from gpuclient.rules import placement_names as names
 from gpuclient.rules import pools as pools_mod
@@ -107,6 +108,13 @@ KNOWN_SPECS = {
     'hw:mem_encryption_model': _enum('amd-sev', 'amd-sev-es', 'amd-sev-snp',
                                      'intel-tdx'),
     'hw:mem_page_size': ('re', r'(large|small|any|\d+([kKMGT]i?)?(b|bit|B)?)'),
+    # Nova 34 reads these (hardware.get_maxphysaddr_mode, the libvirt
+    # driver, ComputeCapabilitiesFilter) but its API validator does not
+    # register them: refused at 2.86+, taken at the 2.61 gpuclient writes
+    # (rules/address_space)
+    address_space.BITS_SPEC: ('int', address_space.MIN_BITS,
+                              address_space.MAX_BITS),
+    address_space.MODE_SPEC: _enum(*address_space.MODES),
     'hw:numa_nodes': _INT1,
     'hw:pci_numa_affinity_policy': _enum(*NUMA_POLICIES),
     'hw:pmem': ('re', r'([a-zA-Z0-9_]+(,)?)+'),
@@ -496,10 +504,14 @@ def _check_property(key, value, derived, pool):
             key=key, value=value, mode=pool['mode'], pool=name)
 
 
-def derive(pool, gpus=1, numa_policy=None, properties=None):
+def derive(pool, gpus=1, numa_policy=None, properties=None,
+           maxphysaddr_mode=None, maxphysaddr_bits=None, ram=None):
     """Extra specs for a flavor of ``pool`` (CLI.md's table).
 
-    ``gpus`` is 1 to names.MAX_GPUS (``check_gpus``). Returns a dict:
+    ``gpus`` is 1 to names.MAX_GPUS (``check_gpus``);
+    ``maxphysaddr_mode``/``_bits``: Nova's hw:maxphysaddr_* settings
+    (``address_space.options_specs``); ``ram`` (MB): to warn when the
+    guest would not hold its GPUs' BAR1 windows. Returns a dict:
     ``extra_specs``, ``aggregate_metadata`` (keys the pool
     aggregate must carry as well: ``group_policy=isolate`` for several
     vGPUs, because AggregateInstanceExtraSpecsFilter matches unscoped
@@ -517,6 +529,8 @@ def derive(pool, gpus=1, numa_policy=None, properties=None):
         specs['trait:%s' % pool['pool_trait']] = REQUIRED
     gpu_specs, aggregate, warnings = _gpu_specs(pool, gpus, numa_policy)
     specs.update(gpu_specs)
+    specs.update(address_space.options_specs(maxphysaddr_mode,
+                                             maxphysaddr_bits))
     merged = dict(specs)
     for key, value in sorted((properties or {}).items()):
         _check_property(key, value, specs, pool)
@@ -524,6 +538,10 @@ def derive(pool, gpus=1, numa_policy=None, properties=None):
         merged[key] = str(value)
     if numa_policy and not has_numa_topology(merged):
         warnings.insert(0, numa_warning(numa_policy))
+    if ram is not None:
+        warning = address_space.flavor_warning(pool, gpus, ram, merged)
+        if warning:
+            warnings.append(warning)
     return {
         'extra_specs': merged,
         'aggregate_metadata': aggregate,

@@ -191,8 +191,10 @@ def add_nova_conf_args(parser, overrides=False):
         '--nova-conf', metavar='<file>', action='append',
         help=_('nova.conf-style file of Nova\'s scheduler and API '
                '([scheduler], [filter_scheduler], [pci] alias, [quota], '
-               '[gpuclient]), read as Nova reads it; repeat option for '
-               'several, later files win (as Nova\'s --config-file); '
+               '[gpuclient]; for gpu check also Placement\'s placement.conf'
+               ', [workarounds] and [placement]), read as Nova reads it; '
+               'repeat option for several, later files win (as Nova\'s '
+               '--config-file); '
                'default $%s, else Nova\'s defaults (see gpu candidates '
                '--explain)') % nova_settings.CONF_ENV)
     parser.add_argument(

@@ -88,6 +88,7 @@ class CreateFlavor(command.ShowOne):
         'specs and project access are created all or nothing.')
 
     def get_parser(self, prog_name):
+        from gpuclient.rules import address_space
         from gpuclient.rules import specs
 
         parser = super().get_parser(prog_name)
@@ -107,6 +108,23 @@ class CreateFlavor(command.ShowOne):
             help=_('PCI NUMA affinity policy of passthrough GPUs (%s; '
                    'default preferred). Acts only when the instance has a '
                    'NUMA topology') % ', '.join(specs.NUMA_POLICIES))
+        parser.add_argument(
+            '--maxphysaddr-mode', metavar='<mode>',
+            choices=address_space.MODES,
+            help=_('Guest physical address bits (hw:maxphysaddr_mode, Nova '
+                   '2023.2 and later): passthrough (the host\'s; hosts with '
+                   'COMPUTE_ADDRESS_SPACE_PASSTHROUGH) or emulate (needs '
+                   '--maxphysaddr-bits; hosts with '
+                   'COMPUTE_ADDRESS_SPACE_EMULATED). For several large-BAR '
+                   'GPUs (H100 NVL) with much RAM, which overflow the '
+                   'default 40 bits'))
+        parser.add_argument(
+            '--maxphysaddr-bits', metavar='<bits>', type=int,
+            help=_('Guest physical address bits with --maxphysaddr-mode '
+                   'emulate (hw:maxphysaddr_bits, %(low)d to %(high)d; only '
+                   'hosts with at least as many are chosen)')
+            % {'low': address_space.MIN_BITS,
+               'high': address_space.MAX_BITS})
         public = parser.add_mutually_exclusive_group()
         public.add_argument('--public', dest='public', action='store_true',
                             default=True,
@@ -147,7 +165,9 @@ class CreateFlavor(command.ShowOne):
             projects=parsed_args.projects,
             project_domain=parsed_args.project_domain,
             description=parsed_args.description,
-            properties=parsed_args.properties, dry_run=parsed_args.dry_run)
+            properties=parsed_args.properties, dry_run=parsed_args.dry_run,
+            maxphysaddr_mode=parsed_args.maxphysaddr_mode,
+            maxphysaddr_bits=parsed_args.maxphysaddr_bits)
         for warning in warnings:
             LOG.warning(warning)
         if parsed_args.dry_run:

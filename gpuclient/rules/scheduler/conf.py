@@ -227,7 +227,34 @@ def load_settings(conf_text=None, overrides=None, alias_maps=()):
     settings['sources'] = sources
     settings['pci'] = _pci_devices(ini.get('pci', {}))
     settings['libvirt'] = _libvirt(ini.get('libvirt', {}))
+    settings['placement'] = _placement(ini)
     return settings
+
+
+def _placement(ini):
+    """What a placement.conf among the files says of candidate
+    generation (Placement's ``placement/conf/workarounds.py`` and
+    ``placement.py``, not Nova's: ``gpu check`` reads it where trees are
+    wide): ``optimize_for_wide_provider_trees``,
+    ``max_allocation_candidates`` and
+    ``allocation_candidates_generation_strategy``, Placement's defaults
+    (False, -1: no limit, depth-first) when the files do not set them."""
+    optimize = ini.get('workarounds', {}).get(
+        'optimize_for_wide_provider_trees')
+    section = ini.get('placement', {})
+    maximum = section.get('max_allocation_candidates')
+    strategy = section.get('allocation_candidates_generation_strategy')
+    try:
+        maximum = int(maximum[-1].strip()) if maximum else -1
+    except ValueError:
+        maximum = -1  # Placement would not start: no limit is known
+    return {
+        'optimize_for_wide_provider_trees':
+            is_true(optimize[-1]) if optimize else False,
+        'max_allocation_candidates': maximum,
+        'allocation_candidates_generation_strategy':
+            strategy[-1].strip() if strategy else 'depth-first',
+    }
 
 
 def _libvirt(section):

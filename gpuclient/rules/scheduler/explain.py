@@ -139,6 +139,26 @@ def node_reasons(host, roots, trees, allocations, classes):
     return texts
 
 
+def crowded_hosts(rows, count, limit):
+    """When an allocation-candidates answer of COUNT candidates may have
+    hidden hosts behind the query's LIMIT: [(host, candidates)] of the
+    hosts (ROWS: ``candidate_rows``) that gave more than one of
+    them, most first; [] when COUNT is under LIMIT (nothing was cut).
+
+    Placement makes every candidate (each combination of a host's child
+    providers: many on a wide tree) and then keeps LIMIT of them, in no
+    order it promises (Placement 16.0.0's ``limit_results``; a random
+    sample with ``randomize_allocation_candidates``); with
+    ``max_allocation_candidates`` and depth-first generation it even stops
+    after the first hosts. Hosts with several candidates may have crowded
+    others out."""
+    if not limit or count < limit:
+        return []
+    return sorted(((row['host'], row['candidates']) for row in rows
+                   if row['candidates'] > 1),
+                  key=lambda item: (-item[1], item[0]))
+
+
 def candidate_rows(answer, request, hypervisors, trees, pools_by_host=None):
     """One row per host that Placement offered.
 

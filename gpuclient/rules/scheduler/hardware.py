@@ -20,6 +20,7 @@ the CPU set syntax. The request (resource_request) and the prefilters
 """
 
 from gpuclient.i18n import _
+from gpuclient.rules import address_space
 from gpuclient.rules.scheduler import exception
 
 
@@ -80,6 +81,19 @@ def thread_policy(specs, image):
     if flavor_policy in (None, 'prefer'):
         return flavor_policy or image_policy
     return flavor_policy
+
+
+def maxphysaddr_mode(specs, image):
+    """hw:maxphysaddr_mode or the image's hw_maxphysaddr_mode, refused when
+    they differ or Nova does not know it (get_maxphysaddr_mode)."""
+    mode = unique(specs, image, 'maxphysaddr_mode')
+    if mode is None:
+        return None
+    if mode not in address_space.MODES:
+        raise exception.error(
+            _('Invalid maxphysaddr mode %(mode)r: Nova takes %(modes)s.'),
+            mode=mode, modes=', '.join(address_space.MODES))
+    return mode
 
 
 # -- memory encryption (confidential VMs) ------------------------------------

@@ -38,6 +38,7 @@ import re
 import urllib.parse
 
 from gpuclient.i18n import _
+from gpuclient.rules import address_space
 from gpuclient.rules import placement_names as names
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import specs as specs_mod
@@ -213,11 +214,10 @@ def _translate_features(builder, specs, image):
     if hardware.unique(specs, image, 'secure_boot', prefix='os') == 'required':
         builder.add_trait('COMPUTE_SECURITY_UEFI_SECURE_BOOT', 'required')
     # maxphysaddr
-    mode = hardware.unique(specs, image, 'maxphysaddr_mode')
-    if mode == 'passthrough':
-        builder.add_trait('COMPUTE_ADDRESS_SPACE_PASSTHROUGH', 'required')
-    elif mode == 'emulate':
-        builder.add_trait('COMPUTE_ADDRESS_SPACE_EMULATED', 'required')
+    # (_translate_maxphysaddr_request)
+    mode = hardware.maxphysaddr_mode(specs, image)
+    if mode:
+        builder.add_trait(address_space.TRAITS[mode], 'required')
     # stateless firmware (UEFI only)
     stateless = props.get('hw_firmware_stateless')
     if (stateless is not None and props.get('hw_firmware_type') == 'uefi'

@@ -19,11 +19,15 @@ is shared: other tests' servers may hold GPUs, so a mismatch is checked
 again once before it fails, and nothing assumes a host is idle.
 """
 
+import collections
 import csv
 import io
 import json
+import re
+import urllib.parse
 
 from gpuclient.tests.functional import base
+from gpuclient.tests.functional import faults
 
 PCI_CLASS = 'CUSTOM_PCI_10DE_2331'
 ALL_HOSTS = (base.PT_HOST, base.VGPU_HOST, base.MIG_HOST, base.BM_HOST,
@@ -379,3 +383,31 @@ class TestMemoryEncryption(CandidatesTestCase):
             '--os-placement-api-version', '1.29', 'allocation', 'candidate',
             'list', '--resource', 'MEM_ENCRYPTION_CONTEXT=1', '--required',
             'HW_CPU_X86_AMD_SEV'))
+
+
+class TestResultLimit(CandidatesTestCase):
+    """Issue 40 rule 5: --explain says when Placement's answer filled the
+    query's limit (hosts beyond it hidden, as from Nova) and which hosts
+    gave several candidates, checked against Placement's own answer to
+    the query the command printed (the client layer, in this process)."""
+
+    @base.needs('vgpu', 'mig')
+    def test_a_full_limit_is_said(self):
+        for _attempt in range(2):
+            _out, err = self.explain('--resource', 'VGPU=1', '--limit', '2')
+            query = re.search(r'GET /allocation_candidates\?(\S+)',
+                              err).group(1)
+            answer = faults.make_client().placement.candidates_query(
+                urllib.parse.parse_qsl(query, keep_blank_values=True))
+            roots = collections.Counter(
+                answer['provider_summaries'][uuid]['root_provider_uuid']
+                for candidate in answer['allocation_requests']
+                for uuid in candidate['allocations'])
+            crowded = any(n > 1 for n in roots.values())
+            if crowded == ('crowded others out' in err):
+                break
+        # the VGPU children of gpu-vgpu-1 and gpu-mig-1 give more than 2
+        self.assertEqual(2, len(answer['allocation_requests']))
+        self.assertIn('Placement returned 2 allocation candidates, the '
+                      'limit of this query (2', err)
+        self.assertEqual(crowded, 'crowded others out' in err, err)

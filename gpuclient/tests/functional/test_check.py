@@ -141,9 +141,9 @@ class CheckCorpusTestCase(base.FunctionalTestCase):
                     self.admin.compute.remove_host(agg, host)
                 self.admin.compute.delete_aggregate(agg)
 
-    def make_flavor(self, name, extra_specs):
+    def make_flavor(self, name, extra_specs, ram=512):
         flavor = self.admin.compute.create_flavor(
-            name=name, vcpus=1, ram=512, disk=1)
+            name=name, vcpus=1, ram=ram, disk=1)
         self.addCleanup(self._delete_flavor, name)
         self.admin.compute.set_flavor_extra_specs(flavor['id'], extra_specs)
         return flavor
@@ -173,6 +173,11 @@ class CheckCorpusTestCase(base.FunctionalTestCase):
             pci_id='10de:2331',
             projects=[self.admin.current_project_id()])
         self.make_aggregate(lim_spec['name'], pools.metadata_for(lim_spec))
+        # a host-less pool of H100 NVL (BAR1 128 GiB: issue 40 rule 3)
+        nvl_alias = 'ftnvl%s' % self.tag
+        nvl_spec = pools.build_spec(self.name('nvl'), 'passthrough',
+                                    alias=nvl_alias, pci_id='10de:2321')
+        self.make_aggregate(nvl_spec['name'], pools.metadata_for(nvl_spec))
         iso_spec = pools.build_spec(self.name('iso'), 'passthrough',
                                     alias='h100', pci_id='10de:2331',
                                     isolate=True)
@@ -286,6 +291,22 @@ class CheckCorpusTestCase(base.FunctionalTestCase):
         hit = self.expect(cloud, 'flavor-mem-encryption', 'flavor %s' % sev)
         self.apply(hit.fix)
 
+        # 8c. 4 x H100 NVL and 512 GiB of RAM beyond the guest's default
+        # 40 address bits (issue 40, rule 3); the fix sets
+        # hw:maxphysaddr_mode, which Nova 34 refuses from compute API 2.86
+        nvl = self.name('nvl')
+        self.make_flavor(nvl, {
+            'pci_passthrough:alias': '%s:4' % nvl_alias,
+            'aggregate_instance_extra_specs:gpu_pool': nvl_spec['name']},
+            ram=512 * 1024)
+        cloud = self.read()
+        self.gone(cloud, 'flavor-mem-encryption', 'flavor %s' % sev)
+        hit = self.expect(cloud, 'flavor-address-space', 'flavor %s' % nvl)
+        self.assertEqual(checks.WARNING, hit.severity)
+        self.apply(hit.fix)
+        self.assertEqual('passthrough', self.admin.compute.find_flavor(nvl)[
+            'extra_specs'].get('hw:maxphysaddr_mode'))
+
         # 9. an image without q35/UEFI while passthrough flavors exist
         # (Glance's raw proxy: the image calls of the client layer read
         # JSON answers, and these two answer with none)
@@ -298,7 +319,9 @@ class CheckCorpusTestCase(base.FunctionalTestCase):
         glance.put('/images/%s/file' % image['id'], data=b'x',
                    headers={'Content-Type': 'application/octet-stream'})
         cloud = self.read()
-        self.gone(cloud, 'flavor-mem-encryption', 'flavor %s' % sev)
+        self.gone(cloud, 'flavor-address-space', 'flavor %s' % nvl)
+        # its alias is in no nova.conf: gone before the nova.conf cases
+        self._delete_flavor(nvl)
         obj = 'image %s' % image['name']
         hit = self.expect(cloud, 'image-firmware', obj)
         self.apply(hit.fix)

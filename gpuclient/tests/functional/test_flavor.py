@@ -382,6 +382,45 @@ class TestFlavorCommands(GpuFlavorTestCase):
         self.assertNotIn('group_policy', metadata)
 
 
+class TestLargeBar(GpuFlavorTestCase):
+    """Issue 40 rule 3: a flavor of four H100 NVL (128 GiB BAR1 each) and
+    512 GiB of RAM is warned about, and Nova holds the hw:maxphysaddr_*
+    settings gpu flavor create gives it (Nova 34 refuses them through
+    "openstack flavor set" at 2.86 and later)."""
+
+    def test_maxphysaddr_settings_reach_nova(self):
+        pool = self.make_pool(pools.PASSTHROUGH, alias='t40bar-nvl',
+                              pci_id='10de:2321')
+        sizes = ('--vcpus', '1', '--ram', str(512 * 1024), '--disk', '1')
+        flavor, err = self.gpu_flavor(pool, '--gpus', '4', *sizes)
+        self.assertIn('--maxphysaddr-mode passthrough', err)
+        self.assertNotIn('hw:maxphysaddr_mode',
+                         self.flavor_specs(flavor['name']))
+        # at a compute API above 2.86 too: gpuclient writes at 2.61
+        name = self.unique_name('flavor')
+        self.addCleanup(self.delete_flavor, name)
+        rc, _out, err = self.openstack_raw(
+            '--os-compute-api-version', '2.90', 'gpu', 'flavor', 'create',
+            name, '--pool', pool, '--gpus', '4', '--maxphysaddr-mode',
+            'emulate', '--maxphysaddr-bits', '42', *sizes)
+        self.assertEqual(0, rc, err)
+        self.assertNotIn('BAR1', err)
+        held = self.flavor_specs(name)
+        self.assertEqual(('emulate', '42'),
+                         (held.get('hw:maxphysaddr_mode'),
+                          held.get('hw:maxphysaddr_bits')))
+        # what Nova 34 does with the keys from 2.86 (its validator has
+        # none for them): refused, nothing written
+        rc, _out, err = self.openstack_raw(
+            '--os-compute-api-version', '2.86', 'flavor', 'set',
+            '--property', 'hw:maxphysaddr_mode=passthrough', name)
+        self.assertEqual(1, rc)
+        self.assertIn("'hw:maxphysaddr_mode' does not appear to be a valid "
+                      "extra spec", err)
+        self.assertEqual('emulate',
+                         self.flavor_specs(name)['hw:maxphysaddr_mode'])
+
+
 class TestAmbiguousNames(GpuFlavorTestCase):
     def test_an_id_that_is_another_flavors_name_is_refused(self):
         """Flavor A has ID X, GPU flavor B is named X: ``gpu flavor

@@ -35,6 +35,9 @@ ISO_SPEC = pools.build_spec('solver', 'passthrough', alias='h100',
                             pci_id='10de:2331', isolate=True)
 LIMITED_SPEC = pools.build_spec('solver', 'passthrough', alias='h100',
                                 pci_id='10de:2331', projects=['p1'])
+# H100 NVL: 128 GiB BAR1 windows (profiles.BAR1)
+NVL_SPEC = pools.build_spec('llm', 'passthrough', alias='h100nvl',
+                            pci_id='10de:2321')
 GOOD_IMAGE = {'id': 'img-good', 'name': 'good', 'status': 'active',
               'hw_machine_type': 'q35', 'hw_firmware_type': 'uefi'}
 
@@ -86,7 +89,7 @@ class ChecksTestCase(base.TestCase):
         return [self.fc.provider(hv['id']) for hv in self.fc.hypervisors
                 if hv['service']['host'] == host][0]
 
-    def flavor(self, name, spec, gpus=1, public=True, **extra):
+    def flavor(self, name, spec, gpus=1, public=True, ram=512, **extra):
         pool = pools.pool_from_aggregate(
             fakes.Aggregate(spec['name'], pools.metadata_for(spec)))
         derived = specs.derive(pool, gpus=gpus)
@@ -94,7 +97,7 @@ class ChecksTestCase(base.TestCase):
             if agg.name == spec['name']:
                 agg.metadata.update(derived['aggregate_metadata'])
         extra_specs = dict(derived['extra_specs'], **extra)
-        return self.fc.add_flavor(name, public=public,
+        return self.fc.add_flavor(name, public=public, ram=ram,
                                   extra_specs=extra_specs)
 
     def cloud(self):
@@ -356,6 +359,9 @@ class TestPoolScope(ChecksTestCase):
         self.flavor('ws.unscoped', VGPU_SPEC, ssd='true')
         # memory encryption no host of ws offers
         self.flavor('ws.sev', VGPU_SPEC, **{'hw:mem_encryption': 'true'})
+        # four large-BAR GPUs and 512 GiB of RAM in 40 bits
+        self.pool(NVL_SPEC, ['gpu-pt-1'])
+        self.flavor('llm.4', NVL_SPEC, gpus=4, ram=512 * 1024)
 
     def test_a_pool_flavor_with_an_unmapped_alias_is_the_pools(self):
         self.broken_flavors()
@@ -397,7 +403,7 @@ class TestPoolScope(ChecksTestCase):
         self.assertEqual(
             {'flavor-pci-alias', 'flavor-unknown-trait',
              'flavor-too-many-devices', 'flavor-unscoped-keys',
-             'flavor-mem-encryption'}, seen)
+             'flavor-mem-encryption', 'flavor-address-space'}, seen)
 
     def test_a_scheduler_setting_the_pools_flavors_rely_on(self):
         self.clean_cloud()
@@ -448,6 +454,36 @@ class TestFlavors(ChecksTestCase):
         flavor = [f for f in self.fc.flavors if f['name'] == 'pt.snp'][0]
         del flavor['extra_specs']['hw:mem_encryption']
         self.assertEqual([], self.named('flavor-mem-encryption'))
+
+    def test_address_space_of_large_bar_gpus(self):
+        # issue 40, rule 3: 4 x H100 NVL (BAR1 128 GiB) and 512 GiB of RAM
+        # overflow the 40 bits a guest has without hw:maxphysaddr_mode
+        self.clean_cloud()
+        self.pool(NVL_SPEC, ['gpu-pt-1'])
+        self.flavor('llm.2', NVL_SPEC, gpus=2, ram=512 * 1024)
+        self.flavor('llm.4', NVL_SPEC, gpus=4, ram=512 * 1024)
+        found = self.assert_found('flavor-address-space',
+                                  severity=checks.WARNING)
+        self.assertEqual(['flavor llm.4'], [f.object for f in found])
+        self.assertEqual(('llm',), found[0].pools)
+        self.assertIn('1028 GiB', found[0].symptom)
+        self.assertIn('40 bits', found[0].symptom)
+        self.assertTrue(found[0].fix.startswith(
+            'openstack gpu flavor set --property '
+            'hw:maxphysaddr_mode=passthrough llm.4  ('))
+        self.assertIn('hw:maxphysaddr_bits=42', found[0].fix)
+        flavor = [f for f in self.fc.flavors if f['name'] == 'llm.4'][0]
+        # too few emulated bits: still found
+        flavor['extra_specs'].update({'hw:maxphysaddr_mode': 'emulate',
+                                      'hw:maxphysaddr_bits': '40'})
+        self.assert_found('flavor-address-space', severity=checks.WARNING)
+        # either fix as written: clean
+        flavor['extra_specs']['hw:maxphysaddr_bits'] = '42'
+        self.assertEqual([], self.named('flavor-address-space'))
+        flavor['extra_specs'] = dict(flavor['extra_specs'], **{
+            'hw:maxphysaddr_mode': 'passthrough'})
+        del flavor['extra_specs']['hw:maxphysaddr_bits']
+        self.assertEqual([], self.named('flavor-address-space'))
 
     def test_mem_encryption_unknown_model(self):
         self.clean_cloud()
@@ -643,6 +679,70 @@ class TestLibvirtPostCopy(ChecksTestCase):
                                    pci_id='10de:2331', live_migratable=True),
                   ['gpu-pt-1'])
         self.assert_found('libvirt-post-copy', conf(self.ON))
+
+
+class TestWideTrees(ChecksTestCase):
+    """Issue 40, rule 5: >= 8 child providers of a pool's class on a host
+    and a flavor asking > 4 (Placement's bug 2126751 "when to enable")
+    without Placement's settings for it in placement.conf."""
+
+    PLACEMENT_CONF = ('[workarounds]\noptimize_for_wide_provider_trees = '
+                      'True\n[placement]\nmax_allocation_candidates = 1000\n'
+                      'allocation_candidates_generation_strategy = '
+                      'breadth-first\n')
+
+    def wide_cloud(self, children=8, gpus=5):
+        self.fc = fakes.FakeCloud()
+        self.fc.pci_host('gpu-pt-8', count=children)
+        self.fc.images.append(dict(GOOD_IMAGE))
+        self.pool(PT_SPEC, ['gpu-pt-8'])
+        self.flavor('pt.%d' % gpus, PT_SPEC, gpus=gpus)
+
+    def test_each_setting_and_its_fix(self):
+        self.wide_cloud()
+        text = GOOD_CONF
+        found = self.assert_found('placement-wide-trees', conf(text),
+                                  severity=checks.WARNING)
+        self.assertEqual(
+            ['[placement] allocation_candidates_generation_strategy = '
+             'breadth-first',
+             '[placement] max_allocation_candidates = 1000',
+             '[workarounds] optimize_for_wide_provider_trees = true'],
+            [f.fix for f in found])
+        self.assertEqual({('solver',)}, {f.pools for f in found})
+        self.assertIn('host gpu-pt-8 has 8 child providers', found[0].symptom)
+        self.assertIn('Placement 15.0.0 (2026.1)', found[0].symptom)
+        # each fix, as written, clears its finding
+        for item in found:
+            section, line = item.fix.split(' ', 1)
+            text += '%s\n%s\n' % (section, line)
+            self.assertNotIn(item.object, [
+                f.object for f in self.named('placement-wide-trees',
+                                             conf(text))])
+        self.assertEqual([], self.named('placement-wide-trees', conf(text)))
+        self.assertEqual([], self.named('placement-wide-trees',
+                                        conf(self.PLACEMENT_CONF)))
+        # unlimited or above 1000 is not what Placement advises
+        for maximum in ('-1', '5000'):
+            self.assertEqual(
+                ['placement.conf [placement] max_allocation_candidates'],
+                [f.object for f in self.named(
+                    'placement-wide-trees', conf(self.PLACEMENT_CONF.replace(
+                        '= 1000', '= ' + maximum)))])
+
+    def test_only_where_the_pools_make_it_matter(self):
+        for children, gpus in ((7, 5), (8, 4)):
+            self.wide_cloud(children, gpus)
+            self.assertEqual([], self.named('placement-wide-trees',
+                                            conf(GOOD_CONF)),
+                             (children, gpus))
+        # without any file: said, not judged
+        self.wide_cloud()
+        found = self.named('placement-wide-trees')
+        self.assertEqual([('placement-wide-trees', 'placement.conf')],
+                         not_judged(found))
+        self.assertIn('--nova-conf /etc/placement/placement.conf',
+                      found[0].fix)
 
 
 class TestQuotaPci(ChecksTestCase):

@@ -225,4 +225,23 @@ class TestFlavorCreate(test_flavor.FlavorTestCase):
         self.assertEqual([], self.nova.calls)
         self.assertEqual(before, self.cloud.flavors)
 
-
+    def test_higher_writes_maxphysaddr_at_the_pinned_version(self):
+        # issue 40 rule 3: from 2.86 Nova 34 refuses hw:maxphysaddr_* (it
+        # registers no validator for them; test_request_nova checks that
+        # against Nova), so the extra specs are written at 2.61 whatever
+        # --os-compute-api-version says
+        self.gpu._compute_api_version = '2.90'
+        self.gpu._compute = None
+        self.run_cmd(flavor_cmd.CreateFlavor,
+                     ['g4', '--pool', 'solver', '--maxphysaddr-mode',
+                      'emulate', '--maxphysaddr-bits', '44']
+                     + test_flavor.SIZES)
+        (flavor,) = self.cloud.flavors
+        self.assertEqual('44', flavor['extra_specs']['hw:maxphysaddr_bits'])
+        self.assertEqual({'2.61'}, {mv for method, url, mv in self.nova.sent
+                                    if url.endswith('/os-extra_specs')})
+        # what Nova answers at 2.86 and later
+        response = self.nova.post(
+            '/flavors/%s/os-extra_specs' % flavor['id'], microversion='2.86',
+            json={'extra_specs': {'hw:maxphysaddr_mode': 'passthrough'}})
+        self.assertEqual(400, response.status_code)

@@ -236,3 +236,24 @@ class TestRelaxedQueriesPlacementAccepts(base.TestCase):
                               trees, {}, {}, 'p1')
         self.assertIn('gpu-pt-1: 256 VCPU free, the flavor asks for 999',
                       out['gpu-pt-1'])
+
+
+class TestCrowdedHosts(base.TestCase):
+    """issue 40 rule 5: which hosts filled a full allocation-candidates
+    answer (Placement keeps LIMIT of all candidates, in no promised
+    order)."""
+
+    def test_cases(self):
+        rows = [{'host': 'a', 'candidates': 1},
+                {'host': 'b', 'candidates': 6},
+                {'host': 'c', 'candidates': 3}]
+        for count, limit, expected in (
+                (10, 10, [('b', 6), ('c', 3)]),   # full: b, c crowd
+                (9, 10, []),                      # under the limit
+                (10, None, []),                   # no limit sent
+                (10, 0, [])):
+            self.assertEqual(expected,
+                             explain.crowded_hosts(rows, count, limit),
+                             (count, limit))
+        self.assertEqual([], explain.crowded_hosts(
+            [{'host': 'a', 'candidates': 1}], 1, 1))

@@ -326,3 +326,29 @@ class TestSameAsOsloConfig(base.TestCase):
         self.assertEqual(sorted(json.loads(a)['name']
                                 for a in conf.pci.alias),
                          sorted(ours['aliases']))
+
+
+class TestPlacementConf(base.TestCase):
+    """issue 40 rule 5: a placement.conf among the files (gpu check's
+    placement-wide-trees); Placement's defaults where it says nothing
+    (test_nova_config_nova compares them with Placement's own)."""
+
+    def test_read_and_defaults(self):
+        self.assertEqual(
+            {'optimize_for_wide_provider_trees': False,
+             'max_allocation_candidates': -1,
+             'allocation_candidates_generation_strategy': 'depth-first'},
+            nova_conf.load_settings('')['placement'])
+        first = ('[workarounds]\noptimize_for_wide_provider_trees = yes\n'
+                 '[placement]\nmax_allocation_candidates = 100\n')
+        second = ('[placement]\nmax_allocation_candidates = many\n'
+                  'allocation_candidates_generation_strategy = '
+                  'breadth-first\n')
+        self.assertEqual(
+            {'optimize_for_wide_provider_trees': True,
+             # a value Placement would refuse: no limit is known
+             'max_allocation_candidates': -1,
+             'allocation_candidates_generation_strategy': 'breadth-first'},
+            nova_conf.load_settings([('nova.conf', first),
+                                     ('placement.conf', second)])[
+                'placement'])

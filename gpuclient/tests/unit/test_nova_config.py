@@ -469,3 +469,57 @@ class TestDiff(base.TestCase):
         self.assertEqual([(nc.DIFFERS, 'mdev_nvidia-35'),
                           (nc.MISSING, 'mdev_nvidia-36')],
                          [(f['kind'], f['section']) for f in found])
+
+
+class TestWideTrees(base.TestCase):
+    """issue 40, rule 5: Placement's [workarounds]
+    optimize_for_wide_provider_trees "when to enable" (>= 8 children of
+    one class in a tree, a flavor asking > 4), placement.conf rendered."""
+
+    RC = 'CUSTOM_PCI_10DE_2331'
+
+    def _case(self, children, asked, steer='wide'):
+        wide = pool('wide', 'passthrough', ['h1'], alias='h100',
+                    pci_id='10de:2331')
+        tree = [device('h1', '0000:%02x:00.0' % (0x41 + i), {self.RC: 1},
+                       libvirt=False) for i in range(children)]
+        specs = {'pci_passthrough:alias': 'h100:%d' % asked}
+        if steer:
+            specs['aggregate_instance_extra_specs:gpu_pool'] = steer
+        flavors = [{'id': 'f1', 'name': 'big', 'extra_specs': specs}]
+        return {'wide': wide}, {'h1': tree}, flavors
+
+    def test_thresholds(self):
+        for children, asked, steer, expected in (
+                (8, 5, 'wide', True),     # Placement's own example
+                (7, 5, 'wide', False),    # fewer than 8 children
+                (8, 4, 'wide', False),    # not more than 4 asked
+                (8, 5, None, True),       # unsteered flavor can land
+                (8, 5, 'other', False)):  # steered elsewhere
+            pools, trees, flavors = self._case(children, asked, steer)
+            found = nc.wide_trees(pools, trees, flavors)
+            self.assertEqual(expected, bool(found),
+                             (children, asked, steer))
+            if expected:
+                self.assertEqual([{'pool': 'wide', 'host': 'h1',
+                                   'children': children, 'flavor': 'big',
+                                   'asked': asked}], found)
+
+    def test_placement_conf_rendered_only_where_wide(self):
+        pools, trees, flavors = self._case(8, 8)
+        config = nc.build(pools, trees, flavors=flavors)
+        self.assertEqual({
+            'workarounds': {'optimize_for_wide_provider_trees': 'true'},
+            'placement': {
+                'allocation_candidates_generation_strategy':
+                    'breadth-first',
+                'max_allocation_candidates': '1000'},
+        }, config.targets[nc.PLACEMENT])
+        self.assertEqual('placement.conf', nc.kolla_path(nc.PLACEMENT))
+        self.assertEqual('placement.conf', nc.ini_path(nc.PLACEMENT))
+        self.assertIn('bug 2126751', ' '.join(config.notes[nc.PLACEMENT]))
+        # a Nova service's file is never compared on placement.conf keys
+        self.assertEqual(nc.PLACEMENT, config.ordered()[-2])
+        pools, trees, flavors = self._case(8, 4)
+        config = nc.build(pools, trees, flavors=flavors)
+        self.assertNotIn(nc.PLACEMENT, config.targets)

@@ -55,9 +55,30 @@ try:
     HAVE_NOVA = True
 except Exception:  # ImportError and anything nova's import may raise
     HAVE_NOVA = False
+try:
+    from placement.conf import placement as placement_conf
+    from placement.conf import workarounds as placement_workarounds
+    HAVE_PLACEMENT = True
+except Exception:  # ImportError and anything placement's import may raise
+    HAVE_PLACEMENT = False
 
 TOOLS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.dirname(os.path.abspath(__file__))))), 'tools')
+
+
+def read_conf(test, text, project, *registers):
+    """TEXT as oslo.config reads it for PROJECT, with the options
+    REGISTERS register (a temporary file, removed at TEST's cleanup)."""
+    with tempfile.NamedTemporaryFile('w', suffix='.conf',
+                                     delete=False) as conf:
+        conf.write(text)
+    test.addCleanup(os.unlink, conf.name)
+    conf_opts = cfg.ConfigOpts()
+    for register in registers:
+        register(conf_opts)
+    conf_opts(['--config-file', conf.name], project=project,
+              default_config_files=[], default_config_dirs=[])
+    return conf_opts
 
 
 def import_fakevirt():
@@ -430,15 +451,7 @@ class TestTestCloudVgpuDriverReadsTheConfig(unittest.TestCase):
     [devices]/[mdev_*] keys list, as the libvirt driver would use them."""
 
     def conf(self, text):
-        with tempfile.NamedTemporaryFile('w', suffix='.conf',
-                                         delete=False) as conf:
-            conf.write(text)
-        self.addCleanup(os.unlink, conf.name)
-        conf_opts = cfg.ConfigOpts()
-        nova.conf.devices.register_opts(conf_opts)
-        conf_opts(['--config-file', conf.name], project='nova',
-                  default_config_files=[], default_config_dirs=[])
-        return conf_opts
+        return read_conf(self, text, 'nova', nova.conf.devices.register_opts)
 
     def test_devices_from_the_rendered_config(self):
         fakevirt = import_fakevirt()
@@ -455,6 +468,45 @@ class TestTestCloudVgpuDriverReadsTheConfig(unittest.TestCase):
         # MIG keeps its own VFs when nova.conf lists none
         self.assertEqual(fakevirt.MigDriver.DEVICES,
                          fakevirt.MigDriver.devices(self.conf('')))
+
+
+@unittest.skipUnless(HAVE_PLACEMENT and HAVE_NOVA,
+                     'placement is not importable here: run with the test '
+                     'cloud venv (/var/tmp/gpuclient-testcloud/venv)')
+class TestWideTreesAgainstPlacement(unittest.TestCase):
+    """issue 40 rule 5: the placement.conf gpuclient renders and reads
+    (nova_config.WIDE_TREE_SETTINGS, conf._placement) as Placement reads
+    it: the options, their groups, defaults and choices."""
+
+    def placement(self, text):
+        return read_conf(self, text, 'placement',
+                         placement_conf.register_opts,
+                         placement_workarounds.register_opts)
+
+    def theirs(self, conf_opts):
+        return {
+            'optimize_for_wide_provider_trees':
+                conf_opts.workarounds.optimize_for_wide_provider_trees,
+            'max_allocation_candidates':
+                conf_opts.placement.max_allocation_candidates,
+            'allocation_candidates_generation_strategy':
+                conf_opts.placement.allocation_candidates_generation_strategy,
+        }
+
+    def test_defaults_and_rendered_settings_read_the_same(self):
+        for text in ('', '[placement]\nmax_allocation_candidates = 500\n'):
+            ours = nova_conf.load_settings(text)['placement']
+            self.assertEqual(self.theirs(self.placement(text)), ours)
+        config = nova_config.Config()
+        nova_config.wide_trees_settings(config, [])
+        text = nova_config.render_target(config, nova_config.PLACEMENT)
+        theirs = self.theirs(self.placement(text))
+        self.assertEqual(theirs, nova_conf.load_settings(text)['placement'])
+        self.assertEqual({'optimize_for_wide_provider_trees': True,
+                          'max_allocation_candidates': 1000,
+                          'allocation_candidates_generation_strategy':
+                              'breadth-first'}, theirs)
+        self.assertEqual([], nova_config.wide_trees_unset(theirs))
 
 
 if __name__ == '__main__':

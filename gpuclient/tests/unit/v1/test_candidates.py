@@ -307,6 +307,28 @@ class TestTakeAction(CandidatesTestCase):
         # per candidate or per host
         self.assertEqual(3, len(self.placement.requests()))
 
+    def test_a_full_limit_names_the_hosts_that_filled_it(self):
+        # issue 40 rule 5: gpu-pt-1 gives both candidates of --limit 2
+        self.answers['main'] = {'allocation_requests': [
+            {'allocations': {'root-pt': {'resources': {'VCPU': 1}},
+                             'pci-%d' % i: {'resources': {PCI: 1}}},
+             'mappings': {'': ['root-pt'], 'pci-h100-0': ['pci-%d' % i]}}
+            for i in (2, 3)],
+            'provider_summaries': recorded.pt_tree(used=2)}
+        args = ['--flavor', 'g1.h100.1', '--alias-map', 'h100=10de:2331',
+                '--explain']
+        _out, err = self.run_output(args + ['--limit', '2'])
+        self.assertIn('Placement returned 2 allocation candidates, the '
+                      'limit of this query (2', err)
+        self.assertIn('Hosts with several of them (gpu-pt-1: 2) may have '
+                      'crowded others out', err)
+        self.assertIn('allocation_candidates_generation_strategy = '
+                      'breadth-first', err)
+        # under the limit: nothing was cut
+        _out, err = self.run_output(args + ['--limit', '3'])
+        self.assertNotIn('crowded', err)
+        self.assertNotIn('Placement returned', err)
+
     def test_pcpu_has_its_own_column(self):
         tree = recorded.pt_tree(used=3)
         tree['root-pt'] = recorded.summary(

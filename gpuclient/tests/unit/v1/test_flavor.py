@@ -119,6 +119,21 @@ class TestCreateParser(FlavorTestCase):
              ('properties', {'hw:numa_nodes': '1',
                              'hw:cpu_policy': 'dedicated'})])
 
+    def test_maxphysaddr(self):
+        cmd = flavor_cmd.CreateFlavor(self.make_app(None), None)
+        base_args = ['f1', '--pool', 'solver', '--vcpus', '2', '--ram',
+                     '1024', '--disk', '10']
+        self.check_parser(cmd, base_args, [('maxphysaddr_mode', None),
+                                           ('maxphysaddr_bits', None)])
+        self.check_parser(
+            cmd, base_args + ['--maxphysaddr-mode', 'emulate',
+                              '--maxphysaddr-bits', '44'],
+            [('maxphysaddr_mode', 'emulate'), ('maxphysaddr_bits', 44)])
+        for bad in (['--maxphysaddr-mode', 'host'],
+                    ['--maxphysaddr-bits', 'many']):
+            self.assertRaises(base.ParserError, self.check_parser, cmd,
+                              base_args + bad)
+
     def test_required_and_choices(self):
         cmd = flavor_cmd.CreateFlavor(self.make_app(None), None)
         for args in (['f1', '--vcpus', '1', '--ram', '1', '--disk', '1'],
@@ -158,6 +173,37 @@ class TestCreate(FlavorTestCase):
         self.assertIn('SR-IOV', self.logger.output)
         self.assertIn('group_policy=isolate on the aggregate',
                       self.logger.output)
+
+    def test_maxphysaddr_options(self):
+        # issue 40 rule 3: Nova's settings as extra specs
+        self.run_cmd(flavor_cmd.CreateFlavor,
+                     ['g4.h100', '--pool', 'solver', '--gpus', '4',
+                      '--maxphysaddr-mode', 'emulate',
+                      '--maxphysaddr-bits', '44'] + SIZES)
+        (flavor,) = self.cloud.flavors
+        self.assertEqual(
+            ('emulate', '44'),
+            (flavor['extra_specs']['hw:maxphysaddr_mode'],
+             flavor['extra_specs']['hw:maxphysaddr_bits']))
+        # bits without emulate: nothing written
+        before = self.state()
+        exc = self.assertRaises(
+            exceptions.CommandError, self.run_cmd,
+            flavor_cmd.CreateFlavor,
+            ['g4.b', '--pool', 'solver', '--maxphysaddr-bits', '44']
+            + SIZES)
+        self.assertIn('needs --maxphysaddr-mode emulate', str(exc))
+        self.assertEqual(before, self.state())
+
+    def test_large_bar_flavor_warns(self):
+        self.cloud.aggregates.append(pool_aggregate(
+            'llm', 'passthrough', alias='h100nvl', pci_id='10de:2321'))
+        self.run_cmd(flavor_cmd.CreateFlavor,
+                     ['g4.nvl', '--pool', 'llm', '--gpus', '4', '--vcpus',
+                      '64', '--ram', str(512 * 1024), '--disk', '10'])
+        self.assertIn('--maxphysaddr-mode passthrough', self.logger.output)
+        (flavor,) = self.cloud.flavors
+        self.assertNotIn('hw:maxphysaddr_mode', flavor['extra_specs'])
 
     def test_pool_named_by_aggregate_uuid(self):
         agg = self.aggregate('ws')
