@@ -261,6 +261,7 @@ class ShowPool(command.ShowOne):
         'Its settings, member hosts with their GPU figures (total, used, '
         'free), its GPU flavors, and where the cloud has drifted from what '
         'the pool says (each finding with the command that repairs it). '
+        'Where the cloud runs Blazar, hosts it holds say so. '
         'For an isolated pool, the limits of isolation are printed on '
         'stderr.')
 
