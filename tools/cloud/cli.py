@@ -18,8 +18,8 @@ import threading
 import time
 
 from cloud import api
-from cloud import hosts as hostlib
 from cloud import blazar
+from cloud import hosts as hostlib
 from cloud import ironic
 from cloud import node_exporter
 from cloud import prometheus as prom

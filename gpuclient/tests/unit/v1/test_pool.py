@@ -666,7 +666,6 @@ class TestDependents(PoolCommandTestCase):
         self.assertEqual(['id-other'], self.cloud.flavor_access[flavor['id']])
 
 
-
 class TestShowBlazar(base.CommandTestCase):
     """Issue 40, rule 6: pool show says which hosts Blazar holds, only
     where the cloud runs Blazar, with the same requests."""
