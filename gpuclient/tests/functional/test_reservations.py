@@ -13,8 +13,8 @@
 """Blazar (issue 40, rule 6) on a cloud that runs it (the test cloud:
 tools/cloud/blazar.py): a real host lease on a spare passthrough host, held
 as Blazar's and Nova's own state show (the lease ACTIVE, the host in the
-lease's aggregate), and gpu capacity list, pool show and gpu check saying
-so.
+lease's aggregate, a boot refused by BlazarFilter), and gpu capacity list,
+pool show and gpu check saying so.
 
 Blazar has no call in openstacksdk and its OSC plugin is not installed
 here: the test reads and writes Blazar's v1 API on the SDK connection's
@@ -120,6 +120,9 @@ class TestBlazarLease(base.FunctionalTestCase):
         # names the first flavor that would use each GPU, which may be
         # another test's: the unit tests prove the sentence)
         self.assertEqual(0, per_host()['Fits'])
+        # and Nova agrees: BlazarFilter refuses the pool's only host
+        server = self.boot(flavor, expect_status='ERROR')
+        self.assertIn('No valid host', str(server.get('fault')))
         shown = self.openstack('gpu', 'pool', 'show', pool)
         self.assertIn('in lease aggregate %s' % reservation,
                       ' '.join(shown['gpus'][host]['held_by_blazar']))
