@@ -1119,7 +1119,7 @@ def blazar_flavor_reservation(cloud, settings):
             continue
         hosts, steered = _target_hosts(cloud, reading)
         root_classes = (cloud.root_classes(hosts)
-                        if hosts and cloud.placement is not None else None)
+                        if cloud.placement is not None else None)
         why = reservations.unreservable(flavor, root_classes)
         if not why:
             continue

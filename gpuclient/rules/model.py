@@ -301,14 +301,17 @@ class Cloud:
 
     def root_classes(self, hosts):
         """The classes the root providers of HOSTS offer (what Blazar
-        copies of a host when it enrols it)."""
-        found = set()
+        copies of a host when it enrols it); None when Placement's summary
+        of none of them was read."""
+        found, seen = set(), False
         host_roots = self.host_roots()
         for host in hosts:
             for root in host_roots.get(host, ()):
-                summary = self.placement.summaries.get(root) or {}
-                found.update(summary.get('resources') or {})
-        return found
+                summary = self.placement.summaries.get(root)
+                if summary is not None:
+                    seen = True
+                    found.update(summary.get('resources') or {})
+        return found if seen else None
 
     def node_roots(self):
         """Root provider uuids of Ironic nodes (``baremetal.node_roots``)."""

@@ -1102,6 +1102,16 @@ class TestBlazar(ChecksTestCase):
         # the vGPU flavor: VGPU lives on the pGPU child providers
         self.assertIn('root provider, which has no VGPU',
                       found['flavor ws.1'].symptom)
+        # the roots' summaries not read: where the class lives is not
+        # judged (the dropped keys still are)
+        cloud = self.cloud()
+        cloud.blazar = True
+        for root in cloud.host_roots().values():
+            for uuid in root:
+                cloud.placement.summaries.pop(uuid, None)
+        self.assertEqual(['flavor pt.1'], [
+            f.object for f in checks.run(cloud, None)
+            if f.check == 'blazar-flavor-reservation'])
         # two vGPUs in numbered groups: dropped
         self.flavor('ws.2', VGPU_SPEC, gpus=2)
         found = {f.object: f for f in self.run_blazar()}
