@@ -111,6 +111,10 @@ class GpuClient:
         """(id, name) of the project the command runs in."""
         return identity_mod.current_project(self._session)
 
+    def in_catalog(self, service_type):
+        """Whether the token's catalog has SERVICE_TYPE (no request)."""
+        return identity_mod.in_catalog(self._session, service_type)
+
     def project_ids(self, names_or_ids, domain=None):
         """Keystone project ids of several names or ids, in order, once
         each (``identity.project_ids``: DOMAIN scopes the names)."""

@@ -212,6 +212,20 @@ def current_project(session):
     return access.project_id, access.project_name
 
 
+def in_catalog(session, service_type):
+    """Whether the token's service catalog lists a service of
+    SERVICE_TYPE (``reservation``: Blazar). No request: the catalog came
+    with the token; an authentication without one (token and endpoint
+    given) lists nothing."""
+    get_access = getattr(getattr(session, 'auth', None), 'get_access', None)
+    if get_access is None:
+        return False
+    with errors.translate_errors('Keystone',
+                                 _('Reading the service catalog')):
+        catalog = get_access(session).service_catalog.catalog or []
+    return any(entry.get('type') == service_type for entry in catalog)
+
+
 def project_ids(connection, names_or_ids, domain=None):
     """Keystone project ids of several names or ids, in order, once
     each.

@@ -30,6 +30,7 @@ from gpuclient.rules import host_names
 from gpuclient.rules import maintenance
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import quota
+from gpuclient.rules import reservations
 from gpuclient.rules.scheduler import conf as nova_conf
 from gpuclient.rules.scheduler import explain
 from gpuclient.rules.scheduler import filters
@@ -60,6 +61,9 @@ def collect(client, flavor=None, resources=(), required=(), image=None,
     # asked this flavor's own question below
     cloud = snapshot.read(client, with_placement=False)
     aggregates, pools = cloud.aggregates, cloud.pools
+    if cloud.blazar:
+        # BlazarFilter keeps ordinary flavors off the hosts Blazar holds
+        settings = reservations.with_filter(settings)
     snapshot.warn_problems(cloud.problems)
     if pool:
         pool = pools_mod.pool_name(pools, pool)
@@ -118,7 +122,7 @@ def collect(client, flavor=None, resources=(), required=(), image=None,
         sorted(hosts_roots), extra_specs, aggregates, services, project_id,
         settings['enabled_filters'], pools, hypervisors=hypervisors,
         image=the_image, default_arch=default_arch, flavor=the_flavor,
-        facts=host_facts)
+        facts=host_facts, held=cloud.held_hosts())
     members = set(pools[pool]['hosts']) if pool else None
     kept = [row for row in rows if row['host'] not in post
             and (members is None or row['host'] in members)]

@@ -373,7 +373,8 @@ def list_pools(client, mode=None, long=False):
 
 
 def show(client, name):
-    """What ``gpu pool show`` shows: {pool, gpus, flavors, drift}.
+    """What ``gpu pool show`` shows: {pool, gpus, flavors, drift}; where
+    the cloud runs Blazar, the hosts it holds say so in ``gpus``.
 
     One snapshot of the cloud, its Placement part limited to the pool's
     hosts (so the pool is found before Placement is read).
@@ -396,5 +397,6 @@ def show(client, name):
         if pool['name'] in specs.matching_pools(
             specs.read(flavor.get('extra_specs'), cloud.pools),
             cloud.pools))
-    return {'pool': pool, 'gpus': pools.gpu_figures(rows, pool),
+    return {'pool': pool,
+            'gpus': pools.gpu_figures(rows, pool, cloud.held_hosts()),
             'flavors': flavors, 'drift': drift}

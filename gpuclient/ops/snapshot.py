@@ -43,6 +43,7 @@ from gpuclient.rules import hosts
 from gpuclient.rules import model
 from gpuclient.rules import pool_plan
 from gpuclient.rules import pools as pools_mod
+from gpuclient.rules import reservations
 from gpuclient.rules import specs
 
 LOG = logging.getLogger(__name__)
@@ -88,7 +89,8 @@ def read(client, extra_classes=(), with_flavors=False, wanted_hosts=None,
     WITH_POOL_MEMBERS reads each pool's Placement aggregate members (one
     request per pool, none per host).
     WITH_PROJECTS reads Keystone's project list (one request), only when
-    some pool is limited to projects.
+    some pool is limited to projects. Whether Blazar runs (``blazar``)
+    comes from the token's catalog, without a request.
     """
     # a lower --os-compute-api-version: refused before the first request
     client.compute.require(
@@ -104,6 +106,7 @@ def read(client, extra_classes=(), with_flavors=False, wanted_hosts=None,
     if not with_placement:
         cloud = model.Cloud(aggregates, hypervisors, services, None,
                       flavors=flavors)
+        cloud.blazar = runs_blazar(client)
         if with_images:
             cloud.images = client.image.images()
         return cloud
@@ -121,6 +124,7 @@ def read(client, extra_classes=(), with_flavors=False, wanted_hosts=None,
     cloud = model.Cloud(aggregates, hypervisors, services, placement,
                   flavors=flavors, gpu_classes=classes)
     cloud.known_classes = set(known)
+    cloud.blazar = runs_blazar(client)
     if with_images:
         cloud.images = client.image.images()
     if with_pool_members:
@@ -129,6 +133,12 @@ def read(client, extra_classes=(), with_flavors=False, wanted_hosts=None,
     if with_projects and any(p['projects'] for p in pools.values()):
         cloud.projects = _projects(client, pools)
     return cloud
+
+
+def runs_blazar(client):
+    """Whether the cloud runs Blazar: its service type in the token's
+    catalog (no request)."""
+    return bool(client.in_catalog(reservations.SERVICE_TYPE))
 
 
 def read_services(client, cloud):

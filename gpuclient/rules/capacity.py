@@ -21,7 +21,8 @@ Everything is asked of one ``gpuclient.rules.model.Cloud``:
 * hosts that the filters Nova applies after Placement would remove
   (``gpuclient.rules.scheduler.filters.post_filters``: disabled or down
   services, aggregate extra specs, project-limited aggregates, host
-  capabilities) fit nothing;
+  capabilities, and where the cloud runs Blazar the hosts it holds:
+  ``gpuclient.rules.reservations``) fit nothing;
 * on every other host the count is
   ``gpuclient.rules.scheduler.fit.fit_count`` over each of its provider
   trees: how many copies of the request fit at once into
@@ -41,6 +42,7 @@ left, host out of scheduling, ...). The reason says which.
 from osc_lib import exceptions
 
 from gpuclient.i18n import _
+from gpuclient.rules import reservations
 from gpuclient.rules import specs
 from gpuclient.rules.scheduler import filters
 from gpuclient.rules.scheduler import fit as fit_mod
@@ -144,7 +146,11 @@ class Fits:
         self.facts = facts or {}
         self.with_numa = numa
         self.numa = {}  # flavor id -> {host: (status, what)}
-        self.settings = settings
+        # where Blazar runs, BlazarFilter keeps ordinary flavors off the
+        # hosts it holds (rules.reservations)
+        self.held = cloud.held_hosts()
+        self.settings = (reservations.with_filter(settings) if cloud.blazar
+                         else settings)
         self.project_id = project_id
         self.fit_count = fit_count
         self.host_roots = cloud.host_roots()
@@ -176,7 +182,8 @@ class Fits:
             sorted(self.host_roots), flavor.get('extra_specs') or {},
             cloud.aggregates, cloud.services, self.project_id,
             self.settings['enabled_filters'], cloud.pools,
-            hypervisors=cloud.hypervisors, flavor=flavor, facts=self.facts)
+            hypervisors=cloud.hypervisors, flavor=flavor, facts=self.facts,
+            held=self.held)
         self.post[fid] = post
         guest = None
         if numa_enabled(self.settings) and self.with_numa:

@@ -53,6 +53,7 @@ from gpuclient.rules import images as images_mod
 from gpuclient.rules import nova_config
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import quota as quota_mod
+from gpuclient.rules import reservations
 from gpuclient.rules import specs as specs_mod
 from gpuclient.rules import utilisation as utilisation_mod
 from gpuclient.rules.scheduler import conf as nova_conf
@@ -1159,6 +1160,54 @@ def quota_pci_not_enforced(cloud, settings):
             'private flavors: openstack gpu flavor create ... --private '
             '--project <project>; or upgrade Nova to 2026.2)' % names[0],
             names))
+    return found
+
+
+# -- reservations (Blazar) ----------------------------------------------------
+
+# the fix of blazar-flavor-reservation: whole hosts (Blazar's host
+# reservation moves them into the lease's aggregate, GPUs and all)
+HOST_LEASE_FIX = (
+    'openstack reservation lease create --reservation '
+    'resource_type=physical:host,min=1,max=1,hypervisor_properties=\'["=", '
+    '"$hypervisor_hostname", "%(host)s"]\' --start-date "<start>" '
+    '--end-date "<end>" <lease>  (a host reservation of %(where)s; boot '
+    'with --hint reservation=<reservation id>), or reserve a flavor '
+    'without PCI alias or numbered groups')
+
+
+@register('blazar-flavor-reservation')
+def blazar_flavor_reservation(cloud, settings):
+    """GPU flavors a Blazar ``flavor:instance`` reservation cannot hold
+    (``reservations.unreservable``, read from blazar 18.0.0): their PCI
+    alias or numbered groups are dropped, or their GPU class is not on
+    the hosts' root providers. Only where the cloud runs Blazar; Blazar's
+    own reservation flavors are its copies and are left out."""
+    if not cloud.blazar:
+        return []
+    found = []
+    for flavor, reading in _gpu_flavors(cloud):
+        extra = flavor.get('extra_specs') or {}
+        if reservations.passes(extra):
+            continue
+        hosts, steered = _target_hosts(cloud, reading)
+        root_classes = (cloud.root_classes(hosts)
+                        if cloud.placement is not None else None)
+        why = reservations.unreservable(flavor, root_classes)
+        if not why:
+            continue
+        where = (_('pool %s') % ', '.join(steered) if steered
+                 else _('the GPU hosts'))
+        found.append(finding(
+            WARNING, 'blazar-flavor-reservation',
+            'flavor %s' % _flavor_label(flavor),
+            _('a Blazar flavor:instance reservation of it does not hold '
+              'its GPUs: %s.') % '; '.join(
+                  reservations.reason_text(reason, what)
+                  for reason, what in sorted(why.items())),
+            HOST_LEASE_FIX % {'host': hosts[0] if hosts else '<host>',
+                              'where': where},
+            _flavor_pools(cloud, reading)))
     return found
 
 

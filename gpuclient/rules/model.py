@@ -36,6 +36,7 @@ from gpuclient.rules import devices
 from gpuclient.rules import host_names
 from gpuclient.rules import hosts as hosts_mod
 from gpuclient.rules import pools as pools_mod
+from gpuclient.rules import reservations
 
 # the zone Nova gives a host in no aggregate with one
 DEFAULT_ZONE = 'nova'
@@ -190,6 +191,10 @@ class Cloud:
         "(2, N): Nova's maximum compute microversion, which tells its "
         "release, as gpu check judges PCI quotas (quota-pci-not-enforced)",
         None)
+    blazar: bool = _field(
+        "whether the token's catalog lists Blazar (service type "
+        "reservation): its held hosts (held_hosts) and reservations "
+        "count", False)
     utilisation: dict | None = _field(
         "{'rows', 'window', 'idle_below'}: the servers' GPU utilisation "
         "(Prometheus), as gpu check judges it (gpu-idle)", None)
@@ -284,6 +289,35 @@ class Cloud:
                 'inventory': inventory,
             }
         return tree
+
+    def held_hosts(self):
+        """{host: [why]} of the hosts Blazar holds ({} without Blazar
+        in the catalog): ``reservations.held_hosts`` over the aggregates
+        and the classes of each host's provider trees."""
+        if not self.blazar:
+            return {}
+        classes = {}
+        if self.placement is not None:
+            for host, roots in self.host_roots().items():
+                for uuid in self.placement.providers_in_trees(roots):
+                    summary = self.placement.summaries.get(uuid) or {}
+                    classes.setdefault(host, set()).update(
+                        summary.get('resources') or {})
+        return reservations.held_hosts(self.aggregates, classes)
+
+    def root_classes(self, hosts):
+        """The classes the root providers of HOSTS offer (what Blazar
+        copies of a host when it enrols it); None when Placement's summary
+        of none of them was read."""
+        found, seen = set(), False
+        host_roots = self.host_roots()
+        for host in hosts:
+            for root in host_roots.get(host, ()):
+                summary = self.placement.summaries.get(root)
+                if summary is not None:
+                    seen = True
+                    found.update(summary.get('resources') or {})
+        return found if seen else None
 
     def node_roots(self):
         """Root provider uuids of Ironic nodes (``baremetal.node_roots``)."""

@@ -883,11 +883,13 @@ ISOLATION_LIMITS = _(
 )
 
 
-def gpu_figures(rows, pool):
+def gpu_figures(rows, pool, held=None):
     """{host: {total, used, free}} of the pool's class on its hosts.
 
     Every member host is there: one that offers none of the pool's class
-    counts 0 / 0 / 0.
+    counts 0 / 0 / 0. A host Blazar holds (HELD: {host: [why]},
+    ``reservations.held_hosts``) has ``held_by_blazar`` (the reasons) too:
+    its GPUs are not available to ordinary flavors.
     """
     figures = {host: {'total': 0, 'used': 0, 'free': 0}
                for host in pool['hosts']}
@@ -897,4 +899,7 @@ def gpu_figures(rows, pool):
             figures[row['host']] = {
                 'total': row['total'], 'used': row['used'],
                 'free': row['free']}
+    for host, why in (held or {}).items():
+        if host in figures:
+            figures[host]['held_by_blazar'] = list(why)
     return figures

@@ -58,13 +58,20 @@ def pool_item(pool):
 
 class GpusColumn(format_columns.DictColumn):
     """Per-host GPU figures: a dict of dicts in JSON/YAML, one line per
-    host (total, used, free) in a table."""
+    host (total, used, free; held_by_blazar where Blazar holds it) in a
+    table."""
 
     def human_readable(self):
-        return '\n'.join(
-            _('%(host)s: total %(total)d, used %(used)d, free %(free)d')
-            % dict(figures, host=host)
-            for host, figures in sorted((self._value or {}).items()))
+        lines = []
+        for host, figures in sorted((self._value or {}).items()):
+            line = _('%(host)s: total %(total)d, used %(used)d, free '
+                     '%(free)d') % dict(figures, host=host)
+            if figures.get('held_by_blazar'):
+                line += _(', held by Blazar (%s): not available to '
+                          'ordinary flavors') % '; '.join(
+                              figures['held_by_blazar'])
+            lines.append(line)
+        return '\n'.join(lines)
 
 
 class DriftColumn(format_columns.ListColumn):
@@ -254,6 +261,7 @@ class ShowPool(command.ShowOne):
         'Its settings, member hosts with their GPU figures (total, used, '
         'free), its GPU flavors, and where the cloud has drifted from what '
         'the pool says (each finding with the command that repairs it). '
+        'Where the cloud runs Blazar, hosts it holds say so. '
         'For an isolated pool, the limits of isolation are printed on '
         'stderr.')
 

@@ -18,6 +18,7 @@ import threading
 import time
 
 from cloud import api
+from cloud import blazar
 from cloud import hosts as hostlib
 from cloud import ironic
 from cloud import node_exporter
@@ -55,6 +56,7 @@ PORTS = {3306: 'mariadb', 5672: 'rabbitmq', 25672: 'rabbitmq (dist)',
          8774: 'nova-api', 9696: 'neutron read-only stub',
          9090: 'prometheus', 9400: 'DCGM exporter stand-in',
          9401: 'gpu capacity list -f openmetrics, served by a test',
+         1234: 'blazar-api',
          **{port: 'node_exporter of ' + host for host, port in
             hostlib.NODE_EXPORTER_PORTS.items()}}
 PROMETHEUS_PORT = 9090
@@ -375,6 +377,8 @@ def stop(timeline):
     groups = [(n, pids[n]) for n in OPENSTACK_SERVICES if pids.get(n)]
     groups += [(n, pids[n]) for n in ironic.process_names(OPENSTACK_SERVICES)
                if pids.get(n)]
+    groups += [(n, pids[n]) for n in blazar.process_names(OPENSTACK_SERVICES)
+               if pids.get(n)]
     for _name, pid in groups:
         _signal_group(pid, signal.SIGTERM)
     deadline = time.monotonic() + 30
@@ -533,6 +537,7 @@ def _write_config():
                 os.path.join(etc, 'nova', 'nova-compute-%s.conf' % h.name),
                 host=h.name, driver=h.driver, extra=h.extra_conf)
     ironic.write_config(ironic.HOST)
+    blazar.write_config()
     shutil.copy(os.path.join(CLOUD_DIR, 'etc', 'rabbitmq.conf'), etc)
     shutil.copy(os.path.join(CLOUD_DIR, 'etc', 'nova-policy.yaml'),
                 os.path.join(etc, 'nova', 'policy.yaml'))
@@ -814,7 +819,8 @@ def healthy():
     """True if every recorded process is alive and the cloud answers."""
     pids = _recorded()
     expected = set(OPENSTACK_SERVICES) | {'mariadb', 'rabbitmq',
-                                          ironic.PROCESS}
+                                          ironic.PROCESS} | set(
+                                              blazar.process_names())
     if not expected <= set(pids) or not all(
             _alive(pids[n]) for n in expected):
         return False
@@ -900,11 +906,14 @@ def start(timeline):
     # image is uploaded (discovered with the other hosts below)
     bare_metal = pool.submit(ironic.start, timeline, ironic.HOST,
                              discover=False)
+    # Blazar (reservations) once Nova's API answers (its freepool)
+    reservations = pool.submit(blazar.start, timeline)
     _wait('glance', _http_up(api.ENDPOINTS['image']), 120)
     api.upload_image(session, IMAGE, _tiny_image())
     timeline('image %s uploaded' % IMAGE)
     _wait('placement', _http_up(api.ENDPOINTS['placement'] + '/'), 60)
     bare_metal.result()
+    reservations.result()
     _wait('compute provider trees in placement',
           lambda: _providers_ready(session), 240, interval=1)
     timeline('every compute reported its provider tree to placement')
@@ -996,6 +1005,9 @@ def cmd_status(args):
         bare_metal = ironic.status()
         if bare_metal:
             print('\n' + '\n'.join(bare_metal))
+        reserving = blazar.status()
+        if reserving:
+            print('\n' + '\n'.join(reserving))
         rps = session.get('placement', '/resource_providers',
                           microversion='1.14')['resource_providers']
         print('\nmemory: %d processes, RSS %d MiB, PSS %d MiB' % _memory())

@@ -1054,6 +1054,16 @@ class TestGpuClient(ContractTestCase):
                          self.gpu.current_project())
 
     @base.needs('plain')
+    def test_in_catalog(self):
+        # the catalog as Keystone lists it (one request here, none in
+        # in_catalog: it reads the token's)
+        kinds = {s.type for s in self.sdk.identity.services()}
+        self.assertIn('compute', kinds)
+        for kind in ('compute', 'placement', 'reservation'):
+            self.assertEqual(kind in kinds, self.gpu.in_catalog(kind), kind)
+        self.assertFalse(self.gpu.in_catalog(self.unique('none')))
+
+    @base.needs('plain')
     def test_project_ids(self):
         project = self.sdk.identity.get_project(self.sdk.current_project_id)
         self.assertEqual([project.id], self.gpu.project_ids(

@@ -2038,17 +2038,28 @@ class ClientManagerFixture(fixtures.Fixture):
     """
 
     def __init__(self, cloud, max_limit=NOVA_MAX_LIMIT,
-                 compute_api_version=None):
+                 compute_api_version=None, catalog=None):
         super().__init__()
         self.cloud = cloud
         self.max_limit = max_limit
         # --os-compute-api-version as given (None: not given)
         self.compute_api_version = compute_api_version
+        # service types of the token's catalog (None: a token and
+        # endpoint, which has no catalog)
+        self.catalog = catalog
 
     def _setUp(self):
         session = ks_session.Session(
             auth=token_endpoint.Token(PLACEMENT_URL, 'token')
         )
+        if self.catalog is not None:
+            # what a password or token authentication carries: the
+            # catalog came with the token, reading it sends nothing
+            access = mock.Mock()
+            access.service_catalog.catalog = [
+                {'type': kind, 'id': uid(kind), 'endpoints': []}
+                for kind in self.catalog]
+            session.auth.get_access = lambda _session: access
         self.compute = mock.Mock(spec=compute_proxy.Proxy)
         self.nova = FakeCompute(self.cloud, self.compute, self.max_limit)
         self.image = mock.Mock(spec=image_proxy.Proxy)

@@ -1171,3 +1171,71 @@ class TruncatingKeystone:
             if project.name == value:
                 return project
         return None
+
+
+class TestBlazar(ChecksTestCase):
+    """Issue 40, rule 6: GPU flavors a Blazar flavor:instance reservation
+    cannot hold (blazar 18.0.0's flavor plugin), only where the cloud
+    runs Blazar."""
+
+    def run_blazar(self, blazar=True):
+        cloud = self.cloud()
+        cloud.blazar = blazar
+        return [f for f in checks.run(cloud, None)
+                if f.check == 'blazar-flavor-reservation']
+
+    def test_flavors_blazar_cannot_reserve(self):
+        self.clean_cloud()
+        # no Blazar in the catalog: nothing to say
+        self.assertEqual([], self.run_blazar(blazar=False))
+        found = {f.object: f for f in self.run_blazar()}
+        self.assertEqual({'flavor pt.1', 'flavor ws.1'}, set(found))
+        self.assertEqual({checks.WARNING},
+                         {f.severity for f in found.values()})
+        # the passthrough flavor: its alias is dropped
+        self.assertIn('pci_passthrough:alias', found['flavor pt.1'].symptom)
+        self.assertEqual(('solver',), found['flavor pt.1'].pools)
+        self.assertTrue(found['flavor pt.1'].fix.startswith(
+            'openstack reservation lease create --reservation '
+            'resource_type=physical:host'))
+        self.assertIn('"gpu-pt-1"', found['flavor pt.1'].fix)
+        # the vGPU flavor: VGPU lives on the pGPU child providers
+        self.assertIn('root provider, which has no VGPU',
+                      found['flavor ws.1'].symptom)
+        # the roots' summaries not read: where the class lives is not
+        # judged (the dropped keys still are)
+        cloud = self.cloud()
+        cloud.blazar = True
+        for root in cloud.host_roots().values():
+            for uuid in root:
+                cloud.placement.summaries.pop(uuid, None)
+        self.assertEqual(['flavor pt.1'], [
+            f.object for f in checks.run(cloud, None)
+            if f.check == 'blazar-flavor-reservation'])
+        # two vGPUs in numbered groups: dropped
+        self.flavor('ws.2', VGPU_SPEC, gpus=2)
+        found = {f.object: f for f in self.run_blazar()}
+        self.assertIn('numbered request groups', found['flavor ws.2'].symptom)
+        # Blazar's own reservation flavor is its copy: left out
+        self.fc.add_flavor('reservation:r1', extra_specs=dict(
+            self.fc.flavors[0]['extra_specs'],
+            **{'aggregate_instance_extra_specs:reservation': 'r1'}))
+        self.assertNotIn('flavor reservation:r1',
+                         {f.object for f in self.run_blazar()})
+
+    def test_fix_a_flavor_blazar_counts(self):
+        # the fix's second way: a GPU flavor whose class Blazar counts (an
+        # unsuffixed class on the hosts' root providers: bare metal)
+        self.fresh()
+        self.fc.baremetal_node('ironic-1', 'node-1')
+        spec = pools.build_spec('metal', 'baremetal',
+                                resource_class='CUSTOM_BAREMETAL_GPU_H100')
+        self.pool(spec, ['ironic-1'])
+        self.flavor('bm.1', spec)
+        self.assertEqual([], self.run_blazar())
+        # the same pool's flavor asking in a numbered group: found
+        self.fc.add_flavor('bm.grouped', extra_specs={
+            'resources1:CUSTOM_BAREMETAL_GPU_H100': '1',
+            'aggregate_instance_extra_specs:gpu_pool': 'metal'})
+        self.assertEqual(['flavor bm.grouped'],
+                         [f.object for f in self.run_blazar()])

@@ -26,6 +26,7 @@ from gpuclient.i18n import _
 from gpuclient.rules.scheduler import host_manager
 from gpuclient.rules.scheduler.filters import aggregate_instance_extra_specs
 from gpuclient.rules.scheduler.filters import aggregate_multitenancy_isolation
+from gpuclient.rules.scheduler.filters import blazar_filter
 from gpuclient.rules.scheduler.filters import compute_capabilities_filter
 from gpuclient.rules.scheduler.filters import compute_filter
 from gpuclient.rules.scheduler.filters import image_props_filter
@@ -40,6 +41,8 @@ FILTERS = (
     image_props_filter,
     compute_capabilities_filter,
     numa_topology_filter,
+    # Blazar's (blazar-nova), where the cloud runs Blazar
+    blazar_filter,
 )
 CHECKED_FILTERS = tuple(host_filter.NAME for host_filter in FILTERS)
 _BY_NAME = {host_filter.NAME: host_filter for host_filter in FILTERS}
@@ -61,9 +64,10 @@ NOT_CHECKED = {
 
 def context(extra_specs, project_id, pools=None, services=(),
             hypervisors=(), image=None, default_arch=None, flavor=None,
-            facts=None):
+            facts=None, held=None):
     """What the filters read: the request and the hosts as the API
-    shows them (FLAVOR's guest NUMA topology, FACTS: {host: host facts}).
+    shows them (FLAVOR's guest NUMA topology, FACTS: {host: host facts},
+    HELD: {host: [why]} of the hosts Blazar holds).
     """
     return {
         'extra_specs': extra_specs,
@@ -75,23 +79,25 @@ def context(extra_specs, project_id, pools=None, services=(),
         'numa': numa_topology_filter.constraints(flavor, image),
         'devices': numa_topology_filter.pci_devices(extra_specs),
         'facts': facts or {},
+        'held': held or {},
     }
 
 
 def post_filters(hosts, extra_specs, aggregates, services, project_id,
                  enabled_filters, pools=None, hypervisors=(), image=None,
-                 default_arch=None, flavor=None, facts=None):
+                 default_arch=None, flavor=None, facts=None, held=None):
     """{host: [reason dicts]} for hosts the judged filters remove.
 
     ``hypervisors`` (compute API 2.53 details) and ``image`` (its
     properties) feed ImagePropertiesFilter and ComputeCapabilitiesFilter,
     with FLAVOR (its vcpus, ram and extra specs) and FACTS ({host: host
     facts}) NUMATopologyFilter; a host whose nodes they cannot judge is
-    not removed (see ``unchecked`` and ``numa``).
+    not removed (see ``unchecked`` and ``numa``). HELD: the hosts Blazar
+    holds (BlazarFilter).
     """
     enabled = set(enabled_filters or ())
     ctx = context(extra_specs, project_id, pools, services, hypervisors,
-                  image, default_arch, flavor, facts)
+                  image, default_arch, flavor, facts, held)
     out = {}
     for host in hosts:
         metadata = utils.host_metadata(aggregates, host)

@@ -15,6 +15,7 @@
 import csv
 import io
 import json
+from unittest import mock
 import urllib.parse
 
 from osc_lib import exceptions
@@ -377,6 +378,27 @@ class TestTakeAction(CandidatesTestCase):
         allocations = [r for r in self.placement.requests()
                        if r.path.endswith('/allocations')]
         self.assertEqual(4, len(allocations))
+
+    def test_a_host_blazar_holds_is_no_candidate(self):
+        # issue 40, rule 6: gpu-pt-1 enrolled in Blazar (the freepool)
+        self.one_candidate()
+        self.cloud.aggregates.append(
+            fakes.Aggregate('freepool', {}, hosts=['gpu-pt-1']))
+        args = ['--flavor', 'g1.h100.1', '--alias-map', 'h100=10de:2331',
+                '-f', 'json']
+        stdout, _stderr = self.run_output(args)
+        # no Blazar in the catalog: the freepool is just an aggregate
+        self.assertEqual(['gpu-pt-1'],
+                         [r['Host'] for r in json.loads(stdout)])
+        access = mock.Mock()
+        access.service_catalog.catalog = [{'type': 'reservation'}]
+        self.cm.gpu._session.auth.get_access = lambda _session: access
+        stdout, stderr = self.run_output(args)
+        self.assertEqual([], json.loads(stdout))
+        self.assertIn('  gpu-pt-1 is held by Blazar (in the freepool '
+                      'aggregate freepool (enrolled, not leased)): '
+                      'BlazarFilter passes only reserved requests there.',
+                      stderr.splitlines())
 
     def test_explain_lists_ruled_out_hosts_with_reasons(self):
         self.one_candidate()

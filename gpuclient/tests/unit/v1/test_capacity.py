@@ -314,3 +314,72 @@ class TestFits(CapacityTestCase):
         exc = self.assertRaises(exceptions.CommandError, self.run_cmd,
                                 '--pool', 'nope')
         self.assertIn('No GPU pool named nope', str(exc))
+
+
+class TestBlazar(CapacityTestCase):
+    """Issue 40, rule 6: where the cloud runs Blazar (its service type in
+    the token's catalog), the hosts it holds fit no ordinary flavor; the
+    same requests are sent with it or without."""
+
+    def run_with(self, catalog, *args):
+        placement = self.useFixture(fakes.PlacementFixture(self.cloud))
+        cm = self.useFixture(fakes.ClientManagerFixture(
+            self.cloud, catalog=catalog))
+        cmd = capacity_cmd.ListCapacity(self.make_app(cm.client_manager),
+                                        None)
+        columns, data = cmd.take_action(self.check_parser(cmd, list(args)))
+        rows = [dict(zip(columns, (
+            v.machine_readable() if hasattr(v, 'machine_readable') else v
+            for v in row), strict=True)) for row in data]
+        sent = ([(r.method, r.path, r.query) for r in placement.requests()],
+                list(cm.nova.sent))
+        return rows, sent
+
+    def test_held_host_fits_nothing(self):
+        self.flavor('g1.h100.1', PT_SPEC)
+        # Blazar enrolled gpu-pt-1: it sits in the freepool aggregate
+        self.cloud.aggregates.append(
+            fakes.Aggregate('freepool', {}, ['gpu-pt-1']))
+        plain, sent_plain = self.run_with(None, '--per-host')
+        # no Blazar in the catalog: the freepool is just an aggregate
+        self.assertEqual(3, plain[0]['Fits'])
+        other, sent_other = self.run_with(['compute', 'placement'],
+                                          '--per-host')
+        self.assertEqual(plain, other)
+        held, sent_held = self.run_with(['compute', 'reservation'],
+                                        '--per-host')
+        row = held[0]
+        self.assertEqual((0, 3), (row['Fits'], row['Stranded']))
+        self.assertIn('held by Blazar (in the freepool aggregate freepool',
+                      row['Stranded Reason'][0])
+        self.assertIn('BlazarFilter', row['Stranded Reason'][0])
+        # the catalog came with the token: not one request more
+        self.assertEqual(sent_plain, sent_held)
+        self.assertEqual(sent_plain, sent_other)
+
+    def test_reservation_flavor_passes(self):
+        # Blazar's own reservation flavor (its copy) lands on held hosts
+        derived = derive(PT_SPEC)
+        self.cloud.aggregates += [
+            fakes.Aggregate('freepool', {}, ['gpu-pt-1']),
+            # the instance reservation's aggregate, which its flavor's
+            # aggregate_instance_extra_specs:reservation asks for
+            fakes.Aggregate('r1', {'reservation': 'r1'}, ['gpu-pt-1'])]
+        self.cloud.add_flavor('reservation:r1', extra_specs=dict(
+            derived['extra_specs'],
+            **{'aggregate_instance_extra_specs:reservation': 'r1'}))
+        rows, _sent = self.run_with(['reservation'], '--per-host')
+        self.assertEqual(3, rows[0]['Fits'])
+
+    def test_nova_conf_without_blazar_filter(self):
+        # enabled_filters read from nova.conf without BlazarFilter: the
+        # freepool keeps no server off
+        self.flavor('g1.h100.1', PT_SPEC)
+        self.cloud.aggregates.append(
+            fakes.Aggregate('freepool', {}, ['gpu-pt-1']))
+        conf = self.useFixture(fixtures.TempDir()).join('nova.conf')
+        with open(conf, 'w') as f:
+            f.write('[filter_scheduler]\nenabled_filters = ComputeFilter\n')
+        rows, _sent = self.run_with(['reservation'], '--per-host',
+                                    '--nova-conf', conf)
+        self.assertEqual(3, rows[0]['Fits'])

@@ -18,7 +18,9 @@ from unittest import mock
 
 from osc_lib import exceptions
 
+from gpuclient.rules import pools
 from gpuclient.tests.unit import base
+from gpuclient.tests.unit import fakes
 from gpuclient.tests.unit import test_pool_ops
 from gpuclient.v1 import pool as pool_cmd
 
@@ -663,3 +665,42 @@ class TestDependents(PoolCommandTestCase):
                               if k.startswith('filter_tenant_id')])
         self.assertEqual(['id-other'], self.cloud.flavor_access[flavor['id']])
 
+
+class TestShowBlazar(base.CommandTestCase):
+    """Issue 40, rule 6: pool show says which hosts Blazar holds, only
+    where the cloud runs Blazar, with the same requests."""
+
+    def show(self, cloud, catalog):
+        placement = self.useFixture(fakes.PlacementFixture(cloud))
+        cm = self.useFixture(fakes.ClientManagerFixture(cloud,
+                                                        catalog=catalog))
+        cmd = pool_cmd.ShowPool(self.make_app(cm.client_manager), None)
+        columns, values = cmd.take_action(self.check_parser(cmd, ['solver']))
+        shown = dict(zip(columns, values, strict=True))
+        return shown['gpus'], (len(placement.requests()), len(cm.nova.sent))
+
+    def test_held_host(self):
+        cloud = fakes.FakeCloud()
+        cloud.pci_host('gpu-pt-1')
+        cloud.pci_host('gpu-pt-2')
+        spec = pools.build_spec('solver', 'passthrough', alias='h100',
+                                pci_id='10de:2331')
+        cloud.aggregates += [
+            fakes.Aggregate('solver', pools.metadata_for(spec),
+                            ['gpu-pt-1', 'gpu-pt-2']),
+            # a host reservation's lease aggregate
+            fakes.Aggregate('r1', {'blazar:owner': 'p1'}, ['gpu-pt-2'],
+                            zone='blazar_r1')]
+        plain, sent_plain = self.show(cloud, None)
+        self.assertEqual({'total': 4, 'used': 0, 'free': 4},
+                         plain.machine_readable()['gpu-pt-2'])
+        held, sent_held = self.show(cloud, ['reservation'])
+        self.assertEqual(sent_plain, sent_held)
+        figures = held.machine_readable()
+        self.assertNotIn('held_by_blazar', figures['gpu-pt-1'])
+        self.assertEqual(['in lease aggregate r1 (zone blazar_r1)'],
+                         figures['gpu-pt-2']['held_by_blazar'])
+        self.assertIn('gpu-pt-2: total 4, used 0, free 4, held by Blazar '
+                      '(in lease aggregate r1 (zone blazar_r1)): not '
+                      'available to ordinary flavors',
+                      held.human_readable())

@@ -1,0 +1,39 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Pure: BlazarFilter, Blazar's filter in Nova's scheduler
+(blazar-nova 10.0.0, ``blazarnova/scheduler/filters/blazar_filter.py``).
+
+A host Blazar holds (``gpuclient.rules.reservations.held_hosts``: the
+freepool, a lease aggregate, an instance reservation) takes no request
+without a reservation: an ordinary flavor's servers never land there.
+The held hosts come in the filters' context (``held``); without Blazar
+in the catalog there are none.
+"""
+
+from gpuclient.i18n import _
+from gpuclient.rules import reservations
+
+NAME = reservations.FILTER_NAME
+
+
+def host_reasons(ctx, host, metadata):
+    why = ctx['held'].get(host)
+    if not why or reservations.passes(ctx['extra_specs']):
+        return []
+    return [{'filter': NAME, 'held': why}]
+
+
+def text(host, reason, project_id):
+    return _('%(host)s is held by Blazar (%(why)s): BlazarFilter passes '
+             'only reserved requests there.') % {
+                 'host': host, 'why': '; '.join(reason['held'])}

@@ -1,0 +1,136 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Blazar (issue 40, rule 6) on a cloud that runs it (the test cloud:
+tools/cloud/blazar.py): a real host lease on a spare passthrough host, held
+as Blazar's and Nova's own state show (the lease ACTIVE, the host in the
+lease's aggregate, a boot refused by BlazarFilter), and gpu capacity list,
+pool show and gpu check saying so.
+
+Blazar has no call in openstacksdk and its OSC plugin is not installed
+here: the test reads and writes Blazar's v1 API on the SDK connection's
+session (service type ``reservation``).
+"""
+
+import datetime
+import json
+import os
+import time
+
+from gpuclient.tests.functional import base
+
+LEASE_WAIT = 90  # seconds: Blazar's manager starts a "now" lease by events
+
+
+class TestBlazarLease(base.FunctionalTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.conn = base._connection(self.cloud)
+        kinds = {s.type for s in self.conn.identity.services()}
+        if 'reservation' not in kinds:
+            reason = 'this cloud runs no Blazar (no reservation service)'
+            if os.environ.get('GPUCLIENT_FT_NO_SKIP') == '1':
+                self.fail(reason + ' (GPUCLIENT_FT_NO_SKIP=1)')
+            self.skipTest(reason)
+
+    def blazar(self, method, path, body=None, ok=(200, 201, 202, 204)):
+        response = self.conn.session.request(
+            path, method, json=body, raise_exc=False,
+            endpoint_filter={'service_type': 'reservation',
+                             'interface': 'public'})
+        self.assertIn(response.status_code, ok, response.text)
+        return response.json() if response.content else None
+
+    def freepool(self):
+        """The freepool aggregate Blazar enrols hosts into (made here, and
+        deleted after, when the cloud has none)."""
+        names = {a['Name'] for a in self.openstack('aggregate', 'list')}
+        if 'freepool' not in names:
+            self.openstack('aggregate', 'create', 'freepool', parse=False)
+            self.addCleanup(self.openstack_raw, 'aggregate', 'delete',
+                            'freepool')
+
+    def lease(self, host):
+        """A host lease of HOST from now: (lease, reservation id), ACTIVE;
+        deleted at cleanup (the host goes back to the freepool)."""
+        end = (datetime.datetime.now(datetime.timezone.utc)
+               + datetime.timedelta(hours=1)).strftime('%Y-%m-%d %H:%M')
+        hypervisor = self.hypervisor(host)['hypervisor_hostname']
+        lease = self.blazar('POST', '/leases', {
+            'name': self.unique_name('t40blazar-lease'),
+            'start_date': 'now', 'end_date': end, 'events': [],
+            'reservations': [{
+                'resource_type': 'physical:host', 'min': 1, 'max': 1,
+                'hypervisor_properties':
+                    '["=", "$hypervisor_hostname", "%s"]' % hypervisor,
+                'resource_properties': ''}]})['lease']
+        self.addCleanup(self.blazar, 'DELETE', '/leases/%s' % lease['id'],
+                        ok=(204, 404))
+        deadline = time.time() + LEASE_WAIT
+        while lease['status'] != 'ACTIVE' and time.time() < deadline:
+            time.sleep(base.POLL * 2)
+            lease = self.blazar('GET', '/leases/%s' % lease['id'])['lease']
+        self.assertEqual('ACTIVE', lease['status'], lease)
+        return lease, lease['reservations'][0]['id']
+
+    def test_host_lease(self):
+        host = base.PT_HOST2
+        pool = self.unique_name('t40blazar-pt')
+        self.addCleanup(self.delete_pool, pool)
+        self.openstack('gpu', 'pool', 'create', pool, '--mode',
+                       'passthrough', '--alias', 'h100', '--pci-id',
+                       '10de:2331', '--host', host, parse=False)
+        flavor = self.make_flavor(pool)
+        self.use_spare(host)
+
+        def per_host():
+            rows = self.openstack('gpu', 'capacity', 'list', '--flavor',
+                                  flavor, '--pool', pool, '--per-host')
+            self.assertEqual([host], [r['Host'] for r in rows])
+            return rows[0]
+
+        self.assertGreater(per_host()['Fits'], 0)
+        self.freepool()
+        enrolled = self.blazar('POST', '/os-hosts', {'name': host})['host']
+        self.addCleanup(self.blazar, 'DELETE',
+                        '/os-hosts/%s' % enrolled['id'], ok=(204, 404))
+        lease, reservation = self.lease(host)
+
+        # the hold, from Blazar's and Nova's own state: the reservation is
+        # active and the host sits in its aggregate, zone blazar_<id>
+        self.assertEqual(['active'],
+                         [r['status'] for r in lease['reservations']])
+        held = self.aggregate(reservation)
+        self.assertEqual([host], held['hosts'])
+        self.assertEqual('blazar_' + reservation,
+                         held['availability_zone'])
+        self.assertNotIn(host, self.aggregate('freepool')['hosts'])
+
+        # the same host, pool and flavor: nothing fits now (the reason
+        # names the first flavor that would use each GPU, which may be
+        # another test's: the unit tests prove the sentence)
+        self.assertEqual(0, per_host()['Fits'])
+        # and Nova agrees: BlazarFilter refuses the pool's only host
+        server = self.boot(flavor, expect_status='ERROR')
+        self.assertIn('No valid host', str(server.get('fault')))
+        shown = self.openstack('gpu', 'pool', 'show', pool)
+        self.assertIn('in lease aggregate %s' % reservation,
+                      ' '.join(shown['gpus'][host]['held_by_blazar']))
+        _rc, stdout, stderr = self.openstack_raw(
+            'gpu', 'check', '--pool', pool, '--check',
+            'blazar-flavor-reservation', '-f', 'json')
+        found = json.loads(stdout)
+        self.assertEqual([('warning', 'flavor %s' % flavor)],
+                         [(f['Severity'], f['Object']) for f in found],
+                         stderr)
+        self.assertIn('pci_passthrough:alias', found[0]['Symptom'])

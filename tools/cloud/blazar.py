@@ -1,0 +1,220 @@
+"""Blazar in the test cloud: reservations of GPU hosts (issue 40, rule 6).
+
+Standard library only, like the rest of tools/testcloud. blazar 18.0.0
+(2026.2, beside Nova 34) from tools/cloud/requirements.txt: its API under
+uWSGI on port 1234 (``blazar.api.wsgi_app``, through ``application``
+below) and ``blazar-manager`` over the cloud's RabbitMQ, against the
+cloud's MariaDB, registered in Keystone (service type ``reservation``,
+service user ``blazar``), with the host and flavor-instance plugins and the
+freepool aggregate Blazar enrols hosts into (``FREEPOOL``). Nova's
+scheduler gets blazar-nova's ``BlazarFilter`` from etc/nova.conf.
+
+For ``tools/testcloud`` (cloud.cli):
+
+* ``write_config()`` renders ``etc/blazar/blazar.conf``;
+* ``start(timeline)`` does every remaining step, each skipped when already
+  done (database, schema, Keystone, freepool, processes) and returns when
+  the API answers; it can be called into a running cloud;
+* ``stop()`` stops both processes; ``process_names()``: their names in
+  ``<state>/pids``, for cloud.cli's stop;
+* ``status()`` returns printable lines.
+
+Also runnable on its own, with tools/ on sys.path::
+
+    cd tools && python3 -m cloud.blazar start|stop|status
+"""
+
+import argparse
+import os
+import signal
+import subprocess
+import time
+
+from cloud import api
+from cloud import cli
+
+PORT = 1234
+ENDPOINT = 'http://127.0.0.1:%d' % PORT
+DB = 'blazar'
+SERVICE_USER = 'blazar'
+SERVICE_TYPE = 'reservation'
+API = 'blazar-api'
+MANAGER = 'blazar-manager'
+FREEPOOL = 'freepool'
+
+
+def _etc():
+    return os.path.join(cli.STATE, 'etc', 'blazar')
+
+
+def _conf():
+    return os.path.join(_etc(), 'blazar.conf')
+
+
+def application(environ, start_response):
+    """Blazar's API as uWSGI's callable (blazar.api.wsgi_app has only
+    init_app); reads $OS_BLAZAR_CONFIG_DIR/blazar.conf."""
+    global _APP
+    if _APP is None:
+        from blazar.api import wsgi_app
+        _APP = wsgi_app.init_app()
+    return _APP(environ, start_response)
+
+
+_APP = None
+
+
+def write_config():
+    for sub in ('etc/blazar', 'blazar/locks', 'logs'):
+        os.makedirs(os.path.join(cli.STATE, sub), exist_ok=True)
+    cli._render('blazar.conf', _conf(), port=PORT, password=cli.PASSWORD,
+                db_blazar=cli._db_url(DB), freepool=FREEPOOL,
+                authtoken_blazar=cli._authtoken(SERVICE_USER))
+
+
+def _sql(statement):
+    out = subprocess.run(
+        ['mariadb', '--no-defaults', '-S', cli.STATE + '/mysql.sock',
+         '-uroot', '-N', '-B', '-e', statement],
+        capture_output=True, text=True)
+    if out.returncode:
+        raise cli.CloudError('mariadb: %s: %s' % (statement,
+                                                  out.stderr.strip()))
+    return out.stdout.strip()
+
+
+def setup_db():
+    """Create the database and its schema (skipped if they exist)."""
+    _sql('CREATE DATABASE IF NOT EXISTS %s' % DB)
+    tables = _sql("SELECT COUNT(*) FROM information_schema.tables "
+                  "WHERE table_schema = '%s'" % DB)
+    if tables == '0':
+        cli._run([os.path.join(cli.BIN, 'blazar-db-manage'),
+                  '--config-file', _conf(), 'upgrade', 'head'],
+                 'setup-blazar.log')
+
+
+def register(session):
+    """Service user blazar (admin, service), service and endpoints."""
+    idn = 'identity'
+
+    def one(items):
+        return items[0] if items else None
+
+    project = one(session.get(idn, '/projects?name=service')['projects'])
+    user = one(session.get(idn, '/users?name=%s' % SERVICE_USER)['users'])
+    if user is None:
+        user = session.post(idn, '/users', {'user': {
+            'name': SERVICE_USER, 'password': cli.PASSWORD,
+            'domain_id': 'default',
+            'default_project_id': project['id']}})['user']
+    for role_name in ('admin', 'service'):
+        role = one(session.get(idn, '/roles?name=%s' % role_name)['roles'])
+        session.put(idn, '/projects/%s/users/%s/roles/%s' % (
+            project['id'], user['id'], role['id']), None)
+    api.ensure_service(session, 'blazar', SERVICE_TYPE, ENDPOINT + '/v1')
+
+
+def ensure_freepool(session):
+    """The freepool aggregate Blazar enrols hosts into (its operator
+    creates it: Blazar does not)."""
+    aggs = session.get('compute', '/os-aggregates')['aggregates']
+    if not any(a['name'] == FREEPOOL for a in aggs):
+        session.post('compute', '/os-aggregates',
+                     {'aggregate': {'name': FREEPOOL}})
+
+
+def _running(name):
+    pid = cli._read_pid(name)
+    return bool(pid and cli._ours(name, pid) and cli._alive(pid))
+
+
+def _start_api():
+    argv = [os.path.join(cli.BIN, 'uwsgi'),
+            '--http-socket', '127.0.0.1:%d' % PORT,
+            '--module', 'cloud.blazar:application', '--virtualenv', cli.VENV,
+            '--pythonpath', cli.TOOLS,
+            '--master', '--processes', '1', '--threads', '2',
+            '--enable-threads', '--lazy-apps', '--die-on-term',
+            '--need-app', '--buffer-size', '65535',
+            '--worker-reload-mercy', '3', '--reload-mercy', '3',
+            '--add-header', 'Connection: close',
+            '--procname-prefix-spaced', 'gpuclient-' + API,
+            '--env', 'OS_BLAZAR_CONFIG_DIR=%s' % _etc(),
+            '--logto', os.path.join(cli.LOGS, API + '-uwsgi.log')]
+    cli._spawn(API, argv)
+
+
+def _start_manager():
+    cli._spawn(MANAGER, [os.path.join(cli.BIN, MANAGER), '--config-file',
+                         _conf(), '--log-file',
+                         os.path.join(cli.LOGS, MANAGER + '.log')])
+
+
+def start(timeline):
+    """Bring Blazar up (each step skipped when done); returns when its API
+    answers."""
+    if not os.path.exists(_conf()):
+        write_config()
+    setup_db()
+    timeline('blazar database ready')
+    session = api.Session()
+    register(session)
+    cli._wait('nova-api', cli._http_up(api.ENDPOINTS['compute']), 120)
+    ensure_freepool(session)
+    if not _running(MANAGER):
+        _start_manager()
+    if not _running(API):
+        _start_api()
+    cli._wait('blazar API', cli._http_up(ENDPOINT + '/'), 60)
+    timeline('blazar (API on port %d, manager) up' % PORT)
+
+
+def process_names(exclude=()):
+    """Recorded names of the processes this module starts (but EXCLUDE),
+    when this cloud has Blazar configured."""
+    if not os.path.exists(_conf()):
+        return []
+    return [n for n in (API, MANAGER) if n not in exclude]
+
+
+def stop():
+    """Stop Blazar's API and manager (tools/testcloud down stops
+    process_names() with the other services)."""
+    for name in process_names():
+        pid = cli._read_pid(name)
+        if not pid:
+            continue
+        if cli._ours(name, pid):
+            cli._signal_group(pid, signal.SIGTERM)
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and cli._group_alive(pid):
+                time.sleep(0.2)
+            if cli._group_alive(pid):
+                cli._signal_group(pid, signal.SIGKILL)
+        os.unlink(cli._pidfile(name))
+
+
+def status():
+    """Printable lines: Blazar's processes (empty without Blazar)."""
+    return ['%s %s (pid %s)' % (
+        name, 'up' if _running(name) else 'down',
+        cli._read_pid(name) or '-') for name in process_names()]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog='python3 -m cloud.blazar')
+    parser.add_argument('command', choices=('start', 'stop', 'status'))
+    args = parser.parse_args(argv)
+    if args.command == 'start':
+        write_config()
+        start(cli.Timeline())
+    elif args.command == 'stop':
+        stop()
+    else:
+        print('\n'.join(status()))
+    return 0
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())
