@@ -16,6 +16,9 @@
 import logging
 import urllib.parse
 
+from openstack.compute.v2 import service as sdk_service
+from openstack import exceptions as sdk_exc
+
 from gpuclient.cloud import errors
 from gpuclient.cloud import http
 from gpuclient.cloud import pager
@@ -79,6 +82,27 @@ def check_requested(text, need, warned=None):
                   'only refuses lower ones.'),
                 {'asked': text, 'need': need})
     return need
+
+
+def _wire(resource):
+    """An SDK resource as the plain dict Nova answered: its fields under
+    Nova's own names (what the rules read), the SDK's computed ones out."""
+    return resource.to_dict(computed=False, original_names=True)
+
+
+def _sdk_list(service, what, path, listing):
+    """Every resource of an SDK LISTING (a generator that follows the
+    pages), as plain dicts (_wire); a service that ignores the paging
+    marker is the client layer's own error (errors.endless_pages) rather
+    than the SDK's "Endless pagination loop detected"."""
+    try:
+        return [_wire(item) for item in listing]
+    except sdk_exc.SDKException as exc:
+        if 'endless pagination' not in str(exc).lower():
+            raise
+        raise errors.endless_pages(
+            service, what, path,
+            _('its next page is one already asked for')) from None
 
 
 class Compute:
@@ -155,16 +179,15 @@ class Compute:
         what = _('Listing hypervisors (compute API %s)') % (
             versions.COMPUTE_HYPERVISOR_UUID_VERSION
         )
-        # raw, for the microversion: the SDK's Hypervisor negotiates up to
-        # 2.88, which drops cpu_info, vcpus, memory_mb and the other fields
-        # the host filters read; 2.53 is the oldest where id is the uuid
-        with errors.translate_errors(self.service, what):
-            return pager.collect(
-                self._fetch(what, versions.COMPUTE_HYPERVISOR_UUID_VERSION,
-                            'hypervisors'),
-                '/os-hypervisors/detail', {}, pager.items('hypervisors'),
-                pager.next_marker('hypervisors', from_item=True),
-                self.service, what)
+        version = self._version(versions.COMPUTE_HYPERVISOR_UUID_VERSION)
+        # the SDK's list at 2.53 (the oldest where id is the uuid) sent
+        # explicitly: negotiated, it would reach 2.88, which drops
+        # cpu_info, vcpus, memory_mb and the other fields the host filters
+        # read. The SDK follows hypervisors_links
+        with errors.sdk_read(self.service, what):
+            return _sdk_list(self.service, what, '/os-hypervisors/detail',
+                             self._proxy.hypervisors(details=True,
+                                                     microversion=version))
 
     def aggregates(self):
         what = _('Listing host aggregates')
@@ -192,18 +215,15 @@ class Compute:
         what = (_('Enabling compute service %s') if enabled
                 else _('Disabling compute service %s')) % service_id
         version = self._version(versions.COMPUTE_HYPERVISOR_UUID_VERSION)
-        body = {'status': 'enabled' if enabled else 'disabled'}
+        # the SDK's Service, committed at 2.53 (the proxy's
+        # update_service and enable/disable_service negotiate up to 2.69)
+        service = sdk_service.Service.existing(id=service_id)
+        service.status = 'enabled' if enabled else 'disabled'
         if not enabled and reason:
-            body['disabled_reason'] = reason
-        # raw, for the microversion: the SDK's enable/disable_service
-        # negotiate, and below 2.53 they send the old host/binary actions
-        quoted = urllib.parse.quote(str(service_id), safe='')
-        with errors.translate_errors(self.service, what):
-            response = self._proxy.put('/os-services/%s' % quoted,
-                                       json=body, microversion=version,
-                                       raise_exc=False)
-            return errors.json_answer(self.service, what, response,
-                                      'service')['service'] or {}
+            service.disabled_reason = reason
+        with errors.sdk_read(self.service, what, key='service'):
+            service.commit(self._proxy, microversion=version)
+        return _wire(service)
 
     def host_has_servers(self, host):
         what = _('Listing servers on host %s') % host

@@ -60,7 +60,7 @@ def collect(fetch, url, params, items, next_page, service, what):
             if ident is None:
                 continue
             if ident in seen:
-                raise _loop(service, what, url,
+                raise errors.endless_pages(service, what, url,
                             _('an item of an earlier page came again'))
             seen.add(ident)
         found.extend(page)
@@ -71,7 +71,7 @@ def collect(fetch, url, params, items, next_page, service, what):
             return found
         url, params = following
         if _request_key(url, params) in asked:
-            raise _loop(service, what, url,
+            raise errors.endless_pages(service, what, url,
                         _('its next page is one already asked for'))
 
 
@@ -88,16 +88,6 @@ def _identity(item):
         if item.get(name) is not None:
             return name, str(item[name])
     return None
-
-
-def _loop(service, what, url, why):
-    return errors.APIError(
-        _('%(what)s: %(service)s at %(path)s pages without end (%(why)s): '
-          'it does not follow the paging marker. Stopped; nothing was read '
-          'from this list. Check the %(service)s service (or a proxy in '
-          'front of it).')
-        % {'what': what, 'service': service, 'why': why,
-           'path': errors.url_path(url)})
 
 
 def items(key):

@@ -26,6 +26,7 @@ use, an extra spec or a project that is not there, access to a public
 flavor).
 """
 
+import functools
 import http
 import json
 import re
@@ -1127,6 +1128,15 @@ def _is_count(value):
         isinstance(value, str) and value.strip().isdigit())
 
 
+def _nova_path(url):
+    """The path of a Nova request as keystoneauth joins it to the
+    endpoint: a whole URL (a next link) or a path with or without its
+    leading slash (the SDK's resources join theirs without)."""
+    if url.startswith(NOVA_URL + '/'):
+        url = url[len(NOVA_URL):]
+    return '/' + url.lstrip('/')
+
+
 class FakeCompute:
     """Nova behind a mock(spec=compute Proxy): raw calls and aggregates.
 
@@ -1201,6 +1211,13 @@ class FakeCompute:
         proxy.delete_flavor.side_effect = self.sdk_delete_flavor
         proxy.update_flavor.side_effect = self.sdk_update_flavor
         proxy.put.side_effect = self.put
+        # the SDK's own lists (its proxy methods, its paging) and commits
+        # over the raw answers, as the SDK sends them (a proxy's defaults)
+        proxy.retriable_status_codes = None
+        proxy.default_microversion = None
+        for name in ('_list', 'hypervisors'):
+            getattr(proxy, name).side_effect = functools.partial(
+                getattr(compute_proxy.Proxy, name), proxy)
         proxy.aggregates.side_effect = lambda **kw: list(cloud.aggregates)
         proxy.create_aggregate.side_effect = self.create_aggregate
         proxy.set_aggregate_metadata.side_effect = (
@@ -1275,7 +1292,11 @@ class FakeCompute:
         return failed if failed is not None else action()
 
     def get(self, url, microversion=None, params=None, **kwargs):
-        params = dict(params or {})
+        # one value in a list (the SDK's next-link query) is one on the
+        # wire too
+        params = {key: value[0] if isinstance(value, list) and len(value) == 1
+                  else value for key, value in dict(params or {}).items()}
+        url = _nova_path(url)
         self.sent.append(('get', url, microversion))
         self.gets.append((url, microversion, params))
         failed = self._injected('get', url)
@@ -1343,6 +1364,7 @@ class FakeCompute:
                              % (url, json))
 
     def put(self, url, microversion=None, json=None, **kwargs):
+        url = _nova_path(url)
         self.sent.append(('put', url, microversion))
         version = _version(microversion)
         parts = _segments(url)

@@ -21,6 +21,8 @@ import logging
 import urllib.parse
 
 import fixtures
+from keystoneauth1 import adapter as ks_adapter
+from openstack.compute.v2 import _proxy as compute_proxy
 
 from gpuclient.cloud import baremetal
 from gpuclient.cloud import compute
@@ -43,22 +45,42 @@ def portal(url):
     return response
 
 
-class AnswerProxy:
+class AnswerProxy(ks_adapter.Adapter):
     """A proxy (SDK or keystoneauth adapter) answering every request with
-    ANSWER(url, params): a requests.Response."""
+    ANSWER(url, params): a requests.Response. The SDK's own calls (its
+    lists, its commits) run on it as on the SDK's proxy."""
+
+    retriable_status_codes = None
+    default_microversion = None
 
     def __init__(self, root, answer):
+        # no keystoneauth session behind it: every request is answered here
         self.root = root
         self.answer = answer
         self.sent = []
 
+    def _get_connection(self):
+        return None
+
+    def hypervisors(self, **query):
+        return compute_proxy.Proxy.hypervisors(self, **query)
+
+    def _list(self, *args, **kwargs):
+        return compute_proxy.Proxy._list(self, *args, **kwargs)
+
     def _url(self, url, params):
         query = urllib.parse.urlencode(sorted(dict(params or {}).items()))
-        return '%s%s?%s&%s' % (self.root, url, query, SECRET_QUERY)
+        # joined as keystoneauth joins a path to the endpoint (the SDK's
+        # resources give theirs without the leading slash)
+        return '%s/%s?%s&%s' % (self.root, url.lstrip('/'), query,
+                                SECRET_QUERY)
 
     def get(self, url, params=None, **kwargs):
         self.sent.append((url, dict(params or {})))
-        return self.answer(self._url(url, params), url, params)
+        response = self.answer(self._url(url, params), url, params)
+        # what the DeadlineAdapter of a real session records
+        http._LAST.response = response
+        return response
 
     put = post = patch = get
 

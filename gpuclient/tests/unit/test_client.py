@@ -565,8 +565,9 @@ class TestComputeLists(base.TestCase):
         ]
         self.assertEqual(['a', 'b'],
                          [hv['id'] for hv in compute.hypervisors()])
+        # the SDK's list sends the next link's query as parsed (marker=b)
         self.assertEqual(
-            [{}, {'marker': 'b'}],
+            [{}, {'marker': ['b']}],
             [c.kwargs['params'] for c in self.cm.compute.get.call_args_list])
 
     def flavors(self):
