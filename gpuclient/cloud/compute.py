@@ -16,8 +16,8 @@
 import logging
 import urllib.parse
 
-from openstack.compute.v2 import service as sdk_service
 from openstack import exceptions as sdk_exc
+from openstack.compute.v2 import service as sdk_service
 
 from gpuclient.cloud import errors
 from gpuclient.cloud import http
@@ -536,16 +536,20 @@ class Compute:
         the moves it left unconfirmed or under way, and the moves coming
         to a drained host."""
         what = _('Listing migrations')
-        params = {}
+        version = self._version(versions.COMPUTE_MIGRATIONS_VERSION)
+        query = {}
         if host:
-            params['host'] = host
+            query['host'] = host
         if status:
-            params['status'] = status
+            query['status'] = status
         if migration_type:
-            params['migration_type'] = migration_type
-        return self._paged_get('/os-migrations', what,
-                               versions.COMPUTE_MIGRATIONS_VERSION, params,
-                               'migrations')
+            query['migration_type'] = migration_type
+        # the SDK's list at 2.59 (paged by migrations_links), sent
+        # explicitly: negotiated, it would reach 2.80
+        with errors.sdk_read(self.service, what):
+            return _sdk_list(self.service, what, '/os-migrations',
+                             self._proxy.migrations(microversion=version,
+                                                    **query))
 
     def server_usages(self, start, end, project_id=None):
         """Nova's per-server usage in [START, END) (naive UTC datetimes),

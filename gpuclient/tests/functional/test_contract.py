@@ -737,8 +737,9 @@ class TestCompute(ContractTestCase):
 
 
 class _AtVersion:
-    """A compute proxy that sends every raw call at VERSION (the cloud's
-    maximum) instead of the one gpuclient pins."""
+    """A compute proxy that sends every call at VERSION (the cloud's
+    maximum) instead of the one gpuclient pins: the raw ones, and the
+    SDK's lists that gpuclient gives a microversion."""
 
     def __init__(self, proxy, version):
         self._proxy = proxy
@@ -748,7 +749,15 @@ class _AtVersion:
         return self._proxy.get(url, microversion=self._version, **kwargs)
 
     def __getattr__(self, name):
-        return getattr(self._proxy, name)
+        found = getattr(self._proxy, name)
+        if not callable(found):
+            return found
+
+        def at_version(*args, **kwargs):
+            if 'microversion' in kwargs:
+                kwargs['microversion'] = self._version
+            return found(*args, **kwargs)
+        return at_version
 
 
 class TestComputeQueriesAtMaximum(ContractTestCase):

@@ -21,8 +21,6 @@ import logging
 import urllib.parse
 
 import fixtures
-from keystoneauth1 import adapter as ks_adapter
-from openstack.compute.v2 import _proxy as compute_proxy
 
 from gpuclient.cloud import baremetal
 from gpuclient.cloud import compute
@@ -33,6 +31,7 @@ from gpuclient.cloud import pager
 from gpuclient.cloud import placement
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import fakes
+from gpuclient.tests.unit import sdk_proxy
 
 PORTAL = ('<html><body><h1>Your session has expired</h1>'
           '<form action="/login">...</form></body></html>')
@@ -45,28 +44,16 @@ def portal(url):
     return response
 
 
-class AnswerProxy(ks_adapter.Adapter):
+class AnswerProxy(sdk_proxy.SDKCompute):
     """A proxy (SDK or keystoneauth adapter) answering every request with
     ANSWER(url, params): a requests.Response. The SDK's own calls (its
     lists, its commits) run on it as on the SDK's proxy."""
 
-    retriable_status_codes = None
-    default_microversion = None
-
     def __init__(self, root, answer):
-        # no keystoneauth session behind it: every request is answered here
+        super().__init__()
         self.root = root
         self.answer = answer
         self.sent = []
-
-    def _get_connection(self):
-        return None
-
-    def hypervisors(self, **query):
-        return compute_proxy.Proxy.hypervisors(self, **query)
-
-    def _list(self, *args, **kwargs):
-        return compute_proxy.Proxy._list(self, *args, **kwargs)
 
     def _url(self, url, params):
         query = urllib.parse.urlencode(sorted(dict(params or {}).items()))
