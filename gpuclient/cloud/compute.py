@@ -16,7 +16,6 @@
 import logging
 import urllib.parse
 
-from openstack import exceptions as sdk_exc
 from openstack.compute.v2 import service as sdk_service
 
 from gpuclient.cloud import errors
@@ -82,27 +81,6 @@ def check_requested(text, need, warned=None):
                   'only refuses lower ones.'),
                 {'asked': text, 'need': need})
     return need
-
-
-def _wire(resource):
-    """An SDK resource as the plain dict Nova answered: its fields under
-    Nova's own names (what the rules read), the SDK's computed ones out."""
-    return resource.to_dict(computed=False, original_names=True)
-
-
-def _sdk_list(service, what, path, listing):
-    """Every resource of an SDK LISTING (a generator that follows the
-    pages), as plain dicts (_wire); a service that ignores the paging
-    marker is the client layer's own error (errors.endless_pages) rather
-    than the SDK's "Endless pagination loop detected"."""
-    try:
-        return [_wire(item) for item in listing]
-    except sdk_exc.SDKException as exc:
-        if 'endless pagination' not in str(exc).lower():
-            raise
-        raise errors.endless_pages(
-            service, what, path,
-            _('its next page is one already asked for')) from None
 
 
 class Compute:
@@ -185,7 +163,7 @@ class Compute:
         # cpu_info, vcpus, memory_mb and the other fields the host filters
         # read. The SDK follows hypervisors_links
         with errors.sdk_read(self.service, what):
-            return _sdk_list(self.service, what, '/os-hypervisors/detail',
+            return pager.sdk_list(self.service, what, '/os-hypervisors/detail',
                              self._proxy.hypervisors(details=True,
                                                      microversion=version))
 
@@ -223,7 +201,7 @@ class Compute:
             service.disabled_reason = reason
         with errors.sdk_read(self.service, what, key='service'):
             service.commit(self._proxy, microversion=version)
-        return _wire(service)
+        return pager.wire(service)
 
     def host_has_servers(self, host):
         what = _('Listing servers on host %s') % host
@@ -547,7 +525,7 @@ class Compute:
         # the SDK's list at 2.59 (paged by migrations_links), sent
         # explicitly: negotiated, it would reach 2.80
         with errors.sdk_read(self.service, what):
-            return _sdk_list(self.service, what, '/os-migrations',
+            return pager.sdk_list(self.service, what, '/os-migrations',
                              self._proxy.migrations(microversion=version,
                                                     **query))
 

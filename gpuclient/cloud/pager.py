@@ -13,23 +13,26 @@
 
 """The one pager: every item of a list that Nova, Glance or Ironic pages.
 
-``collect`` reads page after page until an answer links no next page, or
-a page is empty (an empty page ends the list even if it links a next
-one: its marker would be the one just sent). A page that repeats a
-request already sent or an item already listed is an error: a service
-that ignores the marker would otherwise be asked for the same page
-forever. How the next request is
+Where openstacksdk has the list at the microversion gpuclient sends (Nova's
+hypervisors and migrations, Ironic's nodes), the SDK follows the pages and
+``sdk_list`` reads them as plain dicts. ``collect`` pages the lists that
+stay hand-written (their reasons are at the calls): it reads page after
+page until an answer links no next page, or a page is empty (an empty
+page ends the list even if it links a next one: its marker would be the
+one just sent). A page that repeats a request already sent or an item
+already listed is an error: a service that ignores the marker would
+otherwise be asked for the same page forever. How the next request is
 made from an answer is the service's:
 
 * Nova: a ``<key>_links`` entry with ``rel`` ``next``; the next request
   is the same URL and query with ``marker`` set (``next_marker``).
 * Glance: a top-level ``next``, a path and query under the image API
   root: the next request is that path and query (``next_path``).
-* Ironic: a top-level ``next``, a whole URL: the next request is the same
-  URL with the link's query merged into the query (``next_query``).
 """
 
 import urllib.parse
+
+from openstack import exceptions as sdk_exc
 
 from gpuclient.cloud import errors
 from gpuclient.i18n import _
@@ -132,11 +135,23 @@ def next_path(data, url, params, page):
     return path, dict(urllib.parse.parse_qsl(parts.query))
 
 
-def next_query(data, url, params, page):
-    """NEXT_PAGE for Ironic: the same URL, with the ``next`` link's query
-    merged into the query (Ironic caps a page at its ``[api]max_limit``,
-    which may be less than the limit asked for, and links the next)."""
-    nxt = data.get('next')
-    if not nxt:
-        return None
-    return url, dict(params, **_query(nxt))
+def wire(resource):
+    """An SDK resource as the plain dict its service answered: the
+    fields under the service's own names (what the rules read), the
+    SDK's computed ones left out."""
+    return resource.to_dict(computed=False, original_names=True)
+
+
+def sdk_list(service, what, path, listing):
+    """Every resource of an SDK LISTING (its generator, which follows the
+    pages) as plain dicts (``wire``). SERVICE answering the same page
+    again (it ignores the marker) is the error ``collect`` gives, not
+    the SDK's "Endless pagination loop detected"."""
+    try:
+        return [wire(item) for item in listing]
+    except sdk_exc.SDKException as exc:
+        if 'endless pagination' not in str(exc).lower():
+            raise
+        raise errors.endless_pages(
+            service, what, path,
+            _('its next page is one already asked for')) from None

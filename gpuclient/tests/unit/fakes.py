@@ -48,6 +48,7 @@ from requests_mock.contrib import fixture as rm_fixture
 from gpuclient.cloud import client
 from gpuclient.cloud import placement as placement_mod
 from gpuclient.cloud import versions
+from gpuclient.tests.unit import sdk_proxy
 
 PLACEMENT_URL = 'http://placement.example:8778'
 PLACEMENT_MAX = '1.39'
@@ -2009,10 +2010,12 @@ class FakeGlance:
         return make_response(200, body)
 
 
-class FakeIronic:
-    """Ironic's GET /nodes over a FakeCloud (the baremetal proxy's get)."""
+class FakeIronic(sdk_proxy.SDKProxy):
+    """Ironic's GET /nodes over a FakeCloud (the baremetal proxy: its get,
+    and the SDK's node list on it)."""
 
     def __init__(self, cloud):
+        super().__init__()
         self.cloud = cloud
         self.calls = []  # (url, microversion, params)
 
@@ -2021,6 +2024,11 @@ class FakeIronic:
         if not self.cloud.ironic_endpoint:
             raise sdk_exc.ServiceDisabledException(
                 'The service is not present in the service catalog')
+        # a next link is a whole URL, keystoneauth sends it as it is; one
+        # value in a list (the SDK's next-link query) is one on the wire
+        url = url.replace('http://ironic.example/v1', '', 1)
+        params = {key: value[0] if isinstance(value, list) and len(value) == 1
+                  else value for key, value in dict(params or {}).items()}
         self.calls.append((url, microversion, dict(params or {})))
         if url != '/nodes':
             return make_response(404, {'error_message': 'not found'})

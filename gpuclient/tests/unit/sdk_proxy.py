@@ -10,20 +10,22 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""A compute proxy for tests' stand-ins of Nova, on which the SDK's own
-list and commit code runs (no test-only imports: the differential tests
-against Nova import it in the test cloud's interpreter)."""
+"""Proxies for tests' stand-ins of Nova and Ironic, on which the SDK's
+own list and commit code runs (no test-only imports: the differential
+tests against Nova import it in the test cloud's interpreter)."""
 
 from keystoneauth1 import adapter as ks_adapter
+from openstack.baremetal.v1 import _proxy as baremetal_proxy
 from openstack.compute.v2 import _proxy as compute_proxy
 
 
-class SDKCompute(ks_adapter.Adapter):
-    """What the SDK's compute lists and commits need of a compute proxy,
-    for a test's stand-in that answers the raw requests itself (its
-    ``get``, ``put``): they run the SDK's own code (``Proxy.hypervisors``,
-    ``Proxy.migrations``, ``Resource.list`` and its paging) on it. Made
-    without a keystoneauth session: nothing goes on the wire."""
+class SDKProxy(ks_adapter.Adapter):
+    """What the SDK's lists and commits need of a proxy, for a test's
+    stand-in that answers the raw requests itself (its ``get``, ``put``):
+    they run the SDK's own code on it (``Proxy.hypervisors``,
+    ``Proxy.migrations``, the baremetal ``Proxy.nodes``,
+    ``Resource.list`` and its paging, ``Resource.commit``). Made without
+    a keystoneauth session: nothing goes on the wire."""
 
     retriable_status_codes = None
     default_microversion = None
@@ -40,6 +42,9 @@ class SDKCompute(ks_adapter.Adapter):
 
     def migrations(self, **query):
         return compute_proxy.Proxy.migrations(self, **query)
+
+    def nodes(self, **query):
+        return baremetal_proxy.Proxy.nodes(self, **query)
 
     def _list(self, *args, **kwargs):
         return compute_proxy.Proxy._list(self, *args, **kwargs)

@@ -44,7 +44,7 @@ def portal(url):
     return response
 
 
-class AnswerProxy(sdk_proxy.SDKCompute):
+class AnswerProxy(sdk_proxy.SDKProxy):
     """A proxy (SDK or keystoneauth adapter) answering every request with
     ANSWER(url, params): a requests.Response. The SDK's own calls (its
     lists, its commits) run on it as on the SDK's proxy."""

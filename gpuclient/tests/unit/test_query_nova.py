@@ -112,7 +112,7 @@ def _route(url):
     return url
 
 
-class _Recorder(sdk_proxy.SDKCompute):
+class _Recorder(sdk_proxy.SDKProxy):
     """A compute proxy answering every GET with one page that links a
     next one (so the second query of a list, the pager's or the SDK's,
     is recorded too), then an empty page."""
