@@ -136,10 +136,12 @@ def next_path(data, url, params, page):
 
 
 def wire(resource):
-    """An SDK resource as the plain dict its service answered: the
-    fields under the service's own names (what the rules read), the
-    SDK's computed ones left out."""
-    return resource.to_dict(computed=False, original_names=True)
+    """An SDK resource as the plain dict its service answered: the fields
+    it answered, under the service's own names and as it wrote them (what
+    the rules read). The SDK's resource keeps them so (its body); its
+    ``to_dict`` would add every field the SDK declares (None where the
+    service answered none) and retype some."""
+    return dict(resource._body.attributes)
 
 
 def sdk_list(service, what, path, listing):
