@@ -271,18 +271,16 @@ class Compute:
         """
         what = _('Listing flavors (compute API %s)') % (
             versions.COMPUTE_FLAVOR_SPECS_VERSION)
-        # raw, for the microversion: the SDK's Flavor negotiates the
-        # highest one the server has up to 2.61, and below 2.61 lists come
-        # without extra specs (silently wrong pools); 2.61 sent explicitly
-        # fails loudly instead. The plain dicts are what flavor plans diff
-        with errors.translate_errors(self.service, what):
-            return pager.collect(
-                self._fetch(what, versions.COMPUTE_FLAVOR_SPECS_VERSION,
-                            'flavors'),
-                '/flavors/detail', {'is_public': 'None'},
-                pager.items('flavors'),
-                pager.next_marker('flavors', from_item=True),
-                self.service, what)
+        version = self._version(versions.COMPUTE_FLAVOR_SPECS_VERSION)
+        # the SDK's list at 2.61 sent explicitly (negotiated, a cloud
+        # below 2.61 would list flavors without extra specs: silently
+        # wrong pools; 2.61 sent fails loudly instead), public and private
+        # (is_public=None), the pages followed by the SDK
+        with errors.sdk_read(self.service, what):
+            return pager.sdk_list(self.service, what, '/flavors/detail',
+                                  self._proxy.flavors(details=True,
+                                                      is_public='None',
+                                                      microversion=version))
 
     # -- flavors (gpu flavor) ------------------------------------------------
     # Reads and the create are raw calls at compute API 2.61: descriptions

@@ -1216,7 +1216,7 @@ class FakeCompute:
         # over the raw answers, as the SDK sends them (a proxy's defaults)
         proxy.retriable_status_codes = None
         proxy.default_microversion = None
-        for name in ('_list', 'hypervisors', 'migrations'):
+        for name in ('_list', 'hypervisors', 'flavors', 'migrations'):
             getattr(proxy, name).side_effect = functools.partial(
                 getattr(compute_proxy.Proxy, name), proxy)
         proxy.aggregates.side_effect = lambda **kw: list(cloud.aggregates)

@@ -23,7 +23,7 @@ class SDKProxy(ks_adapter.Adapter):
     """What the SDK's lists and commits need of a proxy, for a test's
     stand-in that answers the raw requests itself (its ``get``, ``put``):
     they run the SDK's own code on it (``Proxy.hypervisors``,
-    ``Proxy.migrations``, the baremetal ``Proxy.nodes``,
+    ``Proxy.flavors``, ``Proxy.migrations``, the baremetal ``Proxy.nodes``,
     ``Resource.list`` and its paging, ``Resource.commit``). Made without
     a keystoneauth session: nothing goes on the wire."""
 
@@ -39,6 +39,9 @@ class SDKProxy(ks_adapter.Adapter):
 
     def hypervisors(self, **query):
         return compute_proxy.Proxy.hypervisors(self, **query)
+
+    def flavors(self, **query):
+        return compute_proxy.Proxy.flavors(self, **query)
 
     def migrations(self, **query):
         return compute_proxy.Proxy.migrations(self, **query)
