@@ -283,12 +283,12 @@ class Compute:
                                                       microversion=version))
 
     # -- flavors (gpu flavor) ------------------------------------------------
-    # Reads and the create are raw calls at compute API 2.61: descriptions
-    # (2.55) and extra specs (2.61) come in every flavor body as the plain
-    # dicts the flavor plans diff (the SDK's Flavor renames the keys, and
-    # negotiates down to a version without extra specs instead of failing).
-    # Extra specs, the description, the access list and delete go through
-    # the SDK's calls.
+    # The list (flavors), extra specs, the description, the access list and
+    # delete go through the SDK's calls. The read by ID and the create stay
+    # raw at compute API 2.61 (_flavor_call): the proxy's get_flavor and
+    # create_flavor take no microversion (they negotiate, or send the
+    # proxy's default), and the flavor plans diff Nova's own dicts, with
+    # descriptions (2.55) and extra specs (2.61) in every body.
 
     def _flavor_call(self, method, url, what, body=None, ok_missing=False,
                      key=None):
@@ -381,8 +381,9 @@ class Compute:
     def add_flavor_access(self, flavor_id, project_id):
         what = _('Giving project %(project)s access to flavor %(flavor)s') % {
             'project': project_id, 'flavor': flavor_id}
-        # raw: the SDK's flavor actions send no microversion, and below
-        # 2.7 Nova adds access to a public flavor instead of refusing it
+        # raw: the SDK's flavor actions (openstacksdk 4.11 to 4.22) send no
+        # microversion, and below 2.7 Nova adds access to a public flavor
+        # instead of refusing it
         self._flavor_call('post', '/flavors/%s/action' % flavor_id, what,
                           {'addTenantAccess': {'tenant': project_id}})
 
@@ -416,11 +417,11 @@ class Compute:
 
     def _paged_get(self, url, what, version, params, key):
         """Every item of a paged Nova list (``<key>_links`` next)."""
-        # raw, for two page shapes the SDK does not follow alike: a list
-        # (servers, tenant_usages) and one project's tenant_usage, a dict
-        # whose server_usages are paged by tenant_usage_links (the SDK's
-        # get_usage fetches the first page only). The marker is taken
-        # from the next link, as Nova writes it.
+        # raw (pager.collect), for the lists that stay hand-written:
+        # servers at 2.47 (see servers_detail) and os-simple-tenant-usage,
+        # whose one-project answer is a dict with server_usages paged by
+        # tenant_usage_links (the SDK's get_usage fetches the first page
+        # only). The marker is taken from the next link, as Nova writes it.
 
         def page_items(data):
             page = data.get(key)
@@ -446,12 +447,14 @@ class Compute:
         """
         what = _('Listing servers (compute API %s)') % (
             versions.COMPUTE_EMBEDDED_FLAVOR_VERSION)
-        # raw, for the microversion and the fields: 2.47 pinned gives the
-        # embedded flavor with its extra specs in one shape on every cloud
-        # (the SDK's Server negotiates up to 2.100, and below 2.47 has a
-        # flavor id only: silently no GPUs); usage.server_rows reads Nova's
-        # own keys (OS-EXT-SRV-ATTR:host, OS-SRV-USG:launched_at, tenant_id)
-        # from the plain dicts, which the SDK renames
+        # 2.47 pinned gives the embedded flavor with its extra specs in one
+        # shape on every cloud (below 2.47 a flavor id only: silently no
+        # GPUs); usage.server_rows reads Nova's own keys
+        # (OS-EXT-SRV-ATTR:host, OS-SRV-USG:launched_at, tenant_id).
+        # Still raw, not yet moved: the SDK's Server list takes the
+        # microversion, but its host filter is compute_host= (a host= is
+        # sent, then matched again against the body's "host", absent at
+        # 2.47: every server dropped, openstacksdk 4.11 and 4.22)
         params = {}
         if all_projects:
             params['all_tenants'] = 1
@@ -471,8 +474,8 @@ class Compute:
         ``OS-EXT-STS:task_state`` and the embedded flavor), or None when
         it is gone.
 
-        Raw, for the same reason as servers_detail: Nova's own keys at a
-        pinned version."""
+        Raw, as servers_detail (Nova's own keys at a pinned version; the
+        proxy's get_server takes no microversion)."""
         what = _('Reading server %s') % server_id
         version = self._version(versions.COMPUTE_EMBEDDED_FLAVOR_VERSION)
         quoted = urllib.parse.quote(str(server_id), safe='')
@@ -490,10 +493,10 @@ class Compute:
         checks it), ``migrate`` (with a host: 2.56), ``confirmResize``,
         ``shelve``, ``shelveOffload``.
 
-        Raw, for the microversion: the SDK's server actions negotiate up
-        to its own maximum, where the live migration body differs (2.68
-        drops ``force``), and its migrate refuses a host below 2.56 only
-        after negotiating."""
+        Raw, for the microversion: the SDK's server actions take none (they
+        negotiate up to the SDK's own maximum, where the live migration
+        body differs: 2.68 drops ``force``), and its migrate refuses a
+        host below 2.56 only after negotiating."""
         what = _('Asking Nova to %(action)s server %(server)s') % {
             'action': action, 'server': server_id}
         version = self._version(versions.COMPUTE_MIGRATE_HOST_VERSION)
