@@ -417,9 +417,8 @@ class Compute:
 
     def _paged_get(self, url, what, version, params, key):
         """Every item of a paged Nova list (``<key>_links`` next)."""
-        # raw (pager.collect), for the lists that stay hand-written:
-        # servers at 2.47 (see servers_detail) and os-simple-tenant-usage,
-        # whose one-project answer is a dict with server_usages paged by
+        # raw (pager.collect), for os-simple-tenant-usage: one project's
+        # answer is a dict whose server_usages are paged by
         # tenant_usage_links (the SDK's get_usage fetches the first page
         # only). The marker is taken from the next link, as Nova writes it.
 
@@ -447,26 +446,28 @@ class Compute:
         """
         what = _('Listing servers (compute API %s)') % (
             versions.COMPUTE_EMBEDDED_FLAVOR_VERSION)
-        # 2.47 pinned gives the embedded flavor with its extra specs in one
-        # shape on every cloud (below 2.47 a flavor id only: silently no
-        # GPUs); usage.server_rows reads Nova's own keys
-        # (OS-EXT-SRV-ATTR:host, OS-SRV-USG:launched_at, tenant_id).
-        # Still raw, not yet moved: the SDK's Server list takes the
-        # microversion, but its host filter is compute_host= (a host= is
-        # sent, then matched again against the body's "host", absent at
-        # 2.47: every server dropped, openstacksdk 4.11 and 4.22)
-        params = {}
+        # the SDK's list at 2.47 sent explicitly: 2.47 gives the embedded
+        # flavor with its extra specs in one shape on every cloud (below, a
+        # flavor id only: silently no GPUs; negotiated, 2.100); the SDK
+        # follows servers_links, and usage.server_rows reads Nova's own
+        # keys (OS-EXT-SRV-ATTR:host, OS-SRV-USG:launched_at, tenant_id).
+        # The host filter is compute_host=: the SDK sends a host= too, then
+        # matches it against the body's "host" (absent at 2.47): no server
+        version = self._version(versions.COMPUTE_EMBEDDED_FLAVOR_VERSION)
+        query = {}
         if all_projects:
-            params['all_tenants'] = 1
+            query['all_tenants'] = 1
         if project_id:
-            params['project_id'] = project_id
+            query['project_id'] = project_id
         if changes_since:
-            params['changes-since'] = changes_since
+            query['changes_since'] = changes_since
         if host:
-            params['host'] = host
-        return self._paged_get('/servers/detail', what,
-                               versions.COMPUTE_EMBEDDED_FLAVOR_VERSION,
-                               params, 'servers')
+            query['compute_host'] = host
+        with errors.sdk_read(self.service, what):
+            return pager.sdk_list(self.service, what, '/servers/detail',
+                                  self._proxy.servers(details=True,
+                                                      microversion=version,
+                                                      **query))
 
     def get_server(self, server_id):
         """Server SERVER_ID as Nova shows it at compute API 2.47 (a dict
@@ -474,8 +475,8 @@ class Compute:
         ``OS-EXT-STS:task_state`` and the embedded flavor), or None when
         it is gone.
 
-        Raw, as servers_detail (Nova's own keys at a pinned version; the
-        proxy's get_server takes no microversion)."""
+        Raw: the proxy's get_server takes no microversion (it negotiates,
+        up to 2.100), and a 404 is None here, not an error."""
         what = _('Reading server %s') % server_id
         version = self._version(versions.COMPUTE_EMBEDDED_FLAVOR_VERSION)
         quoted = urllib.parse.quote(str(server_id), safe='')

@@ -1129,7 +1129,14 @@ def _is_count(value):
         isinstance(value, str) and value.strip().isdigit())
 
 
-def _nova_path(url):
+def wire_params(params):
+    """A query as it goes on the wire: one value in a list (the SDK's
+    next-link query, as parsed) is that value."""
+    return {key: value[0] if isinstance(value, list) and len(value) == 1
+            else value for key, value in dict(params or {}).items()}
+
+
+def nova_path(url):
     """The path of a Nova request as keystoneauth joins it to the
     endpoint: a whole URL (a next link) or a path with or without its
     leading slash (the SDK's resources join theirs without)."""
@@ -1187,6 +1194,7 @@ class FakeCompute:
 
     def __init__(self, cloud, proxy, max_limit=NOVA_MAX_LIMIT):
         self.cloud = cloud
+        self.proxy = proxy
         self.max_limit = max_limit
         self.sent = []
         self.gets = []
@@ -1229,8 +1237,16 @@ class FakeCompute:
         proxy.delete_aggregate.side_effect = self.delete_aggregate
         proxy.get_aggregate.side_effect = self.get_aggregate
         proxy.services.side_effect = self.services
-        proxy.servers.side_effect = lambda **kw: iter(
-            [object()] if kw.get('compute_host') in cloud.busy else [])
+        proxy.servers.side_effect = self.sdk_servers
+
+    def sdk_servers(self, **query):
+        """The SDK's server list: at a microversion (servers_detail), the
+        SDK's own code over the raw answers; without (host_has_servers),
+        a server on the hosts in ``cloud.busy``."""
+        if 'microversion' in query:
+            return compute_proxy.Proxy.servers(self.proxy, **query)
+        return iter([object()] if query.get('compute_host') in self.cloud.busy
+                    else [])
 
     # -- the SDK's flavor calls -----------------------------------------------
 
@@ -1293,11 +1309,8 @@ class FakeCompute:
         return failed if failed is not None else action()
 
     def get(self, url, microversion=None, params=None, **kwargs):
-        # one value in a list (the SDK's next-link query) is one on the
-        # wire too
-        params = {key: value[0] if isinstance(value, list) and len(value) == 1
-                  else value for key, value in dict(params or {}).items()}
-        url = _nova_path(url)
+        params = wire_params(params)
+        url = nova_path(url)
         self.sent.append(('get', url, microversion))
         self.gets.append((url, microversion, params))
         failed = self._injected('get', url)
@@ -1365,7 +1378,7 @@ class FakeCompute:
                              % (url, json))
 
     def put(self, url, microversion=None, json=None, **kwargs):
-        url = _nova_path(url)
+        url = nova_path(url)
         self.sent.append(('put', url, microversion))
         version = _version(microversion)
         parts = _segments(url)
@@ -2024,11 +2037,9 @@ class FakeIronic(sdk_proxy.SDKProxy):
         if not self.cloud.ironic_endpoint:
             raise sdk_exc.ServiceDisabledException(
                 'The service is not present in the service catalog')
-        # a next link is a whole URL, keystoneauth sends it as it is; one
-        # value in a list (the SDK's next-link query) is one on the wire
+        # a next link is a whole URL, keystoneauth sends it as it is
         url = url.replace('http://ironic.example/v1', '', 1)
-        params = {key: value[0] if isinstance(value, list) and len(value) == 1
-                  else value for key, value in dict(params or {}).items()}
+        params = wire_params(params)
         self.calls.append((url, microversion, dict(params or {})))
         if url != '/nodes':
             return make_response(404, {'error_message': 'not found'})

@@ -40,6 +40,9 @@ class SDKProxy(ks_adapter.Adapter):
     def hypervisors(self, **query):
         return compute_proxy.Proxy.hypervisors(self, **query)
 
+    def servers(self, **query):
+        return compute_proxy.Proxy.servers(self, **query)
+
     def flavors(self, **query):
         return compute_proxy.Proxy.flavors(self, **query)
 
