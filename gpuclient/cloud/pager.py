@@ -15,14 +15,14 @@
 
 Where openstacksdk has the list at the microversion gpuclient sends (Nova's
 hypervisors, flavors, servers and migrations, Ironic's nodes), the SDK
-follows the pages and ``sdk_list`` reads them as plain dicts. ``collect`` pages the lists that
-stay hand-written (their reasons are at the calls): it reads page after
-page until an answer links no next page, or a page is empty (an empty
-page ends the list even if it links a next one: its marker would be the
-one just sent). A page that repeats a request already sent or an item
-already listed is an error: a service that ignores the marker would
-otherwise be asked for the same page forever. How the next request is
-made from an answer is the service's:
+follows the pages and ``sdk_list`` reads them as plain dicts.
+``collect`` pages the lists that stay hand-written (their reasons are at
+the calls): it reads page after page until an answer links no next page,
+or a page is empty (an empty page ends the list even if it links a next
+one: its marker would be the one just sent). A page that repeats a request
+already sent or an item already listed is an error: a service that ignores
+the marker would otherwise be asked for the same page forever. How the
+next request is made from an answer is the service's:
 
 * Nova: a ``<key>_links`` entry with ``rel`` ``next``; the next request
   is the same URL and query with ``marker`` set (``next_marker``).
