@@ -32,10 +32,6 @@ BAREMETAL_NODE_FIELDS = ('uuid', 'name', 'provision_state', 'maintenance',
                          'resource_class', 'traits')
 
 
-class _Hidden(Exception):
-    """Ironic refused the caller its node list (HTTP 401/403)."""
-
-
 class Baremetal:
     """Ironic's node list through the SDK's baremetal proxy (read only).
 
@@ -50,38 +46,30 @@ class Baremetal:
     def __init__(self, connection):
         self._conn = connection
 
-    def nodes(self, page_size=1000):
+    def nodes(self):
         """{node uuid: node as Ironic answers it}, {} or None (see the
         class)."""
         what = _('Listing bare-metal nodes (Ironic API %s)') % (
             versions.BAREMETAL_TRAITS_VERSION)
-        # raw, for the fields: GET /nodes?fields= at 1.37 (node traits)
-        # returns only BAREMETAL_NODE_FIELDS as the plain dicts Ironic
-        # answers (the SDK's Node renames keys such as provision_state),
-        # one request per page. A 401/403 (the default policy hides nodes
-        # from project-scoped tokens) is "not shown", not an error
+        # the SDK's list at 1.37 (node traits) sent explicitly, with
+        # fields=: only BAREMETAL_NODE_FIELDS, under Ironic's own names
+        # (pager.wire). No limit: Ironic's [api]max_limit is the page,
+        # and the SDK follows the next links (with a limit it would ask
+        # once more after the last page). A 401/403 (the default policy
+        # hides nodes from project-scoped tokens) is "not shown", not an
+        # error
         try:
             proxy = self._conn.baremetal
-
-            def fetch(url, params):
-                response = proxy.get(
-                    url, microversion=versions.BAREMETAL_TRAITS_VERSION,
-                    params=params, raise_exc=False)
-                if response.status_code in (401, 403):
-                    LOG.debug('%s: HTTP %s', what, response.status_code)
-                    raise _Hidden()
-                return errors.json_answer(self.service, what, response,
-                                          'nodes')
-
-            params = {'fields': ','.join(BAREMETAL_NODE_FIELDS),
-                      'limit': page_size}
             try:
-                # Ironic caps a page at its [api]max_limit, which may be
-                # less than page_size, and links the next page: follow it
-                nodes = pager.collect(fetch, '/nodes', params,
-                                      pager.items('nodes'), pager.next_query,
-                                      self.service, what)
-            except _Hidden:
+                with errors.sdk_read(self.service, what):
+                    nodes = pager.sdk_list(
+                        self.service, what, '/nodes', proxy.nodes(
+                            fields=list(BAREMETAL_NODE_FIELDS),
+                            microversion=versions.BAREMETAL_TRAITS_VERSION))
+            except errors.APIError as exc:
+                if exc.status not in (401, 403):
+                    raise
+                LOG.debug('%s: HTTP %s', what, exc.status)
                 return {}
             return {node.get('uuid') or node.get('id'): node
                     for node in nodes}

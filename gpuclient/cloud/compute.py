@@ -16,6 +16,8 @@
 import logging
 import urllib.parse
 
+from openstack.compute.v2 import service as sdk_service
+
 from gpuclient.cloud import errors
 from gpuclient.cloud import http
 from gpuclient.cloud import pager
@@ -155,16 +157,15 @@ class Compute:
         what = _('Listing hypervisors (compute API %s)') % (
             versions.COMPUTE_HYPERVISOR_UUID_VERSION
         )
-        # raw, for the microversion: the SDK's Hypervisor negotiates up to
-        # 2.88, which drops cpu_info, vcpus, memory_mb and the other fields
-        # the host filters read; 2.53 is the oldest where id is the uuid
-        with errors.translate_errors(self.service, what):
-            return pager.collect(
-                self._fetch(what, versions.COMPUTE_HYPERVISOR_UUID_VERSION,
-                            'hypervisors'),
-                '/os-hypervisors/detail', {}, pager.items('hypervisors'),
-                pager.next_marker('hypervisors', from_item=True),
-                self.service, what)
+        version = self._version(versions.COMPUTE_HYPERVISOR_UUID_VERSION)
+        # the SDK's list at 2.53 (the oldest where id is the uuid) sent
+        # explicitly: negotiated, it would reach 2.88, which drops
+        # cpu_info, vcpus, memory_mb and the other fields the host filters
+        # read. The SDK follows hypervisors_links
+        with errors.sdk_read(self.service, what):
+            return pager.sdk_list(self.service, what, '/os-hypervisors/detail',
+                             self._proxy.hypervisors(details=True,
+                                                     microversion=version))
 
     def aggregates(self):
         what = _('Listing host aggregates')
@@ -192,18 +193,15 @@ class Compute:
         what = (_('Enabling compute service %s') if enabled
                 else _('Disabling compute service %s')) % service_id
         version = self._version(versions.COMPUTE_HYPERVISOR_UUID_VERSION)
-        body = {'status': 'enabled' if enabled else 'disabled'}
+        # the SDK's Service, committed at 2.53 (the proxy's
+        # update_service and enable/disable_service negotiate up to 2.69)
+        service = sdk_service.Service.existing(id=service_id)
+        service.status = 'enabled' if enabled else 'disabled'
         if not enabled and reason:
-            body['disabled_reason'] = reason
-        # raw, for the microversion: the SDK's enable/disable_service
-        # negotiate, and below 2.53 they send the old host/binary actions
-        quoted = urllib.parse.quote(str(service_id), safe='')
-        with errors.translate_errors(self.service, what):
-            response = self._proxy.put('/os-services/%s' % quoted,
-                                       json=body, microversion=version,
-                                       raise_exc=False)
-            return errors.json_answer(self.service, what, response,
-                                      'service')['service'] or {}
+            service.disabled_reason = reason
+        with errors.sdk_read(self.service, what, key='service'):
+            service.commit(self._proxy, microversion=version)
+        return pager.wire(service)
 
     def host_has_servers(self, host):
         what = _('Listing servers on host %s') % host
@@ -273,27 +271,26 @@ class Compute:
         """
         what = _('Listing flavors (compute API %s)') % (
             versions.COMPUTE_FLAVOR_SPECS_VERSION)
-        # raw, for the microversion: the SDK's Flavor negotiates the
-        # highest one the server has up to 2.61, and below 2.61 lists come
-        # without extra specs (silently wrong pools); 2.61 sent explicitly
-        # fails loudly instead. The plain dicts are what flavor plans diff
-        with errors.translate_errors(self.service, what):
-            return pager.collect(
-                self._fetch(what, versions.COMPUTE_FLAVOR_SPECS_VERSION,
-                            'flavors'),
-                '/flavors/detail', {'is_public': 'None'},
-                pager.items('flavors'),
-                pager.next_marker('flavors', from_item=True),
-                self.service, what)
+        version = self._version(versions.COMPUTE_FLAVOR_SPECS_VERSION)
+        # the SDK's list at 2.61 sent explicitly (negotiated, a cloud
+        # below 2.61 would list flavors without extra specs: silently
+        # wrong pools; 2.61 sent fails loudly instead), public and private
+        # (is_public=None), the pages followed by the SDK
+        with errors.sdk_read(self.service, what):
+            return pager.sdk_list(self.service, what, '/flavors/detail',
+                                  self._proxy.flavors(details=True,
+                                                      is_public='None',
+                                                      microversion=version))
 
     # -- flavors (gpu flavor) ------------------------------------------------
-    # Reads and the create are raw calls at compute API 2.61: descriptions
-    # (2.55) and extra specs (2.61) come in every flavor body as the plain
-    # dicts the flavor plans diff (the SDK's Flavor renames the keys, and
-    # negotiates down to a version without extra specs instead of failing).
-    # Setting extra specs is raw at 2.61 too (set_flavor_extra_specs);
-    # deleting one, the description, the access list and delete go through
-    # the SDK's calls.
+    # The list (flavors), deleting an extra spec, the description, the
+    # access list and delete go through the SDK's calls. The read by ID, the
+    # create and setting extra specs stay raw at compute API 2.61
+    # (_flavor_call): the proxy's get_flavor and create_flavor take no
+    # microversion, its extra-spec call sends --os-compute-api-version
+    # (Nova 34 refuses hw:maxphysaddr_* from 2.86), and the flavor plans
+    # diff Nova's own dicts, with descriptions (2.55) and extra specs (2.61)
+    # in every body.
 
     def _flavor_call(self, method, url, what, body=None, ok_missing=False,
                      key=None):
@@ -395,8 +392,9 @@ class Compute:
     def add_flavor_access(self, flavor_id, project_id):
         what = _('Giving project %(project)s access to flavor %(flavor)s') % {
             'project': project_id, 'flavor': flavor_id}
-        # raw: the SDK's flavor actions send no microversion, and below
-        # 2.7 Nova adds access to a public flavor instead of refusing it
+        # raw: the SDK's flavor actions (openstacksdk 4.11 to 4.22) send no
+        # microversion, and below 2.7 Nova adds access to a public flavor
+        # instead of refusing it
         self._flavor_call('post', '/flavors/%s/action' % flavor_id, what,
                           {'addTenantAccess': {'tenant': project_id}})
 
@@ -430,11 +428,10 @@ class Compute:
 
     def _paged_get(self, url, what, version, params, key):
         """Every item of a paged Nova list (``<key>_links`` next)."""
-        # raw, for two page shapes the SDK does not follow alike: a list
-        # (servers, tenant_usages) and one project's tenant_usage, a dict
-        # whose server_usages are paged by tenant_usage_links (the SDK's
-        # get_usage fetches the first page only). The marker is taken
-        # from the next link, as Nova writes it.
+        # raw (pager.collect), for os-simple-tenant-usage: one project's
+        # answer is a dict whose server_usages are paged by
+        # tenant_usage_links (the SDK's get_usage fetches the first page
+        # only). The marker is taken from the next link, as Nova writes it.
 
         def page_items(data):
             page = data.get(key)
@@ -460,24 +457,28 @@ class Compute:
         """
         what = _('Listing servers (compute API %s)') % (
             versions.COMPUTE_EMBEDDED_FLAVOR_VERSION)
-        # raw, for the microversion and the fields: 2.47 pinned gives the
-        # embedded flavor with its extra specs in one shape on every cloud
-        # (the SDK's Server negotiates up to 2.100, and below 2.47 has a
-        # flavor id only: silently no GPUs); usage.server_rows reads Nova's
-        # own keys (OS-EXT-SRV-ATTR:host, OS-SRV-USG:launched_at, tenant_id)
-        # from the plain dicts, which the SDK renames
-        params = {}
+        # the SDK's list at 2.47 sent explicitly: 2.47 gives the embedded
+        # flavor with its extra specs in one shape on every cloud (below, a
+        # flavor id only: silently no GPUs; negotiated, 2.100); the SDK
+        # follows servers_links, and usage.server_rows reads Nova's own
+        # keys (OS-EXT-SRV-ATTR:host, OS-SRV-USG:launched_at, tenant_id).
+        # The host filter is compute_host=: the SDK sends a host= too, then
+        # matches it against the body's "host" (absent at 2.47): no server
+        version = self._version(versions.COMPUTE_EMBEDDED_FLAVOR_VERSION)
+        query = {}
         if all_projects:
-            params['all_tenants'] = 1
+            query['all_tenants'] = 1
         if project_id:
-            params['project_id'] = project_id
+            query['project_id'] = project_id
         if changes_since:
-            params['changes-since'] = changes_since
+            query['changes_since'] = changes_since
         if host:
-            params['host'] = host
-        return self._paged_get('/servers/detail', what,
-                               versions.COMPUTE_EMBEDDED_FLAVOR_VERSION,
-                               params, 'servers')
+            query['compute_host'] = host
+        with errors.sdk_read(self.service, what):
+            return pager.sdk_list(self.service, what, '/servers/detail',
+                                  self._proxy.servers(details=True,
+                                                      microversion=version,
+                                                      **query))
 
     def get_server(self, server_id):
         """Server SERVER_ID as Nova shows it at compute API 2.47 (a dict
@@ -485,8 +486,8 @@ class Compute:
         ``OS-EXT-STS:task_state`` and the embedded flavor), or None when
         it is gone.
 
-        Raw, for the same reason as servers_detail: Nova's own keys at a
-        pinned version."""
+        Raw: the proxy's get_server takes no microversion (it negotiates,
+        up to 2.100), and a 404 is None here, not an error."""
         what = _('Reading server %s') % server_id
         version = self._version(versions.COMPUTE_EMBEDDED_FLAVOR_VERSION)
         quoted = urllib.parse.quote(str(server_id), safe='')
@@ -504,10 +505,10 @@ class Compute:
         checks it), ``migrate`` (with a host: 2.56), ``confirmResize``,
         ``shelve``, ``shelveOffload``.
 
-        Raw, for the microversion: the SDK's server actions negotiate up
-        to its own maximum, where the live migration body differs (2.68
-        drops ``force``), and its migrate refuses a host below 2.56 only
-        after negotiating."""
+        Raw, for the microversion: the SDK's server actions take none (they
+        negotiate up to the SDK's own maximum, where the live migration
+        body differs: 2.68 drops ``force``), and its migrate refuses a
+        host below 2.56 only after negotiating."""
         what = _('Asking Nova to %(action)s server %(server)s') % {
             'action': action, 'server': server_id}
         version = self._version(versions.COMPUTE_MIGRATE_HOST_VERSION)
@@ -526,16 +527,20 @@ class Compute:
         the moves it left unconfirmed or under way, and the moves coming
         to a drained host."""
         what = _('Listing migrations')
-        params = {}
+        version = self._version(versions.COMPUTE_MIGRATIONS_VERSION)
+        query = {}
         if host:
-            params['host'] = host
+            query['host'] = host
         if status:
-            params['status'] = status
+            query['status'] = status
         if migration_type:
-            params['migration_type'] = migration_type
-        return self._paged_get('/os-migrations', what,
-                               versions.COMPUTE_MIGRATIONS_VERSION, params,
-                               'migrations')
+            query['migration_type'] = migration_type
+        # the SDK's list at 2.59 (paged by migrations_links), sent
+        # explicitly: negotiated, it would reach 2.80
+        with errors.sdk_read(self.service, what):
+            return pager.sdk_list(self.service, what, '/os-migrations',
+                             self._proxy.migrations(microversion=version,
+                                                    **query))
 
     def server_usages(self, start, end, project_id=None):
         """Nova's per-server usage in [START, END) (naive UTC datetimes),

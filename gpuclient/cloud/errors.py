@@ -330,13 +330,14 @@ def _json_object(response):
 
 
 @contextlib.contextmanager
-def sdk_read(service, what):
+def sdk_read(service, what, key=None):
     """translate_errors for a read made by an SDK call, which reads its
-    answer itself: a 2xx answer that is not a JSON object is ignored by
-    the SDK's single-resource reads (an object with nothing in it) and
-    breaks its lists (KeyError, TypeError). Both are a CommandError naming
-    SERVICE and the answer's path (the last answer the DeadlineAdapter
-    read in this thread, http.last_answer)."""
+    answer itself: a 2xx answer that is not a JSON object (holding KEY,
+    when given: what an SDK commit would read as an empty answer) is
+    ignored by the SDK's single-resource reads (an object with nothing in
+    it) and breaks its lists (KeyError, TypeError). Both are a
+    CommandError naming SERVICE and the answer's path (the last answer the
+    DeadlineAdapter read in this thread, http.last_answer)."""
     before = http.last_answer()
     try:
         with translate_errors(service, what):
@@ -353,8 +354,10 @@ def sdk_read(service, what):
         raise
     answer = http.last_answer()
     if (answer is not before and answer is not None and answer.ok
-            and answer.content and _json_object(answer) is None):
-        raise not_json(service, what, answer)
+            and answer.content):
+        data = _json_object(answer)
+        if data is None or (key is not None and key not in data):
+            raise not_json(service, what, answer, key)
 
 
 def url_path(url):
@@ -410,3 +413,16 @@ def check_response(service, what, response, endpoint=None):
         server_message(response.text),
         endpoint,
     )
+
+
+def endless_pages(service, what, url, why):
+    """The error of a list that SERVICE pages without end at URL (WHY: a
+    next page already asked for, an item already listed): it ignores the
+    paging marker; nothing of the list is read."""
+    return APIError(
+        _('%(what)s: %(service)s at %(path)s pages without end (%(why)s): '
+          'it does not follow the paging marker. Stopped; nothing was read '
+          'from this list. Check the %(service)s service (or a proxy in '
+          'front of it).')
+        % {'what': what, 'service': service, 'why': why,
+           'path': url_path(url)})

@@ -49,6 +49,9 @@ class Image:
     def images(self, page_size=200):
         """Every image the caller can see (dicts), following next links."""
         what = _('Listing images')
+        # raw (pager.collect), as _call says, and for the request count:
+        # the SDK's list given a page size asks once more after the last
+        # page, and without one Glance's page is 25 images
         return pager.collect(
             lambda url, params: self._call('get', url, what, 'images',
                                           params=params),

@@ -13,23 +13,26 @@
 
 """The one pager: every item of a list that Nova, Glance or Ironic pages.
 
-``collect`` reads page after page until an answer links no next page, or
-a page is empty (an empty page ends the list even if it links a next
-one: its marker would be the one just sent). A page that repeats a
-request already sent or an item already listed is an error: a service
-that ignores the marker would otherwise be asked for the same page
-forever. How the next request is
-made from an answer is the service's:
+Where openstacksdk has the list at the microversion gpuclient sends (Nova's
+hypervisors, flavors, servers and migrations, Ironic's nodes), the SDK
+follows the pages and ``sdk_list`` reads them as plain dicts.
+``collect`` pages the lists that stay hand-written (their reasons are at
+the calls): it reads page after page until an answer links no next page,
+or a page is empty (an empty page ends the list even if it links a next
+one: its marker would be the one just sent). A page that repeats a request
+already sent or an item already listed is an error: a service that ignores
+the marker would otherwise be asked for the same page forever. How the
+next request is made from an answer is the service's:
 
 * Nova: a ``<key>_links`` entry with ``rel`` ``next``; the next request
   is the same URL and query with ``marker`` set (``next_marker``).
 * Glance: a top-level ``next``, a path and query under the image API
   root: the next request is that path and query (``next_path``).
-* Ironic: a top-level ``next``, a whole URL: the next request is the same
-  URL with the link's query merged into the query (``next_query``).
 """
 
 import urllib.parse
+
+from openstack import exceptions as sdk_exc
 
 from gpuclient.cloud import errors
 from gpuclient.i18n import _
@@ -60,7 +63,7 @@ def collect(fetch, url, params, items, next_page, service, what):
             if ident is None:
                 continue
             if ident in seen:
-                raise _loop(service, what, url,
+                raise errors.endless_pages(service, what, url,
                             _('an item of an earlier page came again'))
             seen.add(ident)
         found.extend(page)
@@ -71,7 +74,7 @@ def collect(fetch, url, params, items, next_page, service, what):
             return found
         url, params = following
         if _request_key(url, params) in asked:
-            raise _loop(service, what, url,
+            raise errors.endless_pages(service, what, url,
                         _('its next page is one already asked for'))
 
 
@@ -88,16 +91,6 @@ def _identity(item):
         if item.get(name) is not None:
             return name, str(item[name])
     return None
-
-
-def _loop(service, what, url, why):
-    return errors.APIError(
-        _('%(what)s: %(service)s at %(path)s pages without end (%(why)s): '
-          'it does not follow the paging marker. Stopped; nothing was read '
-          'from this list. Check the %(service)s service (or a proxy in '
-          'front of it).')
-        % {'what': what, 'service': service, 'why': why,
-           'path': errors.url_path(url)})
 
 
 def items(key):
@@ -142,11 +135,25 @@ def next_path(data, url, params, page):
     return path, dict(urllib.parse.parse_qsl(parts.query))
 
 
-def next_query(data, url, params, page):
-    """NEXT_PAGE for Ironic: the same URL, with the ``next`` link's query
-    merged into the query (Ironic caps a page at its ``[api]max_limit``,
-    which may be less than the limit asked for, and links the next)."""
-    nxt = data.get('next')
-    if not nxt:
-        return None
-    return url, dict(params, **_query(nxt))
+def wire(resource):
+    """An SDK resource as the plain dict its service answered: the fields
+    it answered, under the service's own names and as it wrote them (what
+    the rules read). The SDK's resource keeps them so (its body); its
+    ``to_dict`` would add every field the SDK declares (None where the
+    service answered none) and retype some."""
+    return dict(resource._body.attributes)
+
+
+def sdk_list(service, what, path, listing):
+    """Every resource of an SDK LISTING (its generator, which follows the
+    pages) as plain dicts (``wire``). SERVICE answering the same page
+    again (it ignores the marker) is the error ``collect`` gives, not
+    the SDK's "Endless pagination loop detected"."""
+    try:
+        return [wire(item) for item in listing]
+    except sdk_exc.SDKException as exc:
+        if 'endless pagination' not in str(exc).lower():
+            raise
+        raise errors.endless_pages(
+            service, what, path,
+            _('its next page is one already asked for')) from None

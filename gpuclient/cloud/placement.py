@@ -373,7 +373,9 @@ class Placement:
         generation conflict (Nova or a server claim wrote meanwhile) reads
         again. Returns False when nothing was reserved.
 
-        Raw: the SDK's inventory update sends no generation of ours."""
+        Raw: the SDK's inventory calls take no microversion (they negotiate,
+        or send clouds.yaml's placement_api_version, which this client never
+        sends)."""
         what = _('Releasing resource provider %s') % uuid
         base = '/resource_providers/%s' % uuid
         version = versions.PLACEMENT_BASE_VERSION
@@ -424,8 +426,8 @@ class Placement:
     def traits(self, uuid):
         """(traits, provider generation) of one provider.
 
-        Raw: the generation guards the write that follows, and the SDK's
-        trait reads do not return it."""
+        Raw: openstacksdk 4.11 (the floor) has no call for a provider's
+        traits (4.22's take no microversion)."""
         what = _('Reading traits of resource provider %s') % uuid
         data = self.get('/resource_providers/%s/traits' % uuid,
                         versions.PLACEMENT_TRAITS_VERSION, what,
@@ -438,9 +440,8 @@ class Placement:
 
         Read-modify-write on the provider generation; a generation
         conflict (Nova's resource tracker writing at the same time) is
-        retried. Returns (added, removed): what actually changed. Raw: the
-        SDK's ``set_resource_provider_traits`` does not send the
-        generation we read.
+        retried. Returns (added, removed): what actually changed. Raw, as
+        ``traits``.
         """
         return self._update_set(
             uuid, 'traits', versions.PLACEMENT_TRAITS_VERSION, self.traits,
@@ -448,8 +449,9 @@ class Placement:
             add, remove, retries)
 
     def aggregates(self, uuid):
-        """(aggregate uuids, provider generation) of one provider (raw,
-        as ``traits``: the generation guards the write)."""
+        """(aggregate uuids, provider generation) of one provider. Raw:
+        the SDK's fetch/set_resource_provider_aggregates (generation
+        included) take no microversion, as release_reserved says."""
         what = _('Reading aggregates of resource provider %s') % uuid
         data = self.get('/resource_providers/%s/aggregates' % uuid,
                         versions.PLACEMENT_AGGREGATES_VERSION, what,

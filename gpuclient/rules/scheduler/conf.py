@@ -23,6 +23,8 @@ oslo.config reads it; ``load_settings`` layers defaults < files < options.
 import json
 import re
 
+from oslo_config import iniparser
+
 from gpuclient.i18n import _
 from gpuclient.rules.scheduler import exception
 from gpuclient.rules.scheduler import pci
@@ -83,77 +85,76 @@ def _conf_error(source, lineno, message):
         problem=message)
 
 
+class _IniReader(iniparser.BaseParser):
+    """oslo.config's own ini parser (``oslo_config.iniparser``, what
+    Nova's configuration is read with), collecting {section: {key:
+    [values]}} and refusing what oslo.config refuses, naming SOURCE and
+    the line number (never the line)."""
+
+    def __init__(self, source):
+        self.source = source
+        self.found = {}
+        self.section = None
+        self.key_line = 0
+
+    def _split_key_value(self, line):
+        # the line a setting starts on: it is stored (assignment) only
+        # once the next line, or the end, is read
+        self.key_line = self.lineno
+        return super()._split_key_value(line)
+
+    def new_section(self, section):
+        self.section = section if section == 'DEFAULT' else section.lower()
+        self.found.setdefault(self.section, {})
+
+    def assignment(self, key, value):
+        if self.section is None:
+            raise _conf_error(self.source, self.key_line,
+                              _('a setting before any [section]'))
+        self.found[self.section].setdefault(key, []).append('\n'.join(value))
+
+    def _refuse(self, problem):
+        raise _conf_error(self.source, self.lineno, problem)
+
+    def error_invalid_assignment(self, line):
+        self._refuse(_('no "=" or ":" in a setting'))
+
+    def error_empty_key(self, line):
+        self._refuse(_('empty key'))
+
+    def error_unexpected_continuation(self, line):
+        self._refuse(_('an indented line continues nothing'))
+
+    def error_no_section_end_bracket(self, line):
+        self._refuse(_('a section must end with ]'))
+
+    def error_no_section_name(self, line):
+        self._refuse(_('empty section name'))
+
+
 def parse_ini(text, source=None):
     """{section: {key: [values]}} from nova.conf text, as oslo.config reads it.
 
-    The rules of ``oslo_config.iniparser``: ``#`` and ``;`` start a comment
-    only in the first column; a line that starts with white space continues
-    the value before it (joined with a newline) and a blank line ends it;
-    ``key = value`` or ``key: value`` (whichever sign comes first), white
-    space around both stripped and one pair of matching quotes around the
-    value removed; no inline comments. Section names are compared in lower
-    case (``DEFAULT`` stays as it is), keys as written. A key may repeat
-    (``[pci] alias`` does): every value is kept, in order. What oslo.config
-    refuses is refused here too, naming SOURCE and the line.
+    Read by oslo.config's parser (``oslo_config.iniparser.BaseParser``):
+    ``#`` and ``;`` start a comment only in the first column; a line that
+    starts with white space continues the value before it (joined with a
+    newline) and a blank line ends it; ``key = value`` or ``key: value``
+    (whichever sign comes first), white space around both stripped and
+    one pair of matching quotes around the value removed; no inline
+    comments. Section names are compared in lower case (``DEFAULT`` stays
+    as it is), keys as written. A key may repeat (``[pci] alias`` does):
+    every value is kept, in order. What oslo.config refuses is refused
+    here too, naming SOURCE and the line.
 
     Not done (oslo.config does them when it reads an option, gpuclient
     knows no option types): ``$name`` substitution, deprecated option names
     and groups, and options given on Nova's command line.
     """
-    found, section = {}, None
-    key, value, key_line = None, [], 0
-
-    def flush():
-        if section is None:
-            raise _conf_error(source, key_line,
-                              _('a setting before any [section]'))
-        found[section].setdefault(key, []).append('\n'.join(value))
-
+    reader = _IniReader(source)
     # lines as a file opened in text mode gives them (not splitlines(),
     # which also splits at form feeds and other separators)
-    for lineno, raw in enumerate(re.split(r'\r\n|\r|\n', text or ''), 1):
-        line = raw.rstrip()
-        if not line:
-            if key is not None:
-                flush()
-                key, value = None, []
-            continue
-        if line[0] in ' \t':
-            if key is None:
-                raise _conf_error(source, lineno,
-                                  _('an indented line continues nothing'))
-            value.append(line.lstrip())
-            continue
-        if key is not None:
-            flush()
-            key, value = None, []
-        if line[0] == '[':
-            if not line.endswith(']'):
-                raise _conf_error(source, lineno,
-                                  _('a section must end with ]'))
-            if len(line) <= 2:
-                raise _conf_error(source, lineno, _('empty section name'))
-            name = line[1:-1]
-            section = name if name == 'DEFAULT' else name.lower()
-            found.setdefault(section, {})
-        elif line[0] in '#;':
-            continue
-        else:
-            colon, equal = line.find(':'), line.find('=')
-            if colon < 0 and equal < 0:
-                raise _conf_error(source, lineno,
-                                  _('no "=" or ":" in a setting'))
-            cut = equal if colon < 0 or 0 <= equal < colon else colon
-            key, text_value = line[:cut].strip(), line[cut + 1:].strip()
-            if (text_value and text_value[0] == text_value[-1]
-                    and text_value[0] in '"\''):
-                text_value = text_value[1:-1]
-            if not key:
-                raise _conf_error(source, lineno, _('empty key'))
-            value, key_line = [text_value], lineno
-    if key is not None:
-        flush()
-    return found
+    reader.parse(re.split(r'\r\n|\r|\n', text or ''))
+    return reader.found
 
 
 def merge_ini(parsed):

@@ -737,8 +737,9 @@ class TestCompute(ContractTestCase):
 
 
 class _AtVersion:
-    """A compute proxy that sends every raw call at VERSION (the cloud's
-    maximum) instead of the one gpuclient pins."""
+    """A compute proxy that sends every call at VERSION (the cloud's
+    maximum) instead of the one gpuclient pins: the raw ones, and the
+    SDK's lists that gpuclient gives a microversion."""
 
     def __init__(self, proxy, version):
         self._proxy = proxy
@@ -748,7 +749,15 @@ class _AtVersion:
         return self._proxy.get(url, microversion=self._version, **kwargs)
 
     def __getattr__(self, name):
-        return getattr(self._proxy, name)
+        found = getattr(self._proxy, name)
+        if not callable(found):
+            return found
+
+        def at_version(*args, **kwargs):
+            if 'microversion' in kwargs:
+                kwargs['microversion'] = self._version
+            return found(*args, **kwargs)
+        return at_version
 
 
 class TestComputeQueriesAtMaximum(ContractTestCase):
@@ -873,12 +882,11 @@ class TestBaremetal(ContractTestCase):
             baremetal = baremetal_mod.Baremetal(conn)
         if not sdk:
             self.skipTest('Ironic lists no node, even to a system admin')
-        # one node a page, and Ironic's own page size (the test cloud's
-        # [api]max_limit is 1): every page is followed by its next link
-        for page_size in (1, 1000):
-            got = baremetal.nodes(page_size=page_size)
-            self.assertEqual(sdk, {u: n['provision_state']
-                                   for u, n in got.items()}, page_size)
+        # Ironic's own page size (the test cloud's [api]max_limit is 1):
+        # every page is followed by its next link
+        got = baremetal.nodes()
+        self.assertEqual(sdk, {u: n['provision_state']
+                               for u, n in got.items()})
 
 
 class TestLimits(ContractTestCase):

@@ -26,6 +26,7 @@ use, an extra spec or a project that is not there, access to a public
 flavor).
 """
 
+import functools
 import http
 import json
 import re
@@ -47,6 +48,7 @@ from requests_mock.contrib import fixture as rm_fixture
 from gpuclient.cloud import client
 from gpuclient.cloud import placement as placement_mod
 from gpuclient.cloud import versions
+from gpuclient.tests.unit import sdk_proxy
 
 PLACEMENT_URL = 'http://placement.example:8778'
 PLACEMENT_MAX = '1.39'
@@ -1131,6 +1133,22 @@ def _is_count(value):
         isinstance(value, str) and value.strip().isdigit())
 
 
+def wire_params(params):
+    """A query as it goes on the wire: one value in a list (the SDK's
+    next-link query, as parsed) is that value."""
+    return {key: value[0] if isinstance(value, list) and len(value) == 1
+            else value for key, value in dict(params or {}).items()}
+
+
+def nova_path(url):
+    """The path of a Nova request as keystoneauth joins it to the
+    endpoint: a whole URL (a next link) or a path with or without its
+    leading slash (the SDK's resources join theirs without)."""
+    if url.startswith(NOVA_URL + '/'):
+        url = url[len(NOVA_URL):]
+    return '/' + url.lstrip('/')
+
+
 class FakeCompute:
     """Nova behind a mock(spec=compute Proxy): raw calls and aggregates.
 
@@ -1180,6 +1198,7 @@ class FakeCompute:
 
     def __init__(self, cloud, proxy, max_limit=NOVA_MAX_LIMIT):
         self.cloud = cloud
+        self.proxy = proxy
         self.max_limit = max_limit
         self.sent = []
         self.gets = []
@@ -1204,6 +1223,13 @@ class FakeCompute:
         proxy.delete_flavor.side_effect = self.sdk_delete_flavor
         proxy.update_flavor.side_effect = self.sdk_update_flavor
         proxy.put.side_effect = self.put
+        # the SDK's own lists (its proxy methods, its paging) and commits
+        # over the raw answers, as the SDK sends them (a proxy's defaults)
+        proxy.retriable_status_codes = None
+        proxy.default_microversion = None
+        for name in ('_list', 'hypervisors', 'flavors', 'migrations'):
+            getattr(proxy, name).side_effect = functools.partial(
+                getattr(compute_proxy.Proxy, name), proxy)
         proxy.aggregates.side_effect = lambda **kw: list(cloud.aggregates)
         proxy.create_aggregate.side_effect = self.create_aggregate
         proxy.set_aggregate_metadata.side_effect = (
@@ -1214,8 +1240,16 @@ class FakeCompute:
         proxy.delete_aggregate.side_effect = self.delete_aggregate
         proxy.get_aggregate.side_effect = self.get_aggregate
         proxy.services.side_effect = self.services
-        proxy.servers.side_effect = lambda **kw: iter(
-            [object()] if kw.get('compute_host') in cloud.busy else [])
+        proxy.servers.side_effect = self.sdk_servers
+
+    def sdk_servers(self, **query):
+        """The SDK's server list: at a microversion (servers_detail), the
+        SDK's own code over the raw answers; without (host_has_servers),
+        a server on the hosts in ``cloud.busy``."""
+        if 'microversion' in query:
+            return compute_proxy.Proxy.servers(self.proxy, **query)
+        return iter([object()] if query.get('compute_host') in self.cloud.busy
+                    else [])
 
     # -- the SDK's flavor calls -----------------------------------------------
 
@@ -1271,7 +1305,8 @@ class FakeCompute:
         return failed if failed is not None else action()
 
     def get(self, url, microversion=None, params=None, **kwargs):
-        params = dict(params or {})
+        params = wire_params(params)
+        url = nova_path(url)
         self.sent.append(('get', url, microversion))
         self.gets.append((url, microversion, params))
         failed = self._injected('get', url)
@@ -1340,6 +1375,7 @@ class FakeCompute:
                              % (url, json))
 
     def put(self, url, microversion=None, json=None, **kwargs):
+        url = nova_path(url)
         self.sent.append(('put', url, microversion))
         version = _version(microversion)
         parts = _segments(url)
@@ -1990,10 +2026,12 @@ class FakeGlance:
         return make_response(200, body)
 
 
-class FakeIronic:
-    """Ironic's GET /nodes over a FakeCloud (the baremetal proxy's get)."""
+class FakeIronic(sdk_proxy.SDKProxy):
+    """Ironic's GET /nodes over a FakeCloud (the baremetal proxy: its get,
+    and the SDK's node list on it)."""
 
     def __init__(self, cloud):
+        super().__init__()
         self.cloud = cloud
         self.calls = []  # (url, microversion, params)
 
@@ -2002,6 +2040,9 @@ class FakeIronic:
         if not self.cloud.ironic_endpoint:
             raise sdk_exc.ServiceDisabledException(
                 'The service is not present in the service catalog')
+        # a next link is a whole URL, keystoneauth sends it as it is
+        url = url.replace('http://ironic.example/v1', '', 1)
+        params = wire_params(params)
         self.calls.append((url, microversion, dict(params or {})))
         if url != '/nodes':
             return make_response(404, {'error_message': 'not found'})

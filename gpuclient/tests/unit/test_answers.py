@@ -31,6 +31,7 @@ from gpuclient.cloud import pager
 from gpuclient.cloud import placement
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import fakes
+from gpuclient.tests.unit import sdk_proxy
 
 PORTAL = ('<html><body><h1>Your session has expired</h1>'
           '<form action="/login">...</form></body></html>')
@@ -43,22 +44,30 @@ def portal(url):
     return response
 
 
-class AnswerProxy:
+class AnswerProxy(sdk_proxy.SDKProxy):
     """A proxy (SDK or keystoneauth adapter) answering every request with
-    ANSWER(url, params): a requests.Response."""
+    ANSWER(url, params): a requests.Response. The SDK's own calls (its
+    lists, its commits) run on it as on the SDK's proxy."""
 
     def __init__(self, root, answer):
+        super().__init__()
         self.root = root
         self.answer = answer
         self.sent = []
 
     def _url(self, url, params):
         query = urllib.parse.urlencode(sorted(dict(params or {}).items()))
-        return '%s%s?%s&%s' % (self.root, url, query, SECRET_QUERY)
+        # joined as keystoneauth joins a path to the endpoint (the SDK's
+        # resources give theirs without the leading slash)
+        return '%s/%s?%s&%s' % (self.root, url.lstrip('/'), query,
+                                SECRET_QUERY)
 
     def get(self, url, params=None, **kwargs):
         self.sent.append((url, dict(params or {})))
-        return self.answer(self._url(url, params), url, params)
+        response = self.answer(self._url(url, params), url, params)
+        # what the DeadlineAdapter of a real session records
+        http._LAST.response = response
+        return response
 
     put = post = patch = get
 

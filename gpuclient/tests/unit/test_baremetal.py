@@ -322,7 +322,8 @@ class TestIronicReader(base.TestCase):
 
     def test_nodes_with_explicit_microversion_and_paging(self):
         self.cloud.ironic_endpoint = True
-        nodes = self.cm.gpu.baremetal.nodes(page_size=3)
+        self.cloud.ironic_max_limit = 3
+        nodes = self.cm.gpu.baremetal.nodes()
         self.assertEqual({n['uuid'] for n in self.cloud.ironic_nodes},
                          set(nodes))
         self.assertEqual(2, len(self.cm.ironic.calls))
@@ -346,6 +347,17 @@ class TestIronicReader(base.TestCase):
         self.assertLessEqual(pages, len(self.cm.ironic.calls))
         markers = [p.get('marker') for _u, _v, p in self.cm.ironic.calls]
         self.assertEqual(len(markers), len(set(markers)))
+
+    def test_a_refusal_is_an_empty_answer_another_error_none(self):
+        self.cloud.ironic_endpoint = True
+        log = self.useFixture(fixtures.FakeLogger(level=logging.WARNING))
+        for status, expected in ((403, {}), (401, {}), (500, None)):
+            with self.subTest(status=status):
+                self.cm.ironic.get = lambda *a, status=status, **kw: (
+                    fakes.make_response(status, {'error_message': 'no'}))
+                self.assertEqual(expected, self.cm.gpu.baremetal.nodes())
+        # the refusals are not warned about, the failure is
+        self.assertEqual(1, log.output.count('node states are not shown'))
 
     def test_hidden_nodes_are_an_empty_answer(self):
         self.cloud.ironic_endpoint = True

@@ -35,6 +35,7 @@ from unittest import mock
 import warnings
 
 from gpuclient.cloud import compute
+from gpuclient.tests.unit import sdk_proxy
 
 try:
     with warnings.catch_warnings():
@@ -111,20 +112,24 @@ def _route(url):
     return url
 
 
-class _Recorder:
+class _Recorder(sdk_proxy.SDKProxy):
     """A compute proxy answering every GET with one page that links a
-    next one (so the pager's second query is recorded too), then an
-    empty page."""
+    next one (so the second query of a list, the pager's or the SDK's,
+    is recorded too), then an empty page."""
 
     def __init__(self):
+        super().__init__()
         self.sent = []
 
-    def get(self, url, microversion=None, params=None, raise_exc=True):
-        route = _route(url)
+    def get(self, url, microversion=None, params=None, raise_exc=True,
+            **kwargs):
+        # the SDK follows the next link as a whole URL
+        route = _route(url.replace('http://n/v2.1', '', 1))
         params = dict(params or {})
         self.sent.append((route, microversion, params))
         key = _KEYS[route]
-        response = mock.Mock(status_code=200, content=b'{}', text='{}')
+        response = mock.Mock(status_code=200, content=b'{}', text='{}',
+                             links={}, headers={})
         first = 'marker' not in params
         item = {'id': 'x1', 'instance_id': 'x1'}
         if route == '/os-simple-tenant-usage/{id}':

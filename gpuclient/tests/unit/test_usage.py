@@ -311,8 +311,8 @@ class FakeServers:
         cm.compute.aggregates.side_effect = list_aggregates
 
     def get(self, url, microversion=None, params=None, **kwargs):
-        params = dict(params or {})
-        path = urllib.parse.urlsplit(url).path
+        params = fakes.wire_params(params)
+        path = urllib.parse.urlsplit(fakes.nova_path(url)).path
         if path == '/servers/detail':
             self.gets.append((path, params))
             assert microversion == '2.47', microversion
@@ -325,7 +325,9 @@ class FakeServers:
             found = [s for s, deleted in self.servers
                      if (not deleted or 'changes-since' in params)
                      and (not project or s['tenant_id'] == project)]
-            page, links = fakes._page(found, params, 'servers', self.page)
+            # Nova links the next page of servers/detail under that path
+            page, links = fakes._page(found, params, 'servers/detail',
+                                      self.page)
             return fakes.make_response(200, dict(
                 servers=page, **({'servers_links': links} if links else {})))
         if path.startswith('/os-simple-tenant-usage'):
