@@ -140,6 +140,23 @@ def ensure_service(session, name, stype, url, description=''):
     return svc
 
 
+def ensure_service_user(session, name, password):
+    """Service user NAME in project service with roles admin and service
+    (what a service's keystone_authtoken and service clients log in as)."""
+    idn = 'identity'
+    project = _one(session.get(idn, '/projects?name=service')['projects'])
+    user = _one(session.get(idn, '/users?name=%s' % name)['users'])
+    if user is None:
+        user = session.post(idn, '/users', {'user': {
+            'name': name, 'password': password, 'domain_id': 'default',
+            'default_project_id': project['id']}})['user']
+    for role_name in ('admin', 'service'):
+        role = _one(session.get(idn, '/roles?name=%s' % role_name)['roles'])
+        session.put(idn, '/projects/%s/users/%s/roles/%s' % (
+            project['id'], user['id'], role['id']), None)
+    return user
+
+
 def register(session, demo_project, demo_user, password,
              operator_user=None):
     """Service users, services, endpoints, and the demo project and user.

@@ -132,22 +132,7 @@ def setup_db():
 
 def register(session):
     """Service user ironic (admin, service), service and endpoints."""
-    idn = 'identity'
-
-    def one(items):
-        return items[0] if items else None
-
-    project = one(session.get(idn, '/projects?name=service')['projects'])
-    user = one(session.get(idn, '/users?name=%s' % SERVICE_USER)['users'])
-    if user is None:
-        user = session.post(idn, '/users', {'user': {
-            'name': SERVICE_USER, 'password': cli.PASSWORD,
-            'domain_id': 'default',
-            'default_project_id': project['id']}})['user']
-    for role_name in ('admin', 'service'):
-        role = one(session.get(idn, '/roles?name=%s' % role_name)['roles'])
-        session.put(idn, '/projects/%s/users/%s/roles/%s' % (
-            project['id'], user['id'], role['id']), None)
+    api.ensure_service_user(session, SERVICE_USER, cli.PASSWORD)
     api.ensure_service(session, 'ironic', 'baremetal', ENDPOINT)
 
 
