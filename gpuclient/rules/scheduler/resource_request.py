@@ -419,7 +419,23 @@ def from_resources(resources, required=(), settings=None, pools=None,
         zone=zone)
     request_filter.process_request(ctx, builder)
     _mark_gpu_groups(builder.groups, pools)
-    return _finish(builder, ctx, 0)
+    query = _finish(builder, ctx, 0)
+    own = query['groups'].get('')
+    if own is not None and not own['resources']:
+        # the prefilters (isolated aggregates, availability zone, project
+        # aggregates) and --required go to the unsuffixed group; Placement
+        # refuses an unsuffixed group without resources (400, placement
+        # lib.RequestGroup: "Badly formed resources parameter"), and a
+        # flavor always has VCPU/MEMORY_MB there
+        raise exception.error(
+            _('--resource: only per-device classes (%(classes)s) were asked '
+              'for, and the query also carries %(what)s, which Placement '
+              'takes only beside resources of the host itself. Add one, as '
+              'a flavor would: e.g. --resource VCPU=1.'),
+            classes=', '.join(sorted(devices)),
+            what=_('traits or aggregate filters (isolated pools, zone or '
+                   'project aggregates)'))
+    return query
 
 
 def _mark_gpu_groups(groups, pools):

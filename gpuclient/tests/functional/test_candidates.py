@@ -394,7 +394,10 @@ class TestResultLimit(CandidatesTestCase):
     @base.needs('vgpu', 'mig')
     def test_a_full_limit_is_said(self):
         for _attempt in range(2):
-            _out, err = self.explain('--resource', 'VGPU=1', '--limit', '2')
+            # VCPU=1 as a flavor has it: an isolated pool of another test
+            # puts member_of=!in: in the unsuffixed group
+            _out, err = self.explain('--resource', 'VCPU=1', '--resource',
+                                     'VGPU=1', '--limit', '2')
             query = re.search(r'GET /allocation_candidates\?(\S+)',
                               err).group(1)
             answer = faults.make_client().placement.candidates_query(

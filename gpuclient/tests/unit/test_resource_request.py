@@ -331,6 +331,20 @@ class TestFromResources(base.TestCase):
             [LIMIT, ('resourcesdev-vgpu-0', 'VGPU:1'), ROOT],
             request.query_params(query))
 
+    def test_device_classes_alone_beside_an_isolated_pool_refused(self):
+        # Placement answers 400 to an unsuffixed group without resources;
+        # the isolated-aggregate prefilter puts member_of=!in: there
+        exc = self.assertRaises(
+            exceptions.CommandError, request.from_resources, [('VGPU', 1)],
+            settings=nova_conf.load_settings(), aggregates=AGGS)
+        self.assertIn('--resource VCPU=1', str(exc))
+        query = request.from_resources([('VGPU', 1), ('VCPU', 1)],
+                                       settings=nova_conf.load_settings(),
+                                       aggregates=AGGS)
+        params = dict(request.query_params(query))
+        self.assertEqual('VCPU:1', params['resources'])
+        self.assertTrue(params['member_of'].startswith('!in:'))
+
     def test_pool_class_is_per_device(self):
         pools = {'p': {'name': 'p', 'mode': 'vgpu',
                        'resource_class': 'CUSTOM_NVIDIA_35'}}
