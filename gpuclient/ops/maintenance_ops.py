@@ -135,6 +135,7 @@ def observe(client, hosts, requested='auto', allow_downtime=False,
     earlier drain left in VERIFY_RESIZE one that confirms it.
     """
     from gpuclient.rules import maintenance
+    from gpuclient.rules import reservations
     from gpuclient.rules.scheduler import conf as nova_conf
     client.compute.require(versions.COMPUTE_EMBEDDED_FLAVOR_VERSION,
                            versions.COMPUTE_HYPERVISOR_UUID_VERSION)
@@ -165,15 +166,20 @@ def observe(client, hosts, requested='auto', allow_downtime=False,
                 and svc['host'] not in draining]
     trees = _trees(cloud)
     planned = [s for s in servers if s['id'] not in under_way]
+    settings = settings or nova_conf.load_settings()
+    if cloud.blazar:
+        # BlazarFilter keeps ordinary flavors off the hosts Blazar holds:
+        # a move there would end in "No valid host"
+        settings = reservations.with_filter(settings)
     result = maintenance.plan(
         planned, trees, draining, cordoned,
         facts=maintenance.host_facts(facts or {}, trees, cloud.pools,
                                      settings),
         gpu_rows=_held(client, cloud, servers, draining),
         requested=requested, allow_downtime=allow_downtime,
-        settings=settings or nova_conf.load_settings(), pools=cloud.pools,
+        settings=settings, pools=cloud.pools,
         aggregates=cloud.aggregates, services=cloud.services,
-        hypervisors=cloud.hypervisors)
+        hypervisors=cloud.hypervisors, held=cloud.held_hosts())
     rows = result['rows'] + maintenance.under_way_rows(
         servers, under_way, cloud.pools)
     if waiting:

@@ -567,10 +567,12 @@ class Room:
 
 
 def eligible(hosts, server, excluded, settings, pools, aggregates, services,
-             hypervisors):
+             hypervisors, held=None):
     """(hosts that may take SERVER, {host: reason}) by the filters Nova
     applies after Placement (``filters.post_filters``), HOSTS in
-    EXCLUDED ({host: reason}) left out first."""
+    EXCLUDED ({host: reason}) left out first. HELD: the hosts Blazar
+    holds (``model.Cloud.held_hosts``), judged by BlazarFilter where
+    the settings enable it."""
     flavor = server.get('flavor') or {}
     project = server.get('tenant_id') or server.get('project_id')
     refused = {h: excluded[h] for h in hosts if h in excluded}
@@ -578,7 +580,7 @@ def eligible(hosts, server, excluded, settings, pools, aggregates, services,
     post = filters.post_filters(
         rest, flavor.get('extra_specs') or {}, aggregates, services,
         project, settings['enabled_filters'], pools,
-        hypervisors=hypervisors)
+        hypervisors=hypervisors, held=held)
     for host, reasons in post.items():
         refused[host] = filters.post_filter_text(host, reasons[0], project)
     return [h for h in rest if h not in post], refused
@@ -603,7 +605,8 @@ def _no_room_reason(room, req, key, allowed, refused, label):
 
 def plan(servers, trees, draining, cordoned=(), facts=None,
          requested=AUTO, allow_downtime=False, settings=None, pools=None,
-         aggregates=(), services=(), hypervisors=(), gpu_rows=None):
+         aggregates=(), services=(), hypervisors=(), gpu_rows=None,
+         held=None):
     """The drain plan: {'rows': [row dicts with ROW_FIELDS], 'summary':
     {'moves': {method: count}, 'cannot_move': [(server, name, reason)],
     'notify': {project: [ids of its servers with downtime]}}}.
@@ -615,8 +618,12 @@ def plan(servers, trees, draining, cordoned=(), facts=None,
     other hosts that take nothing. FACTS: {host: facts} (module
     docstring). GPU_ROWS: {server id: ``usage.server_rows`` row} for the
     GPUs it holds (class, count, devices); without one the embedded
-    flavor says class and count. The other arguments as
-    ``request.build`` and ``filters.post_filters`` take them.
+    flavor says class and count. HELD: {host: [why]} of the hosts
+    Blazar holds (``model.Cloud.held_hosts``): with BlazarFilter in the
+    settings' filters they take no server whose flavor is not a
+    reservation's, as Nova's scheduler would refuse the move. The other
+    arguments as ``request.build`` and ``filters.post_filters`` take
+    them.
     """
     settings = settings or nova_conf.load_settings()
     pools = pools or {}
@@ -642,7 +649,7 @@ def plan(servers, trees, draining, cordoned=(), facts=None,
         label = server.get('name') or server['id']
         kind_ = kind(server, pools)
         asked = usage.gpu_request(server, pools)
-        held = gpu_rows.get(server['id']) or {}
+        holds = gpu_rows.get(server['id']) or {}
         reading = specs_mod.read(
             (server.get('flavor') or {}).get('extra_specs'), pools)
         mdev_type = server.get('mdev_type') or (
@@ -658,7 +665,7 @@ def plan(servers, trees, draining, cordoned=(), facts=None,
             if flavor_key not in judged:
                 judged[flavor_key] = eligible(
                     hosts, server, excluded, settings, pools, aggregates,
-                    services, hypervisors)
+                    services, hypervisors, held)
             allowed, refused = judged[flavor_key]
             ranked = room.ranked(allowed, req, key)
             if not ranked:
@@ -690,10 +697,10 @@ def plan(servers, trees, draining, cordoned=(), facts=None,
             'server': server['id'], 'name': server.get('name'),
             'project': server.get('tenant_id') or server.get('project_id'),
             'flavor': asked['flavor'], 'source': source, 'kind': kind_,
-            'resource_class': held.get('resource_class')
+            'resource_class': holds.get('resource_class')
             or asked['resource_class'],
-            'gpus': held.get('gpus', asked['gpus']),
-            'devices': list(held.get('devices') or ()),
+            'gpus': holds.get('gpus', asked['gpus']),
+            'devices': list(holds.get('devices') or ()),
             'method': decided['method'], 'destination': destination,
             'downtime': decided['downtime'],
             'reason': '; '.join(reasons) or None,

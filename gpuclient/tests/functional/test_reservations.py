@@ -14,7 +14,8 @@
 tools/cloud/blazar.py): a real host lease on a spare passthrough host, held
 as Blazar's and Nova's own state show (the lease ACTIVE, the host in the
 lease's aggregate, a boot refused by BlazarFilter), and gpu capacity list,
-pool show and gpu check saying so.
+pool show and gpu check saying so; and gpu host drain planning no move to
+a host enrolled in Blazar.
 
 Blazar has no call in openstacksdk and its OSC plugin is not installed
 here: the test reads and writes Blazar's v1 API on the SDK connection's
@@ -60,6 +61,15 @@ class TestBlazarLease(base.FunctionalTestCase):
             self.addCleanup(self.openstack_raw, 'aggregate', 'delete',
                             'freepool')
 
+    def enrol(self, host):
+        """HOST enrolled in Blazar (it moves to the freepool); taken out
+        again at cleanup."""
+        self.freepool()
+        enrolled = self.blazar('POST', '/os-hosts', {'name': host})['host']
+        self.addCleanup(self.blazar, 'DELETE',
+                        '/os-hosts/%s' % enrolled['id'], ok=(204, 404))
+        self.assertIn(host, self.aggregate('freepool')['hosts'])
+
     def lease(self, host):
         """A host lease of HOST from now: (lease, reservation id), ACTIVE;
         deleted at cleanup (the host goes back to the freepool)."""
@@ -100,10 +110,7 @@ class TestBlazarLease(base.FunctionalTestCase):
             return rows[0]
 
         self.assertGreater(per_host()['Fits'], 0)
-        self.freepool()
-        enrolled = self.blazar('POST', '/os-hosts', {'name': host})['host']
-        self.addCleanup(self.blazar, 'DELETE',
-                        '/os-hosts/%s' % enrolled['id'], ok=(204, 404))
+        self.enrol(host)
         lease, reservation = self.lease(host)
 
         # the hold, from Blazar's and Nova's own state: the reservation is
@@ -134,3 +141,47 @@ class TestBlazarLease(base.FunctionalTestCase):
                          [(f['Severity'], f['Object']) for f in found],
                          stderr)
         self.assertIn('pci_passthrough:alias', found[0]['Symptom'])
+
+    def server_host(self, server):
+        shown = self.openstack('--os-compute-api-version', '2.47', 'server',
+                               'show', server['id'])
+        return shown['OS-EXT-SRV-ATTR:host'], shown['status']
+
+    def test_drain_leaves_a_held_host_out(self):
+        # a pool of both passthrough hosts, its server on the first (the
+        # second, a spare, is disabled while it boots)
+        pool = self.unique_name('t40blazar-drain')
+        self.addCleanup(self.delete_pool, pool)
+        self.openstack('gpu', 'pool', 'create', pool, '--mode',
+                       'passthrough', '--alias', 'h100', '--pci-id',
+                       '10de:2331', '--host', base.PT_HOST, '--host',
+                       base.PT_HOST2, parse=False)
+        server = self.boot(self.make_flavor(pool))
+        self.assertEqual((base.PT_HOST, 'ACTIVE'), self.server_host(server))
+        self.use_spare(base.PT_HOST2)
+        drain = ('gpu', 'host', 'drain', base.PT_HOST, '--method', 'cold',
+                 '--allow-downtime')
+
+        def planned():
+            rows = self.openstack(*drain, '--dry-run')
+            mine, = [r for r in rows if r['Server'] == server['id']]
+            return mine
+
+        row = planned()
+        self.assertEqual(('cold', base.PT_HOST2),
+                         (row['Method'], row['Destination']))
+        # enrolled in Blazar, the second host takes no ordinary flavor
+        # (BlazarFilter; test_host_lease shows Nova refusing a boot): the
+        # server has nowhere to go, and the drain refuses before any write
+        self.enrol(base.PT_HOST2)
+        row = planned()
+        self.assertEqual(('stays', None), (row['Method'], row['Destination']))
+        self.assertIn('%s is held by Blazar' % base.PT_HOST2, row['Reason'])
+        rc, _out, err = self.openstack_raw(*drain)
+        self.assertNotEqual(0, rc)
+        self.assertIn(server['id'], err)
+        self.assertEqual((base.PT_HOST, 'ACTIVE'), self.server_host(server))
+        service, = self.openstack(
+            'compute', 'service', 'list', '--service', 'nova-compute',
+            '--host', base.PT_HOST)
+        self.assertEqual('enabled', service['Status'])

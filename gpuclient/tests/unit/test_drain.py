@@ -411,6 +411,29 @@ class TestDrainEndToEnd(DrainTestCase):
                       self.cm.nova.server_lists)
         self.assertIn({'host': 'gpu-pt-1'}, self.cm.nova.migration_lists)
 
+    def test_a_host_blazar_holds_is_no_destination(self):
+        # issue 40, rule 6: gpu-pt-2 enrolled in Blazar (the freepool)
+        server = self.gpu_server('a')
+        self.cloud.aggregates.append(
+            self.fakes.Aggregate('freepool', {}, hosts=['gpu-pt-2']))
+
+        def planned():
+            rows, _summary = self.ops.drain_plan(
+                self.client, ['gpu-pt-1'], requested='cold',
+                allow_downtime=True)
+            mine, = [r for r in rows if r['server'] == server['id']]
+            return mine
+        # no Blazar in the catalog: the freepool is just an aggregate
+        self.assertEqual((m.COLD, 'gpu-pt-2'),
+                         (planned()['method'], planned()['destination']))
+        access = mock.Mock()
+        access.service_catalog.catalog = [{'type': 'reservation'}]
+        self.client._session.auth.get_access = lambda _session: access
+        row = planned()
+        self.assertEqual((m.STAYS, None), (row['method'], row['destination']))
+        self.assertIn('gpu-pt-2 is held by Blazar (in the freepool aggregate '
+                      'freepool (enrolled, not leased))', row['reason'])
+
     def test_a_server_arriving_after_the_plan_is_moved_too(self):
         # defect 1: it lands between the plan and the cordon
         first = self.gpu_server('a')

@@ -17,6 +17,7 @@ import copy
 
 from gpuclient.rules import maintenance as m
 from gpuclient.rules import pools as pools_mod
+from gpuclient.rules import reservations
 from gpuclient.rules import specs
 from gpuclient.rules.scheduler import conf as nova_conf
 from gpuclient.tests.unit import base
@@ -484,6 +485,39 @@ class TestDestinations(base.TestCase):
         row = world.plan([self.pt_server(world, 'vm-1')],
                          facts=self.facts(world))['rows'][0]
         self.assertEqual('c', row['destination'])
+
+    def test_a_host_blazar_holds_is_no_destination(self):
+        # where Blazar runs, BlazarFilter refuses a held host to every
+        # flavor but a reservation's (blazar-nova's filter): the move goes
+        # to the free host, or nowhere with the hold named
+        world = self.pt_world(held=4, b=1)
+        held = {'held': ['in the freepool aggregate freepool']}
+        settings = reservations.with_filter(nova_conf.load_settings())
+        servers = [self.pt_server(world, 'vm-%d' % i) for i in (1, 2)]
+        rows = world.plan(servers, facts=self.facts(world), held=held,
+                          settings=settings)['rows']
+        self.assertEqual(['b', None], [r['destination'] for r in rows])
+        # the held host the only other one of the pool: the hold is named
+        alone = self.pt_world(held=4)
+        row = alone.plan([self.pt_server(alone, 'vm-1')],
+                         facts=self.facts(alone), held=held,
+                         settings=settings)['rows'][0]
+        self.assertEqual((m.STAYS, None), (row['method'], row['destination']))
+        self.assertIn('held is held by Blazar (in the freepool aggregate '
+                      'freepool)', row['reason'])
+        # without BlazarFilter among the filters the hold is not judged
+        rows = world.plan(servers, facts=self.facts(world),
+                          held=held)['rows']
+        self.assertEqual(['held', 'held'], [r['destination'] for r in rows])
+        # a reservation's own flavor passes the filter (and lands in the
+        # lease's aggregate, by AggregateInstanceExtraSpecsFilter)
+        world.aggregates.append(pools_mod.aggregate_dict(fakes.Aggregate(
+            'r-1', {reservations.RESERVATION_KEY: 'r-1'}, ['held'])))
+        reserved = dict(world.extra_specs('solver'), **{
+            reservations.FLAVOR_EXTRA_SPEC: 'r-1'})
+        row = world.plan([server('mine', reserved)], facts=self.facts(world),
+                         held=held, settings=settings)['rows'][0]
+        self.assertEqual('held', row['destination'])
 
     def test_vgpu_server_goes_where_its_type_is(self):
         world = World(vgpu_hosts={'src': (0,), 'v2': (4, 4)})
