@@ -123,8 +123,20 @@ class TestDeviceHealth(DcgmTestCase):
             'resource', 'provider', 'list', '--os-placement-api-version',
             '1.14', '--in-tree', root) if rp['uuid'] not in (root,
                                                              held_uuid)]
-        self.assertTrue(others)
-        healthy = pci_of(others[0]['name'])
+
+        def unhealthy():
+            return self.openstack('gpu', 'device', 'list', '--host',
+                                  base.PT_HOST, '--unhealthy', '--window',
+                                  WINDOW)
+
+        # the healthy one: a GPU no XID in the window marks yet (an
+        # earlier test's XID on this host stays in Prometheus' window)
+        marked = {r['PCI Address'] for r in unhealthy()}
+        others = [pci_of(rp['name']) for rp in others]
+        others = [pci for pci in others if pci not in marked]
+        self.assertTrue(others, 'every other GPU of %s has an XID in the '
+                        'window' % base.PT_HOST)
+        healthy = others[0]
 
         def card(gpu, pci, **fields):
             return dict(hostname=base.PT_HOST, gpu=gpu,
@@ -132,11 +144,6 @@ class TestDeviceHealth(DcgmTestCase):
                         row_remap_failure=0, health=0, **fields)
 
         self.write_devices([card(0, held, xid=79), card(1, healthy, xid=0)])
-
-        def unhealthy():
-            return self.openstack('gpu', 'device', 'list', '--host',
-                                  base.PT_HOST, '--unhealthy', '--window',
-                                  WINDOW)
 
         rows = self.until(unhealthy, lambda rows: any(
             r['PCI Address'] == held for r in rows), 'XID 79 not shown')
