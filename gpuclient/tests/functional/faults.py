@@ -79,8 +79,11 @@ HANG_KINDS = ('hang', 'hang-after', 'sigint2')
 # while every other request keeps gpuclient's timeouts (the real services
 # of a loaded test cloud take seconds at times)
 HANG_TIMEOUT = float(os.environ.get('GPUCLIENT_FT_HANG_TIMEOUT', '1'))
-# seconds between the two SIGINTs of 'sigint2' (each its own handler run)
-SIGINT_GAP = 0.2
+# seconds between the two SIGINTs of 'sigint2' (each its own handler run:
+# Linux keeps one pending SIGINT per thread, so a second one sent before
+# the main thread ran the handler for the first is lost, and the step then
+# waits out SIGINT2_TIMEOUT; seen once in CI on a loaded machine at 0.2 s)
+SIGINT_GAP = 1.0
 # the read timeout of a 'sigint2' request: the second SIGINT ends its wait,
 # so the timeout only bounds a test gone wrong; it must not fire first on a
 # loaded machine (then the step fails by timeout, not by abandonment)
@@ -378,7 +381,11 @@ class _FaultAdapter(req_adapters.HTTPAdapter):
         for _attempt in range(2):
             if not server.arrived.wait(10):
                 return  # the request is over: no stray signal
-            os.kill(os.getpid(), signal.SIGINT)
+            # to the main thread, which waits in the request: a signal
+            # sent to the process may go to this thread instead and wake
+            # nothing until the wait ends
+            signal.pthread_kill(threading.main_thread().ident,
+                                signal.SIGINT)
             time.sleep(SIGINT_GAP)
 
     def release(self):
