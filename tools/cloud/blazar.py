@@ -27,7 +27,6 @@ Also runnable on its own, with tools/ on sys.path::
 import argparse
 import os
 import signal
-import subprocess
 import time
 
 from cloud import api
@@ -72,26 +71,11 @@ def write_config():
                 authtoken_blazar=cli._authtoken(SERVICE_USER))
 
 
-def _sql(statement):
-    out = subprocess.run(
-        ['mariadb', '--no-defaults', '-S', cli.STATE + '/mysql.sock',
-         '-uroot', '-N', '-B', '-e', statement],
-        capture_output=True, text=True)
-    if out.returncode:
-        raise cli.CloudError('mariadb: %s: %s' % (statement,
-                                                  out.stderr.strip()))
-    return out.stdout.strip()
-
-
 def setup_db():
     """Create the database and its schema (skipped if they exist)."""
-    _sql('CREATE DATABASE IF NOT EXISTS %s' % DB)
-    tables = _sql("SELECT COUNT(*) FROM information_schema.tables "
-                  "WHERE table_schema = '%s'" % DB)
-    if tables == '0':
-        cli._run([os.path.join(cli.BIN, 'blazar-db-manage'),
-                  '--config-file', _conf(), 'upgrade', 'head'],
-                 'setup-blazar.log')
+    cli.ensure_database(DB, [os.path.join(cli.BIN, 'blazar-db-manage'),
+                             '--config-file', _conf(), 'upgrade', 'head'],
+                        'setup-blazar.log')
 
 
 def register(session):

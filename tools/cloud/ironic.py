@@ -31,7 +31,6 @@ import argparse
 import os
 import shutil
 import signal
-import subprocess
 import time
 import urllib.parse
 
@@ -107,25 +106,11 @@ def write_config(host=DEFAULT_HOST):
 
 # ---------------------------------------------------------------- database
 
-def _sql(statement):
-    out = subprocess.run(
-        ['mariadb', '--no-defaults', '-S', cli.STATE + '/mysql.sock',
-         '-uroot', '-N', '-B', '-e', statement],
-        capture_output=True, text=True)
-    if out.returncode:
-        raise cli.CloudError('mariadb: %s: %s' % (statement,
-                                                  out.stderr.strip()))
-    return out.stdout.strip()
-
-
 def setup_db():
     """Create the database and its schema (skipped if they exist)."""
-    _sql('CREATE DATABASE IF NOT EXISTS %s' % DB)
-    tables = _sql("SELECT COUNT(*) FROM information_schema.tables "
-                  "WHERE table_schema = '%s'" % DB)
-    if tables == '0':
-        cli._run([os.path.join(cli.BIN, 'ironic-dbsync'), '--config-file',
-                  _conf(), 'create_schema'], 'setup-ironic.log')
+    cli.ensure_database(DB, [os.path.join(cli.BIN, 'ironic-dbsync'),
+                             '--config-file', _conf(), 'create_schema'],
+                        'setup-ironic.log')
 
 
 # ---------------------------------------------------------------- keystone
@@ -363,7 +348,7 @@ def forget(host=DEFAULT_HOST, count=NODES):
         session.delete('placement', '/resource_providers/%s' % uuid,
                        expect={404})
     _unregister(session)
-    _sql('DROP DATABASE IF EXISTS %s' % DB)
+    cli.sql('DROP DATABASE IF EXISTS %s' % DB)
     # configuration too, so that status() and process_names() see no Ironic
     os.unlink(os.path.join(cli.STATE, 'etc', 'nova',
                            'nova-compute-%s.conf' % host))
