@@ -104,9 +104,10 @@ def read(client, pool_names=None, with_images=True):
 
 
 def export(client, pool_names=None):
-    """``gpu export``: the document's text (see ``read``)."""
+    """``gpu export``: the document's text (see ``read``), with the record
+    of what the cloud held (``document.record``)."""
     doc, _cloud = read(client, pool_names, with_images=not pool_names)
-    return document.dump(doc)
+    return document.dump(document.record(doc))
 
 
 def write(path, text, overwrite=False):
@@ -236,9 +237,13 @@ def diff(client, path, prune=False, pool_names=None):
                    wanted=wanted)
     _left_out(wanted, seen.scope)
     keep = seen.scope.keep(seen.doc) if seen.scope is not None else ()
-    return document.diff(
+    rows = document.diff(
         seen.doc, resolve(client, wanted, lines, seen.doc, seen.cloud,
-                          seen.scope), prune, keep)
+                          seen.scope), prune, keep, document.recorded(wanted))
+    note = document.unchecked(rows)
+    if note:
+        LOG.warning(note)
+    return rows
 
 
 def _check_zones(client, cloud, current, wanted):
@@ -273,7 +278,8 @@ def _pool_traits(*docs):
 
 
 def apply(client, path, dry_run=False, prune=False, recreate_flavors=False,
-          on_step=None, settings=None, pool_names=None):
+          on_step=None, settings=None, pool_names=None,
+          force_conflicts=False):
     """``gpu apply``: make the cloud what the document at PATH says, in
     one plan (``document_plan.plan``) applied by the journal, all or
     nothing. Returns the plan (for a dry run, not applied).
@@ -301,11 +307,17 @@ def apply(client, path, dry_run=False, prune=False, recreate_flavors=False,
     pools, their flavors and the quotas of their classes, and PRUNE
     removes only what gpuclient owns in that scope.
 
+    A field the plan would change that the cloud changed since the
+    document's record (``gpu export`` writes it) is refused before any
+    write, naming the object, the field and its three values, unless
+    FORCE_CONFLICTS (``document.conflicts``).
+
     Every project's servers are read (once, paged) when the plan may take
     a host out of a pool: a host that runs servers whose flavor steers to
     that pool only is refused (``pool_plan.check_servers``).
     """
     wanted, lines = load(path)
+    recorded = document.recorded(wanted)
     classes = sorted({p['resource_class'] for p in wanted['pools']
                       if not pool_names or p['name'] in pool_names})
     seen = observe(client, pool_names, placement_classes=classes,
@@ -329,7 +341,8 @@ def apply(client, path, dry_run=False, prune=False, recreate_flavors=False,
         world, seen.doc, wanted, prune=prune,
         recreate_flavors=recreate_flavors,
         title=_('Applying %s') % os.path.basename(path),
-        keep=seen.scope.keep(seen.doc) if seen.scope is not None else ())
+        keep=seen.scope.keep(seen.doc) if seen.scope is not None else (),
+        recorded=recorded, force_conflicts=force_conflicts)
     # the model with the plan's steps applied
     after = world.cloud()
     problems = document_plan.fit_problems(

@@ -66,6 +66,10 @@ POOL, FLAVOR, IMAGE, QUOTA = 'pool', 'flavor', 'image', 'quota'
 KINDS = (('pools', POOL), ('flavors', FLAVOR), ('images', IMAGE),
          ('quotas', QUOTA))
 
+# the record of what the cloud held when gpu export wrote the document:
+# the same four lists, under this key (``record``, ``conflicts``)
+OBSERVED = 'observed'
+
 # changes of a diff row
 CREATE, UPDATE, RECREATE, DELETE, UNTRACKED = (
     'create', 'update', 'recreate', 'delete', 'untracked')
@@ -158,6 +162,88 @@ _PROPERTIES = {
                                       'boolean']},
 }
 
+# the four lists of a document (and of its ``observed`` record)
+_LISTS = {
+    'pools': {'type': 'array', 'items': {
+        'type': 'object',
+        'required': ['name', 'mode'],
+        'additionalProperties': False,
+        'properties': {
+            'name': _NAME,
+            'mode': {'enum': list(pools_mod.MODES)},
+            'resource_class': _NAME,
+            'alias': _NAME,
+            'pci_id': {'type': 'string',
+                       'pattern': '^[0-9a-fA-F]{4}:[0-9a-fA-F]{4}$'},
+            'vgpu_type': _NAME,
+            'mig_profile': _NAME,
+            'live_migratable': {'type': 'boolean'},
+            'zone': _NAME,
+            'hosts': {'type': 'array', 'items': _NAME,
+                      'uniqueItems': True},
+            'isolate': {'type': 'boolean'},
+            'projects': _PROJECTS,
+            'properties': _PROPERTIES,
+        },
+    }},
+    'flavors': {'type': 'array', 'items': {
+        'type': 'object',
+        'required': ['name', 'pool', 'vcpus', 'ram', 'disk'],
+        'additionalProperties': False,
+        'properties': {
+            'name': _NAME,
+            'pool': _NAME,
+            'gpus': {'type': 'integer', 'minimum': 1,
+                     'maximum': names.MAX_GPUS},
+            'vcpus': {'type': 'integer', 'minimum': 1},
+            'ram': {'type': 'integer', 'minimum': 1},
+            'disk': _COUNT,
+            'ephemeral': _COUNT,
+            'swap': _COUNT,
+            'numa_policy': {'enum': list(specs.NUMA_POLICIES)},
+            'public': {'type': 'boolean'},
+            'projects': _PROJECTS,
+            'description': {'type': 'string', 'maxLength': 65535},
+            'properties': _PROPERTIES,
+        },
+    }},
+    'images': {'type': 'array', 'items': {
+        'type': 'object',
+        'required': ['name'],
+        'additionalProperties': False,
+        'properties': {
+            'name': _NAME,
+            'properties': {
+                'type': 'object',
+                'additionalProperties': False,
+                'properties': {
+                    images_mod.MACHINE_TYPE: _NAME,
+                    images_mod.FIRMWARE_TYPE: {
+                        'enum': list(images_mod.FIRMWARES)},
+                    images_mod.SECURE_BOOT: {
+                        'enum': list(images_mod.SECURE_BOOT_VALUES)},
+                    images_mod.HIDE_ID: {'type': ['boolean', 'string']},
+                },
+            },
+        },
+    }},
+    'quotas': {'type': 'array', 'items': {
+        'type': 'object',
+        'required': ['gpus'],
+        'additionalProperties': False,
+        'properties': {
+            'project': _PROJECT,
+            'default': {'const': True},
+            'pool': _NAME,
+            'resource_class': _NAME,
+            # a number of GPUs, or "unlimited"
+            'gpus': {'type': ['integer', 'string'], 'minimum': 0,
+                     'maximum': quota_mod.MAX_LIMIT,
+                     'pattern': '^%s$' % UNLIMITED},
+        },
+    }},
+}
+
 SCHEMA = {
     '$schema': 'https://json-schema.org/draft/2020-12/schema',
     'title': 'gpuclient document, version 1',
@@ -166,84 +252,11 @@ SCHEMA = {
     'additionalProperties': False,
     'properties': {
         'version': {'const': VERSION},
-        'pools': {'type': 'array', 'items': {
-            'type': 'object',
-            'required': ['name', 'mode'],
-            'additionalProperties': False,
-            'properties': {
-                'name': _NAME,
-                'mode': {'enum': list(pools_mod.MODES)},
-                'resource_class': _NAME,
-                'alias': _NAME,
-                'pci_id': {'type': 'string',
-                           'pattern': '^[0-9a-fA-F]{4}:[0-9a-fA-F]{4}$'},
-                'vgpu_type': _NAME,
-                'mig_profile': _NAME,
-                'live_migratable': {'type': 'boolean'},
-                'zone': _NAME,
-                'hosts': {'type': 'array', 'items': _NAME,
-                          'uniqueItems': True},
-                'isolate': {'type': 'boolean'},
-                'projects': _PROJECTS,
-                'properties': _PROPERTIES,
-            },
-        }},
-        'flavors': {'type': 'array', 'items': {
-            'type': 'object',
-            'required': ['name', 'pool', 'vcpus', 'ram', 'disk'],
-            'additionalProperties': False,
-            'properties': {
-                'name': _NAME,
-                'pool': _NAME,
-                'gpus': {'type': 'integer', 'minimum': 1,
-                         'maximum': names.MAX_GPUS},
-                'vcpus': {'type': 'integer', 'minimum': 1},
-                'ram': {'type': 'integer', 'minimum': 1},
-                'disk': _COUNT,
-                'ephemeral': _COUNT,
-                'swap': _COUNT,
-                'numa_policy': {'enum': list(specs.NUMA_POLICIES)},
-                'public': {'type': 'boolean'},
-                'projects': _PROJECTS,
-                'description': {'type': 'string', 'maxLength': 65535},
-                'properties': _PROPERTIES,
-            },
-        }},
-        'images': {'type': 'array', 'items': {
-            'type': 'object',
-            'required': ['name'],
-            'additionalProperties': False,
-            'properties': {
-                'name': _NAME,
-                'properties': {
-                    'type': 'object',
-                    'additionalProperties': False,
-                    'properties': {
-                        images_mod.MACHINE_TYPE: _NAME,
-                        images_mod.FIRMWARE_TYPE: {
-                            'enum': list(images_mod.FIRMWARES)},
-                        images_mod.SECURE_BOOT: {
-                            'enum': list(images_mod.SECURE_BOOT_VALUES)},
-                        images_mod.HIDE_ID: {'type': ['boolean', 'string']},
-                    },
-                },
-            },
-        }},
-        'quotas': {'type': 'array', 'items': {
-            'type': 'object',
-            'required': ['gpus'],
-            'additionalProperties': False,
-            'properties': {
-                'project': _PROJECT,
-                'default': {'const': True},
-                'pool': _NAME,
-                'resource_class': _NAME,
-                # a number of GPUs, or "unlimited"
-                'gpus': {'type': ['integer', 'string'], 'minimum': 0,
-                         'maximum': quota_mod.MAX_LIMIT,
-                         'pattern': '^%s$' % UNLIMITED},
-            },
-        }},
+        **_LISTS,
+        # what the cloud held when gpu export wrote the document: the
+        # same four lists (``record``)
+        OBSERVED: {'type': 'object', 'additionalProperties': False,
+                   'properties': _LISTS},
     },
 }
 
@@ -361,13 +374,54 @@ HEADER = ('# The GPU layer of an OpenStack cloud: "openstack gpu diff" '
           '"Declarative GPU layer".\n')
 
 
-def dump(doc):
-    """The YAML text of a canonical document (``written`` form)."""
+OBSERVED_HEADER = (
+    '\n# What the cloud held when this document was exported. "openstack '
+    'gpu\n# apply" refuses to change a field that the cloud has changed '
+    'since\n# (another operator\'s edit), unless --force-conflicts. Make '
+    'your edits\n# above; leave this record as it is (export again to '
+    'renew it).\n')
+
+
+def _yaml(data):
     import yaml
 
-    return HEADER + yaml.safe_dump(written(doc), sort_keys=False,
-                                   default_flow_style=False,
-                                   allow_unicode=True, width=79)
+    return yaml.safe_dump(data, sort_keys=False, default_flow_style=False,
+                          allow_unicode=True, width=79)
+
+
+def dump(doc):
+    """The YAML text of a canonical document (``written`` form), with its
+    OBSERVED record (``record``) last, when it has one."""
+    text = HEADER + _yaml(written(doc))
+    if doc.get(OBSERVED) is not None:
+        observed = written(dict(doc[OBSERVED], version=VERSION))
+        del observed['version']
+        text += OBSERVED_HEADER + _yaml({OBSERVED: observed})
+    return text
+
+
+def record(doc):
+    """DOC (canonical, ``from_cloud``) with itself as its OBSERVED record:
+    what ``gpu export`` writes, so that ``gpu apply`` can tell the
+    author's edits from changes made in the cloud since (``conflicts``)."""
+    return dict(doc, **{OBSERVED: {plural: doc[plural]
+                                   for plural, _kind in KINDS}})
+
+
+def recorded(doc):
+    """The OBSERVED record of DOC (checked) as a canonical document, or
+    None when DOC has none (written by hand, or by a gpuclient before the
+    record). Its references are taken as written (``gpu export`` writes
+    project IDs, compute service hosts and image keys), a {name, domain}
+    project as 'name@domain'."""
+    observed = doc.get(OBSERVED)
+    if observed is None:
+        return None
+    observed = dict(observed, version=doc['version'])
+    return substitute(observed, {
+        path: ('%s@%s' % (value['name'], value['domain'])
+               if isinstance(value, dict) else value)
+        for path, _what, value in references(observed)})
 
 
 # -- validation ----------------------------------------------------------
@@ -527,17 +581,32 @@ def key_of(kind, item):
 def check(data, lines=None):
     """The canonical document of DATA (a parsed written document),
     references not yet resolved (see ``references``); DocumentError with
-    every problem, each with its line and path."""
+    every problem, each with its line and path. The ``observed`` record
+    of DATA, when it has one, is checked by the same rules and kept,
+    canonical, under OBSERVED (``recorded``)."""
     problems = schema_problems(data, lines)
     if problems:
         raise DocumentError(problems)
-    doc = {'version': VERSION}
+    doc, problems = _check_lists(data, lines)
+    if data.get(OBSERVED) is not None:
+        found, more = _check_lists(data[OBSERVED], lines, (OBSERVED,))
+        doc[OBSERVED] = {plural: found[plural] for plural, _kind in KINDS}
+        problems += more
+    if problems:
+        raise DocumentError(problems)
+    return doc
+
+
+def _check_lists(data, lines, prefix=()):
+    """(canonical document, problems) of the four lists of DATA, whose
+    paths start with PREFIX."""
+    doc, problems = {'version': VERSION}, []
     pools, refused = {}, set()
     for plural, kind in KINDS:
         doc[plural] = []
         seen = {}
         for index, item in enumerate(data.get(plural) or ()):
-            path = (plural, index)
+            path = prefix + (plural, index)
             if kind != POOL and item.get('pool') in refused:
                 continue  # its pool's problem is said already
             try:
@@ -561,13 +630,11 @@ def check(data, lines=None):
                 problems.append(
                     _('%(here)s: the same %(kind)s as %(other)s')
                     % {'here': where(path, lines), 'kind': kind,
-                       'other': path_text((plural, seen[key]))})
+                       'other': path_text(prefix + (plural, seen[key]))})
                 continue
             seen[key] = index
             doc[plural].append(found)
-    if problems:
-        raise DocumentError(problems)
-    return doc
+    return doc, problems
 
 
 # -- references: what only the cloud resolves -----------------------------
@@ -837,10 +904,113 @@ def _public(item):
     return {k: v for k, v in item.items() if not k.startswith('_')}
 
 
-def diff(current, wanted, prune=False, keep=()):
+# -- conflicts: what the cloud changed since the export --------------------
+# Server-side apply's rule (Kubernetes' managedFields, --force-conflicts):
+# a field the apply would change is a conflict when the cloud no longer
+# holds the value the document's record says it held at the export,
+# whether the document keeps that value (it would undo the other
+# operator's change) or gives another (it would overwrite it).
+
+# list fields compared element by element (each host or project is in
+# the list or not), and mapping fields key by key ('properties.team')
+SET_FIELDS = ('hosts', 'projects')
+MAP_FIELDS = ('properties',)
+# the fields that name an object (no field of it)
+KEY_FIELDS = {POOL: ('name',), FLAVOR: ('name',), IMAGE: ('name',),
+              QUOTA: ('project', 'resource_class')}
+
+
+def _field_values(kind, item):
+    """{field: value} of what the document sets of ITEM (canonical; None:
+    absent), a mapping field key by key."""
+    found = {}
+    for field in FIELDS[kind]:
+        if item is None or field in KEY_FIELDS[kind]:
+            continue
+        value = item.get(field)
+        if field in MAP_FIELDS:
+            for key, each in (value or {}).items():
+                found['%s.%s' % (field, key)] = each
+        else:
+            found[field] = value
+    return found
+
+
+def _overwritten(field, was, now, want):
+    """Whether writing WANT over NOW undoes a change the cloud made to
+    FIELD since it held WAS (None: not set)."""
+    if now in (want, was):
+        return False  # the apply leaves it, or the change is the author's
+    if field not in SET_FIELDS:
+        return True
+    was, now, want = (set(value or ()) for value in (was, now, want))
+    return any((e in now) != (e in want) and (e in now) != (e in was)
+               for e in was | now | want)
+
+
+def conflicts(kind, now, wanted, recorded):
+    """The fields of an object of KIND that going from NOW (the cloud's,
+    canonical) to WANTED (the document's) would change, and that the cloud
+    changed since it held RECORDED (the document's record of it):
+    [{'field', 'recorded', 'now', 'wanted'}] in the order of FIELDS (None:
+    not set). A host or project list conflicts only where an element the
+    cloud added or removed since would be removed or added back."""
+    was, have, want = (_field_values(kind, item)
+                       for item in (recorded, now, wanted))
+    order = FIELDS[kind]
+    found = []
+    for field in sorted(set(was) | set(have) | set(want), key=lambda f: (
+            order.index(f.split('.', 1)[0]), f)):
+        if _overwritten(field, was.get(field), have.get(field),
+                        want.get(field)):
+            found.append({'field': field, 'recorded': was.get(field),
+                          'now': have.get(field),
+                          'wanted': want.get(field)})
+    return found
+
+
+def _shown(value):
+    if value is None:
+        return _('(not set)')
+    if isinstance(value, list):
+        return '[%s]' % ', '.join(str(v) for v in value)
+    return _text(value)
+
+
+def conflict_text(conflict):
+    """'properties.team (recorded hpc, now ml-ops, wanted hpc)'."""
+    return _('%(field)s (recorded %(recorded)s, now %(now)s, wanted '
+             '%(wanted)s)') % {
+        'field': conflict['field'], 'recorded': _shown(conflict['recorded']),
+        'now': _shown(conflict['now']), 'wanted': _shown(conflict['wanted'])}
+
+
+def unchecked(rows):
+    """The note on the rows of ``diff`` whose object could not be checked
+    for conflicts (the document records nothing of it), or None."""
+    names = [row['object'] for row in rows if row['conflicts'] is None]
+    if not names:
+        return None
+    return _('Not checked for changes made in the cloud since the export, '
+             'as the document records no earlier value of them (written '
+             'by hand, by a gpuclient older than the record, or added '
+             'after the export): %s. What another operator changed there '
+             'is overwritten without a word; export again ("openstack gpu '
+             'export") to record it.') % ', '.join(names)
+
+
+def diff(current, wanted, prune=False, keep=(), recorded=None):
     """Rows from the cloud (CURRENT, ``from_cloud``) to the document
     (WANTED, ``substitute``): [{'kind', 'key', 'object', 'change', 'from',
-    'to'}], pools, flavors, images then quotas, each sorted by name.
+    'to', 'conflicts'}], pools, flavors, images then quotas, each sorted
+    by name.
+
+    ``conflicts`` (``conflicts``) of an UPDATE or RECREATE row: the fields
+    it changes that the cloud changed since the document's record
+    (RECORDED, ``recorded``) of the object; None when there is no record
+    of it and the row overwrites a value the cloud holds (nothing to tell
+    whose it is by). Creating an object, or pruning one, overwrites no
+    field: [].
 
     ``change``: CREATE (only in WANTED; an image that has no GPU property
     yet is an UPDATE: the document does not make images), UPDATE (``from``
@@ -856,8 +1026,11 @@ def diff(current, wanted, prune=False, keep=()):
     for plural, kind in KINDS:
         have = {key_of(kind, i): i for i in current.get(plural) or ()}
         want = {key_of(kind, i): i for i in wanted.get(plural) or ()}
+        was = {key_of(kind, i): i
+               for i in (recorded or {}).get(plural) or ()}
         for key in sorted(set(have) | set(want)):
             old, new = have.get(key), want.get(key)
+            found = []
             if old is None and kind == IMAGE:
                 old = {'name': key, 'properties': {}}
             if old is None:
@@ -882,9 +1055,14 @@ def diff(current, wanted, prune=False, keep=()):
                     continue
                 change = (RECREATE if set(fields) & set(
                     RECREATE_FIELDS[kind]) else UPDATE)
+                if key in was:
+                    found = conflicts(kind, old, new, was[key])
+                elif conflicts(kind, old, new, None):
+                    # it overwrites values the cloud holds: since when?
+                    found = None
             rows.append({'kind': kind, 'key': key,
                          'object': label(kind, key), 'change': change,
-                         'from': before, 'to': after})
+                         'from': before, 'to': after, 'conflicts': found})
     return rows
 
 

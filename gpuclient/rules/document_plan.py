@@ -464,11 +464,46 @@ class _Builder:
             self.world.limits))
 
 
+def conflict_problems(rows, plan_, force=False):
+    """The refusals of the ``document.diff`` ROWS that would overwrite a
+    change the cloud made since the document's record (their
+    ``conflicts``), one per object; with FORCE none, and PLAN_ says in its
+    notes what it overwrites. PLAN_ notes the objects that could not be
+    checked (no record of them)."""
+    problems = []
+    for row in rows:
+        if not row['conflicts']:
+            continue
+        fields = '; '.join(document.conflict_text(c)
+                           for c in row['conflicts'])
+        if force:
+            plan_.warnings.append(
+                _('Overwrites what was changed in the cloud since the '
+                  'document was exported (--force-conflicts): %(object)s: '
+                  '%(fields)s.') % {'object': row['object'],
+                                    'fields': fields})
+        else:
+            problems.append(
+                _('%(object)s: changed in the cloud since the document was '
+                  'exported, and the document would overwrite it: '
+                  '%(fields)s. Export again and make the edit there, or '
+                  'give --force-conflicts to overwrite') % {
+                      'object': row['object'], 'fields': fields})
+    note = document.unchecked(rows)
+    if note:
+        plan_.warnings.append(note)
+    return problems
+
+
 def plan(world, current, wanted, prune=False, recreate_flavors=False,
-         title=None, keep=()):
+         title=None, keep=(), recorded=None, force_conflicts=False):
     """The plan from CURRENT (``document.from_cloud``) to WANTED (checked
     and resolved: ``document.substitute``) over WORLD (what was read),
     which it leaves as the cloud will be after the plan.
+
+    A field the plan would change that the cloud changed since RECORDED
+    (the document's record: ``document.recorded``; None: none) is refused
+    (``conflict_problems``), unless FORCE_CONFLICTS.
 
     A flavor whose sizes (or public/private) change is deleted and
     created again only with RECREATE_FLAVORS; PRUNE removes what
@@ -479,12 +514,13 @@ def plan(world, current, wanted, prune=False, recreate_flavors=False,
     ``gpu pool remove host`` refuses it (WORLD's servers).
     """
     builder = _Builder(world, wanted, title or _('Applying the document'))
-    rows = document.diff(current, wanted, prune, keep)
+    rows = document.diff(current, wanted, prune, keep, recorded)
     have = {kind: {document.key_of(kind, i): i
                    for i in current.get(plural) or ()}
             for plural, kind in document.KINDS}
     want = builder.wanted
-    problems, refused_pools = [], set()
+    problems = conflict_problems(rows, builder.plan, force_conflicts)
+    refused_pools = set()
 
     def attempt(row, action, *args):
         try:

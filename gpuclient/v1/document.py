@@ -28,7 +28,7 @@ from osc_lib.command import command
 from gpuclient.i18n import _
 from gpuclient.v1 import common
 
-COLUMNS = ('Object', 'Change', 'From', 'To')
+COLUMNS = ('Object', 'Change', 'From', 'To', 'Conflicts')
 
 
 class FieldsColumn(cliff_columns.FormattableColumn):
@@ -54,6 +54,22 @@ class FieldsColumn(cliff_columns.FormattableColumn):
         return self._value
 
 
+class ConflictsColumn(cliff_columns.FormattableColumn):
+    """The fields of a diff row that the cloud changed since the
+    document's record: ``properties.team (recorded hpc, now ml-ops, wanted
+    hpc)`` in a table, the list of {field, recorded, now, wanted} in JSON
+    and YAML (None: the document records nothing of the object)."""
+
+    def human_readable(self):
+        from gpuclient.rules import document
+
+        return '; '.join(document.conflict_text(c)
+                         for c in self._value or ())
+
+    def machine_readable(self):
+        return self._value
+
+
 def add_document_args(parser, file_help, prune_help):
     """<file>, --prune and --pool, of gpu diff and gpu apply."""
     parser.add_argument('file', metavar='<file>', help=file_help)
@@ -71,7 +87,9 @@ def add_document_args(parser, file_help, prune_help):
 def table(rows):
     """(columns, rows) of ``gpu diff`` for every formatter."""
     return COLUMNS, [(row['object'], row['change'], FieldsColumn(row['from']),
-                      FieldsColumn(row['to'])) for row in rows]
+                      FieldsColumn(row['to']),
+                      ConflictsColumn(row.get('conflicts', [])))
+                     for row in rows]
 
 
 class ExportDocument(command.Command):
@@ -130,7 +148,10 @@ class DiffDocument(common.Gated, common.Lister):
         'with --prune, delete when an earlier "gpu apply" made or took '
         'them over (they carry its mark). Objects in sync are left out. '
         'The exit status tells in sync from drift, so a pipeline can gate '
-        'on it. YAML anchors and aliases are refused. Needs admin.')
+        'on it. Conflicts lists the fields a row changes that the cloud '
+        'changed since the document was exported (its record): "gpu '
+        'apply" refuses them without --force-conflicts. YAML anchors and '
+        'aliases are refused. Needs admin.')
     _epilog_text = _(
         'Exit status: %(same)d when the cloud is in sync with the document '
         '(untracked objects are not drift, unless --prune); %(different)d '
@@ -184,7 +205,12 @@ class ApplyDocument(command.Command):
         'flavor extra spec gpuclient:managed_by, image property '
         'gpuclient_managed_by, limit description): what a later --prune '
         'may remove. With --pool, only those pools, their flavors and '
-        'the quotas of their classes are planned. Needs admin.')
+        'the quotas of their classes are planned. A field the plan would '
+        'change that the cloud changed since the document was exported '
+        '(another operator\'s edit: the export records what each field '
+        'held) is a conflict: the apply is refused, nothing written, '
+        'naming the object, the field and its recorded, current and '
+        'wanted values, unless --force-conflicts. Needs admin.')
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -203,6 +229,15 @@ class ApplyDocument(command.Command):
                    'cannot edit: they get a new ID, with the access list '
                    'and extra properties of the document; running servers '
                    'keep their embedded copy (default: refuse)'))
+        parser.add_argument(
+            '--force-conflicts', action='store_true', default=False,
+            help=_('Overwrite the fields the cloud changed since the '
+                   'document was exported (another operator\'s edit), as '
+                   'the document says; the plan names each. Default: '
+                   'refuse, nothing written. A document without the '
+                   'export\'s record (written by hand, or by an older '
+                   'gpuclient) cannot be checked: it is applied with a '
+                   'warning'))
         common.add_dry_run_arg(parser)
         return parser
 
@@ -213,7 +248,8 @@ class ApplyDocument(command.Command):
             self.app.client_manager.gpu, parsed_args.file,
             dry_run=parsed_args.dry_run, prune=parsed_args.prune,
             recreate_flavors=parsed_args.recreate_flavors,
-            pool_names=parsed_args.pool or None)
+            pool_names=parsed_args.pool or None,
+            force_conflicts=parsed_args.force_conflicts)
         if parsed_args.dry_run:
             common.write_plan(self.app, plan)
         return 0

@@ -676,3 +676,200 @@ class TestScope(base.TestCase):
                                                 prune=True))
         self.assertEqual({}, document.leaving_hosts(self.current,
                                                     self.current, True))
+
+
+def _pool(**fields):
+    """A canonical pool (an isolated vGPU pool) with FIELDS."""
+    return dict({'name': 'p', 'mode': 'vgpu', 'resource_class': 'VGPU',
+                 'alias': None, 'pci_id': None, 'vgpu_type': 'nvidia-35',
+                 'mig_profile': None, 'live_migratable': False,
+                 'zone': None, 'hosts': ['a'], 'isolate': True,
+                 'projects': [], 'properties': {'team': 'hpc'}}, **fields)
+
+
+def _flavor(**fields):
+    return dict({'name': 'f', 'pool': 'p', 'gpus': 1, 'vcpus': 8,
+                 'ram': 1024, 'disk': 10, 'ephemeral': 0, 'swap': 0,
+                 'numa_policy': None, 'public': False, 'projects': ['p1'],
+                 'description': None, 'properties': {}}, **fields)
+
+
+class TestConflicts(base.TestCase):
+    """Server-side apply's rule: a field the apply changes is a conflict
+    when the cloud no longer holds what the export recorded (issue 51,
+    defect 12)."""
+
+    def test_fields(self):
+        pool, flavor = document.POOL, document.FLAVOR
+        cases = [
+            # (kind, recorded, now, wanted, [(field, recorded, now,
+            # wanted)])
+            # another operator's value, the document's old one: undone
+            (pool, _pool(), _pool(properties={'team': 'ml-ops'}), _pool(),
+             [('properties.team', 'hpc', 'ml-ops', 'hpc')]),
+            # the author's edit, the cloud as recorded: no conflict
+            (pool, _pool(), _pool(), _pool(properties={'team': 'ai'}), []),
+            # both edited it: the author's overwrites the other's
+            (pool, _pool(), _pool(properties={'team': 'ml-ops'}),
+             _pool(properties={'team': 'ai'}),
+             [('properties.team', 'hpc', 'ml-ops', 'ai')]),
+            # the cloud changed to what the document says: nothing to do
+            (pool, _pool(), _pool(properties={'team': 'ai'}),
+             _pool(properties={'team': 'ai'}), []),
+            # a key another operator added since, or took away
+            (pool, _pool(), _pool(properties={'team': 'hpc', 'x': '1'}),
+             _pool(), [('properties.x', None, '1', None)]),
+            (pool, _pool(), _pool(properties={}), _pool(),
+             [('properties.team', 'hpc', None, 'hpc')]),
+            # a key the author adds, beside one the cloud added: only the
+            # cloud's is in question
+            (pool, _pool(), _pool(properties={'team': 'hpc', 'x': '1'}),
+             _pool(properties={'team': 'hpc', 'y': '2'}),
+             [('properties.x', None, '1', None)]),
+            (pool, _pool(), _pool(isolate=False), _pool(),
+             [('isolate', True, False, True)]),
+            # hosts, element by element: one the cloud gained since would
+            # be taken out; the author's own additions are not in question
+            (pool, _pool(), _pool(hosts=['a', 'c']), _pool(hosts=['a', 'd']),
+             [('hosts', ['a'], ['a', 'c'], ['a', 'd'])]),
+            (pool, _pool(), _pool(), _pool(hosts=['a', 'd']), []),
+            (pool, _pool(), _pool(hosts=['a', 'c']),
+             _pool(hosts=['a', 'c', 'd']), []),
+            (pool, _pool(hosts=['a', 'b']), _pool(), _pool(hosts=['a', 'b']),
+             [('hosts', ['a', 'b'], ['a'], ['a', 'b'])]),
+            (flavor, _flavor(), _flavor(vcpus=16), _flavor(),
+             [('vcpus', 8, 16, 8)]),
+            (flavor, _flavor(), _flavor(projects=['p1', 'p2']), _flavor(),
+             [('projects', ['p1'], ['p1', 'p2'], ['p1'])]),
+            (flavor, _flavor(properties={'hw:cpu_policy': 'dedicated'}),
+             _flavor(properties={'hw:cpu_policy': 'shared'}),
+             _flavor(properties={'hw:cpu_policy': 'dedicated'}),
+             [('properties.hw:cpu_policy', 'dedicated', 'shared',
+               'dedicated')]),
+            (document.IMAGE, {'name': 'i', 'properties': {
+                'hw_machine_type': 'q35'}},
+             {'name': 'i', 'properties': {'hw_machine_type': 'pc'}},
+             {'name': 'i', 'properties': {'hw_machine_type': 'q35'}},
+             [('properties.hw_machine_type', 'q35', 'pc', 'q35')]),
+            # a quota's project and class name it: only gpus is a field
+            (document.QUOTA,
+             {'project': 'p1', 'resource_class': 'VGPU', 'gpus': 4},
+             {'project': 'p1', 'resource_class': 'VGPU', 'gpus': 8},
+             {'project': 'p1', 'resource_class': 'VGPU', 'gpus': 4},
+             [('gpus', 4, 8, 4)]),
+        ]
+        for kind, recorded, now, wanted, expected in cases:
+            self.assertEqual(
+                [{'field': f, 'recorded': r, 'now': n, 'wanted': w}
+                 for f, r, n, w in expected],
+                document.conflicts(kind, now, wanted, recorded),
+                (kind, recorded, now, wanted))
+
+    def test_text(self):
+        self.assertEqual(
+            'properties.team (recorded hpc, now ml-ops, wanted hpc); '
+            'hosts (recorded [a], now [a, c], wanted [a]); '
+            'properties.x (recorded (not set), now 1, wanted (not set))',
+            '; '.join(document.conflict_text(c) for c in (
+                {'field': 'properties.team', 'recorded': 'hpc',
+                 'now': 'ml-ops', 'wanted': 'hpc'},
+                {'field': 'hosts', 'recorded': ['a'], 'now': ['a', 'c'],
+                 'wanted': ['a']},
+                {'field': 'properties.x', 'recorded': None, 'now': '1',
+                 'wanted': None})))
+
+    def test_diff_rows(self):
+        recorded = cloud_doc()[0]
+        current = copy.deepcopy(recorded)
+        wanted = copy.deepcopy(recorded)
+        solver = next(p for p in current['pools'] if p['name'] == 'solver')
+        solver['properties'] = {'team': 'ml-ops'}  # another operator's
+        ws = next(p for p in wanted['pools'] if p['name'] == 'ws')
+        ws['zone'] = 'az2'  # the author's edit
+        wanted['pools'].append(dict(ws, name='new'))  # a pool to create
+        rows = {r['object']: r['conflicts'] for r in document.diff(
+            current, wanted, recorded=recorded)}
+        self.assertEqual({
+            'pool new': [], 'pool ws': [],
+            'pool solver': [{'field': 'properties.team', 'recorded': 'hpc',
+                             'now': 'ml-ops', 'wanted': 'hpc'}]}, rows)
+        # no record: nothing to tell the edits apart by (None), but where
+        # the row overwrites nothing the cloud holds
+        rows = document.diff(current, wanted)
+        self.assertEqual({'pool new': [], 'pool ws': None,
+                          'pool solver': None},
+                         {r['object']: r['conflicts'] for r in rows})
+        self.assertIn('pool solver, pool ws. What another operator changed '
+                      'there is overwritten', document.unchecked(rows))
+        self.assertIsNone(document.unchecked(document.diff(
+            current, wanted, recorded=recorded)))
+        # an object added to the document after the export: unchecked
+        partial = dict(recorded, pools=[p for p in recorded['pools']
+                                        if p['name'] != 'solver'])
+        rows = document.diff(current, wanted, recorded=partial)
+        self.assertIsNone(next(r['conflicts'] for r in rows
+                               if r['object'] == 'pool solver'))
+        # an image the document gives its first GPU properties: nothing
+        # of it is overwritten, record or not
+        wanted['images'].append({'name': 'cirros', 'properties': {
+            'hw_machine_type': 'q35'}})
+        self.assertEqual([], next(
+            r['conflicts'] for r in document.diff(current, wanted)
+            if r['object'] == 'image cirros'))
+
+    def test_pruning_and_creating_overwrite_no_field(self):
+        recorded = marked_cloud_doc()
+        current = copy.deepcopy(recorded)
+        next(p for p in current['pools'] if p['name'] == 'ws')[
+            'properties'] = {'x': '1'}
+        wanted = dict(recorded, pools=[p for p in recorded['pools']
+                                       if p['name'] != 'ws'])
+        rows = document.diff(current, wanted, prune=True, recorded=recorded)
+        self.assertEqual([('pool ws', 'delete', [])],
+                         [(r['object'], r['change'], r['conflicts'])
+                          for r in rows if r['kind'] == document.POOL])
+
+    def test_export_records_what_it_read(self):
+        doc = cloud_doc()[0]
+        text = document.dump(document.record(doc))
+        self.assertIn('\n# What the cloud held when this document was '
+                      'exported.', text)
+        head, tail = text.split(document.OBSERVED_HEADER + 'observed:\n')
+        # the record is the document, indented under observed
+        self.assertEqual(head.split('version: 1\n')[1],
+                         '\n'.join(line[2:] for line in tail.splitlines())
+                         + '\n')
+        data, lines = document.load(text)
+        checked = document.check(data, lines)
+        recorded = document.recorded(checked)
+        self.assertEqual(parsed(document.dump(doc)), recorded)
+        # dumped again, the record is kept as it is: the author's edits
+        # above it do not change it
+        checked['pools'][0]['isolate'] = False
+        again = document.recorded(document.check(document.load(
+            document.dump(checked))[0]))
+        self.assertEqual(recorded, again)
+        # a document without a record has none
+        self.assertIsNone(document.recorded(parsed(document.dump(doc))))
+
+    def test_record_checked_by_the_same_rules(self):
+        data = copy.deepcopy(VALID)
+        data['observed'] = copy.deepcopy(VALID)
+        del data['observed']['version']
+        data['observed']['pools'][0]['mode'] = 'vgu'
+        data['observed']['flavors'][0]['pool'] = 'nope'
+        error = self.assertRaises(document.DocumentError, document.check,
+                                  data)
+        self.assertEqual(["observed.pools[0].mode: 'vgu' is not one of"],
+                         [p.split(' [')[0] for p in error.problems])
+        data['observed']['pools'][0]['mode'] = 'passthrough'
+        error = self.assertRaises(document.DocumentError, document.check,
+                                  data)
+        self.assertEqual(['observed.flavors[0]: pool: no pool nope in this '
+                          'document'],
+                         [p.split(' (')[0] for p in error.problems])
+        data['observed']['version'] = 1
+        error = self.assertRaises(document.DocumentError, document.check,
+                                  data)
+        self.assertIn("observed: Additional properties are not allowed "
+                      "('version' was unexpected)", error.problems[0])

@@ -346,7 +346,13 @@ class TestApply(ApplyTestCase):
         text = document_ops.export(self.client)
         built = self.state()
         self.wipe()
-        plan = self.apply(text)
+        # the wipe took the image's GPU properties off since the export
+        # (the image stays): putting them back is a conflict; pools,
+        # flavors and quotas made again overwrite nothing
+        error = self.assertRaises(document_plan.Refused, self.apply, text)
+        self.assertEqual(['image ubuntu'],
+                         [p.split(':')[0] for p in error.problems])
+        plan = self.apply(text, force_conflicts=True)
         self.assertTrue(plan)
         after = self.state()
         self.assertEqual(built['aggregates'], after['aggregates'])
@@ -394,10 +400,14 @@ class TestApplyChanges(ApplyTestCase):
         self.adopt()
         self.text = document_ops.export(self.client)
 
-    def test_hand_edit_is_put_back(self):
+    def test_hand_edit_is_put_back_with_force_conflicts(self):
         agg = self.hand_edit()
-        plan = self.apply(self.text)
+        plan = self.apply(self.text, force_conflicts=True)
         self.assertEqual(['aggregate.metadata'], [s.op for s in plan])
+        self.assertIn('Overwrites what was changed in the cloud since the '
+                      'document was exported (--force-conflicts): pool '
+                      'solver: properties.team (recorded hpc, now ml, '
+                      'wanted hpc).', plan.warnings)
         self.assertEqual('hpc', agg.metadata['team'])
         self.assertEqual([], self.rows(self.text))
         self.assertEqual([], list(self.apply(self.text)))
@@ -492,7 +502,7 @@ class TestApplyChanges(ApplyTestCase):
         # naming the ID, and the other image is left alone
         ubuntu = self.cloud.images[0]
         text = self.text.replace('hw_firmware_type: uefi',
-                                 'hw_firmware_type: bios')
+                                 'hw_firmware_type: bios', 1)
         impostor = {'id': fakes.uid('img-x'), 'name': ubuntu['id'],
                     'hw_firmware_type': 'uefi'}
 
@@ -509,7 +519,7 @@ class TestApplyChanges(ApplyTestCase):
         self.assertNotIn('gpuclient_managed_by', impostor)
 
     def test_flavor_size_change_needs_recreate_flavors(self):
-        text = self.text.replace('vcpus: 8', 'vcpus: 4')
+        text = self.text.replace('vcpus: 8', 'vcpus: 4', 1)
         before = self.state()
         calls = len(self.compute.calls)
         error = self.assertRaises(document_plan.Refused, self.apply, text)
@@ -537,7 +547,7 @@ class TestApplyChanges(ApplyTestCase):
         self.assertEqual([], self.rows(text))
 
     def test_recreated_private_flavor_keeps_its_access(self):
-        text = self.text.replace('ram: 131072', 'ram: 65536')
+        text = self.text.replace('ram: 131072', 'ram: 65536', 1)
         self.apply(text, recreate_flavors=True)
         flavor = next(f for f in self.cloud.flavors
                       if f['name'] == 'g1.h100.1')
@@ -625,8 +635,7 @@ class TestApplyChanges(ApplyTestCase):
         self.assertEqual(before, self.state())
 
     def test_flavor_of_a_pool_without_hosts_refused(self):
-        text = self.text.replace('  - gpu-vgpu-1\n', '')
-        text = text.replace('  hosts:\n  mode: vgpu', '  mode: vgpu')
+        text = self.text.replace('  - gpu-vgpu-1\n', '', 1)
         data, _lines = document.load(text)
         for pool in data['pools']:
             if pool['name'] == 'ws':
@@ -810,7 +819,7 @@ class TestServersLeftBehind(ApplyTestCase):
     def test_dropping_the_host_refused_before_any_write(self):
         before = self.state()
         calls = len(self.compute.calls)
-        text = self.text.replace('  - gpu-vgpu-1\n', '')
+        text = self.text.replace('  - gpu-vgpu-1\n', '', 1)
         error = self.assertRaises(document_plan.Refused, self.apply, text)
         self.assertIn('pool ws: Taking gpu-vgpu-1 out of pool ws would '
                       'strand servers: gpu-vgpu-1 runs 1 server(s) of '
@@ -821,7 +830,7 @@ class TestServersLeftBehind(ApplyTestCase):
         self.assertEqual(calls, len(self.compute.calls))
         self.assertEqual(before, self.state())
         # the other host runs none: dropping it goes through
-        plan = self.apply(self.text.replace('  - gpu-vgpu-2\n', ''))
+        plan = self.apply(self.text.replace('  - gpu-vgpu-2\n', '', 1))
         self.assertIn('aggregate.remove_host', [s.op for s in plan])
 
     def test_pruning_the_pool_refused(self):

@@ -166,25 +166,28 @@ class TestDiff(DocumentCommandTestCase):
         self.assertEqual((0, []), (status, json.loads(out)))
 
     def test_drift_rows_in_every_formatter(self):
-        text = self.text.replace('vcpus: 16', 'vcpus: 8').replace(
-            'isolate: false', 'isolate: true')
+        text = self.text.replace('vcpus: 16', 'vcpus: 8', 1).replace(
+            'isolate: false', 'isolate: true', 1)
         status, out = self.run_cmd(text, '-f', 'json')
         self.assertEqual(1, status)
         self.assertEqual([
             {'Object': 'pool solver', 'Change': 'update',
-             'From': {'isolate': False}, 'To': {'isolate': True}},
+             'From': {'isolate': False}, 'To': {'isolate': True},
+             'Conflicts': []},
             {'Object': 'flavor g1.h100.1', 'Change': 'recreate',
-             'From': {'vcpus': 16}, 'To': {'vcpus': 8}}], json.loads(out))
+             'From': {'vcpus': 16}, 'To': {'vcpus': 8}, 'Conflicts': []}],
+            json.loads(out))
         for formatter, expected in (
                 # cliff's csv and value write a column's machine-readable
                 # value, its table the human-readable one
                 ('csv', '"pool solver","update","{\'isolate\': False}",'
-                        '"{\'isolate\': True}"'),
+                        '"{\'isolate\': True}","[]"'),
                 ('value', "flavor g1.h100.1 recreate {'vcpus': 16} "
-                          "{'vcpus': 8}"),
+                          "{'vcpus': 8} []"),
                 ('table', '| flavor g1.h100.1 | recreate | vcpus=16      | '
-                          'vcpus=8      |'),
-                ('yaml', "- Change: update\n  From:\n    isolate: false\n")):
+                          'vcpus=8      |           |'),
+                ('yaml', "- Change: update\n  Conflicts: []\n  From:\n"
+                         "    isolate: false\n")):
             self.app.stdout = io.StringIO()
             status, out = self.run_cmd(text, '-f', formatter)
             self.assertEqual(1, status)
@@ -217,7 +220,8 @@ class TestDiff(DocumentCommandTestCase):
         columns, rows = document_cmd.table([{
             'object': 'pool a', 'change': 'create', 'from': None,
             'to': {'hosts': ['h1', 'h2'], 'properties': {'k': 'v'}}}])
-        self.assertEqual(('Object', 'Change', 'From', 'To'), columns)
+        self.assertEqual(('Object', 'Change', 'From', 'To', 'Conflicts'),
+                         columns)
         self.assertEqual('', rows[0][2].human_readable())
         self.assertEqual('hosts=h1,h2; properties=k=v',
                          rows[0][3].human_readable())
@@ -279,7 +283,7 @@ class TestApply(DocumentCommandTestCase):
                          [f['name'] for f in self.cloud.flavors])
 
     def test_dry_run_prints_the_plan_and_writes_nothing(self):
-        text = self.text.replace('isolate: false', 'isolate: true')
+        text = self.text.replace('isolate: false', 'isolate: true', 1)
         status, out = self.run_cmd(text, '--dry-run')
         self.assertEqual(0, status)
         self.assertEqual([
@@ -297,7 +301,7 @@ class TestApply(DocumentCommandTestCase):
                          'already matches.\n', out)
 
     def test_apply(self):
-        text = self.text.replace('isolate: false', 'isolate: true')
+        text = self.text.replace('isolate: false', 'isolate: true', 1)
         self.assertEqual((0, ''), self.run_cmd(text))
         self.assertEqual('required', self.cloud.aggregates[0].metadata[
             'trait:CUSTOM_GPU_POOL_SOLVER'])
@@ -307,6 +311,6 @@ class TestApply(DocumentCommandTestCase):
     def test_refusal_is_an_error(self):
         error = self.assertRaises(exceptions.CommandError, self.run_cmd,
                                   self.text.replace('vcpus: 16',
-                                                    'vcpus: 8'))
+                                                    'vcpus: 8', 1))
         self.assertIn('flavor g1.h100.1: vcpus cannot change in place',
                       str(error))
