@@ -684,6 +684,111 @@ class TestApplyChanges(ApplyTestCase):
         self.assertEqual([], self.rows(text))
 
 
+class TestConflicts(ApplyTestCase):
+    """A stale document does not win silently (issue 51, defect 12): the
+    export records what each field held, and gpu apply refuses, before
+    any write, to change a field the cloud changed since, unless
+    --force-conflicts."""
+
+    def setUp(self):
+        super().setUp()
+        self.build()
+        self.adopt()
+        self.text = document_ops.export(self.client)
+
+    def refused(self, text, **kwargs):
+        """The problems of the refused apply of TEXT; nothing written."""
+        before, calls = self.state(), len(self.compute.calls)
+        error = self.assertRaises(document_plan.Refused, self.apply, text,
+                                  **kwargs)
+        self.assertEqual(calls, len(self.compute.calls))
+        self.assertEqual(before, self.state())
+        return error.problems
+
+    def test_a_stale_document_is_refused_naming_the_field(self):
+        agg = self.hand_edit()  # team=ml, by another operator
+        expected = [
+            'pool solver: changed in the cloud since the document was '
+            'exported, and the document would overwrite it: '
+            'properties.team (recorded hpc, now ml, wanted hpc). Export '
+            'again and make the edit there, or give --force-conflicts to '
+            'overwrite']
+        self.assertEqual(expected, self.refused(self.text))
+        # a dry run says the same, and writes nothing either
+        self.assertEqual(expected, self.refused(self.text, dry_run=True))
+        # gpu diff shows the conflict on the row
+        rows = document_ops.diff(self.client, self.path(self.text))
+        self.assertEqual([[{'field': 'properties.team', 'recorded': 'hpc',
+                            'now': 'ml', 'wanted': 'hpc'}]],
+                         [r['conflicts'] for r in rows])
+        # the author's own edit of that field conflicts too
+        edited = self.text.replace('team: hpc', 'team: ai', 1)
+        self.assertIn('properties.team (recorded hpc, now ml, wanted ai)',
+                      self.refused(edited)[0])
+        self.assertEqual('ml', agg.metadata['team'])
+        # --force-conflicts: the document wins, and the plan says over what
+        plan = self.apply(edited, force_conflicts=True, dry_run=True)
+        self.assertEqual('ml', agg.metadata['team'])
+        self.assertIn('pool solver: properties.team (recorded hpc, now ml, '
+                      'wanted ai)', ' '.join(plan.warnings))
+        self.apply(edited, force_conflicts=True)
+        self.assertEqual('ai', agg.metadata['team'])
+
+    def test_the_authors_edits_go_through(self):
+        # the cloud as the export recorded it: every edit is the author's
+        self.cloud.vgpu_host('gpu-vgpu-2')
+        text = self.text.replace('team: hpc', 'team: ai', 1).replace(
+            '  - gpu-vgpu-1\n', '  - gpu-vgpu-1\n  - gpu-vgpu-2\n', 1)
+        plan = self.apply(text)
+        self.assertEqual([], [w for w in plan.warnings if 'export' in w])
+        aggs = {a.name: a for a in self.cloud.aggregates}
+        self.assertEqual('ai', aggs['solver'].metadata['team'])
+        self.assertEqual(['gpu-vgpu-1', 'gpu-vgpu-2'],
+                         sorted(aggs['ws'].hosts))
+
+    def test_every_object_changed_since_at_once(self):
+        # another operator, with plain openstack: a host added to a pool,
+        # a flavor's extra spec, a project's GPU quota
+        self.cloud.vgpu_host('gpu-vgpu-2')
+        pool_ops.add_hosts(self.client, 'ws', ['gpu-vgpu-2'])
+        flavor = next(f for f in self.cloud.flavors
+                      if f['name'] == 'g1.h100.1')
+        self.client.compute.set_flavor_extra_specs(
+            flavor['id'], {'hw:cpu_policy': 'shared'})
+        limit = next(r for r in self.keystone.project_limits
+                     if r.project_id == 'id-research')
+        limit.resource_limit = 8
+        # the author adds a host of their own: not in question
+        self.cloud.vgpu_host('gpu-vgpu-3')
+        text = self.text.replace('  - gpu-vgpu-1\n',
+                                 '  - gpu-vgpu-1\n  - gpu-vgpu-3\n', 1)
+        problems = self.refused(text)
+        self.assertEqual(
+            ['pool ws', 'flavor g1.h100.1',
+             'quota class:%s (project id-research)' % PT_CLASS],
+            [p.split(': changed')[0] for p in problems])
+        self.assertIn('hosts (recorded [gpu-vgpu-1], now [gpu-vgpu-1, '
+                      'gpu-vgpu-2], wanted [gpu-vgpu-1, gpu-vgpu-3])',
+                      problems[0])
+        self.assertIn('properties.hw:cpu_policy (recorded dedicated, now '
+                      'shared, wanted dedicated)', problems[1])
+        self.assertIn('gpus (recorded 4, now 8, wanted 4)', problems[2])
+
+    def test_a_document_without_record_is_applied_with_a_warning(self):
+        # written by hand or by an older gpuclient: as before, said
+        agg = self.hand_edit()
+        text = self.text.split(document.OBSERVED_HEADER)[0]
+        self.assertNotIn('observed', text)
+        plan = self.apply(text)
+        self.assertEqual('hpc', agg.metadata['team'])
+        self.assertIn('Not checked for changes made in the cloud since the '
+                      'export, as the document records no earlier value of '
+                      'them (written by hand, by a gpuclient older than the '
+                      'record, or added after the export): pool solver.',
+                      plan.warnings[0])
+        self.assertEqual(1, len(plan.warnings), plan.warnings)
+
+
 class TestScope(ApplyTestCase):
     """gpu diff/apply --pool: only those pools, their flavors and the
     quotas of their classes; prune never leaves the scope."""

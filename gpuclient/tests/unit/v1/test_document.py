@@ -216,6 +216,21 @@ class TestDiff(DocumentCommandTestCase):
         self.assertEqual('', out)
         self.assertIn('line 1: version: 1 was expected', self.logger.output)
 
+    def test_conflicts_column(self):
+        conflict = {'field': 'properties.team', 'recorded': 'hpc',
+                    'now': 'ml-ops', 'wanted': 'hpc'}
+        _columns, rows = document_cmd.table([
+            {'object': 'pool a', 'change': 'update', 'from': {},
+             'to': {}, 'conflicts': [conflict]},
+            {'object': 'pool b', 'change': 'update', 'from': {}, 'to': {},
+             'conflicts': None}])
+        self.assertEqual('properties.team (recorded hpc, now ml-ops, '
+                         'wanted hpc)', rows[0][4].human_readable())
+        self.assertEqual([conflict], rows[0][4].machine_readable())
+        # no record of the object: nothing known
+        self.assertEqual('', rows[1][4].human_readable())
+        self.assertIsNone(rows[1][4].machine_readable())
+
     def test_table_columns(self):
         columns, rows = document_cmd.table([{
             'object': 'pool a', 'change': 'create', 'from': None,
@@ -250,12 +265,14 @@ class TestApply(DocumentCommandTestCase):
     def test_parser(self):
         self.check_parser(self.cmd, ['gpu.yaml'], [
             ('file', 'gpu.yaml'), ('prune', False),
-            ('recreate_flavors', False), ('dry_run', False), ('pool', [])])
+            ('recreate_flavors', False), ('dry_run', False), ('pool', []),
+            ('force_conflicts', False)])
         self.check_parser(self.cmd, ['gpu.yaml', '--prune',
                                      '--recreate-flavors', '--dry-run',
-                                     '--pool', 'solver'], [
+                                     '--pool', 'solver',
+                                     '--force-conflicts'], [
             ('prune', True), ('recreate_flavors', True), ('dry_run', True),
-            ('pool', ['solver'])])
+            ('pool', ['solver']), ('force_conflicts', True)])
         self.assertRaises(base.ParserError, self.check_parser, self.cmd, [])
 
     def test_anchors_and_aliases_refused_before_the_cloud_is_read(self):
@@ -307,6 +324,30 @@ class TestApply(DocumentCommandTestCase):
             'trait:CUSTOM_GPU_POOL_SOLVER'])
         self.assertEqual('required', self.cloud.flavors[0]['extra_specs'][
             'trait:CUSTOM_GPU_POOL_SOLVER'])
+
+    def test_a_stale_document_refused_unless_force_conflicts(self):
+        # another operator's edit since the export, with plain openstack
+        self.cloud.aggregates[0].metadata['team'] = 'ml-ops'
+        text = self.text
+        error = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                                  text)
+        self.assertIn('pool solver: changed in the cloud since the document '
+                      'was exported, and the document would overwrite it: '
+                      'properties.team (recorded (not set), now ml-ops, '
+                      'wanted (not set))', str(error))
+        self.assertIn('--force-conflicts', str(error))
+        self.assertEqual('ml-ops', self.cloud.aggregates[0].metadata['team'])
+        status, out = self.run_cmd(text, '--force-conflicts', '--dry-run')
+        self.assertEqual(0, status)
+        self.assertIn('set metadata of aggregate solver: team (removed)',
+                      out)
+        self.assertIn('Overwrites what was changed in the cloud since the '
+                      'document was exported (--force-conflicts): pool '
+                      'solver: properties.team', self.logger.output)
+        self.assertEqual('ml-ops', self.cloud.aggregates[0].metadata['team'])
+        self.app.stdout = io.StringIO()
+        self.assertEqual((0, ''), self.run_cmd(text, '--force-conflicts'))
+        self.assertNotIn('team', self.cloud.aggregates[0].metadata)
 
     def test_refusal_is_an_error(self):
         error = self.assertRaises(exceptions.CommandError, self.run_cmd,
