@@ -280,3 +280,60 @@ class TestApply(base.FunctionalTestCase):
         self.assertEqual(('uefi', 'q35', 'required'), (
             props.get('hw_firmware_type'), props.get('hw_machine_type'),
             props.get('os_secure_boot')))
+
+
+class TestStaleDocument(base.FunctionalTestCase):
+    """Issue 51, defect 12: a stale export does not undo what another
+    operator changed since, unless --force-conflicts."""
+
+    @base.needs('vgpu')
+    def test_a_stale_export_is_refused_and_forced(self):
+        # a pool without hosts: no host of another test is touched
+        pool = self.unique_name('stale')
+        self.addCleanup(self.delete_pool, pool)
+        self.openstack('gpu', 'pool', 'create', pool, '--mode', 'vgpu',
+                       '--vgpu-type', 'nvidia-35', '--property', 'team=hpc',
+                       parse=False)
+        where = self.useFixture(fixtures.TempDir()).path
+        path = os.path.join(where, 'old.yaml')
+        self.openstack('gpu', 'export', '--pool', pool, '--output', path,
+                       parse=False)
+        # this test's pool only: the quotas on its class (VGPU) are every
+        # vGPU pool's, which other tests may change meanwhile
+        with open(path) as text:
+            document = yaml.safe_load(text)
+        for part in (document, document.get('observed') or {}):
+            part.pop('quotas', None)
+        with open(path, 'w') as out:
+            yaml.safe_dump(document, out)
+        # since the export: another operator's edit, with plain OSC
+        self.openstack('aggregate', 'set', '--property', 'team=ml-ops',
+                       pool, parse=False)
+
+        rc, out, err = self.openstack_raw('gpu', 'apply', path, '--pool',
+                                          pool)
+        self.assertEqual(1, rc, out + err)
+        self.assertIn('pool %s: changed in the cloud since the document was '
+                      'exported' % pool, err)
+        self.assertIn('properties.team (recorded hpc, now ml-ops, wanted '
+                      'hpc)', err)
+        self.assertIn('--force-conflicts', err)
+        # what Nova holds: the other operator's value, and nothing written
+        # (not even gpu apply's mark)
+        properties = self.aggregate(pool)['properties']
+        self.assertEqual('ml-ops', properties['team'])
+        self.assertNotIn('gpu_managed_by', properties)
+        # gpu diff shows the conflict on the pool's row
+        rc, out, err = self.openstack_raw('gpu', 'diff', path, '--pool',
+                                          pool, '-f', 'json')
+        self.assertEqual(1, rc, out + err)
+        row = next(r for r in json.loads(out)
+                   if r['Object'] == 'pool %s' % pool)
+        self.assertEqual([{'field': 'properties.team', 'recorded': 'hpc',
+                           'now': 'ml-ops', 'wanted': 'hpc'}],
+                         row['Conflicts'])
+
+        rc, out, err = self.openstack_raw('gpu', 'apply', path, '--pool',
+                                          pool, '--force-conflicts')
+        self.assertEqual(0, rc, out + err)
+        self.assertEqual('hpc', self.aggregate(pool)['properties']['team'])
