@@ -165,6 +165,18 @@ MUTATIONS = [
      'if zone and other and other != zone:',
      'if zone and other and other == zone:',
      'test_model.TestZoneCheck'),
+    # issue 51 (apply)
+    ('gpu apply: conflict check skipped', 'gpuclient/rules/document_plan.py',
+     'problems = conflict_problems(rows, builder.plan, force_conflicts)',
+     'problems = conflict_problems(rows, builder.plan, True)',
+     'test_document_ops.TestConflicts'),
+    ('conflict: the recorded value ignored', 'gpuclient/rules/document.py',
+     '    if now in (want, was):', '    if now == want:',
+     'test_document.TestConflicts.test_fields'),
+    ('gpu apply: the export\'s record not read',
+     'gpuclient/ops/document_ops.py',
+     '    recorded = document.recorded(wanted)', '    recorded = None',
+     'test_document_ops.TestConflicts'),
 ]
 
 
