@@ -27,7 +27,10 @@ Version 1 holds four lists:
   ``resource_class``, and ``gpus`` (a number, or ``unlimited``).
 
 A project is a name or an ID, or ``{name: <name or ID>, domain: <domain
-name or ID>}``.
+name or ID>}``. ``gpu export`` also writes ``observed``, its record of
+what the cloud held (the same four lists: ``record``, ``recorded``), by
+which ``gpu apply`` tells the author's edits from changes made in the
+cloud since (``conflicts``).
 
 Three shapes of a document live here: the *text* (YAML, ``load`` and
 ``dump``), the *written* form (defaults left out: what ``dump`` writes),
