@@ -27,6 +27,17 @@ import yaml
 from gpuclient.tests.functional import base
 
 
+def export(test, pool):
+    """(path, parsed document) of ``gpu export --pool POOL`` into a
+    temporary directory of TEST."""
+    where = test.useFixture(fixtures.TempDir()).path
+    path = os.path.join(where, 'gpu.yaml')
+    test.openstack('gpu', 'export', '--pool', pool, '--output', path,
+                   parse=False)
+    with open(path) as text:
+        return path, yaml.safe_load(text)
+
+
 class TestExportDiff(base.FunctionalTestCase):
 
     def make_pool(self, *extra):
@@ -41,12 +52,7 @@ class TestExportDiff(base.FunctionalTestCase):
     def test_export_is_in_sync_and_a_hand_edit_is_drift(self):
         pool = self.make_pool('--property', 'team=solvers')
         flavor = self.make_flavor(pool)
-        where = self.useFixture(fixtures.TempDir()).path
-        path = os.path.join(where, 'gpu.yaml')
-        self.openstack('gpu', 'export', '--pool', pool, '--output', path,
-                       parse=False)
-        with open(path) as text:
-            document = yaml.safe_load(text)
+        path, document = export(self, pool)
         self.assertEqual([pool], [p['name'] for p in document['pools']])
         self.assertEqual([base.VGPU_HOST], document['pools'][0]['hosts'])
         self.assertEqual({'team': 'solvers'},
@@ -294,14 +300,9 @@ class TestStaleDocument(base.FunctionalTestCase):
         self.openstack('gpu', 'pool', 'create', pool, '--mode', 'vgpu',
                        '--vgpu-type', 'nvidia-35', '--property', 'team=hpc',
                        parse=False)
-        where = self.useFixture(fixtures.TempDir()).path
-        path = os.path.join(where, 'old.yaml')
-        self.openstack('gpu', 'export', '--pool', pool, '--output', path,
-                       parse=False)
+        path, document = export(self, pool)
         # this test's pool only: the quotas on its class (VGPU) are every
         # vGPU pool's, which other tests may change meanwhile
-        with open(path) as text:
-            document = yaml.safe_load(text)
         for part in (document, document.get('observed') or {}):
             part.pop('quotas', None)
         with open(path, 'w') as out:
