@@ -101,6 +101,9 @@ class ExportDocument(command.Command):
         'images and the GPU quotas (unified limits on class:<RC>), as the '
         'versioned document "openstack gpu diff" compares with a cloud. '
         'The text is deterministic: the same cloud gives the same text. '
+        'After the lists comes the record of what the cloud held '
+        '(observed), by which "openstack gpu apply" refuses to undo what '
+        'another operator changes after the export. '
         'Flavors that steer to a pool but are not what gpuclient derives '
         'from it are left out, with a warning. Needs admin.')
 
