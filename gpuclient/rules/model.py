@@ -207,6 +207,9 @@ class Cloud:
         '{field: why it could not be read} (registered_limits, '
         'utilisation, device_health: the service refused or failed)',
         factory=dict)
+    unconfigured: dict = _field(
+        '{field: why it was not read: no source is configured} '
+        '(utilisation, device_health: no Prometheus)', factory=dict)
     # derived from the aggregates
     pools: dict = dataclasses.field(init=False, repr=False, metadata={
         'doc': '{name: pool} (pools.scan), derived from the aggregates'})
