@@ -115,9 +115,9 @@ class Check(common.Gated, common.Lister):
         self._status = checks.exit_status(
             findings, parsed_args.strict, parsed_args.checks, missing)
         if self._status == checks.EXIT_NOT_RUN:
-            LOG.error(_('No check asked for could run: %s.')
-                      % checks.not_run_text(missing))
+            LOG.error(_('No check asked for could run: %s.'),
+                      checks.not_run_text(missing))
         elif missing:
             LOG.warning(_('Could not run, so the exit status does not '
-                          'cover: %s.') % checks.not_run_text(missing))
+                          'cover: %s.'), checks.not_run_text(missing))
         return table(findings)
