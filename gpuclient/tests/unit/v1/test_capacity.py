@@ -371,19 +371,25 @@ class TestBlazar(CapacityTestCase):
         # that aggregate, and an aggregate named "freepool" is someone
         # else's
         self.flavor('g1.h100.1', PT_SPEC)
-        self.cloud.aggregates += [
-            fakes.Aggregate('reservable', {}, ['gpu-pt-1']),
-            fakes.Aggregate('freepool', {}, ['gpu-pt-2'])]
+        reservable = fakes.Aggregate('reservable', {}, ['gpu-pt-1'])
+        self.cloud.aggregates.append(reservable)
 
         def renamed(blazar):
             blazar.freepool = 'reservable'
         rows, _sent = self.run_with(['reservation'], '--per-host',
                                     blazar=renamed)
-        by_host = {r['Host']: r for r in rows}
-        self.assertEqual(0, by_host['gpu-pt-1']['Fits'])
+        self.assertEqual(0, rows[0]['Fits'])
         self.assertIn('gpu-pt-1 is held by Blazar (enrolled and not leased',
-                      by_host['gpu-pt-1']['Stranded Reason'][0])
+                      rows[0]['Stranded Reason'][0])
         self.assertEqual(['/os-hosts'], self.blazar.calls)
+        # not enrolled, in an aggregate that is only named freepool:
+        # Blazar does not hold it, and all 3 free GPUs fit
+        reservable.hosts.remove('gpu-pt-1')
+        self.cloud.aggregates.append(
+            fakes.Aggregate('freepool', {}, ['gpu-pt-1']))
+        rows, _sent = self.run_with(['reservation'], '--per-host',
+                                    blazar=renamed)
+        self.assertEqual((3, 0), (rows[0]['Fits'], rows[0]['Stranded']))
 
     def test_blazar_cannot_say_the_name_decides(self):
         # Blazar refuses its host list (403: not admin), fails (500) or is
