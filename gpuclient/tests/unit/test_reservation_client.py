@@ -16,16 +16,14 @@ endpoint of the cloud's region and interface, v1, no version discovery;
 each way Blazar cannot say is a CommandError with its status (issue 51,
 defect 14)."""
 
-import fixtures
 from keystoneauth1 import fixture as ks_fixture
 from openstack import connection
-from openstack.config import loader as os_config
 from osc_lib import exceptions
 from requests_mock.contrib import fixture as rm_fixture
-import yaml
 
 from gpuclient.cloud import client
 from gpuclient.tests.unit import base
+from gpuclient.tests.unit import test_client
 
 AUTH_URL = 'http://keystone.example/identity/v3'
 CATALOG = {  # (interface, region) -> Blazar URL in the catalog
@@ -55,18 +53,12 @@ class TestBlazarHosts(base.TestCase):
         self.mock.post(AUTH_URL + '/auth/tokens', json=token,
                        headers={'X-Subject-Token': 'subject-token'})
 
+    AUTH_URL = AUTH_URL
+    # an OpenStackConfig of one cloud, gpu-test, at AUTH_URL
+    cloud_config = test_client.TestPlacementTransport.cloud_config
+
     def gpu_client(self, **settings):
-        cloud = {'auth_type': 'v3token',
-                 'auth': {'auth_url': AUTH_URL, 'token': 'secret',
-                          'project_id': 'p1'},
-                 'region_name': 'RegionOne', 'interface': 'public'}
-        cloud.update(settings)
-        path = self.useFixture(fixtures.TempDir()).join('clouds.yaml')
-        with open(path, 'w') as out:
-            yaml.safe_dump({'clouds': {'gpu-test': cloud}}, out)
-        config = os_config.OpenStackConfig(
-            config_files=[path], vendor_files=[], secure_files=[],
-            load_envvars=False).get_one('gpu-test')
+        config = self.cloud_config(**settings).get_one('gpu-test')
         conn = connection.Connection(config=config)
         return client.GpuClient(conn.session, conn,
                                 region_name=config.get_region_name(),
