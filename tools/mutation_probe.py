@@ -177,6 +177,32 @@ MUTATIONS = [
      'gpuclient/ops/document_ops.py',
      '    recorded = document.recorded(wanted)', '    recorded = None',
      'test_document_ops.TestConflicts'),
+    # issue 51 (cli)
+    ('exit status on unrun checks', 'gpuclient/rules/checks.py',
+     '    if missing and all(n in missing for n in asked):\n',
+     '    if False:\n',
+     'test_checks_not_run'),
+    ('release loop catches only CommandError',
+     'gpuclient/ops/device_ops.py',
+     "            except Exception as exc:  # noqa: BLE001 - OSC's N-of-M\n",
+     '            except exceptions.CommandError as exc:\n',
+     'v1.test_device.TestDeviceRelease'),
+    ('release rows lost on a partial failure', 'gpuclient/v1/device.py',
+     '        self._failed = (failures, failures + len(rows))\n',
+     '        self._failed = (failures, failures + len(rows))\n'
+     '        if failures:\n'
+     "            raise exceptions.CommandError('%d failed' % failures)\n",
+     'v1.test_device.TestDeviceRelease'),
+    ('Blazar held hosts by the freepool name', 'gpuclient/rules/model.py',
+     '        if self.blazar_hosts is not None:\n',
+     '        if False:\n',
+     'v1.test_capacity.TestBlazar'),
+    ('freepool name used although Blazar answered',
+     'gpuclient/rules/reservations.py',
+     "        if enrolled is not None and aggregate.get('name') == "
+     "freepool:\n",
+     '        if False:\n',
+     'test_reservations.TestHeldHosts'),
 ]
 
 

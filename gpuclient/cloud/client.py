@@ -23,6 +23,8 @@ The service modules are the client layer, the only I/O of gpuclient:
 * ``compute``, ``image``, ``baremetal``: Nova, Glance and Ironic through
   the same connection's proxies; lists are followed by ``pager``.
 * ``identity``: Keystone's unified limits and project and domain lookups.
+* ``reservation``: Blazar's host list, on OSC's session (the SDK has no
+  Blazar calls).
 * ``errors``: every HTTP, SDK or connection error leaves the client layer
   as an ``osc_lib.exceptions.CommandError`` that carries the server's
   message and says what to do.
@@ -35,6 +37,7 @@ from gpuclient.cloud import http
 from gpuclient.cloud import identity as identity_mod
 from gpuclient.cloud import image as image_mod
 from gpuclient.cloud import placement as placement_mod
+from gpuclient.cloud import reservation as reservation_mod
 from gpuclient.i18n import _
 
 
@@ -93,6 +96,14 @@ class GpuClient:
         if getattr(self, '_baremetal', None) is None:
             self._baremetal = baremetal_mod.Baremetal(self._conn)
         return self._baremetal
+
+    @property
+    def reservation(self):
+        """Blazar (ask only where the catalog lists it: ``in_catalog``)."""
+        if getattr(self, '_reservation', None) is None:
+            self._reservation = reservation_mod.Reservation.on_session(
+                self._session, self._interface, self._region_name)
+        return self._reservation
 
     @property
     def limits(self):

@@ -111,6 +111,8 @@ def server_message(body, limit=400):
                     )
         elif 'message' in data:
             messages.append(str(data['message']))
+        elif 'error_message' in data:  # Blazar's v1 API
+            messages.append(str(data['error_message']))
         elif len(data) == 1:
             inner = next(iter(data.values()))
             if isinstance(inner, dict) and 'message' in inner:

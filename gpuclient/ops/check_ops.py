@@ -43,7 +43,8 @@ LOG = logging.getLogger(__name__)
 
 
 def run(client, settings=None, names=None, pool=None, utilisation=None):
-    """The findings of ``checks.run`` over one snapshot.
+    """(findings of ``checks.run``, ``checks.not_run``: {check: why it
+    could not run}) over one snapshot.
 
     UTILISATION: where and how gpu-idle judges (url, window in seconds,
     idle_below percent); its url defaults as ``gpu server list
@@ -76,7 +77,8 @@ def run(client, settings=None, names=None, pool=None, utilisation=None):
     wanted = [n for n in DEVICE_CHECKS if not names or n in names]
     if wanted:
         _read_device_health(client, cloud, utilisation or {}, wanted)
-    return checks.run(cloud, settings, names=names, pool=pool)
+    return (checks.run(cloud, settings, names=names, pool=pool),
+            checks.not_run(cloud, names))
 
 
 IDLE_CHECK = 'gpu-idle'
@@ -85,21 +87,22 @@ DEVICE_CHECKS = ('gpu-unhealthy', 'gpu-row-remap', 'gpu-vgpu-licence',
                  'gpu-driver-drift', 'gpu-missing')
 
 
-def _not_configured(check):
-    """Say on stderr that CHECK does not run: no Prometheus."""
-    note = _('Check %(check)s not run: no Prometheus is configured (give '
-             '--prometheus <url>, prometheus_endpoint in the cloud\'s '
-             'clouds.yaml entry, or $%(env)s).') % {
-                 'check': check, 'env': utilisation_ops.URL_ENV}
-    LOG.warning(note)
+def _not_configured(cloud, field):
+    """CLOUD's FIELD was not read: no Prometheus is configured (the checks
+    that rest on it could not run: ``checks.not_run``)."""
+    cloud.unconfigured[field] = _(
+        'no Prometheus is configured: give --prometheus <url>, '
+        'prometheus_endpoint in the cloud\'s clouds.yaml entry, or '
+        '$%s') % utilisation_ops.URL_ENV
 
 
 def _read_device_health(client, cloud, wanted, checks_):
     """cloud.device_health for the DCGM checks CHECKS_, or why not in
-    cloud.unread; nothing but a note when no Prometheus is configured."""
+    cloud.unread, or in cloud.unconfigured when no Prometheus is
+    configured."""
     url = utilisation_ops.endpoint(client, wanted.get('url'))
     if not url:
-        _not_configured(', '.join(checks_))
+        _not_configured(cloud, 'device_health')
         return
     window = wanted.get('window') or utilisation.window_seconds(
         device_health.DEFAULT_WINDOW)
@@ -113,11 +116,11 @@ def _read_device_health(client, cloud, wanted, checks_):
 
 def _read_utilisation(client, cloud, wanted):
     """cloud.utilisation for the gpu-idle check (rows, window,
-    idle_below), or why not in cloud.unread; nothing but a note when no
-    Prometheus is configured."""
+    idle_below), or why not in cloud.unread, or in cloud.unconfigured when
+    no Prometheus is configured."""
     url = utilisation_ops.endpoint(client, wanted.get('url'))
     if not url:
-        _not_configured(IDLE_CHECK)
+        _not_configured(cloud, 'utilisation')
         return
     window = wanted.get('window') or utilisation.window_seconds(
         utilisation.DEFAULT_WINDOW)

@@ -197,8 +197,10 @@ def release(client, names, dry_run=False):
     released (``devices.release_problem``) is a failure, logged; one
     awaiting release gets its step (``plan.release_device``), applied
     through the journal unless DRY_RUN; a free one needs nothing (a re-run
-    converges). ROWS: the devices done (or planned), each with its
-    ``action``; FAILURES: how many failed.
+    converges). Whatever one device's release raises, it is that device's
+    failure, logged with its message, and the next device is released
+    (OSC's multi-object commands). ROWS: the devices done (or planned),
+    each with its ``action``; FAILURES: how many failed.
     """
     rows, _cloud, _servers, notes = read(client)
     for note in notes:
@@ -218,7 +220,7 @@ def release(client, names, dry_run=False):
                                         row['resource_class'])])
             try:
                 journal.finish(client, plan, dry_run=dry_run)
-            except exceptions.CommandError as exc:
+            except Exception as exc:  # noqa: BLE001 - OSC's N-of-M
                 LOG.error(_('Failed to release %(name)s: %(error)s'),
                           {'name': row['name'], 'error': exc})
                 failures += 1

@@ -35,6 +35,8 @@ a provider tree in the shape ``gpuclient.rules.scheduler.fit`` counts in.
 import concurrent.futures
 import logging
 
+from osc_lib import exceptions
+
 from gpuclient.cloud import errors
 from gpuclient.cloud import versions
 from gpuclient.rules import baremetal
@@ -90,7 +92,8 @@ def read(client, extra_classes=(), with_flavors=False, wanted_hosts=None,
     request per pool, none per host).
     WITH_PROJECTS reads Keystone's project list (one request), only when
     some pool is limited to projects. Whether Blazar runs (``blazar``)
-    comes from the token's catalog, without a request.
+    comes from the token's catalog, without a request; where it does, its
+    host list is read (one request, ``read_blazar``).
     """
     # a lower --os-compute-api-version: refused before the first request
     client.compute.require(
@@ -106,7 +109,7 @@ def read(client, extra_classes=(), with_flavors=False, wanted_hosts=None,
     if not with_placement:
         cloud = model.Cloud(aggregates, hypervisors, services, None,
                       flavors=flavors)
-        cloud.blazar = runs_blazar(client)
+        read_blazar(client, cloud)
         if with_images:
             cloud.images = client.image.images()
         return cloud
@@ -124,7 +127,7 @@ def read(client, extra_classes=(), with_flavors=False, wanted_hosts=None,
     cloud = model.Cloud(aggregates, hypervisors, services, placement,
                   flavors=flavors, gpu_classes=classes)
     cloud.known_classes = set(known)
-    cloud.blazar = runs_blazar(client)
+    read_blazar(client, cloud)
     if with_images:
         cloud.images = client.image.images()
     if with_pool_members:
@@ -139,6 +142,22 @@ def runs_blazar(client):
     """Whether the cloud runs Blazar: its service type in the token's
     catalog (no request)."""
     return bool(client.in_catalog(reservations.SERVICE_TYPE))
+
+
+def read_blazar(client, cloud):
+    """CLOUD's Blazar: whether the catalog lists it (no request) and, when
+    it does, the hosts enrolled in it (one request); where Blazar cannot
+    say (a 403 without admin, a 404, Blazar down), why in
+    ``cloud.unread['blazar_hosts']``, and the held hosts are found by
+    Blazar's default freepool name (``model.Cloud.held_hosts``)."""
+    cloud.blazar = runs_blazar(client)
+    if not cloud.blazar:
+        return
+    try:
+        cloud.blazar_hosts = client.reservation.hosts()
+    except exceptions.CommandError as exc:
+        LOG.debug('Blazar\'s host list not read: %s', exc)
+        cloud.unread['blazar_hosts'] = str(exc)
 
 
 def read_services(client, cloud):

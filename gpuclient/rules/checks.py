@@ -1765,19 +1765,69 @@ def run(cloud, settings=None, names=None, pool=None):
     return found
 
 
+# The read beyond the snapshot each check rests on whole: a key of
+# ``cloud.unread`` (the source failed: refused, unreachable, an error or a
+# wrongly shaped answer) or of ``cloud.unconfigured`` (no source is
+# configured: no Prometheus). Without it the check has nothing to judge: it
+# could not run (``not_run``), and the exit status does not cover it. A
+# read missing for some objects only (one provider's traits, a device
+# without a series, nova.conf not given, where the checks judge with the
+# settings gpuclient renders) is not this: the check ran and says "not
+# judged" of those objects.
+SOURCES = {
+    'quota-gpu-limits': 'registered_limits',
+    'quota-pci-not-enforced': 'compute_max_version',
+    'gpu-idle': 'utilisation',
+    'gpu-unhealthy': 'device_health',
+    'gpu-row-remap': 'device_health',
+    'gpu-vgpu-licence': 'device_health',
+    'gpu-driver-drift': 'device_health',
+    'gpu-missing': 'device_health',
+}
+
+
+def not_run(cloud, names=None):
+    """{check: why it could not run} of the checks NAMES (default: all),
+    in report order: the checks whose source (SOURCES) CLOUD lacks."""
+    found = {}
+    for name in CHECKS:
+        source = SOURCES.get(name)
+        if source is None or (names and name not in names):
+            continue
+        why = cloud.unread.get(source) or cloud.unconfigured.get(source)
+        if why:
+            found[name] = why
+    return found
+
+
+def not_run_text(missing):
+    """'check, check (why); check (why)' of NOT_RUN's answer MISSING:
+    the checks that could not run for one reason named together."""
+    by_why = {}
+    for name, why in missing.items():
+        by_why.setdefault(why, []).append(name)
+    return '; '.join('%s (%s)' % (', '.join(names), str(why).rstrip('.'))
+                     for why, names in by_why.items())
+
+
 # The exit statuses of ``gpu check`` (gpuclient.exit_status, diff(1)'s):
 # the checks ran and found nothing that counts; they found an error (with
 # --strict, any finding); they could not run (bad options, the cloud
-# unreachable or refusing, output that could not be written), which is
-# argparse's status for bad usage too.
+# unreachable or refusing, output that could not be written, or every
+# check asked for lacks its source), which is argparse's status for bad
+# usage too.
 EXIT_CLEAN = exit_status.SAME
 EXIT_FINDINGS = exit_status.DIFFERENT
 EXIT_NOT_RUN = exit_status.TROUBLE
 
 
-def exit_status(findings, strict=False):
-    """EXIT_FINDINGS when an error (with STRICT: any finding) was found,
-    else EXIT_CLEAN."""
+def exit_status(findings, strict=False, names=None, missing=None):
+    """EXIT_NOT_RUN when every check of NAMES (default: all) is in
+    MISSING (``not_run``: they could not run); else EXIT_FINDINGS when an
+    error (with STRICT: any finding) was found, else EXIT_CLEAN."""
+    asked = [n for n in CHECKS if not names or n in names]
+    if missing and all(n in missing for n in asked):
+        return EXIT_NOT_RUN
     for item in findings:
         if item.severity == ERROR or strict:
             return EXIT_FINDINGS

@@ -195,6 +195,9 @@ class Cloud:
         "whether the token's catalog lists Blazar (service type "
         "reservation): its held hosts (held_hosts) and reservations "
         "count", False)
+    blazar_hosts: list | None = _field(
+        "[host record]: Blazar's GET /v1/os-hosts, the hosts enrolled in "
+        "it (None: not read; why in unread['blazar_hosts'])", None)
     utilisation: dict | None = _field(
         "{'rows', 'window', 'idle_below'}: the servers' GPU utilisation "
         "(Prometheus), as gpu check judges it (gpu-idle)", None)
@@ -207,6 +210,9 @@ class Cloud:
         '{field: why it could not be read} (registered_limits, '
         'utilisation, device_health: the service refused or failed)',
         factory=dict)
+    unconfigured: dict = _field(
+        '{field: why it was not read: no source is configured} '
+        '(utilisation, device_health: no Prometheus)', factory=dict)
     # derived from the aggregates
     pools: dict = dataclasses.field(init=False, repr=False, metadata={
         'doc': '{name: pool} (pools.scan), derived from the aggregates'})
@@ -292,8 +298,9 @@ class Cloud:
 
     def held_hosts(self):
         """{host: [why]} of the hosts Blazar holds ({} without Blazar
-        in the catalog): ``reservations.held_hosts`` over the aggregates
-        and the classes of each host's provider trees."""
+        in the catalog): ``reservations.held_hosts`` over Blazar's host
+        list (``blazar_hosts``), the aggregates and the classes of each
+        host's provider trees."""
         if not self.blazar:
             return {}
         classes = {}
@@ -303,7 +310,13 @@ class Cloud:
                     summary = self.placement.summaries.get(uuid) or {}
                     classes.setdefault(host, set()).update(
                         summary.get('resources') or {})
-        return reservations.held_hosts(self.aggregates, classes)
+        enrolled = None
+        if self.blazar_hosts is not None:
+            enrolled = reservations.enrolled_hosts(self.blazar_hosts,
+                                                   self.hypervisors)
+        return reservations.held_hosts(
+            self.aggregates, classes, enrolled=enrolled,
+            unread=self.unread.get('blazar_hosts'))
 
     def root_classes(self, hosts):
         """The classes the root providers of HOSTS offer (what Blazar

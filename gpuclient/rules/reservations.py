@@ -33,9 +33,15 @@ blazar-nova 10.0.0 (its scheduler filter):
   host whose copied inventory lacks a class the flavor asks for: a class
   that lives on child providers (vGPU, PCI in Placement, MIG) cannot be
   reserved by ``resources:`` either (``unreservable``).
-* **Hosts held by Blazar**: enrolled hosts sit in the freepool aggregate
-  (``[nova] aggregate_freepool_name``, default ``freepool``:
-  ``blazar/utils/openstack/nova.py`` ``ReservationPool``); a host
+* **Hosts held by Blazar**: Blazar lists the hosts enrolled in it
+  (``GET /v1/os-hosts``, ``blazar/api/v1/oshosts``; admin only by its
+  default policy ``blazar:oshosts:get``), each with ``service_name``, the
+  compute service host it puts into its aggregates
+  (``host_plugin.create_computehost``). Enrolled hosts sit in the freepool
+  aggregate (``[nova] aggregate_freepool_name``, default ``freepool``, a
+  name each cloud may change: ``blazar/utils/openstack/nova.py``
+  ``ReservationPool``), so that name alone is asked only where Blazar's
+  list cannot be read (``held_hosts``' ENROLLED None); a host
   reservation moves them into a lease aggregate whose availability zone
   starts with ``blazar_`` (``host_plugin.reserve_resource``,
   ``[physical:host] blazar_az_prefix``) and whose metadata has
@@ -53,6 +59,7 @@ blazar-nova 10.0.0 (its scheduler filter):
 import re
 
 from gpuclient.i18n import _
+from gpuclient.rules import host_names
 
 # the release the rules were read from
 BLAZAR_RELEASE = 'blazar 18.0.0 (2026.2)'
@@ -173,16 +180,49 @@ def blazar_aggregate(aggregate, freepool=FREEPOOL):
     return None
 
 
-def held_hosts(aggregates, host_classes=None, freepool=FREEPOOL):
-    """{host: [why]}: the hosts Blazar holds (sorted reasons): members of
-    its aggregates (``blazar_aggregate``) and, from HOST_CLASSES ({host:
-    resource classes of its provider trees}), hosts carrying a
-    ``CUSTOM_RESERVATION_*`` inventory (an instance reservation)."""
+def enrolled_hosts(records, hypervisors=()):
+    """The compute hosts of Blazar's ``GET /v1/os-hosts`` RECORDS (host
+    dicts as Blazar answers them), sorted: each record's ``service_name``
+    (the host Blazar puts into its aggregates), else the Nova host of the
+    hypervisor named its ``hypervisor_hostname``."""
+    by_name = {}
+    for hv in hypervisors or ():
+        host = host_names.nova_host(hv)
+        if host and hv.get('hypervisor_hostname'):
+            by_name[hv['hypervisor_hostname']] = host
+    found = set()
+    for record in records:
+        host = record.get('service_name') or by_name.get(
+            record.get('hypervisor_hostname'))
+        if host:
+            found.add(host)
+    return sorted(found)
+
+
+def held_hosts(aggregates, host_classes=None, freepool=FREEPOOL,
+               enrolled=None, unread=None):
+    """{host: [why]}: the hosts Blazar holds (sorted reasons).
+
+    ENROLLED: the hosts Blazar lists as enrolled (``enrolled_hosts``), all
+    held, whatever its freepool aggregate is named; None when its list
+    could not be read (UNREAD: why), where the members of the aggregate
+    named FREEPOOL count instead, said so. Besides: members of a lease or
+    instance reservation aggregate (``blazar_aggregate``) and, from
+    HOST_CLASSES ({host: resource classes of its provider trees}), hosts
+    carrying a ``CUSTOM_RESERVATION_*`` inventory (an instance
+    reservation)."""
     held = {}
     for aggregate in aggregates:
+        if enrolled is not None and aggregate.get('name') == freepool:
+            continue  # Blazar said which hosts it holds: not by the name
         why = blazar_aggregate(aggregate, freepool)
         if why is None:
             continue
+        if aggregate.get('name') == freepool:
+            why = _('%(why)s, found by its name: Blazar\'s host list could '
+                    'not be read (%(error)s)') % {
+                        'why': why, 'error': str(
+                            unread or _('not asked')).rstrip('.')}
         for host in aggregate.get('hosts') or ():
             held.setdefault(host, set()).add(why)
     for host, classes in (host_classes or {}).items():
@@ -191,6 +231,11 @@ def held_hosts(aggregates, host_classes=None, freepool=FREEPOOL):
                 held.setdefault(host, set()).add(
                     _('carries %s inventory (an instance reservation)')
                     % rc)
+    for host in enrolled or ():
+        if host not in held:
+            # in Blazar's free pool, whatever its aggregate is named
+            held[host] = {_('enrolled and not leased, as Blazar\'s host '
+                            'list says')}
     return {host: sorted(whys) for host, whys in held.items()}
 
 

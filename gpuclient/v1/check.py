@@ -12,10 +12,14 @@
 
 """openstack gpu check"""
 
+import logging
+
 from osc_lib import exceptions
 
 from gpuclient.i18n import _
 from gpuclient.v1 import common
+
+LOG = logging.getLogger(__name__)
 
 COLUMNS = ('Severity', 'Check', 'Object', 'Symptom', 'Fix')
 
@@ -52,8 +56,12 @@ class Check(common.Gated, common.Lister):
         'one (the rows say which); %(trouble)d when the checks could not '
         'run (bad options, an unknown check or pool, the cloud unreachable '
         'or refusing the reads or the credentials, output that could not '
-        'be written), with the reason on stderr: diff(1)\'s scheme, the '
-        'same as "gpu diff" and "gpu config show --diff".')
+        'be written, or no check asked for could read what it rests on: '
+        'the DCGM checks and gpu-idle without a Prometheus or with one '
+        'down or failing), with the reason on stderr: diff(1)\'s scheme, '
+        'the same as "gpu diff" and "gpu config show --diff". When only '
+        'some of the checks could not run, the status is the others\' and '
+        'stderr names those it does not cover.')
 
     # the names of the checks are filled in here, not in the class body:
     # loading the class (which every openstack command does) does not
@@ -100,9 +108,16 @@ class Check(common.Gated, common.Lister):
         settings = None
         if common.nova_conf_given(parsed_args):
             settings = common.settings_from_args(parsed_args)
-        findings = check_ops.run(
+        findings, missing = check_ops.run(
             self.app.client_manager.gpu, settings,
             names=parsed_args.checks, pool=parsed_args.pool,
             utilisation=utilisation)
-        self._status = checks.exit_status(findings, parsed_args.strict)
+        self._status = checks.exit_status(
+            findings, parsed_args.strict, parsed_args.checks, missing)
+        if self._status == checks.EXIT_NOT_RUN:
+            LOG.error(_('No check asked for could run: %s.'),
+                      checks.not_run_text(missing))
+        elif missing:
+            LOG.warning(_('Could not run, so the exit status does not '
+                          'cover: %s.'), checks.not_run_text(missing))
         return table(findings)

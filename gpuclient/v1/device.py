@@ -221,7 +221,9 @@ class ReleaseDevice(common.Lister):
         'the provider generation. Refused for a device in use and for one '
         'that is not one-time-use; a device already released needs '
         'nothing. Every device is resolved before anything changes; each '
-        'is then released on its own, and a failure names the device. '
+        'is then released on its own, and a failure names the device: the '
+        'rows of the devices released are printed, then the command fails '
+        'with "N of M devices failed to release." (exit status 1). '
         'Needs admin.')
 
     def get_parser(self, prog_name):
@@ -238,10 +240,20 @@ class ReleaseDevice(common.Lister):
         rows, failures = device_ops.release(
             self.app.client_manager.gpu, parsed_args.devices,
             dry_run=parsed_args.dry_run)
-        if failures:
-            raise exceptions.CommandError(
-                _('%(failed)d of %(total)d devices failed to release.')
-                % {'failed': failures, 'total': failures + len(rows)})
+        self._failed = (failures, failures + len(rows))
         return RELEASE_COLUMNS, [
             (r['name'], r['host'], r['pci_address'], r['resource_class'],
              r['action']) for r in rows]
+
+    def run(self, parsed_args):
+        """The rows of what was released (every -f format), then "N of M
+        devices failed to release." when some failed: OSC's multi-object
+        commands say what they did before they fail."""
+        self._failed = (0, 0)
+        result = super().run(parsed_args)
+        failed, total = self._failed
+        if failed:
+            raise exceptions.CommandError(
+                _('%(failed)d of %(total)d devices failed to release.')
+                % {'failed': failed, 'total': total})
+        return result

@@ -37,6 +37,7 @@ from gpuclient.cloud import errors
 from gpuclient.cloud import identity as identity_mod
 from gpuclient.cloud import image as image_mod
 from gpuclient.cloud import placement as placement_mod
+from gpuclient.cloud import reservation as reservation_mod
 from gpuclient.ops import snapshot
 from gpuclient.tests.functional import base
 from gpuclient.tests.functional import faults
@@ -1051,6 +1052,20 @@ class TestGpuClient(ContractTestCase):
         self.assertIsInstance(self.gpu.limits, identity_mod.Limits)
 
     @base.needs('plain')
+    def test_reservation(self):
+        self.assertIsInstance(self.gpu.reservation,
+                              reservation_mod.Reservation)
+        if not self.gpu.in_catalog('reservation'):
+            self.skipTest('this cloud runs no Blazar')
+        # the catalog's endpoint of the cloud's region and interface
+        self.assertEqual(
+            self.sdk.session.get_endpoint(
+                service_type='reservation',
+                interface=self.sdk.config.get_interface(),
+                region_name=self.sdk.config.get_region_name()),
+            self.gpu.reservation._adapter.get_endpoint())
+
+    @base.needs('plain')
     def test_current_project_id(self):
         self.assertEqual(self.sdk.current_project_id,
                          self.gpu.current_project_id())
@@ -1095,6 +1110,30 @@ class TestGpuClient(ContractTestCase):
                           self.unique('none'))
 
 
+class TestReservation(ContractTestCase):
+
+    def sdk_hosts(self):
+        """The service hosts of Blazar's GET /v1/os-hosts, read on the
+        SDK connection's session (openstacksdk has no Blazar calls)."""
+        response = self.sdk.session.get(
+            '/os-hosts', endpoint_filter={
+                'service_type': 'reservation',
+                'interface': self.sdk.config.get_interface(),
+                'region_name': self.sdk.config.get_region_name()})
+        return {h['service_name'] for h in response.json()['hosts']}
+
+    @base.needs('plain')
+    def test_hosts(self):
+        if not self.gpu.in_catalog('reservation'):
+            self.skipTest('this cloud runs no Blazar')
+        before = self.sdk_hosts()
+        got = self.gpu.reservation.hosts()
+        self.between(before, {h['service_name'] for h in got},
+                     self.sdk_hosts(), 'hosts enrolled in Blazar')
+        for record in got:
+            self.assertIn('hypervisor_hostname', record)
+
+
 # the contract test case of each client class (test_contract_coverage)
 CONTRACTS = {
     placement_mod.Placement: TestPlacement,
@@ -1102,5 +1141,6 @@ CONTRACTS = {
     image_mod.Image: TestImage,
     baremetal_mod.Baremetal: TestBaremetal,
     identity_mod.Limits: TestLimits,
+    reservation_mod.Reservation: TestReservation,
     gpu_client.GpuClient: TestGpuClient,
 }

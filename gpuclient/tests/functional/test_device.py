@@ -21,6 +21,7 @@ does not fit, ``gpu device release`` lowers Placement's ``reserved``, and
 the next boot takes that very device.
 """
 
+import json
 import os
 import time
 
@@ -128,3 +129,44 @@ class TestOneTimeUse(base.FunctionalTestCase):
                     'resource', 'provider', 'allocation', 'show',
                     second['id'])}
         self.assertEqual({OTU_CLASS: 1}, held.get(uuid))
+
+    @base.needs('passthrough')
+    def test_partial_failure_prints_what_was_released(self):
+        """Issue 51, defect 13: one device refused, one released: the
+        released one's row is printed (-f json), then "1 of 2"; Placement
+        holds the release and the refused device as it was."""
+        uuid, address = self.device()
+        self.unreserve(uuid)
+        self.addCleanup(self.unreserve, uuid)
+        # what Nova leaves after a one-time-use device's server went:
+        # reserved = total, no allocation (set here with plain osc-placement,
+        # as Nova sets it: no boot needed)
+        record = self.inventory(uuid)[OTU_CLASS]
+        self.openstack('resource', 'provider', 'inventory', 'class', 'set',
+                       uuid, OTU_CLASS, '--total', str(record['total']),
+                       '--max_unit', str(record['max_unit']), '--reserved',
+                       str(record['total']))
+        self.assertEqual((1, 0), (self.inventory(uuid)[OTU_CLASS]['reserved'],
+                                  self.inventory(uuid)[OTU_CLASS]['used']))
+        # a passthrough GPU that is not one-time-use: refused, first
+        pt_class = 'CUSTOM_PCI_10DE_2331'
+        refused = [rp['uuid'] for rp in self.openstack(
+            'resource', 'provider', 'list', '--os-placement-api-version',
+            '1.14', '--in-tree', self.root_provider(base.PT_HOST))
+            if pt_class in self.inventory(rp['uuid'])][0]
+        before = self.inventory(refused)[pt_class]
+
+        rc, out, err = self.openstack_raw(
+            'gpu', 'device', 'release', refused,
+            '%s:%s' % (OTU_HOST, address), '-f', 'json')
+        self.assertEqual(1, rc, err)
+        self.assertEqual([(OTU_HOST, address, 'released')], [
+            (r['Host'], r['PCI Address'], r['Action'])
+            for r in json.loads(out)])
+        self.assertIn('is not a one-time-use device', err)
+        self.assertIn('1 of 2 devices failed to release.', err)
+        # Placement: the one released, the refused one untouched
+        self.assertEqual(0, self.inventory(uuid)[OTU_CLASS]['reserved'])
+        after = self.inventory(refused)[pt_class]
+        self.assertEqual((before['total'], before['reserved']),
+                         (after['total'], after['reserved']))

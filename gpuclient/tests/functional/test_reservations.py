@@ -27,9 +27,14 @@ import json
 import os
 import time
 
+from gpuclient.ops import snapshot
 from gpuclient.tests.functional import base
+from gpuclient.tests.functional import faults
 
 LEASE_WAIT = 90  # seconds: Blazar's manager starts a "now" lease by events
+# the host test_held_hosts_are_blazars_host_list enrols: a spare no other
+# module's test boots on (test_device's one-time-use host)
+ENROL_HOST = os.environ.get('GPUCLIENT_OTU_HOST', 'gpu-otu-1')
 
 
 class TestBlazarLease(base.FunctionalTestCase):
@@ -185,3 +190,31 @@ class TestBlazarLease(base.FunctionalTestCase):
             'compute', 'service', 'list', '--service', 'nova-compute',
             '--host', base.PT_HOST)
         self.assertEqual('enabled', service['Status'])
+
+    def test_held_hosts_are_blazars_host_list(self):
+        """Issue 51, defect 14: the hosts gpuclient counts as held are
+        those Blazar's own host list (GET /v1/os-hosts) names, and it says
+        so; where Blazar's freepool aggregate has another name
+        ([nova] aggregate_freepool_name), the unit tests show the same
+        (test_capacity.TestBlazar.test_freepool_of_another_name)."""
+        host = ENROL_HOST
+        pool = self.unique_name('t51blazar')
+        self.addCleanup(self.delete_pool, pool)
+        self.openstack('gpu', 'pool', 'create', pool, '--mode',
+                       'passthrough', '--alias', 'h200-otu', '--pci-id',
+                       '10de:2335', '--host', host, parse=False)
+        self.enrol(host)
+        listed = self.blazar('GET', '/os-hosts')['hosts']
+        theirs = sorted({h['service_name'] for h in listed})
+        self.assertIn(host, theirs)
+
+        # gpuclient's held hosts, in this process: Blazar's list, each
+        # reason saying where it comes from
+        cloud = snapshot.read(faults.make_client(), with_placement=False)
+        held = cloud.held_hosts()
+        self.assertEqual(theirs, sorted(held))
+        self.assertEqual(['enrolled and not leased, as Blazar\'s host list '
+                          'says'], held[host])
+        # and as an operator reads it: gpu pool show
+        shown = self.openstack('gpu', 'pool', 'show', pool)
+        self.assertEqual(held[host], shown['gpus'][host]['held_by_blazar'])

@@ -36,6 +36,7 @@ import urllib.parse
 import uuid as uuidlib
 
 import fixtures
+from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import session as ks_session
 from keystoneauth1 import token_endpoint
 from openstack import connection
@@ -47,10 +48,12 @@ from requests_mock.contrib import fixture as rm_fixture
 
 from gpuclient.cloud import client
 from gpuclient.cloud import placement as placement_mod
+from gpuclient.cloud import reservation as reservation_mod
 from gpuclient.cloud import versions
 from gpuclient.tests.unit import sdk_proxy
 
 PLACEMENT_URL = 'http://placement.example:8778'
+BLAZAR_URL = 'http://blazar.example:1234/v1'
 PLACEMENT_MAX = '1.39'
 NOVA_URL = 'http://nova.example/v2.1'
 # Nova's [api]max_limit (its default): the longest page it answers.
@@ -2068,6 +2071,77 @@ class FakeIronic(sdk_proxy.SDKProxy):
         return make_response(200, body, url='http://ironic.example/v1/nodes')
 
 
+class FakeBlazar:
+    """Blazar's v1 API (blazar 18.0.0) behind a keystoneauth adapter's
+    ``get``: ``GET /os-hosts`` and nothing else (any other path is
+    Blazar's 404), admin only (``blazar:oshosts:get``: 403 otherwise).
+
+    Blazar's own state is kept as Blazar keeps it with Nova: a host
+    enrolled in it sits in its freepool aggregate, named FREEPOOL
+    (``[nova] aggregate_freepool_name``, a setting: not always
+    "freepool"), or, leased, in a lease aggregate (zone ``blazar_``...).
+    So the enrolled hosts are the members of those aggregates of the
+    FakeCloud, each a record as Blazar answers it. ``status`` answers
+    every request with that HTTP status instead; ``down`` refuses the
+    connection. ``calls``: the paths asked.
+    """
+
+    def __init__(self, cloud, freepool='freepool'):
+        self.cloud = cloud
+        self.freepool = freepool
+        self.admin = True
+        self.status = None
+        self.down = False
+        self.calls = []
+
+    def enrolled(self):
+        hosts = []
+        for agg in self.cloud.aggregates:
+            if agg.name == self.freepool or str(_zone(agg) or '').startswith(
+                    'blazar_'):
+                hosts += [h for h in agg.hosts if h not in hosts]
+        return hosts
+
+    def record(self, index, host):
+        names = [hv.get('hypervisor_hostname')
+                 for hv in self.cloud.hypervisors
+                 if hv['service']['host'] == host]
+        return {'id': str(index + 1), 'service_name': host,
+                'hypervisor_hostname': names[0] if names else host,
+                'hypervisor_type': 'QEMU', 'hypervisor_version': 9002000,
+                'vcpus': 64, 'memory_mb': 524288, 'local_gb': 3500,
+                'cpu_info': '{"arch": "x86_64"}', 'status': None,
+                'availability_zone': 'nova', 'reservable': True,
+                'trust_id': uid('trust-' + host),
+                'created_at': '2026-12-01 08:00:00', 'updated_at': None}
+
+    def get(self, url, raise_exc=True, **kwargs):
+        if raise_exc or kwargs:
+            raise AssertionError('an unexpected Blazar request: GET %s %r'
+                                 % (url, kwargs))
+        self.calls.append(url)
+        if self.down:
+            raise ks_exc.ConnectFailure(
+                'Unable to establish connection to %s%s' % (BLAZAR_URL, url))
+        if self.status:
+            return make_response(self.status, {
+                'error_code': self.status, 'error_name': self.status,
+                'error_message': 'Internal Server Error'},
+                url=BLAZAR_URL + url)
+        if url != '/os-hosts':
+            return make_response(404, {
+                'error': 404, 'error_message': 'The requested URL was not '
+                'found on the server.'}, url=BLAZAR_URL + url)
+        if not self.admin:
+            return make_response(403, {
+                'error_code': 403, 'error_name': 403,
+                'error_message': 'Policy doesn\'t allow '
+                'blazar:oshosts:get to be performed'}, url=BLAZAR_URL + url)
+        return make_response(200, {'hosts': [
+            self.record(i, h) for i, h in enumerate(self.enrolled())]},
+            url=BLAZAR_URL + url)
+
+
 class ClientManagerFixture(fixtures.Fixture):
     """A client manager whose ``gpu`` is the real client layer.
 
@@ -2117,6 +2191,9 @@ class ClientManagerFixture(fixtures.Fixture):
         self.gpu = client.GpuClient(
             session, conn, 'RegionOne', 'public',
             compute_api_version=self.compute_api_version)
+        # Blazar, asked where the catalog lists it
+        self.blazar = FakeBlazar(self.cloud)
+        self.gpu._reservation = reservation_mod.Reservation(self.blazar)
         self.client_manager = mock.Mock()
         self.client_manager.gpu = self.gpu
 

@@ -26,12 +26,13 @@ from gpuclient.cloud import compute as compute_mod
 from gpuclient.cloud import identity as identity_mod
 from gpuclient.cloud import image as image_mod
 from gpuclient.cloud import placement as placement_mod
+from gpuclient.cloud import reservation as reservation_mod
 from gpuclient.tests.functional import test_contract
 from gpuclient.tests.unit import base
 
 # the client layer's modules that hold classes
 MODULES = (placement_mod, compute_mod, image_mod, baremetal_mod,
-           identity_mod, client)
+           identity_mod, reservation_mod, client)
 
 
 def client_classes():

@@ -431,8 +431,10 @@ class TestDrainEndToEnd(DrainTestCase):
         self.client._session.auth.get_access = lambda _session: access
         row = planned()
         self.assertEqual((m.STAYS, None), (row['method'], row['destination']))
-        self.assertIn('gpu-pt-2 is held by Blazar (in the freepool aggregate '
-                      'freepool (enrolled, not leased))', row['reason'])
+        # Blazar's host list says so (issue 51 defect 14)
+        self.assertIn('gpu-pt-2 is held by Blazar (enrolled and not '
+                      'leased, as Blazar\'s host list says)', row['reason'])
+        self.assertEqual(['/os-hosts'], self.cm.blazar.calls)
 
     def test_a_server_arriving_after_the_plan_is_moved_too(self):
         # defect 1: it lands between the plan and the cordon

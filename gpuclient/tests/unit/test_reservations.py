@@ -151,6 +151,53 @@ class TestHeldHosts(unittest.TestCase):
         self.assertEqual(['h2', 'h3', 'h5'], sorted(reservations.held_hosts(
             [a for a, _h in AGGREGATES], freepool='freepool-2')))
 
+    def test_blazar_host_list_decides_not_the_name(self):
+        # issue 51 defect 14: Blazar's os-hosts names the hosts it holds,
+        # whatever its freepool aggregate is named ("reservable" here);
+        # an aggregate named freepool holds nothing then
+        aggregates = [aggregate('reservable', ['h1']),
+                      aggregate('freepool', ['h9']),
+                      aggregate('0b7d-res', ['h2'], zone='blazar_0b7d-res',
+                                **{'blazar:owner': 'p1'})]
+        held = reservations.held_hosts(aggregates, enrolled=['h1', 'h2'])
+        self.assertEqual(['h1', 'h2'], sorted(held))
+        self.assertEqual(['enrolled and not leased, as Blazar\'s host list '
+                          'says'], held['h1'])
+        # leased: the lease aggregate is the reason
+        self.assertIn('0b7d-res', held['h2'][0])
+        self.assertEqual(1, len(held['h2']))
+        # nothing enrolled: nothing held by the name
+        self.assertEqual({}, reservations.held_hosts(aggregates[:2],
+                                                     enrolled=[]))
+
+    def test_the_name_only_where_blazar_cannot_say(self):
+        held = reservations.held_hosts(
+            [aggregate('freepool', ['h1']), aggregate('reservable', ['h2'])],
+            unread='Blazar: HTTP 403.')
+        self.assertEqual(['h1'], list(held))
+        self.assertEqual(['in the freepool aggregate freepool (enrolled, '
+                          'not leased), found by its name: Blazar\'s host '
+                          'list could not be read (Blazar: HTTP 403)'],
+                         held['h1'])
+
+    def test_enrolled_hosts_of_blazar_records(self):
+        hypervisors = [{'hypervisor_hostname': 'gpu-pt-1.example.org',
+                        'service': {'host': 'gpu-pt-1'}},
+                       {'hypervisor_hostname': 'node-uuid',
+                        'service': {'host': 'bm-compute-1'}}]
+        records = [
+            # Blazar 18 records service_name, the host it puts in its
+            # aggregates
+            {'id': '1', 'service_name': 'gpu-vgpu-1',
+             'hypervisor_hostname': 'gpu-vgpu-1.example.org'},
+            # a record without it: its hypervisor's host
+            {'id': '2', 'service_name': None,
+             'hypervisor_hostname': 'gpu-pt-1.example.org'},
+            # a hypervisor Nova no longer lists: no host
+            {'id': '3', 'hypervisor_hostname': 'gone.example.org'}]
+        self.assertEqual(['gpu-pt-1', 'gpu-vgpu-1'],
+                         reservations.enrolled_hosts(records, hypervisors))
+
     def test_reservation_inventory(self):
         held = reservations.held_hosts([], {
             'h7': {'VCPU', 'CUSTOM_RESERVATION_0B7D_1234'},

@@ -425,7 +425,13 @@ class TestCheckIdle(UtilisationCase):
     def test_prometheus_failing_is_said_and_the_rest_runs(self):
         self.prometheus.status = 500
         status, rows = self.status()
+        # issue 51 defect 7: the others ran, and their status is the one;
+        # stderr names every check it does not cover
         self.assertEqual(0, status)
+        self.assertIn('Could not run, so the exit status does not cover: '
+                      'gpu-idle (Querying Prometheus', self.logger.output)
+        self.assertIn('gpu-unhealthy, gpu-row-remap, gpu-vgpu-licence, '
+                      'gpu-driver-drift, gpu-missing (', self.logger.output)
         idle = [r for r in rows if r['Check'] == 'gpu-idle']
         self.assertEqual([('warning', 'Prometheus')],
                          [(r['Severity'], r['Object']) for r in idle])
@@ -437,13 +443,31 @@ class TestCheckIdle(UtilisationCase):
         # the other checks ran: the cloud's own findings are there
         self.assertIn('quota-gpu-limits', [r['Check'] for r in rows])
         self.assertNotIn('Traceback', self.logger.output)
+        # gpu-idle alone, Prometheus answering 500: it could not run, and
+        # neither did every check asked for: trouble, not "no finding"
+        status, rows = self.status('--check', 'gpu-idle')
+        self.assertEqual((2, ['Prometheus']), (status, [
+            r['Object'] for r in rows]))
+        self.assertIn('No check asked for could run: gpu-idle (Querying '
+                      'Prometheus at http://prom.test:9090: Prometheus '
+                      'refused the query', self.logger.output)
         # down altogether: the same, one line
         self.placement.mock.post(PROM + '/api/v1/query',
                                  exc=requests.exceptions.ConnectionError('refused'))
         status, rows = self.status('--check', 'gpu-idle')
-        self.assertEqual((0, ['Prometheus']), (status, [
+        self.assertEqual((2, ['Prometheus']), (status, [
             r['Object'] for r in rows]))
         self.assertIn('cannot connect', rows[0]['Symptom'])
+        # with a check that ran: its status (0), gpu-idle named on stderr
+        status, rows = self.status('--check', 'gpu-idle', '--check',
+                                   'pool-drift')
+        self.assertEqual((0, ['Prometheus']), (status, [
+            r['Object'] for r in rows]))
+        self.assertIn('does not cover: gpu-idle (', self.logger.output)
+        self.assertNotIn('pool-drift (', self.logger.output)
+        # --strict: gpu-idle's not-judged row is a warning, it counts
+        self.assertEqual(1, self.status('--check', 'gpu-idle', '--check',
+                                        'pool-drift', '--strict')[0])
 
     def test_a_password_in_the_url_is_never_printed(self):
         # defect 7: --prometheus user:password@host:port (no scheme)
@@ -468,8 +492,16 @@ class TestCheckIdle(UtilisationCase):
         self.assertEqual([], self.prometheus.queries)
         self.assertEqual([], [p for path, p in self.nova.gets
                               if path == '/servers/detail'])
-        self.assertIn('Check gpu-idle not run: no Prometheus is configured',
+        # one line for every check without its Prometheus
+        self.assertIn('Could not run, so the exit status does not cover: '
+                      'gpu-idle, gpu-unhealthy, gpu-row-remap, '
+                      'gpu-vgpu-licence, gpu-driver-drift, gpu-missing (no '
+                      'Prometheus is configured: give --prometheus <url>',
                       self.logger.output)
+        # issue 51 defect 7: asked alone, it is trouble (2), no row
+        self.assertEqual((2, []), self.status('--check', 'gpu-idle'))
+        self.assertIn('No check asked for could run: gpu-idle (no '
+                      'Prometheus is configured', self.logger.output)
         # other checks only: not a word about Prometheus
         said = self.logger.output.count('Prometheus')
         self.status('--check', 'pool-drift')

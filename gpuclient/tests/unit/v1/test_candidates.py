@@ -395,10 +395,12 @@ class TestTakeAction(CandidatesTestCase):
         self.cm.gpu._session.auth.get_access = lambda _session: access
         stdout, stderr = self.run_output(args)
         self.assertEqual([], json.loads(stdout))
-        self.assertIn('  gpu-pt-1 is held by Blazar (in the freepool '
-                      'aggregate freepool (enrolled, not leased)): '
-                      'BlazarFilter passes only reserved requests there.',
+        self.assertIn('  gpu-pt-1 is held by Blazar (enrolled and not '
+                      'leased, as Blazar\'s host list says): BlazarFilter '
+                      'passes only reserved requests there.',
                       stderr.splitlines())
+        # one request to Blazar, none without it in the catalog
+        self.assertEqual(['/os-hosts'], self.cm.blazar.calls)
 
     def test_explain_lists_ruled_out_hosts_with_reasons(self):
         self.one_candidate()

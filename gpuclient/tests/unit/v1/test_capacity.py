@@ -321,10 +321,15 @@ class TestBlazar(CapacityTestCase):
     the token's catalog), the hosts it holds fit no ordinary flavor; the
     same requests are sent with it or without."""
 
-    def run_with(self, catalog, *args):
+    def run_with(self, catalog, *args, blazar=None):
+        """(rows, (Placement's requests, Nova's)); BLAZAR: a function
+        that sets up the FakeBlazar (its calls land in self.blazar)."""
         placement = self.useFixture(fakes.PlacementFixture(self.cloud))
         cm = self.useFixture(fakes.ClientManagerFixture(
             self.cloud, catalog=catalog))
+        self.blazar = cm.blazar
+        if blazar is not None:
+            blazar(cm.blazar)
         cmd = capacity_cmd.ListCapacity(self.make_app(cm.client_manager),
                                         None)
         columns, data = cmd.take_action(self.check_parser(cmd, list(args)))
@@ -346,16 +351,75 @@ class TestBlazar(CapacityTestCase):
         other, sent_other = self.run_with(['compute', 'placement'],
                                           '--per-host')
         self.assertEqual(plain, other)
+        self.assertEqual([], self.blazar.calls)
         held, sent_held = self.run_with(['compute', 'reservation'],
                                         '--per-host')
         row = held[0]
         self.assertEqual((0, 3), (row['Fits'], row['Stranded']))
-        self.assertIn('held by Blazar (in the freepool aggregate freepool',
-                      row['Stranded Reason'][0])
+        self.assertIn('held by Blazar (enrolled and not leased, as Blazar\'s '
+                      'host list says)', row['Stranded Reason'][0])
         self.assertIn('BlazarFilter', row['Stranded Reason'][0])
-        # the catalog came with the token: not one request more
+        # the catalog came with the token: not one request more to Nova
+        # or Placement, and one to Blazar, its host list
         self.assertEqual(sent_plain, sent_held)
         self.assertEqual(sent_plain, sent_other)
+        self.assertEqual(['/os-hosts'], self.blazar.calls)
+
+    def test_freepool_of_another_name(self):
+        # issue 51 defect 14: Blazar's [nova] aggregate_freepool_name is
+        # "reservable" here; its host list names gpu-pt-1, which sits in
+        # that aggregate, and an aggregate named "freepool" is someone
+        # else's
+        self.flavor('g1.h100.1', PT_SPEC)
+        reservable = fakes.Aggregate('reservable', {}, ['gpu-pt-1'])
+        self.cloud.aggregates.append(reservable)
+
+        def renamed(blazar):
+            blazar.freepool = 'reservable'
+        rows, _sent = self.run_with(['reservation'], '--per-host',
+                                    blazar=renamed)
+        self.assertEqual(0, rows[0]['Fits'])
+        self.assertIn('gpu-pt-1 is held by Blazar (enrolled and not leased',
+                      rows[0]['Stranded Reason'][0])
+        self.assertEqual(['/os-hosts'], self.blazar.calls)
+        # not enrolled, in an aggregate that is only named freepool:
+        # Blazar does not hold it, and all 3 free GPUs fit
+        reservable.hosts.remove('gpu-pt-1')
+        self.cloud.aggregates.append(
+            fakes.Aggregate('freepool', {}, ['gpu-pt-1']))
+        rows, _sent = self.run_with(['reservation'], '--per-host',
+                                    blazar=renamed)
+        self.assertEqual((3, 0), (rows[0]['Fits'], rows[0]['Stranded']))
+
+    def test_blazar_cannot_say_the_name_decides(self):
+        # Blazar refuses its host list (403: not admin), fails (500) or is
+        # down: the freepool by its default name, and the reason says so
+        self.flavor('g1.h100.1', PT_SPEC)
+        self.cloud.aggregates.append(
+            fakes.Aggregate('freepool', {}, ['gpu-pt-1']))
+
+        def forbidden(blazar):
+            blazar.admin = False
+
+        def failing(blazar):
+            blazar.status = 500
+
+        def down(blazar):
+            blazar.down = True
+        for setup, said in ((forbidden, 'forbidden: Policy doesn\'t allow '
+                                        'blazar:oshosts:get'),
+                            (failing, 'HTTP 500'),
+                            (down, 'cannot connect to Blazar')):
+            rows, _sent = self.run_with(['reservation'], '--per-host',
+                                        blazar=setup)
+            reason = rows[0]['Stranded Reason'][0]
+            self.assertEqual(0, rows[0]['Fits'], reason)
+            self.assertIn('held by Blazar (in the freepool aggregate freepool '
+                          '(enrolled, not leased), found by its name: '
+                          'Blazar\'s host list could not be read (Listing '
+                          'the hosts enrolled in Blazar', reason)
+            self.assertIn(said, reason)
+            self.assertEqual(['/os-hosts'], self.blazar.calls)
 
     def test_reservation_flavor_passes(self):
         # Blazar's own reservation flavor (its copy) lands on held hosts

@@ -94,7 +94,11 @@ class TestCheck(CheckTestCase):
             side_effect = fakes.sdk_error(403, 'Forbidden')
         status, rows = self.run_cmd('--nova-conf', path, '--check',
                                     'quota-gpu-limits')
-        self.assertEqual(0, status)
+        # the only check asked for lacks what it rests on: it could not
+        # run (issue 51 defect 7)
+        self.assertEqual(2, status)
+        self.assertIn('No check asked for could run: quota-gpu-limits ('
+                      'Listing the registered limits', self.logger.output)
         self.assertEqual([('warning', 'registered limits')], [
             (r['Severity'], r['Object']) for r in rows])
         self.assertIn('not judged: Keystone\'s registered limits were not '

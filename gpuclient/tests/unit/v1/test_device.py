@@ -13,8 +13,13 @@
 """``openstack gpu device list``, ``show`` and ``release`` against the fake
 Placement and Nova (gpuclient.tests.unit.fakes)."""
 
+import io
+import json
+from unittest import mock
+
 from osc_lib import exceptions
 
+from gpuclient.ops import journal
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import fakes
 from gpuclient.v1 import device
@@ -48,6 +53,21 @@ class DeviceTestCase(base.CommandTestCase):
         return columns, [
             tuple(v.human_readable() if hasattr(v, 'human_readable') else v
                   for v in row) for row in data]
+
+    def release(self, *args):
+        """(rows printed with -f json, the CommandError the whole command
+        ends with or None): the command as the shell runs it."""
+        app = self.make_app(self.cm.client_manager)
+        app.stdout = io.StringIO()
+        cmd = device.ReleaseDevice(app, None)
+        parsed = self.check_parser(cmd, ['-f', 'json', *args])
+        try:
+            cmd.run(parsed)
+            error = None
+        except exceptions.CommandError as exc:
+            error = exc
+        text = app.stdout.getvalue()
+        return json.loads(text) if text else None, error
 
     def inventory_puts(self):
         return [r for r in self.placement.requests()
@@ -144,10 +164,12 @@ class TestDeviceRelease(DeviceTestCase):
     def test_in_use_and_not_one_time_use_fail_n_of_m(self):
         pt = [p for p in self.cloud.providers
               if 'CUSTOM_PCI_10DE_2331' in p.inventory][0]
-        exc = self.assertRaises(
-            exceptions.CommandError, self.run_cmd, device.ReleaseDevice,
-            ['gpu-otu-1:0000:42:00.0', pt.name, 'gpu-otu-1:0000:41:00.0'])
+        rows, exc = self.release(
+            'gpu-otu-1:0000:42:00.0', pt.name, 'gpu-otu-1:0000:41:00.0')
         self.assertEqual('2 of 3 devices failed to release.', str(exc))
+        # issue 51 defect 13: what was released is printed first
+        self.assertEqual([('0000:41:00.0', 'released')],
+                         [(r['PCI Address'], r['Action']) for r in rows])
         self.assertIn('is in use (vm1)', self.logger.output)
         self.assertIn('is not a one-time-use device', self.logger.output)
         # the one that could be released was
@@ -191,9 +213,38 @@ class TestDeviceRelease(DeviceTestCase):
             return found
         self.cloud.provider = taken
         self.cloud.summary_provider = None
-        exc = self.assertRaises(exceptions.CommandError, self.run_cmd,
-                                device.ReleaseDevice,
-                                ['gpu-otu-1:0000:41:00.0'])
+        rows, exc = self.release('gpu-otu-1:0000:41:00.0')
         self.assertEqual('1 of 1 devices failed to release.', str(exc))
+        self.assertEqual([], rows)
         self.assertIn('a device in use is not released', self.logger.output)
         self.assertEqual([], self.inventory_puts())
+
+    def test_any_failure_is_one_of_n_and_the_rest_goes_on(self):
+        # issue 51 defect 13: a failure that is not a CommandError (a
+        # wrongly shaped answer, a bug) costs its own device only: the
+        # next one is released, its row printed, the failure logged
+        self.cloud.otu_host('gpu-otu-2', count=1)
+        other = [p for p in self.cloud.providers
+                 if p.name.startswith('gpu-otu-2_')][0]
+        self.cloud.reserve(other)
+        real = journal.finish
+        calls = []
+
+        def finish(client, plan, dry_run=False):
+            calls.append(plan.steps[0].operation.name)
+            if len(calls) == 1:
+                raise KeyError('resource_provider_generation')
+            return real(client, plan, dry_run=dry_run)
+        with mock.patch.object(journal, 'finish', side_effect=finish):
+            rows, exc = self.release('gpu-otu-1:0000:41:00.0',
+                                     'gpu-otu-2:0000:41:00.0')
+        self.assertEqual(['gpu-otu-1_0000:41:00.0',
+                          'gpu-otu-2_0000:41:00.0'], calls)
+        self.assertEqual('1 of 2 devices failed to release.', str(exc))
+        self.assertEqual([('gpu-otu-2', 'released')],
+                         [(r['Host'], r['Action']) for r in rows])
+        self.assertIn('Failed to release gpu-otu-1_0000:41:00.0: '
+                      "'resource_provider_generation'", self.logger.output)
+        self.assertEqual(1, self.gpus[0].inventory[RC]['reserved'])
+        self.assertEqual(0, other.inventory[RC]['reserved'])
+        self.assertEqual(1, len(self.inventory_puts()))

@@ -1,0 +1,112 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Checks that could not run (issue 51, defect 7): a check whose source
+(``checks.SOURCES``) the cloud lacks could not run, a declared property
+read from ``cloud.unread`` and ``cloud.unconfigured``, never from the
+findings' words; every check asked for in that state is trouble (2), some
+of them leave the status to the others."""
+
+from gpuclient.rules import checks
+from gpuclient.tests.unit import test_checks
+
+DEVICE = ('gpu-unhealthy', 'gpu-row-remap', 'gpu-vgpu-licence',
+          'gpu-driver-drift', 'gpu-missing')
+DOWN = 'Querying Prometheus at http://prom.test:9090: HTTP 500'
+NONE = 'no Prometheus is configured'
+
+# (unread, unconfigured, --check names, strict, checks not run, status)
+CASES = [
+    # Prometheus answered 500: the DCGM check alone could not run
+    ({'device_health': DOWN}, {}, ['gpu-unhealthy'], False,
+     ['gpu-unhealthy'], checks.EXIT_NOT_RUN),
+    # ... with --strict too: trouble before findings
+    ({'device_health': DOWN}, {}, ['gpu-unhealthy'], True,
+     ['gpu-unhealthy'], checks.EXIT_NOT_RUN),
+    # not configured: the same
+    ({}, {'device_health': NONE, 'utilisation': NONE}, ['gpu-missing'],
+     False, ['gpu-missing'], checks.EXIT_NOT_RUN),
+    # both checks asked for could not run (one source each)
+    ({'utilisation': DOWN}, {'device_health': NONE},
+     ['gpu-idle', 'gpu-unhealthy'], False, ['gpu-idle', 'gpu-unhealthy'],
+     checks.EXIT_NOT_RUN),
+    # one of two ran (pool-drift rests on the snapshot): its status
+    ({'device_health': DOWN}, {}, ['gpu-unhealthy', 'pool-drift'], False,
+     ['gpu-unhealthy'], checks.EXIT_CLEAN),
+    # with --strict the not-judged row of the one that could not run is
+    # a warning, as before: 1
+    ({'device_health': DOWN}, {}, ['gpu-unhealthy', 'pool-drift'], True,
+     ['gpu-unhealthy'], checks.EXIT_FINDINGS),
+    # every check (no --check), Prometheus down: the others decide
+    ({'device_health': DOWN, 'utilisation': DOWN}, {}, None, False,
+     ['gpu-idle', *DEVICE], checks.EXIT_CLEAN),
+    # Keystone refused the registered limits: quota-gpu-limits alone
+    ({'registered_limits': 'Keystone: HTTP 403'}, {},
+     ['quota-gpu-limits'], False, ['quota-gpu-limits'],
+     checks.EXIT_NOT_RUN),
+    # a source the checks asked for do not rest on: they ran
+    ({'device_health': DOWN}, {}, ['gpu-idle'], False, [],
+     checks.EXIT_CLEAN),
+    # nothing missing
+    ({}, {}, ['gpu-unhealthy'], False, [], checks.EXIT_CLEAN),
+]
+
+
+class TestNotRun(test_checks.ChecksTestCase):
+    def test_cases(self):
+        self.clean_cloud()
+        for unread, unconfigured, names, strict, missing, status in CASES:
+            cloud = self.cloud()
+            cloud.registered_limits = {'class:CUSTOM_PCI_10DE_2331': 4,
+                                       'class:VGPU': 8}
+            cloud.unread.update(unread)
+            cloud.unconfigured.update(unconfigured)
+            if 'registered_limits' in unread:
+                cloud.registered_limits = None
+            settings = test_checks.conf(test_checks.GOOD_CONF)
+            found = checks.run(cloud, settings, names=names)
+            said = checks.not_run(cloud, names)
+            case = (unread, unconfigured, names, strict)
+            self.assertEqual(missing, list(said), case)
+            self.assertEqual(status, checks.exit_status(
+                found, strict, names, said), case)
+
+    def test_the_findings_do_not_decide(self):
+        # a check that could not run says "not judged" in a row; the
+        # status reads the declared state, not the row's words
+        cloud = self.cloud()
+        cloud.unread['device_health'] = DOWN
+        found = checks.run(cloud, names=['gpu-unhealthy'])
+        self.assertEqual([('gpu-unhealthy', 'Prometheus')],
+                         test_checks.not_judged(found))
+        self.assertEqual(checks.EXIT_NOT_RUN, checks.exit_status(
+            found, False, ['gpu-unhealthy'],
+            checks.not_run(cloud, ['gpu-unhealthy'])))
+        # the same words with the source read: a check that ran (its
+        # not-judged warning is its finding)
+        cloud.unread.clear()
+        self.assertEqual(checks.EXIT_CLEAN, checks.exit_status(
+            found, False, ['gpu-unhealthy'],
+            checks.not_run(cloud, ['gpu-unhealthy'])))
+
+    def test_every_source_is_a_field_of_the_cloud(self):
+        cloud = self.cloud()
+        for name, source in checks.SOURCES.items():
+            self.assertIn(name, checks.CHECKS)
+            self.assertTrue(hasattr(cloud, source), source)
+
+    def test_text_groups_checks_by_reason(self):
+        self.assertEqual(
+            'gpu-idle, gpu-unhealthy (no Prometheus is configured); '
+            'quota-gpu-limits (Keystone: HTTP 403)',
+            checks.not_run_text({'gpu-idle': NONE, 'gpu-unhealthy': NONE,
+                                 'quota-gpu-limits': 'Keystone: HTTP 403.'}))
