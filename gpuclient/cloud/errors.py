@@ -247,6 +247,20 @@ def _timeout_error(service, what, exc):
     )
 
 
+def too_large(service, what, exc):
+    """The error of an answer of SERVICE larger than the cap once decoded
+    (EXC: an http.AnswerTooLarge): one line, nothing of it read."""
+    return APIError(
+        _("%(what)s: %(service)s's answer at %(path)s exceeds %(limit)s MiB "
+          "once decoded; nothing of it was read. A compressed answer that "
+          "inflates so far is a fault of %(service)s or of a proxy in front "
+          "of it; if the answer is genuine, raise %(key)s in the cloud's "
+          "clouds.yaml entry (or $%(env)s).")
+        % {'what': what, 'service': service, 'path': url_path(exc.url),
+           'limit': http.mib(exc.limit), 'key': http.MAX_ANSWER_KEY,
+           'env': http.MAX_ANSWER_ENV})
+
+
 def _endpoint_of(url):
     parts = urllib.parse.urlsplit(url or '')
     if not parts.scheme:
@@ -261,6 +275,8 @@ def translate_errors(service, what):
         yield
     except exceptions.CommandError:
         raise
+    except http.AnswerTooLarge as exc:
+        raise too_large(service, what, exc) from None
     except sdk_exc.HttpException as exc:
         status = getattr(exc, 'status_code', None)
         response = getattr(exc, 'response', None)
