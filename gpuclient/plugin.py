@@ -78,8 +78,11 @@ def bound_session(app):
     call it; a process runs one command, and OSC's interactive mode
     builds one session for all its commands anyway. Idempotent.
     """
+    from openstack.config import loader  # loaded by OSC's shell already
+
     config = getattr(app, 'cloud_config', None)
-    if config is None or not hasattr(config, '_session_constructor'):
+    if not (isinstance(config, loader.OpenStackConfig)
+            and hasattr(config, '_session_constructor')):
         return  # not OSC's shell (a test's app)
     current = config._session_constructor
     if getattr(current, 'gpuclient_bounded', False):

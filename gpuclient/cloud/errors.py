@@ -233,14 +233,15 @@ def _timeout_error(service, what, exc):
             '%(what)s: %(service)s did not answer in time (%(error)s). '
             'The service may be hung or overloaded; a write may or may not '
             'have taken effect. Check the %(service)s service; gpuclient '
-            'waits api_timeout seconds of the cloud in clouds.yaml for a '
-            'whole call, or %(connect)d s to connect and %(total)d s for '
-            'the whole answer.'
+            'waits api_timeout seconds of the cloud in clouds.yaml (else '
+            '$%(env)s) for a whole call, or %(connect)d s to connect and '
+            '%(total)d s for the whole answer, once per service and command.'
         )
         % {
             'what': what,
             'service': service,
             'error': scrub(exc),
+            'env': http.TIMEOUT_ENV,
             'connect': http.CONNECT_TIMEOUT,
             'total': http.TOTAL_TIMEOUT,
         }
@@ -271,6 +272,7 @@ def _endpoint_of(url):
 @contextlib.contextmanager
 def translate_errors(service, what):
     """Turn SDK and keystoneauth exceptions into CommandErrors."""
+    timed_out = http.last_timeout()
     try:
         yield
     except exceptions.CommandError:
@@ -317,7 +319,13 @@ def translate_errors(service, what):
         raise error_for_status(
             service, what, exc.http_status, server_message(exc.details)
         ) from exc
-    except sdk_exc.SDKException as exc:
+    except (sdk_exc.SDKException, ks_exc.DiscoveryFailure) as exc:
+        count, request = http.last_timeout()
+        if count != timed_out[0]:
+            # keystoneauth's version discovery swallowed a timeout, and
+            # the SDK then says only that it found no version
+            raise _timeout_error(service, what, _('%s timed out')
+                                 % request) from exc
         raise APIError('%s: %s' % (what, scrub(exc))) from exc
     except (json.JSONDecodeError, requests.JSONDecodeError) as exc:
         # an SDK call read a 2xx answer that is not JSON: the answer is

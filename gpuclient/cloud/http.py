@@ -38,8 +38,11 @@ READ_TIMEOUT = 120.0
 # a server that trickles its answer a byte at a time never ends a read
 # timeout, and is cut off by this (DeadlineAdapter).
 TOTAL_TIMEOUT = 120.0
-# How much of an answer is read at a time against the deadline.
+# How much of an answer is read at a time against the deadline; of a
+# compressed one, less: urllib3 before 2.6 decodes all it reads at once,
+# and 8 KiB of gzip inflate to 8 MiB at most.
 _CHUNK = 64 * 1024
+_ENCODED_CHUNK = 8 * 1024
 # The bound (seconds) when clouds.yaml sets no api_timeout: this variable
 # when set, as api_timeout would be (connect, read and whole call), else
 # the figures above.
@@ -146,6 +149,22 @@ def last_answer():
     return getattr(_LAST, 'response', None)
 
 
+def last_timeout():
+    """(count, what) of the requests that timed out (or were not sent to
+    a service that had) in the DeadlineAdapters of this thread: how many,
+    and the last one's method and URL without its query; (0, None) before
+    any. What an error names when keystoneauth's version discovery
+    swallowed the timeout and the SDK then says only that it found no
+    version."""
+    return getattr(_LAST, 'timeout', (0, None))
+
+
+def _timed_out(request, origin):
+    count, _what = last_timeout()
+    _LAST.timeout = (count + 1, '%s %s%s' % (
+        request.method, origin, urllib.parse.urlsplit(request.url).path))
+
+
 class DeadlineAdapter(req_adapters.HTTPAdapter):
     """A requests transport adapter that bounds each call: its whole time,
     the size of its answer, and the calls to a service that hung.
@@ -166,7 +185,9 @@ class DeadlineAdapter(req_adapters.HTTPAdapter):
 
     The answer is decoded as it is read (gzip), and once it holds more
     than MAX_BYTES the call ends in ``AnswerTooLarge``: memory never holds
-    more than the cap and one chunk of the answer.
+    more than the cap and one chunk of the answer (8 KiB of a compressed
+    one, decoded). An answer asked for with ``stream=True`` is returned
+    unread, as requests returns it (gpuclient asks for none).
 
     A service (scheme, host and port) that did not answer one call in
     time is not asked again through this adapter (in OSC, for the rest of
@@ -186,6 +207,7 @@ class DeadlineAdapter(req_adapters.HTTPAdapter):
     def send(self, request, stream=False, timeout=None, **kwargs):
         origin = _origin(request.url)
         if origin in self.hung:
+            _timed_out(request, origin)
             raise requests.exceptions.ReadTimeout(
                 '%s did not answer in time before (%s): not asked again'
                 % (origin, self.hung[origin]), request=request)
@@ -194,6 +216,7 @@ class DeadlineAdapter(req_adapters.HTTPAdapter):
         except requests.exceptions.Timeout:
             self.hung[origin] = '%s %s' % (
                 request.method, urllib.parse.urlsplit(request.url).path)
+            _timed_out(request, origin)
             raise
 
     def _send(self, request, stream, timeout, **kwargs):
@@ -212,6 +235,9 @@ class DeadlineAdapter(req_adapters.HTTPAdapter):
             return response
         chunks = []
         size = 0
+        amount = _ENCODED_CHUNK if response.headers.get(
+            'Content-Encoding', 'identity').strip().lower() not in (
+                '', 'identity') else _CHUNK
         try:
             while True:
                 left = deadline - time.monotonic()
@@ -220,7 +246,7 @@ class DeadlineAdapter(req_adapters.HTTPAdapter):
                         'the answer did not end within %g s' % self.total,
                         request=request, response=response)
                 _wait_at_most(raw, left)
-                chunk = raw.read1(_CHUNK, decode_content=True)
+                chunk = raw.read1(amount, decode_content=True)
                 if not chunk:
                     break
                 size += len(chunk)
