@@ -35,6 +35,7 @@ API_VERSIONS = ('1',)
 def make_client(instance):
     """Return the gpuclient client layer for an OSC ClientManager."""
     from gpuclient.cloud import client
+    from gpuclient.cloud import http
 
     LOG.debug('Instantiating gpuclient client layer')
     placement_version = _placement_api_version(instance)
@@ -45,6 +46,7 @@ def make_client(instance):
               '(the one the request needs, within what the cloud offers). '
               'The option is osc-placement\'s, for "openstack resource '
               'provider ..." commands.'), placement_version)
+    config = _cloud_config(instance)
     return client.GpuClient(
         session=instance.session,
         sdk_connection=instance.sdk_connection,
@@ -52,8 +54,59 @@ def make_client(instance):
         interface=instance.interface,
         api_timeout=_api_timeout(instance),
         compute_api_version=_compute_api_version(instance),
-        cloud_config=_cloud_config(instance),
+        cloud_config=config,
+        max_bytes=http.max_answer_bytes(config),
     )
+
+
+def bound_session(app):
+    """Have OSC build the keystoneauth session of this ``openstack gpu``
+    command with gpuclient's bounds, before its first request.
+
+    OSC's shell builds the session and authenticates (Keystone's version
+    discovery, then the token) before the command runs and before
+    ``make_client``, with the session timeout clouds.yaml's api_timeout
+    gives, and none without it: a Keystone that accepts and never answers
+    holds the command for ever. So every gpu command calls this when it
+    is made, before the shell prepares it: the session constructor of
+    APP's cloud configuration (openstacksdk's, which OSC's ClientManager
+    asks for the session) then gives the session it builds gpuclient's
+    timeouts (``http.set_timeouts``: api_timeout, else
+    $GPUCLIENT_API_TIMEOUT, else 10 s to connect and 120 s per call) and
+    its cap on answers (``http.max_answer_bytes`` of the cloud's
+    configuration). Other commands are not changed: only gpu commands
+    call it; a process runs one command, and OSC's interactive mode
+    builds one session for all its commands anyway. Idempotent.
+    """
+    from openstack.config import loader  # loaded by OSC's shell already
+
+    config = getattr(app, 'cloud_config', None)
+    if not (isinstance(config, loader.OpenStackConfig)
+            and hasattr(config, '_session_constructor')):
+        return  # not OSC's shell (a test's app)
+    current = config._session_constructor
+    if getattr(current, 'gpuclient_bounded', False):
+        return
+
+    def build(*args, **kwargs):
+        from keystoneauth1 import session as ks_session
+
+        from gpuclient.cloud import http
+
+        session = (current or ks_session.Session)(*args, **kwargs)
+        manager = getattr(app, 'client_manager', None)
+        settings = getattr(getattr(manager, '_cli_options', None),
+                           'config', None)
+        # the session's own timeout is clouds.yaml's api_timeout (OSC's
+        # CloudRegion passes it), kept when set
+        http.set_timeouts(session, kwargs.get('timeout'),
+                          http.max_answer_bytes(
+                              settings if isinstance(settings, dict)
+                              else {}))
+        return session
+
+    build.gpuclient_bounded = True
+    config._session_constructor = build
 
 
 def _cloud_config(instance):

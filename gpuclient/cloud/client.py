@@ -47,16 +47,18 @@ class GpuClient:
     def __init__(
         self, session, sdk_connection, region_name=None, interface=None,
         api_timeout=None, compute_api_version=None, cloud_config=None,
+        max_bytes=None,
     ):
         self._session = session
         # --os-compute-api-version as the user gave it; None: not given
         self._compute_api_version = compute_api_version
         self._conn = sdk_connection
         # every request of both sessions (OSC's and the SDK connection's,
-        # one object under OSC) gets connect and read timeouts
-        http.set_timeouts(session, api_timeout)
+        # one object under OSC) gets connect and read timeouts, and a cap
+        # on its answer (MAX_BYTES, else http.max_answer_bytes())
+        http.set_timeouts(session, api_timeout, max_bytes)
         http.set_timeouts(getattr(sdk_connection, 'session', None),
-                          api_timeout)
+                          api_timeout, max_bytes)
         self._region_name = region_name
         # the cloud's clouds.yaml entry as openstacksdk read it (keys
         # gpuclient reads beside OSC's own, such as prometheus_endpoint,

@@ -235,18 +235,33 @@ def _timeout_error(service, what, exc):
             '%(what)s: %(service)s did not answer in time (%(error)s). '
             'The service may be hung or overloaded; a write may or may not '
             'have taken effect. Check the %(service)s service; gpuclient '
-            'waits api_timeout seconds of the cloud in clouds.yaml for a '
-            'whole call, or %(connect)d s to connect and %(total)d s for '
-            'the whole answer.'
+            'waits api_timeout seconds of the cloud in clouds.yaml (else '
+            '$%(env)s) for a whole call, or %(connect)d s to connect and '
+            '%(total)d s for the whole answer, once per service and command.'
         )
         % {
             'what': what,
             'service': service,
             'error': scrub(exc),
+            'env': http.TIMEOUT_ENV,
             'connect': http.CONNECT_TIMEOUT,
             'total': http.TOTAL_TIMEOUT,
         }
     )
+
+
+def too_large(service, what, exc):
+    """The error of an answer of SERVICE larger than the cap once decoded
+    (EXC: an http.AnswerTooLarge): one line, nothing of it read."""
+    return APIError(
+        _("%(what)s: %(service)s's answer at %(path)s exceeds %(limit)s MiB "
+          "once decoded; nothing of it was read. A compressed answer that "
+          "inflates so far is a fault of %(service)s or of a proxy in front "
+          "of it; if the answer is genuine, raise %(key)s in the cloud's "
+          "clouds.yaml entry (or $%(env)s).")
+        % {'what': what, 'service': service, 'path': url_path(exc.url),
+           'limit': http.mib(exc.limit), 'key': http.MAX_ANSWER_KEY,
+           'env': http.MAX_ANSWER_ENV})
 
 
 def _endpoint_of(url):
@@ -259,10 +274,13 @@ def _endpoint_of(url):
 @contextlib.contextmanager
 def translate_errors(service, what):
     """Turn SDK and keystoneauth exceptions into CommandErrors."""
+    timed_out = http.last_timeout()
     try:
         yield
     except exceptions.CommandError:
         raise
+    except http.AnswerTooLarge as exc:
+        raise too_large(service, what, exc) from None
     except sdk_exc.HttpException as exc:
         status = getattr(exc, 'status_code', None)
         response = getattr(exc, 'response', None)
@@ -303,7 +321,13 @@ def translate_errors(service, what):
         raise error_for_status(
             service, what, exc.http_status, server_message(exc.details)
         ) from exc
-    except sdk_exc.SDKException as exc:
+    except (sdk_exc.SDKException, ks_exc.DiscoveryFailure) as exc:
+        count, request = http.last_timeout()
+        if count != timed_out[0]:
+            # keystoneauth's version discovery swallowed a timeout, and
+            # the SDK then says only that it found no version
+            raise _timeout_error(service, what, _('%s timed out')
+                                 % request) from exc
         raise APIError('%s: %s' % (what, scrub(exc))) from exc
     except (json.JSONDecodeError, requests.JSONDecodeError) as exc:
         # an SDK call read a 2xx answer that is not JSON: the answer is

@@ -12,13 +12,16 @@
 
 
 """What every service module of the client layer shares on the wire: the
-JSON body of an answer, session timeouts, and the pause between tries of
-a write that lost a race."""
+JSON body of an answer, session timeouts, the cap on an answer's size,
+and the pause between tries of a write that lost a race."""
 
+import os
 import random
 import threading
 import time
+import urllib.parse
 
+from osc_lib import exceptions
 import requests
 from requests import adapters as req_adapters
 
@@ -35,16 +38,105 @@ READ_TIMEOUT = 120.0
 # a server that trickles its answer a byte at a time never ends a read
 # timeout, and is cut off by this (DeadlineAdapter).
 TOTAL_TIMEOUT = 120.0
-# How much of an answer is read at a time against the deadline.
+# How much of an answer is read at a time against the deadline; of a
+# compressed one, less: urllib3 before 2.6 decodes all it reads at once,
+# and 8 KiB of gzip inflate to 8 MiB at most.
 _CHUNK = 64 * 1024
+_ENCODED_CHUNK = 8 * 1024
+# The bound (seconds) when clouds.yaml sets no api_timeout: this variable
+# when set, as api_timeout would be (connect, read and whole call), else
+# the figures above.
+TIMEOUT_ENV = 'GPUCLIENT_API_TIMEOUT'
+# The most an answer may hold once decoded (a gzip answer inflates: a
+# fifth of a megabyte on the wire can be hundreds in memory), MiB:
+# clouds.yaml's gpuclient_max_answer_mib, else $GPUCLIENT_MAX_ANSWER_MIB,
+# else MAX_ANSWER_MIB.
+MAX_ANSWER_KEY = 'gpuclient_max_answer_mib'
+MAX_ANSWER_ENV = 'GPUCLIENT_MAX_ANSWER_MIB'
+MAX_ANSWER_MIB = 64
+_MIB = 1024 * 1024
 
 
-def total_timeout(api_timeout=None):
-    """The bound on one call's whole time: API_TIMEOUT (clouds.yaml's)
-    when set, else TOTAL_TIMEOUT."""
-    if api_timeout not in (None, ''):
-        return float(api_timeout)
+class SettingError(exceptions.CommandError):
+    """A transport setting that is not a positive number."""
+
+
+def _positive(value, name):
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = None
+    if number is None or not number > 0 or number == float('inf'):
+        raise SettingError(
+            '%s=%s: give a number greater than 0' % (name, value))
+    return number
+
+
+def api_timeout(value=None):
+    """The bound on one call (seconds) that a cloud gives: VALUE (its
+    clouds.yaml api_timeout) when set, else $GPUCLIENT_API_TIMEOUT when
+    set, else None (CONNECT_TIMEOUT, READ_TIMEOUT and TOTAL_TIMEOUT)."""
+    if value not in (None, ''):
+        return value
+    if os.environ.get(TIMEOUT_ENV, '').strip():
+        return _positive(os.environ[TIMEOUT_ENV], '$' + TIMEOUT_ENV)
+    return None
+
+
+def max_answer_bytes(config=None):
+    """The most bytes an answer may hold once decoded: CONFIG's (a
+    cloud's clouds.yaml entry) gpuclient_max_answer_mib, else
+    $GPUCLIENT_MAX_ANSWER_MIB, else MAX_ANSWER_MIB."""
+    value = (config or {}).get(MAX_ANSWER_KEY)
+    name = MAX_ANSWER_KEY
+    if value in (None, ''):
+        value = os.environ.get(MAX_ANSWER_ENV, '').strip() or None
+        name = '$' + MAX_ANSWER_ENV
+    if value is None:
+        return MAX_ANSWER_MIB * _MIB
+    return int(_positive(value, name) * _MIB)
+
+
+def mib(size):
+    """SIZE bytes as a figure of MiB for a message (64, 0.5)."""
+    return '%g' % round(size / _MIB, 3)
+
+
+class AnswerTooLarge(Exception):
+    """An answer held more than the cap once decoded; nothing of it is
+    kept. Not a requests exception: keystoneauth and the SDK let it
+    through as it is (errors.translate_errors names the service)."""
+
+    def __init__(self, url, limit):
+        self.url = url
+        self.limit = limit
+        parts = urllib.parse.urlsplit(str(url or ''))
+        self.where = '%s://%s%s' % (parts.scheme, parts.netloc.rpartition(
+            '@')[2], parts.path) if parts.scheme else '?'
+        super().__init__(
+            'the answer of %s exceeds %s MiB once decoded (%s in clouds.yaml'
+            ' or $%s raises the cap)' % (self.where, mib(limit),
+                                        MAX_ANSWER_KEY, MAX_ANSWER_ENV))
+
+
+def total_timeout(timeout=None):
+    """The bound on one call's whole time: TIMEOUT (clouds.yaml's
+    api_timeout) when set, else $GPUCLIENT_API_TIMEOUT, else
+    TOTAL_TIMEOUT."""
+    timeout = api_timeout(timeout)
+    if timeout is not None:
+        return float(timeout)
     return TOTAL_TIMEOUT
+
+
+def request_timeout(timeout=None):
+    """requests' timeout of each request: TIMEOUT (clouds.yaml's
+    api_timeout) when set, else $GPUCLIENT_API_TIMEOUT, for both the
+    connect and the read, else (CONNECT_TIMEOUT, READ_TIMEOUT)."""
+    timeout = api_timeout(timeout)
+    if timeout is not None:
+        return float(timeout)
+    return (CONNECT_TIMEOUT, READ_TIMEOUT)
 
 
 _LAST = threading.local()
@@ -57,28 +149,77 @@ def last_answer():
     return getattr(_LAST, 'response', None)
 
 
+def last_timeout():
+    """(count, what) of the requests that timed out (or were not sent to
+    a service that had) in the DeadlineAdapters of this thread: how many,
+    and the last one's method and URL without its query; (0, None) before
+    any. What an error names when keystoneauth's version discovery
+    swallowed the timeout and the SDK then says only that it found no
+    version."""
+    return getattr(_LAST, 'timeout', (0, None))
+
+
+def _timed_out(request, origin):
+    count, _what = last_timeout()
+    _LAST.timeout = (count + 1, '%s %s%s' % (
+        request.method, origin, urllib.parse.urlsplit(request.url).path))
+
+
 class DeadlineAdapter(req_adapters.HTTPAdapter):
-    """A requests transport adapter that bounds each call's total time.
+    """A requests transport adapter that bounds each call: its whole time,
+    the size of its answer, and the calls to a service that hung.
 
     Read timeouts bound each wait for a byte, not the call: a server (or
     a proxy) that sends its headers and then a byte a second holds the
     command for ever. This adapter sends through INNER (the adapter
     mounted before it: keystoneauth's keep-alive one, or requests'
-    default), caps the connect and read timeouts at TOTAL seconds, reads
-    the whole answer itself against the deadline (each wait for data no
-    longer than what is left), and raises ``requests.exceptions.
-    ReadTimeout`` once TOTAL seconds have passed, which keystoneauth
-    turns into its timeout error (token requests included) and
-    ``prometheus`` into its own. Until the headers have come, the capped
-    timeouts bound each wait only (the inner adapter reads them).
+    default), caps the connect and read timeouts at TOTAL seconds (a
+    request sent with none, as OSC's session sends its first ones, gets
+    TOTAL for both), reads the whole answer itself against the deadline
+    (each wait for data no longer than what is left), and raises
+    ``requests.exceptions.ReadTimeout`` once TOTAL seconds have passed,
+    which keystoneauth turns into its timeout error (token requests
+    included) and ``prometheus`` into its own. Until the headers have
+    come, the capped timeouts bound each wait only (the inner adapter
+    reads them).
+
+    The answer is decoded as it is read (gzip), and once it holds more
+    than MAX_BYTES the call ends in ``AnswerTooLarge``: memory never holds
+    more than the cap and one chunk of the answer (8 KiB of a compressed
+    one, decoded). An answer asked for with ``stream=True`` is returned
+    unread, as requests returns it (gpuclient asks for none).
+
+    A service (scheme, host and port) that did not answer one call in
+    time is not asked again through this adapter (in OSC, for the rest of
+    the command): its next calls end at once in the same timeout, so a
+    hung service costs one bound, not one per request (keystoneauth's
+    version discovery tries two or three URLs of a service before the
+    call itself).
     """
 
-    def __init__(self, total, inner=None):
+    def __init__(self, total, inner=None, max_bytes=None):
         super().__init__()
         self.total = float(total)
         self.inner = inner
+        self.max_bytes = int(max_bytes or max_answer_bytes())
+        self.hung = {}  # scheme://host:port -> what timed out there
 
     def send(self, request, stream=False, timeout=None, **kwargs):
+        origin = _origin(request.url)
+        if origin in self.hung:
+            _timed_out(request, origin)
+            raise requests.exceptions.ReadTimeout(
+                '%s did not answer in time before (%s): not asked again'
+                % (origin, self.hung[origin]), request=request)
+        try:
+            return self._send(request, stream, timeout, **kwargs)
+        except requests.exceptions.Timeout:
+            self.hung[origin] = '%s %s' % (
+                request.method, urllib.parse.urlsplit(request.url).path)
+            _timed_out(request, origin)
+            raise
+
+    def _send(self, request, stream, timeout, **kwargs):
         deadline = time.monotonic() + self.total
         timeout = _capped(timeout, self.total)
         sender = self.inner if self.inner is not None else super()
@@ -88,9 +229,15 @@ class DeadlineAdapter(req_adapters.HTTPAdapter):
             return response
         raw = response.raw
         if not hasattr(raw, 'read1'):
-            response.content  # noqa: B018 - a test's or a fake's answer
+            # a test's or a fake's answer
+            if len(response.content) > self.max_bytes:
+                raise AnswerTooLarge(request.url, self.max_bytes)
             return response
         chunks = []
+        size = 0
+        amount = _ENCODED_CHUNK if response.headers.get(
+            'Content-Encoding', 'identity').strip().lower() not in (
+                '', 'identity') else _CHUNK
         try:
             while True:
                 left = deadline - time.monotonic()
@@ -99,11 +246,15 @@ class DeadlineAdapter(req_adapters.HTTPAdapter):
                         'the answer did not end within %g s' % self.total,
                         request=request, response=response)
                 _wait_at_most(raw, left)
-                chunk = raw.read1(_CHUNK, decode_content=True)
+                chunk = raw.read1(amount, decode_content=True)
                 if not chunk:
                     break
+                size += len(chunk)
+                if size > self.max_bytes:
+                    chunks = None
+                    raise AnswerTooLarge(request.url, self.max_bytes)
                 chunks.append(chunk)
-        except requests.exceptions.RequestException:
+        except (requests.exceptions.RequestException, AnswerTooLarge):
             response.close()
             raise
         except Exception as exc:  # urllib3's: the socket timed out, ...
@@ -126,6 +277,13 @@ class DeadlineAdapter(req_adapters.HTTPAdapter):
         super().close()
 
 
+def _origin(url):
+    """scheme://host:port of URL (no credentials): one service."""
+    parts = urllib.parse.urlsplit(str(url or ''))
+    host = parts.netloc.rpartition('@')[2]
+    return '%s://%s' % (parts.scheme, host)
+
+
 def _capped(timeout, most):
     """A requests TIMEOUT (None, seconds or (connect, read)) with each
     part at most MOST."""
@@ -145,46 +303,50 @@ def _wait_at_most(raw, seconds):
             sock.settimeout(max(seconds, 0.001))
 
 
-def bound_total_time(requests_session, total):
-    """Mount a DeadlineAdapter of TOTAL seconds on a requests session for
-    http and https, around the adapters it has (once: a second call sets
-    the bound)."""
+def bound_total_time(requests_session, total, max_bytes=None):
+    """Mount a DeadlineAdapter of TOTAL seconds and answers of at most
+    MAX_BYTES (None: max_answer_bytes()) on a requests session for http
+    and https, around the adapters it has (once: a second call sets the
+    bounds)."""
     if requests_session is None or not hasattr(requests_session, 'mount'):
         return
+    max_bytes = int(max_bytes or max_answer_bytes())
     for prefix in ('http://', 'https://'):
         current = requests_session.adapters.get(prefix)
         if isinstance(current, DeadlineAdapter):
             current.total = float(total)
+            current.max_bytes = max_bytes
             continue
-        requests_session.mount(prefix, DeadlineAdapter(total, current))
+        requests_session.mount(prefix, DeadlineAdapter(total, current,
+                                                       max_bytes))
 
 
-def set_timeouts(session, api_timeout=None):
-    """Give a keystoneauth session connect and read timeouts.
+def set_timeouts(session, api_timeout=None, max_bytes=None):
+    """Give a keystoneauth session connect and read timeouts, and a cap
+    on its answers.
 
     A timeout the session already has (a library caller's, or
     ``openstack.connect(api_timeout=...)``) is kept. Otherwise
     ``api_timeout`` (clouds.yaml's, which OSC's ClientManager does not
-    pass on) is used for both, as openstacksdk does; without it,
-    (CONNECT_TIMEOUT, READ_TIMEOUT). keystoneauth hands the value to
-    ``requests`` for every request of the session, token requests
-    included. Every call's whole time, its answer read to the end, is
-    bounded too: ``api_timeout``, else TOTAL_TIMEOUT (DeadlineAdapter on
-    the session's requests session).
+    pass on; else $GPUCLIENT_API_TIMEOUT) is used for both, as
+    openstacksdk does; without it, (CONNECT_TIMEOUT, READ_TIMEOUT).
+    keystoneauth hands the value to ``requests`` for every request of the
+    session, token requests included. Every call's whole time, its answer
+    read to the end, is bounded too: ``api_timeout``, else TOTAL_TIMEOUT;
+    and its answer's size once decoded: MAX_BYTES, else
+    max_answer_bytes() (DeadlineAdapter on the session's requests
+    session).
     """
     if not hasattr(session, 'timeout'):
         return  # not a keystoneauth session (a test's)
     # the whole time of every call, token requests included
     bound_total_time(getattr(session, 'session', None),
-                     total_timeout(api_timeout))
+                     total_timeout(api_timeout), max_bytes)
     if session.timeout is not None:
         return  # set already
-    if api_timeout not in (None, ''):
-        session.timeout = float(api_timeout)
-    else:
-        # requests takes a (connect, read) pair; keystoneauth passes the
-        # session's value through unchanged
-        session.timeout = (CONNECT_TIMEOUT, READ_TIMEOUT)
+    # requests takes a (connect, read) pair; keystoneauth passes the
+    # session's value through unchanged
+    session.timeout = request_timeout(api_timeout)
 
 
 def backoff(attempt):

@@ -50,7 +50,8 @@ class Prometheus:
     """One Prometheus server, through one requests session."""
 
     def __init__(self, url, token=None, username=None, password=None,
-                 verify=True, cert=None, timeout=None, session=None):
+                 verify=True, cert=None, timeout=None, session=None,
+                 max_bytes=None):
         parts = urllib.parse.urlsplit(url or '')
         if parts.scheme not in ('http', 'https') or not parts.hostname:
             raise errors.APIError(
@@ -76,11 +77,12 @@ class Prometheus:
         # per request: a session's verify loses to $REQUESTS_CA_BUNDLE
         self.verify = verify
         self.cert = cert or None
-        self.timeout = timeout or (http.CONNECT_TIMEOUT, http.READ_TIMEOUT)
+        self.timeout = timeout or http.request_timeout()
         # the whole time of a query, its answer read to the end: TIMEOUT
-        # (clouds.yaml's api_timeout) or http.TOTAL_TIMEOUT
+        # (clouds.yaml's api_timeout) or http.TOTAL_TIMEOUT; its answer's
+        # size once decoded: MAX_BYTES or http.max_answer_bytes()
         http.bound_total_time(self.session, http.total_timeout(
-            None if isinstance(timeout, tuple) else timeout))
+            None if isinstance(timeout, tuple) else timeout), max_bytes)
         self.sent = 0  # queries sent: a constant number per command
 
     def query(self, promql, time=None):
@@ -101,6 +103,8 @@ class Prometheus:
             response = self.session.post(
                 endpoint, data=params, timeout=self.timeout,
                 verify=self.verify, cert=self.cert)
+        except http.AnswerTooLarge as exc:
+            raise errors.too_large(SERVICE, what, exc) from None
         except requests.exceptions.SSLError as exc:
             raise errors.APIError(
                 _('%(what)s: TLS verification failed (%(error)s). Set '

@@ -33,6 +33,7 @@ import time
 from osc_lib import exceptions
 
 from gpuclient.cloud import errors
+from gpuclient.cloud import http
 from gpuclient.cloud import prometheus as prometheus_mod
 from gpuclient.i18n import _
 from gpuclient.rules import host_names
@@ -103,6 +104,7 @@ def connect(client, url=None, option='--utilisation'):
         url, verify=tls_verify(config), token=_setting(config, 'token'),
         username=_setting(config, 'username'),
         password=_setting(config, 'password'), cert=cert,
+        max_bytes=http.max_answer_bytes(config),
         timeout=float(timeout) if timeout not in (None, '') else None)
     metrics, labels = utilisation.names(config.get('prometheus_metrics'),
                                         config.get('prometheus_labels'))

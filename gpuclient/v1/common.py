@@ -34,12 +34,33 @@ from osc_lib.cli import format_columns
 from osc_lib.cli import parseractions
 from osc_lib.command import command
 
+from gpuclient import plugin
 from gpuclient.i18n import _
 
 LOG = logging.getLogger(__name__)
 
 
-class Lister(command.Lister):
+class _Bounded:
+    """What every ``openstack gpu`` command is made with: OSC's session
+    for it, built when the shell prepares the command (and authenticates,
+    before ``make_client``), gets gpuclient's timeouts and answer cap
+    (``plugin.bound_session``). A command class derives from Command,
+    ShowOne or Lister below, never from osc-lib's directly."""
+
+    def __init__(self, app, app_args, cmd_name=None):
+        super().__init__(app, app_args, cmd_name=cmd_name)
+        plugin.bound_session(app)
+
+
+class Command(_Bounded, command.Command):
+    """Base of the ``openstack gpu`` commands that print nothing."""
+
+
+class ShowOne(_Bounded, command.ShowOne):
+    """Base of the ``openstack gpu`` commands that show one object."""
+
+
+class Lister(_Bounded, command.Lister):
     """Base of every ``openstack gpu`` list command.
 
     Its ``-f`` choices are cliff's (table, csv, json, yaml and value). A

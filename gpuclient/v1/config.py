@@ -99,7 +99,7 @@ def _write(config, parsed_args):
         nova_config.files(config, parsed_args.layout))
 
 
-class ShowConfig(common.Gated, command.Command):
+class ShowConfig(common.Gated, common.Command):
     _description = _(
         "Show the nova.conf settings the GPU pools need.\n\n"
         "Rendered from the cloud's state (pools, and each pGPU's PCI "

@@ -16,7 +16,6 @@ import logging
 
 from osc_lib import exceptions
 from osc_lib.cli import format_columns
-from osc_lib.command import command
 
 from gpuclient import formatters
 from gpuclient.i18n import _
@@ -180,7 +179,7 @@ class ListDevice(common.Lister):
         return columns, [_row(r, long) for r in rows]
 
 
-class ShowDevice(command.ShowOne):
+class ShowDevice(common.ShowOne):
     _description = _(
         'Show one GPU device as Placement and Nova know it.\n\n'
         'Its provider, host, pools, class, PCI address, state, the servers '

@@ -23,7 +23,6 @@ plan with ``--dry-run``, as ``gpu pool set`` does.
 
 from cliff import columns as cliff_columns
 from osc_lib import exceptions
-from osc_lib.command import command
 
 from gpuclient.i18n import _
 from gpuclient.v1 import common
@@ -92,7 +91,7 @@ def table(rows):
                      for row in rows]
 
 
-class ExportDocument(command.Command):
+class ExportDocument(common.Command):
     _description = _(
         'Write the GPU layer of the cloud as a YAML document.\n\n'
         'Pools (with their hosts, isolation, projects and properties), the '
@@ -186,7 +185,7 @@ class DiffDocument(common.Gated, common.Lister):
         return table(rows)
 
 
-class ApplyDocument(command.Command):
+class ApplyDocument(common.Command):
     _description = _(
         'Make the cloud what a GPU layer document says.\n\n'
         'Reads the document (as "openstack gpu export" writes it), checks '

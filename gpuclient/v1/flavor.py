@@ -18,7 +18,6 @@ from openstackclient.identity import common as identity_common
 from osc_lib import exceptions
 from osc_lib.cli import format_columns
 from osc_lib.cli import parseractions
-from osc_lib.command import command
 
 from gpuclient.i18n import _
 from gpuclient.v1 import common
@@ -80,7 +79,7 @@ def _add_size_options(parser):
                             default=None if required else 0, help=helptext)
 
 
-class CreateFlavor(command.ShowOne):
+class CreateFlavor(common.ShowOne):
     _description = _(
         'Create a GPU flavor for a pool.\n\n'
         'The extra specs are derived from the pool (steering to its hosts, '
@@ -222,7 +221,7 @@ class ListFlavor(common.Lister):
         return columns, rows
 
 
-class ShowFlavor(command.ShowOne):
+class ShowFlavor(common.ShowOne):
     _description = _(
         'Show a GPU flavor and what it asks for.\n\n'
         'Read back from its extra specs (pool, mode, GPUs per instance, '
@@ -254,7 +253,7 @@ class ShowFlavor(command.ShowOne):
                          notes)
 
 
-class DeleteFlavor(command.Command):
+class DeleteFlavor(common.Command):
     _description = _(
         'Delete GPU flavor(s).\n\n'
         'Flavors that ask for no GPU are refused: use openstack flavor '
@@ -290,7 +289,7 @@ class DeleteFlavor(command.Command):
                 % {'failed': failed, 'total': len(parsed_args.flavors)})
 
 
-class _ChangeFlavor(command.Command):
+class _ChangeFlavor(common.Command):
     """``gpu flavor set`` and ``unset``: FLAVOR, their own options,
     --project (with --project-domain) and --dry-run; one call of
     flavor_ops.update with what ``changes`` reads from the options."""

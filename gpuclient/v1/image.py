@@ -15,7 +15,6 @@
 import logging
 
 from osc_lib.cli import format_columns
-from osc_lib.command import command
 
 from gpuclient.i18n import _
 from gpuclient.v1 import common
@@ -54,7 +53,7 @@ def _add_image_arg(parser, help_text):
     parser.add_argument('image', metavar='<image>', help=help_text)
 
 
-class SetImage(command.Command):
+class SetImage(common.Command):
     _description = _(
         'Set the image properties GPU guests need.\n\n'
         'Only the options given change the image: --q35 and --uefi for '
@@ -101,7 +100,7 @@ class SetImage(command.Command):
                        'do.'), parsed_args.image)
 
 
-class UnsetImage(command.Command):
+class UnsetImage(common.Command):
     _description = _(
         'Unset the image properties gpu image set added.\n\n'
         'A property is removed only when it holds a value gpu image set '
@@ -147,7 +146,7 @@ class UnsetImage(command.Command):
             common.write_plan(self.app, plan)
 
 
-class ShowImage(command.ShowOne):
+class ShowImage(common.ShowOne):
     _description = _(
         'Show the GPU-relevant properties of an image.\n\n'
         'Machine type, firmware, secure boot and hidden hypervisor id, '

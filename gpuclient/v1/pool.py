@@ -18,7 +18,6 @@ from openstackclient.identity import common as identity_common
 from osc_lib import exceptions
 from osc_lib.cli import format_columns
 from osc_lib.cli import parseractions
-from osc_lib.command import command
 
 from gpuclient.i18n import _
 from gpuclient.v1 import common
@@ -104,7 +103,7 @@ def _add_project_arg(parser, help_text):
     identity_common.add_project_domain_option_to_parser(parser)
 
 
-class CreatePool(command.ShowOne):
+class CreatePool(common.ShowOne):
     _description = _(
         'Create a GPU pool.\n\n'
         'A Nova host aggregate whose metadata records what the pool hands '
@@ -255,7 +254,7 @@ class ListPool(common.Lister):
         return columns, data
 
 
-class ShowPool(command.ShowOne):
+class ShowPool(common.ShowOne):
     _description = _(
         'Show a GPU pool.\n\n'
         'Its settings, member hosts with their GPU figures (total, used, '
@@ -289,7 +288,7 @@ class ShowPool(command.ShowOne):
         return columns, values
 
 
-class SetPool(command.Command):
+class SetPool(common.Command):
     _description = _(
         'Set GPU pool isolation, projects, properties and zone.\n\n'
         '--isolate on an isolated pool repairs members that lack the '
@@ -350,7 +349,7 @@ class SetPool(command.Command):
             common.write_plan(self.app, plan)
 
 
-class UnsetPool(command.Command):
+class UnsetPool(common.Command):
     _description = _(
         'Unset GPU pool projects and properties.\n\n'
         'Removing the last project of a limited pool opens it to every '
@@ -394,7 +393,7 @@ class UnsetPool(command.Command):
             common.write_plan(self.app, plan)
 
 
-class _HostsCommand(command.ShowOne):
+class _HostsCommand(common.ShowOne):
     """pool add host / remove host: POOL HOST [HOST ...]."""
 
     hosts_help = None
@@ -461,7 +460,7 @@ class RemoveHostPool(_HostsCommand):
         return {'allow_servers': parsed_args.allow_servers}
 
 
-class DeletePool(command.Command):
+class DeletePool(common.Command):
     _description = _(
         'Delete GPU pool(s).\n\n'
         'Refused while flavors or images depend on the pool (they are '

@@ -21,7 +21,6 @@ import logging
 
 from cliff import columns as cliff_columns
 from osc_lib.cli import format_columns
-from osc_lib.command import command
 
 from gpuclient.i18n import _
 from gpuclient.v1 import common
@@ -109,7 +108,7 @@ def _finish(app, plan, dry_run):
         common.write_plan(app, plan)
 
 
-class SetQuota(command.Command):
+class SetQuota(common.Command):
     _description = _(
         'Set a project\'s GPU quota, or every project\'s default.\n\n'
         'Writes a Keystone unified limit of the compute service on '
@@ -157,7 +156,7 @@ class SetQuota(command.Command):
         _finish(self.app, plan, parsed_args.dry_run)
 
 
-class DeleteQuota(command.Command):
+class DeleteQuota(common.Command):
     _description = _(
         'Delete GPU quotas of a project, or defaults.\n\n'
         'Deletes the Keystone limits on class:<resource class> of each '

@@ -19,16 +19,28 @@ override, and runs the real ``openstack gpu host list`` with it: a wrong
 URL makes the command fail naming that URL (the catalog's endpoint would
 have worked), the right one (spelt differently from the catalog when it
 can be) works and is what the requests went to.
+
+Issue 51, defect 9 (TestInflatingAnswer): a server that answers every
+request with a gzip bomb (0.4 MB on the wire, 400 MiB decoded), as
+Placement (the override) and as Prometheus (``--prometheus``): the real
+``openstack gpu`` process exits 1 with one line naming the service and the
+cap (the default, 64 MiB: no setting), and its peak memory stays far below
+the bomb's size (the figure is in the test's details).
 """
 
 import os
+import subprocess
+import tempfile
+import threading
 import urllib.parse
 
 import fixtures
 import openstack
+from testtools import content
 import yaml
 
 from gpuclient.tests.functional import base
+from gpuclient.tests.unit import test_bounds
 
 # nothing listens on the discard port
 WRONG_URL = 'http://127.0.0.1:9/gpuclient-no-placement-here'
@@ -102,3 +114,78 @@ class TestPlacementEndpointOverride(base.FunctionalTestCase):
         self.assertEqual(inventory(expected), inventory(yaml.safe_load(out)))
         sent = url.rstrip('/') + '/resource_providers'
         self.assertIn(sent, err)
+
+
+class TestInflatingAnswer(TestPlacementEndpointOverride):
+    """Issue 51, defect 9: every answer capped once decoded."""
+
+    test_override_is_used = None
+
+    # far below the bomb (400 MiB decoded, held twice by the old reading),
+    # far above what a gpu command needs (about 100 MB)
+    MOST_RSS_MB = 300
+
+    def bomb_cloud(self, **settings):
+        """The environment of a copy of the test cloud's entry with
+        SETTINGS, and no setting of the cap (its default applies)."""
+        entry = dict(self.clouds[self.cloud], **settings)
+        entry.pop('gpuclient_max_answer_mib', None)
+        tmp = self.useFixture(fixtures.TempDir()).join('clouds.yaml')
+        with open(tmp, 'w') as out:
+            yaml.safe_dump({'clouds': {TEMP_CLOUD: entry}}, out)
+        env = dict(os.environ, OS_CLIENT_CONFIG_FILE=tmp,
+                   PYTHONWARNINGS='ignore')
+        env.pop('GPUCLIENT_MAX_ANSWER_MIB', None)
+        return env
+
+    def run_child(self, env, *args):
+        """(exit status, stdout, stderr, peak RSS in MB) of the real
+        executable: its own resources, from wait4 (not the maximum over
+        every child this process has waited for)."""
+        with tempfile.TemporaryFile() as out, \
+                tempfile.TemporaryFile() as err:
+            proc = subprocess.Popen(
+                [base.OPENSTACK, '--os-cloud', TEMP_CLOUD, *args],
+                env=env, stdout=out, stderr=err)
+            watchdog = threading.Timer(120, proc.kill)
+            watchdog.start()
+            try:
+                _pid, status, usage = os.wait4(proc.pid, 0)
+            finally:
+                watchdog.cancel()
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            out.seek(0)
+            err.seek(0)
+            # ru_maxrss: KiB on Linux
+            return (proc.returncode, out.read().decode(),
+                    err.read().decode(), usage.ru_maxrss / 1024)
+
+    def test_a_gzip_bomb_as_placement_and_as_prometheus(self):
+        bomb, wire, decoded = test_bounds.bomb_server(self)
+        self.assertLess(wire, 0.5 * test_bounds.MIB)
+        self.assertGreater(decoded, 400 * test_bounds.MIB)
+        runs = {
+            'Placement': (dict(placement_endpoint_override=bomb.url
+                               + '/placement'), ['gpu', 'host', 'list'],
+                          "Placement's answer at /placement exceeds 64 MiB "
+                          "once decoded; nothing of it was read."),
+            'Prometheus': ({}, ['gpu', 'server', 'list', '--utilisation',
+                                '--prometheus', bomb.url],
+                           "Querying Prometheus at %s: Prometheus's answer "
+                           "at /api/v1/query exceeds 64 MiB once decoded"
+                           % bomb.url),
+        }
+        report = []
+        for service, (settings, args, expected) in runs.items():
+            env = self.bomb_cloud(**settings)
+            rc, out, err, rss = self.run_child(env, *args)
+            report.append('%s: exited %d, peak RSS %.0f MB: %s' % (
+                service, rc, rss, err.strip()))
+            self.assertEqual(1, rc, report[-1])
+            self.assertNotIn('Traceback', err)
+            self.assertEqual(1, len(err.strip().splitlines()), err)
+            self.assertIn(expected, err)
+            self.assertLess(rss, self.MOST_RSS_MB, report[-1])
+        self.addDetail('gzip bomb', content.text_content(
+            'the bomb: %d bytes on the wire, %d decoded\n%s' % (
+                wire, decoded, '\n'.join(report))))
