@@ -336,8 +336,11 @@ class TestBlazar(CapacityTestCase):
         rows = [dict(zip(columns, (
             v.machine_readable() if hasattr(v, 'machine_readable') else v
             for v in row), strict=True)) for row in data]
-        sent = ([(r.method, r.path, r.query) for r in placement.requests()],
-                list(cm.nova.sent))
+        # the snapshot reads from a thread pool: which requests were sent
+        # is the question, not in which order the threads sent them
+        sent = (sorted(((r.method, r.path, r.query)
+                        for r in placement.requests()), key=repr),
+                sorted(cm.nova.sent, key=repr))
         return rows, sent
 
     def test_held_host_fits_nothing(self):
