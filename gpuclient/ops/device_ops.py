@@ -142,10 +142,10 @@ def add_health(client, rows, cloud, url=None, window=None,
 def health_for_check(client, cloud, window, url):
     """``gpu check``'s view of the GPUs over CLOUD (its snapshot, read
     with hypervisors): {'rows', 'series', 'hosts', 'window', 'now' (when
-    the queries were evaluated)} for ``model.Cloud.device_health``. Every project's servers (paged), the
-    allocations of the GPU providers in use and the queries of
-    ``device_health.check_queries`` (a fixed number), whatever the number
-    of devices. A Prometheus that fails raises."""
+    the queries were evaluated)} for ``model.Cloud.device_health``. Every
+    project's servers (paged), the allocations of the GPU providers in use
+    and the queries of ``device_health.check_queries`` (a fixed number),
+    whatever the number of devices. A Prometheus that fails raises."""
     servers = snapshot.read_servers(client, cloud)
     allocations = server_ops.gpu_allocations(client, cloud)
     rows = devices.rows(cloud, allocations, servers,
