@@ -53,7 +53,7 @@ What the verdicts rest on:
   ``unlisted`` (a workflow bucket such as 45, 48, 74, or an XID gpuclient's
   table does not have) is a warning to look it up.
 * **dating.** The gauge holds the last XID, so an XID is dated by the
-  change of its series, ``since_query``: the first time Prometheus'
+  change of its series, ``since_queries``: the first time Prometheus'
   samples show the value it holds now.
 """
 
@@ -161,13 +161,17 @@ HOST_SIDE = 'host'
 GUEST_SIDE = 'guest'
 
 DEFAULT_WINDOW = '1h'
-# How far back the change of an XID gauge is looked for (since_query):
+# How far back the change of an XID gauge is looked for (since_queries):
 # an XID held longer is "before" the start of it. Prometheus keeps 15 days
 # by default.
 XID_LOOKBACK = 14 * 86400
-# the steps of since_query's two subqueries: the window in FINE_POINTS,
-# the lookback in COARSE_POINTS (the precision of the date)
+# the day before the window, dated to the minute
+XID_DAY = 86400
+# the points of since_queries' subqueries (the precision of the date): the
+# window in FINE_POINTS, the day in DAY_POINTS, the lookback in
+# COARSE_POINTS
 FINE_POINTS = 240
+DAY_POINTS = 1440
 COARSE_POINTS = 500
 
 FIELDS = ('model', 'driver_version', 'health', 'last_xid', 'xid_action',
@@ -192,50 +196,65 @@ def names(metrics=None, labels=None):
     return merged, found
 
 
-def since_steps(window):
-    """(fine step, lookback, coarse step) of since_query, in seconds."""
-    fine = max(1, -(-int(window) // FINE_POINTS))
+def _ceil(seconds, points):
+    return -(-int(seconds) // points)
+
+
+def since_tiers(window):
+    """[(span, step)] in seconds of since_queries' subqueries: the WINDOW,
+    the day and the lookback (each at least the window, each step at
+    least the one before)."""
+    fine = max(1, _ceil(window, FINE_POINTS))
+    day = max(int(window), XID_DAY)
+    day_step = max(fine, _ceil(day, DAY_POINTS))
     lookback = max(int(window), XID_LOOKBACK)
-    return fine, lookback, max(fine, -(-lookback // COARSE_POINTS))
+    return [(int(window), fine), (day, day_step),
+            (lookback, max(day_step, _ceil(lookback, COARSE_POINTS)))]
 
 
-def since_query(xid, window):
-    """PromQL: for each series of the XID gauge (metric name XID) that
-    holds a non-zero value now, when it took that value (epoch seconds).
+def _changed(xid, span, step):
+    # at each step where the series is absent or holds another value
+    # than at T, time() + step: the first step that may hold T's value
+    return ('max_over_time(((((%(x)s @ end()) > 0) unless (%(x)s == '
+            '(%(x)s @ end()))) * 0 + time() + %(step)d)[%(span)ds:'
+            '%(step)ds])' % {'x': xid, 'step': step, 'span': span})
 
-    Instant queries at a time T (``@ end()`` is T). A subquery steps
-    through the window: at each step where the series is absent or holds
-    another value than at T, ``time() + step`` is the first step that may
-    hold T's value; the latest of them is the change, to within one step
-    (the first step at which the sample read is T's value). Where the
-    series held T's value over the whole window, a second subquery steps
-    through XID_LOOKBACK more coarsely, its answer capped at the window's
-    start (the first subquery saw no change after it). A series absent
-    from the answer held its value since before T - lookback. Two
-    subqueries, one query, whatever the number of devices; needs
-    Prometheus 2.33 or later (the ``@`` modifier)."""
-    fine, lookback, coarse = since_steps(window)
-    changed = ('((((%(x)s @ end()) > 0) unless (%(x)s == (%(x)s @ end())))'
-               ' * 0 + time() + %(step)d)[%(span)ds:%(step)ds]')
-    return ('max_over_time(%s) or clamp_max(max_over_time(%s), '
-            'time() - %d)') % (
-                changed % {'x': xid, 'step': fine, 'span': window},
-                changed % {'x': xid, 'step': coarse, 'span': lookback},
-                window)
+
+def since_queries(xid, window):
+    """{name: PromQL}: for each series of the XID gauge (metric name XID)
+    that holds a non-zero value at the query's time T (``@ end()``), when
+    it took that value (epoch seconds).
+
+    A subquery steps through a span: the latest step at which the series
+    is absent or holds another value than at T, plus one step, is the
+    change, to within one step (the first step at which the sample read
+    is T's value). ``xid_since`` steps through the WINDOW: a series in its
+    answer changed within the window (an application's XID is recent).
+    ``xid_since_before``, for the series that held their value through
+    the window: the day before it to the minute, else the lookback
+    (XID_LOOKBACK) more coarsely, capped at the window's start. A series
+    in neither answer held its value since before T - lookback. Two
+    queries whatever the number of devices; Prometheus 2.33 or later (the
+    ``@`` modifier)."""
+    (span, step), day, lookback = since_tiers(window)
+    return {
+        'xid_since': _changed(xid, span, step),
+        'xid_since_before': 'clamp_max(%s or %s, time() - %d)' % (
+            _changed(xid, *day), _changed(xid, *lookback), window),
+    }
 
 
 def queries(window, metrics=None):
     """{name: PromQL}: one query per metric, whatever the number of
     devices. The XID is the gauge's value now (DCGM holds the last XID
-    until the GPU is reset) and ``xid_since`` when it took it
-    (since_query); the row-remap figures are the last value in the WINDOW
+    until the GPU is reset) and when it took it (since_queries: within
+    the window, or before); the row-remap figures are the last value in the WINDOW
     (seconds), the health the current one, utilisation the mean over the
     window."""
     metrics = metrics or METRICS
     span = '[%ds]' % window
-    return {
+    found = {
         'xid': metrics['xid'],
-        'xid_since': since_query(metrics['xid'], window),
         'row_remap_failure': 'last_over_time(%s%s)' % (
             metrics['row_remap_failure'], span),
         'uncorrectable_remapped_rows': 'last_over_time(%s%s)' % (
@@ -243,6 +262,8 @@ def queries(window, metrics=None):
         'health': metrics['health'],
         'util': 'avg_over_time(%s%s)' % (metrics['util'], span),
     }
+    found.update(since_queries(metrics['xid'], window))
+    return found
 
 
 def check_queries(window, metrics=None):
@@ -329,19 +350,22 @@ _XID_RANK = {XID_HOST: 4, XID_UNLISTED: 3, XID_INFORMATIONAL: 1}
 
 def _xid_reading(item, now, window):
     """(rank, xid, class, since text, recent) of one series' XID gauge:
-    SINCE is when it took its value (``xid_since``; none in the answer:
-    before the lookback), RECENT whether that is within the WINDOW
-    (seconds) before NOW (epoch seconds)."""
+    SINCE is when it took its value (``xid_since`` within the WINDOW
+    (seconds) before NOW (epoch seconds): RECENT; ``xid_since_before``;
+    in neither: before the lookback)."""
     xid = int(item['figures']['xid'])
     if not xid:
         return 0, 0, None, None, False
     cls = xid_class(xid)
     since = item['figures'].get('xid_since')
-    if since is None:
-        text = 'before %s' % when_text(now - since_steps(window)[1])
-        recent = False
+    before = item['figures'].get('xid_since_before')
+    recent = since is not None
+    if recent:
+        text = when_text(since)
+    elif before is not None:
+        text = when_text(before)
     else:
-        text, recent = when_text(since), since > now - window
+        text = 'before %s' % when_text(now - since_tiers(window)[-1][0])
     if cls == XID_APPLICATION:
         rank = 2 if recent else 1
     else:

@@ -43,7 +43,7 @@ import time
 PROM = 'http://prometheus.bench:9090'
 # the PromQL queries of the device health, one per metric (and when the
 # XID gauge took its value)
-QUERIES = ('xid', 'xid_since', 'row_remap_failure',
+QUERIES = ('xid', 'xid_since', 'xid_since_before', 'row_remap_failure',
            'uncorrectable_remapped_rows', 'health', 'util')
 
 

@@ -166,9 +166,14 @@ class TestCorpus(DeviceChecksTestCase):
 
 def xid(labels, value, since=None):
     """The answers of one series' XID gauge: its value now and when it
-    took it (SINCE, epoch seconds; None: before the lookback)."""
-    return {'xid': [(labels, float(value))],
-            'xid_since': [(labels, float(since))] if since else []}
+    took it (SINCE, epoch seconds: in the hour's answer or the one before
+    it; None: before the lookback)."""
+    found = {'xid': [(labels, float(value))], 'xid_since': [],
+             'xid_since_before': []}
+    if since:
+        found['xid_since' if since > NOW - 3600
+              else 'xid_since_before'].append((labels, float(since)))
+    return found
 
 
 def merged(*answers):
@@ -411,7 +416,7 @@ class TestQueries(test_checks.base.TestCase):
 
     def test_a_fixed_number_whatever_the_devices(self):
         queries = dh.check_queries(600)
-        self.assertEqual(8, len(queries))
+        self.assertEqual(9, len(queries))
         # the XID gauge now: a GPU DCGM no longer serves is gone from it
         self.assertEqual('DCGM_FI_DEV_XID_ERRORS', queries['xid'])
         self.assertEqual(

@@ -24,7 +24,6 @@ GUEST = {'instance_id': 's1', 'pci_bus_id': '00000000:05:00.0',
 # when the queries were evaluated (2023-11-14T22:13:20Z), and the window
 NOW = 1700000000
 WINDOW = 3600
-LOOKBACK = dh.since_steps(WINDOW)[1]
 DAY = 86400
 
 
@@ -40,10 +39,14 @@ def annotate(answers, rows=None):
 
 
 def xid(labels, value, since=None):
-    """The answers of one series' XID gauge: its value now and, when it
-    took it (SINCE, epoch seconds; None: before the lookback)."""
-    found = {'xid': [(labels, float(value))]}
-    found['xid_since'] = [(labels, float(since))] if since else []
+    """The answers of one series' XID gauge: its value now and when it
+    took it (SINCE, epoch seconds: in the window's answer or the one
+    before it; None: before the lookback)."""
+    found = {'xid': [(labels, float(value))], 'xid_since': [],
+             'xid_since_before': []}
+    if since:
+        found['xid_since' if since > NOW - WINDOW
+              else 'xid_since_before'].append((labels, float(since)))
     return found
 
 
@@ -60,29 +63,34 @@ class TestDeviceHealth(testtools.TestCase):
     def test_one_query_per_metric(self):
         queries = dh.queries(3600)
         # the licence metrics are gpu check's (check_queries); the XID
-        # has two: its value now and when the gauge took it
-        self.assertEqual(len(dh.METRICS) - 1, len(queries))
+        # has three: its value now and when the gauge took it, within the
+        # window or before
+        self.assertEqual(len(dh.METRICS), len(queries))
         # the value now, not the last one in a window: DCGM holds the
         # last XID until the GPU is reset
         self.assertEqual('DCGM_FI_DEV_XID_ERRORS', queries['xid'])
-        self.assertEqual(dh.since_query('DCGM_FI_DEV_XID_ERRORS', 3600),
-                         queries['xid_since'])
+        self.assertEqual(dh.since_queries('DCGM_FI_DEV_XID_ERRORS', 3600),
+                         {k: queries[k] for k in ('xid_since',
+                                                  'xid_since_before')})
         self.assertEqual('DCGM_EXP_GPU_HEALTH_STATUS', queries['health'])
 
-    def test_since_query_dates_the_change_in_two_subqueries(self):
-        # the window in 240 steps (15 s), the 14 days before in 500
-        # (2420 s), capped at the window's start
-        changed = ('((((X @ end()) > 0) unless (X == (X @ end()))) * 0 + '
-                   'time() + %(s)d)[%(r)ds:%(s)ds]')
-        self.assertEqual(
-            'max_over_time(%s) or clamp_max(max_over_time(%s), '
-            'time() - 3600)' % (changed % {'s': 15, 'r': 3600},
-                                changed % {'s': 2420, 'r': 14 * DAY}),
-            dh.since_query('X', 3600))
-        # a window longer than the lookback is the lookback
-        self.assertEqual((1, 14 * DAY, 2420), dh.since_steps(30))
-        self.assertEqual((75600, 30 * 7 * DAY, 75600),
-                         dh.since_steps(30 * 7 * DAY))
+    def test_since_queries_date_the_change(self):
+        # the window in 240 steps (15 s); before it the day to the minute,
+        # else the 14 days in 500 steps (2420 s), capped at the window's
+        # start
+        changed = ('max_over_time(((((X @ end()) > 0) unless (X == (X @ '
+                   'end()))) * 0 + time() + %(s)d)[%(r)ds:%(s)ds])')
+        self.assertEqual({
+            'xid_since': changed % {'s': 15, 'r': 3600},
+            'xid_since_before': 'clamp_max(%s or %s, time() - 3600)' % (
+                changed % {'s': 60, 'r': DAY},
+                changed % {'s': 2420, 'r': 14 * DAY})},
+            dh.since_queries('X', 3600))
+        self.assertEqual([(30, 1), (DAY, 60), (14 * DAY, 2420)],
+                         dh.since_tiers(30))
+        # a window longer than the day or the lookback is theirs
+        self.assertEqual([(30 * DAY, 10800), (30 * DAY, 10800),
+                          (30 * DAY, 10800)], dh.since_tiers(30 * DAY))
 
     def test_xid_actions(self):
         self.assertEqual('reboot the host', dh.xid_action(79))
