@@ -248,9 +248,9 @@ def queries(window, metrics=None):
     """{name: PromQL}: one query per metric, whatever the number of
     devices. The XID is the gauge's value now (DCGM holds the last XID
     until the GPU is reset) and when it took it (since_queries: within
-    the window, or before); the row-remap figures are the last value in the WINDOW
-    (seconds), the health the current one, utilisation the mean over the
-    window."""
+    the window, or before); the row-remap figures are the last value in
+    the WINDOW (seconds), the health the current one, utilisation the
+    mean over the window."""
     metrics = metrics or METRICS
     span = '[%ds]' % window
     found = {
