@@ -20,7 +20,7 @@ servers (paged), the allocations of the GPU providers in use and five
 PromQL queries, whatever the number of servers. When a DCGM check runs
 (gpu-unhealthy, gpu-application-xid, gpu-row-remap, gpu-vgpu-licence,
 gpu-driver-drift, gpu-missing) and a Prometheus is configured: the same
-servers and allocations once more and eight PromQL queries
+servers and allocations once more and nine PromQL queries
 (``device_health.check_queries``), whatever the number of devices.
 """
 

@@ -39,6 +39,11 @@ BUCKETS = re.compile(
     r'^max_over_time\(([A-Z_]+)\[(\d+)s\]\)\[(\d+)s:(\d+)s\]$')
 FUNCTIONS = {'avg': lambda v: sum(v) / len(v), 'max': max,
              'last': lambda v: v[-1]}
+# when an XID gauge took its value (device_health.since_queries): a
+# subquery of the gauge at T (@ end()); the samples here have no times, so
+# no change is found in them (every XID held since before the lookback)
+SINCE = re.compile(r'^(?:clamp_max\()?max_over_time\(\(\(\(\(([A-Z_]+) @ '
+                   r'end\(\)\) > 0\) unless \(\1 == \(\1 @ end\(\)\)\)\)')
 
 
 class FakePrometheus:
@@ -68,6 +73,8 @@ class FakePrometheus:
                  'value': [float(form.get('time', 0)),
                            str(FUNCTIONS[func](samples[metric]))]}
                 for labels, samples in self.series if samples.get(metric)])
+        if SINCE.match(form['query']):
+            return self._ok('vector', [])
         match = BUCKETS.match(form['query'])
         if match:
             metric, step, period, _step = match.groups()
@@ -407,8 +414,8 @@ class TestCheckIdle(UtilisationCase):
                             host='gpu-vgpu-1',
                             devices=('gpu-vgpu-1_pci_0000_85_00_0',))
         status, rows = self.status('--prometheus', PROM)
-        # gpu-idle's five, and the eight of the DCGM checks
-        self.assertEqual(5 + 8, len(self.prometheus.queries))
+        # gpu-idle's five, and the nine of the DCGM checks
+        self.assertEqual(5 + 9, len(self.prometheus.queries))
         self.assertEqual([], [r for r in rows if 'could not be read' in
                               r['Symptom']])
         self.assertEqual(['server vm-v1 (v1)'], [
