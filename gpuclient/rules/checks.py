@@ -1623,7 +1623,7 @@ def _guest_findings(cloud, wanted, check):
     guest's word: marked so, and never a cordon or drain."""
     found = []
     for row, server, got in device_health.guest_reports(
-            wanted['rows'], wanted['series'], wanted['now'],
+            wanted['rows'], wanted['series'], wanted.get('now'),
             wanted['window']):
         what = []
         if check == 'gpu-row-remap':

@@ -299,6 +299,11 @@ def xid_class(xid):
     return XID_CLASSES.get(XID_ACTIONS.get(int(xid)), XID_UNLISTED)
 
 
+def duration_text(seconds):
+    """'14d ago' of SECONDS (when the time of the reading is not known)."""
+    return _('%s ago') % utilisation.duration_text(seconds)
+
+
 def when_text(epoch):
     """EPOCH seconds as ISO 8601 UTC, to the second."""
     return time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(int(epoch)))
@@ -364,8 +369,10 @@ def _xid_reading(item, now, window):
         text = when_text(since)
     elif before is not None:
         text = when_text(before)
-    else:
+    elif now is not None:
         text = 'before %s' % when_text(now - since_tiers(window)[-1][0])
+    else:
+        text = 'before %s' % duration_text(since_tiers(window)[-1][0])
     if cls == XID_APPLICATION:
         rank = 2 if recent else 1
     else:

@@ -289,3 +289,14 @@ class TestNotServed(testtools.TestCase):
             self.assertEqual(expected, (
                 [r['pci_address'] for r in missing],
                 [r['pci_address'] for r in unsure], extra), case)
+
+
+class TestWithoutTheTime(testtools.TestCase):
+
+    def test_an_undated_reading_says_how_far_back(self):
+        # a caller that did not say when it asked: no clock guessed
+        got = dh.annotate([row('a', '0000:41:00.0')],
+                          dh.series(xid(HOST, 79)), {'a': {'gpu-1'}}, None,
+                          WINDOW)[0]
+        self.assertEqual(('before 2w ago', True),
+                         (got['xid_since'], got['unhealthy']))
