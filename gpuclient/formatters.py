@@ -87,6 +87,9 @@ LONG_DEVICE_COLUMNS = (PROVIDER, 'Provider UUID', 'Total', 'Used',
                        'One Time Use', 'Traits', HYPERVISOR)
 HEALTH_DEVICE_COLUMNS = ('Model', 'Driver Version', 'Health', 'Last XID',
                          'XID Action', 'Row Remap', 'Util %')
+# and with --long: whose the XID is, when the gauge took it, and whether
+# the figures are the host's or the guest's
+LONG_HEALTH_DEVICE_COLUMNS = ('XID Class', 'XID Since', 'Health Source')
 # the labels of one holder of a device (the Server cell's ``holders``)
 HOLDER_LABELS = ('server', 'instance_id', 'project', 'flavor')
 
@@ -249,7 +252,8 @@ class Exposition:
 EXPOSITIONS = (
     Exposition('openstack gpu capacity list', CAPACITY_COLUMNS, FAMILIES),
     Exposition('openstack gpu device list',
-               DEVICE_COLUMNS + LONG_DEVICE_COLUMNS + HEALTH_DEVICE_COLUMNS,
+               DEVICE_COLUMNS + LONG_DEVICE_COLUMNS + HEALTH_DEVICE_COLUMNS
+               + LONG_HEALTH_DEVICE_COLUMNS,
                DEVICE_FAMILIES),
 )
 

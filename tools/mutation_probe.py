@@ -216,6 +216,40 @@ MUTATIONS = [
      '                if size > self.max_bytes:\n',
      '                if False:\n',
      'test_bounds.TestAnswerCap'),
+    # issue 51 (health)
+    ('XID class: an application\'s XID as the host\'s',
+     'gpuclient/rules/device_health.py',
+     '    RESTART_APP: XID_APPLICATION,',
+     '    RESTART_APP: XID_HOST,',
+     'test_device_health.TestDeviceHealth.test_xid_classes'),
+    ('a sticky XID read as recent whatever its age',
+     'gpuclient/rules/device_health.py',
+     '    recent = since is not None\n',
+     '    recent = since is not None or before is not None\n',
+     'test_device_health.TestDeviceHealth.test_xid_class_dating_and_'
+     'precedence'),
+    ('host-vs-guest: a guest\'s series override the host\'s',
+     'gpuclient/rules/device_health.py',
+     '        source = HOST_SIDE\n        if not mine:\n',
+     '        source = HOST_SIDE\n'
+     '        if any(index.guest.get(s) for s in row[\'server_ids\']):\n'
+     '            mine = []\n        if not mine:\n',
+     'test_device_health.TestDeviceHealth.test_xid_class_dating_and_'
+     'precedence'),
+    ('host-vs-guest: a guest\'s report makes a device unhealthy',
+     'gpuclient/rules/device_health.py',
+     "'unhealthy': source == HOST_SIDE and (",
+     "'unhealthy': (",
+     'test_device_health.TestDeviceHealth.test_xid_class_dating_and_'
+     'precedence'),
+    ('gpu-missing compares counts, not addresses',
+     'gpuclient/rules/checks.py',
+     '        if not missing:\n            continue\n        found.append('
+     'finding(\n            ERROR, \'gpu-missing\'',
+     '        if not missing or len(device_health.served(mine)) >= len(\n'
+     '                rows):\n            continue\n        found.append('
+     'finding(\n            ERROR, \'gpu-missing\'',
+     'test_device_checks.TestMissingByAddress'),
 ]
 
 

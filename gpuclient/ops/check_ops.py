@@ -18,9 +18,9 @@ and the cloud has pools (the quota-gpu-limits check judges them). When
 the gpu-idle check runs and a Prometheus is configured: every project's
 servers (paged), the allocations of the GPU providers in use and five
 PromQL queries, whatever the number of servers. When a DCGM check runs
-(gpu-unhealthy, gpu-row-remap, gpu-vgpu-licence, gpu-driver-drift,
-gpu-missing) and a Prometheus is configured: the same servers and
-allocations once more and eight PromQL queries
+(gpu-unhealthy, gpu-application-xid, gpu-row-remap, gpu-vgpu-licence,
+gpu-driver-drift, gpu-missing) and a Prometheus is configured: the same
+servers and allocations once more and nine PromQL queries
 (``device_health.check_queries``), whatever the number of devices.
 """
 
@@ -83,8 +83,8 @@ def run(client, settings=None, names=None, pool=None, utilisation=None):
 
 IDLE_CHECK = 'gpu-idle'
 # the checks of the GPUs themselves, from the DCGM exporter's figures
-DEVICE_CHECKS = ('gpu-unhealthy', 'gpu-row-remap', 'gpu-vgpu-licence',
-                 'gpu-driver-drift', 'gpu-missing')
+DEVICE_CHECKS = ('gpu-unhealthy', 'gpu-application-xid', 'gpu-row-remap',
+                 'gpu-vgpu-licence', 'gpu-driver-drift', 'gpu-missing')
 
 
 def _not_configured(cloud, field):

@@ -30,6 +30,7 @@ one) and applies each device's step through the journal.
 """
 
 import logging
+import time
 
 from osc_lib import exceptions
 
@@ -101,9 +102,11 @@ def _health(client, rows, cloud, url, window, required, check=False):
     wanted = (device_health.check_queries if check
               else device_health.queries)(window, metrics)
     notes = []
+    # every query at one time: an XID is dated against it
+    now = time.time()
     try:
-        answers = {name: utilisation.parse_vector(prometheus.query(promql))
-                   for name, promql in wanted.items()}
+        answers = {name: utilisation.parse_vector(prometheus.query(
+            promql, time=now)) for name, promql in wanted.items()}
     except errors.APIError as exc:
         if required or url:
             raise
@@ -118,8 +121,8 @@ def _health(client, rows, cloud, url, window, required, check=False):
                                                       root.get('name'))
         hosts.setdefault(row['host'], set()).update(hosts_of[row['uuid']])
     found = device_health.series(answers, labels)
-    return (device_health.annotate(rows, found, hosts_of), found, hosts,
-            notes)
+    return (device_health.annotate(rows, found, hosts_of, now, window),
+            found, hosts, notes, now)
 
 
 def add_health(client, rows, cloud, url=None, window=None,
@@ -131,26 +134,29 @@ def add_health(client, rows, cloud, url=None, window=None,
     REQUIRED, else a note and every field ``unknown``."""
     if not health_read(client, url, required):
         return rows, []
-    rows, _found, _hosts, notes = _health(client, rows, cloud, url, window,
-                                          required)
+    rows, _found, _hosts, notes, _now = _health(client, rows, cloud, url,
+                                                window, required)
     return rows, notes
 
 
 def health_for_check(client, cloud, window, url):
     """``gpu check``'s view of the GPUs over CLOUD (its snapshot, read
-    with hypervisors): {'rows', 'series', 'hosts', 'window'} for
-    ``model.Cloud.device_health``. Every project's servers (paged), the
-    allocations of the GPU providers in use and the queries of
-    ``device_health.check_queries`` (a fixed number), whatever the number
-    of devices. A Prometheus that fails raises."""
+    with hypervisors): {'rows', 'series', 'hosts', 'window', 'now' (when
+    the queries were evaluated)} for ``model.Cloud.device_health``. Every
+    project's servers (paged), the allocations of the GPU providers in use
+    and the queries of ``device_health.check_queries`` (a fixed number),
+    whatever the number of devices. A Prometheus that fails raises."""
     servers = snapshot.read_servers(client, cloud)
     allocations = server_ops.gpu_allocations(client, cloud)
     rows = devices.rows(cloud, allocations, servers,
                         pools_mod.pools_by_host(cloud.pools))
-    rows, found, hosts, _notes = _health(client, rows, cloud, url, window,
-                                         True, check=True)
+    # each holder's project (an application XID is the project's)
+    rows = device_metrics.join_fields(rows, cloud.placement.providers,
+                                      servers)
+    rows, found, hosts, _notes, now = _health(client, rows, cloud, url,
+                                              window, True, check=True)
     return {'rows': rows, 'series': found, 'hosts': hosts,
-            'window': window}
+            'window': window, 'now': now}
 
 
 def collect(client, host=None, pool=None, server=None,

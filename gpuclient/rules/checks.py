@@ -1534,49 +1534,193 @@ def _device_finding(check, row, symptom, then, **more):
         _cordon_fix(row['host'], then), row['pools'])
 
 
+def _holders_of(row):
+    """(name, id, project) of each server holding ROW's device: its
+    ``holders`` where the ops layer joined them, else the row's projects
+    (one project: that one)."""
+    if row.get('holders'):
+        return [(h[0], h[1], h[2] or '-') for h in row['holders']]
+    project = row['projects'][0] if len(row['projects']) == 1 else '-'
+    return [(name, sid, project) for name, sid in zip(
+        row['servers'], row['server_ids'], strict=True)]
+
+
+def _since(row):
+    """'since 2024-05-01T10:00:00Z' (or 'since before ...') of ROW's
+    XID."""
+    return _('since %s') % row.get('xid_since')
+
+
+def _xid_text(row):
+    return _('XID %(xid)d %(since)s (NVIDIA\'s action: %(action)s)') % {
+        'xid': row['last_xid'], 'since': _since(row),
+        'action': row['xid_action']}
+
+
 @register('gpu-unhealthy')
 def gpu_unhealthy(cloud, settings):
-    """A GPU with an XID in the window or a failed DCGM health watch on a
-    host whose nova-compute still takes new servers."""
+    """A GPU whose host-side series holds a host XID (NVIDIA's action: reset
+    the GPU, reboot or contact support; DCGM holds it until the GPU is
+    reset) or fails a DCGM health watch, on a host whose nova-compute
+    still takes new servers: an error, cordon and drain. An XID
+    gpuclient's table does not class: a warning to look it up, no cordon.
+    Application and informational XIDs are not the host's (see
+    gpu-application-xid). What a guest reports of its own GPU (its
+    exporter, which the project controls): a warning marked as the
+    guest's report, never a cordon."""
     wanted, found = _device_health(cloud, 'gpu-unhealthy')
     if wanted is None:
         return found
-    window = utilisation_mod.duration_text(wanted['window'])
     for row in wanted['rows']:
-        xid = row.get('last_xid')
-        xid = xid if xid not in (None, device_health.UNKNOWN, 0) else None
-        failed = row.get('health') == device_health.HEALTH_FAIL
-        if not (xid or failed) or not _enabled(cloud, row['host']):
+        if row.get('health_source') != device_health.HOST_SIDE \
+                or not _enabled(cloud, row['host']):
             continue
+        xid_class = row.get('xid_class')
+        failed = row.get('health') == device_health.HEALTH_FAIL
         what = []
-        if xid:
-            what.append(_('reported XID %(xid)d in the last %(window)s '
-                          '(NVIDIA\'s action: %(action)s)') % {
-                              'xid': xid, 'window': window,
-                              'action': row['xid_action']})
+        if xid_class in (device_health.XID_HOST,
+                         device_health.XID_UNLISTED):
+            what.append(_('holds %s') % _xid_text(row))
         if failed:
             what.append(_('fails a DCGM health watch'))
-        found.append(_device_finding(
-            'gpu-unhealthy', row,
-            _('the GPU at %(pci)s on %(host)s (%(rc)s%(held)s) %(what)s, '
-              'and nova-compute on %(host)s still takes new servers: the '
-              'next boot there may get a broken GPU.'),
-            row['xid_action'] if xid else _(
-                'run DCGM\'s diagnostics on it (dcgmi diag -r 3)'),
-            what=_(' and ').join(what)))
+        if xid_class == device_health.XID_HOST or failed:
+            found.append(_device_finding(
+                'gpu-unhealthy', row,
+                _('the GPU at %(pci)s on %(host)s (%(rc)s%(held)s) '
+                  '%(what)s, as the host\'s DCGM exporter reports it, and '
+                  'nova-compute on %(host)s still takes new servers: the '
+                  'next boot there may get a broken GPU.'),
+                row['xid_action'] if xid_class == device_health.XID_HOST
+                else _('run DCGM\'s diagnostics on it (dcgmi diag -r 3)'),
+                what=_(' and ').join(what)))
+        elif what:
+            found.append(finding(
+                WARNING, 'gpu-unhealthy', _device_label(row),
+                _('the GPU at %(pci)s on %(host)s (%(rc)s%(held)s) '
+                  '%(what)s, as the host\'s DCGM exporter reports it: an XID '
+                  'gpuclient does not class, neither known to be the '
+                  'host\'s nor the application\'s.') % {
+                      'pci': row['pci_address'] or row['name'],
+                      'host': row['host'], 'rc': row['resource_class'],
+                      'held': _holders(row), 'what': what[0]},
+                _('look XID %(xid)d up in NVIDIA\'s XID catalogue '
+                  '(%(url)s) and in the host\'s kernel log (journalctl -k '
+                  '| grep -i xid): where its action is a GPU reset or a '
+                  'reboot, openstack gpu host cordon %(host)s; openstack '
+                  'gpu host drain %(host)s') % {
+                      'xid': row['last_xid'],
+                      'url': device_health.CATALOGUE, 'host': row['host']},
+                row['pools']))
+    found += _guest_findings(cloud, wanted, 'gpu-unhealthy')
     return found + _devices_not_judged('gpu-unhealthy', wanted['rows'],
+                                       'last_xid', _('XID'))
+
+
+def _guest_findings(cloud, wanted, check):
+    """CHECK's warnings about what the guests report of their own GPUs
+    (``device_health.guest_reports``): gpu-unhealthy a host or unlisted
+    XID or a failed health watch, gpu-row-remap a row-remap failure. The
+    guest's word: marked so, and never a cordon or drain."""
+    found = []
+    for row, server, got in device_health.guest_reports(
+            wanted['rows'], wanted['series'], wanted.get('now'),
+            wanted['window']):
+        what = []
+        if check == 'gpu-row-remap':
+            if got['row_remap'] == device_health.REMAP_FAILED:
+                what.append(_('row remapping failed'))
+        else:
+            if got['xid_class'] in (device_health.XID_HOST,
+                                    device_health.XID_UNLISTED):
+                what.append(_xid_text(dict(row, **got)))
+            if got['health'] == device_health.HEALTH_FAIL:
+                what.append(_('a failed DCGM health watch'))
+        if not what:
+            continue
+        name, project = next(((n, p) for n, sid, p in _holders_of(row)
+                              if sid == server), (server, '-'))
+        if row.get('health_source') == device_health.HOST_SIDE:
+            host_view = _('the host\'s own DCGM series of that GPU reads '
+                          'XID %(xid)s, health %(health)s') % {
+                              'xid': row['last_xid'],
+                              'health': row['health']}
+        else:
+            host_view = _('the host\'s DCGM has no series of that GPU (a '
+                          'GPU bound to vfio-pci for a guest is out of its '
+                          'sight)')
+        found.append(finding(
+            WARNING, check, _server_label({'id': server, 'name': name}),
+            _('the guest of server %(name)s (project %(project)s, on '
+              '%(host)s) reports %(what)s on its GPU: the guest\'s report, '
+              'from an exporter the project runs and labels, so it '
+              'decides nothing for the host; %(host_view)s.') % {
+                  'name': name, 'project': project, 'host': row['host'],
+                  'what': _(' and ').join(what), 'host_view': host_view},
+            _('tell project %(project)s what its guest reports; before '
+              'acting on host %(host)s, confirm it there (journalctl -k | '
+              'grep -i xid; nvidia-smi; openstack gpu device show '
+              '%(host)s:%(pci)s)') % {
+                  'project': project, 'host': row['host'],
+                  'pci': row['pci_address'] or row['name']},
+            row['pools']))
+    return found
+
+
+@register('gpu-application-xid')
+def gpu_application_xid(cloud, settings):
+    """A GPU a server holds whose host-side XID gauge took an application
+    XID (NVIDIA's action: restart the application; 13, 31, 94: an illegal
+    address, a kernel's fault) within the window: the fault of the
+    application the project runs there, not of the host. A warning naming
+    the server and project to tell; it ages out with the window. Guests'
+    own application XIDs are the project's to see already."""
+    wanted, found = _device_health(cloud, 'gpu-application-xid')
+    if wanted is None:
+        return found
+    window = utilisation_mod.duration_text(wanted['window'])
+    held = [r for r in wanted['rows'] if r['server_ids']]
+    for row in held:
+        if row.get('health_source') != device_health.HOST_SIDE \
+                or row.get('xid_class') != device_health.XID_APPLICATION \
+                or not row.get('xid_recent'):
+            continue
+        holders = _holders_of(row)
+        for name, server, project in holders:
+            found.append(finding(
+                WARNING, 'gpu-application-xid',
+                _server_label({'id': server, 'name': name}),
+                _('the GPU at %(pci)s on %(host)s that server %(name)s of '
+                  'project %(project)s holds took %(xid)s, within the last '
+                  '%(window)s: a fault of the application running on it, '
+                  'not of the host%(shared)s.') % {
+                      'pci': row['pci_address'] or row['name'],
+                      'host': row['host'], 'name': name,
+                      'project': project, 'xid': _xid_text(row),
+                      'window': window,
+                      'shared': _(' (the card is shared by %d servers: '
+                                  'whose application it was is not '
+                                  'known)') % len(holders)
+                      if len(holders) > 1 else ''},
+                _('tell project %(project)s to restart its application on '
+                  'server %(id)s; nothing to do on the host (this finding '
+                  'ages out of the --window)') % {
+                      'project': project, 'id': server},
+                row['pools']))
+    return found + _devices_not_judged('gpu-application-xid', held,
                                        'last_xid', _('XID'))
 
 
 @register('gpu-row-remap')
 def gpu_row_remap(cloud, settings):
     """A GPU whose memory row remapping failed (DCGM_FI_DEV_ROW_REMAP_
-    FAILURE): its memory can no longer be repaired."""
+    FAILURE) as its host-side series says: its memory can no longer be
+    repaired. A guest's own report of it: a warning, the guest's word."""
     wanted, found = _device_health(cloud, 'gpu-row-remap')
     if wanted is None:
         return found
     for row in wanted['rows']:
-        if row.get('row_remap') != device_health.REMAP_FAILED:
+        if row.get('row_remap') != device_health.REMAP_FAILED \
+                or row.get('health_source') != device_health.HOST_SIDE:
             continue
         found.append(_device_finding(
             'gpu-row-remap', row,
@@ -1585,6 +1729,7 @@ def gpu_row_remap(cloud, settings):
               'be repaired on it.'),
             _('reset the GPU (nvidia-smi -r) and, if the failure stays, '
               'contact NVIDIA support to replace it')))
+    found += _guest_findings(cloud, wanted, 'gpu-row-remap')
     return found + _devices_not_judged('gpu-row-remap', wanted['rows'],
                                        'row_remap', _('row-remap'))
 
@@ -1695,46 +1840,70 @@ def gpu_driver_drift(cloud, settings):
     return found
 
 
+def _held_through_pci(cloud, row):
+    """Does a server hold ROW's device through PCI passthrough (bound to
+    vfio-pci, out of the host DCGM's sight), not as a vGPU?"""
+    return bool(row['server_ids']) and not _is_vgpu(cloud, row)
+
+
 @register('gpu-missing')
 def gpu_missing(cloud, settings):
-    """A host where DCGM sees fewer GPUs than Placement offers: a GPU
-    fell off the bus, and boots Placement sends to it fail."""
+    """A GPU Placement offers whose address the host's DCGM no longer
+    serves: it fell off the bus, and boots Placement sends to it fail.
+    Compared address by address (a VF by its GPU's bus), never by count:
+    a GPU DCGM serves that Placement does not offer makes up for none. A
+    GPU a server holds through PCI passthrough is left out while the
+    server's guest reports a GPU, and not judged when it is silent too."""
     wanted, found = _device_health(cloud, 'gpu-missing')
     if wanted is None:
         return found
     series = device_health.host_series(wanted['series'], wanted['hosts'])
     by_pool = pools_mod.pools_by_host(cloud.pools)
-    unread = []
+    unread, unsure = [], []
     for host, rows in sorted(_hosts_rows(wanted['rows']).items()):
-        offered = device_health.cards_offered(rows)
-        if not offered:
+        if not any(r['pci_address'] and r['total'] for r in rows):
             continue
-        seen = device_health.cards_seen(series.get(host, ()))
-        if not seen:
+        mine = series.get(host, ())
+        if not device_health.served(mine):
             unread.append(host)
             continue
-        missing = sorted(set(offered) - set(seen))
-        if len(seen) >= len(offered) or not missing:
+        missing, silent, extra = device_health.not_served(
+            rows, mine, wanted['series'],
+            lambda row: _held_through_pci(cloud, row))
+        unsure += silent
+        if not missing:
             continue
         found.append(finding(
             ERROR, 'gpu-missing', 'host %s' % host,
-            _('DCGM on %(host)s sees %(seen)d of the %(offered)d GPUs '
-              'Placement offers there (not seen: %(missing)s): a GPU fell '
-              'off the bus, and boots Placement sends to it fail.') % {
-                  'host': host, 'seen': len(seen), 'offered': len(offered),
-                  'missing': ', '.join(a for c in missing
-                                       for a in sorted(offered[c]))},
+            _('DCGM on %(host)s does not serve the GPU(s) Placement offers '
+              'at %(missing)s%(extra)s: a GPU fell off the bus, and boots '
+              'Placement sends to it fail.') % {
+                  'host': host,
+                  'missing': ', '.join(sorted(r['pci_address']
+                                              for r in missing)),
+                  'extra': _(' (it serves %s, which Placement does not '
+                             'offer: no stand-in for them)') % ', '.join(
+                                 extra) if extra else ''},
             _cordon_fix(host, _(
                 'look for XID 79 in the host\'s kernel log, reseat or '
                 'replace the GPU and reboot; a GPU removed for good: take '
                 'it out of nova.conf ([pci] device_spec, [devices]) so '
                 'Placement stops offering it')),
             by_pool.get(host, ())))
+    if unsure:
+        found.append(not_judged(
+            'gpu-missing', _('%d GPU device(s)') % len(unsure),
+            _('the host\'s DCGM does not serve %s, which servers hold '
+              'through PCI passthrough (bound to vfio-pci: out of the host '
+              'DCGM\'s sight), and their guests report no DCGM series, so '
+              'whether they are on the bus is not known') % _some(
+                  _device_label(r) + _holders(r) for r in unsure),
+            DCGM_FIX, sorted({p for r in unsure for p in r['pools']})))
     if unread:
         found.append(not_judged(
             'gpu-missing', _('%d host(s)') % len(unread),
-            _('Prometheus has no DCGM series for %s, so how many GPUs '
-              'DCGM sees there is not known') % _some(unread), DCGM_FIX,
+            _('Prometheus has no DCGM series for %s, so which GPUs DCGM '
+              'sees there is not known') % _some(unread), DCGM_FIX,
             sorted({p for h in unread for p in by_pool.get(h, ())})))
     return found
 
@@ -1779,6 +1948,7 @@ SOURCES = {
     'quota-pci-not-enforced': 'compute_max_version',
     'gpu-idle': 'utilisation',
     'gpu-unhealthy': 'device_health',
+    'gpu-application-xid': 'device_health',
     'gpu-row-remap': 'device_health',
     'gpu-vgpu-licence': 'device_health',
     'gpu-driver-drift': 'device_health',

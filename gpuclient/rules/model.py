@@ -202,9 +202,10 @@ class Cloud:
         "{'rows', 'window', 'idle_below'}: the servers' GPU utilisation "
         "(Prometheus), as gpu check judges it (gpu-idle)", None)
     device_health: dict | None = _field(
-        "{'rows', 'series', 'hosts', 'window'}: the GPU devices with their "
-        "DCGM health, the DCGM series and the hosts' names (Prometheus), as "
-        "gpu check judges them (gpu-unhealthy, gpu-row-remap, "
+        "{'rows', 'series', 'hosts', 'window', 'now'}: the GPU devices "
+        "with their DCGM health, the DCGM series, the hosts' names and "
+        "when Prometheus was asked, as gpu check judges them "
+        "(gpu-unhealthy, gpu-application-xid, gpu-row-remap, "
         "gpu-vgpu-licence, gpu-driver-drift, gpu-missing)", None)
     unread: dict = _field(
         '{field: why it could not be read} (registered_limits, '

@@ -41,9 +41,10 @@ import sys
 import time
 
 PROM = 'http://prometheus.bench:9090'
-# the PromQL queries of the device health, one per metric
-QUERIES = ('xid', 'row_remap_failure', 'uncorrectable_remapped_rows',
-           'health', 'util')
+# the PromQL queries of the device health, one per metric (and when the
+# XID gauge took its value)
+QUERIES = ('xid', 'xid_since', 'xid_since_before', 'row_remap_failure',
+           'uncorrectable_remapped_rows', 'health', 'util')
 
 
 def build(hosts, servers):

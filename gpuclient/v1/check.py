@@ -46,8 +46,9 @@ class Check(common.Gated, common.Lister):
         'deployment pipeline. With a Prometheus (--prometheus, or '
         'prometheus_endpoint in clouds.yaml) the gpu-idle check also '
         'reads every project\'s servers and their GPU utilisation, and '
-        'the checks of the GPUs themselves (gpu-unhealthy, gpu-row-remap, '
-        'gpu-vgpu-licence, gpu-driver-drift, gpu-missing) the NVIDIA DCGM '
+        'the checks of the GPUs themselves (gpu-unhealthy, '
+        'gpu-application-xid, gpu-row-remap, gpu-vgpu-licence, '
+        'gpu-driver-drift, gpu-missing) the NVIDIA DCGM '
         'exporter\'s figures, each in a fixed number of queries; without '
         'one they do not run. Checks: %s. Needs admin.')
     _epilog_text = _(

@@ -34,6 +34,8 @@ SHOW_FIELDS = ('provider', 'provider_uuid', 'host', 'pools',
 HEALTH_COLUMNS = formatters.HEALTH_DEVICE_COLUMNS
 HEALTH_FIELDS = ('model', 'driver_version', 'health', 'last_xid',
                  'xid_action', 'row_remap', 'util')
+LONG_HEALTH_COLUMNS = formatters.LONG_HEALTH_DEVICE_COLUMNS
+LONG_HEALTH_FIELDS = ('xid_class', 'xid_since', 'health_source')
 RELEASE_COLUMNS = ('Provider', 'Host', 'PCI Address', 'Resource Class',
                    'Action')
 # the device argument's help, shared by show and release
@@ -46,9 +48,10 @@ def add_health_args(parser):
     common.add_prometheus_args(parser, window=False)
     parser.add_argument(
         '--window', metavar='<duration>',
-        help=_('An XID reported in this period, ending now, is recent, and '
-               'utilisation is its mean over it: a number and a unit (s, m, '
-               'h, d or w), e.g. 30m, 1h or 7d (default: 1h)'))
+        help=_('An application XID whose gauge changed in this period, '
+               'ending now, is recent (a host XID stays until the GPU is '
+               'reset), and utilisation is its mean over it: a number and '
+               'a unit (s, m, h, d or w), e.g. 30m, 1h or 7d (default: 1h)'))
 
 
 def window_arg(parsed_args):
@@ -61,11 +64,13 @@ def window_arg(parsed_args):
     return utilisation.window_seconds(parsed_args.window)
 
 
-def _health(row):
-    """The HEALTH_FIELDS of ROW: () when Prometheus was not read."""
+def _health(row, long=False):
+    """The HEALTH_FIELDS of ROW (and with LONG the LONG_HEALTH_FIELDS): ()
+    when Prometheus was not read."""
     if 'health' not in row:
         return ()
-    return tuple(row[f] for f in HEALTH_FIELDS)
+    return tuple(row[f] for f in HEALTH_FIELDS + (
+        LONG_HEALTH_FIELDS if long else ()))
 
 
 class ServerColumn(format_columns.ListColumn):
@@ -88,7 +93,7 @@ def _row(row, long=False):
                  row['one_time_use'],
                  format_columns.ListColumn(row['traits'] or []),
                  row.get('hypervisor_hostname'))
-    return item + _health(row)
+    return item + _health(row, long)
 
 
 def long_arg(parsed_args):
@@ -117,9 +122,11 @@ class ListDevice(common.Lister):
         'clouds.yaml or $GPUCLIENT_PROMETHEUS_URL), the NVIDIA DCGM '
         'exporter\'s view is added: model, driver version, health, last '
         'XID with NVIDIA\'s recommended action, row-remap state and '
-        'utilisation ("unknown" where no metric says), in one query per '
-        'metric. Read in a fixed number of requests, plus one per GPU '
-        'device in use. "-f openmetrics" (which implies --long) writes '
+        'utilisation ("unknown" where no metric says), and with --long '
+        'the XID\'s class, when its gauge took it and whether the figures '
+        'are the host\'s or the guest\'s, in one query per metric. Read '
+        'in a fixed number of requests, plus one per GPU device in use. '
+        '"-f openmetrics" (which implies --long) writes '
         'one gpuclient_device_info series per device and server holding '
         'it, labelled to join the DCGM exporter\'s series in Prometheus '
         '(hostname, pci_bus_id, instance_id) with what Prometheus cannot '
@@ -147,14 +154,18 @@ class ListDevice(common.Lister):
                    'released'))
         parser.add_argument(
             '--unhealthy', action='store_true', default=False,
-            help=_('Only devices with an XID in the window, a failed DCGM '
-                   'health watch or a row-remap failure (needs the cloud\'s '
+            help=_('Only devices whose host-side DCGM series hold an XID '
+                   'NVIDIA answers with a GPU reset, a reboot or a call to '
+                   'support (until the GPU is reset), fail a DCGM health '
+                   'watch or report a row-remap failure; a guest\'s own '
+                   'exporter never puts a device here (needs the cloud\'s '
                    'Prometheus)'))
         parser.add_argument(
             '--long', action='store_true', default=False,
             help=_('List additional fields in output (provider name and '
                    'UUID, units total and used, one-time use, traits, '
-                   'hypervisor hostname); implied by -f openmetrics'))
+                   'hypervisor hostname; with Prometheus, XID class, XID '
+                   'since and health source); implied by -f openmetrics'))
         add_health_args(parser)
         return parser
 
@@ -175,7 +186,8 @@ class ListDevice(common.Lister):
         if device_ops.health_read(self.app.client_manager.gpu,
                                   parsed_args.prometheus,
                                   parsed_args.unhealthy):
-            columns += HEALTH_COLUMNS
+            columns += HEALTH_COLUMNS + (LONG_HEALTH_COLUMNS if long
+                                         else ())
         return columns, [_row(r, long) for r in rows]
 
 
@@ -202,7 +214,8 @@ class ShowDevice(common.ShowOne):
                               parsed_args.device, url=parsed_args.prometheus,
                               window=window_arg(parsed_args))
         values = dict(row, provider=row['name'], provider_uuid=row['uuid'])
-        fields = SHOW_FIELDS + (HEALTH_FIELDS if 'health' in row else ())
+        fields = SHOW_FIELDS + (HEALTH_FIELDS + LONG_HEALTH_FIELDS
+                                if 'health' in row else ())
         return fields, tuple(
             format_columns.ListColumn(values[f] or [])
             if f in ('pools', 'servers', 'server_ids', 'projects', 'traits')

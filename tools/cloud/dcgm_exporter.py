@@ -28,7 +28,8 @@ file::
 
 Per device: ``util`` (percent) is DCGM_FI_DEV_GPU_UTIL, ``engine_active``
 (0..1) DCGM_FI_PROF_GR_ENGINE_ACTIVE, ``fb_used``/``fb_free`` (MiB)
-DCGM_FI_DEV_FB_USED/FREE, ``xid`` DCGM_FI_DEV_XID_ERRORS (the last XID),
+DCGM_FI_DEV_FB_USED/FREE, ``xid`` DCGM_FI_DEV_XID_ERRORS (the last XID,
+held as the real exporter holds it: see below),
 ``row_remap_failure`` (0/1) DCGM_FI_DEV_ROW_REMAP_FAILURE,
 ``uncorrectable_remapped_rows`` DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS,
 ``health`` DCGM_EXP_GPU_HEALTH_STATUS (DCGM's result: 0 pass, 10 warn, 20
@@ -50,6 +51,16 @@ GPU_I_ID for a MIG instance; ``--model-label`` adds dcgm-exporter's
 ``modelName`` (left out by default: ``promtool check metrics`` flags its
 camelCase). Standard library only.
 
+The XID is held as dcgm-exporter holds it (dcgm-exporter#500, DCGM#277):
+once a scrape has served a device a non-zero ``xid``, the device keeps
+it when the file then says 0 or leaves the field out, until another
+non-zero XID replaces it or the device's ``reset`` changes (any value: a
+GPU reset, a driver or exporter restart), after which it serves what the
+file says. A device is known by its host, ``pci_bus_id``,
+``gpu_instance``, ``vm_id``, ``labels`` and ``owner`` (the tests tag
+their devices: one test's XID is not another's); an entry removed from
+the file is forgotten (its exporter is gone).
+
     python3 tools/cloud/dcgm_exporter.py --devices FILE [--port 9400]
 """
 
@@ -57,6 +68,7 @@ import argparse
 import http.server
 import json
 import sys
+import threading
 import uuid
 
 # (field, metric, type, help) in dcgm-exporter's order
@@ -165,19 +177,57 @@ def render(document, hostname_label='Hostname', model_label=False):
     return '\n'.join(lines) + '\n'
 
 
+def _device_key(device, hostname):
+    return json.dumps([device.get('owner'), device.get('hostname')
+                       or hostname, device.get('pci_bus_id'),
+                       device.get('gpu_instance'), device.get('vm_id'),
+                       device.get('labels') or {}], sort_keys=True,
+                      default=str)
+
+
+class XidMemory:
+    """The XID each device was last served, held as DCGM holds it: until
+    another XID replaces it or the device's ``reset`` changes."""
+
+    def __init__(self):
+        self._held = {}  # device key -> (its reset, the XID served)
+        self._lock = threading.Lock()
+
+    def apply(self, document):
+        """DOCUMENT with each device's held XID where it says 0 or
+        nothing; what it says is remembered for the next scrape."""
+        hostname = document.get('hostname')
+        devices, held = [], {}
+        with self._lock:
+            for device in document.get('devices') or ():
+                key = _device_key(device, hostname)
+                reset, xid = device.get('reset'), device.get('xid')
+                before = self._held.get(key)
+                if not xid and before and before[0] == reset and before[1]:
+                    device = dict(device, xid=before[1])
+                    xid = before[1]
+                held[key] = (reset, xid)
+                devices.append(device)
+            self._held = held
+        return dict(document, devices=devices)
+
+
 def read(path):
     with open(path) as f:
         return json.load(f)
 
 
-def handler(path, hostname_label='Hostname', model_label=False):
+def handler(path, hostname_label='Hostname', model_label=False,
+            memory=None):
+    memory = memory or XidMemory()
+
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self):  # noqa: N802 - http.server's name
             if self.path.split('?')[0] != '/metrics':
                 self.send_error(404)
                 return
             try:
-                body = render(read(path), hostname_label,
+                body = render(memory.apply(read(path)), hostname_label,
                               model_label).encode()
             except (OSError, ValueError) as exc:
                 self.send_error(500, 'cannot read %s: %s' % (path, exc))

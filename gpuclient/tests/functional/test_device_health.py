@@ -23,17 +23,23 @@ Other tests write the same file: a test adds its own devices (tagged with
 its id) and removes only those at cleanup.
 """
 
+import calendar
 import json
 import os
 import re
 import time
 import uuid
 
+import openstack
+import requests
+
 from gpuclient.tests.functional import base
 
 DEVICES = os.environ.get('GPUCLIENT_DCGM_DEVICES')
-# the window an XID counts as recent in: only readings the test wrote
+# the window an application's XID counts as recent in: only readings the
+# test wrote
 WINDOW = '30s'
+WINDOW_SECONDS = 30
 # how long Prometheus may take to scrape what a test wrote
 SCRAPE_TIMEOUT = 30
 
@@ -89,6 +95,40 @@ class DcgmTestCase(base.FunctionalTestCase):
         self.assertEqual(1, len(found), rows)
         return found[0], self.openstack('resource', 'provider', 'show',
                                         found[0])['name']
+
+    def gpus(self, host):
+        """{PCI address: provider name} of the GPU providers Placement
+        has in HOST's tree (vGPU pGPUs: <node>_pci_0000_84_00_0;
+        passthrough: <node>_0000:41:00.0)."""
+        found = {}
+        for rp in self.openstack('resource', 'provider', 'list',
+                                 '--os-placement-api-version', '1.14',
+                                 '--in-tree', self.root_provider(host)):
+            match = re.search(r'_(?:pci_)?([0-9a-fA-F]{4})[:_]([0-9a-fA-F]'
+                              r'{2})[:_]([0-9a-fA-F]{2})[._]([0-7])$',
+                              rp['name'])
+            if match:
+                found['%s:%s:%s.%s' % match.groups()] = rp['name']
+        return {pci.lower(): name for pci, name in found.items()}
+
+    def check(self, *names, window=WINDOW):
+        """{(check, object): finding} of ``gpu check --check NAMES``
+        (which exits 0 or 1) and its exit status."""
+        args = [a for name in names for a in ('--check', name)]
+        rc, out, err = self.openstack_raw('gpu', 'check', *args,
+                                          '--window', window, '-f', 'json')
+        self.assertIn(rc, (0, 1), err)
+        return rc, {(r['Check'], r['Object']): r for r in json.loads(out)}
+
+    def prometheus(self, query):
+        """The result of an instant PromQL QUERY, from the cloud's
+        Prometheus itself (its HTTP API)."""
+        url = openstack.config.OpenStackConfig().get_one(
+            cloud=base.ADMIN_CLOUD).config['prometheus_endpoint']
+        answer = requests.get(url + '/api/v1/query',
+                              params={'query': query}, timeout=10)
+        answer.raise_for_status()
+        return answer.json()['data']['result']
 
     def until(self, read, done, what):
         """READ() until DONE(result) (Prometheus scrapes every second)."""
@@ -163,25 +203,151 @@ def bus_id(pci):
     return '0000' + pci.upper()
 
 
-class TestCheckDevices(DcgmTestCase):
+def host_series(host, pci):
+    """The PromQL selector of the host-side XID gauge of HOST's GPU PCI."""
+    return 'DCGM_FI_DEV_XID_ERRORS{Hostname="%s",pci_bus_id="%s"}' % (
+        host, bus_id(pci))
 
-    def gpus(self, host):
-        """{PCI address: provider name} of the GPU providers Placement
-        has in HOST's tree (vGPU pGPUs: <node>_pci_0000_84_00_0;
-        passthrough: <node>_0000:41:00.0)."""
-        found = {}
-        for rp in self.openstack('resource', 'provider', 'list',
-                                 '--os-placement-api-version', '1.14',
-                                 '--in-tree', self.root_provider(host)):
-            match = re.search(r'_(?:pci_)?([0-9a-fA-F]{4})[:_]([0-9a-fA-F]'
-                              r'{2})[:_]([0-9a-fA-F]{2})[._]([0-7])$',
-                              rp['name'])
-            if match:
-                found['%s:%s:%s.%s' % match.groups()] = rp['name']
-        return {pci.lower(): name for pci, name in found.items()}
+
+def epoch(text):
+    """ISO 8601 UTC ('2024-05-01T10:00:00Z') as epoch seconds."""
+    return calendar.timegm(time.strptime(text, '%Y-%m-%dT%H:%M:%SZ'))
+
+
+class TestXidClasses(DcgmTestCase):
+    """Whose an XID is, when it came, and what a GPU a guest holds
+    through passthrough looks like from the host (issue 51)."""
+
+    def run_start(self, selector, value):
+        """When the series SELECTOR served now last took VALUE, from
+        Prometheus' own samples of the last 5 minutes (a gap of more than
+        5 s, one scrape a second, is a break: the series was not served;
+        an earlier test's series of the same GPU ended before)."""
+        found = self.prometheus(selector + '[5m]')
+        self.assertTrue(found, selector)
+        live = max(found, key=lambda series: series['values'][-1][0])
+        start = previous = None
+        for when, text in live['values']:
+            if float(text) != value or (previous is not None
+                                        and when - previous > 5):
+                start = None
+            if float(text) == value and start is None:
+                start = when
+            previous = when
+        self.assertIsNotNone(start, found)
+        return start
+
+    def value_now(self, selector):
+        found = self.prometheus(selector)
+        return [float(r['value'][1]) for r in found]
+
+    @base.needs('passthrough')
+    def test_xids_by_class_dated_by_the_change_and_a_passthrough_gpu(self):
+        pool = self.make_pool('passthrough', base.PT_HOST, '--alias',
+                              'h100', '--pci-id', '10de:2331')
+        server = self.boot(self.make_flavor(pool))
+        _uuid, held_name = self.device_of(server, 'CUSTOM_PCI_')
+        held = pci_of(held_name)
+        nova = self.openstack('server', 'show', server['id'])
+        self.assertEqual(base.PT_HOST, nova['OS-EXT-SRV-ATTR:host'])
+        gpus = sorted(self.gpus(base.PT_HOST))
+        sick = [pci for pci in gpus if pci != held][0]
+        server_label = 'server %s (%s)' % (server['name'], server['id'])
+        held_label = 'device %s %s' % (base.PT_HOST, held)
+        sick_label = 'device %s %s' % (base.PT_HOST, sick)
+        guest = {'hostname': server['name'], 'gpu': 0,
+                 'pci_bus_id': '00000000:05:00.0', 'xid': 0,
+                 'labels': {'instance_id': server['id']}}
+
+        def cards(**by_pci):
+            return [dict(hostname=base.PT_HOST, gpu=i,
+                         pci_bus_id=bus_id(pci), **by_pci.get(pci, {'xid': 0}))
+                    for i, pci in enumerate(gpus)]
+
+        # the held GPU's host-side gauge takes 13 (an illegal address in
+        # the tenant's kernel), a free one 79 (fallen off the bus)
+        self.write_devices(cards(**{held: {'xid': 13}, sick: {'xid': 79}})
+                           + [guest])
+        names = ('gpu-unhealthy', 'gpu-application-xid')
+        wanted = {('gpu-application-xid', server_label),
+                  ('gpu-unhealthy', sick_label)}
+        _rc, got = self.until(lambda: self.check(*names),
+                              lambda got: wanted <= set(got[1]),
+                              'the XIDs not found')
+        # 13 is the project's (Nova's project of the server), no cordon
+        app = got[('gpu-application-xid', server_label)]
+        self.assertEqual('warning', app['Severity'])
+        self.assertIn('server %s of project %s holds took XID 13' % (
+            server['name'], nova['project_id']), app['Symptom'])
+        self.assertIn('tell project %s' % nova['project_id'], app['Fix'])
+        self.assertNotIn(('gpu-unhealthy', held_label), got)
+        # 79 is the host's, dated by the change of the gauge as
+        # Prometheus holds it (a window of 30 s: one-second steps)
+        sick_row = got[('gpu-unhealthy', sick_label)]
+        self.assertEqual('error', sick_row['Severity'])
+        since = re.search(r'XID 79 since (\S+Z)',
+                          sick_row['Symptom']).group(1)
+        first = self.run_start(host_series(base.PT_HOST, sick), 79)
+        self.assertTrue(first <= epoch(since) <= first + 1,
+                        (first, since))
+        app_since = epoch(re.search(r'XID 13 since (\S+Z)',
+                                    app['Symptom']).group(1))
+
+        # the window passes; the gauges hold their XIDs (as DCGM's do)
+        time.sleep(max(0.0, app_since + WINDOW_SECONDS + 2 - time.time()))
+        self.assertEqual([13.0], self.value_now(host_series(base.PT_HOST,
+                                                            held)))
+        self.assertEqual([79.0], self.value_now(host_series(base.PT_HOST,
+                                                            sick)))
+        _rc, got = self.check(*names)
+        # the application's aged out; the host's stays, dated by the same
+        # change (to the minute once out of the window)
+        self.assertNotIn(('gpu-application-xid', server_label), got)
+        self.assertNotIn(('gpu-unhealthy', held_label), got)
+        later = epoch(re.search(
+            r'XID 79 since (\S+Z)',
+            got[('gpu-unhealthy', sick_label)]['Symptom']).group(1))
+        self.assertTrue(first <= later <= first + 60, (first, later))
+
+        # a GPU reset: the gauge back at 0, the finding gone
+        self.write_devices(cards(**{held: {'xid': 13}, sick: {
+            'xid': 0, 'reset': 1}}) + [guest])
+        self.until(lambda: self.value_now(host_series(base.PT_HOST, sick)),
+                   lambda got: got == [0.0], 'the reset not scraped')
+        _rc, got = self.check(*names)
+        self.assertNotIn(('gpu-unhealthy', sick_label), got)
+
+        # the held GPU bound to vfio-pci: the host's DCGM no longer serves
+        # it, the guest's exporter reports: not missing
+        self.write_devices(cards(**{held: {'absent': True}}) + [guest])
+        self.until(lambda: (self.value_now(host_series(base.PT_HOST, held)),
+                            self.value_now('DCGM_FI_DEV_XID_ERRORS{'
+                                           'instance_id="%s"}'
+                                           % server['id'])),
+                   lambda got: got == ([], [0.0]), 'vfio-pci not scraped')
+        _rc, got = self.check('gpu-missing')
+        named = [key for key, row in got.items()
+                 if held in row['Symptom'] or held in key[1]]
+        self.assertEqual([], named)
+        # and with its guest silent too: not judged, never an error
+        self.write_devices(cards(**{held: {'absent': True}}))
+        self.until(lambda: self.value_now('DCGM_FI_DEV_XID_ERRORS{'
+                                          'instance_id="%s"}' % server['id']),
+                   lambda got: got == [], 'the silent guest not scraped')
+        _rc, got = self.check('gpu-missing')
+        named = [(row['Severity'], row['Symptom'].startswith('not judged'))
+                 for row in got.values() if held_label in row['Symptom']]
+        self.assertEqual([('warning', True)], named)
+        self.assertNotIn(('gpu-missing', 'host %s' % base.PT_HOST), got)
+
+
+class TestCheckDevices(DcgmTestCase):
 
     @base.needs('vgpu', 'passthrough')
     def test_check_names_xid_licence_driver_drift_and_missing_gpu(self):
+        """... and a vGPU guest's own report of XID 79 is its word, no
+        host verdict (issue 51 item 3); a GPU gone is named by address
+        though DCGM serves as many as Placement offers (item 5)."""
         pool = self.make_pool('vgpu', base.VGPU_HOST, '--host',
                               base.VGPU_HOST2, '--vgpu-type', 'nvidia-35')
         server = self.boot(self.make_flavor(pool))
@@ -192,46 +358,66 @@ class TestCheckDevices(DcgmTestCase):
                    base.VGPU_HOST2: '535.216.01'}
         pt_gpus = sorted(self.gpus(base.PT_HOST))
         self.assertGreaterEqual(len(pt_gpus), 2, pt_gpus)
+        # an address DCGM serves on the passthrough host that Placement
+        # does not offer there
+        extra = '0000:ee:00.0'
+        self.assertNotIn(extra, pt_gpus)
+        server_label = 'server %s (%s)' % (server['name'], server['id'])
         self.write_devices(
-            # the guest's exporter, labelled with its server's id
+            # the guest's exporter, labelled with its server's id: no
+            # licence, and its own word of XID 79 and a failed watch
             [{'hostname': server['name'], 'gpu': 0,
-              'pci_bus_id': '00000000:05:00.0', 'licence': 0,
-              'labels': {'instance_id': server['id']}}]
-            # every pGPU of the pool's hosts, each host on its driver
+              'pci_bus_id': '00000000:05:00.0', 'licence': 0, 'xid': 79,
+              'health': 20, 'labels': {'instance_id': server['id']}}]
+            # every pGPU of the pool's hosts, each host on its driver,
+            # healthy as the host's DCGM sees it
             + [{'hostname': host, 'gpu': i, 'pci_bus_id': bus_id(pci),
-                'xid': 0, 'driver': driver}
+                'xid': 0, 'health': 0, 'driver': driver}
                for host, driver in sorted(drivers.items())
                for i, pci in enumerate(sorted(self.gpus(host)))]
             # the passthrough host (enabled, taking servers): its first
-            # GPU reports XID 79, its last fell off the bus
+            # GPU reports XID 79, its last fell off the bus, and DCGM
+            # serves one GPU Placement does not offer: as many as offered
             + [{'hostname': base.PT_HOST, 'gpu': i,
                 'pci_bus_id': bus_id(pci), 'xid': 79 if i == 0 else 0,
                 'absent': pci == pt_gpus[-1]}
-               for i, pci in enumerate(pt_gpus)])
+               for i, pci in enumerate(pt_gpus)]
+            + [{'hostname': base.PT_HOST, 'gpu': len(pt_gpus),
+                'pci_bus_id': bus_id(extra), 'xid': 0}])
 
         def check():
-            rc, out, err = self.openstack_raw(
-                'gpu', 'check', '--check', 'gpu-unhealthy', '--check',
-                'gpu-vgpu-licence', '--check',
-                'gpu-driver-drift', '--check', 'gpu-missing', '--window',
-                WINDOW, '-f', 'json')
-            self.assertIn(rc, (0, 1), err)
-            return rc, {(r['Check'], r['Object']): r
-                        for r in json.loads(out)}
+            return self.check('gpu-unhealthy', 'gpu-vgpu-licence',
+                              'gpu-driver-drift', 'gpu-missing')
 
-        wanted = {('gpu-vgpu-licence',
-                   'server %s (%s)' % (server['name'], server['id'])),
+        wanted = {('gpu-vgpu-licence', server_label),
                   ('gpu-driver-drift', 'pool %s' % pool),
                   ('gpu-missing', 'host %s' % base.PT_HOST),
                   ('gpu-unhealthy', 'device %s %s' % (base.PT_HOST,
-                                                      pt_gpus[0]))}
+                                                      pt_gpus[0])),
+                  ('gpu-unhealthy', server_label)}
         rc, rows = self.until(check, lambda got: wanted <= set(got[1]),
                               'gpu check did not name them')
         self.assertEqual(1, rc)  # errors found
-        drift, missing, unhealthy, licence = (rows[key]
-                                              for key in sorted(wanted))
+        drift, missing, unhealthy, guest, licence = (
+            rows[key] for key in sorted(wanted))
         # where the server is now, as Nova says (other tests drain hosts)
         nova = self.openstack('server', 'show', server['id'])
+        # the card Placement allocated it, healthy in the host's series
+        _uuid, pgpu = self.device_of(server, 'VGPU')
+        card = [pci for pci, name in self.gpus(
+            nova['OS-EXT-SRV-ATTR:host']).items() if name == pgpu][0]
+        self.assertEqual([0.0], [float(r['value'][1]) for r in self.prometheus(
+            host_series(nova['OS-EXT-SRV-ATTR:host'], card))])
+        # the guest's word: a warning, marked so, no host verdict
+        self.assertEqual('warning', guest['Severity'])
+        self.assertIn('XID 79', guest['Symptom'])
+        self.assertIn('the guest\'s report', guest['Symptom'])
+        self.assertNotIn('cordon', guest['Fix'])
+        self.assertNotIn(('gpu-unhealthy', 'device %s %s' % (
+            nova['OS-EXT-SRV-ATTR:host'], card)), rows)
+        self.assertEqual([], [r for r in self.openstack(
+            'gpu', 'device', 'list', '--host', nova['OS-EXT-SRV-ATTR:host'],
+            '--unhealthy', '--window', WINDOW) if r['PCI Address'] == card])
         # the XID on a GPU of a host still taking servers: the cordon fix
         self.assertIn('XID 79', unhealthy['Symptom'])
         self.assertEqual(
@@ -245,10 +431,9 @@ class TestCheckDevices(DcgmTestCase):
         # each host of the pool Nova holds, on its version
         for host, driver in drivers.items():
             self.assertIn('%s on %s' % (driver, host), drift['Symptom'])
-        # Placement offers every GPU, DCGM sees one fewer
-        self.assertIn('sees %d of the %d GPUs' % (len(pt_gpus) - 1,
-                                                 len(pt_gpus)),
-                      missing['Symptom'])
-        self.assertIn(pt_gpus[-1], missing['Symptom'])
+        # Placement offers every GPU, DCGM serves as many, one of them
+        # not offered: the one gone is named by its address
+        self.assertIn('Placement offers at %s (it serves %s' % (
+            pt_gpus[-1], extra), missing['Symptom'])
         self.assertIn('openstack gpu host cordon %s' % base.PT_HOST,
                       missing['Fix'])

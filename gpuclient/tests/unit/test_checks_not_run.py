@@ -16,11 +16,12 @@ read from ``cloud.unread`` and ``cloud.unconfigured``, never from the
 findings' words; every check asked for in that state is trouble (2), some
 of them leave the status to the others."""
 
+from gpuclient.ops import check_ops
 from gpuclient.rules import checks
 from gpuclient.tests.unit import test_checks
 
-DEVICE = ('gpu-unhealthy', 'gpu-row-remap', 'gpu-vgpu-licence',
-          'gpu-driver-drift', 'gpu-missing')
+DEVICE = ('gpu-unhealthy', 'gpu-application-xid', 'gpu-row-remap',
+          'gpu-vgpu-licence', 'gpu-driver-drift', 'gpu-missing')
 DOWN = 'Querying Prometheus at http://prom.test:9090: HTTP 500'
 NONE = 'no Prometheus is configured'
 
@@ -103,6 +104,13 @@ class TestNotRun(test_checks.ChecksTestCase):
         for name, source in checks.SOURCES.items():
             self.assertIn(name, checks.CHECKS)
             self.assertTrue(hasattr(cloud, source), source)
+
+    def test_every_check_on_dcgm_rests_on_device_health(self):
+        # a check the ops layer reads DCGM's series for could not run
+        # when Prometheus could not be read: a new one is declared too
+        for name in check_ops.DEVICE_CHECKS:
+            self.assertEqual('device_health', checks.SOURCES.get(name), name)
+        self.assertEqual(set(DEVICE), set(check_ops.DEVICE_CHECKS))
 
     def test_text_groups_checks_by_reason(self):
         self.assertEqual(

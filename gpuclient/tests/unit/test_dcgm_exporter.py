@@ -49,7 +49,7 @@ LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 def samples(text):
     found = []
     for line in text.splitlines():
-        if line.startswith('#'):
+        if not line or line.startswith('#'):
             continue
         match = SAMPLE.match(line)
         assert match, line
@@ -154,3 +154,68 @@ class TestRender(base.TestCase):
                                   urllib.request.urlopen, url + '/nope',
                                   timeout=5)
         self.assertEqual(404, error.code)
+
+
+def xid_of(document):
+    return [(labels['pci_bus_id'], value)
+            for name, labels, value in samples(exporter.render(document))
+            if name == 'DCGM_FI_DEV_XID_ERRORS']
+
+
+class TestXidHeld(base.TestCase):
+    """The XID gauge holds the last XID, as dcgm-exporter's does, until
+    the device's reset changes."""
+
+    def test_scrapes(self):
+        """Per scrape: (the file's devices, the XIDs served)."""
+        card = {'hostname': 'h', 'gpu': 0, 'pci_bus_id': '00000000:84:00.0'}
+        other = dict(card, gpu=1, pci_bus_id='00000000:85:00.0')
+        scrapes = [
+            ([dict(card, xid=0)], [('00000000:84:00.0', 0.0)]),
+            ([dict(card, xid=79)], [('00000000:84:00.0', 79.0)]),
+            # the file says 0, or nothing: the gauge still holds 79
+            ([dict(card, xid=0)], [('00000000:84:00.0', 79.0)]),
+            ([dict(card)], [('00000000:84:00.0', 79.0)]),
+            # another XID replaces it
+            ([dict(card, xid=13)], [('00000000:84:00.0', 13.0)]),
+            ([dict(card, xid=0), dict(other, xid=0)],
+             [('00000000:84:00.0', 13.0), ('00000000:85:00.0', 0.0)]),
+            # a reset (any new value) clears it
+            ([dict(card, xid=0, reset=1)], [('00000000:84:00.0', 0.0)]),
+            ([dict(card, xid=0, reset=1)], [('00000000:84:00.0', 0.0)]),
+            ([dict(card, xid=48, reset=1)], [('00000000:84:00.0', 48.0)]),
+            # another test's device at the same address is another device
+            ([dict(card, xid=0, reset=1, owner='t2')],
+             [('00000000:84:00.0', 0.0)]),
+            # removed from the file: forgotten
+            ([], []),
+            ([dict(card, xid=0, reset=1)], [('00000000:84:00.0', 0.0)]),
+        ]
+        memory = exporter.XidMemory()
+        for i, (devices, served) in enumerate(scrapes):
+            document = {'devices': devices}
+            self.assertEqual(served, xid_of(memory.apply(document)), i)
+        # the document itself is not changed
+        document = {'devices': [dict(card, xid=7)]}
+        memory.apply(document)
+        self.assertEqual(7, document['devices'][0]['xid'])
+
+    def test_held_over_http(self):
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                            'devices.json')
+        card = {'hostname': 'h', 'gpu': 0, 'pci_bus_id': '00000000:84:00.0'}
+        server = exporter.serve(path, port=0)
+        self.addCleanup(server.server_close)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        self.addCleanup(server.shutdown)
+        url = 'http://127.0.0.1:%d/metrics' % server.server_address[1]
+        served = []
+        for device in (dict(card, xid=79), dict(card, xid=0),
+                       dict(card, xid=0, reset='after')):
+            with open(path, 'w') as f:
+                json.dump({'devices': [device]}, f)
+            with urllib.request.urlopen(url, timeout=5) as r:
+                served += [v for n, _l, v in samples(r.read().decode())
+                           if n == 'DCGM_FI_DEV_XID_ERRORS']
+        self.assertEqual([79.0, 79.0, 0.0], served)

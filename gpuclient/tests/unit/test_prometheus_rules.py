@@ -27,6 +27,7 @@ import testtools
 import yaml
 
 from gpuclient import formatters
+from gpuclient.rules import device_health
 from gpuclient.tests.unit import test_device_metrics
 from gpuclient.tests.unit import test_formatters
 
@@ -38,11 +39,13 @@ TESTS = os.path.join(TOP, 'etc', 'prometheus', 'gpuclient.rules.test.yml')
 # the labels only the DCGM exporter's series have (dcgm-exporter
 # internal/pkg/rendermetrics/render_metrics.go: GPU_I_ID, Hostname before
 # 4.8; DCGM_FI_DRIVER_VERSION is a label field of etc/default-counters.csv)
-# and the one label the rules make (bus, by label_replace). The join keys,
+# and the labels the rules make (bus, by label_replace; xid, the XID a
+# gauge holds, by count_values). The join keys,
 # hostname, pci_bus_id and instance_id (an exporter in a guest, from
 # openstack_sd_configs relabelling), are on both sides: gpuclient must
 # write them, so they are not here.
-OTHER_LABELS = {'Hostname', 'GPU_I_ID', 'DCGM_FI_DRIVER_VERSION', 'bus'}
+OTHER_LABELS = {'Hostname', 'GPU_I_ID', 'DCGM_FI_DRIVER_VERSION', 'bus',
+                'xid'}
 
 _NAME = re.compile(r'\bgpuclient_[a-z0-9_]+')
 _SELECTOR = re.compile(r'\b(gpuclient_[a-z0-9_]+)\{([^}]*)\}')
@@ -181,3 +184,36 @@ class TestRulesUseGpuclientsNames(testtools.TestCase):
         records = {r['record'] for r in self.rules if 'record' in r}
         # every recording rule is tested directly or through its alert
         self.assertLessEqual(recorded, records)
+
+
+def _xids(text):
+    return {int(x) for x in text.split('|')}
+
+
+class TestRulesClassXidsAsGpuclient(testtools.TestCase):
+    """The alerts class XIDs as gpu check does (device_health's
+    XID_CLASSES over XID_ACTIONS): the host's alone are critical, the
+    application's are the project's, informational ones nothing."""
+
+    def test_xid_lists(self):
+        by_class = {}
+        for xid, bucket in device_health.XID_ACTIONS.items():
+            by_class.setdefault(device_health.XID_CLASSES[bucket],
+                                set()).add(xid)
+        exprs = {r['alert']: r['expr'] for r in rules() if 'alert' in r}
+        host = re.search(r'xid=~"([0-9|]+)"',
+                         exprs['GPUClientXIDOnAllocatedGPU']).group(1)
+        app = re.search(r'xid=~"([0-9|]+)"',
+                        exprs['GPUClientApplicationXID']).group(1)
+        not_guests = re.search(r'xid!~"([0-9|]+)"',
+                               exprs['GPUClientGuestReportsXID']).group(1)
+        self.assertEqual(by_class[device_health.XID_HOST], _xids(host))
+        self.assertEqual(by_class[device_health.XID_APPLICATION],
+                         _xids(app))
+        self.assertEqual(
+            {0} | by_class[device_health.XID_APPLICATION]
+            | by_class[device_health.XID_INFORMATIONAL], _xids(not_guests))
+        # no alert reads the sticky gauge over a window
+        for rule in rules():
+            self.assertNotIn('last_over_time(DCGM_FI_DEV_XID_ERRORS',
+                             rule['expr'])

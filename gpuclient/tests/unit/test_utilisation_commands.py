@@ -39,6 +39,11 @@ BUCKETS = re.compile(
     r'^max_over_time\(([A-Z_]+)\[(\d+)s\]\)\[(\d+)s:(\d+)s\]$')
 FUNCTIONS = {'avg': lambda v: sum(v) / len(v), 'max': max,
              'last': lambda v: v[-1]}
+# when an XID gauge took its value (device_health.since_queries): a
+# subquery of the gauge at T (@ end()); the samples here have no times, so
+# no change is found in them (every XID held since before the lookback)
+SINCE = re.compile(r'^(?:clamp_max\()?max_over_time\(\(\(\(\(([A-Z_]+) @ '
+                   r'end\(\)\) > 0\) unless \(\1 == \(\1 @ end\(\)\)\)\)')
 
 
 class FakePrometheus:
@@ -68,6 +73,8 @@ class FakePrometheus:
                  'value': [float(form.get('time', 0)),
                            str(FUNCTIONS[func](samples[metric]))]}
                 for labels, samples in self.series if samples.get(metric)])
+        if SINCE.match(form['query']):
+            return self._ok('vector', [])
         match = BUCKETS.match(form['query'])
         if match:
             metric, step, period, _step = match.groups()
@@ -407,8 +414,8 @@ class TestCheckIdle(UtilisationCase):
                             host='gpu-vgpu-1',
                             devices=('gpu-vgpu-1_pci_0000_85_00_0',))
         status, rows = self.status('--prometheus', PROM)
-        # gpu-idle's five, and the eight of the DCGM checks
-        self.assertEqual(5 + 8, len(self.prometheus.queries))
+        # gpu-idle's five, and the nine of the DCGM checks
+        self.assertEqual(5 + 9, len(self.prometheus.queries))
         self.assertEqual([], [r for r in rows if 'could not be read' in
                               r['Symptom']])
         self.assertEqual(['server vm-v1 (v1)'], [
@@ -430,7 +437,8 @@ class TestCheckIdle(UtilisationCase):
         self.assertEqual(0, status)
         self.assertIn('Could not run, so the exit status does not cover: '
                       'gpu-idle (Querying Prometheus', self.logger.output)
-        self.assertIn('gpu-unhealthy, gpu-row-remap, gpu-vgpu-licence, '
+        self.assertIn('gpu-unhealthy, gpu-application-xid, gpu-row-remap, '
+                      'gpu-vgpu-licence, '
                       'gpu-driver-drift, gpu-missing (', self.logger.output)
         idle = [r for r in rows if r['Check'] == 'gpu-idle']
         self.assertEqual([('warning', 'Prometheus')],
@@ -494,8 +502,9 @@ class TestCheckIdle(UtilisationCase):
                               if path == '/servers/detail'])
         # one line for every check without its Prometheus
         self.assertIn('Could not run, so the exit status does not cover: '
-                      'gpu-idle, gpu-unhealthy, gpu-row-remap, '
-                      'gpu-vgpu-licence, gpu-driver-drift, gpu-missing (no '
+                      'gpu-idle, gpu-unhealthy, gpu-application-xid, '
+                      'gpu-row-remap, gpu-vgpu-licence, gpu-driver-drift, '
+                      'gpu-missing (no '
                       'Prometheus is configured: give --prometheus <url>',
                       self.logger.output)
         # issue 51 defect 7: asked alone, it is trouble (2), no row

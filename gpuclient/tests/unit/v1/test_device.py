@@ -17,11 +17,13 @@ import io
 import json
 from unittest import mock
 
+import fixtures
 from osc_lib import exceptions
 
 from gpuclient.ops import journal
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import fakes
+from gpuclient.tests.unit import test_utilisation_commands as tuc
 from gpuclient.v1 import device
 
 RC = fakes.OTU_CLASS
@@ -248,3 +250,61 @@ class TestDeviceRelease(DeviceTestCase):
         self.assertEqual(1, self.gpus[0].inventory[RC]['reserved'])
         self.assertEqual(0, other.inventory[RC]['reserved'])
         self.assertEqual(1, len(self.inventory_puts()))
+
+
+class TestDeviceHealthColumns(DeviceTestCase):
+    """device list --long and show with the cloud's Prometheus: whose the
+    XID is, since when, and whose series say so (issue 51)."""
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(fixtures.EnvironmentVariable(
+            'GPUCLIENT_PROMETHEUS_URL'))
+        self.prometheus = tuc.FakePrometheus(self.placement.mock)
+        self.url = tuc.PROM
+        _columns, rows = self.run_cmd(device.ListDevice, [])
+        self.pt = sorted(r[3] for r in rows if r[0] == 'gpu-pt-1')
+        # the host's exporter: XID 79 on the first passthrough GPU, none
+        # on the second; the exporter inside vm1 (its one-time-use GPU
+        # has no host-side series) says 79 too: its word
+        self.prometheus.series = [
+            (tuc.host_labels('gpu-pt-1', '0000' + self.pt[0].upper()),
+             {'DCGM_FI_DEV_XID_ERRORS': [79]}),
+            (tuc.host_labels('gpu-pt-1', '0000' + self.pt[1].upper()),
+             {'DCGM_FI_DEV_XID_ERRORS': [0]}),
+            ({'instance_id': self.vm['id'], 'pci_bus_id': '00000000:05:00.0',
+              'gpu': '0'}, {'DCGM_FI_DEV_XID_ERRORS': [79]}),
+        ]
+
+    def test_long_columns_and_show_fields(self):
+        columns, rows = self.run_cmd(device.ListDevice, [
+            '--long', '--prometheus', self.url])
+        self.assertEqual(device.COLUMNS + device.LONG_COLUMNS
+                         + device.HEALTH_COLUMNS
+                         + device.LONG_HEALTH_COLUMNS, columns)
+        got = {(r[0], r[3]): dict(zip(columns, r, strict=True))
+               for r in rows}
+
+        def fields(host, pci):
+            row = got[(host, pci)]
+            return tuple(row[c] for c in ('Last XID', 'XID Class',
+                                          'Health Source'))
+
+        self.assertEqual((79, 'host', 'host'),
+                         fields('gpu-pt-1', self.pt[0]))
+        # the fake's samples have no times: held since before the lookback
+        self.assertTrue(got[('gpu-pt-1', self.pt[0])]['XID Since']
+                        .startswith('before '))
+        self.assertEqual((0, None, 'host'), fields('gpu-pt-1', self.pt[1]))
+        self.assertEqual((79, 'host', 'guest'),
+                         fields('gpu-otu-1', '0000:42:00.0'))
+        # only the host's series make a device unhealthy
+        _columns, rows = self.run_cmd(device.ListDevice, [
+            '--unhealthy', '--prometheus', self.url])
+        self.assertEqual([('gpu-pt-1', self.pt[0])],
+                         [(r[0], r[3]) for r in rows])
+        shown = self.run_cmd(device.ShowDevice, [
+            'gpu-otu-1:0000:42:00.0', '--prometheus', self.url])
+        self.assertEqual((79, 'host', 'guest'), (
+            shown['last_xid'], shown['xid_class'], shown['health_source']))
+        self.assertIn('xid_since', shown)
