@@ -210,6 +210,33 @@ class TestNuma(CandidatesTestCase):
         row = dict(zip(columns, rows[0], strict=True))
         self.assertEqual('judged (host facts)', row['NUMA'])
 
+    def test_a_fact_for_a_hypervisor_hostname_is_used(self):
+        """Issue 51 defect 10: the host part of --host-fact is resolved
+        as --host is (an FQDN hypervisor hostname names its host)."""
+        self.one_candidate()
+        self.cloud.hypervisors[0]['hypervisor_hostname'] = (
+            'gpu-pt-1.gpu.test')
+        stdout, stderr = self.run_output(self.ARGS + [
+            '--host-fact', 'gpu-pt-1.gpu.test:numa_cells=2',
+            '--host-fact', 'numa_pages=4k', '-f', 'json'])
+        self.assertEqual('judged (host facts)',
+                         json.loads(stdout)[0]['NUMA'])
+        self.assertIn('"gpu-pt-1.gpu.test" is the hypervisor hostname of '
+                      'compute host gpu-pt-1', stderr)
+
+    def test_a_fact_for_no_host_is_refused_first(self):
+        """A host part that names no host: an error naming it and the
+        hosts, before Placement is asked anything."""
+        self.cloud.hypervisors[0]['hypervisor_hostname'] = (
+            'gpu-pt-1.gpu.test')
+        error = self.assertRaises(
+            exceptions.CommandError, self.run_cmd, self.ARGS + [
+                '--host-fact', 'gpu-pt-l:numa_cells=2'])
+        self.assertIn('--host-fact gpu-pt-l:...: Unknown compute host(s): '
+                      'gpu-pt-l', str(error))
+        self.assertIn('gpu-pt-1 (hypervisor gpu-pt-1.gpu.test)', str(error))
+        self.assertEqual([], self.placement.requests())
+
     def prometheus(self, status=200):
         """node_exporter's NUMA nodes of gpu-pt-1 (2 of 256 GiB, no huge
         pages) at PROM; the queries it gets."""
