@@ -27,6 +27,7 @@ judged for every case without GPUs. The matrix asks gpuclient's client
 layer in this process and boots every case at once.
 """
 
+import json
 import time
 
 import openstack
@@ -241,3 +242,43 @@ class TestNuma(test_candidates.CandidatesTestCase):
                 [self.create_server(flavor, base.PT_HOST)]).values()))
         self.assertEqual([False], list(self.wait(
             [self.create_server(flavor, base.PT_HOST)]).values()))
+
+
+class TestHostFactNames(base.FunctionalTestCase):
+    """Issue 51 defect 10: ``--host-fact`` names a host as ``--host`` does
+    (the hypervisor hostname Nova shows, an FQDN on the test cloud); a name
+    of no host is refused, naming the hosts, never silently dropped."""
+
+    def numa_rows(self, flavor, *facts):
+        args = ['gpu', 'candidates', '--flavor', flavor,
+                # no Prometheus: what cpu_info and the facts show
+                '--prometheus', 'http://127.0.0.1:9']
+        for fact in facts:
+            args += ['--host-fact', fact]
+        rc, out, err = self.openstack_raw(*args, '-f', 'json')
+        return rc, ({row['Host']: row['NUMA'] for row in json.loads(out)}
+                    if rc == 0 else None), err
+
+    def test_a_fact_for_the_hypervisor_hostname_is_used(self):
+        self.need_host('passthrough')
+        # the name Nova gives the host's compute node
+        name = self.hypervisor(base.PT_HOST)['hypervisor_hostname']
+        if name == base.PT_HOST:
+            self.skipTest('the hypervisor hostname of %s is its own name'
+                          % base.PT_HOST)
+        flavor = self.create_flavor({'hw:numa_nodes': '1'}, disk=0)['id']
+        rc, rows, err = self.numa_rows(flavor)
+        self.assertEqual(0, rc, err)
+        self.assertIn('page sizes are not known', rows[base.PT_HOST])
+        rc, rows, err = self.numa_rows(flavor, '%s:numa_pages=4k' % name)
+        self.assertEqual(0, rc, err)
+        self.assertEqual('judged (cpu_info and host facts)',
+                         rows[base.PT_HOST])
+        self.assertIn('"%s" is the hypervisor hostname of compute host %s'
+                      % (name, base.PT_HOST), err)
+        # a mistyped name: refused, naming it and the hosts
+        rc, rows, err = self.numa_rows(flavor, '%sx:numa_pages=4k' % name)
+        self.assertEqual(1, rc)
+        self.assertIn('--host-fact %sx:...: Unknown compute host(s): %sx.'
+                      % (name, name), err)
+        self.assertIn('%s (hypervisor %s)' % (base.PT_HOST, name), err)
