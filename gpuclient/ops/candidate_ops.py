@@ -124,14 +124,16 @@ def collect(client, flavor=None, resources=(), required=(), image=None,
         sorted(hosts_roots), extra_specs, aggregates, services, project_id,
         settings['enabled_filters'], pools, hypervisors=hypervisors,
         image=the_image, default_arch=default_arch, flavor=the_flavor,
-        facts=host_facts, held=cloud.held_hosts())
+        facts=host_facts, held=cloud.held_hosts(),
+        aliases=settings['aliases'])
     members = set(pools[pool]['hosts']) if pool else None
     kept = [row for row in rows if row['host'] not in post
             and (members is None or row['host'] in members)]
     numa = filters.numa(
         [row['host'] for row in kept], filters.context(
             extra_specs, project_id, pools, services, hypervisors,
-            the_image, default_arch, the_flavor, host_facts),
+            the_image, default_arch, the_flavor, host_facts,
+            aliases=settings['aliases']),
         settings['enabled_filters'])
     for row in kept:
         row['numa'] = numa_mod.row_text(numa.get(row['host']))

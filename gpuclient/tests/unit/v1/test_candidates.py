@@ -18,6 +18,7 @@ import json
 from unittest import mock
 import urllib.parse
 
+import fixtures
 from osc_lib import exceptions
 import yaml
 
@@ -80,6 +81,12 @@ class CandidatesTestCase(base.CommandTestCase):
             return fakes.make_response(200, {'flavor': dict(
                 FLAVOR, id='f2', name='g1.numa', extra_specs=dict(
                     FLAVOR['extra_specs'], **{'hw:numa_nodes': '1'}))})
+        if url == '/flavors/g1.numa.alias':
+            # no hw:pci_numa_affinity_policy: the alias's policy is Nova's
+            extra = dict(FLAVOR['extra_specs'], **{'hw:numa_nodes': '1'})
+            del extra['hw:pci_numa_affinity_policy']
+            return fakes.make_response(200, {'flavor': dict(
+                FLAVOR, id='f3', name='g1.numa.alias', extra_specs=extra)})
         return self.cm._compute_get(url, microversion, params, **kwargs)
 
     def _candidates(self, req, context):
@@ -236,6 +243,38 @@ class TestNuma(CandidatesTestCase):
                       'gpu-pt-l', str(error))
         self.assertIn('gpu-pt-1 (hypervisor gpu-pt-1.gpu.test)', str(error))
         self.assertEqual([], self.placement.requests())
+
+    def test_the_alias_policy_of_the_nova_conf_decides(self):
+        """Issue 51 defect 15: a flavor without
+        hw:pci_numa_affinity_policy, and a nova.conf whose alias says
+        numa_policy preferred: judged, as Nova gives the devices the
+        alias's policy. Without the nova.conf, not judged and why."""
+        self.one_candidate()
+        facts = ['--host-fact', 'gpu-pt-1:numa_cells=2',
+                 '--host-fact', 'numa_pages=4k']
+        args = ['--flavor', 'g1.numa.alias'] + facts
+        _cmd, _parsed, (columns, rows) = self.run_cmd(
+            args + ['--alias-map', 'h100=10de:2331'])
+        row = dict(zip(columns, rows[0], strict=True))
+        self.assertIn('depends on the [pci] alias numa_policy', row['NUMA'])
+        self.assertIn('--nova-conf', row['NUMA'])
+        conf = self.useFixture(fixtures.TempDir()).join('nova.conf')
+        with open(conf, 'w') as out:
+            out.write('[pci]\nalias = {"name": "h100", "vendor_id": "10de",'
+                      ' "product_id": "2331", "numa_policy": "preferred"}\n')
+        _cmd, _parsed, (columns, rows) = self.run_cmd(
+            args + ['--nova-conf', conf])
+        row = dict(zip(columns, rows[0], strict=True))
+        self.assertEqual('judged (host facts)', row['NUMA'])
+        # an alias line without numa_policy is legacy, as in Nova: the
+        # devices' cells are not given, so that is not judged
+        with open(conf, 'w') as out:
+            out.write('[pci]\nalias = {"name": "h100", "vendor_id": "10de",'
+                      ' "product_id": "2331"}\n')
+        _cmd, _parsed, (columns, rows) = self.run_cmd(
+            args + ['--nova-conf', conf])
+        row = dict(zip(columns, rows[0], strict=True))
+        self.assertIn('which cell holds its PCI devices', row['NUMA'])
 
     def prometheus(self, status=200):
         """node_exporter's NUMA nodes of gpu-pt-1 (2 of 256 GiB, no huge
