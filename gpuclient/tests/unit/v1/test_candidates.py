@@ -250,31 +250,32 @@ class TestNuma(CandidatesTestCase):
         numa_policy preferred: judged, as Nova gives the devices the
         alias's policy. Without the nova.conf, not judged and why."""
         self.one_candidate()
-        facts = ['--host-fact', 'gpu-pt-1:numa_cells=2',
-                 '--host-fact', 'numa_pages=4k']
-        args = ['--flavor', 'g1.numa.alias'] + facts
-        _cmd, _parsed, (columns, rows) = self.run_cmd(
-            args + ['--alias-map', 'h100=10de:2331'])
-        row = dict(zip(columns, rows[0], strict=True))
-        self.assertIn('depends on the [pci] alias numa_policy', row['NUMA'])
-        self.assertIn('--nova-conf', row['NUMA'])
+        args = ['--flavor', 'g1.numa.alias', '--host-fact',
+                'gpu-pt-1:numa_cells=2', '--host-fact', 'numa_pages=4k']
         conf = self.useFixture(fixtures.TempDir()).join('nova.conf')
-        with open(conf, 'w') as out:
-            out.write('[pci]\nalias = {"name": "h100", "vendor_id": "10de",'
-                      ' "product_id": "2331", "numa_policy": "preferred"}\n')
-        _cmd, _parsed, (columns, rows) = self.run_cmd(
-            args + ['--nova-conf', conf])
-        row = dict(zip(columns, rows[0], strict=True))
-        self.assertEqual('judged (host facts)', row['NUMA'])
+
+        def numa(fields=None):
+            """The row's NUMA cell: FIELDS of the alias line in the
+            nova.conf given (None: no nova.conf, --alias-map)."""
+            if fields is None:
+                more = ['--alias-map', 'h100=10de:2331']
+            else:
+                with open(conf, 'w') as out:
+                    out.write('[pci]\nalias = %s\n' % json.dumps(dict(
+                        name='h100', vendor_id='10de', product_id='2331',
+                        **fields)))
+                more = ['--nova-conf', conf]
+            _cmd, _parsed, (columns, rows) = self.run_cmd(args + more)
+            return dict(zip(columns, rows[0], strict=True))['NUMA']
+
+        found = numa()
+        self.assertIn('depends on the [pci] alias numa_policy', found)
+        self.assertIn('--nova-conf', found)
+        self.assertEqual('judged (host facts)',
+                         numa({'numa_policy': 'preferred'}))
         # an alias line without numa_policy is legacy, as in Nova: the
         # devices' cells are not given, so that is not judged
-        with open(conf, 'w') as out:
-            out.write('[pci]\nalias = {"name": "h100", "vendor_id": "10de",'
-                      ' "product_id": "2331"}\n')
-        _cmd, _parsed, (columns, rows) = self.run_cmd(
-            args + ['--nova-conf', conf])
-        row = dict(zip(columns, rows[0], strict=True))
-        self.assertIn('which cell holds its PCI devices', row['NUMA'])
+        self.assertIn('which cell holds its PCI devices', numa({}))
 
     def prometheus(self, status=200):
         """node_exporter's NUMA nodes of gpu-pt-1 (2 of 256 GiB, no huge
