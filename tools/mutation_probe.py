@@ -250,6 +250,26 @@ MUTATIONS = [
      '                rows):\n            continue\n        found.append('
      'finding(\n            ERROR, \'gpu-missing\'',
      'test_device_checks.TestMissingByAddress'),
+    # issue 51 (nova)
+    ('vgpu-vf VFs from the inventory total', 'gpuclient/rules/nova_config.py',
+     'resources.update(snapshot.totals.get(uuid) or {})',
+     'resources.update({})',
+     'test_config.TestShow.test_a_reserved_vf_keeps_its_device_spec'),
+    ('--host-fact host resolved as --host', 'gpuclient/rules/model.py',
+     'hosts, said = self.resolve_hosts([name])',
+     'hosts, said = [name], []',
+     'test_model.TestFactHosts'),
+    ('[pci] alias numa_policy of nova.conf used',
+     'gpuclient/rules/scheduler/filters/numa_topology_filter.py',
+     "if guest and not guest['pci_policy']:",
+     'if False:',
+     'test_numa_topology_filter.TestJudge.test_the_alias_policy_of_the_'
+     'nova_conf_given_decides'),
+    ('unknown BAR1 size is not judged', 'gpuclient/rules/checks.py',
+     'elif (unknown and gpus',
+     'elif (False and gpus',
+     'test_checks.TestFlavors.test_address_space_not_judged_without_a_'
+     'bar1_size'),
 ]
 
 

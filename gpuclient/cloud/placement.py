@@ -299,14 +299,18 @@ class Placement:
     def providers_allocations(self, uuids):
         """provider_allocations of many providers, concurrently, bounded:
         {provider uuid: {consumer uuid: {class: amount}}}."""
-        uuids = sorted(set(uuids))
+        return self._each(self.provider_allocations, sorted(set(uuids)))
+
+    def _each(self, read, uuids):
+        """{uuid: READ(uuid)} for UUIDS, concurrently and bounded
+        (MAX_WORKERS)."""
+        uuids = list(uuids)
         if not uuids:
             return {}
         self.max_version()  # negotiate once, before the threads start
         with concurrent.futures.ThreadPoolExecutor(
                 min(MAX_WORKERS, len(uuids))) as pool:
-            return dict(zip(uuids, pool.map(self.provider_allocations,
-                                            uuids), strict=True))
+            return dict(zip(uuids, pool.map(read, uuids), strict=True))
 
     def provider_detail(self, uuid, with_traits=False):
         """Inventories, usages (and traits) of one provider, as Placement
@@ -334,16 +338,8 @@ class Placement:
 
     def provider_details(self, uuids, with_traits=False):
         """provider_detail for many providers, concurrently and bounded."""
-        uuids = list(uuids)
-        if not uuids:
-            return {}
-        self.max_version()  # negotiate once, before the threads start
-        workers = min(MAX_WORKERS, len(uuids))
-        with concurrent.futures.ThreadPoolExecutor(workers) as pool:
-            results = pool.map(
-                lambda u: self.provider_detail(u, with_traits), uuids
-            )
-            return dict(zip(uuids, results, strict=True))
+        return self._each(lambda u: self.provider_detail(u, with_traits),
+                          uuids)
 
     # -- pools: providers, traits and aggregates ---------------------------
 
@@ -362,6 +358,14 @@ class Placement:
                         versions.PLACEMENT_BASE_VERSION, what,
                         key='inventories')
         return data['inventories']
+
+    def providers_inventories(self, uuids):
+        """inventories of many providers, concurrently and bounded:
+        {provider uuid: {class: inventory}}, each inventory as Placement
+        answers it (total, reserved, allocation_ratio, ...): what
+        allocation candidates' provider summaries lack (their capacity is
+        (total - reserved) * allocation_ratio)."""
+        return self._each(self.inventories, uuids)
 
     def release_reserved(self, uuid, resource_class,
                          retries=PROVIDER_RETRIES):

@@ -60,6 +60,8 @@ def collect(client, flavor=None, resources=(), required=(), image=None,
     # Nova's side from the snapshot other read commands use; Placement is
     # asked this flavor's own question below
     cloud = snapshot.read(client, with_placement=False)
+    # --host-fact HOST: resolved as --host is, refused when unknown
+    facts, fact_notes = cloud.resolve_fact_hosts(facts or {})
     aggregates, pools = cloud.aggregates, cloud.pools
     if cloud.blazar:
         # BlazarFilter keeps ordinary flavors off the hosts Blazar holds
@@ -114,7 +116,7 @@ def collect(client, flavor=None, resources=(), required=(), image=None,
     # [filter_scheduler] image_properties_default_architecture (unset
     # unless the settings give it)
     default_arch = settings.get('image_properties_default_architecture')
-    host_facts = maintenance.host_facts(facts or {}, sorted(hosts_roots))
+    host_facts = maintenance.host_facts(facts, sorted(hosts_roots))
     if numa_mod.constraints(the_flavor, the_image):
         host_facts = utilisation_ops.add_numa_nodes(
             client, host_facts, hypervisors, prometheus)
@@ -122,19 +124,21 @@ def collect(client, flavor=None, resources=(), required=(), image=None,
         sorted(hosts_roots), extra_specs, aggregates, services, project_id,
         settings['enabled_filters'], pools, hypervisors=hypervisors,
         image=the_image, default_arch=default_arch, flavor=the_flavor,
-        facts=host_facts, held=cloud.held_hosts())
+        facts=host_facts, held=cloud.held_hosts(),
+        aliases=settings['aliases'])
     members = set(pools[pool]['hosts']) if pool else None
     kept = [row for row in rows if row['host'] not in post
             and (members is None or row['host'] in members)]
     numa = filters.numa(
         [row['host'] for row in kept], filters.context(
             extra_specs, project_id, pools, services, hypervisors,
-            the_image, default_arch, the_flavor, host_facts),
+            the_image, default_arch, the_flavor, host_facts,
+            aliases=settings['aliases']),
         settings['enabled_filters'])
     for row in kept:
         row['numa'] = numa_mod.row_text(numa.get(row['host']))
     count = len(answer.get('allocation_requests') or [])
-    notes = list(req['notes'])
+    notes = fact_notes + list(req['notes'])
     if req.get('limit') and count >= req['limit']:
         notes.append(_(
             'Placement returned %(count)d allocation candidates, the limit '

@@ -39,12 +39,16 @@ def collect(client, settings, project=None, project_domain=None, pool=None,
                   else client.current_project_id())
     cloud = snapshot.read(client, with_flavors=True, mapped_only=True)
     snapshot.warn_problems(cloud.problems)
+    # --host-fact HOST: resolved as --host is, refused when unknown
+    facts, notes = cloud.resolve_fact_hosts(facts or {})
+    for note in notes:
+        LOG.warning(note)
     if pool:
         pool = pools_mod.pool_name(cloud.pools, pool)
     wanted = None
     if flavors:
         wanted = capacity.resolve_flavors(cloud.flavors, flavors)
-    host_facts = maintenance.host_facts(facts or {}, cloud.host_roots())
+    host_facts = maintenance.host_facts(facts, cloud.host_roots())
     if capacity.numa_enabled(settings) and any(
             numa_mod.constraints(flavor) for flavor in cloud.flavors or ()
             if wanted is None or flavor['id'] in wanted):

@@ -21,6 +21,7 @@ from osc_lib import exceptions
 from gpuclient.i18n import _
 from gpuclient.ops import snapshot
 from gpuclient.rules import nova_config
+from gpuclient.rules import pools as pools_mod
 from gpuclient.rules.scheduler import conf as nova_conf
 
 
@@ -75,7 +76,10 @@ def collect(client, pool_names=(), hosts=(), mig_types=None,
             numa_policy=nova_config.DEFAULT_NUMA_POLICY):
     """(Config, notes): one snapshot of the cloud (``snapshot.read``,
     with flavors for the aliases' NUMA policy, Placement trees of the
-    pools' hosts only), shaped by ``nova_config.from_cloud``."""
+    pools' hosts only), shaped by ``nova_config.from_cloud``. The hosts
+    of vgpu-vf pools have their device providers' inventories read
+    (``snapshot.read_totals``, one request each): a VF per device_spec,
+    as many as each card's inventory total, reserved ones included."""
     aggregates, pools, pool_names = snapshot.named_pools(client,
                                                          pool_names)
     chosen = [pools[n] for n in (pool_names or pools)]
@@ -83,6 +87,10 @@ def collect(client, pool_names=(), hosts=(), mig_types=None,
         client, extra_classes=('VGPU',), with_flavors=True,
         wanted_hosts={h for p in chosen for h in p['hosts']},
         with_traits=True, aggregates=aggregates)
+    host_roots = cloud.host_roots()
+    snapshot.read_totals(client.placement, cloud.placement, {
+        root for p in chosen if p['mode'] == pools_mod.VGPU_VF
+        for host in p['hosts'] for root in host_roots.get(host, ())})
     return nova_config.from_cloud(cloud, pool_names, hosts, mig_types,
                                   numa_policy)
 

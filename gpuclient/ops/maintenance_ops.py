@@ -142,7 +142,9 @@ def observe(client, hosts, requested='auto', allow_downtime=False,
     cloud = snapshot.read(client, mapped_only=True)
     snapshot.warn_problems(cloud.problems)
     draining, notes = cloud.resolve_hosts(hosts)
-    for note in notes:
+    # --host-fact HOST: resolved as the hosts are, refused when unknown
+    facts, fact_notes = cloud.resolve_fact_hosts(facts or {})
+    for note in notes + fact_notes:
         LOG.warning(note)
     all_servers = snapshot.read_servers(client, cloud)
     servers = [s for s in all_servers
@@ -173,7 +175,7 @@ def observe(client, hosts, requested='auto', allow_downtime=False,
         settings = reservations.with_filter(settings)
     result = maintenance.plan(
         planned, trees, draining, cordoned,
-        facts=maintenance.host_facts(facts or {}, trees, cloud.pools,
+        facts=maintenance.host_facts(facts, trees, cloud.pools,
                                      settings),
         gpu_rows=_held(client, cloud, servers, draining),
         requested=requested, allow_downtime=allow_downtime,

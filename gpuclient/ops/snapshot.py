@@ -320,6 +320,18 @@ def provider_summaries(placement, uuids, with_traits=False):
             for uuid, detail in details.items()}
 
 
+def read_totals(placement, snap, roots):
+    """Read the inventory totals of the device (non-root) providers in
+    the trees of ROOTS into SNAP (``hosts.Snapshot.add_totals``): one
+    ``GET .../inventories`` each, concurrently and bounded. Provider
+    summaries carry Placement's capacity, which leaves out what is
+    reserved; what a host has (a VF an operator reserved is still a VF)
+    is the total."""
+    uuids = [uuid for uuid in snap.providers_in_trees(roots)
+             if snap.providers[uuid]['parent']]
+    snap.add_totals(placement.providers_inventories(uuids))
+
+
 def placement_snapshot(placement, gpu_classes, wanted_roots=None,
                        with_traits=False):
     """Capacity and usage of every provider in the GPU-relevant trees.

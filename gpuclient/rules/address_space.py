@@ -176,13 +176,51 @@ def fix(flavor_label, result):
 
 
 def pool_bar1(pool):
-    """The profiles.Bar1 of a passthrough pool's board (by its PCI ID), or
-    None (another mode: a vGPU's BAR1 is the type's, smaller; a board the
-    catalogue has no BAR1 size for)."""
+    """The profiles.Bar1 of a passthrough pool's board (by its PCI ID;
+    its ``gib`` None where the catalogue has no BAR1 size of it), or None
+    (another mode: a vGPU's BAR1 is the type's, smaller; a PCI ID no
+    catalogue board has)."""
     if (pool or {}).get('mode') != 'passthrough':
         return None
     from gpuclient.rules import profiles  # a large table: only when asked
     return profiles.bar1_for_pci_id(pool.get('pci_id'))
+
+
+def room_per_gpu(ram_mb, gpus, bits):
+    """The largest BAR1 window (GiB, rounded down) each of GPUS can have
+    for a guest of RAM_MB and BITS address bits to map them all (RAM, the
+    32-bit hole and the windows within 2**BITS); 0 when none fits."""
+    room = (1 << bits) - int(ram_mb or 0) * MIB - LOW_HOLE
+    return max(room, 0) // max(gpus, 1) // GIB
+
+
+def unknown_bar1(pool):
+    """What ``gpu check`` names when a passthrough POOL's BAR1 size is not
+    known: its board (with the PCI ID), or the PCI ID no catalogue board
+    has; None when the size is known or POOL is of another mode."""
+    if (pool or {}).get('mode') != 'passthrough':
+        return None
+    bar1 = pool_bar1(pool)
+    if bar1 is None:
+        return _('the GPU with PCI ID %s (no board of the catalogue)') % (
+            pool.get('pci_id') or _('unknown'))
+    if bar1.gib:
+        return None
+    return '%s (%s)' % (bar1.board, ', '.join(bar1.pci_ids))
+
+
+def unknown_fix(flavor_label):
+    """How to judge (or not need) the BAR1 windows of a flavor whose
+    board's BAR1 size is not known."""
+    return _(
+        'nvidia-smi -q -d MEMORY on a host of the pool ("BAR1 Memory '
+        'Usage", Total: the guest needs RAM + 4 GiB + that per GPU within '
+        '%(space)d GiB); or openstack gpu flavor set --property '
+        '%(mode)s=%(pt)s %(flavor)s  (hosts need libvirt 8.7.0 or later: '
+        '%(trait)s)') % {
+            'space': (1 << DEFAULT_BITS) // GIB, 'mode': MODE_SPEC,
+            'pt': PASSTHROUGH, 'flavor': flavor_label,
+            'trait': TRAITS[PASSTHROUGH]}
 
 
 def flavor_warning(pool, gpus, ram_mb, extra_specs):

@@ -183,11 +183,12 @@ class Fits:
             cloud.aggregates, cloud.services, self.project_id,
             self.settings['enabled_filters'], cloud.pools,
             hypervisors=cloud.hypervisors, flavor=flavor, facts=self.facts,
-            held=self.held)
+            held=self.held, aliases=self.settings.get('aliases'))
         self.post[fid] = post
         guest = None
         if numa_enabled(self.settings) and self.with_numa:
-            guest = numa_mod.constraints(flavor)
+            guest = numa_mod.constraints(
+                flavor, aliases=self.settings.get('aliases'))
         self.numa[fid] = {}
         classes = set(request_mod.gpu_classes(req))
         counts = {}

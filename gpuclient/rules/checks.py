@@ -669,30 +669,47 @@ def flavor_address_space(cloud, settings):
     window (issue 40 rule 3): RAM, the 32-bit hole and the BAR1 windows of
     the pool's board (profiles.BAR1) beyond the guest's physical address
     bits (40 with no hw:maxphysaddr_mode; Nova 2023.2 and later take
-    the setting, rules/address_space)."""
+    the setting, rules/address_space). Where the catalogue has no BAR1
+    size of the board (or no board of the pool's PCI ID), the flavor is
+    "not judged", naming the board: never silent."""
     found = []
     for flavor, reading in _gpu_flavors(cloud):
         steered = capacity_mod.flavor_pools(reading, cloud.pools)
         by_alias = [p for p in cloud.pools.values()
                     if p.get('alias') in reading['aliases']]
-        bars = [bar1 for bar1 in (
-            address_space.pool_bar1(pool) for pool in by_alias or [
-                cloud.pools[name] for name in steered]) if bar1]
-        if not bars:
-            continue
-        bar1 = max(bars, key=lambda b: b.gib)
+        chosen = by_alias or [cloud.pools[name] for name in steered]
         gpus = reading['gpus'] or 0
-        result = address_space.judge(flavor.get('ram'), gpus, bar1.gib,
-                                     flavor.get('extra_specs'))
-        if not result:
-            continue
-        found.append(finding(
-            WARNING, 'flavor-address-space',
-            'flavor %s' % _flavor_label(flavor),
-            address_space.symptom(result, gpus, bar1.gib, bar1.board),
-            address_space.fix(_flavor_label(flavor), result),
-            _flavor_pools(cloud, reading,
-                          [p['name'] for p in by_alias])))
+        extra = flavor.get('extra_specs')
+        bars = [bar1 for bar1 in (
+            address_space.pool_bar1(pool) for pool in chosen)
+            if bar1 and bar1.gib]
+        unknown = sorted({what for what in (
+            address_space.unknown_bar1(pool) for pool in chosen) if what})
+        label = _flavor_label(flavor)
+        pools = _flavor_pools(cloud, reading, [p['name'] for p in by_alias])
+        bar1 = max(bars, key=lambda b: b.gib) if bars else None
+        result = bar1 and address_space.judge(flavor.get('ram'), gpus,
+                                              bar1.gib, extra)
+        if result:
+            found.append(finding(
+                WARNING, 'flavor-address-space', 'flavor %s' % label,
+                address_space.symptom(result, gpus, bar1.gib, bar1.board),
+                address_space.fix(label, result), pools))
+        elif (unknown and gpus
+              and address_space.guest_bits(extra) is not None):
+            bits = address_space.guest_bits(extra)
+            found.append(not_judged(
+                'flavor-address-space', 'flavor %s' % label,
+                _('BAR1 size of %(board)s unknown: a guest of it (%(ram)d '
+                  'MiB of RAM, %(gpus)d GPUs, %(bits)d address bits) maps '
+                  'every GPU\'s BAR1 window only if each is at most '
+                  '%(room)d GiB (the catalogue\'s BAR1 sizes: '
+                  'doc/source/user/catalogue.rst)') % {
+                      'board': ', '.join(unknown),
+                      'ram': flavor.get('ram') or 0, 'gpus': gpus,
+                      'bits': bits, 'room': address_space.room_per_gpu(
+                          flavor.get('ram'), gpus, bits)},
+                address_space.unknown_fix(label), pools))
     return found
 
 

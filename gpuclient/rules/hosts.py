@@ -117,6 +117,8 @@ class Snapshot:
     queried: typing.Annotated[
         list, '[(resource class, number of candidates)]']
     slow_roots: typing.Annotated[set, 'roots read provider by provider']
+    totals: typing.Annotated[
+        dict, '{uuid: {class: inventory total}} where read (add_totals)']
 
     def __init__(self, providers):
         self.providers = {}
@@ -132,6 +134,7 @@ class Snapshot:
         self.covered = set()
         self.queried = []  # [(resource class, number of candidates)]
         self.slow_roots = set()
+        self.totals = {}
 
     def _add_provider(self, uuid, name, parent, root):
         self._by_root = None
@@ -191,6 +194,15 @@ class Snapshot:
             root = self.providers[uuid]['root']
             self.covered.add(root)
             self.slow_roots.add(root)
+
+    def add_totals(self, inventories):
+        """Take in inventories ({uuid: {class: inventory}}, as GET
+        .../inventories answers them): the total of each class, which
+        summaries lack (their capacity is Placement's, total less what is
+        reserved, times the allocation ratio)."""
+        for uuid, found in inventories.items():
+            self.totals[uuid] = {rc: int(inv.get('total') or 0)
+                                 for rc, inv in (found or {}).items()}
 
     def free(self, uuid, resource_class):
         res = self.summaries.get(uuid, {}).get('resources', {})

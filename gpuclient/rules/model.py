@@ -259,6 +259,42 @@ class Cloud:
         return resolve_hosts(names, self.services, self.hypervisors,
                              providers, members)
 
+    def resolve_fact_hosts(self, facts):
+        """(FACTS with each host part resolved as ``--host`` is, notes).
+
+        FACTS: ``--host-fact`` as ``maintenance.parse_facts`` reads them
+        ({host or None: facts}). A host part may be any name
+        ``resolve_hosts`` takes (the hypervisor hostname, an FQDN such as
+        ``gpu-pt-1.gpu.test``, a provider name); one that names no host,
+        or several, is a CommandError naming it and the compute hosts,
+        never a fact silently dropped. Two names of one host giving one
+        key two values are refused too.
+        """
+        found, notes = {}, []
+        for name, told in facts.items():
+            if name is None:
+                found.setdefault(None, {}).update(told)
+                continue
+            try:
+                hosts, said = self.resolve_hosts([name])
+            except exceptions.CommandError as exc:
+                raise exceptions.CommandError(
+                    _('--host-fact %(name)s:...: %(error)s') % {
+                        'name': name, 'error': exc}) from None
+            notes += said
+            mine = found.setdefault(hosts[0], {})
+            for key, value in told.items():
+                if key in mine and mine[key] != value:
+                    raise exceptions.CommandError(
+                        _('--host-fact gives %(key)s of host %(host)s twice '
+                          '(%(first)s, %(second)s; %(name)s is a name of '
+                          'it): give it once.') % {
+                              'key': key, 'host': hosts[0],
+                              'first': mine[key], 'second': value,
+                              'name': name})
+                mine[key] = value
+        return found, notes
+
     def root_aggregates(self, host):
         """Aggregate uuids of a host: what Nova mirrors into Placement."""
         return {a['uuid'] for a in self.aggregates

@@ -221,9 +221,12 @@ def trees_from_snapshot(snapshot, host_roots):
     """{host: [device provider]} from a hosts.Snapshot.
 
     A device provider is a non-root provider in the host's trees, as a dict:
-    uuid, name, root_name, address (or None), resources ({class: capacity})
+    uuid, name, root_name, address (or None), resources ({class: devices})
     and traits (a set). ``host_roots`` maps each host to its root provider
-    uuids.
+    uuids. The devices of a class are its inventory total where the
+    snapshot read it (``Snapshot.add_totals``): a device an operator or
+    Nova reserved is still there (a VF reserved in Placement still needs
+    its device_spec), else Placement's capacity.
     """
     trees = {}
     for host, roots in host_roots.items():
@@ -234,13 +237,15 @@ def trees_from_snapshot(snapshot, host_roots):
                 continue
             root_name = snapshot.providers.get(rp['root'], {}).get('name')
             summary = snapshot.summaries.get(uuid) or {}
+            resources = {rc: item.get('capacity', 0) for rc, item in
+                         (summary.get('resources') or {}).items()}
+            resources.update(snapshot.totals.get(uuid) or {})
             devices.append({
                 'uuid': uuid,
                 'name': rp['name'],
                 'root_name': root_name,
                 'address': pci_address(rp['name'], root_name),
-                'resources': {rc: item.get('capacity', 0) for rc, item in
-                              (summary.get('resources') or {}).items()},
+                'resources': resources,
                 'traits': set(summary.get('traits') or ()),
             })
         trees[host] = sorted(devices, key=lambda d: d['name'])
@@ -722,7 +727,8 @@ def _build_vf_pool(config, target, host, pool, devices):
     if written:
         config.note(target, _(
             'Pool %(pool)s: VF addresses follow from each card\'s PF and '
-            'the %(rc)s its provider offers (NVIDIA: first VF at function '
+            'the %(rc)s inventory total of its provider, reserved VFs '
+            'included (NVIDIA: first VF at function '
             '+%(offset)d); check them against the VFs whose '
             'nvidia/current_vgpu_type is %(type)s.') % {
                 'pool': pool['name'], 'rc': rc, 'offset': NVIDIA_VF_OFFSET,

@@ -309,20 +309,61 @@ BOARDS = collections.OrderedDict(
 # The BAR1 window of a board (its frame buffer aperture, mapped into the
 # guest's physical address space under passthrough: rules/address_space),
 # keyed by board, with the PCI device IDs that name the board in a pool
-# (``--pci-id``) and the source. Only boards whose BAR1 size a source
-# showed are here (doc/source/user/catalogue.rst, "BAR1 windows").
+# (``--pci-id``) and the source of each. Every board the catalogue has a
+# PCI device ID of is here; ``gib`` is None where no source gave its BAR1
+# size, and ``gpu check`` (flavor-address-space) then says "not judged"
+# (doc/source/user/catalogue.rst, "BAR1 windows").
 Bar1 = collections.namedtuple('Bar1', 'board gib pci_ids source')
 
+# the names NVIDIA's driver gives the device IDs: open-gpu-kernel-modules,
+# src/nvidia/generated/g_nv_name_released.h (sChipsReleased, the version at
+# commit 0447c5d7)
+DRIVER_NAMES = ('NVIDIA open-gpu-kernel-modules, '
+                'src/nvidia/generated/g_nv_name_released.h: device ID '
+                '0x%s is "%s"')
+# H200: not in that version; NVIDIA gpu-admin-tools (v2025.10.20),
+# gpu/devid_names.py (0x2335, 0x233B: H200) and gpu/devid_properties.py
+# (0x2335 is_sxm, 0x233B is_pcie)
+ADMIN_TOOLS = ('NVIDIA gpu-admin-tools v2025.10.20, gpu/devid_names.py and '
+               'devid_properties.py: device ID 0x%s is an H200, %s')
+NO_BAR1 = ('BAR1 size: no NVIDIA product brief or nvidia-smi -q of it was '
+           'found, so it is not known')
+
+
+def _unknown_bar1(board, device, name, source=DRIVER_NAMES):
+    return Bar1(board, None, ('10de:%s' % device.lower(),),
+                '%s; %s' % (source % (device, name), NO_BAR1))
+
+
 BAR1 = collections.OrderedDict((b.board, b) for b in (
+    _unknown_bar1('A100-PCIE-40GB', '20F1', 'NVIDIA A100-PCIE-40GB'),
+    _unknown_bar1('A100-HGX-40GB', '20B0', 'NVIDIA A100-SXM4-40GB'),
+    _unknown_bar1('A100-PCIE-80GB', '20B5', 'NVIDIA A100 80GB PCIe'),
+    _unknown_bar1('A100-HGX-80GB', '20B2', 'NVIDIA A100-SXM4-80GB'),
+    _unknown_bar1('A30', '20B7', 'NVIDIA A30'),
+    _unknown_bar1('H100-PCIE-80GB', '2331', 'NVIDIA H100 PCIe'),
+    _unknown_bar1('H100-SXM5-80GB', '2330', 'NVIDIA H100 80GB HBM3'),
     Bar1('H100-NVL', 128, ('10de:2321',),
+         DRIVER_NAMES % ('2321', 'NVIDIA H100 NVL') + '; BAR1 size: '
          '"nvidia-smi -q" of two H100 NVL (Device Id 0x232110DE, board part '
          '900-21010-0020-000, driver 550.54.14): BAR1 Memory Usage, Total '
          '131072 MiB'),
+    _unknown_bar1('H200-NVL', '233B', 'PCIe (is_pcie)', ADMIN_TOOLS),
+    _unknown_bar1('H200-SXM5', '2335', 'SXM (is_sxm)', ADMIN_TOOLS),
+    _unknown_bar1('L40S', '26B9', 'NVIDIA L40S'),
+    _unknown_bar1('L40', '26B5', 'NVIDIA L40'),
+    _unknown_bar1('L4', '27B8', 'NVIDIA L4'),
+    _unknown_bar1('A40', '2235', 'NVIDIA A40'),
+    # A16: device ID 0x25B6 is also the A2's (the subsystem ID tells them
+    # apart, which a pool's --pci-id does not give); H100 SXM5 94GB: its
+    # device ID is not in the sources above
 ))
 
 
 def bar1_for_pci_id(pci_id):
-    """The Bar1 of the board with PCI ID ``vendor:product``, or None."""
+    """The Bar1 of the board with PCI ID ``vendor:product`` (its ``gib``
+    None where the size is not known), or None (no catalogue board has
+    that ID)."""
     key = str(pci_id or '').strip().lower()
     for bar1 in BAR1.values():
         if key in bar1.pci_ids:

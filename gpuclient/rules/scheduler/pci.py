@@ -28,6 +28,8 @@ from gpuclient.rules import placement_names as names
 from gpuclient.rules.scheduler import exception
 
 ALIAS_SPEC = 'pci_passthrough:alias'
+# the numa_policy of a [pci] alias that says none (nova/pci/request.py)
+LEGACY = 'legacy'
 
 
 _ALIAS_MAP_HINT = _('--alias-map %(text)r: give ALIAS=VENDOR:PRODUCT (e.g. '
@@ -79,13 +81,34 @@ def alias_from_json(text):
             traits.add(trait.upper() if trait.upper().startswith(
                 names.CUSTOM_PREFIX) or trait.isupper()
                 else names.normalize_trait(trait))
-    found = {'resource_class': rc, 'traits': traits, 'source': 'config'}
+    found = {'resource_class': rc, 'traits': traits, 'source': 'config',
+             # Nova's get_alias_from_config: an alias without numa_policy
+             # is legacy
+             'numa_policy': str(data.get('numa_policy') or LEGACY).lower()}
     if data.get('device_type'):
         found['device_type'] = data['device_type']
     if data.get('live_migratable') is not None:
         found['live_migratable'] = str(
             data['live_migratable']).strip().lower() in ('yes', 'true', '1')
     return data['name'], found
+
+
+def alias_policy(extra_specs, aliases):
+    """The PCI NUMA affinity policy Nova gives the devices a flavor asks
+    when neither the flavor nor the image sets one
+    (``_translate_alias_to_requests``: the flavor's or image's policy, else
+    the alias's ``numa_policy``, legacy when the alias says none): that of
+    its aliases in ALIASES (``settings['aliases']``; a ``numa_policy``
+    only where nova.conf defined the alias). None when not known: an
+    alias from a pool or ``--alias-map`` (no nova.conf line read), or
+    aliases of different policies (each device request has its own)."""
+    names = [name for name, count in parse_alias_requests(
+        (extra_specs or {}).get(ALIAS_SPEC)) if count > 0]
+    policies = {((aliases or {}).get(name) or {}).get('numa_policy')
+                for name in names}
+    if len(policies) != 1 or None in policies:
+        return None
+    return policies.pop()
 
 
 def pool_aliases(pools):

@@ -234,6 +234,14 @@ class TestPlacement(ContractTestCase):
         self.assertNotIn('traits', details[root])
 
     @base.needs('plain')
+    def test_providers_inventories(self):
+        root = self.root()
+        inv = self.rest('placement', '/resource_providers/%s/inventories'
+                        % root, '1.0')['inventories']
+        self.assertEqual({root: inv}, self.p.providers_inventories([root]))
+        self.assertEqual({}, self.p.providers_inventories([]))
+
+    @base.needs('plain')
     def test_send(self):
         trait = 'CUSTOM_FT_CONTRACT_%s' % _hex()
         self.addCleanup(self.sdk.placement.delete, '/traits/%s' % trait,

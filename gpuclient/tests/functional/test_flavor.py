@@ -421,6 +421,37 @@ class TestLargeBar(GpuFlavorTestCase):
                          self.flavor_specs(name)['hw:maxphysaddr_mode'])
 
 
+class TestLargeBarUnknown(GpuFlavorTestCase):
+    """Issue 51 defect 16: a flavor of four H100 PCIe (10de:2331, whose BAR1
+    size the catalogue lacks) and 512 GiB of RAM is "not judged" by gpu
+    check, which names it; before, flavor-address-space said nothing."""
+
+    def test_check_says_not_judged(self):
+        pool = self.make_pool(pools.PASSTHROUGH, alias='t51bar-pcie',
+                              pci_id='10de:2331')
+        flavor, _err = self.gpu_flavor(pool, '--gpus', '4', '--vcpus', '1',
+                                       '--ram', str(512 * 1024),
+                                       '--disk', '1')
+        # what Nova holds: the flavor the finding names
+        held = self.openstack('flavor', 'show', flavor['name'])
+        self.assertEqual((512 * 1024, 't51bar-pcie:4'), (
+            held['ram'], held['properties']['pci_passthrough:alias']))
+        rc, out, err = self.openstack_raw(
+            'gpu', 'check', '--pool', pool, '--check',
+            'flavor-address-space', '-f', 'json')
+        self.assertEqual(0, rc, err)  # a warning: not an error
+        self.assertEqual(
+            [('warning', 'flavor-address-space',
+              'flavor %s' % held['name'])],
+            [(r['Severity'], r['Check'], r['Object'])
+             for r in json.loads(out)])
+        symptom = json.loads(out)[0]['Symptom']
+        self.assertTrue(symptom.startswith(
+            'not judged: BAR1 size of H100-PCIE-80GB (10de:2331) unknown'),
+            symptom)
+        self.assertIn('at most 127 GiB', symptom)
+
+
 class TestAmbiguousNames(GpuFlavorTestCase):
     def test_an_id_that_is_another_flavors_name_is_refused(self):
         """Flavor A has ID X, GPU flavor B is named X: ``gpu flavor

@@ -27,6 +27,8 @@ judged for every case without GPUs. The matrix asks gpuclient's client
 layer in this process and boots every case at once.
 """
 
+import json
+import os
 import time
 
 import openstack
@@ -241,3 +243,83 @@ class TestNuma(test_candidates.CandidatesTestCase):
                 [self.create_server(flavor, base.PT_HOST)]).values()))
         self.assertEqual([False], list(self.wait(
             [self.create_server(flavor, base.PT_HOST)]).values()))
+
+
+class TestHostFactNames(base.FunctionalTestCase):
+    """Issue 51 defect 10: ``--host-fact`` names a host as ``--host`` does
+    (the hypervisor hostname Nova shows, an FQDN on the test cloud); a name
+    of no host is refused, naming the hosts, never silently dropped."""
+
+    def numa_rows(self, flavor, *facts):
+        args = ['gpu', 'candidates', '--flavor', flavor,
+                # no Prometheus: what cpu_info and the facts show
+                '--prometheus', 'http://127.0.0.1:9']
+        for fact in facts:
+            args += ['--host-fact', fact]
+        rc, out, err = self.openstack_raw(*args, '-f', 'json')
+        return rc, ({row['Host']: row['NUMA'] for row in json.loads(out)}
+                    if rc == 0 else None), err
+
+    def test_a_fact_for_the_hypervisor_hostname_is_used(self):
+        self.need_host('passthrough')
+        # the name Nova gives the host's compute node
+        name = self.hypervisor(base.PT_HOST)['hypervisor_hostname']
+        if name == base.PT_HOST:
+            self.skipTest('the hypervisor hostname of %s is its own name'
+                          % base.PT_HOST)
+        flavor = self.create_flavor({'hw:numa_nodes': '1'}, disk=0)['id']
+        rc, rows, err = self.numa_rows(flavor)
+        self.assertEqual(0, rc, err)
+        self.assertIn('page sizes are not known', rows[base.PT_HOST])
+        rc, rows, err = self.numa_rows(flavor, '%s:numa_pages=4k' % name)
+        self.assertEqual(0, rc, err)
+        self.assertEqual('judged (cpu_info and host facts)',
+                         rows[base.PT_HOST])
+        self.assertIn('"%s" is the hypervisor hostname of compute host %s'
+                      % (name, base.PT_HOST), err)
+        # a mistyped name: refused, naming it and the hosts
+        rc, rows, err = self.numa_rows(flavor, '%sx:numa_pages=4k' % name)
+        self.assertEqual(1, rc)
+        self.assertIn('--host-fact %sx:...: Unknown compute host(s): %sx.'
+                      % (name, name), err)
+        self.assertIn('%s (hypervisor %s)' % (base.PT_HOST, name), err)
+
+
+class TestAliasPolicy(base.FunctionalTestCase):
+    """Issue 51 defect 15: a flavor with hw:numa_nodes=2 and the PCI alias
+    h100, no hw:pci_numa_affinity_policy. Which cell holds each GPU is not
+    given, so the fit depends on the devices' policy: with the nova.conf
+    the test cloud runs (its alias says "numa_policy": "preferred"), the
+    row is judged, and Nova boots the flavor there."""
+
+    def test_the_alias_policy_of_the_nova_conf_is_used(self):
+        from gpuclient.tests.functional import test_config
+        self.need_host('passthrough')
+        etc = test_config.testcloud_etc()
+        if etc is None:
+            self.skipTest('not the local test cloud: its nova.conf cannot '
+                          'be read')
+        conf = os.path.join(etc, 'nova.conf')
+        flavor = self.create_flavor({
+            'hw:numa_nodes': '2', 'pci_passthrough:alias': 'h100:1'},
+            vcpus=2, ram=1024, disk=0)['id']
+        args = ['gpu', 'candidates', '--flavor', flavor,
+                '--prometheus', 'http://127.0.0.1:9',
+                '--host-fact', '%s:numa_pages=4k' % base.PT_HOST, '-f',
+                'json']
+
+        def rows(*more):
+            rc, out, err = self.openstack_raw(*args, *more)
+            self.assertEqual(0, rc, err)
+            return {row['Host']: row['NUMA'] for row in json.loads(out)}
+
+        # the alias as a class only: its policy is not known
+        found = rows('--alias-map', 'h100=10de:2331')
+        self.assertIn('depends on the [pci] alias numa_policy',
+                      found[base.PT_HOST])
+        found = rows('--nova-conf', conf)
+        self.assertEqual({base.PT_HOST: 'judged (cpu_info and host facts)'},
+                         found)
+        # Nova agrees: it boots the flavor there
+        server = self.boot(flavor)
+        self.assertEqual(base.PT_HOST, server['OS-EXT-SRV-ATTR:host'])

@@ -206,6 +206,45 @@ class TestVgpuVfConfig(VgpuVfTestCase):
         # gpuclient.tests.unit.test_nova_config_nova, vgpu-vf cases)
 
 
+class TestVgpuVfReserved(VgpuVfTestCase):
+    def reserve(self, provider, count):
+        """Reserve COUNT VFs of PROVIDER in Placement as an operator does
+        (osc-placement, the other fields kept); put back at cleanup. Nova
+        leaves an operator's reserved alone (pci_placement_translator:
+        only a one-time-use device is reserved by Nova)."""
+        before = {row['resource_class']: row for row in self.openstack(
+            'resource', 'provider', 'inventory', 'list', provider)}[VF_CLASS]
+        self.addCleanup(
+            self.openstack, 'resource', 'provider', 'inventory', 'set',
+            provider, '--amend', '--resource',
+            '%s:reserved=%d' % (VF_CLASS, before['reserved']))
+        self.openstack('resource', 'provider', 'inventory', 'set', provider,
+                       '--amend', '--resource',
+                       '%s:reserved=%d' % (VF_CLASS, count))
+
+    def test_a_reserved_vf_keeps_its_device_spec(self):
+        """Issue 51 defect 6: with one VF reserved in Placement, gpu config
+        show still writes a device_spec per VF of the inventory's total
+        (before: one less, and one less again after each redeploy)."""
+        pool = self.vf_pool()
+        provider, _total = self.vf_provider()
+        self.reserve(provider['uuid'], 1)
+        held = {row['resource_class']: row for row in self.openstack(
+            'resource', 'provider', 'inventory', 'list', provider['uuid'])}
+        total, reserved = held[VF_CLASS]['total'], held[VF_CLASS]['reserved']
+        self.assertEqual(1, reserved)
+        rc, out, err = self.openstack_raw('gpu', 'config', 'show', '--pool',
+                                          pool['name'])
+        self.assertEqual(0, rc, err)
+        specs = _sections(out)['nova-compute on %s' % base.VF_HOST][
+            'pci']['device_spec']
+        self.assertEqual(total, len(specs), out)
+        # the very lines the VF host's nova-compute runs with
+        running = self.running_conf()
+        self.assertEqual(_canonical(running['pci']['device_spec']),
+                         _canonical(specs))
+
+
 class TestVgpuVfProfilePlan(VgpuVfTestCase):
     def test_plan_writes_the_lines_nova_runs_with(self):
         pool = self.vf_pool()

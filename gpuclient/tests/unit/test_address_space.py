@@ -102,7 +102,11 @@ class TestCatalogue(base.TestCase):
     def test_bar1_by_pci_id(self):
         bar1 = profiles.bar1_for_pci_id('10DE:2321')
         self.assertEqual(('H100-NVL', 128), (bar1.board, bar1.gib))
-        self.assertIsNone(profiles.bar1_for_pci_id('10de:2331'))
+        # a catalogue board whose BAR1 size no source gave: known, unknown
+        bar1 = profiles.bar1_for_pci_id('10de:2331')
+        self.assertEqual(('H100-PCIE-80GB', None), (bar1.board, bar1.gib))
+        self.assertIn('"NVIDIA H100 PCIe"', bar1.source)
+        self.assertIsNone(profiles.bar1_for_pci_id('10de:ffff'))
         self.assertIsNone(profiles.bar1_for_pci_id(None))
 
     def test_every_entry_is_a_catalogue_board_with_a_source(self):
@@ -110,12 +114,39 @@ class TestCatalogue(base.TestCase):
             self.assertIn(name, profiles.BOARDS)
             self.assertTrue(bar1.source)
             self.assertTrue(bar1.pci_ids)
+            self.assertIn('BAR1 size: ', bar1.source)
+        # issue 51: every board with a PCI device ID in the sources is
+        # there, with its BAR1 size or none; one PCI ID names one board
+        self.assertEqual({'A16', 'H100-SXM5-94GB'},
+                         set(profiles.BOARDS) - set(profiles.BAR1))
+        ids = [i for b in profiles.BAR1.values() for i in b.pci_ids]
+        self.assertEqual(len(ids), len(set(ids)))
 
     def test_pool_bar1(self):
         self.assertEqual('H100-NVL', aspace.pool_bar1(NVL).board)
-        self.assertIsNone(aspace.pool_bar1(PCIE))
+        self.assertEqual(('H100-PCIE-80GB', None),
+                         (aspace.pool_bar1(PCIE).board,
+                          aspace.pool_bar1(PCIE).gib))
         vgpu = pools.build_spec('ws', 'vgpu', vgpu_type='nvidia-35')
         self.assertIsNone(aspace.pool_bar1(vgpu))
+
+    def test_what_is_unknown_is_named(self):
+        self.assertIsNone(aspace.unknown_bar1(NVL))
+        self.assertEqual('H100-PCIE-80GB (10de:2331)',
+                         aspace.unknown_bar1(PCIE))
+        other = pools.build_spec('x', 'passthrough', alias='x',
+                                 pci_id='10de:ffff')
+        self.assertEqual('the GPU with PCI ID 10de:ffff (no board of the '
+                         'catalogue)', aspace.unknown_bar1(other))
+        vgpu = pools.build_spec('ws', 'vgpu', vgpu_type='nvidia-35')
+        self.assertIsNone(aspace.unknown_bar1(vgpu))
+
+    def test_room_per_gpu(self):
+        # 4 GPUs and 512 GiB in 40 bits: 127 GiB each, less than an
+        # H100 NVL's 128 (whose judge says 1028 GiB needed)
+        self.assertEqual(127, aspace.room_per_gpu(512 * GIB_MB, 4, 40))
+        self.assertEqual(1019, aspace.room_per_gpu(512, 1, 40))
+        self.assertEqual(0, aspace.room_per_gpu(2048 * GIB_MB, 1, 40))
 
 
 class TestDerive(base.TestCase):

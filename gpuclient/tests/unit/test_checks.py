@@ -152,7 +152,9 @@ class TestClean(ChecksTestCase):
         self.clean_cloud()
         # without nova.conf: only the checks of nova.conf, saying so
         found = self.run_checks()
+        # (and the BAR1 size of an H100 PCIe, which the catalogue lacks)
         self.assertEqual([
+            ('flavor-address-space', 'flavor pt.1'),
             ('flavor-pci-alias', 'nova.conf [pci] alias'),
             ('scheduler-settings', 'nova.conf'),
             ('quota-gpu-limits', 'nova.conf [quota]')], not_judged(found))
@@ -163,7 +165,8 @@ class TestClean(ChecksTestCase):
         cloud = self.cloud()
         cloud.registered_limits = {'class:CUSTOM_PCI_10DE_2331': 4,
                                    'class:VGPU': 8}
-        self.assertEqual([], checks.run(cloud, conf(GOOD_CONF)))
+        self.assertEqual([('flavor-address-space', 'flavor pt.1')],
+                         not_judged(checks.run(cloud, conf(GOOD_CONF))))
         self.assertEqual(0, checks.exit_status([], strict=True))
 
 
@@ -368,8 +371,9 @@ class TestPoolScope(ChecksTestCase):
         for settings in (None, conf(GOOD_CONF)):
             found = [f for f in self.run_checks(settings, pool='solver')
                      if f.object == 'flavor pt.typo']
-            self.assertEqual(['flavor-pci-alias'],
-                             [f.check for f in found], settings)
+            # (an H100 PCIe's BAR1 size is not in the catalogue)
+            self.assertEqual(['flavor-address-space', 'flavor-pci-alias'],
+                             sorted(f.check for f in found), settings)
         found = [f for f in self.run_checks(conf(GOOD_CONF),
                                             pool='solver')
                  if f.check == 'flavor-pci-alias']
@@ -462,8 +466,9 @@ class TestFlavors(ChecksTestCase):
         self.pool(NVL_SPEC, ['gpu-pt-1'])
         self.flavor('llm.2', NVL_SPEC, gpus=2, ram=512 * 1024)
         self.flavor('llm.4', NVL_SPEC, gpus=4, ram=512 * 1024)
-        found = self.assert_found('flavor-address-space',
-                                  severity=checks.WARNING)
+        found = [f for f in self.assert_found('flavor-address-space',
+                                              severity=checks.WARNING)
+                 if not f.symptom.startswith('not judged')]
         self.assertEqual(['flavor llm.4'], [f.object for f in found])
         self.assertEqual(('llm',), found[0].pools)
         self.assertIn('1028 GiB', found[0].symptom)
@@ -479,11 +484,50 @@ class TestFlavors(ChecksTestCase):
         self.assert_found('flavor-address-space', severity=checks.WARNING)
         # either fix as written: clean
         flavor['extra_specs']['hw:maxphysaddr_bits'] = '42'
-        self.assertEqual([], self.named('flavor-address-space'))
+        self.assertEqual(['flavor pt.1'], [
+            f.object for f in self.named('flavor-address-space')])
         flavor['extra_specs'] = dict(flavor['extra_specs'], **{
             'hw:maxphysaddr_mode': 'passthrough'})
         del flavor['extra_specs']['hw:maxphysaddr_bits']
-        self.assertEqual([], self.named('flavor-address-space'))
+        self.assertEqual(['flavor pt.1'], [
+            f.object for f in self.named('flavor-address-space')])
+
+    def test_address_space_not_judged_without_a_bar1_size(self):
+        """Issue 51 defect 16: a 4-GPU, 512 GiB flavor of an H100 PCIe
+        pool (the catalogue has no BAR1 size of it) is "not judged",
+        naming the board and the most each BAR1 may be; so is a pool of a
+        PCI ID no catalogue board has. Nothing where nothing is at
+        stake: no GPU, or the host's address bits (passthrough)."""
+        self.pool(PT_SPEC, ['gpu-pt-1'])
+        self.flavor('pt.4', PT_SPEC, gpus=4, ram=512 * 1024)
+        other = pools.build_spec('other', 'passthrough', alias='x1',
+                                 pci_id='10de:ffff')
+        self.pool(other, [])
+        self.flavor('x.1', other)
+        self.flavor('pt.host-bits', PT_SPEC, gpus=4, ram=512 * 1024, **{
+            'hw:maxphysaddr_mode': 'passthrough'})
+        found = {f.object: f for f in self.assert_found(
+            'flavor-address-space', severity=checks.WARNING)}
+        self.assertEqual({'flavor pt.4', 'flavor x.1'}, set(found))
+        self.assertEqual(
+            'not judged: BAR1 size of H100-PCIE-80GB (10de:2331) unknown: '
+            'a guest of it (524288 MiB of RAM, 4 GPUs, 40 address bits) '
+            'maps every GPU\'s BAR1 window only if each is at most 127 GiB '
+            '(the catalogue\'s BAR1 sizes: doc/source/user/catalogue.rst).',
+            found['flavor pt.4'].symptom)
+        self.assertEqual(('solver',), found['flavor pt.4'].pools)
+        self.assertIn('nvidia-smi -q -d MEMORY', found['flavor pt.4'].fix)
+        self.assertIn('hw:maxphysaddr_mode=passthrough pt.4',
+                      found['flavor pt.4'].fix)
+        self.assertIn('BAR1 size of the GPU with PCI ID 10de:ffff (no board '
+                      'of the catalogue) unknown', found['flavor x.1'].symptom)
+        # emulated bits: judged by them
+        flavor = [f for f in self.fc.flavors if f['name'] == 'pt.4'][0]
+        flavor['extra_specs'].update({'hw:maxphysaddr_mode': 'emulate',
+                                      'hw:maxphysaddr_bits': '44'})
+        found = {f.object: f for f in self.named('flavor-address-space')}
+        self.assertIn('44 address bits', found['flavor pt.4'].symptom)
+        self.assertEqual(0, checks.exit_status(list(found.values())))
 
     def test_mem_encryption_unknown_model(self):
         self.clean_cloud()

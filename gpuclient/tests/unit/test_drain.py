@@ -411,6 +411,19 @@ class TestDrainEndToEnd(DrainTestCase):
                       self.cm.nova.server_lists)
         self.assertIn({'host': 'gpu-pt-1'}, self.cm.nova.migration_lists)
 
+    def test_a_fact_for_no_host_is_refused_before_any_write(self):
+        """Issue 51 defect 10: a --host-fact for a host the cloud does not
+        have stops the drain before its cordon; nothing is written."""
+        server = self.gpu_server('a')
+        error = self.assertRaises(
+            exceptions.CommandError, self.drain,
+            facts={'gpu-pt-3': {'live_migratable': True}})
+        self.assertIn('--host-fact gpu-pt-3:...: Unknown compute host(s)',
+                      str(error))
+        self.assertIsNone(self.reason())
+        self.assertEqual([], self.actions(server))
+        self.assertEqual(('gpu-pt-1', 'ACTIVE'), self.where(server))
+
     def test_a_host_blazar_holds_is_no_destination(self):
         # issue 40, rule 6: gpu-pt-2 enrolled in Blazar (the freepool)
         server = self.gpu_server('a')

@@ -97,6 +97,51 @@ class TestCloud(testtools.TestCase):
         self.assertIs(cloud.flavors, obs.flavors)
 
 
+class TestFactHosts(testtools.TestCase):
+    """--host-fact host parts resolved as --host is (issue 51 defect
+    10)."""
+
+    def cloud(self):
+        hypervisors = [
+            {'id': 'r1', 'hypervisor_hostname': 'h1.example.org',
+             'service': {'host': 'h1'}},
+            {'id': 'r2', 'hypervisor_hostname': 'h2.example.org',
+             'service': {'host': 'h2'}}]
+        return model.Cloud([], hypervisors, SERVICES)
+
+    def test_names_of_a_host_resolve_to_it(self):
+        facts, notes = self.cloud().resolve_fact_hosts({
+            None: {'numa_pages': {4: None}},
+            'h1.example.org': {'numa_cells': 2},
+            'h2': {'numa_cells': 1}, 'r2': {'numa_gpus': [1]}})
+        self.assertEqual({None: {'numa_pages': {4: None}},
+                          'h1': {'numa_cells': 2},
+                          'h2': {'numa_cells': 1, 'numa_gpus': [1]}},
+                         facts)
+        self.assertEqual(2, len(notes))
+        self.assertIn('"h1.example.org" is the hypervisor hostname of '
+                      'compute host h1', notes[0])
+
+    def test_a_name_of_no_host_is_refused(self):
+        for name in ('h3', 'h1.example', 'H1'):
+            error = self.assertRaises(
+                exceptions.CommandError, self.cloud().resolve_fact_hosts,
+                {name: {'numa_cells': 2}})
+            self.assertIn('--host-fact %s:...: Unknown compute host(s): %s.'
+                          % (name, name), str(error))
+            self.assertIn('h1 (hypervisor h1.example.org), h2 (hypervisor '
+                          'h2.example.org)', str(error))
+
+    def test_one_key_two_values_for_one_host_is_refused(self):
+        error = self.assertRaises(
+            exceptions.CommandError, self.cloud().resolve_fact_hosts,
+            {'h1': {'numa_cells': 2}, 'h1.example.org': {'numa_cells': 1}})
+        self.assertIn('numa_cells of host h1 twice', str(error))
+        facts, _notes = self.cloud().resolve_fact_hosts(
+            {'h1': {'numa_cells': 2}, 'h1.example.org': {'numa_cells': 2}})
+        self.assertEqual({'h1': {'numa_cells': 2}}, facts)
+
+
 class TestAfterThePlan(testtools.TestCase):
     """World.cloud: the model with the plan's steps applied; what no step
     changes is as read."""

@@ -28,6 +28,7 @@ import warnings
 from osc_lib import exceptions
 
 from gpuclient.rules import numa_metrics
+from gpuclient.rules.scheduler import conf as nova_conf
 from gpuclient.rules.scheduler import filters
 from gpuclient.rules.scheduler import hardware
 from gpuclient.rules.scheduler import host_manager as hm
@@ -37,6 +38,8 @@ try:
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
         from nova import objects
+        import nova.conf
+        from nova.pci import request as pci_request
         from nova.pci import stats as pci_stats
         from nova.pci import whitelist
         from nova.virt import hardware as nova_hardware
@@ -93,6 +96,18 @@ FLAVORS = {
     'gpu4-two-cells': flavor(gpus=4, numa_nodes=2,
                              pci_numa_affinity_policy='required'),
 }
+
+
+# nova.conf [pci] alias lines of the alias the flavors ask, by the
+# numa_policy they give it (None: the key left out, legacy for Nova)
+def alias_conf(policy):
+    alias = {'name': ALIAS, 'vendor_id': VENDOR, 'product_id': PRODUCT}
+    if policy:
+        alias['numa_policy'] = policy
+    return json.dumps(alias)
+
+
+ALIAS_POLICIES = (None, 'legacy', 'required', 'preferred')
 
 
 def prometheus_view(name):
@@ -278,6 +293,52 @@ class TestJudge(unittest.TestCase):
         status, _d = ntf.judge_numa(hypervisor, guest, facts, 1)
         self.assertEqual(hm.PASS, status)
 
+    def test_the_alias_policy_of_the_nova_conf_given_decides(self):
+        """Issue 51 defect 15: no hw:pci_numa_affinity_policy, and the
+        nova.conf given defines the alias: its numa_policy is the
+        devices' (legacy where it says none), as Nova builds the request;
+        the flavor's (or image's) policy wins over it."""
+        hypervisor, facts = api_view('two-cells')
+        the_flavor = flavor(gpus=3, numa_nodes=1)
+        expected = {None: hm.FAIL, 'legacy': hm.FAIL, 'required': hm.FAIL,
+                    'preferred': hm.PASS}
+        for policy, status in expected.items():
+            aliases = nova_conf.load_settings(
+                '[pci]\nalias = %s\n' % alias_conf(policy))['aliases']
+            guest = ntf.constraints(the_flavor, aliases=aliases)
+            self.assertEqual(policy or 'legacy', guest['pci_policy'])
+            found, _detail = ntf.judge_numa(hypervisor, guest, facts, 3)
+            self.assertEqual(status, found, policy)
+        # the flavor's own policy wins over the alias's
+        aliases = nova_conf.load_settings(
+            '[pci]\nalias = %s\n' % alias_conf('preferred'))['aliases']
+        guest = ntf.constraints(flavor(
+            gpus=3, numa_nodes=1, pci_numa_affinity_policy='required'),
+            aliases=aliases)
+        self.assertEqual('required', guest['pci_policy'])
+
+    def test_the_alias_policy_unknown_without_its_nova_conf_line(self):
+        the_flavor = flavor(gpus=3, numa_nodes=1)
+        # --alias-map or a pool: the alias's class, not its numa_policy
+        mapped = nova_conf.load_settings(
+            alias_maps=['%s=%s:%s' % (ALIAS, VENDOR, PRODUCT)])['aliases']
+        for aliases in (None, {}, mapped):
+            self.assertIsNone(ntf.constraints(
+                the_flavor, aliases=aliases)['pci_policy'])
+        # two aliases of different policies: each request has its own
+        two = dict(flavor(numa_nodes=1), extra_specs={
+            'hw:numa_nodes': '1', 'pci_passthrough:alias': 'a:1,b:1'})
+        aliases = nova_conf.load_settings(
+            '[pci]\nalias = {"name": "a", "vendor_id": "10de", '
+            '"product_id": "1", "numa_policy": "required"}\nalias = '
+            '{"name": "b", "vendor_id": "10de", "product_id": "2"}\n'
+        )['aliases']
+        self.assertIsNone(ntf.constraints(two, aliases=aliases)[
+            'pci_policy'])
+        aliases['b']['numa_policy'] = 'required'
+        self.assertEqual('required', ntf.constraints(
+            two, aliases=aliases)['pci_policy'])
+
     def test_count_without_device_cells(self):
         # preferred: the devices may be anywhere; Placement counts them
         hypervisor, facts = api_view('two-cells')
@@ -427,6 +488,79 @@ class TestAgainstNova(unittest.TestCase):
                                          (host, name, source, detail))
         self.assertEqual(len(HOSTS) * len(FLAVORS), judged['facts'])
         self.assertGreater(judged['prometheus'], judged[None])
+
+
+@unittest.skipUnless(HAVE_NOVA, 'nova is not importable here (run with the '
+                     'test cloud\'s interpreter, see the module docstring)')
+class TestAliasPolicyAgainstNova(unittest.TestCase):
+    """A flavor without hw:pci_numa_affinity_policy: Nova's own request
+    (``get_pci_requests_from_flavor`` over a [pci] alias in its CONF)
+    and gpuclient's reading of the same nova.conf line give the devices
+    the same policy, and every judged fit is Nova's (issue 51 defect
+    15)."""
+
+    def setUp(self):
+        self.conf = nova.conf.CONF
+        if not getattr(self.conf, '_args', None):
+            self.conf([], project='nova')
+        self.addCleanup(self.conf.clear_override, 'alias', 'pci')
+        # Nova reads its aliases once per process (functools.cache)
+        self.addCleanup(pci_request.get_alias_from_config.cache_clear)
+
+    def nova_requests(self, the_flavor, policy):
+        self.conf.set_override('alias', [alias_conf(policy)], 'pci')
+        pci_request.get_alias_from_config.cache_clear()
+        nova_flavor = objects.Flavor(
+            vcpus=the_flavor['vcpus'], memory_mb=the_flavor['ram'],
+            extra_specs=the_flavor['extra_specs'])
+        return pci_request.get_pci_requests_from_flavor(
+            nova_flavor, affinity_policy=the_flavor['extra_specs'].get(
+                'hw:pci_numa_affinity_policy')).requests
+
+    def nova_fits(self, host, the_flavor, requests):
+        topology, stats = nova_host(host)
+        instance = nova_hardware.numa_get_constraints(
+            objects.Flavor(vcpus=the_flavor['vcpus'],
+                           memory_mb=the_flavor['ram'],
+                           extra_specs=the_flavor['extra_specs']),
+            objects.ImageMeta.from_dict({'properties': {}}))
+        if topology is None:
+            return False
+        limits = objects.NUMATopologyLimits(cpu_allocation_ratio=1.0,
+                                            ram_allocation_ratio=1.0)
+        return nova_hardware.numa_fit_instance_to_host(
+            topology, instance, provider_mapping=None, limits=limits,
+            pci_requests=requests, pci_stats=stats) is not None
+
+    def test_matrix(self):
+        cases = {name: the_flavor for name, the_flavor in FLAVORS.items()
+                 if 'gpu' in name}
+        cases.update({
+            'gpu3-no-policy': flavor(gpus=3, numa_nodes=1),
+            'gpu1-no-policy': flavor(gpus=1, numa_nodes=1),
+            'gpu3-two-cells-no-policy': flavor(gpus=3, numa_nodes=2)})
+        judged = 0
+        for policy in ALIAS_POLICIES:
+            aliases = nova_conf.load_settings(
+                '[pci]\nalias = %s\n' % alias_conf(policy))['aliases']
+            for name, the_flavor in cases.items():
+                requests = self.nova_requests(the_flavor, policy)
+                guest = ntf.constraints(the_flavor, aliases=aliases)
+                self.assertEqual([requests[0].numa_policy],
+                                 [guest['pci_policy']], (policy, name))
+                for host in HOSTS:
+                    hypervisor, facts = api_view(host)
+                    status, detail = ntf.judge_numa(
+                        hypervisor, guest, facts,
+                        ntf.pci_devices(the_flavor['extra_specs']))
+                    self.assertNotEqual(hm.UNKNOWN, status,
+                                        (policy, name, host, detail))
+                    judged += 1
+                    self.assertEqual(
+                        self.nova_fits(host, the_flavor, requests),
+                        status == hm.PASS, (policy, name, host, detail))
+        self.assertEqual(len(ALIAS_POLICIES) * len(cases) * len(HOSTS),
+                         judged)
 
 
 def nova_count(host, the_flavor, limit=50):

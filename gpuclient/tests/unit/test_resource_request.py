@@ -207,7 +207,8 @@ class TestBuild(base.TestCase):
                          settings['aliases']['a']['resource_class'])
         self.assertEqual({'resource_class': 'CUSTOM_GPU_B',
                           'traits': {'CUSTOM_FAST', 'CUSTOM_X'},
-                          'source': 'config'}, settings['aliases']['b'])
+                          'source': 'config', 'numa_policy': 'legacy'},
+                         settings['aliases']['b'])
         # the file sets three settings and not pci_in_placement
         self.assertEqual(
             {'max_placement_results': 'config',

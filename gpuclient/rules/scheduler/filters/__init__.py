@@ -64,10 +64,12 @@ NOT_CHECKED = {
 
 def context(extra_specs, project_id, pools=None, services=(),
             hypervisors=(), image=None, default_arch=None, flavor=None,
-            facts=None, held=None):
+            facts=None, held=None, aliases=None):
     """What the filters read: the request and the hosts as the API
     shows them (FLAVOR's guest NUMA topology, FACTS: {host: host facts},
-    HELD: {host: [why]} of the hosts Blazar holds).
+    HELD: {host: [why]} of the hosts Blazar holds, ALIASES: the [pci]
+    aliases of the settings, whose numa_policy Nova gives a flavor's
+    devices when it sets none).
     """
     return {
         'extra_specs': extra_specs,
@@ -76,7 +78,7 @@ def context(extra_specs, project_id, pools=None, services=(),
         'services': {s['host']: s for s in services or ()},
         'nodes': host_manager.nodes_by_host(hypervisors),
         'wanted': image_props_filter.image_requirements(image, default_arch),
-        'numa': numa_topology_filter.constraints(flavor, image),
+        'numa': numa_topology_filter.constraints(flavor, image, aliases),
         'devices': numa_topology_filter.pci_devices(extra_specs),
         'facts': facts or {},
         'held': held or {},
@@ -85,7 +87,8 @@ def context(extra_specs, project_id, pools=None, services=(),
 
 def post_filters(hosts, extra_specs, aggregates, services, project_id,
                  enabled_filters, pools=None, hypervisors=(), image=None,
-                 default_arch=None, flavor=None, facts=None, held=None):
+                 default_arch=None, flavor=None, facts=None, held=None,
+                 aliases=None):
     """{host: [reason dicts]} for hosts the judged filters remove.
 
     ``hypervisors`` (compute API 2.53 details) and ``image`` (its
@@ -93,11 +96,12 @@ def post_filters(hosts, extra_specs, aggregates, services, project_id,
     with FLAVOR (its vcpus, ram and extra specs) and FACTS ({host: host
     facts}) NUMATopologyFilter; a host whose nodes they cannot judge is
     not removed (see ``unchecked`` and ``numa``). HELD: the hosts Blazar
-    holds (BlazarFilter).
+    holds (BlazarFilter). ALIASES: the settings' [pci] aliases (their
+    numa_policy, see ``context``).
     """
     enabled = set(enabled_filters or ())
     ctx = context(extra_specs, project_id, pools, services, hypervisors,
-                  image, default_arch, flavor, facts, held)
+                  image, default_arch, flavor, facts, held, aliases)
     out = {}
     for host in hosts:
         metadata = utils.host_metadata(aggregates, host)

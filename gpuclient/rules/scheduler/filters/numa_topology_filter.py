@@ -195,13 +195,21 @@ def fit(topology, guest, devices=0):
     return answers[0]
 
 
-def constraints(flavor, image=None):
+def constraints(flavor, image=None, aliases=None):
     """hardware.numa_constraints of FLAVOR (None without one); a request
-    Nova refuses is {'refused': why}, which no host passes."""
+    Nova refuses is {'refused': why}, which no host passes. Where the
+    flavor and the image set no PCI NUMA affinity policy, the guest's
+    ``pci_policy`` is its aliases' ``numa_policy`` as nova.conf defines
+    them (ALIASES: ``settings['aliases']``; ``pci.alias_policy``), as
+    Nova's own request is built; None when that is not known."""
     if not flavor:
         return None
     try:
-        return hardware.numa_constraints(flavor, image)
+        guest = hardware.numa_constraints(flavor, image)
+        if guest and not guest['pci_policy']:
+            guest['pci_policy'] = pci_mod.alias_policy(
+                flavor.get('extra_specs'), aliases)
+        return guest
     except exceptions.CommandError as exc:
         return {'refused': str(exc)}
 
@@ -293,7 +301,9 @@ def unknown_text(detail):
                     'cpu_dedicated_set) are not shown'),
         'socket': _('its sockets are not shown (policy socket)'),
         'alias_policy': _('the fit depends on the [pci] alias numa_policy: '
-                          'set hw:pci_numa_affinity_policy on the flavor'),
+                          'give the nova.conf that defines the alias '
+                          '(--nova-conf), or set '
+                          'hw:pci_numa_affinity_policy on the flavor'),
     }.get(why, why)
 
 

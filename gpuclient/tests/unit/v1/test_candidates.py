@@ -18,6 +18,7 @@ import json
 from unittest import mock
 import urllib.parse
 
+import fixtures
 from osc_lib import exceptions
 import yaml
 
@@ -80,6 +81,12 @@ class CandidatesTestCase(base.CommandTestCase):
             return fakes.make_response(200, {'flavor': dict(
                 FLAVOR, id='f2', name='g1.numa', extra_specs=dict(
                     FLAVOR['extra_specs'], **{'hw:numa_nodes': '1'}))})
+        if url == '/flavors/g1.numa.alias':
+            # no hw:pci_numa_affinity_policy: the alias's policy is Nova's
+            extra = dict(FLAVOR['extra_specs'], **{'hw:numa_nodes': '1'})
+            del extra['hw:pci_numa_affinity_policy']
+            return fakes.make_response(200, {'flavor': dict(
+                FLAVOR, id='f3', name='g1.numa.alias', extra_specs=extra)})
         return self.cm._compute_get(url, microversion, params, **kwargs)
 
     def _candidates(self, req, context):
@@ -209,6 +216,66 @@ class TestNuma(CandidatesTestCase):
             '--host-fact', 'numa_pages=4k'])
         row = dict(zip(columns, rows[0], strict=True))
         self.assertEqual('judged (host facts)', row['NUMA'])
+
+    def test_a_fact_for_a_hypervisor_hostname_is_used(self):
+        """Issue 51 defect 10: the host part of --host-fact is resolved
+        as --host is (an FQDN hypervisor hostname names its host)."""
+        self.one_candidate()
+        self.cloud.hypervisors[0]['hypervisor_hostname'] = (
+            'gpu-pt-1.gpu.test')
+        stdout, stderr = self.run_output(self.ARGS + [
+            '--host-fact', 'gpu-pt-1.gpu.test:numa_cells=2',
+            '--host-fact', 'numa_pages=4k', '-f', 'json'])
+        self.assertEqual('judged (host facts)',
+                         json.loads(stdout)[0]['NUMA'])
+        self.assertIn('"gpu-pt-1.gpu.test" is the hypervisor hostname of '
+                      'compute host gpu-pt-1', stderr)
+
+    def test_a_fact_for_no_host_is_refused_first(self):
+        """A host part that names no host: an error naming it and the
+        hosts, before Placement is asked anything."""
+        self.cloud.hypervisors[0]['hypervisor_hostname'] = (
+            'gpu-pt-1.gpu.test')
+        error = self.assertRaises(
+            exceptions.CommandError, self.run_cmd, self.ARGS + [
+                '--host-fact', 'gpu-pt-l:numa_cells=2'])
+        self.assertIn('--host-fact gpu-pt-l:...: Unknown compute host(s): '
+                      'gpu-pt-l', str(error))
+        self.assertIn('gpu-pt-1 (hypervisor gpu-pt-1.gpu.test)', str(error))
+        self.assertEqual([], self.placement.requests())
+
+    def test_the_alias_policy_of_the_nova_conf_decides(self):
+        """Issue 51 defect 15: a flavor without
+        hw:pci_numa_affinity_policy, and a nova.conf whose alias says
+        numa_policy preferred: judged, as Nova gives the devices the
+        alias's policy. Without the nova.conf, not judged and why."""
+        self.one_candidate()
+        args = ['--flavor', 'g1.numa.alias', '--host-fact',
+                'gpu-pt-1:numa_cells=2', '--host-fact', 'numa_pages=4k']
+        conf = self.useFixture(fixtures.TempDir()).join('nova.conf')
+
+        def numa(fields=None):
+            """The row's NUMA cell: FIELDS of the alias line in the
+            nova.conf given (None: no nova.conf, --alias-map)."""
+            if fields is None:
+                more = ['--alias-map', 'h100=10de:2331']
+            else:
+                with open(conf, 'w') as out:
+                    out.write('[pci]\nalias = %s\n' % json.dumps(dict(
+                        name='h100', vendor_id='10de', product_id='2331',
+                        **fields)))
+                more = ['--nova-conf', conf]
+            _cmd, _parsed, (columns, rows) = self.run_cmd(args + more)
+            return dict(zip(columns, rows[0], strict=True))['NUMA']
+
+        found = numa()
+        self.assertIn('depends on the [pci] alias numa_policy', found)
+        self.assertIn('--nova-conf', found)
+        self.assertEqual('judged (host facts)',
+                         numa({'numa_policy': 'preferred'}))
+        # an alias line without numa_policy is legacy, as in Nova: the
+        # devices' cells are not given, so that is not judged
+        self.assertIn('which cell holds its PCI devices', numa({}))
 
     def prometheus(self, status=200):
         """node_exporter's NUMA nodes of gpu-pt-1 (2 of 256 GiB, no huge

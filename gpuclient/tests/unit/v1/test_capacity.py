@@ -255,6 +255,12 @@ class TestFits(CapacityTestCase):
             '--host-fact', 'gpu-pt-1:numa_cells=0')}
         self.assertEqual((0, 'judged (host facts)'),
                          (rows['g1.numa']['Fits'], rows['g1.numa']['NUMA']))
+        # a fact for no host is refused, not dropped (issue 51 defect 10)
+        error = self.assertRaises(
+            exceptions.CommandError, self.run_cmd,
+            '--host-fact', 'gpu-pt-1.nowhere:numa_cells=0')
+        self.assertIn('--host-fact gpu-pt-1.nowhere:...: Unknown compute '
+                      'host(s)', str(error))
 
     def _prom(self, request, context):
         """node_exporter's NUMA nodes of gpu-pt-1 (self.numa_nodes: GiB

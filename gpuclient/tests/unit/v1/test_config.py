@@ -13,6 +13,7 @@
 """``openstack gpu config show`` over a fake cloud."""
 
 import io
+import json
 import os
 from unittest import mock
 
@@ -23,8 +24,11 @@ from gpuclient.ops import pool_ops
 from gpuclient.ops import snapshot
 from gpuclient.rules.scheduler import conf as nova_conf
 from gpuclient.tests.unit import base
+from gpuclient.tests.unit import fakes
 from gpuclient.tests.unit import test_pool_ops
 from gpuclient.v1 import config as config_cmd
+
+VF_CLASS = 'CUSTOM_VGPU_L40S_24Q'
 
 
 class ConfigTestCase(test_pool_ops.PoolOpsTestCase, base.CommandTestCase):
@@ -312,6 +316,40 @@ class TestShow(ConfigTestCase):
         ini = nova_conf.parse_ini(text)
         self.assertIn('"numa_policy": "required"', ini['pci']['alias'][0])
         self.assertNotIn('is assumed', text)
+
+    def vf_card(self, total, reserved):
+        """A host with one L40S card whose VFs carry L40S-24Q (PCI in
+        Placement: one provider per PF, one unit per VF), in a vgpu-vf
+        pool; (root, card provider)."""
+        root = self.cloud.compute_host('gpu-vf-1')
+        card = self.cloud.add(fakes.Provider(
+            'gpu-vf-1_0000:A1:00.0', parent=root, inventory={
+                VF_CLASS: fakes.inv(total, reserved=reserved)}))
+        pool_ops.create(self.client, self.spec(
+            'vf', 'vgpu-vf', vgpu_type='L40S-24Q', alias='l40s-24q',
+            pci_id='10de:26b9'), ['gpu-vf-1'])
+        return root, card
+
+    def test_a_reserved_vf_keeps_its_device_spec(self):
+        """Issue 51 defect 6: a VF the operator reserved in Placement is
+        still in the device_spec (the inventory's total, not Placement's
+        capacity); one inventory read per device provider of the VF
+        host, none for the other pools' hosts."""
+        root, card = self.vf_card(total=4, reserved=1)
+        self.assertEqual(3, card.capacity(VF_CLASS))
+        before = len(self.placement.requests())
+        _rc, text = self.run_cmd('--pool', 'vf')
+        ini = nova_conf.parse_ini(text)
+        self.assertEqual(
+            ['0000:a1:00.4', '0000:a1:00.5', '0000:a1:00.6',
+             '0000:a1:00.7'],
+            [json.loads(spec)['address']
+             for spec in ini['pci']['device_spec']])
+        read = [r.path for r in self.placement.requests()[before:]
+                if r.path.endswith('/inventories')]
+        self.assertEqual(['/resource_providers/%s/inventories' % card.uuid],
+                         read)
+        self.assertNotIn(root.uuid, ' '.join(read))
 
     def test_host_by_hypervisor_name_says_so(self):
         with self.assertLogs(config_cmd.LOG.name, 'WARNING') as logs:
