@@ -326,8 +326,14 @@ DRIVER_NAMES = ('NVIDIA open-gpu-kernel-modules, '
 # (0x2335 is_sxm, 0x233B is_pcie)
 ADMIN_TOOLS = ('NVIDIA gpu-admin-tools v2025.10.20, gpu/devid_names.py and '
                'devid_properties.py: device ID 0x%s is an H200, %s')
-NO_BAR1 = ('BAR1 size: no NVIDIA product brief or nvidia-smi -q of it was '
-           'found, so it is not known')
+NO_BAR1 = ('BAR1 size: no NVIDIA product brief, nvidia-smi -q or lspci of it '
+           'was found, so it is not known')
+# "nvidia-smi -q" outputs kept in the gls GPU list tool (its simulator
+# data): github.com/thamada/gls at commit e20f22d0, gls/<machine>_smi.py,
+# the -q of each machine ("BAR1 Memory Usage", Total, in MiB)
+GLS = ('BAR1 size: "nvidia-smi -q" in github.com/thamada/gls (commit '
+       'e20f22d0), %s: %s (Device Id 0x%s10DE, board part %s, driver %s), '
+       'BAR1 Memory Usage, Total %d MiB')
 
 
 def _unknown_bar1(board, device, name, source=DRIVER_NAMES):
@@ -335,25 +341,63 @@ def _unknown_bar1(board, device, name, source=DRIVER_NAMES):
                 '%s; %s' % (source % (device, name), NO_BAR1))
 
 
+def _bar1(board, device, name, bar1, source=DRIVER_NAMES):
+    """A board whose BAR1 size a source gave: ``bar1`` is the source's
+    text and the size it gives in MiB."""
+    text, mib = bar1
+    return Bar1(board, mib // 1024, ('10de:%s' % device.lower(),),
+                '%s; %s' % (source % (device, name), text))
+
+
+def _gls(path, what, device, part, driver, mib):
+    return GLS % (path, what, device, part, driver, mib), mib
+
+
 BAR1 = collections.OrderedDict((b.board, b) for b in (
-    _unknown_bar1('A100-PCIE-40GB', '20F1', 'NVIDIA A100-PCIE-40GB'),
-    _unknown_bar1('A100-HGX-40GB', '20B0', 'NVIDIA A100-SXM4-40GB'),
+    _bar1('A100-PCIE-40GB', '20F1', 'NVIDIA A100-PCIE-40GB', (
+        'BAR1 size: github.com/kata-containers/kata-containers pull '
+        'request 4358 (comment of 2022-06-21): the guest dmesg of a '
+        'passed-through 10de:20f1 (the host\'s lspci: "GA100 [A100 PCIe '
+        '40GB]"), "reg 0x14: [mem 0x00000000-0xfffffffff 64bit pref]" and '
+        '"BAR 1: assigned [mem 0x4000000000-0x4fffffffff 64bit pref]", '
+        '65536 MiB', 65536)),
+    _bar1('A100-HGX-40GB', '20B0', 'NVIDIA A100-SXM4-40GB', (
+        'BAR1 size: github.com/cloud-hypervisor/cloud-hypervisor issue '
+        '4375: the guest dmesg of a passed-through "[10de:20b0]", "reg '
+        '0x14: [mem 0x7e000000000-0x7efffffffff 64bit]", and the VMM\'s '
+        'BAR of it "size: 0x1000000000 (64 GB)", 65536 MiB', 65536)),
     _unknown_bar1('A100-PCIE-80GB', '20B5', 'NVIDIA A100 80GB PCIe'),
-    _unknown_bar1('A100-HGX-80GB', '20B2', 'NVIDIA A100-SXM4-80GB'),
-    _unknown_bar1('A30', '20B7', 'NVIDIA A30'),
+    _bar1('A100-HGX-80GB', '20B2', 'NVIDIA A100-SXM4-80GB', _gls(
+        'gls/A100SXMx4_smi.py', 'four NVIDIA A100-SXM4-80GB', '20B2',
+        '692-2G506-0212-005', '555.42.02', 131072)),
+    _bar1('A30', '20B7', 'NVIDIA A30', (
+        'BAR1 size: github.com/harvester/harvester issue 5619: "lspci -v" '
+        'of "GA100GL [A30 PCIe] [10de:20b7]", its second region (BAR1, '
+        'after the 16M BAR0) "Memory at 38a800000000 (64-bit, '
+        'prefetchable) [size=32G]", 32768 MiB', 32768)),
     _unknown_bar1('H100-PCIE-80GB', '2331', 'NVIDIA H100 PCIe'),
-    _unknown_bar1('H100-SXM5-80GB', '2330', 'NVIDIA H100 80GB HBM3'),
-    Bar1('H100-NVL', 128, ('10de:2321',),
-         DRIVER_NAMES % ('2321', 'NVIDIA H100 NVL') + '; BAR1 size: '
-         '"nvidia-smi -q" of two H100 NVL (Device Id 0x232110DE, board part '
-         '900-21010-0020-000, driver 550.54.14): BAR1 Memory Usage, Total '
-         '131072 MiB'),
+    _bar1('H100-SXM5-80GB', '2330', 'NVIDIA H100 80GB HBM3', _gls(
+        'gls/H100SXMx8_smi.py', 'eight NVIDIA H100 80GB HBM3', '2330',
+        '692-2G520-0200-000', '565.57.01', 131072)),
+    _bar1('H100-NVL', '2321', 'NVIDIA H100 NVL', _gls(
+        'gls/H100NVLx2_smi.py', 'two NVIDIA H100 NVL', '2321',
+        '900-21010-0020-000', '550.54.14', 131072)),
     _unknown_bar1('H200-NVL', '233B', 'PCIe (is_pcie)', ADMIN_TOOLS),
-    _unknown_bar1('H200-SXM5', '2335', 'SXM (is_sxm)', ADMIN_TOOLS),
-    _unknown_bar1('L40S', '26B9', 'NVIDIA L40S'),
+    # the -q of a guest (Virtualization Mode: Pass-Through)
+    _bar1('H200-SXM5', '2335', 'SXM (is_sxm)', _gls(
+        'gls/H200_smi.py', 'one NVIDIA H200 in a guest (Virtualization '
+        'Mode Pass-Through)', '2335', '695-2G520-0280-000', '550.90.12',
+        262144), ADMIN_TOOLS),
+    _bar1('L40S', '26B9', 'NVIDIA L40S', _gls(
+        'gls/L40S_smi.py', 'one NVIDIA L40S', '26B9', '900-2G133-0080-000',
+        '550.127.05', 65536)),
     _unknown_bar1('L40', '26B5', 'NVIDIA L40'),
-    _unknown_bar1('L4', '27B8', 'NVIDIA L4'),
-    _unknown_bar1('A40', '2235', 'NVIDIA A40'),
+    _bar1('L4', '27B8', 'NVIDIA L4', _gls(
+        'gls/L4_smi.py', 'one NVIDIA L4', '27B8', '900-2G193-0000-000',
+        '550.90.07', 32768)),
+    _bar1('A40', '2235', 'NVIDIA A40', _gls(
+        'gls/A40x10_smi.py', 'ten NVIDIA A40', '2235', '900-2G133-0000-000',
+        '550.127.05', 65536)),
     # A16: device ID 0x25B6 is also the A2's (the subsystem ID tells them
     # apart, which a pool's --pci-id does not give); H100 SXM5 94GB: its
     # device ID is not in the sources above

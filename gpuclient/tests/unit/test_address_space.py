@@ -109,6 +109,37 @@ class TestCatalogue(base.TestCase):
         self.assertIsNone(profiles.bar1_for_pci_id('10de:ffff'))
         self.assertIsNone(profiles.bar1_for_pci_id(None))
 
+    def test_bar1_sizes(self):
+        # issue 51 defect 16: the sizes the sources gave (GiB); the rest
+        # not known
+        self.assertEqual(
+            {'A100-PCIE-40GB': 64, 'A100-HGX-40GB': 64,
+             'A100-PCIE-80GB': None, 'A100-HGX-80GB': 128, 'A30': 32,
+             'H100-PCIE-80GB': None, 'H100-SXM5-80GB': 128, 'H100-NVL': 128,
+             'H200-NVL': None, 'H200-SXM5': 256, 'L40S': 64, 'L40': None,
+             'L4': 32, 'A40': 64},
+            {name: bar1.gib for name, bar1 in profiles.BAR1.items()})
+        a30 = pools.build_spec('a30', 'passthrough', alias='a30',
+                               pci_id='10DE:20B7')
+        self.assertEqual(('A30', 32), (aspace.pool_bar1(a30).board,
+                                       aspace.pool_bar1(a30).gib))
+        self.assertIsNone(aspace.unknown_bar1(a30))
+
+    def test_every_size_has_a_source_of_that_board(self):
+        """A BAR1 size is written down only with a source that names the
+        board's device ID and gives that size (in MiB, as nvidia-smi,
+        lspci or dmesg show it), in the BAR1 part of its source (the part
+        before names the device ID for every entry)."""
+        for name, bar1 in profiles.BAR1.items():
+            said = bar1.source.split('BAR1 size: ', 1)[1]
+            if bar1.gib is None:
+                self.assertIn('not known', said, name)
+                continue
+            device = bar1.pci_ids[0].split(':')[1]
+            self.assertIn(device, said.lower(), name)
+            self.assertTrue(said.endswith(' %d MiB' % (bar1.gib * 1024)),
+                            name)
+
     def test_every_entry_is_a_catalogue_board_with_a_source(self):
         for name, bar1 in profiles.BAR1.items():
             self.assertIn(name, profiles.BOARDS)
