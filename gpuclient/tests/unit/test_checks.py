@@ -529,6 +529,20 @@ class TestFlavors(ChecksTestCase):
         self.assertIn('44 address bits', found['flavor pt.4'].symptom)
         self.assertEqual(0, checks.exit_status(list(found.values())))
 
+    def test_address_space_judged_with_a_sourced_bar1_size(self):
+        """Issue 51 defect 16: a board whose BAR1 size the catalogue now
+        has from a source (H100 SXM5, 10de:2330: 128 GiB) is judged: four
+        of them and 512 GiB of RAM overflow 40 bits, as the H100 NVL's."""
+        sxm = pools.build_spec('sxm', 'passthrough', alias='h100sxm',
+                               pci_id='10de:2330')
+        self.pool(sxm, [])
+        self.flavor('sxm.4', sxm, gpus=4, ram=512 * 1024)
+        found = {f.object: f for f in self.named('flavor-address-space')}
+        symptom = found['flavor sxm.4'].symptom
+        self.assertFalse(symptom.startswith('not judged'), symptom)
+        self.assertIn('1028 GiB', symptom)
+        self.assertIn('40 bits', symptom)
+
     def test_mem_encryption_unknown_model(self):
         self.clean_cloud()
         self.flavor('pt.cca', PT_SPEC, **{
