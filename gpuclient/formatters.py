@@ -95,6 +95,12 @@ HOLDER_LABELS = ('server', 'instance_id', 'project', 'flavor')
 
 CONTENT_TYPE = 'application/openmetrics-text; version=1.0.0; charset=utf-8'
 
+# the labels every series gpuclient writes starts with: which cloud and
+# region it describes (plugin.series_labels), so that one Prometheus can
+# hold several clouds' series apart; one not known is left out (Prometheus
+# reads an empty label as no label)
+SERIES_LABELS = ('cloud', 'region')
+
 _GPU_KEYS = (('pool', POOL), ('resource_class', RESOURCE_CLASS))
 
 
@@ -136,7 +142,8 @@ class Family:
             [self.each[0]] if self.each else [])
 
     def labels(self):
-        """The family's label names, in order."""
+        """The family's label names, in order (after the SERIES_LABELS
+        render writes)."""
         return tuple(label for label, _c in self.keys) + (
             self.each[1] if self.each else ())
 
@@ -401,9 +408,10 @@ def _families(columns):
     return families, left_out
 
 
-def _row_samples(family, row, index):
-    """[(labels, value)] that FAMILY takes from ROW (None cells: none)."""
-    keys = [(label, family.convert.get(label, str)(
+def _row_samples(family, row, index, series=()):
+    """[(labels, value)] that FAMILY takes from ROW (None cells: none),
+    the labels after SERIES (SERIES_LABELS pairs)."""
+    keys = list(series) + [(label, family.convert.get(label, str)(
         _label_text(row[index[column]]))) for label, column in family.keys]
     if family.info:
         return [(tuple(keys) + holder, 1) for holder in
@@ -430,8 +438,12 @@ def _row_samples(family, row, index):
     return found
 
 
-def render(column_names, rows):
+def render(column_names, rows, series_labels=None):
     """OpenMetrics text for the rows of ``gpu capacity list``.
+
+    SERIES_LABELS: the values of SERIES_LABELS, (('cloud', name),
+    ('region', name)) as ``plugin.series_labels`` gives them, the first
+    labels of every series; one that is '' or None is left out.
 
     Returns ``(text, left_out)``: ``left_out`` lists, for metrics the
     columns cannot make (``-c`` picked a subset), ``(metric, [missing
@@ -445,6 +457,9 @@ def render(column_names, rows):
     from prometheus_client import metrics_core
     from prometheus_client.openmetrics import exposition
 
+    series = dict(series_labels or ())
+    series = tuple((label, str(series[label])) for label in SERIES_LABELS
+                   if series.get(label))
     columns = list(column_names)
     families, left_out = _families(columns)
     index = {column: i for i, column in enumerate(columns)}
@@ -454,7 +469,7 @@ def render(column_names, rows):
     for row in rows:
         row = list(row)
         for family in families:
-            for labels, value in _row_samples(family, row, index):
+            for labels, value in _row_samples(family, row, index, series):
                 seen = found[family.name].setdefault(labels, value)
                 if seen != value:
                     raise OpenMetricsError(
@@ -472,7 +487,7 @@ def render(column_names, rows):
         # one set of label names per family (the rows' columns fix it)
         names = [label for label, _v in next(iter(samples), ())]
         if family.info:
-            names = list(family.labels())
+            names = [label for label, _v in series] + list(family.labels())
         metric = metrics_core.GaugeMetricFamily(
             family.name, family.help, labels=names, unit=family.unit)
         for labels, value in samples.items():
@@ -502,7 +517,8 @@ class OpenMetricsFormatter(base.ListFormatter):
 
     def emit_list(self, column_names, data, stdout, parsed_args):
         try:
-            text, left_out = render(column_names, data)
+            text, left_out = render(column_names, data, getattr(
+                parsed_args, 'series_labels', None))
         except OpenMetricsError as exc:
             from osc_lib import exceptions
             raise exceptions.CommandError(str(exc)) from None

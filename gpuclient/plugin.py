@@ -118,6 +118,26 @@ def _cloud_config(instance):
     return dict(config) if isinstance(config, dict) else {}
 
 
+# the names openstacksdk gives a cloud that clouds.yaml does not name: OS_*
+# variables alone, or nothing at all
+_UNNAMED_CLOUDS = ('envvars', 'defaults')
+
+
+def series_labels(instance):
+    """(('cloud', name), ('region', region)) of the series ``-f
+    openmetrics`` writes: OSC's cloud name (--os-cloud, $OS_CLOUD) and
+    the region the command runs in (--os-region-name, region_name); ''
+    where there is none (a cloud of OS_* variables alone: openstacksdk's
+    "envvars"), which Prometheus reads as no such label."""
+    options = getattr(instance, '_cli_options', None)
+    name = getattr(options, 'name', None)
+    region = getattr(instance, 'region_name', None) or getattr(
+        options, 'region_name', None)
+    return (('cloud', name if isinstance(name, str)
+             and name not in _UNNAMED_CLOUDS else ''),
+            ('region', region if isinstance(region, str) else ''))
+
+
 def _placement_api_version(instance):
     """--os-placement-api-version (or $OS_PLACEMENT_API_VERSION, or
     clouds.yaml's placement_api_version) as given, or None when none was:

@@ -95,6 +95,12 @@ PROVIDERS = {
             'gpu-vgpu-9', 'host': 'gpu-vgpu-9', 'mode': 'vgpu',
             'consumers': ['nometric']},
 }
+# {Nova host: its names}, as utilisation_ops.cloud_hosts gives them: what
+# the series are joined to (utilisation.join_answers)
+HOSTS = {}
+for _provider in PROVIDERS.values():
+    HOSTS.setdefault(_provider['host'], {_provider['host']}).add(
+        _provider['root_name'])
 
 
 def write(path, document):
@@ -140,6 +146,7 @@ def table(rows):
 def run_queries(client, window):
     answers = {name: utilisation.parse_vector(client.query(q))
                for name, q in utilisation.server_queries(window).items()}
+    answers, _problems = utilisation.join_answers(answers, HOSTS)
     return utilisation.server_utilisation(
         ROWS, PROVIDERS, utilisation.device_series(answers))
 
@@ -204,6 +211,7 @@ def main():
         answers = {name: utilisation.parse_matrix(client.query(
             q, time=utilisation.epoch(end)))
             for name, q in utilisation.usage_queries(period, step).items()}
+        answers, _problems = utilisation.join_answers(answers, HOSTS)
         buckets = utilisation.bucket_series(answers)
         print('usage buckets (%ds by %ds): %s' % (period, step, ', '.join(
             '%s/%s%s: %d' % (d['host'] or d['instance_id'], d['pci'],

@@ -128,8 +128,8 @@ MUTATIONS = [
      'planned_id'),
     ('api_timeout not passed to Prometheus',
      'gpuclient/ops/utilisation_ops.py',
-     "timeout=float(timeout) if timeout not in (None, '') else None)",
-     'timeout=None)',
+     "timeout=float(timeout) if timeout not in (None, '') else None,",
+     'timeout=None,',
      'test_utilisation_commands.TestServerListUtilisation.test_api_'
      'timeout_of_the_cloud_bounds_prometheus'),
     ("Prometheus URL's query dropped", 'gpuclient/cloud/prometheus.py',
@@ -137,9 +137,9 @@ MUTATIONS = [
      "params = [('query', promql)]",
      'test_prometheus.TestQuery.test_the_urls_own_query_is_kept_on_every_'
      'query'),
-    ('exporter Hostname matched as written', 'gpuclient/rules/utilisation.py',
-     "for host in host_keys(device['host']):",
-     "for host in (device['host'],):",
+    ('exporter Hostname matched as written', 'gpuclient/rules/host_names.py',
+     "return str(name).strip().lower().rstrip('.')",
+     "return str(name).strip()",
      'test_utilisation.TestServerJoin.test_exporter_hostname_in_another_'
      'case_or_as_a_fqdn'),
     ('pager follows a page it asked for', 'gpuclient/cloud/pager.py',
@@ -275,6 +275,28 @@ MUTATIONS = [
      'mib // 1024, (',
      'mib // 1000, (',
      'test_address_space.TestCatalogue.test_bar1_sizes'),
+    # issue 51 (promjoin)
+    ('exact-name join: another domain by its first label',
+     'gpuclient/rules/host_names.py',
+     'if domain and domain not in domains.get(host, {domain}):',
+     'if domain and False:',
+     'test_host_names.TestSeriesHosts|test_prometheus_join.TestTwoRegions'),
+    ('two exporters at one host and address joined',
+     'gpuclient/rules/utilisation.py',
+     'if card[1] and len(ids) > 1:',
+     'if card[1] and len(ids) > 2:',
+     'test_utilisation.TestJoinAnswers|test_prometheus_join.TestTwoRegions'),
+    ('label selector not on the queries sent',
+     'gpuclient/ops/utilisation_ops.py',
+     'rewrite=functools.partial(promql.with_matchers, matchers=matchers)\n'
+     '        if matchers else None)',
+     'rewrite=None)',
+     'test_prometheus_join.TestTwoRegions|test_utilisation_commands'),
+    ('answer shape: a metric not an object',
+     'gpuclient/rules/utilisation.py',
+     "metric = item.get('metric', {})\n    if not isinstance(metric, dict):",
+     "metric = item.get('metric', {})\n    if False:",
+     'test_utilisation.TestAnswerShapes|test_prometheus_join.TestWrongShapes'),
 ]
 
 

@@ -19,6 +19,12 @@ verified as the cloud's other endpoints are (its ``cacert``, or
 ``insecure``) unless the settings say otherwise. A bearer token or basic
 auth is sent when given; no message ever shows a credential (the URL is
 named without its ``user:password@`` and query).
+
+Every query goes through ``Prometheus.query``, which first passes it
+through ``rewrite`` (the ops layer gives one that adds the cloud's label
+selector to each vector selector: ``rules.promql.with_matchers``). The
+shape of the answer's ``data`` is checked where it is read
+(``rules.utilisation.parse_vector``).
 """
 
 import urllib.parse
@@ -47,11 +53,14 @@ def public_url(url):
 
 
 class Prometheus:
-    """One Prometheus server, through one requests session."""
+    """One Prometheus server, through one requests session.
+
+    REWRITE: a function of a PromQL text that gives the one sent (the
+    cloud's label selector added); None sends each query as given."""
 
     def __init__(self, url, token=None, username=None, password=None,
                  verify=True, cert=None, timeout=None, session=None,
-                 max_bytes=None):
+                 max_bytes=None, rewrite=None):
         parts = urllib.parse.urlsplit(url or '')
         if parts.scheme not in ('http', 'https') or not parts.hostname:
             raise errors.APIError(
@@ -84,13 +93,17 @@ class Prometheus:
         http.bound_total_time(self.session, http.total_timeout(
             None if isinstance(timeout, tuple) else timeout), max_bytes)
         self.sent = 0  # queries sent: a constant number per command
+        self.rewrite = rewrite
 
     def query(self, promql, time=None):
         """The ``data`` of an instant query (resultType and result).
 
-        TIME: epoch seconds (None: the server's now). Every failure is an
-        ``errors.APIError`` naming the URL without credentials.
+        PROMQL goes through ``rewrite`` first. TIME: epoch seconds (None:
+        the server's now). Every failure is an ``errors.APIError`` naming
+        the URL without credentials.
         """
+        if self.rewrite is not None:
+            promql = self.rewrite(promql)
         endpoint = self.url + QUERY_PATH
         what = _('Querying Prometheus at %s') % errors.public_host(
             self.url)

@@ -86,12 +86,26 @@ def health_read(client, url=None, unhealthy=False):
     return bool(unhealthy or utilisation_ops.endpoint(client, url))
 
 
+# the answers --unhealthy decides by (device_health.summary's unhealthy:
+# a host XID, dated, a failed health watch, a row-remap failure)
+UNHEALTHY_QUERIES = ('xid', 'xid_since', 'xid_since_before', 'health',
+                     'row_remap_failure')
+
+
 def _health(client, rows, cloud, url, window, required, check=False):
-    """(ROWS annotated, the series found, {Nova host: host keys}, notes):
-    the queries of ``device_health.queries`` (CHECK:
-    ``device_health.check_queries``) over WINDOW seconds, one per metric.
+    """(ROWS annotated, what was read: {'series': the series found,
+    'hosts': {Nova host: host keys}, 'notes', 'unread', 'problems', 'now'
+    (when the queries were evaluated)}): the queries of
+    ``device_health.queries`` (CHECK: ``device_health.check_queries``) over
+    WINDOW seconds, one per metric.
     A Prometheus that fails is an error when REQUIRED or URL given, else
-    a note and every field ``unknown``."""
+    a note and every field ``unknown``. An answer of a wrong shape leaves
+    the fields of its query ``unknown`` and is in ``unread`` ({query:
+    why}) and the notes; with --unhealthy (REQUIRED, not CHECK) it is an
+    error when the unhealthy verdict needs it. The series join this
+    cloud's hosts (``utilisation.join_answers``: exact names first; a
+    host and address two exporters report is ``unknown``: ``problems``,
+    [(host, pci, why)], said in the notes)."""
     prometheus, _metrics, _labels = utilisation_ops.connect(
         client, url, option='--unhealthy')
     config = client.cloud_config
@@ -105,13 +119,24 @@ def _health(client, rows, cloud, url, window, required, check=False):
     # every query at one time: an XID is dated against it
     now = time.time()
     try:
-        answers = {name: utilisation.parse_vector(prometheus.query(
-            promql, time=now)) for name, promql in wanted.items()}
+        answers, unread = utilisation_ops.ask(
+            prometheus, wanted, utilisation.parse_vector, time=now)
     except errors.APIError as exc:
         if required or url:
             raise
         notes.append(_('GPU health not read from Prometheus: %s') % exc)
-        answers = {}
+        answers, unread = {}, {}
+    needed = sorted(set(unread) & set(UNHEALTHY_QUERIES))
+    if required and not check and needed:
+        raise exceptions.CommandError(_(
+            '--unhealthy cannot judge the devices: %s.') % '; '.join(
+                unread[name] for name in needed))
+    notes += [_('GPU health not judged from %(query)s: %(why)s.') % {
+        'query': name, 'why': unread[name]} for name in sorted(unread)]
+    answers, problems = utilisation.join_answers(
+        answers, utilisation_ops.cloud_hosts(cloud), labels)
+    notes += [_('GPU health not judged: %s.') % why
+              for _host, _pci, why in problems]
     snap = cloud.placement
     hosts_of = {}
     hosts = {}
@@ -121,8 +146,9 @@ def _health(client, rows, cloud, url, window, required, check=False):
                                                       root.get('name'))
         hosts.setdefault(row['host'], set()).update(hosts_of[row['uuid']])
     found = device_health.series(answers, labels)
-    return (device_health.annotate(rows, found, hosts_of, now, window),
-            found, hosts, notes, now)
+    return device_health.annotate(rows, found, hosts_of, now, window), {
+        'series': found, 'hosts': hosts, 'notes': notes, 'unread': unread,
+        'problems': problems, 'now': now}
 
 
 def add_health(client, rows, cloud, url=None, window=None,
@@ -134,9 +160,8 @@ def add_health(client, rows, cloud, url=None, window=None,
     REQUIRED, else a note and every field ``unknown``."""
     if not health_read(client, url, required):
         return rows, []
-    rows, _found, _hosts, notes, _now = _health(client, rows, cloud, url,
-                                                window, required)
-    return rows, notes
+    rows, read = _health(client, rows, cloud, url, window, required)
+    return rows, read['notes']
 
 
 def health_for_check(client, cloud, window, url):
@@ -145,7 +170,9 @@ def health_for_check(client, cloud, window, url):
     the queries were evaluated)} for ``model.Cloud.device_health``. Every
     project's servers (paged), the allocations of the GPU providers in use
     and the queries of ``device_health.check_queries`` (a fixed number),
-    whatever the number of devices. A Prometheus that fails raises."""
+    whatever the number of devices. A Prometheus that fails raises;
+    ``unread`` ({query: why its answer is not judged}), ``problems`` and
+    ``notes`` as ``_health`` gives them."""
     servers = snapshot.read_servers(client, cloud)
     allocations = server_ops.gpu_allocations(client, cloud)
     rows = devices.rows(cloud, allocations, servers,
@@ -153,10 +180,9 @@ def health_for_check(client, cloud, window, url):
     # each holder's project (an application XID is the project's)
     rows = device_metrics.join_fields(rows, cloud.placement.providers,
                                       servers)
-    rows, found, hosts, _notes, now = _health(client, rows, cloud, url,
-                                              window, True, check=True)
-    return {'rows': rows, 'series': found, 'hosts': hosts,
-            'window': window, 'now': now}
+    rows, read = _health(client, rows, cloud, url, window, True,
+                         check=True)
+    return dict(read, rows=rows, window=window)
 
 
 def collect(client, host=None, pool=None, server=None,

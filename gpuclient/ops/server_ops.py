@@ -164,7 +164,8 @@ def every_server_utilisation(client, cloud, window, idle_below, url=None):
     allocations = gpu_allocations(client, cloud)
     rows = usage.server_rows(servers, cloud, allocations)
     return utilisation_ops.server_rows(client, rows, cloud, allocations,
-                                       window, idle_below, url=url)
+                                       window, idle_below, url=url,
+                                       strict=True)
 
 
 def _with_utilisation(client, rows, cloud, allocations, wanted):

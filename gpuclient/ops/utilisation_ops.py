@@ -23,9 +23,17 @@ verification), ``prometheus_insecure``, ``prometheus_cert`` and
 ``prometheus_key`` (a client certificate), in clouds.yaml or as
 ``$GPUCLIENT_PROMETHEUS_<NAME>``. ``prometheus_metrics`` and
 ``prometheus_labels`` (clouds.yaml dicts) rename the DCGM metrics and
-labels.
+labels. ``prometheus_selector`` (or ``--prometheus-selector``, or
+``$GPUCLIENT_PROMETHEUS_SELECTOR``) names the labels of this cloud's
+series: every query sent carries its matchers (``rules.promql``).
+
+Every answer is read by ``ask``: one of a wrong shape leaves its query
+unanswered with the reason (the figures it gives are ``unknown``, not
+judged), the others are used. The series are joined to this cloud's
+hosts by ``rules.utilisation.join_answers``.
 """
 
+import functools
 import logging
 import os
 import time
@@ -39,6 +47,7 @@ from gpuclient.i18n import _
 from gpuclient.rules import host_names
 from gpuclient.rules import numa_metrics
 from gpuclient.rules import pools as pools_mod
+from gpuclient.rules import promql
 from gpuclient.rules import utilisation
 from gpuclient.rules.scheduler import host_manager
 
@@ -46,6 +55,7 @@ LOG = logging.getLogger(__name__)
 URL_ENV = 'GPUCLIENT_PROMETHEUS_URL'
 ENV_PREFIX = 'GPUCLIENT_PROMETHEUS_'
 CONFIG_PREFIX = 'prometheus_'
+SELECTOR = 'selector'
 
 
 def _setting(config, name):
@@ -85,6 +95,70 @@ def endpoint(client, url=None):
             or os.environ.get(URL_ENV) or None)
 
 
+def selector(client):
+    """The label matchers of this cloud's series: --prometheus-selector
+    (``use_selector``), else prometheus_selector in the cloud's
+    clouds.yaml entry, else $GPUCLIENT_PROMETHEUS_SELECTOR; () for none.
+    A bad one is a CommandError that names where it was read."""
+    given = client.cloud_config.get(CONFIG_PREFIX + SELECTOR)
+    if given not in (None, '', [], {}):
+        return promql.parse(given, _('prometheus_selector (clouds.yaml)'))
+    return promql.parse(os.environ.get(ENV_PREFIX + SELECTOR.upper()),
+                        '$' + ENV_PREFIX + SELECTOR.upper())
+
+
+def use_selector(client, given, url=None):
+    """--prometheus-selector GIVEN (its texts; none: the cloud's own) for
+    the command's queries, checked now: a bad selector, given or (with a
+    Prometheus, URL or configured) in clouds.yaml, is refused before any
+    request."""
+    if given:
+        promql.parse(list(given), '--prometheus-selector')
+        # as OSC's own options do, the option wins over clouds.yaml
+        client.cloud_config = dict(client.cloud_config, **{
+            CONFIG_PREFIX + SELECTOR: list(given)})
+    if given or endpoint(client, url):
+        return selector(client)
+    return ()
+
+
+def ask(prometheus, queries, parse, time=None):
+    """({name: answer}, {name: why it is not judged}) of QUERIES ({name:
+    PromQL}), each answer read by PARSE (``utilisation.parse_vector`` or
+    ``parse_matrix``). An answer of a wrong shape leaves its query out,
+    with the reason naming its metric; a Prometheus that fails raises
+    (``errors.APIError``)."""
+    answers, unread = {}, {}
+    for name, text in queries.items():
+        try:
+            answers[name] = parse(prometheus.query(text, time=time))
+        except utilisation.BadAnswer as exc:
+            unread[name] = _('Prometheus answered %(what)s for '
+                             '%(metric)s') % {
+                'what': exc.what,
+                'metric': ', '.join(promql.metric_names(text)) or text}
+    return answers, unread
+
+
+def cloud_hosts(cloud):
+    """{Nova host: its names} of every compute host of CLOUD (a snapshot;
+    None: none), what series are joined to."""
+    if cloud is None:
+        return {}
+    return host_names.names_by_host(
+        cloud.hypervisors, [s.get('host') for s in cloud.services or ()])
+
+
+def join(answers, cloud, labels):
+    """``utilisation.join_answers`` over CLOUD's hosts; each problem is
+    logged as a warning (the devices it names are ``unknown``)."""
+    answers, problems = utilisation.join_answers(answers, cloud_hosts(cloud),
+                                                 labels)
+    for _host, _pci, why in problems:
+        LOG.warning(_('Not judged: %s.'), why)
+    return answers, problems
+
+
 def connect(client, url=None, option='--utilisation'):
     """(Prometheus client, metric names, label names) of the cloud;
     OPTION: what asked for it, named when none is configured."""
@@ -100,12 +174,15 @@ def connect(client, url=None, option='--utilisation'):
     if cert and _setting(config, 'key'):
         cert = (cert, _setting(config, 'key'))
     timeout = config.get('api_timeout')
+    matchers = selector(client)
     prometheus = prometheus_mod.Prometheus(
         url, verify=tls_verify(config), token=_setting(config, 'token'),
         username=_setting(config, 'username'),
         password=_setting(config, 'password'), cert=cert,
         max_bytes=http.max_answer_bytes(config),
-        timeout=float(timeout) if timeout not in (None, '') else None)
+        timeout=float(timeout) if timeout not in (None, '') else None,
+        rewrite=functools.partial(promql.with_matchers, matchers=matchers)
+        if matchers else None)
     metrics, labels = utilisation.names(config.get('prometheus_metrics'),
                                         config.get('prometheus_labels'))
     return prometheus, metrics, labels
@@ -143,18 +220,29 @@ def providers_of(cloud, allocations, rows):
     return found
 
 
+def _unread(unread, strict):
+    """Say why the UNREAD queries ({name: why}) are not judged: a
+    CommandError when STRICT, else a warning each."""
+    if unread and strict:
+        raise exceptions.CommandError('; '.join(
+            unread[name] for name in sorted(unread)))
+    for name in sorted(unread):
+        LOG.warning(_('Not judged: %s.'), unread[name])
+
+
 def server_rows(client, rows, cloud, allocations, window, idle_below,
-                url=None, now=None):
+                url=None, now=None, strict=False):
     """``gpu server list --utilisation``: one row per server and device
     (rules.utilisation.server_utilisation), from the five queries of
     rules.utilisation.server_queries at NOW (a datetime; None: the
-    Prometheus server's now)."""
+    Prometheus server's now). An answer of a wrong shape: its figures
+    ``unknown`` and a warning, or with STRICT a CommandError."""
     prometheus, metrics, labels = connect(client, url)
-    answers = {
-        name: utilisation.parse_vector(prometheus.query(
-            promql, time=utilisation.epoch(now)))
-        for name, promql in utilisation.server_queries(
-            window, metrics).items()}
+    answers, unread = ask(prometheus, utilisation.server_queries(
+        window, metrics), utilisation.parse_vector,
+        time=utilisation.epoch(now))
+    _unread(unread, strict)
+    answers, _problems = join(answers, cloud, labels)
     devices = utilisation.device_series(answers, labels)
     ends = utilisation.epoch(now) if now is not None else time.time()
     return utilisation.server_utilisation(
@@ -170,11 +258,11 @@ def usage_split(client, items, start, end, cloud=None, allocations=None,
     prometheus, metrics, labels = connect(client, url)
     period = int((end - start).total_seconds())
     step = utilisation.bucket_step(period)
-    answers = {
-        name: utilisation.parse_matrix(prometheus.query(
-            promql, time=utilisation.epoch(end)))
-        for name, promql in utilisation.usage_queries(
-            period, step, metrics).items()}
+    answers, unread = ask(prometheus, utilisation.usage_queries(
+        period, step, metrics), utilisation.parse_matrix,
+        time=utilisation.epoch(end))
+    _unread(unread, False)
+    answers, _problems = join(answers, cloud, labels)
     devices = utilisation.bucket_series(answers, labels)
     return utilisation.usage_split(
         items, providers_of(cloud, allocations, []), devices, step,
@@ -197,12 +285,15 @@ def add_numa_nodes(client, facts, hypervisors, url=None):
             names.setdefault(host, []).append(hv.get('hypervisor_hostname'))
     prometheus, _metrics, labels = connect(client, url)
     try:
-        answers = {
-            name: utilisation.parse_vector(prometheus.query(promql))
-            for name, promql in numa_metrics.queries(
-                client.cloud_config.get('prometheus_metrics')).items()}
+        answers, unread = ask(prometheus, numa_metrics.queries(
+            client.cloud_config.get('prometheus_metrics')),
+            utilisation.parse_vector)
     except errors.APIError as exc:
         LOG.warning(_('NUMA nodes not read from Prometheus: %s'), exc)
+        return facts
+    if unread:
+        LOG.warning(_('NUMA nodes not read from Prometheus: %s'),
+                    '; '.join(unread[n] for n in sorted(unread)))
         return facts
     nodes = numa_metrics.host_nodes(answers, names, labels)
     return {host: dict(told, **({host_manager.METRICS_FACT: nodes[host]}

@@ -1483,12 +1483,61 @@ DCGM_FIX = _('run the NVIDIA DCGM exporter on the host (and, for the '
              'Prometheus: see "openstack gpu device list"')
 
 
+# the answers of device_health.check_queries each DCGM check judges by
+# (the XID gauge now is also the GPUs DCGM serves, and their drivers)
+_XID = ('xid', 'xid_since', 'xid_since_before')
+CHECK_QUERIES = {
+    'gpu-unhealthy': _XID + ('health',),
+    'gpu-application-xid': _XID,
+    'gpu-row-remap': ('row_remap_failure', 'uncorrectable_remapped_rows'),
+    'gpu-vgpu-licence': ('licence', 'instance_licence'),
+    'gpu-driver-drift': ('xid',),
+    'gpu-missing': ('xid',),
+}
+
+
+def unread_answers(cloud, check):
+    """Why CHECK cannot run on what Prometheus answered: the reasons the
+    answers it needs (CHECK_QUERIES) are not judged (a wrong shape), '; '
+    joined; None when they all were."""
+    unread = (cloud.device_health or {}).get('unread') or {}
+    why = [unread[n] for n in CHECK_QUERIES.get(check, ()) if n in unread]
+    return '; '.join(why) or None
+
+
+def _joined(wanted):
+    """WANTED without the device rows of the hosts and cards whose series
+    could not be joined (``problems``: [(host, card PCI address or None,
+    why)]): neither judged nor counted (a card left out is not missing)."""
+    problems = wanted.get('problems') or ()
+
+    def troubled(row):
+        return any(row['host'] == host and (pci is None or (
+            row['pci_address'] or '')[:7] == pci[:7])
+            for host, pci, _why in problems)
+
+    return dict(wanted, rows=[r for r in wanted['rows'] if not troubled(r)])
+
+
 def _device_health(cloud, check):
-    """(cloud.device_health, []) or (None, the not-judged finding when
-    Prometheus could not be read, or nothing when none is configured)."""
+    """(cloud.device_health but the devices whose series could not be
+    joined, a not-judged finding for each of those) or (None, the
+    not-judged finding when Prometheus could not be read or answered a
+    query CHECK needs (CHECK_QUERIES) with a wrong shape, or nothing when
+    none is configured)."""
     wanted = cloud.device_health
     if wanted is not None:
-        return wanted, []
+        why = unread_answers(cloud, check)
+        if why:
+            return None, [not_judged(check, 'Prometheus', why,
+                                     PROMETHEUS_FIX)]
+        return _joined(wanted), [not_judged(
+            check, 'device %s %s' % (host, pci) if pci else 'host %s' % host,
+            why, _('name this cloud\'s series: openstack gpu check '
+                   '--prometheus-selector <label>=<value> (or '
+                   'prometheus_selector in the cloud\'s clouds.yaml '
+                   'entry)')) for host, pci, why in wanted.get(
+                       'problems') or ()]
     error = cloud.unread.get('device_health')
     if error is None:
         return None, []
@@ -1981,7 +2030,8 @@ def not_run(cloud, names=None):
         source = SOURCES.get(name)
         if source is None or (names and name not in names):
             continue
-        why = cloud.unread.get(source) or cloud.unconfigured.get(source)
+        why = cloud.unread.get(source) or cloud.unconfigured.get(source) or (
+            unread_answers(cloud, name))
         if why:
             found[name] = why
     return found

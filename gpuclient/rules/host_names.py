@@ -231,3 +231,108 @@ def resolve(names, hosts, hypervisors, providers=None):
             unknown.append(name)
     return Resolution(names, resolved, unknown, ambiguous, hosts,
                       hypervisors)
+
+
+# -- the host a monitoring series names ---------------------------------------
+
+def names_by_host(hypervisors, hosts=()):
+    """{Nova host: its names}: the compute service host and the hypervisor
+    hostnames of its hypervisors (compute API >= 2.53), for
+    ``series_hosts``. HOSTS: service hosts without a hypervisor."""
+    found = {host: {host} for host in hosts or () if host}
+    for hv in hypervisors or ():
+        host = nova_host(hv)
+        if host:
+            found.setdefault(host, {host}).add(
+                hv.get('hypervisor_hostname') or host)
+    return found
+
+
+def _plain(name):
+    return str(name).strip().lower().rstrip('.')
+
+
+def series_hosts(labels, hosts):
+    """(joined, problems): which compute host each host name of a
+    monitoring series (DCGM's ``Hostname``, node_exporter's ``instance``
+    host) is. JOINED: {label: Nova host}; PROBLEMS: {Nova host: why a
+    label that may be its own joins nothing}. HOSTS: {Nova host: its
+    names} (``names_by_host``) of every compute host of this cloud.
+
+    Exact before short, case and a final dot aside:
+
+    * a label that is a host's service host or a hypervisor hostname is
+      that host (the service host first, as ``resolve`` takes it);
+    * otherwise its first DNS label (``gpu-1`` of ``gpu-1.example.org``)
+      joins the one host that has a name with that first label, only
+      when no other host has one, the label does not name another domain
+      than the host's own FQDNs do (``gpu-1.region-b.example`` is not
+      ``gpu-1.region-a.example``), the host has no label of its own
+      exactly (then the other is another machine's), and no second label
+      shortens to the same host (``gpu-1.a.example`` and
+      ``gpu-1.b.example`` for a host known only as ``gpu-1``: which is
+      it?).
+
+    A label that could be several hosts, or one of several labels that
+    could be one host, joins none; the host's PROBLEMS says why. A label
+    that is no host of this cloud joins none without a word: it is
+    another cloud's (one Prometheus may serve several).
+    """
+    exact, short, domains = {}, {}, {}
+    for host, names in hosts.items():
+        for name in set(names) | {host}:
+            if not name:
+                continue
+            plain = _plain(name)
+            exact.setdefault(plain, {})[host] = (
+                exact.get(plain, {}).get(host) or _plain(host) == plain)
+            first, _dot, domain = plain.partition('.')
+            short.setdefault(first, set()).add(host)
+            if domain:
+                domains.setdefault(host, set()).add(domain)
+    joined, problems, own, by_short = {}, {}, set(), {}
+    for label in sorted(labels, key=str):
+        plain = _plain(label)
+        matches = exact.get(plain)
+        if matches:
+            first = sorted(h for h, is_own in matches.items() if is_own)
+            if first or len(matches) == 1:
+                joined[label] = (first or sorted(matches))[0]
+                own.add(joined[label])
+                continue
+            for host in matches:
+                problems[host] = _(
+                    'the series host name %(label)s is a name of each of '
+                    '%(hosts)s') % {'label': label,
+                                    'hosts': ', '.join(sorted(matches))}
+            continue
+        first, _dot, domain = plain.partition('.')
+        candidates = short.get(first, set())
+        if len(candidates) > 1:
+            for host in candidates:
+                problems.setdefault(host, _(
+                    'the series host name %(label)s shortens to %(short)s, '
+                    'a name of each of %(hosts)s') % {
+                        'label': label, 'short': first,
+                        'hosts': ', '.join(sorted(candidates))})
+            continue
+        if not candidates:
+            continue
+        host = next(iter(candidates))
+        if domain and domain not in domains.get(host, {domain}):
+            continue  # the machine of that name in another domain
+        by_short.setdefault(host, {}).setdefault(plain, []).append(label)
+    for host, found in sorted(by_short.items()):
+        if host in own:
+            continue
+        if len(found) > 1:
+            problems[host] = _(
+                'the series host names %(labels)s all shorten to its '
+                'name, and which of them is %(host)s is not known') % {
+                    'labels': ', '.join(sorted(found)), 'host': host}
+            continue
+        for label in next(iter(found.values())):
+            joined[label] = host
+    # a host with a label of its own: another name is another machine's
+    return joined, {h: why for h, why in problems.items()
+                    if h not in set(joined.values())}

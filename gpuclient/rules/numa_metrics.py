@@ -25,10 +25,12 @@ A series names its host as the DCGM metrics do (``rules.utilisation``):
 the ``Hostname`` or ``hostname`` label (setting ``prometheus_labels``)
 when a deployment's relabelling adds one, else the host part of
 ``instance`` (``gpu-1.example.org:9100``, the target Prometheus scrapes),
-matched against the Nova service host and the hypervisor hostname (one may
-be a FQDN, the other not).
+matched against the Nova service host and the hypervisor hostname as
+``host_names.series_hosts`` matches them: exact names before short ones,
+a short one only where it is not ambiguous.
 """
 
+from gpuclient.rules import host_names
 from gpuclient.rules import utilisation
 
 # node_exporter metric names (setting: prometheus_metrics)
@@ -67,22 +69,20 @@ def host_nodes(answers, hosts, label_names=None):
     whose series ANSWERS ({name: [(labels, value)]}) hold; a host with a
     node missing MemTotal, or with series from two exporters, is left out
     (not known, never half known)."""
-    by_key = {}
-    for host, names in hosts.items():
-        for key in utilisation.host_keys(host, *names):
-            by_key.setdefault(key, set()).add(host)
+    joined, _problems = host_names.series_hosts(
+        {series_host(labels, label_names) for results in answers.values()
+         for labels, _value in results or ()} - {None},
+        {host: {n for n in names if n} for host, names in hosts.items()})
     found, sources = {}, {}
     for name, field in (('numa_memory', 'memory_mb'),
                         ('numa_huge_pages', 'huge_pages')):
         for labels, value in answers.get(name) or ():
             node = str(labels.get(NODE_LABEL, ''))
-            matched = set().union(*(
-                by_key.get(key, ()) for key in utilisation.host_keys(
-                    series_host(labels, label_names))))
-            if not node.isdigit() or value is None or not matched or len(
-                    matched) > 1:
+            host = joined.get(series_host(labels, label_names))
+            # a node number in ASCII digits ('²' is a digit, not a number)
+            if not (node.isascii() and node.isdigit()) or value is None \
+                    or host is None:
                 continue
-            host = next(iter(matched))
             sources.setdefault(host, set()).add(labels.get(INSTANCE_LABEL))
             if field == 'memory_mb':
                 value = value / MIB

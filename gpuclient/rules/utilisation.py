@@ -30,9 +30,11 @@ The join:
   address (``pci_bus_id``, ``00000000:84:00.0``). Nova names each device
   provider after that address (``gpu-vgpu-1_pci_0000_84_00_0``, or
   ``<host>_0000:41:00.0`` for PCI in Placement): both are normalised to
-  ``0000:84:00.0``, and the host to its lower-case name (or its first
-  label, ``gpu-1`` for ``gpu-1.example.org``), matched against the Nova
-  service host and the hypervisor hostname.
+  ``0000:84:00.0``, and the host to the Nova host it names
+  (``join_answers``: its service host or hypervisor hostname exactly,
+  else its first label, ``gpu-1`` for ``gpu-1.example.org``, only where
+  that is not ambiguous; a host and address two exporters report is
+  ``unknown``).
 * a card that several servers hold (time-sliced vGPU) reports one figure
   for the card: the rows say ``shared``, never one server's figure.
 * a MIG card reports one series per GPU instance (``GPU_I_ID``), with
@@ -54,6 +56,7 @@ import re
 from osc_lib import exceptions
 
 from gpuclient.i18n import _
+from gpuclient.rules import host_names
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import usage
 
@@ -82,6 +85,8 @@ LABELS = {
     'gpu_instance': ('GPU_I_ID',),
     'gpu_profile': ('GPU_I_PROFILE',),
     'instance_id': ('instance_id',),
+    # the exporter a series is scraped from (Prometheus' target label)
+    'exporter': ('instance',),
 }
 
 _DURATION_RE = re.compile(r'(\d+)([smhdw])')
@@ -203,42 +208,105 @@ def _number(text):
     return value if value == value and abs(value) != float('inf') else None
 
 
+class BadAnswer(exceptions.CommandError):
+    """An answer that is not what the query asks: ``what`` says what came
+    instead (the ops layer names the query's metric)."""
+
+    def __init__(self, what):
+        super().__init__(_('Prometheus answered %s') % what)
+        self.what = what
+
+
+def _describe(value):
+    kind = {dict: _('an object'), list: _('a list'), str: _('a text'),
+            bool: _('a boolean'), int: _('a number'), float: _('a number'),
+            type(None): _('null')}.get(type(value), type(value).__name__)
+    text = repr(value)
+    return '%s (%s)' % (kind, text if len(text) <= 60 else
+                        text[:57] + '...')
+
+
 def _result(data, kind):
-    if not isinstance(data, dict) or data.get('resultType') != kind \
-            or not isinstance(data.get('result'), list):
-        raise exceptions.CommandError(
-            _('Prometheus answered a %(got)s where gpuclient expected a '
-              '%(kind)s: is the URL the Prometheus HTTP API?')
-            % {'got': (data or {}).get('resultType')
-               if isinstance(data, dict) else type(data).__name__,
-               'kind': kind})
-    return [item for item in data['result'] if isinstance(item, dict)]
+    """The items of DATA's result, each an object; else BadAnswer."""
+    if not isinstance(data, dict):
+        raise BadAnswer(
+            _('%(got)s where an object with a %(kind)s was expected (is '
+              'the URL the Prometheus HTTP API?)')
+            % {'got': _describe(data), 'kind': kind})
+    if data.get('resultType') != kind:
+        got = data.get('resultType')
+        raise BadAnswer(
+            _('%(got)s where a %(kind)s was expected') % {
+                'got': (_('a %s') % got) if isinstance(got, str) else _(
+                    'a resultType of %s') % _describe(got), 'kind': kind})
+    if not isinstance(data.get('result'), list):
+        raise BadAnswer(_('a %(kind)s whose result is %(got)s, not a list')
+                        % {'kind': kind,
+                           'got': _describe(data.get('result'))})
+    for item in data['result']:
+        if not isinstance(item, dict):
+            raise BadAnswer(_('a result item that is not an object: %s')
+                            % _describe(item))
+    return data['result']
+
+
+def _labels(item):
+    """The labels of a result ITEM: its ``metric``, an object of texts."""
+    metric = item.get('metric', {})
+    if not isinstance(metric, dict):
+        raise BadAnswer(_('a metric that is not an object: %s')
+                        % _describe(metric))
+    for name, value in metric.items():
+        if not isinstance(value, str):
+            raise BadAnswer(_('a label %(name)s whose value is not a text: '
+                              '%(value)s') % {'name': name,
+                                              'value': _describe(value)})
+    return dict(metric)
+
+
+def _sample(pair):
+    """(time, value) of a [time, "value"] PAIR; value None for NaN and
+    infinities (no figure); else BadAnswer."""
+    if isinstance(pair, (list, tuple)) and len(pair) == 2 and isinstance(
+            pair[0], (int, float)) and not isinstance(pair[0], bool) and (
+                isinstance(pair[1], str)):
+        try:
+            float(pair[1])
+        except ValueError:
+            pass
+        else:
+            return float(pair[0]), _number(pair[1])
+    raise BadAnswer(_('a value that is not a [time, "number"] pair: %s')
+                    % _describe(pair))
 
 
 def parse_vector(data):
     """[(labels, value)] of an instant query's ``data`` (a vector);
-    NaN and infinite values are left out (no figure)."""
+    NaN and infinite values are left out (no figure). Anything but a
+    vector of objects with a ``metric`` of texts and a [time, "number"]
+    ``value`` is a BadAnswer."""
     found = []
     for item in _result(data, 'vector'):
-        value = item.get('value')
-        number = _number(value[1] if isinstance(value, list)
-                         and len(value) == 2 else None)
+        labels = _labels(item)
+        number = _sample(item.get('value'))[1]
         if number is not None:
-            found.append((dict(item.get('metric') or {}), number))
+            found.append((labels, number))
     return found
 
 
 def parse_matrix(data):
-    """[(labels, [(time, value)])] of a subquery's ``data`` (a matrix)."""
+    """[(labels, [(time, value)])] of a subquery's ``data`` (a matrix);
+    a BadAnswer as parse_vector's."""
     found = []
     for item in _result(data, 'matrix'):
-        points = []
-        for pair in item.get('values') or ():
-            if isinstance(pair, list) and len(pair) == 2:
-                when, number = _number(pair[0]), _number(pair[1])
-                if when is not None and number is not None:
-                    points.append((when, number))
-        found.append((dict(item.get('metric') or {}), sorted(points)))
+        labels = _labels(item)
+        values = item.get('values')
+        if not isinstance(values, list):
+            raise BadAnswer(_('values that are not a list: %s')
+                            % _describe(values))
+        points = [_sample(pair) for pair in values]
+        found.append((labels, sorted((when, number) for when, number
+                                     in points if number is not None)))
     return found
 
 
@@ -260,15 +328,87 @@ def pci_label(text):
 
 
 def host_keys(*hosts):
-    """Lower-case names and first labels of host names, to match the
-    exporter's ``Hostname`` against Nova's service host and hypervisor
-    hostname (one may be a FQDN, the other not)."""
-    keys = set()
-    for host in hosts:
-        if host:
-            host = str(host).lower().rstrip('.')
-            keys |= {host, host.split('.')[0]}
-    return keys
+    """Lower-case names of HOSTS, the keys a device's Nova service host
+    and hypervisor hostname are matched by to the series ``join_answers``
+    gave a Nova host: exact names only (a short name is joined there,
+    only when it is not ambiguous)."""
+    return {str(host).lower().rstrip('.') for host in hosts if host}
+
+
+def join_answers(answers, hosts, label_names=None):
+    """(ANSWERS joined to this cloud's hosts, problems).
+
+    ANSWERS: {name: [(labels, value)]}; HOSTS: {Nova host: its names}
+    (``host_names.names_by_host``) of every compute host of this cloud.
+    A guest-side series (``instance_id``) is kept as it is. A host-side
+    series gets the Nova host its hostname label names
+    (``host_names.series_hosts``: exact names before short ones) as that
+    label; one that names no host of this cloud is left out (another
+    cloud's, in a Prometheus several share). When the series of one host
+    and PCI address come from two exporters (two GPU UUIDs, or without
+    a UUID two ``instance`` labels) which is this cloud's GPU is not
+    known: they are all left out, so the device's figures are
+    ``unknown``.
+
+    PROBLEMS: [(Nova host, PCI address or None, why)] of the hosts and
+    devices whose series were left out for a reason the operator can fix
+    (a label selector: ``prometheus_selector``).
+    """
+    label_names = label_names or LABELS
+    hostname = label_names['hostname']
+    guest = label_names['instance_id']
+    raw = {_label(labels, hostname) for results in answers.values()
+           for labels, _value in results if not _label(labels, guest)}
+    joined, host_problems = host_names.series_hosts(raw - {None}, hosts)
+    found, sources = {}, {}
+    for name, results in answers.items():
+        kept = found.setdefault(name, [])
+        for labels, value in results:
+            if _label(labels, guest):
+                kept.append((labels, value))
+                continue
+            label = _label(labels, hostname)
+            host = joined.get(label)
+            if host is None:
+                continue
+            labels = dict({k: v for k, v in labels.items()
+                           if k not in hostname}, **{hostname[0]: host})
+            pci = pci_label(_label(labels, label_names['pci_bus_id']))
+            uuid = _label(labels, label_names['uuid'])
+            exporter = _label(labels, label_names['exporter'])
+            sources.setdefault((host, pci), set()).add(
+                (uuid, exporter, label))
+            kept.append((labels, value))
+    two = {}
+    for card, seen in sources.items():
+        # a GPU is its UUID; without one, the exporter that serves it
+        ids = {}
+        for uuid, exporter, label in seen:
+            if uuid or not any(u for u, _e, _l in seen):
+                ids.setdefault(uuid or exporter, set()).add(
+                    (label, exporter or '?'))
+        if card[1] and len(ids) > 1:
+            two[card] = ids
+    if two:
+        found = {name: [(labels, value) for labels, value in results
+                        if (labels.get(hostname[0]), pci_label(_label(
+                            labels, label_names['pci_bus_id']))) not in two]
+                 for name, results in found.items()}
+    problems = [(host, None, why) for host, why in host_problems.items()]
+    for (host, pci), ids in sorted(two.items()):
+        problems.append((host, pci, _(
+            'two exporters report host %(host)s and address %(pci)s: '
+            '%(which)s; which is this cloud\'s GPU is not known (name '
+            'this cloud\'s series with prometheus_selector in clouds.yaml '
+            'or --prometheus-selector)') % {
+                'host': host, 'pci': pci, 'which': '; '.join(
+                    '%s (%s)' % (ident or '?', ', '.join(
+                        _('host name %(label)s, instance %(instance)s') % {
+                            'label': label, 'instance': instance}
+                        for label, instance in sorted(seen)))
+                    for ident, seen in sorted(
+                        ids.items(), key=lambda i: str(i[0])))}))
+    return found, sorted(problems, key=lambda p: (p[0], p[1] or ''))
 
 
 def series_key(labels, label_names=None):

@@ -262,6 +262,8 @@ class ListCandidate(common.Lister):
         resources = _parse_resources(parsed_args.resources)
         settings = common.settings_from_args(parsed_args)
         facts = common.numa_facts(parsed_args)
+        common.use_prometheus_selector(self.app.client_manager.gpu,
+                                       parsed_args)
         result = candidate_ops.collect(
             self.app.client_manager.gpu, flavor=parsed_args.flavor,
             resources=resources,

@@ -114,6 +114,9 @@ class ListCapacity(common.Lister):
     def take_action(self, parsed_args):
         from gpuclient.ops import capacity_ops
 
+        facts = common.numa_facts(parsed_args)
+        common.use_prometheus_selector(self.app.client_manager.gpu,
+                                       parsed_args)
         rows = capacity_ops.collect(
             self.app.client_manager.gpu,
             common.settings_from_args(parsed_args),
@@ -121,7 +124,7 @@ class ListCapacity(common.Lister):
             project_domain=parsed_args.project_domain,
             pool=parsed_args.pool, flavors=parsed_args.flavors,
             per_host=parsed_args.per_host,
-            facts=common.numa_facts(parsed_args),
-            prometheus=parsed_args.prometheus)
+            facts=facts, prometheus=parsed_args.prometheus)
+        common.add_series_labels(self.app, parsed_args)
         return table(rows, per_host=parsed_args.per_host,
                      long=parsed_args.long)

@@ -106,6 +106,8 @@ class Check(common.Gated, common.Lister):
                 % {'bad': ', '.join(unknown),
                    'all': ', '.join(checks.CHECKS)})
         utilisation = common.prometheus_args(parsed_args)
+        common.use_prometheus_selector(self.app.client_manager.gpu,
+                                       parsed_args)
         settings = None
         if common.nova_conf_given(parsed_args):
             settings = common.settings_from_args(parsed_args)

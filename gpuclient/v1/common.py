@@ -364,6 +364,16 @@ def add_prometheus_args(parser, needs='', window=True):
         help=_('Prometheus to read (http(s)://host:port; default: '
                'prometheus_endpoint of the cloud in clouds.yaml, else '
                '$GPUCLIENT_PROMETHEUS_URL)') + needs)
+    parser.add_argument(
+        '--prometheus-selector', metavar='<label>=<value>',
+        action='append', dest='prometheus_selector',
+        help=_('Read only the series with this label, in every query sent '
+               'to Prometheus: a PromQL label matcher such as '
+               'region=RegionOne, cloud="prod" or region=~"eu-.*" (also '
+               '!=, !~; repeat option for several), for a Prometheus that '
+               'holds several clouds\' series (default: '
+               'prometheus_selector of the cloud in clouds.yaml, else '
+               '$GPUCLIENT_PROMETHEUS_SELECTOR)') + needs)
     if not window:
         return
     parser.add_argument(
@@ -393,6 +403,26 @@ def prometheus_args(parsed_args):
     return found
 
 
+def add_series_labels(app, parsed_args):
+    """The cloud and region ``-f openmetrics`` starts every series'
+    labels with (``plugin.series_labels``), where its formatter finds
+    them: ``parsed_args.series_labels``."""
+    from gpuclient import plugin
+
+    parsed_args.series_labels = plugin.series_labels(app.client_manager)
+
+
+def use_prometheus_selector(client, parsed_args):
+    """--prometheus-selector for the command's queries (over the cloud's
+    prometheus_selector); a bad selector, given or in clouds.yaml, is a
+    CommandError before any request."""
+    from gpuclient.ops import utilisation_ops
+
+    utilisation_ops.use_selector(
+        client, getattr(parsed_args, 'prometheus_selector', None),
+        getattr(parsed_args, 'prometheus', None))
+
+
 def utilisation_args(parsed_args):
     """The options of add_utilisation_args as the ops layer's
     ``utilisation`` dict (None without --utilisation), checked before
@@ -400,6 +430,8 @@ def utilisation_args(parsed_args):
     wanted = parsed_args.utilisation or getattr(parsed_args, 'idle', False)
     if not wanted:
         for dest, option in (('prometheus', '--prometheus'),
+                             ('prometheus_selector',
+                              '--prometheus-selector'),
                              ('window', '--window'),
                              ('idle_below', '--idle-below')):
             if getattr(parsed_args, dest, None) is not None:

@@ -173,6 +173,8 @@ class ListDevice(common.Lister):
         from gpuclient.ops import device_ops
 
         window = window_arg(parsed_args)
+        common.use_prometheus_selector(self.app.client_manager.gpu,
+                                       parsed_args)
         rows, notes = device_ops.collect(
             self.app.client_manager.gpu, host=parsed_args.host,
             pool=parsed_args.pool, server=parsed_args.server,
@@ -181,6 +183,7 @@ class ListDevice(common.Lister):
             window=window)
         for note in notes:
             LOG.warning(note)
+        common.add_series_labels(self.app, parsed_args)
         long = long_arg(parsed_args)
         columns = COLUMNS + (LONG_COLUMNS if long else ())
         if device_ops.health_read(self.app.client_manager.gpu,
@@ -210,9 +213,12 @@ class ShowDevice(common.ShowOne):
     def take_action(self, parsed_args):
         from gpuclient.ops import device_ops
 
+        window = window_arg(parsed_args)
+        common.use_prometheus_selector(self.app.client_manager.gpu,
+                                       parsed_args)
         row = device_ops.show(self.app.client_manager.gpu,
                               parsed_args.device, url=parsed_args.prometheus,
-                              window=window_arg(parsed_args))
+                              window=window)
         values = dict(row, provider=row['name'], provider_uuid=row['uuid'])
         fields = SHOW_FIELDS + (HEALTH_FIELDS + LONG_HEALTH_FIELDS
                                 if 'health' in row else ())

@@ -67,6 +67,9 @@ class ListServer(common.Lister):
         from gpuclient.ops import server_ops
 
         utilisation = common.utilisation_args(parsed_args)
+        if utilisation:
+            common.use_prometheus_selector(self.app.client_manager.gpu,
+                                           parsed_args)
         rows, notes = server_ops.collect(
             self.app.client_manager.gpu, project=parsed_args.project,
             project_domain=parsed_args.project_domain,

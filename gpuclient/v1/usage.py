@@ -75,6 +75,9 @@ class ListUsage(common.Lister):
             _('<resource class>=<price per GPU-hour>'),
             '--rate VGPU=0.40 or --rate CUSTOM_PCI_10DE_2331=2.5')
         utilisation = common.utilisation_args(parsed_args)
+        if utilisation:
+            common.use_prometheus_selector(self.app.client_manager.gpu,
+                                           parsed_args)
         by, rows, notes = usage_ops.collect(
             self.app.client_manager.gpu, start=parsed_args.start,
             end=parsed_args.end, project=parsed_args.project,

@@ -28,6 +28,17 @@ from prometheus_client.openmetrics import parser as om_parser
 from gpuclient.tests.functional import base
 
 
+def assert_promtool_passes(test, text):
+    """``promtool check metrics`` finds nothing in TEXT (where promtool
+    is installed: Debian's prometheus package)."""
+    promtool = shutil.which('promtool')
+    if promtool:
+        proc = subprocess.run([promtool, 'check', 'metrics'],
+                              input=text, capture_output=True, text=True)
+        test.assertEqual((0, ''), (proc.returncode,
+                                   proc.stdout + proc.stderr), text)
+
+
 class TestDeviceMetrics(base.FunctionalTestCase):
 
     def make_pool(self):
@@ -59,13 +70,7 @@ class TestDeviceMetrics(base.FunctionalTestCase):
             'gpu', 'device', 'list', '--host', base.PT_HOST, '-f',
             'openmetrics')
         self.assertEqual(0, rc, err)
-
-        promtool = shutil.which('promtool')
-        if promtool:
-            proc = subprocess.run([promtool, 'check', 'metrics'],
-                                  input=text, capture_output=True, text=True)
-            self.assertEqual((0, ''), (proc.returncode,
-                                       proc.stdout + proc.stderr), text)
+        assert_promtool_passes(self, text)
 
         series = [s.labels for f in om_parser.text_string_to_metric_families(
             text) if f.name == 'gpuclient_device_info' for s in f.samples]

@@ -150,13 +150,36 @@ class TestDeviceInfo(testtools.TestCase):
     def test_no_rows(self):
         self.assertEqual('# HELP', render([])[0][:6])
 
+    def test_cloud_and_region_on_every_series(self):
+        # issue 51 defect 4: one Prometheus may hold several clouds'
+        columns = device.COLUMNS + device.LONG_COLUMNS
+        rows = [device._row(r, True) for r in ROWS]
+        text = formatters.render(columns, rows, (('cloud', 'prod'),
+                                                 ('region', 'RegionOne')))[0]
+        found = parse(text)['gpuclient_device_info'][1]
+        self.assertEqual(5, len(found))
+        for labels in found:
+            self.assertEqual(('prod', 'RegionOne'),
+                             (labels['cloud'], labels['region']))
+        # one not known is left out, not written empty
+        text = formatters.render(columns, rows, (('cloud', 'prod'),
+                                                 ('region', '')))[0]
+        self.assertNotIn('region=', text)
+        self.assertEqual({'prod'}, {s['cloud'] for s in parse(text)[
+            'gpuclient_device_info'][1]})
+        self.assertNotIn('cloud=', render()[0])
+
     def test_promtool_check_metrics(self):
         promtool = shutil.which('promtool')
         if not promtool:
             self.skipTest('promtool not found (apt-get install prometheus)')
-        for rows in (ROWS, []):
+        columns = device.COLUMNS + device.LONG_COLUMNS
+        labelled = formatters.render(columns, [
+            device._row(r, True) for r in ROWS], (('cloud', 'c'),
+                                                  ('region', 'r')))[0]
+        for text in (render(ROWS)[0], render([])[0], labelled):
             proc = subprocess.run([promtool, 'check', 'metrics'],
-                                  input=render(rows)[0],
+                                  input=text,
                                   capture_output=True, text=True)
             self.assertEqual((0, ''), (proc.returncode,
                                        proc.stdout + proc.stderr))
@@ -196,6 +219,30 @@ class TestDeviceListCommand(test_device.DeviceTestCase):
         self.assertEqual({'gpu-pt-1.gpu.test'}, {
             s['hostname'] for s in parse(out.getvalue())[
                 'gpuclient_device_info'][1] if s['host'] == 'gpu-pt-1'})
+
+    def test_openmetrics_names_the_cloud_and_region(self):
+        manager = self.cm.client_manager
+        manager._cli_options.name = 'prod'
+        manager.region_name = 'RegionOne'
+        cmd = device.ListDevice(self.make_app(manager), None)
+        parsed = self.check_parser(cmd, ['-f', 'openmetrics'])
+        columns, data = cmd.take_action(parsed)
+        out = io.StringIO()
+        formatters.OpenMetricsFormatter().emit_list(columns, data, out,
+                                                    parsed)
+        found = parse(out.getvalue())['gpuclient_device_info'][1]
+        self.assertEqual({('prod', 'RegionOne')}, {
+            (s['cloud'], s['region']) for s in found})
+        # OS_* variables alone: openstacksdk names that cloud "envvars",
+        # no name of the operator's: left out
+        manager._cli_options.name = 'envvars'
+        manager.region_name = None
+        columns, data = cmd.take_action(parsed)
+        out = io.StringIO()
+        formatters.OpenMetricsFormatter().emit_list(columns, data, out,
+                                                    parsed)
+        self.assertNotIn('cloud=', out.getvalue())
+        self.assertNotIn('region=', out.getvalue())
 
     def test_table_without_long_is_unchanged(self):
         cmd = device.ListDevice(self.make_app(self.cm.client_manager), None)

@@ -230,6 +230,27 @@ class TestRender(base.TestCase):
         self.assertEqual(set(PINNED) - LONG_ONLY, set(parse(
             formatters.render(COLUMNS, capacity_rows())[0])))
 
+    def test_cloud_and_region_on_every_series(self):
+        # issue 51 defect 4: every family, every sample
+        for per_host in (False, True):
+            text = formatters.render(
+                columns_of(per_host, long=True),
+                capacity_rows(per_host=per_host, long=True),
+                (('region', 'RegionOne'), ('cloud', 'prod')))[0]
+            parsed = parse(text)
+            self.assertEqual(set(PINNED), set(parsed))
+            for name, (_type, _unit, samples) in parsed.items():
+                self.assertTrue(samples, name)
+                for found, _value in samples:
+                    self.assertEqual(('prod', 'RegionOne'), (
+                        found['cloud'], found['region']), name)
+        promtool = shutil.which('promtool')
+        if promtool:
+            proc = subprocess.run([promtool, 'check', 'metrics'], input=text,
+                                  capture_output=True, text=True)
+            self.assertEqual((0, ''), (proc.returncode,
+                                       proc.stdout + proc.stderr))
+
     def test_promtool_check_metrics(self):
         # Prometheus' own linter (naming practice: units, _total only on
         # counters, help texts...) on every output shape; Debian's

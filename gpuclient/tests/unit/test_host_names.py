@@ -162,3 +162,72 @@ class TestResolve(base.TestCase):
         result = host_names.resolve(['gone-1'], HOSTS + ['gone-1'],
                                     HYPERVISORS)
         self.assertEqual(['gone-1'], result.hosts())
+
+
+class TestSeriesHosts(base.TestCase):
+    """issue 51 defect 4: the host a monitoring series names, exact names
+    before short ones; a short one only where it is not ambiguous."""
+
+    # this cloud: gpu-pt-1 (hypervisor gpu-pt-1.region-a.example),
+    # gpu-vgpu-1 (no FQDN known), and two hosts whose hypervisor
+    # hostnames share the first label gpu-x
+    HOSTS = {
+        'gpu-pt-1': {'gpu-pt-1.region-a.example'},
+        'gpu-vgpu-1': {'gpu-vgpu-1'},
+        'x-1': {'gpu-x.rack1.example'},
+        'x-2': {'gpu-x.rack2.example'},
+    }
+
+    def test_table(self):
+        # (labels Prometheus holds, {label: host it joins}, hosts with a
+        # problem)
+        cases = [
+            # exact: the service host, the hypervisor hostname, any case,
+            # a final dot
+            (['gpu-pt-1'], {'gpu-pt-1': 'gpu-pt-1'}, []),
+            (['GPU-PT-1.Region-A.example.'],
+             {'GPU-PT-1.Region-A.example.': 'gpu-pt-1'}, []),
+            # region B's host of the same name: another domain, not ours,
+            # and no word about it (it is another cloud's)
+            (['gpu-pt-1.region-b.example'], {}, []),
+            # ours and region B's side by side: ours only
+            (['gpu-pt-1.region-a.example', 'gpu-pt-1.region-b.example'],
+             {'gpu-pt-1.region-a.example': 'gpu-pt-1'}, []),
+            # a host known without a domain: its FQDN joins by its first
+            # label ...
+            (['gpu-vgpu-1.dc1.example'],
+             {'gpu-vgpu-1.dc1.example': 'gpu-vgpu-1'}, []),
+            # ... unless its own name is there too (then the FQDN is
+            # another machine's) ...
+            (['gpu-vgpu-1', 'gpu-vgpu-1.dc2.example'],
+             {'gpu-vgpu-1': 'gpu-vgpu-1'}, []),
+            # ... or two FQDNs shorten to it: which one is it?
+            (['gpu-vgpu-1.dc1.example', 'gpu-vgpu-1.dc2.example'], {},
+             ['gpu-vgpu-1']),
+            # a first label two hosts share joins neither
+            (['gpu-x'], {}, ['x-1', 'x-2']),
+            (['gpu-x.rack1.example'], {'gpu-x.rack1.example': 'x-1'}, []),
+            # names of no host here, odd text: nothing, no error
+            (['gpu-9', '\u00b2', '', '.', 'gpu-pt-1:9400'], {}, []),
+        ]
+        for labels, joined, problems in cases:
+            found, why = host_names.series_hosts(labels, self.HOSTS)
+            self.assertEqual(joined, found, labels)
+            self.assertEqual(problems, sorted(why), labels)
+            for text in why.values():
+                self.assertIn('gpu-', text)
+
+    def test_service_host_before_another_hosts_hypervisor(self):
+        # a's hypervisor hostname is b's service host: b
+        hosts = {'a': {'b'}, 'b': {'b.example'}}
+        self.assertEqual({'b': 'b'},
+                         host_names.series_hosts(['b'], hosts)[0])
+
+    def test_names_by_host(self):
+        self.assertEqual(
+            {'gpu-pt-1': {'gpu-pt-1', 'gpu-pt-1.gpu.test'},
+             'plain-1': {'plain-1'}},
+            host_names.names_by_host(
+                [hv('u1', 'gpu-pt-1.gpu.test', 'gpu-pt-1'),
+                 {'id': 'x', 'hypervisor_hostname': 'orphan',
+                  'service': {}}], ['plain-1']))

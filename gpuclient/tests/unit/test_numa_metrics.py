@@ -77,9 +77,23 @@ class TestHostNodes(testtools.TestCase):
         }, found)
 
     def test_short_name_or_fqdn_either_side(self):
+        # a host Nova knows without a domain: its FQDN joins it
         found = numa_metrics.host_nodes(answers(
-            [(series('GPU-PT-1.dc1.example.org:9100', 0), GIB)]), HOSTS)
-        self.assertEqual(['gpu-pt-1'], list(found))
+            [(series('PLAIN-1.dc1.example.org:9100', 0), GIB)]), HOSTS)
+        self.assertEqual(['plain-1'], list(found))
+        # the same first label in another domain than the host's own
+        # FQDN (gpu-pt-1.gpu.test) is another machine
+        self.assertEqual({}, numa_metrics.host_nodes(answers(
+            [(series('GPU-PT-1.dc1.example.org:9100', 0), GIB)]), HOSTS))
+        # the FQDN Nova knows, in capitals with a final dot
+        self.assertEqual(['gpu-pt-1'], list(numa_metrics.host_nodes(answers(
+            [(series('GPU-PT-1.GPU.TEST.:9100', 0), GIB)]), HOSTS)))
+
+    def test_a_node_label_that_is_no_number(self):
+        # '²' is a digit to str.isdigit, and int() refuses it
+        for node in ('\u00b2', '\u0663', '-1', ''):
+            self.assertEqual({}, numa_metrics.host_nodes(answers(
+                [(series('plain-1:9101', node), GIB)]), HOSTS), node)
 
     def test_ambiguous_or_half_known_is_left_out(self):
         # two exporters claim one host; a node without MemTotal; a first
@@ -92,6 +106,6 @@ class TestHostNodes(testtools.TestCase):
             [(series('plain-1:9101', 1), 0)]), HOSTS))
         self.assertEqual({}, numa_metrics.host_nodes(answers(
             [(series('gpu:9100', 0), GIB)]),
-            {'gpu': ['gpu.a.example'], 'gpu.b': ['gpu.b.example']}))
+            {'gpu-a': ['gpu.a.example'], 'gpu-b': ['gpu.b.example']}))
         self.assertEqual({}, numa_metrics.host_nodes(answers(
             [(series('plain-1:9101', 'x'), GIB)]), HOSTS))

@@ -57,15 +57,22 @@ _REPLACE = re.compile(r'label_replace\(.*?,\s*"([^"]+)",\s*"[^"]*",\s*'
 _TEMPLATE = re.compile(r'\$labels\.([A-Za-z_][A-Za-z0-9_]*)')
 
 
+# the cloud and region every series carries when they are known
+SERIES = (('cloud', 'prod'), ('region', 'RegionOne'))
+
+
 def produced():
     """{metric: {labels}} of gpuclient's real output: both commands'
-    rows through the formatter."""
-    texts = [test_device_metrics.render()[0]]
+    rows through the formatter, with the cloud and region labels."""
+    device = test_device_metrics
+    texts = [formatters.render(
+        device.device.COLUMNS + device.device.LONG_COLUMNS,
+        [device.device._row(r, True) for r in device.ROWS], SERIES)[0]]
     for per_host in (False, True):
         texts.append(formatters.render(
             test_formatters.columns_of(per_host, True),
             test_formatters.capacity_rows(per_host=per_host,
-                                          long=True))[0])
+                                          long=True), SERIES)[0])
     found = {}
     for text in texts:
         for family in om_parser.text_string_to_metric_families(text):
@@ -143,7 +150,10 @@ class TestRulesUseGpuclientsNames(testtools.TestCase):
                 labels = set(re.findall(r'([A-Za-z_]\w*)="', rest))
                 seen.add(name)
                 if name == 'gpuclient_device_info':
-                    self.assertEqual(self.produced[name], labels, item)
+                    # the cloud and region where known
+                    self.assertEqual(
+                        self.produced[name] - set(formatters.SERIES_LABELS),
+                        labels - set(formatters.SERIES_LABELS), item)
                 else:
                     self.assertLessEqual(labels, self.produced[name] |
                                          {'host'}, item)

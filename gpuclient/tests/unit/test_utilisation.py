@@ -135,10 +135,14 @@ class TestParsing(base.TestCase):
             {'metric': {'a': '1'}, 'value': [1700000000.5, '12.5']},
             {'metric': {'a': '2'}, 'value': [1700000000.5, 'NaN']},
             {'metric': {'a': '3'}, 'value': [1700000000.5, '+Inf']},
-            {'metric': {'a': '4'}, 'value': 'broken'},
             {'value': [1, '3']},
+            # a label that is no ASCII text is a label like any other
+            {'metric': {'node': '\u00b2', 'Hostname': '\u00e9t\u00e9'},
+             'value': [1, '4']},
         ]}
-        self.assertEqual([({'a': '1'}, 12.5), ({}, 3.0)],
+        self.assertEqual([({'a': '1'}, 12.5), ({}, 3.0),
+                          ({'node': '\u00b2', 'Hostname': '\u00e9t\u00e9'},
+                           4.0)],
                          util.parse_vector(data))
 
     def test_matrix(self):
@@ -169,7 +173,9 @@ class TestParsing(base.TestCase):
             self.assertEqual(address, util.pci_label(text), text)
 
     def test_host_keys(self):
-        self.assertEqual({'gpu-1.example.org', 'gpu-1'},
+        # exact names only: a short name joins in join_answers, where
+        # every host of the cloud is known
+        self.assertEqual({'gpu-1.example.org'},
                          util.host_keys('GPU-1.example.org.'))
         self.assertEqual({'gpu-1'}, util.host_keys('gpu-1', None, ''))
 
@@ -244,9 +250,13 @@ class TestServerJoin(base.TestCase):
         ]
 
     def join(self, *devices, below=5):
+        # as utilisation_ops: the series joined to the cloud's hosts
+        hosts = {}
+        for p in self.providers.values():
+            hosts.setdefault(p['host'], set()).add(p['root_name'])
+        joined, _problems = util.join_answers(answers(*devices), hosts)
         found = util.server_utilisation(
-            self.rows, self.providers, util.device_series(answers(*devices)),
-            below)
+            self.rows, self.providers, util.device_series(joined), below)
         return [(r['id'], r['device'], r['source'], r['state'], r['mean'],
                  r['peak'], r['fb_used'], r['shared_by']) for r in found]
 
@@ -290,16 +300,26 @@ class TestServerJoin(base.TestCase):
 
     def test_exporter_hostname_in_another_case_or_as_a_fqdn(self):
         # Nova knows gpu-vgpu-1 (and gpu-vgpu-1.gpu.test); the exporter
-        # says GPU-VGPU-1.dc2.example.org. and GPU-MIG-1: the same hosts
+        # says GPU-VGPU-1.GPU.TEST. and GPU-MIG-1.dc2.example.org (Nova
+        # knows gpu-mig-1 without a domain): the same hosts
         found = self.join(
-            (host_series('GPU-VGPU-1.dc2.example.org.', '00000000:84:00.0'),
+            (host_series('GPU-VGPU-1.GPU.TEST.', '00000000:84:00.0'),
              1, 3, 512, False),
-            (host_series('GPU-MIG-1', '00000000:42:00.0', gi=1), 60, 80, 9,
-             True))
+            (host_series('GPU-MIG-1.dc2.example.org', '00000000:42:00.0',
+                         gi=1), 60, 80, 9, True))
         self.assertEqual(
             [('v1', 'pGPU 0000:84:00.0', 'host', 'idle', 1, 3, 512, 1),
              ('m3', 'MIG 0000:42:00.4', 'host', 'busy', 60, 80, 9, 1)],
             [r for r in found if r[0] in ('v1', 'm3')])
+
+    def test_another_regions_host_of_the_same_name_is_not_joined(self):
+        # issue 51 defect 4: one Prometheus over two regions; region B's
+        # gpu-vgpu-1 is gpu-vgpu-1.region-b.example, ours gpu.test
+        found = self.join(
+            (host_series('gpu-vgpu-1.region-b.example', '00000000:84:00.0'),
+             1, 3, 512, False))
+        self.assertEqual(('v1', 'pGPU 0000:84:00.0', None, 'unknown'),
+                         found[0][:4])
 
     def test_a_server_younger_than_the_window_is_unknown_host_side(self):
         # the card's readings in the window predate the server: another
@@ -466,3 +486,124 @@ class TestUsageSplit(base.TestCase):
     def test_epoch(self):
         self.assertEqual(1793491200.0, util.epoch(T0))
         self.assertIsNone(util.epoch(None))
+
+
+class TestJoinAnswers(base.TestCase):
+    """issue 51 defect 4: series joined to this cloud's hosts."""
+
+    HOSTS = {'gpu-vgpu-1': {'gpu-vgpu-1.gpu.test'}, 'gpu-mig-1': set()}
+
+    def joined(self, *series, label_names=None):
+        found, problems = util.join_answers(
+            {'util_peak': [(labels, 1.0) for labels in series]},
+            self.HOSTS, label_names)
+        return found['util_peak'], problems
+
+    def test_the_host_label_becomes_the_nova_host(self):
+        found, problems = self.joined(
+            host_series('GPU-VGPU-1.gpu.test', '00000000:84:00.0'),
+            dict(host_series('gpu-mig-1.dc1', '00000000:41:00.0'),
+                 hostname='gpu-mig-1.dc1'),
+            host_series('gpu-vgpu-1.region-b.example', '00000000:85:00.0'),
+            guest_series('srv'))
+        self.assertEqual([], problems)
+        self.assertEqual(
+            [('gpu-vgpu-1', '00000000:84:00.0'),
+             ('gpu-mig-1', '00000000:41:00.0'), ('vm', '00000000:01:00.0')],
+            [(labels['Hostname'], labels['pci_bus_id'])
+             for labels, _value in found])
+        # one hostname label left: the Nova host
+        self.assertNotIn('hostname', found[1][0])
+
+    def test_two_exporters_at_one_host_and_address_are_unknown(self):
+        ours = dict(host_series('gpu-vgpu-1', '00000000:84:00.0'),
+                    instance='10.0.0.1:9400')
+        theirs = dict(ours, UUID='GPU-other', instance='10.9.0.1:9400')
+        # a MIG card's instances, one exporter: one GPU
+        mig = [dict(host_series('gpu-mig-1', '00000000:41:00.0', gi=gi),
+                    instance='10.0.0.2:9400') for gi in (1, 2)]
+        found, problems = self.joined(ours, theirs, *mig)
+        self.assertEqual(['gpu-mig-1'], sorted(
+            {labels['Hostname'] for labels, _v in found}))
+        self.assertEqual([('gpu-vgpu-1', '0000:84:00.0')],
+                         [p[:2] for p in problems])
+        why = problems[0][2]
+        for text in ('two exporters report host gpu-vgpu-1 and address '
+                     '0000:84:00.0', 'GPU-00000000:84:00.0', 'GPU-other',
+                     '10.9.0.1:9400', 'prometheus_selector'):
+            self.assertIn(text, why)
+        # the same GPU (one UUID) scraped by two targets (an exporter pod
+        # restarted in the window): one GPU, kept
+        again = dict(ours, instance='10.0.0.7:9400')
+        self.assertEqual(([], 2), (self.joined(ours, again)[1],
+                                   len(self.joined(ours, again)[0])))
+        # without a UUID label the exporter tells them apart
+        bare = {k: v for k, v in ours.items() if k != 'UUID'}
+        problems = self.joined(bare, dict(bare, instance='10.9.0.1:9400'))[1]
+        self.assertEqual([('gpu-vgpu-1', '0000:84:00.0')],
+                         [p[:2] for p in problems])
+
+    def test_ambiguous_short_names_say_why(self):
+        found, problems = self.joined(
+            host_series('gpu-mig-1.dc1.example', '00000000:41:00.0'),
+            host_series('gpu-mig-1.dc2.example', '00000000:41:00.0'))
+        self.assertEqual([], found)
+        self.assertEqual([('gpu-mig-1', None)], [p[:2] for p in problems])
+        self.assertIn('gpu-mig-1.dc1.example, gpu-mig-1.dc2.example',
+                      problems[0][2])
+
+
+class TestAnswerShapes(base.TestCase):
+    """issue 51 defect 11: an answer of a wrong shape is a BadAnswer that
+    says what came, never another exception."""
+
+    def test_each_bad_shape(self):
+        good = {'metric': {'Hostname': 'h'}, 'value': [1700000000, '1']}
+        for data, what in (
+                (['x'], 'a list'),
+                ({'resultType': 'vector', 'result': {}},
+                 'a vector whose result is an object ({}), not a list'),
+                ({'result': []}, 'a resultType of null (None) where a vector'),
+                ({'resultType': 'scalar', 'result': [1, '2']},
+                 'a scalar where a vector'),
+                ({'resultType': 'vector', 'result': [5]},
+                 'a result item that is not an object: a number (5)'),
+                ({'resultType': 'vector', 'result': [dict(
+                    good, metric=['Hostname', 'h'])]},
+                 'a metric that is not an object: a list'),
+                ({'resultType': 'vector', 'result': [dict(
+                    good, metric='Hostname=h')]},
+                 'a metric that is not an object: a text'),
+                ({'resultType': 'vector', 'result': [dict(
+                    good, metric={'Hostname': 5})]},
+                 'a label Hostname whose value is not a text: a number'),
+                ({'resultType': 'vector', 'result': [dict(
+                    good, metric={'gpu': None})]},
+                 'a label gpu whose value is not a text: null'),
+                ({'resultType': 'vector', 'result': [dict(good, value=[1])]},
+                 'not a [time, "number"] pair: a list ([1])'),
+                ({'resultType': 'vector', 'result': [dict(
+                    good, value=[1, 79])]}, 'pair: a list ([1, 79])'),
+                ({'resultType': 'vector', 'result': [dict(
+                    good, value=[1, 'seventy'])]}, 'pair'),
+                ({'resultType': 'vector', 'result': [dict(
+                    good, value=['1', '2'])]}, 'pair'),
+                ({'resultType': 'vector', 'result': [dict(
+                    good, value=[True, '2'])]}, 'pair'),
+                ({'resultType': 'vector', 'result': [
+                    {k: v for k, v in good.items() if k != 'value'}]},
+                 'pair: null')):
+            error = self.assertRaises(util.BadAnswer, util.parse_vector,
+                                      data)
+            self.assertIn(what, error.what, data)
+            self.assertIn('Prometheus answered', str(error))
+        for data, what in (
+                ({'resultType': 'matrix', 'result': [
+                    {'metric': {}, 'values': 'x'}]}, 'values that are not'),
+                ({'resultType': 'matrix', 'result': [
+                    {'metric': [], 'values': []}]}, 'a metric that is not'),
+                ({'resultType': 'matrix', 'result': [
+                    {'metric': {}, 'values': [[1, 'x']]}]}, 'pair')):
+            error = self.assertRaises(util.BadAnswer, util.parse_matrix,
+                                      data)
+            self.assertIn(what, error.what, data)

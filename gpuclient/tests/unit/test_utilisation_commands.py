@@ -32,27 +32,40 @@ from gpuclient.v1 import server as server_cmd
 from gpuclient.v1 import usage as usage_cmd
 
 PROM = 'http://prom.test:9090'
-INSTANT = re.compile(r'^(avg|max|last)_over_time\(([A-Z_]+)\[(\d+)s\]\)$')
+# a metric and its label matchers (the cloud's label selector)
+_SELECTOR = r'([A-Z_]+)(?:\{((?:[a-z_]+="[^"]*",?)*)\})?'
+INSTANT = re.compile(r'^(avg|max|last)_over_time\(%s\[(\d+)s\]\)$'
+                     % _SELECTOR)
 # a metric without a range: its value now (the last sample)
-NOW = re.compile(r'^([A-Z_]+)$')
+NOW = re.compile(r'^%s$' % _SELECTOR)
 BUCKETS = re.compile(
-    r'^max_over_time\(([A-Z_]+)\[(\d+)s\]\)\[(\d+)s:(\d+)s\]$')
+    r'^max_over_time\(%s\[(\d+)s\]\)\[(\d+)s:(\d+)s\]$' % _SELECTOR)
 FUNCTIONS = {'avg': lambda v: sum(v) / len(v), 'max': max,
              'last': lambda v: v[-1]}
 # when an XID gauge took its value (device_health.since_queries): a
 # subquery of the gauge at T (@ end()); the samples here have no times, so
 # no change is found in them (every XID held since before the lookback)
-SINCE = re.compile(r'^(?:clamp_max\()?max_over_time\(\(\(\(\(([A-Z_]+) @ '
-                   r'end\(\)\) > 0\) unless \(\1 == \(\1 @ end\(\)\)\)\)')
+SINCE = re.compile(r'^(?:clamp_max\()?max_over_time\(\(\(\(\(([A-Z_]+'
+                   r'(?:\{[^}]*\})?) @ end\(\)\) > 0\) unless '
+                   r'\(\1 == \(\1 @ end\(\)\)\)\)')
+
+
+def selected(labels, matchers):
+    """Do LABELS pass the equality MATCHERS text (a="x",b="y")?"""
+    return all(labels.get(name, '') == value for name, value in re.findall(
+        r'([a-z_]+)="([^"]*)"', matchers or ''))
 
 
 class FakePrometheus:
     """/api/v1/query of a Prometheus holding SERIES: [(labels, {metric:
-    [samples over any window]})]."""
+    [samples over any window]})], equality label matchers applied as
+    Prometheus applies them; BAD: {metric: what to answer as the data of
+    a query of it}."""
 
     def __init__(self, mock):
         self.series = []
         self.queries = []
+        self.bad = {}
         self.status = None  # an HTTP status to fail with
         mock.post(PROM + '/api/v1/query', json=self.answer)
 
@@ -63,26 +76,30 @@ class FakePrometheus:
             context.status_code = self.status
             return {'status': 'error', 'errorType': 'internal',
                     'error': 'storage is down'}
+        for metric, data in self.bad.items():
+            if metric in form['query']:
+                return {'status': 'success', 'data': data}
         match = INSTANT.match(form['query'])
         now = NOW.match(form['query'])
         if match or now:
-            func, metric = match.groups()[:2] if match else (
-                'last', now.group(1))
+            func, metric, matchers = match.groups()[:3] if match else (
+                ('last',) + now.groups())
             return self._ok('vector', [
                 {'metric': dict(labels, __name__=metric),
                  'value': [float(form.get('time', 0)),
                            str(FUNCTIONS[func](samples[metric]))]}
-                for labels, samples in self.series if samples.get(metric)])
+                for labels, samples in self.series if samples.get(metric)
+                and selected(labels, matchers)])
         if SINCE.match(form['query']):
             return self._ok('vector', [])
         match = BUCKETS.match(form['query'])
         if match:
-            metric, step, period, _step = match.groups()
+            metric, matchers, step, period, _step = match.groups()
             end, step = float(form['time']), int(step)
             first = (end - int(period)) // step * step + step
             result = []
             for labels, samples in self.series:
-                if samples.get(metric):
+                if samples.get(metric) and selected(labels, matchers):
                     peak = max(samples[metric])
                     result.append({'metric': labels, 'values': [
                         [first + i * step, str(peak)]
@@ -305,6 +322,70 @@ class TestServerListUtilisation(UtilisationCase):
         self.assertEqual(server_cmd.COLUMNS, tuple(rows[0]))
         self.assertEqual([], self.prometheus.queries)
 
+    def test_the_label_selector_is_on_every_query(self):
+        # issue 51 defect 4: region B's series of the same hosts and
+        # addresses, busy; this cloud's (region A) idle
+        self.prometheus.series += [
+            (dict(labels, region='B', UUID='GPU-b' + labels['pci_bus_id']),
+             {m: [99] for m in samples})
+            for labels, samples in self.prometheus.series]
+        self.prometheus.series = [
+            (dict(labels, region=labels.get('region', 'A')), samples)
+            for labels, samples in self.prometheus.series]
+        rows = self.run_cmd(server_cmd.ListServer, '--utilisation',
+                            '--window', '30m', '--prometheus-selector',
+                            'region=A')
+        self.assertEqual(
+            [q.replace('[', '{region="A"}[') for q in SERVER_QUERIES_30M],
+            self.prometheus.queries)
+        self.assertEqual(2.0, [r for r in rows if r['ID'] == 'v1'][0][
+            'Peak Util %'])
+        # from clouds.yaml; the option wins over it
+        self.cm.gpu.cloud_config = dict(self.cm.gpu.cloud_config,
+                                        prometheus_selector={'region': 'B'})
+        self.prometheus.queries.clear()
+        rows = self.run_cmd(server_cmd.ListServer, '--utilisation')
+        self.assertTrue(all('{region="B"}' in q
+                            for q in self.prometheus.queries))
+        self.assertEqual(99.0, [r for r in rows if r['ID'] == 'v1'][0][
+            'Peak Util %'])
+        self.prometheus.queries.clear()
+        self.run_cmd(server_cmd.ListServer, '--utilisation',
+                     '--prometheus-selector', 'region=A')
+        self.assertTrue(all('{region="A"}' in q
+                            for q in self.prometheus.queries))
+
+    def test_a_bad_selector_is_refused_before_any_request(self):
+        self.assert_refused(server_cmd.ListServer, (
+            (['--utilisation', '--prometheus-selector', 'region'],
+             "--prometheus-selector 'region': no <label><op><value>"),
+            (['--prometheus-selector', 'region=A'],
+             '--prometheus-selector needs --utilisation')))
+        self.cm.gpu.cloud_config = dict(self.cm.gpu.cloud_config,
+                                        prometheus_selector='1x=y')
+        self.assert_refused(server_cmd.ListServer, (
+            (['--utilisation'], "prometheus_selector (clouds.yaml) '1x=y'"),
+        ))
+        # a bad selector of a cloud is no matter without --utilisation
+        self.run_cmd(server_cmd.ListServer)
+
+    def test_a_wrong_shape_is_not_judged_and_the_rest_goes_on(self):
+        # issue 51 defect 11: the answer for GPU_UTIL has a metric that
+        # is a list; the MIG figures and framebuffer answers are fine
+        self.prometheus.bad['DCGM_FI_DEV_GPU_UTIL'] = {
+            'resultType': 'vector', 'result': [
+                {'metric': ['Hostname', 'gpu-vgpu-1'], 'value': [1, '5']}]}
+        rows = self.run_cmd(server_cmd.ListServer, '--utilisation')
+        by_id = {r['ID']: r for r in rows}
+        self.assertEqual(('unknown', None),
+                         (by_id['v1']['State'], by_id['v1']['Peak Util %']))
+        # MIG: its own metric was answered
+        self.assertEqual(('busy', 70.0),
+                         (by_id['m1']['State'], by_id['m1']['Peak Util %']))
+        self.assertIn('Not judged: Prometheus answered a metric that is '
+                      'not an object: a list', self.logger.output)
+        self.assertIn('for DCGM_FI_DEV_GPU_UTIL', self.logger.output)
+
 
 class TestUsageListUtilisation(UtilisationCase):
     def setUp(self):
@@ -345,6 +426,27 @@ class TestUsageListUtilisation(UtilisationCase):
             'max_over_time(DCGM_FI_DEV_GPU_UTIL[60s])[36000s:60s]',
             'max_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE[60s])'
             '[36000s:60s]'], self.prometheus.queries)
+
+    def test_the_label_selector_is_on_every_query(self):
+        self.run_cmd(usage_cmd.ListUsage, *self.period(
+            '--utilisation', '--prometheus-selector', 'region=A'))
+        self.assertEqual([
+            'max_over_time(DCGM_FI_DEV_GPU_UTIL{region="A"}[60s])'
+            '[36000s:60s]',
+            'max_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE{region="A"}[60s])'
+            '[36000s:60s]'], self.prometheus.queries)
+
+    def test_a_wrong_shape_is_not_judged(self):
+        self.prometheus.bad['DCGM_FI_DEV_GPU_UTIL'] = {
+            'resultType': 'matrix', 'result': [
+                {'metric': {'instance_id': 'pt'}, 'values': [[1, 'x']]}]}
+        rows = self.run_cmd(usage_cmd.ListUsage,
+                            *self.period('--utilisation'))
+        self.assertEqual([(20.0, 0.0, 0.0), (10.0, 0.0, 0.0)], [
+            (r['Unknown GPU Hours'], r['Idle GPU Hours'],
+             r['Used GPU Hours']) for r in rows])
+        self.assertIn('a value that is not a [time, "number"] pair',
+                      self.logger.output)
 
     def test_parser_and_refusals(self):
         cmd = usage_cmd.ListUsage(self.make_app(None), None)
@@ -476,6 +578,21 @@ class TestCheckIdle(UtilisationCase):
         # --strict: gpu-idle's not-judged row is a warning, it counts
         self.assertEqual(1, self.status('--check', 'gpu-idle', '--check',
                                         'pool-drift', '--strict')[0])
+
+    def test_a_wrong_shape_is_not_judged_and_the_rest_runs(self):
+        # issue 51 defect 11: before, a metric that is not an object
+        # raised a TypeError out of every check
+        self.prometheus.bad['DCGM_FI_DEV_GPU_UTIL'] = {
+            'resultType': 'vector', 'result': [
+                {'metric': 'Hostname=gpu-vgpu-1', 'value': [1, '5']}]}
+        status, rows = self.status('--check', 'gpu-idle', '--check',
+                                   'pool-drift')
+        self.assertEqual([('gpu-idle', 'Prometheus')],
+                         [(r['Check'], r['Object']) for r in rows])
+        self.assertIn('not judged: the GPU utilisation of the servers could '
+                      'not be read (Prometheus answered a metric that is '
+                      'not an object: a text', rows[0]['Symptom'])
+        self.assertIn('for DCGM_FI_DEV_GPU_UTIL', rows[0]['Symptom'])
 
     def test_a_password_in_the_url_is_never_printed(self):
         # defect 7: --prometheus user:password@host:port (no scheme)
