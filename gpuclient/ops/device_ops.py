@@ -239,7 +239,7 @@ def release(client, names, dry_run=False):
         LOG.warning(note)
     chosen = devices.resolve(rows, names)
     done, failures = [], 0
-    for row in chosen:
+    for index, row in enumerate(chosen):
         problem = devices.release_problem(row)
         if problem:
             LOG.error(problem)
@@ -256,6 +256,15 @@ def release(client, names, dry_run=False):
                 LOG.error(_('Failed to release %(name)s: %(error)s'),
                           {'name': row['name'], 'error': exc})
                 failures += 1
+                if journal.interrupted(exc):
+                    # the operator asked to stop: the rest is not tried
+                    rest = chosen[index + 1:]
+                    if rest:
+                        LOG.error(_('Not tried, as the command was '
+                                    'interrupted: %s'),
+                                  ', '.join(r['name'] for r in rest))
+                    failures += len(rest)
+                    break
                 continue
             if not dry_run:
                 action = devices.RELEASED

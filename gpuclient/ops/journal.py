@@ -96,13 +96,24 @@ class Interrupted(Exception):
 
 
 class ApplyError(exceptions.CommandError):
-    """A plan failed. ``left`` lists the steps whose effect remains."""
+    """A plan failed. ``left`` lists the steps whose effect remains;
+    ``interrupted`` the signal that stopped it (Ctrl-C, kill, a hang-up),
+    or None: a command that applies several plans stops at that one."""
 
-    def __init__(self, message, failed=None, left=(), undo_failures=()):
+    def __init__(self, message, failed=None, left=(), undo_failures=(),
+                 interrupted=None):
         super().__init__(message)
         self.failed = failed
         self.left = list(left)
         self.undo_failures = list(undo_failures)
+        self.interrupted = interrupted
+
+
+def interrupted(exc):
+    """Whether EXC is a plan stopped by a signal: the operator asked the
+    command to stop, so an N-of-M loop (``gpu pool delete``, ``gpu device
+    release``) does not go on to the next item."""
+    return getattr(exc, 'interrupted', None) is not None
 
 
 class UnderWay(errors.APIError):
@@ -1291,7 +1302,7 @@ def _abandoned_error(plan, progress, signum):
         parts.append(_('Nothing had been changed.'))
     LOG.debug('abandoned: %s', ' '.join(parts))
     return ApplyError(' '.join(parts), failed=progress.step,
-                      left=effect + unknown)
+                      left=effect + unknown, interrupted=signum)
 
 
 def _unwind(executor, done, unknown, progress=None):
@@ -1365,7 +1376,7 @@ def _forward_error(head, plan, step, exc, done, rerun):
     parts.append(_('Run %s again: it plans from where the servers are '
                    'now and finishes the rest.') % rerun)
     return ApplyError('%s %s' % (head, ' '.join(parts)), failed=step,
-                      left=list(done))
+                      left=list(done), interrupted=_signum(exc))
 
 
 def _failure_error(plan, failure, done, left, kept, undo_failure,
@@ -1411,4 +1422,10 @@ def _failure_error(plan, failure, done, left, kept, undo_failure,
                        'stopped.') % rerun)
     return ApplyError('%s %s' % (head, ' '.join(parts)), failed=step,
                       left=left + kept,
-                      undo_failures=[undo_failure] if undo_failure else [])
+                      undo_failures=[undo_failure] if undo_failure else [],
+                      interrupted=_signum(exc))
+
+
+def _signum(exc):
+    """The signal of an Interrupted step's EXC, else None."""
+    return exc.signum if isinstance(exc, Interrupted) else None

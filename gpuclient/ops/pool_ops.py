@@ -37,6 +37,9 @@ from gpuclient.rules import specs
 
 LOG = logging.getLogger(__name__)
 
+# an ApplyError a signal caused: v1/pool.py's N-of-M delete stops there
+interrupted = journal.interrupted
+
 
 def check_zone(client, cloud, zone, hosts, own_aggregate=None):
     """Nova's zone rules (``model.zone_check``) for HOSTS put in ZONE,

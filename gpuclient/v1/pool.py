@@ -488,7 +488,7 @@ class DeletePool(common.Command):
 
         client = self.app.client_manager.gpu
         failures = 0
-        for name in parsed_args.pool:
+        for index, name in enumerate(parsed_args.pool):
             try:
                 plan = pool_ops.delete(
                     client, name, force=parsed_args.force,
@@ -498,6 +498,14 @@ class DeletePool(common.Command):
                 failures += 1
                 LOG.error(_('Failed to delete pool %(name)s: %(error)s'),
                           {'name': name, 'error': exc})
+                if pool_ops.interrupted(exc):
+                    # the operator asked to stop: the rest is not tried
+                    rest = parsed_args.pool[index + 1:]
+                    if rest:
+                        LOG.error(_('Not tried, as the command was '
+                                    'interrupted: %s'), ', '.join(rest))
+                    failures += len(rest)
+                    break
                 continue
             if parsed_args.dry_run:
                 common.write_plan(self.app, plan)

@@ -26,6 +26,7 @@ import itertools
 import logging
 import os
 import signal
+from unittest import mock
 
 import fixtures
 import testtools
@@ -926,6 +927,9 @@ class TestSignals(JournalTestCase):
             self.assertIs(plan.steps[2], error.failed)
             self.assertEqual([plan.steps[1], plan.steps[0], plan.steps[2]],
                              error.left)
+            # the signal is the error's: an N-of-M loop stops there
+            self.assertEqual(second, error.interrupted)
+            self.assertTrue(journal.interrupted(error))
             self.assertEqual(self._record, signal.getsignal(signal.SIGINT))
             self.assertEqual(self._record, signal.getsignal(signal.SIGTERM))
             self.assertEqual([], self.caught)
@@ -945,6 +949,7 @@ class TestSignals(JournalTestCase):
         self.assertIn('was interrupted by SIGHUP after step 3 of 5. '
                       'Everything it had done was undone (3 step(s))',
                       str(error))
+        self.assertEqual(signal.SIGHUP, error.interrupted)
         self.assertEqual(before, self.cloud.state())
         self.assertEqual(self._record, signal.getsignal(signal.SIGHUP))
         self.assertEqual([], self.caught)
@@ -974,6 +979,16 @@ class TestSignals(JournalTestCase):
         self.assertIn(POOL_TRAIT, self.cloud.providers[ROOT1])
         self.assertEqual(plan.steps[2::-1] + [plan.steps[3]], error.left)
         self.assertEqual([], self.caught)
+
+    def test_a_failure_is_no_interruption(self):
+        # a step that failed: the N-of-M loops go on to the next item
+        self.client.placement.create_trait = mock.Mock(
+            side_effect=RuntimeError('boom'))
+        error = self.assertRaises(journal.ApplyError, journal.apply,
+                                  self.client, pool_plan_steps())
+        self.assertIsNone(error.interrupted)
+        self.assertFalse(journal.interrupted(error))
+        self.assertFalse(journal.interrupted(RuntimeError('boom')))
 
     def test_interrupted_message(self):
         self.assertEqual('interrupted by SIGINT',

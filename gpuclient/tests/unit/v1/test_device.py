@@ -251,6 +251,29 @@ class TestDeviceRelease(DeviceTestCase):
         self.assertEqual(0, other.inventory[RC]['reserved'])
         self.assertEqual(1, len(self.inventory_puts()))
 
+    def test_an_interruption_stops_the_rest(self):
+        # Ctrl-C during the first release: the journal undid it, and the
+        # second device is not released (counted, named), unlike a failure
+        import signal
+
+        self.cloud.otu_host('gpu-otu-2', count=1)
+        other = [p for p in self.cloud.providers
+                 if p.name.startswith('gpu-otu-2_')][0]
+        self.cloud.reserve(other)
+
+        def finish(client, plan, dry_run=False):
+            raise journal.ApplyError('gpu device release was interrupted '
+                                     'by SIGINT', interrupted=signal.SIGINT)
+        with mock.patch.object(journal, 'finish', side_effect=finish):
+            rows, exc = self.release('gpu-otu-1:0000:41:00.0',
+                                     'gpu-otu-2:0000:41:00.0')
+        self.assertEqual('2 of 2 devices failed to release.', str(exc))
+        self.assertEqual([], rows)
+        self.assertIn('Not tried, as the command was interrupted: '
+                      'gpu-otu-2_0000:41:00.0', self.logger.output)
+        self.assertEqual(1, other.inventory[RC]['reserved'])
+        self.assertEqual([], self.inventory_puts())
+
 
 class TestDeviceHealthColumns(DeviceTestCase):
     """device list --long and show with the cloud's Prometheus: whose the

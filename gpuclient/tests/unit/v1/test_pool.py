@@ -372,6 +372,32 @@ class TestCommands(PoolCommandTestCase):
                       self.logger.output)
         self.assertEqual([], self.cloud.aggregates)
 
+    def test_delete_stops_at_an_interruption(self):
+        # Ctrl-C during one pool's delete: the operator asked to stop, so
+        # the next pool is not deleted (it is counted, and named)
+        import signal
+
+        from gpuclient.ops import journal
+        from gpuclient.ops import pool_ops
+
+        self.create()
+        names = []
+
+        def delete(client, name, **kwargs):
+            names.append(name)
+            raise journal.ApplyError('Deleting pool %s was interrupted by '
+                                     'SIGINT' % name,
+                                     interrupted=signal.SIGINT)
+
+        with mock.patch.object(pool_ops, 'delete', side_effect=delete):
+            exc = self.assertRaises(exceptions.CommandError, self.run_cmd,
+                                    pool_cmd.DeletePool, ['other', 'solver'])
+        self.assertEqual(['other'], names)
+        self.assertEqual('2 of 2 pools failed to delete.', str(exc))
+        self.assertIn('Not tried, as the command was interrupted: solver',
+                      self.logger.output)
+        self.assertEqual(['solver'], [a.name for a in self.cloud.aggregates])
+
 
 class TestDryRun(PoolCommandTestCase):
     """--dry-run shows the plan, numbered, each step with its undo, and
