@@ -40,9 +40,12 @@ READ_TIMEOUT = 120.0
 TOTAL_TIMEOUT = 120.0
 # How much of an answer is read at a time against the deadline; of a
 # compressed one, less: urllib3 before 2.6 decodes all it reads at once,
-# and 8 KiB of gzip inflate to 8 MiB at most.
+# and deflate inflates at most 1032-fold (1 KiB to about 1 MiB), so one
+# read holds about a MiB beside the cap.
 _CHUNK = 64 * 1024
-_ENCODED_CHUNK = 8 * 1024
+_ENCODED_CHUNK = 1024
+# deflate's largest ratio (zlib's technical details: 1032:1)
+MAX_INFLATE = 1032
 # The bound (seconds) when clouds.yaml sets no api_timeout: this variable
 # when set, as api_timeout would be (connect, read and whole call), else
 # the figures above.
