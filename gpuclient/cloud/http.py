@@ -188,7 +188,7 @@ class DeadlineAdapter(req_adapters.HTTPAdapter):
 
     The answer is decoded as it is read (gzip), and once it holds more
     than MAX_BYTES the call ends in ``AnswerTooLarge``: memory never holds
-    more than the cap and one chunk of the answer (8 KiB of a compressed
+    more than the cap and one chunk of the answer (1 KiB of a compressed
     one, decoded). An answer asked for with ``stream=True`` is returned
     unread, as requests returns it (gpuclient asks for none).
 
