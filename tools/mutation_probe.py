@@ -307,6 +307,13 @@ MUTATIONS = [
      '                if pool_ops.interrupted(exc):\n',
      '                if False:\n',
      'v1.test_pool.TestCommands.test_delete_stops_at_an_interruption'),
+    # issue 52 (proofs)
+    ('NUMA device reason says required', 'gpuclient/rules/scheduler/'
+     'filters/numa_topology_filter.py',
+     "'have': sum(counts), 'policy': policy,",
+     "'have': sum(counts), 'policy': 'required',",
+     'test_numa_topology_filter.TestJudge.test_device_text_names_the_'
+     'policy_asked'),
 ]
 
 

@@ -18,7 +18,11 @@ true``: Nova reserves its provider's inventory once a server holds it and
 leaves it reserved after the delete. The proof is what Placement holds and
 what Nova does: after the delete Nova refuses a boot that gpuclient said
 does not fit, ``gpu device release`` lowers Placement's ``reserved``, and
-the next boot takes that very device.
+the next boot takes that very device. While the first server holds it,
+``gpu device show`` gives what Placement holds for the device's provider
+and the server Nova placed, and ``gpu device release`` is refused with
+Placement's inventory and the server's allocation unchanged (no boot of
+their own: the first server serves them).
 """
 
 import json
@@ -76,6 +80,68 @@ class TestOneTimeUse(base.FunctionalTestCase):
                           'within %ds' % (uuid, RESERVE_TIMEOUT))
             time.sleep(1)
 
+    def assert_show_is_placement(self, uuid, address, server):
+        """``gpu device show HOST:ADDRESS`` gives what Placement holds for
+        provider UUID (plain osc-placement: its name, inventory, usage,
+        traits and the consumers of its allocations) and, when SERVER (as
+        Nova shows it) holds the device, that server: its allocation's
+        consumer, its name and project, on the host Nova placed it."""
+        shown = self.openstack('gpu', 'device', 'show',
+                               '%s:%s' % (OTU_HOST, address))
+        provider = self.openstack('resource', 'provider', 'show', uuid,
+                                  '--allocations')
+        inventory = self.inventory(uuid)[OTU_CLASS]
+        usage = {row['resource_class']: row['usage'] for row in
+                 self.openstack('resource', 'provider', 'usage', 'show',
+                                uuid)}
+        held = usage[OTU_CLASS]
+        # a free device counts what Placement can still give (total less
+        # reserved); one a server holds, its unit
+        total = max(inventory['total'] - inventory['reserved'], held)
+        expected = {
+            'provider_uuid': uuid, 'provider': provider['name'],
+            'host': OTU_HOST, 'resource_class': OTU_CLASS,
+            'pci_address': address, 'total': total, 'used': held,
+            'state': 'in-use' if server else 'free',
+            'server_ids': sorted(provider['allocations']),
+            'one_time_use': True, 'traits': sorted(self.traits(uuid))}
+        self.assertEqual(expected, {key: shown[key] for key in expected})
+        self.assertIn('HW_PCI_ONE_TIME_USE', expected['traits'])
+        if server is None:
+            self.assertEqual((0, [], [], []), (
+                held, shown['server_ids'], shown['servers'],
+                shown['projects']))
+            return
+        self.assertEqual(OTU_HOST, server['OS-EXT-SRV-ATTR:host'])
+        self.assertEqual((1, [server['id']], [server['name']],
+                          [server['project_id']]),
+                         (held, shown['server_ids'], shown['servers'],
+                          shown['projects']))
+
+    def assert_release_refused_while_held(self, uuid, address, server):
+        """``gpu device release`` of the device SERVER holds: exit 1
+        naming the server; Placement's inventory of the device (total,
+        reserved) and the server's allocation on it unchanged."""
+        before = self.inventory(uuid)[OTU_CLASS]
+        rc, out, err = self.openstack_raw(
+            'gpu', 'device', 'release', '%s:%s' % (OTU_HOST, address),
+            '-f', 'json')
+        self.assertEqual(1, rc, err)
+        self.assertEqual([], json.loads(out))
+        self.assertIn('is in use (%s): Placement holds an allocation on '
+                      'it' % server['name'], err)
+        self.assertIn('1 of 1 devices failed to release.', err)
+        after = self.inventory(uuid)[OTU_CLASS]
+        self.assertEqual((1, 1, 1), (after['total'], after['reserved'],
+                                     after['used']))
+        self.assertEqual((before['total'], before['reserved']),
+                         (after['total'], after['reserved']))
+        held = {row['resource_provider']: row['resources']
+                for row in self.openstack(
+                    'resource', 'provider', 'allocation', 'show',
+                    server['id'])}
+        self.assertEqual({OTU_CLASS: 1}, held.get(uuid))
+
     @base.needs('passthrough')
     def test_deleted_server_leaves_device_awaiting_release(self):
         self.use_spare(OTU_HOST)
@@ -94,6 +160,10 @@ class TestOneTimeUse(base.FunctionalTestCase):
         first = self.boot(flavor)
         self.assertEqual(OTU_HOST, first['OS-EXT-SRV-ATTR:host'])
         self.wait_reserved(uuid)
+        # while the server holds it (issue 52 item 7): gpu device show is
+        # what Placement and Nova hold, and a release is refused
+        self.assert_show_is_placement(uuid, address, first)
+        self.assert_release_refused_while_held(uuid, address, first)
         self._delete_server(first['name'])
         # Nova's doing: reserved stays, nothing allocated
         held = self.inventory(uuid)[OTU_CLASS]
@@ -121,6 +191,7 @@ class TestOneTimeUse(base.FunctionalTestCase):
         self.openstack('gpu', 'device', 'release',
                        '%s:%s' % (OTU_HOST, address))
         self.assertEqual(0, self.inventory(uuid)[OTU_CLASS]['reserved'])
+        self.assert_show_is_placement(uuid, address, None)
         # and the next boot lands on that very device
         second = self.boot(flavor)
         self.assertEqual(OTU_HOST, second['OS-EXT-SRV-ATTR:host'])

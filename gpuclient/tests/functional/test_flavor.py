@@ -514,16 +514,40 @@ class TestFlavorSetUnset(GpuFlavorTestCase):
 
     @base.needs('baremetal')
     def test_unset_property_and_project(self):
+        """An extra spec gpuclient set and one set by hand with plain OSC
+        go, and the project; every other extra spec stays as Nova held it
+        (issue 52 item 7). A key the flavor lacks is nothing to do; a
+        flavor that is not a GPU flavor is refused, unchanged."""
         project = self.make_project()
         flavor = self.private_flavor('--project', project['id'],
                                      '--property', 'hw:pmu=true')
+        self.openstack('flavor', 'set', '--property',
+                       'hw:watchdog_action=pause', flavor['id'], parse=False)
+        before = self.flavor_specs(flavor['id'])
+        self.assertEqual(('true', 'pause'), (before.get('hw:pmu'),
+                                             before.get('hw:watchdog_action')))
         self.gpu_ok('unset', flavor['id'], '--property', 'hw:pmu',
-                    '--project', project['name'])
+                    '--property', 'hw:watchdog_action', '--project',
+                    project['name'])
         plain = self.openstack('flavor', 'show', flavor['id'])
-        self.assertNotIn('hw:pmu', plain['properties'])
         self.assertNotIn(project['id'], plain['access_project_ids'] or [])
-        # the pool's own specs stay
-        self.assertIn(STEER, plain['properties'])
+        # the pool's own specs, and any other, stay as they were
+        self.assertIn(STEER, before)
+        self.assertEqual({key: value for key, value in before.items()
+                          if key not in ('hw:pmu', 'hw:watchdog_action')},
+                         plain['properties'])
+        _out, err = self.gpu_ok('unset', flavor['name'], '--property',
+                                'hw:pmu')
+        self.assertIn('nothing to do', err)
+        self.assertEqual(plain['properties'], self.flavor_specs(flavor['id']))
+        other = self.create_flavor({'hw:pmu': 'true'})
+        rc, _out, err = self.openstack_raw('gpu', 'flavor', 'unset',
+                                           other['name'], '--property',
+                                           'hw:pmu')
+        self.assertEqual(1, rc, err)
+        self.assertIn('is not a GPU flavor', err)
+        self.assertIn('Use "openstack flavor unset".', err)
+        self.assertEqual({'hw:pmu': 'true'}, self.flavor_specs(other['id']))
 
     @base.needs('baremetal')
     def test_rerun_is_nothing_to_do(self):

@@ -323,3 +323,99 @@ class TestAliasPolicy(base.FunctionalTestCase):
         # Nova agrees: it boots the flavor there
         server = self.boot(flavor)
         self.assertEqual(base.PT_HOST, server['OS-EXT-SRV-ATTR:host'])
+
+
+class TestLegacyAndSocketPolicies(test_candidates.CandidatesTestCase):
+    """hw:pci_numa_affinity_policy legacy and socket (issue 52 item 7):
+    ``gpu candidates`` judges one-cell flavors with PCI devices on the
+    passthrough host (2 NUMA cells, 2 GPUs on each, every GPU with its
+    NUMA node: tools/cloud/fakevirt.py), and Nova boots each there
+    (``--host``: Placement and every filter) exactly when it is listed.
+
+    legacy: Nova lets a device without a NUMA node through
+    (nova/pci/stats.py ``_filter_pools_for_numa_cells``); the test cloud's
+    GPUs all have one, so legacy is as strict as required there: 3 GPUs
+    fit no cell, 2 do.
+
+    socket: Nova asks Placement for COMPUTE_SOCKET_PCI_NUMA_AFFINITY on the
+    compute (nova/scheduler/utils.py), a trait only a driver that supports
+    the policy reports (libvirt). The test cloud's fake drivers do not, so
+    no host is a candidate and Nova boots nowhere: that is what this
+    cloud can show. The policy's own rule, the devices on the cells of
+    the guest's sockets (``_filter_pools_for_socket_affinity``), needs a
+    host that reports the trait and has more NUMA cells than sockets; the
+    test cloud's passthrough hosts have one cell per socket (socket =
+    cell in fakevirt), where socket and required are one rule.
+    """
+
+    TRAIT = 'COMPUTE_SOCKET_PCI_NUMA_AFFINITY'
+
+    def flavor(self, gpus, policy):
+        return self.create_flavor({
+            'hw:numa_nodes': '1', 'pci_passthrough:alias': 'h100:%d' % gpus,
+            'hw:pci_numa_affinity_policy': policy}, disk=0)['id']
+
+    def boot_at_once(self, flavors, host, timeout=240):
+        """{flavor: the server as Nova shows it}: one server of each of
+        FLAVORS on HOST, created together and waited for together (ACTIVE
+        or ERROR), deleted at cleanup."""
+        ids = {}
+        for flavor in flavors:
+            name = self.unique_name('server')
+            self.addCleanup(self._delete_server, name)
+            ids[flavor] = self.openstack(
+                '--os-compute-api-version', base.COMPUTE_API, 'server',
+                'create', '--flavor', flavor, '--image', base.IMAGE, '--nic',
+                'none', '--host', host, name)['id']
+        conn = base._connection(self.cloud)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and any(
+                base._server_status(conn, i) == 'BUILD'
+                for i in ids.values()):
+            time.sleep(base.POLL)
+        return {flavor: self.openstack(
+            '--os-compute-api-version', base.COMPUTE_API, 'server', 'show',
+            server_id) for flavor, server_id in ids.items()}
+
+    def test_legacy_and_socket_as_nova_boots(self):
+        self.need_host('passthrough')
+        host = base.PT_HOST
+        # the alias as a class, and what the API does not show: the host's
+        # page sizes and the cells of its GPUs (no Prometheus)
+        args = ('--alias-map', 'h100=10de:2331', '--prometheus',
+                'http://127.0.0.1:9', '--host-fact',
+                '%s:numa_pages=4k' % host, '--host-fact',
+                '%s:numa_gpus=2,2' % host)
+        legacy3, legacy2 = self.flavor(3, 'legacy'), self.flavor(2, 'legacy')
+        socket = self.flavor(1, 'socket')
+        listed = {flavor: {row['Host']: row['NUMA'] for row in
+                           self.candidates('--flavor', flavor, *args)}
+                  for flavor in (legacy3, legacy2, socket)}
+        # legacy, 2 GPUs: listed, judged (or, with other servers there,
+        # not judged for their use of the cells)
+        self.assertIn(listed[legacy2].get(host), (
+            'judged (cpu_info and host facts)',
+            'not judged: how its servers use each NUMA cell is not shown'),
+            listed[legacy2])
+        # legacy, 3 GPUs: out, for NUMATopologyFilter, naming the policy
+        self.assertNotIn(host, listed[legacy3])
+        rows = json.loads(self.explain('--flavor', legacy3, *args)[0])
+        self.assertEqual(['the NUMA cells holding the guest have 2 of the 3 '
+                          'PCI devices it asks (policy legacy) '
+                          '(NUMATopologyFilter, from cpu_info and host '
+                          'facts).'], self.ruled_out(rows).get(host))
+        # socket: no host at all, for the trait Placement has on none;
+        # the host's root provider lacks it (plain osc-placement)
+        self.assertEqual({}, listed[socket])
+        out, err = self.explain('--flavor', socket, *args)
+        self.assertIn(self.TRAIT, out + err)
+        self.assertNotIn(self.TRAIT, self.traits(self.root_provider(host)))
+        # Nova: ACTIVE on the host exactly where gpuclient lists it
+        booted = self.boot_at_once((legacy3, legacy2, socket), host)
+        self.assertEqual(
+            {legacy3: 'ERROR', legacy2: 'ACTIVE', socket: 'ERROR'},
+            {flavor: server['status'] for flavor, server in booted.items()},
+            booted)
+        self.assertEqual(host, booted[legacy2]['OS-EXT-SRV-ATTR:host'])
+        for flavor in (legacy3, socket):
+            self.assertIn('No valid host', str(booted[flavor]['fault']))

@@ -234,3 +234,74 @@ class VgpuProfilePlanTestCase(base.FunctionalTestCase):
         self.assertEqual('nvidia-35', conf['devices']['enabled_mdev_types'])
         self.assertEqual(holding[0],
                          conf['mdev_nvidia-35']['device_addresses'])
+
+
+class TestProfileList(base.FunctionalTestCase):
+    """``gpu profile list`` (issue 52 item 7): NVIDIA's partition
+    catalogue, which reads nothing from the cloud, so the proof is its
+    output as the real executable gives it: the same rows with a cloud and
+    with none configured at all, -f json with numbers and lists, --long
+    adding Source to the same rows, --model and --board keeping one model
+    (a board: its own vGPU types), an unknown model refused."""
+
+    def no_cloud(self, *args):
+        """``openstack ARGS`` as a process, with no cloud configured (no
+        OS_* variable, an empty clouds.yaml): (rc, stdout, stderr)."""
+        empty = tempfile.NamedTemporaryFile(
+            'w', prefix='gpuclient-ft-clouds-', suffix='.yaml')
+        self.addCleanup(empty.close)
+        empty.write('clouds: {}\n')
+        empty.flush()
+        env = {k: v for k, v in os.environ.items() if not k.startswith('OS_')}
+        env.update(OS_CLIENT_CONFIG_FILE=empty.name, PYTHONWARNINGS='ignore')
+        proc = subprocess.run([base.OPENSTACK, *args], capture_output=True,
+                              text=True, env=env, timeout=120)
+        return proc.returncode, proc.stdout, proc.stderr
+
+    def test_catalogue_and_its_filters(self):
+        rows = self.openstack('gpu', 'profile', 'list', '--long')
+        rc, out, err = self.no_cloud('gpu', 'profile', 'list', '--long',
+                                     '-f', 'json')
+        self.assertEqual(0, rc, err)
+        self.assertEqual(rows, json.loads(out))
+        self.assertTrue(all(row['Source'] for row in rows))
+        short = [{k: v for k, v in row.items() if k != 'Source'}
+                 for row in rows]
+        # a model (case-insensitive): its rows of the whole list, in order
+        a100 = self.openstack('gpu', 'profile', 'list', '--model',
+                              'a100-80gb')
+        self.assertEqual([row for row in short
+                          if row['Model'] == 'A100-80GB'], a100)
+        # NVIDIA's MIG table of the A100 80GB: compute and memory slices,
+        # GB, instances per GPU, start slots
+        found = {row['Profile']: (
+            row['Compute Slices'], row['Memory Slices'], row['Memory (GB)'],
+            row['Max Count'], row['Placements']) for row in a100}
+        self.assertEqual((1, 1, 10, 7, [0, 1, 2, 3, 4, 5, 6]),
+                         found['1g.10gb'])
+        self.assertEqual((3, 4, 40, 2, [0, 4]), found['3g.40gb'])
+        self.assertEqual((7, 8, 80, 1, [0]), found['7g.80gb'])
+        # a board: its model's MIG profiles, and the vGPU types named for
+        # that board alone (time-sliced: no slices, no start slots)
+        board = self.openstack('gpu', 'profile', 'list', '--board',
+                               'h100-pcie-80gb')
+        self.assertEqual({'H100-80GB'}, {row['Model'] for row in board})
+        vgpu = [row for row in board if row['Board']]
+        self.assertTrue(vgpu)
+        self.assertEqual({('H100-PCIE-80GB', None, None, ())}, {
+            (row['Board'], row['Compute Slices'], row['Memory Slices'],
+             tuple(row['Placements'])) for row in vgpu})
+        self.assertTrue(all(row['Profile'].startswith('H100-')
+                            for row in vgpu))
+        mig = [row for row in short if row['Model'] == 'H100-80GB'
+               and not row['Board']]
+        self.assertEqual(mig, [row for row in board if not row['Board']])
+        # rows of the whole list, none made up by the filter; the SXM
+        # module's types (H100XM-*) are not the PCIe card's
+        self.assertEqual([], [row for row in vgpu if row not in short])
+        self.assertTrue(any(row['Profile'].startswith('H100XM-')
+                            for row in short))
+        rc, out, err = self.openstack_raw('gpu', 'profile', 'list',
+                                          '--model', 'no-such-gpu')
+        self.assertEqual((1, ''), (rc, out))
+        self.assertIn("Unknown GPU model 'no-such-gpu': give one of", err)

@@ -376,6 +376,21 @@ class TestJudge(unittest.TestCase):
         self.assertIn('no NUMA topology', ntf.text(
             'h', self.judge('no-topology', 'numa1')[1], 'p'))
 
+    def test_device_text_names_the_policy_asked(self):
+        """Issue 52: 3 GPUs on one cell of 2: the reason names the
+        policy the flavor asks (legacy fails as required does, on devices
+        that all carry their NUMA node), not always "required"."""
+        hypervisor, facts = api_view('two-cells')
+        for policy in ('required', 'legacy'):
+            guest = hardware.numa_constraints(flavor(
+                gpus=3, numa_nodes=1, pci_numa_affinity_policy=policy))
+            status, detail = ntf.judge_numa(hypervisor, guest, facts, 3)
+            self.assertEqual(hm.FAIL, status, policy)
+            self.assertEqual(
+                'h: the NUMA cells holding the guest have 2 of the 3 PCI '
+                'devices it asks (policy %s) (NUMATopologyFilter, from host '
+                'facts).' % policy, ntf.text('h', detail, 'p'))
+
     def test_numa_and_post_filters(self):
         hypervisors = [dict(api_view(name, False)[0],
                             hypervisor_hostname=name,

@@ -148,7 +148,7 @@ def _devices(cells, devices, policy, topology):
         return UNKNOWN, {'why': 'devices'}
     if sum(counts) < devices:
         return FAIL, {'why': 'devices', 'need': devices,
-                      'have': sum(counts),
+                      'have': sum(counts), 'policy': policy,
                       'cells': [cell['id'] for cell in cells]}
     # which of them the servers there use is not shown
     return (UNKNOWN, {'why': 'usage'}) if topology['usage'] else (PASS,
@@ -274,7 +274,7 @@ def text(host, reason, project_id):
                  'memory') % reason['pagesize']
     else:
         what = _('the NUMA cells holding the guest have %(have)d of the '
-                 '%(need)d PCI devices it asks (policy required)') % reason
+                 '%(need)d PCI devices it asks (policy %(policy)s)') % reason
     return _('%(host)s: %(what)s (NUMATopologyFilter, from '
              '%(source)s).') % {'host': host, 'what': what,
                                 'source': reason.get('source')}
