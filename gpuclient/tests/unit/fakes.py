@@ -1397,12 +1397,13 @@ class FakeCompute:
 
     def servers_detail(self, version, params):
         """``GET /servers/detail``: every server with all_tenants (else
-        none: the fake's servers belong to other projects), one page; the
-        embedded flavor needs 2.47 (the fake renders no older shape)."""
+        none: the fake's servers belong to other projects), paged as Nova
+        pages it (``limit`` capped by max_limit, ``marker`` a server id, a
+        ``servers_links`` next link on a full page, a 400 for a marker
+        that is no server); the embedded flavor needs 2.47 (the fake
+        renders no older shape)."""
         if version < (2, 47):
             raise AssertionError('FakeCompute: servers below 2.47')
-        if len(self.cloud.servers) > self.max_limit:
-            raise AssertionError('FakeCompute: servers are not paged')
         if str(params.get('all_tenants')) != '1':
             return {'servers': []}
         servers = self.cloud.servers
@@ -1415,7 +1416,8 @@ class FakeCompute:
             servers = [s for s in servers
                        if s.get('OS-EXT-SRV-ATTR:host') == host]
         self.server_lists.append(dict(params))
-        return {'servers': [dict(s) for s in servers]}
+        return self._paged([dict(s) for s in servers], params, 'servers',
+                           'servers/detail')
 
     def server_show(self, server_id, version):
         """``GET /servers/{id}``: 404 for a server Nova does not have; the
