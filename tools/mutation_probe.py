@@ -335,6 +335,13 @@ MUTATIONS = [
      "'xid_since_before': 'clamp_max(%s or %s, time() - %d)' % (",
      "'xid_since_before': 'clamp_max(%s or %s, time() - %d + 60)' % (",
      'test_health_window.TestHealthWindow'),
+    ('device release gives up at the first lost race',
+     'gpuclient/cloud/placement.py',
+     '                                 version, what, body, attempt, '
+     'retries):\n                return True',
+     '                                 version, what, body, retries - 1, '
+     'retries):\n                return True',
+     'test_retry_conflicts.TestReleaseReservedRaces'),
 ]
 
 

@@ -592,6 +592,7 @@ class PlacementFixture(fixtures.Fixture):
         placement_mod.Placement._max_versions.clear()
         self.addCleanup(placement_mod.Placement._max_versions.clear)
         self.traits = set(STANDARD_TRAITS)
+        # uuid -> n: the next n guarded PUTs lose a race (_race)
         self.conflicts = {}
         self.deadlocks = {}  # uuid -> n: the next n trait PUTs deadlock
         self.failures = {}
@@ -836,6 +837,7 @@ class PlacementFixture(fixtures.Fixture):
                 context, 400, 'JSON does not validate: Additional '
                 'properties are not allowed (%s were unexpected)'
                 % ', '.join(repr(k) for k in extra))
+        self._race(p)
         if body['resource_provider_generation'] != p.generation:
             return placement_error(
                 context, 409, "resource provider generation conflict",
@@ -879,6 +881,7 @@ class PlacementFixture(fixtures.Fixture):
                 return placement_error(
                     context, 400, "JSON does not validate: 'aggregates' "
                     'is a required property')
+            self._race(p)
             if body.get('resource_provider_generation') != p.generation:
                 return placement_error(
                     context, 409, "Resource provider's generation already "
@@ -901,9 +904,7 @@ class PlacementFixture(fixtures.Fixture):
                 context, 500, "(pymysql.err.OperationalError) (1213, "
                 "'Deadlock found when trying to get lock; try restarting "
                 "transaction')")
-        if self.conflicts.get(p.uuid):
-            self.conflicts[p.uuid] -= 1
-            self.concurrent_write(p)
+        self._race(p)
         body = request.json()
         if body.get('resource_provider_generation') != p.generation:
             return placement_error(
@@ -919,6 +920,14 @@ class PlacementFixture(fixtures.Fixture):
         p.generation += 1
         return {'traits': list(p.traits),
                 'resource_provider_generation': p.generation}
+
+    def _race(self, provider):
+        """``conflicts[uuid] = n``: the next n generation-guarded PUTs to
+        the provider (traits, aggregates, an inventory record) lose a race
+        to another writer, who writes just before them."""
+        if self.conflicts.get(provider.uuid):
+            self.conflicts[provider.uuid] -= 1
+            self.concurrent_write(provider)
 
     def concurrent_write(self, provider, trait=CONCURRENT_TRAIT):
         """Another writer changes the provider's traits (and generation)."""
