@@ -269,12 +269,36 @@ class FakeCloud:
                 out[rc] = out.get(rc, 0) + n
         return out
 
-    def move_server(self, server, host, kind):
-        """Nova's move of SERVER to HOST, as the fake plays it at once:
-        a migration record, the allocations (a cold move's source ones
-        held by the migration until confirmed), the server's host and
-        status, or the outcome ``move_outcome`` names."""
+    def schedule(self, server, requested=None):
+        """The scheduler's answer for a move of SERVER: the REQUESTED host
+        (still filtered, as Nova does without force) or, with none, the
+        first host that passes, in hypervisor order: not the source, its
+        compute service enabled (ComputeFilter), room in Placement for all
+        the server holds (its allocation candidates). None: NoValidHost.
+        """
         source = server['OS-EXT-SRV-ATTR:host']
+        hosts = [requested] if requested else [
+            hv['service']['host'] for hv in self.hypervisors]
+        for host in hosts:
+            if host == source or host in self.disabled:
+                continue
+            try:
+                self.place(host, self._server_resources(server['id']))
+            except KeyError:
+                continue  # no candidate: not enough free there
+            return host
+        return None
+
+    def move_server(self, server, host, kind):
+        """Nova's move of SERVER to HOST (None: where the scheduler
+        chooses), as the fake plays it at once: the scheduler's answer
+        (``schedule``), a migration record, the allocations (a cold
+        move's source ones held by the migration until confirmed), the
+        server's host and status, or the outcome ``move_outcome`` names;
+        no valid host: the migration in error, the server where it was."""
+        source = server['OS-EXT-SRV-ATTR:host']
+        chosen = self.schedule(server, host)
+        host = chosen or host
         migration = {
             'id': len(self.migrations) + 1, 'uuid': uid(
                 'migration-%d' % (len(self.migrations) + 1)),
@@ -290,9 +314,9 @@ class FakeCloud:
                 'migrating' if kind == 'live-migration'
                 else 'resize_migrating')
             return
-        if outcome == 'fail' or host in self.disabled:
+        if outcome == 'fail' or chosen is None:
             # the scheduler finds no valid host (a disabled compute is
-            # filtered out), or the move fails: rolled back
+            # filtered out, no room), or the move fails: rolled back
             migration['status'] = 'error'
             return
         self._complete(server, migration)
@@ -1494,8 +1518,9 @@ class FakeCompute:
         if action == 'os-migrateLive':
             self.cloud.move_server(server, host, 'live-migration')
         elif action == 'migrate':
-            if host is None or host == server['OS-EXT-SRV-ATTR:host']:
+            if host == server['OS-EXT-SRV-ATTR:host']:
                 return nova_error(400, 'No valid host was found.')
+            # without a host the scheduler chooses (FakeCloud.schedule)
             self.cloud.move_server(server, host, 'migration')
         elif action == 'confirmResize':
             self.cloud.confirm_server(server)
