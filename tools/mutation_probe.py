@@ -314,6 +314,41 @@ MUTATIONS = [
      "'have': sum(counts), 'policy': 'required',",
      'test_numa_topology_filter.TestJudge.test_device_text_names_the_'
      'policy_asked'),
+    # issue 52 (unitgap): unit tests for what only a functional test ran
+    ('read-back ignores the reserved units', 'gpuclient/ops/journal.py',
+     "return record is not None and not record.get('reserved')",
+     'return record is not None',
+     'test_journal_read_back.TestEveryOperation'),
+    ('SIGHUP after SIGINT abandons the step', 'gpuclient/ops/journal.py',
+     'if again and signum in ABANDONING:', 'if again:',
+     'test_journal_read_back.TestSignalsForEveryOperation'),
+    ('resource class loses its trailing _',
+     'gpuclient/rules/placement_names.py',
+     "        result = CUSTOM_PREFIX + _custom_suffix(text)\n",
+     "        result = CUSTOM_PREFIX + _custom_suffix(text).rstrip('_')\n",
+     'test_placement_names.TestResourceClass'),
+    ('page size words in any case', 'gpuclient/rules/scheduler/hardware.py',
+     '    value = str(text)\n    if value in (PAGES_SMALL,',
+     '    value = str(text).lower()\n    if value in (PAGES_SMALL,',
+     'test_numa_values_nova.TestRequestedValues'),
+    ('PCI NUMA policy not checked', 'gpuclient/rules/scheduler/hardware.py',
+     '    if policy and policy not in PCI_POLICIES:',
+     '    if False:', 'test_numa_values_nova.TestRequestedValues'),
+    ('series host keeps its final dot', 'gpuclient/rules/host_names.py',
+     "return str(name).strip().lower().rstrip('.')",
+     'return str(name).strip().lower()', 'test_series_host_joins'),
+    ('health window not clamped to its start',
+     'gpuclient/rules/device_health.py',
+     "'xid_since_before': 'clamp_max(%s or %s, time() - %d)' % (",
+     "'xid_since_before': 'clamp_max(%s or %s, time() - %d + 60)' % (",
+     'test_health_window.TestHealthWindow'),
+    ('device release gives up at the first lost race',
+     'gpuclient/cloud/placement.py',
+     '                                 version, what, body, attempt, '
+     'retries):\n                return True',
+     '                                 version, what, body, retries - 1, '
+     'retries):\n                return True',
+     'test_retry_conflicts.TestReleaseReservedRaces'),
 ]
 
 

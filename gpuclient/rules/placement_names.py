@@ -97,7 +97,9 @@ def normalize_resource_class(name):
         result = CUSTOM_PREFIX + _custom_suffix(text[len(CUSTOM_PREFIX):])
     else:
         result = CUSTOM_PREFIX + _custom_suffix(text)
-    result = result.rstrip('_') if result.endswith('_') else result
+    # a trailing '_' stays, as in Nova's normalize_rc_name (an Ironic
+    # node's class) and os_resource_classes.normalize_name (a PCI
+    # device_spec or alias): 'gpu-h100-' is CUSTOM_GPU_H100_ there
     if not _CUSTOM_RE.match(result) or len(result) > _MAX_NAME:
         raise exceptions.CommandError(
             _('Invalid resource class %r: it does not normalise to a valid '

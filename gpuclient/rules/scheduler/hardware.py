@@ -19,6 +19,9 @@ the CPU set syntax. The request (resource_request) and the prefilters
 (request_filter) read them here.
 """
 
+import math
+import re
+
 from gpuclient.i18n import _
 from gpuclient.rules import address_space
 from gpuclient.rules.scheduler import exception
@@ -198,6 +201,43 @@ def page_size(text):
     return int(digits) * _PAGE_UNITS[unit]
 
 
+# oslo.utils string_to_bytes (IEC), as Nova reads a requested page size
+_SIZE_RE = re.compile(r'(^[-+]?\d*\.?\d+)([KMGTPEZYRQ]i?)?(b|bit|B)$')
+_SIZE_EXPONENTS = {prefix: exponent
+                   for exponent, letter in enumerate('KMGTPEZYRQ', 1)
+                   for prefix in (letter, letter + 'i')}
+# Nova's MEMPAGES_SMALL, _LARGE and _ANY
+_PAGE_WORDS = {-1: PAGES_SMALL, -2: PAGES_LARGE, -3: PAGES_ANY}
+
+
+def requested_page_size(text):
+    """A requested hw:mem_page_size (or the image's hw_mem_page_size)
+    as Nova reads it (_get_numa_pagesize_constraint's
+    check_and_return_pages_size): 'small', 'large' or 'any' exactly, a
+    number of KiB in digits, or a size that ends in b, bit or B (2MB,
+    2MiB, 1GB, 2048KB; b and bit count bits: 2Mb is 256 KiB), in KiB (a
+    fraction when it is one, which no host's pages are); None for
+    anything else (2M, 1G, LARGE: Nova refuses them at boot).
+    """
+    value = str(text)
+    if value in (PAGES_SMALL, PAGES_LARGE, PAGES_ANY):
+        return value
+    if value.isdigit():
+        return int(value)
+    match = _SIZE_RE.match(value)
+    if not match:
+        return None
+    magnitude = float(match.group(1))
+    if match.group(3) in ('b', 'bit'):
+        magnitude /= 8
+    if match.group(2):
+        magnitude *= 1024 ** _SIZE_EXPONENTS[match.group(2)]
+    size = math.ceil(magnitude) / 1024
+    size = int(size) if size == int(size) else size
+    # Nova compares the number with its MEMPAGES_SMALL, _LARGE, _ANY
+    return _PAGE_WORDS.get(size, size)
+
+
 def _page_constraint(specs, image):
     """_get_numa_pagesize_constraint: the flavor allows, the image may
     choose within any or large."""
@@ -210,9 +250,9 @@ def _page_constraint(specs, image):
             value=image_value)
     if not flavor_value:
         return None
-    chosen = page_size(flavor_value)
+    chosen = requested_page_size(flavor_value)
     if image_value and chosen in (PAGES_ANY, PAGES_LARGE):
-        chosen = page_size(image_value)
+        chosen = requested_page_size(image_value)
     elif image_value:
         raise exception.error(
             _('The image asks hw_mem_page_size=%(value)s while the flavor '
@@ -251,6 +291,32 @@ def _manual_cells(specs, nodes):
             for c, m in zip(cpus, mems, strict=True)]
 
 
+def pci_numa_policy(specs, image):
+    """hw:pci_numa_affinity_policy or the image's, as Nova reads them
+    at boot (get_pci_numa_policy_constraint; None: neither sets one).
+    Refused as Nova refuses the boot: the two differ, or one is not a
+    policy Nova knows (the image's property is an enum field, so an
+    empty one is refused too)."""
+    flavor_value, image_value = pair(specs, image, 'pci_numa_affinity_policy')
+    if image_value is not None and image_value not in PCI_POLICIES:
+        raise exception.error(
+            _('The image has hw_pci_numa_affinity_policy=%(value)s: Nova '
+              'cannot read it (one of %(policies)s), and refuses the '
+              'boot.'), value=image_value, policies=', '.join(PCI_POLICIES))
+    if flavor_value and image_value and flavor_value != image_value:
+        raise exception.error(
+            _('The flavor has hw:pci_numa_affinity_policy=%(fv)s and the '
+              'image hw_pci_numa_affinity_policy=%(iv)s: Nova refuses '
+              'the boot when they differ.'), fv=flavor_value, iv=image_value)
+    policy = flavor_value or image_value
+    if policy and policy not in PCI_POLICIES:
+        raise exception.error(
+            _('Invalid PCI NUMA affinity policy %(value)s: Nova knows '
+              '%(policies)s.'), value=policy,
+            policies=', '.join(PCI_POLICIES))
+    return policy or None
+
+
 def numa_constraints(flavor, image=None):
     """The guest NUMA topology Nova asks of a host (numa_get_constraints),
     or None when the flavor and image ask none.
@@ -261,6 +327,8 @@ def numa_constraints(flavor, image=None):
     or mixed CPU policy; hw:pci_numa_affinity_policy alone asks none.
     """
     specs = (flavor or {}).get('extra_specs') or {}
+    # Nova refuses a bad policy at boot, whatever the topology
+    pci_policy = pci_numa_policy(specs, image)
     policy = cpu_policy(specs, image)
     nodes = _whole(specs, image, 'numa_nodes')
     pagesize = _page_constraint(specs, image)
@@ -278,6 +346,10 @@ def numa_constraints(flavor, image=None):
                 nodes=nodes, vcpus=vcpus, ram=ram)
         cells = [{'cpus': vcpus // nodes, 'memory_mb': ram // nodes}
                  for _n in range(nodes)]
-    pci_policy = unique(specs, image, 'pci_numa_affinity_policy')
+    if pagesize not in (None, PAGES_SMALL, PAGES_LARGE, PAGES_ANY):
+        # a number asks a topology even below 1 KiB (Nova tests the
+        # float), but the guest cell's page size is an integer field:
+        # 4Kb (0.5 KiB) is 0 there, no page size asked
+        pagesize = int(pagesize)
     return {'cells': cells, 'pagesize': pagesize, 'cpu_policy': policy,
             'pci_policy': pci_policy}

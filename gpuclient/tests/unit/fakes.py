@@ -269,12 +269,36 @@ class FakeCloud:
                 out[rc] = out.get(rc, 0) + n
         return out
 
-    def move_server(self, server, host, kind):
-        """Nova's move of SERVER to HOST, as the fake plays it at once:
-        a migration record, the allocations (a cold move's source ones
-        held by the migration until confirmed), the server's host and
-        status, or the outcome ``move_outcome`` names."""
+    def schedule(self, server, requested=None):
+        """The scheduler's answer for a move of SERVER: the REQUESTED host
+        (still filtered, as Nova does without force) or, with none, the
+        first host that passes, in hypervisor order: not the source, its
+        compute service enabled (ComputeFilter), room in Placement for all
+        the server holds (its allocation candidates). None: NoValidHost.
+        """
         source = server['OS-EXT-SRV-ATTR:host']
+        hosts = [requested] if requested else [
+            hv['service']['host'] for hv in self.hypervisors]
+        for host in hosts:
+            if host == source or host in self.disabled:
+                continue
+            try:
+                self.place(host, self._server_resources(server['id']))
+            except KeyError:
+                continue  # no candidate: not enough free there
+            return host
+        return None
+
+    def move_server(self, server, host, kind):
+        """Nova's move of SERVER to HOST (None: where the scheduler
+        chooses), as the fake plays it at once: the scheduler's answer
+        (``schedule``), a migration record, the allocations (a cold
+        move's source ones held by the migration until confirmed), the
+        server's host and status, or the outcome ``move_outcome`` names;
+        no valid host: the migration in error, the server where it was."""
+        source = server['OS-EXT-SRV-ATTR:host']
+        chosen = self.schedule(server, host)
+        host = chosen or host
         migration = {
             'id': len(self.migrations) + 1, 'uuid': uid(
                 'migration-%d' % (len(self.migrations) + 1)),
@@ -290,9 +314,9 @@ class FakeCloud:
                 'migrating' if kind == 'live-migration'
                 else 'resize_migrating')
             return
-        if outcome == 'fail' or host in self.disabled:
+        if outcome == 'fail' or chosen is None:
             # the scheduler finds no valid host (a disabled compute is
-            # filtered out), or the move fails: rolled back
+            # filtered out, no room), or the move fails: rolled back
             migration['status'] = 'error'
             return
         self._complete(server, migration)
@@ -592,6 +616,7 @@ class PlacementFixture(fixtures.Fixture):
         placement_mod.Placement._max_versions.clear()
         self.addCleanup(placement_mod.Placement._max_versions.clear)
         self.traits = set(STANDARD_TRAITS)
+        # uuid -> n: the next n guarded PUTs lose a race (_race)
         self.conflicts = {}
         self.deadlocks = {}  # uuid -> n: the next n trait PUTs deadlock
         self.failures = {}
@@ -836,6 +861,7 @@ class PlacementFixture(fixtures.Fixture):
                 context, 400, 'JSON does not validate: Additional '
                 'properties are not allowed (%s were unexpected)'
                 % ', '.join(repr(k) for k in extra))
+        self._race(p)
         if body['resource_provider_generation'] != p.generation:
             return placement_error(
                 context, 409, "resource provider generation conflict",
@@ -879,6 +905,7 @@ class PlacementFixture(fixtures.Fixture):
                 return placement_error(
                     context, 400, "JSON does not validate: 'aggregates' "
                     'is a required property')
+            self._race(p)
             if body.get('resource_provider_generation') != p.generation:
                 return placement_error(
                     context, 409, "Resource provider's generation already "
@@ -901,9 +928,7 @@ class PlacementFixture(fixtures.Fixture):
                 context, 500, "(pymysql.err.OperationalError) (1213, "
                 "'Deadlock found when trying to get lock; try restarting "
                 "transaction')")
-        if self.conflicts.get(p.uuid):
-            self.conflicts[p.uuid] -= 1
-            self.concurrent_write(p)
+        self._race(p)
         body = request.json()
         if body.get('resource_provider_generation') != p.generation:
             return placement_error(
@@ -919,6 +944,14 @@ class PlacementFixture(fixtures.Fixture):
         p.generation += 1
         return {'traits': list(p.traits),
                 'resource_provider_generation': p.generation}
+
+    def _race(self, provider):
+        """``conflicts[uuid] = n``: the next n generation-guarded PUTs to
+        the provider (traits, aggregates, an inventory record) lose a race
+        to another writer, who writes just before them."""
+        if self.conflicts.get(provider.uuid):
+            self.conflicts[provider.uuid] -= 1
+            self.concurrent_write(provider)
 
     def concurrent_write(self, provider, trait=CONCURRENT_TRAIT):
         """Another writer changes the provider's traits (and generation)."""
@@ -1397,12 +1430,13 @@ class FakeCompute:
 
     def servers_detail(self, version, params):
         """``GET /servers/detail``: every server with all_tenants (else
-        none: the fake's servers belong to other projects), one page; the
-        embedded flavor needs 2.47 (the fake renders no older shape)."""
+        none: the fake's servers belong to other projects), paged as Nova
+        pages it (``limit`` capped by max_limit, ``marker`` a server id, a
+        ``servers_links`` next link on a full page, a 400 for a marker
+        that is no server); the embedded flavor needs 2.47 (the fake
+        renders no older shape)."""
         if version < (2, 47):
             raise AssertionError('FakeCompute: servers below 2.47')
-        if len(self.cloud.servers) > self.max_limit:
-            raise AssertionError('FakeCompute: servers are not paged')
         if str(params.get('all_tenants')) != '1':
             return {'servers': []}
         servers = self.cloud.servers
@@ -1415,7 +1449,8 @@ class FakeCompute:
             servers = [s for s in servers
                        if s.get('OS-EXT-SRV-ATTR:host') == host]
         self.server_lists.append(dict(params))
-        return {'servers': [dict(s) for s in servers]}
+        return self._paged([dict(s) for s in servers], params, 'servers',
+                           'servers/detail')
 
     def server_show(self, server_id, version):
         """``GET /servers/{id}``: 404 for a server Nova does not have; the
@@ -1483,8 +1518,9 @@ class FakeCompute:
         if action == 'os-migrateLive':
             self.cloud.move_server(server, host, 'live-migration')
         elif action == 'migrate':
-            if host is None or host == server['OS-EXT-SRV-ATTR:host']:
+            if host == server['OS-EXT-SRV-ATTR:host']:
                 return nova_error(400, 'No valid host was found.')
+            # without a host the scheduler chooses (FakeCloud.schedule)
             self.cloud.move_server(server, host, 'migration')
         elif action == 'confirmResize':
             self.cloud.confirm_server(server)

@@ -28,6 +28,10 @@ class TestResourceClass(base.TestCase):
             ('baremetal.gpu-h100', 'CUSTOM_BAREMETAL_GPU_H100'),
             ('CUSTOM_baremetal.gpu', 'CUSTOM_BAREMETAL_GPU'),
             ('mig 3g.40gb', 'CUSTOM_MIG_3G_40GB'),
+            # a trailing separator stays an '_', as Nova's normalize_rc_name
+            # and os_resource_classes.normalize_name keep it
+            ('baremetal.gpu-h100.', 'CUSTOM_BAREMETAL_GPU_H100_'),
+            ('gpu_', 'CUSTOM_GPU_'),
         ]
         for given, expected in cases:
             self.assertEqual(

@@ -14,6 +14,7 @@
 cloud of test_usage and a fake Prometheus (its HTTP API, evaluating the
 few PromQL shapes gpuclient sends and refusing any other)."""
 
+import bisect
 import io
 import json
 import re
@@ -43,11 +44,77 @@ BUCKETS = re.compile(
 FUNCTIONS = {'avg': lambda v: sum(v) / len(v), 'max': max,
              'last': lambda v: v[-1]}
 # when an XID gauge took its value (device_health.since_queries): a
-# subquery of the gauge at T (@ end()); the samples here have no times, so
-# no change is found in them (every XID held since before the lookback)
+# subquery of the gauge at T (@ end()); untimed samples hold no change
+# (every XID held since before the lookback), timed ones are evaluated
 SINCE = re.compile(r'^(?:clamp_max\()?max_over_time\(\(\(\(\(([A-Z_]+'
                    r'(?:\{[^}]*\})?) @ end\(\)\) > 0\) unless '
                    r'\(\1 == \(\1 @ end\(\)\)\)\)')
+# one subquery of since_queries: (selector, step, span, step)
+CHANGED = re.compile(
+    r'max_over_time\(\(\(\(\(%s @ end\(\)\) > 0\) unless '
+    r'\([^()]*\([^()]*\(\)\)\)\) \* 0 \+ time\(\) \+ (\d+)\)'
+    r'\[(\d+)s:(\d+)s\]\)' % _SELECTOR)
+CLAMP = re.compile(r'^clamp_max\((.*), time\(\) - (\d+)\)$')
+# Prometheus' lookback delta (an instant selector reads the last sample
+# at most this old)
+LOOKBACK = 300
+
+
+def timed(samples):
+    """Are SAMPLES [(epoch seconds, value)] (scrapes at known times), not
+    plain values (untimed: in every window)?"""
+    return bool(samples) and isinstance(samples[0], tuple)
+
+
+def scraped(changes, start, end, every=15):
+    """The samples a scrape every EVERY seconds from START to END takes of
+    a gauge that changes at CHANGES [(epoch seconds, value)] (before the
+    first change it does not exist)."""
+    points, changes = [], sorted(changes)
+    first = -(-start // every) * every
+    for t in range(first, end + 1, every):
+        held = [v for c, v in changes if c <= t]
+        if held:
+            points.append((t, held[-1]))
+    return points
+
+
+def _at(samples, t):
+    """An instant selector at T over timed SAMPLES (in time order): the
+    last sample in [T - lookback, T], None when there is none (Prometheus
+    2.x)."""
+    last = bisect.bisect_right(samples, t, key=lambda p: p[0])
+    if last and samples[last - 1][0] >= t - LOOKBACK:
+        return samples[last - 1][1]
+    return None
+
+
+def _in_range(samples, t, span):
+    """A range selector [SPAN s] at T: the samples in [T - SPAN, T]
+    (Prometheus 2.x closes both ends; the test cloud runs 2.42)."""
+    first = bisect.bisect_left(samples, t - span, key=lambda p: p[0])
+    last = bisect.bisect_right(samples, t, key=lambda p: p[0])
+    return [v for _t, v in samples[first:last]]
+
+
+def _steps(end, span, step):
+    """A subquery's evaluation times: the multiples of STEP in
+    [END - SPAN, END], as Prometheus 2.x aligns them."""
+    first = -(-(end - span) // step) * step
+    return range(int(first), int(end) + 1, step)
+
+
+def _changed(samples, end, span, step):
+    """One since_queries subquery over timed SAMPLES at END: the latest
+    step at which the gauge is absent or holds another value than at END,
+    plus STEP; None when the gauge is 0 or absent at END or held its value
+    at every step."""
+    value = _at(samples, end)
+    if value is None or value <= 0:
+        return None
+    found = [t + step for t in _steps(end, span, step)
+             if _at(samples, t) != value]
+    return max(found) if found else None
 
 
 def selected(labels, matchers):
@@ -79,19 +146,29 @@ class FakePrometheus:
         for metric, data in self.bad.items():
             if metric in form['query']:
                 return {'status': 'success', 'data': data}
+        end = float(form.get('time', 0))
         match = INSTANT.match(form['query'])
         now = NOW.match(form['query'])
         if match or now:
             func, metric, matchers = match.groups()[:3] if match else (
                 ('last',) + now.groups())
-            return self._ok('vector', [
-                {'metric': dict(labels, __name__=metric),
-                 'value': [float(form.get('time', 0)),
-                           str(FUNCTIONS[func](samples[metric]))]}
-                for labels, samples in self.series if samples.get(metric)
-                and selected(labels, matchers)])
+            span = int(match.group(4)) if match else None
+            result = []
+            for labels, samples in self.series:
+                values = samples.get(metric)
+                if not values or not selected(labels, matchers):
+                    continue
+                if timed(values):
+                    values = (_in_range(values, end, span) if match
+                              else [v for v in [_at(values, end)]
+                                    if v is not None])
+                    if not values:
+                        continue
+                result.append({'metric': dict(labels, __name__=metric),
+                               'value': [end, str(FUNCTIONS[func](values))]})
+            return self._ok('vector', result)
         if SINCE.match(form['query']):
-            return self._ok('vector', [])
+            return self._ok('vector', self._since(form['query'], end))
         match = BUCKETS.match(form['query'])
         if match:
             metric, matchers, step, period, _step = match.groups()
@@ -108,6 +185,28 @@ class FakePrometheus:
         context.status_code = 400
         return {'status': 'error', 'errorType': 'bad_data',
                 'error': 'unexpected query %s' % form['query']}
+
+    def _since(self, query, end):
+        """since_queries' answer over the timed samples: a subquery, or
+        clamp_max(a or b, time() - window)."""
+        clamp = CLAMP.match(query)
+        terms = CHANGED.findall(clamp.group(1) if clamp else query)
+        result = []
+        for labels, samples in self.series:
+            for metric, matchers, _plus, span, step in terms:
+                values = samples.get(metric)
+                if not (timed(values) and selected(labels, matchers)):
+                    continue
+                # "a or b": the first term that answers
+                found = _changed(values, end, int(span), int(step))
+                if found is None:
+                    continue
+                if clamp:
+                    found = min(found, end - int(clamp.group(2)))
+                result.append({'metric': dict(labels), 'value': [
+                    end, str(float(found))]})
+                break
+        return result
 
     @staticmethod
     def _ok(kind, result):
