@@ -307,6 +307,13 @@ MUTATIONS = [
      '                if pool_ops.interrupted(exc):\n',
      '                if False:\n',
      'v1.test_pool.TestCommands.test_delete_stops_at_an_interruption'),
+    # issue 52 (handshake)
+    ('sigint2: second SIGINT without the handler\'s handshake',
+     'gpuclient/tests/functional/faults.py',
+     '            return runs.changed.wait_for(lambda: runs.seen > seen, '
+     'timeout)\n',
+     '            return True\n',
+     'test_fault_handshake'),
 ]
 
 
