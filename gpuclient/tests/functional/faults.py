@@ -343,6 +343,53 @@ class SignalHandshake(fixtures.Fixture):
             return runs.changed.wait_for(lambda: runs.seen > seen, timeout)
 
 
+class LineWatch:
+    """Reads a process's text stream (its stderr) line by line in a
+    thread, so that a test can wait for a line it prints: the handshake
+    of a real ``openstack`` process whose journal handler logs
+    ``Received SIGINT: ...`` on stderr when it has run (test_hung).
+
+    ``wait_for(text, timeout)``: whether a line containing TEXT came
+    (waits at most TIMEOUT seconds); ``text()``: everything read, once the
+    stream is at its end (``close`` waits for that, bounded).
+    """
+
+    def __init__(self, stream):
+        self._stream = stream
+        self._lines = []
+        self._changed = threading.Condition()
+        self._done = False
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self):
+        try:
+            for line in iter(self._stream.readline, ''):
+                with self._changed:
+                    self._lines.append(line)
+                    self._changed.notify_all()
+        finally:
+            with self._changed:
+                self._done = True
+                self._changed.notify_all()
+
+    def wait_for(self, text, timeout):
+        def found():
+            return any(text in line for line in self._lines)
+
+        with self._changed:
+            return self._changed.wait_for(
+                lambda: found() or self._done, timeout) and found()
+
+    def close(self, timeout=30):
+        """Wait (at most TIMEOUT seconds) for the end of the stream."""
+        self._thread.join(timeout)
+
+    def text(self):
+        with self._changed:
+            return ''.join(self._lines)
+
+
 class _FaultAdapter(req_adapters.HTTPAdapter):
     """Transport adapter that asks its injector what to do per request.
 

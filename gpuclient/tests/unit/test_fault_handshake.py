@@ -16,6 +16,7 @@ journal's real handler has run for the first, seen by the warning it logs
 (faults.SignalHandshake), never after a fixed gap."""
 
 import logging
+import os
 import signal
 import threading
 from unittest import mock
@@ -107,3 +108,43 @@ class TestSignalHandshake(testtools.TestCase):
             adapter._ctrl_c_twice(server)
         self.assertEqual(2, kill.call_count)
         self.assertEqual([False], injector.handshakes)
+
+
+class TestLineWatch(testtools.TestCase):
+    """The handshake with a real process (test_hung): the line its
+    journal handler prints on stderr, waited for, bounded."""
+
+    def pipe(self):
+        read_fd, write_fd = os.pipe()
+        reader = os.fdopen(read_fd, 'r')
+        writer = os.fdopen(write_fd, 'w', buffering=1)
+        self.addCleanup(reader.close)
+        self.addCleanup(lambda: writer.closed or writer.close())
+        return reader, writer
+
+    def test_waits_for_the_line(self):
+        reader, writer = self.pipe()
+        watch = faults.LineWatch(reader)
+        writer.write('Creating pool p\n')
+        self.assertFalse(watch.wait_for('Received SIGINT:', 0))
+        threading.Thread(target=writer.write, args=(
+            'Received SIGINT: finishing the current step\n',)).start()
+        self.assertTrue(watch.wait_for('Received SIGINT:', BOUND))
+        writer.close()
+        watch.close(BOUND)
+        self.assertEqual('Creating pool p\nReceived SIGINT: finishing the '
+                         'current step\n', watch.text())
+
+    def test_a_stream_at_its_end_answers_at_once(self):
+        """The process exited without the line: False, without waiting
+        out the bound."""
+        reader, writer = self.pipe()
+        watch = faults.LineWatch(reader)
+        writer.write('Traceback\n')
+        writer.close()
+        waiter = threading.Thread(target=lambda: result.append(
+            watch.wait_for('Received SIGINT:', None)))
+        result = []
+        waiter.start()
+        waiter.join(BOUND)
+        self.assertEqual([False], result)
