@@ -18,7 +18,6 @@ user: Ironic's default policy hides nodes from project-scoped admins.
 """
 
 import json
-import time
 
 from keystoneauth1 import exceptions as ks_exceptions
 from keystoneauth1 import session as ks_session
@@ -114,14 +113,10 @@ class TestBaremetal(base.FunctionalTestCase):
         """Poll CHECK; Nova's ironic driver reports a node's maintenance
         to Placement at its next resource update (10 s here), but the
         first ones after nova-compute starts were seen to take longer."""
-        deadline = time.monotonic() + timeout
-        while True:
-            value = check()
-            if value:
-                return value
-            if time.monotonic() > deadline:
-                self.fail('timed out waiting for %s' % what)
-            time.sleep(base.POLL * 2)
+        value = self.wait_for(what, check, bool, timeout=timeout,
+                              interval=base.POLL * 2)
+        self.assertTrue(value, 'timed out waiting for %s' % what)
+        return value
 
     @base.needs('baremetal')
     def test_boot_and_maintenance(self):

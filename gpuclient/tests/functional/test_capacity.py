@@ -14,7 +14,6 @@
 one more gets "No valid host", and deleting one makes room for one.
 """
 
-import time
 import uuid
 
 from gpuclient.tests.functional import base
@@ -68,17 +67,28 @@ class CapacityTestCase(base.FunctionalTestCase):
         return [self.boot(flavor) for _ in range(count)]
 
     def delete(self, server):
-        self.openstack('server', 'delete', '--wait', server['id'],
-                       parse=False)
+        """Delete SERVER: back once Nova's list of its host and Placement's
+        allocations no longer hold it (base's _delete_server)."""
+        self._delete_server(server['id'])
 
-    def wait_fits(self, flavor, expected, timeout=90):
-        """Capacity after a delete (Ironic gives its node back late)."""
-        deadline = time.time() + timeout
-        while True:
-            found = self.fits(flavor)
-            if found == expected or time.time() > deadline:
-                return found
-            time.sleep(3)
+    def wait_node_back(self, server, timeout=90):
+        """After a bare-metal server's delete, Ironic cleans its node and
+        Nova's ironic driver keeps the node's inventory reserved in
+        Placement until the node is available again (at its next resource
+        update): wait, bounded, on that inventory, what capacity list
+        reads. The caller asserts once."""
+        node = server['OS-EXT-SRV-ATTR:hypervisor_hostname']
+        placement = base._connection(self.cloud).placement
+
+        def reserved():
+            found = placement.get('/resource_providers/%s/inventories'
+                                  % node).json()
+            return {rc: inv['reserved'] for rc, inv in
+                    found.get('inventories', {}).items()}
+
+        self.wait_for('node %s unreserved in Placement' % node, reserved,
+                      lambda found: found and not any(found.values()),
+                      timeout=timeout)
 
 
 class TestCapacityByBoots(CapacityTestCase):
@@ -184,4 +194,5 @@ class TestCapacityByBoots(CapacityTestCase):
                                         row['GPUs Used'], row['GPUs Free']))
         self.boot_refused(flavor)
         self.delete(servers[0])
-        self.assertEqual(1, self.wait_fits(flavor, 1))
+        self.wait_node_back(servers[0])
+        self.assertEqual(1, self.fits(flavor))

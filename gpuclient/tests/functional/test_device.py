@@ -23,7 +23,6 @@ the next boot takes that very device.
 
 import json
 import os
-import time
 
 from gpuclient.tests.functional import base
 
@@ -69,12 +68,15 @@ class TestOneTimeUse(base.FunctionalTestCase):
                            str(record['max_unit']), '--reserved', '0')
 
     def wait_reserved(self, uuid):
-        deadline = time.monotonic() + RESERVE_TIMEOUT
-        while self.inventory(uuid)[OTU_CLASS]['reserved'] < 1:
-            if time.monotonic() > deadline:
-                self.fail('Nova did not reserve one-time-use device %s '
-                          'within %ds' % (uuid, RESERVE_TIMEOUT))
-            time.sleep(1)
+        """Placement's inventory of the device, until Nova has reserved
+        it (bounded), then one assertion."""
+        reserved = self.wait_for(
+            'one-time-use device %s reserved' % uuid,
+            lambda: self.inventory(uuid)[OTU_CLASS]['reserved'],
+            lambda found: found >= 1, timeout=RESERVE_TIMEOUT, interval=1)
+        self.assertGreaterEqual(
+            reserved, 1, 'Nova did not reserve one-time-use device %s '
+            'within %ds' % (uuid, RESERVE_TIMEOUT))
 
     @base.needs('passthrough')
     def test_deleted_server_leaves_device_awaiting_release(self):

@@ -232,13 +232,14 @@ class TestUtilisation(base.FunctionalTestCase):
         url = openstack.config.OpenStackConfig().get_one(
             cloud=base.ADMIN_CLOUD).config['prometheus_endpoint']
         query = 'gpuclient_flavor_fits{flavor="%s"}' % flavor
-        deadline = time.monotonic() + 30
-        found = []
-        while not found and time.monotonic() < deadline:
-            time.sleep(1)
+
+        def scraped():
             answer = requests.get(url + '/api/v1/query',
                                   params={'query': query}, timeout=10)
-            found = answer.json()['data']['result']
+            return answer.json()['data']['result']
+
+        found = self.wait_for('%s scraped' % query, scraped, bool,
+                              timeout=30, interval=1)
         self.assertEqual(1, len(found), query)
         self.assertEqual(expected, float(found[0]['value'][1]))
         self.assertEqual(pool, found[0]['metric']['pool'])
