@@ -569,6 +569,32 @@ class FunctionalTestCase(testtools.TestCase):
             raise CommandFailed(['server', 'delete', name], rc, '', err)
         if found is not None:
             self.assert_server_gone(found.id, found.compute_host)
+            self.assert_node_back(found.hypervisor_hostname)
+
+    def assert_node_back(self, node, timeout=SETTLE_TIMEOUT):
+        """After a bare-metal server's delete, Ironic cleans its node and
+        Nova's ironic driver keeps the node's inventory reserved in
+        Placement until the node is available again (at its next resource
+        update): wait, bounded, on that inventory, what the next test's
+        capacity and boots read, then assert once. NODE (the server's
+        hypervisor hostname) that is no provider uuid (a libvirt host's
+        name): nothing to wait for."""
+        placement = _connection(self.cloud).placement
+        if not node or placement.get(
+                '/resource_providers/%s' % node).status_code != 200:
+            return
+
+        def reserved():
+            found = placement.get('/resource_providers/%s/inventories'
+                                  % node).json()
+            return {rc: inv['reserved'] for rc, inv in
+                    found.get('inventories', {}).items()}
+
+        left = self.wait_for('node %s unreserved in Placement' % node,
+                             reserved, lambda found: found and not any(
+                                 found.values()), timeout=timeout)
+        self.assertTrue(left and not any(left.values()),
+                        'node %s still reserved: %s' % (node, left))
 
     def allocations(self, consumer):
         """{resource class: amount} over all providers of CONSUMER."""

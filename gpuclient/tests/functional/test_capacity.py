@@ -68,27 +68,9 @@ class CapacityTestCase(base.FunctionalTestCase):
 
     def delete(self, server):
         """Delete SERVER: back once Nova's list of its host and Placement's
-        allocations no longer hold it (base's _delete_server)."""
+        allocations no longer hold it, and a bare-metal node is back in
+        Placement (base's _delete_server)."""
         self._delete_server(server['id'])
-
-    def wait_node_back(self, server, timeout=90):
-        """After a bare-metal server's delete, Ironic cleans its node and
-        Nova's ironic driver keeps the node's inventory reserved in
-        Placement until the node is available again (at its next resource
-        update): wait, bounded, on that inventory, what capacity list
-        reads. The caller asserts once."""
-        node = server['OS-EXT-SRV-ATTR:hypervisor_hostname']
-        placement = base._connection(self.cloud).placement
-
-        def reserved():
-            found = placement.get('/resource_providers/%s/inventories'
-                                  % node).json()
-            return {rc: inv['reserved'] for rc, inv in
-                    found.get('inventories', {}).items()}
-
-        self.wait_for('node %s unreserved in Placement' % node, reserved,
-                      lambda found: found and not any(found.values()),
-                      timeout=timeout)
 
 
 class TestCapacityByBoots(CapacityTestCase):
@@ -193,6 +175,5 @@ class TestCapacityByBoots(CapacityTestCase):
         self.assertEqual((0, 2, 2, 0), (row['Fits'], row['GPUs Total'],
                                         row['GPUs Used'], row['GPUs Free']))
         self.boot_refused(flavor)
-        self.delete(servers[0])
-        self.wait_node_back(servers[0])
+        self.delete(servers[0])  # back once the node is unreserved
         self.assertEqual(1, self.fits(flavor))
