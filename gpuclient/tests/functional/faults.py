@@ -502,6 +502,13 @@ class _FaultAdapter(req_adapters.HTTPAdapter):
         if server.arrived.is_set():  # else the request is over meanwhile
             signal.pthread_kill(threading.main_thread().ident,
                                 signal.SIGINT)
+            # the warning is logged from within the handler: a second
+            # SIGINT that lands before the handler has returned is only
+            # flagged, and the main thread, back in its blocking read,
+            # would run the handler when the read times out. The hung
+            # server hangs up: the read returns, and the flagged handler
+            # runs at the next bytecode, before the answer is looked at
+            server.close()
 
     def release(self):
         """Close this adapter's own pools only (not the inner adapter's)."""

@@ -73,6 +73,8 @@ class TestSignalHandshake(testtools.TestCase):
         injector = _Injector(self.handshake)
         adapter = faults._FaultAdapter(injector, None)
         never = threading.Event()
+        # the hung server's hang-up ends the main thread's wait
+        server.close.side_effect = never.set
         thread = threading.Thread(target=adapter._ctrl_c_twice,
                                   args=(server,), daemon=True)
         with journal.deferred_signals() as received:
@@ -83,6 +85,7 @@ class TestSignalHandshake(testtools.TestCase):
         thread.join(BOUND)
         self.assertEqual(([signal.SIGINT, signal.SIGINT], [True]),
                          (received, injector.handshakes))
+        server.close.assert_called_once_with()
 
     def test_no_second_sigint_once_the_request_is_over(self):
         server = mock.Mock(arrived=threading.Event())
