@@ -127,7 +127,7 @@ class TestHungPlacement(test_transport.TestPlacementEndpointOverride):
             # the line is printed from within the handler: a second SIGINT
             # that lands before the handler returned is only flagged, run
             # when the read ends. The proxy hangs up, so it ends now
-            # (faults.FaultAdapter._ctrl_c_twice does the same in-process)
+            # (faults._FaultAdapter._ctrl_c_twice does the same in-process)
             proxy.release.set()
             proc.wait(timeout=30)
         finally:
