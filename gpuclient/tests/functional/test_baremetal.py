@@ -159,7 +159,7 @@ class TestBaremetal(base.FunctionalTestCase):
 
         # (b) a node in maintenance is reserved in Placement, shown
         # unavailable and named by candidates --explain; cleared after
-        self.addCleanup(self.ironic.set_maintenance, node, False)
+        self.addCleanup(self.end_maintenance, node)
         self.ironic.set_maintenance(node, True)
         self.wait('reserved=1 on %s' % node,
                   lambda: self.provider_figures(node) == (1, 1, 0),
@@ -181,6 +181,13 @@ class TestBaremetal(base.FunctionalTestCase):
         named = [t for t in reasons if node in t]
         self.assertEqual(1, len(named), reasons)
         self.assertIn(RESERVED_REASON, named[0])
+
+    def end_maintenance(self, node):
+        """Cleanup: NODE out of maintenance, back once Placement has it
+        unreserved again (the driver's next resource update), which the
+        next test's capacity and boots read."""
+        self.ironic.set_maintenance(node, False)
+        self.assert_node_back(node)
 
     def candidate_hosts(self, flavor):
         return {row['Host'] for row in self.openstack(
@@ -210,7 +217,7 @@ class TestBaremetal(base.FunctionalTestCase):
         self.assertEqual(2, len(nodes), nodes)
         self.assertIn(base.BM_HOST, self.candidate_hosts(flavor))
         for node in nodes:
-            self.addCleanup(self.ironic.set_maintenance, node, False)
+            self.addCleanup(self.end_maintenance, node)
             self.ironic.set_maintenance(node, True)
         for node in nodes:
             self.wait('reserved=1 on %s' % node,
