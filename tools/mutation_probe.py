@@ -349,6 +349,13 @@ MUTATIONS = [
      '                                 version, what, body, retries - 1, '
      'retries):\n                return True',
      'test_retry_conflicts.TestReleaseReservedRaces'),
+    # issue 52 (handshake)
+    ('sigint2: second SIGINT without the handler\'s handshake',
+     'gpuclient/tests/functional/faults.py',
+     '            return runs.changed.wait_for(lambda: runs.seen > seen, '
+     'timeout)\n',
+     '            return True\n',
+     'test_fault_handshake'),
 ]
 
 

@@ -353,6 +353,12 @@ def add_utilisation_args(parser, server_list=False):
         parser.add_argument(
             '--idle', action='store_true', default=False,
             help=_('Only idle devices (implies --utilisation)'))
+        parser.add_argument(
+            '--at', metavar='<time>',
+            help=_('Judge the utilisation over the window that ends at '
+                   'this time instead of now: ISO 8601, UTC unless an '
+                   'offset is given (e.g. 2026-11-30T10:00:00Z). The '
+                   'servers listed are those of now') + needs)
 
 
 def add_prometheus_args(parser, needs='', window=True):
@@ -433,7 +439,8 @@ def utilisation_args(parsed_args):
                              ('prometheus_selector',
                               '--prometheus-selector'),
                              ('window', '--window'),
-                             ('idle_below', '--idle-below')):
+                             ('idle_below', '--idle-below'),
+                             ('at', '--at')):
             if getattr(parsed_args, dest, None) is not None:
                 raise exceptions.CommandError(
                     _('%s needs --utilisation: add it, or drop the '
@@ -442,6 +449,11 @@ def utilisation_args(parsed_args):
     found = prometheus_args(parsed_args)
     if hasattr(parsed_args, 'idle'):
         found['idle'] = parsed_args.idle
+    if getattr(parsed_args, 'at', None) is not None:
+        from gpuclient.rules import usage
+
+        # the end of the window: utilisation_ops.server_rows' NOW
+        found['now'] = usage.parse_time(parsed_args.at, '--at')
     return found
 
 

@@ -23,8 +23,10 @@ import uuid
 import warnings
 
 import testtools
+from testtools import content
 
 from gpuclient.tests.functional import hosts as _hosts
+from gpuclient.tests.functional import waits
 
 ADMIN_CLOUD = os.environ.get('OS_CLOUD', 'gpuclient-admin')
 MEMBER_CLOUD = os.environ.get('GPUCLIENT_MEMBER_CLOUD', 'gpuclient-member')
@@ -77,6 +79,12 @@ ALL_SUBPROCESS = os.environ.get('GPUCLIENT_FT_SUBPROCESS') == '1'
 CALL_LOG = os.environ.get('GPUCLIENT_FT_CALL_LOG')
 # how often a --wait of a server create/delete asks Nova (OSC waits 5 s)
 POLL = 0.5
+# how long a cleanup waits for Nova's and Placement's asynchronous
+# effects (a server gone from its host's list and its allocations, a pool's
+# aggregate and trait gone from every provider) before it fails the test
+SETTLE_TIMEOUT = 120
+
+
 # global options that take a value (to find the command word)
 _VALUED_GLOBALS = ('--os-cloud', '--os-compute-api-version',
                    '--os-placement-api-version', '--os-image-api-version',
@@ -427,10 +435,76 @@ class FunctionalTestCase(testtools.TestCase):
             *PLACEMENT_TRAITS, 'resource', 'provider', 'trait', 'list', rp)}
 
     def delete_pool(self, name):
+        """Delete pool NAME (--force), then wait until Placement no longer
+        shows it on any provider: no provider member of its aggregate, none
+        with its trait (read back, bounded; a leak fails this test)."""
+        agg = _connection(self.cloud).compute.find_aggregate(
+            name, ignore_missing=True)
         rc, _out, err = self.openstack_raw('gpu', 'pool', 'delete',
                                            '--force', name)
         if rc and 'No GPU pool named' not in err:
             self.fail('could not delete pool %s: %s' % (name, err))
+        if agg is not None:
+            self.assert_pool_gone(name, agg.uuid)
+
+    def wait_for(self, what, read, until, timeout=SETTLE_TIMEOUT,
+                 interval=POLL):
+        """READ() until UNTIL(value), at most TIMEOUT seconds (``poll``);
+        return the last value, for the caller's one assertion. A value
+        that never satisfied UNTIL is kept as the test detail
+        ``wait: WHAT`` (what the authority said last, and how often it was
+        asked)."""
+        value, held, reads = waits.poll(read, until, timeout, interval)
+        if not held:
+            self.addDetail('wait: %s' % what, content.text_content(
+                '%r after %d reads in %s s' % (value, reads, timeout)))
+        return value
+
+    def assert_pool_gone(self, name, aggregate_uuid):
+        """Placement's read-back of a deleted pool: no provider in its
+        aggregate (Nova's mirror), none carrying its trait."""
+        from gpuclient.rules import pools
+
+        placement = _connection(self.cloud).placement
+        trait = pools.pool_trait(name)
+
+        def providers(**query):
+            return sorted(rp['uuid'] for rp in placement.get(
+                '/resource_providers', params=query,
+                microversion='1.18').json()['resource_providers'])
+
+        def read():
+            traits = placement.get(
+                '/traits', params={'name': 'in:' + trait},
+                microversion='1.6').json()['traits']
+            return {'member_of': providers(member_of=aggregate_uuid),
+                    'required': providers(required=trait) if traits
+                    else []}
+
+        left = self.wait_for('pool %s gone from Placement' % name, read,
+                             lambda found: not any(found.values()))
+        self.assertEqual({'member_of': [], 'required': []}, left,
+                         'pool %s still on providers' % name)
+
+    def assert_server_gone(self, server_id, host):
+        """After a server delete: not in Nova's server list of HOST (its
+        last host; None: not scheduled) and no allocation of it in
+        Placement (the consumer's allocations read back, bounded)."""
+        conn = _connection(self.cloud)
+
+        def read():
+            on_host = host is not None and any(
+                s.id == server_id for s in conn.compute.servers(
+                    all_projects=True, compute_host=host))
+            held = conn.placement.get(
+                '/allocations/%s' % server_id).json()['allocations']
+            return {'on_host': on_host, 'allocations': held}
+
+        left = self.wait_for('server %s gone' % server_id, read,
+                             lambda found: not (found['on_host']
+                                                or found['allocations']))
+        self.assertEqual({'on_host': False, 'allocations': {}}, left,
+                         'server %s still on %s' % (server_id, host))
 
     def aggregate(self, name):
         return self.openstack('aggregate', 'show', name)
@@ -481,10 +555,46 @@ class FunctionalTestCase(testtools.TestCase):
         return server
 
     def _delete_server(self, name):
+        """Delete server NAME (or ID) and wait until Nova's list of its
+        host and Placement's allocations no longer hold it (a cleanup
+        that ends on Nova's 404 alone leaves the next test a host that
+        is not clean yet)."""
+        conn = _connection(self.cloud)
+        # its details (the host it is on), as the admin sees them
+        found = conn.compute.find_server(name, ignore_missing=True,
+                                         all_projects=True)
         rc, _out, err = self.openstack_raw('server', 'delete', '--wait',
                                            name)
         if rc and 'No Server found' not in err:
             raise CommandFailed(['server', 'delete', name], rc, '', err)
+        if found is not None:
+            self.assert_server_gone(found.id, found.compute_host)
+            self.assert_node_back(found.hypervisor_hostname)
+
+    def assert_node_back(self, node, timeout=SETTLE_TIMEOUT):
+        """After a bare-metal server's delete, Ironic cleans its node and
+        Nova's ironic driver keeps the node's inventory reserved in
+        Placement until the node is available again (at its next resource
+        update): wait, bounded, on that inventory, what the next test's
+        capacity and boots read, then assert once. NODE (the server's
+        hypervisor hostname) that is no provider uuid (a libvirt host's
+        name): nothing to wait for."""
+        placement = _connection(self.cloud).placement
+        if not node or placement.get(
+                '/resource_providers/%s' % node).status_code != 200:
+            return
+
+        def reserved():
+            found = placement.get('/resource_providers/%s/inventories'
+                                  % node).json()
+            return {rc: inv['reserved'] for rc, inv in
+                    found.get('inventories', {}).items()}
+
+        left = self.wait_for('node %s unreserved in Placement' % node,
+                             reserved, lambda found: found and not any(
+                                 found.values()), timeout=timeout)
+        self.assertTrue(left and not any(left.values()),
+                        'node %s still reserved: %s' % (node, left))
 
     def allocations(self, consumer):
         """{resource class: amount} over all providers of CONSUMER."""

@@ -64,6 +64,7 @@ from urllib3 import response as urllib3_response
 from gpuclient.cloud import client as gpu_client
 from gpuclient.cloud import errors
 from gpuclient.cloud import versions
+from gpuclient.ops import journal
 from gpuclient.rules import pools as pool_mod
 
 LOG = logging.getLogger(__name__)
@@ -79,11 +80,15 @@ HANG_KINDS = ('hang', 'hang-after', 'sigint2')
 # while every other request keeps gpuclient's timeouts (the real services
 # of a loaded test cloud take seconds at times)
 HANG_TIMEOUT = float(os.environ.get('GPUCLIENT_FT_HANG_TIMEOUT', '1'))
-# seconds between the two SIGINTs of 'sigint2' (each its own handler run:
-# Linux keeps one pending SIGINT per thread, so a second one sent before
-# the main thread ran the handler for the first is lost, and the step then
-# waits out SIGINT2_TIMEOUT; seen once in CI on a loaded machine at 0.2 s)
-SIGINT_GAP = 1.0
+# the second SIGINT of 'sigint2' is sent only once the journal's handler
+# has run for the first (SignalHandshake: the warning it logs), because
+# Linux keeps one pending SIGINT per thread and Python runs the handler
+# between two bytecodes of the main thread: a second SIGINT sent before
+# that is lost, and the step waits out SIGINT2_TIMEOUT (seen in CI with a
+# fixed gap of 0.2 s, and feared at 1 s on a loaded machine). This bounds
+# the wait for that handler run: a handshake that does not come is
+# recorded (FaultInjector.handshakes) and the test asserts on it once.
+HANDSHAKE_TIMEOUT = 30.0
 # the read timeout of a 'sigint2' request: the second SIGINT ends its wait,
 # so the timeout only bounds a test gone wrong; it must not fire first on a
 # loaded machine (then the step fails by timeout, not by abandonment)
@@ -281,6 +286,110 @@ def _capped(timeout, most):
     return (timeout, min(timeout or most, most))
 
 
+class _HandlerRuns(logging.Handler):
+    """Counts the journal's warnings that name SIGNAME (SignalHandshake)."""
+
+    def __init__(self, signame):
+        super().__init__(logging.WARNING)
+        self.signame = signame
+        self.seen = 0
+        self.changed = threading.Condition()
+
+    def emit(self, record):
+        if (record.name == journal.LOG.name
+                and record.levelno == logging.WARNING
+                and record.args == (self.signame,)):
+            with self.changed:
+                self.seen += 1
+                self.changed.notify_all()
+
+
+class SignalHandshake(fixtures.Fixture):
+    """Counts the runs of the journal's deferred-signal handler.
+
+    The handler (``gpuclient.ops.journal.deferred_signals``) logs a
+    warning naming the signal each time it runs (``Received SIGINT: ...``,
+    in the main thread, from within the handler): a log handler on the
+    journal's logger, while the fixture is set up, counts those records
+    (by logger and argument, not by text, which is translated) so that a
+    thread that sent a signal can wait until it has been handled before it
+    sends the next. No hook in the product: the warning is what an
+    operator sees too.
+    """
+
+    def __init__(self, signame='SIGINT'):
+        super().__init__()
+        self._runs = _HandlerRuns(signame)
+
+    def _setUp(self):
+        logger = logging.getLogger(journal.LOG.name)
+        logger.addHandler(self._runs)
+        self.addCleanup(logger.removeHandler, self._runs)
+        if logger.getEffectiveLevel() > logging.WARNING:
+            # a quieter logger would not even make the record
+            self.addCleanup(logger.setLevel, logger.level)
+            logger.setLevel(logging.WARNING)
+
+    def count(self):
+        """How many handler runs have been seen so far."""
+        with self._runs.changed:
+            return self._runs.seen
+
+    def wait_beyond(self, seen, timeout):
+        """Whether a handler run beyond the first SEEN came within
+        TIMEOUT seconds (waits no longer than that)."""
+        runs = self._runs
+        with runs.changed:
+            return runs.changed.wait_for(lambda: runs.seen > seen, timeout)
+
+
+class LineWatch:
+    """Reads a process's text stream (its stderr) line by line in a
+    thread, so that a test can wait for a line it prints: the handshake
+    of a real ``openstack`` process whose journal handler logs
+    ``Received SIGINT: ...`` on stderr when it has run (test_hung).
+
+    ``wait_for(text, timeout)``: whether a line containing TEXT came
+    (waits at most TIMEOUT seconds); ``text()``: everything read, once the
+    stream is at its end (``close`` waits for that, bounded).
+    """
+
+    def __init__(self, stream):
+        self._stream = stream
+        self._lines = []
+        self._changed = threading.Condition()
+        self._done = False
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self):
+        try:
+            for line in iter(self._stream.readline, ''):
+                with self._changed:
+                    self._lines.append(line)
+                    self._changed.notify_all()
+        finally:
+            with self._changed:
+                self._done = True
+                self._changed.notify_all()
+
+    def wait_for(self, text, timeout):
+        def found():
+            return any(text in line for line in self._lines)
+
+        with self._changed:
+            return self._changed.wait_for(
+                lambda: found() or self._done, timeout) and found()
+
+    def close(self, timeout=30):
+        """Wait (at most TIMEOUT seconds) for the end of the stream."""
+        self._thread.join(timeout)
+
+    def text(self):
+        with self._changed:
+            return ''.join(self._lines)
+
+
 class _FaultAdapter(req_adapters.HTTPAdapter):
     """Transport adapter that asks its injector what to do per request.
 
@@ -374,19 +483,32 @@ class _FaultAdapter(req_adapters.HTTPAdapter):
         finally:
             server.arrived.clear()
 
-    @staticmethod
-    def _ctrl_c_twice(server):
-        """SIGINT to this process twice while it waits for SERVER: two
-        handler runs (the gap lets the first one run)."""
-        for _attempt in range(2):
-            if not server.arrived.wait(10):
-                return  # the request is over: no stray signal
-            # to the main thread, which waits in the request: a signal
-            # sent to the process may go to this thread instead and wake
-            # nothing until the wait ends
+    def _ctrl_c_twice(self, server):
+        """SIGINT to this process twice while it waits for SERVER: the
+        second once the journal's handler has run for the first (its
+        warning, seen by the injector's SignalHandshake), at most
+        HANDSHAKE_TIMEOUT later; the outcome goes to the injector's
+        ``handshakes``."""
+        if not server.arrived.wait(10):
+            return  # the request is over: no stray signal
+        handshake = self._injector.handshake
+        seen = handshake.count()
+        # to the main thread, which waits in the request: a signal sent to
+        # the process may go to this thread instead and wake nothing until
+        # the wait ends
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+        ran = handshake.wait_beyond(seen, HANDSHAKE_TIMEOUT)
+        self._injector.handshakes.append(ran)
+        if server.arrived.is_set():  # else the request is over meanwhile
             signal.pthread_kill(threading.main_thread().ident,
                                 signal.SIGINT)
-            time.sleep(SIGINT_GAP)
+            # the warning is logged from within the handler: a second
+            # SIGINT that lands before the handler has returned is only
+            # flagged, and the main thread, back in its blocking read,
+            # would run the handler when the read times out. The hung
+            # server hangs up: the read returns, and the flagged handler
+            # runs at the next bytecode, before the answer is looked at
+            server.close()
 
     def release(self):
         """Close this adapter's own pools only (not the inner adapter's)."""
@@ -429,6 +551,10 @@ class FaultInjector(fixtures.Fixture):
         self._hung = None
         self._read = None  # (path regex, k, kind) armed by arm_read
         self.reads = []
+        # 'sigint2': the journal's handler runs that the second SIGINT
+        # waits for, and per point whether it came (HANDSHAKE_TIMEOUT)
+        self.handshake = SignalHandshake()
+        self.handshakes = []
 
     def hung_server(self):
         """The HungServer that the hang kinds send to (one, lazily)."""
@@ -484,6 +610,7 @@ class FaultInjector(fixtures.Fixture):
                 del self._endpoints['identity']
 
     def _setUp(self):
+        self.useFixture(self.handshake)
         sessions = self._ks_sessions()
         for ks_session in sessions:
             self._resolve_endpoints(ks_session)
@@ -599,6 +726,7 @@ class FaultInjector(fixtures.Fixture):
             self._kind = kind
             self._more = dict(more or {})
             self.fired_more = []
+            self.handshakes = []
 
     def disarm(self):
         """No fault from now on (writes stay recorded)."""

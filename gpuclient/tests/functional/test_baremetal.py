@@ -18,7 +18,6 @@ user: Ironic's default policy hides nodes from project-scoped admins.
 """
 
 import json
-import time
 
 from keystoneauth1 import exceptions as ks_exceptions
 from keystoneauth1 import session as ks_session
@@ -114,14 +113,10 @@ class TestBaremetal(base.FunctionalTestCase):
         """Poll CHECK; Nova's ironic driver reports a node's maintenance
         to Placement at its next resource update (10 s here), but the
         first ones after nova-compute starts were seen to take longer."""
-        deadline = time.monotonic() + timeout
-        while True:
-            value = check()
-            if value:
-                return value
-            if time.monotonic() > deadline:
-                self.fail('timed out waiting for %s' % what)
-            time.sleep(base.POLL * 2)
+        value = self.wait_for(what, check, bool, timeout=timeout,
+                              interval=base.POLL * 2)
+        self.assertTrue(value, 'timed out waiting for %s' % what)
+        return value
 
     @base.needs('baremetal')
     def test_boot_and_maintenance(self):
@@ -164,7 +159,7 @@ class TestBaremetal(base.FunctionalTestCase):
 
         # (b) a node in maintenance is reserved in Placement, shown
         # unavailable and named by candidates --explain; cleared after
-        self.addCleanup(self.ironic.set_maintenance, node, False)
+        self.addCleanup(self.end_maintenance, node)
         self.ironic.set_maintenance(node, True)
         self.wait('reserved=1 on %s' % node,
                   lambda: self.provider_figures(node) == (1, 1, 0),
@@ -186,6 +181,13 @@ class TestBaremetal(base.FunctionalTestCase):
         named = [t for t in reasons if node in t]
         self.assertEqual(1, len(named), reasons)
         self.assertIn(RESERVED_REASON, named[0])
+
+    def end_maintenance(self, node):
+        """Cleanup: NODE out of maintenance, back once Placement has it
+        unreserved again (the driver's next resource update), which the
+        next test's capacity and boots read."""
+        self.ironic.set_maintenance(node, False)
+        self.assert_node_back(node)
 
     def candidate_hosts(self, flavor):
         return {row['Host'] for row in self.openstack(
@@ -215,7 +217,7 @@ class TestBaremetal(base.FunctionalTestCase):
         self.assertEqual(2, len(nodes), nodes)
         self.assertIn(base.BM_HOST, self.candidate_hosts(flavor))
         for node in nodes:
-            self.addCleanup(self.ironic.set_maintenance, node, False)
+            self.addCleanup(self.end_maintenance, node)
             self.ironic.set_maintenance(node, True)
         for node in nodes:
             self.wait('reserved=1 on %s' % node,

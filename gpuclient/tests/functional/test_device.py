@@ -27,7 +27,6 @@ their own: the first server serves them).
 
 import json
 import os
-import time
 
 from gpuclient.tests.functional import base
 
@@ -73,12 +72,15 @@ class TestOneTimeUse(base.FunctionalTestCase):
                            str(record['max_unit']), '--reserved', '0')
 
     def wait_reserved(self, uuid):
-        deadline = time.monotonic() + RESERVE_TIMEOUT
-        while self.inventory(uuid)[OTU_CLASS]['reserved'] < 1:
-            if time.monotonic() > deadline:
-                self.fail('Nova did not reserve one-time-use device %s '
-                          'within %ds' % (uuid, RESERVE_TIMEOUT))
-            time.sleep(1)
+        """Placement's inventory of the device, until Nova has reserved
+        it (bounded), then one assertion."""
+        reserved = self.wait_for(
+            'one-time-use device %s reserved' % uuid,
+            lambda: self.inventory(uuid)[OTU_CLASS]['reserved'],
+            lambda found: found >= 1, timeout=RESERVE_TIMEOUT, interval=1)
+        self.assertGreaterEqual(
+            reserved, 1, 'Nova did not reserve one-time-use device %s '
+            'within %ds' % (uuid, RESERVE_TIMEOUT))
 
     def assert_show_is_placement(self, uuid, address, server):
         """``gpu device show HOST:ADDRESS`` gives what Placement holds for

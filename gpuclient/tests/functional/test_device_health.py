@@ -42,6 +42,8 @@ WINDOW = '30s'
 WINDOW_SECONDS = 30
 # how long Prometheus may take to scrape what a test wrote
 SCRAPE_TIMEOUT = 30
+# the test cloud Prometheus' job of the stand-in (tools/cloud/cli.py)
+DCGM_JOB = os.environ.get('GPUCLIENT_DCGM_JOB', 'dcgm')
 
 
 class DcgmTestCase(base.FunctionalTestCase):
@@ -71,6 +73,27 @@ class DcgmTestCase(base.FunctionalTestCase):
         with open(tmp, 'w') as out:
             json.dump(document, out)
         os.replace(tmp, DEVICES)
+        # a scrape that starts from now reads this file (the stand-in
+        # reads it on every request)
+        self.written = time.time()
+
+    def wait_served(self):
+        """Wait (bounded) until Prometheus has scraped the stand-in since
+        the last write (its job's ``up`` sample), then assert once: from
+        then on its newest samples are the file's, what gpuclient reads."""
+        def scraped():
+            # the time of the last successful scrape (timestamp() of a
+            # plain selector: a computed one's would be the query's time)
+            found = self.prometheus(
+                'timestamp(up{job="%(job)s"}) and on(job, instance) '
+                'up{job="%(job)s"} == 1' % {'job': DCGM_JOB})
+            return max((float(r['value'][1]) for r in found), default=0)
+
+        last = self.wait_for('a scrape of the DCGM stand-in', scraped,
+                             lambda when: when >= self.written,
+                             timeout=SCRAPE_TIMEOUT, interval=base.POLL)
+        self.assertGreaterEqual(last, self.written, 'no scrape since the '
+                                'devices were written')
 
     def write_devices(self, devices):
         """Serve DEVICES from now on (besides other tests' devices);
@@ -131,13 +154,10 @@ class DcgmTestCase(base.FunctionalTestCase):
         return answer.json()['data']['result']
 
     def until(self, read, done, what):
-        """READ() until DONE(result) (Prometheus scrapes every second)."""
-        deadline = time.time() + SCRAPE_TIMEOUT
-        while True:
-            result = read()
-            if done(result) or time.time() > deadline:
-                break
-            time.sleep(base.POLL * 2)
+        """READ() (Prometheus) until DONE(result), bounded (Prometheus
+        scrapes every second), then assert once."""
+        result = self.wait_for(what, read, done, timeout=SCRAPE_TIMEOUT,
+                               interval=base.POLL * 2)
         self.assertTrue(done(result), '%s: %s' % (what, result))
         return result
 
@@ -185,8 +205,10 @@ class TestDeviceHealth(DcgmTestCase):
 
         self.write_devices([card(0, held, xid=79), card(1, healthy, xid=0)])
 
-        rows = self.until(unhealthy, lambda rows: any(
-            r['PCI Address'] == held for r in rows), 'XID 79 not shown')
+        self.wait_served()
+        rows = unhealthy()
+        self.assertIn(held, [r['PCI Address'] for r in rows],
+                      'XID 79 not shown')
         row = [r for r in rows if r['PCI Address'] == held][0]
         # who holds it, as Nova says
         nova = self.openstack('server', 'show', server['id'])
@@ -271,9 +293,9 @@ class TestXidClasses(DcgmTestCase):
         names = ('gpu-unhealthy', 'gpu-application-xid')
         wanted = {('gpu-application-xid', server_label),
                   ('gpu-unhealthy', sick_label)}
-        _rc, got = self.until(lambda: self.check(*names),
-                              lambda got: wanted <= set(got[1]),
-                              'the XIDs not found')
+        self.wait_served()
+        _rc, got = self.check(*names)
+        self.assertEqual(set(), wanted - set(got), 'the XIDs not found')
         # 13 is the project's (Nova's project of the server), no cordon
         app = got[('gpu-application-xid', server_label)]
         self.assertEqual('warning', app['Severity'])
@@ -395,8 +417,10 @@ class TestCheckDevices(DcgmTestCase):
                   ('gpu-unhealthy', 'device %s %s' % (base.PT_HOST,
                                                       pt_gpus[0])),
                   ('gpu-unhealthy', server_label)}
-        rc, rows = self.until(check, lambda got: wanted <= set(got[1]),
-                              'gpu check did not name them')
+        self.wait_served()
+        rc, rows = check()
+        self.assertEqual(set(), wanted - set(rows),
+                         'gpu check did not name them')
         self.assertEqual(1, rc)  # errors found
         drift, missing, unhealthy, guest, licence = (
             rows[key] for key in sorted(wanted))

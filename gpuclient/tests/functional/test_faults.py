@@ -147,6 +147,10 @@ class FaultMatrixTestCase(base.FunctionalTestCase):
                     # the real read timeout fired, and was a failed step
                     self.assertIn('did not answer in time', error, where)
                 if kind == 'sigint2':
+                    # the second SIGINT came after the handler had run for
+                    # the first (faults.SignalHandshake), not lost in it
+                    self.assertEqual([True], self.injector.handshakes,
+                                     where)
                     outcome = self._abandoned(command, error, before,
                                               success, where)
                 elif error is None:

@@ -112,19 +112,32 @@ class TestHungPlacement(test_transport.TestPlacementEndpointOverride):
         proc = self.start(env, 'gpu', 'pool', 'create', name, '--mode',
                           'vgpu', '--vgpu-type', 'nvidia-35', '--isolate',
                           '--host', base.FAULT_VGPU_HOST)
+        stderr = faults.LineWatch(proc.stderr)
         try:
             self.assertTrue(proxy.hung.wait(120),
                             'no Placement write reached the proxy')
-            time.sleep(0.5)  # in the read of the answer by now
             proc.send_signal(signal.SIGINT)
-            time.sleep(0.5)
+            # the handshake: the second SIGINT once the journal's handler
+            # has run for the first (the warning it prints), not after a
+            # sleep (a SIGINT sent before that run is lost)
+            handled = stderr.wait_for('Received SIGINT:',
+                                      faults.HANDSHAKE_TIMEOUT)
             hit = time.monotonic()
             proc.send_signal(signal.SIGINT)
-            out, err = proc.communicate(timeout=30)
+            # the line is printed from within the handler: a second SIGINT
+            # that lands before the handler returned is only flagged, run
+            # when the read ends. The proxy hangs up, so it ends now
+            # (faults._FaultAdapter._ctrl_c_twice does the same in-process)
+            proxy.release.set()
+            proc.wait(timeout=30)
         finally:
             if proc.poll() is None:
                 proc.kill()
-                proc.communicate()
+                proc.wait()
+            out = proc.stdout.read()
+            stderr.close()
+        err = stderr.text()
+        self.assertTrue(handled, err)
         took = time.monotonic() - hit
         self.assertEqual(1, proc.returncode, out + err)
         self.assertNotIn('Traceback', err)

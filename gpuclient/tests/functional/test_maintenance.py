@@ -20,7 +20,6 @@ show``, never through gpuclient only.
 """
 
 import os
-import time
 
 import fixtures
 from testtools import content
@@ -540,12 +539,11 @@ class TestDrainReadBack(MaintenanceTestCase):
         moving = self.boot_on(flavor, base.PT_HOST2)
         staying = self.boot_on(flavor, base.VGPU_HOST2)
         self.openstack('server', 'suspend', staying['id'], parse=False)
-        for _i in range(60):
-            if self.server_host(staying)[1] == 'SUSPENDED':
-                break
-            time.sleep(1)
-        self.assertEqual((base.VGPU_HOST2, 'SUSPENDED'),
-                         self.server_host(staying))
+        where = self.wait_for(
+            'server %s suspended' % staying['id'],
+            lambda: self.server_host(staying),
+            lambda found: found[1] == 'SUSPENDED', timeout=60, interval=1)
+        self.assertEqual((base.VGPU_HOST2, 'SUSPENDED'), where)
         hosts = (base.PT_HOST2, base.VGPU_HOST2)
         rc, _out, err = self.openstack_raw('gpu', 'host', 'drain', *hosts)
         self.assertNotEqual(0, rc)

@@ -29,7 +29,6 @@ layer in this process and boots every case at once.
 
 import json
 import os
-import time
 
 import openstack
 
@@ -108,17 +107,27 @@ class TestNuma(test_candidates.CandidatesTestCase):
 
     def wait(self, server_ids, timeout=240):
         """{server id: True when ACTIVE, False when ERROR}."""
-        status = {}
-        deadline = time.monotonic() + timeout
-        while len(status) < len(server_ids) and time.monotonic() < deadline:
-            time.sleep(1)
-            for server_id in server_ids:
-                if server_id not in status:
-                    found = self.conn.compute.get_server(server_id).status
-                    if found in ('ACTIVE', 'ERROR'):
-                        status[server_id] = found == 'ACTIVE'
-        self.assertEqual(len(server_ids), len(status), 'boots still building')
-        return status
+        def read():
+            return {server_id: self.conn.compute.get_server(
+                server_id).status for server_id in server_ids}
+
+        found = self.wait_for(
+            'boots of %s' % ', '.join(server_ids), read,
+            lambda found: set(found.values()) <= {'ACTIVE', 'ERROR'},
+            timeout=timeout, interval=1)
+        self.assertEqual(set(), set(found.values()) - {'ACTIVE', 'ERROR'},
+                         'boots still building: %s' % found)
+        return {server_id: status == 'ACTIVE'
+                for server_id, status in found.items()}
+
+    def isolating_pools(self, host, ours):
+        """The names of Nova's aggregates other than OURS that hold HOST
+        and keep it to some projects (filter_tenant_id*)."""
+        return sorted(
+            agg.name for agg in self.conn.compute.aggregates()
+            if agg.name != ours and host in (agg.hosts or ())
+            and any(key.startswith('filter_tenant_id')
+                    for key in agg.metadata or {}))
 
     def numa_pool(self):
         return self.create_pool('--mode', 'passthrough', '--alias', 'h100',
@@ -221,16 +230,16 @@ class TestNuma(test_candidates.CandidatesTestCase):
         facts = []
         for fact in FACTS:
             facts += ['--host-fact', fact]
+        # the host is out for another reason than NUMA while another
+        # test's pool isolates it for other projects (the cloud is
+        # shared): wait, bounded, until Nova's aggregates hold no such
+        # pool of PT_HOST, then ask once
+        self.wait_for('no other isolating pool on %s' % base.PT_HOST,
+                      lambda: self.isolating_pools(base.PT_HOST, pool),
+                      lambda found: not found, timeout=60, interval=1)
         for given, source in (([], 'prometheus'),
                               (facts, 'prometheus and host facts')):
             rows = self.openstack(*args, *given)
-            for _attempt in range(12):
-                if rows[0]['NUMA'] is not None:
-                    break
-                # the host is out for another reason than NUMA: another
-                # test's pool isolates it for a while (the cloud is shared)
-                time.sleep(5)
-                rows = self.openstack(*args, *given)
             self.assertEqual([(base.PT_HOST, 2, 'judged (%s)' % source)],
                              [(row['Host'], row['Fits'], row['NUMA'])
                               for row in rows], rows)

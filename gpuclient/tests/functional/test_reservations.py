@@ -25,7 +25,6 @@ session (service type ``reservation``).
 import datetime
 import json
 import os
-import time
 
 from gpuclient.ops import snapshot
 from gpuclient.tests.functional import base
@@ -91,10 +90,11 @@ class TestBlazarLease(base.FunctionalTestCase):
                 'resource_properties': ''}]})['lease']
         self.addCleanup(self.blazar, 'DELETE', '/leases/%s' % lease['id'],
                         ok=(204, 404))
-        deadline = time.time() + LEASE_WAIT
-        while lease['status'] != 'ACTIVE' and time.time() < deadline:
-            time.sleep(base.POLL * 2)
-            lease = self.blazar('GET', '/leases/%s' % lease['id'])['lease']
+        lease = self.wait_for(
+            'lease %s active' % lease['id'],
+            lambda: self.blazar('GET', '/leases/%s' % lease['id'])['lease'],
+            lambda found: found['status'] == 'ACTIVE', timeout=LEASE_WAIT,
+            interval=base.POLL * 2)
         self.assertEqual('ACTIVE', lease['status'], lease)
         return lease, lease['reservations'][0]['id']
 

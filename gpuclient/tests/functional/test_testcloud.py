@@ -7,7 +7,6 @@ from GPUCLIENT_*_HOST.
 """
 
 import re
-import time
 
 from gpuclient.tests.functional import base
 
@@ -116,12 +115,13 @@ class TestTestCloud(base.FunctionalTestCase):
             self.openstack(*PLACEMENT_TRAITS, 'resource', 'provider',
                            'trait', 'set', *args, rp)
         self.addCleanup(self._remove_trait, pgpu, trait)
-        deadline = time.monotonic() + 90
-        while trait in self.traits(bm_root):
-            if time.monotonic() > deadline:
-                self.fail('hand-made trait on the bare-metal node provider '
-                          'was not replaced by the driver')
-            time.sleep(3)
+        # the driver's next resource update replaces the node's traits
+        left = self.wait_for('trait %s off %s' % (trait, bm_root),
+                             lambda: self.traits(bm_root),
+                             lambda found: trait not in found, timeout=90,
+                             interval=3)
+        self.assertNotIn(trait, left, 'hand-made trait on the bare-metal '
+                         'node provider was not replaced by the driver')
         self.assertIn(trait, self.traits(pgpu))
         self.assertIn('COMPUTE_NODE', self.traits(bm_root))
 

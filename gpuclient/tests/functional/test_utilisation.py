@@ -43,6 +43,12 @@ WINDOW = 8
 PROMTOOL = '/usr/bin/promtool'
 
 
+def _iso(epoch):
+    """Epoch seconds as the ISO 8601 UTC time gpuclient's options take."""
+    return datetime.datetime.fromtimestamp(
+        epoch, datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%S.%fZ')
+
+
 class TestUtilisation(base.FunctionalTestCase):
 
     def setUp(self):
@@ -71,6 +77,32 @@ class TestUtilisation(base.FunctionalTestCase):
         self.openstack('gpu', 'pool', 'create', name, '--mode', mode,
                        '--host', host, *extra, parse=False)
         return name
+
+    def prometheus(self, query, when=None):
+        """The result of QUERY, from the cloud's Prometheus (its HTTP
+        API), evaluated at WHEN (epoch seconds; None: now)."""
+        url = openstack.config.OpenStackConfig().get_one(
+            cloud=base.ADMIN_CLOUD).config['prometheus_endpoint']
+        params = {'query': query}
+        if when is not None:
+            params['time'] = '%.3f' % when
+        answer = requests.get(url + '/api/v1/query', params=params,
+                              timeout=10)
+        answer.raise_for_status()
+        return answer.json()['data']['result']
+
+    def wait_scraped(self, series, when):
+        """Wait (bounded) until Prometheus holds a sample of SERIES at or
+        after WHEN (epoch seconds), then assert once."""
+        def newest():
+            found = self.prometheus('timestamp(%s)' % series)
+            return max((float(r['value'][1]) for r in found), default=0)
+
+        newest = self.wait_for('%s scraped past %s' % (series, _iso(when)),
+                               newest, lambda found: found >= when,
+                               timeout=max(0, when - time.time()) + 30,
+                               interval=1)
+        self.assertGreaterEqual(newest, when, series)
 
     def pgpu_address(self, server):
         """The PCI address (0000:84:00.0) of the pGPU whose provider holds
@@ -113,14 +145,22 @@ class TestUtilisation(base.FunctionalTestCase):
                     'fb_used': 2000,
                     'pci_bus_id': '0000' + self.pgpu_address(server)}
 
+        written = time.time()
         self.write_devices([
             guest(pt_idle, 1), guest(pt_busy, 90),
             host(base.VGPU_HOST, v_idle, 2),
             host(base.VGPU_HOST2, v_busy, 75)])
-        # the window holds only the readings just written
-        time.sleep(WINDOW + 3)
+        # one scrape reads every device: the samples of pt_busy's series
+        # (new with its server) are the scrapes of the readings written
+        series = 'DCGM_FI_DEV_GPU_UTIL{instance_id="%s"}' % pt_busy['id']
+        # the window is judged at an explicit time (--at), one that
+        # Prometheus has scraped past and whose window holds only the
+        # readings just written: a handshake with Prometheus, no sleep
+        at = written + WINDOW + 1
+        self.wait_scraped(series, at)
         rows = self.openstack('gpu', 'server', 'list', '--all-projects',
-                              '--utilisation', '--window', '%ds' % WINDOW)
+                              '--utilisation', '--window', '%ds' % WINDOW,
+                              '--at', _iso(at))
         states = {r['ID']: r['State'] for r in rows}
         self.assertEqual(
             {'idle': [pt_idle['id'], v_idle['id']],
@@ -136,18 +176,24 @@ class TestUtilisation(base.FunctionalTestCase):
                           busy['Source']))
         # --idle keeps the idle ones
         idle = self.openstack('gpu', 'server', 'list', '--all-projects',
-                              '--idle', '--window', '%ds' % WINDOW)
+                              '--idle', '--window', '%ds' % WINDOW,
+                              '--at', _iso(at))
         self.assertEqual(sorted([pt_idle['id'], v_idle['id']]),
                          sorted(r['ID'] for r in idle
                                 if r['ID'] in states))
 
         # usage: GPU-hours split into used, idle and unknown. Its buckets
         # are a minute long and aligned on the minute (Prometheus's
-        # subquery steps): wait until one has closed over the readings
-        time.sleep(61 - time.time() % 60 + 2)
+        # subquery steps): the period ends (--end) at the minute that
+        # closes the bucket of the first scrape of the readings, once
+        # Prometheus has scraped past it (Nova counts hours up to now)
+        first = self.prometheus(series + '[5m]', at)[0]['values'][0][0]
+        end = -(-first // 60) * 60
+        self.wait_scraped(series, end)
         usage = self.openstack(
             'gpu', 'usage', 'list', '--utilisation',
-            '--start', start.strftime('%Y-%m-%dT%H:%M:%S'), '--by', 'pool')
+            '--start', start.strftime('%Y-%m-%dT%H:%M:%S'),
+            '--end', _iso(end), '--by', 'pool')
         self.assertTrue(usage)
         for row in usage:
             parts = (row['Used GPU Hours'] + row['Idle GPU Hours']
@@ -232,13 +278,14 @@ class TestUtilisation(base.FunctionalTestCase):
         url = openstack.config.OpenStackConfig().get_one(
             cloud=base.ADMIN_CLOUD).config['prometheus_endpoint']
         query = 'gpuclient_flavor_fits{flavor="%s"}' % flavor
-        deadline = time.monotonic() + 30
-        found = []
-        while not found and time.monotonic() < deadline:
-            time.sleep(1)
+
+        def scraped():
             answer = requests.get(url + '/api/v1/query',
                                   params={'query': query}, timeout=10)
-            found = answer.json()['data']['result']
+            return answer.json()['data']['result']
+
+        found = self.wait_for('%s scraped' % query, scraped, bool,
+                              timeout=30, interval=1)
         self.assertEqual(1, len(found), query)
         self.assertEqual(expected, float(found[0]['value'][1]))
         self.assertEqual(pool, found[0]['metric']['pool'])

@@ -132,6 +132,7 @@ class FakePrometheus:
     def __init__(self, mock):
         self.series = []
         self.queries = []
+        self.times = []  # the time field of each query (None: now)
         self.bad = {}
         self.status = None  # an HTTP status to fail with
         mock.post(PROM + '/api/v1/query', json=self.answer)
@@ -139,6 +140,7 @@ class FakePrometheus:
     def answer(self, request, context):
         form = dict(urllib.parse.parse_qsl(request.text))
         self.queries.append(form['query'])
+        self.times.append(form.get('time'))
         if self.status:
             context.status_code = self.status
             return {'status': 'error', 'errorType': 'internal',
@@ -402,19 +404,39 @@ class TestServerListUtilisation(UtilisationCase):
                  '--idle-below 200: give a GPU utilisation percentage'),
                 (['--window', '1h'], '--window needs --utilisation'),
                 (['--prometheus', PROM], '--prometheus needs --utilisation'),
-                (['--idle-below', '3'], '--idle-below needs --utilisation')))
+                (['--idle-below', '3'], '--idle-below needs --utilisation'),
+                (['--at', '2026-11-30T10:00:00Z'], '--at needs --utilisation'),
+                (['--utilisation', '--at', 'yesterday'],
+                 "--at 'yesterday' is not a time")))
+
+    def test_at_an_explicit_time(self):
+        """--at: every query is evaluated at that time (Prometheus' time
+        field), an offset read as such; without it, at Prometheus' now."""
+        self.run_cmd(server_cmd.ListServer, '--utilisation')
+        self.assertEqual([None] * 5, self.prometheus.times)
+        self.prometheus.times = []
+        rows = self.run_cmd(server_cmd.ListServer, '--utilisation',
+                            '--window', '30m', '--at',
+                            '2026-11-30T11:00:00+01:00')
+        # 2026-11-30T10:00:00Z
+        self.assertEqual(['1796032800.000'] * 5, self.prometheus.times)
+        self.assertEqual(SERVER_QUERIES_30M, self.prometheus.queries[-5:])
+        self.assertEqual('idle', [r['State'] for r in rows
+                                  if r['ID'] == 'v1'][0])
 
     def test_parser(self):
         cmd = server_cmd.ListServer(self.make_app(None), None)
         self.check_parser(cmd, [], [('utilisation', False), ('idle', False),
                                     ('window', None), ('idle_below', None),
-                                    ('prometheus', None)])
+                                    ('prometheus', None), ('at', None)])
         self.check_parser(cmd, ['--utilisation', '--window', '7d',
                                 '--idle-below', '2.5', '--idle',
-                                '--prometheus', PROM],
+                                '--prometheus', PROM, '--at',
+                                '2026-11-30T10:00:00Z'],
                           [('utilisation', True), ('idle', True),
                            ('window', '7d'), ('idle_below', '2.5'),
-                           ('prometheus', PROM)])
+                           ('prometheus', PROM),
+                           ('at', '2026-11-30T10:00:00Z')])
 
     def test_without_utilisation_nothing_changes(self):
         rows = self.run_cmd(server_cmd.ListServer)
