@@ -377,11 +377,11 @@ class TestLegacyAndSocketPolicies(test_candidates.CandidatesTestCase):
                 'create', '--flavor', flavor, '--image', base.IMAGE, '--nic',
                 'none', '--host', host, name)['id']
         conn = base._connection(self.cloud)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and any(
-                base._server_status(conn, i) == 'BUILD'
-                for i in ids.values()):
-            time.sleep(base.POLL)
+        # bounded, on Nova: every server out of BUILD (its one assertion
+        # is the caller's, on the statuses returned below)
+        self.wait_for('servers out of BUILD', lambda: [
+            base._server_status(conn, i) for i in ids.values()],
+            lambda statuses: 'BUILD' not in statuses, timeout=timeout)
         return {flavor: self.openstack(
             '--os-compute-api-version', base.COMPUTE_API, 'server', 'show',
             server_id) for flavor, server_id in ids.items()}
