@@ -356,6 +356,11 @@ MUTATIONS = [
      'timeout)\n',
      '            return True\n',
      'test_fault_handshake'),
+    ('a nested signal handler writes into the line under way',
+     'gpuclient/ops/journal.py',
+     '    if _SAYING:\n        _PENDING.append((message, name))\n',
+     '    if False:\n        _PENDING.append((message, name))\n',
+     'test_journal.TestSignals.test_a_second_signal_during_the_first_line'),
 ]
 
 

@@ -156,6 +156,31 @@ DEFERRED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 ABANDONING = (signal.SIGINT, signal.SIGTERM)
 
 
+# A handler's own line is written while no other handler's is: a second
+# signal can land while the first handler writes its line to stderr (the
+# operator's quick second Ctrl-C), and writing into that same buffered
+# stream from the nested handler fails ("reentrant call inside
+# BufferedWriter", and logging prints its own traceback). The nested
+# handler's line waits in _PENDING and is written as the first one's ends.
+_SAYING = []
+_PENDING = []
+
+
+def _say(message, name):
+    """LOG.warning(MESSAGE, NAME) from a signal handler, never nested in
+    another handler's write."""
+    if _SAYING:
+        _PENDING.append((message, name))
+        return
+    _SAYING.append(True)
+    try:
+        LOG.warning(message, name)
+    finally:
+        _SAYING.pop()
+        while _PENDING and not _SAYING:
+            _say(*_PENDING.pop(0))
+
+
 @contextlib.contextmanager
 def deferred_signals(signals=DEFERRED, forward=False):
     """Record SIGNALS instead of acting on them; yield the record.
@@ -175,17 +200,17 @@ def deferred_signals(signals=DEFERRED, forward=False):
         received.append(signum)
         name = signal.Signals(signum).name
         if again and signum in ABANDONING:
-            LOG.warning(_('Received %s again: abandoning the running '
-                          'step.'), name)
+            _say(_('Received %s again: abandoning the running step.'),
+                 name)
             raise Abandoned(signum)
         if forward:
-            LOG.warning(_('Received %s: finishing the current step, then '
-                          'stopping (Ctrl-C again abandons the step at '
-                          'once).'), name)
+            _say(_('Received %s: finishing the current step, then '
+                   'stopping (Ctrl-C again abandons the step at once).'),
+                 name)
             return
-        LOG.warning(_('Received %s: finishing the current step, then '
-                      'undoing (Ctrl-C again abandons the step at once, '
-                      'and nothing is undone).'), name)
+        _say(_('Received %s: finishing the current step, then undoing '
+               '(Ctrl-C again abandons the step at once, and nothing is '
+               'undone).'), name)
 
     for signum in signals:
         previous[signum] = signal.signal(signum, handler)

@@ -980,6 +980,42 @@ class TestSignals(JournalTestCase):
         self.assertEqual(plan.steps[2::-1] + [plan.steps[3]], error.left)
         self.assertEqual([], self.caught)
 
+    def test_a_second_signal_during_the_first_line(self):
+        # the operator's quick second Ctrl-C lands while the first
+        # handler writes its line: the nested handler does not write into
+        # the stream under way (a buffered stderr raises "reentrant call"
+        # there, and logging prints a traceback); its line follows the
+        # first, and the step is abandoned
+        lines = []
+
+        class Stream(logging.Handler):
+            def emit(self, record):
+                if lines == ['busy']:
+                    self.fail = record.getMessage()
+                lines.append('busy')
+                try:
+                    if len(lines) == 1:
+                        # the second SIGINT, while this line is written
+                        os.kill(os.getpid(), signal.SIGINT)
+                finally:
+                    lines[-1] = record.getMessage()
+
+        handler = Stream()
+        handler.fail = None
+        journal.LOG.addHandler(handler)
+        self.addCleanup(journal.LOG.removeHandler, handler)
+        with journal.deferred_signals() as received:
+            error = self.assertRaises(journal.Abandoned, os.kill,
+                                      os.getpid(), signal.SIGINT)
+        self.assertEqual(signal.SIGINT, error.signum)
+        self.assertEqual([signal.SIGINT, signal.SIGINT], received)
+        self.assertIsNone(handler.fail)
+        self.assertEqual(2, len(lines))
+        self.assertTrue(lines[0].startswith('Received SIGINT: finishing'))
+        self.assertEqual('Received SIGINT again: abandoning the running '
+                         'step.', lines[1])
+        self.assertEqual([], self.caught)
+
     def test_a_failure_is_no_interruption(self):
         # a step that failed: the N-of-M loops go on to the next item
         self.client.placement.create_trait = mock.Mock(
