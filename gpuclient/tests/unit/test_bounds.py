@@ -50,6 +50,7 @@ from gpuclient.cloud import http
 from gpuclient.cloud import placement as placement_mod
 from gpuclient.cloud import prometheus
 from gpuclient.tests.unit import base
+from gpuclient.tests.unit import test_deadline
 from gpuclient.v1 import common
 
 MIB = 1024 * 1024
@@ -92,31 +93,17 @@ class SilentServer:
                 sock.close()
 
 
-class AnswerServer:
+class AnswerServer(test_deadline.LocalServer):
     """Answers every request on 127.0.0.1 with HEAD (status line and
     headers) and BODY; with STALL, sends HEAD and then nothing until
     closed."""
 
+    backlog = 16
+
     def __init__(self, head, body=b'', stall=False):
         self.head, self.body, self.stall = head, body, stall
-        self.sock = socket.socket()
-        self.sock.bind(('127.0.0.1', 0))
-        self.sock.listen(16)
-        self.sock.settimeout(0.2)
-        self.url = 'http://127.0.0.1:%d' % self.sock.getsockname()[1]
-        self.stop = threading.Event()
         self.answered = 0
-        self.thread = threading.Thread(target=self.serve, daemon=True)
-        self.thread.start()
-
-    def serve(self):
-        while not self.stop.is_set():
-            try:
-                conn, _addr = self.sock.accept()
-            except OSError:
-                continue
-            threading.Thread(target=self.answer, args=(conn,),
-                             daemon=True).start()
+        super().__init__()
 
     def answer(self, conn):
         try:
@@ -132,11 +119,6 @@ class AnswerServer:
             pass
         finally:
             conn.close()
-
-    def close(self):
-        self.stop.set()
-        self.sock.close()
-        self.thread.join(2)
 
 
 def gzip_bomb(decoded_mib=400):

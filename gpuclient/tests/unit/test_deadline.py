@@ -27,16 +27,16 @@ from gpuclient.cloud import prometheus
 from gpuclient.tests.unit import base
 
 
-class TrickleServer:
-    """Answers each connection with headers, then BODY a byte every
-    PAUSE seconds (a proxy or a server that never stops sending)."""
+class LocalServer:
+    """A server on 127.0.0.1 (a free port) that answers each connection
+    in a thread of its own with ``answer(conn)``; ``close`` stops it."""
 
-    def __init__(self, body=b'{"servers": []}' * 1000, pause=0.05,
-                 chunked=False):
-        self.body, self.pause, self.chunked = body, pause, chunked
+    backlog = 8
+
+    def __init__(self):
         self.sock = socket.socket()
         self.sock.bind(('127.0.0.1', 0))
-        self.sock.listen(8)
+        self.sock.listen(self.backlog)
         self.sock.settimeout(0.2)
         self.url = 'http://127.0.0.1:%d' % self.sock.getsockname()[1]
         self.stop = threading.Event()
@@ -51,6 +51,24 @@ class TrickleServer:
                 continue
             threading.Thread(target=self.answer, args=(conn,),
                              daemon=True).start()
+
+    def answer(self, conn):
+        raise NotImplementedError
+
+    def close(self):
+        self.stop.set()
+        self.sock.close()
+        self.thread.join(2)
+
+
+class TrickleServer(LocalServer):
+    """Answers each connection with headers, then BODY a byte every
+    PAUSE seconds (a proxy or a server that never stops sending)."""
+
+    def __init__(self, body=b'{"servers": []}' * 1000, pause=0.05,
+                 chunked=False):
+        self.body, self.pause, self.chunked = body, pause, chunked
+        super().__init__()
 
     def answer(self, conn):
         try:
@@ -90,11 +108,6 @@ class TrickleServer:
         if self.chunked:
             conn.sendall(b'0\r\n\r\n')
         return False
-
-    def close(self):
-        self.stop.set()
-        self.sock.close()
-        self.thread.join(2)
 
 
 class TestDeadlineAdapter(base.TestCase):
