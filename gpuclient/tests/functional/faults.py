@@ -787,9 +787,11 @@ def cloud_state(client, names=None, providers=(), traits_of=None):
     each uuid of PROVIDERS (one request each);
     ``images``: name -> properties (members that are not Glance's own).
     NAMES, a prefix or list of prefixes, keeps only the aggregates,
-    flavors and images whose name starts with one of them. TRAITS_OF
+    flavors and images whose name starts with one of them, and finds the
+    providers that carry those pools' traits by trait (one request per
+    existing trait, ``required=``), not provider by provider. TRAITS_OF
     (provider uuids) reads the traits of those providers only (one
-    request each) instead of every provider's.
+    request each); without NAMES or TRAITS_OF, every provider's.
     """
     state = {'aggregates': {}, 'provider_traits': {}, 'pool_traits': [],
              'flavors': {}, 'mirror': {}, 'images': {}}
@@ -815,27 +817,45 @@ def cloud_state(client, names=None, providers=(), traits_of=None):
     for rp, aggs in mirrored.items():
         state['mirror'][rp] = sorted(by_uuid[a] for a in aggs
                                        if a in by_uuid)
-    if traits_of is None:
-        listed = placement.get('/resource_providers', TRAITS_VERSION,
-                               'Listing resource providers')
-        traits_of = [rp['uuid'] for rp in listed['resource_providers']]
-    for rp_uuid in traits_of:
-        try:
-            traits = placement.get(
-                '/resource_providers/%s/traits' % rp_uuid, TRAITS_VERSION,
-                'Reading traits of resource provider %s' % rp_uuid)
-        except errors.NotFound:
-            continue  # deleted since the list
-        mine = sorted(t for t in traits['traits'] if t.startswith(ours))
-        if mine or names is None:
-            # with NAMES, a provider that carries none of those pools'
-            # traits is left out: other tests make providers meanwhile
-            # (Ironic nodes, hosts), which are nothing of ours
-            state['provider_traits'][rp_uuid] = mine
     data = placement.get('/traits', TRAITS_VERSION, 'Listing pool traits',
                          params={'name': 'startswith:' + POOL_TRAIT_PREFIX})
     state['pool_traits'] = sorted(t for t in data['traits']
                                   if names is None or t.startswith(ours))
+    if traits_of is None and names is not None:
+        # the providers that carry each of those pools' traits, one
+        # request per trait that exists (a trait on a provider exists:
+        # Placement refuses to delete one in use), wherever in the cloud
+        # they are, instead of every provider's traits read one by one
+        for trait in state['pool_traits']:
+            listed = placement.get(
+                '/resource_providers', versions.PLACEMENT_REQUIRED_VERSION,
+                'Listing resource providers with trait %s' % trait,
+                params={'required': trait})
+            for rp in listed['resource_providers']:
+                state['provider_traits'].setdefault(
+                    rp['uuid'], []).append(trait)
+        for rp_uuid in state['provider_traits']:
+            state['provider_traits'][rp_uuid].sort()
+    else:
+        if traits_of is None:
+            listed = placement.get('/resource_providers', TRAITS_VERSION,
+                                   'Listing resource providers')
+            traits_of = [rp['uuid'] for rp in listed['resource_providers']]
+        for rp_uuid in traits_of:
+            try:
+                traits = placement.get(
+                    '/resource_providers/%s/traits' % rp_uuid,
+                    TRAITS_VERSION,
+                    'Reading traits of resource provider %s' % rp_uuid)
+            except errors.NotFound:
+                continue  # deleted since the list
+            mine = sorted(t for t in traits['traits']
+                          if t.startswith(ours))
+            if mine or names is None:
+                # with NAMES, a provider that carries none of those
+                # pools' traits is left out: other tests make providers
+                # meanwhile (Ironic nodes, hosts), nothing of ours
+                state['provider_traits'][rp_uuid] = mine
 
     for flavor in client.compute.flavors():
         if not _wanted(flavor.get('name'), names):
