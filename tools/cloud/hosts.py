@@ -165,6 +165,15 @@ HOSTS = (
     # again); its readiness: the PF's provider with VF_RESOURCE_CLASS
     Host('gpu-vf-1', 'vgpu-vf', 'VfDriver', 'gpu-vf-1', VF_RESOURCE_CLASS,
          1, VF_CONF, True),
+    # lane B (gpuclient/tests/functional/base.py LANES): the hosts of the
+    # tests that run in the second stream beside the fault matrices, each
+    # kind the first ones' twin; spares: a lane-B test leases them and
+    # enables the first three for its own run only
+    _passthrough('gpu-pt-3', spare=True),
+    _passthrough('gpu-pt-4', spare=True),
+    _vgpu('gpu-vgpu-3', spare=True),
+    _vgpu('gpu-vgpu-4', spare=True),
+    Host('plain-2', 'plain', 'PlainDriver', 'plain-2', 'VCPU', 0, '', True),
 )
 
 # hosts that run Debian's node_exporter (meminfo_numa only, on a fake

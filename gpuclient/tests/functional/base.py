@@ -63,6 +63,39 @@ FAULT_VGPU_HOST = os.environ.get(
 FAULT_MIG_HOST = os.environ.get(
     'GPUCLIENT_FAULT_MIG_HOST', 'fault-mig-1' if _FAULT_HOSTS
     else MIG_HOST)
+# Lanes (issue 52): the hosts a test class runs on (FunctionalTestCase.lane;
+# a test reads them as self.pt_host, self.pt_host2, self.vgpu_host,
+# self.vgpu_host2, self.plain_host). Lane 'a' is the hosts above. Lane 'b'
+# is their twins on the test cloud (tools/cloud/hosts.py, spares), for the
+# tests tools/run-functional runs in its second stream beside the fault
+# matrices: a lane-B test leases every lane-B host (read clean before and
+# after: host_lease) and enables the first three for its run only. On
+# another cloud lane 'b' is lane 'a' (one stream runs everything).
+LANE_KINDS = ('passthrough', 'passthrough2', 'vgpu', 'vgpu2', 'plain')
+LANES = {'a': dict(zip(LANE_KINDS, (PT_HOST, PT_HOST2, VGPU_HOST,
+                                    VGPU_HOST2, PLAIN_HOST), strict=True))}
+LANES['b'] = (dict(zip(LANE_KINDS, ('gpu-pt-3', 'gpu-pt-4', 'gpu-vgpu-3',
+                                    'gpu-vgpu-4', 'plain-2'), strict=True))
+              if _FAULT_HOSTS else dict(LANES['a']))
+# the lane-B hosts a lane-B test enables (the second ones stay spares until
+# a drain's destination is enabled, as in lane A)
+LANE_ENABLED = ('passthrough', 'vgpu', 'plain')
+# Nova may place a server the suite does not steer (a flavor without a
+# pool's required trait, no --host) on any enabled host, a lane-B host
+# included: such a boot, and a lane-A drain (whose moves Nova places),
+# hold this lock exclusively; a lane-B test holds it shared while its
+# hosts are enabled, and may not make such a boot
+UNSTEERED_LOCK = 'unsteered'
+# the hosts a test leases by kind (host_lease): on the test cloud each is
+# a spare that no other test uses (tools/cloud/hosts.py); elsewhere the
+# GPUCLIENT_* hosts above
+LEASE_KINDS = {
+    'fault-vgpu': [FAULT_VGPU_HOST],
+    'fault-mig': [FAULT_MIG_HOST],
+    'vgpu-vf': [VF_HOST],
+    'passthrough-otu': [os.environ.get('GPUCLIENT_OTU_HOST', 'gpu-otu-1')],
+    'mig-recut': [os.environ.get('GPUCLIENT_RECUT_HOST', 'recut-mig-1')],
+}
 IMAGE = os.environ.get('GPUCLIENT_IMAGE', 'gpuclient-tiny')
 # servers are created with this compute API version (--nic none: 2.37+)
 COMPUTE_API = '2.74'
@@ -290,6 +323,55 @@ class CommandFailed(Exception):
 class FunctionalTestCase(testtools.TestCase):
     """Runs the real ``openstack`` executable against a real cloud."""
 
+    # the hosts the test runs on (LANES)
+    lane = 'a'
+
+    def setUp(self):
+        super().setUp()
+        hosts = LANES[self.lane]
+        self.pt_host, self.pt_host2 = (hosts['passthrough'],
+                                       hosts['passthrough2'])
+        self.vgpu_host, self.vgpu_host2 = hosts['vgpu'], hosts['vgpu2']
+        self.plain_host = hosts['plain']
+        if self.lane == 'b' and LANES['b'] != LANES['a']:
+            self._enter_lane_b()
+
+    def _enter_lane_b(self):
+        """Lease every lane-B host, enable the first ones for this test
+        (disabled again at cleanup, before the leases read them back)."""
+        from gpuclient.tests.functional import leases
+
+        self.useFixture(leases.NamedLock(UNSTEERED_LOCK, shared=True))
+        conn = _connection(self.cloud)
+        dcgm = os.environ.get('GPUCLIENT_DCGM_DEVICES')
+        for host in sorted(set(LANES['b'].values())):
+            self.useFixture(leases.HostLease(self, host, conn, dcgm))
+        for kind in LANE_ENABLED:
+            self.use_spare(LANES['b'][kind])
+
+    def _unsteered(self, args):
+        """'drain' or 'boot' when ``openstack ARGS`` lets Nova place a
+        server on a host the suite did not choose (UNSTEERED_LOCK): a
+        drain's moves, or a boot without --host of a flavor that does not
+        require a pool's trait; else None."""
+        word = _command_word(args)
+        words = list(args[args.index(word):]) if word else []
+        if words[:3] == ['gpu', 'host', 'drain']:
+            return None if '--dry-run' in words else 'drain'
+        if words[:2] != ['server', 'create'] or '--host' in words:
+            return None
+        if '--flavor' not in words:
+            return 'boot'
+        flavor = words[words.index('--flavor') + 1]
+        rc, out, _err = _run_shell(['--os-cloud', self.cloud, 'flavor',
+                                    'show', flavor, '-f', 'json', '-c',
+                                    'properties'])
+        properties = json.loads(out)['properties'] if rc == 0 else {}
+        steered = any(k.startswith('trait:CUSTOM_GPU_POOL_')
+                      and v == 'required'
+                      for k, v in (properties or {}).items())
+        return None if steered else 'boot'
+
     def need_host(self, *kinds):
         """Skip unless the cloud has a host of each kind (hosts.KINDS).
 
@@ -317,6 +399,19 @@ class FunctionalTestCase(testtools.TestCase):
         start = time.monotonic()
         way = []
         try:
+            unsteered = (LANES['b'] != LANES['a']
+                         and self._unsteered(args))
+            # a lane-B test's drains move only servers it steered
+            if unsteered and not (self.lane == 'b' and unsteered == 'drain'):
+                from gpuclient.tests.functional import leases
+
+                if self.lane == 'b':
+                    self.fail('a lane-B test steers every server it boots '
+                              '(a pool flavor or --host): %s'
+                              % ' '.join(args))
+                with leases.NamedLock(UNSTEERED_LOCK):
+                    return self._openstack_raw(*args, cloud=cloud,
+                                               timeout=timeout, way=way)
             return self._openstack_raw(*args, cloud=cloud, timeout=timeout,
                                        way=way)
         finally:
@@ -424,6 +519,29 @@ class FunctionalTestCase(testtools.TestCase):
                             'nova-compute')
             self.openstack('compute', 'service', 'set', '--enable', host,
                            'nova-compute', parse=False)
+
+    def host_lease(self, kind):
+        """A host of KIND (LEASE_KINDS) for this test alone, read clean
+        before it is handed out and again when the test gives it back
+        (leases.HostLease: a leak fails this test). Of several hosts of
+        the kind, the first not held by another test process. A kind the
+        cloud lacks skips (fails with GPUCLIENT_FT_NO_SKIP=1)."""
+        from gpuclient.tests.functional import leases
+
+        hosts = [h for h in LEASE_KINDS.get(kind, ()) if h]
+        if not hosts:
+            reason = 'this cloud has no host to lease of kind %s' % kind
+            if os.environ.get('GPUCLIENT_FT_NO_SKIP') == '1':
+                self.fail(reason)
+            self.skipTest(reason)
+        conn = _connection(self.cloud)
+        dcgm = os.environ.get('GPUCLIENT_DCGM_DEVICES')
+        shared = not _hosts.on_testcloud()
+        # a host no other process holds now, else the first (waiting)
+        host = next((h for h in hosts if leases.free(h)), hosts[0])
+        self.useFixture(leases.HostLease(self, host, conn, dcgm,
+                                         shared=shared))
+        return host
 
     def root_provider(self, host):
         """Placement root provider uuid of Nova service host HOST."""

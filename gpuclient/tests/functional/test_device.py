@@ -40,6 +40,11 @@ RESERVE_TIMEOUT = 60
 
 class TestOneTimeUse(base.FunctionalTestCase):
 
+    def setUp(self):
+        super().setUp()
+        # the one-time-use host for this test alone (base.host_lease)
+        self.assertEqual(OTU_HOST, self.host_lease('passthrough-otu'))
+
     def device(self):
         """(provider uuid, PCI address) of OTU_HOST's one-time-use GPU."""
         root = self.root_provider(OTU_HOST)

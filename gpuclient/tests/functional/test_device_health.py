@@ -173,16 +173,18 @@ def pci_of(provider_name):
 
 
 class TestDeviceHealth(DcgmTestCase):
+    # its hosts: lane B's (base.LANES), beside the fault matrices
+    lane = 'b'
 
     @base.needs('passthrough')
     def test_xid_79_on_a_held_gpu_is_unhealthy_with_its_server(self):
-        pool = self.make_pool('passthrough', base.PT_HOST, '--alias',
+        pool = self.make_pool('passthrough', self.pt_host, '--alias',
                               'h100', '--pci-id', '10de:2331')
         server = self.boot(self.make_flavor(pool))
         held_uuid, held_name = self.device_of(server, 'CUSTOM_PCI_')
         held = pci_of(held_name)
         # a free GPU of the same host, healthy
-        root = self.root_provider(base.PT_HOST)
+        root = self.root_provider(self.pt_host)
         others = [rp for rp in self.openstack(
             'resource', 'provider', 'list', '--os-placement-api-version',
             '1.14', '--in-tree', root) if rp['uuid'] not in (root,
@@ -190,7 +192,7 @@ class TestDeviceHealth(DcgmTestCase):
 
         def unhealthy():
             return self.openstack('gpu', 'device', 'list', '--host',
-                                  base.PT_HOST, '--unhealthy', '--window',
+                                  self.pt_host, '--unhealthy', '--window',
                                   WINDOW)
 
         # the healthy one: a GPU no XID in the window marks yet (an
@@ -199,11 +201,11 @@ class TestDeviceHealth(DcgmTestCase):
         others = [pci_of(rp['name']) for rp in others]
         others = [pci for pci in others if pci not in marked]
         self.assertTrue(others, 'every other GPU of %s has an XID in the '
-                        'window' % base.PT_HOST)
+                        'window' % self.pt_host)
         healthy = others[0]
 
         def card(gpu, pci, **fields):
-            return dict(hostname=base.PT_HOST, gpu=gpu,
+            return dict(hostname=self.pt_host, gpu=gpu,
                         pci_bus_id='0000' + pci, driver='550.90.07',
                         row_remap_failure=0, health=0, **fields)
 
@@ -244,6 +246,9 @@ class TestXidClasses(DcgmTestCase):
     """Whose an XID is, when it came, and what a GPU a guest holds
     through passthrough looks like from the host (issue 51)."""
 
+    # its hosts: lane B's (base.LANES), beside the fault matrices
+    lane = 'b'
+
     def run_start(self, selector, value):
         """When the series SELECTOR served now last took VALUE, from
         Prometheus' own samples of the last 5 minutes (a gap of more than
@@ -269,24 +274,24 @@ class TestXidClasses(DcgmTestCase):
 
     @base.needs('passthrough')
     def test_xids_by_class_dated_by_the_change_and_a_passthrough_gpu(self):
-        pool = self.make_pool('passthrough', base.PT_HOST, '--alias',
+        pool = self.make_pool('passthrough', self.pt_host, '--alias',
                               'h100', '--pci-id', '10de:2331')
         server = self.boot(self.make_flavor(pool))
         _uuid, held_name = self.device_of(server, 'CUSTOM_PCI_')
         held = pci_of(held_name)
         nova = self.openstack('server', 'show', server['id'])
-        self.assertEqual(base.PT_HOST, nova['OS-EXT-SRV-ATTR:host'])
-        gpus = sorted(self.gpus(base.PT_HOST))
+        self.assertEqual(self.pt_host, nova['OS-EXT-SRV-ATTR:host'])
+        gpus = sorted(self.gpus(self.pt_host))
         sick = [pci for pci in gpus if pci != held][0]
         server_label = 'server %s (%s)' % (server['name'], server['id'])
-        held_label = 'device %s %s' % (base.PT_HOST, held)
-        sick_label = 'device %s %s' % (base.PT_HOST, sick)
+        held_label = 'device %s %s' % (self.pt_host, held)
+        sick_label = 'device %s %s' % (self.pt_host, sick)
         guest = {'hostname': server['name'], 'gpu': 0,
                  'pci_bus_id': '00000000:05:00.0', 'xid': 0,
                  'labels': {'instance_id': server['id']}}
 
         def cards(**by_pci):
-            return [dict(hostname=base.PT_HOST, gpu=i,
+            return [dict(hostname=self.pt_host, gpu=i,
                          pci_bus_id=bus_id(pci), **by_pci.get(pci, {'xid': 0}))
                     for i, pci in enumerate(gpus)]
 
@@ -316,7 +321,7 @@ class TestXidClasses(DcgmTestCase):
         self.assertEqual('error', sick_row['Severity'])
         since = re.search(r'XID 79 since (\S+Z)',
                           sick_row['Symptom']).group(1)
-        first = self.run_start(host_series(base.PT_HOST, sick), 79)
+        first = self.run_start(host_series(self.pt_host, sick), 79)
         self.assertTrue(first <= epoch(since) <= first + 1,
                         (first, since))
         app_since = epoch(re.search(r'XID 13 since (\S+Z)',
@@ -324,9 +329,9 @@ class TestXidClasses(DcgmTestCase):
 
         # the window passes; the gauges hold their XIDs (as DCGM's do)
         time.sleep(max(0.0, app_since + WINDOW_SECONDS + 2 - time.time()))
-        self.assertEqual([13.0], self.value_now(host_series(base.PT_HOST,
+        self.assertEqual([13.0], self.value_now(host_series(self.pt_host,
                                                             held)))
-        self.assertEqual([79.0], self.value_now(host_series(base.PT_HOST,
+        self.assertEqual([79.0], self.value_now(host_series(self.pt_host,
                                                             sick)))
         _rc, got = self.check(*names)
         # the application's aged out; the host's stays, dated by the same
@@ -341,7 +346,7 @@ class TestXidClasses(DcgmTestCase):
         # a GPU reset: the gauge back at 0, the finding gone
         self.write_devices(cards(**{held: {'xid': 13}, sick: {
             'xid': 0, 'reset': 1}}) + [guest])
-        self.until(lambda: self.value_now(host_series(base.PT_HOST, sick)),
+        self.until(lambda: self.value_now(host_series(self.pt_host, sick)),
                    lambda got: got == [0.0], 'the reset not scraped')
         _rc, got = self.check(*names)
         self.assertNotIn(('gpu-unhealthy', sick_label), got)
@@ -349,7 +354,7 @@ class TestXidClasses(DcgmTestCase):
         # the held GPU bound to vfio-pci: the host's DCGM no longer serves
         # it, the guest's exporter reports: not missing
         self.write_devices(cards(**{held: {'absent': True}}) + [guest])
-        self.until(lambda: (self.value_now(host_series(base.PT_HOST, held)),
+        self.until(lambda: (self.value_now(host_series(self.pt_host, held)),
                             self.value_now('DCGM_FI_DEV_XID_ERRORS{'
                                            'instance_id="%s"}'
                                            % server['id'])),
@@ -367,25 +372,27 @@ class TestXidClasses(DcgmTestCase):
         named = [(row['Severity'], row['Symptom'].startswith('not judged'))
                  for row in got.values() if held_label in row['Symptom']]
         self.assertEqual([('warning', True)], named)
-        self.assertNotIn(('gpu-missing', 'host %s' % base.PT_HOST), got)
+        self.assertNotIn(('gpu-missing', 'host %s' % self.pt_host), got)
 
 
 class TestCheckDevices(DcgmTestCase):
+    # its hosts: lane B's (base.LANES), beside the fault matrices
+    lane = 'b'
 
     @base.needs('vgpu', 'passthrough')
     def test_check_names_xid_licence_driver_drift_and_missing_gpu(self):
         """... and a vGPU guest's own report of XID 79 is its word, no
         host verdict (issue 51 item 3); a GPU gone is named by address
         though DCGM serves as many as Placement offers (item 5)."""
-        pool = self.make_pool('vgpu', base.VGPU_HOST, '--host',
-                              base.VGPU_HOST2, '--vgpu-type', 'nvidia-35')
+        pool = self.make_pool('vgpu', self.vgpu_host, '--host',
+                              self.vgpu_host2, '--vgpu-type', 'nvidia-35')
         server = self.boot(self.make_flavor(pool))
         pool_hosts = set(self.openstack('aggregate', 'show',
                                         pool)['hosts'])
-        self.assertEqual({base.VGPU_HOST, base.VGPU_HOST2}, pool_hosts)
-        drivers = {base.VGPU_HOST: '550.90.07',
-                   base.VGPU_HOST2: '535.216.01'}
-        pt_gpus = sorted(self.gpus(base.PT_HOST))
+        self.assertEqual({self.vgpu_host, self.vgpu_host2}, pool_hosts)
+        drivers = {self.vgpu_host: '550.90.07',
+                   self.vgpu_host2: '535.216.01'}
+        pt_gpus = sorted(self.gpus(self.pt_host))
         self.assertGreaterEqual(len(pt_gpus), 2, pt_gpus)
         # an address DCGM serves on the passthrough host that Placement
         # does not offer there
@@ -407,11 +414,11 @@ class TestCheckDevices(DcgmTestCase):
             # the passthrough host (enabled, taking servers): its first
             # GPU reports XID 79, its last fell off the bus, and DCGM
             # serves one GPU Placement does not offer: as many as offered
-            + [{'hostname': base.PT_HOST, 'gpu': i,
+            + [{'hostname': self.pt_host, 'gpu': i,
                 'pci_bus_id': bus_id(pci), 'xid': 79 if i == 0 else 0,
                 'absent': pci == pt_gpus[-1]}
                for i, pci in enumerate(pt_gpus)]
-            + [{'hostname': base.PT_HOST, 'gpu': len(pt_gpus),
+            + [{'hostname': self.pt_host, 'gpu': len(pt_gpus),
                 'pci_bus_id': bus_id(extra), 'xid': 0}])
 
         def check():
@@ -420,8 +427,8 @@ class TestCheckDevices(DcgmTestCase):
 
         wanted = {('gpu-vgpu-licence', server_label),
                   ('gpu-driver-drift', 'pool %s' % pool),
-                  ('gpu-missing', 'host %s' % base.PT_HOST),
-                  ('gpu-unhealthy', 'device %s %s' % (base.PT_HOST,
+                  ('gpu-missing', 'host %s' % self.pt_host),
+                  ('gpu-unhealthy', 'device %s %s' % (self.pt_host,
                                                       pt_gpus[0])),
                   ('gpu-unhealthy', server_label)}
         self.wait_served()
@@ -453,7 +460,7 @@ class TestCheckDevices(DcgmTestCase):
         self.assertIn('XID 79', unhealthy['Symptom'])
         self.assertEqual(
             'openstack gpu host cordon %(h)s; openstack gpu host drain '
-            '%(h)s; then reboot the host' % {'h': base.PT_HOST},
+            '%(h)s; then reboot the host' % {'h': self.pt_host},
             unhealthy['Fix'])
         # the server and project Nova says
         self.assertIn('project %s' % nova['project_id'], licence['Symptom'])
@@ -466,5 +473,5 @@ class TestCheckDevices(DcgmTestCase):
         # not offered: the one gone is named by its address
         self.assertIn('Placement offers at %s (it serves %s' % (
             pt_gpus[-1], extra), missing['Symptom'])
-        self.assertIn('openstack gpu host cordon %s' % base.PT_HOST,
+        self.assertIn('openstack gpu host cordon %s' % self.pt_host,
                       missing['Fix'])

@@ -65,9 +65,14 @@ class FaultMatrixTestCase(base.FunctionalTestCase):
     # the state reads the traits of the pool hosts' root providers only
     # (where pools put theirs), not of every provider: cheaper per point
     roots_only = False
+    # the hosts the matrices write to, leased for the test alone (read
+    # clean before and after: base.host_lease)
+    leased = ('fault-mig', 'fault-vgpu')
 
     def setUp(self):
         super().setUp()
+        for kind in self.leased:
+            self.host_lease(kind)
         self.admin = faults.make_client()
         self.client = faults.make_client()
         self.injector = self.useFixture(faults.FaultInjector(self.client))
@@ -453,6 +458,9 @@ class TestInterrupts(FaultMatrixTestCase):
 
 
 class TestConcurrency(FaultMatrixTestCase):
+    # on the shared passthrough host, in the main stream
+    leased = ()
+
     @base.needs('passthrough', 'vgpu', 'mig')
     def test_parallel_add_host_to_pools_sharing_a_provider(self):
         """Isolated pools joined in parallel: every trait lands on the root.

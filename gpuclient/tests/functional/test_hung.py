@@ -99,6 +99,7 @@ class TestHungPlacement(test_transport.TestPlacementEndpointOverride):
 
     @base.needs('vgpu')
     def test_second_sigint_during_a_hung_write(self):
+        host = self.host_lease('fault-vgpu')
         conn = openstack.connect(cloud=self.cloud)
         self.addCleanup(conn.close)
         proxy = faults.HangingProxy(self.catalog_url())
@@ -111,7 +112,7 @@ class TestHungPlacement(test_transport.TestPlacementEndpointOverride):
         self.addCleanup(self.delete_pool, name)
         proc = self.start(env, 'gpu', 'pool', 'create', name, '--mode',
                           'vgpu', '--vgpu-type', 'nvidia-35', '--isolate',
-                          '--host', base.FAULT_VGPU_HOST)
+                          '--host', host)
         stderr = faults.LineWatch(proc.stderr)
         try:
             self.assertTrue(proxy.hung.wait(120),

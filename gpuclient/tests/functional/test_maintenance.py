@@ -103,43 +103,47 @@ class MaintenanceTestCase(base.FunctionalTestCase):
 
 
 class TestCordon(MaintenanceTestCase):
+    # its hosts: lane B's (base.LANES), beside the fault matrices
+    lane = 'b'
 
     def test_cordon_and_uncordon(self):
         reason = self.unique_name('reason')
-        rows = self.cordon(base.PT_HOST, reason=reason)
-        self.assertEqual([base.PT_HOST], [r['Host'] for r in rows])
-        service = self.service(base.PT_HOST)
+        rows = self.cordon(self.pt_host, reason=reason)
+        self.assertEqual([self.pt_host], [r['Host'] for r in rows])
+        service = self.service(self.pt_host)
         self.assertEqual('disabled', service['Status'])
         self.assertEqual('gpuclient: %s' % reason,
                          service['Disabled Reason'])
-        rows = self.openstack('gpu', 'host', 'uncordon', base.PT_HOST)
+        rows = self.openstack('gpu', 'host', 'uncordon', self.pt_host)
         self.assertEqual('uncordon', rows[0]['Action'])
-        self.assertEqual('enabled', self.service(base.PT_HOST)['Status'])
+        self.assertEqual('enabled', self.service(self.pt_host)['Status'])
 
     def test_uncordon_leaves_another_reason_alone(self):
         reason = self.unique_name('other')
-        self.disable_by_hand(base.PLAIN_HOST, reason)
-        self.cordon(base.PT_HOST)
+        self.disable_by_hand(self.plain_host, reason)
+        self.cordon(self.pt_host)
         rc, out, err = self.openstack_raw(
-            'gpu', 'host', 'uncordon', base.PT_HOST, base.PLAIN_HOST,
+            'gpu', 'host', 'uncordon', self.pt_host, self.plain_host,
             '-f', 'json')
         self.assertEqual(0, rc, err)
-        self.assertIn(base.PLAIN_HOST, err)
+        self.assertIn(self.plain_host, err)
         self.assertIn(reason, err)
-        self.assertEqual('enabled', self.service(base.PT_HOST)['Status'])
-        service = self.service(base.PLAIN_HOST)
+        self.assertEqual('enabled', self.service(self.pt_host)['Status'])
+        service = self.service(self.plain_host)
         self.assertEqual(('disabled', reason),
                          (service['Status'], service['Disabled Reason']))
 
     def test_cordon_dry_run_changes_nothing(self):
-        before = self.service(base.PT_HOST)['Status']
-        rows = self.openstack('gpu', 'host', 'cordon', base.PT_HOST,
+        before = self.service(self.pt_host)['Status']
+        rows = self.openstack('gpu', 'host', 'cordon', self.pt_host,
                               '--dry-run')
         self.assertEqual(1, len(rows))
-        self.assertEqual(before, self.service(base.PT_HOST)['Status'])
+        self.assertEqual(before, self.service(self.pt_host)['Status'])
 
 
 class TestDrain(MaintenanceTestCase):
+    # its hosts: lane B's (base.LANES), beside the fault matrices
+    lane = 'b'
 
     def passthrough_pool(self, hosts):
         return self.make_pool('passthrough', hosts, '--alias', 'h100',
@@ -149,28 +153,28 @@ class TestDrain(MaintenanceTestCase):
         """COUNT servers of a pool of both passthrough hosts, all on
         PT_HOST (the second is disabled while they boot), and the second
         host enabled."""
-        pool = self.passthrough_pool([base.PT_HOST, base.PT_HOST2])
+        pool = self.passthrough_pool([self.pt_host, self.pt_host2])
         flavor = self.make_flavor(pool)
         servers = [self.boot(flavor) for _i in range(count)]
         for server in servers:
-            self.assertEqual(base.PT_HOST, self.server_host(server)[0])
-        self.use_spare(base.PT_HOST2)
+            self.assertEqual(self.pt_host, self.server_host(server)[0])
+        self.use_spare(self.pt_host2)
         return servers
 
     @base.needs('passthrough')
     def test_dry_run_prints_rows_and_changes_nothing(self):
         server, = self.passthrough_servers(1)
         where = self.useFixture(fixtures.TempDir()).path
-        rows = self.openstack('gpu', 'host', 'drain', base.PT_HOST,
+        rows = self.openstack('gpu', 'host', 'drain', self.pt_host,
                               '--dry-run', '--allow-downtime',
                               '--notice-dir', where)
         mine = [r for r in rows if r['Server'] == server['id']]
         self.assertEqual(1, len(mine), rows)
-        self.assertEqual(('cold', base.PT_HOST2, 'stop-start'),
+        self.assertEqual(('cold', self.pt_host2, 'stop-start'),
                          (mine[0]['Method'], mine[0]['Destination'],
                           mine[0]['Downtime']))
-        self.assertEqual('enabled', self.service(base.PT_HOST)['Status'])
-        self.assertEqual((base.PT_HOST, 'ACTIVE'), self.server_host(server))
+        self.assertEqual('enabled', self.service(self.pt_host)['Status'])
+        self.assertEqual((self.pt_host, 'ACTIVE'), self.server_host(server))
         notices = os.listdir(where)
         self.assertEqual(['drain-notice-%s.txt' % mine[0]['Project']],
                          notices)
@@ -180,21 +184,21 @@ class TestDrain(MaintenanceTestCase):
     @base.needs('passthrough')
     def test_no_room_names_the_servers_and_changes_nothing(self):
         # a pool of one host: nowhere to go
-        pool = self.passthrough_pool([base.PT_HOST])
+        pool = self.passthrough_pool([self.pt_host])
         server = self.boot(self.make_flavor(pool))
-        rows = self.openstack('gpu', 'host', 'drain', base.PT_HOST,
+        rows = self.openstack('gpu', 'host', 'drain', self.pt_host,
                               '--dry-run', '--allow-downtime',
                               '--method', 'cold')
         mine = [r for r in rows if r['Server'] == server['id']]
         self.assertEqual('stays', mine[0]['Method'])
         self.assertTrue(mine[0]['Reason'])
         rc, _out, err = self.openstack_raw('gpu', 'host', 'drain',
-                                           base.PT_HOST, '--method', 'cold',
+                                           self.pt_host, '--method', 'cold',
                                            '--allow-downtime')
         self.assertNotEqual(0, rc)
         self.assertIn(server['id'], err)
-        self.assertEqual('enabled', self.service(base.PT_HOST)['Status'])
-        self.assertEqual((base.PT_HOST, 'ACTIVE'), self.server_host(server))
+        self.assertEqual('enabled', self.service(self.pt_host)['Status'])
+        self.assertEqual((self.pt_host, 'ACTIVE'), self.server_host(server))
 
     @base.needs('passthrough')
     def test_a_passthrough_server_moves_to_the_other_host(self):
@@ -206,63 +210,63 @@ class TestDrain(MaintenanceTestCase):
         # three runs, under load). Two servers at once are proven with
         # vGPU (TestDrainFaults).
         servers = self.passthrough_servers(1)
-        self.drained(base.PT_HOST)
-        rows = self.openstack('gpu', 'host', 'drain', base.PT_HOST,
+        self.drained(self.pt_host)
+        rows = self.openstack('gpu', 'host', 'drain', self.pt_host,
                               '--allow-downtime')
         self.assertEqual({'cold'}, {r['Method'] for r in rows
                                     if r['Server'] in
                                     {s['id'] for s in servers}})
         for server in servers:
-            self.assertEqual((base.PT_HOST2, 'ACTIVE'),
+            self.assertEqual((self.pt_host2, 'ACTIVE'),
                              self.server_host(server))
             self.assert_gpu_moved(server, 'CUSTOM_PCI_10DE_2331',
-                                  base.PT_HOST, base.PT_HOST2)
-        service = self.service(base.PT_HOST)
+                                  self.pt_host, self.pt_host2)
+        service = self.service(self.pt_host)
         self.assertEqual('disabled', service['Status'])
         self.assertTrue(service['Disabled Reason'].startswith('gpuclient: '))
 
     @base.needs('passthrough')
     def test_a_drain_left_unconfirmed_is_finished_by_the_rerun(self):
         server, = self.passthrough_servers(1)
-        self.drained(base.PT_HOST)
-        self.openstack('gpu', 'host', 'drain', base.PT_HOST,
+        self.drained(self.pt_host)
+        self.openstack('gpu', 'host', 'drain', self.pt_host,
                        '--allow-downtime', '--no-confirm')
-        self.assertEqual((base.PT_HOST2, 'VERIFY_RESIZE'),
+        self.assertEqual((self.pt_host2, 'VERIFY_RESIZE'),
                          self.server_host(server))
-        rows = self.openstack('gpu', 'host', 'drain', base.PT_HOST,
+        rows = self.openstack('gpu', 'host', 'drain', self.pt_host,
                               '--allow-downtime')
         self.assertEqual([server['id']], [r['Server'] for r in rows])
-        self.assertEqual((base.PT_HOST2, 'ACTIVE'), self.server_host(server))
-        self.assert_gpu_moved(server, 'CUSTOM_PCI_10DE_2331', base.PT_HOST,
-                              base.PT_HOST2)
+        self.assertEqual((self.pt_host2, 'ACTIVE'), self.server_host(server))
+        self.assert_gpu_moved(server, 'CUSTOM_PCI_10DE_2331', self.pt_host,
+                              self.pt_host2)
         # and a third run has nothing left to do
         self.assertEqual([], self.openstack('gpu', 'host', 'drain',
-                                            base.PT_HOST))
+                                            self.pt_host))
 
     @base.needs('vgpu')
     def test_vgpu_server_live_migrates_where_the_hosts_allow_it(self):
-        pool = self.make_pool('vgpu', [base.VGPU_HOST, base.VGPU_HOST2],
+        pool = self.make_pool('vgpu', [self.vgpu_host, self.vgpu_host2],
                               '--vgpu-type', 'nvidia-35')
         server = self.boot(self.make_flavor(pool))
-        self.assertEqual(base.VGPU_HOST, self.server_host(server)[0])
-        self.use_spare(base.VGPU_HOST2)
-        self.drained(base.VGPU_HOST)
+        self.assertEqual(self.vgpu_host, self.server_host(server)[0])
+        self.use_spare(self.vgpu_host2)
+        self.drained(self.vgpu_host)
         # without the hosts' versions no live migration is planned
-        rows = self.openstack('gpu', 'host', 'drain', base.VGPU_HOST,
+        rows = self.openstack('gpu', 'host', 'drain', self.vgpu_host,
                               '--dry-run', '--allow-downtime')
         self.assertEqual(['cold'], [r['Method'] for r in rows
                                     if r['Server'] == server['id']])
         # with them, Nova takes the live migration (no downtime allowed)
-        rows = self.openstack('gpu', 'host', 'drain', base.VGPU_HOST,
+        rows = self.openstack('gpu', 'host', 'drain', self.vgpu_host,
                               '--method', 'live', *LIVE_FACTS)
         mine = [r for r in rows if r['Server'] == server['id']]
         self.assertEqual(('live', 'none'),
                          (mine[0]['Method'], mine[0]['Downtime']))
         self.addDetail('method', content.text_content(mine[0]['Method']))
-        self.assertEqual((base.VGPU_HOST2, 'ACTIVE'),
+        self.assertEqual((self.vgpu_host2, 'ACTIVE'),
                          self.server_host(server))
-        self.assert_gpu_moved(server, 'VGPU', base.VGPU_HOST,
-                              base.VGPU_HOST2)
+        self.assert_gpu_moved(server, 'VGPU', self.vgpu_host,
+                              self.vgpu_host2)
         migrations = self.openstack(
             '--os-compute-api-version', '2.59', 'server', 'migration',
             'list', '--server', server['id'])
@@ -279,6 +283,9 @@ class TestDrainFaults(MaintenanceTestCase):
     the other host, their vGPUs allocated there. The points alternate
     direction, so each starts from two servers on one host."""
 
+    # its hosts: lane B's (base.LANES), beside the fault matrices
+    lane = 'b'
+
     KINDS = ('500', 'drop')
 
     @base.needs('vgpu')
@@ -288,13 +295,13 @@ class TestDrainFaults(MaintenanceTestCase):
 
         self.useFixture(fixtures.MockPatchObject(journal, 'POLL_INTERVAL',
                                                  0.5))
-        pool = self.make_pool('vgpu', [base.VGPU_HOST, base.VGPU_HOST2],
+        pool = self.make_pool('vgpu', [self.vgpu_host, self.vgpu_host2],
                               '--vgpu-type', 'nvidia-35')
         flavor = self.make_flavor(pool)
         servers = [self.boot(flavor), self.boot(flavor)]
-        self.use_spare(base.VGPU_HOST2)
-        self.drained(base.VGPU_HOST)
-        self.drained(base.VGPU_HOST2)
+        self.use_spare(self.vgpu_host2)
+        self.drained(self.vgpu_host)
+        self.drained(self.vgpu_host2)
         client = faults.make_client()
         injector = self.useFixture(faults.FaultInjector(client))
 
@@ -305,7 +312,7 @@ class TestDrainFaults(MaintenanceTestCase):
         # a clean run learns the number of writes: cordon (the drain's
         # reason), migrate and confirm each server, then (the host read
         # back empty) the ordinary cordon reason
-        source, destination = base.VGPU_HOST, base.VGPU_HOST2
+        source, destination = self.vgpu_host, self.vgpu_host2
         injector.reset()
         drain(source)
         writes = len(injector.writes)
@@ -356,6 +363,9 @@ class TestDrainReadBackFaults(MaintenanceTestCase):
     it stops saying it could not read the host back and to run it again,
     the host keeps the drain's reason, and the re-run finishes it."""
 
+    # its hosts: lane B's (base.LANES), beside the fault matrices
+    lane = 'b'
+
     KINDS = ('500', 'nonjson')
     READS = r'/servers/detail$|/os-migrations$'
 
@@ -368,12 +378,12 @@ class TestDrainReadBackFaults(MaintenanceTestCase):
 
         self.useFixture(fixtures.MockPatchObject(journal, 'POLL_INTERVAL',
                                                  0.5))
-        pool = self.make_pool('vgpu', [base.VGPU_HOST, base.VGPU_HOST2],
+        pool = self.make_pool('vgpu', [self.vgpu_host, self.vgpu_host2],
                               '--vgpu-type', 'nvidia-35')
         server = self.boot(self.make_flavor(pool))
-        self.use_spare(base.VGPU_HOST2)
-        self.drained(base.VGPU_HOST)
-        self.drained(base.VGPU_HOST2)
+        self.use_spare(self.vgpu_host2)
+        self.drained(self.vgpu_host)
+        self.drained(self.vgpu_host2)
         client = faults.make_client()
         injector = self.useFixture(faults.FaultInjector(client))
         armed = []
@@ -390,7 +400,7 @@ class TestDrainReadBackFaults(MaintenanceTestCase):
                                          on_step=on_step)
 
         # a clean run learns the number of read-back reads
-        source, destination = base.VGPU_HOST, base.VGPU_HOST2
+        source, destination = self.vgpu_host, self.vgpu_host2
         drain(source)
         reads = len(injector.reads)
         self.assertGreaterEqual(reads, 4, injector.reads)
@@ -455,17 +465,17 @@ class TestDrainReadBack(MaintenanceTestCase):
 
     def test_a_server_without_gpus_leaves_and_the_drain_succeeds(self):
         # defect 9, at the CLI: exit 0, the server on another host
-        self.spare(base.PT_HOST2)
-        server = self.boot_on(self.plain_flavor(), base.PT_HOST2)
+        self.spare(self.pt_host2)
+        server = self.boot_on(self.plain_flavor(), self.pt_host2)
         reason = self.unique_name('fw')
         rc, out, err = self.openstack_raw(
-            'gpu', 'host', 'drain', base.PT_HOST2, '--reason', reason,
+            'gpu', 'host', 'drain', self.pt_host2, '--reason', reason,
             '-f', 'json')
         self.assertEqual(0, rc, err)
         host, status = self.server_host(server)
-        self.assertNotEqual(base.PT_HOST2, host)
+        self.assertNotEqual(self.pt_host2, host)
         self.assertEqual('ACTIVE', status)
-        service = self.service(base.PT_HOST2)
+        service = self.service(self.pt_host2)
         self.assertEqual(('disabled', 'gpuclient: %s' % reason),
                          (service['Status'], service['Disabled Reason']))
 
@@ -479,29 +489,29 @@ class TestDrainReadBack(MaintenanceTestCase):
 
         self.useFixture(fixtures.MockPatchObject(journal, 'POLL_INTERVAL',
                                                  0.5))
-        pool = self.make_pool('vgpu', [base.VGPU_HOST, base.VGPU_HOST2],
+        pool = self.make_pool('vgpu', [self.vgpu_host, self.vgpu_host2],
                               '--vgpu-type', 'nvidia-35')
         flavor = self.make_flavor(pool)
-        self.spare(base.VGPU_HOST2)
-        first = self.boot_on(flavor, base.VGPU_HOST2)
+        self.spare(self.vgpu_host2)
+        first = self.boot_on(flavor, self.vgpu_host2)
         late = []
 
         def pause(_index, _step):
             if not late:
-                late.append(self.boot_on(flavor, base.VGPU_HOST2))
+                late.append(self.boot_on(flavor, self.vgpu_host2))
         from gpuclient.rules import maintenance
 
         rows, _plan, _notices = maintenance_ops.drain(
-            faults.make_client(), [base.VGPU_HOST2], requested='live',
+            faults.make_client(), [self.vgpu_host2], requested='live',
             facts=maintenance.parse_facts(LIVE_FACTS[1::2]), on_step=pause)
         self.assertEqual([first['id'], late[0]['id']],
                          [r['server'] for r in rows])
         for server in (first, late[0]):
-            self.assertEqual((base.VGPU_HOST, 'ACTIVE'),
+            self.assertEqual((self.vgpu_host, 'ACTIVE'),
                              self.server_host(server))
-            self.assert_gpu_moved(server, 'VGPU', base.VGPU_HOST2,
-                                  base.VGPU_HOST)
-        service = self.service(base.VGPU_HOST2)
+            self.assert_gpu_moved(server, 'VGPU', self.vgpu_host2,
+                                  self.vgpu_host)
+        service = self.service(self.vgpu_host2)
         self.assertEqual(('disabled', 'gpuclient: maintenance'),
                          (service['Status'], service['Disabled Reason']))
 
@@ -511,40 +521,40 @@ class TestDrainReadBack(MaintenanceTestCase):
         from gpuclient.ops import journal
         from gpuclient.ops import maintenance_ops
 
-        self.spare(base.PT_HOST2)
-        server = self.boot_on(self.plain_flavor(), base.PT_HOST2)
+        self.spare(self.pt_host2)
+        server = self.boot_on(self.plain_flavor(), self.pt_host2)
         client = faults.make_client()
         injector = self.useFixture(faults.FaultInjector(client))
         injector.arm(2, '500')  # the cordon, then the live migration
         exc = self.assertRaises(journal.ApplyError, maintenance_ops.drain,
-                                client, [base.PT_HOST2], reason='ft')
+                                client, [self.pt_host2], reason='ft')
         injector.disarm()
         self.assertIn('Not done: live-migrate server', str(exc))
-        service = self.service(base.PT_HOST2)
+        service = self.service(self.pt_host2)
         self.assertEqual(('disabled', 'gpuclient: draining: ft'),
                          (service['Status'], service['Disabled Reason']))
-        self.assertEqual((base.PT_HOST2, 'ACTIVE'), self.server_host(server))
+        self.assertEqual((self.pt_host2, 'ACTIVE'), self.server_host(server))
         rc, _out, err = self.openstack_raw('gpu', 'host', 'uncordon',
-                                           base.PT_HOST2)
+                                           self.pt_host2)
         self.assertNotEqual(0, rc)
         self.assertIn('gpuclient: draining: ft', err)
-        self.assertEqual('disabled', self.service(base.PT_HOST2)['Status'])
+        self.assertEqual('disabled', self.service(self.pt_host2)['Status'])
 
     def test_skip_unmovable_and_two_hosts(self):
         # a suspended server only shelves (downtime, not allowed): it
         # stays; the other leaves; both hosts cordoned
-        self.spare(base.PT_HOST2)
-        self.spare(base.VGPU_HOST2)
+        self.spare(self.pt_host2)
+        self.spare(self.vgpu_host2)
         flavor = self.plain_flavor()
-        moving = self.boot_on(flavor, base.PT_HOST2)
-        staying = self.boot_on(flavor, base.VGPU_HOST2)
+        moving = self.boot_on(flavor, self.pt_host2)
+        staying = self.boot_on(flavor, self.vgpu_host2)
         self.openstack('server', 'suspend', staying['id'], parse=False)
         where = self.wait_for(
             'server %s suspended' % staying['id'],
             lambda: self.server_host(staying),
             lambda found: found[1] == 'SUSPENDED', timeout=60, interval=1)
-        self.assertEqual((base.VGPU_HOST2, 'SUSPENDED'), where)
-        hosts = (base.PT_HOST2, base.VGPU_HOST2)
+        self.assertEqual((self.vgpu_host2, 'SUSPENDED'), where)
+        hosts = (self.pt_host2, self.vgpu_host2)
         rc, _out, err = self.openstack_raw('gpu', 'host', 'drain', *hosts)
         self.assertNotEqual(0, rc)
         self.assertIn(staying['id'], err)
@@ -557,7 +567,7 @@ class TestDrainReadBack(MaintenanceTestCase):
         host, status = self.server_host(moving)
         self.assertNotIn(host, hosts)
         self.assertEqual('ACTIVE', status)
-        self.assertEqual((base.VGPU_HOST2, 'SUSPENDED'),
+        self.assertEqual((self.vgpu_host2, 'SUSPENDED'),
                          self.server_host(staying))
         for host in hosts:
             self.assertEqual('disabled', self.service(host)['Status'])

@@ -53,6 +53,11 @@ def _testcloud_hosts():
 
 class ProfilePlanTestCase(base.FunctionalTestCase):
 
+    def setUp(self):
+        super().setUp()
+        # the re-cut host for this test alone (base.host_lease)
+        self.assertEqual(HOST, self.host_lease('mig-recut'))
+
     def restart_compute(self, *args):
         proc = subprocess.run(
             [sys.executable, os.path.join(TOP, 'tools', 'testcloud'),

@@ -50,6 +50,8 @@ def _iso(epoch):
 
 
 class TestUtilisation(base.FunctionalTestCase):
+    # its hosts: lane B's (base.LANES), beside the fault matrices
+    lane = 'b'
 
     def setUp(self):
         super().setUp()
@@ -123,17 +125,17 @@ class TestUtilisation(base.FunctionalTestCase):
     def test_idle_busy_unknown_in_two_modes(self):
         start = datetime.datetime.now(datetime.timezone.utc)
         pt_flavor = self.make_flavor(self.make_pool(
-            'passthrough', base.PT_HOST, '--alias', 'h100', '--pci-id',
+            'passthrough', self.pt_host, '--alias', 'h100', '--pci-id',
             '10de:2331'))
         pt_idle, pt_busy, pt_none = (self.boot(pt_flavor) for _i in
                                      range(3))
         # one vGPU server alone on each vGPU host: the card's figure is
         # that server's
         v_idle = self.boot(self.make_flavor(self.make_pool(
-            'vgpu', base.VGPU_HOST, '--vgpu-type', 'nvidia-35')))
-        self.use_spare(base.VGPU_HOST2)
+            'vgpu', self.vgpu_host, '--vgpu-type', 'nvidia-35')))
+        self.use_spare(self.vgpu_host2)
         v_busy = self.boot(self.make_flavor(self.make_pool(
-            'vgpu', base.VGPU_HOST2, '--vgpu-type', 'nvidia-35')))
+            'vgpu', self.vgpu_host2, '--vgpu-type', 'nvidia-35')))
 
         def guest(server, util):
             return {'hostname': server['name'], 'gpu': 0,
@@ -148,8 +150,8 @@ class TestUtilisation(base.FunctionalTestCase):
         written = time.time()
         self.write_devices([
             guest(pt_idle, 1), guest(pt_busy, 90),
-            host(base.VGPU_HOST, v_idle, 2),
-            host(base.VGPU_HOST2, v_busy, 75)])
+            host(self.vgpu_host, v_idle, 2),
+            host(self.vgpu_host2, v_busy, 75)])
         # one scrape reads every device: the samples of pt_busy's series
         # (new with its server) are the scrapes of the readings written
         series = 'DCGM_FI_DEV_GPU_UTIL{instance_id="%s"}' % pt_busy['id']
@@ -228,7 +230,7 @@ class TestUtilisation(base.FunctionalTestCase):
     def test_capacity_openmetrics_is_scraped_and_queried_back(self):
         if not os.path.exists(PROMTOOL):
             self.skipTest('no %s (apt-get install prometheus)' % PROMTOOL)
-        pool = self.make_pool('vgpu', base.VGPU_HOST, '--vgpu-type',
+        pool = self.make_pool('vgpu', self.vgpu_host, '--vgpu-type',
                               'nvidia-35')
         flavor = self.make_flavor(pool)
         rc, out, err = self.openstack_raw('gpu', 'capacity', 'list',

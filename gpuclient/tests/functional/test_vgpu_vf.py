@@ -38,6 +38,11 @@ VF_CLASS = 'CUSTOM_VGPU_%s' % base.VF_TYPE.upper().replace('-', '_')
 
 
 class VgpuVfTestCase(test_candidates.CandidatesTestCase):
+    def setUp(self):
+        super().setUp()
+        # the VF host for this test alone (base.host_lease)
+        self.host_lease('vgpu-vf')
+
     def vf_pool(self, *options):
         return self.create_pool(
             '--mode', 'vgpu-vf', '--vgpu-type', base.VF_TYPE, '--alias',

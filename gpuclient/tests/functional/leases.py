@@ -1,0 +1,298 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Hosts leased per test (issue 52).
+
+``FunctionalTestCase.host_lease(kind)`` hands a test one host of a kind
+for itself: an exclusive lock per host (``fcntl.flock`` on a file in
+LOCK_DIR, so two test processes never hold one host at once), taken only
+once the host reads clean, and given back only once it reads clean again.
+Clean is what the services say, read back (bounded, then asserted once):
+
+* no server in Nova's server list of the host (all projects);
+* no allocation on any provider of its tree (Placement's usages);
+* no aggregate that is a gpuclient pool holds it, and it is in no
+  aggregate it was not in when leased;
+* no pool trait (``CUSTOM_GPU_POOL_*``) on its providers, and their other
+  ``CUSTOM_*`` traits and reserved amounts as when leased;
+* its compute service enabled or disabled as when leased (a spare stays
+  disabled, with its reason);
+* no device of the host in the DCGM stand-in's file
+  (``GPUCLIENT_DCGM_DEVICES``).
+
+A lease that finds the host unclean when given back fails the test that
+held it (a leak is the leaker's failure) and records it in the lock file,
+so the next test to lease the host names that test in its own failure.
+
+:func:`findings` is pure (two readings in, what differs out) and is
+unit-tested in gpuclient/tests/unit/test_functional_leases.py.
+"""
+
+import errno
+import fcntl
+import json
+import os
+import tempfile
+import time
+
+import fixtures
+
+LOCK_DIR = os.environ.get('GPUCLIENT_FT_LEASE_DIR') or os.path.join(
+    tempfile.gettempdir(), 'gpuclient-ft-leases')
+# how long a test waits for another process to give a host back
+ACQUIRE_TIMEOUT = float(os.environ.get('GPUCLIENT_FT_LEASE_TIMEOUT', 900))
+POOL_TRAIT_PREFIX = 'CUSTOM_GPU_POOL_'
+# Placement microversions of the reads (in_tree: 1.14)
+TREE_VERSION = '1.14'
+TRAITS_VERSION = '1.6'
+
+
+def findings(host, leased, now, shared=False):
+    """What is not clean on HOST in reading NOW, against reading LEASED
+    (None: the reading the lease is about to be taken on, which must be
+    clean in itself). A reading (:func:`read`) is a dict of ``servers``
+    (ids), ``usages`` {provider: {class: used}}, ``pool_aggregates``
+    (names), ``aggregates`` (names), ``traits`` {provider: [CUSTOM_*]},
+    ``reserved`` {provider: {class: reserved}}, ``service``
+    (enabled/disabled, reason) and ``devices`` (DCGM entries of the host).
+    SHARED (a cloud that is not the project's test cloud, where others'
+    servers and pools may be on the host): servers, allocations, pools and
+    pool traits count only where they differ from LEASED. Returns a sorted
+    list of sentences."""
+    def new(field):
+        if shared and leased is not None:
+            return sorted(set(now[field]) - set(leased[field]))
+        return [] if shared else sorted(now[field])
+
+    found = []
+    servers = new('servers')
+    if servers:
+        found.append('servers on %s in Nova: %s' % (host, ', '.join(servers)))
+    used = {rp: {rc: n for rc, n in usages.items() if n}
+            for rp, usages in now['usages'].items()}
+    used = {rp: usages for rp, usages in used.items() if usages}
+    if shared:
+        changed = leased is not None and now['usages'] != leased['usages']
+        used = used if changed else {}
+    if used:
+        found.append('allocations on %s in Placement: %s' % (
+            host, json.dumps(used, sort_keys=True)))
+    pools_ = new('pool_aggregates')
+    if pools_:
+        found.append('%s in gpuclient pools: %s' % (host, ', '.join(pools_)))
+    pool_traits = {rp: [t for t in traits if t.startswith(POOL_TRAIT_PREFIX)]
+                   for rp, traits in now['traits'].items()}
+    pool_traits = {rp: t for rp, t in pool_traits.items() if t}
+    if pool_traits and not shared:
+        found.append('pool traits on %s: %s' % (
+            host, json.dumps(pool_traits, sort_keys=True)))
+    if now['devices']:
+        found.append('DCGM stand-in devices of %s left by: %s' % (
+            host, ', '.join(sorted({str(d.get('owner'))
+                                    for d in now['devices']}))))
+    if leased is not None:
+        new = sorted(set(now['aggregates']) - set(leased['aggregates']))
+        if new:
+            found.append('%s left in aggregates: %s' % (host, ', '.join(new)))
+        for field, what in (('traits', 'CUSTOM traits'),
+                            ('reserved', 'reserved amounts')):
+            if now[field] != leased[field]:
+                found.append('%s of %s changed: %s, leased with %s' % (
+                    what, host, json.dumps(now[field], sort_keys=True),
+                    json.dumps(leased[field], sort_keys=True)))
+        if now['service'] != leased['service']:
+            found.append('compute service of %s is %s, leased %s' % (
+                host, '/'.join(filter(None, now['service'])),
+                '/'.join(filter(None, leased['service']))))
+    return sorted(found)
+
+
+def _devices(path, host, nodename):
+    try:
+        with open(path) as src:
+            document = json.load(src)
+    except (OSError, ValueError):
+        return []
+    return [d for d in document.get('devices') or ()
+            if d.get('hostname') in (host, nodename)]
+
+
+def read(conn, host, dcgm_path=None):
+    """One reading of HOST (service host) from Nova and Placement through
+    openstacksdk connection CONN, and of the DCGM stand-in's file."""
+    from gpuclient.rules import pools
+
+    compute, placement = conn.compute, conn.placement
+    node = [h for h in compute.hypervisors(details=True)
+            if (h.service_details or {}).get('host') == host]
+    if len(node) != 1:
+        raise AssertionError('Nova has %d hypervisors of host %s'
+                             % (len(node), host))
+    root, nodename = node[0].id, node[0].name
+    tree = placement.get('/resource_providers', params={'in_tree': root},
+                         microversion=TREE_VERSION).json()
+    providers = [rp['uuid'] for rp in tree['resource_providers']]
+    usages, traits, reserved = {}, {}, {}
+    for rp in providers:
+        usages[rp] = placement.get(
+            '/resource_providers/%s/usages' % rp,
+            microversion=TREE_VERSION).json()['usages']
+        traits[rp] = sorted(t for t in placement.get(
+            '/resource_providers/%s/traits' % rp,
+            microversion=TRAITS_VERSION).json()['traits']
+            if t.startswith('CUSTOM_'))
+        inventories = placement.get(
+            '/resource_providers/%s/inventories' % rp,
+            microversion=TREE_VERSION).json()['inventories']
+        reserved[rp] = {rc: inv.get('reserved', 0)
+                        for rc, inv in inventories.items()}
+    aggregates = [a for a in compute.aggregates() if host in (a.hosts or ())]
+    service = [s for s in compute.services(binary='nova-compute', host=host)]
+    return {
+        'servers': [s.id for s in compute.servers(
+            all_projects=True, compute_host=host)],
+        'usages': usages,
+        'pool_aggregates': sorted(a.name for a in aggregates
+                                  if pools.is_pool(a)),
+        'aggregates': sorted(a.name for a in aggregates),
+        'traits': traits,
+        'reserved': reserved,
+        'service': ([service[0].status, service[0].disabled_reason]
+                    if service else []),
+        'devices': (_devices(dcgm_path, host, nodename) if dcgm_path
+                    else []),
+    }
+
+
+def _lock_path(host):
+    return os.path.join(LOCK_DIR, '%s.lease' % host)
+
+
+class NamedLock(fixtures.Fixture):
+    """The lock NAME in LOCK_DIR, SHARED or exclusive, for a fixture's
+    life; waits at most TIMEOUT seconds for it (then fails naming the
+    wait)."""
+
+    def __init__(self, name, shared=False, timeout=ACQUIRE_TIMEOUT):
+        super().__init__()
+        self.name, self.shared, self.timeout = name, shared, timeout
+
+    def _setUp(self):
+        os.makedirs(LOCK_DIR, exist_ok=True)
+        handle = open(os.path.join(LOCK_DIR, '%s.lock' % self.name), 'a+')
+        self.addCleanup(handle.close)
+        mode = fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                fcntl.flock(handle, mode | fcntl.LOCK_NB)
+                return
+            except OSError as exc:
+                if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                    raise
+            if time.monotonic() > deadline:
+                raise AssertionError('lock %s not free in %.0f s'
+                                     % (self.name, self.timeout))
+            time.sleep(0.2)
+
+
+def free(host):
+    """Whether no test process holds HOST's lease now (a hint for the
+    choice among hosts of a kind: HostLease takes the lock itself)."""
+    os.makedirs(LOCK_DIR, exist_ok=True)
+    with open(_lock_path(host), 'a+') as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                raise
+            return False
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return True
+
+
+class HostLease(fixtures.Fixture):
+    """HOST for one test alone (the module docstring): TEST is the test
+    case (its id names the holder; its ``wait_for`` bounds the waits),
+    CONN an openstacksdk connection to the cloud."""
+
+    def __init__(self, test, host, conn, dcgm_path=None,
+                 timeout=ACQUIRE_TIMEOUT, settle=None, shared=False):
+        super().__init__()
+        self.shared = shared
+        self.test, self.host, self.conn = test, host, conn
+        self.dcgm_path = dcgm_path
+        self.timeout = timeout
+        self.settle = settle
+        self.leased = None
+
+    def _lock(self):
+        os.makedirs(LOCK_DIR, exist_ok=True)
+        handle = open(_lock_path(self.host), 'a+')
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return handle
+            except OSError as exc:
+                if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                    raise
+            if time.monotonic() > deadline:
+                handle.seek(0)
+                holder = handle.read().strip()
+                handle.close()
+                raise AssertionError('host %s not given back in %.0f s '
+                                     '(%s)' % (self.host, self.timeout,
+                                               holder or 'no holder on '
+                                               'record'))
+            time.sleep(0.5)
+
+    def _note(self, text):
+        self.handle.seek(0)
+        self.handle.truncate()
+        self.handle.write(text)
+        self.handle.flush()
+
+    def _clean(self, leased):
+        """Read until clean (bounded by the test's wait), then the last
+        reading and what is not clean in it."""
+        kwargs = {} if self.settle is None else {'timeout': self.settle}
+        reading = self.test.wait_for(
+            'host %s clean' % self.host,
+            lambda: read(self.conn, self.host, self.dcgm_path),
+            lambda now: not findings(self.host, leased, now, self.shared),
+            **kwargs)
+        return reading, findings(self.host, leased, reading, self.shared)
+
+    def _setUp(self):
+        self.handle = self._lock()
+        self.addCleanup(self.handle.close)
+        self.handle.seek(0)
+        before = self.handle.read().strip()
+        reading, left = self._clean(None)
+        if left:
+            raise AssertionError('host %s is not clean to lease (%s): %s'
+                                 % (self.host, before or 'no holder on '
+                                    'record', '; '.join(left)))
+        self.leased = reading
+        self._note('held by %s' % self.test.id())
+        self.addCleanup(self._give_back)
+
+    def _give_back(self):
+        _reading, left = self._clean(self.leased)
+        if left:
+            self._note('left unclean by %s: %s' % (self.test.id(),
+                                                   '; '.join(left)))
+            raise AssertionError('%s leaked on host %s: %s' % (
+                self.test.id(), self.host, '; '.join(left)))
+        self._note('given back by %s' % self.test.id())
+

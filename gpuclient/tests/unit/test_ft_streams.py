@@ -1,0 +1,94 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""tools/run-functional's second stream and the functional test classes'
+lanes agree: every class on lane B's hosts (``lane = 'b'``, itself or by
+inheritance in its module) runs in the second stream, and no class on lane
+A's hosts does, but for the fault matrices on their own leased hosts. Read
+from the sources (importing the functional tests would ask a cloud)."""
+
+import ast
+import os
+import re
+
+import testtools
+
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))
+FUNCTIONAL = os.path.join(TOP, 'gpuclient', 'tests', 'functional')
+# the second stream's classes that are not lane B: on hosts of their own
+# (fault-vgpu-1, fault-mig-1), leased
+FAULT_MODULES = ('test_faults', 'test_hung')
+
+
+def second_stream():
+    with open(os.path.join(TOP, 'tools', 'run-functional')) as src:
+        found = re.search(r"^FAULT_TESTS='([^']*)'", src.read(), re.M)
+    return re.compile('^' + found.group(1))
+
+
+def lanes():
+    """{test id prefix 'gpuclient.tests.functional.<module>.<Class>.':
+    lane} of every class with a test method."""
+    found = {}
+    for name in sorted(os.listdir(FUNCTIONAL)):
+        if not (name.startswith('test_') and name.endswith('.py')):
+            continue
+        module = name[:-3]
+        with open(os.path.join(FUNCTIONAL, name)) as src:
+            tree = ast.parse(src.read())
+        own, bases, tests = {}, {}, set()
+        for node in tree.body:
+            if not isinstance(node, ast.ClassDef):
+                continue
+            bases[node.name] = [b.id for b in node.bases
+                                if isinstance(b, ast.Name)]
+            for item in node.body:
+                if (isinstance(item, ast.Assign)
+                        and [getattr(t, 'id', None) for t in item.targets]
+                        == ['lane']):
+                    own[node.name] = item.value.value
+                if (isinstance(item, ast.FunctionDef)
+                        and item.name.startswith('test_')):
+                    tests.add(node.name)
+
+        def lane(cls):
+            if cls in own:
+                return own[cls]
+            for base in bases.get(cls, ()):
+                if base in bases:
+                    return lane(base)
+            return 'a'
+
+        for cls in tests:
+            found['gpuclient.tests.functional.%s.%s.' % (module, cls)] = (
+                lane(cls))
+    return found
+
+
+class TestStreams(testtools.TestCase):
+
+    def test_lane_b_classes_run_in_the_second_stream_alone(self):
+        stream = second_stream()
+        classes = lanes()
+        self.assertIn('b', classes.values())
+        wrong = sorted(prefix for prefix, lane in classes.items()
+                       if (lane == 'b') != bool(stream.match(prefix))
+                       and prefix.split('.')[3] not in FAULT_MODULES)
+        self.assertEqual([], wrong)
+        # the fault matrices are there too, not their lane-A neighbour
+        self.assertTrue(stream.match('gpuclient.tests.functional.test_faults.'
+                                     'TestPoolFaults.'))
+        self.assertFalse(stream.match('gpuclient.tests.functional.'
+                                      'test_faults.TestConcurrency.'))
+        self.assertFalse(stream.match('gpuclient.tests.functional.'
+                                      'test_maintenance.TestDrainReadBack.'))
