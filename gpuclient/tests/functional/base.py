@@ -80,8 +80,8 @@ LANES['b'] = (dict(zip(LANE_KINDS, ('gpu-pt-3', 'gpu-pt-4', 'gpu-vgpu-3',
 # the lane-B hosts a lane-B test enables (the second ones stay spares until
 # a drain's destination is enabled, as in lane A)
 LANE_ENABLED = ('passthrough', 'vgpu', 'plain')
-# Nova may place a server the suite does not steer (a flavor without a
-# pool's required trait, no --host) on any enabled host, a lane-B host
+# Nova may place a server the suite does not steer (a flavor that is not a
+# pool's, no --host) on any enabled host, a lane-B host
 # included: such a boot, and a lane-A drain (whose moves Nova places),
 # hold this lock exclusively; a lane-B test holds it shared while its
 # hosts are enabled, and may not make such a boot
@@ -352,8 +352,8 @@ class FunctionalTestCase(testtools.TestCase):
     def _unsteered(self, args):
         """'drain' or 'boot' when ``openstack ARGS`` lets Nova place a
         server on a host the suite did not choose (UNSTEERED_LOCK): a
-        drain's moves, or a boot without --host of a flavor that does not
-        require a pool's trait; else None."""
+        drain's moves, or a boot without --host of a flavor that is not a
+        pool's; else None."""
         word = _command_word(args)
         words = list(args[args.index(word):]) if word else []
         if words[:3] == ['gpu', 'host', 'drain']:
@@ -367,8 +367,11 @@ class FunctionalTestCase(testtools.TestCase):
                                     'show', flavor, '-f', 'json', '-c',
                                     'properties'])
         properties = json.loads(out)['properties'] if rc == 0 else {}
-        steered = any(k.startswith('trait:CUSTOM_GPU_POOL_')
-                      and v == 'required'
+        # a pool's flavor: its aggregate's metadata (Nova's
+        # AggregateInstanceExtraSpecsFilter) or its trait (isolation)
+        steered = any(k == 'aggregate_instance_extra_specs:gpu_pool'
+                      or (k.startswith('trait:CUSTOM_GPU_POOL_')
+                          and v == 'required')
                       for k, v in (properties or {}).items())
         return None if steered else 'boot'
 

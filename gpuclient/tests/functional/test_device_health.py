@@ -32,6 +32,7 @@ import uuid
 
 import openstack
 import requests
+from testtools import content
 
 from gpuclient.tests.functional import base
 
@@ -40,10 +41,6 @@ DEVICES = os.environ.get('GPUCLIENT_DCGM_DEVICES')
 # test wrote
 WINDOW = '30s'
 WINDOW_SECONDS = 30
-# the first look at an XID just written: the check must fall in the
-# window of its change, however long the check takes to start on a
-# loaded machine (4 minutes: still one-second steps)
-FIRST_WINDOW = '240s'
 # how long Prometheus may take to scrape what a test wrote
 SCRAPE_TIMEOUT = 30
 # the test cloud Prometheus' job of the stand-in (tools/cloud/cli.py)
@@ -61,6 +58,7 @@ class DcgmTestCase(base.FunctionalTestCase):
                 self.fail(reason)
             self.skipTest(reason)
         self.tag = 't39dev-%s' % uuid.uuid4().hex[:8]
+        self.first_written = None
 
     def _update(self, devices):
         """Replace this test's devices in the shared file by DEVICES."""
@@ -80,6 +78,19 @@ class DcgmTestCase(base.FunctionalTestCase):
         # a scrape that starts from now reads this file (the stand-in
         # reads it on every request)
         self.written = time.time()
+        if devices and self.first_written is None:
+            self.first_written = self.written
+
+    def window(self):
+        """The health window of this test's reads: from its first write
+        (whole seconds, at least 2) to now, at most WINDOW. Prometheus
+        keeps an earlier test's series of the same GPU (another UUID)
+        within WINDOW of its last sample; a window that starts at this
+        test's first write leaves them out."""
+        if self.first_written is None:
+            return WINDOW
+        since = int(time.time() - self.first_written) + 2
+        return '%ds' % min(since, WINDOW_SECONDS)
 
     def wait_served(self):
         """Wait (bounded) until Prometheus has scraped the stand-in since
@@ -138,12 +149,13 @@ class DcgmTestCase(base.FunctionalTestCase):
                 found['%s:%s:%s.%s' % match.groups()] = rp['name']
         return {pci.lower(): name for pci, name in found.items()}
 
-    def check(self, *names, window=WINDOW):
+    def check(self, *names, window=None):
         """{(check, object): finding} of ``gpu check --check NAMES``
         (which exits 0 or 1) and its exit status."""
         args = [a for name in names for a in ('--check', name)]
         rc, out, err = self.openstack_raw('gpu', 'check', *args,
-                                          '--window', window, '-f', 'json')
+                                          '--window', window or self.window(),
+                                          '-f', 'json')
         self.assertIn(rc, (0, 1), err)
         return rc, {(r['Check'], r['Object']): r for r in json.loads(out)}
 
@@ -193,7 +205,7 @@ class TestDeviceHealth(DcgmTestCase):
         def unhealthy():
             return self.openstack('gpu', 'device', 'list', '--host',
                                   self.pt_host, '--unhealthy', '--window',
-                                  WINDOW)
+                                  self.window())
 
         # the healthy one: a GPU no XID in the window marks yet (an
         # earlier test's XID on this host stays in Prometheus' window)
@@ -303,11 +315,12 @@ class TestXidClasses(DcgmTestCase):
         wanted = {('gpu-application-xid', server_label),
                   ('gpu-unhealthy', sick_label)}
         self.wait_served()
-        # a window that a slow machine's check still falls in (the 13 is
-        # recent only while the change is in it), with one-second steps
-        # as the window below has (FINE_POINTS)
-        _rc, got = self.check(*names, window=FIRST_WINDOW)
+        # the window: since this test's first write (the 13 is recent
+        # while its change is in it; an earlier test's series of these
+        # GPUs are not)
+        _rc, got = self.check(*names)
         self.assertEqual(set(), wanted - set(got), 'the XIDs not found')
+        self.addDetail('check', content.text_content(repr(got)))
         # 13 is the project's (Nova's project of the server), no cordon
         app = got[('gpu-application-xid', server_label)]
         self.assertEqual('warning', app['Severity'])
@@ -455,7 +468,8 @@ class TestCheckDevices(DcgmTestCase):
             nova['OS-EXT-SRV-ATTR:host'], card)), rows)
         self.assertEqual([], [r for r in self.openstack(
             'gpu', 'device', 'list', '--host', nova['OS-EXT-SRV-ATTR:host'],
-            '--unhealthy', '--window', WINDOW) if r['PCI Address'] == card])
+            '--unhealthy', '--window', self.window())
+            if r['PCI Address'] == card])
         # the XID on a GPU of a host still taking servers: the cordon fix
         self.assertIn('XID 79', unhealthy['Symptom'])
         self.assertEqual(
