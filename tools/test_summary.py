@@ -22,7 +22,9 @@ matrix of gpuclient/tests/functional/test_faults.py attaches one
 "fault matrix: N fault points in M matrices" line (the attachments are
 read with python-subunit, in the tox environment's python:
 ``test_summary.py --details`` prints the text attachments of a subunit
-stream on stdin).
+stream on stdin), and where the time went: one line per test module (its
+stestr workers, tests and seconds; ``--modules`` on a stream) and each
+worker's span.
 """
 
 import os
@@ -62,6 +64,57 @@ def print_details(stream, out):
     subunit.ByteStreamToStreamResult(stream).run(Collect())
     for (_test, _name), data in chunks.items():
         out.write(data.decode('utf-8', 'replace').rstrip('\n') + '\n')
+
+
+def print_modules(stream, out):
+    """Write, from a subunit v2 STREAM, one line per test module: the
+    stestr workers it ran in, its tests and the seconds they took (the sum
+    of each test's start-to-end), slowest module first; and each worker's
+    seconds from its first test's start to its last test's end."""
+    import subunit  # noqa: PLC0415 - only in the tox environment
+    import testtools  # noqa: PLC0415
+
+    started, tests, seconds, workers, spans = {}, {}, {}, {}, {}
+
+    class Collect(testtools.StreamResult):
+        def status(self, test_id=None, test_status=None, test_tags=None,
+                   timestamp=None, **kwargs):
+            if not test_id or timestamp is None:
+                return
+            module = '.'.join(test_id.split('.')[:4])
+            worker = sorted(t for t in (test_tags or ())
+                            if t.startswith('worker-'))
+            if test_status == 'inprogress':
+                started[test_id] = timestamp
+                return
+            if test_status not in ('success', 'fail', 'skip', 'xfail',
+                                   'uxsuccess') or test_id not in started:
+                return
+            took = (timestamp - started[test_id]).total_seconds()
+            tests[module] = tests.get(module, 0) + 1
+            seconds[module] = seconds.get(module, 0.0) + took
+            workers.setdefault(module, set()).update(worker)
+            for name in worker:
+                first, last = spans.get(name, (started[test_id], timestamp))
+                spans[name] = (min(first, started[test_id]),
+                               max(last, timestamp))
+
+    subunit.ByteStreamToStreamResult(stream).run(Collect())
+    for module in sorted(seconds, key=lambda m: -seconds[m]):
+        out.write('%-56s %-18s %4d tests %8.1f s\n' % (
+            module, ','.join(sorted(workers[module])) or '-',
+            tests[module], seconds[module]))
+    for name, (first, last) in sorted(spans.items()):
+        out.write('%s: %.0f s from its first test to its last\n'
+                  % (name, (last - first).total_seconds()))
+
+
+def module_times(bindir, stream):
+    return subprocess.run(
+        [os.path.join(bindir, 'python'), os.path.abspath(__file__),
+         '--modules'],
+        input=stream, capture_output=True,
+    ).stdout.decode().rstrip('\n')
 
 
 def fault_total(text):
@@ -109,6 +162,9 @@ def main():
     if sys.argv[1:] == ['--details']:
         print_details(sys.stdin.buffer, sys.stdout)
         return 0
+    if sys.argv[1:] == ['--modules']:
+        print_modules(sys.stdin.buffer, sys.stdout)
+        return 0
     bindir = os.path.join(ROOT, '.tox', 'py3', 'bin')
     if not os.path.exists(os.path.join(bindir, 'stestr')):
         print('no tox py3 environment: nothing to summarise')
@@ -130,6 +186,10 @@ def main():
             table = slowest(bindir, repo)
             if table:
                 print(table)
+            modules = module_times(bindir, stream)
+            if modules:
+                print('where the functional time went, per module:')
+                print(modules)
     return 0
 
 

@@ -86,6 +86,12 @@ LANE_ENABLED = ('passthrough', 'vgpu', 'plain')
 # hold this lock exclusively; a lane-B test holds it shared while its
 # hosts are enabled, and may not make such a boot
 UNSTEERED_LOCK = 'unsteered'
+# what lane B's hosts offer (tools/cloud/hosts.py): a flavor that asks for
+# another class (bare metal, the one-time-use or VF host's) or another PCI
+# alias than h100 lands on no lane-B host, steered or not
+LANE_B_CLASSES = frozenset({'VCPU', 'MEMORY_MB', 'DISK_GB', 'VGPU',
+                            'CUSTOM_PCI_10DE_2331'})
+LANE_B_ALIASES = frozenset({'h100'})
 # the hosts a test leases by kind (host_lease): on the test cloud each is
 # a spare that no other test uses (tools/cloud/hosts.py); elsewhere the
 # GPUCLIENT_* hosts above
@@ -367,13 +373,24 @@ class FunctionalTestCase(testtools.TestCase):
                                     'show', flavor, '-f', 'json', '-c',
                                     'properties'])
         properties = json.loads(out)['properties'] if rc == 0 else {}
+        properties = properties or {}
         # a pool's flavor: its aggregate's metadata (Nova's
         # AggregateInstanceExtraSpecsFilter) or its trait (isolation)
         steered = any(k == 'aggregate_instance_extra_specs:gpu_pool'
                       or (k.startswith('trait:CUSTOM_GPU_POOL_')
                           and v == 'required')
-                      for k, v in (properties or {}).items())
-        return None if steered else 'boot'
+                      for k, v in properties.items())
+        # or a flavor no lane-B host can hold
+        # (resources:C, resourcesN:C, resources_G:C)
+        classes = {k.split(':', 1)[1] for k, v in properties.items()
+                   if k.startswith('resources') and ':' in k
+                   and str(v) != '0'}
+        aliases = {pair.split(':')[0] for pair in
+                   properties.get('pci_passthrough:alias', '').split(',')
+                   if pair}
+        elsewhere = bool(classes - LANE_B_CLASSES
+                         or aliases - LANE_B_ALIASES)
+        return None if steered or elsewhere else 'boot'
 
     def need_host(self, *kinds):
         """Skip unless the cloud has a host of each kind (hosts.KINDS).
@@ -412,7 +429,12 @@ class FunctionalTestCase(testtools.TestCase):
                     self.fail('a lane-B test steers every server it boots '
                               '(a pool flavor or --host): %s'
                               % ' '.join(args))
-                with leases.NamedLock(UNSTEERED_LOCK):
+                with leases.NamedLock(UNSTEERED_LOCK) as lock:
+                    if lock.waited > 1:
+                        self.addDetail(
+                            'waited for lane B %s' % uuid.uuid4().hex[:6],
+                            content.text_content('%.1f s before: %s' % (
+                                lock.waited, ' '.join(args))))
                     return self._openstack_raw(*args, cloud=cloud,
                                                timeout=timeout, way=way)
             return self._openstack_raw(*args, cloud=cloud, timeout=timeout,

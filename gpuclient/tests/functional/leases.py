@@ -180,18 +180,23 @@ def _lock_path(host):
 class NamedLock(fixtures.Fixture):
     """The lock NAME in LOCK_DIR, SHARED or exclusive, for a fixture's
     life; waits at most TIMEOUT seconds for it (then fails naming the
-    wait)."""
+    wait). An exclusive taker is not starved by shared takers that follow
+    one another: it first holds the lock's gate, which every shared taker
+    passes through, so those that come after it wait until it has had its
+    turn. ``waited``: the seconds it took to get the lock."""
 
     def __init__(self, name, shared=False, timeout=ACQUIRE_TIMEOUT):
         super().__init__()
         self.name, self.shared, self.timeout = name, shared, timeout
+        self.waited = 0.0
 
-    def _setUp(self):
+    def _open(self, suffix):
         os.makedirs(LOCK_DIR, exist_ok=True)
-        handle = open(os.path.join(LOCK_DIR, '%s.lock' % self.name), 'a+')
+        handle = open(os.path.join(LOCK_DIR, self.name + suffix), 'a+')
         self.addCleanup(handle.close)
-        mode = fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX
-        deadline = time.monotonic() + self.timeout
+        return handle
+
+    def _take(self, handle, mode, deadline):
         while True:
             try:
                 fcntl.flock(handle, mode | fcntl.LOCK_NB)
@@ -202,7 +207,19 @@ class NamedLock(fixtures.Fixture):
             if time.monotonic() > deadline:
                 raise AssertionError('lock %s not free in %.0f s'
                                      % (self.name, self.timeout))
-            time.sleep(0.2)
+            time.sleep(0.1)
+
+    def _setUp(self):
+        started = time.monotonic()
+        deadline = started + self.timeout
+        gate, lock = self._open('.gate'), self._open('.lock')
+        self._take(gate, fcntl.LOCK_EX, deadline)
+        try:
+            self._take(lock, fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX,
+                       deadline)
+        finally:
+            fcntl.flock(gate, fcntl.LOCK_UN)
+        self.waited = time.monotonic() - started
 
 
 def free(host):

@@ -61,12 +61,12 @@ def lanes():
                         and item.name.startswith('test_')):
                     tests.add(node.name)
 
-        def lane(cls):
+        def lane(cls, own=own, bases=bases):
             if cls in own:
                 return own[cls]
             for base in bases.get(cls, ()):
                 if base in bases:
-                    return lane(base)
+                    return lane(base, own, bases)
             return 'a'
 
         for cls in tests:

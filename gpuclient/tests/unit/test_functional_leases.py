@@ -18,6 +18,8 @@ processes' do)."""
 import copy
 import fcntl
 import os
+import threading
+import time
 
 import fixtures
 import testtools
@@ -163,7 +165,7 @@ class TestLock(testtools.TestCase):
         # the lock is free again, and the next lease names the leaker
         self.assertTrue(leases.free(HOST))
         _test, lease = self.lease([changed(servers=['s-9'])])
-        error = self.assertRaises(Exception, lease.setUp)
+        error = self.assertRaises(testtools.MultipleExceptions, lease.setUp)
         self.assertIn('left unclean by test_x', str(error))
 
     def test_waits_bounded_for_another_holder(self):
@@ -173,6 +175,51 @@ class TestLock(testtools.TestCase):
             other.flush()
             self.assertFalse(leases.free(HOST))
             _test, lease = self.lease([clean()], timeout=0)
-            error = self.assertRaises(Exception, lease.setUp)
+            error = self.assertRaises(testtools.MultipleExceptions,
+                                      lease.setUp)
             self.assertIn('not given back in 0 s (held by test_other)',
                           str(error))
+
+
+class TestNamedLock(testtools.TestCase):
+    """The 'unsteered' lock: shared holders one after another do not
+    starve an exclusive taker."""
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(fixtures.MonkeyPatch(
+            'gpuclient.tests.functional.leases.LOCK_DIR',
+            self.useFixture(fixtures.TempDir()).path))
+
+    def test_an_exclusive_taker_goes_before_later_shared_ones(self):
+        first = leases.NamedLock('l', shared=True)
+        first.setUp()
+        taken = threading.Event()
+        writer = leases.NamedLock('l', timeout=10)
+
+        def take():
+            writer.setUp()
+            taken.set()
+
+        thread = threading.Thread(target=take)
+        thread.start()
+        # the writer holds the gate, waiting for the first reader: a later
+        # reader waits behind it
+        deadline = time.monotonic() + 5
+        while not os.path.exists(os.path.join(leases.LOCK_DIR, 'l.gate')):
+            self.assertLess(time.monotonic(), deadline)
+            time.sleep(0.01)
+        time.sleep(0.3)
+        self.assertFalse(taken.is_set())
+        later = leases.NamedLock('l', shared=True, timeout=0.3)
+        error = self.assertRaises(testtools.MultipleExceptions, later.setUp)
+        self.assertIn('lock l not free', str(error))
+        first.cleanUp()
+        thread.join(5)
+        self.assertTrue(taken.is_set())
+        self.assertGreater(writer.waited, 0.2)
+        writer.cleanUp()
+        # and once it is done, readers share the lock again
+        with leases.NamedLock('l', shared=True, timeout=1):
+            with leases.NamedLock('l', shared=True, timeout=1) as other:
+                self.assertLess(other.waited, 1)
