@@ -77,6 +77,12 @@ LANES = {'a': dict(zip(LANE_KINDS, (PT_HOST, PT_HOST2, VGPU_HOST,
 LANES['b'] = (dict(zip(LANE_KINDS, ('gpu-pt-3', 'gpu-pt-4', 'gpu-vgpu-3',
                                     'gpu-vgpu-4', 'plain-2'), strict=True))
               if _FAULT_HOSTS else dict(LANES['a']))
+# the hosts the second stream writes to while a lane-A test runs (none
+# where one stream runs everything): a lane-A test's cloud-wide read
+# leaves them out
+SECOND_STREAM_HOSTS = frozenset(
+    set(LANES['b'].values()) | {FAULT_VGPU_HOST, FAULT_MIG_HOST}
+    if _FAULT_HOSTS else ())
 # the lane-B hosts a lane-B test enables (the second ones stay spares until
 # a drain's destination is enabled, as in lane A)
 LANE_ENABLED = ('passthrough', 'vgpu', 'plain')
@@ -350,8 +356,8 @@ class FunctionalTestCase(testtools.TestCase):
         self.useFixture(leases.NamedLock(UNSTEERED_LOCK, shared=True))
         conn = _connection(self.cloud)
         dcgm = os.environ.get('GPUCLIENT_DCGM_DEVICES')
-        for host in sorted(set(LANES['b'].values())):
-            self.useFixture(leases.HostLease(self, host, conn, dcgm))
+        self.useFixture(leases.HostLease(self, LANES['b'].values(), conn,
+                                         dcgm))
         for kind in LANE_ENABLED:
             self.use_spare(LANES['b'][kind])
 

@@ -23,7 +23,7 @@ Clean is what the services say, read back (bounded, then asserted once):
 * no aggregate that is a gpuclient pool holds it, and it is in no
   aggregate it was not in when leased;
 * no pool trait (``CUSTOM_GPU_POOL_*``) on its providers, and their other
-  ``CUSTOM_*`` traits and reserved amounts as when leased;
+  ``CUSTOM_*`` traits as when leased;
 * its compute service enabled or disabled as when leased (a spare stays
   disabled, with its reason);
 * no device of the host in the DCGM stand-in's file
@@ -46,8 +46,22 @@ import time
 
 import fixtures
 
-LOCK_DIR = os.environ.get('GPUCLIENT_FT_LEASE_DIR') or os.path.join(
-    tempfile.gettempdir(), 'gpuclient-ft-leases')
+
+def _lock_dir(environ):
+    """Where the locks and their records live: beside the test cloud's
+    clouds.yaml (its state, wiped when the cloud is brought up again, so
+    no record outlives the cloud it describes), else a folder of the
+    cloud's name in the temporary directory."""
+    if environ.get('GPUCLIENT_FT_LEASE_DIR'):
+        return environ['GPUCLIENT_FT_LEASE_DIR']
+    config = environ.get('OS_CLIENT_CONFIG_FILE') or ''
+    if 'gpuclient-testcloud' in config:
+        return os.path.join(os.path.dirname(config), 'leases')
+    return os.path.join(tempfile.gettempdir(), 'gpuclient-ft-leases-%s'
+                        % environ.get('OS_CLOUD', 'default'))
+
+
+LOCK_DIR = _lock_dir(os.environ)
 # how long a test waits for another process to give a host back
 ACQUIRE_TIMEOUT = float(os.environ.get('GPUCLIENT_FT_LEASE_TIMEOUT', 900))
 POOL_TRAIT_PREFIX = 'CUSTOM_GPU_POOL_'
@@ -60,9 +74,9 @@ def findings(host, leased, now, shared=False):
     """What is not clean on HOST in reading NOW, against reading LEASED
     (None: the reading the lease is about to be taken on, which must be
     clean in itself). A reading (:func:`read`) is a dict of ``servers``
-    (ids), ``usages`` {provider: {class: used}}, ``pool_aggregates``
+    (ids), ``usages`` {provider name: {class: used}}, ``pool_aggregates``
     (names), ``aggregates`` (names), ``traits`` {provider: [CUSTOM_*]},
-    ``reserved`` {provider: {class: reserved}}, ``service``
+    ``service``
     (enabled/disabled, reason) and ``devices`` (DCGM entries of the host).
     SHARED (a cloud that is not the project's test cloud, where others'
     servers and pools may be on the host): servers, allocations, pools and
@@ -103,8 +117,7 @@ def findings(host, leased, now, shared=False):
         new = sorted(set(now['aggregates']) - set(leased['aggregates']))
         if new:
             found.append('%s left in aggregates: %s' % (host, ', '.join(new)))
-        for field, what in (('traits', 'CUSTOM traits'),
-                            ('reserved', 'reserved amounts')):
+        for field, what in (('traits', 'CUSTOM traits'),):
             if now[field] != leased[field]:
                 found.append('%s of %s changed: %s, leased with %s' % (
                     what, host, json.dumps(now[field], sort_keys=True),
@@ -126,51 +139,61 @@ def _devices(path, host, nodename):
             if d.get('hostname') in (host, nodename)]
 
 
-def read(conn, host, dcgm_path=None):
-    """One reading of HOST (service host) from Nova and Placement through
-    openstacksdk connection CONN, and of the DCGM stand-in's file."""
+def read(conn, hosts, dcgm_path=None):
+    """One reading of each of HOSTS (service hosts) from Nova and
+    Placement through openstacksdk connection CONN, and of the DCGM
+    stand-in's file: {host: reading}. Nova's lists are read once for all
+    of them; Placement's usages and traits once per provider of their
+    trees."""
     from gpuclient.rules import pools
 
     compute, placement = conn.compute, conn.placement
-    node = [h for h in compute.hypervisors(details=True)
-            if (h.service_details or {}).get('host') == host]
-    if len(node) != 1:
-        raise AssertionError('Nova has %d hypervisors of host %s'
-                             % (len(node), host))
-    root, nodename = node[0].id, node[0].name
-    tree = placement.get('/resource_providers', params={'in_tree': root},
-                         microversion=TREE_VERSION).json()
-    providers = [rp['uuid'] for rp in tree['resource_providers']]
-    usages, traits, reserved = {}, {}, {}
-    for rp in providers:
-        usages[rp] = placement.get(
-            '/resource_providers/%s/usages' % rp,
-            microversion=TREE_VERSION).json()['usages']
-        traits[rp] = sorted(t for t in placement.get(
-            '/resource_providers/%s/traits' % rp,
-            microversion=TRAITS_VERSION).json()['traits']
-            if t.startswith('CUSTOM_'))
-        inventories = placement.get(
-            '/resource_providers/%s/inventories' % rp,
-            microversion=TREE_VERSION).json()['inventories']
-        reserved[rp] = {rc: inv.get('reserved', 0)
-                        for rc, inv in inventories.items()}
-    aggregates = [a for a in compute.aggregates() if host in (a.hosts or ())]
-    service = [s for s in compute.services(binary='nova-compute', host=host)]
-    return {
-        'servers': [s.id for s in compute.servers(
-            all_projects=True, compute_host=host)],
-        'usages': usages,
-        'pool_aggregates': sorted(a.name for a in aggregates
-                                  if pools.is_pool(a)),
-        'aggregates': sorted(a.name for a in aggregates),
-        'traits': traits,
-        'reserved': reserved,
-        'service': ([service[0].status, service[0].disabled_reason]
-                    if service else []),
-        'devices': (_devices(dcgm_path, host, nodename) if dcgm_path
-                    else []),
-    }
+    nodes = {}
+    for hypervisor in compute.hypervisors(details=True):
+        host = (hypervisor.service_details or {}).get('host')
+        if host in hosts:
+            nodes.setdefault(host, []).append(hypervisor)
+    aggregates = list(compute.aggregates())
+    services = {s.host: s for s in compute.services(binary='nova-compute')}
+    servers = {}
+    for server in compute.servers(all_projects=True, details=True):
+        servers.setdefault(server.compute_host, []).append(server.id)
+    readings = {}
+    for host in hosts:
+        if len(nodes.get(host, ())) != 1:
+            raise AssertionError('Nova has %d hypervisors of host %s'
+                                 % (len(nodes.get(host, ())), host))
+        root, nodename = nodes[host][0].id, nodes[host][0].name
+        tree = placement.get('/resource_providers',
+                             params={'in_tree': root},
+                             microversion=TREE_VERSION).json()
+        # by provider name: a compute restarted with another
+        # configuration (test_profile's re-cut) makes new providers of
+        # the same devices
+        usages, traits = {}, {}
+        for rp in tree['resource_providers']:
+            usages[rp['name']] = placement.get(
+                '/resource_providers/%s/usages' % rp['uuid'],
+                microversion=TREE_VERSION).json()['usages']
+            traits[rp['name']] = sorted(t for t in placement.get(
+                '/resource_providers/%s/traits' % rp['uuid'],
+                microversion=TRAITS_VERSION).json()['traits']
+                if t.startswith('CUSTOM_'))
+        held = [a for a in aggregates if host in (a.hosts or ())]
+        service = services.get(host)
+        readings[host] = {
+            'servers': sorted(servers.get(host, ())),
+            'usages': usages,
+            'pool_aggregates': sorted(a.name for a in held
+                                      if pools.is_pool(a)),
+            'aggregates': sorted(a.name for a in held),
+            'traits': traits,
+            'service': ([service.status, service.disabled_reason]
+                        if service else []),
+            'devices': (_devices(dcgm_path, host, nodename) if dcgm_path
+                        else []),
+        }
+    return readings
 
 
 def _lock_path(host):
@@ -238,23 +261,28 @@ def free(host):
 
 
 class HostLease(fixtures.Fixture):
-    """HOST for one test alone (the module docstring): TEST is the test
-    case (its id names the holder; its ``wait_for`` bounds the waits),
-    CONN an openstacksdk connection to the cloud."""
+    """HOSTS (a host or a list) for one test alone (the module
+    docstring), locked in name order (two tests leasing overlapping sets
+    never wait on each other in a circle) and read in one go: TEST is the
+    test case (its id names the holder; its ``wait_for`` bounds the
+    waits), CONN an openstacksdk connection to the cloud."""
 
-    def __init__(self, test, host, conn, dcgm_path=None,
+    def __init__(self, test, hosts, conn, dcgm_path=None,
                  timeout=ACQUIRE_TIMEOUT, settle=None, shared=False):
         super().__init__()
+        self.hosts = sorted({hosts} if isinstance(hosts, str)
+                            else set(hosts))
         self.shared = shared
-        self.test, self.host, self.conn = test, host, conn
+        self.test, self.conn = test, conn
         self.dcgm_path = dcgm_path
         self.timeout = timeout
         self.settle = settle
         self.leased = None
+        self.handles = {}
 
-    def _lock(self):
+    def _lock(self, host):
         os.makedirs(LOCK_DIR, exist_ok=True)
-        handle = open(_lock_path(self.host), 'a+')
+        handle = open(_lock_path(host), 'a+')
         deadline = time.monotonic() + self.timeout
         while True:
             try:
@@ -264,52 +292,86 @@ class HostLease(fixtures.Fixture):
                 if exc.errno not in (errno.EAGAIN, errno.EACCES):
                     raise
             if time.monotonic() > deadline:
-                handle.seek(0)
-                holder = handle.read().strip()
+                holder = self._record(handle)['note']
                 handle.close()
                 raise AssertionError('host %s not given back in %.0f s '
-                                     '(%s)' % (self.host, self.timeout,
+                                     '(%s)' % (host, self.timeout,
                                                holder or 'no holder on '
                                                'record'))
             time.sleep(0.5)
 
-    def _note(self, text):
-        self.handle.seek(0)
-        self.handle.truncate()
-        self.handle.write(text)
-        self.handle.flush()
+    def _note(self, host, text, reading=None):
+        """Record TEXT (who holds the host, who gave it back and how) and
+        the READING it was given back clean with in the host's lock
+        file."""
+        handle = self.handles[host]
+        handle.seek(0)
+        handle.truncate()
+        json.dump({'note': text, 'reading': reading}, handle)
+        handle.flush()
+
+    @staticmethod
+    def _record(handle):
+        handle.seek(0)
+        text = handle.read()
+        try:
+            record = json.loads(text)
+        except ValueError:
+            return {'note': text.strip(), 'reading': None}
+        return record if isinstance(record, dict) else {
+            'note': text.strip(), 'reading': None}
+
+    def _findings(self, leased, now):
+        return {host: findings(host, leased and leased[host], now[host],
+                               self.shared)
+                for host in self.hosts}
 
     def _clean(self, leased):
         """Read until clean (bounded by the test's wait), then the last
-        reading and what is not clean in it."""
+        reading and what is not clean in it, by host."""
         kwargs = {} if self.settle is None else {'timeout': self.settle}
         reading = self.test.wait_for(
-            'host %s clean' % self.host,
-            lambda: read(self.conn, self.host, self.dcgm_path),
-            lambda now: not findings(self.host, leased, now, self.shared),
+            'hosts %s clean' % ', '.join(self.hosts),
+            lambda: read(self.conn, self.hosts, self.dcgm_path),
+            lambda now: not any(self._findings(leased, now).values()),
             **kwargs)
-        return reading, findings(self.host, leased, reading, self.shared)
+        return reading, self._findings(leased, reading)
 
     def _setUp(self):
-        self.handle = self._lock()
-        self.addCleanup(self.handle.close)
-        self.handle.seek(0)
-        before = self.handle.read().strip()
-        reading, left = self._clean(None)
-        if left:
-            raise AssertionError('host %s is not clean to lease (%s): %s'
-                                 % (self.host, before or 'no holder on '
-                                    'record', '; '.join(left)))
+        for host in self.hosts:
+            self.handles[host] = self._lock(host)
+            self.addCleanup(self.handles[host].close)
+        records = {host: self._record(handle)
+                   for host, handle in self.handles.items()}
+        if all(r['note'].startswith('given back by') and r['reading']
+               for r in records.values()):
+            # each was read clean when it was given back (and no one
+            # leases a host but through its lock): that reading is the
+            # baseline, no second reading of the same state
+            reading = {host: r['reading'] for host, r in records.items()}
+        else:
+            reading, left = self._clean(None)
+            unclean = ['host %s is not clean to lease (%s): %s' % (
+                host, records[host]['note'] or 'no holder on record',
+                '; '.join(found)) for host, found in left.items() if found]
+            if unclean:
+                raise AssertionError('; '.join(unclean))
         self.leased = reading
-        self._note('held by %s' % self.test.id())
+        for host in self.hosts:
+            self._note(host, 'held by %s' % self.test.id())
         self.addCleanup(self._give_back)
 
     def _give_back(self):
-        _reading, left = self._clean(self.leased)
-        if left:
-            self._note('left unclean by %s: %s' % (self.test.id(),
-                                                   '; '.join(left)))
-            raise AssertionError('%s leaked on host %s: %s' % (
-                self.test.id(), self.host, '; '.join(left)))
-        self._note('given back by %s' % self.test.id())
-
+        reading, left = self._clean(self.leased)
+        for host in self.hosts:
+            if left[host]:
+                self._note(host, 'left unclean by %s: %s' % (
+                    self.test.id(), '; '.join(left[host])))
+            else:
+                self._note(host, 'given back by %s' % self.test.id(),
+                           reading[host])
+        leaks = ['%s: %s' % (host, '; '.join(found))
+                 for host, found in left.items() if found]
+        if leaks:
+            raise AssertionError('%s leaked on %s' % (self.test.id(),
+                                                      ' | '.join(leaks)))

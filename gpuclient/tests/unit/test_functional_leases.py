@@ -17,6 +17,7 @@ processes' do)."""
 
 import copy
 import fcntl
+import json
 import os
 import threading
 import time
@@ -37,7 +38,6 @@ def clean():
         'pool_aggregates': [],
         'aggregates': ['freepool'],
         'traits': {ROOT: ['CUSTOM_OPERATOR'], CHILD: []},
-        'reserved': {ROOT: {'VCPU': 0}, CHILD: {'VGPU': 0}},
         'service': ['disabled', 'testcloud: spare host'],
         'devices': [],
     }
@@ -83,8 +83,6 @@ class TestFindings(testtools.TestCase):
              'fault-vgpu-1 left in aggregates: by-hand'),
             (changed(traits={ROOT: [], CHILD: []}),
              'CUSTOM traits of fault-vgpu-1 changed'),
-            (changed(reserved={ROOT: {'VCPU': 0}, CHILD: {'VGPU': 1}}),
-             'reserved amounts of fault-vgpu-1 changed'),
             (changed(service=['enabled', None]),
              'compute service of fault-vgpu-1 is enabled, leased '
              'disabled/testcloud: spare host'),
@@ -143,7 +141,7 @@ class TestLock(testtools.TestCase):
         readings = iter(readings)
         self.useFixture(fixtures.MonkeyPatch(
             'gpuclient.tests.functional.leases.read',
-            lambda conn, host, path: next(readings)))
+            lambda conn, hosts, path: {HOST: next(readings)}))
         return test, leases.HostLease(test, HOST, conn=None,
                                       timeout=timeout)
 
@@ -154,13 +152,21 @@ class TestLock(testtools.TestCase):
         lease.cleanUp()
         self.assertTrue(leases.free(HOST))
         with open(os.path.join(self.dir, HOST + '.lease')) as note:
-            self.assertEqual('given back by test_x', note.read())
+            record = json.load(note)
+        self.assertEqual({'note': 'given back by test_x',
+                          'reading': clean()}, record)
+        # the next lease starts from that reading: one reading, at the
+        # give-back, which finds what it changed
+        _test, lease = self.lease([changed(servers=['s-2'])])
+        lease.setUp()
+        error = self.assertRaises(AssertionError, lease.cleanUp)
+        self.assertIn('servers on fault-vgpu-1 in Nova: s-2', str(error))
 
     def test_a_leak_fails_the_leaker_and_is_on_record(self):
         _test, lease = self.lease([clean(), changed(servers=['s-9'])])
         lease.setUp()
         error = self.assertRaises(AssertionError, lease.cleanUp)
-        self.assertIn('test_x leaked on host fault-vgpu-1: servers on '
+        self.assertIn('test_x leaked on fault-vgpu-1: servers on '
                       'fault-vgpu-1 in Nova: s-9', str(error))
         # the lock is free again, and the next lease names the leaker
         self.assertTrue(leases.free(HOST))
