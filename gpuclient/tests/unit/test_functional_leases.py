@@ -229,3 +229,16 @@ class TestNamedLock(testtools.TestCase):
         with leases.NamedLock('l', shared=True, timeout=1):
             with leases.NamedLock('l', shared=True, timeout=1) as other:
                 self.assertLess(other.waited, 1)
+
+
+class TestLockDir(testtools.TestCase):
+
+    def test_beside_the_test_clouds_state_else_per_cloud(self):
+        state = '/var/tmp/gpuclient-testcloud/state'
+        self.assertEqual(state + '/leases', leases._lock_dir(
+            {'OS_CLIENT_CONFIG_FILE': state + '/clouds.yaml'}))
+        self.assertTrue(leases._lock_dir({'OS_CLOUD': 'devstack'}).endswith(
+            'gpuclient-ft-leases-devstack'))
+        self.assertEqual('/x', leases._lock_dir(
+            {'GPUCLIENT_FT_LEASE_DIR': '/x', 'OS_CLIENT_CONFIG_FILE':
+             state + '/clouds.yaml'}))
