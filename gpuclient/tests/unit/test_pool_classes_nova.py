@@ -94,6 +94,13 @@ def _pool_options():
                                      'pci_id': '10de:2331'}),
         'gpu-pt-2': ('passthrough', {'alias': 'h100',
                                      'pci_id': '10de:2331'}),
+        # lane B (the functional tests' second stream)
+        'gpu-pt-3': ('passthrough', {'alias': 'h100',
+                                     'pci_id': '10de:2331'}),
+        'gpu-pt-4': ('passthrough', {'alias': 'h100',
+                                     'pci_id': '10de:2331'}),
+        'gpu-vgpu-3': ('vgpu', {'vgpu_type': 'nvidia-35'}),
+        'gpu-vgpu-4': ('vgpu', {'vgpu_type': 'nvidia-35'}),
         'gpu-otu-1': ('passthrough', {'alias': hosts.OTU_ALIAS,
                                       'pci_id': '10de:2335'}),
         'gpu-vgpu-1': ('vgpu', {'vgpu_type': 'nvidia-35'}),
