@@ -153,6 +153,9 @@ HOSTS = (
     # matrix is on them)
     _vgpu('fault-vgpu-1', spare=True),
     _mig('fault-mig-1', spare=True),
+    # and a second pair: a matrix in the other stream leases these
+    _vgpu('fault-vgpu-2', spare=True),
+    _mig('fault-mig-2', spare=True),
     # gpu profile plan's re-cut proof (a spare: nothing lands there by
     # chance); its readiness: the 4 VFs of class CUSTOM_RECUT_1G10GB
     Host('recut-mig-1', 'mig', 'MigDriver', 'recut-mig-1',

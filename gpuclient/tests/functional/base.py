@@ -81,7 +81,8 @@ LANES['b'] = (dict(zip(LANE_KINDS, ('gpu-pt-3', 'gpu-pt-4', 'gpu-vgpu-3',
 # where one stream runs everything): a lane-A test's cloud-wide read
 # leaves them out
 SECOND_STREAM_HOSTS = frozenset(
-    set(LANES['b'].values()) | {FAULT_VGPU_HOST, FAULT_MIG_HOST}
+    set(LANES['b'].values()) | {FAULT_VGPU_HOST, FAULT_MIG_HOST,
+                                'fault-vgpu-2', 'fault-mig-2'}
     if _FAULT_HOSTS else ())
 # the lane-B hosts a lane-B test enables (the second ones stay spares until
 # a drain's destination is enabled, as in lane A)
@@ -102,8 +103,10 @@ LANE_B_ALIASES = frozenset({'h100'})
 # a spare that no other test uses (tools/cloud/hosts.py); elsewhere the
 # GPUCLIENT_* hosts above
 LEASE_KINDS = {
-    'fault-vgpu': [FAULT_VGPU_HOST],
-    'fault-mig': [FAULT_MIG_HOST],
+    'fault-vgpu': [FAULT_VGPU_HOST] + (['fault-vgpu-2'] if _FAULT_HOSTS
+                                       else []),
+    'fault-mig': [FAULT_MIG_HOST] + (['fault-mig-2'] if _FAULT_HOSTS
+                                     else []),
     'vgpu-vf': [VF_HOST],
     'passthrough-otu': [os.environ.get('GPUCLIENT_OTU_HOST', 'gpu-otu-1')],
     'mig-recut': [os.environ.get('GPUCLIENT_RECUT_HOST', 'recut-mig-1')],
@@ -358,8 +361,28 @@ class FunctionalTestCase(testtools.TestCase):
         dcgm = os.environ.get('GPUCLIENT_DCGM_DEVICES')
         self.useFixture(leases.HostLease(self, LANES['b'].values(), conn,
                                          dcgm))
-        for kind in LANE_ENABLED:
-            self.use_spare(LANES['b'][kind])
+        self._enable([LANES['b'][kind] for kind in LANE_ENABLED], conn)
+
+    def _enable(self, hosts, conn):
+        """Enable the nova-compute services of HOSTS that are disabled
+        (one list, one PUT each: Nova's API at 2.53, by service id);
+        disabled again at cleanup with the reason each had."""
+        for service in conn.compute.services(binary='nova-compute'):
+            if service.host not in hosts or service.status != 'disabled':
+                continue
+            path = '/os-services/%s' % service.id
+            self.addCleanup(
+                self._service_put, conn, path,
+                {'status': 'disabled',
+                 'disabled_reason': service.disabled_reason or 'spare'})
+            self._service_put(conn, path, {'status': 'enabled'})
+
+    @staticmethod
+    def _service_put(conn, path, body):
+        answer = conn.compute.put(path, json=body, microversion='2.53')
+        if answer.status_code != 200:
+            raise AssertionError('PUT %s %s: %s %s' % (
+                path, body, answer.status_code, answer.text))
 
     def _unsteered(self, args):
         """'drain' or 'boot' when ``openstack ARGS`` lets Nova place a

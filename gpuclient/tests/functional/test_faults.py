@@ -71,8 +71,12 @@ class FaultMatrixTestCase(base.FunctionalTestCase):
 
     def setUp(self):
         super().setUp()
+        # the test cloud has two of each: a matrix in either stream gets
+        # one no other test holds
+        self.fault_vgpu_host = self.fault_mig_host = None
         for kind in self.leased:
-            self.host_lease(kind)
+            setattr(self, kind.replace('-', '_') + '_host',
+                    self.host_lease(kind))
         self.admin = faults.make_client()
         self.client = faults.make_client()
         self.injector = self.useFixture(faults.FaultInjector(self.client))
@@ -86,8 +90,8 @@ class FaultMatrixTestCase(base.FunctionalTestCase):
             # the pool hosts' root providers: their Placement aggregates
             # (Nova's mirror of membership) are part of the state
             view = pool_ops.View(self.admin, warn=False)
-            self._roots = [r for host in (base.FAULT_VGPU_HOST,
-                                          base.FAULT_MIG_HOST)
+            self._roots = [r for host in (self.fault_vgpu_host,
+                                          self.fault_mig_host)
                            for r in view.roots(host)]
         return faults.cloud_state(
             self.admin, names=[self.name], providers=self._roots,
@@ -213,7 +217,7 @@ class FaultMatrixTestCase(base.FunctionalTestCase):
 class TestPoolFaults(FaultMatrixTestCase):
     @base.needs('vgpu', 'mig')
     def test_create_isolated_two_host_pool(self):
-        hosts = [base.FAULT_VGPU_HOST, base.FAULT_MIG_HOST]
+        hosts = [self.fault_vgpu_host, self.fault_mig_host]
 
         def command(client):
             pool_ops.create(client, _spec(self.name), hosts)
@@ -225,13 +229,13 @@ class TestPoolFaults(FaultMatrixTestCase):
 
     @base.needs('vgpu', 'mig')
     def test_add_and_remove_host(self):
-        pool_ops.create(self.admin, _spec(self.name), [base.FAULT_VGPU_HOST])
+        pool_ops.create(self.admin, _spec(self.name), [self.fault_vgpu_host])
 
         def add(client):
-            pool_ops.add_hosts(client, self.name, [base.FAULT_MIG_HOST])
+            pool_ops.add_hosts(client, self.name, [self.fault_mig_host])
 
         def remove(client):
-            pool_ops.remove_hosts(client, self.name, [base.FAULT_MIG_HOST])
+            pool_ops.remove_hosts(client, self.name, [self.fault_mig_host])
 
         self.run_matrix('pool add host', add,
                         lambda: remove(self.admin))
@@ -242,7 +246,7 @@ class TestPoolFaults(FaultMatrixTestCase):
     @base.needs('vgpu', 'mig')
     def test_isolation_off_and_on_with_dependents(self):
         pool_ops.create(self.admin, _spec(self.name),
-                        [base.FAULT_VGPU_HOST, base.FAULT_MIG_HOST])
+                        [self.fault_vgpu_host, self.fault_mig_host])
         flavor_ops.create(self.admin, self.name + '-f', self.name, 1, 512, 1)
         # an image that requires the pool trait: ending isolation removes
         # the requirement (an image.update under fault too)
@@ -273,7 +277,7 @@ class TestPoolFaults(FaultMatrixTestCase):
 
     @base.needs('vgpu', 'mig')
     def test_delete_force(self):
-        hosts = [base.FAULT_VGPU_HOST, base.FAULT_MIG_HOST]
+        hosts = [self.fault_vgpu_host, self.fault_mig_host]
 
         def delete(client):
             pool_ops.delete(client, self.name, force=True)
@@ -321,7 +325,7 @@ class TestFlavorFaults(FaultMatrixTestCase):
     @base.needs('vgpu', 'mig')
     def test_private_multi_vgpu_flavor_create(self):
         pool_ops.create(self.admin, _spec(self.name, isolate=False),
-                        [base.FAULT_VGPU_HOST])
+                        [self.fault_vgpu_host])
         project = self.admin.current_project_id()
         name = self.name + '-f'
 
@@ -424,7 +428,7 @@ class TestInterrupts(FaultMatrixTestCase):
     @base.needs('vgpu', 'mig')
     def test_sigint_and_sigterm_at_every_step(self):
         """A signal before step k: undone, then the re-run converges."""
-        hosts = [base.FAULT_VGPU_HOST, base.FAULT_MIG_HOST]
+        hosts = [self.fault_vgpu_host, self.fault_mig_host]
         before = self.state()
         plan = pool_ops.create(self.client, _spec(self.name), hosts,
                                dry_run=True)[1]
@@ -524,10 +528,10 @@ class TestApplyFaults(FaultMatrixTestCase):
         with open(path, 'w') as out:
             yaml.safe_dump({'version': 1, 'pools': [
                 {'name': names[0], 'mode': 'vgpu', 'vgpu_type': 'nvidia-35',
-                 'hosts': [base.FAULT_VGPU_HOST], 'isolate': True,
+                 'hosts': [self.fault_vgpu_host], 'isolate': True,
                  'properties': {'team': 'solvers'}},
                 {'name': names[1], 'mode': 'vgpu', 'vgpu_type': 'nvidia-35',
-                 'hosts': [base.FAULT_MIG_HOST],
+                 'hosts': [self.fault_mig_host],
                  'properties': {'team': 'graphics'}},
             ]}, out)
 

@@ -108,6 +108,8 @@ def _pool_options():
         'fault-vgpu-1': ('vgpu', {'vgpu_type': 'nvidia-35'}),
         'gpu-mig-1': ('mig', {'mig_profile': '3g.40gb'}),
         'fault-mig-1': ('mig', {'mig_profile': '3g.40gb'}),
+        'fault-vgpu-2': ('vgpu', {'vgpu_type': 'nvidia-35'}),
+        'fault-mig-2': ('mig', {'mig_profile': '3g.40gb'}),
         'recut-mig-1': ('mig', {
             'mig_profile': '1g.10gb',
             'resource_class': hosts.RECUT_CLASSES['1g.10gb']}),
