@@ -441,11 +441,15 @@ def servers_left_behind(obs, pool, hosts):
     flavor (the copy Nova embeds in the server: what its moves are
     scheduled with) steers to POOL and to no other pool that holds the
     host. Taking the host out of POOL leaves them on a host their flavor
-    no longer matches. Empty when the servers were not read."""
+    no longer matches. Empty when the servers were not read. A server
+    whose delete has run on its host (vm_state ``deleted``: Nova lists it
+    until its allocations are gone) stays nowhere and is not counted."""
     found = {}
     for server in obs.servers or ():
         host = server.get('OS-EXT-SRV-ATTR:host')
         if host not in hosts:
+            continue
+        if server.get('OS-EXT-STS:vm_state') == 'deleted':
             continue
         flavor = server.get('flavor') or {}
         steers = steered_pools(flavor.get('extra_specs'), obs.pools)

@@ -96,14 +96,19 @@ class TestNuma(test_candidates.CandidatesTestCase):
         return server_id
 
     def delete(self, server_ids):
-        """Delete the servers and wait until they are gone (the pool's
-        cleanup refuses to strand them)."""
-        for server_id in server_ids:
-            self.conn.compute.delete_server(server_id, ignore_missing=True)
+        """Delete the servers and wait until Nova's list of their host and
+        Placement no longer hold them (the pool's cleanup refuses to strand
+        them; the SDK's wait_for_delete ends at status DELETED, while Nova
+        still lists the server and holds its allocations)."""
+        hosts = {}
         for server_id in server_ids:
             server = self.conn.compute.find_server(server_id)
             if server is not None:
-                self.conn.compute.wait_for_delete(server, wait=120)
+                hosts[server_id] = server.compute_host
+                self.conn.compute.delete_server(server_id,
+                                                ignore_missing=True)
+        for server_id, host in hosts.items():
+            self.assert_server_gone(server_id, host)
 
     def wait(self, server_ids, timeout=240):
         """{server id: True when ACTIVE, False when ERROR}."""

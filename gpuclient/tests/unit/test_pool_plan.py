@@ -634,6 +634,21 @@ class TestServersLeftBehind(PlanTestCase):
                                'v35', ['cmp3'])
         self.assertIn('flavor hand (s2)', message)
 
+    def test_a_server_whose_delete_ran_on_its_host_is_not_counted(self):
+        # Nova lists it (status DELETED) until the compute has deleted its
+        # allocations and destroyed the record; it stays nowhere
+        world = self.world()
+        world.server('s1', 'cmp3', 'g1.v35', self.STEERED)
+        world.servers[-1]['OS-EXT-STS:vm_state'] = 'deleted'
+        result = pool_plan.remove_hosts(world.observed(), 'v35', ['cmp3'])
+        self.assertEqual(['aggregate.remove_host'], ops(result))
+        # still being deleted (task_state deleting, vm_state active): counted
+        world.servers[-1]['OS-EXT-STS:vm_state'] = 'active'
+        world.servers[-1]['OS-EXT-STS:task_state'] = 'deleting'
+        self.assertIn('cmp3 runs 1 server(s) of flavor g1.v35 (s1)',
+                      self.refused(pool_plan.remove_hosts, world.observed(),
+                                   'v35', ['cmp3']))
+
     def test_many_servers_named_by_count_and_a_few_ids(self):
         world = self.world()
         for index in range(5):
