@@ -36,6 +36,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # stestr's --repo-url names the directory that holds .stestr
 REPOS = (('unit', '.'), ('functional', '.stestr-functional'))
 FAULT_LINE = re.compile(r'^fault points: (.+): (\d+)\b', re.MULTILINE)
+# a lane-A test's unsteered boot or drain waiting for lane B's tests (the
+# detail base.FunctionalTestCase.openstack_raw attaches)
+WAIT_LINE = re.compile(r'^lane B wait: ([0-9.]+) s before: ', re.MULTILINE)
 
 
 def last_stream(bindir, repo):
@@ -124,13 +127,18 @@ def fault_total(text):
     return sum(int(n) for n in found.values()), len(found)
 
 
-def fault_points(bindir, stream):
-    text = subprocess.run(
+def lane_b_waits(text):
+    """(seconds, calls) of the lane-B waits attached in TEXT."""
+    found = [float(s) for s in WAIT_LINE.findall(text)]
+    return sum(found), len(found)
+
+
+def details_text(bindir, stream):
+    return subprocess.run(
         [os.path.join(bindir, 'python'), os.path.abspath(__file__),
          '--details'],
         input=stream, capture_output=True,
     ).stdout.decode()
-    return fault_total(text)
 
 
 def stats(bindir, repo, stream=None):
@@ -179,10 +187,15 @@ def main():
         print('%s: %d passed, %d failed, %d skipped'
               % (label, found['Passed'], found['Failed'], found['Skipped']))
         if label == 'functional':
-            points, matrices = fault_points(bindir, stream)
+            text = details_text(bindir, stream)
+            points, matrices = fault_total(text)
             if matrices:
                 print('fault matrix: %d fault points in %d matrices'
                       % (points, matrices))
+            waited, calls = lane_b_waits(text)
+            if calls:
+                print('lane A waited %.0f s for lane B (%d unsteered '
+                      'calls)' % (waited, calls))
             table = slowest(bindir, repo)
             if table:
                 print(table)

@@ -462,8 +462,9 @@ class FunctionalTestCase(testtools.TestCase):
                     if lock.waited > 1:
                         self.addDetail(
                             'waited for lane B %s' % uuid.uuid4().hex[:6],
-                            content.text_content('%.1f s before: %s' % (
-                                lock.waited, ' '.join(args))))
+                            content.text_content(
+                                'lane B wait: %.1f s before: %s' % (
+                                    lock.waited, ' '.join(args))))
                     return self._openstack_raw(*args, cloud=cloud,
                                                timeout=timeout, way=way)
             return self._openstack_raw(*args, cloud=cloud, timeout=timeout,

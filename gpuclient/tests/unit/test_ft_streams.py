@@ -85,10 +85,11 @@ class TestStreams(testtools.TestCase):
                        if (lane == 'b') != bool(stream.match(prefix))
                        and prefix.split('.')[3] not in FAULT_MODULES)
         self.assertEqual([], wrong)
-        # the fault matrices are there too, not their lane-A neighbour
-        self.assertTrue(stream.match('gpuclient.tests.functional.test_faults.'
-                                     'TestPoolFaults.'))
-        self.assertFalse(stream.match('gpuclient.tests.functional.'
-                                      'test_faults.TestConcurrency.'))
+        # every fault matrix is there too (each on a leased pair of fault
+        # hosts), not a lane-A neighbour of lane-B classes
+        for cls in ('TestPoolFaults', 'TestConcurrency', 'TestInterrupts',
+                    'TestQuotaFaults'):
+            self.assertTrue(stream.match('gpuclient.tests.functional.'
+                                         'test_faults.%s.' % cls))
         self.assertFalse(stream.match('gpuclient.tests.functional.'
                                       'test_maintenance.TestDrainReadBack.'))

@@ -85,6 +85,14 @@ class TestFaultTotal(base.TestCase):
         self.assertEqual((17, 2), self.script.fault_total(text))
         self.assertEqual((0, 0), self.script.fault_total('no matrix here'))
 
+    def test_lane_b_waits_summed(self):
+        text = '\n'.join([
+            'lane B wait: 12.5 s before: server create --flavor f s1',
+            'noise: lane B wait: 99 s before: not at a line start',
+            'lane B wait: 3.0 s before: gpu host drain gpu-pt-1', ''])
+        self.assertEqual((15.5, 2), self.script.lane_b_waits(text))
+        self.assertEqual((0, 0), self.script.lane_b_waits('none'))
+
     def test_details_of_a_subunit_stream(self):
         out = io.StringIO()
         self.script.print_details(io.BytesIO(stream()), out)
