@@ -317,7 +317,7 @@ def blocked(fits, flavor, host, roots):
                            'flavor': flavor.get('name'), 'need': need}
     return REQUEST_DOES_NOT_FIT, _(
         '%(flavor)s does not fit on %(host)s (its request as a whole: see '
-        '"openstack gpu candidates --flavor %(flavor)s --explain")') % {
+        '"openstack gpu candidate list --flavor %(flavor)s --explain")') % {
             'flavor': flavor.get('name'), 'host': host}
 
 
