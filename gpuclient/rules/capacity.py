@@ -399,8 +399,8 @@ def rows(cloud, settings, project_id, wanted_flavors=None, pool=None,
     total in percent, None without GPUs), stranded, stranded_reasons
     (sentences), stranded_by_reason ({reason of STRANDED_REASONS: units}),
     numa (for a flavor asking a NUMA topology, whether NUMATopologyFilter
-    was judged; where it was not, fits and hosts_fitting are None). FACTS: {host:
-    host facts}.
+    was judged; where it was not, fits and hosts_fitting are None).
+    FACTS: {host: host facts}.
 
     A GPU flavor whose request cannot be built (a PCI alias no pool and
     no nova.conf describes) gets no row and a sentence in NOTES (a list)
