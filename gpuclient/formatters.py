@@ -56,7 +56,8 @@ GPUS_USED = 'GPUs Used'
 GPUS_FREE = 'GPUs Free'
 # one-time-use devices Nova reserved after their server went
 GPUS_AWAITING = 'GPUs Awaiting Release'
-UTILISATION = 'Utilisation (%)'
+# allocated over capacity (Placement's usage), not how busy the GPUs are
+ALLOCATED = 'Allocated (%)'
 STRANDED = 'Stranded'
 STRANDED_REASON = 'Stranded Reason'
 # whether NUMATopologyFilter was judged (a flavor asking a NUMA topology)
@@ -67,7 +68,7 @@ HOSTS_FITTING = 'Hosts Fitting'
 
 LONG_CAPACITY_COLUMNS = (FLAVOR_ID, HOSTS, HOSTS_FITTING)
 CAPACITY_COLUMNS = (FLAVOR, POOL, HOST, RESOURCE_CLASS, FITS, GPUS_TOTAL,
-                    GPUS_USED, GPUS_FREE, GPUS_AWAITING, UTILISATION,
+                    GPUS_USED, GPUS_FREE, GPUS_AWAITING, ALLOCATED,
                     STRANDED,
                     STRANDED_REASON, NUMA) + LONG_CAPACITY_COLUMNS
 
@@ -175,7 +176,7 @@ FAMILIES = (
     Family('gpuclient_gpus_allocated_ratio',
            'Allocated over capacity of the pool\'s resource class, from 0 '
            'to 1: how much is handed out, not how busy the GPUs are.',
-           _GPU_KEYS, (((), UTILISATION),), unit='ratio', scale=0.01),
+           _GPU_KEYS, (((), ALLOCATED),), unit='ratio', scale=0.01),
     Family('gpuclient_gpus_stranded',
            'Free GPUs that no GPU flavor can use now.',
            _GPU_KEYS, (((), STRANDED),)),
@@ -209,7 +210,7 @@ FAMILIES = (
            'Deprecated, removed in the next release: use '
            'gpuclient_gpus_allocated_ratio, the same figure (it measures '
            'allocation, not utilisation).',
-           _GPU_KEYS, (((), UTILISATION),), unit='ratio', scale=0.01),
+           _GPU_KEYS, (((), ALLOCATED),), unit='ratio', scale=0.01),
 )
 DEPRECATED = ('gpuclient_gpus', 'gpuclient_gpu_utilisation_ratio')
 

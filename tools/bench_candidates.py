@@ -10,7 +10,7 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""``gpu candidates --flavor F`` against ``allocation candidate list``.
+"""``gpu candidate list --flavor F`` against ``allocation candidate list``.
 
 Both real CLI commands, run alternately against the same cloud, median
 wall time of each and their ratio. The osc-placement command gets the same
@@ -60,10 +60,10 @@ def main():
     parser.add_argument('--openstack', default='openstack',
                         help='the openstack executable')
     parser.add_argument('gpu_args', nargs='*',
-                        help='more gpu candidates options (after --)')
+                        help='more gpu candidate list options (after --)')
     args = parser.parse_args()
-    gpu = [args.openstack, 'gpu', 'candidates', '--flavor', args.flavor,
-           *args.gpu_args]
+    gpu = [args.openstack, 'gpu', 'candidate', 'list', '--flavor',
+           args.flavor, *args.gpu_args]
     _elapsed, out = _run(gpu + ['-f', 'json'])
     result = json.loads(out)
     resources = resources_of(result['query'])
@@ -83,7 +83,7 @@ def main():
           % (args.flavor, len(result['hosts']),
              result['placement_requests']))
     print('query: %s' % result['query'])
-    print('gpu candidates:            median %.3f s (%d runs)'
+    print('gpu candidate list:        median %.3f s (%d runs)'
           % (gpu_median, args.runs))
     print('allocation candidate list: median %.3f s (%s)'
           % (osc_median, ' '.join(osc[3:])))

@@ -246,7 +246,7 @@ class Placement:
         return self.get('/allocation_candidates', version, what, query,
                         key='allocation_requests')
 
-    # -- gpu candidates ------------------------------------------------------
+    # -- gpu candidate list --------------------------------------------------
 
     def candidates_query(self, params, version=versions.PLACEMENT_NOVA_VERSION,
                          what=None):

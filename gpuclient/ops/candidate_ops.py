@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""``gpu candidates``: the Placement query Nova's scheduler would send
+"""``gpu candidate list``: the Placement query Nova's scheduler would send
 for a flavor, the hosts it offers, the filters after it and, when asked
 or when no host remains, why not.
 """
@@ -45,7 +45,7 @@ def collect(client, flavor=None, resources=(), required=(), image=None,
             pool=None, project=None, zone=None, boot_from_volume=False,
             limit=None, explain_all=False, settings=None,
             project_domain=None, facts=None, prometheus=None):
-    """Everything ``gpu candidates`` shows, as one dict.
+    """Everything ``gpu candidate list`` shows, as one dict.
 
     Requests: aggregates, flavor (1-2), image (0-2), hypervisors, compute
     services, providers and one allocation-candidates query; with an

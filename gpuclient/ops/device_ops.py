@@ -80,10 +80,12 @@ def _server_ids(servers, name):
     return found
 
 
-def health_read(client, url=None, unhealthy=False):
+def health_read(client, url=None, unhealthy=False, wanted=True):
     """Does ``gpu device list`` read the devices' health (a Prometheus
-    given or configured, or --unhealthy)?"""
-    return bool(unhealthy or utilisation_ops.endpoint(client, url))
+    given or configured, or --unhealthy)? Never when not WANTED
+    (--no-health): no query is sent."""
+    return wanted and bool(unhealthy
+                           or utilisation_ops.endpoint(client, url))
 
 
 # the answers --unhealthy decides by (device_health.summary's unhealthy:
@@ -152,13 +154,14 @@ def _health(client, rows, cloud, url, window, required, check=False):
 
 
 def add_health(client, rows, cloud, url=None, window=None,
-               required=False):
+               required=False, wanted=True):
     """(ROWS with ``device_health.FIELDS``, notes), or (ROWS, notes)
-    unchanged when no Prometheus is configured and none is REQUIRED (URL
-    given, or --unhealthy). One query per metric (``device_health.queries``)
-    over WINDOW seconds. A Prometheus that fails is an error when
-    REQUIRED, else a note and every field ``unknown``."""
-    if not health_read(client, url, required):
+    unchanged when not WANTED or when no Prometheus is configured and none
+    is REQUIRED (URL given, or --unhealthy). One query per metric
+    (``device_health.queries``) over WINDOW seconds. A Prometheus that
+    fails is an error when REQUIRED, else a note and every field
+    ``unknown``."""
+    if not health_read(client, url, required, wanted):
         return rows, []
     rows, read = _health(client, rows, cloud, url, window, required)
     return rows, read['notes']
@@ -187,10 +190,10 @@ def health_for_check(client, cloud, window, url):
 
 def collect(client, host=None, pool=None, server=None,
             awaiting_release=False, unhealthy=False, url=None,
-            window=None):
-    """(rows, notes) of ``gpu device list``; with a Prometheus (URL or
-    configured) the rows carry ``device_health.FIELDS``, UNHEALTHY keeps
-    the unhealthy ones (and needs a Prometheus)."""
+            window=None, health=True):
+    """(rows, notes) of ``gpu device list``; with HEALTH and a Prometheus
+    (URL or configured) the rows carry ``device_health.FIELDS``, UNHEALTHY
+    keeps the unhealthy ones (and needs a Prometheus)."""
     rows, cloud, servers, notes = read(client)
     if host:
         found, resolved = cloud.resolve_hosts([host])
@@ -201,7 +204,8 @@ def collect(client, host=None, pool=None, server=None,
     server_ids = _server_ids(servers, server) if server else None
     # every device annotated: a server's other devices decide the join
     rows, health_notes = add_health(client, rows, cloud, url=url,
-                                    window=window, required=unhealthy)
+                                    window=window, required=unhealthy,
+                                    wanted=health)
     rows = devices.select(rows, host=host, pool=pool, server_ids=server_ids,
                           awaiting_only=awaiting_release)
     if unhealthy:

@@ -21,8 +21,8 @@ summaries cover every tree with a free VCPU, one per GPU class for the
 trees left, and a per-provider read only for trees no summary covers).
 
 ``gpu host list`` and ``gpu capacity list`` ask their questions of it;
-``gpu candidates`` takes its Nova side from it (``with_placement=False``)
-and asks Placement the flavor's own query.
+``gpu candidate list`` takes its Nova side from it
+(``with_placement=False``) and asks Placement the flavor's own query.
 
 What a command needs besides is read into the same model, each once:
 ``read_access`` (the access lists of private GPU flavors, one request

@@ -317,7 +317,7 @@ def blocked(fits, flavor, host, roots):
                            'flavor': flavor.get('name'), 'need': need}
     return REQUEST_DOES_NOT_FIT, _(
         '%(flavor)s does not fit on %(host)s (its request as a whole: see '
-        '"openstack gpu candidates --flavor %(flavor)s --explain")') % {
+        '"openstack gpu candidate list --flavor %(flavor)s --explain")') % {
             'flavor': flavor.get('name'), 'host': host}
 
 
@@ -395,12 +395,12 @@ def rows(cloud, settings, project_id, wanted_flavors=None, pool=None,
     One row per flavor and pool (and host with PER_HOST): flavor,
     flavor_id, pool, host (None without PER_HOST), resource_class, fits,
     hosts (hosts counted), hosts_fitting (those where at least one more
-    fits), total, used, free, awaiting_release, utilisation (percent, None
-    without GPUs), stranded, stranded_reasons (sentences),
-    stranded_by_reason ({reason of STRANDED_REASONS: units}), numa (for a
-    flavor asking a NUMA topology, whether NUMATopologyFilter was judged;
-    where it was not, fits and hosts_fitting are None). FACTS: {host:
-    host facts}.
+    fits), total, used, free, awaiting_release, allocated (used over
+    total in percent, None without GPUs), stranded, stranded_reasons
+    (sentences), stranded_by_reason ({reason of STRANDED_REASONS: units}),
+    numa (for a flavor asking a NUMA topology, whether NUMATopologyFilter
+    was judged; where it was not, fits and hosts_fitting are None).
+    FACTS: {host: host facts}.
 
     A GPU flavor whose request cannot be built (a PCI alias no pool and
     no nova.conf describes) gets no row and a sentence in NOTES (a list)
@@ -479,7 +479,7 @@ def rows(cloud, settings, project_id, wanted_flavors=None, pool=None,
                     'resource_class': rc}
             if per_host:
                 for item in hosts:
-                    found.append(dict(base, **item, utilisation=_percent(
+                    found.append(dict(base, **item, allocated=_percent(
                         item['used'], item['total'])))
                 continue
             summed = {k: _sum(item[k] for item in hosts)
@@ -487,8 +487,8 @@ def rows(cloud, settings, project_id, wanted_flavors=None, pool=None,
                                 'used', 'free', 'awaiting_release',
                                 'stranded')}
             found.append(dict(
-                base, host=None, utilisation=_percent(summed['used'],
-                                                      summed['total']),
+                base, host=None, allocated=_percent(summed['used'],
+                                                    summed['total']),
                 numa=_numa_summary({item['host']: fits.numa[
                     flavor['id']].get(item['host']) for item in hosts}),
                 stranded_reasons=[r for item in hosts

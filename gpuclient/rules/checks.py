@@ -18,7 +18,7 @@ members) and registered by name in ``CHECKS``. ``settings`` are the
 scheduler's settings read from ``--nova-conf`` files
 (``gpuclient.rules.scheduler.conf.load_settings``), or None when no file
 was given: the others assume the settings gpuclient renders (``gpu config
-show``), as ``gpu candidates`` does.
+show``), as ``gpu candidate list`` does.
 
 A check never stays silent about an object it cannot judge (nova.conf
 not given, Keystone's projects or some provider's traits not read, an
@@ -454,7 +454,7 @@ def flavor_too_many_devices(cloud, settings):
                     'flavor-too-many-devices',
                     'flavor %s' % _flavor_label(flavor),
                     _('its request cannot be built (%s)') % exc,
-                    'openstack gpu candidates --flavor %s --explain'
+                    'openstack gpu candidate list --flavor %s --explain'
                     % _flavor_label(flavor),
                     _flavor_pools(cloud, reading)))
             continue  # an unknown PCI alias: flavor-pci-alias says it

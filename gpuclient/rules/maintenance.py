@@ -33,7 +33,7 @@ Three questions, plain data in and out, no I/O:
     id) against the free capacity of every other host, and each choice is
     subtracted (``fit.one_allocation`` / ``fit.consume``) before the next
     server is placed, so two servers never count on the same last GPU.
-    The request of a server is the one ``gpu candidates`` and ``gpu
+    The request of a server is the one ``gpu candidate list`` and ``gpu
     capacity list`` build (``request.build`` of its embedded flavor and
     project: pool steering, isolation and project aggregates, traits,
     root requirements), judged by ``fit.fit_counts``, and hosts that

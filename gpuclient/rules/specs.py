@@ -828,7 +828,7 @@ def problems(extra_specs, reading, pools):
         found.append(_(
             'the flavor asks for %(gpus)d GPUs per instance, more than '
             'the %(max)d gpuclient allows (more than any server holds): it '
-            'will not schedule, and gpu candidates refuses PCI aliases '
+            'will not schedule, and gpu candidate list refuses PCI aliases '
             'asking for that many. Fix its extra specs, or delete it.') % {
                 'gpus': reading['gpus'], 'max': names.MAX_GPUS})
     numbered = [g for g in reading['resources'] if g]

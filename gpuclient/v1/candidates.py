@@ -10,7 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""``openstack gpu candidate list`` (and its alias ``gpu candidates``)."""
+"""``openstack gpu candidate list`` (and ``gpu candidates``, its deprecated
+first name)."""
 
 import argparse
 import logging
@@ -79,7 +80,8 @@ def _reason(host, text):
 
 
 def table(result, long=False, explain=False):
-    """(columns, rows) of ``gpu candidates``, the same for every formatter.
+    """(columns, rows) of ``gpu candidate list``, the same for every
+    formatter.
 
     One row per candidate host (sorted); with EXPLAIN, then one row per
     host ruled out (sorted), with its pools, Candidate False and its
@@ -286,7 +288,22 @@ class ListCandidate(common.Lister):
 
 
 class Candidates(ListCandidate):
+    """``gpu candidates``, the deprecated first name of ``gpu candidate
+    list``: the same options, rows and exit status, and a warning naming
+    the new name, as OSC keeps its renamed commands (``server migrate
+    confirm``)."""
+
+    # cliff's "openstack help" leaves a deprecated command out of its list
+    deprecated = True
+
     _description = _(
-        'List hosts Nova would consider for a flavor (alias).\n\n'
+        'DEPRECATED: Use "gpu candidate list" instead.\n\n'
         'The first name of "openstack gpu candidate list", kept for the '
-        'scripts that use it: the same options, rows and exit status.')
+        'scripts that use it: the same options, rows and exit status, '
+        'with a warning on stderr.')
+
+    def take_action(self, parsed_args):
+        self.log.warning(_('The "gpu candidates" command is deprecated: use '
+                           '"gpu candidate list", the same options and '
+                           'rows.'))
+        return super().take_action(parsed_args)

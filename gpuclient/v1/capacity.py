@@ -56,7 +56,7 @@ def table(rows, per_host=False, long=False):
             item += (row['host'],)
         item += (row['resource_class'], row['fits'], row['total'],
                  row['used'], row['free'], row['awaiting_release'],
-                 row['utilisation'],
+                 row['allocated'],
                  row['stranded'], StrandedReasonColumn(
                      row['stranded_reasons'], row['stranded_by_reason']),
                  row['numa'])
@@ -83,7 +83,8 @@ class ListCapacity(common.Lister):
         'judged: the NUMA column says why); and the pool\'s '
         'GPUs of that class: total, used, free, awaiting release '
         '(one-time-use devices Nova reserved after their server was '
-        'deleted: neither free nor stranded), utilisation, and stranded '
+        'deleted: neither free nor stranded), the share allocated (used over '
+        'total, Placement\'s count: not how busy the GPUs are), and stranded '
         'GPUs (free, but no GPU flavor can use them now) with the reason. '
         'Read in a fixed number of requests whatever the number of hosts '
         'and flavors. Needs admin (aggregates, hypervisors, Placement).')

@@ -193,7 +193,7 @@ def number_values(option, pairs, syntax, example, integer=False):
 def add_nova_conf_args(parser, overrides=False):
     """The nova.conf options, the same in every command that reads it.
 
-    --nova-conf and --nova-conf-dir (``gpu candidates``, ``gpu capacity
+    --nova-conf and --nova-conf-dir (``gpu candidate list``, ``gpu capacity
     list``, ``gpu check``, ``gpu quota show``); with OVERRIDES also
     --setting and --alias-map, for the commands that build Nova's
     Placement request from the settings (candidates, capacity).
@@ -216,8 +216,8 @@ def add_nova_conf_args(parser, overrides=False):
                ', [workarounds] and [placement]), read as Nova reads it; '
                'repeat option for several, later files win (as Nova\'s '
                '--config-file); '
-               'default $%s, else Nova\'s defaults (see gpu candidates '
-               '--explain)') % nova_settings.CONF_ENV)
+               'default $%s, else Nova\'s defaults (see gpu candidate '
+               'list --explain)') % nova_settings.CONF_ENV)
     parser.add_argument(
         '--nova-conf-dir', metavar='<directory>', action='append',
         help=_('Directory whose .conf files are read in sorted order '
@@ -458,7 +458,8 @@ def utilisation_args(parsed_args):
 
 
 def add_numa_facts_arg(parser):
-    """--host-fact with the NUMA facts (gpu candidates, capacity list)."""
+    """--host-fact with the NUMA facts (gpu candidate list, capacity
+    list)."""
     parser.add_argument(
         '--host-fact', metavar='<[host:]key>=<value>',
         action='append', default=[], dest='host_facts',
@@ -474,7 +475,8 @@ def add_numa_facts_arg(parser):
 
 
 def add_numa_prometheus_arg(parser):
-    """--prometheus for the NUMA fit (gpu candidates, capacity list)."""
+    """--prometheus for the NUMA fit (gpu candidate list, capacity
+    list)."""
     add_prometheus_args(parser, _(
         '; for flavors that ask a NUMA topology, gpuclient reads each '
         'host\'s NUMA nodes there (node_exporter\'s meminfo_numa '

@@ -64,6 +64,19 @@ def window_arg(parsed_args):
     return utilisation.window_seconds(parsed_args.window)
 
 
+def _no_health_alone(parsed_args):
+    """--no-health with an option that asks Prometheus is a CommandError,
+    before any request."""
+    given = [option for dest, option in (
+        ('unhealthy', '--unhealthy'), ('prometheus', '--prometheus'),
+        ('prometheus_selector', '--prometheus-selector'),
+        ('window', '--window')) if getattr(parsed_args, dest)]
+    if given:
+        raise exceptions.CommandError(
+            _('--no-health reads nothing from Prometheus, and %s asks '
+              'it: drop one or the other.') % ', '.join(given))
+
+
 def _health(row, long=False):
     """The HEALTH_FIELDS of ROW (and with LONG the LONG_HEALTH_FIELDS): ()
     when Prometheus was not read."""
@@ -126,6 +139,8 @@ class ListDevice(common.Lister):
         'the XID\'s class, when its gauge took it and whether the figures '
         'are the host\'s or the guest\'s, in one query per metric. Read '
         'in a fixed number of requests, plus one per GPU device in use. '
+        '--no-health leaves the DCGM exporter\'s view out and sends no '
+        'query to Prometheus. '
         '"-f openmetrics" (which implies --long) writes '
         'one gpuclient_device_info series per device and server holding '
         'it, labelled to join the DCGM exporter\'s series in Prometheus '
@@ -166,21 +181,33 @@ class ListDevice(common.Lister):
                    'UUID, units total and used, one-time use, traits, '
                    'hypervisor hostname; with Prometheus, XID class, XID '
                    'since and health source); implied by -f openmetrics'))
+        parser.add_argument(
+            '--no-health', action='store_false', dest='health',
+            default=True,
+            help=_('Leave out the health columns (model, driver version, '
+                   'health, XID, row remap, utilisation) and send no query '
+                   'to Prometheus, even where one is configured; the '
+                   'default where no Prometheus is configured (no '
+                   '--prometheus, no prometheus_endpoint in clouds.yaml, '
+                   'no $GPUCLIENT_PROMETHEUS_URL)'))
         add_health_args(parser)
         return parser
 
     def take_action(self, parsed_args):
         from gpuclient.ops import device_ops
 
+        if parsed_args.health:
+            common.use_prometheus_selector(self.app.client_manager.gpu,
+                                           parsed_args)
+        else:
+            _no_health_alone(parsed_args)
         window = window_arg(parsed_args)
-        common.use_prometheus_selector(self.app.client_manager.gpu,
-                                       parsed_args)
         rows, notes = device_ops.collect(
             self.app.client_manager.gpu, host=parsed_args.host,
             pool=parsed_args.pool, server=parsed_args.server,
             awaiting_release=parsed_args.awaiting_release,
             unhealthy=parsed_args.unhealthy, url=parsed_args.prometheus,
-            window=window)
+            window=window, health=parsed_args.health)
         for note in notes:
             LOG.warning(note)
         common.add_series_labels(self.app, parsed_args)
@@ -188,7 +215,8 @@ class ListDevice(common.Lister):
         columns = COLUMNS + (LONG_COLUMNS if long else ())
         if device_ops.health_read(self.app.client_manager.gpu,
                                   parsed_args.prometheus,
-                                  parsed_args.unhealthy):
+                                  parsed_args.unhealthy,
+                                  wanted=parsed_args.health):
             columns += HEALTH_COLUMNS + (LONG_HEALTH_COLUMNS if long
                                          else ())
         return columns, [_row(r, long) for r in rows]

@@ -223,7 +223,8 @@ class DrainHost(common.Lister):
         'else cold (stop, move, start) or shelved, with --allow-downtime; '
         'bare-metal and Cyborg servers stay. Each destination is a host '
         'where the server\'s embedded flavor fits (the request "openstack '
-        'gpu candidates" sends, never a host being drained or cordoned; '
+        'gpu candidate list" sends, never a host being drained or '
+        'cordoned; '
         'each choice counted before the next, so two servers never count '
         'on the same last GPU), named to Nova, whose scheduler checks it; '
         'each move is waited for and its GPU allocation checked in '
@@ -297,7 +298,7 @@ class DrainHost(common.Lister):
                    'migration of GPU servers); for every '
                    'host, or one with <host>:. Unknown facts plan no live '
                    'migration'))
-        # where each server fits is the request gpu candidates builds
+        # where each server fits is the request gpu candidate list builds
         common.add_nova_conf_args(parser, overrides=True)
         parser.add_argument(
             '--timeout', metavar='<seconds>', type=int, default=600,

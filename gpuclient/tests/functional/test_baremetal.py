@@ -172,7 +172,7 @@ class TestBaremetal(base.FunctionalTestCase):
                          and ('maintenance' in s or 'reserved' in s)],
                         host['Node States'])
         rc, out, err = self.openstack_raw(
-            'gpu', 'candidates', '--flavor', flavor, '--explain', '-f',
+            'gpu', 'candidate', 'list', '--flavor', flavor, '--explain', '-f',
             'json')
         self.assertEqual(0, rc, err)
         reasons = [text for row in json.loads(out)
@@ -191,7 +191,7 @@ class TestBaremetal(base.FunctionalTestCase):
 
     def candidate_hosts(self, flavor):
         return {row['Host'] for row in self.openstack(
-            'gpu', 'candidates', '--flavor', flavor)}
+            'gpu', 'candidate', 'list', '--flavor', flavor)}
 
     def boots_on_host(self, flavor):
         """Nova's own answer: the status of a boot pinned to BM_HOST."""

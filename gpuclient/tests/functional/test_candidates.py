@@ -10,9 +10,9 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""``openstack gpu candidates`` against a real cloud, proven by Nova.
+"""``openstack gpu candidate list`` against a real cloud, proven by Nova.
 
-For each pool mode, the hosts ``gpu candidates --flavor F`` lists are
+For each pool mode, the hosts ``gpu candidate list --flavor F`` lists are
 exactly those where ``server create --host H`` (compute API 2.74, which
 still runs Placement and every scheduler filter for H) boots F. The cloud
 is shared: other tests' servers may hold GPUs, so a mismatch is checked
@@ -52,8 +52,8 @@ class CandidatesTestCase(base.FunctionalTestCase):
         return name
 
     def candidates(self, *args, cloud=None):
-        """The rows of ``gpu candidates ARGS -f json``."""
-        return self.openstack('gpu', 'candidates', *args, cloud=cloud)
+        """The rows of ``gpu candidate list ARGS -f json``."""
+        return self.openstack('gpu', 'candidate', 'list', *args, cloud=cloud)
 
     def hosts(self, *args):
         """The candidate hosts of this stream (the other stream enables
@@ -62,8 +62,9 @@ class CandidatesTestCase(base.FunctionalTestCase):
                 if row['Host'] not in base.SECOND_STREAM_HOSTS}
 
     def explain(self, *args, fmt='json'):
-        """(stdout, stderr) of ``gpu candidates ARGS --explain -f FMT``."""
-        argv = ('gpu', 'candidates', *args, '--explain', '-f', fmt)
+        """(stdout, stderr) of ``gpu candidate list ARGS --explain -f
+        FMT``."""
+        argv = ('gpu', 'candidate', 'list', *args, '--explain', '-f', fmt)
         rc, out, err = self.openstack_raw(*argv)
         if rc:
             raise base.CommandFailed(['openstack', *argv], rc, out, err)
@@ -99,11 +100,11 @@ class CandidatesTestCase(base.FunctionalTestCase):
         return server
 
     def assert_matches_nova(self, flavor, *args):
-        """gpu candidates == the hosts where Nova boots the flavor (each
+        """gpu candidate list == the hosts where Nova boots the flavor (each
         boot's server deleted, read back gone, before the next)."""
         listed = self.hosts('--flavor', flavor, *args)
         booted = {h for h in ALL_HOSTS if self.boots_on(flavor, h)}
-        self.assertEqual(booted, listed, 'gpu candidates vs Nova')
+        self.assertEqual(booted, listed, 'gpu candidate list vs Nova')
         return listed
 
 
@@ -360,7 +361,7 @@ class TestMemoryEncryption(CandidatesTestCase):
     """Issue 40, rule 2: hw:mem_encryption adds MEM_ENCRYPTION_CONTEXT=1
     and the model's CPU trait (AMD SEV by default) to the request Nova
     sends (Nova 34's _translate_mem_encryption_request). No host of the
-    test cloud offers them: gpu candidates lists the pool's host for the
+    test cloud offers them: gpu candidate list lists the pool's host for the
     flavor, none once the flavor asks for memory encryption, and
     Placement itself (plain osc-placement) has no candidate for the
     encryption slot."""

@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""NUMA in ``gpu candidates`` and ``gpu capacity list``, proven by boots.
+"""NUMA in ``gpu candidate list`` and ``gpu capacity list``, proven by boots.
 
 The test cloud's passthrough host reports a NUMA topology of 2 cells (32
 CPUs, 256 GiB of 4k pages and 2 GPUs each; ``cpu_info`` says 2 cells); the
@@ -265,7 +265,7 @@ class TestHostFactNames(base.FunctionalTestCase):
     of no host is refused, naming the hosts, never silently dropped."""
 
     def numa_rows(self, flavor, *facts):
-        args = ['gpu', 'candidates', '--flavor', flavor,
+        args = ['gpu', 'candidate', 'list', '--flavor', flavor,
                 # no Prometheus: what cpu_info and the facts show
                 '--prometheus', 'http://127.0.0.1:9']
         for fact in facts:
@@ -319,7 +319,7 @@ class TestAliasPolicy(base.FunctionalTestCase):
         flavor = self.create_flavor({
             'hw:numa_nodes': '2', 'pci_passthrough:alias': 'h100:1'},
             vcpus=2, ram=1024, disk=0)['id']
-        args = ['gpu', 'candidates', '--flavor', flavor,
+        args = ['gpu', 'candidate', 'list', '--flavor', flavor,
                 '--prometheus', 'http://127.0.0.1:9',
                 '--host-fact', '%s:numa_pages=4k' % base.PT_HOST, '-f',
                 'json']
@@ -346,7 +346,7 @@ class TestAliasPolicy(base.FunctionalTestCase):
 
 class TestLegacyAndSocketPolicies(test_candidates.CandidatesTestCase):
     """hw:pci_numa_affinity_policy legacy and socket (issue 52 item 7):
-    ``gpu candidates`` judges one-cell flavors with PCI devices on the
+    ``gpu candidate list`` judges one-cell flavors with PCI devices on the
     passthrough host (2 NUMA cells, 2 GPUs on each, every GPU with its
     NUMA node: tools/cloud/fakevirt.py), and Nova boots each there
     (``--host``: Placement and every filter) exactly when it is listed.

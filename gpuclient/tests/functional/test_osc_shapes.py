@@ -11,11 +11,13 @@
 # under the License.
 
 """Shapes OSC users expect (issue 41 item 8), one CLI-level test each: a
-pool named by its aggregate's ID or UUID, ``gpu candidate list`` (and its
-alias ``gpu candidates``), ``gpu quota set`` without a project and ``gpu
-quota show --default``, and ``--os-placement-api-version`` said to be
-ignored. Proofs are read back with plain OSC commands."""
+pool named by its aggregate's ID or UUID, ``gpu candidate list`` (and
+``gpu candidates``, its deprecated first name), ``gpu quota set`` without
+a project and ``gpu quota show --default``, and
+``--os-placement-api-version`` said to be ignored. Proofs are read back
+with plain OSC commands."""
 
+import json
 import uuid
 
 from gpuclient.tests.functional import base
@@ -43,10 +45,22 @@ class TestPoolById(base.FunctionalTestCase):
 
 
 class TestCandidateList(base.FunctionalTestCase):
-    def test_candidate_list_and_its_alias(self):
+    def test_candidate_list_and_its_deprecated_first_name(self):
+        # issue 57 item 2: "gpu candidates" gives the rows "gpu candidate
+        # list" gives, warns on stderr naming the new name, and "openstack
+        # help" lists only the new name (cliff leaves deprecated ones out)
         args = ('--resource', 'VCPU=1', '--limit', '50')
-        listed = self.openstack('gpu', 'candidate', 'list', *args)
-        alias = self.openstack('gpu', 'candidates', *args)
+        rc, out, err = self.openstack_raw('gpu', 'candidate', 'list', *args,
+                                          '-f', 'json')
+        self.assertEqual(0, rc, err)
+        self.assertNotIn('deprecated', err)
+        listed = json.loads(out)
+        rc, out, err = self.openstack_raw('gpu', 'candidates', *args,
+                                          '-f', 'json')
+        self.assertEqual(0, rc, err)
+        self.assertIn('The "gpu candidates" command is deprecated: use '
+                      '"gpu candidate list"', err)
+        alias = json.loads(out)
 
         def steady(rows):
             # this stream's hosts: the other stream enables and disables
@@ -57,6 +71,11 @@ class TestCandidateList(base.FunctionalTestCase):
         self.assertTrue(steady(listed))
         self.assertEqual(steady(listed), steady(alias))
         self.assertEqual(list(listed[0]), list(alias[0]))
+        commands = [line.split()[:3] for line in self.openstack(
+            'help', parse=False).splitlines()]
+        self.assertIn(['gpu', 'candidate', 'list'], commands)
+        self.assertNotIn(['gpu', 'candidates'],
+                         [c[:2] for c in commands])
 
 
 class TestQuotaShapes(base.FunctionalTestCase):

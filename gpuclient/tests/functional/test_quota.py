@@ -141,7 +141,7 @@ class TestQuota(base.FunctionalTestCase):
         self.assertIn(pool, row['Pools'])
         # candidates --explain names the quota as the reason
         rc, _out, err = self.openstack_raw(
-            'gpu', 'candidates', '--flavor', flavor, '--project',
+            'gpu', 'candidate', 'list', '--flavor', flavor, '--project',
             project['id'], '--explain')
         self.assertIn('over its GPU quota', err)
         self.assertIn('class:%s: 2 used + 1 asked > 2' % PT_CLASS, err)

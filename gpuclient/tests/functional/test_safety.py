@@ -118,8 +118,8 @@ class TestDependents(SafetyTestCase):
         """A flavor made by hand that requires a trait nobody has."""
         trait = 'CUSTOM_GPUCLIENT_FT_NO_SUCH_TRAIT'
         flavor = self.create_flavor({'trait:%s' % trait: 'required'})
-        err = self.fails('gpu', 'candidates', '--flavor', flavor['name'],
-                         expect=trait)
+        err = self.fails('gpu', 'candidate', 'list', '--flavor',
+                         flavor['name'], expect=trait)
         self.assertIn('No valid host', err)
         self.assertNotIn('HTTP 400', err)
 

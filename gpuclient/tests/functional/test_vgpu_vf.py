@@ -107,7 +107,7 @@ class TestVgpuVfPool(VgpuVfTestCase):
         self.assertEqual('%s:1' % base.VF_ALIAS,
                          specs['pci_passthrough:alias'])
 
-        # gpu candidates names the hosts Nova boots the flavor on
+        # gpu candidate list names the hosts Nova boots the flavor on
         hosts = (*test_candidates.ALL_HOSTS, base.VF_HOST)
         listed = self.hosts('--flavor', flavor)
         booted = {h for h in hosts if self.boots_on(flavor, h)}

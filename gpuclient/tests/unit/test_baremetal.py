@@ -431,8 +431,8 @@ class TestCandidatesExplain(base.CommandTestCase):
     def test_ruled_out_nodes_named_on_the_offered_host(self):
         self.cloud.ironic_endpoint = True
         self.cloud.ironic_hidden = True
-        cmd = candidates.Candidates(self.make_app(self.cm.client_manager),
-                                    None)
+        cmd = candidates.ListCandidate(
+            self.make_app(self.cm.client_manager), None)
         cmd.app.stderr = io.StringIO()
         parsed = self.check_parser(cmd, ['--resource', RC + '=1',
                                          '--explain'])

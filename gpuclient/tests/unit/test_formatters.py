@@ -44,7 +44,7 @@ from gpuclient.v1 import host
 
 COLUMNS = ('Flavor', 'Pool', 'Resource Class', 'Fits', 'GPUs Total',
            'GPUs Used', 'GPUs Free', 'GPUs Awaiting Release',
-           'Utilisation (%)', 'Stranded', 'Stranded Reason')
+           'Allocated (%)', 'Stranded', 'Stranded Reason')
 HOST_COLUMNS = COLUMNS[:2] + ('Host',) + COLUMNS[2:]
 LONG = formatters.LONG_CAPACITY_COLUMNS
 
@@ -102,7 +102,7 @@ REASONS = ('no_flavor', 'host_filtered', 'host_out_of_vcpu',
            'request_does_not_fit')
 
 
-def utilisation(total, used):
+def allocated(total, used):
     return None if not total else round(100.0 * used / total, 1)
 
 
@@ -130,7 +130,7 @@ def capacity_rows(pools=POOLS, flavors=FLAVORS, per_host=False,
             awaiting = sum(AWAITING.get(h, 0) for h in names)
             row = (flavor, pool) + ((names[0],) if per_host else ()) + (
                 rc, sum(fits[h] for h in names), total, used,
-                total - used - awaiting, awaiting, utilisation(total, used),
+                total - used - awaiting, awaiting, allocated(total, used),
                 sum(f[2] for f in figures), reason_cell(figures))
             if long:
                 row += ('id-' + flavor, len(names),
@@ -366,7 +366,7 @@ class TestRender(base.TestCase):
                         'fits': 0, 'hosts': 1, 'hosts_fitting': 0,
                         'total': total, 'used': used, 'free': total - used,
                         'awaiting_release': 0,
-                        'utilisation': utilisation(total, used),
+                        'allocated': allocated(total, used),
                         'stranded': strand,
                         'stranded_reasons': [text] if text else [],
                         'stranded_by_reason': ({reason: strand}
@@ -660,6 +660,27 @@ class TestThroughCliff(base.CommandTestCase):
         self.assertIn('-f openmetrics: gpuclient_gpus left out: it needs '
                       'the column(s) Resource Class, GPUs Total or GPUs '
                       'Used or GPUs Free.\n', self.logger.output)
+
+    def test_allocated_column_selected_by_its_name(self):
+        # issue 57 item 4: the column says allocation ("Utilisation (%)"
+        # before); -c picks it in every format, openmetrics included
+        rows = capacity_rows(per_host=True)
+        cmd = FakeCapacity(self.make_app(None), None)
+        cmd.rows = rows
+        data = json.loads(self.run_lister(cmd, [
+            '-f', 'json', '-c', 'Pool', '-c', 'Host', '-c',
+            'Resource Class', '-c', 'Allocated (%)']))
+        self.assertEqual(['Pool', 'Host', 'Resource Class', 'Allocated (%)'],
+                         list(data[0]))
+        text = self.capacity(rows, '-c', 'Pool', '-c', 'Host', '-c',
+                             'Resource Class', '-c', 'Allocated (%)')
+        ratios = series(parse(text), 'gpuclient_gpus_allocated_ratio')
+        self.assertTrue(ratios)
+        self.assertEqual(
+            {key(pool=item['Pool'], host=item['Host'],
+                 resource_class=item['Resource Class']):
+             item['Allocated (%)'] * 0.01 for item in data
+             if item['Allocated (%)'] is not None}, ratios)
 
     def test_refusal_is_a_command_error(self):
         exc = self.assertRaises(exceptions.CommandError, self.capacity,

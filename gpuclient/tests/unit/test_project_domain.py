@@ -182,7 +182,7 @@ class ProjectCommandTestCase(test_pool_ops.PoolOpsTestCase,
 
 class TestCandidatesOption(base.CommandTestCase):
     def test_project_domain_reaches_the_resolver(self):
-        cmd = candidates.Candidates(self.make_app(mock.Mock()), None)
+        cmd = candidates.ListCandidate(self.make_app(mock.Mock()), None)
         parsed = self.check_parser(cmd, [
             '--resource', 'VGPU=1', '--project', 'research',
             '--project-domain', 'dom-b'])

@@ -973,7 +973,7 @@ class TestCommands(base.CommandTestCase):
 
 
 class TestCandidatesQuota(base.TestCase):
-    """gpu candidates --explain: unified GPU limits as the reason."""
+    """gpu candidate list --explain: unified GPU limits as the reason."""
 
     REQ = {'groups': {'': {'resources': {'VCPU': 1, 'MEMORY_MB': 512},
                            'gpu': False},

@@ -10,9 +10,12 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""``openstack gpu candidates``: parser, output, request counts."""
+"""``openstack gpu candidate list`` (and ``gpu candidates``, its deprecated
+first name): parser, output, request counts."""
 
+import argparse
 import csv
+import importlib
 import io
 import json
 from unittest import mock
@@ -103,10 +106,9 @@ class CandidatesTestCase(base.CommandTestCase):
         parsed = self.check_parser(cmd, args)
         return cmd, parsed, cmd.take_action(parsed)
 
-    def run_output(self, args):
+    def run_output(self, args, cls=candidates.ListCandidate):
         """(stdout, stderr) of the whole command, formatter included."""
-        cmd = candidates.ListCandidate(
-            self.make_app(self.cm.client_manager), None)
+        cmd = cls(self.make_app(self.cm.client_manager), None)
         cmd.app.stdout, cmd.app.stderr = io.StringIO(), io.StringIO()
         cmd.run(self.check_parser(cmd, args))
         return cmd.app.stdout.getvalue(), cmd.app.stderr.getvalue()
@@ -149,7 +151,7 @@ class TestParser(CandidatesTestCase):
 
     def test_availability_zone_is_a_hidden_deprecated_alias(self):
         cmd = candidates.ListCandidate(self.make_app(None), None)
-        parser = cmd.get_parser('gpu candidates')
+        parser = cmd.get_parser('gpu candidate list')
         self.assertIn('--zone <zone>', parser.format_help())
         self.assertNotIn('--availability-zone', parser.format_help())
         parsed = self.check_parser(
@@ -163,18 +165,57 @@ class TestParser(CandidatesTestCase):
         exc = self.assertRaises(exceptions.CommandError, cmd._zone, parsed)
         self.assertIn('give --zone alone', str(exc))
 
-    def test_candidates_is_an_alias_of_candidate_list(self):
-        # "gpu candidate list" (OSC's <noun> <verb>), and "gpu candidates"
-        # kept: the same parser and take_action, its help says alias
+    def test_candidates_is_the_deprecated_name_of_candidate_list(self):
+        # "gpu candidate list" (OSC's <noun> <verb>); "gpu candidates"
+        # kept for scripts: the same parser, and its help says it is
+        # deprecated in favour of the new name, as OSC's renamed commands
         alias = candidates.Candidates(self.make_app(None), None)
         main = candidates.ListCandidate(self.make_app(None), None)
-        self.assertIsInstance(alias, candidates.ListCandidate)
-        self.assertIs(candidates.ListCandidate.take_action,
-                      candidates.Candidates.take_action)
         self.assertEqual(
             main.get_parser('gpu').format_usage().replace('gpu', ''),
             alias.get_parser('gpu').format_usage().replace('gpu', ''))
-        self.assertIn('gpu candidate list', alias.get_description())
+        self.assertTrue(alias.deprecated)
+        self.assertFalse(main.deprecated)
+        self.assertEqual('DEPRECATED: Use "gpu candidate list" instead.',
+                         alias.get_description().split('\n')[0])
+
+    def test_old_name_warns_and_gives_the_same_rows(self):
+        self.one_candidate()
+        args = ['--flavor', 'g1.h100.1', '--alias-map', 'h100=10de:2331',
+                '--explain', '-f', 'json']
+        new_out, new_err = self.run_output(args)
+        self.assertNotIn('deprecated', self.logger.output)
+        old_out, old_err = self.run_output(args, cls=candidates.Candidates)
+        self.assertEqual(json.loads(new_out), json.loads(old_out))
+        self.assertEqual(new_err, old_err)
+        self.assertIn('The "gpu candidates" command is deprecated: use '
+                      '"gpu candidate list"', self.logger.output)
+
+    def test_old_name_is_left_out_of_openstack_help(self):
+        # cliff's "openstack help" (HelpAction) over this tree's commands
+        from cliff import commandmanager
+        from cliff import help as cliff_help
+
+        class App:
+            stdout = io.StringIO()
+            command_manager = commandmanager.CommandManager(None)
+
+        for name, target in base.declared_entry_points()[
+                'openstack.gpu.v1'].items():
+            module, _colon, attr = target.partition(':')
+            App.command_manager.add_command(
+                name.replace('_', ' '),
+                getattr(importlib.import_module(module), attr))
+        action = cliff_help.HelpAction(['-h'], 'help', default=App())
+        self.assertRaises(cliff_help.HelpExit, action,
+                          argparse.ArgumentParser(), argparse.Namespace(),
+                          None)
+        listed = [line.split('  ')[1].strip()
+                  for line in App.stdout.getvalue().splitlines()
+                  if line.startswith('  gpu ')]
+        self.assertIn('gpu candidate list', listed)
+        self.assertIn('gpu capacity list', listed)
+        self.assertNotIn('gpu candidates', listed)
 
     def test_description_starts_with_one_short_line(self):
         text = candidates.ListCandidate(self.make_app(None),

@@ -95,7 +95,7 @@ class TestFits(CapacityTestCase):
         self.assertEqual((4, 1, 3), (rows['g1.h100.1']['GPUs Total'],
                                      rows['g1.h100.1']['GPUs Used'],
                                      rows['g1.h100.1']['GPUs Free']))
-        self.assertEqual(25.0, rows['g1.h100.1']['Utilisation (%)'])
+        self.assertEqual(25.0, rows['g1.h100.1']['Allocated (%)'])
         self.assertEqual('solver', rows['g1.h100.1']['Pool'])
         # 1 + 4 free vGPUs: five single ones; pairs need two pGPUs each
         # (group_policy=isolate), and the first pGPU has one left: one pair

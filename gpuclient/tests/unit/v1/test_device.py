@@ -331,3 +331,53 @@ class TestDeviceHealthColumns(DeviceTestCase):
         self.assertEqual((79, 'host', 'guest'), (
             shown['last_xid'], shown['xid_class'], shown['health_source']))
         self.assertIn('xid_since', shown)
+
+
+class TestNoHealth(DeviceTestCase):
+    """device list --no-health where a Prometheus is configured: the
+    columns of a cloud without one, and no request to Prometheus (issue
+    57 item 4)."""
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(fixtures.EnvironmentVariable(
+            'GPUCLIENT_PROMETHEUS_URL', tuc.PROM))
+        self.prometheus = tuc.FakePrometheus(self.placement.mock)
+
+    def prometheus_requests(self):
+        return [r for r in self.placement.mock.request_history
+                if r.url.startswith(tuc.PROM)]
+
+    def test_configured_prometheus_is_read_by_default(self):
+        columns, _rows = self.run_cmd(device.ListDevice, [])
+        self.assertEqual(device.COLUMNS + device.HEALTH_COLUMNS, columns)
+        self.assertTrue(self.prometheus_requests())
+
+    def test_no_health_sends_no_query(self):
+        for args in ([], ['--long'], ['-f', 'openmetrics']):
+            columns, rows = self.run_cmd(device.ListDevice,
+                                         ['--no-health', *args])
+            long = bool(args)
+            self.assertEqual(device.COLUMNS + (
+                device.LONG_COLUMNS if long else ()), columns)
+            self.assertEqual(7, len(rows))
+        self.assertEqual([], self.prometheus_requests())
+        self.assertEqual([], self.prometheus.queries)
+
+    def test_no_health_with_an_option_asking_prometheus(self):
+        sent = len(self.placement.mock.request_history)
+        for option in (['--unhealthy'], ['--prometheus', tuc.PROM],
+                       ['--prometheus-selector', 'region=r1'],
+                       ['--window', '2h']):
+            exc = self.assertRaises(
+                exceptions.CommandError, self.run_cmd, device.ListDevice,
+                ['--no-health', *option])
+            self.assertIn('--no-health reads nothing from Prometheus, and '
+                          '%s asks it' % option[0], str(exc))
+        self.assertEqual(sent, len(self.placement.mock.request_history))
+
+    def test_help_says_what_it_leaves_out(self):
+        text = device.ListDevice(self.make_app(None), None).get_parser(
+            'gpu device list').format_help()
+        self.assertIn('--no-health', text)
+        self.assertIn('send no query to Prometheus', ' '.join(text.split()))

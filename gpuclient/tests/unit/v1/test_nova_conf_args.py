@@ -12,7 +12,7 @@
 
 """The nova.conf options, one set for every command that reads nova.conf.
 
-``gpu candidates``, ``gpu capacity list``, ``gpu check`` and ``gpu quota
+``gpu candidate list``, ``gpu capacity list``, ``gpu check`` and ``gpu quota
 show`` take --nova-conf and --nova-conf-dir with the same help (and the
 environment variables $GPUCLIENT_NOVA_CONF and $GPUCLIENT_NOVA_CONF_DIR);
 candidates and capacity, which build Nova's request from the settings,
@@ -39,7 +39,7 @@ from gpuclient.v1 import common
 from gpuclient.v1 import quota as quota_cmd
 
 COMMANDS = {
-    'candidates': candidates_cmd.Candidates,
+    'candidates': candidates_cmd.ListCandidate,
     'capacity': capacity_cmd.ListCapacity,
     'check': check_cmd.Check,
     'quota show': quota_cmd.ShowQuota,
