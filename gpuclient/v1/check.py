@@ -40,16 +40,19 @@ def _terminal_width(stream):
         return None
 
 
-def fit_to_terminal(parsed_args, stdout, stderr):
+def fit_to_terminal(parsed_args, stdout, *others):
     """The table fits the terminal unless told otherwise (--max-width,
     CLIFF_FIT_WIDTH=0): cliff measures stdout's terminal; when stdout is
-    none (``gpu check | less``), the width of stderr's is given."""
+    none (``gpu check | less``, or a script capturing it), the width of
+    the first of OTHERS (stderr, stdin) at a terminal is given."""
     if (parsed_args.formatter != 'table' or not parsed_args.fit_width
             or parsed_args.max_width > 0 or _terminal_width(stdout)):
         return
-    width = _terminal_width(stderr)
-    if width:
-        parsed_args.max_width = width
+    for stream in others:
+        width = _terminal_width(stream)
+        if width:
+            parsed_args.max_width = width
+            return
 
 
 class Check(common.Gated, common.Lister):
@@ -161,5 +164,6 @@ class Check(common.Gated, common.Lister):
                           'cover: %s.'), checks.not_run_text(missing))
         if parsed_args.formatter != 'table':
             return table(findings)
-        fit_to_terminal(parsed_args, self.app.stdout, self.app.stderr)
+        fit_to_terminal(parsed_args, self.app.stdout, self.app.stderr,
+                        self.app.stdin)
         return COLUMNS, check_report.table_rows(findings)

@@ -274,31 +274,33 @@ class TestReadable(CheckTestCase):
         _status, lines = self.run_table()
         self.assertGreater(max(len(line) for line in lines), 200)
 
-    def test_fitted_by_default_to_stderr_terminal(self):
-        # stdout piped (gpu check | less), stderr at an 80-column terminal
-        self.app.stderr = mock.Mock()
-        self.app.stderr.fileno.return_value = 2
+    def fitted(self, terminal):
+        """The widest line of the table when TERMINAL (a stream of the
+        app) is at an 80-column terminal and stdout is not."""
+        self.app.stdout = io.StringIO()
+        for fd, stream in enumerate(('stdin', 'stdout', 'stderr')):
+            if stream != 'stdout':
+                setattr(self.app, stream, mock.Mock(**{
+                    'fileno.return_value': fd}))
+        at = ('stdin', 'stdout', 'stderr').index(terminal)
 
         def size(fd):
-            if fd == 2:
+            if fd == at:
                 return os.terminal_size((80, 24))
             raise OSError('not a terminal')
 
         with mock.patch.object(check_cmd.os, 'get_terminal_size',
                                side_effect=size):
             _status, lines = self.run_table()
-            widest = max(len(line) for line in lines)
-            self.assertLessEqual(widest, 80)
-            self.assertGreater(widest, 72)
-            # CLIFF_FIT_WIDTH=0 says not to
-            self.useFixture(fixtures.EnvironmentVariable(
-                'CLIFF_FIT_WIDTH', '0'))
-            self.app.stdout = io.StringIO()
-            _status, lines = self.run_table()
-            self.assertGreater(max(len(line) for line in lines), 200)
-            # json is never fitted, nor folded
-            self.app.stdout = io.StringIO()
-            self.useFixture(fixtures.EnvironmentVariable(
-                'CLIFF_FIT_WIDTH', '1'))
-            _status, rows = self.run_cmd()
-            self.assertEqual(len(self.EVERY_ROW), len(rows))
+        return max(len(line) for line in lines)
+
+    def test_fitted_by_default_to_a_terminal_of_the_process(self):
+        # stdout piped (gpu check | less) with stderr at a terminal, or
+        # both captured by a script run at one (stdin)
+        for terminal in ('stderr', 'stdin'):
+            widest = self.fitted(terminal)
+            self.assertLessEqual(widest, 80, terminal)
+            self.assertGreater(widest, 72, terminal)
+        # CLIFF_FIT_WIDTH=0 says not to
+        self.useFixture(fixtures.EnvironmentVariable('CLIFF_FIT_WIDTH', '0'))
+        self.assertGreater(self.fitted('stderr'), 200)
