@@ -63,7 +63,7 @@ class Check(common.Gated, common.Lister):
         'images; with --nova-conf or --nova-conf-dir the scheduler '
         'settings too, which the checks of scheduler settings and PCI '
         'aliases need) and prints '
-        'one row per finding: severity (error: instances fail or land on '
+        'the findings: severity (error: instances fail or land on '
         'the wrong hosts; warning: a likely mistake), the check, the '
         'object, the symptom a user would see and the command or '
         'nova.conf line that fixes it. The exit status tells findings from '
