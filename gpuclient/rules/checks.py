@@ -92,10 +92,20 @@ NOVA_CONF_FIX = ('openstack gpu check --nova-conf /etc/nova/nova.conf  '
                  '(the nova.conf of nova-api and nova-scheduler)')
 
 
+# the symptom of a "not judged" warning: how a reader (and is_not_judged)
+# tells it from a finding
+NOT_JUDGED = _('not judged: %s.')
+
+
 def not_judged(check, obj, why, fix, pools=()):
     """A warning: CHECK cannot judge OBJ (WHY), FIX would let it."""
-    return finding(WARNING, check, obj,
-                   _('not judged: %s.') % why, fix, pools)
+    return finding(WARNING, check, obj, NOT_JUDGED % why, fix, pools)
+
+
+def is_not_judged(item):
+    """Is the finding ITEM a "not judged" warning (``not_judged``)?"""
+    return item.severity == WARNING and item.symptom.startswith(
+        NOT_JUDGED.partition('%s')[0])
 
 
 # -- shared questions --------------------------------------------------------
@@ -1406,6 +1416,12 @@ PROMETHEUS_FIX = ('openstack gpu check --prometheus <url>  (or '
                   'or $GPUCLIENT_PROMETHEUS_URL)')
 
 
+# what lets gpu-idle judge the servers Prometheus has no utilisation for
+IDLE_DCGM_FIX = _('run the NVIDIA DCGM exporter on their hosts (or in the '
+                  'guests, labelled with instance_id): see "openstack gpu '
+                  'server list --all-projects --utilisation"')
+
+
 def _server_label(row):
     if row.get('name') and row['name'] != row['id']:
         return 'server %s (%s)' % (row['name'], row['id'])
@@ -1466,10 +1482,7 @@ def gpu_idle(cloud, settings):
               'so whether they idle is not known') % {
                   'names': ', '.join(names[:EXAMPLES]),
                   'more': ', ...' if len(names) > EXAMPLES else ''},
-            _('run the NVIDIA DCGM exporter on their hosts (or in the '
-              'guests, labelled with instance_id): see "openstack gpu '
-              'server list --all-projects --utilisation"'),
-            sorted({r['pool'] for r in unjudged if r['pool']})))
+            IDLE_DCGM_FIX, sorted({r['pool'] for r in unjudged if r['pool']})))
     return found
 
 
@@ -1481,6 +1494,13 @@ DCGM_FIX = _('run the NVIDIA DCGM exporter on the host (and, for the '
              'licence of a vGPU guest, in the guest, its series labelled '
              'instance_id=<server id>) and scrape it into the cloud\'s '
              'Prometheus: see "openstack gpu device list"')
+
+
+# what lets the DCGM checks join a host's or card's series that several
+# clouds' exporters (or jobs) answer for
+SELECTOR_FIX = _('name this cloud\'s series: openstack gpu check '
+                 '--prometheus-selector <label>=<value> (or '
+                 'prometheus_selector in the cloud\'s clouds.yaml entry)')
 
 
 # the answers of device_health.check_queries each DCGM check judges by
@@ -1533,11 +1553,8 @@ def _device_health(cloud, check):
                                      PROMETHEUS_FIX)]
         return _joined(wanted), [not_judged(
             check, 'device %s %s' % (host, pci) if pci else 'host %s' % host,
-            why, _('name this cloud\'s series: openstack gpu check '
-                   '--prometheus-selector <label>=<value> (or '
-                   'prometheus_selector in the cloud\'s clouds.yaml '
-                   'entry)')) for host, pci, why in wanted.get(
-                       'problems') or ()]
+            why, SELECTOR_FIX) for host, pci, why in wanted.get(
+                'problems') or ()]
     error = cloud.unread.get('device_health')
     if error is None:
         return None, []

@@ -13,6 +13,7 @@
 """openstack gpu check"""
 
 import logging
+import os
 
 from osc_lib import exceptions
 
@@ -25,9 +26,33 @@ COLUMNS = ('Severity', 'Check', 'Object', 'Symptom', 'Fix')
 
 
 def table(findings):
-    """(columns, rows) of ``gpu check`` for every formatter."""
+    """(columns, rows) of ``gpu check`` for the machine formats (json,
+    yaml, csv, value): one row per finding."""
     return COLUMNS, [(f.severity, f.check, f.object, f.symptom, f.fix)
                      for f in findings]
+
+
+def _terminal_width(stream):
+    """The width of the terminal STREAM writes to, or None."""
+    try:
+        return os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, OSError, TypeError, ValueError):
+        return None
+
+
+def fit_to_terminal(parsed_args, stdout, *others):
+    """The table fits the terminal unless told otherwise (--max-width,
+    CLIFF_FIT_WIDTH=0): cliff measures stdout's terminal; when stdout is
+    none (``gpu check | less``, or a script capturing it), the width of
+    the first of OTHERS (stderr, stdin) at a terminal is given."""
+    if (parsed_args.formatter != 'table' or not parsed_args.fit_width
+            or parsed_args.max_width > 0 or _terminal_width(stdout)):
+        return
+    for stream in others:
+        width = _terminal_width(stream)
+        if width:
+            parsed_args.max_width = width
+            return
 
 
 class Check(common.Gated, common.Lister):
@@ -38,7 +63,7 @@ class Check(common.Gated, common.Lister):
         'images; with --nova-conf or --nova-conf-dir the scheduler '
         'settings too, which the checks of scheduler settings and PCI '
         'aliases need) and prints '
-        'one row per finding: severity (error: instances fail or land on '
+        'the findings: severity (error: instances fail or land on '
         'the wrong hosts; warning: a likely mistake), the check, the '
         'object, the symptom a user would see and the command or '
         'nova.conf line that fixes it. The exit status tells findings from '
@@ -50,7 +75,15 @@ class Check(common.Gated, common.Lister):
         'gpu-application-xid, gpu-row-remap, gpu-vgpu-licence, '
         'gpu-driver-drift, gpu-missing) the NVIDIA DCGM '
         'exporter\'s figures, each in a fixed number of queries; without '
-        'one they do not run. Checks: %s. Needs admin.')
+        'one they do not run. The table (the default format) is read by '
+        'a person: fitted to the terminal (as cliff\'s --fit-width; '
+        'CLIFF_FIT_WIDTH=0 or --max-width say otherwise), errors first, '
+        'then warnings, then what was not judged, with the "not judged" '
+        'rows for want of one source (nova.conf, the DCGM exporter\'s '
+        'series, Prometheus) folded into one row naming the checks it '
+        'would let judge and how to give it; json, yaml, csv and value '
+        'print one row per finding. One line on stderr sums up: errors, '
+        'warnings, checks not judged and why. Checks: %s. Needs admin.')
     _epilog_text = _(
         'Exit status: %(same)d when the checks ran and found no error '
         '(with --strict, no finding at all); %(different)d when they found '
@@ -93,10 +126,15 @@ class Check(common.Gated, common.Lister):
             '--strict', action='store_true', default=False,
             help=_('Exit with status %d on warnings too')
             % checks.EXIT_FINDINGS)
+        # the table fits the terminal (cliff's --fit-width) unless
+        # CLIFF_FIT_WIDTH=0
+        parser.set_defaults(fit_width=bool(int(
+            os.environ.get('CLIFF_FIT_WIDTH', 1))))
         return parser
 
     def take_action(self, parsed_args):
         from gpuclient.ops import check_ops
+        from gpuclient.rules import check_report
         from gpuclient.rules import checks
 
         unknown = checks.unknown_checks(parsed_args.checks)
@@ -117,10 +155,15 @@ class Check(common.Gated, common.Lister):
             utilisation=utilisation)
         self._status = checks.exit_status(
             findings, parsed_args.strict, parsed_args.checks, missing)
+        LOG.warning(check_report.summary_text(findings, missing))
         if self._status == checks.EXIT_NOT_RUN:
             LOG.error(_('No check asked for could run: %s.'),
                       checks.not_run_text(missing))
         elif missing:
             LOG.warning(_('Could not run, so the exit status does not '
                           'cover: %s.'), checks.not_run_text(missing))
-        return table(findings)
+        if parsed_args.formatter != 'table':
+            return table(findings)
+        fit_to_terminal(parsed_args, self.app.stdout, self.app.stderr,
+                        self.app.stdin)
+        return COLUMNS, check_report.table_rows(findings)

@@ -22,8 +22,9 @@ a per-run tag, so concurrent tests and the benchmark's thousands of
 simulated Placement trees (which no hypervisor maps to) do not disturb
 the assertions. No server is booted.
 
-One CLI-level test runs ``openstack gpu check`` for its exit status and
-rows.
+CLI-level tests run ``openstack gpu check`` for its exit status and
+rows, and for the table a person reads (the "not judged" rows folded)
+with its summary line on stderr.
 """
 
 import json
@@ -43,6 +44,7 @@ from gpuclient.rules import pools
 from gpuclient.rules.scheduler import conf as nova_conf
 from gpuclient.tests.functional import base
 from gpuclient.tests.functional import faults
+from gpuclient.v1 import check as check_cmd
 
 PT_CLASS = 'CUSTOM_PCI_10DE_2331'
 
@@ -481,6 +483,60 @@ class CheckCommandTestCase(base.FunctionalTestCase):
         self.assertEqual({'pool-aggregates'}, {r['Check'] for r in rows})
         self.assertEqual(list(('Severity', 'Check', 'Object', 'Symptom',
                                'Fix')), list(rows[0]))
+
+    def test_table_folds_not_judged_and_sums_up(self):
+        """Without nova.conf, whether an isolated pool is enforced (the
+        scheduler's isolated-aggregate filtering) and counted (Nova's
+        quota driver) is not judged: ``-f json`` has a row for each, the
+        table one row naming both checks and how to give nova.conf, and
+        stderr one line summing up, in both formats."""
+        for name_ in ('GPUCLIENT_NOVA_CONF', 'GPUCLIENT_NOVA_CONF_DIR'):
+            self.useFixture(fixtures.EnvironmentVariable(name_))
+        admin = faults.make_client()
+        name = 'gpuclient-ft-check-glance-%s' % uuid.uuid4().hex[:8]
+        self.addCleanup(pool_ops.delete, admin, name, force=True)
+        pool_ops.create(admin, pools.build_spec(
+            name, pools.PASSTHROUGH, alias='h100', pci_id='10de:2331',
+            isolate=True), [])
+        # what Nova holds: an isolated GPU pool, which the two checks
+        # judge against nova.conf
+        props = self.openstack('aggregate', 'show', name)['properties']
+        self.assertEqual(name, props[pools.POOL_KEY])
+        self.assertEqual(pools.REQUIRED, props[
+            pools.TRAIT_PREFIX + pools.pool_trait(name)])
+        args = ('gpu', 'check', '--pool', name, '--check',
+                'scheduler-settings', '--check', 'quota-gpu-limits')
+        summary = ('gpu check: 0 errors, 0 warnings, 2 checks not judged '
+                   '(no nova.conf).')
+        rc, out, err = self.openstack_raw(*args, '-f', 'json')
+        self.assertEqual(0, rc, err)  # "not judged" warnings only
+        rows = json.loads(out)
+        self.assertEqual(
+            [('warning', 'scheduler-settings', 'nova.conf'),
+             ('warning', 'quota-gpu-limits', 'nova.conf [quota]')],
+            [(r['Severity'], r['Check'], r['Object']) for r in rows])
+        self.assertEqual(
+            [(True, checks.NOVA_CONF_FIX)] * 2,
+            [(r['Symptom'].startswith('not judged: '), r['Fix'])
+             for r in rows])
+        self.assertIn(summary, err.splitlines())
+        # the table, not fitted (whatever terminal the runner has): a row
+        # a line
+        self.useFixture(fixtures.EnvironmentVariable('CLIFF_FIT_WIDTH', '0'))
+        rc, out, err = self.openstack_raw(*args, '-f', 'table')
+        self.assertEqual(0, rc, err)
+        self.assertIn(summary, err.splitlines())
+        cells = [[c.strip() for c in line.split('|')[1:-1]]
+                 for line in out.splitlines() if line.startswith('|')]
+        self.assertEqual(list(check_cmd.COLUMNS), cells[0])
+        self.assertEqual(
+            [['not judged', 'scheduler-settings, quota-gpu-limits',
+              'nova.conf, nova.conf [quota]']],
+            [row[:3] for row in cells[1:]])
+        self.assertTrue(cells[1][3].startswith(
+            'not judged (no nova.conf): 2 check(s) could not judge 2 '
+            'object(s)'), cells[1][3])
+        self.assertEqual(checks.NOVA_CONF_FIX, cells[1][4])
 
     def test_pool_keeps_its_own_flavors_findings(self):
         """A flavor steered to pool P asking for a PCI alias nothing maps

@@ -15,6 +15,7 @@
 import contextlib
 import io
 import json
+import os
 from unittest import mock
 
 import fixtures
@@ -191,3 +192,115 @@ class TestExitStatus(CheckTestCase):
             exc = self.assertRaises(SystemExit, parser.parse_args,
                                     ['--no-such-option'])
         self.assertEqual(checks.EXIT_NOT_RUN, exc.code)
+
+
+class TestReadable(CheckTestCase):
+    """The table for a person (sorted, "not judged" folded per source,
+    fitted), json with every row, and the summary line on stderr."""
+
+    # checks.run's order: the error, then the warnings, "not judged" among
+    # them (no nova.conf given)
+    EVERY_ROW = [
+        ('error', 'pool-no-devices', 'pool solver / host plain-1'),
+        ('warning', 'flavor-address-space', 'flavor g1'),
+        ('warning', 'flavor-pci-alias', 'nova.conf [pci] alias'),
+        ('warning', 'image-firmware', 'image bios'),
+        ('warning', 'scheduler-settings', 'nova.conf'),
+        ('warning', 'quota-gpu-limits', 'nova.conf [quota]')]
+    SUMMARY = ('gpu check: 1 error, 1 warning, 4 checks not judged (no '
+               'nova.conf); 7 checks could not run.')
+
+    def setUp(self):
+        super().setUp()
+        self.cloud.aggregates[0].hosts.append('plain-1')
+        self.cloud.add_flavor(
+            'g1', extra_specs={'pci_passthrough:alias': 'h100:1'})
+        self.cloud.images.append(
+            {'id': 'img-bios', 'name': 'bios', 'status': 'active'})
+
+    def run_table(self, *args):
+        self.cloud.mirror()
+        parsed = self.check_parser(self.cmd, ['-f', 'table'] + list(args))
+        status = self.cmd.run(parsed)
+        return status, self.app.stdout.getvalue().splitlines()
+
+    def test_json_keeps_every_row(self):
+        status, rows = self.run_cmd()
+        self.assertEqual(1, status)
+        self.assertEqual(self.EVERY_ROW, [
+            (r['Severity'], r['Check'], r['Object']) for r in rows])
+        self.assertEqual(4, len([r for r in rows if r['Symptom'].startswith(
+            'not judged: ')]))
+
+    def test_table_sorted_and_folded(self):
+        rows = self.rows()
+        self.assertEqual(
+            [('error', 'pool-no-devices', 'pool solver / host plain-1'),
+             ('warning', 'image-firmware', 'image bios'),
+             # not judged for another cause: its own row
+             ('not judged', 'flavor-address-space', 'flavor g1'),
+             ('not judged',
+              'flavor-pci-alias, scheduler-settings, quota-gpu-limits',
+              'nova.conf [pci] alias, nova.conf, nova.conf [quota]')],
+            [(r['Severity'], r['Check'], r['Object']) for r in rows])
+        self.assertEqual(checks.NOVA_CONF_FIX, rows[-1]['Fix'])
+        self.assertTrue(rows[-1]['Symptom'].startswith(
+            'not judged (no nova.conf): 3 check(s) could not judge 3 '
+            'object(s)'), rows[-1]['Symptom'])
+
+    def test_summary_on_stderr_in_every_format(self):
+        for formatter in ('json', 'table', 'value'):
+            self.app.stdout = io.StringIO()
+            self.logger = self.useFixture(fixtures.FakeLogger())
+            self.cloud.mirror()
+            status = self.cmd.run(self.check_parser(
+                self.cmd, ['-f', formatter]))
+            self.assertEqual(1, status, formatter)
+            self.assertEqual(self.SUMMARY,
+                             self.logger.output.splitlines()[0], formatter)
+            self.assertNotIn('gpu check:', self.app.stdout.getvalue())
+
+    def test_table_fits_the_width_given(self):
+        status, lines = self.run_table('--max-width', '72')
+        self.assertEqual(1, status)
+        self.assertEqual([], [line for line in lines if len(line) > 72])
+        # the Severity column: one cell a row, wrapped in no other
+        self.assertEqual(
+            ['error', 'warning', 'not judged', 'not judged'],
+            [cell for cell in (line.split('|')[1].strip()
+                               for line in lines[3:-1]) if cell])
+        # unfitted (not a terminal, no width given) the rows run long
+        self.app.stdout = io.StringIO()
+        _status, lines = self.run_table()
+        self.assertGreater(max(len(line) for line in lines), 200)
+
+    def fitted(self, terminal):
+        """The widest line of the table when TERMINAL (a stream of the
+        app) is at an 80-column terminal and stdout is not."""
+        self.app.stdout = io.StringIO()
+        for fd, stream in enumerate(('stdin', 'stdout', 'stderr')):
+            if stream != 'stdout':
+                setattr(self.app, stream, mock.Mock(**{
+                    'fileno.return_value': fd}))
+        at = ('stdin', 'stdout', 'stderr').index(terminal)
+
+        def size(fd):
+            if fd == at:
+                return os.terminal_size((80, 24))
+            raise OSError('not a terminal')
+
+        with mock.patch.object(check_cmd.os, 'get_terminal_size',
+                               side_effect=size):
+            _status, lines = self.run_table()
+        return max(len(line) for line in lines)
+
+    def test_fitted_by_default_to_a_terminal_of_the_process(self):
+        # stdout piped (gpu check | less) with stderr at a terminal, or
+        # both captured by a script run at one (stdin)
+        for terminal in ('stderr', 'stdin'):
+            widest = self.fitted(terminal)
+            self.assertLessEqual(widest, 80, terminal)
+            self.assertGreater(widest, 72, terminal)
+        # CLIFF_FIT_WIDTH=0 says not to
+        self.useFixture(fixtures.EnvironmentVariable('CLIFF_FIT_WIDTH', '0'))
+        self.assertGreater(self.fitted('stderr'), 200)
