@@ -116,7 +116,8 @@ def _lost(given, written, path=''):
     if isinstance(given, list):
         if not isinstance(written, list) or len(given) != len(written):
             return [path]
-        return [lost for i, (a, b) in enumerate(zip(given, written))
+        return [lost for i, (a, b) in enumerate(zip(given, written,
+                                                        strict=True))
                 for lost in _lost(a, b, '%s[%d]' % (path, i))]
     return [] if given == written else ['%s: %r, not %r' % (path, written,
                                                             given)]
