@@ -55,7 +55,7 @@ PORTS = {3306: 'mariadb', 5672: 'rabbitmq', 25672: 'rabbitmq (dist)',
          5000: 'keystone', 8778: 'placement', 9292: 'glance',
          8774: 'nova-api', 9696: 'neutron read-only stub',
          9090: 'prometheus', 9400: 'DCGM exporter stand-in',
-         9401: 'gpu capacity list -f openmetrics, served by a test',
+         9401: 'gpuclient -f openmetrics, served by a test',
          1234: 'blazar-api',
          **{port: 'node_exporter of ' + host for host, port in
             hostlib.NODE_EXPORTER_PORTS.items()}}
