@@ -55,7 +55,7 @@ PORTS = {3306: 'mariadb', 5672: 'rabbitmq', 25672: 'rabbitmq (dist)',
          5000: 'keystone', 8778: 'placement', 9292: 'glance',
          8774: 'nova-api', 9696: 'neutron read-only stub',
          9090: 'prometheus', 9400: 'DCGM exporter stand-in',
-         9401: 'gpu capacity list -f openmetrics, served by a test',
+         9401: 'gpuclient -f openmetrics, served by a test',
          1234: 'blazar-api',
          **{port: 'node_exporter of ' + host for host, port in
             hostlib.NODE_EXPORTER_PORTS.items()}}
@@ -64,6 +64,11 @@ DCGM_PORT = 9400
 # where Prometheus also scrapes "gpu capacity list -f openmetrics" when a
 # test serves it there (nothing listens otherwise: the target is down)
 CAPACITY_PORT = 9401
+# the Prometheus rules gpuclient ships, which the test cloud's Prometheus
+# evaluates as an operator's does (the dashboard's panels read them:
+# gpuclient/tests/functional/test_dashboard.py)
+RULES = os.path.join(os.path.dirname(TOOLS), 'etc', 'prometheus',
+                     'gpuclient.rules.yml')
 # the DCGM exporter stand-in's devices, which tests rewrite to set values
 # (tools/cloud/dcgm_exporter.py reads it on every scrape)
 DCGM_DEVICES = os.path.join(STATE, 'dcgm', 'devices.json')
@@ -757,7 +762,7 @@ def _node_exporters():
 def _start_metrics():
     """The DCGM exporter stand-in (no device until a test writes some),
     the node_exporters and Debian's Prometheus scraping them every
-    second, on loopback."""
+    second, on loopback, with gpuclient's rules (RULES)."""
     os.makedirs(os.path.dirname(DCGM_DEVICES), exist_ok=True)
     with open(DCGM_DEVICES, 'w') as f:
         f.write('{"devices": []}\n')
@@ -773,7 +778,8 @@ def _start_metrics():
         f.write(prom.config([
             prom.Target('dcgm', ['127.0.0.1:%d' % DCGM_PORT]),
             prom.Target('gpuclient-capacity',
-                        ['127.0.0.1:%d' % CAPACITY_PORT])] + node_targets))
+                        ['127.0.0.1:%d' % CAPACITY_PORT])] + node_targets,
+            rule_files=[RULES]))
     _spawn('prometheus', [
         prom.BINARY, '--config.file=' + config,
         '--storage.tsdb.path=' + os.path.join(work, 'data'),

@@ -52,9 +52,10 @@ def free_port(host='127.0.0.1'):
         return sock.getsockname()[1]
 
 
-def config(targets, interval='1s'):
+def config(targets, interval='1s', rule_files=()):
     """prometheus.yml (JSON is YAML) scraping TARGETS every INTERVAL
-    (targets of one job: one scrape config, a static config each)."""
+    (targets of one job: one scrape config, a static config each) and
+    evaluating the rules of RULE_FILES (absolute paths) as often."""
     jobs = {}
     for target in targets:
         jobs.setdefault(target.job, []).append(dict(
@@ -69,6 +70,7 @@ def config(targets, interval='1s'):
             'scrape_timeout': interval,
             'static_configs': static,
         } for job, static in jobs.items()],
+        **({'rule_files': list(rule_files)} if rule_files else {}),
     }, indent=2) + '\n'
 
 
