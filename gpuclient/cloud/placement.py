@@ -29,6 +29,7 @@ from keystoneauth1 import exceptions as ks_exc
 
 from gpuclient.cloud import errors
 from gpuclient.cloud import http
+from gpuclient.cloud import pager
 from gpuclient.cloud import versions
 from gpuclient.i18n import _
 
@@ -112,14 +113,18 @@ class Placement:
         return errors.check_response(self.service, what, response, endpoint)
 
     @contextlib.contextmanager
-    def _request(self, what, read=False):
+    def _request(self, what, read=False, key=None):
         """Count one request and translate its errors (naming the
         endpoint a connection failed to); yields the endpoint. READ: an
-        SDK read, whose answer must be JSON (errors.sdk_read)."""
+        SDK read, whose answer must be JSON (errors.sdk_read), holding
+        KEY when given."""
         endpoint = self.endpoint
         self.request_count += 1
-        translate = errors.sdk_read if read else errors.translate_errors
-        with translate(self.service, what):
+        if read:
+            translate = errors.sdk_read(self.service, what, key)
+        else:
+            translate = errors.translate_errors(self.service, what)
+        with translate:
             try:
                 yield endpoint
             except ks_exc.ConnectTimeout:
@@ -129,15 +134,16 @@ class Placement:
                     self.service, what, exc, endpoint
                 ) from exc
 
-    def _sdk(self, version, what, call, *args, read=False, **kwargs):
+    def _sdk(self, version, what, call, *args, read=False, key=None,
+             **kwargs):
         """One call of the SDK's placement proxy, counted like a raw one.
 
         Refused first when the server is older than VERSION; a list the
         SDK yields is read to the end here, so its errors are translated
-        too.
+        too (READ, KEY: see _request).
         """
         self.require(version, what)
-        with self._request(what, read):
+        with self._request(what, read, key):
             result = call(*args, **kwargs)
             if hasattr(result, '__next__'):
                 result = list(result)
@@ -209,14 +215,17 @@ class Placement:
     # -- reads -------------------------------------------------------------
 
     def resource_providers(self):
-        # raw: the wire dicts (parent and root provider uuids, 1.14) are
-        # what the snapshot and the planners read, keyed as Placement names
-        # them; the SDK's ResourceProvider renames them
+        """Every resource provider, as Placement answers it at 1.14
+        (parent and root provider uuids): the SDK's list, read as the
+        dicts Placement answered (pager.wire: its own keys, which the
+        snapshot and the planners read, not the SDK's renamed
+        attributes). Placement does not page this list."""
         what = _('Listing resource providers')
-        data = self.get('/resource_providers',
-                        versions.PLACEMENT_TREE_VERSION, what,
-                        key='resource_providers')
-        return data['resource_providers']
+        version = versions.PLACEMENT_TREE_VERSION
+        found = self._sdk(version, what, self._adapter.resource_providers,
+                          read=True, key='resource_providers',
+                          microversion=versions.version_str(version))
+        return [pager.wire(provider) for provider in found]
 
     def resource_classes(self):
         """Names of the resource classes Placement knows (read once)."""
