@@ -409,8 +409,9 @@ class Compute:
     def set_flavor_extra_specs(self, flavor_id, extra_specs):
         """POST /flavors/{id}/os-extra_specs, raw at compute API 2.61.
 
-        Not the SDK's call: it sends --os-compute-api-version when given,
-        and from 2.86 Nova validates the keys against its registry, which
+        Not the SDK's call: Flavor.create_extra_specs takes no microversion
+        (openstacksdk 4.11 and 4.22: it sends --os-compute-api-version when
+        given, else negotiates up to 2.61), and from 2.86 Nova validates the keys against its registry, which
         in Nova 34 lacks settings it acts on (``hw:maxphysaddr_mode`` and
         ``hw:maxphysaddr_bits``: 400 "does not appear to be a valid extra
         spec"). gpuclient checks the keys it writes itself (rules.specs).
@@ -425,9 +426,10 @@ class Compute:
     def add_flavor_access(self, flavor_id, project_id):
         what = _('Giving project %(project)s access to flavor %(flavor)s') % {
             'project': project_id, 'flavor': flavor_id}
-        # raw: the SDK's flavor actions (openstacksdk 4.11 to 4.22) send no
-        # microversion, and below 2.7 Nova adds access to a public flavor
-        # instead of refusing it
+        # raw: the SDK's add/remove_tenant_access (openstacksdk 4.11 and
+        # 4.22) send no microversion (only the private Flavor._action takes
+        # one), and below 2.7 Nova adds access to a public flavor instead
+        # of refusing it
         self._flavor_call('post', '/flavors/%s/action' % flavor_id, what,
                           {'addTenantAccess': {'tenant': project_id}})
 
@@ -535,9 +537,10 @@ class Compute:
         checks it), ``migrate`` (with a host: 2.56), ``confirmResize``,
         ``shelve``, ``shelveOffload``.
 
-        Raw, for the microversion: the SDK's server actions take none (they
-        negotiate up to the SDK's own maximum, where the live migration
-        body differs: 2.68 drops ``force``), and its migrate refuses a
+        Raw, for the microversion: the SDK's server actions take none
+        (openstacksdk 4.11 and 4.22; only the private Server._action
+        does): they negotiate up to the SDK's own maximum, where the live migration
+        body differs: 2.68 drops ``force``, and its migrate refuses a
         host below 2.56 only after negotiating."""
         what = _('Asking Nova to %(action)s server %(server)s') % {
             'action': action, 'server': server_id}
