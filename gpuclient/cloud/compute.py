@@ -411,8 +411,9 @@ class Compute:
 
         Not the SDK's call: Flavor.create_extra_specs takes no microversion
         (openstacksdk 4.11 and 4.22: it sends --os-compute-api-version when
-        given, else negotiates up to 2.61), and from 2.86 Nova validates the keys against its registry, which
-        in Nova 34 lacks settings it acts on (``hw:maxphysaddr_mode`` and
+        given, else negotiates up to 2.61), and from 2.86 Nova validates
+        the keys against its registry, which in Nova 34 lacks settings it
+        acts on (``hw:maxphysaddr_mode`` and
         ``hw:maxphysaddr_bits``: 400 "does not appear to be a valid extra
         spec"). gpuclient checks the keys it writes itself (rules.specs).
         """
@@ -539,8 +540,8 @@ class Compute:
 
         Raw, for the microversion: the SDK's server actions take none
         (openstacksdk 4.11 and 4.22; only the private Server._action
-        does): they negotiate up to the SDK's own maximum, where the live migration
-        body differs: 2.68 drops ``force``, and its migrate refuses a
+        does): they negotiate up to the SDK's own maximum, where the live
+        migration body differs: 2.68 drops ``force``, and its migrate refuses a
         host below 2.56 only after negotiating."""
         what = _('Asking Nova to %(action)s server %(server)s') % {
             'action': action, 'server': server_id}
