@@ -359,3 +359,28 @@ class TestErrorsAsBefore(WireTestCase):
                         % {'what': what, 'service': service, 'key': key[what],
                            'path': urllib.parse.urlsplit(url).path,
                            'kind': kind}, str(error))
+
+
+class TestPinnedVersions(WireTestCase):
+    """A compute_api_version of clouds.yaml (the proxy's default
+    microversion, which the SDK's resources send when given none) is never
+    sent instead of the version each call pins."""
+
+    def test_a_default_microversion_is_not_sent(self):
+        self.gpu.compute._proxy.default_microversion = '2.90'
+        self.answer('GET', NOVA + '/flavors/f1',
+                    {'json': {'flavor': dict(FLAVOR, id='f1')}})
+        self.answer('POST', NOVA + '/flavors',
+                    {'json': {'flavor': dict(FLAVOR, id='f1')}})
+        self.answer('GET', NOVA + '/servers/s1', {'json': {'server': SERVER}})
+        self.answer('GET', NOVA + '/os-simple-tenant-usage',
+                    {'json': {'tenant_usages': []}})
+        compute = self.gpu.compute
+        for call, version in (
+                (lambda: compute.get_flavor('f1'), 'compute 2.61'),
+                (lambda: compute.create_flavor(name='g1', vcpus=1, ram=512,
+                                               disk=0), 'compute 2.61'),
+                (lambda: compute.get_server('s1'), 'compute 2.47'),
+                (lambda: compute.server_usages(START, END), 'compute 2.40')):
+            self.sent(call)
+            self.assertEqual([version], [r[3] for r in self.requests])
