@@ -16,7 +16,10 @@
 import logging
 import urllib.parse
 
+from openstack.compute.v2 import flavor as sdk_flavor
+from openstack.compute.v2 import server as sdk_server
 from openstack.compute.v2 import service as sdk_service
+from openstack.compute.v2 import usage as sdk_usage
 
 from gpuclient.cloud import errors
 from gpuclient.cloud import http
@@ -131,6 +134,21 @@ class Compute:
                                        params=params, raise_exc=False)
             return errors.json_answer(self.service, what, response, key)
         return fetch
+
+    def _fetch_one(self, resource, ident, what, need, key):
+        """RESOURCE (the SDK's Flavor or Server) IDENT fetched at NEED, as
+        the dict Nova answered (pager.wire), or None when Nova answers
+        404. KEY: what the answer must hold (errors.sdk_read)."""
+        version = self._version(need)
+        # the ID quoted as one path segment: the SDK joins it as it is,
+        # where "a/b" or "a?b" would name another resource
+        found = resource.existing(id=urllib.parse.quote(str(ident), safe=''))
+        try:
+            with errors.sdk_read(self.service, what, key=key):
+                found.fetch(self._proxy, microversion=version)
+        except errors.NotFound:
+            return None
+        return pager.wire(found)
 
     def max_version(self):
         """Nova's maximum compute microversion as (2, N), or None when its
@@ -283,14 +301,15 @@ class Compute:
                                                       microversion=version))
 
     # -- flavors (gpu flavor) ------------------------------------------------
-    # The list (flavors), deleting an extra spec, the description, the
-    # access list and delete go through the SDK's calls. The read by ID, the
-    # create and setting extra specs stay raw at compute API 2.61
-    # (_flavor_call): the proxy's get_flavor and create_flavor take no
-    # microversion, its extra-spec call sends --os-compute-api-version
-    # (Nova 34 refuses hw:maxphysaddr_* from 2.86), and the flavor plans
-    # diff Nova's own dicts, with descriptions (2.55) and extra specs (2.61)
-    # in every body.
+    # The list (flavors), the read by ID, the create, deleting an extra
+    # spec, the description, the access list and delete go through the
+    # SDK: the read and the create through its Flavor at compute API 2.61
+    # sent explicitly (the proxy's get_flavor and create_flavor negotiate
+    # it), read as the dicts Nova answered (pager.wire), with descriptions
+    # (2.55) and extra specs (2.61), which the flavor plans diff. Setting
+    # extra specs and the access changes stay raw at 2.61 (_flavor_call):
+    # the SDK's calls for them take no microversion (openstacksdk 4.11 and
+    # 4.22 alike), each as its method says.
 
     def _flavor_call(self, method, url, what, body=None, ok_missing=False,
                      key=None):
@@ -314,10 +333,9 @@ class Compute:
         flavor has that ID.
         """
         what = _('Reading flavor %s') % flavor_id
-        quoted = urllib.parse.quote(flavor_id, safe='')
-        data = self._flavor_call('get', '/flavors/%s' % quoted, what,
-                                 ok_missing=True, key='flavor')
-        return data['flavor'] if data else None
+        return self._fetch_one(sdk_flavor.Flavor, flavor_id, what,
+                               versions.COMPUTE_FLAVOR_SPECS_VERSION,
+                               'flavor')
 
     def find_flavor(self, name_or_id, ignore_missing=False,
                     unambiguous=False):
@@ -356,12 +374,27 @@ class Compute:
               'list").') % name_or_id, 404)
 
     def create_flavor(self, **fields):
-        """POST /flavors; FIELDS as in Nova's flavor body."""
+        """POST /flavors at compute API 2.61; FIELDS as in Nova's flavor
+        body (None: left out). Returns the flavor as Nova answered it.
+
+        The SDK's Flavor created at 2.61 sent explicitly; it sends the
+        fields it declares (every field of Nova's flavor create) and
+        drops any other: such a field is refused here, before anything
+        is sent, as Nova would refuse it.
+        """
         what = _('Creating flavor %s') % fields.get('name')
-        body = {'flavor': {k: v for k, v in fields.items()
-                           if v is not None}}
-        return self._flavor_call('post', '/flavors', what, body,
-                                 key='flavor')['flavor']
+        body = {k: v for k, v in fields.items() if v is not None}
+        version = self._version(versions.COMPUTE_FLAVOR_SPECS_VERSION)
+        flavor = sdk_flavor.Flavor.new(**body)
+        unknown = sorted(set(body) - set(flavor._body.dirty))
+        if unknown:
+            raise errors.APIError(
+                _('%(what)s: %(fields)s not a field of a Nova flavor; '
+                  'nothing was sent.')
+                % {'what': what, 'fields': ', '.join(unknown)})
+        with errors.sdk_read(self.service, what, key='flavor'):
+            flavor.create(self._proxy, microversion=version)
+        return pager.wire(flavor)
 
     def update_flavor_description(self, flavor_id, description):
         """PUT /flavors/{id} with the description (None: none); compute
@@ -376,9 +409,11 @@ class Compute:
     def set_flavor_extra_specs(self, flavor_id, extra_specs):
         """POST /flavors/{id}/os-extra_specs, raw at compute API 2.61.
 
-        Not the SDK's call: it sends --os-compute-api-version when given,
-        and from 2.86 Nova validates the keys against its registry, which
-        in Nova 34 lacks settings it acts on (``hw:maxphysaddr_mode`` and
+        Not the SDK's call: Flavor.create_extra_specs takes no microversion
+        (openstacksdk 4.11 and 4.22: it sends --os-compute-api-version when
+        given, else negotiates up to 2.61), and from 2.86 Nova validates
+        the keys against its registry, which in Nova 34 lacks settings it
+        acts on (``hw:maxphysaddr_mode`` and
         ``hw:maxphysaddr_bits``: 400 "does not appear to be a valid extra
         spec"). gpuclient checks the keys it writes itself (rules.specs).
         """
@@ -392,9 +427,10 @@ class Compute:
     def add_flavor_access(self, flavor_id, project_id):
         what = _('Giving project %(project)s access to flavor %(flavor)s') % {
             'project': project_id, 'flavor': flavor_id}
-        # raw: the SDK's flavor actions (openstacksdk 4.11 to 4.22) send no
-        # microversion, and below 2.7 Nova adds access to a public flavor
-        # instead of refusing it
+        # raw: the SDK's add/remove_tenant_access (openstacksdk 4.11 and
+        # 4.22) send no microversion (only the private Flavor._action takes
+        # one), and below 2.7 Nova adds access to a public flavor instead
+        # of refusing it
         self._flavor_call('post', '/flavors/%s/action' % flavor_id, what,
                           {'addTenantAccess': {'tenant': project_id}})
 
@@ -428,10 +464,11 @@ class Compute:
 
     def _paged_get(self, url, what, version, params, key):
         """Every item of a paged Nova list (``<key>_links`` next)."""
-        # raw (pager.collect), for os-simple-tenant-usage: one project's
-        # answer is a dict whose server_usages are paged by
-        # tenant_usage_links (the SDK's get_usage fetches the first page
-        # only). The marker is taken from the next link, as Nova writes it.
+        # raw (pager.collect), for one project's os-simple-tenant-usage:
+        # its answer is a dict whose server_usages are paged by
+        # tenant_usage_links, and the SDK's get_usage is a Usage.fetch,
+        # which reads the first page only (openstacksdk 4.11 and 4.22).
+        # The marker is taken from the next link, as Nova writes it.
 
         def page_items(data):
             page = data.get(key)
@@ -486,18 +523,14 @@ class Compute:
         ``OS-EXT-STS:task_state`` and the embedded flavor), or None when
         it is gone.
 
-        Raw: the proxy's get_server takes no microversion (it negotiates,
-        up to 2.100), and a 404 is None here, not an error."""
+        The SDK's Server fetched at 2.47 sent explicitly (the proxy's
+        get_server negotiates, up to 2.100), read as the dict Nova
+        answered (pager.wire: the fields the SDK declares, Nova's own
+        keys, as servers_detail); a 404 is None here, not an error."""
         what = _('Reading server %s') % server_id
-        version = self._version(versions.COMPUTE_EMBEDDED_FLAVOR_VERSION)
-        quoted = urllib.parse.quote(str(server_id), safe='')
-        with errors.translate_errors(self.service, what):
-            response = self._proxy.get('/servers/%s' % quoted,
-                                       microversion=version, raise_exc=False)
-            if response.status_code == 404:
-                return None
-            return errors.json_answer(self.service, what, response,
-                                      'server')['server']
+        return self._fetch_one(sdk_server.Server, server_id, what,
+                               versions.COMPUTE_EMBEDDED_FLAVOR_VERSION,
+                               'server')
 
     def server_action(self, server_id, action, body=None):
         """``POST /servers/{id}/action`` {ACTION: BODY} at compute API
@@ -505,9 +538,10 @@ class Compute:
         checks it), ``migrate`` (with a host: 2.56), ``confirmResize``,
         ``shelve``, ``shelveOffload``.
 
-        Raw, for the microversion: the SDK's server actions take none (they
-        negotiate up to the SDK's own maximum, where the live migration
-        body differs: 2.68 drops ``force``), and its migrate refuses a
+        Raw, for the microversion: the SDK's server actions take none
+        (openstacksdk 4.11 and 4.22; only the private Server._action
+        does): they negotiate up to the SDK's own maximum, where the live
+        migration body differs: 2.68 drops ``force``, and its migrate refuses a
         host below 2.56 only after negotiating."""
         what = _('Asking Nova to %(action)s server %(server)s') % {
             'action': action, 'server': server_id}
@@ -548,21 +582,28 @@ class Compute:
         every project (admin) or one (``PROJECT_ID``), paged.
         """
         fmt = '%Y-%m-%dT%H:%M:%S.%f'
-        # raw, for the microversion and the page links: 2.40 adds
-        # tenant_usage(s)_links, which _paged_get follows for one project
-        # too (the SDK's get_usage reads one page: a project with more
-        # servers than Nova's page size would lose GPU-hours)
+        # at 2.40, sent explicitly: it adds tenant_usage(s)_links
         params = {'start': start.strftime(fmt), 'end': end.strftime(fmt)}
         if project_id:
+            # raw: _paged_get follows one project's page links too (the
+            # SDK's get_usage reads one page: a project with more servers
+            # than Nova's page size would lose GPU-hours)
             what = _('Reading the server usage of project %s') % project_id
             return self._paged_get(
                 '/os-simple-tenant-usage/%s' % project_id, what,
                 versions.COMPUTE_USAGE_LINKS_VERSION, params, 'tenant_usage')
         what = _('Reading the server usage of every project')
-        params['detailed'] = 1
-        usages = self._paged_get('/os-simple-tenant-usage', what,
-                                 versions.COMPUTE_USAGE_LINKS_VERSION, params,
-                                 'tenant_usages')
+        version = self._version(versions.COMPUTE_USAGE_LINKS_VERSION)
+        # the SDK's list of Usage, which follows tenant_usages_links (a
+        # project's servers may span pages: each page is read); through
+        # the resource, as the proxy's usages() does, but with START and
+        # END as written above (usages() writes isoformat(), without the
+        # microseconds of a whole second)
+        with errors.sdk_read(self.service, what, key='tenant_usages'):
+            usages = pager.sdk_list(
+                self.service, what, '/os-simple-tenant-usage',
+                sdk_usage.Usage.list(self._proxy, microversion=version,
+                                     detailed=1, **params))
         return [item for tenant in usages
                 for item in tenant.get('server_usages') or []]
 

@@ -272,8 +272,10 @@ def _endpoint_of(url):
 
 
 @contextlib.contextmanager
-def translate_errors(service, what):
-    """Turn SDK and keystoneauth exceptions into CommandErrors."""
+def translate_errors(service, what, key=None):
+    """Turn SDK and keystoneauth exceptions into CommandErrors. KEY: what
+    the JSON object of the answer must hold (named when it is not
+    JSON)."""
     timed_out = http.last_timeout()
     try:
         yield
@@ -336,7 +338,7 @@ def translate_errors(service, what):
         # osc-lib releases require it)
         answer = http.last_answer()
         if answer is not None and answer.ok:
-            raise not_json(service, what, answer) from None
+            raise not_json(service, what, answer, key) from None
         raise APIError(
             _('%(what)s: %(service)s answered without JSON (%(error)s): '
               'is a proxy or a login page in front of it? Check the '
@@ -359,28 +361,32 @@ def _json_object(response):
 def sdk_read(service, what, key=None):
     """translate_errors for a read made by an SDK call, which reads its
     answer itself: a 2xx answer that is not a JSON object (holding KEY,
-    when given: what an SDK commit would read as an empty answer) is
-    ignored by the SDK's single-resource reads (an object with nothing in
-    it) and breaks its lists (KeyError, TypeError). Both are a
-    CommandError naming SERVICE and the answer's path (the last answer the
-    DeadlineAdapter read in this thread, http.last_answer)."""
+    when given: what an SDK fetch, create or commit would read as an
+    empty answer, an empty body too) is ignored by the SDK's
+    single-resource reads (an object with nothing in it) and breaks its
+    lists (KeyError, TypeError). Both are a CommandError naming SERVICE
+    and the answer's path (the last answer the DeadlineAdapter read in
+    this thread, http.last_answer)."""
     before = http.last_answer()
     try:
-        with translate_errors(service, what):
+        with translate_errors(service, what, key):
             yield
     except (KeyError, TypeError) as exc:
         answer = http.last_answer()
         if answer is before or answer is None or not answer.ok:
             raise
         data = _json_object(answer)
-        key = exc.args[0] if isinstance(exc, KeyError) and exc.args else None
-        if data is None or (key is not None and key not in data):
+        missing = (exc.args[0] if isinstance(exc, KeyError) and exc.args
+                   else None)
+        if data is None or (missing is not None and missing not in data):
+            named = key if key is not None else missing
             raise not_json(service, what, answer,
-                           key if isinstance(key, str) else None) from None
+                           named if isinstance(named, str) else None
+                           ) from None
         raise
     answer = http.last_answer()
     if (answer is not before and answer is not None and answer.ok
-            and answer.content):
+            and (answer.content or key is not None)):
         data = _json_object(answer)
         if data is None or (key is not None and key not in data):
             raise not_json(service, what, answer, key)

@@ -14,8 +14,9 @@
 """The one pager: every item of a list that Nova, Glance or Ironic pages.
 
 Where openstacksdk has the list at the microversion gpuclient sends (Nova's
-hypervisors, flavors, servers and migrations, Ironic's nodes), the SDK
-follows the pages and ``sdk_list`` reads them as plain dicts.
+hypervisors, flavors, servers, migrations and every project's usage,
+Ironic's nodes), the SDK follows the pages and ``sdk_list`` reads them as
+plain dicts.
 ``collect`` pages the lists that stay hand-written (their reasons are at
 the calls): it reads page after page until an answer links no next page,
 or a page is empty (an empty page ends the list even if it links a next

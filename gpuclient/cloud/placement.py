@@ -29,6 +29,7 @@ from keystoneauth1 import exceptions as ks_exc
 
 from gpuclient.cloud import errors
 from gpuclient.cloud import http
+from gpuclient.cloud import pager
 from gpuclient.cloud import versions
 from gpuclient.i18n import _
 
@@ -64,11 +65,12 @@ class Placement:
     keystoneauth ``Adapter`` subclass), so what clouds.yaml and the
     ``--os-*`` options say about Placement applies: region, interface,
     ``placement_endpoint_override``. Trait lists, creates and deletes,
-    resource classes and the provider lists by trait or aggregate are the
-    SDK's calls (``_sdk``); the rest is raw, each with its reason at the
-    call: allocation candidates (repeated ``required``, numbered groups,
-    ``same_subtree``, whole ``provider_summaries``), the wire dicts the
-    snapshot reads, and writes guarded by the generation read before.
+    resource classes and the provider lists (all of them, by trait or by
+    aggregate) are the SDK's calls (``_sdk``); the rest is raw, each with
+    its reason at the call, true of openstacksdk 4.11 (the floor):
+    allocation candidates, usages and allocations, which it has no call
+    for, and writes guarded by the generation read before, whose calls
+    take no microversion.
     Every request names its microversion, so a default microversion
     configured for the proxy (``placement_api_version``) is never sent
     instead, and every request counts in ``request_count``.
@@ -112,14 +114,18 @@ class Placement:
         return errors.check_response(self.service, what, response, endpoint)
 
     @contextlib.contextmanager
-    def _request(self, what, read=False):
+    def _request(self, what, read=False, key=None):
         """Count one request and translate its errors (naming the
         endpoint a connection failed to); yields the endpoint. READ: an
-        SDK read, whose answer must be JSON (errors.sdk_read)."""
+        SDK read, whose answer must be JSON (errors.sdk_read), holding
+        KEY when given."""
         endpoint = self.endpoint
         self.request_count += 1
-        translate = errors.sdk_read if read else errors.translate_errors
-        with translate(self.service, what):
+        if read:
+            translate = errors.sdk_read(self.service, what, key)
+        else:
+            translate = errors.translate_errors(self.service, what)
+        with translate:
             try:
                 yield endpoint
             except ks_exc.ConnectTimeout:
@@ -129,15 +135,16 @@ class Placement:
                     self.service, what, exc, endpoint
                 ) from exc
 
-    def _sdk(self, version, what, call, *args, read=False, **kwargs):
+    def _sdk(self, version, what, call, *args, read=False, key=None,
+             **kwargs):
         """One call of the SDK's placement proxy, counted like a raw one.
 
         Refused first when the server is older than VERSION; a list the
         SDK yields is read to the end here, so its errors are translated
-        too.
+        too (READ, KEY: see _request).
         """
         self.require(version, what)
-        with self._request(what, read):
+        with self._request(what, read, key):
             result = call(*args, **kwargs)
             if hasattr(result, '__next__'):
                 result = list(result)
@@ -209,14 +216,17 @@ class Placement:
     # -- reads -------------------------------------------------------------
 
     def resource_providers(self):
-        # raw: the wire dicts (parent and root provider uuids, 1.14) are
-        # what the snapshot and the planners read, keyed as Placement names
-        # them; the SDK's ResourceProvider renames them
+        """Every resource provider, as Placement answers it at 1.14
+        (parent and root provider uuids): the SDK's list, read as the
+        dicts Placement answered (pager.wire: its own keys, which the
+        snapshot and the planners read, not the SDK's renamed
+        attributes). Placement does not page this list."""
         what = _('Listing resource providers')
-        data = self.get('/resource_providers',
-                        versions.PLACEMENT_TREE_VERSION, what,
-                        key='resource_providers')
-        return data['resource_providers']
+        version = versions.PLACEMENT_TREE_VERSION
+        found = self._sdk(version, what, self._adapter.resource_providers,
+                          read=True, key='resource_providers',
+                          microversion=versions.version_str(version))
+        return [pager.wire(provider) for provider in found]
 
     def resource_classes(self):
         """Names of the resource classes Placement knows (read once)."""
@@ -232,8 +242,11 @@ class Placement:
     def allocation_candidates(self, resources, version=None, **params):
         """GET /allocation_candidates; ``resources`` is {class: amount}.
 
-        Raw, as every allocation-candidates call: the SDK has no call for
-        them (nor for the whole ``provider_summaries`` of 1.29+).
+        Raw, as every allocation-candidates call: openstacksdk 4.11 (the
+        floor) has no call for them; 4.22's ``allocation_candidates``
+        gives each candidate only the summaries of its own providers, not
+        the whole ``provider_summaries`` of 1.29+ (every provider of the
+        trees) that gpuclient reads.
         """
         version = version or versions.PLACEMENT_SUMMARY_VERSION
         query = dict(params)
@@ -254,8 +267,9 @@ class Placement:
         pairs, sent in that order (the query Nova's scheduler builds).
 
         Raw: repeated and numbered groups (``required``, ``resources1``,
-        ``same_subtree``) at 1.36; the SDK has no allocation-candidates
-        call."""
+        ``same_subtree``) at 1.36, in the order given; openstacksdk 4.11
+        has no allocation-candidates call (4.22's: see
+        allocation_candidates)."""
         what = what or _('Asking Placement for allocation candidates')
         return self.get('/allocation_candidates', version, what,
                         list(params), key='allocation_requests')
@@ -264,8 +278,9 @@ class Placement:
         """{resource class: amount} PROJECT_ID holds (``GET /usages``),
         what Nova's unified limits count.
 
-        Raw: the SDK has per-provider usages only, not ``/usages`` of a
-        project."""
+        Raw: openstacksdk 4.11 (the floor) has no call for ``/usages``
+        of a project (4.22's ``usages`` takes no microversion: it
+        negotiates up to 1.38, which answers per consumer type)."""
         what = _('Reading the Placement usages of project %s') % project_id
         data = self.get('/usages', versions.PLACEMENT_USAGES_VERSION, what,
                         params={'project_id': project_id}, key='usages')
@@ -274,7 +289,8 @@ class Placement:
     def provider_allocations(self, uuid):
         """{consumer uuid: {class: amount}} allocated from one provider.
 
-        Raw: the SDK has no call for a provider's allocations."""
+        Raw: openstacksdk 4.11 (the floor) has no call for a provider's
+        allocations (4.22 has ``resource_provider_allocations``)."""
         what = _('Reading allocations of resource provider %s') % uuid
         data = self.get('/resource_providers/%s/allocations' % uuid,
                         versions.PLACEMENT_BASE_VERSION, what,
@@ -287,7 +303,8 @@ class Placement:
         """{provider uuid: {class: amount}} that CONSUMER (a server or a
         migration uuid) holds: ``GET /allocations/{consumer}``.
 
-        Raw: the SDK has no call for a consumer's allocations."""
+        Raw: openstacksdk 4.11 (the floor) has no call for a consumer's
+        allocations (4.22's ``get_allocation`` takes no microversion)."""
         what = _('Reading the allocations of consumer %s') % consumer
         data = self.get('/allocations/%s' % consumer,
                         versions.PLACEMENT_BASE_VERSION, what,
@@ -317,8 +334,9 @@ class Placement:
         answers them: {'inventories', 'usages'[, 'traits']}.
 
         The slow path: used only for trees that no allocation-candidates
-        answer covered. Raw: three plain answers per provider, where the
-        SDK would read each into a resource (and re-fetch the provider).
+        answer covered. Raw: openstacksdk 4.11 (the floor) has no call
+        for a provider's usages or traits (4.22 has both), and lists its
+        inventories as one resource each.
         """
         what = _('Reading resource provider %s') % uuid
         base = '/resource_providers/%s' % uuid
@@ -377,9 +395,13 @@ class Placement:
         generation conflict (Nova or a server claim wrote meanwhile) reads
         again. Returns False when nothing was reserved.
 
-        Raw: the SDK's inventory calls take no microversion (they negotiate,
-        or send clouds.yaml's placement_api_version, which this client never
-        sends)."""
+        Raw: the proxy's inventory calls take no microversion (they
+        negotiate, or send clouds.yaml's placement_api_version, which this
+        client never sends; openstacksdk 4.11 and 4.22 alike), and the
+        inventory resource's commit, which takes one, sends the
+        attributes set on it since it was made (made from the record
+        read: none but the generation; made new: its resource class too),
+        where this PUT carries the whole record read and nothing else."""
         what = _('Releasing resource provider %s') % uuid
         base = '/resource_providers/%s' % uuid
         version = versions.PLACEMENT_BASE_VERSION
@@ -431,7 +453,7 @@ class Placement:
         """(traits, provider generation) of one provider.
 
         Raw: openstacksdk 4.11 (the floor) has no call for a provider's
-        traits (4.22's take no microversion)."""
+        traits (4.22's proxy calls take no microversion)."""
         what = _('Reading traits of resource provider %s') % uuid
         data = self.get('/resource_providers/%s/traits' % uuid,
                         versions.PLACEMENT_TRAITS_VERSION, what,
@@ -455,7 +477,8 @@ class Placement:
     def aggregates(self, uuid):
         """(aggregate uuids, provider generation) of one provider. Raw:
         the SDK's fetch/set_resource_provider_aggregates (generation
-        included) take no microversion, as release_reserved says."""
+        included) take no microversion, nor do the ResourceProvider
+        methods they call (openstacksdk 4.11 and 4.22)."""
         what = _('Reading aggregates of resource provider %s') % uuid
         data = self.get('/resource_providers/%s/aggregates' % uuid,
                         versions.PLACEMENT_AGGREGATES_VERSION, what,

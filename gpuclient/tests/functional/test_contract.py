@@ -145,9 +145,13 @@ class TestPlacement(ContractTestCase):
     def test_resource_providers(self):
         sdk = {rp['uuid']: rp['root_provider_uuid'] for rp in self.rest(
             'placement', '/resource_providers', TREE)['resource_providers']}
-        got = {rp['uuid']: rp['root_provider_uuid']
-               for rp in self.p.resource_providers()}
+        found = self.p.resource_providers()
+        got = {rp['uuid']: rp['root_provider_uuid'] for rp in found}
         self.assertEqual(sdk, got)
+        # Placement's own keys (pager.wire), not the SDK's attributes
+        self.assertEqual({'uuid', 'name', 'generation', 'links',
+                          'parent_provider_uuid', 'root_provider_uuid'},
+                         set(found[0]))
 
     @base.needs('plain')
     def test_resource_classes(self):
@@ -733,6 +737,19 @@ class TestCompute(ContractTestCase):
         got = self.c.server_usages(start, end, project_id=project)
         self.between(before, [u['instance_id'] for u in got], sdk(),
                      'usages')
+
+        # every project's (the SDK's Usage list, paged by Nova's links)
+        def every():
+            return {u['instance_id'] for tenant in self.rest(
+                'compute', '/os-simple-tenant-usage', '2.40',
+                start=start.strftime(fmt), end=end.strftime(fmt),
+                detailed=1)['tenant_usages']
+                for u in tenant.get('server_usages') or []}
+
+        before = every()
+        got = self.c.server_usages(start, end)
+        self.between(before, [u['instance_id'] for u in got], every(),
+                     'every project\'s usages')
 
     @base.needs('plain')
     def test_project_limits(self):

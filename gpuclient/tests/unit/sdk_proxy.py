@@ -17,6 +17,7 @@ tests against Nova import it in the test cloud's interpreter)."""
 from keystoneauth1 import adapter as ks_adapter
 from openstack.baremetal.v1 import _proxy as baremetal_proxy
 from openstack.compute.v2 import _proxy as compute_proxy
+from openstack.placement.v1 import _proxy as placement_proxy
 
 
 class SDKProxy(ks_adapter.Adapter):
@@ -24,7 +25,8 @@ class SDKProxy(ks_adapter.Adapter):
     stand-in that answers the raw requests itself (its ``get``, ``put``):
     they run the SDK's own code on it (``Proxy.hypervisors``,
     ``Proxy.flavors``, ``Proxy.migrations``, the baremetal ``Proxy.nodes``,
-    ``Resource.list`` and its paging, ``Resource.commit``). Made without
+    the placement ``Proxy.resource_providers``, ``Resource.list`` and its
+    paging, ``Resource.fetch``, ``create`` and ``commit``). Made without
     a keystoneauth session: nothing goes on the wire."""
 
     retriable_status_codes = None
@@ -51,6 +53,9 @@ class SDKProxy(ks_adapter.Adapter):
 
     def nodes(self, **query):
         return baremetal_proxy.Proxy.nodes(self, **query)
+
+    def resource_providers(self, **query):
+        return placement_proxy.Proxy.resource_providers(self, **query)
 
     def _list(self, *args, **kwargs):
         return compute_proxy.Proxy._list(self, *args, **kwargs)

@@ -679,11 +679,22 @@ class TestFakeNovaFlavors(base.TestCase):
         for fields, status in (
                 (dict(name='f', vcpus=1, ram=512, disk=0), 409),
                 (dict(name='g', vcpus=0, ram=512, disk=0), 400),
-                (dict(name='g', vcpus=1, disk=0), 400),
-                (dict(name='g', vcpus=1, ram=512, disk=0, foo=1), 400)):
+                (dict(name='g', vcpus=1, disk=0), 400)):
             exc = self.assertRaises(errors.APIError,
                                     self.compute.create_flavor, **fields)
             self.assertEqual(status, exc.status, fields)
+        self.assertEqual(1, len(self.cloud.flavors))
+        # a field Nova's flavor body does not have: Nova refuses it ...
+        body = {'flavor': dict(name='g', vcpus=1, ram=512, disk=0, foo=1)}
+        self.assertEqual(400, self.nova.post(
+            '/flavors', microversion='2.61', json=body).status_code)
+        # ... and the SDK's Flavor would drop it: refused before sending
+        sent = len(self.nova.sent)
+        exc = self.assertRaises(errors.APIError, self.compute.create_flavor,
+                                **body['flavor'])
+        self.assertEqual('Creating flavor g: foo not a field of a Nova '
+                         'flavor; nothing was sent.', str(exc))
+        self.assertEqual(sent, len(self.nova.sent))
         self.assertEqual(1, len(self.cloud.flavors))
 
     def test_access(self):

@@ -78,6 +78,8 @@ class CandidatesTestCase(base.CommandTestCase):
         self.cm.gpu._session.get_project_id = lambda: 'p1'
 
     def _compute_get(self, url, microversion=None, params=None, **kwargs):
+        # the SDK's Flavor joins its path without the leading slash
+        url = fakes.nova_path(url)
         if url == '/flavors/g1.h100.1':
             return fakes.make_response(200, {'flavor': FLAVOR})
         if url == '/flavors/g1.numa':
