@@ -14,11 +14,12 @@ _XTRACE_GPUCLIENT=$(set +o | grep xtrace)
 set -o xtrace
 
 function install_gpuclient {
-    # pip install -e $GPUCLIENT_DIR[profiles] with devstack's upper
-    # constraints; it pulls in python-openstackclient, osc-lib and
-    # openstacksdk if missing, and gpu profile plan's solver (the profiles
-    # extra: highspy, numpy).
-    setup_develop "$GPUCLIENT_DIR" profiles
+    # pip install -e $GPUCLIENT_DIR[profiles,metrics] with devstack's
+    # upper constraints; it pulls in python-openstackclient, osc-lib and
+    # openstacksdk if missing, gpu profile plan's solver (the profiles
+    # extra: highspy, numpy) and -f openmetrics' writer (the metrics
+    # extra: prometheus-client), which the functional tests use.
+    setup_develop "$GPUCLIENT_DIR" profiles,metrics
 }
 
 function configure_gpuclient {

@@ -21,7 +21,9 @@ command, gpuclient's included, neither offers nor loads it. cliff loads it
 for such a command, ``--help`` included, so this module imports only the
 standard library and cliff's formatter base (already loaded by then);
 ``prometheus_client``, which writes the text, is imported when the
-formatter is used.
+formatter is used. It is the extra ``gpuclient[metrics]``
+(:func:`import_prometheus_client`): without it ``-f openmetrics`` says how
+to install it, before the command reads the cloud (``v1.common.Lister``).
 
 :func:`render` is pure (rows in, text out) and knows the columns of both
 commands (:data:`EXPOSITIONS`); rows with any other column are refused
@@ -455,9 +457,7 @@ def render(column_names, rows, series_labels=None):
     series is written once; two rows that give one series different values
     raise OpenMetricsError rather than pick one.
     """
-    from prometheus_client import metrics_core
-    from prometheus_client.openmetrics import exposition
-
+    metrics_core, exposition = import_prometheus_client()
     series = dict(series_labels or ())
     series = tuple((label, str(series[label])) for label in SERIES_LABELS
                    if series.get(label))
@@ -496,6 +496,21 @@ def render(column_names, rows, series_labels=None):
         metrics.append(metric)
     text = exposition.generate_latest(_Collected(metrics))
     return text.decode('utf-8'), left_out
+
+
+def import_prometheus_client():
+    """The two modules of ``prometheus_client`` that write the text, an
+    optional dependency: ``pip install "gpuclient[metrics]"``;
+    CommandError saying so when it is not installed."""
+    try:
+        from prometheus_client import metrics_core
+        from prometheus_client.openmetrics import exposition
+    except ImportError as exc:
+        from gpuclient import extras
+
+        raise extras.missing(extras.METRICS, 'prometheus-client',
+                             '-f openmetrics', exc) from None
+    return metrics_core, exposition
 
 
 class _Collected:

@@ -13,17 +13,33 @@
 """What gpuclient adds to every ``openstack`` command's start-up.
 
 Times OSC commands that are not gpuclient's, ``openstack aggregate list
---help`` and ``openstack server list --help`` (and ``openstack server
-list`` itself when OS_CLOUD is set), with and without the plugin, in one
-run: for each repetition and command the two runs follow each other, in
-an order that alternates from pair to pair. It prints, per command, the
-median times and the median of the per-pair ratios (target: 1.03 or
-less), of wall-clock time and of CPU time (user and system, of the child:
-steadier than wall-clock time on a busy machine), how many gpuclient
-modules the command loads, and the import time the plugin module adds on
-top of what OSC imports anyway.
+--help``, ``openstack server list --help`` and ``openstack --version``
+(and ``openstack server list`` itself when OS_CLOUD is set), with and
+without the plugin, in one run: for each repetition and command the two
+runs follow each other, in an order that alternates from pair to pair.
+It prints, per command, the median times and the median of the per-pair
+ratios (target: 1.03 or less), of wall-clock time and of CPU time (user
+and system, of the child: steadier than wall-clock time on a busy
+machine), how many gpuclient modules the command loads, and the import
+time the plugin module adds on top of what OSC imports anyway.
 
-With and without, one interpreter: the plugin is hidden, not uninstalled.
+Two venvs (``--without``): PYTHON's venv has gpuclient installed, the
+venv of ``--without`` the same packages but gpuclient (and so none of
+its requirements that OSC lacks); each runs its own ``openstack``. This
+shows what installing gpuclient adds, its requirements included: what
+the overlays below cannot show (a requirement that OSC or openstacksdk
+imports wherever it is installed, as openstacksdk does prometheus_client:
+the script prints how many of its modules each side loads). Build them
+alike, e.g.::
+
+    python3 -m venv /tmp/venv-with; python3 -m venv /tmp/venv-without
+    /tmp/venv-without/bin/pip install python-openstackclient
+    /tmp/venv-with/bin/pip install python-openstackclient
+    /tmp/venv-with/bin/pip install .
+    python tools/bench_startup.py --python /tmp/venv-with/bin/python \
+        --without /tmp/venv-without/bin/python
+
+Otherwise, one interpreter: the plugin is hidden, not uninstalled.
 OSC finds plugins only through entry points (importlib.metadata, through
 stevedore), and importlib.metadata takes each distribution from the first
 sys.path entry that has it. Each run gets, first on PYTHONPATH, a
@@ -49,6 +65,7 @@ its ``__pycache__``, which git ignores).
 A benchmark that prints figures, not a gate::
 
     python tools/bench_startup.py [--pairs 20] [--python PYTHON]
+        [--without PYTHON]
 
 PYTHON is the interpreter of the environment to measure (default: this
 one); its ``openstack`` script, next to it, is what is run.
@@ -66,11 +83,12 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HELP_COMMANDS = (['aggregate', 'list', '--help'],
-                 ['server', 'list', '--help'])
+                 ['server', 'list', '--help'],
+                 ['--version'])
 CLOUD_COMMAND = ['server', 'list']
 
-# Run in a child: the gpuclient modules the openstack shell loaded for
-# ARGV, on stderr, after the command's own output.
+# Run in a child: the modules the openstack shell loaded for ARGV, on
+# stderr, after the command's own output.
 _COUNT = '''
 import atexit
 import sys
@@ -79,8 +97,7 @@ from openstackclient import shell
 
 
 def _report():
-    names = sorted(m for m in sys.modules if m.split('.')[0] == 'gpuclient')
-    sys.stderr.write('GPUCLIENT-MODULES %s\\n' % ' '.join(names))
+    sys.stderr.write('LOADED-MODULES %s\\n' % ' '.join(sorted(sys.modules)))
 
 
 atexit.register(_report)
@@ -153,14 +170,15 @@ def check(python, env, with_plugin):
             sys.exit('the run without the plugin loads %s' % modules)
 
 
-def loaded_modules(python, env, command):
-    """The gpuclient modules ``openstack COMMAND`` loads."""
+def loaded_modules(python, env, command, top='gpuclient'):
+    """The modules of package TOP that ``openstack COMMAND`` loads."""
     err = subprocess.run([python, '-c', _COUNT] + command, check=True,
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                          text=True, env=env).stderr
     for line in err.splitlines():
-        if line.startswith('GPUCLIENT-MODULES'):
-            return line.split()[1:]
+        if line.startswith('LOADED-MODULES'):
+            return [name for name in line.split()[1:]
+                    if name.split('.')[0] == top]
     return []
 
 
@@ -218,13 +236,32 @@ def compile_tree(python):
                    check=True, stdout=subprocess.DEVNULL)
 
 
-def measure(args, python, exe, tmp):
-    """Check the two overlays, time the runs, print the figures."""
-    compile_tree(python)
-    with_env = overlay(os.path.join(tmp, 'with'), True)
-    without_env = overlay(os.path.join(tmp, 'without'), False)
+def openstack(python):
+    """The ``openstack`` script of PYTHON's environment."""
+    return os.path.join(os.path.dirname(python), 'openstack')
+
+
+def sides(args, tmp):
+    """(interpreter, environment) with the plugin and without it, and
+    how they differ: two venvs (--without) or two overlays."""
+    if args.without:
+        env = {key: value for key, value in os.environ.items()
+               if key != 'PYTHONPATH'}
+        return ((args.python, env), (args.without, env),
+                'plugin installed in the first venv only')
+    compile_tree(args.python)
+    return ((args.python, overlay(os.path.join(tmp, 'with'), True)),
+            (args.python, overlay(os.path.join(tmp, 'without'), False)),
+            'plugin hidden by metadata overlays (see the docstring)')
+
+
+def measure(args, tmp):
+    """Check the two sides, time the runs, print the figures."""
+    (python, with_env), (python_without, without_env), how = sides(args,
+                                                                   tmp)
+    exe, exe_without = openstack(python), openstack(python_without)
     check(python, with_env, True)
-    check(python, without_env, False)
+    check(python_without, without_env, False)
 
     # (command, environment with, environment without)
     runs = [(command, without_os_vars(with_env),
@@ -236,23 +273,23 @@ def measure(args, python, exe, tmp):
     for command, with_run, without_run in runs:
         for _ in range(2):
             time_once(exe, command, with_run)
-            time_once(exe, command, without_run)
+            time_once(exe_without, command, without_run)
 
     # command -> [(wall with, wall without, CPU with, CPU without)]
     figures = {tuple(command): [] for command, _w, _o in runs}
     for i in range(args.pairs):
         for command, with_run, without_run in runs:
             if i % 2:
-                b = time_once(exe, command, without_run)
+                b = time_once(exe_without, command, without_run)
                 a = time_once(exe, command, with_run)
             else:
                 a = time_once(exe, command, with_run)
-                b = time_once(exe, command, without_run)
+                b = time_once(exe_without, command, without_run)
             figures[tuple(command)].append((a[0], b[0], a[1], b[1]))
 
-    print('%s, %d interleaved pairs per command, plugin hidden by '
-          'metadata overlays (see the docstring)' % (exe, args.pairs))
-    for command, with_run, _without_run in runs:
+    print('%s against %s, %d interleaved pairs per command, %s'
+          % (exe, exe_without, args.pairs, how))
+    for command, with_run, without_run in runs:
         pairs = figures[tuple(command)]
         print('openstack %s' % ' '.join(command))
         for what, at in (('wall', 0), ('CPU', 2)):
@@ -262,8 +299,13 @@ def measure(args, python, exe, tmp):
                   % (what, statistics.median(p[at] for p in pairs),
                      statistics.median(p[at + 1] for p in pairs),
                      ratio, (ratio - 1) * 100))
-        print('  gpuclient modules loaded: %d'
-              % len(loaded_modules(python, with_run, command)))
+        print('  gpuclient modules loaded: %d; prometheus_client modules '
+              'loaded with %d, without %d'
+              % (len(loaded_modules(python, with_run, command)),
+                 len(loaded_modules(python, with_run, command,
+                                    'prometheus_client')),
+                 len(loaded_modules(python_without, without_run, command,
+                                    'prometheus_client'))))
     added, modules = plugin_import_us(python, with_env)
     print('import time gpuclient.plugin adds to OSC start-up: %d us '
           '(modules: %s)' % (added, ', '.join(modules)))
@@ -276,9 +318,11 @@ def main():
     parser.add_argument('--python', default=sys.executable,
                         help='interpreter of the environment to measure '
                              '(default: this one)')
+    parser.add_argument('--without', metavar='PYTHON',
+                        help='interpreter of a venv without gpuclient to '
+                             'compare with (default: this tree, with its '
+                             'plugin hidden)')
     args = parser.parse_args()
-    python = args.python
-    exe = os.path.join(os.path.dirname(python), 'openstack')
 
     cwd = os.getcwd()
     with tempfile.TemporaryDirectory(prefix='gpuclient-bench-') as tmp:
@@ -286,7 +330,7 @@ def main():
         # this tree's root, which may hold a gpuclient.egg-info
         os.chdir(tmp)
         try:
-            measure(args, python, exe, tmp)
+            measure(args, tmp)
         finally:
             os.chdir(cwd)
 

@@ -958,14 +958,12 @@ def import_highspy():
     try:
         import highspy
     except ImportError as exc:
-        from osc_lib import exceptions
+        from gpuclient import extras
 
-        raise exceptions.CommandError(
-            _('Planning partitions needs the HiGHS solver (Python package '
-              'highspy, which brings numpy), an optional part of gpuclient '
-              'not installed here (%s). Install it with: pip install '
-              '"gpuclient[profiles]" (or pip install highspy), then run the '
-              'command again.') % exc) from None
+        raise extras.missing(
+            extras.PROFILES, 'highspy', _(
+                'Planning partitions (the HiGHS solver, which brings '
+                'numpy)'), exc) from None
     return highspy
 
 

@@ -70,6 +70,15 @@ class Lister(_Bounded, command.Lister):
     class, so no other command offers a format it cannot produce.
     """
 
+    def run(self, parsed_args):
+        # -f openmetrics' writer is an extra (gpuclient[metrics]): without
+        # it the command says how to install it before reading the cloud
+        if getattr(parsed_args, 'formatter', None) == 'openmetrics':
+            from gpuclient import formatters
+
+            formatters.import_prometheus_client()
+        return super().run(parsed_args)
+
 
 class Gated:
     """Mixin of the commands whose exit status a pipeline gates on

@@ -249,8 +249,10 @@ class TestPluginPhases(base.TestCase):
                     if c[0] in ('setup_develop', 'setup_dev_lib',
                                 'setup_install', 'pip_install',
                                 'pip_install_gr')]
-        # with the profiles extra: gpu profile plan's solver
-        self.assertEqual([['setup_develop', src, 'profiles']], installs)
+        # with the extras: gpu profile plan's solver, -f openmetrics'
+        # writer (devstack's setup_package makes them [profiles,metrics])
+        self.assertEqual([['setup_develop', src, 'profiles,metrics']],
+                         installs)
         self.assertNotIn('openstack', _names(calls))
 
     def test_gpuclient_dir_defaults_to_dest(self):
@@ -258,7 +260,7 @@ class TestPluginPhases(base.TestCase):
         calls = stub.run('stack', 'install')
         self.assertIn(
             ['setup_develop', os.path.join(stub.env['DEST'], 'gpuclient'),
-             'profiles'],
+             'profiles,metrics'],
             calls)
 
     def test_phases_without_work(self):

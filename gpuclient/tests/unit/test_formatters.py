@@ -24,6 +24,7 @@ import os
 import shutil
 import subprocess
 import sys
+from unittest import mock
 
 from cliff import lister
 from osc_lib import exceptions
@@ -686,6 +687,32 @@ class TestThroughCliff(base.CommandTestCase):
         exc = self.assertRaises(exceptions.CommandError, self.capacity,
                                 capacity_rows(per_host=True), '-c', 'Pool')
         self.assertIn('can make no metric', str(exc))
+
+    def test_without_prometheus_client_says_how_to_install_it(self):
+        # prometheus-client is the extra gpuclient[metrics]: without it
+        # -f openmetrics is one line saying how to install it, before the
+        # command reads anything (take_action not run); other formats work
+        patcher = mock.patch.dict(sys.modules, {'prometheus_client': None})
+        patcher.start()
+        self.addCleanup(patcher.stop)
+        cmd = FakeCapacity(self.make_app(None), None)
+        cmd.rows = capacity_rows(per_host=True)
+        read = mock.patch.object(cmd, 'take_action',
+                                 wraps=cmd.take_action).start()
+        self.addCleanup(mock.patch.stopall)
+        exc = self.assertRaises(exceptions.CommandError, self.run_lister,
+                                cmd, ['-f', 'openmetrics'])
+        self.assertIn('-f openmetrics needs the Python package '
+                      'prometheus-client', str(exc))
+        self.assertIn('pip install "gpuclient[metrics]"', str(exc))
+        self.assertNotIn('\n', str(exc))
+        read.assert_not_called()
+        self.assertEqual(len(cmd.rows), len(json.loads(
+            self.run_lister(cmd, ['-f', 'json']))))
+        # render itself says the same (a caller outside a command)
+        exc = self.assertRaises(exceptions.CommandError, formatters.render,
+                                HOST_COLUMNS, cmd.rows)
+        self.assertIn('gpuclient[metrics]', str(exc))
 
 
 class TestNotOffered(base.CommandTestCase):

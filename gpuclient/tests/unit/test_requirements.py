@@ -15,8 +15,9 @@
 Every module gpuclient/ imports (outside the tests) is the standard
 library, gpuclient, or a package of requirements.txt; every module the
 tests import is also allowed from test-requirements.txt. An import inside
-``try: ... except ImportError`` is optional (the Nova differential test)
-and not counted.
+``try: ... except ImportError`` is optional: in gpuclient/ it is a
+package of one of setup.cfg's extras (gpuclient.extras), in the tests
+anything (the Nova differential test).
 """
 
 import ast
@@ -73,8 +74,9 @@ def _optional(node, parents):
     return False
 
 
-def imported_modules(source):
-    """Top-level names of the modules SOURCE imports, optional ones out."""
+def imported_modules(source, optional=False):
+    """Top-level names of the modules SOURCE imports, optional ones out
+    (with OPTIONAL: only the optional ones)."""
     tree = ast.parse(source)
     parents = {}
 
@@ -92,18 +94,19 @@ def imported_modules(source):
             names = [node.module]
         else:
             continue
-        if _optional(node, parents):
+        if _optional(node, parents) != optional:
             continue
         found.update(name.split('.')[0] for name in names)
     return found
 
 
-def third_party(paths):
-    """{top-level module: files} for modules not stdlib nor gpuclient."""
+def third_party(paths, optional=False):
+    """{top-level module: files} for modules not stdlib nor gpuclient
+    (with OPTIONAL: those imported as optional)."""
     found = {}
     for path in paths:
         with open(path) as src:
-            for name in imported_modules(src.read()):
+            for name in imported_modules(src.read(), optional):
                 if name in sys.stdlib_module_names or name == 'gpuclient':
                     continue
                 found.setdefault(name, []).append(
@@ -148,6 +151,8 @@ class TestImportedModules(base.TestCase):
             'from . import sibling\n')
         self.assertEqual({'os', 'a', 'd', 'e', 'g'},
                          imported_modules(source))
+        self.assertEqual({'nova', 'f'},
+                         imported_modules(source, optional=True))
 
     def test_requirement_names(self):
         path = self.useFixture(fixtures.TempDir()).join('r.txt')
@@ -183,6 +188,21 @@ class TestRequirementFiles(base.TestCase):
         self.assertIn('osc_lib', modules)
         self.assertEqual({}, self.missing(modules, runtime))
 
+    def test_package_optional_imports_are_extras(self):
+        # an optional import of gpuclient/ is a package of an extra (or
+        # a requirement guarded all the same: the plugin's of OSC), and
+        # none of the extras' packages is a requirement
+        extras = set().union(*extra_names(
+            os.path.join(ROOT, 'setup.cfg')).values())
+        runtime = requirement_names(os.path.join(ROOT, 'requirements.txt'))
+        modules = third_party(python_files(PACKAGE, skip=TESTS),
+                              optional=True)
+        # the extras' modules today, so the check cannot pass empty
+        self.assertIn('highspy', modules)
+        self.assertIn('prometheus_client', modules)
+        self.assertEqual({}, self.missing(modules, extras | runtime))
+        self.assertEqual(set(), runtime & extras)
+
     def test_test_imports_are_requirements(self):
         allowed = (
             requirement_names(os.path.join(ROOT, 'requirements.txt'))
@@ -190,6 +210,15 @@ class TestRequirementFiles(base.TestCase):
         modules = third_party(python_files(TESTS))
         self.assertIn('testtools', modules)
         self.assertEqual({}, self.missing(modules, allowed))
+
+
+def extra_names(setup_cfg):
+    """{extra: normalized distribution names} of setup.cfg's [extras]."""
+    config = configparser.ConfigParser()
+    config.read(setup_cfg)
+    return {extra: {normalize(re.match(r'[A-Za-z0-9._-]+', line).group())
+                    for line in text.split() if line}
+            for extra, text in config['extras'].items()}
 
 
 def floors(path):
@@ -285,20 +314,30 @@ def _dependencies(names):
 
 
 class TestStartUpDependencies(base.TestCase):
-    """What gpuclient's requirements add to an OSC install is imported
-    only by gpuclient: attrs is not among it, since where attrs is
-    installed every ``openstack`` command imports it (rich, which cmd2
-    loads for OSC's shell, imports attrs when it can)."""
+    """What gpuclient's requirements add to an OSC install holds none of
+    the optional dependencies: no package of an extra nor of what it
+    requires (prometheus-client: openstacksdk imports it on every
+    ``openstack`` command where it is installed; highspy and numpy), and
+    no attrs or jsonschema (where attrs is installed every ``openstack``
+    command imports it: rich, which cmd2 loads for OSC's shell, imports
+    attrs when it can). test_startup checks that gpuclient itself imports
+    none of them on a command that does not use them."""
 
-    def test_no_attrs_beyond_osc(self):
+    def test_no_optional_dependency_beyond_osc(self):
         path = os.path.join(ROOT, 'requirements.txt')
         if not os.path.exists(path):
             self.skipTest('not a source tree (no requirements.txt)')
         added = (_dependencies(requirement_names(path))
                  - _dependencies(['python-openstackclient']))
-        self.assertNotIn('attrs', added)
-        # the walk itself: jsonschema (a test requirement) needs attrs
+        optional = _dependencies(set().union(*extra_names(
+            os.path.join(ROOT, 'setup.cfg')).values()))
+        optional |= {'attrs', 'jsonschema'}
+        self.assertEqual(set(), added & optional)
+        # the walk itself: jsonschema (a test requirement) needs attrs,
+        # highspy (the profiles extra) numpy
         self.assertIn('attrs', _dependencies(['jsonschema']))
+        self.assertIn('numpy', optional)
+        self.assertIn('prometheus-client', optional)
 
 
 class TestPackaging(base.TestCase):
@@ -357,22 +396,25 @@ class TestPackaging(base.TestCase):
         tox.read(os.path.join(ROOT, 'tox.ini'))
         self.assertIn('-b man', tox['testenv:docs']['commands'])
 
-    def test_profiles_extra(self):
-        # highspy (numpy) only with pip install "gpuclient[profiles]";
-        # pbr builds the package and is not a run-time requirement
-        extras = configparser.ConfigParser()
-        extras.read(self.setup_cfg)
-        self.assertEqual(['highspy'], sorted(
-            normalize(re.match(r'[A-Za-z0-9._-]+', line).group())
-            for line in extras['extras']['profiles'].split() if line))
+    def test_extras(self):
+        # highspy (numpy) only with pip install "gpuclient[profiles]",
+        # prometheus-client only with "gpuclient[metrics]"; the tests
+        # install both. pbr builds the package and is not a run-time
+        # requirement
+        self.assertEqual({'profiles': {'highspy'},
+                          'metrics': {'prometheus-client'}},
+                         extra_names(self.setup_cfg))
         runtime = requirement_names(os.path.join(ROOT, 'requirements.txt'))
-        self.assertNotIn('highspy', runtime)
+        tests = requirement_names(
+            os.path.join(ROOT, 'test-requirements.txt'))
+        for name in ('highspy', 'prometheus-client'):
+            self.assertNotIn(name, runtime)
+            self.assertIn(name, tests)
         self.assertNotIn('pbr', runtime)
-        self.assertIn('highspy', requirement_names(
-            os.path.join(ROOT, 'test-requirements.txt')))
         tox = configparser.ConfigParser(interpolation=None)
         tox.read(os.path.join(ROOT, 'tox.ini'))
-        self.assertEqual('profiles', tox['testenv']['extras'].strip())
+        self.assertEqual(['metrics', 'profiles'],
+                         sorted(tox['testenv']['extras'].split()))
 
     def test_wheel_ships_no_tests(self):
         # setup.py's build_py (pbr adds it: [global] commands) leaves out

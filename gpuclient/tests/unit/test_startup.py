@@ -21,12 +21,15 @@ functions that use them.
 """
 
 import configparser
+import importlib.metadata
 import os
+import re
 import subprocess
 import sys
 
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import test_descriptions
+from gpuclient.tests.unit import test_requirements
 from gpuclient.v1 import check
 
 ROOT = test_descriptions.ROOT
@@ -81,10 +84,10 @@ def startup_targets():
     return plugins + sorted(test_descriptions.entry_points().values())
 
 
-def run_fresh(code, *argv):
+def run_fresh(code, *argv, env=None):
     """stdout of CODE run with ARGV in a fresh interpreter (this tree's
-    code first on the path)."""
-    env = dict(os.environ)
+    code first on the path, ENV added to the environment)."""
+    env = dict(os.environ, **(env or {}))
     env['PYTHONPATH'] = os.pathsep.join(
         [ROOT] + [p for p in env.get('PYTHONPATH', '').split(os.pathsep)
                   if p])
@@ -99,16 +102,40 @@ def loaded_modules(targets):
     return set(run_fresh(_LOAD, *targets).split())
 
 
+# Every import statement goes through builtins.__import__, whether the
+# module is loaded already or not, with the importer's globals: the hook
+# (installed before OSC's shell, whose clientmanager loads the plugins)
+# records the top-level modules of $GPUCLIENT_WATCHED that a gpuclient
+# module imports itself.
 _OSC = '''
+import builtins
+import os
 import sys
 
-from openstackclient import shell
+WATCHED = set(os.environ['GPUCLIENT_WATCHED'].split())
+by_gpuclient = set()
+_import = builtins.__import__
+
+
+def _watch(name, globals=None, locals=None, fromlist=(), level=0):
+    importer = (globals or {}).get('__name__') or ''
+    top = name.split('.')[0]
+    if (level == 0 and top in WATCHED
+            and importer.split('.')[0] == 'gpuclient'):
+        by_gpuclient.add(top)
+    return _import(name, globals, locals, fromlist, level)
+
+
+builtins.__import__ = _watch
+
+from openstackclient import shell  # noqa: E402
 
 try:
     shell.main(sys.argv[1:])
 except SystemExit:
     pass
-sys.stdout.write('\\nMODULES ' + ' '.join(sorted(sys.modules)) + '\\n')
+sys.stdout.write('\\nBY-GPUCLIENT ' + ' '.join(sorted(by_gpuclient))
+                 + '\\nMODULES ' + ' '.join(sorted(sys.modules)) + '\\n')
 '''
 
 # what a command that plans nothing must not import: the solver of gpu
@@ -116,11 +143,39 @@ sys.stdout.write('\\nMODULES ' + ' '.join(sorted(sys.modules)) + '\\n')
 HEAVY = ('highspy', 'numpy', 'jsonschema')
 
 
-def osc_modules(*argv):
+def optional_modules():
+    """Top-level modules that no ``openstack`` command may import from
+    gpuclient unless it uses them: those of the extras (setup.cfg) and
+    of what they require, jsonschema and attrs (test requirements, whose
+    cost test_requirements.TestStartUpDependencies tells), and PyYAML, a
+    requirement imported only where a document is read or written."""
+    config = configparser.ConfigParser()
+    config.read(os.path.join(ROOT, 'setup.cfg'))
+    names = [line for text in config['extras'].values()
+             for line in text.split() if line]
+    dists = test_requirements._dependencies(
+        re.match(r'[A-Za-z0-9._-]+', name).group() for name in names)
+    modules = {'jsonschema', 'attrs', 'yaml'}
+    for module, owners in importlib.metadata.packages_distributions(
+            ).items():
+        if {test_requirements.normalize(d) for d in owners} & dists:
+            modules.add(module)
+    # an extra not installed here: its distribution's name
+    modules.update(d.replace('-', '_') for d in dists)
+    return modules
+
+
+def osc_modules(*argv, watched=()):
     """Top-level modules a fresh ``openstack ARGV`` (in-process OSC
-    shell, every plugin loaded) holds at its end."""
-    line = run_fresh(_OSC, *argv).rpartition('\nMODULES ')[2]
-    return {name.split('.')[0] for name in line.split()}, set(line.split())
+    shell, every plugin loaded) holds at its end, every module it holds,
+    and which of the top-level modules WATCHED a gpuclient module
+    imported."""
+    env = {'GPUCLIENT_WATCHED': ' '.join(sorted(watched))}
+    text = run_fresh(_OSC, *argv, env=env)
+    by_gpuclient, _sep, line = text.rpartition('\nBY-GPUCLIENT ')[
+        2].partition('\nMODULES ')
+    return ({name.split('.')[0] for name in line.split()},
+            set(line.split()), set(by_gpuclient.split()))
 
 
 class TestStartup(base.TestCase):
@@ -148,6 +203,24 @@ class TestStartup(base.TestCase):
         # its heavy dependencies are not
         for argv in (('aggregate', 'list', '--help'),
                      ('gpu', 'profile', 'plan', '--help')):
-            top, modules = osc_modules(*argv)
+            top, modules, _by_gpuclient = osc_modules(*argv)
             self.assertIn('gpuclient.plugin', modules, argv)
             self.assertEqual([], [m for m in HEAVY if m in top], argv)
+
+    def test_no_command_imports_an_optional_dependency(self):
+        # openstacksdk imports prometheus_client wherever it is installed
+        # (and rich attrs), so what is loaded at the end tells little:
+        # what counts is what gpuclient's own modules import. --version
+        # and other commands' help load the plugin and every command
+        # class; capacity list's help the openmetrics formatter too.
+        watched = optional_modules()
+        for module in ('prometheus_client', 'highspy', 'numpy', 'yaml'):
+            self.assertIn(module, watched)
+        for argv in (('--version',), ('aggregate', 'list', '--help'),
+                     ('gpu', 'capacity', 'list', '--help')):
+            # osc_lib: gpuclient imports it at start-up, so the hook sees
+            # what it is meant to see
+            _top, modules, by_gpuclient = osc_modules(
+                *argv, watched=watched | {'osc_lib'})
+            self.assertIn('gpuclient.plugin', modules, argv)
+            self.assertEqual({'osc_lib'}, by_gpuclient, argv)
