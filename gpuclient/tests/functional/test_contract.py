@@ -771,6 +771,12 @@ class _AtVersion:
         self._proxy = proxy
         self._version = version
 
+    @property
+    def __class__(self):
+        # the SDK's resources take a session that is a Proxy (isinstance,
+        # which reads __class__): the usage list goes through Usage.list
+        return type(self._proxy)
+
     def get(self, url, microversion=None, **kwargs):
         return self._proxy.get(url, microversion=self._version, **kwargs)
 
