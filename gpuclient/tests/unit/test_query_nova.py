@@ -125,6 +125,8 @@ class _Recorder(sdk_proxy.SDKProxy):
             **kwargs):
         # the SDK follows the next link as a whole URL
         route = _route(url.replace('http://n/v2.1', '', 1))
+        # the SDK's resources ask for their path without the leading /
+        route = route if route.startswith('/') else _route('/' + route)
         params = dict(params or {})
         self.sent.append((route, microversion, params))
         key = _KEYS[route]
