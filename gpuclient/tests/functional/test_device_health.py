@@ -294,7 +294,16 @@ class TestXidClasses(DcgmTestCase):
         nova = self.openstack('server', 'show', server['id'])
         self.assertEqual(self.pt_host, nova['OS-EXT-SRV-ATTR:host'])
         gpus = sorted(self.gpus(self.pt_host))
-        sick = [pci for pci in gpus if pci != held][0]
+        # a free GPU whose address held no XID in the last 10 minutes: an
+        # earlier test's XID 79 at the same address (lane B's tests follow
+        # one another on this host) is the same series to Prometheus, and
+        # would date this test's change before its first write
+        recent = {pci for pci in gpus if self.prometheus(
+            'max_over_time(%s[10m]) > 0' % host_series(self.pt_host, pci))}
+        clean = [pci for pci in gpus if pci != held and pci not in recent]
+        self.assertTrue(clean, 'every free GPU of %s held an XID in the '
+                        'last 10 minutes: %s' % (self.pt_host, recent))
+        sick = clean[0]
         server_label = 'server %s (%s)' % (server['name'], server['id'])
         held_label = 'device %s %s' % (self.pt_host, held)
         sick_label = 'device %s %s' % (self.pt_host, sick)
