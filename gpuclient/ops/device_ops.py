@@ -106,8 +106,9 @@ def _health(client, rows, cloud, url, window, required, check=False):
     why}) and the notes; with --unhealthy (REQUIRED, not CHECK) it is an
     error when the unhealthy verdict needs it. The series join this
     cloud's hosts (``utilisation.join_answers``: exact names first; a
-    host and address two exporters report is ``unknown``: ``problems``,
-    [(host, pci, why)], said in the notes)."""
+    host and address two exporters report now is ``unknown``:
+    ``problems``, [(host, pci, why)], said in the notes; a card replaced
+    within the window is judged by the one served now)."""
     prometheus, _metrics, _labels = utilisation_ops.connect(
         client, url, option='--unhealthy')
     config = client.cloud_config
@@ -136,7 +137,8 @@ def _health(client, rows, cloud, url, window, required, check=False):
     notes += [_('GPU health not judged from %(query)s: %(why)s.') % {
         'query': name, 'why': unread[name]} for name in sorted(unread)]
     answers, problems = utilisation.join_answers(
-        answers, utilisation_ops.cloud_hosts(cloud), labels)
+        answers, utilisation_ops.cloud_hosts(cloud), labels,
+        current=device_health.CURRENT_QUERIES)
     notes += [_('GPU health not judged: %s.') % why
               for _host, _pci, why in problems]
     snap = cloud.placement

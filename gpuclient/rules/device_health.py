@@ -161,6 +161,10 @@ HOST_SIDE = 'host'
 GUEST_SIDE = 'guest'
 
 DEFAULT_WINDOW = '1h'
+# the queries (of ``queries``) that read what the exporters serve now,
+# not over the window: the GPUs there are now (utilisation.join_answers
+# tells a card replaced within the window from two exporters by them)
+CURRENT_QUERIES = ('xid', 'health')
 # How far back the change of an XID gauge is looked for (since_queries):
 # an XID held longer is "before" the start of it. Prometheus keeps 15 days
 # by default.

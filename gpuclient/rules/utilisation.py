@@ -335,7 +335,7 @@ def host_keys(*hosts):
     return {str(host).lower().rstrip('.') for host in hosts if host}
 
 
-def join_answers(answers, hosts, label_names=None):
+def join_answers(answers, hosts, label_names=None, current=()):
     """(ANSWERS joined to this cloud's hosts, problems).
 
     ANSWERS: {name: [(labels, value)]}; HOSTS: {Nova host: its names}
@@ -348,7 +348,12 @@ def join_answers(answers, hosts, label_names=None):
     and PCI address come from two exporters (two GPU UUIDs, or without
     a UUID two ``instance`` labels) which is this cloud's GPU is not
     known: they are all left out, so the device's figures are
-    ``unknown``.
+    ``unknown``. CURRENT names the answers of instant queries (what the
+    exporters serve now, not over a window): where one UUID alone is
+    served there now and every other UUID of that address within the
+    window came from the same exporter, the card was replaced (an RMA
+    swap, a test's stand-in card) and the others' series, another
+    card's history, are left out instead.
 
     PROBLEMS: [(Nova host, PCI address or None, why)] of the hosts and
     devices whose series were left out for a reason the operator can fix
@@ -360,7 +365,7 @@ def join_answers(answers, hosts, label_names=None):
     raw = {_label(labels, hostname) for results in answers.values()
            for labels, _value in results if not _label(labels, guest)}
     joined, host_problems = host_names.series_hosts(raw - {None}, hosts)
-    found, sources = {}, {}
+    found, sources, now = {}, {}, {}
     for name, results in answers.items():
         kept = found.setdefault(name, [])
         for labels, value in results:
@@ -378,8 +383,10 @@ def join_answers(answers, hosts, label_names=None):
             exporter = _label(labels, label_names['exporter'])
             sources.setdefault((host, pci), set()).add(
                 (uuid, exporter, label))
+            if name in current:
+                now.setdefault((host, pci), set()).add((uuid, exporter))
             kept.append((labels, value))
-    two = {}
+    two, replaced = {}, {}
     for card, seen in sources.items():
         # a GPU is its UUID; without one, the exporter that serves it
         ids = {}
@@ -387,12 +394,27 @@ def join_answers(answers, hosts, label_names=None):
             if uuid or not any(u for u, _e, _l in seen):
                 ids.setdefault(uuid or exporter, set()).add(
                     (label, exporter or '?'))
-        if card[1] and len(ids) > 1:
-            two[card] = ids
-    if two:
+        if not card[1] or len(ids) < 2:
+            continue
+        served = {uuid for uuid, _e in now.get(card, ()) if uuid}
+        if len(served) == 1 and next(iter(served)) in ids:
+            exporters = {e for _l, e in ids[next(iter(served))]}
+            if all(e in exporters for uuid, seen_by in ids.items()
+                   for _l, e in seen_by):
+                replaced[card] = served
+                continue
+        two[card] = ids
+
+    def wanted(labels):
+        card = (labels.get(hostname[0]),
+                pci_label(_label(labels, label_names['pci_bus_id'])))
+        if card in replaced:
+            return _label(labels, label_names['uuid']) in replaced[card]
+        return card not in two
+
+    if two or replaced:
         found = {name: [(labels, value) for labels, value in results
-                        if (labels.get(hostname[0]), pci_label(_label(
-                            labels, label_names['pci_bus_id']))) not in two]
+                        if _label(labels, guest) or wanted(labels)]
                  for name, results in found.items()}
     problems = [(host, None, why) for host, why in host_problems.items()]
     for (host, pci), ids in sorted(two.items()):

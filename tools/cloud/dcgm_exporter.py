@@ -113,6 +113,17 @@ def _number(value):
     return repr(number)
 
 
+def _card(pci_bus_id):
+    """One card's address however it is written (00000000:C2:00.0,
+    0000:c2:00.0): a card has one UUID."""
+    parts = str(pci_bus_id).lower().split(':')
+    try:
+        parts[0] = '%x' % int(parts[0], 16)
+    except ValueError:
+        pass
+    return ':'.join(parts)
+
+
 def labels_of(device, hostname=None, hostname_label='Hostname',
               model_label=False):
     """The label pairs of one device, in dcgm-exporter's order."""
@@ -122,7 +133,7 @@ def labels_of(device, hostname=None, hostname_label='Hostname',
         # a stable UUID per host and card, as a real card has
         ('UUID', device.get('uuid') or 'GPU-%s' % uuid.uuid5(
             uuid.NAMESPACE_OID, '%s/%s' % (device.get('hostname') or hostname,
-                                          device.get('pci_bus_id')))),
+                                          _card(device.get('pci_bus_id'))))),
         ('pci_bus_id', device.get('pci_bus_id', '00000000:00:00.0')),
         ('device', device.get('device') or 'nvidia%s' % gpu),
     ]

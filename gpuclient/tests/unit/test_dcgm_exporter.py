@@ -99,6 +99,14 @@ class TestRender(base.TestCase):
         self.assertEqual('2', utilisation.series_key(mig)['gpu_instance'])
         self.assertTrue(found[0][1]['UUID'].startswith('GPU-'))
         self.assertEqual(text, exporter.render(DOCUMENT))  # stable UUIDs
+        # one card, one UUID, however its address is written
+        written = [{'hostname': 'h', 'pci_bus_id': pci, 'xid': 0}
+                   for pci in ('00000000:C2:00.0', '0000:c2:00.0',
+                               '0000:c3:00.0')]
+        uuids = [labels['UUID'] for _m, labels, _v in samples(
+            exporter.render({'devices': written}))]
+        self.assertEqual(uuids[0], uuids[1])
+        self.assertNotEqual(uuids[0], uuids[2])
 
     def test_label_options(self):
         text = exporter.render(DOCUMENT, hostname_label='hostname',

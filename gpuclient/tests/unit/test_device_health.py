@@ -73,6 +73,10 @@ class TestDeviceHealth(testtools.TestCase):
                          {k: queries[k] for k in ('xid_since',
                                                   'xid_since_before')})
         self.assertEqual('DCGM_EXP_GPU_HEALTH_STATUS', queries['health'])
+        # what tells the GPUs served now (a card replaced within the
+        # window) are instant queries: no range, no subquery
+        for name in dh.CURRENT_QUERIES:
+            self.assertIn(queries[name], dh.METRICS.values())
 
     def test_since_queries_date_the_change(self):
         # the window in 240 steps (15 s); before it the day to the minute,

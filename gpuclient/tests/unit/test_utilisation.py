@@ -543,6 +543,39 @@ class TestJoinAnswers(base.TestCase):
         self.assertEqual([('gpu-vgpu-1', '0000:84:00.0')],
                          [p[:2] for p in problems])
 
+    def test_a_card_replaced_within_the_window_is_the_one_served_now(self):
+        old = dict(host_series('gpu-vgpu-1', '00000000:84:00.0'),
+                   UUID='GPU-old', instance='10.0.0.1:9400')
+        new = dict(old, UUID='GPU-new')
+        guest = guest_series('srv')
+
+        def joined(xid, remap, sources=None):
+            return util.join_answers(
+                {'xid': [(labels, 0.0) for labels in xid],
+                 'row_remap_failure': [(labels, 0.0) for labels in remap]},
+                self.HOSTS, current=('xid',) if sources is None else sources)
+
+        # the old card's history in the window, the new one served now
+        # by the same exporter: the new one alone, no problem
+        found, problems = joined([new, guest], [old, new, guest])
+        self.assertEqual([], problems)
+        self.assertEqual({'xid': ['GPU-new', 'GPU-g00000000:01:00.0'],
+                          'row_remap_failure': ['GPU-new',
+                                                'GPU-g00000000:01:00.0']},
+                         {name: [labels['UUID'] for labels, _v in results]
+                          for name, results in found.items()})
+        # both served now: two exporters, not judged
+        self.assertEqual([('gpu-vgpu-1', '0000:84:00.0')], [
+            p[:2] for p in joined([old, new], [old, new])[1]])
+        # the other UUID came from another exporter (a second cloud's,
+        # silent now): not taken for a replaced card
+        theirs = dict(old, instance='10.9.0.1:9400')
+        self.assertEqual([('gpu-vgpu-1', '0000:84:00.0')], [
+            p[:2] for p in joined([new], [theirs, new])[1]])
+        # none served now, or no instant answer named: not judged
+        self.assertEqual(1, len(joined([], [old, new])[1]))
+        self.assertEqual(1, len(joined([new], [old, new], ())[1]))
+
     def test_ambiguous_short_names_say_why(self):
         found, problems = self.joined(
             host_series('gpu-mig-1.dc1.example', '00000000:41:00.0'),
