@@ -53,8 +53,12 @@ from gpuclient.rules import quota
 from gpuclient.tests.functional import base
 from gpuclient.tests.functional import faults
 
-# gpu apply's matrix: one fault before the write, one after it
-APPLY_KINDS = ('500', 'drop')
+# the matrices whose writes are all of kinds another matrix already fails
+# in every way (faults.KINDS: gpu apply's, pool add host's and remove
+# host's, whose aggregate and provider-trait writes pool create and pool
+# delete --force fail four ways each): one fault before the write, one
+# after it
+BEFORE_AND_AFTER = ('500', 'drop')
 
 
 def _spec(name, isolate=True):
@@ -241,10 +245,10 @@ class TestPoolFaults(FaultMatrixTestCase):
             pool_ops.remove_hosts(client, self.name, [self.fault_mig_host])
 
         self.run_matrix('pool add host', add,
-                        lambda: remove(self.admin))
+                        lambda: remove(self.admin), kinds=BEFORE_AND_AFTER)
         add(self.admin)
         self.run_matrix('pool remove host', remove,
-                        lambda: add(self.admin))
+                        lambda: add(self.admin), kinds=BEFORE_AND_AFTER)
 
     @base.needs('vgpu', 'mig')
     def test_isolation_off_and_on_with_dependents(self):
@@ -557,4 +561,4 @@ class TestApplyFaults(FaultMatrixTestCase):
         # run at every write of the same operations in the single-command
         # matrices (pool create, add and remove host, delete); here they
         # doubled the suite's longest test (84 points, 290 s)
-        self.run_matrix('apply', apply, revert, kinds=APPLY_KINDS)
+        self.run_matrix('apply', apply, revert, kinds=BEFORE_AND_AFTER)
