@@ -65,7 +65,8 @@ DCGM_PORT = 9400
 # test serves it there (nothing listens otherwise: the target is down)
 CAPACITY_PORT = 9401
 # the Prometheus rules gpuclient ships, which the test cloud's Prometheus
-# evaluates as an operator's does (the dashboard's panels read them)
+# evaluates as an operator's does (the dashboard's panels read them:
+# gpuclient/tests/functional/test_dashboard.py)
 RULES = os.path.join(os.path.dirname(TOOLS), 'etc', 'prometheus',
                      'gpuclient.rules.yml')
 # the DCGM exporter stand-in's devices, which tests rewrite to set values

@@ -17,7 +17,8 @@ last good file when a command fails, and runs under the lock.
 
 ``exec_start`` reads ExecStart as systemd does for these units (continued
 lines joined, ``$$`` made ``$``, ``${VAR}`` taken from the environment,
-quotes removed).
+quotes removed); the functional test runs the same command against the
+test cloud (gpuclient/tests/functional/test_dashboard.py).
 """
 
 import fcntl
