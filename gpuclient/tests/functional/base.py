@@ -392,7 +392,7 @@ class FunctionalTestCase(testtools.TestCase):
         scheduler's request to Placement leaves the host out: "No valid
         host" (the boots after test_dashboard in clean-clone run 5)."""
         conn = conn or _connection(self.cloud)
-        roots = FunctionalTestCase._roots.setdefault(self.cloud, {})
+        roots = FunctionalTestCase._root_uuids.setdefault(self.cloud, {})
         if host not in roots:
             # one list (the SDK at its microversion: ids are the root
             # providers' uuids), not a CLI run per hypervisor
@@ -571,7 +571,7 @@ class FunctionalTestCase(testtools.TestCase):
     # Nova hosts and their Placement providers, read with plain OSC
 
     _hypervisors = {}  # per cloud: {service host: hypervisor}
-    _roots = {}  # per cloud: {service host: root provider uuid}
+    _root_uuids = {}  # per cloud: {service host: root provider uuid}
 
     def hypervisor(self, host):
         """The hypervisor of Nova service host HOST (compute API 2.53).

@@ -93,3 +93,31 @@ class TestStreams(testtools.TestCase):
                                          'test_faults.%s.' % cls))
         self.assertFalse(stream.match('gpuclient.tests.functional.'
                                       'test_maintenance.TestDrainReadBack.'))
+
+    def test_no_second_stream_class_writes_to_lane_a_hosts(self):
+        """A class of the second stream that is not lane B (a fault
+        matrix on its leased fault hosts) names none of lane A's hosts:
+        while it runs, lane A's tests boot there (TestConcurrency's
+        isolated pools on gpu-pt-1 took a lane-A boot's host away)."""
+        lane_a_hosts = {'PT_HOST', 'PT_HOST2', 'VGPU_HOST', 'VGPU_HOST2',
+                        'PLAIN_HOST'}
+        stream = second_stream()
+        classes = lanes()
+        wrong = []
+        for module in FAULT_MODULES:
+            with open(os.path.join(FUNCTIONAL, module + '.py')) as src:
+                tree = ast.parse(src.read())
+            for node in tree.body:
+                if not isinstance(node, ast.ClassDef):
+                    continue
+                prefix = 'gpuclient.tests.functional.%s.%s.' % (module,
+                                                                node.name)
+                if not stream.match(prefix) or classes.get(prefix) == 'b':
+                    continue
+                wrong += ['%s: base.%s' % (node.name, n.attr)
+                          for n in ast.walk(node)
+                          if isinstance(n, ast.Attribute)
+                          and isinstance(n.value, ast.Name)
+                          and n.value.id == 'base'
+                          and n.attr in lane_a_hosts]
+        self.assertEqual([], wrong)
