@@ -6,6 +6,7 @@ venv exists.  See doc/source/contributor/testcloud.rst.
 
 import argparse
 import concurrent.futures
+import fcntl
 import hashlib
 import os
 import shutil
@@ -960,7 +961,21 @@ def start(timeline):
 # ---------------------------------------------------------------- commands
 
 def cmd_up(args):
+    # one "up" at a time: a second one (.ci/run starts the cloud in the
+    # background while the unit tests run; tools/run-functional asks for
+    # it again) waits for the first, then reuses what it brought up
+    os.makedirs(HOME, exist_ok=True)
+    with open(os.path.join(HOME, 'up.lock'), 'w') as lock:
+        waited = time.monotonic()
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        waited = time.monotonic() - waited
+        return _up(args, waited)
+
+
+def _up(args, waited):
     timeline = Timeline()
+    if waited > 1:
+        timeline('waited %.0f s for another "up" to finish' % waited)
     install(timeline)
     installed = timeline.elapsed()
     timeline('install check done (%.1fs)' % installed)

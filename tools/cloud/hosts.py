@@ -134,6 +134,23 @@ def _mig(name, spare=False):
     return Host(name, 'mig', 'MigDriver', name, 'VGPU', 7, '', spare)
 
 
+# the fault matrices' MIG hosts: 2 of the card's VFs, not 7. Pool traits
+# go on every GPU provider, so each VF is one more write of a kind the
+# matrix already fails at its first and last position (with the other
+# VFs before and after it to undo): the five middle ones cost 5 writes
+# (25 fault points) in every matrix over these hosts, and test nothing new
+FAULT_MIG_VFS = ('0000:41:00.4', '0000:41:00.5')
+FAULT_MIG_CONF = ('[devices]\n'
+                  'enabled_mdev_types = nvidia-903\n'
+                  '[mdev_nvidia-903]\n'
+                  'device_addresses = %s\n' % ','.join(FAULT_MIG_VFS))
+
+
+def _fault_mig(name):
+    return Host(name, 'mig', 'MigDriver', name, 'VGPU', len(FAULT_MIG_VFS),
+                FAULT_MIG_CONF, True)
+
+
 HOSTS = (
     _passthrough('gpu-pt-1'),
     _vgpu('gpu-vgpu-1'),
@@ -152,10 +169,10 @@ HOSTS = (
     # spares, so nothing boots there by chance while an isolated pool of a
     # matrix is on them)
     _vgpu('fault-vgpu-1', spare=True),
-    _mig('fault-mig-1', spare=True),
+    _fault_mig('fault-mig-1'),
     # and a second pair: a matrix in the other stream leases these
     _vgpu('fault-vgpu-2', spare=True),
-    _mig('fault-mig-2', spare=True),
+    _fault_mig('fault-mig-2'),
     # gpu profile plan's re-cut proof (a spare: nothing lands there by
     # chance); its readiness: the 4 VFs of class CUSTOM_RECUT_1G10GB
     Host('recut-mig-1', 'mig', 'MigDriver', 'recut-mig-1',

@@ -745,13 +745,17 @@ class FunctionalTestCase(testtools.TestCase):
                        '--disk', '1', parse=False)
         return name
 
-    def boot(self, flavor, image=IMAGE, expect_status='ACTIVE'):
-        """Boot a server (no network) and wait; delete it at cleanup."""
+    def boot(self, flavor, image=IMAGE, expect_status='ACTIVE', host=None):
+        """Boot a server (no network) and wait; delete it at cleanup.
+
+        HOST: ``--host`` (compute API 2.74): Nova's scheduler still judges
+        the host (its filters and Placement's claim), and the boot waits
+        for no other stream (UNSTEERED_LOCK)."""
         name = self.unique_name('server')
         rc, out, err = self.openstack_raw(
             '--os-compute-api-version', COMPUTE_API, 'server', 'create',
             '--flavor', flavor, '--image', image, '--nic', 'none', '--wait',
-            name, '-f', 'json')
+            *(('--host', host) if host else ()), name, '-f', 'json')
         # cleanup even when the boot failed: the server may exist in ERROR
         self.addCleanup(self._delete_server, name)
         server = json.loads(out) if rc == 0 and out.strip() else None
