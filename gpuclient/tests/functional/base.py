@@ -338,6 +338,47 @@ class CommandFailed(Exception):
 @testtools.skipUnless(_configured(), 'no cloud configured: set OS_CLOUD '
                       '(or run tools/run-functional, which brings up the '
                       'test cloud)')
+class KeepsLaneBOut:
+    """A mixin (before FunctionalTestCase) for a test class that creates
+    or deletes a Keystone registered limit of a class lane B's servers
+    ask for (``class:VGPU``, the passthrough class): it holds the
+    UNSTEERED_LOCK exclusively for the class's tests, so no lane-B test
+    runs meanwhile. Nova's unified limits read a boot's limits, then
+    whether each class has a registered limit: a registered limit made or
+    deleted between the two reads refuses the boot as over a limit of 0
+    (clean-clone run 13: a lane-B passthrough boot refused while
+    TestQuotaShapes made the passthrough class's registered limit)."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls._lane_b_out = None
+        if LANES['b'] != LANES['a']:
+            from gpuclient.tests.functional import leases
+
+            lock = leases.NamedLock(UNSTEERED_LOCK)
+            lock.setUp()
+            cls._lane_b_out = lock
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls._lane_b_out is not None:
+            cls._lane_b_out.cleanUp()
+            cls._lane_b_out = None
+        super().tearDownClass()
+
+    def setUp(self):
+        super().setUp()
+        lock = type(self)._lane_b_out
+        if lock is not None and lock.waited > 1:
+            # once per class, on its first test
+            self.addDetail('waited for lane B %s' % uuid.uuid4().hex[:6],
+                           content.text_content(
+                               'lane B wait: %.1f s before: %s (registered '
+                               'limits)' % (lock.waited, type(self).__name__)))
+            lock.waited = 0.0
+
+
 class FunctionalTestCase(testtools.TestCase):
     """Runs the real ``openstack`` executable against a real cloud."""
 
@@ -485,7 +526,10 @@ class FunctionalTestCase(testtools.TestCase):
         try:
             unsteered = (LANES['b'] != LANES['a']
                          and self._unsteered(args))
-            # a lane-B test's drains move only servers it steered
+            # a lane-B test's drains move only servers it steered; a class
+            # that keeps lane B out holds the lock already
+            if getattr(type(self), '_lane_b_out', None) is not None:
+                unsteered = None
             if unsteered and not (self.lane == 'b' and unsteered == 'drain'):
                 from gpuclient.tests.functional import leases
 

@@ -39,7 +39,7 @@ def unmarked(properties):
     return {k: v for k, v in properties.items() if 'managed_by' not in k}
 
 
-class TestRoundTrip(base.FunctionalTestCase):
+class TestRoundTrip(base.KeepsLaneBOut, base.FunctionalTestCase):
 
     def make_project(self):
         project = self.openstack('project', 'create',

@@ -78,7 +78,7 @@ class TestCandidateList(base.FunctionalTestCase):
                          [c[:2] for c in commands])
 
 
-class TestQuotaShapes(base.FunctionalTestCase):
+class TestQuotaShapes(base.KeepsLaneBOut, base.FunctionalTestCase):
     # test_quota's helpers (a project of the test's own, Keystone's
     # limits read back), not its tests
     make_project = test_quota.TestQuota.make_project

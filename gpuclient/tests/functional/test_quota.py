@@ -26,7 +26,7 @@ from gpuclient.tests.functional import base
 PT_CLASS = 'CUSTOM_PCI_10DE_2331'
 
 
-class TestQuota(base.FunctionalTestCase):
+class TestQuota(base.KeepsLaneBOut, base.FunctionalTestCase):
 
     def make_project(self):
         """A project of this test, where the admin user is admin."""

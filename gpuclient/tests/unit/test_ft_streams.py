@@ -121,3 +121,49 @@ class TestStreams(testtools.TestCase):
                           and n.value.id == 'base'
                           and n.attr in lane_a_hosts]
         self.assertEqual([], wrong)
+
+
+# what a test class writes when it creates or deletes the registered
+# limit of a class lane B's servers ask for (test_quota's
+# forget_registered, a "gpu quota delete --default")
+REGISTERED_WRITES = ('forget_registered(', "'--default', '--resource-class'")
+
+
+def _class_sources():
+    """{(module, class): (its source, [base names])} of every functional
+    test module's classes."""
+    found = {}
+    for name in sorted(os.listdir(FUNCTIONAL)):
+        if not (name.startswith('test_') and name.endswith('.py')):
+            continue
+        with open(os.path.join(FUNCTIONAL, name)) as src:
+            text = src.read()
+        for node in ast.parse(text).body:
+            if isinstance(node, ast.ClassDef):
+                found[(name[:-3], node.name)] = (
+                    ast.get_source_segment(text, node),
+                    [ast.unparse(b) for b in node.bases])
+    return found
+
+
+class TestRegisteredLimits(testtools.TestCase):
+
+    def test_classes_that_write_registered_limits_keep_lane_b_out(self):
+        """Run 13: a lane-B boot refused as over a limit of 0 while a
+        lane-A class made the passthrough class's registered limit."""
+        classes = _class_sources()
+        writers = sorted(
+            key for key, (text, _bases) in classes.items()
+            if any(w in text for w in REGISTERED_WRITES)
+            # of the passthrough class or VGPU (test_trust_quota and the
+            # contract tests write limits of classes of their own)
+            and ('PT_CLASS' in text or "'VGPU'" in text))
+        self.assertIn(('test_quota', 'TestQuota'), writers)
+
+        def keeps_out(key):
+            _text, bases = classes[key]
+            return 'base.KeepsLaneBOut' in bases or any(
+                keeps_out((key[0], b)) for b in bases
+                if (key[0], b) in classes)
+
+        self.assertEqual([], [k for k in writers if not keeps_out(k)])
