@@ -30,10 +30,10 @@ from gpuclient.rules import host_names
 from gpuclient.rules import maintenance
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import quota
-from gpuclient.rules import reservations
 from gpuclient.rules.scheduler import conf as nova_conf
 from gpuclient.rules.scheduler import explain
 from gpuclient.rules.scheduler import filters
+from gpuclient.rules.scheduler import manager
 from gpuclient.rules.scheduler import pci
 from gpuclient.rules.scheduler import resource_request as request
 from gpuclient.rules.scheduler.filters import numa_topology_filter as numa_mod
@@ -56,16 +56,14 @@ def collect(client, flavor=None, resources=(), required=(), image=None,
     topology, the NUMA nodes node_exporter shows in the cloud's Prometheus
     (PROMETHEUS, else the configured one; two queries).
     """
-    settings = settings or nova_conf.load_settings()
     # Nova's side from the snapshot other read commands use; Placement is
     # asked this flavor's own question below
     cloud = snapshot.read(client, with_placement=False)
     # --host-fact HOST: resolved as --host is, refused when unknown
     facts, fact_notes = cloud.resolve_fact_hosts(facts or {})
     aggregates, pools = cloud.aggregates, cloud.pools
-    if cloud.blazar:
-        # BlazarFilter keeps ordinary flavors off the hosts Blazar holds
-        settings = reservations.with_filter(settings)
+    # BlazarFilter keeps ordinary flavors off the hosts Blazar holds
+    settings = manager.decide_settings(settings, cloud.blazar)
     snapshot.warn_problems(cloud.problems)
     if pool:
         pool = pools_mod.pool_name(pools, pool)

@@ -42,11 +42,11 @@ left, host out of scheduling, ...). The reason says which.
 from osc_lib import exceptions
 
 from gpuclient.i18n import _
-from gpuclient.rules import reservations
 from gpuclient.rules import specs
 from gpuclient.rules.scheduler import filters
 from gpuclient.rules.scheduler import fit as fit_mod
 from gpuclient.rules.scheduler import host_manager
+from gpuclient.rules.scheduler import manager
 from gpuclient.rules.scheduler import resource_request as request_mod
 from gpuclient.rules.scheduler.filters import numa_topology_filter as numa_mod
 
@@ -149,8 +149,7 @@ class Fits:
         # where Blazar runs, BlazarFilter keeps ordinary flavors off the
         # hosts it holds (rules.reservations)
         self.held = cloud.held_hosts()
-        self.settings = (reservations.with_filter(settings) if cloud.blazar
-                         else settings)
+        self.settings = manager.decide_settings(settings, cloud.blazar)
         self.project_id = project_id
         self.fit_count = fit_count
         self.host_roots = cloud.host_roots()

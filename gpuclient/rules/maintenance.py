@@ -88,10 +88,10 @@ from gpuclient.rules import plan as plan_mod
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import specs as specs_mod
 from gpuclient.rules import usage
-from gpuclient.rules.scheduler import conf as nova_conf
 from gpuclient.rules.scheduler import filters
 from gpuclient.rules.scheduler import fit as fit_mod
 from gpuclient.rules.scheduler import host_manager
+from gpuclient.rules.scheduler import manager
 from gpuclient.rules.scheduler import resource_request as request_mod
 
 # --method
@@ -625,7 +625,7 @@ def plan(servers, trees, draining, cordoned=(), facts=None,
     arguments as ``request.build`` and ``filters.post_filters`` take
     them.
     """
-    settings = settings or nova_conf.load_settings()
+    settings = manager.decide_settings(settings)
     pools = pools or {}
     facts = facts or {}
     gpu_rows = gpu_rows or {}
