@@ -51,7 +51,7 @@ from gpuclient.rules.scheduler import resource_request as request_mod
 from gpuclient.rules.scheduler.filters import numa_topology_filter as numa_mod
 
 # no more counted per host and flavor (a bound, not a figure anyone meets)
-FIT_LIMIT = 10000
+FIT_LIMIT = fit_mod.FIT_LIMIT
 
 # Why free GPUs are stranded, as a fixed set of values (the ``reason``
 # label of -f openmetrics: series must not change with the locale or with
@@ -115,26 +115,6 @@ def flavor_pools(reading, pools):
     return specs.matching_pools(reading, pools)
 
 
-def signature(tree):
-    """Equal for trees that any request fits into equally often."""
-    depth = {}
-
-    def level(uuid):
-        if uuid not in depth:
-            parent = tree[uuid]['parent']
-            depth[uuid] = 0 if parent is None else level(parent) + 1
-        return depth[uuid]
-
-    entries = []
-    for uuid, rp in tree.items():
-        entries.append((
-            level(uuid), tuple(sorted(rp['traits'])),
-            tuple(sorted(rp['aggregates'])),
-            tuple(sorted((rc, tuple(sorted(inv.items())))
-                         for rc, inv in rp['inventory'].items()))))
-    return tuple(sorted(entries))
-
-
 class Fits:
     """Fit counts of flavors on hosts, over one Cloud."""
 
@@ -164,7 +144,7 @@ class Fits:
         key = (host, root)
         if key not in self._trees:
             tree = self.cloud.tree(root, self.cloud.root_aggregates(host))
-            self._trees[key] = (tree, signature(tree))
+            self._trees[key] = (tree, fit_mod.signature(tree))
         return self._trees[key]
 
     def add(self, flavor):

@@ -83,7 +83,6 @@ Nova's documentation behind the rules:
 """
 
 from gpuclient.i18n import _
-from gpuclient.rules import capacity
 from gpuclient.rules import plan as plan_mod
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import specs as specs_mod
@@ -486,7 +485,7 @@ class Room:
     placed. TREES: {host: [provider tree as gpuclient.rules.scheduler.fit takes
     it]}; the trees given are never changed. Whether a request fits a
     tree is asked once per request and tree shape
-    (``capacity.signature``), as ``gpu capacity list`` counts."""
+    (``fit.signature``), as ``gpu capacity list`` counts."""
 
     def __init__(self, trees):
         self.original = trees
@@ -511,7 +510,7 @@ class Room:
     def _fits_tree(self, where, tree, req, key):
         shape = self._shapes.get(where)
         if shape is None:
-            shape = self._shapes[where] = capacity.signature(tree)
+            shape = self._shapes[where] = fit_mod.signature(tree)
         found = self._fits.get((key, shape))
         if found is None:
             found = self._fits[(key, shape)] = fit_mod.fit_count(
