@@ -60,8 +60,8 @@ def extra_specs_reasons(extra_specs, metadata):
     return reasons
 
 
-def host_reasons(ctx, host, metadata):
-    return extra_specs_reasons(ctx['extra_specs'], metadata)
+def host_reasons(state, spec):
+    return extra_specs_reasons(spec.extra_specs, state.metadata)
 
 
 def text(host, reason, project_id):
