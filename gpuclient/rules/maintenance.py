@@ -565,21 +565,22 @@ class Room:
         return sorted(found, key=lambda h: (-self.free(h, classes), h))
 
 
-def eligible(hosts, server, excluded, settings, pools, aggregates, services,
-             hypervisors, held=None):
+def eligible(hosts, server, excluded, settings, states):
     """(hosts that may take SERVER, {host: reason}) by the filters Nova
-    applies after Placement (``filters.post_filters``), HOSTS in
-    EXCLUDED ({host: reason}) left out first. HELD: the hosts Blazar
-    holds (``model.Cloud.held_hosts``), judged by BlazarFilter where
-    the settings enable it."""
+    applies after Placement (``filters.run``), HOSTS in EXCLUDED ({host:
+    reason}) left out first. STATES: the hosts' states
+    (``filters.HostStates``, built once per plan: services, hypervisors,
+    aggregates, pools and the hosts Blazar holds, which BlazarFilter
+    judges where the settings enable it). The request is the server's
+    embedded flavor's extra specs and its project: no flavor or image, so
+    NUMATopologyFilter and the image's requirements do not judge a move."""
     flavor = server.get('flavor') or {}
     project = server.get('tenant_id') or server.get('project_id')
     refused = {h: excluded[h] for h in hosts if h in excluded}
     rest = [h for h in hosts if h not in excluded]
-    post = filters.post_filters(
-        rest, flavor.get('extra_specs') or {}, aggregates, services,
-        project, settings['enabled_filters'], pools,
-        hypervisors=hypervisors, held=held)
+    spec = filters.spec(flavor.get('extra_specs') or {}, project)
+    post = filters.run(rest, filters.Context(spec, states),
+                       settings['enabled_filters'])
     for host, reasons in post.items():
         refused[host] = filters.post_filter_text(host, reasons[0], project)
     return [h for h in rest if h not in post], refused
@@ -637,6 +638,9 @@ def plan(servers, trees, draining, cordoned=(), facts=None,
     rows, moves, cannot = [], {}, []
     requests = {}  # request_key -> request
     judged = {}  # (extra specs, project) -> eligible()
+    # every host's state, once for the whole plan
+    states = filters.HostStates(aggregates, services, hypervisors, pools,
+                                held=held)
     notify = {}  # project -> ids of its servers that go down
 
     def order(server):
@@ -663,8 +667,7 @@ def plan(servers, trees, draining, cordoned=(), facts=None,
             flavor_key = (key[1], key[2])  # extra specs, project
             if flavor_key not in judged:
                 judged[flavor_key] = eligible(
-                    hosts, server, excluded, settings, pools, aggregates,
-                    services, hypervisors, held)
+                    hosts, server, excluded, settings, states)
             allowed, refused = judged[flavor_key]
             ranked = room.ranked(allowed, req, key)
             if not ranked:

@@ -107,13 +107,20 @@ def context(extra_specs, project_id, pools=None, services=(),
     requirements) and the hosts as the API shows them (FACTS: {host: host
     facts}, HELD: {host: [why]} of the hosts Blazar holds).
     """
-    spec = request_spec.RequestSpec(
+    return Context(
+        spec(extra_specs, project_id, image, default_arch, flavor, aliases),
+        HostStates(aggregates, services, hypervisors, pools, facts, held))
+
+
+def spec(extra_specs, project_id, image=None, default_arch=None,
+         flavor=None, aliases=None):
+    """The ``RequestSpec`` the filters judge a host for (as ``context``
+    takes its arguments)."""
+    return request_spec.RequestSpec(
         extra_specs=extra_specs, project_id=project_id,
         wanted=image_props_filter.image_requirements(image, default_arch),
         guest=numa_topology_filter.constraints(flavor, image, aliases),
         devices=numa_topology_filter.pci_devices(extra_specs))
-    return Context(spec, HostStates(aggregates, services, hypervisors, pools,
-                                    facts, held))
 
 
 def post_filters(hosts, extra_specs, aggregates, services, project_id,
