@@ -134,6 +134,10 @@ class Fits:
         self.fit_count = fit_count
         self.host_roots = cloud.host_roots()
         self.nodes = host_manager.nodes_by_host(cloud.hypervisors)
+        # every host's state, once for every flavor counted
+        self.states = filters.HostStates(
+            cloud.aggregates, cloud.services, cloud.hypervisors, cloud.pools,
+            self.facts, self.held)
         self._trees = {}
         self._cache = {}
         self.requests = {}
@@ -157,12 +161,12 @@ class Fits:
             flavor, None, self.settings, pools=cloud.pools,
             aggregates=cloud.aggregates, project_id=self.project_id)
         self.requests[fid] = req
-        post = filters.post_filters(
-            sorted(self.host_roots), flavor.get('extra_specs') or {},
-            cloud.aggregates, cloud.services, self.project_id,
-            self.settings['enabled_filters'], cloud.pools,
-            hypervisors=cloud.hypervisors, flavor=flavor, facts=self.facts,
-            held=self.held, aliases=self.settings.get('aliases'))
+        spec = filters.spec(flavor.get('extra_specs') or {},
+                            self.project_id, flavor=flavor,
+                            aliases=self.settings.get('aliases'))
+        post = filters.run(sorted(self.host_roots),
+                           filters.Context(spec, self.states),
+                           self.settings['enabled_filters'])
         self.post[fid] = post
         guest = None
         if numa_enabled(self.settings) and self.with_numa:
