@@ -118,21 +118,18 @@ def collect(client, flavor=None, resources=(), required=(), image=None,
     if numa_mod.constraints(the_flavor, the_image):
         host_facts = utilisation_ops.add_numa_nodes(
             client, host_facts, hypervisors, prometheus)
-    post = filters.post_filters(
-        sorted(hosts_roots), extra_specs, aggregates, services, project_id,
-        settings['enabled_filters'], pools, hypervisors=hypervisors,
-        image=the_image, default_arch=default_arch, flavor=the_flavor,
-        facts=host_facts, held=cloud.held_hosts(),
-        aliases=settings['aliases'])
+    # the request and every host's state, once: the filters and the NUMA
+    # verdicts judge the same
+    ctx = filters.context(
+        extra_specs, project_id, pools, services, hypervisors, the_image,
+        default_arch, the_flavor, host_facts, cloud.held_hosts(),
+        settings['aliases'], aggregates)
+    post = filters.run(sorted(hosts_roots), ctx, settings['enabled_filters'])
     members = set(pools[pool]['hosts']) if pool else None
     kept = [row for row in rows if row['host'] not in post
             and (members is None or row['host'] in members)]
-    numa = filters.numa(
-        [row['host'] for row in kept], filters.context(
-            extra_specs, project_id, pools, services, hypervisors,
-            the_image, default_arch, the_flavor, host_facts,
-            aliases=settings['aliases']),
-        settings['enabled_filters'])
+    numa = filters.numa([row['host'] for row in kept], ctx,
+                        settings['enabled_filters'])
     for row in kept:
         row['numa'] = numa_mod.row_text(numa.get(row['host']))
     count = len(answer.get('allocation_requests') or [])
