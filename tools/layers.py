@@ -184,6 +184,84 @@ def violations(imports):
     return sorted(found)
 
 
+def _reach(imports, start):
+    """{module: the module it was reached from}, for every gpuclient
+    module reachable from the modules in START (which are not in it)."""
+    seen = {}
+    todo = list(start)
+    while todo:
+        module = todo.pop()
+        for target in sorted(imports.get(module, ())):
+            if target not in seen and target not in start:
+                seen[target] = module
+                todo.append(target)
+    return seen
+
+
+def back_into(imports, package):
+    """Sorted (outside module, the module of PACKAGE it imports) for each
+    module outside PACKAGE that PACKAGE's modules import, directly or
+    not, and that imports PACKAGE again: a circle through the package
+    (empty when PACKAGE imports nothing that imports it)."""
+    inside = {m for m in imports
+              if m == package or m.startswith(package + '.')}
+    found = []
+    for module in sorted(_reach(imports, inside)):
+        if module in inside:
+            continue
+        for target in sorted(imports.get(module, ())):
+            if target in inside:
+                found.append((module, target))
+    return found
+
+
+def cycles(imports):
+    """Sorted lists of modules that import each other in a circle (the
+    strongly connected components of more than one module)."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(start):
+        # iterative Tarjan: (module, iterator over its targets)
+        work = [(start, iter(sorted(imports.get(start, ()))))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            module, targets = work[-1]
+            for target in targets:
+                if target not in imports:
+                    continue
+                if target not in index:
+                    index[target] = low[target] = len(index)
+                    stack.append(target)
+                    on_stack.add(target)
+                    work.append((target, iter(sorted(
+                        imports.get(target, ())))))
+                    break
+                if target in on_stack:
+                    low[module] = min(low[module], index[target])
+            else:
+                work.pop()
+                if work:
+                    parent = work[-1][0]
+                    low[parent] = min(low[parent], low[module])
+                if low[module] == index[module]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == module:
+                            break
+                    if len(component) > 1:
+                        found.append(sorted(component))
+
+    for module in sorted(imports):
+        if module not in index:
+            visit(module)
+    return sorted(found)
+
+
 def floor_edges(imports):
     """{(floor, floor): number of (importer, imported) module pairs}."""
     counts = collections.Counter()

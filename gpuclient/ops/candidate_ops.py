@@ -30,10 +30,10 @@ from gpuclient.rules import host_names
 from gpuclient.rules import maintenance
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import quota
-from gpuclient.rules import reservations
 from gpuclient.rules.scheduler import conf as nova_conf
 from gpuclient.rules.scheduler import explain
 from gpuclient.rules.scheduler import filters
+from gpuclient.rules.scheduler import manager
 from gpuclient.rules.scheduler import pci
 from gpuclient.rules.scheduler import resource_request as request
 from gpuclient.rules.scheduler.filters import numa_topology_filter as numa_mod
@@ -56,16 +56,14 @@ def collect(client, flavor=None, resources=(), required=(), image=None,
     topology, the NUMA nodes node_exporter shows in the cloud's Prometheus
     (PROMETHEUS, else the configured one; two queries).
     """
-    settings = settings or nova_conf.load_settings()
     # Nova's side from the snapshot other read commands use; Placement is
     # asked this flavor's own question below
     cloud = snapshot.read(client, with_placement=False)
     # --host-fact HOST: resolved as --host is, refused when unknown
     facts, fact_notes = cloud.resolve_fact_hosts(facts or {})
     aggregates, pools = cloud.aggregates, cloud.pools
-    if cloud.blazar:
-        # BlazarFilter keeps ordinary flavors off the hosts Blazar holds
-        settings = reservations.with_filter(settings)
+    # BlazarFilter keeps ordinary flavors off the hosts Blazar holds
+    settings = manager.decide_settings(settings, cloud.blazar)
     snapshot.warn_problems(cloud.problems)
     if pool:
         pool = pools_mod.pool_name(pools, pool)
@@ -120,21 +118,18 @@ def collect(client, flavor=None, resources=(), required=(), image=None,
     if numa_mod.constraints(the_flavor, the_image):
         host_facts = utilisation_ops.add_numa_nodes(
             client, host_facts, hypervisors, prometheus)
-    post = filters.post_filters(
-        sorted(hosts_roots), extra_specs, aggregates, services, project_id,
-        settings['enabled_filters'], pools, hypervisors=hypervisors,
-        image=the_image, default_arch=default_arch, flavor=the_flavor,
-        facts=host_facts, held=cloud.held_hosts(),
-        aliases=settings['aliases'])
+    # the request and every host's state, once: the filters and the NUMA
+    # verdicts judge the same
+    ctx = filters.context(
+        extra_specs, project_id, pools, services, hypervisors, the_image,
+        default_arch, the_flavor, host_facts, cloud.held_hosts(),
+        settings['aliases'], aggregates)
+    post = filters.run(sorted(hosts_roots), ctx, settings['enabled_filters'])
     members = set(pools[pool]['hosts']) if pool else None
     kept = [row for row in rows if row['host'] not in post
             and (members is None or row['host'] in members)]
-    numa = filters.numa(
-        [row['host'] for row in kept], filters.context(
-            extra_specs, project_id, pools, services, hypervisors,
-            the_image, default_arch, the_flavor, host_facts,
-            aliases=settings['aliases']),
-        settings['enabled_filters'])
+    numa = filters.numa([row['host'] for row in kept], ctx,
+                        settings['enabled_filters'])
     for row in kept:
         row['numa'] = numa_mod.row_text(numa.get(row['host']))
     count = len(answer.get('allocation_requests') or [])

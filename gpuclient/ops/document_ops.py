@@ -38,7 +38,7 @@ from gpuclient.rules import document
 from gpuclient.rules import document_plan
 from gpuclient.rules import model
 from gpuclient.rules import pools as pools_mod
-from gpuclient.rules.scheduler import conf as nova_conf
+from gpuclient.rules.scheduler import manager
 
 LOG = logging.getLogger(__name__)
 
@@ -346,7 +346,7 @@ def apply(client, path, dry_run=False, prune=False, recreate_flavors=False,
     # the model with the plan's steps applied
     after = world.cloud()
     problems = document_plan.fit_problems(
-        after, settings or nova_conf.load_settings(), wanted,
+        after, manager.decide_settings(settings), wanted,
         document_plan.touched_flavors(seen.doc, wanted, plan))
     # the doctor judges as "gpu check" does: nova.conf only when given
     problems += document_plan.check_problems(cloud, after, settings)

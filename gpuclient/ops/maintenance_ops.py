@@ -135,8 +135,7 @@ def observe(client, hosts, requested='auto', allow_downtime=False,
     earlier drain left in VERIFY_RESIZE one that confirms it.
     """
     from gpuclient.rules import maintenance
-    from gpuclient.rules import reservations
-    from gpuclient.rules.scheduler import conf as nova_conf
+    from gpuclient.rules.scheduler import manager
     client.compute.require(versions.COMPUTE_EMBEDDED_FLAVOR_VERSION,
                            versions.COMPUTE_HYPERVISOR_UUID_VERSION)
     cloud = snapshot.read(client, mapped_only=True)
@@ -168,11 +167,9 @@ def observe(client, hosts, requested='auto', allow_downtime=False,
                 and svc['host'] not in draining]
     trees = _trees(cloud)
     planned = [s for s in servers if s['id'] not in under_way]
-    settings = settings or nova_conf.load_settings()
-    if cloud.blazar:
-        # BlazarFilter keeps ordinary flavors off the hosts Blazar holds:
-        # a move there would end in "No valid host"
-        settings = reservations.with_filter(settings)
+    # BlazarFilter keeps ordinary flavors off the hosts Blazar holds: a
+    # move there would end in "No valid host"
+    settings = manager.decide_settings(settings, cloud.blazar)
     result = maintenance.plan(
         planned, trees, draining, cordoned,
         facts=maintenance.host_facts(facts, trees, cloud.pools,

@@ -42,16 +42,16 @@ left, host out of scheduling, ...). The reason says which.
 from osc_lib import exceptions
 
 from gpuclient.i18n import _
-from gpuclient.rules import reservations
 from gpuclient.rules import specs
 from gpuclient.rules.scheduler import filters
 from gpuclient.rules.scheduler import fit as fit_mod
 from gpuclient.rules.scheduler import host_manager
+from gpuclient.rules.scheduler import manager
 from gpuclient.rules.scheduler import resource_request as request_mod
 from gpuclient.rules.scheduler.filters import numa_topology_filter as numa_mod
 
 # no more counted per host and flavor (a bound, not a figure anyone meets)
-FIT_LIMIT = 10000
+FIT_LIMIT = fit_mod.FIT_LIMIT
 
 # Why free GPUs are stranded, as a fixed set of values (the ``reason``
 # label of -f openmetrics: series must not change with the locale or with
@@ -115,26 +115,6 @@ def flavor_pools(reading, pools):
     return specs.matching_pools(reading, pools)
 
 
-def signature(tree):
-    """Equal for trees that any request fits into equally often."""
-    depth = {}
-
-    def level(uuid):
-        if uuid not in depth:
-            parent = tree[uuid]['parent']
-            depth[uuid] = 0 if parent is None else level(parent) + 1
-        return depth[uuid]
-
-    entries = []
-    for uuid, rp in tree.items():
-        entries.append((
-            level(uuid), tuple(sorted(rp['traits'])),
-            tuple(sorted(rp['aggregates'])),
-            tuple(sorted((rc, tuple(sorted(inv.items())))
-                         for rc, inv in rp['inventory'].items()))))
-    return tuple(sorted(entries))
-
-
 class Fits:
     """Fit counts of flavors on hosts, over one Cloud."""
 
@@ -149,12 +129,15 @@ class Fits:
         # where Blazar runs, BlazarFilter keeps ordinary flavors off the
         # hosts it holds (rules.reservations)
         self.held = cloud.held_hosts()
-        self.settings = (reservations.with_filter(settings) if cloud.blazar
-                         else settings)
+        self.settings = manager.decide_settings(settings, cloud.blazar)
         self.project_id = project_id
         self.fit_count = fit_count
         self.host_roots = cloud.host_roots()
         self.nodes = host_manager.nodes_by_host(cloud.hypervisors)
+        # every host's state, once for every flavor counted
+        self.states = filters.HostStates(
+            cloud.aggregates, cloud.services, cloud.hypervisors, cloud.pools,
+            self.facts, self.held)
         self._trees = {}
         self._cache = {}
         self.requests = {}
@@ -165,7 +148,7 @@ class Fits:
         key = (host, root)
         if key not in self._trees:
             tree = self.cloud.tree(root, self.cloud.root_aggregates(host))
-            self._trees[key] = (tree, signature(tree))
+            self._trees[key] = (tree, fit_mod.signature(tree))
         return self._trees[key]
 
     def add(self, flavor):
@@ -178,12 +161,12 @@ class Fits:
             flavor, None, self.settings, pools=cloud.pools,
             aggregates=cloud.aggregates, project_id=self.project_id)
         self.requests[fid] = req
-        post = filters.post_filters(
-            sorted(self.host_roots), flavor.get('extra_specs') or {},
-            cloud.aggregates, cloud.services, self.project_id,
-            self.settings['enabled_filters'], cloud.pools,
-            hypervisors=cloud.hypervisors, flavor=flavor, facts=self.facts,
-            held=self.held, aliases=self.settings.get('aliases'))
+        spec = filters.spec(flavor.get('extra_specs') or {},
+                            self.project_id, flavor=flavor,
+                            aliases=self.settings.get('aliases'))
+        post = filters.run(sorted(self.host_roots),
+                           filters.Context(spec, self.states),
+                           self.settings['enabled_filters'])
         self.post[fid] = post
         guest = None
         if numa_enabled(self.settings) and self.with_numa:

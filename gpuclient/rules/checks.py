@@ -56,8 +56,8 @@ from gpuclient.rules import quota as quota_mod
 from gpuclient.rules import reservations
 from gpuclient.rules import specs as specs_mod
 from gpuclient.rules import utilisation as utilisation_mod
-from gpuclient.rules.scheduler import conf as nova_conf
 from gpuclient.rules.scheduler import hardware
+from gpuclient.rules.scheduler import manager
 from gpuclient.rules.scheduler import pci
 from gpuclient.rules.scheduler import resource_request as request_mod
 from gpuclient.rules.scheduler.filters import aggregate_instance_extra_specs
@@ -450,7 +450,7 @@ def _largest(trees, rc):
 def flavor_too_many_devices(cloud, settings):
     """GPU flavors asking for more devices than any host (of their pool)
     offers: multi-vGPU flavors on pools with fewer pGPUs included."""
-    settings = settings or nova_conf.load_settings()
+    settings = manager.decide_settings(settings)
     host_roots = cloud.host_roots()
     found = []
     for flavor, reading in _gpu_flavors(cloud):
@@ -530,7 +530,7 @@ def flavor_unscoped_keys(cloud, settings):
     """Unscoped extra specs (``group_policy``, ...) that
     AggregateInstanceExtraSpecsFilter matches against aggregate metadata
     and that no target host's aggregates satisfy."""
-    settings = settings or nova_conf.load_settings()
+    settings = manager.decide_settings(settings)
     if 'AggregateInstanceExtraSpecsFilter' not in settings[
             'enabled_filters']:
         return []
@@ -1349,7 +1349,7 @@ def gpu_stranded(cloud, settings):
     would use them is short of a compute class there (whatever the
     project: a host closed by its filters is reported by other checks).
     """
-    settings = settings or nova_conf.load_settings()
+    settings = manager.decide_settings(settings)
     fits = capacity_mod.Fits(cloud, settings, None)
     usable = []
     for flavor, _reading in _gpu_flavors(cloud):

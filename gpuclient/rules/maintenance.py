@@ -83,15 +83,14 @@ Nova's documentation behind the rules:
 """
 
 from gpuclient.i18n import _
-from gpuclient.rules import capacity
 from gpuclient.rules import plan as plan_mod
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import specs as specs_mod
 from gpuclient.rules import usage
-from gpuclient.rules.scheduler import conf as nova_conf
 from gpuclient.rules.scheduler import filters
 from gpuclient.rules.scheduler import fit as fit_mod
 from gpuclient.rules.scheduler import host_manager
+from gpuclient.rules.scheduler import manager
 from gpuclient.rules.scheduler import resource_request as request_mod
 
 # --method
@@ -486,7 +485,7 @@ class Room:
     placed. TREES: {host: [provider tree as gpuclient.rules.scheduler.fit takes
     it]}; the trees given are never changed. Whether a request fits a
     tree is asked once per request and tree shape
-    (``capacity.signature``), as ``gpu capacity list`` counts."""
+    (``fit.signature``), as ``gpu capacity list`` counts."""
 
     def __init__(self, trees):
         self.original = trees
@@ -511,7 +510,7 @@ class Room:
     def _fits_tree(self, where, tree, req, key):
         shape = self._shapes.get(where)
         if shape is None:
-            shape = self._shapes[where] = capacity.signature(tree)
+            shape = self._shapes[where] = fit_mod.signature(tree)
         found = self._fits.get((key, shape))
         if found is None:
             found = self._fits[(key, shape)] = fit_mod.fit_count(
@@ -566,21 +565,22 @@ class Room:
         return sorted(found, key=lambda h: (-self.free(h, classes), h))
 
 
-def eligible(hosts, server, excluded, settings, pools, aggregates, services,
-             hypervisors, held=None):
+def eligible(hosts, server, excluded, settings, states):
     """(hosts that may take SERVER, {host: reason}) by the filters Nova
-    applies after Placement (``filters.post_filters``), HOSTS in
-    EXCLUDED ({host: reason}) left out first. HELD: the hosts Blazar
-    holds (``model.Cloud.held_hosts``), judged by BlazarFilter where
-    the settings enable it."""
+    applies after Placement (``filters.run``), HOSTS in EXCLUDED ({host:
+    reason}) left out first. STATES: the hosts' states
+    (``filters.HostStates``, built once per plan: services, hypervisors,
+    aggregates, pools and the hosts Blazar holds, which BlazarFilter
+    judges where the settings enable it). The request is the server's
+    embedded flavor's extra specs and its project: no flavor or image, so
+    NUMATopologyFilter and the image's requirements do not judge a move."""
     flavor = server.get('flavor') or {}
     project = server.get('tenant_id') or server.get('project_id')
     refused = {h: excluded[h] for h in hosts if h in excluded}
     rest = [h for h in hosts if h not in excluded]
-    post = filters.post_filters(
-        rest, flavor.get('extra_specs') or {}, aggregates, services,
-        project, settings['enabled_filters'], pools,
-        hypervisors=hypervisors, held=held)
+    spec = filters.spec(flavor.get('extra_specs') or {}, project)
+    post = filters.run(rest, filters.Context(spec, states),
+                       settings['enabled_filters'])
     for host, reasons in post.items():
         refused[host] = filters.post_filter_text(host, reasons[0], project)
     return [h for h in rest if h not in post], refused
@@ -625,7 +625,7 @@ def plan(servers, trees, draining, cordoned=(), facts=None,
     arguments as ``request.build`` and ``filters.post_filters`` take
     them.
     """
-    settings = settings or nova_conf.load_settings()
+    settings = manager.decide_settings(settings)
     pools = pools or {}
     facts = facts or {}
     gpu_rows = gpu_rows or {}
@@ -638,6 +638,9 @@ def plan(servers, trees, draining, cordoned=(), facts=None,
     rows, moves, cannot = [], {}, []
     requests = {}  # request_key -> request
     judged = {}  # (extra specs, project) -> eligible()
+    # every host's state, once for the whole plan
+    states = filters.HostStates(aggregates, services, hypervisors, pools,
+                                held=held)
     notify = {}  # project -> ids of its servers that go down
 
     def order(server):
@@ -664,8 +667,7 @@ def plan(servers, trees, draining, cordoned=(), facts=None,
             flavor_key = (key[1], key[2])  # extra specs, project
             if flavor_key not in judged:
                 judged[flavor_key] = eligible(
-                    hosts, server, excluded, settings, pools, aggregates,
-                    services, hypervisors, held)
+                    hosts, server, excluded, settings, states)
             allowed, refused = judged[flavor_key]
             ranked = room.ranked(allowed, req, key)
             if not ranked:

@@ -39,6 +39,13 @@ from gpuclient.i18n import _
 from gpuclient.rules import operations
 from gpuclient.rules import placement_names as names
 
+# the scope of a flavor extra spec that Nova's
+# AggregateInstanceExtraSpecsFilter matches against aggregate metadata
+# (``aggregate_instance_extra_specs:<key>``): here, a leaf of rules/, so
+# that the spec rules (specs.py) and the scheduler's filter share it
+# without the spec rules importing the scheduler
+AGGREGATE_SCOPE = 'aggregate_instance_extra_specs'
+
 MAX_LENGTH = 255
 _KEY_RE = re.compile(r'[a-zA-Z0-9\-_:. ]{1,%d}' % MAX_LENGTH)
 KEY_CHARACTERS = _('letters, digits, spaces and "-", "_", ":", ".", 1 to '

@@ -36,9 +36,8 @@ from gpuclient.rules import address_space
 from gpuclient.rules import nova_rules
 from gpuclient.rules import placement_names as names
 from gpuclient.rules import pools as pools_mod
-from gpuclient.rules.scheduler.filters import aggregate_instance_extra_specs
 
-AGGREGATE_PREFIX = aggregate_instance_extra_specs.AGGREGATE_SCOPE + ':'
+AGGREGATE_PREFIX = nova_rules.AGGREGATE_SCOPE + ':'
 POOL_SPEC = AGGREGATE_PREFIX + pools_mod.POOL_KEY
 ALIAS_SPEC = 'pci_passthrough:alias'
 NUMA_SPEC = 'hw:pci_numa_affinity_policy'

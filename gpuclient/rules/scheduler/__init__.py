@@ -26,6 +26,10 @@ gpuclient.rules.scheduler      Nova
 ``request_filter``             ``nova/scheduler/request_filter.py``
 ``resource_request``           ``nova/scheduler/utils.py``
                                (``ResourceRequest``, the query string)
+``manager``                    ``nova/scheduler/manager.py`` (the
+                               settings, decided once per command)
+``request_spec``               ``nova/objects/request_spec.py``
+                               (``RequestSpec``: what the filters judge)
 ``host_manager``               ``nova/scheduler/host_manager.py``
                                (``HostState``)
 ``filters``                    ``nova/scheduler/filters/``: one module per

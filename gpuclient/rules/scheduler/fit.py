@@ -109,6 +109,31 @@ _MAX_HALL_TYPES = 12
 _UNBOUNDED = sys.maxsize
 
 
+# the most copies of one request counted on one tree (gpu capacity list)
+FIT_LIMIT = 10000
+
+
+def signature(tree):
+    """Equal for trees that any request fits into equally often: the key
+    under which a count is kept for trees of the same shape."""
+    depth = {}
+
+    def level(uuid):
+        if uuid not in depth:
+            parent = tree[uuid]['parent']
+            depth[uuid] = 0 if parent is None else level(parent) + 1
+        return depth[uuid]
+
+    entries = []
+    for uuid, rp in tree.items():
+        entries.append((
+            level(uuid), tuple(sorted(rp['traits'])),
+            tuple(sorted(rp['aggregates'])),
+            tuple(sorted((rc, tuple(sorted(inv.items())))
+                         for rc, inv in rp['inventory'].items()))))
+    return tuple(sorted(entries))
+
+
 def fit_count(tree, request, limit=None):
     """How many more copies of one server's request fit into one provider
     tree, exactly.

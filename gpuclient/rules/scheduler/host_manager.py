@@ -26,6 +26,8 @@ API does not show is never a pass or a failure); a host passes if one of
 its nodes does.
 """
 
+import dataclasses
+
 from gpuclient.i18n import _
 from gpuclient.rules import host_names
 from gpuclient.rules.scheduler import hardware
@@ -78,6 +80,30 @@ def host_state(hypervisor):
         state['free_disk_mb'] = (min(free_gb, least) if least is not None
                                  else free_gb) * 1024
     return state
+
+
+@dataclasses.dataclass(frozen=True)
+class HostState:
+    """A compute host as the post-Placement filters judge it (Nova's
+    ``HostState``, one per host here: its NODES are the hypervisors the
+    API shows for it). Built once per command from the cloud's reads
+    (``filters.host_states``); a filter takes it with the request
+    (``host_reasons(state, spec)``)."""
+
+    host: str
+    # its nova-compute service (os-services), None when not listed
+    service: dict = None
+    # its hypervisors (compute API 2.53 details), None when none listed
+    nodes: list = None
+    # {key: set of values} of its aggregates' metadata (Nova's
+    # aggregate_metadata_get_by_host)
+    metadata: dict = dataclasses.field(default_factory=dict)
+    # its host facts (--host-fact, the NUMA nodes Prometheus shows)
+    facts: dict = None
+    # why Blazar holds it ([] or None: not held)
+    held: list = None
+    # the pools holding it that are limited to projects, sorted names
+    limited_pools: tuple = ()
 
 
 def nodes_by_host(hypervisors):

@@ -88,6 +88,15 @@ class TestTree(base.TestCase):
                       found)
         self.assertEqual({'rules'}, {layers.floor_of(m) for m in found})
 
+    def test_the_scheduler_package_imports_nothing_that_imports_it(self):
+        # issue 53: rules/specs.py took AGGREGATE_SCOPE from the scheduler's
+        # filter while the scheduler imported specs
+        self.assertEqual(
+            [], layers.back_into(self.graph, 'gpuclient.rules.scheduler'))
+
+    def test_no_module_circle(self):
+        self.assertEqual([], layers.cycles(self.graph))
+
     def test_sees_lazy_imports(self):
         # journal imports the plugin inside a function.
         self.assertIn('gpuclient.plugin',
@@ -381,6 +390,28 @@ class TestChecker(base.TestCase):
                    'from gpuclient.v1 import pool\n')
         self.assertNotIn('gpuclient.tests.test_x', layers.graph(self.root))
         self.assertEqual([], self.pairs())
+
+    def test_back_into_a_package(self):
+        imports = {
+            'gpuclient.rules.sched.a': {'gpuclient.rules.specs'},
+            'gpuclient.rules.sched.b': set(),
+            'gpuclient.rules.specs': {'gpuclient.rules.pools'},
+            'gpuclient.rules.pools': {'gpuclient.rules.sched.b'},
+            'gpuclient.rules.other': {'gpuclient.rules.sched.a'},
+        }
+        self.assertEqual(
+            [('gpuclient.rules.pools', 'gpuclient.rules.sched.b')],
+            layers.back_into(imports, 'gpuclient.rules.sched'))
+        imports['gpuclient.rules.pools'] = set()
+        self.assertEqual([], layers.back_into(imports,
+                                              'gpuclient.rules.sched'))
+
+    def test_cycles(self):
+        imports = {'a': {'b'}, 'b': {'c'}, 'c': {'a', 'd'}, 'd': {'e'},
+                   'e': {'d'}, 'f': {'a'}}
+        self.assertEqual([['a', 'b', 'c'], ['d', 'e']],
+                         layers.cycles(imports))
+        self.assertEqual([], layers.cycles({'a': {'b'}, 'b': set()}))
 
     def test_diagram_counts(self):
         text = layers.diagram(layers.graph(self.root))

@@ -14,16 +14,20 @@
 
 Laid out as ``nova/scheduler/filters/``: a module per filter, named as
 Nova names its file, each with ``NAME`` (the filter's class name, as in
-``[filter_scheduler] enabled_filters``), ``host_reasons(ctx, host,
-metadata)`` ([reason dicts] for a host the filter removes) and
+``[filter_scheduler] enabled_filters``), ``host_reasons(state, spec)``
+([reason dicts] for a host the filter removes; STATE a
+``host_manager.HostState``, SPEC a ``request_spec.RequestSpec``) and
 ``text(host, reason, project_id)`` (the reason in operator terms).
 ``FILTERS`` is the registry, in the order Nova 34 runs the default
 filters that the API lets a client judge; ``NOT_CHECKED`` names the
 others, and why. ``post_filters`` runs the enabled ones on every host.
 """
 
+import collections
+
 from gpuclient.i18n import _
 from gpuclient.rules.scheduler import host_manager
+from gpuclient.rules.scheduler import request_spec
 from gpuclient.rules.scheduler.filters import aggregate_instance_extra_specs
 from gpuclient.rules.scheduler.filters import aggregate_multitenancy_isolation
 from gpuclient.rules.scheduler.filters import blazar_filter
@@ -62,27 +66,61 @@ NOT_CHECKED = {
 }
 
 
+# what the filters read: the request, decided once, and the hosts' states
+Context = collections.namedtuple('Context', 'spec states')
+
+
+class HostStates:
+    """The hosts' ``HostState``, each built once from the cloud's reads
+    (aggregates, services, hypervisors, pools; FACTS {host: host facts},
+    HELD {host: [why]} of the hosts Blazar holds)."""
+
+    def __init__(self, aggregates=(), services=(), hypervisors=(),
+                 pools=None, facts=None, held=None):
+        self.aggregates = aggregates or ()
+        self.services = {s['host']: s for s in services or ()}
+        self.nodes = host_manager.nodes_by_host(hypervisors)
+        self.pools = pools or {}
+        self.facts = facts or {}
+        self.held = held or {}
+        self._states = {}
+
+    def get(self, host):
+        if host not in self._states:
+            self._states[host] = host_manager.HostState(
+                host=host, service=self.services.get(host),
+                nodes=self.nodes.get(host),
+                metadata=utils.host_metadata(self.aggregates, host),
+                facts=self.facts.get(host), held=self.held.get(host),
+                limited_pools=tuple(sorted(
+                    p['name'] for p in self.pools.values()
+                    if host in p['hosts'] and p['projects'])))
+        return self._states[host]
+
+
 def context(extra_specs, project_id, pools=None, services=(),
             hypervisors=(), image=None, default_arch=None, flavor=None,
-            facts=None, held=None, aliases=None):
-    """What the filters read: the request and the hosts as the API
-    shows them (FLAVOR's guest NUMA topology, FACTS: {host: host facts},
-    HELD: {host: [why]} of the hosts Blazar holds, ALIASES: the [pci]
-    aliases of the settings, whose numa_policy Nova gives a flavor's
-    devices when it sets none).
+            facts=None, held=None, aliases=None, aggregates=()):
+    """What the filters read (a ``Context``): the request (FLAVOR's guest
+    NUMA topology with the settings' [pci] ALIASES, whose numa_policy
+    Nova gives a flavor's devices when it sets none; IMAGE's
+    requirements) and the hosts as the API shows them (FACTS: {host: host
+    facts}, HELD: {host: [why]} of the hosts Blazar holds).
     """
-    return {
-        'extra_specs': extra_specs,
-        'project_id': project_id,
-        'pools': pools or {},
-        'services': {s['host']: s for s in services or ()},
-        'nodes': host_manager.nodes_by_host(hypervisors),
-        'wanted': image_props_filter.image_requirements(image, default_arch),
-        'numa': numa_topology_filter.constraints(flavor, image, aliases),
-        'devices': numa_topology_filter.pci_devices(extra_specs),
-        'facts': facts or {},
-        'held': held or {},
-    }
+    return Context(
+        spec(extra_specs, project_id, image, default_arch, flavor, aliases),
+        HostStates(aggregates, services, hypervisors, pools, facts, held))
+
+
+def spec(extra_specs, project_id, image=None, default_arch=None,
+         flavor=None, aliases=None):
+    """The ``RequestSpec`` the filters judge a host for (as ``context``
+    takes its arguments)."""
+    return request_spec.RequestSpec(
+        extra_specs=extra_specs, project_id=project_id,
+        wanted=image_props_filter.image_requirements(image, default_arch),
+        guest=numa_topology_filter.constraints(flavor, image, aliases),
+        devices=numa_topology_filter.pci_devices(extra_specs))
 
 
 def post_filters(hosts, extra_specs, aggregates, services, project_id,
@@ -99,16 +137,23 @@ def post_filters(hosts, extra_specs, aggregates, services, project_id,
     holds (BlazarFilter). ALIASES: the settings' [pci] aliases (their
     numa_policy, see ``context``).
     """
+    return run(hosts, context(
+        extra_specs, project_id, pools, services, hypervisors, image,
+        default_arch, flavor, facts, held, aliases, aggregates),
+        enabled_filters)
+
+
+def run(hosts, ctx, enabled_filters):
+    """{host: [reason dicts]} of the enabled filters for CTX's request
+    (a ``Context``) on each of HOSTS."""
     enabled = set(enabled_filters or ())
-    ctx = context(extra_specs, project_id, pools, services, hypervisors,
-                  image, default_arch, flavor, facts, held, aliases)
     out = {}
     for host in hosts:
-        metadata = utils.host_metadata(aggregates, host)
+        state = ctx.states.get(host)
         reasons = []
         for host_filter in FILTERS:
             if host_filter.NAME in enabled:
-                reasons += host_filter.host_reasons(ctx, host, metadata)
+                reasons += host_filter.host_reasons(state, ctx.spec)
         if reasons:
             out[host] = reasons
     return out
@@ -163,11 +208,12 @@ def numa(hosts, ctx, enabled_filters):
     """{host: (status, text)} of NUMATopologyFilter for a flavor asking a
     NUMA topology ({} when it asks none or the filter is off): 'judged'
     (passes or fails, by which source) or 'not judged' and why."""
-    if NUMA_FILTER not in set(enabled_filters or ()) or not ctx['numa']:
+    if NUMA_FILTER not in set(enabled_filters or ()) or not ctx.spec.guest:
         return {}
     out = {}
     for host in hosts:
-        status, detail = numa_topology_filter.judge(ctx, host)
+        status, detail = numa_topology_filter.judge(ctx.states.get(host),
+                                                    ctx.spec)
         if status == host_manager.UNKNOWN:
             out[host] = (status, numa_topology_filter.unknown_text(detail))
         else:

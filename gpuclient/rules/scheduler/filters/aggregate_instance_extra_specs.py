@@ -20,10 +20,11 @@ that reads it.
 """
 
 from gpuclient.i18n import _
+from gpuclient.rules import nova_rules
 from gpuclient.rules.scheduler.filters import extra_specs_ops
 
 NAME = 'AggregateInstanceExtraSpecsFilter'
-AGGREGATE_SCOPE = 'aggregate_instance_extra_specs'
+AGGREGATE_SCOPE = nova_rules.AGGREGATE_SCOPE
 
 
 def extra_specs_match(value, req):
@@ -59,8 +60,8 @@ def extra_specs_reasons(extra_specs, metadata):
     return reasons
 
 
-def host_reasons(ctx, host, metadata):
-    return extra_specs_reasons(ctx['extra_specs'], metadata)
+def host_reasons(state, spec):
+    return extra_specs_reasons(spec.extra_specs, state.metadata)
 
 
 def text(host, reason, project_id):

@@ -22,20 +22,18 @@ from gpuclient.i18n import _
 NAME = 'AggregateMultiTenancyIsolation'
 
 
-def host_reasons(ctx, host, metadata):
-    if not metadata:
+def host_reasons(state, spec):
+    if not state.metadata:
         return []
     tenants = set()
-    for key, values in metadata.items():
+    for key, values in state.metadata.items():
         if key.startswith('filter_tenant_id'):
             tenants |= values
-    if tenants and ctx['project_id'] not in tenants:
+    if tenants and spec.project_id not in tenants:
         return [{
             'filter': NAME,
             'projects': sorted(tenants),
-            'pools': sorted(
-                p['name'] for p in ctx['pools'].values()
-                if host in p['hosts'] and p['projects'])}]
+            'pools': list(state.limited_pools)}]
     return []
 
 

@@ -26,9 +26,9 @@ from gpuclient.rules import reservations
 NAME = reservations.FILTER_NAME
 
 
-def host_reasons(ctx, host, metadata):
-    why = ctx['held'].get(host)
-    if not why or reservations.passes(ctx['extra_specs']):
+def host_reasons(state, spec):
+    why = state.held
+    if not why or reservations.passes(spec.extra_specs):
         return []
     return [{'filter': NAME, 'held': why}]
 

@@ -156,14 +156,14 @@ def capabilities_text(host, detail):
         'host': host, 'parts': '; '.join(parts)}
 
 
-def host_reasons(ctx, host, metadata):
-    """[reason] when no node of HOST passes (a host without a hypervisor
-    record is not judged)."""
-    nodes = ctx['nodes'].get(host)
+def host_reasons(state, spec):
+    """[reason] when no node of the host passes (a host without a
+    hypervisor record is not judged)."""
+    nodes = state.nodes
     if not nodes:
         return []
     status, detail = host_manager.judge_host(
-        nodes, lambda node: judge_capabilities(node, ctx['extra_specs']))
+        nodes, lambda node: judge_capabilities(node, spec.extra_specs))
     if status == host_manager.FAIL:
         return [{'filter': NAME, 'detail': detail}]
     return []

@@ -22,8 +22,8 @@ from gpuclient.i18n import _
 NAME = 'ComputeFilter'
 
 
-def host_reasons(ctx, host, metadata):
-    service = ctx['services'].get(host)
+def host_reasons(state, spec):
+    service = state.service
     if service is None:
         return []
     if service.get('status') == 'disabled':

@@ -277,13 +277,13 @@ def image_text(host, detail, wanted):
                  'type': detail.get('hypervisor_type')}
 
 
-def host_reasons(ctx, host, metadata):
-    """[reason] when no node of HOST passes (a host without a hypervisor
-    record is not judged)."""
-    nodes = ctx['nodes'].get(host)
+def host_reasons(state, spec):
+    """[reason] when no node of the host passes (a host without a
+    hypervisor record is not judged)."""
+    nodes = state.nodes
     if not nodes:
         return []
-    wanted = ctx['wanted']
+    wanted = spec.wanted
     status, detail = host_manager.judge_host(
         nodes, lambda node: judge_image(node, wanted))
     if status == host_manager.FAIL:

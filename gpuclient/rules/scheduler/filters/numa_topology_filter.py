@@ -229,26 +229,26 @@ def judge_numa(node, guest, facts=None, devices=0):
     return status, dict(detail or {}, source=topology['source'])
 
 
-def judge(ctx, host):
-    """(status, detail) of HOST for ctx's guest NUMA topology; (PASS,
-    None) when the flavor asks none."""
-    guest = ctx.get('numa')
+def judge(state, spec):
+    """(status, detail) of the host (STATE) for SPEC's guest NUMA
+    topology; (PASS, None) when the flavor asks none."""
+    guest = spec.guest
     if not guest:
         return PASS, None
     if 'refused' in guest:
         return FAIL, {'why': 'refused', 'text': guest['refused'],
                       'source': _('the flavor')}
-    nodes = ctx['nodes'].get(host)
+    nodes = state.nodes
     if not nodes:
         return UNKNOWN, {'why': 'topology',
                          'unknown': _('no hypervisor record')}
-    facts = (ctx.get('facts') or {}).get(host)
+    facts = state.facts
     return host_manager.judge_host(nodes, lambda node: judge_numa(
-        node, guest, facts, ctx.get('devices') or 0))
+        node, guest, facts, spec.devices or 0))
 
 
-def host_reasons(ctx, host, metadata):
-    status, detail = judge(ctx, host)
+def host_reasons(state, spec):
+    status, detail = judge(state, spec)
     if status == FAIL:
         return [dict(detail, filter=NAME)]
     return []
