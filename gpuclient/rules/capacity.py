@@ -164,28 +164,15 @@ class Fits:
         spec = filters.spec(flavor.get('extra_specs') or {},
                             self.project_id, flavor=flavor,
                             aliases=self.settings.get('aliases'))
-        post = filters.run(sorted(self.host_roots),
-                           filters.Context(spec, self.states),
-                           self.settings['enabled_filters'])
-        self.post[fid] = post
         guest = None
         if numa_enabled(self.settings) and self.with_numa:
             guest = numa_mod.constraints(
                 flavor, aliases=self.settings.get('aliases'))
-        self.numa[fid] = {}
         classes = set(request_mod.gpu_classes(req))
-        counts = {}
-        for host, roots in sorted(self.host_roots.items()):
-            if host in post:
-                counts[host] = 0
-                numa = [r for r in post[host]
-                        if r['filter'] == filters.NUMA_FILTER]
-                if guest and numa:
-                    self.numa[fid][host] = (host_manager.FAIL,
-                                            numa[0]['source'])
-                continue
+
+        def count(host):
             total = 0
-            for root in sorted(roots):
+            for root in sorted(self.host_roots[host]):
                 tree, shape = self.tree(host, root)
                 if classes and not any(
                         rp['inventory'].get(rc, {}).get('free')
@@ -196,26 +183,34 @@ class Fits:
                     self._cache[key] = self.fit_count(tree, req,
                                                       limit=FIT_LIMIT)
                 total += self._cache[key]
-            counts[host] = total
             if guest:
-                counts[host] = self._numa(fid, host, guest, flavor, total)
+                return self._numa(host, guest, flavor, total)
+            return total, None
+
+        selected = manager.select(filters.Context(spec, self.states),
+                                  sorted(self.host_roots),
+                                  self.settings['enabled_filters'], count)
+        self.post[fid] = manager.removed(selected)
+        self.numa[fid] = {host: s.numa for host, s in selected.items()
+                          if guest and s.numa}
+        counts = {host: s.count for host, s in selected.items()}
         self.fits[fid] = counts
         return counts
 
-    def _numa(self, fid, host, guest, flavor, placed):
-        """PLACED (Placement's count on HOST) bounded by the NUMA fit of
-        GUEST; None when not judged (the reason in self.numa)."""
+    def _numa(self, host, guest, flavor, placed):
+        """(PLACED (Placement's count on HOST) bounded by the NUMA fit of
+        GUEST, or None when not judged; the verdict, (status, what))."""
         if not placed:
-            return 0  # Placement offers none: nothing for NUMA to judge
+            # Placement offers none: nothing for NUMA to judge
+            return 0, None
         nodes = self.nodes.get(host) or ()
         count, what = numa_mod.host_count(
             nodes, guest, self.facts.get(host),
             numa_mod.pci_devices(flavor.get('extra_specs')),
             {node.get('id'): _ratios(self.cloud, node) for node in nodes})
-        self.numa[fid][host] = (
-            host_manager.UNKNOWN if count is None else host_manager.PASS,
-            what)
-        return None if count is None else min(placed, count)
+        verdict = (host_manager.UNKNOWN if count is None
+                   else host_manager.PASS, what)
+        return (None if count is None else min(placed, count)), verdict
 
 
 def numa_enabled(settings):

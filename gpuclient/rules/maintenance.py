@@ -567,7 +567,7 @@ class Room:
 
 def eligible(hosts, server, excluded, settings, states):
     """(hosts that may take SERVER, {host: reason}) by the filters Nova
-    applies after Placement (``filters.run``), HOSTS in EXCLUDED ({host:
+    applies after Placement (``manager.select``), HOSTS in EXCLUDED ({host:
     reason}) left out first. STATES: the hosts' states
     (``filters.HostStates``, built once per plan: services, hypervisors,
     aggregates, pools and the hosts Blazar holds, which BlazarFilter
@@ -579,11 +579,11 @@ def eligible(hosts, server, excluded, settings, states):
     refused = {h: excluded[h] for h in hosts if h in excluded}
     rest = [h for h in hosts if h not in excluded]
     spec = filters.spec(flavor.get('extra_specs') or {}, project)
-    post = filters.run(rest, filters.Context(spec, states),
-                       settings['enabled_filters'])
-    for host, reasons in post.items():
+    selected = manager.select(filters.Context(spec, states), rest,
+                              settings['enabled_filters'])
+    for host, reasons in manager.removed(selected).items():
         refused[host] = filters.post_filter_text(host, reasons[0], project)
-    return [h for h in rest if h not in post], refused
+    return [h for h in rest if selected[h].passes], refused
 
 
 def _no_room_reason(room, req, key, allowed, refused, label):
