@@ -368,7 +368,20 @@ def drain(client, hosts, requested='auto', allow_downtime=False,
     _run(client, plan, on_step)
     # servers --skip-unmovable lets stay
     let_stay = {r['server'] for r in staying}
-    all_rows = list(rows)
+    all_rows = list(rows) + _more_rounds(
+        client, draining, let_stay, requested, allow_downtime, settings,
+        facts, confirm, timeout, on_step)
+    _finish(client, draining, let_stay, reason, timeout, on_step)
+    return all_rows, plan, written
+
+
+def _more_rounds(client, draining, let_stay, requested, allow_downtime,
+                 settings, facts, confirm, timeout, on_step):
+    """The drain's later rounds: what arrived on DRAINING meanwhile,
+    planned and moved (at most MAX_ROUNDS in all); their rows."""
+    from gpuclient.rules import maintenance
+
+    all_rows = []
     for _round in range(1, MAX_ROUNDS):
         left = _settled(client, draining, timeout)
         pending = [s for s in left['servers'] if s['id'] not in let_stay]
@@ -385,6 +398,17 @@ def drain(client, hosts, requested='auto', allow_downtime=False,
         _run(client, plan_mod.Plan('gpu host drain', _move_steps(
             observed['cloud'], more, [], confirm, timeout), forward=True),
             on_step)
+    return all_rows
+
+
+def _finish(client, draining, let_stay, reason, timeout, on_step):
+    """The drain's end: DRAINING read back (an error names what is still
+    there, LET_STAY excepted), then the ordinary cordon reason."""
+    from osc_lib import exceptions
+
+    from gpuclient.i18n import _
+    from gpuclient.rules import maintenance
+
     left = _settled(client, draining, timeout)
     there = [s for s in left['servers'] if s['id'] not in let_stay]
     if there or left['incoming']:
@@ -420,7 +444,6 @@ def drain(client, hosts, requested='auto', allow_downtime=False,
     if stays:
         LOG.warning(_('Not drained (--skip-unmovable): %s'),
                     maintenance.left_text(left['servers'], ()))
-    return all_rows, plan, written
 
 
 def _run(client, plan, on_step):

@@ -192,8 +192,6 @@ def plan_pools(client, pool_names, demand_counts, model=None,
     (proposed profiles no pool serves). The summary has ``flavors``:
     {flavor: (free now, free after)}.
     """
-    from gpuclient.ops import server_ops
-    from gpuclient.rules import nova_config
     from gpuclient.rules import profile_cloud
 
     cloud, hosts, pool_names = _read_cloud(client, pool_names)
@@ -207,28 +205,68 @@ def plan_pools(client, pool_names, demand_counts, model=None,
     vgpu_profiles, notes = profile_cloud.vgpu_profiles(cloud.pools,
                                                        vgpu_types)
     if usage_period is not None:
-        from gpuclient.ops import usage_ops
-        from gpuclient.rules import profile_demand
-
-        (start, end), rows, more = usage_ops.demand(client, *usage_period)
-        LOG.info(_('Demand from the usage of %(start)s to %(end)s (UTC).'),
-                 {'start': start.isoformat(), 'end': end.isoformat()})
-        demand_counts, found = profile_demand.entries(
-            rows, cloud.flavors, cloud.pools, vgpu_profiles)
-        notes += more + found
-        for row in rows:
-            notes.append(_(
-                'Flavor %(flavor)s: %(peak)d servers at the peak, '
-                '%(refused)d boots refused ("No valid host"): demand '
-                '%(total)d.') % row._asdict())
-        if not demand_counts:
-            raise profile_cloud.CannotTell(_(
-                'No server of a MIG or vGPU pool\'s flavor ran or was '
-                'refused from %(start)s to %(end)s: nothing to plan for. '
-                'Give a longer period (--start) or --demand.')
-                % {'start': start.isoformat(), 'end': end.isoformat()})
+        demand_counts = _usage_demand(client, cloud, usage_period,
+                                      vgpu_profiles, notes)
     wanted, of_flavor = profile_cloud.profiles_wanted(
         demand_counts, cloud.flavors, cloud.pools, vgpu_profiles)
+    trees, found = _cards(client, cloud, hosts, vgpu_profiles, model,
+                          notes)
+    with quiet_solver():
+        rows, summary = profile_cloud.plan(found, wanted)
+    config, host_notes, unserved = profile_cloud.proposed_config(
+        cloud.pools, trees, found, rows, mig_types, vgpu_profiles)
+    for host in hosts:
+        notes += host_notes.get(host, [])
+    _servers_to_move(client, found, rows, unserved, notes)
+    summary['flavors'] = profile_cloud.flavor_figures(found, rows,
+                                                      of_flavor)
+    written, conf_paths = {}, {}
+    if output_dir:
+        recut_hosts = sorted({r['host'] for r in rows if r['recut']})
+        files = profile_cloud.host_files(config, recut_hosts)
+        _refuse_existing(output_dir, [name for name, _text in files])
+        written = write_scripts(rows, output_dir)
+        conf_paths = write_host_confs(output_dir, files, recut_hosts)
+    for row in rows:
+        row['script'] = written.get(row['id'])
+        row['nova_conf'] = conf_paths.get(row['host'])
+    return rows, summary, notes
+
+
+def _usage_demand(client, cloud, usage_period, vgpu_profiles, notes):
+    """The demand counts of ``--from-usage`` (USAGE_PERIOD), notes added
+    to NOTES."""
+    from gpuclient.ops import usage_ops
+    from gpuclient.rules import profile_cloud
+    from gpuclient.rules import profile_demand
+
+    (start, end), rows, more = usage_ops.demand(client, *usage_period)
+    LOG.info(_('Demand from the usage of %(start)s to %(end)s (UTC).'),
+             {'start': start.isoformat(), 'end': end.isoformat()})
+    demand_counts, found = profile_demand.entries(
+        rows, cloud.flavors, cloud.pools, vgpu_profiles)
+    notes += more + found
+    for row in rows:
+        notes.append(_(
+            'Flavor %(flavor)s: %(peak)d servers at the peak, '
+            '%(refused)d boots refused ("No valid host"): demand '
+            '%(total)d.') % row._asdict())
+    if not demand_counts:
+        raise profile_cloud.CannotTell(_(
+            'No server of a MIG or vGPU pool\'s flavor ran or was '
+            'refused from %(start)s to %(end)s: nothing to plan for. '
+            'Give a longer period (--start) or --demand.')
+            % {'start': start.isoformat(), 'end': end.isoformat()})
+    return demand_counts
+
+
+def _cards(client, cloud, hosts, vgpu_profiles, model, notes):
+    """(trees, cards) of HOSTS' MIG and time-sliced vGPU cards, with the
+    allocations of their used GPU providers; notes added to NOTES."""
+    from gpuclient.ops import server_ops
+    from gpuclient.rules import nova_config
+    from gpuclient.rules import profile_cloud
+
     host_roots = cloud.host_roots()
     roots = {h: sorted(host_roots.get(h) or ()) for h in hosts}
     notes += [_('%s has no compute node in Placement: its cards are not '
@@ -250,12 +288,15 @@ def plan_pools(client, pool_names, demand_counts, model=None,
             _('No MIG or time-sliced vGPU card found on %s: their device '
               'providers serve no VGPU nor a pool\'s class (see '
               '"openstack gpu host list --long").') % ', '.join(hosts))
-    with quiet_solver():
-        rows, summary = profile_cloud.plan(found, wanted)
-    config, host_notes, unserved = profile_cloud.proposed_config(
-        cloud.pools, trees, found, rows, mig_types, vgpu_profiles)
-    for host in hosts:
-        notes += host_notes.get(host, [])
+    return trees, found
+
+
+def _servers_to_move(client, found, rows, unserved, notes):
+    """Each row's host, address, servers to move first (as the drain
+    would move them: one drain plan of the hosts concerned) and unserved
+    profiles; notes added to NOTES."""
+    from gpuclient.rules import profile_cloud
+
     by_id = {c['id']: c for c in found}
     moving = {c['host'] for row in rows for c in [by_id[row['id']]]
               if profile_cloud.servers_to_move(c, row)}
@@ -283,19 +324,6 @@ def plan_pools(client, pool_names, demand_counts, model=None,
             'that keeps its slice stays): each is shown with the way "gpu '
             'host drain <host> --allow-downtime --dry-run" would move it '
             '(live migration only with --host-fact; see "gpu host drain").'))
-    summary['flavors'] = profile_cloud.flavor_figures(found, rows,
-                                                      of_flavor)
-    written, conf_paths = {}, {}
-    if output_dir:
-        recut_hosts = sorted({r['host'] for r in rows if r['recut']})
-        files = profile_cloud.host_files(config, recut_hosts)
-        _refuse_existing(output_dir, [name for name, _text in files])
-        written = write_scripts(rows, output_dir)
-        conf_paths = write_host_confs(output_dir, files, recut_hosts)
-    for row in rows:
-        row['script'] = written.get(row['id'])
-        row['nova_conf'] = conf_paths.get(row['host'])
-    return rows, summary, notes
 
 
 def plan_vf_pools(cloud, hosts, pool_names, demand_counts,
