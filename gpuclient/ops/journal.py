@@ -50,9 +50,7 @@
 import collections
 import contextlib
 import logging
-import os
 import signal
-import sys
 import threading
 import time
 
@@ -60,6 +58,7 @@ from osc_lib import exceptions
 
 from gpuclient.cloud import errors
 from gpuclient.i18n import _
+from gpuclient.ops import invocation
 from gpuclient.rules import nova_rules
 from gpuclient.rules import operations
 from gpuclient.rules import plan as plan_mod
@@ -1364,25 +1363,11 @@ def _unwind(executor, done, unknown, progress=None):
     return undone, [], kept, None
 
 
-def invoked_command(argv=None):
-    """The exact command to re-run: this process's own ``openstack ...``
-    arguments when it is the OSC executable (every write command, pool,
-    flavor, image and quota alike), else None (library use: the plan's
-    own hint is used). Secrets are left out as OSC's parser read them:
-    an abbreviated --os-passw is the password (``plan.redact``)."""
-    argv = sys.argv if argv is None else argv
-    if not argv or os.path.basename(argv[0]) != 'openstack':
-        return None
-    from gpuclient import plugin
-
-    return plan_mod.command_line(argv[1:], plugin.global_parser(),
-                                 plugin.secret_dests())
-
-
 def _rerun(plan):
     """The command that finishes PLAN, as the operator should type it."""
-    return ((plan.rerun if plan.rerun_fixed else None) or invoked_command()
-            or plan.rerun or _('the same command'))
+    return ((plan.rerun if plan.rerun_fixed else None)
+            or invocation.invoked_command() or plan.rerun
+            or _('the same command'))
 
 
 def _forward_error(head, plan, step, exc, done, rerun):

@@ -38,8 +38,6 @@ the step wrote: the journal restores a key only while it still holds that
 value, and leaves (and names) a key another writer changed since.
 """
 
-import re
-
 from gpuclient.i18n import _
 from gpuclient.rules import operations as ops
 
@@ -81,128 +79,6 @@ class Step:
     def as_dict(self):
         return {'op': self.op, 'what': self.what, 'args': self.args,
                 'undo': self.inverse.what if self.inverse else None}
-
-
-# Without the parser (a hint gpuclient builds from its own arguments):
-# options spelt with one of these words are left out. With OSC's parser,
-# the destination an option resolves to decides (see command_line).
-_SECRET_WORDS = ('password', 'token', 'secret', 'passcode')
-# scheme://[userinfo@]authority: the authority ends at the first / ? #
-# (RFC 3986), and its userinfo at its last @ (as urllib and requests
-# split it, so what they would send as credentials is what is dropped)
-_URL = re.compile(r'([A-Za-z][A-Za-z0-9+.-]*://)([^/?#\s]*)')
-
-
-def strip_userinfo(text):
-    """TEXT with the ``user:password@`` of every URL in it removed."""
-    def drop(match):
-        authority = match.group(2).rpartition('@')[2]
-        return match.group(1) + authority
-    return _URL.sub(drop, text)
-
-
-def _resolve(parser, word):
-    """(actions, value given in WORD) of the options WORD stands for in
-    PARSER, as argparse resolves it: the exact option string, ``--opt=v``,
-    a unique prefix of a long option when the parser allows abbreviations
-    (every candidate when the prefix is ambiguous: argparse then refuses
-    the command, but a secret stays a secret), or a short option with its
-    value attached (``-pVALUE``). ([], None) for anything else."""
-    table = parser._option_string_actions  # noqa: SLF001 - argparse's own
-    if word in table:
-        return [table[word]], None
-    name, equals, value = word.partition('=')
-    if equals and name in table:
-        return [table[name]], value
-    if name.startswith('--'):
-        if not getattr(parser, 'allow_abbrev', True):
-            return [], None
-        found = [action for option, action in table.items()
-                 if option.startswith(name)]
-        return found, (value if equals else None)
-    if len(word) > 2 and word[:2] in table:
-        return [table[word[:2]]], word[2:]
-    return [], None
-
-
-def _values_taken(action, following):
-    """How many of the words FOLLOWING an option ACTION takes as its
-    values (the option given without ``=``)."""
-    nargs = action.nargs
-    if isinstance(nargs, int):
-        return nargs
-    if nargs is None:
-        return 1
-    taken = 0
-    for word in following:
-        if word.startswith('-'):
-            break
-        taken += 1
-        if nargs == '?':
-            break
-    return taken
-
-
-def redact(argv, parser=None, secret_dests=()):
-    """ARGV without the options that carry a secret and their values, and
-    with the userinfo of every URL removed.
-
-    With PARSER (the argparse parser that read ARGV, OSC's global one), an
-    option is secret when the destination it resolves to (prefixes and
-    ``--opt=value`` as argparse resolves them) is one of SECRET_DESTS or
-    ends with a secret word (``os_foo_password``); its values go with it.
-    Without a parser, options spelt with a secret word are left out.
-    Words after ``--`` are values.
-    """
-    kept, skip, ended = [], 0, False
-    for index, arg in enumerate(argv):
-        if skip:
-            skip -= 1
-            continue
-        if ended or not arg.startswith('-') or arg == '-':
-            kept.append(strip_userinfo(arg))
-            continue
-        if arg == '--':
-            ended = True
-            kept.append(arg)
-            continue
-        if parser is not None:
-            actions, value = _resolve(parser, arg)
-            secret = [a for a in actions
-                      if _secret_dest(a.dest, secret_dests)]
-            if secret:
-                skip = (0 if value is not None
-                        else _values_taken(secret[0], argv[index + 1:]))
-                continue
-        else:
-            name = arg.split('=', 1)[0]
-            if name.startswith('--') and any(w in name
-                                             for w in _SECRET_WORDS):
-                skip = 0 if '=' in arg else 1
-                continue
-        kept.append(strip_userinfo(arg))
-    return kept
-
-
-def _secret_dest(dest, secret_dests):
-    return dest in secret_dests or (
-        isinstance(dest, str) and dest.rsplit('_', 1)[-1] in _SECRET_WORDS)
-
-
-def command_line(argv, parser=None, secret_dests=()):
-    """The command a re-run hint names, from the CLI's argv (without the
-    program), quoted for a shell: '"openstack gpu pool create ..."' with
-    the operator's own arguments, less the secrets (``redact``: options
-    carrying a secret, by what PARSER resolves them to, and the userinfo
-    of URLs) and --dry-run. None when nothing is left.
-    """
-    import shlex  # noqa: PLC0415 - only when a write fails
-
-    kept = [arg for arg in redact(argv, parser, secret_dests)
-            if arg != '--dry-run']
-    if not kept:
-        return None
-    return '"openstack %s"' % shlex.join(kept)
 
 
 class Plan:

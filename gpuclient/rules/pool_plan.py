@@ -61,6 +61,7 @@ Hence:
 from osc_lib import exceptions
 
 from gpuclient.i18n import _
+from gpuclient.rules import argv
 from gpuclient.rules import baremetal
 from gpuclient.rules import dependents as dependents_mod
 from gpuclient.rules import nova_rules
@@ -362,7 +363,7 @@ def create_command(spec, hosts):
     for host in hosts:
         args += ['--host', host]
     args.append(spec['name'])
-    return plan_mod.command_line(args)
+    return argv.command_line(args)
 
 
 def _pool_of(spec, aggregate_name):
@@ -642,7 +643,7 @@ def _recreate_command(obs, pool, flavor, projects):
     for project in projects:
         args += ['--project', project]
     args.append(flavor['name'])
-    return plan_mod.command_line(args)
+    return argv.command_line(args)
 
 
 def update_metadata(obs, name, projects_add=(), projects_remove=(),

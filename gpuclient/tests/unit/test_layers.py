@@ -97,6 +97,13 @@ class TestTree(base.TestCase):
     def test_no_module_circle(self):
         self.assertEqual([], layers.cycles(self.graph))
 
+    def test_only_the_commands_import_the_osc_entry_point(self):
+        # issue 53: the journal took OSC's global parser from the plugin
+        # for a re-run hint; ops.invocation builds it now
+        self.assertEqual(['gpuclient.v1.common'], sorted(
+            m for m, imported in self.graph.items()
+            if 'gpuclient.plugin' in imported))
+
     def test_sees_lazy_imports(self):
         # journal imports the plugin inside a function.
         self.assertIn('gpuclient.plugin',
