@@ -163,8 +163,8 @@ class TestOneWayToWrite(base.TestCase):
 OPERATION_USERS = ('gpuclient/rules/*plan*.py', 'gpuclient/ops/journal.py',
                    'gpuclient/rules/nova_rules.py')
 # what the declarations module offers besides declarations
-NOT_DECLARATIONS = {'NEW', 'ZONE_KEY', 'DECLARED', 'BY_NAME', 'ON_FLAVORS',
-                    'ON_AGGREGATES', 'Operation'}
+NOT_DECLARATIONS = {'NEW', 'ZONE_KEY', 'DECLARED', 'BY_NAME', 'AGGREGATE',
+                    'FLAVOR', 'Operation'}
 
 
 def operation_problems(source):
@@ -179,7 +179,7 @@ def operation_problems(source):
       name made from a string (``'_do_%s' % op``).
     """
     declared = {d.__name__ for d in operations.DECLARED}
-    kinds = {d.op.partition('.')[0] for d in operations.DECLARED}
+    kinds = {d.kind for d in operations.DECLARED}
     shape = re.compile(r'^(%s)\.[a-z_]+$' % '|'.join(sorted(kinds)))
     tree = ast.parse(source)
     aliases = {'operations'}
