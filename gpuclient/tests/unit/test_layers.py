@@ -167,6 +167,16 @@ NOT_DECLARATIONS = {'NEW', 'ZONE_KEY', 'DECLARED', 'BY_NAME', 'AGGREGATE',
                     'FLAVOR', 'Operation'}
 
 
+def scan(paths, problems_of):
+    """PROBLEMS_OF(source) of each file of PATHS, as 'path:problem'."""
+    found = []
+    for path in paths:
+        with open(path) as source:
+            found += ['%s:%s' % (os.path.relpath(path, ROOT), problem)
+                      for problem in problems_of(source.read())]
+    return found
+
+
 def operation_problems(source):
     """How SOURCE (Python) names a write operation other than through a
     declaration of gpuclient.rules.operations, as messages:
@@ -225,12 +235,7 @@ class TestOperationsDeclaredOnce(base.TestCase):
         self.assertIn(os.path.join(ROOT, 'gpuclient/ops/journal.py'), paths)
         self.assertIn(os.path.join(ROOT, 'gpuclient/rules/document_plan.py'),
                       paths)
-        found = []
-        for path in paths:
-            with open(path) as source:
-                found += ['%s:%s' % (os.path.relpath(path, ROOT), problem)
-                          for problem in operation_problems(source.read())]
-        self.assertEqual([], found)
+        self.assertEqual([], scan(paths, operation_problems))
 
     def test_every_declaration_is_executed_read_back_and_simulated(self):
         missing = []
