@@ -1180,16 +1180,6 @@ def _error_text(exc):
     return str(exc).strip().rstrip('.') or exc.__class__.__name__
 
 
-def _several_writes(step):
-    """Steps that are more than one write can fail half-way."""
-    operation = step.operation
-    if isinstance(operation, operations.FlavorSpecs):
-        return bool(operation.specs_set) + len(operation.unset or ()) > 1
-    if isinstance(operation, operations.AggregateCreate):
-        return bool(operation.metadata)
-    return False
-
-
 class _Progress:
     """Where apply() is: what a second signal leaves behind."""
 
@@ -1266,7 +1256,7 @@ def _apply(executor, plan, on_step, received, progress):
                 done.append(step)
                 continue
             if not isinstance(exc, NotOurs) and (
-                    held is None or _several_writes(step)
+                    held is None or step.operation.several_writes()
                     or isinstance(exc, errors.TimedOut)):
                 # maybe (partly) done, or a timed-out write the service may
                 # still carry out after the read-back: undo it too

@@ -593,15 +593,16 @@ def plan(world, current, wanted, prune=False, recreate_flavors=False,
     return builder.plan
 
 
+# gpu apply's mark, by the kind of operation that writes it
+_MARKS = {operations.AGGREGATE: document.POOL_MARK,
+          operations.FLAVOR: document.FLAVOR_MARK}
+
+
 def _marks_only(step):
     """Whether STEP writes gpu apply's mark and nothing else."""
     operation = step.operation
-    if isinstance(operation, operations.FlavorSpecs):
-        return not operation.unset and set(operation.specs_set) == {
-            document.FLAVOR_MARK}
-    if isinstance(operation, operations.AggregateMetadata):
-        return set(operation.metadata) == {document.POOL_MARK}
-    return False
+    mark = _MARKS.get(operation.kind)
+    return mark is not None and operation.keys_written() == {mark}
 
 
 def touched_flavors(current, wanted, plan_):
@@ -612,9 +613,9 @@ def touched_flavors(current, wanted, plan_):
     for step in plan_:
         if _marks_only(step):
             continue  # gpu apply's mark changes nothing Nova reads
-        if isinstance(step.operation, operations.ON_FLAVORS):
+        if step.operation.kind == operations.FLAVOR:
             names.add(step.operation.name)
-        elif isinstance(step.operation, operations.ON_AGGREGATES):
+        elif step.operation.kind == operations.AGGREGATE:
             pools.add(step.operation.name)
     return {f['name'] for f in wanted['flavors']
             if f['name'] in names or f['pool'] in pools}

@@ -36,7 +36,6 @@ import unicodedata
 from osc_lib import exceptions
 
 from gpuclient.i18n import _
-from gpuclient.rules import operations
 from gpuclient.rules import placement_names as names
 
 # the scope of a flavor extra spec that Nova's
@@ -150,47 +149,24 @@ def check_trait(trait):
     return trait
 
 
-def _metadata(metadata, what):
+def check_zone(zone):
+    """Refuse an availability zone Nova's ``az_name`` schema refuses."""
+    return check_name(zone, _('availability zone'), colon=False)
+
+
+def check_metadata(metadata, what):
+    """Refuse a key or value of METADATA ({key: value}: aggregate metadata,
+    flavor extra specs) that Nova's schema refuses."""
     for key, value in (metadata or {}).items():
         check_pair(key, value, what)
 
 
-def check_step(step):
-    """Refuse a step whose write Nova or Placement would refuse."""
-    operation = step.operation
-    if isinstance(operation, operations.AggregateCreate):
-        check_name(operation.name, _('aggregate name'))
-        if operation.zone:
-            check_name(operation.zone, _('availability zone'), colon=False)
-        _metadata(operation.metadata, _('aggregate metadata key'))
-    elif isinstance(operation, operations.AggregateMetadata):
-        _metadata(operation.metadata, _('aggregate metadata key'))
-    elif isinstance(operation, operations.AggregateAddZone):
-        check_name(operation.zone, _('availability zone'), colon=False)
-    elif isinstance(operation, operations.FlavorCreate):
-        check_name(operation.name, _('flavor name'))
-        check_description((operation.fields or {}).get('description'))
-    elif isinstance(operation, operations.FlavorDescription):
-        check_description(operation.description)
-    elif isinstance(operation, operations.FlavorSpecs):
-        for key, value in (operation.specs_set or {}).items():
-            check_pair(key, value, _('flavor extra spec'))
-        for key in operation.unset or ():
-            check_key(key, _('flavor extra spec'))
-    elif isinstance(operation, (operations.TraitCreate,
-                                operations.TraitDelete)):
-        check_trait(operation.trait)
-    elif isinstance(operation, (operations.ProviderAddTraits,
-                                operations.ProviderRemoveTraits)):
-        for trait in operation.traits:
-            check_trait(trait)
-
-
 def check_plan(plan):
     """Refuse, before the first write, a plan that Nova or Placement would
-    refuse part-way: every step and every undo step is checked."""
+    refuse part-way: every step and every undo step is checked, each by
+    its declaration (``check_input``, ``gpuclient.rules.operations``)."""
     for step in plan:
-        check_step(step)
+        step.operation.check_input()
         if step.inverse is not None:
-            check_step(step.inverse)
+            step.inverse.operation.check_input()
     return plan

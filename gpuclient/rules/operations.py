@@ -21,12 +21,28 @@ arguments, and the class says the rest:
   builders of ``gpuclient.rules.plan`` pair them; empty: never undone);
 * ``effect(world)``: what it does to the cloud as a plan simulates it
   (``document_plan.World``, whose ``apply`` calls it);
-* ``read_back``: what the journal reads to tell whether it holds.
+* ``read_back``: what the journal reads to tell whether it holds;
+* ``kind``: what it acts on, the part of ``op`` before the dot
+  (``aggregate``; ``AGGREGATE`` and ``FLAVOR`` name the two that
+  ``document_plan`` asks about);
+* ``check_input()``: refuse (``CommandError``), before anything is
+  written, arguments that Nova or Placement would refuse, with the checks
+  of ``gpuclient.rules.nova_rules`` (``nova_rules.check_plan`` calls it on
+  every step and undo step). Default: nothing to check;
+* ``several_writes()``: whether the executor carries this step out in
+  more than one request, so that a failure can leave it half done (the
+  journal then undoes it too). Default: False, one request;
+* ``keys_written()``: the keys (aggregate metadata, flavor extra specs)
+  the step writes when writing them is all it does (``document_plan``
+  asks whether a step writes gpu apply's mark and nothing else). Default:
+  None, it writes no such keys or more than them.
 
 The planner (``plan``) builds steps from these classes, the executor
 (``gpuclient.ops.journal``) registers its request code (do, and read
 back) against them, and the simulation calls their ``effect``: nothing
-finds an operation by building a method name from a string.
+finds an operation by building a method name from a string, and nothing
+outside this module switches on an operation's name or class: a new
+operation is one declaration here (and its request code in the journal).
 ``test_layers`` checks that each declaration has its three parts and that
 no planner, executor or simulation names an operation without one.
 
@@ -40,11 +56,18 @@ value.
 
 import dataclasses
 
+from gpuclient.i18n import _
+from gpuclient.rules import nova_rules
+
 # the ID (flavor, limit) or uuid (aggregate) a simulated step gives what
 # the plan creates: Nova and Keystone give the real one when the step runs
 NEW = 'new:'
 # the aggregate metadata key of its availability zone (Nova's)
 ZONE_KEY = 'availability_zone'
+# the kinds (``kind``) of the declarations acting on an aggregate and on a
+# flavor
+AGGREGATE = 'aggregate'
+FLAVOR = 'flavor'
 
 # every declaration, in the order the table below declares them
 DECLARED = []
@@ -54,6 +77,7 @@ class Operation:
     """The base of every declaration (see the module's docstring)."""
 
     op = None
+    kind = None
     inverses = ()
     read_back = None
 
@@ -64,6 +88,20 @@ class Operation:
 
     def effect(self, world):
         raise NotImplementedError(self.op)
+
+    def check_input(self):
+        """Refuse what Nova or Placement would refuse in the arguments;
+        the default: nothing to check."""
+
+    def several_writes(self):
+        """Whether the executor makes more than one request; the
+        default: one."""
+        return False
+
+    def keys_written(self):
+        """The metadata or extra-spec keys written, when writing them is
+        all the step does; the default: None."""
+        return None
 
 
 def _arguments(cls):
@@ -77,6 +115,7 @@ def _declare(op, read_back):
     def declare(cls):
         cls = dataclasses.dataclass(frozen=True, kw_only=True)(cls)
         cls.op = op
+        cls.kind = op.partition('.')[0]
         cls.read_back = read_back
         DECLARED.append(cls)
         return cls
@@ -113,6 +152,9 @@ def _provider_traits(world, uuid):
 
 # -- host aggregates (pools) ------------------------------------------------
 
+_METADATA_KEY = _('aggregate metadata key')
+
+
 @_declare('aggregate.create', 'the aggregate NAME, with METADATA')
 class AggregateCreate(Operation):
     """Create aggregate NAME in ZONE; METADATA is set right after."""
@@ -129,6 +171,16 @@ class AggregateCreate(Operation):
             'name': self.name, 'id': None, 'uuid': NEW + self.name,
             'hosts': [], 'metadata': meta,
             'availability_zone': self.zone or None}
+
+    def check_input(self):
+        nova_rules.check_name(self.name, _('aggregate name'))
+        if self.zone:
+            nova_rules.check_zone(self.zone)
+        nova_rules.check_metadata(self.metadata, _METADATA_KEY)
+
+    def several_writes(self):
+        # the create, then its metadata
+        return bool(self.metadata)
 
 
 @_declare('aggregate.delete', 'no aggregate NAME')
@@ -153,6 +205,12 @@ class AggregateMetadata(Operation):
     def effect(self, world):
         _set_metadata(world, self.name, self.metadata)
 
+    def check_input(self):
+        nova_rules.check_metadata(self.metadata, _METADATA_KEY)
+
+    def keys_written(self):
+        return set(self.metadata)
+
 
 @_declare('aggregate.add_zone', "the aggregate's zone")
 class AggregateAddZone(Operation):
@@ -165,6 +223,9 @@ class AggregateAddZone(Operation):
 
     def effect(self, world):
         _set_metadata(world, self.name, {ZONE_KEY: self.zone})
+
+    def check_input(self):
+        nova_rules.check_zone(self.zone)
 
 
 @_arguments
@@ -214,6 +275,9 @@ class TraitCreate(Operation):
     def effect(self, world):
         world.existing_traits.add(self.trait)
 
+    def check_input(self):
+        nova_rules.check_trait(self.trait)
+
 
 @_declare('trait.delete', "Placement's traits")
 class TraitDelete(Operation):
@@ -224,6 +288,8 @@ class TraitDelete(Operation):
     def effect(self, world):
         world.existing_traits.discard(self.trait)
 
+    check_input = TraitCreate.check_input
+
 
 @_arguments
 class _ProviderTraits(Operation):
@@ -232,6 +298,10 @@ class _ProviderTraits(Operation):
     uuid: str
     traits: list
     label: str = None
+
+    def check_input(self):
+        for trait in self.traits:
+            nova_rules.check_trait(trait)
 
 
 @_declare('provider.add_traits', "the provider's traits")
@@ -252,6 +322,9 @@ class ProviderRemoveTraits(_ProviderTraits):
 
 # -- flavors (by ID; None: the one this plan creates) ------------------------
 
+_SPEC = _('flavor extra spec')
+
+
 @_declare('flavor.create',
           'the flavor NAME the create returned (or the one flavor NAME '
           'with its sizes)')
@@ -268,6 +341,10 @@ class FlavorCreate(Operation):
         world.flavors.append(flavor)
         if not self.fields.get('os-flavor-access:is_public', True):
             world.access[flavor['id']] = []
+
+    def check_input(self):
+        nova_rules.check_name(self.name, _('flavor name'))
+        nova_rules.check_description((self.fields or {}).get('description'))
 
 
 @_declare('flavor.delete', 'no flavor FLAVOR_ID')
@@ -299,6 +376,9 @@ class FlavorDescription(Operation):
         _flavor(world, self.flavor_id, self.name)['description'] = (
             self.description)
 
+    def check_input(self):
+        nova_rules.check_description(self.description)
+
 
 @_declare('flavor.specs', "the flavor's extra specs")
 class FlavorSpecs(Operation):
@@ -316,6 +396,19 @@ class FlavorSpecs(Operation):
         extra.update(self.specs_set or {})
         for key in self.unset:
             extra.pop(key, None)
+
+    def check_input(self):
+        nova_rules.check_metadata(self.specs_set, _SPEC)
+        for key in self.unset or ():
+            nova_rules.check_key(key, _SPEC)
+
+    def several_writes(self):
+        # one request sets SPECS_SET, one per key unsets UNSET
+        return bool(self.specs_set) + len(self.unset or ()) > 1
+
+    def keys_written(self):
+        # the unset keys are requests of their own
+        return None if self.unset else set(self.specs_set)
 
 
 @_arguments
@@ -561,6 +654,3 @@ del _one, _other, _self
 DECLARED = tuple(DECLARED)
 # the declarations by name
 BY_NAME = {d.op: d for d in DECLARED}
-# those that act on a flavor, and on an aggregate
-ON_FLAVORS = tuple(d for d in DECLARED if d.op.startswith('flavor.'))
-ON_AGGREGATES = tuple(d for d in DECLARED if d.op.startswith('aggregate.'))

@@ -163,8 +163,18 @@ class TestOneWayToWrite(base.TestCase):
 OPERATION_USERS = ('gpuclient/rules/*plan*.py', 'gpuclient/ops/journal.py',
                    'gpuclient/rules/nova_rules.py')
 # what the declarations module offers besides declarations
-NOT_DECLARATIONS = {'NEW', 'ZONE_KEY', 'DECLARED', 'BY_NAME', 'ON_FLAVORS',
-                    'ON_AGGREGATES', 'Operation'}
+NOT_DECLARATIONS = {'NEW', 'ZONE_KEY', 'DECLARED', 'BY_NAME', 'AGGREGATE',
+                    'FLAVOR', 'Operation'}
+
+
+def scan(paths, problems_of):
+    """PROBLEMS_OF(source) of each file of PATHS, as 'path:problem'."""
+    found = []
+    for path in paths:
+        with open(path) as source:
+            found += ['%s:%s' % (os.path.relpath(path, ROOT), problem)
+                      for problem in problems_of(source.read())]
+    return found
 
 
 def operation_problems(source):
@@ -179,7 +189,7 @@ def operation_problems(source):
       name made from a string (``'_do_%s' % op``).
     """
     declared = {d.__name__ for d in operations.DECLARED}
-    kinds = {d.op.partition('.')[0] for d in operations.DECLARED}
+    kinds = {d.kind for d in operations.DECLARED}
     shape = re.compile(r'^(%s)\.[a-z_]+$' % '|'.join(sorted(kinds)))
     tree = ast.parse(source)
     aliases = {'operations'}
@@ -225,12 +235,7 @@ class TestOperationsDeclaredOnce(base.TestCase):
         self.assertIn(os.path.join(ROOT, 'gpuclient/ops/journal.py'), paths)
         self.assertIn(os.path.join(ROOT, 'gpuclient/rules/document_plan.py'),
                       paths)
-        found = []
-        for path in paths:
-            with open(path) as source:
-                found += ['%s:%s' % (os.path.relpath(path, ROOT), problem)
-                          for problem in operation_problems(source.read())]
-        self.assertEqual([], found)
+        self.assertEqual([], scan(paths, operation_problems))
 
     def test_every_declaration_is_executed_read_back_and_simulated(self):
         missing = []
