@@ -152,7 +152,9 @@ def _provider_traits(world, uuid):
 
 # -- host aggregates (pools) ------------------------------------------------
 
-_METADATA_KEY = _('aggregate metadata key')
+def _metadata_key():
+    # translated when a check runs, not at import
+    return _('aggregate metadata key')
 
 
 @_declare('aggregate.create', 'the aggregate NAME, with METADATA')
@@ -176,7 +178,7 @@ class AggregateCreate(Operation):
         nova_rules.check_name(self.name, _('aggregate name'))
         if self.zone:
             nova_rules.check_zone(self.zone)
-        nova_rules.check_metadata(self.metadata, _METADATA_KEY)
+        nova_rules.check_metadata(self.metadata, _metadata_key())
 
     def several_writes(self):
         # the create, then its metadata
@@ -206,7 +208,7 @@ class AggregateMetadata(Operation):
         _set_metadata(world, self.name, self.metadata)
 
     def check_input(self):
-        nova_rules.check_metadata(self.metadata, _METADATA_KEY)
+        nova_rules.check_metadata(self.metadata, _metadata_key())
 
     def keys_written(self):
         return set(self.metadata)
