@@ -11,39 +11,27 @@ import hashlib
 import os
 import shutil
 import signal
-import string
 import subprocess
 import sys
 import sysconfig
-import threading
 import time
 
 from cloud import api
+from cloud import base
 from cloud import blazar
 from cloud import hosts as hostlib
 from cloud import ironic
 from cloud import node_exporter
 from cloud import prometheus as prom
 
-TOOLS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CLOUD_DIR = os.path.join(TOOLS, 'cloud')
-REQUIREMENTS = os.path.join(CLOUD_DIR, 'requirements.txt')
-HOME = os.environ.get('GPUCLIENT_TESTCLOUD_HOME',
-                      '/var/tmp/gpuclient-testcloud')
-VENV = os.path.join(HOME, 'venv')
-STATE = os.path.join(HOME, 'state')
-PIDS = os.path.join(STATE, 'pids')
-LOGS = os.path.join(STATE, 'logs')
-BIN = os.path.join(VENV, 'bin')
-STAMP = os.path.join(VENV, '.gpuclient-requirements.sha256')
+REQUIREMENTS = os.path.join(base.CLOUD_DIR, 'requirements.txt')
+STAMP = os.path.join(base.VENV, '.gpuclient-requirements.sha256')
 
 # prometheus: the cloud's metrics store that gpu ... --utilisation reads;
 # prometheus-node-exporter: per-NUMA-node memory of some fake hosts
 # (Debian's; their systemd services are not used)
 APT_PACKAGES = ('rabbitmq-server', 'mariadb-server', 'prometheus',
                 'prometheus-node-exporter')
-PASSWORD = 'secret'
-DB_USER = 'gpuclient'
 DEMO_PROJECT = 'gpuclient-demo'
 DEMO_USER = 'gpuclient-demo'
 # admin + no_extra_specs: Nova's policy (etc/nova-policy.yaml) denies it
@@ -68,11 +56,11 @@ CAPACITY_PORT = 9401
 # the Prometheus rules gpuclient ships, which the test cloud's Prometheus
 # evaluates as an operator's does (the dashboard's panels read them:
 # gpuclient/tests/functional/test_dashboard.py)
-RULES = os.path.join(os.path.dirname(TOOLS), 'etc', 'prometheus',
+RULES = os.path.join(os.path.dirname(base.TOOLS), 'etc', 'prometheus',
                      'gpuclient.rules.yml')
 # the DCGM exporter stand-in's devices, which tests rewrite to set values
 # (tools/cloud/dcgm_exporter.py reads it on every scrape)
-DCGM_DEVICES = os.path.join(STATE, 'dcgm', 'devices.json')
+DCGM_DEVICES = os.path.join(base.STATE, 'dcgm', 'devices.json')
 # WSGI services: name -> (port, module, threads, env)
 WSGI = {
     'keystone': (5000, 'keystone.wsgi.api:application', 4,
@@ -97,32 +85,11 @@ OPENSTACK_SERVICES = (
     ['node-exporter-' + h for h in sorted(hostlib.NODE_EXPORTER_PORTS)])
 
 
-class Timeline:
-    """Where the time goes: (seconds since start, event) lines."""
-
-    def __init__(self, quiet=False):
-        self.t0 = time.monotonic()
-        self.lock = threading.Lock()
-        self.quiet = quiet
-
-    def __call__(self, event):
-        with self.lock:
-            print('[%6.1fs] %s' % (time.monotonic() - self.t0, event),
-                  flush=True)
-
-    def elapsed(self):
-        return time.monotonic() - self.t0
-
-
-class CloudError(Exception):
-    pass
-
-
 # ---------------------------------------------------------------- install
 
 def _missing_apt_packages():
     missing = []
-    if not os.path.exists(os.path.join(BIN, 'python')):
+    if not os.path.exists(os.path.join(base.BIN, 'python')):
         # what "python3 -m venv" and building uWSGI need
         try:
             import ensurepip  # noqa: F401
@@ -166,13 +133,13 @@ def install(timeline):
     if os.path.exists(STAMP):
         with open(STAMP) as f:
             have = f.read().strip()
-    if have == want and os.path.exists(os.path.join(BIN, 'python')):
+    if have == want and os.path.exists(os.path.join(base.BIN, 'python')):
         return
-    if not os.path.exists(os.path.join(BIN, 'python')):
-        timeline('creating venv %s' % VENV)
-        subprocess.run([sys.executable, '-m', 'venv', VENV], check=True)
+    if not os.path.exists(os.path.join(base.BIN, 'python')):
+        timeline('creating venv %s' % base.VENV)
+        subprocess.run([sys.executable, '-m', 'venv', base.VENV], check=True)
     timeline('pip install -r tools/cloud/requirements.txt')
-    subprocess.run([os.path.join(BIN, 'pip'), 'install', '-q',
+    subprocess.run([os.path.join(base.BIN, 'pip'), 'install', '-q',
                     '--disable-pip-version-check', '-r', REQUIREMENTS],
                    check=True)
     with open(STAMP, 'w') as f:
@@ -182,94 +149,18 @@ def install(timeline):
 
 # ---------------------------------------------------------------- processes
 
-def _pidfile(name):
-    return os.path.join(PIDS, name + '.pid')
-
-
-def _read_pid(name):
-    try:
-        with open(_pidfile(name)) as f:
-            return int(f.read().split()[0])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def _alive(pid):
-    if not pid:
-        return False
-    try:
-        with open('/proc/%d/stat' % pid) as f:
-            state = f.read().rsplit(')', 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != 'Z'
-
-
-def _ours(name, pid):
-    """Is PID still the process recorded as NAME (not a reused PID)?"""
-    try:
-        with open('/proc/%d/cmdline' % pid, 'rb') as f:
-            cmd = f.read()
-        with open('/proc/%d/comm' % pid) as f:
-            comm = f.read().strip()
-    except OSError:
-        return False
-    if name == 'epmd':
-        return comm == 'epmd'
-    return any(mark in cmd for mark in (
-        STATE.encode(), VENV.encode(), b'gpuclient-'))
-
-
-def _recorded():
-    """{name: pid} of the recorded processes that are still ours."""
-    if not os.path.isdir(PIDS):
-        return {}
-    found = {}
-    for f in os.listdir(PIDS):
-        if f.endswith('.pid'):
-            name = f[:-4]
-            pid = _read_pid(name)
-            found[name] = pid if pid and _ours(name, pid) else None
-    return found
-
-
-def _spawn(name, argv, env=None, cwd=None):
-    """Start ARGV in its own session; record its PID (= process group)."""
-    full_env = dict(os.environ)
-    full_env.update(env or {})
-    out = open(os.path.join(LOGS, name + '.out'), 'ab')
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out,
-                            stderr=subprocess.STDOUT, env=full_env,
-                            cwd=cwd or STATE, start_new_session=True)
-    out.close()
-    with open(_pidfile(name), 'w') as f:
-        f.write('%d\n' % proc.pid)
-    return proc
-
-
-def _run(argv, log, env=None):
-    full_env = dict(os.environ, PYTHONWARNINGS='ignore')
-    full_env.update(env or {})
-    with open(os.path.join(LOGS, log), 'ab') as out:
-        out.write(('$ %s\n' % ' '.join(argv)).encode())
-        out.flush()
-        rc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=out,
-                            stderr=subprocess.STDOUT, env=full_env).returncode
-    if rc:
-        raise CloudError('%s failed (rc %d), see %s' % (
-            ' '.join(argv[:3]), rc, os.path.join(LOGS, log)))
-
 
 def _rabbit_env():
-    r = os.path.join(STATE, 'rabbit')
+    r = os.path.join(base.STATE, 'rabbit')
     return {
         'HOME': os.path.join(r, 'home'),
         'RABBITMQ_NODENAME': 'gpuclient@localhost',
         'RABBITMQ_MNESIA_BASE': os.path.join(r, 'mnesia'),
         'RABBITMQ_LOG_BASE': os.path.join(r, 'log'),
-        'RABBITMQ_CONFIG_FILE': os.path.join(STATE, 'etc', 'rabbitmq.conf'),
+        'RABBITMQ_CONFIG_FILE': os.path.join(base.STATE, 'etc',
+                                             'rabbitmq.conf'),
         'RABBITMQ_ENABLED_PLUGINS_FILE': os.path.join(r, 'enabled_plugins'),
-        'RABBITMQ_PID_FILE': _pidfile('rabbitmq'),
+        'RABBITMQ_PID_FILE': base.pidfile('rabbitmq'),
         'RABBITMQ_DIST_PORT': '25672',
         # Erlang distribution and epmd on loopback only
         'RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS':
@@ -278,107 +169,10 @@ def _rabbit_env():
     }
 
 
-def _pids_by_comm(comm):
-    pids = []
-    for entry in os.listdir('/proc'):
-        if entry.isdigit():
-            try:
-                with open('/proc/%s/comm' % entry) as f:
-                    if f.read().strip() == comm:
-                        pids.append(int(entry))
-            except OSError:
-                pass
-    return pids
-
-
-def _cloud_processes():
-    """PIDs whose command line mentions the state dir or the venv."""
-    found = []
-    marks = (STATE.encode(), VENV.encode())
-    for entry in os.listdir('/proc'):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            with open('/proc/%s/cmdline' % entry, 'rb') as f:
-                cmd = f.read()
-        except OSError:
-            continue
-        if any(m in cmd for m in marks) and _alive(int(entry)):
-            found.append((int(entry), cmd.replace(b'\0', b' ').decode(
-                errors='replace')[:120]))
-    return found
-
-
-def _proc_table():
-    """{pid: (ppid, pgid)} of every live process."""
-    table = {}
-    for entry in os.listdir('/proc'):
-        if entry.isdigit():
-            try:
-                with open('/proc/%s/stat' % entry) as f:
-                    fields = f.read().rsplit(')', 1)[1].split()
-            except OSError:
-                continue
-            if fields[0] != 'Z':
-                table[int(entry)] = (int(fields[1]), int(fields[2]))
-    return table
-
-
-def _memory():
-    """(processes, RSS MiB, PSS MiB) of the recorded process trees."""
-    roots = {p for p in _recorded().values() if p}
-    table = _proc_table()
-    members = {p for p, (_ppid, pgid) in table.items()
-               if p in roots or pgid in roots}
-    grew = True
-    while grew:  # children of members (beam's helpers, ...)
-        new = {p for p, (ppid, _pg) in table.items()
-               if ppid in members} - members
-        members |= new
-        grew = bool(new)
-    rss = pss = 0
-    for pid in members:
-        try:
-            with open('/proc/%d/smaps_rollup' % pid) as f:
-                for line in f:
-                    key, value = line.split(':', 1)
-                    if key in ('Rss', 'Pss'):
-                        kb = int(value.split()[0])
-                        if key == 'Rss':
-                            rss += kb
-                        else:
-                            pss += kb
-        except OSError:
-            pass
-    return len(members), rss // 1024, pss // 1024
-
-
-def _signal_group(pid, sig):
-    try:
-        os.killpg(pid, sig)
-    except ProcessLookupError:
-        pass
-    except PermissionError:
-        os.kill(pid, sig)
-
-
-def _wait_dead(pids, timeout):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not any(_alive(p) for p in pids):
-            return True
-        time.sleep(0.2)
-    return False
-
-
-def _group_alive(pgid):
-    return any(group == pgid for _ppid, group in _proc_table().values())
-
-
 def stop(timeline):
-    pids = _recorded()
+    pids = base.recorded()
     if not pids:
-        timeline('nothing recorded in %s: nothing to stop' % PIDS)
+        timeline('nothing recorded in %s: nothing to stop' % base.PIDS)
         return
     groups = [(n, pids[n]) for n in OPENSTACK_SERVICES if pids.get(n)]
     groups += [(n, pids[n]) for n in ironic.process_names(OPENSTACK_SERVICES)
@@ -386,117 +180,47 @@ def stop(timeline):
     groups += [(n, pids[n]) for n in blazar.process_names(OPENSTACK_SERVICES)
                if pids.get(n)]
     for _name, pid in groups:
-        _signal_group(pid, signal.SIGTERM)
+        base.signal_group(pid, signal.SIGTERM)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and any(
-            _group_alive(pid) for _n, pid in groups):
+            base.group_alive(pid) for _n, pid in groups):
         time.sleep(0.2)
     for name, pid in groups:
-        if _group_alive(pid):
+        if base.group_alive(pid):
             timeline('%s did not stop on SIGTERM: SIGKILL' % name)
-            _signal_group(pid, signal.SIGKILL)
-        os.unlink(_pidfile(name))
+            base.signal_group(pid, signal.SIGKILL)
+        os.unlink(base.pidfile(name))
     timeline('OpenStack services stopped')
     if pids.get('rabbitmq'):
         rc = subprocess.run(
             [os.path.join(RABBIT, 'rabbitmqctl'), 'stop',
-             _pidfile('rabbitmq')],
+             base.pidfile('rabbitmq')],
             env=dict(os.environ, **_rabbit_env()), capture_output=True)
-        if rc.returncode and _alive(pids['rabbitmq']):
+        if rc.returncode and base.alive(pids['rabbitmq']):
             os.kill(pids['rabbitmq'], signal.SIGTERM)
-            _wait_dead([pids['rabbitmq']], 20)
-        if os.path.exists(_pidfile('rabbitmq')):
-            os.unlink(_pidfile('rabbitmq'))
+            base.wait_dead([pids['rabbitmq']], 20)
+        if os.path.exists(base.pidfile('rabbitmq')):
+            os.unlink(base.pidfile('rabbitmq'))
         timeline('rabbitmq stopped')
     if pids.get('epmd'):
-        if _alive(pids['epmd']):
+        if base.alive(pids['epmd']):
             os.kill(pids['epmd'], signal.SIGTERM)
-            _wait_dead([pids['epmd']], 5)
-        os.unlink(_pidfile('epmd'))
+            base.wait_dead([pids['epmd']], 5)
+        os.unlink(base.pidfile('epmd'))
     if pids.get('mariadb'):
         os.kill(pids['mariadb'], signal.SIGTERM)
-        if not _wait_dead([pids['mariadb']], 30):
+        if not base.wait_dead([pids['mariadb']], 30):
             os.kill(pids['mariadb'], signal.SIGKILL)
-        os.unlink(_pidfile('mariadb'))
+        os.unlink(base.pidfile('mariadb'))
         timeline('mariadb stopped')
-    for name in _recorded():  # anything else recorded (should be none)
-        pid = _read_pid(name)
-        if pid and _alive(pid):
-            _signal_group(pid, signal.SIGKILL)
-        os.unlink(_pidfile(name))
+    for name in base.recorded():  # anything else recorded (should be none)
+        pid = base.read_pid(name)
+        if pid and base.alive(pid):
+            base.signal_group(pid, signal.SIGKILL)
+        os.unlink(base.pidfile(name))
 
 
 # ---------------------------------------------------------------- config
-
-class _Template(string.Template):
-    delimiter = '@'
-
-
-def _db_url(name):
-    return 'mysql+pymysql://%s:%s@127.0.0.1:3306/%s?charset=utf8' % (
-        DB_USER, PASSWORD, name)
-
-
-def sql(statement):
-    """Run STATEMENT as root on the cloud's MariaDB; its output."""
-    out = subprocess.run(
-        ['mariadb', '--no-defaults', '-S', STATE + '/mysql.sock',
-         '-uroot', '-N', '-B', '-e', statement],
-        capture_output=True, text=True)
-    if out.returncode:
-        raise CloudError('mariadb: %s: %s' % (statement, out.stderr.strip()))
-    return out.stdout.strip()
-
-
-def ensure_database(name, schema_argv, log):
-    """Create database NAME and, while it has no table, its schema by
-    SCHEMA_ARGV (output in LOG): skipped where both exist."""
-    sql('CREATE DATABASE IF NOT EXISTS %s' % name)
-    tables = sql("SELECT COUNT(*) FROM information_schema.tables "
-                 "WHERE table_schema = '%s'" % name)
-    if tables == '0':
-        _run(schema_argv, log)
-
-
-def _auth(user, section=None):
-    lines = ['[%s]' % section] if section else []
-    lines += ['auth_type = password',
-              'auth_url = http://127.0.0.1:5000/v3',
-              'username = %s' % user,
-              'password = %s' % PASSWORD,
-              'project_name = service',
-              'user_domain_name = Default',
-              'project_domain_name = Default']
-    return '\n'.join(lines)
-
-
-def _authtoken(user):
-    return _auth(user, 'keystone_authtoken') + '\n' + '\n'.join([
-        'www_authenticate_uri = http://127.0.0.1:5000/v3',
-        'memcached_servers =',
-        'service_token_roles_required = true'])
-
-
-def _render(template, dest, **extra):
-    values = {
-        'state': STATE,
-        'transport_url': 'rabbit://guest:guest@127.0.0.1:5672/',
-        'db_keystone': _db_url('keystone'),
-        'db_placement': _db_url('placement'),
-        'db_glance': _db_url('glance'),
-        'db_nova_api': _db_url('nova_api'),
-        'db_nova_cell1': _db_url('nova_cell1'),
-        'authtoken_placement': _authtoken('placement'),
-        'authtoken_glance': _authtoken('glance'),
-        'authtoken_nova': _authtoken('nova'),
-        'service_auth_placement': _auth('placement'),
-        'service_auth_nova': _auth('nova'),
-    }
-    values.update(extra)
-    with open(os.path.join(CLOUD_DIR, 'etc', template)) as f:
-        text = _Template(f.read()).substitute(values)
-    with open(dest, 'w') as f:
-        f.write(text)
 
 
 CLOUDS_YAML = """\
@@ -541,41 +265,42 @@ clouds:
 
 
 def _write_config():
-    etc = os.path.join(STATE, 'etc')
+    etc = os.path.join(base.STATE, 'etc')
     for sub in ('etc/nova', 'etc/glance', 'etc/placement', 'logs', 'pids',
                 'keystone', 'glance/images', 'glance/staging',
                 'glance/tasks', 'nova/controller', 'nova/locks',
                 'rabbit/mnesia', 'rabbit/log', 'rabbit/home'):
-        os.makedirs(os.path.join(STATE, sub), exist_ok=True)
+        os.makedirs(os.path.join(base.STATE, sub), exist_ok=True)
     for h in hostlib.HOSTS:
-        os.makedirs(os.path.join(STATE, 'nova', h.name), exist_ok=True)
-    _render('keystone.conf', os.path.join(etc, 'keystone.conf'))
-    _render('placement.conf', os.path.join(etc, 'placement',
+        os.makedirs(os.path.join(base.STATE, 'nova', h.name), exist_ok=True)
+    base.render('keystone.conf', os.path.join(etc, 'keystone.conf'))
+    base.render('placement.conf', os.path.join(etc, 'placement',
                                            'placement.conf'))
-    _render('glance-api.conf', os.path.join(etc, 'glance',
+    base.render('glance-api.conf', os.path.join(etc, 'glance',
                                             'glance-api.conf'))
-    _render('nova.conf', os.path.join(etc, 'nova', 'nova.conf'))
+    base.render('nova.conf', os.path.join(etc, 'nova', 'nova.conf'))
     with open(os.path.join(etc, 'nova', 'nova-api.conf'), 'w') as f:
-        f.write('[DEFAULT]\nlog_file = %s/nova-api.log\n' % LOGS)
+        f.write('[DEFAULT]\nlog_file = %s/nova-api.log\n' % base.LOGS)
     for h in hostlib.HOSTS:
         if h.driver == hostlib.IRONIC:
             continue  # cloud.ironic renders its compute's conf
-        _render('nova-compute.conf',
+        base.render('nova-compute.conf',
                 os.path.join(etc, 'nova', 'nova-compute-%s.conf' % h.name),
                 host=h.name, driver=h.driver, extra=h.extra_conf)
     ironic.write_config(ironic.HOST)
     blazar.write_config()
-    shutil.copy(os.path.join(CLOUD_DIR, 'etc', 'rabbitmq.conf'), etc)
-    shutil.copy(os.path.join(CLOUD_DIR, 'etc', 'nova-policy.yaml'),
+    shutil.copy(os.path.join(base.CLOUD_DIR, 'etc', 'rabbitmq.conf'), etc)
+    shutil.copy(os.path.join(base.CLOUD_DIR, 'etc', 'nova-policy.yaml'),
                 os.path.join(etc, 'nova', 'policy.yaml'))
-    shutil.copy(os.path.join(VENV, 'etc', 'nova', 'api-paste.ini'),
+    shutil.copy(os.path.join(base.VENV, 'etc', 'nova', 'api-paste.ini'),
                 os.path.join(etc, 'nova'))
-    shutil.copy(os.path.join(VENV, 'etc', 'glance', 'glance-api-paste.ini'),
+    shutil.copy(os.path.join(base.VENV, 'etc', 'glance',
+                             'glance-api-paste.ini'),
                 os.path.join(etc, 'glance'))
-    with open(os.path.join(STATE, 'rabbit', 'enabled_plugins'), 'w') as f:
+    with open(os.path.join(base.STATE, 'rabbit', 'enabled_plugins'), 'w') as f:
         f.write('[].\n')
-    with open(os.path.join(STATE, 'clouds.yaml'), 'w') as f:
-        f.write(CLOUDS_YAML.format(password=PASSWORD, demo_user=DEMO_USER,
+    with open(os.path.join(base.STATE, 'clouds.yaml'), 'w') as f:
+        f.write(CLOUDS_YAML.format(password=base.PASSWORD, demo_user=DEMO_USER,
                                    demo_project=DEMO_PROJECT,
                                    operator_user=OPERATOR_USER,
                                    prometheus_port=PROMETHEUS_PORT))
@@ -590,52 +315,30 @@ def _port_busy(port):
         return s.connect_ex(('127.0.0.1', port)) == 0
 
 
-def _wait(what, check, timeout, interval=0.25):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        try:
-            if check():
-                return
-        except Exception as exc:  # noqa: BLE001 - still starting
-            last = exc
-        time.sleep(interval)
-    raise CloudError('timed out waiting for %s (%s)' % (what, last))
-
-
-def _http_up(url):
-    def check():
-        try:
-            api.request('GET', url, timeout=2)
-        except api.APIError as exc:
-            return exc.status < 500
-        return True
-    return check
-
-
 def _start_mariadb():
-    _run(['mariadb-install-db', '--no-defaults',
-          '--datadir=%s/mysql' % STATE, '--user=root',
+    base.run(['mariadb-install-db', '--no-defaults',
+          '--datadir=%s/mysql' % base.STATE, '--user=root',
           '--auth-root-authentication-method=normal', '--skip-test-db'],
          'mariadb-install.log')
-    _spawn('mariadb', [
+    base.spawn('mariadb', [
         '/usr/sbin/mariadbd', '--no-defaults',
-        '--datadir=%s/mysql' % STATE, '--socket=%s/mysql.sock' % STATE,
-        '--pid-file=%s/mysql.pid' % STATE, '--port=3306',
+        '--datadir=%s/mysql' % base.STATE,
+        '--socket=%s/mysql.sock' % base.STATE,
+        '--pid-file=%s/mysql.pid' % base.STATE, '--port=3306',
         '--bind-address=127.0.0.1', '--user=root', '--skip-name-resolve',
         '--innodb-buffer-pool-size=64M',
         '--innodb-flush-log-at-trx-commit=0', '--max-connections=1000',
-        '--log-error=%s/mariadb.log' % LOGS])
-    client = ['mariadb', '--no-defaults', '-S', STATE + '/mysql.sock',
+        '--log-error=%s/mariadb.log' % base.LOGS])
+    client = ['mariadb', '--no-defaults', '-S', base.STATE + '/mysql.sock',
               '-uroot']
 
     def ready():
         return subprocess.run(client + ['-e', 'select 1'],
                               capture_output=True).returncode == 0
-    _wait('mariadb', ready, 60)
+    base.wait('mariadb', ready, 60)
     sql = "CREATE USER '%s'@'127.0.0.1' IDENTIFIED BY '%s';" % (
-        DB_USER, PASSWORD)
-    sql += "GRANT ALL ON *.* TO '%s'@'127.0.0.1';" % DB_USER
+        base.DB_USER, base.PASSWORD)
+    sql += "GRANT ALL ON *.* TO '%s'@'127.0.0.1';" % base.DB_USER
     for db in ('keystone', 'placement', 'glance', 'nova_api', 'nova_cell0',
                'nova_cell1'):
         sql += 'CREATE DATABASE %s;' % db
@@ -643,14 +346,14 @@ def _start_mariadb():
 
 
 def _setup_keystone():
-    km = [os.path.join(BIN, 'keystone-manage'), '--config-file',
-          os.path.join(STATE, 'etc', 'keystone.conf')]
+    km = [os.path.join(base.BIN, 'keystone-manage'), '--config-file',
+          os.path.join(base.STATE, 'etc', 'keystone.conf')]
     owner = ['--keystone-user', 'root', '--keystone-group', 'root']
-    _run(km + ['db_sync'], 'setup-keystone.log')
-    _run(km + ['fernet_setup'] + owner, 'setup-keystone.log')
-    _run(km + ['credential_setup'] + owner, 'setup-keystone.log')
+    base.run(km + ['db_sync'], 'setup-keystone.log')
+    base.run(km + ['fernet_setup'] + owner, 'setup-keystone.log')
+    base.run(km + ['credential_setup'] + owner, 'setup-keystone.log')
     url = api.KEYSTONE
-    _run(km + ['bootstrap', '--bootstrap-password', PASSWORD,
+    base.run(km + ['bootstrap', '--bootstrap-password', base.PASSWORD,
                '--bootstrap-admin-url', url,
                '--bootstrap-internal-url', url,
                '--bootstrap-public-url', url,
@@ -687,22 +390,22 @@ def _register_limits(session):
 
 
 def _setup_nova():
-    nm = [os.path.join(BIN, 'nova-manage'), '--config-file',
-          os.path.join(STATE, 'etc', 'nova', 'nova.conf')]
-    _run(nm + ['api_db', 'sync'], 'setup-nova.log')
-    _run(nm + ['cell_v2', 'map_cell0', '--database_connection',
-               _db_url('nova_cell0')], 'setup-nova.log')
-    _run(nm + ['cell_v2', 'create_cell', '--name', 'cell1'],
+    nm = [os.path.join(base.BIN, 'nova-manage'), '--config-file',
+          os.path.join(base.STATE, 'etc', 'nova', 'nova.conf')]
+    base.run(nm + ['api_db', 'sync'], 'setup-nova.log')
+    base.run(nm + ['cell_v2', 'map_cell0', '--database_connection',
+               base.db_url('nova_cell0')], 'setup-nova.log')
+    base.run(nm + ['cell_v2', 'create_cell', '--name', 'cell1'],
          'setup-nova.log')
-    _run(nm + ['db', 'sync'], 'setup-nova.log')
+    base.run(nm + ['db', 'sync'], 'setup-nova.log')
 
 
 def _start_wsgi(name):
     port, module, threads, env = WSGI[name]
-    argv = [os.path.join(BIN, 'uwsgi'),
+    argv = [os.path.join(base.BIN, 'uwsgi'),
             '--http-socket', '127.0.0.1:%d' % port,
-            '--module', module, '--virtualenv', VENV,
-            '--pythonpath', TOOLS,
+            '--module', module, '--virtualenv', base.VENV,
+            '--pythonpath', base.TOOLS,
             '--master', '--processes', '1', '--threads', str(threads),
             '--enable-threads', '--lazy-apps', '--die-on-term',
             '--need-app', '--buffer-size', '65535',
@@ -714,30 +417,30 @@ def _start_wsgi(name):
             # peer"): close every connection.
             '--add-header', 'Connection: close',
             '--procname-prefix-spaced', 'gpuclient-' + name,
-            '--logto', os.path.join(LOGS, name + '-uwsgi.log')]
+            '--logto', os.path.join(base.LOGS, name + '-uwsgi.log')]
     for key, value in env.items():
         if key.endswith('_DIR'):
-            value = os.path.join(STATE, value)
+            value = os.path.join(base.STATE, value)
         argv += ['--env', '%s=%s' % (key, value)]
-    _spawn(name, argv)
+    base.spawn(name, argv)
 
 
 def _start_nova():
-    etc = os.path.join(STATE, 'etc', 'nova')
+    etc = os.path.join(base.STATE, 'etc', 'nova')
     conf = ['--config-file', os.path.join(etc, 'nova.conf')]
     _start_wsgi('nova-api')
     for svc in ('conductor', 'scheduler'):
-        _spawn('nova-' + svc, [
-            os.path.join(BIN, 'nova-' + svc), *conf,
-            '--log-file', os.path.join(LOGS, 'nova-%s.log' % svc)])
+        base.spawn('nova-' + svc, [
+            os.path.join(base.BIN, 'nova-' + svc), *conf,
+            '--log-file', os.path.join(base.LOGS, 'nova-%s.log' % svc)])
     for h in hostlib.HOSTS:
         if h.driver == hostlib.IRONIC:
             continue  # started by cloud.ironic once Ironic has its nodes
-        _spawn('nova-compute-' + h.name, [
-            os.path.join(BIN, 'python'), '-m', 'cloud.compute', *conf,
+        base.spawn('nova-compute-' + h.name, [
+            os.path.join(base.BIN, 'python'), '-m', 'cloud.compute', *conf,
             '--config-file',
             os.path.join(etc, 'nova-compute-%s.conf' % h.name)],
-            env={'PYTHONPATH': TOOLS})
+            env={'PYTHONPATH': base.TOOLS})
 
 
 def _node_exporters():
@@ -750,10 +453,11 @@ def _node_exporters():
         if port is None:
             continue
         sysfs = node_exporter.write_sysfs(
-            os.path.join(STATE, 'node-exporter', host.name, 'sys'),
+            os.path.join(base.STATE, 'node-exporter', host.name, 'sys'),
             hostlib.numa_cells(host), hostlib.HOST_VCPUS,
             hostlib.HOST_MEMORY_MB)
-        _spawn('node-exporter-' + host.name, node_exporter.argv(sysfs, port))
+        base.spawn('node-exporter-' + host.name,
+                   node_exporter.argv(sysfs, port))
         targets.append(prom.Target(
             'node', ['127.0.0.1:%d' % port],
             labels={'instance': '%s:%d' % (host.nodename, port)}))
@@ -767,12 +471,12 @@ def _start_metrics():
     os.makedirs(os.path.dirname(DCGM_DEVICES), exist_ok=True)
     with open(DCGM_DEVICES, 'w') as f:
         f.write('{"devices": []}\n')
-    _spawn('dcgm-exporter', [
-        os.path.join(BIN, 'python'),
-        os.path.join(CLOUD_DIR, 'dcgm_exporter.py'), '--devices',
+    base.spawn('dcgm-exporter', [
+        os.path.join(base.BIN, 'python'),
+        os.path.join(base.CLOUD_DIR, 'dcgm_exporter.py'), '--devices',
         DCGM_DEVICES, '--port', str(DCGM_PORT)])
     node_targets = _node_exporters()
-    work = os.path.join(STATE, 'prometheus')
+    work = os.path.join(base.STATE, 'prometheus')
     os.makedirs(work, exist_ok=True)
     config = os.path.join(work, 'prometheus.yml')
     with open(config, 'w') as f:
@@ -781,7 +485,7 @@ def _start_metrics():
             prom.Target('gpuclient-capacity',
                         ['127.0.0.1:%d' % CAPACITY_PORT])] + node_targets,
             rule_files=[RULES]))
-    _spawn('prometheus', [
+    base.spawn('prometheus', [
         prom.BINARY, '--config.file=' + config,
         '--storage.tsdb.path=' + os.path.join(work, 'data'),
         '--storage.tsdb.retention.time=1d',
@@ -845,12 +549,12 @@ def _disable_spares(session):
 
 def healthy():
     """True if every recorded process is alive and the cloud answers."""
-    pids = _recorded()
+    pids = base.recorded()
     expected = set(OPENSTACK_SERVICES) | {'mariadb', 'rabbitmq',
                                           ironic.PROCESS} | set(
                                               blazar.process_names())
     if not expected <= set(pids) or not all(
-            _alive(pids[n]) for n in expected):
+            base.alive(pids[n]) for n in expected):
         return False
     try:
         session = api.Session(timeout=10)
@@ -862,18 +566,18 @@ def healthy():
 def start(timeline):
     busy = {p: what for p, what in PORTS.items() if _port_busy(p)}
     if busy:
-        raise CloudError('ports in use on 127.0.0.1: %s (another cloud or '
-                         'service?)' % ', '.join(
-                             '%d (%s)' % kv for kv in sorted(busy.items())))
-    if os.path.exists(STATE):
-        shutil.rmtree(STATE)
+        raise base.CloudError(
+            'ports in use on 127.0.0.1: %s (another cloud or service?)'
+            % ', '.join('%d (%s)' % kv for kv in sorted(busy.items())))
+    if os.path.exists(base.STATE):
+        shutil.rmtree(base.STATE)
     _write_config()
-    timeline('state wiped and configuration written to %s' % STATE)
+    timeline('state wiped and configuration written to %s' % base.STATE)
 
-    epmd_before = set(_pids_by_comm('epmd'))
+    epmd_before = set(base.pids_by_comm('epmd'))
     # -detached: the Erlang VM daemonises and writes RABBITMQ_PID_FILE
     # (pids/rabbitmq.pid) itself; it is stopped with rabbitmqctl stop.
-    with open(os.path.join(LOGS, 'rabbitmq-start.log'), 'ab') as out:
+    with open(os.path.join(base.LOGS, 'rabbitmq-start.log'), 'ab') as out:
         subprocess.run([os.path.join(RABBIT, 'rabbitmq-server'),
                         '-detached'], env=dict(os.environ, **_rabbit_env()),
                        stdin=subprocess.DEVNULL, stdout=out,
@@ -893,17 +597,17 @@ def start(timeline):
 
     keystone = step('keystone db_sync/fernet/bootstrap done',
                     _setup_keystone)
-    placement = step('placement db sync done', _run, [
-        os.path.join(BIN, 'placement-manage'), '--config-dir',
-        os.path.join(STATE, 'etc', 'placement'), 'db', 'sync'],
+    placement = step('placement db sync done', base.run, [
+        os.path.join(base.BIN, 'placement-manage'), '--config-dir',
+        os.path.join(base.STATE, 'etc', 'placement'), 'db', 'sync'],
         'setup-placement.log')
-    glance = step('glance db_sync done', _run, [
-        os.path.join(BIN, 'glance-manage'), '--config-file',
-        os.path.join(STATE, 'etc', 'glance', 'glance-api.conf'),
+    glance = step('glance db_sync done', base.run, [
+        os.path.join(base.BIN, 'glance-manage'), '--config-file',
+        os.path.join(base.STATE, 'etc', 'glance', 'glance-api.conf'),
         'db_sync'], 'setup-glance.log')
     nova = step('nova api_db/cell0/cell1 ready', _setup_nova)
-    rabbit = step('rabbitmq ready', _run, [
-        os.path.join(RABBIT, 'rabbitmqctl'), 'wait', _pidfile('rabbitmq'),
+    rabbit = step('rabbitmq ready', base.run, [
+        os.path.join(RABBIT, 'rabbitmqctl'), 'wait', base.pidfile('rabbitmq'),
         '--timeout', '120'], 'rabbitmq-wait.log', _rabbit_env())
 
     _start_wsgi('neutron-stub')
@@ -911,9 +615,9 @@ def start(timeline):
     _start_wsgi('placement')
     keystone.result()
     _start_wsgi('keystone')
-    _wait('keystone', _http_up(api.KEYSTONE), 120)
+    base.wait('keystone', base.http_up(api.KEYSTONE), 120)
     session = api.Session()
-    api.register(session, DEMO_PROJECT, DEMO_USER, PASSWORD,
+    api.register(session, DEMO_PROJECT, DEMO_USER, base.PASSWORD,
                  OPERATOR_USER)
     _register_limits(session)
     timeline('keystone up; services, endpoints, project %s and user %s '
@@ -922,9 +626,9 @@ def start(timeline):
     _start_wsgi('glance-api')
     nova.result()
     rabbit.result()
-    epmd = set(_pids_by_comm('epmd')) - epmd_before
+    epmd = set(base.pids_by_comm('epmd')) - epmd_before
     if epmd:  # started by this rabbitmq: ours to stop
-        with open(_pidfile('epmd'), 'w') as f:
+        with open(base.pidfile('epmd'), 'w') as f:
             f.write('%d\n' % min(epmd))
     _start_nova()
     timeline('nova-api, conductor, scheduler and %d nova-computes started'
@@ -936,22 +640,22 @@ def start(timeline):
                              discover=False)
     # Blazar (reservations) once Nova's API answers (its freepool)
     reservations = pool.submit(blazar.start, timeline)
-    _wait('glance', _http_up(api.ENDPOINTS['image']), 120)
+    base.wait('glance', base.http_up(api.ENDPOINTS['image']), 120)
     api.upload_image(session, IMAGE, _tiny_image())
     timeline('image %s uploaded' % IMAGE)
-    _wait('placement', _http_up(api.ENDPOINTS['placement'] + '/'), 60)
+    base.wait('placement', base.http_up(api.ENDPOINTS['placement'] + '/'), 60)
     bare_metal.result()
     reservations.result()
-    _wait('compute provider trees in placement',
+    base.wait('compute provider trees in placement',
           lambda: _providers_ready(session), 240, interval=1)
     timeline('every compute reported its provider tree to placement')
-    _run([os.path.join(BIN, 'nova-manage'), '--config-file',
-          os.path.join(STATE, 'etc', 'nova', 'nova.conf'),
+    base.run([os.path.join(base.BIN, 'nova-manage'), '--config-file',
+          os.path.join(base.STATE, 'etc', 'nova', 'nova.conf'),
           'cell_v2', 'discover_hosts', '--verbose'], 'setup-discover.log')
-    _wait('hypervisors', lambda: _hypervisors_ready(session), 60)
-    _wait('prometheus', _http_up('http://127.0.0.1:%d/-/ready'
+    base.wait('hypervisors', lambda: _hypervisors_ready(session), 60)
+    base.wait('prometheus', base.http_up('http://127.0.0.1:%d/-/ready'
                                  % PROMETHEUS_PORT), 60)
-    _wait('compute services up', lambda: _computes_up(session), 60)
+    base.wait('compute services up', lambda: _computes_up(session), 60)
     _disable_spares(session)
     timeline('hosts discovered, hypervisors and compute services up '
              '(spares %s disabled)' % ', '.join(sorted(_spares())))
@@ -964,8 +668,8 @@ def cmd_up(args):
     # one "up" at a time: a second one (.ci/run starts the cloud in the
     # background while the unit tests run; tools/run-functional asks for
     # it again) waits for the first, then reuses what it brought up
-    os.makedirs(HOME, exist_ok=True)
-    with open(os.path.join(HOME, 'up.lock'), 'w') as lock:
+    os.makedirs(base.HOME, exist_ok=True)
+    with open(os.path.join(base.HOME, 'up.lock'), 'w') as lock:
         waited = time.monotonic()
         fcntl.flock(lock, fcntl.LOCK_EX)
         waited = time.monotonic() - waited
@@ -973,7 +677,7 @@ def cmd_up(args):
 
 
 def _up(args, waited):
-    timeline = Timeline()
+    timeline = base.Timeline()
     if waited > 1:
         timeline('waited %.0f s for another "up" to finish' % waited)
     install(timeline)
@@ -984,7 +688,7 @@ def _up(args, waited):
         print(env_text())
         print('READY')
         return 0
-    if _recorded():
+    if base.recorded():
         timeline('stale or unhealthy cloud recorded: stopping it first')
         stop(timeline)
     start_t = time.monotonic()
@@ -992,7 +696,7 @@ def _up(args, waited):
         start(timeline)
     except Exception as exc:
         timeline('FAILED: %s' % exc)
-        timeline('logs: %s (stopping what was started)' % LOGS)
+        timeline('logs: %s (stopping what was started)' % base.LOGS)
         stop(timeline)
         return 1
     timeline('install %.1fs, start-up %.1fs' % (
@@ -1003,9 +707,9 @@ def _up(args, waited):
 
 
 def cmd_down(args):
-    timeline = Timeline()
+    timeline = base.Timeline()
     stop(timeline)
-    left = _cloud_processes()
+    left = base.cloud_processes()
     for pid, cmd in left:
         timeline('still running: %d %s' % (pid, cmd))
     timeline('down' if not left else 'down, but %d processes left' %
@@ -1014,7 +718,7 @@ def cmd_down(args):
 
 
 def cmd_status(args):
-    pids = _recorded()
+    pids = base.recorded()
     ok = True
     print('%-26s %-6s %s' % ('process', 'state', 'pid'))
     for name in ['mariadb', 'rabbitmq', 'epmd'] + list(
@@ -1022,12 +726,12 @@ def cmd_status(args):
         pid = pids.get(name)
         if name == 'epmd' and not pid:
             continue
-        alive = _alive(pid)
+        alive = base.alive(pid)
         ok &= alive
         print('%-26s %-6s %s' % (name, 'up' if alive else 'down',
                                  pid or '-'))
     if not pids:
-        print('no cloud recorded in %s' % STATE)
+        print('no cloud recorded in %s' % base.STATE)
         return 1
     try:
         session = api.Session(timeout=10)
@@ -1052,7 +756,7 @@ def cmd_status(args):
             print('\n' + '\n'.join(reserving))
         rps = session.get('placement', '/resource_providers',
                           microversion='1.14')['resource_providers']
-        print('\nmemory: %d processes, RSS %d MiB, PSS %d MiB' % _memory())
+        print('\nmemory: %d processes, RSS %d MiB, PSS %d MiB' % base.memory())
         print('resource providers: %d (%d seed-gpu-*)' % (
             len(rps), sum(r['name'].startswith('seed-gpu-') for r in rps)))
     except Exception as exc:  # noqa: BLE001
@@ -1064,12 +768,12 @@ def cmd_status(args):
 def env_text():
     return ('export OS_CLIENT_CONFIG_FILE=%s/clouds.yaml '
             'OS_CLOUD=gpuclient-admin GPUCLIENT_MEMBER_CLOUD=gpuclient-member'
-            ' GPUCLIENT_DCGM_DEVICES=%s' % (STATE, DCGM_DEVICES))
+            ' GPUCLIENT_DCGM_DEVICES=%s' % (base.STATE, DCGM_DEVICES))
 
 
 def cmd_env(args):
     print(env_text())
-    print('# the cloud\'s own client: export PATH=%s:$PATH' % BIN)
+    print('# the cloud\'s own client: export PATH=%s:$PATH' % base.BIN)
     return 0
 
 
@@ -1143,22 +847,22 @@ def _providers_ready_one(session, host, root):
 def cmd_restart_compute(args):
     """(Re)write a host's nova-compute-<host>.conf, restart (or start) its
     nova-compute, wait for its provider tree and discover it."""
-    timeline = Timeline()
+    timeline = base.Timeline()
     host = next((h for h in hostlib.HOSTS if h.name == args.host), None)
     if host is None or host.driver == hostlib.IRONIC:
-        raise CloudError('%s is no fake-driver compute host of %s' % (
+        raise base.CloudError('%s is no fake-driver compute host of %s' % (
             args.host, ', '.join(h.name for h in hostlib.HOSTS
                                  if h.driver != hostlib.IRONIC)))
-    if not _recorded():
-        raise CloudError('no cloud recorded in %s: run tools/testcloud up'
-                         % STATE)
+    if not base.recorded():
+        raise base.CloudError('no cloud recorded in %s: run tools/testcloud '
+                              'up' % base.STATE)
     extra = host.extra_conf
     if args.nova_conf:
         with open(args.nova_conf) as f:
             extra = f.read()
-    etc = os.path.join(STATE, 'etc', 'nova')
-    os.makedirs(os.path.join(STATE, 'nova', host.name), exist_ok=True)
-    _render('nova-compute.conf',
+    etc = os.path.join(base.STATE, 'etc', 'nova')
+    os.makedirs(os.path.join(base.STATE, 'nova', host.name), exist_ok=True)
+    base.render('nova-compute.conf',
             os.path.join(etc, 'nova-compute-%s.conf' % host.name),
             host=host.name, driver=host.driver, extra=extra)
     timeline('wrote %s' % os.path.join(etc, 'nova-compute-%s.conf'
@@ -1167,26 +871,26 @@ def cmd_restart_compute(args):
     known = session.get('compute', '/os-services?binary=nova-compute'
                         '&host=%s' % host.name)['services']
     name = 'nova-compute-' + host.name
-    pid = _read_pid(name)
-    if pid and _alive(pid) and _ours(name, pid):
-        _signal_group(pid, signal.SIGTERM)
-        if not _wait_dead([pid], 60):
-            _signal_group(pid, signal.SIGKILL)
-            _wait_dead([pid], 10)
+    pid = base.read_pid(name)
+    if pid and base.alive(pid) and base.ours(name, pid):
+        base.signal_group(pid, signal.SIGTERM)
+        if not base.wait_dead([pid], 60):
+            base.signal_group(pid, signal.SIGKILL)
+            base.wait_dead([pid], 10)
         timeline('stopped %s (pid %d)' % (name, pid))
     conf = ['--config-file', os.path.join(etc, 'nova.conf')]
-    _spawn(name, [
-        os.path.join(BIN, 'python'), '-m', 'cloud.compute', *conf,
+    base.spawn(name, [
+        os.path.join(base.BIN, 'python'), '-m', 'cloud.compute', *conf,
         '--config-file', os.path.join(etc, 'nova-compute-%s.conf'
                                       % host.name)],
-        env={'PYTHONPATH': TOOLS})
+        env={'PYTHONPATH': base.TOOLS})
     timeline('started %s' % name)
     devices = expected_devices(extra) if host.kind in ('vgpu', 'mig') \
         else None
-    _wait('%s provider tree in placement' % host.name,
+    base.wait('%s provider tree in placement' % host.name,
           lambda: _tree_matches(session, host, devices), 240, interval=1)
     timeline('placement holds the provider tree of %s' % host.name)
-    _run([os.path.join(BIN, 'nova-manage'), '--config-file',
+    base.run([os.path.join(base.BIN, 'nova-manage'), '--config-file',
           os.path.join(etc, 'nova.conf'), 'cell_v2', 'discover_hosts'],
          'setup-discover.log')
 
@@ -1201,8 +905,8 @@ def cmd_restart_compute(args):
         return any(hv['hypervisor_hostname'] == host.nodename
                    for hv in found)
 
-    _wait('%s hypervisor' % host.name, hypervisor, 60)
-    _wait('%s compute service up' % host.name, service_up, 60)
+    base.wait('%s hypervisor' % host.name, hypervisor, 60)
+    base.wait('%s compute service up' % host.name, service_up, 60)
     if host.spare and not known:
         # a spare never started before comes up enabled: disable it (the
         # status of one Nova knew stays as it was)
@@ -1221,7 +925,7 @@ def cmd_restart_compute(args):
 
 def cmd_smoke(args):
     from cloud import smoke
-    return smoke.main(BIN, STATE, IMAGE)
+    return smoke.main(base.BIN, base.STATE, IMAGE)
 
 
 def main(argv=None):
@@ -1229,7 +933,7 @@ def main(argv=None):
         prog='tools/testcloud',
         description='The gpuclient test cloud: real Keystone, Placement, '
                     'Glance and Nova with fake GPU compute hosts, on '
-                    '127.0.0.1.  State: %s' % STATE)
+                    '127.0.0.1.  State: %s' % base.STATE)
     sub = parser.add_subparsers(dest='command', required=True)
     sub.add_parser('up', help='install what is missing, (re)build and '
                    'start the cloud, wait until ready'
@@ -1266,6 +970,6 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except CloudError as exc:
+    except base.CloudError as exc:
         print('testcloud: %s' % exc, file=sys.stderr)
         return 1
