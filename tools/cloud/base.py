@@ -24,7 +24,7 @@
   ``auth``, ``authtoken``).
 
 Standard library only, like the rest of tools/testcloud.  The services'
-modules (cloud.mariadb, cloud.openstack, cloud.ironic, ...) import it;
+modules (cloud.mariadb, cloud.control_plane, cloud.ironic, ...) import it;
 it imports none of them.
 """
 

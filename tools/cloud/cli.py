@@ -17,11 +17,11 @@ from cloud import api
 from cloud import base
 from cloud import blazar
 from cloud import computes
+from cloud import control_plane
 from cloud import hosts as hostlib
 from cloud import install
 from cloud import ironic
 from cloud import metrics
-from cloud import openstack
 from cloud import stack
 
 
@@ -170,7 +170,7 @@ def cmd_restart_compute(args):
 
 def cmd_smoke(args):
     from cloud import smoke
-    return smoke.main(base.BIN, base.STATE, openstack.IMAGE)
+    return smoke.main(base.BIN, base.STATE, control_plane.IMAGE)
 
 
 def main(argv=None):

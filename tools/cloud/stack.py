@@ -13,7 +13,7 @@
 """The whole test cloud at once: its ports (``PORTS``), its processes
 (``OPENSTACK_SERVICES``), its configuration, ``start``, ``stop`` and
 ``healthy``; each service's own steps are in its module (cloud.mariadb,
-cloud.rabbitmq, cloud.openstack, cloud.computes, cloud.metrics,
+cloud.rabbitmq, cloud.control_plane, cloud.computes, cloud.metrics,
 cloud.ironic, cloud.blazar).
 
 Standard library only, like the rest of tools/testcloud.
@@ -29,11 +29,11 @@ from cloud import api
 from cloud import base
 from cloud import blazar
 from cloud import computes
+from cloud import control_plane
 from cloud import hosts as hostlib
 from cloud import ironic
 from cloud import mariadb
 from cloud import metrics
-from cloud import openstack
 from cloud import rabbitmq
 
 # port -> what listens there (all on 127.0.0.1)
@@ -168,9 +168,9 @@ def _write_config():
         f.write('[].\n')
     with open(os.path.join(base.STATE, 'clouds.yaml'), 'w') as f:
         f.write(CLOUDS_YAML.format(
-            password=base.PASSWORD, demo_user=openstack.DEMO_USER,
-            demo_project=openstack.DEMO_PROJECT,
-            operator_user=openstack.OPERATOR_USER,
+            password=base.PASSWORD, demo_user=control_plane.DEMO_USER,
+            demo_project=control_plane.DEMO_PROJECT,
+            operator_user=control_plane.OPERATOR_USER,
             prometheus_port=metrics.PROMETHEUS_PORT))
 
 
@@ -226,33 +226,34 @@ def start(timeline):
         return pool.submit(run)
 
     keystone = step('keystone db_sync/fernet/bootstrap done',
-                    openstack.setup_keystone)
-    placement = step('placement db sync done', openstack.setup_placement)
-    glance = step('glance db_sync done', openstack.setup_glance)
-    nova = step('nova api_db/cell0/cell1 ready', openstack.setup_nova)
+                    control_plane.setup_keystone)
+    placement = step('placement db sync done', control_plane.setup_placement)
+    glance = step('glance db_sync done', control_plane.setup_glance)
+    nova = step('nova api_db/cell0/cell1 ready', control_plane.setup_nova)
     rabbit = step('rabbitmq ready', rabbitmq.wait)
 
-    openstack.start_wsgi('neutron-stub')
+    control_plane.start_wsgi('neutron-stub')
     placement.result()
-    openstack.start_wsgi('placement')
+    control_plane.start_wsgi('placement')
     keystone.result()
-    openstack.start_wsgi('keystone')
+    control_plane.start_wsgi('keystone')
     base.wait('keystone', base.http_up(api.KEYSTONE), 120)
     session = api.Session()
-    api.register(session, openstack.DEMO_PROJECT, openstack.DEMO_USER,
-                 base.PASSWORD, openstack.OPERATOR_USER)
-    openstack.register_limits(session)
+    api.register(session, control_plane.DEMO_PROJECT, control_plane.DEMO_USER,
+                 base.PASSWORD, control_plane.OPERATOR_USER)
+    control_plane.register_limits(session)
     timeline('keystone up; services, endpoints, project %s and user %s '
-             'registered' % (openstack.DEMO_PROJECT, openstack.DEMO_USER))
+             'registered' % (control_plane.DEMO_PROJECT,
+                             control_plane.DEMO_USER))
     glance.result()
-    openstack.start_wsgi('glance-api')
+    control_plane.start_wsgi('glance-api')
     nova.result()
     rabbit.result()
     epmd = set(base.pids_by_comm('epmd')) - epmd_before
     if epmd:  # started by this rabbitmq: ours to stop
         with open(base.pidfile('epmd'), 'w') as f:
             f.write('%d\n' % min(epmd))
-    openstack.start_nova()
+    control_plane.start_nova()
     computes.start()
     timeline('nova-api, conductor, scheduler and %d nova-computes started'
              % len(hostlib.HOSTS))
@@ -264,8 +265,8 @@ def start(timeline):
     # Blazar (reservations) once Nova's API answers (its freepool)
     reservations = pool.submit(blazar.start, timeline)
     base.wait('glance', base.http_up(api.ENDPOINTS['image']), 120)
-    api.upload_image(session, openstack.IMAGE, openstack.tiny_image())
-    timeline('image %s uploaded' % openstack.IMAGE)
+    api.upload_image(session, control_plane.IMAGE, control_plane.tiny_image())
+    timeline('image %s uploaded' % control_plane.IMAGE)
     base.wait('placement', base.http_up(api.ENDPOINTS['placement'] + '/'),
               60)
     bare_metal.result()
