@@ -49,7 +49,7 @@ MUTATIONS = [
      'PLACEMENT_AGGREGATES_VERSION = (1, 19)',
      'PLACEMENT_AGGREGATES_VERSION = (1, 1)',
      'test_client.TestStrictPlacementFake'),
-    ('isolate boundary >=', 'gpuclient/rules/checks.py',
+    ('isolate boundary >=', 'gpuclient/rules/checks/pools.py',
      "group_policy == 'isolate' and len(numbered) > len(providers)",
      "group_policy == 'isolate' and len(numbered) >= len(providers)",
      'test_checks.TestIsolateEdges'),
@@ -179,7 +179,7 @@ MUTATIONS = [
      '    recorded = document.recorded(wanted)', '    recorded = None',
      'test_document_ops.TestConflicts'),
     # issue 51 (cli)
-    ('exit status on unrun checks', 'gpuclient/rules/checks.py',
+    ('exit status on unrun checks', 'gpuclient/rules/checks/__init__.py',
      '    if missing and all(n in missing for n in asked):\n',
      '    if False:\n',
      'test_checks_not_run'),
@@ -244,12 +244,12 @@ MUTATIONS = [
      'test_device_health.TestDeviceHealth.test_xid_class_dating_and_'
      'precedence'),
     ('gpu-missing compares counts, not addresses',
-     'gpuclient/rules/checks.py',
+     'gpuclient/rules/checks/gpus.py',
      '        if not missing:\n            continue\n        found.append('
-     'finding(\n            ERROR, \'gpu-missing\'',
+     'utils.finding(\n            utils.ERROR, \'gpu-missing\'',
      '        if not missing or len(device_health.served(mine)) >= len(\n'
      '                rows):\n            continue\n        found.append('
-     'finding(\n            ERROR, \'gpu-missing\'',
+     'utils.finding(\n            utils.ERROR, \'gpu-missing\'',
      'test_device_checks.TestMissingByAddress'),
     # issue 51 (nova)
     ('vgpu-vf VFs from the inventory total', 'gpuclient/rules/nova_config.py',
@@ -266,7 +266,7 @@ MUTATIONS = [
      'if False:',
      'test_numa_topology_filter.TestJudge.test_the_alias_policy_of_the_'
      'nova_conf_given_decides'),
-    ('unknown BAR1 size is not judged', 'gpuclient/rules/checks.py',
+    ('unknown BAR1 size is not judged', 'gpuclient/rules/checks/pools.py',
      'elif (unknown and gpus',
      'elif (False and gpus',
      'test_checks.TestFlavors.test_address_space_not_judged_without_a_'

@@ -143,12 +143,12 @@ class TestRows(testtools.TestCase):
             sum(f[i] for f in found) for i in (2, 3, 4, 5)))
 
     def test_checks_count_it_among_the_hosts_devices(self):
-        from gpuclient.rules import checks
+        from gpuclient.rules.checks import utils as check_utils
 
         # flavor-too-many-devices: what a host has, free or not
         self.assertEqual([1, 1, 1, 0], [
             total for _uuid, total, _unit in sorted(
-                checks._tree_classes(self.cloud, 'r1')[RC])])
+                check_utils.tree_classes(self.cloud, 'r1')[RC])])
 
     def test_host_rows(self):
         rows, _unmapped = hosts.host_rows(self.cloud.placement,

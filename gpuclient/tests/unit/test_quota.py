@@ -26,6 +26,7 @@ from gpuclient.ops import candidate_ops
 from gpuclient.ops import journal
 from gpuclient.rules import checks
 from gpuclient.rules import quota
+from gpuclient.rules.checks import services as service_checks
 from gpuclient.rules.scheduler import conf as nova_conf
 from gpuclient.tests.unit import base
 from gpuclient.v1 import quota as quota_cmd
@@ -515,7 +516,7 @@ class TestApply(base.TestCase):
 
 
 class FakeCloud:
-    """What checks.quota_gpu_limits reads of a snapshot."""
+    """What checks.services.quota_gpu_limits reads of a snapshot."""
 
     def __init__(self, pools, registered=None):
         self.pools = pools
@@ -527,7 +528,7 @@ class TestCheck(base.TestCase):
 
     def run_check(self, cloud, text):
         settings = {'quota': conf(text)} if text is not None else None
-        return checks.quota_gpu_limits(cloud, settings)
+        return service_checks.quota_gpu_limits(cloud, settings)
 
     def test_not_judged_without_nova_conf_silent_without_pools(self):
         found = self.run_check(FakeCloud(POOLS), None)

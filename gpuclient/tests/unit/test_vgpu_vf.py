@@ -17,13 +17,13 @@ reads it back from its aggregate)."""
 import json
 import types
 
-from gpuclient.rules import checks
 from gpuclient.rules import document
 from gpuclient.rules import maintenance
 from gpuclient.rules import nova_config
 from gpuclient.rules import pools
 from gpuclient.rules import specs
 from gpuclient.rules import usage
+from gpuclient.rules.checks import pools as pool_checks
 from gpuclient.rules.scheduler import conf as nova_conf
 from gpuclient.tests.unit import base
 
@@ -174,13 +174,13 @@ class TestCheck(base.TestCase):
             pci_in_placement)
         if alias_line:
             conf += '[pci]\nalias = %s\n' % alias_line
-        return [(f.severity, f.object) for f in checks.pool_vf_alias(
+        return [(f.severity, f.object) for f in pool_checks.pool_vf_alias(
             cloud, nova_conf.load_settings(conf))]
 
     def test_the_alias_nova_needs(self):
         right = nova_config.alias_json(vf_pool())
         self.assertEqual([], self.findings(right))
-        self.assertEqual([], checks.pool_vf_alias(
+        self.assertEqual([], pool_checks.pool_vf_alias(
             types.SimpleNamespace(pools={'d': vf_pool()}), None))
         self.assertEqual([('error', 'alias l40s-24q')], self.findings(None))
         self.assertEqual([('error', 'pci_in_placement')],
