@@ -46,8 +46,6 @@ from gpuclient.i18n import _
 from gpuclient.rules import address_space
 from gpuclient.rules import baremetal
 from gpuclient.rules import capacity as capacity_mod
-from gpuclient.rules import device_health
-from gpuclient.rules import devices
 from gpuclient.rules import hosts as hosts_mod
 from gpuclient.rules import images as images_mod
 from gpuclient.rules import nova_config
@@ -56,6 +54,8 @@ from gpuclient.rules import quota as quota_mod
 from gpuclient.rules import reservations
 from gpuclient.rules import specs as specs_mod
 from gpuclient.rules import utilisation as utilisation_mod
+from gpuclient.rules.devices import health as device_health
+from gpuclient.rules.devices import one_time_use as devices
 from gpuclient.rules.scheduler import hardware
 from gpuclient.rules.scheduler import manager
 from gpuclient.rules.scheduler import pci
