@@ -252,7 +252,8 @@ MUTATIONS = [
      'finding(\n            ERROR, \'gpu-missing\'',
      'test_device_checks.TestMissingByAddress'),
     # issue 51 (nova)
-    ('vgpu-vf VFs from the inventory total', 'gpuclient/rules/nova_config.py',
+    ('vgpu-vf VFs from the inventory total',
+     'gpuclient/rules/nova_conf/render.py',
      'resources.update(snapshot.totals.get(uuid) or {})',
      'resources.update({})',
      'test_config.TestShow.test_a_reserved_vf_keeps_its_device_spec'),

@@ -48,7 +48,6 @@ from gpuclient.rules import baremetal
 from gpuclient.rules import capacity as capacity_mod
 from gpuclient.rules import hosts as hosts_mod
 from gpuclient.rules import images as images_mod
-from gpuclient.rules import nova_config
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import quota as quota_mod
 from gpuclient.rules import reservations
@@ -56,6 +55,7 @@ from gpuclient.rules import specs as specs_mod
 from gpuclient.rules import utilisation as utilisation_mod
 from gpuclient.rules.devices import health as device_health
 from gpuclient.rules.devices import one_time_use as devices
+from gpuclient.rules.nova_conf import render as nova_config
 from gpuclient.rules.scheduler import hardware
 from gpuclient.rules.scheduler import manager
 from gpuclient.rules.scheduler import pci
