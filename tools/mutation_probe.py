@@ -219,18 +219,18 @@ MUTATIONS = [
      'test_bounds.TestAnswerCap'),
     # issue 51 (health)
     ('XID class: an application\'s XID as the host\'s',
-     'gpuclient/rules/device_health.py',
+     'gpuclient/rules/devices/health.py',
      '    RESTART_APP: XID_APPLICATION,',
      '    RESTART_APP: XID_HOST,',
      'test_device_health.TestDeviceHealth.test_xid_classes'),
     ('a sticky XID read as recent whatever its age',
-     'gpuclient/rules/device_health.py',
+     'gpuclient/rules/devices/health.py',
      '    recent = since is not None\n',
      '    recent = since is not None or before is not None\n',
      'test_device_health.TestDeviceHealth.test_xid_class_dating_and_'
      'precedence'),
     ('host-vs-guest: a guest\'s series override the host\'s',
-     'gpuclient/rules/device_health.py',
+     'gpuclient/rules/devices/health.py',
      '        source = HOST_SIDE\n        if not mine:\n',
      '        source = HOST_SIDE\n'
      '        if any(index.guest.get(s) for s in row[\'server_ids\']):\n'
@@ -238,7 +238,7 @@ MUTATIONS = [
      'test_device_health.TestDeviceHealth.test_xid_class_dating_and_'
      'precedence'),
     ('host-vs-guest: a guest\'s report makes a device unhealthy',
-     'gpuclient/rules/device_health.py',
+     'gpuclient/rules/devices/health.py',
      "'unhealthy': source == HOST_SIDE and (",
      "'unhealthy': (",
      'test_device_health.TestDeviceHealth.test_xid_class_dating_and_'
@@ -252,7 +252,8 @@ MUTATIONS = [
      'utils.finding(\n            utils.ERROR, \'gpu-missing\'',
      'test_device_checks.TestMissingByAddress'),
     # issue 51 (nova)
-    ('vgpu-vf VFs from the inventory total', 'gpuclient/rules/nova_config.py',
+    ('vgpu-vf VFs from the inventory total',
+     'gpuclient/rules/nova_conf/render.py',
      'resources.update(snapshot.totals.get(uuid) or {})',
      'resources.update({})',
      'test_config.TestShow.test_a_reserved_vf_keeps_its_device_spec'),
@@ -348,7 +349,7 @@ MUTATIONS = [
      "return str(name).strip().lower().rstrip('.')",
      'return str(name).strip().lower()', 'test_series_host_joins'),
     ('health window not clamped to its start',
-     'gpuclient/rules/device_health.py',
+     'gpuclient/rules/devices/health.py',
      "'xid_since_before': 'clamp_max(%s or %s, time() - %d)' % (",
      "'xid_since_before': 'clamp_max(%s or %s, time() - %d + 60)' % (",
      'test_health_window.TestHealthWindow'),

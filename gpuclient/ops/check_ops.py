@@ -34,10 +34,10 @@ from gpuclient.ops import server_ops
 from gpuclient.ops import snapshot
 from gpuclient.ops import utilisation_ops
 from gpuclient.rules import checks
-from gpuclient.rules import device_health
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import quota as quota_rules
 from gpuclient.rules import utilisation
+from gpuclient.rules.devices import health as device_health
 
 LOG = logging.getLogger(__name__)
 

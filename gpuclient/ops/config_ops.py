@@ -20,9 +20,9 @@ from osc_lib import exceptions
 
 from gpuclient.i18n import _
 from gpuclient.ops import snapshot
-from gpuclient.rules import nova_config
 from gpuclient.rules import pools as pools_mod
-from gpuclient.rules.scheduler import conf as nova_conf
+from gpuclient.rules.nova_conf import parse
+from gpuclient.rules.nova_conf import render
 
 
 def _read(path):
@@ -39,8 +39,8 @@ def _read(path):
 
 def _parse_files(paths):
     """merge_ini over the files that exist, in order."""
-    return nova_conf.merge_ini(nova_conf.parse_ini(_read(p), p) for p in paths
-                             if os.path.isfile(p))
+    return parse.merge_ini(parse.parse_ini(_read(p), p) for p in paths
+                           if os.path.isfile(p))
 
 
 def read_existing(path, config, hosts=()):
@@ -56,9 +56,9 @@ def read_existing(path, config, hosts=()):
     if os.path.isdir(path):
         existing, where = {}, {}
         hosts_shown = [t for t in config.ordered() if isinstance(t, tuple)]
-        for target in list(nova_config.CONTROLLERS) + hosts_shown:
+        for target in list(render.CONTROLLERS) + hosts_shown:
             reads = [os.path.join(path, f)
-                     for f in nova_config.kolla_reads(target)]
+                     for f in render.kolla_reads(target)]
             existing[target] = _parse_files(reads)
             where[target] = [f for f in reads if os.path.isfile(f)] or [
                 _('no file')]
@@ -67,16 +67,16 @@ def read_existing(path, config, hosts=()):
         raise exceptions.CommandError(
             _('--diff with a file compares one service\'s nova.conf: give '
               'at most one --host (or a Kolla config directory).'))
-    target = (nova_config.host_target(hosts[0]) if hosts
-              else nova_config.SCHEDULER)
-    return {target: nova_conf.parse_ini(_read(path), path)}, {target: [path]}
+    target = (render.host_target(hosts[0]) if hosts
+              else render.SCHEDULER)
+    return {target: parse.parse_ini(_read(path), path)}, {target: [path]}
 
 
 def collect(client, pool_names=(), hosts=(), mig_types=None,
-            numa_policy=nova_config.DEFAULT_NUMA_POLICY):
+            numa_policy=render.DEFAULT_NUMA_POLICY):
     """(Config, notes): one snapshot of the cloud (``snapshot.read``,
     with flavors for the aliases' NUMA policy, Placement trees of the
-    pools' hosts only), shaped by ``nova_config.from_cloud``. The hosts
+    pools' hosts only), shaped by ``render.from_cloud``. The hosts
     of vgpu-vf pools have their device providers' inventories read
     (``snapshot.read_totals``, one request each): a VF per device_spec,
     as many as each card's inventory total, reserved ones included."""
@@ -91,8 +91,8 @@ def collect(client, pool_names=(), hosts=(), mig_types=None,
     snapshot.read_totals(client.placement, cloud.placement, {
         root for p in chosen if p['mode'] == pools_mod.VGPU_VF
         for host in p['hosts'] for root in host_roots.get(host, ())})
-    return nova_config.from_cloud(cloud, pool_names, hosts, mig_types,
-                                  numa_policy)
+    return render.from_cloud(cloud, pool_names, hosts, mig_types,
+                             numa_policy)
 
 
 def inside(directory, path):

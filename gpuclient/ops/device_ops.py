@@ -17,16 +17,16 @@ The read: the snapshot (``snapshot.read``, a fixed number of requests,
 provider traits included), every project's servers (one paged read) and
 the allocations of the GPU providers in use (``server_ops``: one request
 per used GPU provider, concurrently; never one per server). The rows are
-``rules.devices.rows``.
+``rules.devices.listing.rows``.
 
 With the cloud's Prometheus configured (``utilisation_ops.endpoint``),
 each row gets the device's health from the DCGM exporter
-(``rules.device_health``): one PromQL query per metric, whatever the
+(``rules.devices.health``): one PromQL query per metric, whatever the
 number of devices.
 
-``release`` observes (that read), plans (``rules.devices``: refused for a
-device that is not one-time-use or is in use, nothing to do for a free
-one) and applies each device's step through the journal.
+``release`` observes (that read), plans (``rules.devices.release``:
+refused for a device that is not one-time-use or is in use, nothing to do
+for a free one) and applies each device's step through the journal.
 """
 
 import logging
@@ -41,12 +41,13 @@ from gpuclient.ops import journal
 from gpuclient.ops import server_ops
 from gpuclient.ops import snapshot
 from gpuclient.ops import utilisation_ops
-from gpuclient.rules import device_health
-from gpuclient.rules import device_metrics
-from gpuclient.rules import devices
 from gpuclient.rules import plan as plan_mod
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import utilisation
+from gpuclient.rules.devices import health as device_health
+from gpuclient.rules.devices import listing
+from gpuclient.rules.devices import metrics as device_metrics
+from gpuclient.rules.devices import release as release_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -59,7 +60,7 @@ def read(client):
     cloud = snapshot.read(client, mapped_only=True, with_traits=True)
     servers = snapshot.read_servers(client, cloud)
     allocations = server_ops.gpu_allocations(client, cloud)
-    rows = devices.rows(cloud, allocations, servers,
+    rows = listing.rows(cloud, allocations, servers,
                         pools_mod.pools_by_host(cloud.pools))
     # the labels that join DCGM's series (gpu device list -f openmetrics)
     rows = device_metrics.join_fields(rows, cloud.placement.providers,
@@ -180,7 +181,7 @@ def health_for_check(client, cloud, window, url):
     ``notes`` as ``_health`` gives them."""
     servers = snapshot.read_servers(client, cloud)
     allocations = server_ops.gpu_allocations(client, cloud)
-    rows = devices.rows(cloud, allocations, servers,
+    rows = listing.rows(cloud, allocations, servers,
                         pools_mod.pools_by_host(cloud.pools))
     # each holder's project (an application XID is the project's)
     rows = device_metrics.join_fields(rows, cloud.placement.providers,
@@ -208,7 +209,7 @@ def collect(client, host=None, pool=None, server=None,
     rows, health_notes = add_health(client, rows, cloud, url=url,
                                     window=window, required=unhealthy,
                                     wanted=health)
-    rows = devices.select(rows, host=host, pool=pool, server_ids=server_ids,
+    rows = listing.select(rows, host=host, pool=pool, server_ids=server_ids,
                           awaiting_only=awaiting_release)
     if unhealthy:
         rows = device_health.unhealthy(rows)
@@ -220,11 +221,11 @@ def show(client, device, url=None, window=None):
     with its health when a Prometheus is configured (URL, or as
     ``utilisation_ops.endpoint`` finds it)."""
     rows, cloud, _servers, _notes = read(client)
-    devices.resolve(rows, [device])  # an unknown device: no query sent
+    listing.resolve(rows, [device])  # an unknown device: no query sent
     rows, notes = add_health(client, rows, cloud, url=url, window=window)
     for note in notes:
         LOG.warning(note)
-    return devices.resolve(rows, [device])[0]
+    return listing.resolve(rows, [device])[0]
 
 
 def release(client, names, dry_run=False):
@@ -232,7 +233,7 @@ def release(client, names, dry_run=False):
 
     Every name is resolved before anything is written (an unknown one
     refuses them all). Then each device on its own: one that cannot be
-    released (``devices.release_problem``) is a failure, logged; one
+    released (``release_mod.release_problem``) is a failure, logged; one
     awaiting release gets its step (``plan.release_device``), applied
     through the journal unless DRY_RUN; a free one needs nothing (a re-run
     converges). Whatever one device's release raises, it is that device's
@@ -243,16 +244,16 @@ def release(client, names, dry_run=False):
     rows, _cloud, _servers, notes = read(client)
     for note in notes:
         LOG.warning(note)
-    chosen = devices.resolve(rows, names)
+    chosen = listing.resolve(rows, names)
     done, failures = [], 0
     for index, row in enumerate(chosen):
-        problem = devices.release_problem(row)
+        problem = release_mod.release_problem(row)
         if problem:
             LOG.error(problem)
             failures += 1
             continue
-        action = devices.release_action(row)
-        if action == devices.RELEASE:
+        action = release_mod.release_action(row)
+        if action == release_mod.RELEASE:
             plan = plan_mod.Plan('gpu device release', [
                 plan_mod.release_device(row['uuid'], row['name'],
                                         row['resource_class'])])
@@ -273,6 +274,6 @@ def release(client, names, dry_run=False):
                     break
                 continue
             if not dry_run:
-                action = devices.RELEASED
+                action = release_mod.RELEASED
         done.append(dict(row, action=action))
     return done, failures

@@ -184,7 +184,7 @@ def plan_pools(client, pool_names, demand_counts, model=None,
     from ``--vgpu-mdev-type``, else the pools' ``vgpu_profile``
     property), the plan ``rules.profile_cloud.plan``, the nova.conf after
     it
-    ``rules.profile_cloud.proposed_config`` (``nova_config.build``). Each
+    ``rules.profile_cloud.proposed_config`` (``render.build``). Each
     row: the plan's fields plus ``host``, ``address``, ``servers``
     (the servers that must leave the card first: [(id, name, how)], how
     as ``gpu host drain --allow-downtime --dry-run`` would move it), ``script``
@@ -264,14 +264,14 @@ def _cards(client, cloud, hosts, vgpu_profiles, model, notes):
     """(trees, cards) of HOSTS' MIG and time-sliced vGPU cards, with the
     allocations of their used GPU providers; notes added to NOTES."""
     from gpuclient.ops import server_ops
-    from gpuclient.rules import nova_config
     from gpuclient.rules import profile_cloud
+    from gpuclient.rules.nova_conf import render
 
     host_roots = cloud.host_roots()
     roots = {h: sorted(host_roots.get(h) or ()) for h in hosts}
     notes += [_('%s has no compute node in Placement: its cards are not '
                'planned.') % h for h in hosts if not roots[h]]
-    trees = nova_config.trees_from_snapshot(
+    trees = render.trees_from_snapshot(
         cloud.placement, {h: r for h, r in roots.items() if r})
     allocations = server_ops.gpu_allocations(
         client, cloud, {r for rs in roots.values() for r in rs})
@@ -335,8 +335,8 @@ def plan_vf_pools(cloud, hosts, pool_names, demand_counts,
     of a planned card, re-typed or not, the script that makes the VFs and
     writes their vGPU types, its systemd unit, and the nova-compute file
     with a device_spec per VF)."""
-    from gpuclient.rules import nova_config
     from gpuclient.rules import profile_vf
+    from gpuclient.rules.nova_conf import render
 
     types = profile_vf.pool_types([cloud.pools[n] for n in pool_names])
     wanted = profile_vf.wanted(demand_counts, cloud.flavors, cloud.pools,
@@ -345,7 +345,7 @@ def plan_vf_pools(cloud, hosts, pool_names, demand_counts,
     roots = {h: sorted(host_roots.get(h) or ()) for h in hosts}
     notes = [_('%s has no compute node in Placement: its cards are not '
                'planned.') % h for h in hosts if not roots[h]]
-    trees = nova_config.trees_from_snapshot(
+    trees = render.trees_from_snapshot(
         cloud.placement, {h: r for h, r in roots.items() if r})
     used = {uuid: {rc: item.get('used', 0)
                    for rc, item in (summary.get('resources') or {}).items()}
@@ -380,20 +380,20 @@ def write_vf_files(output_dir, hosts, rows, types):
     its nova-compute file in OUTPUT_DIR, never over an existing file (all
     refused before any is written). Returns {host: {'script', 'unit',
     'nova_conf': path}}."""
-    from gpuclient.rules import nova_config
     from gpuclient.rules import profile_vf
+    from gpuclient.rules.nova_conf import render
 
     files = []
     for host in hosts:
-        target = nova_config.host_target(host)
+        target = render.host_target(host)
         installed = '/usr/local/sbin/' + profile_vf.script_name(host)
         files += [
             (host, 'script', profile_vf.script_name(host),
              profile_vf.script(host, rows)),
             (host, 'unit', profile_vf.unit_name(host),
              profile_vf.unit(host, installed)),
-            (host, 'nova_conf', nova_config.ini_path(target),
-             nova_config.render_target(
+            (host, 'nova_conf', render.ini_path(target),
+             render.render_target(
                  profile_vf.host_config(host, rows, types), target))]
     _refuse_existing(output_dir, [name for _h, _k, name, _t in files])
     os.makedirs(output_dir, exist_ok=True)

@@ -30,8 +30,9 @@ Everything is asked of one ``gpuclient.rules.model.Cloud``:
   ``group_policy=isolate``). Identical trees are counted once per flavor.
 
 A one-time-use device that Nova reserved after its server went is
-**awaiting release** (``gpuclient.rules.devices``): counted in the total,
-neither used, free nor stranded, until the operator releases it.
+**awaiting release** (``gpuclient.rules.devices.one_time_use``): counted in
+the total, neither used, free nor stranded, until the operator releases
+it.
 
 A GPU is **stranded** when it is free and no GPU flavor can use it now:
 no flavor asks for what its provider offers (class, amount, traits), or

@@ -22,8 +22,8 @@ import typing
 
 from gpuclient.i18n import _
 from gpuclient.rules import baremetal
-from gpuclient.rules import devices
 from gpuclient.rules import host_names
+from gpuclient.rules.devices import one_time_use
 
 # GPU resource classes shown by default (CLI.md, "Hosts"): vGPUs, whole
 # physical GPUs, NVIDIA and AMD PCI devices reported by Nova's PCI in
@@ -94,11 +94,11 @@ def device_figures(item, node=False, traits=None):
     whatever the driver reserved (``baremetal.node_figures``).
     TRAITS (the provider's, None: not read): a one-time-use device Nova
     reserves likewise, and after its server went it is awaiting release
-    (``devices.awaiting_release``): total 1, used 0, free 0.
+    (``one_time_use.awaiting_release``): total 1, used 0, free 0.
     """
     if node:
         return baremetal.node_figures(item)
-    if devices.awaiting_release(item, traits):
+    if one_time_use.awaiting_release(item, traits):
         return 1, 0, 0
     capacity, used = item['capacity'], item['used']
     return max(capacity, used), used, max(capacity - used, 0)
@@ -311,7 +311,7 @@ def host_rows(
             traits = snapshot.summaries[uuid].get('traits')
             total, used, free = device_figures(item, node=node,
                                                traits=traits)
-            if not node and devices.awaiting_release(item, traits):
+            if not node and one_time_use.awaiting_release(item, traits):
                 row['awaiting_release'] += 1
             if node:
                 row['nodes'][uuid] = item

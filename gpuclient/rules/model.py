@@ -32,11 +32,11 @@ from osc_lib import exceptions
 
 from gpuclient.i18n import _
 from gpuclient.rules import baremetal
-from gpuclient.rules import devices
 from gpuclient.rules import host_names
 from gpuclient.rules import hosts as hosts_mod
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import reservations
+from gpuclient.rules.devices import one_time_use
 
 # the zone Nova gives a host in no aggregate with one
 DEFAULT_ZONE = 'nova'
@@ -381,8 +381,9 @@ class Cloud:
         in one tree.
 
         A bare-metal node counts 1, whatever the ironic driver reserved;
-        so does a one-time-use device awaiting release (``devices``),
-        counted apart as awaiting release (1), neither used nor free.
+        so does a one-time-use device awaiting release
+        (``devices.one_time_use``), counted apart as awaiting release (1),
+        neither used nor free.
         """
         snap = self.placement
         ironic = root in self.node_roots()
@@ -396,7 +397,7 @@ class Cloud:
                 node = baremetal.is_node_item(resource_class, item, ironic)
                 total, used, free = hosts_mod.device_figures(
                     item, node=node, traits=traits)
-                awaiting = int(not node and devices.awaiting_release(
+                awaiting = int(not node and one_time_use.awaiting_release(
                     item, traits))
                 found.append((uuid, snap.providers[uuid]['name'], total,
                               used, free, awaiting))

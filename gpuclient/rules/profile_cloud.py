@@ -64,10 +64,10 @@ import re
 
 from gpuclient.i18n import _
 from gpuclient.rules import maintenance
-from gpuclient.rules import nova_config
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import profiles
 from gpuclient.rules import specs as specs_mod
+from gpuclient.rules.nova_conf import render as nova_config
 
 PROFILE_PROPERTY = pools_mod.VGPU_PROFILE_PROPERTY
 

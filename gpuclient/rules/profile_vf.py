@@ -35,10 +35,10 @@ import collections
 import re
 
 from gpuclient.i18n import _
-from gpuclient.rules import nova_config
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import profiles
 from gpuclient.rules import specs as specs_mod
+from gpuclient.rules.nova_conf import render as nova_config
 
 SRIOV_MANAGE = '/usr/lib/nvidia/sriov-manage'
 SYSFS = '/sys/bus/pci/devices'

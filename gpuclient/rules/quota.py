@@ -422,7 +422,7 @@ def plan_delete_many(resource_classes, project_id, registered, limits,
 
 def conf_settings(ini):
     """The [quota] settings of a parsed nova.conf
-    (``scheduler.conf.parse_ini`` / ``merge_ini`` output): driver,
+    (``nova_conf.parse.parse_ini`` / ``merge_ini`` output): driver,
     strategy, resource list and, for each, where it came from ('config'
     or 'default')."""
     section = (ini or {}).get('quota') or {}

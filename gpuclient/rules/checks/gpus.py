@@ -23,10 +23,10 @@ from osc_lib import exceptions
 
 from gpuclient.i18n import _
 from gpuclient.rules import capacity as capacity_mod
-from gpuclient.rules import device_health
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import utilisation as utilisation_mod
 from gpuclient.rules.checks import utils
+from gpuclient.rules.devices import health as device_health
 from gpuclient.rules.scheduler import manager
 
 # -- capacity and utilisation -------------------------------------------------

@@ -26,6 +26,7 @@ from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import quota
 from gpuclient.rules import specs
 from gpuclient.rules.checks import pools as pool_checks
+from gpuclient.rules.nova_conf import parse
 from gpuclient.rules.scheduler import conf as nova_conf
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import fakes
@@ -47,7 +48,7 @@ GOOD_IMAGE = {'id': 'img-good', 'name': 'good', 'status': 'active',
 def conf(text):
     """Settings as gpu check reads --nova-conf (with its [quota])."""
     settings = nova_conf.load_settings(text)
-    settings['quota'] = quota.conf_settings(nova_conf.parse_ini(text))
+    settings['quota'] = quota.conf_settings(parse.parse_ini(text))
     return settings
 
 

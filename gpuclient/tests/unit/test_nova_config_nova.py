@@ -10,7 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""gpuclient.rules.nova_config's files, loaded with Nova's option definitions.
+"""gpuclient.rules.nova_conf.render's files, loaded with Nova's option
+definitions.
 
 Every file ``gpu config show`` renders (both layouts, every mode) is read
 by oslo.config with the options Nova registers (``nova.conf``, then
@@ -38,9 +39,10 @@ import tempfile
 import unittest
 import warnings
 
-from gpuclient.rules import nova_config
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import profile_vf
+from gpuclient.rules.nova_conf import parse
+from gpuclient.rules.nova_conf import render as nova_config
 from gpuclient.rules.scheduler import conf as nova_conf
 
 try:
@@ -231,7 +233,7 @@ class TestNovaReadsRenderedFiles(unittest.TestCase):
     def check_file(self, label, text, *more):
         """Check TEXT (and MORE files read after it, merged)."""
         conf_opts = self.load(text, *more)
-        ini = nova_conf.merge_ini(nova_conf.parse_ini(t, label)
+        ini = parse.merge_ini(parse.parse_ini(t, label)
                                 for t in (text,) + more)
         for section, keys in ini.items():
             for key in keys:

@@ -15,9 +15,9 @@ on plain data."""
 
 import testtools
 
-from gpuclient.rules import nova_config
 from gpuclient.rules import profile_cloud as pc
 from gpuclient.rules import profiles
+from gpuclient.rules.nova_conf import render as nova_config
 
 HOST = 'gpu-a'
 VFS = ['0000:61:00.%d' % n for n in range(4, 8)] + [

@@ -21,9 +21,9 @@ import subprocess
 
 import fixtures
 
-from gpuclient.rules import nova_config
 from gpuclient.rules import profile_vf
-from gpuclient.rules.scheduler import conf as nova_conf
+from gpuclient.rules.nova_conf import parse
+from gpuclient.rules.nova_conf import render as nova_config
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import test_vgpu_vf
 
@@ -157,14 +157,14 @@ class TestFiles(base.TestCase):
         self.assertEqual(['0000:c1:00.%d' % n for n in (4, 5, 6, 7)],
                          [a for a, _t in profile_vf.vf_types(rows[1])])
         target = nova_config.host_target(HOST)
-        host = nova_conf.parse_ini(nova_config.render_target(
+        host = parse.parse_ini(nova_config.render_target(
             profile_vf.host_config(HOST, rows, types), target))
         # gpu config show, with the cloud as it is after the plan (each
         # card's provider offering its new type's VFs), renders the same
         after = [pf(r['address'], {types[t]['resource_class']: n
                                    for t, n in r['proposed'].items()})
                  for r in rows]
-        shown = nova_conf.parse_ini(nova_config.render_target(
+        shown = parse.parse_ini(nova_config.render_target(
             nova_config.build({p['name']: p for p in types.values()},
                               {HOST: after}), target))
         self.assertEqual(shown['pci'], host['pci'])

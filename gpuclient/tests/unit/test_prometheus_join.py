@@ -26,8 +26,8 @@ import testtools
 from gpuclient.ops import check_ops
 from gpuclient.ops import device_ops
 from gpuclient.ops import utilisation_ops
-from gpuclient.rules import device_health
 from gpuclient.rules.checks import gpus as gpu_checks
+from gpuclient.rules.devices import health as device_health
 from gpuclient.rules.scheduler import host_manager
 from gpuclient.tests.unit import test_utilisation_commands as prom
 from gpuclient.tests.unit.v1 import test_device

@@ -27,7 +27,7 @@ from gpuclient.ops import journal
 from gpuclient.rules import checks
 from gpuclient.rules import quota
 from gpuclient.rules.checks import services as service_checks
-from gpuclient.rules.scheduler import conf as nova_conf
+from gpuclient.rules.nova_conf import parse
 from gpuclient.tests.unit import base
 from gpuclient.v1 import quota as quota_cmd
 
@@ -43,7 +43,7 @@ POOLS = {'h100': pool('h100', PT), 'h100-b': pool('h100-b', PT),
 
 
 def conf(text):
-    return quota.conf_settings(nova_conf.parse_ini(text))
+    return quota.conf_settings(parse.parse_ini(text))
 
 
 UNIFIED = '[quota]\ndriver = nova.quota.UnifiedLimitsDriver\n'

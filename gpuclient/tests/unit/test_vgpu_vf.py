@@ -19,11 +19,12 @@ import types
 
 from gpuclient.rules import document
 from gpuclient.rules import maintenance
-from gpuclient.rules import nova_config
 from gpuclient.rules import pools
 from gpuclient.rules import specs
 from gpuclient.rules import usage
 from gpuclient.rules.checks import pools as pool_checks
+from gpuclient.rules.nova_conf import parse
+from gpuclient.rules.nova_conf import render as nova_config
 from gpuclient.rules.scheduler import conf as nova_conf
 from gpuclient.tests.unit import base
 
@@ -84,9 +85,9 @@ class TestNovaConf(base.TestCase):
     def lines(self, tree, **kwargs):
         pool = vf_pool(**kwargs)
         config = nova_config.build({'desktops': pool}, {HOST: tree})
-        every = nova_conf.parse_ini(nova_config.render_target(
+        every = parse.parse_ini(nova_config.render_target(
             config, nova_config.ALL))
-        host = nova_conf.parse_ini(nova_config.render_target(
+        host = parse.parse_ini(nova_config.render_target(
             config, nova_config.host_target(HOST)))
         return every, host
 

@@ -15,9 +15,9 @@ metrics in Prometheus.
 
 No I/O here. The ops layer runs the PromQL of ``queries`` (one query per
 metric, whatever the number of devices) and gives this module the parsed
-answers and the rows of ``rules.devices``; the series are joined to the
-devices as ``rules.utilisation`` joins them to servers (guest-side by the
-``instance_id`` label, host-side by host and PCI address).
+answers and the rows of ``rules.devices.listing``; the series are joined
+to the devices as ``rules.utilisation`` joins them to servers (guest-side
+by the ``instance_id`` label, host-side by host and PCI address).
 
 Metric and label names are dcgm-exporter's (``etc/default-counters.csv``):
 ``DCGM_FI_DEV_XID_ERRORS`` (gauge, the value of the last XID, held until
@@ -442,7 +442,7 @@ def _readings(found):
 
 
 def annotate(rows, found, hosts_of, now, window):
-    """ROWS (``rules.devices.rows``) with the FIELDS, from the ``series``
+    """ROWS (``listing.rows``) with the FIELDS, from the ``series``
     FOUND, read at NOW (epoch seconds) over WINDOW (seconds). HOSTS_OF:
     {provider uuid: ``utilisation.host_keys`` of its Nova host and
     hypervisor hostname}.

@@ -13,7 +13,7 @@
 """Pure: what ``gpu device list -f openmetrics`` needs beyond a device
 row to join the DCGM exporter's series in Prometheus.
 
-No I/O here. ``join_fields`` adds to each row of ``rules.devices.rows``:
+No I/O here. ``join_fields`` adds to each row of ``listing.rows``:
 
 * ``hypervisor_hostname``: the name of the device's root provider, the
   hypervisor hostname the compute host reports, which is what the DCGM

@@ -21,9 +21,10 @@ host>)`` or ``PLACEMENT`` (placement.conf, where trees are wide:
 ``wide_trees``), and
 a value is a string, or a list of strings for Nova's multi-valued options
 (``[pci] alias`` and ``device_spec``); plus notes per target for what the
-cloud cannot tell. Renderers: ``render_ini``, ``kolla_files`` (the
-Kolla-Ansible override tree) and ``diff`` against an existing
-configuration parsed with ``gpuclient.rules.scheduler.conf.parse_ini``.
+cloud cannot tell. Renderers: ``render_ini``, ``render_kolla`` (the
+Kolla-Ansible override tree) and ``files`` (either layout, for writing);
+what an existing configuration lacks or contradicts is
+``gpuclient.rules.nova_conf.diff``.
 
 Only keys gpuclient owns are produced:
 
@@ -125,7 +126,7 @@ def target_label(target):
     return target
 
 
-def _order(target):
+def target_order(target):
     if target == ALL:
         return (0, '')
     if target == API:
@@ -164,7 +165,7 @@ class Config:
 
     def ordered(self):
         """Targets with settings or notes, in rendering order."""
-        return sorted(set(self.targets) | set(self.notes), key=_order)
+        return sorted(set(self.targets) | set(self.notes), key=target_order)
 
     def effective(self, target):
         """What one service reads: ALL, then its own settings."""
@@ -906,7 +907,7 @@ def _max_instances(config, target, mdev_type, entry):
 
 # -- rendering ---------------------------------------------------------------
 
-def _comment(text, width=76):
+def comment_lines(text, width=76):
     lines, line = [], '#'
     for word in text.split():
         if len(line) + 1 + len(word) > width and line != '#':
@@ -921,9 +922,9 @@ def render_target(config, target, header=True):
     """The nova.conf text of one target (sections in a stable order)."""
     lines = []
     if header:
-        lines += _comment(_('gpuclient: %s') % target_label(target))
+        lines += comment_lines(_('gpuclient: %s') % target_label(target))
     for note in config.notes.get(target, ()):
-        lines += _comment(note)
+        lines += comment_lines(note)
     for section in sorted(config.targets.get(target, {})):
         keys = config.targets[target][section]
         lines.append('[%s]' % section)
@@ -998,114 +999,3 @@ def kolla_reads(target):
         return ['global.conf', KOLLA_ALL, KOLLA_COMPUTE,
                 kolla_path(target)]
     return ['global.conf', KOLLA_ALL, kolla_path(target)]
-
-
-# -- diff --------------------------------------------------------------------
-
-MISSING = 'missing'
-DIFFERS = 'differs'
-
-
-def _json_or_text(text):
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
-
-
-def _items(text):
-    return [v.strip() for v in str(text).split(',') if v.strip()]
-
-
-def _bool(text):
-    return str(text).strip().lower() in ('1', 't', 'true', 'on', 'y', 'yes')
-
-
-def _compare(section, key, want, have):
-    """None when ``have`` (a list of values, as parse_ini) satisfies
-    ``want``; else (kind, text of what is there)."""
-    if not have:
-        return MISSING, None
-    if (section, key) in MULTI_KEYS:
-        present = [_json_or_text(v) for v in have]
-        lacking = [w for w in want if _json_or_text(w) not in present]
-        if not lacking:
-            return None
-        names = {(_json_or_text(w) or {}).get('name') for w in lacking
-                 if isinstance(_json_or_text(w), dict)} - {None}
-        clash = [v for v in have if isinstance(_json_or_text(v), dict)
-                 and _json_or_text(v).get('name') in names]
-        return (DIFFERS if clash else MISSING), '; '.join(clash) or None
-    last = have[-1]
-    if (section, key) in LIST_KEYS:
-        if set(_items(want)) <= set(_items(last)):
-            return None
-        return DIFFERS, last
-    if (section, key) in BOOL_KEYS:
-        return None if _bool(last) == _bool(want) else (DIFFERS, last)
-    if key == 'device_addresses':
-        return None if set(_items(last)) == set(_items(want)) else (
-            DIFFERS, last)
-    return None if last.strip() == want else (DIFFERS, last)
-
-
-def diff(config, existing):
-    """What existing configurations lack or contradict.
-
-    ``existing``: {target: parsed ini} (``scheduler.conf.parse_ini`` /
-    ``merge_ini`` of what that service reads), for the targets to check.
-    Compute hosts are not compared on the scheduler's sections
-    (``CONTROLLER_SECTIONS``). Returns [{target, section, key, kind,
-    want, have}], kind MISSING or
-    DIFFERS; list options are satisfied by a superset (other filters may
-    be enabled), multi-valued ones when every wanted value is there.
-    """
-    found = []
-    for target in sorted(existing, key=_order):
-        have_ini = existing[target]
-        for section, keys in sorted(config.effective(target).items()):
-            if isinstance(target, tuple) and section in CONTROLLER_SECTIONS:
-                continue
-            for key in sorted(keys):
-                want = keys[key]
-                have = (have_ini.get(section) or {}).get(key) or []
-                result = _compare(section, key, want, have)
-                if result is None:
-                    continue
-                wants = want if isinstance(want, list) else [want]
-                if (section, key) in MULTI_KEYS:
-                    present = [_json_or_text(v) for v in have]
-                    wants = [w for w in wants
-                             if _json_or_text(w) not in present]
-                found.append({'target': target, 'section': section,
-                              'key': key, 'kind': result[0],
-                              'want': wants, 'have': result[1]})
-    return found
-
-
-def render_diff(findings, where=None):
-    """The findings as text (one line per value; ``where`` maps a target
-    to the files read for it)."""
-    if not findings:
-        return _('# no differences: the configuration has every setting '
-                 'the pools need\n')
-    lines, last = [], None
-    for item in findings:
-        if item['target'] != last:
-            last = item['target']
-            if lines:
-                lines.append('')
-            label = target_label(last)
-            if where and where.get(last):
-                label += ' (%s)' % ', '.join(where[last])
-            lines += _comment(label)
-        for want in item['want']:
-            if item['kind'] == MISSING:
-                lines.append('+ [%s] %s = %s' % (item['section'],
-                                                  item['key'], want))
-            else:
-                lines.append('- [%s] %s = %s' % (item['section'],
-                                                  item['key'], item['have']))
-                lines.append('+ [%s] %s = %s' % (item['section'],
-                                                  item['key'], want))
-    return '\n'.join(lines) + '\n'

@@ -10,28 +10,18 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Pure: GPU devices as Placement and Nova know them, and one-time use.
+"""Pure: GPU devices as Placement and Nova know them.
 
 A device is a provider of the snapshot (``hosts.Snapshot``) whose
 inventory holds a GPU class: a passthrough GPU, a pGPU or VF carrying
 vGPUs, a MIG slice, a bare-metal node. Its row says where it is (host,
 pools, PCI address from the provider's name, as Nova and libvirt name
 device providers), who holds it (the consumers of its allocations, joined
-to Nova's servers) and its state.
-
-**One-time-use devices** (Nova 2025.2, ``"one_time_use": true`` in a
-``[pci] device_spec``; ``nova/compute/pci_placement_translator.py``):
-Nova puts the trait ``HW_PCI_ONE_TIME_USE`` on the device's provider
-(one type-PCI or type-PF device, inventory total 1) and, once a server
-holds the device, sets the inventory's ``reserved`` to its total. Nova
-never lowers it again: after the delete the device has no allocation and
-no capacity, and waits for the operator to clean it (wipe the GPU memory
-between tenants) and release it, which is lowering ``reserved`` to 0
-(``gpu device release``). Such a device is **awaiting release**: neither
-free nor stranded, and counted apart (``awaiting_release``).
+to Nova's servers) and its state: a one-time-use device Nova keeps
+reserved after its server went is **awaiting release**
+(``one_time_use``), neither free nor stranded.
 """
 
-import json
 import re
 
 from osc_lib import exceptions
@@ -39,9 +29,7 @@ from osc_lib import exceptions
 from gpuclient.i18n import _
 from gpuclient.rules import baremetal
 from gpuclient.rules import host_names
-
-# os-traits' trait on the provider of a one-time-use device (Nova 2025.2)
-ONE_TIME_USE_TRAIT = 'HW_PCI_ONE_TIME_USE'
+from gpuclient.rules.devices import one_time_use
 
 # a device's state
 FREE = 'free'
@@ -50,11 +38,6 @@ AWAITING_RELEASE = 'awaiting-release'
 # capacity 0 and no allocation, reserved by someone else than Nova's
 # one-time use (or a bare-metal node the ironic driver reserved)
 UNAVAILABLE = 'unavailable'
-
-# what a release row's action says
-RELEASE = 'release'
-RELEASED = 'released'
-ALREADY_RELEASED = 'already released'
 
 # the PCI address at the end of a device provider's name: Nova's PCI in
 # Placement names it <node>_<address> (0000:41:00.0), libvirt's vGPU
@@ -73,26 +56,12 @@ def pci_address(provider_name):
     return ('%s:%s:%s.%s' % (domain, bus, slot, function)).lower()
 
 
-def is_one_time_use(traits):
-    """Does a provider with TRAITS (None: not read) hold a one-time-use
-    device?"""
-    return ONE_TIME_USE_TRAIT in (traits or ())
-
-
-def awaiting_release(item, traits):
-    """Is a one-time-use device (its class's summary ITEM, {capacity,
-    used}; its provider's TRAITS) reserved by Nova after its server went,
-    waiting for the operator's release?"""
-    return (is_one_time_use(traits) and not item.get('used')
-            and item.get('capacity', 0) <= 0)
-
-
 def state(item, traits, node=False):
     """The state of a device from its class's summary ITEM and TRAITS;
     NODE: a bare-metal node (``baremetal.is_node_item``)."""
     if item.get('used'):
         return IN_USE
-    if awaiting_release(item, traits):
+    if one_time_use.awaiting_release(item, traits):
         return AWAITING_RELEASE
     if node and baremetal.node_state(item) == baremetal.UNAVAILABLE:
         return UNAVAILABLE
@@ -150,9 +119,10 @@ def rows(cloud, allocations=None, servers=None, pools_by_host=None):
                 'projects': sorted({_project(s) for s in held if s}
                                    - {None}),
                 'total': max(item.get('capacity', 0), item.get('used', 0),
-                             1 if awaiting_release(item, traits) else 0),
+                             1 if one_time_use.awaiting_release(item, traits)
+                             else 0),
                 'used': item.get('used', 0),
-                'one_time_use': is_one_time_use(traits),
+                'one_time_use': one_time_use.is_one_time_use(traits),
                 'traits': sorted(traits) if traits is not None else None,
             })
     found.sort(key=lambda r: (r['host'], r['name'], r['resource_class']))
@@ -202,83 +172,3 @@ def resolve(found, names):
              _('%s names several GPU devices: give the provider UUID.'))
             % name for name, count in bad))
     return chosen
-
-
-def release_problem(row):
-    """Why the device of ROW cannot be released (None: it can, or has
-    nothing to release)."""
-    if not row['one_time_use']:
-        return _(
-            '%(name)s is not a one-time-use device (its provider has no '
-            '%(trait)s trait): gpuclient releases only what Nova reserved '
-            'after a one-time-use device\'s server was deleted, never a '
-            'reservation someone else set. Set "one_time_use" in the '
-            'host\'s [pci] device_spec, or change the inventory with '
-            '"openstack resource provider inventory set".') % {
-                'name': row['name'], 'trait': ONE_TIME_USE_TRAIT}
-    if row['state'] == IN_USE:
-        return _(
-            '%(name)s is in use (%(servers)s): Placement holds an '
-            'allocation on it. Delete the server, clean the device, then '
-            'release it.') % {'name': row['name'],
-                              'servers': ', '.join(row['servers'])}
-    return None
-
-
-def release_action(row):
-    """RELEASE for a device awaiting release, ALREADY_RELEASED for a free
-    one (a re-run converges), after ``release_problem``."""
-    return RELEASE if row['state'] == AWAITING_RELEASE else ALREADY_RELEASED
-
-
-# -- gpu check: one_time_use in nova.conf -------------------------------------
-
-def _spec_matches(spec, alias):
-    """Does a device_spec select devices of ALIAS's vendor:product (an
-    absent or ``*`` id matches any)?"""
-    for key in ('vendor_id', 'product_id'):
-        want = str(spec.get(key) or '*').strip().lower()
-        have = str(alias.get(key) or '').strip().lower()
-        if want not in ('*', have):
-            return False
-    return True
-
-
-def _is_true(value):
-    return str(value).strip().lower() in ('1', 't', 'true', 'on', 'y', 'yes')
-
-
-def one_time_use_problems(pci):
-    """[(object, symptom, fix)] of the ``one_time_use`` device specs Nova
-    refuses, from a nova.conf's ``[pci]`` (``scheduler.conf``'s
-    ``settings['pci']``): Nova 2025.2 ``nova/pci/devspec.py`` refuses
-    ``one_time_use`` without ``report_in_placement`` (nova-compute does not
-    start), and ``nova/compute/pci_placement_translator.py`` allows it on
-    type-PCI and type-PF devices only: a device an alias asks for as
-    ``type-VF`` is a child device, and Nova refuses to report it."""
-    found = []
-    for spec in pci.get('device_specs') or ():
-        if not _is_true(spec.get('one_time_use')):
-            continue
-        label = _('nova.conf [pci] device_spec %s') % json.dumps(
-            spec, sort_keys=True)
-        if not pci.get('report_in_placement'):
-            found.append((label, _(
-                'one_time_use needs [pci] report_in_placement = true: '
-                'nova-compute refuses to start ("one_time_use=true requires '
-                'pci.report_in_placement to be enabled"), and without '
-                'Placement nothing would keep a used device reserved.'),
-                '[pci] report_in_placement = true'))
-        vfs = sorted(a.get('name') or '?' for a in pci.get('aliases') or ()
-                     if str(a.get('device_type')).lower() == 'type-vf'
-                     and _spec_matches(spec, a))
-        if vfs:
-            found.append((label, _(
-                'one_time_use applies to type-PCI and type-PF devices only, '
-                'but PCI alias(es) %(aliases)s ask for these devices as '
-                'type-VF: Nova refuses to report them to Placement ("Only '
-                'type-PCI and type-PF devices may set one_time_use") and '
-                'no server gets one.') % {'aliases': ', '.join(vfs)},
-                _('remove "one_time_use" from this device_spec, or give the '
-                  'VFs a device_spec of their own without it')))
-    return found
