@@ -33,7 +33,7 @@ from gpuclient.rules import images as images_mod
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import specs as specs_mod
 from gpuclient.rules.checks import utils
-from gpuclient.rules.devices import one_time_use as devices
+from gpuclient.rules.devices import one_time_use
 from gpuclient.rules.nova_conf import render as nova_config
 from gpuclient.rules.scheduler import hardware
 from gpuclient.rules.scheduler import manager
@@ -721,12 +721,12 @@ def _pci_alias_not_judged(cloud):
 
 def pci_one_time_use(cloud, settings):
     """``one_time_use`` device specs Nova refuses (needs ``--nova-conf``
-    with a nova-compute's ``[pci]``: ``devices.one_time_use_problems``);
+    with a nova-compute's ``[pci]``: ``one_time_use.one_time_use_problems``);
     nothing to judge without it."""
     if settings is None:
         return []
     return [utils.finding(utils.ERROR, 'pci-one-time-use', obj, symptom, fix)
-            for obj, symptom, fix in devices.one_time_use_problems(
+            for obj, symptom, fix in one_time_use.one_time_use_problems(
                 settings.get('pci') or {})]
 
 
