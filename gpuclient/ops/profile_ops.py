@@ -27,21 +27,23 @@ import sys
 from gpuclient.i18n import _
 from gpuclient.ops import config_ops
 from gpuclient.rules import pools as pools_mod
-from gpuclient.rules import profiles
+from gpuclient.rules.profiles import catalogue as catalogue_mod
+from gpuclient.rules.profiles import scripts
+from gpuclient.rules.profiles import solver
 
 LOG = logging.getLogger(__name__)
 
 
 def catalogue(model=None, board=None):
-    """Rows of ``gpu profile list`` (``rules.profiles.catalogue``)."""
-    return profiles.catalogue(model, board)
+    """Rows of ``gpu profile list`` (``rules.profiles.catalogue.rows``)."""
+    return catalogue_mod.rows(model, board)
 
 
 def cards_of(counts):
     """Cards not racked yet from {model: count}: ids ``<MODEL>#<n>``."""
     cards = []
     for text, count in counts.items():
-        model = profiles.model_name(text)
+        model = catalogue_mod.model_name(text)
         for n in range(1, count + 1):
             cards.append({'id': '%s#%d' % (model, n), 'model': model})
     return cards
@@ -52,7 +54,7 @@ def demand_of(counts):
     two spellings adds up)."""
     demand = {}
     for text, count in counts.items():
-        name = profiles.profile_name(text)
+        name = catalogue_mod.profile_name(text)
         demand[name] = demand.get(name, 0) + count
     return demand
 
@@ -63,14 +65,14 @@ def write_scripts(rows, output_dir):
     id: path written}; a file that exists already is refused, before
     anything is written."""
     plans = []
-    for model, current, layout, cards in profiles.groups(rows):
+    for model, current, layout, cards in scripts.groups(rows):
         path = config_ops.inside(
-            output_dir, profiles.script_name(model, layout, current))
+            output_dir, scripts.script_name(model, layout, current))
         if os.path.exists(path):
             raise FileExistsError(
                 _('%s exists already: gpuclient does not overwrite it; '
                   'give another --output-dir or move the file.') % path)
-        plans.append((path, profiles.script(model, current, layout, cards),
+        plans.append((path, scripts.script(model, current, layout, cards),
                       [card for card, _in_use in cards]))
     os.makedirs(output_dir, exist_ok=True)
     written = {}
@@ -127,11 +129,11 @@ def plan_cards(card_counts, demand_counts, output_dir=None):
     """The plan for cards not racked yet: (rows, summary), each row with
     ``script`` (the path written for it, or None)."""
     demand = demand_of(demand_counts)
-    why = profiles.check_boards(card_counts, demand)
+    why = catalogue_mod.check_boards(card_counts, demand)
     if why:
-        raise profiles.BoardMismatch(why)
+        raise catalogue_mod.BoardMismatch(why)
     with quiet_solver():
-        rows, summary = profiles.plan(cards_of(card_counts), demand)
+        rows, summary = solver.plan(cards_of(card_counts), demand)
     written = write_scripts(rows, output_dir) if output_dir else {}
     for row in rows:
         row['script'] = written.get(row['id'])
