@@ -181,12 +181,12 @@ def plan_pools(client, pool_names, demand_counts, model=None,
 
     One snapshot, the allocations of the used GPU providers of those hosts
     and the server list (names of the servers to move); the cards and the
-    current layouts are ``rules.profile_cloud.cards`` (MIG) and
+    current layouts are ``rules.profiles.cloud.cards`` (MIG) and
     ``vgpu_cards`` (time-sliced pGPUs; VGPU_TYPES: {vGPU type: mdev type}
     from ``--vgpu-mdev-type``, else the pools' ``vgpu_profile``
-    property), the plan ``rules.profile_cloud.plan``, the nova.conf after
+    property), the plan ``rules.profiles.cloud.plan``, the nova.conf after
     it
-    ``rules.profile_cloud.proposed_config`` (``nova_config.build``). Each
+    ``rules.profiles.cloud.proposed_config`` (``nova_config.build``). Each
     row: the plan's fields plus ``host``, ``address``, ``servers``
     (the servers that must leave the card first: [(id, name, how)], how
     as ``gpu host drain --allow-downtime --dry-run`` would move it), ``script``
@@ -194,7 +194,7 @@ def plan_pools(client, pool_names, demand_counts, model=None,
     (proposed profiles no pool serves). The summary has ``flavors``:
     {flavor: (free now, free after)}.
     """
-    from gpuclient.rules import profile_cloud
+    from gpuclient.rules.profiles import cloud as profile_cloud
 
     cloud, hosts, pool_names = _read_cloud(client, pool_names)
     if cloud.pools[pool_names[0]]['mode'] == pools_mod.VGPU_VF:
@@ -239,8 +239,8 @@ def _usage_demand(client, cloud, usage_period, vgpu_profiles, notes):
     """The demand counts of ``--from-usage`` (USAGE_PERIOD), notes added
     to NOTES."""
     from gpuclient.ops import usage_ops
-    from gpuclient.rules import profile_cloud
-    from gpuclient.rules import profile_demand
+    from gpuclient.rules.profiles import cloud as profile_cloud
+    from gpuclient.rules.profiles import demand as profile_demand
 
     (start, end), rows, more = usage_ops.demand(client, *usage_period)
     LOG.info(_('Demand from the usage of %(start)s to %(end)s (UTC).'),
@@ -267,7 +267,7 @@ def _cards(client, cloud, hosts, vgpu_profiles, model, notes):
     allocations of their used GPU providers; notes added to NOTES."""
     from gpuclient.ops import server_ops
     from gpuclient.rules import nova_config
-    from gpuclient.rules import profile_cloud
+    from gpuclient.rules.profiles import cloud as profile_cloud
 
     host_roots = cloud.host_roots()
     roots = {h: sorted(host_roots.get(h) or ()) for h in hosts}
@@ -297,7 +297,7 @@ def _servers_to_move(client, found, rows, unserved, notes):
     """Each row's host, address, servers to move first (as the drain
     would move them: one drain plan of the hosts concerned) and unserved
     profiles; notes added to NOTES."""
-    from gpuclient.rules import profile_cloud
+    from gpuclient.rules.profiles import cloud as profile_cloud
 
     by_id = {c['id']: c for c in found}
     moving = {c['host'] for row in rows for c in [by_id[row['id']]]
@@ -332,13 +332,13 @@ def plan_vf_pools(cloud, hosts, pool_names, demand_counts,
                   output_dir=None):
     """The plan of the VFs of vgpu-vf POOL_NAMES' cards on HOSTS, from the
     snapshot CLOUD (``_read_cloud``): (rows, summary,
-    notes), rows as ``rules.profile_vf.plan`` gives them plus ``script``,
+    notes), rows as ``rules.profiles.vf.plan`` gives them plus ``script``,
     ``unit`` and ``nova_conf`` (paths written, with OUTPUT_DIR: per host
     of a planned card, re-typed or not, the script that makes the VFs and
     writes their vGPU types, its systemd unit, and the nova-compute file
     with a device_spec per VF)."""
     from gpuclient.rules import nova_config
-    from gpuclient.rules import profile_vf
+    from gpuclient.rules.profiles import vf as profile_vf
 
     types = profile_vf.pool_types([cloud.pools[n] for n in pool_names])
     wanted = profile_vf.wanted(demand_counts, cloud.flavors, cloud.pools,
@@ -383,7 +383,7 @@ def write_vf_files(output_dir, hosts, rows, types):
     refused before any is written). Returns {host: {'script', 'unit',
     'nova_conf': path}}."""
     from gpuclient.rules import nova_config
-    from gpuclient.rules import profile_vf
+    from gpuclient.rules.profiles import vf as profile_vf
 
     files = []
     for host in hosts:

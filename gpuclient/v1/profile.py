@@ -252,8 +252,8 @@ class PlanProfile(common.Lister):
     def _plan_pools(self, parsed_args):
         from gpuclient.ops import profile_ops
         from gpuclient.rules import pools as pools_mod
-        from gpuclient.rules import profile_cloud
         from gpuclient.rules.profiles import catalogue
+        from gpuclient.rules.profiles import cloud as profile_cloud
         from gpuclient.rules.profiles import layouts
 
         usage_period = None
@@ -290,7 +290,7 @@ class PlanProfile(common.Lister):
                 parsed_args.output_dir, usage_period=usage_period,
                 vgpu_types=vgpu_types)
         except (catalogue.UnknownName, profile_cloud.CannotTell, ValueError,
-                OSError) as e:  # profile_vf.CannotPlan is a ValueError
+                OSError) as e:  # profiles.vf.CannotPlan is a ValueError
             raise exceptions.CommandError(str(e)) from e
         for note in notes:
             LOG.warning(note)
@@ -316,8 +316,8 @@ class PlanProfile(common.Lister):
 
 
 def _vf_rows(rows, summary, output_dir):
-    """(columns, rows) of a vgpu-vf plan (``rules.profile_vf.plan``)."""
-    from gpuclient.rules import profile_vf
+    """(columns, rows) of a vgpu-vf plan (``rules.profiles.vf.plan``)."""
+    from gpuclient.rules.profiles import vf as profile_vf
 
     _log_demand(summary)
     LOG.warning(_('Demand met: %(met)d of %(wanted)d; cards re-typed: '

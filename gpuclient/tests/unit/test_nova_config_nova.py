@@ -40,7 +40,7 @@ import warnings
 
 from gpuclient.rules import nova_config
 from gpuclient.rules import pools as pools_mod
-from gpuclient.rules import profile_vf
+from gpuclient.rules.profiles import vf as profile_vf
 from gpuclient.rules.scheduler import conf as nova_conf
 
 try:

@@ -10,14 +10,14 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""rules.profile_cloud: the cards of a cloud and the nova.conf of a plan,
+"""rules.profiles.cloud: the cards of a cloud and the nova.conf of a plan,
 on plain data."""
 
 import testtools
 
 from gpuclient.rules import nova_config
-from gpuclient.rules import profile_cloud as pc
 from gpuclient.rules.profiles import catalogue
+from gpuclient.rules.profiles import cloud as pc
 from gpuclient.rules.profiles import layouts
 from gpuclient.rules.profiles import solver
 
