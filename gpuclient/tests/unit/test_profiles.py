@@ -19,6 +19,7 @@ import math
 import os
 import random
 import subprocess
+import sys
 
 import fixtures
 import testtools
@@ -418,6 +419,45 @@ class TestCatalogue(testtools.TestCase):
         self.assertRaises(catalogue.UnknownName, catalogue.model_name, 'V100')
         self.assertRaises(catalogue.UnknownName, catalogue.profile_name,
                           '5g.50gb')
+
+
+class TestCatalogueFiles(testtools.TestCase):
+    """models.yaml and bar1.yaml: read when first asked for, into the
+    types the code compares with."""
+
+    def test_read_when_first_asked_for(self):
+        code = ('from gpuclient.rules.profiles import catalogue, cloud, '
+                'demand, layouts, scripts, solver, vf\n'
+                'print(catalogue.tables.cache_info().currsize)\n'
+                'catalogue.BAR1\n'
+                'print(catalogue.tables.cache_info().currsize)\n')
+        result = subprocess.run(
+            [sys.executable, '-c', code], capture_output=True, text=True,
+            check=True, cwd=os.path.join(os.path.dirname(__file__), '..',
+                                         '..', '..'))
+        self.assertEqual(['0', '1'], result.stdout.split())
+
+    def test_types(self):
+        for m in catalogue.MODELS.values():
+            self.assertEqual((str, int, int, tuple, tuple, tuple),
+                             tuple(type(v) for v in m[:-1]), m.name)
+            self.assertIn(type(m.source), (str, type(None)))
+            for p in m.profiles:
+                self.assertEqual((str, int, int, int, int, tuple, bool),
+                                 tuple(type(v) for v in p), p)
+                self.assertEqual({int}, {type(s) for s in p.starts}, p)
+            for t in m.vgpu_types:
+                self.assertEqual((str, int, int, str),
+                                 tuple(type(v) for v in t), t)
+            for b in m.boards:
+                self.assertEqual((str, str, int, str),
+                                 tuple(type(v) for v in b), b)
+        for b in catalogue.BAR1.values():
+            self.assertEqual((str, tuple, str),
+                             (type(b.board), type(b.pci_ids), type(b.source)))
+            self.assertIn(type(b.gib), (int, type(None)))
+        for table in (catalogue.MODELS, catalogue.BOARDS, catalogue.BAR1):
+            self.assertIs(collections.OrderedDict, type(table))
 
 
 class TestLayouts(testtools.TestCase):
