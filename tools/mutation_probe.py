@@ -96,7 +96,8 @@ MUTATIONS = [
     ('placement API version silently ignored', 'gpuclient/plugin.py',
      "if value in (None, '') or str(value) == '1':", 'if True:',
      'test_plugin.TestPlugin.test_placement_api_version'),
-    ('highspy missing: raw ImportError', 'gpuclient/rules/profiles.py',
+    ('highspy missing: raw ImportError',
+     'gpuclient/rules/profiles/solver.py',
      '    except ImportError as exc:\n', '    except KeyError as exc:\n',
      'test_profile.TestPlanProfile.test_without_highspy'),
     ('the plugin loads jsonschema', 'gpuclient/plugin.py',
@@ -273,9 +274,9 @@ MUTATIONS = [
      'test_checks.TestFlavors.test_address_space_not_judged_without_a_'
      'bar1_size'),
     # issue 51 (bar1)
-    ('BAR1 size from MiB to GiB', 'gpuclient/rules/profiles.py',
-     'mib // 1024, (',
-     'mib // 1000, (',
+    ('BAR1 size from MiB to GiB', 'gpuclient/rules/profiles/catalogue.py',
+     'mib // 1024,',
+     'mib // 1000,',
      'test_address_space.TestCatalogue.test_bar1_sizes'),
     # issue 51 (promjoin)
     ('exact-name join: another domain by its first label',

@@ -27,21 +27,23 @@ import sys
 from gpuclient.i18n import _
 from gpuclient.ops import config_ops
 from gpuclient.rules import pools as pools_mod
-from gpuclient.rules import profiles
+from gpuclient.rules.profiles import catalogue as catalogue_mod
+from gpuclient.rules.profiles import scripts
+from gpuclient.rules.profiles import solver
 
 LOG = logging.getLogger(__name__)
 
 
 def catalogue(model=None, board=None):
-    """Rows of ``gpu profile list`` (``rules.profiles.catalogue``)."""
-    return profiles.catalogue(model, board)
+    """Rows of ``gpu profile list`` (``rules.profiles.catalogue.rows``)."""
+    return catalogue_mod.rows(model, board)
 
 
 def cards_of(counts):
     """Cards not racked yet from {model: count}: ids ``<MODEL>#<n>``."""
     cards = []
     for text, count in counts.items():
-        model = profiles.model_name(text)
+        model = catalogue_mod.model_name(text)
         for n in range(1, count + 1):
             cards.append({'id': '%s#%d' % (model, n), 'model': model})
     return cards
@@ -52,7 +54,7 @@ def demand_of(counts):
     two spellings adds up)."""
     demand = {}
     for text, count in counts.items():
-        name = profiles.profile_name(text)
+        name = catalogue_mod.profile_name(text)
         demand[name] = demand.get(name, 0) + count
     return demand
 
@@ -63,14 +65,14 @@ def write_scripts(rows, output_dir):
     id: path written}; a file that exists already is refused, before
     anything is written."""
     plans = []
-    for model, current, layout, cards in profiles.groups(rows):
+    for model, current, layout, cards in scripts.groups(rows):
         path = config_ops.inside(
-            output_dir, profiles.script_name(model, layout, current))
+            output_dir, scripts.script_name(model, layout, current))
         if os.path.exists(path):
             raise FileExistsError(
                 _('%s exists already: gpuclient does not overwrite it; '
                   'give another --output-dir or move the file.') % path)
-        plans.append((path, profiles.script(model, current, layout, cards),
+        plans.append((path, scripts.script(model, current, layout, cards),
                       [card for card, _in_use in cards]))
     os.makedirs(output_dir, exist_ok=True)
     written = {}
@@ -127,11 +129,11 @@ def plan_cards(card_counts, demand_counts, output_dir=None):
     """The plan for cards not racked yet: (rows, summary), each row with
     ``script`` (the path written for it, or None)."""
     demand = demand_of(demand_counts)
-    why = profiles.check_boards(card_counts, demand)
+    why = catalogue_mod.check_boards(card_counts, demand)
     if why:
-        raise profiles.BoardMismatch(why)
+        raise catalogue_mod.BoardMismatch(why)
     with quiet_solver():
-        rows, summary = profiles.plan(cards_of(card_counts), demand)
+        rows, summary = solver.plan(cards_of(card_counts), demand)
     written = write_scripts(rows, output_dir) if output_dir else {}
     for row in rows:
         row['script'] = written.get(row['id'])
@@ -179,12 +181,12 @@ def plan_pools(client, pool_names, demand_counts, model=None,
 
     One snapshot, the allocations of the used GPU providers of those hosts
     and the server list (names of the servers to move); the cards and the
-    current layouts are ``rules.profile_cloud.cards`` (MIG) and
+    current layouts are ``rules.profiles.cloud.cards`` (MIG) and
     ``vgpu_cards`` (time-sliced pGPUs; VGPU_TYPES: {vGPU type: mdev type}
     from ``--vgpu-mdev-type``, else the pools' ``vgpu_profile``
-    property), the plan ``rules.profile_cloud.plan``, the nova.conf after
+    property), the plan ``rules.profiles.cloud.plan``, the nova.conf after
     it
-    ``rules.profile_cloud.proposed_config`` (``render.build``). Each
+    ``rules.profiles.cloud.proposed_config`` (``render.build``). Each
     row: the plan's fields plus ``host``, ``address``, ``servers``
     (the servers that must leave the card first: [(id, name, how)], how
     as ``gpu host drain --allow-downtime --dry-run`` would move it), ``script``
@@ -192,7 +194,7 @@ def plan_pools(client, pool_names, demand_counts, model=None,
     (proposed profiles no pool serves). The summary has ``flavors``:
     {flavor: (free now, free after)}.
     """
-    from gpuclient.rules import profile_cloud
+    from gpuclient.rules.profiles import cloud as profile_cloud
 
     cloud, hosts, pool_names = _read_cloud(client, pool_names)
     if cloud.pools[pool_names[0]]['mode'] == pools_mod.VGPU_VF:
@@ -237,8 +239,8 @@ def _usage_demand(client, cloud, usage_period, vgpu_profiles, notes):
     """The demand counts of ``--from-usage`` (USAGE_PERIOD), notes added
     to NOTES."""
     from gpuclient.ops import usage_ops
-    from gpuclient.rules import profile_cloud
-    from gpuclient.rules import profile_demand
+    from gpuclient.rules.profiles import cloud as profile_cloud
+    from gpuclient.rules.profiles import demand as profile_demand
 
     (start, end), rows, more = usage_ops.demand(client, *usage_period)
     LOG.info(_('Demand from the usage of %(start)s to %(end)s (UTC).'),
@@ -264,8 +266,8 @@ def _cards(client, cloud, hosts, vgpu_profiles, model, notes):
     """(trees, cards) of HOSTS' MIG and time-sliced vGPU cards, with the
     allocations of their used GPU providers; notes added to NOTES."""
     from gpuclient.ops import server_ops
-    from gpuclient.rules import profile_cloud
     from gpuclient.rules.nova_conf import render
+    from gpuclient.rules.profiles import cloud as profile_cloud
 
     host_roots = cloud.host_roots()
     roots = {h: sorted(host_roots.get(h) or ()) for h in hosts}
@@ -295,7 +297,7 @@ def _servers_to_move(client, found, rows, unserved, notes):
     """Each row's host, address, servers to move first (as the drain
     would move them: one drain plan of the hosts concerned) and unserved
     profiles; notes added to NOTES."""
-    from gpuclient.rules import profile_cloud
+    from gpuclient.rules.profiles import cloud as profile_cloud
 
     by_id = {c['id']: c for c in found}
     moving = {c['host'] for row in rows for c in [by_id[row['id']]]
@@ -330,13 +332,13 @@ def plan_vf_pools(cloud, hosts, pool_names, demand_counts,
                   output_dir=None):
     """The plan of the VFs of vgpu-vf POOL_NAMES' cards on HOSTS, from the
     snapshot CLOUD (``_read_cloud``): (rows, summary,
-    notes), rows as ``rules.profile_vf.plan`` gives them plus ``script``,
+    notes), rows as ``rules.profiles.vf.plan`` gives them plus ``script``,
     ``unit`` and ``nova_conf`` (paths written, with OUTPUT_DIR: per host
     of a planned card, re-typed or not, the script that makes the VFs and
     writes their vGPU types, its systemd unit, and the nova-compute file
     with a device_spec per VF)."""
-    from gpuclient.rules import profile_vf
     from gpuclient.rules.nova_conf import render
+    from gpuclient.rules.profiles import vf as profile_vf
 
     types = profile_vf.pool_types([cloud.pools[n] for n in pool_names])
     wanted = profile_vf.wanted(demand_counts, cloud.flavors, cloud.pools,
@@ -380,8 +382,8 @@ def write_vf_files(output_dir, hosts, rows, types):
     its nova-compute file in OUTPUT_DIR, never over an existing file (all
     refused before any is written). Returns {host: {'script', 'unit',
     'nova_conf': path}}."""
-    from gpuclient.rules import profile_vf
     from gpuclient.rules.nova_conf import render
+    from gpuclient.rules.profiles import vf as profile_vf
 
     files = []
     for host in hosts:

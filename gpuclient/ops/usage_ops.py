@@ -137,7 +137,7 @@ def _split_rows(client, rows, items, by, start, end, admin, url=None,
 
 
 def demand(client, start=None, end=None, now=None):
-    """(period, [rules.profile_demand.Demand], notes): the demand per GPU
+    """(period, [rules.profiles.demand.Demand], notes): the demand per GPU
     flavor over a period, for ``gpu profile plan --from-usage``.
 
     START and END as for ``collect``. Requests, whatever the number of
@@ -148,7 +148,7 @@ def demand(client, start=None, end=None, now=None):
     the usage names servers the second list lacks, and the flavor list
     only when Nova no longer lists some server at all.
     """
-    from gpuclient.rules import profile_demand
+    from gpuclient.rules.profiles import demand as profile_demand
 
     start, end = usage.period(start, end, now)
     client.compute.require(versions.COMPUTE_USAGE_LINKS_VERSION,

@@ -13,7 +13,7 @@
 """Pure: the guest physical address space of a GPU flavor (issue 40 rule 3).
 
 A guest maps its RAM and every passthrough GPU's BAR1 window (the frame
-buffer aperture, ``profiles.BAR1``) into its physical address space. With a
+buffer aperture, ``catalogue.BAR1``) into its physical address space. With a
 host-model CPU and no ``<maxphysaddr>`` in the domain, that space has 40
 bits (1 TiB), and a guest whose RAM, the 32-bit PCI hole below 4 GiB and
 the BAR1 windows do not fit sees only some of its GPUs (the guest kernel
@@ -176,14 +176,14 @@ def fix(flavor_label, result):
 
 
 def pool_bar1(pool):
-    """The profiles.Bar1 of a passthrough pool's board (by its PCI ID;
+    """The catalogue.Bar1 of a passthrough pool's board (by its PCI ID;
     its ``gib`` None where the catalogue has no BAR1 size of it), or None
     (another mode: a vGPU's BAR1 is the type's, smaller; a PCI ID no
     catalogue board has)."""
     if (pool or {}).get('mode') != 'passthrough':
         return None
-    from gpuclient.rules import profiles  # a large table: only when asked
-    return profiles.bar1_for_pci_id(pool.get('pci_id'))
+    from gpuclient.rules.profiles import catalogue
+    return catalogue.bar1_for_pci_id(pool.get('pci_id'))
 
 
 def room_per_gpu(ram_mb, gpus, bits):

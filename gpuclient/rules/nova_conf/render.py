@@ -63,8 +63,8 @@ from osc_lib import exceptions
 
 from gpuclient.i18n import _
 from gpuclient.rules import pools as pools_mod
-from gpuclient.rules import profiles
 from gpuclient.rules import specs as specs_mod
+from gpuclient.rules.profiles import catalogue
 
 ALL = 'all'
 API = 'nova-api'
@@ -878,7 +878,7 @@ def _max_instances(config, target, mdev_type, entry):
     vfs = [a for a in entry['addresses'] if a != card_address(a)]
     if not vfs or not entry.get('vgpu'):
         return None
-    named = {profiles.vgpu_type(v) if v else None
+    named = {catalogue.vgpu_type(v) if v else None
              for v in entry['vgpu'].values()}
     owners = ', '.join(sorted(entry['vgpu']))
     if None in named or len(named) != 1:

@@ -40,9 +40,9 @@ import unittest
 import warnings
 
 from gpuclient.rules import pools as pools_mod
-from gpuclient.rules import profile_vf
 from gpuclient.rules.nova_conf import parse
 from gpuclient.rules.nova_conf import render as nova_config
+from gpuclient.rules.profiles import vf as profile_vf
 from gpuclient.rules.scheduler import conf as nova_conf
 
 try:

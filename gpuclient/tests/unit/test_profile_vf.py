@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""rules.profile_vf: the vGPU types of vgpu-vf cards' VFs, with plain data
+"""rules.profiles.vf: the vGPU types of vgpu-vf cards' VFs, with plain data
 (pools as ``pools.scan`` reads them back, providers as
 ``nova_config.trees_from_snapshot`` gives them), and the script it writes
 run against a fake sysfs."""
@@ -21,9 +21,9 @@ import subprocess
 
 import fixtures
 
-from gpuclient.rules import profile_vf
 from gpuclient.rules.nova_conf import parse
 from gpuclient.rules.nova_conf import render as nova_config
+from gpuclient.rules.profiles import vf as profile_vf
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import test_vgpu_vf
 

@@ -36,9 +36,9 @@ import re
 
 from gpuclient.i18n import _
 from gpuclient.rules import pools as pools_mod
-from gpuclient.rules import profiles
 from gpuclient.rules import specs as specs_mod
 from gpuclient.rules.nova_conf import render as nova_config
+from gpuclient.rules.profiles import catalogue
 
 SRIOV_MANAGE = '/usr/lib/nvidia/sriov-manage'
 SYSFS = '/sys/bus/pci/devices'
@@ -145,13 +145,13 @@ def vgpu(name):
     series with the frame buffer of a C type of the same board (L40S-24Q,
     L40S-24C) has that type's board and count per GPU in equal-size mode
     (the GPU's frame buffer over the type's), so it is read as that."""
-    entry = profiles.vgpu_type(name)
+    entry = catalogue.vgpu_type(name)
     if entry is not None:
         return entry[1]
     found = _SERIES.match(str(name).strip().upper())
     if not found or found.group(2) == 'C':
         return None
-    entry = profiles.vgpu_type(found.group(1) + 'C')
+    entry = catalogue.vgpu_type(found.group(1) + 'C')
     if entry is None:
         return None
     return entry[1]._replace(name=found.group(0))

@@ -65,9 +65,11 @@ import re
 from gpuclient.i18n import _
 from gpuclient.rules import maintenance
 from gpuclient.rules import pools as pools_mod
-from gpuclient.rules import profiles
 from gpuclient.rules import specs as specs_mod
 from gpuclient.rules.nova_conf import render as nova_config
+from gpuclient.rules.profiles import catalogue
+from gpuclient.rules.profiles import layouts
+from gpuclient.rules.profiles import solver
 
 PROFILE_PROPERTY = pools_mod.VGPU_PROFILE_PROPERTY
 
@@ -96,7 +98,7 @@ def infer_model(mig_profiles, hints=()):
     from HINTS (strings the cloud holds: classes, traits, vGPU types,
     provider names, pool properties), or None when no model or more than
     one fits."""
-    fits = [m for m in profiles.MODELS.values()
+    fits = [m for m in catalogue.MODELS.values()
             if set(mig_profiles) <= {p.name for p in m.profiles}]
     if len(fits) <= 1:
         return fits[0].name if fits else None
@@ -117,7 +119,7 @@ def assign_layout(model, counts):
     if not wanted:
         return ()
     size = sum(wanted.values())
-    for layout in profiles.layouts(model):
+    for layout in layouts.layouts(model):
         if len(layout) == size and collections.Counter(
                 name for name, _start in layout) == wanted:
             return layout
@@ -156,7 +158,7 @@ def _is_gpu_device(device, mig_pools):
 
 
 def cards(host, devices, mig_pools, allocations=None, model=None):
-    """(cards, notes) of one host for ``profiles.plan``.
+    """(cards, notes) of one host for ``solver.plan``.
 
     DEVICES: the host's device providers (``trees_from_snapshot``);
     MIG_POOLS: the MIG pools holding the host; ALLOCATIONS: {provider
@@ -164,7 +166,7 @@ def cards(host, devices, mig_pools, allocations=None, model=None):
     catalogue name given with ``--model`` (else ``infer_model``).
 
     A card: ``id`` (``<host> <PF address>``), ``host``, ``address``,
-    ``model``, ``current``, ``in_use`` (as ``profiles.plan`` takes them),
+    ``model``, ``current``, ``in_use`` (as ``solver.plan`` takes them),
     ``vfs`` (every VF address of the card, in order), ``placed``
     ({placement: VF address}), ``servers`` ({placement: [consumer]}) and
     ``uuids`` ({VF address: provider uuid}). Raises CannotTell when the
@@ -207,7 +209,7 @@ def cards(host, devices, mig_pools, allocations=None, model=None):
                             'vfs': ', '.join(unknown)})
         used_profiles = sorted({p['mig_profile'] for _d, p in served})
         name = model or infer_model(
-            [profiles.profile_name(p) for p in used_profiles
+            [catalogue.profile_name(p) for p in used_profiles
              if _known_profile(p)], hints)
         if name is None:
             raise CannotTell(_(
@@ -216,19 +218,19 @@ def cards(host, devices, mig_pools, allocations=None, model=None):
                 '(see "openstack gpu profile list").')
                 % {'host': host, 'card': address,
                    'profiles': ', '.join(used_profiles) or _('none')})
-        name = profiles.model_name(name)
-        catalogue = {p.name for p in profiles.MODELS[name].profiles}
+        name = catalogue.model_name(name)
+        model_profiles = {p.name for p in catalogue.MODELS[name].profiles}
         counts = collections.Counter()
         for _device, pool in served:
             profile = pool['mig_profile']
-            if not _known_profile(profile) or profiles.profile_name(
-                    profile) not in catalogue:
+            if not _known_profile(profile) or catalogue.profile_name(
+                    profile) not in model_profiles:
                 raise CannotTell(_(
                     'Pool %(pool)s serves MIG profile %(profile)s, which '
                     '%(model)s does not have: check the pool or give '
                     '--model.') % {'pool': pool['name'],
                                    'profile': profile, 'model': name})
-            counts[profiles.profile_name(profile)] += 1
+            counts[catalogue.profile_name(profile)] += 1
         layout = assign_layout(name, counts)
         if layout is None:
             raise ValueError(_(
@@ -244,7 +246,7 @@ def cards(host, devices, mig_pools, allocations=None, model=None):
             starts[placement[0]].append(placement)
         placed, servers, in_use = {}, {}, []
         for device, pool in served:
-            placement = starts[profiles.profile_name(
+            placement = starts[catalogue.profile_name(
                 pool['mig_profile'])].pop(0)
             placed[placement] = device['address']
             consumers = sorted(allocations.get(device['uuid']) or ())
@@ -254,7 +256,7 @@ def cards(host, devices, mig_pools, allocations=None, model=None):
         found.append({
             'id': '%s %s' % (host, address), 'host': host,
             'address': address, 'model': name, 'current': layout,
-            'in_use': profiles.normal(in_use),
+            'in_use': layouts.normal(in_use),
             'vfs': [d['address'] for d in vfs], 'placed': placed,
             'servers': servers,
             'uuids': {d['address']: d['uuid'] for d in vfs}})
@@ -263,8 +265,8 @@ def cards(host, devices, mig_pools, allocations=None, model=None):
 
 def _known_profile(name):
     try:
-        profiles.profile_name(name)
-    except profiles.UnknownName:
+        catalogue.profile_name(name)
+    except catalogue.UnknownName:
         return False
     return True
 
@@ -274,7 +276,7 @@ def _known_profile(name):
 def vgpu_model(name):
     """The catalogue model a time-sliced vGPU type (catalogue name)
     belongs to, or None for a MIG profile."""
-    found = profiles.vgpu_type(name)
+    found = catalogue.vgpu_type(name)
     return found[0] if found else None
 
 
@@ -284,8 +286,8 @@ def check_mig_type_names(entries):
     the catalogue does not know are left to the plan."""
     for text in entries or {}:
         try:
-            name = profiles.profile_name(text)
-        except profiles.UnknownName:
+            name = catalogue.profile_name(text)
+        except catalogue.UnknownName:
             continue
         if vgpu_model(name):
             raise ValueError(_(
@@ -296,11 +298,11 @@ def check_mig_type_names(entries):
 def vgpu_type_map(entries):
     """{vGPU type: mdev type} from ``--vgpu-mdev-type`` entries ({name:
     mdev type}), names as the catalogue spells them. Raises
-    ``profiles.UnknownName`` for a name the catalogue does not know and
+    ``catalogue.UnknownName`` for a name the catalogue does not know and
     ValueError for a MIG profile or an mdev type given twice."""
     found, owner = {}, {}
     for text, mdev_type in (entries or {}).items():
-        name = profiles.profile_name(text)
+        name = catalogue.profile_name(text)
         if vgpu_model(name) is None:
             raise ValueError(_(
                 '%(name)s is a MIG profile, not a time-sliced vGPU type: '
@@ -347,8 +349,8 @@ def vgpu_profiles(pools, vgpu_types=None):
         recorded = (pool.get('properties') or {}).get(PROFILE_PROPERTY)
         if recorded:
             try:
-                recorded_name = profiles.profile_name(recorded)
-            except profiles.UnknownName:
+                recorded_name = catalogue.profile_name(recorded)
+            except catalogue.UnknownName:
                 recorded_name = None
             if recorded_name is None or vgpu_model(recorded_name) is None:
                 notes.append(_(
@@ -395,7 +397,7 @@ def vgpu_devices(devices, vgpu_pools):
 def vgpu_cards(host, devices, vgpu_pools, pool_profiles, allocations=None,
                model=None):
     """(cards, notes) of the pGPUs of one host that its vgpu pools serve,
-    for ``profiles.plan``: one card per pGPU provider.
+    for ``solver.plan``: one card per pGPU provider.
 
     POOL_PROFILES: {pool name: vGPU type} (``vgpu_profiles``);
     ALLOCATIONS: {provider uuid: {consumer: {class: amount}}}; MODEL: the
@@ -421,14 +423,14 @@ def vgpu_cards(host, devices, vgpu_pools, pool_profiles, allocations=None,
         if name is None:
             raise CannotTell(unknown_vgpu_type(pool))
         owner = vgpu_model(name)
-        if model is not None and profiles.model_name(model) != owner:
+        if model is not None and catalogue.model_name(model) != owner:
             raise CannotTell(_(
                 'Pool %(pool)s serves %(type)s, a vGPU type of %(owner)s, '
                 'not of %(model)s: check --model and --vgpu-mdev-type.')
                 % {'pool': pool['name'], 'type': name, 'owner': owner,
-                   'model': profiles.model_name(model)})
+                   'model': catalogue.model_name(model)})
         most = {t.name: t.max_count
-                for t in profiles.MODELS[owner].vgpu_types}[name]
+                for t in catalogue.MODELS[owner].vgpu_types}[name]
         rc = pool['resource_class']
         total = device['resources'].get(rc, 0)
         if total != most:
@@ -460,13 +462,13 @@ def vgpu_cards(host, devices, vgpu_pools, pool_profiles, allocations=None,
 
 
 def plan(cards_, wanted):
-    """``profiles.plan`` of CARDS (``cards`` and ``vgpu_cards``) for
+    """``solver.plan`` of CARDS (``cards`` and ``vgpu_cards``) for
     WANTED ({profile or vGPU type: count}): the MIG cards for the MIG
     profiles, the time-sliced cards for the vGPU types, each a plan of
     its own (the two share no card and no demand, so together they are
     the lexicographic optimum of the whole, a time-sliced card staying
     time-sliced). (rows in the order of CARDS, summary as
-    ``profiles.plan``'s, with the figures of both added up)."""
+    ``solver.plan``'s, with the figures of both added up)."""
     kinds = {pools_mod.MIG: ([], {}), pools_mod.VGPU: ([], {})}
     for card in cards_:
         kind = pools_mod.VGPU if card.get('mode') == pools_mod.VGPU else (
@@ -481,7 +483,7 @@ def plan(cards_, wanted):
         some_cards, some_demand = kinds[kind]
         if not some_cards and not some_demand and summary is not None:
             continue
-        rows, part = profiles.plan(some_cards, some_demand)
+        rows, part = solver.plan(some_cards, some_demand)
         by_id.update((row['id'], row) for row in rows)
         summary = part if summary is None else _added(summary, part)
     return [by_id[card['id']] for card in cards_], summary
@@ -525,11 +527,11 @@ def profiles_wanted(entries, flavors, pools, vgpu_profiles=None):
                     'MIG profile or a vGPU type (e.g. --demand 3g.40gb=4).')
                     % {'flavor': text})
             else:
-                name = profiles.profile_name(pool['mig_profile'])
+                name = catalogue.profile_name(pool['mig_profile'])
             count = count * (reading['gpus'] or 1)
             of_flavor[text] = name
         else:
-            name = profiles.profile_name(text)
+            name = catalogue.profile_name(text)
         wanted[name] = wanted.get(name, 0) + count
     return wanted, of_flavor
 
@@ -546,7 +548,7 @@ def profile_pools(pools, profile_names, vgpu_profiles=None):
             profile = vgpu_profiles.get(name)
         elif pool['mode'] == pools_mod.MIG and _known_profile(
                 pool['mig_profile']):
-            profile = profiles.profile_name(pool['mig_profile'])
+            profile = catalogue.profile_name(pool['mig_profile'])
         else:
             continue
         if profile in profile_names:
@@ -558,7 +560,7 @@ def proposed_placement(card, proposed):
     """{placement: VF address} of a card after the plan: a kept placement
     stays on its VF, a new one takes the first VF left (address order);
     raises ValueError when the card has too few VFs."""
-    proposed = profiles.normal(proposed)
+    proposed = layouts.normal(proposed)
     placed = {p: vf for p, vf in card['placed'].items() if p in proposed}
     free = [vf for vf in card['vfs'] if vf not in placed.values()]
     for placement in proposed:
@@ -568,7 +570,7 @@ def proposed_placement(card, proposed):
             raise ValueError(_(
                 '%(card)s: the layout %(layout)s needs %(n)d VFs, the card '
                 'has %(vfs)d: enable more VFs (sriov-manage) first.')
-                % {'card': card['id'], 'layout': profiles.layout_text(
+                % {'card': card['id'], 'layout': layouts.layout_text(
                     proposed), 'n': len(proposed), 'vfs': len(card['vfs'])})
         placed[placement] = free.pop(0)
     return placed
@@ -664,7 +666,7 @@ def proposed_config(pools, trees, cards_, rows, mig_types=None,
                 profile = pool['mig_profile']
                 shown = profile
                 if _known_profile(profile):
-                    profile = profiles.profile_name(profile)
+                    profile = catalogue.profile_name(profile)
             if profile in profiles_here:
                 continue
             after[pool['name']]['hosts'] = [

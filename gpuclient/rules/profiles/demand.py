@@ -32,8 +32,8 @@ import collections
 
 from gpuclient.i18n import _
 from gpuclient.rules import pools as pools_mod
-from gpuclient.rules import profiles
 from gpuclient.rules import usage
+from gpuclient.rules.profiles import catalogue
 
 # the message of Nova's NoValidHost, as the fault of the server shows it
 NO_VALID_HOST = 'No valid host'
@@ -126,7 +126,7 @@ def entries(rows, flavors, pools, vgpu_profiles=None):
         if row.flavor in existing:
             entries[row.flavor] = entries.get(row.flavor, 0) + row.total
         else:
-            name = vgpu_profiles.get(pool['name']) or profiles.profile_name(
+            name = vgpu_profiles.get(pool['name']) or catalogue.profile_name(
                 pool['mig_profile'])
             entries[name] = entries.get(name, 0) + row.total * row.gpus
     return entries, notes
