@@ -19,7 +19,9 @@ from gpuclient.rules.scheduler import filters
 from gpuclient.rules.scheduler import host_manager as hm
 from gpuclient.rules.scheduler import manager
 from gpuclient.tests.unit import base
-from gpuclient.tests.unit import test_numa_topology_filter as ntf_tests
+from gpuclient.tests.unit.scheduler.filters import (
+    test_numa_topology_filter as ntf_tests,
+)
 
 NUMA = filters.NUMA_FILTER
 

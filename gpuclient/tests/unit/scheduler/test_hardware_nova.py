@@ -38,7 +38,9 @@ from gpuclient.rules.scheduler import conf as nova_conf
 from gpuclient.rules.scheduler import hardware
 from gpuclient.rules.scheduler import host_manager as hm
 from gpuclient.rules.scheduler.filters import numa_topology_filter as ntf
-from gpuclient.tests.unit import test_numa_topology_filter as base
+from gpuclient.tests.unit.scheduler.filters import (
+    test_numa_topology_filter as base,
+)
 
 try:
     with warnings.catch_warnings():
