@@ -14,7 +14,8 @@
 on plain dicts.
 
 The expected queries are the ones Nova 34 sends (checked by
-test_request_nova against Nova's own code where Nova is importable).
+test_resource_request_nova against Nova's own code where Nova is
+importable).
 """
 
 from osc_lib import exceptions
