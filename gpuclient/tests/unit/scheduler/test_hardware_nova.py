@@ -29,9 +29,6 @@
   validator and image field;
 * maxphysaddr (``hardware.maxphysaddr_mode`` and its trait) against
   ``get_maxphysaddr_mode`` and ``_translate_maxphysaddr_request``.
-
-Runs with the test cloud's interpreter (tools/run-functional's
-run_differential, where a skip fails the run); skips elsewhere.
 """
 
 import unittest
@@ -276,6 +273,12 @@ class TestPciPoliciesAgainstNova(_Judging):
         self.assertGreater(judged, len(ALIAS_POLICIES) * len(sources))
 
 
+def _nova_boot(flavor_specs, props):
+    """Nova's Flavor with FLAVOR_SPECS and ImageMeta with PROPS."""
+    return (nova_harness.flavor({'extra_specs': flavor_specs}, name='f'),
+            nova_harness.image(props, name='i', id=str(uuid.uuid4())))
+
+
 def _mem_encryption_cases():
     """(name, flavor extra specs, image properties) for memory
     encryption (issue 40, rule 2)."""
@@ -320,10 +323,7 @@ class TestMemEncryptionAgainstNova(unittest.TestCase):
     flavor validator and image field."""
 
     def nova(self, flavor_specs, props):
-        flavor = nova_harness.flavor({'extra_specs': flavor_specs},
-                                     name='f')
-        image_meta = nova_harness.image(props, name='i',
-                                        id=str(uuid.uuid4()))
+        flavor, image_meta = _nova_boot(flavor_specs, props)
         try:
             with mock.patch.object(nova_hardware, 'LOG'):
                 config = nova_hardware.get_mem_encryption_constraint(
@@ -379,10 +379,7 @@ class TestMaxphysaddrAgainstNova(unittest.TestCase):
     )
 
     def nova(self, flavor_specs, props):
-        flavor = nova_harness.flavor({'extra_specs': flavor_specs},
-                                     name='f')
-        image_meta = nova_harness.image(props, name='i',
-                                        id=str(uuid.uuid4()))
+        flavor, image_meta = _nova_boot(flavor_specs, props)
         try:
             mode = nova_hardware.get_maxphysaddr_mode(flavor, image_meta)
         except nova_exception.NovaException:

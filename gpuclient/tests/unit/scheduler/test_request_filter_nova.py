@@ -15,9 +15,6 @@
 prefilters (REQUEST_FILTERS, NOT_MODELLED) are Nova's
 ALL_REQUEST_FILTERS, by name and in order (test_request_filter: each
 prefilter on plain data).
-
-Runs with the test cloud's interpreter (tools/run-functional's
-run_differential, where a skip fails the run); skips elsewhere.
 """
 
 import unittest

@@ -20,9 +20,6 @@ The same flavors, images, aggregates and settings go to
 ``utils.resources_from_request_spec``, ``ResourceRequest.to_querystring``).
 Only Nova's database is faked (aggregate lookups by metadata, the minimum
 compute service version), with the semantics of its SQL queries.
-
-Runs with the test cloud's interpreter (tools/run-functional's
-run_differential, where a skip fails the run); skips elsewhere.
 """
 
 import json

@@ -12,9 +12,6 @@
 
 """gpuclient.rules.scheduler.filters against Nova's: each registered filter
 module is named as Nova's file of that filter.
-
-Runs with the test cloud's interpreter (tools/run-functional's
-run_differential, where a skip fails the run); skips elsewhere.
 """
 
 import importlib

@@ -13,9 +13,6 @@
 """gpuclient.rules.scheduler.filters.image_props_filter against Nova's
 ImagePropertiesFilter: every case on every node (cases.py), the same
 answer.
-
-Runs with the test cloud's interpreter (tools/run-functional's
-run_differential, where a skip fails the run); skips elsewhere.
 """
 
 import unittest

@@ -16,9 +16,6 @@ own fitting: each flavor to Nova's ``numa_get_constraints`` and
 ``PciDeviceStats``) on the hosts of numa_hosts built as Nova's NUMA
 objects, and the same host as the compute API and host facts show it to
 gpuclient: a judged answer must be Nova's.
-
-Runs with the test cloud's interpreter (tools/run-functional's
-run_differential, where a skip fails the run); skips elsewhere.
 """
 
 import unittest
