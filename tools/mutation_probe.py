@@ -266,7 +266,8 @@ MUTATIONS = [
      'gpuclient/rules/scheduler/filters/numa_topology_filter.py',
      "if guest and not guest['pci_policy']:",
      'if False:',
-     'test_numa_topology_filter.TestJudge.test_the_alias_policy_of_the_'
+     'scheduler.filters.test_numa_topology_filter.TestJudge.test_the_'
+     'alias_policy_of_the_'
      'nova_conf_given_decides'),
     ('unknown BAR1 size is not judged', 'gpuclient/rules/checks/pools.py',
      'elif (unknown and gpus',
@@ -324,8 +325,8 @@ MUTATIONS = [
      'filters/numa_topology_filter.py',
      "'have': sum(counts), 'policy': policy,",
      "'have': sum(counts), 'policy': 'required',",
-     'test_numa_topology_filter.TestJudge.test_device_text_names_the_'
-     'policy_asked'),
+     'scheduler.filters.test_numa_topology_filter.TestJudge.test_device_'
+     'text_names_the_policy_asked'),
     # issue 52 (unitgap): unit tests for what only a functional test ran
     ('read-back ignores the reserved units', 'gpuclient/ops/journal.py',
      "return record is not None and not record.get('reserved')",
@@ -342,10 +343,10 @@ MUTATIONS = [
     ('page size words in any case', 'gpuclient/rules/scheduler/hardware.py',
      '    value = str(text)\n    if value in (PAGES_SMALL,',
      '    value = str(text).lower()\n    if value in (PAGES_SMALL,',
-     'test_numa_values_nova.TestRequestedValues'),
+     'scheduler.test_hardware.TestRequestedValues'),
     ('PCI NUMA policy not checked', 'gpuclient/rules/scheduler/hardware.py',
      '    if policy and policy not in PCI_POLICIES:',
-     '    if False:', 'test_numa_values_nova.TestRequestedValues'),
+     '    if False:', 'scheduler.test_hardware.TestRequestedValues'),
     ('series host keeps its final dot', 'gpuclient/rules/host_names.py',
      "return str(name).strip().lower().rstrip('.')",
      'return str(name).strip().lower()', 'test_series_host_joins'),

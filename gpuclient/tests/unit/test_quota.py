@@ -1030,3 +1030,61 @@ class TestCandidatesQuota(base.TestCase):
                                   self.REQ, conf(UNIFIED))
         self.assertEqual(['class:%s' % PT],
                          [e['resource'] for e in found['gpu_excess']])
+
+
+class TestQuota(base.TestCase):
+
+    ABSOLUTE = {'maxTotalInstances': 10, 'totalInstancesUsed': 9,
+                'maxTotalCores': 20, 'totalCoresUsed': 16,
+                'maxTotalRAMSize': 51200, 'totalRAMUsed': 40960}
+
+    def test_fits(self):
+        self.assertEqual([], quota.quota_excess(self.ABSOLUTE, 1, 4, 10240))
+
+    def test_each_limit(self):
+        found = quota.quota_excess(self.ABSOLUTE, 2, 5, 10241)
+        self.assertEqual(['instances', 'cores', 'ram'],
+                         [e['resource'] for e in found])
+        self.assertEqual({'resource': 'cores', 'limit': 20, 'used': 16,
+                          'asked': 5}, found[1])
+        text = quota.quota_text('p1', found)
+        self.assertIn('cores: 16 used + 5 asked > 20', text)
+        self.assertIn('openstack quota set', text)
+
+    def test_unlimited_and_missing(self):
+        absolute = dict(self.ABSOLUTE, maxTotalCores=-1)
+        absolute.pop('maxTotalRAMSize')
+        self.assertEqual([], quota.quota_excess(absolute, 1, 100, 10 ** 6))
+
+
+class TestQuotaInCandidates(base.TestCase):
+    """candidate_ops._quota: what the flavor (or --resource) asks counts."""
+
+    class Compute:
+        asked = []
+
+        @classmethod
+        def project_limits(cls, project_id):
+            cls.asked.append(project_id)
+            return dict(TestQuota.ABSOLUTE)
+
+    class Client:
+        pass
+
+    Client.compute = Compute
+
+    def req(self, **own):
+        return {'groups': {'': {'resources': own, 'gpu': False}}}
+
+    def test_flavor_over_cores(self):
+        found = candidate_ops._quota(
+            self.Client, 'p1', {'vcpus': 8, 'ram': 1024},
+            self.req(VCPU=8, MEMORY_MB=1024))
+        self.assertEqual(['cores'], [e['resource'] for e in found['excess']])
+        self.assertEqual('p1', self.Compute.asked[-1])
+        self.assertEqual({}, found['not_checked'])
+
+    def test_resources_fit(self):
+        found = candidate_ops._quota(
+            self.Client, 'p2', None, self.req(VCPU=2, MEMORY_MB=2048))
+        self.assertEqual([], found['excess'])

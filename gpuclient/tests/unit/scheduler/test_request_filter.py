@@ -13,7 +13,7 @@
 """gpuclient.rules.scheduler.request_filter (Nova's prefilters), one table
 each, on plain dicts.
 
-test_request_nova checks the names and order against Nova's own
+test_request_filter_nova checks the names and order against Nova's own
 request_filter.ALL_REQUEST_FILTERS where Nova is importable.
 """
 
@@ -291,8 +291,8 @@ class TestPrefilters(base.TestCase):
 
     def test_names_are_novas_in_order(self):
         """REQUEST_FILTERS and NOT_MODELLED make up Nova 34's
-        ALL_REQUEST_FILTERS (by name, in order); test_request_nova checks
-        NOVA_REQUEST_FILTERS against Nova itself."""
+        ALL_REQUEST_FILTERS (by name, in order); test_request_filter_nova
+        checks NOVA_REQUEST_FILTERS against Nova itself."""
         nova = list(request_filter.NOVA_REQUEST_FILTERS)
         modelled = [f.__name__ for f in request_filter.REQUEST_FILTERS]
         left_out = [name for name, _why in request_filter.NOT_MODELLED]

@@ -19,7 +19,7 @@ from gpuclient.rules.scheduler import filters
 from gpuclient.rules.scheduler import host_manager as hm
 from gpuclient.rules.scheduler import manager
 from gpuclient.tests.unit import base
-from gpuclient.tests.unit import test_numa_topology_filter as ntf_tests
+from gpuclient.tests.unit.scheduler import numa_hosts
 
 NUMA = filters.NUMA_FILTER
 
@@ -54,11 +54,11 @@ class TestSelect(base.TestCase):
     def setUp(self):
         super().setUp()
         self.hypervisors = [
-            dict(ntf_tests.api_view(name, False)[0],
+            dict(numa_hosts.api_view(name, False)[0],
                  hypervisor_hostname=name, service={'host': name})
-            for name in ntf_tests.HOSTS]
-        self.hosts = sorted(ntf_tests.HOSTS)
-        self.flavor = ntf_tests.FLAVORS['cell-too-small']
+            for name in numa_hosts.HOSTS]
+        self.hosts = sorted(numa_hosts.HOSTS)
+        self.flavor = numa_hosts.FLAVORS['cell-too-small']
         self.ctx = filters.context(self.flavor['extra_specs'], 'p',
                                    hypervisors=self.hypervisors,
                                    flavor=self.flavor)

@@ -10,7 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Differential test: gpuclient.rules.scheduler against Nova's scheduler code.
+
+"""gpuclient.rules.scheduler.resource_request against Nova's scheduler code.
 
 The same flavors, images, aggregates and settings go to
 ``gpuclient.rules.scheduler.resource_request.build`` and to Nova's path
@@ -19,15 +20,6 @@ The same flavors, images, aggregates and settings go to
 ``utils.resources_from_request_spec``, ``ResourceRequest.to_querystring``).
 Only Nova's database is faked (aggregate lookups by metadata, the minimum
 compute service version), with the semantics of its SQL queries.
-
-Nova is not a dependency of gpuclient: this module skips cleanly where it
-cannot be imported (the py3 tox env). Run it with the test cloud's venv::
-
-    /var/tmp/gpuclient-testcloud/venv/bin/python -m unittest \\
-        gpuclient.tests.unit.test_request_nova
-
-It uses the standard library's unittest only, so that venv needs no test
-tools.
 """
 
 import json
@@ -36,33 +28,18 @@ import unittest
 from unittest import mock
 import urllib.parse
 import uuid
-import warnings
 
-from gpuclient.rules import address_space
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import specs
 from gpuclient.rules.scheduler import conf as nova_conf
-from gpuclient.rules.scheduler import hardware
-from gpuclient.rules.scheduler import request_filter
 from gpuclient.rules.scheduler import resource_request as request
+from gpuclient.tests.unit import nova_harness
 
-try:
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore')
+if nova_harness.HAVE_NOVA:
+    with nova_harness.quiet():
         from nova import context as nova_context
-        from nova import exception as nova_exception
         from nova import objects
-        from nova.api.validation.extra_specs import hw as nova_hw_specs
-        import nova.conf
-        from nova.objects import fields as nova_fields
-        from nova.pci import request as pci_request
         from nova.scheduler import request_filter as nova_request_filter
-        from nova.scheduler import utils as sched_utils
-        from nova.virt import hardware as nova_hardware
-    objects.register_all()
-    HAVE_NOVA = True
-except Exception:  # ImportError and anything nova's import may raise
-    HAVE_NOVA = False
 
 H100_ALIAS = {'name': 'h100', 'vendor_id': '10de', 'product_id': '2331',
               'device_type': 'type-PCI', 'numa_policy': 'preferred'}
@@ -236,27 +213,20 @@ class _FakeAggregate:
         self.metadata = dict(data['metadata'])
 
 
-@unittest.skipUnless(HAVE_NOVA, 'nova is not importable here: run with the '
-                     'test cloud venv (/var/tmp/gpuclient-testcloud/venv)')
+@nova_harness.requires_nova
 class TestAgainstNova(unittest.TestCase):
     maxDiff = None
 
     def setUp(self):
-        self.conf = nova.conf.CONF
-        if not getattr(self.conf, '_args', None):
-            self.conf([], project='nova')
-        self.addCleanup(self.conf.reset)
-        self.addCleanup(self.conf.clear_override, 'alias', 'pci')
+        nova_harness.conf(self)
 
     def _configure(self, settings):
-        conf = self.conf
         for key, section in nova_conf.CONF_SECTIONS.items():
             if section == 'gpuclient' or key == 'enabled_filters':
                 continue
-            conf.set_override(key, settings[key], section)
-            self.addCleanup(conf.clear_override, key, section)
-        conf.set_override('alias', [json.dumps(H100_ALIAS),
-                                    json.dumps(A100_ALIAS)], 'pci')
+            nova_harness.override(self, key, settings[key], section)
+        nova_harness.pci_aliases(self, [json.dumps(H100_ALIAS),
+                                        json.dumps(A100_ALIAS)])
 
     def nova_query(self, flavor, image, settings, aggregates=(),
                    project_id=None, zone=None, boot_from_volume=False):
@@ -275,24 +245,13 @@ class TestAgainstNova(unittest.TestCase):
                 (key is None or k == key) and (value is None or v == value)
                 for k, v in a.metadata.items())]
 
-        nova_flavor = objects.Flavor(
-            name='f', flavorid='f', vcpus=flavor['vcpus'],
-            memory_mb=flavor['ram'], root_gb=flavor['disk'],
-            ephemeral_gb=flavor['OS-FLV-EXT-DATA:ephemeral'],
-            swap=flavor['swap'], extra_specs=dict(flavor['extra_specs']))
-        base = {k: image[k] for k in ('disk_format',) if k in image}
-        base.setdefault('disk_format', 'raw')
         props = {k: v for k, v in image.items() if k != 'disk_format'}
-        image_meta = objects.ImageMeta.from_dict(
-            dict(base, properties=props))
-        ctxt = nova_context.get_admin_context()
-        pci_reqs = pci_request.get_pci_requests_from_flavor(nova_flavor)
-        with warnings.catch_warnings():
-            warnings.simplefilter('ignore')
-            spec = objects.RequestSpec.from_components(
-                ctxt, str(uuid.uuid4()), image_meta, nova_flavor, None,
-                pci_reqs, {}, None, zone, project_id=project_id or PROJECT)
-        spec.is_bfv = boot_from_volume
+        image_meta = nova_harness.image(
+            props, disk_format=image.get('disk_format', 'raw'))
+        spec = nova_harness.request_spec(
+            nova_harness.flavor(flavor, name='f', flavorid='f'), image_meta,
+            zone=zone, project_id=project_id or PROJECT,
+            is_bfv=boot_from_volume)
         with mock.patch.object(
                 nova_request_filter, '_should_filter_by_owner',
                 return_value=settings['owner_nova']), \
@@ -301,12 +260,10 @@ class TestAgainstNova(unittest.TestCase):
                                   side_effect=non_matching), \
                 mock.patch.object(objects.AggregateList, 'get_by_metadata',
                                   side_effect=by_metadata), \
-                mock.patch.object(nova_request_filter, 'LOG'), \
-                mock.patch.object(sched_utils, 'LOG'):
-            nova_request_filter.process_reqspec(ctxt, spec)
-            resources = sched_utils.resources_from_request_spec(
-                ctxt, spec, None)
-        return resources.to_querystring()
+                mock.patch.object(nova_request_filter, 'LOG'):
+            nova_request_filter.process_reqspec(
+                nova_context.get_admin_context(), spec)
+            return nova_harness.querystring(spec)
 
     def test_same_query_as_nova(self):
         for name, flavor, image, kwargs in _cases():
@@ -335,175 +292,3 @@ class TestAgainstNova(unittest.TestCase):
         ours = request.querystring(request.build(flavor, {}, settings))
         theirs = self.nova_query(flavor, {}, settings)
         self.assertEqual(_canonical(theirs), _canonical(ours))
-
-
-def _mem_encryption_cases():
-    """(name, flavor extra specs, image properties) for memory
-    encryption (issue 40, rule 2)."""
-    uefi = {'hw_firmware_type': 'uefi', 'hw_machine_type': 'q35'}
-    tdx_image = dict(uefi, hw_firmware_stateless='true',
-                     hw_video_model='none')
-    cases = [
-        ('none', {}, {}),
-        ('flavor false', {'hw:mem_encryption': 'false'}, uefi),
-        ('default model', {'hw:mem_encryption': 'true'}, uefi),
-        ('image asks', {}, dict(uefi, hw_mem_encryption='true')),
-        ('flavor true, image false', {'hw:mem_encryption': 'true'},
-         dict(uefi, hw_mem_encryption='false')),
-        ('no uefi', {'hw:mem_encryption': 'true'},
-         {'hw_machine_type': 'q35'}),
-        ('pc machine', {'hw:mem_encryption': 'true'},
-         dict(uefi, hw_machine_type='pc')),
-        ('versioned q35', {'hw:mem_encryption': 'true'},
-         dict(uefi, hw_machine_type='pc-q35-8.2')),
-        ('no machine type', {'hw:mem_encryption': 'true'},
-         {'hw_firmware_type': 'uefi'}),
-        ('models disagree', {'hw:mem_encryption': 'true',
-                             'hw:mem_encryption_model': 'amd-sev'},
-         dict(uefi, hw_mem_encryption_model='amd-sev-es')),
-        ('image model', {'hw:mem_encryption': 'true'},
-         dict(uefi, hw_mem_encryption_model='amd-sev-es')),
-    ]
-    for model in nova_fields.MemEncryptionModel.ALL:
-        specs_ = {'hw:mem_encryption': 'true',
-                  'hw:mem_encryption_model': model}
-        cases += [('%s, UEFI q35' % model, specs_, uefi),
-                  ('%s, stateless, no video' % model, specs_, tdx_image),
-                  ('%s, stateless, video' % model, specs_,
-                   dict(tdx_image, hw_video_model='virtio'))]
-    return cases
-
-
-@unittest.skipUnless(HAVE_NOVA, 'nova is not importable here: run with the '
-                     'test cloud venv (/var/tmp/gpuclient-testcloud/venv)')
-class TestMemEncryptionAgainstNova(unittest.TestCase):
-    """hardware.mem_encryption against Nova's get_mem_encryption_constraint
-    (the API's check, no machine type), and the models against Nova's
-    flavor validator and image field."""
-
-    def nova(self, flavor_specs, props):
-        flavor = objects.Flavor(name='f', extra_specs=dict(flavor_specs))
-        image_meta = objects.ImageMeta.from_dict(
-            {'name': 'i', 'id': str(uuid.uuid4()), 'properties': props})
-        try:
-            with mock.patch.object(nova_hardware, 'LOG'):
-                config = nova_hardware.get_mem_encryption_constraint(
-                    flavor, image_meta)
-        except nova_exception.NovaException:
-            return 'refused'
-        return config and (config.model, config.required_trait)
-
-    def ours(self, flavor_specs, props):
-        try:
-            model = hardware.mem_encryption(flavor_specs, props)
-        except Exception:
-            return 'refused'
-        return model and (model, hardware.mem_encryption_trait(model))
-
-    def test_same_answer_as_nova(self):
-        refused = 0
-        for name, flavor_specs, props in _mem_encryption_cases():
-            with self.subTest(case=name):
-                theirs = self.nova(flavor_specs, props)
-                refused += theirs == 'refused'
-                self.assertEqual(theirs, self.ours(flavor_specs, props))
-        self.assertGreater(refused, 5)
-
-    def test_models_are_novas(self):
-        enum = [v for v in nova_hw_specs.register()
-                if v.name == 'hw:mem_encryption_model'][0].value['enum']
-        self.assertEqual(sorted(nova_fields.MemEncryptionModel.ALL),
-                         sorted(hardware.MEM_ENCRYPTION_MODELS))
-        self.assertEqual(sorted(enum), sorted(hardware.MEM_ENCRYPTION_MODELS))
-        self.assertEqual(('enum', tuple(enum)),
-                         specs.KNOWN_SPECS['hw:mem_encryption_model'])
-
-
-@unittest.skipUnless(HAVE_NOVA, 'nova is not importable here: run with the '
-                     'test cloud venv (/var/tmp/gpuclient-testcloud/venv)')
-class TestMaxphysaddrAgainstNova(unittest.TestCase):
-    """hardware.maxphysaddr_mode and the trait it requires against Nova's
-    get_maxphysaddr_mode and _translate_maxphysaddr_request (issue 40 rule
-    3), and what Nova 34's flavor validator makes of the keys."""
-
-    CASES = (
-        ({}, {}),
-        ({'hw:maxphysaddr_mode': 'passthrough'}, {}),
-        ({'hw:maxphysaddr_mode': 'emulate', 'hw:maxphysaddr_bits': '42'},
-         {}),
-        ({}, {'hw_maxphysaddr_mode': 'emulate',
-              'hw_maxphysaddr_bits': 42}),
-        ({'hw:maxphysaddr_mode': 'emulate'},
-         {'hw_maxphysaddr_mode': 'emulate'}),
-        ({'hw:maxphysaddr_mode': 'host'}, {}),
-        ({'hw:maxphysaddr_mode': 'passthrough'},
-         {'hw_maxphysaddr_mode': 'emulate'}),
-    )
-
-    def nova(self, flavor_specs, props):
-        flavor = objects.Flavor(name='f', extra_specs=dict(flavor_specs))
-        image_meta = objects.ImageMeta.from_dict(
-            {'name': 'i', 'id': str(uuid.uuid4()), 'properties': props})
-        try:
-            mode = nova_hardware.get_maxphysaddr_mode(flavor, image_meta)
-        except nova_exception.NovaException:
-            return 'refused'
-        res_req = sched_utils.ResourceRequest()
-        res_req._translate_maxphysaddr_request(flavor, image_meta)
-        return mode, sorted(res_req.all_required_traits)
-
-    def ours(self, flavor_specs, props):
-        try:
-            mode = hardware.maxphysaddr_mode(flavor_specs, props)
-        except Exception:
-            return 'refused'
-        return mode, [address_space.TRAITS[mode]] if mode else []
-
-    def test_same_answer_as_nova(self):
-        refused = 0
-        for flavor_specs, props in self.CASES:
-            with self.subTest(specs=flavor_specs, props=props):
-                theirs = self.nova(flavor_specs, props)
-                refused += theirs == 'refused'
-                self.assertEqual(theirs, self.ours(flavor_specs, props))
-        self.assertEqual(2, refused)
-
-    def test_modes_are_novas(self):
-        self.assertEqual(sorted(nova_fields.MaxPhyAddrMode.ALL),
-                         sorted(address_space.MODES))
-
-    def test_novas_validator_does_not_know_the_keys(self):
-        # Nova 34 registers no validator for them: at compute API 2.86 and
-        # later it refuses them (address_space's docstring); gpuclient
-        # writes at 2.61. When Nova registers them, compare the values.
-        names = [v.name for v in nova_hw_specs.register()]
-        self.assertNotIn(address_space.MODE_SPEC, names)
-        self.assertNotIn(address_space.BITS_SPEC, names)
-
-
-@unittest.skipUnless(HAVE_NOVA, 'nova is not importable here: run with the '
-                     'test cloud venv (/var/tmp/gpuclient-testcloud/venv)')
-class TestPrefilterNames(unittest.TestCase):
-    """request_filter.REQUEST_FILTERS and NOT_MODELLED are Nova's
-    request_filter.ALL_REQUEST_FILTERS, by name and in order."""
-
-    def setUp(self):
-        self.nova = [f.__name__
-                     for f in nova_request_filter.ALL_REQUEST_FILTERS]
-
-    def test_modelled_and_not_modelled_are_novas_in_order(self):
-        modelled = [f.__name__ for f in request_filter.REQUEST_FILTERS]
-        left_out = [name for name, _why in request_filter.NOT_MODELLED]
-        names = modelled + left_out
-        self.assertEqual(len(names), len(set(names)), names)
-        self.assertEqual(sorted(self.nova), sorted(names))
-        self.assertEqual(self.nova, sorted(names, key=self.nova.index))
-        self.assertEqual([n for n in self.nova if n in modelled], modelled)
-        self.assertEqual([n for n in self.nova if n in left_out], left_out)
-
-    def test_nova_request_filters(self):
-        self.assertEqual(self.nova, list(request_filter.NOVA_REQUEST_FILTERS))
-
-
-if __name__ == '__main__':
-    unittest.main()

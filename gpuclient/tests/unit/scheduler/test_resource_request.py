@@ -14,7 +14,8 @@
 on plain dicts.
 
 The expected queries are the ones Nova 34 sends (checked by
-test_request_nova against Nova's own code where Nova is importable).
+test_resource_request_nova against Nova's own code where Nova is
+importable).
 """
 
 from osc_lib import exceptions
@@ -22,7 +23,6 @@ from osc_lib import exceptions
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import specs
 from gpuclient.rules.scheduler import conf as nova_conf
-from gpuclient.rules.scheduler import hardware
 from gpuclient.rules.scheduler import resource_request as request
 from gpuclient.tests.unit import base
 
@@ -351,12 +351,6 @@ class TestFromResources(base.TestCase):
                        'resource_class': 'CUSTOM_NVIDIA_35'}}
         self.assertTrue(request.is_per_device('CUSTOM_NVIDIA_35', pools))
         self.assertFalse(request.is_per_device('CUSTOM_BAREMETAL_X', pools))
-
-
-class TestCpuSpec(base.TestCase):
-    def test_parse(self):
-        self.assertEqual({0, 1, 3}, hardware.parse_cpu_spec('0-3,^2'))
-        self.assertEqual({2, 3}, hardware.parse_cpu_spec('0-3,^0-1'))
 
 
 class TestBounds(base.TestCase):
