@@ -103,7 +103,8 @@ KNOWN_SPECS = {
     'hw:locked_memory': _BOOL,
     'hw:mem_encryption': _BOOL,
     # Nova 34's validator (nova/api/validation/extra_specs/hw.py) and
-    # MemEncryptionModel.ALL: intel-tdx too (test_request_nova compares)
+    # MemEncryptionModel.ALL: intel-tdx too (scheduler/test_hardware_nova
+    # compares)
     'hw:mem_encryption_model': _enum('amd-sev', 'amd-sev-es', 'amd-sev-snp',
                                      'intel-tdx'),
     'hw:mem_page_size': ('re', r'(large|small|any|\d+([kKMGT]i?)?(b|bit|B)?)'),
