@@ -255,6 +255,15 @@ def group_alive(pgid):
     return any(group == pgid for _ppid, group in _proc_table().values())
 
 
+def forget(name):
+    """Remove NAME's pid file; gone already is fine (another stop, e.g.
+    an interrupted "up" stopping what it started, got there first)."""
+    try:
+        os.unlink(pidfile(name))
+    except FileNotFoundError:
+        pass
+
+
 def stop_processes(names):
     """Stop each recorded process of NAMES that is ours, with its group
     (SIGTERM; SIGKILL after 30 s), and forget its pid file."""
@@ -269,7 +278,7 @@ def stop_processes(names):
                 time.sleep(0.2)
             if group_alive(pid):
                 signal_group(pid, signal.SIGKILL)
-        os.unlink(pidfile(name))
+        forget(name)
 
 
 def wait(what, check, timeout, interval=0.25):

@@ -75,7 +75,7 @@ def stop(timeline):
         if base.group_alive(pid):
             timeline('%s did not stop on SIGTERM: SIGKILL' % name)
             base.signal_group(pid, signal.SIGKILL)
-        os.unlink(base.pidfile(name))
+        base.forget(name)
     timeline('OpenStack services stopped')
     rabbitmq.stop(pids, timeline)
     mariadb.stop(pids, timeline)
@@ -83,7 +83,7 @@ def stop(timeline):
         pid = base.read_pid(name)
         if pid and base.alive(pid):
             base.signal_group(pid, signal.SIGKILL)
-        os.unlink(base.pidfile(name))
+        base.forget(name)
 
 
 # ---------------------------------------------------------------- config
