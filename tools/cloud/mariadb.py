@@ -61,5 +61,5 @@ def stop(pids, timeline):
         os.kill(pids['mariadb'], signal.SIGTERM)
         if not base.wait_dead([pids['mariadb']], 30):
             os.kill(pids['mariadb'], signal.SIGKILL)
-        os.unlink(base.pidfile('mariadb'))
+        base.forget('mariadb')
         timeline('mariadb stopped')

@@ -76,10 +76,10 @@ def stop(pids, timeline):
             os.kill(pids['rabbitmq'], signal.SIGTERM)
             base.wait_dead([pids['rabbitmq']], 20)
         if os.path.exists(base.pidfile('rabbitmq')):
-            os.unlink(base.pidfile('rabbitmq'))
+            base.forget('rabbitmq')
         timeline('rabbitmq stopped')
     if pids.get('epmd'):
         if base.alive(pids['epmd']):
             os.kill(pids['epmd'], signal.SIGTERM)
             base.wait_dead([pids['epmd']], 5)
-        os.unlink(base.pidfile('epmd'))
+        base.forget('epmd')
