@@ -576,7 +576,7 @@ class Executor:
             self.client.image.update_properties(image, changes)
 
     def limit(self, project: str | None,
-              name: str) -> dict[str, typing.Any] | None:
+              name: str) -> model.RegisteredLimit | None:
         """{'id', 'limit', 'description'} of Keystone limit NAME of
         PROJECT (None: the registered limit), or None."""
         limits = self.client.limits
@@ -1160,7 +1160,7 @@ class Operation(collections.namedtuple('Operation', 'do holds')):
     __slots__ = ()
 
 
-def _table():
+def _table() -> dict[type[operations.Operation], Operation]:
     """{declaration: Operation} for every declaration of
     ``rules.operations``; an import error when one lacks its do or its
     read-back, or a method is registered for no declaration."""
@@ -1194,7 +1194,11 @@ def operation(
         raise ValueError(declaration) from None
 
 
-def _holds_values(current, wanted, expect=None):
+def _holds_values(
+    current: collections.abc.Mapping[str, typing.Any],
+    wanted: collections.abc.Mapping[str, typing.Any],
+    expect: collections.abc.Mapping[str, typing.Any] | None = None,
+) -> bool:
     """CURRENT holds WANTED ({key: value, None: absent}); with EXPECT (an
     undo), a key that holds neither the step's value nor the undo's is
     another writer's and left: it counts as held."""
@@ -1396,7 +1400,7 @@ def _unwind(executor, done, unknown, progress=None):
     return undone, [], kept, None
 
 
-def _rerun(plan):
+def _rerun(plan: plan_mod.Plan) -> str:
     """The command that finishes PLAN, as the operator should type it."""
     return ((plan.rerun if plan.rerun_fixed else None)
             or invocation.invoked_command() or plan.rerun
