@@ -74,7 +74,7 @@ def collect(
     rows = capacity.rows(cloud, settings, project_id,
                          wanted_flavors=wanted, pool=pool,
                          per_host=per_host, notes=left_out, facts=host_facts)
-    assert cloud.placement is not None  # noqa: S101 - read with it
+    assert cloud.placement is not None  # noqa: S101 - read with Placement
     for note in left_out + list(cloud.placement.notes()):
         LOG.warning(note)
     unjudged = sorted({row['flavor'] for row in rows

@@ -70,7 +70,7 @@ def run(
                           with_projects=True)
     if pool:
         pool = pools_mod.pool_name(cloud.pools, pool)
-    assert cloud.placement is not None  # noqa: S101 - read with it
+    assert cloud.placement is not None  # noqa: S101 - read with Placement
     for note in cloud.placement.notes():
         LOG.warning(note)
     if (settings or {}).get('quota') and cloud.pools:

@@ -72,7 +72,7 @@ def read(client: GpuClient) -> tuple[
     allocations = server_ops.gpu_allocations(client, cloud)
     rows = listing.rows(cloud, allocations, servers,
                         pools_mod.pools_by_host(cloud.pools))
-    assert cloud.placement is not None  # noqa: S101 - read with it
+    assert cloud.placement is not None  # noqa: S101 - read with Placement
     # the labels that join DCGM's series (gpu device list -f openmetrics)
     rows = device_metrics.join_fields(rows, cloud.placement.providers,
                                       servers)
@@ -159,7 +159,7 @@ def _health(
         current=device_health.CURRENT_QUERIES)
     notes += [_('GPU health not judged: %s.') % why
               for _host, _pci, why in problems]
-    assert cloud.placement is not None  # noqa: S101 - read with it
+    assert cloud.placement is not None  # noqa: S101 - read with Placement
     snap = cloud.placement
     hosts_of = {}
     hosts: dict[str, set[str]] = {}
@@ -205,7 +205,7 @@ def health_for_check(client: GpuClient, cloud: model.Cloud, window: int,
     allocations = server_ops.gpu_allocations(client, cloud)
     rows = listing.rows(cloud, allocations, servers,
                         pools_mod.pools_by_host(cloud.pools))
-    assert cloud.placement is not None  # noqa: S101 - read with it
+    assert cloud.placement is not None  # noqa: S101 - read with Placement
     # each holder's project (an application XID is the project's)
     rows = device_metrics.join_fields(rows, cloud.placement.providers,
                                       servers)

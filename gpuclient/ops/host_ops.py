@@ -91,7 +91,7 @@ def rows_of(
         pools_mod.pools_by_host(cloud.pools),
         unmapped=unmapped,
     )
-    assert cloud.placement is not None  # noqa: S101 - read with it
+    assert cloud.placement is not None  # noqa: S101 - read with Placement
     notes += cloud.placement.notes()
     node_items = {uuid: item for row in rows
                   for uuid, item in row['nodes'].items()}

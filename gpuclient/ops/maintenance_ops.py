@@ -265,7 +265,7 @@ def _tree_uuids(
 ) -> dict[str, list[str]]:
     """{host: uuids of every provider of its trees} for HOSTS."""
     roots = cloud.host_roots()
-    assert cloud.placement is not None  # noqa: S101 - read with it
+    assert cloud.placement is not None  # noqa: S101 - read with Placement
     return {host: list(cloud.placement.providers_in_trees(
         sorted(roots.get(host) or ()))) for host in hosts if host}
 

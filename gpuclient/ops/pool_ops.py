@@ -366,7 +366,7 @@ def set_pool(
             on_step=on_step, project_domain=project_domain,
             allow_public_flavors=allow_public_flavors)
     if zone is None and not projects_add and not properties:
-        assert isolate is not None  # noqa: S101 - zone and isolate: not both
+        assert isolate is not None  # noqa: S101 - zone or isolate given
         return set_isolation(client, name, isolate, update_dependents,
                              dry_run=dry_run, on_step=on_step)
     view = View(client)
@@ -444,7 +444,7 @@ def list_pools(
                 if not mode or found[name]['mode'] == mode]
     rows = None
     if long:
-        assert cloud is not None  # noqa: S101 - read above, with LONG
+        assert cloud is not None  # noqa: S101 - read above with LONG
         rows, notes = host_ops.rows_of(client, cloud)
         for note in notes:
             LOG.debug(note)
@@ -471,7 +471,7 @@ def show(client: GpuClient, name: str) -> dict[str, typing.Any]:
                   cloud.host_roots().items() if host in pool['hosts']}
     drift = pools.drift(pool, host_roots, cloud.placement,
                         snapshot.members_of(client, pool))
-    assert cloud.flavors is not None  # noqa: S101 - read with them
+    assert cloud.flavors is not None  # noqa: S101 - read with flavors
     flavors = sorted(
         flavor['name'] for flavor in cloud.flavors
         if pool['name'] in specs.matching_pools(

@@ -378,7 +378,7 @@ def plan_vf_pools(
                'planned.') % h for h in hosts if not roots[h]]
     trees = render.trees_from_snapshot(
         cloud.placement, {h: r for h, r in roots.items() if r})
-    assert cloud.placement is not None  # noqa: S101 - read with it
+    assert cloud.placement is not None  # noqa: S101 - read with Placement
     used = {uuid: {rc: item.get('used', 0)
                    for rc, item in (summary.get('resources') or {}).items()}
             for uuid, summary in cloud.placement.summaries.items()}

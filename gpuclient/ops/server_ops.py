@@ -56,7 +56,7 @@ def target_project(
 
 
 def not_yours(project: str | None,
-              own_name: str | None) -> exceptions.CommandError:
+              own_name: str) -> exceptions.CommandError:
     return exceptions.CommandError(
         _('You may only see your own project (%(own)s), not %(project)s: '
           'Nova lets only admins read other projects\' servers and usage. '
@@ -83,7 +83,7 @@ def _used_gpu_providers(
     cloud: model.Cloud, roots: collections.abc.Container[str] | None = None,
 ) -> list[str]:
     """GPU providers with usage (in the trees of ROOTS, when given)."""
-    assert cloud.placement is not None  # noqa: S101 - read with it
+    assert cloud.placement is not None  # noqa: S101 - read with Placement
     snap = cloud.placement
     found = []
     for uuid, summary in snap.summaries.items():
@@ -175,7 +175,7 @@ def collect(
     allocations = gpu_allocations(client, cloud, roots)
     rows = usage.server_rows(servers, cloud, allocations, host=host,
                              pool=pool)
-    assert cloud.placement is not None  # noqa: S101 - read with it
+    assert cloud.placement is not None  # noqa: S101 - read with Placement
     notes += cloud.placement.notes()
     rows = _with_utilisation(client, rows, cloud, allocations, utilisation)
     return rows, notes

@@ -260,7 +260,7 @@ def read_access(
     request per such flavor). A flavor deleted since the flavor list is
     dropped from CLOUD's flavors: the cloud no longer has it."""
     access, gone = {}, set()
-    assert cloud.flavors is not None  # noqa: S101 - read with them
+    assert cloud.flavors is not None  # noqa: S101 - read with flavors
     for flavor in cloud.flavors:
         if (not flavor.get('os-flavor-access:is_public', True)
                 and specs.read(flavor.get('extra_specs'),

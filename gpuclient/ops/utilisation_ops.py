@@ -227,7 +227,7 @@ def providers_of(
     providers with allocations (rules.utilisation's PROVIDERS)."""
     if cloud is None:
         return {}
-    assert cloud.placement is not None  # noqa: S101 - read with it
+    assert cloud.placement is not None  # noqa: S101 - read with Placement
     snap = cloud.placement
     root_host = host_names.root_hosts(cloud.hypervisors)
     by_host = pools_mod.pools_by_host(cloud.pools)
