@@ -15,8 +15,12 @@ for a flavor, the hosts it offers, the filters after it and, when asked
 or when no host remains, why not.
 """
 
+from __future__ import annotations
+
+import collections.abc
 import logging
 import re
+import typing
 
 from osc_lib import exceptions
 
@@ -35,13 +39,30 @@ from gpuclient.rules.scheduler import manager
 from gpuclient.rules.scheduler import resource_request as request
 from gpuclient.rules.scheduler.filters import numa_topology_filter as numa_mod
 
+if typing.TYPE_CHECKING:
+    from gpuclient.cloud import placement as placement_mod
+    from gpuclient.cloud.client import GpuClient
+
 LOG = logging.getLogger(__name__)
 
 
-def collect(client, flavor=None, resources=(), required=(), image=None,
-            pool=None, project=None, zone=None, boot_from_volume=False,
-            limit=None, explain_all=False, settings=None,
-            project_domain=None, facts=None, prometheus=None):
+def collect(
+    client: GpuClient,
+    flavor: str | None = None,
+    resources: collections.abc.Iterable[tuple[str, int]] = (),
+    required: collections.abc.Iterable[str] = (),
+    image: str | None = None,
+    pool: str | None = None,
+    project: str | None = None,
+    zone: str | None = None,
+    boot_from_volume: bool = False,
+    limit: int | None = None,
+    explain_all: bool = False,
+    settings: dict[str, typing.Any] | None = None,
+    project_domain: str | None = None,
+    facts: dict[str | None, dict[str, typing.Any]] | None = None,
+    prometheus: str | None = None,
+) -> dict[str, typing.Any]:
     """Everything ``gpu candidate list`` shows, as one dict.
 
     Requests: aggregates, flavor (1-2), image (0-2), hypervisors, compute
@@ -124,7 +145,8 @@ def _read(client, flavor, resources, required, image, pool, project, zone,
         host_facts=host_facts, fact_notes=fact_notes)
 
 
-def _ask(placement, req):
+def _ask(placement: placement_mod.Placement,
+         req: dict[str, typing.Any]) -> dict[str, typing.Any]:
     """Placement's allocation candidates for REQ; a trait Placement does
     not know refused in operator terms."""
     try:
@@ -145,7 +167,10 @@ def _ask(placement, req):
             % {'traits': traits}) from exc
 
 
-def _quota(client, project_id, flavor, req, conf=None):
+def _quota(
+    client: GpuClient, project_id: str, flavor: dict[str, typing.Any] | None,
+    req: dict[str, typing.Any], conf: dict[str, typing.Any] | None = None,
+) -> dict[str, typing.Any]:
     """The project's instances, cores and RAM quota against one boot, and
     its unified GPU limits (CONF: nova.conf [quota], when read)."""
     own = req['groups'].get('', {}).get('resources', {})
@@ -154,7 +179,8 @@ def _quota(client, project_id, flavor, req, conf=None):
     else:
         cores = own.get('VCPU', 0) + own.get('PCPU', 0)
         ram = own.get('MEMORY_MB', 0)
-    found = {'excess': [], 'gpu_excess': [], 'not_checked': {}}
+    found: dict[str, typing.Any] = {
+        'excess': [], 'gpu_excess': [], 'not_checked': {}}
     try:
         absolute = client.compute.project_limits(project_id)
     except errors.APIError as exc:
@@ -169,10 +195,14 @@ def _quota(client, project_id, flavor, req, conf=None):
     return found
 
 
-def _gpu_quota(client, project_id, req, conf, absolute, found):
+def _gpu_quota(
+    client: GpuClient, project_id: str, req: dict[str, typing.Any],
+    conf: dict[str, typing.Any] | None, absolute: dict[str, typing.Any],
+    found: dict[str, typing.Any],
+) -> None:
     """Unified GPU limits against one boot, into FOUND."""
     classes = request.gpu_classes(req)
-    asked = {}
+    asked: dict[str, int] = {}
     for group in req['groups'].values():
         for rc, amount in group.get('resources', {}).items():
             if rc in classes:

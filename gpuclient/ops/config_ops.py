@@ -14,7 +14,11 @@
 with files on disk or write it into an empty directory.
 """
 
+from __future__ import annotations
+
+import collections.abc
 import os
+import typing
 
 from osc_lib import exceptions
 
@@ -24,8 +28,16 @@ from gpuclient.rules import pools as pools_mod
 from gpuclient.rules.nova_conf import parse
 from gpuclient.rules.nova_conf import render
 
+if typing.TYPE_CHECKING:
+    from gpuclient.cloud.client import GpuClient
 
-def _read(path):
+    # a parsed nova.conf: {section: {key: [values]}} (parse.parse_ini)
+    _Ini: typing.TypeAlias = dict[str, dict[str, list[str]]]
+    # what a nova.conf is for: a service, or (render.HOST, host)
+    _Target: typing.TypeAlias = str | tuple[str, str]
+
+
+def _read(path: str) -> str:
     try:
         with open(path) as conf:
             return conf.read()
@@ -37,13 +49,16 @@ def _read(path):
             % {'path': path, 'error': exc.strerror or exc}) from exc
 
 
-def _parse_files(paths):
+def _parse_files(paths: collections.abc.Iterable[str]) -> _Ini:
     """merge_ini over the files that exist, in order."""
     return parse.merge_ini(parse.parse_ini(_read(p), p) for p in paths
                            if os.path.isfile(p))
 
 
-def read_existing(path, config, hosts=()):
+def read_existing(
+    path: str, config: render.Config,
+    hosts: collections.abc.Sequence[str] = (),
+) -> tuple[dict[_Target, _Ini], dict[_Target, list[str]]]:
     """({target: parsed ini}, {target: [files]}) for ``--diff PATH``.
 
     A directory is a Kolla-Ansible config dir: nova-api, nova-scheduler,
@@ -72,8 +87,13 @@ def read_existing(path, config, hosts=()):
     return {target: parse.parse_ini(_read(path), path)}, {target: [path]}
 
 
-def collect(client, pool_names=(), hosts=(), mig_types=None,
-            numa_policy=render.DEFAULT_NUMA_POLICY):
+def collect(
+    client: GpuClient,
+    pool_names: collections.abc.Iterable[str] = (),
+    hosts: collections.abc.Sequence[str] = (),
+    mig_types: collections.abc.Mapping[str, str] | None = None,
+    numa_policy: str = render.DEFAULT_NUMA_POLICY,
+) -> tuple[render.Config, list[str]]:
     """(Config, notes): one snapshot of the cloud (``snapshot.read``,
     with flavors for the aliases' NUMA policy, Placement trees of the
     pools' hosts only), shaped by ``render.from_cloud``. The hosts
@@ -88,6 +108,7 @@ def collect(client, pool_names=(), hosts=(), mig_types=None,
         wanted_hosts={h for p in chosen for h in p['hosts']},
         with_traits=True, aggregates=aggregates)
     host_roots = cloud.host_roots()
+    assert cloud.placement is not None  # noqa: S101 - read with Placement
     snapshot.read_totals(client.placement, cloud.placement, {
         root for p in chosen if p['mode'] == pools_mod.VGPU_VF
         for host in p['hosts'] for root in host_roots.get(host, ())})
@@ -95,7 +116,7 @@ def collect(client, pool_names=(), hosts=(), mig_types=None,
                              numa_policy)
 
 
-def inside(directory, path):
+def inside(directory: str, path: str) -> str:
     """DIRECTORY joined with PATH (a name made from cloud data), refused
     when it would resolve outside DIRECTORY (``..``, an absolute path, a
     link pointing out): every file gpuclient writes stays in the
@@ -110,7 +131,10 @@ def inside(directory, path):
     return os.path.join(directory, path)
 
 
-def write_files(directory, file_list):
+def write_files(
+    directory: str,
+    file_list: collections.abc.Sequence[tuple[str, str]],
+) -> list[str]:
     """Write [(relative path, text)] under DIRECTORY; never overwrite,
     never outside it (``inside``)."""
     directory = os.path.expanduser(directory)
@@ -125,7 +149,7 @@ def write_files(directory, file_list):
               'settings). Compare with --diff %(dir)s, or write to an empty '
               'directory and merge.')
             % {'dir': directory, 'files': ', '.join(taken)})
-    written = []
+    written: list[str] = []
     for path, text in file_list:
         full = os.path.join(directory, path)
         try:

@@ -29,8 +29,12 @@ refused for a device that is not one-time-use or is in use, nothing to do
 for a free one) and applies each device's step through the journal.
 """
 
+from __future__ import annotations
+
+import collections.abc
 import logging
 import time
+import typing
 
 from osc_lib import exceptions
 
@@ -49,10 +53,16 @@ from gpuclient.rules.devices import listing
 from gpuclient.rules.devices import metrics as device_metrics
 from gpuclient.rules.devices import release as release_mod
 
+if typing.TYPE_CHECKING:
+    from gpuclient.cloud.client import GpuClient
+    from gpuclient.rules import model
+
 LOG = logging.getLogger(__name__)
 
 
-def read(client):
+def read(client: GpuClient) -> tuple[
+        list[dict[str, typing.Any]], model.Cloud,
+        list[dict[str, typing.Any]], list[str]]:
     """(rows of every GPU device, cloud, servers, notes)."""
     # a lower --os-compute-api-version: refused before the first request
     client.compute.require(versions.COMPUTE_EMBEDDED_FLAVOR_VERSION,
@@ -62,6 +72,7 @@ def read(client):
     allocations = server_ops.gpu_allocations(client, cloud)
     rows = listing.rows(cloud, allocations, servers,
                         pools_mod.pools_by_host(cloud.pools))
+    assert cloud.placement is not None  # noqa: S101 - read with Placement
     # the labels that join DCGM's series (gpu device list -f openmetrics)
     rows = device_metrics.join_fields(rows, cloud.placement.providers,
                                       servers)
@@ -70,7 +81,8 @@ def read(client):
     return rows, cloud, servers, notes
 
 
-def _server_ids(servers, name):
+def _server_ids(servers: collections.abc.Iterable[dict[str, typing.Any]],
+                name: str) -> list[str]:
     """IDs of the server named NAME (name or ID); CommandError for none."""
     found = [s['id'] for s in servers if s['id'] == name]
     found = found or [s['id'] for s in servers if s.get('name') == name]
@@ -81,7 +93,8 @@ def _server_ids(servers, name):
     return found
 
 
-def health_read(client, url=None, unhealthy=False, wanted=True):
+def health_read(client: GpuClient, url: str | None = None,
+                unhealthy: bool = False, wanted: bool = True) -> bool:
     """Does ``gpu device list`` read the devices' health (a Prometheus
     given or configured, or --unhealthy)? Never when not WANTED
     (--no-health): no query is sent."""
@@ -95,7 +108,11 @@ UNHEALTHY_QUERIES = ('xid', 'xid_since', 'xid_since_before', 'health',
                      'row_remap_failure')
 
 
-def _health(client, rows, cloud, url, window, required, check=False):
+def _health(
+    client: GpuClient, rows: list[dict[str, typing.Any]],
+    cloud: model.Cloud, url: str | None, window: int | None,
+    required: bool, check: bool = False,
+) -> tuple[list[dict[str, typing.Any]], dict[str, typing.Any]]:
     """(ROWS annotated, what was read: {'series': the series found,
     'hosts': {Nova host: host keys}, 'notes', 'unread', 'problems', 'now'
     (when the queries were evaluated)}): the queries of
@@ -142,9 +159,10 @@ def _health(client, rows, cloud, url, window, required, check=False):
         current=device_health.CURRENT_QUERIES)
     notes += [_('GPU health not judged: %s.') % why
               for _host, _pci, why in problems]
+    assert cloud.placement is not None  # noqa: S101 - read with Placement
     snap = cloud.placement
     hosts_of = {}
-    hosts = {}
+    hosts: dict[str, set[str]] = {}
     for row in rows:
         root = snap.providers.get(snap.providers[row['uuid']]['root']) or {}
         hosts_of[row['uuid']] = utilisation.host_keys(row['host'],
@@ -156,8 +174,11 @@ def _health(client, rows, cloud, url, window, required, check=False):
         'problems': problems, 'now': now}
 
 
-def add_health(client, rows, cloud, url=None, window=None,
-               required=False, wanted=True):
+def add_health(
+    client: GpuClient, rows: list[dict[str, typing.Any]],
+    cloud: model.Cloud, url: str | None = None, window: int | None = None,
+    required: bool = False, wanted: bool = True,
+) -> tuple[list[dict[str, typing.Any]], list[str]]:
     """(ROWS with ``device_health.FIELDS``, notes), or (ROWS, notes)
     unchanged when not WANTED or when no Prometheus is configured and none
     is REQUIRED (URL given, or --unhealthy). One query per metric
@@ -170,7 +191,8 @@ def add_health(client, rows, cloud, url=None, window=None,
     return rows, read['notes']
 
 
-def health_for_check(client, cloud, window, url):
+def health_for_check(client: GpuClient, cloud: model.Cloud, window: int,
+                     url: str) -> dict[str, typing.Any]:
     """``gpu check``'s view of the GPUs over CLOUD (its snapshot, read
     with hypervisors): {'rows', 'series', 'hosts', 'window', 'now' (when
     the queries were evaluated)} for ``model.Cloud.device_health``. Every
@@ -183,6 +205,7 @@ def health_for_check(client, cloud, window, url):
     allocations = server_ops.gpu_allocations(client, cloud)
     rows = listing.rows(cloud, allocations, servers,
                         pools_mod.pools_by_host(cloud.pools))
+    assert cloud.placement is not None  # noqa: S101 - read with Placement
     # each holder's project (an application XID is the project's)
     rows = device_metrics.join_fields(rows, cloud.placement.providers,
                                       servers)
@@ -191,9 +214,17 @@ def health_for_check(client, cloud, window, url):
     return dict(read, rows=rows, window=window)
 
 
-def collect(client, host=None, pool=None, server=None,
-            awaiting_release=False, unhealthy=False, url=None,
-            window=None, health=True):
+def collect(
+    client: GpuClient,
+    host: str | None = None,
+    pool: str | None = None,
+    server: str | None = None,
+    awaiting_release: bool = False,
+    unhealthy: bool = False,
+    url: str | None = None,
+    window: int | None = None,
+    health: bool = True,
+) -> tuple[list[dict[str, typing.Any]], list[str]]:
     """(rows, notes) of ``gpu device list``; with HEALTH and a Prometheus
     (URL or configured) the rows carry ``device_health.FIELDS``, UNHEALTHY
     keeps the unhealthy ones (and needs a Prometheus)."""
@@ -216,7 +247,8 @@ def collect(client, host=None, pool=None, server=None,
     return rows, notes + health_notes
 
 
-def show(client, device, url=None, window=None):
+def show(client: GpuClient, device: str, url: str | None = None,
+         window: int | None = None) -> dict[str, typing.Any]:
     """The row of one device (a provider UUID or name, HOST:PCI_ADDRESS),
     with its health when a Prometheus is configured (URL, or as
     ``utilisation_ops.endpoint`` finds it)."""
@@ -228,7 +260,10 @@ def show(client, device, url=None, window=None):
     return listing.resolve(rows, [device])[0]
 
 
-def release(client, names, dry_run=False):
+def release(
+    client: GpuClient, names: collections.abc.Iterable[str],
+    dry_run: bool = False,
+) -> tuple[list[dict[str, typing.Any]], int]:
     """Release the one-time-use devices NAMES: (rows, failures).
 
     Every name is resolved before anything is written (an unknown one

@@ -18,13 +18,20 @@ The parser is built as the ``openstack`` shell builds it; loading OSC's
 shell here, not in the plugin, keeps the journal off the OSC entry point.
 """
 
+from __future__ import annotations
+
+import collections.abc
 import os
 import sys
+import typing
 
 from gpuclient.rules import argv as argv_mod
 
+if typing.TYPE_CHECKING:
+    import argparse
 
-def global_parser():
+
+def global_parser() -> argparse.ArgumentParser | None:
     """OSC's global option parser, built as the ``openstack`` shell builds
     the one that read this process's arguments (osc-lib's options, every
     plugin's, keystoneauth's --os-<auth option>; abbreviations allowed).
@@ -37,7 +44,7 @@ def global_parser():
     return shell.OpenStackShell().build_option_parser('', '')
 
 
-def secret_dests():
+def secret_dests() -> frozenset[str]:
     """The destinations of OSC's global options whose value is a secret:
     keystoneauth's auth plugin options marked secret (password, token,
     passcode, application_credential_secret, ...), under the destination
@@ -54,7 +61,8 @@ def secret_dests():
     return frozenset(found)
 
 
-def invoked_command(argv=None):
+def invoked_command(
+        argv: collections.abc.Sequence[str] | None = None) -> str | None:
     """The exact command to re-run: this process's own ``openstack ...``
     arguments when it is the OSC executable (every write command, pool,
     flavor, image and quota alike), else None (library use: the plan's

@@ -16,7 +16,11 @@ environment variables), parsed by ``gpuclient.rules.nova_conf.parse``
 and made settings by ``gpuclient.rules.scheduler.conf``.
 """
 
+from __future__ import annotations
+
+import collections.abc
 import os
+import typing
 
 from osc_lib import exceptions
 
@@ -31,7 +35,7 @@ CONF_ENV = 'GPUCLIENT_NOVA_CONF'
 CONF_DIR_ENV = 'GPUCLIENT_NOVA_CONF_DIR'
 
 
-def _read_conf(path, what):
+def _read_conf(path: str, what: str) -> str:
     try:
         with open(os.path.expanduser(path)) as conf:
             return conf.read()
@@ -44,7 +48,13 @@ def _read_conf(path, what):
                'error': exc.strerror or exc}) from exc
 
 
-def read_settings(path=None, overrides=None, alias_maps=(), conf_dir=None):
+def read_settings(
+    path: str | collections.abc.Sequence[str] | None = None,
+    overrides: collections.abc.Mapping[str, str] | None = None,
+    alias_maps: collections.abc.Mapping[str, str]
+    | collections.abc.Iterable[str] = (),
+    conf_dir: str | collections.abc.Sequence[str] | None = None,
+) -> dict[str, typing.Any]:
     """Settings from nova.conf-style files, read as Nova reads them.
 
     PATH: one file or a list (--nova-conf, repeatable; default

@@ -18,11 +18,15 @@ the ``nvidia-smi`` scripts of ``--output-dir`` (never over an existing
 file).
 """
 
+from __future__ import annotations
+
+import collections.abc
 import contextlib
 import ctypes
 import logging
 import os
 import sys
+import typing
 
 from gpuclient.i18n import _
 from gpuclient.ops import config_ops
@@ -31,15 +35,21 @@ from gpuclient.rules.profiles import catalogue as catalogue_mod
 from gpuclient.rules.profiles import scripts
 from gpuclient.rules.profiles import solver
 
+if typing.TYPE_CHECKING:
+    from gpuclient.cloud.client import GpuClient
+    from gpuclient.rules import model as model_mod
+
 LOG = logging.getLogger(__name__)
 
 
-def catalogue(model=None, board=None):
+def catalogue(model: str | None = None,
+              board: str | None = None) -> list[dict[str, typing.Any]]:
     """Rows of ``gpu profile list`` (``rules.profiles.catalogue.rows``)."""
     return catalogue_mod.rows(model, board)
 
 
-def cards_of(counts):
+def cards_of(
+        counts: collections.abc.Mapping[str, int]) -> list[dict[str, str]]:
     """Cards not racked yet from {model: count}: ids ``<MODEL>#<n>``."""
     cards = []
     for text, count in counts.items():
@@ -49,17 +59,18 @@ def cards_of(counts):
     return cards
 
 
-def demand_of(counts):
+def demand_of(counts: collections.abc.Mapping[str, int]) -> dict[str, int]:
     """{profile: count} with the catalogue's names (a name given twice in
     two spellings adds up)."""
-    demand = {}
+    demand: dict[str, int] = {}
     for text, count in counts.items():
         name = catalogue_mod.profile_name(text)
         demand[name] = demand.get(name, 0) + count
     return demand
 
 
-def write_scripts(rows, output_dir):
+def write_scripts(rows: collections.abc.Iterable[dict[str, typing.Any]],
+                  output_dir: str) -> dict[str, str]:
     """One script per group of re-cut cards with the same model, current
     and proposed layout, in OUTPUT_DIR (made if missing). Returns {card
     id: path written}; a file that exists already is refused, before
@@ -91,7 +102,7 @@ BANNER = ('Running HiGHS ', 'Includes third-party software components')
 
 
 @contextlib.contextmanager
-def quiet_solver():
+def quiet_solver() -> collections.abc.Iterator[None]:
     """Keep HiGHS's banner ("Running HiGHS 1.16.0 ... Copyright ...") off
     the terminal: file descriptor 1 goes to a temporary file meanwhile
     (the banner is printed by the C++ solver's constructor, before any
@@ -125,7 +136,11 @@ def quiet_solver():
                 sys.stderr.write('\n'.join(rest) + '\n')
 
 
-def plan_cards(card_counts, demand_counts, output_dir=None):
+def plan_cards(
+    card_counts: collections.abc.Mapping[str, int],
+    demand_counts: collections.abc.Mapping[str, int],
+    output_dir: str | None = None,
+) -> tuple[list[dict[str, typing.Any]], dict[str, typing.Any]]:
     """The plan for cards not racked yet: (rows, summary), each row with
     ``script`` (the path written for it, or None)."""
     demand = demand_of(demand_counts)
@@ -140,7 +155,9 @@ def plan_cards(card_counts, demand_counts, output_dir=None):
     return rows, summary
 
 
-def _read_cloud(client, pool_names):
+def _read_cloud(
+    client: GpuClient, pool_names: collections.abc.Iterable[str],
+) -> tuple[model_mod.Cloud, list[str], list[str]]:
     """(cloud, planned hosts, pool names): one snapshot (aggregates,
     hypervisors, services, flavors, the planned hosts' provider trees with
     traits), as ``gpu config show`` reads it. The pools are MIG and vgpu
@@ -174,9 +191,16 @@ def _read_cloud(client, pool_names):
     return cloud, hosts, pool_names
 
 
-def plan_pools(client, pool_names, demand_counts, model=None,
-               mig_types=None, output_dir=None, usage_period=None,
-               vgpu_types=None):
+def plan_pools(
+    client: GpuClient,
+    pool_names: collections.abc.Iterable[str],
+    demand_counts: collections.abc.Mapping[str, int] | None,
+    model: str | None = None,
+    mig_types: collections.abc.Mapping[str, str] | None = None,
+    output_dir: str | None = None,
+    usage_period: tuple[str | None, str | None] | None = None,
+    vgpu_types: collections.abc.Mapping[str, str] | None = None,
+) -> tuple[list[dict[str, typing.Any]], dict[str, typing.Any], list[str]]:
     """The plan of the cards of POOL_NAMES' hosts: (rows, summary, notes).
 
     One snapshot, the allocations of the used GPU providers of those hosts
@@ -328,8 +352,13 @@ def _servers_to_move(client, found, rows, unserved, notes):
             '(live migration only with --host-fact; see "gpu host drain").'))
 
 
-def plan_vf_pools(cloud, hosts, pool_names, demand_counts,
-                  output_dir=None):
+def plan_vf_pools(
+    cloud: model_mod.Cloud,
+    hosts: collections.abc.Sequence[str],
+    pool_names: collections.abc.Sequence[str],
+    demand_counts: collections.abc.Mapping[str, int] | None,
+    output_dir: str | None = None,
+) -> tuple[list[dict[str, typing.Any]], dict[str, typing.Any], list[str]]:
     """The plan of the VFs of vgpu-vf POOL_NAMES' cards on HOSTS, from the
     snapshot CLOUD (``_read_cloud``): (rows, summary,
     notes), rows as ``rules.profiles.vf.plan`` gives them plus ``script``,
@@ -349,6 +378,7 @@ def plan_vf_pools(cloud, hosts, pool_names, demand_counts,
                'planned.') % h for h in hosts if not roots[h]]
     trees = render.trees_from_snapshot(
         cloud.placement, {h: r for h, r in roots.items() if r})
+    assert cloud.placement is not None  # noqa: S101 - read with Placement
     used = {uuid: {rc: item.get('used', 0)
                    for rc, item in (summary.get('resources') or {}).items()}
             for uuid, summary in cloud.placement.summaries.items()}
@@ -377,7 +407,11 @@ def plan_vf_pools(cloud, hosts, pool_names, demand_counts,
     return rows, summary, notes
 
 
-def write_vf_files(output_dir, hosts, rows, types):
+def write_vf_files(
+    output_dir: str, hosts: collections.abc.Iterable[str],
+    rows: list[dict[str, typing.Any]],
+    types: dict[str, dict[str, typing.Any]],
+) -> dict[str, dict[str, str]]:
     """Per host of HOSTS, the VF script (executable), its systemd unit and
     its nova-compute file in OUTPUT_DIR, never over an existing file (all
     refused before any is written). Returns {host: {'script', 'unit',
@@ -399,7 +433,7 @@ def write_vf_files(output_dir, hosts, rows, types):
                  profile_vf.host_config(host, rows, types), target))]
     _refuse_existing(output_dir, [name for _h, _k, name, _t in files])
     os.makedirs(output_dir, exist_ok=True)
-    found = {}
+    found: dict[str, dict[str, str]] = {}
     for host, kind, name, text in files:
         path = os.path.join(output_dir, name)
         with open(path, 'x') as out:
@@ -410,7 +444,10 @@ def write_vf_files(output_dir, hosts, rows, types):
     return found
 
 
-def write_host_confs(output_dir, files, hosts):
+def write_host_confs(
+    output_dir: str, files: collections.abc.Sequence[tuple[str, str]],
+    hosts: collections.abc.Sequence[str],
+) -> dict[str, str]:
     """Write [(file name, text)], the files of HOSTS in their order, into
     OUTPUT_DIR (made if missing), never over an existing file nor outside
     it (all refused before any is written). Returns {host: path}."""
@@ -425,7 +462,8 @@ def write_host_confs(output_dir, files, hosts):
     return found
 
 
-def _refuse_existing(output_dir, names):
+def _refuse_existing(output_dir: str,
+                     names: collections.abc.Iterable[str]) -> None:
     for name in names:
         path = config_ops.inside(output_dir, name)
         if os.path.exists(path):

@@ -14,7 +14,11 @@
 servers' embedded flavors and the pools, in a fixed number of requests.
 """
 
+from __future__ import annotations
+
+import collections.abc
 import logging
+import typing
 
 from osc_lib import exceptions
 
@@ -27,6 +31,12 @@ from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import usage
 from gpuclient.rules import utilisation as utilisation_rules
 
+if typing.TYPE_CHECKING:
+    import datetime
+
+    from gpuclient.cloud.client import GpuClient
+    from gpuclient.rules.profiles import demand as profile_demand
+
 LOG = logging.getLogger(__name__)
 
 
@@ -34,9 +44,18 @@ def _nova_iso(when):
     return when.strftime('%Y-%m-%dT%H:%M:%SZ')
 
 
-def collect(client, start=None, end=None, project=None,
-            project_domain=None, pool=None, by=None, rates=None, now=None,
-            utilisation=None):
+def collect(
+    client: GpuClient,
+    start: str | None = None,
+    end: str | None = None,
+    project: str | None = None,
+    project_domain: str | None = None,
+    pool: str | None = None,
+    by: collections.abc.Iterable[str] | None = None,
+    rates: collections.abc.Mapping[str, float] | None = None,
+    now: datetime.datetime | None = None,
+    utilisation: dict[str, typing.Any] | None = None,
+) -> tuple[list[str], list[dict[str, typing.Any]], list[str]]:
     """(by, rows, notes): GPU-hours over the period, grouped.
 
     START and END are option texts; END defaults to now and START to
@@ -60,8 +79,11 @@ def collect(client, start=None, end=None, project=None,
     # a lower --os-compute-api-version: refused before the first request
     client.compute.require(versions.COMPUTE_USAGE_LINKS_VERSION,
                            versions.COMPUTE_EMBEDDED_FLAVOR_VERSION)
+    # START and END: the texts given, then the datetimes of usage.period
+    # (the same names: mypy keeps the texts' type); see report
     LOG.info(_('Usage from %(start)s to %(end)s (UTC).'),
-             {'start': start.isoformat(), 'end': end.isoformat()})
+             {'start': start.isoformat(),  # type: ignore[union-attr]
+              'end': end.isoformat()})  # type: ignore[union-attr]
     rates = usage.parse_rates(rates) if rates else None
     keys = []
     for key in by or usage.DEFAULT_BY:
@@ -136,7 +158,11 @@ def _split_rows(client, rows, items, by, start, end, admin, url=None,
     return utilisation_rules.split_rows(rows, items, split, by)
 
 
-def demand(client, start=None, end=None, now=None):
+def demand(
+    client: GpuClient, start: str | None = None, end: str | None = None,
+    now: datetime.datetime | None = None,
+) -> tuple[tuple[datetime.datetime, datetime.datetime],
+           list[profile_demand.Demand], list[str]]:
     """(period, [rules.profiles.demand.Demand], notes): the demand per GPU
     flavor over a period, for ``gpu profile plan --from-usage``.
 
@@ -167,7 +193,8 @@ def demand(client, start=None, end=None, now=None):
     items, more = _usage_items(client, usages, wanted, changed, start, end,
                                pools)
     notes += more
-    return ((start, end),
+    # START and END: the datetimes of usage.period (see collect)
+    return ((start, end),  # type: ignore[return-value]
             profile_demand.from_usage(items, changed.values(), start, end,
                                       pools),
             notes)
