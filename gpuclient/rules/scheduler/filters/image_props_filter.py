@@ -309,7 +309,8 @@ def host_reasons(state: host_manager.HostState,
     # WANTED is never None here: filters.spec, which makes every
     # RequestSpec, sets it (image_requirements)
     status, detail = host_manager.judge_host(
-        nodes, lambda node: judge_image(node, wanted))  # type: ignore[arg-type]
+        nodes, lambda node: judge_image(
+            node, wanted))  # type: ignore[arg-type]
     if status == host_manager.FAIL:
         return [{'filter': NAME, 'detail': detail, 'wanted': wanted}]
     return []
