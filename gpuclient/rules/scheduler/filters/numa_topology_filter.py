@@ -472,7 +472,7 @@ def host_count(
         nodes: Iterable[Mapping[str, typing.Any]] | None,
         guest: Mapping[str, typing.Any],
         facts: Mapping[str, typing.Any] | None = None, devices: int = 0,
-        ratios: Mapping[str, tuple[float, float]] | None = None
+        ratios: Mapping[str | None, tuple[float, float]] | None = None
 ) -> tuple[int | None, str]:
     """(count or None, why or source) over a host's nodes, for
     ``gpu capacity list``: RATIOS {node id: (cpu, ram)}."""
@@ -482,9 +482,8 @@ def host_count(
         if not topology['known']:
             return None, unknown_text({'why': 'topology',
                                        'unknown': topology['why']})
-        # a node without an id (None) has no ratios of its own
-        count = fit_count(topology, guest, devices, (ratios or {}).get(
-            node.get('id'), (1.0, 1.0)))  # type: ignore[arg-type]
+        count = fit_count(topology, guest, devices,
+                          (ratios or {}).get(node.get('id'), (1.0, 1.0)))
         if count is None:
             status, detail = fit(topology, guest, devices)
             if status == UNKNOWN:
