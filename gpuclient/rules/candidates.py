@@ -20,7 +20,12 @@ shows. The explanation of hosts not offered stays with the reads it
 needs (``candidate_ops._explain``).
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterable
+from collections.abc import Mapping
 import dataclasses
+import typing
 
 from gpuclient.i18n import _
 from gpuclient.rules import baremetal
@@ -34,38 +39,42 @@ from gpuclient.rules.scheduler import pci
 from gpuclient.rules.scheduler import resource_request as request
 from gpuclient.rules.scheduler.filters import numa_topology_filter as numa_mod
 
+if typing.TYPE_CHECKING:
+    from gpuclient.rules import model
+
 
 @dataclasses.dataclass
 class Read:
     """What ``gpu candidate list`` read, once."""
     # model.Cloud: Nova's side (Placement is asked the flavor's own
     # question instead)
-    cloud: object
+    cloud: model.Cloud
     # the settings, decided once (manager.decide_settings)
-    settings: dict
+    settings: dict[str, typing.Any]
     # the request (resource_request.build or from_resources)
-    req: dict
+    req: dict[str, typing.Any]
     # Placement's allocation-candidates answer to REQ
-    answer: dict
+    answer: dict[str, typing.Any]
     # every resource provider ([provider dicts])
-    providers: list
+    providers: list[dict[str, typing.Any]]
     project_id: str
     # the placement microversion the query used, as shown
-    microversion: str = None
+    microversion: str | None = None
     # the flavor (None: resources given) and the image ({}: none)
-    flavor: dict = None
-    image: dict = None
+    flavor: dict[str, typing.Any] | None = None
+    image: dict[str, typing.Any] | None = None
     # --pool, resolved to its name (None: every host)
-    pool: str = None
+    pool: str | None = None
     # {host: facts} of every host (--host-fact, NUMA nodes)
-    host_facts: dict = None
+    host_facts: dict[str, dict[str, typing.Any]] | None = None
     # notes about --host-fact
-    fact_notes: list = dataclasses.field(default_factory=list)
+    fact_notes: list[str] = dataclasses.field(default_factory=list)
 
 
-def hosts_roots(hypervisors):
+def hosts_roots(hypervisors: Iterable[Mapping[str, typing.Any]] | None
+                ) -> dict[str, set[str]]:
     """{host: {root provider uuids}} of the compute hosts."""
-    out = {}
+    out: dict[str, set[str]] = {}
     for root, host in host_names.root_hosts(hypervisors).items():
         out.setdefault(host, set()).add(root)
     return out
@@ -75,16 +84,16 @@ def hosts_roots(hypervisors):
 class Table:
     """``table``'s answer: RESULT, the command's dict, and what the
     explanation of hosts not offered goes on with."""
-    result: dict
-    trees: object
-    hosts_roots: dict
+    result: dict[str, typing.Any]
+    trees: explain.Trees
+    hosts_roots: dict[str, set[str]]
     # {host: [reason dicts]} of the hosts the filters remove
-    removed: dict
+    removed: dict[str, list[dict[str, typing.Any]]]
     # the hosts of --pool (None: every host)
-    members: set
+    members: set[str] | None
 
 
-def table(read):
+def table(read: Read) -> Table:
     """The command's answer (a ``Table``) from READ (a ``Read``)."""
     cloud, settings, req, answer = (read.cloud, read.settings, read.req,
                                     read.answer)
@@ -178,7 +187,9 @@ def table(read):
     return Table(result, trees, roots, removed, members)
 
 
-def _limit_notes(req, rows, count):
+def _limit_notes(req: Mapping[str, typing.Any],
+                 rows: Iterable[Mapping[str, typing.Any]],
+                 count: int) -> list[str]:
     """Notes on Placement's candidate limit: COUNT candidates reached it,
     and hosts with several of ROWS may have crowded others out."""
     notes = []

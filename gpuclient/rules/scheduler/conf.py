@@ -21,7 +21,10 @@ defaults < files < options, the files read as oslo.config reads them
 (``gpuclient.rules.nova_conf.parse``).
 """
 
+from collections.abc import Iterable
+from collections.abc import Mapping
 import json
+import typing
 
 from gpuclient.i18n import _
 from gpuclient.rules.nova_conf import parse
@@ -67,13 +70,17 @@ CONF_SECTIONS = {
 _TRUE = ('1', 't', 'true', 'on', 'y', 'yes')
 
 
-def is_true(value):
+def is_true(value: object) -> bool:
     return str(value).strip().lower() in _TRUE
 
 
 # -- settings ----------------------------------------------------------------
 
-def load_settings(conf_text=None, overrides=None, alias_maps=()):
+def load_settings(
+        conf_text: str | Iterable[tuple[str | None, str | None]] | None = None,
+        overrides: Mapping[str, object] | None = None,
+        alias_maps: Mapping[str, str] | Iterable[str] | None = ()
+) -> dict[str, typing.Any]:
     """Settings: defaults < config files (nova.conf syntax) < options.
 
     ``conf_text`` is one file's text or a list of (source, text), in the
@@ -125,7 +132,8 @@ def load_settings(conf_text=None, overrides=None, alias_maps=()):
     return settings
 
 
-def _placement(ini):
+def _placement(
+        ini: Mapping[str, Mapping[str, list[str]]]) -> dict[str, typing.Any]:
     """What a placement.conf among the files says of candidate
     generation (Placement's ``placement/conf/workarounds.py`` and
     ``placement.py``, not Nova's: ``gpu check`` reads it where trees are
@@ -136,6 +144,8 @@ def _placement(ini):
     optimize = ini.get('workarounds', {}).get(
         'optimize_for_wide_provider_trees')
     section = ini.get('placement', {})
+    # the values written, then the number they say
+    maximum: list[str] | int | None
     maximum = section.get('max_allocation_candidates')
     strategy = section.get('allocation_candidates_generation_strategy')
     try:
@@ -151,7 +161,7 @@ def _placement(ini):
     }
 
 
-def _libvirt(section):
+def _libvirt(section: Mapping[str, list[str]]) -> dict[str, bool | None]:
     """What a nova-compute's ``[libvirt]`` says of live migration (Nova's
     ``nova/conf/libvirt.py``): ``live_migration_permit_post_copy`` as
     written, None when the files do not set it (Nova 34's default:
@@ -161,13 +171,15 @@ def _libvirt(section):
             is_true(values[-1]) if values else None}
 
 
-def _pci_devices(section):
+def _pci_devices(section: Mapping[str, list[str]]) -> dict[str, typing.Any]:
     """What a nova-compute's ``[pci]`` says of its devices (Nova's
     ``nova/conf/pci.py``): ``device_specs`` (every ``device_spec``, and
     the old name ``passthrough_whitelist``, JSON objects or lists of
     them), ``report_in_placement`` (Nova's default: false) and ``aliases``
     (the ``alias`` JSON objects as written: their ``device_type``).
     Unreadable JSON is left out (Nova refuses it at start)."""
+    specs: list[dict[str, typing.Any]]
+    aliases: list[dict[str, typing.Any]]
     specs, aliases = [], []
     for key, into in (('device_spec', specs),
                       ('passthrough_whitelist', specs),
@@ -185,7 +197,7 @@ def _pci_devices(section):
             'report_in_placement': is_true(values[-1]) if values else False}
 
 
-def _setting_value(key, text):
+def _setting_value(key: str, text: object) -> bool | int | tuple[str, ...]:
     default = DEFAULT_SETTINGS[key]
     if isinstance(default, bool):
         return is_true(text)

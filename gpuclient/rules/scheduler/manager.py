@@ -22,7 +22,12 @@ candidates, capacity, the drain, apply's fit check and ``gpu check``
 ask.
 """
 
+from collections.abc import Callable
+from collections.abc import Collection
+from collections.abc import Iterable
+from collections.abc import Mapping
 import dataclasses
+import typing
 
 from gpuclient.rules import reservations
 from gpuclient.rules.scheduler import conf
@@ -35,23 +40,24 @@ class Selection:
     """One host's answer to one request."""
     host: str
     # the reasons of the filters that remove it (empty: it passes)
-    reasons: tuple = ()
+    reasons: tuple[dict[str, typing.Any], ...] = ()
     # NUMATopologyFilter's verdict, (status, text): for a host the filter
     # removes (FAIL, the source that shows its topology); for one that
     # passes, as the fit or the filter judged it; None when the request
     # asks no NUMA topology or nobody asked
-    numa: tuple = None
+    numa: tuple[str, str | None] | None = None
     # how many of the request fit (0 on a host the filters remove); None
     # when not counted (Placement's answer decides) or when NUMA could
     # not be judged
-    count: int = None
+    count: int | None = None
 
     @property
-    def passes(self):
+    def passes(self) -> bool:
         return not self.reasons
 
 
-def decide_settings(settings, blazar=False):
+def decide_settings(settings: dict[str, typing.Any] | None,
+                    blazar: bool = False) -> dict[str, typing.Any]:
     """The scheduler settings a command runs with: SETTINGS as read
     (nova.conf, options), else Nova's defaults; where Blazar runs
     (BLAZAR), with BlazarFilter added when the filters are the defaults
@@ -62,7 +68,13 @@ def decide_settings(settings, blazar=False):
     return settings
 
 
-def select(ctx, hosts, enabled_filters, count=None, numa_hosts=None):
+def select(
+        ctx: filters.Context, hosts: Collection[str],
+        enabled_filters: Iterable[str] | None,
+        count: Callable[[str], tuple[int | None,
+                                     tuple[str, str | None] | None]]
+        | None = None,
+        numa_hosts: Iterable[str] | None = None) -> dict[str, Selection]:
     """{host: ``Selection``} of one request on HOSTS: the enabled filters
     (CTX a ``filters.Context``: the request spec and the hosts' states,
     each built once), then, on the hosts they pass, the fit.
@@ -76,7 +88,7 @@ def select(ctx, hosts, enabled_filters, count=None, numa_hosts=None):
     always in the answer; one of NUMA_HOSTS only, when judged.
     """
     removed = filters.run(hosts, ctx, enabled_filters)
-    out = {}
+    out: dict[str, Selection] = {}
     for host in hosts:
         reasons = tuple(removed.get(host, ()))
         if reasons:
@@ -102,7 +114,8 @@ def select(ctx, hosts, enabled_filters, count=None, numa_hosts=None):
     return out
 
 
-def removed(selected):
+def removed(selected: Mapping[str, Selection]
+            ) -> dict[str, list[dict[str, typing.Any]]]:
     """{host: [reason dicts]} of the hosts SELECTED (``select``'s
     answer) that the filters remove."""
     return {host: list(s.reasons) for host, s in selected.items()
