@@ -30,7 +30,6 @@ from collections.abc import Sequence
 import datetime
 import re
 import typing
-from typing import Any
 
 from osc_lib import exceptions
 
@@ -140,8 +139,9 @@ def nova_time(text: str | None) -> datetime.datetime | None:
 # -- what a server holds ------------------------------------------------------
 
 def gpu_request(
-        server: Mapping[str, Any] | None,
-        pools: Mapping[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+        server: Mapping[str, typing.Any] | None,
+        pools: Mapping[str, dict[str, typing.Any]] | None = None
+) -> dict[str, typing.Any]:
     """What a server's embedded flavor asks for: dict with gpus,
     resource_class (None when it cannot be told), mode, pool (the
     flavor's gpu_pool, else None) and flavor (its name)."""
@@ -206,10 +206,11 @@ def _pool_of(request, host_pools, pools, classes=()):
 
 
 def server_rows(
-        servers: Iterable[Mapping[str, Any]], cloud: model.Cloud | None = None,
+        servers: Iterable[Mapping[str, typing.Any]],
+        cloud: model.Cloud | None = None,
         allocations: Mapping[str, Mapping[str, dict[str, int]]] | None = None,
         host: str | None = None,
-        pool: str | None = None) -> list[dict[str, Any]]:
+        pool: str | None = None) -> list[dict[str, typing.Any]]:
     """One row per server that holds GPUs.
 
     CLOUD (a ``gpuclient.rules.model.Cloud``, or None in a member's view)
@@ -227,7 +228,7 @@ def server_rows(
     held: dict[str, list[tuple[str, str, int]]] = {}
     # consumer -> [(provider uuid, class, amount)]
     # a provider uuid (ALLOCATIONS), then the provider (model.Provider)
-    provider: Any
+    provider: typing.Any
     for provider, consumers in sorted((allocations or {}).items()):
         for consumer, resources in consumers.items():
             for rc, amount in sorted(resources.items()):
@@ -315,18 +316,18 @@ def peak(
     return best
 
 
-def key_value(key: str, item: Mapping[str, Any]) -> Any:
+def key_value(key: str, item: Mapping[str, typing.Any]) -> typing.Any:
     return item[{'project': 'project', 'pool': 'pool', 'flavor': 'flavor',
                  'class': 'resource_class'}[key]]
 
 
 def usage_items(
-        server_usages: Iterable[Mapping[str, Any]],
-        servers: Mapping[str, Mapping[str, Any]], start: datetime.datetime,
-        end: datetime.datetime,
-        pools: Mapping[str, dict[str, Any]] | None = None,
-        flavors: Mapping[str, Mapping[str, Any]] | None = None
-) -> tuple[list[dict[str, Any]], list[str]]:
+        server_usages: Iterable[Mapping[str, typing.Any]],
+        servers: Mapping[str, Mapping[str, typing.Any]],
+        start: datetime.datetime, end: datetime.datetime,
+        pools: Mapping[str, dict[str, typing.Any]] | None = None,
+        flavors: Mapping[str, Mapping[str, typing.Any]] | None = None
+) -> tuple[list[dict[str, typing.Any]], list[str]]:
     """One item per server that held GPUs in [START, END).
 
     SERVER_USAGES: Nova's ``server_usages`` (hours, started_at, ended_at,
@@ -392,13 +393,14 @@ def usage_items(
 
 
 def usage_rows(
-        items: Iterable[Mapping[str, Any]], by: Sequence[str] = DEFAULT_BY,
-        rates: Mapping[str, float] | None = None,
-        pool: str | None = None) -> tuple[list[dict[str, Any]], list[str]]:
+        items: Iterable[Mapping[str, typing.Any]],
+        by: Sequence[str] = DEFAULT_BY,
+        rates: Mapping[str, float] | None = None, pool: str | None = None
+) -> tuple[list[dict[str, typing.Any]], list[str]]:
     """Rows grouped by the BY keys: dict with the keys, servers,
     gpu_hours, seats (peak concurrent vGPU/MIG servers) and cost (None
     without RATES). Returns (rows, notes)."""
-    groups: dict[tuple[Any, ...], list[Mapping[str, Any]]] = {}
+    groups: dict[tuple[typing.Any, ...], list[Mapping[str, typing.Any]]] = {}
     for item in items:
         if pool and item['pool'] != pool:
             continue

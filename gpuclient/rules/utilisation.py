@@ -59,7 +59,6 @@ from collections.abc import Sequence
 import datetime
 import re
 import typing
-from typing import Any
 
 from osc_lib import exceptions
 
@@ -503,7 +502,7 @@ def _by_device(answers, label_names):
 def device_series(
         answers: Mapping[str, Iterable[tuple[Labels, float]]],
         label_names: Mapping[str, Sequence[str]] | None = None
-) -> list[dict[str, Any]]:
+) -> list[dict[str, typing.Any]]:
     """One dict per device (a GPU, or a MIG GPU instance) from the
     parsed answers of ``server_queries`` ({name: [(labels, value)]}):
     its series_key plus mean and peak utilisation (percent, None when
@@ -539,11 +538,11 @@ def classify(peak: float | None,
 class _Index:
     """Device series by server (guest-side) and by host and card."""
 
-    def __init__(self, devices: Iterable[Mapping[str, Any]]) -> None:
+    def __init__(self, devices: Iterable[Mapping[str, typing.Any]]) -> None:
         # server uuid -> [device]
-        self.guest: dict[str, list[Mapping[str, Any]]] = {}
+        self.guest: dict[str, list[Mapping[str, typing.Any]]] = {}
         # (host key, pci) -> [device]
-        self.card: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+        self.card: dict[tuple[str, str], list[Mapping[str, typing.Any]]] = {}
         # (host key, domain:bus) -> {pci}
         self.bus: dict[tuple[str, str], set[str]] = {}
         for device in devices:
@@ -557,8 +556,9 @@ class _Index:
                     self.bus.setdefault((host, device['pci'][:7]),
                                         set()).add(device['pci'])
 
-    def card_of(self, hosts: Iterable[str], pci: str | None,
-                mig: bool) -> tuple[str | None, list[Mapping[str, Any]]]:
+    def card_of(
+            self, hosts: Iterable[str], pci: str | None,
+            mig: bool) -> tuple[str | None, list[Mapping[str, typing.Any]]]:
         """(card pci, its series) of the device at PCI on HOSTS: the card
         at that address, or for a MIG slice (VF) the one card of its
         domain and bus."""
@@ -576,7 +576,7 @@ class _Index:
         return None, []
 
 
-def index_series(devices: Iterable[Mapping[str, Any]]) -> _Index:
+def index_series(devices: Iterable[Mapping[str, typing.Any]]) -> _Index:
     """DEVICES (dicts with a ``series_key``) by server (``guest``: {server
     uuid: [device]}) and by host and card (``card_of(hosts, pci, mig)``)."""
     return _Index(devices)
@@ -608,7 +608,7 @@ def _card_state(devices, holders, idle_below):
     return SHARED, mean, peak, fb
 
 
-def card_holders(providers: Mapping[str, Mapping[str, Any]],
+def card_holders(providers: Mapping[str, Mapping[str, typing.Any]],
                  hosts_of: Mapping[str, set[str]],
                  index: _Index | None = None) -> dict[str, int]:
     """{provider uuid: servers on its card}: for a vGPU provider the
@@ -649,7 +649,7 @@ def _guest_label(device):
     return _('guest %s') % (device['uuid'] or '?')
 
 
-def launched_after(row: Mapping[str, Any], start: float | None) -> bool:
+def launched_after(row: Mapping[str, typing.Any], start: float | None) -> bool:
     """True when ROW's server was launched after START (epoch seconds):
     a host-side reading of its card over a window that starts before
     then is partly another holder's (or nobody's)."""
@@ -665,11 +665,11 @@ def launched_after(row: Mapping[str, Any], start: float | None) -> bool:
 
 
 def server_utilisation(
-        rows: Iterable[Mapping[str, Any]],
-        providers: Mapping[str, Mapping[str, Any]],
-        devices: Iterable[Mapping[str, Any]],
+        rows: Iterable[Mapping[str, typing.Any]],
+        providers: Mapping[str, Mapping[str, typing.Any]],
+        devices: Iterable[Mapping[str, typing.Any]],
         idle_below: float = DEFAULT_IDLE_BELOW,
-        window_start: float | None = None) -> list[dict[str, Any]]:
+        window_start: float | None = None) -> list[dict[str, typing.Any]]:
     """One row per server and device, with source (host, guest or None),
     mean and peak utilisation (percent), fb_used (MiB), state and
     shared_by (servers on the card).
@@ -729,7 +729,7 @@ def server_utilisation(
 def bucket_series(
         answers: Mapping[str, Iterable[tuple[Labels, Points]]],
         label_names: Mapping[str, Sequence[str]] | None = None
-) -> list[dict[str, Any]]:
+) -> list[dict[str, typing.Any]]:
     """One dict per device from the parsed answers of ``usage_queries``
     ({name: [(labels, [(time, value)])]}): series_key plus mig and
     points [(bucket end, peak percent)]."""
@@ -771,9 +771,9 @@ def _split(devices, opened, closed, step, idle_below):
 
 
 def usage_split(
-        items: Iterable[Mapping[str, Any]],
-        providers: Mapping[str, Mapping[str, Any]],
-        devices: Iterable[Mapping[str, Any]], step: float,
+        items: Iterable[Mapping[str, typing.Any]],
+        providers: Mapping[str, Mapping[str, typing.Any]],
+        devices: Iterable[Mapping[str, typing.Any]], step: float,
         idle_below: float = DEFAULT_IDLE_BELOW
 ) -> dict[str, tuple[float, float]]:
     """{server id: (idle fraction, used fraction)} of the usage ITEMS
@@ -836,14 +836,14 @@ def epoch(when: datetime.datetime | None) -> float | None:
     return float(calendar.timegm(when.timetuple())) + when.microsecond / 1e6
 
 
-def split_rows(rows: Iterable[Mapping[str, Any]],
-               items: Iterable[Mapping[str, Any]],
+def split_rows(rows: Iterable[Mapping[str, typing.Any]],
+               items: Iterable[Mapping[str, typing.Any]],
                split: Mapping[str, tuple[float, float]],
-               by: Sequence[str]) -> list[dict[str, Any]]:
+               by: Sequence[str]) -> list[dict[str, typing.Any]]:
     """Add idle_gpu_hours, used_gpu_hours and unknown_gpu_hours to the
     ``usage.usage_rows`` ROWS (grouped by BY) from the per-server SPLIT
     of usage_split."""
-    totals: dict[tuple[Any, ...], list[float]] = {}
+    totals: dict[tuple[typing.Any, ...], list[float]] = {}
     for item in items:
         key = tuple(usage.key_value(k, item) for k in by)
         idle, used = split.get(item['id'], (0.0, 0.0))

@@ -53,7 +53,6 @@ from collections.abc import Collection
 from collections.abc import Iterable
 from collections.abc import Mapping
 import typing
-from typing import Any
 
 from gpuclient import exit_status
 from gpuclient.rules.checks import gpus
@@ -96,7 +95,7 @@ def unknown_checks(names: Iterable[str] | None) -> list[str]:
     return sorted(set(names or ()) - set(CHECKS))
 
 
-def run(cloud: model.Cloud, settings: dict[str, Any] | None = None,
+def run(cloud: model.Cloud, settings: dict[str, typing.Any] | None = None,
         names: Collection[str] | None = None,
         pool: str | None = None) -> list[utils.Finding]:
     """Findings of the checks NAMES (default: all), errors first.

@@ -22,7 +22,6 @@ GPUs fallen off the bus.
 from __future__ import annotations
 
 import typing
-from typing import Any
 
 from osc_lib import exceptions
 
@@ -48,8 +47,9 @@ def _host_classes(cloud, roots):
     return sorted(found)
 
 
-def gpu_stranded(cloud: model.Cloud,
-                 settings: dict[str, Any] | None) -> list[utils.Finding]:
+def gpu_stranded(
+        cloud: model.Cloud,
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """Free GPUs on a host that ran out of VCPU, MEMORY_MB or DISK_GB for
     every GPU flavor asking for them: what ``gpu capacity list`` counts as
     stranded (``capacity.stranded_providers``), when each flavor that
@@ -137,7 +137,7 @@ def _server_label(row):
 
 
 def gpu_idle(cloud: model.Cloud,
-             settings: dict[str, Any] | None) -> list[utils.Finding]:
+             settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """Allocated GPUs idle for the whole window: the ``idle`` rows of
     ``gpu server list --all-projects --utilisation``, which the ops layer
     puts in ``cloud.utilisation`` (a dict: rows, window, idle_below) when
@@ -348,8 +348,9 @@ def _xid_text(row):
         'action': row['xid_action']}
 
 
-def gpu_unhealthy(cloud: model.Cloud,
-                  settings: dict[str, Any] | None) -> list[utils.Finding]:
+def gpu_unhealthy(
+        cloud: model.Cloud,
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """A GPU whose host-side series holds a host XID (NVIDIA's action: reset
     the GPU, reboot or contact support; DCGM holds it until the GPU is
     reset) or fails a DCGM health watch, on a host whose nova-compute
@@ -459,7 +460,7 @@ def _guest_findings(cloud, wanted, check):
 
 def gpu_application_xid(
         cloud: model.Cloud,
-        settings: dict[str, Any] | None) -> list[utils.Finding]:
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """A GPU a server holds whose host-side XID gauge took an application
     XID (NVIDIA's action: restart the application; 13, 31, 94: an illegal
     address, a kernel's fault) within the window: the fault of the
@@ -502,8 +503,9 @@ def gpu_application_xid(
                                        'last_xid', _('XID'))
 
 
-def gpu_row_remap(cloud: model.Cloud,
-                  settings: dict[str, Any] | None) -> list[utils.Finding]:
+def gpu_row_remap(
+        cloud: model.Cloud,
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """A GPU whose memory row remapping failed (DCGM_FI_DEV_ROW_REMAP_
     FAILURE) as its host-side series says: its memory can no longer be
     repaired. A guest's own report of it: a warning, the guest's word."""
@@ -534,8 +536,9 @@ def _is_vgpu(cloud, row):
         for p in row['pools'])
 
 
-def gpu_vgpu_licence(cloud: model.Cloud,
-                     settings: dict[str, Any] | None) -> list[utils.Finding]:
+def gpu_vgpu_licence(
+        cloud: model.Cloud,
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """A vGPU server whose guest (DCGM_FI_DEV_VGPU_LICENSE_STATUS, field
     526, series labelled instance_id) or whose vGPU instance on the host
     (DCGM_FI_DEV_VGPU_INSTANCE_LICENSE_STATUS, field 532, joined by its VM
@@ -593,8 +596,9 @@ def _hosts_rows(rows):
     return by_host
 
 
-def gpu_driver_drift(cloud: model.Cloud,
-                     settings: dict[str, Any] | None) -> list[utils.Finding]:
+def gpu_driver_drift(
+        cloud: model.Cloud,
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """More than one NVIDIA driver version among the hosts of one pool
     (the DCGM_FI_DRIVER_VERSION label): the pool runs one tested set."""
     wanted, found = _device_health(cloud, 'gpu-driver-drift')
@@ -639,7 +643,7 @@ def _held_through_pci(cloud, row):
 
 
 def gpu_missing(cloud: model.Cloud,
-                settings: dict[str, Any] | None) -> list[utils.Finding]:
+                settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """A GPU Placement offers whose address the host's DCGM no longer
     serves: it fell off the bus, and boots Placement sends to it fail.
     Compared address by address (a VF by its GPU's bus), never by count:

@@ -27,7 +27,6 @@ reported, as a warning.
 from __future__ import annotations
 
 import typing
-from typing import Any
 
 from osc_lib import exceptions
 
@@ -54,7 +53,7 @@ if typing.TYPE_CHECKING:
 
 
 def pool_drift(cloud: model.Cloud,
-               settings: dict[str, Any] | None) -> list[utils.Finding]:
+               settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """Members without their trait, outside the Placement aggregate, or
     without a compute node (``pools.drift``, as ``gpu pool show``)."""
     host_roots = cloud.host_roots()
@@ -72,8 +71,9 @@ def pool_drift(cloud: model.Cloud,
     return found
 
 
-def unpooled_hosts(cloud: model.Cloud,
-                   settings: dict[str, Any] | None) -> list[utils.Finding]:
+def unpooled_hosts(
+        cloud: model.Cloud,
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """GPU hosts in no pool (a warning: a cloud may not use pools)."""
     pooled = pools_mod.pools_by_host(cloud.pools)
     found = []
@@ -95,8 +95,9 @@ def unpooled_hosts(cloud: model.Cloud,
     return found
 
 
-def pool_no_devices(cloud: model.Cloud,
-                    settings: dict[str, Any] | None) -> list[utils.Finding]:
+def pool_no_devices(
+        cloud: model.Cloud,
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """Pool members that offer none of the pool's class (or whose pGPUs
     serve another pool's vGPU type)."""
     host_roots = cloud.host_roots()
@@ -119,8 +120,9 @@ def pool_no_devices(cloud: model.Cloud,
     return found
 
 
-def pool_aggregates(cloud: model.Cloud,
-                    settings: dict[str, Any] | None) -> list[utils.Finding]:
+def pool_aggregates(
+        cloud: model.Cloud,
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """Aggregates marked as pools that cannot be read, or that claim the
     same pool."""
     found = []
@@ -133,8 +135,9 @@ def pool_aggregates(cloud: model.Cloud,
     return found
 
 
-def pool_shared_alias(cloud: model.Cloud,
-                      settings: dict[str, Any] | None) -> list[utils.Finding]:
+def pool_shared_alias(
+        cloud: model.Cloud,
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """Passthrough pools of different PCI ids sharing one alias name:
     Nova takes one spec per alias with pci_in_placement
     (``nova_config.alias_conflicts``)."""
@@ -169,8 +172,9 @@ def pool_shared_alias(cloud: model.Cloud,
     return found
 
 
-def pool_projects(cloud: model.Cloud,
-                  settings: dict[str, Any] | None) -> list[utils.Finding]:
+def pool_projects(
+        cloud: model.Cloud,
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """Project limits that let the wrong projects in or nobody at all:
     a project name where Nova compares IDs, a deleted project (needs the
     Keystone project list, ``cloud.projects``).
@@ -265,7 +269,7 @@ def _trait_fix(trait, group, flavor, cloud):
 
 def flavor_unknown_trait(
         cloud: model.Cloud,
-        settings: dict[str, Any] | None) -> list[utils.Finding]:
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """GPU flavors requiring a trait that no compute host's provider has."""
     known = _known_traits(cloud)
     found = []
@@ -338,7 +342,7 @@ def _largest(trees, rc):
 
 def flavor_too_many_devices(
         cloud: model.Cloud,
-        settings: dict[str, Any] | None) -> list[utils.Finding]:
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """GPU flavors asking for more devices than any host (of their pool)
     offers: multi-vGPU flavors on pools with fewer pGPUs included."""
     settings = manager.decide_settings(settings)
@@ -418,7 +422,7 @@ def flavor_too_many_devices(
 
 def flavor_unscoped_keys(
         cloud: model.Cloud,
-        settings: dict[str, Any] | None) -> list[utils.Finding]:
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """Unscoped extra specs (``group_policy``, ...) that
     AggregateInstanceExtraSpecsFilter matches against aggregate metadata
     and that no target host's aggregates satisfy."""
@@ -463,7 +467,7 @@ def flavor_unscoped_keys(
 
 def flavor_public_limited_pool(
         cloud: model.Cloud,
-        settings: dict[str, Any] | None) -> list[utils.Finding]:
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """Public flavors of pools limited to projects."""
     found = []
     for flavor, reading in utils.gpu_flavors(cloud):
@@ -510,7 +514,7 @@ def _offers_mem_encryption(cloud, root, trait):
 
 def flavor_mem_encryption(
         cloud: model.Cloud,
-        settings: dict[str, Any] | None) -> list[utils.Finding]:
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """GPU flavors asking for memory encryption (``hw:mem_encryption``,
     Nova's confidential guests: AMD SEV since Nova 2019.2 / Train, the
     models Nova 34 knows in hardware.MEM_ENCRYPTION_MODELS) where no host
@@ -570,7 +574,7 @@ def flavor_mem_encryption(
 
 def flavor_address_space(
         cloud: model.Cloud,
-        settings: dict[str, Any] | None) -> list[utils.Finding]:
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """Passthrough GPU flavors whose guests cannot map every GPU's BAR1
     window (issue 40 rule 3): RAM, the 32-bit hole and the BAR1 windows of
     the pool's board (profiles.BAR1) beyond the guest's physical address
@@ -624,8 +628,9 @@ def flavor_address_space(
     return found
 
 
-def flavor_pci_alias(cloud: model.Cloud,
-                     settings: dict[str, Any] | None) -> list[utils.Finding]:
+def flavor_pci_alias(
+        cloud: model.Cloud,
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """PCI aliases of flavors that nova.conf does not define (needs
     ``--nova-conf``): Nova refuses to create the server."""
     if settings is None:
@@ -654,8 +659,9 @@ def flavor_pci_alias(cloud: model.Cloud,
     return found
 
 
-def pool_vf_alias(cloud: model.Cloud,
-                  settings: dict[str, Any] | None) -> list[utils.Finding]:
+def pool_vf_alias(
+        cloud: model.Cloud,
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """vgpu-vf pools whose type-VF alias nova.conf lacks or gets wrong
     (needs ``--nova-conf``): Nova asks Placement for the alias's class
     (only with pci_in_placement) and PciPassthroughFilter matches its
@@ -751,8 +757,9 @@ def _pci_alias_not_judged(cloud):
     return found
 
 
-def pci_one_time_use(cloud: model.Cloud,
-                     settings: dict[str, Any] | None) -> list[utils.Finding]:
+def pci_one_time_use(
+        cloud: model.Cloud,
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """``one_time_use`` device specs Nova refuses (needs ``--nova-conf``
     with a nova-compute's ``[pci]``: ``one_time_use.one_time_use_problems``);
     nothing to judge without it."""
@@ -763,8 +770,9 @@ def pci_one_time_use(cloud: model.Cloud,
                 settings.get('pci') or {})]
 
 
-def libvirt_post_copy(cloud: model.Cloud,
-                      settings: dict[str, Any] | None) -> list[utils.Finding]:
+def libvirt_post_copy(
+        cloud: model.Cloud,
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """``[libvirt] live_migration_permit_post_copy = True`` in the given
     nova.conf while pools live-migrate servers with VFIO devices
     (``nova_config.post_copy_needed``: live-migratable passthrough and
@@ -793,7 +801,7 @@ def libvirt_post_copy(cloud: model.Cloud,
 
 def placement_wide_trees(
         cloud: model.Cloud,
-        settings: dict[str, Any] | None) -> list[utils.Finding]:
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """Placement's candidate generation where pools have wide provider
     trees (``nova_config.wide_trees``: a host with >= 8 child providers of
     a pool's class and a flavor asking > 4 of them; Placement's "when to
@@ -803,9 +811,10 @@ def placement_wide_trees(
     warning says what is not known."""
     roots = cloud.host_roots()
     members = {h for pool in cloud.pools.values() for h in pool['hosts']}
+    # gpu check reads Placement (ops.check_ops.run)
     trees = nova_config.trees_from_snapshot(
-        cloud.placement, {h: sorted(roots[h]) for h in sorted(members)
-                          if roots.get(h)})
+        cloud.placement,  # type: ignore[arg-type]
+        {h: sorted(roots[h]) for h in sorted(members) if roots.get(h)})
     wide = nova_config.wide_trees(cloud.pools, trees, cloud.flavors)
     if not wide:
         return []
@@ -838,8 +847,9 @@ def _active_images(cloud):
                   key=lambda i: (i.get('name') or '', i['id']))
 
 
-def image_firmware(cloud: model.Cloud,
-                   settings: dict[str, Any] | None) -> list[utils.Finding]:
+def image_firmware(
+        cloud: model.Cloud,
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """Active images without q35 and UEFI, when passthrough GPU flavors
     exist (any image may be booted with them)."""
     passthrough = sorted(
@@ -873,8 +883,9 @@ def image_firmware(cloud: model.Cloud,
     return found
 
 
-def image_pool_trait(cloud: model.Cloud,
-                     settings: dict[str, Any] | None) -> list[utils.Finding]:
+def image_pool_trait(
+        cloud: model.Cloud,
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """Images requiring a pool's isolation trait: any flavor booted with
     them lands in the isolated pool (the isolation loophole)."""
     by_trait = {p['pool_trait']: name for name, p in cloud.pools.items()}

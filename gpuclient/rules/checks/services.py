@@ -21,7 +21,6 @@ compute services, and the traits of Ironic's nodes.
 from __future__ import annotations
 
 import typing
-from typing import Any
 
 from gpuclient.i18n import _
 from gpuclient.rules import baremetal
@@ -43,8 +42,9 @@ def _filters_line(settings, missing):
     return '[filter_scheduler] enabled_filters = %s' % ','.join(filters)
 
 
-def scheduler_settings(cloud: model.Cloud,
-                       settings: dict[str, Any] | None) -> list[utils.Finding]:
+def scheduler_settings(
+        cloud: model.Cloud,
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """Pool features nova.conf does not enforce (needs ``--nova-conf``)."""
     if settings is None:
         return _scheduler_not_judged(cloud)
@@ -135,8 +135,9 @@ def _scheduler_not_judged(cloud):
         utils.NOVA_CONF_FIX, pools)]
 
 
-def quota_gpu_limits(cloud: model.Cloud,
-                     settings: dict[str, Any] | None) -> list[utils.Finding]:
+def quota_gpu_limits(
+        cloud: model.Cloud,
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """GPU pools without an enforced GPU quota, or whose boots Nova's
     unified limits strategy refuses (needs ``--nova-conf``; the strategy
     also needs the registered limits, ``cloud.registered_limits``)."""
@@ -194,7 +195,7 @@ def quota_gpu_limits(cloud: model.Cloud,
 
 def quota_pci_not_enforced(
         cloud: model.Cloud,
-        settings: dict[str, Any] | None) -> list[utils.Finding]:
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """Pools whose servers ask for their GPUs through a PCI alias
     (passthrough, vgpu-vf) on a Nova before 2026.2, which does not count
     them against unified limits (``quota.PCI_COUNTED_FROM``; Nova's
@@ -246,7 +247,7 @@ HOST_LEASE_FIX = (
 
 def blazar_flavor_reservation(
         cloud: model.Cloud,
-        settings: dict[str, Any] | None) -> list[utils.Finding]:
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """GPU flavors a Blazar ``flavor:instance`` reservation cannot hold
     (``reservations.unreservable``, read from blazar 18.0.0): their PCI
     alias or numbered groups are dropped, or their GPU class is not on
@@ -284,7 +285,7 @@ def blazar_flavor_reservation(
 
 def placement_unmapped_trees(
         cloud: model.Cloud,
-        settings: dict[str, Any] | None) -> list[utils.Finding]:
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """GPU provider trees no hypervisor maps to: one finding per class."""
     # gpu check reads Placement (ops.check_ops.run)
     snap: hosts_mod.Snapshot = cloud.placement  # type: ignore[assignment]
@@ -318,7 +319,7 @@ def placement_unmapped_trees(
 
 def placement_disabled_service(
         cloud: model.Cloud,
-        settings: dict[str, Any] | None) -> list[utils.Finding]:
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """Disabled nova-compute services whose hosts hold GPU capacity."""
     host_roots = cloud.host_roots()
     by_host = pools_mod.pools_by_host(cloud.pools)
@@ -347,7 +348,7 @@ def placement_disabled_service(
 
 def baremetal_node_traits(
         cloud: model.Cloud,
-        settings: dict[str, Any] | None) -> list[utils.Finding]:
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """Ironic nodes of baremetal pools whose traits differ from what a
     pool flavor requires or forbids (fixed on the node: Nova copies node
     traits to Placement and overwrites provider traits)."""

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 import typing
-from typing import Any
 
 from gpuclient.i18n import _
 from gpuclient.rules import baremetal
@@ -111,17 +110,18 @@ def tree_classes(cloud: model.Cloud,
 
 
 def gpu_flavors(
-        cloud: model.Cloud) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        cloud: model.Cloud
+) -> list[tuple[dict[str, typing.Any], dict[str, typing.Any]]]:
     """[(flavor, reading)] of every GPU flavor, by name."""
     return capacity_mod.gpu_flavors(cloud.flavors or [], cloud.pools)
 
 
-def flavor_label(flavor: dict[str, Any]) -> str:
+def flavor_label(flavor: dict[str, typing.Any]) -> str:
     """A flavor as a finding names it: its name, else its ID."""
     return flavor.get('name') or flavor['id']
 
 
-def flavor_pools(cloud: model.Cloud, reading: dict[str, Any],
+def flavor_pools(cloud: model.Cloud, reading: dict[str, typing.Any],
                  also: Iterable[str | None] = ()) -> list[str]:
     """The pools a finding about a flavor belongs to: every pool the
     flavor steers to, and ALSO (a pool the finding names besides, such as
@@ -131,8 +131,9 @@ def flavor_pools(cloud: model.Cloud, reading: dict[str, Any],
                   | {name for name in also if name})
 
 
-def target_hosts(cloud: model.Cloud,
-                 reading: dict[str, Any]) -> tuple[list[str], list[str]]:
+def target_hosts(
+        cloud: model.Cloud,
+        reading: dict[str, typing.Any]) -> tuple[list[str], list[str]]:
     """(hosts a flavor can land on, its pools): pool hosts if it steers."""
     steered = capacity_mod.flavor_pools(reading, cloud.pools)
     if reading['steering']:

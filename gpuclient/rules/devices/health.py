@@ -65,7 +65,7 @@ from collections.abc import Iterable
 from collections.abc import Mapping
 from collections.abc import Sequence
 import time
-from typing import Any
+import typing
 
 from gpuclient.i18n import _
 from gpuclient.rules import utilisation
@@ -338,13 +338,13 @@ def _first_label(labels, names_):
 def series(
         answers: Mapping[str, Iterable[tuple[utilisation.Labels, float]]],
         label_names: Mapping[str, Sequence[str]] | None = None
-) -> list[dict[str, Any]]:
+) -> list[dict[str, typing.Any]]:
     """One dict per device series (a GPU, a MIG GPU instance) from the
     parsed answers of ``queries`` ({name: [(labels, value)]}): its
     ``utilisation.series_key`` with mig, model, driver and the figures
     (health: the worst over its health watches)."""
     label_names = label_names or names()[1]
-    found: dict[tuple[str, ...], dict[str, Any]] = {}
+    found: dict[tuple[str, ...], dict[str, typing.Any]] = {}
     for name, results in sorted(answers.items()):
         for labels, value in results:
             key = utilisation.series_key(labels, label_names)
@@ -402,8 +402,8 @@ def _xid_reading(item, now, window):
     return rank, xid, cls, text, recent
 
 
-def summary(found: Collection[Mapping[str, Any]], source: str,
-            now: float | None, window: int) -> dict[str, Any]:
+def summary(found: Collection[Mapping[str, typing.Any]], source: str,
+            now: float | None, window: int) -> dict[str, typing.Any]:
     """The FIELDS of one device from its series FOUND (several for a MIG
     card or a guest with several GPUs: the worst of them), read from
     SOURCE (HOST_SIDE or GUEST_SIDE) at NOW (epoch seconds) over WINDOW
@@ -460,10 +460,10 @@ def _readings(found):
             if any(name in d['figures'] for name in _DEVICE_FIGURES)]
 
 
-def annotate(rows: Sequence[Mapping[str, Any]],
-             found: Iterable[Mapping[str, Any]],
+def annotate(rows: Sequence[Mapping[str, typing.Any]],
+             found: Iterable[Mapping[str, typing.Any]],
              hosts_of: Mapping[str, set[str]], now: float | None,
-             window: int) -> list[dict[str, Any]]:
+             window: int) -> list[dict[str, typing.Any]]:
     """ROWS (``listing.rows``) with the FIELDS, from the ``series``
     FOUND, read at NOW (epoch seconds) over WINDOW (seconds). HOSTS_OF:
     {provider uuid: ``utilisation.host_keys`` of its Nova host and
@@ -494,7 +494,8 @@ def annotate(rows: Sequence[Mapping[str, Any]],
     return annotated
 
 
-def unhealthy(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def unhealthy(
+        rows: Iterable[dict[str, typing.Any]]) -> list[dict[str, typing.Any]]:
     """The annotated ROWS a host-side reading finds unhealthy: a host XID
     (reset, reboot, support) not yet cleared by a reset, a failed health
     watch or a row-remap failure."""
@@ -502,9 +503,10 @@ def unhealthy(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def guest_reports(
-        rows: Iterable[dict[str, Any]], found: Iterable[Mapping[str, Any]],
-        now: float | None,
-        window: int) -> list[tuple[dict[str, Any], str, dict[str, Any]]]:
+        rows: Iterable[dict[str, typing.Any]],
+        found: Iterable[Mapping[str, typing.Any]], now: float | None,
+        window: int
+) -> list[tuple[dict[str, typing.Any], str, dict[str, typing.Any]]]:
     """What the guests of the servers holding ROWS' devices report of
     their own GPUs: [(row, server id, ``summary`` of the server's
     guest-side series)], each server once (with the first of its rows),
@@ -525,15 +527,16 @@ def guest_reports(
 
 # -- what gpu check asks of them ---------------------------------------------
 
-def unjudged(rows: Iterable[dict[str, Any]],
-             field: str) -> list[dict[str, Any]]:
+def unjudged(rows: Iterable[dict[str, typing.Any]],
+             field: str) -> list[dict[str, typing.Any]]:
     """The annotated ROWS with no figure for FIELD (``unknown``)."""
     return [r for r in rows if r.get(field, UNKNOWN) == UNKNOWN]
 
 
 def host_series(
-        found: Iterable[dict[str, Any]],
-        hosts: Mapping[str, Iterable[str]]) -> dict[str, list[dict[str, Any]]]:
+        found: Iterable[dict[str, typing.Any]],
+        hosts: Mapping[str, Iterable[str]]
+) -> dict[str, list[dict[str, typing.Any]]]:
     """{Nova host: its host-side series (not a guest's, not a vGPU
     instance's licence)} of FOUND; HOSTS: {Nova host:
     ``utilisation.host_keys`` of its service host and hypervisor
@@ -542,7 +545,7 @@ def host_series(
     for host, keys in hosts.items():
         for key in keys:
             by_key.setdefault(key, set()).add(host)
-    by_host: dict[str, list[dict[str, Any]]] = {}
+    by_host: dict[str, list[dict[str, typing.Any]]] = {}
     for item in found:
         if item['instance_id'] or item.get('vm_id') or not item['host']:
             continue
@@ -564,7 +567,7 @@ def _own_address(pci):
     return pci.endswith(':00.0')
 
 
-def served(series: Iterable[Mapping[str, Any]]) -> list[str]:
+def served(series: Iterable[Mapping[str, typing.Any]]) -> list[str]:
     """The PCI addresses DCGM serves now among a host's SERIES (an
     ``xid`` figure, read without a range: gone at the next scrape once
     DCGM stops seeing the GPU)."""
@@ -573,10 +576,12 @@ def served(series: Iterable[Mapping[str, Any]]) -> list[str]:
 
 
 def not_served(
-        rows: Iterable[dict[str, Any]], series: Iterable[Mapping[str, Any]],
-        found: Iterable[Mapping[str, Any]],
-        held_through_pci: Callable[[dict[str, Any]], bool]
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
+        rows: Iterable[dict[str, typing.Any]],
+        series: Iterable[Mapping[str, typing.Any]],
+        found: Iterable[Mapping[str, typing.Any]],
+        held_through_pci: Callable[[dict[str, typing.Any]], bool]
+) -> tuple[list[dict[str, typing.Any]], list[dict[str, typing.Any]],
+           list[str]]:
     """Compare the addresses of the GPU devices Placement offers on one
     host (ROWS) with those its DCGM serves (SERIES, the host's): (missing,
     unsure, extra).
@@ -612,13 +617,14 @@ def not_served(
     return missing, unsure, extra
 
 
-def drivers_of(series: Iterable[Mapping[str, Any]]) -> list[str]:
+def drivers_of(series: Iterable[Mapping[str, typing.Any]]) -> list[str]:
     """The driver versions a host's SERIES carry."""
     return sorted({s['driver'] for s in series if s['driver']})
 
 
 def licences(
-        found: Iterable[Mapping[str, Any]]) -> dict[str, tuple[str, bool]]:
+        found: Iterable[Mapping[str, typing.Any]]
+) -> dict[str, tuple[str, bool]]:
     """{server id: (side, licensed)} from FOUND: a guest's
     DCGM_FI_DEV_VGPU_LICENSE_STATUS (joined by ``instance_id``) and a
     host-side vGPU instance's DCGM_FI_DEV_VGPU_INSTANCE_LICENSE_STATUS

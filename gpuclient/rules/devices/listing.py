@@ -29,7 +29,6 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 import re
 import typing
-from typing import Any
 
 from osc_lib import exceptions
 
@@ -90,9 +89,9 @@ ROW_FIELDS = ('uuid', 'name', 'host', 'pools', 'resource_class',
 def rows(
         cloud: model.Cloud,
         allocations: Mapping[str, Mapping[str, dict[str, int]]] | None = None,
-        servers: Iterable[Mapping[str, Any]] | None = None,
+        servers: Iterable[Mapping[str, typing.Any]] | None = None,
         pools_by_host: Mapping[str, Iterable[str]] | None = None
-) -> list[dict[str, Any]]:
+) -> list[dict[str, typing.Any]]:
     """One row per GPU device of CLOUD (a ``model.Cloud`` with its
     Placement snapshot), dicts with ROW_FIELDS, by host and name.
 
@@ -151,9 +150,9 @@ def _project(server):
     return server.get('tenant_id') or server.get('project_id')
 
 
-def select(found: Iterable[dict[str, Any]], host: str | None = None,
+def select(found: Iterable[dict[str, typing.Any]], host: str | None = None,
            pool: str | None = None, server_ids: Iterable[str] | None = None,
-           awaiting_only: bool = False) -> list[dict[str, Any]]:
+           awaiting_only: bool = False) -> list[dict[str, typing.Any]]:
     """The rows of FOUND on HOST, in POOL, held by one of SERVER_IDS, or
     awaiting release (AWAITING_ONLY)."""
     return [r for r in found
@@ -164,8 +163,8 @@ def select(found: Iterable[dict[str, Any]], host: str | None = None,
             and (not awaiting_only or r['state'] == AWAITING_RELEASE)]
 
 
-def resolve(found: Sequence[dict[str, Any]],
-            names: Iterable[str]) -> list[dict[str, Any]]:
+def resolve(found: Sequence[dict[str, typing.Any]],
+            names: Iterable[str]) -> list[dict[str, typing.Any]]:
     """The rows of FOUND that NAMES mean, in order and each once: a
     provider UUID or name, or HOST:PCI_ADDRESS (the compute service host).
     A name that means no device, or several, is a CommandError naming

@@ -29,13 +29,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from collections.abc import Mapping
-from typing import Any
+import typing
 
 # the FIELDS this module adds to a device row
 FIELDS = ('hypervisor_hostname', 'holders')
 
 
-def _flavor(server: Mapping[str, Any] | None) -> str:
+def _flavor(server: Mapping[str, typing.Any] | None) -> str:
     """The flavor name a server was booted with (compute API >= 2.47
     embeds it as ``original_name``), or ''."""
     flavor = (server or {}).get('flavor') or {}
@@ -43,7 +43,8 @@ def _flavor(server: Mapping[str, Any] | None) -> str:
 
 
 def holders(
-        row: Mapping[str, Any], servers_by_id: Mapping[str, Mapping[str, Any]]
+        row: Mapping[str, typing.Any],
+        servers_by_id: Mapping[str, Mapping[str, typing.Any]]
 ) -> list[tuple[str, str, str, str]]:
     """(name, id, project, flavor) of each server holding ROW's device;
     a consumer Nova does not list (a migration record) keeps its ID."""
@@ -57,9 +58,10 @@ def holders(
 
 
 def join_fields(
-        rows: Iterable[Mapping[str, Any]],
-        providers: Mapping[str, Mapping[str, Any]],
-        servers: Iterable[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
+        rows: Iterable[Mapping[str, typing.Any]],
+        providers: Mapping[str, Mapping[str, typing.Any]],
+        servers: Iterable[Mapping[str, typing.Any]] | None
+) -> list[dict[str, typing.Any]]:
     """ROWS with FIELDS. PROVIDERS: Placement's {uuid: provider dict with
     ``root`` and ``name``}; SERVERS: Nova's servers (dicts)."""
     by_id = {s['id']: s for s in servers or ()}

@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from collections.abc import Mapping
 import json
-from typing import Any
+import typing
 
 from gpuclient.i18n import _
 
@@ -57,7 +57,8 @@ def awaiting_release(item: Mapping[str, int],
 
 # -- gpu check: one_time_use in nova.conf -------------------------------------
 
-def _spec_matches(spec: Mapping[str, Any], alias: Mapping[str, Any]) -> bool:
+def _spec_matches(spec: Mapping[str, typing.Any],
+                  alias: Mapping[str, typing.Any]) -> bool:
     """Does a device_spec select devices of ALIAS's vendor:product (an
     absent or ``*`` id matches any)?"""
     for key in ('vendor_id', 'product_id'):
@@ -73,7 +74,7 @@ def _is_true(value: object) -> bool:
 
 
 def one_time_use_problems(
-        pci: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+        pci: Mapping[str, typing.Any]) -> list[tuple[str, str, str]]:
     """[(object, symptom, fix)] of the ``one_time_use`` device specs Nova
     refuses, from a nova.conf's ``[pci]`` (``scheduler.conf``'s
     ``settings['pci']``): Nova 2025.2 ``nova/pci/devspec.py`` refuses

@@ -26,7 +26,6 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 import json
 import typing
-from typing import Any
 
 from gpuclient.i18n import _
 from gpuclient.rules.nova_conf import render
@@ -81,8 +80,9 @@ def _compare(section, key, want, have):
     return None if last.strip() == want else (DIFFERS, last)
 
 
-def diff(config: render.Config,
-         existing: Mapping[render.Target, parse.Ini]) -> list[dict[str, Any]]:
+def diff(
+        config: render.Config, existing: Mapping[render.Target, parse.Ini]
+) -> list[dict[str, typing.Any]]:
     """What existing configurations lack or contradict.
 
     ``existing``: {target: parsed ini} (``parse.parse_ini`` /
@@ -118,7 +118,7 @@ def diff(config: render.Config,
 
 
 def render_diff(
-        findings: Iterable[Mapping[str, Any]],
+        findings: Iterable[Mapping[str, typing.Any]],
         where: Mapping[render.Target, Sequence[str]] | None = None) -> str:
     """The findings as text (one line per value; ``where`` maps a target
     to the files read for it)."""

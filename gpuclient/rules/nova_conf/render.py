@@ -64,7 +64,6 @@ from collections.abc import Mapping
 import json
 import re
 import typing
-from typing import Any
 
 from osc_lib import exceptions
 
@@ -238,7 +237,7 @@ def card_address(address: str | None) -> str | None:
 
 def trees_from_snapshot(
         snapshot: hosts_mod.Snapshot, host_roots: Mapping[str, Iterable[str]]
-) -> dict[str, list[dict[str, Any]]]:
+) -> dict[str, list[dict[str, typing.Any]]]:
     """{host: [device provider]} from a hosts.Snapshot.
 
     A device provider is a non-root provider in the host's trees, as a dict:
@@ -332,7 +331,7 @@ def default_pci_class(pci_id: str) -> str:
     return 'CUSTOM_PCI_%s_%s' % (vendor.upper(), product.upper())
 
 
-def alias_json(pool: Mapping[str, Any],
+def alias_json(pool: Mapping[str, typing.Any],
                numa_policy: str | None = DEFAULT_NUMA_POLICY) -> str:
     """The ``[pci] alias`` value of a passthrough or vgpu-vf pool."""
     if pool['mode'] == pools_mod.VGPU_VF:
@@ -371,9 +370,10 @@ def shared_alias_json(name: str, resource_class: str,
 
 
 def alias_groups(
-        pools: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+        pools: Iterable[dict[str, typing.Any]]
+) -> dict[str, list[dict[str, typing.Any]]]:
     """{alias name: [passthrough pool]} of every alias, pools by name."""
-    groups: dict[str, list[dict[str, Any]]] = {}
+    groups: dict[str, list[dict[str, typing.Any]]] = {}
     for pool in sorted(pools, key=lambda p: p['name']):
         if pool['mode'] in pools_mod.PCI_MODES and pool.get('alias'):
             groups.setdefault(pool['alias'], []).append(pool)
@@ -381,8 +381,8 @@ def alias_groups(
 
 
 def alias_conflicts(
-        pools: Iterable[dict[str, Any]]
-) -> list[tuple[str, list[dict[str, Any]], str | None]]:
+        pools: Iterable[dict[str, typing.Any]]
+) -> list[tuple[str, list[dict[str, typing.Any]], str | None]]:
     """[(alias, [pools], shared class or None)] for aliases that pools of
     different PCI ids or classes share.
 
@@ -403,7 +403,7 @@ def alias_conflicts(
 
 
 def alias_policy(
-        alias: str, flavors: Iterable[Mapping[str, Any]] | None,
+        alias: str, flavors: Iterable[Mapping[str, typing.Any]] | None,
         default: str | None = DEFAULT_NUMA_POLICY
 ) -> tuple[str | None, str | None]:
     """(numa_policy of an alias, note or None) from the flavors asking
@@ -484,7 +484,7 @@ def _add_aliases(config, pools, flavors, numa_policy):
                 'others': ', '.join(p['name'] for p in group[1:])})
 
 
-def device_spec_json(pool: Mapping[str, Any],
+def device_spec_json(pool: Mapping[str, typing.Any],
                      address: str | None = None) -> str:
     """The ``[pci] device_spec`` value of a passthrough pool, or of one VF
     (at ADDRESS) of a vgpu-vf pool."""
@@ -551,11 +551,12 @@ def _pool_type(pool, mig_types):
     return (mig_types or {}).get(pool['mig_profile'])
 
 
-def build(pools: Mapping[str, dict[str, Any]],
-          trees: Mapping[str, list[dict[str, Any]]],
-          mig_types: Mapping[str, str] | None = None,
-          numa_policy: str | None = DEFAULT_NUMA_POLICY,
-          flavors: Collection[Mapping[str, Any]] | None = None) -> Config:
+def build(
+        pools: Mapping[str, dict[str, typing.Any]],
+        trees: Mapping[str, list[dict[str, typing.Any]]],
+        mig_types: Mapping[str, str] | None = None,
+        numa_policy: str | None = DEFAULT_NUMA_POLICY,
+        flavors: Collection[Mapping[str, typing.Any]] | None = None) -> Config:
     """The Config the pools need (see the module doc).
 
     ``pools``: {name: pool} as ``pools.scan`` returns them; ``trees``:
@@ -595,7 +596,7 @@ def build(pools: Mapping[str, dict[str, Any]],
     return config
 
 
-def post_copy_needed(pool: Mapping[str, Any]) -> bool:
+def post_copy_needed(pool: Mapping[str, typing.Any]) -> bool:
     """Does POOL's host live-migrate servers with VFIO devices?
 
     A live-migratable passthrough or vgpu-vf pool (Nova 2025.1: PCI
@@ -645,7 +646,7 @@ WIDE_TREE_SETTINGS = (
 
 
 def wide_trees_unset(
-        placement: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+        placement: Mapping[str, typing.Any]) -> list[tuple[str, str, str]]:
     """The WIDE_TREE_SETTINGS that PLACEMENT (``load_settings``'s
     ``placement``: what the given files say, Placement's defaults
     otherwise) does not have: optimize_for_wide_provider_trees off,
@@ -678,9 +679,10 @@ def _flavor_asks(reading, name, pool):
 
 
 def wide_trees(
-        pools: Mapping[str, dict[str, Any]],
-        trees: Mapping[str, list[dict[str, Any]]],
-        flavors: Iterable[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
+        pools: Mapping[str, dict[str, typing.Any]],
+        trees: Mapping[str, list[dict[str, typing.Any]]],
+        flavors: Iterable[Mapping[str, typing.Any]] | None
+) -> list[dict[str, typing.Any]]:
     """Pools whose hosts have wide provider trees that a flavor asks many
     devices of: [{pool, host, children, flavor, asked}], by pool name.
 
@@ -717,7 +719,7 @@ def wide_trees(
 
 
 def wide_trees_settings(config: Config,
-                        wide: Iterable[Mapping[str, Any]]) -> None:
+                        wide: Iterable[Mapping[str, typing.Any]]) -> None:
     """placement.conf for the pools ``wide_trees`` found (WIDE)."""
     for section, key, value in WIDE_TREE_SETTINGS:
         config.set(PLACEMENT, section, key, value)
@@ -739,7 +741,7 @@ def wide_trees_releases() -> str:
         '(2025.1), backported to 11.0.1 (2024.1), 2024.2 and 2023.2.')
 
 
-def wide_tree_text(item: Mapping[str, Any]) -> str:
+def wide_tree_text(item: Mapping[str, typing.Any]) -> str:
     """Why one pool's trees are wide (an item of ``wide_trees``)."""
     return _(
         'Pool %(pool)s: host %(host)s has %(children)d child providers of '

@@ -31,7 +31,6 @@ import functools
 import os
 import re
 import typing
-from typing import Any
 
 from gpuclient.i18n import _
 
@@ -269,7 +268,7 @@ def profile_name(text: str) -> str:
 
 
 def rows(model: str | None = None,
-         board: str | None = None) -> list[dict[str, Any]]:
+         board: str | None = None) -> list[dict[str, typing.Any]]:
     """Rows of ``gpu profile list``: one per model and profile (MIG
     profiles, then time-sliced vGPU types with their board), each with the
     source it is transcribed from. BOARD: only its model's MIG profiles and

@@ -34,7 +34,6 @@ import collections
 from collections.abc import Iterable
 from collections.abc import Mapping
 import typing
-from typing import Any
 
 from gpuclient.i18n import _
 from gpuclient.rules import pools as pools_mod
@@ -59,7 +58,7 @@ class Demand(typing.NamedTuple):
     gpus: int
 
 
-def refused(server: Mapping[str, Any]) -> bool:
+def refused(server: Mapping[str, typing.Any]) -> bool:
     """Whether SERVER (a dict of ``GET /servers/detail``) was refused by
     the scheduler: ERROR (or since DELETED) with a "No valid host"
     fault."""
@@ -70,10 +69,11 @@ def refused(server: Mapping[str, Any]) -> bool:
 
 
 def from_usage(
-        items: Iterable[Mapping[str, Any]],
-        servers: Iterable[Mapping[str, Any]], start: datetime.datetime,
+        items: Iterable[Mapping[str, typing.Any]],
+        servers: Iterable[Mapping[str, typing.Any]], start: datetime.datetime,
         end: datetime.datetime,
-        pools: Mapping[str, dict[str, Any]] | None = None) -> list[Demand]:
+        pools: Mapping[str, dict[str, typing.Any]] | None = None
+) -> list[Demand]:
     """[Demand] per GPU flavor, sorted by flavor name.
 
     ITEMS: ``rules.usage.usage_items`` of the period (each with
@@ -111,8 +111,9 @@ def from_usage(
 
 
 def entries(
-        rows: Iterable[Demand], flavors: Iterable[Mapping[str, Any]] | None,
-        pools: Mapping[str, Mapping[str, Any]],
+        rows: Iterable[Demand],
+        flavors: Iterable[Mapping[str, typing.Any]] | None,
+        pools: Mapping[str, Mapping[str, typing.Any]],
         vgpu_profiles: Mapping[str, str] | None = None
 ) -> tuple[dict[str, int], list[str]]:
     """``--demand`` entries ({flavor or profile: count}) and notes from

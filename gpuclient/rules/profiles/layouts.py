@@ -23,7 +23,7 @@ from __future__ import annotations
 import collections
 from collections.abc import Iterable
 from collections.abc import Sequence
-from typing import Any
+import typing
 
 from gpuclient.i18n import _
 from gpuclient.rules.profiles import catalogue
@@ -155,12 +155,12 @@ def _layout_order(layout):
     return (len(layout), [_order(p) for p in layout])
 
 
-def normal(layout: Iterable[Sequence[Any]] | None) -> Layout:
+def normal(layout: Iterable[Sequence[typing.Any]] | None) -> Layout:
     """LAYOUT as the plan compares it: a sorted tuple of placements."""
     return tuple(sorted((tuple(p) for p in (layout or ())), key=_order))
 
 
-def layout_text(layout: Iterable[Sequence[Any]] | None) -> str:
+def layout_text(layout: Iterable[Sequence[typing.Any]] | None) -> str:
     """``3g.40gb@0, 1g.10gb@4`` (MIG) or ``A100D-10C x8`` (time-sliced)."""
     layout = normal(layout)
     if not layout:
@@ -171,7 +171,8 @@ def layout_text(layout: Iterable[Sequence[Any]] | None) -> str:
     return ', '.join('%s@%d' % p for p in layout)  # type: ignore[str-format]
 
 
-def free_slices(model: str, layout: Iterable[Sequence[Any]] | None) -> int:
+def free_slices(model: str,
+                layout: Iterable[Sequence[typing.Any]] | None) -> int:
     """Memory slices of a MIG layout that no instance covers (0 for a
     time-sliced or empty layout)."""
     m = catalogue.MODELS[catalogue.model_name(model)]

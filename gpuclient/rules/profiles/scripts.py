@@ -36,7 +36,7 @@ from collections.abc import Iterable
 from collections.abc import Mapping
 from collections.abc import Sequence
 import re
-from typing import Any
+import typing
 
 from gpuclient.rules.profiles import catalogue
 from gpuclient.rules.profiles import layouts
@@ -47,8 +47,8 @@ def _is_mig(layout):
 
 
 def recut_steps(
-        current: Iterable[Sequence[Any]] | None,
-        proposed: Iterable[Sequence[Any]] | None
+        current: Iterable[Sequence[typing.Any]] | None,
+        proposed: Iterable[Sequence[typing.Any]] | None
 ) -> tuple[layouts.Layout, layouts.Layout, layouts.Layout]:
     """(kept, destroyed, created) placements when a card goes from CURRENT
     to PROPOSED: a GPU instance at the same profile and start slot is kept
@@ -65,7 +65,7 @@ def recut_steps(
 
 
 def groups(
-        rows: Iterable[Mapping[str, Any]]
+        rows: Iterable[Mapping[str, typing.Any]]
 ) -> list[tuple[str, layouts.Layout, layouts.Layout,
                 list[tuple[str, layouts.Layout]]]]:
     """Re-cut cards grouped for one script each: [(model, current,
@@ -103,8 +103,8 @@ destroy() {  # its compute instances, then the GPU instance
 }'''
 
 
-def script(model: str, current: Iterable[Sequence[Any]] | None,
-           proposed: Iterable[Sequence[Any]] | None,
+def script(model: str, current: Iterable[Sequence[typing.Any]] | None,
+           proposed: Iterable[Sequence[typing.Any]] | None,
            cards: Collection[tuple[str, layouts.Layout]]) -> str:
     """A POSIX shell script that re-cuts one GPU (``GPU=<index>`` in the
     environment, default 0) from CURRENT to PROPOSED, for CARDS ([(card
@@ -171,8 +171,8 @@ def script(model: str, current: Iterable[Sequence[Any]] | None,
     return '\n'.join(lines) + '\n'
 
 
-def script_name(model: str, proposed: Iterable[Sequence[Any]] | None,
-                current: Iterable[Sequence[Any]] | None = ()) -> str:
+def script_name(model: str, proposed: Iterable[Sequence[typing.Any]] | None,
+                current: Iterable[Sequence[typing.Any]] | None = ()) -> str:
     """File name of the script of one group: model, proposed layout and,
     for a card cut already, the layout it comes from; safe characters."""
     text = '%s_%s' % (model, layouts.layout_text(proposed))

@@ -32,7 +32,6 @@ from collections.abc import Sequence
 import functools
 import math
 import typing
-from typing import Any
 
 from gpuclient.i18n import _
 from gpuclient.rules.profiles import catalogue
@@ -601,8 +600,8 @@ def _transport_run(highspy, model, keep):
 
 
 def plan(
-        cards: Sequence[Mapping[str, Any]], demand: Mapping[str, int]
-) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        cards: Sequence[Mapping[str, typing.Any]], demand: Mapping[str, int]
+) -> tuple[list[dict[str, typing.Any]], dict[str, typing.Any]]:
     """The per-card layouts that serve DEMAND best (see module docstring).
 
     CARDS: dicts with ``id``, ``model`` and optionally ``current`` (its
@@ -684,7 +683,7 @@ def plan(
     return rows, summary
 
 
-def objective(rows: Collection[Mapping[str, Any]],
+def objective(rows: Collection[Mapping[str, typing.Any]],
               demand: Mapping[str, int]) -> tuple[int, int, int]:
     """(met, recut, moves) of ROWS for DEMAND: what ``plan`` optimises,
     computed from the rows alone (the tests' referee)."""

@@ -37,7 +37,7 @@ import collections
 from collections.abc import Iterable
 from collections.abc import Mapping
 import re
-from typing import Any
+import typing
 
 from gpuclient.i18n import _
 from gpuclient.rules import pools as pools_mod
@@ -53,10 +53,12 @@ class CannotPlan(ValueError):
     """A demand or a pool the VF plan cannot take."""
 
 
-def pool_types(pools: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def pool_types(
+        pools: Iterable[dict[str, typing.Any]]
+) -> dict[str, dict[str, typing.Any]]:
     """{vGPU type (catalogue name): pool} of vgpu-vf POOLS; a type the
     catalogue does not know, or served by two pools, is refused."""
-    found: dict[str, dict[str, Any]] = {}
+    found: dict[str, dict[str, typing.Any]] = {}
     for pool in pools:
         entry = vgpu(pool.get('vgpu_type') or '')
         if entry is None:
@@ -76,9 +78,9 @@ def pool_types(pools: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def wanted(entries: Mapping[str, int],
-           flavors: Iterable[Mapping[str, Any]] | None,
-           pools: Mapping[str, dict[str, Any]],
-           types: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
+           flavors: Iterable[Mapping[str, typing.Any]] | None,
+           pools: Mapping[str, dict[str, typing.Any]],
+           types: Mapping[str, Mapping[str, typing.Any]]) -> dict[str, int]:
     """{vGPU type: count} from ``--demand`` ENTRIES ({flavor or vGPU type:
     count}): a flavor of a vgpu-vf pool asks for its pool's type times its
     devices (the pool it is steered to, else the one whose alias it asks
@@ -119,10 +121,10 @@ def wanted(entries: Mapping[str, int],
 
 
 def host_cards(
-        host: str, devices: Iterable[Mapping[str, Any]],
-        types: Mapping[str, Mapping[str, Any]],
+        host: str, devices: Iterable[Mapping[str, typing.Any]],
+        types: Mapping[str, Mapping[str, typing.Any]],
         used: Mapping[str, Mapping[str, int]] | None = None
-) -> list[dict[str, Any]]:
+) -> list[dict[str, typing.Any]]:
     """The cards of HOST whose VFs serve a planned pool: DEVICES are its
     providers (``nova_config.trees_from_snapshot``), TYPES {vGPU type:
     pool}, USED {provider uuid: {class: VFs in use}}. A card whose VFs
@@ -177,8 +179,8 @@ def _proposal(name):
 
 
 def plan(
-        cards: Iterable[Mapping[str, Any]], demand: Mapping[str, int]
-) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        cards: Iterable[Mapping[str, typing.Any]], demand: Mapping[str, int]
+) -> tuple[list[dict[str, typing.Any]], dict[str, typing.Any]]:
     """(rows, summary): the vGPU type of each card's VFs (equal-size).
 
     A card keeps its type while that type is still wanted or its VFs are
@@ -192,7 +194,7 @@ def plan(
     rows = []
     free = []
     for card in cards:
-        row: dict[str, Any] = {
+        row: dict[str, typing.Any] = {
             k: card.get(k) for k in ('id', 'host', 'address', 'board')}
         row['current'] = dict(card.get('current') or {})
         current = [t for t, n in row['current'].items() if n]
@@ -239,7 +241,7 @@ def _serve(row, left):
             left[name] -= used
 
 
-def vf_types(row: Mapping[str, Any]) -> list[tuple[str, str]]:
+def vf_types(row: Mapping[str, typing.Any]) -> list[tuple[str, str]]:
     """[(VF address, vGPU type)] of a planned card: its first VFs (as
     ``nova_config.vf_addresses`` counts them from the PF) in order."""
     names = [t for t, n in sorted(row['proposed'].items())
@@ -249,8 +251,8 @@ def vf_types(row: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 
 def device_specs(
-        rows: Iterable[Mapping[str, Any]],
-        types: Mapping[str, Mapping[str, Any]]) -> dict[str, list[str]]:
+        rows: Iterable[Mapping[str, typing.Any]],
+        types: Mapping[str, Mapping[str, typing.Any]]) -> dict[str, list[str]]:
     """{host: [device_spec JSON]} of the planned cards, one per VF, each
     as ``gpu config show`` renders it for the pool of the VF's type
     (``nova_config.device_spec_json``)."""
@@ -262,8 +264,9 @@ def device_specs(
     return found
 
 
-def host_config(host: str, rows: Iterable[Mapping[str, Any]],
-                types: Mapping[str, Mapping[str, Any]]) -> nova_config.Config:
+def host_config(
+        host: str, rows: Iterable[Mapping[str, typing.Any]],
+        types: Mapping[str, Mapping[str, typing.Any]]) -> nova_config.Config:
     """A ``nova_config.Config`` of HOST's ``[pci]`` after the plan: the
     device_spec of each VF and report_in_placement, and post-copy off when
     a pool is live-migratable (what ``gpu config show`` writes for vgpu-vf
@@ -341,7 +344,7 @@ def unit_name(host: str) -> str:
     return 'gpuclient-vgpu-vfs-%s.service' % host
 
 
-def script(host: str, rows: Iterable[Mapping[str, Any]]) -> str:
+def script(host: str, rows: Iterable[Mapping[str, typing.Any]]) -> str:
     """The bash script that makes the VFs of HOST's cards (``sriov-manage
     -e``) and writes each VF's vGPU type: on the re-typed cards now, on
     the others where a VF has none (at boot). One script per host: the
