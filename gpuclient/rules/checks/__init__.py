@@ -46,13 +46,22 @@ the symptom a user would see, and the exact command or nova.conf line
 that fixes it.
 """
 
+from __future__ import annotations
+
 import collections
+from collections.abc import Collection
+from collections.abc import Iterable
+from collections.abc import Mapping
+import typing
 
 from gpuclient import exit_status
 from gpuclient.rules.checks import gpus
 from gpuclient.rules.checks import pools
 from gpuclient.rules.checks import services
 from gpuclient.rules.checks import utils
+
+if typing.TYPE_CHECKING:
+    from gpuclient.rules import model
 
 # the families, in the order their checks run
 FAMILIES = (
@@ -81,12 +90,14 @@ SELECTOR_FIX = gpus.SELECTOR_FIX
 
 # -- running -----------------------------------------------------------------
 
-def unknown_checks(names):
+def unknown_checks(names: Iterable[str] | None) -> list[str]:
     """Names that are not checks (for --check)."""
     return sorted(set(names or ()) - set(CHECKS))
 
 
-def run(cloud, settings=None, names=None, pool=None):
+def run(cloud: model.Cloud, settings: dict[str, typing.Any] | None = None,
+        names: Collection[str] | None = None,
+        pool: str | None = None) -> list[utils.Finding]:
     """Findings of the checks NAMES (default: all), errors first.
 
     POOL keeps only findings about that pool.
@@ -127,7 +138,8 @@ SOURCES = {
 }
 
 
-def not_run(cloud, names=None):
+def not_run(cloud: model.Cloud,
+            names: Collection[str] | None = None) -> dict[str, str]:
     """{check: why it could not run} of the checks NAMES (default: all),
     in report order: the checks whose source (SOURCES) CLOUD lacks."""
     found = {}
@@ -142,10 +154,10 @@ def not_run(cloud, names=None):
     return found
 
 
-def not_run_text(missing):
+def not_run_text(missing: Mapping[str, str]) -> str:
     """'check, check (why); check (why)' of NOT_RUN's answer MISSING:
     the checks that could not run for one reason named together."""
-    by_why = {}
+    by_why: dict[str, list[str]] = {}
     for name, why in missing.items():
         by_why.setdefault(why, []).append(name)
     return '; '.join('%s (%s)' % (', '.join(names), str(why).rstrip('.'))
@@ -163,7 +175,11 @@ EXIT_FINDINGS = exit_status.DIFFERENT
 EXIT_NOT_RUN = exit_status.TROUBLE
 
 
-def exit_status(findings, strict=False, names=None, missing=None):
+# the module exit_status is read above, before this function takes its name
+def exit_status(  # type: ignore[no-redef]
+        findings: Iterable[utils.Finding], strict: bool = False,
+        names: Collection[str] | None = None,
+        missing: Collection[str] | None = None) -> int:
     """EXIT_NOT_RUN when every check of NAMES (default: all) is in
     MISSING (``not_run``: they could not run); else EXIT_FINDINGS when an
     error (with STRICT: any finding) was found, else EXIT_CLEAN."""

@@ -19,6 +19,10 @@ failed health watches, row remapping, vGPU licences, driver versions and
 GPUs fallen off the bus.
 """
 
+from __future__ import annotations
+
+import typing
+
 from osc_lib import exceptions
 
 from gpuclient.i18n import _
@@ -28,6 +32,9 @@ from gpuclient.rules import utilisation as utilisation_mod
 from gpuclient.rules.checks import utils
 from gpuclient.rules.devices import health as device_health
 from gpuclient.rules.scheduler import manager
+
+if typing.TYPE_CHECKING:
+    from gpuclient.rules import model
 
 # -- capacity and utilisation -------------------------------------------------
 
@@ -40,7 +47,9 @@ def _host_classes(cloud, roots):
     return sorted(found)
 
 
-def gpu_stranded(cloud, settings):
+def gpu_stranded(
+        cloud: model.Cloud,
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """Free GPUs on a host that ran out of VCPU, MEMORY_MB or DISK_GB for
     every GPU flavor asking for them: what ``gpu capacity list`` counts as
     stranded (``capacity.stranded_providers``), when each flavor that
@@ -61,6 +70,7 @@ def gpu_stranded(cloud, settings):
     for host, roots in sorted(fits.host_roots.items()):
         roots = sorted(roots)
         for rc in _host_classes(cloud, roots):
+            short: dict[str, tuple[int, dict[str, int]]]
             free, short = 0, {}
             for _rp, units, users in capacity_mod.stranded_providers(
                     fits, usable, host, rc):
@@ -126,7 +136,8 @@ def _server_label(row):
     return 'server %s' % row['id']
 
 
-def gpu_idle(cloud, settings):
+def gpu_idle(cloud: model.Cloud,
+             settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """Allocated GPUs idle for the whole window: the ``idle`` rows of
     ``gpu server list --all-projects --utilisation``, which the ops layer
     puts in ``cloud.utilisation`` (a dict: rows, window, idle_below) when
@@ -213,7 +224,7 @@ CHECK_QUERIES = {
 }
 
 
-def unread_answers(cloud, check):
+def unread_answers(cloud: model.Cloud, check: str) -> str | None:
     """Why CHECK cannot run on what Prometheus answered: the reasons the
     answers it needs (CHECK_QUERIES) are not judged (a wrong shape), '; '
     joined; None when they all were."""
@@ -337,7 +348,9 @@ def _xid_text(row):
         'action': row['xid_action']}
 
 
-def gpu_unhealthy(cloud, settings):
+def gpu_unhealthy(
+        cloud: model.Cloud,
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """A GPU whose host-side series holds a host XID (NVIDIA's action: reset
     the GPU, reboot or contact support; DCGM holds it until the GPU is
     reset) or fails a DCGM health watch, on a host whose nova-compute
@@ -445,7 +458,9 @@ def _guest_findings(cloud, wanted, check):
     return found
 
 
-def gpu_application_xid(cloud, settings):
+def gpu_application_xid(
+        cloud: model.Cloud,
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """A GPU a server holds whose host-side XID gauge took an application
     XID (NVIDIA's action: restart the application; 13, 31, 94: an illegal
     address, a kernel's fault) within the window: the fault of the
@@ -488,7 +503,9 @@ def gpu_application_xid(cloud, settings):
                                        'last_xid', _('XID'))
 
 
-def gpu_row_remap(cloud, settings):
+def gpu_row_remap(
+        cloud: model.Cloud,
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """A GPU whose memory row remapping failed (DCGM_FI_DEV_ROW_REMAP_
     FAILURE) as its host-side series says: its memory can no longer be
     repaired. A guest's own report of it: a warning, the guest's word."""
@@ -519,7 +536,9 @@ def _is_vgpu(cloud, row):
         for p in row['pools'])
 
 
-def gpu_vgpu_licence(cloud, settings):
+def gpu_vgpu_licence(
+        cloud: model.Cloud,
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """A vGPU server whose guest (DCGM_FI_DEV_VGPU_LICENSE_STATUS, field
     526, series labelled instance_id) or whose vGPU instance on the host
     (DCGM_FI_DEV_VGPU_INSTANCE_LICENSE_STATUS, field 532, joined by its VM
@@ -577,7 +596,9 @@ def _hosts_rows(rows):
     return by_host
 
 
-def gpu_driver_drift(cloud, settings):
+def gpu_driver_drift(
+        cloud: model.Cloud,
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """More than one NVIDIA driver version among the hosts of one pool
     (the DCGM_FI_DRIVER_VERSION label): the pool runs one tested set."""
     wanted, found = _device_health(cloud, 'gpu-driver-drift')
@@ -585,7 +606,7 @@ def gpu_driver_drift(cloud, settings):
         return found
     series = device_health.host_series(wanted['series'], wanted['hosts'])
     for name, pool in sorted(cloud.pools.items()):
-        on = {}
+        on: dict[str, list[str]] = {}
         unread = []
         for host in sorted(pool.get('hosts') or ()):
             versions = device_health.drivers_of(series.get(host, ()))
@@ -621,7 +642,8 @@ def _held_through_pci(cloud, row):
     return bool(row['server_ids']) and not _is_vgpu(cloud, row)
 
 
-def gpu_missing(cloud, settings):
+def gpu_missing(cloud: model.Cloud,
+                settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """A GPU Placement offers whose address the host's DCGM no longer
     serves: it fell off the bus, and boots Placement sends to it fail.
     Compared address by address (a VF by its GPU's bus), never by count:

@@ -24,6 +24,10 @@ passthrough GPU flavor, every active image that is not q35 + UEFI is
 reported, as a warning.
 """
 
+from __future__ import annotations
+
+import typing
+
 from osc_lib import exceptions
 
 from gpuclient.i18n import _
@@ -42,10 +46,14 @@ from gpuclient.rules.scheduler import resource_request as request_mod
 from gpuclient.rules.scheduler.filters import aggregate_instance_extra_specs
 from gpuclient.rules.scheduler.filters import utils as filter_utils
 
+if typing.TYPE_CHECKING:
+    from gpuclient.rules import model
+
 # -- pools -------------------------------------------------------------------
 
 
-def pool_drift(cloud, settings):
+def pool_drift(cloud: model.Cloud,
+               settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """Members without their trait, outside the Placement aggregate, or
     without a compute node (``pools.drift``, as ``gpu pool show``)."""
     host_roots = cloud.host_roots()
@@ -63,14 +71,16 @@ def pool_drift(cloud, settings):
     return found
 
 
-def unpooled_hosts(cloud, settings):
+def unpooled_hosts(
+        cloud: model.Cloud,
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """GPU hosts in no pool (a warning: a cloud may not use pools)."""
     pooled = pools_mod.pools_by_host(cloud.pools)
     found = []
     for host, roots in sorted(cloud.host_roots().items()):
         if host in pooled:
             continue
-        classes = set()
+        classes: set[str] = set()
         for root in roots:
             classes.update(utils.tree_classes(cloud, root))
         if not classes:
@@ -85,7 +95,9 @@ def unpooled_hosts(cloud, settings):
     return found
 
 
-def pool_no_devices(cloud, settings):
+def pool_no_devices(
+        cloud: model.Cloud,
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """Pool members that offer none of the pool's class (or whose pGPUs
     serve another pool's vGPU type)."""
     host_roots = cloud.host_roots()
@@ -108,7 +120,9 @@ def pool_no_devices(cloud, settings):
     return found
 
 
-def pool_aggregates(cloud, settings):
+def pool_aggregates(
+        cloud: model.Cloud,
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """Aggregates marked as pools that cannot be read, or that claim the
     same pool."""
     found = []
@@ -121,7 +135,9 @@ def pool_aggregates(cloud, settings):
     return found
 
 
-def pool_shared_alias(cloud, settings):
+def pool_shared_alias(
+        cloud: model.Cloud,
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """Passthrough pools of different PCI ids sharing one alias name:
     Nova takes one spec per alias with pci_in_placement
     (``nova_config.alias_conflicts``)."""
@@ -156,7 +172,9 @@ def pool_shared_alias(cloud, settings):
     return found
 
 
-def pool_projects(cloud, settings):
+def pool_projects(
+        cloud: model.Cloud,
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """Project limits that let the wrong projects in or nobody at all:
     a project name where Nova compares IDs, a deleted project (needs the
     Keystone project list, ``cloud.projects``).
@@ -177,7 +195,7 @@ def pool_projects(cloud, settings):
             [name])
             for name, pool in sorted(cloud.pools.items())
             if pool['projects']]
-    by_name = {}
+    by_name: dict[str, list[str]] = {}
     for project_id, project_name in known.items():
         by_name.setdefault(project_name, []).append(project_id)
     found = []
@@ -249,7 +267,9 @@ def _trait_fix(trait, group, flavor, cloud):
         group, trait, utils.flavor_label(flavor))
 
 
-def flavor_unknown_trait(cloud, settings):
+def flavor_unknown_trait(
+        cloud: model.Cloud,
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """GPU flavors requiring a trait that no compute host's provider has."""
     known = _known_traits(cloud)
     found = []
@@ -320,7 +340,9 @@ def _largest(trees, rc):
     return most, count, unit
 
 
-def flavor_too_many_devices(cloud, settings):
+def flavor_too_many_devices(
+        cloud: model.Cloud,
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """GPU flavors asking for more devices than any host (of their pool)
     offers: multi-vGPU flavors on pools with fewer pGPUs included."""
     settings = manager.decide_settings(settings)
@@ -398,7 +420,9 @@ def flavor_too_many_devices(cloud, settings):
     return found
 
 
-def flavor_unscoped_keys(cloud, settings):
+def flavor_unscoped_keys(
+        cloud: model.Cloud,
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """Unscoped extra specs (``group_policy``, ...) that
     AggregateInstanceExtraSpecsFilter matches against aggregate metadata
     and that no target host's aggregates satisfy."""
@@ -415,7 +439,7 @@ def flavor_unscoped_keys(cloud, settings):
         hosts, steered = utils.target_hosts(cloud, reading)
         if not hosts:
             continue
-        failing = {}
+        failing: dict[str, set[str]] = {}
         for host in hosts:
             reasons = aggregate_instance_extra_specs.extra_specs_reasons(
                 unscoped, filter_utils.host_metadata(cloud.aggregates, host))
@@ -441,7 +465,9 @@ def flavor_unscoped_keys(cloud, settings):
     return found
 
 
-def flavor_public_limited_pool(cloud, settings):
+def flavor_public_limited_pool(
+        cloud: model.Cloud,
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """Public flavors of pools limited to projects."""
     found = []
     for flavor, reading in utils.gpu_flavors(cloud):
@@ -486,7 +512,9 @@ def _offers_mem_encryption(cloud, root, trait):
     return trait in traits
 
 
-def flavor_mem_encryption(cloud, settings):
+def flavor_mem_encryption(
+        cloud: model.Cloud,
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """GPU flavors asking for memory encryption (``hw:mem_encryption``,
     Nova's confidential guests: AMD SEV since Nova 2019.2 / Train, the
     models Nova 34 knows in hardware.MEM_ENCRYPTION_MODELS) where no host
@@ -544,7 +572,9 @@ def flavor_mem_encryption(cloud, settings):
     return found
 
 
-def flavor_address_space(cloud, settings):
+def flavor_address_space(
+        cloud: model.Cloud,
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """Passthrough GPU flavors whose guests cannot map every GPU's BAR1
     window (issue 40 rule 3): RAM, the 32-bit hole and the BAR1 windows of
     the pool's board (profiles.BAR1) beyond the guest's physical address
@@ -574,7 +604,11 @@ def flavor_address_space(cloud, settings):
         if result:
             found.append(utils.finding(
                 utils.WARNING, 'flavor-address-space', 'flavor %s' % label,
-                address_space.symptom(result, gpus, bar1.gib, bar1.board),
+                # result is set only with bar1
+                address_space.symptom(
+                    result, gpus,
+                    bar1.gib,  # type: ignore[union-attr]
+                    bar1.board),  # type: ignore[union-attr]
                 address_space.fix(label, result), pools))
         elif (unknown and gpus
               and address_space.guest_bits(extra) is not None):
@@ -594,7 +628,9 @@ def flavor_address_space(cloud, settings):
     return found
 
 
-def flavor_pci_alias(cloud, settings):
+def flavor_pci_alias(
+        cloud: model.Cloud,
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """PCI aliases of flavors that nova.conf does not define (needs
     ``--nova-conf``): Nova refuses to create the server."""
     if settings is None:
@@ -623,7 +659,9 @@ def flavor_pci_alias(cloud, settings):
     return found
 
 
-def pool_vf_alias(cloud, settings):
+def pool_vf_alias(
+        cloud: model.Cloud,
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """vgpu-vf pools whose type-VF alias nova.conf lacks or gets wrong
     (needs ``--nova-conf``): Nova asks Placement for the alias's class
     (only with pci_in_placement) and PciPassthroughFilter matches its
@@ -719,7 +757,9 @@ def _pci_alias_not_judged(cloud):
     return found
 
 
-def pci_one_time_use(cloud, settings):
+def pci_one_time_use(
+        cloud: model.Cloud,
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """``one_time_use`` device specs Nova refuses (needs ``--nova-conf``
     with a nova-compute's ``[pci]``: ``one_time_use.one_time_use_problems``);
     nothing to judge without it."""
@@ -730,7 +770,9 @@ def pci_one_time_use(cloud, settings):
                 settings.get('pci') or {})]
 
 
-def libvirt_post_copy(cloud, settings):
+def libvirt_post_copy(
+        cloud: model.Cloud,
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """``[libvirt] live_migration_permit_post_copy = True`` in the given
     nova.conf while pools live-migrate servers with VFIO devices
     (``nova_config.post_copy_needed``: live-migratable passthrough and
@@ -757,7 +799,9 @@ def libvirt_post_copy(cloud, settings):
         '[libvirt] live_migration_permit_post_copy = False', moving)]
 
 
-def placement_wide_trees(cloud, settings):
+def placement_wide_trees(
+        cloud: model.Cloud,
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """Placement's candidate generation where pools have wide provider
     trees (``nova_config.wide_trees``: a host with >= 8 child providers of
     a pool's class and a flavor asking > 4 of them; Placement's "when to
@@ -767,9 +811,10 @@ def placement_wide_trees(cloud, settings):
     warning says what is not known."""
     roots = cloud.host_roots()
     members = {h for pool in cloud.pools.values() for h in pool['hosts']}
+    # gpu check reads Placement (ops.check_ops.run)
     trees = nova_config.trees_from_snapshot(
-        cloud.placement, {h: sorted(roots[h]) for h in sorted(members)
-                          if roots.get(h)})
+        cloud.placement,  # type: ignore[arg-type]
+        {h: sorted(roots[h]) for h in sorted(members) if roots.get(h)})
     wide = nova_config.wide_trees(cloud.pools, trees, cloud.flavors)
     if not wide:
         return []
@@ -802,7 +847,9 @@ def _active_images(cloud):
                   key=lambda i: (i.get('name') or '', i['id']))
 
 
-def image_firmware(cloud, settings):
+def image_firmware(
+        cloud: model.Cloud,
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """Active images without q35 and UEFI, when passthrough GPU flavors
     exist (any image may be booted with them)."""
     passthrough = sorted(
@@ -836,7 +883,9 @@ def image_firmware(cloud, settings):
     return found
 
 
-def image_pool_trait(cloud, settings):
+def image_pool_trait(
+        cloud: model.Cloud,
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """Images requiring a pool's isolation trait: any flavor booted with
     them lands in the isolated pool (the isolation loophole)."""
     by_trait = {p['pool_trait']: name for name, p in cloud.pools.items()}

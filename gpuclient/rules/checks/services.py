@@ -18,6 +18,10 @@ flavor reservations, Placement's trees against Nova's hypervisors and
 compute services, and the traits of Ironic's nodes.
 """
 
+from __future__ import annotations
+
+import typing
+
 from gpuclient.i18n import _
 from gpuclient.rules import baremetal
 from gpuclient.rules import capacity as capacity_mod
@@ -25,6 +29,10 @@ from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import quota as quota_mod
 from gpuclient.rules import reservations
 from gpuclient.rules.checks import utils
+
+if typing.TYPE_CHECKING:
+    from gpuclient.rules import hosts as hosts_mod
+    from gpuclient.rules import model
 
 # -- scheduler settings (with --nova-conf) ----------------------------------
 
@@ -34,7 +42,9 @@ def _filters_line(settings, missing):
     return '[filter_scheduler] enabled_filters = %s' % ','.join(filters)
 
 
-def scheduler_settings(cloud, settings):
+def scheduler_settings(
+        cloud: model.Cloud,
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """Pool features nova.conf does not enforce (needs ``--nova-conf``)."""
     if settings is None:
         return _scheduler_not_judged(cloud)
@@ -125,7 +135,9 @@ def _scheduler_not_judged(cloud):
         utils.NOVA_CONF_FIX, pools)]
 
 
-def quota_gpu_limits(cloud, settings):
+def quota_gpu_limits(
+        cloud: model.Cloud,
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """GPU pools without an enforced GPU quota, or whose boots Nova's
     unified limits strategy refuses (needs ``--nova-conf``; the strategy
     also needs the registered limits, ``cloud.registered_limits``)."""
@@ -181,7 +193,9 @@ def quota_gpu_limits(cloud, settings):
     return found
 
 
-def quota_pci_not_enforced(cloud, settings):
+def quota_pci_not_enforced(
+        cloud: model.Cloud,
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """Pools whose servers ask for their GPUs through a PCI alias
     (passthrough, vgpu-vf) on a Nova before 2026.2, which does not count
     them against unified limits (``quota.PCI_COUNTED_FROM``; Nova's
@@ -231,7 +245,9 @@ HOST_LEASE_FIX = (
     'without PCI alias or numbered groups')
 
 
-def blazar_flavor_reservation(cloud, settings):
+def blazar_flavor_reservation(
+        cloud: model.Cloud,
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """GPU flavors a Blazar ``flavor:instance`` reservation cannot hold
     (``reservations.unreservable``, read from blazar 18.0.0): their PCI
     alias or numbered groups are dropped, or their GPU class is not on
@@ -267,11 +283,14 @@ def blazar_flavor_reservation(cloud, settings):
 
 # -- Placement ---------------------------------------------------------------
 
-def placement_unmapped_trees(cloud, settings):
+def placement_unmapped_trees(
+        cloud: model.Cloud,
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """GPU provider trees no hypervisor maps to: one finding per class."""
-    snap = cloud.placement
+    # gpu check reads Placement (ops.check_ops.run)
+    snap: hosts_mod.Snapshot = cloud.placement  # type: ignore[assignment]
     mapped = utils.root_hosts(cloud)
-    by_class = {}
+    by_class: dict[str, set[str]] = {}
     for uuid in sorted(snap.summaries):
         root = snap.providers[uuid]['root']
         if root in mapped:
@@ -298,7 +317,9 @@ def placement_unmapped_trees(cloud, settings):
     return found
 
 
-def placement_disabled_service(cloud, settings):
+def placement_disabled_service(
+        cloud: model.Cloud,
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """Disabled nova-compute services whose hosts hold GPU capacity."""
     host_roots = cloud.host_roots()
     by_host = pools_mod.pools_by_host(cloud.pools)
@@ -307,7 +328,7 @@ def placement_disabled_service(cloud, settings):
         if service.get('status') != 'disabled':
             continue
         host = service.get('host')
-        classes = {}
+        classes: dict[str, int] = {}
         for root in sorted(host_roots.get(host, ())):
             for rc, providers in utils.tree_classes(cloud, root).items():
                 classes[rc] = classes.get(rc, 0) + sum(
@@ -325,14 +346,17 @@ def placement_disabled_service(cloud, settings):
     return found
 
 
-def baremetal_node_traits(cloud, settings):
+def baremetal_node_traits(
+        cloud: model.Cloud,
+        settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """Ironic nodes of baremetal pools whose traits differ from what a
     pool flavor requires or forbids (fixed on the node: Nova copies node
     traits to Placement and overwrites provider traits)."""
     found = []
     for item in baremetal.trait_mismatches(
             cloud.pools, utils.gpu_flavors(cloud), cloud.host_roots(),
-            cloud.placement.summaries):
+            # gpu check reads Placement (ops.check_ops.run)
+            cloud.placement.summaries):  # type: ignore[union-attr]
         parts = []
         if item['missing']:
             parts.append(_('lacks %s') % ', '.join(item['missing']))

@@ -19,12 +19,18 @@ the questions several families ask of the cloud (the GPU flavors, a
 flavor's pools and target hosts, a tree's GPU classes).
 """
 
-import collections
+from __future__ import annotations
+
+from collections.abc import Iterable
+import typing
 
 from gpuclient.i18n import _
 from gpuclient.rules import baremetal
 from gpuclient.rules import capacity as capacity_mod
 from gpuclient.rules import hosts as hosts_mod
+
+if typing.TYPE_CHECKING:
+    from gpuclient.rules import model
 
 ERROR = 'error'
 WARNING = 'warning'
@@ -32,11 +38,22 @@ SEVERITIES = (ERROR, WARNING)
 # unmapped trees named in one finding, at most
 EXAMPLES = 3
 
-Finding = collections.namedtuple(
-    'Finding', ['severity', 'check', 'object', 'symptom', 'fix', 'pools'])
+
+class Finding(typing.NamedTuple):
+    # ERROR or WARNING
+    severity: str
+    # the check's name
+    check: str
+    # what the finding is about ('pool P / host H', 'flavor F', ...)
+    object: str
+    symptom: str
+    fix: str
+    # the pools it belongs to, sorted (gpu check --pool)
+    pools: tuple[str, ...]
 
 
-def finding(severity, check, obj, symptom, fix, pools=()):
+def finding(severity: str, check: str, obj: str, symptom: str, fix: str,
+            pools: Iterable[str] = ()) -> Finding:
     return Finding(severity, check, obj, symptom, fix, tuple(sorted(pools)))
 
 
@@ -50,12 +67,13 @@ NOVA_CONF_FIX = ('openstack gpu check --nova-conf /etc/nova/nova.conf  '
 NOT_JUDGED = _('not judged: %s.')
 
 
-def not_judged(check, obj, why, fix, pools=()):
+def not_judged(check: str, obj: str, why: str, fix: str,
+               pools: Iterable[str] = ()) -> Finding:
     """A warning: CHECK cannot judge OBJ (WHY), FIX would let it."""
     return finding(WARNING, check, obj, NOT_JUDGED % why, fix, pools)
 
 
-def is_not_judged(item):
+def is_not_judged(item: Finding) -> bool:
     """Is the finding ITEM a "not judged" warning (``not_judged``)?"""
     return item.severity == WARNING and item.symptom.startswith(
         NOT_JUDGED.partition('%s')[0])
@@ -63,17 +81,19 @@ def is_not_judged(item):
 
 # -- shared questions --------------------------------------------------------
 
-def root_hosts(cloud):
+def root_hosts(cloud: model.Cloud) -> dict[str, str]:
     """{root provider: host} of the trees a hypervisor maps to."""
     return {root: host for host, roots in cloud.host_roots().items()
             for root in roots}
 
 
-def tree_classes(cloud, root):
+def tree_classes(cloud: model.Cloud,
+                 root: str) -> dict[str, list[tuple[str, int, int]]]:
     """{class: [(provider uuid, capacity, max_unit)]} of GPU classes."""
-    snap = cloud.placement
+    # gpu check reads Placement (ops.check_ops.run)
+    snap: hosts_mod.Snapshot = cloud.placement  # type: ignore[assignment]
     ironic = root in cloud.node_roots()
-    found = {}
+    found: dict[str, list[tuple[str, int, int]]] = {}
     for uuid in snap.providers_in_trees([root]):
         summary = snap.summaries.get(uuid) or {}
         resources = summary.get('resources') or {}
@@ -89,17 +109,20 @@ def tree_classes(cloud, root):
     return found
 
 
-def gpu_flavors(cloud):
+def gpu_flavors(
+        cloud: model.Cloud
+) -> list[tuple[dict[str, typing.Any], dict[str, typing.Any]]]:
     """[(flavor, reading)] of every GPU flavor, by name."""
     return capacity_mod.gpu_flavors(cloud.flavors or [], cloud.pools)
 
 
-def flavor_label(flavor):
+def flavor_label(flavor: dict[str, typing.Any]) -> str:
     """A flavor as a finding names it: its name, else its ID."""
     return flavor.get('name') or flavor['id']
 
 
-def flavor_pools(cloud, reading, also=()):
+def flavor_pools(cloud: model.Cloud, reading: dict[str, typing.Any],
+                 also: Iterable[str | None] = ()) -> list[str]:
     """The pools a finding about a flavor belongs to: every pool the
     flavor steers to, and ALSO (a pool the finding names besides, such as
     the one whose alias it asks for). ``gpu check --pool P`` keeps the
@@ -108,7 +131,9 @@ def flavor_pools(cloud, reading, also=()):
                   | {name for name in also if name})
 
 
-def target_hosts(cloud, reading):
+def target_hosts(
+        cloud: model.Cloud,
+        reading: dict[str, typing.Any]) -> tuple[list[str], list[str]]:
     """(hosts a flavor can land on, its pools): pool hosts if it steers."""
     steered = capacity_mod.flavor_pools(reading, cloud.pools)
     if reading['steering']:

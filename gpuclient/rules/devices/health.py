@@ -57,7 +57,15 @@ What the verdicts rest on:
   samples show the value it holds now.
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable
+from collections.abc import Collection
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
 import time
+import typing
 
 from gpuclient.i18n import _
 from gpuclient.rules import utilisation
@@ -78,7 +86,7 @@ METRICS = {
 }
 
 # labels every series carries (setting: prometheus_labels)
-LABELS = {
+LABELS: dict[str, tuple[str, ...]] = {
     'driver': ('DCGM_FI_DRIVER_VERSION',),
     'model': ('modelName',),
     # field 520 on the host-side licence series: the VM of the vGPU
@@ -183,7 +191,10 @@ FIELDS = ('model', 'driver_version', 'health', 'last_xid', 'xid_action',
           'health_source')
 
 
-def names(metrics=None, labels=None):
+def names(
+        metrics: Mapping[str, object] | None = None,
+        labels: Mapping[str, str | Sequence[str]] | None = None
+) -> tuple[dict[str, str], dict[str, tuple[str, ...]]]:
     """(metrics, labels) with the cloud's overrides (the clouds.yaml
     dicts ``prometheus_metrics`` and ``prometheus_labels``): METRICS and
     LABELS, plus utilisation's labels that join the series."""
@@ -204,7 +215,7 @@ def _ceil(seconds, points):
     return -(-int(seconds) // points)
 
 
-def since_tiers(window):
+def since_tiers(window: int) -> list[tuple[int, int]]:
     """[(span, step)] in seconds of since_queries' subqueries: the WINDOW,
     the day and the lookback (each at least the window, each step at
     least the one before)."""
@@ -224,7 +235,7 @@ def _changed(xid, span, step):
             '%(step)ds])' % {'x': xid, 'step': step, 'span': span})
 
 
-def since_queries(xid, window):
+def since_queries(xid: str, window: int) -> dict[str, str]:
     """{name: PromQL}: for each series of the XID gauge (metric name XID)
     that holds a non-zero value at the query's time T (``@ end()``), when
     it took that value (epoch seconds).
@@ -248,7 +259,8 @@ def since_queries(xid, window):
     }
 
 
-def queries(window, metrics=None):
+def queries(window: int,
+            metrics: Mapping[str, str] | None = None) -> dict[str, str]:
     """{name: PromQL}: one query per metric, whatever the number of
     devices. The XID is the gauge's value now (DCGM holds the last XID
     until the GPU is reset) and when it took it (since_queries: within
@@ -270,7 +282,8 @@ def queries(window, metrics=None):
     return found
 
 
-def check_queries(window, metrics=None):
+def check_queries(window: int,
+                  metrics: Mapping[str, str] | None = None) -> dict[str, str]:
     """``queries`` and what ``gpu check`` needs besides, still one query
     per metric: the licence state of the vGPU guests and of the host-side
     vGPU instances (the last value in the WINDOW). The GPUs DCGM sees now
@@ -287,7 +300,7 @@ def check_queries(window, metrics=None):
     return found
 
 
-def xid_action(xid):
+def xid_action(xid: float | None) -> str | None:
     """NVIDIA's recommended action for XID (None: no XID)."""
     if not xid:
         return None
@@ -295,20 +308,22 @@ def xid_action(xid):
     return ACTION_TEXT[bucket] if bucket else SEE_CATALOGUE
 
 
-def xid_class(xid):
+def xid_class(xid: float | None) -> str | None:
     """Whose an XID is (XID_CLASSES; XID_UNLISTED for a workflow bucket or
     an XID not in XID_ACTIONS); None: no XID."""
     if not xid:
         return None
-    return XID_CLASSES.get(XID_ACTIONS.get(int(xid)), XID_UNLISTED)
+    # not in XID_ACTIONS: get(None), XID_UNLISTED
+    return XID_CLASSES.get(
+        XID_ACTIONS.get(int(xid)), XID_UNLISTED)  # type: ignore[arg-type]
 
 
-def duration_text(seconds):
+def duration_text(seconds: float) -> str:
     """'14d ago' of SECONDS (when the time of the reading is not known)."""
     return _('%s ago') % utilisation.duration_text(seconds)
 
 
-def when_text(epoch):
+def when_text(epoch: float) -> str:
     """EPOCH seconds as ISO 8601 UTC, to the second."""
     return time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(int(epoch)))
 
@@ -320,13 +335,16 @@ def _first_label(labels, names_):
     return None
 
 
-def series(answers, label_names=None):
+def series(
+        answers: Mapping[str, Iterable[tuple[utilisation.Labels, float]]],
+        label_names: Mapping[str, Sequence[str]] | None = None
+) -> list[dict[str, typing.Any]]:
     """One dict per device series (a GPU, a MIG GPU instance) from the
     parsed answers of ``queries`` ({name: [(labels, value)]}): its
     ``utilisation.series_key`` with mig, model, driver and the figures
     (health: the worst over its health watches)."""
     label_names = label_names or names()[1]
-    found = {}
+    found: dict[tuple[str, ...], dict[str, typing.Any]] = {}
     for name, results in sorted(answers.items()):
         for labels, value in results:
             key = utilisation.series_key(labels, label_names)
@@ -384,7 +402,8 @@ def _xid_reading(item, now, window):
     return rank, xid, cls, text, recent
 
 
-def summary(found, source, now, window):
+def summary(found: Collection[Mapping[str, typing.Any]], source: str,
+            now: float | None, window: int) -> dict[str, typing.Any]:
     """The FIELDS of one device from its series FOUND (several for a MIG
     card or a guest with several GPUs: the worst of them), read from
     SOURCE (HOST_SIDE or GUEST_SIDE) at NOW (epoch seconds) over WINDOW
@@ -441,7 +460,10 @@ def _readings(found):
             if any(name in d['figures'] for name in _DEVICE_FIGURES)]
 
 
-def annotate(rows, found, hosts_of, now, window):
+def annotate(rows: Sequence[Mapping[str, typing.Any]],
+             found: Iterable[Mapping[str, typing.Any]],
+             hosts_of: Mapping[str, set[str]], now: float | None,
+             window: int) -> list[dict[str, typing.Any]]:
     """ROWS (``listing.rows``) with the FIELDS, from the ``series``
     FOUND, read at NOW (epoch seconds) over WINDOW (seconds). HOSTS_OF:
     {provider uuid: ``utilisation.host_keys`` of its Nova host and
@@ -454,7 +476,7 @@ def annotate(rows, found, hosts_of, now, window):
     host's): the guest's report (``health_source`` guest), never
     ``unhealthy``. No series: every field ``unknown``."""
     index = utilisation.index_series(found)
-    devices_of = {}
+    devices_of: dict[str, set[str]] = {}
     for row in rows:
         for server in row['server_ids']:
             devices_of.setdefault(server, set()).add(row['uuid'])
@@ -472,14 +494,19 @@ def annotate(rows, found, hosts_of, now, window):
     return annotated
 
 
-def unhealthy(rows):
+def unhealthy(
+        rows: Iterable[dict[str, typing.Any]]) -> list[dict[str, typing.Any]]:
     """The annotated ROWS a host-side reading finds unhealthy: a host XID
     (reset, reboot, support) not yet cleared by a reset, a failed health
     watch or a row-remap failure."""
     return [r for r in rows if r.get('unhealthy')]
 
 
-def guest_reports(rows, found, now, window):
+def guest_reports(
+        rows: Iterable[dict[str, typing.Any]],
+        found: Iterable[Mapping[str, typing.Any]], now: float | None,
+        window: int
+) -> list[tuple[dict[str, typing.Any], str, dict[str, typing.Any]]]:
     """What the guests of the servers holding ROWS' devices report of
     their own GPUs: [(row, server id, ``summary`` of the server's
     guest-side series)], each server once (with the first of its rows),
@@ -500,21 +527,25 @@ def guest_reports(rows, found, now, window):
 
 # -- what gpu check asks of them ---------------------------------------------
 
-def unjudged(rows, field):
+def unjudged(rows: Iterable[dict[str, typing.Any]],
+             field: str) -> list[dict[str, typing.Any]]:
     """The annotated ROWS with no figure for FIELD (``unknown``)."""
     return [r for r in rows if r.get(field, UNKNOWN) == UNKNOWN]
 
 
-def host_series(found, hosts):
+def host_series(
+        found: Iterable[dict[str, typing.Any]],
+        hosts: Mapping[str, Iterable[str]]
+) -> dict[str, list[dict[str, typing.Any]]]:
     """{Nova host: its host-side series (not a guest's, not a vGPU
     instance's licence)} of FOUND; HOSTS: {Nova host:
     ``utilisation.host_keys`` of its service host and hypervisor
     hostname}."""
-    by_key = {}
+    by_key: dict[str, set[str]] = {}
     for host, keys in hosts.items():
         for key in keys:
             by_key.setdefault(key, set()).add(host)
-    by_host = {}
+    by_host: dict[str, list[dict[str, typing.Any]]] = {}
     for item in found:
         if item['instance_id'] or item.get('vm_id') or not item['host']:
             continue
@@ -536,7 +567,7 @@ def _own_address(pci):
     return pci.endswith(':00.0')
 
 
-def served(series):
+def served(series: Iterable[Mapping[str, typing.Any]]) -> list[str]:
     """The PCI addresses DCGM serves now among a host's SERIES (an
     ``xid`` figure, read without a range: gone at the next scrape once
     DCGM stops seeing the GPU)."""
@@ -544,7 +575,13 @@ def served(series):
                    if s['pci'] and 'xid' in s['figures']})
 
 
-def not_served(rows, series, found, held_through_pci):
+def not_served(
+        rows: Iterable[dict[str, typing.Any]],
+        series: Iterable[Mapping[str, typing.Any]],
+        found: Iterable[Mapping[str, typing.Any]],
+        held_through_pci: Callable[[dict[str, typing.Any]], bool]
+) -> tuple[list[dict[str, typing.Any]], list[dict[str, typing.Any]],
+           list[str]]:
     """Compare the addresses of the GPU devices Placement offers on one
     host (ROWS) with those its DCGM serves (SERIES, the host's): (missing,
     unsure, extra).
@@ -580,12 +617,14 @@ def not_served(rows, series, found, held_through_pci):
     return missing, unsure, extra
 
 
-def drivers_of(series):
+def drivers_of(series: Iterable[Mapping[str, typing.Any]]) -> list[str]:
     """The driver versions a host's SERIES carry."""
     return sorted({s['driver'] for s in series if s['driver']})
 
 
-def licences(found):
+def licences(
+        found: Iterable[Mapping[str, typing.Any]]
+) -> dict[str, tuple[str, bool]]:
     """{server id: (side, licensed)} from FOUND: a guest's
     DCGM_FI_DEV_VGPU_LICENSE_STATUS (joined by ``instance_id``) and a
     host-side vGPU instance's DCGM_FI_DEV_VGPU_INSTANCE_LICENSE_STATUS

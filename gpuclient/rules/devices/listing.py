@@ -22,7 +22,13 @@ reserved after its server went is **awaiting release**
 (``one_time_use``), neither free nor stranded.
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
 import re
+import typing
 
 from osc_lib import exceptions
 
@@ -30,6 +36,10 @@ from gpuclient.i18n import _
 from gpuclient.rules import baremetal
 from gpuclient.rules import host_names
 from gpuclient.rules.devices import one_time_use
+
+if typing.TYPE_CHECKING:
+    from gpuclient.rules import hosts as hosts_mod
+    from gpuclient.rules import model
 
 # a device's state
 FREE = 'free'
@@ -47,7 +57,7 @@ _ADDRESS_RE = re.compile(
     r'[._]([0-7])$')
 
 
-def pci_address(provider_name):
+def pci_address(provider_name: str | None) -> str | None:
     """The PCI address a device provider's name ends with, or None."""
     match = _ADDRESS_RE.search(provider_name or '')
     if not match:
@@ -56,7 +66,8 @@ def pci_address(provider_name):
     return ('%s:%s:%s.%s' % (domain, bus, slot, function)).lower()
 
 
-def state(item, traits, node=False):
+def state(item: Mapping[str, int], traits: Iterable[str] | None,
+          node: bool = False) -> str:
     """The state of a device from its class's summary ITEM and TRAITS;
     NODE: a bare-metal node (``baremetal.is_node_item``)."""
     if item.get('used'):
@@ -75,7 +86,12 @@ ROW_FIELDS = ('uuid', 'name', 'host', 'pools', 'resource_class',
               'used', 'one_time_use', 'traits')
 
 
-def rows(cloud, allocations=None, servers=None, pools_by_host=None):
+def rows(
+        cloud: model.Cloud,
+        allocations: Mapping[str, Mapping[str, dict[str, int]]] | None = None,
+        servers: Iterable[Mapping[str, typing.Any]] | None = None,
+        pools_by_host: Mapping[str, Iterable[str]] | None = None
+) -> list[dict[str, typing.Any]]:
     """One row per GPU device of CLOUD (a ``model.Cloud`` with its
     Placement snapshot), dicts with ROW_FIELDS, by host and name.
 
@@ -84,7 +100,8 @@ def rows(cloud, allocations=None, servers=None, pools_by_host=None):
     tenant_id or project_id), for the names and projects of the consumers.
     Trees no hypervisor maps to are left out.
     """
-    snap = cloud.placement
+    # read with its Placement snapshot (ops.device_ops)
+    snap: hosts_mod.Snapshot = cloud.placement  # type: ignore[assignment]
     allocations = allocations or {}
     by_id = {s['id']: s for s in servers or ()}
     root_host = host_names.root_hosts(cloud.hypervisors or [])
@@ -133,8 +150,9 @@ def _project(server):
     return server.get('tenant_id') or server.get('project_id')
 
 
-def select(found, host=None, pool=None, server_ids=None,
-           awaiting_only=False):
+def select(found: Iterable[dict[str, typing.Any]], host: str | None = None,
+           pool: str | None = None, server_ids: Iterable[str] | None = None,
+           awaiting_only: bool = False) -> list[dict[str, typing.Any]]:
     """The rows of FOUND on HOST, in POOL, held by one of SERVER_IDS, or
     awaiting release (AWAITING_ONLY)."""
     return [r for r in found
@@ -145,7 +163,8 @@ def select(found, host=None, pool=None, server_ids=None,
             and (not awaiting_only or r['state'] == AWAITING_RELEASE)]
 
 
-def resolve(found, names):
+def resolve(found: Sequence[dict[str, typing.Any]],
+            names: Iterable[str]) -> list[dict[str, typing.Any]]:
     """The rows of FOUND that NAMES mean, in order and each once: a
     provider UUID or name, or HOST:PCI_ADDRESS (the compute service host).
     A name that means no device, or several, is a CommandError naming

@@ -25,18 +25,27 @@ No I/O here. ``join_fields`` adds to each row of ``listing.rows``:
   ``openstack_sd_configs`` relabelling gives an exporter inside it.
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterable
+from collections.abc import Mapping
+import typing
+
 # the FIELDS this module adds to a device row
 FIELDS = ('hypervisor_hostname', 'holders')
 
 
-def _flavor(server):
+def _flavor(server: Mapping[str, typing.Any] | None) -> str:
     """The flavor name a server was booted with (compute API >= 2.47
     embeds it as ``original_name``), or ''."""
     flavor = (server or {}).get('flavor') or {}
     return flavor.get('original_name') or flavor.get('name') or ''
 
 
-def holders(row, servers_by_id):
+def holders(
+        row: Mapping[str, typing.Any],
+        servers_by_id: Mapping[str, Mapping[str, typing.Any]]
+) -> list[tuple[str, str, str, str]]:
     """(name, id, project, flavor) of each server holding ROW's device;
     a consumer Nova does not list (a migration record) keeps its ID."""
     found = []
@@ -48,14 +57,20 @@ def holders(row, servers_by_id):
     return found
 
 
-def join_fields(rows, providers, servers):
+def join_fields(
+        rows: Iterable[Mapping[str, typing.Any]],
+        providers: Mapping[str, Mapping[str, typing.Any]],
+        servers: Iterable[Mapping[str, typing.Any]] | None
+) -> list[dict[str, typing.Any]]:
     """ROWS with FIELDS. PROVIDERS: Placement's {uuid: provider dict with
     ``root`` and ``name``}; SERVERS: Nova's servers (dicts)."""
     by_id = {s['id']: s for s in servers or ()}
     found = []
     for row in rows:
         provider = providers.get(row['uuid']) or {}
-        root = providers.get(provider.get('root')) or provider
+        # a provider not read has no root, and finds none
+        root = providers.get(
+            provider.get('root')) or provider  # type: ignore[arg-type]
         found.append(dict(row, hypervisor_hostname=root.get('name') or '',
                           holders=holders(row, by_id)))
     return found

@@ -27,7 +27,12 @@ A device_spec that sets ``one_time_use`` where Nova refuses it is a
 finding of gpu check (``one_time_use_problems``).
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterable
+from collections.abc import Mapping
 import json
+import typing
 
 from gpuclient.i18n import _
 
@@ -35,13 +40,14 @@ from gpuclient.i18n import _
 ONE_TIME_USE_TRAIT = 'HW_PCI_ONE_TIME_USE'
 
 
-def is_one_time_use(traits):
+def is_one_time_use(traits: Iterable[str] | None) -> bool:
     """Does a provider with TRAITS (None: not read) hold a one-time-use
     device?"""
     return ONE_TIME_USE_TRAIT in (traits or ())
 
 
-def awaiting_release(item, traits):
+def awaiting_release(item: Mapping[str, int],
+                     traits: Iterable[str] | None) -> bool:
     """Is a one-time-use device (its class's summary ITEM, {capacity,
     used}; its provider's TRAITS) reserved by Nova after its server went,
     waiting for the operator's release?"""
@@ -51,7 +57,8 @@ def awaiting_release(item, traits):
 
 # -- gpu check: one_time_use in nova.conf -------------------------------------
 
-def _spec_matches(spec, alias):
+def _spec_matches(spec: Mapping[str, typing.Any],
+                  alias: Mapping[str, typing.Any]) -> bool:
     """Does a device_spec select devices of ALIAS's vendor:product (an
     absent or ``*`` id matches any)?"""
     for key in ('vendor_id', 'product_id'):
@@ -62,11 +69,12 @@ def _spec_matches(spec, alias):
     return True
 
 
-def _is_true(value):
+def _is_true(value: object) -> bool:
     return str(value).strip().lower() in ('1', 't', 'true', 'on', 'y', 'yes')
 
 
-def one_time_use_problems(pci):
+def one_time_use_problems(
+        pci: Mapping[str, typing.Any]) -> list[tuple[str, str, str]]:
     """[(object, symptom, fix)] of the ``one_time_use`` device specs Nova
     refuses, from a nova.conf's ``[pci]`` (``scheduler.conf``'s
     ``settings['pci']``): Nova 2025.2 ``nova/pci/devspec.py`` refuses

@@ -15,6 +15,11 @@ and what releasing it does (lowering the ``reserved`` Nova set on a
 one-time-use device, ``one_time_use``).
 """
 
+from __future__ import annotations
+
+from collections.abc import Mapping
+import typing
+
 from gpuclient.i18n import _
 from gpuclient.rules.devices import listing
 from gpuclient.rules.devices import one_time_use
@@ -25,7 +30,7 @@ RELEASED = 'released'
 ALREADY_RELEASED = 'already released'
 
 
-def release_problem(row):
+def release_problem(row: Mapping[str, typing.Any]) -> str | None:
     """Why the device of ROW cannot be released (None: it can, or has
     nothing to release)."""
     if not row['one_time_use']:
@@ -46,7 +51,7 @@ def release_problem(row):
     return None
 
 
-def release_action(row):
+def release_action(row: Mapping[str, typing.Any]) -> str:
     """RELEASE for a device awaiting release, ALREADY_RELEASED for a free
     one (a re-run converges), after ``release_problem``."""
     return (RELEASE if row['state'] == listing.AWAITING_RELEASE

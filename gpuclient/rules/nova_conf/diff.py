@@ -19,10 +19,19 @@ the files each service reads, parsed (``parse.parse_ini`` and
 findings as ``+``/``-`` lines under each service's or host's label.
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
 import json
+import typing
 
 from gpuclient.i18n import _
 from gpuclient.rules.nova_conf import render
+
+if typing.TYPE_CHECKING:
+    from gpuclient.rules.nova_conf import parse
 
 MISSING = 'missing'
 DIFFERS = 'differs'
@@ -71,7 +80,9 @@ def _compare(section, key, want, have):
     return None if last.strip() == want else (DIFFERS, last)
 
 
-def diff(config, existing):
+def diff(
+        config: render.Config, existing: Mapping[render.Target, parse.Ini]
+) -> list[dict[str, typing.Any]]:
     """What existing configurations lack or contradict.
 
     ``existing``: {target: parsed ini} (``parse.parse_ini`` /
@@ -106,12 +117,15 @@ def diff(config, existing):
     return found
 
 
-def render_diff(findings, where=None):
+def render_diff(
+        findings: Iterable[Mapping[str, typing.Any]],
+        where: Mapping[render.Target, Sequence[str]] | None = None) -> str:
     """The findings as text (one line per value; ``where`` maps a target
     to the files read for it)."""
     if not findings:
         return _('# no differences: the configuration has every setting '
                  'the pools need\n')
+    lines: list[str]
     lines, last = [], None
     for item in findings:
         if item['target'] != last:

@@ -22,6 +22,9 @@ Nova defines them, are ``gpuclient.rules.scheduler.conf``; the ``[quota]``
 options, ``gpuclient.rules.quota``. No I/O: the ops layer reads the files.
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterable
 import re
 
 from osc_lib import exceptions
@@ -29,8 +32,12 @@ from oslo_config import iniparser
 
 from gpuclient.i18n import _
 
+# nova.conf as parse_ini reads it: {section: {key: [values]}}
+Ini = dict[str, dict[str, list[str]]]
 
-def _conf_error(source, lineno, message):
+
+def _conf_error(source: str | None, lineno: int,
+                message: str) -> exceptions.CommandError:
     """The file and the line number, never the line's text: a nova.conf
     line may hold a password (a database connection URL)."""
     return exceptions.CommandError(
@@ -88,7 +95,7 @@ class _IniReader(iniparser.BaseParser):
         self._refuse(_('empty section name'))
 
 
-def parse_ini(text, source=None):
+def parse_ini(text: str | None, source: str | None = None) -> Ini:
     """{section: {key: [values]}} from nova.conf text, as oslo.config reads it.
 
     Read by oslo.config's parser (``oslo_config.iniparser.BaseParser``):
@@ -113,7 +120,7 @@ def parse_ini(text, source=None):
     return reader.found
 
 
-def merge_ini(parsed):
+def merge_ini(parsed: Iterable[Ini]) -> Ini:
     """Several parsed files as one, as oslo.config reads them.
 
     PARSED is in the order the files are read (``--config-file`` options,
@@ -121,7 +128,7 @@ def merge_ini(parsed):
     file, in that order, so a single-valued option takes the last one (the
     later file wins) and a multi-valued one (``[pci] alias``) all of them.
     """
-    merged = {}
+    merged: Ini = {}
     for one in parsed:
         for section, keys in one.items():
             into = merged.setdefault(section, {})
@@ -130,7 +137,7 @@ def merge_ini(parsed):
     return merged
 
 
-def conf_dir_files(names):
+def conf_dir_files(names: Iterable[str]) -> list[str]:
     """The files oslo.config's ``--config-dir`` reads, in its order: the
     ``*.conf`` names (not hidden ones, as glob), sorted."""
     return sorted(name for name in names

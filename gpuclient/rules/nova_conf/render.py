@@ -55,9 +55,15 @@ device name), PCI in Placement names a device provider
 ``<nodename>_0000:41:00.0`` (the address in upper case).
 """
 
+from __future__ import annotations
+
 import collections
+from collections.abc import Collection
+from collections.abc import Iterable
+from collections.abc import Mapping
 import json
 import re
+import typing
 
 from osc_lib import exceptions
 
@@ -65,6 +71,10 @@ from gpuclient.i18n import _
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import specs as specs_mod
 from gpuclient.rules.profiles import catalogue
+
+if typing.TYPE_CHECKING:
+    from gpuclient.rules import hosts as hosts_mod
+    from gpuclient.rules import model
 
 ALL = 'all'
 API = 'nova-api'
@@ -75,6 +85,11 @@ PLACEMENT = 'placement-api'
 # the controller services that read [pci] alias and pci_in_placement
 CONTROLLERS = (API, SCHEDULER, CONDUCTOR)
 HOST = 'host'
+# a target: ALL, API, SCHEDULER, CONDUCTOR, PLACEMENT or (HOST, compute host)
+Target = str | tuple[str, str]
+# what one target reads: {section: {key: value}}, a value a string or, for
+# Nova's multi-valued options (MULTI_KEYS), a list of strings
+Sections = dict[str, dict[str, str | list[str]]]
 
 # Nova 34's default [filter_scheduler] enabled_filters, in its order
 NOVA_DEFAULT_FILTERS = (
@@ -114,11 +129,11 @@ _PLACEMENT_PCI_RE = re.compile(
     r'([0-9a-fA-F]{4}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.([0-7])$')
 
 
-def host_target(host):
+def host_target(host: str) -> tuple[str, str]:
     return (HOST, host)
 
 
-def target_label(target):
+def target_label(target: Target) -> str:
     if target == ALL:
         return _('every Nova service')
     if isinstance(target, tuple):
@@ -126,7 +141,7 @@ def target_label(target):
     return target
 
 
-def target_order(target):
+def target_order(target: Target) -> tuple[int, str]:
     if target == ALL:
         return (0, '')
     if target == API:
@@ -143,40 +158,42 @@ def target_order(target):
 class Config:
     """{target: {section: {key: value}}} plus notes per target."""
 
-    def __init__(self):
-        self.targets = {}
-        self.notes = {}
+    def __init__(self) -> None:
+        self.targets: dict[Target, Sections] = {}
+        self.notes: dict[Target, list[str]] = {}
 
-    def set(self, target, section, key, value):
+    def set(self, target: Target, section: str, key: str, value: str) -> None:
         self.targets.setdefault(target, {}).setdefault(section, {})[key] = (
             value)
 
-    def add(self, target, section, key, value):
+    def add(self, target: Target, section: str, key: str, value: str) -> None:
         """Append to a multi-valued option, once per value."""
         values = self.targets.setdefault(target, {}).setdefault(
             section, {}).setdefault(key, [])
         if value not in values:
-            values.append(value)
+            # a multi-valued option's value is a list (only add sets it)
+            values.append(value)  # type: ignore[union-attr]
 
-    def note(self, target, text):
+    def note(self, target: Target, text: str) -> None:
         notes = self.notes.setdefault(target, [])
         if text not in notes:
             notes.append(text)
 
-    def ordered(self):
+    def ordered(self) -> list[Target]:
         """Targets with settings or notes, in rendering order."""
         return sorted(set(self.targets) | set(self.notes), key=target_order)
 
-    def effective(self, target):
+    def effective(self, target: Target) -> Sections:
         """What one service reads: ALL, then its own settings."""
-        merged = {}
+        merged: Sections = {}
         for part in (ALL, target) if target != ALL else (ALL,):
             for section, keys in self.targets.get(part, {}).items():
                 into = merged.setdefault(section, {})
                 for key, value in keys.items():
                     if isinstance(value, list):
                         into.setdefault(key, [])
-                        into[key] = into[key] + [
+                        # a list: set only by add, in every part
+                        into[key] = into[key] + [  # type: ignore[operator]
                             v for v in value if v not in into[key]]
                     else:
                         into[key] = value
@@ -185,7 +202,7 @@ class Config:
 
 # -- provider trees ------------------------------------------------------
 
-def pci_address(name, root_name=None):
+def pci_address(name: str | None, root_name: str | None = None) -> str | None:
     """The PCI address a device provider's name carries, or None.
 
     ``gpu-1_pci_0000_84_00_0`` (libvirt pGPU / VF) and
@@ -208,7 +225,7 @@ ADDRESS_RE = re.compile(
     r'^([0-9a-f]{4}):([0-9a-f]{2}):([0-9a-f]{2})\.([0-7])$')
 
 
-def card_address(address):
+def card_address(address: str | None) -> str | None:
     """The PF address of the card a VF (or PF) address belongs to:
     ``0000:41:01.2`` -> ``0000:41:00.0`` (a GPU's VFs sit on its own bus);
     None for no address."""
@@ -218,7 +235,9 @@ def card_address(address):
     return '%s:%s:00.0' % found.group(1, 2)
 
 
-def trees_from_snapshot(snapshot, host_roots):
+def trees_from_snapshot(
+        snapshot: hosts_mod.Snapshot, host_roots: Mapping[str, Iterable[str]]
+) -> dict[str, list[dict[str, typing.Any]]]:
     """{host: [device provider]} from a hosts.Snapshot.
 
     A device provider is a non-root provider in the host's trees, as a dict:
@@ -253,8 +272,12 @@ def trees_from_snapshot(snapshot, host_roots):
     return trees
 
 
-def from_cloud(cloud, pool_names=(), hosts=(), mig_types=None,
-               numa_policy=DEFAULT_NUMA_POLICY):
+def from_cloud(
+        cloud: model.Cloud, pool_names: Collection[str] = (),
+        hosts: Collection[str] = (),
+        mig_types: Mapping[str, str] | None = None,
+        numa_policy: str | None = DEFAULT_NUMA_POLICY
+) -> tuple[Config, list[str]]:
     """(Config, notes) from one ``model.Cloud`` (read with flavors).
 
     POOL_NAMES limit the pools (default: all), HOSTS (any name
@@ -263,7 +286,8 @@ def from_cloud(cloud, pool_names=(), hosts=(), mig_types=None,
     about itself and which host a name resolved to.
     """
     notes = [message for _agg, _pool, message in cloud.problems]
-    notes += cloud.placement.notes()
+    # read with its Placement snapshot (ops.config_ops)
+    notes += cloud.placement.notes()  # type: ignore[union-attr]
     chosen = dict(cloud.pools)
     if pool_names:
         for name in pool_names:
@@ -283,8 +307,8 @@ def from_cloud(cloud, pool_names=(), hosts=(), mig_types=None,
                        'pools': ', '.join(sorted(chosen)) or _('none')})
     host_roots = cloud.host_roots()
     trees = trees_from_snapshot(
-        cloud.placement, {h: sorted(host_roots[h]) for h in members
-                          if host_roots.get(h)})
+        cloud.placement,  # type: ignore[arg-type]
+        {h: sorted(host_roots[h]) for h in members if host_roots.get(h)})
     config = build(chosen, trees, mig_types=mig_types,
                    numa_policy=numa_policy, flavors=cloud.flavors)
     if hosts:
@@ -302,12 +326,13 @@ def _json(data):
     return json.dumps(data, separators=(', ', ': '))
 
 
-def default_pci_class(pci_id):
+def default_pci_class(pci_id: str) -> str:
     vendor, _sep, product = pci_id.partition(':')
     return 'CUSTOM_PCI_%s_%s' % (vendor.upper(), product.upper())
 
 
-def alias_json(pool, numa_policy=DEFAULT_NUMA_POLICY):
+def alias_json(pool: Mapping[str, typing.Any],
+               numa_policy: str | None = DEFAULT_NUMA_POLICY) -> str:
     """The ``[pci] alias`` value of a passthrough or vgpu-vf pool."""
     if pool['mode'] == pools_mod.VGPU_VF:
         # Nova's kernel variant driver recipe: the VF's class picks the
@@ -332,7 +357,8 @@ def alias_json(pool, numa_policy=DEFAULT_NUMA_POLICY):
     return _json(data)
 
 
-def shared_alias_json(name, resource_class, numa_policy):
+def shared_alias_json(name: str, resource_class: str,
+                      numa_policy: str | None) -> str:
     """One ``[pci] alias`` for pools of one class but several PCI ids:
     the class alone (Nova 34 accepts an alias without vendor_id and
     product_id when it names a resource_class)."""
@@ -343,16 +369,20 @@ def shared_alias_json(name, resource_class, numa_policy):
     return _json(data)
 
 
-def alias_groups(pools):
+def alias_groups(
+        pools: Iterable[dict[str, typing.Any]]
+) -> dict[str, list[dict[str, typing.Any]]]:
     """{alias name: [passthrough pool]} of every alias, pools by name."""
-    groups = {}
+    groups: dict[str, list[dict[str, typing.Any]]] = {}
     for pool in sorted(pools, key=lambda p: p['name']):
         if pool['mode'] in pools_mod.PCI_MODES and pool.get('alias'):
             groups.setdefault(pool['alias'], []).append(pool)
     return groups
 
 
-def alias_conflicts(pools):
+def alias_conflicts(
+        pools: Iterable[dict[str, typing.Any]]
+) -> list[tuple[str, list[dict[str, typing.Any]], str | None]]:
     """[(alias, [pools], shared class or None)] for aliases that pools of
     different PCI ids or classes share.
 
@@ -372,7 +402,10 @@ def alias_conflicts(pools):
     return found
 
 
-def alias_policy(alias, flavors, default=DEFAULT_NUMA_POLICY):
+def alias_policy(
+        alias: str, flavors: Iterable[Mapping[str, typing.Any]] | None,
+        default: str | None = DEFAULT_NUMA_POLICY
+) -> tuple[str | None, str | None]:
     """(numa_policy of an alias, note or None) from the flavors asking
     for it: their ``hw:pci_numa_affinity_policy`` when they agree, else
     DEFAULT, with a note that it is assumed. ``flavors``: dicts with
@@ -382,7 +415,7 @@ def alias_policy(alias, flavors, default=DEFAULT_NUMA_POLICY):
             'Alias %(alias)s: numa_policy %(policy)s is assumed '
             '(--numa-policy); the flavors were not read.') % {
                 'alias': alias, 'policy': default}
-    seen = {}
+    seen: dict[str, list[str]] = {}
     for flavor in flavors:
         extra = flavor.get('extra_specs') or {}
         if alias not in specs_mod.parse_aliases(
@@ -390,8 +423,10 @@ def alias_policy(alias, flavors, default=DEFAULT_NUMA_POLICY):
             continue
         policy = extra.get(specs_mod.NUMA_SPEC)
         if policy:
+            # a flavor has an id
             seen.setdefault(policy, []).append(
-                flavor.get('name') or flavor.get('id'))
+                flavor.get('name')
+                or flavor.get('id'))  # type: ignore[arg-type]
     if len(seen) == 1:
         return next(iter(seen)), None
     if not seen:
@@ -449,7 +484,8 @@ def _add_aliases(config, pools, flavors, numa_policy):
                 'others': ', '.join(p['name'] for p in group[1:])})
 
 
-def device_spec_json(pool, address=None):
+def device_spec_json(pool: Mapping[str, typing.Any],
+                     address: str | None = None) -> str:
     """The ``[pci] device_spec`` value of a passthrough pool, or of one VF
     (at ADDRESS) of a vgpu-vf pool."""
     vendor, _sep, product = pool['pci_id'].partition(':')
@@ -468,7 +504,7 @@ def device_spec_json(pool, address=None):
     return _json(data)
 
 
-def vf_addresses(pf_address, count):
+def vf_addresses(pf_address: str | None, count: int) -> list[str]:
     """The first COUNT VF addresses of an NVIDIA PF (NVIDIA_VF_OFFSET,
     NVIDIA_VF_STRIDE), as sysfs names them; [] for a malformed address."""
     found = _PLACEMENT_PCI_RE.fullmatch(pf_address or '')
@@ -515,8 +551,12 @@ def _pool_type(pool, mig_types):
     return (mig_types or {}).get(pool['mig_profile'])
 
 
-def build(pools, trees, mig_types=None, numa_policy=DEFAULT_NUMA_POLICY,
-          flavors=None):
+def build(
+        pools: Mapping[str, dict[str, typing.Any]],
+        trees: Mapping[str, list[dict[str, typing.Any]]],
+        mig_types: Mapping[str, str] | None = None,
+        numa_policy: str | None = DEFAULT_NUMA_POLICY,
+        flavors: Collection[Mapping[str, typing.Any]] | None = None) -> Config:
     """The Config the pools need (see the module doc).
 
     ``pools``: {name: pool} as ``pools.scan`` returns them; ``trees``:
@@ -556,7 +596,7 @@ def build(pools, trees, mig_types=None, numa_policy=DEFAULT_NUMA_POLICY,
     return config
 
 
-def post_copy_needed(pool):
+def post_copy_needed(pool: Mapping[str, typing.Any]) -> bool:
     """Does POOL's host live-migrate servers with VFIO devices?
 
     A live-migratable passthrough or vgpu-vf pool (Nova 2025.1: PCI
@@ -605,7 +645,8 @@ WIDE_TREE_SETTINGS = (
 )
 
 
-def wide_trees_unset(placement):
+def wide_trees_unset(
+        placement: Mapping[str, typing.Any]) -> list[tuple[str, str, str]]:
     """The WIDE_TREE_SETTINGS that PLACEMENT (``load_settings``'s
     ``placement``: what the given files say, Placement's defaults
     otherwise) does not have: optimize_for_wide_provider_trees off,
@@ -637,7 +678,11 @@ def _flavor_asks(reading, name, pool):
                reading['gpu_classes'].get(pool.get('resource_class'), 0))
 
 
-def wide_trees(pools, trees, flavors):
+def wide_trees(
+        pools: Mapping[str, dict[str, typing.Any]],
+        trees: Mapping[str, list[dict[str, typing.Any]]],
+        flavors: Iterable[Mapping[str, typing.Any]] | None
+) -> list[dict[str, typing.Any]]:
     """Pools whose hosts have wide provider trees that a flavor asks many
     devices of: [{pool, host, children, flavor, asked}], by pool name.
 
@@ -673,7 +718,8 @@ def wide_trees(pools, trees, flavors):
     return found
 
 
-def wide_trees_settings(config, wide):
+def wide_trees_settings(config: Config,
+                        wide: Iterable[Mapping[str, typing.Any]]) -> None:
     """placement.conf for the pools ``wide_trees`` found (WIDE)."""
     for section, key, value in WIDE_TREE_SETTINGS:
         config.set(PLACEMENT, section, key, value)
@@ -685,7 +731,7 @@ def wide_trees_settings(config, wide):
         'max_allocation_candidates.'))
 
 
-def wide_trees_releases():
+def wide_trees_releases() -> str:
     """Where the WIDE_TREE_SETTINGS are and which Placement has them."""
     return _(
         'placement.conf of every placement-api, not nova.conf. '
@@ -695,7 +741,7 @@ def wide_trees_releases():
         '(2025.1), backported to 11.0.1 (2024.1), 2024.2 and 2023.2.')
 
 
-def wide_tree_text(item):
+def wide_tree_text(item: Mapping[str, typing.Any]) -> str:
     """Why one pool's trees are wide (an item of ``wide_trees``)."""
     return _(
         'Pool %(pool)s: host %(host)s has %(children)d child providers of '
@@ -704,7 +750,7 @@ def wide_tree_text(item):
         'boots fail with "No valid host" once it takes too long.') % item
 
 
-def post_copy_off(config, target):
+def post_copy_off(config: Config, target: Target) -> None:
     config.set(target, 'libvirt', 'live_migration_permit_post_copy', FALSE)
 
 
@@ -907,7 +953,7 @@ def _max_instances(config, target, mdev_type, entry):
 
 # -- rendering ---------------------------------------------------------------
 
-def comment_lines(text, width=76):
+def comment_lines(text: str, width: int = 76) -> list[str]:
     lines, line = [], '#'
     for word in text.split():
         if len(line) + 1 + len(word) > width and line != '#':
@@ -918,7 +964,7 @@ def comment_lines(text, width=76):
     return lines
 
 
-def render_target(config, target, header=True):
+def render_target(config: Config, target: Target, header: bool = True) -> str:
     """The nova.conf text of one target (sections in a stable order)."""
     lines = []
     if header:
@@ -934,7 +980,7 @@ def render_target(config, target, header=True):
     return '\n'.join(lines) + '\n'
 
 
-def render_ini(config):
+def render_ini(config: Config) -> str:
     """Every target's sections, one block per service or host."""
     return '\n'.join(render_target(config, t) for t in config.ordered())
 
@@ -945,7 +991,7 @@ KOLLA_COMPUTE = 'nova/nova-compute.conf'
 KOLLA_PLACEMENT = 'placement.conf'
 
 
-def file_part(name):
+def file_part(name: object) -> str:
     """NAME (cloud data: a compute host, a pool) as one safe component of
     a file path: the same text where it is one already (host names and
     FQDNs are), else path separators and NUL made ``_`` and leading dots
@@ -954,7 +1000,7 @@ def file_part(name):
     return text or '_'
 
 
-def kolla_path(target):
+def kolla_path(target: Target) -> str:
     """Where Kolla-Ansible reads a target's overrides, relative to
     ``/etc/kolla/config`` (``node_custom_config``)."""
     if target == ALL:
@@ -966,7 +1012,7 @@ def kolla_path(target):
     return 'nova/%s.conf' % file_part(target)
 
 
-def ini_path(target):
+def ini_path(target: Target) -> str:
     """File names for ``--layout ini --output-dir``."""
     if target == ALL:
         return 'nova.conf'
@@ -977,13 +1023,13 @@ def ini_path(target):
     return '%s.conf' % file_part(target)
 
 
-def files(config, layout='kolla'):
+def files(config: Config, layout: str = 'kolla') -> list[tuple[str, str]]:
     """[(relative path, text)] for the layout ('kolla' or 'ini')."""
     path = kolla_path if layout == 'kolla' else ini_path
     return [(path(t), render_target(config, t)) for t in config.ordered()]
 
 
-def render_kolla(config):
+def render_kolla(config: Config) -> str:
     """The Kolla-Ansible tree as one text, each file under its path."""
     parts = []
     for path, text in files(config, 'kolla'):
@@ -991,7 +1037,7 @@ def render_kolla(config):
     return '\n'.join(parts)
 
 
-def kolla_reads(target):
+def kolla_reads(target: Target) -> list[str]:
     """The override files Kolla merges for a target, in its order."""
     if target == ALL:
         return ['global.conf', KOLLA_ALL]

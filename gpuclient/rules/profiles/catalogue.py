@@ -22,37 +22,80 @@ a command that plans no partition reads no file. Where the numbers come
 from: doc/source/user/catalogue.rst.
 """
 
+from __future__ import annotations
+
 import collections
+from collections.abc import Iterable
+from collections.abc import Mapping
 import functools
 import os
 import re
+import typing
 
 from gpuclient.i18n import _
 
 MIG = 'mig'
 VGPU = 'vgpu'
 
-Profile = collections.namedtuple(
-    'Profile', 'name compute memory_slices memory_gb max_count starts media')
+
+class Profile(typing.NamedTuple):
+    name: str
+    compute: int
+    memory_slices: int
+    memory_gb: int
+    max_count: int
+    starts: tuple[int, ...]
+    media: bool
+
+
 # board: the key of the Board the type is named for (vGPU type names differ
 # between the boards of one GPU: H100-80C on the PCIe card, H100XM-80C on
 # the SXM5 module)
-VgpuType = collections.namedtuple('VgpuType', 'name memory_gb max_count board')
+class VgpuType(typing.NamedTuple):
+    name: str
+    memory_gb: int
+    max_count: int
+    board: str
+
+
 # a physical product carrying the model's GPU: its key (``H100-SXM5-80GB``),
 # NVIDIA's name of it, physical GPUs on it, and the table its vGPU types are
 # transcribed from
-Board = collections.namedtuple('Board', 'name title gpus source')
+class Board(typing.NamedTuple):
+    name: str
+    title: str
+    gpus: int
+    source: str
+
+
 # source: where the MIG profiles (names, counts, start slots) come from
-Model = collections.namedtuple(
-    'Model', 'name compute_slices memory_slices profiles vgpu_types boards '
-    'source')
+class Model(typing.NamedTuple):
+    name: str
+    compute_slices: int
+    memory_slices: int
+    profiles: tuple[Profile, ...]
+    vgpu_types: tuple[VgpuType, ...]
+    boards: tuple[Board, ...]
+    source: str | None
+
+
 # the BAR1 window of a board (its frame buffer aperture, mapped into the
 # guest's physical address space under passthrough: rules/address_space),
 # ``gib`` None where no source gave its size, with the PCI device IDs that
 # name the board in a pool (``--pci-id``)
-Bar1 = collections.namedtuple('Bar1', 'board gib pci_ids source')
+class Bar1(typing.NamedTuple):
+    board: str
+    gib: int | None
+    pci_ids: tuple[str, ...]
+    source: str
 
-Tables = collections.namedtuple('Tables', 'MODELS BOARDS BAR1')
+
+# MODELS: {name: Model}; BOARDS: {board name: (Board, its model's name)};
+# BAR1: {board name: Bar1}
+class Tables(typing.NamedTuple):
+    MODELS: dict[str, Model]
+    BOARDS: dict[str, tuple[Board, str]]
+    BAR1: dict[str, Bar1]
 
 
 class UnknownName(ValueError):
@@ -121,7 +164,7 @@ def _bar1(entry, documents):
 
 
 @functools.cache
-def tables():
+def tables() -> Tables:
     """The catalogue's MODELS, BOARDS and BAR1, read from the data files
     once, when first asked for."""
     data = _read('models.yaml')
@@ -147,7 +190,7 @@ def __getattr__(name):
 
 # -- names --------------------------------------------------------------------
 
-def bar1_for_pci_id(pci_id):
+def bar1_for_pci_id(pci_id: str | None) -> Bar1 | None:
     """The Bar1 of the board with PCI ID ``vendor:product`` (its ``gib``
     None where the size is not known), or None (no catalogue board has
     that ID)."""
@@ -158,11 +201,11 @@ def bar1_for_pci_id(pci_id):
     return None
 
 
-def _key(text):
+def _key(text: str) -> str:
     return re.sub(r'[\s_]+', '-', str(text).strip()).upper()
 
 
-def model_name(text):
+def model_name(text: str) -> str:
     """The catalogue's name of a GPU model: case-insensitive, ``_`` or a
     space for ``-`` (``h100_80gb`` is ``H100-80GB``); a board's name gives
     its model (``H100-NVL`` is ``H100-94GB``)."""
@@ -178,7 +221,7 @@ def model_name(text):
         % {'model': text, 'models': ', '.join(models)})
 
 
-def board_name(text):
+def board_name(text: str) -> str:
     """The catalogue's name of a board (``h100-sxm5-80gb`` is
     ``H100-SXM5-80GB``)."""
     key = _key(text)
@@ -190,7 +233,7 @@ def board_name(text):
     return key
 
 
-def _profile_key(text):
+def _profile_key(text: str) -> str:
     key = str(text).strip().lower()
     for prefix in ('mig ', 'mig-', 'nvidia.com/mig-'):
         if key.startswith(prefix):
@@ -198,7 +241,7 @@ def _profile_key(text):
     return key
 
 
-def profile_names(model=None):
+def profile_names(model: str | None = None) -> list[str]:
     """Every MIG profile and vGPU type name (of MODEL, or of every model)."""
     models = tables().MODELS
     names = []
@@ -210,7 +253,7 @@ def profile_names(model=None):
     return names
 
 
-def profile_name(text):
+def profile_name(text: str) -> str:
     """The catalogue's name of a MIG profile (``3g.40gb``, case-insensitive,
     ``MIG `` or ``nvidia.com/mig-`` prefix allowed) or time-sliced vGPU
     type (``A100D-10C``)."""
@@ -224,7 +267,8 @@ def profile_name(text):
           'A100D-10C).') % {'name': text})
 
 
-def rows(model=None, board=None):
+def rows(model: str | None = None,
+         board: str | None = None) -> list[dict[str, typing.Any]]:
     """Rows of ``gpu profile list``: one per model and profile (MIG
     profiles, then time-sliced vGPU types with their board), each with the
     source it is transcribed from. BOARD: only its model's MIG profiles and
@@ -261,7 +305,7 @@ def rows(model=None, board=None):
     return found
 
 
-def vgpu_type(name):
+def vgpu_type(name: str) -> tuple[str, VgpuType] | None:
     """(model name, VgpuType) of a time-sliced vGPU type (catalogue name,
     case-insensitive), or None."""
     key = str(name).strip().upper()
@@ -272,14 +316,15 @@ def vgpu_type(name):
     return None
 
 
-def check_boards(card_names, demand):
+def check_boards(card_names: Iterable[str],
+                 demand: Mapping[str, int]) -> str | None:
     """Why DEMAND ({profile: count}, catalogue names) cannot be planned on
     the cards CARD_NAMES (models or boards, as ``--cards`` gives them), or
     None. A vGPU type is named for one board: a card given by its board
     serves that board's types only, and cards given by their model cannot
     tell which board's types they serve when the demand names types of
     two boards of that model."""
-    wanted = {}
+    wanted: dict[str, dict[str, str]] = {}
     for name in demand:
         found = vgpu_type(name)
         if found:

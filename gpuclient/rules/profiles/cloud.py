@@ -58,9 +58,17 @@ would be after the re-cut: each VF keeps its placement when the plan keeps
 it, the new placements take the card's other VFs in address order.
 """
 
+from __future__ import annotations
+
 import collections
+from collections.abc import Collection
+from collections.abc import Container
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
 import copy
 import re
+import typing
 
 from gpuclient.i18n import _
 from gpuclient.rules import maintenance
@@ -72,6 +80,8 @@ from gpuclient.rules.profiles import layouts
 from gpuclient.rules.profiles import solver
 
 PROFILE_PROPERTY = pools_mod.VGPU_PROFILE_PROPERTY
+# {provider uuid: {consumer: {class: amount}}} of the used providers
+Allocations = Mapping[str, Mapping[str, Mapping[str, int]]]
 
 
 class CannotTell(ValueError):
@@ -93,7 +103,8 @@ def _token(text):
     return re.sub(r'[^A-Z0-9]+', '_', str(text).upper())
 
 
-def infer_model(mig_profiles, hints=()):
+def infer_model(mig_profiles: Iterable[str],
+                hints: Iterable[str | None] = ()) -> str | None:
     """The catalogue model of a card that serves MIG_PROFILES (names),
     from HINTS (strings the cloud holds: classes, traits, vGPU types,
     provider names, pool properties), or None when no model or more than
@@ -111,7 +122,8 @@ def infer_model(mig_profiles, hints=()):
     return named[0] if len(named) == 1 else None
 
 
-def assign_layout(model, counts):
+def assign_layout(model: str,
+                  counts: Mapping[str, int]) -> layouts.Layout | None:
     """A valid MIG layout of MODEL with COUNTS ({profile: instances}), the
     first in the catalogue's order (fewest placements, lowest starts), or
     None when the card cannot hold them."""
@@ -126,7 +138,8 @@ def assign_layout(model, counts):
     return None
 
 
-def mig_pools_of(pools, host):
+def mig_pools_of(pools: Mapping[str, dict[str, typing.Any]],
+                 host: str) -> list[dict[str, typing.Any]]:
     """The MIG pools holding HOST, by name."""
     return [pools[n] for n in sorted(pools)
             if pools[n]['mode'] == pools_mod.MIG
@@ -157,7 +170,11 @@ def _is_gpu_device(device, mig_pools):
         p['resource_class'] in device['resources'] for p in mig_pools)
 
 
-def cards(host, devices, mig_pools, allocations=None, model=None):
+def cards(
+        host: str, devices: Iterable[dict[str, typing.Any]],
+        mig_pools: Sequence[dict[str, typing.Any]],
+        allocations: Allocations | None = None, model: str | None = None
+) -> tuple[list[dict[str, typing.Any]], list[str]]:
     """(cards, notes) of one host for ``solver.plan``.
 
     DEVICES: the host's device providers (``trees_from_snapshot``);
@@ -174,7 +191,8 @@ def cards(host, devices, mig_pools, allocations=None, model=None):
     layout.
     """
     allocations = allocations or {}
-    by_card = collections.OrderedDict()
+    by_card: collections.OrderedDict[str, list[dict[str, typing.Any]]] = (
+        collections.OrderedDict())
     notes = []
     for device in sorted(devices, key=lambda d: (
             card_address(d['address']) or '', _vf_order(d['address'] or ''))):
@@ -220,7 +238,7 @@ def cards(host, devices, mig_pools, allocations=None, model=None):
                    'profiles': ', '.join(used_profiles) or _('none')})
         name = catalogue.model_name(name)
         model_profiles = {p.name for p in catalogue.MODELS[name].profiles}
-        counts = collections.Counter()
+        counts: collections.Counter[str] = collections.Counter()
         for _device, pool in served:
             profile = pool['mig_profile']
             if not _known_profile(profile) or catalogue.profile_name(
@@ -273,14 +291,14 @@ def _known_profile(name):
 
 # -- time-sliced vGPU pools ---------------------------------------------------
 
-def vgpu_model(name):
+def vgpu_model(name: str) -> str | None:
     """The catalogue model a time-sliced vGPU type (catalogue name)
     belongs to, or None for a MIG profile."""
     found = catalogue.vgpu_type(name)
     return found[0] if found else None
 
 
-def check_mig_type_names(entries):
+def check_mig_type_names(entries: Mapping[str, str] | None) -> None:
     """Refuse (ValueError) a time-sliced vGPU type among ``--mig-mdev-type``
     entries ({name: mdev type}): it goes with ``--vgpu-mdev-type``. Names
     the catalogue does not know are left to the plan."""
@@ -295,11 +313,13 @@ def check_mig_type_names(entries):
                 '--vgpu-mdev-type %(name)s=<mdev type>.') % {'name': text})
 
 
-def vgpu_type_map(entries):
+def vgpu_type_map(entries: Mapping[str, str] | None) -> dict[str, str]:
     """{vGPU type: mdev type} from ``--vgpu-mdev-type`` entries ({name:
     mdev type}), names as the catalogue spells them. Raises
     ``catalogue.UnknownName`` for a name the catalogue does not know and
     ValueError for a MIG profile or an mdev type given twice."""
+    found: dict[str, str]
+    owner: dict[str, str]
     found, owner = {}, {}
     for text, mdev_type in (entries or {}).items():
         name = catalogue.profile_name(text)
@@ -320,7 +340,7 @@ def vgpu_type_map(entries):
     return found
 
 
-def unknown_vgpu_type(pool):
+def unknown_vgpu_type(pool: Mapping[str, typing.Any]) -> str:
     """The message for a vgpu pool whose NVIDIA vGPU type is not known."""
     return _(
         'Pool %(pool)s serves mdev type %(type)s, and the cloud does not '
@@ -333,7 +353,10 @@ def unknown_vgpu_type(pool):
                                     'key': PROFILE_PROPERTY}
 
 
-def vgpu_profiles(pools, vgpu_types=None):
+def vgpu_profiles(
+        pools: Mapping[str, Mapping[str, typing.Any]],
+        vgpu_types: Mapping[str, str] | None = None
+) -> tuple[dict[str, str], list[str]]:
     """({pool name: vGPU type}, notes) of the vgpu pools whose time-sliced
     vGPU type is known: the one VGPU_TYPES ({vGPU type: mdev type}, from
     ``vgpu_type_map``) gives the pool's mdev type, else the pool's
@@ -345,7 +368,9 @@ def vgpu_profiles(pools, vgpu_types=None):
         pool = pools[pool_name]
         if pool['mode'] != pools_mod.VGPU:
             continue
-        given = by_mdev.get(pool.get('vgpu_type'))
+        # a pool without an mdev type finds none
+        given = by_mdev.get(
+            pool.get('vgpu_type'))  # type: ignore[arg-type]
         recorded = (pool.get('properties') or {}).get(PROFILE_PROPERTY)
         if recorded:
             try:
@@ -374,14 +399,18 @@ def vgpu_profiles(pools, vgpu_types=None):
     return found, notes
 
 
-def vgpu_pools_of(pools, host):
+def vgpu_pools_of(pools: Mapping[str, dict[str, typing.Any]],
+                  host: str) -> list[dict[str, typing.Any]]:
     """The vgpu (time-sliced) pools holding HOST, by name."""
     return [pools[n] for n in sorted(pools)
             if pools[n]['mode'] == pools_mod.VGPU
             and host in pools[n]['hosts']]
 
 
-def vgpu_devices(devices, vgpu_pools):
+def vgpu_devices(
+        devices: Iterable[dict[str, typing.Any]],
+        vgpu_pools: Sequence[dict[str, typing.Any]]
+) -> list[tuple[dict[str, typing.Any], dict[str, typing.Any]]]:
     """[(device, pool)]: the device providers (pGPUs) a vgpu pool of the
     host serves (its per-type class, else its type trait or the pool's
     record of it), in address order."""
@@ -394,8 +423,12 @@ def vgpu_devices(devices, vgpu_pools):
     return found
 
 
-def vgpu_cards(host, devices, vgpu_pools, pool_profiles, allocations=None,
-               model=None):
+def vgpu_cards(
+        host: str, devices: Iterable[dict[str, typing.Any]],
+        vgpu_pools: Sequence[dict[str, typing.Any]],
+        pool_profiles: Mapping[str, str],
+        allocations: Allocations | None = None, model: str | None = None
+) -> tuple[list[dict[str, typing.Any]], list[str]]:
     """(cards, notes) of the pGPUs of one host that its vgpu pools serve,
     for ``solver.plan``: one card per pGPU provider.
 
@@ -461,7 +494,9 @@ def vgpu_cards(host, devices, vgpu_pools, pool_profiles, allocations=None,
     return found, notes
 
 
-def plan(cards_, wanted):
+def plan(
+        cards_: Sequence[Mapping[str, typing.Any]], wanted: Mapping[str, int]
+) -> tuple[list[dict[str, typing.Any]], dict[str, typing.Any]]:
     """``solver.plan`` of CARDS (``cards`` and ``vgpu_cards``) for
     WANTED ({profile or vGPU type: count}): the MIG cards for the MIG
     profiles, the time-sliced cards for the vGPU types, each a plan of
@@ -469,7 +504,9 @@ def plan(cards_, wanted):
     the lexicographic optimum of the whole, a time-sliced card staying
     time-sliced). (rows in the order of CARDS, summary as
     ``solver.plan``'s, with the figures of both added up)."""
-    kinds = {pools_mod.MIG: ([], {}), pools_mod.VGPU: ([], {})}
+    # {kind: (its cards, its demand)}
+    kinds: dict[str, tuple[list[dict[str, typing.Any]], dict[str, int]]] = {
+        pools_mod.MIG: ([], {}), pools_mod.VGPU: ([], {})}
     for card in cards_:
         kind = pools_mod.VGPU if card.get('mode') == pools_mod.VGPU else (
             pools_mod.MIG)
@@ -478,6 +515,8 @@ def plan(cards_, wanted):
     for name, count in wanted.items():
         kind = pools_mod.VGPU if vgpu_model(name) else pools_mod.MIG
         kinds[kind][1][name] = count
+    by_id: dict[str, dict[str, typing.Any]]
+    summary: dict[str, typing.Any] | None
     by_id, summary = {}, None
     for kind in (pools_mod.MIG, pools_mod.VGPU):
         some_cards, some_demand = kinds[kind]
@@ -486,7 +525,9 @@ def plan(cards_, wanted):
         rows, part = solver.plan(some_cards, some_demand)
         by_id.update((row['id'], row) for row in rows)
         summary = part if summary is None else _added(summary, part)
-    return [by_id[card['id']] for card in cards_], summary
+    # the MIG kind's plan always runs: SUMMARY is set
+    return ([by_id[card['id']] for card in cards_],
+            summary)  # type: ignore[return-value]
 
 
 def _added(one, other):
@@ -501,7 +542,12 @@ def _added(one, other):
     return total
 
 
-def profiles_wanted(entries, flavors, pools, vgpu_profiles=None):
+def profiles_wanted(
+        entries: Mapping[str, int],
+        flavors: Iterable[Mapping[str, typing.Any]] | None,
+        pools: Mapping[str, dict[str, typing.Any]],
+        vgpu_profiles: Mapping[str, str] | None = None
+) -> tuple[dict[str, int], dict[str, str]]:
     """({profile: count}, {flavor name: profile}) from ``--demand``
     entries ({flavor or profile: count}): a GPU flavor of a MIG pool asks
     for its pool's profile times its GPUs, one of a vgpu pool for the
@@ -510,6 +556,8 @@ def profiles_wanted(entries, flavors, pools, vgpu_profiles=None):
     catalogue."""
     vgpu_profiles = vgpu_profiles or {}
     by_name = {f.get('name'): f for f in flavors or ()}
+    wanted: dict[str, int]
+    of_flavor: dict[str, str]
     wanted, of_flavor = {}, {}
     for text, count in entries.items():
         flavor = by_name.get(text)
@@ -536,12 +584,16 @@ def profiles_wanted(entries, flavors, pools, vgpu_profiles=None):
     return wanted, of_flavor
 
 
-def profile_pools(pools, profile_names, vgpu_profiles=None):
+def profile_pools(
+        pools: Mapping[str, dict[str, typing.Any]],
+        profile_names: Container[str],
+        vgpu_profiles: Mapping[str, str] | None = None
+) -> dict[str, list[dict[str, typing.Any]]]:
     """{profile: [pool]} of the MIG pools that serve each MIG profile and
     the vgpu pools that serve each vGPU type (VGPU_PROFILES: {pool name:
     vGPU type})."""
     vgpu_profiles = vgpu_profiles or {}
-    found = {}
+    found: dict[str, list[dict[str, typing.Any]]] = {}
     for name in sorted(pools):
         pool = pools[name]
         if pool['mode'] == pools_mod.VGPU:
@@ -552,11 +604,16 @@ def profile_pools(pools, profile_names, vgpu_profiles=None):
         else:
             continue
         if profile in profile_names:
-            found.setdefault(profile, []).append(pool)
+            # a name (None, a vGPU type unknown, is in no PROFILE_NAMES)
+            found.setdefault(
+                profile, []).append(pool)  # type: ignore[arg-type]
     return found
 
 
-def proposed_placement(card, proposed):
+def proposed_placement(
+        card: Mapping[str, typing.Any],
+        proposed: Iterable[Sequence[typing.Any]] | None
+) -> dict[layouts.Placement, str]:
     """{placement: VF address} of a card after the plan: a kept placement
     stays on its VF, a new one takes the first VF left (address order);
     raises ValueError when the card has too few VFs."""
@@ -576,8 +633,14 @@ def proposed_placement(card, proposed):
     return placed
 
 
-def proposed_config(pools, trees, cards_, rows, mig_types=None,
-                    vgpu_profiles=None):
+def proposed_config(
+        pools: Mapping[str, dict[str, typing.Any]],
+        trees: Mapping[str, list[dict[str, typing.Any]]],
+        cards_: Collection[Mapping[str, typing.Any]],
+        rows: Collection[Mapping[str, typing.Any]],
+        mig_types: Mapping[str, str] | None = None,
+        vgpu_profiles: Mapping[str, str] | None = None
+) -> tuple[nova_config.Config, dict[str, list[str]], dict[str, list[str]]]:
     """(Config of the planned hosts after the re-cut, {host: [note]},
     {card id: [profile no pool serves]}).
 
@@ -596,6 +659,8 @@ def proposed_config(pools, trees, cards_, rows, mig_types=None,
     serving = profile_pools(pools, wanted, vgpu_profiles)
     after = copy.deepcopy(pools)
     new_trees = {h: [dict(d) for d in trees.get(h, [])] for h in hosts}
+    notes: dict[str, list[str]]
+    unserved: dict[str, list[str]]
     notes, unserved = {}, {}
     for host in hosts:
         host_notes = notes.setdefault(host, [])
@@ -709,7 +774,8 @@ def _choose(choices, host):
     return (holding or choices)[0]
 
 
-def host_files(config, hosts):
+def host_files(config: nova_config.Config,
+               hosts: Iterable[str]) -> list[tuple[str, str]]:
     """[(file name, text)]: the ``nova-compute-<host>.conf`` of each
     planned host (``nova_config.ini_path``), as ``gpu config show
     --layout ini`` writes them."""
@@ -718,10 +784,14 @@ def host_files(config, hosts):
             for h in hosts]
 
 
-def flavor_figures(cards_, rows, of_flavor):
+def flavor_figures(cards_: Iterable[Mapping[str, typing.Any]],
+                   rows: Iterable[Mapping[str, typing.Any]],
+                   of_flavor: Mapping[str, str]) -> dict[str, tuple[int, int]]:
     """{flavor: (free now, free after)}: instances of each flavor's
     profile not in use on the planned cards, now and after the plan (what
     ``gpu capacity list`` should then say, other limits aside)."""
+    now: collections.Counter[str]
+    after: collections.Counter[str]
     now, after = collections.Counter(), collections.Counter()
     by_id = {c['id']: c for c in cards_}
     for row in rows:
@@ -741,7 +811,8 @@ def flavor_figures(cards_, rows, of_flavor):
             for flavor, profile in of_flavor.items()}
 
 
-def servers_to_move(card, row):
+def servers_to_move(card: Mapping[str, typing.Any],
+                    row: Mapping[str, typing.Any]) -> list[str]:
     """Consumers (server ids) on placements of CARD that ROW's layout
     does not keep."""
     if not row['recut']:
@@ -751,7 +822,7 @@ def servers_to_move(card, row):
                   if placement not in keep for s in consumers)
 
 
-def move_text(row):
+def move_text(row: Mapping[str, typing.Any] | None) -> str | None:
     """How a server of a re-cut card would leave it, from its row of
     ``gpu host drain --dry-run`` (``rules.maintenance.plan``, with
     downtime allowed): 'cold to gpu-mig-2 (downtime: stop-start)',
@@ -771,8 +842,12 @@ def move_text(row):
         'method': row['method'], 'reason': row.get('reason') or '-'}
 
 
-def host_cards(host, devices, pools, vgpu_profiles, allocations,
-               model=None):
+def host_cards(
+        host: str, devices: Sequence[dict[str, typing.Any]],
+        pools: Mapping[str, dict[str, typing.Any]],
+        vgpu_profiles: Mapping[str, str], allocations: Allocations | None,
+        model: str | None = None
+) -> tuple[list[dict[str, typing.Any]], list[str]]:
     """(cards, notes) of one host: the pGPUs its vgpu pools serve
     (``vgpu_cards``), then its MIG cards made of the other devices
     (``cards``); without a MIG pool, devices that offer VGPU and serve
@@ -799,7 +874,7 @@ def host_cards(host, devices, pools, vgpu_profiles, allocations,
     return found, notes
 
 
-def unserved_notes(card, names):
+def unserved_notes(card: str, names: Iterable[str]) -> list[str]:
     """What to do about the profiles NAMES the plan proposes on CARD (an
     id) that no pool serves, which its nova.conf leaves out."""
     notes = []

@@ -28,23 +28,37 @@ booted again later and got in: the plan then offers one slice more than
 the peak, which is the safe side for a partition that is hard to change.
 """
 
+from __future__ import annotations
+
 import collections
+from collections.abc import Iterable
+from collections.abc import Mapping
+import typing
 
 from gpuclient.i18n import _
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import usage
 from gpuclient.rules.profiles import catalogue
 
+if typing.TYPE_CHECKING:
+    import datetime
+
 # the message of Nova's NoValidHost, as the fault of the server shows it
 NO_VALID_HOST = 'No valid host'
 
+
 # POOL: the flavor's pool (as its servers' usage names it, else its
 # gpu_pool), GPUS: the GPUs one server of it holds
-Demand = collections.namedtuple('Demand',
-                                'flavor peak refused total pool gpus')
+class Demand(typing.NamedTuple):
+    flavor: str
+    peak: int
+    refused: int
+    total: int
+    pool: str | None
+    gpus: int
 
 
-def refused(server):
+def refused(server: Mapping[str, typing.Any]) -> bool:
     """Whether SERVER (a dict of ``GET /servers/detail``) was refused by
     the scheduler: ERROR (or since DELETED) with a "No valid host"
     fault."""
@@ -54,7 +68,12 @@ def refused(server):
             .lower())
 
 
-def from_usage(items, servers, start, end, pools=None):
+def from_usage(
+        items: Iterable[Mapping[str, typing.Any]],
+        servers: Iterable[Mapping[str, typing.Any]], start: datetime.datetime,
+        end: datetime.datetime,
+        pools: Mapping[str, dict[str, typing.Any]] | None = None
+) -> list[Demand]:
     """[Demand] per GPU flavor, sorted by flavor name.
 
     ITEMS: ``rules.usage.usage_items`` of the period (each with
@@ -70,7 +89,7 @@ def from_usage(items, servers, start, end, pools=None):
         if item.get('flavor'):
             intervals[item['flavor']].append(item['interval'])
             of[item['flavor']] = (item.get('pool'), item.get('gpus') or 1)
-    refusals = collections.Counter()
+    refusals: collections.Counter[str] = collections.Counter()
     for server in servers:
         if not refused(server):
             continue
@@ -91,7 +110,12 @@ def from_usage(items, servers, start, end, pools=None):
     return rows
 
 
-def entries(rows, flavors, pools, vgpu_profiles=None):
+def entries(
+        rows: Iterable[Demand],
+        flavors: Iterable[Mapping[str, typing.Any]] | None,
+        pools: Mapping[str, Mapping[str, typing.Any]],
+        vgpu_profiles: Mapping[str, str] | None = None
+) -> tuple[dict[str, int], list[str]]:
     """``--demand`` entries ({flavor or profile: count}) and notes from
     the rows of ``from_usage`` (ROWS, as ``usage_ops.demand`` reads them): a
     flavor of a MIG pool, or of a vgpu pool whose vGPU type is known
@@ -101,6 +125,8 @@ def entries(rows, flavors, pools, vgpu_profiles=None):
     other pools are not partitions to plan (a note says so)."""
     vgpu_profiles = vgpu_profiles or {}
     existing = {f.get('name') for f in flavors or ()}
+    entries: dict[str, int]
+    notes: list[str]
     entries, notes = {}, []
     for row in rows:
         pool = pools.get(row.pool or '')

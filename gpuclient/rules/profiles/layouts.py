@@ -18,7 +18,12 @@ None)``. Valid layouts follow the catalogue's table of the model (start
 slots, instances per GPU, memory and compute slices, media engines).
 """
 
+from __future__ import annotations
+
 import collections
+from collections.abc import Iterable
+from collections.abc import Sequence
+import typing
 
 from gpuclient.i18n import _
 from gpuclient.rules.profiles import catalogue
@@ -28,8 +33,13 @@ from gpuclient.rules.profiles import catalogue
 ALL_MEDIA = '+me.all'
 NO_MEDIA = '-me'
 
+# a placement: (MIG profile, start slot), or (time-sliced vGPU type, None)
+Placement = tuple[str, int | None]
+# how one GPU is cut: its placements
+Layout = tuple[Placement, ...]
 
-def profiles_by_name(model):
+
+def profiles_by_name(model: catalogue.Model) -> dict[str, catalogue.Profile]:
     return {p.name: p for p in model.profiles}
 
 
@@ -37,7 +47,8 @@ def _slices(profile, start):
     return set(range(start, start + profile.memory_slices))
 
 
-def check_layout(model, layout):
+def check_layout(model: str | catalogue.Model,
+                 layout: Iterable[Placement]) -> str | None:
     """Why LAYOUT (placements ``(profile, start)``) is not a valid layout of
     MODEL, or None when it is: valid starts only, no shared memory slice,
     counts within the table's, at most one ``+me``, compute slices within
@@ -60,6 +71,8 @@ def check_layout(model, layout):
                 'n': vgpus[name].max_count, 'type': name}
         return None
     profiles = profiles_by_name(model)
+    used: set[int]
+    counts: collections.Counter[str]
     used, counts, compute, media = set(), collections.Counter(), 0, 0
     for name, start in layout:
         profile = profiles.get(name)
@@ -91,14 +104,14 @@ def check_layout(model, layout):
     return None
 
 
-def placements(model):
+def placements(model: catalogue.Model) -> list[Placement]:
     return [(p.name, s) for p in model.profiles for s in p.starts]
 
 
-_LAYOUTS = {}
+_LAYOUTS: dict[tuple[str, bool], tuple[Layout, ...]] = {}
 
 
-def layouts(model, maximal=False):
+def layouts(model: str, maximal: bool = False) -> tuple[Layout, ...]:
     """Every valid layout of MODEL (sorted tuples of placements, the empty
     one included): MIG layouts, then time-sliced ones; with MAXIMAL only
     those no placement (or vGPU) can be added to."""
@@ -142,22 +155,24 @@ def _layout_order(layout):
     return (len(layout), [_order(p) for p in layout])
 
 
-def normal(layout):
+def normal(layout: Iterable[Sequence[typing.Any]] | None) -> Layout:
     """LAYOUT as the plan compares it: a sorted tuple of placements."""
     return tuple(sorted((tuple(p) for p in (layout or ())), key=_order))
 
 
-def layout_text(layout):
+def layout_text(layout: Iterable[Sequence[typing.Any]] | None) -> str:
     """``3g.40gb@0, 1g.10gb@4`` (MIG) or ``A100D-10C x8`` (time-sliced)."""
     layout = normal(layout)
     if not layout:
         return '-'
     if layout[0][1] is None:
         return '%s x%d' % (layout[0][0], len(layout))
-    return ', '.join('%s@%d' % p for p in layout)
+    # MIG placements: each with its start
+    return ', '.join('%s@%d' % p for p in layout)  # type: ignore[str-format]
 
 
-def free_slices(model, layout):
+def free_slices(model: str,
+                layout: Iterable[Sequence[typing.Any]] | None) -> int:
     """Memory slices of a MIG layout that no instance covers (0 for a
     time-sliced or empty layout)."""
     m = catalogue.MODELS[catalogue.model_name(model)]

@@ -28,8 +28,15 @@ real GPU. Names are used, not profile IDs: the names are the
 catalogue's, the IDs differ between models.
 """
 
+from __future__ import annotations
+
 import collections
+from collections.abc import Collection
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
 import re
+import typing
 
 from gpuclient.rules.profiles import catalogue
 from gpuclient.rules.profiles import layouts
@@ -39,7 +46,10 @@ def _is_mig(layout):
     return bool(layout) and layout[0][1] is not None
 
 
-def recut_steps(current, proposed):
+def recut_steps(
+        current: Iterable[Sequence[typing.Any]] | None,
+        proposed: Iterable[Sequence[typing.Any]] | None
+) -> tuple[layouts.Layout, layouts.Layout, layouts.Layout]:
     """(kept, destroyed, created) placements when a card goes from CURRENT
     to PROPOSED: a GPU instance at the same profile and start slot is kept
     (a MIG placement occurs once in a layout); every other one of CURRENT
@@ -54,11 +64,16 @@ def recut_steps(current, proposed):
             tuple(p for p in proposed if p not in kept))
 
 
-def groups(rows):
+def groups(
+        rows: Iterable[Mapping[str, typing.Any]]
+) -> list[tuple[str, layouts.Layout, layouts.Layout,
+                list[tuple[str, layouts.Layout]]]]:
     """Re-cut cards grouped for one script each: [(model, current,
     proposed, [(card id, in-use placements)])], cards that keep their
     layout left out."""
-    found = collections.OrderedDict()
+    found: collections.OrderedDict[
+        tuple[str, layouts.Layout, layouts.Layout],
+        list[tuple[str, layouts.Layout]]] = collections.OrderedDict()
     for row in rows:
         if not row['recut']:
             continue
@@ -88,7 +103,9 @@ destroy() {  # its compute instances, then the GPU instance
 }'''
 
 
-def script(model, current, proposed, cards):
+def script(model: str, current: Iterable[Sequence[typing.Any]] | None,
+           proposed: Iterable[Sequence[typing.Any]] | None,
+           cards: Collection[tuple[str, layouts.Layout]]) -> str:
     """A POSIX shell script that re-cuts one GPU (``GPU=<index>`` in the
     environment, default 0) from CURRENT to PROPOSED, for CARDS ([(card
     id, in-use placements)]): it first checks that the GPU holds every
@@ -100,7 +117,12 @@ def script(model, current, proposed, cards):
     the vGPUs through mdev)."""
     m = catalogue.MODELS[catalogue.model_name(model)]
     current, proposed = layouts.normal(current), layouts.normal(proposed)
-    kept, destroyed, created = recut_steps(current, proposed)
+    # recut_steps destroys and creates MIG placements only: each with
+    # its start
+    destroyed: tuple[tuple[str, int], ...]
+    created: tuple[tuple[str, int], ...]
+    kept, destroyed, created = recut_steps(  # type: ignore[assignment]
+        current, proposed)
     in_use = collections.defaultdict(list)
     for card, used in cards:
         for p in used:
@@ -119,7 +141,8 @@ def script(model, current, proposed, cards):
     if _is_mig(current):
         lines.append(_GI_AT)
         lines.append('# the GPU holds the layout planned from')
-        lines += ['present %s %d' % p for p in current]
+        lines += ['present %s %d' % p  # type: ignore[str-format]
+                  for p in current]  # MIG: each with its start
     if kept:
         lines.append('# kept, untouched: %s' % layouts.layout_text(kept))
     for name, start in destroyed:
@@ -148,7 +171,8 @@ def script(model, current, proposed, cards):
     return '\n'.join(lines) + '\n'
 
 
-def script_name(model, proposed, current=()):
+def script_name(model: str, proposed: Iterable[Sequence[typing.Any]] | None,
+                current: Iterable[Sequence[typing.Any]] | None = ()) -> str:
     """File name of the script of one group: model, proposed layout and,
     for a card cut already, the layout it comes from; safe characters."""
     text = '%s_%s' % (model, layouts.layout_text(proposed))

@@ -23,13 +23,22 @@ doc/source/contributor/profiles.rst (the contributor guide's "The profile
 plan").
 """
 
+from __future__ import annotations
+
 import collections
+from collections.abc import Collection
+from collections.abc import Mapping
+from collections.abc import Sequence
 import functools
 import math
+import typing
 
 from gpuclient.i18n import _
 from gpuclient.rules.profiles import catalogue
 from gpuclient.rules.profiles import layouts
+
+if typing.TYPE_CHECKING:
+    import types
 
 
 def _moves(current, in_use, layout):
@@ -279,7 +288,7 @@ def _met_recut(highspy, sizes, options, caps):
     return -met, cut
 
 
-def import_highspy():
+def import_highspy() -> types.ModuleType:
     """The HiGHS solver module (``highspy``), an optional dependency:
     ``pip install "gpuclient[profiles]"``; CommandError saying so when it
     is not installed (it pulls numpy, for ``gpu profile plan`` only)."""
@@ -590,7 +599,9 @@ def _transport_run(highspy, model, keep):
     return counts, moved, status
 
 
-def plan(cards, demand):
+def plan(
+        cards: Sequence[Mapping[str, typing.Any]], demand: Mapping[str, int]
+) -> tuple[list[dict[str, typing.Any]], dict[str, typing.Any]]:
     """The per-card layouts that serve DEMAND best (see module docstring).
 
     CARDS: dicts with ``id``, ``model`` and optionally ``current`` (its
@@ -645,7 +656,7 @@ def plan(cards, demand):
         model = catalogue.model_name(card['model'])
         cut = layout != current
         moved = _moves(current, in_use, layout)
-        serves = collections.OrderedDict()
+        serves: collections.OrderedDict[str, int] = collections.OrderedDict()
         for name, _start in layout:
             if left.get(name, 0) > 0:
                 left[name] -= 1
@@ -672,7 +683,8 @@ def plan(cards, demand):
     return rows, summary
 
 
-def objective(rows, demand):
+def objective(rows: Collection[Mapping[str, typing.Any]],
+              demand: Mapping[str, int]) -> tuple[int, int, int]:
     """(met, recut, moves) of ROWS for DEMAND: what ``plan`` optimises,
     computed from the rows alone (the tests' referee)."""
     offered = collections.Counter(

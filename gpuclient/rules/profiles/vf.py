@@ -31,8 +31,13 @@ Plain data in and out: a card is ``{'id', 'host', 'address' (the PF),
 is ``{vGPU type: count}`` (catalogue names).
 """
 
+from __future__ import annotations
+
 import collections
+from collections.abc import Iterable
+from collections.abc import Mapping
 import re
+import typing
 
 from gpuclient.i18n import _
 from gpuclient.rules import pools as pools_mod
@@ -48,10 +53,12 @@ class CannotPlan(ValueError):
     """A demand or a pool the VF plan cannot take."""
 
 
-def pool_types(pools):
+def pool_types(
+        pools: Iterable[dict[str, typing.Any]]
+) -> dict[str, dict[str, typing.Any]]:
     """{vGPU type (catalogue name): pool} of vgpu-vf POOLS; a type the
     catalogue does not know, or served by two pools, is refused."""
-    found = {}
+    found: dict[str, dict[str, typing.Any]] = {}
     for pool in pools:
         entry = vgpu(pool.get('vgpu_type') or '')
         if entry is None:
@@ -70,7 +77,10 @@ def pool_types(pools):
     return found
 
 
-def wanted(entries, flavors, pools, types):
+def wanted(entries: Mapping[str, int],
+           flavors: Iterable[Mapping[str, typing.Any]] | None,
+           pools: Mapping[str, dict[str, typing.Any]],
+           types: Mapping[str, Mapping[str, typing.Any]]) -> dict[str, int]:
     """{vGPU type: count} from ``--demand`` ENTRIES ({flavor or vGPU type:
     count}): a flavor of a vgpu-vf pool asks for its pool's type times its
     devices (the pool it is steered to, else the one whose alias it asks
@@ -78,7 +88,7 @@ def wanted(entries, flavors, pools, types):
     by_name = {f.get('name'): f for f in flavors or ()}
     pool_type = {p['name']: t for t, p in types.items()}
     of_alias = {p['alias']: t for t, p in types.items() if p.get('alias')}
-    found = {}
+    found: dict[str, int] = {}
     for text, count in entries.items():
         flavor = by_name.get(text)
         if flavor is not None:
@@ -110,7 +120,11 @@ def wanted(entries, flavors, pools, types):
     return found
 
 
-def host_cards(host, devices, types, used=None):
+def host_cards(
+        host: str, devices: Iterable[Mapping[str, typing.Any]],
+        types: Mapping[str, Mapping[str, typing.Any]],
+        used: Mapping[str, Mapping[str, int]] | None = None
+) -> list[dict[str, typing.Any]]:
     """The cards of HOST whose VFs serve a planned pool: DEVICES are its
     providers (``nova_config.trees_from_snapshot``), TYPES {vGPU type:
     pool}, USED {provider uuid: {class: VFs in use}}. A card whose VFs
@@ -125,7 +139,9 @@ def host_cards(host, devices, types, used=None):
                    if rc in of_class}
         if not current or not device.get('address'):
             continue
-        boards = {vgpu(t).board for t in current}
+        # TYPES: the catalogue's (pool_types)
+        boards = {vgpu(t).board  # type: ignore[union-attr]
+                  for t in current}
         found.append({
             'id': '%s/%s' % (host, device['address']), 'host': host,
             'address': device['address'], 'board': sorted(boards)[0],
@@ -139,7 +155,7 @@ def host_cards(host, devices, types, used=None):
 _SERIES = re.compile(r'^(.+-\d+)([A-Z])$')
 
 
-def vgpu(name):
+def vgpu(name: str) -> catalogue.VgpuType | None:
     """The catalogue's VgpuType of NAME (case-insensitive), or None. The
     catalogue transcribes the C-series (compute) tables; a type of another
     series with the frame buffer of a C type of the same board (L40S-24Q,
@@ -162,7 +178,9 @@ def _proposal(name):
     return {found.name: found.max_count}
 
 
-def plan(cards, demand):
+def plan(
+        cards: Iterable[Mapping[str, typing.Any]], demand: Mapping[str, int]
+) -> tuple[list[dict[str, typing.Any]], dict[str, typing.Any]]:
     """(rows, summary): the vGPU type of each card's VFs (equal-size).
 
     A card keeps its type while that type is still wanted or its VFs are
@@ -176,7 +194,8 @@ def plan(cards, demand):
     rows = []
     free = []
     for card in cards:
-        row = {k: card.get(k) for k in ('id', 'host', 'address', 'board')}
+        row: dict[str, typing.Any] = {
+            k: card.get(k) for k in ('id', 'host', 'address', 'board')}
         row['current'] = dict(card.get('current') or {})
         current = [t for t, n in row['current'].items() if n]
         keep = (len(current) == 1
@@ -187,17 +206,20 @@ def plan(cards, demand):
         else:
             free.append(row)
         rows.append(row)
+    # DEMAND: the catalogue's types (wanted)
     for row in free:
         mine = [t for t, n in left.items()
-                if n > 0 and vgpu(t).board == row['board']]
+                if n > 0
+                and vgpu(t).board == row['board']]  # type: ignore[union-attr]
         if mine:
-            best = max(mine, key=lambda t: (left[t], -vgpu(t).memory_gb))
+            best = max(mine, key=lambda t: (
+                left[t], -vgpu(t).memory_gb))  # type: ignore[union-attr]
             row['proposed'] = _proposal(best)
         else:
             row['proposed'] = dict(row['current'])
         _serve(row, left)
-    offered = collections.Counter()
-    met = collections.Counter()
+    offered: collections.Counter[str] = collections.Counter()
+    met: collections.Counter[str] = collections.Counter()
     for row in rows:
         row['recut'] = ({t: n for t, n in row['proposed'].items() if n}
                         != {t: n for t, n in row['current'].items() if n})
@@ -219,7 +241,7 @@ def _serve(row, left):
             left[name] -= used
 
 
-def vf_types(row):
+def vf_types(row: Mapping[str, typing.Any]) -> list[tuple[str, str]]:
     """[(VF address, vGPU type)] of a planned card: its first VFs (as
     ``nova_config.vf_addresses`` counts them from the PF) in order."""
     names = [t for t, n in sorted(row['proposed'].items())
@@ -228,11 +250,13 @@ def vf_types(row):
                     names, strict=True))
 
 
-def device_specs(rows, types):
+def device_specs(
+        rows: Iterable[Mapping[str, typing.Any]],
+        types: Mapping[str, Mapping[str, typing.Any]]) -> dict[str, list[str]]:
     """{host: [device_spec JSON]} of the planned cards, one per VF, each
     as ``gpu config show`` renders it for the pool of the VF's type
     (``nova_config.device_spec_json``)."""
-    found = {}
+    found: dict[str, list[str]] = {}
     for row in rows:
         for address, name in vf_types(row):
             found.setdefault(row['host'], []).append(
@@ -240,7 +264,9 @@ def device_specs(rows, types):
     return found
 
 
-def host_config(host, rows, types):
+def host_config(
+        host: str, rows: Iterable[Mapping[str, typing.Any]],
+        types: Mapping[str, Mapping[str, typing.Any]]) -> nova_config.Config:
     """A ``nova_config.Config`` of HOST's ``[pci]`` after the plan: the
     device_spec of each VF and report_in_placement, and post-copy off when
     a pool is live-migratable (what ``gpu config show`` writes for vgpu-vf
@@ -308,17 +334,17 @@ keep_type() {
 '''
 
 
-def script_name(host):
+def script_name(host: str) -> str:
     """The file name of HOST's VF script."""
     return 'gpuclient-vgpu-vfs-%s.sh' % host
 
 
-def unit_name(host):
+def unit_name(host: str) -> str:
     """The file name of HOST's systemd unit."""
     return 'gpuclient-vgpu-vfs-%s.service' % host
 
 
-def script(host, rows):
+def script(host: str, rows: Iterable[Mapping[str, typing.Any]]) -> str:
     """The bash script that makes the VFs of HOST's cards (``sriov-manage
     -e``) and writes each VF's vGPU type: on the re-typed cards now, on
     the others where a VF has none (at boot). One script per host: the
@@ -336,7 +362,7 @@ def script(host, rows):
     return ''.join(lines)
 
 
-def unit(host, script_path):
+def unit(host: str, script_path: str) -> str:
     """The systemd unit that runs SCRIPT_PATH at boot, after the NVIDIA
     vGPU manager and before nova-compute."""
     return '\n'.join((
@@ -356,7 +382,7 @@ def unit(host, script_path):
         ''))
 
 
-def layout_text(layout):
+def layout_text(layout: Mapping[str, int]) -> str:
     """'L40S-24C x2' (a card's VFs by type), '-' for none."""
     return ', '.join('%s x%d' % (t, n) for t, n in sorted(layout.items())
                      if n) or '-'
