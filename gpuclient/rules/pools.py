@@ -277,8 +277,8 @@ def type_trait(mode: str, vgpu_type: str | None = None,
     return None
 
 
-def validate_properties(properties: Mapping[str, str] | None
-                        ) -> dict[str, str]:
+def validate_properties(properties: Mapping[str, str | None] | None
+                        ) -> dict[str, str | None]:
     for key, value in (properties or {}).items():
         nova_rules.check_pair(key, value, '--property')
         if _RESERVED_PROPERTY_RE.match(key):
