@@ -162,9 +162,9 @@ class Cloud:
 
     aggregates: list[dict[str, typing.Any]] = _field(
         '[Aggregate]: every host aggregate (SDK resources or dicts, given)')
-    hypervisors: list[dict[str, typing.Any]] | None = _field(
+    hypervisors: list[Hypervisor] | None = _field(
         '[Hypervisor]: every hypervisor')
-    services: list[dict[str, typing.Any]] | None = _field(
+    services: list[Service] | None = _field(
         '[Service]: every nova-compute service')
     placement: hosts_mod.Snapshot | None = _field(
         'hosts.Snapshot: the providers ([Provider]) of the GPU-relevant '
@@ -179,7 +179,7 @@ class Cloud:
     pool_members: dict[str, set[str] | None] = _field(
         "{pool name: provider uuids in its Placement aggregate, or None "
         "when it could not be read}", factory=dict)
-    projects: dict[str, str] | None = _field(
+    projects: dict[str, str | None] | None = _field(
         '{project id: name} from Keystone', None)
     access: dict[str, list[str]] | None = _field(
         '{flavor id: [project ids]} of the private GPU flavors', None)
@@ -256,7 +256,7 @@ class Cloud:
         return None
 
     def resolve_hosts(self, names: Iterable[str],
-                      members: Collection[str] | None = None
+                      members: Iterable[str] | None = None
                       ) -> tuple[list[str], list[str]]:
         """(compute hosts meant by NAMES, notes), from this snapshot alone.
 
@@ -437,7 +437,7 @@ def resolve_hosts(
         names: Iterable[str], services: Iterable[Mapping[str, typing.Any]],
         hypervisors: Collection[Mapping[str, typing.Any]],
         read_providers: Callable[[], list[dict[str, typing.Any]] | None],
-        members: Collection[str] | None = None
+        members: Iterable[str] | None = None
 ) -> tuple[list[str], list[str]]:
     """(compute hosts meant by NAMES, in order and each once; notes).
 
@@ -454,8 +454,10 @@ def resolve_hosts(
     to refuse as not in the pool.
     """
     names = list(names)
-    known = ({svc.get('host') for svc in services}
-             | set(host_names.host_roots(hypervisors)) | set(members or ()))
+    # None is discarded below
+    known: set[str] = (
+        {svc.get('host') for svc in services}  # type: ignore[assignment]
+        | set(host_names.host_roots(hypervisors)) | set(members or ()))
     known.discard(None)
     result = host_names.resolve(names, known, hypervisors)
     if result.unknown:

@@ -586,7 +586,7 @@ class ServiceDisable(Operation):
 
     host: str
     service_id: str
-    reason: str
+    reason: str | None
 
     def effect(self, world: '_World') -> None:
         """The plan of a document disables no service."""
@@ -633,7 +633,7 @@ class _Move(Operation):
     source: str
     classes: list[str]
     providers: dict[str, list[str]]
-    timeout: int
+    timeout: int | None
 
     def effect(self, world: '_World') -> None:
         """The plan of a document moves no server."""

@@ -478,7 +478,8 @@ def disable_service(host: str, service_id: str, reason: str,
                 % {'host': host, 'reason': reason}, inverse=inverse)
 
 
-def enable_service(host: str, service_id: str, reason: str) -> Step:
+def enable_service(host: str, service_id: str,
+                   reason: str | None) -> Step:
     """Enable HOST's nova-compute, disabled with REASON; undone by
     disabling it again with the same reason."""
     return Step(ops.ServiceEnable(host=host, service_id=service_id),
@@ -497,7 +498,7 @@ def _server_label(name: str | None, server_id: str) -> str:
 
 def live_migrate(server_id: str, name: str, source: str, host: str,
                  classes: Iterable[str], providers: dict[str, list[str]],
-                 timeout: int, gpus: int | None = None,
+                 timeout: int | None, gpus: int | None = None,
                  under_way: bool = False) -> Step:
     """Live-migrate a server from SOURCE to HOST (named to Nova, whose
     scheduler checks it); forward only. PROVIDERS: {'source': [uuids],
@@ -518,7 +519,7 @@ def live_migrate(server_id: str, name: str, source: str, host: str,
 
 def cold_migrate(server_id: str, name: str, source: str, host: str,
                  classes: Iterable[str], providers: dict[str, list[str]],
-                 timeout: int, confirm: bool = True,
+                 timeout: int | None, confirm: bool = True,
                  gpus: int | None = None, under_way: bool = False) -> Step:
     """Cold-migrate a server from SOURCE to HOST (2.56), then confirm the
     resize unless CONFIRM is False; forward only. UNDER_WAY: Nova runs
@@ -545,7 +546,7 @@ def cold_migrate(server_id: str, name: str, source: str, host: str,
 
 def confirm_migration(server_id: str, name: str, source: str, host: str,
                       classes: Iterable[str],
-                      providers: dict[str, list[str]], timeout: int,
+                      providers: dict[str, list[str]], timeout: int | None,
                       gpus: int | None = None) -> Step:
     """Confirm the cold migration of a server that a drain left on HOST in
     VERIFY_RESIZE; forward only."""
@@ -559,7 +560,7 @@ def confirm_migration(server_id: str, name: str, source: str, host: str,
 
 
 def shelve(server_id: str, name: str, source: str, classes: Iterable[str],
-           providers: dict[str, list[str]], timeout: int) -> Step:
+           providers: dict[str, list[str]], timeout: int | None) -> Step:
     """Shelve and offload a server off SOURCE (its GPUs freed; its owner
     unshelves it later); forward only."""
     return Step(ops.ServerShelve(

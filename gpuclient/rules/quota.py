@@ -549,8 +549,8 @@ def missing_enforced(name: str,
 
 
 def effective(resource_class: str,
-              project_limits: Mapping[str, int] | None,
-              registered: Mapping[str, int] | None,
+              project_limits: Mapping[str, int],
+              registered: Mapping[str, int],
               conf: Mapping[str, typing.Any] | None = None
               ) -> dict[str, typing.Any]:
     """{'limit', 'source', 'enforced'} of one class for one project.
@@ -561,11 +561,10 @@ def effective(resource_class: str,
     CONF defaults to Nova's defaults (require, [servers]).
     """
     name = resource_name(resource_class)
-    # each read where the test above found it
     if name in (project_limits or {}):
-        limit, source = project_limits[name], PROJECT  # type: ignore[index]
+        limit, source = project_limits[name], PROJECT
     elif name in (registered or {}):
-        limit, source = registered[name], DEFAULT  # type: ignore[index]
+        limit, source = registered[name], DEFAULT
     else:
         limit, source = None, NONE
     if limit is not None and limit > 0:
@@ -646,8 +645,8 @@ def list_rows(pools: Mapping[str, Mapping[str, typing.Any]],
 
 
 def excess(asked: Mapping[str, int] | None,
-           project_limits: Mapping[str, int] | None,
-           registered: Mapping[str, int] | None,
+           project_limits: Mapping[str, int],
+           registered: Mapping[str, int],
            usages: Mapping[str, int] | None,
            conf: Mapping[str, typing.Any] | None = None
            ) -> list[dict[str, typing.Any]]:
