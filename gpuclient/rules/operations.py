@@ -84,6 +84,7 @@ if typing.TYPE_CHECKING:
         def limit(self, project: str | None, name: str
                   ) -> dict[str, typing.Any] | None: ...
 
+
 # the ID (flavor, limit) or uuid (aggregate) a simulated step gives what
 # the plan creates: Nova and Keystone give the real one when the step runs
 NEW = 'new:'

@@ -71,6 +71,7 @@ if typing.TYPE_CHECKING:
         def providers_in_trees(self, roots: Iterable[str]
                                ) -> Iterable[str]: ...
 
+
 POOL_KEY = 'gpu_pool'
 MODE_KEY = 'gpu_pool_mode'
 RESOURCE_CLASS_KEY = 'gpu_resource_class'
