@@ -19,7 +19,15 @@ way the options carrying a secret go, with their values, and so does the
 userinfo of every URL (``redact``).
 """
 
+from __future__ import annotations
+
+from collections.abc import Collection
+from collections.abc import Sequence
 import re
+import typing
+
+if typing.TYPE_CHECKING:
+    import argparse
 
 # Without the parser (a hint gpuclient builds from its own arguments):
 # options spelt with one of these words are left out. With OSC's parser,
@@ -31,15 +39,16 @@ _SECRET_WORDS = ('password', 'token', 'secret', 'passcode')
 _URL = re.compile(r'([A-Za-z][A-Za-z0-9+.-]*://)([^/?#\s]*)')
 
 
-def strip_userinfo(text):
+def strip_userinfo(text: str) -> str:
     """TEXT with the ``user:password@`` of every URL in it removed."""
-    def drop(match):
+    def drop(match: re.Match[str]) -> str:
         authority = match.group(2).rpartition('@')[2]
         return match.group(1) + authority
     return _URL.sub(drop, text)
 
 
-def _resolve(parser, word):
+def _resolve(parser: argparse.ArgumentParser, word: str
+             ) -> tuple[list[argparse.Action], str | None]:
     """(actions, value given in WORD) of the options WORD stands for in
     PARSER, as argparse resolves it: the exact option string, ``--opt=v``,
     a unique prefix of a long option when the parser allows abbreviations
@@ -63,7 +72,7 @@ def _resolve(parser, word):
     return [], None
 
 
-def _values_taken(action, following):
+def _values_taken(action: argparse.Action, following: Sequence[str]) -> int:
     """How many of the words FOLLOWING an option ACTION takes as its
     values (the option given without ``=``)."""
     nargs = action.nargs
@@ -81,7 +90,9 @@ def _values_taken(action, following):
     return taken
 
 
-def redact(argv, parser=None, secret_dests=()):
+def redact(argv: Sequence[str],
+           parser: argparse.ArgumentParser | None = None,
+           secret_dests: Collection[str] = ()) -> list[str]:
     """ARGV without the options that carry a secret and their values, and
     with the userinfo of every URL removed.
 
@@ -122,12 +133,14 @@ def redact(argv, parser=None, secret_dests=()):
     return kept
 
 
-def _secret_dest(dest, secret_dests):
+def _secret_dest(dest: str, secret_dests: Collection[str]) -> bool:
     return dest in secret_dests or (
         isinstance(dest, str) and dest.rsplit('_', 1)[-1] in _SECRET_WORDS)
 
 
-def command_line(argv, parser=None, secret_dests=()):
+def command_line(argv: Sequence[str],
+                 parser: argparse.ArgumentParser | None = None,
+                 secret_dests: Collection[str] = ()) -> str | None:
     """The command a re-run hint names, from the CLI's argv (without the
     program), quoted for a shell: '"openstack gpu pool create ..."' with
     the operator's own arguments, less the secrets (``redact``: options

@@ -54,10 +54,36 @@ step wrote: the journal restores a key only while it still holds that
 value.
 """
 
+from collections.abc import Callable
+from collections.abc import Mapping
+from collections.abc import Sequence
 import dataclasses
+import typing
 
 from gpuclient.i18n import _
 from gpuclient.rules import nova_rules
+
+if typing.TYPE_CHECKING:
+    from gpuclient.rules import hosts
+
+    class _World(typing.Protocol):
+        """What an effect changes: a ``document_plan.World`` (named by
+        its shape: document_plan imports this module)."""
+
+        aggregates: dict[str, dict[str, typing.Any]]
+        placement: hosts.Snapshot | None
+        existing_traits: set[str]
+        flavors: list[dict[str, typing.Any]]
+        access: dict[str, list[str]]
+        registered: dict[str, dict[str, typing.Any]]
+        limits: list[dict[str, typing.Any]]
+
+        def image_by_id(self, image_id: str
+                        ) -> dict[str, typing.Any] | None: ...
+
+        def limit(self, project: str | None, name: str
+                  ) -> dict[str, typing.Any] | None: ...
+
 
 # the ID (flavor, limit) or uuid (aggregate) a simulated step gives what
 # the plan creates: Nova and Keystone give the real one when the step runs
@@ -70,61 +96,75 @@ AGGREGATE = 'aggregate'
 FLAVOR = 'flavor'
 
 # every declaration, in the order the table below declares them
-DECLARED = []
+DECLARED: 'Sequence[type[Operation]]' = []
 
 
 class Operation:
     """The base of every declaration (see the module's docstring)."""
 
-    op = None
-    kind = None
-    inverses = ()
-    read_back = None
+    # each declaration's, set by _declare (the base declares none)
+    op: typing.ClassVar[str] = None  # type: ignore[assignment]
+    kind: typing.ClassVar[str] = None  # type: ignore[assignment]
+    inverses: typing.ClassVar[tuple[type['Operation'], ...]] = ()
+    read_back: typing.ClassVar[str] = None  # type: ignore[assignment]
 
-    def arguments(self):
+    if typing.TYPE_CHECKING:
+        # each declaration is a frozen dataclass of keyword-only fields
+        # (_declare), which mypy does not see through the decorator
+        __dataclass_fields__: typing.ClassVar[
+            dict[str, dataclasses.Field[typing.Any]]]
+
+        def __init__(self, **arguments: typing.Any) -> None: ...
+
+    def arguments(self) -> dict[str, typing.Any]:
         """The arguments, {field: value}, in declaration order."""
         return {f.name: getattr(self, f.name)
                 for f in dataclasses.fields(self)}
 
-    def effect(self, world):
+    def effect(self, world: '_World') -> None:
         raise NotImplementedError(self.op)
 
-    def check_input(self):
+    def check_input(self) -> None:
         """Refuse what Nova or Placement would refuse in the arguments;
         the default: nothing to check."""
 
-    def several_writes(self):
+    def several_writes(self) -> bool:
         """Whether the executor makes more than one request; the
         default: one."""
         return False
 
-    def keys_written(self):
+    def keys_written(self) -> set[str] | None:
         """The metadata or extra-spec keys written, when writing them is
         all the step does; the default: None."""
         return None
 
 
-def _arguments(cls):
+_O = typing.TypeVar('_O', bound=Operation)
+
+
+def _arguments(cls: type[_O]) -> type[_O]:
     """Class decorator: the arguments (fields) that several declarations
     share."""
     return dataclasses.dataclass(frozen=True, kw_only=True)(cls)
 
 
-def _declare(op, read_back):
+def _declare(op: str, read_back: str) -> Callable[[type[_O]], type[_O]]:
     """Class decorator: a declaration named OP, read back by READ_BACK."""
-    def declare(cls):
+    def declare(cls: type[_O]) -> type[_O]:
         cls = dataclasses.dataclass(frozen=True, kw_only=True)(cls)
         cls.op = op
         cls.kind = op.partition('.')[0]
         cls.read_back = read_back
-        DECLARED.append(cls)
+        # a list until the table is complete (a tuple after)
+        DECLARED.append(cls)  # type: ignore[attr-defined]
         return cls
     return declare
 
 
 # -- the simulation's helpers (the world is a document_plan.World) ----------
 
-def _set_metadata(world, name, metadata):
+def _set_metadata(world: '_World', name: str,
+                  metadata: Mapping[str, str | None]) -> None:
     agg = world.aggregates[name]
     for key, value in metadata.items():
         if value is None:
@@ -135,7 +175,8 @@ def _set_metadata(world, name, metadata):
             agg['availability_zone'] = value
 
 
-def _flavor(world, flavor_id, name):
+def _flavor(world: '_World', flavor_id: str | None,
+            name: str) -> dict[str, typing.Any] | None:
     """The simulated flavor FLAVOR_ID (None: the one the plan creates)."""
     flavor_id = flavor_id or NEW + name
     for flavor in world.flavors:
@@ -144,15 +185,17 @@ def _flavor(world, flavor_id, name):
     return None
 
 
-def _provider_traits(world, uuid):
-    summary = world.placement.summaries.setdefault(uuid, {})
+def _provider_traits(world: '_World', uuid: str) -> set[str]:
+    # a plan with provider traits steps read Placement
+    summary = world.placement.summaries.setdefault(  # type: ignore[union-attr]
+        uuid, {})
     summary['traits'] = set(summary.get('traits') or ())
     return summary['traits']
 
 
 # -- host aggregates (pools) ------------------------------------------------
 
-def _metadata_key():
+def _metadata_key() -> str:
     # translated when a check runs, not at import
     return _('aggregate metadata key')
 
@@ -162,11 +205,11 @@ class AggregateCreate(Operation):
     """Create aggregate NAME in ZONE; METADATA is set right after."""
 
     name: str
-    zone: str = None
-    metadata: dict = None
+    zone: str | None = None
+    metadata: dict[str, str] | None = None
 
-    def effect(self, world):
-        meta = dict(self.metadata or {})
+    def effect(self, world: '_World') -> None:
+        meta: dict[str, str | None] = dict(self.metadata or {})
         if self.zone:
             meta[ZONE_KEY] = self.zone
         world.aggregates[self.name] = {
@@ -174,13 +217,13 @@ class AggregateCreate(Operation):
             'hosts': [], 'metadata': meta,
             'availability_zone': self.zone or None}
 
-    def check_input(self):
+    def check_input(self) -> None:
         nova_rules.check_name(self.name, _('aggregate name'))
         if self.zone:
             nova_rules.check_zone(self.zone)
         nova_rules.check_metadata(self.metadata, _metadata_key())
 
-    def several_writes(self):
+    def several_writes(self) -> bool:
         # the create, then its metadata
         return bool(self.metadata)
 
@@ -191,7 +234,7 @@ class AggregateDelete(Operation):
 
     name: str
 
-    def effect(self, world):
+    def effect(self, world: '_World') -> None:
         world.aggregates.pop(self.name, None)
 
 
@@ -201,16 +244,16 @@ class AggregateMetadata(Operation):
     EXPECT (an undo): {key: what the step set}."""
 
     name: str
-    metadata: dict
-    expect: dict = None
+    metadata: dict[str, str | None]
+    expect: dict[str, str | None] | None = None
 
-    def effect(self, world):
+    def effect(self, world: '_World') -> None:
         _set_metadata(world, self.name, self.metadata)
 
-    def check_input(self):
+    def check_input(self) -> None:
         nova_rules.check_metadata(self.metadata, _metadata_key())
 
-    def keys_written(self):
+    def keys_written(self) -> set[str]:
         return set(self.metadata)
 
 
@@ -223,10 +266,10 @@ class AggregateAddZone(Operation):
     name: str
     zone: str
 
-    def effect(self, world):
+    def effect(self, world: '_World') -> None:
         _set_metadata(world, self.name, {ZONE_KEY: self.zone})
 
-    def check_input(self):
+    def check_input(self) -> None:
         nova_rules.check_zone(self.zone)
 
 
@@ -237,7 +280,7 @@ class _Membership(Operation):
 
     name: str
     host: str
-    providers: list = ()
+    providers: Sequence[str] = ()
 
 
 _MEMBERS = ("the aggregate's hosts, and the Placement aggregates of "
@@ -249,7 +292,7 @@ class AggregateAddHost(_Membership):
     """Add HOST to aggregate NAME (and PROVIDERS to its Placement
     aggregate)."""
 
-    def effect(self, world):
+    def effect(self, world: '_World') -> None:
         hosts = world.aggregates[self.name]['hosts']
         if self.host not in hosts:
             hosts.append(self.host)
@@ -260,7 +303,7 @@ class AggregateRemoveHost(_Membership):
     """Take HOST out of aggregate NAME (and PROVIDERS out of its
     Placement aggregate)."""
 
-    def effect(self, world):
+    def effect(self, world: '_World') -> None:
         hosts = world.aggregates[self.name]['hosts']
         if self.host in hosts:
             hosts.remove(self.host)
@@ -274,10 +317,10 @@ class TraitCreate(Operation):
 
     trait: str
 
-    def effect(self, world):
+    def effect(self, world: '_World') -> None:
         world.existing_traits.add(self.trait)
 
-    def check_input(self):
+    def check_input(self) -> None:
         nova_rules.check_trait(self.trait)
 
 
@@ -287,7 +330,7 @@ class TraitDelete(Operation):
 
     trait: str
 
-    def effect(self, world):
+    def effect(self, world: '_World') -> None:
         world.existing_traits.discard(self.trait)
 
     check_input = TraitCreate.check_input
@@ -298,10 +341,10 @@ class _ProviderTraits(Operation):
     """TRAITS of resource provider UUID (LABEL: how it is said)."""
 
     uuid: str
-    traits: list
-    label: str = None
+    traits: list[str]
+    label: str | None = None
 
-    def check_input(self):
+    def check_input(self) -> None:
         for trait in self.traits:
             nova_rules.check_trait(trait)
 
@@ -310,7 +353,7 @@ class _ProviderTraits(Operation):
 class ProviderAddTraits(_ProviderTraits):
     """Add TRAITS to resource provider UUID."""
 
-    def effect(self, world):
+    def effect(self, world: '_World') -> None:
         _provider_traits(world, self.uuid).update(self.traits)
 
 
@@ -318,7 +361,7 @@ class ProviderAddTraits(_ProviderTraits):
 class ProviderRemoveTraits(_ProviderTraits):
     """Remove TRAITS from resource provider UUID."""
 
-    def effect(self, world):
+    def effect(self, world: '_World') -> None:
         _provider_traits(world, self.uuid).difference_update(self.traits)
 
 
@@ -335,16 +378,16 @@ class FlavorCreate(Operation):
     deletes the ID the create returned."""
 
     name: str
-    fields: dict
+    fields: dict[str, typing.Any]
 
-    def effect(self, world):
+    def effect(self, world: '_World') -> None:
         flavor = dict(self.fields, id=NEW + self.name, name=self.name,
                       extra_specs={})
         world.flavors.append(flavor)
         if not self.fields.get('os-flavor-access:is_public', True):
             world.access[flavor['id']] = []
 
-    def check_input(self):
+    def check_input(self) -> None:
         nova_rules.check_name(self.name, _('flavor name'))
         nova_rules.check_description((self.fields or {}).get('description'))
 
@@ -355,9 +398,9 @@ class FlavorDelete(Operation):
     flavor would get another ID."""
 
     name: str
-    flavor_id: str = None
+    flavor_id: str | None = None
 
-    def effect(self, world):
+    def effect(self, world: '_World') -> None:
         flavor = _flavor(world, self.flavor_id, self.name)
         if flavor is not None:
             world.flavors.remove(flavor)
@@ -370,15 +413,16 @@ class FlavorDescription(Operation):
     none)."""
 
     name: str
-    description: str = None
-    flavor_id: str = None
-    expect: dict = None
+    description: str | None = None
+    flavor_id: str | None = None
+    expect: dict[str, str | None] | None = None
 
-    def effect(self, world):
-        _flavor(world, self.flavor_id, self.name)['description'] = (
-            self.description)
+    def effect(self, world: '_World') -> None:
+        # the step's flavor is in the world (read, or created before)
+        _flavor(world, self.flavor_id,  # type: ignore[index]
+                self.name)['description'] = self.description
 
-    def check_input(self):
+    def check_input(self) -> None:
         nova_rules.check_description(self.description)
 
 
@@ -388,29 +432,32 @@ class FlavorSpecs(Operation):
     specs of flavor FLAVOR_ID."""
 
     name: str
-    flavor_id: str = None
-    specs_set: dict = None
-    unset: list = ()
-    expect: dict = None
+    flavor_id: str | None = None
+    specs_set: dict[str, str] | None = None
+    unset: Sequence[str] = ()
+    expect: dict[str, str | None] | None = None
 
-    def effect(self, world):
-        extra = _flavor(world, self.flavor_id, self.name)['extra_specs']
+    def effect(self, world: '_World') -> None:
+        # the step's flavor is in the world (read, or created before)
+        extra = _flavor(world, self.flavor_id,  # type: ignore[index]
+                        self.name)['extra_specs']
         extra.update(self.specs_set or {})
         for key in self.unset:
             extra.pop(key, None)
 
-    def check_input(self):
+    def check_input(self) -> None:
         nova_rules.check_metadata(self.specs_set, _SPEC)
         for key in self.unset or ():
             nova_rules.check_key(key, _SPEC)
 
-    def several_writes(self):
+    def several_writes(self) -> bool:
         # one request sets SPECS_SET, one per key unsets UNSET
         return bool(self.specs_set) + len(self.unset or ()) > 1
 
-    def keys_written(self):
+    def keys_written(self) -> set[str] | None:
         # the unset keys are requests of their own
-        return None if self.unset else set(self.specs_set)
+        return None if self.unset else set(
+            self.specs_set)  # type: ignore[arg-type]  # see report
 
 
 @_arguments
@@ -419,15 +466,17 @@ class _Access(Operation):
 
     name: str
     project: str
-    flavor_id: str = None
+    flavor_id: str | None = None
 
 
 @_declare('flavor.add_access', "the flavor's access list")
 class FlavorAddAccess(_Access):
     """Give PROJECT access to (private) flavor FLAVOR_ID."""
 
-    def effect(self, world):
-        flavor = _flavor(world, self.flavor_id, self.name)
+    def effect(self, world: '_World') -> None:
+        # the step's flavor is in the world (read, or created before)
+        flavor: dict[str, typing.Any] = _flavor(  # type: ignore[assignment]
+            world, self.flavor_id, self.name)
         projects = world.access.setdefault(flavor['id'], [])
         if self.project not in projects:
             projects.append(self.project)
@@ -437,8 +486,10 @@ class FlavorAddAccess(_Access):
 class FlavorRemoveAccess(_Access):
     """Take access to flavor FLAVOR_ID from PROJECT."""
 
-    def effect(self, world):
-        flavor = _flavor(world, self.flavor_id, self.name)
+    def effect(self, world: '_World') -> None:
+        # the step's flavor is in the world (read, or created before)
+        flavor: dict[str, typing.Any] = _flavor(  # type: ignore[assignment]
+            world, self.flavor_id, self.name)
         projects = world.access.get(flavor['id']) or []
         if self.project in projects:
             projects.remove(self.project)
@@ -453,11 +504,14 @@ class ImageUpdate(Operation):
 
     image_id: str
     name: str
-    changes: dict
-    expect: dict = None
+    changes: dict[str, typing.Any]
+    expect: dict[str, typing.Any] | None = None
 
-    def effect(self, world):
-        image = world.image_by_id(self.image_id)
+    def effect(self, world: '_World') -> None:
+        # the step's image is in the world (the plan read it)
+        image: dict[str, typing.Any]
+        image = world.image_by_id(  # type: ignore[assignment]
+            self.image_id)
         for key, value in self.changes.items():
             if value is None:
                 image.pop(key, None)
@@ -472,11 +526,11 @@ class LimitSet(Operation):
     """Make the limit NAME of PROJECT LIMIT (created when there is
     none)."""
 
-    project: str
+    project: str | None
     name: str
     limit: int
 
-    def effect(self, world):
+    def effect(self, world: '_World') -> None:
         if self.project is None:
             have = world.registered.setdefault(self.name,
                                                {'id': NEW + self.name})
@@ -497,10 +551,10 @@ class LimitSet(Operation):
 class LimitDelete(Operation):
     """Delete the limit NAME of PROJECT."""
 
-    project: str
+    project: str | None
     name: str
 
-    def effect(self, world):
+    def effect(self, world: '_World') -> None:
         if self.project is None:
             world.registered.pop(self.name, None)
             return
@@ -514,14 +568,15 @@ class LimitDescribe(Operation):
     """Make the description of the limit NAME of PROJECT DESCRIPTION
     (None: none)."""
 
-    project: str
+    project: str | None
     name: str
-    description: str = None
-    expect: dict = None
+    description: str | None = None
+    expect: dict[str, str | None] | None = None
 
-    def effect(self, world):
-        world.limit(self.project, self.name)['description'] = (
-            self.description)
+    def effect(self, world: '_World') -> None:
+        # the step's limit is in the world (the plan read it)
+        world.limit(self.project,  # type: ignore[index]
+                    self.name)['description'] = self.description
 
 
 # -- compute services (gpu host cordon / uncordon) ---------------------------
@@ -532,9 +587,9 @@ class ServiceDisable(Operation):
 
     host: str
     service_id: str
-    reason: str
+    reason: str | None
 
-    def effect(self, world):
+    def effect(self, world: '_World') -> None:
         """The plan of a document disables no service."""
 
 
@@ -545,7 +600,7 @@ class ServiceEnable(Operation):
     host: str
     service_id: str
 
-    def effect(self, world):
+    def effect(self, world: '_World') -> None:
         """The plan of a document enables no service."""
 
 
@@ -562,7 +617,7 @@ class DeviceRelease(Operation):
     name: str
     resource_class: str
 
-    def effect(self, world):
+    def effect(self, world: '_World') -> None:
         """The plan of a document releases no device."""
 
 
@@ -577,11 +632,11 @@ class _Move(Operation):
     server_id: str
     name: str
     source: str
-    classes: list
-    providers: dict
-    timeout: int
+    classes: list[str]
+    providers: dict[str, list[str]]
+    timeout: int | None
 
-    def effect(self, world):
+    def effect(self, world: '_World') -> None:
         """The plan of a document moves no server."""
 
 
@@ -591,7 +646,7 @@ class _MoveTo(_Move):
     said)."""
 
     host: str
-    gpus: int = None
+    gpus: int | None = None
 
 
 _MOVED = "the server's host and status, and its allocations"
