@@ -63,7 +63,8 @@ def collect(
         pool = pools_mod.pool_name(cloud.pools, pool)
     wanted = None
     if flavors:
-        wanted = capacity.resolve_flavors(cloud.flavors, flavors)
+        # read with the flavors
+        wanted = capacity.resolve_flavors(cloud.flavors, flavors)  # type: ignore[arg-type]
     host_facts = maintenance.host_facts(facts, cloud.host_roots())
     if capacity.numa_enabled(settings) and any(
             numa_mod.constraints(flavor) for flavor in cloud.flavors or ()

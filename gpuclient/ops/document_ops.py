@@ -229,7 +229,8 @@ def resolve(
                 resolved[path] = hosts[0]
             else:
                 resolved[path] = document.image_key(
-                    _find_image(cloud.images or [], value), cloud.images)
+                    # read with the images
+                    _find_image(cloud.images or [], value), cloud.images)  # type: ignore[arg-type]
         except exceptions.CommandError as exc:
             problems.append('%s: %s' % (document.where(path, lines),
                                         str(exc).rstrip('.')))
@@ -301,13 +302,13 @@ def _check_zones(client: GpuClient, cloud: model.Cloud,
 
 
 def _pool_traits(*docs: dict[str, typing.Any]) -> set[str]:
-    found = set()
+    found: set[str | None] = set()
     for doc in docs:
         for pool in doc['pools']:
             found.add(pools_mod.pool_trait(pool['name']))
             found.add(pools_mod.type_trait_of(pool))
     found.discard(None)
-    return found
+    return found  # type: ignore[return-value]  # None discarded
 
 
 def apply(
@@ -367,7 +368,8 @@ def apply(
     _left_out(wanted, seen.scope)
     # in the document's order (``resolve`` sorts), so lines are right
     unknown = document_plan.class_problems(
-        wanted, lines, document_plan.offered_classes(cloud.placement),
+        # read with Placement
+        wanted, lines, document_plan.offered_classes(cloud.placement),  # type: ignore[arg-type]
         seen.scope)
     if unknown:
         raise document.DocumentError(unknown)

@@ -75,7 +75,8 @@ def rows_of(
         members = set(cloud.pools[pool]['hosts'])
         hypervisors = [
             hv
-            for hv in hypervisors
+            # read with the hypervisors
+            for hv in hypervisors  # type: ignore[union-attr]
             if host_names.nova_host(hv) in members
         ]
     notes = [message for _agg, _pool, message in cloud.problems]
@@ -85,7 +86,8 @@ def rows_of(
         if rc not in cloud.known_classes
     ]
     rows, unmapped_trees = hosts.host_rows(
-        cloud.placement,
+        # read with Placement
+        cloud.placement,  # type: ignore[arg-type]
         hypervisors,
         cloud.gpu_classes,
         pools_mod.pools_by_host(cloud.pools),

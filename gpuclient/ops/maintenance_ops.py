@@ -193,7 +193,8 @@ def observe(
         migrations = client.compute.migrations(
             status=maintenance.FINISHED, migration_type='migration')
     under_way = maintenance.outgoing(moving, migrations, draining)
-    cordoned = [svc['host'] for svc in cloud.services
+    # read with the services
+    cordoned = [svc['host'] for svc in cloud.services  # type: ignore[union-attr]
                 if cordon_rules.is_disabled(svc)
                 and svc['host'] not in draining]
     trees = _trees(cloud)

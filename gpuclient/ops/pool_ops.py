@@ -75,9 +75,9 @@ class View:
         # the SDK's aggregates (``aggregate``), and the model of them
         self.aggregates = client.compute.aggregates()
         # hypervisors and services None: not read yet (read when the
-        # write needs them); model.Cloud declares them list (see report)
+        # write needs them)
         self.cloud = model.Cloud(
-            self.aggregates, None, None)  # type: ignore[arg-type]
+            self.aggregates, None, None)
         if warn:
             snapshot.warn_problems(self.cloud.problems)
 
@@ -189,7 +189,8 @@ def create(
                     own_aggregate=existing.name if existing else None)
     traits = {pools.pool_trait(spec['name'])} if spec['isolate'] else set()
     if pools.type_trait_of(spec):
-        traits.add(pools.type_trait_of(spec))
+        # not None: checked on the line above
+        traits.add(pools.type_trait_of(spec))  # type: ignore[arg-type]
     obs = view.observed(hosts, spec['resource_class'], traits)
     plan = pool_plan.create(obs, spec, hosts)
     _finish(client, plan, dry_run, on_step)
@@ -469,7 +470,8 @@ def show(client: GpuClient, name: str) -> dict[str, typing.Any]:
     rows, _notes = host_ops.rows_of(client, cloud, pool=pool['name'])
     host_roots = {host: sorted(roots) for host, roots in
                   cloud.host_roots().items() if host in pool['hosts']}
-    drift = pools.drift(pool, host_roots, cloud.placement,
+    # read with Placement
+    drift = pools.drift(pool, host_roots, cloud.placement,  # type: ignore[arg-type]
                         snapshot.members_of(client, pool))
     assert cloud.flavors is not None  # noqa: S101 - read with flavors
     flavors = sorted(

@@ -234,7 +234,8 @@ def plan_pools(
         demand_counts = _usage_demand(client, cloud, usage_period,
                                       vgpu_profiles, notes)
     wanted, of_flavor = profile_cloud.profiles_wanted(
-        demand_counts, cloud.flavors, cloud.pools, vgpu_profiles)
+        # given: --demand, or --from-usage above
+        demand_counts, cloud.flavors, cloud.pools, vgpu_profiles)  # type: ignore[arg-type]
     trees, found = _cards(client, cloud, hosts, vgpu_profiles, model,
                           notes)
     with quiet_solver():
@@ -370,14 +371,16 @@ def plan_vf_pools(
     from gpuclient.rules.profiles import vf as profile_vf
 
     types = profile_vf.pool_types([cloud.pools[n] for n in pool_names])
-    wanted = profile_vf.wanted(demand_counts, cloud.flavors, cloud.pools,
+    # given: vgpu-vf pools take --demand only
+    wanted = profile_vf.wanted(demand_counts, cloud.flavors, cloud.pools,  # type: ignore[arg-type]
                                types)
     host_roots = cloud.host_roots()
     roots = {h: sorted(host_roots.get(h) or ()) for h in hosts}
     notes = [_('%s has no compute node in Placement: its cards are not '
                'planned.') % h for h in hosts if not roots[h]]
     trees = render.trees_from_snapshot(
-        cloud.placement, {h: r for h, r in roots.items() if r})
+        # read with Placement
+        cloud.placement, {h: r for h, r in roots.items() if r})  # type: ignore[arg-type]
     assert cloud.placement is not None  # noqa: S101 - read with Placement
     used = {uuid: {rc: item.get('used', 0)
                    for rc, item in (summary.get('resources') or {}).items()}

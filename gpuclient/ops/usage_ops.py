@@ -75,15 +75,13 @@ def collect(
     cloud snapshot and the allocations of the used GPU providers, for
     the host-side figures of the servers that still hold their devices.
     """
-    start, end = usage.period(start, end, now)
+    since, until = usage.period(start, end, now)
     # a lower --os-compute-api-version: refused before the first request
     client.compute.require(versions.COMPUTE_USAGE_LINKS_VERSION,
                            versions.COMPUTE_EMBEDDED_FLAVOR_VERSION)
-    # START and END: the texts given, then the datetimes of usage.period
-    # (the same names: mypy keeps the texts' type); see report
     LOG.info(_('Usage from %(start)s to %(end)s (UTC).'),
-             {'start': start.isoformat(),  # type: ignore[union-attr]
-              'end': end.isoformat()})  # type: ignore[union-attr]
+             {'start': since.isoformat(),
+              'end': until.isoformat()})
     rates = usage.parse_rates(rates) if rates else None
     keys = []
     for key in by or usage.DEFAULT_BY:
@@ -103,16 +101,16 @@ def collect(
         # a member: their own project, pools named by the flavors only
         if project_id not in (None, own_id):
             raise server_ops.not_yours(project, own_id)
-        pools = {}
+        pools: dict[str, dict[str, typing.Any]] = {}
         project_id = own_id
-        usages = client.compute.server_usages(start, end, own_id)
+        usages = client.compute.server_usages(since, until, own_id)
         all_projects = False
     else:
         pools, problems = pools_mod.scan(aggregates)
         notes += [message for _agg, _pool, message in problems]
         if pool:
             pool = pools_mod.pool_name(pools, pool)
-        usages = client.compute.server_usages(start, end, project_id)
+        usages = client.compute.server_usages(since, until, project_id)
         all_projects = project_id != own_id
     listed = {}
     wanted = {u.get('instance_id') for u in usages}
@@ -123,15 +121,15 @@ def collect(
             listed[server['id']] = server
         if wanted - set(listed):
             for server in client.compute.servers_detail(
-                    changes_since=_nova_iso(start), **query):
+                    changes_since=_nova_iso(since), **query):
                 listed.setdefault(server['id'], server)
-    items, more = _usage_items(client, usages, wanted, listed, start, end,
+    items, more = _usage_items(client, usages, wanted, listed, since, until,
                                pools)
     notes += more
     rows, more = usage.usage_rows(items, by, rates, pool)
     notes += more
     if utilisation:
-        rows = _split_rows(client, rows, items, by, start, end,
+        rows = _split_rows(client, rows, items, by, since, until,
                            aggregates is not None, **utilisation)
     return by, rows, notes
 
@@ -176,25 +174,24 @@ def demand(
     """
     from gpuclient.rules.profiles import demand as profile_demand
 
-    start, end = usage.period(start, end, now)
+    since, until = usage.period(start, end, now)
     client.compute.require(versions.COMPUTE_USAGE_LINKS_VERSION,
                            versions.COMPUTE_EMBEDDED_FLAVOR_VERSION)
     pools, problems = pools_mod.scan(client.compute.aggregates())
     notes = [message for _agg, _pool, message in problems]
-    usages = client.compute.server_usages(start, end, None)
+    usages = client.compute.server_usages(since, until, None)
     changed = {server['id']: server for server in client.compute
                .servers_detail(all_projects=True,
-                               changes_since=_nova_iso(start))}
+                               changes_since=_nova_iso(since))}
     wanted = {u.get('instance_id') for u in usages}
     if wanted - set(changed):
         # a server that ran in the period and has not changed since
         for server in client.compute.servers_detail(all_projects=True):
             changed.setdefault(server['id'], server)
-    items, more = _usage_items(client, usages, wanted, changed, start, end,
+    items, more = _usage_items(client, usages, wanted, changed, since, until,
                                pools)
     notes += more
-    # START and END: the datetimes of usage.period (see collect)
-    return ((start, end),  # type: ignore[return-value]
-            profile_demand.from_usage(items, changed.values(), start, end,
+    return ((since, until),
+            profile_demand.from_usage(items, changed.values(), since, until,
                                       pools),
             notes)

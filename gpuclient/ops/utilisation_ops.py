@@ -177,7 +177,8 @@ def cloud_hosts(cloud: model.Cloud | None) -> dict[str, set[str]]:
 def join(
     answers: dict[str, list[typing.Any]], cloud: model.Cloud | None,
     labels: dict[str, tuple[str, ...]],
-) -> tuple[dict[str, list[typing.Any]], list[tuple[str, str, str]]]:
+) -> tuple[dict[str, list[typing.Any]],
+           list[tuple[str, str | None, str]]]:
     """``utilisation.join_answers`` over CLOUD's hosts; each problem is
     logged as a warning (the devices it names are ``unknown``)."""
     answers, problems = utilisation.join_answers(answers, cloud_hosts(cloud),
@@ -243,7 +244,8 @@ def providers_of(
         mode = modes.get(uuid)
         if mode is None:
             pool_modes = {cloud.pools[p].get('mode')
-                          for p in by_host.get(host, ()) if p in cloud.pools}
+                          # a provider without a host finds no pool
+                          for p in by_host.get(host, ()) if p in cloud.pools}  # type: ignore[arg-type]
             mode = pool_modes.pop() if len(pool_modes) == 1 else None
         found[uuid] = {
             'name': provider['name'], 'root_name': root['name'],

@@ -253,6 +253,6 @@ def flavor_warning(pool: Mapping[str, typing.Any], gpus: int,
                  # BAR1 is given: RESULT is judge's
                  'symptom': symptom(
                      result, gpus,
-                     bar1.gib, bar1.board),  # type: ignore[union-attr]
+                     bar1.gib, bar1.board),  # type: ignore[arg-type,union-attr]
                  'trait': TRAITS[PASSTHROUGH],
                  'bits': result['suggested_bits']}

@@ -477,8 +477,9 @@ def rows(cloud: model.Cloud, settings: dict[str, typing.Any] | None,
         else:
             by_pool: dict[str | None, list[str]] = {}
             for host in sorted(fits.host_roots):
-                in_pools = [p for p, d in pools.items()
-                            if host in d['hosts']] or [None]
+                in_pools: list[str | None] = [
+                    p for p, d in pools.items()
+                    if host in d['hosts']] or [None]
                 rc = _flavor_class(req, pools, None)
                 if not counts.get(host) and not (
                         rc and _figures(cloud, fits.host_roots[host],

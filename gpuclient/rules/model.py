@@ -501,7 +501,7 @@ def zone_check(cloud: Cloud, zone: str | None, host: str,
 
 
 def zone_move_refused(host: str, current: str,
-                      zone: str) -> exceptions.CommandError:
+                      zone: str | None) -> exceptions.CommandError:
     """The CommandError of a host with instances that would move zone."""
     return exceptions.CommandError(
         _('Host %(host)s has instances and is in zone '

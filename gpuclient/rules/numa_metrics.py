@@ -83,7 +83,8 @@ def host_nodes(
     node missing MemTotal, or with series from two exporters, is left out
     (not known, never half known)."""
     joined, _problems = host_names.series_hosts(
-        {series_host(labels, label_names) for results in answers.values()
+        # None is taken out of the set
+        {series_host(labels, label_names) for results in answers.values()  # type: ignore[arg-type]
          for labels, _value in results or ()} - {None},
         {host: {n for n in names if n} for host, names in hosts.items()})
     # {host: {node: {field: value}}}, {host: the exporters}
@@ -94,7 +95,8 @@ def host_nodes(
                         ('numa_huge_pages', 'huge_pages')):
         for labels, value in answers.get(name) or ():
             node = str(labels.get(NODE_LABEL, ''))
-            host = joined.get(series_host(labels, label_names))
+            # a series without a host finds none
+            host = joined.get(series_host(labels, label_names))  # type: ignore[arg-type]
             # a node number in ASCII digits ('²' is a digit, not a number)
             if not (node.isascii() and node.isdigit()) or value is None \
                     or host is None:

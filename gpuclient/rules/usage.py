@@ -140,7 +140,7 @@ def nova_time(text: str | None) -> datetime.datetime | None:
 
 def gpu_request(
         server: Mapping[str, typing.Any] | None,
-        pools: Mapping[str, dict[str, typing.Any]] | None = None
+        pools: Mapping[str, Mapping[str, typing.Any]] | None = None
 ) -> dict[str, typing.Any]:
     """What a server's embedded flavor asks for: dict with gpus,
     resource_class (None when it cannot be told), mode, pool (the
@@ -266,7 +266,8 @@ def server_rows(
             gpus = request['gpus']
         rcs = sorted(set(rcs)) or ([request['resource_class']]
                                    if request['resource_class'] else [])
-        pool_name = _pool_of(request, by_host.get(server_host, ()), pools,
+        # a server without a host finds no pool
+        pool_name = _pool_of(request, by_host.get(server_host, ()), pools,  # type: ignore[arg-type]
                              rcs)
         mode = request['mode']
         if pool_name in pools:
@@ -373,7 +374,8 @@ def usage_items(
         if hours <= 0 and closed <= opened:
             continue
         pool_name = _pool_of(request, by_host.get(
-            server.get('OS-EXT-SRV-ATTR:host'), ()), pools)
+            # a server without a host finds no pool
+            server.get('OS-EXT-SRV-ATTR:host'), ()), pools)  # type: ignore[arg-type]
         mode = request['mode']
         if pool_name in pools:
             mode = pools[pool_name].get('mode') or mode

@@ -68,7 +68,8 @@ def gpu_stranded(
     by_host = pools_mod.pools_by_host(cloud.pools)
     found = []
     for host, roots in sorted(fits.host_roots.items()):
-        roots = sorted(roots)
+        # the same roots, in order
+        roots = sorted(roots)  # type: ignore[assignment]
         for rc in _host_classes(cloud, roots):
             short: dict[str, tuple[int, dict[str, int]]]
             free, short = 0, {}
@@ -79,7 +80,8 @@ def gpu_stranded(
                 if not lacks or any(s is None for _f, s in lacks):
                     continue  # no flavor asks, or another reason
                 free += units
-                for flavor, (klass, left, need) in lacks:
+                # no shortage is None here (the continue above)
+                for flavor, (klass, left, need) in lacks:  # type: ignore[misc]
                     short.setdefault(klass, (left, {}))[1][
                         utils.flavor_label(flavor)] = need
             if not free:

@@ -60,7 +60,8 @@ def pool_drift(cloud: model.Cloud,
     found = []
     for name, pool in sorted(cloud.pools.items()):
         roots = {h: sorted(host_roots.get(h, ())) for h in pool['hosts']}
-        for item in pools_mod.drift(pool, roots, cloud.placement,
+        # gpu check reads Placement
+        for item in pools_mod.drift(pool, roots, cloud.placement,  # type: ignore[arg-type]
                                     cloud.pool_members.get(name)):
             fix = item['fix'] or 'openstack gpu pool remove host %s %s' % (
                 name, item['host'])
@@ -108,7 +109,8 @@ def pool_no_devices(
             if not roots:
                 continue  # pool-drift reports it
             for message in pools_mod.host_problems(
-                    pool, host, roots, cloud.placement, cloud.pools):
+                    # gpu check reads Placement
+                    pool, host, roots, cloud.placement, cloud.pools):  # type: ignore[arg-type]
                 found.append(utils.finding(
                     utils.ERROR, 'pool-no-devices', 'pool %s / host %s' % (
                         name, host),
@@ -197,7 +199,8 @@ def pool_projects(
             if pool['projects']]
     by_name: dict[str, list[str]] = {}
     for project_id, project_name in known.items():
-        by_name.setdefault(project_name, []).append(project_id)
+        # an unnamed project is listed under None
+        by_name.setdefault(project_name, []).append(project_id)  # type: ignore[arg-type]
     found = []
     for name, pool in sorted(cloud.pools.items()):
         entries = pools_mod.project_entries(pool['metadata'])
@@ -598,7 +601,8 @@ def flavor_address_space(
         label = utils.flavor_label(flavor)
         pools = utils.flavor_pools(cloud, reading,
                                    [p['name'] for p in by_alias])
-        bar1 = max(bars, key=lambda b: b.gib) if bars else None
+        # the boards of BARS all have a BAR1 size
+        bar1 = max(bars, key=lambda b: b.gib) if bars else None  # type: ignore[arg-type,return-value]
         result = bar1 and address_space.judge(flavor.get('ram'), gpus,
                                               bar1.gib, extra)
         if result:
@@ -607,7 +611,7 @@ def flavor_address_space(
                 # result is set only with bar1
                 address_space.symptom(
                     result, gpus,
-                    bar1.gib,  # type: ignore[union-attr]
+                    bar1.gib,  # type: ignore[arg-type,union-attr]
                     bar1.board),  # type: ignore[union-attr]
                 address_space.fix(label, result), pools))
         elif (unknown and gpus
@@ -623,7 +627,8 @@ def flavor_address_space(
                       'board': ', '.join(unknown),
                       'ram': flavor.get('ram') or 0, 'gpus': gpus,
                       'bits': bits, 'room': address_space.room_per_gpu(
-                          flavor.get('ram'), gpus, bits)},
+                          # guest_bits is not None (the elif above)
+                          flavor.get('ram'), gpus, bits)},  # type: ignore[arg-type]
                 address_space.unknown_fix(label), pools))
     return found
 

@@ -324,7 +324,8 @@ def placement_disabled_service(
     host_roots = cloud.host_roots()
     by_host = pools_mod.pools_by_host(cloud.pools)
     found = []
-    for service in sorted(cloud.services, key=lambda s: s.get('host') or ''):
+    # gpu check reads the services
+    for service in sorted(cloud.services, key=lambda s: s.get('host') or ''):  # type: ignore[arg-type]
         if service.get('status') != 'disabled':
             continue
         host = service.get('host')

@@ -22,6 +22,7 @@ flavor's pools and target hosts, a tree's GPU classes).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from collections.abc import Mapping
 import typing
 
 from gpuclient.i18n import _
@@ -111,12 +112,12 @@ def tree_classes(cloud: model.Cloud,
 
 def gpu_flavors(
         cloud: model.Cloud
-) -> list[tuple[dict[str, typing.Any], dict[str, typing.Any]]]:
+) -> list[tuple[Mapping[str, typing.Any], dict[str, typing.Any]]]:
     """[(flavor, reading)] of every GPU flavor, by name."""
     return capacity_mod.gpu_flavors(cloud.flavors or [], cloud.pools)
 
 
-def flavor_label(flavor: dict[str, typing.Any]) -> str:
+def flavor_label(flavor: Mapping[str, typing.Any]) -> str:
     """A flavor as a finding names it: its name, else its ID."""
     return flavor.get('name') or flavor['id']
 

@@ -90,10 +90,11 @@ def alias_from_json(text: str) -> tuple[str, dict[str, typing.Any]] | None:
             traits.add(trait.upper() if trait.upper().startswith(
                 names.CUSTOM_PREFIX) or trait.isupper()
                 else names.normalize_trait(trait))
-    found = {'resource_class': rc, 'traits': traits, 'source': 'config',
-             # Nova's get_alias_from_config: an alias without numa_policy
-             # is legacy
-             'numa_policy': str(data.get('numa_policy') or LEGACY).lower()}
+    found: dict[str, typing.Any] = {
+        'resource_class': rc, 'traits': traits, 'source': 'config',
+        # Nova's get_alias_from_config: an alias without numa_policy is
+        # legacy
+        'numa_policy': str(data.get('numa_policy') or LEGACY).lower()}
     if data.get('device_type'):
         found['device_type'] = data['device_type']
     if data.get('live_migratable') is not None:
