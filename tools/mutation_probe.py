@@ -275,7 +275,7 @@ MUTATIONS = [
      'test_checks.TestFlavors.test_address_space_not_judged_without_a_'
      'bar1_size'),
     # issue 51 (bar1)
-    ('BAR1 size from MiB to GiB', 'gpuclient/rules/profiles/catalogue.py',
+    ('BAR1 size from MiB to GiB', 'gpuclient/rules/catalogue/__init__.py',
      'mib // 1024,',
      'mib // 1000,',
      'test_address_space.TestCatalogue.test_bar1_sizes'),

@@ -30,8 +30,8 @@ import typing
 
 from gpuclient.i18n import _
 from gpuclient.ops import config_ops
+from gpuclient.rules import catalogue as catalogue_mod
 from gpuclient.rules import pools as pools_mod
-from gpuclient.rules.profiles import catalogue as catalogue_mod
 from gpuclient.rules.profiles import scripts
 from gpuclient.rules.profiles import solver
 
@@ -44,7 +44,7 @@ LOG = logging.getLogger(__name__)
 
 def catalogue(model: str | None = None,
               board: str | None = None) -> list[dict[str, typing.Any]]:
-    """Rows of ``gpu profile list`` (``rules.profiles.catalogue.rows``)."""
+    """Rows of ``gpu profile list`` (``rules.catalogue.rows``)."""
     return catalogue_mod.rows(model, board)
 
 

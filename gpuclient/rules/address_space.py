@@ -54,7 +54,7 @@ from osc_lib import exceptions
 from gpuclient.i18n import _
 
 if typing.TYPE_CHECKING:
-    from gpuclient.rules.profiles import catalogue
+    from gpuclient.rules import catalogue
 
 MODE_SPEC = 'hw:maxphysaddr_mode'
 BITS_SPEC = 'hw:maxphysaddr_bits'
@@ -195,7 +195,7 @@ def pool_bar1(pool: Mapping[str, typing.Any]) -> catalogue.Bar1 | None:
     catalogue board has)."""
     if (pool or {}).get('mode') != 'passthrough':
         return None
-    from gpuclient.rules.profiles import catalogue
+    from gpuclient.rules import catalogue
     return catalogue.bar1_for_pci_id(pool.get('pci_id'))
 
 

@@ -30,7 +30,7 @@ Everything is asked of one ``gpuclient.rules.model.Cloud``:
   ``group_policy=isolate``). Identical trees are counted once per flavor.
 
 A one-time-use device that Nova reserved after its server went is
-**awaiting release** (``gpuclient.rules.devices.one_time_use``): counted in
+**awaiting release** (``gpuclient.rules.one_time_use``): counted in
 the total, neither used, free nor stranded, until the operator releases
 it.
 

@@ -26,7 +26,7 @@ import typing
 from gpuclient.i18n import _
 from gpuclient.rules import baremetal
 from gpuclient.rules import host_names
-from gpuclient.rules.devices import one_time_use
+from gpuclient.rules import one_time_use
 
 # GPU resource classes shown by default (CLI.md, "Hosts"): vGPUs, whole
 # physical GPUs, NVIDIA and AMD PCI devices reported by Nova's PCI in

@@ -38,9 +38,9 @@ from gpuclient.i18n import _
 from gpuclient.rules import baremetal
 from gpuclient.rules import host_names
 from gpuclient.rules import hosts as hosts_mod
+from gpuclient.rules import one_time_use
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import reservations
-from gpuclient.rules.devices import one_time_use
 
 # the zone Nova gives a host in no aggregate with one
 DEFAULT_ZONE = 'nova'
@@ -409,7 +409,7 @@ class Cloud:
 
         A bare-metal node counts 1, whatever the ironic driver reserved;
         so does a one-time-use device awaiting release
-        (``devices.one_time_use``), counted apart as awaiting release (1),
+        (``one_time_use``), counted apart as awaiting release (1),
         neither used nor free.
         """
         snap: hosts_mod.Snapshot

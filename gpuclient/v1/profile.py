@@ -75,7 +75,7 @@ class ListProfile(common.Lister):
 
     def take_action(self, parsed_args):
         from gpuclient.ops import profile_ops
-        from gpuclient.rules.profiles import catalogue
+        from gpuclient.rules import catalogue
 
         try:
             rows = profile_ops.catalogue(parsed_args.model,
@@ -183,7 +183,7 @@ class PlanProfile(common.Lister):
 
     def take_action(self, parsed_args):
         from gpuclient.ops import profile_ops
-        from gpuclient.rules.profiles import catalogue
+        from gpuclient.rules import catalogue
         from gpuclient.rules.profiles import layouts
 
         if parsed_args.from_usage:
@@ -251,8 +251,8 @@ class PlanProfile(common.Lister):
 
     def _plan_pools(self, parsed_args):
         from gpuclient.ops import profile_ops
+        from gpuclient.rules import catalogue
         from gpuclient.rules import pools as pools_mod
-        from gpuclient.rules.profiles import catalogue
         from gpuclient.rules.profiles import cloud as profile_cloud
         from gpuclient.rules.profiles import layouts
 

@@ -34,10 +34,10 @@ from gpuclient.i18n import _
 from gpuclient.rules import address_space
 from gpuclient.rules import capacity as capacity_mod
 from gpuclient.rules import images as images_mod
+from gpuclient.rules import one_time_use
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import specs as specs_mod
 from gpuclient.rules.checks import utils
-from gpuclient.rules.devices import one_time_use
 from gpuclient.rules.nova_conf import render as nova_config
 from gpuclient.rules.scheduler import hardware
 from gpuclient.rules.scheduler import manager

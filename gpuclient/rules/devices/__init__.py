@@ -14,14 +14,13 @@
 ``release``, and gpu check's device findings).
 
 A device is a provider of the snapshot whose inventory holds a GPU class.
-One module per question:
+One module per question (Nova's one-time-use devices are
+``gpuclient.rules.one_time_use``, a floor below: the model and the host
+rows read them too):
 
 ================  ==========================================================
 ``listing``       a device's row: where it is, who holds it, its state;
                   picking rows by host, pool, server or name
-``one_time_use``  Nova's one-time-use devices (``HW_PCI_ONE_TIME_USE``, the
-                  ``reserved`` Nova sets) and the ``[pci] device_spec``
-                  settings Nova refuses for them
 ``release``       whether and how ``gpu device release`` releases a row
 ``health``        the DCGM exporter's series in Prometheus, joined to the
                   rows: XIDs, row remapping, health watches, licences,

@@ -35,7 +35,7 @@ from osc_lib import exceptions
 from gpuclient.i18n import _
 from gpuclient.rules import baremetal
 from gpuclient.rules import host_names
-from gpuclient.rules.devices import one_time_use
+from gpuclient.rules import one_time_use
 
 if typing.TYPE_CHECKING:
     from gpuclient.rules import hosts as hosts_mod

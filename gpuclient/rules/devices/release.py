@@ -21,8 +21,8 @@ from collections.abc import Mapping
 import typing
 
 from gpuclient.i18n import _
+from gpuclient.rules import one_time_use
 from gpuclient.rules.devices import listing
-from gpuclient.rules.devices import one_time_use
 
 # what a release row's action says
 RELEASE = 'release'

@@ -68,9 +68,9 @@ import typing
 from osc_lib import exceptions
 
 from gpuclient.i18n import _
+from gpuclient.rules import catalogue
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import specs as specs_mod
-from gpuclient.rules.profiles import catalogue
 
 if typing.TYPE_CHECKING:
     from gpuclient.rules import hosts as hosts_mod

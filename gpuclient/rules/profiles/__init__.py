@@ -10,15 +10,15 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Pure: GPU partitions, the catalogue and ``gpu profile plan``.
+"""Pure: GPU partitions and ``gpu profile plan``.
+
+The catalogue they are cut from (NVIDIA's MIG profiles, vGPU types,
+boards and BAR1 windows) is ``gpuclient.rules.catalogue``, a floor below:
+the address-space check and the nova.conf rendering read it too.
 
 ==============  ==========================================================
 module          what it holds
 ==============  ==========================================================
-``catalogue``   the catalogue (the data files ``models.yaml`` and
-                ``bar1.yaml``: NVIDIA's MIG profiles, vGPU types, boards
-                and BAR1 windows, each with its source), read when first
-                asked for, and the names in it
 ``layouts``     a card's layouts: checked, enumerated, written out
 ``solver``      the plan: the layout of every card for a demand (HiGHS)
 ``scripts``     the ``nvidia-smi`` scripts of a plan (``--output-dir``)

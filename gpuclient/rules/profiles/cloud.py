@@ -71,11 +71,11 @@ import re
 import typing
 
 from gpuclient.i18n import _
+from gpuclient.rules import catalogue
 from gpuclient.rules import maintenance
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import specs as specs_mod
 from gpuclient.rules.nova_conf import render as nova_config
-from gpuclient.rules.profiles import catalogue
 from gpuclient.rules.profiles import layouts
 from gpuclient.rules.profiles import solver
 

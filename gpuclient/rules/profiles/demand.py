@@ -36,9 +36,9 @@ from collections.abc import Mapping
 import typing
 
 from gpuclient.i18n import _
+from gpuclient.rules import catalogue
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import usage
-from gpuclient.rules.profiles import catalogue
 
 if typing.TYPE_CHECKING:
     import datetime

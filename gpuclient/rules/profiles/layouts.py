@@ -26,7 +26,7 @@ from collections.abc import Sequence
 import typing
 
 from gpuclient.i18n import _
-from gpuclient.rules.profiles import catalogue
+from gpuclient.rules import catalogue
 
 # a +me.all instance takes every media engine: the others on its GPU must
 # be -me (no media engine)

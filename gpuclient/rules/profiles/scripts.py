@@ -38,7 +38,7 @@ from collections.abc import Sequence
 import re
 import typing
 
-from gpuclient.rules.profiles import catalogue
+from gpuclient.rules import catalogue
 from gpuclient.rules.profiles import layouts
 
 

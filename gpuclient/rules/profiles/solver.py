@@ -34,7 +34,7 @@ import math
 import typing
 
 from gpuclient.i18n import _
-from gpuclient.rules.profiles import catalogue
+from gpuclient.rules import catalogue
 from gpuclient.rules.profiles import layouts
 
 if typing.TYPE_CHECKING:

@@ -40,10 +40,10 @@ import re
 import typing
 
 from gpuclient.i18n import _
+from gpuclient.rules import catalogue
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import specs as specs_mod
 from gpuclient.rules.nova_conf import render as nova_config
-from gpuclient.rules.profiles import catalogue
 
 SRIOV_MANAGE = '/usr/lib/nvidia/sriov-manage'
 SYSFS = '/sys/bus/pci/devices'

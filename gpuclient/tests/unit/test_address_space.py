@@ -15,9 +15,9 @@
 from osc_lib import exceptions
 
 from gpuclient.rules import address_space as aspace
+from gpuclient.rules import catalogue
 from gpuclient.rules import pools
 from gpuclient.rules import specs
-from gpuclient.rules.profiles import catalogue
 from gpuclient.tests.unit import base
 
 GIB_MB = 1024

@@ -19,8 +19,8 @@ import testtools
 
 from gpuclient.rules import hosts
 from gpuclient.rules import model
+from gpuclient.rules import one_time_use
 from gpuclient.rules.devices import listing
-from gpuclient.rules.devices import one_time_use
 from gpuclient.rules.devices import release
 
 OTU = ['COMPUTE_MANAGED_PCI_DEVICE', 'HW_PCI_ONE_TIME_USE', 'OWNER_NOVA']

@@ -15,8 +15,8 @@ on plain data."""
 
 import testtools
 
+from gpuclient.rules import catalogue
 from gpuclient.rules.nova_conf import render as nova_config
-from gpuclient.rules.profiles import catalogue
 from gpuclient.rules.profiles import cloud as pc
 from gpuclient.rules.profiles import layouts
 from gpuclient.rules.profiles import solver

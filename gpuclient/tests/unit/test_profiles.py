@@ -24,7 +24,7 @@ import sys
 import fixtures
 import testtools
 
-from gpuclient.rules.profiles import catalogue
+from gpuclient.rules import catalogue
 from gpuclient.rules.profiles import layouts
 from gpuclient.rules.profiles import scripts
 from gpuclient.rules.profiles import solver
@@ -426,8 +426,9 @@ class TestCatalogueFiles(testtools.TestCase):
     types the code compares with."""
 
     def test_read_when_first_asked_for(self):
-        code = ('from gpuclient.rules.profiles import catalogue, cloud, '
-                'demand, layouts, scripts, solver, vf\n'
+        code = ('from gpuclient.rules import catalogue\n'
+                'from gpuclient.rules.profiles import cloud, demand, '
+                'layouts, scripts, solver, vf\n'
                 'print(catalogue.tables.cache_info().currsize)\n'
                 'catalogue.BAR1\n'
                 'print(catalogue.tables.cache_info().currsize)\n')
