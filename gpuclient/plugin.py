@@ -206,33 +206,3 @@ def build_option_parser(parser):
         % DEFAULT_API_VERSION,
     )
     return parser
-
-
-def global_parser():
-    """OSC's global option parser, built as the ``openstack`` shell builds
-    the one that read this process's arguments (osc-lib's options, every
-    plugin's, keystoneauth's --os-<auth option>; abbreviations allowed).
-    None when OSC's shell cannot be loaded. Only for a failed write's
-    re-run hint: cheap once OSC is loaded."""
-    try:
-        from openstackclient import shell
-    except ImportError:  # pragma: no cover - gpuclient requires OSC
-        return None
-    return shell.OpenStackShell().build_option_parser('', '')
-
-
-def secret_dests():
-    """The destinations of OSC's global options whose value is a secret:
-    keystoneauth's auth plugin options marked secret (password, token,
-    passcode, application_credential_secret, ...), under the destination
-    osc-lib gives them, and osprofiler's HMAC key (--os-profile)."""
-    from keystoneauth1.loading import base
-    from osc_lib.api import auth
-
-    found = {'profile'}
-    for name in auth.get_plugin_list():
-        for option in base.get_plugin_options(name):
-            if option.secret:
-                # osc-lib: --os-<name with dashes>, dest with underscores
-                found.add(option.name.lower().replace('-', '_'))
-    return frozenset(found)

@@ -23,7 +23,7 @@ fleet could hold at most):
   ``--cards``);
 * ``running``: the same cards with a current layout each (drawn at random,
   ``--seed``, default 27, from the models' maximal layouts) and about half
-  of its placements in use, planned with ``rules.profiles.plan``.
+  of its placements in use, planned with ``rules.profiles.solver.plan``.
 
 Prints ``<label>: <n> s`` lines (the layouts' enumeration, cached per
 process, is timed apart) and, for each fleet, the three optimal values
@@ -46,7 +46,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
 
 from gpuclient.ops import profile_ops  # noqa: E402
-from gpuclient.rules import profiles  # noqa: E402
+from gpuclient.rules.profiles import layouts  # noqa: E402
+from gpuclient.rules.profiles import solver  # noqa: E402
 
 MODELS = ('A100-80GB', 'H100-80GB')
 DEMAND_SHARE = {'1g.10gb': 0.30, '2g.20gb': 0.15, '3g.40gb': 0.25,
@@ -64,8 +65,8 @@ def main(argv=None):
 
     start = time.perf_counter()
     for model in MODELS:
-        profiles.layouts(model)
-        profiles.layouts(model, maximal=True)
+        layouts.layouts(model)
+        layouts.layouts(model, maximal=True)
     print('enumerate layouts (2 models): %.2f s'
           % (time.perf_counter() - start))
 
@@ -83,12 +84,12 @@ def main(argv=None):
     cards = []
     for i in range(n):
         model = MODELS[i % 2]
-        current = rng.choice(profiles.layouts(model, maximal=True))
+        current = rng.choice(layouts.layouts(model, maximal=True))
         in_use = tuple(p for p in current if rng.random() < 0.5)
         cards.append({'id': 'host%d/gpu%d' % divmod(i, args.cards_per_host),
                       'model': model, 'current': current, 'in_use': in_use})
     start = time.perf_counter()
-    _rows, summary = profiles.plan(cards, demand)
+    _rows, summary = solver.plan(cards, demand)
     print('plan running %d cards: %.2f s' % (n, time.perf_counter() - start))
     report('running', summary)
     return 0
@@ -100,7 +101,7 @@ def report(label, summary):
           % (label, summary['status'], summary['classes'], summary['met'],
              summary['wanted'], summary['recut'], summary['moves'],
              summary['stranded_slices']))
-    if summary['proof'] == profiles.PROOF_BOUND:
+    if summary['proof'] == solver.PROOF_BOUND:
         how = ('the LP bound: %d servers disturbed is its %.3f rounded up'
                % (summary['moves'], summary['moves_bound']))
     else:

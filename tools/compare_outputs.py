@@ -20,7 +20,8 @@ For a refactoring that must not change behaviour:
 
 Builds a small GPU layer (three pools, four flavors) with the old tree's
 gpu apply, runs each read command and each write's --dry-run (and a few
-refusals) with both trees back to back, prints every difference of exit
+refusals), and every command's --help (setup.cfg's entry points), with
+both trees back to back, prints every difference of exit
 status, stdout or stderr, then removes the layer with gpu apply --prune.
 The trees are put on PYTHONPATH in front of the installed gpuclient; the
 `openstack` executable is $OPENSTACK, else the one on PATH. Exit status 1
@@ -134,7 +135,31 @@ gpu flavor create {p}.new --pool {p}-solver --vcpus 1 --ram 512 --disk 1 \
 gpu flavor set {p}.h100.2 --description x --dry-run
 gpu flavor delete {p}.h100.2 --dry-run
 gpu image show gpuclient-tiny
+gpu candidate list --flavor {p}.h100.1 --explain
+gpu candidate list --resource VGPU=1 --required CUSTOM_NVIDIA_35
+gpu candidate list --flavor {p}.h100.2 --setting enabled_filters=ComputeFilter
+gpu candidate list
+gpu capacity list --pool {p}-solver --long
+gpu device list
+gpu device list --long -f json
+gpu device show nope-{p}
+gpu host list --host gpu-pt-1 -f yaml
+gpu flavor show nope-{p}
+gpu host drain nope-{p} --dry-run
+gpu pool create {p}-bad --mode nope --dry-run
 """
+
+
+def gpu_commands():
+    """Every ``openstack gpu`` command, from setup.cfg's entry points."""
+    import configparser
+
+    conf = configparser.ConfigParser()
+    conf.read(os.path.join(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))), 'setup.cfg'))
+    points = conf['entry_points']['openstack.gpu.v1']
+    return sorted(line.split('=')[0].strip().replace('_', ' ')
+                  for line in points.strip().splitlines())
 
 
 def run(tree, args):
@@ -159,6 +184,8 @@ def main():
     lines = COMMANDS.strip().splitlines()
     commands = [line.replace('SCOPE', SCOPE).format(**words).split()
                 for line in lines]
+    # the help of every command, byte for byte
+    commands += [name.split() + ['--help'] for name in gpu_commands()]
     rc, _out, err = run(old, ['gpu', 'apply', paths['doc']])
     print('layer made: exit %d %s' % (rc, err[-500:]))
     same = differ = ok = 0

@@ -49,7 +49,7 @@ MUTATIONS = [
      'PLACEMENT_AGGREGATES_VERSION = (1, 19)',
      'PLACEMENT_AGGREGATES_VERSION = (1, 1)',
      'test_client.TestStrictPlacementFake'),
-    ('isolate boundary >=', 'gpuclient/rules/checks.py',
+    ('isolate boundary >=', 'gpuclient/rules/checks/pools.py',
      "group_policy == 'isolate' and len(numbered) > len(providers)",
      "group_policy == 'isolate' and len(numbered) >= len(providers)",
      'test_checks.TestIsolateEdges'),
@@ -96,7 +96,8 @@ MUTATIONS = [
     ('placement API version silently ignored', 'gpuclient/plugin.py',
      "if value in (None, '') or str(value) == '1':", 'if True:',
      'test_plugin.TestPlugin.test_placement_api_version'),
-    ('highspy missing: raw ImportError', 'gpuclient/rules/profiles.py',
+    ('highspy missing: raw ImportError',
+     'gpuclient/rules/profiles/solver.py',
      '    except ImportError as exc:\n', '    except KeyError as exc:\n',
      'test_profile.TestPlanProfile.test_without_highspy'),
     ('the plugin loads jsonschema', 'gpuclient/plugin.py',
@@ -179,7 +180,7 @@ MUTATIONS = [
      '    recorded = document.recorded(wanted)', '    recorded = None',
      'test_document_ops.TestConflicts'),
     # issue 51 (cli)
-    ('exit status on unrun checks', 'gpuclient/rules/checks.py',
+    ('exit status on unrun checks', 'gpuclient/rules/checks/__init__.py',
      '    if missing and all(n in missing for n in asked):\n',
      '    if False:\n',
      'test_checks_not_run'),
@@ -219,18 +220,18 @@ MUTATIONS = [
      'test_bounds.TestAnswerCap'),
     # issue 51 (health)
     ('XID class: an application\'s XID as the host\'s',
-     'gpuclient/rules/device_health.py',
+     'gpuclient/rules/devices/health.py',
      '    RESTART_APP: XID_APPLICATION,',
      '    RESTART_APP: XID_HOST,',
      'test_device_health.TestDeviceHealth.test_xid_classes'),
     ('a sticky XID read as recent whatever its age',
-     'gpuclient/rules/device_health.py',
+     'gpuclient/rules/devices/health.py',
      '    recent = since is not None\n',
      '    recent = since is not None or before is not None\n',
      'test_device_health.TestDeviceHealth.test_xid_class_dating_and_'
      'precedence'),
     ('host-vs-guest: a guest\'s series override the host\'s',
-     'gpuclient/rules/device_health.py',
+     'gpuclient/rules/devices/health.py',
      '        source = HOST_SIDE\n        if not mine:\n',
      '        source = HOST_SIDE\n'
      '        if any(index.guest.get(s) for s in row[\'server_ids\']):\n'
@@ -238,21 +239,22 @@ MUTATIONS = [
      'test_device_health.TestDeviceHealth.test_xid_class_dating_and_'
      'precedence'),
     ('host-vs-guest: a guest\'s report makes a device unhealthy',
-     'gpuclient/rules/device_health.py',
+     'gpuclient/rules/devices/health.py',
      "'unhealthy': source == HOST_SIDE and (",
      "'unhealthy': (",
      'test_device_health.TestDeviceHealth.test_xid_class_dating_and_'
      'precedence'),
     ('gpu-missing compares counts, not addresses',
-     'gpuclient/rules/checks.py',
+     'gpuclient/rules/checks/gpus.py',
      '        if not missing:\n            continue\n        found.append('
-     'finding(\n            ERROR, \'gpu-missing\'',
+     'utils.finding(\n            utils.ERROR, \'gpu-missing\'',
      '        if not missing or len(device_health.served(mine)) >= len(\n'
      '                rows):\n            continue\n        found.append('
-     'finding(\n            ERROR, \'gpu-missing\'',
+     'utils.finding(\n            utils.ERROR, \'gpu-missing\'',
      'test_device_checks.TestMissingByAddress'),
     # issue 51 (nova)
-    ('vgpu-vf VFs from the inventory total', 'gpuclient/rules/nova_config.py',
+    ('vgpu-vf VFs from the inventory total',
+     'gpuclient/rules/nova_conf/render.py',
      'resources.update(snapshot.totals.get(uuid) or {})',
      'resources.update({})',
      'test_config.TestShow.test_a_reserved_vf_keeps_its_device_spec'),
@@ -264,17 +266,18 @@ MUTATIONS = [
      'gpuclient/rules/scheduler/filters/numa_topology_filter.py',
      "if guest and not guest['pci_policy']:",
      'if False:',
-     'test_numa_topology_filter.TestJudge.test_the_alias_policy_of_the_'
+     'scheduler.filters.test_numa_topology_filter.TestJudge.test_the_'
+     'alias_policy_of_the_'
      'nova_conf_given_decides'),
-    ('unknown BAR1 size is not judged', 'gpuclient/rules/checks.py',
+    ('unknown BAR1 size is not judged', 'gpuclient/rules/checks/pools.py',
      'elif (unknown and gpus',
      'elif (False and gpus',
      'test_checks.TestFlavors.test_address_space_not_judged_without_a_'
      'bar1_size'),
     # issue 51 (bar1)
-    ('BAR1 size from MiB to GiB', 'gpuclient/rules/profiles.py',
-     'mib // 1024, (',
-     'mib // 1000, (',
+    ('BAR1 size from MiB to GiB', 'gpuclient/rules/catalogue/__init__.py',
+     'mib // 1024,',
+     'mib // 1000,',
      'test_address_space.TestCatalogue.test_bar1_sizes'),
     # issue 51 (promjoin)
     ('exact-name join: another domain by its first label',
@@ -322,8 +325,8 @@ MUTATIONS = [
      'filters/numa_topology_filter.py',
      "'have': sum(counts), 'policy': policy,",
      "'have': sum(counts), 'policy': 'required',",
-     'test_numa_topology_filter.TestJudge.test_device_text_names_the_'
-     'policy_asked'),
+     'scheduler.filters.test_numa_topology_filter.TestJudge.test_device_'
+     'text_names_the_policy_asked'),
     # issue 52 (unitgap): unit tests for what only a functional test ran
     ('read-back ignores the reserved units', 'gpuclient/ops/journal.py',
      "return record is not None and not record.get('reserved')",
@@ -340,15 +343,15 @@ MUTATIONS = [
     ('page size words in any case', 'gpuclient/rules/scheduler/hardware.py',
      '    value = str(text)\n    if value in (PAGES_SMALL,',
      '    value = str(text).lower()\n    if value in (PAGES_SMALL,',
-     'test_numa_values_nova.TestRequestedValues'),
+     'scheduler.test_hardware.TestRequestedValues'),
     ('PCI NUMA policy not checked', 'gpuclient/rules/scheduler/hardware.py',
      '    if policy and policy not in PCI_POLICIES:',
-     '    if False:', 'test_numa_values_nova.TestRequestedValues'),
+     '    if False:', 'scheduler.test_hardware.TestRequestedValues'),
     ('series host keeps its final dot', 'gpuclient/rules/host_names.py',
      "return str(name).strip().lower().rstrip('.')",
      'return str(name).strip().lower()', 'test_series_host_joins'),
     ('health window not clamped to its start',
-     'gpuclient/rules/device_health.py',
+     'gpuclient/rules/devices/health.py',
      "'xid_since_before': 'clamp_max(%s or %s, time() - %d)' % (",
      "'xid_since_before': 'clamp_max(%s or %s, time() - %d + 60)' % (",
      'test_health_window.TestHealthWindow'),

@@ -15,8 +15,12 @@ for a flavor, the hosts it offers, the filters after it and, when asked
 or when no host remains, why not.
 """
 
+from __future__ import annotations
+
+import collections.abc
 import logging
 import re
+import typing
 
 from osc_lib import exceptions
 
@@ -26,25 +30,39 @@ from gpuclient.i18n import _
 from gpuclient.ops import snapshot
 from gpuclient.ops import utilisation_ops
 from gpuclient.rules import baremetal
-from gpuclient.rules import host_names
+from gpuclient.rules import candidates
 from gpuclient.rules import maintenance
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import quota
-from gpuclient.rules.scheduler import conf as nova_conf
 from gpuclient.rules.scheduler import explain
-from gpuclient.rules.scheduler import filters
 from gpuclient.rules.scheduler import manager
-from gpuclient.rules.scheduler import pci
 from gpuclient.rules.scheduler import resource_request as request
 from gpuclient.rules.scheduler.filters import numa_topology_filter as numa_mod
+
+if typing.TYPE_CHECKING:
+    from gpuclient.cloud import placement as placement_mod
+    from gpuclient.cloud.client import GpuClient
 
 LOG = logging.getLogger(__name__)
 
 
-def collect(client, flavor=None, resources=(), required=(), image=None,
-            pool=None, project=None, zone=None, boot_from_volume=False,
-            limit=None, explain_all=False, settings=None,
-            project_domain=None, facts=None, prometheus=None):
+def collect(
+    client: GpuClient,
+    flavor: str | None = None,
+    resources: collections.abc.Iterable[tuple[str, int]] = (),
+    required: collections.abc.Iterable[str] = (),
+    image: str | None = None,
+    pool: str | None = None,
+    project: str | None = None,
+    zone: str | None = None,
+    boot_from_volume: bool = False,
+    limit: int | None = None,
+    explain_all: bool = False,
+    settings: dict[str, typing.Any] | None = None,
+    project_domain: str | None = None,
+    facts: dict[str | None, dict[str, typing.Any]] | None = None,
+    prometheus: str | None = None,
+) -> dict[str, typing.Any]:
     """Everything ``gpu candidate list`` shows, as one dict.
 
     Requests: aggregates, flavor (1-2), image (0-2), hypervisors, compute
@@ -56,6 +74,37 @@ def collect(client, flavor=None, resources=(), required=(), image=None,
     topology, the NUMA nodes node_exporter shows in the cloud's Prometheus
     (PROMETHEUS, else the configured one; two queries).
     """
+    read = _read(client, flavor, resources, required, image, pool, project,
+                 zone, boot_from_volume, limit, settings, project_domain,
+                 facts, prometheus)
+    found = candidates.table(read)
+    result = found.result
+    if explain_all or not result['hosts']:
+        notes, not_checked = result['notes'], result['not_checked']
+        _read_ironic(client, found.trees, found.hosts_roots, found.members,
+                     notes)
+        result['eliminated'] = _explain(
+            client.placement, read.req, read.answer, found.trees,
+            read.providers, found.hosts_roots, found.removed,
+            read.project_id, found.members)
+        result['quota'] = _quota(client, read.project_id, read.flavor,
+                                 read.req, read.settings.get('quota'))
+        if result['quota']['gpu_excess']:
+            notes.insert(0, quota.excess_text(
+                read.project_id, result['quota']['gpu_excess']))
+        if result['quota']['excess']:
+            notes.insert(0, quota.quota_text(
+                read.project_id, result['quota']['excess']))
+        for name, why in result['quota']['not_checked'].items():
+            not_checked[name] = why
+    result['placement_requests'] = client.placement.request_count
+    return result
+
+
+def _read(client, flavor, resources, required, image, pool, project, zone,
+          boot_from_volume, limit, settings, project_domain, facts,
+          prometheus):
+    """What ``collect`` reads, once (a ``candidates.Read``)."""
     # Nova's side from the snapshot other read commands use; Placement is
     # asked this flavor's own question below
     cloud = snapshot.read(client, with_placement=False)
@@ -81,10 +130,27 @@ def collect(client, flavor=None, resources=(), required=(), image=None,
             aggregates=aggregates, project_id=project_id, zone=zone)
     if limit:
         req['limit'] = limit
-    params = request.query_params(req)
-    placement = client.placement
+    answer = _ask(client.placement, req)
+    providers = client.placement.resource_providers()
+    host_facts = maintenance.host_facts(
+        facts, sorted(candidates.hosts_roots(cloud.hypervisors)))
+    if numa_mod.constraints(the_flavor, the_image):
+        host_facts = utilisation_ops.add_numa_nodes(
+            client, host_facts, cloud.hypervisors, prometheus)
+    return candidates.Read(
+        cloud=cloud, settings=settings, req=req, answer=answer,
+        providers=providers, project_id=project_id,
+        microversion=versions.version_str(request.MICROVERSION),
+        flavor=the_flavor, image=the_image, pool=pool,
+        host_facts=host_facts, fact_notes=fact_notes)
+
+
+def _ask(placement: placement_mod.Placement,
+         req: dict[str, typing.Any]) -> dict[str, typing.Any]:
+    """Placement's allocation candidates for REQ; a trait Placement does
+    not know refused in operator terms."""
     try:
-        answer = placement.candidates_query(params)
+        return placement.candidates_query(request.query_params(req))
     except errors.APIError as exc:
         unknown = re.search(r'No such trait\(s\):\s*([A-Z0-9_, ]+)',
                             str(exc))
@@ -99,129 +165,12 @@ def collect(client, flavor=None, resources=(), required=(), image=None,
               '--property trait:<TRAIT> <flavor>", or the image property), '
               'or put the trait back on the hosts that should take it.')
             % {'traits': traits}) from exc
-    hypervisors, services = cloud.hypervisors, cloud.services
-    providers = placement.resource_providers()
-    trees = explain.Trees()
-    trees.node_roots = baremetal.node_roots(hypervisors)
-    trees.add_answer(answer)
-    trees.name_providers(providers)
-    by_host = pools_mod.pools_by_host(pools)
-    rows = explain.candidate_rows(answer, req, hypervisors, trees, by_host)
-    hosts_roots = {}
-    for root, host in host_names.root_hosts(hypervisors).items():
-        hosts_roots.setdefault(host, set()).add(root)
-    extra_specs = (the_flavor or {}).get('extra_specs') or {}
-    # [filter_scheduler] image_properties_default_architecture (unset
-    # unless the settings give it)
-    default_arch = settings.get('image_properties_default_architecture')
-    host_facts = maintenance.host_facts(facts, sorted(hosts_roots))
-    if numa_mod.constraints(the_flavor, the_image):
-        host_facts = utilisation_ops.add_numa_nodes(
-            client, host_facts, hypervisors, prometheus)
-    # the request and every host's state, once: the filters and the NUMA
-    # verdicts judge the same
-    ctx = filters.context(
-        extra_specs, project_id, pools, services, hypervisors, the_image,
-        default_arch, the_flavor, host_facts, cloud.held_hosts(),
-        settings['aliases'], aggregates)
-    post = filters.run(sorted(hosts_roots), ctx, settings['enabled_filters'])
-    members = set(pools[pool]['hosts']) if pool else None
-    kept = [row for row in rows if row['host'] not in post
-            and (members is None or row['host'] in members)]
-    numa = filters.numa([row['host'] for row in kept], ctx,
-                        settings['enabled_filters'])
-    for row in kept:
-        row['numa'] = numa_mod.row_text(numa.get(row['host']))
-    count = len(answer.get('allocation_requests') or [])
-    notes = fact_notes + list(req['notes'])
-    if req.get('limit') and count >= req['limit']:
-        notes.append(_(
-            'Placement returned %(count)d allocation candidates, the limit '
-            'of this query (%(limit)d, Nova\'s [scheduler] '
-            'max_placement_results): hosts beyond it are not shown, as Nova '
-            'would not see them either. Raise --limit to see more.')
-            % {'count': count, 'limit': req['limit']})
-    crowded = explain.crowded_hosts(rows, count, req.get('limit'))
-    if crowded:
-        notes.append(_(
-            'Hosts with several of them (%(hosts)s) may have crowded others '
-            'out: a host with many child providers of a class (a wide '
-            'provider tree) gives one candidate per combination, and '
-            'Placement keeps the limit\'s share of all candidates in no '
-            'order it promises. Where placement.conf also sets '
-            'max_allocation_candidates, Placement stops generating at it: '
-            'with [placement] allocation_candidates_generation_strategy = '
-            'breadth-first (Placement 13.0.0, 2025.1) it takes one '
-            'candidate of each host in turn instead of every candidate of '
-            'the first hosts (gpu check: placement-wide-trees).')
-            % {'hosts': ', '.join('%s: %d' % item for item in crowded)})
-    unjudged = numa_mod.unjudged_note(numa)
-    if unjudged:
-        notes.append(unjudged)
-    enabled = settings['enabled_filters']
-    not_checked = {name: why for name, why in filters.NOT_CHECKED.items()
-                   if name in enabled}
-    # ImagePropertiesFilter and ComputeCapabilitiesFilter are judged; only
-    # what the compute API does not show stays "not checked"
-    for name in (filters.IMAGE_FILTER, filters.CAPABILITIES_FILTER):
-        not_checked.pop(name, None)
-    not_checked.update(filters.unchecked(
-        sorted(hosts_roots), hypervisors, extra_specs, the_image, enabled,
-        default_arch))
-    result = {
-        'flavor': (the_flavor or {}).get('name'),
-        'image': (the_image or {}).get('name'),
-        'project_id': project_id,
-        'microversion': versions.version_str(request.MICROVERSION),
-        'query': request.querystring(req),
-        'groups': request.describe(req),
-        'candidates': count,
-        'hosts': kept,
-        'filtered': {host: [filters.post_filter_text(host, r, project_id)
-                            for r in reasons]
-                     for host, reasons in post.items()
-                     if host in {row['host'] for row in rows}},
-        'notes': notes,
-        'not_covered': req['not_covered'],
-        'not_checked': not_checked,
-        'settings': {key: (list(value) if isinstance(value, tuple)
-                           else value)
-                     for key, value in settings.items()
-                     if key in nova_conf.DEFAULT_SETTINGS},
-        'settings_sources': settings['sources'],
-        'settings_file': settings.get('file'),
-        'aliases': {name: {'resource_class': alias['resource_class'],
-                           'traits': sorted(alias.get('traits') or ()),
-                           'source': alias.get('source')}
-                    for name, alias in sorted(
-                        dict(pci.pool_aliases(pools),
-                             **settings['aliases']).items())},
-        'placement_requests': 0,
-        'eliminated': {},
-        'pools_by_host': by_host,
-        'quota': None,
-        'maybe_truncated': bool(req.get('limit') and count >= req['limit']),
-    }
-    if explain_all or not kept:
-        _read_ironic(client, trees, hosts_roots, members, notes)
-        result['eliminated'] = _explain(
-            placement, req, answer, trees, providers, hosts_roots, post,
-            project_id, members)
-        result['quota'] = _quota(client, project_id, the_flavor, req,
-                                 settings.get('quota'))
-        if result['quota']['gpu_excess']:
-            notes.insert(0, quota.excess_text(
-                project_id, result['quota']['gpu_excess']))
-        if result['quota']['excess']:
-            notes.insert(0, quota.quota_text(
-                project_id, result['quota']['excess']))
-        for name, why in result['quota']['not_checked'].items():
-            not_checked[name] = why
-    result['placement_requests'] = placement.request_count
-    return result
 
 
-def _quota(client, project_id, flavor, req, conf=None):
+def _quota(
+    client: GpuClient, project_id: str, flavor: dict[str, typing.Any] | None,
+    req: dict[str, typing.Any], conf: dict[str, typing.Any] | None = None,
+) -> dict[str, typing.Any]:
     """The project's instances, cores and RAM quota against one boot, and
     its unified GPU limits (CONF: nova.conf [quota], when read)."""
     own = req['groups'].get('', {}).get('resources', {})
@@ -230,7 +179,8 @@ def _quota(client, project_id, flavor, req, conf=None):
     else:
         cores = own.get('VCPU', 0) + own.get('PCPU', 0)
         ram = own.get('MEMORY_MB', 0)
-    found = {'excess': [], 'gpu_excess': [], 'not_checked': {}}
+    found: dict[str, typing.Any] = {
+        'excess': [], 'gpu_excess': [], 'not_checked': {}}
     try:
         absolute = client.compute.project_limits(project_id)
     except errors.APIError as exc:
@@ -245,10 +195,14 @@ def _quota(client, project_id, flavor, req, conf=None):
     return found
 
 
-def _gpu_quota(client, project_id, req, conf, absolute, found):
+def _gpu_quota(
+    client: GpuClient, project_id: str, req: dict[str, typing.Any],
+    conf: dict[str, typing.Any] | None, absolute: dict[str, typing.Any],
+    found: dict[str, typing.Any],
+) -> None:
     """Unified GPU limits against one boot, into FOUND."""
     classes = request.gpu_classes(req)
-    asked = {}
+    asked: dict[str, int] = {}
     for group in req['groups'].values():
         for rc, amount in group.get('resources', {}).items():
             if rc in classes:

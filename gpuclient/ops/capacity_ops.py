@@ -16,7 +16,11 @@ Requests: the snapshot with flavors (a fixed number whatever the number
 of hosts and flavors) and, with a project named, its lookup.
 """
 
+from __future__ import annotations
+
+import collections.abc
 import logging
+import typing
 
 from gpuclient.i18n import _
 from gpuclient.ops import snapshot
@@ -26,11 +30,23 @@ from gpuclient.rules import maintenance
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules.scheduler.filters import numa_topology_filter as numa_mod
 
+if typing.TYPE_CHECKING:
+    from gpuclient.cloud.client import GpuClient
+
 LOG = logging.getLogger(__name__)
 
 
-def collect(client, settings, project=None, project_domain=None, pool=None,
-            flavors=None, per_host=False, facts=None, prometheus=None):
+def collect(
+    client: GpuClient,
+    settings: dict[str, typing.Any],
+    project: str | None = None,
+    project_domain: str | None = None,
+    pool: str | None = None,
+    flavors: collections.abc.Iterable[str] | None = None,
+    per_host: bool = False,
+    facts: dict[str | None, dict[str, typing.Any]] | None = None,
+    prometheus: str | None = None,
+) -> list[dict[str, typing.Any]]:
     """Rows of ``gpu capacity list`` (``capacity.rows``); warnings are
     logged. FACTS: ``--host-fact`` ({host or None: facts}); with a flavor
     that asks a NUMA topology, the NUMA nodes node_exporter shows in the
@@ -47,17 +63,19 @@ def collect(client, settings, project=None, project_domain=None, pool=None,
         pool = pools_mod.pool_name(cloud.pools, pool)
     wanted = None
     if flavors:
-        wanted = capacity.resolve_flavors(cloud.flavors, flavors)
+        # read with the flavors
+        wanted = capacity.resolve_flavors(cloud.flavors, flavors)  # type: ignore[arg-type]
     host_facts = maintenance.host_facts(facts, cloud.host_roots())
     if capacity.numa_enabled(settings) and any(
             numa_mod.constraints(flavor) for flavor in cloud.flavors or ()
             if wanted is None or flavor['id'] in wanted):
         host_facts = utilisation_ops.add_numa_nodes(
             client, host_facts, cloud.hypervisors, prometheus)
-    left_out = []
+    left_out: list[str] = []
     rows = capacity.rows(cloud, settings, project_id,
                          wanted_flavors=wanted, pool=pool,
                          per_host=per_host, notes=left_out, facts=host_facts)
+    assert cloud.placement is not None  # noqa: S101 - read with Placement
     for note in left_out + list(cloud.placement.notes()):
         LOG.warning(note)
     unjudged = sorted({row['flavor'] for row in rows

@@ -24,7 +24,11 @@ servers and allocations once more and nine PromQL queries
 (``device_health.check_queries``), whatever the number of devices.
 """
 
+from __future__ import annotations
+
+import collections.abc
 import logging
+import typing
 
 from osc_lib import exceptions
 
@@ -34,15 +38,26 @@ from gpuclient.ops import server_ops
 from gpuclient.ops import snapshot
 from gpuclient.ops import utilisation_ops
 from gpuclient.rules import checks
-from gpuclient.rules import device_health
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import quota as quota_rules
 from gpuclient.rules import utilisation
+from gpuclient.rules.devices import health as device_health
+
+if typing.TYPE_CHECKING:
+    from gpuclient.cloud.client import GpuClient
+    from gpuclient.rules import model
+    from gpuclient.rules.checks import utils as check_utils
 
 LOG = logging.getLogger(__name__)
 
 
-def run(client, settings=None, names=None, pool=None, utilisation=None):
+def run(
+    client: GpuClient,
+    settings: dict[str, typing.Any] | None = None,
+    names: collections.abc.Collection[str] | None = None,
+    pool: str | None = None,
+    utilisation: dict[str, typing.Any] | None = None,
+) -> tuple[list[check_utils.Finding], dict[str, str]]:
     """(findings of ``checks.run``, ``checks.not_run``: {check: why it
     could not run}) over one snapshot.
 
@@ -55,6 +70,7 @@ def run(client, settings=None, names=None, pool=None, utilisation=None):
                           with_projects=True)
     if pool:
         pool = pools_mod.pool_name(cloud.pools, pool)
+    assert cloud.placement is not None  # noqa: S101 - read with Placement
     for note in cloud.placement.notes():
         LOG.warning(note)
     if (settings or {}).get('quota') and cloud.pools:
@@ -87,7 +103,7 @@ DEVICE_CHECKS = ('gpu-unhealthy', 'gpu-application-xid', 'gpu-row-remap',
                  'gpu-vgpu-licence', 'gpu-driver-drift', 'gpu-missing')
 
 
-def _not_configured(cloud, field):
+def _not_configured(cloud: model.Cloud, field: str) -> None:
     """CLOUD's FIELD was not read: no Prometheus is configured (the checks
     that rest on it could not run: ``checks.not_run``)."""
     cloud.unconfigured[field] = _(
@@ -96,7 +112,10 @@ def _not_configured(cloud, field):
         '$%s') % utilisation_ops.URL_ENV
 
 
-def _read_device_health(client, cloud, wanted, checks_):
+def _read_device_health(
+    client: GpuClient, cloud: model.Cloud, wanted: dict[str, typing.Any],
+    checks_: collections.abc.Collection[str],
+) -> None:
     """cloud.device_health for the DCGM checks CHECKS_, or why not in
     cloud.unread, or in cloud.unconfigured when no Prometheus is
     configured."""
@@ -114,7 +133,8 @@ def _read_device_health(client, cloud, wanted, checks_):
         cloud.unread['device_health'] = str(exc)
 
 
-def _read_utilisation(client, cloud, wanted):
+def _read_utilisation(client: GpuClient, cloud: model.Cloud,
+                      wanted: dict[str, typing.Any]) -> None:
     """cloud.utilisation for the gpu-idle check (rows, window,
     idle_below), or why not in cloud.unread, or in cloud.unconfigured when
     no Prometheus is configured."""

@@ -14,18 +14,30 @@
 with files on disk or write it into an empty directory.
 """
 
+from __future__ import annotations
+
+import collections.abc
 import os
+import typing
 
 from osc_lib import exceptions
 
 from gpuclient.i18n import _
 from gpuclient.ops import snapshot
-from gpuclient.rules import nova_config
 from gpuclient.rules import pools as pools_mod
-from gpuclient.rules.scheduler import conf as nova_conf
+from gpuclient.rules.nova_conf import parse
+from gpuclient.rules.nova_conf import render
+
+if typing.TYPE_CHECKING:
+    from gpuclient.cloud.client import GpuClient
+
+    # a parsed nova.conf: {section: {key: [values]}} (parse.parse_ini)
+    _Ini: typing.TypeAlias = dict[str, dict[str, list[str]]]
+    # what a nova.conf is for: a service, or (render.HOST, host)
+    _Target: typing.TypeAlias = str | tuple[str, str]
 
 
-def _read(path):
+def _read(path: str) -> str:
     try:
         with open(path) as conf:
             return conf.read()
@@ -37,13 +49,16 @@ def _read(path):
             % {'path': path, 'error': exc.strerror or exc}) from exc
 
 
-def _parse_files(paths):
+def _parse_files(paths: collections.abc.Iterable[str]) -> _Ini:
     """merge_ini over the files that exist, in order."""
-    return nova_conf.merge_ini(nova_conf.parse_ini(_read(p), p) for p in paths
-                             if os.path.isfile(p))
+    return parse.merge_ini(parse.parse_ini(_read(p), p) for p in paths
+                           if os.path.isfile(p))
 
 
-def read_existing(path, config, hosts=()):
+def read_existing(
+    path: str, config: render.Config,
+    hosts: collections.abc.Sequence[str] = (),
+) -> tuple[dict[_Target, _Ini], dict[_Target, list[str]]]:
     """({target: parsed ini}, {target: [files]}) for ``--diff PATH``.
 
     A directory is a Kolla-Ansible config dir: nova-api, nova-scheduler,
@@ -56,9 +71,9 @@ def read_existing(path, config, hosts=()):
     if os.path.isdir(path):
         existing, where = {}, {}
         hosts_shown = [t for t in config.ordered() if isinstance(t, tuple)]
-        for target in list(nova_config.CONTROLLERS) + hosts_shown:
+        for target in list(render.CONTROLLERS) + hosts_shown:
             reads = [os.path.join(path, f)
-                     for f in nova_config.kolla_reads(target)]
+                     for f in render.kolla_reads(target)]
             existing[target] = _parse_files(reads)
             where[target] = [f for f in reads if os.path.isfile(f)] or [
                 _('no file')]
@@ -67,16 +82,21 @@ def read_existing(path, config, hosts=()):
         raise exceptions.CommandError(
             _('--diff with a file compares one service\'s nova.conf: give '
               'at most one --host (or a Kolla config directory).'))
-    target = (nova_config.host_target(hosts[0]) if hosts
-              else nova_config.SCHEDULER)
-    return {target: nova_conf.parse_ini(_read(path), path)}, {target: [path]}
+    target = (render.host_target(hosts[0]) if hosts
+              else render.SCHEDULER)
+    return {target: parse.parse_ini(_read(path), path)}, {target: [path]}
 
 
-def collect(client, pool_names=(), hosts=(), mig_types=None,
-            numa_policy=nova_config.DEFAULT_NUMA_POLICY):
+def collect(
+    client: GpuClient,
+    pool_names: collections.abc.Iterable[str] = (),
+    hosts: collections.abc.Sequence[str] = (),
+    mig_types: collections.abc.Mapping[str, str] | None = None,
+    numa_policy: str = render.DEFAULT_NUMA_POLICY,
+) -> tuple[render.Config, list[str]]:
     """(Config, notes): one snapshot of the cloud (``snapshot.read``,
     with flavors for the aliases' NUMA policy, Placement trees of the
-    pools' hosts only), shaped by ``nova_config.from_cloud``. The hosts
+    pools' hosts only), shaped by ``render.from_cloud``. The hosts
     of vgpu-vf pools have their device providers' inventories read
     (``snapshot.read_totals``, one request each): a VF per device_spec,
     as many as each card's inventory total, reserved ones included."""
@@ -88,14 +108,15 @@ def collect(client, pool_names=(), hosts=(), mig_types=None,
         wanted_hosts={h for p in chosen for h in p['hosts']},
         with_traits=True, aggregates=aggregates)
     host_roots = cloud.host_roots()
+    assert cloud.placement is not None  # noqa: S101 - read with Placement
     snapshot.read_totals(client.placement, cloud.placement, {
         root for p in chosen if p['mode'] == pools_mod.VGPU_VF
         for host in p['hosts'] for root in host_roots.get(host, ())})
-    return nova_config.from_cloud(cloud, pool_names, hosts, mig_types,
-                                  numa_policy)
+    return render.from_cloud(cloud, pool_names, hosts, mig_types,
+                             numa_policy)
 
 
-def inside(directory, path):
+def inside(directory: str, path: str) -> str:
     """DIRECTORY joined with PATH (a name made from cloud data), refused
     when it would resolve outside DIRECTORY (``..``, an absolute path, a
     link pointing out): every file gpuclient writes stays in the
@@ -110,7 +131,10 @@ def inside(directory, path):
     return os.path.join(directory, path)
 
 
-def write_files(directory, file_list):
+def write_files(
+    directory: str,
+    file_list: collections.abc.Sequence[tuple[str, str]],
+) -> list[str]:
     """Write [(relative path, text)] under DIRECTORY; never overwrite,
     never outside it (``inside``)."""
     directory = os.path.expanduser(directory)
@@ -125,7 +149,7 @@ def write_files(directory, file_list):
               'settings). Compare with --diff %(dir)s, or write to an empty '
               'directory and merge.')
             % {'dir': directory, 'files': ', '.join(taken)})
-    written = []
+    written: list[str] = []
     for path, text in file_list:
         full = os.path.join(directory, path)
         try:

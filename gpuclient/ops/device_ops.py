@@ -17,20 +17,24 @@ The read: the snapshot (``snapshot.read``, a fixed number of requests,
 provider traits included), every project's servers (one paged read) and
 the allocations of the GPU providers in use (``server_ops``: one request
 per used GPU provider, concurrently; never one per server). The rows are
-``rules.devices.rows``.
+``rules.devices.listing.rows``.
 
 With the cloud's Prometheus configured (``utilisation_ops.endpoint``),
 each row gets the device's health from the DCGM exporter
-(``rules.device_health``): one PromQL query per metric, whatever the
+(``rules.devices.health``): one PromQL query per metric, whatever the
 number of devices.
 
-``release`` observes (that read), plans (``rules.devices``: refused for a
-device that is not one-time-use or is in use, nothing to do for a free
-one) and applies each device's step through the journal.
+``release`` observes (that read), plans (``rules.devices.release``:
+refused for a device that is not one-time-use or is in use, nothing to do
+for a free one) and applies each device's step through the journal.
 """
 
+from __future__ import annotations
+
+import collections.abc
 import logging
 import time
+import typing
 
 from osc_lib import exceptions
 
@@ -41,17 +45,24 @@ from gpuclient.ops import journal
 from gpuclient.ops import server_ops
 from gpuclient.ops import snapshot
 from gpuclient.ops import utilisation_ops
-from gpuclient.rules import device_health
-from gpuclient.rules import device_metrics
-from gpuclient.rules import devices
 from gpuclient.rules import plan as plan_mod
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import utilisation
+from gpuclient.rules.devices import health as device_health
+from gpuclient.rules.devices import listing
+from gpuclient.rules.devices import metrics as device_metrics
+from gpuclient.rules.devices import release as release_mod
+
+if typing.TYPE_CHECKING:
+    from gpuclient.cloud.client import GpuClient
+    from gpuclient.rules import model
 
 LOG = logging.getLogger(__name__)
 
 
-def read(client):
+def read(client: GpuClient) -> tuple[
+        list[dict[str, typing.Any]], model.Cloud,
+        list[dict[str, typing.Any]], list[str]]:
     """(rows of every GPU device, cloud, servers, notes)."""
     # a lower --os-compute-api-version: refused before the first request
     client.compute.require(versions.COMPUTE_EMBEDDED_FLAVOR_VERSION,
@@ -59,8 +70,9 @@ def read(client):
     cloud = snapshot.read(client, mapped_only=True, with_traits=True)
     servers = snapshot.read_servers(client, cloud)
     allocations = server_ops.gpu_allocations(client, cloud)
-    rows = devices.rows(cloud, allocations, servers,
+    rows = listing.rows(cloud, allocations, servers,
                         pools_mod.pools_by_host(cloud.pools))
+    assert cloud.placement is not None  # noqa: S101 - read with Placement
     # the labels that join DCGM's series (gpu device list -f openmetrics)
     rows = device_metrics.join_fields(rows, cloud.placement.providers,
                                       servers)
@@ -69,7 +81,8 @@ def read(client):
     return rows, cloud, servers, notes
 
 
-def _server_ids(servers, name):
+def _server_ids(servers: collections.abc.Iterable[dict[str, typing.Any]],
+                name: str) -> list[str]:
     """IDs of the server named NAME (name or ID); CommandError for none."""
     found = [s['id'] for s in servers if s['id'] == name]
     found = found or [s['id'] for s in servers if s.get('name') == name]
@@ -80,7 +93,8 @@ def _server_ids(servers, name):
     return found
 
 
-def health_read(client, url=None, unhealthy=False, wanted=True):
+def health_read(client: GpuClient, url: str | None = None,
+                unhealthy: bool = False, wanted: bool = True) -> bool:
     """Does ``gpu device list`` read the devices' health (a Prometheus
     given or configured, or --unhealthy)? Never when not WANTED
     (--no-health): no query is sent."""
@@ -94,7 +108,11 @@ UNHEALTHY_QUERIES = ('xid', 'xid_since', 'xid_since_before', 'health',
                      'row_remap_failure')
 
 
-def _health(client, rows, cloud, url, window, required, check=False):
+def _health(
+    client: GpuClient, rows: list[dict[str, typing.Any]],
+    cloud: model.Cloud, url: str | None, window: int | None,
+    required: bool, check: bool = False,
+) -> tuple[list[dict[str, typing.Any]], dict[str, typing.Any]]:
     """(ROWS annotated, what was read: {'series': the series found,
     'hosts': {Nova host: host keys}, 'notes', 'unread', 'problems', 'now'
     (when the queries were evaluated)}): the queries of
@@ -141,9 +159,10 @@ def _health(client, rows, cloud, url, window, required, check=False):
         current=device_health.CURRENT_QUERIES)
     notes += [_('GPU health not judged: %s.') % why
               for _host, _pci, why in problems]
+    assert cloud.placement is not None  # noqa: S101 - read with Placement
     snap = cloud.placement
     hosts_of = {}
-    hosts = {}
+    hosts: dict[str, set[str]] = {}
     for row in rows:
         root = snap.providers.get(snap.providers[row['uuid']]['root']) or {}
         hosts_of[row['uuid']] = utilisation.host_keys(row['host'],
@@ -155,8 +174,11 @@ def _health(client, rows, cloud, url, window, required, check=False):
         'problems': problems, 'now': now}
 
 
-def add_health(client, rows, cloud, url=None, window=None,
-               required=False, wanted=True):
+def add_health(
+    client: GpuClient, rows: list[dict[str, typing.Any]],
+    cloud: model.Cloud, url: str | None = None, window: int | None = None,
+    required: bool = False, wanted: bool = True,
+) -> tuple[list[dict[str, typing.Any]], list[str]]:
     """(ROWS with ``device_health.FIELDS``, notes), or (ROWS, notes)
     unchanged when not WANTED or when no Prometheus is configured and none
     is REQUIRED (URL given, or --unhealthy). One query per metric
@@ -169,7 +191,8 @@ def add_health(client, rows, cloud, url=None, window=None,
     return rows, read['notes']
 
 
-def health_for_check(client, cloud, window, url):
+def health_for_check(client: GpuClient, cloud: model.Cloud, window: int,
+                     url: str) -> dict[str, typing.Any]:
     """``gpu check``'s view of the GPUs over CLOUD (its snapshot, read
     with hypervisors): {'rows', 'series', 'hosts', 'window', 'now' (when
     the queries were evaluated)} for ``model.Cloud.device_health``. Every
@@ -180,8 +203,9 @@ def health_for_check(client, cloud, window, url):
     ``notes`` as ``_health`` gives them."""
     servers = snapshot.read_servers(client, cloud)
     allocations = server_ops.gpu_allocations(client, cloud)
-    rows = devices.rows(cloud, allocations, servers,
+    rows = listing.rows(cloud, allocations, servers,
                         pools_mod.pools_by_host(cloud.pools))
+    assert cloud.placement is not None  # noqa: S101 - read with Placement
     # each holder's project (an application XID is the project's)
     rows = device_metrics.join_fields(rows, cloud.placement.providers,
                                       servers)
@@ -190,9 +214,17 @@ def health_for_check(client, cloud, window, url):
     return dict(read, rows=rows, window=window)
 
 
-def collect(client, host=None, pool=None, server=None,
-            awaiting_release=False, unhealthy=False, url=None,
-            window=None, health=True):
+def collect(
+    client: GpuClient,
+    host: str | None = None,
+    pool: str | None = None,
+    server: str | None = None,
+    awaiting_release: bool = False,
+    unhealthy: bool = False,
+    url: str | None = None,
+    window: int | None = None,
+    health: bool = True,
+) -> tuple[list[dict[str, typing.Any]], list[str]]:
     """(rows, notes) of ``gpu device list``; with HEALTH and a Prometheus
     (URL or configured) the rows carry ``device_health.FIELDS``, UNHEALTHY
     keeps the unhealthy ones (and needs a Prometheus)."""
@@ -208,31 +240,35 @@ def collect(client, host=None, pool=None, server=None,
     rows, health_notes = add_health(client, rows, cloud, url=url,
                                     window=window, required=unhealthy,
                                     wanted=health)
-    rows = devices.select(rows, host=host, pool=pool, server_ids=server_ids,
+    rows = listing.select(rows, host=host, pool=pool, server_ids=server_ids,
                           awaiting_only=awaiting_release)
     if unhealthy:
         rows = device_health.unhealthy(rows)
     return rows, notes + health_notes
 
 
-def show(client, device, url=None, window=None):
+def show(client: GpuClient, device: str, url: str | None = None,
+         window: int | None = None) -> dict[str, typing.Any]:
     """The row of one device (a provider UUID or name, HOST:PCI_ADDRESS),
     with its health when a Prometheus is configured (URL, or as
     ``utilisation_ops.endpoint`` finds it)."""
     rows, cloud, _servers, _notes = read(client)
-    devices.resolve(rows, [device])  # an unknown device: no query sent
+    listing.resolve(rows, [device])  # an unknown device: no query sent
     rows, notes = add_health(client, rows, cloud, url=url, window=window)
     for note in notes:
         LOG.warning(note)
-    return devices.resolve(rows, [device])[0]
+    return listing.resolve(rows, [device])[0]
 
 
-def release(client, names, dry_run=False):
+def release(
+    client: GpuClient, names: collections.abc.Iterable[str],
+    dry_run: bool = False,
+) -> tuple[list[dict[str, typing.Any]], int]:
     """Release the one-time-use devices NAMES: (rows, failures).
 
     Every name is resolved before anything is written (an unknown one
     refuses them all). Then each device on its own: one that cannot be
-    released (``devices.release_problem``) is a failure, logged; one
+    released (``release_mod.release_problem``) is a failure, logged; one
     awaiting release gets its step (``plan.release_device``), applied
     through the journal unless DRY_RUN; a free one needs nothing (a re-run
     converges). Whatever one device's release raises, it is that device's
@@ -243,16 +279,16 @@ def release(client, names, dry_run=False):
     rows, _cloud, _servers, notes = read(client)
     for note in notes:
         LOG.warning(note)
-    chosen = devices.resolve(rows, names)
+    chosen = listing.resolve(rows, names)
     done, failures = [], 0
     for index, row in enumerate(chosen):
-        problem = devices.release_problem(row)
+        problem = release_mod.release_problem(row)
         if problem:
             LOG.error(problem)
             failures += 1
             continue
-        action = devices.release_action(row)
-        if action == devices.RELEASE:
+        action = release_mod.release_action(row)
+        if action == release_mod.RELEASE:
             plan = plan_mod.Plan('gpu device release', [
                 plan_mod.release_device(row['uuid'], row['name'],
                                         row['resource_class'])])
@@ -273,6 +309,6 @@ def release(client, names, dry_run=False):
                     break
                 continue
             if not dry_run:
-                action = devices.RELEASED
+                action = release_mod.RELEASED
         done.append(dict(row, action=action))
     return done, failures

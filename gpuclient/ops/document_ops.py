@@ -23,6 +23,9 @@ Placement too, plans with ``gpuclient.rules.document_plan`` and applies
 with the journal.
 """
 
+from __future__ import annotations
+
+import collections.abc
 import logging
 import os
 import tempfile
@@ -40,6 +43,13 @@ from gpuclient.rules import model
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules.scheduler import manager
 
+if typing.TYPE_CHECKING:
+    from gpuclient.cloud.client import GpuClient
+    from gpuclient.rules import plan as plan_mod
+
+    # {path in the document: its line} (document.load)
+    _Lines: typing.TypeAlias = dict[tuple[str | int, ...], int]
+
 LOG = logging.getLogger(__name__)
 
 
@@ -55,8 +65,13 @@ class Seen(typing.NamedTuple):
     scope: document.Scope | None = None
 
 
-def observe(client, pool_names=None, with_images=True, placement_classes=None,
-            wanted=None):
+def observe(
+    client: GpuClient,
+    pool_names: collections.abc.Sequence[str] | None = None,
+    with_images: bool = True,
+    placement_classes: collections.abc.Iterable[str] | None = None,
+    wanted: dict[str, typing.Any] | None = None,
+) -> Seen:
     """A ``Seen`` of the cloud (see ``read``); with PLACEMENT_CLASSES
     (GPU classes besides those of the pools) the snapshot holds Placement
     too, with the providers' traits (what ``gpu apply`` plans from).
@@ -92,7 +107,10 @@ def observe(client, pool_names=None, with_images=True, placement_classes=None,
     return Seen(doc, cloud, scope)
 
 
-def read(client, pool_names=None, with_images=True):
+def read(
+    client: GpuClient, pool_names: collections.abc.Sequence[str] | None = None,
+    with_images: bool = True,
+) -> tuple[dict[str, typing.Any], model.Cloud]:
     """(canonical document of the cloud, the snapshot's Cloud).
 
     POOL_NAMES (None: every pool) are checked before anything else is
@@ -103,14 +121,15 @@ def read(client, pool_names=None, with_images=True):
     return seen.doc, seen.cloud
 
 
-def export(client, pool_names=None):
+def export(client: GpuClient,
+           pool_names: collections.abc.Sequence[str] | None = None) -> str:
     """``gpu export``: the document's text (see ``read``), with the record
     of what the cloud held (``document.record``)."""
     doc, _cloud = read(client, pool_names, with_images=not pool_names)
     return document.dump(document.record(doc))
 
 
-def write(path, text, overwrite=False):
+def write(path: str, text: str, overwrite: bool = False) -> None:
     """Write TEXT to PATH through a temporary file in its directory, so
     that PATH holds the old text or the new, never a part; an existing
     PATH is refused unless OVERWRITE."""
@@ -143,7 +162,7 @@ def write(path, text, overwrite=False):
             % {'path': path, 'error': exc.strerror or exc}) from exc
 
 
-def load(path):
+def load(path: str) -> tuple[dict[str, typing.Any], _Lines]:
     """The checked document of the file at PATH (``document.check``),
     references not yet resolved, with its lines."""
     try:
@@ -157,7 +176,8 @@ def load(path):
     return document.check(data, lines), lines
 
 
-def _find_image(images, value):
+def _find_image(images: collections.abc.Iterable[dict[str, typing.Any]],
+                value: str) -> dict[str, typing.Any]:
     """The image of IMAGES whose ID, else whose name alone, is VALUE."""
     for image in images:
         if image.get('id') == value:
@@ -174,7 +194,14 @@ def _find_image(images, value):
     return named[0]
 
 
-def resolve(client, doc, lines, current, cloud, scope=None):
+def resolve(
+    client: GpuClient,
+    doc: dict[str, typing.Any],
+    lines: _Lines,
+    current: dict[str, typing.Any],
+    cloud: model.Cloud,
+    scope: document.Scope | None = None,
+) -> dict[str, typing.Any]:
     """DOC (checked) with its references resolved against the cloud
     (``document.substitute``): projects to IDs (one Keystone lookup per
     distinct name), hosts to compute hosts (``Cloud.resolve_hosts``; a
@@ -202,7 +229,8 @@ def resolve(client, doc, lines, current, cloud, scope=None):
                 resolved[path] = hosts[0]
             else:
                 resolved[path] = document.image_key(
-                    _find_image(cloud.images or [], value), cloud.images)
+                    # read with the images
+                    _find_image(cloud.images or [], value), cloud.images)  # type: ignore[arg-type]
         except exceptions.CommandError as exc:
             problems.append('%s: %s' % (document.where(path, lines),
                                         str(exc).rstrip('.')))
@@ -212,7 +240,8 @@ def resolve(client, doc, lines, current, cloud, scope=None):
     return scope.narrow(result) if scope is not None else result
 
 
-def _left_out(doc, scope):
+def _left_out(doc: dict[str, typing.Any],
+              scope: document.Scope | None) -> None:
     """Say what of the document (checked) a --pool scope leaves out."""
     if scope is None:
         return
@@ -225,7 +254,10 @@ def _left_out(doc, scope):
                      'left': ', '.join(left)})
 
 
-def diff(client, path, prune=False, pool_names=None):
+def diff(
+    client: GpuClient, path: str, prune: bool = False,
+    pool_names: collections.abc.Sequence[str] | None = None,
+) -> list[dict[str, typing.Any]]:
     """``gpu diff``: the rows from the cloud to the document at PATH
     (``document.diff``); the document is checked before the cloud is
     read. POOL_NAMES: the scope (``document.Scope``): only those pools,
@@ -246,7 +278,9 @@ def diff(client, path, prune=False, pool_names=None):
     return rows
 
 
-def _check_zones(client, cloud, current, wanted):
+def _check_zones(client: GpuClient, cloud: model.Cloud,
+                 current: dict[str, typing.Any],
+                 wanted: dict[str, typing.Any]) -> None:
     """Nova's zone rules (one zone per host; no host with instances moves
     zone) for the hosts the document adds to a pool and the pools whose
     zone it changes, before anything is written (``pool_ops.check_zone``,
@@ -267,19 +301,27 @@ def _check_zones(client, cloud, current, wanted):
             own_aggregate=existing['name'] if existing else None)
 
 
-def _pool_traits(*docs):
-    found = set()
+def _pool_traits(*docs: dict[str, typing.Any]) -> set[str]:
+    found: set[str | None] = set()
     for doc in docs:
         for pool in doc['pools']:
             found.add(pools_mod.pool_trait(pool['name']))
             found.add(pools_mod.type_trait_of(pool))
     found.discard(None)
-    return found
+    return found  # type: ignore[return-value]  # None discarded
 
 
-def apply(client, path, dry_run=False, prune=False, recreate_flavors=False,
-          on_step=None, settings=None, pool_names=None,
-          force_conflicts=False):
+def apply(
+    client: GpuClient,
+    path: str,
+    dry_run: bool = False,
+    prune: bool = False,
+    recreate_flavors: bool = False,
+    on_step: journal.OnStep | None = None,
+    settings: dict[str, typing.Any] | None = None,
+    pool_names: collections.abc.Sequence[str] | None = None,
+    force_conflicts: bool = False,
+) -> plan_mod.Plan:
     """``gpu apply``: make the cloud what the document at PATH says, in
     one plan (``document_plan.plan``) applied by the journal, all or
     nothing. Returns the plan (for a dry run, not applied).
@@ -326,7 +368,8 @@ def apply(client, path, dry_run=False, prune=False, recreate_flavors=False,
     _left_out(wanted, seen.scope)
     # in the document's order (``resolve`` sorts), so lines are right
     unknown = document_plan.class_problems(
-        wanted, lines, document_plan.offered_classes(cloud.placement),
+        # read with Placement
+        wanted, lines, document_plan.offered_classes(cloud.placement),  # type: ignore[arg-type]
         seen.scope)
     if unknown:
         raise document.DocumentError(unknown)

@@ -21,7 +21,11 @@ plan, and apply with ``gpuclient.ops.journal`` (or return the plan for
 ``--dry-run``).
 """
 
+from __future__ import annotations
+
+import collections.abc
 import logging
+import typing
 
 from osc_lib import exceptions
 
@@ -37,10 +41,18 @@ from gpuclient.rules import plan as plan_mod
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import specs
 
+if typing.TYPE_CHECKING:
+    from openstack.compute.v2 import aggregate as sdk_aggregate
+
+    from gpuclient.cloud.client import GpuClient
+
 LOG = logging.getLogger(__name__)
 
 
-def read_pools(client, required=True):
+def read_pools(
+    client: GpuClient, required: bool = True,
+) -> tuple[dict[str, dict[str, typing.Any]],
+           dict[int | None, sdk_aggregate.Aggregate]]:
     """{name: pool} with the SDK aggregate of each; {} if not allowed.
 
     Listing aggregates needs admin; reading flavors does not, so a list or
@@ -62,11 +74,28 @@ def read_pools(client, required=True):
     return found, by_id
 
 
-def create(client, name, pool, vcpus, ram, disk, ephemeral=0, swap=0,
-           gpus=1, numa_policy=None, public=True, projects=(),
-           description=None, properties=None, dry_run=False, on_step=None,
-           project_domain=None, maxphysaddr_mode=None,
-           maxphysaddr_bits=None):
+def create(
+    client: GpuClient,
+    name: str,
+    pool: str,
+    vcpus: int,
+    ram: int,
+    disk: int,
+    ephemeral: int = 0,
+    swap: int = 0,
+    gpus: int = 1,
+    numa_policy: str | None = None,
+    public: bool = True,
+    projects: collections.abc.Iterable[str] = (),
+    description: str | None = None,
+    properties: dict[str, str] | None = None,
+    dry_run: bool = False,
+    on_step: journal.OnStep | None = None,
+    project_domain: str | None = None,
+    maxphysaddr_mode: str | None = None,
+    maxphysaddr_bits: int | None = None,
+) -> tuple[dict[str, typing.Any] | None, list[str], list[str],
+           plan_mod.Plan]:
     """``gpu flavor create``: returns (flavor or None, projects, warnings,
     plan)."""
     specs.check_sizes(vcpus, ram, disk, ephemeral, swap)
@@ -121,13 +150,15 @@ def create(client, name, pool, vcpus, ram, disk, ephemeral=0, swap=0,
     return flavor, project_ids, warnings, plan
 
 
-def flavor_projects(client, flavor):
+def flavor_projects(client: GpuClient,
+                    flavor: dict[str, typing.Any]) -> list[str]:
     if flavor.get('os-flavor-access:is_public', True):
         return []
     return client.compute.flavor_access(flavor['id'])
 
 
-def set_image(client, image_name, dry_run=False, **options):
+def set_image(client: GpuClient, image_name: str, dry_run: bool = False,
+              **options: bool | None) -> plan_mod.Plan:
     """``gpu image set``: returns the plan (empty: nothing to do)."""
     image = client.image.find_image(image_name)
     changes = images_mod.plan(image, **options)
@@ -138,7 +169,8 @@ def set_image(client, image_name, dry_run=False, **options):
     return result
 
 
-def unset_image(client, image_name, dry_run=False, **options):
+def unset_image(client: GpuClient, image_name: str, dry_run: bool = False,
+                **options: bool) -> plan_mod.Plan:
     """``gpu image unset``: returns the plan; its warnings name what is
     left because gpuclient did not set it."""
     image = client.image.find_image(image_name)
@@ -151,13 +183,19 @@ def unset_image(client, image_name, dry_run=False, **options):
     return result
 
 
-def find_gpu_flavor(client, name_or_id, pools, unambiguous=False):
+def find_gpu_flavor(
+    client: GpuClient, name_or_id: str,
+    pools: dict[str, dict[str, typing.Any]], unambiguous: bool = False,
+) -> tuple[dict[str, typing.Any], dict[str, typing.Any]]:
     flavor = client.compute.find_flavor(name_or_id, unambiguous=unambiguous)
     reading = specs.read(flavor.get('extra_specs'), pools)
     return flavor, reading
 
 
-def list_flavors(client, pool=None, long=False):
+def list_flavors(
+    client: GpuClient, pool: str | None = None, long: bool = False,
+) -> list[tuple[dict[str, typing.Any], dict[str, typing.Any], list[str],
+                list[str] | None]]:
     """[(flavor, specs reading, pools, projects or None)] of ``gpu flavor
     list``: the GPU flavors (of POOL), sorted by name; with LONG the
     projects of each private flavor (one request per private flavor)."""
@@ -179,7 +217,9 @@ def list_flavors(client, pool=None, long=False):
     return found
 
 
-def delete(client, name, pools, dry_run=False):
+def delete(client: GpuClient, name: str,
+           pools: dict[str, dict[str, typing.Any]],
+           dry_run: bool = False) -> plan_mod.Plan:
     """Plan (and unless DRY_RUN apply) the deletion of one GPU flavor
     (name or ID); a flavor that is not a GPU flavor is refused. Returns
     the plan."""
@@ -192,9 +232,19 @@ def delete(client, name, pools, dry_run=False):
     return plan
 
 
-def update(client, name, command='set', description=None, properties=None,
-           unset=(), add_projects=(), remove_projects=(),
-           project_domain=None, dry_run=False, on_step=None):
+def update(
+    client: GpuClient,
+    name: str,
+    command: str = 'set',
+    description: str | None = None,
+    properties: dict[str, str] | None = None,
+    unset: collections.abc.Iterable[str] = (),
+    add_projects: collections.abc.Iterable[str] = (),
+    remove_projects: collections.abc.Iterable[str] = (),
+    project_domain: str | None = None,
+    dry_run: bool = False,
+    on_step: journal.OnStep | None = None,
+) -> plan_mod.Plan:
     """``gpu flavor set`` (COMMAND 'set') and ``gpu flavor unset``: the
     description, other extra specs and projects of one GPU flavor (name
     or ID; projects by name or ID in PROJECT_DOMAIN). Returns the plan

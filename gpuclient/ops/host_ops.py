@@ -13,6 +13,11 @@
 """``gpu host list``: one snapshot of the cloud, shaped into host rows.
 """
 
+from __future__ import annotations
+
+import collections.abc
+import typing
+
 from gpuclient.cloud import versions
 from gpuclient.i18n import _
 from gpuclient.ops import snapshot
@@ -22,9 +27,16 @@ from gpuclient.rules import hosts
 from gpuclient.rules import placement_names as names
 from gpuclient.rules import pools as pools_mod
 
+if typing.TYPE_CHECKING:
+    from gpuclient.cloud.client import GpuClient
+    from gpuclient.rules import model
 
-def collect(client, pool=None, resource_classes=(), unmapped=False,
-            long=False):
+
+def collect(
+    client: GpuClient, pool: str | None = None,
+    resource_classes: collections.abc.Iterable[str] = (),
+    unmapped: bool = False, long: bool = False,
+) -> tuple[list[dict[str, typing.Any]], list[str]]:
     """Read what ``gpu host list`` shows: (rows, notes for the operator).
 
     One snapshot of the cloud (``gpuclient.ops.snapshot.read``): a fixed
@@ -48,7 +60,11 @@ def collect(client, pool=None, resource_classes=(), unmapped=False,
                    long=long)
 
 
-def rows_of(client, cloud, pool=None, extra=(), unmapped=False, long=False):
+def rows_of(
+    client: GpuClient, cloud: model.Cloud, pool: str | None = None,
+    extra: collections.abc.Iterable[str] = (), unmapped: bool = False,
+    long: bool = False,
+) -> tuple[list[dict[str, typing.Any]], list[str]]:
     """(rows, notes) of ``gpu host list`` from a snapshot (``cloud``).
 
     Only with LONG, and only when some host has Ironic nodes, is the
@@ -59,7 +75,8 @@ def rows_of(client, cloud, pool=None, extra=(), unmapped=False, long=False):
         members = set(cloud.pools[pool]['hosts'])
         hypervisors = [
             hv
-            for hv in hypervisors
+            # read with the hypervisors
+            for hv in hypervisors  # type: ignore[union-attr]
             if host_names.nova_host(hv) in members
         ]
     notes = [message for _agg, _pool, message in cloud.problems]
@@ -69,12 +86,14 @@ def rows_of(client, cloud, pool=None, extra=(), unmapped=False, long=False):
         if rc not in cloud.known_classes
     ]
     rows, unmapped_trees = hosts.host_rows(
-        cloud.placement,
+        # read with Placement
+        cloud.placement,  # type: ignore[arg-type]
         hypervisors,
         cloud.gpu_classes,
         pools_mod.pools_by_host(cloud.pools),
         unmapped=unmapped,
     )
+    assert cloud.placement is not None  # noqa: S101 - read with Placement
     notes += cloud.placement.notes()
     node_items = {uuid: item for row in rows
                   for uuid, item in row['nodes'].items()}

@@ -47,22 +47,38 @@
   left and that re-running the command finishes it.
 """
 
+from __future__ import annotations
+
 import collections
+import collections.abc
 import contextlib
 import logging
-import os
 import signal
-import sys
 import threading
 import time
+import typing
 
 from osc_lib import exceptions
 
 from gpuclient.cloud import errors
 from gpuclient.i18n import _
+from gpuclient.ops import invocation
 from gpuclient.rules import nova_rules
 from gpuclient.rules import operations
 from gpuclient.rules import plan as plan_mod
+
+if typing.TYPE_CHECKING:
+    from openstack.compute.v2 import aggregate as sdk_aggregate
+
+    from gpuclient.cloud.client import GpuClient
+    from gpuclient.rules import model
+
+    # a method of the Executor, registered by executes or reads_back
+    _Method = typing.TypeVar(
+        '_Method', bound=collections.abc.Callable[..., typing.Any])
+    # on_step(index, step): called before each step
+    OnStep: typing.TypeAlias = collections.abc.Callable[
+        [int, plan_mod.Step], object]
 
 LOG = logging.getLogger(__name__)
 
@@ -78,16 +94,16 @@ LIVE_DONE = ('ACTIVE', 'PAUSED')
 COLD_DONE = ('ACTIVE', 'SHUTOFF')
 
 
-def _label(server_id, name):
+def _label(server_id: str, name: str | None) -> str:
     return '%s (%s)' % (name, server_id) if name else server_id
 
 
 class Interrupted(Exception):
-    def __init__(self, signum):
+    def __init__(self, signum: int) -> None:
         super().__init__(signum)
         self.signum = signum
 
-    def __str__(self):
+    def __str__(self) -> str:
         try:
             name = signal.Signals(self.signum).name
         except ValueError:
@@ -100,8 +116,13 @@ class ApplyError(exceptions.CommandError):
     ``interrupted`` the signal that stopped it (Ctrl-C, kill, a hang-up),
     or None: a command that applies several plans stops at that one."""
 
-    def __init__(self, message, failed=None, left=(), undo_failures=(),
-                 interrupted=None):
+    def __init__(
+        self, message: str, failed: plan_mod.Step | None = None,
+        left: collections.abc.Iterable[plan_mod.Step] = (),
+        undo_failures: collections.abc.Iterable[
+            tuple[plan_mod.Step, BaseException]] = (),
+        interrupted: int | None = None,
+    ) -> None:
         super().__init__(message)
         self.failed = failed
         self.left = list(left)
@@ -109,7 +130,7 @@ class ApplyError(exceptions.CommandError):
         self.interrupted = interrupted
 
 
-def interrupted(exc):
+def interrupted(exc: BaseException) -> bool:
     """Whether EXC is a plan stopped by a signal: the operator asked the
     command to stop, so an N-of-M loop (``gpu pool delete``, ``gpu device
     release``) does not go on to the next item."""
@@ -122,7 +143,7 @@ class UnderWay(errors.APIError):
     says "under way or unknown", and the re-run waits for the move (a
     migration in progress) instead of starting another."""
 
-    def __init__(self, doing, exc):
+    def __init__(self, doing: str, exc: BaseException) -> None:
         super().__init__(
             _('%(doing)s: Nova was asked, then reading the server back '
               'failed (%(error)s): the move may be under way.') % {
@@ -143,7 +164,7 @@ class Abandoned(BaseException):
     takes it for a failed request.
     """
 
-    def __init__(self, signum):
+    def __init__(self, signum: int) -> None:
         super().__init__(signum)
         self.signum = signum
 
@@ -162,11 +183,11 @@ ABANDONING = (signal.SIGINT, signal.SIGTERM)
 # stream from the nested handler fails ("reentrant call inside
 # BufferedWriter", and logging prints its own traceback). The nested
 # handler's line waits in _PENDING and is written as the first one's ends.
-_SAYING = []
-_PENDING = []
+_SAYING: list[bool] = []
+_PENDING: list[tuple[str, str]] = []
 
 
-def _say(message, name):
+def _say(message: str, name: str) -> None:
     """LOG.warning(MESSAGE, NAME) from a signal handler, never nested in
     another handler's write."""
     if _SAYING:
@@ -182,14 +203,16 @@ def _say(message, name):
 
 
 @contextlib.contextmanager
-def deferred_signals(signals=DEFERRED, forward=False):
+def deferred_signals(
+    signals: collections.abc.Iterable[int] = DEFERRED, forward: bool = False,
+) -> collections.abc.Iterator[list[int]]:
     """Record SIGNALS instead of acting on them; yield the record.
 
     The first one lets the running step finish (its request is bounded by
     the session's timeouts), then the journal undoes. A second SIGINT or
     SIGTERM raises Abandoned in the running step, whatever it waits for.
     """
-    received = []
+    received: list[int] = []
     if threading.current_thread() is not threading.main_thread():
         yield received
         return
@@ -223,11 +246,17 @@ def deferred_signals(signals=DEFERRED, forward=False):
 
 # the Executor's methods, by declaration: what carries each operation out,
 # and what reads it back (see OPERATIONS)
-_DOES = {}
-_READS_BACK = {}
+_DOES: dict[type[operations.Operation],
+            collections.abc.Callable[..., None]] = {}
+_READS_BACK: dict[type[operations.Operation],
+                  collections.abc.Callable[..., bool]] = {}
 
 
-def _registering(table, declaration):
+def _registering(
+    table: dict[type[operations.Operation],
+                collections.abc.Callable[..., typing.Any]],
+    declaration: type[operations.Operation],
+) -> collections.abc.Callable[[_Method], _Method]:
     def register(method):
         if declaration in table:
             raise TypeError('%s registered twice' % declaration.op)
@@ -236,13 +265,17 @@ def _registering(table, declaration):
     return register
 
 
-def executes(declaration):
+def executes(
+    declaration: type[operations.Operation],
+) -> collections.abc.Callable[[_Method], _Method]:
     """Method decorator: the Executor carries DECLARATION out with it
     (called with the step's arguments)."""
     return _registering(_DOES, declaration)
 
 
-def reads_back(declaration):
+def reads_back(
+    declaration: type[operations.Operation],
+) -> collections.abc.Callable[[_Method], _Method]:
     """Method decorator: the Executor tells with it whether a step of
     DECLARATION holds (True, False; raises when it cannot read)."""
     return _registering(_READS_BACK, declaration)
@@ -251,16 +284,16 @@ def reads_back(declaration):
 class Executor:
     """Runs plan operations through a GpuClient, and reads them back."""
 
-    def __init__(self, client):
+    def __init__(self, client: GpuClient) -> None:
         self.client = client
-        self._aggregates = None
+        self._aggregates: dict[str, sdk_aggregate.Aggregate] | None = None
         # flavors this plan creates: name -> the create's fields, and
         # name -> the ID Nova gave it (what its undo deletes)
-        self._creating = {}
-        self._created = {}
-        self.warnings = []
+        self._creating: dict[str, dict[str, typing.Any]] = {}
+        self._created: dict[str, str] = {}
+        self.warnings: list[str] = []
         # undo keys left because another writer changed them since
-        self.left_to_others = []
+        self.left_to_others: list[str] = []
         # how server moves wait for Nova (tests make them fast)
         self.poll_interval = POLL_INTERVAL
         self.clock = time.monotonic
@@ -268,7 +301,8 @@ class Executor:
 
     # -- lookups --------------------------------------------------------------
 
-    def aggregate(self, name, refresh=False):
+    def aggregate(self, name: str,
+                  refresh: bool = False) -> sdk_aggregate.Aggregate | None:
         if self._aggregates is None or refresh or name not in (
                 self._aggregates):
             self._aggregates = {
@@ -283,7 +317,7 @@ class Executor:
                 404)
         return agg
 
-    def created_flavor(self, name):
+    def created_flavor(self, name: str) -> str | None:
         """The ID of flavor NAME that this plan created, or None.
 
         Known from the create's answer, or (the answer lost) the one
@@ -348,7 +382,7 @@ class Executor:
 
     # -- do -------------------------------------------------------------------
 
-    def run(self, step):
+    def run(self, step: plan_mod.Step) -> None:
         operation(step.operation).do(self, **step.args)
 
     @executes(operations.AggregateCreate)
@@ -541,7 +575,8 @@ class Executor:
         if changes:
             self.client.image.update_properties(image, changes)
 
-    def limit(self, project, name):
+    def limit(self, project: str | None,
+              name: str) -> model.RegisteredLimit | None:
         """{'id', 'limit', 'description'} of Keystone limit NAME of
         PROJECT (None: the registered limit), or None."""
         limits = self.client.limits
@@ -598,7 +633,7 @@ class Executor:
 
     # -- compute services (cordon) -----------------------------------------
 
-    def service(self, service_id):
+    def service(self, service_id: str) -> model.Service:
         """The compute service SERVICE_ID as a dict, read now."""
         for service in self.client.compute.compute_services():
             if service['id'] == service_id:
@@ -907,7 +942,7 @@ class Executor:
 
     # -- read back --------------------------------------------------------
 
-    def holds(self, step):
+    def holds(self, step: plan_mod.Step) -> bool:
         """True when the cloud shows the step's effect, False when not."""
         return operation(step.operation).holds(self, **step.args)
 
@@ -1107,7 +1142,7 @@ class Executor:
                 and not server.get(TASK)
                 and self._moved(server_id, name, classes, providers, None))
 
-    def try_holds(self, step):
+    def try_holds(self, step: plan_mod.Step) -> bool | None:
         """holds(), or None when the cloud cannot be read."""
         try:
             return self.holds(step)
@@ -1125,7 +1160,7 @@ class Operation(collections.namedtuple('Operation', 'do holds')):
     __slots__ = ()
 
 
-def _table():
+def _table() -> dict[type[operations.Operation], Operation]:
     """{declaration: Operation} for every declaration of
     ``rules.operations``; an import error when one lacks its do or its
     read-back, or a method is registered for no declaration."""
@@ -1145,7 +1180,10 @@ def _table():
 OPERATIONS = _table()
 
 
-def operation(operation_or_declaration):
+def operation(
+    operation_or_declaration: operations.Operation
+    | type[operations.Operation],
+) -> Operation:
     """The Operation of a declaration (or of an instance of one)."""
     declaration = operation_or_declaration
     if not isinstance(declaration, type):
@@ -1156,7 +1194,11 @@ def operation(operation_or_declaration):
         raise ValueError(declaration) from None
 
 
-def _holds_values(current, wanted, expect=None):
+def _holds_values(
+    current: collections.abc.Mapping[str, typing.Any],
+    wanted: collections.abc.Mapping[str, typing.Any],
+    expect: collections.abc.Mapping[str, typing.Any] | None = None,
+) -> bool:
     """CURRENT holds WANTED ({key: value, None: absent}); with EXPECT (an
     undo), a key that holds neither the step's value nor the undo's is
     another writer's and left: it counts as held."""
@@ -1169,7 +1211,7 @@ def _value_text(value):
     return _('removed') if value is None else value
 
 
-def refused(exc):
+def refused(exc: BaseException) -> bool:
     """The service answered and refused the write (4xx): it did not
     happen, so reading the cloud back would only find another writer's."""
     status = getattr(exc, 'status', None)
@@ -1177,18 +1219,8 @@ def refused(exc):
             and 400 <= status < 500)
 
 
-def _error_text(exc):
+def _error_text(exc: BaseException) -> str:
     return str(exc).strip().rstrip('.') or exc.__class__.__name__
-
-
-def _several_writes(step):
-    """Steps that are more than one write can fail half-way."""
-    operation = step.operation
-    if isinstance(operation, operations.FlavorSpecs):
-        return bool(operation.specs_set) + len(operation.unset or ()) > 1
-    if isinstance(operation, operations.AggregateCreate):
-        return bool(operation.metadata)
-    return False
 
 
 class _Progress:
@@ -1205,7 +1237,8 @@ class _Progress:
         self.failure = None
 
 
-def run(client, plan, dry_run=False, on_step=None):
+def run(client: GpuClient, plan: plan_mod.Plan, dry_run: bool = False,
+        on_step: OnStep | None = None) -> Executor | None:
     """What a write command does with its plan: nothing when the plan is
     empty or for a dry run (returns None), else ``apply`` it (returns
     the Executor, for its ``warnings`` and the flavors it created)."""
@@ -1214,7 +1247,8 @@ def run(client, plan, dry_run=False, on_step=None):
     return apply(client, plan, on_step=on_step)
 
 
-def finish(client, plan, dry_run=False, on_step=None):
+def finish(client: GpuClient, plan: plan_mod.Plan, dry_run: bool = False,
+           on_step: OnStep | None = None) -> plan_mod.Plan:
     """``run`` as a write command does it: first refuse a plan whose
     writes (or undos) Nova or Placement would refuse part-way, nothing
     written; log the plan's warnings, then the journal's. Returns the
@@ -1228,7 +1262,9 @@ def finish(client, plan, dry_run=False, on_step=None):
     return plan
 
 
-def apply(client, plan, on_step=None, executor=None):
+def apply(client: GpuClient, plan: plan_mod.Plan,
+          on_step: OnStep | None = None,
+          executor: Executor | None = None) -> Executor:
     """Apply ``plan``; return the Executor (its ``warnings``).
 
     ``on_step(index, step)`` is called before each step (tests use it to
@@ -1267,7 +1303,7 @@ def _apply(executor, plan, on_step, received, progress):
                 done.append(step)
                 continue
             if not isinstance(exc, NotOurs) and (
-                    held is None or _several_writes(step)
+                    held is None or step.operation.several_writes()
                     or isinstance(exc, errors.TimedOut)):
                 # maybe (partly) done, or a timed-out write the service may
                 # still carry out after the read-back: undo it too
@@ -1364,25 +1400,11 @@ def _unwind(executor, done, unknown, progress=None):
     return undone, [], kept, None
 
 
-def invoked_command(argv=None):
-    """The exact command to re-run: this process's own ``openstack ...``
-    arguments when it is the OSC executable (every write command, pool,
-    flavor, image and quota alike), else None (library use: the plan's
-    own hint is used). Secrets are left out as OSC's parser read them:
-    an abbreviated --os-passw is the password (``plan.redact``)."""
-    argv = sys.argv if argv is None else argv
-    if not argv or os.path.basename(argv[0]) != 'openstack':
-        return None
-    from gpuclient import plugin
-
-    return plan_mod.command_line(argv[1:], plugin.global_parser(),
-                                 plugin.secret_dests())
-
-
-def _rerun(plan):
+def _rerun(plan: plan_mod.Plan) -> str:
     """The command that finishes PLAN, as the operator should type it."""
-    return ((plan.rerun if plan.rerun_fixed else None) or invoked_command()
-            or plan.rerun or _('the same command'))
+    return ((plan.rerun if plan.rerun_fixed else None)
+            or invocation.invoked_command() or plan.rerun
+            or _('the same command'))
 
 
 def _forward_error(head, plan, step, exc, done, rerun):
@@ -1451,6 +1473,6 @@ def _failure_error(plan, failure, done, left, kept, undo_failure,
                       interrupted=_signum(exc))
 
 
-def _signum(exc):
+def _signum(exc: BaseException) -> int | None:
     """The signal of an Interrupted step's EXC, else None."""
     return exc.signum if isinstance(exc, Interrupted) else None

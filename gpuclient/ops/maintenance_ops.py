@@ -26,10 +26,14 @@ plans another round for what arrived, up to MAX_ROUNDS; its cordon
 carries the draining reason until the hosts read back empty.
 """
 
+from __future__ import annotations
+
+import collections.abc
 import contextlib
 import logging
 import os
 import time
+import typing
 
 from gpuclient.cloud import versions
 from gpuclient.ops import journal
@@ -38,10 +42,17 @@ from gpuclient.rules import cordon as cordon_rules
 from gpuclient.rules import model
 from gpuclient.rules import plan as plan_mod
 
+if typing.TYPE_CHECKING:
+    from gpuclient.cloud.client import GpuClient
+
+    # {host or None (every host): facts} (rules.maintenance.parse_facts)
+    _Facts: typing.TypeAlias = dict[str | None, dict[str, typing.Any]]
+
 LOG = logging.getLogger(__name__)
 
 
-def _services_of(client, names):
+def _services_of(client: GpuClient,
+                 names: collections.abc.Iterable[str]) -> list[model.Service]:
     """The nova-compute services (dicts) of the hosts NAMES mean, in the
     order given; the notes of the resolution go to the log (stderr)."""
     compute = client.compute
@@ -56,7 +67,10 @@ def _services_of(client, names):
     return [by_host[host] for host in hosts if host in by_host]
 
 
-def cordon(client, hosts, reason=None, dry_run=False):
+def cordon(
+    client: GpuClient, hosts: collections.abc.Iterable[str],
+    reason: str | None = None, dry_run: bool = False,
+) -> tuple[list[dict[str, typing.Any]], plan_mod.Plan]:
     """Disable the compute services of HOSTS with gpuclient's reason.
 
     Returns (rows, plan): one row per host (``rules.cordon.ROW_FIELDS``)
@@ -69,7 +83,7 @@ def cordon(client, hosts, reason=None, dry_run=False):
     return cordon_rules.apply_rows(rows, dry_run), plan
 
 
-def _check_reason(reason, draining=False):
+def _check_reason(reason: str | None, draining: bool = False) -> None:
     """Refuse, before anything is read or written, a --reason Nova would
     refuse (too long with gpuclient's marker)."""
     from osc_lib import exceptions
@@ -79,7 +93,10 @@ def _check_reason(reason, draining=False):
         raise exceptions.CommandError(problem)
 
 
-def uncordon(client, hosts, dry_run=False, force=False):
+def uncordon(
+    client: GpuClient, hosts: collections.abc.Iterable[str],
+    dry_run: bool = False, force: bool = False,
+) -> tuple[list[dict[str, typing.Any]], plan_mod.Plan, str | None]:
     """Enable the compute services of HOSTS that gpuclient disabled.
 
     A service a drain holds (its cordon not finished) is refused, nothing
@@ -102,23 +119,37 @@ def uncordon(client, hosts, dry_run=False, force=False):
 
 # -- drain: the plan ----------------------------------------------------------
 
-def _trees(cloud):
+def _trees(
+    cloud: model.Cloud,
+) -> dict[str, list[dict[str, dict[str, typing.Any]]]]:
     """{host: [provider trees]} of every host of the snapshot."""
     return {host: [cloud.tree(root, cloud.root_aggregates(host))
                    for root in sorted(roots)]
             for host, roots in cloud.host_roots().items()}
 
 
-def drain_plan(client, hosts, requested='auto', allow_downtime=False,
-               settings=None, facts=None):
+def drain_plan(
+    client: GpuClient,
+    hosts: collections.abc.Iterable[str],
+    requested: str = 'auto',
+    allow_downtime: bool = False,
+    settings: dict[str, typing.Any] | None = None,
+    facts: _Facts | None = None,
+) -> tuple[list[dict[str, typing.Any]], dict[str, typing.Any]]:
     """(rows, summary) of ``gpu host drain --dry-run`` (``observe``)."""
     observed = observe(client, hosts, requested, allow_downtime, settings,
                        facts)
     return observed['rows'], observed['summary']
 
 
-def observe(client, hosts, requested='auto', allow_downtime=False,
-            settings=None, facts=None):
+def observe(
+    client: GpuClient,
+    hosts: collections.abc.Iterable[str],
+    requested: str = 'auto',
+    allow_downtime: bool = False,
+    settings: dict[str, typing.Any] | None = None,
+    facts: _Facts | None = None,
+) -> dict[str, typing.Any]:
     """The drain of HOSTS as planned now: {'rows', 'summary' (of ``gpu
     host drain --dry-run``), 'cloud' (the ``model.Cloud`` it planned
     from), 'draining' (the compute hosts HOSTS mean)}.
@@ -162,7 +193,8 @@ def observe(client, hosts, requested='auto', allow_downtime=False,
         migrations = client.compute.migrations(
             status=maintenance.FINISHED, migration_type='migration')
     under_way = maintenance.outgoing(moving, migrations, draining)
-    cordoned = [svc['host'] for svc in cloud.services
+    # read with the services
+    cordoned = [svc['host'] for svc in cloud.services  # type: ignore[union-attr]
                 if cordon_rules.is_disabled(svc)
                 and svc['host'] not in draining]
     trees = _trees(cloud)
@@ -191,7 +223,9 @@ def observe(client, hosts, requested='auto', allow_downtime=False,
             'draining': draining}
 
 
-def _migrations(client, draining):
+def _migrations(
+    client: GpuClient, draining: collections.abc.Sequence[str],
+) -> list[dict[str, typing.Any]]:
     """Nova's migrations of the DRAINING hosts (one paged read: by the
     host filter for one host, which matches source or destination; every
     migration for several, as the filter takes one value)."""
@@ -199,7 +233,7 @@ def _migrations(client, draining):
         host=draining[0] if len(draining) == 1 else None)
 
 
-def _moving(server):
+def _moving(server: dict[str, typing.Any]) -> bool:
     """Whether Nova is moving SERVER now (its status or task says so)."""
     status = (server.get('status') or '').upper()
     task = server.get('OS-EXT-STS:task_state') or ''
@@ -207,7 +241,11 @@ def _moving(server):
         task.startswith('resize'))
 
 
-def _held(client, cloud, servers, draining):
+def _held(
+    client: GpuClient, cloud: model.Cloud,
+    servers: list[dict[str, typing.Any]],
+    draining: collections.abc.Iterable[str],
+) -> dict[str, dict[str, typing.Any]]:
     """{server id: ``usage.server_rows`` row} of SERVERS: the GPU devices
     each holds, from the allocations of the used GPU providers of the
     DRAINING hosts only (one request per such provider)."""
@@ -223,14 +261,17 @@ def _held(client, cloud, servers, draining):
             for row in usage.server_rows(servers, cloud, allocations)}
 
 
-def _tree_uuids(cloud, hosts):
+def _tree_uuids(
+    cloud: model.Cloud, hosts: collections.abc.Iterable[str | None],
+) -> dict[str, list[str]]:
     """{host: uuids of every provider of its trees} for HOSTS."""
     roots = cloud.host_roots()
+    assert cloud.placement is not None  # noqa: S101 - read with Placement
     return {host: list(cloud.placement.providers_in_trees(
         sorted(roots.get(host) or ()))) for host in hosts if host}
 
 
-def _write_notices(notice_dir, texts):
+def _write_notices(notice_dir: str, texts: dict[str, str]) -> list[str]:
     """Write one notice per project into NOTICE_DIR. A file already there
     with the same text is kept (the re-run of a drain); one with another
     text is refused before anything is written. Returns the paths."""
@@ -275,15 +316,17 @@ MAX_ROUNDS = 3
 READ_BACK_INTERVAL = 5.0
 
 
-def _clock():
+def _clock() -> float:
     return time.monotonic()
 
 
-def _sleep(seconds):
+def _sleep(seconds: float) -> None:
     time.sleep(seconds)
 
 
-def read_back(client, draining):
+def read_back(
+    client: GpuClient, draining: collections.abc.Sequence[str],
+) -> dict[str, list[dict[str, typing.Any]]]:
     """What is on the DRAINING hosts now: {'servers': [servers whose host
     is one of them], 'incoming': [migrations Nova runs towards them]}.
     One server list per host (Nova's ``host`` filter) and one migration
@@ -298,7 +341,10 @@ def read_back(client, draining):
         _migrations(client, draining), draining)}
 
 
-def _move_steps(cloud, rows, cordon_steps, confirm, timeout):
+def _move_steps(
+    cloud: model.Cloud, rows: list[dict[str, typing.Any]],
+    cordon_steps: list[plan_mod.Step], confirm: bool, timeout: int | None,
+) -> list[plan_mod.Step]:
     from gpuclient.rules import maintenance
 
     involved = {r['destination'] for r in rows} | {r['source'] for r in rows}
@@ -307,10 +353,21 @@ def _move_steps(cloud, rows, cordon_steps, confirm, timeout):
                              timeout=timeout)
 
 
-def drain(client, hosts, requested='auto', allow_downtime=False,
-          dry_run=False, reason=None, confirm=True, timeout=None,
-          skip_unmovable=False, notice_dir=None, settings=None, facts=None,
-          on_step=None):
+def drain(
+    client: GpuClient,
+    hosts: collections.abc.Iterable[str],
+    requested: str = 'auto',
+    allow_downtime: bool = False,
+    dry_run: bool = False,
+    reason: str | None = None,
+    confirm: bool = True,
+    timeout: int | None = None,
+    skip_unmovable: bool = False,
+    notice_dir: str | None = None,
+    settings: dict[str, typing.Any] | None = None,
+    facts: _Facts | None = None,
+    on_step: journal.OnStep | None = None,
+) -> tuple[list[dict[str, typing.Any]], plan_mod.Plan, list[str]]:
     """``gpu host drain``: cordon HOSTS, then move every server off them
     as planned, forward only (the journal: a failure stops and says what
     moved; the re-run plans from where the servers are).
@@ -368,7 +425,20 @@ def drain(client, hosts, requested='auto', allow_downtime=False,
     _run(client, plan, on_step)
     # servers --skip-unmovable lets stay
     let_stay = {r['server'] for r in staying}
-    all_rows = list(rows)
+    all_rows = list(rows) + _more_rounds(
+        client, draining, let_stay, requested, allow_downtime, settings,
+        facts, confirm, timeout, on_step)
+    _finish(client, draining, let_stay, reason, timeout, on_step)
+    return all_rows, plan, written
+
+
+def _more_rounds(client, draining, let_stay, requested, allow_downtime,
+                 settings, facts, confirm, timeout, on_step):
+    """The drain's later rounds: what arrived on DRAINING meanwhile,
+    planned and moved (at most MAX_ROUNDS in all); their rows."""
+    from gpuclient.rules import maintenance
+
+    all_rows = []
     for _round in range(1, MAX_ROUNDS):
         left = _settled(client, draining, timeout)
         pending = [s for s in left['servers'] if s['id'] not in let_stay]
@@ -385,6 +455,17 @@ def drain(client, hosts, requested='auto', allow_downtime=False,
         _run(client, plan_mod.Plan('gpu host drain', _move_steps(
             observed['cloud'], more, [], confirm, timeout), forward=True),
             on_step)
+    return all_rows
+
+
+def _finish(client, draining, let_stay, reason, timeout, on_step):
+    """The drain's end: DRAINING read back (an error names what is still
+    there, LET_STAY excepted), then the ordinary cordon reason."""
+    from osc_lib import exceptions
+
+    from gpuclient.i18n import _
+    from gpuclient.rules import maintenance
+
     left = _settled(client, draining, timeout)
     there = [s for s in left['servers'] if s['id'] not in let_stay]
     if there or left['incoming']:
@@ -420,17 +501,19 @@ def drain(client, hosts, requested='auto', allow_downtime=False,
     if stays:
         LOG.warning(_('Not drained (--skip-unmovable): %s'),
                     maintenance.left_text(left['servers'], ()))
-    return all_rows, plan, written
 
 
-def _run(client, plan, on_step):
+def _run(client: GpuClient, plan: plan_mod.Plan,
+         on_step: journal.OnStep | None) -> None:
     executor = journal.run(client, plan, on_step=on_step)
     for warning in executor.warnings if executor else ():
         LOG.warning(warning)
 
 
 @contextlib.contextmanager
-def _reading_back(draining):
+def _reading_back(
+    draining: collections.abc.Iterable[str],
+) -> collections.abc.Iterator[None]:
     """Any read that fails after the cordon is a CommandError that says
     the hosts stay the drain's and to run it again: without the read
     nobody knows they are empty."""
@@ -451,7 +534,10 @@ def _reading_back(draining):
                 'error': str(exc).strip().rstrip('.')}) from exc
 
 
-def _settled(client, draining, timeout):
+def _settled(
+    client: GpuClient, draining: collections.abc.Sequence[str],
+    timeout: int | None,
+) -> dict[str, list[dict[str, typing.Any]]]:
     """read_back, again while only moves coming to the hosts are left
     (up to TIMEOUT seconds): their servers land on a drained host, where
     the next round moves them."""

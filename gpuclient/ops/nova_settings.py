@@ -12,16 +12,22 @@
 
 """Nova's settings from nova.conf-style files on disk, read as Nova
 reads them (the files of --nova-conf and --nova-conf-dir, or their
-environment variables), parsed by ``gpuclient.rules.scheduler.conf``.
+environment variables), parsed by ``gpuclient.rules.nova_conf.parse``
+and made settings by ``gpuclient.rules.scheduler.conf``.
 """
 
+from __future__ import annotations
+
+import collections.abc
 import os
+import typing
 
 from osc_lib import exceptions
 
 from gpuclient.i18n import _
 from gpuclient.rules import quota
-from gpuclient.rules.scheduler import conf as nova_conf
+from gpuclient.rules.nova_conf import parse
+from gpuclient.rules.scheduler import conf as scheduler_conf
 
 CONF_ENV = 'GPUCLIENT_NOVA_CONF'
 
@@ -29,7 +35,7 @@ CONF_ENV = 'GPUCLIENT_NOVA_CONF'
 CONF_DIR_ENV = 'GPUCLIENT_NOVA_CONF_DIR'
 
 
-def _read_conf(path, what):
+def _read_conf(path: str, what: str) -> str:
     try:
         with open(os.path.expanduser(path)) as conf:
             return conf.read()
@@ -42,7 +48,13 @@ def _read_conf(path, what):
                'error': exc.strerror or exc}) from exc
 
 
-def read_settings(path=None, overrides=None, alias_maps=(), conf_dir=None):
+def read_settings(
+    path: str | collections.abc.Sequence[str] | None = None,
+    overrides: collections.abc.Mapping[str, str] | None = None,
+    alias_maps: collections.abc.Mapping[str, str]
+    | collections.abc.Iterable[str] = (),
+    conf_dir: str | collections.abc.Sequence[str] | None = None,
+) -> dict[str, typing.Any]:
     """Settings from nova.conf-style files, read as Nova reads them.
 
     PATH: one file or a list (--nova-conf, repeatable; default
@@ -68,14 +80,14 @@ def read_settings(path=None, overrides=None, alias_maps=(), conf_dir=None):
                   '(%(error)s): give a directory of *.conf files with '
                   '--nova-conf-dir.')
                 % {'path': folder, 'error': exc.strerror or exc}) from exc
-        for name in nova_conf.conf_dir_files(names):
+        for name in parse.conf_dir_files(names):
             full = os.path.join(folder, name)
             if os.path.isfile(os.path.expanduser(full)):
                 files.append((full, _read_conf(full, _('file'))))
-    settings = nova_conf.load_settings(files, overrides, alias_maps)
+    settings = scheduler_conf.load_settings(files, overrides, alias_maps)
     # [quota]: whether Nova enforces GPU quotas (gpu quota, gpu check)
-    settings['quota'] = quota.conf_settings(nova_conf.merge_ini(
-        nova_conf.parse_ini(text, source) for source, text in files)) if (
+    settings['quota'] = quota.conf_settings(parse.merge_ini(
+        parse.parse_ini(text, source) for source, text in files)) if (
             files) else None
     settings['file'] = ', '.join(name for name, _text in files) or None
     return settings

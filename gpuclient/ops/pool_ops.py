@@ -21,7 +21,11 @@ cloud holds, Placement included, re-running an interrupted or failed
 command finishes it.
 """
 
+from __future__ import annotations
+
+import collections.abc
 import logging
+import typing
 
 from osc_lib import exceptions
 
@@ -35,13 +39,21 @@ from gpuclient.rules import pool_plan
 from gpuclient.rules import pools
 from gpuclient.rules import specs
 
+if typing.TYPE_CHECKING:
+    from openstack.compute.v2 import aggregate as sdk_aggregate
+
+    from gpuclient.cloud.client import GpuClient
+
 LOG = logging.getLogger(__name__)
 
 # an ApplyError a signal caused: v1/pool.py's N-of-M delete stops there
 interrupted = journal.interrupted
 
 
-def check_zone(client, cloud, zone, hosts, own_aggregate=None):
+def check_zone(
+    client: GpuClient, cloud: model.Cloud, zone: str | None,
+    hosts: collections.abc.Iterable[str], own_aggregate: str | None = None,
+) -> None:
     """Nova's zone rules (``model.zone_check``) for HOSTS put in ZONE,
     over CLOUD (a ``model.Cloud`` with its services); a host that would
     move zone is asked whether it has instances (one request per such
@@ -58,41 +70,47 @@ class View:
     the operation first needs it (services, hypervisors; ``observed``:
     the hosts' trees, traits, flavors, images, servers)."""
 
-    def __init__(self, client, warn=True):
+    def __init__(self, client: GpuClient, warn: bool = True) -> None:
         self.client = client
         # the SDK's aggregates (``aggregate``), and the model of them
         self.aggregates = client.compute.aggregates()
-        self.cloud = model.Cloud(self.aggregates, None, None)
+        # hypervisors and services None: not read yet (read when the
+        # write needs them)
+        self.cloud = model.Cloud(
+            self.aggregates, None, None)
         if warn:
             snapshot.warn_problems(self.cloud.problems)
 
     @property
-    def pools(self):
+    def pools(self) -> dict[str, dict[str, typing.Any]]:
         return self.cloud.pools
 
     @property
-    def services(self):
+    def services(self) -> list[model.Service]:
         return snapshot.read_services(self.client, self.cloud)
 
     @property
-    def hypervisors(self):
+    def hypervisors(self) -> list[model.Hypervisor]:
         return snapshot.read_hypervisors(self.client, self.cloud)
 
-    def aggregate(self, name):
+    def aggregate(self, name: str) -> sdk_aggregate.Aggregate | None:
         """The aggregate (the SDK's) named NAME, or None."""
         for agg in self.aggregates:
             if agg.name == name:
                 return agg
         return None
 
-    def pool(self, name):
+    def pool(self, name: str) -> dict[str, typing.Any]:
         return pools.lookup(self.cloud.pools, self.cloud.problems, name)
 
-    def roots(self, host):
+    def roots(self, host: str) -> list[str]:
         """Root provider uuids of a Nova host (several for Ironic)."""
         return snapshot.roots_of(self.client, self.cloud, host)
 
-    def resolve_hosts(self, names, members=None):
+    def resolve_hosts(
+        self, names: collections.abc.Iterable[str],
+        members: collections.abc.Iterable[str] | None = None,
+    ) -> list[str]:
         """``model.resolve_hosts`` with Placement's providers (read only
         when services and hypervisors do not explain a name); the notes go
         to stderr."""
@@ -103,15 +121,24 @@ class View:
             LOG.warning(note)
         return hosts
 
-    def check_zone(self, zone, hosts, own_aggregate=None):
+    def check_zone(self, zone: str | None,
+                   hosts: collections.abc.Iterable[str],
+                   own_aggregate: str | None = None) -> None:
         """Nova's rules: one zone per host; no move with instances
         (``check_zone``)."""
         snapshot.read_services(self.client, self.cloud)
         check_zone(self.client, self.cloud, zone, hosts, own_aggregate)
 
-    def observed(self, hosts=(), resource_class=None, traits=(),
-                 flavors=False, images=False, access_for=None,
-                 servers=False):
+    def observed(
+        self,
+        hosts: collections.abc.Iterable[str] = (),
+        resource_class: str | None = None,
+        traits: collections.abc.Collection[str] = (),
+        flavors: bool = False,
+        images: bool = False,
+        access_for: dict[str, typing.Any] | None = None,
+        servers: bool = False,
+    ) -> pool_plan.Observed:
         """A pool_plan.Observed of the given hosts (and dependents; with
         SERVERS, every project's servers with their embedded flavors)."""
         hosts = list(hosts)
@@ -122,23 +149,31 @@ class View:
         return pool_plan.Observed.of(self.cloud, roots)
 
 
-def _traits_of(pool):
+def _traits_of(pool: dict[str, typing.Any]) -> set[str]:
     return {t for t in (pool['pool_trait'], pool.get('type_trait')) if t}
 
 
-def _finish(client, plan, dry_run, on_step=None):
+def _finish(client: GpuClient, plan: plan_mod.Plan, dry_run: bool,
+            on_step: journal.OnStep | None = None) -> plan_mod.Plan:
     """Apply (or, for a dry run, only return) a plan, once Nova's and
     Placement's input rules pass on every step (nothing written else)."""
     return journal.finish(client, plan, dry_run=dry_run, on_step=on_step)
 
 
-def _read_back(client, name):
+def _read_back(client: GpuClient, name: str) -> dict[str, typing.Any]:
     view = View(client, warn=False)
     return view.pool(name)
 
 
-def create(client, spec, hosts, dry_run=False, on_step=None, projects=None,
-           project_domain=None):
+def create(
+    client: GpuClient,
+    spec: dict[str, typing.Any],
+    hosts: collections.abc.Iterable[str],
+    dry_run: bool = False,
+    on_step: journal.OnStep | None = None,
+    projects: collections.abc.Iterable[str] | None = None,
+    project_domain: str | None = None,
+) -> tuple[dict[str, typing.Any] | None, plan_mod.Plan]:
     """Create a pool, or finish one. Returns (pool or None, plan).
 
     PROJECTS (names or IDs, in PROJECT_DOMAIN), when given, are resolved
@@ -154,14 +189,18 @@ def create(client, spec, hosts, dry_run=False, on_step=None, projects=None,
                     own_aggregate=existing.name if existing else None)
     traits = {pools.pool_trait(spec['name'])} if spec['isolate'] else set()
     if pools.type_trait_of(spec):
-        traits.add(pools.type_trait_of(spec))
+        # not None: checked on the line above
+        traits.add(pools.type_trait_of(spec))  # type: ignore[arg-type]
     obs = view.observed(hosts, spec['resource_class'], traits)
     plan = pool_plan.create(obs, spec, hosts)
     _finish(client, plan, dry_run, on_step)
     return (None if dry_run else _read_back(client, spec['name'])), plan
 
 
-def add_hosts(client, name, hosts, dry_run=False, on_step=None):
+def add_hosts(
+    client: GpuClient, name: str, hosts: collections.abc.Iterable[str],
+    dry_run: bool = False, on_step: journal.OnStep | None = None,
+) -> tuple[dict[str, typing.Any] | None, plan_mod.Plan]:
     view = View(client)
     pool = view.pool(name)
     name = pool['name']
@@ -173,8 +212,11 @@ def add_hosts(client, name, hosts, dry_run=False, on_step=None):
     return (None if dry_run else _read_back(client, name)), plan
 
 
-def remove_hosts(client, name, hosts, dry_run=False, on_step=None,
-                 allow_servers=False):
+def remove_hosts(
+    client: GpuClient, name: str, hosts: collections.abc.Iterable[str],
+    dry_run: bool = False, on_step: journal.OnStep | None = None,
+    allow_servers: bool = False,
+) -> tuple[dict[str, typing.Any] | None, plan_mod.Plan]:
     """Take HOSTS out of pool NAME; refused while a host runs servers
     whose flavor steers to this pool only, unless ALLOW_SERVERS (every
     project's servers read once, paged: ``pool_plan.check_servers``)."""
@@ -190,8 +232,11 @@ def remove_hosts(client, name, hosts, dry_run=False, on_step=None,
     return (None if dry_run else _read_back(client, name)), plan
 
 
-def set_isolation(client, name, isolate, update_dependents=False,
-                  dry_run=False, on_step=None):
+def set_isolation(
+    client: GpuClient, name: str, isolate: bool,
+    update_dependents: bool = False, dry_run: bool = False,
+    on_step: journal.OnStep | None = None,
+) -> tuple[dict[str, typing.Any] | None, plan_mod.Plan]:
     """Turn isolation on (or repair it) or off."""
     view = View(client)
     pool = view.pool(name)
@@ -205,10 +250,20 @@ def set_isolation(client, name, isolate, update_dependents=False,
     return (None if dry_run else _read_back(client, name)), plan
 
 
-def update_metadata(client, name, projects_add=(), projects_remove=(),
-                    properties=None, remove_properties=(), open_to_all=False,
-                    update_dependents=False, dry_run=False, on_step=None,
-                    project_domain=None, allow_public_flavors=False):
+def update_metadata(
+    client: GpuClient,
+    name: str,
+    projects_add: collections.abc.Iterable[str] = (),
+    projects_remove: collections.abc.Iterable[str] = (),
+    properties: dict[str, str] | None = None,
+    remove_properties: collections.abc.Iterable[str] = (),
+    open_to_all: bool = False,
+    update_dependents: bool = False,
+    dry_run: bool = False,
+    on_step: journal.OnStep | None = None,
+    project_domain: str | None = None,
+    allow_public_flavors: bool = False,
+) -> tuple[dict[str, typing.Any] | None, plan_mod.Plan]:
     """Projects and free properties of a pool, in one metadata write.
 
     Projects are one metadata key each, so concurrent changes never lose
@@ -246,7 +301,8 @@ def update_metadata(client, name, projects_add=(), projects_remove=(),
     return _check_projects(after, add, remove), plan
 
 
-def _restore_projects(client, pool, removed):
+def _restore_projects(client: GpuClient, pool: dict[str, typing.Any],
+                      removed: list[str]) -> typing.NoReturn:
     """The pool lost its last project to a concurrent change while this
     command removed some: put those back (the pool stays limited) and
     say so."""
@@ -254,8 +310,10 @@ def _restore_projects(client, pool, removed):
     # a plan of its own, applied like every write (journal, undo)
     restore = plan_mod.Plan(_('Putting back projects of pool %s')
                             % pool['name'])
+    # AGG is None when the aggregate went meanwhile (see report)
     restore.add(plan_mod.set_metadata(
-        pool['aggregate'], dict(agg.metadata or {}),
+        pool['aggregate'],
+        dict(agg.metadata or {}),  # type: ignore[union-attr]
         {pools.project_key(p): p for p in removed}))
     journal.run(client, restore)
     raise exceptions.CommandError(
@@ -269,7 +327,10 @@ def _restore_projects(client, pool, removed):
         % {'pool': pool['name'], 'removed': ', '.join(removed)})
 
 
-def _check_projects(pool, add, remove):
+def _check_projects(
+    pool: dict[str, typing.Any], add: collections.abc.Iterable[str],
+    remove: collections.abc.Iterable[str],
+) -> dict[str, typing.Any]:
     """The read-back pool, after checking the project change is there."""
     lost = [p for p in add if p not in pool['projects']]
     kept = [p for p in remove if p in pool['projects']]
@@ -284,9 +345,19 @@ def _check_projects(pool, add, remove):
     return pool
 
 
-def set_pool(client, name, isolate=None, projects_add=(), properties=None,
-             update_dependents=False, dry_run=False, on_step=None,
-             project_domain=None, allow_public_flavors=False, zone=None):
+def set_pool(
+    client: GpuClient,
+    name: str,
+    isolate: bool | None = None,
+    projects_add: collections.abc.Iterable[str] = (),
+    properties: dict[str, str] | None = None,
+    update_dependents: bool = False,
+    dry_run: bool = False,
+    on_step: journal.OnStep | None = None,
+    project_domain: str | None = None,
+    allow_public_flavors: bool = False,
+    zone: str | None = None,
+) -> tuple[dict[str, typing.Any] | None, plan_mod.Plan]:
     """``gpu pool set``: isolation, projects, properties and the zone in
     one plan (the zone last: a first zone is not undone)."""
     if zone is None and isolate is None:
@@ -296,6 +367,7 @@ def set_pool(client, name, isolate=None, projects_add=(), properties=None,
             on_step=on_step, project_domain=project_domain,
             allow_public_flavors=allow_public_flavors)
     if zone is None and not projects_add and not properties:
+        assert isolate is not None  # noqa: S101 - zone or isolate given
         return set_isolation(client, name, isolate, update_dependents,
                              dry_run=dry_run, on_step=on_step)
     view = View(client)
@@ -331,8 +403,10 @@ def set_pool(client, name, isolate=None, projects_add=(), properties=None,
     return _check_projects(_read_back(client, name), add, ()), plan
 
 
-def delete(client, name, force=False, dry_run=False, on_step=None,
-           allow_servers=False):
+def delete(
+    client: GpuClient, name: str, force: bool = False, dry_run: bool = False,
+    on_step: journal.OnStep | None = None, allow_servers: bool = False,
+) -> plan_mod.Plan:
     """Delete pool NAME; with FORCE, its hosts are taken out first,
     refused while one runs servers whose flavor steers to this pool only,
     unless ALLOW_SERVERS (every project's servers read once:
@@ -354,7 +428,9 @@ def delete(client, name, force=False, dry_run=False, on_step=None,
     return plan
 
 
-def list_pools(client, mode=None, long=False):
+def list_pools(
+    client: GpuClient, mode: str | None = None, long: bool = False,
+) -> tuple[list[dict[str, typing.Any]], list[dict[str, typing.Any]] | None]:
     """(pools of MODE, sorted by name; host rows or None) of ``gpu pool
     list``: the aggregates alone, or with LONG one snapshot (the pools
     and their hosts' GPU figures)."""
@@ -369,13 +445,14 @@ def list_pools(client, mode=None, long=False):
                 if not mode or found[name]['mode'] == mode]
     rows = None
     if long:
+        assert cloud is not None  # noqa: S101 - read above with LONG
         rows, notes = host_ops.rows_of(client, cloud)
         for note in notes:
             LOG.debug(note)
     return selected, rows
 
 
-def show(client, name):
+def show(client: GpuClient, name: str) -> dict[str, typing.Any]:
     """What ``gpu pool show`` shows: {pool, gpus, flavors, drift}; where
     the cloud runs Blazar, the hosts it holds say so in ``gpus``.
 
@@ -393,8 +470,10 @@ def show(client, name):
     rows, _notes = host_ops.rows_of(client, cloud, pool=pool['name'])
     host_roots = {host: sorted(roots) for host, roots in
                   cloud.host_roots().items() if host in pool['hosts']}
-    drift = pools.drift(pool, host_roots, cloud.placement,
+    # read with Placement
+    drift = pools.drift(pool, host_roots, cloud.placement,  # type: ignore[arg-type]
                         snapshot.members_of(client, pool))
+    assert cloud.flavors is not None  # noqa: S101 - read with flavors
     flavors = sorted(
         flavor['name'] for flavor in cloud.flavors
         if pool['name'] in specs.matching_pools(

@@ -14,7 +14,11 @@
 ``gpuclient.rules.quota``, apply with the journal.
 """
 
+from __future__ import annotations
+
+import collections.abc
 import logging
+import typing
 
 from osc_lib import exceptions
 
@@ -22,18 +26,25 @@ from gpuclient.ops import snapshot
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import quota
 
+if typing.TYPE_CHECKING:
+    from gpuclient.cloud.client import GpuClient
+    from gpuclient.rules import plan as plan_mod
+
 LOG = logging.getLogger(__name__)
 
 
-def read_pools(client):
+def read_pools(client: GpuClient) -> dict[str, dict[str, typing.Any]]:
     pools, problems = pools_mod.scan(
         [pools_mod.aggregate_dict(a) for a in client.compute.aggregates()])
     snapshot.warn_problems(problems)
     return pools
 
 
-def target(client, pool, resource_class, project=None, project_domain=None,
-           current=False):
+def target(
+    client: GpuClient, pool: str | None, resource_class: str | None,
+    project: str | None = None, project_domain: str | None = None,
+    current: bool = False,
+) -> tuple[dict[str, dict[str, typing.Any]], str, str | None]:
     """(pools, resource class, project id or None) of set, checked before
     any write."""
     pools, classes, project_id = targets(
@@ -43,8 +54,14 @@ def target(client, pool, resource_class, project=None, project_domain=None,
     return pools, classes[0], project_id
 
 
-def targets(client, pool_names, resource_classes, project=None,
-            project_domain=None, current=False):
+def targets(
+    client: GpuClient,
+    pool_names: collections.abc.Iterable[str],
+    resource_classes: collections.abc.Iterable[str],
+    project: str | None = None,
+    project_domain: str | None = None,
+    current: bool = False,
+) -> tuple[dict[str, dict[str, typing.Any]], list[str], str | None]:
     """(pools, [resource class], project id or None) of set/delete: the
     classes of POOL_NAMES then RESOURCE_CLASSES, each once, all checked
     before any write. The project: PROJECT, else with CURRENT the current
@@ -66,7 +83,10 @@ def targets(client, pool_names, resource_classes, project=None,
     return pools, classes, project_id
 
 
-def pci_notes(client, classes, pools):
+def pci_notes(
+    client: GpuClient, classes: collections.abc.Collection[str],
+    pools: dict[str, dict[str, typing.Any]],
+) -> list[str]:
     """The warnings for CLASSES whose limits the cloud's Nova does not
     enforce (asked through a PCI alias before Nova 2026.2); Nova's
     version is read only when a class is asked through an alias."""
@@ -81,7 +101,13 @@ def pci_notes(client, classes, pools):
                               for rc in classes) if note]
 
 
-def plan_and_apply(client, planner, *args, dry_run=False, conf=None):
+def plan_and_apply(
+    client: GpuClient,
+    planner: collections.abc.Callable[..., plan_mod.Plan],
+    *args: object,
+    dry_run: bool = False,
+    conf: dict[str, typing.Any] | None = None,
+) -> plan_mod.Plan:
     """Read Keystone's limits, plan with quota.plan_set/plan_delete
     (PLANNER) from them and nova-api's [quota] settings CONF (None: Nova's
     defaults, assumed), apply the plan with the journal unless DRY_RUN;
@@ -97,8 +123,11 @@ def plan_and_apply(client, planner, *args, dry_run=False, conf=None):
     return plan
 
 
-def show(client, project=None, project_domain=None, conf=None,
-         defaults=False):
+def show(
+    client: GpuClient, project: str | None = None,
+    project_domain: str | None = None,
+    conf: dict[str, typing.Any] | None = None, defaults: bool = False,
+) -> tuple[list[dict[str, typing.Any]], list[str]]:
     """(rows, notes) of ``gpu quota show``: the project's limit per GPU
     class (``quota.show_rows``) and the notes on enforcement, strategy
     and sharing. CONF: nova-api's [quota] settings, or None. DEFAULTS
@@ -135,7 +164,14 @@ def show(client, project=None, project_domain=None, conf=None,
                   + pci_notes(client, classes, pools))
 
 
-def notes(conf, absolute, own, registered, classes, pools):
+def notes(
+    conf: dict[str, typing.Any] | None,
+    absolute: dict[str, typing.Any] | None,
+    own: dict[str, int],
+    registered: dict[str, int],
+    classes: collections.abc.Collection[str],
+    pools: dict[str, dict[str, typing.Any]],
+) -> list[str]:
     """stderr notes of ``gpu quota show``: enforcement, strategy, sharing."""
     found = []
     state, why = quota.enforcement(conf, absolute, own, registered)
@@ -156,7 +192,8 @@ def notes(conf, absolute, own, registered, classes, pools):
     return found
 
 
-def list_limits(client):
+def list_limits(client: GpuClient) -> tuple[list[dict[str, typing.Any]],
+                                            dict[str, str | None]]:
     """(rows, {project id: name}) of ``gpu quota list``."""
     pools = read_pools(client)
     rows = quota.list_rows(pools, client.limits.limits())

@@ -15,6 +15,11 @@ the server list and the allocations of the GPU providers in use; and
 the target project of the read commands (admin or member).
 """
 
+from __future__ import annotations
+
+import collections.abc
+import typing
+
 from osc_lib import exceptions
 
 from gpuclient.cloud import errors
@@ -26,8 +31,15 @@ from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import usage
 from gpuclient.rules import utilisation as utilisation_rules
 
+if typing.TYPE_CHECKING:
+    from gpuclient.cloud.client import GpuClient
+    from gpuclient.rules import model
 
-def target_project(client, project=None, project_domain=None):
+
+def target_project(
+    client: GpuClient, project: str | None = None,
+    project_domain: str | None = None,
+) -> tuple[str | None, str]:
     """(project id or None, own project id): None is "every project"."""
     own_id, own_name = client.current_project()
     wanted = project
@@ -43,7 +55,8 @@ def target_project(client, project=None, project_domain=None):
         raise
 
 
-def not_yours(project, own_name):
+def not_yours(project: str | None,
+              own_name: str) -> exceptions.CommandError:
     return exceptions.CommandError(
         _('You may only see your own project (%(own)s), not %(project)s: '
           'Nova lets only admins read other projects\' servers and usage. '
@@ -51,11 +64,14 @@ def not_yours(project, own_name):
         % {'own': own_name, 'project': project})
 
 
-def forbidden(exc):
+def forbidden(exc: BaseException) -> bool:
     return isinstance(exc, errors.APIError) and exc.status == 403
 
 
-def gpu_allocations(client, cloud, roots=None):
+def gpu_allocations(
+    client: GpuClient, cloud: model.Cloud,
+    roots: collections.abc.Container[str] | None = None,
+) -> dict[str, dict[str, dict[str, int]]]:
     """{provider uuid: {consumer: {class: amount}}} of the GPU providers
     with usage (in the trees of ROOTS, when given): one request per used
     GPU provider, concurrently; never one per server."""
@@ -63,8 +79,11 @@ def gpu_allocations(client, cloud, roots=None):
         _used_gpu_providers(cloud, roots))
 
 
-def _used_gpu_providers(cloud, roots=None):
+def _used_gpu_providers(
+    cloud: model.Cloud, roots: collections.abc.Container[str] | None = None,
+) -> list[str]:
     """GPU providers with usage (in the trees of ROOTS, when given)."""
+    assert cloud.placement is not None  # noqa: S101 - read with Placement
     snap = cloud.placement
     found = []
     for uuid, summary in snap.summaries.items():
@@ -77,8 +96,15 @@ def _used_gpu_providers(cloud, roots=None):
     return sorted(found)
 
 
-def collect(client, project=None, project_domain=None, all_projects=False,
-            host=None, pool=None, utilisation=None):
+def collect(
+    client: GpuClient,
+    project: str | None = None,
+    project_domain: str | None = None,
+    all_projects: bool = False,
+    host: str | None = None,
+    pool: str | None = None,
+    utilisation: dict[str, typing.Any] | None = None,
+) -> tuple[list[dict[str, typing.Any]], list[str]]:
     """(rows, notes): what ``gpu server list`` shows.
 
     The servers of the current project, as ``openstack server list``;
@@ -149,12 +175,16 @@ def collect(client, project=None, project_domain=None, all_projects=False,
     allocations = gpu_allocations(client, cloud, roots)
     rows = usage.server_rows(servers, cloud, allocations, host=host,
                              pool=pool)
+    assert cloud.placement is not None  # noqa: S101 - read with Placement
     notes += cloud.placement.notes()
     rows = _with_utilisation(client, rows, cloud, allocations, utilisation)
     return rows, notes
 
 
-def every_server_utilisation(client, cloud, window, idle_below, url=None):
+def every_server_utilisation(
+    client: GpuClient, cloud: model.Cloud, window: int, idle_below: float,
+    url: str | None = None,
+) -> list[dict[str, typing.Any]]:
     """``gpu server list --all-projects --utilisation`` over CLOUD (a
     snapshot already read): every project's servers (paged), the
     allocations of the GPU providers in use and the five PromQL queries
@@ -168,7 +198,12 @@ def every_server_utilisation(client, cloud, window, idle_below, url=None):
                                        strict=True)
 
 
-def _with_utilisation(client, rows, cloud, allocations, wanted):
+def _with_utilisation(
+    client: GpuClient, rows: list[dict[str, typing.Any]],
+    cloud: model.Cloud | None,
+    allocations: dict[str, dict[str, dict[str, int]]],
+    wanted: dict[str, typing.Any] | None,
+) -> list[dict[str, typing.Any]]:
     if not wanted:
         return rows
     wanted = dict(wanted)

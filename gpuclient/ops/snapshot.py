@@ -32,8 +32,12 @@ with pure questions: which roots a host has, the aggregates a root is in,
 a provider tree in the shape ``gpuclient.rules.scheduler.fit`` counts in.
 """
 
+from __future__ import annotations
+
+import collections.abc
 import concurrent.futures
 import logging
+import typing
 
 from osc_lib import exceptions
 
@@ -48,17 +52,27 @@ from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import reservations
 from gpuclient.rules import specs
 
+if typing.TYPE_CHECKING:
+    from openstack.compute.v2 import aggregate as sdk_aggregate
+
+    from gpuclient.cloud import placement as placement_mod
+    from gpuclient.cloud.client import GpuClient
+
 LOG = logging.getLogger(__name__)
 
 
-def warn_problems(problems):
+def warn_problems(
+        problems: collections.abc.Iterable[tuple[str, str, str]]) -> None:
     """The one way a damaged pool is reported: one warning per aggregate
     that ``pools.scan`` skipped (``problems``), naming it and its fix."""
     for _agg, _pool, message in problems:
         LOG.warning(message)
 
 
-def named_pools(client, pool_names):
+def named_pools(
+    client: GpuClient, pool_names: collections.abc.Iterable[str],
+) -> tuple[list[sdk_aggregate.Aggregate], dict[str, dict[str, typing.Any]],
+           list[str]]:
     """(aggregates, pools, names) of a command about the pools POOL_NAMES
     (names or aggregate IDs; NAMES: their pool names) and
     their hosts' trees (``gpu config show``, ``gpu profile plan
@@ -74,10 +88,19 @@ def named_pools(client, pool_names):
     return aggregates, pools, pools_mod.pool_names(pools, pool_names)
 
 
-def read(client, extra_classes=(), with_flavors=False, wanted_hosts=None,
-         mapped_only=False, with_traits=True, aggregates=None,
-         with_placement=True, with_images=False, with_pool_members=False,
-         with_projects=False):
+def read(
+    client: GpuClient,
+    extra_classes: collections.abc.Iterable[str] = (),
+    with_flavors: bool = False,
+    wanted_hosts: collections.abc.Container[str] | None = None,
+    mapped_only: bool = False,
+    with_traits: bool = True,
+    aggregates: list[sdk_aggregate.Aggregate] | None = None,
+    with_placement: bool = True,
+    with_images: bool = False,
+    with_pool_members: bool = False,
+    with_projects: bool = False,
+) -> model.Cloud:
     """A ``model.Cloud``, read in a fixed number of requests (see above).
 
     WANTED_HOSTS (compute host names) or MAPPED_ONLY (every tree a Nova
@@ -138,13 +161,13 @@ def read(client, extra_classes=(), with_flavors=False, wanted_hosts=None,
     return cloud
 
 
-def runs_blazar(client):
+def runs_blazar(client: GpuClient) -> bool:
     """Whether the cloud runs Blazar: its service type in the token's
     catalog (no request)."""
     return bool(client.in_catalog(reservations.SERVICE_TYPE))
 
 
-def read_blazar(client, cloud):
+def read_blazar(client: GpuClient, cloud: model.Cloud) -> None:
     """CLOUD's Blazar: whether the catalog lists it (no request) and, when
     it does, the hosts enrolled in it (one request); where Blazar cannot
     say (a 403 without admin, a 404, Blazar down), why in
@@ -160,30 +183,40 @@ def read_blazar(client, cloud):
         cloud.unread['blazar_hosts'] = str(exc)
 
 
-def read_services(client, cloud):
+def read_services(client: GpuClient,
+                  cloud: model.Cloud) -> list[model.Service]:
     """CLOUD's compute services, read (one request) unless they were."""
     if cloud.services is None:
         cloud.services = client.compute.compute_services()
     return cloud.services
 
 
-def read_hypervisors(client, cloud):
+def read_hypervisors(client: GpuClient,
+                     cloud: model.Cloud) -> list[model.Hypervisor]:
     """CLOUD's hypervisors, read (paged) unless they were."""
     if cloud.hypervisors is None:
         cloud.hypervisors = client.compute.hypervisors()
     return cloud.hypervisors
 
 
-def roots_of(client, cloud, host):
+def roots_of(client: GpuClient, cloud: model.Cloud, host: str) -> list[str]:
     """Root provider uuids of a Nova host (several for Ironic), from
     CLOUD's hypervisors (read unless they were)."""
     return sorted(hv['id'] for hv in read_hypervisors(client, cloud)
                   if host_names.nova_host(hv) == host)
 
 
-def read_for_hosts(client, cloud, hosts, resource_class=None, traits=(),
-                   flavors=False, images=False, access_for=None,
-                   servers=False):
+def read_for_hosts(
+    client: GpuClient,
+    cloud: model.Cloud,
+    hosts: collections.abc.Collection[str],
+    resource_class: str | None = None,
+    traits: collections.abc.Collection[str] = (),
+    flavors: bool = False,
+    images: bool = False,
+    access_for: dict[str, typing.Any] | None = None,
+    servers: bool = False,
+) -> dict[str, list[str]]:
     """What a pool write on HOSTS reads besides its aggregates (read
     first, into CLOUD; services and hypervisors when it needs them:
     ``read_services``, ``read_hypervisors``), into CLOUD (each field
@@ -218,12 +251,16 @@ def read_for_hosts(client, cloud, hosts, resource_class=None, traits=(),
     return found
 
 
-def read_access(client, cloud, pool_names):
+def read_access(
+    client: GpuClient, cloud: model.Cloud,
+    pool_names: collections.abc.Container[str],
+) -> dict[str, list[str]]:
     """The access lists of CLOUD's private flavors that steer to a pool
     of POOL_NAMES into its ``access`` ({flavor id: [project ids]}; one
     request per such flavor). A flavor deleted since the flavor list is
     dropped from CLOUD's flavors: the cloud no longer has it."""
     access, gone = {}, set()
+    assert cloud.flavors is not None  # noqa: S101 - read with flavors
     for flavor in cloud.flavors:
         if (not flavor.get('os-flavor-access:is_public', True)
                 and specs.read(flavor.get('extra_specs'),
@@ -239,7 +276,10 @@ def read_access(client, cloud, pool_names):
     return access
 
 
-def read_existing_traits(client, cloud, traits):
+def read_existing_traits(
+    client: GpuClient, cloud: model.Cloud,
+    traits: collections.abc.Collection[str],
+) -> set[str]:
     """Which of TRAITS Placement has into CLOUD's ``existing_traits``
     (one request; none when TRAITS is empty)."""
     cloud.existing_traits = (client.placement.existing_traits(set(traits))
@@ -247,14 +287,15 @@ def read_existing_traits(client, cloud, traits):
     return cloud.existing_traits
 
 
-def read_limits(client, cloud):
+def read_limits(client: GpuClient, cloud: model.Cloud) -> None:
     """Keystone's registered and project limits of the compute service
     (two requests) into CLOUD's ``registered`` and ``limits``."""
     cloud.registered = client.limits.registered()
     cloud.limits = client.limits.limits()
 
 
-def read_servers(client, cloud):
+def read_servers(client: GpuClient,
+                 cloud: model.Cloud) -> list[dict[str, typing.Any]]:
     """Every project's servers (one paged read, at the compute API
     version that embeds their flavor and names their host) into CLOUD's
     ``servers``, for a plan that moves servers or takes hosts out of
@@ -264,7 +305,9 @@ def read_servers(client, cloud):
     return cloud.servers
 
 
-def _projects(client, pools):
+def _projects(
+    client: GpuClient, pools: dict[str, dict[str, typing.Any]],
+) -> dict[str, str | None] | None:
     """{project id: name} of Keystone's projects and of every pool's
     project values, or None (see project_names)."""
     return project_names(client, {
@@ -272,7 +315,9 @@ def _projects(client, pools):
         for _key, value in pools_mod.project_entries(pool['metadata'])})
 
 
-def project_names(client, values):
+def project_names(
+    client: GpuClient, values: collections.abc.Iterable[str],
+) -> dict[str, str | None] | None:
     """{project id: name} of Keystone's projects, or None when Keystone
     does not let the caller list them.
 
@@ -290,7 +335,8 @@ def project_names(client, values):
     return known
 
 
-def members_of(client, pool):
+def members_of(client: GpuClient,
+               pool: dict[str, typing.Any]) -> set[str] | None:
     """Providers in a pool's Placement aggregate, or None when unknown
     (no aggregate uuid, or Placement cannot be read)."""
     if not pool.get('aggregate_uuid'):
@@ -302,7 +348,7 @@ def members_of(client, pool):
         return None
 
 
-def provider_summary(detail):
+def provider_summary(detail: dict[str, typing.Any]) -> dict[str, typing.Any]:
     """One provider's summary (``hosts.summary_from_inventory``, with
     ``traits`` when read) from ``Placement.provider_detail``'s answer."""
     summary = hosts.summary_from_inventory(detail['inventories'],
@@ -312,7 +358,10 @@ def provider_summary(detail):
     return summary
 
 
-def provider_summaries(placement, uuids, with_traits=False):
+def provider_summaries(
+    placement: placement_mod.Placement,
+    uuids: collections.abc.Iterable[str], with_traits: bool = False,
+) -> dict[str, dict[str, typing.Any]]:
     """{provider uuid: provider_summary} of many providers, read
     concurrently and bounded (``Placement.provider_details``)."""
     details = placement.provider_details(uuids, with_traits=with_traits)
@@ -320,7 +369,8 @@ def provider_summaries(placement, uuids, with_traits=False):
             for uuid, detail in details.items()}
 
 
-def read_totals(placement, snap, roots):
+def read_totals(placement: placement_mod.Placement, snap: hosts.Snapshot,
+                roots: collections.abc.Iterable[str]) -> None:
     """Read the inventory totals of the device (non-root) providers in
     the trees of ROOTS into SNAP (``hosts.Snapshot.add_totals``): one
     ``GET .../inventories`` each, concurrently and bounded. Provider
@@ -332,8 +382,12 @@ def read_totals(placement, snap, roots):
     snap.add_totals(placement.providers_inventories(uuids))
 
 
-def placement_snapshot(placement, gpu_classes, wanted_roots=None,
-                       with_traits=False):
+def placement_snapshot(
+    placement: placement_mod.Placement,
+    gpu_classes: collections.abc.Iterable[str],
+    wanted_roots: collections.abc.Collection[str] | None = None,
+    with_traits: bool = False,
+) -> hosts.Snapshot:
     """Capacity and usage of every provider in the GPU-relevant trees.
 
     One ``GET /resource_providers`` and one allocation-candidates query
@@ -379,7 +433,8 @@ def placement_snapshot(placement, gpu_classes, wanted_roots=None,
     return snap
 
 
-def ironic_nodes(client):
+def ironic_nodes(
+        client: GpuClient) -> dict[str, dict[str, typing.Any]] | None:
     """{node uuid: baremetal.node_dict}, {} or None: Ironic's view of the
     nodes, as ``Baremetal.nodes`` reads it (None: no Ironic endpoint, or
     Ironic failed; {}: Ironic lists none to the caller)."""

@@ -14,7 +14,11 @@
 servers' embedded flavors and the pools, in a fixed number of requests.
 """
 
+from __future__ import annotations
+
+import collections.abc
 import logging
+import typing
 
 from osc_lib import exceptions
 
@@ -27,6 +31,12 @@ from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import usage
 from gpuclient.rules import utilisation as utilisation_rules
 
+if typing.TYPE_CHECKING:
+    import datetime
+
+    from gpuclient.cloud.client import GpuClient
+    from gpuclient.rules.profiles import demand as profile_demand
+
 LOG = logging.getLogger(__name__)
 
 
@@ -34,9 +44,18 @@ def _nova_iso(when):
     return when.strftime('%Y-%m-%dT%H:%M:%SZ')
 
 
-def collect(client, start=None, end=None, project=None,
-            project_domain=None, pool=None, by=None, rates=None, now=None,
-            utilisation=None):
+def collect(
+    client: GpuClient,
+    start: str | None = None,
+    end: str | None = None,
+    project: str | None = None,
+    project_domain: str | None = None,
+    pool: str | None = None,
+    by: collections.abc.Iterable[str] | None = None,
+    rates: collections.abc.Mapping[str, float] | None = None,
+    now: datetime.datetime | None = None,
+    utilisation: dict[str, typing.Any] | None = None,
+) -> tuple[list[str], list[dict[str, typing.Any]], list[str]]:
     """(by, rows, notes): GPU-hours over the period, grouped.
 
     START and END are option texts; END defaults to now and START to
@@ -56,12 +75,13 @@ def collect(client, start=None, end=None, project=None,
     cloud snapshot and the allocations of the used GPU providers, for
     the host-side figures of the servers that still hold their devices.
     """
-    start, end = usage.period(start, end, now)
+    since, until = usage.period(start, end, now)
     # a lower --os-compute-api-version: refused before the first request
     client.compute.require(versions.COMPUTE_USAGE_LINKS_VERSION,
                            versions.COMPUTE_EMBEDDED_FLAVOR_VERSION)
     LOG.info(_('Usage from %(start)s to %(end)s (UTC).'),
-             {'start': start.isoformat(), 'end': end.isoformat()})
+             {'start': since.isoformat(),
+              'end': until.isoformat()})
     rates = usage.parse_rates(rates) if rates else None
     keys = []
     for key in by or usage.DEFAULT_BY:
@@ -81,16 +101,16 @@ def collect(client, start=None, end=None, project=None,
         # a member: their own project, pools named by the flavors only
         if project_id not in (None, own_id):
             raise server_ops.not_yours(project, own_id)
-        pools = {}
+        pools: dict[str, dict[str, typing.Any]] = {}
         project_id = own_id
-        usages = client.compute.server_usages(start, end, own_id)
+        usages = client.compute.server_usages(since, until, own_id)
         all_projects = False
     else:
         pools, problems = pools_mod.scan(aggregates)
         notes += [message for _agg, _pool, message in problems]
         if pool:
             pool = pools_mod.pool_name(pools, pool)
-        usages = client.compute.server_usages(start, end, project_id)
+        usages = client.compute.server_usages(since, until, project_id)
         all_projects = project_id != own_id
     listed = {}
     wanted = {u.get('instance_id') for u in usages}
@@ -101,15 +121,15 @@ def collect(client, start=None, end=None, project=None,
             listed[server['id']] = server
         if wanted - set(listed):
             for server in client.compute.servers_detail(
-                    changes_since=_nova_iso(start), **query):
+                    changes_since=_nova_iso(since), **query):
                 listed.setdefault(server['id'], server)
-    items, more = _usage_items(client, usages, wanted, listed, start, end,
+    items, more = _usage_items(client, usages, wanted, listed, since, until,
                                pools)
     notes += more
     rows, more = usage.usage_rows(items, by, rates, pool)
     notes += more
     if utilisation:
-        rows = _split_rows(client, rows, items, by, start, end,
+        rows = _split_rows(client, rows, items, by, since, until,
                            aggregates is not None, **utilisation)
     return by, rows, notes
 
@@ -136,8 +156,12 @@ def _split_rows(client, rows, items, by, start, end, admin, url=None,
     return utilisation_rules.split_rows(rows, items, split, by)
 
 
-def demand(client, start=None, end=None, now=None):
-    """(period, [rules.profile_demand.Demand], notes): the demand per GPU
+def demand(
+    client: GpuClient, start: str | None = None, end: str | None = None,
+    now: datetime.datetime | None = None,
+) -> tuple[tuple[datetime.datetime, datetime.datetime],
+           list[profile_demand.Demand], list[str]]:
+    """(period, [rules.profiles.demand.Demand], notes): the demand per GPU
     flavor over a period, for ``gpu profile plan --from-usage``.
 
     START and END as for ``collect``. Requests, whatever the number of
@@ -148,26 +172,26 @@ def demand(client, start=None, end=None, now=None):
     the usage names servers the second list lacks, and the flavor list
     only when Nova no longer lists some server at all.
     """
-    from gpuclient.rules import profile_demand
+    from gpuclient.rules.profiles import demand as profile_demand
 
-    start, end = usage.period(start, end, now)
+    since, until = usage.period(start, end, now)
     client.compute.require(versions.COMPUTE_USAGE_LINKS_VERSION,
                            versions.COMPUTE_EMBEDDED_FLAVOR_VERSION)
     pools, problems = pools_mod.scan(client.compute.aggregates())
     notes = [message for _agg, _pool, message in problems]
-    usages = client.compute.server_usages(start, end, None)
+    usages = client.compute.server_usages(since, until, None)
     changed = {server['id']: server for server in client.compute
                .servers_detail(all_projects=True,
-                               changes_since=_nova_iso(start))}
+                               changes_since=_nova_iso(since))}
     wanted = {u.get('instance_id') for u in usages}
     if wanted - set(changed):
         # a server that ran in the period and has not changed since
         for server in client.compute.servers_detail(all_projects=True):
             changed.setdefault(server['id'], server)
-    items, more = _usage_items(client, usages, wanted, changed, start, end,
+    items, more = _usage_items(client, usages, wanted, changed, since, until,
                                pools)
     notes += more
-    return ((start, end),
-            profile_demand.from_usage(items, changed.values(), start, end,
+    return ((since, until),
+            profile_demand.from_usage(items, changed.values(), since, until,
                                       pools),
             notes)

@@ -33,10 +33,14 @@ judged), the others are used. The series are joined to this cloud's
 hosts by ``rules.utilisation.join_answers``.
 """
 
+from __future__ import annotations
+
+import collections.abc
 import functools
 import logging
 import os
 import time
+import typing
 
 from osc_lib import exceptions
 
@@ -51,6 +55,17 @@ from gpuclient.rules import promql
 from gpuclient.rules import utilisation
 from gpuclient.rules.scheduler import host_manager
 
+if typing.TYPE_CHECKING:
+    import datetime
+
+    from gpuclient.cloud.client import GpuClient
+    from gpuclient.rules import model
+
+    # what a PARSE of ``ask`` makes of one answer
+    _Parsed = typing.TypeVar('_Parsed')
+    # {provider uuid: {consumer: {class: amount}}} (server_ops)
+    _Allocations: typing.TypeAlias = dict[str, dict[str, dict[str, int]]]
+
 LOG = logging.getLogger(__name__)
 URL_ENV = 'GPUCLIENT_PROMETHEUS_URL'
 ENV_PREFIX = 'GPUCLIENT_PROMETHEUS_'
@@ -58,18 +73,20 @@ CONFIG_PREFIX = 'prometheus_'
 SELECTOR = 'selector'
 
 
-def _setting(config, name):
+def _setting(config: collections.abc.Mapping[str, typing.Any],
+             name: str) -> typing.Any:
     value = config.get(CONFIG_PREFIX + name)
     if value in (None, ''):
         value = os.environ.get(ENV_PREFIX + name.upper())
     return value if value not in (None, '') else None
 
 
-def _true(value):
+def _true(value: object) -> bool:
     return str(value).strip().lower() in ('1', 'true', 'yes', 'on')
 
 
-def tls_verify(config):
+def tls_verify(
+        config: collections.abc.Mapping[str, typing.Any]) -> bool | str:
     """requests' verify for Prometheus: prometheus_insecure or
     prometheus_cacert when set, else the cloud's own (its cacert, or
     False when clouds.yaml says verify: false or insecure: true, as
@@ -87,7 +104,7 @@ def tls_verify(config):
     return config.get('cacert') or True
 
 
-def endpoint(client, url=None):
+def endpoint(client: GpuClient, url: str | None = None) -> str | None:
     """The Prometheus URL: URL (--prometheus), the cloud's
     prometheus_endpoint or $GPUCLIENT_PROMETHEUS_URL; None when none is
     configured."""
@@ -95,7 +112,7 @@ def endpoint(client, url=None):
             or os.environ.get(URL_ENV) or None)
 
 
-def selector(client):
+def selector(client: GpuClient) -> tuple[tuple[str, str, str], ...]:
     """The label matchers of this cloud's series: --prometheus-selector
     (``use_selector``), else prometheus_selector in the cloud's
     clouds.yaml entry, else $GPUCLIENT_PROMETHEUS_SELECTOR; () for none.
@@ -107,7 +124,10 @@ def selector(client):
                         '$' + ENV_PREFIX + SELECTOR.upper())
 
 
-def use_selector(client, given, url=None):
+def use_selector(
+    client: GpuClient, given: collections.abc.Iterable[str] | None,
+    url: str | None = None,
+) -> tuple[tuple[str, str, str], ...]:
     """--prometheus-selector GIVEN (its texts; none: the cloud's own) for
     the command's queries, checked now: a bad selector, given or (with a
     Prometheus, URL or configured) in clouds.yaml, is refused before any
@@ -122,7 +142,12 @@ def use_selector(client, given, url=None):
     return ()
 
 
-def ask(prometheus, queries, parse, time=None):
+def ask(
+    prometheus: prometheus_mod.Prometheus,
+    queries: collections.abc.Mapping[str, str],
+    parse: collections.abc.Callable[[dict[str, typing.Any]], _Parsed],
+    time: float | None = None,
+) -> tuple[dict[str, _Parsed], dict[str, str]]:
     """({name: answer}, {name: why it is not judged}) of QUERIES ({name:
     PromQL}), each answer read by PARSE (``utilisation.parse_vector`` or
     ``parse_matrix``). An answer of a wrong shape leaves its query out,
@@ -140,7 +165,7 @@ def ask(prometheus, queries, parse, time=None):
     return answers, unread
 
 
-def cloud_hosts(cloud):
+def cloud_hosts(cloud: model.Cloud | None) -> dict[str, set[str]]:
     """{Nova host: its names} of every compute host of CLOUD (a snapshot;
     None: none), what series are joined to."""
     if cloud is None:
@@ -149,7 +174,11 @@ def cloud_hosts(cloud):
         cloud.hypervisors, [s.get('host') for s in cloud.services or ()])
 
 
-def join(answers, cloud, labels):
+def join(
+    answers: dict[str, list[typing.Any]], cloud: model.Cloud | None,
+    labels: dict[str, tuple[str, ...]],
+) -> tuple[dict[str, list[typing.Any]],
+           list[tuple[str, str | None, str]]]:
     """``utilisation.join_answers`` over CLOUD's hosts; each problem is
     logged as a warning (the devices it names are ``unknown``)."""
     answers, problems = utilisation.join_answers(answers, cloud_hosts(cloud),
@@ -159,7 +188,10 @@ def join(answers, cloud, labels):
     return answers, problems
 
 
-def connect(client, url=None, option='--utilisation'):
+def connect(
+    client: GpuClient, url: str | None = None, option: str = '--utilisation',
+) -> tuple[prometheus_mod.Prometheus, dict[str, str],
+           dict[str, tuple[str, ...]]]:
     """(Prometheus client, metric names, label names) of the cloud;
     OPTION: what asked for it, named when none is configured."""
     config = client.cloud_config
@@ -188,11 +220,15 @@ def connect(client, url=None, option='--utilisation'):
     return prometheus, metrics, labels
 
 
-def providers_of(cloud, allocations, rows):
+def providers_of(
+    cloud: model.Cloud | None, allocations: _Allocations | None,
+    rows: collections.abc.Iterable[dict[str, typing.Any]],
+) -> dict[str, dict[str, typing.Any]]:
     """{provider uuid: name, root_name, host, mode, consumers} of the GPU
     providers with allocations (rules.utilisation's PROVIDERS)."""
     if cloud is None:
         return {}
+    assert cloud.placement is not None  # noqa: S101 - read with Placement
     snap = cloud.placement
     root_host = host_names.root_hosts(cloud.hypervisors)
     by_host = pools_mod.pools_by_host(cloud.pools)
@@ -208,7 +244,8 @@ def providers_of(cloud, allocations, rows):
         mode = modes.get(uuid)
         if mode is None:
             pool_modes = {cloud.pools[p].get('mode')
-                          for p in by_host.get(host, ()) if p in cloud.pools}
+                          # a provider without a host finds no pool
+                          for p in by_host.get(host, ()) if p in cloud.pools}  # type: ignore[arg-type]
             mode = pool_modes.pop() if len(pool_modes) == 1 else None
         found[uuid] = {
             'name': provider['name'], 'root_name': root['name'],
@@ -220,7 +257,7 @@ def providers_of(cloud, allocations, rows):
     return found
 
 
-def _unread(unread, strict):
+def _unread(unread: dict[str, str], strict: bool) -> None:
     """Say why the UNREAD queries ({name: why}) are not judged: a
     CommandError when STRICT, else a warning each."""
     if unread and strict:
@@ -230,8 +267,17 @@ def _unread(unread, strict):
         LOG.warning(_('Not judged: %s.'), unread[name])
 
 
-def server_rows(client, rows, cloud, allocations, window, idle_below,
-                url=None, now=None, strict=False):
+def server_rows(
+    client: GpuClient,
+    rows: list[dict[str, typing.Any]],
+    cloud: model.Cloud | None,
+    allocations: _Allocations | None,
+    window: int,
+    idle_below: float,
+    url: str | None = None,
+    now: datetime.datetime | None = None,
+    strict: bool = False,
+) -> list[dict[str, typing.Any]]:
     """``gpu server list --utilisation``: one row per server and device
     (rules.utilisation.server_utilisation), from the five queries of
     rules.utilisation.server_queries at NOW (a datetime; None: the
@@ -250,8 +296,16 @@ def server_rows(client, rows, cloud, allocations, window, idle_below,
         window_start=ends - window)
 
 
-def usage_split(client, items, start, end, cloud=None, allocations=None,
-                idle_below=utilisation.DEFAULT_IDLE_BELOW, url=None):
+def usage_split(
+    client: GpuClient,
+    items: list[dict[str, typing.Any]],
+    start: datetime.datetime,
+    end: datetime.datetime,
+    cloud: model.Cloud | None = None,
+    allocations: _Allocations | None = None,
+    idle_below: float = utilisation.DEFAULT_IDLE_BELOW,
+    url: str | None = None,
+) -> dict[str, tuple[float, float]]:
     """{server id: (idle, used) fractions} of the usage ITEMS over
     [START, END) from the two queries of rules.utilisation.usage_queries
     (buckets of the peak utilisation, evaluated at END)."""
@@ -269,7 +323,12 @@ def usage_split(client, items, start, end, cloud=None, allocations=None,
         idle_below)
 
 
-def add_numa_nodes(client, facts, hypervisors, url=None):
+def add_numa_nodes(
+    client: GpuClient,
+    facts: dict[str, dict[str, typing.Any]],
+    hypervisors: collections.abc.Iterable[model.Hypervisor] | None,
+    url: str | None = None,
+) -> dict[str, dict[str, typing.Any]]:
     """FACTS ({Nova host: facts}) with each host's NUMA nodes as
     node_exporter shows them in the cloud's Prometheus
     (host_manager.METRICS_FACT), when one is configured (URL, else as
@@ -278,7 +337,7 @@ def add_numa_nodes(client, facts, hypervisors, url=None):
     sources."""
     if not endpoint(client, url):
         return facts
-    names = {}
+    names: dict[str, list[str | None]] = {}
     for hv in hypervisors or ():
         host = host_names.nova_host(hv)
         if host:

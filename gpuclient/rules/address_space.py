@@ -13,7 +13,7 @@
 """Pure: the guest physical address space of a GPU flavor (issue 40 rule 3).
 
 A guest maps its RAM and every passthrough GPU's BAR1 window (the frame
-buffer aperture, ``profiles.BAR1``) into its physical address space. With a
+buffer aperture, ``catalogue.BAR1``) into its physical address space. With a
 host-model CPU and no ``<maxphysaddr>`` in the domain, that space has 40
 bits (1 TiB), and a guest whose RAM, the 32-bit PCI hole below 4 GiB and
 the BAR1 windows do not fit sees only some of its GPUs (the guest kernel
@@ -44,9 +44,17 @@ Nova's settings (Nova 28.0.0 / 2023.2 and later; as Nova 34 reads them):
   ``--os-compute-api-version`` says, where Nova does not validate them.
 """
 
+from __future__ import annotations
+
+from collections.abc import Mapping
+import typing
+
 from osc_lib import exceptions
 
 from gpuclient.i18n import _
+
+if typing.TYPE_CHECKING:
+    from gpuclient.rules import catalogue
 
 MODE_SPEC = 'hw:maxphysaddr_mode'
 BITS_SPEC = 'hw:maxphysaddr_bits'
@@ -68,11 +76,12 @@ MIB = 1 << 20
 LOW_HOLE = 4 * GIB
 
 
-def _error(message, **kwargs):
+def _error(message: str, **kwargs: object) -> exceptions.CommandError:
     return exceptions.CommandError(message % kwargs if kwargs else message)
 
 
-def options_specs(mode=None, bits=None):
+def options_specs(mode: str | None = None,
+                  bits: int | None = None) -> dict[str, str]:
     """The extra specs of ``gpu flavor create --maxphysaddr-mode/-bits``.
 
     Refuses what Nova would refuse or ignore: a mode it does not know,
@@ -96,7 +105,8 @@ def options_specs(mode=None, bits=None):
         raise _error(_('--maxphysaddr-mode emulate needs --maxphysaddr-bits '
                        '(the guest\'s physical address bits, %(low)d to '
                        '%(high)d).'), low=MIN_BITS, high=MAX_BITS)
-    specs = {MODE_SPEC: mode}
+    # MODE is given here: bits without it were refused above
+    specs: dict[str, str] = {MODE_SPEC: mode}  # type: ignore[dict-item]
     if bits is not None:
         if not MIN_BITS <= bits <= MAX_BITS:
             raise _error(
@@ -108,7 +118,7 @@ def options_specs(mode=None, bits=None):
     return specs
 
 
-def guest_bits(extra_specs):
+def guest_bits(extra_specs: Mapping[str, typing.Any] | None) -> int | None:
     """The guest's physical address bits under these extra specs: the
     emulated bits, None with ``passthrough`` (the host's: not known here),
     DEFAULT_BITS without a mode."""
@@ -124,19 +134,21 @@ def guest_bits(extra_specs):
     return DEFAULT_BITS
 
 
-def need_bytes(ram_mb, gpus, bar1_gib):
+def need_bytes(ram_mb: int | None, gpus: int, bar1_gib: int) -> int:
     """The top of the guest's physical address space it needs: RAM, the
     32-bit hole and every GPU's BAR1 window."""
     return int(ram_mb or 0) * MIB + LOW_HOLE + gpus * bar1_gib * GIB
 
 
-def suggested_bits(need):
+def suggested_bits(need: int) -> int:
     """Bits that hold twice NEED (room for the alignment of the windows,
     each aligned to its size), at least one more than the default."""
     return min(MAX_BITS, max(DEFAULT_BITS + 1, (need - 1).bit_length() + 1))
 
 
-def judge(ram_mb, gpus, bar1_gib, extra_specs):
+def judge(ram_mb: int | None, gpus: int, bar1_gib: int | None,
+          extra_specs: Mapping[str, typing.Any] | None
+          ) -> dict[str, int] | None:
     """None when the flavor's guest holds its GPUs' BAR1 windows (or it is
     not known: no BAR1 size, passthrough bits); else a dict: ``need_gib``,
     ``bits`` (what the guest has), ``suggested_bits``."""
@@ -152,7 +164,8 @@ def judge(ram_mb, gpus, bar1_gib, extra_specs):
             'suggested_bits': suggested_bits(need)}
 
 
-def symptom(result, gpus, bar1_gib, board):
+def symptom(result: Mapping[str, int], gpus: int, bar1_gib: int,
+            board: str) -> str:
     return _(
         'a guest of it needs %(need)d GiB of physical address space (RAM, '
         'the 4 GiB below 4 GiB, %(gpus)d BAR1 windows of %(bar)d GiB of '
@@ -163,7 +176,7 @@ def symptom(result, gpus, bar1_gib, board):
             'space': (1 << result['bits']) // GIB}
 
 
-def fix(flavor_label, result):
+def fix(flavor_label: str, result: Mapping[str, int]) -> str:
     """The command giving the flavor's guests the host's address bits
     (or, second, emulated bits)."""
     return _(
@@ -175,18 +188,18 @@ def fix(flavor_label, result):
             'n': result['suggested_bits']}
 
 
-def pool_bar1(pool):
-    """The profiles.Bar1 of a passthrough pool's board (by its PCI ID;
+def pool_bar1(pool: Mapping[str, typing.Any]) -> catalogue.Bar1 | None:
+    """The catalogue.Bar1 of a passthrough pool's board (by its PCI ID;
     its ``gib`` None where the catalogue has no BAR1 size of it), or None
     (another mode: a vGPU's BAR1 is the type's, smaller; a PCI ID no
     catalogue board has)."""
     if (pool or {}).get('mode') != 'passthrough':
         return None
-    from gpuclient.rules import profiles  # a large table: only when asked
-    return profiles.bar1_for_pci_id(pool.get('pci_id'))
+    from gpuclient.rules import catalogue
+    return catalogue.bar1_for_pci_id(pool.get('pci_id'))
 
 
-def room_per_gpu(ram_mb, gpus, bits):
+def room_per_gpu(ram_mb: int | None, gpus: int, bits: int) -> int:
     """The largest BAR1 window (GiB, rounded down) each of GPUS can have
     for a guest of RAM_MB and BITS address bits to map them all (RAM, the
     32-bit hole and the windows within 2**BITS); 0 when none fits."""
@@ -194,7 +207,7 @@ def room_per_gpu(ram_mb, gpus, bits):
     return max(room, 0) // max(gpus, 1) // GIB
 
 
-def unknown_bar1(pool):
+def unknown_bar1(pool: Mapping[str, typing.Any]) -> str | None:
     """What ``gpu check`` names when a passthrough POOL's BAR1 size is not
     known: its board (with the PCI ID), or the PCI ID no catalogue board
     has; None when the size is known or POOL is of another mode."""
@@ -209,7 +222,7 @@ def unknown_bar1(pool):
     return '%s (%s)' % (bar1.board, ', '.join(bar1.pci_ids))
 
 
-def unknown_fix(flavor_label):
+def unknown_fix(flavor_label: str) -> str:
     """How to judge (or not need) the BAR1 windows of a flavor whose
     board's BAR1 size is not known."""
     return _(
@@ -223,7 +236,10 @@ def unknown_fix(flavor_label):
             'trait': TRAITS[PASSTHROUGH]}
 
 
-def flavor_warning(pool, gpus, ram_mb, extra_specs):
+def flavor_warning(pool: Mapping[str, typing.Any], gpus: int,
+                   ram_mb: int | None,
+                   extra_specs: Mapping[str, typing.Any] | None
+                   ) -> str | None:
     """What ``gpu flavor create`` says when the flavor's guests would not
     hold their GPUs' BAR1 windows, with the options that fix it; or None."""
     bar1 = pool_bar1(pool)
@@ -234,6 +250,9 @@ def flavor_warning(pool, gpus, ram_mb, extra_specs):
              'passthrough (hosts with %(trait)s) or --maxphysaddr-mode '
              'emulate --maxphysaddr-bits %(bits)d.') % {
                  'pool': pool['name'],
-                 'symptom': symptom(result, gpus, bar1.gib, bar1.board),
+                 # BAR1 is given: RESULT is judge's
+                 'symptom': symptom(
+                     result, gpus,
+                     bar1.gib, bar1.board),  # type: ignore[arg-type,union-attr]
                  'trait': TRAITS[PASSTHROUGH],
                  'bits': result['suggested_bits']}

@@ -44,6 +44,11 @@ detail: its default policy hides nodes from project-scoped tokens, even
 admin ones, so the Placement-based answer never depends on it.
 """
 
+from collections.abc import Collection
+from collections.abc import Iterable
+from collections.abc import Mapping
+import typing
+
 from osc_lib import exceptions
 
 from gpuclient.i18n import _
@@ -66,21 +71,23 @@ RESERVED_REASON = _('node reserved by the ironic driver (maintenance, '
 
 # -- Placement: which inventories are nodes, and their state -----------------
 
-def node_roots(hypervisors):
+def node_roots(hypervisors: Iterable[Mapping[str, typing.Any]] | None
+               ) -> set[str]:
     """Root provider uuids of Ironic nodes (hypervisor_type ironic)."""
     return {hv['id'] for hv in hypervisors or ()
             if str(hv.get('hypervisor_type') or '').lower()
             == IRONIC_HYPERVISOR_TYPE}
 
 
-def is_node_class(resource_class):
+def is_node_class(resource_class: str) -> bool:
     """A class Nova's ironic driver makes from a node's resource_class
     (by convention ``baremetal.<name>``)."""
     return bool(resource_class) and resource_class.startswith(
         NODE_CLASS_PREFIX)
 
 
-def is_node_item(resource_class, item, ironic=False):
+def is_node_item(resource_class: str, item: Mapping[str, int] | None,
+                 ironic: bool = False) -> bool:
     """Is ITEM (a provider summary's class entry) one bare-metal node?
 
     A bare-metal class (``is_node_class``), or any non-compute class of a
@@ -97,7 +104,7 @@ def is_node_item(resource_class, item, ironic=False):
             and item.get('max_unit', 1) <= 1)
 
 
-def node_state(item):
+def node_state(item: Mapping[str, int]) -> str:
     """AVAILABLE, IN_USE or UNAVAILABLE of one node's class entry."""
     if (item.get('used') or 0) >= 1:
         return IN_USE
@@ -106,21 +113,21 @@ def node_state(item):
     return AVAILABLE
 
 
-def node_figures(item):
+def node_figures(item: Mapping[str, int]) -> tuple[int, int, int]:
     """(total, used, free) of one node: never free -1, never used > total."""
     state = node_state(item)
     return 1, int(state == IN_USE), int(state == AVAILABLE)
 
 
-def empty_counts():
+def empty_counts() -> dict[str, int]:
     return dict.fromkeys(STATES, 0)
 
 
 # -- Ironic's view (optional) ------------------------------------------------
 
-def node_dict(node):
+def node_dict(node: object) -> dict[str, typing.Any]:
     """An Ironic node (SDK resource or API dict) as plain data."""
-    def get(key, default=None):
+    def get(key: str, default: typing.Any = None) -> typing.Any:
         if isinstance(node, dict):
             return node.get(key, default)
         return getattr(node, key, default)
@@ -137,14 +144,15 @@ def node_dict(node):
             'traits': sorted(get('traits') or ())}
 
 
-def node_label(uuid, node=None):
+def node_label(uuid: str, node: Mapping[str, typing.Any] | None = None
+               ) -> str:
     """``name (uuid)`` when Ironic told the name, else the uuid."""
     if node and node.get('name'):
         return '%s (%s)' % (node['name'], uuid)
     return uuid
 
 
-def ironic_state(node):
+def ironic_state(node: Mapping[str, typing.Any]) -> str:
     """What keeps a node out (or 'available'), in Ironic's words."""
     if node.get('maintenance'):
         reason = node.get('maintenance_reason')
@@ -160,7 +168,9 @@ def ironic_state(node):
     return AVAILABLE
 
 
-def hidden_note(node_providers, ironic_nodes):
+def hidden_note(node_providers: Collection[str],
+                ironic_nodes: Mapping[str, typing.Any] | None
+                ) -> str | None:
     """One line when Ironic lists none of the nodes Placement has.
 
     NODE_PROVIDERS: uuids of node providers seen in Placement;
@@ -178,7 +188,8 @@ def hidden_note(node_providers, ironic_nodes):
              'Placement and stand.') % len(set(node_providers))
 
 
-def state_text(uuid, item, node=None):
+def state_text(uuid: str, item: Mapping[str, int],
+               node: Mapping[str, typing.Any] | None = None) -> str:
     """One node's state for ``gpu host list --long``."""
     state = node_state(item)
     if node is not None:
@@ -188,7 +199,9 @@ def state_text(uuid, item, node=None):
     return '%s: %s' % (uuid, state)
 
 
-def node_reason(host, uuid, item, node=None, servers=()):
+def node_reason(host: str, uuid: str, item: Mapping[str, int],
+                node: Mapping[str, typing.Any] | None = None,
+                servers: Collection[str] = ()) -> str | None:
     """Why one node of HOST takes no new server, or None when it could."""
     state = node_state(item)
     label = node_label(uuid, node)
@@ -211,12 +224,14 @@ def node_reason(host, uuid, item, node=None, servers=()):
 
 # -- traits: set on the node, never on its provider ---------------------------
 
-def node_trait_command(node, traits, remove=False):
+def node_trait_command(node: str, traits: Iterable[str],
+                       remove: bool = False) -> str:
     return 'openstack baremetal node %s trait %s %s' % (
         'remove' if remove else 'add', node, ' '.join(sorted(traits)))
 
 
-def refuse_provider_traits(label, traits):
+def refuse_provider_traits(label: str, traits: Iterable[str]
+                           ) -> exceptions.CommandError:
     """The CommandError for a trait write on a bare-metal node provider."""
     return exceptions.CommandError(
         _('Resource provider %(rp)s is an Ironic node: Nova\'s ironic '
@@ -230,16 +245,19 @@ def refuse_provider_traits(label, traits):
            'cmd': node_trait_command(label, traits)})
 
 
-def summary_is_node(summary, ironic=False):
+def summary_is_node(summary: Mapping[str, typing.Any] | None,
+                    ironic: bool = False) -> bool:
     """Does a provider summary hold one bare-metal node?"""
     resources = (summary or {}).get('resources') or {}
     return any(is_node_item(rc, item, ironic)
                for rc, item in resources.items())
 
 
-def _flavor_traits(reading):
+def _flavor_traits(reading: Mapping[str, typing.Any]
+                   ) -> tuple[set[str], set[str]]:
     """(required, forbidden) traits of a flavor, all groups together."""
-    required, forbidden = set(), set()
+    required: set[str] = set()
+    forbidden: set[str] = set()
     for wanted in reading['traits'].values():
         for trait, value in wanted.items():
             if value == specs_mod.REQUIRED:
@@ -249,7 +267,13 @@ def _flavor_traits(reading):
     return required, forbidden
 
 
-def trait_mismatches(pools, flavors, host_roots, summaries):
+def trait_mismatches(
+        pools: Mapping[str, Mapping[str, typing.Any]],
+        flavors: Iterable[tuple[Mapping[str, typing.Any],
+                                Mapping[str, typing.Any]]],
+        host_roots: Mapping[str, Iterable[str]],
+        summaries: Mapping[str, Mapping[str, typing.Any] | None]
+) -> list[dict[str, typing.Any]]:
     """Bare-metal nodes whose traits differ from what a pool flavor needs.
 
     POOLS {name: pool}; FLAVORS [(flavor, reading)] (``specs.read``) of
@@ -295,7 +319,7 @@ def trait_mismatches(pools, flavors, host_roots, summaries):
     return found
 
 
-def trait_fix(item):
+def trait_fix(item: Mapping[str, typing.Any]) -> str:
     """The node-trait command(s) that make a node match its flavor."""
     fixes = []
     if item['missing']:

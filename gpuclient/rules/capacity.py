@@ -30,14 +30,25 @@ Everything is asked of one ``gpuclient.rules.model.Cloud``:
   ``group_policy=isolate``). Identical trees are counted once per flavor.
 
 A one-time-use device that Nova reserved after its server went is
-**awaiting release** (``gpuclient.rules.devices``): counted in the total,
-neither used, free nor stranded, until the operator releases it.
+**awaiting release** (``gpuclient.rules.one_time_use``): counted in
+the total, neither used, free nor stranded, until the operator releases
+it.
 
 A GPU is **stranded** when it is free and no GPU flavor can use it now:
 no flavor asks for what its provider offers (class, amount, traits), or
 the flavors that would use it fit nowhere on its host (no RAM or VCPU
 left, host out of scheduling, ...). The reason says which.
 """
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from collections.abc import Collection
+from collections.abc import Container
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
+import typing
 
 from osc_lib import exceptions
 
@@ -49,6 +60,9 @@ from gpuclient.rules.scheduler import host_manager
 from gpuclient.rules.scheduler import manager
 from gpuclient.rules.scheduler import resource_request as request_mod
 from gpuclient.rules.scheduler.filters import numa_topology_filter as numa_mod
+
+if typing.TYPE_CHECKING:
+    from gpuclient.rules import model
 
 # no more counted per host and flavor (a bound, not a figure anyone meets)
 FIT_LIMIT = fit_mod.FIT_LIMIT
@@ -73,7 +87,11 @@ STRANDED_REASONS = ((NO_FLAVOR, HOST_FILTERED)
                     + (REQUEST_DOES_NOT_FIT,))
 
 
-def gpu_flavors(flavors, pools, wanted=None):
+def gpu_flavors(
+        flavors: Iterable[Mapping[str, typing.Any]],
+        pools: Mapping[str, Mapping[str, typing.Any]],
+        wanted: Container[str] | None = None
+) -> list[tuple[Mapping[str, typing.Any], dict[str, typing.Any]]]:
     """[(flavor, reading)] of the GPU flavors, or those named in WANTED.
 
     WANTED: flavor names or IDs; one that is not a GPU flavor still
@@ -93,7 +111,8 @@ def gpu_flavors(flavors, pools, wanted=None):
     return found
 
 
-def resolve_flavors(flavors, names):
+def resolve_flavors(flavors: Collection[Mapping[str, typing.Any]],
+                    names: Iterable[str]) -> set[str]:
     """IDs of the flavors named (name or ID); CommandError for unknown."""
     found = set()
     for name in names:
@@ -108,7 +127,8 @@ def resolve_flavors(flavors, names):
     return found
 
 
-def flavor_pools(reading, pools):
+def flavor_pools(reading: Mapping[str, typing.Any],
+                 pools: Mapping[str, Mapping[str, typing.Any]]) -> list[str]:
     """Pools a flavor steers to (empty: it does not steer)."""
     if reading['pool']:
         return [reading['pool']] if reading['pool'] in pools else []
@@ -118,14 +138,19 @@ def flavor_pools(reading, pools):
 class Fits:
     """Fit counts of flavors on hosts, over one Cloud."""
 
-    def __init__(self, cloud, settings, project_id,
-                 fit_count=fit_mod.fit_count, facts=None, numa=False):
+    def __init__(self, cloud: model.Cloud,
+                 settings: dict[str, typing.Any] | None,
+                 project_id: str | None,
+                 fit_count: Callable[..., int] = fit_mod.fit_count,
+                 facts: Mapping[str, Mapping[str, typing.Any]] | None = None,
+                 numa: bool = False):
         self.cloud = cloud
         # {host: host facts} (the NUMA ones: numa_topology_filter); with
         # NUMA, a count NUMATopologyFilter cannot judge is None
         self.facts = facts or {}
         self.with_numa = numa
-        self.numa = {}  # flavor id -> {host: (status, what)}
+        # flavor id -> {host: (status, what)}
+        self.numa: dict[str, dict[str, tuple[str, str | None]]] = {}
         # where Blazar runs, BlazarFilter keeps ordinary flavors off the
         # hosts it holds (rules.reservations)
         self.held = cloud.held_hosts()
@@ -138,20 +163,30 @@ class Fits:
         self.states = filters.HostStates(
             cloud.aggregates, cloud.services, cloud.hypervisors, cloud.pools,
             self.facts, self.held)
-        self._trees = {}
-        self._cache = {}
-        self.requests = {}
-        self.post = {}
-        self.fits = {}  # flavor id -> {host: count}
+        # (host, root) -> (tree, fit.signature of it)
+        self._trees: dict[tuple[str, str],
+                          tuple[dict[str, dict[str, typing.Any]],
+                                tuple[tuple[typing.Any, ...], ...]]] = {}
+        # (flavor id, tree signature) -> count
+        self._cache: dict[tuple[str, tuple[tuple[typing.Any, ...], ...]],
+                          int] = {}
+        # flavor id -> its request (resource_request.build)
+        self.requests: dict[str, dict[str, typing.Any]] = {}
+        # flavor id -> {host: [reason dicts]} of the hosts filters remove
+        self.post: dict[str, dict[str, list[dict[str, typing.Any]]]] = {}
+        # flavor id -> {host: count}
+        self.fits: dict[str, dict[str, int | None]] = {}
 
-    def tree(self, host, root):
+    def tree(self, host: str, root: str
+             ) -> tuple[dict[str, dict[str, typing.Any]],
+                        tuple[tuple[typing.Any, ...], ...]]:
         key = (host, root)
         if key not in self._trees:
             tree = self.cloud.tree(root, self.cloud.root_aggregates(host))
             self._trees[key] = (tree, fit_mod.signature(tree))
         return self._trees[key]
 
-    def add(self, flavor):
+    def add(self, flavor: Mapping[str, typing.Any]) -> dict[str, int | None]:
         """Count FLAVOR on every host; {host: count}."""
         fid = flavor['id']
         if fid in self.fits:
@@ -164,28 +199,16 @@ class Fits:
         spec = filters.spec(flavor.get('extra_specs') or {},
                             self.project_id, flavor=flavor,
                             aliases=self.settings.get('aliases'))
-        post = filters.run(sorted(self.host_roots),
-                           filters.Context(spec, self.states),
-                           self.settings['enabled_filters'])
-        self.post[fid] = post
         guest = None
         if numa_enabled(self.settings) and self.with_numa:
             guest = numa_mod.constraints(
                 flavor, aliases=self.settings.get('aliases'))
-        self.numa[fid] = {}
         classes = set(request_mod.gpu_classes(req))
-        counts = {}
-        for host, roots in sorted(self.host_roots.items()):
-            if host in post:
-                counts[host] = 0
-                numa = [r for r in post[host]
-                        if r['filter'] == filters.NUMA_FILTER]
-                if guest and numa:
-                    self.numa[fid][host] = (host_manager.FAIL,
-                                            numa[0]['source'])
-                continue
+
+        def count(host: str) -> tuple[int | None,
+                                      tuple[str, str | None] | None]:
             total = 0
-            for root in sorted(roots):
+            for root in sorted(self.host_roots[host]):
                 tree, shape = self.tree(host, root)
                 if classes and not any(
                         rp['inventory'].get(rc, {}).get('free')
@@ -196,38 +219,50 @@ class Fits:
                     self._cache[key] = self.fit_count(tree, req,
                                                       limit=FIT_LIMIT)
                 total += self._cache[key]
-            counts[host] = total
             if guest:
-                counts[host] = self._numa(fid, host, guest, flavor, total)
+                return self._numa(host, guest, flavor, total)
+            return total, None
+
+        selected = manager.select(filters.Context(spec, self.states),
+                                  sorted(self.host_roots),
+                                  self.settings['enabled_filters'], count)
+        self.post[fid] = manager.removed(selected)
+        self.numa[fid] = {host: s.numa for host, s in selected.items()
+                          if guest and s.numa}
+        counts = {host: s.count for host, s in selected.items()}
         self.fits[fid] = counts
         return counts
 
-    def _numa(self, fid, host, guest, flavor, placed):
-        """PLACED (Placement's count on HOST) bounded by the NUMA fit of
-        GUEST; None when not judged (the reason in self.numa)."""
+    def _numa(self, host: str, guest: Mapping[str, typing.Any],
+              flavor: Mapping[str, typing.Any], placed: int
+              ) -> tuple[int | None, tuple[str, str | None] | None]:
+        """(PLACED (Placement's count on HOST) bounded by the NUMA fit of
+        GUEST, or None when not judged; the verdict, (status, what))."""
         if not placed:
-            return 0  # Placement offers none: nothing for NUMA to judge
+            # Placement offers none: nothing for NUMA to judge
+            return 0, None
         nodes = self.nodes.get(host) or ()
         count, what = numa_mod.host_count(
             nodes, guest, self.facts.get(host),
             numa_mod.pci_devices(flavor.get('extra_specs')),
             {node.get('id'): _ratios(self.cloud, node) for node in nodes})
-        self.numa[fid][host] = (
-            host_manager.UNKNOWN if count is None else host_manager.PASS,
-            what)
-        return None if count is None else min(placed, count)
+        verdict = (host_manager.UNKNOWN if count is None
+                   else host_manager.PASS, what)
+        return (None if count is None else min(placed, count)), verdict
 
 
-def numa_enabled(settings):
+def numa_enabled(settings: Mapping[str, typing.Any]) -> bool:
     return filters.NUMA_FILTER in settings['enabled_filters']
 
 
-def _ratios(cloud, node):
+def _ratios(cloud: model.Cloud,
+            node: Mapping[str, typing.Any]) -> tuple[float, float]:
     """(cpu, ram) allocation ratios of an idle NODE: Placement's
     capacity over what the hypervisor counts (its memory less what the
     host reserves, all of memory_mb_used with no server there)."""
-    resources = (cloud.placement.summaries.get(node.get('id')) or {}).get(
-        'resources') or {}
+    # Fits counts on Placement's trees: CLOUD's placement was read
+    resources = (cloud.placement.summaries.get(  # type: ignore[union-attr]
+        node.get('id')) or {}).get('resources') or {}
     vcpus = node.get('vcpus') or 0
     memory = (node.get('memory_mb') or 0) - (node.get('memory_mb_used')
                                              or 0)
@@ -237,7 +272,8 @@ def _ratios(cloud, node):
             ram / memory if ram and memory > 0 else 1.0)
 
 
-def _serves(rp, root, req):
+def _serves(rp: Mapping[str, typing.Any], root: Mapping[str, typing.Any],
+            req: Mapping[str, typing.Any]) -> bool:
     """Could one group of REQ take units from provider RP (a tree entry)?"""
     for suffix, group in req['groups'].items():
         for rc, amount in group['resources'].items():
@@ -259,7 +295,8 @@ def _serves(rp, root, req):
     return False
 
 
-def shortage(fits, flavor, host, roots):
+def shortage(fits: Fits, flavor: Mapping[str, typing.Any], host: str,
+             roots: Iterable[str]) -> tuple[str, int, int] | None:
     """(class, free, need) of the first root class (VCPU, PCPU,
     MEMORY_MB, DISK_GB, MEM_ENCRYPTION_CONTEXT) FLAVOR asks for more of
     than any root of HOST has free, or None: what the host ran out of,
@@ -277,12 +314,14 @@ def shortage(fits, flavor, host, roots):
     return None
 
 
-def blocker(fits, flavor, host, roots):
+def blocker(fits: Fits, flavor: Mapping[str, typing.Any], host: str,
+            roots: Iterable[str]) -> str:
     """Why FLAVOR fits nowhere on HOST (one sentence)."""
     return blocked(fits, flavor, host, roots)[1]
 
 
-def blocked(fits, flavor, host, roots):
+def blocked(fits: Fits, flavor: Mapping[str, typing.Any], host: str,
+            roots: Iterable[str]) -> tuple[str, str]:
     """(reason, sentence): why FLAVOR fits nowhere on HOST, the reason one
     of STRANDED_REASONS but NO_FLAVOR."""
     post = fits.post[flavor['id']].get(host)
@@ -304,7 +343,11 @@ def blocked(fits, flavor, host, roots):
             'flavor': flavor.get('name'), 'host': host}
 
 
-def stranded_providers(fits, all_gpu_flavors, host, resource_class):
+def stranded_providers(
+        fits: Fits, all_gpu_flavors: Sequence[Mapping[str, typing.Any]],
+        host: str, resource_class: str
+) -> list[tuple[dict[str, typing.Any], int,
+                list[Mapping[str, typing.Any]]]]:
     """[(provider, free units, users)] of HOST's providers whose free
     RESOURCE_CLASS units no GPU flavor can use now: USERS are the GPU
     flavors that ask for what the provider offers (each fitting nowhere
@@ -326,9 +369,13 @@ def stranded_providers(fits, all_gpu_flavors, host, resource_class):
     return found
 
 
-def stranded(fits, all_gpu_flavors, host, resource_class):
+def stranded(fits: Fits, all_gpu_flavors: Sequence[Mapping[str, typing.Any]],
+             host: str,
+             resource_class: str) -> tuple[int, list[str], dict[str, int]]:
     """(free units no GPU flavor can use now, [sentences], {reason: units})
     on one host; each reason one of STRANDED_REASONS."""
+    reasons: list[str]
+    by_reason: dict[str, int]
     count, reasons, by_reason = 0, [], {}
     roots = sorted(fits.host_roots.get(host, ()))
     for rp, free, users in stranded_providers(fits, all_gpu_flavors, host,
@@ -353,7 +400,8 @@ def stranded(fits, all_gpu_flavors, host, resource_class):
     return count, reasons, by_reason
 
 
-def _figures(cloud, roots, resource_class):
+def _figures(cloud: model.Cloud, roots: Iterable[str],
+             resource_class: str) -> tuple[int, int, int, int]:
     """(total, used, free, awaiting release) of a class in ROOTS' trees."""
     total = used = free = awaiting = 0
     for root in roots:
@@ -363,16 +411,23 @@ def _figures(cloud, roots, resource_class):
     return total, used, free, awaiting
 
 
-def _flavor_class(req, pools, pool):
+def _flavor_class(req: Mapping[str, typing.Any],
+                  pools: Mapping[str, Mapping[str, typing.Any]],
+                  pool: str | None) -> str | None:
     if pool and pools.get(pool, {}).get('resource_class'):
         return pools[pool]['resource_class']
     classes = request_mod.gpu_classes(req)
     return classes[0] if classes else None
 
 
-def rows(cloud, settings, project_id, wanted_flavors=None, pool=None,
-         per_host=False, fit_count=fit_mod.fit_count, notes=None,
-         facts=None):
+def rows(cloud: model.Cloud, settings: dict[str, typing.Any] | None,
+         project_id: str | None,
+         wanted_flavors: Container[str] | None = None,
+         pool: str | None = None, per_host: bool = False,
+         fit_count: Callable[..., int] = fit_mod.fit_count,
+         notes: list[str] | None = None,
+         facts: Mapping[str, Mapping[str, typing.Any]] | None = None
+         ) -> list[dict[str, typing.Any]]:
     """Rows of ``gpu capacity list`` as dicts (see module docstring).
 
     One row per flavor and pool (and host with PER_HOST): flavor,
@@ -416,14 +471,15 @@ def rows(cloud, settings, project_id, wanted_flavors=None, pool=None,
         counts = fits.add(flavor)
         req = fits.requests[flavor['id']]
         targets = flavor_pools(reading, pools)
-        groups = []
+        groups: list[tuple[str | None, list[str]]] = []
         if targets:
             groups = [(p, sorted(pools[p]['hosts'])) for p in targets]
         else:
-            by_pool = {}
+            by_pool: dict[str | None, list[str]] = {}
             for host in sorted(fits.host_roots):
-                in_pools = [p for p, d in pools.items()
-                            if host in d['hosts']] or [None]
+                in_pools: list[str | None] = [
+                    p for p, d in pools.items()
+                    if host in d['hosts']] or [None]
                 rc = _flavor_class(req, pools, None)
                 if not counts.get(host) and not (
                         rc and _figures(cloud, fits.host_roots[host],
@@ -436,7 +492,7 @@ def rows(cloud, settings, project_id, wanted_flavors=None, pool=None,
             if pool and pool_name != pool:
                 continue
             rc = _flavor_class(req, pools, pool_name)
-            hosts = []
+            hosts: list[dict[str, typing.Any]] = []
             for host in members:
                 total, used, free, awaiting = (
                     _figures(cloud, fits.host_roots.get(host, ()), rc)
@@ -469,9 +525,11 @@ def rows(cloud, settings, project_id, wanted_flavors=None, pool=None,
                       for k in ('fits', 'hosts', 'hosts_fitting', 'total',
                                 'used', 'free', 'awaiting_release',
                                 'stranded')}
+            # used and total are never None (fits and hosts_fitting may be)
             found.append(dict(
-                base, host=None, allocated=_percent(summed['used'],
-                                                    summed['total']),
+                base, host=None, allocated=_percent(
+                    summed['used'],  # type: ignore[arg-type]
+                    summed['total']),  # type: ignore[arg-type]
                 numa=_numa_summary({item['host']: fits.numa[
                     flavor['id']].get(item['host']) for item in hosts}),
                 stranded_reasons=[r for item in hosts
@@ -482,37 +540,44 @@ def rows(cloud, settings, project_id, wanted_flavors=None, pool=None,
     return found
 
 
-def _summed(counts):
+def _summed(counts: Iterable[Mapping[str, int]]) -> dict[str, int]:
     """{key: sum} of the {key: number} COUNTS."""
-    found = {}
+    found: dict[str, int] = {}
     for item in counts:
         for key, number in item.items():
             found[key] = found.get(key, 0) + number
     return found
 
 
-def _sum(values):
+def _sum(values: Iterable[int | None]) -> int | None:
     """The sum, None when one is not known."""
     values = list(values)
-    return None if None in values else sum(values)
+    # none is None past the test, which mypy does not follow
+    return None if None in values else sum(values)  # type: ignore[arg-type]
 
 
-def _numa_summary(judged):
+def _numa_summary(
+        judged: Mapping[str, tuple[str, str | None] | None]) -> str | None:
     """The NUMA cell of a pool's row from its hosts' (status, what): the
     hosts not judged and why, else the sources judged by."""
+    # JUDGED holds no None from here, which mypy does not follow; the
+    # text of every verdict here is set
     judged = {host: item for host, item in judged.items() if item}
-    unjudged = sorted((host, what) for host, (status, what) in judged.items()
-                      if status == host_manager.UNKNOWN)
+    unjudged = sorted(
+        (host, what)  # type: ignore[misc]
+        for host, (status, what) in judged.items()
+        if status == host_manager.UNKNOWN)
     if unjudged:
         return '; '.join('%s: %s' % (host, numa_mod.row_text(
             (host_manager.UNKNOWN, what))) for host, what in unjudged)
     if judged:
         return numa_mod.row_text((host_manager.PASS, ', '.join(sorted(
-            {what for _status, what in judged.values()}))))
+            {what  # type: ignore[misc]
+             for _status, what in judged.values()}))))
     return None
 
 
-def _percent(used, total):
+def _percent(used: int, total: int) -> float | None:
     if not total:
         return None
     return round(100.0 * used / total, 1)

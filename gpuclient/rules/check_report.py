@@ -29,10 +29,18 @@ in ``checks.run``'s order. The table is read by a person at a terminal:
 stderr in every format.
 """
 
-import collections
+from __future__ import annotations
+
+from collections.abc import Collection
+from collections.abc import Iterable
+from collections.abc import Sequence
+import typing
 
 from gpuclient.i18n import _
 from gpuclient.rules import checks
+
+if typing.TYPE_CHECKING:
+    from gpuclient.rules.checks import utils as check_utils
 
 # the severity a "not judged" warning shows in the table
 NOT_JUDGED = 'not judged'
@@ -40,10 +48,14 @@ SEVERITY_ORDER = (checks.ERROR, checks.WARNING, NOT_JUDGED)
 # objects named in a folded row, at most
 EXAMPLES = checks.EXAMPLES
 
+
 # A source whose absence leaves checks unable to judge: what the summary
 # says is missing, and the fixes of the "not judged" warnings it lacks
 # (the first is the folded row's: how to give the source).
-Source = collections.namedtuple('Source', ['missing', 'fixes'])
+class Source(typing.NamedTuple):
+    missing: str
+    fixes: tuple[str, ...]
+
 
 SOURCES = (
     Source(_('no nova.conf'), (checks.NOVA_CONF_FIX,)),
@@ -54,7 +66,7 @@ SOURCES = (
 )
 
 
-def source_of(item):
+def source_of(item: check_utils.Finding) -> Source | None:
     """The Source whose want made the finding ITEM "not judged", or None
     (a finding, or "not judged" for another cause)."""
     if not checks.is_not_judged(item):
@@ -65,17 +77,19 @@ def source_of(item):
     return None
 
 
-def _severity(item):
+def _severity(item: check_utils.Finding) -> str:
     return NOT_JUDGED if checks.is_not_judged(item) else item.severity
 
 
-def _some(names):
+def _some(names: Iterable[str]) -> str:
     names = list(names)
     return ', '.join(names[:EXAMPLES]) + (', ...' if len(names) > EXAMPLES
                                           else '')
 
 
-def _folded(source, items):
+def _folded(
+        source: Source, items: Iterable[check_utils.Finding]
+) -> tuple[str, str, str, str, str]:
     """The one table row of the "not judged" ITEMS of SOURCE."""
     names = list(dict.fromkeys(item.check for item in items))
     objects = list(dict.fromkeys(item.object for item in items))
@@ -88,12 +102,14 @@ def _folded(source, items):
             source.fixes[0])
 
 
-def table_rows(findings):
+def table_rows(
+        findings: Sequence[check_utils.Finding]
+) -> list[tuple[str, str, str, str, str]]:
     """[(severity, check, object, symptom, fix)] of FINDINGS (in
     ``checks.run``'s order) for the table: by severity (SEVERITY_ORDER),
     the "not judged" warnings of one source (SOURCES) folded into one row
     where the first of them was."""
-    by_source = {}
+    by_source: dict[Source, list[check_utils.Finding]] = {}
     for item in findings:
         source = source_of(item)
         if source is not None:
@@ -110,11 +126,17 @@ def table_rows(findings):
     return sorted(rows, key=lambda row: SEVERITY_ORDER.index(row[0]))
 
 
-Summary = collections.namedtuple(
-    'Summary', ['errors', 'warnings', 'not_judged', 'missing', 'not_run'])
+# what ``summary`` counts (see there)
+class Summary(typing.NamedTuple):
+    errors: int
+    warnings: int
+    not_judged: int
+    missing: list[str]
+    not_run: int
 
 
-def summary(findings, not_run=None):
+def summary(findings: Collection[check_utils.Finding],
+            not_run: Collection[str] | None = None) -> Summary:
     """Summary of FINDINGS: errors, warnings (but "not judged"), the
     checks that could not judge some object, the sources they lack (in
     SOURCES' order), and the checks that could not run (NOT_RUN,
@@ -130,11 +152,12 @@ def summary(findings, not_run=None):
         not_run=len(not_run or ()))
 
 
-def _count(number, one, many):
+def _count(number: int, one: str, many: str) -> str:
     return (one if number == 1 else many) % number
 
 
-def summary_text(findings, not_run=None):
+def summary_text(findings: Collection[check_utils.Finding],
+                 not_run: Collection[str] | None = None) -> str:
     """'gpu check: 2 errors, 3 warnings, 5 checks not judged (no
     nova.conf, no DCGM exporter series)': the line on stderr."""
     found = summary(findings, not_run)

@@ -33,6 +33,10 @@ Services are the dicts of ``cloud.compute.Compute.compute_services``
 (host, id, status, disabled_reason).
 """
 
+from collections.abc import Iterable
+from collections.abc import Mapping
+import typing
+
 from gpuclient.i18n import _
 from gpuclient.rules import plan as plan_mod
 
@@ -54,14 +58,15 @@ HELD_BY_DRAIN = 'held by a drain: left alone'
 ROW_FIELDS = ('host', 'status', 'reason', 'action')
 
 
-def reason_text(reason=None, draining=False):
+def reason_text(reason: str | None = None, draining: bool = False) -> str:
     """The disabled_reason gpuclient sets for REASON (--reason); DRAINING:
     the one of a drain's cordon while the drain runs."""
     return (DRAINING_MARKER if draining else MARKER) + (
         (reason or '').strip() or DEFAULT_REASON)
 
 
-def reason_problem(reason=None, draining=False):
+def reason_problem(reason: str | None = None,
+                   draining: bool = False) -> str | None:
     """Why Nova would refuse the disabled_reason of REASON (too long,
     the marker counted), in one sentence; None when it would not."""
     text = reason_text(reason, draining)
@@ -76,28 +81,37 @@ def reason_problem(reason=None, draining=False):
                  'room': room}
 
 
-def is_ours(disabled_reason):
+def is_ours(disabled_reason: str | None) -> bool:
     """Whether a disabled_reason is one gpuclient set."""
-    return bool(disabled_reason) and disabled_reason.startswith(MARKER)
+    # not None past bool(), which mypy does not follow
+    return (bool(disabled_reason)
+            and disabled_reason.startswith(  # type: ignore[union-attr]
+                MARKER))
 
 
-def is_draining(disabled_reason):
+def is_draining(disabled_reason: str | None) -> bool:
     """Whether a disabled_reason is the cordon of a drain that has not
     finished (running, or stopped before its hosts read back empty)."""
-    return bool(disabled_reason) and disabled_reason.startswith(
-        DRAINING_MARKER)
+    # not None past bool(), which mypy does not follow
+    return (bool(disabled_reason)
+            and disabled_reason.startswith(  # type: ignore[union-attr]
+                DRAINING_MARKER))
 
 
-def is_disabled(service):
+def is_disabled(service: Mapping[str, typing.Any]) -> bool:
     return service.get('status') == 'disabled'
 
 
-def _row(service, action):
+def _row(service: Mapping[str, typing.Any],
+         action: str) -> dict[str, typing.Any]:
     return {'host': service['host'], 'status': service.get('status'),
             'reason': service.get('disabled_reason'), 'action': action}
 
 
-def cordon(services, reason=None, undone=True, draining=False):
+def cordon(services: Iterable[Mapping[str, typing.Any]],
+           reason: str | None = None, undone: bool = True,
+           draining: bool = False
+           ) -> tuple[list[dict[str, typing.Any]], list[plan_mod.Step]]:
     """(rows, steps) that cordon every service of SERVICES.
 
     An enabled service is disabled with gpuclient's reason (undone by
@@ -107,6 +121,8 @@ def cordon(services, reason=None, undone=True, draining=False):
     reason is the draining one, set on gpuclient's own cordons too (not
     undone), so that ``uncordon`` sees the drain.
     """
+    rows: list[dict[str, typing.Any]]
+    steps: list[plan_mod.Step]
     rows, steps = [], []
     text = reason_text(reason, draining)
     for service in services:
@@ -126,7 +142,8 @@ def cordon(services, reason=None, undone=True, draining=False):
     return rows, steps
 
 
-def drained(services, reason=None):
+def drained(services: Iterable[Mapping[str, typing.Any]],
+            reason: str | None = None) -> list[plan_mod.Step]:
     """The steps that end a drain whose hosts read back empty: each of
     SERVICES (the drained hosts') still held by a drain gets the ordinary
     cordon reason (not undone); others are left as they are."""
@@ -138,7 +155,10 @@ def drained(services, reason=None):
             and is_draining(service.get('disabled_reason'))]
 
 
-def uncordon(services, force=False):
+def uncordon(
+        services: Iterable[Mapping[str, typing.Any]], force: bool = False
+) -> tuple[list[dict[str, typing.Any]], list[plan_mod.Step],
+           list[tuple[str, str | None]]]:
     """(rows, steps, others) that uncordon SERVICES.
 
     A service gpuclient disabled is enabled (undone by disabling it again
@@ -147,6 +167,9 @@ def uncordon(services, force=False):
     an enabled one needs nothing. A service a drain holds (``is_draining``)
     is enabled only with FORCE; see ``held_by_drain``.
     """
+    rows: list[dict[str, typing.Any]]
+    steps: list[plan_mod.Step]
+    others: list[tuple[str, str | None]]
     rows, steps, others = [], [], []
     for service in services:
         reason = service.get('disabled_reason')
@@ -164,14 +187,15 @@ def uncordon(services, force=False):
     return rows, steps, others
 
 
-def held_by_drain(services):
+def held_by_drain(services: Iterable[Mapping[str, typing.Any]]
+                  ) -> list[tuple[str, str | None]]:
     """(host, reason) of the disabled SERVICES a drain holds."""
     return [(service['host'], service.get('disabled_reason'))
             for service in services if is_disabled(service)
             and is_draining(service.get('disabled_reason'))]
 
 
-def held_text(held):
+def held_text(held: Iterable[tuple[str, str | None]]) -> str:
     """The refusal of an uncordon of services a drain holds."""
     return _('Nothing was changed: a drain holds %(which)s (it runs, or '
              'stopped before the hosts read back empty). Let it finish (run '
@@ -181,7 +205,7 @@ def held_text(held):
                                     for host, reason in held)}
 
 
-def others_text(others):
+def others_text(others: Iterable[tuple[str, str | None]]) -> str:
     """The note that names services disabled by someone else."""
     return _('Left alone (not disabled by gpuclient): %s. Enable them with '
              '"openstack compute service set --enable HOST nova-compute" '
@@ -190,7 +214,8 @@ def others_text(others):
         for host, reason in others)
 
 
-def apply_rows(rows, dry_run):
+def apply_rows(rows: list[dict[str, typing.Any]],
+               dry_run: bool) -> list[dict[str, typing.Any]]:
     """ROWS as they are after the plan ran (or, DRY_RUN, as planned):
     the status a cordoned or uncordoned host has now."""
     if dry_run:

@@ -33,14 +33,20 @@ once K changes. ``broken_by`` answers that for a planned metadata change;
 ``follow`` says how a flavor's specs change to keep matching.
 """
 
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
+import typing
+
 from gpuclient.rules.scheduler.filters import aggregate_instance_extra_specs
 from gpuclient.rules.scheduler.filters import extra_specs_ops
 
 
-def spec_keys(extra_specs):
+def spec_keys(extra_specs: Mapping[str, typing.Any] | None
+              ) -> dict[str, list[tuple[str, str]]]:
     """{aggregate key: [(extra-spec key, requirement)]} that the filter
     matches for a flavor with ``extra_specs``."""
-    found = {}
+    found: dict[str, list[tuple[str, str]]] = {}
     for key, req in (extra_specs or {}).items():
         scope = key.split(':', 1)
         if len(scope) > 1:
@@ -54,14 +60,15 @@ def spec_keys(extra_specs):
     return found
 
 
-def value_set(value):
+def value_set(value: object) -> set[str]:
     """An aggregate metadata value as the filter reads it."""
     return {part.strip() for part in str(value).split(',')}
 
 
-def union(metadatas):
+def union(metadatas: Iterable[Mapping[str, typing.Any] | None]
+          ) -> dict[str, set[str]]:
     """{key: set of values} over several aggregates' metadata."""
-    merged = {}
+    merged: dict[str, set[str]] = {}
     for metadata in metadatas:
         for key, value in (metadata or {}).items():
             if value is not None:
@@ -69,7 +76,7 @@ def union(metadatas):
     return merged
 
 
-def _matches(values, req):
+def _matches(values: Iterable[str], req: str) -> bool:
     for value in values:
         try:
             if extra_specs_ops.spec_match(value, req):
@@ -79,7 +86,8 @@ def _matches(values, req):
     return False
 
 
-def failing_keys(extra_specs, merged):
+def failing_keys(extra_specs: Mapping[str, typing.Any] | None,
+                 merged: Mapping[str, set[str]]) -> list[str]:
     """Aggregate keys of the flavor that ``merged`` (``union``) fails."""
     return sorted(
         name for name, wanted in spec_keys(extra_specs).items()
@@ -87,11 +95,14 @@ def failing_keys(extra_specs, merged):
         or not all(_matches(merged[name], req) for _key, req in wanted))
 
 
-def passes(extra_specs, merged):
+def passes(extra_specs: Mapping[str, typing.Any] | None,
+           merged: Mapping[str, set[str]]) -> bool:
     return not failing_keys(extra_specs, merged)
 
 
-def changed(metadata, changes):
+def changed(metadata: Mapping[str, typing.Any] | None,
+            changes: Mapping[str, typing.Any] | None
+            ) -> dict[str, typing.Any]:
     """``metadata`` with ``changes`` ({key: value, None deletes}) set."""
     result = dict(metadata or {})
     for key, value in (changes or {}).items():
@@ -102,7 +113,10 @@ def changed(metadata, changes):
     return result
 
 
-def broken_by(flavors, aggregates, name, changes):
+def broken_by(flavors: Iterable[Mapping[str, typing.Any]] | None,
+              aggregates: Sequence[Mapping[str, typing.Any]], name: str,
+              changes: Mapping[str, str | None] | None
+              ) -> list[tuple[Mapping[str, typing.Any], list[str]]]:
     """[(flavor, [aggregate keys])] of the flavors (dicts with
     ``extra_specs``) that pass the filter on a host of aggregate ``name``
     now and fail there once ``changes`` are set on it.
@@ -135,7 +149,7 @@ def broken_by(flavors, aggregates, name, changes):
     return found
 
 
-def requirement_for(value):
+def requirement_for(value: object) -> str | None:
     """The extra-spec requirement that matches aggregate value ``value``
     (a single value), or None when no plain one does (a comma list, which
     leaves the choice to the operator, or text the filter would parse as
@@ -149,7 +163,8 @@ def requirement_for(value):
     return None
 
 
-def follow(extra_specs, key, value):
+def follow(extra_specs: Mapping[str, typing.Any] | None, key: str,
+           value: object) -> tuple[dict[str, str], list[str]] | None:
     """(set, unset) that make a flavor's specs steering on aggregate key
     ``key`` match the new ``value`` (None: the key is removed, and so are
     the flavor's specs on it), or None when no plain requirement matches

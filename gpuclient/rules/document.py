@@ -49,6 +49,14 @@ Errors name the line (when the text is known) and the path of the
 field: ``line 7: pools[1].mode: 'vgu' is not one of [...]``.
 """
 
+from __future__ import annotations
+
+from collections.abc import Container
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
+import typing
+
 from osc_lib import exceptions
 
 from gpuclient import exit_status
@@ -60,6 +68,9 @@ from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import quota as quota_mod
 from gpuclient.rules import schema as schema_mod
 from gpuclient.rules import specs
+
+if typing.TYPE_CHECKING:
+    import yaml
 
 VERSION = 1
 UNLIMITED = 'unlimited'
@@ -136,7 +147,8 @@ MARK_PLACES = {
 }
 
 
-def _marked(item, marked):
+def _marked(item: dict[str, typing.Any],
+            marked: bool) -> dict[str, typing.Any]:
     """ITEM (a canonical object from the cloud) with APPLIED when it
     carries gpu apply's mark."""
     if marked:
@@ -144,7 +156,7 @@ def _marked(item, marked):
     return item
 
 
-def quota_marked(description):
+def quota_marked(description: object) -> bool:
     """Whether a Keystone limit's DESCRIPTION holds gpu apply's mark."""
     return isinstance(description, str) and QUOTA_MARK in description.split()
 
@@ -268,7 +280,7 @@ class DocumentError(exceptions.CommandError):
     """A document gpuclient cannot take: every problem, each with its line
     and path, in one message."""
 
-    def __init__(self, problems):
+    def __init__(self, problems: Iterable[str]) -> None:
         self.problems = list(problems)
         super().__init__(
             _('The document is not valid (%(n)d problem(s)): %(list)s')
@@ -277,7 +289,7 @@ class DocumentError(exceptions.CommandError):
 
 # -- text ----------------------------------------------------------------
 
-def path_text(path):
+def path_text(path: Iterable[str | int]) -> str:
     """('pools', 1, 'mode') -> 'pools[1].mode'."""
     text = ''
     for part in path:
@@ -288,7 +300,8 @@ def path_text(path):
     return text or _('(document)')
 
 
-def where(path, lines=None):
+def where(path: Iterable[str | int],
+          lines: Mapping[tuple[str | int, ...], int] | None = None) -> str:
     """'line 7: pools[1].mode' (the line of the longest known prefix of
     PATH in LINES, {path tuple: line}), or the path alone."""
     path = tuple(path)
@@ -300,7 +313,9 @@ def where(path, lines=None):
     return path_text(path)
 
 
-def _lines_of(node, path, found, problems):
+def _lines_of(node: yaml.Node, path: tuple[str | int, ...],
+              found: dict[tuple[str | int, ...], int],
+              problems: list[str]) -> None:
     """{path: line} of every node under NODE (a yaml node); duplicate
     mapping keys are problems (YAML would keep the last silently)."""
     import yaml
@@ -322,7 +337,7 @@ def _lines_of(node, path, found, problems):
             _lines_of(item, path + (index,), found, problems)
 
 
-def _loader(text):
+def _loader(text: str) -> yaml.SafeLoader:
     """A yaml SafeLoader of TEXT that refuses an anchor or an alias at
     its event, before any node is built: a document never needs one, and
     nested aliases expand into a tree far larger than the text (an "alias
@@ -330,7 +345,8 @@ def _loader(text):
     import yaml
 
     class NoAliasLoader(yaml.SafeLoader):
-        def compose_node(self, parent, index):
+        def compose_node(self, parent: yaml.Node | None,
+                         index: object) -> yaml.Node | None:
             event = self.peek_event()
             if (isinstance(event, yaml.AliasEvent)
                     or getattr(event, 'anchor', None) is not None):
@@ -343,7 +359,8 @@ def _loader(text):
     return NoAliasLoader(text)
 
 
-def load(text):
+def load(text: str
+         ) -> tuple[typing.Any, dict[tuple[str | int, ...], int]]:
     """(data, {path: line}) of a document's YAML TEXT; DocumentError for
     text that is not YAML, has an anchor or alias (``_loader``), or a
     mapping with a key given twice."""
@@ -364,6 +381,8 @@ def load(text):
             reason = _('line %(line)d: %(reason)s') % {
                 'line': mark.line + 1, 'reason': reason}
         raise DocumentError([_('not YAML: %s') % reason]) from exc
+    lines: dict[tuple[str | int, ...], int]
+    problems: list[str]
     lines, problems = {}, []
     if node is not None:
         _lines_of(node, (), lines, problems)
@@ -385,14 +404,14 @@ OBSERVED_HEADER = (
     'renew it).\n')
 
 
-def _yaml(data):
+def _yaml(data: object) -> str:
     import yaml
 
     return yaml.safe_dump(data, sort_keys=False, default_flow_style=False,
                           allow_unicode=True, width=79)
 
 
-def dump(doc):
+def dump(doc: Mapping[str, typing.Any]) -> str:
     """The YAML text of a canonical document (``written`` form), with its
     OBSERVED record (``record``) last, when it has one."""
     text = HEADER + _yaml(written(doc))
@@ -403,7 +422,7 @@ def dump(doc):
     return text
 
 
-def record(doc):
+def record(doc: Mapping[str, typing.Any]) -> dict[str, typing.Any]:
     """DOC (canonical, ``from_cloud``) with itself as its OBSERVED record:
     what ``gpu export`` writes, so that ``gpu apply`` can tell the
     author's edits from changes made in the cloud since (``conflicts``)."""
@@ -411,7 +430,8 @@ def record(doc):
                                    for plural, _kind in KINDS}})
 
 
-def recorded(doc):
+def recorded(doc: Mapping[str, typing.Any]
+             ) -> dict[str, typing.Any] | None:
     """The OBSERVED record of DOC (checked) as a canonical document, or
     None when DOC has none (written by hand, or by a gpuclient before the
     record). Its references are taken as written (``gpu export`` writes
@@ -429,7 +449,9 @@ def recorded(doc):
 
 # -- validation ----------------------------------------------------------
 
-def schema_problems(data, lines=None):
+def schema_problems(data: object,
+                    lines: Mapping[tuple[str | int, ...], int] | None = None
+                    ) -> list[str]:
     """Where DATA breaks SCHEMA: ['line 7: pools[1].mode: ...'], sorted
     by path."""
     found = []
@@ -439,29 +461,32 @@ def schema_problems(data, lines=None):
     return [message for _key, message in sorted(found)]
 
 
-def _text(value):
+def _text(value: object) -> str:
     """A property value as Nova and Glance keep it (a string)."""
     if isinstance(value, bool):
         return 'true' if value else 'false'
     return str(value)
 
 
-def _properties(values):
+def _properties(values: Mapping[typing.Any, typing.Any] | None
+                ) -> dict[str, str]:
     return {str(k): _text(v) for k, v in sorted((values or {}).items())}
 
 
-def _pool_for_flavors(spec):
+def _pool_for_flavors(spec: Mapping[str, typing.Any]
+                      ) -> dict[str, typing.Any]:
     """A canonical pool in the shape ``specs.derive`` reads."""
     pool = dict(spec, pool_trait=pools_mod.pool_trait(spec['name']))
     pool['type_trait'] = pools_mod.type_trait_of(pool)
     return pool
 
 
-def _gpus(value):
+def _gpus(value: int | str) -> int:
     return -1 if value == UNLIMITED else int(value)
 
 
-def _check_pool(item, known):
+def _check_pool(item: Mapping[str, typing.Any],
+                known: Iterable[str]) -> dict[str, typing.Any]:
     """The canonical pool of a written one (hosts and projects as
     written); CommandError for what ``gpu pool create`` would refuse."""
     properties = _properties(item.get('properties'))
@@ -486,7 +511,9 @@ def _check_pool(item, known):
     return {field: spec.get(field) for field in POOL_FIELDS}
 
 
-def _check_flavor(item, pools):
+def _check_flavor(item: Mapping[str, typing.Any],
+                  pools: Mapping[str, Mapping[str, typing.Any]]
+                  ) -> dict[str, typing.Any]:
     """The canonical flavor of a written one; CommandError for what ``gpu
     flavor create`` would refuse (derivation from its pool included)."""
     pool = pools.get(item['pool'])
@@ -523,12 +550,14 @@ def _check_flavor(item, pools):
     return flavor
 
 
-def _check_image(item):
+def _check_image(item: Mapping[str, typing.Any]) -> dict[str, typing.Any]:
     return {'name': item['name'],
             'properties': _properties(item.get('properties'))}
 
 
-def _check_quota(item, pools):
+def _check_quota(item: Mapping[str, typing.Any],
+                 pools: Mapping[str, Mapping[str, typing.Any]]
+                 ) -> dict[str, typing.Any]:
     if ('project' in item) == ('default' in item):
         raise exceptions.CommandError(
             _('give either project (a project\'s own limit) or default: '
@@ -563,7 +592,7 @@ _FLAGS = (('--resource-class', 'resource_class'), ('--alias', 'alias'),
           ('--zone', 'zone'))
 
 
-def _as_fields(message):
+def _as_fields(message: str) -> str:
     """A message of gpu pool/flavor create's checks, in the document's
     words (field names for option names)."""
     for flag, field in _FLAGS:
@@ -571,7 +600,8 @@ def _as_fields(message):
     return message.rstrip('.')
 
 
-def key_of(kind, item):
+def key_of(kind: str, item: Mapping[str, typing.Any]
+           ) -> str | tuple[str, str]:
     """What names one object of KIND in a canonical document."""
     if kind == QUOTA:
         project = item['project']
@@ -581,7 +611,9 @@ def key_of(kind, item):
     return item['name']
 
 
-def check(data, lines=None):
+def check(data: typing.Any,
+          lines: Mapping[tuple[str | int, ...], int] | None = None
+          ) -> dict[str, typing.Any]:
     """The canonical document of DATA (a parsed written document),
     references not yet resolved (see ``references``); DocumentError with
     every problem, each with its line and path. The ``observed`` record
@@ -600,14 +632,21 @@ def check(data, lines=None):
     return doc
 
 
-def _check_lists(data, lines, prefix=()):
+def _check_lists(data: Mapping[str, typing.Any],
+                 lines: Mapping[tuple[str | int, ...], int] | None,
+                 prefix: tuple[str | int, ...] = ()
+                 ) -> tuple[dict[str, typing.Any], list[str]]:
     """(canonical document, problems) of the four lists of DATA, whose
     paths start with PREFIX."""
+    doc: dict[str, typing.Any]
+    problems: list[str]
+    pools: dict[str, dict[str, typing.Any]]
+    refused: set[str]
     doc, problems = {'version': VERSION}, []
     pools, refused = {}, set()
     for plural, kind in KINDS:
         doc[plural] = []
-        seen = {}
+        seen: dict[str | tuple[str, str], int] = {}
         for index, item in enumerate(data.get(plural) or ()):
             path = prefix + (plural, index)
             if kind != POOL and item.get('pool') in refused:
@@ -645,12 +684,13 @@ def _check_lists(data, lines, prefix=()):
 PROJECT_REF, HOST_REF, IMAGE_REF = 'project', 'host', 'image'
 
 
-def references(doc):
+def references(doc: Mapping[str, typing.Any]
+               ) -> list[tuple[tuple[str | int, ...], str, typing.Any]]:
     """[(path, what, value)]: the projects (PROJECT_REF: a name or ID, or
     {name, domain}), hosts (HOST_REF, with the pool's name as the path's
     second part's object) and images (IMAGE_REF) of a checked document,
     each to resolve against the cloud."""
-    found = []
+    found: list[tuple[tuple[str | int, ...], str, typing.Any]] = []
     for index, pool in enumerate(doc['pools']):
         for i, host in enumerate(pool['hosts']):
             found.append((('pools', index, 'hosts', i), HOST_REF, host))
@@ -670,11 +710,13 @@ def references(doc):
     return found
 
 
-def substitute(doc, resolved):
+def substitute(doc: Mapping[str, typing.Any],
+               resolved: Mapping[tuple[str | int, ...], typing.Any]
+               ) -> dict[str, typing.Any]:
     """DOC with each reference replaced by RESOLVED[path] (every path of
     ``references``), lists sorted: the canonical document ``diff``
     compares."""
-    result = {'version': doc['version']}
+    result: dict[str, typing.Any] = {'version': doc['version']}
     for plural, kind in KINDS:
         items = []
         for index, item in enumerate(doc[plural]):
@@ -688,13 +730,16 @@ def substitute(doc, resolved):
                 elif path in resolved:
                     item[field] = resolved[path]
             items.append(item)
-        result[plural] = sorted(items, key=lambda i, k=kind: key_of(k, i))
+        # the lambda takes the loop's KIND as a default: no type of it
+        result[plural] = sorted(
+            items, key=lambda i, k=kind: key_of(k, i))  # type: ignore[misc]
     return result
 
 
 # -- the cloud as a document ----------------------------------------------
 
-def image_key(image, images):
+def image_key(image: Mapping[str, typing.Any],
+              images: Iterable[Mapping[str, typing.Any]]) -> str:
     """How a document names IMAGE: its name when no other image of
     IMAGES has it, else its ID."""
     name = image.get('name')
@@ -703,7 +748,10 @@ def image_key(image, images):
     return image['id']
 
 
-def _flavor_from_cloud(flavor, access, pools, notes):
+def _flavor_from_cloud(flavor: Mapping[str, typing.Any],
+                       access: Mapping[str, list[str]],
+                       pools: Mapping[str, Mapping[str, typing.Any]],
+                       notes: list[str]) -> dict[str, typing.Any] | None:
     """The canonical flavor of a Nova flavor gpuclient derives from a
     pool, or None (with a note when it steers to a pool but cannot be
     read as derived from it)."""
@@ -717,6 +765,8 @@ def _flavor_from_cloud(flavor, access, pools, notes):
     try:
         derived = specs.derive(pool, gpus=reading['gpus'],
                                numa_policy=numa)['extra_specs']
+        properties: dict[str, str]
+        drift: dict[str, list[str | None]]
         properties, drift = {}, {}
         for key, value in sorted(extra.items()):
             if key in derived:
@@ -760,8 +810,15 @@ def _flavor_from_cloud(flavor, access, pools, notes):
     return found
 
 
-def from_cloud(pools, flavors, access, images, registered, limits,
-               selected=None, classes=None):
+def from_cloud(pools: Mapping[str, Mapping[str, typing.Any]],
+               flavors: Iterable[Mapping[str, typing.Any]] | None,
+               access: Mapping[str, list[str]] | None,
+               images: Sequence[Mapping[str, typing.Any]] | None,
+               registered: Mapping[str, dict[str, typing.Any]] | None,
+               limits: Iterable[dict[str, typing.Any]] | None,
+               selected: Container[str] | None = None,
+               classes: Container[str] | None = None
+               ) -> tuple[dict[str, typing.Any], list[str]]:
     """(canonical document, notes) of what the cloud holds, for the
     objects gpuclient owns.
 
@@ -783,12 +840,14 @@ def from_cloud(pools, flavors, access, images, registered, limits,
     """
     chosen = {name: pool for name, pool in pools.items()
               if selected is None or name in selected}
-    notes = []
-    doc = {'version': VERSION, 'pools': [], 'flavors': [], 'images': [],
-           'quotas': []}
+    notes: list[str] = []
+    doc: dict[str, typing.Any] = {
+        'version': VERSION, 'pools': [], 'flavors': [], 'images': [],
+        'quotas': []}
     for name in sorted(chosen):
         pool = chosen[name]
-        item = {field: pool.get(field) for field in POOL_FIELDS}
+        item: dict[str, typing.Any] = {
+            field: pool.get(field) for field in POOL_FIELDS}
         item['hosts'] = sorted(pool.get('hosts') or ())
         item['projects'] = sorted(pool.get('projects') or ())
         item['properties'] = _properties(
@@ -797,7 +856,7 @@ def from_cloud(pools, flavors, access, images, registered, limits,
         item['isolate'] = bool(pool.get('isolate'))
         doc['pools'].append(_marked(item, (pool.get('metadata') or {}).get(
             POOL_MARK) == MANAGED_BY))
-    by_name = {}
+    by_name: dict[str, list[dict[str, typing.Any]]] = {}
     for flavor in flavors or ():
         found = _flavor_from_cloud(flavor, access or {}, pools, notes)
         if found is not None and found['pool'] in chosen:
@@ -814,14 +873,16 @@ def from_cloud(pools, flavors, access, images, registered, limits,
             properties = {k: _text(image[k]) for k in images_mod.PROPERTIES
                           if image.get(k) is not None}
             if properties:
+                # IMAGES were read: the loop is over them
                 doc['images'].append(_marked(
-                    {'name': image_key(image, images),
+                    {'name': image_key(
+                        image, images),  # type: ignore[arg-type]
                      'properties': dict(sorted(properties.items()))},
                     image.get(IMAGE_MARK) == MANAGED_BY))
         doc['images'].sort(key=lambda i: i['name'])
     if classes is None:
         classes = {p['resource_class'] for p in chosen.values()}
-    quotas = []
+    quotas: list[tuple[str | None, str, int, str | None]] = []
     for name, item in (registered or {}).items():
         quotas.append((None, name, item['limit'], item.get('description')))
     for item in limits or ():
@@ -841,16 +902,17 @@ def from_cloud(pools, flavors, access, images, registered, limits,
     return doc, notes
 
 
-def written(doc):
+def written(doc: Mapping[str, typing.Any]) -> dict[str, typing.Any]:
     """The written form of a canonical document: defaults left out, a
     quota's class as its pool where one pool of the document has it."""
-    out = {'version': doc['version']}
-    defaults = {'resource_class': None, 'alias': None, 'pci_id': None,
-                'vgpu_type': None, 'mig_profile': None,
-                'live_migratable': False, 'zone': None,
-                'projects': [], 'properties': {}, 'gpus': 1,
-                'ephemeral': 0, 'swap': 0, 'numa_policy': None,
-                'public': True, 'description': None}
+    out: dict[str, typing.Any] = {'version': doc['version']}
+    defaults: dict[str, typing.Any] = {
+        'resource_class': None, 'alias': None, 'pci_id': None,
+        'vgpu_type': None, 'mig_profile': None,
+        'live_migratable': False, 'zone': None,
+        'projects': [], 'properties': {}, 'gpus': 1,
+        'ephemeral': 0, 'swap': 0, 'numa_policy': None,
+        'public': True, 'description': None}
     pools = []
     for pool in doc['pools']:
         item = {f: pool[f] for f in POOL_FIELDS
@@ -872,13 +934,14 @@ def written(doc):
     images = [{f: image[f] for f in IMAGE_FIELDS} for image in doc['images']]
     if images:
         out['images'] = images
-    by_class = {}
+    by_class: dict[str, list[str]] = {}
     for pool in doc['pools']:
         by_class.setdefault(pool['resource_class'], []).append(pool['name'])
     quotas = []
     for item in doc['quotas']:
-        entry = ({'project': item['project']} if item['project'] is not None
-                 else {'default': True})
+        entry: dict[str, typing.Any] = (
+            {'project': item['project']} if item['project'] is not None
+            else {'default': True})
         owners = by_class.get(item['resource_class']) or []
         if len(owners) == 1:
             entry['pool'] = owners[0]
@@ -893,17 +956,18 @@ def written(doc):
 
 # -- the diff --------------------------------------------------------------
 
-def label(kind, key):
+def label(kind: str, key: str | tuple[str, str]) -> str:
     """How a diff row names an object: 'pool solver', 'quota class:VGPU
     (default)'."""
     if kind == QUOTA:
-        project, rc = key
+        # a quota's key is (project, resource class): key_of
+        project, rc = key  # type: ignore[str-unpack]
         whose = (_('project %s') % project) if project else _('default')
         return '%s %s (%s)' % (kind, quota_mod.resource_name(rc), whose)
     return '%s %s' % (kind, key)
 
 
-def _public(item):
+def _public(item: Mapping[str, typing.Any]) -> dict[str, typing.Any]:
     return {k: v for k, v in item.items() if not k.startswith('_')}
 
 
@@ -923,7 +987,8 @@ KEY_FIELDS = {POOL: ('name',), FLAVOR: ('name',), IMAGE: ('name',),
               QUOTA: ('project', 'resource_class')}
 
 
-def _field_values(kind, item):
+def _field_values(kind: str, item: Mapping[str, typing.Any] | None
+                  ) -> dict[str, typing.Any]:
     """{field: value} of what the document sets of ITEM (canonical; None:
     absent), a mapping field key by key."""
     found = {}
@@ -939,7 +1004,8 @@ def _field_values(kind, item):
     return found
 
 
-def _overwritten(field, was, now, want):
+def _overwritten(field: str, was: typing.Any, now: typing.Any,
+                 want: typing.Any) -> bool:
     """Whether writing WANT over NOW undoes a change the cloud made to
     FIELD since it held WAS (None: not set)."""
     if now in (want, was):
@@ -951,7 +1017,10 @@ def _overwritten(field, was, now, want):
                for e in was | now | want)
 
 
-def conflicts(kind, now, wanted, recorded):
+def conflicts(kind: str, now: Mapping[str, typing.Any] | None,
+              wanted: Mapping[str, typing.Any] | None,
+              recorded: Mapping[str, typing.Any] | None
+              ) -> list[dict[str, typing.Any]]:
     """The fields of an object of KIND that going from NOW (the cloud's,
     canonical) to WANTED (the document's) would change, and that the cloud
     changed since it held RECORDED (the document's record of it):
@@ -972,7 +1041,7 @@ def conflicts(kind, now, wanted, recorded):
     return found
 
 
-def _shown(value):
+def _shown(value: object) -> str:
     if value is None:
         return _('(not set)')
     if isinstance(value, list):
@@ -980,7 +1049,7 @@ def _shown(value):
     return _text(value)
 
 
-def conflict_text(conflict):
+def conflict_text(conflict: Mapping[str, typing.Any]) -> str:
     """'properties.team (recorded hpc, now ml-ops, wanted hpc)'."""
     return _('%(field)s (recorded %(recorded)s, now %(now)s, wanted '
              '%(wanted)s)') % {
@@ -988,7 +1057,7 @@ def conflict_text(conflict):
         'now': _shown(conflict['now']), 'wanted': _shown(conflict['wanted'])}
 
 
-def unchecked(rows):
+def unchecked(rows: Iterable[Mapping[str, typing.Any]]) -> str | None:
     """The note on the rows of ``diff`` whose object could not be checked
     for conflicts (the document records nothing of it), or None."""
     names = [row['object'] for row in rows if row['conflicts'] is None]
@@ -1002,7 +1071,11 @@ def unchecked(rows):
              'export") to record it.') % ', '.join(names)
 
 
-def diff(current, wanted, prune=False, keep=(), recorded=None):
+def diff(current: Mapping[str, typing.Any], wanted: Mapping[str, typing.Any],
+         prune: bool = False,
+         keep: Container[tuple[str, str | tuple[str, str]]] = (),
+         recorded: Mapping[str, typing.Any] | None = None
+         ) -> list[dict[str, typing.Any]]:
     """Rows from the cloud (CURRENT, ``from_cloud``) to the document
     (WANTED, ``substitute``): [{'kind', 'key', 'object', 'change', 'from',
     'to', 'conflicts'}], pools, flavors, images then quotas, each sorted
@@ -1033,11 +1106,13 @@ def diff(current, wanted, prune=False, keep=(), recorded=None):
                for i in (recorded or {}).get(plural) or ()}
         for key in sorted(set(have) | set(want)):
             old, new = have.get(key), want.get(key)
-            found = []
+            found: list[dict[str, typing.Any]] | None = []
             if old is None and kind == IMAGE:
                 old = {'name': key, 'properties': {}}
             if old is None:
-                change, before, after = CREATE, None, _public(new)
+                # the key is WANTED's: NEW is there
+                change, before, after = CREATE, None, _public(
+                    new)  # type: ignore[arg-type]
             elif new is None:
                 # prune removes only what gpu apply made or took over
                 change = (DELETE if prune and (kind, key) not in keep
@@ -1069,7 +1144,10 @@ def diff(current, wanted, prune=False, keep=(), recorded=None):
     return rows
 
 
-def exit_status(rows):
+# shadows the module exit_status imported above (read for EXIT_* before
+# this def): mypy keeps a name to one meaning
+def exit_status(  # type: ignore[no-redef]
+        rows: Iterable[Mapping[str, typing.Any]]) -> int:
     """EXIT_DRIFT when a row is a change (untracked objects are not),
     else EXIT_IN_SYNC."""
     if any(row['change'] in DRIFT for row in rows):
@@ -1088,12 +1166,13 @@ class Scope:
     outside the scope has too; a quota on one is compared and set, but
     never pruned (it limits that other pool's GPUs as well)."""
 
-    def __init__(self, names, classes, shared=()):
+    def __init__(self, names: Iterable[str], classes: Iterable[str],
+                 shared: Iterable[str] = ()) -> None:
         self.names = set(names)
         self.classes = set(classes)
         self.shared = set(shared)
 
-    def holds(self, kind, item):
+    def holds(self, kind: str, item: Mapping[str, typing.Any]) -> bool:
         """Whether the canonical (or checked) object ITEM of KIND is in
         the scope."""
         if kind == POOL:
@@ -1104,21 +1183,25 @@ class Scope:
             return item['resource_class'] in self.classes
         return False
 
-    def narrow(self, doc):
+    def narrow(self, doc: Mapping[str, typing.Any]) -> dict[str, typing.Any]:
         """DOC (canonical or checked) with the objects of the scope only."""
-        result = {'version': doc['version']}
+        result: dict[str, typing.Any] = {'version': doc['version']}
         for plural, kind in KINDS:
             result[plural] = [item for item in doc.get(plural) or ()
                               if self.holds(kind, item)]
         return result
 
-    def references(self, doc):
+    def references(self, doc: Mapping[str, typing.Any]
+                   ) -> list[tuple[tuple[str | int, ...], str, typing.Any]]:
         """``references`` of DOC (checked) in the scope only: what is left
         out is not resolved against the cloud."""
+        # a reference's path is (plural, index, ...)
         return [(path, what, value) for path, what, value in references(doc)
-                if self.holds(dict(KINDS)[path[0]], doc[path[0]][path[1]])]
+                if self.holds(dict(KINDS)[path[0]],  # type: ignore[index]
+                              doc[path[0]][path[1]])]  # type: ignore[index]
 
-    def keep(self, current):
+    def keep(self, current: Mapping[str, typing.Any]
+             ) -> set[tuple[str, str | tuple[str, str]]]:
         """(kind, key) of the objects of CURRENT that prune leaves: quotas
         on a class shared with a pool outside the scope."""
         return {(QUOTA, key_of(QUOTA, item))
@@ -1126,7 +1209,9 @@ class Scope:
                 if item['resource_class'] in self.shared}
 
 
-def scope(names, cloud_pools, wanted):
+def scope(names: Iterable[str],
+          cloud_pools: Mapping[str, Mapping[str, typing.Any]],
+          wanted: Mapping[str, typing.Any]) -> Scope:
     """The ``Scope`` of the pools NAMES (``--pool``), each a pool of the
     cloud (CLOUD_POOLS: {name: pool}) or of the document WANTED (checked).
     CommandError for a name that is neither, saying what to do."""
@@ -1143,6 +1228,8 @@ def scope(names, cloud_pools, wanted):
             % {'names': ', '.join(unknown),
                'doc': ', '.join(sorted(documented)) or _('none'),
                'cloud': ', '.join(sorted(cloud_pools)) or _('none')})
+    classes: set[str]
+    outside: set[str]
     classes, outside = set(), set()
     for pools in (cloud_pools, documented):
         for name, pool in pools.items():
@@ -1151,7 +1238,9 @@ def scope(names, cloud_pools, wanted):
     return Scope(names, classes, classes & outside)
 
 
-def leaving_hosts(current, wanted, prune=False):
+def leaving_hosts(current: Mapping[str, typing.Any],
+                  wanted: Mapping[str, typing.Any],
+                  prune: bool = False) -> dict[str, list[str]]:
     """{pool name: [hosts]} that the change from CURRENT to WANTED (both
     canonical) takes out of a pool: hosts a pool of both no longer has,
     and, with PRUNE, every host of a pool WANTED drops."""

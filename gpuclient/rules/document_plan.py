@@ -32,8 +32,15 @@ label in front; all of them are collected and said at once
 (``Refused``), before anything is written.
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable
+from collections.abc import Container
+from collections.abc import Iterable
+from collections.abc import Mapping
 import copy
 import dataclasses
+import typing
 
 from osc_lib import exceptions
 
@@ -50,6 +57,10 @@ from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import quota as quota_mod
 from gpuclient.rules import specs
 
+if typing.TYPE_CHECKING:
+    from gpuclient.rules import hosts
+    from gpuclient.rules import model
+
 # the ID (flavor, limit) or uuid (aggregate) of what the plan creates,
 # in the World: Nova and Keystone give the real one when the step runs
 NEW = operations.NEW
@@ -59,7 +70,7 @@ class Refused(exceptions.CommandError):
     """The document cannot be applied: every reason, each with its
     object, in one message."""
 
-    def __init__(self, problems):
+    def __init__(self, problems: Iterable[str]) -> None:
         self.problems = list(problems)
         super().__init__(
             _('The document cannot be applied (%(n)d problem(s)); nothing '
@@ -84,11 +95,20 @@ class World:
     back with the steps applied so far.
     """
 
-    def __init__(self, aggregates, roots, placement, existing_traits,
-                 flavors, access, images, registered, limits,
-                 servers=None):
-        self.read = None  # the model.Cloud this world is of (from_cloud)
-        self.aggregates = {}
+    def __init__(self, aggregates: Iterable[object],
+                 roots: Mapping[str, Iterable[str]] | None,
+                 placement: hosts.Snapshot | None,
+                 existing_traits: Iterable[str],
+                 flavors: Iterable[Mapping[str, typing.Any]] | None,
+                 access: Mapping[str, Iterable[str]] | None,
+                 images: Iterable[Mapping[str, typing.Any]] | None,
+                 registered: Mapping[str, Mapping[str, typing.Any]] | None,
+                 limits: Iterable[Mapping[str, typing.Any]] | None,
+                 servers: list[dict[str, typing.Any]] | None = None
+                 ) -> None:
+        # the model.Cloud this world is of (from_cloud)
+        self.read: model.Cloud | None = None
+        self.aggregates: dict[str, dict[str, typing.Any]] = {}
         for agg in aggregates:
             agg = pools_mod.aggregate_dict(agg)
             self.aggregates[agg['name']] = agg
@@ -104,7 +124,7 @@ class World:
         self.servers = servers  # read only: the plan moves no server
 
     @classmethod
-    def from_cloud(cls, cloud):
+    def from_cloud(cls, cloud: model.Cloud) -> World:
         """The world of CLOUD (a ``model.Cloud`` read with Placement,
         flavors, images, the private flavors' access, Keystone's limits,
         the existing traits and, when needed, the servers)."""
@@ -117,7 +137,7 @@ class World:
 
     # -- questions ------------------------------------------------------------
 
-    def cloud(self, copies=False):
+    def cloud(self, copies: bool = False) -> model.Cloud:
         """The ``model.Cloud`` as the steps applied so far leave it: its
         aggregates (so pools), provider traits, flavors with their access,
         images and Keystone's limits are the world's; what no step
@@ -126,23 +146,25 @@ class World:
         flavors, access lists and images are copies (the aggregates
         always are)."""
         own = copy.deepcopy if copies else (lambda value: value)
-        return dataclasses.replace(
-            self.read, aggregates=list(self.aggregates.values()),
+        # a world of a cloud (from_cloud)
+        return dataclasses.replace(  # type: ignore[return-value]
+            self.read,  # type: ignore[type-var]
+            aggregates=list(self.aggregates.values()),
             placement=self.placement, flavors=own(self.flavors),
             images=own(self.images), access=own(self.access),
             registered=self.registered, limits=self.limits,
             existing_traits=self.existing_traits, servers=self.servers)
 
     @property
-    def pools(self):
+    def pools(self) -> dict[str, dict[str, typing.Any]]:
         return pools_mod.scan(list(self.aggregates.values()))[0]
 
-    def observed(self):
+    def observed(self) -> pool_plan.Observed:
         """A ``pool_plan.Observed`` of the model now (``cloud``, with
         copies: a planner may change what it is given)."""
         return pool_plan.Observed.of(self.cloud(copies=True), self.roots)
 
-    def flavor(self, name):
+    def flavor(self, name: str) -> dict[str, typing.Any] | None:
         """The one flavor named NAME (by name among names), or None."""
         found = [f for f in self.flavors if f.get('name') == name]
         if len(found) > 1:
@@ -152,7 +174,7 @@ class World:
                 % {'n': len(found), 'name': name})
         return found[0] if found else None
 
-    def image(self, key):
+    def image(self, key: str) -> dict[str, typing.Any]:
         """The image a document names KEY (its ID, else its name)."""
         for image in self.images:
             if image['id'] == key:
@@ -163,14 +185,15 @@ class World:
                 _('no single image with name or ID %s') % key)
         return named[0]
 
-    def image_by_id(self, image_id):
+    def image_by_id(self, image_id: str) -> dict[str, typing.Any] | None:
         """The image whose ID is IMAGE_ID (what a step names), or None."""
         for image in self.images:
             if image['id'] == image_id:
                 return image
         return None
 
-    def limit(self, project, name):
+    def limit(self, project: str | None,
+              name: str) -> dict[str, typing.Any] | None:
         """The Keystone limit NAME of PROJECT (None: the registered
         limit), as read (a dict with 'description'), or None."""
         if project is None:
@@ -183,13 +206,13 @@ class World:
 
     # -- a step's effect ------------------------------------------------------
 
-    def apply(self, step):
+    def apply(self, step: plan_mod.Step) -> None:
         """Make the world what it is once STEP has run: the effect its
         operation declares (``operations``)."""
         step.operation.effect(self)
 
 
-def _stranded_escape(pool, hosts):
+def _stranded_escape(pool: str, hosts: Iterable[str]) -> str:
     """What a refusal of ``pool_plan.check_servers`` offers in an apply
     (which has no --allow-servers: a document cannot say "and strand
     them"): the single command, by hand, before the apply."""
@@ -464,7 +487,9 @@ class _Builder:
             self.world.limits))
 
 
-def conflict_problems(rows, plan_, force=False):
+def conflict_problems(rows: Iterable[Mapping[str, typing.Any]],
+                      plan_: plan_mod.Plan, force: bool = False
+                      ) -> list[str]:
     """The refusals of the ``document.diff`` ROWS that would overwrite a
     change the cloud made since the document's record (their
     ``conflicts``), one per object; with FORCE none, and PLAN_ says in its
@@ -495,8 +520,12 @@ def conflict_problems(rows, plan_, force=False):
     return problems
 
 
-def plan(world, current, wanted, prune=False, recreate_flavors=False,
-         title=None, keep=(), recorded=None, force_conflicts=False):
+def plan(world: World, current: Mapping[str, typing.Any],
+         wanted: Mapping[str, typing.Any], prune: bool = False,
+         recreate_flavors: bool = False, title: str | None = None,
+         keep: Container[tuple[str, str | tuple[str, str]]] = (),
+         recorded: Mapping[str, typing.Any] | None = None,
+         force_conflicts: bool = False) -> plan_mod.Plan:
     """The plan from CURRENT (``document.from_cloud``) to WANTED (checked
     and resolved: ``document.substitute``) over WORLD (what was read),
     which it leaves as the cloud will be after the plan.
@@ -522,7 +551,8 @@ def plan(world, current, wanted, prune=False, recreate_flavors=False,
     problems = conflict_problems(rows, builder.plan, force_conflicts)
     refused_pools = set()
 
-    def attempt(row, action, *args):
+    def attempt(row: Mapping[str, typing.Any], action: Callable[..., None],
+                *args: typing.Any) -> None:
         try:
             action(*args)
         except exceptions.CommandError as exc:
@@ -533,6 +563,8 @@ def plan(world, current, wanted, prune=False, recreate_flavors=False,
 
     forward = [r for r in rows if r['change'] in (
         document.CREATE, document.UPDATE, document.RECREATE)]
+    action: Callable[..., None]
+    args: tuple[typing.Any, ...]
     for row in forward:
         kind, key, change = row['kind'], row['key'], row['change']
         old, new = have[kind].get(key), want[kind].get(key)
@@ -593,18 +625,21 @@ def plan(world, current, wanted, prune=False, recreate_flavors=False,
     return builder.plan
 
 
-def _marks_only(step):
+# gpu apply's mark, by the kind of operation that writes it
+_MARKS = {operations.AGGREGATE: document.POOL_MARK,
+          operations.FLAVOR: document.FLAVOR_MARK}
+
+
+def _marks_only(step: plan_mod.Step) -> bool:
     """Whether STEP writes gpu apply's mark and nothing else."""
     operation = step.operation
-    if isinstance(operation, operations.FlavorSpecs):
-        return not operation.unset and set(operation.specs_set) == {
-            document.FLAVOR_MARK}
-    if isinstance(operation, operations.AggregateMetadata):
-        return set(operation.metadata) == {document.POOL_MARK}
-    return False
+    mark = _MARKS.get(operation.kind)
+    return mark is not None and operation.keys_written() == {mark}
 
 
-def touched_flavors(current, wanted, plan_):
+def touched_flavors(current: Mapping[str, typing.Any],
+                    wanted: Mapping[str, typing.Any],
+                    plan_: Iterable[plan_mod.Step]) -> set[str]:
     """Names of the document's flavors that the plan creates or changes,
     or whose pool it changes: those the apply answers for."""
     names = set()
@@ -612,15 +647,18 @@ def touched_flavors(current, wanted, plan_):
     for step in plan_:
         if _marks_only(step):
             continue  # gpu apply's mark changes nothing Nova reads
-        if isinstance(step.operation, operations.ON_FLAVORS):
-            names.add(step.operation.name)
-        elif isinstance(step.operation, operations.ON_AGGREGATES):
-            pools.add(step.operation.name)
+        # the operations on a flavor or an aggregate name it
+        if step.operation.kind == operations.FLAVOR:
+            names.add(step.operation.name)  # type: ignore[attr-defined]
+        elif step.operation.kind == operations.AGGREGATE:
+            pools.add(step.operation.name)  # type: ignore[attr-defined]
     return {f['name'] for f in wanted['flavors']
             if f['name'] in names or f['pool'] in pools}
 
 
-def fit_problems(cloud, settings, wanted, names):
+def fit_problems(cloud: model.Cloud, settings: dict[str, typing.Any] | None,
+                 wanted: Mapping[str, typing.Any],
+                 names: Container[str]) -> list[str]:
     """Reasons each flavor of WANTED named in NAMES fits no member host of
     its pool in CLOUD (the cloud as it will be after the apply: pools,
     aggregates, provider traits and flavors; the capacity and usage
@@ -642,9 +680,12 @@ def fit_problems(cloud, settings, wanted, names):
                   'flavor fits nowhere; give the pool hosts') % {
                       'flavor': item['name'], 'pool': item['pool']})
             continue
+        # POOL is there: it has hosts
         projects = [p for p in item['projects']
-                    if not pool['projects'] or p in pool['projects']]
-        project = (projects or pool['projects'] or [None])[0]
+                    if not pool['projects']  # type: ignore[index]
+                    or p in pool['projects']]  # type: ignore[index]
+        project = (projects or pool['projects']  # type: ignore[index]
+                   or [None])[0]
         if project not in counters:
             counters[project] = capacity.Fits(cloud, settings, project)
         fits = counters[project]
@@ -662,7 +703,8 @@ def fit_problems(cloud, settings, wanted, names):
     return problems
 
 
-def check_problems(before, after, settings):
+def check_problems(before: model.Cloud, after: model.Cloud,
+                   settings: dict[str, typing.Any] | None) -> list[str]:
     """The errors ``gpu check`` would find in AFTER (the cloud as it will
     be after the apply) that it does not find in BEFORE (the cloud now),
     as messages: what the apply would break, said as the doctor says it.
@@ -671,7 +713,7 @@ def check_problems(before, after, settings):
     count other things). Errors the cloud has already are not the
     apply's doing: they are left to ``gpu check``.
     """
-    def errors(cloud):
+    def errors(cloud: model.Cloud) -> dict[tuple[str, str], typing.Any]:
         return {(f.check, f.object): f for f in checks.run(cloud, settings)
                 if f.severity == checks.ERROR}
 
@@ -683,14 +725,17 @@ def check_problems(before, after, settings):
             for key, f in sorted(errors(after).items()) if key not in now]
 
 
-def offered_classes(snapshot):
+def offered_classes(snapshot: hosts.Snapshot) -> set[str]:
     """The resource classes some provider of SNAPSHOT (a hosts.Snapshot
     of every tree) has inventory of."""
     return {rc for summary in snapshot.summaries.values()
             for rc in (summary.get('resources') or {})}
 
 
-def class_problems(wanted, lines, offered, scope=None):
+def class_problems(wanted: Mapping[str, typing.Any],
+                   lines: Mapping[tuple[str | int, ...], int] | None,
+                   offered: Container[str],
+                   scope: document.Scope | None = None) -> list[str]:
     """A pool of WANTED (checked, in the document's order: before
     ``document.substitute`` sorts it) whose GPUs no provider of the cloud
     offers (its class is in none of OFFERED): a PCI id, resource class or

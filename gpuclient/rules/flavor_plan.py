@@ -21,6 +21,11 @@ re-creating the flavor. Nothing asked that the flavor already holds is a
 step, so a re-run plans nothing.
 """
 
+from collections.abc import Collection
+from collections.abc import Iterable
+from collections.abc import Mapping
+import typing
+
 from osc_lib import exceptions
 
 from gpuclient.i18n import _
@@ -29,15 +34,17 @@ from gpuclient.rules import plan as plan_mod
 from gpuclient.rules import specs
 
 
-def _error(message, **kwargs):
+def _error(message: str, **kwargs: object) -> exceptions.CommandError:
     return exceptions.CommandError(message % kwargs if kwargs else message)
 
 
-def label(flavor):
+def label(flavor: Mapping[str, typing.Any]) -> str:
     return flavor.get('name') or flavor['id']
 
 
-def check_gpu_flavor(flavor, pools, command):
+def check_gpu_flavor(flavor: Mapping[str, typing.Any],
+                     pools: Mapping[str, Mapping[str, typing.Any]],
+                     command: str) -> None:
     """Refuse a flavor that asks for no GPU: COMMAND (set, unset) is
     OSC's own for it."""
     if not specs.read(flavor.get('extra_specs'), pools)['is_gpu']:
@@ -47,7 +54,9 @@ def check_gpu_flavor(flavor, pools, command):
               '%(command)s".'), flavor=label(flavor), command=command)
 
 
-def _check_keys(flavor, keys, pools, flag):
+def _check_keys(flavor: Mapping[str, typing.Any], keys: Iterable[str],
+                pools: Mapping[str, Mapping[str, typing.Any]],
+                flag: str) -> None:
     for key in keys:
         reason = specs.owned_reason(key, pools)
         if reason:
@@ -60,7 +69,7 @@ def _check_keys(flavor, keys, pools, flag):
                 flag=flag, key=key, flavor=label(flavor), reason=reason)
 
 
-def _check_values(properties):
+def _check_values(properties: Mapping[str, str]) -> None:
     for key, value in sorted(properties.items()):
         if ':' not in key:
             raise _error(
@@ -73,7 +82,7 @@ def _check_values(properties):
         nova_rules.check_pair(key, value, '--property')
 
 
-def _check_private(flavor, flag):
+def _check_private(flavor: Mapping[str, typing.Any], flag: str) -> None:
     if flavor.get('os-flavor-access:is_public', True):
         raise _error(
             _('%(flag)s: flavor %(flavor)s is public, so every project can '
@@ -83,8 +92,13 @@ def _check_private(flavor, flag):
             flag=flag, flavor=label(flavor))
 
 
-def update(flavor, projects, pools, description=None, properties=None,
-           unset=(), add_projects=(), remove_projects=(), command='set'):
+def update(flavor: Mapping[str, typing.Any], projects: Collection[str],
+           pools: Mapping[str, Mapping[str, typing.Any]],
+           description: str | None = None,
+           properties: Mapping[str, typing.Any] | None = None,
+           unset: Iterable[str] = (), add_projects: Iterable[str] = (),
+           remove_projects: Iterable[str] = (),
+           command: str = 'set') -> plan_mod.Plan:
     """The plan of ``gpu flavor set`` (COMMAND 'set') or ``unset``.
 
     FLAVOR: as Nova shows it at 2.61; PROJECTS: its access list (project
@@ -134,7 +148,8 @@ def update(flavor, projects, pools, description=None, properties=None,
     return result
 
 
-def as_request(flavor, projects):
+def as_request(flavor: Mapping[str, typing.Any],
+               projects: list[str]) -> dict[str, typing.Any]:
     """A Nova flavor (dict) in the shape of a create request."""
     return {
         'vcpus': flavor.get('vcpus'),
@@ -149,12 +164,15 @@ def as_request(flavor, projects):
     }
 
 
-def _format_meta(metadata):
+def _format_meta(metadata: Mapping[str, object]) -> str:
     return ', '.join('%s=%s' % item for item in sorted(metadata.items()))
 
 
-def create(name, pool, wanted, agg_changes, existing=None,
-                existing_id=None):
+def create(name: str, pool: Mapping[str, typing.Any],
+           wanted: Mapping[str, typing.Any],
+           agg_changes: Mapping[str, str] | None,
+           existing: Mapping[str, typing.Any] | None = None,
+           existing_id: str | None = None) -> plan_mod.Plan:
     """Pure: the plan of ``gpu flavor create``.
 
     ``wanted`` is the request (as ``as_request`` shapes it), ``existing``
@@ -224,10 +242,12 @@ def create(name, pool, wanted, agg_changes, existing=None,
     return result
 
 
-def delete(flavors):
+def delete(flavors: Iterable[Mapping[str, typing.Any]]) -> plan_mod.Plan:
     """Pure: the plan deleting these flavors (dicts); not undone (IDs
     would change)."""
     result = plan_mod.Plan(_('Deleting flavors'))
     for flavor in flavors:
-        result.add(plan_mod.delete_flavor(flavor['id'], flavor.get('name')))
+        # Nova's flavors have a name
+        result.add(plan_mod.delete_flavor(
+            flavor['id'], flavor.get('name')))  # type: ignore[arg-type]
     return result

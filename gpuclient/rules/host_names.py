@@ -30,6 +30,10 @@ node *names* are not known to Nova or Placement and are not resolved.
 """
 
 import collections
+from collections.abc import Collection
+from collections.abc import Iterable
+from collections.abc import Mapping
+import typing
 
 from osc_lib import exceptions
 
@@ -50,10 +54,16 @@ _VIA_TEXT = {
     PROVIDER_UUID: _('resource provider uuid'),
 }
 
-Resolved = collections.namedtuple('Resolved', 'name host via')
+
+class Resolved(typing.NamedTuple):
+    """A name that designates one compute host, and how (VIA)."""
+
+    name: str
+    host: str
+    via: str
 
 
-def nova_host(hypervisor):
+def nova_host(hypervisor: Mapping[str, typing.Any]) -> str | None:
     """The Nova host of a hypervisor (compute API >= 2.53), or None.
 
     The one map from hypervisors (and so root providers, whose uuid is the
@@ -67,7 +77,8 @@ def nova_host(hypervisor):
     return (hypervisor.get('service') or {}).get('host') or None
 
 
-def root_hosts(hypervisors):
+def root_hosts(hypervisors: Iterable[Mapping[str, typing.Any]] | None
+               ) -> dict[str, str]:
     """{root provider uuid: Nova host} (``nova_host``)."""
     found = {}
     for hv in hypervisors or ():
@@ -77,9 +88,10 @@ def root_hosts(hypervisors):
     return found
 
 
-def host_roots(hypervisors):
+def host_roots(hypervisors: Iterable[Mapping[str, typing.Any]] | None
+               ) -> dict[str, set[str]]:
     """{Nova host: set of root provider uuids} (Ironic: several)."""
-    found = {}
+    found: dict[str, set[str]] = {}
     for hv in hypervisors or ():
         host = nova_host(hv)
         if host:
@@ -87,7 +99,10 @@ def host_roots(hypervisors):
     return found
 
 
-def index(hosts, hypervisors, providers=None):
+def index(hosts: Iterable[str],
+          hypervisors: Iterable[Mapping[str, typing.Any]],
+          providers: Iterable[Mapping[str, typing.Any]] | None = None
+          ) -> dict[str, dict[str, str]]:
     """{name: {host: via}} of every name that designates a compute host.
 
     ``hosts`` are the compute service hosts (the names Nova's aggregate API
@@ -95,12 +110,13 @@ def index(hosts, hypervisors, providers=None):
     ``providers`` Placement providers with ``uuid``, ``name`` and
     ``root_provider_uuid`` (None: not read).
     """
-    names = collections.defaultdict(dict)
+    names: dict[str, dict[str, str]] = collections.defaultdict(dict)
 
-    def add(name, host, via):
+    def add(name: str | None, host: str | None, via: str) -> None:
         if name and host:
             names[name].setdefault(host, via)
 
+    host: str | None
     for host in hosts:
         add(host, host, SERVICE_HOST)
     root_host = {}
@@ -126,8 +142,10 @@ class Resolution:
     {host: via}} for names that designate several.
     """
 
-    def __init__(self, names, resolved, unknown, ambiguous, hosts,
-                 hypervisors):
+    def __init__(self, names: Iterable[str], resolved: list[Resolved],
+                 unknown: list[str], ambiguous: dict[str, dict[str, str]],
+                 hosts: Iterable[str],
+                 hypervisors: Iterable[Mapping[str, typing.Any]]):
         self.names = list(names)
         self.resolved = resolved
         self.unknown = unknown
@@ -135,7 +153,7 @@ class Resolution:
         self._hosts = sorted(set(hosts))
         self._hypervisors = hypervisors
 
-    def hosts(self, keep_unknown=False):
+    def hosts(self, keep_unknown: bool = False) -> list[str]:
         """The compute hosts, in the order the names came, each once.
 
         Unknown names are left out, or with ``keep_unknown`` kept as they
@@ -146,7 +164,7 @@ class Resolution:
             found.get(name, name) for name in self.names
             if name in found or (keep_unknown and name in self.unknown)))
 
-    def notes(self):
+    def notes(self) -> list[str]:
         """For the operator: names that were not a compute host's own."""
         return [
             _('"%(name)s" is the %(via)s of compute host %(host)s: using '
@@ -154,16 +172,17 @@ class Resolution:
             % {'name': r.name, 'via': _VIA_TEXT[r.via], 'host': r.host}
             for r in self.resolved if r.via != SERVICE_HOST]
 
-    def _choices(self):
+    def _choices(self) -> str:
         """Compute hosts, with their hypervisor hostname where it differs.
 
         A host with several hypervisors (Ironic) shows their number only:
         there may be thousands.
         """
-        by_host = collections.defaultdict(list)
+        by_host: dict[str, list[str | None]] = collections.defaultdict(list)
         for hv in self._hypervisors:
             if nova_host(hv):
-                by_host[nova_host(hv)].append(
+                # a host (the test above), which mypy does not follow
+                by_host[nova_host(hv)].append(  # type: ignore[index]
                     hv.get('hypervisor_hostname'))
         choices = []
         for host in self._hosts:
@@ -178,7 +197,7 @@ class Resolution:
                 choices.append(host)
         return ', '.join(choices) or _('none')
 
-    def check(self, unknown=True):
+    def check(self, unknown: bool = True) -> None:
         """Raise a CommandError for ambiguous (and unknown) names."""
         if self.ambiguous:
             parts = []
@@ -205,7 +224,10 @@ class Resolution:
                    'choices': self._choices()})
 
 
-def resolve(names, hosts, hypervisors, providers=None):
+def resolve(names: Iterable[str], hosts: Collection[str],
+            hypervisors: Collection[Mapping[str, typing.Any]],
+            providers: Iterable[Mapping[str, typing.Any]] | None = None
+            ) -> Resolution:
     """Resolve names to compute hosts; returns a Resolution.
 
     A name that is a compute host (one of ``hosts``) is that host, even if
@@ -216,6 +238,9 @@ def resolve(names, hosts, hypervisors, providers=None):
     """
     names = list(names)
     table = index(hosts, hypervisors, providers)
+    resolved: list[Resolved]
+    unknown: list[str]
+    ambiguous: dict[str, dict[str, str]]
     resolved, unknown, ambiguous = [], [], {}
     for name in names:
         matches = table.get(name) or {}
@@ -235,7 +260,8 @@ def resolve(names, hosts, hypervisors, providers=None):
 
 # -- the host a monitoring series names ---------------------------------------
 
-def names_by_host(hypervisors, hosts=()):
+def names_by_host(hypervisors: Iterable[Mapping[str, typing.Any]] | None,
+                  hosts: Iterable[str] | None = ()) -> dict[str, set[str]]:
     """{Nova host: its names}: the compute service host and the hypervisor
     hostnames of its hypervisors (compute API >= 2.53), for
     ``series_hosts``. HOSTS: service hosts without a hypervisor."""
@@ -248,11 +274,12 @@ def names_by_host(hypervisors, hosts=()):
     return found
 
 
-def _plain(name):
+def _plain(name: object) -> str:
     return str(name).strip().lower().rstrip('.')
 
 
-def series_hosts(labels, hosts):
+def series_hosts(labels: Iterable[str], hosts: Mapping[str, Iterable[str]]
+                 ) -> tuple[dict[str, str], dict[str, str]]:
     """(joined, problems): which compute host each host name of a
     monitoring series (DCGM's ``Hostname``, node_exporter's ``instance``
     host) is. JOINED: {label: Nova host}; PROBLEMS: {Nova host: why a
@@ -278,6 +305,10 @@ def series_hosts(labels, hosts):
     that is no host of this cloud joins none without a word: it is
     another cloud's (one Prometheus may serve several).
     """
+    # {plain name: {host: is it the host's own name}}
+    exact: dict[str, dict[str, bool]]
+    short: dict[str, set[str]]
+    domains: dict[str, set[str]]
     exact, short, domains = {}, {}, {}
     for host, names in hosts.items():
         for name in set(names) | {host}:
@@ -290,12 +321,19 @@ def series_hosts(labels, hosts):
             short.setdefault(first, set()).add(host)
             if domain:
                 domains.setdefault(host, set()).add(domain)
+    joined: dict[str, str]
+    problems: dict[str, str]
+    own: set[str]
+    by_short: dict[str, dict[str, list[str]]]
     joined, problems, own, by_short = {}, {}, set(), {}
     for label in sorted(labels, key=str):
         plain = _plain(label)
         matches = exact.get(plain)
         if matches:
-            first = sorted(h for h, is_own in matches.items() if is_own)
+            # FIRST, once a first DNS label, is here the hosts whose own
+            # name the label is
+            first = sorted(  # type: ignore[assignment]
+                h for h, is_own in matches.items() if is_own)
             if first or len(matches) == 1:
                 joined[label] = (first or sorted(matches))[0]
                 own.add(joined[label])

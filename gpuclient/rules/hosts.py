@@ -17,13 +17,16 @@ No I/O here: the client layer feeds in what Placement and Nova answered
 usages) and this module turns it into one row per host and GPU class.
 """
 
+from collections.abc import Collection
+from collections.abc import Iterable
+from collections.abc import Mapping
 import fnmatch
 import typing
 
 from gpuclient.i18n import _
 from gpuclient.rules import baremetal
-from gpuclient.rules import devices
 from gpuclient.rules import host_names
+from gpuclient.rules import one_time_use
 
 # GPU resource classes shown by default (CLI.md, "Hosts"): vGPUs, whole
 # physical GPUs, NVIDIA and AMD PCI devices reported by Nova's PCI in
@@ -39,7 +42,9 @@ DEFAULT_GPU_CLASS_PATTERNS = (
 )
 
 
-def gpu_classes(existing, pool_classes=(), extra=()):
+def gpu_classes(existing: Iterable[str],
+                pool_classes: Iterable[str | None] = (),
+                extra: Iterable[str] = ()) -> set[str]:
     """The GPU classes to report.
 
     ``existing`` are the classes Placement knows; defaults match against
@@ -52,21 +57,23 @@ def gpu_classes(existing, pool_classes=(), extra=()):
             if fnmatch.fnmatchcase(name, pattern):
                 found.add(name)
     found.discard(None)
-    return found
+    return found  # type: ignore[return-value]  # None discarded above
 
 
-def capacity(total, reserved, allocation_ratio):
+def capacity(total: int, reserved: int, allocation_ratio: float) -> int:
     """Placement's capacity: ``(total - reserved) * allocation_ratio``."""
     return int((total - reserved) * allocation_ratio)
 
 
-def summary_from_inventory(inventories, usages):
+def summary_from_inventory(inventories: Mapping[str, Mapping[str, typing.Any]],
+                           usages: Mapping[str, int | None]
+                           ) -> dict[str, typing.Any]:
     """A provider summary (as in allocation candidates) from the slow path.
 
     ``inventories`` is the body of GET .../inventories ``inventories``
     member, ``usages`` the ``usages`` member of GET .../usages.
     """
-    resources = {}
+    resources: dict[str, dict[str, int]] = {}
     for rc, inv in inventories.items():
         resources[rc] = {
             'capacity': capacity(
@@ -83,7 +90,9 @@ def summary_from_inventory(inventories, usages):
     return {'resources': resources, 'traits': None}
 
 
-def device_figures(item, node=False, traits=None):
+def device_figures(item: Mapping[str, typing.Any], node: bool = False,
+                   traits: Collection[str] | None = None
+                   ) -> tuple[int, int, int]:
     """(total, used, free) of one provider's class, from its summary.
 
     Total is Placement's capacity, except that it never falls below what is
@@ -94,11 +103,11 @@ def device_figures(item, node=False, traits=None):
     whatever the driver reserved (``baremetal.node_figures``).
     TRAITS (the provider's, None: not read): a one-time-use device Nova
     reserves likewise, and after its server went it is awaiting release
-    (``devices.awaiting_release``): total 1, used 0, free 0.
+    (``one_time_use.awaiting_release``): total 1, used 0, free 0.
     """
     if node:
         return baremetal.node_figures(item)
-    if devices.awaiting_release(item, traits):
+    if one_time_use.awaiting_release(item, traits):
         return 1, 0, 0
     capacity, used = item['capacity'], item['used']
     return max(capacity, used), used, max(capacity - used, 0)
@@ -120,9 +129,9 @@ class Snapshot:
     totals: typing.Annotated[
         dict, '{uuid: {class: inventory total}} where read (add_totals)']
 
-    def __init__(self, providers):
+    def __init__(self, providers: Iterable[Mapping[str, typing.Any]]):
         self.providers = {}
-        self._by_root = None
+        self._by_root: dict[str, list[str]] | None = None
         for rp in providers:
             self._add_provider(
                 rp['uuid'],
@@ -136,7 +145,8 @@ class Snapshot:
         self.slow_roots = set()
         self.totals = {}
 
-    def _add_provider(self, uuid, name, parent, root):
+    def _add_provider(self, uuid: str, name: str | None, parent: str | None,
+                      root: str | None) -> None:
         self._by_root = None
         self.providers[uuid] = {
             'uuid': uuid,
@@ -145,28 +155,29 @@ class Snapshot:
             'root': root or uuid,
         }
 
-    def roots(self):
+    def roots(self) -> set[str]:
         return {rp['root'] for rp in self.providers.values()}
 
-    def missing_roots(self, wanted=None):
+    def missing_roots(self, wanted: Iterable[str] | None = None) -> set[str]:
         """Roots (of those wanted) whose trees nothing has covered yet."""
         roots = self.roots()
         if wanted is not None:
             roots &= set(wanted)
         return roots - self.covered
 
-    def providers_in_trees(self, roots):
+    def providers_in_trees(self, roots: Iterable[str]) -> list[str]:
         if self._by_root is None:
             # indexed once: asked per host, a scan would be quadratic
             self._by_root = {}
             for uuid, rp in self.providers.items():
                 self._by_root.setdefault(rp['root'], []).append(uuid)
-        found = []
+        found: list[str] = []
         for root in set(roots):
             found.extend(self._by_root.get(root, ()))
         return sorted(found)
 
-    def add_candidates(self, resource_class, answer):
+    def add_candidates(self, resource_class: str,
+                       answer: Mapping[str, typing.Any] | None) -> None:
         """Take in a GET /allocation_candidates answer (>= 1.29)."""
         answer = answer or {}
         self.queried.append(
@@ -187,7 +198,8 @@ class Snapshot:
             }
             self.covered.add(self.providers[uuid]['root'])
 
-    def add_details(self, details):
+    def add_details(self, details: Mapping[str, dict[str, typing.Any]]
+                    ) -> None:
         """Take in per-provider summaries read on the slow path."""
         for uuid, summary in details.items():
             self.summaries[uuid] = summary
@@ -195,7 +207,10 @@ class Snapshot:
             self.covered.add(root)
             self.slow_roots.add(root)
 
-    def add_totals(self, inventories):
+    def add_totals(
+            self,
+            inventories: Mapping[str, Mapping[str, Mapping[str, typing.Any]]
+                                 | None]) -> None:
         """Take in inventories ({uuid: {class: inventory}}, as GET
         .../inventories answers them): the total of each class, which
         summaries lack (their capacity is Placement's, total less what is
@@ -204,14 +219,14 @@ class Snapshot:
             self.totals[uuid] = {rc: int(inv.get('total') or 0)
                                  for rc, inv in (found or {}).items()}
 
-    def free(self, uuid, resource_class):
+    def free(self, uuid: str, resource_class: str) -> int:
         res = self.summaries.get(uuid, {}).get('resources', {})
         item = res.get(resource_class)
         if not item:
             return 0
         return item['capacity'] - item['used']
 
-    def truncation_suspects(self):
+    def truncation_suspects(self) -> list[tuple[str, int, int]]:
         """Queried classes whose answer left out a tree that could serve it.
 
         A tree read on the slow path that has a free unit of a class we
@@ -229,7 +244,7 @@ class Snapshot:
                 suspects.append((rc, count, len(trees)))
         return suspects
 
-    def notes(self):
+    def notes(self) -> list[str]:
         """Warnings for the operator about how complete the data is."""
         notes = []
         for rc, count, trees in self.truncation_suspects():
@@ -248,8 +263,12 @@ class Snapshot:
 
 
 def host_rows(
-    snapshot, hypervisors, classes, pools_by_host=None, unmapped=False
-):
+    snapshot: Snapshot,
+    hypervisors: Collection[Mapping[str, typing.Any]] | None,
+    classes: Iterable[str],
+    pools_by_host: Mapping[str, list[str]] | None = None,
+    unmapped: bool = False,
+) -> tuple[list[dict[str, typing.Any]], set[str]]:
     """One row per (host, GPU class).
 
     ``hypervisors`` are os-hypervisors entries at compute API >= 2.53 (the
@@ -271,7 +290,7 @@ def host_rows(
     ironic_roots = baremetal.node_roots(hypervisors)
     root_host = host_names.root_hosts(hypervisors)
     classes = set(classes)
-    rows = {}
+    rows: dict[tuple[str, str], dict[str, typing.Any]] = {}
     unmapped_trees = set()
     for uuid in sorted(snapshot.summaries):
         provider = snapshot.providers[uuid]
@@ -287,14 +306,17 @@ def host_rows(
             if not unmapped:
                 continue
             host = snapshot.providers[root]['name']
+        # HOST is set now (a mapped one, else the root's name), which
+        # mypy does not follow
         for rc in gpu:
             item = resources[rc]
             row = rows.setdefault(
-                (host, rc),
+                (host, rc),  # type: ignore[arg-type]
                 {
                     'host': host,
                     'mapped': mapped,
-                    'pools': pools_by_host.get(host, []),
+                    'pools': pools_by_host.get(
+                        host, []),  # type: ignore[arg-type]
                     'resource_class': rc,
                     'devices': 0,
                     'total': 0,
@@ -311,7 +333,7 @@ def host_rows(
             traits = snapshot.summaries[uuid].get('traits')
             total, used, free = device_figures(item, node=node,
                                                traits=traits)
-            if not node and devices.awaiting_release(item, traits):
+            if not node and one_time_use.awaiting_release(item, traits):
                 row['awaiting_release'] += 1
             if node:
                 row['nodes'][uuid] = item

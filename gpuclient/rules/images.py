@@ -21,6 +21,9 @@ an image property (it is a flavor extra spec, ``hw:hide_hypervisor_id``),
 and Nova ignores it on an image.
 """
 
+from collections.abc import Mapping
+import typing
+
 from osc_lib import exceptions
 
 from gpuclient.i18n import _
@@ -40,12 +43,12 @@ _TRUE = ('1', 't', 'true', 'on', 'y', 'yes')
 _FALSE = ('0', 'f', 'false', 'off', 'n', 'no')
 
 
-def is_q35(machine_type):
+def is_q35(machine_type: object) -> bool:
     """q35 or a versioned q35 machine (pc-q35-8.2)."""
     return bool(machine_type) and 'q35' in str(machine_type)
 
 
-def _secure_boot_wanted(value):
+def _secure_boot_wanted(value: object) -> bool:
     return value in ('required', 'optional')
 
 
@@ -72,11 +75,12 @@ OPTIONS = (
 )
 
 
-def _label(image):
+def _label(image: Mapping[str, typing.Any]) -> str | None:
     return image.get('name') or image.get('id')
 
 
-def _after(image, changes):
+def _after(image: Mapping[str, typing.Any],
+           changes: Mapping[str, typing.Any]) -> dict[str, typing.Any]:
     result = dict(image)
     for key, value in changes.items():
         if value is None:
@@ -86,7 +90,9 @@ def _after(image, changes):
     return result
 
 
-def check_secure_boot(image, changes, remedy):
+def check_secure_boot(image: Mapping[str, typing.Any],
+                      changes: Mapping[str, str | None],
+                      remedy: str) -> None:
     """Refuse changes that leave secure boot without q35 and UEFI.
 
     Nova refuses to boot an image whose ``os_secure_boot`` asks for secure
@@ -109,8 +115,9 @@ def check_secure_boot(image, changes, remedy):
                            'value': secure, 'remedy': remedy})
 
 
-def plan(image, q35=None, uefi=None, secure_boot=None,
-         hide_hypervisor_id=None):
+def plan(image: Mapping[str, typing.Any], q35: bool | None = None,
+         uefi: bool | None = None, secure_boot: bool | None = None,
+         hide_hypervisor_id: bool | None = None) -> dict[str, str | None]:
     """{property: value, or None to remove it} for ``gpu image set``.
 
     ``image`` is the image as Glance returns it (properties at top level).
@@ -129,7 +136,7 @@ def plan(image, q35=None, uefi=None, secure_boot=None,
 
     Raises CommandError for a result Nova would refuse to boot.
     """
-    changes = {}
+    changes: dict[str, str | None] = {}
     machine = image.get(MACHINE_TYPE)
     if q35 is True and not is_q35(machine):
         changes[MACHINE_TYPE] = Q35
@@ -157,14 +164,16 @@ def plan(image, q35=None, uefi=None, secure_boot=None,
     return changes
 
 
-def own_values(key):
+def own_values(key: str) -> tuple[str, ...]:
     """The values ``gpu image set`` writes for ``key``: --x's and --no-x's."""
     return tuple(value for value in (SET_VALUES[key], OFF_VALUES[key])
                  if value is not None)
 
 
-def plan_unset(image, q35=False, uefi=False, secure_boot=False,
-               hide_hypervisor_id=False):
+def plan_unset(image: Mapping[str, typing.Any], q35: bool = False,
+               uefi: bool = False, secure_boot: bool = False,
+               hide_hypervisor_id: bool = False
+               ) -> tuple[dict[str, str | None], list[str]]:
     """(changes, notes) for ``gpu image unset``: remove what set added.
 
     A property is removed only when it holds a value ``gpu image set``
@@ -177,7 +186,8 @@ def plan_unset(image, q35=False, uefi=False, secure_boot=False,
     """
     wanted = {'q35': q35, 'uefi': uefi, 'secure_boot': secure_boot,
               'hide_hypervisor_id': hide_hypervisor_id}
-    changes, notes = {}, []
+    changes: dict[str, str | None] = {}
+    notes: list[str] = []
     for option, key in OPTIONS:
         if not wanted[option] or key not in image:
             continue
@@ -198,7 +208,8 @@ def plan_unset(image, q35=False, uefi=False, secure_boot=False,
     return changes, notes
 
 
-def report(image):
+def report(image: Mapping[str, typing.Any]
+           ) -> tuple[dict[str, typing.Any], bool, list[str]]:
     """(GPU-relevant properties, ready, warnings) for ``gpu image show``."""
     machine = image.get(MACHINE_TYPE)
     firmware = image.get(FIRMWARE_TYPE)

@@ -82,6 +82,15 @@ Nova's documentation behind the rules:
   server (we believe it is supported; not yet proven on a cloud).
 """
 
+from __future__ import annotations
+
+from collections.abc import Collection
+from collections.abc import Container
+from collections.abc import Hashable
+from collections.abc import Iterable
+from collections.abc import Mapping
+import typing
+
 from gpuclient.i18n import _
 from gpuclient.rules import plan as plan_mod
 from gpuclient.rules import pools as pools_mod
@@ -131,7 +140,7 @@ ROW_FIELDS = ('server', 'name', 'project', 'flavor', 'source', 'kind',
               'downtime', 'reason', 'notes')
 
 
-def version(text):
+def version(text: object) -> tuple[int, ...] | None:
     """'8.6.0' -> (8, 6, 0); '2024.1' -> (2024, 1); None when unknown."""
     if text is None:
         return None
@@ -154,14 +163,17 @@ FACT_KEYS = ('nova', 'libvirt', 'qemu', 'live_migratable', 'mdev_types',
 _BOOL_FACTS = ('live_migratable', 'post_copy')
 
 
-def parse_facts(items, keys=FACT_KEYS):
+def parse_facts(items: Iterable[str] | None, keys: Container[str] = FACT_KEYS
+                ) -> dict[str | None, dict[str, typing.Any]]:
     """{host or None (every host): facts} from ``--host-fact`` values
     ``[<host>:]<key>=<value>`` with a key of KEYS: versions as given,
     ``live_migratable`` and ``post_copy`` (the host's ``[libvirt]
     live_migration_permit_post_copy``) true/false, ``mdev_types``
     comma-separated, the NUMA facts (host_manager.NUMA_FACT_KEYS) as
     parse_numa_fact reads them. A ValueError names a bad item."""
-    out = {}
+    out: dict[str | None, dict[str, typing.Any]] = {}
+    # the text given, then the fact it says
+    value: str | bool | int | list[int] | dict[int, int | None] | set[str]
     for item in items or ():
         target, equals, value = str(item).partition('=')
         host, colon, key = target.rpartition(':')
@@ -186,7 +198,11 @@ def parse_facts(items, keys=FACT_KEYS):
     return out
 
 
-def host_facts(given, hosts, pools=None, settings=None):
+def host_facts(given: Mapping[str | None, Mapping[str, typing.Any]],
+               hosts: Iterable[str],
+               pools: Mapping[str, Mapping[str, typing.Any]] | None = None,
+               settings: Mapping[str, typing.Any] | None = None
+               ) -> dict[str, dict[str, typing.Any]]:
     """{host: facts} for HOSTS from ``parse_facts``: a host's own facts
     over the ones given for every host, over what POOLS say
     (``pool_facts``). A ``--nova-conf`` (SETTINGS) that sets ``[libvirt]
@@ -209,11 +225,12 @@ def host_facts(given, hosts, pools=None, settings=None):
     return found
 
 
-def pool_facts(pools):
+def pool_facts(pools: Mapping[str, Mapping[str, typing.Any]] | None
+               ) -> dict[str, dict[str, typing.Any]]:
     """{host: facts} the pools record: ``live_migratable`` {alias: True}
     for the members of a pool made ``--live-migratable`` (passthrough,
     vgpu-vf), marked assumed (the pool says what nova.conf should say)."""
-    found = {}
+    found: dict[str, dict[str, typing.Any]] = {}
     for pool in (pools or {}).values():
         if not (pool.get('live_migratable') and pool.get('alias')
                 and pool.get('mode') in pools_mod.PCI_MODES):
@@ -225,11 +242,12 @@ def pool_facts(pools):
     return found
 
 
-def _shown(numbers):
+def _shown(numbers: Iterable[int]) -> str:
     return '.'.join(str(n) for n in numbers)
 
 
-def kind(server, pools=None):
+def kind(server: Mapping[str, typing.Any] | None,
+         pools: Mapping[str, Mapping[str, typing.Any]] | None = None) -> str:
     """What Nova has to move for SERVER (its embedded flavor): see the
     module docstring. A bare-metal node's flavor wins over anything else
     it asks, then Cyborg, then the GPU mode, then memory encryption."""
@@ -249,12 +267,14 @@ def kind(server, pools=None):
     return PLAIN
 
 
-def _assumed(facts, key):
+def _assumed(facts: Mapping[str, typing.Any] | None, key: str) -> bool:
     assumed = (facts or {}).get('assumed') or ()
     return assumed is True or key in assumed
 
 
-def _at_least(host, facts, key, wanted, label, reasons, notes):
+def _at_least(host: str, facts: Mapping[str, typing.Any] | None,
+              key: str, wanted: tuple[int, ...], label: str,
+              reasons: list[str], notes: list[str]) -> None:
     """Is FACTS[KEY] >= WANTED? A reason when not (or unknown)."""
     have = version((facts or {}).get(key))
     if have is None:
@@ -273,20 +293,28 @@ def _at_least(host, facts, key, wanted, label, reasons, notes):
                      % {'host': host, 'what': label, 'have': _shown(have)})
 
 
-def _live_migratable(facts, alias):
+def _live_migratable(facts: Mapping[str, typing.Any] | None,
+                     alias: str | None) -> bool | None:
     flag = (facts or {}).get('live_migratable')
     if isinstance(flag, dict):
         return flag.get(alias)
     return flag
 
 
-def live_blockers(kind_, source, destination, mdev_type=None, aliases=()):
+def live_blockers(
+        kind_: str,
+        source: tuple[str, Mapping[str, typing.Any] | None],
+        destination: tuple[str, Mapping[str, typing.Any] | None],
+        mdev_type: str | None = None,
+        aliases: Iterable[str] = ()) -> tuple[list[str], list[str]]:
     """(reasons a live migration is not possible, notes of what was
     assumed) between two hosts; no reasons: possible.
 
     SOURCE and DESTINATION are (host, facts). MDEV_TYPE: the vGPU's
     type; ALIASES: the PCI aliases of the flavor.
     """
+    reasons: list[str]
+    notes: list[str]
     reasons, notes = [], []
     (src, src_facts), (dst, dst_facts) = source, destination
     if kind_ in UNMOVABLE:
@@ -330,7 +358,8 @@ def live_blockers(kind_, source, destination, mdev_type=None, aliases=()):
                            'migrating it (not checked)'))
         for host, facts in ((src, src_facts), (dst, dst_facts)):
             _at_least(host, facts, 'nova', PCI_NOVA, 'Nova', reasons, notes)
-            for alias in sorted(aliases) or [None]:
+            # None: the device of no alias
+            for alias in sorted(aliases) or [None]:  # type: ignore[list-item]
                 flag = _live_migratable(facts, alias)
                 label = alias or _('its PCI device')
                 if flag is None:
@@ -348,7 +377,9 @@ def live_blockers(kind_, source, destination, mdev_type=None, aliases=()):
     return reasons, notes
 
 
-def _post_copy(src, src_facts, dst, dst_facts, reasons, notes):
+def _post_copy(src: str, src_facts: Mapping[str, typing.Any] | None,
+               dst: str, dst_facts: Mapping[str, typing.Any] | None,
+               reasons: list[str], notes: list[str]) -> None:
     """VFIO devices (PCI passthrough, VFs, mediated devices) do not
     live-migrate with post-copy (QEMU commit bf7ef7a2da3e, "vfio/migration:
     Block VFIO migration with postcopy migration"): a host whose
@@ -370,13 +401,18 @@ def _post_copy(src, src_facts, dst, dst_facts, reasons, notes):
                      % ', '.join(unknown))
 
 
-def _result(method_, reasons=(), notes=()):
+def _result(method_: str, reasons: Iterable[str] = (),
+            notes: Iterable[str] = ()) -> dict[str, typing.Any]:
     return {'method': method_, 'downtime': DOWNTIME[method_],
             'reasons': list(reasons), 'notes': list(notes)}
 
 
-def method(kind_, requested, allow_downtime, source, destination=None,
-           mdev_type=None, aliases=(), status=None):
+def method(kind_: str, requested: str, allow_downtime: bool,
+           source: tuple[str, Mapping[str, typing.Any] | None],
+           destination: tuple[str,
+                              Mapping[str, typing.Any] | None] | None = None,
+           mdev_type: str | None = None, aliases: Iterable[str] = (),
+           status: str | None = None) -> dict[str, typing.Any]:
     """{'method', 'downtime', 'reasons', 'notes'} for one server.
 
     SOURCE: (host, facts); DESTINATION: (host, facts) of the host chosen
@@ -404,6 +440,8 @@ def method(kind_, requested, allow_downtime, source, destination=None,
             'Nova moves no server in status %s: settle it first (confirm '
             'or revert a resize, reset an error), then drain again')
             % status])
+    reasons: list[str]
+    notes: list[str]
     reasons, notes = [], []
     no_room = _('its flavor fits on no other host')
     if requested in (AUTO, LIVE):
@@ -449,7 +487,12 @@ def method(kind_, requested, allow_downtime, source, destination=None,
 
 # -- destinations ------------------------------------------------------------
 
-def server_request(server, settings, pools, aggregates):
+def server_request(
+        server: Mapping[str, typing.Any],
+        settings: Mapping[str, typing.Any] | None,
+        pools: Mapping[str, Mapping[str, typing.Any]] | None,
+        aggregates: Iterable[Mapping[str, typing.Any] | object]
+) -> dict[str, typing.Any]:
     """The Placement request Nova sends to move SERVER (``request.build``
     of its embedded flavor, its project, its pinned zone; a server
     without an image boots from volume)."""
@@ -462,7 +505,10 @@ def server_request(server, settings, pools, aggregates):
         boot_from_volume=not server.get('image'))
 
 
-def request_key(server):
+def request_key(
+        server: Mapping[str, typing.Any]
+) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...],
+           str | None, str | None, bool]:
     """Equal for servers whose move Nova asks Placement the same for."""
     flavor = server.get('flavor') or {}
     return (tuple(sorted((k, str(v)) for k, v in flavor.items()
@@ -475,7 +521,8 @@ def request_key(server):
             not server.get('image'))
 
 
-def _free_gpus(trees, classes):
+def _free_gpus(trees: Iterable[Mapping[str, Mapping[str, typing.Any]]],
+               classes: Iterable[str]) -> int:
     return sum(rp['inventory'].get(rc, {}).get('free', 0)
                for tree in trees for rp in tree.values() for rc in classes)
 
@@ -487,16 +534,27 @@ class Room:
     tree is asked once per request and tree shape
     (``fit.signature``), as ``gpu capacity list`` counts."""
 
-    def __init__(self, trees):
+    def __init__(
+            self,
+            trees: Mapping[str, Iterable[Mapping[str, Mapping[str,
+                                                              typing.Any]]]]):
         self.original = trees
         self.trees = {host: list(found) for host, found in trees.items()}
-        self.placed = {}  # host -> [server names placed there]
-        self._shapes = {}  # (original?, host, index) -> signature
-        self._fits = {}  # (request key, signature) -> bool
-        self._free = {}  # (original?, host, index, classes) -> free units
-        self._hosts = {}  # request key -> {host: fits now}
+        # host -> [server names placed there]
+        self.placed: dict[str, list[str]] = {}
+        # (original?, host, index) -> signature
+        self._shapes: dict[tuple[bool, str, int],
+                           tuple[tuple[typing.Any, ...], ...]] = {}
+        # (request key, signature) -> bool
+        self._fits: dict[tuple[Hashable, tuple[tuple[typing.Any, ...],
+                                               ...]], bool] = {}
+        # (original?, host, index, classes) -> free units
+        self._free: dict[tuple[bool, str, int, tuple[str, ...]], int] = {}
+        # request key -> {host: fits now}
+        self._hosts: dict[Hashable, dict[str, bool]] = {}
 
-    def free(self, host, classes, original=False):
+    def free(self, host: str, classes: tuple[str, ...],
+             original: bool = False) -> int:
         """Free units of CLASSES (a tuple) on HOST."""
         total = 0
         trees = (self.original if original else self.trees).get(host, ())
@@ -507,7 +565,9 @@ class Room:
             total += self._free[where]
         return total
 
-    def _fits_tree(self, where, tree, req, key):
+    def _fits_tree(self, where: tuple[bool, str, int],
+                   tree: Mapping[str, Mapping[str, typing.Any]],
+                   req: Mapping[str, typing.Any], key: Hashable) -> bool:
         shape = self._shapes.get(where)
         if shape is None:
             shape = self._shapes[where] = fit_mod.signature(tree)
@@ -517,7 +577,8 @@ class Room:
                 tree, req, limit=1) > 0
         return found
 
-    def fits(self, host, req, original=False, key=None):
+    def fits(self, host: str, req: Mapping[str, typing.Any],
+             original: bool = False, key: Hashable | None = None) -> bool:
         """Does one copy of REQ fit on HOST (as planned so far, or in the
         snapshot)? KEY: what identifies REQ, for the cache (None: none)."""
         trees = (self.original if original else self.trees).get(host, ())
@@ -532,7 +593,8 @@ class Room:
             self._fits_tree((original, host, index), tree, req, key)
             for index, tree in enumerate(trees))
 
-    def take(self, host, req, label):
+    def take(self, host: str, req: Mapping[str, typing.Any],
+             label: str) -> bool:
         """Consume one copy of REQ on HOST; False when it does not fit."""
         for index, tree in enumerate(self.trees.get(host, ())):
             allocation = fit_mod.one_allocation(tree, req)
@@ -548,7 +610,8 @@ class Room:
                 return True
         return False
 
-    def ranked(self, hosts, req, key=None):
+    def ranked(self, hosts: Iterable[str], req: Mapping[str, typing.Any],
+               key: Hashable | None = None) -> list[str]:
         """HOSTS where REQ fits now, most free GPUs of its classes first,
         then by name."""
         classes = tuple(request_mod.gpu_classes(req))
@@ -565,9 +628,11 @@ class Room:
         return sorted(found, key=lambda h: (-self.free(h, classes), h))
 
 
-def eligible(hosts, server, excluded, settings, states):
+def eligible(hosts: Collection[str], server: Mapping[str, typing.Any],
+             excluded: Mapping[str, str], settings: Mapping[str, typing.Any],
+             states: filters.HostStates) -> tuple[list[str], dict[str, str]]:
     """(hosts that may take SERVER, {host: reason}) by the filters Nova
-    applies after Placement (``filters.run``), HOSTS in EXCLUDED ({host:
+    applies after Placement (``manager.select``), HOSTS in EXCLUDED ({host:
     reason}) left out first. STATES: the hosts' states
     (``filters.HostStates``, built once per plan: services, hypervisors,
     aggregates, pools and the hosts Blazar holds, which BlazarFilter
@@ -579,14 +644,16 @@ def eligible(hosts, server, excluded, settings, states):
     refused = {h: excluded[h] for h in hosts if h in excluded}
     rest = [h for h in hosts if h not in excluded]
     spec = filters.spec(flavor.get('extra_specs') or {}, project)
-    post = filters.run(rest, filters.Context(spec, states),
-                       settings['enabled_filters'])
-    for host, reasons in post.items():
+    selected = manager.select(filters.Context(spec, states), rest,
+                              settings['enabled_filters'])
+    for host, reasons in manager.removed(selected).items():
         refused[host] = filters.post_filter_text(host, reasons[0], project)
-    return [h for h in rest if h not in post], refused
+    return [h for h in rest if selected[h].passes], refused
 
 
-def _no_room_reason(room, req, key, allowed, refused, label):
+def _no_room_reason(room: Room, req: Mapping[str, typing.Any],
+                    key: Hashable, allowed: Collection[str],
+                    refused: Mapping[str, str], label: str) -> str:
     """Why a server fits on none of ALLOWED now, in one sentence."""
     taken = [h for h in allowed
              if room.fits(h, req, original=True, key=key)]
@@ -603,10 +670,20 @@ def _no_room_reason(room, req, key, allowed, refused, label):
         allowed)
 
 
-def plan(servers, trees, draining, cordoned=(), facts=None,
-         requested=AUTO, allow_downtime=False, settings=None, pools=None,
-         aggregates=(), services=(), hypervisors=(), gpu_rows=None,
-         held=None):
+def plan(servers: Iterable[Mapping[str, typing.Any]],
+         trees: Mapping[str, Iterable[Mapping[str, Mapping[str,
+                                                           typing.Any]]]],
+         draining: Iterable[str], cordoned: Iterable[str] = (),
+         facts: Mapping[str, Mapping[str, typing.Any]] | None = None,
+         requested: str = AUTO, allow_downtime: bool = False,
+         settings: dict[str, typing.Any] | None = None,
+         pools: Mapping[str, Mapping[str, typing.Any]] | None = None,
+         aggregates: Collection[Mapping[str, typing.Any] | object] = (),
+         services: Iterable[Mapping[str, typing.Any]] | None = (),
+         hypervisors: Iterable[Mapping[str, typing.Any]] | None = (),
+         gpu_rows: Mapping[str, Mapping[str, typing.Any]] | None = None,
+         held: Mapping[str, list[str]] | None = None
+         ) -> dict[str, typing.Any]:
     """The drain plan: {'rows': [row dicts with ROW_FIELDS], 'summary':
     {'moves': {method: count}, 'cannot_move': [(server, name, reason)],
     'notify': {project: [ids of its servers with downtime]}}}.
@@ -635,20 +712,26 @@ def plan(servers, trees, draining, cordoned=(), facts=None,
         excluded.setdefault(host, _('cordoned'))
     room = Room(trees)
     hosts = sorted(trees)
+    rows: list[dict[str, typing.Any]]
+    moves: dict[str, int]
+    cannot: list[tuple[str, str | None, str | None]]
     rows, moves, cannot = [], {}, []
     requests = {}  # request_key -> request
     judged = {}  # (extra specs, project) -> eligible()
     # every host's state, once for the whole plan
     states = filters.HostStates(aggregates, services, hypervisors, pools,
                                 held=held)
-    notify = {}  # project -> ids of its servers that go down
+    # project -> ids of its servers that go down
+    notify: dict[str | None, list[str]] = {}
 
-    def order(server):
+    def order(server: Mapping[str, typing.Any]) -> tuple[str, str, str]:
         return (server.get('OS-EXT-SRV-ATTR:host') or '',
                 server.get('name') or '', server['id'])
 
     for server in sorted(servers, key=order):
-        source = server.get('OS-EXT-SRV-ATTR:host')
+        # a server drained is on a host (a draining one)
+        source: str = server.get(  # type: ignore[assignment]
+            'OS-EXT-SRV-ATTR:host')
         label = server.get('name') or server['id']
         kind_ = kind(server, pools)
         asked = usage.gpu_request(server, pools)
@@ -691,7 +774,9 @@ def plan(servers, trees, draining, cordoned=(), facts=None,
             (destination, facts.get(destination)) if destination else None,
             mdev_type, reading['aliases'], server.get('status'))
         if decided['method'] in (LIVE, COLD):
-            room.take(destination, req, label)
+            # a move has its DESTINATION (method), which mypy does not
+            # follow
+            room.take(destination, req, label)  # type: ignore[arg-type]
         else:
             destination = None
         reasons = extra + decided['reasons']
@@ -725,7 +810,12 @@ VERIFY_RESIZE = 'VERIFY_RESIZE'
 FINISHED = 'finished'
 
 
-def unconfirmed_rows(servers, migrations, draining, pools=None):
+def unconfirmed_rows(
+        servers: Iterable[Mapping[str, typing.Any]],
+        migrations: Iterable[Mapping[str, typing.Any]],
+        draining: Container[str],
+        pools: Mapping[str, Mapping[str, typing.Any]] | None = None
+) -> list[dict[str, typing.Any]]:
     """Rows (ROW_FIELDS, plus ``confirm_only``) of the servers that a
     drain of DRAINING moved cold and left in VERIFY_RESIZE (``--no-confirm``,
     or a drain stopped between the move and its confirmation): a re-run
@@ -768,12 +858,13 @@ ENDED = ('confirmed', 'reverted', 'error', 'failed', 'completed',
 LIVE_MIGRATION = 'live-migration'
 
 
-def in_progress(migration):
+def in_progress(migration: Mapping[str, typing.Any]) -> bool:
     """Whether Nova still runs MIGRATION (a migration dict)."""
     return (migration.get('status') or '').lower() not in ENDED
 
 
-def incoming(migrations, draining):
+def incoming(migrations: Iterable[Mapping[str, typing.Any]],
+             draining: Container[str]) -> list[Mapping[str, typing.Any]]:
     """The migrations Nova runs now towards a DRAINING host from another
     host: their servers land there when they end (until then the
     server's host is the source)."""
@@ -784,13 +875,15 @@ def incoming(migrations, draining):
                                  m.get('instance_uuid') or ''))
 
 
-def outgoing(servers, migrations, draining):
+def outgoing(servers: Iterable[Mapping[str, typing.Any]],
+             migrations: Iterable[Mapping[str, typing.Any]],
+             draining: Container[str]) -> dict[str, Mapping[str, typing.Any]]:
     """{server id: migration} of the SERVERS on a DRAINING host whose
     move off it Nova runs now (an earlier drain's, or anyone's) towards
     a host not drained: the drain waits for it rather than starts
     another."""
     on = {s['id']: s.get('OS-EXT-SRV-ATTR:host') for s in servers}
-    out = {}
+    out: dict[str, Mapping[str, typing.Any]] = {}
     for migration in migrations:
         server = migration.get('instance_uuid')
         if (server in on and in_progress(migration)
@@ -798,11 +891,16 @@ def outgoing(servers, migrations, draining):
                 and on[server] in draining
                 and migration.get('dest_compute')
                 and migration.get('dest_compute') not in draining):
-            out[server] = migration
+            # SERVER is an id of ON (the test above), not None
+            out[server] = migration  # type: ignore[index]
     return out
 
 
-def under_way_rows(servers, moving, pools=None):
+def under_way_rows(
+        servers: Iterable[Mapping[str, typing.Any]],
+        moving: Mapping[str, Mapping[str, typing.Any]],
+        pools: Mapping[str, Mapping[str, typing.Any]] | None = None
+) -> list[dict[str, typing.Any]]:
     """Rows (ROW_FIELDS, plus ``under_way``) of SERVERS whose move Nova
     runs now (MOVING: ``outgoing``): the drain waits for each and checks
     where it ended, instead of asking for another move."""
@@ -830,7 +928,8 @@ def under_way_rows(servers, moving, pools=None):
                                        r['server']))
 
 
-def left_text(servers, arriving):
+def left_text(servers: Iterable[Mapping[str, typing.Any]],
+              arriving: Iterable[Mapping[str, typing.Any]]) -> str:
     """What a read-back found on the drained hosts, in one line: the
     SERVERS still there and the migrations ARRIVING (``incoming``)."""
     parts = ['%s (%s) on %s, %s' % (
@@ -845,19 +944,23 @@ def left_text(servers, arriving):
     return '; '.join(parts)
 
 
-def blockers(rows):
+def blockers(
+        rows: Iterable[dict[str, typing.Any]]) -> list[dict[str, typing.Any]]:
     """The rows of servers that would stay on a drained host."""
     return [row for row in rows if row['method'] == STAYS]
 
 
-def blockers_text(rows):
+def blockers_text(rows: Iterable[Mapping[str, typing.Any]]) -> str:
     return '; '.join('%s (%s): %s' % (row['name'] or row['server'],
                                       row['server'], row['reason']
                                       or _('no reason'))
                      for row in rows)
 
 
-def steps(rows, cordon_steps, tree_uuids, confirm=True, timeout=None):
+def steps(rows: Iterable[Mapping[str, typing.Any]],
+          cordon_steps: Iterable[plan_mod.Step],
+          tree_uuids: Mapping[str, Iterable[str]], confirm: bool = True,
+          timeout: int | None = None) -> list[plan_mod.Step]:
     """The drain's steps, in order: the cordon first (CORDON_STEPS, not
     undone), then one move per row of ROWS as planned (their order: by
     source host, name, id), forward only. TREE_UUIDS: {host: [provider
@@ -909,11 +1012,12 @@ _WHAT_HAPPENS = {
 }
 
 
-def notices(rows, hosts, reason=None):
+def notices(rows: Iterable[Mapping[str, typing.Any]], hosts: Iterable[str],
+            reason: str | None = None) -> dict[str, str]:
     """{project: plain text}: one notice per project with servers on the
     drained HOSTS, saying for each server what happens to it, the
     downtime to expect and why, for the operator to send."""
-    by_project = {}
+    by_project: dict[str, list[Mapping[str, typing.Any]]] = {}
     for row in rows:
         by_project.setdefault(row['project'] or _('(no project)'),
                               []).append(row)
@@ -945,7 +1049,7 @@ def notices(rows, hosts, reason=None):
     return out
 
 
-def notice_name(project):
+def notice_name(project: object) -> str:
     """The file name of PROJECT's notice (no path separators)."""
     safe = ''.join(c if c.isalnum() or c in '-_.' else '_'
                    for c in str(project))

@@ -25,6 +25,10 @@ The zone rule (Nova's: one zone per host, no move with instances) is a
 question of the model too (``zone_check``).
 """
 
+from collections.abc import Callable
+from collections.abc import Collection
+from collections.abc import Iterable
+from collections.abc import Mapping
 import dataclasses
 import typing
 
@@ -32,9 +36,9 @@ from osc_lib import exceptions
 
 from gpuclient.i18n import _
 from gpuclient.rules import baremetal
-from gpuclient.rules import devices
 from gpuclient.rules import host_names
 from gpuclient.rules import hosts as hosts_mod
+from gpuclient.rules import one_time_use
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import reservations
 
@@ -50,8 +54,8 @@ class Aggregate(typing.TypedDict):
     name: str
     id: int
     uuid: str
-    hosts: list
-    metadata: dict
+    hosts: list[str]
+    metadata: dict[str, str]
     availability_zone: str | None
 
 
@@ -72,7 +76,7 @@ class Hypervisor(typing.TypedDict, total=False):
 
     id: str
     hypervisor_hostname: str
-    service: dict
+    service: dict[str, typing.Any]
     state: str
     status: str
 
@@ -91,8 +95,8 @@ class Summary(typing.TypedDict, total=False):
     {class: {capacity, used[, min_unit, max_unit, step_size]}} and its
     traits (None: not read)."""
 
-    resources: dict
-    traits: list | None
+    resources: dict[str, dict[str, int]]
+    traits: list[str] | None
 
 
 class Flavor(typing.TypedDict, total=False):
@@ -103,7 +107,7 @@ class Flavor(typing.TypedDict, total=False):
     vcpus: int
     ram: int
     disk: int
-    extra_specs: dict
+    extra_specs: dict[str, str]
     description: str | None
 
 
@@ -137,7 +141,8 @@ class Limit(typing.TypedDict):
 _REQUIRED = object()
 
 
-def _field(doc, default=_REQUIRED, factory=None):
+def _field(doc: str, default: typing.Any = _REQUIRED,
+           factory: Callable[[], typing.Any] | None = None) -> typing.Any:
     """A declared field of Cloud: what it holds (DOC), its default."""
     if factory is not None:
         return dataclasses.field(default_factory=factory,
@@ -155,39 +160,43 @@ class Cloud:
     each field's ``doc`` (its metadata) says what it holds.
     """
 
-    aggregates: list = _field(
+    aggregates: list[dict[str, typing.Any]] = _field(
         '[Aggregate]: every host aggregate (SDK resources or dicts, given)')
-    hypervisors: list = _field('[Hypervisor]: every hypervisor')
-    services: list = _field('[Service]: every nova-compute service')
+    hypervisors: list[Hypervisor] | None = _field(
+        '[Hypervisor]: every hypervisor')
+    services: list[Service] | None = _field(
+        '[Service]: every nova-compute service')
     placement: hosts_mod.Snapshot | None = _field(
         'hosts.Snapshot: the providers ([Provider]) of the GPU-relevant '
         'trees with their Summary', None)
-    flavors: list | None = _field('[Flavor]: every flavor', None)
-    gpu_classes: set = _field('the GPU resource classes read', ())
-    known_classes: set = _field('the resource classes Placement knows',
-                                factory=set)
-    images: list | None = _field('[Image]: every image the caller sees',
-                                 None)
-    pool_members: dict = _field(
+    flavors: list[dict[str, typing.Any]] | None = _field(
+        '[Flavor]: every flavor', None)
+    gpu_classes: set[str] = _field('the GPU resource classes read', ())
+    known_classes: set[str] = _field('the resource classes Placement knows',
+                                     factory=set)
+    images: list[dict[str, typing.Any]] | None = _field(
+        '[Image]: every image the caller sees', None)
+    pool_members: dict[str, set[str] | None] = _field(
         "{pool name: provider uuids in its Placement aggregate, or None "
         "when it could not be read}", factory=dict)
-    projects: dict | None = _field('{project id: name} from Keystone',
-                                   None)
-    access: dict | None = _field(
+    projects: dict[str, str | None] | None = _field(
+        '{project id: name} from Keystone', None)
+    access: dict[str, list[str]] | None = _field(
         '{flavor id: [project ids]} of the private GPU flavors', None)
-    registered: dict | None = _field(
+    registered: dict[str, dict[str, typing.Any]] | None = _field(
         "{resource name: RegisteredLimit}: Keystone's registered limits",
         None)
-    limits: list | None = _field("[Limit]: Keystone's project limits", None)
-    existing_traits: set | None = _field(
+    limits: list[dict[str, typing.Any]] | None = _field(
+        "[Limit]: Keystone's project limits", None)
+    existing_traits: set[str] | None = _field(
         'of the custom traits asked about, those Placement has', None)
-    servers: list | None = _field(
+    servers: list[dict[str, typing.Any]] | None = _field(
         "every project's servers (compute API 2.47: host and embedded "
         "flavor)", None)
-    registered_limits: dict | None = _field(
+    registered_limits: dict[str, int] | None = _field(
         "{resource name: limit}: Keystone's registered limits as gpu check "
         "judges them (quota-gpu-limits)", None)
-    compute_max_version: tuple | None = _field(
+    compute_max_version: tuple[int, int] | None = _field(
         "(2, N): Nova's maximum compute microversion, which tells its "
         "release, as gpu check judges PCI quotas (quota-pci-not-enforced)",
         None)
@@ -195,34 +204,36 @@ class Cloud:
         "whether the token's catalog lists Blazar (service type "
         "reservation): its held hosts (held_hosts) and reservations "
         "count", False)
-    blazar_hosts: list | None = _field(
+    blazar_hosts: list[dict[str, typing.Any]] | None = _field(
         "[host record]: Blazar's GET /v1/os-hosts, the hosts enrolled in "
         "it (None: not read; why in unread['blazar_hosts'])", None)
-    utilisation: dict | None = _field(
+    utilisation: dict[str, typing.Any] | None = _field(
         "{'rows', 'window', 'idle_below'}: the servers' GPU utilisation "
         "(Prometheus), as gpu check judges it (gpu-idle)", None)
-    device_health: dict | None = _field(
+    device_health: dict[str, typing.Any] | None = _field(
         "{'rows', 'series', 'hosts', 'window', 'now'}: the GPU devices "
         "with their DCGM health, the DCGM series, the hosts' names and "
         "when Prometheus was asked, as gpu check judges them "
         "(gpu-unhealthy, gpu-application-xid, gpu-row-remap, "
         "gpu-vgpu-licence, gpu-driver-drift, gpu-missing)", None)
-    unread: dict = _field(
+    unread: dict[str, str] = _field(
         '{field: why it could not be read} (registered_limits, '
         'utilisation, device_health: the service refused or failed)',
         factory=dict)
-    unconfigured: dict = _field(
+    unconfigured: dict[str, str] = _field(
         '{field: why it was not read: no source is configured} '
         '(utilisation, device_health: no Prometheus)', factory=dict)
     # derived from the aggregates
-    pools: dict = dataclasses.field(init=False, repr=False, metadata={
-        'doc': '{name: pool} (pools.scan), derived from the aggregates'})
-    problems: list = dataclasses.field(init=False, repr=False, metadata={
-        'doc': '[(aggregate, pool, message)] of damaged pools, derived'})
-    _node_roots: set | None = dataclasses.field(
+    pools: dict[str, dict[str, typing.Any]] = dataclasses.field(
+        init=False, repr=False, metadata={
+            'doc': '{name: pool} (pools.scan), derived from the aggregates'})
+    problems: list[tuple[str, str, str]] = dataclasses.field(
+        init=False, repr=False, metadata={
+            'doc': '[(aggregate, pool, message)] of damaged pools, derived'})
+    _node_roots: set[str] | None = dataclasses.field(
         init=False, default=None, repr=False)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self.aggregates = [pools_mod.aggregate_dict(a)
                            for a in self.aggregates]
         # None: not read yet (a pool write reads them when it needs them)
@@ -233,33 +244,39 @@ class Cloud:
         self.gpu_classes = set(self.gpu_classes)
         self.pools, self.problems = pools_mod.scan(self.aggregates)
 
-    def host_roots(self):
+    def host_roots(self) -> dict[str, set[str]]:
         """{compute host: set of root provider uuids} (Ironic: several)."""
         return host_names.host_roots(self.hypervisors)
 
-    def aggregate(self, name):
+    def aggregate(self, name: str) -> dict[str, typing.Any] | None:
         """The aggregate named NAME, or None."""
         for agg in self.aggregates:
             if agg['name'] == name:
                 return agg
         return None
 
-    def resolve_hosts(self, names, members=None):
+    def resolve_hosts(self, names: Iterable[str],
+                      members: Iterable[str] | None = None
+                      ) -> tuple[list[str], list[str]]:
         """(compute hosts meant by NAMES, notes), from this snapshot alone.
 
         ``resolve_hosts`` with this snapshot's providers (see there).
         """
-        def providers():
+        def providers() -> list[dict[str, typing.Any]] | None:
             if self.placement is None:
                 return None
             return [{'uuid': uuid, 'name': rp['name'],
                      'root_provider_uuid': rp['root']}
                     for uuid, rp in self.placement.providers.items()]
 
-        return resolve_hosts(names, self.services, self.hypervisors,
-                             providers, members)
+        # asked once the services and hypervisors are read
+        return resolve_hosts(
+            names, self.services, self.hypervisors,  # type: ignore[arg-type]
+            providers, members)
 
-    def resolve_fact_hosts(self, facts):
+    def resolve_fact_hosts(
+            self, facts: Mapping[str | None, Mapping[str, typing.Any]]
+    ) -> tuple[dict[str | None, dict[str, typing.Any]], list[str]]:
         """(FACTS with each host part resolved as ``--host`` is, notes).
 
         FACTS: ``--host-fact`` as ``maintenance.parse_facts`` reads them
@@ -270,6 +287,8 @@ class Cloud:
         never a fact silently dropped. Two names of one host giving one
         key two values are refused too.
         """
+        found: dict[str | None, dict[str, typing.Any]]
+        notes: list[str]
         found, notes = {}, []
         for name, told in facts.items():
             if name is None:
@@ -295,12 +314,13 @@ class Cloud:
                 mine[key] = value
         return found, notes
 
-    def root_aggregates(self, host):
+    def root_aggregates(self, host: str) -> set[str]:
         """Aggregate uuids of a host: what Nova mirrors into Placement."""
         return {a['uuid'] for a in self.aggregates
                 if a.get('uuid') and host in a['hosts']}
 
-    def tree(self, root, aggregates=()):
+    def tree(self, root: str, aggregates: Iterable[str] = ()
+             ) -> dict[str, dict[str, typing.Any]]:
         """One provider tree as ``gpuclient.rules.scheduler.fit`` takes it.
 
         Inventories come from the provider summaries, which carry
@@ -309,7 +329,9 @@ class Cloud:
         otherwise taken as Nova's drivers report them for devices (1, the
         capacity, 1). ``aggregates`` are the root's aggregate uuids.
         """
-        snap = self.placement
+        snap: hosts_mod.Snapshot
+        # asked of a cloud read with Placement
+        snap = self.placement  # type: ignore[assignment]
         tree = {}
         for uuid in snap.providers_in_trees([root]):
             provider = snap.providers[uuid]
@@ -333,14 +355,14 @@ class Cloud:
             }
         return tree
 
-    def held_hosts(self):
+    def held_hosts(self) -> dict[str, list[str]]:
         """{host: [why]} of the hosts Blazar holds ({} without Blazar
         in the catalog): ``reservations.held_hosts`` over Blazar's host
         list (``blazar_hosts``), the aggregates and the classes of each
         host's provider trees."""
         if not self.blazar:
             return {}
-        classes = {}
+        classes: dict[str, set[str]] = {}
         if self.placement is not None:
             for host, roots in self.host_roots().items():
                 for uuid in self.placement.providers_in_trees(roots):
@@ -355,36 +377,44 @@ class Cloud:
             self.aggregates, classes, enrolled=enrolled,
             unread=self.unread.get('blazar_hosts'))
 
-    def root_classes(self, hosts):
+    def root_classes(self, hosts: Iterable[str]) -> set[str] | None:
         """The classes the root providers of HOSTS offer (what Blazar
         copies of a host when it enrols it); None when Placement's summary
         of none of them was read."""
-        found, seen = set(), False
+        found: set[str] = set()
+        seen = False
         host_roots = self.host_roots()
         for host in hosts:
             for root in host_roots.get(host, ()):
-                summary = self.placement.summaries.get(root)
+                # asked of a cloud read with Placement
+                summary = (
+                    self.placement.summaries  # type: ignore[union-attr]
+                    .get(root))
                 if summary is not None:
                     seen = True
                     found.update(summary.get('resources') or {})
         return found if seen else None
 
-    def node_roots(self):
+    def node_roots(self) -> set[str]:
         """Root provider uuids of Ironic nodes (``baremetal.node_roots``)."""
         if self._node_roots is None:
             # asked per tree: computed once
             self._node_roots = baremetal.node_roots(self.hypervisors)
         return self._node_roots
 
-    def gpu_providers(self, root, resource_class):
+    def gpu_providers(self, root: str, resource_class: str
+                      ) -> list[tuple[str, str, int, int, int, int]]:
         """[(uuid, name, total, used, free, awaiting release)] of a class
         in one tree.
 
         A bare-metal node counts 1, whatever the ironic driver reserved;
-        so does a one-time-use device awaiting release (``devices``),
-        counted apart as awaiting release (1), neither used nor free.
+        so does a one-time-use device awaiting release
+        (``one_time_use``), counted apart as awaiting release (1),
+        neither used nor free.
         """
-        snap = self.placement
+        snap: hosts_mod.Snapshot
+        # asked of a cloud read with Placement
+        snap = self.placement  # type: ignore[assignment]
         ironic = root in self.node_roots()
         found = []
         for uuid in snap.providers_in_trees([root]):
@@ -396,15 +426,19 @@ class Cloud:
                 node = baremetal.is_node_item(resource_class, item, ironic)
                 total, used, free = hosts_mod.device_figures(
                     item, node=node, traits=traits)
-                awaiting = int(not node and devices.awaiting_release(
+                awaiting = int(not node and one_time_use.awaiting_release(
                     item, traits))
                 found.append((uuid, snap.providers[uuid]['name'], total,
                               used, free, awaiting))
         return found
 
 
-def resolve_hosts(names, services, hypervisors, read_providers,
-                  members=None):
+def resolve_hosts(
+        names: Iterable[str], services: Iterable[Mapping[str, typing.Any]],
+        hypervisors: Collection[Mapping[str, typing.Any]],
+        read_providers: Callable[[], list[dict[str, typing.Any]] | None],
+        members: Iterable[str] | None = None
+) -> tuple[list[str], list[str]]:
     """(compute hosts meant by NAMES, in order and each once; notes).
 
     The one resolution of host names, for reads and writes alike: a name
@@ -420,8 +454,10 @@ def resolve_hosts(names, services, hypervisors, read_providers,
     to refuse as not in the pool.
     """
     names = list(names)
-    known = ({svc.get('host') for svc in services}
-             | set(host_names.host_roots(hypervisors)) | set(members or ()))
+    # None is discarded below
+    known: set[str] = (
+        {svc.get('host') for svc in services}  # type: ignore[assignment]
+        | set(host_names.host_roots(hypervisors)) | set(members or ()))
     known.discard(None)
     result = host_names.resolve(names, known, hypervisors)
     if result.unknown:
@@ -436,7 +472,8 @@ def resolve_hosts(names, services, hypervisors, read_providers,
 
 # -- Nova's zone rules --------------------------------------------------------
 
-def zone_check(cloud, zone, host, own_aggregate=None):
+def zone_check(cloud: Cloud, zone: str | None, host: str,
+               own_aggregate: str | None = None) -> str | None:
     """The zone HOST is in now when putting it in ZONE moves it there
     (for the caller to refuse if the host has instances: Nova refuses to
     move a host with instances), else None.
@@ -456,12 +493,15 @@ def zone_check(cloud, zone, host, own_aggregate=None):
                   'only: use --zone %(other)s or take it out of '
                   '%(agg)s first.')
                 % {'host': host, 'other': other, 'agg': agg['name']})
-    by_host = {svc['host']: svc for svc in cloud.services}
+    # CLOUD is read with its services
+    by_host = {svc['host']: svc
+               for svc in cloud.services}  # type: ignore[union-attr]
     current = (by_host.get(host) or {}).get('zone') or DEFAULT_ZONE
     return current if zone and current != zone else None
 
 
-def zone_move_refused(host, current, zone):
+def zone_move_refused(host: str, current: str,
+                      zone: str | None) -> exceptions.CommandError:
     """The CommandError of a host with instances that would move zone."""
     return exceptions.CommandError(
         _('Host %(host)s has instances and is in zone '

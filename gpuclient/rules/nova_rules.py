@@ -30,13 +30,15 @@ as it will be written, not only the operator's input; the commands call
 it before the first write (and for ``--dry-run``).
 """
 
+from collections.abc import Iterable
+from collections.abc import Mapping
 import re
+import typing
 import unicodedata
 
 from osc_lib import exceptions
 
 from gpuclient.i18n import _
-from gpuclient.rules import operations
 from gpuclient.rules import placement_names as names
 
 # the scope of a flavor extra spec that Nova's
@@ -51,22 +53,26 @@ _KEY_RE = re.compile(r'[a-zA-Z0-9\-_:. ]{1,%d}' % MAX_LENGTH)
 KEY_CHARACTERS = _('letters, digits, spaces and "-", "_", ":", ".", 1 to '
                    '255 of them')
 
+# what a check gives back: what it was given
+_T = typing.TypeVar('_T')
+_Steps = typing.TypeVar('_Steps', bound=Iterable[typing.Any])
 
-def _error(message, **kwargs):
+
+def _error(message: str, **kwargs: object) -> exceptions.CommandError:
     return exceptions.CommandError(message % kwargs if kwargs else message)
 
 
-def _short(text, length=60):
+def _short(text: object, length: int = 60) -> str:
     text = str(text)
     return text if len(text) <= length else text[:length] + '...'
 
 
-def is_key(key):
+def is_key(key: object) -> bool:
     """Would Nova take ``key`` as aggregate metadata or extra-spec key?"""
     return isinstance(key, str) and bool(_KEY_RE.fullmatch(key))
 
 
-def check_key(key, what):
+def check_key(key: _T, what: str) -> _T:
     """Refuse a metadata/extra-spec key Nova's schema refuses.
 
     ``what`` says where the key comes from (``--property``, ``aggregate
@@ -81,7 +87,7 @@ def check_key(key, what):
     return key
 
 
-def check_value(key, value, what):
+def check_value(key: object, value: _T, what: str) -> _T:
     """Refuse a metadata/extra-spec value longer than Nova takes."""
     if value is not None and len(str(value)) > MAX_LENGTH:
         raise _error(
@@ -92,12 +98,12 @@ def check_value(key, value, what):
     return value
 
 
-def check_pair(key, value, what):
+def check_pair(key: object, value: object, what: str) -> None:
     check_key(key, what)
     check_value(key, value, what)
 
 
-def _printable(char):
+def _printable(char: str) -> bool:
     # parameter_types._is_printable over the range Nova's regex builds
     # (code points below 0xFFFF)
     if ord(char) >= 0xFFFF:
@@ -107,7 +113,7 @@ def _printable(char):
         not category.startswith('Z') or category == 'Zs')
 
 
-def check_name(name, what, colon=True):
+def check_name(name: _T, what: str, colon: bool = True) -> _T:
     """Refuse a name Nova's ``name`` (``az_name`` without ``colon``)
     schema refuses: 1 to 255 printable characters, no leading or
     trailing whitespace (and no ``:`` for a zone)."""
@@ -127,7 +133,8 @@ def check_name(name, what, colon=True):
     return name
 
 
-def check_description(description, what=None):
+def check_description(description: str | None,
+                      what: str | None = None) -> str | None:
     if description is None:
         return None
     what = what or _('flavor description')
@@ -140,7 +147,7 @@ def check_description(description, what=None):
     return description
 
 
-def check_trait(trait):
+def check_trait(trait: str) -> str:
     if not names.is_trait_name(trait):
         raise _error(
             _('Invalid trait %(trait)r (%(length)d characters): Placement '
@@ -150,47 +157,25 @@ def check_trait(trait):
     return trait
 
 
-def _metadata(metadata, what):
+def check_zone(zone: str) -> str:
+    """Refuse an availability zone Nova's ``az_name`` schema refuses."""
+    return check_name(zone, _('availability zone'), colon=False)
+
+
+def check_metadata(metadata: Mapping[str, typing.Any] | None,
+                   what: str) -> None:
+    """Refuse a key or value of METADATA ({key: value}: aggregate metadata,
+    flavor extra specs) that Nova's schema refuses."""
     for key, value in (metadata or {}).items():
         check_pair(key, value, what)
 
 
-def check_step(step):
-    """Refuse a step whose write Nova or Placement would refuse."""
-    operation = step.operation
-    if isinstance(operation, operations.AggregateCreate):
-        check_name(operation.name, _('aggregate name'))
-        if operation.zone:
-            check_name(operation.zone, _('availability zone'), colon=False)
-        _metadata(operation.metadata, _('aggregate metadata key'))
-    elif isinstance(operation, operations.AggregateMetadata):
-        _metadata(operation.metadata, _('aggregate metadata key'))
-    elif isinstance(operation, operations.AggregateAddZone):
-        check_name(operation.zone, _('availability zone'), colon=False)
-    elif isinstance(operation, operations.FlavorCreate):
-        check_name(operation.name, _('flavor name'))
-        check_description((operation.fields or {}).get('description'))
-    elif isinstance(operation, operations.FlavorDescription):
-        check_description(operation.description)
-    elif isinstance(operation, operations.FlavorSpecs):
-        for key, value in (operation.specs_set or {}).items():
-            check_pair(key, value, _('flavor extra spec'))
-        for key in operation.unset or ():
-            check_key(key, _('flavor extra spec'))
-    elif isinstance(operation, (operations.TraitCreate,
-                                operations.TraitDelete)):
-        check_trait(operation.trait)
-    elif isinstance(operation, (operations.ProviderAddTraits,
-                                operations.ProviderRemoveTraits)):
-        for trait in operation.traits:
-            check_trait(trait)
-
-
-def check_plan(plan):
+def check_plan(plan: _Steps) -> _Steps:
     """Refuse, before the first write, a plan that Nova or Placement would
-    refuse part-way: every step and every undo step is checked."""
+    refuse part-way: every step and every undo step is checked, each by
+    its declaration (``check_input``, ``gpuclient.rules.operations``)."""
     for step in plan:
-        check_step(step)
+        step.operation.check_input()
         if step.inverse is not None:
-            check_step(step.inverse)
+            step.inverse.operation.check_input()
     return plan

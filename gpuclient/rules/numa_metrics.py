@@ -30,6 +30,12 @@ matched against the Nova service host and the hypervisor hostname as
 a short one only where it is not ambiguous.
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
+
 from gpuclient.rules import host_names
 from gpuclient.rules import utilisation
 
@@ -43,14 +49,16 @@ INSTANCE_LABEL = 'instance'
 MIB = 1024 * 1024
 
 
-def queries(metrics=None):
+def queries(metrics: Mapping[str, str] | None = None) -> dict[str, str]:
     """{name: PromQL}: each metric's latest value, every host at once."""
     metrics = dict(METRICS, **{k: v for k, v in (metrics or {}).items()
                                if k in METRICS})
     return {name: metrics[name] for name in METRICS}
 
 
-def series_host(labels, label_names=None):
+def series_host(
+        labels: Mapping[str, str],
+        label_names: Mapping[str, Sequence[str]] | None = None) -> str | None:
     """The host a series is of: its hostname label, else the host part of
     ``instance`` (``host:port``, ``[v6]:port``); None without either."""
     label_names = label_names or utilisation.LABELS
@@ -63,22 +71,32 @@ def series_host(labels, label_names=None):
     return instance.rpartition(':')[0] or instance or None
 
 
-def host_nodes(answers, hosts, label_names=None):
+def host_nodes(
+        answers: Mapping[
+            str, Iterable[tuple[utilisation.Labels, float]] | None],
+        hosts: Mapping[str, Iterable[str | None]],
+        label_names: Mapping[str, Sequence[str]] | None = None
+) -> dict[str, list[dict[str, int | None]]]:
     """{Nova host: [{'node', 'memory_mb', 'huge_pages'}] by node} for the
     HOSTS ({Nova host: its names: service host, hypervisor hostnames})
     whose series ANSWERS ({name: [(labels, value)]}) hold; a host with a
     node missing MemTotal, or with series from two exporters, is left out
     (not known, never half known)."""
     joined, _problems = host_names.series_hosts(
-        {series_host(labels, label_names) for results in answers.values()
+        # None is taken out of the set
+        {series_host(labels, label_names) for results in answers.values()  # type: ignore[arg-type]
          for labels, _value in results or ()} - {None},
         {host: {n for n in names if n} for host, names in hosts.items()})
+    # {host: {node: {field: value}}}, {host: the exporters}
+    found: dict[str, dict[int, dict[str, int]]]
+    sources: dict[str, set[str | None]]
     found, sources = {}, {}
     for name, field in (('numa_memory', 'memory_mb'),
                         ('numa_huge_pages', 'huge_pages')):
         for labels, value in answers.get(name) or ():
             node = str(labels.get(NODE_LABEL, ''))
-            host = joined.get(series_host(labels, label_names))
+            # a series without a host finds none
+            host = joined.get(series_host(labels, label_names))  # type: ignore[arg-type]
             # a node number in ASCII digits ('²' is a digit, not a number)
             if not (node.isascii() and node.isdigit()) or value is None \
                     or host is None:

@@ -21,12 +21,28 @@ arguments, and the class says the rest:
   builders of ``gpuclient.rules.plan`` pair them; empty: never undone);
 * ``effect(world)``: what it does to the cloud as a plan simulates it
   (``document_plan.World``, whose ``apply`` calls it);
-* ``read_back``: what the journal reads to tell whether it holds.
+* ``read_back``: what the journal reads to tell whether it holds;
+* ``kind``: what it acts on, the part of ``op`` before the dot
+  (``aggregate``; ``AGGREGATE`` and ``FLAVOR`` name the two that
+  ``document_plan`` asks about);
+* ``check_input()``: refuse (``CommandError``), before anything is
+  written, arguments that Nova or Placement would refuse, with the checks
+  of ``gpuclient.rules.nova_rules`` (``nova_rules.check_plan`` calls it on
+  every step and undo step). Default: nothing to check;
+* ``several_writes()``: whether the executor carries this step out in
+  more than one request, so that a failure can leave it half done (the
+  journal then undoes it too). Default: False, one request;
+* ``keys_written()``: the keys (aggregate metadata, flavor extra specs)
+  the step writes when writing them is all it does (``document_plan``
+  asks whether a step writes gpu apply's mark and nothing else). Default:
+  None, it writes no such keys or more than them.
 
 The planner (``plan``) builds steps from these classes, the executor
 (``gpuclient.ops.journal``) registers its request code (do, and read
 back) against them, and the simulation calls their ``effect``: nothing
-finds an operation by building a method name from a string.
+finds an operation by building a method name from a string, and nothing
+outside this module switches on an operation's name or class: a new
+operation is one declaration here (and its request code in the journal).
 ``test_layers`` checks that each declaration has its three parts and that
 no planner, executor or simulation names an operation without one.
 
@@ -38,54 +54,117 @@ step wrote: the journal restores a key only while it still holds that
 value.
 """
 
+from collections.abc import Callable
+from collections.abc import Mapping
+from collections.abc import Sequence
 import dataclasses
+import typing
+
+from gpuclient.i18n import _
+from gpuclient.rules import nova_rules
+
+if typing.TYPE_CHECKING:
+    from gpuclient.rules import hosts
+
+    class _World(typing.Protocol):
+        """What an effect changes: a ``document_plan.World`` (named by
+        its shape: document_plan imports this module)."""
+
+        aggregates: dict[str, dict[str, typing.Any]]
+        placement: hosts.Snapshot | None
+        existing_traits: set[str]
+        flavors: list[dict[str, typing.Any]]
+        access: dict[str, list[str]]
+        registered: dict[str, dict[str, typing.Any]]
+        limits: list[dict[str, typing.Any]]
+
+        def image_by_id(self, image_id: str
+                        ) -> dict[str, typing.Any] | None: ...
+
+        def limit(self, project: str | None, name: str
+                  ) -> dict[str, typing.Any] | None: ...
+
 
 # the ID (flavor, limit) or uuid (aggregate) a simulated step gives what
 # the plan creates: Nova and Keystone give the real one when the step runs
 NEW = 'new:'
 # the aggregate metadata key of its availability zone (Nova's)
 ZONE_KEY = 'availability_zone'
+# the kinds (``kind``) of the declarations acting on an aggregate and on a
+# flavor
+AGGREGATE = 'aggregate'
+FLAVOR = 'flavor'
 
 # every declaration, in the order the table below declares them
-DECLARED = []
+DECLARED: 'Sequence[type[Operation]]' = []
 
 
 class Operation:
     """The base of every declaration (see the module's docstring)."""
 
-    op = None
-    inverses = ()
-    read_back = None
+    # each declaration's, set by _declare (the base declares none)
+    op: typing.ClassVar[str] = None  # type: ignore[assignment]
+    kind: typing.ClassVar[str] = None  # type: ignore[assignment]
+    inverses: typing.ClassVar[tuple[type['Operation'], ...]] = ()
+    read_back: typing.ClassVar[str] = None  # type: ignore[assignment]
 
-    def arguments(self):
+    if typing.TYPE_CHECKING:
+        # each declaration is a frozen dataclass of keyword-only fields
+        # (_declare), which mypy does not see through the decorator
+        __dataclass_fields__: typing.ClassVar[
+            dict[str, dataclasses.Field[typing.Any]]]
+
+        def __init__(self, **arguments: typing.Any) -> None: ...
+
+    def arguments(self) -> dict[str, typing.Any]:
         """The arguments, {field: value}, in declaration order."""
         return {f.name: getattr(self, f.name)
                 for f in dataclasses.fields(self)}
 
-    def effect(self, world):
+    def effect(self, world: '_World') -> None:
         raise NotImplementedError(self.op)
 
+    def check_input(self) -> None:
+        """Refuse what Nova or Placement would refuse in the arguments;
+        the default: nothing to check."""
 
-def _arguments(cls):
+    def several_writes(self) -> bool:
+        """Whether the executor makes more than one request; the
+        default: one."""
+        return False
+
+    def keys_written(self) -> set[str] | None:
+        """The metadata or extra-spec keys written, when writing them is
+        all the step does; the default: None."""
+        return None
+
+
+_O = typing.TypeVar('_O', bound=Operation)
+
+
+def _arguments(cls: type[_O]) -> type[_O]:
     """Class decorator: the arguments (fields) that several declarations
     share."""
     return dataclasses.dataclass(frozen=True, kw_only=True)(cls)
 
 
-def _declare(op, read_back):
+def _declare(op: str, read_back: str) -> Callable[[type[_O]], type[_O]]:
     """Class decorator: a declaration named OP, read back by READ_BACK."""
-    def declare(cls):
+    def declare(cls: type[_O]) -> type[_O]:
         cls = dataclasses.dataclass(frozen=True, kw_only=True)(cls)
         cls.op = op
+        cls.kind = op.partition('.')[0]
         cls.read_back = read_back
-        DECLARED.append(cls)
+        # a list until the table is complete (a tuple after)
+        DECLARED.append(cls)  # type: ignore[attr-defined]
         return cls
     return declare
 
 
 # -- the simulation's helpers (the world is a document_plan.World) ----------
 
-def _set_metadata(world, name, metadata):
+def _set_metadata(world: '_World', name: str,
+                  metadata: Mapping[str, str | None]) -> None:
     agg = world.aggregates[name]
     for key, value in metadata.items():
         if value is None:
@@ -96,7 +175,8 @@ def _set_metadata(world, name, metadata):
             agg['availability_zone'] = value
 
 
-def _flavor(world, flavor_id, name):
+def _flavor(world: '_World', flavor_id: str | None,
+            name: str) -> dict[str, typing.Any] | None:
     """The simulated flavor FLAVOR_ID (None: the one the plan creates)."""
     flavor_id = flavor_id or NEW + name
     for flavor in world.flavors:
@@ -105,30 +185,47 @@ def _flavor(world, flavor_id, name):
     return None
 
 
-def _provider_traits(world, uuid):
-    summary = world.placement.summaries.setdefault(uuid, {})
+def _provider_traits(world: '_World', uuid: str) -> set[str]:
+    # a plan with provider traits steps read Placement
+    summary = world.placement.summaries.setdefault(  # type: ignore[union-attr]
+        uuid, {})
     summary['traits'] = set(summary.get('traits') or ())
     return summary['traits']
 
 
 # -- host aggregates (pools) ------------------------------------------------
 
+def _metadata_key() -> str:
+    # translated when a check runs, not at import
+    return _('aggregate metadata key')
+
+
 @_declare('aggregate.create', 'the aggregate NAME, with METADATA')
 class AggregateCreate(Operation):
     """Create aggregate NAME in ZONE; METADATA is set right after."""
 
     name: str
-    zone: str = None
-    metadata: dict = None
+    zone: str | None = None
+    metadata: dict[str, str] | None = None
 
-    def effect(self, world):
-        meta = dict(self.metadata or {})
+    def effect(self, world: '_World') -> None:
+        meta: dict[str, str | None] = dict(self.metadata or {})
         if self.zone:
             meta[ZONE_KEY] = self.zone
         world.aggregates[self.name] = {
             'name': self.name, 'id': None, 'uuid': NEW + self.name,
             'hosts': [], 'metadata': meta,
             'availability_zone': self.zone or None}
+
+    def check_input(self) -> None:
+        nova_rules.check_name(self.name, _('aggregate name'))
+        if self.zone:
+            nova_rules.check_zone(self.zone)
+        nova_rules.check_metadata(self.metadata, _metadata_key())
+
+    def several_writes(self) -> bool:
+        # the create, then its metadata
+        return bool(self.metadata)
 
 
 @_declare('aggregate.delete', 'no aggregate NAME')
@@ -137,7 +234,7 @@ class AggregateDelete(Operation):
 
     name: str
 
-    def effect(self, world):
+    def effect(self, world: '_World') -> None:
         world.aggregates.pop(self.name, None)
 
 
@@ -147,11 +244,17 @@ class AggregateMetadata(Operation):
     EXPECT (an undo): {key: what the step set}."""
 
     name: str
-    metadata: dict
-    expect: dict = None
+    metadata: dict[str, str | None]
+    expect: dict[str, str | None] | None = None
 
-    def effect(self, world):
+    def effect(self, world: '_World') -> None:
         _set_metadata(world, self.name, self.metadata)
+
+    def check_input(self) -> None:
+        nova_rules.check_metadata(self.metadata, _metadata_key())
+
+    def keys_written(self) -> set[str]:
+        return set(self.metadata)
 
 
 @_declare('aggregate.add_zone', "the aggregate's zone")
@@ -163,8 +266,11 @@ class AggregateAddZone(Operation):
     name: str
     zone: str
 
-    def effect(self, world):
+    def effect(self, world: '_World') -> None:
         _set_metadata(world, self.name, {ZONE_KEY: self.zone})
+
+    def check_input(self) -> None:
+        nova_rules.check_zone(self.zone)
 
 
 @_arguments
@@ -174,7 +280,7 @@ class _Membership(Operation):
 
     name: str
     host: str
-    providers: list = ()
+    providers: Sequence[str] = ()
 
 
 _MEMBERS = ("the aggregate's hosts, and the Placement aggregates of "
@@ -186,7 +292,7 @@ class AggregateAddHost(_Membership):
     """Add HOST to aggregate NAME (and PROVIDERS to its Placement
     aggregate)."""
 
-    def effect(self, world):
+    def effect(self, world: '_World') -> None:
         hosts = world.aggregates[self.name]['hosts']
         if self.host not in hosts:
             hosts.append(self.host)
@@ -197,7 +303,7 @@ class AggregateRemoveHost(_Membership):
     """Take HOST out of aggregate NAME (and PROVIDERS out of its
     Placement aggregate)."""
 
-    def effect(self, world):
+    def effect(self, world: '_World') -> None:
         hosts = world.aggregates[self.name]['hosts']
         if self.host in hosts:
             hosts.remove(self.host)
@@ -211,8 +317,11 @@ class TraitCreate(Operation):
 
     trait: str
 
-    def effect(self, world):
+    def effect(self, world: '_World') -> None:
         world.existing_traits.add(self.trait)
+
+    def check_input(self) -> None:
+        nova_rules.check_trait(self.trait)
 
 
 @_declare('trait.delete', "Placement's traits")
@@ -221,8 +330,10 @@ class TraitDelete(Operation):
 
     trait: str
 
-    def effect(self, world):
+    def effect(self, world: '_World') -> None:
         world.existing_traits.discard(self.trait)
+
+    check_input = TraitCreate.check_input
 
 
 @_arguments
@@ -230,15 +341,19 @@ class _ProviderTraits(Operation):
     """TRAITS of resource provider UUID (LABEL: how it is said)."""
 
     uuid: str
-    traits: list
-    label: str = None
+    traits: list[str]
+    label: str | None = None
+
+    def check_input(self) -> None:
+        for trait in self.traits:
+            nova_rules.check_trait(trait)
 
 
 @_declare('provider.add_traits', "the provider's traits")
 class ProviderAddTraits(_ProviderTraits):
     """Add TRAITS to resource provider UUID."""
 
-    def effect(self, world):
+    def effect(self, world: '_World') -> None:
         _provider_traits(world, self.uuid).update(self.traits)
 
 
@@ -246,11 +361,14 @@ class ProviderAddTraits(_ProviderTraits):
 class ProviderRemoveTraits(_ProviderTraits):
     """Remove TRAITS from resource provider UUID."""
 
-    def effect(self, world):
+    def effect(self, world: '_World') -> None:
         _provider_traits(world, self.uuid).difference_update(self.traits)
 
 
 # -- flavors (by ID; None: the one this plan creates) ------------------------
+
+_SPEC = _('flavor extra spec')
+
 
 @_declare('flavor.create',
           'the flavor NAME the create returned (or the one flavor NAME '
@@ -260,14 +378,18 @@ class FlavorCreate(Operation):
     deletes the ID the create returned."""
 
     name: str
-    fields: dict
+    fields: dict[str, typing.Any]
 
-    def effect(self, world):
+    def effect(self, world: '_World') -> None:
         flavor = dict(self.fields, id=NEW + self.name, name=self.name,
                       extra_specs={})
         world.flavors.append(flavor)
         if not self.fields.get('os-flavor-access:is_public', True):
             world.access[flavor['id']] = []
+
+    def check_input(self) -> None:
+        nova_rules.check_name(self.name, _('flavor name'))
+        nova_rules.check_description((self.fields or {}).get('description'))
 
 
 @_declare('flavor.delete', 'no flavor FLAVOR_ID')
@@ -276,9 +398,9 @@ class FlavorDelete(Operation):
     flavor would get another ID."""
 
     name: str
-    flavor_id: str = None
+    flavor_id: str | None = None
 
-    def effect(self, world):
+    def effect(self, world: '_World') -> None:
         flavor = _flavor(world, self.flavor_id, self.name)
         if flavor is not None:
             world.flavors.remove(flavor)
@@ -291,13 +413,17 @@ class FlavorDescription(Operation):
     none)."""
 
     name: str
-    description: str = None
-    flavor_id: str = None
-    expect: dict = None
+    description: str | None = None
+    flavor_id: str | None = None
+    expect: dict[str, str | None] | None = None
 
-    def effect(self, world):
-        _flavor(world, self.flavor_id, self.name)['description'] = (
-            self.description)
+    def effect(self, world: '_World') -> None:
+        # the step's flavor is in the world (read, or created before)
+        _flavor(world, self.flavor_id,  # type: ignore[index]
+                self.name)['description'] = self.description
+
+    def check_input(self) -> None:
+        nova_rules.check_description(self.description)
 
 
 @_declare('flavor.specs', "the flavor's extra specs")
@@ -306,16 +432,32 @@ class FlavorSpecs(Operation):
     specs of flavor FLAVOR_ID."""
 
     name: str
-    flavor_id: str = None
-    specs_set: dict = None
-    unset: list = ()
-    expect: dict = None
+    flavor_id: str | None = None
+    specs_set: dict[str, str] | None = None
+    unset: Sequence[str] = ()
+    expect: dict[str, str | None] | None = None
 
-    def effect(self, world):
-        extra = _flavor(world, self.flavor_id, self.name)['extra_specs']
+    def effect(self, world: '_World') -> None:
+        # the step's flavor is in the world (read, or created before)
+        extra = _flavor(world, self.flavor_id,  # type: ignore[index]
+                        self.name)['extra_specs']
         extra.update(self.specs_set or {})
         for key in self.unset:
             extra.pop(key, None)
+
+    def check_input(self) -> None:
+        nova_rules.check_metadata(self.specs_set, _SPEC)
+        for key in self.unset or ():
+            nova_rules.check_key(key, _SPEC)
+
+    def several_writes(self) -> bool:
+        # one request sets SPECS_SET, one per key unsets UNSET
+        return bool(self.specs_set) + len(self.unset or ()) > 1
+
+    def keys_written(self) -> set[str] | None:
+        # the unset keys are requests of their own
+        return None if self.unset else set(
+            self.specs_set)  # type: ignore[arg-type]  # see report
 
 
 @_arguments
@@ -324,15 +466,17 @@ class _Access(Operation):
 
     name: str
     project: str
-    flavor_id: str = None
+    flavor_id: str | None = None
 
 
 @_declare('flavor.add_access', "the flavor's access list")
 class FlavorAddAccess(_Access):
     """Give PROJECT access to (private) flavor FLAVOR_ID."""
 
-    def effect(self, world):
-        flavor = _flavor(world, self.flavor_id, self.name)
+    def effect(self, world: '_World') -> None:
+        # the step's flavor is in the world (read, or created before)
+        flavor: dict[str, typing.Any] = _flavor(  # type: ignore[assignment]
+            world, self.flavor_id, self.name)
         projects = world.access.setdefault(flavor['id'], [])
         if self.project not in projects:
             projects.append(self.project)
@@ -342,8 +486,10 @@ class FlavorAddAccess(_Access):
 class FlavorRemoveAccess(_Access):
     """Take access to flavor FLAVOR_ID from PROJECT."""
 
-    def effect(self, world):
-        flavor = _flavor(world, self.flavor_id, self.name)
+    def effect(self, world: '_World') -> None:
+        # the step's flavor is in the world (read, or created before)
+        flavor: dict[str, typing.Any] = _flavor(  # type: ignore[assignment]
+            world, self.flavor_id, self.name)
         projects = world.access.get(flavor['id']) or []
         if self.project in projects:
             projects.remove(self.project)
@@ -358,11 +504,14 @@ class ImageUpdate(Operation):
 
     image_id: str
     name: str
-    changes: dict
-    expect: dict = None
+    changes: dict[str, typing.Any]
+    expect: dict[str, typing.Any] | None = None
 
-    def effect(self, world):
-        image = world.image_by_id(self.image_id)
+    def effect(self, world: '_World') -> None:
+        # the step's image is in the world (the plan read it)
+        image: dict[str, typing.Any]
+        image = world.image_by_id(  # type: ignore[assignment]
+            self.image_id)
         for key, value in self.changes.items():
             if value is None:
                 image.pop(key, None)
@@ -377,11 +526,11 @@ class LimitSet(Operation):
     """Make the limit NAME of PROJECT LIMIT (created when there is
     none)."""
 
-    project: str
+    project: str | None
     name: str
     limit: int
 
-    def effect(self, world):
+    def effect(self, world: '_World') -> None:
         if self.project is None:
             have = world.registered.setdefault(self.name,
                                                {'id': NEW + self.name})
@@ -402,10 +551,10 @@ class LimitSet(Operation):
 class LimitDelete(Operation):
     """Delete the limit NAME of PROJECT."""
 
-    project: str
+    project: str | None
     name: str
 
-    def effect(self, world):
+    def effect(self, world: '_World') -> None:
         if self.project is None:
             world.registered.pop(self.name, None)
             return
@@ -419,14 +568,15 @@ class LimitDescribe(Operation):
     """Make the description of the limit NAME of PROJECT DESCRIPTION
     (None: none)."""
 
-    project: str
+    project: str | None
     name: str
-    description: str = None
-    expect: dict = None
+    description: str | None = None
+    expect: dict[str, str | None] | None = None
 
-    def effect(self, world):
-        world.limit(self.project, self.name)['description'] = (
-            self.description)
+    def effect(self, world: '_World') -> None:
+        # the step's limit is in the world (the plan read it)
+        world.limit(self.project,  # type: ignore[index]
+                    self.name)['description'] = self.description
 
 
 # -- compute services (gpu host cordon / uncordon) ---------------------------
@@ -437,9 +587,9 @@ class ServiceDisable(Operation):
 
     host: str
     service_id: str
-    reason: str
+    reason: str | None
 
-    def effect(self, world):
+    def effect(self, world: '_World') -> None:
         """The plan of a document disables no service."""
 
 
@@ -450,7 +600,7 @@ class ServiceEnable(Operation):
     host: str
     service_id: str
 
-    def effect(self, world):
+    def effect(self, world: '_World') -> None:
         """The plan of a document enables no service."""
 
 
@@ -467,7 +617,7 @@ class DeviceRelease(Operation):
     name: str
     resource_class: str
 
-    def effect(self, world):
+    def effect(self, world: '_World') -> None:
         """The plan of a document releases no device."""
 
 
@@ -482,11 +632,11 @@ class _Move(Operation):
     server_id: str
     name: str
     source: str
-    classes: list
-    providers: dict
-    timeout: int
+    classes: list[str]
+    providers: dict[str, list[str]]
+    timeout: int | None
 
-    def effect(self, world):
+    def effect(self, world: '_World') -> None:
         """The plan of a document moves no server."""
 
 
@@ -496,7 +646,7 @@ class _MoveTo(_Move):
     said)."""
 
     host: str
-    gpus: int = None
+    gpus: int | None = None
 
 
 _MOVED = "the server's host and status, and its allocations"
@@ -561,6 +711,3 @@ del _one, _other, _self
 DECLARED = tuple(DECLARED)
 # the declarations by name
 BY_NAME = {d.op: d for d in DECLARED}
-# those that act on a flavor, and on an aggregate
-ON_FLAVORS = tuple(d for d in DECLARED if d.op.startswith('flavor.'))
-ON_AGGREGATES = tuple(d for d in DECLARED if d.op.startswith('aggregate.'))

@@ -66,12 +66,12 @@ _STANDARD_RE = re.compile(r'^[A-Z0-9_]+$')
 _MAX_NAME = 255
 
 
-def _custom_suffix(text):
+def _custom_suffix(text: str) -> str:
     # Nova and Ironic: non-alphanumerics become '_', then upper case.
     return re.sub('[^0-9A-Za-z]+', '_', text).upper()
 
 
-def normalize_resource_class(name):
+def normalize_resource_class(name: str | None) -> str:
     """Return the Placement resource class an operator means by ``name``.
 
     * a standard class (``VGPU``, ``pgpu``) is returned in upper case;
@@ -109,7 +109,7 @@ def normalize_resource_class(name):
     return result
 
 
-def normalize_trait(name):
+def normalize_trait(name: str | None) -> str:
     """``nvidia-35`` -> ``CUSTOM_NVIDIA_35`` (custom trait naming)."""
     text = (name or '').strip()
     if not re.search('[0-9A-Za-z]', text):
@@ -133,7 +133,7 @@ def normalize_trait(name):
     return check_custom_trait(result)
 
 
-def check_custom_trait(name):
+def check_custom_trait(name: object) -> str:
     """Return ``name`` if Placement accepts it as a custom trait.
 
     A custom trait is ``CUSTOM_`` followed by A-Z, 0-9 and ``_``, 255
@@ -157,7 +157,7 @@ def check_custom_trait(name):
     return text
 
 
-def is_trait_name(name):
+def is_trait_name(name: object) -> bool:
     """Is ``name`` a trait name Placement accepts?
 
     Standard traits are A-Z, 0-9 and ``_``; custom ones ``CUSTOM_``
@@ -170,7 +170,7 @@ def is_trait_name(name):
     return bool(_STANDARD_RE.match(name))
 
 
-def check_gpu_class(name):
+def check_gpu_class(name: str | None) -> str:
     """The Placement class one GPU of a pool is, or CommandError.
 
     ``name`` is normalised first (``normalize_resource_class``), and the

@@ -38,7 +38,12 @@ the step wrote: the journal restores a key only while it still holds that
 value, and leaves (and names) a key another writer changed since.
 """
 
-import re
+from __future__ import annotations
+
+from collections.abc import Iterable
+from collections.abc import Iterator
+from collections.abc import Mapping
+import typing
 
 from gpuclient.i18n import _
 from gpuclient.rules import operations as ops
@@ -54,7 +59,8 @@ class Step:
     arguments); INVERSE: the step that undoes it, or None.
     """
 
-    def __init__(self, operation, what, inverse=None):
+    def __init__(self, operation: ops.Operation, what: str,
+                 inverse: Step | None = None) -> None:
         if type(operation) not in ops.DECLARED:
             raise ValueError('unknown operation %r' % (operation,))
         self.operation = operation
@@ -62,154 +68,33 @@ class Step:
         self.inverse = inverse
 
     @property
-    def op(self):
+    def op(self) -> str:
         """The operation's name (``aggregate.create``)."""
         return self.operation.op
 
     @property
-    def args(self):
+    def args(self) -> dict[str, typing.Any]:
         """The operation's arguments, {field: value}."""
         return self.operation.arguments()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return 'Step(%s, %r)' % (self.op, self.args)
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return (isinstance(other, Step)
                 and self.operation == other.operation)
 
-    def as_dict(self):
+    def as_dict(self) -> dict[str, typing.Any]:
         return {'op': self.op, 'what': self.what, 'args': self.args,
                 'undo': self.inverse.what if self.inverse else None}
-
-
-# Without the parser (a hint gpuclient builds from its own arguments):
-# options spelt with one of these words are left out. With OSC's parser,
-# the destination an option resolves to decides (see command_line).
-_SECRET_WORDS = ('password', 'token', 'secret', 'passcode')
-# scheme://[userinfo@]authority: the authority ends at the first / ? #
-# (RFC 3986), and its userinfo at its last @ (as urllib and requests
-# split it, so what they would send as credentials is what is dropped)
-_URL = re.compile(r'([A-Za-z][A-Za-z0-9+.-]*://)([^/?#\s]*)')
-
-
-def strip_userinfo(text):
-    """TEXT with the ``user:password@`` of every URL in it removed."""
-    def drop(match):
-        authority = match.group(2).rpartition('@')[2]
-        return match.group(1) + authority
-    return _URL.sub(drop, text)
-
-
-def _resolve(parser, word):
-    """(actions, value given in WORD) of the options WORD stands for in
-    PARSER, as argparse resolves it: the exact option string, ``--opt=v``,
-    a unique prefix of a long option when the parser allows abbreviations
-    (every candidate when the prefix is ambiguous: argparse then refuses
-    the command, but a secret stays a secret), or a short option with its
-    value attached (``-pVALUE``). ([], None) for anything else."""
-    table = parser._option_string_actions  # noqa: SLF001 - argparse's own
-    if word in table:
-        return [table[word]], None
-    name, equals, value = word.partition('=')
-    if equals and name in table:
-        return [table[name]], value
-    if name.startswith('--'):
-        if not getattr(parser, 'allow_abbrev', True):
-            return [], None
-        found = [action for option, action in table.items()
-                 if option.startswith(name)]
-        return found, (value if equals else None)
-    if len(word) > 2 and word[:2] in table:
-        return [table[word[:2]]], word[2:]
-    return [], None
-
-
-def _values_taken(action, following):
-    """How many of the words FOLLOWING an option ACTION takes as its
-    values (the option given without ``=``)."""
-    nargs = action.nargs
-    if isinstance(nargs, int):
-        return nargs
-    if nargs is None:
-        return 1
-    taken = 0
-    for word in following:
-        if word.startswith('-'):
-            break
-        taken += 1
-        if nargs == '?':
-            break
-    return taken
-
-
-def redact(argv, parser=None, secret_dests=()):
-    """ARGV without the options that carry a secret and their values, and
-    with the userinfo of every URL removed.
-
-    With PARSER (the argparse parser that read ARGV, OSC's global one), an
-    option is secret when the destination it resolves to (prefixes and
-    ``--opt=value`` as argparse resolves them) is one of SECRET_DESTS or
-    ends with a secret word (``os_foo_password``); its values go with it.
-    Without a parser, options spelt with a secret word are left out.
-    Words after ``--`` are values.
-    """
-    kept, skip, ended = [], 0, False
-    for index, arg in enumerate(argv):
-        if skip:
-            skip -= 1
-            continue
-        if ended or not arg.startswith('-') or arg == '-':
-            kept.append(strip_userinfo(arg))
-            continue
-        if arg == '--':
-            ended = True
-            kept.append(arg)
-            continue
-        if parser is not None:
-            actions, value = _resolve(parser, arg)
-            secret = [a for a in actions
-                      if _secret_dest(a.dest, secret_dests)]
-            if secret:
-                skip = (0 if value is not None
-                        else _values_taken(secret[0], argv[index + 1:]))
-                continue
-        else:
-            name = arg.split('=', 1)[0]
-            if name.startswith('--') and any(w in name
-                                             for w in _SECRET_WORDS):
-                skip = 0 if '=' in arg else 1
-                continue
-        kept.append(strip_userinfo(arg))
-    return kept
-
-
-def _secret_dest(dest, secret_dests):
-    return dest in secret_dests or (
-        isinstance(dest, str) and dest.rsplit('_', 1)[-1] in _SECRET_WORDS)
-
-
-def command_line(argv, parser=None, secret_dests=()):
-    """The command a re-run hint names, from the CLI's argv (without the
-    program), quoted for a shell: '"openstack gpu pool create ..."' with
-    the operator's own arguments, less the secrets (``redact``: options
-    carrying a secret, by what PARSER resolves them to, and the userinfo
-    of URLs) and --dry-run. None when nothing is left.
-    """
-    import shlex  # noqa: PLC0415 - only when a write fails
-
-    kept = [arg for arg in redact(argv, parser, secret_dests)
-            if arg != '--dry-run']
-    if not kept:
-        return None
-    return '"openstack %s"' % shlex.join(kept)
 
 
 class Plan:
     """The ordered steps of one command, plus what to tell the operator."""
 
-    def __init__(self, title, steps=(), warnings=(), rerun=None,
-                 rerun_fixed=False, forward=False):
+    def __init__(self, title: str, steps: Iterable[Step] = (),
+                 warnings: Iterable[str] = (), rerun: str | None = None,
+                 rerun_fixed: bool = False, forward: bool = False) -> None:
         """RERUN: the command that finishes the plan when the operator's
         own command line is not known; RERUN_FIXED: use RERUN even when it
         is (the operator's command would not converge, e.g. a delete
@@ -223,25 +108,25 @@ class Plan:
         self.rerun = rerun
         self.rerun_fixed = rerun_fixed
 
-    def __bool__(self):
+    def __bool__(self) -> bool:
         return bool(self.steps)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.steps)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Step]:
         return iter(self.steps)
 
-    def add(self, step):
+    def add(self, step: Step | None) -> Step | None:
         if step is not None:
             self.steps.append(step)
         return step
 
-    def extend(self, steps):
+    def extend(self, steps: Iterable[Step | None]) -> None:
         for step in steps:
             self.add(step)
 
-    def lines(self):
+    def lines(self) -> list[str]:
         """Numbered plan lines for --dry-run."""
         if not self.steps:
             return [_('%s: nothing to do, the cloud already matches.')
@@ -254,7 +139,7 @@ class Plan:
         return out
 
 
-def _meta_text(metadata):
+def _meta_text(metadata: Mapping[str, object]) -> str:
     return ', '.join(
         ('%s=%s' % (k, v)) if v is not None else _('%s (removed)') % k
         for k, v in sorted(metadata.items()))
@@ -262,7 +147,7 @@ def _meta_text(metadata):
 
 # -- step constructors: each builds the step and its inverse --------------
 
-def create_aggregate(name, zone=None):
+def create_aggregate(name: str, zone: str | None = None) -> Step:
     return Step(ops.AggregateCreate(name=name, zone=zone, metadata={}),
                 _('create host aggregate %(name)s%(zone)s')
                 % {'name': name,
@@ -271,7 +156,8 @@ def create_aggregate(name, zone=None):
                              _('delete host aggregate %s') % name))
 
 
-def delete_aggregate(name, zone=None, metadata=None):
+def delete_aggregate(name: str, zone: str | None = None,
+                     metadata: Mapping[str, str] | None = None) -> Step:
     """Delete an (empty) aggregate; undone by creating it with metadata."""
     undo = Step(ops.AggregateCreate(name=name, zone=zone,
                                     metadata=dict(metadata or {})),
@@ -280,7 +166,8 @@ def delete_aggregate(name, zone=None, metadata=None):
                 _('delete host aggregate %s') % name, inverse=undo)
 
 
-def set_metadata(name, old, changes):
+def set_metadata(name: str, old: Mapping[str, str | None],
+                 changes: Mapping[str, str | None]) -> Step | None:
     """Set ``changes`` on aggregate ``name`` whose metadata is ``old``."""
     changes = {k: v for k, v in changes.items() if old.get(k) != v}
     if not changes:
@@ -295,7 +182,9 @@ def set_metadata(name, old, changes):
         'metadata', changes, restore, name=name)
 
 
-def _restoring(declaration, what, undo_what, key, value, old, **args):
+def _restoring(declaration: type[ops.Operation], what: str, undo_what: str,
+               key: str, value: object, old: object,
+               **args: object) -> Step:
     """A step of DECLARATION that writes VALUE as its argument KEY, undone
     by the same operation writing OLD back while VALUE is still there
     (``expect``)."""
@@ -308,7 +197,7 @@ def _restoring(declaration, what, undo_what, key, value, old, **args):
 ZONE_KEY = ops.ZONE_KEY
 
 
-def set_zone(name, old, zone):
+def set_zone(name: str, old: str | None, zone: str) -> Step | None:
     """Put aggregate ``name`` (in zone ``old``, None: none) in ``zone``.
 
     A zone replaced is a metadata change undone by putting the old zone
@@ -344,7 +233,7 @@ _REMOVALS = (ops.AggregateRemoveHost, ops.TraitDelete,
              ops.ProviderRemoveTraits, ops.FlavorRemoveAccess)
 
 
-def _mirrored(declaration, **args):
+def _mirrored(declaration: type[ops.Operation], **args: typing.Any) -> Step:
     """A step of DECLARATION whose inverse is its declared opposite on the
     same args."""
     text = dict(args)
@@ -358,36 +247,39 @@ def _mirrored(declaration, **args):
                 inverse=Step(undo(**args), undo_text))
 
 
-def add_host(name, host, providers=()):
+def add_host(name: str, host: str, providers: Iterable[str] = ()) -> Step:
     """``providers``: the host's root providers, mirrored in Placement."""
     return _mirrored(ops.AggregateAddHost, name=name, host=host,
                      providers=sorted(providers))
 
 
-def remove_host(name, host, providers=()):
+def remove_host(name: str, host: str,
+                providers: Iterable[str] = ()) -> Step:
     return _mirrored(ops.AggregateRemoveHost, name=name, host=host,
                      providers=sorted(providers))
 
 
-def create_trait(trait):
+def create_trait(trait: str) -> Step:
     return _mirrored(ops.TraitCreate, trait=trait)
 
 
-def delete_trait(trait):
+def delete_trait(trait: str) -> Step:
     return _mirrored(ops.TraitDelete, trait=trait)
 
 
-def add_traits(uuid, traits, label=None):
+def add_traits(uuid: str, traits: Iterable[str],
+               label: str | None = None) -> Step:
     return _mirrored(ops.ProviderAddTraits, uuid=uuid, traits=sorted(traits),
                      label=label or uuid)
 
 
-def remove_traits(uuid, traits, label=None):
+def remove_traits(uuid: str, traits: Iterable[str],
+                  label: str | None = None) -> Step:
     return _mirrored(ops.ProviderRemoveTraits, uuid=uuid,
                      traits=sorted(traits), label=label or uuid)
 
 
-def create_flavor(name, fields):
+def create_flavor(name: str, fields: Mapping[str, typing.Any]) -> Step:
     """Create flavor ``name``; undone by deleting the ID Nova gave it."""
     return Step(ops.FlavorCreate(name=name, fields=dict(fields)),
                 _('create flavor %s') % name,
@@ -395,18 +287,20 @@ def create_flavor(name, fields):
                              _('delete flavor %s') % name))
 
 
-def delete_flavor(flavor_id, name):
+def delete_flavor(flavor_id: str, name: str) -> Step:
     """Irreversible: a re-created flavor would get another ID."""
     return Step(ops.FlavorDelete(name=name, flavor_id=flavor_id),
                 _('delete flavor %(name)s (%(id)s)')
                 % {'name': name, 'id': flavor_id})
 
 
-def _description_text(description):
+def _description_text(description: str | None) -> str:
     return repr(description) if description else _('none')
 
 
-def _describing(declaration, label, old, description, **args):
+def _describing(declaration: type[ops.Operation], label: str,
+                old: str | None, description: str | None,
+                **args: object) -> Step | None:
     """DECLARATION making the description of LABEL (now OLD) DESCRIPTION
     (None or empty: none), undone by writing OLD back; None when it is
     so."""
@@ -422,14 +316,18 @@ def _describing(declaration, label, old, description, **args):
         'description', description, old, **args)
 
 
-def set_description(name, old, description, *, flavor_id):
+def set_description(name: str, old: str | None, description: str | None,
+                    *, flavor_id: str | None) -> Step | None:
     """Make the description of flavor ``name`` (now ``old``) DESCRIPTION
     (None or empty: none)."""
     return _describing(ops.FlavorDescription, _('flavor %s') % name, old,
                        description, flavor_id=flavor_id, name=name)
 
 
-def flavor_specs(name, old, set_specs=None, unset=(), *, flavor_id):
+def flavor_specs(name: str, old: Mapping[str, str],
+                 set_specs: Mapping[str, str] | None = None,
+                 unset: Iterable[str] = (), *,
+                 flavor_id: str | None) -> Step | None:
     """Set and unset extra specs of flavor ``name`` whose specs are old.
 
     ``flavor_id``: the flavor's ID (None: the flavor this plan creates).
@@ -459,18 +357,20 @@ def flavor_specs(name, old, set_specs=None, unset=(), *, flavor_id):
                                 'specs': ', '.join(undo_parts)}))
 
 
-def add_access(name, project, *, flavor_id):
+def add_access(name: str, project: str, *, flavor_id: str | None) -> Step:
     """``flavor_id``: None for the flavor this plan creates."""
     return _mirrored(ops.FlavorAddAccess, flavor_id=flavor_id, name=name,
                      project=project)
 
 
-def remove_access(name, project, *, flavor_id):
+def remove_access(name: str, project: str, *,
+                  flavor_id: str | None) -> Step:
     return _mirrored(ops.FlavorRemoveAccess, flavor_id=flavor_id, name=name,
                      project=project)
 
 
-def update_image(image, changes):
+def update_image(image: Mapping[str, typing.Any],
+                 changes: Mapping[str, typing.Any]) -> Step | None:
     """Set (value) or remove (None) properties of an image (dict)."""
     changes = {k: v for k, v in changes.items() if image.get(k) != v}
     if not changes:
@@ -489,7 +389,8 @@ def update_image(image, changes):
                              % {'name': label, 'meta': _meta_text(restore)}))
 
 
-def _limit_text(project, name, limit=None):
+def _limit_text(project: str | None, name: str,
+                limit: int | None = None) -> str:
     values = {'name': name, 'project': project, 'limit': limit}
     if project is None:
         if limit is None:
@@ -501,7 +402,9 @@ def _limit_text(project, name, limit=None):
              '%(limit)s') % values
 
 
-def set_limit(project, name, limit, old=None, note=None):
+def set_limit(project: str | None, name: str, limit: int,
+              old: int | None = None, note: str | None = None
+              ) -> Step | None:
     """Make the Keystone limit NAME of PROJECT (None: the registered
     limit) LIMIT; ``old`` is its value now, None when there is none.
     NOTE: what the step means beyond itself (for a registered limit: what
@@ -523,7 +426,8 @@ def set_limit(project, name, limit, old=None, note=None):
                 inverse=undo)
 
 
-def delete_limit(project, name, old, note=None):
+def delete_limit(project: str | None, name: str, old: int,
+                 note: str | None = None) -> Step:
     """Delete the Keystone limit NAME of PROJECT (None: registered)."""
     return Step(ops.LimitDelete(project=project, name=name),
                 _noted(_limit_text(project, name), note),
@@ -532,7 +436,8 @@ def delete_limit(project, name, old, note=None):
                              _limit_text(project, name, old)))
 
 
-def describe_limit(project, name, old, description):
+def describe_limit(project: str | None, name: str, old: str | None,
+                   description: str | None) -> Step | None:
     """Make the description of the Keystone limit NAME of PROJECT (None:
     the registered limit), now OLD, DESCRIPTION (None: none)."""
     label = (_('registered limit %s') % name if project is None else
@@ -542,13 +447,13 @@ def describe_limit(project, name, old, description):
                        project=project, name=name)
 
 
-def _noted(text, note):
+def _noted(text: str, note: str | None) -> str:
     return '%s (%s)' % (text, note) if note else text
 
 
 # -- one-time-use devices (gpu device release) ------------------------------
 
-def release_device(uuid, name, resource_class):
+def release_device(uuid: str, name: str, resource_class: str) -> Step:
     """Release the one-time-use device provider UUID (NAME): its reserved
     RESOURCE_CLASS inventory lowered to 0; forward only."""
     return Step(ops.DeviceRelease(uuid=uuid, name=name,
@@ -559,7 +464,8 @@ def release_device(uuid, name, resource_class):
 
 # -- compute services (gpu host cordon / uncordon) ---------------------------
 
-def disable_service(host, service_id, reason, undone=True):
+def disable_service(host: str, service_id: str, reason: str,
+                    undone: bool = True) -> Step:
     """Disable HOST's nova-compute (SERVICE_ID) with REASON; undone by
     enabling it again (not when UNDONE is False: a drain's cordon stays
     when a move fails)."""
@@ -572,7 +478,8 @@ def disable_service(host, service_id, reason, undone=True):
                 % {'host': host, 'reason': reason}, inverse=inverse)
 
 
-def enable_service(host, service_id, reason):
+def enable_service(host: str, service_id: str,
+                   reason: str | None) -> Step:
     """Enable HOST's nova-compute, disabled with REASON; undone by
     disabling it again with the same reason."""
     return Step(ops.ServiceEnable(host=host, service_id=service_id),
@@ -585,12 +492,14 @@ def enable_service(host, service_id, reason):
                              % {'host': host, 'reason': reason}))
 
 
-def _server_label(name, server_id):
+def _server_label(name: str | None, server_id: str) -> str:
     return '%s (%s)' % (name, server_id) if name else server_id
 
 
-def live_migrate(server_id, name, source, host, classes, providers,
-                 timeout, gpus=None, under_way=False):
+def live_migrate(server_id: str, name: str, source: str, host: str,
+                 classes: Iterable[str], providers: dict[str, list[str]],
+                 timeout: int | None, gpus: int | None = None,
+                 under_way: bool = False) -> Step:
     """Live-migrate a server from SOURCE to HOST (named to Nova, whose
     scheduler checks it); forward only. PROVIDERS: {'source': [uuids],
     'destination': [uuids]} of both trees, where its CLASSES must have
@@ -608,8 +517,10 @@ def live_migrate(server_id, name, source, host, classes, providers,
                 'source': source, 'host': host})
 
 
-def cold_migrate(server_id, name, source, host, classes, providers,
-                 timeout, confirm=True, gpus=None, under_way=False):
+def cold_migrate(server_id: str, name: str, source: str, host: str,
+                 classes: Iterable[str], providers: dict[str, list[str]],
+                 timeout: int | None, confirm: bool = True,
+                 gpus: int | None = None, under_way: bool = False) -> Step:
     """Cold-migrate a server from SOURCE to HOST (2.56), then confirm the
     resize unless CONFIRM is False; forward only. UNDER_WAY: Nova runs
     that migration already (an earlier drain's): wait for it, send no
@@ -633,8 +544,10 @@ def cold_migrate(server_id, name, source, host, classes, providers,
                 'source': source, 'host': host})
 
 
-def confirm_migration(server_id, name, source, host, classes, providers,
-                      timeout, gpus=None):
+def confirm_migration(server_id: str, name: str, source: str, host: str,
+                      classes: Iterable[str],
+                      providers: dict[str, list[str]], timeout: int | None,
+                      gpus: int | None = None) -> Step:
     """Confirm the cold migration of a server that a drain left on HOST in
     VERIFY_RESIZE; forward only."""
     return Step(ops.ServerConfirm(
@@ -646,7 +559,8 @@ def confirm_migration(server_id, name, source, host, classes, providers,
                          'source': source, 'host': host})
 
 
-def shelve(server_id, name, source, classes, providers, timeout):
+def shelve(server_id: str, name: str, source: str, classes: Iterable[str],
+           providers: dict[str, list[str]], timeout: int | None) -> Step:
     """Shelve and offload a server off SOURCE (its GPUs freed; its owner
     unshelves it later); forward only."""
     return Step(ops.ServerShelve(

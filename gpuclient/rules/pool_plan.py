@@ -58,9 +58,20 @@ Hence:
   aggregate.
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable
+from collections.abc import Collection
+from collections.abc import Container
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
+import typing
+
 from osc_lib import exceptions
 
 from gpuclient.i18n import _
+from gpuclient.rules import argv
 from gpuclient.rules import baremetal
 from gpuclient.rules import dependents as dependents_mod
 from gpuclient.rules import nova_rules
@@ -68,15 +79,25 @@ from gpuclient.rules import plan as plan_mod
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import specs
 
+if typing.TYPE_CHECKING:
+    from gpuclient.rules import hosts as hosts_mod
+    from gpuclient.rules import model
+
 TRAIT_SPEC_PREFIX = 'trait'
 
 
 class Observed:
     """What a pool write read from the cloud (plain data)."""
 
-    def __init__(self, aggregates, roots=None, snapshot=None,
-                 existing_traits=(), flavors=None, access=None,
-                 images=None, servers=None):
+    def __init__(self, aggregates: Sequence[dict[str, typing.Any]],
+                 roots: Mapping[str, list[str]] | None = None,
+                 snapshot: hosts_mod.Snapshot | None = None,
+                 existing_traits: Iterable[str] = (),
+                 flavors: list[dict[str, typing.Any]] | None = None,
+                 access: Mapping[str, list[str]] | None = None,
+                 images: list[dict[str, typing.Any]] | None = None,
+                 servers: list[dict[str, typing.Any]] | None = None
+                 ) -> None:
         # aggregates: [pools.aggregate_dict]; servers: Nova's servers at
         # compute API 2.47 (host and embedded flavor), None when not read
         self.aggregates = {a['name']: a for a in aggregates}
@@ -90,7 +111,8 @@ class Observed:
         self.servers = servers
 
     @classmethod
-    def of(cls, cloud, roots=None):
+    def of(cls, cloud: model.Cloud,
+           roots: Mapping[str, list[str]] | None = None) -> Observed:
         """The view of CLOUD (a ``model.Cloud``) a pool planner asks:
         ROOTS ({host: [root provider uuids]}) of the hosts it plans for.
         """
@@ -99,42 +121,43 @@ class Observed:
                    flavors=cloud.flavors, access=cloud.access,
                    images=cloud.images, servers=cloud.servers)
 
-    def traits(self, uuid):
+    def traits(self, uuid: str) -> set[str]:
         if self.snapshot is None:
             return set()
         return pools_mod.traits_of(self.snapshot, uuid)
 
-    def label(self, uuid):
+    def label(self, uuid: str) -> str:
         if self.snapshot is None:
             return uuid
         return self.snapshot.providers.get(uuid, {}).get('name', uuid)
 
-    def pool(self, name):
+    def pool(self, name: str) -> dict[str, typing.Any]:
         return pools_mod.lookup(self.pools, self.problems, name)
 
 
-def _error(message, **kwargs):
+def _error(message: str, **kwargs: object) -> exceptions.CommandError:
     return exceptions.CommandError(message % kwargs if kwargs else message)
 
 
-def _known_type_traits(obs):
+def _known_type_traits(obs: Observed) -> set[str]:
     """Type traits the pools use or recorded putting on providers."""
     known = {p.get('type_trait') for p in obs.pools.values()}
     for agg in obs.aggregates.values():
         known.update(pools_mod.owned_traits(agg.get('metadata') or {})
                      .values())
     known.discard(None)
-    return known
+    return known  # type: ignore[return-value]  # None discarded
 
 
-def _is_type_trait(trait, known=()):
+def _is_type_trait(trait: str, known: Container[str] = ()) -> bool:
     """A vGPU/MIG type trait, not a pool trait nor an operator's label."""
     if trait.startswith('CUSTOM_' + pools_mod.POOL_TRAIT_PREFIX):
         return False
     return pools_mod.is_type_trait(trait, known)
 
 
-def _root_traits_step(obs, root, traits):
+def _root_traits_step(obs: Observed, root: str,
+                      traits: list[str]) -> plan_mod.Step:
     """Step adding TRAITS to a root provider; refused on an Ironic node,
     whose provider traits Nova's ironic driver replaces."""
     summary = (obs.snapshot.summaries.get(root)
@@ -146,7 +169,9 @@ def _root_traits_step(obs, root, traits):
 
 # -- hosts --------------------------------------------------------------------
 
-def join_steps(obs, pool, host, metadata):
+def join_steps(obs: Observed, pool: Mapping[str, typing.Any], host: str,
+               metadata: dict[str, typing.Any]
+               ) -> tuple[list[plan_mod.Step | None], list[str]]:
     """Steps that make ``host`` a full member of ``pool``.
 
     ``metadata`` is the aggregate metadata as it will be when these steps
@@ -167,7 +192,9 @@ def join_steps(obs, pool, host, metadata):
         owned = pools_mod.owned_traits(metadata)
         known = _known_type_traits(obs)
         serving, other = 0, []
-        for uuid in pools_mod.vgpu_children(obs.snapshot, roots):
+        # the hosts' trees are read (an Observed of the hosts)
+        for uuid in pools_mod.vgpu_children(
+                obs.snapshot, roots):  # type: ignore[arg-type]
             traits = obs.traits(uuid)
             if mine in traits:
                 serving += 1
@@ -203,7 +230,9 @@ def join_steps(obs, pool, host, metadata):
     return steps, notes
 
 
-def leave_steps(obs, pool, host, metadata):
+def leave_steps(obs: Observed, pool: Mapping[str, typing.Any], host: str,
+                metadata: dict[str, typing.Any]
+                ) -> tuple[list[plan_mod.Step | None], list[str]]:
     """Steps that take ``host`` out of ``pool``, and only this pool's marks.
 
     Type traits go only where this pool recorded putting them, and stay
@@ -212,6 +241,7 @@ def leave_steps(obs, pool, host, metadata):
     """
     agg = pool['aggregate']
     roots = obs.roots.get(host) or []
+    drop: dict[str, str | None]
     steps, notes, drop = [], [], {}
     mine = pool.get('type_trait')
     in_tree = set(obs.snapshot.providers_in_trees(roots)) if (
@@ -233,8 +263,10 @@ def leave_steps(obs, pool, host, metadata):
             steps.append(plan_mod.remove_traits(uuid, [trait],
                                                 obs.label(uuid)))
     if mine and heir is None:
+        # the hosts' trees are read (an Observed of the hosts)
         kept = [obs.label(u) for u in pools_mod.vgpu_children(
-            obs.snapshot, roots) if mine in obs.traits(u) and u not in owned]
+            obs.snapshot,  # type: ignore[arg-type]
+            roots) if mine in obs.traits(u) and u not in owned]
         if kept:
             notes.append(
                 _('%(host)s: %(trait)s stays on %(rps)s: this pool did not '
@@ -257,7 +289,14 @@ def leave_steps(obs, pool, host, metadata):
     return steps, notes
 
 
-def _per_host(result, steps_for, obs, pool, hosts, metadata):
+def _per_host(result: plan_mod.Plan,
+              steps_for: Callable[
+                  [Observed, Mapping[str, typing.Any], str,
+                   dict[str, typing.Any]],
+                  tuple[list[plan_mod.Step | None], list[str]]],
+              obs: Observed, pool: Mapping[str, typing.Any],
+              hosts: Iterable[str], metadata: dict[str, typing.Any]
+              ) -> None:
     """Add join_steps or leave_steps of each host (and their notes)."""
     for host in hosts:
         steps, notes = steps_for(obs, pool, host, metadata)
@@ -265,7 +304,8 @@ def _per_host(result, steps_for, obs, pool, hosts, metadata):
         result.warnings += notes
 
 
-def _trait_steps(obs, pool):
+def _trait_steps(obs: Observed,
+                 pool: Mapping[str, typing.Any]) -> list[plan_mod.Step]:
     needed = set()
     if pool['isolate']:
         needed.add(pool['pool_trait'])
@@ -275,18 +315,22 @@ def _trait_steps(obs, pool):
             for t in sorted(needed - obs.existing_traits)]
 
 
-def _check_members(obs, pool, hosts):
+def _check_members(obs: Observed, pool: Mapping[str, typing.Any],
+                   hosts: Iterable[str]) -> None:
     problems = []
     for host in hosts:
+        # the hosts' trees are read (an Observed of the hosts)
         problems += pools_mod.host_problems(
-            pool, host, obs.roots.get(host) or [], obs.snapshot, obs.pools)
+            pool, host, obs.roots.get(host) or [],
+            obs.snapshot, obs.pools)  # type: ignore[arg-type]
     if problems:
         raise exceptions.CommandError(' '.join(problems))
 
 
 # -- create / add / remove ----------------------------------------------------
 
-def create(obs, spec, hosts):
+def create(obs: Observed, spec: Mapping[str, typing.Any],
+           hosts: Iterable[str]) -> plan_mod.Plan:
     """Plan ``pool create``: from nothing, or finishing an earlier one."""
     name = spec['name']
     title = _('Creating pool %s') % name
@@ -338,7 +382,8 @@ def create(obs, spec, hosts):
     return result
 
 
-def create_command(spec, hosts):
+def create_command(spec: Mapping[str, typing.Any],
+                   hosts: Iterable[str]) -> str | None:
     """The ``pool create`` command that asks for SPEC and HOSTS, quoted."""
     args = ['gpu', 'pool', 'create', '--mode', spec['mode']]
     for key, flag in sorted(pools_mod.OPTION_FLAGS.items()):
@@ -362,10 +407,11 @@ def create_command(spec, hosts):
     for host in hosts:
         args += ['--host', host]
     args.append(spec['name'])
-    return plan_mod.command_line(args)
+    return argv.command_line(args)
 
 
-def _pool_of(spec, aggregate_name):
+def _pool_of(spec: Mapping[str, typing.Any],
+             aggregate_name: str) -> dict[str, typing.Any]:
     pool = dict(spec)
     pool['aggregate'] = aggregate_name
     pool['pool_trait'] = pools_mod.pool_trait(spec['name'])
@@ -374,12 +420,14 @@ def _pool_of(spec, aggregate_name):
     return pool
 
 
-def _describe(differences):
+def _describe(differences: Iterable[tuple[str, typing.Any, typing.Any]]
+              ) -> str:
     return '; '.join('%s: %s (requested %s)' % (field, have, want)
                      for field, want, have in differences)
 
 
-def add_hosts(obs, name, hosts):
+def add_hosts(obs: Observed, name: str,
+              hosts: Iterable[str]) -> plan_mod.Plan:
     pool = obs.pool(name)
     hosts = list(dict.fromkeys(hosts))
     result = plan_mod.Plan(
@@ -393,8 +441,9 @@ def add_hosts(obs, name, hosts):
     return result
 
 
-def remove_hosts(obs, name, hosts, allow_servers=False,
-                 escape=None):
+def remove_hosts(obs: Observed, name: str, hosts: Iterable[str],
+                 allow_servers: bool = False,
+                 escape: str | None = None) -> plan_mod.Plan:
     """Plan ``pool remove host``. Refused while a host runs servers
     whose flavor steers to this pool only (``check_servers``), unless
     ALLOW_SERVERS; ESCAPE is what the refusal offers instead."""
@@ -426,7 +475,9 @@ ALLOW_SERVERS = '--allow-servers'
 SERVERS_NAMED = 3
 
 
-def steered_pools(extra_specs, pools):
+def steered_pools(extra_specs: Mapping[str, typing.Any] | None,
+                  pools: Mapping[str, Mapping[str, typing.Any]]
+                  ) -> list[str]:
     """Names of the pools a flavor with EXTRA_SPECS steers to: the one its
     ``gpu_pool`` names, else those its hand-made aggregate keys match
     (``specs.matching_pools``)."""
@@ -436,7 +487,9 @@ def steered_pools(extra_specs, pools):
     return specs.matching_pools(reading, pools)
 
 
-def servers_left_behind(obs, pool, hosts):
+def servers_left_behind(obs: Observed, pool: Mapping[str, typing.Any],
+                        hosts: Container[str]
+                        ) -> list[tuple[str, str, list[str]]]:
     """[(host, flavor name, [server ids])] of the servers on HOSTS whose
     flavor (the copy Nova embeds in the server: what its moves are
     scheduled with) steers to POOL and to no other pool that holds the
@@ -444,7 +497,7 @@ def servers_left_behind(obs, pool, hosts):
     no longer matches. Empty when the servers were not read. A server
     whose delete has run on its host (vm_state ``deleted``: Nova lists it
     until its allocations are gone) stays nowhere and is not counted."""
-    found = {}
+    found: dict[tuple[str, str], list[str]] = {}
     for server in obs.servers or ():
         host = server.get('OS-EXT-SRV-ATTR:host')
         if host not in hosts:
@@ -460,12 +513,14 @@ def servers_left_behind(obs, pool, hosts):
             continue
         name = (flavor.get('original_name') or flavor.get('name')
                 or _('(unnamed)'))
-        found.setdefault((host, name), []).append(server['id'])
+        found.setdefault((host, name),  # type: ignore[arg-type]  # in HOSTS
+                         []).append(server['id'])
     return [(host, flavor, sorted(ids))
             for (host, flavor), ids in sorted(found.items())]
 
 
-def check_servers(obs, pool, hosts, escape=None):
+def check_servers(obs: Observed, pool: Mapping[str, typing.Any],
+                  hosts: Container[str], escape: str | None = None) -> None:
     """Refuse taking HOSTS out of POOL while servers run there whose
     flavor steers to POOL only (``servers_left_behind``): they would keep
     running on a host their flavor no longer matches. The message names
@@ -500,7 +555,8 @@ def check_servers(obs, pool, hosts, escape=None):
 
 # -- dependents ---------------------------------------------------------------
 
-def flavors_of(obs, pool):
+def flavors_of(obs: Observed, pool: Mapping[str, typing.Any]
+               ) -> list[dict[str, typing.Any]]:
     """Flavors that steer to the pool or would land on it (dicts)."""
     found = []
     for flavor in obs.flavors or []:
@@ -512,7 +568,8 @@ def flavors_of(obs, pool):
     return found
 
 
-def trait_keys(extra_specs, trait):
+def trait_keys(extra_specs: Mapping[str, typing.Any] | None,
+               trait: str) -> list[str]:
     """Keys of extra specs (or image properties) requiring ``trait``."""
     found = []
     for key, value in (extra_specs or {}).items():
@@ -523,23 +580,25 @@ def trait_keys(extra_specs, trait):
     return sorted(found)
 
 
-def flavors_requiring(obs, trait):
+def flavors_requiring(obs: Observed,
+                      trait: str) -> list[dict[str, typing.Any]]:
     return [f for f in obs.flavors or []
             if trait_keys(f.get('extra_specs'), trait)]
 
 
-def images_requiring(obs, trait):
+def images_requiring(obs: Observed,
+                     trait: str) -> list[dict[str, typing.Any]]:
     return [i for i in obs.images or []
             if i.get('trait:%s' % trait) == specs.REQUIRED]
 
 
-def _names(items):
+def _names(items: Iterable[Mapping[str, typing.Any]]) -> str:
     return ', '.join(sorted(i.get('name') or i['id'] for i in items))
 
 
 # -- set / unset --------------------------------------------------------------
 
-def set_zone(obs, name, zone):
+def set_zone(obs: Observed, name: str, zone: str) -> plan_mod.Plan:
     """Plan putting pool NAME's aggregate in availability zone ZONE.
 
     Only the zone's own rules: whether the pool's hosts can follow
@@ -556,7 +615,8 @@ def set_zone(obs, name, zone):
     return result
 
 
-def set_isolation(obs, name, isolate, update_dependents=False):
+def set_isolation(obs: Observed, name: str, isolate: bool,
+                  update_dependents: bool = False) -> plan_mod.Plan:
     pool = obs.pool(name)
     trait = pool['pool_trait']
     key = pools_mod.TRAIT_PREFIX + trait
@@ -630,7 +690,9 @@ def set_isolation(obs, name, isolate, update_dependents=False):
     return result
 
 
-def _recreate_command(obs, pool, flavor, projects):
+def _recreate_command(obs: Observed, pool: Mapping[str, typing.Any],
+                      flavor: Mapping[str, typing.Any],
+                      projects: Iterable[str]) -> str | None:
     """The ``gpu flavor create`` that makes FLAVOR again, private."""
     reading = specs.read(flavor.get('extra_specs'), obs.pools)
     args = ['gpu', 'flavor', 'create', '--pool', pool['name'],
@@ -642,13 +704,17 @@ def _recreate_command(obs, pool, flavor, projects):
     for project in projects:
         args += ['--project', project]
     args.append(flavor['name'])
-    return plan_mod.command_line(args)
+    return argv.command_line(args)
 
 
-def update_metadata(obs, name, projects_add=(), projects_remove=(),
-                    properties=None, remove_properties=(),
-                    open_to_all=False, update_dependents=False,
-                    allow_public_flavors=False):
+def update_metadata(obs: Observed, name: str,
+                    projects_add: Iterable[str] = (),
+                    projects_remove: Collection[str] = (),
+                    properties: Mapping[str, str] | None = None,
+                    remove_properties: Iterable[str] = (),
+                    open_to_all: bool = False,
+                    update_dependents: bool = False,
+                    allow_public_flavors: bool = False) -> plan_mod.Plan:
     """Plan projects and properties changes (project ids given).
 
     Limiting an open pool (its first project) is refused while the pool
@@ -745,14 +811,14 @@ def update_metadata(obs, name, projects_add=(), projects_remove=(),
     return result
 
 
-def _spec_text(flavor, keys):
+def _spec_text(flavor: Mapping[str, typing.Any], keys: Iterable[str]) -> str:
     specs_of = flavor.get('extra_specs') or {}
     return ', '.join(
         '%s=%s' % (spec, specs_of[spec]) for key in keys
         for spec, _req in dependents_mod.spec_keys(specs_of)[key])
 
 
-def _bridge(old, new):
+def _bridge(old: object, new: object) -> str | None:
     """An aggregate value holding the values of OLD and NEW (None when
     Nova could not take it)."""
     parts = [p.strip() for p in str(old).split(',')]
@@ -762,10 +828,14 @@ def _bridge(old, new):
     return value if len(value) <= nova_rules.MAX_LENGTH else None
 
 
-def _follow(flavor, keys, changes):
+def _follow(flavor: Mapping[str, typing.Any], keys: Iterable[str],
+            changes: Mapping[str, str | None]
+            ) -> tuple[dict[str, str], list[str]] | str:
     """(set, unset) of the flavor's specs to follow CHANGES, or the
     reason they cannot (a string)."""
     extra_specs = flavor.get('extra_specs') or {}
+    set_specs: dict[str, str]
+    unset: list[str]
     set_specs, unset = {}, []
     for key in keys:
         follow = dependents_mod.follow(extra_specs, key, changes[key])
@@ -790,7 +860,11 @@ def _follow(flavor, keys, changes):
     return set_specs, unset
 
 
-def steering_steps(obs, pool, changes, update_dependents=False):
+def steering_steps(obs: Observed, pool: Mapping[str, typing.Any],
+                   changes: Mapping[str, str | None],
+                   update_dependents: bool = False
+                   ) -> tuple[dict[str, str], list[plan_mod.Step],
+                              list[str]]:
     """(bridge, steps, notes) for the flavors that steer on the aggregate keys
     that CHANGES ({key: value, or None to remove}) change on the pool's
     aggregate (``dependents.broken_by``).
@@ -858,7 +932,9 @@ def steering_steps(obs, pool, changes, update_dependents=False):
     return bridge, [s for s in steps if s is not None], notes
 
 
-def delete(obs, name, force=False, escape=None, allow_servers=False):
+def delete(obs: Observed, name: str, force: bool = False,
+           escape: str | None = None,
+           allow_servers: bool = False) -> plan_mod.Plan:
     """Plan ``pool delete``. With the servers read (``obs.servers``),
     refused while a member host runs servers whose flavor steers to this
     pool only (``check_servers``, ESCAPE the way out it offers), unless

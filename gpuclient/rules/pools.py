@@ -44,13 +44,33 @@ name, mode or class), and pool names claimed by several aggregates, are
 reported by ``scan`` and skipped: they never break other commands.
 """
 
+from collections.abc import Collection
+from collections.abc import Container
+from collections.abc import Iterable
+from collections.abc import Mapping
 import re
+import typing
 
 from osc_lib import exceptions
 
 from gpuclient.i18n import _
 from gpuclient.rules import nova_rules
 from gpuclient.rules import placement_names as names
+
+if typing.TYPE_CHECKING:
+    class _Snapshot(typing.Protocol):
+        """A ``hosts.Snapshot``, named by what is asked of it (hosts
+        imports this module, through baremetal)."""
+
+        @property
+        def providers(self) -> Mapping[str, Mapping[str, typing.Any]]: ...
+
+        @property
+        def summaries(self) -> Mapping[str, Mapping[str, typing.Any]]: ...
+
+        def providers_in_trees(self, roots: Iterable[str]
+                               ) -> Iterable[str]: ...
+
 
 POOL_KEY = 'gpu_pool'
 MODE_KEY = 'gpu_pool_mode'
@@ -116,17 +136,17 @@ _RESERVED_PROPERTY_RE = re.compile(
 )
 
 
-def _get(obj, key, default=None):
+def _get(obj: object, key: str, default: typing.Any = None) -> typing.Any:
     if isinstance(obj, dict):
         return obj.get(key, default)
     return getattr(obj, key, default)
 
 
-def _error(message, **kwargs):
+def _error(message: str, **kwargs: object) -> exceptions.CommandError:
     return exceptions.CommandError(message % kwargs if kwargs else message)
 
 
-def unknown_pool(name, pools):
+def unknown_pool(name: str, pools: Iterable[str]) -> exceptions.CommandError:
     """The error for a pool name that is not among ``pools``."""
     return _error(
         _('No GPU pool named %(pool)s. Known pools: %(known)s (see '
@@ -134,7 +154,9 @@ def unknown_pool(name, pools):
         pool=name, known=', '.join(sorted(pools)) or _('none'))
 
 
-def find(pools, name_or_id, problems=()):
+def find(pools: Mapping[str, dict[str, typing.Any]], name_or_id: str,
+         problems: Iterable[tuple[str, str, str]] = ()
+         ) -> dict[str, typing.Any]:
     """The pool NAME_OR_ID names among POOLS (from ``scan``): a pool name,
     else the ID or UUID of a pool's aggregate (as ``openstack aggregate
     show`` takes them; a pool name wins over another aggregate's ID).
@@ -155,12 +177,15 @@ def find(pools, name_or_id, problems=()):
     raise unknown_pool(name_or_id, pools)
 
 
-def pool_name(pools, name_or_id, problems=()):
+def pool_name(pools: Mapping[str, dict[str, typing.Any]], name_or_id: str,
+              problems: Iterable[tuple[str, str, str]] = ()) -> str:
     """The name of the pool NAME_OR_ID names (``find``), or CommandError."""
     return find(pools, name_or_id, problems)['name']
 
 
-def pool_names(pools, names_or_ids, strict=True):
+def pool_names(pools: Mapping[str, dict[str, typing.Any]],
+               names_or_ids: Iterable[str], strict: bool = True
+               ) -> list[str]:
     """[pool name] of NAMES_OR_IDS (``find`` each), in order; a name that
     is no pool is CommandError, or, unless STRICT, kept as given (a
     document's pool that the cloud does not have yet)."""
@@ -170,24 +195,27 @@ def pool_names(pools, names_or_ids, strict=True):
     return [pool_name(pools, n) for n in names_or_ids]
 
 
-def _is_aggregate_id(pools, text):
+def _is_aggregate_id(pools: Mapping[str, Mapping[str, typing.Any]],
+                     text: str) -> bool:
     return text not in pools and any(
         str(text).strip().lower() in {str(i).lower() for i in (
             p.get('aggregate_id'), p.get('aggregate_uuid')) if i is not None}
         for p in pools.values())
 
 
-def lookup(pools, problems, name):
+def lookup(pools: Mapping[str, dict[str, typing.Any]],
+           problems: Iterable[tuple[str, str, str]],
+           name: str) -> dict[str, typing.Any]:
     """The pool NAME (name or aggregate ID/UUID) among POOLS (``find``)."""
     return find(pools, name, problems)
 
 
-def pool_trait(name):
+def pool_trait(name: str) -> str:
     """The isolation trait of a pool: ``CUSTOM_GPU_POOL_<NAME>``."""
     return names.normalize_trait(POOL_TRAIT_PREFIX + name)
 
 
-def validate_name(name):
+def validate_name(name: str) -> str:
     """Refuse names Nova would misread (CLI.md, "Name rules")."""
     if not name or not name.strip():
         raise _error(_('A pool name cannot be empty.'))
@@ -222,7 +250,7 @@ def validate_name(name):
     return name
 
 
-def normalize_pci_id(pci_id):
+def normalize_pci_id(pci_id: str | None) -> str:
     if not pci_id or not _PCI_ID_RE.match(pci_id.strip()):
         raise _error(
             _('Invalid PCI id %(id)r: give VENDOR:PRODUCT as two groups of '
@@ -231,7 +259,7 @@ def normalize_pci_id(pci_id):
     return pci_id.strip().lower()
 
 
-def validate_alias(alias):
+def validate_alias(alias: str | None) -> str:
     if not alias or not re.fullmatch(r'[A-Za-z0-9_.\-]+', alias):
         raise _error(
             _('Invalid PCI alias %(alias)r: use letters, digits, ".", "-" '
@@ -240,7 +268,8 @@ def validate_alias(alias):
     return alias
 
 
-def type_trait(mode, vgpu_type=None, mig_profile=None):
+def type_trait(mode: str, vgpu_type: str | None = None,
+               mig_profile: str | None = None) -> str | None:
     """The trait that tells a vGPU/MIG pool's pGPU providers apart."""
     if mode == VGPU and vgpu_type:
         return names.normalize_trait(vgpu_type)
@@ -249,7 +278,8 @@ def type_trait(mode, vgpu_type=None, mig_profile=None):
     return None
 
 
-def validate_properties(properties):
+def validate_properties(properties: Mapping[str, str | None] | None
+                        ) -> dict[str, str | None]:
     for key, value in (properties or {}).items():
         nova_rules.check_pair(key, value, '--property')
         if _RESERVED_PROPERTY_RE.match(key):
@@ -260,10 +290,14 @@ def validate_properties(properties):
     return dict(properties or {})
 
 
-def build_spec(name, mode, alias=None, pci_id=None, vgpu_type=None,
-               mig_profile=None, resource_class=None, isolate=False,
-               zone=None, projects=(), properties=None,
-               live_migratable=False):
+def build_spec(name: str, mode: str, alias: str | None = None,
+               pci_id: str | None = None, vgpu_type: str | None = None,
+               mig_profile: str | None = None,
+               resource_class: str | None = None, isolate: bool = False,
+               zone: str | None = None,
+               projects: Iterable[str] | None = (),
+               properties: Mapping[str, str] | None = None,
+               live_migratable: bool = False) -> dict[str, typing.Any]:
     """Validate create options and return the pool they describe.
 
     Raises CommandError, before anything is written, for a bad name, a
@@ -282,7 +316,7 @@ def build_spec(name, mode, alias=None, pci_id=None, vgpu_type=None,
                 _('%(flag)s is for %(owner)s pools, not %(mode)s pools.'),
                 flag=OPTION_FLAGS[option],
                 owner=' and '.join(MODE_OPTIONS[option]), mode=mode)
-    spec = {
+    spec: dict[str, typing.Any] = {
         'name': name,
         'mode': mode,
         'alias': None,
@@ -352,18 +386,19 @@ def build_spec(name, mode, alias=None, pci_id=None, vgpu_type=None,
     return spec
 
 
-def default_class(spec):
+def default_class(spec: Mapping[str, typing.Any]) -> str | None:
     """The class a pool of SPEC's mode and options gets without
     --resource-class (None for baremetal, which needs one)."""
     if spec['mode'] == BAREMETAL:
         return None
-    options = {key: spec.get(key) for key, modes in MODE_OPTIONS.items()
-               if spec['mode'] in modes}
+    options: dict[str, typing.Any] = {
+        key: spec.get(key) for key, modes in MODE_OPTIONS.items()
+        if spec['mode'] in modes}
     return build_spec(spec['name'], spec['mode'], **options)[
         'resource_class']
 
 
-def check_writable(spec):
+def check_writable(spec: Mapping[str, typing.Any]) -> None:
     """Refuse a pool whose own writes, or its isolation's and its
     flavors' later, Nova or Placement would refuse (``nova_rules``): the
     aggregate name and zone, the values of its metadata, and the derived
@@ -408,7 +443,7 @@ def check_writable(spec):
             max=nova_rules.MAX_LENGTH)
 
 
-def type_trait_of(pool):
+def type_trait_of(pool: Mapping[str, typing.Any]) -> str | None:
     """Type trait of a pool (dict), or None when it needs none.
 
     With a per-type resource class (``--resource-class``, Nova's
@@ -420,7 +455,7 @@ def type_trait_of(pool):
                       pool.get('mig_profile'))
 
 
-def project_key(project_id):
+def project_key(project_id: str) -> str:
     """The metadata key of one project: ``filter_tenant_id_<id>``."""
     if not _PROJECT_ID_RE.match(project_id or ''):
         raise _error(
@@ -429,25 +464,27 @@ def project_key(project_id):
     return '%s_%s' % (TENANT_KEY, project_id)
 
 
-def project_metadata(project_ids):
+def project_metadata(project_ids: Iterable[str]) -> dict[str, str]:
     """One metadata key per project."""
     return {project_key(p): p for p in project_ids}
 
 
-def legacy_project_keys(metadata):
+def legacy_project_keys(metadata: Mapping[str, typing.Any]) -> list[str]:
     """Project keys not in the one-key-per-project form."""
     return sorted(
         k for k, v in metadata.items()
         if k.startswith(TENANT_KEY) and k != '%s_%s' % (TENANT_KEY, v))
 
 
-def project_changes(metadata, add=(), remove=()):
+def project_changes(metadata: Mapping[str, typing.Any],
+                    add: Iterable[str] = (), remove: Iterable[str] = ()
+                    ) -> dict[str, str | None]:
     """Metadata changes that add/remove projects, one key per project.
 
     Legacy keys (``filter_tenant_id``, ``filter_tenant_id2``, or a comma
     list) are rewritten into per-project keys in the same write.
     """
-    changes = {}
+    changes: dict[str, str | None] = {}
     legacy = legacy_project_keys(metadata)
     if legacy:
         for project in _projects_from({k: metadata[k] for k in legacy}):
@@ -473,7 +510,7 @@ _TYPE_TRAIT_RE = re.compile(
     + MIG_TRAIT_PREFIX + r'\w+)')
 
 
-def is_type_trait(trait, known=()):
+def is_type_trait(trait: str, known: Container[str] = ()) -> bool:
     """Whether ``trait`` on a pGPU provider says which type it serves.
 
     True for the shapes ``type_trait`` makes and for ``known`` traits (the
@@ -483,17 +520,17 @@ def is_type_trait(trait, known=()):
     return bool(_TYPE_TRAIT_RE.fullmatch(trait)) or trait in known
 
 
-def owned_traits(metadata):
+def owned_traits(metadata: Mapping[str, typing.Any]) -> dict[str, str]:
     """{provider uuid: trait} this pool put on pGPU providers."""
     return {k[len(OWNED_PREFIX):]: v for k, v in metadata.items()
             if k.startswith(OWNED_PREFIX)}
 
 
-def owned_key(uuid):
+def owned_key(uuid: str) -> str:
     return OWNED_PREFIX + uuid
 
 
-def metadata_for(spec):
+def metadata_for(spec: Mapping[str, typing.Any]) -> dict[str, str]:
     """The aggregate metadata that records a pool."""
     metadata = dict(spec.get('properties') or {})
     metadata.update({
@@ -515,12 +552,12 @@ def metadata_for(spec):
     return metadata
 
 
-def is_pool(aggregate):
+def is_pool(aggregate: object) -> bool:
     return POOL_KEY in (_get(aggregate, 'metadata') or {})
 
 
-def _projects_from(metadata):
-    found = []
+def _projects_from(metadata: Mapping[str, typing.Any]) -> list[str]:
+    found: list[str] = []
     keys = sorted(
         (k for k in metadata if k.startswith(TENANT_KEY)),
         key=lambda k: (len(k), k),
@@ -533,7 +570,8 @@ def _projects_from(metadata):
     return found
 
 
-def project_entries(metadata):
+def project_entries(metadata: Mapping[str, typing.Any]
+                    ) -> list[tuple[str, str]]:
     """[(metadata key, project value)] of a pool's project limits.
 
     A key holding a comma list gives one entry per value.
@@ -547,7 +585,7 @@ def project_entries(metadata):
     return entries
 
 
-def pool_from_aggregate(aggregate):
+def pool_from_aggregate(aggregate: object) -> dict[str, typing.Any]:
     """Decode one aggregate (SDK resource or dict) into a pool dict."""
     metadata = dict(_get(aggregate, 'metadata') or {})
     name = metadata.get(POOL_KEY) or _get(aggregate, 'name')
@@ -557,7 +595,7 @@ def pool_from_aggregate(aggregate):
         k: v for k, v in metadata.items()
         if not _RESERVED_PROPERTY_RE.match(k)
     }
-    pool = {
+    pool: dict[str, typing.Any] = {
         'name': name,
         'aggregate': _get(aggregate, 'name'),
         'aggregate_id': _get(aggregate, 'id'),
@@ -582,7 +620,7 @@ def pool_from_aggregate(aggregate):
     return pool
 
 
-def _check_readable(pool):
+def _check_readable(pool: Mapping[str, typing.Any]) -> str | None:
     """Why an aggregate with gpu_pool cannot be used as a pool, or None."""
     metadata = pool['metadata']
     try:
@@ -608,7 +646,7 @@ def _check_readable(pool):
     return None
 
 
-def aggregate_dict(aggregate):
+def aggregate_dict(aggregate: object) -> dict[str, typing.Any]:
     """A host aggregate (SDK resource or dict) as the one plain shape every
     consumer reads: name, id, uuid, hosts, metadata and availability_zone
     (Nova's own key; None when the aggregate names no zone)."""
@@ -619,7 +657,9 @@ def aggregate_dict(aggregate):
             'availability_zone': _get(aggregate, 'availability_zone') or None}
 
 
-def scan(aggregates):
+def scan(aggregates: Iterable[object]
+         ) -> tuple[dict[str, dict[str, typing.Any]],
+                    list[tuple[str, str, str]]]:
     """(pools by name, problems) over all aggregates.
 
     ``problems`` is a list of (aggregate name, pool name, message) for
@@ -627,6 +667,9 @@ def scan(aggregates):
     for pool names (or isolation traits) claimed by several aggregates:
     those are all skipped, never half-used.
     """
+    found: dict[str, dict[str, typing.Any]]
+    problems: list[tuple[str, str, str]]
+    claims: dict[str, list[dict[str, typing.Any]]]
     found, problems, claims = {}, [], {}
     for aggregate in aggregates:
         if not is_pool(aggregate):
@@ -645,7 +688,9 @@ def scan(aggregates):
                 '("openstack aggregate show %(agg)s").')
                 % {'agg': agg_name, 'reason': reason.rstrip('. ')}))
             continue
-        claims.setdefault(pool['pool_trait'], []).append(pool)
+        # POOL was read: REASON is None
+        claims.setdefault(pool['pool_trait'],  # type: ignore[index]
+                          []).append(pool)  # type: ignore[arg-type]
     for trait, claimed in sorted(claims.items()):
         if len(claimed) == 1:
             found[claimed[0]['name']] = claimed[0]
@@ -661,16 +706,17 @@ def scan(aggregates):
     return found, problems
 
 
-def pools_by_host(pools):
+def pools_by_host(pools: Mapping[str, Mapping[str, typing.Any]]
+                  ) -> dict[str, list[str]]:
     """{host: [pool names]} for the given pools."""
-    result = {}
+    result: dict[str, list[str]] = {}
     for pool in pools.values():
         for host in pool['hosts']:
             result.setdefault(host, []).append(pool['name'])
     return {host: sorted(found) for host, found in result.items()}
 
 
-def device(pool):
+def device(pool: Mapping[str, typing.Any]) -> str:
     """What one GPU of the pool is, in a few words (for listings)."""
     if pool['mode'] == PASSTHROUGH:
         return '%s (%s)' % (pool.get('alias'), pool.get('pci_id'))
@@ -689,7 +735,9 @@ COMPARED_FIELDS = ('mode', 'resource_class', 'alias', 'pci_id', 'vgpu_type',
                    'projects', 'properties')
 
 
-def differences(spec, pool, hosts=()):
+def differences(spec: Mapping[str, typing.Any],
+                pool: Mapping[str, typing.Any], hosts: Iterable[str] = ()
+                ) -> list[tuple[str, typing.Any, typing.Any]]:
     """[(field, wanted, existing)] between a create request and a pool."""
     found = []
     for field in COMPARED_FIELDS:
@@ -707,7 +755,9 @@ def differences(spec, pool, hosts=()):
     return found
 
 
-def check_trait_collision(name, pools):
+def check_trait_collision(name: str,
+                          pools: Mapping[str, Mapping[str, typing.Any]]
+                          ) -> str:
     """Refuse a name whose isolation trait another pool already has."""
     trait = pool_trait(name)
     for other in pools.values():
@@ -722,7 +772,8 @@ def check_trait_collision(name, pools):
 
 # -- what a pool's hosts look like in Placement (pure, on a Snapshot) -----
 
-def device_providers(snapshot, roots, resource_class):
+def device_providers(snapshot: '_Snapshot', roots: Iterable[str],
+                     resource_class: str) -> list[str]:
     """Providers in the trees of ``roots`` with inventory of the class."""
     return [
         uuid for uuid in snapshot.providers_in_trees(roots)
@@ -731,7 +782,7 @@ def device_providers(snapshot, roots, resource_class):
     ]
 
 
-def vgpu_children(snapshot, roots):
+def vgpu_children(snapshot: '_Snapshot', roots: Iterable[str]) -> list[str]:
     """pGPU (or VF) child providers with VGPU inventory."""
     return [
         uuid for uuid in device_providers(snapshot, roots, 'VGPU')
@@ -739,11 +790,14 @@ def vgpu_children(snapshot, roots):
     ]
 
 
-def traits_of(snapshot, uuid):
+def traits_of(snapshot: '_Snapshot', uuid: str) -> set[str]:
     return set(snapshot.summaries.get(uuid, {}).get('traits') or ())
 
 
-def host_problems(pool, host, roots, snapshot, other_pools):
+def host_problems(pool: Mapping[str, typing.Any], host: str,
+                  roots: Collection[str], snapshot: '_Snapshot',
+                  other_pools: Mapping[str, Mapping[str, typing.Any]]
+                  ) -> list[str]:
     """Why ``host`` cannot join ``pool`` (list of messages; empty if fine).
 
     The pool's class must really be offered in the host's provider trees,
@@ -769,7 +823,7 @@ def host_problems(pool, host, roots, snapshot, other_pools):
             if other.get('type_trait') and other['name'] != pool['name']
             and other['type_trait'] != mine
         }
-        taken = {}
+        taken: dict[str, list[str]] = {}
         for uuid in vgpu_children(snapshot, roots):
             for trait in traits_of(snapshot, uuid) & set(others):
                 taken.setdefault(trait, []).append(
@@ -802,12 +856,17 @@ MISSING_TYPE_TRAIT = 'missing_type_trait'
 NOT_IN_PLACEMENT_AGGREGATE = 'not_in_placement_aggregate'
 
 
-def _finding(problem, host, provider=None, trait=None, fix=None):
+def _finding(problem: str, host: str, provider: str | None = None,
+             trait: str | None = None,
+             fix: str | None = None) -> dict[str, str | None]:
     return {'host': host, 'problem': problem, 'provider': provider,
             'trait': trait, 'fix': fix}
 
 
-def drift(pool, host_roots, snapshot, placement_members):
+def drift(pool: Mapping[str, typing.Any],
+          host_roots: Mapping[str, Collection[str]], snapshot: '_Snapshot',
+          placement_members: Collection[str] | None
+          ) -> list[dict[str, str | None]]:
     """Where a pool is not what its metadata says: a list of findings.
 
     Each finding is data: ``{'host', 'problem', 'provider', 'trait',
@@ -854,7 +913,7 @@ def drift(pool, host_roots, snapshot, placement_members):
     return found
 
 
-def drift_text(finding):
+def drift_text(finding: Mapping[str, typing.Any]) -> str:
     """One drift finding (from ``drift``) as a sentence for people."""
     texts = {
         NO_COMPUTE_NODE: _('%(host)s: no compute node in Placement.'),
@@ -883,7 +942,10 @@ ISOLATION_LIMITS = _(
 )
 
 
-def gpu_figures(rows, pool, held=None):
+def gpu_figures(rows: Iterable[Mapping[str, typing.Any]],
+                pool: Mapping[str, typing.Any],
+                held: Mapping[str, Iterable[str]] | None = None
+                ) -> dict[str, dict[str, typing.Any]]:
     """{host: {total, used, free}} of the pool's class on its hosts.
 
     Every member host is there: one that offers none of the pool's class
@@ -891,8 +953,8 @@ def gpu_figures(rows, pool, held=None):
     ``reservations.held_hosts``) has ``held_by_blazar`` (the reasons) too:
     its GPUs are not available to ordinary flavors.
     """
-    figures = {host: {'total': 0, 'used': 0, 'free': 0}
-               for host in pool['hosts']}
+    figures: dict[str, dict[str, typing.Any]] = {
+        host: {'total': 0, 'used': 0, 'free': 0} for host in pool['hosts']}
     for row in rows:
         if row['host'] in figures and (
                 row['resource_class'] == pool['resource_class']):

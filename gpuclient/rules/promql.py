@@ -27,11 +27,18 @@ a regular expression is Prometheus' to judge (RE2), which refuses a bad
 one with its own message.
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterable
+from collections.abc import Sequence
 import re
 
 from osc_lib import exceptions
 
 from gpuclient.i18n import _
+
+# a label matcher: (label, op, value as a PromQL string literal)
+Matcher = tuple[str, str, str]
 
 OPERATORS = ('=~', '!~', '!=', '=')
 LABEL_RE = re.compile(r'^[a-zA-Z_][a-zA-Z0-9_]*$')
@@ -63,7 +70,7 @@ _TOKEN_RE = re.compile(r'''
 ''', re.X | re.S)
 
 
-def _refuse(source, text, why):
+def _refuse(source: str, text: object, why: str) -> exceptions.CommandError:
     return exceptions.CommandError(
         _('%(source)s %(text)r: %(why)s. Give PromQL label matchers '
           '<label><op><value> (op =, !=, =~ or !~), e.g. '
@@ -72,7 +79,7 @@ def _refuse(source, text, why):
         % {'source': source, 'text': text, 'why': why})
 
 
-def _literal(source, text, value):
+def _literal(source: str, text: object, value: str) -> str:
     """VALUE (as the user wrote it) as a PromQL string literal."""
     if value[:1] in ('"', "'", '`'):
         if not _STRING_RE.match(value):
@@ -85,7 +92,8 @@ def _literal(source, text, value):
     return '"%s"' % value.replace('\\', '\\\\').replace('"', '\\"')
 
 
-def parse_text(text, source='--prometheus-selector'):
+def parse_text(text: str,
+               source: str = '--prometheus-selector') -> tuple[Matcher, ...]:
     """The matchers of TEXT (``a="x",b=~"y"``, braces allowed) as
     ((label, op, literal), ...); CommandError naming SOURCE when bad."""
     body = str(text).strip()
@@ -119,14 +127,15 @@ def parse_text(text, source='--prometheus-selector'):
         at += 1
 
 
-def parse(given, source='prometheus_selector'):
+def parse(given: str | list[str] | tuple[str, ...] | dict[str, object] | None,
+          source: str = 'prometheus_selector') -> tuple[Matcher, ...]:
     """The matchers of a selector as clouds.yaml or the option gives it:
     a text of matchers, a list of such texts, or a mapping {label: value}
     (equality), as ((label, op, literal), ...); () for none."""
     if given in (None, '', [], {}, ()):
         return ()
     if isinstance(given, dict):
-        found = []
+        found: list[Matcher] = []
         for label, value in sorted(given.items()):
             if isinstance(value, (dict, list, tuple, bool)) or value is None:
                 raise _refuse(source, given, _('the value of %s is not a '
@@ -139,16 +148,16 @@ def parse(given, source='prometheus_selector'):
     return parse_text(given, source)
 
 
-def _quoted(value):
+def _quoted(value: object) -> str:
     return '"%s"' % str(value).replace('\\', '\\\\').replace('"', '\\"')
 
 
-def text(matchers):
+def text(matchers: Iterable[Matcher]) -> str:
     """MATCHERS as PromQL writes them inside braces: a="x",b=~"y"."""
     return ','.join('%s%s%s' % m for m in matchers)
 
 
-def _block_end(query, at, close):
+def _block_end(query: str, at: int, close: str) -> int:
     """The index after the CLOSE that ends the block opened before AT,
     strings inside it skipped."""
     string = re.compile(_STRING, re.S)
@@ -196,7 +205,7 @@ def _selectors(query):
     return found
 
 
-def metric_names(query):
+def metric_names(query: str) -> list[str]:
     """The metric names QUERY selects, in order, each once."""
     names = []
     for name, _braces in _selectors(query):
@@ -205,7 +214,7 @@ def metric_names(query):
     return names
 
 
-def with_matchers(query, matchers):
+def with_matchers(query: str, matchers: Sequence[Matcher]) -> str:
     """QUERY with MATCHERS added to each of its vector selectors
     (``m`` -> ``m{a="x"}``, ``m{b="y"}`` -> ``m{b="y",a="x"}``, ``{...}``
     likewise); QUERY unchanged without matchers."""

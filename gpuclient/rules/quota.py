@@ -36,7 +36,12 @@ schedules: the project's instances, cores and RAM of ``GET
 /limits?tenant_id=``. No function here does I/O.
 """
 
+from collections.abc import Collection
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
 import fnmatch
+import typing
 
 from osc_lib import exceptions
 
@@ -85,7 +90,7 @@ NOVA_RELEASES = (
 PCI_COUNTED_FROM = (2, 104)
 
 
-def nova_release(max_version):
+def nova_release(max_version: Sequence[int] | None) -> str | None:
     """Nova's release named from its maximum compute microversion
     ((2, N)), or None when not known."""
     if not max_version:
@@ -96,7 +101,7 @@ def nova_release(max_version):
     return _('after 2026.2')
 
 
-def pci_quota_enforced(max_version):
+def pci_quota_enforced(max_version: Sequence[int] | None) -> bool | None:
     """Does the Nova whose maximum compute microversion is MAX_VERSION
     count GPUs asked through a PCI alias against unified limits? None
     when the version is not known."""
@@ -105,17 +110,21 @@ def pci_quota_enforced(max_version):
     return tuple(max_version) >= PCI_COUNTED_FROM
 
 
-def pci_classes(pools):
+def pci_classes(pools: Mapping[str, Mapping[str, typing.Any]] | None
+                ) -> dict[str, list[str]]:
     """{class: [pool names]} of the pools whose servers ask for their GPUs
     through a PCI alias (passthrough, vgpu-vf)."""
-    found = {}
+    found: dict[str, list[str]] = {}
     for name, pool in sorted((pools or {}).items()):
         if pool['mode'] in pools_mod.PCI_MODES and pool.get('resource_class'):
             found.setdefault(pool['resource_class'], []).append(name)
     return found
 
 
-def pci_not_enforced_note(resource_class, pools, max_version):
+def pci_not_enforced_note(
+        resource_class: str,
+        pools: Mapping[str, Mapping[str, typing.Any]] | None,
+        max_version: Sequence[int] | None) -> str | None:
     """The warning for a limit on RESOURCE_CLASS when the Nova of
     MAX_VERSION does not count it (its pools ask through a PCI alias), or
     None."""
@@ -131,24 +140,28 @@ def pci_not_enforced_note(resource_class, pools, max_version):
         '--project <project>") and project-limited pools ("openstack gpu '
         'pool set <pool> --project <project>").') % {
             'release': nova_release(max_version),
-            'version': '%d.%d' % tuple(max_version),
+            # MAX_VERSION is known: pci_quota_enforced said False
+            'version': '%d.%d' % tuple(
+                max_version),  # type: ignore[arg-type]
             'name': resource_name(resource_class),
             'pools': ', '.join(owners)}
 
 
-def resource_name(resource_class):
+def resource_name(resource_class: str) -> str:
     """``VGPU`` -> ``class:VGPU`` (the unified limit's resource name)."""
     return PREFIX + resource_class
 
 
-def class_of(name):
+def class_of(name: object) -> str | None:
     """``class:VGPU`` -> ``VGPU``; None for other resource names."""
     if isinstance(name, str) and name.startswith(PREFIX):
         return name[len(PREFIX):] or None
     return None
 
 
-def is_gpu_class(resource_class, pools=None):
+def is_gpu_class(resource_class: str,
+                 pools: Mapping[str, Mapping[str, typing.Any]] | None = None
+                 ) -> bool:
     """A class gpuclient reports: a pool's, VGPU/PGPU or a GPU-like
     custom class (the patterns of ``gpu host list``)."""
     if resource_class in {p.get('resource_class')
@@ -158,16 +171,19 @@ def is_gpu_class(resource_class, pools=None):
                for pattern in hosts.DEFAULT_GPU_CLASS_PATTERNS)
 
 
-def pools_by_class(pools):
+def pools_by_class(pools: Mapping[str, Mapping[str, typing.Any]]
+                   ) -> dict[str, list[str]]:
     """{resource class: [pool names]} (a class shared is one quota)."""
-    found = {}
+    found: dict[str, list[str]] = {}
     for name, pool in sorted(pools.items()):
         if pool.get('resource_class'):
             found.setdefault(pool['resource_class'], []).append(name)
     return found
 
 
-def target_class(pools, pool=None, resource_class=None):
+def target_class(pools: Mapping[str, dict[str, typing.Any]],
+                 pool: str | None = None,
+                 resource_class: str | None = None) -> str:
     """The resource class --pool or --resource-class names, or CommandError.
 
     A pool maps to its ``gpu_resource_class``; a class is normalised as
@@ -180,7 +196,9 @@ def target_class(pools, pool=None, resource_class=None):
     return names.check_gpu_class(resource_class)
 
 
-def target_classes(pools, pool_names=(), resource_classes=()):
+def target_classes(pools: Mapping[str, dict[str, typing.Any]],
+                   pool_names: Iterable[str] = (),
+                   resource_classes: Iterable[str] = ()) -> list[str]:
     """The resource classes that POOL_NAMES and RESOURCE_CLASSES name
     (``target_class`` each), in order, each once: two pools of one class
     are one quota."""
@@ -190,7 +208,7 @@ def target_classes(pools, pool_names=(), resource_classes=()):
     return list(dict.fromkeys(found))
 
 
-def check_gpus(value):
+def check_gpus(value: object) -> int:
     """A GPU count for a limit: 0 ... MAX_LIMIT, or CommandError."""
     try:
         number = int(str(value).strip())
@@ -205,7 +223,8 @@ def check_gpus(value):
     return number
 
 
-def shared_note(resource_class, pools):
+def shared_note(resource_class: str,
+                pools: Mapping[str, Mapping[str, typing.Any]]) -> str | None:
     """A note when several pools share RESOURCE_CLASS, else None."""
     sharing = pools_by_class(pools).get(resource_class) or []
     if len(sharing) < 2:
@@ -217,12 +236,14 @@ def shared_note(resource_class, pools):
 
 # -- writes: plans for "gpu quota set" and "gpu quota delete" ---------------
 
-def _referencing(limits, name):
+def _referencing(limits: Iterable[Mapping[str, typing.Any]],
+                 name: str) -> list[str]:
     return sorted({item['project_id'] for item in limits
                    if item['resource_name'] == name})
 
 
-def _own(limits, project_id, name):
+def _own(limits: Iterable[Mapping[str, typing.Any]], project_id: str | None,
+         name: str) -> int | None:
     """The value of PROJECT_ID's own limit NAME in LIMITS, or None."""
     for item in limits:
         if (item['project_id'] == project_id
@@ -231,7 +252,7 @@ def _own(limits, project_id, name):
     return None
 
 
-def _title(verb, resource_class, project_id):
+def _title(verb: str, resource_class: str, project_id: str | None) -> str:
     values = {'verb': verb, 'rc': resource_class, 'project': project_id}
     if project_id is None:
         return _('%(verb)s the default GPU quota on %(rc)s') % values
@@ -239,14 +260,14 @@ def _title(verb, resource_class, project_id):
         values)
 
 
-def _gpus_text(enforced):
+def _gpus_text(enforced: int | None) -> str:
     """What a project gets: None (unlimited) or a number of GPUs."""
     if enforced is None:
         return _('unlimited')
     return _('%d GPUs') % enforced
 
 
-def _strategy_said(conf):
+def _strategy_said(conf: Mapping[str, typing.Any] | None) -> str:
     """How the plan names Nova's [quota] strategy: read from nova.conf
     (CONF given) or assumed (Nova's defaults)."""
     shown = conf or conf_settings(None)
@@ -262,16 +283,21 @@ def _strategy_said(conf):
              'nova.conf given') % values
 
 
-def others_now(name, registered, conf=None):
+def others_now(name: str,
+               registered: Mapping[str, Mapping[str, typing.Any]] | None,
+               conf: Mapping[str, typing.Any] | None = None) -> int | None:
     """What Nova gives NAME in a project without its own limit: the
     registered limit's value as enforced (None: unlimited), else what the
     strategy makes of none."""
-    return effective(class_of(name), {}, {n: r['limit'] for n, r in
-                                          (registered or {}).items()},
+    # NAME is a class's (class:<class>)
+    return effective(class_of(name),  # type: ignore[arg-type]
+                     {}, {n: r['limit'] for n, r in
+                          (registered or {}).items()},
                      conf)['enforced']
 
 
-def keeping_default(name, conf=None):
+def keeping_default(name: str,
+                    conf: Mapping[str, typing.Any] | None = None) -> int:
     """The registered limit that keeps what Nova gives NAME now when it
     has none: 0 where the strategy enforces a missing one as 0, else -1
     (unlimited). Nova enforces a registered 0 as 0 and a negative as
@@ -280,7 +306,10 @@ def keeping_default(name, conf=None):
     return 0 if missing_enforced(name, conf) else -1
 
 
-def _others_note(name, registered, limit, conf):
+def _others_note(name: str,
+                 registered: Mapping[str, Mapping[str, typing.Any]] | None,
+                 limit: int | None,
+                 conf: Mapping[str, typing.Any] | None) -> str:
     """What a registered limit NAME of LIMIT (None: deleted) changes for
     the projects without their own limit, for the plan's step."""
     before = others_now(name, registered, conf)
@@ -300,8 +329,10 @@ def _others_note(name, registered, limit, conf):
     return text
 
 
-def plan_set(resource_class, gpus, project_id, registered, limits,
-             conf=None):
+def plan_set(resource_class: str, gpus: int, project_id: str | None,
+             registered: Mapping[str, Mapping[str, typing.Any]],
+             limits: Collection[Mapping[str, typing.Any]],
+             conf: Mapping[str, typing.Any] | None = None) -> plan_mod.Plan:
     """The plan of "gpu quota set": from Keystone's limits as they are.
 
     ``registered``: {resource name: {'id', 'limit'}}; ``limits``: project
@@ -358,8 +389,11 @@ def plan_set(resource_class, gpus, project_id, registered, limits,
     return result
 
 
-def plan_delete(resource_class, project_id, registered, limits,
-                conf=None):
+def plan_delete(resource_class: str, project_id: str | None,
+                registered: Mapping[str, Mapping[str, typing.Any]],
+                limits: Collection[Mapping[str, typing.Any]],
+                conf: Mapping[str, typing.Any] | None = None
+                ) -> plan_mod.Plan:
     """The plan of "gpu quota delete" (arguments as for plan_set)."""
     name = resource_name(resource_class)
     result = plan_mod.Plan(_title(_('Deleting'), resource_class, project_id))
@@ -390,8 +424,11 @@ def plan_delete(resource_class, project_id, registered, limits,
     return result
 
 
-def plan_delete_many(resource_classes, project_id, registered, limits,
-                     conf=None):
+def plan_delete_many(resource_classes: Sequence[str], project_id: str | None,
+                     registered: Mapping[str, Mapping[str, typing.Any]],
+                     limits: Collection[Mapping[str, typing.Any]],
+                     conf: Mapping[str, typing.Any] | None = None
+                     ) -> plan_mod.Plan:
     """The plan of "gpu quota delete" with one or more classes: one
     ``plan_delete`` each, in one plan (all or nothing). When any of them
     is refused, nothing is planned and every refusal is said."""
@@ -420,14 +457,15 @@ def plan_delete_many(resource_classes, project_id, registered, limits,
 
 # -- nova.conf ---------------------------------------------------------------
 
-def conf_settings(ini):
+def conf_settings(ini: Mapping[str, Mapping[str, list[str]]] | None
+                  ) -> dict[str, typing.Any]:
     """The [quota] settings of a parsed nova.conf
-    (``scheduler.conf.parse_ini`` / ``merge_ini`` output): driver,
+    (``nova_conf.parse.parse_ini`` / ``merge_ini`` output): driver,
     strategy, resource list and, for each, where it came from ('config'
     or 'default')."""
     section = (ini or {}).get('quota') or {}
 
-    def last(key):
+    def last(key: str) -> str | None:
         values = section.get(key) or []
         return values[-1].strip() if values else None
 
@@ -447,8 +485,11 @@ def conf_settings(ini):
     }
 
 
-def enforcement(conf=None, absolute=None, project_limits=None,
-                registered=None):
+def enforcement(conf: Mapping[str, typing.Any] | None = None,
+                absolute: Mapping[str, typing.Any] | None = None,
+                project_limits: Mapping[str, int] | None = None,
+                registered: Mapping[str, int] | None = None
+                ) -> tuple[str, str]:
     """(UNIFIED | LEGACY | UNKNOWN, why) for Nova's quota driver.
 
     CONF (``conf_settings``) decides when given. Otherwise Nova's own
@@ -484,7 +525,7 @@ def enforcement(conf=None, absolute=None, project_limits=None,
                       'to be sure of [quota] driver')
 
 
-def legacy_text(why):
+def legacy_text(why: str) -> str:
     return _('Nova does not enforce GPU quotas (%(why)s): its legacy quota '
              'driver counts instances, cores and RAM only. Set %(fix)s and '
              'an [oslo_limit] section for Nova\'s Keystone user '
@@ -497,7 +538,8 @@ def legacy_text(why):
 
 # -- limits as Nova applies them ---------------------------------------------
 
-def missing_enforced(name, conf=None):
+def missing_enforced(name: str,
+                     conf: Mapping[str, typing.Any] | None = None) -> bool:
     """Does Nova enforce 0 for NAME when no limit is registered for it?"""
     conf = conf or conf_settings(None)
     listed = name in conf['resource_list']
@@ -506,7 +548,11 @@ def missing_enforced(name, conf=None):
     return listed
 
 
-def effective(resource_class, project_limits, registered, conf=None):
+def effective(resource_class: str,
+              project_limits: Mapping[str, int],
+              registered: Mapping[str, int],
+              conf: Mapping[str, typing.Any] | None = None
+              ) -> dict[str, typing.Any]:
     """{'limit', 'source', 'enforced'} of one class for one project.
 
     ``limit`` is the number Keystone holds (project, else registered,
@@ -532,7 +578,10 @@ def effective(resource_class, project_limits, registered, conf=None):
     return {'limit': limit, 'source': source, 'enforced': enforced}
 
 
-def quota_classes(pools, project_limits=(), registered=(), usages=()):
+def quota_classes(pools: Mapping[str, Mapping[str, typing.Any]],
+                  project_limits: Iterable[str] = (),
+                  registered: Iterable[str] = (),
+                  usages: Iterable[str] | None = ()) -> list[str]:
     """Sorted GPU classes to show: every pool's, and GPU classes with a
     limit or a usage."""
     found = set(pools_by_class(pools))
@@ -546,8 +595,12 @@ def quota_classes(pools, project_limits=(), registered=(), usages=()):
     return sorted(found)
 
 
-def show_rows(pools, project_limits, registered, usages, conf=None,
-              defaults=False):
+def show_rows(pools: Mapping[str, Mapping[str, typing.Any]],
+              project_limits: Mapping[str, int],
+              registered: Mapping[str, int],
+              usages: Mapping[str, int] | None,
+              conf: Mapping[str, typing.Any] | None = None,
+              defaults: bool = False) -> list[dict[str, typing.Any]]:
     """One dict per GPU class: resource, resource_class, pools, limit
     (as enforced; None = unlimited), source, in_use, free (None when
     unlimited). With DEFAULTS (``gpu quota show --default``): what a
@@ -570,7 +623,9 @@ def show_rows(pools, project_limits, registered, usages, conf=None,
     return rows
 
 
-def list_rows(pools, limits):
+def list_rows(pools: Mapping[str, Mapping[str, typing.Any]],
+              limits: Iterable[Mapping[str, typing.Any]]
+              ) -> list[dict[str, typing.Any]]:
     """Project limits on GPU classes: [{project_id, resource_class, pools,
     limit}] sorted by project and class. LIMITS: dicts with project_id,
     resource_name, resource_limit."""
@@ -589,7 +644,12 @@ def list_rows(pools, limits):
     return rows
 
 
-def excess(asked, project_limits, registered, usages, conf=None):
+def excess(asked: Mapping[str, int] | None,
+           project_limits: Mapping[str, int],
+           registered: Mapping[str, int],
+           usages: Mapping[str, int] | None,
+           conf: Mapping[str, typing.Any] | None = None
+           ) -> list[dict[str, typing.Any]]:
     """[{'resource', 'limit', 'used', 'asked', 'source'}] of the GPU classes
     ASKED ({class: amount}) that Nova's unified limits would refuse:
     used + asked > the enforced limit."""
@@ -608,7 +668,8 @@ def excess(asked, project_limits, registered, usages, conf=None):
     return found
 
 
-def excess_text(project_id, found):
+def excess_text(project_id: str,
+                found: Iterable[Mapping[str, typing.Any]]) -> str:
     parts = ['%s: %d used + %d asked > %d (%s)' % (
         e['resource'], e['used'], e['asked'], e['limit'],
         _('project limit') if e['source'] == PROJECT else
@@ -621,7 +682,10 @@ def excess_text(project_id, found):
                  'project': project_id, 'parts': '; '.join(parts)}
 
 
-def strategy_problems(resource_classes, registered, conf):
+def strategy_problems(resource_classes: Iterable[str],
+                      registered: Mapping[str, int] | None,
+                      conf: Mapping[str, typing.Any]
+                      ) -> list[tuple[str, str]]:
     """[(class, fix)] of GPU classes whose missing registered limit the
     strategy turns into 0 (every boot of a project without its own limit
     refused)."""
@@ -644,7 +708,8 @@ def strategy_problems(resource_classes, registered, conf):
     return found
 
 
-def strategy_text(problems, conf):
+def strategy_text(problems: Collection[tuple[str, str]],
+                  conf: Mapping[str, typing.Any]) -> str:
     return _('[quota] unified_limits_resource_strategy = %(strategy)s with '
              'unified_limits_resource_list = %(list)s and no registered '
              'limit for %(classes)s: Nova refuses every boot asking for '
@@ -669,7 +734,9 @@ QUOTAS = (
 )
 
 
-def quota_excess(absolute, instances=1, cores=0, ram=0):
+def quota_excess(absolute: Mapping[str, typing.Any] | None,
+                 instances: int = 1, cores: int = 0,
+                 ram: int = 0) -> list[dict[str, typing.Any]]:
     """[{'resource', 'limit', 'used', 'asked'}] the project would exceed.
 
     ``absolute`` is ``limits.absolute`` of ``GET /limits?tenant_id=``;
@@ -689,7 +756,8 @@ def quota_excess(absolute, instances=1, cores=0, ram=0):
     return found
 
 
-def quota_text(project_id, excess):
+def quota_text(project_id: str,
+               excess: Iterable[Mapping[str, typing.Any]]) -> str:
     labels = {'instances': _('instances'), 'cores': _('cores'),
               'ram': _('RAM (MiB)')}
     parts = ['%s: %d used + %d asked > %d' % (

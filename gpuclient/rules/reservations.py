@@ -56,7 +56,11 @@ blazar-nova 10.0.0 (its scheduler filter):
   such a host is not available (``held_hosts``, ``host_reasons``).
 """
 
+from collections.abc import Container
+from collections.abc import Iterable
+from collections.abc import Mapping
 import re
+import typing
 
 from gpuclient.i18n import _
 from gpuclient.rules import host_names
@@ -90,7 +94,9 @@ GROUPS_DROPPED = 'numbered_groups_dropped'
 CLASS_NOT_ON_ROOT = 'class_not_on_root'
 
 
-def estimate(flavor):
+def estimate(
+        flavor: Mapping[str, typing.Any]
+) -> tuple[dict[str, int], dict[str, str]]:
     """(resources, traits) a ``flavor:instance`` reservation counts for
     FLAVOR (a Nova flavor dict with ``extra_specs``), as Blazar's
     ``FlavorPlugin._estimate_flavor_resources`` sizes it: the flavor's
@@ -104,7 +110,7 @@ def estimate(flavor):
             flavor.get('OS-FLV-EXT-DATA:ephemeral') or 0)}
     if extra.get('hw:cpu_policy') == 'dedicated':
         resources['PCPU'], resources['VCPU'] = vcpus, 0
-    traits = {}
+    traits: dict[str, str] = {}
     for key, value in extra.items():
         scope, _sep, name = key.partition(':')
         if scope == 'trait':
@@ -114,10 +120,10 @@ def estimate(flavor):
     return resources, traits
 
 
-def dropped(extra_specs):
+def dropped(extra_specs: Mapping[str, str] | None) -> dict[str, list[str]]:
     """{reason: [keys]}: the extra specs asking for devices that Blazar's
     estimate leaves out (ALIAS_DROPPED, GROUPS_DROPPED)."""
-    found = {}
+    found: dict[str, list[str]] = {}
     for key in sorted(extra_specs or {}):
         if key == PCI_ALIAS:
             found.setdefault(ALIAS_DROPPED, []).append(key)
@@ -126,7 +132,9 @@ def dropped(extra_specs):
     return found
 
 
-def unreservable(flavor, root_classes=None):
+def unreservable(flavor: Mapping[str, typing.Any],
+                 root_classes: Container[str] | None = None
+                 ) -> dict[str, list[str]]:
     """{reason: [what]}: why a ``flavor:instance`` reservation of FLAVOR
     does not hold its GPUs ({}: it does). ROOT_CLASSES: the classes the
     root providers of the flavor's hosts offer (None: not judged); an
@@ -142,7 +150,7 @@ def unreservable(flavor, root_classes=None):
     return found
 
 
-def reason_text(reason, what):
+def reason_text(reason: str, what: Iterable[str]) -> str:
     """One reason of ``unreservable`` in operator terms."""
     what = ', '.join(what)
     if reason == ALIAS_DROPPED:
@@ -158,11 +166,12 @@ def reason_text(reason, what):
              'the reservation finds no host') % what
 
 
-def _zone(aggregate):
+def _zone(aggregate: Mapping[str, typing.Any]) -> str:
     return str(aggregate.get('availability_zone') or '')
 
 
-def blazar_aggregate(aggregate, freepool=FREEPOOL):
+def blazar_aggregate(aggregate: Mapping[str, typing.Any],
+                     freepool: str = FREEPOOL) -> str | None:
     """Why AGGREGATE (a dict as ``pools.aggregate_dict`` gives it) is
     Blazar's, or None: the freepool, a host reservation's lease aggregate
     (zone prefix, as BlazarFilter.fetch_blazar_pools finds it, or the
@@ -180,7 +189,10 @@ def blazar_aggregate(aggregate, freepool=FREEPOOL):
     return None
 
 
-def enrolled_hosts(records, hypervisors=()):
+def enrolled_hosts(
+        records: Iterable[Mapping[str, typing.Any]],
+        hypervisors: Iterable[Mapping[str, typing.Any]] | None = ()
+) -> list[str]:
     """The compute hosts of Blazar's ``GET /v1/os-hosts`` RECORDS (host
     dicts as Blazar answers them), sorted: each record's ``service_name``
     (the host Blazar puts into its aggregates), else the Nova host of the
@@ -199,8 +211,10 @@ def enrolled_hosts(records, hypervisors=()):
     return sorted(found)
 
 
-def held_hosts(aggregates, host_classes=None, freepool=FREEPOOL,
-               enrolled=None, unread=None):
+def held_hosts(aggregates: Iterable[Mapping[str, typing.Any]],
+               host_classes: Mapping[str, Iterable[str]] | None = None,
+               freepool: str = FREEPOOL, enrolled: Iterable[str] | None = None,
+               unread: str | None = None) -> dict[str, list[str]]:
     """{host: [why]}: the hosts Blazar holds (sorted reasons).
 
     ENROLLED: the hosts Blazar lists as enrolled (``enrolled_hosts``), all
@@ -211,7 +225,7 @@ def held_hosts(aggregates, host_classes=None, freepool=FREEPOOL,
     HOST_CLASSES ({host: resource classes of its provider trees}), hosts
     carrying a ``CUSTOM_RESERVATION_*`` inventory (an instance
     reservation)."""
-    held = {}
+    held: dict[str, set[str]] = {}
     for aggregate in aggregates:
         if enrolled is not None and aggregate.get('name') == freepool:
             continue  # Blazar said which hosts it holds: not by the name
@@ -239,13 +253,13 @@ def held_hosts(aggregates, host_classes=None, freepool=FREEPOOL,
     return {host: sorted(whys) for host, whys in held.items()}
 
 
-def passes(extra_specs):
+def passes(extra_specs: Mapping[str, str] | None) -> bool:
     """Whether BlazarFilter lets a request of EXTRA_SPECS onto a held
     host without a scheduler hint: only a reservation's own flavor."""
     return FLAVOR_EXTRA_SPEC in (extra_specs or {})
 
 
-def with_filter(settings):
+def with_filter(settings: dict[str, typing.Any]) -> dict[str, typing.Any]:
     """SETTINGS with BlazarFilter enabled where Blazar runs and the
     filters are gpuclient's defaults (Blazar's install guide adds it to
     ``[filter_scheduler] enabled_filters``); filters read from a

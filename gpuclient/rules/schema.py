@@ -23,7 +23,10 @@ within them), and the unit tests compare :func:`errors` with jsonschema's
 messages on the same documents.
 """
 
+from collections.abc import Iterator
+from collections.abc import Sequence
 import re
+import typing
 
 # what each keyword checks, in the order the messages are made
 KEYWORDS = frozenset({
@@ -35,7 +38,7 @@ KEYWORDS = frozenset({
 ANNOTATIONS = frozenset({'$schema', 'title', 'description'})
 
 
-def is_type(value, name):
+def is_type(value: object, name: str) -> bool:
     """VALUE is of JSON type NAME (a bool is no number; 1.0 is an
     integer, as JSON Schema says)."""
     if name == 'object':
@@ -56,7 +59,7 @@ def is_type(value, name):
     return name == 'number' and isinstance(value, (int, float))
 
 
-def equal(one, two):
+def equal(one: object, two: object) -> bool:
     """JSON equality: True is not 1, False is not 0, also inside lists
     and objects."""
     if isinstance(one, list) and isinstance(two, list):
@@ -69,13 +72,14 @@ def equal(one, two):
     return one == two
 
 
-def _unique(items):
+def _unique(items: Sequence[object]) -> bool:
     return not any(equal(item, other)
                    for at, item in enumerate(items)
                    for other in items[at + 1:])
 
 
-def _scalar_errors(schema, value):
+def _scalar_errors(schema: dict[str, typing.Any],
+                   value: typing.Any) -> Iterator[str]:
     """Messages of the keywords that look at VALUE itself."""
     if 'type' in schema:
         names = schema['type']
@@ -111,7 +115,9 @@ def _scalar_errors(schema, value):
         yield '%r has non-unique elements' % (value,)
 
 
-def errors(schema, value, path=()):
+def errors(schema: dict[str, typing.Any], value: typing.Any,
+           path: tuple[str | int, ...] = ()
+           ) -> Iterator[tuple[tuple[str | int, ...], str]]:
     """(path, message) for each way VALUE breaks SCHEMA, the path a tuple
     of keys and indexes from the document's root, the message
     jsonschema's for the same error."""
@@ -145,7 +151,7 @@ def errors(schema, value, path=()):
                 yield path, message
 
 
-def unknown_keywords(schema):
+def unknown_keywords(schema: dict[str, typing.Any]) -> set[str]:
     """The keywords of SCHEMA (and its subschemas) that :func:`errors`
     does not know."""
     found = set(schema) - KEYWORDS - ANNOTATIONS

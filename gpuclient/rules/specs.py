@@ -26,8 +26,12 @@
   hand-made or not.
 """
 
+from collections.abc import Container
+from collections.abc import Iterable
+from collections.abc import Mapping
 import fnmatch
 import re
+import typing
 
 from osc_lib import exceptions
 
@@ -79,7 +83,7 @@ _INT0 = ('int', 0, None)
 _INT1 = ('int', 1, None)
 
 
-def _enum(*values):
+def _enum(*values: str) -> tuple[str, tuple[str, ...]]:
     return ('enum', values)
 
 
@@ -103,7 +107,8 @@ KNOWN_SPECS = {
     'hw:locked_memory': _BOOL,
     'hw:mem_encryption': _BOOL,
     # Nova 34's validator (nova/api/validation/extra_specs/hw.py) and
-    # MemEncryptionModel.ALL: intel-tdx too (test_request_nova compares)
+    # MemEncryptionModel.ALL: intel-tdx too (scheduler/test_hardware_nova
+    # compares)
     'hw:mem_encryption_model': _enum('amd-sev', 'amd-sev-es', 'amd-sev-snp',
                                      'intel-tdx'),
     'hw:mem_page_size': ('re', r'(large|small|any|\d+([kKMGT]i?)?(b|bit|B)?)'),
@@ -163,13 +168,14 @@ _CLOSED_NAMESPACES = ('hw', 'hw_rng', 'hw_video', 'os', 'quota',
                       'pci_passthrough', 'accel')
 
 
-def _error(message, **kwargs):
+def _error(message: str, **kwargs: object) -> exceptions.CommandError:
     return exceptions.CommandError(message % kwargs if kwargs else message)
 
 
 # -- Nova's validators ------------------------------------------------------
 
-def _check_value(key, value, rule):
+def _check_value(key: str, value: object,
+                 rule: tuple[typing.Any, ...]) -> None:
     kind = rule[0]
     bad = None
     if kind == 'bool':
@@ -202,13 +208,13 @@ def _check_value(key, value, rule):
             key=key, value=value, bad=bad)
 
 
-def alias_count(value):
+def alias_count(value: object) -> int:
     """Devices a ``pci_passthrough:alias`` value asks for (summed)."""
     return sum(count for count in parse_aliases(value).values()
                if count > 0)
 
 
-def _check_alias_count(key, value):
+def _check_alias_count(key: str, value: str) -> None:
     total = alias_count(value)
     if total > names.MAX_GPUS:
         raise _error(
@@ -219,7 +225,7 @@ def _check_alias_count(key, value):
             key=key, value=value, total=total, max=names.MAX_GPUS)
 
 
-def check_gpus(gpus):
+def check_gpus(gpus: int | None) -> int:
     """Refuse a ``--gpus`` outside 1..names.MAX_GPUS (no I/O)."""
     if gpus is None:
         return 1
@@ -233,7 +239,7 @@ def check_gpus(gpus):
     return gpus
 
 
-def parse_group_key(key):
+def parse_group_key(key: str) -> tuple[str, str, str] | None:
     """('resources'|'trait', group suffix or '', name) or None."""
     for kind, regex in (('resources', _RESOURCES_RE), ('trait', _TRAIT_RE)):
         match = regex.match(key)
@@ -242,7 +248,7 @@ def parse_group_key(key):
     return None
 
 
-def validate_spec(key, value):
+def validate_spec(key: str, value: object) -> None:
     """Raise CommandError where Nova's extra-spec validators would.
 
     Checked: every key of the ``hw``, ``hw_rng``, ``hw_video``, ``os``,
@@ -333,14 +339,15 @@ def validate_spec(key, value):
 
 # -- derivation --------------------------------------------------------------
 
-def is_gpu_class(resource_class, extra=()):
+def is_gpu_class(resource_class: str,
+                 extra: Container[str | None] = ()) -> bool:
     if resource_class in extra:
         return True
     return any(fnmatch.fnmatchcase(resource_class, pattern)
                for pattern in GPU_CLASS_PATTERNS)
 
 
-def has_numa_topology(extra_specs):
+def has_numa_topology(extra_specs: Mapping[str, typing.Any] | None) -> bool:
     """Would Nova give an instance of this flavor a NUMA topology?"""
     specs = extra_specs or {}
     if specs.get('hw:numa_nodes') or specs.get('hw:mem_page_size'):
@@ -353,7 +360,7 @@ def has_numa_topology(extra_specs):
                for k in specs)
 
 
-def numa_warning(policy):
+def numa_warning(policy: str) -> str:
     return _(
         'hw:pci_numa_affinity_policy=%s only acts when the instance has a '
         'NUMA topology (hw:numa_nodes, hw:cpu_policy=dedicated or '
@@ -362,7 +369,7 @@ def numa_warning(policy):
         'place the GPU without regard to NUMA.') % policy
 
 
-def sriov_warning(pool, gpus):
+def sriov_warning(pool: str, gpus: int) -> str:
     return _(
         '--gpus %(gpus)d on vgpu pool %(pool)s: group_policy=isolate puts '
         'each vGPU on a different child provider, but on SR-IOV cards '
@@ -372,7 +379,7 @@ def sriov_warning(pool, gpus):
         'time-sliced cards without SR-IOV.') % {'gpus': gpus, 'pool': pool}
 
 
-def vf_warning(pool, gpus):
+def vf_warning(pool: str, gpus: int) -> str:
     return _(
         '--gpus %(gpus)d on vgpu-vf pool %(pool)s: Nova may take the VFs '
         'from one physical GPU (one provider per card holds all its VFs), '
@@ -381,16 +388,21 @@ def vf_warning(pool, gpus):
             'gpus': gpus, 'pool': pool}
 
 
-def _pool_error(pool, field):
+def _pool_error(pool: str, field: str) -> exceptions.CommandError:
     return _error(
         _('Pool %(pool)s has no %(field)s in its aggregate metadata, so no '
           'flavor can be derived from it. Repair it (openstack gpu pool '
           'show %(pool)s).'), pool=pool, field=field)
 
 
-def _gpu_specs(pool, gpus, numa_policy):
+def _gpu_specs(pool: Mapping[str, typing.Any], gpus: int,
+               numa_policy: str | None
+               ) -> tuple[dict[str, str], dict[str, str], list[str]]:
     """(extra specs, aggregate metadata, warnings) for the pool's mode."""
     mode, name = pool['mode'], pool['name']
+    specs: dict[str, str]
+    aggregate: dict[str, str]
+    warnings: list[str]
     specs, aggregate, warnings = {}, {}, []
     if mode in pools_mod.PCI_MODES:
         if not pool.get('alias'):
@@ -445,7 +457,8 @@ def _gpu_specs(pool, gpus, numa_policy):
     return specs, aggregate, warnings
 
 
-def _check_property(key, value, derived, pool):
+def _check_property(key: str, value: object, derived: Mapping[str, str],
+                    pool: Mapping[str, typing.Any]) -> None:
     """Refuse a --property that contradicts the derived extra specs."""
     validate_spec(key, value)
     name = pool['name']
@@ -471,8 +484,9 @@ def _check_property(key, value, derived, pool):
               'gpuclient sets group_policy itself when a flavor needs it; '
               'use a namespaced key (aggregate_instance_extra_specs:'
               '%(key)s) for aggregate matching.'), key=key, value=value)
-    used_groups = {parse_group_key(k)[1] for k in derived
-                   if parse_group_key(k)}
+    # indexed where the filter found it parsed (not None)
+    used_groups = {parse_group_key(k)[1]  # type: ignore[index]
+                   for k in derived if parse_group_key(k)}
     parsed = parse_group_key(key)
     if parsed:
         kind, group, item = parsed
@@ -503,8 +517,12 @@ def _check_property(key, value, derived, pool):
             key=key, value=value, mode=pool['mode'], pool=name)
 
 
-def derive(pool, gpus=1, numa_policy=None, properties=None,
-           maxphysaddr_mode=None, maxphysaddr_bits=None, ram=None):
+def derive(pool: Mapping[str, typing.Any], gpus: int | None = 1,
+           numa_policy: str | None = None,
+           properties: Mapping[str, typing.Any] | None = None,
+           maxphysaddr_mode: str | None = None,
+           maxphysaddr_bits: int | None = None,
+           ram: int | None = None) -> dict[str, typing.Any]:
     """Extra specs for a flavor of ``pool`` (CLI.md's table).
 
     ``gpus`` is 1 to names.MAX_GPUS (``check_gpus``);
@@ -548,7 +566,8 @@ def derive(pool, gpus=1, numa_policy=None, properties=None,
     }
 
 
-def aggregate_changes(pool, wanted):
+def aggregate_changes(pool: Mapping[str, typing.Any],
+                      wanted: Mapping[str, str] | None) -> dict[str, str]:
     """Metadata to set on the pool aggregate for ``wanted`` keys.
 
     Aggregate values are comma-separated sets for the filter. Raises
@@ -579,7 +598,9 @@ def aggregate_changes(pool, wanted):
 _BAREMETAL_ZEROED = ('VCPU', 'MEMORY_MB', 'DISK_GB')
 
 
-def owned_reason(key, pools=None):
+def owned_reason(key: str,
+                 pools: Mapping[str, Mapping[str, typing.Any]] | None = None
+                 ) -> str | None:
     """Why extra spec KEY is gpuclient's to keep (derived from the pool:
     steering, the GPU request, the isolation trait, the NUMA policy of
     passthrough GPUs), or None when an operator may set or unset it on a
@@ -626,7 +647,7 @@ def owned_reason(key, pools=None):
 
 # -- reading -----------------------------------------------------------------
 
-def _plain_value(value):
+def _plain_value(value: object) -> str | None:
     """Aggregate filter value -> the plain value, if it is one."""
     text = str(value).strip()
     match = re.match(r'^s==\s*(.*)$', text)
@@ -638,16 +659,16 @@ def _plain_value(value):
     return text
 
 
-def _int(value):
+def _int(value: object) -> int | None:
     try:
         return int(str(value).strip())
     except (TypeError, ValueError):
         return None
 
 
-def parse_aliases(value):
+def parse_aliases(value: object) -> dict[str, int]:
     """'a:1, b:2' -> {'a': 1, 'b': 2} (counts summed per alias)."""
-    aliases = {}
+    aliases: dict[str, int] = {}
     for part in str(value or '').split(','):
         if ':' not in part:
             continue
@@ -658,7 +679,9 @@ def parse_aliases(value):
     return aliases
 
 
-def read(extra_specs, pools=None):
+def read(extra_specs: Mapping[str, typing.Any] | None,
+         pools: Mapping[str, Mapping[str, typing.Any]] | None = None
+         ) -> dict[str, typing.Any]:
     """What a flavor asks for, read from its extra specs.
 
     ``pools`` ({name: pool}, optional) lets the reading use the pool's
@@ -677,6 +700,9 @@ def read(extra_specs, pools=None):
     """
     specs = dict(extra_specs or {})
     pools = pools or {}
+    resources: dict[str, dict[str, int]]
+    traits: dict[str, dict[str, str]]
+    steering: dict[str, str]
     resources, traits, steering = {}, {}, {}
     for key, value in specs.items():
         parsed = parse_group_key(key)
@@ -700,7 +726,7 @@ def read(extra_specs, pools=None):
     profile = specs.get(DEVICE_PROFILE_SPEC)
     zeroed = resources.get('', {}).get('VCPU') == 0
 
-    gpu_classes = {}
+    gpu_classes: dict[str, int] = {}
     for wanted in resources.values():
         for rc, amount in wanted.items():
             if is_gpu_class(rc, pool_classes) or (
@@ -769,9 +795,9 @@ def read(extra_specs, pools=None):
     }
 
 
-def request_text(reading):
+def request_text(reading: Mapping[str, typing.Any]) -> dict[str, str]:
     """{group label: 'RC=N, ...'} for display."""
-    shown = {}
+    shown: dict[str, str] = {}
     for group in sorted(set(reading['resources']) | set(reading['traits'])):
         label = group or _('(unnumbered)')
         parts = ['%s=%d' % item for item in
@@ -787,7 +813,9 @@ def request_text(reading):
     return shown
 
 
-def matching_pools(reading, pools):
+def matching_pools(reading: Mapping[str, typing.Any],
+                   pools: Mapping[str, Mapping[str, typing.Any]]
+                   ) -> list[str]:
     """Names of the pools a flavor can land in, by its aggregate keys.
 
     ``gpu_pool`` names one; hand-made steering (``gpu=true``) matches
@@ -813,7 +841,9 @@ def matching_pools(reading, pools):
     return found
 
 
-def problems(extra_specs, reading, pools):
+def problems(extra_specs: Mapping[str, typing.Any] | None,
+             reading: Mapping[str, typing.Any],
+             pools: Mapping[str, Mapping[str, typing.Any]]) -> list[str]:
     """What would make Nova do something else than the flavor says."""
     found = []
     specs = extra_specs or {}
@@ -856,7 +886,9 @@ FLAVOR_FIELDS = ('vcpus', 'ram', 'disk', 'ephemeral', 'swap', 'is_public',
                  'description')
 
 
-def flavor_differences(wanted, existing):
+def flavor_differences(wanted: Mapping[str, typing.Any],
+                       existing: Mapping[str, typing.Any]
+                       ) -> list[tuple[str, typing.Any, typing.Any]]:
     """[(what, wanted, existing)] between a create request and a flavor.
 
     Both are dicts with FLAVOR_FIELDS, ``extra_specs`` and ``projects``
@@ -883,9 +915,10 @@ def flavor_differences(wanted, existing):
     return found
 
 
-def describe_differences(differences):
+def describe_differences(differences: Iterable[tuple[str, object, object]]
+                         ) -> str:
     """'vcpus: 8 (existing 4); resources:VGPU: - (existing 1)'."""
-    def show(value):
+    def show(value: object) -> str:
         return '-' if value is None else str(value)
 
     return '; '.join(
@@ -894,7 +927,8 @@ def describe_differences(differences):
         for what, want, have in differences)
 
 
-def check_sizes(vcpus, ram, disk, ephemeral=0, swap=0):
+def check_sizes(vcpus: int | None, ram: int | None, disk: int | None,
+                ephemeral: int | None = 0, swap: int | None = 0) -> None:
     """Refuse sizes Nova would refuse, before anything is written."""
     for flag, value, low in (('--vcpus', vcpus, 1), ('--ram', ram, 1),
                              ('--disk', disk, 0),

@@ -22,8 +22,14 @@ read from its *embedded* flavor (``gpuclient.rules.specs.read``), so a flavor
 edited or deleted later does not rewrite history.
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
 import datetime
 import re
+import typing
 
 from osc_lib import exceptions
 
@@ -33,6 +39,10 @@ from gpuclient.rules import placement_names as names
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import specs
 from gpuclient.rules.scheduler import pci
+
+if typing.TYPE_CHECKING:
+    from gpuclient.rules import hosts as hosts_mod
+    from gpuclient.rules import model
 
 # --by keys: option value -> (row key, column name)
 BY_KEYS = {
@@ -53,7 +63,8 @@ _PCI_NAME_RE = re.compile(
 
 # -- input --------------------------------------------------------------------
 
-def parse_time(text, option='--start'):
+def parse_time(text: str | datetime.datetime,
+               option: str = '--start') -> datetime.datetime:
     """An ISO 8601 time or date as a naive UTC datetime.
 
     A time without an offset is UTC (as Nova reads it).
@@ -75,7 +86,11 @@ def parse_time(text, option='--start'):
 DEFAULT_PERIOD = datetime.timedelta(weeks=4)
 
 
-def period(start=None, end=None, now=None):
+def period(
+        start: str | datetime.datetime | None = None,
+        end: str | datetime.datetime | None = None,
+        now: datetime.datetime | None = None
+) -> tuple[datetime.datetime, datetime.datetime]:
     """(start, end) as naive UTC datetimes from the option texts.
 
     END defaults to NOW, START to DEFAULT_PERIOD before END (four weeks
@@ -94,7 +109,7 @@ def period(start=None, end=None, now=None):
     return start, end
 
 
-def check_period(start, end):
+def check_period(start: datetime.datetime, end: datetime.datetime) -> None:
     if not start < end:
         raise exceptions.CommandError(
             _('The period is empty: --start %(start)s is not before --end '
@@ -102,7 +117,7 @@ def check_period(start, end):
             % {'start': start.isoformat(), 'end': end.isoformat()})
 
 
-def parse_rates(rates):
+def parse_rates(rates: Mapping[str, float] | None) -> dict[str, float]:
     """{class as given: price} -> {resource class: price per GPU-hour}.
 
     The prices are numbers already (``--rate``, checked where the option
@@ -113,7 +128,7 @@ def parse_rates(rates):
             for key, price in (rates or {}).items()}
 
 
-def nova_time(text):
+def nova_time(text: str | None) -> datetime.datetime | None:
     """A time as Nova writes it ('2026-11-30T15:32:01.000000', with or
     without Z) as a naive UTC datetime; None for none."""
     if not text:
@@ -123,7 +138,10 @@ def nova_time(text):
 
 # -- what a server holds ------------------------------------------------------
 
-def gpu_request(server, pools=None):
+def gpu_request(
+        server: Mapping[str, typing.Any] | None,
+        pools: Mapping[str, Mapping[str, typing.Any]] | None = None
+) -> dict[str, typing.Any]:
     """What a server's embedded flavor asks for: dict with gpus,
     resource_class (None when it cannot be told), mode, pool (the
     flavor's gpu_pool, else None) and flavor (its name)."""
@@ -145,7 +163,7 @@ def gpu_request(server, pools=None):
     }
 
 
-def pci_address(name):
+def pci_address(name: str | None) -> str | None:
     """The PCI address ('0000:84:00.0') a Nova device provider is named
     after ('gpu-vgpu-1_pci_0000_84_00_0', 'host_0000:41:00.0'), or
     None."""
@@ -153,7 +171,8 @@ def pci_address(name):
     return ('%s:%s:%s.%s' % match.groups()).lower() if match else None
 
 
-def device_label(provider_name, root_name, mode):
+def device_label(provider_name: str | None, root_name: str | None,
+                 mode: str | None) -> str:
     """What one provider is, for a person: the PCI address of a
     passthrough GPU, the pGPU of a vGPU, the MIG slice (VF), the node."""
     rest = provider_name or ''
@@ -186,8 +205,12 @@ def _pool_of(request, host_pools, pools, classes=()):
     return found[0] if len(found) == 1 else None
 
 
-def server_rows(servers, cloud=None, allocations=None, host=None,
-                pool=None):
+def server_rows(
+        servers: Iterable[Mapping[str, typing.Any]],
+        cloud: model.Cloud | None = None,
+        allocations: Mapping[str, Mapping[str, dict[str, int]]] | None = None,
+        host: str | None = None,
+        pool: str | None = None) -> list[dict[str, typing.Any]]:
     """One row per server that holds GPUs.
 
     CLOUD (a ``gpuclient.rules.model.Cloud``, or None in a member's view)
@@ -202,7 +225,10 @@ def server_rows(servers, cloud=None, allocations=None, host=None,
     root_host = {}
     if cloud is not None:
         root_host = host_names.root_hosts(cloud.hypervisors)
-    held = {}  # consumer -> [(provider uuid, class, amount)]
+    held: dict[str, list[tuple[str, str, int]]] = {}
+    # consumer -> [(provider uuid, class, amount)]
+    # a provider uuid (ALLOCATIONS), then the provider (model.Provider)
+    provider: typing.Any
     for provider, consumers in sorted((allocations or {}).items()):
         for consumer, resources in consumers.items():
             for rc, amount in sorted(resources.items()):
@@ -216,7 +242,9 @@ def server_rows(servers, cloud=None, allocations=None, host=None,
         server_host = server.get('OS-EXT-SRV-ATTR:host')
         providers, devices, rcs, gpus = [], [], [], 0
         for uuid, rc, amount in holdings:
-            snap = cloud.placement
+            # held only with a CLOUD (CLASSES), read with Placement
+            snap: hosts_mod.Snapshot = (
+                cloud.placement)  # type: ignore[union-attr,assignment]
             provider = snap.providers.get(uuid) or {'name': uuid,
                                                     'root': uuid}
             root = snap.providers.get(provider['root']) or provider
@@ -238,7 +266,8 @@ def server_rows(servers, cloud=None, allocations=None, host=None,
             gpus = request['gpus']
         rcs = sorted(set(rcs)) or ([request['resource_class']]
                                    if request['resource_class'] else [])
-        pool_name = _pool_of(request, by_host.get(server_host, ()), pools,
+        # a server without a host finds no pool
+        pool_name = _pool_of(request, by_host.get(server_host, ()), pools,  # type: ignore[arg-type]
                              rcs)
         mode = request['mode']
         if pool_name in pools:
@@ -270,7 +299,9 @@ def server_rows(servers, cloud=None, allocations=None, host=None,
 
 # -- usage over a period ---------------------------------------------------
 
-def peak(intervals):
+def peak(
+        intervals: Iterable[tuple[datetime.datetime, datetime.datetime]]
+) -> int:
     """Most intervals [start, end) open at one instant (an interval that
     ends when another starts does not overlap it)."""
     events = []
@@ -286,13 +317,18 @@ def peak(intervals):
     return best
 
 
-def key_value(key, item):
+def key_value(key: str, item: Mapping[str, typing.Any]) -> typing.Any:
     return item[{'project': 'project', 'pool': 'pool', 'flavor': 'flavor',
                  'class': 'resource_class'}[key]]
 
 
-def usage_items(server_usages, servers, start, end, pools=None,
-                flavors=None):
+def usage_items(
+        server_usages: Iterable[Mapping[str, typing.Any]],
+        servers: Mapping[str, Mapping[str, typing.Any]],
+        start: datetime.datetime, end: datetime.datetime,
+        pools: Mapping[str, dict[str, typing.Any]] | None = None,
+        flavors: Mapping[str, Mapping[str, typing.Any]] | None = None
+) -> tuple[list[dict[str, typing.Any]], list[str]]:
     """One item per server that held GPUs in [START, END).
 
     SERVER_USAGES: Nova's ``server_usages`` (hours, started_at, ended_at,
@@ -305,9 +341,12 @@ def usage_items(server_usages, servers, start, end, pools=None,
     by_host = pools_mod.pools_by_host(pools)
     items, notes = [], []
     for usage in server_usages:
-        server = servers.get(usage.get('instance_id'))
+        # a usage without a server id finds none
+        server = servers.get(
+            usage.get('instance_id'))  # type: ignore[arg-type]
         if server is None:
-            flavor = (flavors or {}).get(usage.get('flavor'))
+            flavor = (flavors or {}).get(
+                usage.get('flavor'))  # type: ignore[arg-type]
             if flavor is None:
                 notes.append(_(
                     'Server %(id)s (%(name)s): Nova no longer lists it and '
@@ -335,7 +374,8 @@ def usage_items(server_usages, servers, start, end, pools=None,
         if hours <= 0 and closed <= opened:
             continue
         pool_name = _pool_of(request, by_host.get(
-            server.get('OS-EXT-SRV-ATTR:host'), ()), pools)
+            # a server without a host finds no pool
+            server.get('OS-EXT-SRV-ATTR:host'), ()), pools)  # type: ignore[arg-type]
         mode = request['mode']
         if pool_name in pools:
             mode = pools[pool_name].get('mode') or mode
@@ -354,11 +394,15 @@ def usage_items(server_usages, servers, start, end, pools=None,
     return items, notes
 
 
-def usage_rows(items, by=DEFAULT_BY, rates=None, pool=None):
+def usage_rows(
+        items: Iterable[Mapping[str, typing.Any]],
+        by: Sequence[str] = DEFAULT_BY,
+        rates: Mapping[str, float] | None = None, pool: str | None = None
+) -> tuple[list[dict[str, typing.Any]], list[str]]:
     """Rows grouped by the BY keys: dict with the keys, servers,
     gpu_hours, seats (peak concurrent vGPU/MIG servers) and cost (None
     without RATES). Returns (rows, notes)."""
-    groups = {}
+    groups: dict[tuple[typing.Any, ...], list[Mapping[str, typing.Any]]] = {}
     for item in items:
         if pool and item['pool'] != pool:
             continue

@@ -49,9 +49,16 @@ The join:
 No metric for a device is ``unknown``: never guessed idle.
 """
 
+from __future__ import annotations
+
 import calendar
+from collections.abc import Container
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
 import datetime
 import re
+import typing
 
 from osc_lib import exceptions
 
@@ -59,6 +66,13 @@ from gpuclient.i18n import _
 from gpuclient.rules import host_names
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import usage
+
+# a series' labels, as Prometheus answers them: {name: value}
+Labels = dict[str, str]
+# a subquery's points of one series: [(time, value)]
+Points = list[tuple[float, float]]
+# what one series answers (a value, or a subquery's Points)
+_V = typing.TypeVar('_V')
 
 # states of a device row
 BUSY = 'busy'
@@ -104,7 +118,7 @@ _PCI_LABEL_RE = re.compile(
 
 # -- settings -----------------------------------------------------------------
 
-def window_seconds(text, option='--window'):
+def window_seconds(text: str | None, option: str = '--window') -> int:
     """A duration such as 1h, 30m, 7d or 1h30m in seconds (a whole
     positive number of seconds up to a year), else a CommandError."""
     text = str(text or '').strip().lower()
@@ -122,7 +136,7 @@ def window_seconds(text, option='--window'):
     return seconds
 
 
-def duration_text(seconds):
+def duration_text(seconds: float) -> str:
     """SECONDS as window_seconds reads it: 3600 -> '1h', 5400 -> '1h30m'."""
     seconds = int(seconds)
     parts = []
@@ -133,7 +147,7 @@ def duration_text(seconds):
     return ''.join(parts) or '0s'
 
 
-def idle_threshold(value, option='--idle-below'):
+def idle_threshold(value: float | str, option: str = '--idle-below') -> float:
     """A percentage in [0, 100], else a CommandError."""
     try:
         number = float(value)
@@ -147,7 +161,10 @@ def idle_threshold(value, option='--idle-below'):
     return number
 
 
-def names(metrics=None, labels=None):
+def names(
+        metrics: Mapping[str, object] | None = None,
+        labels: Mapping[str, str | Sequence[str]] | None = None
+) -> tuple[dict[str, str], dict[str, tuple[str, ...]]]:
     """(metrics, labels) with the cloud's overrides: METRICS and LABELS,
     where a label override may be one name or a list of names."""
     merged = dict(METRICS)
@@ -163,7 +180,8 @@ def names(metrics=None, labels=None):
 
 # -- PromQL ------------------------------------------------------------------
 
-def server_queries(window, metrics=None):
+def server_queries(window: int,
+                   metrics: Mapping[str, str] | None = None) -> dict[str, str]:
     """{name: PromQL} of ``gpu server list --utilisation``: mean and peak
     of GPU_UTIL and of the MIG engine activity over WINDOW seconds, and
     the last framebuffer figure in it. Five queries, whatever the number
@@ -179,13 +197,14 @@ def server_queries(window, metrics=None):
     }
 
 
-def bucket_step(period):
+def bucket_step(period: float) -> int:
     """Seconds per bucket for a period of PERIOD seconds: at least
     MIN_STEP, at most MAX_BUCKETS buckets."""
     return max(MIN_STEP, -(-int(period) // MAX_BUCKETS))
 
 
-def usage_queries(period, step, metrics=None):
+def usage_queries(period: int, step: int,
+                  metrics: Mapping[str, str] | None = None) -> dict[str, str]:
     """{name: PromQL} of ``gpu usage list --utilisation``: the peak of
     each STEP-second bucket over the PERIOD seconds that end at the
     query's time (a subquery: one answer holds every bucket of every
@@ -212,7 +231,7 @@ class BadAnswer(exceptions.CommandError):
     """An answer that is not what the query asks: ``what`` says what came
     instead (the ops layer names the query's metric)."""
 
-    def __init__(self, what):
+    def __init__(self, what: str) -> None:
         super().__init__(_('Prometheus answered %s') % what)
         self.what = what
 
@@ -280,7 +299,7 @@ def _sample(pair):
                     % _describe(pair))
 
 
-def parse_vector(data):
+def parse_vector(data: object) -> list[tuple[Labels, float]]:
     """[(labels, value)] of an instant query's ``data`` (a vector);
     NaN and infinite values are left out (no figure). Anything but a
     vector of objects with a ``metric`` of texts and a [time, "number"]
@@ -294,7 +313,7 @@ def parse_vector(data):
     return found
 
 
-def parse_matrix(data):
+def parse_matrix(data: object) -> list[tuple[Labels, Points]]:
     """[(labels, [(time, value)])] of a subquery's ``data`` (a matrix);
     a BadAnswer as parse_vector's."""
     found = []
@@ -317,7 +336,7 @@ def _label(labels, names_):
     return None
 
 
-def pci_label(text):
+def pci_label(text: str | None) -> str | None:
     """A DCGM ``pci_bus_id`` ('00000000:84:00.0') as '0000:84:00.0'."""
     match = _PCI_LABEL_RE.match(str(text or '').strip())
     if not match:
@@ -327,7 +346,7 @@ def pci_label(text):
                                   int(device, 16), function)
 
 
-def host_keys(*hosts):
+def host_keys(*hosts: str | None) -> set[str]:
     """Lower-case names of HOSTS, the keys a device's Nova service host
     and hypervisor hostname are matched by to the series ``join_answers``
     gave a Nova host: exact names only (a short name is joined there,
@@ -335,7 +354,13 @@ def host_keys(*hosts):
     return {str(host).lower().rstrip('.') for host in hosts if host}
 
 
-def join_answers(answers, hosts, label_names=None, current=()):
+def join_answers(
+        answers: Mapping[str, Iterable[tuple[Labels, _V]]],
+        hosts: Mapping[str, Iterable[str]],
+        label_names: Mapping[str, Sequence[str]] | None = None,
+        current: Container[str] = ()
+) -> tuple[dict[str, list[tuple[Labels, _V]]],
+           list[tuple[str, str | None, str]]]:
     """(ANSWERS joined to this cloud's hosts, problems).
 
     ANSWERS: {name: [(labels, value)]}; HOSTS: {Nova host: its names}
@@ -365,6 +390,12 @@ def join_answers(answers, hosts, label_names=None, current=()):
     raw = {_label(labels, hostname) for results in answers.values()
            for labels, _value in results if not _label(labels, guest)}
     joined, host_problems = host_names.series_hosts(raw - {None}, hosts)
+    # sources: {(host, pci): {(uuid, exporter, hostname label)}}; now:
+    # {(host, pci): {(uuid, exporter)}} of the CURRENT answers
+    found: dict[str, list[tuple[Labels, _V]]]
+    sources: dict[tuple[str, str | None],
+                  set[tuple[str | None, str | None, str | None]]]
+    now: dict[tuple[str, str | None], set[tuple[str | None, str | None]]]
     found, sources, now = {}, {}, {}
     for name, results in answers.items():
         kept = found.setdefault(name, [])
@@ -389,7 +420,7 @@ def join_answers(answers, hosts, label_names=None, current=()):
     two, replaced = {}, {}
     for card, seen in sources.items():
         # a GPU is its UUID; without one, the exporter that serves it
-        ids = {}
+        ids: dict[str | None, set[tuple[str | None, str]]] = {}
         for uuid, exporter, label in seen:
             if uuid or not any(u for u, _e, _l in seen):
                 ids.setdefault(uuid or exporter, set()).add(
@@ -416,7 +447,8 @@ def join_answers(answers, hosts, label_names=None, current=()):
         found = {name: [(labels, value) for labels, value in results
                         if _label(labels, guest) or wanted(labels)]
                  for name, results in found.items()}
-    problems = [(host, None, why) for host, why in host_problems.items()]
+    problems: list[tuple[str, str | None, str]] = [
+        (host, None, why) for host, why in host_problems.items()]
     for (host, pci), ids in sorted(two.items()):
         problems.append((host, pci, _(
             'two exporters report host %(host)s and address %(pci)s: '
@@ -433,7 +465,10 @@ def join_answers(answers, hosts, label_names=None, current=()):
     return found, sorted(problems, key=lambda p: (p[0], p[1] or ''))
 
 
-def series_key(labels, label_names=None):
+def series_key(
+        labels: Mapping[str, str],
+        label_names: Mapping[str, Sequence[str]] | None = None
+) -> dict[str, str | None]:
     """What one device series is: dict with host, pci, uuid,
     gpu_instance, profile, instance_id (None when absent)."""
     label_names = label_names or LABELS
@@ -464,7 +499,10 @@ def _by_device(answers, label_names):
         devices, key=lambda k: tuple(v or '' for v in k))]
 
 
-def device_series(answers, label_names=None):
+def device_series(
+        answers: Mapping[str, Iterable[tuple[Labels, float]]],
+        label_names: Mapping[str, Sequence[str]] | None = None
+) -> list[dict[str, typing.Any]]:
     """One dict per device (a GPU, or a MIG GPU instance) from the
     parsed answers of ``server_queries`` ({name: [(labels, value)]}):
     its series_key plus mean and peak utilisation (percent, None when
@@ -486,7 +524,8 @@ def _percent(ratio):
     return None if ratio is None else ratio * 100.0
 
 
-def classify(peak, idle_below=DEFAULT_IDLE_BELOW):
+def classify(peak: float | None,
+             idle_below: float = DEFAULT_IDLE_BELOW) -> str:
     """busy, idle (the peak over the window below IDLE_BELOW percent) or
     unknown (no figure)."""
     if peak is None:
@@ -499,10 +538,13 @@ def classify(peak, idle_below=DEFAULT_IDLE_BELOW):
 class _Index:
     """Device series by server (guest-side) and by host and card."""
 
-    def __init__(self, devices):
-        self.guest = {}  # server uuid -> [device]
-        self.card = {}   # (host key, pci) -> [device]
-        self.bus = {}    # (host key, domain:bus) -> {pci}
+    def __init__(self, devices: Iterable[Mapping[str, typing.Any]]) -> None:
+        # server uuid -> [device]
+        self.guest: dict[str, list[Mapping[str, typing.Any]]] = {}
+        # (host key, pci) -> [device]
+        self.card: dict[tuple[str, str], list[Mapping[str, typing.Any]]] = {}
+        # (host key, domain:bus) -> {pci}
+        self.bus: dict[tuple[str, str], set[str]] = {}
         for device in devices:
             if device['instance_id']:
                 self.guest.setdefault(device['instance_id'], []).append(
@@ -514,7 +556,9 @@ class _Index:
                     self.bus.setdefault((host, device['pci'][:7]),
                                         set()).add(device['pci'])
 
-    def card_of(self, hosts, pci, mig):
+    def card_of(
+            self, hosts: Iterable[str], pci: str | None,
+            mig: bool) -> tuple[str | None, list[Mapping[str, typing.Any]]]:
         """(card pci, its series) of the device at PCI on HOSTS: the card
         at that address, or for a MIG slice (VF) the one card of its
         domain and bus."""
@@ -532,7 +576,7 @@ class _Index:
         return None, []
 
 
-def index_series(devices):
+def index_series(devices: Iterable[Mapping[str, typing.Any]]) -> _Index:
     """DEVICES (dicts with a ``series_key``) by server (``guest``: {server
     uuid: [device]}) and by host and card (``card_of(hosts, pci, mig)``)."""
     return _Index(devices)
@@ -564,7 +608,9 @@ def _card_state(devices, holders, idle_below):
     return SHARED, mean, peak, fb
 
 
-def card_holders(providers, hosts_of, index=None):
+def card_holders(providers: Mapping[str, Mapping[str, typing.Any]],
+                 hosts_of: Mapping[str, set[str]],
+                 index: _Index | None = None) -> dict[str, int]:
     """{provider uuid: servers on its card}: for a vGPU provider the
     consumers of its allocation; a MIG slice counts every holder of a
     slice of the same card. PROVIDERS: {uuid: dict with name, mode,
@@ -576,7 +622,7 @@ def card_holders(providers, hosts_of, index=None):
         if provider.get('mode') == pools_mod.MIG and index is not None:
             pci = index.card_of(hosts, pci, True)[0] or pci
         card_of[uuid] = (frozenset(hosts), pci or uuid)
-    consumers = {}
+    consumers: dict[tuple[frozenset[str], str], set[str]] = {}
     for uuid, card in card_of.items():
         consumers.setdefault(card, set()).update(
             providers[uuid].get('consumers') or ())
@@ -603,7 +649,7 @@ def _guest_label(device):
     return _('guest %s') % (device['uuid'] or '?')
 
 
-def launched_after(row, start):
+def launched_after(row: Mapping[str, typing.Any], start: float | None) -> bool:
     """True when ROW's server was launched after START (epoch seconds):
     a host-side reading of its card over a window that starts before
     then is partly another holder's (or nobody's)."""
@@ -618,8 +664,12 @@ def launched_after(row, start):
     return epoch(when) > start
 
 
-def server_utilisation(rows, providers, devices,
-                       idle_below=DEFAULT_IDLE_BELOW, window_start=None):
+def server_utilisation(
+        rows: Iterable[Mapping[str, typing.Any]],
+        providers: Mapping[str, Mapping[str, typing.Any]],
+        devices: Iterable[Mapping[str, typing.Any]],
+        idle_below: float = DEFAULT_IDLE_BELOW,
+        window_start: float | None = None) -> list[dict[str, typing.Any]]:
     """One row per server and device, with source (host, guest or None),
     mean and peak utilisation (percent), fb_used (MiB), state and
     shared_by (servers on the card).
@@ -676,7 +726,10 @@ def server_utilisation(rows, providers, devices,
 
 # -- GPU-hours: used and idle ----------------------------------------------
 
-def bucket_series(answers, label_names=None):
+def bucket_series(
+        answers: Mapping[str, Iterable[tuple[Labels, Points]]],
+        label_names: Mapping[str, Sequence[str]] | None = None
+) -> list[dict[str, typing.Any]]:
     """One dict per device from the parsed answers of ``usage_queries``
     ({name: [(labels, [(time, value)])]}): series_key plus mig and
     points [(bucket end, peak percent)]."""
@@ -717,8 +770,12 @@ def _split(devices, opened, closed, step, idle_below):
     return idle / span, used / span
 
 
-def usage_split(items, providers, devices, step,
-                idle_below=DEFAULT_IDLE_BELOW):
+def usage_split(
+        items: Iterable[Mapping[str, typing.Any]],
+        providers: Mapping[str, Mapping[str, typing.Any]],
+        devices: Iterable[Mapping[str, typing.Any]], step: float,
+        idle_below: float = DEFAULT_IDLE_BELOW
+) -> dict[str, tuple[float, float]]:
     """{server id: (idle fraction, used fraction)} of the usage ITEMS
     (``usage.usage_items``, intervals as naive UTC datetimes) from the
     bucket_series DEVICES; a server missing has no figure.
@@ -732,7 +789,7 @@ def usage_split(items, providers, devices, step,
     consumers}, as server_utilisation.
     """
     index, hosts_of, holders = _join(providers, devices)
-    held = {}
+    held: dict[str, list[str]] = {}
     for uuid, provider in sorted(providers.items()):
         for consumer in provider.get('consumers') or ():
             held.setdefault(consumer, []).append(uuid)
@@ -768,18 +825,25 @@ def usage_split(items, providers, devices, step,
     return found
 
 
-def epoch(when):
+@typing.overload
+def epoch(when: datetime.datetime) -> float: ...
+@typing.overload
+def epoch(when: None) -> None: ...
+def epoch(when: datetime.datetime | None) -> float | None:
     """A naive UTC datetime as epoch seconds; None for None."""
     if when is None:
         return None
     return float(calendar.timegm(when.timetuple())) + when.microsecond / 1e6
 
 
-def split_rows(rows, items, split, by):
+def split_rows(rows: Iterable[Mapping[str, typing.Any]],
+               items: Iterable[Mapping[str, typing.Any]],
+               split: Mapping[str, tuple[float, float]],
+               by: Sequence[str]) -> list[dict[str, typing.Any]]:
     """Add idle_gpu_hours, used_gpu_hours and unknown_gpu_hours to the
     ``usage.usage_rows`` ROWS (grouped by BY) from the per-server SPLIT
     of usage_split."""
-    totals = {}
+    totals: dict[tuple[typing.Any, ...], list[float]] = {}
     for item in items:
         key = tuple(usage.key_value(k, item) for k in by)
         idle, used = split.get(item['id'], (0.0, 0.0))

@@ -38,7 +38,7 @@ EXPORT_COLUMNS = ('Path',)
 def _add_selection_args(parser):
     """What to render: the options ``config show`` and ``config export``
     share."""
-    from gpuclient.rules import nova_config
+    from gpuclient.rules.nova_conf import render
 
     parser.add_argument(
         '--pool', metavar='<pool>', action='append', default=[],
@@ -68,7 +68,7 @@ def _add_selection_args(parser):
     parser.add_argument(
         '--numa-policy', metavar='<policy>',
         choices=('required', 'legacy', 'preferred', 'socket'),
-        default=nova_config.DEFAULT_NUMA_POLICY,
+        default=render.DEFAULT_NUMA_POLICY,
         help=_('numa_policy of a [pci] alias whose flavors do not '
                'agree on one hw:pci_numa_affinity_policy (required, '
                'legacy, preferred or socket; default: preferred, as '
@@ -92,11 +92,11 @@ def _collect(app, parsed_args):
 def _write(config, parsed_args):
     """The files of the layout written under --output-dir: their paths."""
     from gpuclient.ops import config_ops
-    from gpuclient.rules import nova_config
+    from gpuclient.rules.nova_conf import render
 
     return config_ops.write_files(
         parsed_args.output_dir,
-        nova_config.files(config, parsed_args.layout))
+        render.files(config, parsed_args.layout))
 
 
 class ShowConfig(common.Gated, common.Command):
@@ -140,7 +140,8 @@ class ShowConfig(common.Gated, common.Command):
     def take_action(self, parsed_args):
         from gpuclient import exit_status
         from gpuclient.ops import config_ops
-        from gpuclient.rules import nova_config
+        from gpuclient.rules.nova_conf import diff as conf_diff
+        from gpuclient.rules.nova_conf import render
 
         if parsed_args.diff and parsed_args.output_dir:
             raise exceptions.CommandError(
@@ -157,8 +158,8 @@ class ShowConfig(common.Gated, common.Command):
         if parsed_args.diff:
             existing, where = config_ops.read_existing(
                 parsed_args.diff, config, parsed_args.host)
-            findings = nova_config.diff(config, existing)
-            out.write(nova_config.render_diff(findings, where))
+            findings = conf_diff.diff(config, existing)
+            out.write(conf_diff.render_diff(findings, where))
             self._status = (exit_status.DIFFERENT if findings
                             else exit_status.SAME)
             return self._status
@@ -167,9 +168,9 @@ class ShowConfig(common.Gated, common.Command):
                 out.write(path + '\n')
             return 0
         if parsed_args.layout == 'kolla':
-            out.write(nova_config.render_kolla(config))
+            out.write(render.render_kolla(config))
         else:
-            out.write(nova_config.render_ini(config))
+            out.write(render.render_ini(config))
         return 0
 
     def run(self, parsed_args):

@@ -75,12 +75,12 @@ class ListProfile(common.Lister):
 
     def take_action(self, parsed_args):
         from gpuclient.ops import profile_ops
-        from gpuclient.rules import profiles
+        from gpuclient.rules import catalogue
 
         try:
             rows = profile_ops.catalogue(parsed_args.model,
                                          parsed_args.board)
-        except profiles.UnknownName as e:
+        except catalogue.UnknownName as e:
             raise exceptions.CommandError(str(e)) from e
         columns = ('Model', 'Profile', 'Compute Slices', 'Memory Slices',
                    'Memory (GB)', 'Max Count', 'Placements', 'Board')
@@ -183,7 +183,8 @@ class PlanProfile(common.Lister):
 
     def take_action(self, parsed_args):
         from gpuclient.ops import profile_ops
-        from gpuclient.rules import profiles
+        from gpuclient.rules import catalogue
+        from gpuclient.rules.profiles import layouts
 
         if parsed_args.from_usage:
             if not parsed_args.pools:
@@ -229,7 +230,7 @@ class PlanProfile(common.Lister):
         try:
             rows, summary = profile_ops.plan_cards(
                 cards, demand, parsed_args.output_dir)
-        except (profiles.UnknownName, profiles.BoardMismatch,
+        except (catalogue.UnknownName, catalogue.BoardMismatch,
                 OSError) as e:
             raise exceptions.CommandError(str(e)) from e
         _log_summary(summary)
@@ -240,8 +241,8 @@ class PlanProfile(common.Lister):
         data = []
         for row in rows:
             item = (row['id'], row['model'],
-                    profiles.layout_text(row['current']),
-                    profiles.layout_text(row['proposed']),
+                    layouts.layout_text(row['current']),
+                    layouts.layout_text(row['proposed']),
                     ServesColumn(row['serves']))
             if parsed_args.output_dir:
                 item += (row['script'],)
@@ -250,9 +251,10 @@ class PlanProfile(common.Lister):
 
     def _plan_pools(self, parsed_args):
         from gpuclient.ops import profile_ops
+        from gpuclient.rules import catalogue
         from gpuclient.rules import pools as pools_mod
-        from gpuclient.rules import profile_cloud
-        from gpuclient.rules import profiles
+        from gpuclient.rules.profiles import cloud as profile_cloud
+        from gpuclient.rules.profiles import layouts
 
         usage_period = None
         if parsed_args.from_usage:
@@ -273,7 +275,7 @@ class PlanProfile(common.Lister):
                 integer=True)
         try:
             if parsed_args.model:
-                profiles.model_name(parsed_args.model)
+                catalogue.model_name(parsed_args.model)
             # the names are checked before the cloud is read
             vgpu_types = profile_cloud.vgpu_type_map(
                 parsed_args.vgpu_mdev_types)
@@ -287,8 +289,8 @@ class PlanProfile(common.Lister):
                 parsed_args.model, parsed_args.mig_mdev_types,
                 parsed_args.output_dir, usage_period=usage_period,
                 vgpu_types=vgpu_types)
-        except (profiles.UnknownName, profile_cloud.CannotTell, ValueError,
-                OSError) as e:  # profile_vf.CannotPlan is a ValueError
+        except (catalogue.UnknownName, profile_cloud.CannotTell, ValueError,
+                OSError) as e:  # profiles.vf.CannotPlan is a ValueError
             raise exceptions.CommandError(str(e)) from e
         for note in notes:
             LOG.warning(note)
@@ -302,8 +304,8 @@ class PlanProfile(common.Lister):
         data = []
         for row in rows:
             item = (row['host'], row['address'], row['model'],
-                    profiles.layout_text(row['current']),
-                    profiles.layout_text(row['proposed']),
+                    layouts.layout_text(row['current']),
+                    layouts.layout_text(row['proposed']),
                     ServesColumn(row['serves']),
                     format_columns.ListColumn(
                         [_server_text(*server) for server in row['servers']]))
@@ -314,8 +316,8 @@ class PlanProfile(common.Lister):
 
 
 def _vf_rows(rows, summary, output_dir):
-    """(columns, rows) of a vgpu-vf plan (``rules.profile_vf.plan``)."""
-    from gpuclient.rules import profile_vf
+    """(columns, rows) of a vgpu-vf plan (``rules.profiles.vf.plan``)."""
+    from gpuclient.rules.profiles import vf as profile_vf
 
     _log_demand(summary)
     LOG.warning(_('Demand met: %(met)d of %(wanted)d; cards re-typed: '

@@ -9,14 +9,14 @@ service user ``blazar``), with the host and flavor-instance plugins and the
 freepool aggregate Blazar enrols hosts into (``FREEPOOL``). Nova's
 scheduler gets blazar-nova's ``BlazarFilter`` from etc/nova.conf.
 
-For ``tools/testcloud`` (cloud.cli):
+For ``tools/testcloud`` (cloud.stack):
 
 * ``write_config()`` renders ``etc/blazar/blazar.conf``;
 * ``start(timeline)`` does every remaining step, each skipped when already
   done (database, schema, Keystone, freepool, processes) and returns when
   the API answers; it can be called into a running cloud;
 * ``stop()`` stops both processes; ``process_names()``: their names in
-  ``<state>/pids``, for cloud.cli's stop;
+  ``<state>/pids``, for cloud.stack's stop;
 * ``status()`` returns printable lines.
 
 Also runnable on its own, with tools/ on sys.path::
@@ -26,11 +26,9 @@ Also runnable on its own, with tools/ on sys.path::
 
 import argparse
 import os
-import signal
-import time
 
 from cloud import api
-from cloud import cli
+from cloud import base
 
 PORT = 1234
 ENDPOINT = 'http://127.0.0.1:%d' % PORT
@@ -43,7 +41,7 @@ FREEPOOL = 'freepool'
 
 
 def _etc():
-    return os.path.join(cli.STATE, 'etc', 'blazar')
+    return os.path.join(base.STATE, 'etc', 'blazar')
 
 
 def _conf():
@@ -65,22 +63,22 @@ _APP = None
 
 def write_config():
     for sub in ('etc/blazar', 'blazar/locks', 'logs'):
-        os.makedirs(os.path.join(cli.STATE, sub), exist_ok=True)
-    cli._render('blazar.conf', _conf(), port=PORT, password=cli.PASSWORD,
-                db_blazar=cli._db_url(DB), freepool=FREEPOOL,
-                authtoken_blazar=cli._authtoken(SERVICE_USER))
+        os.makedirs(os.path.join(base.STATE, sub), exist_ok=True)
+    base.render('blazar.conf', _conf(), port=PORT, password=base.PASSWORD,
+                db_blazar=base.db_url(DB), freepool=FREEPOOL,
+                authtoken_blazar=base.authtoken(SERVICE_USER))
 
 
 def setup_db():
     """Create the database and its schema (skipped if they exist)."""
-    cli.ensure_database(DB, [os.path.join(cli.BIN, 'blazar-db-manage'),
-                             '--config-file', _conf(), 'upgrade', 'head'],
-                        'setup-blazar.log')
+    base.ensure_database(DB, [os.path.join(base.BIN, 'blazar-db-manage'),
+                              '--config-file', _conf(), 'upgrade', 'head'],
+                         'setup-blazar.log')
 
 
 def register(session):
     """Service user blazar (admin, service), service and endpoints."""
-    api.ensure_service_user(session, SERVICE_USER, cli.PASSWORD)
+    api.ensure_service_user(session, SERVICE_USER, base.PASSWORD)
     api.ensure_service(session, 'blazar', SERVICE_TYPE, ENDPOINT + '/v1')
 
 
@@ -93,16 +91,11 @@ def ensure_freepool(session):
                      {'aggregate': {'name': FREEPOOL}})
 
 
-def _running(name):
-    pid = cli._read_pid(name)
-    return bool(pid and cli._ours(name, pid) and cli._alive(pid))
-
-
 def _start_api():
-    argv = [os.path.join(cli.BIN, 'uwsgi'),
+    argv = [os.path.join(base.BIN, 'uwsgi'),
             '--http-socket', '127.0.0.1:%d' % PORT,
-            '--module', 'cloud.blazar:application', '--virtualenv', cli.VENV,
-            '--pythonpath', cli.TOOLS,
+            '--module', 'cloud.blazar:application', '--virtualenv', base.VENV,
+            '--pythonpath', base.TOOLS,
             '--master', '--processes', '1', '--threads', '2',
             '--enable-threads', '--lazy-apps', '--die-on-term',
             '--need-app', '--buffer-size', '65535',
@@ -110,14 +103,14 @@ def _start_api():
             '--add-header', 'Connection: close',
             '--procname-prefix-spaced', 'gpuclient-' + API,
             '--env', 'OS_BLAZAR_CONFIG_DIR=%s' % _etc(),
-            '--logto', os.path.join(cli.LOGS, API + '-uwsgi.log')]
-    cli._spawn(API, argv)
+            '--logto', os.path.join(base.LOGS, API + '-uwsgi.log')]
+    base.spawn(API, argv)
 
 
 def _start_manager():
-    cli._spawn(MANAGER, [os.path.join(cli.BIN, MANAGER), '--config-file',
+    base.spawn(MANAGER, [os.path.join(base.BIN, MANAGER), '--config-file',
                          _conf(), '--log-file',
-                         os.path.join(cli.LOGS, MANAGER + '.log')])
+                         os.path.join(base.LOGS, MANAGER + '.log')])
 
 
 def start(timeline):
@@ -129,13 +122,13 @@ def start(timeline):
     timeline('blazar database ready')
     session = api.Session()
     register(session)
-    cli._wait('nova-api', cli._http_up(api.ENDPOINTS['compute']), 120)
+    base.wait('nova-api', base.http_up(api.ENDPOINTS['compute']), 120)
     ensure_freepool(session)
-    if not _running(MANAGER):
+    if not base.running(MANAGER):
         _start_manager()
-    if not _running(API):
+    if not base.running(API):
         _start_api()
-    cli._wait('blazar API', cli._http_up(ENDPOINT + '/'), 60)
+    base.wait('blazar API', base.http_up(ENDPOINT + '/'), 60)
     timeline('blazar (API on port %d, manager) up' % PORT)
 
 
@@ -150,25 +143,14 @@ def process_names(exclude=()):
 def stop():
     """Stop Blazar's API and manager (tools/testcloud down stops
     process_names() with the other services)."""
-    for name in process_names():
-        pid = cli._read_pid(name)
-        if not pid:
-            continue
-        if cli._ours(name, pid):
-            cli._signal_group(pid, signal.SIGTERM)
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline and cli._group_alive(pid):
-                time.sleep(0.2)
-            if cli._group_alive(pid):
-                cli._signal_group(pid, signal.SIGKILL)
-        os.unlink(cli._pidfile(name))
+    base.stop_processes(process_names())
 
 
 def status():
     """Printable lines: Blazar's processes (empty without Blazar)."""
     return ['%s %s (pid %s)' % (
-        name, 'up' if _running(name) else 'down',
-        cli._read_pid(name) or '-') for name in process_names()]
+        name, 'up' if base.running(name) else 'down',
+        base.read_pid(name) or '-') for name in process_names()]
 
 
 def main(argv=None):
@@ -177,7 +159,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.command == 'start':
         write_config()
-        start(cli.Timeline())
+        start(base.Timeline())
     elif args.command == 'stop':
         stop()
     else:

@@ -1,971 +1,36 @@
 """tools/testcloud: the gpuclient test cloud on this machine.
 
-Standard library only: it runs with the system python3 before the cloud's
-venv exists.  See doc/source/contributor/testcloud.rst.
+The verbs (up, down, status, env, seed-hosts, restart-compute, smoke): their
+arguments and their output; what they do is in the modules they call
+(cloud.stack, cloud.install, cloud.computes, ...; shared pieces in
+cloud.base).  Standard library only: it runs with the system python3 before
+the cloud's venv exists.  See doc/source/contributor/testcloud.rst.
 """
 
 import argparse
-import concurrent.futures
 import fcntl
-import hashlib
 import os
-import shutil
-import signal
-import string
-import subprocess
 import sys
-import sysconfig
-import threading
 import time
 
 from cloud import api
+from cloud import base
 from cloud import blazar
+from cloud import computes
+from cloud import control_plane
 from cloud import hosts as hostlib
+from cloud import install
 from cloud import ironic
-from cloud import node_exporter
-from cloud import prometheus as prom
+from cloud import metrics
+from cloud import stack
 
-TOOLS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CLOUD_DIR = os.path.join(TOOLS, 'cloud')
-REQUIREMENTS = os.path.join(CLOUD_DIR, 'requirements.txt')
-HOME = os.environ.get('GPUCLIENT_TESTCLOUD_HOME',
-                      '/var/tmp/gpuclient-testcloud')
-VENV = os.path.join(HOME, 'venv')
-STATE = os.path.join(HOME, 'state')
-PIDS = os.path.join(STATE, 'pids')
-LOGS = os.path.join(STATE, 'logs')
-BIN = os.path.join(VENV, 'bin')
-STAMP = os.path.join(VENV, '.gpuclient-requirements.sha256')
-
-# prometheus: the cloud's metrics store that gpu ... --utilisation reads;
-# prometheus-node-exporter: per-NUMA-node memory of some fake hosts
-# (Debian's; their systemd services are not used)
-APT_PACKAGES = ('rabbitmq-server', 'mariadb-server', 'prometheus',
-                'prometheus-node-exporter')
-PASSWORD = 'secret'
-DB_USER = 'gpuclient'
-DEMO_PROJECT = 'gpuclient-demo'
-DEMO_USER = 'gpuclient-demo'
-# admin + no_extra_specs: Nova's policy (etc/nova-policy.yaml) denies it
-# flavor extra specs, for fault-injection tests
-OPERATOR_USER = 'gpuclient-flavor-operator'
-IMAGE = 'gpuclient-tiny'
-RABBIT = '/usr/lib/rabbitmq/bin'
-# port -> what listens there (all on 127.0.0.1)
-PORTS = {3306: 'mariadb', 5672: 'rabbitmq', 25672: 'rabbitmq (dist)',
-         5000: 'keystone', 8778: 'placement', 9292: 'glance',
-         8774: 'nova-api', 9696: 'neutron read-only stub',
-         9090: 'prometheus', 9400: 'DCGM exporter stand-in',
-         9401: 'gpuclient -f openmetrics, served by a test',
-         1234: 'blazar-api',
-         **{port: 'node_exporter of ' + host for host, port in
-            hostlib.NODE_EXPORTER_PORTS.items()}}
-PROMETHEUS_PORT = 9090
-DCGM_PORT = 9400
-# where Prometheus also scrapes "gpu capacity list -f openmetrics" when a
-# test serves it there (nothing listens otherwise: the target is down)
-CAPACITY_PORT = 9401
-# the Prometheus rules gpuclient ships, which the test cloud's Prometheus
-# evaluates as an operator's does (the dashboard's panels read them:
-# gpuclient/tests/functional/test_dashboard.py)
-RULES = os.path.join(os.path.dirname(TOOLS), 'etc', 'prometheus',
-                     'gpuclient.rules.yml')
-# the DCGM exporter stand-in's devices, which tests rewrite to set values
-# (tools/cloud/dcgm_exporter.py reads it on every scrape)
-DCGM_DEVICES = os.path.join(STATE, 'dcgm', 'devices.json')
-# WSGI services: name -> (port, module, threads, env)
-WSGI = {
-    'keystone': (5000, 'keystone.wsgi.api:application', 4,
-                 {'OS_KEYSTONE_CONFIG_DIR': 'etc'}),
-    'neutron-stub': (9696, 'cloud.neutron_stub:application', 1, {}),
-    'placement': (8778, 'placement.wsgi.api:application', 4,
-                  {'OS_PLACEMENT_CONFIG_DIR': 'etc/placement'}),
-    'glance-api': (9292, 'glance.wsgi.api:application', 2,
-                   {'OS_GLANCE_CONFIG_DIR': 'etc/glance'}),
-    'nova-api': (8774, 'nova.wsgi.osapi_compute:application', 4,
-                 {'OS_NOVA_CONFIG_DIR': 'etc/nova',
-                  'OS_NOVA_CONFIG_FILES':
-                      'api-paste.ini;nova.conf;nova-api.conf'}),
-}
-# stop order of the OpenStack processes (all stopped together, computes
-# signalled first); rabbitmq, epmd and mariadb follow in that order
-OPENSTACK_SERVICES = (
-    ['nova-compute-' + h.name for h in hostlib.HOSTS] +
-    ['nova-scheduler', 'nova-conductor', 'nova-api', 'glance-api',
-     'placement', 'neutron-stub', 'keystone', 'prometheus',
-     'dcgm-exporter'] +
-    ['node-exporter-' + h for h in sorted(hostlib.NODE_EXPORTER_PORTS)])
-
-
-class Timeline:
-    """Where the time goes: (seconds since start, event) lines."""
-
-    def __init__(self, quiet=False):
-        self.t0 = time.monotonic()
-        self.lock = threading.Lock()
-        self.quiet = quiet
-
-    def __call__(self, event):
-        with self.lock:
-            print('[%6.1fs] %s' % (time.monotonic() - self.t0, event),
-                  flush=True)
-
-    def elapsed(self):
-        return time.monotonic() - self.t0
-
-
-class CloudError(Exception):
-    pass
-
-
-# ---------------------------------------------------------------- install
-
-def _missing_apt_packages():
-    missing = []
-    if not os.path.exists(os.path.join(BIN, 'python')):
-        # what "python3 -m venv" and building uWSGI need
-        try:
-            import ensurepip  # noqa: F401
-        except ImportError:
-            missing.append('python3-venv')
-        include = sysconfig.get_paths()['include']
-        if not os.path.exists(os.path.join(include, 'Python.h')):
-            missing.append('python3-dev')
-    for pkg in APT_PACKAGES:
-        out = subprocess.run(
-            ['dpkg-query', '-W', '-f=${Status}', pkg],
-            capture_output=True, text=True)
-        if 'install ok installed' not in out.stdout:
-            missing.append(pkg)
-    if shutil.which('gcc') is None and not os.path.exists(STAMP):
-        missing.append('gcc')  # uWSGI is built from source by pip
-    return missing
-
-
-def _requirements_hash():
-    with open(REQUIREMENTS, 'rb') as f:
-        return hashlib.sha256(f.read()).hexdigest()
-
-
-def install(timeline):
-    """Debian packages and the venv, only what is missing or changed."""
-    missing = _missing_apt_packages()
-    if missing:
-        env = dict(os.environ, DEBIAN_FRONTEND='noninteractive')
-        timeline('apt-get install %s' % ' '.join(missing))
-        subprocess.run(['apt-get', 'update', '-q'], check=True, env=env,
-                       stdout=subprocess.DEVNULL)
-        # The packages' postinst cannot start the daemons without an init
-        # system ("policy-rc.d denied execution"): harmless, up starts them.
-        subprocess.run(['apt-get', 'install', '-y', '-q',
-                        '--no-install-recommends', *missing],
-                       check=True, env=env, stdout=subprocess.DEVNULL)
-        timeline('apt packages installed')
-    want = _requirements_hash()
-    have = None
-    if os.path.exists(STAMP):
-        with open(STAMP) as f:
-            have = f.read().strip()
-    if have == want and os.path.exists(os.path.join(BIN, 'python')):
-        return
-    if not os.path.exists(os.path.join(BIN, 'python')):
-        timeline('creating venv %s' % VENV)
-        subprocess.run([sys.executable, '-m', 'venv', VENV], check=True)
-    timeline('pip install -r tools/cloud/requirements.txt')
-    subprocess.run([os.path.join(BIN, 'pip'), 'install', '-q',
-                    '--disable-pip-version-check', '-r', REQUIREMENTS],
-                   check=True)
-    with open(STAMP, 'w') as f:
-        f.write(want + '\n')
-    timeline('venv ready')
-
-
-# ---------------------------------------------------------------- processes
-
-def _pidfile(name):
-    return os.path.join(PIDS, name + '.pid')
-
-
-def _read_pid(name):
-    try:
-        with open(_pidfile(name)) as f:
-            return int(f.read().split()[0])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def _alive(pid):
-    if not pid:
-        return False
-    try:
-        with open('/proc/%d/stat' % pid) as f:
-            state = f.read().rsplit(')', 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != 'Z'
-
-
-def _ours(name, pid):
-    """Is PID still the process recorded as NAME (not a reused PID)?"""
-    try:
-        with open('/proc/%d/cmdline' % pid, 'rb') as f:
-            cmd = f.read()
-        with open('/proc/%d/comm' % pid) as f:
-            comm = f.read().strip()
-    except OSError:
-        return False
-    if name == 'epmd':
-        return comm == 'epmd'
-    return any(mark in cmd for mark in (
-        STATE.encode(), VENV.encode(), b'gpuclient-'))
-
-
-def _recorded():
-    """{name: pid} of the recorded processes that are still ours."""
-    if not os.path.isdir(PIDS):
-        return {}
-    found = {}
-    for f in os.listdir(PIDS):
-        if f.endswith('.pid'):
-            name = f[:-4]
-            pid = _read_pid(name)
-            found[name] = pid if pid and _ours(name, pid) else None
-    return found
-
-
-def _spawn(name, argv, env=None, cwd=None):
-    """Start ARGV in its own session; record its PID (= process group)."""
-    full_env = dict(os.environ)
-    full_env.update(env or {})
-    out = open(os.path.join(LOGS, name + '.out'), 'ab')
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out,
-                            stderr=subprocess.STDOUT, env=full_env,
-                            cwd=cwd or STATE, start_new_session=True)
-    out.close()
-    with open(_pidfile(name), 'w') as f:
-        f.write('%d\n' % proc.pid)
-    return proc
-
-
-def _run(argv, log, env=None):
-    full_env = dict(os.environ, PYTHONWARNINGS='ignore')
-    full_env.update(env or {})
-    with open(os.path.join(LOGS, log), 'ab') as out:
-        out.write(('$ %s\n' % ' '.join(argv)).encode())
-        out.flush()
-        rc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=out,
-                            stderr=subprocess.STDOUT, env=full_env).returncode
-    if rc:
-        raise CloudError('%s failed (rc %d), see %s' % (
-            ' '.join(argv[:3]), rc, os.path.join(LOGS, log)))
-
-
-def _rabbit_env():
-    r = os.path.join(STATE, 'rabbit')
-    return {
-        'HOME': os.path.join(r, 'home'),
-        'RABBITMQ_NODENAME': 'gpuclient@localhost',
-        'RABBITMQ_MNESIA_BASE': os.path.join(r, 'mnesia'),
-        'RABBITMQ_LOG_BASE': os.path.join(r, 'log'),
-        'RABBITMQ_CONFIG_FILE': os.path.join(STATE, 'etc', 'rabbitmq.conf'),
-        'RABBITMQ_ENABLED_PLUGINS_FILE': os.path.join(r, 'enabled_plugins'),
-        'RABBITMQ_PID_FILE': _pidfile('rabbitmq'),
-        'RABBITMQ_DIST_PORT': '25672',
-        # Erlang distribution and epmd on loopback only
-        'RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS':
-            '-kernel inet_dist_use_interface {127,0,0,1}',
-        'ERL_EPMD_ADDRESS': '127.0.0.1',
-    }
-
-
-def _pids_by_comm(comm):
-    pids = []
-    for entry in os.listdir('/proc'):
-        if entry.isdigit():
-            try:
-                with open('/proc/%s/comm' % entry) as f:
-                    if f.read().strip() == comm:
-                        pids.append(int(entry))
-            except OSError:
-                pass
-    return pids
-
-
-def _cloud_processes():
-    """PIDs whose command line mentions the state dir or the venv."""
-    found = []
-    marks = (STATE.encode(), VENV.encode())
-    for entry in os.listdir('/proc'):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            with open('/proc/%s/cmdline' % entry, 'rb') as f:
-                cmd = f.read()
-        except OSError:
-            continue
-        if any(m in cmd for m in marks) and _alive(int(entry)):
-            found.append((int(entry), cmd.replace(b'\0', b' ').decode(
-                errors='replace')[:120]))
-    return found
-
-
-def _proc_table():
-    """{pid: (ppid, pgid)} of every live process."""
-    table = {}
-    for entry in os.listdir('/proc'):
-        if entry.isdigit():
-            try:
-                with open('/proc/%s/stat' % entry) as f:
-                    fields = f.read().rsplit(')', 1)[1].split()
-            except OSError:
-                continue
-            if fields[0] != 'Z':
-                table[int(entry)] = (int(fields[1]), int(fields[2]))
-    return table
-
-
-def _memory():
-    """(processes, RSS MiB, PSS MiB) of the recorded process trees."""
-    roots = {p for p in _recorded().values() if p}
-    table = _proc_table()
-    members = {p for p, (_ppid, pgid) in table.items()
-               if p in roots or pgid in roots}
-    grew = True
-    while grew:  # children of members (beam's helpers, ...)
-        new = {p for p, (ppid, _pg) in table.items()
-               if ppid in members} - members
-        members |= new
-        grew = bool(new)
-    rss = pss = 0
-    for pid in members:
-        try:
-            with open('/proc/%d/smaps_rollup' % pid) as f:
-                for line in f:
-                    key, value = line.split(':', 1)
-                    if key in ('Rss', 'Pss'):
-                        kb = int(value.split()[0])
-                        if key == 'Rss':
-                            rss += kb
-                        else:
-                            pss += kb
-        except OSError:
-            pass
-    return len(members), rss // 1024, pss // 1024
-
-
-def _signal_group(pid, sig):
-    try:
-        os.killpg(pid, sig)
-    except ProcessLookupError:
-        pass
-    except PermissionError:
-        os.kill(pid, sig)
-
-
-def _wait_dead(pids, timeout):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not any(_alive(p) for p in pids):
-            return True
-        time.sleep(0.2)
-    return False
-
-
-def _group_alive(pgid):
-    return any(group == pgid for _ppid, group in _proc_table().values())
-
-
-def stop(timeline):
-    pids = _recorded()
-    if not pids:
-        timeline('nothing recorded in %s: nothing to stop' % PIDS)
-        return
-    groups = [(n, pids[n]) for n in OPENSTACK_SERVICES if pids.get(n)]
-    groups += [(n, pids[n]) for n in ironic.process_names(OPENSTACK_SERVICES)
-               if pids.get(n)]
-    groups += [(n, pids[n]) for n in blazar.process_names(OPENSTACK_SERVICES)
-               if pids.get(n)]
-    for _name, pid in groups:
-        _signal_group(pid, signal.SIGTERM)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and any(
-            _group_alive(pid) for _n, pid in groups):
-        time.sleep(0.2)
-    for name, pid in groups:
-        if _group_alive(pid):
-            timeline('%s did not stop on SIGTERM: SIGKILL' % name)
-            _signal_group(pid, signal.SIGKILL)
-        os.unlink(_pidfile(name))
-    timeline('OpenStack services stopped')
-    if pids.get('rabbitmq'):
-        rc = subprocess.run(
-            [os.path.join(RABBIT, 'rabbitmqctl'), 'stop',
-             _pidfile('rabbitmq')],
-            env=dict(os.environ, **_rabbit_env()), capture_output=True)
-        if rc.returncode and _alive(pids['rabbitmq']):
-            os.kill(pids['rabbitmq'], signal.SIGTERM)
-            _wait_dead([pids['rabbitmq']], 20)
-        if os.path.exists(_pidfile('rabbitmq')):
-            os.unlink(_pidfile('rabbitmq'))
-        timeline('rabbitmq stopped')
-    if pids.get('epmd'):
-        if _alive(pids['epmd']):
-            os.kill(pids['epmd'], signal.SIGTERM)
-            _wait_dead([pids['epmd']], 5)
-        os.unlink(_pidfile('epmd'))
-    if pids.get('mariadb'):
-        os.kill(pids['mariadb'], signal.SIGTERM)
-        if not _wait_dead([pids['mariadb']], 30):
-            os.kill(pids['mariadb'], signal.SIGKILL)
-        os.unlink(_pidfile('mariadb'))
-        timeline('mariadb stopped')
-    for name in _recorded():  # anything else recorded (should be none)
-        pid = _read_pid(name)
-        if pid and _alive(pid):
-            _signal_group(pid, signal.SIGKILL)
-        os.unlink(_pidfile(name))
-
-
-# ---------------------------------------------------------------- config
-
-class _Template(string.Template):
-    delimiter = '@'
-
-
-def _db_url(name):
-    return 'mysql+pymysql://%s:%s@127.0.0.1:3306/%s?charset=utf8' % (
-        DB_USER, PASSWORD, name)
-
-
-def sql(statement):
-    """Run STATEMENT as root on the cloud's MariaDB; its output."""
-    out = subprocess.run(
-        ['mariadb', '--no-defaults', '-S', STATE + '/mysql.sock',
-         '-uroot', '-N', '-B', '-e', statement],
-        capture_output=True, text=True)
-    if out.returncode:
-        raise CloudError('mariadb: %s: %s' % (statement, out.stderr.strip()))
-    return out.stdout.strip()
-
-
-def ensure_database(name, schema_argv, log):
-    """Create database NAME and, while it has no table, its schema by
-    SCHEMA_ARGV (output in LOG): skipped where both exist."""
-    sql('CREATE DATABASE IF NOT EXISTS %s' % name)
-    tables = sql("SELECT COUNT(*) FROM information_schema.tables "
-                 "WHERE table_schema = '%s'" % name)
-    if tables == '0':
-        _run(schema_argv, log)
-
-
-def _auth(user, section=None):
-    lines = ['[%s]' % section] if section else []
-    lines += ['auth_type = password',
-              'auth_url = http://127.0.0.1:5000/v3',
-              'username = %s' % user,
-              'password = %s' % PASSWORD,
-              'project_name = service',
-              'user_domain_name = Default',
-              'project_domain_name = Default']
-    return '\n'.join(lines)
-
-
-def _authtoken(user):
-    return _auth(user, 'keystone_authtoken') + '\n' + '\n'.join([
-        'www_authenticate_uri = http://127.0.0.1:5000/v3',
-        'memcached_servers =',
-        'service_token_roles_required = true'])
-
-
-def _render(template, dest, **extra):
-    values = {
-        'state': STATE,
-        'transport_url': 'rabbit://guest:guest@127.0.0.1:5672/',
-        'db_keystone': _db_url('keystone'),
-        'db_placement': _db_url('placement'),
-        'db_glance': _db_url('glance'),
-        'db_nova_api': _db_url('nova_api'),
-        'db_nova_cell1': _db_url('nova_cell1'),
-        'authtoken_placement': _authtoken('placement'),
-        'authtoken_glance': _authtoken('glance'),
-        'authtoken_nova': _authtoken('nova'),
-        'service_auth_placement': _auth('placement'),
-        'service_auth_nova': _auth('nova'),
-    }
-    values.update(extra)
-    with open(os.path.join(CLOUD_DIR, 'etc', template)) as f:
-        text = _Template(f.read()).substitute(values)
-    with open(dest, 'w') as f:
-        f.write(text)
-
-
-CLOUDS_YAML = """\
-# generated by tools/testcloud up
-clouds:
-  gpuclient-admin:
-    auth:
-      auth_url: http://127.0.0.1:5000/v3
-      username: admin
-      password: {password}
-      project_name: admin
-      user_domain_name: Default
-      project_domain_name: Default
-    region_name: RegionOne
-    identity_api_version: 3
-    interface: public
-    # where gpu server list / usage list --utilisation find Prometheus
-    prometheus_endpoint: http://127.0.0.1:{prometheus_port}
-  gpuclient-flavor-operator:
-    auth:
-      auth_url: http://127.0.0.1:5000/v3
-      username: {operator_user}
-      password: {password}
-      project_name: admin
-      user_domain_name: Default
-      project_domain_name: Default
-    region_name: RegionOne
-    identity_api_version: 3
-    interface: public
-  gpuclient-member:
-    auth:
-      auth_url: http://127.0.0.1:5000/v3
-      username: {demo_user}
-      password: {password}
-      project_name: {demo_project}
-      user_domain_name: Default
-      project_domain_name: Default
-    region_name: RegionOne
-    identity_api_version: 3
-    interface: public
-"""
-
-
-def _write_config():
-    etc = os.path.join(STATE, 'etc')
-    for sub in ('etc/nova', 'etc/glance', 'etc/placement', 'logs', 'pids',
-                'keystone', 'glance/images', 'glance/staging',
-                'glance/tasks', 'nova/controller', 'nova/locks',
-                'rabbit/mnesia', 'rabbit/log', 'rabbit/home'):
-        os.makedirs(os.path.join(STATE, sub), exist_ok=True)
-    for h in hostlib.HOSTS:
-        os.makedirs(os.path.join(STATE, 'nova', h.name), exist_ok=True)
-    _render('keystone.conf', os.path.join(etc, 'keystone.conf'))
-    _render('placement.conf', os.path.join(etc, 'placement',
-                                           'placement.conf'))
-    _render('glance-api.conf', os.path.join(etc, 'glance',
-                                            'glance-api.conf'))
-    _render('nova.conf', os.path.join(etc, 'nova', 'nova.conf'))
-    with open(os.path.join(etc, 'nova', 'nova-api.conf'), 'w') as f:
-        f.write('[DEFAULT]\nlog_file = %s/nova-api.log\n' % LOGS)
-    for h in hostlib.HOSTS:
-        if h.driver == hostlib.IRONIC:
-            continue  # cloud.ironic renders its compute's conf
-        _render('nova-compute.conf',
-                os.path.join(etc, 'nova', 'nova-compute-%s.conf' % h.name),
-                host=h.name, driver=h.driver, extra=h.extra_conf)
-    ironic.write_config(ironic.HOST)
-    blazar.write_config()
-    shutil.copy(os.path.join(CLOUD_DIR, 'etc', 'rabbitmq.conf'), etc)
-    shutil.copy(os.path.join(CLOUD_DIR, 'etc', 'nova-policy.yaml'),
-                os.path.join(etc, 'nova', 'policy.yaml'))
-    shutil.copy(os.path.join(VENV, 'etc', 'nova', 'api-paste.ini'),
-                os.path.join(etc, 'nova'))
-    shutil.copy(os.path.join(VENV, 'etc', 'glance', 'glance-api-paste.ini'),
-                os.path.join(etc, 'glance'))
-    with open(os.path.join(STATE, 'rabbit', 'enabled_plugins'), 'w') as f:
-        f.write('[].\n')
-    with open(os.path.join(STATE, 'clouds.yaml'), 'w') as f:
-        f.write(CLOUDS_YAML.format(password=PASSWORD, demo_user=DEMO_USER,
-                                   demo_project=DEMO_PROJECT,
-                                   operator_user=OPERATOR_USER,
-                                   prometheus_port=PROMETHEUS_PORT))
-
-
-# ---------------------------------------------------------------- start-up
-
-def _port_busy(port):
-    import socket
-    with socket.socket() as s:
-        s.settimeout(0.2)
-        return s.connect_ex(('127.0.0.1', port)) == 0
-
-
-def _wait(what, check, timeout, interval=0.25):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        try:
-            if check():
-                return
-        except Exception as exc:  # noqa: BLE001 - still starting
-            last = exc
-        time.sleep(interval)
-    raise CloudError('timed out waiting for %s (%s)' % (what, last))
-
-
-def _http_up(url):
-    def check():
-        try:
-            api.request('GET', url, timeout=2)
-        except api.APIError as exc:
-            return exc.status < 500
-        return True
-    return check
-
-
-def _start_mariadb():
-    _run(['mariadb-install-db', '--no-defaults',
-          '--datadir=%s/mysql' % STATE, '--user=root',
-          '--auth-root-authentication-method=normal', '--skip-test-db'],
-         'mariadb-install.log')
-    _spawn('mariadb', [
-        '/usr/sbin/mariadbd', '--no-defaults',
-        '--datadir=%s/mysql' % STATE, '--socket=%s/mysql.sock' % STATE,
-        '--pid-file=%s/mysql.pid' % STATE, '--port=3306',
-        '--bind-address=127.0.0.1', '--user=root', '--skip-name-resolve',
-        '--innodb-buffer-pool-size=64M',
-        '--innodb-flush-log-at-trx-commit=0', '--max-connections=1000',
-        '--log-error=%s/mariadb.log' % LOGS])
-    client = ['mariadb', '--no-defaults', '-S', STATE + '/mysql.sock',
-              '-uroot']
-
-    def ready():
-        return subprocess.run(client + ['-e', 'select 1'],
-                              capture_output=True).returncode == 0
-    _wait('mariadb', ready, 60)
-    sql = "CREATE USER '%s'@'127.0.0.1' IDENTIFIED BY '%s';" % (
-        DB_USER, PASSWORD)
-    sql += "GRANT ALL ON *.* TO '%s'@'127.0.0.1';" % DB_USER
-    for db in ('keystone', 'placement', 'glance', 'nova_api', 'nova_cell0',
-               'nova_cell1'):
-        sql += 'CREATE DATABASE %s;' % db
-    subprocess.run(client + ['-e', sql], check=True, capture_output=True)
-
-
-def _setup_keystone():
-    km = [os.path.join(BIN, 'keystone-manage'), '--config-file',
-          os.path.join(STATE, 'etc', 'keystone.conf')]
-    owner = ['--keystone-user', 'root', '--keystone-group', 'root']
-    _run(km + ['db_sync'], 'setup-keystone.log')
-    _run(km + ['fernet_setup'] + owner, 'setup-keystone.log')
-    _run(km + ['credential_setup'] + owner, 'setup-keystone.log')
-    url = api.KEYSTONE
-    _run(km + ['bootstrap', '--bootstrap-password', PASSWORD,
-               '--bootstrap-admin-url', url,
-               '--bootstrap-internal-url', url,
-               '--bootstrap-public-url', url,
-               '--bootstrap-region-id', 'RegionOne'], 'setup-keystone.log')
-
-
-# Nova's unified limits (etc/nova.conf [quota] driver): Keystone registered
-# limits of the compute service, what "nova-manage limits
-# migrate_to_unified_limits" copies from Nova's legacy defaults. None for
-# GPU classes (class:VGPU, ...): unlimited until a test sets a limit.
-REGISTERED_LIMITS = {
-    'servers': 10, 'class:VCPU': 20, 'class:MEMORY_MB': 51200,
-    'server_metadata_items': 128, 'server_injected_files': 5,
-    'server_injected_file_content_bytes': 10240,
-    'server_injected_file_path_bytes': 255, 'server_key_pairs': 100,
-    'server_groups': 10, 'server_group_members': 10,
-}
-
-
-def _register_limits(session):
-    """Create REGISTERED_LIMITS for the compute service (idempotent)."""
-    compute = [s for s in session.get('identity', '/services')['services']
-               if s['type'] == 'compute'][0]
-    have = {r['resource_name'] for r in session.get(
-        'identity', '/registered_limits?service_id=%s' % compute['id'])[
-            'registered_limits']}
-    todo = [{'service_id': compute['id'], 'region_id': 'RegionOne',
-             'resource_name': name, 'default_limit': value}
-            for name, value in sorted(REGISTERED_LIMITS.items())
-            if name not in have]
-    if todo:
-        session.post('identity', '/registered_limits',
-                     {'registered_limits': todo})
-
-
-def _setup_nova():
-    nm = [os.path.join(BIN, 'nova-manage'), '--config-file',
-          os.path.join(STATE, 'etc', 'nova', 'nova.conf')]
-    _run(nm + ['api_db', 'sync'], 'setup-nova.log')
-    _run(nm + ['cell_v2', 'map_cell0', '--database_connection',
-               _db_url('nova_cell0')], 'setup-nova.log')
-    _run(nm + ['cell_v2', 'create_cell', '--name', 'cell1'],
-         'setup-nova.log')
-    _run(nm + ['db', 'sync'], 'setup-nova.log')
-
-
-def _start_wsgi(name):
-    port, module, threads, env = WSGI[name]
-    argv = [os.path.join(BIN, 'uwsgi'),
-            '--http-socket', '127.0.0.1:%d' % port,
-            '--module', module, '--virtualenv', VENV,
-            '--pythonpath', TOOLS,
-            '--master', '--processes', '1', '--threads', str(threads),
-            '--enable-threads', '--lazy-apps', '--die-on-term',
-            '--need-app', '--buffer-size', '65535',
-            # nova-api's worker keeps non-daemon threads: without a short
-            # mercy the master waits 60 s for it on SIGTERM.
-            '--worker-reload-mercy', '3', '--reload-mercy', '3',
-            # python-requests reuses connections; uWSGI's http-socket
-            # resets the second request on one ("Connection reset by
-            # peer"): close every connection.
-            '--add-header', 'Connection: close',
-            '--procname-prefix-spaced', 'gpuclient-' + name,
-            '--logto', os.path.join(LOGS, name + '-uwsgi.log')]
-    for key, value in env.items():
-        if key.endswith('_DIR'):
-            value = os.path.join(STATE, value)
-        argv += ['--env', '%s=%s' % (key, value)]
-    _spawn(name, argv)
-
-
-def _start_nova():
-    etc = os.path.join(STATE, 'etc', 'nova')
-    conf = ['--config-file', os.path.join(etc, 'nova.conf')]
-    _start_wsgi('nova-api')
-    for svc in ('conductor', 'scheduler'):
-        _spawn('nova-' + svc, [
-            os.path.join(BIN, 'nova-' + svc), *conf,
-            '--log-file', os.path.join(LOGS, 'nova-%s.log' % svc)])
-    for h in hostlib.HOSTS:
-        if h.driver == hostlib.IRONIC:
-            continue  # started by cloud.ironic once Ironic has its nodes
-        _spawn('nova-compute-' + h.name, [
-            os.path.join(BIN, 'python'), '-m', 'cloud.compute', *conf,
-            '--config-file',
-            os.path.join(etc, 'nova-compute-%s.conf' % h.name)],
-            env={'PYTHONPATH': TOOLS})
-
-
-def _node_exporters():
-    """Debian's node_exporter for each host of NODE_EXPORTER_PORTS, on a
-    fake sysfs tree of the host's NUMA topology; the scrape target of
-    each, labelled as a real deployment's (instance <nodename>:<port>)."""
-    targets = []
-    for host in hostlib.HOSTS:
-        port = hostlib.NODE_EXPORTER_PORTS.get(host.name)
-        if port is None:
-            continue
-        sysfs = node_exporter.write_sysfs(
-            os.path.join(STATE, 'node-exporter', host.name, 'sys'),
-            hostlib.numa_cells(host), hostlib.HOST_VCPUS,
-            hostlib.HOST_MEMORY_MB)
-        _spawn('node-exporter-' + host.name, node_exporter.argv(sysfs, port))
-        targets.append(prom.Target(
-            'node', ['127.0.0.1:%d' % port],
-            labels={'instance': '%s:%d' % (host.nodename, port)}))
-    return targets
-
-
-def _start_metrics():
-    """The DCGM exporter stand-in (no device until a test writes some),
-    the node_exporters and Debian's Prometheus scraping them every
-    second, on loopback, with gpuclient's rules (RULES)."""
-    os.makedirs(os.path.dirname(DCGM_DEVICES), exist_ok=True)
-    with open(DCGM_DEVICES, 'w') as f:
-        f.write('{"devices": []}\n')
-    _spawn('dcgm-exporter', [
-        os.path.join(BIN, 'python'),
-        os.path.join(CLOUD_DIR, 'dcgm_exporter.py'), '--devices',
-        DCGM_DEVICES, '--port', str(DCGM_PORT)])
-    node_targets = _node_exporters()
-    work = os.path.join(STATE, 'prometheus')
-    os.makedirs(work, exist_ok=True)
-    config = os.path.join(work, 'prometheus.yml')
-    with open(config, 'w') as f:
-        f.write(prom.config([
-            prom.Target('dcgm', ['127.0.0.1:%d' % DCGM_PORT]),
-            prom.Target('gpuclient-capacity',
-                        ['127.0.0.1:%d' % CAPACITY_PORT])] + node_targets,
-            rule_files=[RULES]))
-    _spawn('prometheus', [
-        prom.BINARY, '--config.file=' + config,
-        '--storage.tsdb.path=' + os.path.join(work, 'data'),
-        '--storage.tsdb.retention.time=1d',
-        '--web.listen-address=127.0.0.1:%d' % PROMETHEUS_PORT])
-
-
-def _tiny_image():
-    # 1 MiB of zeros: the fake drivers never read it
-    return b'\0' * (1 << 20)
-
-
-def _providers_ready(session):
-    """Every compute's provider tree, as its driver reports it."""
-    rps = session.get('placement', '/resource_providers',
-                      microversion='1.14')['resource_providers']
-    by_name = {rp['name']: rp for rp in rps}
-    for h in hostlib.HOSTS:
-        root = by_name.get(h.nodename)
-        if root is None:
-            return False
-        with_class = session.get(
-            'placement', '/resource_providers?resources=%s:1&in_tree=%s' % (
-                h.gpu_class, root['uuid']),
-            microversion='1.14')['resource_providers']
-        if len(with_class) < max(h.children, 1):
-            return False
-    return True
-
-
-def _hypervisors_ready(session):
-    found = session.get('compute', '/os-hypervisors',
-                        microversion='2.53')['hypervisors']
-    names = {hv['hypervisor_hostname'] for hv in found}
-    return names >= {h.nodename for h in hostlib.HOSTS}
-
-
-def _computes_up(session):
-    """Every compute up; enabled, but for the spares."""
-    svcs = session.get('compute', '/os-services?binary=nova-compute')
-    up = {s['host'] for s in svcs['services']
-          if s['state'] == 'up' and (s['status'] == 'enabled'
-                                     or s['host'] in _spares())}
-    return up >= {h.name for h in hostlib.HOSTS}
-
-
-def _spares():
-    return {h.name for h in hostlib.HOSTS if h.spare}
-
-
-def _disable_spares(session):
-    """Disable the spare hosts' compute services (hosts.SPARE_REASON)."""
-    svcs = session.get('compute', '/os-services?binary=nova-compute',
-                       microversion='2.53')['services']
-    for svc in svcs:
-        if svc['host'] in _spares() and svc['status'] == 'enabled':
-            session.put('compute', '/os-services/%s' % svc['id'],
-                        {'status': 'disabled',
-                         'disabled_reason': hostlib.SPARE_REASON},
-                        microversion='2.53')
-
-
-def healthy():
-    """True if every recorded process is alive and the cloud answers."""
-    pids = _recorded()
-    expected = set(OPENSTACK_SERVICES) | {'mariadb', 'rabbitmq',
-                                          ironic.PROCESS} | set(
-                                              blazar.process_names())
-    if not expected <= set(pids) or not all(
-            _alive(pids[n]) for n in expected):
-        return False
-    try:
-        session = api.Session(timeout=10)
-        return _hypervisors_ready(session) and _computes_up(session)
-    except Exception:  # noqa: BLE001
-        return False
-
-
-def start(timeline):
-    busy = {p: what for p, what in PORTS.items() if _port_busy(p)}
-    if busy:
-        raise CloudError('ports in use on 127.0.0.1: %s (another cloud or '
-                         'service?)' % ', '.join(
-                             '%d (%s)' % kv for kv in sorted(busy.items())))
-    if os.path.exists(STATE):
-        shutil.rmtree(STATE)
-    _write_config()
-    timeline('state wiped and configuration written to %s' % STATE)
-
-    epmd_before = set(_pids_by_comm('epmd'))
-    # -detached: the Erlang VM daemonises and writes RABBITMQ_PID_FILE
-    # (pids/rabbitmq.pid) itself; it is stopped with rabbitmqctl stop.
-    with open(os.path.join(LOGS, 'rabbitmq-start.log'), 'ab') as out:
-        subprocess.run([os.path.join(RABBIT, 'rabbitmq-server'),
-                        '-detached'], env=dict(os.environ, **_rabbit_env()),
-                       stdin=subprocess.DEVNULL, stdout=out,
-                       stderr=subprocess.STDOUT, start_new_session=True,
-                       check=True)
-    timeline('rabbitmq-server starting (in the background)')
-    _start_mariadb()
-    timeline('mariadb up, databases created')
-
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=6)
-
-    def step(label, fn, *args):
-        def run():
-            fn(*args)
-            timeline(label)
-        return pool.submit(run)
-
-    keystone = step('keystone db_sync/fernet/bootstrap done',
-                    _setup_keystone)
-    placement = step('placement db sync done', _run, [
-        os.path.join(BIN, 'placement-manage'), '--config-dir',
-        os.path.join(STATE, 'etc', 'placement'), 'db', 'sync'],
-        'setup-placement.log')
-    glance = step('glance db_sync done', _run, [
-        os.path.join(BIN, 'glance-manage'), '--config-file',
-        os.path.join(STATE, 'etc', 'glance', 'glance-api.conf'),
-        'db_sync'], 'setup-glance.log')
-    nova = step('nova api_db/cell0/cell1 ready', _setup_nova)
-    rabbit = step('rabbitmq ready', _run, [
-        os.path.join(RABBIT, 'rabbitmqctl'), 'wait', _pidfile('rabbitmq'),
-        '--timeout', '120'], 'rabbitmq-wait.log', _rabbit_env())
-
-    _start_wsgi('neutron-stub')
-    placement.result()
-    _start_wsgi('placement')
-    keystone.result()
-    _start_wsgi('keystone')
-    _wait('keystone', _http_up(api.KEYSTONE), 120)
-    session = api.Session()
-    api.register(session, DEMO_PROJECT, DEMO_USER, PASSWORD,
-                 OPERATOR_USER)
-    _register_limits(session)
-    timeline('keystone up; services, endpoints, project %s and user %s '
-             'registered' % (DEMO_PROJECT, DEMO_USER))
-    glance.result()
-    _start_wsgi('glance-api')
-    nova.result()
-    rabbit.result()
-    epmd = set(_pids_by_comm('epmd')) - epmd_before
-    if epmd:  # started by this rabbitmq: ours to stop
-        with open(_pidfile('epmd'), 'w') as f:
-            f.write('%d\n' % min(epmd))
-    _start_nova()
-    timeline('nova-api, conductor, scheduler and %d nova-computes started'
-             % len(hostlib.HOSTS))
-    _start_metrics()
-    # Ironic, its nodes and the bare-metal host's nova-compute, while the
-    # image is uploaded (discovered with the other hosts below)
-    bare_metal = pool.submit(ironic.start, timeline, ironic.HOST,
-                             discover=False)
-    # Blazar (reservations) once Nova's API answers (its freepool)
-    reservations = pool.submit(blazar.start, timeline)
-    _wait('glance', _http_up(api.ENDPOINTS['image']), 120)
-    api.upload_image(session, IMAGE, _tiny_image())
-    timeline('image %s uploaded' % IMAGE)
-    _wait('placement', _http_up(api.ENDPOINTS['placement'] + '/'), 60)
-    bare_metal.result()
-    reservations.result()
-    _wait('compute provider trees in placement',
-          lambda: _providers_ready(session), 240, interval=1)
-    timeline('every compute reported its provider tree to placement')
-    _run([os.path.join(BIN, 'nova-manage'), '--config-file',
-          os.path.join(STATE, 'etc', 'nova', 'nova.conf'),
-          'cell_v2', 'discover_hosts', '--verbose'], 'setup-discover.log')
-    _wait('hypervisors', lambda: _hypervisors_ready(session), 60)
-    _wait('prometheus', _http_up('http://127.0.0.1:%d/-/ready'
-                                 % PROMETHEUS_PORT), 60)
-    _wait('compute services up', lambda: _computes_up(session), 60)
-    _disable_spares(session)
-    timeline('hosts discovered, hypervisors and compute services up '
-             '(spares %s disabled)' % ', '.join(sorted(_spares())))
-    pool.shutdown()
-
-
-# ---------------------------------------------------------------- commands
 
 def cmd_up(args):
     # one "up" at a time: a second one (.ci/run starts the cloud in the
     # background while the unit tests run; tools/run-functional asks for
     # it again) waits for the first, then reuses what it brought up
-    os.makedirs(HOME, exist_ok=True)
-    with open(os.path.join(HOME, 'up.lock'), 'w') as lock:
+    os.makedirs(base.HOME, exist_ok=True)
+    with open(os.path.join(base.HOME, 'up.lock'), 'w') as lock:
         waited = time.monotonic()
         fcntl.flock(lock, fcntl.LOCK_EX)
         waited = time.monotonic() - waited
@@ -973,27 +38,27 @@ def cmd_up(args):
 
 
 def _up(args, waited):
-    timeline = Timeline()
+    timeline = base.Timeline()
     if waited > 1:
         timeline('waited %.0f s for another "up" to finish' % waited)
-    install(timeline)
+    install.install(timeline)
     installed = timeline.elapsed()
     timeline('install check done (%.1fs)' % installed)
-    if healthy():
+    if stack.healthy():
         timeline('the cloud is already up and healthy: reusing it')
         print(env_text())
         print('READY')
         return 0
-    if _recorded():
+    if base.recorded():
         timeline('stale or unhealthy cloud recorded: stopping it first')
-        stop(timeline)
+        stack.stop(timeline)
     start_t = time.monotonic()
     try:
-        start(timeline)
+        stack.start(timeline)
     except Exception as exc:
         timeline('FAILED: %s' % exc)
-        timeline('logs: %s (stopping what was started)' % LOGS)
-        stop(timeline)
+        timeline('logs: %s (stopping what was started)' % base.LOGS)
+        stack.stop(timeline)
         return 1
     timeline('install %.1fs, start-up %.1fs' % (
         installed, time.monotonic() - start_t))
@@ -1003,9 +68,9 @@ def _up(args, waited):
 
 
 def cmd_down(args):
-    timeline = Timeline()
-    stop(timeline)
-    left = _cloud_processes()
+    timeline = base.Timeline()
+    stack.stop(timeline)
+    left = base.cloud_processes()
     for pid, cmd in left:
         timeline('still running: %d %s' % (pid, cmd))
     timeline('down' if not left else 'down, but %d processes left' %
@@ -1014,20 +79,20 @@ def cmd_down(args):
 
 
 def cmd_status(args):
-    pids = _recorded()
+    pids = base.recorded()
     ok = True
     print('%-26s %-6s %s' % ('process', 'state', 'pid'))
     for name in ['mariadb', 'rabbitmq', 'epmd'] + list(
-            reversed(OPENSTACK_SERVICES)):
+            reversed(stack.OPENSTACK_SERVICES)):
         pid = pids.get(name)
         if name == 'epmd' and not pid:
             continue
-        alive = _alive(pid)
+        alive = base.alive(pid)
         ok &= alive
         print('%-26s %-6s %s' % (name, 'up' if alive else 'down',
                                  pid or '-'))
     if not pids:
-        print('no cloud recorded in %s' % STATE)
+        print('no cloud recorded in %s' % base.STATE)
         return 1
     try:
         session = api.Session(timeout=10)
@@ -1052,7 +117,7 @@ def cmd_status(args):
             print('\n' + '\n'.join(reserving))
         rps = session.get('placement', '/resource_providers',
                           microversion='1.14')['resource_providers']
-        print('\nmemory: %d processes, RSS %d MiB, PSS %d MiB' % _memory())
+        print('\nmemory: %d processes, RSS %d MiB, PSS %d MiB' % base.memory())
         print('resource providers: %d (%d seed-gpu-*)' % (
             len(rps), sum(r['name'].startswith('seed-gpu-') for r in rps)))
     except Exception as exc:  # noqa: BLE001
@@ -1064,12 +129,12 @@ def cmd_status(args):
 def env_text():
     return ('export OS_CLIENT_CONFIG_FILE=%s/clouds.yaml '
             'OS_CLOUD=gpuclient-admin GPUCLIENT_MEMBER_CLOUD=gpuclient-member'
-            ' GPUCLIENT_DCGM_DEVICES=%s' % (STATE, DCGM_DEVICES))
+            ' GPUCLIENT_DCGM_DEVICES=%s' % (base.STATE, metrics.DCGM_DEVICES))
 
 
 def cmd_env(args):
     print(env_text())
-    print('# the cloud\'s own client: export PATH=%s:$PATH' % BIN)
+    print('# the cloud\'s own client: export PATH=%s:$PATH' % base.BIN)
     return 0
 
 
@@ -1083,145 +148,29 @@ def cmd_seed_hosts(args):
     return seed.add(args.count, workers=args.workers)
 
 
-def expected_devices(extra):
-    """{pGPU address: class} a fake vGPU/MIG driver reports for the extra
-    nova.conf text EXTRA (cloud.fakevirt.VgpuDriver.device_classes, read
-    here without nova), or None when it lists no mdev type."""
-    import configparser
-    parser = configparser.ConfigParser(interpolation=None, strict=False)
-    parser.read_string(extra or '')
-    types = [t.strip() for t in parser.get(
-        'devices', 'enabled_mdev_types', fallback='').split(',')
-        if t.strip()]
-    if not types:
-        return None
-    found = {}
-    for mdev_type in types:
-        section = 'mdev_%s' % mdev_type
-        rc = parser.get(section, 'mdev_class', fallback='VGPU') or 'VGPU'
-        for address in parser.get(section, 'device_addresses',
-                                  fallback='').split(','):
-            if address.strip():
-                found.setdefault(address.strip(), rc)
-    return found
-
-
-def _tree_matches(session, host, devices):
-    """Does HOST's provider tree in Placement hold exactly DEVICES
-    ({address: class}, one unit each) as children (None: at least
-    host.children providers of its class)?"""
-    rps = session.get('placement', '/resource_providers',
-                      microversion='1.14')['resource_providers']
-    root = next((rp for rp in rps if rp['name'] == host.nodename), None)
-    if root is None:
-        return False
-    if devices is None:
-        return _providers_ready_one(session, host, root)
-    children = {rp['name']: rp for rp in rps
-                if rp['root_provider_uuid'] == root['uuid']
-                and rp['uuid'] != root['uuid']}
-    wanted = {'%s_pci_%s' % (host.nodename, a.replace(':', '_').replace(
-        '.', '_')): rc for a, rc in devices.items()}
-    if set(children) != set(wanted):
-        return False
-    for name, rc in wanted.items():
-        inv = session.get('placement', '/resource_providers/%s/inventories'
-                          % children[name]['uuid'])['inventories']
-        if set(inv) != {rc}:
-            return False
-    return True
-
-
-def _providers_ready_one(session, host, root):
-    with_class = session.get(
-        'placement', '/resource_providers?resources=%s:1&in_tree=%s' % (
-            host.gpu_class, root['uuid']),
-        microversion='1.14')['resource_providers']
-    return len(with_class) >= max(host.children, 1)
-
-
 def cmd_restart_compute(args):
     """(Re)write a host's nova-compute-<host>.conf, restart (or start) its
     nova-compute, wait for its provider tree and discover it."""
-    timeline = Timeline()
+    timeline = base.Timeline()
     host = next((h for h in hostlib.HOSTS if h.name == args.host), None)
     if host is None or host.driver == hostlib.IRONIC:
-        raise CloudError('%s is no fake-driver compute host of %s' % (
+        raise base.CloudError('%s is no fake-driver compute host of %s' % (
             args.host, ', '.join(h.name for h in hostlib.HOSTS
                                  if h.driver != hostlib.IRONIC)))
-    if not _recorded():
-        raise CloudError('no cloud recorded in %s: run tools/testcloud up'
-                         % STATE)
+    if not base.recorded():
+        raise base.CloudError('no cloud recorded in %s: run tools/testcloud '
+                              'up' % base.STATE)
     extra = host.extra_conf
     if args.nova_conf:
         with open(args.nova_conf) as f:
             extra = f.read()
-    etc = os.path.join(STATE, 'etc', 'nova')
-    os.makedirs(os.path.join(STATE, 'nova', host.name), exist_ok=True)
-    _render('nova-compute.conf',
-            os.path.join(etc, 'nova-compute-%s.conf' % host.name),
-            host=host.name, driver=host.driver, extra=extra)
-    timeline('wrote %s' % os.path.join(etc, 'nova-compute-%s.conf'
-                                       % host.name))
-    session = api.Session()
-    known = session.get('compute', '/os-services?binary=nova-compute'
-                        '&host=%s' % host.name)['services']
-    name = 'nova-compute-' + host.name
-    pid = _read_pid(name)
-    if pid and _alive(pid) and _ours(name, pid):
-        _signal_group(pid, signal.SIGTERM)
-        if not _wait_dead([pid], 60):
-            _signal_group(pid, signal.SIGKILL)
-            _wait_dead([pid], 10)
-        timeline('stopped %s (pid %d)' % (name, pid))
-    conf = ['--config-file', os.path.join(etc, 'nova.conf')]
-    _spawn(name, [
-        os.path.join(BIN, 'python'), '-m', 'cloud.compute', *conf,
-        '--config-file', os.path.join(etc, 'nova-compute-%s.conf'
-                                      % host.name)],
-        env={'PYTHONPATH': TOOLS})
-    timeline('started %s' % name)
-    devices = expected_devices(extra) if host.kind in ('vgpu', 'mig') \
-        else None
-    _wait('%s provider tree in placement' % host.name,
-          lambda: _tree_matches(session, host, devices), 240, interval=1)
-    timeline('placement holds the provider tree of %s' % host.name)
-    _run([os.path.join(BIN, 'nova-manage'), '--config-file',
-          os.path.join(etc, 'nova.conf'), 'cell_v2', 'discover_hosts'],
-         'setup-discover.log')
-
-    def service_up():
-        svcs = session.get('compute', '/os-services?binary=nova-compute'
-                           '&host=%s' % host.name)['services']
-        return any(s['state'] == 'up' for s in svcs)
-
-    def hypervisor():
-        found = session.get('compute', '/os-hypervisors',
-                            microversion='2.53')['hypervisors']
-        return any(hv['hypervisor_hostname'] == host.nodename
-                   for hv in found)
-
-    _wait('%s hypervisor' % host.name, hypervisor, 60)
-    _wait('%s compute service up' % host.name, service_up, 60)
-    if host.spare and not known:
-        # a spare never started before comes up enabled: disable it (the
-        # status of one Nova knew stays as it was)
-        svcs = session.get('compute', '/os-services?binary=nova-compute'
-                           '&host=%s' % host.name,
-                           microversion='2.53')['services']
-        for svc in svcs:
-            if svc['status'] == 'enabled' and args.disable_new_spare:
-                session.put('compute', '/os-services/%s' % svc['id'],
-                            {'status': 'disabled',
-                             'disabled_reason': hostlib.SPARE_REASON},
-                            microversion='2.53')
-    timeline('%s up and discovered' % host.name)
+    computes.restart(timeline, host, extra, args.disable_new_spare)
     return 0
 
 
 def cmd_smoke(args):
     from cloud import smoke
-    return smoke.main(BIN, STATE, IMAGE)
+    return smoke.main(base.BIN, base.STATE, control_plane.IMAGE)
 
 
 def main(argv=None):
@@ -1229,7 +178,7 @@ def main(argv=None):
         prog='tools/testcloud',
         description='The gpuclient test cloud: real Keystone, Placement, '
                     'Glance and Nova with fake GPU compute hosts, on '
-                    '127.0.0.1.  State: %s' % STATE)
+                    '127.0.0.1.  State: %s' % base.STATE)
     sub = parser.add_subparsers(dest='command', required=True)
     sub.add_parser('up', help='install what is missing, (re)build and '
                    'start the cloud, wait until ready'
@@ -1266,6 +215,6 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except CloudError as exc:
+    except base.CloudError as exc:
         print('testcloud: %s' % exc, file=sys.stderr)
         return 1

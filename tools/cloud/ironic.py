@@ -7,7 +7,7 @@ against the cloud's MariaDB, registered in Keystone (service type
 ``fake-hardware`` nodes enrolled and made ``available``, and one nova-compute
 running Nova's real ``ironic.IronicDriver`` that reports them to Placement.
 
-For ``tools/testcloud`` (cloud.cli):
+For ``tools/testcloud`` (cloud.stack):
 
 * ``write_config(host)`` renders ``etc/ironic/ironic.conf`` and the ironic
   compute's ``etc/nova/nova-compute-<host>.conf``;
@@ -17,7 +17,7 @@ For ``tools/testcloud`` (cloud.cli):
   (and, unless ``discover=False``, hypervisors of HOST);
 * ``stop()`` stops the ironic compute(s) and Ironic (SIGTERM, then
   SIGKILL); ``process_names()``: their names in ``<state>/pids``, for
-  cloud.cli's stop;
+  cloud.stack's stop;
 * ``status()`` returns printable lines: the process and every node;
 * ``forget(host)`` undoes a hot-add on a running cloud (compute service,
   providers, Keystone entries, database, configuration).
@@ -30,12 +30,10 @@ Also runnable on its own, with tools/ on sys.path::
 import argparse
 import os
 import shutil
-import signal
-import time
 import urllib.parse
 
 from cloud import api
-from cloud import cli
+from cloud import base
 from cloud import hosts as hostlib
 
 PORT = 6385
@@ -63,7 +61,7 @@ NODE_PROPERTIES = {'cpus': 96, 'memory_mb': 2097152, 'local_gb': 3500,
 
 
 def _etc():
-    return os.path.join(cli.STATE, 'etc', 'ironic')
+    return os.path.join(base.STATE, 'etc', 'ironic')
 
 
 def _conf():
@@ -93,13 +91,13 @@ def node_name(host, index):
 
 def write_config(host=DEFAULT_HOST):
     for sub in ('etc/ironic', 'ironic/locks', 'nova/' + host):
-        os.makedirs(os.path.join(cli.STATE, sub), exist_ok=True)
-    cli._render('ironic.conf', _conf(), conductor=CONDUCTOR, port=PORT,
-                db_ironic=cli._db_url(DB),
-                authtoken_ironic=cli._authtoken(SERVICE_USER),
-                service_auth_ironic=cli._auth(SERVICE_USER))
-    cli._render('nova-compute-ironic.conf',
-                os.path.join(cli.STATE, 'etc', 'nova',
+        os.makedirs(os.path.join(base.STATE, sub), exist_ok=True)
+    base.render('ironic.conf', _conf(), conductor=CONDUCTOR, port=PORT,
+                db_ironic=base.db_url(DB),
+                authtoken_ironic=base.authtoken(SERVICE_USER),
+                service_auth_ironic=base.auth(SERVICE_USER))
+    base.render('nova-compute-ironic.conf',
+                os.path.join(base.STATE, 'etc', 'nova',
                              'nova-compute-%s.conf' % host),
                 host=host, shard=SHARD)
 
@@ -108,16 +106,16 @@ def write_config(host=DEFAULT_HOST):
 
 def setup_db():
     """Create the database and its schema (skipped if they exist)."""
-    cli.ensure_database(DB, [os.path.join(cli.BIN, 'ironic-dbsync'),
-                             '--config-file', _conf(), 'create_schema'],
-                        'setup-ironic.log')
+    base.ensure_database(DB, [os.path.join(base.BIN, 'ironic-dbsync'),
+                              '--config-file', _conf(), 'create_schema'],
+                         'setup-ironic.log')
 
 
 # ---------------------------------------------------------------- keystone
 
 def register(session):
     """Service user ironic (admin, service), service and endpoints."""
-    api.ensure_service_user(session, SERVICE_USER, cli.PASSWORD)
+    api.ensure_service_user(session, SERVICE_USER, base.PASSWORD)
     api.ensure_service(session, 'ironic', 'baremetal', ENDPOINT)
 
 
@@ -148,7 +146,7 @@ class Ironic:
         body = {'auth': {
             'identity': {'methods': ['password'], 'password': {'user': {
                 'name': 'admin', 'domain': {'id': 'default'},
-                'password': cli.PASSWORD}}},
+                'password': base.PASSWORD}}},
             'scope': {'system': {'all': True}}}}
         _, _, headers = api.request('POST', api.KEYSTONE + '/auth/tokens',
                                     body, timeout=timeout)
@@ -182,9 +180,9 @@ def _wait_state(client, uuid, state, timeout=60, field='provision_state'):
     def reached():
         node = client.call('GET', '/v1/nodes/%s' % uuid)
         if node['last_error'] and node[field] != state:
-            raise cli.CloudError('node %s: %s' % (uuid, node['last_error']))
+            raise base.CloudError('node %s: %s' % (uuid, node['last_error']))
         return node[field] == state
-    cli._wait('node %s %s' % (uuid, state), reached, timeout,
+    base.wait('node %s %s' % (uuid, state), reached, timeout,
               interval=0.5)
 
 
@@ -228,21 +226,16 @@ def enrol(client, host=DEFAULT_HOST, count=NODES):
 # ---------------------------------------------------------------- processes
 
 def _start_process():
-    cli._spawn(PROCESS, [os.path.join(cli.BIN, 'ironic'),
+    base.spawn(PROCESS, [os.path.join(base.BIN, 'ironic'),
                          '--config-file', _conf()])
 
 
 def _start_compute(host):
-    etc = os.path.join(cli.STATE, 'etc', 'nova')
-    cli._spawn(_compute_name(host), [
-        os.path.join(cli.BIN, 'nova-compute'),
+    etc = os.path.join(base.STATE, 'etc', 'nova')
+    base.spawn(_compute_name(host), [
+        os.path.join(base.BIN, 'nova-compute'),
         '--config-file', os.path.join(etc, 'nova.conf'),
         '--config-file', os.path.join(etc, 'nova-compute-%s.conf' % host)])
-
-
-def _running(name):
-    pid = cli._read_pid(name)
-    return bool(pid and cli._ours(name, pid) and cli._alive(pid))
 
 
 def _providers_ready(session, uuids):
@@ -271,34 +264,34 @@ def start(timeline, host=DEFAULT_HOST, count=NODES, discover=True):
     timeline('ironic database ready')
     session = api.Session()
     register(session)
-    if not _running(PROCESS):
+    if not base.running(PROCESS):
         _start_process()
-    cli._wait('ironic API', cli._http_up(ENDPOINT + '/v1'), 60)
+    base.wait('ironic API', base.http_up(ENDPOINT + '/v1'), 60)
     timeline('ironic (API and conductor) up on port %d' % PORT)
     client = Ironic()
     enrol(client, host, count)
     timeline('%d fake-hardware nodes available' % count)
-    if not _running(_compute_name(host)):
+    if not base.running(_compute_name(host)):
         _start_compute(host)
     uuids = node_uuids(host, count)
-    cli._wait('ironic nodes in placement',
+    base.wait('ironic nodes in placement',
               lambda: _providers_ready(session, uuids), 180, interval=1)
     timeline('nova-compute %s reported the nodes to placement as %s' % (
         host, PLACEMENT_CLASS))
     if not discover:
         return
-    cli._run([os.path.join(cli.BIN, 'nova-manage'), '--config-file',
-              os.path.join(cli.STATE, 'etc', 'nova', 'nova.conf'),
+    base.run([os.path.join(base.BIN, 'nova-manage'), '--config-file',
+              os.path.join(base.STATE, 'etc', 'nova', 'nova.conf'),
               'cell_v2', 'discover_hosts', '--verbose'],
              'setup-discover.log')
-    cli._wait('ironic hypervisors',
+    base.wait('ironic hypervisors',
               lambda: _hypervisors_ready(session, host, uuids), 60)
     timeline('%s discovered: its nodes are hypervisors' % host)
 
 
 def ironic_computes():
     """Service hosts whose nova-compute.conf uses Nova's ironic driver."""
-    etc = os.path.join(cli.STATE, 'etc', 'nova')
+    etc = os.path.join(base.STATE, 'etc', 'nova')
     found = []
     for conf in sorted(os.listdir(etc)) if os.path.isdir(etc) else ():
         if conf.startswith('nova-compute-') and conf.endswith('.conf'):
@@ -317,18 +310,7 @@ def process_names(exclude=()):
 def stop():
     """Stop the ironic nova-compute(s), then Ironic (for a hot-add;
     tools/testcloud down stops process_names() with the other services)."""
-    for name in process_names():
-        pid = cli._read_pid(name)
-        if not pid:
-            continue
-        if cli._ours(name, pid):
-            cli._signal_group(pid, signal.SIGTERM)
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline and cli._group_alive(pid):
-                time.sleep(0.2)
-            if cli._group_alive(pid):
-                cli._signal_group(pid, signal.SIGKILL)
-        os.unlink(cli._pidfile(name))
+    base.stop_processes(process_names())
 
 
 def forget(host=DEFAULT_HOST, count=NODES):
@@ -348,9 +330,9 @@ def forget(host=DEFAULT_HOST, count=NODES):
         session.delete('placement', '/resource_providers/%s' % uuid,
                        expect={404})
     _unregister(session)
-    cli.sql('DROP DATABASE IF EXISTS %s' % DB)
+    base.sql('DROP DATABASE IF EXISTS %s' % DB)
     # configuration too, so that status() and process_names() see no Ironic
-    os.unlink(os.path.join(cli.STATE, 'etc', 'nova',
+    os.unlink(os.path.join(base.STATE, 'etc', 'nova',
                            'nova-compute-%s.conf' % host))
     shutil.rmtree(_etc())
 
@@ -361,9 +343,9 @@ def status():
     Empty when this cloud has no Ironic configured."""
     if not os.path.exists(_conf()):
         return []
-    pid = cli._read_pid(PROCESS)
-    alive = bool(pid and cli._alive(pid))
-    computes = ['%s %s' % (h, 'up' if cli._alive(cli._read_pid(
+    pid = base.read_pid(PROCESS)
+    alive = bool(pid and base.alive(pid))
+    computes = ['%s %s' % (h, 'up' if base.alive(base.read_pid(
         _compute_name(h))) else 'down') for h in ironic_computes()]
     lines = ['ironic %s (pid %s, API %s; nova-compute %s)' % (
         'up' if alive else 'down', pid or '-', ENDPOINT,
@@ -394,7 +376,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.command == 'start':
         write_config(args.host)
-        start(cli.Timeline(), args.host, args.nodes)
+        start(base.Timeline(), args.host, args.nodes)
     elif args.command == 'stop':
         stop()
     elif args.command == 'forget':

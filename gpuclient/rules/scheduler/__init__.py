@@ -18,8 +18,8 @@ change in Nova maps to one file here:
 =============================  ============================================
 gpuclient.rules.scheduler      Nova
 =============================  ============================================
-``conf``                       ``nova/conf/scheduler.py`` (and nova.conf's
-                               syntax, as oslo.config reads it)
+``conf``                       ``nova/conf/scheduler.py`` (nova.conf's
+                               syntax: ``gpuclient.rules.nova_conf``)
 ``pci``                        ``nova/pci/request.py`` (``[pci] alias``)
 ``hardware``                   ``nova/virt/hardware.py`` (flavor ``hw:``
                                and image ``hw_`` values)

@@ -10,22 +10,24 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Pure: the nova.conf options gpuclient reads, and nova.conf's syntax.
+"""Pure: the nova.conf options gpuclient reads.
 
 Nova defines them in ``nova/conf/scheduler.py`` (``[scheduler]`` and
 ``[filter_scheduler]``) and ``nova/conf/pci.py`` (``[pci] alias``, parsed
 in gpuclient.rules.scheduler.pci); the compute API shows none of them, so
 the operator gives them (``--nova-conf``, ``--setting``, ``--alias-map``)
-or gpuclient assumes the defaults below. ``parse_ini`` reads nova.conf as
-oslo.config reads it; ``load_settings`` layers defaults < files < options.
+or gpuclient assumes the defaults below. ``load_settings`` layers
+defaults < files < options, the files read as oslo.config reads them
+(``gpuclient.rules.nova_conf.parse``).
 """
 
+from collections.abc import Iterable
+from collections.abc import Mapping
 import json
-import re
-
-from oslo_config import iniparser
+import typing
 
 from gpuclient.i18n import _
+from gpuclient.rules.nova_conf import parse
 from gpuclient.rules.scheduler import exception
 from gpuclient.rules.scheduler import pci
 
@@ -68,125 +70,22 @@ CONF_SECTIONS = {
 _TRUE = ('1', 't', 'true', 'on', 'y', 'yes')
 
 
-def is_true(value):
+def is_true(value: object) -> bool:
     return str(value).strip().lower() in _TRUE
 
 
 # -- settings ----------------------------------------------------------------
 
-def _conf_error(source, lineno, message):
-    """The file and the line number, never the line's text: a nova.conf
-    line may hold a password (a database connection URL)."""
-    return exception.error(
-        _('%(source)s line %(lineno)d: %(problem)s. Nova would not start '
-          'with this file either (oslo.config refuses it): fix the file or '
-          'give the settings with --setting.'),
-        source=source or _('Nova settings'), lineno=lineno,
-        problem=message)
-
-
-class _IniReader(iniparser.BaseParser):
-    """oslo.config's own ini parser (``oslo_config.iniparser``, what
-    Nova's configuration is read with), collecting {section: {key:
-    [values]}} and refusing what oslo.config refuses, naming SOURCE and
-    the line number (never the line)."""
-
-    def __init__(self, source):
-        self.source = source
-        self.found = {}
-        self.section = None
-        self.key_line = 0
-
-    def _split_key_value(self, line):
-        # the line a setting starts on: it is stored (assignment) only
-        # once the next line, or the end, is read
-        self.key_line = self.lineno
-        return super()._split_key_value(line)
-
-    def new_section(self, section):
-        self.section = section if section == 'DEFAULT' else section.lower()
-        self.found.setdefault(self.section, {})
-
-    def assignment(self, key, value):
-        if self.section is None:
-            raise _conf_error(self.source, self.key_line,
-                              _('a setting before any [section]'))
-        self.found[self.section].setdefault(key, []).append('\n'.join(value))
-
-    def _refuse(self, problem):
-        raise _conf_error(self.source, self.lineno, problem)
-
-    def error_invalid_assignment(self, line):
-        self._refuse(_('no "=" or ":" in a setting'))
-
-    def error_empty_key(self, line):
-        self._refuse(_('empty key'))
-
-    def error_unexpected_continuation(self, line):
-        self._refuse(_('an indented line continues nothing'))
-
-    def error_no_section_end_bracket(self, line):
-        self._refuse(_('a section must end with ]'))
-
-    def error_no_section_name(self, line):
-        self._refuse(_('empty section name'))
-
-
-def parse_ini(text, source=None):
-    """{section: {key: [values]}} from nova.conf text, as oslo.config reads it.
-
-    Read by oslo.config's parser (``oslo_config.iniparser.BaseParser``):
-    ``#`` and ``;`` start a comment only in the first column; a line that
-    starts with white space continues the value before it (joined with a
-    newline) and a blank line ends it; ``key = value`` or ``key: value``
-    (whichever sign comes first), white space around both stripped and
-    one pair of matching quotes around the value removed; no inline
-    comments. Section names are compared in lower case (``DEFAULT`` stays
-    as it is), keys as written. A key may repeat (``[pci] alias`` does):
-    every value is kept, in order. What oslo.config refuses is refused
-    here too, naming SOURCE and the line.
-
-    Not done (oslo.config does them when it reads an option, gpuclient
-    knows no option types): ``$name`` substitution, deprecated option names
-    and groups, and options given on Nova's command line.
-    """
-    reader = _IniReader(source)
-    # lines as a file opened in text mode gives them (not splitlines(),
-    # which also splits at form feeds and other separators)
-    reader.parse(re.split(r'\r\n|\r|\n', text or ''))
-    return reader.found
-
-
-def merge_ini(parsed):
-    """Several parsed files as one, as oslo.config reads them.
-
-    PARSED is in the order the files are read (``--config-file`` options,
-    then the ``--config-dir`` files): a key's values are those of every
-    file, in that order, so a single-valued option takes the last one (the
-    later file wins) and a multi-valued one (``[pci] alias``) all of them.
-    """
-    merged = {}
-    for one in parsed:
-        for section, keys in one.items():
-            into = merged.setdefault(section, {})
-            for key, values in keys.items():
-                into.setdefault(key, []).extend(values)
-    return merged
-
-
-def conf_dir_files(names):
-    """The files oslo.config's ``--config-dir`` reads, in its order: the
-    ``*.conf`` names (not hidden ones, as glob), sorted."""
-    return sorted(name for name in names
-                  if name.endswith('.conf') and not name.startswith('.'))
-
-
-def load_settings(conf_text=None, overrides=None, alias_maps=()):
+def load_settings(
+        conf_text: str | Iterable[tuple[str | None, str | None]] | None = None,
+        overrides: Mapping[str, object] | None = None,
+        alias_maps: Mapping[str, str] | Iterable[str] | None = ()
+) -> dict[str, typing.Any]:
     """Settings: defaults < config files (nova.conf syntax) < options.
 
     ``conf_text`` is one file's text or a list of (source, text), in the
-    order oslo.config would read them (see merge_ini). ``overrides`` is
-    {name: value as text} (``--setting``), ``alias_maps`` the
+    order oslo.config would read them (see ``parse.merge_ini``).
+    ``overrides`` is {name: value as text} (``--setting``), ``alias_maps`` the
     ``--alias-map`` options: {alias: target} as the option parses them,
     or 'ALIAS=TARGET' texts. Returns a dict like DEFAULT_SETTINGS plus
     ``aliases`` ({name: {resource_class, traits, source}}) and ``sources``
@@ -197,7 +96,8 @@ def load_settings(conf_text=None, overrides=None, alias_maps=()):
     aliases = {}
     if conf_text is None or isinstance(conf_text, str):
         conf_text = [(None, conf_text)]
-    ini = merge_ini(parse_ini(text, source) for source, text in conf_text)
+    ini = parse.merge_ini(parse.parse_ini(text, source)
+                          for source, text in conf_text)
     for key, section in CONF_SECTIONS.items():
         values = ini.get(section, {}).get(key)
         if values:
@@ -232,7 +132,8 @@ def load_settings(conf_text=None, overrides=None, alias_maps=()):
     return settings
 
 
-def _placement(ini):
+def _placement(
+        ini: Mapping[str, Mapping[str, list[str]]]) -> dict[str, typing.Any]:
     """What a placement.conf among the files says of candidate
     generation (Placement's ``placement/conf/workarounds.py`` and
     ``placement.py``, not Nova's: ``gpu check`` reads it where trees are
@@ -243,6 +144,8 @@ def _placement(ini):
     optimize = ini.get('workarounds', {}).get(
         'optimize_for_wide_provider_trees')
     section = ini.get('placement', {})
+    # the values written, then the number they say
+    maximum: list[str] | int | None
     maximum = section.get('max_allocation_candidates')
     strategy = section.get('allocation_candidates_generation_strategy')
     try:
@@ -258,7 +161,7 @@ def _placement(ini):
     }
 
 
-def _libvirt(section):
+def _libvirt(section: Mapping[str, list[str]]) -> dict[str, bool | None]:
     """What a nova-compute's ``[libvirt]`` says of live migration (Nova's
     ``nova/conf/libvirt.py``): ``live_migration_permit_post_copy`` as
     written, None when the files do not set it (Nova 34's default:
@@ -268,13 +171,15 @@ def _libvirt(section):
             is_true(values[-1]) if values else None}
 
 
-def _pci_devices(section):
+def _pci_devices(section: Mapping[str, list[str]]) -> dict[str, typing.Any]:
     """What a nova-compute's ``[pci]`` says of its devices (Nova's
     ``nova/conf/pci.py``): ``device_specs`` (every ``device_spec``, and
     the old name ``passthrough_whitelist``, JSON objects or lists of
     them), ``report_in_placement`` (Nova's default: false) and ``aliases``
     (the ``alias`` JSON objects as written: their ``device_type``).
     Unreadable JSON is left out (Nova refuses it at start)."""
+    specs: list[dict[str, typing.Any]]
+    aliases: list[dict[str, typing.Any]]
     specs, aliases = [], []
     for key, into in (('device_spec', specs),
                       ('passthrough_whitelist', specs),
@@ -292,7 +197,7 @@ def _pci_devices(section):
             'report_in_placement': is_true(values[-1]) if values else False}
 
 
-def _setting_value(key, text):
+def _setting_value(key: str, text: object) -> bool | int | tuple[str, ...]:
     default = DEFAULT_SETTINGS[key]
     if isinstance(default, bool):
         return is_true(text)

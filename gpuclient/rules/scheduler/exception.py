@@ -19,5 +19,5 @@ with osc-lib's ``CommandError``, the operator's next step in the message.
 from osc_lib import exceptions
 
 
-def error(message, **kwargs):
+def error(message: str, **kwargs: object) -> exceptions.CommandError:
     return exceptions.CommandError(message % kwargs if kwargs else message)

@@ -25,6 +25,13 @@ Placement's answers:
   to those relaxed queries and the provider summaries they carry.
 """
 
+from collections.abc import Collection
+from collections.abc import Container
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
+import typing
+
 from gpuclient.i18n import _
 from gpuclient.rules import baremetal
 from gpuclient.rules import host_names
@@ -43,19 +50,21 @@ MAX_SERVERS_SHOWN = 8
 class Trees:
     """Provider summaries gathered from every answer (and slow reads)."""
 
-    def __init__(self):
-        self.providers = {}  # uuid -> summary + name, parent, root
+    def __init__(self) -> None:
+        # uuid -> summary + name, parent, root
+        self.providers: dict[str, dict[str, typing.Any]] = {}
         # roots of Ironic nodes (baremetal.node_roots of the hypervisors)
-        self.node_roots = set()
+        self.node_roots: set[str] = set()
         # {node uuid: baremetal.node_dict} when Ironic was read, else None
-        self.ironic_nodes = None
+        self.ironic_nodes: dict[str, dict[str, typing.Any]] | None = None
 
-    def add_answer(self, answer):
+    def add_answer(self, answer: Mapping[str, typing.Any] | None) -> None:
         for uuid, summary in ((answer or {}).get('provider_summaries')
                               or {}).items():
             self.add(uuid, summary)
 
-    def add(self, uuid, summary, name=None):
+    def add(self, uuid: str, summary: Mapping[str, typing.Any],
+            name: str | None = None) -> None:
         entry = self.providers.setdefault(uuid, {'name': name or uuid})
         if name:
             entry['name'] = name
@@ -64,46 +73,49 @@ class Trees:
         entry['parent'] = summary.get('parent_provider_uuid')
         entry['root'] = summary.get('root_provider_uuid') or uuid
 
-    def name_providers(self, providers):
+    def name_providers(
+            self, providers: Iterable[Mapping[str, typing.Any]]) -> None:
         for rp in providers:
             if rp['uuid'] in self.providers:
                 self.providers[rp['uuid']]['name'] = rp.get('name') or (
                     rp['uuid'])
 
-    def known_roots(self):
+    def known_roots(self) -> set[str]:
         return {p['root'] for p in self.providers.values()}
 
-    def tree(self, root):
+    def tree(self, root: str) -> dict[str, dict[str, typing.Any]]:
         return {u: p for u, p in self.providers.items() if p['root'] == root}
 
-    def name(self, uuid):
+    def name(self, uuid: str) -> str:
         return self.providers.get(uuid, {}).get('name', uuid)
 
-    def free(self, uuid, rc):
+    def free(self, uuid: str, rc: str) -> int:
         item = self.providers.get(uuid, {}).get('resources', {}).get(rc)
         if not item:
             return 0
         return item['capacity'] - item['used']
 
-    def is_node(self, uuid, rc):
+    def is_node(self, uuid: str, rc: str) -> bool:
         """Is class RC of provider UUID a bare-metal node?"""
         provider = self.providers.get(uuid) or {}
         item = (provider.get('resources') or {}).get(rc)
         return bool(item) and baremetal.is_node_item(
             rc, item, provider.get('root', uuid) in self.node_roots)
 
-    def node(self, uuid):
+    def node(self, uuid: str) -> dict[str, typing.Any] | None:
         """Ironic's view of a node (dict), when Ironic was read."""
         return (self.ironic_nodes or {}).get(uuid)
 
 
-def _gpu_traits(group, root_traits):
+def _gpu_traits(group: Mapping[str, typing.Any],
+                root_traits: Container[str]) -> set[str]:
     """Traits a GPU provider itself must have for ``group``."""
     return {t for t in group['required']
             if t not in root_traits and t != request_filter.OWNER_NOVA}
 
 
-def gpu_devices(trees, root, rc, traits=()):
+def gpu_devices(trees: Trees, root: str, rc: str,
+                traits: Iterable[str] = ()) -> list[tuple[str, int, int]]:
     """[(uuid, capacity, used)] of providers in a tree offering ``rc``.
 
     A bare-metal node counts capacity 1 whatever the ironic driver
@@ -122,7 +134,9 @@ def gpu_devices(trees, root, rc, traits=()):
     return found
 
 
-def node_reasons(host, roots, trees, allocations, classes):
+def node_reasons(host: str, roots: Iterable[str], trees: Trees,
+                 allocations: Mapping[str, Iterable[str]],
+                 classes: Iterable[str]) -> list[str]:
     """Why each bare-metal node of ROOTS (of CLASSES) takes no server."""
     texts = []
     for root in sorted(roots):
@@ -139,7 +153,8 @@ def node_reasons(host, roots, trees, allocations, classes):
     return texts
 
 
-def crowded_hosts(rows, count, limit):
+def crowded_hosts(rows: Iterable[Mapping[str, typing.Any]], count: int,
+                  limit: int | None) -> list[tuple[str, int]]:
     """When an allocation-candidates answer of COUNT candidates may have
     hidden hosts behind the query's LIMIT: [(host, candidates)] of the
     hosts (ROWS: ``candidate_rows``) that gave more than one of
@@ -159,7 +174,12 @@ def crowded_hosts(rows, count, limit):
                   key=lambda item: (-item[1], item[0]))
 
 
-def candidate_rows(answer, request, hypervisors, trees, pools_by_host=None):
+def candidate_rows(
+        answer: Mapping[str, typing.Any] | None,
+        request: Mapping[str, typing.Any],
+        hypervisors: Iterable[Mapping[str, typing.Any]] | None, trees: Trees,
+        pools_by_host: Mapping[str, list[str]] | None = None
+) -> list[dict[str, typing.Any]]:
     """One row per host that Placement offered.
 
     A row: host, pools, roots (node names), candidates (allocation
@@ -171,7 +191,7 @@ def candidate_rows(answer, request, hypervisors, trees, pools_by_host=None):
     hosts = host_names.root_hosts(hypervisors)
     gpu_classes = set(request_mod.gpu_classes(request))
     suffix_label = {s: s or _('(unnumbered)') for s in request['groups']}
-    rows = {}
+    rows: dict[str, dict[str, typing.Any]] = {}
     for candidate in (answer or {}).get('allocation_requests') or []:
         allocations = candidate.get('allocations') or {}
         roots = {trees.providers.get(u, {}).get('root', u)
@@ -184,7 +204,7 @@ def candidate_rows(answer, request, hypervisors, trees, pools_by_host=None):
                 'candidates': 0, 'gpu_providers': {}})
             row['roots'].add(root)
             row['candidates'] += 1
-        by_rp = {}
+        by_rp: dict[str, list[str]] = {}
         for suffix, uuids in (candidate.get('mappings') or {}).items():
             for uuid in uuids:
                 by_rp.setdefault(uuid, []).append(suffix)
@@ -233,7 +253,7 @@ def candidate_rows(answer, request, hypervisors, trees, pools_by_host=None):
 
 # -- relaxed queries ----------------------------------------------------------
 
-def _has_resources(req):
+def _has_resources(req: Mapping[str, typing.Any]) -> bool:
     """Placement can be asked: some resources, and no resourceless
     unsuffixed group (a 400 without same_subtree)."""
     own = req['groups'].get('')
@@ -244,7 +264,10 @@ def _has_resources(req):
     return any(g['resources'] for g in req['groups'].values())
 
 
-def requirements(request, pools=None):
+def requirements(
+        request: Mapping[str, typing.Any],
+        pools: Mapping[str, Mapping[str, typing.Any]] | None = None
+) -> list[dict[str, typing.Any]]:
     """[{'id', 'kind', 'label', 'request'}]: one relaxed request each.
 
     Bounded by MAX_RELAXED: GPU groups (dropped together), the instance's
@@ -253,7 +276,8 @@ def requirements(request, pools=None):
     """
     found = []
 
-    def add(rid, kind, label, relaxed, **extra):
+    def add(rid: str, kind: str, label: str, relaxed: dict[str, typing.Any],
+            **extra: typing.Any) -> None:
         if _has_resources(relaxed):
             found.append(dict(extra, id=rid, kind=kind, label=label,
                               request=relaxed))
@@ -314,12 +338,12 @@ def requirements(request, pools=None):
     return found
 
 
-def _fix_policy(req):
+def _fix_policy(req: dict[str, typing.Any]) -> None:
     if len([s for s in req['groups'] if s]) < 2 and req.get('group_policy'):
         req['group_policy'] = None
 
 
-def candidate_roots(answer):
+def candidate_roots(answer: Mapping[str, typing.Any] | None) -> set[str]:
     roots = set()
     summaries = (answer or {}).get('provider_summaries') or {}
     for candidate in (answer or {}).get('allocation_requests') or []:
@@ -331,8 +355,9 @@ def candidate_roots(answer):
 
 # -- why not ------------------------------------------------------------------
 
-def _servers(allocations, uuids):
-    found = []
+def _servers(allocations: Mapping[str, Iterable[str]],
+             uuids: Iterable[str]) -> list[str]:
+    found: list[str] = []
     for uuid in uuids:
         for consumer in sorted(allocations.get(uuid) or ()):
             if consumer not in found:
@@ -340,10 +365,12 @@ def _servers(allocations, uuids):
     return found
 
 
-def gpu_reason(host, roots, request, trees, allocations):
+def gpu_reason(host: str, roots: Collection[str],
+               request: Mapping[str, typing.Any], trees: Trees,
+               allocations: Mapping[str, Iterable[str]]) -> list[str]:
     """Operator terms for 'the GPU request does not fit on this host'."""
     texts = []
-    wanted = {}
+    wanted: dict[tuple[str, frozenset[str]], int] = {}
     for group in request['groups'].values():
         if not group['gpu']:
             continue
@@ -401,7 +428,8 @@ def gpu_reason(host, roots, request, trees, allocations):
     return texts or [_('%s: the GPU request does not fit') % host]
 
 
-def size_reason(host, roots, request, trees):
+def size_reason(host: str, roots: Collection[str],
+                request: Mapping[str, typing.Any], trees: Trees) -> list[str]:
     own = request['groups'].get('', {}).get('resources', {})
     texts = []
     for rc, amount in sorted(own.items()):
@@ -422,7 +450,10 @@ def size_reason(host, roots, request, trees):
     return texts or [_('%s: the instance size does not fit') % host]
 
 
-def requirement_text(host, roots, req, request, trees, allocations):
+def requirement_text(host: str, roots: Collection[str],
+                     req: Mapping[str, typing.Any],
+                     request: Mapping[str, typing.Any], trees: Trees,
+                     allocations: Mapping[str, Iterable[str]]) -> list[str]:
     kind = req['kind']
     if kind == 'gpu':
         return gpu_reason(host, roots, request, trees, allocations)
@@ -456,7 +487,10 @@ def requirement_text(host, roots, req, request, trees, allocations):
               '(or image) requires') % {'host': host, 'trait': trait}]
 
 
-def local_failures(host, roots, request, reqs, trees):
+def local_failures(host: str, roots: Collection[str],
+                   request: Mapping[str, typing.Any],
+                   reqs: Iterable[Mapping[str, typing.Any]],
+                   trees: Trees) -> list[Mapping[str, typing.Any]]:
     """Requirements a known tree fails, judged from its summaries."""
     failing = []
     root_traits = set()
@@ -493,8 +527,13 @@ def local_failures(host, roots, request, reqs, trees):
     return failing
 
 
-def why_not(hosts_roots, offered_roots, relaxed, request, trees,
-            allocations, post, project_id, unread=()):
+def why_not(hosts_roots: Mapping[str, set[str]], offered_roots: set[str],
+            relaxed: Sequence[tuple[Mapping[str, typing.Any], set[str]]],
+            request: Mapping[str, typing.Any], trees: Trees,
+            allocations: Mapping[str, Iterable[str]],
+            post: Mapping[str, Iterable[Mapping[str, typing.Any]]],
+            project_id: str | None,
+            unread: Container[str] = ()) -> dict[str, list[str]]:
     """{host: [reason texts]} for every host not offered.
 
     ``hosts_roots`` {host: set of root uuids}; ``offered_roots`` the roots

@@ -93,7 +93,11 @@ unsuffixed class and four numbered groups share eight pGPUs), which the
 usual flavors never reach.
 """
 
+from collections.abc import Collection
+from collections.abc import Iterable
+from collections.abc import Mapping
 import sys
+import typing
 
 # request fields that say nothing Placement is asked (the aggregates behind
 # them are already in member_of / forbidden_aggregates)
@@ -113,12 +117,13 @@ _UNBOUNDED = sys.maxsize
 FIT_LIMIT = 10000
 
 
-def signature(tree):
+def signature(tree: Mapping[str, Mapping[str, typing.Any]]
+              ) -> tuple[tuple[typing.Any, ...], ...]:
     """Equal for trees that any request fits into equally often: the key
     under which a count is kept for trees of the same shape."""
-    depth = {}
+    depth: dict[str, int] = {}
 
-    def level(uuid):
+    def level(uuid: str) -> int:
         if uuid not in depth:
             parent = tree[uuid]['parent']
             depth[uuid] = 0 if parent is None else level(parent) + 1
@@ -134,7 +139,9 @@ def signature(tree):
     return tuple(sorted(entries))
 
 
-def fit_count(tree, request, limit=None):
+def fit_count(tree: Mapping[str, Mapping[str, typing.Any]],
+              request: Mapping[str, typing.Any],
+              limit: int | None = None) -> int:
     """How many more copies of one server's request fit into one provider
     tree, exactly.
 
@@ -153,7 +160,9 @@ def fit_count(tree, request, limit=None):
     return min(found, cap)
 
 
-def fit_counts(trees, request, limit=None):
+def fit_counts(trees: Iterable[Mapping[str, Mapping[str, typing.Any]]],
+               request: Mapping[str, typing.Any],
+               limit: int | None = None) -> int:
     """fit_count summed over several trees (one host's), up to ``limit``."""
     total = 0
     for tree in trees:
@@ -174,18 +183,19 @@ class _Problem:
     group's required traits (judged across its providers).
     """
 
-    def __init__(self, tree, uuids, isolate):
+    def __init__(self, tree: Mapping[str, Mapping[str, typing.Any]],
+                 uuids: list[str], isolate: bool) -> None:
         self.tree = tree
         self.uuids = uuids
         self.isolate = isolate
-        self.numbered = []
-        self.unsuffixed = {}
-        self.required = frozenset()
+        self.numbered: list[tuple[dict[str, int], tuple[int, ...]]] = []
+        self.unsuffixed: dict[str, tuple[int, tuple[int, ...]]] = {}
+        self.required: frozenset[str] = frozenset()
 
-    def inv(self, p, rc):
+    def inv(self, p: int, rc: str) -> dict[str, int]:
         return self.tree[self.uuids[p]]['inventory'][rc]
 
-    def traits(self, p):
+    def traits(self, p: int) -> Collection[str]:
         return self.tree[self.uuids[p]].get('traits') or ()
 
 
@@ -532,7 +542,9 @@ def _general(problem, cap):
 
 # -- one concrete allocation -------------------------------------------------
 
-def one_allocation(tree, request, keep_limit=64):
+def one_allocation(tree: Mapping[str, Mapping[str, typing.Any]],
+                   request: Mapping[str, typing.Any],
+                   keep_limit: int = 64) -> dict[str, dict[str, int]] | None:
     """One allocation of ONE copy of ``request`` in ``tree``, or None.
 
     ``{provider uuid: {rc: amount}}``, chosen deterministically among
@@ -553,7 +565,7 @@ def one_allocation(tree, request, keep_limit=64):
         return None
     best, best_key = None, None
     for pattern in patterns:
-        allocation = {}
+        allocation: dict[str, dict[str, int]] = {}
         for (p, rc), amount in pattern:
             allocation.setdefault(problem.uuids[p], {})[rc] = amount
         left = fit_count(consume(tree, allocation), request,
@@ -566,7 +578,9 @@ def one_allocation(tree, request, keep_limit=64):
     return best
 
 
-def consume(tree, allocation):
+def consume(tree: Mapping[str, Mapping[str, typing.Any]],
+            allocation: Mapping[str, Mapping[str, int]]
+            ) -> dict[str, dict[str, typing.Any]]:
     """A copy of ``tree`` with ``allocation`` ({uuid: {rc: amount}})
     taken from the providers' ``free``; ValueError when it does not fit."""
     new = {}

@@ -19,26 +19,31 @@ the CPU set syntax. The request (resource_request) and the prefilters
 (request_filter) read them here.
 """
 
+from collections.abc import Mapping
 import math
 import re
+import typing
 
 from gpuclient.i18n import _
 from gpuclient.rules import address_space
 from gpuclient.rules.scheduler import exception
 
 
-def image_props(image):
+def image_props(
+        image: Mapping[str, typing.Any] | None) -> dict[str, typing.Any]:
     """The image's properties as a dict (Glance shows them at top level)."""
     return dict(image or {})
 
 
-def pair(specs, image, key, prefix='hw'):
+def pair(specs: Mapping[str, str], image: Mapping[str, typing.Any] | None,
+         key: str, prefix: str = 'hw') -> tuple[str | None, str | None]:
     """(flavor's PREFIX:KEY, image's PREFIX_KEY): _get_flavor_image_meta."""
     return specs.get('%s:%s' % (prefix, key)), image_props(image).get(
         '%s_%s' % (prefix, key))
 
 
-def unique(specs, image, key, prefix='hw'):
+def unique(specs: Mapping[str, str], image: Mapping[str, typing.Any] | None,
+           key: str, prefix: str = 'hw') -> str | None:
     """The one value of KEY, refused when flavor and image differ
     (_get_unique_flavor_image_meta)."""
     flavor_value, image_value = pair(specs, image, key, prefix)
@@ -52,8 +57,10 @@ def unique(specs, image, key, prefix='hw'):
     return flavor_value or image_value
 
 
-def parse_cpu_spec(text):
+def parse_cpu_spec(text: str) -> set[int]:
     """Nova's CPU set syntax ('0-3,^2') -> set of ints."""
+    include: set[int]
+    exclude: set[int]
     include, exclude = set(), set()
     for part in str(text).split(','):
         part = part.strip()
@@ -70,7 +77,8 @@ def parse_cpu_spec(text):
     return include - exclude
 
 
-def cpu_policy(specs, image):
+def cpu_policy(specs: Mapping[str, str],
+               image: Mapping[str, typing.Any] | None) -> str | None:
     flavor_policy, image_policy = pair(specs, image, 'cpu_policy')
     if flavor_policy in ('dedicated', 'mixed', 'shared'):
         return flavor_policy
@@ -79,14 +87,16 @@ def cpu_policy(specs, image):
     return None
 
 
-def thread_policy(specs, image):
+def thread_policy(specs: Mapping[str, str],
+                  image: Mapping[str, typing.Any] | None) -> str | None:
     flavor_policy, image_policy = pair(specs, image, 'cpu_thread_policy')
     if flavor_policy in (None, 'prefer'):
         return flavor_policy or image_policy
     return flavor_policy
 
 
-def maxphysaddr_mode(specs, image):
+def maxphysaddr_mode(specs: Mapping[str, str],
+                     image: Mapping[str, typing.Any] | None) -> str | None:
     """hw:maxphysaddr_mode or the image's hw_maxphysaddr_mode, refused when
     they differ or Nova does not know it (get_maxphysaddr_mode)."""
     mode = unique(specs, image, 'maxphysaddr_mode')
@@ -119,17 +129,21 @@ MEM_ENCRYPTION_FIRMWARE = 'uefi'
 MEM_ENCRYPTION_MACHINE = 'q35'
 
 
-def _flag(value):
+def _flag(value: object) -> bool | None:
     return None if value is None else str(value).strip().lower() in (
         '1', 't', 'true', 'on', 'y', 'yes')
 
 
-def mem_encryption(specs, image, check_image=True):
+def mem_encryption(specs: Mapping[str, str],
+                   image: Mapping[str, typing.Any] | None,
+                   check_image: bool = True) -> str | None:
     """The memory encryption model the flavor (SPECS) and IMAGE ask for,
     or None: Nova's get_mem_encryption_constraint at the API (no machine
     type of the host). A flavor and an image that disagree, an unknown
     model, or (CHECK_IMAGE) an image Nova refuses for the model is a
     CommandError, the fix in it (Nova refuses the boot with a 400)."""
+    flavor_enc: str | bool | None
+    image_enc: str | bool | None
     flavor_enc, image_enc = pair(specs, image, 'mem_encryption')
     flavor_enc, image_enc = _flag(flavor_enc), _flag(image_enc)
     if not flavor_enc and not image_enc:
@@ -158,11 +172,12 @@ def mem_encryption(specs, image, check_image=True):
     return model
 
 
-def mem_encryption_trait(model):
+def mem_encryption_trait(model: str) -> str:
     return MEM_ENCRYPTION_MODELS[model][0]
 
 
-def mem_encryption_image_problems(model, image):
+def mem_encryption_image_problems(
+        model: str, image: Mapping[str, typing.Any] | None) -> list[str]:
     """What IMAGE lacks for memory encryption MODEL, as the fixes
     (MemEncryptionConfig.check_constraints): [] when Nova takes it."""
     props = image_props(image)
@@ -187,7 +202,7 @@ _PAGE_UNITS = {'': 1, 'K': 1, 'M': 1024, 'G': 1024 * 1024}
 PCI_POLICIES = ('required', 'legacy', 'preferred', 'socket')
 
 
-def page_size(text):
+def page_size(text: str | int) -> str | int | None:
     """'small', 'large', 'any' or a size in KiB from a hw:mem_page_size
     value (2048, 2MB, 1GiB, ...); None when it is none of them."""
     value = str(text).strip()
@@ -207,10 +222,11 @@ _SIZE_EXPONENTS = {prefix: exponent
                    for exponent, letter in enumerate('KMGTPEZYRQ', 1)
                    for prefix in (letter, letter + 'i')}
 # Nova's MEMPAGES_SMALL, _LARGE and _ANY
-_PAGE_WORDS = {-1: PAGES_SMALL, -2: PAGES_LARGE, -3: PAGES_ANY}
+_PAGE_WORDS: dict[float, str] = {-1: PAGES_SMALL, -2: PAGES_LARGE,
+                                  -3: PAGES_ANY}
 
 
-def requested_page_size(text):
+def requested_page_size(text: str | int) -> str | int | float | None:
     """A requested hw:mem_page_size (or the image's hw_mem_page_size)
     as Nova reads it (_get_numa_pagesize_constraint's
     check_and_return_pages_size): 'small', 'large' or 'any' exactly, a
@@ -238,7 +254,9 @@ def requested_page_size(text):
     return _PAGE_WORDS.get(size, size)
 
 
-def _page_constraint(specs, image):
+def _page_constraint(
+        specs: Mapping[str, str],
+        image: Mapping[str, typing.Any] | None) -> str | int | float | None:
     """_get_numa_pagesize_constraint: the flavor allows, the image may
     choose within any or large."""
     flavor_value, image_value = pair(specs, image, 'mem_page_size')
@@ -265,7 +283,8 @@ def _page_constraint(specs, image):
     return chosen
 
 
-def _whole(specs, image, key):
+def _whole(specs: Mapping[str, str], image: Mapping[str, typing.Any] | None,
+           key: str) -> int | None:
     flavor_value, image_value = pair(specs, image, key)
     value = flavor_value or image_value
     try:
@@ -276,7 +295,8 @@ def _whole(specs, image, key):
             key=key, value=value) from None
 
 
-def _manual_cells(specs, nodes):
+def _manual_cells(specs: Mapping[str, str],
+                  nodes: int) -> list[dict[str, int]] | None:
     """hw:numa_cpus.N and hw:numa_mem.N -> [{cpus, memory_mb}] or None."""
     cpus = [specs.get('hw:numa_cpus.%d' % n) for n in range(nodes)]
     mems = [specs.get('hw:numa_mem.%d' % n) for n in range(nodes)]
@@ -287,11 +307,14 @@ def _manual_cells(specs, nodes):
             _('The flavor sets hw:numa_cpus.N and hw:numa_mem.N for only '
               'some of its %(nodes)d NUMA nodes: Nova refuses it (set both '
               'for every node).'), nodes=nodes)
-    return [{'cpus': len(parse_cpu_spec(c)), 'memory_mb': int(m)}
+    # every one is set (all() above), which mypy does not follow
+    return [{'cpus': len(parse_cpu_spec(c)),  # type: ignore[arg-type]
+             'memory_mb': int(m)}  # type: ignore[arg-type]
             for c, m in zip(cpus, mems, strict=True)]
 
 
-def pci_numa_policy(specs, image):
+def pci_numa_policy(specs: Mapping[str, str],
+                    image: Mapping[str, typing.Any] | None) -> str | None:
     """hw:pci_numa_affinity_policy or the image's, as Nova reads them
     at boot (get_pci_numa_policy_constraint; None: neither sets one).
     Refused as Nova refuses the boot: the two differ, or one is not a
@@ -317,7 +340,10 @@ def pci_numa_policy(specs, image):
     return policy or None
 
 
-def numa_constraints(flavor, image=None):
+def numa_constraints(
+        flavor: Mapping[str, typing.Any],
+        image: Mapping[str, typing.Any] | None = None
+) -> dict[str, typing.Any] | None:
     """The guest NUMA topology Nova asks of a host (numa_get_constraints),
     or None when the flavor and image ask none.
 

@@ -26,7 +26,11 @@ API does not show is never a pass or a failure); a host passes if one of
 its nodes does.
 """
 
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Mapping
 import dataclasses
+import typing
 
 from gpuclient.i18n import _
 from gpuclient.rules import host_names
@@ -62,13 +66,13 @@ UNSEEN_ATTRIBUTES = (
 PASS, FAIL, UNKNOWN = 'pass', 'fail', 'unknown'
 
 
-def host_state(hypervisor):
+def host_state(hypervisor: Mapping[str, typing.Any]) -> dict[str, typing.Any]:
     """{HostState attribute: value} as far as the API shows (2.28-2.87).
 
     ``cpu_info`` stays a dict (HostState holds the JSON text).
     """
     hv = hypervisor
-    state = {}
+    state: dict[str, typing.Any] = {}
     for attribute, field in HOST_STATE_FIELDS.items():
         if field in hv:
             state[attribute] = hv[field]
@@ -92,23 +96,24 @@ class HostState:
 
     host: str
     # its nova-compute service (os-services), None when not listed
-    service: dict = None
+    service: Mapping[str, typing.Any] | None = None
     # its hypervisors (compute API 2.53 details), None when none listed
-    nodes: list = None
+    nodes: list[Mapping[str, typing.Any]] | None = None
     # {key: set of values} of its aggregates' metadata (Nova's
     # aggregate_metadata_get_by_host)
-    metadata: dict = dataclasses.field(default_factory=dict)
+    metadata: dict[str, set[str]] = dataclasses.field(default_factory=dict)
     # its host facts (--host-fact, the NUMA nodes Prometheus shows)
-    facts: dict = None
+    facts: Mapping[str, typing.Any] | None = None
     # why Blazar holds it ([] or None: not held)
-    held: list = None
+    held: list[str] | None = None
     # the pools holding it that are limited to projects, sorted names
-    limited_pools: tuple = ()
+    limited_pools: tuple[str, ...] = ()
 
 
-def nodes_by_host(hypervisors):
+def nodes_by_host(hypervisors: Iterable[Mapping[str, typing.Any]] | None
+                  ) -> dict[str, list[Mapping[str, typing.Any]]]:
     """{Nova host: [hypervisor dicts]} (compute API >= 2.53)."""
-    found = {}
+    found: dict[str, list[Mapping[str, typing.Any]]] = {}
     for hv in hypervisors or ():
         host = host_names.nova_host(hv)
         if host:
@@ -116,7 +121,11 @@ def nodes_by_host(hypervisors):
     return found
 
 
-def judge_host(nodes, judge):
+def judge_host(
+        nodes: Iterable[Mapping[str, typing.Any]],
+        judge: Callable[[Mapping[str, typing.Any]],
+                        tuple[str, dict[str, typing.Any]]]
+) -> tuple[str, dict[str, typing.Any]]:
     """A host passes if one of its nodes does (HostState is per node)."""
     results = [judge(node) for node in nodes]
     for status in (PASS, UNKNOWN):
@@ -140,7 +149,8 @@ PROMETHEUS = 'prometheus'
 SMALL_PAGE_KB = 4
 
 
-def parse_numa_fact(key, value):
+def parse_numa_fact(
+        key: str, value: object) -> int | list[int] | dict[int, int | None]:
     """A NUMA fact's value: numa_cells=N (0: no NUMA topology),
     numa_pages=4k[,2M:<pages per cell>,1G:<pages per cell>] (every page
     size of each cell), numa_gpus=<devices on cell 0>,<on cell 1>,...
@@ -155,7 +165,7 @@ def parse_numa_fact(key, value):
         if not all(part.isdigit() for part in counts):
             raise ValueError(value)
         return [int(part) for part in counts]
-    pages = {}
+    pages: dict[int, int | None] = {}
     for part in text.split(','):
         size, colon, count = part.strip().partition(':')
         size_kb = hardware.page_size(size)
@@ -167,11 +177,13 @@ def parse_numa_fact(key, value):
     return pages
 
 
-def _split(total, cells):
+def _split(total: int | None, cells: int) -> list[int] | None:
     return [total // cells] * cells if total is not None else None
 
 
-def numa_topology(hypervisor, facts=None):
+def numa_topology(hypervisor: Mapping[str, typing.Any] | None,
+                  facts: Mapping[str, typing.Any] | None = None
+                  ) -> dict[str, typing.Any]:
     """A node's NUMA topology as far as a client can know it.
 
     The sources, best first: the operator's host facts (numa_cells,
@@ -231,10 +243,11 @@ def numa_topology(hypervisor, facts=None):
     if source in ('cpu_info', PROMETHEUS) and (facts.get('numa_pages')
                                                or gpus):
         source = _('%s and host facts') % source
-    cells = [{'id': n, 'cpus': cpus[n], 'memory_mb': memory[n],
-              'pages': dict(pages or {SMALL_PAGE_KB: None}),
-              'gpus': gpus[n] if n < len(gpus) else None}
-             for n in range(count)]
+    cells: list[dict[str, typing.Any]] = [
+        {'id': n, 'cpus': cpus[n], 'memory_mb': memory[n],
+         'pages': dict(pages or {SMALL_PAGE_KB: None}),
+         'gpus': gpus[n] if n < len(gpus) else None}
+        for n in range(count)]
     if pages:
         for cell in cells:
             cell['pages'].setdefault(SMALL_PAGE_KB, None)

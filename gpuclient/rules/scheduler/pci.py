@@ -20,12 +20,20 @@ alias Nova's nova.conf defines, gpuclient learns from ``[pci] alias``,
 ``[gpuclient] alias_map``, ``--alias-map`` or a passthrough pool.
 """
 
+from __future__ import annotations
+
+from collections.abc import Container
+from collections.abc import Mapping
 import json
 import re
+import typing
 
 from gpuclient.i18n import _
 from gpuclient.rules import placement_names as names
 from gpuclient.rules.scheduler import exception
+
+if typing.TYPE_CHECKING:
+    from gpuclient.rules.scheduler import request_spec
 
 ALIAS_SPEC = 'pci_passthrough:alias'
 # the numa_policy of a [pci] alias that says none (nova/pci/request.py)
@@ -37,7 +45,7 @@ _ALIAS_MAP_HINT = _('--alias-map %(text)r: give ALIAS=VENDOR:PRODUCT (e.g. '
                     'a100=CUSTOM_A100).')
 
 
-def parse_alias_map(text):
+def parse_alias_map(text: str | None) -> tuple[str, dict[str, typing.Any]]:
     """'ALIAS=VENDOR:PRODUCT|CLASS' -> (alias, {resource_class, traits})."""
     alias, sep, target = str(text or '').partition('=')
     if not sep:
@@ -45,7 +53,8 @@ def parse_alias_map(text):
     return alias_target(alias, target)
 
 
-def alias_target(alias, target):
+def alias_target(alias: str | None,
+                 target: str | None) -> tuple[str, dict[str, typing.Any]]:
     """ALIAS and 'VENDOR:PRODUCT' or 'CLASS' -> (alias, {resource_class,
     traits, source}): one ``--alias-map`` or ``[gpuclient] alias_map``."""
     alias, target = str(alias or '').strip(), str(target or '').strip()
@@ -59,7 +68,7 @@ def alias_target(alias, target):
     return alias, {'resource_class': rc, 'traits': set(), 'source': 'option'}
 
 
-def alias_from_json(text):
+def alias_from_json(text: str) -> tuple[str, dict[str, typing.Any]] | None:
     """One nova.conf ``[pci] alias`` JSON -> (name, alias) or None."""
     try:
         data = json.loads(text)
@@ -81,10 +90,11 @@ def alias_from_json(text):
             traits.add(trait.upper() if trait.upper().startswith(
                 names.CUSTOM_PREFIX) or trait.isupper()
                 else names.normalize_trait(trait))
-    found = {'resource_class': rc, 'traits': traits, 'source': 'config',
-             # Nova's get_alias_from_config: an alias without numa_policy
-             # is legacy
-             'numa_policy': str(data.get('numa_policy') or LEGACY).lower()}
+    found: dict[str, typing.Any] = {
+        'resource_class': rc, 'traits': traits, 'source': 'config',
+        # Nova's get_alias_from_config: an alias without numa_policy is
+        # legacy
+        'numa_policy': str(data.get('numa_policy') or LEGACY).lower()}
     if data.get('device_type'):
         found['device_type'] = data['device_type']
     if data.get('live_migratable') is not None:
@@ -93,7 +103,9 @@ def alias_from_json(text):
     return data['name'], found
 
 
-def alias_policy(extra_specs, aliases):
+def alias_policy(
+        extra_specs: Mapping[str, str] | None,
+        aliases: Mapping[str, Mapping[str, typing.Any]] | None) -> str | None:
     """The PCI NUMA affinity policy Nova gives the devices a flavor asks
     when neither the flavor nor the image sets one
     (``_translate_alias_to_requests``: the flavor's or image's policy, else
@@ -111,7 +123,8 @@ def alias_policy(extra_specs, aliases):
     return policies.pop()
 
 
-def pool_aliases(pools):
+def pool_aliases(pools: Mapping[str, Mapping[str, typing.Any]] | None
+                 ) -> dict[str, dict[str, typing.Any]]:
     """{alias: {resource_class, traits, pool}} from passthrough pools."""
     found = {}
     for pool in (pools or {}).values():
@@ -126,7 +139,9 @@ def pool_aliases(pools):
     return found
 
 
-def resolve_alias(name, settings, pools):
+def resolve_alias(name: str, settings: Mapping[str, typing.Any],
+                  pools: Mapping[str, Mapping[str, typing.Any]] | None
+                  ) -> dict[str, typing.Any]:
     """How Nova turns an alias into a Placement group (class, traits)."""
     alias = settings.get('aliases', {}).get(name)
     if alias is None:
@@ -141,7 +156,7 @@ def resolve_alias(name, settings, pools):
     return alias
 
 
-def parse_alias_requests(value):
+def parse_alias_requests(value: str | None) -> list[tuple[str, int]]:
     """'a:1, b:2' -> [(alias, count)] in order (one PCI request each)."""
     found = []
     for part in str(value or '').split(','):
@@ -163,7 +178,7 @@ def parse_alias_requests(value):
     return found
 
 
-def _pci_suffix(alias, index, taken):
+def _pci_suffix(alias: str, index: int, taken: Container[str]) -> str:
     base = re.sub(r'[^a-zA-Z0-9_-]', '_', alias)[:50]
     suffix = 'pci-%s-%d' % (base, index)
     while suffix in taken:
@@ -171,7 +186,8 @@ def _pci_suffix(alias, index, taken):
     return suffix
 
 
-def _check_alias_total(value, requests):
+def _check_alias_total(value: str | None,
+                       requests: list[tuple[str, int]]) -> None:
     """Refuse a flavor asking for more than names.MAX_GPUS PCI devices."""
     total = sum(count for _alias, count in requests if count > 0)
     if total > names.MAX_GPUS:
@@ -184,7 +200,11 @@ def _check_alias_total(value, requests):
             total=total, key=ALIAS_SPEC, value=value, max=names.MAX_GPUS)
 
 
-def add_pci_groups(builder, specs, settings, pools):
+def add_pci_groups(builder: request_spec.RequestBuilder,
+                   specs: Mapping[str, str],
+                   settings: Mapping[str, typing.Any],
+                   pools: Mapping[str, Mapping[str, typing.Any]] | None
+                   ) -> None:
     requests = parse_alias_requests(specs.get(ALIAS_SPEC))
     if not requests:
         return

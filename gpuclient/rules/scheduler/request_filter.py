@@ -19,10 +19,20 @@ name here, in ``REQUEST_FILTERS``, in Nova's order; those not modelled,
 and why, are in ``NOT_MODELLED``.
 """
 
+from __future__ import annotations
+
+from collections.abc import Container
+from collections.abc import Iterable
+from collections.abc import Mapping
+import typing
+
 from gpuclient.i18n import _
 from gpuclient.rules.scheduler import conf
 from gpuclient.rules.scheduler import exception
 from gpuclient.rules.scheduler import hardware
+
+if typing.TYPE_CHECKING:
+    from gpuclient.rules.scheduler import request_spec
 
 OWNER_NOVA = 'OWNER_NOVA'
 STATUS_DISABLED = 'COMPUTE_STATUS_DISABLED'
@@ -42,17 +52,20 @@ _IMAGE_PREFILTER = (
 )
 
 
-def _agg(aggregate, key, default=None):
+def _agg(aggregate: Mapping[str, typing.Any] | object, key: str,
+         default: typing.Any = None) -> typing.Any:
     if isinstance(aggregate, dict):
         return aggregate.get(key, default)
     return getattr(aggregate, key, default)
 
 
-def _metadata(aggregate):
+def _metadata(aggregate: Mapping[str, typing.Any] | object) -> dict[str, str]:
     return dict(_agg(aggregate, 'metadata') or {})
 
 
-def isolated_aggregates(aggregates, required_traits):
+def isolated_aggregates(
+        aggregates: Iterable[Mapping[str, typing.Any] | object],
+        required_traits: Container[str]) -> list[dict[str, typing.Any]]:
     """request_filter.isolate_aggregates: aggregates that require a trait
     the request does not ask for (the ``trait:X=required`` metadata)."""
     found = []
@@ -69,7 +82,9 @@ def isolated_aggregates(aggregates, required_traits):
     return found
 
 
-def tenant_aggregates(aggregates, project_id):
+def tenant_aggregates(
+        aggregates: Iterable[Mapping[str, typing.Any] | object],
+        project_id: str) -> list[Mapping[str, typing.Any] | object]:
     """request_filter.require_tenant_aggregate's aggregates."""
     found = []
     for aggregate in aggregates:
@@ -81,13 +96,16 @@ def tenant_aggregates(aggregates, project_id):
     return found
 
 
-def zone_aggregates(aggregates, zone):
+def zone_aggregates(
+        aggregates: Iterable[Mapping[str, typing.Any] | object],
+        zone: str) -> list[Mapping[str, typing.Any] | object]:
     return [a for a in aggregates
             if _metadata(a).get(AZ_KEY) == zone
             or _agg(a, 'availability_zone') == zone]
 
 
-def _aggregate_info(aggregate):
+def _aggregate_info(
+        aggregate: Mapping[str, typing.Any] | object) -> dict[str, typing.Any]:
     return {'aggregate': _agg(aggregate, 'name'),
             'uuid': _agg(aggregate, 'uuid'),
             'hosts': sorted(_agg(aggregate, 'hosts') or [])}
@@ -103,8 +121,13 @@ def _aggregate_info(aggregate):
 # returns True when it applied. REQUEST_FILTERS lists them in Nova's
 # order, NOT_MODELLED names the others and why.
 
-def prefilter_context(flavor=None, image=None, settings=None, aggregates=(),
-                      project_id=None, zone=None, boot_from_volume=False):
+def prefilter_context(
+        flavor: Mapping[str, typing.Any] | None = None,
+        image: Mapping[str, typing.Any] | None = None,
+        settings: Mapping[str, typing.Any] | None = None,
+        aggregates: Iterable[Mapping[str, typing.Any] | object] | None = (),
+        project_id: str | None = None, zone: str | None = None,
+        boot_from_volume: bool = False) -> dict[str, typing.Any]:
     """The plain inputs of the prefilters, as one dict.
 
     ``flavor`` as the compute API shows it (``specs`` are its
@@ -124,12 +147,14 @@ def prefilter_context(flavor=None, image=None, settings=None, aggregates=(),
             'boot_from_volume': bool(boot_from_volume)}
 
 
-def _require_aggregates(spec, found):
+def _require_aggregates(spec: request_spec.RequestBuilder,
+                        found: Iterable[Mapping[str, typing.Any]]) -> None:
     """Destination.require_aggregates: one more member_of (AND)."""
     spec.group('')['member_of'].append(sorted(a['uuid'] for a in found))
 
 
-def require_tenant_aggregate(ctx, spec):
+def require_tenant_aggregate(ctx: Mapping[str, typing.Any],
+                             spec: request_spec.RequestBuilder) -> bool:
     """The project's aggregates (``filter_tenant_id*`` metadata) when
     [scheduler] limit_tenants_to_placement_aggregate is on; none, with
     placement_aggregate_required_for_tenants on, fails the request."""
@@ -149,7 +174,8 @@ def require_tenant_aggregate(ctx, spec):
     return True
 
 
-def map_az_to_placement_aggregate(ctx, spec):
+def map_az_to_placement_aggregate(ctx: Mapping[str, typing.Any],
+                                  spec: request_spec.RequestBuilder) -> bool:
     """The aggregates of the requested availability zone."""
     zone = ctx['zone']
     if not zone:
@@ -161,7 +187,8 @@ def map_az_to_placement_aggregate(ctx, spec):
     return True
 
 
-def require_image_type_support(ctx, spec):
+def require_image_type_support(ctx: Mapping[str, typing.Any],
+                               spec: request_spec.RequestBuilder) -> bool:
     """COMPUTE_IMAGE_TYPE_<disk_format> on the root, with [scheduler]
     query_placement_for_image_type_support on, unless booting from
     volume."""
@@ -174,13 +201,15 @@ def require_image_type_support(ctx, spec):
     return True
 
 
-def compute_status_filter(ctx, spec):
+def compute_status_filter(ctx: Mapping[str, typing.Any],
+                          spec: request_spec.RequestBuilder) -> bool:
     """Never a disabled compute: !COMPUTE_STATUS_DISABLED on the root."""
     spec.root_forbidden.add(STATUS_DISABLED)
     return True
 
 
-def isolate_aggregates(ctx, spec):
+def isolate_aggregates(ctx: Mapping[str, typing.Any],
+                       spec: request_spec.RequestBuilder) -> bool:
     """Not in the aggregates requiring a trait the request does not ask
     for, with [scheduler] enable_isolated_aggregate_filtering on."""
     if not ctx['settings'].get('enable_isolated_aggregate_filtering'):
@@ -195,7 +224,8 @@ def isolate_aggregates(ctx, spec):
     return True
 
 
-def transform_image_metadata(ctx, spec):
+def transform_image_metadata(ctx: Mapping[str, typing.Any],
+                             spec: request_spec.RequestBuilder) -> bool:
     """Image properties as root traits (_IMAGE_PREFILTER), with
     [scheduler] image_metadata_prefilter on."""
     if not ctx['settings'].get('image_metadata_prefilter'):
@@ -208,7 +238,8 @@ def transform_image_metadata(ctx, spec):
     return True
 
 
-def accelerators_filter(ctx, spec):
+def accelerators_filter(ctx: Mapping[str, typing.Any],
+                        spec: request_spec.RequestBuilder) -> bool:
     """COMPUTE_ACCELERATORS for a flavor with a Cyborg device profile."""
     profile = ctx['specs'].get('accel:device_profile')
     if profile:
@@ -219,7 +250,8 @@ def accelerators_filter(ctx, spec):
     return True
 
 
-def packed_virtqueue_filter(ctx, spec):
+def packed_virtqueue_filter(ctx: Mapping[str, typing.Any],
+                            spec: request_spec.RequestBuilder) -> bool:
     """COMPUTE_NET_VIRTIO_PACKED for hw:virtio_packed_ring (the flavor's
     value, else the image's)."""
     flavor_packed, image_packed = hardware.pair(ctx['specs'], ctx['image'],
@@ -231,7 +263,8 @@ def packed_virtqueue_filter(ctx, spec):
     return True
 
 
-def ephemeral_encryption_filter(ctx, spec):
+def ephemeral_encryption_filter(ctx: Mapping[str, typing.Any],
+                                spec: request_spec.RequestBuilder) -> bool:
     """COMPUTE_EPHEMERAL_ENCRYPTION (and _<format>) for an encrypted
     ephemeral disk asked for by the flavor or the image."""
     specs, image = ctx['specs'], ctx['image']
@@ -247,7 +280,8 @@ def ephemeral_encryption_filter(ctx, spec):
     return True
 
 
-def virtio_sound_filter(ctx, spec):
+def virtio_sound_filter(ctx: Mapping[str, typing.Any],
+                        spec: request_spec.RequestBuilder) -> bool:
     """COMPUTE_SOUND_MODEL_VIRTIO for a virtio sound device."""
     if hardware.unique(ctx['specs'], ctx['image'], 'sound_model') != 'virtio':
         return False
@@ -255,7 +289,8 @@ def virtio_sound_filter(ctx, spec):
     return True
 
 
-def tpm_secret_security_filter(ctx, spec):
+def tpm_secret_security_filter(ctx: Mapping[str, typing.Any],
+                               spec: request_spec.RequestBuilder) -> bool:
     """COMPUTE_SECURITY_TPM_SECRET_SECURITY_<hw:tpm_secret_security,
     user by default> for a vTPM."""
     specs = ctx['specs']
@@ -267,7 +302,8 @@ def tpm_secret_security_filter(ctx, spec):
     return True
 
 
-def owner_nova_filter(ctx, spec):
+def owner_nova_filter(ctx: Mapping[str, typing.Any],
+                      spec: request_spec.RequestBuilder) -> bool:
     """OWNER_NOVA on the root and on every PCI alias group, when every
     nova-compute reports it (the ``owner_nova`` setting)."""
     if not ctx['settings'].get('owner_nova'):
@@ -323,7 +359,8 @@ NOVA_REQUEST_FILTERS = (
 )
 
 
-def process_request(ctx, spec):
+def process_request(ctx: Mapping[str, typing.Any],
+                    spec: request_spec.RequestBuilder) -> None:
     """request_filter.process_reqspec: REQUEST_FILTERS, in order, on SPEC.
 
     A prefilter's failure (Nova's RequestFilterFailed) is raised once all

@@ -14,20 +14,45 @@
 request_spec.py``): one request, decided once per flavor, image and
 project (``filters.context`` builds it)."""
 
+from collections.abc import Mapping
 import dataclasses
+import typing
 
 
 @dataclasses.dataclass(frozen=True)
 class RequestSpec:
     # the flavor's extra specs
-    extra_specs: dict
+    extra_specs: Mapping[str, str]
     # the project the server is for
-    project_id: str = None
+    project_id: str | None = None
     # what the image requires of a node (ImagePropertiesFilter:
     # image_props_filter.image_requirements)
-    wanted: dict = None
+    wanted: dict[str, typing.Any] | None = None
     # the guest NUMA topology the flavor and image ask (None: none;
     # numa_topology_filter.constraints)
-    guest: dict = None
+    guest: dict[str, typing.Any] | None = None
     # PCI devices the flavor asks (numa_topology_filter.pci_devices)
     devices: int = 0
+
+
+if typing.TYPE_CHECKING:
+    class RequestBuilder(typing.Protocol):
+        """The request being built (``resource_request._Builder``), as
+        the prefilters (``request_filter``) and the PCI groups (``pci``)
+        add to it; declared here for the type checker, where both may
+        import it (resource_request imports them)."""
+
+        groups: dict[str, dict[str, typing.Any]]
+        root_required: set[str]
+        root_forbidden: set[str]
+        not_covered: list[str]
+        # what the aggregate prefilters found
+        isolated: list[dict[str, typing.Any]]
+        tenant: list[dict[str, typing.Any]]
+        zoned: list[dict[str, typing.Any]]
+        # Nova's RequestFilterFailed, raised once every prefilter has run
+        failures: list[Exception]
+
+        def group(self, suffix: str, origin: str | None = None,
+                  gpu: bool = False) -> dict[str, typing.Any]:
+            ...

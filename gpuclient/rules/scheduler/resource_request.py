@@ -33,8 +33,11 @@ and a group ``{'resources': {class: amount}, 'required': set,
 'origin': str, 'gpu': bool}``; the unsuffixed group has suffix ``''``.
 """
 
+from collections.abc import Iterable
+from collections.abc import Mapping
 import math
 import re
+import typing
 import urllib.parse
 
 from gpuclient.i18n import _
@@ -69,41 +72,44 @@ _STANDARD_CLASSES = set(names.STANDARD_RESOURCE_CLASSES) | {
 
 # -- building ----------------------------------------------------------------
 
-def _new_group(origin, gpu=False):
+def _new_group(origin: str, gpu: bool = False) -> dict[str, typing.Any]:
     return {'resources': {}, 'required': set(), 'forbidden': set(),
             'member_of': [], 'forbidden_aggregates': set(),
             'origin': origin, 'gpu': gpu}
 
 
-def _valid_class(rc):
+def _valid_class(rc: str) -> bool:
     return rc.startswith(names.CUSTOM_PREFIX) or rc in _STANDARD_CLASSES
 
 
 class _Builder:
-    def __init__(self, settings):
+    def __init__(self, settings: Mapping[str, typing.Any]) -> None:
         self.settings = settings
-        self.groups = {}
-        self.group_policy = None
-        self.root_required = set()
-        self.root_forbidden = set()
-        self.notes = []
-        self.not_covered = []
+        # {suffix: group} (the module docstring)
+        self.groups: dict[str, dict[str, typing.Any]] = {}
+        self.group_policy: str | None = None
+        self.root_required: set[str] = set()
+        self.root_forbidden: set[str] = set()
+        self.notes: list[str] = []
+        self.not_covered: list[str] = []
         # what the aggregate prefilters found (the request's isolated,
         # tenant_aggregates and zone_aggregates)
-        self.isolated = []
-        self.tenant = []
-        self.zoned = []
+        self.isolated: list[dict[str, typing.Any]] = []
+        self.tenant: list[dict[str, typing.Any]] = []
+        self.zoned: list[dict[str, typing.Any]] = []
         # Nova's RequestFilterFailed, raised once every prefilter has run
-        self.failures = []
+        self.failures: list[Exception] = []
 
-    def group(self, suffix, origin=None, gpu=False):
+    def group(self, suffix: str, origin: str | None = None,
+              gpu: bool = False) -> dict[str, typing.Any]:
         if suffix not in self.groups:
             self.groups[suffix] = _new_group(
                 origin or (_('flavor group %s') % suffix if suffix
                            else _('flavor')), gpu)
         return self.groups[suffix]
 
-    def add_resource(self, rc, amount, suffix=''):
+    def add_resource(self, rc: str, amount: int | str,
+                     suffix: str = '') -> None:
         if not _valid_class(rc):
             self.notes.append(
                 _('%s is not a resource class: Nova ignores it.') % rc)
@@ -120,7 +126,7 @@ class _Builder:
             return
         self.group(suffix)['resources'][rc] = amount
 
-    def add_trait(self, trait, value, suffix=''):
+    def add_trait(self, trait: str, value: str, suffix: str = '') -> None:
         group = self.group(suffix)
         if value == 'required':
             group['required'].add(trait)
@@ -132,15 +138,17 @@ class _Builder:
                   'required and forbidden, and ignores it.')
                 % {'suffix': suffix, 'trait': trait, 'value': value})
 
-    def merged(self):
-        total = {}
+    def merged(self) -> dict[str, int]:
+        total: dict[str, int] = {}
         for group in self.groups.values():
             for rc, amount in group['resources'].items():
                 total[rc] = total.get(rc, 0) + amount
         return total
 
 
-def _translate_pinning(builder, flavor, specs, image):
+def _translate_pinning(builder: _Builder, flavor: Mapping[str, typing.Any],
+                       specs: Mapping[str, str],
+                       image: Mapping[str, typing.Any] | None) -> None:
     policy = hardware.cpu_policy(specs, image)
     pcpus = None
     if policy == 'dedicated':
@@ -165,13 +173,15 @@ def _translate_pinning(builder, flavor, specs, image):
         if specs.get('hw:emulator_threads_policy') == 'isolate':
             pcpus += 1
         builder.add_resource(PCPU, pcpus)
+    # no policy (None) finds no trait
     trait = {'isolate': 'forbidden', 'require': 'required'}.get(
-        hardware.thread_policy(specs, image))
+        hardware.thread_policy(specs, image))  # type: ignore[arg-type]
     if trait:
         builder.add_trait('HW_CPU_HYPERTHREADING', trait)
 
 
-def _translate_features(builder, specs, image):
+def _translate_features(builder: _Builder, specs: Mapping[str, str],
+                        image: Mapping[str, typing.Any] | None) -> None:
     """ResourceRequest._translate_* (traits added to the unsuffixed group)."""
     props = hardware.image_props(image)
     # memory encryption
@@ -191,7 +201,7 @@ def _translate_features(builder, specs, image):
     # persistent memory
     labels = [label.strip() for label in
               str(specs.get('hw:pmem') or '').split(',') if label.strip()]
-    amounts = {}
+    amounts: dict[str, int] = {}
     for label in labels:
         rc = names.normalize_resource_class('PMEM_NAMESPACE_' + label)
         amounts[rc] = amounts.get(rc, 0) + 1
@@ -225,7 +235,8 @@ def _translate_features(builder, specs, image):
         builder.add_trait('COMPUTE_SECURITY_STATELESS_FIRMWARE', 'required')
 
 
-def _finish(builder, ctx, suffixed_from_flavor):
+def _finish(builder: _Builder, ctx: Mapping[str, typing.Any],
+            suffixed_from_flavor: int) -> dict[str, typing.Any]:
     """strip_zeros, the default group_policy; the request."""
     settings = builder.settings
     # strip_zeros, then drop empty groups
@@ -259,7 +270,8 @@ def _finish(builder, ctx, suffixed_from_flavor):
     }
 
 
-def flavor_disk(flavor, boot_from_volume=False):
+def flavor_disk(flavor: Mapping[str, typing.Any],
+                boot_from_volume: bool = False) -> int:
     """DISK_GB as Nova counts it: root (unless BFV) + ephemeral + swap."""
     swap = int(flavor.get('swap') or 0)
     disk = int(flavor.get('OS-FLV-EXT-DATA:ephemeral',
@@ -270,8 +282,13 @@ def flavor_disk(flavor, boot_from_volume=False):
     return disk
 
 
-def build(flavor, image=None, settings=None, pools=None, aggregates=(),
-          project_id=None, zone=None, boot_from_volume=False):
+def build(flavor: Mapping[str, typing.Any],
+          image: Mapping[str, typing.Any] | None = None,
+          settings: Mapping[str, typing.Any] | None = None,
+          pools: Mapping[str, Mapping[str, typing.Any]] | None = None,
+          aggregates: Iterable[Mapping[str, typing.Any] | object] = (),
+          project_id: str | None = None, zone: str | None = None,
+          boot_from_volume: bool = False) -> dict[str, typing.Any]:
     """The allocation-candidates request Nova 34 sends for a server.
 
     ``flavor`` as the compute API shows it (vcpus, ram, disk,
@@ -327,7 +344,9 @@ def build(flavor, image=None, settings=None, pools=None, aggregates=(),
     return _finish(builder, ctx, suffixed_from_flavor)
 
 
-def per_device_classes(pools=None):
+def per_device_classes(
+        pools: Mapping[str, Mapping[str, typing.Any]] | None = None
+) -> set[str]:
     """Classes offered one device per provider (not on the root)."""
     found = {'VGPU', 'PGPU'}
     for pool in (pools or {}).values():
@@ -337,11 +356,15 @@ def per_device_classes(pools=None):
     return found
 
 
-def is_per_device(rc, pools=None):
+def is_per_device(
+        rc: str,
+        pools: Mapping[str, Mapping[str, typing.Any]] | None = None) -> bool:
     return rc.startswith('CUSTOM_PCI_') or rc in per_device_classes(pools)
 
 
-def check_resource_amounts(resources, pools=None):
+def check_resource_amounts(
+        resources: Iterable[tuple[str, int]],
+        pools: Mapping[str, Mapping[str, typing.Any]] | None = None) -> None:
     """Refuse ``--resource`` amounts that would build an absurd query.
 
     ``resources`` is [(normalised class, amount)]. Refused, with
@@ -379,8 +402,13 @@ def check_resource_amounts(resources, pools=None):
             groups=groups, max=names.MAX_GPUS)
 
 
-def from_resources(resources, required=(), settings=None, pools=None,
-                   aggregates=(), project_id=None, zone=None):
+def from_resources(
+        resources: Iterable[tuple[str, int]], required: Iterable[str] = (),
+        settings: Mapping[str, typing.Any] | None = None,
+        pools: Mapping[str, Mapping[str, typing.Any]] | None = None,
+        aggregates: Iterable[Mapping[str, typing.Any] | object] = (),
+        project_id: str | None = None,
+        zone: str | None = None) -> dict[str, typing.Any]:
     """``--resource RC=N`` and ``--required TRAIT``, as Nova would send.
 
     A per-device class (``CUSTOM_PCI_*``, ``VGPU``, the class of a
@@ -393,7 +421,7 @@ def from_resources(resources, required=(), settings=None, pools=None,
                  for rc, amount in resources]
     check_resource_amounts(resources, pools)
     builder = _Builder(settings)
-    devices = {}
+    devices: dict[str, int] = {}
     for rc, amount in resources:
         if is_per_device(rc, pools) and amount > 0:
             first = devices.get(rc, 0)
@@ -438,7 +466,9 @@ def from_resources(resources, required=(), settings=None, pools=None,
     return query
 
 
-def _mark_gpu_groups(groups, pools):
+def _mark_gpu_groups(
+        groups: Mapping[str, dict[str, typing.Any]],
+        pools: Mapping[str, Mapping[str, typing.Any]] | None) -> None:
     pool_classes = {p.get('resource_class') for p in (pools or {}).values()}
     pool_classes.discard(None)
     for group in groups.values():
@@ -447,9 +477,9 @@ def _mark_gpu_groups(groups, pools):
             group['gpu'] = True
 
 
-def gpu_classes(request):
+def gpu_classes(request: Mapping[str, typing.Any]) -> list[str]:
     """Resource classes of the GPU groups (and GPU classes unsuffixed)."""
-    found = []
+    found: list[str] = []
     for group in request['groups'].values():
         if group['gpu']:
             for rc in group['resources']:
@@ -460,7 +490,8 @@ def gpu_classes(request):
 
 # -- the query ---------------------------------------------------------------
 
-def group_params(suffix, group):
+def group_params(suffix: str,
+                 group: Mapping[str, typing.Any]) -> list[tuple[str, str]]:
     """RequestGroup.to_queryparams."""
     params = [('resources%s' % suffix, ','.join(sorted(
         '%s:%s' % item for item in group['resources'].items())))]
@@ -478,7 +509,7 @@ def group_params(suffix, group):
     return params
 
 
-def query_params(request):
+def query_params(request: Mapping[str, typing.Any]) -> list[tuple[str, str]]:
     """ResourceRequest.to_querystring, as a sorted list of pairs."""
     params = []
     if request.get('limit') is not None:
@@ -494,11 +525,11 @@ def query_params(request):
     return sorted(params)
 
 
-def querystring(request):
+def querystring(request: Mapping[str, typing.Any]) -> str:
     return urllib.parse.urlencode(query_params(request))
 
 
-def copy(request):
+def copy(request: Mapping[str, typing.Any]) -> dict[str, typing.Any]:
     """A deep enough copy to relax one requirement on."""
     new = dict(request)
     new['groups'] = {
@@ -513,9 +544,9 @@ def copy(request):
     return new
 
 
-def describe(request):
+def describe(request: Mapping[str, typing.Any]) -> dict[str, str]:
     """{label: text} of the groups, for display."""
-    shown = {}
+    shown: dict[str, str] = {}
     for suffix, group in sorted(request['groups'].items()):
         parts = ['%s=%d' % item for item in sorted(group['resources'].items())]
         parts += sorted(group['required'])

@@ -28,7 +28,7 @@ import os
 import shutil
 import tempfile
 
-from gpuclient.rules.scheduler import conf as nova_conf
+from gpuclient.rules.nova_conf import parse
 from gpuclient.tests.functional import base
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
@@ -66,8 +66,8 @@ def read_ini(*paths):
     parsed = []
     for path in paths:
         with open(path) as conf:
-            parsed.append(nova_conf.parse_ini(conf.read(), path))
-    return nova_conf.merge_ini(parsed)
+            parsed.append(parse.parse_ini(conf.read(), path))
+    return parse.merge_ini(parsed)
 
 
 class TestConfigShow(base.FunctionalTestCase):

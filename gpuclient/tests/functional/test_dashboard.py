@@ -18,7 +18,7 @@ gpuclient-metrics.service's command (etc/systemd, read as systemd runs it)
 writing into a textfile directory that Debian's node_exporter serves
 (``--collector.textfile``) where the test cloud's Prometheus scrapes
 (127.0.0.1:9401, job gpuclient-capacity); that Prometheus evaluates the
-shipped rules (tools/cloud/cli.py RULES); the DCGM exporter stand-in
+shipped rules (tools/cloud/metrics.py RULES); the DCGM exporter stand-in
 serves what the hardware would say of the server's GPU (idle, XID 79) and
 what its guest's exporter would (no vGPU licence). Then every panel's
 query, the dashboard's variables set to this cloud and region, runs once
@@ -49,7 +49,7 @@ from gpuclient.tests.unit import test_systemd_units as units_test
 
 NODE_EXPORTER = '/usr/bin/prometheus-node-exporter'
 # where the test cloud's Prometheus scrapes gpuclient's series
-# (tools/cloud/cli.py CAPACITY_PORT)
+# (tools/cloud/metrics.py CAPACITY_PORT)
 PORT = int(os.environ.get('GPUCLIENT_CAPACITY_PORT', '9401'))
 # the one panel whose series exist only while a GPU is stranded, and the
 # panel whose count says so

@@ -47,7 +47,7 @@ WINDOW_SECONDS = 30
 LATENCY_MARGIN = 60
 # how long Prometheus may take to scrape what a test wrote
 SCRAPE_TIMEOUT = 30
-# the test cloud Prometheus' job of the stand-in (tools/cloud/cli.py)
+# the test cloud Prometheus' job of the stand-in (tools/cloud/metrics.py)
 DCGM_JOB = os.environ.get('GPUCLIENT_DCGM_JOB', 'dcgm')
 
 

@@ -29,7 +29,7 @@ import os
 import shutil
 import tempfile
 
-from gpuclient.rules.scheduler import conf as nova_conf
+from gpuclient.rules.nova_conf import parse
 from gpuclient.tests.functional import base
 from gpuclient.tests.functional import test_candidates
 from gpuclient.tests.functional import test_config
@@ -63,7 +63,7 @@ class VgpuVfTestCase(test_candidates.CandidatesTestCase):
 
     def running_conf(self):
         """The nova.conf the VF host's nova-compute runs with (ini as
-        ``nova_conf.parse_ini`` reads it); skips where the test cloud's
+        ``parse.parse_ini`` reads it); skips where the test cloud's
         files cannot be read."""
         etc = test_config.testcloud_etc()
         if etc is None:
@@ -272,7 +272,7 @@ class TestVgpuVfProfilePlan(VgpuVfTestCase):
         with open(rows[0]['Unit']) as f:
             self.assertIn('Before=nova-compute.service', f.read())
         with open(rows[0]['Nova Conf']) as f:
-            planned = nova_conf.parse_ini(f.read(), 'plan')
+            planned = parse.parse_ini(f.read(), 'plan')
         # one device_spec per VF Placement counts
         self.assertEqual(total, len(planned['pci']['device_spec']))
         running = self.running_conf()
@@ -291,7 +291,7 @@ def _sections(text):
     for line in text.splitlines() + ['# gpuclient: (end)']:
         if line.startswith('# gpuclient: '):
             if name:
-                parts[name] = nova_conf.parse_ini('\n'.join(lines), name)
+                parts[name] = parse.parse_ini('\n'.join(lines), name)
             name, lines = line[len('# gpuclient: '):].strip(), []
         else:
             lines.append(line)

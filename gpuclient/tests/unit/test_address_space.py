@@ -15,8 +15,8 @@
 from osc_lib import exceptions
 
 from gpuclient.rules import address_space as aspace
+from gpuclient.rules import catalogue
 from gpuclient.rules import pools
-from gpuclient.rules import profiles
 from gpuclient.rules import specs
 from gpuclient.tests.unit import base
 
@@ -100,14 +100,14 @@ class TestJudge(base.TestCase):
 
 class TestCatalogue(base.TestCase):
     def test_bar1_by_pci_id(self):
-        bar1 = profiles.bar1_for_pci_id('10DE:2321')
+        bar1 = catalogue.bar1_for_pci_id('10DE:2321')
         self.assertEqual(('H100-NVL', 128), (bar1.board, bar1.gib))
         # a catalogue board whose BAR1 size no source gave: known, unknown
-        bar1 = profiles.bar1_for_pci_id('10de:2331')
+        bar1 = catalogue.bar1_for_pci_id('10de:2331')
         self.assertEqual(('H100-PCIE-80GB', None), (bar1.board, bar1.gib))
         self.assertIn('"NVIDIA H100 PCIe"', bar1.source)
-        self.assertIsNone(profiles.bar1_for_pci_id('10de:ffff'))
-        self.assertIsNone(profiles.bar1_for_pci_id(None))
+        self.assertIsNone(catalogue.bar1_for_pci_id('10de:ffff'))
+        self.assertIsNone(catalogue.bar1_for_pci_id(None))
 
     def test_bar1_sizes(self):
         # issue 51 defect 16: the sizes the sources gave (GiB); the rest
@@ -118,7 +118,7 @@ class TestCatalogue(base.TestCase):
              'H100-PCIE-80GB': None, 'H100-SXM5-80GB': 128, 'H100-NVL': 128,
              'H200-NVL': None, 'H200-SXM5': 256, 'L40S': 64, 'L40': None,
              'L4': 32, 'A40': 64},
-            {name: bar1.gib for name, bar1 in profiles.BAR1.items()})
+            {name: bar1.gib for name, bar1 in catalogue.BAR1.items()})
         a30 = pools.build_spec('a30', 'passthrough', alias='a30',
                                pci_id='10DE:20B7')
         self.assertEqual(('A30', 32), (aspace.pool_bar1(a30).board,
@@ -130,7 +130,7 @@ class TestCatalogue(base.TestCase):
         board's device ID and gives that size (in MiB, as nvidia-smi,
         lspci or dmesg show it), in the BAR1 part of its source (the part
         before names the device ID for every entry)."""
-        for name, bar1 in profiles.BAR1.items():
+        for name, bar1 in catalogue.BAR1.items():
             said = bar1.source.split('BAR1 size: ', 1)[1]
             if bar1.gib is None:
                 self.assertIn('not known', said, name)
@@ -141,16 +141,16 @@ class TestCatalogue(base.TestCase):
                             name)
 
     def test_every_entry_is_a_catalogue_board_with_a_source(self):
-        for name, bar1 in profiles.BAR1.items():
-            self.assertIn(name, profiles.BOARDS)
+        for name, bar1 in catalogue.BAR1.items():
+            self.assertIn(name, catalogue.BOARDS)
             self.assertTrue(bar1.source)
             self.assertTrue(bar1.pci_ids)
             self.assertIn('BAR1 size: ', bar1.source)
         # issue 51: every board with a PCI device ID in the sources is
         # there, with its BAR1 size or none; one PCI ID names one board
         self.assertEqual({'A16', 'H100-SXM5-94GB'},
-                         set(profiles.BOARDS) - set(profiles.BAR1))
-        ids = [i for b in profiles.BAR1.values() for i in b.pci_ids]
+                         set(catalogue.BOARDS) - set(catalogue.BAR1))
+        ids = [i for b in catalogue.BAR1.values() for i in b.pci_ids]
         self.assertEqual(len(ids), len(set(ids)))
 
     def test_pool_bar1(self):

@@ -17,6 +17,7 @@ from openstack import exceptions as sdk_exc
 
 from gpuclient.cloud import identity as identity_mod
 from gpuclient.ops import snapshot
+from gpuclient.rules import capacity as capacity_mod
 from gpuclient.rules import checks
 from gpuclient.rules import hosts
 from gpuclient.rules import model
@@ -24,6 +25,8 @@ from gpuclient.rules import pools
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import quota
 from gpuclient.rules import specs
+from gpuclient.rules.checks import pools as pool_checks
+from gpuclient.rules.nova_conf import parse
 from gpuclient.rules.scheduler import conf as nova_conf
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import fakes
@@ -45,7 +48,7 @@ GOOD_IMAGE = {'id': 'img-good', 'name': 'good', 'status': 'active',
 def conf(text):
     """Settings as gpu check reads --nova-conf (with its [quota])."""
     settings = nova_conf.load_settings(text)
-    settings['quota'] = quota.conf_settings(nova_conf.parse_ini(text))
+    settings['quota'] = quota.conf_settings(parse.parse_ini(text))
     return settings
 
 
@@ -386,7 +389,7 @@ class TestPoolScope(ChecksTestCase):
             'pci_in_placement = false\n'))
         cloud = self.cloud()
         readings = {'flavor %s' % f['name']: r
-                    for f, r in checks.capacity_mod.gpu_flavors(
+                    for f, r in capacity_mod.gpu_flavors(
                         cloud.flavors, cloud.pools)}
         seen = set()
         for settings in settings_cases:
@@ -395,7 +398,7 @@ class TestPoolScope(ChecksTestCase):
                 reading = readings.get(item.object)
                 if reading is None:
                     continue
-                steered = set(checks.capacity_mod.flavor_pools(
+                steered = set(capacity_mod.flavor_pools(
                     reading, cloud.pools))
                 self.assertTrue(steered, item)
                 self.assertLessEqual(steered, set(item.pools), item)
@@ -1057,7 +1060,7 @@ class TestIsolateEdges(ChecksTestCase):
                                 for i in range(pgpus)]}
             asked = [(str(n + 1), 'VGPU', 1) for n in range(groups)]
             self.assertEqual(
-                fits, checks._tree_fits(asked, policy, offered),
+                fits, pool_checks._tree_fits(asked, policy, offered),
                 '%d groups on %d pGPUs, group_policy=%s'
                 % (groups, pgpus, policy))
 

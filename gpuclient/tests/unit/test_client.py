@@ -21,12 +21,14 @@ from keystoneauth1 import fixture as ks_fixture
 from openstack import config as os_config
 from openstack import connection
 from openstack import exceptions as sdk_exc
+from openstack.compute.v2 import limits
 from osc_lib import exceptions
 import requests
 from requests_mock.contrib import fixture as rm_fixture
 import yaml
 
 from gpuclient.cloud import client
+from gpuclient.cloud import compute as compute_mod
 from gpuclient.cloud import errors
 from gpuclient.cloud import http
 from gpuclient.cloud import identity as identity_mod
@@ -642,6 +644,25 @@ class TestComputeLists(base.TestCase):
         ]
         self.assertEqual([{'id': 'f1'}], compute.flavors())
         self.assertEqual(2, self.cm.compute.get.call_count)
+
+
+class TestProjectLimits(base.TestCase):
+    """compute.Compute.project_limits asks for the named project."""
+
+    def test_tenant_id_and_wire_names(self):
+        proxy = mock.Mock()
+        proxy.get_limits.return_value = limits.Limits(
+            absolute=limits.AbsoluteLimits(
+                instances=10, instances_used=2, total_cores=20,
+                total_cores_used=4, total_ram=51200, total_ram_used=1024))
+        found = compute_mod.Compute(proxy).project_limits('p1')
+        # tenant_id: the SDK's project_id alias sends ?project_id=, which
+        # Nova ignores (the caller's own limits)
+        proxy.get_limits.assert_called_once_with(tenant_id='p1')
+        self.assertEqual({'maxTotalInstances': 10, 'totalInstancesUsed': 2,
+                          'maxTotalCores': 20, 'totalCoresUsed': 4,
+                          'maxTotalRAMSize': 51200, 'totalRAMUsed': 1024},
+                         found)
 
 
 class TestFakeNovaAggregates(base.TestCase):

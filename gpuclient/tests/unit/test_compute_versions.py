@@ -227,9 +227,9 @@ class TestFlavorCreate(test_flavor.FlavorTestCase):
 
     def test_higher_writes_maxphysaddr_at_the_pinned_version(self):
         # issue 40 rule 3: from 2.86 Nova 34 refuses hw:maxphysaddr_* (it
-        # registers no validator for them; test_request_nova checks that
-        # against Nova), so the extra specs are written at 2.61 whatever
-        # --os-compute-api-version says
+        # registers no validator for them; scheduler.test_hardware_nova
+        # checks that against Nova), so the extra specs are written at 2.61
+        # whatever --os-compute-api-version says
         self.gpu._compute_api_version = '2.90'
         self.gpu._compute = None
         self.run_cmd(flavor_cmd.CreateFlavor,

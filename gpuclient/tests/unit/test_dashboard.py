@@ -42,7 +42,7 @@ import tempfile
 import testtools
 import yaml
 
-from gpuclient.rules import device_health
+from gpuclient.rules.devices import health as device_health
 from gpuclient.tests.unit import test_prometheus_rules as rules_test
 
 TOP = rules_test.TOP

@@ -22,15 +22,12 @@ import types
 import unittest
 
 from gpuclient.rules import dependents
+from gpuclient.tests.unit import nova_harness
 
-try:
-    from nova import objects
-    from nova.scheduler.filters import aggregate_instance_extra_specs
-
-    objects.register_all()
-    HAVE_NOVA = True
-except Exception:  # ImportError and anything nova's import may raise
-    HAVE_NOVA = False
+if nova_harness.HAVE_NOVA:
+    with nova_harness.quiet():
+        from nova import objects
+        from nova.scheduler.filters import aggregate_instance_extra_specs
 
 SCOPED = 'aggregate_instance_extra_specs:'
 GP = 'group_policy'
@@ -95,8 +92,7 @@ class TestAggregateFilter(unittest.TestCase):
                                         'hw:numa_nodes': '1'}))
 
 
-@unittest.skipUnless(HAVE_NOVA, 'nova is not importable here (run with the '
-                     'test cloud\'s Python)')
+@nova_harness.requires_nova
 class TestAggregateFilterNova(unittest.TestCase):
     """The table of TestAggregateFilter, answered by Nova's filter."""
 

@@ -16,8 +16,8 @@ them (issue 39 item 2). A corpus: each fault is found with its fix, and
 the state after that fix is clean."""
 
 from gpuclient.rules import checks
-from gpuclient.rules import device_health as dh
 from gpuclient.rules import utilisation
+from gpuclient.rules.devices import health as dh
 from gpuclient.tests.unit import test_checks
 
 PT = 'gpu-pt-1'

@@ -10,11 +10,11 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""rules.device_health with plain data."""
+"""rules.devices.health with plain data."""
 
 import testtools
 
-from gpuclient.rules import device_health as dh
+from gpuclient.rules.devices import health as dh
 
 HOST = {'Hostname': 'gpu-1', 'pci_bus_id': '00000000:41:00.0',
         'DCGM_FI_DRIVER_VERSION': '570.86.15', 'modelName': 'NVIDIA H100'}

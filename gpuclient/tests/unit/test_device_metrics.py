@@ -13,9 +13,9 @@
 """``gpu device list -f openmetrics``: gpuclient_device_info, the labels
 that join the DCGM exporter's series, read back with Prometheus' parsers.
 
-The rows come from plain device rows (``rules.devices.rows``' shape) made
-into the command's cells by ``v1.device``; what the parser reads back is
-checked against those rows.
+The rows come from plain device rows (``rules.devices.listing.rows``'
+shape) made into the command's cells by ``v1.device``; what the parser
+reads back is checked against those rows.
 """
 
 import io
@@ -26,7 +26,7 @@ from prometheus_client.openmetrics import parser as om_parser
 import testtools
 
 from gpuclient import formatters
-from gpuclient.rules import device_metrics
+from gpuclient.rules.devices import metrics as device_metrics
 from gpuclient.tests import bench_device_list
 from gpuclient.tests.unit.v1 import test_device
 from gpuclient.v1 import device
@@ -42,8 +42,9 @@ PINNED = {
 
 def row(host, address, servers=(), state='free', pools=('ws',),
         hypervisor=None, rc='VGPU'):
-    """A device row as rules.devices.rows and device_metrics.join_fields
-    give it; SERVERS: (name, id, project, flavor) tuples."""
+    """A device row as rules.devices.listing.rows and
+    device_metrics.join_fields give it; SERVERS: (name, id, project,
+    flavor) tuples."""
     name = '%s_pci_%s' % (host, (address or 'node').replace(':', '_')
                           .replace('.', '_'))
     return {

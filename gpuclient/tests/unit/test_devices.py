@@ -10,15 +10,18 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""gpuclient.rules.devices with plain data: one-time-use devices, the
-device rows, their resolution and the release rules."""
+"""gpuclient.rules.devices (listing, one_time_use, release) with plain
+data: one-time-use devices, the device rows, their resolution and the
+release rules."""
 
 from osc_lib import exceptions
 import testtools
 
-from gpuclient.rules import devices
 from gpuclient.rules import hosts
 from gpuclient.rules import model
+from gpuclient.rules import one_time_use
+from gpuclient.rules.devices import listing
+from gpuclient.rules.devices import release
 
 OTU = ['COMPUTE_MANAGED_PCI_DEVICE', 'HW_PCI_ONE_TIME_USE', 'OWNER_NOVA']
 PCI = ['COMPUTE_MANAGED_PCI_DEVICE', 'OWNER_NOVA']
@@ -29,25 +32,25 @@ class TestOneTimeUse(testtools.TestCase):
     # (capacity, used, traits) -> awaiting release, state
     CASES = (
         # Nova's life of a one-time-use device (reserved = total once held)
-        ((1, 0, OTU), False, devices.FREE),
-        ((0, 1, OTU), False, devices.IN_USE),
-        ((0, 0, OTU), True, devices.AWAITING_RELEASE),
+        ((1, 0, OTU), False, listing.FREE),
+        ((0, 1, OTU), False, listing.IN_USE),
+        ((0, 0, OTU), True, listing.AWAITING_RELEASE),
         # configured one-time-use while a server held it (reserved not yet)
-        ((1, 1, OTU), False, devices.IN_USE),
+        ((1, 1, OTU), False, listing.IN_USE),
         # reserved by an operator, not one-time-use: not Nova's
-        ((0, 0, PCI), False, devices.UNAVAILABLE),
+        ((0, 0, PCI), False, listing.UNAVAILABLE),
         # traits not read: never guessed
-        ((0, 0, None), False, devices.UNAVAILABLE),
-        ((1, 0, PCI), False, devices.FREE),
+        ((0, 0, None), False, listing.UNAVAILABLE),
+        ((1, 0, PCI), False, listing.FREE),
     )
 
     def test_cases(self):
         for (capacity, used, traits), awaiting, state in self.CASES:
             item = {'capacity': capacity, 'used': used}
             self.assertEqual(awaiting,
-                             devices.awaiting_release(item, traits),
+                             one_time_use.awaiting_release(item, traits),
                              (capacity, used, traits))
-            self.assertEqual(state, devices.state(item, traits),
+            self.assertEqual(state, listing.state(item, traits),
                              (capacity, used, traits))
 
     def test_figures_count_it_apart(self):
@@ -70,7 +73,7 @@ class TestPciAddress(testtools.TestCase):
                 ('gpu-mig-1_pci_0000_41_01_2', '0000:41:01.2'),
                 ('6a254128-bb57-5397-afc7-34326eee784e', None),
                 ('gpu-pt-1', None)):
-            self.assertEqual(address, devices.pci_address(name), name)
+            self.assertEqual(address, listing.pci_address(name), name)
 
 
 def snapshot(summaries):
@@ -109,16 +112,16 @@ class TestRows(testtools.TestCase):
                             '0000:43:00.0': (1, 0, OTU),
                             '0000:44:00.0': (0, 0, PCI)})
         self.servers = [{'id': 's1', 'name': 'vm1', 'tenant_id': 'p1'}]
-        self.rows = devices.rows(
+        self.rows = listing.rows(
             self.cloud, {'u-0000:42:00.0': {'s1': {RC: 1}}}, self.servers,
             {'h1': ['solver']})
 
     def test_rows(self):
         self.assertEqual(
-            [('0000:41:00.0', devices.AWAITING_RELEASE, [], [], 1, True),
-             ('0000:42:00.0', devices.IN_USE, ['vm1'], ['p1'], 1, True),
-             ('0000:43:00.0', devices.FREE, [], [], 1, True),
-             ('0000:44:00.0', devices.UNAVAILABLE, [], [], 0, False)],
+            [('0000:41:00.0', listing.AWAITING_RELEASE, [], [], 1, True),
+             ('0000:42:00.0', listing.IN_USE, ['vm1'], ['p1'], 1, True),
+             ('0000:43:00.0', listing.FREE, [], [], 1, True),
+             ('0000:44:00.0', listing.UNAVAILABLE, [], [], 0, False)],
             [(r['pci_address'], r['state'], r['servers'], r['projects'],
               r['total'], r['one_time_use']) for r in self.rows])
         self.assertEqual({'h1'}, {r['host'] for r in self.rows})
@@ -126,13 +129,13 @@ class TestRows(testtools.TestCase):
 
     def test_select(self):
         self.assertEqual(['0000:41:00.0'], [
-            r['pci_address'] for r in devices.select(self.rows,
+            r['pci_address'] for r in listing.select(self.rows,
                                                      awaiting_only=True)])
         self.assertEqual(['0000:42:00.0'], [
-            r['pci_address'] for r in devices.select(self.rows,
+            r['pci_address'] for r in listing.select(self.rows,
                                                      server_ids=['s1'])])
-        self.assertEqual([], devices.select(self.rows, host='h2'))
-        self.assertEqual(4, len(devices.select(self.rows, pool='solver')))
+        self.assertEqual([], listing.select(self.rows, host='h2'))
+        self.assertEqual(4, len(listing.select(self.rows, pool='solver')))
 
     def test_capacity_figures(self):
         # what capacity list sums: total 3 (the awaiting and the in-use
@@ -143,12 +146,12 @@ class TestRows(testtools.TestCase):
             sum(f[i] for f in found) for i in (2, 3, 4, 5)))
 
     def test_checks_count_it_among_the_hosts_devices(self):
-        from gpuclient.rules import checks
+        from gpuclient.rules.checks import utils as check_utils
 
         # flavor-too-many-devices: what a host has, free or not
         self.assertEqual([1, 1, 1, 0], [
             total for _uuid, total, _unit in sorted(
-                checks._tree_classes(self.cloud, 'r1')[RC])])
+                check_utils.tree_classes(self.cloud, 'r1')[RC])])
 
     def test_host_rows(self):
         rows, _unmapped = hosts.host_rows(self.cloud.placement,
@@ -160,14 +163,14 @@ class TestRows(testtools.TestCase):
     def test_resolve(self):
         by = {r['pci_address']: r for r in self.rows}
         first = by['0000:41:00.0']
-        self.assertEqual([first], devices.resolve(self.rows, [
+        self.assertEqual([first], listing.resolve(self.rows, [
             'u-0000:41:00.0', 'h1.test_0000:41:00.0', 'h1:0000:41:00.0',
             'H1:0000:41:00.0'.lower()]))
         self.assertEqual([by['0000:43:00.0']],
-                         devices.resolve(self.rows, ['h1:0000:43:00.0']))
+                         listing.resolve(self.rows, ['h1:0000:43:00.0']))
 
     def test_unknown_names_refuse_them_all(self):
-        exc = self.assertRaises(exceptions.CommandError, devices.resolve,
+        exc = self.assertRaises(exceptions.CommandError, listing.resolve,
                                 self.rows, ['h1:0000:41:00.0', 'nope',
                                             'h2:0000:41:00.0'])
         self.assertIn('No GPU device nope', str(exc))
@@ -175,17 +178,17 @@ class TestRows(testtools.TestCase):
 
     def test_release_rules(self):
         by = {r['pci_address']: r for r in self.rows}
-        self.assertIsNone(devices.release_problem(by['0000:41:00.0']))
-        self.assertEqual(devices.RELEASE,
-                         devices.release_action(by['0000:41:00.0']))
+        self.assertIsNone(release.release_problem(by['0000:41:00.0']))
+        self.assertEqual(release.RELEASE,
+                         release.release_action(by['0000:41:00.0']))
         # free: nothing to do, a re-run converges
-        self.assertIsNone(devices.release_problem(by['0000:43:00.0']))
-        self.assertEqual(devices.ALREADY_RELEASED,
-                         devices.release_action(by['0000:43:00.0']))
+        self.assertIsNone(release.release_problem(by['0000:43:00.0']))
+        self.assertEqual(release.ALREADY_RELEASED,
+                         release.release_action(by['0000:43:00.0']))
         self.assertIn('is in use (vm1)',
-                      devices.release_problem(by['0000:42:00.0']))
+                      release.release_problem(by['0000:42:00.0']))
         self.assertIn('is not a one-time-use device',
-                      devices.release_problem(by['0000:44:00.0']))
+                      release.release_problem(by['0000:44:00.0']))
 
 
 class TestOneTimeUseConf(testtools.TestCase):

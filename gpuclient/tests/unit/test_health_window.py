@@ -27,7 +27,7 @@ import fixtures
 import requests
 
 from gpuclient.ops import device_ops
-from gpuclient.rules import device_health as dh
+from gpuclient.rules.devices import health as dh
 from gpuclient.tests.unit import test_utilisation_commands as tuc
 from gpuclient.tests.unit.v1 import test_device
 from gpuclient.v1 import device

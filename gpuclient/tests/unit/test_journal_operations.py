@@ -14,24 +14,27 @@
 declarations of gpuclient.rules.operations and the step builders of
 gpuclient.rules.plan."""
 
+import ast
 import dataclasses
+import glob
 import inspect
+import os
+import textwrap
 from unittest import mock
 
 import fixtures
+from osc_lib import exceptions
 import testtools
 
 from gpuclient.ops import journal
 from gpuclient.rules import operations
 from gpuclient.rules import plan
+from gpuclient.tests.unit import test_layers
 
 UUID = '11111111-2222-3333-4444-555555555555'
 IMAGE = {'id': 'img-1', 'name': 'ubuntu', 'os_distro': 'ubuntu'}
 
 MOVE_PROVIDERS = {'source': ['rp-1'], 'destination': ['rp-2']}
-
-# plan's public functions that build no step
-NOT_BUILDERS = {'command_line', 'redact', 'strip_userinfo'}
 
 
 def sample_steps():
@@ -153,7 +156,7 @@ class TestOperations(testtools.TestCase):
             name for name, func in inspect.getmembers(plan,
                                                       inspect.isfunction)
             if not name.startswith('_') and func.__module__ == plan.__name__
-        } - NOT_BUILDERS
+        }
         self.assertEqual(builders, {b for b, _s in sample_steps()})
 
     def test_every_declared_inverse_is_one_a_builder_makes(self):
@@ -205,6 +208,183 @@ class TestOperations(testtools.TestCase):
     def test_a_declaration_registered_twice_is_refused(self):
         self.assertRaises(TypeError, journal.executes(operations.TraitCreate),
                           lambda executor, trait: None)
+
+
+# the decisions each declaration makes for its users (the module's
+# docstring says each one's default), besides op, inverses, effect and
+# read_back
+SWITCHES = ('check_input', 'several_writes', 'keys_written')
+ROOT = test_layers.ROOT
+
+
+def _is_op(node):
+    """NODE is ``<something>.op``: an operation's name."""
+    return isinstance(node, ast.Attribute) and node.attr == 'op'
+
+
+def name_switches(source):
+    """Where SOURCE (Python) decides by an operation's name or class
+    rather than asking its declaration, as messages:
+
+    * ``x.op`` compared (``==``, ``!=``, ``in``, ...) with anything;
+    * a method called on ``x.op`` (``x.op.startswith('flavor.')``);
+    * a lookup by ``x.op`` (``TABLE[x.op]``, ``TABLE.get(x.op)``);
+    * ``isinstance(x, operations.X)`` (``operations`` as imported).
+    """
+    tree = ast.parse(source)
+    aliases = {'operations'} | {
+        a.asname or a.name for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        and node.module == 'gpuclient.rules'
+        for a in node.names if a.name == 'operations'}
+    problems = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare) and any(
+                _is_op(o) for o in [node.left] + node.comparators):
+            problems.append('%d: compares an operation name' % node.lineno)
+        elif isinstance(node, ast.Subscript) and _is_op(node.slice):
+            problems.append('%d: looks up an operation name' % node.lineno)
+        elif not isinstance(node, ast.Call):
+            continue
+        elif isinstance(node.func, ast.Attribute) and _is_op(node.func.value):
+            problems.append('%d: %s() of an operation name'
+                            % (node.lineno, node.func.attr))
+        elif (isinstance(node.func, ast.Attribute)
+              and node.func.attr == 'get' and node.args
+              and _is_op(node.args[0])):
+            problems.append('%d: looks up an operation name' % node.lineno)
+        elif (isinstance(node.func, ast.Name)
+              and node.func.id == 'isinstance' and len(node.args) == 2
+              and any(isinstance(n, ast.Attribute)
+                      and isinstance(n.value, ast.Name)
+                      and n.value.id in aliases
+                      for n in ast.walk(node.args[1]))):
+            problems.append('%d: isinstance() of a declaration'
+                            % node.lineno)
+    return problems
+
+
+class TestSwitchesOnTheDeclarations(testtools.TestCase):
+    """What differs from one operation to another is said by its
+    declaration: nothing in rules/ or ops/ switches on an operation's
+    name or class."""
+
+    def test_every_declaration_states_each_switch_or_the_default(self):
+        for name in SWITCHES:
+            # the default is Operation's, and the docstring says it
+            self.assertIn(name, vars(operations.Operation))
+            section = operations.__doc__.split('``%s()``' % name)[1]
+            self.assertIn('Default:', section.split('\n* ')[0], name)
+        for declaration in operations.DECLARED:
+            for name in SWITCHES:
+                owner = next(c for c in declaration.__mro__
+                             if name in vars(c))
+                # its own, one of a shared base's here, or the default
+                self.assertEqual(operations.__name__, owner.__module__,
+                                 '%s %s' % (declaration.op, name))
+            # the kind is stated with the name
+            self.assertIn('kind', vars(declaration), declaration.op)
+            self.assertEqual(declaration.kind + '.',
+                             declaration.op[:len(declaration.kind) + 1])
+
+    def test_the_defaults(self):
+        operation = operations.AggregateDelete(name='agg')
+        self.assertIsNone(operation.check_input())
+        self.assertFalse(operation.several_writes())
+        self.assertIsNone(operation.keys_written())
+
+    def test_kinds_asked_about(self):
+        kinds = {d.kind: d for d in operations.DECLARED}
+        self.assertIn(operations.AGGREGATE, kinds)
+        self.assertIn(operations.FLAVOR, kinds)
+        self.assertEqual(operations.FLAVOR, operations.FlavorSpecs.kind)
+        self.assertEqual(operations.AGGREGATE,
+                         operations.AggregateAddHost.kind)
+
+    def test_several_writes(self):
+        for expected, operation in [
+                (True, operations.AggregateCreate(name='a',
+                                                  metadata={'k': 'v'})),
+                (False, operations.AggregateCreate(name='a')),
+                (True, operations.FlavorSpecs(name='f', specs_set={'a': 1},
+                                              unset=['b'])),
+                (True, operations.FlavorSpecs(name='f', unset=['a', 'b'])),
+                (False, operations.FlavorSpecs(name='f', specs_set={
+                    'a': 1, 'b': 2})),
+                (False, operations.FlavorSpecs(name='f', unset=['b'])),
+                (False, operations.AggregateMetadata(name='a', metadata={
+                    'a': 1, 'b': None}))]:
+            self.assertIs(expected, operation.several_writes(), operation)
+
+    def test_keys_written(self):
+        for expected, operation in [
+                ({'a', 'b'}, operations.AggregateMetadata(
+                    name='a', metadata={'a': 1, 'b': None})),
+                ({'a'}, operations.FlavorSpecs(name='f', specs_set={'a': 1})),
+                (None, operations.FlavorSpecs(name='f', specs_set={'a': 1},
+                                              unset=['b'])),
+                (None, operations.AggregateCreate(name='a',
+                                                  metadata={'a': 1}))]:
+            self.assertEqual(expected, operation.keys_written(), operation)
+
+    def test_check_input_refuses_what_nova_or_placement_refuses(self):
+        long = 'x' * 256
+        refused = [
+            operations.AggregateCreate(name=' agg'),
+            operations.AggregateCreate(name='agg', zone='a:b'),
+            operations.AggregateCreate(name='agg', metadata={'k!': 'v'}),
+            operations.AggregateMetadata(name='agg', metadata={'k': long}),
+            operations.AggregateAddZone(name='agg', zone='a:b'),
+            operations.TraitCreate(trait='lower'),
+            operations.TraitDelete(trait='lower'),
+            operations.ProviderAddTraits(uuid=UUID, traits=['lower']),
+            operations.ProviderRemoveTraits(uuid=UUID, traits=['lower']),
+            operations.FlavorCreate(name=long, fields={}),
+            operations.FlavorCreate(name='f', fields={'description': long}),
+            operations.FlavorDescription(name='f', description=long),
+            operations.FlavorSpecs(name='f', specs_set={'k!': 'v'}),
+            operations.FlavorSpecs(name='f', unset=['k!']),
+        ]
+        for operation in refused:
+            self.assertRaises(exceptions.CommandError,
+                              operation.check_input)
+        # every sample step, and its undo, is one Nova would take
+        for _builder, step in sample_steps():
+            step.operation.check_input()
+            if step.inverse is not None:
+                step.inverse.operation.check_input()
+
+    def test_nothing_outside_the_declarations_switches_on_them(self):
+        paths = sorted(
+            path for folder in ('gpuclient/rules', 'gpuclient/ops')
+            for path in glob.glob(os.path.join(ROOT, folder, '**', '*.py'),
+                                  recursive=True)
+            if not path.endswith(os.path.join('rules', 'operations.py')))
+        # the scan reads the real modules
+        self.assertIn(os.path.join(ROOT, 'gpuclient/ops/journal.py'), paths)
+        self.assertIn(os.path.join(ROOT, 'gpuclient/rules/nova_rules.py'),
+                      paths)
+        self.assertEqual([], test_layers.scan(paths, name_switches))
+
+    def test_the_scan_finds_each_switch(self):
+        source = textwrap.dedent('''\
+            from gpuclient.rules import operations as ops
+
+            def switch(step, table):
+                if step.op == 'aggregate.create' or step.op in table:
+                    return step.operation.op.startswith('flavor.')
+                if isinstance(step.operation, (ops.FlavorSpecs, str)):
+                    return table[step.op], table.get(step.operation.op)
+                return step.operation.kind == ops.FLAVOR, table[step]
+            ''')
+        self.assertEqual(
+            ['4: compares an operation name',
+             '4: compares an operation name',
+             '5: startswith() of an operation name',
+             '6: isinstance() of a declaration',
+             '7: looks up an operation name',
+             '7: looks up an operation name'],
+            sorted(name_switches(source)))
 
 
 class TestRun(testtools.TestCase):

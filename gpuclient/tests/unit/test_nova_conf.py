@@ -22,6 +22,7 @@ from osc_lib import exceptions
 import testtools
 
 from gpuclient.ops import nova_settings
+from gpuclient.rules.nova_conf import parse
 from gpuclient.rules.scheduler import conf as nova_conf
 from gpuclient.tests.unit import base
 
@@ -67,7 +68,7 @@ REFUSED = {'setting before section', 'continuation of nothing', 'no sign',
 
 class TestParse(base.TestCase):
     def test_continuation_lines(self):
-        ini = nova_conf.parse_ini(TEXTS['continuation'])
+        ini = parse.parse_ini(TEXTS['continuation'])
         self.assertEqual(
             ['ComputeFilter,\nPciPassthroughFilter,\nImagePropertiesFilter'],
             ini['filter_scheduler']['enabled_filters'])
@@ -77,7 +78,7 @@ class TestParse(base.TestCase):
                          settings['enabled_filters'])
 
     def test_blank_line_ends_a_value(self):
-        ini = nova_conf.parse_ini(TEXTS['blank line ends a value'])
+        ini = parse.parse_ini(TEXTS['blank line ends a value'])
         self.assertEqual(['A,\nB'], ini['filter_scheduler']['enabled_filters'])
         self.assertEqual({'x': ['1']}, ini['scheduler'])
 
@@ -88,11 +89,11 @@ class TestParse(base.TestCase):
                          settings['aliases']['h100']['resource_class'])
 
     def test_only_first_column_starts_a_comment(self):
-        ini = nova_conf.parse_ini(TEXTS['indented hash continues'])
+        ini = parse.parse_ini(TEXTS['indented hash continues'])
         self.assertEqual(['1\n# not a comment'], ini['scheduler']['x'])
 
     def test_separators_and_quotes(self):
-        ini = nova_conf.parse_ini(TEXTS['colon and quotes'])['scheduler']
+        ini = parse.parse_ini(TEXTS['colon and quotes'])['scheduler']
         self.assertEqual(
             {'max_placement_results': ['7'], 'a': ['q'], 'b': ['"mixed\''],
              'c': ['x # kept'], 'd': ['k=v'], 'e': ['f = g']}, ini)
@@ -100,10 +101,10 @@ class TestParse(base.TestCase):
             TEXTS['colon and quotes'])['max_placement_results'])
 
     def test_sections_compare_in_lower_case_but_default(self):
-        ini = nova_conf.parse_ini(TEXTS['section case'])
+        ini = parse.parse_ini(TEXTS['section case'])
         self.assertEqual({'scheduler': {'x': ['1']}, 'DEFAULT': {'y': ['2']},
                           'default': {'z': ['3']}}, ini)
-        ini = nova_conf.parse_ini(TEXTS['repeated key'])
+        ini = parse.parse_ini(TEXTS['repeated key'])
         self.assertEqual({'pci': {'alias': ['1', '2', '3']}}, ini)
 
     def test_refused_lines_name_file_and_line(self):
@@ -115,7 +116,7 @@ class TestParse(base.TestCase):
         self.assertEqual(REFUSED, set(cases))
         for name, lineno in cases.items():
             exc = self.assertRaises(exceptions.CommandError,
-                                    nova_conf.parse_ini, TEXTS[name],
+                                    parse.parse_ini, TEXTS[name],
                                     '/etc/nova/nova.conf')
             self.assertIn('/etc/nova/nova.conf line %d:' % lineno, str(exc),
                           name)
@@ -130,7 +131,7 @@ class TestParse(base.TestCase):
                 ('[database\nconnection=x://u:S3cret@db\n', 1),
                 ('connection = mysql://nova:S3cret@db\n', 1)):
             exc = self.assertRaises(exceptions.CommandError,
-                                    nova_conf.parse_ini, text,
+                                    parse.parse_ini, text,
                                     '/etc/nova/nova.conf')
             self.assertIn('/etc/nova/nova.conf line %d:' % lineno, str(exc))
             self.assertNotIn('S3cret', str(exc))
@@ -150,7 +151,7 @@ class TestParse(base.TestCase):
         self.assertEqual(5, settings['max_placement_results'])
 
     def test_merge_keeps_file_order(self):
-        merged = nova_conf.merge_ini([
+        merged = parse.merge_ini([
             {'pci': {'alias': ['1', '2']}, 'x': {'k': ['a']}},
             {'pci': {'alias': ['3']}},
         ])
@@ -160,7 +161,7 @@ class TestParse(base.TestCase):
     def test_conf_dir_files(self):
         self.assertEqual(
             ['10-b.conf', '2-a.conf', 'z.conf'],
-            nova_conf.conf_dir_files(['z.conf', '2-a.conf', 'README',
+            parse.conf_dir_files(['z.conf', '2-a.conf', 'README',
                                     '.hidden.conf', '10-b.conf',
                                     'x.conf.orig']))
 
@@ -261,7 +262,7 @@ class TestSameAsOsloConfig(base.TestCase):
 
     def ours(self, text):
         try:
-            return nova_conf.parse_ini(text)
+            return parse.parse_ini(text)
         except exceptions.CommandError:
             return 'refused'
 

@@ -10,7 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""gpuclient.rules.nova_config (pure) per mode, its renderers and its diff.
+"""gpuclient.rules.nova_conf.render (pure) per mode, its renderers, and
+nova_conf.diff.
 
 Nova's own reading of the rendered files is test_nova_config_nova (it
 shares these cases).
@@ -19,8 +20,9 @@ shares these cases).
 import json
 
 from gpuclient.rules import hosts
-from gpuclient.rules import nova_config as nc
-from gpuclient.rules.scheduler import conf as nova_conf
+from gpuclient.rules.nova_conf import diff as conf_diff
+from gpuclient.rules.nova_conf import parse
+from gpuclient.rules.nova_conf import render as nc
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit.test_nova_config_nova import cases
 from gpuclient.tests.unit.test_nova_config_nova import device
@@ -380,7 +382,7 @@ class TestRender(base.TestCase):
         for target in config.ordered():
             block = nc.render_target(config, target)
             self.assertIn(block, text)
-            parsed = nova_conf.parse_ini(block)
+            parsed = parse.parse_ini(block)
             want = {s: {k: v if isinstance(v, list) else [v]
                         for k, v in keys.items()}
                     for s, keys in config.targets.get(target, {}).items()}
@@ -412,15 +414,15 @@ class TestRender(base.TestCase):
 class TestDiff(base.TestCase):
     def existing(self, config, target):
         """The effective config of TARGET as parse_ini would read it."""
-        return nova_conf.parse_ini(nc.render_target(config, nc.ALL)
+        return parse.parse_ini(nc.render_target(config, nc.ALL)
                                  + nc.render_target(config, target))
 
     def test_own_output_has_no_differences(self):
         config = build('all')
         for target in config.ordered():
-            self.assertEqual([], nc.diff(config, {
+            self.assertEqual([], conf_diff.diff(config, {
                 target: self.existing(config, target)}), target)
-        self.assertIn('no differences', nc.render_diff([]))
+        self.assertIn('no differences', conf_diff.render_diff([]))
 
     def test_missing_and_contradicting(self):
         config = build('all')
@@ -434,15 +436,15 @@ class TestDiff(base.TestCase):
             'pci_in_placement = False\n'
             '[scheduler]\n'
             'enable_isolated_aggregate_filtering = 1\n')
-        found = nc.diff(config, {nc.SCHEDULER: nova_conf.parse_ini(text)})
+        found = conf_diff.diff(config, {nc.SCHEDULER: parse.parse_ini(text)})
         by_key = {(f['section'], f['key']): f for f in found}
         self.assertEqual({('pci', 'alias'),
                           ('filter_scheduler', 'enabled_filters'),
                           ('filter_scheduler', 'pci_in_placement')},
                          set(by_key))
-        self.assertEqual(nc.DIFFERS, by_key[('pci', 'alias')]['kind'])
+        self.assertEqual(conf_diff.DIFFERS, by_key[('pci', 'alias')]['kind'])
         self.assertIn('2330', by_key[('pci', 'alias')]['have'])
-        out = nc.render_diff(found, {nc.SCHEDULER: ['x.conf']})
+        out = conf_diff.render_diff(found, {nc.SCHEDULER: ['x.conf']})
         self.assertIn('nova-scheduler (x.conf)', out)
         self.assertIn('- [filter_scheduler] pci_in_placement = False', out)
         self.assertIn('+ [filter_scheduler] pci_in_placement = true', out)
@@ -454,20 +456,20 @@ class TestDiff(base.TestCase):
             '"product_id": "1234"}\n') + nc.render_target(
                 config, nc.SCHEDULER).replace(
                     'ComputeFilter,', 'ComputeFilter,SameHostFilter,')
-        self.assertEqual([], nc.diff(config, {
-            nc.SCHEDULER: nova_conf.parse_ini(text)}))
+        self.assertEqual([], conf_diff.diff(config, {
+            nc.SCHEDULER: parse.parse_ini(text)}))
 
     def test_host_addresses_compared_as_sets(self):
         config = build('vgpu')
         good = self.existing(config, VG)
         good['mdev_nvidia-35']['device_addresses'] = [
             '0000:86:00.0, 0000:84:00.0']
-        self.assertEqual([], nc.diff(config, {VG: good}))
+        self.assertEqual([], conf_diff.diff(config, {VG: good}))
         good['mdev_nvidia-35']['device_addresses'] = ['0000:84:00.0']
         del good['mdev_nvidia-36']
-        found = nc.diff(config, {VG: good})
-        self.assertEqual([(nc.DIFFERS, 'mdev_nvidia-35'),
-                          (nc.MISSING, 'mdev_nvidia-36')],
+        found = conf_diff.diff(config, {VG: good})
+        self.assertEqual([(conf_diff.DIFFERS, 'mdev_nvidia-35'),
+                          (conf_diff.MISSING, 'mdev_nvidia-36')],
                          [(f['kind'], f['section']) for f in found])
 
 

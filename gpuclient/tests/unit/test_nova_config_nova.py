@@ -10,7 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""gpuclient.rules.nova_config's files, loaded with Nova's option definitions.
+"""gpuclient.rules.nova_conf.render's files, loaded with Nova's option
+definitions.
 
 Every file ``gpu config show`` renders (both layouts, every mode) is read
 by oslo.config with the options Nova registers (``nova.conf``, then
@@ -33,37 +34,31 @@ are shared with test_nova_config.
 """
 
 import os
-import sys
 import tempfile
 import unittest
-import warnings
 
-from gpuclient.rules import nova_config
 from gpuclient.rules import pools as pools_mod
-from gpuclient.rules import profile_vf
+from gpuclient.rules.nova_conf import parse
+from gpuclient.rules.nova_conf import render as nova_config
+from gpuclient.rules.profiles import vf as profile_vf
 from gpuclient.rules.scheduler import conf as nova_conf
+from gpuclient.tests.unit import nova_harness
 
-try:
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore')
+if nova_harness.HAVE_NOVA:
+    with nova_harness.quiet():
         from nova import exception as nova_exception
         import nova.conf
         from nova.pci import request as pci_request
         from nova.pci import whitelist
         from nova.scheduler import filters as nova_filters
         from oslo_config import cfg
-    HAVE_NOVA = True
-except Exception:  # ImportError and anything nova's import may raise
-    HAVE_NOVA = False
+
 try:
     from placement.conf import placement as placement_conf
     from placement.conf import workarounds as placement_workarounds
     HAVE_PLACEMENT = True
 except Exception:  # ImportError and anything placement's import may raise
     HAVE_PLACEMENT = False
-
-TOOLS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.dirname(os.path.abspath(__file__))))), 'tools')
 
 
 def read_conf(test, text, project, *registers):
@@ -83,13 +78,11 @@ def read_conf(test, text, project, *registers):
 
 def import_fakevirt():
     """The test cloud's fake virt drivers (tools/cloud), or None."""
-    if not HAVE_NOVA:
+    if not nova_harness.HAVE_NOVA:
         return None
-    if TOOLS not in sys.path:
-        sys.path.append(TOOLS)
+    nova_harness.import_tools()
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter('ignore')
+        with nova_harness.quiet():
             from cloud import fakevirt
     except Exception:
         return None
@@ -204,8 +197,7 @@ def rendered_files():
     return found
 
 
-@unittest.skipUnless(HAVE_NOVA, 'nova is not importable (CI runs this with '
-                     'the test cloud\'s interpreter: tools/run-functional)')
+@nova_harness.requires_nova
 class TestNovaReadsRenderedFiles(unittest.TestCase):
     """Nova's option definitions accept every rendered file."""
 
@@ -231,7 +223,7 @@ class TestNovaReadsRenderedFiles(unittest.TestCase):
     def check_file(self, label, text, *more):
         """Check TEXT (and MORE files read after it, merged)."""
         conf_opts = self.load(text, *more)
-        ini = nova_conf.merge_ini(nova_conf.parse_ini(t, label)
+        ini = parse.merge_ini(parse.parse_ini(t, label)
                                 for t in (text,) + more)
         for section, keys in ini.items():
             for key in keys:
@@ -445,7 +437,7 @@ class TestNovaReadsRenderedFiles(unittest.TestCase):
                                   name, text)
 
 
-@unittest.skipUnless(HAVE_NOVA, 'nova is not importable')
+@nova_harness.requires_nova
 class TestTestCloudVgpuDriverReadsTheConfig(unittest.TestCase):
     """The test cloud's fake vGPU driver reports the pGPUs the rendered
     [devices]/[mdev_*] keys list, as the libvirt driver would use them."""
@@ -470,7 +462,8 @@ class TestTestCloudVgpuDriverReadsTheConfig(unittest.TestCase):
                          fakevirt.MigDriver.devices(self.conf('')))
 
 
-@unittest.skipUnless(HAVE_PLACEMENT and HAVE_NOVA,
+@nova_harness.requires_nova
+@unittest.skipUnless(HAVE_PLACEMENT,
                      'placement is not importable here: run with the test '
                      'cloud venv (/var/tmp/gpuclient-testcloud/venv)')
 class TestWideTreesAgainstPlacement(unittest.TestCase):

@@ -42,45 +42,30 @@ importable (the py3 tox env).
 import json
 import os
 import re
-import sys
 import tempfile
 import unittest
 import urllib.parse
 import uuid
-import warnings
 
 from osc_lib import exceptions
 
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import specs
 from gpuclient.rules.scheduler import pci as pci_rules
+from gpuclient.tests.unit import nova_harness
 
-TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))))
-TOOLS = os.path.join(TOP, 'tools')
-NOVA_CONF = os.path.join(TOOLS, 'cloud', 'etc', 'nova.conf')
+NOVA_CONF = os.path.join(nova_harness.TOOLS, 'cloud', 'etc', 'nova.conf')
 
-try:
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore')
-        from nova import context as nova_context
-        from nova import objects
-        from nova import utils as nova_utils
-        from nova.compute import pci_placement_translator
-        import nova.conf
-        import nova.conf.devices
-        from nova.pci import request as pci_request
-        from nova.scheduler import utils as sched_utils
-        from oslo_config import cfg
-        if TOOLS not in sys.path:
-            sys.path.append(TOOLS)
+if nova_harness.HAVE_NOVA:
+    nova_harness.import_tools()
+    with nova_harness.quiet():
         from cloud import fakevirt
         from cloud import hosts
         from cloud import ironic as cloud_ironic
-    objects.register_all()
-    HAVE_NOVA = True
-except Exception:  # ImportError and anything nova's import may raise
-    HAVE_NOVA = False
+        from nova import utils as nova_utils
+        from nova.compute import pci_placement_translator
+        import nova.conf.devices
+        from oslo_config import cfg
 
 # the standard classes a flavor's own sizes ask for (not the GPU's)
 SIZES = {'VCPU', 'MEMORY_MB', 'DISK_GB'}
@@ -161,41 +146,26 @@ def host_classes(host):
     raise AssertionError('no rule for host kind %s' % host.kind)
 
 
-@unittest.skipUnless(HAVE_NOVA, 'nova is not importable here: run with the '
-                     'test cloud venv (/var/tmp/gpuclient-testcloud/venv)')
+@nova_harness.requires_nova
 class TestPoolClassesAgainstNova(unittest.TestCase):
     maxDiff = None
 
     def setUp(self):
-        self.conf = nova.conf.CONF
-        if not getattr(self.conf, '_args', None):
-            self.conf([], project='nova')
-        self.addCleanup(self.conf.reset)
-        self.conf.set_override('alias', _aliases(), 'pci')
-        self.addCleanup(self.conf.clear_override, 'alias', 'pci')
-        self.conf.set_override('pci_in_placement', True, 'filter_scheduler')
-        self.addCleanup(self.conf.clear_override, 'pci_in_placement',
-                        'filter_scheduler')
+        nova_harness.conf(self)
+        nova_harness.pci_aliases(self, _aliases())
+        nova_harness.override(self, 'pci_in_placement', True,
+                              'filter_scheduler')
 
     def nova_classes(self, extra_specs):
         """The GPU classes Nova's request path asks Placement for."""
-        flavor = objects.Flavor(
-            name='f', flavorid='f', vcpus=4, memory_mb=8192, root_gb=20,
-            ephemeral_gb=0, swap=0, extra_specs=dict(extra_specs))
-        image = objects.ImageMeta.from_dict({'disk_format': 'raw',
-                                             'properties': {}})
-        ctxt = nova_context.get_admin_context()
-        with warnings.catch_warnings():
-            warnings.simplefilter('ignore')
-            pci_reqs = pci_request.get_pci_requests_from_flavor(flavor)
-            spec = objects.RequestSpec.from_components(
-                ctxt, str(uuid.uuid4()), image, flavor, None, pci_reqs,
-                {}, None, None, project_id='p')
-            spec.is_bfv = False
-            resources = sched_utils.resources_from_request_spec(
-                ctxt, spec, None)
+        flavor = nova_harness.flavor(
+            {'vcpus': 4, 'ram': 8192, 'disk': 20,
+             'OS-FLV-EXT-DATA:ephemeral': 0, 'swap': 0,
+             'extra_specs': extra_specs}, name='f', flavorid='f')
+        spec = nova_harness.request_spec(
+            flavor, nova_harness.image({}, disk_format='raw'))
         asked = set()
-        query = urllib.parse.parse_qsl(resources.to_querystring())
+        query = urllib.parse.parse_qsl(nova_harness.querystring(spec))
         for key, value in query:
             if not key.startswith('resources'):
                 continue

@@ -613,18 +613,18 @@ class TestFollowups(PoolOpsTestCase):
 
 class TestRerunCommand(base.TestCase):
     def test_command_line(self):
-        from gpuclient.ops import journal
-        from gpuclient.rules import plan as plan_mod
+        from gpuclient.ops import invocation
+        from gpuclient.rules import argv
         self.assertEqual(
             '"openstack --os-cloud c gpu pool set --project \'a b\' p"',
-            journal.invoked_command(
+            invocation.invoked_command(
                 ['/usr/bin/openstack', '--os-cloud', 'c',
                  '--os-password', 's3cret', '--os-token=t', 'gpu', 'pool',
                  'set', '--project', 'a b', 'p']))
-        self.assertIsNone(journal.invoked_command(['python', '-m', 'x']))
+        self.assertIsNone(invocation.invoked_command(['python', '-m', 'x']))
         self.assertEqual('"openstack gpu image set i"',
-                         plan_mod.command_line(['gpu', 'image', 'set',
-                                                '--dry-run', 'i']))
+                         argv.command_line(['gpu', 'image', 'set',
+                                            '--dry-run', 'i']))
 
     def test_delete_names_force_whatever_the_command_line(self):
         """A delete whose undo fails leaves an aggregate without its

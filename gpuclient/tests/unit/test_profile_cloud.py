@@ -10,14 +10,16 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""rules.profile_cloud: the cards of a cloud and the nova.conf of a plan,
+"""rules.profiles.cloud: the cards of a cloud and the nova.conf of a plan,
 on plain data."""
 
 import testtools
 
-from gpuclient.rules import nova_config
-from gpuclient.rules import profile_cloud as pc
-from gpuclient.rules import profiles
+from gpuclient.rules import catalogue
+from gpuclient.rules.nova_conf import render as nova_config
+from gpuclient.rules.profiles import cloud as pc
+from gpuclient.rules.profiles import layouts
+from gpuclient.rules.profiles import solver
 
 HOST = 'gpu-a'
 VFS = ['0000:61:00.%d' % n for n in range(4, 8)] + [
@@ -89,7 +91,7 @@ class AssignLayoutTest(testtools.TestCase):
         self.assertEqual(
             (('1g.10gb', 0), ('1g.10gb', 1), ('1g.10gb', 2), ('1g.10gb', 3),
              ('3g.40gb', 4)), layout)
-        self.assertIsNone(profiles.check_layout('A100-80GB', layout))
+        self.assertIsNone(layouts.check_layout('A100-80GB', layout))
 
     def test_impossible_counts(self):
         self.assertIsNone(pc.assign_layout('A100-80GB', {'3g.40gb': 3}))
@@ -162,14 +164,14 @@ class DemandTest(testtools.TestCase):
         flavors = [{'name': 'plain', 'extra_specs': {}}]
         self.assertRaises(pc.CannotTell, pc.profiles_wanted, {'plain': 1},
                           flavors, POOLS)
-        self.assertRaises(profiles.UnknownName, pc.profiles_wanted,
+        self.assertRaises(catalogue.UnknownName, pc.profiles_wanted,
                           {'nope': 1}, [], POOLS)
 
 
 def _plan(demand, allocations=None):
     cards, _notes = pc.cards(HOST, DEVICES, [LARGE, SMALL], allocations,
                              model='A100-80GB')
-    rows, _summary = profiles.plan(
+    rows, _summary = solver.plan(
         [{k: c[k] for k in ('id', 'model', 'current', 'in_use')}
          for c in cards], demand)
     return cards, rows
@@ -229,7 +231,7 @@ class ProposedTest(testtools.TestCase):
         large = mig_pool('large', '3g.40gb', 'CUSTOM_3G', hosts=())
         devices = [vf(a, 'CUSTOM_1G') for a in VFS[:7]]
         cards, _n = pc.cards(HOST, devices, [SMALL], model='A100-80GB')
-        rows, _s = profiles.plan(
+        rows, _s = solver.plan(
             [{k: c[k] for k in ('id', 'model', 'current', 'in_use')}
              for c in cards], {'3g.40gb': 2})
         config, notes, _u = pc.proposed_config(
@@ -324,7 +326,7 @@ class VgpuTypeMapTest(testtools.TestCase):
                               {'A100D-20C': 'nvidia-35',
                                'A100D-40C': 'nvidia-35'})
         self.assertIn('both A100D-20C and A100D-40C', str(e))
-        self.assertRaises(profiles.UnknownName, pc.vgpu_type_map,
+        self.assertRaises(catalogue.UnknownName, pc.vgpu_type_map,
                           {'V100-8Q': 'nvidia-1'})
 
     def test_a_vgpu_type_is_no_mig_mdev_type(self):
@@ -379,7 +381,7 @@ class VgpuCardsTest(testtools.TestCase):
         for card in cards:
             self.assertEqual('A100-80GB', card['model'])
             self.assertEqual((('A100D-20C', None),) * 4, card['current'])
-            self.assertIsNone(profiles.check_layout('A100-80GB',
+            self.assertIsNone(layouts.check_layout('A100-80GB',
                                                     card['current']))
         self.assertEqual((), cards[0]['in_use'])
         self.assertEqual((('A100D-20C', None),) * 2, cards[1]['in_use'])
@@ -469,7 +471,7 @@ class VgpuPlanTest(testtools.TestCase):
                          summary['demand'])
         self.assertEqual((18, 28, 3), (summary['met'], summary['wanted'],
                                        summary['recut']))
-        self.assertEqual(profiles.objective(rows, {'A100D-10C': 24,
+        self.assertEqual(solver.objective(rows, {'A100D-10C': 24,
                                                    '3g.40gb': 4}),
                          (summary['met'], summary['recut'],
                           summary['moves']))

@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""gpuclient.rules.profile_demand (pure) and usage_ops.demand over the
+"""gpuclient.rules.profiles.demand (pure) and usage_ops.demand over the
 fake Nova of test_usage, with its request count."""
 
 import random
@@ -18,8 +18,8 @@ import random
 from osc_lib import exceptions
 
 from gpuclient.ops import usage_ops
-from gpuclient.rules import profile_demand
 from gpuclient.rules import usage
+from gpuclient.rules.profiles import demand as profile_demand
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import test_usage as tu
 

@@ -20,8 +20,8 @@ import fixtures
 from osc_lib import exceptions
 
 from gpuclient.ops import profile_ops
-from gpuclient.rules import nova_config
-from gpuclient.rules import profile_cloud
+from gpuclient.rules.nova_conf import render as nova_config
+from gpuclient.rules.profiles import cloud as profile_cloud
 from gpuclient.tests.unit import test_usage as tu
 from gpuclient.v1 import profile as profile_cmd
 

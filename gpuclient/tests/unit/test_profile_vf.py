@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""rules.profile_vf: the vGPU types of vgpu-vf cards' VFs, with plain data
+"""rules.profiles.vf: the vGPU types of vgpu-vf cards' VFs, with plain data
 (pools as ``pools.scan`` reads them back, providers as
 ``nova_config.trees_from_snapshot`` gives them), and the script it writes
 run against a fake sysfs."""
@@ -21,9 +21,9 @@ import subprocess
 
 import fixtures
 
-from gpuclient.rules import nova_config
-from gpuclient.rules import profile_vf
-from gpuclient.rules.scheduler import conf as nova_conf
+from gpuclient.rules.nova_conf import parse
+from gpuclient.rules.nova_conf import render as nova_config
+from gpuclient.rules.profiles import vf as profile_vf
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import test_vgpu_vf
 
@@ -157,14 +157,14 @@ class TestFiles(base.TestCase):
         self.assertEqual(['0000:c1:00.%d' % n for n in (4, 5, 6, 7)],
                          [a for a, _t in profile_vf.vf_types(rows[1])])
         target = nova_config.host_target(HOST)
-        host = nova_conf.parse_ini(nova_config.render_target(
+        host = parse.parse_ini(nova_config.render_target(
             profile_vf.host_config(HOST, rows, types), target))
         # gpu config show, with the cloud as it is after the plan (each
         # card's provider offering its new type's VFs), renders the same
         after = [pf(r['address'], {types[t]['resource_class']: n
                                    for t, n in r['proposed'].items()})
                  for r in rows]
-        shown = nova_conf.parse_ini(nova_config.render_target(
+        shown = parse.parse_ini(nova_config.render_target(
             nova_config.build({p['name']: p for p in types.values()},
                               {HOST: after}), target))
         self.assertEqual(shown['pci'], host['pci'])

@@ -19,11 +19,15 @@ import math
 import os
 import random
 import subprocess
+import sys
 
 import fixtures
 import testtools
 
-from gpuclient.rules import profiles
+from gpuclient.rules import catalogue
+from gpuclient.rules.profiles import layouts
+from gpuclient.rules.profiles import scripts
+from gpuclient.rules.profiles import solver
 
 # NVIDIA MIG user guide, "Supported MIG Profiles" (A100 80GB names) and
 # ``nvidia-smi mig -lgipp``: name, compute slices, memory slices, instances
@@ -219,7 +223,7 @@ NAMES = {
 def rows_of(model):
     return [(r['profile'], r['compute_slices'], r['memory_slices'],
              r['max_count'], tuple(r['placements']))
-            for r in profiles.catalogue(model) if r['mode'] == 'mig']
+            for r in catalogue.rows(model) if r['mode'] == 'mig']
 
 
 def brute_layouts(table, slices, compute_total):
@@ -274,33 +278,33 @@ class TestCatalogue(testtools.TestCase):
     def test_max_count_is_what_the_starts_allow(self):
         # the table's count is the number of (disjoint) start slots, but
         # one for a +me profile
-        for model in profiles.MODELS.values():
+        for model in catalogue.MODELS.values():
             for p in model.profiles:
                 expect = 1 if p.media else len(p.starts)
                 self.assertEqual(expect, p.max_count, (model.name, p.name))
 
     def test_time_sliced_types(self):
         vgpu = {r['profile']: r['max_count']
-                for r in profiles.catalogue('A100-80GB',
+                for r in catalogue.rows('A100-80GB',
                                             board='a100-pcie-80gb')
                 if r['mode'] == 'vgpu'}
         self.assertEqual({'A100D-80C': 1, 'A100D-40C': 2, 'A100D-20C': 4,
                           'A100D-16C': 5, 'A100D-10C': 8, 'A100D-8C': 10,
                           'A100D-4C': 20}, vgpu)
-        self.assertEqual([], [r for r in profiles.catalogue('B200-180GB')
+        self.assertEqual([], [r for r in catalogue.rows('B200-180GB')
                               if r['mode'] == 'vgpu'])
 
     def test_mig_parted_profiles_and_counts(self):
         for model, table in MIG_PARTED.items():
             self.assertEqual(
                 list(table), [(r['profile'], r['max_count'])
-                              for r in profiles.catalogue(model)
+                              for r in catalogue.rows(model)
                               if r['mode'] == 'mig'], model)
 
     def test_mig_backed_vgpu_tables(self):
         for model, table in MIG_BACKED.items():
             rows = {r['profile']: (r['compute_slices'], r['max_count'])
-                    for r in profiles.catalogue(model) if r['mode'] == 'mig'}
+                    for r in catalogue.rows(model) if r['mode'] == 'mig'}
             self.assertEqual(sorted(rows), sorted(t[0] for t in table), model)
             for name, compute, count in table:
                 self.assertEqual((compute, count), rows[name],
@@ -311,10 +315,10 @@ class TestCatalogue(testtools.TestCase):
             wanted = collections.Counter(counts)
             self.assertTrue(any(
                 collections.Counter(n for n, _s in lay) == wanted
-                for lay in profiles.layouts(model)), model)
+                for lay in layouts.layouts(model)), model)
 
     def test_rtx_pro_6000_four_slices(self):
-        rows = [r for r in profiles.catalogue('rtx pro 6000 96gb')
+        rows = [r for r in catalogue.rows('rtx pro 6000 96gb')
                 if r['mode'] == 'mig']
         for r in rows:
             shape = r['profile'].split('.')[0]
@@ -322,25 +326,25 @@ class TestCatalogue(testtools.TestCase):
                              r['profile'])
             self.assertEqual(int(shape[0]), r['memory_slices'])
             self.assertEqual(int(shape[0]), r['compute_slices'])
-        model = profiles.MODELS['RTX-PRO-6000-96GB']
+        model = catalogue.MODELS['RTX-PRO-6000-96GB']
         self.assertEqual((4, 4), (model.compute_slices, model.memory_slices))
 
     def test_me_all_takes_every_media_engine(self):
         m = 'RTX-PRO-6000-96GB'
-        self.assertIsNone(profiles.check_layout(
+        self.assertIsNone(layouts.check_layout(
             m, [('2g.48gb+me.all', 0), ('1g.24gb-me', 2),
                 ('1g.24gb-me', 3)]))
         for layout in ([('2g.48gb+me.all', 0), ('2g.48gb', 2)],
                        [('1g.24gb+me.all', 0), ('1g.24gb+gfx', 1)],
                        [('1g.24gb+me.all', 0), ('1g.24gb+me.all', 1)],
                        [('2g.48gb', 1)]):
-            self.assertIsNotNone(profiles.check_layout(m, layout), layout)
-        self.assertIsNone(profiles.check_layout(
+            self.assertIsNotNone(layouts.check_layout(m, layout), layout)
+        self.assertIsNone(layouts.check_layout(
             m, [('1g.24gb+gfx', s) for s in range(4)]))
 
     def test_vgpu_types_per_board_match_nvidia(self):
         found = collections.defaultdict(list)
-        for r in profiles.catalogue():
+        for r in catalogue.rows():
             if r['mode'] == 'vgpu':
                 found[r['board']].append(
                     (r['profile'], r['memory_gb'], r['max_count']))
@@ -348,16 +352,16 @@ class TestCatalogue(testtools.TestCase):
                          dict(found))
 
     def test_every_model_and_board_has_a_source(self):
-        for m in profiles.MODELS.values():
+        for m in catalogue.MODELS.values():
             self.assertEqual(bool(m.profiles), bool(m.source), m.name)
             self.assertTrue(m.profiles or m.vgpu_types, m.name)
             for b in m.boards:
                 self.assertIn('Table', b.source, b.name)
-        for r in profiles.catalogue():
+        for r in catalogue.rows():
             self.assertTrue(r['source'], r)
 
     def test_board_filter(self):
-        rows = profiles.catalogue(board='h100_sxm5_80gb')
+        rows = catalogue.rows(board='h100_sxm5_80gb')
         self.assertEqual({'H100-80GB'}, {r['model'] for r in rows})
         self.assertEqual({'H100-SXM5-80GB'}, {r['board'] for r in rows
                                               if r['mode'] == 'vgpu'})
@@ -365,21 +369,21 @@ class TestCatalogue(testtools.TestCase):
         self.assertNotIn('H100-80C', [r['profile'] for r in rows])
         self.assertIn('3g.40gb', [r['profile'] for r in rows])
         self.assertEqual(
-            rows, profiles.catalogue('H100-80GB', board='H100-SXM5-80GB'))
-        self.assertRaises(profiles.UnknownName, profiles.catalogue,
+            rows, catalogue.rows('H100-80GB', board='H100-SXM5-80GB'))
+        self.assertRaises(catalogue.UnknownName, catalogue.rows,
                           'A100-80GB', 'H100-SXM5-80GB')
-        self.assertRaises(profiles.UnknownName, profiles.catalogue,
+        self.assertRaises(catalogue.UnknownName, catalogue.rows,
                           board='H100-SXM6')
         # a board names its model
-        self.assertEqual('H100-94GB', profiles.model_name('h100 nvl'))
-        self.assertEqual('H200-141GB', profiles.model_name('H200-NVL'))
+        self.assertEqual('H100-94GB', catalogue.model_name('h100 nvl'))
+        self.assertEqual('H200-141GB', catalogue.model_name('H200-NVL'))
         self.assertEqual(('H100-80GB', 'H100-SXM5-80GB'),
                          (lambda f: (f[0], f[1].board))(
-                             profiles.vgpu_type('h100xm-20c')))
-        self.assertIsNone(profiles.vgpu_type('H100XM-3C'))
+                             catalogue.vgpu_type('h100xm-20c')))
+        self.assertIsNone(catalogue.vgpu_type('H100XM-3C'))
 
     def test_cards_by_board_take_their_board_types(self):
-        check = profiles.check_boards
+        check = catalogue.check_boards
         self.assertIsNone(check(['H100-SXM5-80GB'], {'H100XM-20C': 4,
                                                      '3g.40gb': 1}))
         self.assertIsNone(check(['h100-80gb'], {'H100XM-20C': 4}))
@@ -394,33 +398,73 @@ class TestCatalogue(testtools.TestCase):
     def test_time_sliced_only_cards(self):
         self.assertEqual(
             [((('L4-4C', None),) * 6)],
-            [lay for lay in profiles.layouts('L4-24GB', True)
+            [lay for lay in layouts.layouts('L4-24GB', True)
              if lay and lay[0][0] == 'L4-4C'])
-        self.assertNotIn((), profiles.layouts('L40S-48GB', True))
-        self.assertEqual(7, len(profiles.layouts('L40S-48GB', True)))
-        rows, _summary = profiles.plan(
+        self.assertNotIn((), layouts.layouts('L40S-48GB', True))
+        self.assertEqual(7, len(layouts.layouts('L40S-48GB', True)))
+        rows, _summary = solver.plan(
             [{'id': 'g0', 'model': 'L40S-48GB'}], {'L40S-8C': 5})
         self.assertEqual((('L40S-8C', None),) * 6, rows[0]['proposed'])
-        text = profiles.script('L40S-48GB', (), rows[0]['proposed'],
+        text = scripts.script('L40S-48GB', (), rows[0]['proposed'],
                                [('g0', ())])
         self.assertNotIn('-mig', text)
 
     def test_names_normalised(self):
-        self.assertEqual('H100-80GB', profiles.model_name(' h100_80gb '))
-        self.assertEqual('A30-24GB', profiles.model_name('a30 24gb'))
-        self.assertEqual('3g.40gb', profiles.profile_name('MIG 3G.40GB'))
+        self.assertEqual('H100-80GB', catalogue.model_name(' h100_80gb '))
+        self.assertEqual('A30-24GB', catalogue.model_name('a30 24gb'))
+        self.assertEqual('3g.40gb', catalogue.profile_name('MIG 3G.40GB'))
         self.assertEqual('1g.10gb+me',
-                         profiles.profile_name('nvidia.com/mig-1g.10gb+me'))
-        self.assertEqual('A100D-10C', profiles.profile_name('a100d-10c'))
-        self.assertRaises(profiles.UnknownName, profiles.model_name, 'V100')
-        self.assertRaises(profiles.UnknownName, profiles.profile_name,
+                         catalogue.profile_name('nvidia.com/mig-1g.10gb+me'))
+        self.assertEqual('A100D-10C', catalogue.profile_name('a100d-10c'))
+        self.assertRaises(catalogue.UnknownName, catalogue.model_name, 'V100')
+        self.assertRaises(catalogue.UnknownName, catalogue.profile_name,
                           '5g.50gb')
+
+
+class TestCatalogueFiles(testtools.TestCase):
+    """models.yaml and bar1.yaml: read when first asked for, into the
+    types the code compares with."""
+
+    def test_read_when_first_asked_for(self):
+        code = ('from gpuclient.rules import catalogue\n'
+                'from gpuclient.rules.profiles import cloud, demand, '
+                'layouts, scripts, solver, vf\n'
+                'print(catalogue.tables.cache_info().currsize)\n'
+                'catalogue.BAR1\n'
+                'print(catalogue.tables.cache_info().currsize)\n')
+        result = subprocess.run(
+            [sys.executable, '-c', code], capture_output=True, text=True,
+            check=True, cwd=os.path.join(os.path.dirname(__file__), '..',
+                                         '..', '..'))
+        self.assertEqual(['0', '1'], result.stdout.split())
+
+    def test_types(self):
+        for m in catalogue.MODELS.values():
+            self.assertEqual((str, int, int, tuple, tuple, tuple),
+                             tuple(type(v) for v in m[:-1]), m.name)
+            self.assertIn(type(m.source), (str, type(None)))
+            for p in m.profiles:
+                self.assertEqual((str, int, int, int, int, tuple, bool),
+                                 tuple(type(v) for v in p), p)
+                self.assertEqual({int}, {type(s) for s in p.starts}, p)
+            for t in m.vgpu_types:
+                self.assertEqual((str, int, int, str),
+                                 tuple(type(v) for v in t), t)
+            for b in m.boards:
+                self.assertEqual((str, str, int, str),
+                                 tuple(type(v) for v in b), b)
+        for b in catalogue.BAR1.values():
+            self.assertEqual((str, tuple, str),
+                             (type(b.board), type(b.pci_ids), type(b.source)))
+            self.assertIn(type(b.gib), (int, type(None)))
+        for table in (catalogue.MODELS, catalogue.BOARDS, catalogue.BAR1):
+            self.assertIs(collections.OrderedDict, type(table))
 
 
 class TestLayouts(testtools.TestCase):
 
     def mig(self, model, is_maximal=False):
-        return {frozenset(lay) for lay in profiles.layouts(model, is_maximal)
+        return {frozenset(lay) for lay in layouts.layouts(model, is_maximal)
                 if not lay or lay[0][1] is not None}
 
     def test_a100_80gb_every_layout_counted(self):
@@ -456,21 +500,21 @@ class TestLayouts(testtools.TestCase):
         self.assertEqual(set(maximal(found)), self.mig(model, True))
 
     def test_time_sliced_layouts(self):
-        lays = [lay for lay in profiles.layouts('A30-24GB')
+        lays = [lay for lay in layouts.layouts('A30-24GB')
                 if lay and lay[0][1] is None]
         self.assertEqual(1 + 2 + 3 + 4 + 6, len(lays))
-        top = [lay for lay in profiles.layouts('A30-24GB', True)
+        top = [lay for lay in layouts.layouts('A30-24GB', True)
                if lay and lay[0][1] is None]
         self.assertEqual([1, 2, 3, 4, 6], sorted(len(lay) for lay in top))
 
     def test_invalid_layouts_said_why(self):
         m = 'A100-80GB'
-        self.assertIsNone(profiles.check_layout(m, [('3g.40gb', 4)]))
+        self.assertIsNone(layouts.check_layout(m, [('3g.40gb', 4)]))
         for layout in ([('3g.40gb', 2)], [('3g.40gb', 0), ('2g.20gb', 2)],
                        [('1g.10gb+me', 0), ('1g.10gb+me', 1)],
                        [('A100D-10C', None), ('A100D-20C', None)],
                        [('A100D-10C', None)] * 9, [('1g.5gb', 0)]):
-            self.assertIsNotNone(profiles.check_layout(m, layout), layout)
+            self.assertIsNotNone(layouts.check_layout(m, layout), layout)
 
 
 def independent_valid(model, layout):
@@ -480,7 +524,7 @@ def independent_valid(model, layout):
         return True
     if layout[0][1] is None:
         types = {t.name: t.max_count for t in
-                 profiles.MODELS[model].vgpu_types}
+                 catalogue.MODELS[model].vgpu_types}
         return (len({n for n, _s in layout}) == 1 and layout[0][0] in types
                 and len(layout) <= types[layout[0][0]]
                 and all(s is None for _n, s in layout))
@@ -516,7 +560,7 @@ def random_cards(rng, models, n):
         model = rng.choice(models)
         current, in_use = (), ()
         if rng.random() < 0.7:
-            current = rng.choice(profiles.layouts(model))
+            current = rng.choice(layouts.layouts(model))
             in_use = tuple(p for p in current if rng.random() < 0.5)
         cards.append({'id': 'gpu%d' % i, 'model': model,
                       'current': current, 'in_use': in_use})
@@ -524,7 +568,7 @@ def random_cards(rng, models, n):
 
 
 def random_demand(rng, models):
-    names = sorted({n for m in models for n in profiles.profile_names(m)})
+    names = sorted({n for m in models for n in catalogue.profile_names(m)})
     return {p: rng.randint(0, 6) for p in rng.sample(names, rng.randint(1, 3))}
 
 
@@ -532,11 +576,11 @@ def brute_best(cards, demand):
     """The best (met, -recut, -moves) over every layout of every card."""
     per_card = []
     for card in cards:
-        current = profiles.normal(card['current'])
+        current = layouts.normal(card['current'])
         in_use = collections.Counter(card['in_use'])
         options = []
-        for lay in profiles.layouts(card['model']):
-            lay = profiles.normal(lay)
+        for lay in layouts.layouts(card['model']):
+            lay = layouts.normal(lay)
             recut = lay != current
             moves = sum((in_use - collections.Counter(lay)).values()) \
                 if recut else 0
@@ -559,11 +603,11 @@ def brute_best(cards, demand):
 class TestPlan(testtools.TestCase):
 
     def check(self, cards, demand):
-        rows, summary = profiles.plan(cards, demand)
+        rows, summary = solver.plan(cards, demand)
         for row in rows:
             self.assertTrue(independent_valid(row['model'], row['proposed']),
                             row)
-            self.assertIsNone(profiles.check_layout(row['model'],
+            self.assertIsNone(layouts.check_layout(row['model'],
                                                     row['proposed']))
         return rows, summary
 
@@ -574,7 +618,7 @@ class TestPlan(testtools.TestCase):
             cards = random_cards(rng, ['A30-24GB'], n)
             demand = random_demand(rng, ['A30-24GB'])
             rows, summary = self.check(cards, demand)
-            got = profiles.objective(rows, demand)
+            got = solver.objective(rows, demand)
             self.assertEqual(brute_best(cards, demand), got,
                              (case, cards, demand))
             self.assertEqual((summary['met'], summary['recut'],
@@ -588,12 +632,12 @@ class TestPlan(testtools.TestCase):
             demand = random_demand(rng, ['A100-80GB', 'A30-24GB'])
             rows, _summary = self.check(cards, demand)
             self.assertEqual(brute_best(cards, demand),
-                             profiles.objective(rows, demand),
+                             solver.objective(rows, demand),
                              (case, cards, demand))
 
     def test_every_proposed_layout_is_valid(self):
         rng = random.Random(7)
-        models = list(profiles.MODELS)
+        models = list(catalogue.MODELS)
         for _case in range(10):
             cards = random_cards(rng, models, 24)
             demand = random_demand(rng, models)
@@ -604,10 +648,10 @@ class TestPlan(testtools.TestCase):
                   'current': [('3g.40gb', 0), ('3g.40gb', 4)],
                   'in_use': [('3g.40gb', 0)]},
                  {'id': 'g1', 'model': 'A100-80GB'}]
-        rows, summary = profiles.plan(cards, {'3g.40gb': 2, '2g.20gb': 3})
+        rows, summary = solver.plan(cards, {'3g.40gb': 2, '2g.20gb': 3})
         self.assertFalse(rows[0]['recut'])
         self.assertEqual('2g.20gb@0, 2g.20gb@2, 2g.20gb@4',
-                         profiles.layout_text(
+                         layouts.layout_text(
                              tuple(p for p in rows[1]['proposed']
                                    if p[0] == '2g.20gb')))
         self.assertEqual(5, summary['met'])
@@ -615,16 +659,16 @@ class TestPlan(testtools.TestCase):
         self.assertEqual(0, summary['moves'])
 
     def test_no_demand_cuts_nothing(self):
-        rows, summary = profiles.plan(
+        rows, summary = solver.plan(
             [{'id': 'g0', 'model': 'H100-80GB'}], {})
         self.assertEqual((), rows[0]['proposed'])
         self.assertEqual(0, summary['recut'])
 
     def test_bad_current_layout_refused(self):
-        self.assertRaises(ValueError, profiles.plan, [
+        self.assertRaises(ValueError, solver.plan, [
             {'id': 'g0', 'model': 'A30-24GB', 'current': [('4g.24gb', 2)]}],
             {'1g.6gb': 1})
-        self.assertRaises(ValueError, profiles.plan, [
+        self.assertRaises(ValueError, solver.plan, [
             {'id': 'g0', 'model': 'A30-24GB', 'current': [],
              'in_use': [('1g.6gb', 0)]}], {'1g.6gb': 1})
 
@@ -684,15 +728,15 @@ def slow_best(cards, demand):
     wanted = sorted(p for p, n in demand.items() if n > 0)
     options = []
     for card in cards:
-        current = profiles.normal(card['current'])
-        in_use = profiles.normal(card['in_use'])
+        current = layouts.normal(card['current'])
+        in_use = layouts.normal(card['in_use'])
         mine = [(tuple(sum(1 for n, _s in current if n == p)
                        for p in wanted), 0, 0)]
-        for lay in profiles.layouts(card['model'], maximal=True):
+        for lay in layouts.layouts(card['model'], maximal=True):
             if lay != current:
                 mine.append((tuple(sum(1 for n, _s in lay if n == p)
                                    for p in wanted), 1,
-                             profiles._moves(current, in_use, lay)))
+                             solver._moves(current, in_use, lay)))
         options.append(mine)
     return all_integer_optimum(options, [demand[p] for p in wanted])
 
@@ -704,7 +748,7 @@ def running_fleet(rng, n):
     cards = []
     for i in range(n):
         model = ('A100-80GB', 'H100-80GB')[i % 2]
-        current = rng.choice(profiles.layouts(model, maximal=True))
+        current = rng.choice(layouts.layouts(model, maximal=True))
         cards.append({'id': 'gpu%d' % i, 'model': model,
                       'current': current,
                       'in_use': tuple(p for p in current
@@ -724,14 +768,14 @@ class TestFastPlan(testtools.TestCase):
                       '3g.40gb': rng.randint(10, 30),
                       '4g.40gb': rng.randint(0, 4),
                       '7g.80gb': rng.randint(0, 4)}
-            rows, summary = profiles.plan(cards, demand)
-            got = profiles.objective(rows, demand)
+            rows, summary = solver.plan(cards, demand)
+            got = solver.objective(rows, demand)
             self.assertEqual(slow_best(cards, demand), got, case)
             self.assertEqual((summary['met'], summary['recut'],
                               summary['moves']), got)
             self.assertEqual('Optimal', summary['status'])
             for row in rows:
-                self.assertIsNone(profiles.check_layout(row['model'],
+                self.assertIsNone(layouts.check_layout(row['model'],
                                                         row['proposed']))
                 if not row['recut']:
                     self.assertEqual(row['current'], row['proposed'])
@@ -745,7 +789,7 @@ class TestFastPlan(testtools.TestCase):
                   'current': [('3g.40gb', 0), ('2g.20gb', 4),
                               ('1g.10gb', 6)]},
                  {'id': 'g2', 'model': 'A100-80GB'}]
-        _rows, summary = profiles.plan(cards, {'7g.80gb': 1})
+        _rows, summary = solver.plan(cards, {'7g.80gb': 1})
         self.assertEqual(1, summary['classes'])
         self.assertEqual((1, 1, 0), (summary['met'], summary['recut'],
                                      summary['moves']))
@@ -759,14 +803,14 @@ class TestFastPlan(testtools.TestCase):
         for case in range(30):
             sizes, options, caps, groups, flat = random_classes(rng)
             n_wanted = len(caps)
-            counts, values, status, proof, bound = profiles._solve(
+            counts, values, status, proof, bound = solver._solve(
                 sizes, options, caps, groups)
             proofs[proof] += 1
             self.assertEqual('Optimal', status)
             self.assertEqual(all_integer_optimum(flat, caps), values,
                              (case, sizes, options, caps))
             self.assertLessEqual(bound, values[2] + 1e-6)
-            if proof == profiles.PROOF_BOUND:
+            if proof == solver.PROOF_BOUND:
                 self.assertEqual(math.ceil(bound - 1e-6), values[2])
             # the counts are a plan: every card once, with those values
             for c, size in enumerate(sizes):
@@ -780,13 +824,13 @@ class TestFastPlan(testtools.TestCase):
                 sum(n * options[c][o][1] for (c, o), n in counts.items()),
                 sum(n * options[c][o][2] for (c, o), n in counts.items())))
         # most optima are proven by the bound (the rest: the tests below)
-        self.assertGreater(proofs[profiles.PROOF_BOUND], 20, proofs)
+        self.assertGreater(proofs[solver.PROOF_BOUND], 20, proofs)
 
     def test_coarse_options(self):
         # re-cut (2, 0) is below re-cut (2, 1); re-cut (1, 1) below the
         # keep vector (1, 1): only the keep and (2, 1), (0, 3) matter to
         # demand met and re-cuts
-        keeps, recuts = profiles._coarse([
+        keeps, recuts = solver._coarse([
             ((1, 1), 0, 0), ((2, 0), 1, 0), ((2, 1), 1, 3),
             ((1, 1), 1, 0), ((0, 3), 1, 1)])
         self.assertEqual(((1, 1),), keeps)
@@ -794,7 +838,7 @@ class TestFastPlan(testtools.TestCase):
 
     def test_a_running_fleet_has_fewer_classes_than_cards(self):
         cards = running_fleet(random.Random(27), 400)
-        _rows, summary = profiles.plan(
+        _rows, summary = solver.plan(
             cards, {'1g.10gb': 300, '3g.40gb': 200, '7g.80gb': 20})
         self.assertLess(summary['classes'], 400)
 
@@ -838,8 +882,8 @@ class TestMovesProof(testtools.TestCase):
     def model(self, sizes, options, caps, groups):
         import highspy
 
-        met, cut = profiles._met_recut(highspy, sizes, options, caps)
-        return profiles._Transport(sizes, options, caps, groups, met, cut)
+        met, cut = solver._met_recut(highspy, sizes, options, caps)
+        return solver._Transport(sizes, options, caps, groups, met, cut)
 
     def restricted(self, model):
         """The LP bound, its ceiling and the arcs of small reduced cost,
@@ -858,7 +902,7 @@ class TestMovesProof(testtools.TestCase):
         """Each _transport_run and _dive, in order: ('highs', restricted,
         moves or None) and ('dive', moves or None, complete)."""
         runs = []
-        real_run, real_dive = profiles._transport_run, profiles._dive
+        real_run, real_dive = solver._transport_run, solver._dive
 
         def run(highspy, model, keep):
             found = real_run(highspy, model, keep)
@@ -872,19 +916,19 @@ class TestMovesProof(testtools.TestCase):
             return found, complete
 
         self.useFixture(fixtures.MonkeyPatch(
-            'gpuclient.rules.profiles._transport_run', run))
+            'gpuclient.rules.profiles.solver._transport_run', run))
         self.useFixture(fixtures.MonkeyPatch(
-            'gpuclient.rules.profiles._dive', dive))
+            'gpuclient.rules.profiles.solver._dive', dive))
         return runs
 
     def dive_limit(self, limit):
-        real = profiles._dive
+        real = solver._dive
 
         def dive(highspy, model, keep, target):
             return real(highspy, model, keep, target, limit=limit)
 
         self.useFixture(fixtures.MonkeyPatch(
-            'gpuclient.rules.profiles._dive', dive))
+            'gpuclient.rules.profiles.solver._dive', dive))
 
     def optimum(self, sizes, options, caps):
         return all_integer_optimum(
@@ -924,7 +968,7 @@ class TestMovesProof(testtools.TestCase):
             best = all_integer_optimum(flat, caps)
             model = self.model(sizes, options, caps, groups)
             _lower, target, keep = self.restricted(model)
-            found, complete = profiles._dive(highspy, model, keep, target)
+            found, complete = solver._dive(highspy, model, keep, target)
             if found is not None:
                 seen['found'] += 1
                 self.assertEqual(best, model.check(found[0]), case)
@@ -938,10 +982,10 @@ class TestMovesProof(testtools.TestCase):
         runs = self.record()
         sizes, options, caps, groups = self.WORSE
         caps = [12, 1, 3]  # less of the third profile: the bound is met
-        counts, values, status, proof, bound = profiles._solve(
+        counts, values, status, proof, bound = solver._solve(
             sizes, options, caps, groups)
         self.assertEqual(self.optimum(sizes, options, caps), values)
-        self.assertEqual(profiles.PROOF_BOUND, proof)
+        self.assertEqual(solver.PROOF_BOUND, proof)
         self.assertEqual(math.ceil(bound - 1e-6), values[2])
         self.assertEqual([('dive', values[2], True)], runs)
         self.assertEqual('Optimal', status)
@@ -949,11 +993,11 @@ class TestMovesProof(testtools.TestCase):
 
     def test_falls_back_when_the_rounded_bound_is_not_reached(self):
         runs = self.record()
-        counts, values, status, proof, bound = profiles._solve(*self.HALF)
+        counts, values, status, proof, bound = solver._solve(*self.HALF)
         self.assertEqual(self.optimum(*self.HALF[:3]), values)
         self.assertEqual((1, 1, 3), values)
         self.assertAlmostEqual(1.5, bound)
-        self.assertEqual(profiles.PROOF_SOLVER, proof)
+        self.assertEqual(solver.PROOF_SOLVER, proof)
         # the dive tries 2 moves and proves there is no such plan
         self.assertEqual([('dive', None, True), ('highs', False, 3)], runs)
         self.assertEqual({(0, 0): 0, (0, 1): 1}, counts)
@@ -966,15 +1010,15 @@ class TestMovesProof(testtools.TestCase):
         model = self.model(sizes, options, caps, groups)
         lower, target, keep = self.restricted(model)
         # the best on those arcs is not the optimum
-        on_keep = profiles._transport_run(highspy, model, keep)[1]
+        on_keep = solver._transport_run(highspy, model, keep)[1]
         self.assertEqual((None, True),
-                         profiles._dive(highspy, model, keep, target))
+                         solver._dive(highspy, model, keep, target))
         runs = self.record()
-        counts, values, _status, proof, bound = profiles._solve(
+        counts, values, _status, proof, bound = solver._solve(
             sizes, options, caps, groups)
         self.assertEqual(self.optimum(sizes, options, caps), values)
         self.assertAlmostEqual(lower, bound)
-        self.assertEqual(profiles.PROOF_SOLVER, proof)
+        self.assertEqual(solver.PROOF_SOLVER, proof)
         self.assertEqual([('dive', None, True), ('highs', False, values[2])],
                          runs)
         self.assertLess(target, values[2])
@@ -988,10 +1032,10 @@ class TestMovesProof(testtools.TestCase):
         runs = self.record()
         sizes, options, caps, groups = self.WORSE
         caps = [12, 1, 3]
-        _counts, values, _status, proof, bound = profiles._solve(
+        _counts, values, _status, proof, bound = solver._solve(
             sizes, options, caps, groups)
         self.assertEqual(self.optimum(sizes, options, caps), values)
-        self.assertEqual(profiles.PROOF_BOUND, proof)
+        self.assertEqual(solver.PROOF_BOUND, proof)
         self.assertEqual(math.ceil(bound - 1e-6), values[2])
         self.assertEqual([('dive', None, False), ('highs', True, values[2])],
                          runs)
@@ -1002,7 +1046,7 @@ class TestMovesProof(testtools.TestCase):
         # the arcs looks for the plan of the bound
         import highspy
 
-        real = profiles._Transport.highs
+        real = solver._Transport.highs
 
         class Unsolved:
             def __init__(self, h):
@@ -1019,53 +1063,53 @@ class TestMovesProof(testtools.TestCase):
             return Unsolved(h) if keep is not None and not integer else h
 
         self.useFixture(fixtures.MonkeyPatch(
-            'gpuclient.rules.profiles._Transport.highs', highs))
+            'gpuclient.rules.profiles.solver._Transport.highs', highs))
         runs = self.record()
         sizes, options, caps, groups = self.WORSE
         caps = [12, 1, 3]
-        _counts, values, _status, proof, _bound = profiles._solve(
+        _counts, values, _status, proof, _bound = solver._solve(
             sizes, options, caps, groups)
         self.assertEqual(self.optimum(sizes, options, caps), values)
-        self.assertEqual(profiles.PROOF_BOUND, proof)
+        self.assertEqual(solver.PROOF_BOUND, proof)
         self.assertEqual([('dive', None, False), ('highs', True, values[2])],
                          runs)
 
     def test_falls_back_when_highs_on_the_arcs_finds_none(self):
         self.dive_limit(1)
-        real = profiles._transport_run
+        real = solver._transport_run
 
         def none_on_arcs(highspy, model, keep):
             return None if keep is not None else real(highspy, model, keep)
 
         self.useFixture(fixtures.MonkeyPatch(
-            'gpuclient.rules.profiles._transport_run', none_on_arcs))
+            'gpuclient.rules.profiles.solver._transport_run', none_on_arcs))
         sizes, options, caps, groups = self.WORSE
         caps = [12, 1, 3]
-        _counts, values, _status, proof, _bound = profiles._solve(
+        _counts, values, _status, proof, _bound = solver._solve(
             sizes, options, caps, groups)
         self.assertEqual(self.optimum(sizes, options, caps), values)
-        self.assertEqual(profiles.PROOF_SOLVER, proof)
+        self.assertEqual(solver.PROOF_SOLVER, proof)
 
     def test_a_plan_under_the_bound_is_refused(self):
         # a bound above a plan found is a bug: it raises rather than
         # claim a proof
-        real = profiles._Transport.bound
+        real = solver._Transport.bound
 
         def too_high(model, duals):
             lower, reduced = real(model, duals)
             return lower + 2, reduced
 
         self.useFixture(fixtures.MonkeyPatch(
-            'gpuclient.rules.profiles._Transport.bound', too_high))
+            'gpuclient.rules.profiles.solver._Transport.bound', too_high))
         self.dive_limit(1)  # HiGHS on the arcs finds a plan under it
         sizes, options, caps, groups = self.WORSE
-        self.assertRaises(RuntimeError, profiles._solve, sizes, options,
+        self.assertRaises(RuntimeError, solver._solve, sizes, options,
                           [12, 1, 3], groups)
 
     def test_a_wrong_plan_is_refused(self):
         # the plan is checked apart from the solver: one card counted
         # twice is refused
-        real = profiles._leaf
+        real = solver._leaf
 
         def twice(*args):
             counts, moved, status = real(*args)
@@ -1075,28 +1119,28 @@ class TestMovesProof(testtools.TestCase):
             return counts, moved, status
 
         self.useFixture(fixtures.MonkeyPatch(
-            'gpuclient.rules.profiles._leaf', twice))
+            'gpuclient.rules.profiles.solver._leaf', twice))
         sizes, options, caps, groups = self.WORSE
         model = self.model(sizes, options, caps, groups)
         self.assertIsNone(model.check({(0, 0): 4, (1, 0): 1, (2, 0): 2}))
         # the dive's plan refused: HiGHS on the whole model instead
-        _counts, values, _status, proof, _bound = profiles._solve(
+        _counts, values, _status, proof, _bound = solver._solve(
             sizes, options, [12, 1, 3], groups)
-        self.assertEqual(profiles.PROOF_SOLVER, proof)
+        self.assertEqual(solver.PROOF_SOLVER, proof)
         self.assertEqual(self.optimum(sizes, options, [12, 1, 3]), values)
 
     def test_plan_says_how_the_optimum_was_proven(self):
         cards = running_fleet(random.Random(27), 200)
-        _rows, summary = profiles.plan(
+        _rows, summary = solver.plan(
             cards, {'1g.10gb': 300, '3g.40gb': 100, '7g.80gb': 10})
         self.assertIn(summary['proof'],
-                      (profiles.PROOF_BOUND, profiles.PROOF_SOLVER))
+                      (solver.PROOF_BOUND, solver.PROOF_SOLVER))
         self.assertLessEqual(summary['moves_bound'],
                              summary['moves'] + 1e-6)
-        if summary['proof'] == profiles.PROOF_BOUND:
+        if summary['proof'] == solver.PROOF_BOUND:
             self.assertEqual(math.ceil(summary['moves_bound'] - 1e-6),
                              summary['moves'])
-        _rows, summary = profiles.plan(cards, {})
+        _rows, summary = solver.plan(cards, {})
         self.assertIsNone(summary['proof'])
         self.assertIsNone(summary['moves_bound'])
 
@@ -1129,19 +1173,19 @@ class TestScript(testtools.TestCase):
                 ('1g.10gb', 6))
 
     def test_steps(self):
-        kept, destroyed, created = profiles.recut_steps(self.current,
+        kept, destroyed, created = scripts.recut_steps(self.current,
                                                         self.proposed)
         self.assertEqual((('3g.40gb', 0), ('1g.10gb', 6)), kept)
         self.assertEqual((('2g.20gb', 4),), destroyed)
         self.assertEqual(set(self.proposed) - set(kept), set(created))
         # MIG to time-sliced keeps nothing
-        kept, destroyed, created = profiles.recut_steps(
+        kept, destroyed, created = scripts.recut_steps(
             self.current, (('A100D-10C', None),) * 8)
         self.assertEqual(((), self.current, ()),
                          (kept, destroyed, created))
 
     def test_order_kept_untouched(self):
-        text = profiles.script('A100-80GB', self.current, self.proposed,
+        text = scripts.script('A100-80GB', self.current, self.proposed,
                                [('g0', (('2g.20gb', 4),)), ('g1', ())])
         lines = text.splitlines()
         self.assertEqual('#!/bin/sh', lines[0])
@@ -1165,7 +1209,7 @@ class TestScript(testtools.TestCase):
         self.assertEqual(
             'A100-80GB_3g.40gb_0_1g.10gb_4_1g.10gb_5_1g.10gb_6_from_'
             '3g.40gb_0_2g.20gb_4_1g.10gb_6.sh',
-            profiles.script_name('A100-80GB', self.proposed, self.current))
+            scripts.script_name('A100-80GB', self.proposed, self.current))
 
     def test_runs_against_the_listing(self):
         # the script under sh with a stand-in nvidia-smi that logs its
@@ -1180,7 +1224,7 @@ class TestScript(testtools.TestCase):
         log = os.path.join(tmp, 'log')
         env = dict(os.environ, PATH=tmp + os.pathsep + os.environ['PATH'],
                    SMI_LOG=log, SMI_LGI=os.path.join(tmp, 'lgi'), GPU='0')
-        text = profiles.script('A100-80GB', self.current, self.proposed,
+        text = scripts.script('A100-80GB', self.current, self.proposed,
                                [('g0', ())])
         subprocess.run(['sh', '-c', text], env=env, check=True)
         with open(log) as f:
@@ -1193,7 +1237,7 @@ class TestScript(testtools.TestCase):
         os.remove(log)
         other = (('3g.40gb', 4),) + self.current[1:]
         result = subprocess.run(
-            ['sh', '-c', profiles.script('A100-80GB', other, self.proposed,
+            ['sh', '-c', scripts.script('A100-80GB', other, self.proposed,
                                          [('g0', ())])],
             env=env, capture_output=True, text=True)
         self.assertEqual(1, result.returncode)
@@ -1203,18 +1247,18 @@ class TestScript(testtools.TestCase):
                                   if '-lgi' not in line])
 
     def test_new_card(self):
-        text = profiles.script('A100-80GB', (), (('3g.40gb', 0),
+        text = scripts.script('A100-80GB', (), (('3g.40gb', 0),
                                                  ('3g.40gb', 4)), [('g0', ())])
         self.assertNotIn('destroy', text)
         self.assertIn('-mig 1', text)
         self.assertIn('-cgi 3g.40gb:0 -C', text)
         self.assertEqual('A100-80GB_3g.40gb_0_3g.40gb_4.sh',
-                         profiles.script_name('A100-80GB',
+                         scripts.script_name('A100-80GB',
                                               (('3g.40gb', 0),
                                                ('3g.40gb', 4))))
 
     def test_time_sliced(self):
-        text = profiles.script('A30-24GB', (), (('A30-6C', None),) * 4,
+        text = scripts.script('A30-24GB', (), (('A30-6C', None),) * 4,
                                [('g0', ())])
         self.assertIn('-mig 0', text)
         self.assertNotIn('-cgi', text)
@@ -1229,7 +1273,7 @@ class TestCatalogueDoc(testtools.TestCase):
                             'doc', 'source', 'user', 'catalogue.rst')
         with open(path) as f:
             text = f.read()
-        for m in profiles.MODELS.values():
+        for m in catalogue.MODELS.values():
             self.assertIn('\n%s\n%s\n' % (m.name, '~' * len(m.name)), text)
             for p in m.profiles:
                 self.assertIn('   * - ``%s``\n     - %d\n     - %d\n'

@@ -26,8 +26,8 @@ import testtools
 from gpuclient.ops import check_ops
 from gpuclient.ops import device_ops
 from gpuclient.ops import utilisation_ops
-from gpuclient.rules import checks
-from gpuclient.rules import device_health
+from gpuclient.rules.checks import gpus as gpu_checks
+from gpuclient.rules.devices import health as device_health
 from gpuclient.rules.scheduler import host_manager
 from gpuclient.tests.unit import test_utilisation_commands as prom
 from gpuclient.tests.unit.v1 import test_device
@@ -242,8 +242,8 @@ class TestEveryDcgmCheckNamesItsAnswers(testtools.TestCase):
     def test_declared(self):
         queries = set(device_health.check_queries(3600))
         self.assertEqual(set(check_ops.DEVICE_CHECKS),
-                         set(checks.CHECK_QUERIES))
-        for name, needs in checks.CHECK_QUERIES.items():
+                         set(gpu_checks.CHECK_QUERIES))
+        for name, needs in gpu_checks.CHECK_QUERIES.items():
             self.assertTrue(needs, name)
             self.assertLessEqual(set(needs), queries, name)
         self.assertLessEqual(set(device_ops.UNHEALTHY_QUERIES), queries)

@@ -27,7 +27,7 @@ import testtools
 import yaml
 
 from gpuclient import formatters
-from gpuclient.rules import device_health
+from gpuclient.rules.devices import health as device_health
 from gpuclient.tests.unit import test_device_metrics
 from gpuclient.tests.unit import test_formatters
 

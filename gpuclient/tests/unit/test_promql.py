@@ -18,10 +18,10 @@ import re
 from osc_lib import exceptions
 import testtools
 
-from gpuclient.rules import device_health
 from gpuclient.rules import numa_metrics
 from gpuclient.rules import promql
 from gpuclient.rules import utilisation
+from gpuclient.rules.devices import health as device_health
 
 REGION = (('region', '=', '"B"'),)
 TWO = (('region', '=', '"B"'), ('cloud', '=~', '"prod-.*"'))

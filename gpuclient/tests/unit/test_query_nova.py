@@ -32,14 +32,13 @@ cannot be imported (the py3 tox env). Run it with the test cloud's venv::
 import datetime
 import unittest
 from unittest import mock
-import warnings
 
 from gpuclient.cloud import compute
+from gpuclient.tests.unit import nova_harness
 from gpuclient.tests.unit import sdk_proxy
 
-try:
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore')
+if nova_harness.HAVE_NOVA:
+    with nova_harness.quiet():
         from nova.api.openstack import api_version_request as nova_versions
         from nova.api.openstack.compute import flavors as nova_flavors
         from nova.api.openstack.compute import hypervisors as nova_hyp
@@ -49,9 +48,6 @@ try:
         from nova.api.openstack.compute import services as nova_services
         from nova.api.openstack.compute import simple_tenant_usage as usage
         from nova.api.validation import validators
-    HAVE_NOVA = True
-except Exception:  # ImportError and anything nova's import may raise
-    HAVE_NOVA = False
 
 
 def _controllers():
@@ -177,8 +173,7 @@ def _schema_at(method, version):
                          % (method.__qualname__, version.get_string()))
 
 
-@unittest.skipUnless(HAVE_NOVA, 'nova is not importable here: run with the '
-                     'test cloud venv (/var/tmp/gpuclient-testcloud/venv)')
+@nova_harness.requires_nova
 class TestQueriesAgainstNova(unittest.TestCase):
 
     def setUp(self):

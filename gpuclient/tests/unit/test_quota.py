@@ -26,7 +26,8 @@ from gpuclient.ops import candidate_ops
 from gpuclient.ops import journal
 from gpuclient.rules import checks
 from gpuclient.rules import quota
-from gpuclient.rules.scheduler import conf as nova_conf
+from gpuclient.rules.checks import services as service_checks
+from gpuclient.rules.nova_conf import parse
 from gpuclient.tests.unit import base
 from gpuclient.v1 import quota as quota_cmd
 
@@ -42,7 +43,7 @@ POOLS = {'h100': pool('h100', PT), 'h100-b': pool('h100-b', PT),
 
 
 def conf(text):
-    return quota.conf_settings(nova_conf.parse_ini(text))
+    return quota.conf_settings(parse.parse_ini(text))
 
 
 UNIFIED = '[quota]\ndriver = nova.quota.UnifiedLimitsDriver\n'
@@ -515,7 +516,7 @@ class TestApply(base.TestCase):
 
 
 class FakeCloud:
-    """What checks.quota_gpu_limits reads of a snapshot."""
+    """What checks.services.quota_gpu_limits reads of a snapshot."""
 
     def __init__(self, pools, registered=None):
         self.pools = pools
@@ -527,7 +528,7 @@ class TestCheck(base.TestCase):
 
     def run_check(self, cloud, text):
         settings = {'quota': conf(text)} if text is not None else None
-        return checks.quota_gpu_limits(cloud, settings)
+        return service_checks.quota_gpu_limits(cloud, settings)
 
     def test_not_judged_without_nova_conf_silent_without_pools(self):
         found = self.run_check(FakeCloud(POOLS), None)
@@ -1029,3 +1030,61 @@ class TestCandidatesQuota(base.TestCase):
                                   self.REQ, conf(UNIFIED))
         self.assertEqual(['class:%s' % PT],
                          [e['resource'] for e in found['gpu_excess']])
+
+
+class TestQuota(base.TestCase):
+
+    ABSOLUTE = {'maxTotalInstances': 10, 'totalInstancesUsed': 9,
+                'maxTotalCores': 20, 'totalCoresUsed': 16,
+                'maxTotalRAMSize': 51200, 'totalRAMUsed': 40960}
+
+    def test_fits(self):
+        self.assertEqual([], quota.quota_excess(self.ABSOLUTE, 1, 4, 10240))
+
+    def test_each_limit(self):
+        found = quota.quota_excess(self.ABSOLUTE, 2, 5, 10241)
+        self.assertEqual(['instances', 'cores', 'ram'],
+                         [e['resource'] for e in found])
+        self.assertEqual({'resource': 'cores', 'limit': 20, 'used': 16,
+                          'asked': 5}, found[1])
+        text = quota.quota_text('p1', found)
+        self.assertIn('cores: 16 used + 5 asked > 20', text)
+        self.assertIn('openstack quota set', text)
+
+    def test_unlimited_and_missing(self):
+        absolute = dict(self.ABSOLUTE, maxTotalCores=-1)
+        absolute.pop('maxTotalRAMSize')
+        self.assertEqual([], quota.quota_excess(absolute, 1, 100, 10 ** 6))
+
+
+class TestQuotaInCandidates(base.TestCase):
+    """candidate_ops._quota: what the flavor (or --resource) asks counts."""
+
+    class Compute:
+        asked = []
+
+        @classmethod
+        def project_limits(cls, project_id):
+            cls.asked.append(project_id)
+            return dict(TestQuota.ABSOLUTE)
+
+    class Client:
+        pass
+
+    Client.compute = Compute
+
+    def req(self, **own):
+        return {'groups': {'': {'resources': own, 'gpu': False}}}
+
+    def test_flavor_over_cores(self):
+        found = candidate_ops._quota(
+            self.Client, 'p1', {'vcpus': 8, 'ram': 1024},
+            self.req(VCPU=8, MEMORY_MB=1024))
+        self.assertEqual(['cores'], [e['resource'] for e in found['excess']])
+        self.assertEqual('p1', self.Compute.asked[-1])
+        self.assertEqual({}, found['not_checked'])
+
+    def test_resources_fit(self):
+        found = candidate_ops._quota(
+            self.Client, 'p2', None, self.req(VCPU=2, MEMORY_MB=2048))
+        self.assertEqual([], found['excess'])

@@ -65,11 +65,27 @@ def _catches_import_error(handler):
                for t in types)
 
 
+def _have_flag(node):
+    """Whether NODE is an ``if`` on a ``HAVE_*`` flag (the unit tests'
+    ``if nova_harness.HAVE_NOVA:``: it imports only where Nova did)."""
+    if not isinstance(node, ast.If):
+        return False
+    test = node.test
+    name = test.attr if isinstance(test, ast.Attribute) else getattr(
+        test, 'id', '')
+    return name.startswith('HAVE_')
+
+
 def _optional(node, parents):
-    """Whether an import sits in a try whose handlers catch ImportError."""
-    for parent in parents.get(node, ()):
+    """Whether an import sits in a try whose handlers catch ImportError,
+    or in the body of an ``if`` on a ``HAVE_*`` flag."""
+    chain = parents.get(node, ())
+    for i, parent in enumerate(chain):
         if isinstance(parent, ast.Try) and any(
                 _catches_import_error(h) for h in parent.handlers):
+            return True
+        child = chain[i + 1] if i + 1 < len(chain) else node
+        if _have_flag(parent) and child in parent.body:
             return True
     return False
 
@@ -148,10 +164,19 @@ class TestImportedModules(base.TestCase):
             '    import g\n'
             'except ValueError:\n'
             '    pass\n'
+            'if nova_harness.HAVE_NOVA:\n'
+            '    with quiet():\n'
+            '        import h\n'
+            'else:\n'
+            '    import i\n'
+            'if HAVE_BLAZAR:\n'
+            '    import j\n'
+            'if ready:\n'
+            '    import k\n'
             'from . import sibling\n')
-        self.assertEqual({'os', 'a', 'd', 'e', 'g'},
+        self.assertEqual({'os', 'a', 'd', 'e', 'g', 'i', 'k'},
                          imported_modules(source))
-        self.assertEqual({'nova', 'f'},
+        self.assertEqual({'nova', 'f', 'h', 'j'},
                          imported_modules(source, optional=True))
 
     def test_requirement_names(self):

@@ -11,7 +11,7 @@
 # under the License.
 
 """The re-run hint of a failed write leaves secrets out as OSC's own
-parser read them (plan.redact, journal.invoked_command): abbreviations,
+parser read them (argv.redact, invocation.invoked_command): abbreviations,
 ``--opt value`` and ``--opt=value``, URLs with ``user:password@``."""
 
 import argparse
@@ -19,9 +19,8 @@ import shlex
 
 import testtools
 
-from gpuclient import plugin
-from gpuclient.ops import journal
-from gpuclient.rules import plan
+from gpuclient.ops import invocation
+from gpuclient.rules import argv as argv_rules
 
 TAIL = ['gpu', 'quota', 'set', '--project', 'p', '--resource-class', 'VGPU',
         '--gpus', '2']
@@ -29,7 +28,7 @@ HINT_TAIL = 'gpu quota set --project p --resource-class VGPU --gpus 2'
 
 
 class TestInvokedCommand(testtools.TestCase):
-    """journal.invoked_command on argv, with OSC's real global parser."""
+    """invocation.invoked_command on argv, with OSC's real global parser."""
 
     # (case, global options given, global options the hint keeps)
     CASES = [
@@ -72,7 +71,7 @@ class TestInvokedCommand(testtools.TestCase):
             argv = ['/usr/bin/openstack', '--os-cloud', 'c', *given, *TAIL]
             if name == 'after the command word too':
                 argv = argv + ['--os-passw', 'S1', '--os-token=S1']
-            hint = journal.invoked_command(argv)
+            hint = invocation.invoked_command(argv)
             self.assertNotIn('S1', hint, name)
             expected = '"openstack %s"' % shlex.join(
                 ['--os-cloud', 'c', *kept, *TAIL])
@@ -88,23 +87,23 @@ class TestInvokedCommand(testtools.TestCase):
         self.assertEqual(
             '"openstack --os-cloud c gpu pool set --property password=token '
             "--property 'note=--os-password is not here' my-token-pool\"",
-            journal.invoked_command(argv))
+            invocation.invoked_command(argv))
 
     def test_secret_destinations_from_keystoneauth(self):
-        dests = plugin.secret_dests()
+        dests = invocation.secret_dests()
         for dest in ('password', 'token', 'passcode',
                      'application_credential_secret', 'profile'):
             self.assertIn(dest, dests)
         for dest in ('username', 'auth_url', 'cloud', 'access_token_type'):
             self.assertNotIn(dest, dests)
-        parser = plugin.global_parser()
+        parser = invocation.global_parser()
         self.assertTrue(parser.allow_abbrev)
         self.assertEqual('password',
                          parser._option_string_actions['--os-password'].dest)
 
 
 class TestRedact(testtools.TestCase):
-    """plan.redact with a small parser: the rules, not OSC's options."""
+    """argv.redact with a small parser: the rules, not OSC's options."""
 
     def parser(self, allow_abbrev=True):
         parser = argparse.ArgumentParser(add_help=False,
@@ -133,18 +132,18 @@ class TestRedact(testtools.TestCase):
             (['see https://h/p?u=a@b'], ['see https://h/p?u=a@b']),
         ]
         for argv, kept in cases:
-            self.assertEqual(kept, plan.redact(argv, self.parser(), secret),
-                             argv)
+            self.assertEqual(
+                kept, argv_rules.redact(argv, self.parser(), secret), argv)
 
     def test_no_abbreviations_when_the_parser_allows_none(self):
         self.assertEqual(
             ['--secret', 'S'],
-            plan.redact(['--secret', 'S'], self.parser(False), {'hmac'}))
+            argv_rules.redact(['--secret', 'S'], self.parser(False), {'hmac'}))
 
     def test_without_a_parser_by_spelling(self):
         self.assertEqual(
             ['gpu', 'pool', 'create', '--host', 'h', 'p'],
-            plan.redact(['--os-password', 'S', '--os-token=S', 'gpu',
+            argv_rules.redact(['--os-password', 'S', '--os-token=S', 'gpu',
                          'pool', 'create', '--host', 'h', 'p'], None))
         self.assertEqual(['--os-auth-url', 'https://h/v3'],
-                         plan.redact(['--os-auth-url', 'https://u:S@h/v3']))
+                         argv_rules.redact(['--os-auth-url', 'https://u:S@h/v3']))

@@ -24,10 +24,10 @@ gpu check), and ``numa_metrics.host_nodes`` (node_exporter's
 
 import testtools
 
-from gpuclient.rules import device_health as dh
 from gpuclient.rules import host_names
 from gpuclient.rules import numa_metrics
 from gpuclient.rules import utilisation
+from gpuclient.rules.devices import health as dh
 
 # this cloud: gpu-pt-1 whose hypervisor hostname is its FQDN, gpu-vgpu-1
 # known by its short name only

@@ -148,7 +148,8 @@ def optional_modules():
     gpuclient unless it uses them: those of the extras (setup.cfg) and
     of what they require, jsonschema and attrs (test requirements, whose
     cost test_requirements.TestStartUpDependencies tells), and PyYAML, a
-    requirement imported only where a document is read or written."""
+    requirement imported only where a document is read or written or the
+    GPU catalogue is read."""
     config = configparser.ConfigParser()
     config.read(os.path.join(ROOT, 'setup.cfg'))
     names = [line for text in config['extras'].values()

@@ -17,13 +17,14 @@ reads it back from its aggregate)."""
 import json
 import types
 
-from gpuclient.rules import checks
 from gpuclient.rules import document
 from gpuclient.rules import maintenance
-from gpuclient.rules import nova_config
 from gpuclient.rules import pools
 from gpuclient.rules import specs
 from gpuclient.rules import usage
+from gpuclient.rules.checks import pools as pool_checks
+from gpuclient.rules.nova_conf import parse
+from gpuclient.rules.nova_conf import render as nova_config
 from gpuclient.rules.scheduler import conf as nova_conf
 from gpuclient.tests.unit import base
 
@@ -84,9 +85,9 @@ class TestNovaConf(base.TestCase):
     def lines(self, tree, **kwargs):
         pool = vf_pool(**kwargs)
         config = nova_config.build({'desktops': pool}, {HOST: tree})
-        every = nova_conf.parse_ini(nova_config.render_target(
+        every = parse.parse_ini(nova_config.render_target(
             config, nova_config.ALL))
-        host = nova_conf.parse_ini(nova_config.render_target(
+        host = parse.parse_ini(nova_config.render_target(
             config, nova_config.host_target(HOST)))
         return every, host
 
@@ -174,13 +175,13 @@ class TestCheck(base.TestCase):
             pci_in_placement)
         if alias_line:
             conf += '[pci]\nalias = %s\n' % alias_line
-        return [(f.severity, f.object) for f in checks.pool_vf_alias(
+        return [(f.severity, f.object) for f in pool_checks.pool_vf_alias(
             cloud, nova_conf.load_settings(conf))]
 
     def test_the_alias_nova_needs(self):
         right = nova_config.alias_json(vf_pool())
         self.assertEqual([], self.findings(right))
-        self.assertEqual([], checks.pool_vf_alias(
+        self.assertEqual([], pool_checks.pool_vf_alias(
             types.SimpleNamespace(pools={'d': vf_pool()}), None))
         self.assertEqual([('error', 'alias l40s-24q')], self.findings(None))
         self.assertEqual([('error', 'pci_in_placement')],

@@ -23,7 +23,12 @@ filters that the API lets a client judge; ``NOT_CHECKED`` names the
 others, and why. ``post_filters`` runs the enabled ones on every host.
 """
 
-import collections
+from __future__ import annotations
+
+from collections.abc import Collection
+from collections.abc import Iterable
+from collections.abc import Mapping
+import typing
 
 from gpuclient.i18n import _
 from gpuclient.rules.scheduler import host_manager
@@ -66,8 +71,12 @@ NOT_CHECKED = {
 }
 
 
-# what the filters read: the request, decided once, and the hosts' states
-Context = collections.namedtuple('Context', 'spec states')
+class Context(typing.NamedTuple):
+    """What the filters read: the request, decided once, and the hosts'
+    states."""
+
+    spec: request_spec.RequestSpec
+    states: HostStates
 
 
 class HostStates:
@@ -75,17 +84,23 @@ class HostStates:
     (aggregates, services, hypervisors, pools; FACTS {host: host facts},
     HELD {host: [why]} of the hosts Blazar holds)."""
 
-    def __init__(self, aggregates=(), services=(), hypervisors=(),
-                 pools=None, facts=None, held=None):
+    def __init__(
+            self,
+            aggregates: Collection[Mapping[str, typing.Any] | object] = (),
+            services: Iterable[Mapping[str, typing.Any]] | None = (),
+            hypervisors: Iterable[Mapping[str, typing.Any]] | None = (),
+            pools: Mapping[str, Mapping[str, typing.Any]] | None = None,
+            facts: Mapping[str, Mapping[str, typing.Any]] | None = None,
+            held: Mapping[str, list[str]] | None = None):
         self.aggregates = aggregates or ()
         self.services = {s['host']: s for s in services or ()}
         self.nodes = host_manager.nodes_by_host(hypervisors)
         self.pools = pools or {}
         self.facts = facts or {}
         self.held = held or {}
-        self._states = {}
+        self._states: dict[str, host_manager.HostState] = {}
 
-    def get(self, host):
+    def get(self, host: str) -> host_manager.HostState:
         if host not in self._states:
             self._states[host] = host_manager.HostState(
                 host=host, service=self.services.get(host),
@@ -98,9 +113,19 @@ class HostStates:
         return self._states[host]
 
 
-def context(extra_specs, project_id, pools=None, services=(),
-            hypervisors=(), image=None, default_arch=None, flavor=None,
-            facts=None, held=None, aliases=None, aggregates=()):
+def context(
+        extra_specs: Mapping[str, str], project_id: str | None,
+        pools: Mapping[str, Mapping[str, typing.Any]] | None = None,
+        services: Iterable[Mapping[str, typing.Any]] | None = (),
+        hypervisors: Iterable[Mapping[str, typing.Any]] | None = (),
+        image: Mapping[str, typing.Any] | None = None,
+        default_arch: str | None = None,
+        flavor: Mapping[str, typing.Any] | None = None,
+        facts: Mapping[str, Mapping[str, typing.Any]] | None = None,
+        held: Mapping[str, list[str]] | None = None,
+        aliases: Mapping[str, Mapping[str, typing.Any]] | None = None,
+        aggregates: Collection[Mapping[str, typing.Any] | object] = ()
+) -> Context:
     """What the filters read (a ``Context``): the request (FLAVOR's guest
     NUMA topology with the settings' [pci] ALIASES, whose numa_policy
     Nova gives a flavor's devices when it sets none; IMAGE's
@@ -112,8 +137,12 @@ def context(extra_specs, project_id, pools=None, services=(),
         HostStates(aggregates, services, hypervisors, pools, facts, held))
 
 
-def spec(extra_specs, project_id, image=None, default_arch=None,
-         flavor=None, aliases=None):
+def spec(extra_specs: Mapping[str, str], project_id: str | None,
+         image: Mapping[str, typing.Any] | None = None,
+         default_arch: str | None = None,
+         flavor: Mapping[str, typing.Any] | None = None,
+         aliases: Mapping[str, Mapping[str, typing.Any]] | None = None
+         ) -> request_spec.RequestSpec:
     """The ``RequestSpec`` the filters judge a host for (as ``context``
     takes its arguments)."""
     return request_spec.RequestSpec(
@@ -123,10 +152,20 @@ def spec(extra_specs, project_id, image=None, default_arch=None,
         devices=numa_topology_filter.pci_devices(extra_specs))
 
 
-def post_filters(hosts, extra_specs, aggregates, services, project_id,
-                 enabled_filters, pools=None, hypervisors=(), image=None,
-                 default_arch=None, flavor=None, facts=None, held=None,
-                 aliases=None):
+def post_filters(
+        hosts: Iterable[str], extra_specs: Mapping[str, str],
+        aggregates: Collection[Mapping[str, typing.Any] | object],
+        services: Iterable[Mapping[str, typing.Any]] | None,
+        project_id: str | None, enabled_filters: Iterable[str] | None,
+        pools: Mapping[str, Mapping[str, typing.Any]] | None = None,
+        hypervisors: Iterable[Mapping[str, typing.Any]] | None = (),
+        image: Mapping[str, typing.Any] | None = None,
+        default_arch: str | None = None,
+        flavor: Mapping[str, typing.Any] | None = None,
+        facts: Mapping[str, Mapping[str, typing.Any]] | None = None,
+        held: Mapping[str, list[str]] | None = None,
+        aliases: Mapping[str, Mapping[str, typing.Any]] | None = None
+) -> dict[str, list[dict[str, typing.Any]]]:
     """{host: [reason dicts]} for hosts the judged filters remove.
 
     ``hypervisors`` (compute API 2.53 details) and ``image`` (its
@@ -143,14 +182,16 @@ def post_filters(hosts, extra_specs, aggregates, services, project_id,
         enabled_filters)
 
 
-def run(hosts, ctx, enabled_filters):
+def run(hosts: Iterable[str], ctx: Context,
+        enabled_filters: Iterable[str] | None
+        ) -> dict[str, list[dict[str, typing.Any]]]:
     """{host: [reason dicts]} of the enabled filters for CTX's request
     (a ``Context``) on each of HOSTS."""
     enabled = set(enabled_filters or ())
     out = {}
     for host in hosts:
         state = ctx.states.get(host)
-        reasons = []
+        reasons: list[dict[str, typing.Any]] = []
         for host_filter in FILTERS:
             if host_filter.NAME in enabled:
                 reasons += host_filter.host_reasons(state, ctx.spec)
@@ -159,15 +200,20 @@ def run(hosts, ctx, enabled_filters):
     return out
 
 
-def post_filter_text(host, reason, project_id):
+def post_filter_text(host: str, reason: Mapping[str, typing.Any],
+                     project_id: str | None) -> str:
     host_filter = _BY_NAME.get(reason['filter'])
     if host_filter is None:
         return '%s: %s' % (host, reason['filter'])
     return host_filter.text(host, reason, project_id)
 
 
-def unchecked(hosts, hypervisors, extra_specs, image, enabled_filters,
-              default_arch=None):
+def unchecked(hosts: Iterable[str],
+              hypervisors: Iterable[Mapping[str, typing.Any]] | None,
+              extra_specs: Mapping[str, str],
+              image: Mapping[str, typing.Any] | None,
+              enabled_filters: Iterable[str] | None,
+              default_arch: str | None = None) -> dict[str, str]:
     """{filter: text}: what the two filters could not judge, and where."""
     enabled = set(enabled_filters or ())
     nodes = host_manager.nodes_by_host(hypervisors)
@@ -182,7 +228,7 @@ def unchecked(hosts, hypervisors, extra_specs, image, enabled_filters,
                 node, extra_specs))))
     out = {}
     for name, judge in judges:
-        whys = {}
+        whys: dict[str, list[str]] = {}
         for host in sorted(hosts):
             if not nodes.get(host):
                 whys.setdefault(_('no hypervisor record'), []).append(host)
@@ -204,18 +250,22 @@ def unchecked(hosts, hypervisors, extra_specs, image, enabled_filters,
     return out
 
 
-def numa(hosts, ctx, enabled_filters):
+def numa(hosts: Iterable[str], ctx: Context,
+         enabled_filters: Iterable[str] | None
+         ) -> dict[str, tuple[str, str | None]]:
     """{host: (status, text)} of NUMATopologyFilter for a flavor asking a
     NUMA topology ({} when it asks none or the filter is off): 'judged'
     (passes or fails, by which source) or 'not judged' and why."""
     if NUMA_FILTER not in set(enabled_filters or ()) or not ctx.spec.guest:
         return {}
-    out = {}
+    out: dict[str, tuple[str, str | None]] = {}
     for host in hosts:
         status, detail = numa_topology_filter.judge(ctx.states.get(host),
                                                     ctx.spec)
         if status == host_manager.UNKNOWN:
-            out[host] = (status, numa_topology_filter.unknown_text(detail))
+            # UNKNOWN always has its detail (None only with PASS)
+            out[host] = (status, numa_topology_filter.unknown_text(
+                detail))  # type: ignore[arg-type]
         else:
             out[host] = (status, (detail or {}).get('source'))
     return out

@@ -19,15 +19,24 @@ host's aggregates. ``AGGREGATE_SCOPE`` is that scope, for every module
 that reads it.
 """
 
+from __future__ import annotations
+
+from collections.abc import Mapping
+import typing
+
 from gpuclient.i18n import _
 from gpuclient.rules import nova_rules
 from gpuclient.rules.scheduler.filters import extra_specs_ops
+
+if typing.TYPE_CHECKING:
+    from gpuclient.rules.scheduler import host_manager
+    from gpuclient.rules.scheduler import request_spec
 
 NAME = 'AggregateInstanceExtraSpecsFilter'
 AGGREGATE_SCOPE = nova_rules.AGGREGATE_SCOPE
 
 
-def extra_specs_match(value, req):
+def extra_specs_match(value: str | None, req: str) -> bool:
     """Nova's extra_specs_ops.match for AggregateInstanceExtraSpecsFilter.
 
     That filter treats a numeric operator on a non-number as no match.
@@ -38,9 +47,11 @@ def extra_specs_match(value, req):
         return False
 
 
-def extra_specs_reasons(extra_specs, metadata):
+def extra_specs_reasons(
+        extra_specs: Mapping[str, str] | None,
+        metadata: Mapping[str, set[str]]) -> list[dict[str, typing.Any]]:
     """AggregateInstanceExtraSpecsFilter: why a host fails, or []."""
-    reasons = []
+    reasons: list[dict[str, typing.Any]] = []
     for key, req in sorted((extra_specs or {}).items()):
         scope = key.split(':', 1)
         if len(scope) > 1:
@@ -60,11 +71,14 @@ def extra_specs_reasons(extra_specs, metadata):
     return reasons
 
 
-def host_reasons(state, spec):
+def host_reasons(state: host_manager.HostState,
+                 spec: request_spec.RequestSpec
+                 ) -> list[dict[str, typing.Any]]:
     return extra_specs_reasons(spec.extra_specs, state.metadata)
 
 
-def text(host, reason, project_id):
+def text(host: str, reason: Mapping[str, typing.Any],
+         project_id: str | None) -> str:
     key, value = reason['key'], reason['value']
     plain = key.split(':', 1)[-1]
     if plain == 'gpu_pool':

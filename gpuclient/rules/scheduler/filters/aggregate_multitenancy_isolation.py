@@ -17,12 +17,23 @@ A host in an aggregate with ``filter_tenant_id*`` metadata takes only
 those projects' servers.
 """
 
+from __future__ import annotations
+
+from collections.abc import Mapping
+import typing
+
 from gpuclient.i18n import _
+
+if typing.TYPE_CHECKING:
+    from gpuclient.rules.scheduler import host_manager
+    from gpuclient.rules.scheduler import request_spec
 
 NAME = 'AggregateMultiTenancyIsolation'
 
 
-def host_reasons(state, spec):
+def host_reasons(state: host_manager.HostState,
+                 spec: request_spec.RequestSpec
+                 ) -> list[dict[str, typing.Any]]:
     if not state.metadata:
         return []
     tenants = set()
@@ -37,7 +48,8 @@ def host_reasons(state, spec):
     return []
 
 
-def text(host, reason, project_id):
+def text(host: str, reason: Mapping[str, typing.Any],
+         project_id: str | None) -> str:
     where = (_('pool %s') % ', '.join(reason['pools'])
              if reason['pools'] else _('its aggregates'))
     return _('%(host)s: %(where)s is limited to project(s) %(projects)s, '

@@ -20,20 +20,32 @@ The held hosts come in the filters' context (``held``); without Blazar
 in the catalog there are none.
 """
 
+from __future__ import annotations
+
+from collections.abc import Mapping
+import typing
+
 from gpuclient.i18n import _
 from gpuclient.rules import reservations
+
+if typing.TYPE_CHECKING:
+    from gpuclient.rules.scheduler import host_manager
+    from gpuclient.rules.scheduler import request_spec
 
 NAME = reservations.FILTER_NAME
 
 
-def host_reasons(state, spec):
+def host_reasons(state: host_manager.HostState,
+                 spec: request_spec.RequestSpec
+                 ) -> list[dict[str, typing.Any]]:
     why = state.held
     if not why or reservations.passes(spec.extra_specs):
         return []
     return [{'filter': NAME, 'held': why}]
 
 
-def text(host, reason, project_id):
+def text(host: str, reason: Mapping[str, typing.Any],
+         project_id: str | None) -> str:
     return _('%(host)s is held by Blazar (%(why)s): BlazarFilter passes '
              'only reserved requests there.') % {
                  'host': host, 'why': '; '.join(reason['held'])}

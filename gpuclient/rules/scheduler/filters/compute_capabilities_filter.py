@@ -19,12 +19,19 @@ the compute API, the way Nova 34 judges it: what the API does not show
 ``unknown``, never a pass or a failure.
 """
 
+from __future__ import annotations
+
+from collections.abc import Mapping
 import json
 import re
+import typing
 
 from gpuclient.i18n import _
 from gpuclient.rules.scheduler import host_manager
 from gpuclient.rules.scheduler.filters import extra_specs_ops
+
+if typing.TYPE_CHECKING:
+    from gpuclient.rules.scheduler import request_spec
 
 NAME = 'ComputeCapabilitiesFilter'
 
@@ -36,7 +43,8 @@ _TRACKER_STATS = re.compile(
 _NO_DRIVER_STATS = ('qemu', 'fake')
 
 
-def capability_specs(extra_specs):
+def capability_specs(extra_specs: Mapping[str, str] | None
+                     ) -> list[tuple[str, list[str], str]]:
     """[(key, scope list, requirement)] the filter looks at, in order.
 
     ``capabilities:a:b`` -> ['a', 'b']; unscoped keys -> [key]; other
@@ -58,7 +66,7 @@ def capability_specs(extra_specs):
     return found
 
 
-def _walk(value, scope):
+def _walk(value: object, scope: list[str]) -> object:
     """HostState-style traversal below the first level (None: missing)."""
     for name in scope:
         if isinstance(value, str):
@@ -75,7 +83,9 @@ def _walk(value, scope):
     return value
 
 
-def judge_capabilities(hypervisor, extra_specs):
+def judge_capabilities(hypervisor: Mapping[str, typing.Any],
+                       extra_specs: Mapping[str, str] | None
+                       ) -> tuple[str, dict[str, typing.Any]]:
     """ComputeCapabilitiesFilter on one node.
 
     (PASS|FAIL|UNKNOWN, {'failed': [...], 'unknown': [...]}); a failed
@@ -84,6 +94,8 @@ def judge_capabilities(hypervisor, extra_specs):
     """
     state = host_manager.host_state(hypervisor)
     kind = str(hypervisor.get('hypervisor_type') or '').lower()
+    failed: list[dict[str, typing.Any]]
+    unknown: list[dict[str, typing.Any]]
     failed, unknown = [], []
     for key, scope, req in capability_specs(extra_specs):
         first = scope[0]
@@ -139,11 +151,11 @@ def judge_capabilities(hypervisor, extra_specs):
     return host_manager.PASS, {'failed': [], 'unknown': []}
 
 
-def asks_capabilities(extra_specs):
+def asks_capabilities(extra_specs: Mapping[str, str] | None) -> bool:
     return bool(capability_specs(extra_specs))
 
 
-def capabilities_text(host, detail):
+def capabilities_text(host: str, detail: Mapping[str, typing.Any]) -> str:
     parts = []
     for item in detail['failed']:
         if item['have'] is None:
@@ -156,7 +168,9 @@ def capabilities_text(host, detail):
         'host': host, 'parts': '; '.join(parts)}
 
 
-def host_reasons(state, spec):
+def host_reasons(state: host_manager.HostState,
+                 spec: request_spec.RequestSpec
+                 ) -> list[dict[str, typing.Any]]:
     """[reason] when no node of the host passes (a host without a
     hypervisor record is not judged)."""
     nodes = state.nodes
@@ -169,5 +183,6 @@ def host_reasons(state, spec):
     return []
 
 
-def text(host, reason, project_id):
+def text(host: str, reason: Mapping[str, typing.Any],
+         project_id: str | None) -> str:
     return capabilities_text(host, reason['detail'])

@@ -17,12 +17,23 @@ list of the compute API shows both; a host without a service record is not
 judged.
 """
 
+from __future__ import annotations
+
+from collections.abc import Mapping
+import typing
+
 from gpuclient.i18n import _
+
+if typing.TYPE_CHECKING:
+    from gpuclient.rules.scheduler import host_manager
+    from gpuclient.rules.scheduler import request_spec
 
 NAME = 'ComputeFilter'
 
 
-def host_reasons(state, spec):
+def host_reasons(state: host_manager.HostState,
+                 spec: request_spec.RequestSpec
+                 ) -> list[dict[str, typing.Any]]:
     service = state.service
     if service is None:
         return []
@@ -33,7 +44,8 @@ def host_reasons(state, spec):
     return []
 
 
-def text(host, reason, project_id):
+def text(host: str, reason: Mapping[str, typing.Any],
+         project_id: str | None) -> str:
     if reason['why'] == 'disabled':
         return _('%s: its nova-compute service is disabled '
                  '(ComputeFilter; enable it with "openstack compute '

@@ -17,9 +17,13 @@ The operators of an extra spec a host filter compares with a host's value
 aggregate dependents (gpuclient.rules.dependents).
 """
 
+from collections.abc import Callable
+import typing
 
-# nova.scheduler.filters.extra_specs_ops (Nova 34)
-_OPERATORS = {
+# nova.scheduler.filters.extra_specs_ops (Nova 34): {operator word: its
+# test}, asked with a requirement's first word (None when it has none)
+_OPERATORS: dict[str | None,
+                 Callable[[typing.Any, typing.Any], bool]] = {
     '=': lambda x, y: float(x) >= float(y),
     '<in>': lambda x, y: y in x,
     '<all-in>': lambda x, y: all(v in x for v in y),
@@ -36,7 +40,7 @@ _OPERATORS = {
 }
 
 
-def spec_match(value, req):
+def spec_match(value: str | None, req: str) -> bool:
     """Does ``value`` (a string) satisfy the extra spec ``req``?
 
     Nova's extra_specs_ops.match: an operator word first (``s==``,
@@ -61,6 +65,8 @@ def spec_match(value, req):
         return False
     if not words:
         return False
+    # an operator word here: METHOD is set (the test above), which mypy
+    # does not follow
     if op == '<all-in>':
-        return method(value, words)
-    return method(value, words[0])
+        return method(value, words)  # type: ignore[misc]
+    return method(value, words[0])  # type: ignore[misc]

@@ -25,10 +25,19 @@ libvirt capabilities; for Ironic the architecture is the node's
 decided is reported as such (``unknown``), never as a pass or a failure.
 """
 
+from __future__ import annotations
+
+from collections.abc import Collection
+from collections.abc import Mapping
+from collections.abc import Sequence
 import re
+import typing
 
 from gpuclient.i18n import _
 from gpuclient.rules.scheduler import host_manager
+
+if typing.TYPE_CHECKING:
+    from gpuclient.rules.scheduler import request_spec
 
 NAME = 'ImagePropertiesFilter'
 
@@ -62,7 +71,8 @@ IMAGE_PROPERTIES = (
 
 # -- names ----------------------------------------------------------------
 
-def _canonical(name, aliases, valid):
+def _canonical(name: object, aliases: Mapping[str, str],
+               valid: Collection[str]) -> str | None:
     if name is None:
         return None
     lowered = str(name).lower()
@@ -72,24 +82,24 @@ def _canonical(name, aliases, valid):
     return lowered
 
 
-def canonical_arch(name):
+def canonical_arch(name: object) -> str | None:
     """Architecture.canonicalize; ValueError for a name Nova refuses."""
     return _canonical(name, _ARCH_ALIASES, ARCHITECTURES)
 
 
-def canonical_hv_type(name):
+def canonical_hv_type(name: object) -> str | None:
     return _canonical(name, _HV_ALIASES, HV_TYPES)
 
 
-def canonical_vm_mode(name):
+def canonical_vm_mode(name: object) -> str | None:
     return _canonical(name, _VM_ALIASES, VM_MODES)
 
 
 # -- versions (oslo_utils.versionutils, as Nova uses it) --------------------
 
-def version_str(number):
+def version_str(number: int | str) -> str:
     """versionutils.convert_version_to_str: 8002000 -> '8.2.0'."""
-    parts = []
+    parts: list[int] = []
     number = int(number)
     while number:
         parts.insert(0, number % 1000)
@@ -97,7 +107,7 @@ def version_str(number):
     return '.'.join(str(p) for p in parts)
 
 
-def _version(text):
+def _version(text: str) -> tuple[int, ...]:
     parts = [int(p) for p in text.split('.')]
     while len(parts) > 1 and parts[-1] == 0:
         parts.pop()
@@ -110,7 +120,7 @@ _COMPARE = {'<': lambda a, b: a < b, '<=': lambda a, b: a <= b,
             '>=': lambda a, b: a >= b, '!=': lambda a, b: a != b}
 
 
-def version_satisfies(version, predicate):
+def version_satisfies(version: str, predicate: str) -> bool:
     """``version`` (dotted) against ``>=8.0,<10`` (VersionPredicate).
 
     Numeric release versions only; ValueError for anything else (Nova's
@@ -128,20 +138,22 @@ def version_satisfies(version, predicate):
 
 # -- ImagePropertiesFilter -------------------------------------------------
 
-def image_requirements(properties, default_arch=None):
+def image_requirements(properties: Mapping[str, typing.Any] | None,
+                       default_arch: str | None = None
+                       ) -> dict[str, typing.Any]:
     """What ImagePropertiesFilter compares, from Glance image properties.
 
     {'architecture', 'hv_type', 'vm_mode', 'hv_version', 'maxphysaddr_bits',
     'invalid': [property names Nova would refuse]}; ``default_arch`` is
     [filter_scheduler] image_properties_default_architecture.
     """
-    props = {}
+    props: dict[str, typing.Any] = {}
     for current, legacy in IMAGE_PROPERTIES:
         value = (properties or {}).get(current)
         if value is None and legacy:
             value = (properties or {}).get(legacy)
         props[current] = value
-    wanted = {'invalid': []}
+    wanted: dict[str, typing.Any] = {'invalid': []}
     for key, name, canonical in (
             ('architecture', 'hw_architecture', canonical_arch),
             ('hv_type', 'img_hv_type', canonical_hv_type),
@@ -165,12 +177,15 @@ def image_requirements(properties, default_arch=None):
     return wanted
 
 
-def asks_image_filter(wanted):
+def asks_image_filter(wanted: Mapping[str, typing.Any]) -> bool:
     return bool(wanted['architecture'] or wanted['hv_type']
                 or wanted['vm_mode'])
 
 
-def supported_instances(hypervisor):
+def supported_instances(
+        hypervisor: Mapping[str, typing.Any]
+) -> tuple[Sequence[tuple[str | None, str | None, str | None]],
+           Sequence[tuple[str | None, str | None, str | None]], str | None]:
     """(certain, possible, why): the node's supported_instances, inferred.
 
     ``certain``: triples the driver surely reports; ``possible``: patterns
@@ -203,7 +218,9 @@ def supported_instances(hypervisor):
         'API') % (hypervisor.get('hypervisor_type') or '?')
 
 
-def _triple_matches(wanted, triple):
+def _triple_matches(wanted: Mapping[str, typing.Any],
+                    triple: tuple[str | None, str | None, str | None]
+                    ) -> bool:
     # Nova's _compare_props: each wanted value must be somewhere in the
     # triple (not necessarily at its own position); None in a pattern
     # stands for any value at that position
@@ -214,7 +231,9 @@ def _triple_matches(wanted, triple):
     return True
 
 
-def judge_image(hypervisor, wanted):
+def judge_image(hypervisor: Mapping[str, typing.Any],
+                wanted: Mapping[str, typing.Any]
+                ) -> tuple[str, dict[str, typing.Any]]:
     """ImagePropertiesFilter on one node: (PASS|FAIL|UNKNOWN, detail)."""
     if not asks_image_filter(wanted):
         return host_manager.PASS, {}
@@ -254,7 +273,8 @@ def judge_image(hypervisor, wanted):
     return host_manager.UNKNOWN, dict(detail, why=why)
 
 
-def image_text(host, detail, wanted):
+def image_text(host: str, detail: Mapping[str, typing.Any],
+               wanted: Mapping[str, typing.Any]) -> str:
     asked = ', '.join('%s=%s' % (name, wanted[key]) for key, name in (
         ('architecture', 'architecture'), ('hv_type', 'img_hv_type'),
         ('vm_mode', 'hw_vm_mode')) if wanted[key])
@@ -277,19 +297,25 @@ def image_text(host, detail, wanted):
                  'type': detail.get('hypervisor_type')}
 
 
-def host_reasons(state, spec):
+def host_reasons(state: host_manager.HostState,
+                 spec: request_spec.RequestSpec
+                 ) -> list[dict[str, typing.Any]]:
     """[reason] when no node of the host passes (a host without a
     hypervisor record is not judged)."""
     nodes = state.nodes
     if not nodes:
         return []
     wanted = spec.wanted
+    # WANTED is never None here: filters.spec, which makes every
+    # RequestSpec, sets it (image_requirements)
     status, detail = host_manager.judge_host(
-        nodes, lambda node: judge_image(node, wanted))
+        nodes, lambda node: judge_image(
+            node, wanted))  # type: ignore[arg-type]
     if status == host_manager.FAIL:
         return [{'filter': NAME, 'detail': detail, 'wanted': wanted}]
     return []
 
 
-def text(host, reason, project_id):
+def text(host: str, reason: Mapping[str, typing.Any],
+         project_id: str | None) -> str:
     return image_text(host, reason['detail'], reason['wanted'])

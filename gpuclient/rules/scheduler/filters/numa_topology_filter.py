@@ -31,7 +31,13 @@ Assumed, as Nova's defaults: every CPU of a cell is in its shared set
 (no ``[compute] cpu_dedicated_set``), allocation ratios of at least 1.
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
 import itertools
+import typing
 
 from osc_lib import exceptions
 
@@ -40,6 +46,9 @@ from gpuclient.rules.scheduler import hardware
 from gpuclient.rules.scheduler import host_manager
 from gpuclient.rules.scheduler import pci as pci_mod
 
+if typing.TYPE_CHECKING:
+    from gpuclient.rules.scheduler import request_spec
+
 NAME = 'NUMATopologyFilter'
 PASS, FAIL = host_manager.PASS, host_manager.FAIL
 UNKNOWN = host_manager.UNKNOWN
@@ -47,7 +56,7 @@ _ORDER = (FAIL, UNKNOWN, PASS)
 GIB_MB = 1024
 
 
-def _bounded(need, capacity, used):
+def _bounded(need: int, capacity: int, used: int | None) -> str:
     """NEED into CAPACITY when USED (None: nothing used, else at most
     that much) is already taken."""
     if need > capacity:
@@ -57,24 +66,27 @@ def _bounded(need, capacity, used):
     return UNKNOWN
 
 
-def _worst(statuses):
+def _worst(statuses: Sequence[str]) -> str:
     return min(statuses, key=_ORDER.index) if statuses else PASS
 
 
-def _small_kb(cell):
+def _small_kb(cell: Mapping[str, typing.Any]) -> int:
     """KiB of the cell's smallest (4k) pages: what huge pages leave."""
     huge = sum(size * (count or 0) for size, count in cell['pages'].items()
                if size != host_manager.SMALL_PAGE_KB)
     return cell['memory_mb'] * 1024 - huge
 
 
-def _page_kb(cell, size):
+def _page_kb(cell: Mapping[str, typing.Any], size: int) -> int:
     if size == host_manager.SMALL_PAGE_KB:
         return _small_kb(cell)
     return size * (cell['pages'].get(size) or 0)
 
 
-def _pages(cell, guest_cell, pagesize, topology, used_kb):
+def _pages(cell: Mapping[str, typing.Any],
+           guest_cell: Mapping[str, typing.Any], pagesize: str | int,
+           topology: Mapping[str, typing.Any],
+           used_kb: int | None) -> tuple[str, dict[str, typing.Any] | None]:
     """_numa_cell_supports_pagesize_request: the guest's memory in pages
     of the size asked, free ones."""
     sizes = sorted(cell['pages'])
@@ -100,7 +112,11 @@ def _pages(cell, guest_cell, pagesize, topology, used_kb):
                   'cell': cell['id']}
 
 
-def _memory(cell, guest_cell, guest, topology):
+def _memory(cell: Mapping[str, typing.Any],
+            guest_cell: Mapping[str, typing.Any],
+            guest: Mapping[str, typing.Any],
+            topology: Mapping[str, typing.Any]
+            ) -> tuple[str, dict[str, typing.Any] | None]:
     used_mb = (topology['usage'] or {}).get('memory_mb')
     if guest['pagesize']:
         return _pages(cell, guest_cell, guest['pagesize'], topology,
@@ -119,7 +135,11 @@ def _memory(cell, guest_cell, guest, topology):
     return PASS, None
 
 
-def _cell(cell, guest_cell, guest, topology):
+def _cell(cell: Mapping[str, typing.Any],
+          guest_cell: Mapping[str, typing.Any],
+          guest: Mapping[str, typing.Any],
+          topology: Mapping[str, typing.Any]
+          ) -> tuple[str, dict[str, typing.Any] | None]:
     """_numa_fit_instance_cell: (status, detail)."""
     found = [_memory(cell, guest_cell, guest, topology)]
     status = _bounded(guest_cell['cpus'], cell['cpus'],
@@ -136,7 +156,9 @@ def _cell(cell, guest_cell, guest, topology):
     return next(item for item in found if item[0] == worst)
 
 
-def _devices(cells, devices, policy, topology):
+def _devices(cells: Sequence[Mapping[str, typing.Any]], devices: int,
+             policy: str | None, topology: Mapping[str, typing.Any]
+             ) -> tuple[str, dict[str, typing.Any] | None]:
     """The PCI devices on the chosen CELLS (required and legacy policy:
     Nova's devices carry their NUMA node)."""
     if not devices or policy == 'preferred':
@@ -155,7 +177,10 @@ def _devices(cells, devices, policy, topology):
                                                                    None)
 
 
-def _permutation(cells, guest, devices, topology, policy):
+def _permutation(cells: Sequence[Mapping[str, typing.Any]],
+                 guest: Mapping[str, typing.Any], devices: int,
+                 topology: Mapping[str, typing.Any], policy: str | None
+                 ) -> tuple[str, dict[str, typing.Any] | None]:
     found = [_cell(cell, g, guest, topology)
              for cell, g in zip(cells, guest['cells'], strict=True)]
     status = _worst([s for s, _d in found])
@@ -167,7 +192,8 @@ def _permutation(cells, guest, devices, topology, policy):
     return status, next((d for s, d in found if s == UNKNOWN), None)
 
 
-def fit(topology, guest, devices=0):
+def fit(topology: Mapping[str, typing.Any], guest: Mapping[str, typing.Any],
+        devices: int = 0) -> tuple[str, dict[str, typing.Any] | None]:
     """numa_fit_instance_to_host over a known TOPOLOGY: (status, detail).
 
     DEVICES: how many PCI devices the flavor asks (pci_passthrough:alias).
@@ -195,7 +221,11 @@ def fit(topology, guest, devices=0):
     return answers[0]
 
 
-def constraints(flavor, image=None, aliases=None):
+def constraints(
+        flavor: Mapping[str, typing.Any] | None,
+        image: Mapping[str, typing.Any] | None = None,
+        aliases: Mapping[str, Mapping[str, typing.Any]] | None = None
+) -> dict[str, typing.Any] | None:
     """hardware.numa_constraints of FLAVOR (None without one); a request
     Nova refuses is {'refused': why}, which no host passes. Where the
     flavor and the image set no PCI NUMA affinity policy, the guest's
@@ -214,13 +244,16 @@ def constraints(flavor, image=None, aliases=None):
         return {'refused': str(exc)}
 
 
-def pci_devices(extra_specs):
+def pci_devices(extra_specs: Mapping[str, str] | None) -> int:
     """How many PCI devices the flavor asks (every alias)."""
     return sum(count for _alias, count in pci_mod.parse_alias_requests(
         (extra_specs or {}).get(pci_mod.ALIAS_SPEC)))
 
 
-def judge_numa(node, guest, facts=None, devices=0):
+def judge_numa(node: Mapping[str, typing.Any],
+               guest: Mapping[str, typing.Any],
+               facts: Mapping[str, typing.Any] | None = None,
+               devices: int = 0) -> tuple[str, dict[str, typing.Any]]:
     """One node: (status, detail), detail with the source it judged by."""
     topology = host_manager.numa_topology(node, facts)
     if not topology['known']:
@@ -229,7 +262,8 @@ def judge_numa(node, guest, facts=None, devices=0):
     return status, dict(detail or {}, source=topology['source'])
 
 
-def judge(state, spec):
+def judge(state: host_manager.HostState, spec: request_spec.RequestSpec
+          ) -> tuple[str, dict[str, typing.Any] | None]:
     """(status, detail) of the host (STATE) for SPEC's guest NUMA
     topology; (PASS, None) when the flavor asks none."""
     guest = spec.guest
@@ -247,14 +281,18 @@ def judge(state, spec):
         node, guest, facts, spec.devices or 0))
 
 
-def host_reasons(state, spec):
+def host_reasons(state: host_manager.HostState,
+                 spec: request_spec.RequestSpec
+                 ) -> list[dict[str, typing.Any]]:
     status, detail = judge(state, spec)
     if status == FAIL:
-        return [dict(detail, filter=NAME)]
+        # a failure always has its detail (None only with PASS)
+        return [dict(detail, filter=NAME)]  # type: ignore[arg-type]
     return []
 
 
-def text(host, reason, project_id):
+def text(host: str, reason: Mapping[str, typing.Any],
+         project_id: str | None) -> str:
     why = reason['why']
     if why == 'none':
         what = _('reports no NUMA topology and the flavor asks one')
@@ -280,7 +318,7 @@ def text(host, reason, project_id):
                                 'source': reason.get('source')}
 
 
-def unknown_text(detail):
+def unknown_text(detail: Mapping[str, typing.Any]) -> str:
     """Why a host's NUMA fit is not judged, and what would judge it."""
     why = detail['why']
     if why == 'topology':
@@ -307,7 +345,7 @@ def unknown_text(detail):
     }.get(why, why)
 
 
-def row_text(judged):
+def row_text(judged: tuple[str, str | None] | None) -> str | None:
     """A row's NUMA cell from ``filters.numa``'s (status, text) of its
     host: None when the flavor asks no NUMA topology."""
     if judged is None:
@@ -318,10 +356,11 @@ def row_text(judged):
     return _('judged (%s)') % what
 
 
-def unjudged_note(judged):
+def unjudged_note(
+        judged: Mapping[str, tuple[str, str | None]] | None) -> str | None:
     """The summary of hosts ``filters.numa`` could not judge, and what
     would let gpuclient judge them; None when it judged every host."""
-    whys = {}
+    whys: dict[str | None, list[str]] = {}
     for host, (status, what) in sorted((judged or {}).items()):
         if status == UNKNOWN:
             whys.setdefault(what, []).append(host)
@@ -333,7 +372,9 @@ def unjudged_note(judged):
         for why, hosts in sorted(whys.items()))
 
 
-def _nova_order(cells, guest, devices):
+def _nova_order(cells: Sequence[dict[str, typing.Any]],
+                guest: Mapping[str, typing.Any],
+                devices: int) -> list[dict[str, typing.Any]]:
     """The order numa_fit_instance_to_host tries the host cells in (spread:
     most memory free first, then the least used CPUs; with PCI devices on
     the host, the cells with most free devices first when asked)."""
@@ -348,7 +389,10 @@ def _nova_order(cells, guest, devices):
     return ordered
 
 
-def _takes(cell, guest_cell, guest, ratios):
+def _takes(cell: Mapping[str, typing.Any],
+           guest_cell: Mapping[str, typing.Any],
+           guest: Mapping[str, typing.Any],
+           ratios: tuple[float, float]) -> int | None:
     """The page size (KiB) CELL, with its usage, gives GUEST_CELL now, or
     None when it cannot (_numa_fit_instance_cell with exact usage)."""
     cpu_ratio, ram_ratio = ratios
@@ -376,7 +420,10 @@ def _takes(cell, guest_cell, guest, ratios):
     return size
 
 
-def fit_count(topology, guest, devices=0, ratios=(1.0, 1.0), limit=1000):
+def fit_count(topology: Mapping[str, typing.Any],
+              guest: Mapping[str, typing.Any], devices: int = 0,
+              ratios: tuple[float, float] = (1.0, 1.0),
+              limit: int = 1000) -> int | None:
     """How many of GUEST Nova boots one after another on a node whose
     topology is known and which runs no server (numa_fit_instance_to_host,
     then numa_usage_from_instance_numa); None when not judged: the node's
@@ -421,7 +468,12 @@ def fit_count(topology, guest, devices=0, ratios=(1.0, 1.0), limit=1000):
     return count
 
 
-def host_count(nodes, guest, facts=None, devices=0, ratios=None):
+def host_count(
+        nodes: Iterable[Mapping[str, typing.Any]] | None,
+        guest: Mapping[str, typing.Any],
+        facts: Mapping[str, typing.Any] | None = None, devices: int = 0,
+        ratios: Mapping[str | None, tuple[float, float]] | None = None
+) -> tuple[int | None, str]:
     """(count or None, why or source) over a host's nodes, for
     ``gpu capacity list``: RATIOS {node id: (cpu, ram)}."""
     total, sources = 0, set()
@@ -435,7 +487,8 @@ def host_count(nodes, guest, facts=None, devices=0, ratios=None):
         if count is None:
             status, detail = fit(topology, guest, devices)
             if status == UNKNOWN:
-                return None, unknown_text(detail)
+                # UNKNOWN always has its detail (None only with PASS)
+                return None, unknown_text(detail)  # type: ignore[arg-type]
             return None, (unknown_text({'why': 'alias_policy'})
                           if devices and not guest['pci_policy']
                           else unknown_text({'why': 'usage'}))

@@ -12,16 +12,21 @@
 
 """Pure: helpers of the host filters (``nova/scheduler/filters/utils.py``)."""
 
+from collections.abc import Iterable
+from collections.abc import Mapping
+import typing
 
-def _get(obj, key, default=None):
+
+def _get(obj: object, key: str, default: typing.Any = None) -> typing.Any:
     if isinstance(obj, dict):
         return obj.get(key, default)
     return getattr(obj, key, default)
 
 
-def host_metadata(aggregates, host):
+def host_metadata(aggregates: Iterable[Mapping[str, typing.Any] | object],
+                  host: str) -> dict[str, set[str]]:
     """Nova's aggregate_metadata_get_by_host: {key: set of values}."""
-    metadata = {}
+    metadata: dict[str, set[str]] = {}
     for aggregate in aggregates:
         if host not in (_get(aggregate, 'hosts') or []):
             continue

@@ -28,7 +28,7 @@ import yaml
 from gpuclient.rules.scheduler import explain
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import fakes
-from gpuclient.tests.unit import test_explain as recorded
+from gpuclient.tests.unit.scheduler import test_explain as recorded
 from gpuclient.v1 import candidates
 
 PCI = 'CUSTOM_PCI_10DE_2331'

@@ -22,7 +22,7 @@ from osc_lib import exceptions
 
 from gpuclient.ops import pool_ops
 from gpuclient.ops import snapshot
-from gpuclient.rules.scheduler import conf as nova_conf
+from gpuclient.rules.nova_conf import parse
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import fakes
 from gpuclient.tests.unit import test_pool_ops
@@ -106,7 +106,7 @@ class TestShow(ConfigTestCase):
     def test_ini_from_the_cloud(self):
         rc, text = self.run_cmd()
         self.assertEqual(0, rc)
-        ini = nova_conf.parse_ini(text)
+        ini = parse.parse_ini(text)
         # the pGPU addresses come from the provider names in Placement
         self.assertEqual(['0000:84:00.0,0000:85:00.0'],
                          ini['mdev_nvidia-35']['device_addresses'])
@@ -313,7 +313,7 @@ class TestShow(ConfigTestCase):
             'pci_passthrough:alias': 'h100:1',
             'hw:pci_numa_affinity_policy': 'required'})
         _rc, text = self.run_cmd()
-        ini = nova_conf.parse_ini(text)
+        ini = parse.parse_ini(text)
         self.assertIn('"numa_policy": "required"', ini['pci']['alias'][0])
         self.assertNotIn('is assumed', text)
 
@@ -339,7 +339,7 @@ class TestShow(ConfigTestCase):
         self.assertEqual(3, card.capacity(VF_CLASS))
         before = len(self.placement.requests())
         _rc, text = self.run_cmd('--pool', 'vf')
-        ini = nova_conf.parse_ini(text)
+        ini = parse.parse_ini(text)
         self.assertEqual(
             ['0000:a1:00.4', '0000:a1:00.5', '0000:a1:00.6',
              '0000:a1:00.7'],
