@@ -360,6 +360,37 @@ def apply(
     """
     wanted, lines = load(path)
     recorded = document.recorded(wanted)
+    seen, wanted = _observe_for_apply(client, wanted, lines, pool_names,
+                                      prune)
+    cloud = seen.cloud
+    world = document_plan.World.from_cloud(cloud)
+    plan = document_plan.plan(
+        world, seen.doc, wanted, prune=prune,
+        recreate_flavors=recreate_flavors,
+        title=_('Applying %s') % os.path.basename(path),
+        keep=seen.scope.keep(seen.doc) if seen.scope is not None else (),
+        recorded=recorded, force_conflicts=force_conflicts)
+    # the model with the plan's steps applied
+    after = world.cloud()
+    problems = document_plan.fit_problems(
+        after, manager.decide_settings(settings), wanted,
+        document_plan.touched_flavors(seen.doc, wanted, plan))
+    # the doctor judges as "gpu check" does: nova.conf only when given
+    problems += document_plan.check_problems(cloud, after, settings)
+    if problems:
+        raise document_plan.Refused(problems)
+    journal.finish(client, plan, dry_run=dry_run, on_step=on_step)
+    return plan
+
+
+def _observe_for_apply(
+    client: GpuClient, wanted: dict[str, typing.Any], lines: _Lines,
+    pool_names: collections.abc.Sequence[str] | None, prune: bool,
+) -> tuple[Seen, dict[str, typing.Any]]:
+    """``apply``'s read: the cloud as it is (``observe``), the document
+    checked against it and resolved (names to IDs), the zones checked,
+    and the servers and traits the plan needs; (seen, the document
+    resolved)."""
     classes = sorted({p['resource_class'] for p in wanted['pools']
                       if not pool_names or p['name'] in pool_names})
     seen = observe(client, pool_names, placement_classes=classes,
@@ -379,21 +410,4 @@ def apply(
         snapshot.read_servers(client, cloud)
     snapshot.read_existing_traits(client, cloud,
                                   _pool_traits(seen.doc, wanted))
-    world = document_plan.World.from_cloud(cloud)
-    plan = document_plan.plan(
-        world, seen.doc, wanted, prune=prune,
-        recreate_flavors=recreate_flavors,
-        title=_('Applying %s') % os.path.basename(path),
-        keep=seen.scope.keep(seen.doc) if seen.scope is not None else (),
-        recorded=recorded, force_conflicts=force_conflicts)
-    # the model with the plan's steps applied
-    after = world.cloud()
-    problems = document_plan.fit_problems(
-        after, manager.decide_settings(settings), wanted,
-        document_plan.touched_flavors(seen.doc, wanted, plan))
-    # the doctor judges as "gpu check" does: nova.conf only when given
-    problems += document_plan.check_problems(cloud, after, settings)
-    if problems:
-        raise document_plan.Refused(problems)
-    journal.finish(client, plan, dry_run=dry_run, on_step=on_step)
-    return plan
+    return seen, wanted

@@ -97,12 +97,9 @@ def _used_gpu_providers(
 
 
 def collect(
-    client: GpuClient,
-    project: str | None = None,
-    project_domain: str | None = None,
-    all_projects: bool = False,
-    host: str | None = None,
-    pool: str | None = None,
+    client: GpuClient, project: str | None = None,
+    project_domain: str | None = None, all_projects: bool = False,
+    host: str | None = None, pool: str | None = None,
     utilisation: dict[str, typing.Any] | None = None,
 ) -> tuple[list[dict[str, typing.Any]], list[str]]:
     """(rows, notes): what ``gpu server list`` shows.

@@ -45,11 +45,8 @@ def _nova_iso(when):
 
 
 def collect(
-    client: GpuClient,
-    start: str | None = None,
-    end: str | None = None,
-    project: str | None = None,
-    project_domain: str | None = None,
+    client: GpuClient, start: str | None = None, end: str | None = None,
+    project: str | None = None, project_domain: str | None = None,
     pool: str | None = None,
     by: collections.abc.Iterable[str] | None = None,
     rates: collections.abc.Mapping[str, float] | None = None,
@@ -112,17 +109,8 @@ def collect(
             pool = pools_mod.pool_name(pools, pool)
         usages = client.compute.server_usages(since, until, project_id)
         all_projects = project_id != own_id
-    listed = {}
     wanted = {u.get('instance_id') for u in usages}
-    if wanted:
-        query = {'all_projects': all_projects,
-                 'project_id': project_id if all_projects else None}
-        for server in client.compute.servers_detail(**query):
-            listed[server['id']] = server
-        if wanted - set(listed):
-            for server in client.compute.servers_detail(
-                    changes_since=_nova_iso(since), **query):
-                listed.setdefault(server['id'], server)
+    listed = _listed(client, wanted, all_projects, project_id, since)
     items, more = _usage_items(client, usages, wanted, listed, since, until,
                                pools)
     notes += more
@@ -132,6 +120,26 @@ def collect(
         rows = _split_rows(client, rows, items, by, since, until,
                            aggregates is not None, **utilisation)
     return by, rows, notes
+
+
+def _listed(
+    client: GpuClient, wanted: set[str | None], all_projects: bool,
+    project_id: str | None, since: datetime.datetime,
+) -> dict[str, dict[str, typing.Any]]:
+    """{id: server} of the servers the usage names (WANTED): the servers
+    of now (paged), and those changed since SINCE (deleted ones, paged)
+    only when the first list lacks some."""
+    listed: dict[str, dict[str, typing.Any]] = {}
+    if wanted:
+        query = {'all_projects': all_projects,
+                 'project_id': project_id if all_projects else None}
+        for server in client.compute.servers_detail(**query):
+            listed[server['id']] = server
+        if wanted - set(listed):
+            for server in client.compute.servers_detail(
+                    changes_since=_nova_iso(since), **query):
+                listed.setdefault(server['id'], server)
+    return listed
 
 
 def _usage_items(client, usages, wanted, listed, start, end, pools):

@@ -98,6 +98,22 @@ class TestTree(base.TestCase):
     def test_no_module_circle(self):
         self.assertEqual([], layers.cycles(self.graph))
 
+    def test_no_function_of_ops_over_80_lines(self):
+        # issue 53: ops/ reads, plans and applies; a longer function is
+        # doing a rule's work (or two steps' worth of reads)
+        long = []
+        for path in sorted(glob.glob(os.path.join(ROOT, 'gpuclient', 'ops',
+                                                  '*.py'))):
+            with open(path) as f:
+                tree = ast.parse(f.read())
+            for node in ast.walk(tree):
+                if isinstance(node, ast.FunctionDef):
+                    lines = node.end_lineno - node.lineno + 1
+                    if lines > 80:
+                        long.append('%s:%s (%d lines)' % (
+                            os.path.basename(path), node.name, lines))
+        self.assertEqual([], long)
+
     def test_the_rooms_of_rules_import_one_way(self):
         # issue 53: a folder of rules/ (scheduler/, checks/, devices/,
         # nova_conf/, profiles/, catalogue/) and each flat module is one
