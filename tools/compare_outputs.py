@@ -147,6 +147,15 @@ gpu host list --host gpu-pt-1 -f yaml
 gpu flavor show nope-{p}
 gpu host drain nope-{p} --dry-run
 gpu pool create {p}-bad --mode nope --dry-run
+gpu quota set --project gpuclient-demo --pool {p}-solver --gpus 2 --dry-run
+gpu quota delete --project gpuclient-demo --pool {p}-solver --dry-run
+gpu image set gpuclient-tiny --secure-boot --q35 --dry-run
+gpu image unset gpuclient-tiny --secure-boot --dry-run
+gpu flavor unset {p}.h100.2 --property hw:numa_nodes --dry-run
+gpu host uncordon gpu-pt-2 --dry-run
+gpu device release nope-{p} --dry-run
+gpu check --long
+gpu usage list --all-projects -f json
 """
 
 
