@@ -76,12 +76,10 @@ def run(
     if (settings or {}).get('quota') and cloud.pools:
         # the quota-gpu-limits check judges the registered limits
         try:
-            registered = client.limits.registered()
-            cloud.registered_limits = {
-                n: r['limit'] for n, r in registered.items()}
+            cloud.registered = client.limits.registered()
         except exceptions.CommandError as exc:
             # the quota-gpu-limits check says it could not judge
-            cloud.unread['registered_limits'] = str(exc)
+            cloud.unread['registered'] = str(exc)
     if quota_rules.pci_classes(cloud.pools):
         # quota-pci-not-enforced: Nova's release from its microversion
         try:

@@ -184,8 +184,8 @@ class Cloud:
     access: dict[str, list[str]] | None = _field(
         '{flavor id: [project ids]} of the private GPU flavors', None)
     registered: dict[str, dict[str, typing.Any]] | None = _field(
-        "{resource name: RegisteredLimit}: Keystone's registered limits",
-        None)
+        "{resource name: RegisteredLimit}: Keystone's registered limits "
+        "(gpu apply, and gpu check's quota-gpu-limits)", None)
     limits: list[dict[str, typing.Any]] | None = _field(
         "[Limit]: Keystone's project limits", None)
     existing_traits: set[str] | None = _field(
@@ -193,9 +193,6 @@ class Cloud:
     servers: list[dict[str, typing.Any]] | None = _field(
         "every project's servers (compute API 2.47: host and embedded "
         "flavor)", None)
-    registered_limits: dict[str, int] | None = _field(
-        "{resource name: limit}: Keystone's registered limits as gpu check "
-        "judges them (quota-gpu-limits)", None)
     compute_max_version: tuple[int, int] | None = _field(
         "(2, N): Nova's maximum compute microversion, which tells its "
         "release, as gpu check judges PCI quotas (quota-pci-not-enforced)",
@@ -217,7 +214,7 @@ class Cloud:
         "(gpu-unhealthy, gpu-application-xid, gpu-row-remap, "
         "gpu-vgpu-licence, gpu-driver-drift, gpu-missing)", None)
     unread: dict[str, str] = _field(
-        '{field: why it could not be read} (registered_limits, '
+        '{field: why it could not be read} (registered, '
         'utilisation, device_health: the service refused or failed)',
         factory=dict)
     unconfigured: dict[str, str] = _field(

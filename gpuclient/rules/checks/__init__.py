@@ -126,7 +126,7 @@ def run(cloud: model.Cloud, settings: dict[str, typing.Any] | None = None,
 # settings gpuclient renders) is not this: the check ran and says "not
 # judged" of those objects.
 SOURCES = {
-    'quota-gpu-limits': 'registered_limits',
+    'quota-gpu-limits': 'registered',
     'quota-pci-not-enforced': 'compute_max_version',
     'gpu-idle': 'utilisation',
     'gpu-unhealthy': 'device_health',

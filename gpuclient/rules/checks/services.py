@@ -140,7 +140,7 @@ def quota_gpu_limits(
         settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """GPU pools without an enforced GPU quota, or whose boots Nova's
     unified limits strategy refuses (needs ``--nova-conf``; the strategy
-    also needs the registered limits, ``cloud.registered_limits``)."""
+    also needs the registered limits, ``cloud.registered``)."""
     conf = (settings or {}).get('quota')
     if not cloud.pools:
         return []
@@ -163,19 +163,20 @@ def quota_gpu_limits(
               'user (endpoint_service_type = compute), in nova-api\'s and '
               'nova-conductor\'s nova.conf; then "openstack gpu quota set"')
             % {'fix': quota_mod.FIX_DRIVER}, cloud.pools)]
-    registered = cloud.registered_limits
-    if registered is None:
+    if cloud.registered is None:
         return [utils.not_judged(
             'quota-gpu-limits', 'registered limits',
             _('Keystone\'s registered limits were not read (%(why)s), so '
               'whether [quota] unified_limits_resource_strategy = '
               '%(strategy)s refuses the boots of pools %(pools)s is not '
               'known') % {
-                  'why': cloud.unread.get('registered_limits')
+                  'why': cloud.unread.get('registered')
                   or _('not asked'), 'strategy': conf['strategy'],
                   'pools': ', '.join(sorted(cloud.pools))},
             _('run gpu check with a token that may read registered limits '
               '(admin)'), cloud.pools)]
+    registered = {name: limit['limit']
+                  for name, limit in cloud.registered.items()}
     found = []
     for rc, fix in quota_mod.strategy_problems(by_class, registered, conf):
         found.append(utils.finding(

@@ -59,6 +59,14 @@ GOOD_CONF = ('[pci]\nalias = {"name": "h100", "vendor_id": "10de", '
              'unified_limits_resource_strategy = ignore\n')
 
 
+def registered(limits):
+    """Keystone's registered limits as the model holds them
+    ({resource name: RegisteredLimit}) from {resource name: limit}."""
+    return {name: {'id': 'rl-%s' % name, 'limit': limit,
+                   'description': None}
+            for name, limit in limits.items()}
+
+
 def not_judged(found):
     return [(f.check, f.object) for f in found
             if f.symptom.startswith('not judged')]
@@ -166,8 +174,8 @@ class TestClean(ChecksTestCase):
         self.assertEqual(0, checks.exit_status(found))
         self.assertEqual(1, checks.exit_status(found, strict=True))
         cloud = self.cloud()
-        cloud.registered_limits = {'class:CUSTOM_PCI_10DE_2331': 4,
-                                   'class:VGPU': 8}
+        cloud.registered = registered({'class:CUSTOM_PCI_10DE_2331': 4,
+                                       'class:VGPU': 8})
         self.assertEqual([('flavor-address-space', 'flavor pt.1')],
                          not_judged(checks.run(cloud, conf(GOOD_CONF))))
         self.assertEqual(0, checks.exit_status([], strict=True))
@@ -1143,7 +1151,7 @@ class TestNotJudged(ChecksTestCase):
             cloud.images = None
         if check == 'quota-gpu-limits' and settings and 'ignore' in str(
                 settings['quota']):
-            cloud.registered_limits = None  # Keystone refused them
+            cloud.registered = None  # Keystone refused them
         return [f for f in checks.run(cloud, settings, names=[check])]
 
     def test_each_check_says_what_it_cannot_judge(self):

@@ -51,7 +51,7 @@ CASES = [
     ({'device_health': DOWN, 'utilisation': DOWN}, {}, None, False,
      ['gpu-idle', *DEVICE], checks.EXIT_CLEAN),
     # Keystone refused the registered limits: quota-gpu-limits alone
-    ({'registered_limits': 'Keystone: HTTP 403'}, {},
+    ({'registered': 'Keystone: HTTP 403'}, {},
      ['quota-gpu-limits'], False, ['quota-gpu-limits'],
      checks.EXIT_NOT_RUN),
     # a source the checks asked for do not rest on: they ran
@@ -67,12 +67,12 @@ class TestNotRun(test_checks.ChecksTestCase):
         self.clean_cloud()
         for unread, unconfigured, names, strict, missing, status in CASES:
             cloud = self.cloud()
-            cloud.registered_limits = {'class:CUSTOM_PCI_10DE_2331': 4,
-                                       'class:VGPU': 8}
+            cloud.registered = test_checks.registered(
+                {'class:CUSTOM_PCI_10DE_2331': 4, 'class:VGPU': 8})
             cloud.unread.update(unread)
             cloud.unconfigured.update(unconfigured)
-            if 'registered_limits' in unread:
-                cloud.registered_limits = None
+            if 'registered' in unread:
+                cloud.registered = None
             settings = test_checks.conf(test_checks.GOOD_CONF)
             found = checks.run(cloud, settings, names=names)
             said = checks.not_run(cloud, names)

@@ -521,7 +521,10 @@ class FakeCloud:
     def __init__(self, pools, registered=None):
         self.pools = pools
         if registered is not None:
-            self.registered_limits = registered
+            # {resource name: RegisteredLimit}, as the model holds them
+            self.registered = {name: {'id': name, 'limit': limit,
+                                      'description': None}
+                               for name, limit in registered.items()}
 
 
 class TestCheck(base.TestCase):
