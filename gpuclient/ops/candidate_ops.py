@@ -133,7 +133,7 @@ def _read(client, flavor, resources, required, image, pool, project, zone,
     answer = _ask(client.placement, req)
     providers = client.placement.resource_providers()
     host_facts = maintenance.host_facts(
-        facts, sorted(candidates.hosts_roots(cloud.hypervisors)))
+        facts, sorted(cloud.host_roots()))
     if numa_mod.constraints(the_flavor, the_image):
         host_facts = utilisation_ops.add_numa_nodes(
             client, host_facts, cloud.hypervisors, prometheus)

@@ -29,7 +29,6 @@ import typing
 
 from gpuclient.i18n import _
 from gpuclient.rules import baremetal
-from gpuclient.rules import host_names
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules.scheduler import conf as nova_conf
 from gpuclient.rules.scheduler import explain
@@ -71,15 +70,6 @@ class Read:
     fact_notes: list[str] = dataclasses.field(default_factory=list)
 
 
-def hosts_roots(hypervisors: Iterable[Mapping[str, typing.Any]] | None
-                ) -> dict[str, set[str]]:
-    """{host: {root provider uuids}} of the compute hosts."""
-    out: dict[str, set[str]] = {}
-    for root, host in host_names.root_hosts(hypervisors).items():
-        out.setdefault(host, set()).add(root)
-    return out
-
-
 @dataclasses.dataclass
 class Table:
     """``table``'s answer: RESULT, the command's dict, and what the
@@ -105,7 +95,7 @@ def table(read: Read) -> Table:
     trees.name_providers(read.providers)
     by_host = pools_mod.pools_by_host(pools)
     rows = explain.candidate_rows(answer, req, hypervisors, trees, by_host)
-    roots = hosts_roots(hypervisors)
+    roots = cloud.host_roots()
     extra_specs = (flavor or {}).get('extra_specs') or {}
     # [filter_scheduler] image_properties_default_architecture (unset
     # unless the settings give it)
