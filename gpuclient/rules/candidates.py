@@ -109,10 +109,12 @@ def table(read: Read) -> Table:
         settings['aliases'], cloud.aggregates)
     members = set(pools[read.pool]['hosts']) if read.pool else None
     offered = {row['host'] for row in rows}
+    # NUMA judged on every offered host of --pool, a provider no
+    # hypervisor maps to a host included (the filters never see it)
     selected = manager.select(
         ctx, sorted(roots), enabled,
-        numa_hosts=[h for h in sorted(roots) if h in offered and (
-            members is None or h in members)])
+        numa_hosts=[row['host'] for row in rows
+                    if members is None or row['host'] in members])
     removed = manager.removed(selected)
     kept = [row for row in rows if row['host'] not in removed
             and (members is None or row['host'] in members)]
