@@ -40,9 +40,9 @@ Three questions, plain data in and out, no I/O:
     capacity list`` build (``request.build`` of its embedded flavor and
     project: pool steering, isolation and project aggregates, traits,
     root requirements), judged by ``fit.fit_counts``, and hosts that
-    Nova's filters after Placement remove (``filters.post_filters``:
-    disabled or down services, aggregate extra specs, tenant isolation,
-    host capabilities) are no destination. Hosts drained or cordoned are
+    Nova's filters after Placement remove (``manager.select``: disabled
+    or down services, aggregate extra specs, tenant isolation, host
+    capabilities) are no destination. Hosts drained or cordoned are
     never destinations. A cold migration keeps its source allocation (the
     migration record's) until it is confirmed, and a live migration until
     it ends; that never frees room for another server here, since every
@@ -103,6 +103,7 @@ from gpuclient.rules.scheduler import filters
 from gpuclient.rules.scheduler import fit as fit_mod
 from gpuclient.rules.scheduler import host_manager
 from gpuclient.rules.scheduler import manager
+from gpuclient.rules.scheduler import request_spec
 from gpuclient.rules.scheduler import resource_request as request_mod
 
 if typing.TYPE_CHECKING:
@@ -643,26 +644,38 @@ class Room:
         return sorted(found, key=lambda h: (-self.free(h, classes), h))
 
 
-def eligible(hosts: Collection[str], server: Mapping[str, typing.Any],
-             excluded: Mapping[str, str], settings: Mapping[str, typing.Any],
-             states: filters.HostStates) -> tuple[list[str], dict[str, str]]:
-    """(hosts that may take SERVER, {host: reason}) by the filters Nova
-    applies after Placement (``manager.select``), HOSTS in EXCLUDED ({host:
-    reason}) left out first. STATES: the hosts' states
-    (``filters.HostStates``, built once per plan: services, hypervisors,
-    aggregates, pools and the hosts Blazar holds, which BlazarFilter
-    judges where the settings enable it). The request is the server's
-    embedded flavor's extra specs and its project: no flavor or image, so
-    NUMATopologyFilter and the image's requirements do not judge a move."""
-    flavor = server.get('flavor') or {}
-    project = server.get('tenant_id') or server.get('project_id')
+def server_spec(cloud: model.Cloud, server: Mapping[str, typing.Any],
+                settings: Mapping[str, typing.Any]
+                ) -> request_spec.RequestSpec:
+    """The request of a move of SERVER (a ``RequestSpec``,
+    ``filters.spec``): its embedded flavor, its project, its pinned zone,
+    the Placement request Nova sends (``server_request``) and SETTINGS.
+    No image, and no guest NUMA topology asked of the filters: the
+    image's requirements and NUMATopologyFilter do not judge a move."""
+    return filters.spec(
+        settings, server.get('flavor') or {},
+        project_id=server.get('tenant_id') or server.get('project_id'),
+        zone=server.get('pinned_availability_zone'),
+        resource_request=server_request(cloud, server, settings),
+        with_numa=False)
+
+
+def eligible(cloud: model.Cloud, spec: request_spec.RequestSpec,
+             hosts: Collection[str], excluded: Mapping[str, str],
+             states: filters.HostStates | None = None
+             ) -> tuple[list[str], dict[str, str]]:
+    """(HOSTS of CLOUD that may take the move SPEC asks (``server_spec``),
+    {host: reason}) by the filters Nova applies after Placement
+    (``manager.select``), HOSTS in EXCLUDED ({host: reason}) left out
+    first. STATES: the hosts' states (``filters.HostStates`` of CLOUD,
+    built once per plan; else built here), the hosts Blazar holds among
+    them, which BlazarFilter judges where the settings enable it."""
     refused = {h: excluded[h] for h in hosts if h in excluded}
     rest = [h for h in hosts if h not in excluded]
-    spec = filters.spec(flavor.get('extra_specs') or {}, project)
-    selected = manager.select(filters.Context(spec, states), rest,
-                              settings['enabled_filters'])
+    selected = manager.select(cloud, spec, rest, states)
     for host, reasons in manager.removed(selected).items():
-        refused[host] = filters.post_filter_text(host, reasons[0], project)
+        refused[host] = filters.post_filter_text(host, reasons[0],
+                                                 spec.project_id)
     return [h for h in rest if selected[h].passes], refused
 
 
@@ -729,12 +742,10 @@ def plan(cloud: model.Cloud, draining: Iterable[str],
     moves: dict[str, int]
     cannot: list[tuple[str, str | None, str | None]]
     rows, moves, cannot = [], {}, []
-    requests = {}  # request_key -> request
+    specs = {}  # request_key -> server_spec()
     judged = {}  # (extra specs, project) -> eligible()
     # every host's state, once for the whole plan
-    states = filters.HostStates(cloud.aggregates, cloud.services,
-                                cloud.hypervisors, pools,
-                                held=cloud.held_hosts())
+    states = filters.HostStates(cloud)
     # project -> ids of its servers that go down
     notify: dict[str | None, list[str]] = {}
 
@@ -757,13 +768,13 @@ def plan(cloud: model.Cloud, draining: Iterable[str],
         destination, extra = None, []
         if kind_ not in UNMOVABLE and requested != SHELVE:
             key = request_key(server)
-            if key not in requests:
-                requests[key] = server_request(cloud, server, settings)
-            req = requests[key]
+            if key not in specs:
+                specs[key] = server_spec(cloud, server, settings)
+            req = specs[key].resource_request
             flavor_key = (key[1], key[2])  # extra specs, project
             if flavor_key not in judged:
                 judged[flavor_key] = eligible(
-                    hosts, server, excluded, settings, states)
+                    cloud, specs[key], hosts, excluded, states)
             allowed, refused = judged[flavor_key]
             ranked = room.ranked(allowed, req, key)
             if not ranked:
