@@ -141,7 +141,7 @@ def _read(client, flavor, resources, required, image, pool, project, zone,
         cloud=cloud, settings=settings, req=req, answer=answer,
         providers=providers, project_id=project_id,
         microversion=versions.version_str(request.MICROVERSION),
-        flavor=the_flavor, image=the_image, pool=pool,
+        flavor=the_flavor, image=the_image, pool=pool, zone=zone,
         host_facts=host_facts, fact_notes=fact_notes)
 
 

@@ -119,15 +119,6 @@ def uncordon(
 
 # -- drain: the plan ----------------------------------------------------------
 
-def _trees(
-    cloud: model.Cloud,
-) -> dict[str, list[dict[str, dict[str, typing.Any]]]]:
-    """{host: [provider trees]} of every host of the snapshot."""
-    return {host: [cloud.tree(root, cloud.root_aggregates(host))
-                   for root in sorted(roots)]
-            for host, roots in cloud.host_roots().items()}
-
-
 def drain_plan(
     client: GpuClient,
     hosts: collections.abc.Iterable[str],
@@ -197,20 +188,17 @@ def observe(
     cordoned = [svc['host'] for svc in cloud.services  # type: ignore[union-attr]
                 if cordon_rules.is_disabled(svc)
                 and svc['host'] not in draining]
-    trees = _trees(cloud)
-    planned = [s for s in servers if s['id'] not in under_way]
     # BlazarFilter keeps ordinary flavors off the hosts Blazar holds: a
     # move there would end in "No valid host"
     settings = manager.decide_settings(settings, cloud.blazar)
     result = maintenance.plan(
-        planned, trees, draining, cordoned,
-        facts=maintenance.host_facts(facts, trees, cloud.pools,
-                                     settings),
-        gpu_rows=_held(client, cloud, servers, draining),
+        cloud, draining, cordoned,
+        facts=maintenance.host_facts(facts, cloud.host_roots(),
+                                     cloud.pools, settings),
         requested=requested, allow_downtime=allow_downtime,
-        settings=settings, pools=cloud.pools,
-        aggregates=cloud.aggregates, services=cloud.services,
-        hypervisors=cloud.hypervisors, held=cloud.held_hosts())
+        settings=settings,
+        gpu_rows=_held(client, cloud, servers, draining),
+        under_way=under_way)
     rows = result['rows'] + maintenance.under_way_rows(
         servers, under_way, cloud.pools)
     if waiting:

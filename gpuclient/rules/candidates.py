@@ -64,6 +64,8 @@ class Read:
     image: dict[str, typing.Any] | None = None
     # --pool, resolved to its name (None: every host)
     pool: str | None = None
+    # --zone (None: any)
+    zone: str | None = None
     # {host: facts} of every host (--host-fact, NUMA nodes)
     host_facts: dict[str, dict[str, typing.Any]] | None = None
     # notes about --host-fact
@@ -96,23 +98,18 @@ def table(read: Read) -> Table:
     by_host = pools_mod.pools_by_host(pools)
     rows = explain.candidate_rows(answer, req, hypervisors, trees, by_host)
     roots = cloud.host_roots()
-    extra_specs = (flavor or {}).get('extra_specs') or {}
-    # [filter_scheduler] image_properties_default_architecture (unset
-    # unless the settings give it)
-    default_arch = settings.get('image_properties_default_architecture')
     enabled = settings['enabled_filters']
-    # the request and every host's state, once: the filters and the NUMA
-    # verdicts judge the same
-    ctx = filters.context(
-        extra_specs, read.project_id, pools, cloud.services, hypervisors,
-        image, default_arch, flavor, read.host_facts, cloud.held_hosts(),
-        settings['aliases'], cloud.aggregates)
+    # the request and every host's state, once: the filters, the NUMA
+    # verdicts and what they could not judge judge the same
+    ctx = filters.context(cloud, filters.spec(
+        settings, flavor, read.project_id, image, read.zone, req),
+        read.host_facts)
     members = set(pools[read.pool]['hosts']) if read.pool else None
     offered = {row['host'] for row in rows}
     # NUMA judged on every offered host of --pool, a provider no
     # hypervisor maps to a host included (the filters never see it)
     selected = manager.select(
-        ctx, sorted(roots), enabled,
+        cloud, ctx.spec, sorted(roots), ctx.states,
         numa_hosts=[row['host'] for row in rows
                     if members is None or row['host'] in members])
     removed = manager.removed(selected)
@@ -138,9 +135,7 @@ def table(read: Read) -> Table:
     # what the compute API does not show stays "not checked"
     for name in (filters.IMAGE_FILTER, filters.CAPABILITIES_FILTER):
         not_checked.pop(name, None)
-    not_checked.update(filters.unchecked(
-        sorted(roots), hypervisors, extra_specs, image, enabled,
-        default_arch))
+    not_checked.update(filters.unchecked(sorted(roots), ctx, enabled))
     result = {
         'flavor': (flavor or {}).get('name'),
         'image': image.get('name'),

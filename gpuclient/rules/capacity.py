@@ -19,7 +19,7 @@ Everything is asked of one ``gpuclient.rules.model.Cloud``:
   ``group_policy``, traits, isolation and project aggregates, root
   requirements);
 * hosts that the filters Nova applies after Placement would remove
-  (``gpuclient.rules.scheduler.filters.post_filters``: disabled or down
+  (``gpuclient.rules.scheduler.manager.select``: disabled or down
   services, aggregate extra specs, project-limited aggregates, host
   capabilities, and where the cloud runs Blazar the hosts it holds:
   ``gpuclient.rules.reservations``) fit nothing;
@@ -151,18 +151,15 @@ class Fits:
         self.with_numa = numa
         # flavor id -> {host: (status, what)}
         self.numa: dict[str, dict[str, tuple[str, str | None]]] = {}
-        # where Blazar runs, BlazarFilter keeps ordinary flavors off the
-        # hosts it holds (rules.reservations)
-        self.held = cloud.held_hosts()
         self.settings = manager.decide_settings(settings, cloud.blazar)
         self.project_id = project_id
         self.fit_count = fit_count
         self.host_roots = cloud.host_roots()
         self.nodes = host_manager.nodes_by_host(cloud.hypervisors)
-        # every host's state, once for every flavor counted
-        self.states = filters.HostStates(
-            cloud.aggregates, cloud.services, cloud.hypervisors, cloud.pools,
-            self.facts, self.held)
+        # every host's state, once for every flavor counted (where Blazar
+        # runs, BlazarFilter keeps ordinary flavors off the hosts it
+        # holds: rules.reservations)
+        self.states = filters.HostStates(cloud, self.facts)
         # (host, root) -> (tree, fit.signature of it)
         self._trees: dict[tuple[str, str],
                           tuple[dict[str, dict[str, typing.Any]],
@@ -196,9 +193,8 @@ class Fits:
             flavor, None, self.settings, pools=cloud.pools,
             aggregates=cloud.aggregates, project_id=self.project_id)
         self.requests[fid] = req
-        spec = filters.spec(flavor.get('extra_specs') or {},
-                            self.project_id, flavor=flavor,
-                            aliases=self.settings.get('aliases'))
+        spec = filters.spec(self.settings, flavor, self.project_id,
+                            resource_request=req)
         guest = None
         if numa_enabled(self.settings) and self.with_numa:
             guest = numa_mod.constraints(
@@ -223,9 +219,8 @@ class Fits:
                 return self._numa(host, guest, flavor, total)
             return total, None
 
-        selected = manager.select(filters.Context(spec, self.states),
-                                  sorted(self.host_roots),
-                                  self.settings['enabled_filters'], count)
+        selected = manager.select(cloud, spec, sorted(self.host_roots),
+                                  self.states, count)
         self.post[fid] = manager.removed(selected)
         self.numa[fid] = {host: s.numa for host, s in selected.items()
                           if guest and s.numa}

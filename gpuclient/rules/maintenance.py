@@ -27,19 +27,22 @@ Three questions, plain data in and out, no I/O:
     shelve-offload both need ``allow_downtime``; ``auto`` takes the first
     of live, cold (a destination fits), shelve (none does) that is allowed.
 
-``plan(...)``
-    One row per server (``ROW_FIELDS``) and a summary of what cannot move.
-    Destinations are chosen server by server (sorted by source host, name,
-    id) against the free capacity of every other host, and each choice is
-    subtracted (``fit.one_allocation`` / ``fit.consume``) before the next
-    server is placed, so two servers never count on the same last GPU.
+``plan(cloud, draining, ...)``
+    One row per server of the DRAINING hosts (``ROW_FIELDS``) and a
+    summary of what cannot move, over the one model of the cloud as read
+    (``model.Cloud``: its servers, hosts, trees, services, aggregates,
+    pools). Destinations are chosen server by server (sorted by source
+    host, name, id) against the free capacity of every other host, and
+    each choice is subtracted (``fit.one_allocation`` / ``fit.consume``)
+    before the next server is placed, so two servers never count on the
+    same last GPU.
     The request of a server is the one ``gpu candidate list`` and ``gpu
     capacity list`` build (``request.build`` of its embedded flavor and
     project: pool steering, isolation and project aggregates, traits,
     root requirements), judged by ``fit.fit_counts``, and hosts that
-    Nova's filters after Placement remove (``filters.post_filters``:
-    disabled or down services, aggregate extra specs, tenant isolation,
-    host capabilities) are no destination. Hosts drained or cordoned are
+    Nova's filters after Placement remove (``manager.select``: disabled
+    or down services, aggregate extra specs, tenant isolation, host
+    capabilities) are no destination. Hosts drained or cordoned are
     never destinations. A cold migration keeps its source allocation (the
     migration record's) until it is confirmed, and a live migration until
     it ends; that never frees room for another server here, since every
@@ -100,7 +103,11 @@ from gpuclient.rules.scheduler import filters
 from gpuclient.rules.scheduler import fit as fit_mod
 from gpuclient.rules.scheduler import host_manager
 from gpuclient.rules.scheduler import manager
+from gpuclient.rules.scheduler import request_spec
 from gpuclient.rules.scheduler import resource_request as request_mod
+
+if typing.TYPE_CHECKING:
+    from gpuclient.rules import model
 
 # --method
 AUTO, LIVE, COLD, SHELVE = 'auto', 'live', 'cold', 'shelve'
@@ -488,18 +495,18 @@ def method(kind_: str, requested: str, allow_downtime: bool,
 # -- destinations ------------------------------------------------------------
 
 def server_request(
-        server: Mapping[str, typing.Any],
-        settings: Mapping[str, typing.Any] | None,
-        pools: Mapping[str, Mapping[str, typing.Any]] | None,
-        aggregates: Iterable[Mapping[str, typing.Any] | object]
+        cloud: model.Cloud, server: Mapping[str, typing.Any],
+        settings: Mapping[str, typing.Any] | None
 ) -> dict[str, typing.Any]:
     """The Placement request Nova sends to move SERVER (``request.build``
-    of its embedded flavor, its project, its pinned zone; a server
-    without an image boots from volume)."""
+    of its embedded flavor, its project, its pinned zone, with CLOUD's
+    pools and aggregates; a server without an image boots from
+    volume)."""
     flavor = dict(server.get('flavor') or {})
     flavor.setdefault('extra_specs', {})
     return request_mod.build(
-        flavor, None, settings, pools=pools, aggregates=aggregates,
+        flavor, None, settings, pools=cloud.pools,
+        aggregates=cloud.aggregates,
         project_id=server.get('tenant_id') or server.get('project_id'),
         zone=server.get('pinned_availability_zone'),
         boot_from_volume=not server.get('image'))
@@ -521,6 +528,16 @@ def request_key(
             not server.get('image'))
 
 
+def trees(cloud: model.Cloud
+          ) -> dict[str, list[dict[str, dict[str, typing.Any]]]]:
+    """{host: [provider trees]} of every host of CLOUD, as
+    ``gpuclient.rules.scheduler.fit`` takes them (``model.Cloud.tree``,
+    each root with its host's aggregates)."""
+    return {host: [cloud.tree(root, cloud.root_aggregates(host))
+                   for root in sorted(roots)]
+            for host, roots in cloud.host_roots().items()}
+
+
 def _free_gpus(trees: Iterable[Mapping[str, Mapping[str, typing.Any]]],
                classes: Iterable[str]) -> int:
     return sum(rp['inventory'].get(rc, {}).get('free', 0)
@@ -529,17 +546,16 @@ def _free_gpus(trees: Iterable[Mapping[str, Mapping[str, typing.Any]]],
 
 class Room:
     """Free capacity of the destination hosts, consumed as servers are
-    placed. TREES: {host: [provider tree as gpuclient.rules.scheduler.fit takes
-    it]}; the trees given are never changed. Whether a request fits a
-    tree is asked once per request and tree shape
-    (``fit.signature``), as ``gpu capacity list`` counts."""
+    placed: the provider trees of every host of CLOUD (``trees``), which
+    CLOUD keeps as read. Whether a request fits a tree is asked once per
+    request and tree shape (``fit.signature``), as ``gpu capacity list``
+    counts."""
 
-    def __init__(
-            self,
-            trees: Mapping[str, Iterable[Mapping[str, Mapping[str,
-                                                              typing.Any]]]]):
-        self.original = trees
-        self.trees = {host: list(found) for host, found in trees.items()}
+    def __init__(self, cloud: model.Cloud):
+        # {host: [trees]} as read, never changed
+        self.original = trees(cloud)
+        self.trees = {host: list(found)
+                      for host, found in self.original.items()}
         # host -> [server names placed there]
         self.placed: dict[str, list[str]] = {}
         # (original?, host, index) -> signature
@@ -628,26 +644,38 @@ class Room:
         return sorted(found, key=lambda h: (-self.free(h, classes), h))
 
 
-def eligible(hosts: Collection[str], server: Mapping[str, typing.Any],
-             excluded: Mapping[str, str], settings: Mapping[str, typing.Any],
-             states: filters.HostStates) -> tuple[list[str], dict[str, str]]:
-    """(hosts that may take SERVER, {host: reason}) by the filters Nova
-    applies after Placement (``manager.select``), HOSTS in EXCLUDED ({host:
-    reason}) left out first. STATES: the hosts' states
-    (``filters.HostStates``, built once per plan: services, hypervisors,
-    aggregates, pools and the hosts Blazar holds, which BlazarFilter
-    judges where the settings enable it). The request is the server's
-    embedded flavor's extra specs and its project: no flavor or image, so
-    NUMATopologyFilter and the image's requirements do not judge a move."""
-    flavor = server.get('flavor') or {}
-    project = server.get('tenant_id') or server.get('project_id')
+def server_spec(cloud: model.Cloud, server: Mapping[str, typing.Any],
+                settings: Mapping[str, typing.Any]
+                ) -> request_spec.RequestSpec:
+    """The request of a move of SERVER (a ``RequestSpec``,
+    ``filters.spec``): its embedded flavor, its project, its pinned zone,
+    the Placement request Nova sends (``server_request``) and SETTINGS.
+    No image, and no guest NUMA topology asked of the filters: the
+    image's requirements and NUMATopologyFilter do not judge a move."""
+    return filters.spec(
+        settings, server.get('flavor') or {},
+        project_id=server.get('tenant_id') or server.get('project_id'),
+        zone=server.get('pinned_availability_zone'),
+        resource_request=server_request(cloud, server, settings),
+        with_numa=False)
+
+
+def eligible(cloud: model.Cloud, spec: request_spec.RequestSpec,
+             hosts: Collection[str], excluded: Mapping[str, str],
+             states: filters.HostStates | None = None
+             ) -> tuple[list[str], dict[str, str]]:
+    """(HOSTS of CLOUD that may take the move SPEC asks (``server_spec``),
+    {host: reason}) by the filters Nova applies after Placement
+    (``manager.select``), HOSTS in EXCLUDED ({host: reason}) left out
+    first. STATES: the hosts' states (``filters.HostStates`` of CLOUD,
+    built once per plan; else built here), the hosts Blazar holds among
+    them, which BlazarFilter judges where the settings enable it."""
     refused = {h: excluded[h] for h in hosts if h in excluded}
     rest = [h for h in hosts if h not in excluded]
-    spec = filters.spec(flavor.get('extra_specs') or {}, project)
-    selected = manager.select(filters.Context(spec, states), rest,
-                              settings['enabled_filters'])
+    selected = manager.select(cloud, spec, rest, states)
     for host, reasons in manager.removed(selected).items():
-        refused[host] = filters.post_filter_text(host, reasons[0], project)
+        refused[host] = filters.post_filter_text(host, reasons[0],
+                                                 spec.project_id)
     return [h for h in rest if selected[h].passes], refused
 
 
@@ -670,57 +698,54 @@ def _no_room_reason(room: Room, req: Mapping[str, typing.Any],
         allowed)
 
 
-def plan(servers: Iterable[Mapping[str, typing.Any]],
-         trees: Mapping[str, Iterable[Mapping[str, Mapping[str,
-                                                           typing.Any]]]],
-         draining: Iterable[str], cordoned: Iterable[str] = (),
+def plan(cloud: model.Cloud, draining: Iterable[str],
+         cordoned: Iterable[str] = (),
          facts: Mapping[str, Mapping[str, typing.Any]] | None = None,
          requested: str = AUTO, allow_downtime: bool = False,
          settings: dict[str, typing.Any] | None = None,
-         pools: Mapping[str, Mapping[str, typing.Any]] | None = None,
-         aggregates: Collection[Mapping[str, typing.Any] | object] = (),
-         services: Iterable[Mapping[str, typing.Any]] | None = (),
-         hypervisors: Iterable[Mapping[str, typing.Any]] | None = (),
          gpu_rows: Mapping[str, Mapping[str, typing.Any]] | None = None,
-         held: Mapping[str, list[str]] | None = None
-         ) -> dict[str, typing.Any]:
+         under_way: Container[str] = ()) -> dict[str, typing.Any]:
     """The drain plan: {'rows': [row dicts with ROW_FIELDS], 'summary':
     {'moves': {method: count}, 'cannot_move': [(server, name, reason)],
     'notify': {project: [ids of its servers with downtime]}}}.
 
-    SERVERS: Nova's server dicts (``OS-EXT-SRV-ATTR:host``, ``tenant_id``,
-    embedded ``flavor`` with ``extra_specs``, ``image``, optional
-    ``mdev_type``) on the DRAINING hosts. TREES: {host: [trees]} of every
-    host (``gpuclient.rules.model.Cloud.tree`` makes them). CORDONED:
+    CLOUD: the ``model.Cloud`` as read, with its servers (Nova's server
+    dicts: ``OS-EXT-SRV-ATTR:host``, ``tenant_id``, embedded ``flavor``
+    with ``extra_specs``, ``image``, optional ``mdev_type``): those on the
+    DRAINING hosts are planned, but the ones UNDER_WAY names (ids of the
+    servers whose move Nova runs now, waited for instead). Every host of
+    CLOUD is a destination (its trees: ``trees``), with its service,
+    hypervisors, aggregates and pools as the filters judge them, and the
+    hosts Blazar holds (``model.Cloud.held_hosts``): with BlazarFilter in
+    the settings' filters they take no server whose flavor is not a
+    reservation's, as Nova's scheduler would refuse the move. CORDONED:
     other hosts that take nothing. FACTS: {host: facts} (module
-    docstring). GPU_ROWS: {server id: ``usage.server_rows`` row} for the
-    GPUs it holds (class, count, devices); without one the embedded
-    flavor says class and count. HELD: {host: [why]} of the hosts
-    Blazar holds (``model.Cloud.held_hosts``): with BlazarFilter in the
-    settings' filters they take no server whose flavor is not a
-    reservation's, as Nova's scheduler would refuse the move. The other
-    arguments as ``request.build`` and ``filters.post_filters`` take
-    them.
+    docstring). SETTINGS: the scheduler settings, decided once
+    (``manager.decide_settings``). GPU_ROWS: {server id:
+    ``usage.server_rows`` row} for the GPUs it holds (class, count,
+    devices); without one the embedded flavor says class and count.
     """
     settings = manager.decide_settings(settings)
-    pools = pools or {}
+    pools = cloud.pools
     facts = facts or {}
     gpu_rows = gpu_rows or {}
     draining = list(draining)
+    servers = [s for s in cloud.servers or ()
+               if s.get('OS-EXT-SRV-ATTR:host') in draining
+               and s['id'] not in under_way]
     excluded = {h: _('being drained') for h in draining}
     for host in cordoned:
         excluded.setdefault(host, _('cordoned'))
-    room = Room(trees)
-    hosts = sorted(trees)
+    room = Room(cloud)
+    hosts = sorted(room.original)
     rows: list[dict[str, typing.Any]]
     moves: dict[str, int]
     cannot: list[tuple[str, str | None, str | None]]
     rows, moves, cannot = [], {}, []
-    requests = {}  # request_key -> request
+    specs = {}  # request_key -> server_spec()
     judged = {}  # (extra specs, project) -> eligible()
     # every host's state, once for the whole plan
-    states = filters.HostStates(aggregates, services, hypervisors, pools,
-                                held=held)
+    states = filters.HostStates(cloud)
     # project -> ids of its servers that go down
     notify: dict[str | None, list[str]] = {}
 
@@ -743,14 +768,13 @@ def plan(servers: Iterable[Mapping[str, typing.Any]],
         destination, extra = None, []
         if kind_ not in UNMOVABLE and requested != SHELVE:
             key = request_key(server)
-            if key not in requests:
-                requests[key] = server_request(server, settings, pools,
-                                               aggregates)
-            req = requests[key]
+            if key not in specs:
+                specs[key] = server_spec(cloud, server, settings)
+            req = specs[key].resource_request
             flavor_key = (key[1], key[2])  # extra specs, project
             if flavor_key not in judged:
                 judged[flavor_key] = eligible(
-                    hosts, server, excluded, settings, states)
+                    cloud, specs[key], hosts, excluded, states)
             allowed, refused = judged[flavor_key]
             ranked = room.ranked(allowed, req, key)
             if not ranked:

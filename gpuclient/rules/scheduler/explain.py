@@ -13,7 +13,7 @@
 """Pure: what Placement's answer means per host, and why hosts are out.
 
 The filters Nova runs after Placement are in
-gpuclient.rules.scheduler.filters (``post_filters``); this module reads
+gpuclient.rules.scheduler.filters (``filters.run``); this module reads
 Placement's answers:
 
 * ``candidate_rows``: one row per host from a ``GET /allocation_candidates``
@@ -538,8 +538,8 @@ def why_not(hosts_roots: Mapping[str, set[str]], offered_roots: set[str],
 
     ``hosts_roots`` {host: set of root uuids}; ``offered_roots`` the roots
     of the real answer; ``relaxed`` [(requirement, roots of its answer)];
-    ``post`` the post_filters result; ``unread`` hosts whose trees were not
-    read (bounded).
+    ``post`` the filters' {host: [reason dicts]} (``manager.removed``);
+    ``unread`` hosts whose trees were not read (bounded).
     """
     out = {}
     for host, roots in sorted(hosts_roots.items()):

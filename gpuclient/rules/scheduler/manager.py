@@ -17,10 +17,13 @@ settings it runs with, the Placement request, the filters
 (``host_manager.get_filtered_hosts``), the fit
 (``consume_from_request``). Here the settings are decided once, at the
 top of a command (``decide_settings``), and every floor below takes them
-as given; ``select`` is the one pass of a request over the hosts that
-candidates, capacity, the drain, apply's fit check and ``gpu check``
-ask.
+as given; ``select(cloud, spec)`` is the one pass of a request (a
+``request_spec.RequestSpec``, with those settings) over the hosts of the
+cloud as read (a ``model.Cloud``) that candidates, capacity, the drain,
+apply's fit check and ``gpu check`` ask.
 """
+
+from __future__ import annotations
 
 from collections.abc import Callable
 from collections.abc import Collection
@@ -33,6 +36,10 @@ from gpuclient.rules import reservations
 from gpuclient.rules.scheduler import conf
 from gpuclient.rules.scheduler import filters
 from gpuclient.rules.scheduler import host_manager
+from gpuclient.rules.scheduler import request_spec
+
+if typing.TYPE_CHECKING:
+    from gpuclient.rules import model
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,24 +76,35 @@ def decide_settings(settings: dict[str, typing.Any] | None,
 
 
 def select(
-        ctx: filters.Context, hosts: Collection[str],
-        enabled_filters: Iterable[str] | None,
+        cloud: model.Cloud, spec: request_spec.RequestSpec,
+        hosts: Collection[str] | None = None,
+        states: filters.HostStates | None = None,
         count: Callable[[str], tuple[int | None,
                                      tuple[str, str | None] | None]]
         | None = None,
         numa_hosts: Iterable[str] | None = None) -> dict[str, Selection]:
-    """{host: ``Selection``} of one request on HOSTS: the enabled filters
-    (CTX a ``filters.Context``: the request spec and the hosts' states,
-    each built once), then, on the hosts they pass, the fit.
+    """{host: ``Selection``} of one request, SPEC (a ``RequestSpec``:
+    ``filters.spec``), on HOSTS of CLOUD (default: every host of CLOUD,
+    sorted): the filters SPEC's settings enable, then, on the hosts they
+    pass, the fit.
 
-    COUNT(host) -> (count, NUMA verdict or None) counts what fits on a
-    host the filters pass (capacity: the tree's fit bounded by the NUMA
-    fit); without it nothing is counted (candidates: Placement's answer
-    decides) and NUMATopologyFilter's verdict is judged for the hosts in
-    NUMA_HOSTS (default: every host that passes) where the filter is
-    enabled and the request asks a NUMA topology. A host of HOSTS is
-    always in the answer; one of NUMA_HOSTS only, when judged.
+    STATES: the hosts' states (``filters.HostStates`` of CLOUD, with
+    their host facts), built once by a caller that asks several
+    requests; else built here, without facts. COUNT(host) -> (count,
+    NUMA verdict or None) counts what fits on a host the filters pass
+    (capacity: the tree's fit bounded by the NUMA fit); without it
+    nothing is counted (candidates: Placement's answer decides) and
+    NUMATopologyFilter's verdict is judged for the hosts in NUMA_HOSTS
+    (default: every host that passes) where the filter is enabled and
+    the request asks a NUMA topology. A host of HOSTS is always in the
+    answer; one of NUMA_HOSTS only, when judged.
     """
+    if hosts is None:
+        hosts = sorted(cloud.host_roots())
+    if states is None:
+        states = filters.HostStates(cloud)
+    ctx = filters.Context(spec, states)
+    enabled_filters = spec.settings['enabled_filters']
     removed = filters.run(hosts, ctx, enabled_filters)
     out: dict[str, Selection] = {}
     for host in hosts:

@@ -10,9 +10,10 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Pure: what the filters judge a host for (``nova/objects/
-request_spec.py``): one request, decided once per flavor, image and
-project (``filters.context`` builds it)."""
+"""Pure: the request the scheduler judges hosts for (``nova/objects/
+request_spec.py``): one request, declared once (its flavor, image,
+project, zone, Placement request and the settings decided for it), with
+what the filters read of it derived once (``filters.spec`` builds it)."""
 
 from collections.abc import Mapping
 import dataclasses
@@ -21,10 +22,27 @@ import typing
 
 @dataclasses.dataclass(frozen=True)
 class RequestSpec:
-    # the flavor's extra specs
-    extra_specs: Mapping[str, str]
+    # -- the request
+    # the scheduler settings, decided once (manager.decide_settings):
+    # the enabled filters, the [pci] aliases, the default architecture
+    settings: Mapping[str, typing.Any]
+    # the flavor (vcpus, ram, extra specs); None: resources given instead
+    flavor: Mapping[str, typing.Any] | None = None
+    # the image (its properties at the top level; {}: none given); None:
+    # not judged (a flavor counted, a move), nor the default architecture
+    # that stands in for its own
+    image: Mapping[str, typing.Any] | None = None
     # the project the server is for
     project_id: str | None = None
+    # the availability zone asked (None: any)
+    zone: str | None = None
+    # the Placement request (resource_request.build or from_resources; {}:
+    # not built, the filters alone are asked)
+    resource_request: dict[str, typing.Any] = dataclasses.field(
+        default_factory=dict)
+    # -- what the filters read of it (filters.spec derives it)
+    # the flavor's extra specs
+    extra_specs: Mapping[str, str] = dataclasses.field(default_factory=dict)
     # what the image requires of a node (ImagePropertiesFilter:
     # image_props_filter.image_requirements)
     wanted: dict[str, typing.Any] | None = None

@@ -15,7 +15,9 @@ destinations chosen in sequence, the plan rows and summary."""
 
 import copy
 
+from gpuclient.rules import hosts as hosts_mod
 from gpuclient.rules import maintenance as m
+from gpuclient.rules import model
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import reservations
 from gpuclient.rules import specs
@@ -46,77 +48,86 @@ def server(name, extra_specs=None, host='src', project='p1', **more):
     return found
 
 
-def inv(free):
-    return {'free': free, 'min_unit': 1, 'max_unit': max(free, 1),
-            'step_size': 1}
+def item(free, max_unit=None):
+    """One class of a provider as Placement's summary gives it, with the
+    unit limits Nova's drivers report."""
+    found = {'capacity': free, 'used': 0, 'min_unit': 1,
+             'max_unit': max(free, 1), 'step_size': 1}
+    if max_unit is not None:
+        found['max_unit'] = max_unit
+    return found
 
 
-def host_tree(host, aggregates=(), pci=0, pgpus=(), vgpu_trait=None):
-    """One compute host: a root with VCPU/RAM/disk, PCI devices (one
-    provider each, one unit) and pGPUs (free vGPUs each)."""
+def add_host(providers, summaries, host, pci=0, pgpus=(), vgpu_trait=None):
+    """One compute host into PROVIDERS and SUMMARIES (as Placement shows
+    them): a root with VCPU/RAM/disk, PCI devices (one provider each,
+    one unit) and pGPUs (free vGPUs each). Returns its root's uuid."""
     root = fakes.uid('rp-' + host)
-    tree = {root: {'parent': None, 'name': host, 'traits': {'OWNER_NOVA'},
-                   'aggregates': set(aggregates),
-                   'inventory': {'VCPU': inv(64), 'MEMORY_MB': inv(262144),
-                                 'DISK_GB': inv(2000)}}}
+
+    def provider(uuid, name, parent, resources, traits):
+        providers.append({'uuid': uuid, 'name': name,
+                          'parent_provider_uuid': parent,
+                          'root_provider_uuid': root})
+        summaries[uuid] = {'resources': resources, 'traits': traits}
+
+    provider(root, host, None, {'VCPU': item(64), 'MEMORY_MB': item(262144),
+                                'DISK_GB': item(2000)}, ['OWNER_NOVA'])
     for index in range(pci):
-        uuid = fakes.uid('rp-%s-pci-%d' % (host, index))
-        tree[uuid] = {'parent': root, 'name': '%s_pci_%d' % (host, index),
-                      'traits': {'OWNER_NOVA'}, 'aggregates': set(),
-                      'inventory': {PCI: inv(1)}}
+        provider(fakes.uid('rp-%s-pci-%d' % (host, index)),
+                 '%s_pci_%d' % (host, index), root, {PCI: item(1)},
+                 ['OWNER_NOVA'])
     for index, free in enumerate(pgpus):
-        uuid = fakes.uid('rp-%s-pgpu-%d' % (host, index))
-        tree[uuid] = {'parent': root, 'name': '%s_pgpu_%d' % (host, index),
-                      'traits': {vgpu_trait} if vgpu_trait else set(),
-                      'aggregates': set(),
-                      'inventory': {'VGPU': {'free': free, 'min_unit': 1,
-                                             'max_unit': 4,
-                                             'step_size': 1}}}
-    return tree
+        provider(fakes.uid('rp-%s-pgpu-%d' % (host, index)),
+                 '%s_pgpu_%d' % (host, index), root,
+                 {'VGPU': item(free, max_unit=4)},
+                 [vgpu_trait] if vgpu_trait else [])
+    return root
 
 
-class World:
-    """Pools, aggregates, services and trees of a small cloud."""
+def make_cloud(pt_hosts=(), vgpu_hosts=(), plain_hosts=(), pt_spec=PT_SPEC,
+               others=(), aggregates=(), blazar=False):
+    """The model.Cloud of a small cloud: the passthrough pool solver of
+    PT_HOSTS ({host: free devices}), the vGPU pool ws of VGPU_HOSTS
+    ({host: (free vGPUs of each pGPU)}), hosts in no pool (PLAIN_HOSTS,
+    without devices; OTHERS: {host: add_host's keywords}), AGGREGATES
+    besides the pools' and whether Blazar runs."""
+    found = [fakes.Aggregate('solver', pools_mod.metadata_for(pt_spec),
+                             sorted(pt_hosts)),
+             fakes.Aggregate('ws', pools_mod.metadata_for(VGPU_SPEC),
+                             sorted(vgpu_hosts))] + list(aggregates)
+    hosts = [(host, {'pci': free}) for host, free in dict(pt_hosts).items()]
+    hosts += [(host, {'pgpus': free, 'vgpu_trait': 'CUSTOM_NVIDIA_35'})
+              for host, free in dict(vgpu_hosts).items()]
+    hosts += [(host, {}) for host in plain_hosts]
+    hosts += list(dict(others).items())
+    providers, summaries, hypervisors, services = [], {}, [], []
+    for host, kwargs in hosts:
+        root = add_host(providers, summaries, host, **kwargs)
+        hypervisors.append({'id': root, 'hypervisor_hostname': host,
+                            'service': {'host': host}})
+        services.append({'host': host, 'status': 'enabled',
+                         'state': 'up', 'binary': 'nova-compute'})
+    snap = hosts_mod.Snapshot(providers)
+    snap.add_details(summaries)
+    cloud = model.Cloud(found, hypervisors, services, snap, blazar=blazar)
+    assert not cloud.problems, cloud.problems
+    return cloud
 
-    def __init__(self, pt_hosts=(), vgpu_hosts=(), plain_hosts=(),
-                 pt_spec=PT_SPEC):
-        self.aggregates = [
-            pools_mod.aggregate_dict(fakes.Aggregate(
-                'solver', pools_mod.metadata_for(pt_spec),
-                sorted(pt_hosts))),
-            pools_mod.aggregate_dict(fakes.Aggregate(
-                'ws', pools_mod.metadata_for(VGPU_SPEC),
-                sorted(vgpu_hosts)))]
-        self.pools, problems = pools_mod.scan(self.aggregates)
-        assert not problems, problems
-        self.trees = {}
-        self.services = []
-        for host, free in dict(pt_hosts).items():
-            self.add(host, pci=free)
-        for host, free in dict(vgpu_hosts).items():
-            self.add(host, pgpus=free, vgpu_trait='CUSTOM_NVIDIA_35')
-        for host in plain_hosts:
-            self.add(host)
 
-    def add(self, host, **kwargs):
-        aggs = {a['uuid'] for a in self.aggregates if host in a['hosts']}
-        self.trees[host] = [host_tree(host, aggs, **kwargs)]
-        self.services.append({'host': host, 'status': 'enabled',
-                              'state': 'up', 'binary': 'nova-compute'})
+def pool_specs(cloud, pool, gpus=1):
+    """The extra specs of a flavor of POOL, with what gpu flavor create
+    adds to the pool's aggregate (group_policy=isolate)."""
+    derived = specs.derive(cloud.pools[pool], gpus=gpus)
+    cloud.aggregate(pool)['metadata'].update(derived['aggregate_metadata'])
+    return derived['extra_specs']
 
-    def extra_specs(self, pool, gpus=1):
-        derived = specs.derive(self.pools[pool], gpus=gpus)
-        # what gpu flavor create adds to the pool (group_policy=isolate)
-        for agg in self.aggregates:
-            if agg['name'] == pool:
-                agg['metadata'].update(derived['aggregate_metadata'])
-        return derived['extra_specs']
 
-    def plan(self, servers, draining=('src',), **kwargs):
-        kwargs.setdefault('settings', nova_conf.load_settings())
-        return m.plan(servers, self.trees, draining, pools=self.pools,
-                      aggregates=self.aggregates, services=self.services,
-                      **kwargs)
+def plan(cloud, servers, draining=('src',), **kwargs):
+    """The drain plan of CLOUD with SERVERS (Nova's default settings
+    unless given)."""
+    cloud.servers = list(servers)
+    kwargs.setdefault('settings', nova_conf.load_settings())
+    return m.plan(cloud, draining, **kwargs)
 
 
 class TestVersion(base.TestCase):
@@ -132,15 +143,15 @@ class TestVersion(base.TestCase):
 class TestKind(base.TestCase):
     def setUp(self):
         super().setUp()
-        self.world = World(pt_hosts={'src': 0}, vgpu_hosts={'src': ()})
+        self.cloud = make_cloud(pt_hosts={'src': 0}, vgpu_hosts={'src': ()})
 
     def kind(self, extra_specs):
-        return m.kind(server('s', extra_specs), self.world.pools)
+        return m.kind(server('s', extra_specs), self.cloud.pools)
 
     def test_kinds(self):
         cases = [
-            (self.world.extra_specs('solver'), m.PASSTHROUGH),
-            (self.world.extra_specs('ws'), m.VGPU),
+            (pool_specs(self.cloud, 'solver'), m.PASSTHROUGH),
+            (pool_specs(self.cloud, 'ws'), m.VGPU),
             ({'resources:VGPU': '1', 'trait:CUSTOM_MIG_3G_40GB': 'required'},
              m.MIG),
             ({'resources:CUSTOM_BAREMETAL_GPU': '1', 'resources:VCPU': '0',
@@ -155,7 +166,7 @@ class TestKind(base.TestCase):
             self.assertEqual(expected, self.kind(extra_specs), extra_specs)
 
     def test_gpu_wins_over_mem_encryption(self):
-        extra = dict(self.world.extra_specs('ws'), **{
+        extra = dict(pool_specs(self.cloud, 'ws'), **{
             'hw:mem_encryption': 'true'})
         self.assertEqual(m.VGPU, self.kind(extra))
 
@@ -366,20 +377,22 @@ class TestMethodChoice(base.TestCase):
 class TestDestinations(base.TestCase):
     """Where each server goes, in sequence against one snapshot."""
 
-    def pt_world(self, **hosts):
-        return World(pt_hosts=dict({'src': 0}, **hosts))
+    def pt_cloud(self, others=(), aggregates=(), blazar=False, **hosts):
+        return make_cloud(pt_hosts=dict({'src': 0}, **hosts), others=others,
+                          aggregates=aggregates, blazar=blazar)
 
-    def pt_server(self, world, name, **more):
-        return server(name, world.extra_specs('solver'), **more)
+    def pt_server(self, cloud, name, **more):
+        return server(name, pool_specs(cloud, 'solver'), **more)
 
-    def facts(self, world, live=True):
-        return {h: dict(NEW, live_migratable=live) for h in world.trees}
+    def facts(self, cloud, live=True):
+        return {h: dict(NEW, live_migratable=live)
+                for h in cloud.host_roots()}
 
     def test_two_servers_one_last_gpu(self):
-        world = self.pt_world(b=1)
-        servers = [self.pt_server(world, 'vm-2'),
-                   self.pt_server(world, 'vm-1')]
-        found = world.plan(servers, facts=self.facts(world))
+        cloud = self.pt_cloud(b=1)
+        servers = [self.pt_server(cloud, 'vm-2'),
+                   self.pt_server(cloud, 'vm-1')]
+        found = plan(cloud, servers, facts=self.facts(cloud))
         first, second = found['rows']
         self.assertEqual(('vm-1', m.LIVE, 'b'),
                          (first['name'], first['method'],
@@ -394,32 +407,31 @@ class TestDestinations(base.TestCase):
         self.assertEqual({m.LIVE: 1, m.STAYS: 1}, found['summary']['moves'])
 
     def test_cold_moves_consume_too_and_shelve_does_not(self):
-        world = self.pt_world(b=1)
-        servers = [self.pt_server(world, 'vm-%d' % i) for i in (1, 2, 3)]
-        rows = world.plan(servers, facts=self.facts(world, live=False),
-                          allow_downtime=True)['rows']
+        cloud = self.pt_cloud(b=1)
+        servers = [self.pt_server(cloud, 'vm-%d' % i) for i in (1, 2, 3)]
+        rows = plan(cloud, servers, facts=self.facts(cloud, live=False),
+                    allow_downtime=True)['rows']
         self.assertEqual([(m.COLD, 'b'), (m.SHELVE, None), (m.SHELVE, None)],
                          [(r['method'], r['destination']) for r in rows])
         self.assertIn('taken by servers planned before vm-2 (vm-1)',
                       rows[1]['reason'])
 
     def test_shelve_asked_leaves_room_for_the_next(self):
-        world = self.pt_world(b=1)
-        servers = [self.pt_server(world, 'vm-1'),
-                   self.pt_server(world, 'vm-2', **{
+        cloud = self.pt_cloud(b=1, others={'src2': {'pci': 0}})
+        servers = [self.pt_server(cloud, 'vm-1'),
+                   self.pt_server(cloud, 'vm-2', **{
                        'OS-EXT-SRV-ATTR:host': 'src2'})]
-        world.add('src2', pci=0)
-        rows = world.plan(servers, draining=('src',), requested=m.SHELVE,
-                          allow_downtime=True)['rows']
+        rows = plan(cloud, servers, draining=('src', 'src2'),
+                    requested=m.SHELVE, allow_downtime=True)['rows']
         self.assertEqual([m.SHELVE, m.SHELVE], [r['method'] for r in rows])
         self.assertEqual([None, None], [r['destination'] for r in rows])
 
     def test_never_a_drained_or_cordoned_host(self):
-        world = self.pt_world(src=4, other=4, fenced=4, b=1)
-        servers = [self.pt_server(world, 'vm-%d' % i) for i in (1, 2)]
-        world.aggregates[0]['hosts'] += ['other', 'fenced']
-        found = world.plan(servers, draining=('src', 'other'),
-                           cordoned=('fenced',), facts=self.facts(world))
+        cloud = self.pt_cloud(src=4, other=4, fenced=4, b=1)
+        servers = [self.pt_server(cloud, 'vm-%d' % i) for i in (1, 2)]
+        cloud.aggregates[0]['hosts'] += ['other', 'fenced']
+        found = plan(cloud, servers, draining=('src', 'other'),
+                     cordoned=('fenced',), facts=self.facts(cloud))
         rows = found['rows']
         self.assertEqual(['b', None], [r['destination'] for r in rows])
         # b is full once vm-1 is planned there
@@ -427,137 +439,140 @@ class TestDestinations(base.TestCase):
                       rows[1]['reason'])
 
     def test_nothing_anywhere_names_the_hosts(self):
-        world = self.pt_world(src=2, fenced=4)
-        found = world.plan([self.pt_server(world, 'vm-1')],
-                           cordoned=('fenced',), facts=self.facts(world))
+        cloud = self.pt_cloud(src=2, fenced=4)
+        found = plan(cloud, [self.pt_server(cloud, 'vm-1')],
+                     cordoned=('fenced',), facts=self.facts(cloud))
         row = found['rows'][0]
         self.assertEqual(m.STAYS, row['method'])
         self.assertIn('no other host may take it (fenced: cordoned; src: '
                       'being drained)', row['reason'])
 
     def test_most_free_gpus_first_then_name(self):
-        world = self.pt_world(a=1, b=3, c=3)
-        rows = world.plan([self.pt_server(world, 'vm-%d' % i)
-                           for i in (1, 2, 3, 4)],
-                          facts=self.facts(world))['rows']
+        cloud = self.pt_cloud(a=1, b=3, c=3)
+        rows = plan(cloud, [self.pt_server(cloud, 'vm-%d' % i)
+                            for i in (1, 2, 3, 4)],
+                    facts=self.facts(cloud))['rows']
         # b and c tie at 3 (b by name), then c has 3 to b's 2, then both
         # have 2: b; a (1 free) last
         self.assertEqual(['b', 'c', 'b', 'c'],
                          [r['destination'] for r in rows])
 
     def test_auto_prefers_a_host_it_can_live_migrate_to(self):
-        world = self.pt_world(big=4, small=1)
-        facts = self.facts(world)
+        cloud = self.pt_cloud(big=4, small=1)
+        facts = self.facts(cloud)
         facts['big']['live_migratable'] = False
-        row = world.plan([self.pt_server(world, 'vm-1')], facts=facts,
-                         allow_downtime=True)['rows'][0]
+        row = plan(cloud, [self.pt_server(cloud, 'vm-1')], facts=facts,
+                   allow_downtime=True)['rows'][0]
         self.assertEqual((m.LIVE, 'small'),
                          (row['method'], row['destination']))
-        row = world.plan([self.pt_server(world, 'vm-1')], facts=facts,
-                         requested=m.COLD, allow_downtime=True)['rows'][0]
+        row = plan(cloud, [self.pt_server(cloud, 'vm-1')], facts=facts,
+                   requested=m.COLD, allow_downtime=True)['rows'][0]
         self.assertEqual((m.COLD, 'big'),
                          (row['method'], row['destination']))
 
     def test_pool_steering_keeps_it_in_its_pool(self):
-        world = self.pt_world(b=1)
         # the same device on a host outside the pool
-        world.add('stray', pci=4)
-        rows = world.plan([self.pt_server(world, 'vm-%d' % i)
-                           for i in (1, 2)], facts=self.facts(world))['rows']
+        cloud = self.pt_cloud(b=1, others={'stray': {'pci': 4}})
+        rows = plan(cloud, [self.pt_server(cloud, 'vm-%d' % i)
+                            for i in (1, 2)],
+                    facts=self.facts(cloud))['rows']
         self.assertEqual(['b', None], [r['destination'] for r in rows])
 
     def test_project_limits(self):
         spec = pools_mod.build_spec('solver', 'passthrough', alias='h100',
                                     pci_id='10de:2331', projects=['p1'])
-        world = World(pt_hosts={'src': 0, 'b': 2}, pt_spec=spec)
-        rows = world.plan(
-            [self.pt_server(world, 'mine', project='p1'),
-             self.pt_server(world, 'theirs', project='p2')],
-            facts=self.facts(world))['rows']
+        cloud = make_cloud(pt_hosts={'src': 0, 'b': 2}, pt_spec=spec)
+        rows = plan(
+            cloud, [self.pt_server(cloud, 'mine', project='p1'),
+                    self.pt_server(cloud, 'theirs', project='p2')],
+            facts=self.facts(cloud))['rows']
         self.assertEqual([('mine', 'b'), ('theirs', None)],
                          [(r['name'], r['destination']) for r in rows])
         self.assertIn('b: ', rows[1]['reason'])
         self.assertIn('p2', rows[1]['reason'])
 
     def test_disabled_elsewhere_is_no_destination(self):
-        world = self.pt_world(b=2, c=1)
-        world.services[1]['status'] = 'disabled'  # b
-        row = world.plan([self.pt_server(world, 'vm-1')],
-                         facts=self.facts(world))['rows'][0]
+        cloud = self.pt_cloud(b=2, c=1)
+        cloud.services[1]['status'] = 'disabled'  # b
+        row = plan(cloud, [self.pt_server(cloud, 'vm-1')],
+                   facts=self.facts(cloud))['rows'][0]
         self.assertEqual('c', row['destination'])
 
     def test_a_host_blazar_holds_is_no_destination(self):
         # where Blazar runs, BlazarFilter refuses a held host to every
         # flavor but a reservation's (blazar-nova's filter): the move goes
         # to the free host, or nowhere with the hold named
-        world = self.pt_world(held=4, b=1)
-        held = {'held': ['in the freepool aggregate freepool']}
+        # Blazar's freepool aggregate holds host held
+        freepool = [fakes.Aggregate('freepool', {}, ['held'])]
+        cloud = self.pt_cloud(held=4, b=1, aggregates=freepool, blazar=True)
         settings = reservations.with_filter(nova_conf.load_settings())
-        servers = [self.pt_server(world, 'vm-%d' % i) for i in (1, 2)]
-        rows = world.plan(servers, facts=self.facts(world), held=held,
-                          settings=settings)['rows']
+        servers = [self.pt_server(cloud, 'vm-%d' % i) for i in (1, 2)]
+        rows = plan(cloud, servers, facts=self.facts(cloud),
+                    settings=settings)['rows']
         self.assertEqual(['b', None], [r['destination'] for r in rows])
         # the held host the only other one of the pool: the hold is named
-        alone = self.pt_world(held=4)
-        row = alone.plan([self.pt_server(alone, 'vm-1')],
-                         facts=self.facts(alone), held=held,
-                         settings=settings)['rows'][0]
+        alone = self.pt_cloud(held=4, aggregates=freepool, blazar=True)
+        row = plan(alone, [self.pt_server(alone, 'vm-1')],
+                   facts=self.facts(alone), settings=settings)['rows'][0]
         self.assertEqual((m.STAYS, None), (row['method'], row['destination']))
         self.assertIn('held is held by Blazar (in the freepool aggregate '
-                      'freepool)', row['reason'])
+                      'freepool', row['reason'])
         # without BlazarFilter among the filters the hold is not judged
-        rows = world.plan(servers, facts=self.facts(world),
-                          held=held)['rows']
+        rows = plan(cloud, servers, facts=self.facts(cloud))['rows']
         self.assertEqual(['held', 'held'], [r['destination'] for r in rows])
         # a reservation's own flavor passes the filter (and lands in the
         # lease's aggregate, by AggregateInstanceExtraSpecsFilter)
-        world.aggregates.append(pools_mod.aggregate_dict(fakes.Aggregate(
+        cloud.aggregates.append(pools_mod.aggregate_dict(fakes.Aggregate(
             'r-1', {reservations.RESERVATION_KEY: 'r-1'}, ['held'])))
-        reserved = dict(world.extra_specs('solver'), **{
+        reserved = dict(pool_specs(cloud, 'solver'), **{
             reservations.FLAVOR_EXTRA_SPEC: 'r-1'})
-        row = world.plan([server('mine', reserved)], facts=self.facts(world),
-                         held=held, settings=settings)['rows'][0]
+        row = plan(cloud, [server('mine', reserved)], facts=self.facts(cloud),
+                   settings=settings)['rows'][0]
         self.assertEqual('held', row['destination'])
 
     def test_vgpu_server_goes_where_its_type_is(self):
-        world = World(vgpu_hosts={'src': (0,), 'v2': (4, 4)})
-        world.add('other-type', pgpus=(4, 4), vgpu_trait='CUSTOM_NVIDIA_36')
-        facts = {h: dict(NEW) for h in world.trees}
-        row = world.plan([server('vg', world.extra_specs('ws'))],
-                         facts=facts)['rows'][0]
+        cloud = make_cloud(
+            vgpu_hosts={'src': (0,), 'v2': (4, 4)},
+            others={'other-type': {'pgpus': (4, 4),
+                                   'vgpu_trait': 'CUSTOM_NVIDIA_36'}})
+        facts = {h: dict(NEW) for h in cloud.host_roots()}
+        row = plan(cloud, [server('vg', pool_specs(cloud, 'ws'))],
+                   facts=facts)['rows'][0]
         self.assertEqual((m.VGPU, m.LIVE, 'v2', 'VGPU', 1),
                          (row['kind'], row['method'], row['destination'],
                           row['resource_class'], row['gpus']))
 
     def test_vgpu_pairs_count_pgpus_as_consumed(self):
-        world = World(vgpu_hosts={'src': (0,), 'v2': (1, 1, 1)})
-        facts = {h: dict(NEW) for h in world.trees}
-        pair = world.extra_specs('ws', gpus=2)
-        rows = world.plan([server('a', pair), server('b', pair)],
-                          facts=facts)['rows']
+        cloud = make_cloud(vgpu_hosts={'src': (0,), 'v2': (1, 1, 1)})
+        facts = {h: dict(NEW) for h in cloud.host_roots()}
+        pair = pool_specs(cloud, 'ws', gpus=2)
+        rows = plan(cloud, [server('a', pair), server('b', pair)],
+                    facts=facts)['rows']
         self.assertEqual(['v2', None], [r['destination'] for r in rows])
 
     def test_plain_servers_and_non_gpu_hosts(self):
-        world = World(pt_hosts={'src': 0}, plain_hosts=['cpu-1'])
-        row = world.plan([server('web')], facts={})['rows'][0]
+        cloud = make_cloud(pt_hosts={'src': 0}, plain_hosts=['cpu-1'])
+        row = plan(cloud, [server('web')], facts={})['rows'][0]
         self.assertEqual((m.PLAIN, m.LIVE, 'cpu-1'),
                          (row['kind'], row['method'], row['destination']))
 
     def test_the_snapshot_is_not_changed(self):
-        world = self.pt_world(b=2)
-        before = copy.deepcopy(world.trees)
-        world.plan([self.pt_server(world, 'vm-1')], facts=self.facts(world))
-        self.assertEqual(before, world.trees)
+        cloud = self.pt_cloud(b=2)
+        before = copy.deepcopy(m.trees(cloud))
+        summaries = copy.deepcopy(cloud.placement.summaries)
+        plan(cloud, [self.pt_server(cloud, 'vm-1')], facts=self.facts(cloud))
+        self.assertEqual(before, m.trees(cloud))
+        self.assertEqual(summaries, cloud.placement.summaries)
 
 
 class TestRows(base.TestCase):
     def test_row_fields_and_held_gpus(self):
-        world = World(pt_hosts={'src': 0, 'b': 2})
-        vm = server('vm-1', world.extra_specs('solver', gpus=2))
+        cloud = make_cloud(pt_hosts={'src': 0, 'b': 2})
+        vm = server('vm-1', pool_specs(cloud, 'solver', gpus=2))
         held = {vm['id']: {'resource_class': PCI, 'gpus': 2,
                            'devices': ['0000:81:00.0', '0000:82:00.0']}}
-        found = world.plan([vm], facts={}, gpu_rows=held,
-                           allow_downtime=True)
+        found = plan(cloud, [vm], facts={}, gpu_rows=held,
+                     allow_downtime=True)
         row = found['rows'][0]
         self.assertEqual(set(m.ROW_FIELDS), set(row))
         self.assertEqual({
@@ -573,13 +588,13 @@ class TestRows(base.TestCase):
         self.assertIn('Nova version of src is not known', row['reason'])
 
     def test_unmovable_rows(self):
-        world = World(pt_hosts={'src': 0, 'b': 4})
+        cloud = make_cloud(pt_hosts={'src': 0, 'b': 4})
         metal = server('metal', {'resources:CUSTOM_BAREMETAL_GPU': '1',
                                  'resources:VCPU': '0',
                                  'resources:MEMORY_MB': '0',
                                  'resources:DISK_GB': '0'})
         fpga = server('fpga', {'accel:device_profile': 'fpga'})
-        found = world.plan([metal, fpga], facts={}, allow_downtime=True)
+        found = plan(cloud, [metal, fpga], facts={}, allow_downtime=True)
         self.assertEqual([('fpga', m.CYBORG, m.STAYS, None),
                           ('metal', m.BAREMETAL, m.STAYS, None)],
                          [(r['name'], r['kind'], r['method'],
@@ -589,12 +604,12 @@ class TestRows(base.TestCase):
         self.assertEqual({m.STAYS: 2}, found['summary']['moves'])
 
     def test_servers_sorted_by_source_then_name(self):
-        world = World(pt_hosts={'src': 0, 'a-src': 0, 'b': 4})
-        servers = [server('z', world.extra_specs('solver')),
-                   server('y', world.extra_specs('solver'), host='a-src'),
-                   server('a', world.extra_specs('solver'))]
-        rows = world.plan(servers, draining=('src', 'a-src'),
-                          facts={})['rows']
+        cloud = make_cloud(pt_hosts={'src': 0, 'a-src': 0, 'b': 4})
+        servers = [server('z', pool_specs(cloud, 'solver')),
+                   server('y', pool_specs(cloud, 'solver'), host='a-src'),
+                   server('a', pool_specs(cloud, 'solver'))]
+        rows = plan(cloud, servers, draining=('src', 'a-src'),
+                    facts={})['rows']
         self.assertEqual(['y', 'a', 'z'], [r['name'] for r in rows])
 
 
@@ -632,9 +647,9 @@ class TestStatus(base.TestCase):
             self.assertIn('in status %s' % status, found['reasons'][0])
 
     def test_stopped_server_in_a_plan(self):
-        world = World(pt_hosts={'src': 0, 'b': 1})
-        vm = server('vm', world.extra_specs('solver'), status='SHUTOFF')
-        found = world.plan([vm], facts={})
+        cloud = make_cloud(pt_hosts={'src': 0, 'b': 1})
+        vm = server('vm', pool_specs(cloud, 'solver'), status='SHUTOFF')
+        found = plan(cloud, [vm], facts={})
         row = found['rows'][0]
         self.assertEqual((m.COLD, 'b', m.NO_DOWNTIME),
                          (row['method'], row['destination'],
@@ -646,18 +661,19 @@ class TestIsolationAndCache(base.TestCase):
     def test_isolated_pool_takes_no_unsteered_server(self):
         spec = pools_mod.build_spec('solver', 'passthrough', alias='h100',
                                     pci_id='10de:2331', isolate=True)
-        world = World(pt_hosts={'src': 0, 'iso': 4}, pt_spec=spec)
-        row = world.plan([server('web')], facts={})['rows'][0]
+        cloud = make_cloud(pt_hosts={'src': 0, 'iso': 4}, pt_spec=spec)
+        row = plan(cloud, [server('web')], facts={})['rows'][0]
         self.assertEqual((m.STAYS, None), (row['method'],
                                            row['destination']))
-        world.add('cpu-1')
-        row = world.plan([server('web')], facts={})['rows'][0]
+        cloud = make_cloud(pt_hosts={'src': 0, 'iso': 4}, pt_spec=spec,
+                           plain_hosts=['cpu-1'])
+        row = plan(cloud, [server('web')], facts={})['rows'][0]
         self.assertEqual((m.LIVE, 'cpu-1'),
                          (row['method'], row['destination']))
 
     def test_servers_of_one_flavor_share_a_request(self):
-        world = World(pt_hosts={'src': 0})
-        extra = world.extra_specs('solver')
+        cloud = make_cloud(pt_hosts={'src': 0})
+        extra = pool_specs(cloud, 'solver')
         one, two = server('a', extra), server('b', extra)
         self.assertEqual(m.request_key(one), m.request_key(two))
         self.assertNotEqual(m.request_key(one), m.request_key(
@@ -666,11 +682,11 @@ class TestIsolationAndCache(base.TestCase):
             server('d', extra, image='')))
 
     def test_notify_lists_each_project_with_downtime(self):
-        world = World(pt_hosts={'src': 0, 'b': 1})
-        extra = world.extra_specs('solver')
-        found = world.plan([server('a', extra), server('b', extra,
+        cloud = make_cloud(pt_hosts={'src': 0, 'b': 1})
+        extra = pool_specs(cloud, 'solver')
+        found = plan(cloud, [server('a', extra), server('b', extra,
                                                        project='p2')],
-                           facts={}, allow_downtime=True)
+                     facts={}, allow_downtime=True)
         rows = found['rows']
         self.assertEqual([m.COLD, m.SHELVE], [r['method'] for r in rows])
         self.assertEqual({'p1': [rows[0]['server']],

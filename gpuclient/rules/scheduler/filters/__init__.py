@@ -20,12 +20,12 @@ Nova names its file, each with ``NAME`` (the filter's class name, as in
 ``text(host, reason, project_id)`` (the reason in operator terms).
 ``FILTERS`` is the registry, in the order Nova 34 runs the default
 filters that the API lets a client judge; ``NOT_CHECKED`` names the
-others, and why. ``post_filters`` runs the enabled ones on every host.
+others, and why. ``run`` runs the enabled ones on every host, for one
+request (``spec``) over the hosts of one cloud (``context``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
 from collections.abc import Iterable
 from collections.abc import Mapping
 import typing
@@ -41,6 +41,9 @@ from gpuclient.rules.scheduler.filters import compute_filter
 from gpuclient.rules.scheduler.filters import image_props_filter
 from gpuclient.rules.scheduler.filters import numa_topology_filter
 from gpuclient.rules.scheduler.filters import utils
+
+if typing.TYPE_CHECKING:
+    from gpuclient.rules import model
 
 # the filters judged here, in the order they run
 FILTERS = (
@@ -80,24 +83,20 @@ class Context(typing.NamedTuple):
 
 
 class HostStates:
-    """The hosts' ``HostState``, each built once from the cloud's reads
-    (aggregates, services, hypervisors, pools; FACTS {host: host facts},
-    HELD {host: [why]} of the hosts Blazar holds)."""
+    """The hosts' ``HostState``, each built once from the ``model.Cloud``
+    as read (its aggregates, services, hypervisors, pools and the hosts
+    Blazar holds, ``model.Cloud.held_hosts``) and FACTS ({host: host
+    facts})."""
 
     def __init__(
-            self,
-            aggregates: Collection[Mapping[str, typing.Any] | object] = (),
-            services: Iterable[Mapping[str, typing.Any]] | None = (),
-            hypervisors: Iterable[Mapping[str, typing.Any]] | None = (),
-            pools: Mapping[str, Mapping[str, typing.Any]] | None = None,
-            facts: Mapping[str, Mapping[str, typing.Any]] | None = None,
-            held: Mapping[str, list[str]] | None = None):
-        self.aggregates = aggregates or ()
-        self.services = {s['host']: s for s in services or ()}
-        self.nodes = host_manager.nodes_by_host(hypervisors)
-        self.pools = pools or {}
+            self, cloud: model.Cloud,
+            facts: Mapping[str, Mapping[str, typing.Any]] | None = None):
+        self.aggregates = cloud.aggregates
+        self.services = {s['host']: s for s in cloud.services or ()}
+        self.nodes = host_manager.nodes_by_host(cloud.hypervisors)
+        self.pools = cloud.pools
         self.facts = facts or {}
-        self.held = held or {}
+        self.held = cloud.held_hosts()
         self._states: dict[str, host_manager.HostState] = {}
 
     def get(self, host: str) -> host_manager.HostState:
@@ -113,73 +112,43 @@ class HostStates:
         return self._states[host]
 
 
-def context(
-        extra_specs: Mapping[str, str], project_id: str | None,
-        pools: Mapping[str, Mapping[str, typing.Any]] | None = None,
-        services: Iterable[Mapping[str, typing.Any]] | None = (),
-        hypervisors: Iterable[Mapping[str, typing.Any]] | None = (),
-        image: Mapping[str, typing.Any] | None = None,
-        default_arch: str | None = None,
-        flavor: Mapping[str, typing.Any] | None = None,
-        facts: Mapping[str, Mapping[str, typing.Any]] | None = None,
-        held: Mapping[str, list[str]] | None = None,
-        aliases: Mapping[str, Mapping[str, typing.Any]] | None = None,
-        aggregates: Collection[Mapping[str, typing.Any] | object] = ()
-) -> Context:
-    """What the filters read (a ``Context``): the request (FLAVOR's guest
-    NUMA topology with the settings' [pci] ALIASES, whose numa_policy
-    Nova gives a flavor's devices when it sets none; IMAGE's
-    requirements) and the hosts as the API shows them (FACTS: {host: host
-    facts}, HELD: {host: [why]} of the hosts Blazar holds).
-    """
-    return Context(
-        spec(extra_specs, project_id, image, default_arch, flavor, aliases),
-        HostStates(aggregates, services, hypervisors, pools, facts, held))
+def context(cloud: model.Cloud, request: request_spec.RequestSpec,
+            facts: Mapping[str, Mapping[str, typing.Any]] | None = None
+            ) -> Context:
+    """What the filters read (a ``Context``): the REQUEST (a
+    ``RequestSpec``, ``spec`` makes it) and the hosts of CLOUD as the API
+    shows them (``HostStates``; FACTS: {host: host facts})."""
+    return Context(request, HostStates(cloud, facts))
 
 
-def spec(extra_specs: Mapping[str, str], project_id: str | None,
-         image: Mapping[str, typing.Any] | None = None,
-         default_arch: str | None = None,
+def spec(settings: Mapping[str, typing.Any],
          flavor: Mapping[str, typing.Any] | None = None,
-         aliases: Mapping[str, Mapping[str, typing.Any]] | None = None
-         ) -> request_spec.RequestSpec:
-    """The ``RequestSpec`` the filters judge a host for (as ``context``
-    takes its arguments)."""
+         project_id: str | None = None,
+         image: Mapping[str, typing.Any] | None = None,
+         zone: str | None = None,
+         resource_request: dict[str, typing.Any] | None = None,
+         with_numa: bool = True) -> request_spec.RequestSpec:
+    """The ``RequestSpec`` of one request (its fields as named there),
+    with what the filters read of it: FLAVOR's extra specs, IMAGE's
+    requirements (with SETTINGS' default architecture, where an image is
+    judged), FLAVOR's guest NUMA topology with the settings' [pci]
+    aliases, whose numa_policy Nova gives a flavor's devices when it sets
+    none (WITH_NUMA False: none asked of the filters, as for a drain's
+    move, ``maintenance.eligible``), and the PCI devices it asks."""
+    extra_specs = (flavor or {}).get('extra_specs') or {}
+    default_arch = None
+    if image is not None:
+        # [filter_scheduler] image_properties_default_architecture (unset
+        # unless the settings give it)
+        default_arch = settings.get('image_properties_default_architecture')
     return request_spec.RequestSpec(
-        extra_specs=extra_specs, project_id=project_id,
+        settings=settings, flavor=flavor, image=image,
+        project_id=project_id, zone=zone,
+        resource_request=resource_request or {}, extra_specs=extra_specs,
         wanted=image_props_filter.image_requirements(image, default_arch),
-        guest=numa_topology_filter.constraints(flavor, image, aliases),
+        guest=numa_topology_filter.constraints(
+            flavor, image, settings.get('aliases')) if with_numa else None,
         devices=numa_topology_filter.pci_devices(extra_specs))
-
-
-def post_filters(
-        hosts: Iterable[str], extra_specs: Mapping[str, str],
-        aggregates: Collection[Mapping[str, typing.Any] | object],
-        services: Iterable[Mapping[str, typing.Any]] | None,
-        project_id: str | None, enabled_filters: Iterable[str] | None,
-        pools: Mapping[str, Mapping[str, typing.Any]] | None = None,
-        hypervisors: Iterable[Mapping[str, typing.Any]] | None = (),
-        image: Mapping[str, typing.Any] | None = None,
-        default_arch: str | None = None,
-        flavor: Mapping[str, typing.Any] | None = None,
-        facts: Mapping[str, Mapping[str, typing.Any]] | None = None,
-        held: Mapping[str, list[str]] | None = None,
-        aliases: Mapping[str, Mapping[str, typing.Any]] | None = None
-) -> dict[str, list[dict[str, typing.Any]]]:
-    """{host: [reason dicts]} for hosts the judged filters remove.
-
-    ``hypervisors`` (compute API 2.53 details) and ``image`` (its
-    properties) feed ImagePropertiesFilter and ComputeCapabilitiesFilter,
-    with FLAVOR (its vcpus, ram and extra specs) and FACTS ({host: host
-    facts}) NUMATopologyFilter; a host whose nodes they cannot judge is
-    not removed (see ``unchecked`` and ``numa``). HELD: the hosts Blazar
-    holds (BlazarFilter). ALIASES: the settings' [pci] aliases (their
-    numa_policy, see ``context``).
-    """
-    return run(hosts, context(
-        extra_specs, project_id, pools, services, hypervisors, image,
-        default_arch, flavor, facts, held, aliases, aggregates),
-        enabled_filters)
 
 
 def run(hosts: Iterable[str], ctx: Context,
@@ -208,20 +177,21 @@ def post_filter_text(host: str, reason: Mapping[str, typing.Any],
     return host_filter.text(host, reason, project_id)
 
 
-def unchecked(hosts: Iterable[str],
-              hypervisors: Iterable[Mapping[str, typing.Any]] | None,
-              extra_specs: Mapping[str, str],
-              image: Mapping[str, typing.Any] | None,
-              enabled_filters: Iterable[str] | None,
-              default_arch: str | None = None) -> dict[str, str]:
-    """{filter: text}: what the two filters could not judge, and where."""
+def unchecked(hosts: Iterable[str], ctx: Context,
+              enabled_filters: Iterable[str] | None) -> dict[str, str]:
+    """{filter: text}: what the two filters could not judge of CTX's
+    request (a ``Context``), and where."""
     enabled = set(enabled_filters or ())
-    nodes = host_manager.nodes_by_host(hypervisors)
-    wanted = image_props_filter.image_requirements(image, default_arch)
+    nodes = ctx.states.nodes
+    wanted = ctx.spec.wanted
+    extra_specs = ctx.spec.extra_specs
     judges = []
     if IMAGE_FILTER in enabled:
+        # WANTED is never None: spec, which makes every RequestSpec, sets
+        # it (image_requirements)
         judges.append((IMAGE_FILTER, lambda node: (
-            image_props_filter.judge_image(node, wanted))))
+            image_props_filter.judge_image(
+                node, wanted))))  # type: ignore[arg-type]
     if CAPABILITIES_FILTER in enabled:
         judges.append((CAPABILITIES_FILTER, lambda node: (
             compute_capabilities_filter.judge_capabilities(

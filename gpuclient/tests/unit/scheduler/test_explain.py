@@ -14,9 +14,12 @@
 dicts)."""
 
 from gpuclient.rules import host_names
+from gpuclient.rules import model
+from gpuclient.rules import pools as pools_mod
 from gpuclient.rules.scheduler import conf as nova_conf
 from gpuclient.rules.scheduler import explain
 from gpuclient.rules.scheduler import filters
+from gpuclient.rules.scheduler import manager
 from gpuclient.rules.scheduler import resource_request as request
 from gpuclient.rules.scheduler.filters import aggregate_instance_extra_specs
 from gpuclient.tests.unit import base
@@ -131,18 +134,21 @@ class TestWhyNot(base.TestCase):
         self.assertIn("isolated pool 'solver'", text)
 
     def test_post_filter_reasons(self):
-        post = filters.post_filters(
-            ['gpu-pt-1', 'plain-1', 'gpu-vgpu-1'],
-            {'aggregate_instance_extra_specs:gpu_pool': 'solver',
-             'hw:cpu_policy': 'shared'},
-            [{'name': 'solver', 'hosts': ['gpu-pt-1'],
-              'metadata': {'gpu_pool': 'solver', 'filter_tenant_id': 'p2'}},
+        # pool solver, limited to project p2
+        solver = pools_mod.metadata_for(pools_mod.build_spec(
+            'solver', 'passthrough', alias='h100', pci_id='10de:2331',
+            projects=['p2']))
+        cloud = model.Cloud(
+            [{'name': 'solver', 'hosts': ['gpu-pt-1'], 'metadata': solver},
              {'name': 'other', 'hosts': ['gpu-vgpu-1'],
-              'metadata': {'gpu_pool': 'other'}}],
-            [{'host': 'plain-1', 'status': 'disabled', 'state': 'up'}],
-            'p1', nova_conf.DEFAULT_FILTERS,
-            {'solver': {'name': 'solver', 'hosts': ['gpu-pt-1'],
-                        'projects': ['p2']}})
+              'metadata': {'gpu_pool': 'other'}}], [],
+            [{'host': 'plain-1', 'status': 'disabled', 'state': 'up'}])
+        spec = filters.spec(
+            nova_conf.load_settings(),
+            {'extra_specs': {'aggregate_instance_extra_specs:gpu_pool':
+                             'solver', 'hw:cpu_policy': 'shared'}}, 'p1')
+        post = manager.removed(manager.select(
+            cloud, spec, ['gpu-pt-1', 'plain-1', 'gpu-vgpu-1']))
         texts = {host: [filters.post_filter_text(host, r, 'p1')
                         for r in reasons] for host, reasons in post.items()}
         self.assertEqual(

@@ -13,6 +13,7 @@
 """The scheduler's entry point: the settings decided once, and one pass
 of a request over the hosts."""
 
+from gpuclient.rules import model
 from gpuclient.rules import reservations
 from gpuclient.rules.scheduler import conf
 from gpuclient.rules.scheduler import filters
@@ -53,22 +54,25 @@ class TestSelect(base.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.hypervisors = [
-            dict(numa_hosts.api_view(name, False)[0],
+        self.cloud = model.Cloud([], [
+            dict(numa_hosts.api_view(name, False)[0], id='rp-' + name,
                  hypervisor_hostname=name, service={'host': name})
-            for name in numa_hosts.HOSTS]
+            for name in numa_hosts.HOSTS], [])
         self.hosts = sorted(numa_hosts.HOSTS)
         self.flavor = numa_hosts.FLAVORS['cell-too-small']
-        self.ctx = filters.context(self.flavor['extra_specs'], 'p',
-                                   hypervisors=self.hypervisors,
-                                   flavor=self.flavor)
+
+    def spec(self, enabled):
+        """The request of the flavor, with ENABLED filters."""
+        return filters.spec({'enabled_filters': enabled}, self.flavor, 'p')
 
     def test_the_filters_and_numa_verdicts_of_the_filters_module(self):
-        selected = manager.select(self.ctx, self.hosts, [NUMA])
+        spec = self.spec([NUMA])
+        selected = manager.select(self.cloud, spec, self.hosts)
         self.assertEqual(self.hosts, list(selected))
-        self.assertEqual(filters.run(self.hosts, self.ctx, [NUMA]),
+        ctx = filters.context(self.cloud, spec)
+        self.assertEqual(filters.run(self.hosts, ctx, [NUMA]),
                          manager.removed(selected))
-        judged = filters.numa(self.hosts, self.ctx, [NUMA])
+        judged = filters.numa(self.hosts, ctx, [NUMA])
         for host, found in selected.items():
             self.assertIsNone(found.count)
             if found.passes:
@@ -80,8 +84,26 @@ class TestSelect(base.TestCase):
         self.assertEqual({'two-cells', 'two-cells-huge'},
                          {h for h, s in selected.items() if not s.passes})
 
+    def test_every_host_of_the_cloud_unless_told(self):
+        spec = self.spec([NUMA])
+        self.assertEqual(manager.select(self.cloud, spec, self.hosts),
+                         manager.select(self.cloud, spec))
+        self.assertEqual(['one-cell'], list(manager.select(
+            self.cloud, spec, ['one-cell'])))
+
+    def test_the_states_given_with_their_host_facts(self):
+        spec = self.spec([NUMA])
+        facts = {name: numa_hosts.api_view(name)[1]
+                 for name in numa_hosts.HOSTS}
+        self.assertEqual(hm.UNKNOWN, manager.select(
+            self.cloud, spec, self.hosts)['one-cell'].numa[0])
+        self.assertEqual(hm.PASS, manager.select(
+            self.cloud, spec, self.hosts,
+            filters.HostStates(self.cloud, facts))['one-cell'].numa[0])
+
     def test_a_disabled_filter_removes_nothing_and_judges_nothing(self):
-        selected = manager.select(self.ctx, self.hosts, ['ComputeFilter'])
+        selected = manager.select(self.cloud, self.spec(['ComputeFilter']),
+                                  self.hosts)
         self.assertTrue(all(s.passes and s.numa is None
                             for s in selected.values()))
 
@@ -92,7 +114,8 @@ class TestSelect(base.TestCase):
             asked.append(host)
             return 3, (hm.PASS, 'counted')
 
-        selected = manager.select(self.ctx, self.hosts, [NUMA], count)
+        selected = manager.select(self.cloud, self.spec([NUMA]), self.hosts,
+                                  count=count)
         passing = [h for h in self.hosts
                    if h not in ('two-cells', 'two-cells-huge')]
         self.assertEqual(passing, asked)
@@ -105,7 +128,7 @@ class TestSelect(base.TestCase):
     def test_numa_judged_only_for_the_hosts_asked(self):
         passing = [h for h in self.hosts
                    if h not in ('two-cells', 'two-cells-huge')]
-        selected = manager.select(self.ctx, self.hosts, [NUMA],
+        selected = manager.select(self.cloud, self.spec([NUMA]), self.hosts,
                                   numa_hosts=passing[:1] + ['unmapped'])
         self.assertIsNotNone(selected[passing[0]].numa)
         self.assertTrue(all(selected[h].numa is None for h in passing[1:]))

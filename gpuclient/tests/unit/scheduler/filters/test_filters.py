@@ -17,20 +17,30 @@ import importlib
 import pkgutil
 import unittest
 
+from gpuclient.rules import model
 from gpuclient.rules.scheduler import filters
 from gpuclient.tests.unit.scheduler.filters import cases
 
 
+def removed(hosts, enabled, services=(), hypervisors=(), **request):
+    """{host: [reason dicts]} of the ENABLED filters on HOSTS of a cloud
+    with SERVICES and HYPERVISORS, for the request ``filters.spec`` makes
+    of REQUEST (its keywords; project p1)."""
+    cloud = model.Cloud([], list(hypervisors), list(services))
+    request.setdefault('project_id', 'p1')
+    ctx = filters.context(cloud, filters.spec({}, **request))
+    return filters.run(hosts, ctx, enabled)
+
+
 class TestJudges(unittest.TestCase):
 
-    def test_post_filters_and_text(self):
+    def test_run_and_text(self):
         hypervisors = [cases.api_view('fake'), cases.api_view('kvm')]
         enabled = ('ImagePropertiesFilter', 'ComputeCapabilitiesFilter')
-        post = filters.post_filters(
-            ['host-fake', 'host-kvm'],
-            {'capabilities:hypervisor_type': 's== QEMU'}, [], [], 'p1',
-            enabled, hypervisors=hypervisors,
-            image={'architecture': 'aarch64'})
+        flavor = {'extra_specs': {'capabilities:hypervisor_type': 's== QEMU'}}
+        post = removed(['host-fake', 'host-kvm'], enabled,
+                       hypervisors=hypervisors, flavor=flavor,
+                       image={'architecture': 'aarch64'})
         self.assertEqual(['host-fake'], sorted(post))
         kinds = sorted(r['filter'] for r in post['host-fake'])
         self.assertEqual(list(sorted(enabled)), kinds)
@@ -40,25 +50,39 @@ class TestJudges(unittest.TestCase):
                       'the host (fake) runs x86_64/fake/hvm '
                       '(ImagePropertiesFilter)', texts)
         # a disabled filter judges nothing
-        self.assertEqual({}, filters.post_filters(
-            ['host-fake'], {'capabilities:hypervisor_type': 's== QEMU'},
-            [], [], 'p1', ('ComputeFilter',), hypervisors=hypervisors,
-            image={'architecture': 'aarch64'}))
+        self.assertEqual({}, removed(
+            ['host-fake'], ('ComputeFilter',), hypervisors=hypervisors,
+            flavor=flavor, image={'architecture': 'aarch64'}))
 
     def test_unchecked_names_what_and_where(self):
         hypervisors = [cases.api_view('kvm'), cases.api_view('ironic')]
+        cloud = model.Cloud([], hypervisors, [])
+        enabled = ('ImagePropertiesFilter', 'ComputeCapabilitiesFilter')
+
+        def ctx(extra_specs, image):
+            return filters.context(cloud, filters.spec(
+                {}, {'extra_specs': extra_specs}, image=image))
+
         gaps = filters.unchecked(
-            ['host-kvm', 'host-ironic'], hypervisors,
-            {'capabilities:numa_topology': 'x'}, {'architecture': 'aarch64'},
-            ('ImagePropertiesFilter', 'ComputeCapabilitiesFilter'))
+            ['host-kvm', 'host-ironic'],
+            ctx({'capabilities:numa_topology': 'x'},
+                {'architecture': 'aarch64'}), enabled)
         self.assertIn('host-kvm', gaps['ImagePropertiesFilter'])
         self.assertIn('host-ironic', gaps['ImagePropertiesFilter'])
         self.assertIn('cpu_arch', gaps['ImagePropertiesFilter'])
         self.assertIn('HostState.numa_topology',
                       gaps['ComputeCapabilitiesFilter'])
         self.assertEqual({}, filters.unchecked(
-            ['host-kvm'], hypervisors, {}, {'architecture': 'x86_64'},
-            ('ImagePropertiesFilter', 'ComputeCapabilitiesFilter')))
+            ['host-kvm'], ctx({}, {'architecture': 'x86_64'}), enabled))
+
+    def test_the_default_architecture_stands_in_for_a_given_image(self):
+        # [filter_scheduler] image_properties_default_architecture: judged
+        # for an image that names none ({}: none given), not where no
+        # image is judged (None: a flavor counted, a move)
+        settings = {'image_properties_default_architecture': 'aarch64'}
+        self.assertEqual('aarch64', filters.spec(
+            settings, image={}).wanted['architecture'])
+        self.assertIsNone(filters.spec(settings).wanted['architecture'])
 
 
 class TestRegistry(unittest.TestCase):
@@ -92,7 +116,6 @@ class TestRegistry(unittest.TestCase):
         services = [{'host': 'h1', 'status': 'disabled', 'state': 'up'}]
         self.assertEqual({'h1': [{'filter': 'ComputeFilter',
                                   'why': 'disabled'}]},
-                         filters.post_filters(['h1'], {}, [], services,
-                                              'p1', ['ComputeFilter']))
-        self.assertEqual({}, filters.post_filters(
-            ['h1'], {}, [], services, 'p1', ['ImagePropertiesFilter']))
+                         removed(['h1'], ['ComputeFilter'], services))
+        self.assertEqual({}, removed(['h1'], ['ImagePropertiesFilter'],
+                                     services))

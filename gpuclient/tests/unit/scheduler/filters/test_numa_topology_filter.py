@@ -17,12 +17,21 @@ the hosts of numa_hosts as the compute API and host facts show them
 
 import unittest
 
+from gpuclient.rules import model
 from gpuclient.rules.scheduler import conf as nova_conf
 from gpuclient.rules.scheduler import filters
 from gpuclient.rules.scheduler import hardware
 from gpuclient.rules.scheduler import host_manager as hm
 from gpuclient.rules.scheduler.filters import numa_topology_filter as ntf
 from gpuclient.tests.unit.scheduler import numa_hosts
+
+
+def numa_cloud():
+    """A model.Cloud of the NUMA hosts, each its own compute host."""
+    return model.Cloud([], [dict(numa_hosts.api_view(name, False)[0],
+                                 hypervisor_hostname=name,
+                                 service={'host': name})
+                            for name in numa_hosts.HOSTS], [])
 
 
 class TestJudge(unittest.TestCase):
@@ -140,14 +149,10 @@ class TestJudge(unittest.TestCase):
                                         guest, 1))
 
     def test_a_request_nova_refuses_passes_no_host(self):
-        hypervisors = [dict(numa_hosts.api_view(name, False)[0],
-                            hypervisor_hostname=name,
-                            service={'host': name})
-                       for name in numa_hosts.HOSTS]
         bad = numa_hosts.flavor(vcpus=3, numa_nodes=2)
-        post = filters.post_filters(
-            sorted(numa_hosts.HOSTS), bad['extra_specs'], [], [], 'p',
-            ['NUMATopologyFilter'], hypervisors=hypervisors, flavor=bad)
+        post = filters.run(sorted(numa_hosts.HOSTS), filters.context(
+            numa_cloud(), filters.spec({}, bad, 'p')),
+            ['NUMATopologyFilter'])
         self.assertEqual(sorted(numa_hosts.HOSTS), sorted(post))
         self.assertIn('divide evenly', ntf.text(
             'h', post['one-cell'][0], 'p'))
@@ -176,23 +181,16 @@ class TestJudge(unittest.TestCase):
                 'devices it asks (policy %s) (NUMATopologyFilter, from host '
                 'facts).' % policy, ntf.text('h', detail, 'p'))
 
-    def test_numa_and_post_filters(self):
-        hypervisors = [dict(numa_hosts.api_view(name, False)[0],
-                            hypervisor_hostname=name,
-                            service={'host': name})
-                       for name in numa_hosts.HOSTS]
+    def test_numa_and_the_filters(self):
+        cloud = numa_cloud()
         the_flavor = numa_hosts.FLAVORS['cell-too-small']
         enabled = ['NUMATopologyFilter']
-        ctx = filters.context(the_flavor['extra_specs'], 'p',
-                              hypervisors=hypervisors, flavor=the_flavor)
+        ctx = filters.context(cloud, filters.spec({}, the_flavor, 'p'))
         found = filters.numa(sorted(numa_hosts.HOSTS), ctx, enabled)
         self.assertEqual(hm.FAIL, found['two-cells'][0])
         self.assertEqual(hm.UNKNOWN, found['one-cell'][0])
-        post = filters.post_filters(
-            sorted(numa_hosts.HOSTS), the_flavor['extra_specs'], [], [], 'p',
-            enabled, hypervisors=hypervisors, flavor=the_flavor)
+        post = filters.run(sorted(numa_hosts.HOSTS), ctx, enabled)
         self.assertEqual(['two-cells', 'two-cells-huge'], sorted(post))
         self.assertEqual({}, filters.numa(
-            sorted(numa_hosts.HOSTS), filters.context(
-                {}, 'p', hypervisors=hypervisors,
-                flavor=numa_hosts.flavor()), enabled))
+            sorted(numa_hosts.HOSTS), filters.context(cloud, filters.spec(
+                {}, numa_hosts.flavor(), 'p')), enabled))
