@@ -369,10 +369,10 @@ def provider_summaries(
             for uuid, detail in details.items()}
 
 
-def read_totals(placement: placement_mod.Placement, snap: hosts.Snapshot,
+def read_totals(placement: placement_mod.Placement, snap: model.Placement,
                 roots: collections.abc.Iterable[str]) -> None:
     """Read the inventory totals of the device (non-root) providers in
-    the trees of ROOTS into SNAP (``hosts.Snapshot.add_totals``): one
+    the trees of ROOTS into SNAP (``model.Placement.add_totals``): one
     ``GET .../inventories`` each, concurrently and bounded. Provider
     summaries carry Placement's capacity, which leaves out what is
     reserved; what a host has (a VF an operator reserved is still a VF)
@@ -387,7 +387,7 @@ def placement_snapshot(
     gpu_classes: collections.abc.Iterable[str],
     wanted_roots: collections.abc.Collection[str] | None = None,
     with_traits: bool = False,
-) -> hosts.Snapshot:
+) -> model.Placement:
     """Capacity and usage of every provider in the GPU-relevant trees.
 
     One ``GET /resource_providers`` and one allocation-candidates query
@@ -399,7 +399,8 @@ def placement_snapshot(
     by provider, concurrently and bounded. ``wanted_roots`` (a set of
     root provider uuids, or None for all) limits that last step.
 
-    PLACEMENT is the client layer's Placement. Returns a hosts.Snapshot.
+    PLACEMENT is the client layer's Placement. Returns a
+    ``model.Placement``.
     """
     placement.max_version()  # negotiate once, before the threads start
     # the two large answers (every provider; every tree with a free
@@ -412,7 +413,7 @@ def placement_snapshot(
         providers = listed.result()
         known = set(classes.result())
         answers = {('VCPU', 1): first.result()} if first else {}
-    snap = hosts.Snapshot(providers)
+    snap = model.Placement.listed(providers)
     # a class Placement does not know would be a 400: nobody offers it
     queries = [('VCPU', 1)] + [
         (rc, 1) for rc in sorted(gpu_classes) if rc in known

@@ -41,7 +41,6 @@ from gpuclient.rules import specs
 from gpuclient.rules.scheduler import pci
 
 if typing.TYPE_CHECKING:
-    from gpuclient.rules import hosts as hosts_mod
     from gpuclient.rules import model
 
 # --by keys: option value -> (row key, column name)
@@ -243,7 +242,7 @@ def server_rows(
         providers, devices, rcs, gpus = [], [], [], 0
         for uuid, rc, amount in holdings:
             # held only with a CLOUD (CLASSES), read with Placement
-            snap: hosts_mod.Snapshot = (
+            snap: model.Placement = (
                 cloud.placement)  # type: ignore[union-attr,assignment]
             provider = snap.providers.get(uuid) or {'name': uuid,
                                                     'root': uuid}

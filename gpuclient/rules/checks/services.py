@@ -31,7 +31,6 @@ from gpuclient.rules import reservations
 from gpuclient.rules.checks import utils
 
 if typing.TYPE_CHECKING:
-    from gpuclient.rules import hosts as hosts_mod
     from gpuclient.rules import model
 
 # -- scheduler settings (with --nova-conf) ----------------------------------
@@ -289,7 +288,7 @@ def placement_unmapped_trees(
         settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """GPU provider trees no hypervisor maps to: one finding per class."""
     # gpu check reads Placement (ops.check_ops.run)
-    snap: hosts_mod.Snapshot = cloud.placement  # type: ignore[assignment]
+    snap: model.Placement = cloud.placement  # type: ignore[assignment]
     mapped = utils.root_hosts(cloud)
     by_class: dict[str, set[str]] = {}
     for uuid in sorted(snap.summaries):

@@ -113,7 +113,8 @@ class ChecksTestCase(base.TestCase):
 
     def cloud(self):
         fc = self.fc
-        snap = hosts.Snapshot(fc.providers_body()['resource_providers'])
+        snap = model.Placement.listed(
+            fc.providers_body()['resource_providers'])
         snap.add_details({p.uuid: fc.summary(p) for p in fc.providers})
         services = [{'host': hv['service']['host'],
                      'status': ('disabled' if hv['service']['host']

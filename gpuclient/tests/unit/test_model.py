@@ -17,7 +17,6 @@ from osc_lib import exceptions
 import testtools
 
 from gpuclient.rules import document_plan
-from gpuclient.rules import hosts
 from gpuclient.rules import model
 from gpuclient.rules import plan as plan_mod
 from gpuclient.rules import pool_plan
@@ -148,7 +147,7 @@ class TestAfterThePlan(testtools.TestCase):
 
     def setUp(self):
         super().setUp()
-        placement = hosts.Snapshot([{'uuid': 'r1', 'name': 'h1'}])
+        placement = model.Placement.listed([{'uuid': 'r1', 'name': 'h1'}])
         self.read = model.Cloud(
             [agg('ws', ['h1'], metadata=POOL_META)],
             [{'id': 'r1', 'service': {'host': 'h1'}}], SERVICES, placement,
