@@ -201,6 +201,7 @@ def observe(
     planned = [s for s in servers if s['id'] not in under_way]
     # BlazarFilter keeps ordinary flavors off the hosts Blazar holds: a
     # move there would end in "No valid host"
+    assert cloud.blazar is not None  # noqa: S101 - snapshot.read reads it
     settings = manager.decide_settings(settings, cloud.blazar)
     result = maintenance.plan(
         planned, trees, draining, cordoned,

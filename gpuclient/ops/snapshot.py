@@ -130,6 +130,7 @@ def read(
     services = client.compute.compute_services()
     flavors = client.compute.flavors() if with_flavors else None
     if not with_placement:
+        # the classes and pool members are read with Placement: None
         cloud = model.Cloud(aggregates, hypervisors, services, None,
                       flavors=flavors)
         read_blazar(client, cloud)
@@ -148,14 +149,14 @@ def read(
         client.placement, classes, wanted_roots=wanted,
         with_traits=with_traits)
     cloud = model.Cloud(aggregates, hypervisors, services, placement,
-                  flavors=flavors, gpu_classes=classes)
-    cloud.known_classes = set(known)
+                  flavors=flavors, gpu_classes=classes,
+                  known_classes=set(known))
     read_blazar(client, cloud)
     if with_images:
         cloud.images = client.image.images()
     if with_pool_members:
-        for name, pool in sorted(pools.items()):
-            cloud.pool_members[name] = members_of(client, pool)
+        cloud.pool_members = {name: members_of(client, pool)
+                              for name, pool in sorted(pools.items())}
     if with_projects and any(p['projects'] for p in pools.values()):
         cloud.projects = _projects(client, pools)
     return cloud

@@ -154,6 +154,8 @@ class Fits:
         # where Blazar runs, BlazarFilter keeps ordinary flavors off the
         # hosts it holds (rules.reservations)
         self.held = cloud.held_hosts()
+        # read, as held_hosts above asks (snapshot.read reads it always)
+        assert cloud.blazar is not None  # noqa: S101 - read
         self.settings = manager.decide_settings(settings, cloud.blazar)
         self.project_id = project_id
         self.fit_count = fit_count

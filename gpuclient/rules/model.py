@@ -326,22 +326,25 @@ class Cloud:
     aggregates: list[dict[str, typing.Any]] = _field(
         '[Aggregate]: every host aggregate (SDK resources or dicts, given)')
     hypervisors: list[Hypervisor] | None = _field(
-        '[Hypervisor]: every hypervisor')
+        '[Hypervisor]: every hypervisor', None)
     services: list[Service] | None = _field(
-        '[Service]: every nova-compute service')
+        '[Service]: every nova-compute service', None)
     placement: Placement | None = _field(
         'Placement: the providers ([Provider]) of the GPU-relevant '
         'trees with their Summary', None)
     flavors: list[dict[str, typing.Any]] | None = _field(
         '[Flavor]: every flavor', None)
-    gpu_classes: set[str] = _field('the GPU resource classes read', ())
-    known_classes: set[str] = _field('the resource classes Placement knows',
-                                     factory=set)
+    gpu_classes: set[str] | None = _field(
+        'the GPU resource classes the placement snapshot was read for '
+        '(set with it)', None)
+    known_classes: set[str] | None = _field(
+        'the resource classes Placement knows (read with placement by '
+        'snapshot.read)', None)
     images: list[dict[str, typing.Any]] | None = _field(
         '[Image]: every image the caller sees', None)
-    pool_members: dict[str, set[str] | None] = _field(
+    pool_members: dict[str, set[str] | None] | None = _field(
         "{pool name: provider uuids in its Placement aggregate, or None "
-        "when it could not be read}", factory=dict)
+        "when it could not be read} (with_pool_members: gpu check)", None)
     projects: dict[str, str | None] | None = _field(
         '{project id: name} from Keystone', None)
     access: dict[str, list[str]] | None = _field(
@@ -360,10 +363,10 @@ class Cloud:
         "(2, N): Nova's maximum compute microversion, which tells its "
         "release, as gpu check judges PCI quotas (quota-pci-not-enforced)",
         None)
-    blazar: bool = _field(
+    blazar: bool | None = _field(
         "whether the token's catalog lists Blazar (service type "
         "reservation): its held hosts (held_hosts) and reservations "
-        "count", False)
+        "count (snapshot.read reads it always, from the catalog)", None)
     blazar_hosts: list[dict[str, typing.Any]] | None = _field(
         "[host record]: Blazar's GET /v1/os-hosts, the hosts enrolled in "
         "it (None: not read; why in unread['blazar_hosts'])", None)
@@ -401,7 +404,8 @@ class Cloud:
             self.hypervisors = list(self.hypervisors)
         if self.services is not None:
             self.services = list(self.services)
-        self.gpu_classes = set(self.gpu_classes)
+        if self.gpu_classes is not None:
+            self.gpu_classes = set(self.gpu_classes)
         self.pools, self.problems = pools_mod.scan(self.aggregates)
 
     def host_roots(self) -> dict[str, set[str]]:
@@ -520,6 +524,8 @@ class Cloud:
         in the catalog): ``reservations.held_hosts`` over Blazar's host
         list (``blazar_hosts``), the aggregates and the classes of each
         host's provider trees."""
+        # ops.snapshot.read reads it always (the catalog, no request)
+        assert self.blazar is not None  # noqa: S101 - read
         if not self.blazar:
             return {}
         classes: dict[str, set[str]] = {}

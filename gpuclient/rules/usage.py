@@ -220,9 +220,12 @@ def server_rows(
     """
     pools = cloud.pools if cloud is not None else {}
     by_host = pools_mod.pools_by_host(pools)
-    classes = cloud.gpu_classes if cloud is not None else set()
+    classes: set[str] = set()
     root_host = {}
     if cloud is not None:
+        # read with Placement, as the allocations are (server_ops)
+        assert cloud.gpu_classes is not None  # noqa: S101 - read
+        classes = cloud.gpu_classes
         root_host = host_names.root_hosts(cloud.hypervisors)
     held: dict[str, list[tuple[str, str, int]]] = {}
     # consumer -> [(provider uuid, class, amount)]

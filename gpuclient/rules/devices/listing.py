@@ -101,6 +101,7 @@ def rows(
     """
     # read with its Placement snapshot (ops.device_ops)
     snap: model.Placement = cloud.placement  # type: ignore[assignment]
+    assert cloud.gpu_classes is not None  # noqa: S101 - read with it
     allocations = allocations or {}
     by_id = {s['id']: s for s in servers or ()}
     root_host = host_names.root_hosts(cloud.hypervisors or [])
