@@ -272,6 +272,35 @@ class Placement:
             self.totals[uuid] = {rc: int(inv.get('total') or 0)
                                  for rc, inv in (found or {}).items()}
 
+    def unread_roots(self, roots: Iterable[str]) -> set[str]:
+        """Those of ROOTS whose tree this read did not cover, or covered
+        without the traits of some provider (``Summary.traits`` None)."""
+        return {root for root in roots
+                if root not in self.covered or any(
+                    self.summaries.get(uuid, {}).get('traits') is None
+                    for uuid in self.providers_in_trees([root]))}
+
+    def add_trees(self, other: 'Placement', roots: Iterable[str]) -> None:
+        """Take in OTHER's read of the trees of ROOTS (a later read of
+        them): its providers, summaries and totals of those trees replace
+        what this one had; every other tree stays as read."""
+        roots = set(roots)
+        for uuid in self.providers_in_trees(roots):
+            del self.providers[uuid]
+            self.summaries.pop(uuid, None)
+            self.totals.pop(uuid, None)
+        for uuid in other.providers_in_trees(roots):
+            self.providers[uuid] = other.providers[uuid]
+            if uuid in other.summaries:
+                self.summaries[uuid] = other.summaries[uuid]
+            if uuid in other.totals:
+                self.totals[uuid] = other.totals[uuid]
+        self._by_root = None
+        self.covered = (self.covered - roots) | (other.covered & roots)
+        self.slow_roots = ((self.slow_roots - roots)
+                           | (other.slow_roots & roots))
+        self.queried += other.queried
+
     def free(self, uuid: str, resource_class: str) -> int:
         res = self.summaries.get(uuid, {}).get('resources', {})
         item = res.get(resource_class)
