@@ -112,6 +112,7 @@ def _read(client, flavor, resources, required, image, pool, project, zone,
     facts, fact_notes = cloud.resolve_fact_hosts(facts or {})
     aggregates, pools = cloud.aggregates, cloud.pools
     # BlazarFilter keeps ordinary flavors off the hosts Blazar holds
+    assert cloud.blazar is not None  # noqa: S101 - snapshot.read reads it
     settings = manager.decide_settings(settings, cloud.blazar)
     snapshot.warn_problems(cloud.problems)
     if pool:

@@ -79,6 +79,9 @@ def rows_of(
             for hv in hypervisors  # type: ignore[union-attr]
             if host_names.nova_host(hv) in members
         ]
+    # read with Placement (snapshot.read), as the rows below are
+    assert cloud.known_classes is not None  # noqa: S101 - read
+    assert cloud.gpu_classes is not None  # noqa: S101 - read
     notes = [message for _agg, _pool, message in cloud.problems]
     notes += [
         _('Placement has no resource class %s: no host offers it.') % rc

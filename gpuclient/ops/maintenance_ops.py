@@ -190,6 +190,7 @@ def observe(
                 and svc['host'] not in draining]
     # BlazarFilter keeps ordinary flavors off the hosts Blazar holds: a
     # move there would end in "No valid host"
+    assert cloud.blazar is not None  # noqa: S101 - snapshot.read reads it
     settings = manager.decide_settings(settings, cloud.blazar)
     result = maintenance.plan(
         cloud, draining, cordoned,

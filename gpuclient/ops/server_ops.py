@@ -84,6 +84,7 @@ def _used_gpu_providers(
 ) -> list[str]:
     """GPU providers with usage (in the trees of ROOTS, when given)."""
     assert cloud.placement is not None  # noqa: S101 - read with Placement
+    assert cloud.gpu_classes is not None  # noqa: S101 - read with it
     snap = cloud.placement
     found = []
     for uuid, summary in snap.summaries.items():

@@ -130,6 +130,7 @@ def read(
     services = client.compute.compute_services()
     flavors = client.compute.flavors() if with_flavors else None
     if not with_placement:
+        # the classes and pool members are read with Placement: None
         cloud = model.Cloud(aggregates, hypervisors, services, None,
                       flavors=flavors)
         read_blazar(client, cloud)
@@ -148,14 +149,14 @@ def read(
         client.placement, classes, wanted_roots=wanted,
         with_traits=with_traits)
     cloud = model.Cloud(aggregates, hypervisors, services, placement,
-                  flavors=flavors, gpu_classes=classes)
-    cloud.known_classes = set(known)
+                  flavors=flavors, gpu_classes=classes,
+                  known_classes=set(known))
     read_blazar(client, cloud)
     if with_images:
         cloud.images = client.image.images()
     if with_pool_members:
-        for name, pool in sorted(pools.items()):
-            cloud.pool_members[name] = members_of(client, pool)
+        cloud.pool_members = {name: members_of(client, pool)
+                              for name, pool in sorted(pools.items())}
     if with_projects and any(p['projects'] for p in pools.values()):
         cloud.projects = _projects(client, pools)
     return cloud
@@ -219,36 +220,60 @@ def read_for_hosts(
 ) -> dict[str, list[str]]:
     """What a pool write on HOSTS reads besides its aggregates (read
     first, into CLOUD; services and hypervisors when it needs them:
-    ``read_services``, ``read_hypervisors``), into CLOUD (each field
-    set anew: what was not asked for is None): with SERVERS every
-    project's servers; with RESOURCE_CLASS the Placement snapshot of the
-    hosts' trees with their traits; which of TRAITS Placement has; with
+    ``read_services``, ``read_hypervisors``), into CLOUD, each read
+    unless it was (what an earlier read filled is kept; what was not
+    asked for is left as it is): with SERVERS every project's servers;
+    with RESOURCE_CLASS the Placement snapshot of the hosts' trees with
+    their traits (``_read_trees``); which of TRAITS Placement has; with
     FLAVORS the flavors, and with ACCESS_FOR (a pool) the access lists of
     the private ones steering to it; with IMAGES the images. Returns
     {host: [root provider uuids]} of HOSTS."""
-    cloud.servers = None
-    if servers:
+    if servers and cloud.servers is None:
         read_servers(client, cloud)
-    cloud.placement = None
     if hosts and resource_class:
         roots = set()
         for host in hosts:
             roots.update(roots_of(client, cloud, host))
-        cloud.placement = placement_snapshot(
-            client.placement, {resource_class}, wanted_roots=roots,
-            with_traits=True)
+        _read_trees(client, cloud, roots, resource_class)
     read_existing_traits(client, cloud, traits)
-    cloud.flavors = client.compute.flavors() if flavors else None
-    cloud.access = {}
-    if access_for is not None and cloud.flavors:
-        for flavor in pool_plan.flavors_of(pool_plan.Observed.of(cloud),
-                                           access_for):
-            if not flavor.get('os-flavor-access:is_public', True):
+    if flavors and cloud.flavors is None:
+        cloud.flavors = client.compute.flavors()
+    if access_for is not None:
+        if cloud.access is None:
+            cloud.access = {}
+        for flavor in (pool_plan.flavors_of(pool_plan.Observed.of(cloud),
+                                            access_for)
+                       if cloud.flavors else ()):
+            if (not flavor.get('os-flavor-access:is_public', True)
+                    and flavor['id'] not in cloud.access):
                 cloud.access[flavor['id']] = client.compute.flavor_access(
                     flavor['id'])
     found = {host: roots_of(client, cloud, host) for host in hosts}
-    cloud.images = client.image.images() if images else None
+    if images and cloud.images is None:
+        cloud.images = client.image.images()
     return found
+
+
+def _read_trees(client: GpuClient, cloud: model.Cloud,
+                roots: collections.abc.Collection[str],
+                resource_class: str) -> None:
+    """The Placement snapshot of the trees of ROOTS, with their traits,
+    into CLOUD's ``placement`` (``placement_snapshot`` for
+    RESOURCE_CLASS, which joins CLOUD's ``gpu_classes``): read unless it
+    was; where an earlier read left some of those trees out (or read
+    them without traits), those are read and added to it
+    (``model.Placement.add_trees``), every other tree kept as read."""
+    if cloud.placement is None:
+        cloud.placement = placement_snapshot(
+            client.placement, {resource_class}, wanted_roots=roots,
+            with_traits=True)
+    else:
+        missing = cloud.placement.unread_roots(roots)
+        if missing:
+            cloud.placement.add_trees(placement_snapshot(
+                client.placement, {resource_class}, wanted_roots=missing,
+                with_traits=True), missing)
+    cloud.gpu_classes = (cloud.gpu_classes or set()) | {resource_class}
 
 
 def read_access(
@@ -280,11 +305,13 @@ def read_existing_traits(
     client: GpuClient, cloud: model.Cloud,
     traits: collections.abc.Collection[str],
 ) -> set[str]:
-    """Which of TRAITS Placement has into CLOUD's ``existing_traits``
-    (one request; none when TRAITS is empty)."""
-    cloud.existing_traits = (client.placement.existing_traits(set(traits))
-                             if traits else set())
-    return cloud.existing_traits
+    """Which of TRAITS Placement has, added to CLOUD's ``existing_traits``
+    (what an earlier read found is kept; one request, none when TRAITS is
+    empty); returns them."""
+    found = (client.placement.existing_traits(set(traits))
+             if traits else set())
+    cloud.existing_traits = (cloud.existing_traits or set()) | found
+    return found
 
 
 def read_limits(client: GpuClient, cloud: model.Cloud) -> None:
@@ -369,10 +396,10 @@ def provider_summaries(
             for uuid, detail in details.items()}
 
 
-def read_totals(placement: placement_mod.Placement, snap: hosts.Snapshot,
+def read_totals(placement: placement_mod.Placement, snap: model.Placement,
                 roots: collections.abc.Iterable[str]) -> None:
     """Read the inventory totals of the device (non-root) providers in
-    the trees of ROOTS into SNAP (``hosts.Snapshot.add_totals``): one
+    the trees of ROOTS into SNAP (``model.Placement.add_totals``): one
     ``GET .../inventories`` each, concurrently and bounded. Provider
     summaries carry Placement's capacity, which leaves out what is
     reserved; what a host has (a VF an operator reserved is still a VF)
@@ -387,7 +414,7 @@ def placement_snapshot(
     gpu_classes: collections.abc.Iterable[str],
     wanted_roots: collections.abc.Collection[str] | None = None,
     with_traits: bool = False,
-) -> hosts.Snapshot:
+) -> model.Placement:
     """Capacity and usage of every provider in the GPU-relevant trees.
 
     One ``GET /resource_providers`` and one allocation-candidates query
@@ -399,7 +426,8 @@ def placement_snapshot(
     by provider, concurrently and bounded. ``wanted_roots`` (a set of
     root provider uuids, or None for all) limits that last step.
 
-    PLACEMENT is the client layer's Placement. Returns a hosts.Snapshot.
+    PLACEMENT is the client layer's Placement. Returns a
+    ``model.Placement``.
     """
     placement.max_version()  # negotiate once, before the threads start
     # the two large answers (every provider; every tree with a free
@@ -412,7 +440,7 @@ def placement_snapshot(
         providers = listed.result()
         known = set(classes.result())
         answers = {('VCPU', 1): first.result()} if first else {}
-    snap = hosts.Snapshot(providers)
+    snap = model.Placement.listed(providers)
     # a class Placement does not know would be a 400: nobody offers it
     queries = [('VCPU', 1)] + [
         (rc, 1) for rc in sorted(gpu_classes) if rc in known

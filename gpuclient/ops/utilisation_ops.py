@@ -229,6 +229,7 @@ def providers_of(
     if cloud is None:
         return {}
     assert cloud.placement is not None  # noqa: S101 - read with Placement
+    assert cloud.gpu_classes is not None  # noqa: S101 - read with it
     snap = cloud.placement
     root_host = host_names.root_hosts(cloud.hypervisors)
     by_host = pools_mod.pools_by_host(cloud.pools)

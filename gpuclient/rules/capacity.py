@@ -151,6 +151,8 @@ class Fits:
         self.with_numa = numa
         # flavor id -> {host: (status, what)}
         self.numa: dict[str, dict[str, tuple[str, str | None]]] = {}
+        # read (snapshot.read reads it always)
+        assert cloud.blazar is not None  # noqa: S101 - read
         self.settings = manager.decide_settings(settings, cloud.blazar)
         self.project_id = project_id
         self.fit_count = fit_count
@@ -257,7 +259,8 @@ def _ratios(cloud: model.Cloud,
     host reserves, all of memory_mb_used with no server there)."""
     # Fits counts on Placement's trees: CLOUD's placement was read
     resources = (cloud.placement.summaries.get(  # type: ignore[union-attr]
-        node.get('id')) or {}).get('resources') or {}
+        node.get('id')  # type: ignore[arg-type]  # None: no summary
+    ) or {}).get('resources') or {}
     vcpus = node.get('vcpus') or 0
     memory = (node.get('memory_mb') or 0) - (node.get('memory_mb_used')
                                              or 0)

@@ -58,7 +58,6 @@ from gpuclient.rules import quota as quota_mod
 from gpuclient.rules import specs
 
 if typing.TYPE_CHECKING:
-    from gpuclient.rules import hosts
     from gpuclient.rules import model
 
 # the ID (flavor, limit) or uuid (aggregate) of what the plan creates,
@@ -83,7 +82,7 @@ class World:
 
     AGGREGATES: host aggregates (``pools.aggregate_dict``); ROOTS:
     {compute host: [root provider uuids]}; PLACEMENT: a
-    ``hosts.Snapshot`` with traits (copied: the plan's trait steps change
+    ``model.Placement`` with traits (copied: the plan's trait steps change
     it); EXISTING_TRAITS: the custom traits Placement has, of those the
     pools use; FLAVORS: Nova flavors with extra specs; ACCESS: {flavor
     id: [project ids]} of private ones; IMAGES: Glance images; REGISTERED
@@ -97,7 +96,7 @@ class World:
 
     def __init__(self, aggregates: Iterable[object],
                  roots: Mapping[str, Iterable[str]] | None,
-                 placement: hosts.Snapshot | None,
+                 placement: model.Placement | None,
                  existing_traits: Iterable[str],
                  flavors: Iterable[Mapping[str, typing.Any]] | None,
                  access: Mapping[str, Iterable[str]] | None,
@@ -725,8 +724,8 @@ def check_problems(before: model.Cloud, after: model.Cloud,
             for key, f in sorted(errors(after).items()) if key not in now]
 
 
-def offered_classes(snapshot: hosts.Snapshot) -> set[str]:
-    """The resource classes some provider of SNAPSHOT (a hosts.Snapshot
+def offered_classes(snapshot: model.Placement) -> set[str]:
+    """The resource classes some provider of SNAPSHOT (a model.Placement
     of every tree) has inventory of."""
     return {rc for summary in snapshot.summaries.values()
             for rc in (summary.get('resources') or {})}

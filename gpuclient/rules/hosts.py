@@ -23,10 +23,20 @@ from collections.abc import Mapping
 import fnmatch
 import typing
 
-from gpuclient.i18n import _
 from gpuclient.rules import baremetal
 from gpuclient.rules import host_names
 from gpuclient.rules import one_time_use
+
+if typing.TYPE_CHECKING:
+    class _Placement(typing.Protocol):
+        """A ``model.Placement``, named by what is asked of it (model
+        imports this module)."""
+
+        @property
+        def providers(self) -> Mapping[str, Mapping[str, typing.Any]]: ...
+
+        @property
+        def summaries(self) -> Mapping[str, Mapping[str, typing.Any]]: ...
 
 # GPU resource classes shown by default (CLI.md, "Hosts"): vGPUs, whole
 # physical GPUs, NVIDIA and AMD PCI devices reported by Nova's PCI in
@@ -113,157 +123,8 @@ def device_figures(item: Mapping[str, typing.Any], node: bool = False,
     return max(capacity, used), used, max(capacity - used, 0)
 
 
-class Snapshot:
-    """The Placement part of the cloud as read (``model.Cloud``'s
-    ``placement``): the providers of the GPU-relevant trees and the
-    capacity and usage known for them, filled by
-    ``ops.snapshot.placement_snapshot`` from allocation-candidate answers
-    (``add_candidates``) and per-provider reads (``add_details``)."""
-
-    providers: typing.Annotated[dict, '{uuid: model.Provider}']
-    summaries: typing.Annotated[dict, '{uuid: model.Summary}']
-    covered: typing.Annotated[set, 'roots whose whole tree some answer gave']
-    queried: typing.Annotated[
-        list, '[(resource class, number of candidates)]']
-    slow_roots: typing.Annotated[set, 'roots read provider by provider']
-    totals: typing.Annotated[
-        dict, '{uuid: {class: inventory total}} where read (add_totals)']
-
-    def __init__(self, providers: Iterable[Mapping[str, typing.Any]]):
-        self.providers = {}
-        self._by_root: dict[str, list[str]] | None = None
-        for rp in providers:
-            self._add_provider(
-                rp['uuid'],
-                rp.get('name'),
-                rp.get('parent_provider_uuid'),
-                rp.get('root_provider_uuid'),
-            )
-        self.summaries = {}
-        self.covered = set()
-        self.queried = []  # [(resource class, number of candidates)]
-        self.slow_roots = set()
-        self.totals = {}
-
-    def _add_provider(self, uuid: str, name: str | None, parent: str | None,
-                      root: str | None) -> None:
-        self._by_root = None
-        self.providers[uuid] = {
-            'uuid': uuid,
-            'name': name or uuid,
-            'parent': parent,
-            'root': root or uuid,
-        }
-
-    def roots(self) -> set[str]:
-        return {rp['root'] for rp in self.providers.values()}
-
-    def missing_roots(self, wanted: Iterable[str] | None = None) -> set[str]:
-        """Roots (of those wanted) whose trees nothing has covered yet."""
-        roots = self.roots()
-        if wanted is not None:
-            roots &= set(wanted)
-        return roots - self.covered
-
-    def providers_in_trees(self, roots: Iterable[str]) -> list[str]:
-        if self._by_root is None:
-            # indexed once: asked per host, a scan would be quadratic
-            self._by_root = {}
-            for uuid, rp in self.providers.items():
-                self._by_root.setdefault(rp['root'], []).append(uuid)
-        found: list[str] = []
-        for root in set(roots):
-            found.extend(self._by_root.get(root, ()))
-        return sorted(found)
-
-    def add_candidates(self, resource_class: str,
-                       answer: Mapping[str, typing.Any] | None) -> None:
-        """Take in a GET /allocation_candidates answer (>= 1.29)."""
-        answer = answer or {}
-        self.queried.append(
-            (resource_class, len(answer.get('allocation_requests') or []))
-        )
-        for uuid, summary in (answer.get('provider_summaries') or {}).items():
-            if uuid not in self.providers:
-                # Created after we listed providers: keep what we know.
-                self._add_provider(
-                    uuid,
-                    None,
-                    summary.get('parent_provider_uuid'),
-                    summary.get('root_provider_uuid'),
-                )
-            self.summaries[uuid] = {
-                'resources': dict(summary.get('resources') or {}),
-                'traits': summary.get('traits'),
-            }
-            self.covered.add(self.providers[uuid]['root'])
-
-    def add_details(self, details: Mapping[str, dict[str, typing.Any]]
-                    ) -> None:
-        """Take in per-provider summaries read on the slow path."""
-        for uuid, summary in details.items():
-            self.summaries[uuid] = summary
-            root = self.providers[uuid]['root']
-            self.covered.add(root)
-            self.slow_roots.add(root)
-
-    def add_totals(
-            self,
-            inventories: Mapping[str, Mapping[str, Mapping[str, typing.Any]]
-                                 | None]) -> None:
-        """Take in inventories ({uuid: {class: inventory}}, as GET
-        .../inventories answers them): the total of each class, which
-        summaries lack (their capacity is Placement's, total less what is
-        reserved, times the allocation ratio)."""
-        for uuid, found in inventories.items():
-            self.totals[uuid] = {rc: int(inv.get('total') or 0)
-                                 for rc, inv in (found or {}).items()}
-
-    def free(self, uuid: str, resource_class: str) -> int:
-        res = self.summaries.get(uuid, {}).get('resources', {})
-        item = res.get(resource_class)
-        if not item:
-            return 0
-        return item['capacity'] - item['used']
-
-    def truncation_suspects(self) -> list[tuple[str, int, int]]:
-        """Queried classes whose answer left out a tree that could serve it.
-
-        A tree read on the slow path that has a free unit of a class we
-        asked allocation candidates for should have been in that answer:
-        Placement's ``max_allocation_candidates`` cut it short.
-        """
-        suspects = []
-        for rc, count in self.queried:
-            trees = set()
-            for root in self.slow_roots:
-                for uuid in self.providers_in_trees([root]):
-                    if self.free(uuid, rc) >= 1:
-                        trees.add(root)
-            if trees:
-                suspects.append((rc, count, len(trees)))
-        return suspects
-
-    def notes(self) -> list[str]:
-        """Warnings for the operator about how complete the data is."""
-        notes = []
-        for rc, count, trees in self.truncation_suspects():
-            notes.append(
-                _(
-                    'Placement answered resources=%(rc)s:1 with %(count)d '
-                    'allocation candidates but left out %(trees)d provider '
-                    'tree(s) with a free %(rc)s: its '
-                    '[placement]max_allocation_candidates setting probably '
-                    'truncated the answer. Those trees were read provider '
-                    'by provider, so the figures are complete.'
-                )
-                % {'rc': rc, 'count': count, 'trees': trees}
-            )
-        return notes
-
-
 def host_rows(
-    snapshot: Snapshot,
+    snapshot: '_Placement',
     hypervisors: Collection[Mapping[str, typing.Any]] | None,
     classes: Iterable[str],
     pools_by_host: Mapping[str, list[str]] | None = None,

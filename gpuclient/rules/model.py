@@ -82,7 +82,7 @@ class Hypervisor(typing.TypedDict, total=False):
 
 
 class Provider(typing.TypedDict):
-    """A Placement resource provider (``hosts.Snapshot.providers``)."""
+    """A Placement resource provider (``Placement.providers``)."""
 
     uuid: str
     name: str
@@ -91,7 +91,7 @@ class Provider(typing.TypedDict):
 
 
 class Summary(typing.TypedDict, total=False):
-    """What Placement says of one provider (``hosts.Snapshot.summaries``):
+    """What Placement says of one provider (``Placement.summaries``):
     {class: {capacity, used[, min_unit, max_unit, step_size]}} and its
     traits (None: not read)."""
 
@@ -143,13 +143,205 @@ _REQUIRED = object()
 
 def _field(doc: str, default: typing.Any = _REQUIRED,
            factory: Callable[[], typing.Any] | None = None) -> typing.Any:
-    """A declared field of Cloud: what it holds (DOC), its default."""
+    """A declared field of the model (Cloud, Placement): what it holds
+    (DOC), its default."""
     if factory is not None:
         return dataclasses.field(default_factory=factory,
                                  metadata={'doc': doc})
     if default is _REQUIRED:
         return dataclasses.field(metadata={'doc': doc})
     return dataclasses.field(default=default, metadata={'doc': doc})
+
+
+@dataclasses.dataclass(eq=False)
+class Placement:
+    """The Placement part of the cloud as read (``Cloud.placement``): the
+    providers of the GPU-relevant trees and the capacity and usage known
+    for them, filled by ``ops.snapshot.placement_snapshot`` from
+    allocation-candidate answers (``add_candidates``) and per-provider
+    reads (``add_details``); ``listed`` starts it from the provider list.
+    """
+
+    providers: dict[str, dict[str, typing.Any]] = _field(
+        '{uuid: Provider}: the providers listed, and those an answer '
+        'named since', factory=dict)
+    summaries: dict[str, dict[str, typing.Any]] = _field(
+        '{uuid: Summary}: what Placement said of the providers of the '
+        'trees read (covered)', factory=dict)
+    covered: set[str] = _field(
+        'the roots whose whole tree some answer gave', factory=set)
+    queried: list[tuple[str, int]] = _field(
+        '[(resource class, number of candidates)] of the '
+        'allocation-candidate queries', factory=list)
+    slow_roots: set[str] = _field(
+        'the roots read provider by provider', factory=set)
+    totals: dict[str, dict[str, int]] = _field(
+        '{uuid: {class: inventory total}} where read (add_totals)',
+        factory=dict)
+    # {root: [provider uuids]}, indexed when first asked
+    _by_root: dict[str, list[str]] | None = dataclasses.field(
+        init=False, default=None, repr=False)
+
+    @classmethod
+    def listed(cls, providers: Iterable[Mapping[str, typing.Any]]
+               ) -> 'Placement':
+        """The Placement of PROVIDERS as ``GET /resource_providers``
+        lists them (uuid, name, parent_provider_uuid,
+        root_provider_uuid), nothing read of their trees yet."""
+        found = cls()
+        for rp in providers:
+            found._add_provider(
+                rp['uuid'],
+                rp.get('name'),
+                rp.get('parent_provider_uuid'),
+                rp.get('root_provider_uuid'),
+            )
+        return found
+
+    def _add_provider(self, uuid: str, name: str | None, parent: str | None,
+                      root: str | None) -> None:
+        self._by_root = None
+        self.providers[uuid] = {
+            'uuid': uuid,
+            'name': name or uuid,
+            'parent': parent,
+            'root': root or uuid,
+        }
+
+    def roots(self) -> set[str]:
+        return {rp['root'] for rp in self.providers.values()}
+
+    def missing_roots(self, wanted: Iterable[str] | None = None) -> set[str]:
+        """Roots (of those wanted) whose trees nothing has covered yet."""
+        roots = self.roots()
+        if wanted is not None:
+            roots &= set(wanted)
+        return roots - self.covered
+
+    def providers_in_trees(self, roots: Iterable[str]) -> list[str]:
+        if self._by_root is None:
+            # indexed once: asked per host, a scan would be quadratic
+            self._by_root = {}
+            for uuid, rp in self.providers.items():
+                self._by_root.setdefault(rp['root'], []).append(uuid)
+        found: list[str] = []
+        for root in set(roots):
+            found.extend(self._by_root.get(root, ()))
+        return sorted(found)
+
+    def add_candidates(self, resource_class: str,
+                       answer: Mapping[str, typing.Any] | None) -> None:
+        """Take in a GET /allocation_candidates answer (>= 1.29)."""
+        answer = answer or {}
+        self.queried.append(
+            (resource_class, len(answer.get('allocation_requests') or []))
+        )
+        for uuid, summary in (answer.get('provider_summaries') or {}).items():
+            if uuid not in self.providers:
+                # Created after we listed providers: keep what we know.
+                self._add_provider(
+                    uuid,
+                    None,
+                    summary.get('parent_provider_uuid'),
+                    summary.get('root_provider_uuid'),
+                )
+            self.summaries[uuid] = {
+                'resources': dict(summary.get('resources') or {}),
+                'traits': summary.get('traits'),
+            }
+            self.covered.add(self.providers[uuid]['root'])
+
+    def add_details(self, details: Mapping[str, dict[str, typing.Any]]
+                    ) -> None:
+        """Take in per-provider summaries read on the slow path."""
+        for uuid, summary in details.items():
+            self.summaries[uuid] = summary
+            root = self.providers[uuid]['root']
+            self.covered.add(root)
+            self.slow_roots.add(root)
+
+    def add_totals(
+            self,
+            inventories: Mapping[str, Mapping[str, Mapping[str, typing.Any]]
+                                 | None]) -> None:
+        """Take in inventories ({uuid: {class: inventory}}, as GET
+        .../inventories answers them): the total of each class, which
+        summaries lack (their capacity is Placement's, total less what is
+        reserved, times the allocation ratio)."""
+        for uuid, found in inventories.items():
+            self.totals[uuid] = {rc: int(inv.get('total') or 0)
+                                 for rc, inv in (found or {}).items()}
+
+    def unread_roots(self, roots: Iterable[str]) -> set[str]:
+        """Those of ROOTS whose tree this read did not cover, or covered
+        without the traits of some provider (``Summary.traits`` None)."""
+        return {root for root in roots
+                if root not in self.covered or any(
+                    self.summaries.get(uuid, {}).get('traits') is None
+                    for uuid in self.providers_in_trees([root]))}
+
+    def add_trees(self, other: 'Placement', roots: Iterable[str]) -> None:
+        """Take in OTHER's read of the trees of ROOTS (a later read of
+        them): its providers, summaries and totals of those trees replace
+        what this one had; every other tree stays as read."""
+        roots = set(roots)
+        for uuid in self.providers_in_trees(roots):
+            del self.providers[uuid]
+            self.summaries.pop(uuid, None)
+            self.totals.pop(uuid, None)
+        for uuid in other.providers_in_trees(roots):
+            self.providers[uuid] = other.providers[uuid]
+            if uuid in other.summaries:
+                self.summaries[uuid] = other.summaries[uuid]
+            if uuid in other.totals:
+                self.totals[uuid] = other.totals[uuid]
+        self._by_root = None
+        self.covered = (self.covered - roots) | (other.covered & roots)
+        self.slow_roots = ((self.slow_roots - roots)
+                           | (other.slow_roots & roots))
+        self.queried += other.queried
+
+    def free(self, uuid: str, resource_class: str) -> int:
+        res = self.summaries.get(uuid, {}).get('resources', {})
+        item = res.get(resource_class)
+        if not item:
+            return 0
+        return item['capacity'] - item['used']
+
+    def truncation_suspects(self) -> list[tuple[str, int, int]]:
+        """Queried classes whose answer left out a tree that could serve it.
+
+        A tree read on the slow path that has a free unit of a class we
+        asked allocation candidates for should have been in that answer:
+        Placement's ``max_allocation_candidates`` cut it short.
+        """
+        suspects = []
+        for rc, count in self.queried:
+            trees = set()
+            for root in self.slow_roots:
+                for uuid in self.providers_in_trees([root]):
+                    if self.free(uuid, rc) >= 1:
+                        trees.add(root)
+            if trees:
+                suspects.append((rc, count, len(trees)))
+        return suspects
+
+    def notes(self) -> list[str]:
+        """Warnings for the operator about how complete the data is."""
+        notes = []
+        for rc, count, trees in self.truncation_suspects():
+            notes.append(
+                _(
+                    'Placement answered resources=%(rc)s:1 with %(count)d '
+                    'allocation candidates but left out %(trees)d provider '
+                    'tree(s) with a free %(rc)s: its '
+                    '[placement]max_allocation_candidates setting probably '
+                    'truncated the answer. Those trees were read provider '
+                    'by provider, so the figures are complete.'
+                )
+                % {'rc': rc, 'count': count, 'trees': trees}
+            )
+        return notes
 
 
 @dataclasses.dataclass(eq=False)
@@ -163,22 +355,25 @@ class Cloud:
     aggregates: list[dict[str, typing.Any]] = _field(
         '[Aggregate]: every host aggregate (SDK resources or dicts, given)')
     hypervisors: list[Hypervisor] | None = _field(
-        '[Hypervisor]: every hypervisor')
+        '[Hypervisor]: every hypervisor', None)
     services: list[Service] | None = _field(
-        '[Service]: every nova-compute service')
-    placement: hosts_mod.Snapshot | None = _field(
-        'hosts.Snapshot: the providers ([Provider]) of the GPU-relevant '
+        '[Service]: every nova-compute service', None)
+    placement: Placement | None = _field(
+        'Placement: the providers ([Provider]) of the GPU-relevant '
         'trees with their Summary', None)
     flavors: list[dict[str, typing.Any]] | None = _field(
         '[Flavor]: every flavor', None)
-    gpu_classes: set[str] = _field('the GPU resource classes read', ())
-    known_classes: set[str] = _field('the resource classes Placement knows',
-                                     factory=set)
+    gpu_classes: set[str] | None = _field(
+        'the GPU resource classes the placement snapshot was read for '
+        '(set with it)', None)
+    known_classes: set[str] | None = _field(
+        'the resource classes Placement knows (read with placement by '
+        'snapshot.read)', None)
     images: list[dict[str, typing.Any]] | None = _field(
         '[Image]: every image the caller sees', None)
-    pool_members: dict[str, set[str] | None] = _field(
+    pool_members: dict[str, set[str] | None] | None = _field(
         "{pool name: provider uuids in its Placement aggregate, or None "
-        "when it could not be read}", factory=dict)
+        "when it could not be read} (with_pool_members: gpu check)", None)
     projects: dict[str, str | None] | None = _field(
         '{project id: name} from Keystone', None)
     access: dict[str, list[str]] | None = _field(
@@ -197,10 +392,10 @@ class Cloud:
         "(2, N): Nova's maximum compute microversion, which tells its "
         "release, as gpu check judges PCI quotas (quota-pci-not-enforced)",
         None)
-    blazar: bool = _field(
+    blazar: bool | None = _field(
         "whether the token's catalog lists Blazar (service type "
         "reservation): its held hosts (held_hosts) and reservations "
-        "count", False)
+        "count (snapshot.read reads it always, from the catalog)", None)
     blazar_hosts: list[dict[str, typing.Any]] | None = _field(
         "[host record]: Blazar's GET /v1/os-hosts, the hosts enrolled in "
         "it (None: not read; why in unread['blazar_hosts'])", None)
@@ -238,7 +433,8 @@ class Cloud:
             self.hypervisors = list(self.hypervisors)
         if self.services is not None:
             self.services = list(self.services)
-        self.gpu_classes = set(self.gpu_classes)
+        if self.gpu_classes is not None:
+            self.gpu_classes = set(self.gpu_classes)
         self.pools, self.problems = pools_mod.scan(self.aggregates)
 
     def host_roots(self) -> dict[str, set[str]]:
@@ -326,7 +522,7 @@ class Cloud:
         otherwise taken as Nova's drivers report them for devices (1, the
         capacity, 1). ``aggregates`` are the root's aggregate uuids.
         """
-        snap: hosts_mod.Snapshot
+        snap: Placement
         # asked of a cloud read with Placement
         snap = self.placement  # type: ignore[assignment]
         tree = {}
@@ -357,6 +553,8 @@ class Cloud:
         in the catalog): ``reservations.held_hosts`` over Blazar's host
         list (``blazar_hosts``), the aggregates and the classes of each
         host's provider trees."""
+        # ops.snapshot.read reads it always (the catalog, no request)
+        assert self.blazar is not None  # noqa: S101 - read
         if not self.blazar:
             return {}
         classes: dict[str, set[str]] = {}
@@ -409,7 +607,7 @@ class Cloud:
         (``one_time_use``), counted apart as awaiting release (1),
         neither used nor free.
         """
-        snap: hosts_mod.Snapshot
+        snap: Placement
         # asked of a cloud read with Placement
         snap = self.placement  # type: ignore[assignment]
         ironic = root in self.node_roots()

@@ -64,14 +64,14 @@ from gpuclient.i18n import _
 from gpuclient.rules import nova_rules
 
 if typing.TYPE_CHECKING:
-    from gpuclient.rules import hosts
+    from gpuclient.rules import model
 
     class _World(typing.Protocol):
         """What an effect changes: a ``document_plan.World`` (named by
         its shape: document_plan imports this module)."""
 
         aggregates: dict[str, dict[str, typing.Any]]
-        placement: hosts.Snapshot | None
+        placement: model.Placement | None
         existing_traits: set[str]
         flavors: list[dict[str, typing.Any]]
         access: dict[str, list[str]]

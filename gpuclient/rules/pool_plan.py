@@ -80,7 +80,6 @@ from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import specs
 
 if typing.TYPE_CHECKING:
-    from gpuclient.rules import hosts as hosts_mod
     from gpuclient.rules import model
 
 TRAIT_SPEC_PREFIX = 'trait'
@@ -91,7 +90,7 @@ class Observed:
 
     def __init__(self, aggregates: Sequence[dict[str, typing.Any]],
                  roots: Mapping[str, list[str]] | None = None,
-                 snapshot: hosts_mod.Snapshot | None = None,
+                 snapshot: model.Placement | None = None,
                  existing_traits: Iterable[str] = (),
                  flavors: list[dict[str, typing.Any]] | None = None,
                  access: Mapping[str, list[str]] | None = None,

@@ -59,8 +59,8 @@ from gpuclient.rules import placement_names as names
 
 if typing.TYPE_CHECKING:
     class _Snapshot(typing.Protocol):
-        """A ``hosts.Snapshot``, named by what is asked of it (hosts
-        imports this module, through baremetal)."""
+        """A ``model.Placement``, named by what is asked of it (model
+        imports this module)."""
 
         @property
         def providers(self) -> Mapping[str, Mapping[str, typing.Any]]: ...

@@ -41,7 +41,6 @@ from gpuclient.rules import specs
 from gpuclient.rules.scheduler import pci
 
 if typing.TYPE_CHECKING:
-    from gpuclient.rules import hosts as hosts_mod
     from gpuclient.rules import model
 
 # --by keys: option value -> (row key, column name)
@@ -221,9 +220,12 @@ def server_rows(
     """
     pools = cloud.pools if cloud is not None else {}
     by_host = pools_mod.pools_by_host(pools)
-    classes = cloud.gpu_classes if cloud is not None else set()
+    classes: set[str] = set()
     root_host = {}
     if cloud is not None:
+        # read with Placement, as the allocations are (server_ops)
+        assert cloud.gpu_classes is not None  # noqa: S101 - read
+        classes = cloud.gpu_classes
         root_host = host_names.root_hosts(cloud.hypervisors)
     held: dict[str, list[tuple[str, str, int]]] = {}
     # consumer -> [(provider uuid, class, amount)]
@@ -243,7 +245,7 @@ def server_rows(
         providers, devices, rcs, gpus = [], [], [], 0
         for uuid, rc, amount in holdings:
             # held only with a CLOUD (CLASSES), read with Placement
-            snap: hosts_mod.Snapshot = (
+            snap: model.Placement = (
                 cloud.placement)  # type: ignore[union-attr,assignment]
             provider = snap.providers.get(uuid) or {'name': uuid,
                                                     'root': uuid}

@@ -13,8 +13,9 @@
 """``.. gpuclient-model::``: the one model of the cloud as read, from the code.
 
 At build time the directive imports ``gpuclient.rules.model`` and emits a
-literal block: the fields of ``Cloud`` (each with its type and what it
-holds, the field's ``doc``) and the declared shape of each item
+literal block: the fields of ``Cloud`` and of its ``Placement`` (each
+with its type and what it holds, the field's ``doc``) and the declared
+shape of each item
 (``TypedDict`` classes, with their keys). The module is a dependency of the
 page, so an incremental build redraws it when the model changes.
 """
@@ -42,14 +43,13 @@ def text(model):
             continue
         lines.append('  %-16s %s' % (field.name, _type(hints[field.name])))
         lines.append('      %s' % field.metadata.get('doc', ''))
-    placement = hints['placement'].__args__[0]
-    lines += ['', '%s.%s  (Cloud.placement)' % (
-        placement.__module__.replace('gpuclient.', ''), placement.__name__),
-        '']
-    for name, kind in typing.get_type_hints(placement,
-                                            include_extras=True).items():
-        lines.append('  %-16s %s' % (name, _type(kind.__origin__)))
-        lines.append('      %s' % kind.__metadata__[0])
+    lines += ['', 'rules.model.Placement  (Cloud.placement)', '']
+    hints = typing.get_type_hints(model.Placement)
+    for field in dataclasses.fields(model.Placement):
+        if field.name.startswith('_'):
+            continue
+        lines.append('  %-16s %s' % (field.name, _type(hints[field.name])))
+        lines.append('      %s' % field.metadata.get('doc', ''))
     lines += ['', 'Items:', '']
     for name, value in vars(model).items():
         if (isinstance(value, type) and issubclass(value, dict)

@@ -57,12 +57,15 @@ def pool_drift(cloud: model.Cloud,
     """Members without their trait, outside the Placement aggregate, or
     without a compute node (``pools.drift``, as ``gpu pool show``)."""
     host_roots = cloud.host_roots()
+    # not read (gpu apply's doctor reads no members): each pool's members
+    # unknown, as where Placement's aggregate cannot be read
+    members = cloud.pool_members or {}
     found = []
     for name, pool in sorted(cloud.pools.items()):
         roots = {h: sorted(host_roots.get(h, ())) for h in pool['hosts']}
         # gpu check reads Placement
         for item in pools_mod.drift(pool, roots, cloud.placement,  # type: ignore[arg-type]
-                                    cloud.pool_members.get(name)):
+                                    members.get(name)):
             fix = item['fix'] or 'openstack gpu pool remove host %s %s' % (
                 name, item['host'])
             found.append(utils.finding(

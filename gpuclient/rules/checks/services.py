@@ -31,7 +31,6 @@ from gpuclient.rules import reservations
 from gpuclient.rules.checks import utils
 
 if typing.TYPE_CHECKING:
-    from gpuclient.rules import hosts as hosts_mod
     from gpuclient.rules import model
 
 # -- scheduler settings (with --nova-conf) ----------------------------------
@@ -254,6 +253,8 @@ def blazar_flavor_reservation(
     alias or numbered groups are dropped, or their GPU class is not on
     the hosts' root providers. Only where the cloud runs Blazar; Blazar's
     own reservation flavors are its copies and are left out."""
+    # ops.snapshot.read reads it always (the catalog, no request)
+    assert cloud.blazar is not None  # noqa: S101 - read
     if not cloud.blazar:
         return []
     found = []
@@ -289,7 +290,8 @@ def placement_unmapped_trees(
         settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """GPU provider trees no hypervisor maps to: one finding per class."""
     # gpu check reads Placement (ops.check_ops.run)
-    snap: hosts_mod.Snapshot = cloud.placement  # type: ignore[assignment]
+    snap: model.Placement = cloud.placement  # type: ignore[assignment]
+    assert cloud.gpu_classes is not None  # noqa: S101 - read with it
     mapped = utils.root_hosts(cloud)
     by_class: dict[str, set[str]] = {}
     for uuid in sorted(snap.summaries):

@@ -92,7 +92,8 @@ def tree_classes(cloud: model.Cloud,
                  root: str) -> dict[str, list[tuple[str, int, int]]]:
     """{class: [(provider uuid, capacity, max_unit)]} of GPU classes."""
     # gpu check reads Placement (ops.check_ops.run)
-    snap: hosts_mod.Snapshot = cloud.placement  # type: ignore[assignment]
+    snap: model.Placement = cloud.placement  # type: ignore[assignment]
+    assert cloud.gpu_classes is not None  # noqa: S101 - read with it
     ironic = root in cloud.node_roots()
     found: dict[str, list[tuple[str, int, int]]] = {}
     for uuid in snap.providers_in_trees([root]):

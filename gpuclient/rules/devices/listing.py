@@ -12,7 +12,7 @@
 
 """Pure: GPU devices as Placement and Nova know them.
 
-A device is a provider of the snapshot (``hosts.Snapshot``) whose
+A device is a provider of the snapshot (``model.Placement``) whose
 inventory holds a GPU class: a passthrough GPU, a pGPU or VF carrying
 vGPUs, a MIG slice, a bare-metal node. Its row says where it is (host,
 pools, PCI address from the provider's name, as Nova and libvirt name
@@ -38,7 +38,6 @@ from gpuclient.rules import host_names
 from gpuclient.rules import one_time_use
 
 if typing.TYPE_CHECKING:
-    from gpuclient.rules import hosts as hosts_mod
     from gpuclient.rules import model
 
 # a device's state
@@ -101,7 +100,8 @@ def rows(
     Trees no hypervisor maps to are left out.
     """
     # read with its Placement snapshot (ops.device_ops)
-    snap: hosts_mod.Snapshot = cloud.placement  # type: ignore[assignment]
+    snap: model.Placement = cloud.placement  # type: ignore[assignment]
+    assert cloud.gpu_classes is not None  # noqa: S101 - read with it
     allocations = allocations or {}
     by_id = {s['id']: s for s in servers or ()}
     root_host = host_names.root_hosts(cloud.hypervisors or [])

@@ -73,7 +73,6 @@ from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import specs as specs_mod
 
 if typing.TYPE_CHECKING:
-    from gpuclient.rules import hosts as hosts_mod
     from gpuclient.rules import model
 
 ALL = 'all'
@@ -236,15 +235,15 @@ def card_address(address: str | None) -> str | None:
 
 
 def trees_from_snapshot(
-        snapshot: hosts_mod.Snapshot, host_roots: Mapping[str, Iterable[str]]
+        snapshot: model.Placement, host_roots: Mapping[str, Iterable[str]]
 ) -> dict[str, list[dict[str, typing.Any]]]:
-    """{host: [device provider]} from a hosts.Snapshot.
+    """{host: [device provider]} from a model.Placement.
 
     A device provider is a non-root provider in the host's trees, as a dict:
     uuid, name, root_name, address (or None), resources ({class: devices})
     and traits (a set). ``host_roots`` maps each host to its root provider
     uuids. The devices of a class are its inventory total where the
-    snapshot read it (``Snapshot.add_totals``): a device an operator or
+    snapshot read it (``Placement.add_totals``): a device an operator or
     Nova reserved is still there (a VF reserved in Placement still needs
     its device_spec), else Placement's capacity.
     """

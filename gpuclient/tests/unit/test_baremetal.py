@@ -51,7 +51,8 @@ def seed_nodes(cloud):
 
 def placement_snapshot(cloud):
     """As the client layer reads it: candidates, then slow-path reads."""
-    snap = hosts.Snapshot(cloud.providers_body()['resource_providers'])
+    snap = model.Placement.listed(
+        cloud.providers_body()['resource_providers'])
     for rc in ('VCPU', RC):
         snap.add_candidates(rc, cloud.candidates_body(rc))
     details = {}

@@ -40,7 +40,8 @@ class TestUnmappedProvider(base.TestCase):
         flavor = {'name': 'f', 'vcpus': 2, 'ram': 1024,
                   'extra_specs': {'hw:numa_nodes': '1'}}
         found = candidates.table(candidates.Read(
-            cloud=model.Cloud([], [], []), settings=settings, req=req,
+            cloud=model.Cloud([], [], [], blazar=False), settings=settings,
+            req=req,
             answer=answer, providers=[{'uuid': ROOT, 'name': 'orphan'}],
             project_id='p', flavor=flavor, host_facts={}))
         [row] = found.result['hosts']

@@ -113,7 +113,8 @@ class ChecksTestCase(base.TestCase):
 
     def cloud(self):
         fc = self.fc
-        snap = hosts.Snapshot(fc.providers_body()['resource_providers'])
+        snap = model.Placement.listed(
+            fc.providers_body()['resource_providers'])
         snap.add_details({p.uuid: fc.summary(p) for p in fc.providers})
         services = [{'host': hv['service']['host'],
                      'status': ('disabled' if hv['service']['host']
@@ -124,9 +125,12 @@ class ChecksTestCase(base.TestCase):
         classes = hosts.gpu_classes(
             fc.resource_classes(),
             [p['resource_class'] for p in found.values()])
+        # as snapshot.read reads it for gpu check (a catalog without
+        # Blazar)
         cloud = model.Cloud(fc.aggregates, fc.hypervisors, services,
                             snap, flavors=fc.flavors,
-                            gpu_classes=classes)
+                            gpu_classes=classes, blazar=False,
+                            pool_members={})
         cloud.images = fc.images
         cloud.compute_max_version = fc.compute_max_version
         for name, pool in cloud.pools.items():

@@ -77,7 +77,7 @@ class TestPciAddress(testtools.TestCase):
 
 
 def snapshot(summaries):
-    """A hosts.Snapshot of host h1 (root r1) with device providers
+    """A model.Placement of host h1 (root r1) with device providers
     {name: (capacity, used, traits)}."""
     providers = [{'uuid': 'r1', 'name': 'h1.test', 'parent_provider_uuid':
                   None, 'root_provider_uuid': 'r1'}]
@@ -92,7 +92,7 @@ def snapshot(summaries):
         snap_summaries[uuid] = {'resources': {RC: {'capacity': capacity,
                                                    'used': used}},
                                 'traits': traits}
-    snap = hosts.Snapshot(providers)
+    snap = model.Placement.listed(providers)
     snap.add_details(snap_summaries)
     return snap
 

@@ -21,8 +21,10 @@ from gpuclient.tests.unit import fakes
 
 
 def snapshot_of(cloud, queries=('VCPU',), slow=()):
-    """Build a Snapshot the way the client layer does, from a FakeCloud."""
-    snap = hosts.Snapshot(cloud.providers_body()['resource_providers'])
+    """Build a model.Placement the way the client layer does, from a
+    FakeCloud."""
+    snap = model.Placement.listed(
+        cloud.providers_body()['resource_providers'])
     for rc in queries:
         snap.add_candidates(rc, cloud.candidates_body(rc))
     details = {}
@@ -198,7 +200,8 @@ class TestSnapshot(base.TestCase):
         cloud = fakes.FakeCloud()
         first = cloud.pci_host('a')
         second = cloud.pci_host('b')
-        snap = hosts.Snapshot(cloud.providers_body()['resource_providers'])
+        snap = model.Placement.listed(
+            cloud.providers_body()['resource_providers'])
         # max_allocation_candidates=1: only host a answered
         snap.add_candidates('VCPU', cloud.candidates_body('VCPU', limit=1))
         self.assertEqual({second.uuid}, snap.missing_roots())

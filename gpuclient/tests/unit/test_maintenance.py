@@ -15,7 +15,6 @@ destinations chosen in sequence, the plan rows and summary."""
 
 import copy
 
-from gpuclient.rules import hosts as hosts_mod
 from gpuclient.rules import maintenance as m
 from gpuclient.rules import model
 from gpuclient.rules import pools as pools_mod
@@ -107,7 +106,7 @@ def make_cloud(pt_hosts=(), vgpu_hosts=(), plain_hosts=(), pt_spec=PT_SPEC,
                             'service': {'host': host}})
         services.append({'host': host, 'status': 'enabled',
                          'state': 'up', 'binary': 'nova-compute'})
-    snap = hosts_mod.Snapshot(providers)
+    snap = model.Placement.listed(providers)
     snap.add_details(summaries)
     cloud = model.Cloud(found, hypervisors, services, snap, blazar=blazar)
     assert not cloud.problems, cloud.problems

@@ -13,11 +13,12 @@
 """rules.model with plain data: the cloud as read, Nova's zone rule, and
 the model after a plan's steps (document_plan.World.cloud)."""
 
+import dataclasses
+
 from osc_lib import exceptions
 import testtools
 
 from gpuclient.rules import document_plan
-from gpuclient.rules import hosts
 from gpuclient.rules import model
 from gpuclient.rules import plan as plan_mod
 from gpuclient.rules import pool_plan
@@ -86,6 +87,25 @@ class TestCloud(testtools.TestCase):
                      'registered', 'limits', 'existing_traits', 'servers'):
             self.assertIsNone(getattr(cloud, name), name)
 
+    def test_every_field_read_defaults_to_none(self):
+        # the model's rule: a field a command did not read is None, never
+        # empty; the aggregates are always given, unread and unconfigured
+        # say why a field is None, the rest is derived
+        not_read = {'aggregates', 'unread', 'unconfigured', 'pools',
+                    'problems', '_node_roots'}
+        fields = {f.name: f for f in dataclasses.fields(model.Cloud)}
+        self.assertEqual(set(), not_read - set(fields))
+        read = sorted(set(fields) - not_read)
+        self.assertIn('gpu_classes', read)
+        self.assertIn('blazar', read)
+        for name in read:
+            self.assertIs(None, fields[name].default, name)
+            self.assertIs(dataclasses.MISSING,
+                          fields[name].default_factory, name)
+        cloud = model.Cloud([])
+        self.assertEqual({}, {name: getattr(cloud, name) for name in read
+                              if getattr(cloud, name) is not None})
+
     def test_observed_is_a_view_of_the_model(self):
         cloud = self.cloud(flavors=[{'id': 'f', 'name': 'g1'}],
                            access={'f': ['p']}, existing_traits={'T'})
@@ -148,7 +168,7 @@ class TestAfterThePlan(testtools.TestCase):
 
     def setUp(self):
         super().setUp()
-        placement = hosts.Snapshot([{'uuid': 'r1', 'name': 'h1'}])
+        placement = model.Placement.listed([{'uuid': 'r1', 'name': 'h1'}])
         self.read = model.Cloud(
             [agg('ws', ['h1'], metadata=POOL_META)],
             [{'id': 'r1', 'service': {'host': 'h1'}}], SERVICES, placement,

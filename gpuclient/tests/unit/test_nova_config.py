@@ -19,7 +19,7 @@ shares these cases).
 
 import json
 
-from gpuclient.rules import hosts
+from gpuclient.rules import model
 from gpuclient.rules.nova_conf import diff as conf_diff
 from gpuclient.rules.nova_conf import parse
 from gpuclient.rules.nova_conf import render as nc
@@ -62,7 +62,7 @@ class TestAddresses(base.TestCase):
             self.assertEqual(want, nc.pci_address(name, root), name)
 
     def test_trees_from_snapshot(self):
-        snap = hosts.Snapshot([
+        snap = model.Placement.listed([
             {'uuid': 'r', 'name': 'gpu-1', 'parent_provider_uuid': None,
              'root_provider_uuid': 'r'},
             {'uuid': 'c', 'name': 'gpu-1_pci_0000_84_00_0',

@@ -17,7 +17,7 @@ import copy
 from osc_lib import exceptions
 import testtools
 
-from gpuclient.rules import hosts as hosts_mod
+from gpuclient.rules import model
 from gpuclient.rules import plan as plan_mod
 from gpuclient.rules import pool_plan
 from gpuclient.rules import pools
@@ -103,7 +103,7 @@ class World:
                              'os-flavor-access:is_public': public})
 
     def observed(self):
-        snapshot = hosts_mod.Snapshot(copy.deepcopy(self.providers))
+        snapshot = model.Placement.listed(copy.deepcopy(self.providers))
         snapshot.summaries = copy.deepcopy(self.summaries)
         return pool_plan.Observed(
             copy.deepcopy(self.aggregates), roots=dict(self.roots),

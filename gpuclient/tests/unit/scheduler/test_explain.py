@@ -142,7 +142,8 @@ class TestWhyNot(base.TestCase):
             [{'name': 'solver', 'hosts': ['gpu-pt-1'], 'metadata': solver},
              {'name': 'other', 'hosts': ['gpu-vgpu-1'],
               'metadata': {'gpu_pool': 'other'}}], [],
-            [{'host': 'plain-1', 'status': 'disabled', 'state': 'up'}])
+            [{'host': 'plain-1', 'status': 'disabled', 'state': 'up'}],
+            blazar=False)
         spec = filters.spec(
             nova_conf.load_settings(),
             {'extra_specs': {'aggregate_instance_extra_specs:gpu_pool':

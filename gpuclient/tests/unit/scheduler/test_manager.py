@@ -57,7 +57,7 @@ class TestSelect(base.TestCase):
         self.cloud = model.Cloud([], [
             dict(numa_hosts.api_view(name, False)[0], id='rp-' + name,
                  hypervisor_hostname=name, service={'host': name})
-            for name in numa_hosts.HOSTS], [])
+            for name in numa_hosts.HOSTS], [], blazar=False)
         self.hosts = sorted(numa_hosts.HOSTS)
         self.flavor = numa_hosts.FLAVORS['cell-too-small']
 

@@ -26,7 +26,8 @@ def removed(hosts, enabled, services=(), hypervisors=(), **request):
     """{host: [reason dicts]} of the ENABLED filters on HOSTS of a cloud
     with SERVICES and HYPERVISORS, for the request ``filters.spec`` makes
     of REQUEST (its keywords; project p1)."""
-    cloud = model.Cloud([], list(hypervisors), list(services))
+    cloud = model.Cloud([], list(hypervisors), list(services),
+                        blazar=False)
     request.setdefault('project_id', 'p1')
     ctx = filters.context(cloud, filters.spec({}, **request))
     return filters.run(hosts, ctx, enabled)
@@ -56,7 +57,7 @@ class TestJudges(unittest.TestCase):
 
     def test_unchecked_names_what_and_where(self):
         hypervisors = [cases.api_view('kvm'), cases.api_view('ironic')]
-        cloud = model.Cloud([], hypervisors, [])
+        cloud = model.Cloud([], hypervisors, [], blazar=False)
         enabled = ('ImagePropertiesFilter', 'ComputeCapabilitiesFilter')
 
         def ctx(extra_specs, image):

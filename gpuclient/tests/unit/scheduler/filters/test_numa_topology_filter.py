@@ -31,7 +31,8 @@ def numa_cloud():
     return model.Cloud([], [dict(numa_hosts.api_view(name, False)[0],
                                  hypervisor_hostname=name,
                                  service={'host': name})
-                            for name in numa_hosts.HOSTS], [])
+                            for name in numa_hosts.HOSTS], [],
+                       blazar=False)
 
 
 class TestJudge(unittest.TestCase):
