@@ -138,15 +138,15 @@ class View:
         images: bool = False,
         access_for: dict[str, typing.Any] | None = None,
         servers: bool = False,
-    ) -> pool_plan.Observed:
-        """A pool_plan.Observed of the given hosts (and dependents; with
-        SERVERS, every project's servers with their embedded flavors)."""
-        hosts = list(hosts)
-        roots = snapshot.read_for_hosts(
-            self.client, self.cloud, hosts, resource_class, traits,
+    ) -> model.Cloud:
+        """The model read for the given hosts (and dependents; with
+        SERVERS, every project's servers with their embedded flavors),
+        as a pool planner takes it."""
+        snapshot.read_for_hosts(
+            self.client, self.cloud, list(hosts), resource_class, traits,
             flavors=flavors, images=images, access_for=access_for,
             servers=servers)
-        return pool_plan.Observed.of(self.cloud, roots)
+        return self.cloud
 
 
 def _traits_of(pool: dict[str, typing.Any]) -> set[str]:

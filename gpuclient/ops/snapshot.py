@@ -241,8 +241,7 @@ def read_for_hosts(
     cloud.flavors = client.compute.flavors() if flavors else None
     cloud.access = {}
     if access_for is not None and cloud.flavors:
-        for flavor in pool_plan.flavors_of(pool_plan.Observed.of(cloud),
-                                           access_for):
+        for flavor in pool_plan.flavors_of(cloud, access_for):
             if not flavor.get('os-flavor-access:is_public', True):
                 cloud.access[flavor['id']] = client.compute.flavor_access(
                     flavor['id'])

@@ -159,10 +159,10 @@ class World:
     def pools(self) -> dict[str, dict[str, typing.Any]]:
         return pools_mod.scan(list(self.aggregates.values()))[0]
 
-    def observed(self) -> pool_plan.Observed:
-        """A ``pool_plan.Observed`` of the model now (``cloud``, with
-        copies: a planner may change what it is given)."""
-        return pool_plan.Observed.of(self.cloud(copies=True), self.roots)
+    def observed(self) -> model.Cloud:
+        """The model now (``cloud``, with copies), as a pool planner
+        takes it."""
+        return self.cloud(copies=True)
 
     def flavor(self, name: str) -> dict[str, typing.Any] | None:
         """The one flavor named NAME (by name among names), or None."""

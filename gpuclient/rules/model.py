@@ -16,10 +16,10 @@
 fills it, in a constant number of requests): its fields are declared
 below, each item in the shape the client layer gives it (the
 ``TypedDict`` declarations, as openstacksdk declares its resources'
-bodies). Read commands ask their questions of it, the planners derive
-their views from it (``pool_plan.Observed``, ``document_plan.World``),
-and the state after a plan is the same model with the plan's steps
-applied (``document_plan.World.cloud``).
+bodies). Read commands ask their questions of it, the pool planners
+take it as it is (``pool_plan``), ``document_plan.World`` derives its
+view from it, and the state after a plan is the same model with the
+plan's steps applied (``document_plan.World.cloud``).
 
 The zone rule (Nova's: one zone per host, no move with instances) is a
 question of the model too (``zone_check``).

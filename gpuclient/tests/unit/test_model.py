@@ -86,15 +86,14 @@ class TestCloud(testtools.TestCase):
                      'registered', 'limits', 'existing_traits', 'servers'):
             self.assertIsNone(getattr(cloud, name), name)
 
-    def test_observed_is_a_view_of_the_model(self):
+    def test_pool_planners_ask_the_model(self):
         cloud = self.cloud(flavors=[{'id': 'f', 'name': 'g1'}],
                            access={'f': ['p']}, existing_traits={'T'})
-        obs = pool_plan.Observed.of(cloud, {'h1': ['r1']})
-        self.assertEqual(['ws'], list(obs.pools))
-        self.assertEqual({'h1': ['r1']}, obs.roots)
-        self.assertEqual({'f': ['p']}, obs.access)
-        self.assertEqual({'T'}, obs.existing_traits)
-        self.assertIs(cloud.flavors, obs.flavors)
+        self.assertEqual('ws', pool_plan.find_pool(cloud, 'ws')['name'])
+        self.assertEqual(['r1'], pool_plan.roots_of(cloud, 'h1'))
+        self.assertEqual([], pool_plan.roots_of(cloud, 'h2'))
+        self.assertEqual(set(), pool_plan.provider_traits(cloud, 'r1'))
+        self.assertEqual('r1', pool_plan.provider_label(cloud, 'r1'))
 
 
 class TestFactHosts(testtools.TestCase):
