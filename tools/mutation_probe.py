@@ -155,8 +155,8 @@ MUTATIONS = [
     ('gpu apply\'s zone check lists aggregates again',
      'gpuclient/ops/document_ops.py',
      "        existing = cloud.aggregate(pool['name'])\n",
-     "        existing = pool_ops.View(client, warn=False).aggregate(\n"
-     "            pool['name'])\n",
+     "        existing = snapshot.read_aggregates(client, warn=False)"
+     ".aggregate(\n            pool['name'])\n",
      'test_document_ops.TestApplyReadsOnce'),
     ('after-state of a plan keeps the flavors as read',
      'gpuclient/rules/document_plan.py',
