@@ -160,8 +160,9 @@ MUTATIONS = [
      'test_document_ops.TestApplyReadsOnce'),
     ('after-state of a plan keeps the flavors as read',
      'gpuclient/rules/document_plan.py',
-     'placement=self.placement, flavors=own(self.flavors),',
-     'placement=self.placement, flavors=own(self.read.flavors),',
+     "        flavors=[dict(f, extra_specs=dict(f.get('extra_specs') or {}))\n"
+     "                 for f in cloud.flavors or ()],\n",
+     '        flavors=cloud.flavors,\n',
      'test_model.TestAfterThePlan'),
     ('zone rule: one zone per host', 'gpuclient/rules/model.py',
      'if zone and other and other != zone:',

@@ -363,15 +363,14 @@ def apply(
     seen, wanted = _observe_for_apply(client, wanted, lines, pool_names,
                                       prune)
     cloud = seen.cloud
-    world = document_plan.World.from_cloud(cloud)
+    # the plan's state: at the end, the model with the plan's steps applied
+    after = document_plan.state_of(cloud)
     plan = document_plan.plan(
-        world, seen.doc, wanted, prune=prune,
+        after, seen.doc, wanted, prune=prune,
         recreate_flavors=recreate_flavors,
         title=_('Applying %s') % os.path.basename(path),
         keep=seen.scope.keep(seen.doc) if seen.scope is not None else (),
         recorded=recorded, force_conflicts=force_conflicts)
-    # the model with the plan's steps applied
-    after = world.cloud()
     problems = document_plan.fit_problems(
         after, manager.decide_settings(settings), wanted,
         document_plan.touched_flavors(seen.doc, wanted, plan))
