@@ -111,7 +111,7 @@ MUTATIONS = [
      'test_requirements.TestPackaging.test_wheel_ships_no_tests'),
     ('apply --pool --prune ignores shared quota classes',
      'gpuclient/ops/document_ops.py',
-     'keep=seen.scope.keep(seen.doc) if seen.scope is not None else (),\n'
+     'keep=scope.keep(current) if scope is not None else (),\n'
      '        recorded=recorded',
      'keep=(),\n        recorded=recorded',
      'test_document_ops.TestScope.test_prune_keeps_quotas_of_a_class_'
