@@ -111,7 +111,7 @@ MUTATIONS = [
      'test_requirements.TestPackaging.test_wheel_ships_no_tests'),
     ('apply --pool --prune ignores shared quota classes',
      'gpuclient/ops/document_ops.py',
-     'keep=seen.scope.keep(seen.doc) if seen.scope is not None else (),\n'
+     'keep=scope.keep(current) if scope is not None else (),\n'
      '        recorded=recorded',
      'keep=(),\n        recorded=recorded',
      'test_document_ops.TestScope.test_prune_keeps_quotas_of_a_class_'
@@ -155,13 +155,14 @@ MUTATIONS = [
     ('gpu apply\'s zone check lists aggregates again',
      'gpuclient/ops/document_ops.py',
      "        existing = cloud.aggregate(pool['name'])\n",
-     "        existing = pool_ops.View(client, warn=False).aggregate(\n"
-     "            pool['name'])\n",
+     "        existing = snapshot.read_aggregates(client, warn=False)"
+     ".aggregate(\n            pool['name'])\n",
      'test_document_ops.TestApplyReadsOnce'),
     ('after-state of a plan keeps the flavors as read',
      'gpuclient/rules/document_plan.py',
-     'placement=self.placement, flavors=own(self.flavors),',
-     'placement=self.placement, flavors=own(self.read.flavors),',
+     "        flavors=[dict(f, extra_specs=dict(f.get('extra_specs') or {}))\n"
+     "                 for f in cloud.flavors or ()],\n",
+     '        flavors=cloud.flavors,\n',
      'test_model.TestAfterThePlan'),
     ('zone rule: one zone per host', 'gpuclient/rules/model.py',
      'if zone and other and other != zone:',

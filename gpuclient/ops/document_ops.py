@@ -53,36 +53,27 @@ if typing.TYPE_CHECKING:
 LOG = logging.getLogger(__name__)
 
 
-class Seen(typing.NamedTuple):
-    """One read of the GPU layer: the canonical document of the cloud
-    (``doc``), the model of the cloud as read (``cloud``: a
-    ``model.Cloud`` with the access lists of the private GPU flavors and
-    Keystone's limits) and, for ``--pool``, the ``document.Scope``
-    (``scope``; None: the whole GPU layer)."""
-
-    doc: dict
-    cloud: model.Cloud
-    scope: document.Scope | None = None
-
-
 def observe(
     client: GpuClient,
     pool_names: collections.abc.Sequence[str] | None = None,
     with_images: bool = True,
     placement_classes: collections.abc.Iterable[str] | None = None,
     wanted: dict[str, typing.Any] | None = None,
-) -> Seen:
-    """A ``Seen`` of the cloud (see ``read``); with PLACEMENT_CLASSES
-    (GPU classes besides those of the pools) the snapshot holds Placement
-    too, with the providers' traits (what ``gpu apply`` plans from).
+) -> tuple[dict[str, typing.Any], model.Cloud, document.Scope | None]:
+    """One read of the GPU layer (see ``read``): (the canonical document
+    of the cloud, the model of the cloud as read: a ``model.Cloud`` with
+    the access lists of the private GPU flavors and Keystone's limits,
+    and for ``--pool`` the ``document.Scope``; None: the whole GPU
+    layer). With PLACEMENT_CLASSES (GPU classes besides those of the
+    pools) the model holds Placement too, with the providers' traits
+    (what ``gpu apply`` plans from).
 
     With WANTED (a checked document: ``gpu diff`` and ``gpu apply``),
     POOL_NAMES is a scope (``document.scope``): a pool of the document
     need not be in the cloud yet, and the quotas read are those of the
     scope's classes."""
-    aggregates = client.compute.aggregates()
-    found, _problems = pools_mod.scan(
-        [pools_mod.aggregate_dict(a) for a in aggregates])
+    listed = snapshot.read_aggregates(client, warn=False)
+    found = listed.pools
     pool_names = pool_names and pools_mod.pool_names(found, pool_names, False)
     scope = None
     if pool_names and wanted is not None:
@@ -93,7 +84,8 @@ def observe(
                 raise pools_mod.unknown_pool(name, found)
     cloud = snapshot.read(client, placement_classes or (), with_flavors=True,
                           with_placement=placement_classes is not None,
-                          with_images=with_images, aggregates=aggregates)
+                          with_images=with_images,
+                          aggregates=listed.aggregates)
     snapshot.warn_problems(cloud.problems)
     snapshot.read_access(client, cloud, set(pool_names or cloud.pools))
     snapshot.read_limits(client, cloud)
@@ -104,7 +96,7 @@ def observe(
         classes=scope.classes if scope is not None else None)
     for note in notes:
         LOG.warning(note)
-    return Seen(doc, cloud, scope)
+    return doc, cloud, scope
 
 
 def read(
@@ -117,8 +109,8 @@ def read(
     read. The notes of ``document.from_cloud`` (flavors left out) are
     logged as warnings, as damaged pools are.
     """
-    seen = observe(client, pool_names, with_images)
-    return seen.doc, seen.cloud
+    doc, cloud, _scope = observe(client, pool_names, with_images)
+    return doc, cloud
 
 
 def export(client: GpuClient,
@@ -216,7 +208,8 @@ def resolve(
                 name, domain = ((value['name'], value['domain'])
                                 if isinstance(value, dict) else (value, None))
                 if (name, domain) not in projects:
-                    projects[name, domain] = client.project_id(name, domain)
+                    projects[name, domain] = snapshot.project_id(
+                        client, name, domain)
                 resolved[path] = projects[name, domain]
             elif what == document.HOST_REF:
                 if value in members.get(doc['pools'][path[1]]['name'],
@@ -265,13 +258,14 @@ def diff(
     pruned: never what is outside the scope)."""
     wanted, lines = load(path)
     # images belong to no pool: a scope compares none
-    seen = observe(client, pool_names, with_images=not pool_names,
-                   wanted=wanted)
-    _left_out(wanted, seen.scope)
-    keep = seen.scope.keep(seen.doc) if seen.scope is not None else ()
+    current, cloud, scope = observe(client, pool_names,
+                                    with_images=not pool_names,
+                                    wanted=wanted)
+    _left_out(wanted, scope)
+    keep = scope.keep(current) if scope is not None else ()
     rows = document.diff(
-        seen.doc, resolve(client, wanted, lines, seen.doc, seen.cloud,
-                          seen.scope), prune, keep, document.recorded(wanted))
+        current, resolve(client, wanted, lines, current, cloud, scope),
+        prune, keep, document.recorded(wanted))
     note = document.unchecked(rows)
     if note:
         LOG.warning(note)
@@ -360,21 +354,19 @@ def apply(
     """
     wanted, lines = load(path)
     recorded = document.recorded(wanted)
-    seen, wanted = _observe_for_apply(client, wanted, lines, pool_names,
-                                      prune)
-    cloud = seen.cloud
-    world = document_plan.World.from_cloud(cloud)
+    current, cloud, scope, wanted = _observe_for_apply(
+        client, wanted, lines, pool_names, prune)
+    # the plan's state: at the end, the model with the plan's steps applied
+    after = document_plan.state_of(cloud)
     plan = document_plan.plan(
-        world, seen.doc, wanted, prune=prune,
+        after, current, wanted, prune=prune,
         recreate_flavors=recreate_flavors,
         title=_('Applying %s') % os.path.basename(path),
-        keep=seen.scope.keep(seen.doc) if seen.scope is not None else (),
+        keep=scope.keep(current) if scope is not None else (),
         recorded=recorded, force_conflicts=force_conflicts)
-    # the model with the plan's steps applied
-    after = world.cloud()
     problems = document_plan.fit_problems(
         after, manager.decide_settings(settings), wanted,
-        document_plan.touched_flavors(seen.doc, wanted, plan))
+        document_plan.touched_flavors(current, wanted, plan))
     # the doctor judges as "gpu check" does: nova.conf only when given
     problems += document_plan.check_problems(cloud, after, settings)
     if problems:
@@ -386,28 +378,29 @@ def apply(
 def _observe_for_apply(
     client: GpuClient, wanted: dict[str, typing.Any], lines: _Lines,
     pool_names: collections.abc.Sequence[str] | None, prune: bool,
-) -> tuple[Seen, dict[str, typing.Any]]:
+) -> tuple[dict[str, typing.Any], model.Cloud, document.Scope | None,
+           dict[str, typing.Any]]:
     """``apply``'s read: the cloud as it is (``observe``), the document
     checked against it and resolved (names to IDs), the zones checked,
-    and the servers and traits the plan needs; (seen, the document
+    and the servers and traits the plan needs; (the canonical document of
+    the cloud, the model, the scope: ``observe``'s, and the document
     resolved)."""
     classes = sorted({p['resource_class'] for p in wanted['pools']
                       if not pool_names or p['name'] in pool_names})
-    seen = observe(client, pool_names, placement_classes=classes,
-                   wanted=wanted)
-    cloud = seen.cloud
-    _left_out(wanted, seen.scope)
+    current, cloud, scope = observe(client, pool_names,
+                                    placement_classes=classes, wanted=wanted)
+    _left_out(wanted, scope)
     # in the document's order (``resolve`` sorts), so lines are right
     unknown = document_plan.class_problems(
         # read with Placement
         wanted, lines, document_plan.offered_classes(cloud.placement),  # type: ignore[arg-type]
-        seen.scope)
+        scope)
     if unknown:
         raise document.DocumentError(unknown)
-    wanted = resolve(client, wanted, lines, seen.doc, cloud, seen.scope)
-    _check_zones(client, cloud, seen.doc, wanted)
-    if document.leaving_hosts(seen.doc, wanted, prune):
+    wanted = resolve(client, wanted, lines, current, cloud, scope)
+    _check_zones(client, cloud, current, wanted)
+    if document.leaving_hosts(current, wanted, prune):
         snapshot.read_servers(client, cloud)
     snapshot.read_existing_traits(client, cloud,
-                                  _pool_traits(seen.doc, wanted))
-    return seen, wanted
+                                  _pool_traits(current, wanted))
+    return current, cloud, scope, wanted

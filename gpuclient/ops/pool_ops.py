@@ -12,9 +12,10 @@
 
 """Pool writes: observe, plan, apply.
 
-Each operation reads what it depends on once (``View``: aggregates,
-services, hypervisors, the affected provider trees with their traits, and
-the flavors and images a change can affect), asks ``gpuclient.rules.pool_plan``
+Each operation reads what it depends on once, into one ``model.Cloud``
+(``snapshot.read_aggregates`` first, then what the write needs: services,
+hypervisors, the affected provider trees with their traits, and the
+flavors and images a change can affect), asks ``gpuclient.rules.pool_plan``
 for the steps, and either returns the plan (``dry_run``) or applies it
 with ``gpuclient.ops.journal``. Because the plan is computed from what the
 cloud holds, Placement included, re-running an interrupted or failed
@@ -40,8 +41,6 @@ from gpuclient.rules import pools
 from gpuclient.rules import specs
 
 if typing.TYPE_CHECKING:
-    from openstack.compute.v2 import aggregate as sdk_aggregate
-
     from gpuclient.cloud.client import GpuClient
 
 LOG = logging.getLogger(__name__)
@@ -55,98 +54,27 @@ def check_zone(
     hosts: collections.abc.Iterable[str], own_aggregate: str | None = None,
 ) -> None:
     """Nova's zone rules (``model.zone_check``) for HOSTS put in ZONE,
-    over CLOUD (a ``model.Cloud`` with its services); a host that would
-    move zone is asked whether it has instances (one request per such
-    host)."""
+    over CLOUD (a ``model.Cloud``; its services read unless they were); a
+    host that would move zone is asked whether it has instances (one
+    request per such host)."""
+    snapshot.read_services(client, cloud)
     for host in hosts:
         current = model.zone_check(cloud, zone, host, own_aggregate)
-        if current and client.compute.host_has_servers(host):
+        if current and snapshot.host_has_servers(client, host):
             raise model.zone_move_refused(host, current, zone)
 
 
-class View:
-    """What a pool write reads of the cloud: one ``model.Cloud``
-    (``cloud``), its aggregates read first, the rest read once each when
-    the operation first needs it (services, hypervisors; ``observed``:
-    the hosts' trees, traits, flavors, images, servers)."""
-
-    def __init__(self, client: GpuClient, warn: bool = True) -> None:
-        self.client = client
-        # the SDK's aggregates (``aggregate``), and the model of them
-        self.aggregates = client.compute.aggregates()
-        # hypervisors and services None: not read yet (read when the
-        # write needs them)
-        self.cloud = model.Cloud(
-            self.aggregates, None, None)
-        if warn:
-            snapshot.warn_problems(self.cloud.problems)
-
-    @property
-    def pools(self) -> dict[str, dict[str, typing.Any]]:
-        return self.cloud.pools
-
-    @property
-    def services(self) -> list[model.Service]:
-        return snapshot.read_services(self.client, self.cloud)
-
-    @property
-    def hypervisors(self) -> list[model.Hypervisor]:
-        return snapshot.read_hypervisors(self.client, self.cloud)
-
-    def aggregate(self, name: str) -> sdk_aggregate.Aggregate | None:
-        """The aggregate (the SDK's) named NAME, or None."""
-        for agg in self.aggregates:
-            if agg.name == name:
-                return agg
-        return None
-
-    def pool(self, name: str) -> dict[str, typing.Any]:
-        return pools.lookup(self.cloud.pools, self.cloud.problems, name)
-
-    def roots(self, host: str) -> list[str]:
-        """Root provider uuids of a Nova host (several for Ironic)."""
-        return snapshot.roots_of(self.client, self.cloud, host)
-
-    def resolve_hosts(
-        self, names: collections.abc.Iterable[str],
-        members: collections.abc.Iterable[str] | None = None,
-    ) -> list[str]:
-        """``model.resolve_hosts`` with Placement's providers (read only
-        when services and hypervisors do not explain a name); the notes go
-        to stderr."""
-        hosts, notes = model.resolve_hosts(
-            names, self.services, self.hypervisors,
-            self.client.placement.resource_providers, members)
-        for note in notes:
-            LOG.warning(note)
-        return hosts
-
-    def check_zone(self, zone: str | None,
-                   hosts: collections.abc.Iterable[str],
-                   own_aggregate: str | None = None) -> None:
-        """Nova's rules: one zone per host; no move with instances
-        (``check_zone``)."""
-        snapshot.read_services(self.client, self.cloud)
-        check_zone(self.client, self.cloud, zone, hosts, own_aggregate)
-
-    def observed(
-        self,
-        hosts: collections.abc.Iterable[str] = (),
-        resource_class: str | None = None,
-        traits: collections.abc.Collection[str] = (),
-        flavors: bool = False,
-        images: bool = False,
-        access_for: dict[str, typing.Any] | None = None,
-        servers: bool = False,
-    ) -> pool_plan.Observed:
-        """A pool_plan.Observed of the given hosts (and dependents; with
-        SERVERS, every project's servers with their embedded flavors)."""
-        hosts = list(hosts)
-        roots = snapshot.read_for_hosts(
-            self.client, self.cloud, hosts, resource_class, traits,
-            flavors=flavors, images=images, access_for=access_for,
-            servers=servers)
-        return pool_plan.Observed.of(self.cloud, roots)
+def _resolve_hosts(
+    client: GpuClient, cloud: model.Cloud,
+    names: collections.abc.Iterable[str],
+    members: collections.abc.Iterable[str] | None = None,
+) -> list[str]:
+    """The compute hosts NAMES mean (``snapshot.resolve_hosts``); the
+    notes go to stderr."""
+    hosts, notes = snapshot.resolve_hosts(client, cloud, names, members)
+    for note in notes:
+        LOG.warning(note)
+    return hosts
 
 
 def _traits_of(pool: dict[str, typing.Any]) -> set[str]:
@@ -161,8 +89,8 @@ def _finish(client: GpuClient, plan: plan_mod.Plan, dry_run: bool,
 
 
 def _read_back(client: GpuClient, name: str) -> dict[str, typing.Any]:
-    view = View(client, warn=False)
-    return view.pool(name)
+    return pool_plan.find_pool(snapshot.read_aggregates(client, warn=False),
+                               name)
 
 
 def create(
@@ -180,19 +108,20 @@ def create(
     first and limit the pool to them (the spec's ``projects``).
     """
     if projects is not None:
-        spec = dict(spec, projects=client.project_ids(projects,
-                                                      project_domain))
-    view = View(client)
-    hosts = view.resolve_hosts(hosts)
-    existing = view.aggregate(spec['name'])
-    view.check_zone(spec['zone'], hosts,
-                    own_aggregate=existing.name if existing else None)
+        spec = dict(spec, projects=snapshot.project_ids(client, projects,
+                                                        project_domain))
+    cloud = snapshot.read_aggregates(client)
+    hosts = _resolve_hosts(client, cloud, hosts)
+    existing = cloud.aggregate(spec['name'])
+    check_zone(client, cloud, spec['zone'], hosts,
+               own_aggregate=existing['name'] if existing else None)
     traits = {pools.pool_trait(spec['name'])} if spec['isolate'] else set()
     if pools.type_trait_of(spec):
         # not None: checked on the line above
         traits.add(pools.type_trait_of(spec))  # type: ignore[arg-type]
-    obs = view.observed(hosts, spec['resource_class'], traits)
-    plan = pool_plan.create(obs, spec, hosts)
+    snapshot.read_for_hosts(client, cloud, hosts, spec['resource_class'],
+                            traits)
+    plan = pool_plan.create(cloud, spec, hosts)
     _finish(client, plan, dry_run, on_step)
     return (None if dry_run else _read_back(client, spec['name'])), plan
 
@@ -201,13 +130,15 @@ def add_hosts(
     client: GpuClient, name: str, hosts: collections.abc.Iterable[str],
     dry_run: bool = False, on_step: journal.OnStep | None = None,
 ) -> tuple[dict[str, typing.Any] | None, plan_mod.Plan]:
-    view = View(client)
-    pool = view.pool(name)
+    cloud = snapshot.read_aggregates(client)
+    pool = pool_plan.find_pool(cloud, name)
     name = pool['name']
-    hosts = view.resolve_hosts(hosts)
-    view.check_zone(pool['zone'], hosts, own_aggregate=pool['aggregate'])
-    obs = view.observed(hosts, pool['resource_class'], _traits_of(pool))
-    plan = pool_plan.add_hosts(obs, name, hosts)
+    hosts = _resolve_hosts(client, cloud, hosts)
+    check_zone(client, cloud, pool['zone'], hosts,
+               own_aggregate=pool['aggregate'])
+    snapshot.read_for_hosts(client, cloud, hosts, pool['resource_class'],
+                            _traits_of(pool))
+    plan = pool_plan.add_hosts(cloud, name, hosts)
     _finish(client, plan, dry_run, on_step)
     return (None if dry_run else _read_back(client, name)), plan
 
@@ -220,13 +151,13 @@ def remove_hosts(
     """Take HOSTS out of pool NAME; refused while a host runs servers
     whose flavor steers to this pool only, unless ALLOW_SERVERS (every
     project's servers read once, paged: ``pool_plan.check_servers``)."""
-    view = View(client)
-    pool = view.pool(name)
+    cloud = snapshot.read_aggregates(client)
+    pool = pool_plan.find_pool(cloud, name)
     name = pool['name']
-    hosts = view.resolve_hosts(hosts, members=pool['hosts'])
-    obs = view.observed(hosts, pool['resource_class'],
-                        servers=not allow_servers)
-    plan = pool_plan.remove_hosts(obs, name, hosts,
+    hosts = _resolve_hosts(client, cloud, hosts, members=pool['hosts'])
+    snapshot.read_for_hosts(client, cloud, hosts, pool['resource_class'],
+                            servers=not allow_servers)
+    plan = pool_plan.remove_hosts(cloud, name, hosts,
                                   allow_servers=allow_servers)
     _finish(client, plan, dry_run, on_step)
     return (None if dry_run else _read_back(client, name)), plan
@@ -238,13 +169,13 @@ def set_isolation(
     on_step: journal.OnStep | None = None,
 ) -> tuple[dict[str, typing.Any] | None, plan_mod.Plan]:
     """Turn isolation on (or repair it) or off."""
-    view = View(client)
-    pool = view.pool(name)
+    cloud = snapshot.read_aggregates(client)
+    pool = pool_plan.find_pool(cloud, name)
     name = pool['name']
-    obs = view.observed(pool['hosts'], pool['resource_class'],
-                        {pool['pool_trait']}, flavors=True,
-                        images=not isolate)
-    plan = pool_plan.set_isolation(obs, name, isolate,
+    snapshot.read_for_hosts(client, cloud, pool['hosts'],
+                            pool['resource_class'], {pool['pool_trait']},
+                            flavors=True, images=not isolate)
+    plan = pool_plan.set_isolation(cloud, name, isolate,
                                    update_dependents=update_dependents)
     _finish(client, plan, dry_run, on_step)
     return (None if dry_run else _read_back(client, name)), plan
@@ -272,23 +203,24 @@ def update_metadata(
     with no project that this command did not open, and puts back the
     project(s) it removed.
     """
-    view = View(client)
-    pool = view.pool(name)
+    cloud = snapshot.read_aggregates(client)
+    pool = pool_plan.find_pool(cloud, name)
     name = pool['name']
-    add = client.project_ids(projects_add, project_domain)
+    add = snapshot.project_ids(client, projects_add, project_domain)
     remove = []
     for project in projects_remove:
         pid = project if project in pool['projects'] else (
-            client.project_id(project, project_domain))
+            snapshot.project_id(client, project, project_domain))
         if pid not in remove:
             remove.append(pid)
     limiting = bool(add) and not pool['projects']
     # flavors may steer on any key that changes (pool_plan.steering_steps)
-    obs = view.observed(flavors=bool(remove or properties
-                                     or remove_properties) or limiting,
-                        access_for=pool if remove else None)
+    snapshot.read_for_hosts(client, cloud, (),
+                            flavors=bool(remove or properties
+                                         or remove_properties) or limiting,
+                            access_for=pool if remove else None)
     plan = pool_plan.update_metadata(
-        obs, name, projects_add=add, projects_remove=remove,
+        cloud, name, projects_add=add, projects_remove=remove,
         properties=properties, remove_properties=remove_properties,
         open_to_all=open_to_all, update_dependents=update_dependents,
         allow_public_flavors=allow_public_flavors)
@@ -306,14 +238,15 @@ def _restore_projects(client: GpuClient, pool: dict[str, typing.Any],
     """The pool lost its last project to a concurrent change while this
     command removed some: put those back (the pool stays limited) and
     say so."""
-    agg = View(client, warn=False).aggregate(pool['aggregate'])
+    agg = snapshot.read_aggregates(client, warn=False).aggregate(
+        pool['aggregate'])
     # a plan of its own, applied like every write (journal, undo)
     restore = plan_mod.Plan(_('Putting back projects of pool %s')
                             % pool['name'])
     # AGG is None when the aggregate went meanwhile (see report)
     restore.add(plan_mod.set_metadata(
         pool['aggregate'],
-        dict(agg.metadata or {}),  # type: ignore[union-attr]
+        agg['metadata'],  # type: ignore[index]
         {pools.project_key(p): p for p in removed}))
     journal.run(client, restore)
     raise exceptions.CommandError(
@@ -370,28 +303,29 @@ def set_pool(
         assert isolate is not None  # noqa: S101 - zone or isolate given
         return set_isolation(client, name, isolate, update_dependents,
                              dry_run=dry_run, on_step=on_step)
-    view = View(client)
-    pool = view.pool(name)
+    cloud = snapshot.read_aggregates(client)
+    pool = pool_plan.find_pool(cloud, name)
     name = pool['name']
-    add = client.project_ids(projects_add, project_domain)
+    add = snapshot.project_ids(client, projects_add, project_domain)
     if zone is not None:
         # Nova's rules (one zone per host, no move with instances), before
         # anything is written
-        view.check_zone(zone, pool['hosts'], own_aggregate=pool['aggregate'])
-    obs = view.observed(pool['hosts'], pool['resource_class'],
-                        {pool['pool_trait']}, flavors=True,
-                        images=isolate is False)
+        check_zone(client, cloud, zone, pool['hosts'],
+                   own_aggregate=pool['aggregate'])
+    snapshot.read_for_hosts(client, cloud, pool['hosts'],
+                            pool['resource_class'], {pool['pool_trait']},
+                            flavors=True, images=isolate is False)
     parts = []
     if isolate is not None:
         parts.append(pool_plan.set_isolation(
-            obs, name, isolate, update_dependents=update_dependents))
+            cloud, name, isolate, update_dependents=update_dependents))
     if add or properties:
         parts.append(pool_plan.update_metadata(
-            obs, name, projects_add=add, properties=properties,
+            cloud, name, projects_add=add, properties=properties,
             update_dependents=update_dependents,
             allow_public_flavors=allow_public_flavors))
     if zone is not None:
-        parts.append(pool_plan.set_zone(obs, name, zone))
+        parts.append(pool_plan.set_zone(cloud, name, zone))
     plan = plan_mod.Plan(_('Changing pool %s') % name,
                          [s for part in parts for s in part.steps],
                          [w for part in parts for w in part.warnings],
@@ -411,18 +345,20 @@ def delete(
     refused while one runs servers whose flavor steers to this pool only,
     unless ALLOW_SERVERS (every project's servers read once:
     ``pool_plan.check_servers``)."""
-    view = View(client)
-    if name not in view.pools and view.aggregate(name) is None:
-        name = view.pool(name)['name']  # an aggregate ID or UUID
-    if name not in view.pools and view.aggregate(name) is not None:
-        obs = view.observed(traits={pools.pool_trait(name)})
+    cloud = snapshot.read_aggregates(client)
+    if name not in cloud.pools and cloud.aggregate(name) is None:
+        # an aggregate ID or UUID
+        name = pool_plan.find_pool(cloud, name)['name']
+    if name not in cloud.pools and cloud.aggregate(name) is not None:
+        snapshot.read_for_hosts(client, cloud, (),
+                                traits={pools.pool_trait(name)})
     else:
-        pool = view.pool(name)
-        obs = view.observed(pool['hosts'], pool['resource_class'],
-                            {pool['pool_trait']}, flavors=True, images=True,
-                            servers=(force and bool(pool['hosts'])
-                                     and not allow_servers))
-    plan = pool_plan.delete(obs, name, force=force,
+        pool = pool_plan.find_pool(cloud, name)
+        snapshot.read_for_hosts(
+            client, cloud, pool['hosts'], pool['resource_class'],
+            {pool['pool_trait']}, flavors=True, images=True,
+            servers=(force and bool(pool['hosts']) and not allow_servers))
+    plan = pool_plan.delete(cloud, name, force=force,
                             allow_servers=allow_servers)
     _finish(client, plan, dry_run, on_step)
     return plan
@@ -439,7 +375,8 @@ def list_pools(
         cloud = snapshot.read(client, mapped_only=True, with_traits=False)
         found, problems = cloud.pools, cloud.problems
     else:
-        found, problems = pools.scan(client.compute.aggregates())
+        listed = snapshot.read_aggregates(client, warn=False)
+        found, problems = listed.pools, listed.problems
     snapshot.warn_problems(problems)
     selected = [found[name] for name in sorted(found)
                 if not mode or found[name]['mode'] == mode]
@@ -459,14 +396,11 @@ def show(client: GpuClient, name: str) -> dict[str, typing.Any]:
     One snapshot of the cloud, its Placement part limited to the pool's
     hosts (so the pool is found before Placement is read).
     """
-    aggregates = client.compute.aggregates()
-    found, problems = pools.scan(
-        [pools.aggregate_dict(a) for a in aggregates])
-    snapshot.warn_problems(problems)
-    pool = pools.lookup(found, problems, name)
+    listed = snapshot.read_aggregates(client)
+    pool = pool_plan.find_pool(listed, name)
     cloud = snapshot.read(client, wanted_hosts=set(pool['hosts']),
                           with_traits=True, with_flavors=True,
-                          aggregates=aggregates)
+                          aggregates=listed.aggregates)
     rows, _notes = host_ops.rows_of(client, cloud, pool=pool['name'])
     host_roots = {host: sorted(roots) for host, roots in
                   cloud.host_roots().items() if host in pool['hosts']}

@@ -200,6 +200,51 @@ def read_hypervisors(client: GpuClient,
     return cloud.hypervisors
 
 
+def read_aggregates(client: GpuClient, warn: bool = True) -> model.Cloud:
+    """A ``model.Cloud`` of the host aggregates alone (one request), what
+    a pool write reads first: its services and hypervisors are None, read
+    into it when the write needs them (``read_services``,
+    ``read_hypervisors``, ``read_for_hosts``). Unless not WARN, each
+    damaged pool is warned of (``warn_problems``)."""
+    cloud = model.Cloud(client.compute.aggregates(), None, None)
+    if warn:
+        warn_problems(cloud.problems)
+    return cloud
+
+
+def resolve_hosts(
+    client: GpuClient, cloud: model.Cloud,
+    names: collections.abc.Iterable[str],
+    members: collections.abc.Iterable[str] | None = None,
+) -> tuple[list[str], list[str]]:
+    """(compute hosts meant by NAMES, notes): ``model.resolve_hosts`` over
+    CLOUD's services and hypervisors (read unless they were), with
+    Placement's providers, read only when those do not explain a name."""
+    return model.resolve_hosts(
+        names, read_services(client, cloud), read_hypervisors(client, cloud),
+        client.placement.resource_providers, members)
+
+
+def host_has_servers(client: GpuClient, host: str) -> bool:
+    """Whether compute host HOST has instances, of any project (one
+    request)."""
+    return client.compute.host_has_servers(host)
+
+
+def project_ids(client: GpuClient, names: collections.abc.Iterable[str],
+                domain: str | None = None) -> list[str]:
+    """Keystone's project IDs of NAMES (names or IDs; DOMAIN scopes the
+    names), in order, once each."""
+    return client.project_ids(names, domain)
+
+
+def project_id(client: GpuClient, name: str,
+               domain: str | None = None) -> str:
+    """Keystone's project ID of NAME (a name or ID; DOMAIN scopes a
+    name)."""
+    return client.project_id(name, domain)
+
+
 def roots_of(client: GpuClient, cloud: model.Cloud, host: str) -> list[str]:
     """Root provider uuids of a Nova host (several for Ironic), from
     CLOUD's hypervisors (read unless they were)."""
@@ -241,8 +286,7 @@ def read_for_hosts(
     if access_for is not None:
         if cloud.access is None:
             cloud.access = {}
-        for flavor in (pool_plan.flavors_of(pool_plan.Observed.of(cloud),
-                                            access_for)
+        for flavor in (pool_plan.flavors_of(cloud, access_for)
                        if cloud.flavors else ()):
             if (not flavor.get('os-flavor-access:is_public', True)
                     and flavor['id'] not in cloud.access):

@@ -15,12 +15,13 @@
 One ``plan.Plan`` for the whole document, made of the steps the single
 commands' planners give (``pool_plan``, ``flavor_plan``, ``images``,
 ``quota``), each asked about the cloud as the steps before it leave it:
-a ``World`` holds what was read, and every step taken into the plan is
-applied to it (``World.apply``), so the next planner observes the pool
-that an earlier step created, the flavor specs an isolation change
-already set, the registered limit a project limit needs. The same
-``World`` is, at the end, the cloud as it would be after the apply, which
-``fit_problems`` asks the questions of ``gpu capacity list``.
+the plan's state, a copy of the ``model.Cloud`` read (``state_of``),
+holds what was read, and every step taken into the plan is simulated in
+it (``simulate``), so the next planner observes the pool that an earlier
+step created, the flavor specs an isolation change already set, the
+registered limit a project limit needs. The same state is, at the end,
+the cloud as it would be after the apply, which ``fit_problems`` asks
+the questions of ``gpu capacity list``.
 
 Order (``document.diff``'s rows drive it): pools (their traits, the
 aggregate, the hosts) before flavors, flavors before images and quotas;
@@ -61,7 +62,8 @@ if typing.TYPE_CHECKING:
     from gpuclient.rules import model
 
 # the ID (flavor, limit) or uuid (aggregate) of what the plan creates,
-# in the World: Nova and Keystone give the real one when the step runs
+# in the plan's state: Nova and Keystone give the real one when the step
+# runs
 NEW = operations.NEW
 
 
@@ -77,138 +79,68 @@ class Refused(exceptions.CommandError):
             % {'n': len(self.problems), 'list': ' | '.join(self.problems)})
 
 
-class World:
-    """The GPU layer of the cloud as the plan goes (plain data).
+def state_of(cloud: model.Cloud) -> model.Cloud:
+    """The plan's state at its start: the GPU layer of CLOUD (the one
+    model of the cloud as read, with Placement, flavors, images, the
+    private flavors' access, Keystone's limits, the existing traits and,
+    when needed, the servers), as a copy of CLOUD whose aggregates,
+    Placement (its provider traits), existing traits, flavors with their
+    extra specs, access lists, images and Keystone's limits are its own:
+    the plan's steps change them (``simulate``), and at the end it is
+    the cloud as the plan leaves it. What no step changes (hypervisors,
+    services, the resource classes, the servers) is CLOUD's; what was not
+    read is empty."""
+    return dataclasses.replace(
+        cloud, placement=copy.deepcopy(cloud.placement),
+        existing_traits=set(cloud.existing_traits or ()),
+        flavors=[dict(f, extra_specs=dict(f.get('extra_specs') or {}))
+                 for f in cloud.flavors or ()],
+        access={k: list(v) for k, v in (cloud.access or {}).items()},
+        images=[dict(i) for i in cloud.images or ()],
+        registered={k: dict(v) for k, v in (cloud.registered or {}).items()},
+        limits=[dict(i) for i in cloud.limits or ()])
 
-    AGGREGATES: host aggregates (``pools.aggregate_dict``); ROOTS:
-    {compute host: [root provider uuids]}; PLACEMENT: a
-    ``model.Placement`` with traits (copied: the plan's trait steps change
-    it); EXISTING_TRAITS: the custom traits Placement has, of those the
-    pools use; FLAVORS: Nova flavors with extra specs; ACCESS: {flavor
-    id: [project ids]} of private ones; IMAGES: Glance images; REGISTERED
-    ({resource name: {'id', 'limit'}}) and LIMITS (project limits) of
-    Keystone; SERVERS: every project's servers (compute API 2.47: host
-    and embedded flavor), read when the plan may take a host out of a
-    pool (None: not read). ``from_cloud`` makes it of the one model of
-    the cloud as read (``model.Cloud``), and ``cloud`` gives that model
-    back with the steps applied so far.
-    """
 
-    def __init__(self, aggregates: Iterable[object],
-                 roots: Mapping[str, Iterable[str]] | None,
-                 placement: model.Placement | None,
-                 existing_traits: Iterable[str],
-                 flavors: Iterable[Mapping[str, typing.Any]] | None,
-                 access: Mapping[str, Iterable[str]] | None,
-                 images: Iterable[Mapping[str, typing.Any]] | None,
-                 registered: Mapping[str, Mapping[str, typing.Any]] | None,
-                 limits: Iterable[Mapping[str, typing.Any]] | None,
-                 servers: list[dict[str, typing.Any]] | None = None
-                 ) -> None:
-        # the model.Cloud this world is of (from_cloud)
-        self.read: model.Cloud | None = None
-        self.aggregates: dict[str, dict[str, typing.Any]] = {}
-        for agg in aggregates:
-            agg = pools_mod.aggregate_dict(agg)
-            self.aggregates[agg['name']] = agg
-        self.roots = {h: sorted(r) for h, r in (roots or {}).items()}
-        self.placement = copy.deepcopy(placement)
-        self.existing_traits = set(existing_traits)
-        self.flavors = [dict(f, extra_specs=dict(f.get('extra_specs') or {}))
-                        for f in flavors or ()]
-        self.access = {k: list(v) for k, v in (access or {}).items()}
-        self.images = [dict(i) for i in images or ()]
-        self.registered = {k: dict(v) for k, v in (registered or {}).items()}
-        self.limits = [dict(i) for i in limits or ()]
-        self.servers = servers  # read only: the plan moves no server
+def simulate(world: model.Cloud, step: plan_mod.Step) -> None:
+    """Make WORLD (a plan's state: ``state_of``) what the cloud is once
+    STEP has run: the effect its operation declares (``operations``)."""
+    step.operation.effect(world)
 
-    @classmethod
-    def from_cloud(cls, cloud: model.Cloud) -> World:
-        """The world of CLOUD (a ``model.Cloud`` read with Placement,
-        flavors, images, the private flavors' access, Keystone's limits,
-        the existing traits and, when needed, the servers)."""
-        world = cls(cloud.aggregates, cloud.host_roots(), cloud.placement,
-                    cloud.existing_traits or (), cloud.flavors,
-                    cloud.access, cloud.images, cloud.registered,
-                    cloud.limits, servers=cloud.servers)
-        world.read = cloud
-        return world
 
-    # -- questions ------------------------------------------------------------
+def _observed(world: model.Cloud) -> model.Cloud:
+    """WORLD as a pool planner is given it: its flavors, access lists and
+    images copied (and its aggregates: ``model.Cloud`` copies them), so
+    that no step holds what the simulation changes."""
+    return dataclasses.replace(
+        world, flavors=copy.deepcopy(world.flavors),
+        images=copy.deepcopy(world.images),
+        access=copy.deepcopy(world.access))
 
-    def cloud(self, copies: bool = False) -> model.Cloud:
-        """The ``model.Cloud`` as the steps applied so far leave it: its
-        aggregates (so pools), provider traits, flavors with their access,
-        images and Keystone's limits are the world's; what no step
-        changes (hypervisors, services, capacity and usage, the resource
-        classes, the servers) is as read (``from_cloud``). COPIES: the
-        flavors, access lists and images are copies (the aggregates
-        always are)."""
-        own = copy.deepcopy if copies else (lambda value: value)
-        # a world of a cloud (from_cloud)
-        return dataclasses.replace(  # type: ignore[return-value]
-            self.read,  # type: ignore[type-var]
-            aggregates=list(self.aggregates.values()),
-            placement=self.placement, flavors=own(self.flavors),
-            images=own(self.images), access=own(self.access),
-            registered=self.registered, limits=self.limits,
-            existing_traits=self.existing_traits, servers=self.servers)
 
-    @property
-    def pools(self) -> dict[str, dict[str, typing.Any]]:
-        return pools_mod.scan(list(self.aggregates.values()))[0]
+def flavor_named(world: model.Cloud,
+                 name: str) -> dict[str, typing.Any] | None:
+    """The one flavor of WORLD named NAME (by name among names), or
+    None."""
+    found = [f for f in world.flavors or () if f.get('name') == name]
+    if len(found) > 1:
+        raise exceptions.CommandError(
+            _('%(n)d flavors are named %(name)s: delete the extra ones '
+              '(openstack flavor delete <ID>) first.')
+            % {'n': len(found), 'name': name})
+    return found[0] if found else None
 
-    def observed(self) -> pool_plan.Observed:
-        """A ``pool_plan.Observed`` of the model now (``cloud``, with
-        copies: a planner may change what it is given)."""
-        return pool_plan.Observed.of(self.cloud(copies=True), self.roots)
 
-    def flavor(self, name: str) -> dict[str, typing.Any] | None:
-        """The one flavor named NAME (by name among names), or None."""
-        found = [f for f in self.flavors if f.get('name') == name]
-        if len(found) > 1:
-            raise exceptions.CommandError(
-                _('%(n)d flavors are named %(name)s: delete the extra ones '
-                  '(openstack flavor delete <ID>) first.')
-                % {'n': len(found), 'name': name})
-        return found[0] if found else None
-
-    def image(self, key: str) -> dict[str, typing.Any]:
-        """The image a document names KEY (its ID, else its name)."""
-        for image in self.images:
-            if image['id'] == key:
-                return image
-        named = [i for i in self.images if i.get('name') == key]
-        if len(named) != 1:
-            raise exceptions.CommandError(
-                _('no single image with name or ID %s') % key)
-        return named[0]
-
-    def image_by_id(self, image_id: str) -> dict[str, typing.Any] | None:
-        """The image whose ID is IMAGE_ID (what a step names), or None."""
-        for image in self.images:
-            if image['id'] == image_id:
-                return image
-        return None
-
-    def limit(self, project: str | None,
-              name: str) -> dict[str, typing.Any] | None:
-        """The Keystone limit NAME of PROJECT (None: the registered
-        limit), as read (a dict with 'description'), or None."""
-        if project is None:
-            return self.registered.get(name)
-        for item in self.limits:
-            if (item['project_id'], item['resource_name']) == (project,
-                                                               name):
-                return item
-        return None
-
-    # -- a step's effect ------------------------------------------------------
-
-    def apply(self, step: plan_mod.Step) -> None:
-        """Make the world what it is once STEP has run: the effect its
-        operation declares (``operations``)."""
-        step.operation.effect(self)
+def image_named(world: model.Cloud, key: str) -> dict[str, typing.Any]:
+    """The image of WORLD a document names KEY (its ID, else its name)."""
+    images = world.images or ()
+    for image in images:
+        if image['id'] == key:
+            return image
+    named = [i for i in images if i.get('name') == key]
+    if len(named) != 1:
+        raise exceptions.CommandError(
+            _('no single image with name or ID %s') % key)
+    return named[0]
 
 
 def _stranded_escape(pool: str, hosts: Iterable[str]) -> str:
@@ -222,7 +154,8 @@ def _stranded_escape(pool: str, hosts: Iterable[str]) -> str:
 
 
 class _Builder:
-    """One plan, grown from the single planners' plans over a World."""
+    """One plan, grown from the single planners' plans over a plan's
+    state (``world``: ``state_of``)."""
 
     def __init__(self, world, wanted, title):
         self.world = world
@@ -234,13 +167,13 @@ class _Builder:
 
     def take(self, part):
         """Add the steps (and warnings) of PART, a Plan or a list of
-        steps, and apply them to the world."""
+        steps, and simulate them in the world."""
         steps = part.steps if isinstance(part, plan_mod.Plan) else part
         for step in steps:
             if step is None:
                 continue
             self.plan.add(step)
-            self.world.apply(step)
+            simulate(self.world, step)
         for warning in getattr(part, 'warnings', ()):
             if warning not in self.plan.warnings:
                 self.plan.warnings.append(warning)
@@ -254,7 +187,7 @@ class _Builder:
         then a pool change may take its dependents along, as the single
         commands' --update-dependents does; else it is refused as they
         refuse it."""
-        obs = self.world.observed()
+        obs = _observed(self.world)
         found = pool_plan.flavors_of(obs, pool)
         if trait:
             found += pool_plan.flavors_requiring(obs, trait)
@@ -270,7 +203,7 @@ class _Builder:
         limited to projects may keep them meanwhile."""
         wanted = self.wanted[document.FLAVOR]
         return all(not wanted.get(f.get('name'), {}).get('public', True)
-                   for f in pool_plan.flavors_of(self.world.observed(), pool)
+                   for f in pool_plan.flavors_of(_observed(self.world), pool)
                    if f.get('os-flavor-access:is_public', True))
 
     def create_pool(self, item):
@@ -282,7 +215,7 @@ class _Builder:
             zone=item['zone'], projects=item['projects'],
             properties=item['properties'],
             live_migratable=item.get('live_migratable', False))
-        self.take(pool_plan.create(self.world.observed(), spec,
+        self.take(pool_plan.create(_observed(self.world), spec,
                                    item['hosts']))
 
     def update_pool(self, old, new):
@@ -303,16 +236,16 @@ class _Builder:
         pool = self.world.pools[name]
         if new['isolate'] != old['isolate']:
             self.take(pool_plan.set_isolation(
-                self.world.observed(), name, new['isolate'],
+                _observed(self.world), name, new['isolate'],
                 update_dependents=self.covered(pool, pool['pool_trait'])))
         added = [h for h in new['hosts'] if h not in old['hosts']]
         removed = [h for h in old['hosts'] if h not in new['hosts']]
         if added:
-            self.take(pool_plan.add_hosts(self.world.observed(), name,
+            self.take(pool_plan.add_hosts(_observed(self.world), name,
                                           added))
         if removed:
             self.take(pool_plan.remove_hosts(
-                self.world.observed(), name, removed,
+                _observed(self.world), name, removed,
                 escape=_stranded_escape(name, removed)))
         properties = {k: v for k, v in new['properties'].items()
                       if old['properties'].get(k) != v}
@@ -322,18 +255,18 @@ class _Builder:
         if properties or gone or add or drop:
             pool = self.world.pools[name]
             self.take(pool_plan.update_metadata(
-                self.world.observed(), name, projects_add=add,
+                _observed(self.world), name, projects_add=add,
                 projects_remove=drop, properties=properties,
                 remove_properties=gone,
                 update_dependents=self.covered(pool),
                 allow_public_flavors=self.public_allowed(pool)))
         if new['zone'] != old['zone']:
-            self.take(pool_plan.set_zone(self.world.observed(), name,
+            self.take(pool_plan.set_zone(_observed(self.world), name,
                                          new['zone']))
 
     def delete_pool(self, old):
         self.take(pool_plan.delete(
-            self.world.observed(), old['name'], force=True,
+            _observed(self.world), old['name'], force=True,
             escape=_stranded_escape(old['name'], old['hosts'])))
 
     # -- flavors --------------------------------------------------------------
@@ -358,7 +291,7 @@ class _Builder:
                 document.FLAVOR_MARK: document.MANAGED_BY}),
             'projects': list(item['projects']),
         }
-        have = self.world.flavor(item['name'])
+        have = flavor_named(self.world, item['name'])
         existing = (flavor_plan.as_request(
             have, self.world.access.get(have['id']) or [])
             if have is not None else None)
@@ -371,7 +304,7 @@ class _Builder:
 
     def update_flavor(self, old, new):
         pools, pool = self._pool_of(new)
-        flavor = self.world.flavor(new['name'])
+        flavor = flavor_named(self.world, new['name'])
         derived = specs.derive(pool, gpus=new['gpus'],
                                numa_policy=new['numa_policy'],
                                properties=new['properties'])
@@ -388,7 +321,7 @@ class _Builder:
                              if p not in new['projects']]))
         # what the pool derives: set what differs, unset what it no
         # longer derives (another pool, another number of GPUs)
-        have = self.world.flavor(new['name'])['extra_specs']
+        have = flavor_named(self.world, new['name'])['extra_specs']
         want = derived['extra_specs']
         self.take([plan_mod.flavor_specs(
             new['name'], have,
@@ -423,13 +356,13 @@ class _Builder:
             % {'name': new['name'], 'fields': ', '.join(fields)})
 
     def delete_flavor(self, old):
-        flavor = self.world.flavor(old['name'])
+        flavor = flavor_named(self.world, old['name'])
         self.take([plan_mod.delete_flavor(flavor['id'], flavor['name'])])
 
     # -- images and quotas ----------------------------------------------------
 
     def image_properties(self, old, new):
-        image = self.world.image((new or old)['name'])
+        image = image_named(self.world, (new or old)['name'])
         want = (new or {}).get('properties') or {}
         have = (old or {}).get('properties') or {}
         changes = {k: v for k, v in want.items() if have.get(k) != v}
@@ -455,7 +388,7 @@ class _Builder:
                     pool['aggregate'], pool['metadata'],
                     {document.POOL_MARK: value})])
         elif kind == document.FLAVOR:
-            flavor = self.world.flavor(item['name'])
+            flavor = flavor_named(self.world, item['name'])
             if flavor is not None:
                 self.take([plan_mod.flavor_specs(
                     flavor['name'], flavor['extra_specs'],
@@ -463,7 +396,7 @@ class _Builder:
                     flavor_id=(None if flavor['id'].startswith(NEW)
                                else flavor['id']))])
         elif kind == document.IMAGE:
-            image = self.world.image(item['name'])
+            image = image_named(self.world, item['name'])
             self.take([plan_mod.update_image(
                 image, {document.IMAGE_MARK: value})])
         else:
@@ -519,15 +452,16 @@ def conflict_problems(rows: Iterable[Mapping[str, typing.Any]],
     return problems
 
 
-def plan(world: World, current: Mapping[str, typing.Any],
+def plan(world: model.Cloud, current: Mapping[str, typing.Any],
          wanted: Mapping[str, typing.Any], prune: bool = False,
          recreate_flavors: bool = False, title: str | None = None,
          keep: Container[tuple[str, str | tuple[str, str]]] = (),
          recorded: Mapping[str, typing.Any] | None = None,
          force_conflicts: bool = False) -> plan_mod.Plan:
     """The plan from CURRENT (``document.from_cloud``) to WANTED (checked
-    and resolved: ``document.substitute``) over WORLD (what was read),
-    which it leaves as the cloud will be after the plan.
+    and resolved: ``document.substitute``) over WORLD (the plan's state:
+    ``state_of`` the cloud as read), which it leaves as the cloud will be
+    after the plan.
 
     A field the plan would change that the cloud changed since RECORDED
     (the document's record: ``document.recorded``; None: none) is refused

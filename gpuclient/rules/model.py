@@ -16,10 +16,10 @@
 fills it, in a constant number of requests): its fields are declared
 below, each item in the shape the client layer gives it (the
 ``TypedDict`` declarations, as openstacksdk declares its resources'
-bodies). Read commands ask their questions of it, the planners derive
-their views from it (``pool_plan.Observed``, ``document_plan.World``),
-and the state after a plan is the same model with the plan's steps
-applied (``document_plan.World.cloud``).
+bodies). Read commands ask their questions of it, the planners take it
+as it is (``pool_plan``), and the state after a plan is a copy of it
+with the plan's steps applied (``document_plan.state_of``,
+``document_plan.simulate``).
 
 The zone rule (Nova's: one zone per host, no move with instances) is a
 question of the model too (``zone_check``).
@@ -446,6 +446,18 @@ class Cloud:
         for agg in self.aggregates:
             if agg['name'] == name:
                 return agg
+        return None
+
+    def limit(self, project: str | None,
+              name: str) -> dict[str, typing.Any] | None:
+        """Keystone's limit NAME of PROJECT (None: the registered limit),
+        as read (a dict with 'description'), or None."""
+        if project is None:
+            return (self.registered or {}).get(name)
+        for item in self.limits or ():
+            if (item['project_id'], item['resource_name']) == (project,
+                                                               name):
+                return item
         return None
 
     def resolve_hosts(self, names: Iterable[str],

@@ -20,7 +20,8 @@ arguments, and the class says the rest:
 * ``inverses``: the operations a step of it can be undone by (as the step
   builders of ``gpuclient.rules.plan`` pair them; empty: never undone);
 * ``effect(world)``: what it does to the cloud as a plan simulates it
-  (``document_plan.World``, whose ``apply`` calls it);
+  (WORLD: the plan's state, a ``model.Cloud``; ``document_plan.simulate``
+  calls it);
 * ``read_back``: what the journal reads to tell whether it holds;
 * ``kind``: what it acts on, the part of ``op`` before the dot
   (``aggregate``; ``AGGREGATE`` and ``FLAVOR`` name the two that
@@ -62,27 +63,10 @@ import typing
 
 from gpuclient.i18n import _
 from gpuclient.rules import nova_rules
+from gpuclient.rules import pools as pools_mod
 
 if typing.TYPE_CHECKING:
     from gpuclient.rules import model
-
-    class _World(typing.Protocol):
-        """What an effect changes: a ``document_plan.World`` (named by
-        its shape: document_plan imports this module)."""
-
-        aggregates: dict[str, dict[str, typing.Any]]
-        placement: model.Placement | None
-        existing_traits: set[str]
-        flavors: list[dict[str, typing.Any]]
-        access: dict[str, list[str]]
-        registered: dict[str, dict[str, typing.Any]]
-        limits: list[dict[str, typing.Any]]
-
-        def image_by_id(self, image_id: str
-                        ) -> dict[str, typing.Any] | None: ...
-
-        def limit(self, project: str | None, name: str
-                  ) -> dict[str, typing.Any] | None: ...
 
 
 # the ID (flavor, limit) or uuid (aggregate) a simulated step gives what
@@ -121,7 +105,7 @@ class Operation:
         return {f.name: getattr(self, f.name)
                 for f in dataclasses.fields(self)}
 
-    def effect(self, world: '_World') -> None:
+    def effect(self, world: 'model.Cloud') -> None:
         raise NotImplementedError(self.op)
 
     def check_input(self) -> None:
@@ -161,11 +145,25 @@ def _declare(op: str, read_back: str) -> Callable[[type[_O]], type[_O]]:
     return declare
 
 
-# -- the simulation's helpers (the world is a document_plan.World) ----------
+# -- the simulation's helpers (the world: the plan's state, a model.Cloud) --
 
-def _set_metadata(world: '_World', name: str,
+def _aggregate(world: 'model.Cloud', name: str) -> dict[str, typing.Any]:
+    """The simulated aggregate NAME (a step names one the plan has)."""
+    for agg in world.aggregates:
+        if agg['name'] == name:
+            return agg
+    raise KeyError(name)
+
+
+def _derive(world: 'model.Cloud') -> None:
+    """The pools derived again from the aggregates a step changed, as
+    ``model.Cloud`` derives them."""
+    world.pools, world.problems = pools_mod.scan(world.aggregates)
+
+
+def _set_metadata(world: 'model.Cloud', name: str,
                   metadata: Mapping[str, str | None]) -> None:
-    agg = world.aggregates[name]
+    agg = _aggregate(world, name)
     for key, value in metadata.items():
         if value is None:
             agg['metadata'].pop(key, None)
@@ -173,19 +171,65 @@ def _set_metadata(world: '_World', name: str,
             agg['metadata'][key] = value
         if key == ZONE_KEY:
             agg['availability_zone'] = value
+    _derive(world)
 
 
-def _flavor(world: '_World', flavor_id: str | None,
+def _image(world: 'model.Cloud',
+           image_id: str) -> dict[str, typing.Any] | None:
+    """The simulated image whose ID is IMAGE_ID (what a step names), or
+    None."""
+    for image in world.images or ():
+        if image['id'] == image_id:
+            return image
+    return None
+
+
+def _existing_traits(world: 'model.Cloud') -> set[str]:
+    """The simulated custom traits (a plan's state has them read)."""
+    if world.existing_traits is None:
+        world.existing_traits = set()
+    return world.existing_traits
+
+
+def _flavors(world: 'model.Cloud') -> list[dict[str, typing.Any]]:
+    """The simulated flavors (a plan's state has them read)."""
+    if world.flavors is None:
+        world.flavors = []
+    return world.flavors
+
+
+def _access(world: 'model.Cloud') -> dict[str, list[str]]:
+    """The simulated access lists (a plan's state has them read)."""
+    if world.access is None:
+        world.access = {}
+    return world.access
+
+
+def _registered(world: 'model.Cloud') -> dict[str, dict[str, typing.Any]]:
+    """The simulated registered limits (a plan's state has them read)."""
+    if world.registered is None:
+        world.registered = {}
+    return world.registered
+
+
+def _limits(world: 'model.Cloud') -> list[dict[str, typing.Any]]:
+    """The simulated project limits (a plan's state has them read)."""
+    if world.limits is None:
+        world.limits = []
+    return world.limits
+
+
+def _flavor(world: 'model.Cloud', flavor_id: str | None,
             name: str) -> dict[str, typing.Any] | None:
     """The simulated flavor FLAVOR_ID (None: the one the plan creates)."""
     flavor_id = flavor_id or NEW + name
-    for flavor in world.flavors:
+    for flavor in _flavors(world):
         if flavor['id'] == flavor_id:
             return flavor
     return None
 
 
-def _provider_traits(world: '_World', uuid: str) -> set[str]:
+def _provider_traits(world: 'model.Cloud', uuid: str) -> set[str]:
     # a plan with provider traits steps read Placement
     summary = world.placement.summaries.setdefault(  # type: ignore[union-attr]
         uuid, {})
@@ -208,14 +252,21 @@ class AggregateCreate(Operation):
     zone: str | None = None
     metadata: dict[str, str] | None = None
 
-    def effect(self, world: '_World') -> None:
+    def effect(self, world: 'model.Cloud') -> None:
         meta: dict[str, str | None] = dict(self.metadata or {})
         if self.zone:
             meta[ZONE_KEY] = self.zone
-        world.aggregates[self.name] = {
+        made: dict[str, typing.Any] = {
             'name': self.name, 'id': None, 'uuid': NEW + self.name,
             'hosts': [], 'metadata': meta,
             'availability_zone': self.zone or None}
+        for index, agg in enumerate(world.aggregates):
+            if agg['name'] == self.name:
+                world.aggregates[index] = made
+                break
+        else:
+            world.aggregates.append(made)
+        _derive(world)
 
     def check_input(self) -> None:
         nova_rules.check_name(self.name, _('aggregate name'))
@@ -234,8 +285,10 @@ class AggregateDelete(Operation):
 
     name: str
 
-    def effect(self, world: '_World') -> None:
-        world.aggregates.pop(self.name, None)
+    def effect(self, world: 'model.Cloud') -> None:
+        world.aggregates = [a for a in world.aggregates
+                            if a['name'] != self.name]
+        _derive(world)
 
 
 @_declare('aggregate.metadata', "the aggregate's METADATA")
@@ -247,7 +300,7 @@ class AggregateMetadata(Operation):
     metadata: dict[str, str | None]
     expect: dict[str, str | None] | None = None
 
-    def effect(self, world: '_World') -> None:
+    def effect(self, world: 'model.Cloud') -> None:
         _set_metadata(world, self.name, self.metadata)
 
     def check_input(self) -> None:
@@ -266,7 +319,7 @@ class AggregateAddZone(Operation):
     name: str
     zone: str
 
-    def effect(self, world: '_World') -> None:
+    def effect(self, world: 'model.Cloud') -> None:
         _set_metadata(world, self.name, {ZONE_KEY: self.zone})
 
     def check_input(self) -> None:
@@ -292,10 +345,11 @@ class AggregateAddHost(_Membership):
     """Add HOST to aggregate NAME (and PROVIDERS to its Placement
     aggregate)."""
 
-    def effect(self, world: '_World') -> None:
-        hosts = world.aggregates[self.name]['hosts']
+    def effect(self, world: 'model.Cloud') -> None:
+        hosts = _aggregate(world, self.name)['hosts']
         if self.host not in hosts:
             hosts.append(self.host)
+        _derive(world)
 
 
 @_declare('aggregate.remove_host', _MEMBERS)
@@ -303,10 +357,11 @@ class AggregateRemoveHost(_Membership):
     """Take HOST out of aggregate NAME (and PROVIDERS out of its
     Placement aggregate)."""
 
-    def effect(self, world: '_World') -> None:
-        hosts = world.aggregates[self.name]['hosts']
+    def effect(self, world: 'model.Cloud') -> None:
+        hosts = _aggregate(world, self.name)['hosts']
         if self.host in hosts:
             hosts.remove(self.host)
+        _derive(world)
 
 
 # -- Placement traits --------------------------------------------------------
@@ -317,8 +372,8 @@ class TraitCreate(Operation):
 
     trait: str
 
-    def effect(self, world: '_World') -> None:
-        world.existing_traits.add(self.trait)
+    def effect(self, world: 'model.Cloud') -> None:
+        _existing_traits(world).add(self.trait)
 
     def check_input(self) -> None:
         nova_rules.check_trait(self.trait)
@@ -330,8 +385,8 @@ class TraitDelete(Operation):
 
     trait: str
 
-    def effect(self, world: '_World') -> None:
-        world.existing_traits.discard(self.trait)
+    def effect(self, world: 'model.Cloud') -> None:
+        _existing_traits(world).discard(self.trait)
 
     check_input = TraitCreate.check_input
 
@@ -353,7 +408,7 @@ class _ProviderTraits(Operation):
 class ProviderAddTraits(_ProviderTraits):
     """Add TRAITS to resource provider UUID."""
 
-    def effect(self, world: '_World') -> None:
+    def effect(self, world: 'model.Cloud') -> None:
         _provider_traits(world, self.uuid).update(self.traits)
 
 
@@ -361,7 +416,7 @@ class ProviderAddTraits(_ProviderTraits):
 class ProviderRemoveTraits(_ProviderTraits):
     """Remove TRAITS from resource provider UUID."""
 
-    def effect(self, world: '_World') -> None:
+    def effect(self, world: 'model.Cloud') -> None:
         _provider_traits(world, self.uuid).difference_update(self.traits)
 
 
@@ -380,12 +435,12 @@ class FlavorCreate(Operation):
     name: str
     fields: dict[str, typing.Any]
 
-    def effect(self, world: '_World') -> None:
+    def effect(self, world: 'model.Cloud') -> None:
         flavor = dict(self.fields, id=NEW + self.name, name=self.name,
                       extra_specs={})
-        world.flavors.append(flavor)
+        _flavors(world).append(flavor)
         if not self.fields.get('os-flavor-access:is_public', True):
-            world.access[flavor['id']] = []
+            _access(world)[flavor['id']] = []
 
     def check_input(self) -> None:
         nova_rules.check_name(self.name, _('flavor name'))
@@ -400,11 +455,11 @@ class FlavorDelete(Operation):
     name: str
     flavor_id: str | None = None
 
-    def effect(self, world: '_World') -> None:
+    def effect(self, world: 'model.Cloud') -> None:
         flavor = _flavor(world, self.flavor_id, self.name)
         if flavor is not None:
-            world.flavors.remove(flavor)
-            world.access.pop(flavor['id'], None)
+            _flavors(world).remove(flavor)
+            _access(world).pop(flavor['id'], None)
 
 
 @_declare('flavor.description', "the flavor's description")
@@ -417,7 +472,7 @@ class FlavorDescription(Operation):
     flavor_id: str | None = None
     expect: dict[str, str | None] | None = None
 
-    def effect(self, world: '_World') -> None:
+    def effect(self, world: 'model.Cloud') -> None:
         # the step's flavor is in the world (read, or created before)
         _flavor(world, self.flavor_id,  # type: ignore[index]
                 self.name)['description'] = self.description
@@ -437,7 +492,7 @@ class FlavorSpecs(Operation):
     unset: Sequence[str] = ()
     expect: dict[str, str | None] | None = None
 
-    def effect(self, world: '_World') -> None:
+    def effect(self, world: 'model.Cloud') -> None:
         # the step's flavor is in the world (read, or created before)
         extra = _flavor(world, self.flavor_id,  # type: ignore[index]
                         self.name)['extra_specs']
@@ -473,11 +528,11 @@ class _Access(Operation):
 class FlavorAddAccess(_Access):
     """Give PROJECT access to (private) flavor FLAVOR_ID."""
 
-    def effect(self, world: '_World') -> None:
+    def effect(self, world: 'model.Cloud') -> None:
         # the step's flavor is in the world (read, or created before)
         flavor: dict[str, typing.Any] = _flavor(  # type: ignore[assignment]
             world, self.flavor_id, self.name)
-        projects = world.access.setdefault(flavor['id'], [])
+        projects = _access(world).setdefault(flavor['id'], [])
         if self.project not in projects:
             projects.append(self.project)
 
@@ -486,11 +541,11 @@ class FlavorAddAccess(_Access):
 class FlavorRemoveAccess(_Access):
     """Take access to flavor FLAVOR_ID from PROJECT."""
 
-    def effect(self, world: '_World') -> None:
+    def effect(self, world: 'model.Cloud') -> None:
         # the step's flavor is in the world (read, or created before)
         flavor: dict[str, typing.Any] = _flavor(  # type: ignore[assignment]
             world, self.flavor_id, self.name)
-        projects = world.access.get(flavor['id']) or []
+        projects = _access(world).get(flavor['id']) or []
         if self.project in projects:
             projects.remove(self.project)
 
@@ -507,11 +562,10 @@ class ImageUpdate(Operation):
     changes: dict[str, typing.Any]
     expect: dict[str, typing.Any] | None = None
 
-    def effect(self, world: '_World') -> None:
+    def effect(self, world: 'model.Cloud') -> None:
         # the step's image is in the world (the plan read it)
         image: dict[str, typing.Any]
-        image = world.image_by_id(  # type: ignore[assignment]
-            self.image_id)
+        image = _image(world, self.image_id)  # type: ignore[assignment]
         for key, value in self.changes.items():
             if value is None:
                 image.pop(key, None)
@@ -530,18 +584,18 @@ class LimitSet(Operation):
     name: str
     limit: int
 
-    def effect(self, world: '_World') -> None:
+    def effect(self, world: 'model.Cloud') -> None:
         if self.project is None:
-            have = world.registered.setdefault(self.name,
-                                               {'id': NEW + self.name})
+            have = _registered(world).setdefault(self.name,
+                                                 {'id': NEW + self.name})
             have['limit'] = self.limit
             return
-        for item in world.limits:
+        for item in _limits(world):
             if item['project_id'] == self.project and (
                     item['resource_name'] == self.name):
                 item['resource_limit'] = self.limit
                 return
-        world.limits.append({'id': NEW + self.name,
+        _limits(world).append({'id': NEW + self.name,
                              'project_id': self.project,
                              'resource_name': self.name,
                              'resource_limit': self.limit})
@@ -554,11 +608,11 @@ class LimitDelete(Operation):
     project: str | None
     name: str
 
-    def effect(self, world: '_World') -> None:
+    def effect(self, world: 'model.Cloud') -> None:
         if self.project is None:
-            world.registered.pop(self.name, None)
+            _registered(world).pop(self.name, None)
             return
-        world.limits = [i for i in world.limits
+        world.limits = [i for i in _limits(world)
                         if (i['project_id'], i['resource_name'])
                         != (self.project, self.name)]
 
@@ -573,7 +627,7 @@ class LimitDescribe(Operation):
     description: str | None = None
     expect: dict[str, str | None] | None = None
 
-    def effect(self, world: '_World') -> None:
+    def effect(self, world: 'model.Cloud') -> None:
         # the step's limit is in the world (the plan read it)
         world.limit(self.project,  # type: ignore[index]
                     self.name)['description'] = self.description
@@ -589,7 +643,7 @@ class ServiceDisable(Operation):
     service_id: str
     reason: str | None
 
-    def effect(self, world: '_World') -> None:
+    def effect(self, world: 'model.Cloud') -> None:
         """The plan of a document disables no service."""
 
 
@@ -600,7 +654,7 @@ class ServiceEnable(Operation):
     host: str
     service_id: str
 
-    def effect(self, world: '_World') -> None:
+    def effect(self, world: 'model.Cloud') -> None:
         """The plan of a document enables no service."""
 
 
@@ -617,7 +671,7 @@ class DeviceRelease(Operation):
     name: str
     resource_class: str
 
-    def effect(self, world: '_World') -> None:
+    def effect(self, world: 'model.Cloud') -> None:
         """The plan of a document releases no device."""
 
 
@@ -636,7 +690,7 @@ class _Move(Operation):
     providers: dict[str, list[str]]
     timeout: int | None
 
-    def effect(self, world: '_World') -> None:
+    def effect(self, world: 'model.Cloud') -> None:
         """The plan of a document moves no server."""
 
 

@@ -12,10 +12,11 @@
 
 """Pure: the plan of every pool write, from what the cloud holds now.
 
-Each planner takes an ``Observed`` (what ``pool_ops`` read: aggregates,
-pools, the member hosts' provider trees with traits, existing traits, and
-when a change can affect them, flavors, their access lists and images) and
-returns a ``plan.Plan``. Nothing here talks to a cloud.
+Each planner takes a ``model.Cloud`` (what ``pool_ops`` read: aggregates,
+so pools, the hypervisors and provider trees with traits of the hosts it
+plans for, existing traits, and when a change can affect them, flavors,
+their access lists, images and servers) and returns a ``plan.Plan``. It
+changes nothing of the model it is given. Nothing here talks to a cloud.
 
 Order rules. The journal stops at any step and undoes newest first, so
 every prefix of a plan is a state the cloud can be left in. Each is
@@ -65,7 +66,6 @@ from collections.abc import Collection
 from collections.abc import Container
 from collections.abc import Iterable
 from collections.abc import Mapping
-from collections.abc import Sequence
 import typing
 
 from osc_lib import exceptions
@@ -85,63 +85,62 @@ if typing.TYPE_CHECKING:
 TRAIT_SPEC_PREFIX = 'trait'
 
 
-class Observed:
-    """What a pool write read from the cloud (plain data)."""
+def find_pool(cloud: model.Cloud, name: str) -> dict[str, typing.Any]:
+    """The pool NAME (name or aggregate ID/UUID) of CLOUD
+    (``pools.lookup``: a pool it skipped says why)."""
+    return pools_mod.lookup(cloud.pools, cloud.problems, name)
 
-    def __init__(self, aggregates: Sequence[dict[str, typing.Any]],
-                 roots: Mapping[str, list[str]] | None = None,
-                 snapshot: model.Placement | None = None,
-                 existing_traits: Iterable[str] = (),
-                 flavors: list[dict[str, typing.Any]] | None = None,
-                 access: Mapping[str, list[str]] | None = None,
-                 images: list[dict[str, typing.Any]] | None = None,
-                 servers: list[dict[str, typing.Any]] | None = None
-                 ) -> None:
-        # aggregates: [pools.aggregate_dict]; servers: Nova's servers at
-        # compute API 2.47 (host and embedded flavor), None when not read
-        self.aggregates = {a['name']: a for a in aggregates}
-        self.pools, self.problems = pools_mod.scan(aggregates)
-        self.roots = roots or {}
-        self.snapshot = snapshot
-        self.existing_traits = set(existing_traits)
-        self.flavors = flavors
-        self.access = access or {}
-        self.images = images
-        self.servers = servers
 
-    @classmethod
-    def of(cls, cloud: model.Cloud,
-           roots: Mapping[str, list[str]] | None = None) -> Observed:
-        """The view of CLOUD (a ``model.Cloud``) a pool planner asks:
-        ROOTS ({host: [root provider uuids]}) of the hosts it plans for.
-        """
-        return cls(cloud.aggregates, roots=roots, snapshot=cloud.placement,
-                   existing_traits=cloud.existing_traits or (),
-                   flavors=cloud.flavors, access=cloud.access,
-                   images=cloud.images, servers=cloud.servers)
+def provider_traits(cloud: model.Cloud, uuid: str) -> set[str]:
+    """The traits of provider UUID in CLOUD's Placement (none when
+    Placement was not read)."""
+    if cloud.placement is None:
+        return set()
+    return pools_mod.traits_of(cloud.placement, uuid)
 
-    def traits(self, uuid: str) -> set[str]:
-        if self.snapshot is None:
-            return set()
-        return pools_mod.traits_of(self.snapshot, uuid)
 
-    def label(self, uuid: str) -> str:
-        if self.snapshot is None:
-            return uuid
-        return self.snapshot.providers.get(uuid, {}).get('name', uuid)
+def provider_label(cloud: model.Cloud, uuid: str) -> str:
+    """How provider UUID is said: its name in CLOUD's Placement, else
+    its uuid."""
+    if cloud.placement is None:
+        return uuid
+    return cloud.placement.providers.get(uuid, {}).get('name', uuid)
 
-    def pool(self, name: str) -> dict[str, typing.Any]:
-        return pools_mod.lookup(self.pools, self.problems, name)
+
+def roots_of(cloud: model.Cloud, host: str) -> list[str]:
+    """Root provider uuids of compute host HOST (several for Ironic),
+    sorted, from CLOUD's hypervisors (none when not read)."""
+    return sorted(cloud.host_roots().get(host, ()))
+
+
+def _existing_traits(cloud: model.Cloud) -> set[str]:
+    """Of the custom traits asked about, those Placement has (none when
+    not asked)."""
+    return cloud.existing_traits or set()
+
+
+def _members(cloud: model.Cloud, name: str) -> list[str]:
+    """The hosts of aggregate NAME (none when CLOUD does not have it: a
+    plan that creates it)."""
+    return (cloud.aggregate(name) or {}).get('hosts') or []
+
+
+def _aggregate(cloud: model.Cloud, name: str) -> dict[str, typing.Any]:
+    """The aggregate NAME of CLOUD, which is there (a pool's)."""
+    found = cloud.aggregate(name)
+    if found is None:
+        raise KeyError(name)
+    return found
 
 
 def _error(message: str, **kwargs: object) -> exceptions.CommandError:
     return exceptions.CommandError(message % kwargs if kwargs else message)
 
 
-def _known_type_traits(obs: Observed) -> set[str]:
+def _known_type_traits(cloud: model.Cloud) -> set[str]:
     """Type traits the pools use or recorded putting on providers."""
-    known = {p.get('type_trait') for p in obs.pools.values()}
-    for agg in obs.aggregates.values():
+    known = {p.get('type_trait') for p in cloud.pools.values()}
+    for agg in cloud.aggregates:
         known.update(pools_mod.owned_traits(agg.get('metadata') or {})
                      .values())
     known.discard(None)
@@ -155,20 +154,21 @@ def _is_type_trait(trait: str, known: Container[str] = ()) -> bool:
     return pools_mod.is_type_trait(trait, known)
 
 
-def _root_traits_step(obs: Observed, root: str,
+def _root_traits_step(cloud: model.Cloud, root: str,
                       traits: list[str]) -> plan_mod.Step:
     """Step adding TRAITS to a root provider; refused on an Ironic node,
     whose provider traits Nova's ironic driver replaces."""
-    summary = (obs.snapshot.summaries.get(root)
-               if obs.snapshot is not None else None)
+    summary = (cloud.placement.summaries.get(root)
+               if cloud.placement is not None else None)
     if baremetal.summary_is_node(summary):
-        raise baremetal.refuse_provider_traits(obs.label(root), traits)
-    return plan_mod.add_traits(root, traits, obs.label(root))
+        raise baremetal.refuse_provider_traits(provider_label(cloud, root),
+                                               traits)
+    return plan_mod.add_traits(root, traits, provider_label(cloud, root))
 
 
 # -- hosts --------------------------------------------------------------------
 
-def join_steps(obs: Observed, pool: Mapping[str, typing.Any], host: str,
+def join_steps(cloud: model.Cloud, pool: Mapping[str, typing.Any], host: str,
                metadata: dict[str, typing.Any]
                ) -> tuple[list[plan_mod.Step | None], list[str]]:
     """Steps that make ``host`` a full member of ``pool``.
@@ -178,36 +178,36 @@ def join_steps(obs: Observed, pool: Mapping[str, typing.Any], host: str,
     Raises when the host has no pGPU free to serve the pool's type.
     """
     agg = pool['aggregate']
-    roots = obs.roots.get(host) or []
+    roots = roots_of(cloud, host)
     steps, notes, records = [], [], {}
     trait_steps = []
     if pool['isolate']:
         for root in roots:
-            if pool['pool_trait'] not in obs.traits(root):
+            if pool['pool_trait'] not in provider_traits(cloud, root):
                 trait_steps.append(_root_traits_step(
-                    obs, root, [pool['pool_trait']]))
+                    cloud, root, [pool['pool_trait']]))
     mine = pool.get('type_trait')
     if mine:
         owned = pools_mod.owned_traits(metadata)
-        known = _known_type_traits(obs)
+        known = _known_type_traits(cloud)
         serving, other = 0, []
-        # the hosts' trees are read (an Observed of the hosts)
+        # the hosts' trees are read (a Cloud read for the hosts)
         for uuid in pools_mod.vgpu_children(
-                obs.snapshot, roots):  # type: ignore[arg-type]
-            traits = obs.traits(uuid)
+                cloud.placement, roots):  # type: ignore[arg-type]
+            traits = provider_traits(cloud, uuid)
             if mine in traits:
                 serving += 1
                 continue
             others = sorted(t for t in traits if _is_type_trait(t, known))
             if others:
-                other.append('%s (%s)' % (obs.label(uuid),
+                other.append('%s (%s)' % (provider_label(cloud, uuid),
                                           ', '.join(others)))
                 continue
             serving += 1
             if owned.get(uuid) != mine:
                 records[pools_mod.owned_key(uuid)] = mine
-            trait_steps.append(plan_mod.add_traits(uuid, [mine],
-                                                   obs.label(uuid)))
+            trait_steps.append(plan_mod.add_traits(
+                uuid, [mine], provider_label(cloud, uuid)))
         if other:
             notes.append(
                 _('%(host)s: %(n)d pGPU provider(s) already serve another '
@@ -224,12 +224,12 @@ def join_steps(obs: Observed, pool: Mapping[str, typing.Any], host: str,
         steps.append(plan_mod.set_metadata(agg, metadata, records))
         metadata.update(records)
     steps += trait_steps
-    if host not in obs.aggregates[agg]['hosts']:
+    if host not in _members(cloud, agg):
         steps.append(plan_mod.add_host(agg, host, roots))
     return steps, notes
 
 
-def leave_steps(obs: Observed, pool: Mapping[str, typing.Any], host: str,
+def leave_steps(cloud: model.Cloud, pool: Mapping[str, typing.Any], host: str,
                 metadata: dict[str, typing.Any]
                 ) -> tuple[list[plan_mod.Step | None], list[str]]:
     """Steps that take ``host`` out of ``pool``, and only this pool's marks.
@@ -239,33 +239,33 @@ def leave_steps(obs: Observed, pool: Mapping[str, typing.Any], host: str,
     serves the same type. Returns (steps, notes).
     """
     agg = pool['aggregate']
-    roots = obs.roots.get(host) or []
+    roots = roots_of(cloud, host)
     drop: dict[str, str | None]
     steps, notes, drop = [], [], {}
     mine = pool.get('type_trait')
-    in_tree = set(obs.snapshot.providers_in_trees(roots)) if (
-        obs.snapshot is not None) else set()
+    in_tree = set(cloud.placement.providers_in_trees(roots)) if (
+        cloud.placement is not None) else set()
     owned = {u: t for u, t in pools_mod.owned_traits(metadata).items()
              if u in in_tree}
-    heir = next((p for p in obs.pools.values()
+    heir = next((p for p in cloud.pools.values()
                  if p['name'] != pool['name'] and host in p['hosts']
                  and mine and p.get('type_trait') == mine), None)
     for uuid, trait in sorted(owned.items()):
         drop[pools_mod.owned_key(uuid)] = None
         if heir is not None and trait == heir.get('type_trait'):
-            heir_meta = obs.aggregates[heir['aggregate']]['metadata']
+            heir_meta = _aggregate(cloud, heir['aggregate'])['metadata']
             steps.append(plan_mod.set_metadata(
                 heir['aggregate'], heir_meta,
                 {pools_mod.owned_key(uuid): trait}))
             continue
-        if trait in obs.traits(uuid):
+        if trait in provider_traits(cloud, uuid):
             steps.append(plan_mod.remove_traits(uuid, [trait],
-                                                obs.label(uuid)))
+                                                provider_label(cloud, uuid)))
     if mine and heir is None:
-        # the hosts' trees are read (an Observed of the hosts)
-        kept = [obs.label(u) for u in pools_mod.vgpu_children(
-            obs.snapshot,  # type: ignore[arg-type]
-            roots) if mine in obs.traits(u) and u not in owned]
+        # the hosts' trees are read (a Cloud read for the hosts)
+        kept = [provider_label(cloud, u) for u in pools_mod.vgpu_children(
+            cloud.placement,  # type: ignore[arg-type]
+            roots) if mine in provider_traits(cloud, u) and u not in owned]
         if kept:
             notes.append(
                 _('%(host)s: %(trait)s stays on %(rps)s: this pool did not '
@@ -275,10 +275,10 @@ def leave_steps(obs: Observed, pool: Mapping[str, typing.Any], host: str,
                 % {'host': host, 'trait': mine, 'rps': ', '.join(kept)})
     if pool['isolate']:
         for root in roots:
-            if pool['pool_trait'] in obs.traits(root):
+            if pool['pool_trait'] in provider_traits(cloud, root):
                 steps.append(plan_mod.remove_traits(
-                    root, [pool['pool_trait']], obs.label(root)))
-    if host in obs.aggregates[agg]['hosts']:
+                    root, [pool['pool_trait']], provider_label(cloud, root)))
+    if host in _members(cloud, agg):
         steps.append(plan_mod.remove_host(agg, host, roots))
     step = plan_mod.set_metadata(agg, metadata, drop)
     if step is not None:
@@ -290,20 +290,20 @@ def leave_steps(obs: Observed, pool: Mapping[str, typing.Any], host: str,
 
 def _per_host(result: plan_mod.Plan,
               steps_for: Callable[
-                  [Observed, Mapping[str, typing.Any], str,
+                  [model.Cloud, Mapping[str, typing.Any], str,
                    dict[str, typing.Any]],
                   tuple[list[plan_mod.Step | None], list[str]]],
-              obs: Observed, pool: Mapping[str, typing.Any],
+              cloud: model.Cloud, pool: Mapping[str, typing.Any],
               hosts: Iterable[str], metadata: dict[str, typing.Any]
               ) -> None:
     """Add join_steps or leave_steps of each host (and their notes)."""
     for host in hosts:
-        steps, notes = steps_for(obs, pool, host, metadata)
+        steps, notes = steps_for(cloud, pool, host, metadata)
         result.extend(steps)
         result.warnings += notes
 
 
-def _trait_steps(obs: Observed,
+def _trait_steps(cloud: model.Cloud,
                  pool: Mapping[str, typing.Any]) -> list[plan_mod.Step]:
     needed = set()
     if pool['isolate']:
@@ -311,33 +311,33 @@ def _trait_steps(obs: Observed,
     if pool.get('type_trait'):
         needed.add(pool['type_trait'])
     return [plan_mod.create_trait(t)
-            for t in sorted(needed - obs.existing_traits)]
+            for t in sorted(needed - _existing_traits(cloud))]
 
 
-def _check_members(obs: Observed, pool: Mapping[str, typing.Any],
+def _check_members(cloud: model.Cloud, pool: Mapping[str, typing.Any],
                    hosts: Iterable[str]) -> None:
     problems = []
     for host in hosts:
-        # the hosts' trees are read (an Observed of the hosts)
+        # the hosts' trees are read (a Cloud read for the hosts)
         problems += pools_mod.host_problems(
-            pool, host, obs.roots.get(host) or [],
-            obs.snapshot, obs.pools)  # type: ignore[arg-type]
+            pool, host, roots_of(cloud, host),
+            cloud.placement, cloud.pools)  # type: ignore[arg-type]
     if problems:
         raise exceptions.CommandError(' '.join(problems))
 
 
 # -- create / add / remove ----------------------------------------------------
 
-def create(obs: Observed, spec: Mapping[str, typing.Any],
+def create(cloud: model.Cloud, spec: Mapping[str, typing.Any],
            hosts: Iterable[str]) -> plan_mod.Plan:
     """Plan ``pool create``: from nothing, or finishing an earlier one."""
     name = spec['name']
     title = _('Creating pool %s') % name
     hosts = list(dict.fromkeys(hosts))
-    existing = obs.aggregates.get(name)
+    existing = cloud.aggregate(name)
     result = plan_mod.Plan(title, rerun=create_command(spec, hosts))
     if existing is not None and pools_mod.POOL_KEY in existing['metadata']:
-        pool = obs.pool(name)
+        pool = find_pool(cloud, name)
         diffs = [d for d in pools_mod.differences(spec, pool)
                  if d[0] != 'hosts']
         if diffs:
@@ -366,18 +366,15 @@ def create(obs: Observed, spec: Mapping[str, typing.Any],
                   'pool.') % name)
         else:
             result.add(plan_mod.create_aggregate(name, spec['zone']))
-        pools_mod.check_trait_collision(name, obs.pools)
+        pools_mod.check_trait_collision(name, cloud.pools)
         pool = _pool_of(spec, name)
         metadata = {}
         result.add(plan_mod.set_metadata(name, {},
                                          pools_mod.metadata_for(spec)))
         metadata.update(pools_mod.metadata_for(spec))
-        obs.aggregates.setdefault(name, {'name': name, 'hosts': [],
-                                         'metadata': {},
-                                         'availability_zone': None})
-    _check_members(obs, pool, hosts)
-    result.extend(_trait_steps(obs, pool))
-    _per_host(result, join_steps, obs, pool, hosts, metadata)
+    _check_members(cloud, pool, hosts)
+    result.extend(_trait_steps(cloud, pool))
+    _per_host(result, join_steps, cloud, pool, hosts, metadata)
     return result
 
 
@@ -425,28 +422,28 @@ def _describe(differences: Iterable[tuple[str, typing.Any, typing.Any]]
                      for field, want, have in differences)
 
 
-def add_hosts(obs: Observed, name: str,
+def add_hosts(cloud: model.Cloud, name: str,
               hosts: Iterable[str]) -> plan_mod.Plan:
-    pool = obs.pool(name)
+    pool = find_pool(cloud, name)
     hosts = list(dict.fromkeys(hosts))
     result = plan_mod.Plan(
         _('Adding %(hosts)s to pool %(pool)s')
         % {'hosts': ', '.join(hosts), 'pool': name},
         rerun='"openstack gpu pool add host %s %s"' % (name, ' '.join(hosts)))
-    _check_members(obs, pool, hosts)
-    result.extend(_trait_steps(obs, pool))
-    metadata = dict(obs.aggregates[pool['aggregate']]['metadata'])
-    _per_host(result, join_steps, obs, pool, hosts, metadata)
+    _check_members(cloud, pool, hosts)
+    result.extend(_trait_steps(cloud, pool))
+    metadata = dict(_aggregate(cloud, pool['aggregate'])['metadata'])
+    _per_host(result, join_steps, cloud, pool, hosts, metadata)
     return result
 
 
-def remove_hosts(obs: Observed, name: str, hosts: Iterable[str],
+def remove_hosts(cloud: model.Cloud, name: str, hosts: Iterable[str],
                  allow_servers: bool = False,
                  escape: str | None = None) -> plan_mod.Plan:
     """Plan ``pool remove host``. Refused while a host runs servers
     whose flavor steers to this pool only (``check_servers``), unless
     ALLOW_SERVERS; ESCAPE is what the refusal offers instead."""
-    pool = obs.pool(name)
+    pool = find_pool(cloud, name)
     hosts = list(dict.fromkeys(hosts))
     strangers = [h for h in hosts if h not in pool['hosts']]
     if strangers:
@@ -455,14 +452,14 @@ def remove_hosts(obs: Observed, name: str, hosts: Iterable[str],
             pool=name, hosts=', '.join(strangers),
             members=', '.join(pool['hosts']) or _('none'))
     if not allow_servers:
-        check_servers(obs, pool, hosts, escape)
+        check_servers(cloud, pool, hosts, escape)
     result = plan_mod.Plan(
         _('Removing %(hosts)s from pool %(pool)s')
         % {'hosts': ', '.join(hosts), 'pool': name},
         rerun='"openstack gpu pool remove host %s %s"'
         % (name, ' '.join(hosts)))
-    metadata = dict(obs.aggregates[pool['aggregate']]['metadata'])
-    _per_host(result, leave_steps, obs, pool, hosts, metadata)
+    metadata = dict(_aggregate(cloud, pool['aggregate'])['metadata'])
+    _per_host(result, leave_steps, cloud, pool, hosts, metadata)
     return result
 
 
@@ -486,7 +483,7 @@ def steered_pools(extra_specs: Mapping[str, typing.Any] | None,
     return specs.matching_pools(reading, pools)
 
 
-def servers_left_behind(obs: Observed, pool: Mapping[str, typing.Any],
+def servers_left_behind(cloud: model.Cloud, pool: Mapping[str, typing.Any],
                         hosts: Container[str]
                         ) -> list[tuple[str, str, list[str]]]:
     """[(host, flavor name, [server ids])] of the servers on HOSTS whose
@@ -497,18 +494,18 @@ def servers_left_behind(obs: Observed, pool: Mapping[str, typing.Any],
     whose delete has run on its host (vm_state ``deleted``: Nova lists it
     until its allocations are gone) stays nowhere and is not counted."""
     found: dict[tuple[str, str], list[str]] = {}
-    for server in obs.servers or ():
+    for server in cloud.servers or ():
         host = server.get('OS-EXT-SRV-ATTR:host')
         if host not in hosts:
             continue
         if server.get('OS-EXT-STS:vm_state') == 'deleted':
             continue
         flavor = server.get('flavor') or {}
-        steers = steered_pools(flavor.get('extra_specs'), obs.pools)
+        steers = steered_pools(flavor.get('extra_specs'), cloud.pools)
         if pool['name'] not in steers:
             continue
-        if any(other != pool['name'] and other in obs.pools
-               and host in obs.pools[other]['hosts'] for other in steers):
+        if any(other != pool['name'] and other in cloud.pools
+               and host in cloud.pools[other]['hosts'] for other in steers):
             continue
         name = (flavor.get('original_name') or flavor.get('name')
                 or _('(unnamed)'))
@@ -518,7 +515,7 @@ def servers_left_behind(obs: Observed, pool: Mapping[str, typing.Any],
             for (host, flavor), ids in sorted(found.items())]
 
 
-def check_servers(obs: Observed, pool: Mapping[str, typing.Any],
+def check_servers(cloud: model.Cloud, pool: Mapping[str, typing.Any],
                   hosts: Container[str], escape: str | None = None) -> None:
     """Refuse taking HOSTS out of POOL while servers run there whose
     flavor steers to POOL only (``servers_left_behind``): they would keep
@@ -526,7 +523,7 @@ def check_servers(obs: Observed, pool: Mapping[str, typing.Any],
     them (their count and a few IDs per host and flavor) and what to do;
     ESCAPE is the last way out it offers (default: run again with
     --allow-servers)."""
-    left = servers_left_behind(obs, pool, hosts)
+    left = servers_left_behind(cloud, pool, hosts)
     if not left:
         return
     if escape is None:
@@ -554,14 +551,14 @@ def check_servers(obs: Observed, pool: Mapping[str, typing.Any],
 
 # -- dependents ---------------------------------------------------------------
 
-def flavors_of(obs: Observed, pool: Mapping[str, typing.Any]
+def flavors_of(cloud: model.Cloud, pool: Mapping[str, typing.Any]
                ) -> list[dict[str, typing.Any]]:
     """Flavors that steer to the pool or would land on it (dicts)."""
     found = []
-    for flavor in obs.flavors or []:
-        reading = specs.read(flavor.get('extra_specs'), obs.pools)
+    for flavor in cloud.flavors or []:
+        reading = specs.read(flavor.get('extra_specs'), cloud.pools)
         pools_in = ([reading['pool']] if reading['pool']
-                    else specs.matching_pools(reading, obs.pools))
+                    else specs.matching_pools(reading, cloud.pools))
         if pool['name'] in pools_in:
             found.append(flavor)
     return found
@@ -579,15 +576,15 @@ def trait_keys(extra_specs: Mapping[str, typing.Any] | None,
     return sorted(found)
 
 
-def flavors_requiring(obs: Observed,
+def flavors_requiring(cloud: model.Cloud,
                       trait: str) -> list[dict[str, typing.Any]]:
-    return [f for f in obs.flavors or []
+    return [f for f in cloud.flavors or []
             if trait_keys(f.get('extra_specs'), trait)]
 
 
-def images_requiring(obs: Observed,
+def images_requiring(cloud: model.Cloud,
                      trait: str) -> list[dict[str, typing.Any]]:
-    return [i for i in obs.images or []
+    return [i for i in cloud.images or []
             if i.get('trait:%s' % trait) == specs.REQUIRED]
 
 
@@ -597,7 +594,7 @@ def _names(items: Iterable[Mapping[str, typing.Any]]) -> str:
 
 # -- set / unset --------------------------------------------------------------
 
-def set_zone(obs: Observed, name: str, zone: str) -> plan_mod.Plan:
+def set_zone(cloud: model.Cloud, name: str, zone: str) -> plan_mod.Plan:
     """Plan putting pool NAME's aggregate in availability zone ZONE.
 
     Only the zone's own rules: whether the pool's hosts can follow
@@ -605,7 +602,7 @@ def set_zone(obs: Observed, name: str, zone: str) -> plan_mod.Plan:
     question, asked before this plan is applied. A pool without a zone
     gets one for good: Nova takes no zone off an aggregate.
     """
-    pool = obs.pool(name)
+    pool = find_pool(cloud, name)
     nova_rules.check_name(zone, '--zone', colon=False)
     result = plan_mod.Plan(
         _('Changing pool %s') % name,
@@ -614,14 +611,14 @@ def set_zone(obs: Observed, name: str, zone: str) -> plan_mod.Plan:
     return result
 
 
-def set_isolation(obs: Observed, name: str, isolate: bool,
+def set_isolation(cloud: model.Cloud, name: str, isolate: bool,
                   update_dependents: bool = False) -> plan_mod.Plan:
-    pool = obs.pool(name)
+    pool = find_pool(cloud, name)
     trait = pool['pool_trait']
     key = pools_mod.TRAIT_PREFIX + trait
     agg = pool['aggregate']
-    metadata = obs.aggregates[agg]['metadata']
-    roots = [r for host in pool['hosts'] for r in obs.roots.get(host) or []]
+    metadata = _aggregate(cloud, agg)['metadata']
+    roots = [r for host in pool['hosts'] for r in roots_of(cloud, host)]
     flag = '--update-dependents'
     if isolate:
         if pool['mode'] == pools_mod.BAREMETAL:
@@ -631,12 +628,12 @@ def set_isolation(obs: Observed, name: str, isolate: bool,
         result = plan_mod.Plan(_('Isolating pool %s') % name,
                                rerun='"openstack gpu pool set %s --isolate"'
                                % name)
-        if trait not in obs.existing_traits:
+        if trait not in _existing_traits(cloud):
             result.add(plan_mod.create_trait(trait))
         for root in roots:
-            if trait not in obs.traits(root):
-                result.add(_root_traits_step(obs, root, [trait]))
-        stale = [f for f in flavors_of(obs, pool)
+            if trait not in provider_traits(cloud, root):
+                result.add(_root_traits_step(cloud, root, [trait]))
+        stale = [f for f in flavors_of(cloud, pool)
                  if not trait_keys(f.get('extra_specs'), trait)]
         if stale and not update_dependents:
             raise _error(
@@ -657,8 +654,8 @@ def set_isolation(obs: Observed, name: str, isolate: bool,
     result = plan_mod.Plan(_('Ending isolation of pool %s') % name,
                            rerun='"openstack gpu pool set %s --no-isolate"'
                            % name)
-    flavors = flavors_requiring(obs, trait)
-    images = images_requiring(obs, trait)
+    flavors = flavors_requiring(cloud, trait)
+    images = images_requiring(cloud, trait)
     if (flavors or images) and not update_dependents:
         raise _error(
             _('Flavors %(flavors)s and images %(images)s require %(trait)s, '
@@ -681,19 +678,19 @@ def set_isolation(obs: Observed, name: str, isolate: bool,
     for image in images:
         result.add(plan_mod.update_image(image, {'trait:%s' % trait: None}))
     for root in roots:
-        if trait in obs.traits(root):
+        if trait in provider_traits(cloud, root):
             result.add(plan_mod.remove_traits(root, [trait],
-                                              obs.label(root)))
-    if trait in obs.existing_traits:
+                                              provider_label(cloud, root)))
+    if trait in _existing_traits(cloud):
         result.add(plan_mod.delete_trait(trait))
     return result
 
 
-def _recreate_command(obs: Observed, pool: Mapping[str, typing.Any],
+def _recreate_command(cloud: model.Cloud, pool: Mapping[str, typing.Any],
                       flavor: Mapping[str, typing.Any],
                       projects: Iterable[str]) -> str | None:
     """The ``gpu flavor create`` that makes FLAVOR again, private."""
-    reading = specs.read(flavor.get('extra_specs'), obs.pools)
+    reading = specs.read(flavor.get('extra_specs'), cloud.pools)
     args = ['gpu', 'flavor', 'create', '--pool', pool['name'],
             '--vcpus', str(flavor.get('vcpus')), '--ram',
             str(flavor.get('ram')), '--disk', str(flavor.get('disk'))]
@@ -706,7 +703,7 @@ def _recreate_command(obs: Observed, pool: Mapping[str, typing.Any],
     return argv.command_line(args)
 
 
-def update_metadata(obs: Observed, name: str,
+def update_metadata(cloud: model.Cloud, name: str,
                     projects_add: Iterable[str] = (),
                     projects_remove: Collection[str] = (),
                     properties: Mapping[str, str] | None = None,
@@ -724,9 +721,9 @@ def update_metadata(obs: Observed, name: str,
     ``aggregate_instance_extra_specs:`` key) is refused unless
     ``update_dependents`` (``steering_steps``).
     """
-    pool = obs.pool(name)
+    pool = find_pool(cloud, name)
     agg = pool['aggregate']
-    metadata = obs.aggregates[agg]['metadata']
+    metadata = _aggregate(cloud, agg)['metadata']
     pools_mod.validate_properties(properties)
     for key in remove_properties:
         pools_mod.validate_properties({key: None})
@@ -751,7 +748,7 @@ def update_metadata(obs: Observed, name: str,
         _('Changing pool %s') % name,
         rerun=_('the same "openstack gpu pool set/unset %s" command') % name)
     if not current and remaining:
-        public = [f for f in flavors_of(obs, pool)
+        public = [f for f in flavors_of(cloud, pool)
                   if f.get('os-flavor-access:is_public', True)]
         if public and not allow_public_flavors:
             raise _error(
@@ -765,7 +762,7 @@ def update_metadata(obs: Observed, name: str,
                 pool=name, projects=', '.join(remaining),
                 flavors=_names(public), fixes='; '.join(
                     '"openstack gpu flavor delete %s", then %s'
-                    % (f['name'], _recreate_command(obs, pool, f, remaining))
+                    % (f['name'], _recreate_command(cloud, pool, f, remaining))
                     for f in sorted(public, key=lambda f: f['name'])))
         if public:
             result.warnings.append(
@@ -776,8 +773,8 @@ def update_metadata(obs: Observed, name: str,
                    'flavors': _names(public)})
     if projects_remove:
         losing = []
-        for flavor in flavors_of(obs, pool):
-            access = obs.access.get(flavor['id']) or []
+        for flavor in flavors_of(cloud, pool):
+            access = (cloud.access or {}).get(flavor['id']) or []
             for project in projects_remove:
                 if project in access:
                     losing.append((flavor, project))
@@ -800,7 +797,7 @@ def update_metadata(obs: Observed, name: str,
     for key in remove_properties:
         if key in metadata:
             changes[key] = None
-    bridge, steps, notes = steering_steps(obs, pool, changes,
+    bridge, steps, notes = steering_steps(cloud, pool, changes,
                                           update_dependents)
     result.add(plan_mod.set_metadata(agg, metadata, bridge))
     result.extend(steps)
@@ -859,7 +856,7 @@ def _follow(flavor: Mapping[str, typing.Any], keys: Iterable[str],
     return set_specs, unset
 
 
-def steering_steps(obs: Observed, pool: Mapping[str, typing.Any],
+def steering_steps(cloud: model.Cloud, pool: Mapping[str, typing.Any],
                    changes: Mapping[str, str | None],
                    update_dependents: bool = False
                    ) -> tuple[dict[str, str], list[plan_mod.Step],
@@ -877,7 +874,7 @@ def steering_steps(obs: Observed, pool: Mapping[str, typing.Any],
     with several numbered request groups.
     """
     broken = dependents_mod.broken_by(
-        obs.flavors, list(obs.aggregates.values()), pool['aggregate'],
+        cloud.flavors, cloud.aggregates, pool['aggregate'],
         changes)
     if not broken:
         return {}, [], []
@@ -897,7 +894,7 @@ def steering_steps(obs: Observed, pool: Mapping[str, typing.Any],
             specs='; '.join('%s: %s' % (f.get('name') or f['id'],
                                         _spec_text(f, ks))
                             for f, ks in broken))
-    metadata = obs.aggregates[pool['aggregate']]['metadata']
+    metadata = _aggregate(cloud, pool['aggregate'])['metadata']
     steps, stuck = [], []
     for flavor, flavor_keys in broken:
         follow = _follow(flavor, flavor_keys, changes)
@@ -931,15 +928,15 @@ def steering_steps(obs: Observed, pool: Mapping[str, typing.Any],
     return bridge, [s for s in steps if s is not None], notes
 
 
-def delete(obs: Observed, name: str, force: bool = False,
+def delete(cloud: model.Cloud, name: str, force: bool = False,
            escape: str | None = None,
            allow_servers: bool = False) -> plan_mod.Plan:
-    """Plan ``pool delete``. With the servers read (``obs.servers``),
+    """Plan ``pool delete``. With the servers read (``cloud.servers``),
     refused while a member host runs servers whose flavor steers to this
     pool only (``check_servers``, ESCAPE the way out it offers), unless
     ALLOW_SERVERS."""
-    leftover = obs.aggregates.get(name)
-    if (name not in obs.pools and leftover is not None
+    leftover = cloud.aggregate(name)
+    if (name not in cloud.pools and leftover is not None
             and not leftover['metadata'] and not leftover['hosts']):
         # what an interrupted delete (or create) left, or an ordinary
         # aggregate nobody filled yet: nothing tells them apart
@@ -956,17 +953,17 @@ def delete(obs: Observed, name: str, force: bool = False,
             _('Host aggregate %s is empty and has no metadata (left by an '
               'interrupted create or delete): deleting it.') % name)
         trait = pools_mod.pool_trait(name)
-        if trait in obs.existing_traits:
+        if trait in _existing_traits(cloud):
             result.add(plan_mod.delete_trait(trait))
         result.add(plan_mod.delete_aggregate(name,
                                               leftover['availability_zone']))
         return result
-    pool = obs.pool(name)
+    pool = find_pool(cloud, name)
     trait = pool['pool_trait']
-    dependents = flavors_of(obs, pool) + [
-        f for f in flavors_requiring(obs, trait)
-        if f not in flavors_of(obs, pool)]
-    images = images_requiring(obs, trait)
+    dependents = flavors_of(cloud, pool) + [
+        f for f in flavors_requiring(cloud, trait)
+        if f not in flavors_of(cloud, pool)]
+    images = images_requiring(cloud, trait)
     if dependents or images:
         fixes = []
         if dependents:
@@ -988,13 +985,13 @@ def delete(obs: Observed, name: str, force: bool = False,
               '"openstack gpu pool remove host", or use --force.'),
             pool=name, hosts=', '.join(pool['hosts']))
     if not allow_servers:
-        check_servers(obs, pool, pool['hosts'], escape)
+        check_servers(cloud, pool, pool['hosts'], escape)
     result = plan_mod.Plan(_('Deleting pool %s') % name,
                            rerun='"openstack gpu pool delete --force %s"'
                            % name, rerun_fixed=True)
-    metadata = dict(obs.aggregates[pool['aggregate']]['metadata'])
-    _per_host(result, leave_steps, obs, pool, pool['hosts'], metadata)
-    if trait in obs.existing_traits:
+    metadata = dict(_aggregate(cloud, pool['aggregate'])['metadata'])
+    _per_host(result, leave_steps, cloud, pool, pool['hosts'], metadata)
+    if trait in _existing_traits(cloud):
         result.add(plan_mod.delete_trait(trait))
     result.add(plan_mod.delete_aggregate(
         pool['aggregate'], pool['zone'],

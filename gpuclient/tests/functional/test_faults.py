@@ -48,6 +48,7 @@ from gpuclient.ops import document_ops
 from gpuclient.ops import flavor_ops
 from gpuclient.ops import pool_ops
 from gpuclient.ops import quota_ops
+from gpuclient.ops import snapshot
 from gpuclient.rules import pools
 from gpuclient.rules import quota
 from gpuclient.tests.functional import base
@@ -96,10 +97,11 @@ class FaultMatrixTestCase(base.FunctionalTestCase):
         if self._roots is None:
             # the pool hosts' root providers: their Placement aggregates
             # (Nova's mirror of membership) are part of the state
-            view = pool_ops.View(self.admin, warn=False)
+            cloud = snapshot.read_aggregates(self.admin, warn=False)
             self._roots = [r for host in (self.fault_vgpu_host,
                                           self.fault_mig_host)
-                           for r in view.roots(host)]
+                           for r in snapshot.roots_of(self.admin, cloud,
+                                                      host)]
         return faults.cloud_state(
             self.admin, names=[self.name], providers=self._roots,
             traits_of=self._roots if self.roots_only else None)
@@ -109,8 +111,8 @@ class FaultMatrixTestCase(base.FunctionalTestCase):
         for flavor in self.admin.compute.flavors():
             if (flavor.get('name') or '').startswith(self.name):
                 self.admin.compute.delete_flavor(flavor['id'])
-        view = pool_ops.View(self.admin, warn=False)
-        for pool in list(view.pools.values()):
+        cloud = snapshot.read_aggregates(self.admin, warn=False)
+        for pool in list(cloud.pools.values()):
             if pool['name'].startswith(self.name):
                 pool_ops.delete(self.admin, pool['name'], force=True)
         for agg in self.admin.compute.aggregates():
@@ -343,7 +345,8 @@ class TestFlavorFaults(FaultMatrixTestCase):
         def revert():
             flavor = self.admin.compute.find_flavor(name)
             self.admin.compute.delete_flavor(flavor['id'])
-            agg = pool_ops.View(self.admin).aggregate(self.name)
+            agg = next(a for a in self.admin.compute.aggregates()
+                       if a.name == self.name)
             self.admin.compute.set_aggregate_metadata(
                 agg, {'group_policy': None})
 
@@ -523,10 +526,11 @@ class TestConcurrency(FaultMatrixTestCase):
         uuids = []
         for name in names:
             self.assertIn(pools.pool_trait(name), traits)
-            agg = pool_ops.View(self.admin, warn=False).aggregate(name)
-            self.assertEqual([self.pt_host], agg.hosts)
-            self.assertIn(agg.uuid, mirrored)
-            uuids.append(agg.uuid)
+            agg = snapshot.read_aggregates(self.admin,
+                                           warn=False).aggregate(name)
+            self.assertEqual([self.pt_host], agg['hosts'])
+            self.assertIn(agg['uuid'], mirrored)
+            uuids.append(agg['uuid'])
         # and the same in parallel the other way (Nova answers 409 when its
         # Placement write loses a race: that removal is tried again)
         with concurrent.futures.ThreadPoolExecutor(count) as runner:

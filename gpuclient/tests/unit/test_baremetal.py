@@ -299,11 +299,11 @@ class TestTraits(base.TestCase):
         snap = placement_snapshot(self.cloud)
         spec = pools_mod.build_spec('iso', 'passthrough', alias='h100',
                                     pci_id='10de:2331', isolate=True)
-        obs = pool_plan.Observed(
+        obs = model.Cloud(
             [{'name': 'iso', 'hosts': [], 'zone': None, 'id': 1,
               'metadata': pools_mod.metadata_for(spec)}],
-            roots={BM: [self.good.uuid]}, snapshot=snap)
-        pool = obs.pool('iso')
+            [{'id': self.good.uuid, 'service': {'host': BM}}], None, snap)
+        pool = pool_plan.find_pool(obs, 'iso')
         self.assertTrue(pool['isolate'], pool)
         err = self.assertRaises(exceptions.CommandError, pool_plan.join_steps,
                                 obs, pool, BM, {})

@@ -35,6 +35,7 @@ import fixtures
 
 from gpuclient.ops import journal
 from gpuclient.rules import document_plan
+from gpuclient.rules import model
 from gpuclient.rules import operations
 from gpuclient.tests.unit import base
 
@@ -195,7 +196,7 @@ class TestOneWayToWrite(base.TestCase):
 
 
 # the modules that name write operations: the planners, the executor, the
-# simulation (document_plan.World) and the checks of a plan's steps
+# simulation (document_plan.simulate) and the checks of a plan's steps
 OPERATION_USERS = ('gpuclient/rules/*plan*.py', 'gpuclient/ops/journal.py',
                    'gpuclient/rules/nova_rules.py')
 # what the declarations module offers besides declarations
@@ -288,10 +289,11 @@ class TestOperationsDeclaredOnce(base.TestCase):
         self.assertEqual(set(operations.DECLARED), set(journal.OPERATIONS))
 
     def test_the_simulation_applies_the_declared_effect(self):
-        # World.apply is the declaration's effect: no method of its own
-        # per operation
+        # simulate is the declaration's effect: no function (nor model
+        # method) of its own per operation
         names = {'_%s' % d.op.replace('.', '_') for d in operations.DECLARED}
-        self.assertEqual(set(), names & set(vars(document_plan.World)))
+        self.assertEqual(set(), names & (set(vars(document_plan))
+                                         | set(vars(model.Cloud))))
 
     def test_the_scan_finds_each_way_round(self):
         source = textwrap.dedent('''\

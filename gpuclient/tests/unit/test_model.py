@@ -11,7 +11,7 @@
 # under the License.
 
 """rules.model with plain data: the cloud as read, Nova's zone rule, and
-the model after a plan's steps (document_plan.World.cloud)."""
+the model after a plan's steps (document_plan.state_of, simulate)."""
 
 import dataclasses
 
@@ -106,15 +106,14 @@ class TestCloud(testtools.TestCase):
         self.assertEqual({}, {name: getattr(cloud, name) for name in read
                               if getattr(cloud, name) is not None})
 
-    def test_observed_is_a_view_of_the_model(self):
+    def test_pool_planners_ask_the_model(self):
         cloud = self.cloud(flavors=[{'id': 'f', 'name': 'g1'}],
                            access={'f': ['p']}, existing_traits={'T'})
-        obs = pool_plan.Observed.of(cloud, {'h1': ['r1']})
-        self.assertEqual(['ws'], list(obs.pools))
-        self.assertEqual({'h1': ['r1']}, obs.roots)
-        self.assertEqual({'f': ['p']}, obs.access)
-        self.assertEqual({'T'}, obs.existing_traits)
-        self.assertIs(cloud.flavors, obs.flavors)
+        self.assertEqual('ws', pool_plan.find_pool(cloud, 'ws')['name'])
+        self.assertEqual(['r1'], pool_plan.roots_of(cloud, 'h1'))
+        self.assertEqual([], pool_plan.roots_of(cloud, 'h2'))
+        self.assertEqual(set(), pool_plan.provider_traits(cloud, 'r1'))
+        self.assertEqual('r1', pool_plan.provider_label(cloud, 'r1'))
 
 
 class TestFactHosts(testtools.TestCase):
@@ -163,8 +162,8 @@ class TestFactHosts(testtools.TestCase):
 
 
 class TestAfterThePlan(testtools.TestCase):
-    """World.cloud: the model with the plan's steps applied; what no step
-    changes is as read."""
+    """A plan's state: a copy of the model with the plan's steps applied;
+    what no step changes is as read."""
 
     def setUp(self):
         super().setUp()
@@ -175,10 +174,10 @@ class TestAfterThePlan(testtools.TestCase):
             flavors=[{'id': 'f1', 'name': 'g1', 'extra_specs': {}}],
             gpu_classes={'VGPU'}, known_classes={'VGPU', 'VCPU'}, images=[],
             access={}, registered={}, limits=[], existing_traits=set())
-        self.world = document_plan.World.from_cloud(self.read)
+        self.world = document_plan.state_of(self.read)
 
     def test_unchanged_world_is_the_cloud_as_read(self):
-        after = self.world.cloud()
+        after = self.world
         self.assertEqual(self.read.aggregates, after.aggregates)
         self.assertEqual(self.read.flavors, after.flavors)
         self.assertEqual({'VGPU'}, after.gpu_classes)
@@ -186,9 +185,10 @@ class TestAfterThePlan(testtools.TestCase):
         self.assertEqual(self.read.services, after.services)
 
     def test_steps_applied_show_in_the_model_not_in_the_read(self):
-        self.world.apply(plan_mod.create_aggregate('other'))
-        self.world.apply(plan_mod.delete_flavor('f1', 'g1'))
-        after = self.world.cloud()
+        document_plan.simulate(self.world,
+                               plan_mod.create_aggregate('other'))
+        document_plan.simulate(self.world, plan_mod.delete_flavor('f1', 'g1'))
+        after = self.world
         self.assertEqual(['ws', 'other'],
                          [a['name'] for a in after.aggregates])
         self.assertEqual([], after.flavors)
@@ -196,3 +196,18 @@ class TestAfterThePlan(testtools.TestCase):
         self.assertEqual(['ws'], list(after.pools))
         self.assertEqual(['ws'], [a['name'] for a in self.read.aggregates])
         self.assertEqual(['g1'], [f['name'] for f in self.read.flavors])
+
+    def test_pools_follow_the_aggregates_as_steps_change_them(self):
+        meta = pools.metadata_for(pools.build_spec('ws2', 'vgpu',
+                                                   vgpu_type='nvidia-36'))
+        document_plan.simulate(self.world,
+                               plan_mod.create_aggregate('ws2'))
+        document_plan.simulate(self.world,
+                               plan_mod.set_metadata('ws2', {}, meta))
+        document_plan.simulate(self.world,
+                               plan_mod.add_host('ws2', 'h1', ['r1']))
+        self.assertEqual(['ws', 'ws2'], sorted(self.world.pools))
+        self.assertEqual(['h1'], self.world.pools['ws2']['hosts'])
+        document_plan.simulate(self.world, plan_mod.delete_aggregate('ws'))
+        self.assertEqual(['ws2'], list(self.world.pools))
+        self.assertEqual(['ws'], list(self.read.pools))

@@ -103,11 +103,17 @@ class World:
                              'os-flavor-access:is_public': public})
 
     def observed(self):
+        """The model.Cloud a pool planner takes (of copies): each host's
+        roots are its hypervisors."""
         snapshot = model.Placement.listed(copy.deepcopy(self.providers))
         snapshot.summaries = copy.deepcopy(self.summaries)
-        return pool_plan.Observed(
-            copy.deepcopy(self.aggregates), roots=dict(self.roots),
-            snapshot=snapshot, existing_traits=set(self.existing),
+        hypervisors = [{'id': uuid, 'hypervisor_hostname': host,
+                        'service': {'host': host}}
+                       for host, roots in self.roots.items()
+                       for uuid in roots]
+        return model.Cloud(
+            copy.deepcopy(self.aggregates), hypervisors, None, snapshot,
+            existing_traits=set(self.existing),
             flavors=copy.deepcopy(self.flavors),
             access=copy.deepcopy(self.access),
             images=copy.deepcopy(self.images),
@@ -895,11 +901,11 @@ class TestObserved(PlanTestCase):
 
     def test_naming_a_skipped_pool_says_why(self):
         obs = self.world().observed()
-        message = self.refused(obs.pool, 'twin')
+        message = self.refused(pool_plan.find_pool, obs, 'twin')
         self.assertIn('claimed by several aggregates', message)
-        message = self.refused(obs.pool, 'weird')
+        message = self.refused(pool_plan.find_pool, obs, 'weird')
         self.assertIn("unknown mode 'sriov'", message)
-        message = self.refused(obs.pool, 'nope')
+        message = self.refused(pool_plan.find_pool, obs, 'nope')
         self.assertIn('No GPU pool named nope. Known pools: a100', message)
 
     def test_other_pools_still_work(self):
@@ -913,20 +919,20 @@ class TestObserved(PlanTestCase):
         self.assertEqual('trait.delete', result.steps[-1].op)
 
     def test_without_snapshot(self):
-        obs = pool_plan.Observed([{'name': 'a100',
-                                   'metadata': a100_metadata(),
-                                   'hosts': []}])
-        self.assertEqual(set(), obs.traits('anything'))
-        self.assertEqual('anything', obs.label('anything'))
+        obs = model.Cloud([{'name': 'a100', 'metadata': a100_metadata(),
+                            'hosts': []}], None, None)
+        self.assertEqual(set(), pool_plan.provider_traits(obs, 'anything'))
+        self.assertEqual('anything',
+                         pool_plan.provider_label(obs, 'anything'))
         self.assertIsInstance(
             pool_plan.delete(obs, 'a100'), plan_mod.Plan)
 
 
 class TestDeleteLeftover(testtools.TestCase):
     def test_empty_aggregate_left_by_an_interrupted_delete_is_finished(self):
-        obs = pool_plan.Observed(
+        obs = model.Cloud(
             [{'name': 'solver', 'hosts': [], 'metadata': {},
-              'availability_zone': None}],
+              'availability_zone': None}], None, None,
             existing_traits={'CUSTOM_GPU_POOL_SOLVER'})
         plan = pool_plan.delete(obs, 'solver', force=True)
         self.assertEqual(['trait.delete', 'aggregate.delete'],
@@ -934,9 +940,9 @@ class TestDeleteLeftover(testtools.TestCase):
         self.assertIn('left by an interrupted', plan.warnings[0])
 
     def test_ordinary_aggregate_is_not_a_pool(self):
-        obs = pool_plan.Observed(
+        obs = model.Cloud(
             [{'name': 'rack1', 'hosts': ['h1'], 'metadata': {'ssd': 'true'},
-              'availability_zone': None}])
+              'availability_zone': None}], None, None)
         exc = self.assertRaises(exceptions.CommandError, pool_plan.delete,
                                 obs, 'rack1')
         self.assertIn('No GPU pool named rack1', str(exc))

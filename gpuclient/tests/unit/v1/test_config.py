@@ -293,7 +293,8 @@ class TestShow(ConfigTestCase):
         read = mock.Mock(wraps=snapshot.read)
         self.useFixture(fixtures.MockPatchObject(snapshot, 'read', read))
         self.useFixture(fixtures.MockPatchObject(
-            pool_ops, 'View', side_effect=AssertionError('View used')))
+            snapshot, 'read_aggregates',
+            side_effect=AssertionError('read_aggregates used')))
         counts = []
         for extra in (0, 6):
             for i in range(extra):
