@@ -190,7 +190,7 @@ def sample(family: Family, hostname: str, value: float,
            address: str | None = None, **labels: typing.Any) -> Sample:
     """One Sample of FAMILY (labels by name; those without a value left
     out)."""
-    pairs = {HOSTNAME_LABEL: hostname}
+    pairs = {HOSTNAME_LABEL: hostname} if hostname else {}
     if address:
         pairs[BUS_LABEL] = dcgm_bus_id(address)
     for name, text in labels.items():
