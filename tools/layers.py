@@ -35,10 +35,15 @@ import sys
 PACKAGE = 'gpuclient'
 
 # Top to bottom. 'top' is plugin, i18n, formatters and the package itself:
-# OSC wiring that anyone may import.
-FLOORS = ('tools', 'v1', 'ops', 'rules', 'cloud', 'top')
-SUBPACKAGES = ('v1', 'ops', 'rules', 'cloud', 'tests')
+# OSC wiring that anyone may import. 'hostfacts' is the host collector's
+# console script (gpuclient-host-facts), an entry point beside v1 that
+# runs without OSC: it reads rules' definitions and i18n only, and only
+# the tests import it.
+FLOORS = ('tools', 'v1', 'hostfacts', 'ops', 'rules', 'cloud', 'top')
+SUBPACKAGES = ('v1', 'hostfacts', 'ops', 'rules', 'cloud', 'tests')
 V1_SHARED = frozenset({PACKAGE + '.v1', PACKAGE + '.v1.common'})
+# the top-level modules the collector may import (no OSC wiring)
+HOSTFACTS_TOP = frozenset({PACKAGE + '.i18n'})
 
 
 def floor_of(module):
@@ -64,6 +69,13 @@ def rule_broken(importer, imported):
     a, b = floor_of(importer), floor_of(imported)
     if b == 'tests' and a != 'tests':
         return 'only tests import gpuclient.tests'
+    if b == 'hostfacts' and a not in ('hostfacts', 'tests'):
+        return ('only tests import gpuclient.hostfacts (the host '
+                "collector's console script)")
+    if a == 'hostfacts' and b not in ('hostfacts', 'rules') and (
+            imported not in HOSTFACTS_TOP):
+        return ('hostfacts imports only rules and gpuclient.i18n (it '
+                'starts without OSC)')
     if a == 'rules' and b in ('v1', 'ops', 'cloud'):
         return 'rules is pure: it imports no v1, ops or cloud'
     if a == 'cloud' and b in ('v1', 'ops', 'rules'):
@@ -288,8 +300,8 @@ def diagram(imports):
         (floor_of(a), floor_of(b)) for a, b, _ in violations(imports))
     order = list(FLOORS) + sorted(
         {f for edge in counts for f in edge} - set(FLOORS))
-    lines = ['Floors (v1 -> ops -> {rules, cloud}; the top-level modules '
-             'are shared):', '']
+    lines = ['Floors (v1 -> ops -> {rules, cloud}; hostfacts -> rules; '
+             'the top-level modules are shared):', '']
     for floor in order:
         if floor in by_floor:
             n = len(by_floor[floor])

@@ -141,6 +141,23 @@ class TestTree(base.TestCase):
             m for m, imported in self.graph.items()
             if 'gpuclient.plugin' in imported))
 
+    def test_the_host_collector_is_a_floor_of_its_own(self):
+        # issue 54: gpuclient-host-facts runs on each GPU host without OSC:
+        # it reads rules' definitions and i18n, and only tests import it
+        found = sorted(m for m in self.graph
+                       if m.startswith('gpuclient.hostfacts'))
+        self.assertIn('gpuclient.hostfacts.main', found)
+        self.assertEqual({'hostfacts'}, {layers.floor_of(m) for m in found})
+        imported = set().union(*(self.graph[m] for m in found))
+        self.assertEqual({'hostfacts', 'rules', 'top'},
+                         {layers.floor_of(m) for m in imported})
+        self.assertEqual({'gpuclient.i18n'}, {
+            m for m in imported if layers.floor_of(m) == 'top'})
+        self.assertEqual([], sorted(
+            m for m, targets in self.graph.items()
+            if not m.startswith('gpuclient.hostfacts')
+            and any(t.startswith('gpuclient.hostfacts') for t in targets)))
+
     def test_sees_lazy_imports(self):
         # profile_ops imports maintenance_ops inside a function only
         self.assertIn('gpuclient.ops.maintenance_ops',
@@ -433,6 +450,39 @@ class TestChecker(base.TestCase):
         self.write('gpuclient/i18n.py', 'from gpuclient.rules import specs\n')
         self.assertEqual([('gpuclient.i18n', 'gpuclient.rules.specs')],
                          self.pairs())
+
+    def test_hostfacts_imports_rules_and_i18n_only(self):
+        self.write('gpuclient/hostfacts/__init__.py', '')
+        self.write('gpuclient/hostfacts/main.py',
+                   'from gpuclient.rules import specs\n'
+                   'from gpuclient import i18n\n'
+                   'from gpuclient.hostfacts import read\n')
+        self.write('gpuclient/hostfacts/read.py', '')
+        self.assertEqual([], self.pairs())
+        self.write('gpuclient/hostfacts/read.py',
+                   'from gpuclient.ops import pools\n'
+                   'from gpuclient import plugin\n'
+                   'import gpuclient.cloud.api\n')
+        self.assertEqual([('gpuclient.hostfacts.read', 'gpuclient.cloud.api'),
+                          ('gpuclient.hostfacts.read', 'gpuclient.ops.pools'),
+                          ('gpuclient.hostfacts.read', 'gpuclient.plugin')],
+                         self.pairs())
+        self.assertEqual('hostfacts',
+                         layers.floor_of('gpuclient.hostfacts.main'))
+
+    def test_only_tests_import_hostfacts(self):
+        self.write('gpuclient/hostfacts/__init__.py', '')
+        self.write('gpuclient/hostfacts/main.py', '')
+        for path in ('gpuclient/ops/facts.py', 'gpuclient/v1/facts.py',
+                     'gpuclient/rules/facts.py', 'gpuclient/formatters.py',
+                     'tools/facts.py', 'gpuclient/tests/test_facts.py'):
+            self.write(path, 'from gpuclient.hostfacts import main\n')
+        self.assertEqual(
+            [('gpuclient.formatters', 'gpuclient.hostfacts.main'),
+             ('gpuclient.ops.facts', 'gpuclient.hostfacts.main'),
+             ('gpuclient.rules.facts', 'gpuclient.hostfacts.main'),
+             ('gpuclient.v1.facts', 'gpuclient.hostfacts.main'),
+             ('tools.facts', 'gpuclient.hostfacts.main')], self.pairs())
 
     def test_tests_are_not_read(self):
         self.write('gpuclient/tests/test_x.py',

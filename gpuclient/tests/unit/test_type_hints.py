@@ -23,7 +23,8 @@ from gpuclient.tests.unit import base
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
-FLOORS = ('gpuclient/rules', 'gpuclient/ops')
+# and the host fact collector (issue 54), a floor of its own
+FLOORS = ('gpuclient/rules', 'gpuclient/ops', 'gpuclient/hostfacts')
 
 
 def public_functions(tree):
