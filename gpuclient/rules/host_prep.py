@@ -330,18 +330,28 @@ def mig_cards(host: str, devices: Sequence[dict[str, typing.Any]],
               pools: Mapping[str, dict[str, typing.Any]],
               model: str | None = None
               ) -> tuple[list[dict[str, typing.Any]], list[str]]:
-    """(cards, notes) of HOST's MIG cards as Placement shows them now:
-    ``profile_cloud.cards`` over every MIG pool holding the host (a card
-    may serve several; the boot unit redoes every card), each card with
-    ``index`` (its place in ``nvidia_gpus``) and ``counts`` ({profile:
-    GPU instances}). Raises ``profile_cloud.CannotTell`` when a card's
-    model cannot be told (give MODEL)."""
+    """(cards, notes) of HOST's MIG cards as Placement shows them now,
+    read as ``gpu profile plan --pool`` reads them: the pGPUs of the
+    host's vgpu pools set apart, ``profile_cloud.cards`` over every MIG
+    pool holding the host (a card may serve several; the boot unit redoes
+    every card). Each card gains ``index`` (its place in ``nvidia_gpus``)
+    and ``counts`` ({profile: GPU instances}); a card none of whose VFs
+    serves a MIG pool is left out (its layout is not known). Raises
+    ``profile_cloud.CannotTell`` when a card's model cannot be told (give
+    MODEL)."""
+    time_sliced = {d['uuid'] for d, _pool in profile_cloud.vgpu_devices(
+        devices, profile_cloud.vgpu_pools_of(pools, host))}
     found, notes = profile_cloud.cards(
-        host, list(devices), profile_cloud.mig_pools_of(pools, host),
-        model=model)
+        host, [d for d in devices if d['uuid'] not in time_sliced],
+        profile_cloud.mig_pools_of(pools, host), model=model)
     order = nvidia_gpus(devices, pools)
     cards = []
     for card in found:
+        if not card['current']:
+            notes.append(_(
+                '%s: no VF of it serves a MIG pool of the host: no layout '
+                'rendered for it.') % card['id'])
+            continue
         counts = collections.Counter(name for name, _start in card['current'])
         cards.append(dict(card, index=order.index(card['address']),
                           counts=dict(sorted(counts.items()))))
