@@ -15,10 +15,11 @@
 One read, through the one reader (``ops.snapshot``): the aggregates, and
 for mig and vgpu-vf pools the provider trees of the pool's hosts with
 their traits, as ``gpu profile plan --pool`` reads them (the cards and
-their layouts now). The files are ``rules.host_prep``'s; they are written
-into the output directory (made if missing), never over an existing file
-(every path is checked before the first is written). Nothing is applied
-to any host.
+their layouts now), and for vgpu-vf pools the inventory totals of their
+device providers, as ``gpu config show`` reads them (one request each).
+The files are ``rules.host_prep``'s; they are written into the output
+directory (made if missing), never over an existing file (every path is
+checked before the first is written). Nothing is applied to any host.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from gpuclient.i18n import _
 from gpuclient.ops import config_ops
 from gpuclient.ops import snapshot
 from gpuclient.rules import host_prep
+from gpuclient.rules import pools as pools_mod
 from gpuclient.rules.nova_conf import render as nova_config
 
 if typing.TYPE_CHECKING:
@@ -62,6 +64,11 @@ def render(
         roots = {host: sorted(host_roots.get(host) or ())
                  for host in pool['hosts']}
         assert cloud.placement is not None  # noqa: S101 - read with it
+        if pool['mode'] == pools_mod.VGPU_VF:
+            # a VF per unit of each card's total, reserved ones included
+            # (a reserved VF keeps its type), as gpu config show counts
+            snapshot.read_totals(client.placement, cloud.placement,
+                                 {r for rs in roots.values() for r in rs})
         trees = nova_config.trees_from_snapshot(
             cloud.placement, {h: r for h, r in roots.items() if r})
     files, notes = host_prep.pool_files(pool, pools, trees, options)

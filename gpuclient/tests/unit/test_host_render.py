@@ -249,13 +249,15 @@ class TestRenderSafety(RenderTestCase):
 
 class TestRenderVf(RenderTestCase):
 
+    reserved = 0
+
     def setUp(self):
         super().setUp()
         root = self.cloud.compute_host(VF_HOST)
         self.cloud.add(tu.fakes.Provider(
             '%s_%s' % (VF_HOST, VF_PF.upper()), parent=root,
-            inventory={VF_CLASS: tu.fakes.inv(2)}, used={VF_CLASS: 0},
-            traits=['COMPUTE_MANAGED_PCI_DEVICE']))
+            inventory={VF_CLASS: tu.fakes.inv(2, reserved=self.reserved)},
+            used={VF_CLASS: 0}, traits=['COMPUTE_MANAGED_PCI_DEVICE']))
         self.cloud.aggregates.append(tu.fakes.Aggregate(
             'desktops', tu.pools.metadata_for(tu.pools.build_spec(
                 'desktops', 'vgpu-vf', vgpu_type='L40S-24Q',
@@ -290,3 +292,12 @@ class TestRenderVf(RenderTestCase):
                           '/etc/systemd/system/%s'
                           % profile_vf.unit_name(VF_HOST)],
                          [i['dest'] for i in data['gpuclient_files']])
+
+
+class TestRenderReservedVf(TestRenderVf):
+    """An operator reserved one of the two VFs in Placement: it still has
+    its type on the host, and keeps it at boot (the inventory total, not
+    Placement's capacity, counts the VFs, as gpu config show counts
+    them)."""
+
+    reserved = 1
