@@ -10,7 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""``openstack gpu host list``, ``cordon``, ``uncordon`` and ``drain``."""
+"""``openstack gpu host list``, ``cordon``, ``uncordon``, ``drain`` and
+``render``."""
 
 import logging
 
@@ -347,3 +348,114 @@ class DrainHost(common.Lister):
              format_columns.ListColumn(row['devices']), row['method'],
              row['destination'], row['downtime'], row['reason'])
             for row in rows]
+
+
+# -- render: host preparation as files ----------------------------------------
+
+RENDER_FORMATS = ('systemd', 'ansible')
+
+
+def _take_format_option(parser):
+    """Give ``--format`` to the kind of files (``gpu host render --format
+    systemd|ansible``, as the product's CLI names it): cliff's output
+    format keeps its short name, ``-f``."""
+    for action in parser._actions:
+        if action.dest == 'formatter' and '--format' in action.option_strings:
+            action.option_strings.remove('--format')
+            del parser._option_string_actions['--format']
+
+
+class RenderHost(common.Lister):
+    _description = _(
+        'Render what each host of a pool needs, as files.\n\n'
+        'The host preparation of the pool\'s mode, for the tools that '
+        'apply it (gpuclient applies none of it): the IOMMU on the kernel '
+        'command line (intel_iommu=on or amd_iommu=on, iommu=pt: a GRUB '
+        'drop-in picks the line of the host\'s CPU vendor) and nouveau '
+        'blacklisted; for passthrough pools the GPUs bound to vfio-pci at '
+        'boot (options vfio-pci ids=, softdeps, modules-load.d); for mig '
+        'pools each card\'s MIG layout as Placement shows it now, as an '
+        'nvidia-mig-parted configuration with the script and systemd unit '
+        'that apply it at boot before nova-compute (GPU instances do not '
+        'survive a reboot, nor, from Hopper on, MIG mode); for vgpu-vf '
+        'pools the VF script and unit of "gpu profile plan", with each '
+        'card\'s current types; for vgpu pools nothing more (Nova creates '
+        'the mdevs). Bare-metal pools are refused: Ironic prepares its '
+        'nodes. One row per file written; an existing file is never '
+        'overwritten (nothing is written then). To change a layout, '
+        '"openstack gpu profile plan --pool <pool> --output-dir <dir>".')
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        _take_format_option(parser)
+        parser.add_argument(
+            '--pool', metavar='<pool>', required=True,
+            help=_('Pool whose hosts to prepare (name or aggregate ID)'))
+        parser.add_argument(
+            '--output-dir', metavar='<directory>', required=True,
+            help=_('Write the files into this directory (made if missing; '
+                   'an existing file is never overwritten): per host a '
+                   'directory laid out as on the host (systemd), or '
+                   'host_vars/<host>.yml (ansible)'))
+        parser.add_argument(
+            '--format', metavar='<format>', dest='file_format',
+            choices=RENDER_FORMATS, default=RENDER_FORMATS[0],
+            help=_('The files: systemd (default: modprobe.d, '
+                   'modules-load.d, a GRUB drop-in, scripts and systemd '
+                   'units under <directory>/<host>/) or ansible (variables '
+                   'of the stackhpc.linux roles iommu, gpu_passthrough and '
+                   'vgpu, and gpuclient_* for the rest, in '
+                   '<directory>/host_vars/). Not the table\'s format: that '
+                   'is -f'))
+        parser.add_argument(
+            '--extra-pci-id', metavar='<vendor:product>', action='append',
+            default=[], dest='extra_pci_ids',
+            help=_('Passthrough pools: also bind this PCI function to '
+                   'vfio-pci, another function in the GPU\'s IOMMU group '
+                   'such as its audio or USB-C controller (lspci -nn shows '
+                   'its [vendor:product]), e.g. 10de:22ba (repeat option '
+                   'for several)'))
+        parser.add_argument(
+            '--model', metavar='<model>',
+            help=_('Mig pools: the GPU model of the cards, when the cloud '
+                   'cannot tell it (A100 80GB and H100 80GB share MIG '
+                   'profile names)'))
+        common.add_key_value_arg(
+            parser, '--mig-mdev-type', '<profile>=<mdev-type>',
+            'mig_mdev_types', '1g.10gb=nvidia-699',
+            _('Mig pools with --format ansible: the mdev type that serves '
+              'a MIG profile (e.g. 1g.10gb=nvidia-699), which the cloud '
+              'does not record; with it, vgpu_definitions get the '
+              'virtual_functions the vgpu role enables. Repeatable'))
+        return parser
+
+    def take_action(self, parsed_args):
+        from osc_lib import exceptions
+
+        from gpuclient.ops import host_render_ops
+        from gpuclient.rules import catalogue
+        from gpuclient.rules import host_prep
+        from gpuclient.rules import pools
+        from gpuclient.rules.profiles import cloud as profile_cloud
+
+        try:
+            # what the cloud cannot check is checked before it is read
+            model = (catalogue.model_name(parsed_args.model)
+                     if parsed_args.model else None)
+            options = host_prep.Options(
+                file_format=parsed_args.file_format,
+                extra_pci_ids=tuple(pools.normalize_pci_id(pci_id) for
+                                    pci_id in parsed_args.extra_pci_ids),
+                model=model,
+                mig_types=host_prep.mig_type_map(
+                    parsed_args.mig_mdev_types))
+            rows, notes = host_render_ops.render(
+                self.app.client_manager.gpu, parsed_args.pool,
+                parsed_args.output_dir, options)
+        except (catalogue.UnknownName, profile_cloud.CannotTell, ValueError,
+                OSError) as e:  # profiles.vf.CannotPlan is a ValueError
+            raise exceptions.CommandError(str(e)) from e
+        for note in notes:
+            LOG.warning(note)
+        return ('Host', 'File', 'What'), [
+            (row['host'], row['file'], row['what']) for row in rows]
