@@ -50,24 +50,14 @@ VGPU_VF_PF = '0000:a1:00.0'
 MIG_CARD = '0000:41:00.0'
 
 
-def in_ci():
-    """CI says so (tox passes $CI on under its own name)."""
-    for name in ('CI', '__TOX_ENVIRONMENT_VARIABLE_ORIGINAL_CI'):
-        if os.environ.get(name, '').strip().lower() not in (
-                '', '0', 'false', 'no'):
-            return True
-    return False
-
-
 def promtool(test):
-    """promtool's path; without it the test is skipped, except in CI,
-    where it fails (CI installs Debian's prometheus: tools/promtool-rules)."""
+    """promtool's path; without it the test is skipped (CI's own check of
+    the collector's series is tools/promtool-rules, tox -e promtool, which
+    installs promtool: the unit tests may run before it is there)."""
     found = shutil.which('promtool')
-    if found:
-        return found
-    if in_ci():
-        test.fail('promtool not found in CI: apt-get install prometheus')
-    test.skipTest('promtool not found (apt-get install prometheus)')
+    if not found:
+        test.skipTest('promtool not found (apt-get install prometheus)')
+    return found
 
 
 def bus(address):
