@@ -38,7 +38,7 @@ PACKAGE = 'gpuclient'
 # OSC wiring that anyone may import. 'hostfacts' is the host collector's
 # console script (gpuclient-host-facts), an entry point beside v1 that
 # runs without OSC: it reads rules' definitions and i18n only, and only
-# the tests import it.
+# the tests and tools (the test cloud's collector runs) import it.
 FLOORS = ('tools', 'v1', 'hostfacts', 'ops', 'rules', 'cloud', 'top')
 SUBPACKAGES = ('v1', 'hostfacts', 'ops', 'rules', 'cloud', 'tests')
 V1_SHARED = frozenset({PACKAGE + '.v1', PACKAGE + '.v1.common'})
@@ -69,9 +69,9 @@ def rule_broken(importer, imported):
     a, b = floor_of(importer), floor_of(imported)
     if b == 'tests' and a != 'tests':
         return 'only tests import gpuclient.tests'
-    if b == 'hostfacts' and a not in ('hostfacts', 'tests'):
-        return ('only tests import gpuclient.hostfacts (the host '
-                "collector's console script)")
+    if b == 'hostfacts' and a not in ('hostfacts', 'tests', 'tools'):
+        return ('only tests and tools import gpuclient.hostfacts (the '
+                "host collector's console script)")
     if a == 'hostfacts' and b not in ('hostfacts', 'rules') and (
             imported not in HOSTFACTS_TOP):
         return ('hostfacts imports only rules and gpuclient.i18n (it '

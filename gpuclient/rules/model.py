@@ -41,6 +41,7 @@ from gpuclient.rules import hosts as hosts_mod
 from gpuclient.rules import one_time_use
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import reservations
+from gpuclient.rules.host_facts import shapes as facts_shapes
 
 # the zone Nova gives a host in no aggregate with one
 DEFAULT_ZONE = 'nova'
@@ -408,13 +409,20 @@ class Cloud:
         "when Prometheus was asked, as gpu check judges them "
         "(gpu-unhealthy, gpu-application-xid, gpu-row-remap, "
         "gpu-vgpu-licence, gpu-driver-drift, gpu-missing)", None)
+    host_facts: dict[str, facts_shapes.HostFacts] | None = _field(
+        "{compute host: HostFacts}: what gpuclient-host-facts collected on "
+        "each host, as the cloud's Prometheus holds it (host-side series "
+        "only, this cloud's selector), for gpu host facts and gpu check's "
+        "host findings; a host with no series is absent", None)
     unread: dict[str, str] = _field(
         '{field: why it could not be read} (registered, '
-        'utilisation, device_health: the service refused or failed)',
+        'utilisation, device_health, host_facts: the service refused or '
+        'failed)',
         factory=dict)
     unconfigured: dict[str, str] = _field(
         '{field: why it was not read: no source is configured} '
-        '(utilisation, device_health: no Prometheus)', factory=dict)
+        '(utilisation, device_health, host_facts: no Prometheus)',
+        factory=dict)
     # derived from the aggregates
     pools: dict[str, dict[str, typing.Any]] = dataclasses.field(
         init=False, repr=False, metadata={
