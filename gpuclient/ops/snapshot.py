@@ -53,6 +53,8 @@ from gpuclient.rules import reservations
 from gpuclient.rules import specs
 
 if typing.TYPE_CHECKING:
+    import datetime
+
     from openstack.compute.v2 import aggregate as sdk_aggregate
 
     from gpuclient.cloud import placement as placement_mod
@@ -86,6 +88,27 @@ def named_pools(
     pools, _problems = pools_mod.scan(
         [pools_mod.aggregate_dict(a) for a in aggregates])
     return aggregates, pools, pools_mod.pool_names(pools, pool_names)
+
+
+def read_aggregates(client: GpuClient,
+                    forbidden: bool = False) -> model.Cloud:
+    """A ``model.Cloud`` of the host aggregates alone (one request; its
+    hypervisors and services not read), for a command that needs the
+    pools and none of the hosts' trees.
+
+    FORBIDDEN: Nova's 403 (it lists aggregates to admins only) gives a
+    Cloud without aggregates, why in ``unread['aggregates']``, for a
+    command a member may run without pools; any other error is raised.
+    """
+    try:
+        aggregates = client.compute.aggregates()
+    except errors.APIError as exc:
+        if not forbidden or exc.status != 403:
+            raise
+        cloud = model.Cloud([], None, None)
+        cloud.unread['aggregates'] = str(exc)
+        return cloud
+    return model.Cloud(aggregates, None, None)
 
 
 def read(
@@ -303,6 +326,54 @@ def read_servers(client: GpuClient,
     client.compute.require(versions.COMPUTE_EMBEDDED_FLAVOR_VERSION)
     cloud.servers = client.compute.servers_detail(all_projects=True)
     return cloud.servers
+
+
+def read_project_servers(
+    client: GpuClient, cloud: model.Cloud, all_projects: bool = False,
+    project_id: str | None = None,
+) -> list[dict[str, typing.Any]]:
+    """The servers Nova lists (one paged read, with their embedded flavor
+    and host: the caller requires that compute API version): of the
+    caller's own project, of PROJECT_ID with ALL_PROJECTS (admin), or of
+    every project with ALL_PROJECTS alone; into CLOUD's ``servers``;
+    returns them."""
+    cloud.servers = client.compute.servers_detail(
+        all_projects=all_projects, project_id=project_id)
+    return cloud.servers
+
+
+def read_changed_servers(
+    client: GpuClient, cloud: model.Cloud, since: str,
+    all_projects: bool = False, project_id: str | None = None,
+) -> list[dict[str, typing.Any]]:
+    """The servers changed since SINCE (ISO time, Nova's changes-since:
+    deleted ones included; one paged read), of the projects
+    ``read_project_servers`` reads, into CLOUD's ``changed_servers``;
+    returns them."""
+    cloud.changed_servers = client.compute.servers_detail(
+        all_projects=all_projects, project_id=project_id,
+        changes_since=since)
+    return cloud.changed_servers
+
+
+def read_server_usages(
+    client: GpuClient, cloud: model.Cloud, start: datetime.datetime,
+    end: datetime.datetime, project_id: str | None,
+) -> list[dict[str, typing.Any]]:
+    """Nova's usage of each server from START to END (paged), of
+    PROJECT_ID or of every project (None), into CLOUD's
+    ``server_usages``; returns them."""
+    cloud.server_usages = client.compute.server_usages(start, end,
+                                                       project_id)
+    return cloud.server_usages
+
+
+def read_flavors(client: GpuClient,
+                 cloud: model.Cloud) -> list[dict[str, typing.Any]]:
+    """Every flavor with its extra specs (one paged read) into CLOUD's
+    ``flavors``; returns them."""
+    cloud.flavors = client.compute.flavors()
+    return cloud.flavors
 
 
 def _projects(

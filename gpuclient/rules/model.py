@@ -192,7 +192,8 @@ class Cloud:
         'of the custom traits asked about, those Placement has', None)
     servers: list[dict[str, typing.Any]] | None = _field(
         "every project's servers (compute API 2.47: host and embedded "
-        "flavor)", None)
+        "flavor), or those of the project asked about (gpu server list, "
+        "gpu usage list)", None)
     compute_max_version: tuple[int, int] | None = _field(
         "(2, N): Nova's maximum compute microversion, which tells its "
         "release, as gpu check judges PCI quotas (quota-pci-not-enforced)",
@@ -213,9 +214,19 @@ class Cloud:
         "when Prometheus was asked, as gpu check judges them "
         "(gpu-unhealthy, gpu-application-xid, gpu-row-remap, "
         "gpu-vgpu-licence, gpu-driver-drift, gpu-missing)", None)
+    changed_servers: list[dict[str, typing.Any]] | None = _field(
+        "the servers changed since a time (Nova's changes-since: deleted "
+        "ones and refused boots included, with their embedded flavor), of "
+        "every project or of the one asked about (gpu usage list, gpu "
+        "profile plan --from-usage)", None)
+    server_usages: list[dict[str, typing.Any]] | None = _field(
+        "[server usage]: Nova's usage of each server over a period "
+        "(os-simple-tenant-usage at compute API 2.40: hours, started_at, "
+        "ended_at), of every project or of the one asked about", None)
     unread: dict[str, str] = _field(
-        '{field: why it could not be read} (registered, '
-        'utilisation, device_health: the service refused or failed)',
+        '{field: why it could not be read} (aggregates: Nova lists them '
+        'to admins only; registered, utilisation, device_health: the '
+        'service refused or failed)',
         factory=dict)
     unconfigured: dict[str, str] = _field(
         '{field: why it was not read: no source is configured} '
