@@ -249,14 +249,13 @@ def _held(
     """{server id: ``usage.server_rows`` row} of SERVERS: the GPU devices
     each holds, from the allocations of the used GPU providers of the
     DRAINING hosts only (one request per such provider)."""
-    from gpuclient.ops import server_ops
     from gpuclient.rules import usage
 
     host_roots = cloud.host_roots()
     roots = set()
     for host in draining:
         roots |= set(host_roots.get(host) or ())
-    allocations = server_ops.gpu_allocations(client, cloud, roots)
+    allocations = snapshot.read_allocations(client, cloud, roots)
     return {row['id']: row
             for row in usage.server_rows(servers, cloud, allocations)}
 

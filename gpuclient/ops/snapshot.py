@@ -105,10 +105,18 @@ def read_aggregates(client: GpuClient,
     except errors.APIError as exc:
         if not forbidden or exc.status != 403:
             raise
-        cloud = model.Cloud([], None, None)
-        cloud.unread['aggregates'] = str(exc)
-        return cloud
+        return refused(str(exc))
     return model.Cloud(aggregates, None, None)
+
+
+def refused(why: str) -> model.Cloud:
+    """The ``model.Cloud`` of a member, whom Nova refused the aggregates
+    (WHY, in ``unread['aggregates']``): no aggregates, hence no pools;
+    what a member may read (its own project's servers and usage) is read
+    into it."""
+    cloud = model.Cloud([], None, None)
+    cloud.unread['aggregates'] = why
+    return cloud
 
 
 def read(
@@ -374,6 +382,49 @@ def read_flavors(client: GpuClient,
     ``flavors``; returns them."""
     cloud.flavors = client.compute.flavors()
     return cloud.flavors
+
+
+def read_allocations(
+    client: GpuClient, cloud: model.Cloud,
+    roots: collections.abc.Container[str] | None = None,
+) -> dict[str, dict[str, dict[str, int]]]:
+    """{provider uuid: {consumer: {class: amount}}} of CLOUD's GPU
+    providers with usage (in the trees of ROOTS, when given) into its
+    ``allocations``: one request per used GPU provider, concurrently;
+    never one per server. Returns them."""
+    cloud.allocations = client.placement.providers_allocations(
+        _used_gpu_providers(cloud, roots))
+    return cloud.allocations
+
+
+def _used_gpu_providers(
+    cloud: model.Cloud, roots: collections.abc.Container[str] | None = None,
+) -> list[str]:
+    """GPU providers with usage (in the trees of ROOTS, when given)."""
+    assert cloud.placement is not None  # noqa: S101 - read with Placement
+    snap = cloud.placement
+    found = []
+    for uuid, summary in snap.summaries.items():
+        if roots is not None and snap.providers[uuid]['root'] not in roots:
+            continue
+        for rc, item in (summary.get('resources') or {}).items():
+            if rc in cloud.gpu_classes and item.get('used'):
+                found.append(uuid)
+                break
+    return sorted(found)
+
+
+def current_project(client: GpuClient) -> tuple[str, str]:
+    """(id, name) of the project the command runs in (its token's
+    scope)."""
+    return client.current_project()
+
+
+def project_id(client: GpuClient, name_or_id: str,
+               domain: str | None = None) -> str:
+    """The Keystone id of the project NAME_OR_ID (a name in DOMAIN, or
+    an id)."""
+    return client.project_id(name_or_id, domain)
 
 
 def _projects(

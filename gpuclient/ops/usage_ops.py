@@ -155,7 +155,7 @@ def _split_rows(client, rows, items, by, start, end, admin, url=None,
     if admin and items:
         client.compute.require(versions.COMPUTE_HYPERVISOR_UUID_VERSION)
         cloud = snapshot.read(client, mapped_only=True, with_traits=False)
-        allocations = server_ops.gpu_allocations(client, cloud)
+        allocations = snapshot.read_allocations(client, cloud)
     split = utilisation_ops.usage_split(
         client, items, start, end, cloud, allocations, idle_below, url)
     return utilisation_rules.split_rows(rows, items, split, by)

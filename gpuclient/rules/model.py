@@ -223,6 +223,10 @@ class Cloud:
         "[server usage]: Nova's usage of each server over a period "
         "(os-simple-tenant-usage at compute API 2.40: hours, started_at, "
         "ended_at), of every project or of the one asked about", None)
+    allocations: dict[str, dict[str, dict[str, int]]] | None = _field(
+        "{provider uuid: {consumer: {class: amount}}}: Placement's "
+        "allocations of the GPU providers with usage (of the trees asked "
+        "about, when some were)", None)
     unread: dict[str, str] = _field(
         '{field: why it could not be read} (aggregates: Nova lists them '
         'to admins only; registered, utilisation, device_health: the '
