@@ -325,6 +325,61 @@ def read_limits(client: GpuClient, cloud: model.Cloud) -> None:
     cloud.limits = client.limits.limits()
 
 
+def keystone_limits(
+    client: GpuClient, project_id: str | None = None,
+) -> tuple[dict[str, dict[str, typing.Any]], list[dict[str, typing.Any]]]:
+    """(registered limits, project limits of PROJECT_ID or of every
+    project): Keystone's two lists of the compute service (two
+    requests), for a quota write, which plans from them alone (no
+    aggregate read, hence no ``model.Cloud``)."""
+    return client.limits.registered(), client.limits.limits(project_id)
+
+
+def read_registered(
+    client: GpuClient, cloud: model.Cloud,
+) -> dict[str, dict[str, typing.Any]]:
+    """Keystone's registered limits of the compute service (one request)
+    into CLOUD's ``registered``; returns them."""
+    cloud.registered = client.limits.registered()
+    return cloud.registered
+
+
+def read_project_limits(
+    client: GpuClient, cloud: model.Cloud, project_id: str | None = None,
+) -> list[dict[str, typing.Any]]:
+    """Keystone's project limits of the compute service (one request), of
+    PROJECT_ID or of every project the caller sees, into CLOUD's
+    ``limits``; returns them."""
+    cloud.limits = client.limits.limits(project_id)
+    return cloud.limits
+
+
+def read_project_usages(client: GpuClient, cloud: model.Cloud,
+                        project_id: str) -> dict[str, int]:
+    """What PROJECT_ID holds in Placement (its usages, one request) into
+    CLOUD's ``project_usages``; returns them."""
+    cloud.project_usages = client.placement.project_usages(project_id)
+    return cloud.project_usages
+
+
+def read_compute_limits(client: GpuClient, cloud: model.Cloud,
+                        project_id: str) -> dict[str, typing.Any]:
+    """Nova's absolute limits and usage of PROJECT_ID (one request) into
+    CLOUD's ``compute_limits``; returns them."""
+    cloud.compute_limits = client.compute.project_limits(project_id)
+    return cloud.compute_limits
+
+
+def read_compute_max_version(
+    client: GpuClient, cloud: model.Cloud,
+) -> tuple[int, int] | None:
+    """Nova's maximum compute microversion (from the version discovery
+    of its endpoint, which the session caches) into CLOUD's
+    ``compute_max_version``; returns it."""
+    cloud.compute_max_version = client.compute.max_version()
+    return cloud.compute_max_version
+
+
 def read_servers(client: GpuClient,
                  cloud: model.Cloud) -> list[dict[str, typing.Any]]:
     """Every project's servers (one paged read, at the compute API
@@ -425,6 +480,11 @@ def project_id(client: GpuClient, name_or_id: str,
     """The Keystone id of the project NAME_OR_ID (a name in DOMAIN, or
     an id)."""
     return client.project_id(name_or_id, domain)
+
+
+def current_project_id(client: GpuClient) -> str:
+    """The id of the project the command runs in (its token's scope)."""
+    return client.current_project_id()
 
 
 def _projects(

@@ -187,7 +187,8 @@ class Cloud:
         "{resource name: RegisteredLimit}: Keystone's registered limits "
         "(gpu apply, and gpu check's quota-gpu-limits)", None)
     limits: list[dict[str, typing.Any]] | None = _field(
-        "[Limit]: Keystone's project limits", None)
+        "[Limit]: Keystone's project limits (of every project the caller "
+        "sees, or of the one project asked about)", None)
     existing_traits: set[str] | None = _field(
         'of the custom traits asked about, those Placement has', None)
     servers: list[dict[str, typing.Any]] | None = _field(
@@ -227,6 +228,13 @@ class Cloud:
         "{provider uuid: {consumer: {class: amount}}}: Placement's "
         "allocations of the GPU providers with usage (of the trees asked "
         "about, when some were)", None)
+    project_usages: dict[str, int] | None = _field(
+        "{resource class: amount}: what the project asked about holds in "
+        "Placement (its usages: what Nova's unified limits count)", None)
+    compute_limits: dict[str, typing.Any] | None = _field(
+        "Nova's absolute limits and usage of the project asked about, as "
+        "the compute API names them (maxTotalInstances, "
+        "totalInstancesUsed, ...)", None)
     unread: dict[str, str] = _field(
         '{field: why it could not be read} (aggregates: Nova lists them '
         'to admins only; registered, utilisation, device_health: the '
