@@ -73,17 +73,20 @@ def warn_problems(
 
 def named_pools(
     client: GpuClient, pool_names: collections.abc.Iterable[str],
+    with_flavors: bool = True,
 ) -> tuple[list[sdk_aggregate.Aggregate], dict[str, dict[str, typing.Any]],
            list[str]]:
     """(aggregates, pools, names) of a command about the pools POOL_NAMES
     (names or aggregate IDs; NAMES: their pool names) and
     their hosts' trees (``gpu config show``, ``gpu profile plan
-    --pool``): refused before the first request below the compute API
-    versions such a read needs (hypervisor uuids, flavor extra specs),
-    and a name that is no pool is refused before anything else is read.
+    --pool``, ``gpu host list --pool``): refused before the first request
+    below the compute API versions such a read needs (hypervisor uuids,
+    and flavor extra specs WITH_FLAVORS, as ``read`` asks), and a name
+    that is no pool is refused before anything else is read.
     """
-    client.compute.require(versions.COMPUTE_HYPERVISOR_UUID_VERSION,
-                           versions.COMPUTE_FLAVOR_SPECS_VERSION)
+    client.compute.require(
+        versions.COMPUTE_HYPERVISOR_UUID_VERSION,
+        *([versions.COMPUTE_FLAVOR_SPECS_VERSION] if with_flavors else []))
     aggregates = client.compute.aggregates()
     pools, _problems = pools_mod.scan(
         [pools_mod.aggregate_dict(a) for a in aggregates])
