@@ -490,6 +490,40 @@ def current_project_id(client: GpuClient) -> str:
     return client.current_project_id()
 
 
+def project_ids(client: GpuClient,
+                names_or_ids: collections.abc.Iterable[str],
+                domain: str | None = None) -> list[str]:
+    """The Keystone ids of the projects NAMES_OR_IDS (names in DOMAIN, or
+    ids), in order, once each."""
+    return client.project_ids(names_or_ids, domain)
+
+
+def flavor(client: GpuClient, name_or_id: str,
+           unambiguous: bool = False) -> dict[str, typing.Any]:
+    """The flavor NAME_OR_ID (by ID first, then by exact name) with its
+    extra specs; UNAMBIGUOUS (what a write acts on): an ID that is
+    another flavor's name is refused (one request more)."""
+    return client.compute.find_flavor(name_or_id, unambiguous=unambiguous)
+
+
+def flavor_by_id(client: GpuClient,
+                 flavor_id: str) -> dict[str, typing.Any] | None:
+    """The flavor whose ID is FLAVOR_ID with its extra specs, or None
+    when Nova has none (one request)."""
+    return client.compute.get_flavor(flavor_id)
+
+
+def flavor_access(client: GpuClient, flavor_id: str) -> list[str]:
+    """The project ids a private flavor is shared with (one request)."""
+    return client.compute.flavor_access(flavor_id)
+
+
+def image(client: GpuClient, name_or_id: str) -> dict[str, typing.Any]:
+    """The Glance image NAME_OR_ID (by ID, then by exact name), its
+    properties at the top level."""
+    return client.image.find_image(name_or_id)
+
+
 def _projects(
     client: GpuClient, pools: dict[str, dict[str, typing.Any]],
 ) -> dict[str, str | None] | None:
