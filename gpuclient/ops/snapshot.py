@@ -442,6 +442,68 @@ def read_flavors(client: GpuClient,
     return cloud.flavors
 
 
+def services_of(
+    client: GpuClient, names: collections.abc.Iterable[str],
+) -> tuple[list[model.Service], list[str]]:
+    """(the nova-compute services of the hosts NAMES mean, in the order
+    given; the notes of the resolution): the services and hypervisors
+    (two requests) and, only when they do not explain a name, the
+    resource providers (``model.resolve_hosts``)."""
+    compute = client.compute
+    compute.require(versions.COMPUTE_HYPERVISOR_UUID_VERSION)
+    services = compute.compute_services()
+    hosts, notes = model.resolve_hosts(
+        names, services, compute.hypervisors(),
+        client.placement.resource_providers)
+    by_host = {svc['host']: svc for svc in services}
+    return [by_host[host] for host in hosts if host in by_host], notes
+
+
+def compute_services(client: GpuClient) -> list[model.Service]:
+    """The nova-compute services as Nova has them now (one request), for
+    a write that reads its hosts back before its last step."""
+    return client.compute.compute_services()
+
+
+def read_migrations(
+    client: GpuClient, cloud: model.Cloud,
+    hosts: collections.abc.Sequence[str] | None = None,
+    status: str | None = None, migration_type: str | None = None,
+) -> list[dict[str, typing.Any]]:
+    """Nova's migrations into CLOUD's ``migrations`` (one paged read): of
+    HOSTS (``migrations_of``), else those of STATUS and MIGRATION_TYPE;
+    returns them."""
+    if hosts is not None:
+        cloud.migrations = migrations_of(client, hosts)
+    else:
+        cloud.migrations = client.compute.migrations(
+            status=status, migration_type=migration_type)
+    return cloud.migrations
+
+
+def migrations_of(
+    client: GpuClient, hosts: collections.abc.Sequence[str],
+) -> list[dict[str, typing.Any]]:
+    """Nova's migrations of HOSTS (one paged read: by the host filter for
+    one host, which matches source or destination; every migration for
+    several, as the filter takes one value)."""
+    return client.compute.migrations(
+        host=hosts[0] if len(hosts) == 1 else None)
+
+
+def servers_on(
+    client: GpuClient, hosts: collections.abc.Iterable[str],
+) -> list[dict[str, typing.Any]]:
+    """Every project's servers on HOSTS: one server list per host (Nova's
+    ``host`` filter), whatever the number of servers; for a write that
+    reads its hosts back."""
+    servers = []
+    for host in hosts:
+        servers += client.compute.servers_detail(all_projects=True,
+                                                 host=host)
+    return servers
+
+
 def read_allocations(
     client: GpuClient, cloud: model.Cloud,
     roots: collections.abc.Container[str] | None = None,

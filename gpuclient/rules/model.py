@@ -228,6 +228,9 @@ class Cloud:
         "{provider uuid: {consumer: {class: amount}}}: Placement's "
         "allocations of the GPU providers with usage (of the trees asked "
         "about, when some were)", None)
+    migrations: list[dict[str, typing.Any]] | None = _field(
+        "[migration]: Nova's migrations (compute API 2.59) of the hosts "
+        "or of the status asked about (gpu host drain)", None)
     project_usages: dict[str, int] | None = _field(
         "{resource class: amount}: what the project asked about holds in "
         "Placement (its usages: what Nova's unified limits count)", None)
