@@ -504,6 +504,42 @@ def servers_on(
     return servers
 
 
+def read_providers(client: GpuClient,
+                   cloud: model.Cloud) -> list[dict[str, typing.Any]]:
+    """Every resource provider as Placement lists it (one request) into
+    CLOUD's ``resource_providers``, for a command that asks Placement its
+    own question and reads no ``placement_snapshot``; returns them."""
+    cloud.resource_providers = client.placement.resource_providers()
+    return cloud.resource_providers
+
+
+def allocation_candidates(
+    client: GpuClient, params: collections.abc.Iterable[tuple[str, str]],
+    what: str | None = None,
+) -> dict[str, typing.Any]:
+    """Placement's answer to one allocation-candidates query (PARAMS:
+    (key, value) pairs, sent in that order, as Nova's scheduler builds
+    them; WHAT: what the error says was asked)."""
+    return client.placement.candidates_query(params, what=what)
+
+
+def provider_allocations(client: GpuClient,
+                         uuid: str) -> dict[str, dict[str, int]]:
+    """{consumer: {class: amount}} allocated from the provider UUID (one
+    request)."""
+    return client.placement.provider_allocations(uuid)
+
+
+def provider_summaries_of(
+    client: GpuClient, uuids: collections.abc.Iterable[str],
+    with_traits: bool = False,
+) -> dict[str, dict[str, typing.Any]]:
+    """``provider_summaries`` of the providers UUIDS, read with CLIENT's
+    Placement (one request each, concurrently and bounded)."""
+    return provider_summaries(client.placement, uuids,
+                              with_traits=with_traits)
+
+
 def read_allocations(
     client: GpuClient, cloud: model.Cloud,
     roots: collections.abc.Container[str] | None = None,

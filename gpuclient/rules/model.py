@@ -231,6 +231,11 @@ class Cloud:
     migrations: list[dict[str, typing.Any]] | None = _field(
         "[migration]: Nova's migrations (compute API 2.59) of the hosts "
         "or of the status asked about (gpu host drain)", None)
+    resource_providers: list[dict[str, typing.Any]] | None = _field(
+        "[provider]: every resource provider as Placement lists it "
+        "(uuid, name, parent_provider_uuid, root_provider_uuid), for a "
+        "command that asks Placement its own question (gpu candidate "
+        "list)", None)
     project_usages: dict[str, int] | None = _field(
         "{resource class: amount}: what the project asked about holds in "
         "Placement (its usages: what Nova's unified limits count)", None)
