@@ -686,17 +686,19 @@ def provider_summaries(
             for uuid, detail in details.items()}
 
 
-def read_totals(placement: placement_mod.Placement, snap: hosts.Snapshot,
+def read_totals(client: GpuClient, cloud: model.Cloud,
                 roots: collections.abc.Iterable[str]) -> None:
     """Read the inventory totals of the device (non-root) providers in
-    the trees of ROOTS into SNAP (``hosts.Snapshot.add_totals``): one
-    ``GET .../inventories`` each, concurrently and bounded. Provider
-    summaries carry Placement's capacity, which leaves out what is
-    reserved; what a host has (a VF an operator reserved is still a VF)
-    is the total."""
+    the trees of ROOTS into CLOUD's Placement snapshot
+    (``hosts.Snapshot.add_totals``): one ``GET .../inventories`` each,
+    concurrently and bounded. Provider summaries carry Placement's
+    capacity, which leaves out what is reserved; what a host has (a VF
+    an operator reserved is still a VF) is the total."""
+    snap = cloud.placement
+    assert snap is not None  # noqa: S101 - read with Placement
     uuids = [uuid for uuid in snap.providers_in_trees(roots)
              if snap.providers[uuid]['parent']]
-    snap.add_totals(placement.providers_inventories(uuids))
+    snap.add_totals(client.placement.providers_inventories(uuids))
 
 
 def placement_snapshot(
