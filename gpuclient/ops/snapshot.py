@@ -30,6 +30,13 @@ each), ``read_limits`` (Keystone's limits, two requests) and
 ``read_servers`` (every project's servers, paged). The model is plain data
 with pure questions: which roots a host has, the aggregates a root is in,
 a provider tree in the shape ``gpuclient.rules.scheduler.fit`` counts in.
+
+Every read of ``ops`` is here (the journal's read-backs of its own writes
+aside): each ``read_<what>(client, cloud, ...)`` fills one field of the
+model and returns it; a lookup (``project_id``, ``flavor``, ``image``,
+``provider_allocations``, ...) returns what it resolves, and the drain's
+read-backs (``servers_on``, ``migrations_of``, ``compute_services``)
+what is there now (``test_layers.TestOneWayToRead``).
 """
 
 from __future__ import annotations
