@@ -40,8 +40,8 @@ from gpuclient.rules.scheduler import resource_request as request
 from gpuclient.rules.scheduler.filters import numa_topology_filter as numa_mod
 
 if typing.TYPE_CHECKING:
-    from gpuclient.cloud import placement as placement_mod
     from gpuclient.cloud.client import GpuClient
+    from gpuclient.rules import model
 
 LOG = logging.getLogger(__name__)
 
@@ -84,11 +84,12 @@ def collect(
         _read_ironic(client, found.trees, found.hosts_roots, found.members,
                      notes)
         result['eliminated'] = _explain(
-            client.placement, read.req, read.answer, found.trees,
+            client, read.req, read.answer, found.trees,
             read.providers, found.hosts_roots, found.removed,
             read.project_id, found.members)
-        result['quota'] = _quota(client, read.project_id, read.flavor,
-                                 read.req, read.settings.get('quota'))
+        result['quota'] = _quota(client, read.cloud, read.project_id,
+                                 read.flavor, read.req,
+                                 read.settings.get('quota'))
         if result['quota']['gpu_excess']:
             notes.insert(0, quota.excess_text(
                 read.project_id, result['quota']['gpu_excess']))
@@ -117,10 +118,10 @@ def _read(client, flavor, resources, required, image, pool, project, zone,
     snapshot.warn_problems(cloud.problems)
     if pool:
         pool = pools_mod.pool_name(pools, pool)
-    project_id = (client.project_id(project, project_domain) if project
-                  else client.current_project_id())
-    the_flavor = client.compute.find_flavor(flavor) if flavor else None
-    the_image = client.image.find_image(image) if image else {}
+    project_id = (snapshot.project_id(client, project, project_domain)
+                  if project else snapshot.current_project_id(client))
+    the_flavor = snapshot.flavor(client, flavor) if flavor else None
+    the_image = snapshot.image(client, image) if image else {}
     if the_flavor is not None:
         req = request.build(the_flavor, the_image, settings, pools=pools,
                             aggregates=aggregates, project_id=project_id,
@@ -131,8 +132,8 @@ def _read(client, flavor, resources, required, image, pool, project, zone,
             aggregates=aggregates, project_id=project_id, zone=zone)
     if limit:
         req['limit'] = limit
-    answer = _ask(client.placement, req)
-    providers = client.placement.resource_providers()
+    answer = _ask(client, req)
+    providers = snapshot.read_providers(client, cloud)
     host_facts = maintenance.host_facts(
         facts, sorted(cloud.host_roots()))
     if numa_mod.constraints(the_flavor, the_image):
@@ -146,12 +147,13 @@ def _read(client, flavor, resources, required, image, pool, project, zone,
         host_facts=host_facts, fact_notes=fact_notes)
 
 
-def _ask(placement: placement_mod.Placement,
+def _ask(client: GpuClient,
          req: dict[str, typing.Any]) -> dict[str, typing.Any]:
     """Placement's allocation candidates for REQ; a trait Placement does
     not know refused in operator terms."""
     try:
-        return placement.candidates_query(request.query_params(req))
+        return snapshot.allocation_candidates(client,
+                                              request.query_params(req))
     except errors.APIError as exc:
         unknown = re.search(r'No such trait\(s\):\s*([A-Z0-9_, ]+)',
                             str(exc))
@@ -169,11 +171,13 @@ def _ask(placement: placement_mod.Placement,
 
 
 def _quota(
-    client: GpuClient, project_id: str, flavor: dict[str, typing.Any] | None,
+    client: GpuClient, cloud: model.Cloud, project_id: str,
+    flavor: dict[str, typing.Any] | None,
     req: dict[str, typing.Any], conf: dict[str, typing.Any] | None = None,
 ) -> dict[str, typing.Any]:
     """The project's instances, cores and RAM quota against one boot, and
-    its unified GPU limits (CONF: nova.conf [quota], when read)."""
+    its unified GPU limits (CONF: nova.conf [quota], when read), read
+    into CLOUD."""
     own = req['groups'].get('', {}).get('resources', {})
     if flavor is not None:
         cores, ram = flavor.get('vcpus') or 0, flavor.get('ram') or 0
@@ -183,7 +187,7 @@ def _quota(
     found: dict[str, typing.Any] = {
         'excess': [], 'gpu_excess': [], 'not_checked': {}}
     try:
-        absolute = client.compute.project_limits(project_id)
+        absolute = snapshot.read_compute_limits(client, cloud, project_id)
     except errors.APIError as exc:
         found['not_checked']['Quota'] = _(
             'the compute limits of project %(project)s could not be read: '
@@ -192,12 +196,13 @@ def _quota(
     found['excess'] = quota.quota_excess(
         absolute, instances=1, cores=cores, ram=ram)
     if request.gpu_classes(req):
-        _gpu_quota(client, project_id, req, conf, absolute, found)
+        _gpu_quota(client, cloud, project_id, req, conf, absolute, found)
     return found
 
 
 def _gpu_quota(
-    client: GpuClient, project_id: str, req: dict[str, typing.Any],
+    client: GpuClient, cloud: model.Cloud, project_id: str,
+    req: dict[str, typing.Any],
     conf: dict[str, typing.Any] | None, absolute: dict[str, typing.Any],
     found: dict[str, typing.Any],
 ) -> None:
@@ -209,17 +214,18 @@ def _gpu_quota(
             if rc in classes:
                 asked[rc] = asked.get(rc, 0) + amount
     try:
-        registered = {n: r['limit']
-                      for n, r in client.limits.registered().items()}
+        registered = {n: r['limit'] for n, r in
+                      snapshot.read_registered(client, cloud).items()}
         own = {item['resource_name']: item['resource_limit']
-               for item in client.limits.limits(project_id)
+               for item in snapshot.read_project_limits(client, cloud,
+                                                        project_id)
                if item['project_id'] == project_id}
         state, why = quota.enforcement(conf, absolute, own, registered)
         if state == quota.LEGACY:
             found['not_checked']['Quota (GPUs)'] = _(
                 'Nova does not count GPUs against a quota (%s)') % why
             return
-        usages = client.placement.project_usages(project_id)
+        usages = snapshot.read_project_usages(client, cloud, project_id)
     except errors.APIError as exc:
         found['not_checked']['Quota (GPUs)'] = _(
             'the unified limits of project %(project)s on %(classes)s '
@@ -250,13 +256,14 @@ def _read_ironic(client, trees, hosts_roots, members, notes):
         notes.append(note)
 
 
-def _explain(placement, req, answer, trees, providers, hosts_roots, post,
+def _explain(client, req, answer, trees, providers, hosts_roots, post,
              project_id, members):
     offered = explain.candidate_roots(answer)
     relaxed = []
     for requirement in explain.requirements(req):
         try:
-            relaxed_answer = placement.candidates_query(
+            relaxed_answer = snapshot.allocation_candidates(
+                client,
                 [p for p in request.query_params(requirement['request'])
                  if p != ('resources', '')],
                 what=_('Asking Placement for allocation candidates '
@@ -286,8 +293,8 @@ def _explain(placement, req, answer, trees, providers, hosts_roots, post,
         roots = set().union(*(unknown(wanted[h]) for h in read))
         in_trees = [rp for rp in providers
                     if (rp.get('root_provider_uuid') or rp['uuid']) in roots]
-        details = snapshot.provider_summaries(
-            placement,
+        details = snapshot.provider_summaries_of(
+            client,
             [rp['uuid'] for rp in in_trees], with_traits=True)
         for rp in in_trees:
             summary = dict(details[rp['uuid']],
@@ -307,6 +314,7 @@ def _explain(placement, req, answer, trees, providers, hosts_roots, post,
                     used_gpus.append(uuid)
     allocations = {}
     for uuid in used_gpus[:explain.MAX_ALLOCATION_READS]:
-        allocations[uuid] = sorted(placement.provider_allocations(uuid))
+        allocations[uuid] = sorted(snapshot.provider_allocations(client,
+                                                                 uuid))
     return explain.why_not(wanted, offered, relaxed, req, trees,
                            allocations, post, project_id, unread)

@@ -51,8 +51,8 @@ def collect(
     logged. FACTS: ``--host-fact`` ({host or None: facts}); with a flavor
     that asks a NUMA topology, the NUMA nodes node_exporter shows in the
     cloud's Prometheus (PROMETHEUS, else the configured one)."""
-    project_id = (client.project_id(project, project_domain) if project
-                  else client.current_project_id())
+    project_id = (snapshot.project_id(client, project, project_domain)
+                  if project else snapshot.current_project_id(client))
     cloud = snapshot.read(client, with_flavors=True, mapped_only=True)
     snapshot.warn_problems(cloud.problems)
     # --host-fact HOST: resolved as --host is, refused when unknown

@@ -76,14 +76,14 @@ def run(
     if (settings or {}).get('quota') and cloud.pools:
         # the quota-gpu-limits check judges the registered limits
         try:
-            cloud.registered = client.limits.registered()
+            snapshot.read_registered(client, cloud)
         except exceptions.CommandError as exc:
             # the quota-gpu-limits check says it could not judge
             cloud.unread['registered'] = str(exc)
     if quota_rules.pci_classes(cloud.pools):
         # quota-pci-not-enforced: Nova's release from its microversion
         try:
-            cloud.compute_max_version = client.compute.max_version()
+            snapshot.read_compute_max_version(client, cloud)
         except exceptions.CommandError as exc:
             cloud.unread['compute_max_version'] = str(exc)
     if not names or IDLE_CHECK in names:

@@ -108,8 +108,7 @@ def collect(
         wanted_hosts={h for p in chosen for h in p['hosts']},
         with_traits=True, aggregates=aggregates)
     host_roots = cloud.host_roots()
-    assert cloud.placement is not None  # noqa: S101 - read with Placement
-    snapshot.read_totals(client.placement, cloud.placement, {
+    snapshot.read_totals(client, cloud, {
         root for p in chosen if p['mode'] == pools_mod.VGPU_VF
         for host in p['hosts'] for root in host_roots.get(host, ())})
     return render.from_cloud(cloud, pool_names, hosts, mig_types,

@@ -15,8 +15,9 @@ and Nova know them, from one snapshot.
 
 The read: the snapshot (``snapshot.read``, a fixed number of requests,
 provider traits included), every project's servers (one paged read) and
-the allocations of the GPU providers in use (``server_ops``: one request
-per used GPU provider, concurrently; never one per server). The rows are
+the allocations of the GPU providers in use
+(``snapshot.read_allocations``: one request per used GPU provider,
+concurrently; never one per server). The rows are
 ``rules.devices.listing.rows``.
 
 With the cloud's Prometheus configured (``utilisation_ops.endpoint``),
@@ -42,7 +43,6 @@ from gpuclient.cloud import errors
 from gpuclient.cloud import versions
 from gpuclient.i18n import _
 from gpuclient.ops import journal
-from gpuclient.ops import server_ops
 from gpuclient.ops import snapshot
 from gpuclient.ops import utilisation_ops
 from gpuclient.rules import plan as plan_mod
@@ -69,7 +69,7 @@ def read(client: GpuClient) -> tuple[
                            versions.COMPUTE_HYPERVISOR_UUID_VERSION)
     cloud = snapshot.read(client, mapped_only=True, with_traits=True)
     servers = snapshot.read_servers(client, cloud)
-    allocations = server_ops.gpu_allocations(client, cloud)
+    allocations = snapshot.read_allocations(client, cloud)
     rows = listing.rows(cloud, allocations, servers,
                         pools_mod.pools_by_host(cloud.pools))
     assert cloud.placement is not None  # noqa: S101 - read with Placement
@@ -202,7 +202,7 @@ def health_for_check(client: GpuClient, cloud: model.Cloud, window: int,
     ``unread`` ({query: why its answer is not judged}), ``problems`` and
     ``notes`` as ``_health`` gives them."""
     servers = snapshot.read_servers(client, cloud)
-    allocations = server_ops.gpu_allocations(client, cloud)
+    allocations = snapshot.read_allocations(client, cloud)
     rows = listing.rows(cloud, allocations, servers,
                         pools_mod.pools_by_host(cloud.pools))
     assert cloud.placement is not None  # noqa: S101 - read with Placement

@@ -29,7 +29,6 @@ import typing
 
 from osc_lib import exceptions
 
-from gpuclient.cloud import errors
 from gpuclient.cloud import versions
 from gpuclient.i18n import _
 from gpuclient.ops import journal
@@ -42,9 +41,8 @@ from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import specs
 
 if typing.TYPE_CHECKING:
-    from openstack.compute.v2 import aggregate as sdk_aggregate
-
     from gpuclient.cloud.client import GpuClient
+    from gpuclient.rules import model
 
 LOG = logging.getLogger(__name__)
 
@@ -52,8 +50,15 @@ LOG = logging.getLogger(__name__)
 def read_pools(
     client: GpuClient, required: bool = True,
 ) -> tuple[dict[str, dict[str, typing.Any]],
-           dict[int | None, sdk_aggregate.Aggregate]]:
-    """{name: pool} with the SDK aggregate of each; {} if not allowed.
+           dict[int | None, dict[str, typing.Any]]]:
+    """{name: pool} with the aggregate of each; {} if not allowed
+    (``_read``)."""
+    cloud = _read(client, required)
+    return cloud.pools, {a['id']: a for a in cloud.aggregates}
+
+
+def _read(client: GpuClient, required: bool = True) -> model.Cloud:
+    """The host aggregates as a ``model.Cloud``; none if not allowed.
 
     Listing aggregates needs admin; reading flavors does not, so a list or
     show by a non-admin goes on without pools (``required=False``).
@@ -62,16 +67,10 @@ def read_pools(
     lower than the flavor calls' 2.61 is refused here, before any request.
     """
     client.compute.require(versions.COMPUTE_FLAVOR_SPECS_VERSION)
-    try:
-        aggregates = client.compute.aggregates()
-    except errors.APIError as exc:
-        if required or exc.status != 403:
-            raise
-        return {}, {}
-    by_id = {getattr(a, 'id', None): a for a in aggregates}
-    found, problems = pools_mod.scan(aggregates)
-    snapshot.warn_problems(problems)
-    return found, by_id
+    cloud = snapshot.read_aggregates(client, warn=False,
+                                    forbidden=not required)
+    snapshot.warn_problems(cloud.problems)
+    return cloud
 
 
 def create(
@@ -105,7 +104,8 @@ def create(
     if projects and public:
         raise exceptions.CommandError(
             _('--project is only allowed with --private.'))
-    pools, _aggregates = read_pools(client)
+    cloud = _read(client)
+    pools = cloud.pools
     pool = pools_mod.pool_name(pools, pool)
     the_pool = pools[pool]
     derived = specs.derive(the_pool, gpus=gpus, numa_policy=numa_policy,
@@ -114,7 +114,8 @@ def create(
                            maxphysaddr_bits=maxphysaddr_bits, ram=ram)
     agg_changes = specs.aggregate_changes(the_pool,
                                           derived['aggregate_metadata'])
-    project_ids = client.project_ids(projects or (), project_domain)
+    project_ids = snapshot.project_ids(client, projects or (),
+                                       project_domain)
     wanted = {
         'vcpus': vcpus, 'ram': ram, 'disk': disk, 'ephemeral': ephemeral,
         'swap': swap, 'is_public': public, 'description': description,
@@ -122,7 +123,8 @@ def create(
     }
     # a new name is a name: never looked up as an ID (Nova's GET
     # /flavors/<x> would find the flavor whose ID is x)
-    existing = [f for f in client.compute.flavors() if f.get('name') == name]
+    existing = [f for f in snapshot.read_flavors(client, cloud)
+                if f.get('name') == name]
     if len(existing) > 1:
         raise exceptions.CommandError(
             _('%(n)d flavors are named %(name)s: delete the extra ones '
@@ -146,7 +148,8 @@ def create(
     else:
         warnings += executor.warnings
         flavor_id = flavor_id or executor.created_flavor(name)
-    flavor = client.compute.get_flavor(flavor_id)
+    # the flavor existed, or the plan created it
+    flavor = snapshot.flavor_by_id(client, flavor_id)  # type: ignore[arg-type]
     return flavor, project_ids, warnings, plan
 
 
@@ -154,13 +157,13 @@ def flavor_projects(client: GpuClient,
                     flavor: dict[str, typing.Any]) -> list[str]:
     if flavor.get('os-flavor-access:is_public', True):
         return []
-    return client.compute.flavor_access(flavor['id'])
+    return snapshot.flavor_access(client, flavor['id'])
 
 
 def set_image(client: GpuClient, image_name: str, dry_run: bool = False,
               **options: bool | None) -> plan_mod.Plan:
     """``gpu image set``: returns the plan (empty: nothing to do)."""
-    image = client.image.find_image(image_name)
+    image = snapshot.image(client, image_name)
     changes = images_mod.plan(image, **options)
     result = plan_mod.Plan(
         _('Updating image %s') % (image.get('name') or image['id']))
@@ -173,7 +176,7 @@ def unset_image(client: GpuClient, image_name: str, dry_run: bool = False,
                 **options: bool) -> plan_mod.Plan:
     """``gpu image unset``: returns the plan; its warnings name what is
     left because gpuclient did not set it."""
-    image = client.image.find_image(image_name)
+    image = snapshot.image(client, image_name)
     changes, notes = images_mod.plan_unset(image, **options)
     result = plan_mod.Plan(
         _('Updating image %s') % (image.get('name') or image['id']),
@@ -187,7 +190,7 @@ def find_gpu_flavor(
     client: GpuClient, name_or_id: str,
     pools: dict[str, dict[str, typing.Any]], unambiguous: bool = False,
 ) -> tuple[dict[str, typing.Any], dict[str, typing.Any]]:
-    flavor = client.compute.find_flavor(name_or_id, unambiguous=unambiguous)
+    flavor = snapshot.flavor(client, name_or_id, unambiguous=unambiguous)
     reading = specs.read(flavor.get('extra_specs'), pools)
     return flavor, reading
 
@@ -199,11 +202,12 @@ def list_flavors(
     """[(flavor, specs reading, pools, projects or None)] of ``gpu flavor
     list``: the GPU flavors (of POOL), sorted by name; with LONG the
     projects of each private flavor (one request per private flavor)."""
-    pools, _aggregates = read_pools(client, required=bool(pool))
+    cloud = _read(client, required=bool(pool))
+    pools = cloud.pools
     if pool:
         pool = pools_mod.pool_name(pools, pool)
     found = []
-    for flavor in sorted(client.compute.flavors(),
+    for flavor in sorted(snapshot.read_flavors(client, cloud),
                          key=lambda f: (f.get('name') or '', f['id'])):
         reading = specs.read(flavor.get('extra_specs'), pools)
         if not reading['is_gpu']:
@@ -250,14 +254,14 @@ def update(
     or ID; projects by name or ID in PROJECT_DOMAIN). Returns the plan
     (empty: nothing to do); its warnings and the journal's are logged."""
     pools, _aggregates = read_pools(client, required=False)
-    flavor = client.compute.find_flavor(name, unambiguous=True)
+    flavor = snapshot.flavor(client, name, unambiguous=True)
     flavor_plan.check_gpu_flavor(flavor, pools, command)
     access = flavor_projects(client, flavor)
-    add = client.project_ids(add_projects, project_domain)
+    add = snapshot.project_ids(client, add_projects, project_domain)
     remove = []
     for project in remove_projects:
-        pid = project if project in access else client.project_id(
-            project, project_domain)
+        pid = project if project in access else snapshot.project_id(
+            client, project, project_domain)
         if pid not in remove:
             remove.append(pid)
     plan = flavor_plan.update(

@@ -18,7 +18,6 @@ from __future__ import annotations
 import collections.abc
 import typing
 
-from gpuclient.cloud import versions
 from gpuclient.i18n import _
 from gpuclient.ops import snapshot
 from gpuclient.rules import baremetal
@@ -44,13 +43,12 @@ def collect(
     """
     extra = [names.normalize_resource_class(rc) for rc in resource_classes]
     members = None
-    # a lower --os-compute-api-version: refused before the first request
-    client.compute.require(versions.COMPUTE_HYPERVISOR_UUID_VERSION)
-    aggregates = client.compute.aggregates()
+    # a lower --os-compute-api-version: refused before the first request,
+    # the pool before Placement is read
+    aggregates, pools, named = snapshot.named_pools(
+        client, [pool] if pool else (), with_flavors=False)
     if pool:
-        # the pool is checked before Placement is read
-        pools, _problems = pools_mod.scan(aggregates)
-        pool = pools_mod.pool_name(pools, pool)
+        pool = named[0]
         members = set(pools[pool]['hosts'])
         unmapped = False
     cloud = snapshot.read(client, extra_classes=extra, wanted_hosts=members,

@@ -67,7 +67,7 @@ def render(
         if pool['mode'] == pools_mod.VGPU_VF:
             # a VF per unit of each card's total, reserved ones included
             # (a reserved VF keeps its type), as gpu config show counts
-            snapshot.read_totals(client.placement, cloud.placement,
+            snapshot.read_totals(client, cloud,
                                  {r for rs in roots.values() for r in rs})
         trees = nova_config.trees_from_snapshot(
             cloud.placement, {h: r for h, r in roots.items() if r})

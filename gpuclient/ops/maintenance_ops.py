@@ -55,16 +55,10 @@ def _services_of(client: GpuClient,
                  names: collections.abc.Iterable[str]) -> list[model.Service]:
     """The nova-compute services (dicts) of the hosts NAMES mean, in the
     order given; the notes of the resolution go to the log (stderr)."""
-    compute = client.compute
-    compute.require(versions.COMPUTE_HYPERVISOR_UUID_VERSION)
-    services = compute.compute_services()
-    hosts, notes = model.resolve_hosts(
-        names, services, compute.hypervisors(),
-        client.placement.resource_providers)
+    services, notes = snapshot.services_of(client, names)
     for note in notes:
         LOG.warning(note)
-    by_host = {svc['host']: svc for svc in services}
-    return [by_host[host] for host in hosts if host in by_host]
+    return services
 
 
 def cordon(
@@ -179,10 +173,11 @@ def observe(
     moving = [s for s in servers if _moving(s)]
     migrations = []
     if moving:
-        migrations = _migrations(client, draining)
+        migrations = snapshot.read_migrations(client, cloud, draining)
     elif waiting:
-        migrations = client.compute.migrations(
-            status=maintenance.FINISHED, migration_type='migration')
+        migrations = snapshot.read_migrations(
+            client, cloud, status=maintenance.FINISHED,
+            migration_type='migration')
     under_way = maintenance.outgoing(moving, migrations, draining)
     # read with the services
     cordoned = [svc['host'] for svc in cloud.services  # type: ignore[union-attr]
@@ -212,16 +207,6 @@ def observe(
             'draining': draining}
 
 
-def _migrations(
-    client: GpuClient, draining: collections.abc.Sequence[str],
-) -> list[dict[str, typing.Any]]:
-    """Nova's migrations of the DRAINING hosts (one paged read: by the
-    host filter for one host, which matches source or destination; every
-    migration for several, as the filter takes one value)."""
-    return client.compute.migrations(
-        host=draining[0] if len(draining) == 1 else None)
-
-
 def _moving(server: dict[str, typing.Any]) -> bool:
     """Whether Nova is moving SERVER now (its status or task says so)."""
     status = (server.get('status') or '').upper()
@@ -238,14 +223,13 @@ def _held(
     """{server id: ``usage.server_rows`` row} of SERVERS: the GPU devices
     each holds, from the allocations of the used GPU providers of the
     DRAINING hosts only (one request per such provider)."""
-    from gpuclient.ops import server_ops
     from gpuclient.rules import usage
 
     host_roots = cloud.host_roots()
     roots = set()
     for host in draining:
         roots |= set(host_roots.get(host) or ())
-    allocations = server_ops.gpu_allocations(client, cloud, roots)
+    allocations = snapshot.read_allocations(client, cloud, roots)
     return {row['id']: row
             for row in usage.server_rows(servers, cloud, allocations)}
 
@@ -322,12 +306,11 @@ def read_back(
     list, whatever the number of servers."""
     from gpuclient.rules import maintenance
 
-    servers = []
-    for host in draining:
-        servers += client.compute.servers_detail(all_projects=True,
-                                                 host=host)
+    # list[Any] as before: incoming() types its items as Mappings, the
+    # dicts read_back's callers take
+    servers: list[typing.Any] = snapshot.servers_on(client, draining)
     return {'servers': servers, 'incoming': maintenance.incoming(
-        _migrations(client, draining), draining)}
+        snapshot.migrations_of(client, draining), draining)}
 
 
 def _move_steps(
@@ -468,7 +451,7 @@ def _finish(client, draining, let_stay, reason, timeout, on_step):
                              there, left['incoming'])})
     stays = {s.get('OS-EXT-SRV-ATTR:host') for s in left['servers']}
     with _reading_back(draining):
-        services = client.compute.compute_services()
+        services = snapshot.compute_services(client)
     try:
         _run(client, plan_mod.Plan('gpu host drain', cordon_rules.drained(
             [svc for svc in services if svc['host'] in draining], reason),

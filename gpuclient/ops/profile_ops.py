@@ -290,7 +290,7 @@ def _usage_demand(client, cloud, usage_period, vgpu_profiles, notes):
 def _cards(client, cloud, hosts, vgpu_profiles, model, notes):
     """(trees, cards) of HOSTS' MIG and time-sliced vGPU cards, with the
     allocations of their used GPU providers; notes added to NOTES."""
-    from gpuclient.ops import server_ops
+    from gpuclient.ops import snapshot
     from gpuclient.rules.nova_conf import render
     from gpuclient.rules.profiles import cloud as profile_cloud
 
@@ -300,7 +300,7 @@ def _cards(client, cloud, hosts, vgpu_profiles, model, notes):
                'planned.') % h for h in hosts if not roots[h]]
     trees = render.trees_from_snapshot(
         cloud.placement, {h: r for h, r in roots.items() if r})
-    allocations = server_ops.gpu_allocations(
+    allocations = snapshot.read_allocations(
         client, cloud, {r for rs in roots.values() for r in rs})
     found = []
     for host in hosts:

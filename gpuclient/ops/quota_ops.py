@@ -23,21 +23,22 @@ import typing
 from osc_lib import exceptions
 
 from gpuclient.ops import snapshot
-from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import quota
 
 if typing.TYPE_CHECKING:
     from gpuclient.cloud.client import GpuClient
+    from gpuclient.rules import model
     from gpuclient.rules import plan as plan_mod
 
 LOG = logging.getLogger(__name__)
 
 
-def read_pools(client: GpuClient) -> dict[str, dict[str, typing.Any]]:
-    pools, problems = pools_mod.scan(
-        [pools_mod.aggregate_dict(a) for a in client.compute.aggregates()])
-    snapshot.warn_problems(problems)
-    return pools
+def read_pools(client: GpuClient) -> model.Cloud:
+    """The host aggregates as a ``model.Cloud`` (one request), its
+    damaged pools warned about."""
+    cloud = snapshot.read_aggregates(client, warn=False)
+    snapshot.warn_problems(cloud.problems)
+    return cloud
 
 
 def target(
@@ -66,34 +67,37 @@ def targets(
     classes of POOL_NAMES then RESOURCE_CLASSES, each once, all checked
     before any write. The project: PROJECT, else with CURRENT the current
     one, else None (the registered limit)."""
-    pools = read_pools(client)
+    cloud = read_pools(client)
+    pools = cloud.pools
     classes = quota.target_classes(pools, pool_names, resource_classes)
     project_id = None
     if project:
-        project_id = client.project_id(project,
-                                       project_domain)
+        project_id = snapshot.project_id(client, project,
+                                         project_domain)
     elif current:
-        project_id = client.current_project_id()
+        project_id = snapshot.current_project_id(client)
     for rc in classes:
         note = quota.shared_note(rc, pools)
         if note:
             LOG.warning(note)
-    for note in pci_notes(client, classes, pools):
+    for note in pci_notes(client, cloud, classes):
         LOG.warning(note)
     return pools, classes, project_id
 
 
 def pci_notes(
-    client: GpuClient, classes: collections.abc.Collection[str],
-    pools: dict[str, dict[str, typing.Any]],
+    client: GpuClient, cloud: model.Cloud,
+    classes: collections.abc.Collection[str],
 ) -> list[str]:
     """The warnings for CLASSES whose limits the cloud's Nova does not
-    enforce (asked through a PCI alias before Nova 2026.2); Nova's
-    version is read only when a class is asked through an alias."""
+    enforce (asked through a PCI alias before Nova 2026.2), from CLOUD's
+    pools; Nova's version is read only when a class is asked through an
+    alias."""
+    pools = cloud.pools
     if not any(rc in quota.pci_classes(pools) for rc in classes):
         return []
     try:
-        version = client.compute.max_version()
+        version = snapshot.read_compute_max_version(client, cloud)
     except exceptions.CommandError as exc:
         LOG.debug('compute API version not readable: %s', exc)
         return []
@@ -115,8 +119,10 @@ def plan_and_apply(
     from gpuclient.ops import journal
 
     project_id = args[-1]
-    plan = planner(*args, client.limits.registered(),
-                   client.limits.limits(project_id), conf=conf)
+    # ARGS end with the project id (or None)
+    registered, limits = snapshot.keystone_limits(
+        client, project_id)  # type: ignore[arg-type]
+    plan = planner(*args, registered, limits, conf=conf)
     for warning in plan.warnings:
         LOG.warning(warning)
     journal.run(client, plan, dry_run=dry_run)
@@ -134,34 +140,38 @@ def show(
     (``--default``): the registered limits, what a project without its
     own gets; no project nor usage is read."""
     if defaults:
-        pools = read_pools(client)
+        cloud = read_pools(client)
+        pools = cloud.pools
         registered = {n: r['limit'] for n, r in
-                      client.limits.registered().items()}
+                      snapshot.read_registered(client, cloud).items()}
         rows = quota.show_rows(pools, {}, registered, {}, conf,
                                defaults=True)
         return rows, notes(conf, None, {}, registered,
                            [r['resource_class'] for r in rows], pools)
     if project:
-        project_id = client.project_id(project, project_domain)
+        project_id = snapshot.project_id(client, project, project_domain)
     else:
-        project_id = client.current_project_id()
-    pools = read_pools(client)
+        project_id = snapshot.current_project_id(client)
+    cloud = read_pools(client)
+    pools = cloud.pools
     registered = {n: r['limit'] for n, r in
-                  client.limits.registered().items()}
+                  snapshot.read_registered(client, cloud).items()}
     own = {item['resource_name']: item['resource_limit']
-           for item in client.limits.limits(project_id)
+           for item in snapshot.read_project_limits(client, cloud,
+                                                    project_id)
            if item['project_id'] == project_id}
-    usages = client.placement.project_usages(project_id)
+    usages = snapshot.read_project_usages(client, cloud, project_id)
     absolute = None
     if conf is None:
         try:
-            absolute = client.compute.project_limits(project_id)
+            absolute = snapshot.read_compute_limits(client, cloud,
+                                                    project_id)
         except exceptions.CommandError as exc:
             LOG.debug('compute limits not readable: %s', exc)
     rows = quota.show_rows(pools, own, registered, usages, conf)
     classes = [r['resource_class'] for r in rows]
     return rows, (notes(conf, absolute, own, registered, classes, pools)
-                  + pci_notes(client, classes, pools))
+                  + pci_notes(client, cloud, classes))
 
 
 def notes(
@@ -195,11 +205,12 @@ def notes(
 def list_limits(client: GpuClient) -> tuple[list[dict[str, typing.Any]],
                                             dict[str, str | None]]:
     """(rows, {project id: name}) of ``gpu quota list``."""
-    pools = read_pools(client)
-    rows = quota.list_rows(pools, client.limits.limits())
+    cloud = read_pools(client)
+    rows = quota.list_rows(cloud.pools,
+                           snapshot.read_project_limits(client, cloud))
     names = (snapshot.project_names(
         client, {r['project_id'] for r in rows}) if rows else None) or {}
-    for note in pci_notes(client, sorted({r['resource_class']
-                                          for r in rows}), pools):
+    for note in pci_notes(client, cloud, sorted({r['resource_class']
+                                                 for r in rows})):
         LOG.warning(note)
     return rows, names

@@ -17,7 +17,6 @@ the target project of the read commands (admin or member).
 
 from __future__ import annotations
 
-import collections.abc
 import typing
 
 from osc_lib import exceptions
@@ -41,14 +40,14 @@ def target_project(
     project_domain: str | None = None,
 ) -> tuple[str | None, str]:
     """(project id or None, own project id): None is "every project"."""
-    own_id, own_name = client.current_project()
+    own_id, own_name = snapshot.current_project(client)
     wanted = project
     if not wanted:
         return None, own_id
     if wanted in (own_id, own_name) and not project_domain:
         return own_id, own_id
     try:
-        return client.project_id(wanted, project_domain), own_id
+        return snapshot.project_id(client, wanted, project_domain), own_id
     except errors.APIError as exc:
         if exc.status == 403:
             raise not_yours(wanted, own_name) from exc
@@ -66,35 +65,6 @@ def not_yours(project: str | None,
 
 def forbidden(exc: BaseException) -> bool:
     return isinstance(exc, errors.APIError) and exc.status == 403
-
-
-def gpu_allocations(
-    client: GpuClient, cloud: model.Cloud,
-    roots: collections.abc.Container[str] | None = None,
-) -> dict[str, dict[str, dict[str, int]]]:
-    """{provider uuid: {consumer: {class: amount}}} of the GPU providers
-    with usage (in the trees of ROOTS, when given): one request per used
-    GPU provider, concurrently; never one per server."""
-    return client.placement.providers_allocations(
-        _used_gpu_providers(cloud, roots))
-
-
-def _used_gpu_providers(
-    cloud: model.Cloud, roots: collections.abc.Container[str] | None = None,
-) -> list[str]:
-    """GPU providers with usage (in the trees of ROOTS, when given)."""
-    assert cloud.placement is not None  # noqa: S101 - read with Placement
-    assert cloud.gpu_classes is not None  # noqa: S101 - read with it
-    snap = cloud.placement
-    found = []
-    for uuid, summary in snap.summaries.items():
-        if roots is not None and snap.providers[uuid]['root'] not in roots:
-            continue
-        for rc, item in (summary.get('resources') or {}).items():
-            if rc in cloud.gpu_classes and item.get('used'):
-                found.append(uuid)
-                break
-    return sorted(found)
 
 
 def collect(
@@ -130,7 +100,7 @@ def collect(
     except exceptions.CommandError as exc:
         if not forbidden(exc):
             raise
-        cloud = None
+        cloud, member = None, snapshot.refused(str(exc))
     if cloud is None:
         if project_id is None:
             raise exceptions.CommandError(_(
@@ -143,7 +113,7 @@ def collect(
             raise exceptions.CommandError(_(
                 '--host needs admin: Nova shows hosts to admins only. Drop '
                 '--host, or use an account with the admin role.'))
-        servers = client.compute.servers_detail()
+        servers = snapshot.read_project_servers(client, member)
         notes.append(_(
             'Showing your project\'s servers only, with the GPUs their '
             'flavors ask for: hosts, pools and devices need admin (Nova '
@@ -167,10 +137,10 @@ def collect(
         for member in cloud.pools[pool]['hosts']:
             pool_roots |= host_roots.get(member, set())
         roots = pool_roots if roots is None else roots & pool_roots
-    servers = client.compute.servers_detail(
-        all_projects=project_id != own_id, project_id=project_id
-        if project_id != own_id else None)
-    allocations = gpu_allocations(client, cloud, roots)
+    servers = snapshot.read_project_servers(
+        client, cloud, all_projects=project_id != own_id,
+        project_id=project_id if project_id != own_id else None)
+    allocations = snapshot.read_allocations(client, cloud, roots)
     rows = usage.server_rows(servers, cloud, allocations, host=host,
                              pool=pool)
     assert cloud.placement is not None  # noqa: S101 - read with Placement
@@ -187,9 +157,8 @@ def every_server_utilisation(
     snapshot already read): every project's servers (paged), the
     allocations of the GPU providers in use and the five PromQL queries
     of ``utilisation_ops.server_rows``."""
-    client.compute.require(versions.COMPUTE_EMBEDDED_FLAVOR_VERSION)
-    servers = client.compute.servers_detail(all_projects=True)
-    allocations = gpu_allocations(client, cloud)
+    servers = snapshot.read_servers(client, cloud)
+    allocations = snapshot.read_allocations(client, cloud)
     rows = usage.server_rows(servers, cloud, allocations)
     return utilisation_ops.server_rows(client, rows, cloud, allocations,
                                        window, idle_below, url=url,

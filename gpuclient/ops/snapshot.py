@@ -30,6 +30,13 @@ each), ``read_limits`` (Keystone's limits, two requests) and
 ``read_servers`` (every project's servers, paged). The model is plain data
 with pure questions: which roots a host has, the aggregates a root is in,
 a provider tree in the shape ``gpuclient.rules.scheduler.fit`` counts in.
+
+Every read of ``ops`` is here (the journal's read-backs of its own writes
+aside): each ``read_<what>(client, cloud, ...)`` fills one field of the
+model and returns it; a lookup (``project_id``, ``flavor``, ``image``,
+``provider_allocations``, ...) returns what it resolves, and the drain's
+read-backs (``servers_on``, ``migrations_of``, ``compute_services``)
+what is there now (``test_layers.TestOneWayToRead``).
 """
 
 from __future__ import annotations
@@ -53,6 +60,8 @@ from gpuclient.rules import reservations
 from gpuclient.rules import specs
 
 if typing.TYPE_CHECKING:
+    import datetime
+
     from openstack.compute.v2 import aggregate as sdk_aggregate
 
     from gpuclient.cloud import placement as placement_mod
@@ -71,21 +80,59 @@ def warn_problems(
 
 def named_pools(
     client: GpuClient, pool_names: collections.abc.Iterable[str],
+    with_flavors: bool = True,
 ) -> tuple[list[sdk_aggregate.Aggregate], dict[str, dict[str, typing.Any]],
            list[str]]:
     """(aggregates, pools, names) of a command about the pools POOL_NAMES
     (names or aggregate IDs; NAMES: their pool names) and
     their hosts' trees (``gpu config show``, ``gpu profile plan
-    --pool``): refused before the first request below the compute API
-    versions such a read needs (hypervisor uuids, flavor extra specs),
-    and a name that is no pool is refused before anything else is read.
+    --pool``, ``gpu host list --pool``): refused before the first request
+    below the compute API versions such a read needs (hypervisor uuids,
+    and flavor extra specs WITH_FLAVORS, as ``read`` asks), and a name
+    that is no pool is refused before anything else is read.
     """
-    client.compute.require(versions.COMPUTE_HYPERVISOR_UUID_VERSION,
-                           versions.COMPUTE_FLAVOR_SPECS_VERSION)
+    client.compute.require(
+        versions.COMPUTE_HYPERVISOR_UUID_VERSION,
+        *([versions.COMPUTE_FLAVOR_SPECS_VERSION] if with_flavors else []))
     aggregates = client.compute.aggregates()
     pools, _problems = pools_mod.scan(
         [pools_mod.aggregate_dict(a) for a in aggregates])
     return aggregates, pools, pools_mod.pool_names(pools, pool_names)
+
+
+def read_aggregates(client: GpuClient, warn: bool = True,
+                    forbidden: bool = False) -> model.Cloud:
+    """A ``model.Cloud`` of the host aggregates alone (one request; its
+    hypervisors and services not read, None), what a pool write reads
+    first (then what it needs: ``read_services``, ``read_hypervisors``,
+    ``read_for_hosts``), and a command that needs the pools and none of
+    the hosts' trees. Unless not WARN, each damaged pool is warned of
+    (``warn_problems``).
+
+    FORBIDDEN: Nova's 403 (it lists aggregates to admins only) gives a
+    Cloud without aggregates, why in ``unread['aggregates']``, for a
+    command a member may run without pools; any other error is raised.
+    """
+    try:
+        aggregates = client.compute.aggregates()
+    except errors.APIError as exc:
+        if not forbidden or exc.status != 403:
+            raise
+        return refused(str(exc))
+    cloud = model.Cloud(aggregates, None, None)
+    if warn:
+        warn_problems(cloud.problems)
+    return cloud
+
+
+def refused(why: str) -> model.Cloud:
+    """The ``model.Cloud`` of a member, whom Nova refused the aggregates
+    (WHY, in ``unread['aggregates']``): no aggregates, hence no pools;
+    what a member may read (its own project's servers and usage) is read
+    into it."""
+    cloud = model.Cloud([], None, None)
+    cloud.unread['aggregates'] = why
+    return cloud
 
 
 def read(
@@ -200,18 +247,6 @@ def read_hypervisors(client: GpuClient,
     return cloud.hypervisors
 
 
-def read_aggregates(client: GpuClient, warn: bool = True) -> model.Cloud:
-    """A ``model.Cloud`` of the host aggregates alone (one request), what
-    a pool write reads first: its services and hypervisors are None, read
-    into it when the write needs them (``read_services``,
-    ``read_hypervisors``, ``read_for_hosts``). Unless not WARN, each
-    damaged pool is warned of (``warn_problems``)."""
-    cloud = model.Cloud(client.compute.aggregates(), None, None)
-    if warn:
-        warn_problems(cloud.problems)
-    return cloud
-
-
 def resolve_hosts(
     client: GpuClient, cloud: model.Cloud,
     names: collections.abc.Iterable[str],
@@ -229,20 +264,6 @@ def host_has_servers(client: GpuClient, host: str) -> bool:
     """Whether compute host HOST has instances, of any project (one
     request)."""
     return client.compute.host_has_servers(host)
-
-
-def project_ids(client: GpuClient, names: collections.abc.Iterable[str],
-                domain: str | None = None) -> list[str]:
-    """Keystone's project IDs of NAMES (names or IDs; DOMAIN scopes the
-    names), in order, once each."""
-    return client.project_ids(names, domain)
-
-
-def project_id(client: GpuClient, name: str,
-               domain: str | None = None) -> str:
-    """Keystone's project ID of NAME (a name or ID; DOMAIN scopes a
-    name)."""
-    return client.project_id(name, domain)
 
 
 def roots_of(client: GpuClient, cloud: model.Cloud, host: str) -> list[str]:
@@ -365,6 +386,61 @@ def read_limits(client: GpuClient, cloud: model.Cloud) -> None:
     cloud.limits = client.limits.limits()
 
 
+def keystone_limits(
+    client: GpuClient, project_id: str | None = None,
+) -> tuple[dict[str, dict[str, typing.Any]], list[dict[str, typing.Any]]]:
+    """(registered limits, project limits of PROJECT_ID or of every
+    project): Keystone's two lists of the compute service (two
+    requests), for a quota write, which plans from them alone (no
+    aggregate read, hence no ``model.Cloud``)."""
+    return client.limits.registered(), client.limits.limits(project_id)
+
+
+def read_registered(
+    client: GpuClient, cloud: model.Cloud,
+) -> dict[str, dict[str, typing.Any]]:
+    """Keystone's registered limits of the compute service (one request)
+    into CLOUD's ``registered``; returns them."""
+    cloud.registered = client.limits.registered()
+    return cloud.registered
+
+
+def read_project_limits(
+    client: GpuClient, cloud: model.Cloud, project_id: str | None = None,
+) -> list[dict[str, typing.Any]]:
+    """Keystone's project limits of the compute service (one request), of
+    PROJECT_ID or of every project the caller sees, into CLOUD's
+    ``limits``; returns them."""
+    cloud.limits = client.limits.limits(project_id)
+    return cloud.limits
+
+
+def read_project_usages(client: GpuClient, cloud: model.Cloud,
+                        project_id: str) -> dict[str, int]:
+    """What PROJECT_ID holds in Placement (its usages, one request) into
+    CLOUD's ``project_usages``; returns them."""
+    cloud.project_usages = client.placement.project_usages(project_id)
+    return cloud.project_usages
+
+
+def read_compute_limits(client: GpuClient, cloud: model.Cloud,
+                        project_id: str) -> dict[str, typing.Any]:
+    """Nova's absolute limits and usage of PROJECT_ID (one request) into
+    CLOUD's ``compute_limits``; returns them."""
+    cloud.compute_limits = client.compute.project_limits(project_id)
+    return cloud.compute_limits
+
+
+def read_compute_max_version(
+    client: GpuClient, cloud: model.Cloud,
+) -> tuple[int, int] | None:
+    """Nova's maximum compute microversion (from the version discovery
+    of its endpoint, which the session caches) into CLOUD's
+    ``compute_max_version``; returns it."""
+    cloud.compute_max_version = client.compute.max_version()
+    return cloud.compute_max_version
+
+
 def read_servers(client: GpuClient,
                  cloud: model.Cloud) -> list[dict[str, typing.Any]]:
     """Every project's servers (one paged read, at the compute API
@@ -374,6 +450,235 @@ def read_servers(client: GpuClient,
     client.compute.require(versions.COMPUTE_EMBEDDED_FLAVOR_VERSION)
     cloud.servers = client.compute.servers_detail(all_projects=True)
     return cloud.servers
+
+
+def read_project_servers(
+    client: GpuClient, cloud: model.Cloud, all_projects: bool = False,
+    project_id: str | None = None,
+) -> list[dict[str, typing.Any]]:
+    """The servers Nova lists (one paged read, with their embedded flavor
+    and host: the caller requires that compute API version): of the
+    caller's own project, of PROJECT_ID with ALL_PROJECTS (admin), or of
+    every project with ALL_PROJECTS alone; into CLOUD's ``servers``;
+    returns them."""
+    cloud.servers = client.compute.servers_detail(
+        all_projects=all_projects, project_id=project_id)
+    return cloud.servers
+
+
+def read_changed_servers(
+    client: GpuClient, cloud: model.Cloud, since: str,
+    all_projects: bool = False, project_id: str | None = None,
+) -> list[dict[str, typing.Any]]:
+    """The servers changed since SINCE (ISO time, Nova's changes-since:
+    deleted ones included; one paged read), of the projects
+    ``read_project_servers`` reads, into CLOUD's ``changed_servers``;
+    returns them."""
+    cloud.changed_servers = client.compute.servers_detail(
+        all_projects=all_projects, project_id=project_id,
+        changes_since=since)
+    return cloud.changed_servers
+
+
+def read_server_usages(
+    client: GpuClient, cloud: model.Cloud, start: datetime.datetime,
+    end: datetime.datetime, project_id: str | None,
+) -> list[dict[str, typing.Any]]:
+    """Nova's usage of each server from START to END (paged), of
+    PROJECT_ID or of every project (None), into CLOUD's
+    ``server_usages``; returns them."""
+    cloud.server_usages = client.compute.server_usages(start, end,
+                                                       project_id)
+    return cloud.server_usages
+
+
+def read_flavors(client: GpuClient,
+                 cloud: model.Cloud) -> list[dict[str, typing.Any]]:
+    """Every flavor with its extra specs (one paged read) into CLOUD's
+    ``flavors``; returns them."""
+    cloud.flavors = client.compute.flavors()
+    return cloud.flavors
+
+
+def services_of(
+    client: GpuClient, names: collections.abc.Iterable[str],
+) -> tuple[list[model.Service], list[str]]:
+    """(the nova-compute services of the hosts NAMES mean, in the order
+    given; the notes of the resolution): the services and hypervisors
+    (two requests) and, only when they do not explain a name, the
+    resource providers (``model.resolve_hosts``)."""
+    compute = client.compute
+    compute.require(versions.COMPUTE_HYPERVISOR_UUID_VERSION)
+    services = compute.compute_services()
+    hosts, notes = model.resolve_hosts(
+        names, services, compute.hypervisors(),
+        client.placement.resource_providers)
+    by_host = {svc['host']: svc for svc in services}
+    return [by_host[host] for host in hosts if host in by_host], notes
+
+
+def compute_services(client: GpuClient) -> list[model.Service]:
+    """The nova-compute services as Nova has them now (one request), for
+    a write that reads its hosts back before its last step."""
+    return client.compute.compute_services()
+
+
+def read_migrations(
+    client: GpuClient, cloud: model.Cloud,
+    hosts: collections.abc.Sequence[str] | None = None,
+    status: str | None = None, migration_type: str | None = None,
+) -> list[dict[str, typing.Any]]:
+    """Nova's migrations into CLOUD's ``migrations`` (one paged read): of
+    HOSTS (``migrations_of``), else those of STATUS and MIGRATION_TYPE;
+    returns them."""
+    if hosts is not None:
+        cloud.migrations = migrations_of(client, hosts)
+    else:
+        cloud.migrations = client.compute.migrations(
+            status=status, migration_type=migration_type)
+    return cloud.migrations
+
+
+def migrations_of(
+    client: GpuClient, hosts: collections.abc.Sequence[str],
+) -> list[dict[str, typing.Any]]:
+    """Nova's migrations of HOSTS (one paged read: by the host filter for
+    one host, which matches source or destination; every migration for
+    several, as the filter takes one value)."""
+    return client.compute.migrations(
+        host=hosts[0] if len(hosts) == 1 else None)
+
+
+def servers_on(
+    client: GpuClient, hosts: collections.abc.Iterable[str],
+) -> list[dict[str, typing.Any]]:
+    """Every project's servers on HOSTS: one server list per host (Nova's
+    ``host`` filter), whatever the number of servers; for a write that
+    reads its hosts back."""
+    servers = []
+    for host in hosts:
+        servers += client.compute.servers_detail(all_projects=True,
+                                                 host=host)
+    return servers
+
+
+def read_providers(client: GpuClient,
+                   cloud: model.Cloud) -> list[dict[str, typing.Any]]:
+    """Every resource provider as Placement lists it (one request) into
+    CLOUD's ``resource_providers``, for a command that asks Placement its
+    own question and reads no ``placement_snapshot``; returns them."""
+    cloud.resource_providers = client.placement.resource_providers()
+    return cloud.resource_providers
+
+
+def allocation_candidates(
+    client: GpuClient, params: collections.abc.Iterable[tuple[str, str]],
+    what: str | None = None,
+) -> dict[str, typing.Any]:
+    """Placement's answer to one allocation-candidates query (PARAMS:
+    (key, value) pairs, sent in that order, as Nova's scheduler builds
+    them; WHAT: what the error says was asked)."""
+    return client.placement.candidates_query(params, what=what)
+
+
+def provider_allocations(client: GpuClient,
+                         uuid: str) -> dict[str, dict[str, int]]:
+    """{consumer: {class: amount}} allocated from the provider UUID (one
+    request)."""
+    return client.placement.provider_allocations(uuid)
+
+
+def provider_summaries_of(
+    client: GpuClient, uuids: collections.abc.Iterable[str],
+    with_traits: bool = False,
+) -> dict[str, dict[str, typing.Any]]:
+    """``provider_summaries`` of the providers UUIDS, read with CLIENT's
+    Placement (one request each, concurrently and bounded)."""
+    return provider_summaries(client.placement, uuids,
+                              with_traits=with_traits)
+
+
+def read_allocations(
+    client: GpuClient, cloud: model.Cloud,
+    roots: collections.abc.Container[str] | None = None,
+) -> dict[str, dict[str, dict[str, int]]]:
+    """{provider uuid: {consumer: {class: amount}}} of CLOUD's GPU
+    providers with usage (in the trees of ROOTS, when given) into its
+    ``allocations``: one request per used GPU provider, concurrently;
+    never one per server. Returns them."""
+    cloud.allocations = client.placement.providers_allocations(
+        _used_gpu_providers(cloud, roots))
+    return cloud.allocations
+
+
+def _used_gpu_providers(
+    cloud: model.Cloud, roots: collections.abc.Container[str] | None = None,
+) -> list[str]:
+    """GPU providers with usage (in the trees of ROOTS, when given)."""
+    assert cloud.placement is not None  # noqa: S101 - read with Placement
+    assert cloud.gpu_classes is not None  # noqa: S101 - read with it
+    snap = cloud.placement
+    found = []
+    for uuid, summary in snap.summaries.items():
+        if roots is not None and snap.providers[uuid]['root'] not in roots:
+            continue
+        for rc, item in (summary.get('resources') or {}).items():
+            if rc in cloud.gpu_classes and item.get('used'):
+                found.append(uuid)
+                break
+    return sorted(found)
+
+
+def current_project(client: GpuClient) -> tuple[str, str]:
+    """(id, name) of the project the command runs in (its token's
+    scope)."""
+    return client.current_project()
+
+
+def project_id(client: GpuClient, name_or_id: str,
+               domain: str | None = None) -> str:
+    """The Keystone id of the project NAME_OR_ID (a name in DOMAIN, or
+    an id)."""
+    return client.project_id(name_or_id, domain)
+
+
+def current_project_id(client: GpuClient) -> str:
+    """The id of the project the command runs in (its token's scope)."""
+    return client.current_project_id()
+
+
+def project_ids(client: GpuClient,
+                names_or_ids: collections.abc.Iterable[str],
+                domain: str | None = None) -> list[str]:
+    """The Keystone ids of the projects NAMES_OR_IDS (names in DOMAIN, or
+    ids), in order, once each."""
+    return client.project_ids(names_or_ids, domain)
+
+
+def flavor(client: GpuClient, name_or_id: str,
+           unambiguous: bool = False) -> dict[str, typing.Any]:
+    """The flavor NAME_OR_ID (by ID first, then by exact name) with its
+    extra specs; UNAMBIGUOUS (what a write acts on): an ID that is
+    another flavor's name is refused (one request more)."""
+    return client.compute.find_flavor(name_or_id, unambiguous=unambiguous)
+
+
+def flavor_by_id(client: GpuClient,
+                 flavor_id: str) -> dict[str, typing.Any] | None:
+    """The flavor whose ID is FLAVOR_ID with its extra specs, or None
+    when Nova has none (one request)."""
+    return client.compute.get_flavor(flavor_id)
+
+
+def flavor_access(client: GpuClient, flavor_id: str) -> list[str]:
+    """The project ids a private flavor is shared with (one request)."""
+    return client.compute.flavor_access(flavor_id)
+
+
+def image(client: GpuClient, name_or_id: str) -> dict[str, typing.Any]:
+    """The Glance image NAME_OR_ID (by ID, then by exact name), its
+    properties at the top level."""
+    return client.image.find_image(name_or_id)
 
 
 def _projects(
@@ -440,17 +745,19 @@ def provider_summaries(
             for uuid, detail in details.items()}
 
 
-def read_totals(placement: placement_mod.Placement, snap: model.Placement,
+def read_totals(client: GpuClient, cloud: model.Cloud,
                 roots: collections.abc.Iterable[str]) -> None:
     """Read the inventory totals of the device (non-root) providers in
-    the trees of ROOTS into SNAP (``model.Placement.add_totals``): one
-    ``GET .../inventories`` each, concurrently and bounded. Provider
-    summaries carry Placement's capacity, which leaves out what is
-    reserved; what a host has (a VF an operator reserved is still a VF)
-    is the total."""
+    the trees of ROOTS into CLOUD's Placement snapshot
+    (``model.Placement.add_totals``): one ``GET .../inventories`` each,
+    concurrently and bounded. Provider summaries carry Placement's
+    capacity, which leaves out what is reserved; what a host has (a VF
+    an operator reserved is still a VF) is the total."""
+    snap = cloud.placement
+    assert snap is not None  # noqa: S101 - read with Placement
     uuids = [uuid for uuid in snap.providers_in_trees(roots)
              if snap.providers[uuid]['parent']]
-    snap.add_totals(placement.providers_inventories(uuids))
+    snap.add_totals(client.placement.providers_inventories(uuids))
 
 
 def placement_snapshot(

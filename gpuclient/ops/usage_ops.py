@@ -20,8 +20,6 @@ import collections.abc
 import logging
 import typing
 
-from osc_lib import exceptions
-
 from gpuclient.cloud import versions
 from gpuclient.i18n import _
 from gpuclient.ops import server_ops
@@ -35,6 +33,7 @@ if typing.TYPE_CHECKING:
     import datetime
 
     from gpuclient.cloud.client import GpuClient
+    from gpuclient.rules import model
     from gpuclient.rules.profiles import demand as profile_demand
 
 LOG = logging.getLogger(__name__)
@@ -88,68 +87,66 @@ def collect(
     project_id, own_id = server_ops.target_project(
         client, project, project_domain)
     notes = []
-    try:
-        aggregates = client.compute.aggregates()
-    except exceptions.CommandError as exc:
-        if not server_ops.forbidden(exc):
-            raise
-        aggregates = None
-    if aggregates is None:
+    cloud = snapshot.read_aggregates(client, warn=False, forbidden=True)
+    admin = 'aggregates' not in cloud.unread
+    if not admin:
         # a member: their own project, pools named by the flavors only
         if project_id not in (None, own_id):
             raise server_ops.not_yours(project, own_id)
-        pools: dict[str, dict[str, typing.Any]] = {}
         project_id = own_id
-        usages = client.compute.server_usages(since, until, own_id)
+        usages = snapshot.read_server_usages(client, cloud, since, until,
+                                             own_id)
         all_projects = False
     else:
-        pools, problems = pools_mod.scan(aggregates)
-        notes += [message for _agg, _pool, message in problems]
+        notes += [message for _agg, _pool, message in cloud.problems]
         if pool:
-            pool = pools_mod.pool_name(pools, pool)
-        usages = client.compute.server_usages(since, until, project_id)
+            pool = pools_mod.pool_name(cloud.pools, pool)
+        usages = snapshot.read_server_usages(client, cloud, since, until,
+                                             project_id)
         all_projects = project_id != own_id
     wanted = {u.get('instance_id') for u in usages}
-    listed = _listed(client, wanted, all_projects, project_id, since)
-    items, more = _usage_items(client, usages, wanted, listed, since, until,
-                               pools)
+    listed = _listed(client, cloud, wanted, all_projects, project_id, since)
+    items, more = _usage_items(client, cloud, usages, wanted, listed, since,
+                               until)
     notes += more
     rows, more = usage.usage_rows(items, by, rates, pool)
     notes += more
     if utilisation:
-        rows = _split_rows(client, rows, items, by, since, until,
-                           aggregates is not None, **utilisation)
+        rows = _split_rows(client, rows, items, by, since, until, admin,
+                           **utilisation)
     return by, rows, notes
 
 
 def _listed(
-    client: GpuClient, wanted: set[str | None], all_projects: bool,
-    project_id: str | None, since: datetime.datetime,
+    client: GpuClient, cloud: model.Cloud, wanted: set[str | None],
+    all_projects: bool, project_id: str | None, since: datetime.datetime,
 ) -> dict[str, dict[str, typing.Any]]:
     """{id: server} of the servers the usage names (WANTED): the servers
     of now (paged), and those changed since SINCE (deleted ones, paged)
     only when the first list lacks some."""
     listed: dict[str, dict[str, typing.Any]] = {}
     if wanted:
-        query = {'all_projects': all_projects,
-                 'project_id': project_id if all_projects else None}
-        for server in client.compute.servers_detail(**query):
+        scope = project_id if all_projects else None
+        for server in snapshot.read_project_servers(
+                client, cloud, all_projects, scope):
             listed[server['id']] = server
         if wanted - set(listed):
-            for server in client.compute.servers_detail(
-                    changes_since=_nova_iso(since), **query):
+            for server in snapshot.read_changed_servers(
+                    client, cloud, _nova_iso(since), all_projects, scope):
                 listed.setdefault(server['id'], server)
     return listed
 
 
-def _usage_items(client, usages, wanted, listed, start, end, pools):
+def _usage_items(client, cloud, usages, wanted, listed, start, end):
     """``usage.usage_items`` of USAGES with the servers LISTED ({id:
-    server}); the flavor list is read only when some server of WANTED
-    (the ids the usage names) is not listed at all."""
+    server}) and CLOUD's pools; the flavor list is read only when some
+    server of WANTED (the ids the usage names) is not listed at all."""
     flavors = None
     if wanted - set(listed):
-        flavors = {f.get('name'): f for f in client.compute.flavors()}
-    return usage.usage_items(usages, listed, start, end, pools, flavors)
+        flavors = {f.get('name'): f
+                   for f in snapshot.read_flavors(client, cloud)}
+    return usage.usage_items(usages, listed, start, end, cloud.pools,
+                             flavors)
 
 
 def _split_rows(client, rows, items, by, start, end, admin, url=None,
@@ -158,7 +155,7 @@ def _split_rows(client, rows, items, by, start, end, admin, url=None,
     if admin and items:
         client.compute.require(versions.COMPUTE_HYPERVISOR_UUID_VERSION)
         cloud = snapshot.read(client, mapped_only=True, with_traits=False)
-        allocations = server_ops.gpu_allocations(client, cloud)
+        allocations = snapshot.read_allocations(client, cloud)
     split = utilisation_ops.usage_split(
         client, items, start, end, cloud, allocations, idle_below, url)
     return utilisation_rules.split_rows(rows, items, split, by)
@@ -185,21 +182,22 @@ def demand(
     since, until = usage.period(start, end, now)
     client.compute.require(versions.COMPUTE_USAGE_LINKS_VERSION,
                            versions.COMPUTE_EMBEDDED_FLAVOR_VERSION)
-    pools, problems = pools_mod.scan(client.compute.aggregates())
-    notes = [message for _agg, _pool, message in problems]
-    usages = client.compute.server_usages(since, until, None)
-    changed = {server['id']: server for server in client.compute
-               .servers_detail(all_projects=True,
-                               changes_since=_nova_iso(since))}
+    cloud = snapshot.read_aggregates(client, warn=False)
+    notes = [message for _agg, _pool, message in cloud.problems]
+    usages = snapshot.read_server_usages(client, cloud, since, until, None)
+    changed = {server['id']: server for server in snapshot
+               .read_changed_servers(client, cloud, _nova_iso(since),
+                                     all_projects=True)}
     wanted = {u.get('instance_id') for u in usages}
     if wanted - set(changed):
         # a server that ran in the period and has not changed since
-        for server in client.compute.servers_detail(all_projects=True):
+        for server in snapshot.read_project_servers(client, cloud,
+                                                    all_projects=True):
             changed.setdefault(server['id'], server)
-    items, more = _usage_items(client, usages, wanted, changed, since, until,
-                               pools)
+    items, more = _usage_items(client, cloud, usages, wanted, changed, since,
+                               until)
     notes += more
     return ((since, until),
             profile_demand.from_usage(items, changed.values(), since, until,
-                                      pools),
+                                      cloud.pools),
             notes)

@@ -383,12 +383,14 @@ class Cloud:
         "{resource name: RegisteredLimit}: Keystone's registered limits "
         "(gpu apply, and gpu check's quota-gpu-limits)", None)
     limits: list[dict[str, typing.Any]] | None = _field(
-        "[Limit]: Keystone's project limits", None)
+        "[Limit]: Keystone's project limits (of every project the caller "
+        "sees, or of the one project asked about)", None)
     existing_traits: set[str] | None = _field(
         'of the custom traits asked about, those Placement has', None)
     servers: list[dict[str, typing.Any]] | None = _field(
         "every project's servers (compute API 2.47: host and embedded "
-        "flavor)", None)
+        "flavor), or those of the project asked about (gpu server list, "
+        "gpu usage list)", None)
     compute_max_version: tuple[int, int] | None = _field(
         "(2, N): Nova's maximum compute microversion, which tells its "
         "release, as gpu check judges PCI quotas (quota-pci-not-enforced)",
@@ -409,15 +411,43 @@ class Cloud:
         "when Prometheus was asked, as gpu check judges them "
         "(gpu-unhealthy, gpu-application-xid, gpu-row-remap, "
         "gpu-vgpu-licence, gpu-driver-drift, gpu-missing)", None)
+    changed_servers: list[dict[str, typing.Any]] | None = _field(
+        "the servers changed since a time (Nova's changes-since: deleted "
+        "ones and refused boots included, with their embedded flavor), of "
+        "every project or of the one asked about (gpu usage list, gpu "
+        "profile plan --from-usage)", None)
+    server_usages: list[dict[str, typing.Any]] | None = _field(
+        "[server usage]: Nova's usage of each server over a period "
+        "(os-simple-tenant-usage at compute API 2.40: hours, started_at, "
+        "ended_at), of every project or of the one asked about", None)
+    allocations: dict[str, dict[str, dict[str, int]]] | None = _field(
+        "{provider uuid: {consumer: {class: amount}}}: Placement's "
+        "allocations of the GPU providers with usage (of the trees asked "
+        "about, when some were)", None)
+    migrations: list[dict[str, typing.Any]] | None = _field(
+        "[migration]: Nova's migrations (compute API 2.59) of the hosts "
+        "or of the status asked about (gpu host drain)", None)
+    resource_providers: list[dict[str, typing.Any]] | None = _field(
+        "[provider]: every resource provider as Placement lists it "
+        "(uuid, name, parent_provider_uuid, root_provider_uuid), for a "
+        "command that asks Placement its own question (gpu candidate "
+        "list)", None)
+    project_usages: dict[str, int] | None = _field(
+        "{resource class: amount}: what the project asked about holds in "
+        "Placement (its usages: what Nova's unified limits count)", None)
+    compute_limits: dict[str, typing.Any] | None = _field(
+        "Nova's absolute limits and usage of the project asked about, as "
+        "the compute API names them (maxTotalInstances, "
+        "totalInstancesUsed, ...)", None)
     host_facts: dict[str, facts_shapes.HostFacts] | None = _field(
         "{compute host: HostFacts}: what gpuclient-host-facts collected on "
         "each host, as the cloud's Prometheus holds it (host-side series "
         "only, this cloud's selector), for gpu host facts and gpu check's "
         "host findings; a host with no series is absent", None)
     unread: dict[str, str] = _field(
-        '{field: why it could not be read} (registered, '
-        'utilisation, device_health, host_facts: the service refused or '
-        'failed)',
+        '{field: why it could not be read} (aggregates: Nova lists them '
+        'to admins only; registered, utilisation, device_health, '
+        'host_facts: the service refused or failed)',
         factory=dict)
     unconfigured: dict[str, str] = _field(
         '{field: why it was not read: no source is configured} '

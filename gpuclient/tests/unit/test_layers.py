@@ -213,6 +213,176 @@ class TestOneWayToWrite(base.TestCase):
                               'gpuclient/ops/quota_ops.py'}, modules)
 
 
+# -- one way to read: ops/snapshot.py --------------------------------------
+
+# The client layer's services (GpuClient's properties) whose calls are
+# requests, and of each the calls an ops module may make outside the one
+# reader: none of them reads the cloud.
+CLIENT_SERVICES = {
+    'compute': {
+        # (a) writes (the journal makes them)
+        'set_service_status', 'create_aggregate', 'set_aggregate_metadata',
+        'add_host', 'remove_host', 'delete_aggregate', 'create_flavor',
+        'update_flavor_description', 'set_flavor_extra_specs',
+        'add_flavor_access', 'remove_flavor_access',
+        'delete_flavor_extra_spec', 'delete_flavor', 'server_action',
+        # no request: refuses a lower --os-compute-api-version before
+        # anything is sent
+        'require',
+    },
+    'placement': {
+        # (a) writes
+        'release_reserved', 'update_traits', 'update_aggregates',
+        'ensure_traits', 'create_trait', 'delete_trait',
+        # no request: the count of those sent (gpu candidate list shows it)
+        'request_count',
+    },
+    'image': {'update_properties'},  # (a) a write
+    'limits': {  # (a) writes
+        'create_registered', 'update_registered', 'delete_registered',
+        'create_limit', 'update_limit', 'delete_limit',
+    },
+    'baremetal': set(),
+    'reservation': set(),
+}
+# GpuClient's own attributes that send nothing: its clouds.yaml entry
+CLIENT_NOT_READS = {'cloud_config'}
+# the one reader, and the journal, which reads back its own writes
+READERS = ('snapshot.py', 'journal.py')
+# (b) modules whose reads have not moved to ops/snapshot.py yet:
+# {module: why}, every entry to go
+NOT_MOVED_YET: dict[str, str] = {}
+# (c) reads left where they are on purpose: {(module, 'client.x.y'): why}.
+# None: the drain's read-backs (its hosts' servers and migrations, the
+# services before the last cordon step) moved to snapshot.py as they were
+# (servers_on, migrations_of, compute_services), in the same order.
+LEFT_ON_PURPOSE: dict[tuple[str, str], str] = {}
+
+
+def client_reads(source):
+    """The reads of the cloud SOURCE (Python) makes through the client
+    layer, as 'line: client.<service>.<call>' (or 'client.<service>'
+    handed on, or 'client.<call>' of GpuClient's own, such as
+    project_id): every use of a client (a name ``client``, an attribute
+    ``.client``, or a parameter typed GpuClient) that is not a write or
+    sends no request (CLIENT_SERVICES, CLIENT_NOT_READS)."""
+    tree = ast.parse(source)
+    names = {'client'}
+    parents = {}
+    for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            parents[child] = node
+        if isinstance(node, ast.arg) and node.annotation is not None:
+            if 'GpuClient' in ast.unparse(node.annotation):
+                names.add(node.arg)
+
+    def is_client(node):
+        return ((isinstance(node, ast.Name) and node.id in names)
+                or (isinstance(node, ast.Attribute)
+                    and node.attr == 'client'))
+
+    found = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Attribute) and is_client(node.value)):
+            continue
+        if node.attr in CLIENT_NOT_READS:
+            continue
+        used = 'client.%s' % node.attr
+        parent = parents.get(node)
+        if node.attr in CLIENT_SERVICES:
+            if not isinstance(parent, ast.Attribute):
+                found.append('%d: %s' % (node.lineno, used))
+            elif parent.attr not in CLIENT_SERVICES[node.attr]:
+                found.append('%d: %s.%s' % (node.lineno, used, parent.attr))
+            continue
+        found.append('%d: %s' % (node.lineno, used))
+    return sorted(found, key=lambda read: int(read.split(':')[0]))
+
+
+def ops_reads():
+    """{module file name: client_reads} of each module of gpuclient/ops/
+    but the READERS."""
+    found = {}
+    for path in sorted(glob.glob(os.path.join(ROOT, 'gpuclient', 'ops',
+                                              '*.py'))):
+        name = os.path.basename(path)
+        if name not in READERS:
+            with open(path) as source:
+                found[name] = client_reads(source.read())
+    return found
+
+
+class TestOneWayToRead(base.TestCase):
+    """Every read of the cloud goes through ops/snapshot.py, the one
+    reader, which fills ``model.Cloud`` (issue 53)."""
+
+    def test_ops_read_only_through_the_snapshot(self):
+        reads = ops_reads()
+        # the scan reads the real modules
+        self.assertIn('candidate_ops.py', reads)
+        left = ['%s:%s' % (module, read)
+                for module, found in sorted(reads.items())
+                if module not in NOT_MOVED_YET
+                for read in found
+                if (module, read.split(': ', 1)[1]) not in LEFT_ON_PURPOSE]
+        self.assertEqual([], left)
+
+    def test_the_allow_lists_are_not_stale(self):
+        reads = ops_reads()
+        stale = sorted(module for module in NOT_MOVED_YET
+                       if not reads.get(module))
+        stale += sorted('%s:%s' % entry for entry in LEFT_ON_PURPOSE
+                        if not any(read.endswith(': ' + entry[1])
+                                   for read in reads.get(entry[0], ())))
+        self.assertEqual([], stale, 'moved: remove from the allow-list')
+
+    def test_the_allowed_calls_exist(self):
+        # a renamed or misspelt write must not leave a name that allows
+        # nothing, nor a read named as a write
+        from gpuclient.cloud import baremetal
+        from gpuclient.cloud import client as client_mod
+        from gpuclient.cloud import compute
+        from gpuclient.cloud import identity
+        from gpuclient.cloud import image
+        from gpuclient.cloud import placement
+        from gpuclient.cloud import reservation
+
+        classes = {'compute': compute.Compute,
+                   'placement': placement.Placement,
+                   'image': image.Image, 'limits': identity.Limits,
+                   'baremetal': baremetal.Baremetal,
+                   'reservation': reservation.Reservation}
+        self.assertEqual(set(classes), set(CLIENT_SERVICES))
+        for service in classes:
+            self.assertIsInstance(vars(client_mod.GpuClient)[service],
+                                  property)
+        missing = sorted(
+            '%s.%s' % (service, call)
+            for service, calls in CLIENT_SERVICES.items()
+            for call in calls - {'request_count'}
+            if not callable(getattr(classes[service], call, None)))
+        self.assertEqual([], missing)
+
+    def test_the_scan_finds_each_way_round(self):
+        source = textwrap.dedent('''\
+            def collect(client, gpu: GpuClient, view):
+                client.compute.require((2, 53))
+                aggregates = client.compute.aggregates()
+                client.compute.create_flavor(name='x')
+                placement = client.placement
+                pid = client.project_id('demo')
+                url = client.cloud_config.get('prometheus_endpoint')
+                image = view.client.image.find_image('cirros')
+                limits = gpu.limits.limits()
+                return client.placement.request_count
+            ''')
+        self.assertEqual(
+            ['3: client.compute.aggregates', '5: client.placement',
+             '6: client.project_id', '8: client.image.find_image',
+             '9: client.limits.limits'],
+            sorted(client_reads(source)))
+
+
 # the modules that name write operations: the planners, the executor, the
 # simulation (document_plan.simulate) and the checks of a plan's steps
 OPERATION_USERS = ('gpuclient/rules/*plan*.py', 'gpuclient/ops/journal.py',

@@ -25,6 +25,7 @@ from gpuclient.cloud import identity as identity_mod
 from gpuclient.ops import candidate_ops
 from gpuclient.ops import journal
 from gpuclient.rules import checks
+from gpuclient.rules import model
 from gpuclient.rules import quota
 from gpuclient.rules.checks import services as service_checks
 from gpuclient.rules.nova_conf import parse
@@ -1005,8 +1006,8 @@ class TestCandidatesQuota(base.TestCase):
 
         gpu = self.make_client({'class:%s' % PT: 3}, self.LEGACY_DEFAULTS,
                                {PT: 2})
-        found = candidate_ops._quota(gpu, 'p', {'vcpus': 1, 'ram': 512},
-                                  self.REQ)
+        found = candidate_ops._quota(gpu, unread(), 'p',
+                                     {'vcpus': 1, 'ram': 512}, self.REQ)
         self.assertEqual([], found['excess'])
         self.assertEqual([('class:%s' % PT, 3, 2, 2)],
                          [(e['resource'], e['limit'], e['used'], e['asked'])
@@ -1014,7 +1015,8 @@ class TestCandidatesQuota(base.TestCase):
         gpu = self.make_client({'class:%s' % PT: 4}, self.LEGACY_DEFAULTS,
                                {PT: 2})
         self.assertEqual([], candidate_ops._quota(
-            gpu, 'p', {'vcpus': 1, 'ram': 512}, self.REQ)['gpu_excess'])
+            gpu, unread(), 'p', {'vcpus': 1, 'ram': 512},
+            self.REQ)['gpu_excess'])
 
     def test_legacy_nova_is_not_checked(self):
 
@@ -1022,17 +1024,23 @@ class TestCandidatesQuota(base.TestCase):
         # 10/20/51200 are its own
         gpu = self.make_client({'class:%s' % PT: 3},
                                {'class:%s' % PT: -1}, {PT: 2})
-        found = candidate_ops._quota(gpu, 'p', {'vcpus': 1, 'ram': 512},
-                                  self.REQ)
+        found = candidate_ops._quota(gpu, unread(), 'p',
+                                     {'vcpus': 1, 'ram': 512}, self.REQ)
         self.assertEqual([], found['gpu_excess'])
         self.assertIn('does not count GPUs',
                       found['not_checked']['Quota (GPUs)'])
         gpu.placement.project_usages.assert_not_called()
         # nova.conf says unified: judged
-        found = candidate_ops._quota(gpu, 'p', {'vcpus': 1, 'ram': 512},
-                                  self.REQ, conf(UNIFIED))
+        found = candidate_ops._quota(gpu, unread(), 'p',
+                                     {'vcpus': 1, 'ram': 512}, self.REQ,
+                                     conf(UNIFIED))
         self.assertEqual(['class:%s' % PT],
                          [e['resource'] for e in found['gpu_excess']])
+
+
+def unread():
+    # the model candidate_ops._quota reads into: nothing read yet
+    return model.Cloud([], None, None)
 
 
 class TestQuota(base.TestCase):
@@ -1081,7 +1089,7 @@ class TestQuotaInCandidates(base.TestCase):
 
     def test_flavor_over_cores(self):
         found = candidate_ops._quota(
-            self.Client, 'p1', {'vcpus': 8, 'ram': 1024},
+            self.Client, unread(), 'p1', {'vcpus': 8, 'ram': 1024},
             self.req(VCPU=8, MEMORY_MB=1024))
         self.assertEqual(['cores'], [e['resource'] for e in found['excess']])
         self.assertEqual('p1', self.Compute.asked[-1])
@@ -1089,5 +1097,6 @@ class TestQuotaInCandidates(base.TestCase):
 
     def test_resources_fit(self):
         found = candidate_ops._quota(
-            self.Client, 'p2', None, self.req(VCPU=2, MEMORY_MB=2048))
+            self.Client, unread(), 'p2', None,
+            self.req(VCPU=2, MEMORY_MB=2048))
         self.assertEqual([], found['excess'])
