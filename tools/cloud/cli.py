@@ -168,6 +168,17 @@ def cmd_restart_compute(args):
     return 0
 
 
+def cmd_host_facts(args):
+    """Write a fake GPU host's tree again (with --fault: broken that way)
+    and collect its facts now, as its timer would next."""
+    from cloud import host_facts
+    if not base.recorded():
+        raise base.CloudError('no cloud recorded in %s: run tools/testcloud '
+                              'up' % base.STATE)
+    host_facts.set_faults(args.host, args.fault)
+    return 0
+
+
 def cmd_smoke(args):
     from cloud import smoke
     return smoke.main(base.BIN, base.STATE, control_plane.IMAGE)
@@ -210,6 +221,16 @@ def main(argv=None):
         '--keep-enabled', dest='disable_new_spare', action='store_false',
         help='leave a spare host enabled when it comes up enabled')
     restart_p.set_defaults(func=cmd_restart_compute)
+    facts_p = sub.add_parser(
+        'host-facts', help='write a fake GPU host\'s sysfs/procfs tree '
+        'again, healthy or with --fault, and run gpuclient-host-facts on it '
+        'now (its node_exporter serves the result)')
+    facts_p.add_argument('host', help='fake GPU host (tools/cloud/hosts.py '
+                         'HOST_FACTS_HOSTS)')
+    facts_p.add_argument('--fault', action='append', default=[],
+                         help='a fault of tools/cloud/host_trees.py FAULTS '
+                         '(repeat for several; none: the healthy tree)')
+    facts_p.set_defaults(func=cmd_host_facts)
     sub.add_parser('smoke', help='a quick end-to-end check with the real '
                    'openstack CLI').set_defaults(func=cmd_smoke)
     args = parser.parse_args(argv)

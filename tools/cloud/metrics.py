@@ -20,6 +20,7 @@ Standard library only, like the rest of tools/testcloud.
 import os
 
 from cloud import base
+from cloud import host_facts
 from cloud import hosts as hostlib
 from cloud import node_exporter
 from cloud import prometheus as prom
@@ -37,23 +38,31 @@ RULES = os.path.join(os.path.dirname(base.TOOLS), 'etc', 'prometheus',
 # the DCGM exporter stand-in's devices, which tests rewrite to set values
 # (tools/cloud/dcgm_exporter.py reads it on every scrape)
 DCGM_DEVICES = os.path.join(base.STATE, 'dcgm', 'devices.json')
+# the process that collects every GPU host's facts again (cloud.host_facts)
+HOST_FACTS_TIMER = 'host-facts-timer'
 
 
 def _node_exporters():
-    """Debian's node_exporter for each host of NODE_EXPORTER_PORTS, on a
-    fake sysfs tree of the host's NUMA topology; the scrape target of
+    """Debian's node_exporter for each host of NODE_EXPORTER_PORTS: on a
+    fake sysfs tree of the host's NUMA topology (meminfo_numa) for the
+    NUMA_METRICS_HOSTS, serving gpuclient-host-facts' textfile
+    (cloud.host_facts) for the HOST_FACTS_HOSTS; the scrape target of
     each, labelled as a real deployment's (instance <nodename>:<port>)."""
     targets = []
     for host in hostlib.HOSTS:
         port = hostlib.NODE_EXPORTER_PORTS.get(host.name)
         if port is None:
             continue
-        sysfs = node_exporter.write_sysfs(
-            os.path.join(base.STATE, 'node-exporter', host.name, 'sys'),
-            hostlib.numa_cells(host), hostlib.HOST_VCPUS,
-            hostlib.HOST_MEMORY_MB)
+        sysfs = textfile = None
+        if host.name in hostlib.NUMA_METRICS_HOSTS:
+            sysfs = node_exporter.write_sysfs(
+                os.path.join(base.STATE, 'node-exporter', host.name, 'sys'),
+                hostlib.numa_cells(host), hostlib.HOST_VCPUS,
+                hostlib.HOST_MEMORY_MB)
+        if host.name in hostlib.HOST_FACTS_HOSTS:
+            textfile = host_facts.textfile_dir(host)
         base.spawn('node-exporter-' + host.name,
-                   node_exporter.argv(sysfs, port))
+                   node_exporter.argv(sysfs, port, textfile=textfile))
         targets.append(prom.Target(
             'node', ['127.0.0.1:%d' % port],
             labels={'instance': '%s:%d' % (host.nodename, port)}))
@@ -71,6 +80,13 @@ def start():
         os.path.join(base.BIN, 'python'),
         os.path.join(base.CLOUD_DIR, 'dcgm_exporter.py'), '--devices',
         DCGM_DEVICES, '--port', str(DCGM_PORT)])
+    # every GPU host's facts, collected once before its exporter serves
+    # them, then again by the timer (as the shipped one does)
+    host_facts.prepare()
+    base.spawn(HOST_FACTS_TIMER, [
+        os.path.join(base.BIN, 'python'), '-m', 'cloud.host_facts',
+        '--loop', str(host_facts.PERIOD)],
+        env={'PYTHONPATH': base.TOOLS}, cwd=base.TOOLS)
     node_targets = _node_exporters()
     work = os.path.join(base.STATE, 'prometheus')
     os.makedirs(work, exist_ok=True)

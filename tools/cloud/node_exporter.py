@@ -89,9 +89,15 @@ def write_sysfs(root, cells, vcpus, memory_mb):
     return root
 
 
-def argv(sysfs, port, binary=BINARY):
-    """The exporter on 127.0.0.1:PORT reading SYSFS, meminfo_numa only."""
-    return [binary, '--path.sysfs=' + sysfs,
-            '--collector.disable-defaults', '--collector.meminfo_numa',
-            '--web.disable-exporter-metrics',
-            '--web.listen-address=127.0.0.1:%d' % port]
+def argv(sysfs, port, binary=BINARY, textfile=None):
+    """The exporter on 127.0.0.1:PORT: meminfo_numa reading SYSFS (None:
+    not that collector) and, with TEXTFILE (a directory), the textfile
+    collector serving the *.prom files there (gpuclient-host-facts')."""
+    found = [binary, '--collector.disable-defaults']
+    if sysfs is not None:
+        found += ['--path.sysfs=' + sysfs, '--collector.meminfo_numa']
+    if textfile is not None:
+        found += ['--collector.textfile',
+                  '--collector.textfile.directory=' + textfile]
+    return found + ['--web.disable-exporter-metrics',
+                    '--web.listen-address=127.0.0.1:%d' % port]

@@ -51,7 +51,7 @@ OPENSTACK_SERVICES = (
     ['nova-compute-' + h.name for h in hostlib.HOSTS] +
     ['nova-scheduler', 'nova-conductor', 'nova-api', 'glance-api',
      'placement', 'neutron-stub', 'keystone', 'prometheus',
-     'dcgm-exporter'] +
+     'dcgm-exporter', metrics.HOST_FACTS_TIMER] +
     ['node-exporter-' + h for h in sorted(hostlib.NODE_EXPORTER_PORTS)])
 
 
