@@ -240,13 +240,20 @@ def _restore_projects(client: GpuClient, pool: dict[str, typing.Any],
     say so."""
     agg = snapshot.read_aggregates(client, warn=False).aggregate(
         pool['aggregate'])
+    if agg is None:
+        # the other change deleted the pool: nothing is left to limit
+        raise exceptions.CommandError(
+            _('Pool %(pool)s had no project left after removing '
+              '%(removed)s, and its aggregate %(agg)s is gone now: another '
+              'change deleted the pool at the same time. Nothing was put '
+              'back; check with "openstack gpu pool list".')
+            % {'pool': pool['name'], 'removed': ', '.join(removed),
+               'agg': pool['aggregate']})
     # a plan of its own, applied like every write (journal, undo)
     restore = plan_mod.Plan(_('Putting back projects of pool %s')
                             % pool['name'])
-    # AGG is None when the aggregate went meanwhile (see report)
     restore.add(plan_mod.set_metadata(
-        pool['aggregate'],
-        agg['metadata'],  # type: ignore[index]
+        pool['aggregate'], agg['metadata'],
         {pools.project_key(p): p for p in removed}))
     journal.run(client, restore)
     raise exceptions.CommandError(

@@ -511,8 +511,7 @@ class FlavorSpecs(Operation):
 
     def keys_written(self) -> set[str] | None:
         # the unset keys are requests of their own
-        return None if self.unset else set(
-            self.specs_set)  # type: ignore[arg-type]  # see report
+        return None if self.unset else set(self.specs_set or ())
 
 
 @_arguments

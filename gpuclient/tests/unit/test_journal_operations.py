@@ -321,6 +321,8 @@ class TestSwitchesOnTheDeclarations(testtools.TestCase):
                 ({'a', 'b'}, operations.AggregateMetadata(
                     name='a', metadata={'a': 1, 'b': None})),
                 ({'a'}, operations.FlavorSpecs(name='f', specs_set={'a': 1})),
+                # nothing to set or unset: no key written (not a TypeError)
+                (set(), operations.FlavorSpecs(name='f')),
                 (None, operations.FlavorSpecs(name='f', specs_set={'a': 1},
                                               unset=['b'])),
                 (None, operations.AggregateCreate(name='a',

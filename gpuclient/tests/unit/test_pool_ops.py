@@ -23,11 +23,14 @@ makes to its dependents).
 
 from unittest import mock
 
+import fixtures
 from openstack import exceptions as sdk_exc
 from openstack.compute.v2 import _proxy as compute_proxy
 from osc_lib import exceptions
 
 from gpuclient.ops import pool_ops
+from gpuclient.ops import snapshot
+from gpuclient.rules import model
 from gpuclient.rules import pools
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import fakes
@@ -597,6 +600,38 @@ class TestFollowups(PoolOpsTestCase):
             self.client, 'solver', projects_remove=['id-a'],
             open_to_all=True)
         self.assertEqual([], pool['projects'])
+
+    def test_a_pool_deleted_during_the_removal_is_said_not_crashed_on(self):
+        # the other change takes the last other project, then deletes the
+        # pool after this command's read-back and before it reads the pool
+        # again to put its project back: nothing to put back, and a
+        # message that says so
+        pool_ops.create(self.client, self.spec(projects=['id-a', 'id-b']),
+                        [])
+        agg = self.cloud.aggregates[0]
+        first = snapshot.read_aggregates
+        raced = []
+
+        def read_aggregates(client, **kwargs):
+            if raced:
+                raced.append('read')
+                if len(raced) > 2:  # the read-back's read went before
+                    return model.Cloud([], None, None)
+            return first(client, **kwargs)
+
+        def racer(index, step):
+            agg.metadata.pop('filter_tenant_id_id-b', None)
+            raced.append(index)
+
+        self.useFixture(fixtures.MockPatchObject(
+            snapshot, 'read_aggregates', read_aggregates))
+        exc = self.assertRaises(
+            exceptions.CommandError, pool_ops.update_metadata, self.client,
+            'solver', projects_remove=['id-a'], on_step=racer)
+        self.assertIn('Pool solver had no project left after removing '
+                      'id-a, and its aggregate', str(exc))
+        self.assertIn('Nothing was put back', str(exc))
+        self.assertEqual([0, 'read', 'read'], raced)
 
     def test_delete_of_an_ordinary_empty_aggregate_needs_force(self):
         plain = fakes.Aggregate('solver')
