@@ -140,7 +140,7 @@ def join(answers: Mapping[str, Iterable[tuple[Labels, float]]],
         sources.setdefault(host, set()).add(
             (label, labels.get(series.INSTANCE_LABEL, '')))
     facts: dict[str, shapes.HostFacts] = {}
-    for host, found in groups.items():
+    for host, samples in groups.items():
         why = _conflict(host, sources[host])
         if why is not None:
             problems[host] = why
@@ -149,7 +149,7 @@ def join(answers: Mapping[str, Iterable[tuple[Labels, float]]],
                     '%s (%s)' % (instance or '?', label)
                     for label, instance in sources[host]})
             continue
-        read = series.from_samples(found, hostname_labels)
+        read = series.from_samples(samples, hostname_labels)
         # one host name: from_samples gives one host
         facts[host] = next(iter(read.values()))
     return Joined(facts, problems, guests)

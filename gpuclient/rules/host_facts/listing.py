@@ -58,10 +58,11 @@ def no_facts() -> str:
 
 
 def age(facts: shapes.HostFacts, now: float) -> int | None:
-    """Seconds since FACTS were collected, at NOW (None: not said)."""
+    """Whole seconds since FACTS were collected, at NOW (None: not
+    said)."""
     if facts.collected_at is None:
         return None
-    return max(0, int(now - facts.collected_at))
+    return max(0, round(now - facts.collected_at))
 
 
 def _cell(facts: shapes.HostFacts, fact: str, address: str,
