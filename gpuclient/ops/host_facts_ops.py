@@ -146,17 +146,6 @@ def _chosen(client: GpuClient, cloud: model.Cloud,
     return hosts, notes
 
 
-def gpu_hosts(cloud: model.Cloud, problems: collections.abc.Iterable[str]
-              ) -> list[str]:
-    """The hosts ``gpu host facts`` lists by default: the hosts of every
-    pool but bare-metal ones, and every host the series name."""
-    found = set(cloud.host_facts or ()) | set(problems)
-    for pool in cloud.pools.values():
-        if pool['mode'] != pools_mod.BAREMETAL:
-            found.update(pool['hosts'])
-    return sorted(found)
-
-
 def collect(
     client: GpuClient, names: collections.abc.Sequence[str] = (),
     pool: str | None = None, url: str | None = None,
@@ -166,7 +155,7 @@ def collect(
     aggregates, compute services and hypervisors (and the providers, only
     for a name they do not explain), then ``read``. NAMES (any name
     ``model.resolve_hosts`` takes) and POOL choose the hosts, checked
-    before Prometheus is asked; none: ``gpu_hosts``. No Prometheus
+    before Prometheus is asked; none: ``listing.default_hosts``. No Prometheus
     configured, or one that fails, is a CommandError."""
     if not utilisation_ops.endpoint(client, url):
         raise exceptions.CommandError(_(
@@ -189,5 +178,6 @@ def collect(
             'and node_exporter\'s textfile collector scraped? (Or does '
             'prometheus_selector leave them out?)'))
     if hosts is None:
-        hosts = gpu_hosts(cloud, problems)
+        hosts = listing.default_hosts(cloud.pools, cloud.host_facts,
+                                      problems)
     return listing.rows(hosts, cloud.host_facts, problems, now), notes

@@ -36,6 +36,7 @@ from collections.abc import Mapping
 import typing
 
 from gpuclient.i18n import _
+from gpuclient.rules import pools as pools_mod
 from gpuclient.rules.host_facts import shapes
 
 UNREADABLE = 'unreadable'
@@ -293,6 +294,20 @@ def host_rows(host: str, facts: shapes.HostFacts | None, now: float,
                      unreadable=unreadable(facts))]
     return [dict(_blank(host, OK), **common, **device_row(facts, address))
             for address in found]
+
+
+def default_hosts(pools: Mapping[str, Mapping[str, typing.Any]],
+                  facts: Iterable[str], problems: Iterable[str]
+                  ) -> list[str]:
+    """The hosts ``gpu host facts`` lists when none is named: the hosts
+    of every pool (POOLS, ``model.Cloud.pools``) but bare-metal ones
+    (Ironic's nodes run no collector), and every host with FACTS or
+    PROBLEMS (the series name it)."""
+    found = set(facts) | set(problems)
+    for pool in pools.values():
+        if pool['mode'] != pools_mod.BAREMETAL:
+            found.update(pool['hosts'])
+    return sorted(found)
 
 
 def rows(hosts: Iterable[str], facts: Mapping[str, shapes.HostFacts],

@@ -383,3 +383,10 @@ class TestRows(testtools.TestCase):
         self.assertEqual(
             listing.host_rows('gpu-1', passthrough('gpu-1'), NOW),
             listing.host_rows('gpu-1', found.facts['gpu-1'], NOW))
+
+    def test_default_hosts(self):
+        pools = {'pt': {'mode': 'passthrough', 'hosts': ['gpu-1', 'gpu-2']},
+                 'metal': {'mode': 'baremetal', 'hosts': ['bm-1']}}
+        self.assertEqual(['gpu-1', 'gpu-2', 'gpu-3', 'gpu-4'],
+                         listing.default_hosts(pools, ['gpu-3', 'gpu-1'],
+                                               ['gpu-4']))
