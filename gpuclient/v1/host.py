@@ -10,11 +10,12 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""``openstack gpu host list``, ``cordon``, ``uncordon``, ``drain`` and
-``render``."""
+"""``openstack gpu host list``, ``cordon``, ``uncordon``, ``drain``,
+``render`` and ``facts``."""
 
 import logging
 
+from cliff import columns as cliff_columns
 from osc_lib.cli import format_columns
 
 from gpuclient.i18n import _
@@ -459,3 +460,104 @@ class RenderHost(common.Lister):
             LOG.warning(note)
         return ('Host', 'File', 'What'), [
             (row['host'], row['file'], row['what']) for row in rows]
+
+
+# -- facts: what each host says of itself -------------------------------------
+
+FACTS_COLUMNS = ('Host', 'Device', 'Driver', 'IOMMU Group', 'Group Drivers',
+                 'NUMA Node', 'VFs', 'vGPU Types', 'MIG', 'MIG Layout',
+                 'Age', 'Status')
+LONG_FACTS_COLUMNS = ('IOMMU Active', 'Kernel IOMMU Args', 'Kernel',
+                      'NVIDIA Driver', 'libvirt', 'QEMU', 'nova-compute',
+                      'mdevctl', 'Unreadable')
+
+
+class AgeColumn(cliff_columns.FormattableColumn):
+    """An age in seconds: a number in json/yaml, '4m 10s' elsewhere."""
+
+    def human_readable(self):
+        if self._value is None:
+            return ''
+        seconds = int(self._value)
+        parts = []
+        for unit, size in (('d', 86400), ('h', 3600), ('m', 60)):
+            if seconds >= size or parts:
+                parts.append('%d%s' % (seconds // size, unit))
+                seconds %= size
+            if len(parts) == 2:
+                return ' '.join(parts)
+        return ' '.join(parts + ['%ds' % seconds])
+
+    def machine_readable(self):
+        return self._value
+
+
+def _listed(value):
+    """A list (or dict) cell as its column, a text ('unreadable') or None
+    as it is."""
+    if isinstance(value, dict):
+        return format_columns.DictColumn(value)
+    if isinstance(value, list):
+        return format_columns.ListColumn(value)
+    return value
+
+
+class FactsHost(common.Lister):
+    _description = _(
+        'Show what GPU hosts say of themselves.\n\n'
+        'The facts gpuclient-host-facts collected on each host, as the '
+        'cloud\'s Prometheus holds them (the gpuclient_host_* series; see '
+        'the host preparation guide): one row per NVIDIA GPU with its '
+        'driver, IOMMU group and the drivers of the group\'s other members '
+        '(the card\'s audio or USB-C function), NUMA node, VFs '
+        '(enabled/total), vGPU types (written in its VFs, or mdev types '
+        'made and available), MIG mode and GPU instances, and the age of '
+        'the facts. A fact the collector could not read says '
+        '"unreadable", never a value. A host with no series gets one row '
+        'saying so; a host two collectors claim is not judged. Without '
+        'HOST or --pool: the hosts of every pool (bare-metal pools '
+        'aside) and every host with series. A constant number of PromQL '
+        'queries whatever the number of hosts.')
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument(
+            'hosts', metavar='<host>', nargs='*',
+            help=_('Compute host(s) to show (service host, hypervisor '
+                   'hostname or ID, or resource provider name or UUID; '
+                   'default: every GPU host)'))
+        parser.add_argument(
+            '--pool', metavar='<pool>',
+            help=_('Only hosts in this GPU pool (name or aggregate ID)'))
+        parser.add_argument(
+            '--long', action='store_true', default=False,
+            help=_('List additional fields in output (each host\'s IOMMU '
+                   'state and kernel IOMMU options, the versions of its '
+                   'kernel, NVIDIA driver, libvirt, QEMU and nova-compute, '
+                   'whether mdevctl is installed, and the facts the '
+                   'collector could not read)'))
+        common.add_prometheus_args(parser, window=False)
+        return parser
+
+    def take_action(self, parsed_args):
+        from gpuclient.ops import host_facts_ops
+        from gpuclient.rules.host_facts import listing
+
+        client = self.app.client_manager.gpu
+        common.use_prometheus_selector(client, parsed_args)
+        rows, notes = host_facts_ops.collect(
+            client, names=parsed_args.hosts, pool=parsed_args.pool,
+            url=parsed_args.prometheus)
+        for note in notes:
+            LOG.warning(note)
+        fields = listing.FIELDS
+        columns = FACTS_COLUMNS
+        if parsed_args.long:
+            fields += listing.LONG_FIELDS
+            columns += LONG_FACTS_COLUMNS
+        data = []
+        for row in rows:
+            data.append(tuple(
+                AgeColumn(row[field]) if field == 'age'
+                else _listed(row[field]) for field in fields))
+        return columns, data

@@ -16,7 +16,8 @@ The collector (``gpuclient-host-facts``, ``gpuclient.hostfacts``) reads a
 host's sysfs, procfs, package database and ``nvidia-smi``, and writes what
 it read as node_exporter textfile series; the commands that read those
 series back from the cloud's Prometheus use the same definitions. No I/O
-here. One module per question:
+here. One module per question (the collector uses the first three;
+``join`` and ``listing`` are the reading side's):
 
 ================  ==========================================================
 ``shapes``        the facts of one host (``HostFacts``: its IOMMU, its PCI
@@ -33,5 +34,10 @@ here. One module per question:
                   and ``pci_bus_id`` as the DCGM exporter labels a GPU):
                   their names, facts to series and back, the Prometheus
                   text format written and read
+``join``          the series the cloud's Prometheus holds, joined to this
+                  cloud's compute hosts (the queries; a guest's series left
+                  out, two collectors for one host not judged)
+``listing``       the rows of ``gpu host facts`` (an unreadable fact never
+                  a value)
 ================  ==========================================================
 """
