@@ -10,6 +10,7 @@ the cloud's venv exists.  See doc/source/contributor/testcloud.rst.
 import argparse
 import fcntl
 import os
+import shlex
 import sys
 import time
 
@@ -127,9 +128,14 @@ def cmd_status(args):
 
 
 def env_text():
+    # GPUCLIENT_HOST_TREE_HELPER: how a functional test breaks a host's
+    # tree and collects its facts again (the host-facts verb)
+    helper = '%s %s host-facts' % (
+        sys.executable, os.path.join(base.TOOLS, 'testcloud'))
     return ('export OS_CLIENT_CONFIG_FILE=%s/clouds.yaml '
             'OS_CLOUD=gpuclient-admin GPUCLIENT_MEMBER_CLOUD=gpuclient-member'
-            ' GPUCLIENT_DCGM_DEVICES=%s' % (base.STATE, metrics.DCGM_DEVICES))
+            ' GPUCLIENT_DCGM_DEVICES=%s GPUCLIENT_HOST_TREE_HELPER=%s' % (
+                base.STATE, metrics.DCGM_DEVICES, shlex.quote(helper)))
 
 
 def cmd_env(args):

@@ -18,8 +18,9 @@ tools/cloud/fakevirt.py); gpuclient-host-facts runs on it and Debian's
 node_exporter serves its textfile to the cloud's Prometheus. What the
 command shows of a host must be what its tree holds. A test that breaks a
 tree leases the host (``host_lease``), rewrites the tree with the test
-cloud's helper (GPUCLIENT_HOST_TREE_HELPER: ``<helper> HOST KIND
-[--fault FAULT]...`` rewrites HOST's tree and re-runs its collector),
+cloud's helper (GPUCLIENT_HOST_TREE_HELPER, which ``tools/testcloud env``
+sets to ``tools/testcloud host-facts``: ``<helper> HOST [--fault
+FAULT]...`` rewrites HOST's tree and re-runs its collector),
 waits until Prometheus holds facts collected after the rewrite (the
 authority the command reads), asserts once, and puts the healthy tree
 back.
@@ -81,8 +82,8 @@ class HostFactsTestCase(base.FunctionalTestCase):
         found = answer.json()['data']['result']
         return max((float(s['value'][1]) for s in found), default=None)
 
-    def rewrite(self, host, kind, *faults):
-        """HOST's tree rewritten as KIND with FAULTS, collected and
+    def rewrite(self, host, *faults):
+        """HOST's tree rewritten with FAULTS, collected and
         scraped (a bounded wait on Prometheus); the healthy tree is put
         back at cleanup."""
         if not HELPER:
@@ -93,7 +94,7 @@ class HostFactsTestCase(base.FunctionalTestCase):
             self.skipTest(reason)
 
         def run(*fault_args):
-            subprocess.run(shlex.split(HELPER) + [host, kind, *fault_args],
+            subprocess.run(shlex.split(HELPER) + [host, *fault_args],
                            check=True, capture_output=True, timeout=120)
 
         self.addCleanup(run)
@@ -186,11 +187,11 @@ class TestHostFactsFaults(HostFactsTestCase):
         pf = host_trees.GPUS['vgpu-vf'][0]
         total = host_trees.VF_COUNT['vgpu-vf']
         typed = host_trees.VFS_TYPED
-        self.rewrite(host, 'vgpu-vf', 'vfs-lost')
+        self.rewrite(host, 'vfs-lost')
         row = self.devices(host, self.facts(host))[pf]
         self.assertEqual(('0/%d' % total, []), (row['VFs'],
                                                 row['vGPU Types']))
-        self.rewrite(host, 'vgpu-vf')
+        self.rewrite(host)
         row = self.devices(host, self.facts(host))[pf]
         self.assertEqual(
             ('%d/%d' % (total, total),
@@ -200,7 +201,7 @@ class TestHostFactsFaults(HostFactsTestCase):
     def test_unreadable_facts_are_said_never_guessed(self):
         host = self.host_lease('vgpu-vf')
         pf = host_trees.GPUS['vgpu-vf'][0]
-        self.rewrite(host, 'vgpu-vf', 'garbage-vgpu-type',
+        self.rewrite(host, 'garbage-vgpu-type',
                      'missing-numa-node')
         rc, out, err = self.openstack_raw('gpu', 'host', 'facts', host,
                                           '--long', '-f', 'json')
