@@ -866,9 +866,7 @@ def _vf_layout(cloud, facts, card, offered, pools):
     missing = unknown(facts, [('sriov', card.address),
                               ('vfs', card.address)])
     lost = _not_nvidia(card)
-    if lost is None and not missing and card.sriov_totalvfs is None:
-        lost = _('it has no SR-IOV (no sriov_totalvfs)')
-    elif lost is None and card.sriov_numvfs == 0:
+    if lost is None and card.sriov_numvfs == 0:
         lost = _('sriov_numvfs is 0 (of %s): no VF is enabled') % (
             card.sriov_totalvfs if card.sriov_totalvfs is not None else '?')
     if lost:
@@ -879,10 +877,13 @@ def _vf_layout(cloud, facts, card, offered, pools):
                                for f in ('vgpu_type', 'vgpu_type_name')])
     untyped = [vf.address for vf in vfs if vf.vgpu_type_id is None or (
         vf.vgpu_type_id and not vf.vgpu_type)]
-    if card.sriov_numvfs is None or missing or untyped:
+    if card.sriov_numvfs is None or len(vfs) != card.sriov_numvfs:
+        # no VF counts (no series of them: not an SR-IOV card, or not
+        # scraped), or fewer VFs than the card says it has
+        missing = missing or [('sriov', card.address), ('vfs', card.address)]
+    if missing or untyped:
         return Layout(card.address, what, wanted, None, None, missing or [
-            ('vgpu_type', a) for a in untyped] or [('sriov', card.address)],
-            source, names)
+            ('vgpu_type', a) for a in untyped], source, names)
     present = collections.Counter(_vf_key(vf.vgpu_type) for vf in vfs
                                   if vf.vgpu_type_id)
     if not present:

@@ -466,6 +466,23 @@ class TestStateLost(HostChecksCase):
             not_judged(found))
         self.assertIn('0000:a1:00.4: a VF\'s vGPU type', found[0].symptom)
 
+    def test_vfs_prometheus_has_no_series_of(self):
+        # the card says 8 VFs and Prometheus holds none of them, or no VF
+        # counts at all: what the card holds is not known
+        facts = self.facts['gpu-vf-1']
+        for address in [a for a, f in facts.functions.items()
+                        if f.physfn == VF_CARD]:
+            del facts.functions[address]
+        found = self.run_checks(names=['host-state-lost'])
+        self.assertEqual([], judged(found))
+        self.assertEqual([('host-state-lost', 'device gpu-vf-1 %s'
+                           % VF_CARD)], not_judged(found))
+        facts.functions[VF_CARD].sriov_numvfs = None
+        facts.functions[VF_CARD].sriov_totalvfs = None
+        found = self.run_checks(names=['host-state-lost'])
+        self.assertEqual([], judged(found))
+        self.assertIn('its SR-IOV VF counts', found[0].symptom)
+
     def test_mig_not_read_is_not_judged(self):
         facts = self.facts['gpu-mig-1']
         card = facts.functions[MIG_CARD]
