@@ -21,19 +21,24 @@ PromQL queries, whatever the number of servers. When a DCGM check runs
 (gpu-unhealthy, gpu-application-xid, gpu-row-remap, gpu-vgpu-licence,
 gpu-driver-drift, gpu-missing) and a Prometheus is configured: the same
 servers and allocations once more and nine PromQL queries
-(``device_health.check_queries``), whatever the number of devices.
+(``device_health.check_queries``), whatever the number of devices. When a
+check of the hosts' facts runs (the host-* checks, gpu-driver-drift) and a
+Prometheus is configured: the constant PromQL queries of
+``host_facts_ops.read``, whatever the number of hosts.
 """
 
 from __future__ import annotations
 
 import collections.abc
 import logging
+import time
 import typing
 
 from osc_lib import exceptions
 
 from gpuclient.i18n import _
 from gpuclient.ops import device_ops
+from gpuclient.ops import host_facts_ops
 from gpuclient.ops import server_ops
 from gpuclient.ops import snapshot
 from gpuclient.ops import utilisation_ops
@@ -91,6 +96,8 @@ def run(
     wanted = [n for n in DEVICE_CHECKS if not names or n in names]
     if wanted:
         _read_device_health(client, cloud, utilisation or {}, wanted)
+    if not names or any(n in HOST_FACT_CHECKS for n in names):
+        _read_host_facts(client, cloud, utilisation or {})
     return (checks.run(cloud, settings, names=names, pool=pool),
             checks.not_run(cloud, names))
 
@@ -99,6 +106,9 @@ IDLE_CHECK = 'gpu-idle'
 # the checks of the GPUs themselves, from the DCGM exporter's figures
 DEVICE_CHECKS = ('gpu-unhealthy', 'gpu-application-xid', 'gpu-row-remap',
                  'gpu-vgpu-licence', 'gpu-driver-drift', 'gpu-missing')
+# the checks that judge the hosts' facts (gpuclient-host-facts' series)
+HOST_FACT_CHECKS = tuple(name for name, sources in checks.SOURCES.items()
+                         if 'host_facts' in sources)
 
 
 def _not_configured(cloud: model.Cloud, field: str) -> None:
@@ -129,6 +139,26 @@ def _read_device_health(
     except exceptions.CommandError as exc:
         # the DCGM checks say they could not judge; the others ran
         cloud.unread['device_health'] = str(exc)
+
+
+def _read_host_facts(client: GpuClient, cloud: model.Cloud,
+                     wanted: dict[str, typing.Any]) -> None:
+    """cloud.host_facts (and when they were read) for the host checks, or
+    why not in cloud.unread, or in cloud.unconfigured when no Prometheus
+    is configured."""
+    url = utilisation_ops.endpoint(client, wanted.get('url'))
+    if not url:
+        _not_configured(cloud, 'host_facts')
+        return
+    read_at = time.time()
+    try:
+        host_facts_ops.read(client, cloud, url)
+    except exceptions.CommandError as exc:
+        # the host checks say they could not judge; the others ran
+        cloud.unread['host_facts'] = str(exc)
+        return
+    if cloud.host_facts is not None and cloud.host_facts_read_at is None:
+        cloud.host_facts_read_at = read_at
 
 
 def _read_utilisation(client: GpuClient, cloud: model.Cloud,

@@ -21,7 +21,9 @@ in ``checks.run``'s order. The table is read by a person at a terminal:
   ``not judged``;
 * the "not judged" warnings for want of one source (``SOURCES``: no
   nova.conf, no DCGM exporter series, ...) fold into one row for that
-  source: the checks it would let judge, the objects, and how to give it.
+  source: the checks it would let judge, the objects, and how to give it
+  (the host checks' rows naming the hosts without current facts fold so
+  too).
   A "not judged" warning of another cause (one provider's traits not
   read, a board whose BAR1 size is unknown) stays a row of its own.
 
@@ -63,6 +65,7 @@ SOURCES = (
            (checks.DCGM_FIX, checks.IDLE_DCGM_FIX)),
     Source(_('Prometheus not read'), (checks.PROMETHEUS_FIX,)),
     Source(_('series of several clouds'), (checks.SELECTOR_FIX,)),
+    Source(_('no current host facts'), (checks.HOST_FACTS_FIX,)),
 )
 
 

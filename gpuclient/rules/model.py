@@ -444,6 +444,11 @@ class Cloud:
         "each host, as the cloud's Prometheus holds it (host-side series "
         "only, this cloud's selector), for gpu host facts and gpu check's "
         "host findings; a host with no series is absent", None)
+    host_facts_read_at: float | None = _field(
+        "when host_facts was read (Unix time, the reader's clock, as "
+        "device_health's 'now'): gpu check's host-facts-stale judges each "
+        "host's collected time against it (None: not known, the age of "
+        "the facts not judged)", None)
     unread: dict[str, str] = _field(
         '{field: why it could not be read} (aggregates: Nova lists them '
         'to admins only; registered, utilisation, device_health, '

@@ -506,7 +506,7 @@ class FactsHost(common.Lister):
     _description = _(
         'Show what GPU hosts say of themselves.\n\n'
         'The facts gpuclient-host-facts collected on each host, as the '
-        'cloud\'s Prometheus holds them (the gpuclient_host_* series; see '
+        'cloud\'s Prometheus holds them (the series it publishes; see '
         'the host preparation guide): one row per NVIDIA GPU with its '
         'driver, IOMMU group and the drivers of the group\'s other members '
         '(the card\'s audio or USB-C function), NUMA node, VFs '

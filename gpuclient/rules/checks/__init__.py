@@ -33,6 +33,10 @@ findings by it).
   trees and compute services, Ironic's nodes.
 * ``gpus``: the GPUs themselves: stranded and idle GPUs, and the devices'
   health (the DCGM exporter, through Prometheus).
+* ``hosts``: the GPU hosts themselves, from the facts gpuclient-host-facts
+  publishes of each (through Prometheus): IOMMU, the drivers of the GPUs
+  and of their IOMMU groups, what a reboot loses (VFs, vGPU types, MIG
+  instances), layouts, MIG changes pending, mdevctl, facts out of date.
 
 A check never stays silent about an object it cannot judge (nova.conf
 not given, Keystone's projects or some provider's traits not read, an
@@ -56,6 +60,7 @@ import typing
 
 from gpuclient import exit_status
 from gpuclient.rules.checks import gpus
+from gpuclient.rules.checks import hosts
 from gpuclient.rules.checks import pools
 from gpuclient.rules.checks import services
 from gpuclient.rules.checks import utils
@@ -68,6 +73,7 @@ FAMILIES = (
     pools,
     services,
     gpus,
+    hosts,
 )
 CHECKS = collections.OrderedDict(
     check for family in FAMILIES for check in family.CHECKS)
@@ -82,10 +88,11 @@ finding = utils.finding
 not_judged = utils.not_judged
 is_not_judged = utils.is_not_judged
 NOVA_CONF_FIX = utils.NOVA_CONF_FIX
-PROMETHEUS_FIX = gpus.PROMETHEUS_FIX
+PROMETHEUS_FIX = utils.PROMETHEUS_FIX
 IDLE_DCGM_FIX = gpus.IDLE_DCGM_FIX
 DCGM_FIX = gpus.DCGM_FIX
 SELECTOR_FIX = gpus.SELECTOR_FIX
+HOST_FACTS_FIX = hosts.HOST_FACTS_FIX
 
 
 # -- running -----------------------------------------------------------------
@@ -116,41 +123,56 @@ def run(cloud: model.Cloud, settings: dict[str, typing.Any] | None = None,
     return found
 
 
-# The read beyond the snapshot each check rests on whole: a key of
+# The reads beyond the snapshot each check rests on whole: keys of
 # ``cloud.unread`` (the source failed: refused, unreachable, an error or a
 # wrongly shaped answer) or of ``cloud.unconfigured`` (no source is
-# configured: no Prometheus). Without it the check has nothing to judge: it
-# could not run (``not_run``), and the exit status does not cover it. A
-# read missing for some objects only (one provider's traits, a device
-# without a series, nova.conf not given, where the checks judge with the
-# settings gpuclient renders) is not this: the check ran and says "not
-# judged" of those objects.
+# configured: no Prometheus). Without them all the check has nothing to
+# judge: it could not run (``not_run``), and the exit status does not
+# cover it; with one of several (gpu-driver-drift: the DCGM exporter's
+# driver versions, the hosts' facts) it runs on what it has. A read
+# missing for some objects only (one provider's traits, a device without
+# a series, a host without facts, nova.conf not given, where the checks
+# judge with the settings gpuclient renders) is not this: the check ran
+# and says "not judged" of those objects.
 SOURCES = {
-    'quota-gpu-limits': 'registered',
-    'quota-pci-not-enforced': 'compute_max_version',
-    'gpu-idle': 'utilisation',
-    'gpu-unhealthy': 'device_health',
-    'gpu-application-xid': 'device_health',
-    'gpu-row-remap': 'device_health',
-    'gpu-vgpu-licence': 'device_health',
-    'gpu-driver-drift': 'device_health',
-    'gpu-missing': 'device_health',
+    'quota-gpu-limits': ('registered',),
+    'quota-pci-not-enforced': ('compute_max_version',),
+    'gpu-idle': ('utilisation',),
+    'gpu-unhealthy': ('device_health',),
+    'gpu-application-xid': ('device_health',),
+    'gpu-row-remap': ('device_health',),
+    'gpu-vgpu-licence': ('device_health',),
+    'gpu-driver-drift': ('device_health', hosts.SOURCE),
+    'gpu-missing': ('device_health',),
 }
+SOURCES.update((name, (hosts.SOURCE,)) for name, _func in hosts.CHECKS)
+
+
+def _missing(cloud: model.Cloud, source: str, name: str) -> str | None:
+    """Why CLOUD lacks SOURCE for the check NAME, or None."""
+    why = cloud.unread.get(source) or cloud.unconfigured.get(source)
+    if not why and source == 'device_health':
+        why = gpus.unread_answers(cloud, name)
+    return why or None
 
 
 def not_run(cloud: model.Cloud,
             names: Collection[str] | None = None) -> dict[str, str]:
     """{check: why it could not run} of the checks NAMES (default: all),
-    in report order: the checks whose source (SOURCES) CLOUD lacks."""
+    in report order: the checks CLOUD lacks their sources for (SOURCES):
+    one at least says why (``_missing``) and none of the others was read
+    (its field None), their reasons '; ' joined."""
     found = {}
     for name in CHECKS:
-        source = SOURCES.get(name)
-        if source is None or (names and name not in names):
+        sources = SOURCES.get(name)
+        if not sources or (names and name not in names):
             continue
-        why = cloud.unread.get(source) or cloud.unconfigured.get(source) or (
-            gpus.unread_answers(cloud, name))
-        if why:
-            found[name] = why
+        why = {source: _missing(cloud, source, name) for source in sources}
+        if any(why.values()) and all(
+                reason or getattr(cloud, source) is None
+                for source, reason in why.items()):
+            found[name] = '; '.join(dict.fromkeys(
+                reason for reason in why.values() if reason))
     return found
 
 

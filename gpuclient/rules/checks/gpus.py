@@ -16,7 +16,9 @@ Capacity no server can use: GPUs stranded on a host out of compute
 resources, and GPUs servers hold idle (with a Prometheus). The devices'
 health, from the NVIDIA DCGM exporter's series in Prometheus: XIDs,
 failed health watches, row remapping, vGPU licences, driver versions and
-GPUs fallen off the bus.
+GPUs fallen off the bus. The versions of the driver, kernel, libvirt and
+QEMU a pool's hosts run are also read from their facts
+(gpuclient-host-facts, ``checks.hosts``).
 """
 
 from __future__ import annotations
@@ -29,8 +31,10 @@ from gpuclient.i18n import _
 from gpuclient.rules import capacity as capacity_mod
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import utilisation as utilisation_mod
+from gpuclient.rules.checks import hosts as host_checks
 from gpuclient.rules.checks import utils
 from gpuclient.rules.devices import health as device_health
+from gpuclient.rules.host_facts import shapes as host_shapes
 from gpuclient.rules.scheduler import manager
 
 if typing.TYPE_CHECKING:
@@ -121,9 +125,7 @@ def _stranded_fix(host, pools, all_pools):
 
 
 # where gpu-idle reads its figures (gpu check's options and settings)
-PROMETHEUS_FIX = ('openstack gpu check --prometheus <url>  (or '
-                  'prometheus_endpoint in the cloud\'s clouds.yaml entry, '
-                  'or $GPUCLIENT_PROMETHEUS_URL)')
+PROMETHEUS_FIX = utils.PROMETHEUS_FIX
 
 
 # what lets gpu-idle judge the servers Prometheus has no utilisation for
@@ -598,43 +600,131 @@ def _hosts_rows(rows):
     return by_host
 
 
+# what gpu-driver-drift compares across a pool's hosts from their facts,
+# besides the NVIDIA driver (the DCGM exporter's label, else the facts)
+FACT_COMPONENTS = (host_shapes.KERNEL, host_shapes.LIBVIRT,
+                   host_shapes.QEMU)
+COMPONENT_NAMES = {
+    host_shapes.KERNEL: _('kernel'),
+    host_shapes.LIBVIRT: 'libvirt',
+    host_shapes.QEMU: 'QEMU',
+}
+
+
+def _host_driver(facts, host):
+    """[the NVIDIA driver version] the facts of HOST give ([] none)."""
+    version = (facts.facts.get(host) or host_shapes.HostFacts(
+        host)).versions.get(host_shapes.NVIDIA_DRIVER) if facts else None
+    return [version.version] if version is not None else []
+
+
+def _nvidia_drift(name, pool, series, wanted, facts):
+    """gpu-driver-drift's findings of POOL's NVIDIA drivers: the DCGM
+    exporter's version of each host (SERIES; WANTED: device_health, or
+    None when it could not be read), else its facts' (FACTS: Judged, or
+    None; not for a passthrough pool, whose hosts do not load it)."""
+    on = {}
+    unread = []
+    use_facts = facts is not None and pool['mode'] in (
+        host_checks.NVIDIA_MODES)
+    for host in sorted(pool.get('hosts') or ()):
+        versions = device_health.drivers_of(series.get(host, ())) \
+            if wanted is not None else []
+        if not versions and use_facts:
+            versions = _host_driver(facts, host)
+        if not versions:
+            unread.append(host)
+        for version in versions:
+            on.setdefault(version, []).append(host)
+    found = []
+    if len(on) > 1:
+        found.append(utils.finding(
+            utils.WARNING, 'gpu-driver-drift', 'pool %s' % name,
+            _('the hosts of pool %(pool)s run %(n)d NVIDIA driver '
+              'versions: %(on)s; a pool runs one tested set of driver, '
+              'kernel, libvirt and OpenStack, and a server moved '
+              'between them meets another driver.') % {
+                  'pool': name, 'n': len(on),
+                  'on': '; '.join('%s on %s' % (v, ', '.join(h))
+                                  for v, h in sorted(on.items()))},
+            _('bring every host of the pool to the version the pool '
+              'was tested with, one host at a time: openstack gpu host '
+              'drain <host>, install the driver, reboot, openstack gpu '
+              'host uncordon <host>'), [name]))
+    if unread and on:
+        found.append(utils.not_judged(
+            'gpu-driver-drift', 'pool %s' % name,
+            _('Prometheus has no driver version for %s') % _some(unread),
+            DCGM_FIX if wanted is not None else host_checks.HOST_FACTS_FIX,
+            [name]))
+    return found
+
+
+def _component_drift(name, pool, facts, component):
+    """gpu-driver-drift's findings of COMPONENT's versions (kernel,
+    libvirt, QEMU) across POOL's hosts, from their facts (FACTS:
+    Judged)."""
+    on = {}
+    unread = []
+    for host in sorted(pool.get('hosts') or ()):
+        version = (facts.facts.get(host) or host_shapes.HostFacts(
+            host)).versions.get(component)
+        if version is None:
+            unread.append(host)
+        else:
+            on.setdefault(version.version, []).append(host)
+    label = COMPONENT_NAMES[component]
+    obj = 'pool %s / %s' % (name, component)
+    found = []
+    if len(on) > 1:
+        found.append(utils.finding(
+            utils.WARNING, 'gpu-driver-drift', obj,
+            _('the hosts of pool %(pool)s run %(n)d %(what)s versions: '
+              '%(on)s, as their facts say; a pool runs one tested set of '
+              'driver, kernel, libvirt and OpenStack, and a server moved '
+              'between them meets another (a live migration between '
+              'libvirt or QEMU versions may be refused or fail).') % {
+                  'pool': name, 'n': len(on), 'what': label,
+                  'on': '; '.join('%s on %s' % (v, ', '.join(h))
+                                  for v, h in sorted(on.items()))},
+            _('bring every host of the pool to the %(what)s version the '
+              'pool was tested with, one host at a time: openstack gpu '
+              'host drain <host>, upgrade %(what)s, reboot, openstack gpu '
+              'host uncordon <host>') % {'what': label}, [name]))
+    if unread and on:
+        found.append(utils.not_judged(
+            'gpu-driver-drift', obj,
+            _('Prometheus has no %(what)s version of %(hosts)s in their '
+              'facts') % {'what': label, 'hosts': _some(unread)},
+            host_checks.HOST_FACTS_FIX, [name]))
+    return found
+
+
 def gpu_driver_drift(
         cloud: model.Cloud,
         settings: dict[str, typing.Any] | None) -> list[utils.Finding]:
     """More than one NVIDIA driver version among the hosts of one pool
-    (the DCGM_FI_DRIVER_VERSION label): the pool runs one tested set."""
+    (the DCGM_FI_DRIVER_VERSION label, else the hosts' facts), or more
+    than one kernel, libvirt or QEMU version among the hosts of a pool of
+    compute hosts (their facts, gpuclient-host-facts'): the pool runs one
+    tested set."""
     wanted, found = _device_health(cloud, 'gpu-driver-drift')
-    if wanted is None:
+    facts, unread = host_checks.judged_facts(
+        cloud, 'gpu-driver-drift',
+        {h for p in cloud.pools.values() for h in p['hosts']}, stale=False)
+    # both could not be read: a row of each, named apart
+    found += [item._replace(object=_('Prometheus (host facts)'))
+              if found else item for item in unread]
+    if wanted is None and facts is None:
         return found
-    series = device_health.host_series(wanted['series'], wanted['hosts'])
+    series = device_health.host_series(
+        wanted['series'], wanted['hosts']) if wanted is not None else {}
     for name, pool in sorted(cloud.pools.items()):
-        on: dict[str, list[str]] = {}
-        unread = []
-        for host in sorted(pool.get('hosts') or ()):
-            versions = device_health.drivers_of(series.get(host, ()))
-            if not versions:
-                unread.append(host)
-            for version in versions:
-                on.setdefault(version, []).append(host)
-        if len(on) > 1:
-            found.append(utils.finding(
-                utils.WARNING, 'gpu-driver-drift', 'pool %s' % name,
-                _('the hosts of pool %(pool)s run %(n)d NVIDIA driver '
-                  'versions: %(on)s; a pool runs one tested set of driver, '
-                  'kernel, libvirt and OpenStack, and a server moved '
-                  'between them meets another driver.') % {
-                      'pool': name, 'n': len(on),
-                      'on': '; '.join('%s on %s' % (v, ', '.join(h))
-                                      for v, h in sorted(on.items()))},
-                _('bring every host of the pool to the version the pool '
-                  'was tested with, one host at a time: openstack gpu host '
-                  'drain <host>, install the driver, reboot, openstack gpu '
-                  'host uncordon <host>'), [name]))
-        if unread and on:
-            found.append(utils.not_judged(
-                'gpu-driver-drift', 'pool %s' % name,
-                _('Prometheus has no driver version for %s') % _some(unread),
-                DCGM_FIX, [name]))
+        found += _nvidia_drift(name, pool, series, wanted, facts)
+        if facts is None or pool['mode'] not in host_checks.HOST_MODES:
+            continue
+        for component in FACT_COMPONENTS:
+            found += _component_drift(name, pool, facts, component)
     return found
 
 

@@ -63,6 +63,14 @@ NOVA_CONF_FIX = ('openstack gpu check --nova-conf /etc/nova/nova.conf  '
                  '(the nova.conf of nova-api and nova-scheduler)')
 
 
+# where the checks that read Prometheus (the servers' utilisation, the DCGM
+# exporter's series, the hosts' facts) find it: gpu check's options and
+# settings
+PROMETHEUS_FIX = ('openstack gpu check --prometheus <url>  (or '
+                  'prometheus_endpoint in the cloud\'s clouds.yaml entry, '
+                  'or $GPUCLIENT_PROMETHEUS_URL)')
+
+
 # the symptom of a "not judged" warning: how a reader (and is_not_judged)
 # tells it from a finding
 NOT_JUDGED = _('not judged: %s.')

@@ -67,6 +67,20 @@ class TestNotJudged(base.TestCase):
             [getattr(check_report.source_of(f), 'missing', None)
              for f in (ERROR, WARNING_1, NOVA_2, DCGM_1, DCGM_3, TRAITS)])
 
+    def test_host_facts_fold(self):
+        # the host checks' rows naming the hosts without current facts:
+        # one row in the table, one source in the summary
+        found = [checks.not_judged(name, '2 host(s)', 'why',
+                                   checks.HOST_FACTS_FIX)
+                 for name in ('host-iommu-off', 'host-state-lost')]
+        self.assertEqual(
+            [('not judged', 'host-iommu-off, host-state-lost', '2 host(s)',
+              'not judged (no current host facts): 2 check(s) could not '
+              'judge 1 object(s); -f json lists each, with why.',
+              checks.HOST_FACTS_FIX)], check_report.table_rows(found))
+        self.assertEqual(['no current host facts'],
+                         check_report.summary(found).missing)
+
     def test_a_fix_belongs_to_one_source(self):
         fixes = [fix for s in check_report.SOURCES for fix in s.fixes]
         self.assertEqual(len(fixes), len(set(fixes)))

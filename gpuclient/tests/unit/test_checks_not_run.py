@@ -22,6 +22,9 @@ from gpuclient.tests.unit import test_checks
 
 DEVICE = ('gpu-unhealthy', 'gpu-application-xid', 'gpu-row-remap',
           'gpu-vgpu-licence', 'gpu-driver-drift', 'gpu-missing')
+HOSTS = ('host-facts-stale', 'host-iommu-off', 'host-gpu-driver',
+         'host-iommu-group', 'host-state-lost', 'host-layout-drift',
+         'host-mig-pending', 'host-mdevctl-missing')
 DOWN = 'Querying Prometheus at http://prom.test:9090: HTTP 500'
 NONE = 'no Prometheus is configured'
 
@@ -101,16 +104,59 @@ class TestNotRun(test_checks.ChecksTestCase):
 
     def test_every_source_is_a_field_of_the_cloud(self):
         cloud = self.cloud()
-        for name, source in checks.SOURCES.items():
+        for name, sources in checks.SOURCES.items():
             self.assertIn(name, checks.CHECKS)
-            self.assertTrue(hasattr(cloud, source), source)
+            self.assertTrue(sources, name)
+            for source in sources:
+                self.assertTrue(hasattr(cloud, source), source)
 
     def test_every_check_on_dcgm_rests_on_device_health(self):
         # a check the ops layer reads DCGM's series for could not run
         # when Prometheus could not be read: a new one is declared too
         for name in check_ops.DEVICE_CHECKS:
-            self.assertEqual('device_health', checks.SOURCES.get(name), name)
+            self.assertIn('device_health', checks.SOURCES.get(name), name)
         self.assertEqual(set(DEVICE), set(check_ops.DEVICE_CHECKS))
+
+    def test_every_host_check_rests_on_the_host_facts(self):
+        for name in HOSTS:
+            self.assertEqual(('host_facts',), checks.SOURCES[name], name)
+        self.assertEqual(('device_health', 'host_facts'),
+                         checks.SOURCES['gpu-driver-drift'])
+
+    def test_driver_drift_runs_on_either_source(self):
+        # DCGM down and the hosts' facts read: it runs on the facts; both
+        # down: it could not run, each reason said once
+        cloud = self.cloud()
+        cloud.unread['device_health'] = DOWN
+        cloud.host_facts = {}
+        self.assertEqual({}, checks.not_run(cloud, ['gpu-driver-drift']))
+        cloud.host_facts = None
+        self.assertEqual({'gpu-driver-drift': DOWN},
+                         checks.not_run(cloud, ['gpu-driver-drift']))
+        cloud.unread['host_facts'] = DOWN
+        self.assertEqual({'gpu-driver-drift': DOWN},
+                         checks.not_run(cloud, ['gpu-driver-drift']))
+        cloud.unread['host_facts'] = 'Prometheus: HTTP 403'
+        self.assertEqual(
+            {'gpu-driver-drift': DOWN + '; Prometheus: HTTP 403'},
+            checks.not_run(cloud, ['gpu-driver-drift']))
+        # the facts down and DCGM read: it runs on DCGM's figures
+        del cloud.unread['device_health']
+        cloud.device_health = {'rows': [], 'series': [], 'hosts': {},
+                               'window': 3600}
+        self.assertEqual({}, checks.not_run(cloud, ['gpu-driver-drift']))
+
+    def test_host_checks_without_prometheus(self):
+        # none configured: every host check could not run, as the DCGM
+        # checks; not asked for (the facts never read): they ran, silent
+        cloud = self.cloud()
+        self.assertEqual({}, checks.not_run(cloud, HOSTS))
+        self.assertEqual([], checks.run(cloud, names=HOSTS))
+        cloud.unconfigured['host_facts'] = NONE
+        self.assertEqual({name: NONE for name in HOSTS},
+                         checks.not_run(cloud, HOSTS))
+        self.assertEqual(checks.EXIT_NOT_RUN, checks.exit_status(
+            [], False, HOSTS, checks.not_run(cloud, HOSTS)))
 
     def test_text_groups_checks_by_reason(self):
         self.assertEqual(

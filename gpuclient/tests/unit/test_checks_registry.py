@@ -19,6 +19,7 @@ import pkgutil
 
 from gpuclient.rules import checks
 from gpuclient.rules.checks import gpus
+from gpuclient.rules.checks import hosts
 from gpuclient.rules.checks import pools
 from gpuclient.rules.checks import services
 from gpuclient.tests.unit import base
@@ -41,13 +42,17 @@ ORDER = (
     # gpus
     'gpu-stranded', 'gpu-idle', 'gpu-unhealthy', 'gpu-application-xid',
     'gpu-row-remap', 'gpu-vgpu-licence', 'gpu-driver-drift', 'gpu-missing',
+    # hosts
+    'host-facts-stale', 'host-iommu-off', 'host-gpu-driver',
+    'host-iommu-group', 'host-state-lost', 'host-layout-drift',
+    'host-mig-pending', 'host-mdevctl-missing',
 )
 
 
 class TestRegistry(base.TestCase):
 
     def test_the_families_in_the_order_they_run(self):
-        self.assertEqual((pools, services, gpus), checks.FAMILIES)
+        self.assertEqual((pools, services, gpus, hosts), checks.FAMILIES)
 
     def test_every_family_module_is_registered(self):
         found = []

@@ -13,13 +13,16 @@
 """The shipped Prometheus rules (etc/prometheus) against gpuclient's real
 output: every ``gpuclient_`` metric and every label the rules (and their
 promtool tests' input series) use is one that ``gpu device list`` or ``gpu
-capacity list -f openmetrics`` writes, so renaming a metric or a label in
-the formatter fails here, not in a user's Prometheus. The rules' own
+capacity list -f openmetrics`` writes, or gpuclient-host-facts writes of a
+fake host of each kind, so renaming a metric or a label in the formatter
+or the collector fails here, not in a user's Prometheus. The rules' own
 behaviour is tested by promtool (tox -e promtool).
 """
 
+import importlib.util
 import os
 import re
+import tempfile
 
 import fixtures
 from prometheus_client.openmetrics import parser as om_parser
@@ -27,7 +30,10 @@ import testtools
 import yaml
 
 from gpuclient import formatters
+from gpuclient.hostfacts import collector
+from gpuclient.rules.checks import hosts as host_checks
 from gpuclient.rules.devices import health as device_health
+from gpuclient.rules.host_facts import series
 from gpuclient.tests.unit import test_device_metrics
 from gpuclient.tests.unit import test_formatters
 
@@ -47,6 +53,19 @@ TESTS = os.path.join(TOP, 'etc', 'prometheus', 'gpuclient.rules.test.yml')
 OTHER_LABELS = {'Hostname', 'GPU_I_ID', 'DCGM_FI_DRIVER_VERSION', 'bus',
                 'xid'}
 
+# the collector's series the host rules read (each fed to their promtool
+# tests)
+HOST = 'gpuclient_host_'
+HOST_USED = {
+    'gpuclient_host_facts_collected_timestamp_seconds',
+    'gpuclient_host_mig_gpu_instances', 'gpuclient_host_mig_mode_current',
+    'gpuclient_host_mig_mode_pending', 'gpuclient_host_pci_driver_info',
+    'gpuclient_host_pci_function_info',
+    'gpuclient_host_pci_iommu_group_info', 'gpuclient_host_sriov_numvfs',
+    'gpuclient_host_sriov_totalvfs', 'gpuclient_host_sriov_vf_info',
+    'gpuclient_host_vgpu_type_info',
+}
+
 _NAME = re.compile(r'\bgpuclient_[a-z0-9_]+')
 _SELECTOR = re.compile(r'\b(gpuclient_[a-z0-9_]+)\{([^}]*)\}')
 _MATCHER = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)\s*(?:=~|!~|!=|=)')
@@ -60,10 +79,31 @@ _TEMPLATE = re.compile(r'\$labels\.([A-Za-z_][A-Za-z0-9_]*)')
 # the cloud and region every series carries when they are known
 SERIES = (('cloud', 'prod'), ('region', 'RegionOne'))
 
+_spec = importlib.util.spec_from_file_location(
+    'host_trees', os.path.join(TOP, 'tools', 'cloud', 'host_trees.py'))
+host_trees = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(host_trees)
+
+
+def host_series():
+    """{metric: {labels}} of what gpuclient-host-facts writes of a fake
+    host of each kind (and with bad input: its unreadable series)."""
+    found = {}
+    with tempfile.TemporaryDirectory() as work:
+        for kind in host_trees.KINDS:
+            faults = ('garbage-vgpu-type',) if kind == 'vgpu-vf' else ()
+            root = host_trees.write_tree(os.path.join(work, kind), kind,
+                                         faults=faults)
+            text = series.render(series.samples(collector.collect(root)))
+            for item in series.parse_text(text):
+                found.setdefault(item.name, set()).update(item.label_map)
+    return found
+
 
 def produced():
     """{metric: {labels}} of gpuclient's real output: both commands'
-    rows through the formatter, with the cloud and region labels."""
+    rows through the formatter, with the cloud and region labels, and
+    the host fact collector's series (``host_series``)."""
     device = test_device_metrics
     texts = [formatters.render(
         device.device.COLUMNS + device.device.LONG_COLUMNS,
@@ -73,7 +113,7 @@ def produced():
             test_formatters.columns_of(per_host, True),
             test_formatters.capacity_rows(per_host=per_host,
                                           long=True), SERIES)[0])
-    found = {}
+    found = host_series()
     for text in texts:
         for family in om_parser.text_string_to_metric_families(text):
             for sample in family.samples:
@@ -125,8 +165,17 @@ class TestRulesUseGpuclientsNames(testtools.TestCase):
     def test_every_gpuclient_metric_is_produced(self):
         used = used_metrics(self.rules)
         self.assertEqual({'gpuclient_device_info', 'gpuclient_flavor_fits'},
-                         used)
+                         {n for n in used if not n.startswith(HOST)})
+        self.assertEqual(HOST_USED, {n for n in used if n.startswith(HOST)})
         self.assertEqual(set(), used - set(self.produced))
+
+    def test_the_stale_threshold_is_the_checks(self):
+        # GPUClientHostFactsStale and gpu check's host-facts-stale agree
+        [rule] = [r for r in self.rules
+                  if r.get('alert') == 'GPUClientHostFactsStale']
+        self.assertEqual(
+            'time() - gpuclient_host_facts_collected_timestamp_seconds '
+            '> %d' % host_checks.STALE_AFTER, rule['expr'].strip())
 
     def test_every_label_is_gpuclients_or_dcgms(self):
         self.assertEqual(set(), unknown_labels(self.produced, self.rules))
@@ -158,7 +207,8 @@ class TestRulesUseGpuclientsNames(testtools.TestCase):
                     self.assertLessEqual(labels, self.produced[name] |
                                          {'host'}, item)
         self.assertEqual({'gpuclient_device_info', 'gpuclient_flavor_fits'},
-                         seen)
+                         {n for n in seen if not n.startswith(HOST)})
+        self.assertEqual(HOST_USED, {n for n in seen if n.startswith(HOST)})
 
     def test_a_rename_is_caught(self):
         # the formatter writing server_id instead of instance_id, and

@@ -26,6 +26,7 @@ import requests
 
 from gpuclient.cloud import prometheus as prometheus_mod
 from gpuclient.ops import utilisation_ops
+from gpuclient.rules.host_facts import join as host_facts_join
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import test_usage
 from gpuclient.v1 import check as check_cmd
@@ -35,6 +36,8 @@ from gpuclient.v1 import usage as usage_cmd
 PROM = 'http://prom.test:9090'
 # a metric and its label matchers (the cloud's label selector)
 _SELECTOR = r'([A-Z_]+)(?:\{((?:[a-z_]+="[^"]*",?)*)\})?'
+# a query of a host fact family (rules.host_facts.join.queries)
+HOST_FACTS = re.compile(r'^gpuclient_host_\w+(\{[^}]*\})?$')
 INSTANT = re.compile(r'^(avg|max|last)_over_time\(%s\[(\d+)s\]\)$'
                      % _SELECTOR)
 # a metric without a range: its value now (the last sample)
@@ -148,6 +151,10 @@ class FakePrometheus:
         for metric, data in self.bad.items():
             if metric in form['query']:
                 return {'status': 'success', 'data': data}
+        if HOST_FACTS.match(form['query']):
+            # gpuclient-host-facts' series (gpu check's host checks): this
+            # Prometheus holds none
+            return self._ok('vector', [])
         end = float(form.get('time', 0))
         match = INSTANT.match(form['query'])
         now = NOW.match(form['query'])
@@ -637,8 +644,10 @@ class TestCheckIdle(UtilisationCase):
                             host='gpu-vgpu-1',
                             devices=('gpu-vgpu-1_pci_0000_85_00_0',))
         status, rows = self.status('--prometheus', PROM)
-        # gpu-idle's five, and the nine of the DCGM checks
-        self.assertEqual(5 + 9, len(self.prometheus.queries))
+        # gpu-idle's five, the nine of the DCGM checks and one per host
+        # fact family of the host checks
+        self.assertEqual(5 + 9 + len(host_facts_join.queries()),
+                         len(self.prometheus.queries))
         self.assertEqual([], [r for r in rows if 'could not be read' in
                               r['Symptom']])
         self.assertEqual(['server vm-v1 (v1)'], [
@@ -661,8 +670,14 @@ class TestCheckIdle(UtilisationCase):
         self.assertIn('Could not run, so the exit status does not cover: '
                       'gpu-idle (Querying Prometheus', self.logger.output)
         self.assertIn('gpu-unhealthy, gpu-application-xid, gpu-row-remap, '
-                      'gpu-vgpu-licence, '
-                      'gpu-driver-drift, gpu-missing (', self.logger.output)
+                      'gpu-vgpu-licence, gpu-missing (', self.logger.output)
+        # gpu-driver-drift reads both the DCGM series and the host facts
+        self.assertIn('gpu-driver-drift (Querying Prometheus',
+                      self.logger.output)
+        self.assertIn('host-facts-stale, host-iommu-off, host-gpu-driver, '
+                      'host-iommu-group, host-state-lost, host-layout-drift, '
+                      'host-mig-pending, host-mdevctl-missing (Querying '
+                      'Prometheus', self.logger.output)
         idle = [r for r in rows if r['Check'] == 'gpu-idle']
         self.assertEqual([('warning', 'Prometheus')],
                          [(r['Severity'], r['Object']) for r in idle])
@@ -742,7 +757,10 @@ class TestCheckIdle(UtilisationCase):
         self.assertIn('Could not run, so the exit status does not cover: '
                       'gpu-idle, gpu-unhealthy, gpu-application-xid, '
                       'gpu-row-remap, gpu-vgpu-licence, gpu-driver-drift, '
-                      'gpu-missing (no '
+                      'gpu-missing, host-facts-stale, host-iommu-off, '
+                      'host-gpu-driver, host-iommu-group, host-state-lost, '
+                      'host-layout-drift, host-mig-pending, '
+                      'host-mdevctl-missing (no '
                       'Prometheus is configured: give --prometheus <url>',
                       self.logger.output)
         # issue 51 defect 7: asked alone, it is trouble (2), no row
