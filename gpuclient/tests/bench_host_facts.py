@@ -25,7 +25,9 @@ service host). For each host count it runs:
 * ``gpu host facts``: ``host_facts_ops.collect`` (everything the command
   reads and the rows it makes);
 * the reader alone, over a cloud read as ``gpu check`` reads it
-  (``snapshot.read``), which holds the services and hypervisors already.
+  (``snapshot.read``), which holds the services and hypervisors already;
+* ``gpu check`` with its host checks (``check_ops.run``: the snapshot,
+  the reader and the checks; its rows are the findings).
 
 It prints the OpenStack requests (Placement's, Nova's raw requests and the
 SDK's aggregate and service lists), the PromQL queries, the rows and the
@@ -110,7 +112,8 @@ def build(hosts):
 
 
 class Prometheus:
-    """/api/v1/query answered from the series of ``build``, counted."""
+    """/api/v1/query answered from the series of ``build`` (any other
+    query: no series), counted."""
 
     def __init__(self, mock, answers):
         self.queries = 0
@@ -120,10 +123,12 @@ class Prometheus:
     def answer(self, request, _context):
         self.queries += 1
         form = dict(urllib.parse.parse_qsl(request.text))
-        name = QUERY.match(form['query']).group(1)
+        match = QUERY.match(form['query'])
+        # the DCGM queries gpu-driver-drift sends too: no DCGM series here
         return {'status': 'success',
                 'data': {'resultType': 'vector',
-                         'result': self.answers[name]}}
+                         'result': self.answers[match.group(1)]
+                         if match else []}}
 
 
 def _sent(placement, manager):
@@ -137,6 +142,7 @@ def _sent(placement, manager):
 def measure(hosts):
     """[Measure] of gpu host facts and of the reader alone, HOSTS
     hosts."""
+    from gpuclient.ops import check_ops
     from gpuclient.ops import host_facts_ops
     from gpuclient.ops import snapshot
     from gpuclient.tests.unit import fakes
@@ -167,6 +173,16 @@ def measure(hosts):
             'reader (gpu check)', hosts, len(model.host_facts or ()),
             _sent(placement, manager) - sent,
             prometheus.queries - queries, time.perf_counter() - start))
+        # gpu check --check host-... (each host check): its whole read,
+        # the snapshot included, and the findings
+        sent, queries = _sent(placement, manager), prometheus.queries
+        start = time.perf_counter()
+        findings, _not_run = check_ops.run(
+            client, names=check_ops.HOST_FACT_CHECKS)
+        found.append(Measure(
+            'gpu check (hosts)', hosts, len(findings),
+            _sent(placement, manager) - sent,
+            prometheus.queries - queries, time.perf_counter() - start))
         return found
     finally:
         manager.cleanUp()
@@ -187,7 +203,7 @@ def main():
             out.write('%-20s %6d %6d %9d %7d %7.3f\n' % item)
         out.flush()
     out.write('(rows: gpu host facts\' rows, the reader\'s hosts with '
-              'facts; openstack: requests to Nova and Placement, Nova\'s '
+              'facts, gpu check\'s findings; openstack: requests to Nova and Placement, Nova\'s '
               'hypervisor list paged by 1,000)\n')
 
 
