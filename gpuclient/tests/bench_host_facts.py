@@ -203,7 +203,8 @@ def main():
             out.write('%-20s %6d %6d %9d %7d %7.3f\n' % item)
         out.flush()
     out.write('(rows: gpu host facts\' rows, the reader\'s hosts with '
-              'facts, gpu check\'s findings; openstack: requests to Nova and Placement, Nova\'s '
+              'facts, gpu check\'s findings; '
+              'openstack: requests to Nova and Placement, Nova\'s '
               'hypervisor list paged by 1,000)\n')
 
 
