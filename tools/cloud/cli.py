@@ -181,7 +181,9 @@ def cmd_host_facts(args):
     if not base.recorded():
         raise base.CloudError('no cloud recorded in %s: run tools/testcloud '
                               'up' % base.STATE)
-    host_facts.set_faults(args.host, args.fault)
+    # the collected timestamp of the new tree's facts: a test waits until
+    # Prometheus holds this one or a later one
+    print('collected %r' % host_facts.set_faults(args.host, args.fault))
     return 0
 
 

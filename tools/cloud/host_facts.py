@@ -33,6 +33,8 @@ the repository's root is put on sys.path for it.
 """
 
 import argparse
+import contextlib
+import fcntl
 import os
 import shutil
 import sys
@@ -58,6 +60,8 @@ TEXTFILE = 'gpuclient-host.prom'
 _CARDS = {
     'OneTimeUseDriver': ('0000:41:00.0',),
 }
+# the re-cut host's card (hosts.RECUT_VFS are its VFs)
+_RECUT_CARD = ('0000:61:00.0',)
 
 
 def kind_of(host):
@@ -67,6 +71,8 @@ def kind_of(host):
 
 def cards(host):
     """The GPU addresses HOST's fake driver reports."""
+    if host.name == 'recut-mig-1':
+        return _RECUT_CARD
     return _CARDS.get(host.driver) or host_trees.GPUS[kind_of(host)]
 
 
@@ -92,8 +98,20 @@ def textfile_dir(host):
     return os.path.join(HOME, host.name, 'textfile')
 
 
+@contextlib.contextmanager
+def locked(host):
+    """HOST's tree and textfile for this process alone: the timer never
+    collects a tree a test is writing, nor writes its textfile over the
+    test's (a lock file beside them)."""
+    os.makedirs(os.path.join(HOME, host.name), exist_ok=True)
+    with open(os.path.join(HOME, host.name, 'lock'), 'w') as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
 def write(host, faults=()):
-    """Write HOST's tree afresh, with FAULTS (host_trees.FAULTS)."""
+    """Write HOST's tree afresh, with FAULTS (host_trees.FAULTS); the
+    caller holds ``locked(host)``."""
     path = root(host)
     if os.path.lexists(path):
         shutil.rmtree(path)
@@ -104,18 +122,21 @@ def write(host, faults=()):
 
 def collect(host):
     """What gpuclient-host-facts writes for HOST (its tree), atomically
-    into its textfile directory."""
+    into its textfile directory; the caller holds ``locked(host)``.
+    Returns when it collected (the series' collected timestamp)."""
     facts = collector.collect(root(host), hostname=host.nodename)
     textfile.write_atomically(
         os.path.join(textfile_dir(host), TEXTFILE),
         series.render(series.samples(facts)))
+    return facts.collected_at
 
 
 def prepare():
     """Every GPU host's healthy tree, collected once (the cloud's start)."""
     for host in hosts():
-        write(host)
-        collect(host)
+        with locked(host):
+            write(host)
+            collect(host)
 
 
 def loop(period=PERIOD):
@@ -123,17 +144,21 @@ def loop(period=PERIOD):
     while True:
         for host in hosts():
             try:
-                collect(host)
+                with locked(host):
+                    collect(host)
             except (OSError, ValueError) as exc:
                 print('host-facts: %s: %s' % (host.name, exc), flush=True)
         time.sleep(period)
 
 
 def set_faults(name, faults):
-    """Write the tree of host NAME with FAULTS and collect it now."""
+    """Write the tree of host NAME with FAULTS and collect it now; returns
+    when it collected: every collection of the host from then on, the
+    timer's included, is of that tree."""
     host = host_named(name)
-    write(host, faults)
-    collect(host)
+    with locked(host):
+        write(host, faults)
+        return collect(host)
 
 
 def main(argv=None):

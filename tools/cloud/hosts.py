@@ -204,13 +204,13 @@ NODE_EXPORTER_PORTS = {'gpu-pt-1': 9100, 'plain-1': 9101}
 NUMA_METRICS_HOSTS = ('gpu-pt-1', 'plain-1')
 # the fake GPU hosts that run gpuclient-host-facts (cloud.host_facts: a fake
 # tree of their kind, their facts served by their node_exporter's textfile
-# collector): every fake GPU host but the fault matrices' and the re-cut
-# one, whose layouts the tests change under Nova; their node_exporters'
-# ports, from 9110 on, join NODE_EXPORTER_PORTS
+# collector): every fake GPU host but the fault matrices' (whose pools the
+# matrices make and break at every write); their node_exporters' ports,
+# from 9110 on, join NODE_EXPORTER_PORTS
 HOST_FACTS_HOSTS = tuple(
     h.name for h in HOSTS
     if h.kind in ('passthrough', 'vgpu', 'vgpu-vf', 'mig')
-    and not h.name.startswith('fault-') and h.name != 'recut-mig-1')
+    and not h.name.startswith('fault-'))
 NODE_EXPORTER_PORTS.update(
     (name, 9110 + i) for i, name in enumerate(
         n for n in HOST_FACTS_HOSTS if n not in NODE_EXPORTER_PORTS))

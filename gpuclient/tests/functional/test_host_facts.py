@@ -20,8 +20,9 @@ command shows of a host must be what its tree holds. A test that breaks a
 tree leases the host (``host_lease``), rewrites the tree with the test
 cloud's helper (GPUCLIENT_HOST_TREE_HELPER, which ``tools/testcloud env``
 sets to ``tools/testcloud host-facts``: ``<helper> HOST [--fault
-FAULT]...`` rewrites HOST's tree and re-runs its collector),
-waits until Prometheus holds facts collected after the rewrite (the
+FAULT]...`` rewrites HOST's tree, re-runs its collector and prints when
+it collected), waits until Prometheus holds facts collected then or
+later (the
 authority the command reads), asserts once, and puts the healthy tree
 back.
 """
@@ -31,7 +32,6 @@ import json
 import os
 import shlex
 import subprocess
-import time
 
 import openstack
 import requests
@@ -94,15 +94,20 @@ class HostFactsTestCase(base.FunctionalTestCase):
             self.skipTest(reason)
 
         def run(*fault_args):
-            subprocess.run(shlex.split(HELPER) + [host, *fault_args],
-                           check=True, capture_output=True, timeout=120)
+            """The helper's run: when it collected the tree it wrote (it
+            prints ``collected <timestamp>``)."""
+            proc = subprocess.run(shlex.split(HELPER) + [host, *fault_args],
+                                  check=True, capture_output=True,
+                                  timeout=120, text=True)
+            return float(proc.stdout.split()[-1])
 
         self.addCleanup(run)
-        since = time.time() - 1
         args = []
         for fault in faults:
             args += ['--fault', fault]
-        run(*args)
+        since = run(*args)
+        # every collection from the helper's on is of the tree it wrote
+        # (the test cloud's timer waits for the helper: a lock)
         seen = self.wait_for('%s collected again' % host,
                              lambda: self.collected(host),
                              lambda when: when is not None and when >= since,
