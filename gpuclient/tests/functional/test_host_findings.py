@@ -27,6 +27,8 @@ VF and re-cut hosts), each in a pool of its kind made for this test.
 
 import json
 
+import requests
+
 from gpuclient.tests.functional import base
 from gpuclient.tests.functional import test_host_facts
 
@@ -64,6 +66,15 @@ class TestHostFindings(test_host_facts.HostFactsTestCase):
                 if host in row['Object'] + ' ' + row['Symptom']:
                     found.setdefault((row['Check'], host), []).append(row)
         return found
+
+    def alerts(self):
+        """{(alert name, Hostname)} of the shipped rules' alerts the
+        cloud's Prometheus holds now (pending or firing)."""
+        answer = requests.get(test_host_facts.prometheus_url()
+                              + '/api/v1/alerts', timeout=10)
+        answer.raise_for_status()
+        return {(a['labels'].get('alertname'), a['labels'].get('Hostname'))
+                for a in answer.json()['data']['alerts']}
 
     def test_each_fault_is_found_with_its_fix_and_gone_once_healed(self):
         pt, pt2 = self.pt_host, self.pt_host2
@@ -118,6 +129,13 @@ class TestHostFindings(test_host_facts.HostFactsTestCase):
         self.assertIn(RECUT_CARD, ' '.join(
             r['Object'] + r['Symptom']
             for r in broken[('host-mig-pending', mig_host)]))
+        # the shipped rules see the same faults in Prometheus (pending:
+        # their "for" durations are longer than a test)
+        raised = {('GPUClientHostVFsLost', vf_host),
+                  ('GPUClientHostMIGModePending', mig_host)}
+        seen = self.wait_for('the host alerts', self.alerts,
+                             lambda found: raised <= found, timeout=60)
+        self.assertEqual(raised, raised & seen)
         # healthy trees again (as the cleanup would), collected and scraped
         for host in seeded:
             self.rewrite(host)
