@@ -21,8 +21,9 @@ the node's cells holds the guest's cells: a cell's CPUs, its memory in
 the page size asked (the smallest pages without one) and, for PCI
 devices under the required or legacy policy, the devices on the cells
 chosen. A node without a NUMA topology fails. What the host's topology
-is comes from ``host_manager.numa_topology`` (host facts, node_exporter's
-NUMA nodes in Prometheus, ``cpu_info``); where it is not known, or the
+is comes from ``host_manager.numa_topology`` (host facts, the cell of
+each GPU as gpuclient-host-facts collected it, node_exporter's NUMA nodes
+in Prometheus, ``cpu_info``); where it is not known, or the
 answer depends on what no source shows (how the servers already there
 use each cell, huge pages, which cell holds which device), the node is
 UNKNOWN, never a pass or a failure.
@@ -333,7 +334,9 @@ def unknown_text(detail: Mapping[str, typing.Any]) -> str:
                    'publishes its NUMA nodes'),
         'devices': _('which cell holds its PCI devices is not known: give '
                      '--host-fact <host>:numa_gpus=<on cell 0>,<on cell '
-                     '1>'),
+                     '1>, or run gpuclient-host-facts on the host (the '
+                     'user guide\'s "Preparing and checking GPU hosts" '
+                     'says when its facts give them)'),
         'usage': _('how its servers use each NUMA cell is not shown'),
         'pinned': _('its dedicated CPUs per cell ([compute] '
                     'cpu_dedicated_set) are not shown'),
