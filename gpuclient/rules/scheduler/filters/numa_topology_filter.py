@@ -387,8 +387,9 @@ def _nova_order(cells: Sequence[dict[str, typing.Any]],
                      key=lambda c: c['memory_mb'] - c['used_mb'])
     ordered = sorted(ordered, key=lambda c: c['used_cpus'])
     if any(c['gpus'] for c in cells):
+        # a cell whose devices are not given orders as one without
         ordered = sorted(ordered, reverse=bool(devices),
-                         key=lambda c: c['gpus'] - c['used_gpus'])
+                         key=lambda c: (c['gpus'] or 0) - c['used_gpus'])
     return ordered
 
 
@@ -439,6 +440,9 @@ def fit_count(topology: Mapping[str, typing.Any],
     if status == UNKNOWN or topology['usage'] or (devices and not policy):
         return None
     strict = devices and policy in ('required', 'legacy')
+    if strict and any(c['gpus'] is None for c in topology['cells']):
+        # the next server's devices may be on a cell whose are not given
+        return None
     cells = [dict(cell, used_cpus=0, used_mb=0, used_pages={}, used_gpus=0)
              for cell in topology['cells']]
     # devices anywhere (preferred) are counted where the cells say
@@ -492,9 +496,12 @@ def host_count(
             if status == UNKNOWN:
                 # UNKNOWN always has its detail (None only with PASS)
                 return None, unknown_text(detail)  # type: ignore[arg-type]
-            return None, (unknown_text({'why': 'alias_policy'})
-                          if devices and not guest['pci_policy']
-                          else unknown_text({'why': 'usage'}))
+            if devices and not guest['pci_policy']:
+                return None, unknown_text({'why': 'alias_policy'})
+            if devices and any(c['gpus'] is None
+                               for c in topology['cells']):
+                return None, unknown_text({'why': 'devices'})
+            return None, unknown_text({'why': 'usage'})
         total += count
         sources.add(topology['source'])
     if not nodes:
