@@ -18,8 +18,8 @@ import fixtures
 from osc_lib import exceptions
 
 from gpuclient.rules import pools
-from gpuclient.rules.host_facts import join as facts_join
 from gpuclient.rules import specs
+from gpuclient.rules.host_facts import join as facts_join
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import fakes
 from gpuclient.v1 import capacity as capacity_cmd
