@@ -144,7 +144,7 @@ def _read(client, flavor, resources, required, image, pool, project, zone,
     if numa_mod.constraints(the_flavor, the_image):
         host_facts = utilisation_ops.add_numa_nodes(
             client, host_facts, cloud.hypervisors, prometheus)
-        # a flavor asks a NUMA topology (so it is there)
+        # only a flavor asks a NUMA topology: THE_FLAVOR is one
         extra = the_flavor.get('extra_specs') or {}
         if numa_mod.pci_devices(extra):
             # which cell holds each GPU its PCI aliases get

@@ -200,15 +200,14 @@ def add_collected(
     ``maintenance.host_facts`` gives them) with what each host's
     gpuclient-host-facts collected of KEYS under them
     (``rules.host_facts.scheduling.collected``, then
-    ``maintenance.with_collected``),
-    when a Prometheus is configured (URL, else as
-    ``utilisation_ops.endpoint`` finds it): ``read``, a constant number
-    of queries. EXTRA_SPECS: the one flavor asked, whose PCI aliases
-    (with SETTINGS' aliases) say which GPUs ``numa_gpus`` counts; None:
-    each host's passthrough pool says. A Prometheus that fails is a
-    warning, and the hosts are judged by the other sources; so is a
-    host whose facts are not used (two collectors, stale facts), and an
-    operator's fact that overrides a different collected one."""
+    ``maintenance.with_collected``), when a Prometheus is configured
+    (URL, else as ``utilisation_ops.endpoint`` finds it): ``read``, a
+    constant number of queries. EXTRA_SPECS: the one flavor asked, whose
+    PCI aliases (with SETTINGS' aliases) say which GPUs ``numa_gpus``
+    counts; None: each host's passthrough pool says. A Prometheus that
+    fails is a warning, and the hosts are judged by the other sources;
+    so is a host whose facts are not used (two collectors, stale facts),
+    and an operator's fact that overrides a different collected one."""
     if not utilisation_ops.endpoint(client, url):
         return facts
     keys = tuple(keys)
