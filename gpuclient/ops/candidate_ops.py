@@ -27,6 +27,7 @@ from osc_lib import exceptions
 from gpuclient.cloud import errors
 from gpuclient.cloud import versions
 from gpuclient.i18n import _
+from gpuclient.ops import host_facts_ops
 from gpuclient.ops import snapshot
 from gpuclient.ops import utilisation_ops
 from gpuclient.rules import baremetal
@@ -34,6 +35,7 @@ from gpuclient.rules import candidates
 from gpuclient.rules import maintenance
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import quota
+from gpuclient.rules.host_facts import scheduling
 from gpuclient.rules.scheduler import explain
 from gpuclient.rules.scheduler import manager
 from gpuclient.rules.scheduler import resource_request as request
@@ -72,7 +74,10 @@ def collect(
     MAX_ALLOCATION_READS providers. FACTS: ``--host-fact`` ({host or None:
     facts}, maintenance.parse_facts). For a flavor that asks a NUMA
     topology, the NUMA nodes node_exporter shows in the cloud's Prometheus
-    (PROMETHEUS, else the configured one; two queries).
+    (PROMETHEUS, else the configured one; two queries) and, when it asks
+    PCI devices too, the cell of each GPU that gpuclient-host-facts
+    collected (``host_facts_ops.add_collected``: one query per series
+    family), under the operator's FACTS.
     """
     read = _read(client, flavor, resources, required, image, pool, project,
                  zone, boot_from_volume, limit, settings, project_domain,
@@ -139,6 +144,13 @@ def _read(client, flavor, resources, required, image, pool, project, zone,
     if numa_mod.constraints(the_flavor, the_image):
         host_facts = utilisation_ops.add_numa_nodes(
             client, host_facts, cloud.hypervisors, prometheus)
+        # only a flavor asks a NUMA topology: THE_FLAVOR is one
+        extra = the_flavor.get('extra_specs') or {}
+        if numa_mod.pci_devices(extra):
+            # which cell holds each GPU its PCI aliases get
+            host_facts = host_facts_ops.add_collected(
+                client, cloud, host_facts, scheduling.NUMA_KEYS, prometheus,
+                extra_specs=extra, settings=settings)
     return candidates.Read(
         cloud=cloud, settings=settings, req=req, answer=answer,
         providers=providers, project_id=project_id,

@@ -22,12 +22,16 @@ import collections.abc
 import logging
 import typing
 
+from osc_lib import exceptions
+
 from gpuclient.i18n import _
+from gpuclient.ops import host_facts_ops
 from gpuclient.ops import snapshot
 from gpuclient.ops import utilisation_ops
 from gpuclient.rules import capacity
 from gpuclient.rules import maintenance
 from gpuclient.rules import pools as pools_mod
+from gpuclient.rules.host_facts import scheduling
 from gpuclient.rules.scheduler.filters import numa_topology_filter as numa_mod
 
 if typing.TYPE_CHECKING:
@@ -50,7 +54,10 @@ def collect(
     """Rows of ``gpu capacity list`` (``capacity.rows``); warnings are
     logged. FACTS: ``--host-fact`` ({host or None: facts}); with a flavor
     that asks a NUMA topology, the NUMA nodes node_exporter shows in the
-    cloud's Prometheus (PROMETHEUS, else the configured one)."""
+    cloud's Prometheus (PROMETHEUS, else the configured one) and, with
+    one that asks PCI devices too, the cell of each GPU that
+    gpuclient-host-facts collected (``host_facts_ops.add_collected``),
+    under the operator's FACTS."""
     project_id = (snapshot.project_id(client, project, project_domain)
                   if project else snapshot.current_project_id(client))
     cloud = snapshot.read(client, with_flavors=True, mapped_only=True)
@@ -66,11 +73,16 @@ def collect(
         # read with the flavors
         wanted = capacity.resolve_flavors(cloud.flavors, flavors)  # type: ignore[arg-type]
     host_facts = maintenance.host_facts(facts, cloud.host_roots())
-    if capacity.numa_enabled(settings) and any(
-            numa_mod.constraints(flavor) for flavor in cloud.flavors or ()
-            if wanted is None or flavor['id'] in wanted):
+    numa = [flavor for flavor in cloud.flavors or ()
+            if (wanted is None or flavor['id'] in wanted)
+            and numa_mod.constraints(flavor)]
+    if capacity.numa_enabled(settings) and numa:
         host_facts = utilisation_ops.add_numa_nodes(
             client, host_facts, cloud.hypervisors, prometheus)
+        if any(_asks_devices(flavor) for flavor in numa):
+            # which cell holds each GPU of the hosts' passthrough pools
+            host_facts = host_facts_ops.add_collected(
+                client, cloud, host_facts, scheduling.NUMA_KEYS, prometheus)
     left_out: list[str] = []
     rows = capacity.rows(cloud, settings, project_id,
                          wanted_flavors=wanted, pool=pool,
@@ -86,3 +98,12 @@ def collect(
             'column says why and which --host-fact would judge it.'),
             ', '.join(unjudged))
     return rows
+
+
+def _asks_devices(flavor: dict[str, typing.Any]) -> bool:
+    """Whether FLAVOR asks PCI devices (a malformed alias spec: no, its
+    row says why)."""
+    try:
+        return bool(numa_mod.pci_devices(flavor.get('extra_specs')))
+    except exceptions.CommandError:
+        return False

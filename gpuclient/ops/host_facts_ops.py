@@ -12,8 +12,10 @@
 
 """The hosts' own facts, as gpuclient-host-facts published them into the
 cloud's Prometheus: ``read`` (the reader every consumer calls: ``gpu host
-facts``, ``gpu check``'s host findings) and ``gpu host facts`` itself
-(``collect``).
+facts``, ``gpu check``'s host findings, ``add_collected``), ``gpu host
+facts`` itself (``collect``), and ``add_collected``: the facts ``gpu
+candidate list``, ``gpu capacity list`` and ``gpu host drain`` judge by,
+the collected ones under the operator's ``--host-fact``.
 
 ``read`` asks one instant query per series family
 (``rules.host_facts.join.queries``: 21, whatever the number of hosts),
@@ -37,12 +39,16 @@ from gpuclient.cloud import versions
 from gpuclient.i18n import _
 from gpuclient.ops import snapshot
 from gpuclient.ops import utilisation_ops
+from gpuclient.rules import maintenance
 from gpuclient.rules import pools as pools_mod
 from gpuclient.rules import utilisation
+from gpuclient.rules.checks import hosts as host_checks
 from gpuclient.rules.devices import health as device_health
 from gpuclient.rules.host_facts import join as facts_join
 from gpuclient.rules.host_facts import listing
+from gpuclient.rules.host_facts import scheduling
 from gpuclient.rules.host_facts import series
+from gpuclient.rules.scheduler import pci
 
 if typing.TYPE_CHECKING:
     from gpuclient.cloud.client import GpuClient
@@ -181,3 +187,52 @@ def collect(
         hosts = listing.default_hosts(cloud.pools, cloud.host_facts,
                                       problems)
     return listing.rows(hosts, cloud.host_facts, problems, now), notes
+
+
+def add_collected(
+    client: GpuClient, cloud: model.Cloud,
+    facts: dict[str, dict[str, typing.Any]],
+    keys: collections.abc.Iterable[str], url: str | None = None,
+    extra_specs: collections.abc.Mapping[str, str] | None = None,
+    settings: collections.abc.Mapping[str, typing.Any] | None = None,
+) -> dict[str, dict[str, typing.Any]]:
+    """FACTS ({compute host: the operator's facts}, as
+    ``maintenance.host_facts`` gives them) with what each host's
+    gpuclient-host-facts collected of KEYS under them
+    (``rules.host_facts.scheduling.collected``, then
+    ``maintenance.with_collected``), when a Prometheus is configured
+    (URL, else as ``utilisation_ops.endpoint`` finds it): ``read``, a
+    constant number of queries. EXTRA_SPECS: the one flavor asked, whose
+    PCI aliases (with SETTINGS' aliases) say which GPUs ``numa_gpus``
+    counts; None: each host's passthrough pool says. A Prometheus that
+    fails is a warning, and the hosts are judged by the other sources;
+    so is a host whose facts are not used (two collectors, stale facts),
+    and an operator's fact that overrides a different collected one."""
+    if not utilisation_ops.endpoint(client, url):
+        return facts
+    keys = tuple(keys)
+    now = time.time()
+    read(client, cloud, url, now)
+    if FIELD in cloud.unread:
+        LOG.warning(_('Host facts not read from Prometheus: %s'),
+                    cloud.unread[FIELD])
+        return facts
+    assert cloud.host_facts is not None  # noqa: S101 - read above
+    aliases = (settings or {}).get('aliases')
+    found = {}
+    for host in sorted(facts):
+        held = cloud.host_facts.get(host)
+        why = scheduling.unusable(held, now, host_checks.STALE_AFTER)
+        if held is not None and why:
+            LOG.warning(_('The facts %(collector)s collected on %(host)s '
+                          'are not used: %(why)s.'), {
+                              'collector': scheduling.COLLECTOR,
+                              'host': host, 'why': why})
+        ids = (pci.counted_ids(host, cloud.pools, extra_specs, aliases)
+               if 'numa_gpus' in keys else None)
+        found[host] = scheduling.collected(held, ids, now,
+                                           host_checks.STALE_AFTER, keys)
+    merged, notes = maintenance.with_collected(facts, found)
+    for note in notes:
+        LOG.warning(note)
+    return merged

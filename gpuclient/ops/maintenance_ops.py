@@ -120,10 +120,11 @@ def drain_plan(
     allow_downtime: bool = False,
     settings: dict[str, typing.Any] | None = None,
     facts: _Facts | None = None,
+    prometheus: str | None = None,
 ) -> tuple[list[dict[str, typing.Any]], dict[str, typing.Any]]:
     """(rows, summary) of ``gpu host drain --dry-run`` (``observe``)."""
     observed = observe(client, hosts, requested, allow_downtime, settings,
-                       facts)
+                       facts, prometheus)
     return observed['rows'], observed['summary']
 
 
@@ -134,6 +135,7 @@ def observe(
     allow_downtime: bool = False,
     settings: dict[str, typing.Any] | None = None,
     facts: _Facts | None = None,
+    prometheus: str | None = None,
 ) -> dict[str, typing.Any]:
     """The drain of HOSTS as planned now: {'rows', 'summary' (of ``gpu
     host drain --dry-run``), 'cloud' (the ``model.Cloud`` it planned
@@ -144,8 +146,9 @@ def observe(
     trees; ``snapshot.read_servers``: the servers of every project,
     paged), whatever the number of hosts.
 
-    FACTS: ``rules.maintenance.parse_facts`` ({host or None: facts});
-    none given, every fact is unknown and no live migration is planned.
+    FACTS: ``rules.maintenance.parse_facts``, over what gpuclient-host-facts
+    collected (``_facts``: PROMETHEUS, else the cloud's); a fact unknown
+    plans no live migration that needs it.
     Servers whose move off a drained host Nova runs now (an earlier
     drain's) get a row that waits for it (``under_way``), and servers an
     earlier drain left in VERIFY_RESIZE one that confirms it.
@@ -189,8 +192,7 @@ def observe(
     settings = manager.decide_settings(settings, cloud.blazar)
     result = maintenance.plan(
         cloud, draining, cordoned,
-        facts=maintenance.host_facts(facts, cloud.host_roots(),
-                                     cloud.pools, settings),
+        facts=_facts(client, cloud, facts, settings, requested, prometheus),
         requested=requested, allow_downtime=allow_downtime,
         settings=settings,
         gpu_rows=_held(client, cloud, servers, draining),
@@ -205,6 +207,27 @@ def observe(
             draining, cloud.pools)
     return {'rows': rows, 'summary': result['summary'], 'cloud': cloud,
             'draining': draining}
+
+
+def _facts(
+    client: GpuClient, cloud: model.Cloud, facts: _Facts,
+    settings: dict[str, typing.Any], requested: str, prometheus: str | None,
+) -> dict[str, dict[str, typing.Any]]:
+    """{host: facts} of every host of CLOUD the plan judges by: the
+    operator's FACTS over what the pools and SETTINGS say
+    (``maintenance.host_facts``), over the versions and mdev types each
+    host's gpuclient-host-facts collected (``host_facts_ops.add_collected``,
+    read only for a plan that may live-migrate: REQUESTED auto or live)."""
+    from gpuclient.ops import host_facts_ops
+    from gpuclient.rules import maintenance
+    from gpuclient.rules.host_facts import scheduling
+
+    told = maintenance.host_facts(facts, cloud.host_roots(), cloud.pools,
+                                  settings)
+    if requested not in (maintenance.AUTO, maintenance.LIVE):
+        return told
+    return host_facts_ops.add_collected(client, cloud, told,
+                                        scheduling.DRAIN_KEYS, prometheus)
 
 
 def _moving(server: dict[str, typing.Any]) -> bool:
@@ -339,6 +362,7 @@ def drain(
     settings: dict[str, typing.Any] | None = None,
     facts: _Facts | None = None,
     on_step: journal.OnStep | None = None,
+    prometheus: str | None = None,
 ) -> tuple[list[dict[str, typing.Any]], plan_mod.Plan, list[str]]:
     """``gpu host drain``: cordon HOSTS, then move every server off them
     as planned, forward only (the journal: a failure stops and says what
@@ -359,7 +383,8 @@ def drain(
     kept). Refuses, before any write or notice, a --reason Nova would
     refuse and a plan where a server would stay unless SKIP_UNMOVABLE.
     ON_STEP(index, step): called before each step of each round (tests
-    pause there: before the first write, the plan is final).
+    pause there: before the first write, the plan is final). PROMETHEUS:
+    where the hosts' collected facts are read (``observe``).
     """
     from osc_lib import exceptions
 
@@ -371,7 +396,7 @@ def drain(
         client.compute.require(versions.COMPUTE_MIGRATE_HOST_VERSION,
                                versions.COMPUTE_MIGRATIONS_VERSION)
     observed = observe(client, hosts, requested, allow_downtime, settings,
-                       facts)
+                       facts, prometheus)
     rows, cloud, draining = (observed['rows'], observed['cloud'],
                              observed['draining'])
     staying = maintenance.blockers(rows)
@@ -399,13 +424,13 @@ def drain(
     let_stay = {r['server'] for r in staying}
     all_rows = list(rows) + _more_rounds(
         client, draining, let_stay, requested, allow_downtime, settings,
-        facts, confirm, timeout, on_step)
+        facts, confirm, timeout, on_step, prometheus)
     _finish(client, draining, let_stay, reason, timeout, on_step)
     return all_rows, plan, written
 
 
 def _more_rounds(client, draining, let_stay, requested, allow_downtime,
-                 settings, facts, confirm, timeout, on_step):
+                 settings, facts, confirm, timeout, on_step, prometheus):
     """The drain's later rounds: what arrived on DRAINING meanwhile,
     planned and moved (at most MAX_ROUNDS in all); their rows."""
     from gpuclient.rules import maintenance
@@ -418,7 +443,7 @@ def _more_rounds(client, draining, let_stay, requested, allow_downtime,
             break
         with _reading_back(draining):
             observed = observe(client, draining, requested, allow_downtime,
-                               settings, facts)
+                               settings, facts, prometheus)
         more = [r for r in observed['rows'] if r['server'] not in let_stay]
         movable = [r for r in more if r['method'] != maintenance.STAYS]
         all_rows += more

@@ -57,10 +57,12 @@ Host facts (``facts``): ``{host: {'libvirt': '8.6.0', 'qemu': '8.1.0',
 'nova': '2024.1', 'mdev_types': {'nvidia-35'} | None, 'live_migratable':
 bool | {alias: bool} | None, 'assumed': set of the keys above that are
 documented defaults rather than read (True: all)}}``. What the API does
-not show (versions, ``device_spec`` flags) comes from nova.conf or
-defaults; a note names every fact a decision rested on that was assumed.
-A missing or None fact is unknown, and a live migration that depends on it
-is not planned.
+not show (versions, ``device_spec`` flags) comes from ``--host-fact``,
+from what each host's gpuclient-host-facts collected (``nova``,
+``libvirt``, ``qemu``, ``mdev_types``: ``rules.host_facts.scheduling``,
+under the operator's), from nova.conf or from defaults; a note names
+every fact a decision rested on that was assumed. A missing or None fact
+is unknown, and a live migration that depends on it is not planned.
 
 Nova's documentation behind the rules:
 
@@ -232,6 +234,71 @@ def host_facts(given: Mapping[str | None, Mapping[str, typing.Any]],
     return found
 
 
+def shown_fact(value: object) -> str:
+    """A fact's value as ``--host-fact`` writes it."""
+    if isinstance(value, (set, frozenset)):
+        return ','.join(sorted(str(v) for v in value))
+    if isinstance(value, (list, tuple)):
+        return ','.join(str(v) for v in value)
+    return str(value)
+
+
+def _trimmed(numbers: Iterable[int]) -> tuple[int, ...]:
+    found = list(numbers)
+    while found and found[-1] == 0:
+        found.pop()
+    return tuple(found)
+
+
+def same_fact(key: str, told: typing.Any, found: typing.Any) -> bool:
+    """Whether the operator's value TOLD of KEY says what FOUND (the
+    collected one) says: versions by their numbers (8.6 is 8.6.0), the
+    GPUs per cell without the empty cells after the last GPU."""
+    if key in ('nova', 'libvirt', 'qemu'):
+        return _trimmed(version(told) or ()) == _trimmed(version(found)
+                                                        or ())
+    if key == 'numa_gpus':
+        return _trimmed(told) == _trimmed(found)
+    if key == 'mdev_types':
+        return set(told) == set(found)
+    return bool(told == found)
+
+
+def with_collected(
+        told: Mapping[str, Mapping[str, typing.Any]],
+        found: Mapping[str, Mapping[str, typing.Any]]
+) -> tuple[dict[str, dict[str, typing.Any]], list[str]]:
+    """({host: facts}, notes): TOLD ({host: facts}, ``host_facts``: the
+    operator's, the pools', nova.conf's) with FOUND ({host: what its
+    gpuclient-host-facts collected}, ``rules.host_facts.scheduling.
+    collected``) under them. A fact told wins, and each that differs from
+    the one collected is a note naming the host, the key and both values.
+    The keys taken from FOUND are named in ``host_manager.
+    COLLECTED_FACTS``, so that a verdict says where its facts came
+    from."""
+    merged: dict[str, dict[str, typing.Any]] = {}
+    notes = []
+    for host, facts in told.items():
+        mine = dict(facts)
+        used = set()
+        for key, value in sorted((found.get(host) or {}).items()):
+            if key not in facts:
+                mine[key] = value
+                used.add(key)
+            elif not same_fact(key, facts[key], value):
+                notes.append(_(
+                    '--host-fact %(key)s=%(told)s overrides what '
+                    '%(collector)s collected on %(host)s (%(key)s='
+                    '%(found)s).') % {
+                        'key': key, 'told': shown_fact(facts[key]),
+                        'host': host, 'collector': host_manager.COLLECTOR,
+                        'found': shown_fact(value)})
+        if used:
+            mine[host_manager.COLLECTED_FACTS] = frozenset(used)
+        merged[host] = mine
+    return merged, notes
+
+
 def pool_facts(pools: Mapping[str, Mapping[str, typing.Any]] | None
                ) -> dict[str, dict[str, typing.Any]]:
     """{host: facts} the pools record: ``live_migratable`` {alias: True}
@@ -286,7 +353,8 @@ def _at_least(host: str, facts: Mapping[str, typing.Any] | None,
     have = version((facts or {}).get(key))
     if have is None:
         reasons.append(_('the %(what)s version of %(host)s is not known '
-                         '(give it with --host-fact)')
+                         '(give it with --host-fact, or run '
+                         'gpuclient-host-facts there)')
                        % {'what': label, 'host': host})
         return
     if have < wanted:

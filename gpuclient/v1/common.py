@@ -480,7 +480,11 @@ def add_numa_facts_arg(parser):
                'cell 0>,<on cell 1>,...; for every host, or one with '
                '<host>:. Without them gpuclient judges by the NUMA nodes '
                'in the cloud\'s Prometheus (--prometheus) or the '
-               'hypervisor\'s cpu_info, and marks what it cannot judge'))
+               'hypervisor\'s cpu_info, and marks what it cannot judge. '
+               'Where gpuclient-host-facts runs on the hosts, the cell of '
+               'each GPU it collected is read from that Prometheus too: '
+               'a --host-fact numa_gpus overrides it (a warning names '
+               'each it changes)'))
 
 
 def add_numa_prometheus_arg(parser):
@@ -489,7 +493,8 @@ def add_numa_prometheus_arg(parser):
     add_prometheus_args(parser, _(
         '; for flavors that ask a NUMA topology, gpuclient reads each '
         'host\'s NUMA nodes there (node_exporter\'s meminfo_numa '
-        'collector)'), window=False)
+        'collector) and, for flavors that ask PCI devices too, the cell '
+        'of each GPU gpuclient-host-facts collected'), window=False)
 
 
 def numa_facts(parsed_args):

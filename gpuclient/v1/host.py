@@ -298,8 +298,15 @@ class DrainHost(common.Lister):
                    'post_copy=true|false (the host\'s [libvirt] '
                    'live_migration_permit_post_copy: true plans no live '
                    'migration of GPU servers); for every '
-                   'host, or one with <host>:. Unknown facts plan no live '
+                   'host, or one with <host>:. Where gpuclient-host-facts '
+                   'runs on the hosts, the nova, libvirt, qemu and '
+                   'mdev_types it collected are read from the cloud\'s '
+                   'Prometheus: a --host-fact overrides them (a warning '
+                   'names each it changes). Unknown facts plan no live '
                    'migration'))
+        common.add_prometheus_args(parser, _(
+            '; the versions and mdev types gpuclient-host-facts collected '
+            'on the hosts are read there'), window=False)
         # where each server fits is the request gpu candidate list builds
         common.add_nova_conf_args(parser, overrides=True)
         parser.add_argument(
@@ -329,6 +336,8 @@ class DrainHost(common.Lister):
                 'live_migratable true or false).') % {
                     'item': exc, 'keys': ', '.join(maintenance.FACT_KEYS)
                 }) from None
+        common.use_prometheus_selector(self.app.client_manager.gpu,
+                                       parsed_args)
         rows, plan, written = maintenance_ops.drain(
             self.app.client_manager.gpu, parsed_args.hosts,
             requested=parsed_args.method,
@@ -337,7 +346,8 @@ class DrainHost(common.Lister):
             confirm=parsed_args.confirm, timeout=parsed_args.timeout,
             skip_unmovable=parsed_args.skip_unmovable,
             notice_dir=parsed_args.notice_dir, facts=facts,
-            settings=common.settings_from_args(parsed_args))
+            settings=common.settings_from_args(parsed_args),
+            prometheus=parsed_args.prometheus)
         for path in written:
             LOG.info(_('Notice written: %s'), path)
         if parsed_args.dry_run:

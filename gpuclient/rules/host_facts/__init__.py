@@ -17,7 +17,7 @@ host's sysfs, procfs, package database and ``nvidia-smi``, and writes what
 it read as node_exporter textfile series; the commands that read those
 series back from the cloud's Prometheus use the same definitions. No I/O
 here. One module per question (the collector uses the first three;
-``join`` and ``listing`` are the reading side's):
+``join``, ``listing`` and ``scheduling`` are the reading side's):
 
 ================  ==========================================================
 ``shapes``        the facts of one host (``HostFacts``: its IOMMU, its PCI
@@ -39,5 +39,9 @@ here. One module per question (the collector uses the first three;
                   out, two collectors for one host not judged)
 ``listing``       the rows of ``gpu host facts`` (an unreadable fact never
                   a value)
+``scheduling``    a host's facts as the NUMA fit and the drain take them
+                  (``numa_gpus``, ``nova``, ``libvirt``, ``qemu``,
+                  ``mdev_types``: what ``--host-fact`` gives), none where a
+                  value could be wrong
 ================  ==========================================================
 """

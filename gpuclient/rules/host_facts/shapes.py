@@ -31,6 +31,8 @@ from __future__ import annotations
 import dataclasses
 
 NVIDIA_VENDOR_ID = '10de'
+# the collector's name (its console script), as a verdict names its facts
+COLLECTOR = 'gpuclient-host-facts'
 
 # the software whose versions the collector reads (gpuclient_host_version_
 # info's component label)

@@ -34,6 +34,7 @@ import typing
 
 from gpuclient.i18n import _
 from gpuclient.rules import host_names
+from gpuclient.rules.host_facts import shapes as facts_shapes
 from gpuclient.rules.scheduler import hardware
 
 # HostState attribute -> how the compute API (2.53) shows it
@@ -147,6 +148,11 @@ NUMA_FACT_KEYS = ('numa_cells', 'numa_pages', 'numa_gpus')
 METRICS_FACT = 'numa_meminfo'
 PROMETHEUS = 'prometheus'
 SMALL_PAGE_KB = 4
+# the facts the host's own collector gave (rules.host_facts.scheduling),
+# put under the operator's (maintenance.with_collected): this key names
+# which of a host's facts came from gpuclient-host-facts, not --host-fact
+COLLECTED_FACTS = 'collected'
+COLLECTOR = facts_shapes.COLLECTOR
 
 
 def parse_numa_fact(
@@ -181,13 +187,40 @@ def _split(total: int | None, cells: int) -> list[int] | None:
     return [total // cells] * cells if total is not None else None
 
 
+def _facts_source(source: str, facts: Mapping[str, typing.Any],
+                  collected: bool) -> str:
+    """SOURCE of a node's cells, with the facts that complete it: 'host
+    facts' (--host-fact), 'host facts (gpuclient-host-facts)' (the
+    host's collector), or both."""
+    told = bool(facts.get('numa_pages')) or (
+        'numa_gpus' in facts and not collected)
+    if source == _('host facts'):
+        told = True
+    if told and collected:
+        what = _('host facts (--host-fact, %s)') % COLLECTOR
+    elif collected:
+        what = _('host facts (%s)') % COLLECTOR
+    elif told:
+        what = _('host facts')
+    else:
+        return source
+    if source in ('cpu_info', PROMETHEUS):
+        return _('%(source)s and %(facts)s') % {'source': source,
+                                                 'facts': what}
+    return what
+
+
 def numa_topology(hypervisor: Mapping[str, typing.Any] | None,
                   facts: Mapping[str, typing.Any] | None = None
                   ) -> dict[str, typing.Any]:
     """A node's NUMA topology as far as a client can know it.
 
     The sources, best first: the operator's host facts (numa_cells,
-    numa_pages, numa_gpus); Nova's ironic driver, which reports none;
+    numa_pages, numa_gpus), then the facts the host's collector gave
+    (numa_gpus, named in COLLECTED_FACTS: the collector saw every GPU of
+    the host, so a cell past its list holds none, and a GPU on a cell
+    the topology lacks leaves it unknown); Nova's ironic driver, which
+    reports none;
     node_exporter's NUMA nodes in the cloud's Prometheus (METRICS_FACT: 2
     or more nodes is a NUMA topology of those cells, with each one's
     memory, and 4k pages only when none has huge pages; 1 node is also
@@ -240,13 +273,18 @@ def numa_topology(hypervisor: Mapping[str, typing.Any] | None,
         return {'known': False,
                 'why': _('the compute API shows no vcpus or memory_mb')}
     gpus = list(facts.get('numa_gpus') or ())
-    if source in ('cpu_info', PROMETHEUS) and (facts.get('numa_pages')
-                                               or gpus):
-        source = _('%s and host facts') % source
+    collected = 'numa_gpus' in (facts.get(COLLECTED_FACTS) or ())
+    if collected and len(gpus) > count:
+        return {'known': False, 'why': _(
+            '%(collector)s shows a GPU on NUMA node %(node)d, and the '
+            'topology (%(source)s) has %(count)d cells') % {
+                'collector': COLLECTOR, 'node': len(gpus) - 1,
+                'source': source, 'count': count}}
+    source = _facts_source(source, facts, collected)
     cells: list[dict[str, typing.Any]] = [
         {'id': n, 'cpus': cpus[n], 'memory_mb': memory[n],
          'pages': dict(pages or {SMALL_PAGE_KB: None}),
-         'gpus': gpus[n] if n < len(gpus) else None}
+         'gpus': gpus[n] if n < len(gpus) else (0 if collected else None)}
         for n in range(count)]
     if pages:
         for cell in cells:

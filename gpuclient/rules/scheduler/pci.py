@@ -28,8 +28,11 @@ import json
 import re
 import typing
 
+from osc_lib import exceptions
+
 from gpuclient.i18n import _
 from gpuclient.rules import placement_names as names
+from gpuclient.rules import pools as pools_mod
 from gpuclient.rules.scheduler import exception
 
 if typing.TYPE_CHECKING:
@@ -137,6 +140,58 @@ def pool_aliases(pools: Mapping[str, Mapping[str, typing.Any]] | None
             found[alias] = {'resource_class': rc, 'traits': set(),
                             'source': 'pool %s' % pool['name']}
     return found
+
+
+# the class Nova's PCI-in-Placement gives a device of no resource_class
+_PCI_CLASS = re.compile(r'^CUSTOM_PCI_([0-9A-F]{4})_([0-9A-F]{4})$')
+
+
+def _alias_id(name: str, pools: Mapping[str, Mapping[str, typing.Any]],
+              aliases: Mapping[str, Mapping[str, typing.Any]]) -> str | None:
+    """The PCI ID (``10de:2331``) of the whole GPUs alias NAME gets, or
+    None: nova.conf's alias (or ``--alias-map``'s) by its class, when the
+    class names the ID; else the passthrough pools of that alias, when
+    they name one ID. An alias of VFs has none."""
+    given = aliases.get(name)
+    if given is not None:
+        if given.get('device_type') == 'type-VF':
+            return None
+        match = _PCI_CLASS.match(str(given.get('resource_class') or ''))
+        if match:
+            return '%s:%s' % (match.group(1).lower(),
+                              match.group(2).lower())
+    ids = {pool['pci_id'] for pool in pools.values()
+           if pool.get('alias') == name and pool.get('pci_id')
+           and pool.get('mode') == pools_mod.PASSTHROUGH}
+    return ids.pop() if len(ids) == 1 else None
+
+
+def counted_ids(host: str, pools: Mapping[str, Mapping[str, typing.Any]],
+                extra_specs: Mapping[str, str] | None = None,
+                aliases: Mapping[str, Mapping[str, typing.Any]] | None = None
+                ) -> frozenset[str] | None:
+    """The PCI IDs (``vendor:product``) of the whole GPUs a flavor's
+    devices are on HOST, whose cells ``numa_gpus`` counts
+    (``rules.host_facts.scheduling``), or None when that is not known.
+    The flavor known (its EXTRA_SPECS): the IDs of the aliases it asks
+    (ALIASES: ``settings['aliases']``, then POOLS), None when one has none
+    or it asks no device. Else (``gpu capacity list``, whose host facts
+    serve every flavor): the PCI ID of HOST's passthrough pools, when
+    they name one."""
+    if extra_specs is not None:
+        try:
+            asked = [alias for alias, count in parse_alias_requests(
+                extra_specs.get(ALIAS_SPEC)) if count > 0]
+        except exceptions.CommandError:
+            return None
+        found = {_alias_id(alias, pools, aliases or {}) for alias in asked}
+        if not found or None in found:
+            return None
+        return frozenset(typing.cast('set[str]', found))
+    ids = {pool['pci_id'] for pool in pools.values()
+           if pool.get('mode') == pools_mod.PASSTHROUGH and pool.get('pci_id')
+           and host in (pool.get('hosts') or ())}
+    return frozenset(ids) if len(ids) == 1 else None
 
 
 def resolve_alias(name: str, settings: Mapping[str, typing.Any],

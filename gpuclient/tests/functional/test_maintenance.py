@@ -28,9 +28,12 @@ from gpuclient.tests.functional import base
 from gpuclient.tests.functional import faults
 
 # what tells gpuclient that the hosts can live-migrate a vGPU (the API
-# does not show these versions): the test cloud's fake driver has none
+# does not show these versions), where it does not read what
+# gpuclient-host-facts collected on them (a client without Prometheus)
 LIVE_FACTS = ('--host-fact', 'nova=2025.1', '--host-fact', 'libvirt=8.6.0',
               '--host-fact', 'qemu=8.1.0')
+# a Prometheus that does not answer: the hosts' collected facts unread
+NO_PROMETHEUS = ('--prometheus', 'http://127.0.0.1:9')
 
 
 class MaintenanceTestCase(base.FunctionalTestCase):
@@ -244,7 +247,11 @@ class TestDrain(MaintenanceTestCase):
                                             self.pt_host))
 
     @base.needs('vgpu')
-    def test_vgpu_server_live_migrates_where_the_hosts_allow_it(self):
+    def test_vgpu_server_live_migrates_by_the_collected_versions(self):
+        """Issue 54 item 4: the versions gpuclient-host-facts collects on
+        both vGPU hosts (their fake trees: Nova 2024.1, libvirt 10.0.0,
+        QEMU 8.2.2, nvidia-35 offered) judge the live migration that was
+        not judged without them, and Nova takes it."""
         pool = self.make_pool('vgpu', [self.vgpu_host, self.vgpu_host2],
                               '--vgpu-type', 'nvidia-35')
         server = self.boot(self.make_flavor(pool))
@@ -253,12 +260,22 @@ class TestDrain(MaintenanceTestCase):
         self.drained(self.vgpu_host)
         # without the hosts' versions no live migration is planned
         rows = self.openstack('gpu', 'host', 'drain', self.vgpu_host,
-                              '--dry-run', '--allow-downtime')
-        self.assertEqual(['cold'], [r['Method'] for r in rows
-                                    if r['Server'] == server['id']])
-        # with them, Nova takes the live migration (no downtime allowed)
+                              '--dry-run', '--allow-downtime',
+                              *NO_PROMETHEUS)
+        mine = [r for r in rows if r['Server'] == server['id']]
+        self.assertEqual(['cold'], [r['Method'] for r in mine])
+        self.assertIn('the Nova version of %s is not known' % self.vgpu_host,
+                      mine[0]['Reason'])
+        # with the collected ones (the cloud's Prometheus), it is
         rows = self.openstack('gpu', 'host', 'drain', self.vgpu_host,
-                              '--method', 'live', *LIVE_FACTS)
+                              '--dry-run', '--allow-downtime')
+        self.assertEqual([('live', self.vgpu_host2, None)], [
+            (r['Method'], r['Destination'], r['Reason']) for r in rows
+            if r['Server'] == server['id']])
+        # and Nova takes the live migration (no downtime allowed, no
+        # --host-fact)
+        rows = self.openstack('gpu', 'host', 'drain', self.vgpu_host,
+                              '--method', 'live')
         mine = [r for r in rows if r['Server'] == server['id']]
         self.assertEqual(('live', 'none'),
                          (mine[0]['Method'], mine[0]['Downtime']))

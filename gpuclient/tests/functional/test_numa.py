@@ -22,9 +22,12 @@ is listed exactly when ``server create --host`` boots there; with the host
 facts that complete what the API shows, every row is judged and the hosts
 listed are the hosts Nova boots on. The cloud's Prometheus holds
 node_exporter's NUMA nodes of the passthrough host (2 of 256 GiB, no huge
-pages) and of ``plain-1`` (1 node): with it alone, the passthrough host is
-judged for every case without GPUs. The matrix asks gpuclient's client
-layer in this process and boots every case at once.
+pages) and of ``plain-1`` (1 node), and the facts gpuclient-host-facts
+collects on the passthrough host's fake tree (its GPUs at the fake
+driver's addresses, 2 on each NUMA node): with it alone, the passthrough
+host is judged for every case, those with GPUs by the cells the
+collector read. The matrix asks gpuclient's client layer in this process
+and boots every case at once.
 """
 
 import json
@@ -38,6 +41,8 @@ from gpuclient.tests.functional import test_candidates
 
 GIB = 1024
 NO_TOPOLOGY = (base.VGPU_HOST, base.MIG_HOST, base.PLAIN_HOST)
+# the facts of a verdict, as gpuclient-host-facts collected them
+COLLECTED = 'host facts (gpuclient-host-facts)'
 # what the API does not show: the passthrough host's pages and the cells
 # of its GPUs, the other hosts' lack of a topology
 FACTS = (['%s:numa_pages=4k' % base.PT_HOST,
@@ -194,9 +199,10 @@ class TestNuma(test_candidates.CandidatesTestCase):
                     '%s on %s (from %s): listed %s (%s), Nova boots: %s'
                     % (case, host, source, host in rows, numa,
                        booted[(case, host)]))
+                # Prometheus: node_exporter's NUMA nodes, and the cell of
+                # each GPU gpuclient-host-facts collected
                 if source == 'facts' or (
-                        source == 'prometheus' and host == base.PT_HOST
-                        and 'gpus' not in case):
+                        source == 'prometheus' and host == base.PT_HOST):
                     self.assertFalse(marked, (case, host, source, numa))
         # node_exporter's NUMA nodes alone judge the passthrough host
         self.assertEqual('judged (prometheus)',
@@ -216,8 +222,9 @@ class TestNuma(test_candidates.CandidatesTestCase):
     def test_capacity_predicts_the_boots(self):
         """CLI: gpu capacity list counts 2 of a 160 GiB one-cell flavor
         on the passthrough host (Placement alone: 3), from the cloud's
-        Prometheus (node_exporter's NUMA nodes) or from the facts; the
-        third boot is refused. Without either it gives no number."""
+        Prometheus (node_exporter's NUMA nodes, and the cells of the GPUs
+        gpuclient-host-facts collected) or from the facts; the third boot
+        is refused. Without either it gives no number."""
         pool = self.numa_pool()
         name = self.unique_name('flavor')
         self.openstack('gpu', 'flavor', 'create', name, '--pool', pool,
@@ -242,7 +249,8 @@ class TestNuma(test_candidates.CandidatesTestCase):
         self.wait_for('no other isolating pool on %s' % base.PT_HOST,
                       lambda: self.isolating_pools(base.PT_HOST, pool),
                       lambda found: not found, timeout=60, interval=1)
-        for given, source in (([], 'prometheus'),
+        # the operator's facts (the same cells) win over the collector's
+        for given, source in (([], 'prometheus and ' + COLLECTED),
                               (facts, 'prometheus and host facts')):
             rows = self.openstack(*args, *given)
             self.assertEqual([(base.PT_HOST, 2, 'judged (%s)' % source)],
@@ -438,3 +446,53 @@ class TestLegacyAndSocketPolicies(test_candidates.CandidatesTestCase):
         self.assertEqual(host, booted[legacy2]['OS-EXT-SRV-ATTR:host'])
         for flavor in (legacy3, socket):
             self.assertIn('No valid host', str(booted[flavor]['fault']))
+
+
+class TestCollectedCells(test_candidates.CandidatesTestCase):
+    """Issue 54 item 4: which NUMA cell holds each GPU, as
+    gpuclient-host-facts collects it on the passthrough host (its fake
+    tree: the fake driver's 4 GPUs, 2 on each cell) and the cloud's
+    Prometheus holds it. Without it (a Prometheus that does not answer;
+    the page sizes given), a one-cell flavor asking GPUs under the
+    required policy is "not judged" on the host, for want of the cells of
+    its GPUs; with it, the row is judged, and Nova agrees: 2 GPUs on one
+    cell boot there, 3 do not."""
+
+    ALIAS = ('--alias-map', 'h100=10de:2331')
+
+    def flavor(self, gpus):
+        return self.create_flavor({
+            'hw:numa_nodes': '1', 'pci_passthrough:alias': 'h100:%d' % gpus,
+            'hw:pci_numa_affinity_policy': 'required'}, disk=0)['id']
+
+    def numa(self, flavor, *args):
+        """{host: NUMA} of the candidates of FLAVOR."""
+        return {row['Host']: row['NUMA'] for row in self.candidates(
+            '--flavor', flavor, *self.ALIAS, *args)}
+
+    def test_judged_from_the_collected_cells_as_nova_boots(self):
+        self.need_host('passthrough')
+        host = base.PT_HOST
+        two, three = self.flavor(2), self.flavor(3)
+        without = ('--prometheus', 'http://127.0.0.1:9', '--host-fact',
+                   '%s:numa_pages=4k' % host)
+        for flavor in (two, three):
+            found = self.numa(flavor, *without).get(host) or ''
+            self.assertTrue(found.startswith(
+                'not judged: which cell holds its PCI devices is not '
+                'known'), found)
+        # the cloud's Prometheus (its clouds.yaml entry): judged, or not
+        # judged only for other servers' use of the cells (a shared cloud)
+        self.assertIn(self.numa(two).get(host), (
+            'judged (prometheus and %s)' % COLLECTED,
+            'not judged: how its servers use each NUMA cell is not shown'))
+        self.assertNotIn(host, self.numa(three))
+        rows = json.loads(self.explain('--flavor', three, *self.ALIAS)[0])
+        self.assertEqual(
+            ['the NUMA cells holding the guest have 2 of the 3 PCI devices '
+             'it asks (policy required) (NUMATopologyFilter, from '
+             'prometheus and %s).' % COLLECTED],
+            self.ruled_out(rows).get(host))
+        # Nova: the 2 GPUs on one cell boot there, the 3 do not
+        self.assertEqual((True, False), (self.boots_on(two, host),
+                                         self.boots_on(three, host)))

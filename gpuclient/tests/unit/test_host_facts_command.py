@@ -395,9 +395,9 @@ class TestReader(FactsTestCase):
 
 
 class TestRequests(testtools.TestCase):
-    """The gate of gpuclient.tests.bench_host_facts: gpu host facts, and
-    the reader alone, send as many requests and PromQL queries at ten
-    times the hosts."""
+    """The gate of gpuclient.tests.bench_host_facts: gpu host facts, the
+    reader alone and gpu check's host checks send as many requests and
+    PromQL queries at ten times the hosts."""
 
     def test_requests_do_not_grow_with_hosts(self):
         small, large = (bench_host_facts.measure(n) for n in (10, 100))
@@ -407,7 +407,12 @@ class TestRequests(testtools.TestCase):
             self.assertEqual(few.what, many.what)
             self.assertEqual((few.openstack, few.queries),
                              (many.openstack, many.queries), few.what)
+        # gpu host facts and the reader: one query per family; gpu check
+        # with its host checks sends those and the DCGM checks' (for
+        # gpu-driver-drift), as many at ten times the hosts (above)
         self.assertEqual([len(facts_join.queries())] * 2,
-                         [m.queries for m in small])
+                         [m.queries for m in small[:2]])
+        self.assertEqual('gpu check (hosts)', small[2].what)
+        self.assertLess(len(facts_join.queries()), small[2].queries)
         # the reader of a cloud read with its hosts asks OpenStack nothing
         self.assertEqual(0, small[1].openstack)

@@ -21,8 +21,9 @@ the node's cells holds the guest's cells: a cell's CPUs, its memory in
 the page size asked (the smallest pages without one) and, for PCI
 devices under the required or legacy policy, the devices on the cells
 chosen. A node without a NUMA topology fails. What the host's topology
-is comes from ``host_manager.numa_topology`` (host facts, node_exporter's
-NUMA nodes in Prometheus, ``cpu_info``); where it is not known, or the
+is comes from ``host_manager.numa_topology`` (host facts, the cell of
+each GPU as gpuclient-host-facts collected it, node_exporter's NUMA nodes
+in Prometheus, ``cpu_info``); where it is not known, or the
 answer depends on what no source shows (how the servers already there
 use each cell, huge pages, which cell holds which device), the node is
 UNKNOWN, never a pass or a failure.
@@ -333,7 +334,9 @@ def unknown_text(detail: Mapping[str, typing.Any]) -> str:
                    'publishes its NUMA nodes'),
         'devices': _('which cell holds its PCI devices is not known: give '
                      '--host-fact <host>:numa_gpus=<on cell 0>,<on cell '
-                     '1>'),
+                     '1>, or run gpuclient-host-facts on the host (the '
+                     'user guide\'s "Preparing and checking GPU hosts" '
+                     'says when its facts give them)'),
         'usage': _('how its servers use each NUMA cell is not shown'),
         'pinned': _('its dedicated CPUs per cell ([compute] '
                     'cpu_dedicated_set) are not shown'),
@@ -384,8 +387,9 @@ def _nova_order(cells: Sequence[dict[str, typing.Any]],
                      key=lambda c: c['memory_mb'] - c['used_mb'])
     ordered = sorted(ordered, key=lambda c: c['used_cpus'])
     if any(c['gpus'] for c in cells):
+        # a cell whose devices are not given orders as one without
         ordered = sorted(ordered, reverse=bool(devices),
-                         key=lambda c: c['gpus'] - c['used_gpus'])
+                         key=lambda c: (c['gpus'] or 0) - c['used_gpus'])
     return ordered
 
 
@@ -436,6 +440,9 @@ def fit_count(topology: Mapping[str, typing.Any],
     if status == UNKNOWN or topology['usage'] or (devices and not policy):
         return None
     strict = devices and policy in ('required', 'legacy')
+    if strict and any(c['gpus'] is None for c in topology['cells']):
+        # the next server's devices may be on a cell whose are not given
+        return None
     cells = [dict(cell, used_cpus=0, used_mb=0, used_pages={}, used_gpus=0)
              for cell in topology['cells']]
     # devices anywhere (preferred) are counted where the cells say
@@ -489,9 +496,12 @@ def host_count(
             if status == UNKNOWN:
                 # UNKNOWN always has its detail (None only with PASS)
                 return None, unknown_text(detail)  # type: ignore[arg-type]
-            return None, (unknown_text({'why': 'alias_policy'})
-                          if devices and not guest['pci_policy']
-                          else unknown_text({'why': 'usage'}))
+            if devices and not guest['pci_policy']:
+                return None, unknown_text({'why': 'alias_policy'})
+            if devices and any(c['gpus'] is None
+                               for c in topology['cells']):
+                return None, unknown_text({'why': 'devices'})
+            return None, unknown_text({'why': 'usage'})
         total += count
         sources.add(topology['source'])
     if not nodes:

@@ -25,6 +25,7 @@ import fixtures
 from osc_lib import exceptions
 import yaml
 
+from gpuclient.rules.host_facts import join as facts_join
 from gpuclient.rules.scheduler import explain
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import fakes
@@ -322,13 +323,17 @@ class TestNuma(CandidatesTestCase):
 
     def prometheus(self, status=200):
         """node_exporter's NUMA nodes of gpu-pt-1 (2 of 256 GiB, no huge
-        pages) at PROM; the queries it gets."""
+        pages) at PROM, and no host fact series (gpuclient-host-facts runs
+        nowhere); the queries it gets."""
         queries = []
 
         def answer(request, context):
             query = dict(urllib.parse.parse_qsl(request.text))['query']
             queries.append(query)
             context.status_code = status
+            if query.startswith('gpuclient_host_'):
+                return {'status': 'success', 'data': {
+                    'resultType': 'vector', 'result': []}}
             value = {'node_memory_numa_MemTotal': 256 << 30,
                      'node_memory_numa_HugePages_Total': 0}[query]
             return {'status': 'success', 'data': {
@@ -346,8 +351,11 @@ class TestNuma(CandidatesTestCase):
             '--prometheus', PROM])
         row = dict(zip(columns, rows[0], strict=True))
         self.assertEqual('judged (prometheus)', row['NUMA'])
+        # the flavor asks a PCI device: the cells of the hosts' GPUs are
+        # asked too (none published)
         self.assertEqual(['node_memory_numa_MemTotal',
-                          'node_memory_numa_HugePages_Total'], queries)
+                          'node_memory_numa_HugePages_Total']
+                         + list(facts_join.queries().values()), queries)
         # the operator's facts win
         _cmd, _parsed, (columns, rows) = self.run_cmd(self.ARGS + [
             '--prometheus', PROM, '--host-fact', 'numa_cells=2',

@@ -19,6 +19,7 @@ from osc_lib import exceptions
 
 from gpuclient.rules import pools
 from gpuclient.rules import specs
+from gpuclient.rules.host_facts import join as facts_join
 from gpuclient.tests.unit import base
 from gpuclient.tests.unit import fakes
 from gpuclient.v1 import capacity as capacity_cmd
@@ -267,6 +268,10 @@ class TestFits(CapacityTestCase):
         of each), no huge pages."""
         query = dict(urllib.parse.parse_qsl(request.text))['query']
         self.prom_queries.append(query)
+        if query.startswith('gpuclient_host_'):
+            # gpuclient-host-facts runs nowhere
+            return {'status': 'success', 'data': {
+                'resultType': 'vector', 'result': []}}
         values = {'node_memory_numa_MemTotal': [
             gib << 30 for gib in self.numa_nodes],
             'node_memory_numa_HugePages_Total': [0] * len(self.numa_nodes)}
@@ -289,7 +294,10 @@ class TestFits(CapacityTestCase):
         rows = self.run_cmd('--per-host', '--prometheus', PROM)
         self.assertEqual([(0, 'judged (prometheus)')],
                          [(r['Fits'], r['NUMA']) for r in rows])
-        self.assertEqual(2, len(self.prom_queries))
+        # the NUMA nodes, and the cells of the hosts' GPUs (the flavor asks
+        # a PCI device; none published)
+        self.assertEqual(2 + len(facts_join.queries()),
+                         len(self.prom_queries))
         self.numa_nodes = [128, 128]
         rows = self.run_cmd('--per-host', '--prometheus', PROM)
         self.assertEqual([(2, 'judged (prometheus)')],

@@ -149,6 +149,26 @@ class TestJudge(unittest.TestCase):
         self.assertIsNone(ntf.fit_count(hm.numa_topology(hypervisor, facts),
                                         guest, 1))
 
+    def test_count_with_the_devices_of_some_cells_not_given(self):
+        # --host-fact numa_gpus=4 on a host of two cells: a TypeError
+        # before; required: the next server's devices may be on cell 1,
+        # not judged; preferred: counted as with no cell given
+        hypervisor, facts = numa_hosts.api_view('two-cells')
+        facts['numa_gpus'] = [4]
+        topology = hm.numa_topology(hypervisor, facts)
+        guest = hardware.numa_constraints(numa_hosts.flavor(
+            ram_gib=100, gpus=3, numa_nodes=1,
+            pci_numa_affinity_policy='required'))
+        self.assertIsNone(ntf.fit_count(topology, guest, 3))
+        self.assertEqual((None, ntf.unknown_text({'why': 'devices'})),
+                         ntf.host_count([hypervisor], guest, facts, 3))
+        guest['pci_policy'] = 'preferred'
+        facts.pop('numa_gpus')
+        unknown = ntf.fit_count(hm.numa_topology(hypervisor, facts), guest,
+                                3)
+        facts['numa_gpus'] = [4]
+        self.assertEqual(unknown, ntf.fit_count(topology, guest, 3))
+
     def test_a_request_nova_refuses_passes_no_host(self):
         bad = numa_hosts.flavor(vcpus=3, numa_nodes=2)
         post = filters.run(sorted(numa_hosts.HOSTS), filters.context(
