@@ -58,6 +58,8 @@ OTHER_LABELS = {'Hostname', 'GPU_I_ID', 'DCGM_FI_DRIVER_VERSION', 'bus',
 HOST = 'gpuclient_host_'
 HOST_USED = {
     'gpuclient_host_facts_collected_timestamp_seconds',
+    'gpuclient_host_iommu_active', 'gpuclient_host_mdevctl_present',
+    'gpuclient_host_mdev_type_available_instances',
     'gpuclient_host_mig_gpu_instances', 'gpuclient_host_mig_mode_current',
     'gpuclient_host_mig_mode_pending', 'gpuclient_host_pci_driver_info',
     'gpuclient_host_pci_function_info',
