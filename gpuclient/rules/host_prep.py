@@ -448,21 +448,9 @@ def mig_script(pool: Mapping[str, typing.Any], host: str,
 def mig_unit(host: str, script_path: str) -> str:
     """The systemd unit that runs SCRIPT_PATH at boot, after NVIDIA's
     host driver services and before nova-compute."""
-    return '\n'.join((
-        '[Unit]',
-        'Description=gpuclient: MIG layout of the GPUs of %s' % host,
-        'After=%s' % ' '.join(NVIDIA_SERVICES),
-        'Wants=nvidia-vgpu-mgr.service',
-        'Before=nova-compute.service',
-        '',
-        '[Service]',
-        'Type=oneshot',
-        'RemainAfterExit=yes',
-        'ExecStart=%s' % script_path,
-        '',
-        '[Install]',
-        'WantedBy=multi-user.target nova-compute.service',
-        ''))
+    return profile_vf.boot_unit(
+        'gpuclient: MIG layout of the GPUs of %s' % host, NVIDIA_SERVICES,
+        script_path)
 
 
 def vf_index(pf_address: str, vf_address: str) -> int | None:

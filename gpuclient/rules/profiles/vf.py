@@ -365,10 +365,20 @@ def script(host: str, rows: Iterable[Mapping[str, typing.Any]]) -> str:
 def unit(host: str, script_path: str) -> str:
     """The systemd unit that runs SCRIPT_PATH at boot, after the NVIDIA
     vGPU manager and before nova-compute."""
+    return boot_unit('gpuclient: vGPU types of the VFs of %s' % host,
+                     ('nvidia-vgpu-mgr.service',), script_path)
+
+
+def boot_unit(description: str, after: Iterable[str],
+              script_path: str) -> str:
+    """A oneshot systemd unit (DESCRIPTION) that runs SCRIPT_PATH at boot,
+    after the units AFTER (wanting NVIDIA's vGPU manager) and before
+    nova-compute: what gpu profile plan and gpu host render write for a
+    host's VFs and MIG layout, which do not survive a reboot."""
     return '\n'.join((
         '[Unit]',
-        'Description=gpuclient: vGPU types of the VFs of %s' % host,
-        'After=nvidia-vgpu-mgr.service',
+        'Description=%s' % description,
+        'After=%s' % ' '.join(after),
         'Wants=nvidia-vgpu-mgr.service',
         'Before=nova-compute.service',
         '',
