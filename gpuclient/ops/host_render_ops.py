@@ -91,9 +91,22 @@ def write_files(output_dir: str,
                 _('%s exists already: gpuclient does not overwrite it; '
                   'give another --output-dir or move the file. Nothing '
                   'was written.') % path)
+    written: list[str] = []
     for host_file, path in zip(files, paths, strict=True):
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, 'x') as out:
-            out.write(host_file.text)
-        os.chmod(path, host_file.mode)
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, 'x') as out:
+                out.write(host_file.text)
+            os.chmod(path, host_file.mode)
+        except OSError as exc:
+            # what is left: the files written before this one, and this
+            # one when it was made (perhaps partly written)
+            raise OSError(
+                _('Writing %(path)s failed (%(error)s)%(made)s. Written '
+                  'before it, left as they are: %(written)s.') % {
+                      'path': path, 'error': exc.strerror or exc,
+                      'made': _(', it is left partly written')
+                      if os.path.lexists(path) else '',
+                      'written': ', '.join(written) or _('none')}) from exc
+        written.append(path)
     return paths

@@ -236,6 +236,22 @@ class TestRenderSafety(RenderTestCase):
         self.assertFalse(os.path.exists(os.path.join(
             os.path.dirname(self.out), 'escape')))
 
+    def test_a_write_that_fails_names_what_is_left(self):
+        # the second host's directory cannot be made (a file is there):
+        # the error names the file written before it, which stays
+        os.makedirs(self.out, exist_ok=True)
+        with open(os.path.join(self.out, 'h2'), 'w'):
+            pass
+        files = [host_prep.HostFile('h', 'h/a.conf', 'x\n', 0o644, ''),
+                 host_prep.HostFile('h2', 'h2/b.conf', 'y\n', 0o644, '')]
+        error = self.assertRaises(OSError, host_render_ops.write_files,
+                                  self.out, files)
+        first = os.path.join(self.out, 'h', 'a.conf')
+        self.assertIn('Writing %s failed' % os.path.join(
+            self.out, 'h2', 'b.conf'), str(error))
+        self.assertIn('left as they are: %s.' % first, str(error))
+        self.assertTrue(os.path.isfile(first))
+
     def test_modes_and_directories(self):
         files = [host_prep.HostFile('h', 'h/a/b/run.sh', '#!/bin/sh\n',
                                     0o755, ''),
